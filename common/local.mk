@@ -1,0 +1,12 @@
+# common/: code every program links (logging, config, protocol).
+noinst_LIBRARIES += common/libcgorch-common.a
+common_libcgorch_common_a_SOURCES = \
+	common/macro.h \
+	common/log.c common/log.h \
+	common/strv.c common/strv.h \
+	common/config.c common/config.h \
+	common/protocol.c common/protocol.h
+common_libcgorch_common_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+
+# Link this into every program; add the program's own library flags after it.
+COMMON_LIBS = common/libcgorch-common.a $(JANSSON_LIBS) -lm

@@ -1,0 +1,1476 @@
+/* protocol.c: JSON encoding, decoding and validation of the cgorch v1 wire protocol (job specs,
+ * heartbeats, actions); the types are in protocol.h, the user-facing shapes in docs/api.md. */
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "protocol.h"
+
+/* CFS bandwidth bounds the kernel enforces (period 1 ms..1 s, quota at least 1 ms); the quota cap
+ * is PROTO_MAX_CPU_CORES CPUs at the longest period, far below the kernel's own cap. */
+#define LIMIT_CPU_PERIOD_MIN_US INT64_C(1000)
+#define LIMIT_CPU_PERIOD_MAX_US INT64_C(1000000)
+#define LIMIT_CPU_QUOTA_MIN_US INT64_C(1000)
+#define LIMIT_CPU_QUOTA_MAX_US ((int64_t) PROTO_MAX_CPU_CORES * LIMIT_CPU_PERIOD_MAX_US)
+#define LIMIT_CPU_WEIGHT_MIN INT64_C(1)
+#define LIMIT_CPU_WEIGHT_MAX INT64_C(10000)
+
+#define USER_NAME_MAX 32                 /* useradd's limit */
+#define TEXT_MAX PROTO_MAX_ARG_LEN       /* error strings carried in reports and acks */
+#define INTERVAL_MS_MAX (UINT32_C(3600) * 1000)
+#define PID_MAX_VALUE INT64_C(4194304)   /* PID_MAX_LIMIT on 64-bit Linux */
+#define EXIT_CODE_MAX 255
+#define SIGNAL_MAX 64                    /* SIGRTMAX on Linux */
+#define KEY_IN_MESSAGE_MAX 64            /* a client-chosen key is cut to this in error messages */
+#define PATH_BUF 256
+
+/* ---- Error messages ---- */
+
+/* Sets *ret_error to "<path>.<field>: <message>" (path or field may be empty; both empty means
+ * the whole body) and returns -EINVAL, or -ENOMEM when the message itself cannot be built. */
+_printf_(4, 5) static int fail(char **ret_error, const char *path, const char *field, const char *fmt, ...) {
+        if (!ret_error)
+                return -EINVAL;
+
+        char *msg;
+        va_list ap;
+        va_start(ap, fmt);
+        int r = vasprintf(&msg, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+
+        bool has_path = path && path[0], has_field = field && field[0];
+        char *e;
+        r = asprintf(&e, "%s%s%s: %s", has_path ? path : (has_field ? "" : "body"), has_path && has_field ? "." : "",
+                     has_field ? field : "", msg);
+        free(msg);
+        if (r < 0)
+                return -ENOMEM;
+        *ret_error = e;
+        return -EINVAL;
+}
+
+/* Keys are chosen by the client: cut them short and keep them ASCII-printable so that an error
+ * message stays readable and is always valid UTF-8 for error_to_json(). */
+static void key_for_message(const char *key, size_t key_len, char buf[static KEY_IN_MESSAGE_MAX + 4]) {
+        size_t n = MIN(key_len, (size_t) KEY_IN_MESSAGE_MAX), i;
+        for (i = 0; i < n; i++) {
+                unsigned char c = (unsigned char) key[i];
+                buf[i] = c >= 0x20 && c < 0x7f ? (char) c : '?';
+        }
+        if (key_len > n) {
+                memcpy(buf + i, "...", 3);
+                i += 3;
+        }
+        buf[i] = '\0';
+}
+
+/* Paths are built from fixed field names and indexes under a caller's path, so they stay short;
+ * should a caller's path be absurdly long, the message says it was cut. */
+static void path_truncated(char buf[static PATH_BUF], int n) {
+        if (n < 0 || n >= PATH_BUF)
+                memcpy(buf + PATH_BUF - 4, "...", 4);
+}
+
+static void path_field(char buf[static PATH_BUF], const char *path, const char *field) {
+        path_truncated(buf, snprintf(buf, PATH_BUF, "%s%s%s", path, path[0] ? "." : "", field));
+}
+
+static void path_index(char buf[static PATH_BUF], const char *path, const char *field, size_t i) {
+        path_truncated(buf, snprintf(buf, PATH_BUF, "%s%s%s[%zu]", path, path[0] ? "." : "", field, i));
+}
+
+/* ---- Typed field access with validation ---- */
+
+static int check_keys(json_t *o, const char *path, const char *const *allowed, char **ret_error) {
+        const char *key;
+        size_t key_len;
+        json_t *v = NULL;
+
+        json_object_keylen_foreach(o, key, key_len, v) {
+                bool known = false;
+                /* A key with an embedded NUL ("name\u0000x") must not pass for "name". */
+                if (strlen(key) == key_len)
+                        for (const char *const *a = allowed; *a; a++)
+                                if (streq(*a, key)) {
+                                        known = true;
+                                        break;
+                                }
+                if (!known) {
+                        char k[KEY_IN_MESSAGE_MAX + 4];
+                        key_for_message(key, key_len, k);
+                        return fail(ret_error, path, k, "unknown field");
+                }
+        }
+        return 0;
+}
+
+/* Returns 1 and the value when the field is there, 0 when it is absent or null and optional.
+ * null means "not given" so that clients may spell optional fields either way. */
+static int field_get(json_t *o, const char *path, const char *field, bool required, json_t **ret, char **ret_error) {
+        json_t *v = json_object_get(o, field);
+        if (!v || json_is_null(v)) {
+                if (required)
+                        return fail(ret_error, path, field, "is required");
+                *ret = NULL;
+                return 0;
+        }
+        *ret = v;
+        return 1;
+}
+
+static int check_string(json_t *v, const char *path, const char *field, size_t max_len, const char **ret,
+                        char **ret_error) {
+        if (!json_is_string(v))
+                return fail(ret_error, path, field, "must be a string");
+        const char *s = json_string_value(v);
+        size_t len = json_string_length(v);
+        if (strlen(s) != len)
+                return fail(ret_error, path, field, "must not contain NUL bytes");
+        if (len > max_len)
+                return fail(ret_error, path, field, "must be at most %zu bytes long", max_len);
+        *ret = s;
+        return 1;
+}
+
+static int get_string(json_t *o, const char *path, const char *field, bool required, size_t max_len,
+                      const char **ret, char **ret_error) {
+        json_t *v = NULL;
+        int r = field_get(o, path, field, required, &v, ret_error);
+        if (r <= 0) {
+                if (r == 0)
+                        *ret = NULL;
+                return r;
+        }
+        return check_string(v, path, field, max_len, ret, ret_error);
+}
+
+static int int_range_error(char **ret_error, const char *path, const char *field, int64_t min, int64_t max) {
+        if (min == 0 && max == INT64_MAX)
+                return fail(ret_error, path, field, "must be a non-negative integer");
+        return fail(ret_error, path, field, "must be an integer in [%" PRId64 ", %" PRId64 "]", min, max);
+}
+
+/* Integers only: 2.0 and 1e3 are reals in JSON terms, and a count or a byte size given as a real
+ * is more likely a mistake than a convenience. */
+static int get_int(json_t *o, const char *path, const char *field, bool required, int64_t min, int64_t max,
+                   int64_t *ret, char **ret_error) {
+        json_t *v = NULL;
+        int r = field_get(o, path, field, required, &v, ret_error);
+        if (r <= 0)
+                return r;
+        if (!json_is_integer(v))
+                return int_range_error(ret_error, path, field, min, max);
+        json_int_t i = json_integer_value(v);
+        if (i < min || i > max)
+                return int_range_error(ret_error, path, field, min, max);
+        *ret = i;
+        return 1;
+}
+
+static int get_uint64(json_t *o, const char *path, const char *field, bool required, uint64_t *ret,
+                      char **ret_error) {
+        int64_t i;
+        int r = get_int(o, path, field, required, 0, INT64_MAX, &i, ret_error);
+        if (r > 0)
+                *ret = (uint64_t) i;
+        return r;
+}
+
+/* A number in [min, max], or (min, max] when min_open. */
+static int get_number(json_t *o, const char *path, const char *field, bool required, double min, bool min_open,
+                      double max, double *ret, char **ret_error) {
+        json_t *v = NULL;
+        int r = field_get(o, path, field, required, &v, ret_error);
+        if (r <= 0)
+                return r;
+        double d = json_is_number(v) ? json_number_value(v) : NAN;
+        if (!isfinite(d) || d < min || (min_open && d == min) || d > max) {
+                if (isinf(max) && min == 0 && !min_open)
+                        return fail(ret_error, path, field, "must be a non-negative number");
+                return fail(ret_error, path, field, "must be a number in %c%g, %g]", min_open ? '(' : '[', min, max);
+        }
+        *ret = d;
+        return 1;
+}
+
+static int get_bool(json_t *o, const char *path, const char *field, bool required, bool *ret, char **ret_error) {
+        json_t *v = NULL;
+        int r = field_get(o, path, field, required, &v, ret_error);
+        if (r <= 0)
+                return r;
+        if (!json_is_boolean(v))
+                return fail(ret_error, path, field, "must be true or false");
+        *ret = json_is_true(v);
+        return 1;
+}
+
+static int get_object(json_t *o, const char *path, const char *field, bool required, json_t **ret,
+                      char **ret_error) {
+        int r = field_get(o, path, field, required, ret, ret_error);
+        if (r <= 0)
+                return r;
+        if (!json_is_object(*ret))
+                return fail(ret_error, path, field, "must be an object");
+        return 1;
+}
+
+/* An array of at most max elements; 0 and *ret = NULL when absent and optional. */
+static int get_array(json_t *o, const char *path, const char *field, bool required, size_t min, size_t max,
+                     const char *what, json_t **ret, char **ret_error) {
+        json_t *v = NULL;
+        int r = field_get(o, path, field, required, &v, ret_error);
+        if (r <= 0) {
+                if (r == 0)
+                        *ret = NULL;
+                return r;
+        }
+        if (!json_is_array(v))
+                return fail(ret_error, path, field, "must be an array");
+        size_t n = json_array_size(v);
+        if (n < min || n > max) {
+                if (min == 0)
+                        return fail(ret_error, path, field, "must hold at most %zu %s", max, what);
+                return fail(ret_error, path, field, "must hold %zu..%zu %s", min, max, what);
+        }
+        *ret = v;
+        return 1;
+}
+
+static int strdup_to(const char *s, char **ret) {
+        if (!s) {
+                *ret = NULL;
+                return 0;
+        }
+        char *d = strdup(s);
+        if (!d)
+                return -ENOMEM;
+        *ret = d;
+        return 0;
+}
+
+/* ---- Value rules ---- */
+
+/* Control characters would corrupt logs and tables; UTF-8 beyond ASCII is fine (jansson has
+ * already checked that it is valid). */
+static bool string_is_printable(const char *s) {
+        for (; *s; s++) {
+                unsigned char c = (unsigned char) *s;
+                if (c < 0x20 || c == 0x7f)
+                        return false;
+        }
+        return true;
+}
+
+static int get_name(json_t *o, const char *path, const char *field, bool required, const char **ret,
+                    char **ret_error) {
+        const char *s;
+        int r = get_string(o, path, field, required, SIZE_MAX, &s, ret_error);
+        if (r <= 0) {
+                if (r == 0)
+                        *ret = NULL;
+                return r;
+        }
+        size_t len = strlen(s);
+        if (len < 1 || len > PROTO_NAME_MAX || !string_is_printable(s))
+                return fail(ret_error, path, field, "must be 1..%d printable characters", PROTO_NAME_MAX);
+        *ret = s;
+        return 1;
+}
+
+/* Node names appear in URLs and cgroup paths: keep them to host name characters. */
+static bool node_name_is_valid(const char *s) {
+        size_t len = strlen(s);
+        if (len < 1 || len > PROTO_NAME_MAX)
+                return false;
+        for (size_t i = 0; i < len; i++) {
+                char c = s[i];
+                bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+                if (!alnum && (i == 0 || (c != '.' && c != '_' && c != '-')))
+                        return false;
+        }
+        return true;
+}
+
+/* The portable user name set (POSIX plus '.'), as accepted by useradd on Debian by default. */
+static bool user_name_is_valid(const char *s) {
+        size_t len = strlen(s);
+        if (len < 1 || len > USER_NAME_MAX || s[0] == '-')
+                return false;
+        for (size_t i = 0; i < len; i++) {
+                char c = s[i];
+                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                      c == '_' || c == '-'))
+                        return false;
+        }
+        return true;
+}
+
+static int get_user(json_t *o, const char *path, const char *field, char **ret, char **ret_error) {
+        const char *s;
+        int r = get_string(o, path, field, false, SIZE_MAX, &s, ret_error);
+        if (r <= 0) {
+                if (r == 0)
+                        *ret = NULL;
+                return r;
+        }
+        if (!user_name_is_valid(s))
+                return fail(ret_error, path, field,
+                            "must be a user name of 1..%d characters [A-Za-z0-9._-], not starting with '-'",
+                            USER_NAME_MAX);
+        return strdup_to(s, ret) < 0 ? -ENOMEM : 1;
+}
+
+static int get_cwd(json_t *o, const char *path, const char *field, char **ret, char **ret_error) {
+        const char *s;
+        int r = get_string(o, path, field, false, PATH_MAX - 1, &s, ret_error);
+        if (r <= 0) {
+                if (r == 0)
+                        *ret = NULL;
+                return r;
+        }
+        if (s[0] != '/')
+                return fail(ret_error, path, field, "must be an absolute path");
+        return strdup_to(s, ret) < 0 ? -ENOMEM : 1;
+}
+
+static int get_argv(json_t *o, const char *path, const char *field, bool required, char ***ret, char **ret_error) {
+        json_t *a;
+        int r = get_array(o, path, field, required, 1, PROTO_MAX_ARGV, "strings", &a, ret_error);
+        if (r <= 0) {
+                if (r == 0)
+                        *ret = NULL;
+                return r;
+        }
+
+        size_t n = json_array_size(a);
+        /* Validate everything before allocating anything. */
+        for (size_t i = 0; i < n; i++) {
+                json_t *e = json_array_get(a, i);
+                char p[PATH_BUF];
+                path_index(p, path, field, i);
+                if (!json_is_string(e) || json_string_length(e) == 0)
+                        return fail(ret_error, p, NULL, "must be a non-empty string");
+                const char *s;
+                r = check_string(e, p, NULL, PROTO_MAX_ARG_LEN, &s, ret_error);
+                if (r < 0)
+                        return r;
+        }
+
+        _cleanup_strv_free_ char **l = calloc(n + 1, sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                if (strdup_to(json_string_value(json_array_get(a, i)), &l[i]) < 0)
+                        return -ENOMEM;
+        *ret = TAKE_PTR(l);
+        return 1;
+}
+
+/* The environment travels as an object {"NAME": "value"} (a client cannot then send one name
+ * twice) and lives in C as a "NAME=value" list ready for execve(). An empty object gives NULL. */
+static int get_env(json_t *o, const char *path, const char *field, char ***ret, char **ret_error) {
+        json_t *e;
+        int r = get_object(o, path, field, false, &e, ret_error);
+        if (r <= 0) {
+                if (r == 0)
+                        *ret = NULL;
+                return r;
+        }
+
+        char p[PATH_BUF];
+        path_field(p, path, field);
+        if (json_object_size(e) > PROTO_MAX_ENV)
+                return fail(ret_error, p, NULL, "must hold at most %d variables", PROTO_MAX_ENV);
+
+        const char *key;
+        size_t key_len;
+        json_t *v = NULL;
+        json_object_keylen_foreach(e, key, key_len, v) {
+                char k[KEY_IN_MESSAGE_MAX + 4];
+                key_for_message(key, key_len, k);
+                if (key_len == 0)
+                        return fail(ret_error, p, k, "name must not be empty");
+                if (strlen(key) != key_len)
+                        return fail(ret_error, p, k, "name must not contain NUL bytes");
+                if (strchr(key, '='))
+                        return fail(ret_error, p, k, "name must not contain '='");
+                if (key_len > PROTO_MAX_ARG_LEN)
+                        return fail(ret_error, p, k, "name must be at most %d bytes long", PROTO_MAX_ARG_LEN);
+                const char *s;
+                r = check_string(v, p, k, PROTO_MAX_ARG_LEN, &s, ret_error);
+                if (r < 0)
+                        return r;
+        }
+
+        size_t n = json_object_size(e), i = 0;
+        if (n == 0) {
+                *ret = NULL;
+                return 1;
+        }
+        _cleanup_strv_free_ char **l = calloc(n + 1, sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+        json_object_foreach(e, key, v) {
+                if (asprintf(&l[i], "%s=%s", key, json_string_value(v)) < 0) {
+                        l[i] = NULL;
+                        return -ENOMEM;
+                }
+                i++;
+        }
+        *ret = TAKE_PTR(l);
+        return 1;
+}
+
+static int get_task_id(json_t *o, const char *path, const char *field, char **ret, char **ret_error) {
+        const char *s;
+        int r = get_string(o, path, field, true, TASK_ID_MAX, &s, ret_error);
+        if (r < 0)
+                return r;
+        TaskId id;
+        if (task_id_parse(s, &id) < 0)
+                return fail(ret_error, path, field, "must be a task id <job>.<phase>.<task>.<attempt>");
+        return strdup_to(s, ret) < 0 ? -ENOMEM : 1;
+}
+
+/* Optional free text (error reasons): any string without NUL bytes, bounded. */
+static int get_text(json_t *o, const char *path, const char *field, char **ret, char **ret_error) {
+        const char *s;
+        int r = get_string(o, path, field, false, TEXT_MAX, &s, ret_error);
+        if (r < 0)
+                return r;
+        return strdup_to(s, ret) < 0 ? -ENOMEM : r;
+}
+
+/* ---- Encoding helpers ---- */
+
+static int add(json_t *o, const char *key, json_t *v) {
+        if (!v)
+                return -ENOMEM;
+        return json_object_set_new(o, key, v) < 0 ? -ENOMEM : 0;
+}
+
+static int append(json_t *a, json_t *v) {
+        if (!v)
+                return -ENOMEM;
+        return json_array_append_new(a, v) < 0 ? -ENOMEM : 0;
+}
+
+/* JSON integers are signed 64-bit in jansson; no counter of ours gets near 2^63 (292 years of
+ * nanoseconds), so clamping is the honest answer for a value that cannot be represented. */
+static json_t *json_u64(uint64_t v) {
+        return json_integer(v > (uint64_t) INT64_MAX ? INT64_MAX : (json_int_t) v);
+}
+
+/* JSON has no NaN or infinity: such a value is a sender bug, which null makes the receiver's
+ * decoder report by field name. */
+static json_t *json_double(double d) {
+        return isfinite(d) ? json_real(d) : json_null();
+}
+
+/* json_string() refuses invalid UTF-8 (which can only come from local C callers: everything
+ * decoded was checked by jansson); replace such bytes rather than fail the whole document. */
+static json_t *json_text(const char *s) {
+        json_t *j = json_string(s);
+        if (j)
+                return j;
+        _cleanup_free_ char *c = strdup(s);
+        if (!c)
+                return NULL;
+        for (char *p = c; *p; p++)
+                if ((unsigned char) *p >= 0x80)
+                        *p = '?';
+        return json_string(c);
+}
+
+static json_t *strv_to_json(char *const *l) {
+        json_auto_t *a = json_array();
+        if (!a)
+                return NULL;
+        for (; l && *l; l++)
+                if (append(a, json_text(*l)) < 0)
+                        return NULL;
+        return json_incref(a);
+}
+
+static json_t *env_to_json(char *const *l) {
+        json_auto_t *o = json_object();
+        if (!o)
+                return NULL;
+        for (; l && *l; l++) {
+                /* Entries come from get_env() and always hold '='; one without is a name with
+                 * an empty value, which is what execve() callers would make of it too. */
+                const char *eq = strchr(*l, '=');
+                _cleanup_free_ char *name = eq ? strndup(*l, eq - *l) : strdup(*l);
+                if (!name)
+                        return NULL;
+                if (add(o, name, json_text(eq ? eq + 1 : "")) < 0)
+                        return NULL;
+        }
+        return json_incref(o);
+}
+
+/* ---- Limits ---- */
+
+static int get_limit(json_t *o, const char *path, const char *field, int64_t min, int64_t max, bool unlimited_ok,
+                     int64_t *ret, char **ret_error) {
+        json_t *v = NULL;
+        int r = field_get(o, path, field, false, &v, ret_error);
+        if (r < 0)
+                return r;
+        if (r == 0) {
+                *ret = LIMIT_UNSET;
+                return 0;
+        }
+        bool ok = json_is_integer(v);
+        json_int_t i = ok ? json_integer_value(v) : 0;
+        if (ok && (i == LIMIT_UNSET || (unlimited_ok && i == LIMIT_UNLIMITED) || (i >= min && i <= max))) {
+                *ret = i;
+                return 1;
+        }
+        if (unlimited_ok)
+                return fail(ret_error, path, field,
+                            "must be -1 (no limit), 0 (unset) or an integer in [%" PRId64 ", %" PRId64 "]", min, max);
+        return fail(ret_error, path, field, "must be 0 (unset) or an integer in [%" PRId64 ", %" PRId64 "]", min, max);
+}
+
+int limits_from_json(json_t *j, const char *path, Limits *ret, char **ret_error) {
+        static const char *const keys[] = {
+                "cpu_quota_us", "cpu_period_us", "cpu_weight", "memory_high_bytes", "memory_max_bytes", NULL,
+        };
+        Limits l = {};
+        int r;
+
+        path = path ?: "";
+        if (!json_is_object(j))
+                return fail(ret_error, path, NULL, "must be an object");
+        r = check_keys(j, path, keys, ret_error);
+        if (r < 0)
+                return r;
+        r = get_limit(j, path, "cpu_quota_us", LIMIT_CPU_QUOTA_MIN_US, LIMIT_CPU_QUOTA_MAX_US, true, &l.cpu_quota_us,
+                      ret_error);
+        if (r < 0)
+                return r;
+        r = get_limit(j, path, "cpu_period_us", LIMIT_CPU_PERIOD_MIN_US, LIMIT_CPU_PERIOD_MAX_US, false,
+                      &l.cpu_period_us, ret_error);
+        if (r < 0)
+                return r;
+        r = get_limit(j, path, "cpu_weight", LIMIT_CPU_WEIGHT_MIN, LIMIT_CPU_WEIGHT_MAX, false, &l.cpu_weight,
+                      ret_error);
+        if (r < 0)
+                return r;
+        r = get_limit(j, path, "memory_high_bytes", PROTO_MIN_MEMORY_BYTES, PROTO_MAX_MEMORY_BYTES, true,
+                      &l.memory_high_bytes, ret_error);
+        if (r < 0)
+                return r;
+        r = get_limit(j, path, "memory_max_bytes", PROTO_MIN_MEMORY_BYTES, PROTO_MAX_MEMORY_BYTES, true,
+                      &l.memory_max_bytes, ret_error);
+        if (r < 0)
+                return r;
+
+        *ret = l;
+        return 0;
+}
+
+json_t *limits_to_json(const Limits *l) {
+        json_auto_t *o = json_object();
+        if (!o)
+                return NULL;
+        const struct {
+                const char *key;
+                int64_t value;
+        } fields[] = {
+                { "cpu_quota_us", l->cpu_quota_us },
+                { "cpu_period_us", l->cpu_period_us },
+                { "cpu_weight", l->cpu_weight },
+                { "memory_high_bytes", l->memory_high_bytes },
+                { "memory_max_bytes", l->memory_max_bytes },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(fields); i++)
+                if (fields[i].value != LIMIT_UNSET && add(o, fields[i].key, json_integer(fields[i].value)) < 0)
+                        return NULL;
+        return json_incref(o);
+}
+
+static int get_limits(json_t *o, const char *path, const char *field, bool required, Limits *ret,
+                      char **ret_error) {
+        json_t *v = NULL;
+        int r = field_get(o, path, field, required, &v, ret_error);
+        if (r <= 0) {
+                if (r == 0)
+                        *ret = (Limits) {};
+                return r;
+        }
+        char p[PATH_BUF];
+        path_field(p, path, field);
+        r = limits_from_json(v, p, ret, ret_error);
+        return r < 0 ? r : 1;
+}
+
+/* ---- Job specs ---- */
+
+static void phase_spec_done(PhaseSpec *p) {
+        free(p->name);
+        strv_free(p->argv);
+        strv_free(p->env);
+        free(p->cwd);
+}
+
+void job_spec_free(JobSpec *s) {
+        if (!s)
+                return;
+        free(s->name);
+        free(s->user);
+        for (size_t i = 0; i < s->n_phases; i++)
+                phase_spec_done(&s->phases[i]);
+        free(s->phases);
+        free(s);
+}
+
+static void job_spec_freep(JobSpec **s) {
+        job_spec_free(*s);
+}
+
+static int phase_spec_from_json(json_t *j, const char *path, size_t index, PhaseSpec *p, char **ret_error) {
+        static const char *const keys[] = {
+                "name", "tasks", "argv", "env", "cwd", "cpu_cores", "memory_bytes", NULL,
+        };
+        const char *name;
+        int64_t i;
+        int r;
+
+        if (!json_is_object(j))
+                return fail(ret_error, path, NULL, "must be an object");
+        r = check_keys(j, path, keys, ret_error);
+        if (r < 0)
+                return r;
+
+        r = get_name(j, path, "name", false, &name, ret_error);
+        if (r < 0)
+                return r;
+        if (name ? strdup_to(name, &p->name) < 0 : asprintf(&p->name, "phase%zu", index) < 0) {
+                p->name = NULL;
+                return -ENOMEM;
+        }
+
+        r = get_int(j, path, "tasks", true, 1, PROTO_MAX_TASKS_PER_PHASE, &i, ret_error);
+        if (r < 0)
+                return r;
+        p->n_tasks = (unsigned) i;
+
+        r = get_argv(j, path, "argv", true, &p->argv, ret_error);
+        if (r < 0)
+                return r;
+        r = get_env(j, path, "env", &p->env, ret_error);
+        if (r < 0)
+                return r;
+        r = get_cwd(j, path, "cwd", &p->cwd, ret_error);
+        if (r < 0)
+                return r;
+        r = get_number(j, path, "cpu_cores", true, 0, true, PROTO_MAX_CPU_CORES, &p->cpu_cores, ret_error);
+        if (r < 0)
+                return r;
+        r = get_int(j, path, "memory_bytes", true, PROTO_MIN_MEMORY_BYTES, PROTO_MAX_MEMORY_BYTES, &i, ret_error);
+        if (r < 0)
+                return r;
+        p->memory_bytes = (uint64_t) i;
+        return 0;
+}
+
+int job_spec_from_json(json_t *j, JobSpec **ret, char **ret_error) {
+        static const char *const keys[] = { "name", "user", "weight", "phases", NULL };
+        _cleanup_(job_spec_freep) JobSpec *s = NULL;
+        const char *name;
+        json_t *phases;
+        int r;
+
+        if (!json_is_object(j))
+                return fail(ret_error, NULL, NULL, "must be a JSON object");
+        r = check_keys(j, "", keys, ret_error);
+        if (r < 0)
+                return r;
+
+        s = calloc(1, sizeof *s);
+        if (!s)
+                return -ENOMEM;
+        s->weight = 1;
+
+        r = get_name(j, "", "name", true, &name, ret_error);
+        if (r < 0)
+                return r;
+        if (strdup_to(name, &s->name) < 0)
+                return -ENOMEM;
+        r = get_user(j, "", "user", &s->user, ret_error);
+        if (r < 0)
+                return r;
+        r = get_number(j, "", "weight", false, 0, true, PROTO_MAX_WEIGHT, &s->weight, ret_error);
+        if (r < 0)
+                return r;
+        r = get_array(j, "", "phases", true, 1, PROTO_MAX_PHASES, "phases", &phases, ret_error);
+        if (r < 0)
+                return r;
+
+        size_t n = json_array_size(phases);
+        s->phases = calloc(n, sizeof *s->phases);
+        if (!s->phases)
+                return -ENOMEM;
+        s->n_phases = n;
+        for (size_t i = 0; i < n; i++) {
+                char p[PATH_BUF];
+                path_index(p, "", "phases", i);
+                r = phase_spec_from_json(json_array_get(phases, i), p, i, &s->phases[i], ret_error);
+                if (r < 0)
+                        return r;
+        }
+
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+static json_t *phase_spec_to_json(const PhaseSpec *p) {
+        json_auto_t *o = json_object();
+        if (!o)
+                return NULL;
+        if (p->name && add(o, "name", json_text(p->name)) < 0)
+                return NULL;
+        if (add(o, "tasks", json_integer(p->n_tasks)) < 0 || add(o, "argv", strv_to_json(p->argv)) < 0)
+                return NULL;
+        if (p->env && add(o, "env", env_to_json(p->env)) < 0)
+                return NULL;
+        if (p->cwd && add(o, "cwd", json_text(p->cwd)) < 0)
+                return NULL;
+        if (add(o, "cpu_cores", json_double(p->cpu_cores)) < 0 ||
+            add(o, "memory_bytes", json_u64(p->memory_bytes)) < 0)
+                return NULL;
+        return json_incref(o);
+}
+
+json_t *job_spec_to_json(const JobSpec *s) {
+        json_auto_t *o = json_object();
+        json_auto_t *phases = json_array();
+        if (!o || !phases)
+                return NULL;
+        if (add(o, "name", json_text(s->name ?: "")) < 0)
+                return NULL;
+        if (s->user && add(o, "user", json_text(s->user)) < 0)
+                return NULL;
+        if (add(o, "weight", json_double(s->weight)) < 0)
+                return NULL;
+        for (size_t i = 0; i < s->n_phases; i++)
+                if (append(phases, phase_spec_to_json(&s->phases[i])) < 0)
+                        return NULL;
+        if (add(o, "phases", json_incref(phases)) < 0)
+                return NULL;
+        return json_incref(o);
+}
+
+/* ---- States ---- */
+
+static const char *const task_state_table[_TASK_STATE_MAX] = {
+        [TASK_PENDING] = "pending",     [TASK_STARTING] = "starting", [TASK_RUNNING] = "running",
+        [TASK_SUCCEEDED] = "succeeded", [TASK_FAILED] = "failed",     [TASK_CANCELLED] = "cancelled",
+        [TASK_LOST] = "lost",
+};
+
+static const char *const job_state_table[_JOB_STATE_MAX] = {
+        [JOB_QUEUED] = "queued",       [JOB_RUNNING] = "running",     [JOB_SUCCEEDED] = "succeeded",
+        [JOB_FAILED] = "failed",       [JOB_CANCELLED] = "cancelled",
+};
+
+static const char *const action_type_table[_ACTION_TYPE_MAX] = {
+        [ACTION_START] = "start", [ACTION_SET_LIMITS] = "set_limits", [ACTION_FREEZE] = "freeze",
+        [ACTION_THAW] = "thaw",   [ACTION_KILL] = "kill",
+};
+
+static int table_lookup(const char *const *table, size_t n, const char *s) {
+        if (!s)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++)
+                if (streq(table[i], s))
+                        return (int) i;
+        return -EINVAL;
+}
+
+const char *task_state_to_string(TaskState s) {
+        return s >= 0 && s < _TASK_STATE_MAX ? task_state_table[s] : NULL;
+}
+
+TaskState task_state_from_string(const char *s) {
+        return (TaskState) table_lookup(task_state_table, _TASK_STATE_MAX, s);
+}
+
+bool task_state_is_final(TaskState s) {
+        return s == TASK_SUCCEEDED || s == TASK_FAILED || s == TASK_CANCELLED || s == TASK_LOST;
+}
+
+const char *job_state_to_string(JobState s) {
+        return s >= 0 && s < _JOB_STATE_MAX ? job_state_table[s] : NULL;
+}
+
+JobState job_state_from_string(const char *s) {
+        return (JobState) table_lookup(job_state_table, _JOB_STATE_MAX, s);
+}
+
+bool job_state_is_final(JobState s) {
+        return s == JOB_SUCCEEDED || s == JOB_FAILED || s == JOB_CANCELLED;
+}
+
+const char *action_type_to_string(ActionType t) {
+        return t >= 0 && t < _ACTION_TYPE_MAX ? action_type_table[t] : NULL;
+}
+
+ActionType action_type_from_string(const char *s) {
+        return (ActionType) table_lookup(action_type_table, _ACTION_TYPE_MAX, s);
+}
+
+/* ---- Task ids ---- */
+
+/* Parses one decimal component up to max and advances *p past it. Leading zeros are refused so
+ * that every id has exactly one spelling: ids are compared and used as keys as strings. */
+static int parse_component(const char **p, uint64_t max, uint64_t *ret) {
+        const char *s = *p;
+        uint64_t v = 0;
+
+        if (*s < '0' || *s > '9')
+                return -EINVAL;
+        if (s[0] == '0' && s[1] >= '0' && s[1] <= '9')
+                return -EINVAL;
+        for (; *s >= '0' && *s <= '9'; s++) {
+                unsigned d = (unsigned) (*s - '0');
+                if (v > (max - d) / 10)
+                        return -ERANGE;
+                v = v * 10 + d;
+        }
+        *p = s;
+        *ret = v;
+        return 0;
+}
+
+int task_id_parse(const char *s, TaskId *ret) {
+        uint64_t v[4];
+        int r;
+
+        if (!s)
+                return -EINVAL;
+        for (size_t i = 0; i < ELEMENTSOF(v); i++) {
+                if (i > 0 && *s++ != '.')
+                        return -EINVAL;
+                r = parse_component(&s, i == 0 ? UINT64_MAX : UINT_MAX, &v[i]);
+                if (r < 0)
+                        return r;
+        }
+        if (*s != '\0')
+                return -EINVAL;
+
+        *ret = (TaskId) { .job = v[0], .phase = (unsigned) v[1], .task = (unsigned) v[2], .attempt = (unsigned) v[3] };
+        return 0;
+}
+
+char *task_id_format(const TaskId *id, char *buf) {
+        snprintf(buf, TASK_ID_MAX, "%" PRIu64 ".%u.%u.%u", id->job, id->phase, id->task, id->attempt);
+        return buf;
+}
+
+/* ---- Heartbeats ---- */
+
+void task_report_done(TaskReport *r) {
+        if (!r)
+                return;
+        free(r->id);
+        free(r->samples);
+        free(r->error);
+        *r = (TaskReport) {};
+}
+
+void heartbeat_free(Heartbeat *h) {
+        if (!h)
+                return;
+        free(h->node);
+        free(h->boot_id);
+        free(h->cgroup_mode);
+        for (size_t i = 0; i < h->n_tasks; i++)
+                task_report_done(&h->tasks[i]);
+        free(h->tasks);
+        for (size_t i = 0; i < h->n_acks; i++)
+                free(h->acks[i].error);
+        free(h->acks);
+        free(h);
+}
+
+static void heartbeat_freep(Heartbeat **h) {
+        heartbeat_free(*h);
+}
+
+static int sample_from_json(json_t *j, const char *path, TaskSample *s, char **ret_error) {
+        static const char *const keys[] = {
+                "time_ms", "cpu_usage_ns", "memory_current_bytes", "memory_peak_bytes", "progress", NULL,
+        };
+        int r;
+
+        if (!json_is_object(j))
+                return fail(ret_error, path, NULL, "must be an object");
+        r = check_keys(j, path, keys, ret_error);
+        if (r < 0)
+                return r;
+        r = get_int(j, path, "time_ms", true, 0, INT64_MAX, &s->time_ms, ret_error);
+        if (r < 0)
+                return r;
+        r = get_uint64(j, path, "cpu_usage_ns", true, &s->cpu_usage_ns, ret_error);
+        if (r < 0)
+                return r;
+        r = get_uint64(j, path, "memory_current_bytes", true, &s->memory_current_bytes, ret_error);
+        if (r < 0)
+                return r;
+        r = get_uint64(j, path, "memory_peak_bytes", true, &s->memory_peak_bytes, ret_error);
+        if (r < 0)
+                return r;
+        /* Absent or null: the task reports no progress. */
+        s->progress = -1;
+        json_t *v = NULL;
+        r = field_get(j, path, "progress", false, &v, ret_error);
+        if (r > 0) {
+                double d = json_is_number(v) ? json_number_value(v) : NAN;
+                if (!(d >= 0 && d <= 1))
+                        return fail(ret_error, path, "progress", "must be null or a number in [0, 1]");
+                s->progress = d;
+        }
+        return 0;
+}
+
+static int exit_from_json(json_t *j, const char *path, ExitRecord *e, char **ret_error) {
+        static const char *const keys[] = {
+                "code", "signal", "oom_killed", "wall_s", "cpu_s", "memory_peak_bytes", NULL,
+        };
+        int64_t i;
+        int r;
+
+        r = check_keys(j, path, keys, ret_error);
+        if (r < 0)
+                return r;
+        r = get_int(j, path, "code", true, 0, EXIT_CODE_MAX, &i, ret_error);
+        if (r < 0)
+                return r;
+        e->code = (int) i;
+        r = get_int(j, path, "signal", true, 0, SIGNAL_MAX, &i, ret_error);
+        if (r < 0)
+                return r;
+        e->signal = (int) i;
+        r = get_bool(j, path, "oom_killed", true, &e->oom_killed, ret_error);
+        if (r < 0)
+                return r;
+        r = get_number(j, path, "wall_s", true, 0, false, INFINITY, &e->wall_s, ret_error);
+        if (r < 0)
+                return r;
+        r = get_number(j, path, "cpu_s", true, 0, false, INFINITY, &e->cpu_s, ret_error);
+        if (r < 0)
+                return r;
+        r = get_uint64(j, path, "memory_peak_bytes", true, &e->memory_peak_bytes, ret_error);
+        if (r < 0)
+                return r;
+        return 0;
+}
+
+static int task_report_from_json(json_t *j, const char *path, TaskReport *t, char **ret_error) {
+        static const char *const keys[] = {
+                "id", "state", "pid", "samples", "limits", "exit", "error", NULL,
+        };
+        const char *state;
+        json_t *samples, *exit;
+        int64_t pid = 0;
+        int r;
+
+        if (!json_is_object(j))
+                return fail(ret_error, path, NULL, "must be an object");
+        r = check_keys(j, path, keys, ret_error);
+        if (r < 0)
+                return r;
+
+        r = get_task_id(j, path, "id", &t->id, ret_error);
+        if (r < 0)
+                return r;
+
+        /* Only what an agent can know: pending, starting and lost are the controller's view. */
+        r = get_string(j, path, "state", true, SIZE_MAX, &state, ret_error);
+        if (r < 0)
+                return r;
+        t->state = task_state_from_string(state);
+        if (t->state != TASK_RUNNING && t->state != TASK_SUCCEEDED && t->state != TASK_FAILED &&
+            t->state != TASK_CANCELLED)
+                return fail(ret_error, path, "state", "must be one of running, succeeded, failed, cancelled");
+
+        r = get_int(j, path, "pid", false, 0, PID_MAX_VALUE, &pid, ret_error);
+        if (r < 0)
+                return r;
+        t->pid = (pid_t) pid;
+
+        r = get_array(j, path, "samples", false, 0, PROTO_MAX_SAMPLES_PER_TASK, "samples", &samples, ret_error);
+        if (r < 0)
+                return r;
+        size_t n = json_array_size(samples);
+        if (n > 0) {
+                t->samples = calloc(n, sizeof *t->samples);
+                if (!t->samples)
+                        return -ENOMEM;
+                t->n_samples = n;
+                for (size_t i = 0; i < n; i++) {
+                        char p[PATH_BUF];
+                        path_index(p, path, "samples", i);
+                        r = sample_from_json(json_array_get(samples, i), p, &t->samples[i], ret_error);
+                        if (r < 0)
+                                return r;
+                }
+        }
+
+        r = get_limits(j, path, "limits", false, &t->limits, ret_error);
+        if (r < 0)
+                return r;
+
+        r = get_object(j, path, "exit", false, &exit, ret_error);
+        if (r < 0)
+                return r;
+        if (r > 0) {
+                char p[PATH_BUF];
+                path_field(p, path, "exit");
+                r = exit_from_json(exit, p, &t->exit, ret_error);
+                if (r < 0)
+                        return r;
+                t->has_exit = true;
+        }
+
+        return get_text(j, path, "error", &t->error, ret_error);
+}
+
+static int ack_from_json(json_t *j, const char *path, Ack *a, char **ret_error) {
+        static const char *const keys[] = { "action_id", "ok", "error", NULL };
+        int r;
+
+        if (!json_is_object(j))
+                return fail(ret_error, path, NULL, "must be an object");
+        r = check_keys(j, path, keys, ret_error);
+        if (r < 0)
+                return r;
+        r = get_uint64(j, path, "action_id", true, &a->action_id, ret_error);
+        if (r < 0)
+                return r;
+        r = get_bool(j, path, "ok", true, &a->ok, ret_error);
+        if (r < 0)
+                return r;
+        return get_text(j, path, "error", &a->error, ret_error);
+}
+
+static int capacity_from_json(json_t *j, const char *path, Heartbeat *h, char **ret_error) {
+        static const char *const keys[] = { "cpus", "memory_bytes", NULL };
+        int64_t i;
+        int r;
+
+        r = check_keys(j, path, keys, ret_error);
+        if (r < 0)
+                return r;
+        r = get_number(j, path, "cpus", true, 0, true, PROTO_MAX_CPU_CORES, &h->capacity_cpus, ret_error);
+        if (r < 0)
+                return r;
+        r = get_int(j, path, "memory_bytes", true, PROTO_MIN_MEMORY_BYTES, PROTO_MAX_MEMORY_BYTES, &i, ret_error);
+        if (r < 0)
+                return r;
+        h->capacity_memory_bytes = (uint64_t) i;
+        return 0;
+}
+
+static int node_sample_from_json(json_t *j, const char *path, NodeSample *s, char **ret_error) {
+        static const char *const keys[] = { "time_ms", "cpu_busy", "memory_available_bytes", NULL };
+        int r;
+
+        r = check_keys(j, path, keys, ret_error);
+        if (r < 0)
+                return r;
+        r = get_int(j, path, "time_ms", true, 0, INT64_MAX, &s->time_ms, ret_error);
+        if (r < 0)
+                return r;
+        r = get_number(j, path, "cpu_busy", true, 0, false, 1, &s->cpu_busy, ret_error);
+        if (r < 0)
+                return r;
+        r = get_uint64(j, path, "memory_available_bytes", true, &s->memory_available_bytes, ret_error);
+        if (r < 0)
+                return r;
+        return 0;
+}
+
+int heartbeat_from_json(json_t *j, Heartbeat **ret, char **ret_error) {
+        static const char *const keys[] = {
+                "node", "boot_id", "seq", "cgroup_mode", "capacity", "node_sample", "tasks", "acks", NULL,
+        };
+        _cleanup_(heartbeat_freep) Heartbeat *h = NULL;
+        const char *s;
+        json_t *o, *a;
+        int r;
+
+        if (!json_is_object(j))
+                return fail(ret_error, NULL, NULL, "must be a JSON object");
+        r = check_keys(j, "", keys, ret_error);
+        if (r < 0)
+                return r;
+
+        h = calloc(1, sizeof *h);
+        if (!h)
+                return -ENOMEM;
+
+        r = get_string(j, "", "node", true, SIZE_MAX, &s, ret_error);
+        if (r < 0)
+                return r;
+        if (!node_name_is_valid(s))
+                return fail(ret_error, "", "node",
+                            "must be 1..%d characters [A-Za-z0-9._-], starting with a letter or digit",
+                            PROTO_NAME_MAX);
+        if (strdup_to(s, &h->node) < 0)
+                return -ENOMEM;
+
+        r = get_name(j, "", "boot_id", true, &s, ret_error);
+        if (r < 0)
+                return r;
+        if (strdup_to(s, &h->boot_id) < 0)
+                return -ENOMEM;
+
+        r = get_uint64(j, "", "seq", true, &h->seq, ret_error);
+        if (r < 0)
+                return r;
+
+        r = get_string(j, "", "cgroup_mode", true, SIZE_MAX, &s, ret_error);
+        if (r < 0)
+                return r;
+        if (!streq(s, "v1") && !streq(s, "hybrid") && !streq(s, "v2"))
+                return fail(ret_error, "", "cgroup_mode", "must be one of v1, hybrid, v2");
+        if (strdup_to(s, &h->cgroup_mode) < 0)
+                return -ENOMEM;
+
+        r = get_object(j, "", "capacity", true, &o, ret_error);
+        if (r < 0)
+                return r;
+        r = capacity_from_json(o, "capacity", h, ret_error);
+        if (r < 0)
+                return r;
+
+        r = get_object(j, "", "node_sample", true, &o, ret_error);
+        if (r < 0)
+                return r;
+        r = node_sample_from_json(o, "node_sample", &h->node_sample, ret_error);
+        if (r < 0)
+                return r;
+
+        r = get_array(j, "", "tasks", false, 0, PROTO_MAX_TASKS_PER_HEARTBEAT, "task reports", &a, ret_error);
+        if (r < 0)
+                return r;
+        size_t n = json_array_size(a);
+        if (n > 0) {
+                h->tasks = calloc(n, sizeof *h->tasks);
+                if (!h->tasks)
+                        return -ENOMEM;
+                h->n_tasks = n;
+                for (size_t i = 0; i < n; i++) {
+                        char p[PATH_BUF];
+                        path_index(p, "", "tasks", i);
+                        r = task_report_from_json(json_array_get(a, i), p, &h->tasks[i], ret_error);
+                        if (r < 0)
+                                return r;
+                }
+        }
+
+        r = get_array(j, "", "acks", false, 0, PROTO_MAX_ACTIONS, "acks", &a, ret_error);
+        if (r < 0)
+                return r;
+        n = json_array_size(a);
+        if (n > 0) {
+                h->acks = calloc(n, sizeof *h->acks);
+                if (!h->acks)
+                        return -ENOMEM;
+                h->n_acks = n;
+                for (size_t i = 0; i < n; i++) {
+                        char p[PATH_BUF];
+                        path_index(p, "", "acks", i);
+                        r = ack_from_json(json_array_get(a, i), p, &h->acks[i], ret_error);
+                        if (r < 0)
+                                return r;
+                }
+        }
+
+        *ret = TAKE_PTR(h);
+        return 0;
+}
+
+static json_t *sample_to_json(const TaskSample *s) {
+        json_auto_t *o = json_object();
+        if (!o)
+                return NULL;
+        if (add(o, "time_ms", json_integer(s->time_ms)) < 0 ||
+            add(o, "cpu_usage_ns", json_u64(s->cpu_usage_ns)) < 0 ||
+            add(o, "memory_current_bytes", json_u64(s->memory_current_bytes)) < 0 ||
+            add(o, "memory_peak_bytes", json_u64(s->memory_peak_bytes)) < 0 ||
+            add(o, "progress", s->progress < 0 ? json_null() : json_double(s->progress)) < 0)
+                return NULL;
+        return json_incref(o);
+}
+
+static json_t *exit_to_json(const ExitRecord *e) {
+        json_auto_t *o = json_object();
+        if (!o)
+                return NULL;
+        if (add(o, "code", json_integer(e->code)) < 0 || add(o, "signal", json_integer(e->signal)) < 0 ||
+            add(o, "oom_killed", json_boolean(e->oom_killed)) < 0 || add(o, "wall_s", json_double(e->wall_s)) < 0 ||
+            add(o, "cpu_s", json_double(e->cpu_s)) < 0 ||
+            add(o, "memory_peak_bytes", json_u64(e->memory_peak_bytes)) < 0)
+                return NULL;
+        return json_incref(o);
+}
+
+static json_t *task_report_to_json(const TaskReport *t) {
+        json_auto_t *o = json_object();
+        json_auto_t *samples = json_array();
+        if (!o || !samples)
+                return NULL;
+        const char *state = task_state_to_string(t->state);
+        if (add(o, "id", json_text(t->id ?: "")) < 0 || add(o, "state", state ? json_string(state) : json_null()) < 0 ||
+            add(o, "pid", json_integer(t->pid)) < 0)
+                return NULL;
+        for (size_t i = 0; i < t->n_samples; i++)
+                if (append(samples, sample_to_json(&t->samples[i])) < 0)
+                        return NULL;
+        if (add(o, "samples", json_incref(samples)) < 0 || add(o, "limits", limits_to_json(&t->limits)) < 0)
+                return NULL;
+        if (t->has_exit && add(o, "exit", exit_to_json(&t->exit)) < 0)
+                return NULL;
+        if (t->error && add(o, "error", json_text(t->error)) < 0)
+                return NULL;
+        return json_incref(o);
+}
+
+json_t *heartbeat_to_json(const Heartbeat *h) {
+        json_auto_t *o = json_object();
+        json_auto_t *capacity = json_object();
+        json_auto_t *node_sample = json_object();
+        json_auto_t *tasks = json_array();
+        json_auto_t *acks = json_array();
+        if (!o || !capacity || !node_sample || !tasks || !acks)
+                return NULL;
+
+        if (add(o, "node", json_text(h->node ?: "")) < 0 || add(o, "boot_id", json_text(h->boot_id ?: "")) < 0 ||
+            add(o, "seq", json_u64(h->seq)) < 0 || add(o, "cgroup_mode", json_text(h->cgroup_mode ?: "")) < 0)
+                return NULL;
+
+        if (add(capacity, "cpus", json_double(h->capacity_cpus)) < 0 ||
+            add(capacity, "memory_bytes", json_u64(h->capacity_memory_bytes)) < 0 ||
+            add(o, "capacity", json_incref(capacity)) < 0)
+                return NULL;
+
+        if (add(node_sample, "time_ms", json_integer(h->node_sample.time_ms)) < 0 ||
+            add(node_sample, "cpu_busy", json_double(h->node_sample.cpu_busy)) < 0 ||
+            add(node_sample, "memory_available_bytes", json_u64(h->node_sample.memory_available_bytes)) < 0 ||
+            add(o, "node_sample", json_incref(node_sample)) < 0)
+                return NULL;
+
+        for (size_t i = 0; i < h->n_tasks; i++)
+                if (append(tasks, task_report_to_json(&h->tasks[i])) < 0)
+                        return NULL;
+        if (add(o, "tasks", json_incref(tasks)) < 0)
+                return NULL;
+
+        for (size_t i = 0; i < h->n_acks; i++) {
+                json_auto_t *a = json_object();
+                if (!a)
+                        return NULL;
+                if (add(a, "action_id", json_u64(h->acks[i].action_id)) < 0 ||
+                    add(a, "ok", json_boolean(h->acks[i].ok)) < 0 ||
+                    (h->acks[i].error && add(a, "error", json_text(h->acks[i].error)) < 0) ||
+                    append(acks, json_incref(a)) < 0)
+                        return NULL;
+        }
+        if (add(o, "acks", json_incref(acks)) < 0)
+                return NULL;
+
+        return json_incref(o);
+}
+
+/* ---- Heartbeat replies and actions ---- */
+
+void action_done(Action *a) {
+        if (!a)
+                return;
+        free(a->task);
+        strv_free(a->argv);
+        strv_free(a->env);
+        free(a->cwd);
+        free(a->user);
+        *a = (Action) {};
+}
+
+void heartbeat_reply_free(HeartbeatReply *r) {
+        if (!r)
+                return;
+        for (size_t i = 0; i < r->n_actions; i++)
+                action_done(&r->actions[i]);
+        free(r->actions);
+        free(r);
+}
+
+static void heartbeat_reply_freep(HeartbeatReply **r) {
+        heartbeat_reply_free(*r);
+}
+
+static int action_from_json(json_t *j, const char *path, Action *a, char **ret_error) {
+        static const char *const keys[] = {
+                "id", "type", "task", "argv", "env", "cwd", "user", "limits", NULL,
+        };
+        static const char *const start_only[] = { "argv", "env", "cwd", "user" };
+        const char *type;
+        int r;
+
+        if (!json_is_object(j))
+                return fail(ret_error, path, NULL, "must be an object");
+        r = check_keys(j, path, keys, ret_error);
+        if (r < 0)
+                return r;
+
+        r = get_uint64(j, path, "id", true, &a->id, ret_error);
+        if (r < 0)
+                return r;
+        r = get_string(j, path, "type", true, SIZE_MAX, &type, ret_error);
+        if (r < 0)
+                return r;
+        a->type = action_type_from_string(type);
+        if (a->type < 0)
+                return fail(ret_error, path, "type", "must be one of start, set_limits, freeze, thaw, kill");
+        r = get_task_id(j, path, "task", &a->task, ret_error);
+        if (r < 0)
+                return r;
+
+        /* A field that the action's type does not use is a controller bug, not something to
+         * ignore: the agent would otherwise apply less than the controller meant. */
+        if (a->type != ACTION_START)
+                for (size_t i = 0; i < ELEMENTSOF(start_only); i++)
+                        if (json_object_get(j, start_only[i]))
+                                return fail(ret_error, path, start_only[i], "only allowed in start actions");
+        if (a->type != ACTION_START && a->type != ACTION_SET_LIMITS && json_object_get(j, "limits"))
+                return fail(ret_error, path, "limits", "only allowed in start and set_limits actions");
+
+        if (a->type == ACTION_START) {
+                r = get_argv(j, path, "argv", true, &a->argv, ret_error);
+                if (r < 0)
+                        return r;
+                r = get_env(j, path, "env", &a->env, ret_error);
+                if (r < 0)
+                        return r;
+                r = get_cwd(j, path, "cwd", &a->cwd, ret_error);
+                if (r < 0)
+                        return r;
+                r = get_user(j, path, "user", &a->user, ret_error);
+                if (r < 0)
+                        return r;
+        }
+        if (a->type == ACTION_START || a->type == ACTION_SET_LIMITS) {
+                r = get_limits(j, path, "limits", a->type == ACTION_SET_LIMITS, &a->limits, ret_error);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int heartbeat_reply_from_json(json_t *j, HeartbeatReply **ret, char **ret_error) {
+        static const char *const keys[] = { "interval_ms", "actions", NULL };
+        _cleanup_(heartbeat_reply_freep) HeartbeatReply *h = NULL;
+        json_t *a;
+        int64_t i;
+        int r;
+
+        if (!json_is_object(j))
+                return fail(ret_error, NULL, NULL, "must be a JSON object");
+        r = check_keys(j, "", keys, ret_error);
+        if (r < 0)
+                return r;
+
+        h = calloc(1, sizeof *h);
+        if (!h)
+                return -ENOMEM;
+
+        /* 0 asks for the next heartbeat at once (the controller has more to say). */
+        r = get_int(j, "", "interval_ms", true, 0, INTERVAL_MS_MAX, &i, ret_error);
+        if (r < 0)
+                return r;
+        h->interval_ms = (uint32_t) i;
+
+        r = get_array(j, "", "actions", false, 0, PROTO_MAX_ACTIONS, "actions", &a, ret_error);
+        if (r < 0)
+                return r;
+        size_t n = json_array_size(a);
+        if (n > 0) {
+                h->actions = calloc(n, sizeof *h->actions);
+                if (!h->actions)
+                        return -ENOMEM;
+                h->n_actions = n;
+                for (size_t k = 0; k < n; k++) {
+                        char p[PATH_BUF];
+                        path_index(p, "", "actions", k);
+                        r = action_from_json(json_array_get(a, k), p, &h->actions[k], ret_error);
+                        if (r < 0)
+                                return r;
+                }
+        }
+
+        *ret = TAKE_PTR(h);
+        return 0;
+}
+
+static json_t *action_to_json(const Action *a) {
+        json_auto_t *o = json_object();
+        if (!o)
+                return NULL;
+        const char *type = action_type_to_string(a->type);
+        if (add(o, "id", json_u64(a->id)) < 0 || add(o, "type", type ? json_string(type) : json_null()) < 0 ||
+            add(o, "task", json_text(a->task ?: "")) < 0)
+                return NULL;
+        if (a->type == ACTION_START) {
+                if (add(o, "argv", strv_to_json(a->argv)) < 0)
+                        return NULL;
+                if (a->env && add(o, "env", env_to_json(a->env)) < 0)
+                        return NULL;
+                if (a->cwd && add(o, "cwd", json_text(a->cwd)) < 0)
+                        return NULL;
+                if (a->user && add(o, "user", json_text(a->user)) < 0)
+                        return NULL;
+        }
+        if ((a->type == ACTION_START || a->type == ACTION_SET_LIMITS) && add(o, "limits", limits_to_json(&a->limits)) < 0)
+                return NULL;
+        return json_incref(o);
+}
+
+json_t *heartbeat_reply_to_json(const HeartbeatReply *r) {
+        json_auto_t *o = json_object();
+        json_auto_t *actions = json_array();
+        if (!o || !actions)
+                return NULL;
+        if (add(o, "interval_ms", json_integer(r->interval_ms)) < 0)
+                return NULL;
+        for (size_t i = 0; i < r->n_actions; i++)
+                if (append(actions, action_to_json(&r->actions[i])) < 0)
+                        return NULL;
+        if (add(o, "actions", json_incref(actions)) < 0)
+                return NULL;
+        return json_incref(o);
+}
+
+/* ---- Errors ---- */
+
+json_t *error_to_json(unsigned status, const char *message) {
+        json_auto_t *inner = json_object();
+        json_auto_t *o = json_object();
+        if (!inner || !o)
+                return NULL;
+        if (add(inner, "status", json_integer(status)) < 0 || add(inner, "message", json_text(message ?: "")) < 0 ||
+            add(o, "error", json_incref(inner)) < 0)
+                return NULL;
+        return json_incref(o);
+}

@@ -1,0 +1,224 @@
+/* protocol.h: the cgorch v1 wire protocol — job specs, heartbeats and actions — as C types,
+ * with JSON encode/decode/validate (jansson). Decoders validate everything they read and
+ * report the first bad field by its JSON path ("phases[1].tasks: ..."); encoders never fail
+ * except on allocation. Documented for users in cgorch-api(7). */
+#pragma once
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "strv.h"
+
+#define PROTOCOL_VERSION 1
+
+/* Validation bounds, shared by the controller (what it accepts) and the CLI (what it sends). */
+#define PROTO_NAME_MAX 128              /* job, phase and node names */
+#define PROTO_MAX_PHASES 64
+#define PROTO_MAX_TASKS_PER_PHASE 10000
+#define PROTO_MAX_ARGV 1024
+#define PROTO_MAX_ARG_LEN 4096
+#define PROTO_MAX_ENV 1024
+#define PROTO_MAX_CPU_CORES 4096.0
+#define PROTO_MAX_MEMORY_BYTES (UINT64_C(1) << 50) /* 1 PiB */
+#define PROTO_MIN_MEMORY_BYTES (UINT64_C(1) << 20) /* 1 MiB: below this a task cannot even exec */
+#define PROTO_MAX_WEIGHT 1000.0
+#define PROTO_MAX_SAMPLES_PER_TASK 3600
+#define PROTO_MAX_TASKS_PER_HEARTBEAT 100000
+#define PROTO_MAX_ACTIONS 100000
+
+/* JSON nesting jansson must refuse before we look at a body (see JSON_PARSER_MAX_DEPTH). */
+
+/* A set of cgroup limits. In every field 0 means "not set: leave as it is" and LIMIT_UNLIMITED
+ * (-1) means "no limit" ("max" in cgroup v2, -1 in v1). JSON: an omitted field is 0, the
+ * integer -1 is unlimited. */
+#define LIMIT_UNSET 0
+#define LIMIT_UNLIMITED (-1)
+typedef struct Limits {
+        int64_t cpu_quota_us;       /* CFS quota per period */
+        int64_t cpu_period_us;      /* CFS period; 0 means the kernel default (100000) */
+        int64_t cpu_weight;         /* 1..10000, cgroup v2 scale (v1 shares = weight * 1024 / 100) */
+        int64_t memory_high_bytes;  /* soft limit: v2 memory.high, v1 memory.soft_limit_in_bytes */
+        int64_t memory_max_bytes;   /* hard limit: v2 memory.max, v1 memory.limit_in_bytes */
+} Limits;
+
+/* ---- Jobs (POST /v1/jobs) ---- */
+
+typedef struct PhaseSpec {
+        char *name;           /* defaults to "phase<N>" */
+        unsigned n_tasks;     /* 1..PROTO_MAX_TASKS_PER_PHASE */
+        char **argv;          /* NULL-terminated, at least one element */
+        char **env;           /* NULL-terminated "KEY=VALUE" list; may be NULL */
+        char *cwd;            /* absolute path, or NULL for "/" */
+        double cpu_cores;     /* request per task, > 0; becomes the CPU quota */
+        uint64_t memory_bytes; /* request per task; becomes the memory hard limit */
+} PhaseSpec;
+
+typedef struct JobSpec {
+        char *name;           /* free text 1..PROTO_NAME_MAX, printable */
+        char *user;           /* user the tasks run as; NULL: the controller decides */
+        double weight;        /* > 0, default 1 */
+        PhaseSpec *phases;    /* run in order: phase k+1 starts when every task of phase k succeeded */
+        size_t n_phases;      /* 1..PROTO_MAX_PHASES */
+} JobSpec;
+
+/* Decode and validate. On failure returns -EINVAL (or -ENOMEM) and, if ret_error is not NULL,
+ * a malloc'd message naming the field, e.g. "phases[0].cpu_cores: must be a number in (0, 4096]". */
+int job_spec_from_json(json_t *j, JobSpec **ret, char **ret_error);
+json_t *job_spec_to_json(const JobSpec *s);
+void job_spec_free(JobSpec *s);
+
+/* ---- Task and job states ---- */
+
+typedef enum TaskState {
+        TASK_PENDING,     /* waiting for a node */
+        TASK_STARTING,    /* start action sent, not yet reported running */
+        TASK_RUNNING,
+        TASK_SUCCEEDED,   /* exit code 0 */
+        TASK_FAILED,      /* non-zero exit, signal, or could not start */
+        TASK_CANCELLED,   /* killed because its job was cancelled */
+        TASK_LOST,        /* its node stopped reporting */
+        _TASK_STATE_MAX,
+        _TASK_STATE_INVALID = -EINVAL,
+} TaskState;
+
+typedef enum JobState {
+        JOB_QUEUED,
+        JOB_RUNNING,
+        JOB_SUCCEEDED,
+        JOB_FAILED,
+        JOB_CANCELLED,
+        _JOB_STATE_MAX,
+        _JOB_STATE_INVALID = -EINVAL,
+} JobState;
+
+const char *task_state_to_string(TaskState s);
+TaskState task_state_from_string(const char *s);
+bool task_state_is_final(TaskState s);
+const char *job_state_to_string(JobState s);
+JobState job_state_from_string(const char *s);
+bool job_state_is_final(JobState s);
+
+/* Task ids are "<job>.<phase>.<task>.<attempt>", all decimal. */
+typedef struct TaskId {
+        uint64_t job;
+        unsigned phase, task, attempt;
+} TaskId;
+int task_id_parse(const char *s, TaskId *ret);
+/* Writes into buf (at least TASK_ID_MAX bytes) and returns buf. */
+#define TASK_ID_MAX 96
+char *task_id_format(const TaskId *id, char *buf);
+
+/* ---- Heartbeat (POST /v1/nodes/{id}/heartbeat) ---- */
+
+typedef struct TaskSample {
+        int64_t time_ms;             /* CLOCK_REALTIME, milliseconds since the epoch */
+        uint64_t cpu_usage_ns;       /* cumulative, from cpuacct.usage / cpu.stat usage_usec */
+        uint64_t memory_current_bytes;
+        uint64_t memory_peak_bytes;
+        double progress;             /* [0,1], or -1 when the task reports none */
+} TaskSample;
+
+typedef struct ExitRecord {
+        int code;                    /* exit status, valid when signal == 0 */
+        int signal;                  /* terminating signal or 0 */
+        bool oom_killed;
+        double wall_s;
+        double cpu_s;                /* CPU seconds of the whole cgroup (user + system) */
+        uint64_t memory_peak_bytes;
+} ExitRecord;
+
+typedef struct TaskReport {
+        char *id;                    /* task id */
+        TaskState state;             /* RUNNING, SUCCEEDED, FAILED (or CANCELLED when killed by request) */
+        pid_t pid;                   /* main process, 0 when gone */
+        TaskSample *samples;         /* since the last acknowledged heartbeat, oldest first */
+        size_t n_samples;
+        Limits limits;               /* what is in force in the cgroup now */
+        bool has_exit;
+        ExitRecord exit;
+        char *error;                 /* why a start failed, or NULL */
+} TaskReport;
+
+typedef struct Ack {
+        uint64_t action_id;
+        bool ok;
+        char *error;                 /* NULL when ok */
+} Ack;
+
+typedef struct NodeSample {
+        int64_t time_ms;
+        double cpu_busy;                  /* fraction of all CPUs busy since the last sample, [0,1] */
+        uint64_t memory_available_bytes;  /* MemAvailable */
+} NodeSample;
+
+typedef struct Heartbeat {
+        char *node;                  /* must equal the {id} of the URL */
+        char *boot_id;               /* random per agent start: a new one means the agent restarted */
+        uint64_t seq;                /* increases by one per heartbeat of one boot_id */
+        char *cgroup_mode;           /* "v1", "hybrid" or "v2" */
+        double capacity_cpus;
+        uint64_t capacity_memory_bytes;
+        NodeSample node_sample;
+        TaskReport *tasks;
+        size_t n_tasks;
+        Ack *acks;
+        size_t n_acks;
+} Heartbeat;
+
+int heartbeat_from_json(json_t *j, Heartbeat **ret, char **ret_error);
+json_t *heartbeat_to_json(const Heartbeat *h);
+void heartbeat_free(Heartbeat *h);
+/* Frees what a TaskReport owns (not the struct itself), for agents building reports. */
+void task_report_done(TaskReport *r);
+
+/* ---- Actions (heartbeat response) ---- */
+
+typedef enum ActionType {
+        ACTION_START,
+        ACTION_SET_LIMITS,
+        ACTION_FREEZE,
+        ACTION_THAW,
+        ACTION_KILL,
+        _ACTION_TYPE_MAX,
+        _ACTION_TYPE_INVALID = -EINVAL,
+} ActionType;
+
+const char *action_type_to_string(ActionType t);
+ActionType action_type_from_string(const char *s);
+
+typedef struct Action {
+        uint64_t id;                 /* unique per controller; the agent acks by id, applies once */
+        ActionType type;
+        char *task;                  /* task id the action is about */
+        /* ACTION_START only: */
+        char **argv;
+        char **env;
+        char *cwd;
+        char *user;
+        /* ACTION_START and ACTION_SET_LIMITS: */
+        Limits limits;
+} Action;
+
+typedef struct HeartbeatReply {
+        uint32_t interval_ms;        /* when to send the next heartbeat */
+        Action *actions;
+        size_t n_actions;
+} HeartbeatReply;
+
+int heartbeat_reply_from_json(json_t *j, HeartbeatReply **ret, char **ret_error);
+json_t *heartbeat_reply_to_json(const HeartbeatReply *r);
+void heartbeat_reply_free(HeartbeatReply *r);
+void action_done(Action *a);
+
+json_t *limits_to_json(const Limits *l);
+/* path is the JSON path used in error messages, e.g. "actions[3].limits". */
+int limits_from_json(json_t *j, const char *path, Limits *ret, char **ret_error);
+
+/* ---- Errors (every 4xx/5xx body) ---- */
+
+/* {"error": {"status": 400, "message": "..."}} */
+json_t *error_to_json(unsigned status, const char *message);

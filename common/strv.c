@@ -1,0 +1,63 @@
+/* strv.c: NULL-terminated string lists. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strv.h"
+
+size_t strv_length(char *const *l) {
+        size_t n = 0;
+        if (l)
+                while (l[n])
+                        n++;
+        return n;
+}
+
+void strv_free(char **l) {
+        if (!l)
+                return;
+        for (char **p = l; *p; p++)
+                free(*p);
+        free(l);
+}
+
+char **strv_copy(char *const *l) {
+        if (!l)
+                return NULL;
+        size_t n = strv_length(l);
+        char **c = calloc(n + 1, sizeof(char *));
+        if (!c)
+                return NULL;
+        for (size_t i = 0; i < n; i++) {
+                c[i] = strdup(l[i]);
+                if (!c[i]) {
+                        strv_free(c);
+                        return NULL;
+                }
+        }
+        return c;
+}
+
+int strv_extend(char ***l, const char *s) {
+        size_t n = strv_length(*l);
+        char *d = strdup(s);
+        if (!d)
+                return -ENOMEM;
+        char **t = realloc(*l, (n + 2) * sizeof(char *));
+        if (!t) {
+                free(d);
+                return -ENOMEM;
+        }
+        t[n] = d;
+        t[n + 1] = NULL;
+        *l = t;
+        return 0;
+}
+
+bool strv_contains(char *const *l, const char *s) {
+        if (l)
+                for (; *l; l++)
+                        if (strcmp(*l, s) == 0)
+                                return true;
+        return false;
+}

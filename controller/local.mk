@@ -1,0 +1,1 @@
+# controller/: filled in by the controller work

@@ -1,0 +1,1 @@
+# systemd/: filled in by the systemd work

@@ -1,0 +1,1 @@
+# tools/: filled in by the tools work
