@@ -1,0 +1,154 @@
+/* api.c: the REST endpoints of docs/api.md: routes, handlers, errno → HTTP status. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "api.h"
+#include "log.h"
+#include "protocol.h"
+
+static int64_t now_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Job ids are positive decimal integers; anything else names no job. */
+static bool parse_job_id(const char *s, uint64_t *ret) {
+        if (!s || *s < '1' || *s > '9')
+                return false;
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno != 0 || *end != '\0')
+                return false;
+        *ret = v;
+        return true;
+}
+
+/* Maps a cluster/store error to its status and message (see cluster.h). */
+static void respond_errno(HttpResponse *resp, int r, const char *message, const char *what) {
+        switch (r) {
+        case -EINVAL:
+                http_response_error(resp, 400, "%s", message ?: "invalid request");
+                break;
+        case -ENOENT:
+                http_response_error(resp, 404, "%s: not found", what);
+                break;
+        case -EALREADY:
+                http_response_error(resp, 409, "%s: already ended", what);
+                break;
+        case -EBUSY:
+                http_response_error(resp, 503, "store busy: the database is locked, retry later");
+                break;
+        case -ENOSPC:
+                http_response_error(resp, 503, "store full: no space left for the database");
+                break;
+        case -EROFS:
+                http_response_error(resp, 503, "store read-only: the database cannot be written");
+                break;
+        default:
+                log_error_errno(r, "%s: internal error: %m", what);
+                http_response_error(resp, 500, "internal error: %s", strerror(-r));
+        }
+}
+
+static void changed(Api *api) {
+        if (api->on_change)
+                api->on_change(api->on_change_userdata);
+}
+
+static void handle_jobs_submit(const HttpRequest *req, HttpResponse *resp, void *userdata) {
+        Api *api = userdata;
+        _cleanup_free_ char *error = NULL;
+        json_t *job = NULL;
+
+        int r = cluster_submit(api->cluster, req->body, now_ms(), &job, &error);
+        if (r < 0)
+                return respond_errno(resp, r, error, "job");
+
+        json_int_t id = json_integer_value(json_object_get(job, "id"));
+        if (asprintf(&resp->location, "/v1/jobs/%" JSON_INTEGER_FORMAT, id) < 0)
+                resp->location = NULL;
+        resp->status = 201;
+        resp->body = job;
+        changed(api);
+}
+
+static void handle_jobs_list(const HttpRequest *req, HttpResponse *resp, void *userdata) {
+        Api *api = userdata;
+        int r = store_jobs_to_json(api->store, &resp->body);
+        if (r < 0)
+                return respond_errno(resp, r, NULL, "jobs");
+        resp->status = 200;
+}
+
+static void handle_job_get(const HttpRequest *req, HttpResponse *resp, void *userdata) {
+        Api *api = userdata;
+        uint64_t id;
+        if (!parse_job_id(req->params[0], &id))
+                return http_response_error(resp, 404, "job %s: not found", req->params[0]);
+        int r = store_job_to_json(api->store, id, true, &resp->body);
+        if (r < 0) {
+                char what[64];
+                snprintf(what, sizeof what, "job %" PRIu64, id);
+                return respond_errno(resp, r, NULL, what);
+        }
+        resp->status = 200;
+}
+
+static void handle_job_cancel(const HttpRequest *req, HttpResponse *resp, void *userdata) {
+        Api *api = userdata;
+        uint64_t id;
+        if (!parse_job_id(req->params[0], &id))
+                return http_response_error(resp, 404, "job %s: not found", req->params[0]);
+        int r = cluster_cancel(api->cluster, id, now_ms(), &resp->body);
+        if (r < 0) {
+                char what[64];
+                snprintf(what, sizeof what, "job %" PRIu64, id);
+                return respond_errno(resp, r, NULL, what);
+        }
+        resp->status = 200;
+        changed(api);
+}
+
+static void handle_heartbeat(const HttpRequest *req, HttpResponse *resp, void *userdata) {
+        Api *api = userdata;
+        _cleanup_free_ char *error = NULL;
+        int r = cluster_heartbeat(api->cluster, req->params[0], req->body, now_ms(), &resp->body, &error);
+        if (r < 0)
+                return respond_errno(resp, r, error, req->path);
+        resp->status = 200;
+        changed(api);
+}
+
+static void handle_nodes_list(const HttpRequest *req, HttpResponse *resp, void *userdata) {
+        Api *api = userdata;
+        int r = store_nodes_to_json(api->store, &resp->body);
+        if (r < 0)
+                return respond_errno(resp, r, NULL, "nodes");
+        resp->status = 200;
+}
+
+static void handle_healthz(const HttpRequest *req, HttpResponse *resp, void *userdata) {
+        Api *api = userdata;
+        int r = store_ping(api->store);
+        if (r < 0)
+                return http_response_error(resp, 503, "store: %s", strerror(-r));
+        resp->status = 200;
+        resp->body = json_pack("{s:s}", "status", "ok");
+}
+
+const HttpRoute api_routes[] = {
+        { "POST", "/v1/jobs", true, handle_jobs_submit },
+        { "GET", "/v1/jobs", false, handle_jobs_list },
+        { "GET", "/v1/jobs/{}", false, handle_job_get },
+        { "DELETE", "/v1/jobs/{}", false, handle_job_cancel },
+        { "POST", "/v1/nodes/{}/heartbeat", true, handle_heartbeat },
+        { "GET", "/v1/nodes", false, handle_nodes_list },
+        { "GET", "/healthz", false, handle_healthz },
+};
+const size_t api_n_routes = ELEMENTSOF(api_routes);

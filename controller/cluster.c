@@ -1,0 +1,697 @@
+/* cluster.c: the job lifecycle on top of the store: what submits, cancels, heartbeats and
+ * node loss do to jobs, phases, tasks and actions, and when placement runs. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster.h"
+#include "log.h"
+#include "macro.h"
+#include "placement-fifo.h"
+
+/* The CFS period every start action uses; the quota scales the request to it. */
+#define CPU_PERIOD_US 100000
+
+struct Cluster {
+        Store *store;
+        ClusterConfig config;
+        int64_t started_ms;
+};
+
+/* json_decrefp() comes with jansson >= 2.11. */
+#define _cleanup_json_ _cleanup_(json_decrefp)
+
+static void job_spec_freep(JobSpec **s) {
+        if (*s)
+                job_spec_free(*s);
+}
+
+static void heartbeat_freep(Heartbeat **h) {
+        if (*h)
+                heartbeat_free(*h);
+}
+
+/* The jobs one request touched, rolled up once at its end. */
+typedef struct JobSet {
+        uint64_t *ids;
+        size_t n;
+} JobSet;
+
+static int job_set_add(JobSet *set, uint64_t id) {
+        for (size_t i = 0; i < set->n; i++)
+                if (set->ids[i] == id)
+                        return 0;
+        uint64_t *p = realloc(set->ids, (set->n + 1) * sizeof(uint64_t));
+        if (!p)
+                return -ENOMEM;
+        set->ids = p;
+        set->ids[set->n++] = id;
+        return 0;
+}
+
+static void job_set_done(JobSet *set) {
+        free(set->ids);
+        *set = (JobSet) {};
+}
+
+int cluster_new(Store *store, const ClusterConfig *config, int64_t now_ms, Cluster **ret) {
+        Cluster *c = calloc(1, sizeof(Cluster));
+        if (!c)
+                return -ENOMEM;
+        *c = (Cluster) {
+                .store = store,
+                .config = *config,
+                .started_ms = now_ms,
+        };
+        *ret = c;
+        return 0;
+}
+
+Cluster *cluster_free(Cluster *c) {
+        free(c);
+        return NULL;
+}
+
+static uint32_t interval_ms(const Cluster *c) {
+        return (uint32_t) MAX(c->config.heartbeat_interval_us / USEC_PER_MSEC, 1);
+}
+
+/* The action as the wire protocol encodes it, without its id (the store assigns that). Going
+ * through the protocol's own encoder keeps one definition of the action format. */
+static int action_payload(const Action *a, json_t **ret) {
+        HeartbeatReply reply = { .interval_ms = 0, .actions = (Action *) a, .n_actions = 1 };
+        _cleanup_json_ json_t *j = heartbeat_reply_to_json(&reply);
+        if (!j)
+                return -ENOMEM;
+        json_t *payload = json_array_get(json_object_get(j, "actions"), 0);
+        if (!json_is_object(payload))
+                return -EIO;
+        json_incref(payload);
+        json_object_del(payload, "id");
+        *ret = payload;
+        return 0;
+}
+
+static int queue_action(Cluster *c, const char *node, const Action *a, int64_t now_ms, uint64_t *ret_id) {
+        _cleanup_json_ json_t *payload = NULL;
+        int r = action_payload(a, &payload);
+        if (r < 0)
+                return r;
+        return store_action_insert(c->store, node, a->task, a->type, payload, now_ms, ret_id);
+}
+
+static int queue_kill(Cluster *c, const char *node, const char *task, int64_t now_ms) {
+        int r = store_action_pending(c->store, task, ACTION_KILL);
+        if (r != 0)
+                return r < 0 ? r : 0; /* one outstanding kill is enough */
+        Action a = { .type = ACTION_KILL, .task = (char *) task };
+        r = queue_action(c, node, &a, now_ms, NULL);
+        if (r < 0)
+                return r;
+        log_info("Task %s on node %s: kill queued.", task, node);
+        return 0;
+}
+
+/* Stops a task of a job that is ending. A task whose start never left the controller is
+ * simply withdrawn; one the agent may have started is killed and keeps its state until the
+ * agent reports how it ended, so its node's capacity stays reserved until then. */
+static int stop_task(Cluster *c, const StoreTask *t, const char *reason, int64_t now_ms) {
+        int r;
+
+        if (t->state == TASK_PENDING)
+                return store_task_set_state(c->store, t->id, TASK_CANCELLED, 0, now_ms, reason);
+
+        if (t->state == TASK_STARTING) {
+                r = store_action_withdraw_unsent(c->store, t->id, ACTION_START);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        return store_task_set_state(c->store, t->id, TASK_CANCELLED, 0, now_ms, reason);
+        }
+        return queue_kill(c, t->node, t->id, now_ms);
+}
+
+/* Ends a job that has not ended: stops its tasks, closes its phases. */
+static int job_stop(Cluster *c, uint64_t job, JobState state, const char *reason, int64_t now_ms) {
+        StoreTask *tasks = NULL;
+        size_t n_tasks = 0;
+        int r = store_tasks_find(c->store, job, NULL, TASK_STATE_MASK(TASK_PENDING) | TASK_STATES_ACTIVE, &tasks,
+                                 &n_tasks);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n_tasks && r >= 0; i++)
+                r = stop_task(c, &tasks[i], reason, now_ms);
+        store_tasks_free(tasks, n_tasks);
+        if (r < 0)
+                return r;
+
+        _cleanup_free_ StorePhase *phases = NULL;
+        size_t n_phases;
+        r = store_job_phases(c->store, job, &phases, &n_phases);
+        if (r < 0)
+                return r;
+        for (size_t k = 0; k < n_phases; k++) {
+                if (phase_state_is_final(phases[k].state))
+                        continue;
+                const unsigned *by = phases[k].tasks_by_state;
+                bool broke = by[TASK_FAILED] + by[TASK_LOST] > 0;
+                r = store_phase_set_state(c->store, job, phases[k].index,
+                                          state == JOB_FAILED && broke ? PHASE_FAILED : PHASE_CANCELLED);
+                if (r < 0)
+                        return r;
+        }
+
+        r = store_job_set_state(c->store, job, state, now_ms);
+        if (r < 0)
+                return r;
+        log_info("Job %" PRIu64 " %s: %s.", job, job_state_to_string(state), reason);
+        return 0;
+}
+
+/* Derives phase and job states from the task states after a change: a failed or lost task
+ * fails the job, a phase whose tasks all succeeded opens the next one, the last one ends the
+ * job. */
+static int job_roll_up(Cluster *c, uint64_t job, int64_t now_ms) {
+        JobState state;
+        int r = store_job_get_state(c->store, job, &state);
+        if (r < 0)
+                return r;
+        if (job_state_is_final(state))
+                return 0;
+
+        _cleanup_free_ StorePhase *phases = NULL;
+        size_t n_phases;
+        r = store_job_phases(c->store, job, &phases, &n_phases);
+        if (r < 0)
+                return r;
+
+        for (size_t k = 0; k < n_phases; k++) {
+                const unsigned *by = phases[k].tasks_by_state;
+                /* A task cancelled while its job still runs was killed behind our back. */
+                if (by[TASK_FAILED] + by[TASK_LOST] + by[TASK_CANCELLED] > 0) {
+                        char reason[96];
+                        snprintf(reason, sizeof reason, "a task of phase %u %s", phases[k].index,
+                                 by[TASK_FAILED] ? "failed" : by[TASK_LOST] ? "was lost" : "was killed");
+                        return job_stop(c, job, JOB_FAILED, reason, now_ms);
+                }
+        }
+
+        bool started = false;
+        size_t k;
+        for (k = 0; k < n_phases; k++) {
+                StorePhase *p = &phases[k];
+                const unsigned *by = p->tasks_by_state;
+                if (by[TASK_STARTING] + by[TASK_RUNNING] + by[TASK_SUCCEEDED] > 0)
+                        started = true;
+                if (p->state == PHASE_SUCCEEDED)
+                        continue;
+                if (by[TASK_SUCCEEDED] == p->tasks_total) {
+                        r = store_phase_set_state(c->store, job, p->index, PHASE_SUCCEEDED);
+                        if (r < 0)
+                                return r;
+                        p->state = PHASE_SUCCEEDED;
+                        if (k + 1 < n_phases) {
+                                r = store_phase_set_state(c->store, job, phases[k + 1].index, PHASE_PENDING);
+                                if (r < 0)
+                                        return r;
+                                phases[k + 1].state = PHASE_PENDING;
+                                log_info("Job %" PRIu64 ": phase %u succeeded, phase %u may start.", job,
+                                         p->index, phases[k + 1].index);
+                        }
+                        continue;
+                }
+                if (p->state == PHASE_PENDING && by[TASK_STARTING] + by[TASK_RUNNING] > 0) {
+                        r = store_phase_set_state(c->store, job, p->index, PHASE_RUNNING);
+                        if (r < 0)
+                                return r;
+                }
+                break;
+        }
+
+        if (k == n_phases) {
+                r = store_job_set_state(c->store, job, JOB_SUCCEEDED, now_ms);
+                if (r < 0)
+                        return r;
+                log_info("Job %" PRIu64 " succeeded.", job);
+                return 0;
+        }
+        if (state == JOB_QUEUED && started)
+                return store_job_set_state(c->store, job, JOB_RUNNING, now_ms);
+        return 0;
+}
+
+static int roll_up_all(Cluster *c, const JobSet *jobs, int64_t now_ms) {
+        for (size_t i = 0; i < jobs->n; i++) {
+                int r = job_roll_up(c, jobs->ids[i], now_ms);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int start_task(Cluster *c, const StoreTask *t, const char *node, int64_t now_ms) {
+        StoreLaunch launch;
+        int r = store_phase_launch(c->store, t->job, t->phase, &launch);
+        if (r < 0)
+                return r;
+
+        Action a = {
+                .type = ACTION_START,
+                .task = t->id,
+                .argv = launch.argv,
+                .env = launch.env,
+                .cwd = launch.cwd,
+                .user = launch.user,
+                .limits = {
+                        .cpu_quota_us = MAX(llround(launch.cpu_cores * CPU_PERIOD_US), 1000),
+                        .cpu_period_us = CPU_PERIOD_US,
+                        .memory_max_bytes = (int64_t) launch.memory_bytes,
+                },
+        };
+        r = store_task_place(c->store, t->id, node);
+        if (r >= 0)
+                r = queue_action(c, node, &a, now_ms, NULL);
+        if (r >= 0)
+                r = store_job_set_state(c->store, t->job, JOB_RUNNING, now_ms);
+        if (r >= 0)
+                r = store_phase_set_state(c->store, t->job, t->phase, PHASE_RUNNING);
+        store_launch_done(&launch);
+        if (r < 0)
+                return r;
+        log_info("Task %s placed on node %s (%g CPUs, %" PRIu64 " bytes).", t->id, node, t->cpu_cores,
+                 t->memory_bytes);
+        return 0;
+}
+
+/* Runs FIFO placement over all pending tasks and queues a start action for each task placed. */
+static int place(Cluster *c, int64_t now_ms) {
+        StoreTask *tasks = NULL;
+        StoreNode *nodes = NULL;
+        size_t n_tasks = 0, n_nodes = 0;
+        _cleanup_free_ PlacementNode *pnodes = NULL;
+        _cleanup_free_ PlacementTask *ptasks = NULL;
+        _cleanup_free_ size_t *assignment = NULL;
+
+        int r = store_tasks_placeable(c->store, &tasks, &n_tasks);
+        if (r < 0)
+                return r;
+        if (n_tasks == 0)
+                goto finish;
+        r = store_nodes_list(c->store, &nodes, &n_nodes);
+        if (r < 0 || n_nodes == 0)
+                goto finish;
+
+        pnodes = calloc(n_nodes, sizeof(PlacementNode));
+        ptasks = calloc(n_tasks, sizeof(PlacementTask));
+        assignment = calloc(n_tasks, sizeof(size_t));
+        if (!pnodes || !ptasks || !assignment) {
+                r = -ENOMEM;
+                goto finish;
+        }
+        for (size_t i = 0; i < n_nodes; i++)
+                pnodes[i] = (PlacementNode) {
+                        .id = nodes[i].id,
+                        .lost = nodes[i].lost,
+                        .capacity_cpus = nodes[i].capacity_cpus,
+                        .capacity_memory_bytes = nodes[i].capacity_memory_bytes,
+                        .allocated_cpus = nodes[i].allocated_cpus,
+                        .allocated_memory_bytes = nodes[i].allocated_memory_bytes,
+                };
+        for (size_t i = 0; i < n_tasks; i++)
+                ptasks[i] = (PlacementTask) {
+                        .id = tasks[i].id,
+                        .cpu_cores = tasks[i].cpu_cores,
+                        .memory_bytes = tasks[i].memory_bytes,
+                };
+
+        placement_fifo(pnodes, n_nodes, ptasks, n_tasks, assignment);
+
+        for (size_t i = 0; i < n_tasks; i++) {
+                if (assignment[i] == PLACEMENT_NONE)
+                        continue;
+                r = start_task(c, &tasks[i], nodes[assignment[i]].id, now_ms);
+                if (r < 0)
+                        break;
+        }
+finish:
+        store_tasks_free(tasks, n_tasks);
+        store_nodes_free(nodes, n_nodes);
+        return r < 0 ? r : 0;
+}
+
+int cluster_submit(Cluster *c, json_t *body, int64_t now_ms, json_t **ret_job, char **ret_error) {
+        _cleanup_(job_spec_freep) JobSpec *spec = NULL;
+        uint64_t id;
+
+        int r = job_spec_from_json(body, &spec, ret_error);
+        if (r < 0)
+                return r;
+
+        r = store_begin(c->store);
+        if (r < 0)
+                return r;
+        r = store_job_insert(c->store, spec, now_ms, &id);
+        if (r >= 0)
+                r = place(c, now_ms);
+        if (r >= 0)
+                r = store_commit(c->store);
+        if (r < 0) {
+                store_rollback(c->store);
+                return r;
+        }
+
+        size_t n_tasks = 0;
+        for (size_t k = 0; k < spec->n_phases; k++)
+                n_tasks += spec->phases[k].n_tasks;
+        log_info("Job %" PRIu64 " '%s' submitted: %zu phases, %zu tasks.", id, spec->name, spec->n_phases, n_tasks);
+
+        return store_job_to_json(c->store, id, true, ret_job);
+}
+
+int cluster_cancel(Cluster *c, uint64_t job, int64_t now_ms, json_t **ret_job) {
+        JobState state;
+        int r = store_begin(c->store);
+        if (r < 0)
+                return r;
+        r = store_job_get_state(c->store, job, &state);
+        if (r >= 0 && job_state_is_final(state))
+                r = -EALREADY;
+        if (r >= 0)
+                r = job_stop(c, job, JOB_CANCELLED, "cancelled by request", now_ms);
+        if (r >= 0)
+                r = store_commit(c->store);
+        if (r < 0) {
+                store_rollback(c->store);
+                return r;
+        }
+        return store_job_to_json(c->store, job, true, ret_job);
+}
+
+/* A task ended (its agent said so, or its start failed). Tasks of a job that already ended
+ * were stopped by us: whatever their exit, they count as cancelled unless they made it. */
+static int task_end(Cluster *c, const StoreTask *t, TaskState outcome, const char *error, int64_t now_ms) {
+        JobState job_state;
+        int r = store_job_get_state(c->store, t->job, &job_state);
+        if (r < 0)
+                return r;
+        if (job_state_is_final(job_state) && outcome != TASK_SUCCEEDED)
+                outcome = TASK_CANCELLED;
+        r = store_task_set_state(c->store, t->id, outcome, 0, now_ms, error);
+        if (r < 0)
+                return r;
+        log_info("Task %s %s%s%s.", t->id, task_state_to_string(outcome), error ? ": " : "", error ?: "");
+        return 0;
+}
+
+static int merge_report(Cluster *c, const Heartbeat *hb, const TaskReport *rep, int64_t now_ms, JobSet *jobs) {
+        _cleanup_(store_task_done) StoreTask t = {};
+        int r = store_task_get(c->store, rep->id, &t);
+        if (r == -ENOENT || (r >= 0 && (!t.node || !streq(t.node, hb->node)))) {
+                /* Something runs there that the store does not place there: it only takes
+                 * capacity, so stop it. */
+                if (task_state_is_final(rep->state))
+                        return 0;
+                log_warning("Node %s reports task %s, which is not placed there: killing it.", hb->node, rep->id);
+                return queue_kill(c, hb->node, rep->id, now_ms);
+        }
+        if (r < 0)
+                return r;
+
+        if (rep->n_samples > 0) {
+                const TaskSample *last = &rep->samples[rep->n_samples - 1];
+                uint64_t peak = 0;
+                for (size_t i = 0; i < rep->n_samples; i++)
+                        peak = MAX(peak, MAX(rep->samples[i].memory_peak_bytes, rep->samples[i].memory_current_bytes));
+                r = store_task_update_usage(c->store, t.id, (double) last->cpu_usage_ns / NSEC_PER_SEC, peak,
+                                            last->progress);
+                if (r < 0)
+                        return r;
+        }
+        if (rep->has_exit) {
+                r = store_task_set_exit(c->store, t.id, &rep->exit);
+                if (r < 0)
+                        return r;
+        }
+
+        if (task_state_is_final(t.state)) {
+                /* Lost or cancelled here, yet still running there: finish the job of stopping it. */
+                if (!task_state_is_final(rep->state))
+                        return queue_kill(c, hb->node, t.id, now_ms);
+                return 0;
+        }
+
+        if (rep->state == TASK_RUNNING && t.state == TASK_STARTING) {
+                int64_t started_ms = rep->n_samples > 0 ? rep->samples[0].time_ms : now_ms;
+                r = store_task_set_state(c->store, t.id, TASK_RUNNING, started_ms, now_ms, NULL);
+                if (r < 0)
+                        return r;
+                log_debug("Task %s running on node %s.", t.id, hb->node);
+        } else if (task_state_is_final(rep->state)) {
+                char error[256] = "";
+                if (rep->error)
+                        snprintf(error, sizeof error, "%s", rep->error);
+                else if (rep->has_exit && rep->exit.oom_killed)
+                        snprintf(error, sizeof error, "killed by the OOM killer");
+                else if (rep->has_exit && rep->exit.signal != 0)
+                        snprintf(error, sizeof error, "killed by signal %d", rep->exit.signal);
+                else if (rep->has_exit && rep->exit.code != 0)
+                        snprintf(error, sizeof error, "exited with code %d", rep->exit.code);
+                r = task_end(c, &t, rep->state, error[0] ? error : NULL, now_ms);
+                if (r < 0)
+                        return r;
+        } else
+                return 0;
+
+        return job_set_add(jobs, t.job);
+}
+
+static int apply_ack(Cluster *c, const Heartbeat *hb, const Ack *ack, int64_t now_ms, JobSet *jobs) {
+        ActionType type;
+        _cleanup_free_ char *task = NULL;
+        int r = store_action_ack(c->store, hb->node, ack->action_id, ack->ok ? NULL : (ack->error ?: "failed"), now_ms,
+                                 &type, &task);
+        if (r == -ENOENT) {
+                log_warning("Node %s acks action %" PRIu64 ", which it was never sent.", hb->node, ack->action_id);
+                return 0;
+        }
+        if (r <= 0)
+                return r;
+
+        if (ack->ok && type == ACTION_KILL) {
+                /* The agent has done its part of the kill. A task it never reported running
+                 * never ran there (or died at once): nothing more will come for it. */
+                _cleanup_(store_task_done) StoreTask t = {};
+                r = store_task_get(c->store, task, &t);
+                if (r == -ENOENT)
+                        return 0;
+                if (r < 0)
+                        return r;
+                if (t.state != TASK_STARTING || !t.node || !streq(t.node, hb->node))
+                        return 0;
+                r = task_end(c, &t, TASK_CANCELLED, "killed before it started", now_ms);
+                if (r < 0)
+                        return r;
+                return job_set_add(jobs, t.job);
+        }
+        if (ack->ok)
+                return 0;
+
+        log_warning("Node %s: %s action %" PRIu64 " for task %s failed: %s", hb->node, action_type_to_string(type),
+                    ack->action_id, task, ack->error ?: "no reason given");
+        if (type != ACTION_START)
+                return 0;
+
+        _cleanup_(store_task_done) StoreTask t = {};
+        r = store_task_get(c->store, task, &t);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        if (task_state_is_final(t.state))
+                return 0;
+        char error[512];
+        snprintf(error, sizeof error, "start failed: %s", ack->error ?: "no reason given");
+        r = task_end(c, &t, TASK_FAILED, error, now_ms);
+        if (r < 0)
+                return r;
+        return job_set_add(jobs, t.job);
+}
+
+/* The node's unacked actions, re-sent every heartbeat until acked (the agent applies each id
+ * once). A start whose task has meanwhile ended or is being killed is dropped, not sent. */
+static int reply_actions(Cluster *c, const char *node, int64_t now_ms, json_t *ret_array) {
+        StoreAction *actions = NULL;
+        size_t n = 0;
+        int r = store_actions_unacked(c->store, node, now_ms, &actions, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                if (actions[i].type == ACTION_START) {
+                        _cleanup_(store_task_done) StoreTask t = {};
+                        r = store_task_get(c->store, actions[i].task, &t);
+                        if (r >= 0 && t.state == TASK_STARTING)
+                                r = store_action_pending(c->store, t.id, ACTION_KILL);
+                        /* Ended, or being killed: starting it now would only waste a fork. */
+                        if (r == -ENOENT || (r >= 0 && t.state != TASK_STARTING) || r > 0) {
+                                r = store_action_obsolete(c->store, actions[i].id, now_ms);
+                                continue;
+                        }
+                        if (r < 0)
+                                break;
+                }
+                r = json_array_append(ret_array, actions[i].payload) < 0 ? -ENOMEM : 0;
+        }
+        store_actions_free(actions, n);
+        return r;
+}
+
+static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json_t *actions) {
+        _cleanup_(job_set_done) JobSet jobs = {};
+        _cleanup_(store_node_done) StoreNode old = {};
+
+        int r = store_node_get(c->store, hb->node, &old);
+        if (r == -ENOENT)
+                log_info("Node %s registered: %g CPUs, %" PRIu64 " bytes of memory, cgroup mode %s.", hb->node,
+                         hb->capacity_cpus, hb->capacity_memory_bytes, hb->cgroup_mode ?: "unknown");
+        else if (r < 0)
+                return r;
+        else {
+                if (!streq(old.boot_id, hb->boot_id))
+                        log_notice("Node %s: agent restarted (boot id %s, was %s).", hb->node, hb->boot_id,
+                                   old.boot_id);
+                if (old.lost)
+                        log_notice("Node %s is back after being lost.", hb->node);
+        }
+
+        r = store_node_upsert(c->store, hb, now_ms);
+        if (r < 0)
+                return r;
+
+        for (size_t i = 0; i < hb->n_acks; i++) {
+                r = apply_ack(c, hb, &hb->acks[i], now_ms, &jobs);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < hb->n_tasks; i++) {
+                r = merge_report(c, hb, &hb->tasks[i], now_ms, &jobs);
+                if (r < 0)
+                        return r;
+        }
+        r = roll_up_all(c, &jobs, now_ms);
+        if (r < 0)
+                return r;
+        r = place(c, now_ms);
+        if (r < 0)
+                return r;
+        return reply_actions(c, hb->node, now_ms, actions);
+}
+
+int cluster_heartbeat(Cluster *c, const char *node, json_t *body, int64_t now_ms, json_t **ret_reply,
+                      char **ret_error) {
+        _cleanup_(heartbeat_freep) Heartbeat *hb = NULL;
+        int r = heartbeat_from_json(body, &hb, ret_error);
+        if (r < 0)
+                return r;
+        if (!streq(hb->node, node)) {
+                if (ret_error && asprintf(ret_error, "node: must equal the node id in the URL ('%s')", node) < 0)
+                        *ret_error = NULL;
+                return -EINVAL;
+        }
+
+        _cleanup_json_ json_t *actions = json_array();
+        if (!actions)
+                return -ENOMEM;
+
+        r = store_begin(c->store);
+        if (r < 0)
+                return r;
+        r = heartbeat_apply(c, hb, now_ms, actions);
+        if (r >= 0)
+                r = store_commit(c->store);
+        if (r < 0) {
+                store_rollback(c->store);
+                return r;
+        }
+
+        json_t *reply = json_pack("{s:I, s:O}", "interval_ms", (json_int_t) interval_ms(c), "actions", actions);
+        if (!reply)
+                return -ENOMEM;
+        *ret_reply = reply;
+        return 0;
+}
+
+/* Node loss fails the jobs of its tasks. Rescheduling lost tasks as new attempts is issue 8's
+ * work; until then a lost node costs its jobs, which is at least visible and honest. */
+static int node_lose(Cluster *c, const char *node, int64_t silent_ms, int64_t now_ms) {
+        _cleanup_(job_set_done) JobSet jobs = {};
+        StoreTask *tasks = NULL;
+        size_t n = 0;
+        char reason[128];
+
+        snprintf(reason, sizeof reason, "node %s lost: no heartbeat for %.1f s", node, (double) silent_ms / 1000.0);
+
+        int r = store_node_set_lost(c->store, node);
+        if (r < 0)
+                return r;
+        r = store_tasks_find(c->store, 0, node, TASK_STATES_ACTIVE, &tasks, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                r = store_task_set_state(c->store, tasks[i].id, TASK_LOST, 0, now_ms, reason);
+                if (r >= 0)
+                        r = job_set_add(&jobs, tasks[i].job);
+        }
+        store_tasks_free(tasks, n);
+        if (r < 0)
+                return r;
+        log_warning("Node %s is lost (no heartbeat for %.1f s); %zu task(s) lost.", node,
+                    (double) silent_ms / 1000.0, n);
+        return roll_up_all(c, &jobs, now_ms);
+}
+
+int cluster_check_nodes(Cluster *c, int64_t now_ms) {
+        int64_t timeout_ms = (int64_t) interval_ms(c) * c->config.node_lost_after;
+
+        /* After a controller restart every agent deserves a full timeout to report again. */
+        if (now_ms - c->started_ms < timeout_ms)
+                return 0;
+
+        _cleanup_strv_free_ char **overdue = NULL;
+        int r = store_nodes_overdue(c->store, now_ms - timeout_ms, &overdue);
+        if (r < 0)
+                return r;
+
+        for (char **id = overdue; id && *id; id++) {
+                _cleanup_(store_node_done) StoreNode n = {};
+                r = store_begin(c->store);
+                if (r < 0)
+                        return r;
+                r = store_node_get(c->store, *id, &n);
+                if (r >= 0)
+                        r = node_lose(c, *id, now_ms - n.last_heartbeat_ms, now_ms);
+                if (r >= 0)
+                        r = store_commit(c->store);
+                if (r < 0) {
+                        store_rollback(c->store);
+                        return r;
+                }
+        }
+        return 0;
+}
+
+int cluster_status(Cluster *c, char **ret) {
+        unsigned jobs[_JOB_STATE_MAX], nodes;
+        int r = store_job_count_by_state(c->store, jobs);
+        if (r < 0)
+                return r;
+        r = store_node_count_ready(c->store, &nodes);
+        if (r < 0)
+                return r;
+        if (asprintf(ret, "%u job(s) queued, %u running; %u node(s) ready", jobs[JOB_QUEUED], jobs[JOB_RUNNING],
+                     nodes) < 0)
+                return -ENOMEM;
+        return 0;
+}

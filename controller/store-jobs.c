@@ -1,0 +1,696 @@
+/* store-jobs.c: jobs, phases and tasks in the store, and the job JSON the API serves. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "store-internal.h"
+
+/* json_decrefp() comes with jansson >= 2.11. */
+#define _cleanup_json_ _cleanup_(json_decrefp)
+
+static json_t *strv_to_json_array(char *const *l) {
+        json_t *a = json_array();
+        if (!a)
+                return NULL;
+        for (size_t i = 0; l && l[i]; i++)
+                if (json_array_append_new(a, json_string(l[i])) < 0) {
+                        json_decref(a);
+                        return NULL;
+                }
+        return a;
+}
+
+static int json_array_to_strv(const char *text, char ***ret) {
+        _cleanup_json_ json_t *a = json_loads(text, 0, NULL);
+        if (!a || !json_is_array(a))
+                return -EIO;
+        _cleanup_strv_free_ char **l = calloc(json_array_size(a) + 1, sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+        size_t i;
+        json_t *v;
+        json_array_foreach(a, i, v) {
+                if (!json_is_string(v))
+                        return -EIO;
+                l[i] = strdup(json_string_value(v));
+                if (!l[i])
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+static char *json_dump_compact(json_t *j) {
+        return json_dumps(j, JSON_COMPACT);
+}
+
+int store_job_insert(Store *s, const JobSpec *spec, int64_t now_ms, uint64_t *ret_id) {
+        _cleanup_json_ json_t *spec_json = job_spec_to_json(spec);
+        if (!spec_json)
+                return -ENOMEM;
+        _cleanup_free_ char *spec_text = json_dump_compact(spec_json);
+        if (!spec_text)
+                return -ENOMEM;
+
+        _cleanup_stmt_ sqlite3_stmt *job = NULL;
+        int r = store_prepare(s,
+                              "INSERT INTO jobs (name, user, weight, spec, state, submitted_ms) "
+                              "VALUES (?, ?, ?, ?, 'queued', ?)",
+                              &job);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(job, 1, spec->name, -1, SQLITE_TRANSIENT);
+        store_bind_text_or_null(job, 2, spec->user);
+        sqlite3_bind_double(job, 3, spec->weight);
+        sqlite3_bind_text(job, 4, spec_text, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(job, 5, now_ms);
+        r = store_step_done(s, job, "insert job");
+        if (r < 0)
+                return r;
+        uint64_t id = (uint64_t) sqlite3_last_insert_rowid(s->db);
+
+        _cleanup_stmt_ sqlite3_stmt *phase = NULL, *task = NULL;
+        r = store_prepare(s,
+                          "INSERT INTO phases (job, idx, name, state, n_tasks, argv, env, cwd, cpu_cores, memory_bytes) "
+                          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                          &phase);
+        if (r < 0)
+                return r;
+        r = store_prepare(s, "INSERT INTO tasks (id, job, phase, idx, attempt, state) VALUES (?, ?, ?, ?, 0, 'pending')",
+                          &task);
+        if (r < 0)
+                return r;
+
+        for (size_t k = 0; k < spec->n_phases; k++) {
+                const PhaseSpec *p = &spec->phases[k];
+                char default_name[32];
+                snprintf(default_name, sizeof default_name, "phase%zu", k);
+
+                _cleanup_json_ json_t *argv = strv_to_json_array(p->argv);
+                _cleanup_json_ json_t *env = strv_to_json_array(p->env);
+                if (!argv || !env)
+                        return -ENOMEM;
+                _cleanup_free_ char *argv_text = json_dump_compact(argv);
+                _cleanup_free_ char *env_text = json_dump_compact(env);
+                if (!argv_text || !env_text)
+                        return -ENOMEM;
+
+                sqlite3_reset(phase);
+                sqlite3_bind_int64(phase, 1, (int64_t) id);
+                sqlite3_bind_int(phase, 2, (int) k);
+                sqlite3_bind_text(phase, 3, p->name ? p->name : default_name, -1, SQLITE_TRANSIENT);
+                sqlite3_bind_text(phase, 4, phase_state_to_string(k == 0 ? PHASE_PENDING : PHASE_WAITING), -1,
+                                  SQLITE_STATIC);
+                sqlite3_bind_int(phase, 5, (int) p->n_tasks);
+                sqlite3_bind_text(phase, 6, argv_text, -1, SQLITE_TRANSIENT);
+                sqlite3_bind_text(phase, 7, env_text, -1, SQLITE_TRANSIENT);
+                store_bind_text_or_null(phase, 8, p->cwd);
+                sqlite3_bind_double(phase, 9, p->cpu_cores);
+                sqlite3_bind_int64(phase, 10, (int64_t) p->memory_bytes);
+                r = store_step_done(s, phase, "insert phase");
+                if (r < 0)
+                        return r;
+
+                for (unsigned t = 0; t < p->n_tasks; t++) {
+                        char buf[TASK_ID_MAX];
+                        TaskId tid = { .job = id, .phase = (unsigned) k, .task = t, .attempt = 0 };
+                        sqlite3_reset(task);
+                        sqlite3_bind_text(task, 1, task_id_format(&tid, buf), -1, SQLITE_TRANSIENT);
+                        sqlite3_bind_int64(task, 2, (int64_t) id);
+                        sqlite3_bind_int(task, 3, (int) k);
+                        sqlite3_bind_int(task, 4, (int) t);
+                        r = store_step_done(s, task, "insert task");
+                        if (r < 0)
+                                return r;
+                }
+        }
+
+        *ret_id = id;
+        return 0;
+}
+
+int store_job_get_state(Store *s, uint64_t job, JobState *ret) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, "SELECT state FROM jobs WHERE id = ?", &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, (int64_t) job);
+        r = store_step_row(s, st, "read job state");
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return -ENOENT;
+        JobState state = job_state_from_string((const char *) sqlite3_column_text(st, 0));
+        if (state < 0)
+                return -EIO;
+        *ret = state;
+        return 0;
+}
+
+int store_job_set_state(Store *s, uint64_t job, JobState state, int64_t now_ms) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s,
+                              "UPDATE jobs SET state = ?1,"
+                              " started_ms = CASE WHEN ?2 AND started_ms IS NULL THEN ?4 ELSE started_ms END,"
+                              " finished_ms = CASE WHEN ?3 AND finished_ms IS NULL THEN ?4 ELSE finished_ms END "
+                              "WHERE id = ?5",
+                              &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(st, 1, job_state_to_string(state), -1, SQLITE_STATIC);
+        sqlite3_bind_int(st, 2, state == JOB_RUNNING);
+        sqlite3_bind_int(st, 3, job_state_is_final(state));
+        sqlite3_bind_int64(st, 4, now_ms);
+        sqlite3_bind_int64(st, 5, (int64_t) job);
+        r = store_step_done(s, st, "update job state");
+        if (r < 0)
+                return r;
+        return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
+}
+
+int store_job_count_by_state(Store *s, unsigned ret_counts[static _JOB_STATE_MAX]) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        unsigned counts[_JOB_STATE_MAX] = {};
+        int r = store_prepare(s, "SELECT state, COUNT(*) FROM jobs GROUP BY state", &st);
+        if (r < 0)
+                return r;
+        while ((r = store_step_row(s, st, "count jobs")) > 0) {
+                JobState state = job_state_from_string((const char *) sqlite3_column_text(st, 0));
+                if (state >= 0)
+                        counts[state] = (unsigned) sqlite3_column_int64(st, 1);
+        }
+        if (r < 0)
+                return r;
+        memcpy(ret_counts, counts, sizeof counts);
+        return 0;
+}
+
+int store_job_phases(Store *s, uint64_t job, StorePhase **ret, size_t *ret_n) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL, *counts = NULL;
+        _cleanup_free_ StorePhase *phases = NULL;
+        size_t n = 0;
+
+        int r = store_prepare(s, "SELECT idx, state, n_tasks FROM phases WHERE job = ? ORDER BY idx", &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, (int64_t) job);
+        while ((r = store_step_row(s, st, "read phases")) > 0) {
+                StorePhase *p = realloc(phases, (n + 1) * sizeof(StorePhase));
+                if (!p)
+                        return -ENOMEM;
+                phases = p;
+                phases[n] = (StorePhase) {
+                        .index = (unsigned) sqlite3_column_int(st, 0),
+                        .state = phase_state_from_string((const char *) sqlite3_column_text(st, 1)),
+                        .tasks_total = (unsigned) sqlite3_column_int(st, 2),
+                };
+                if (phases[n].state < 0 || phases[n].index != n)
+                        return -EIO;
+                n++;
+        }
+        if (r < 0)
+                return r;
+        if (n == 0)
+                return -ENOENT;
+
+        r = store_prepare(s, "SELECT phase, state, COUNT(*) FROM tasks WHERE job = ? GROUP BY phase, state", &counts);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(counts, 1, (int64_t) job);
+        while ((r = store_step_row(s, counts, "count tasks")) > 0) {
+                unsigned k = (unsigned) sqlite3_column_int(counts, 0);
+                TaskState state = task_state_from_string((const char *) sqlite3_column_text(counts, 1));
+                if (k >= n || state < 0)
+                        return -EIO;
+                phases[k].tasks_by_state[state] = (unsigned) sqlite3_column_int64(counts, 2);
+        }
+        if (r < 0)
+                return r;
+
+        *ret = TAKE_PTR(phases);
+        *ret_n = n;
+        return 0;
+}
+
+int store_phase_set_state(Store *s, uint64_t job, unsigned phase, PhaseState state) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, "UPDATE phases SET state = ? WHERE job = ? AND idx = ?", &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(st, 1, phase_state_to_string(state), -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, (int64_t) job);
+        sqlite3_bind_int(st, 3, (int) phase);
+        r = store_step_done(s, st, "update phase state");
+        if (r < 0)
+                return r;
+        return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
+}
+
+void store_launch_done(StoreLaunch *l) {
+        strv_free(l->argv);
+        strv_free(l->env);
+        free(l->cwd);
+        free(l->user);
+        *l = (StoreLaunch) {};
+}
+
+int store_phase_launch(Store *s, uint64_t job, unsigned phase, StoreLaunch *ret) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s,
+                              "SELECT p.argv, p.env, p.cwd, j.user, p.cpu_cores, p.memory_bytes "
+                              "FROM phases p JOIN jobs j ON j.id = p.job WHERE p.job = ? AND p.idx = ?",
+                              &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, (int64_t) job);
+        sqlite3_bind_int(st, 2, (int) phase);
+        r = store_step_row(s, st, "read phase");
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return -ENOENT;
+
+        StoreLaunch l = {
+                .cpu_cores = sqlite3_column_double(st, 4),
+                .memory_bytes = (uint64_t) sqlite3_column_int64(st, 5),
+        };
+        r = json_array_to_strv((const char *) sqlite3_column_text(st, 0), &l.argv);
+        if (r >= 0)
+                r = json_array_to_strv((const char *) sqlite3_column_text(st, 1), &l.env);
+        if (r >= 0)
+                r = store_column_strdup(st, 2, &l.cwd);
+        if (r >= 0)
+                r = store_column_strdup(st, 3, &l.user);
+        if (r < 0) {
+                store_launch_done(&l);
+                return r;
+        }
+        if (l.env && !l.env[0]) {
+                strv_free(l.env);
+                l.env = NULL;
+        }
+        *ret = l;
+        return 0;
+}
+
+/* ---- Tasks ---- */
+
+#define TASK_COLUMNS "t.id, t.job, t.phase, t.idx, t.attempt, t.state, t.node, p.cpu_cores, p.memory_bytes"
+#define TASK_FROM "FROM tasks t JOIN phases p ON p.job = t.job AND p.idx = t.phase"
+
+void store_task_done(StoreTask *t) {
+        free(t->id);
+        free(t->node);
+        *t = (StoreTask) {};
+}
+
+void store_tasks_free(StoreTask *t, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                store_task_done(&t[i]);
+        free(t);
+}
+
+static int task_from_row(sqlite3_stmt *st, StoreTask *ret) {
+        StoreTask t = {
+                .job = (uint64_t) sqlite3_column_int64(st, 1),
+                .phase = (unsigned) sqlite3_column_int(st, 2),
+                .index = (unsigned) sqlite3_column_int(st, 3),
+                .attempt = (unsigned) sqlite3_column_int(st, 4),
+                .state = task_state_from_string((const char *) sqlite3_column_text(st, 5)),
+                .cpu_cores = sqlite3_column_double(st, 7),
+                .memory_bytes = (uint64_t) sqlite3_column_int64(st, 8),
+        };
+        if (t.state < 0)
+                return -EIO;
+        int r = store_column_strdup(st, 0, &t.id);
+        if (r >= 0)
+                r = store_column_strdup(st, 6, &t.node);
+        if (r < 0) {
+                store_task_done(&t);
+                return r;
+        }
+        *ret = t;
+        return 0;
+}
+
+static int tasks_collect(Store *s, sqlite3_stmt *st, StoreTask **ret, size_t *ret_n) {
+        StoreTask *tasks = NULL;
+        size_t n = 0;
+        int r;
+
+        while ((r = store_step_row(s, st, "read tasks")) > 0) {
+                StoreTask *p = realloc(tasks, (n + 1) * sizeof(StoreTask));
+                if (!p) {
+                        r = -ENOMEM;
+                        break;
+                }
+                tasks = p;
+                r = task_from_row(st, &tasks[n]);
+                if (r < 0)
+                        break;
+                n++;
+        }
+        if (r < 0) {
+                store_tasks_free(tasks, n);
+                return r;
+        }
+        *ret = tasks;
+        *ret_n = n;
+        return 0;
+}
+
+int store_task_get(Store *s, const char *id, StoreTask *ret) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, "SELECT " TASK_COLUMNS " " TASK_FROM " WHERE t.id = ?", &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+        r = store_step_row(s, st, "read task");
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return -ENOENT;
+        return task_from_row(st, ret);
+}
+
+int store_tasks_find(Store *s, uint64_t job, const char *node, unsigned state_mask,
+                     StoreTask **ret, size_t *ret_n) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s,
+                              "SELECT " TASK_COLUMNS " " TASK_FROM
+                              " WHERE (?1 = 0 OR t.job = ?1) AND (?2 IS NULL OR t.node = ?2)"
+                              " ORDER BY t.job, t.phase, t.idx, t.attempt",
+                              &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, (int64_t) job);
+        store_bind_text_or_null(st, 2, node);
+
+        StoreTask *all;
+        size_t n_all;
+        r = tasks_collect(s, st, &all, &n_all);
+        if (r < 0)
+                return r;
+
+        /* Filtering by state here keeps the SQL free of a variable IN list. */
+        size_t n = 0;
+        for (size_t i = 0; i < n_all; i++) {
+                if (state_mask & TASK_STATE_MASK(all[i].state))
+                        all[n++] = all[i];
+                else
+                        store_task_done(&all[i]);
+        }
+        *ret = all;
+        *ret_n = n;
+        return 0;
+}
+
+int store_tasks_placeable(Store *s, StoreTask **ret, size_t *ret_n) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s,
+                              "SELECT " TASK_COLUMNS " " TASK_FROM " JOIN jobs j ON j.id = t.job"
+                              " WHERE t.state = 'pending' AND p.state IN ('pending', 'running')"
+                              " AND j.state IN ('queued', 'running')"
+                              " ORDER BY t.job, t.phase, t.idx, t.attempt",
+                              &st);
+        if (r < 0)
+                return r;
+        return tasks_collect(s, st, ret, ret_n);
+}
+
+int store_task_place(Store *s, const char *id, const char *node) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, "UPDATE tasks SET state = 'starting', node = ? WHERE id = ? AND state = 'pending'", &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(st, 1, node, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 2, id, -1, SQLITE_TRANSIENT);
+        r = store_step_done(s, st, "place task");
+        if (r < 0)
+                return r;
+        return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
+}
+
+int store_task_set_state(Store *s, const char *id, TaskState state, int64_t started_ms,
+                         int64_t now_ms, const char *error) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s,
+                              "UPDATE tasks SET state = ?1,"
+                              " started_ms = CASE WHEN ?2 AND started_ms IS NULL THEN ?3 ELSE started_ms END,"
+                              " finished_ms = CASE WHEN ?4 AND finished_ms IS NULL THEN ?5 ELSE finished_ms END,"
+                              " error = COALESCE(?6, error) "
+                              "WHERE id = ?7",
+                              &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(st, 1, task_state_to_string(state), -1, SQLITE_STATIC);
+        sqlite3_bind_int(st, 2, state == TASK_RUNNING);
+        sqlite3_bind_int64(st, 3, started_ms > 0 ? started_ms : now_ms);
+        sqlite3_bind_int(st, 4, task_state_is_final(state));
+        sqlite3_bind_int64(st, 5, now_ms);
+        store_bind_text_or_null(st, 6, error);
+        sqlite3_bind_text(st, 7, id, -1, SQLITE_TRANSIENT);
+        r = store_step_done(s, st, "update task state");
+        if (r < 0)
+                return r;
+        return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
+}
+
+int store_task_update_usage(Store *s, const char *id, double cpu_s, uint64_t memory_peak_bytes,
+                            double progress) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s,
+                              "UPDATE tasks SET cpu_s = ?1,"
+                              " memory_peak_bytes = MAX(memory_peak_bytes, ?2),"
+                              " progress = CASE WHEN ?3 >= 0 THEN ?3 ELSE progress END "
+                              "WHERE id = ?4",
+                              &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_double(st, 1, cpu_s);
+        sqlite3_bind_int64(st, 2, (int64_t) memory_peak_bytes);
+        sqlite3_bind_double(st, 3, progress);
+        sqlite3_bind_text(st, 4, id, -1, SQLITE_TRANSIENT);
+        r = store_step_done(s, st, "update task usage");
+        if (r < 0)
+                return r;
+        return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
+}
+
+int store_task_set_exit(Store *s, const char *id, const ExitRecord *e) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s,
+                              "UPDATE tasks SET exit_code = ?1, signal = ?2, oom_killed = ?3, cpu_s = ?4,"
+                              " memory_peak_bytes = MAX(memory_peak_bytes, ?5),"
+                              " progress = CASE WHEN ?1 = 0 AND ?2 = 0 THEN 1.0 ELSE progress END "
+                              "WHERE id = ?6",
+                              &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int(st, 1, e->code);
+        sqlite3_bind_int(st, 2, e->signal);
+        sqlite3_bind_int(st, 3, e->oom_killed);
+        sqlite3_bind_double(st, 4, e->cpu_s);
+        sqlite3_bind_int64(st, 5, (int64_t) e->memory_peak_bytes);
+        sqlite3_bind_text(st, 6, id, -1, SQLITE_TRANSIENT);
+        r = store_step_done(s, st, "record task exit");
+        if (r < 0)
+                return r;
+        return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
+}
+
+/* ---- JSON views ---- */
+
+static int json_set(json_t *o, const char *key, json_t *v) {
+        /* json_object_set_new() frees v on failure, and v == NULL means allocation failed. */
+        return json_object_set_new(o, key, v) < 0 ? -ENOMEM : 0;
+}
+
+static int task_to_json(sqlite3_stmt *st, json_t **ret) {
+        /* Columns: id, state, node, exit_code, signal, oom_killed, cpu_s, memory_peak_bytes,
+         * progress, started_ms, finished_ms, error */
+        _cleanup_json_ json_t *o = json_object();
+        if (!o)
+                return -ENOMEM;
+        bool exited = sqlite3_column_type(st, 3) != SQLITE_NULL;
+        int r = 0;
+        r = r ?: json_set(o, "id", store_column_json(st, 0));
+        r = r ?: json_set(o, "state", store_column_json(st, 1));
+        r = r ?: json_set(o, "node", store_column_json(st, 2));
+        r = r ?: json_set(o, "exit_code", store_column_json(st, 3));
+        r = r ?: json_set(o, "signal", store_column_json(st, 4));
+        r = r ?: json_set(o, "oom_killed", exited ? json_boolean(sqlite3_column_int(st, 5)) : json_null());
+        r = r ?: json_set(o, "cpu_s", json_real(sqlite3_column_double(st, 6)));
+        r = r ?: json_set(o, "memory_peak_bytes", json_integer(sqlite3_column_int64(st, 7)));
+        r = r ?: json_set(o, "progress", sqlite3_column_type(st, 8) == SQLITE_NULL ? json_null() :
+                                                json_real(sqlite3_column_double(st, 8)));
+        r = r ?: json_set(o, "started_ms", store_column_json(st, 9));
+        r = r ?: json_set(o, "finished_ms", store_column_json(st, 10));
+        r = r ?: json_set(o, "error", store_column_json(st, 11));
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+static int phase_tasks_to_json(Store *s, uint64_t job, unsigned phase, json_t **ret) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        _cleanup_json_ json_t *a = json_array();
+        if (!a)
+                return -ENOMEM;
+        int r = store_prepare(s,
+                              "SELECT id, state, node, exit_code, signal, oom_killed, cpu_s, memory_peak_bytes,"
+                              " progress, started_ms, finished_ms, error "
+                              "FROM tasks WHERE job = ? AND phase = ? ORDER BY idx, attempt",
+                              &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, (int64_t) job);
+        sqlite3_bind_int(st, 2, (int) phase);
+        while ((r = store_step_row(s, st, "read tasks")) > 0) {
+                json_t *t;
+                r = task_to_json(st, &t);
+                if (r < 0)
+                        return r;
+                if (json_array_append_new(a, t) < 0)
+                        return -ENOMEM;
+        }
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(a);
+        return 0;
+}
+
+static int phases_to_json(Store *s, uint64_t job, bool with_tasks, json_t **ret) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        _cleanup_json_ json_t *a = json_array();
+        if (!a)
+                return -ENOMEM;
+        int r = store_prepare(s,
+                              "SELECT p.idx, p.name, p.state, p.n_tasks, p.argv, p.cpu_cores, p.memory_bytes,"
+                              " (SELECT COUNT(*) FROM tasks t WHERE t.job = p.job AND t.phase = p.idx"
+                              "  AND t.state = 'succeeded') "
+                              "FROM phases p WHERE p.job = ? ORDER BY p.idx",
+                              &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, (int64_t) job);
+        while ((r = store_step_row(s, st, "read phases")) > 0) {
+                _cleanup_json_ json_t *o = json_object();
+                if (!o)
+                        return -ENOMEM;
+                r = 0;
+                r = r ?: json_set(o, "index", store_column_json(st, 0));
+                r = r ?: json_set(o, "name", store_column_json(st, 1));
+                r = r ?: json_set(o, "state", store_column_json(st, 2));
+                r = r ?: json_set(o, "tasks_total", store_column_json(st, 3));
+                r = r ?: json_set(o, "tasks_done", store_column_json(st, 7));
+                r = r ?: json_set(o, "argv", json_loads((const char *) sqlite3_column_text(st, 4), 0, NULL));
+                r = r ?: json_set(o, "cpu_cores", json_real(sqlite3_column_double(st, 5)));
+                r = r ?: json_set(o, "memory_bytes", store_column_json(st, 6));
+                if (r < 0)
+                        return r;
+                if (with_tasks) {
+                        json_t *tasks;
+                        r = phase_tasks_to_json(s, job, (unsigned) sqlite3_column_int(st, 0), &tasks);
+                        if (r < 0)
+                                return r;
+                        r = json_set(o, "tasks", tasks);
+                        if (r < 0)
+                                return r;
+                }
+                if (json_array_append(a, o) < 0)
+                        return -ENOMEM;
+        }
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(a);
+        return 0;
+}
+
+int store_job_to_json(Store *s, uint64_t job, bool with_tasks, json_t **ret) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s,
+                              "SELECT j.id, j.name, j.user, j.weight, j.state, j.submitted_ms, j.started_ms,"
+                              " j.finished_ms,"
+                              " (SELECT COALESCE(SUM(n_tasks), 0) FROM phases WHERE job = j.id),"
+                              " (SELECT COUNT(*) FROM tasks WHERE job = j.id AND state = 'succeeded'),"
+                              " (SELECT COALESCE(AVG(CASE WHEN state = 'succeeded' THEN 1.0"
+                              "                      ELSE COALESCE(progress, 0) END), 0)"
+                              "  FROM tasks WHERE job = j.id),"
+                              " (SELECT COALESCE(SUM(cpu_s), 0) FROM tasks WHERE job = j.id),"
+                              " (SELECT COALESCE(MAX(memory_peak_bytes), 0) FROM tasks WHERE job = j.id) "
+                              "FROM jobs j WHERE j.id = ?",
+                              &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, (int64_t) job);
+        r = store_step_row(s, st, "read job");
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return -ENOENT;
+
+        _cleanup_json_ json_t *o = json_object();
+        if (!o)
+                return -ENOMEM;
+        bool finished = sqlite3_column_type(st, 7) != SQLITE_NULL;
+        double response_s = (double) (sqlite3_column_int64(st, 7) - sqlite3_column_int64(st, 5)) / 1000.0;
+
+        r = 0;
+        r = r ?: json_set(o, "id", store_column_json(st, 0));
+        r = r ?: json_set(o, "name", store_column_json(st, 1));
+        r = r ?: json_set(o, "user", store_column_json(st, 2));
+        r = r ?: json_set(o, "weight", json_real(sqlite3_column_double(st, 3)));
+        r = r ?: json_set(o, "state", store_column_json(st, 4));
+        r = r ?: json_set(o, "submitted_ms", store_column_json(st, 5));
+        r = r ?: json_set(o, "started_ms", store_column_json(st, 6));
+        r = r ?: json_set(o, "finished_ms", store_column_json(st, 7));
+        r = r ?: json_set(o, "response_s", finished ? json_real(response_s) : json_null());
+        r = r ?: json_set(o, "tasks_total", store_column_json(st, 8));
+        r = r ?: json_set(o, "tasks_done", store_column_json(st, 9));
+        r = r ?: json_set(o, "progress", json_real(sqlite3_column_double(st, 10)));
+        r = r ?: json_set(o, "cpu_s", json_real(sqlite3_column_double(st, 11)));
+        r = r ?: json_set(o, "memory_peak_bytes", store_column_json(st, 12));
+        if (r < 0)
+                return r;
+
+        json_t *phases;
+        r = phases_to_json(s, job, with_tasks, &phases);
+        if (r < 0)
+                return r;
+        r = json_set(o, "phases", phases);
+        if (r < 0)
+                return r;
+
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+int store_jobs_to_json(Store *s, json_t **ret) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        _cleanup_json_ json_t *a = json_array();
+        if (!a)
+                return -ENOMEM;
+        int r = store_prepare(s, "SELECT id FROM jobs ORDER BY id", &st);
+        if (r < 0)
+                return r;
+        while ((r = store_step_row(s, st, "list jobs")) > 0) {
+                json_t *j;
+                r = store_job_to_json(s, (uint64_t) sqlite3_column_int64(st, 0), false, &j);
+                if (r < 0)
+                        return r;
+                if (json_array_append_new(a, j) < 0)
+                        return -ENOMEM;
+        }
+        if (r < 0)
+                return r;
+        json_t *o = json_pack("{s:o}", "jobs", TAKE_PTR(a));
+        if (!o)
+                return -ENOMEM;
+        *ret = o;
+        return 0;
+}

@@ -1,0 +1,371 @@
+/* store-nodes.c: nodes and actions in the store, and the node JSON the API serves. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "store-internal.h"
+
+/* json_decrefp() comes with jansson >= 2.11. */
+#define _cleanup_json_ _cleanup_(json_decrefp)
+
+void store_node_done(StoreNode *n) {
+        free(n->id);
+        free(n->boot_id);
+        free(n->cgroup_mode);
+        *n = (StoreNode) {};
+}
+
+void store_nodes_free(StoreNode *n, size_t n_nodes) {
+        for (size_t i = 0; i < n_nodes; i++)
+                store_node_done(&n[i]);
+        free(n);
+}
+
+/* Allocations are derived from the tasks, never stored, so they cannot drift. */
+#define NODE_SELECT                                                                                 \
+        "SELECT n.id, n.state, n.boot_id, n.cgroup_mode, n.capacity_cpus, n.capacity_memory_bytes," \
+        " n.last_heartbeat_ms, COALESCE(SUM(p.cpu_cores), 0), COALESCE(SUM(p.memory_bytes), 0),"    \
+        " COUNT(t.id) "                                                                             \
+        "FROM nodes n"                                                                              \
+        " LEFT JOIN tasks t ON t.node = n.id AND t.state IN ('starting', 'running')"                \
+        " LEFT JOIN phases p ON p.job = t.job AND p.idx = t.phase "
+
+static int node_from_row(sqlite3_stmt *st, StoreNode *ret) {
+        StoreNode n = {
+                .lost = streq((const char *) sqlite3_column_text(st, 1), "lost"),
+                .capacity_cpus = sqlite3_column_double(st, 4),
+                .capacity_memory_bytes = (uint64_t) sqlite3_column_int64(st, 5),
+                .last_heartbeat_ms = sqlite3_column_int64(st, 6),
+                .allocated_cpus = sqlite3_column_double(st, 7),
+                .allocated_memory_bytes = (uint64_t) sqlite3_column_int64(st, 8),
+                .tasks_active = (unsigned) sqlite3_column_int(st, 9),
+        };
+        int r = store_column_strdup(st, 0, &n.id);
+        if (r >= 0)
+                r = store_column_strdup(st, 2, &n.boot_id);
+        if (r >= 0)
+                r = store_column_strdup(st, 3, &n.cgroup_mode);
+        if (r < 0) {
+                store_node_done(&n);
+                return r;
+        }
+        *ret = n;
+        return 0;
+}
+
+int store_node_get(Store *s, const char *id, StoreNode *ret) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, NODE_SELECT "WHERE n.id = ? GROUP BY n.id", &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+        r = store_step_row(s, st, "read node");
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return -ENOENT;
+        return node_from_row(st, ret);
+}
+
+int store_nodes_list(Store *s, StoreNode **ret, size_t *ret_n) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        StoreNode *nodes = NULL;
+        size_t n = 0;
+        int r = store_prepare(s, NODE_SELECT "GROUP BY n.id ORDER BY n.id", &st);
+        if (r < 0)
+                return r;
+        while ((r = store_step_row(s, st, "list nodes")) > 0) {
+                StoreNode *p = realloc(nodes, (n + 1) * sizeof(StoreNode));
+                if (!p) {
+                        r = -ENOMEM;
+                        break;
+                }
+                nodes = p;
+                r = node_from_row(st, &nodes[n]);
+                if (r < 0)
+                        break;
+                n++;
+        }
+        if (r < 0) {
+                store_nodes_free(nodes, n);
+                return r;
+        }
+        *ret = nodes;
+        *ret_n = n;
+        return 0;
+}
+
+int store_node_upsert(Store *s, const Heartbeat *hb, int64_t now_ms) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s,
+                              "INSERT INTO nodes (id, state, boot_id, cgroup_mode, capacity_cpus,"
+                              " capacity_memory_bytes, last_seq, cpu_busy, memory_available_bytes,"
+                              " registered_ms, last_heartbeat_ms) "
+                              "VALUES (?1, 'ready', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9) "
+                              "ON CONFLICT (id) DO UPDATE SET state = 'ready', boot_id = ?2, cgroup_mode = ?3,"
+                              " capacity_cpus = ?4, capacity_memory_bytes = ?5, last_seq = ?6, cpu_busy = ?7,"
+                              " memory_available_bytes = ?8, last_heartbeat_ms = ?9",
+                              &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(st, 1, hb->node, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 2, hb->boot_id, -1, SQLITE_TRANSIENT);
+        store_bind_text_or_null(st, 3, hb->cgroup_mode);
+        sqlite3_bind_double(st, 4, hb->capacity_cpus);
+        sqlite3_bind_int64(st, 5, (int64_t) hb->capacity_memory_bytes);
+        sqlite3_bind_int64(st, 6, (int64_t) hb->seq);
+        sqlite3_bind_double(st, 7, hb->node_sample.cpu_busy);
+        sqlite3_bind_int64(st, 8, (int64_t) hb->node_sample.memory_available_bytes);
+        sqlite3_bind_int64(st, 9, now_ms);
+        return store_step_done(s, st, "update node");
+}
+
+int store_node_set_lost(Store *s, const char *id) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, "UPDATE nodes SET state = 'lost' WHERE id = ?", &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+        r = store_step_done(s, st, "mark node lost");
+        if (r < 0)
+                return r;
+        return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
+}
+
+int store_nodes_overdue(Store *s, int64_t before_ms, char ***ret_ids) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        _cleanup_strv_free_ char **ids = NULL;
+        int r = store_prepare(s, "SELECT id FROM nodes WHERE state = 'ready' AND last_heartbeat_ms < ? ORDER BY id",
+                              &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, before_ms);
+        while ((r = store_step_row(s, st, "find overdue nodes")) > 0)
+                if (strv_extend(&ids, (const char *) sqlite3_column_text(st, 0)) < 0)
+                        return -ENOMEM;
+        if (r < 0)
+                return r;
+        *ret_ids = TAKE_PTR(ids);
+        return 0;
+}
+
+int store_node_count_ready(Store *s, unsigned *ret) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, "SELECT COUNT(*) FROM nodes WHERE state = 'ready'", &st);
+        if (r < 0)
+                return r;
+        r = store_step_row(s, st, "count nodes");
+        if (r < 0)
+                return r;
+        *ret = r > 0 ? (unsigned) sqlite3_column_int64(st, 0) : 0;
+        return 0;
+}
+
+static int json_set(json_t *o, const char *key, json_t *v) {
+        return json_object_set_new(o, key, v) < 0 ? -ENOMEM : 0;
+}
+
+int store_nodes_to_json(Store *s, json_t **ret) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        _cleanup_json_ json_t *a = json_array();
+        if (!a)
+                return -ENOMEM;
+        int r = store_prepare(s, NODE_SELECT "GROUP BY n.id ORDER BY n.id", &st);
+        if (r < 0)
+                return r;
+        while ((r = store_step_row(s, st, "list nodes")) > 0) {
+                _cleanup_json_ json_t *o = json_object();
+                if (!o)
+                        return -ENOMEM;
+                r = 0;
+                r = r ?: json_set(o, "id", store_column_json(st, 0));
+                r = r ?: json_set(o, "state", store_column_json(st, 1));
+                r = r ?: json_set(o, "cgroup_mode", store_column_json(st, 3));
+                r = r ?: json_set(o, "boot_id", store_column_json(st, 2));
+                r = r ?: json_set(o, "capacity_cpus", json_real(sqlite3_column_double(st, 4)));
+                r = r ?: json_set(o, "capacity_memory_bytes", store_column_json(st, 5));
+                r = r ?: json_set(o, "allocated_cpus", json_real(sqlite3_column_double(st, 7)));
+                r = r ?: json_set(o, "allocated_memory_bytes", json_integer(sqlite3_column_int64(st, 8)));
+                r = r ?: json_set(o, "tasks_running", store_column_json(st, 9));
+                r = r ?: json_set(o, "last_heartbeat_ms", store_column_json(st, 6));
+                if (r < 0)
+                        return r;
+                if (json_array_append(a, o) < 0)
+                        return -ENOMEM;
+        }
+        if (r < 0)
+                return r;
+        json_t *o = json_pack("{s:o}", "nodes", TAKE_PTR(a));
+        if (!o)
+                return -ENOMEM;
+        *ret = o;
+        return 0;
+}
+
+/* ---- Actions ---- */
+
+int store_action_insert(Store *s, const char *node, const char *task, ActionType type,
+                        json_t *payload, int64_t now_ms, uint64_t *ret_id) {
+        _cleanup_free_ char *text = json_dumps(payload, JSON_COMPACT);
+        if (!text)
+                return -ENOMEM;
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, "INSERT INTO actions (node, task, type, payload, created_ms) VALUES (?, ?, ?, ?, ?)",
+                              &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(st, 1, node, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 2, task, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 3, action_type_to_string(type), -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 4, text, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(st, 5, now_ms);
+        r = store_step_done(s, st, "insert action");
+        if (r < 0)
+                return r;
+        if (ret_id)
+                *ret_id = (uint64_t) sqlite3_last_insert_rowid(s->db);
+        return 0;
+}
+
+int store_action_ack(Store *s, const char *node, uint64_t id, const char *error, int64_t now_ms,
+                     ActionType *ret_type, char **ret_task) {
+        _cleanup_stmt_ sqlite3_stmt *get = NULL, *set = NULL;
+        int r = store_prepare(s, "SELECT type, task, acked_ms FROM actions WHERE id = ? AND node = ?", &get);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(get, 1, (int64_t) id);
+        sqlite3_bind_text(get, 2, node, -1, SQLITE_TRANSIENT);
+        r = store_step_row(s, get, "read action");
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return -ENOENT;
+        ActionType type = action_type_from_string((const char *) sqlite3_column_text(get, 0));
+        if (type < 0)
+                return -EIO;
+        _cleanup_free_ char *task = NULL;
+        r = store_column_strdup(get, 1, &task);
+        if (r < 0)
+                return r;
+        bool already = sqlite3_column_type(get, 2) != SQLITE_NULL;
+
+        if (!already) {
+                r = store_prepare(s, "UPDATE actions SET acked_ms = ?, ack_error = ? WHERE id = ?", &set);
+                if (r < 0)
+                        return r;
+                sqlite3_bind_int64(set, 1, now_ms);
+                store_bind_text_or_null(set, 2, error);
+                sqlite3_bind_int64(set, 3, (int64_t) id);
+                r = store_step_done(s, set, "ack action");
+                if (r < 0)
+                        return r;
+        }
+
+        if (ret_type)
+                *ret_type = type;
+        if (ret_task)
+                *ret_task = TAKE_PTR(task);
+        return already ? 0 : 1;
+}
+
+int store_action_pending(Store *s, const char *task, ActionType type) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, "SELECT 1 FROM actions WHERE task = ? AND type = ? AND acked_ms IS NULL LIMIT 1", &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(st, 1, task, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 2, action_type_to_string(type), -1, SQLITE_STATIC);
+        return store_step_row(s, st, "find action");
+}
+
+int store_action_withdraw_unsent(Store *s, const char *task, ActionType type) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, "DELETE FROM actions WHERE task = ? AND type = ? AND sent_ms IS NULL AND acked_ms IS NULL",
+                              &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(st, 1, task, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 2, action_type_to_string(type), -1, SQLITE_STATIC);
+        r = store_step_done(s, st, "withdraw action");
+        if (r < 0)
+                return r;
+        return sqlite3_changes(s->db) > 0;
+}
+
+void store_actions_free(StoreAction *a, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                free(a[i].task);
+                json_decref(a[i].payload);
+        }
+        free(a);
+}
+
+int store_actions_unacked(Store *s, const char *node, int64_t now_ms, StoreAction **ret, size_t *ret_n) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL, *sent = NULL;
+        StoreAction *actions = NULL;
+        size_t n = 0;
+
+        int r = store_prepare(s, "SELECT id, type, task, payload FROM actions WHERE node = ? AND acked_ms IS NULL ORDER BY id",
+                              &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(st, 1, node, -1, SQLITE_TRANSIENT);
+        while ((r = store_step_row(s, st, "read actions")) > 0) {
+                StoreAction *p = realloc(actions, (n + 1) * sizeof(StoreAction));
+                if (!p) {
+                        r = -ENOMEM;
+                        break;
+                }
+                actions = p;
+                StoreAction *a = &actions[n];
+                *a = (StoreAction) {
+                        .id = (uint64_t) sqlite3_column_int64(st, 0),
+                        .type = action_type_from_string((const char *) sqlite3_column_text(st, 1)),
+                        .payload = json_loads((const char *) sqlite3_column_text(st, 3), 0, NULL),
+                };
+                n++;
+                if (a->type < 0 || !json_is_object(a->payload)) {
+                        r = -EIO;
+                        break;
+                }
+                r = store_column_strdup(st, 2, &a->task);
+                if (r < 0)
+                        break;
+                if (json_object_set_new(a->payload, "id", json_integer((json_int_t) a->id)) < 0) {
+                        r = -ENOMEM;
+                        break;
+                }
+        }
+        if (r < 0) {
+                store_actions_free(actions, n);
+                return r;
+        }
+
+        r = store_prepare(s, "UPDATE actions SET sent_ms = ? WHERE node = ? AND acked_ms IS NULL", &sent);
+        if (r >= 0) {
+                sqlite3_bind_int64(sent, 1, now_ms);
+                sqlite3_bind_text(sent, 2, node, -1, SQLITE_TRANSIENT);
+                r = store_step_done(s, sent, "mark actions sent");
+        }
+        if (r < 0) {
+                store_actions_free(actions, n);
+                return r;
+        }
+
+        *ret = actions;
+        *ret_n = n;
+        return 0;
+}
+
+int store_action_obsolete(Store *s, uint64_t id, int64_t now_ms) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, "UPDATE actions SET acked_ms = ?, ack_error = 'obsolete' WHERE id = ? AND acked_ms IS NULL",
+                              &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, now_ms);
+        sqlite3_bind_int64(st, 2, (int64_t) id);
+        return store_step_done(s, st, "drop action");
+}

@@ -1,0 +1,324 @@
+/* test-store.c: the controller's SQLite store (controller/store*.c) on a temporary directory. */
+#include <criterion/criterion.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "controller/store.h"
+#include "macro.h"
+#include "protocol.h"
+
+static char dir[] = "/tmp/cgorch-test-store-XXXXXX";
+
+static void setup(void) {
+        cr_assert_not_null(mkdtemp(dir));
+}
+
+static void teardown(void) {
+        static const char *const files[] = { "controller.db", "controller.db-wal", "controller.db-shm" };
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                char path[256];
+                snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+                (void) unlink(path);
+        }
+        (void) rmdir(dir);
+}
+
+TestSuite(store, .init = setup, .fini = teardown);
+
+static const char job_text[] =
+        "{\"name\": \"wordcount\", \"user\": \"nobody\", \"phases\": ["
+        " {\"name\": \"map\", \"tasks\": 3, \"argv\": [\"cgorch-burn\", \"--cpu-seconds\", \"5\"],"
+        "  \"env\": {\"LANG\": \"C\"}, \"cwd\": \"/tmp\", \"cpu_cores\": 0.5, \"memory_bytes\": 268435456},"
+        " {\"tasks\": 1, \"argv\": [\"true\"], \"cpu_cores\": 1, \"memory_bytes\": 1048576}]}";
+
+static JobSpec *parse_job(void) {
+        json_t *j = json_loads(job_text, 0, NULL);
+        cr_assert_not_null(j);
+        JobSpec *spec = NULL;
+        char *error = NULL;
+        int r = job_spec_from_json(j, &spec, &error);
+        cr_assert_eq(r, 0, "job spec rejected: %s", error ?: "?");
+        json_decref(j);
+        return spec;
+}
+
+static uint64_t insert_job(Store *s, int64_t now_ms) {
+        JobSpec *spec = parse_job();
+        uint64_t id = 0;
+        cr_assert_eq(store_begin(s), 0);
+        cr_assert_eq(store_job_insert(s, spec, now_ms, &id), 0);
+        cr_assert_eq(store_commit(s), 0);
+        job_spec_free(spec);
+        return id;
+}
+
+static size_t count_jobs(Store *s) {
+        json_t *list = NULL;
+        cr_assert_eq(store_jobs_to_json(s, &list), 0);
+        size_t n = json_array_size(json_object_get(list, "jobs"));
+        json_decref(list);
+        return n;
+}
+
+static Heartbeat make_heartbeat(char *node) {
+        return (Heartbeat) {
+                .node = node,
+                .boot_id = (char *) "boot-1",
+                .seq = 1,
+                .cgroup_mode = (char *) "hybrid",
+                .capacity_cpus = 2,
+                .capacity_memory_bytes = UINT64_C(4) << 30,
+        };
+}
+
+Test(store, submit_list_get_round_trip) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+
+        uint64_t id = insert_job(s, 1000);
+        cr_assert_eq(id, 1);
+
+        json_t *job = NULL;
+        cr_assert_eq(store_job_to_json(s, id, true, &job), 0);
+        cr_assert_str_eq(json_string_value(json_object_get(job, "name")), "wordcount");
+        cr_assert_str_eq(json_string_value(json_object_get(job, "user")), "nobody");
+        cr_assert_str_eq(json_string_value(json_object_get(job, "state")), "queued");
+        cr_assert_eq(json_integer_value(json_object_get(job, "submitted_ms")), 1000);
+        cr_assert(json_is_null(json_object_get(job, "started_ms")));
+        cr_assert(json_is_null(json_object_get(job, "response_s")));
+        cr_assert_eq(json_integer_value(json_object_get(job, "tasks_total")), 4);
+        cr_assert_eq(json_integer_value(json_object_get(job, "tasks_done")), 0);
+
+        json_t *phases = json_object_get(job, "phases");
+        cr_assert_eq(json_array_size(phases), 2);
+        json_t *p0 = json_array_get(phases, 0), *p1 = json_array_get(phases, 1);
+        cr_assert_str_eq(json_string_value(json_object_get(p0, "name")), "map");
+        cr_assert_str_eq(json_string_value(json_object_get(p0, "state")), "pending");
+        cr_assert_str_eq(json_string_value(json_object_get(p1, "name")), "phase1");
+        cr_assert_str_eq(json_string_value(json_object_get(p1, "state")), "waiting");
+        cr_assert_float_eq(json_real_value(json_object_get(p0, "cpu_cores")), 0.5, 1e-12);
+        cr_assert_eq(json_integer_value(json_object_get(p0, "memory_bytes")), 268435456);
+        cr_assert_str_eq(json_string_value(json_array_get(json_object_get(p0, "argv"), 2)), "5");
+        json_t *tasks = json_object_get(p0, "tasks");
+        cr_assert_eq(json_array_size(tasks), 3);
+        cr_assert_str_eq(json_string_value(json_object_get(json_array_get(tasks, 2), "id")), "1.0.2.0");
+        cr_assert_str_eq(json_string_value(json_object_get(json_array_get(tasks, 2), "state")), "pending");
+        json_decref(job);
+
+        /* The list has the job without task lists. */
+        json_t *list = NULL;
+        cr_assert_eq(store_jobs_to_json(s, &list), 0);
+        json_t *jobs = json_object_get(list, "jobs");
+        cr_assert_eq(json_array_size(jobs), 1);
+        json_t *p = json_array_get(json_object_get(json_array_get(jobs, 0), "phases"), 0);
+        cr_assert_null(json_object_get(p, "tasks"));
+        json_decref(list);
+
+        /* The launch data survives the trip through the database. */
+        StoreLaunch launch;
+        cr_assert_eq(store_phase_launch(s, id, 0, &launch), 0);
+        cr_assert_eq(strv_length(launch.argv), 3);
+        cr_assert_str_eq(launch.argv[0], "cgorch-burn");
+        cr_assert_eq(strv_length(launch.env), 1);
+        cr_assert_str_eq(launch.env[0], "LANG=C");
+        cr_assert_str_eq(launch.cwd, "/tmp");
+        cr_assert_str_eq(launch.user, "nobody");
+        store_launch_done(&launch);
+
+        /* Only the first phase's tasks may be placed, in FIFO order. */
+        StoreTask *placeable = NULL;
+        size_t n = 0;
+        cr_assert_eq(store_tasks_placeable(s, &placeable, &n), 0);
+        cr_assert_eq(n, 3);
+        cr_assert_str_eq(placeable[0].id, "1.0.0.0");
+        cr_assert_float_eq(placeable[0].cpu_cores, 0.5, 1e-12);
+        store_tasks_free(placeable, n);
+
+        cr_assert_eq(store_job_to_json(s, 2, true, &job), -ENOENT);
+        store_close(s);
+}
+
+Test(store, failing_transaction_leaves_nothing) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+
+        JobSpec *spec = parse_job();
+        uint64_t id;
+        cr_assert_eq(store_begin(s), 0);
+        cr_assert_eq(store_job_insert(s, spec, 1000, &id), 0);
+        /* An action for a node that does not exist violates a foreign key: the request fails
+         * halfway, and the job inserted before must go with it. */
+        json_t *payload = json_pack("{s:s}", "type", "kill");
+        int r = store_action_insert(s, "no-such-node", "1.0.0.0", ACTION_KILL, payload, 1000, NULL);
+        cr_assert_lt(r, 0);
+        store_rollback(s);
+        json_decref(payload);
+        job_spec_free(spec);
+
+        cr_assert_eq(count_jobs(s), 0);
+        StoreTask *tasks = NULL;
+        size_t n = 42;
+        cr_assert_eq(store_tasks_find(s, 0, NULL, ~0u, &tasks, &n), 0);
+        cr_assert_eq(n, 0);
+        free(tasks);
+        JobState state;
+        cr_assert_eq(store_job_get_state(s, id, &state), -ENOENT);
+        store_close(s);
+}
+
+Test(store, reopen_keeps_jobs) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        uint64_t id = insert_job(s, 1000);
+        cr_assert_eq(store_job_set_state(s, id, JOB_RUNNING, 2000), 0);
+        store_close(s);
+
+        cr_assert_eq(store_open(dir, &s), 0);
+        JobState state;
+        cr_assert_eq(store_job_get_state(s, id, &state), 0);
+        cr_assert_eq(state, JOB_RUNNING);
+        cr_assert_eq(count_jobs(s), 1);
+        /* Ids are never reused, even across restarts. */
+        cr_assert_eq(insert_job(s, 3000), id + 1);
+
+        json_t *job = NULL;
+        cr_assert_eq(store_job_to_json(s, id, false, &job), 0);
+        cr_assert_eq(json_integer_value(json_object_get(job, "started_ms")), 2000);
+        json_decref(job);
+        store_close(s);
+}
+
+Test(store, newer_schema_is_refused) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        store_close(s);
+
+        char path[256];
+        sqlite3 *db;
+        snprintf(path, sizeof path, "%s/controller.db", dir);
+        cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+        cr_assert_eq(sqlite3_exec(db, "PRAGMA user_version = 999", NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(db);
+
+        cr_assert_eq(store_open(dir, &s), -EPROTONOSUPPORT);
+}
+
+Test(store, action_ack) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        uint64_t job = insert_job(s, 1000);
+        Heartbeat hb = make_heartbeat((char *) "n1");
+        cr_assert_eq(store_node_upsert(s, &hb, 1000), 0);
+        Heartbeat hb2 = make_heartbeat((char *) "n2");
+        cr_assert_eq(store_node_upsert(s, &hb2, 1000), 0);
+
+        cr_assert_eq(store_task_place(s, "1.0.0.0", "n1"), 0);
+        cr_assert_eq(store_task_place(s, "1.0.0.0", "n1"), -ENOENT, "only a pending task can be placed");
+
+        json_t *payload = json_pack("{s:s, s:s}", "type", "start", "task", "1.0.0.0");
+        uint64_t id;
+        cr_assert_eq(store_action_insert(s, "n1", "1.0.0.0", ACTION_START, payload, 1000, &id), 0);
+        json_decref(payload);
+        cr_assert_eq(store_action_pending(s, "1.0.0.0", ACTION_START), 1);
+        cr_assert_eq(store_action_pending(s, "1.0.0.0", ACTION_KILL), 0);
+
+        /* Sent with its id, and again until acked. */
+        for (int i = 0; i < 2; i++) {
+                StoreAction *a = NULL;
+                size_t n = 0;
+                cr_assert_eq(store_actions_unacked(s, "n1", 2000 + i, &a, &n), 0);
+                cr_assert_eq(n, 1);
+                cr_assert_eq(a[0].id, id);
+                cr_assert_eq(a[0].type, ACTION_START);
+                cr_assert_str_eq(a[0].task, "1.0.0.0");
+                cr_assert_eq(json_integer_value(json_object_get(a[0].payload, "id")), (json_int_t) id);
+                store_actions_free(a, n);
+        }
+        /* Another node neither sees nor acks it. */
+        StoreAction *none = NULL;
+        size_t n_none = 1;
+        cr_assert_eq(store_actions_unacked(s, "n2", 2000, &none, &n_none), 0);
+        cr_assert_eq(n_none, 0);
+        free(none);
+        cr_assert_eq(store_action_ack(s, "n2", id, NULL, 3000, NULL, NULL), -ENOENT);
+
+        /* Once sent it cannot be withdrawn any more. */
+        cr_assert_eq(store_action_withdraw_unsent(s, "1.0.0.0", ACTION_START), 0);
+
+        ActionType type;
+        char *task = NULL;
+        cr_assert_eq(store_action_ack(s, "n1", id, NULL, 3000, &type, &task), 1);
+        cr_assert_eq(type, ACTION_START);
+        cr_assert_str_eq(task, "1.0.0.0");
+        free(task);
+        /* A repeated ack is harmless. */
+        cr_assert_eq(store_action_ack(s, "n1", id, NULL, 4000, NULL, NULL), 0);
+        cr_assert_eq(store_action_pending(s, "1.0.0.0", ACTION_START), 0);
+
+        StoreAction *a = NULL;
+        size_t n = 1;
+        cr_assert_eq(store_actions_unacked(s, "n1", 5000, &a, &n), 0);
+        cr_assert_eq(n, 0);
+        free(a);
+
+        /* An action never sent can be withdrawn. */
+        payload = json_pack("{s:s}", "type", "kill");
+        cr_assert_eq(store_action_insert(s, "n1", "1.0.0.0", ACTION_KILL, payload, 6000, NULL), 0);
+        json_decref(payload);
+        cr_assert_eq(store_action_withdraw_unsent(s, "1.0.0.0", ACTION_KILL), 1);
+        cr_assert_eq(store_action_pending(s, "1.0.0.0", ACTION_KILL), 0);
+
+        (void) job;
+        store_close(s);
+}
+
+Test(store, node_allocations_follow_tasks) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        insert_job(s, 1000);
+        Heartbeat hb = make_heartbeat((char *) "n1");
+        cr_assert_eq(store_node_upsert(s, &hb, 1000), 0);
+
+        cr_assert_eq(store_task_place(s, "1.0.0.0", "n1"), 0);
+        cr_assert_eq(store_task_place(s, "1.0.1.0", "n1"), 0);
+        cr_assert_eq(store_task_set_state(s, "1.0.1.0", TASK_RUNNING, 1500, 2000, NULL), 0);
+
+        StoreNode node;
+        cr_assert_eq(store_node_get(s, "n1", &node), 0);
+        cr_assert_float_eq(node.allocated_cpus, 1.0, 1e-12);
+        cr_assert_eq(node.allocated_memory_bytes, 2 * UINT64_C(268435456));
+        cr_assert_eq(node.tasks_active, 2);
+        cr_assert(!node.lost);
+        store_node_done(&node);
+
+        /* A finished task frees its share; a lost node is reported lost. */
+        ExitRecord e = { .code = 0, .cpu_s = 1.5, .memory_peak_bytes = 4096 };
+        cr_assert_eq(store_task_set_exit(s, "1.0.1.0", &e), 0);
+        cr_assert_eq(store_task_set_state(s, "1.0.1.0", TASK_SUCCEEDED, 0, 3000, NULL), 0);
+        cr_assert_eq(store_node_set_lost(s, "n1"), 0);
+        cr_assert_eq(store_node_get(s, "n1", &node), 0);
+        cr_assert_float_eq(node.allocated_cpus, 0.5, 1e-12);
+        cr_assert(node.lost);
+        store_node_done(&node);
+
+        char **overdue = NULL;
+        cr_assert_eq(store_nodes_overdue(s, 5000, &overdue), 0);
+        cr_assert_null(overdue, "a lost node is not overdue again");
+
+        json_t *job = NULL;
+        cr_assert_eq(store_job_to_json(s, 1, true, &job), 0);
+        cr_assert_float_eq(json_real_value(json_object_get(job, "cpu_s")), 1.5, 1e-12);
+        cr_assert_eq(json_integer_value(json_object_get(job, "memory_peak_bytes")), 4096);
+        cr_assert_eq(json_integer_value(json_object_get(job, "tasks_done")), 1);
+        json_t *t = json_array_get(json_object_get(json_array_get(json_object_get(job, "phases"), 0), "tasks"), 1);
+        cr_assert_eq(json_integer_value(json_object_get(t, "started_ms")), 1500);
+        cr_assert_eq(json_integer_value(json_object_get(t, "finished_ms")), 3000);
+        cr_assert_eq(json_integer_value(json_object_get(t, "exit_code")), 0);
+        cr_assert(json_is_false(json_object_get(t, "oom_killed")));
+        cr_assert_float_eq(json_real_value(json_object_get(t, "progress")), 1.0, 1e-12);
+        json_decref(job);
+        store_close(s);
+}
