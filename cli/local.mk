@@ -1,1 +1,23 @@
-# cli/: filled in by the cli work
+# cli/: cgorchctl, the operator CLI (submit, jobs, job, cancel, nodes) over the REST API.
+# Everything but main() is in a convenience library so the unit tests link the same code.
+noinst_LIBRARIES += cli/libcgorchctl.a
+cli_libcgorchctl_a_SOURCES = \
+	cli/ctl.c cli/ctl.h \
+	cli/verb-submit.c \
+	cli/verb-jobs.c \
+	cli/verb-nodes.c \
+	cli/short-job.c cli/short-job.h \
+	cli/job-view.c cli/job-view.h \
+	cli/json-field.c cli/json-field.h \
+	cli/human.c cli/human.h \
+	cli/table.c cli/table.h \
+	cli/utf8.c cli/utf8.h \
+	cli/http-client.c cli/http-client.h
+cli_libcgorchctl_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBCURL_CFLAGS)
+
+CGORCHCTL_LIBS = cli/libcgorchctl.a $(COMMON_LIBS) $(LIBCURL_LIBS) -lm
+
+bin_PROGRAMS += cli/cgorchctl
+cli_cgorchctl_SOURCES = cli/cgorchctl.c
+cli_cgorchctl_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBCURL_CFLAGS)
+cli_cgorchctl_LDADD = $(CGORCHCTL_LIBS)

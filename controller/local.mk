@@ -1,5 +1,5 @@
 # controller/: cgorch-controller — REST API, SQLite store, job lifecycle, FIFO placement.
-sbin_PROGRAMS += cgorch-controller
+sbin_PROGRAMS += controller/cgorch-controller
 
 # The parts without main(), shared with the unit tests.
 CONTROLLER_SOURCES = \
@@ -12,6 +12,6 @@ CONTROLLER_SOURCES = \
 CONTROLLER_CFLAGS = $(AM_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(LIBMICROHTTPD_CFLAGS) $(SQLITE3_CFLAGS)
 CONTROLLER_LIBS = $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(LIBMICROHTTPD_LIBS) $(SQLITE3_LIBS) -lm
 
-cgorch_controller_SOURCES = controller/cgorch-controller.c $(CONTROLLER_SOURCES)
-cgorch_controller_CFLAGS = $(CONTROLLER_CFLAGS)
-cgorch_controller_LDADD = $(CONTROLLER_LIBS)
+controller_cgorch_controller_SOURCES = controller/cgorch-controller.c $(CONTROLLER_SOURCES)
+controller_cgorch_controller_CFLAGS = $(CONTROLLER_CFLAGS)
+controller_cgorch_controller_LDADD = $(CONTROLLER_LIBS)

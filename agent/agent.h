@@ -1,0 +1,44 @@
+/* agent.h: the agent's task table — applies the controller's actions (start, set_limits,
+ * freeze, thaw, kill) exactly once each, samples every task's cgroup, builds heartbeats
+ * (task reports, exit records, acks) and forgets what the controller has received. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "cgroup.h"
+#include "protocol.h"
+
+#define AGENT_SAMPLES_MAX 600          /* per task between two delivered heartbeats */
+#define AGENT_ACTIONS_REMEMBERED 4096  /* ids of applied actions, to ack a resent one without re-applying */
+
+typedef struct AgentConfig {
+        const char *node;
+        const char *proc_fs;
+        double capacity_cpus;
+        uint64_t capacity_memory_bytes;
+        uint64_t sample_interval_us;
+        bool allow_root_tasks;
+        bool kill_on_exit;
+} AgentConfig;
+
+typedef struct Agent Agent;
+
+int agent_new(sd_event *e, CgroupBackend *cgroups, const AgentConfig *cfg, Agent **ret);
+/* Stops sampling; kills the tasks if cfg->kill_on_exit; removes the cgroups of tasks that
+ * have no process left. Running tasks are left alone otherwise. */
+Agent *agent_free(Agent *a);
+
+/* Asked when something worth telling the controller happened (a task ended). */
+void agent_set_kick(Agent *a, void (*kick)(void *userdata), void *userdata);
+
+/* For the reporter (see ReporterOps). */
+int agent_build_heartbeat(Agent *a, char **ret_body);
+void agent_handle_reply(Agent *a, const HeartbeatReply *reply);
+void agent_heartbeat_failed(Agent *a);
+
+void agent_apply_action(Agent *a, const Action *action);
+
+size_t agent_n_tasks(const Agent *a);

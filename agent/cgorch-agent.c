@@ -1,0 +1,228 @@
+/* cgorch-agent.c: main of the node agent — options, event loop, wiring of cgroup backend,
+ * task table and heartbeat client. */
+#include <curl/curl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-event.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "cgroup.h"
+#include "config.h"
+#include "log.h"
+#include "macro.h"
+#include "procfs.h"
+#include "reporter.h"
+
+static char *arg_controller = (char *) "http://127.0.0.1:7070";
+static char *arg_node = NULL;
+static char *arg_cgroup_fs = (char *) "/sys/fs/cgroup";
+static char *arg_cgroup_root = NULL;
+static char *arg_proc_fs = (char *) "/proc";
+static double arg_cpus = 0;
+static uint64_t arg_memory_bytes = 0;
+static uint64_t arg_sample_interval_us = USEC_PER_SEC;
+static bool arg_allow_root_tasks = false;
+static bool arg_kill_on_exit = false;
+static int arg_log_level = LOG_INFO;
+
+static const Option options[] = {
+        { "controller", 0, OPTION_STRING, &arg_controller, "URL",
+          "controller base URL (default: http://127.0.0.1:7070)", 0, 0 },
+        { "node", 0, OPTION_STRING, &arg_node, "NAME",
+          "node name reported to the controller, [A-Za-z0-9._-] (default: the hostname)", 0, 0 },
+        { "cgroup-fs", 0, OPTION_STRING, &arg_cgroup_fs, "DIR",
+          "cgroup filesystem root; a fixture tree for tests (default: /sys/fs/cgroup)", 0, 0 },
+        { "cgroup-root", 0, OPTION_STRING, &arg_cgroup_root, "PATH",
+          "the agent's subtree in every hierarchy, relative (default: cgorch.slice/NODE)", 0, 0 },
+        { "proc-fs", 0, OPTION_STRING, &arg_proc_fs, "DIR",
+          "procfs root for node samples (default: /proc)", 0, 0 },
+        { "cpus", 0, OPTION_DOUBLE, &arg_cpus, "N",
+          "CPU capacity offered to the controller (default: CPUs in the agent's affinity mask)", 0, 4096 },
+        { "memory", 0, OPTION_SIZE, &arg_memory_bytes, "SIZE",
+          "memory capacity offered, e.g. 8G (default: MemTotal minus 5%)", 0, 0 },
+        { "sample-interval", 0, OPTION_DURATION, &arg_sample_interval_us, "DURATION",
+          "how often each task's cgroup is sampled, 10ms..1h (default: 1s)", 0.01, 3600 },
+        { "allow-root-tasks", 0, OPTION_BOOL, &arg_allow_root_tasks, NULL,
+          "allow tasks to run as root (uid 0) (default: no)", 0, 0 },
+        { "kill-on-exit", 0, OPTION_BOOL, &arg_kill_on_exit, NULL,
+          "kill running tasks when the agent stops; otherwise they keep running (default: no)", 0, 0 },
+        { "log-level", 0, OPTION_LOG_LEVEL, &arg_log_level, "LEVEL",
+          "err, warning, notice, info or debug (default: info)", 0, 0 },
+};
+
+static const ConfigSpec spec = {
+        .program = "cgorch-agent",
+        .synopsis = "[OPTIONS]",
+        .summary = "Runs, limits and samples cgorch tasks on this node in their own cgroups, for a cgorch-controller.",
+        .default_config = SYSCONFDIR "/cgorch/agent.conf",
+        .options = options,
+        .n_options = ELEMENTSOF(options),
+};
+
+static int reporter_build(void *userdata, char **ret_body) {
+        return agent_build_heartbeat(userdata, ret_body);
+}
+
+static void reporter_reply(void *userdata, const HeartbeatReply *reply) {
+        agent_handle_reply(userdata, reply);
+}
+
+static void reporter_failed(void *userdata) {
+        agent_heartbeat_failed(userdata);
+}
+
+static void kick_reporter(void *userdata) {
+        (void) reporter_send_now(userdata);
+}
+
+static int default_capacity(double *cpus, uint64_t *memory_bytes) {
+        if (*cpus <= 0) {
+                cpu_set_t set;
+
+                if (sched_getaffinity(0, sizeof set, &set) < 0)
+                        return log_error_errno(errno, "sched_getaffinity: %m");
+                *cpus = CPU_COUNT(&set);
+        }
+        if (*memory_bytes == 0) {
+                uint64_t total;
+                int r = procfs_read_meminfo(arg_proc_fs, "MemTotal", &total);
+
+                if (r < 0)
+                        return log_error_errno(r, "Cannot read MemTotal from %s/meminfo: %m", arg_proc_fs);
+                /* 5 % stay for the system and the agent itself. */
+                *memory_bytes = total - total / 20;
+        }
+        return 0;
+}
+
+static int run(void) {
+        _cleanup_(cgroup_backend_freep) CgroupBackend *cgroups = NULL;
+        _cleanup_(reporter_freep) Reporter *reporter = NULL;
+        _cleanup_free_ char *hostname = NULL, *root = NULL;
+        sd_event *e = NULL;
+        Agent *agent = NULL;
+        AgentConfig cfg;
+        sigset_t mask;
+        int r;
+
+        /* sd-event needs these blocked to deliver them as events (SIGCHLD: task exits). */
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGCHLD);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return log_error_errno(errno, "sigprocmask: %m");
+        (void) signal(SIGPIPE, SIG_IGN);
+
+        if (!arg_node) {
+                char buf[256] = "";
+
+                if (gethostname(buf, sizeof buf - 1) < 0)
+                        return log_error_errno(errno, "gethostname: %m");
+                hostname = strdup(buf);
+                if (!hostname)
+                        return log_oom();
+        }
+        const char *node = arg_node ? arg_node : hostname;
+
+        if (!arg_cgroup_root) {
+                if (asprintf(&root, "cgorch.slice/%s", node) < 0)
+                        return log_oom();
+        }
+        const char *cgroup_root = arg_cgroup_root ? arg_cgroup_root : root;
+
+        r = default_capacity(&arg_cpus, &arg_memory_bytes);
+        if (r < 0)
+                return r;
+
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+                return log_error_errno(EIO, "curl_global_init failed.");
+
+        r = sd_event_default(&e);
+        if (r < 0)
+                return log_error_errno(r, "sd_event_default: %m");
+        r = sd_event_add_signal(e, NULL, SIGTERM, NULL, NULL);
+        if (r >= 0)
+                r = sd_event_add_signal(e, NULL, SIGINT, NULL, NULL);
+        if (r < 0) {
+                log_error_errno(r, "sd_event_add_signal: %m");
+                goto out;
+        }
+
+        r = cgroup_backend_new(arg_cgroup_fs, cgroup_root, &cgroups);
+        if (r < 0)
+                goto out;
+
+        cfg = (AgentConfig) {
+                .node = node,
+                .proc_fs = arg_proc_fs,
+                .capacity_cpus = arg_cpus,
+                .capacity_memory_bytes = arg_memory_bytes,
+                .sample_interval_us = arg_sample_interval_us,
+                .allow_root_tasks = arg_allow_root_tasks,
+                .kill_on_exit = arg_kill_on_exit,
+        };
+        r = agent_new(e, cgroups, &cfg, &agent);
+        if (r < 0) {
+                log_error_errno(r, "Cannot set up the agent: %m");
+                goto out;
+        }
+
+        static const ReporterOps ops = {
+                .build = reporter_build,
+                .reply = reporter_reply,
+                .failed = reporter_failed,
+        };
+        r = reporter_new(e, arg_controller, node, &ops, agent, &reporter);
+        if (r < 0) {
+                log_error_errno(r, "Cannot set up the heartbeat client: %m");
+                goto out;
+        }
+        agent_set_kick(agent, kick_reporter, reporter);
+        (void) reporter_send_now(reporter);
+
+        log_info("cgorch-agent %s: node %s, controller %s, cgroups %s at %s/%s (%s), capacity %.1f CPUs, %" PRIu64 " bytes.",
+                 PACKAGE_VERSION, node, arg_controller, cgroup_mode_to_string(cgroup_backend_mode(cgroups)),
+                 arg_cgroup_fs, cgroup_root, cgroup_backend_uses_libcgroup(cgroups) ? "libcgroup" : "direct",
+                 arg_cpus, arg_memory_bytes);
+        (void) sd_notify(false, "READY=1");
+
+        r = sd_event_loop(e);
+        if (r < 0)
+                log_error_errno(r, "Event loop failed: %m");
+        (void) sd_notify(false, "STOPPING=1\nSTATUS=Stopping.");
+        log_info("Stopping.");
+
+out:
+        /* The reporter first: it must not call into a freed agent. */
+        reporter = reporter_free(reporter);
+        agent = agent_free(agent);
+        cgroups = cgroup_backend_free(cgroups);
+        sd_event_unref(e);
+        curl_global_cleanup();
+        return r < 0 ? r : 0;
+}
+
+int main(int argc, char **argv) {
+        int optind_, r;
+
+        log_set_ident("cgorch-agent");
+        r = config_parse(&spec, argc, argv, &optind_);
+        if (r != 0)
+                return r > 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        if (optind_ < argc) {
+                log_error("Unexpected argument: %s", argv[optind_]);
+                config_free(&spec);
+                return EXIT_FAILURE;
+        }
+        log_set_max_level(arg_log_level);
+
+        r = run();
+        config_free(&spec);
+        return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,776 @@
+/* cgroup.c: the agent's cgroup backend (libcgroup for live v1 hierarchies, files elsewhere). */
+#include <dirent.h>
+#include <fcntl.h>
+#include <libcgroup.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "log.h"
+#include "macro.h"
+#include "strv.h"
+
+struct CgroupBackend {
+        CgroupMode mode;
+        char *fsroot;
+        char *root;                                  /* the agent's subtree, relative */
+        char *hierarchy[_CGROUP_CONTROLLER_MAX];     /* directory under fsroot; "" in v2; NULL: absent */
+        bool libcgroup;                              /* v1 hierarchies go through libcgroup */
+        int created_from[_CGROUP_CONTROLLER_MAX];    /* first level of root we created, -1: none */
+};
+
+static const char *const v1_controllers[] = { "cpu", "cpuacct", "memory", "freezer" };
+
+CgroupMode cgroup_backend_mode(const CgroupBackend *b) {
+        return b->mode;
+}
+
+bool cgroup_backend_uses_libcgroup(const CgroupBackend *b) {
+        return b->libcgroup;
+}
+
+static bool via_libcgroup(const CgroupBackend *b, CgroupController c) {
+        return b->libcgroup && c != CGROUP_UNIFIED;
+}
+
+static int libcgroup_errno(int r) {
+        if (r == 0)
+                return 0;
+        if (r == ECGOTHER)
+                return -(cgroup_get_last_errno() ?: EIO);
+        if (r == ECGROUPNOTEXIST)
+                return -ENOENT;
+        if (r == ECGNONEMPTY)
+                return -EBUSY;
+        if (r == ECGROUPNOTOWNER || r == ECGROUPNOTALLOWED)
+                return -EACCES;
+        return -EIO;
+}
+
+/* The distinct hierarchies a task lives in: cpu and cpuacct co-mounted count once. */
+static size_t backend_hierarchies(const CgroupBackend *b, CgroupController ret[static _CGROUP_CONTROLLER_MAX]) {
+        size_t n = 0;
+
+        for (CgroupController c = 0; c < _CGROUP_CONTROLLER_MAX; c++) {
+                bool dup = false;
+
+                if (!b->hierarchy[c])
+                        continue;
+                for (size_t i = 0; i < n; i++)
+                        if (streq(b->hierarchy[ret[i]], b->hierarchy[c]))
+                                dup = true;
+                if (!dup)
+                        ret[n++] = c;
+        }
+        return n;
+}
+
+static int task_relpath(const CgroupBackend *b, const char *task, char **ret) {
+        char *p;
+
+        if (!task)
+                return (p = strdup(b->root)) ? (*ret = p, 0) : -ENOMEM;
+        /* A task id is one path component; anything else could escape the subtree. */
+        if (!cgroup_relpath_is_valid(task) || strchr(task, '/'))
+                return -EINVAL;
+        if (asprintf(&p, "%s/%s", b->root, task) < 0)
+                return -ENOMEM;
+        *ret = p;
+        return 0;
+}
+
+int cgroup_backend_path(const CgroupBackend *b, CgroupController c, const char *task, char **ret) {
+        _cleanup_free_ char *rel = NULL;
+        int r;
+
+        if (c < 0 || c >= _CGROUP_CONTROLLER_MAX || !b->hierarchy[c])
+                return -ENOENT;
+        r = task_relpath(b, task, &rel);
+        if (r < 0)
+                return r;
+        return cgroup_path_join(b->fsroot, b->hierarchy[c], rel, NULL, ret);
+}
+
+static int read_file_text(const char *path, char **ret) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *buf = NULL;
+        size_t n = 0, allocated = 0;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        for (;;) {
+                ssize_t k;
+
+                if (allocated - n < 4096) {
+                        size_t m = allocated ? allocated * 2 : 4096;
+                        char *p;
+
+                        if (m > 1024 * 1024)
+                                return -EFBIG;
+                        p = realloc(buf, m + 1);
+                        if (!p)
+                                return -ENOMEM;
+                        buf = p;
+                        allocated = m;
+                }
+                k = read(fd, buf + n, allocated - n);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                n += (size_t) k;
+        }
+        if (!buf && !(buf = malloc(1)))
+                return -ENOMEM;
+        buf[n] = '\0';
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+static int write_file_text(const char *path, const char *value) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *line = NULL;
+        ssize_t k;
+        int n;
+
+        /* No O_CREAT: cgroupfs files exist or the kernel does not support the knob. */
+        fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+        n = asprintf(&line, "%s\n", value);
+        if (n < 0)
+                return -ENOMEM;
+        /* cgroupfs takes one write per value: a short write is an error, not a retry. */
+        k = write(fd, line, (size_t) n);
+        if (k < 0)
+                return -errno;
+        if (k != n)
+                return -EIO;
+        return 0;
+}
+
+/* One value of one controller file of a task (or of the root when task is NULL). */
+static int backend_write(CgroupBackend *b, CgroupController c, const char *task, const char *file, const char *value) {
+        _cleanup_free_ char *rel = NULL, *path = NULL;
+        int r;
+
+        if (!b->hierarchy[c])
+                return -EOPNOTSUPP;
+        r = task_relpath(b, task, &rel);
+        if (r < 0)
+                return r;
+
+        if (via_libcgroup(b, c)) {
+                struct cgroup *cg = cgroup_new_cgroup(rel);
+                struct cgroup_controller *cc;
+
+                if (!cg)
+                        return -ENOMEM;
+                cc = cgroup_add_controller(cg, cgroup_controller_to_string(c));
+                r = cc ? cgroup_add_value_string(cc, file, value) : ECGFAIL;
+                if (r == 0)
+                        r = cgroup_modify_cgroup(cg);
+                cgroup_free(&cg);
+                if (r != 0)
+                        return log_debug_errno(libcgroup_errno(r), "libcgroup: writing \"%s\" to %s:%s/%s: %s",
+                                               value, cgroup_controller_to_string(c), rel, file, cgroup_strerror(r));
+                return 0;
+        }
+
+        /* Direct write: the cgroup2 tree of a hybrid system (libcgroup 2.0.2 skips a cgroup2
+         * mount whose cgroup.controllers is empty), pure v2 (see cgroup_backend_new) and fixture
+         * trees (libcgroup only knows the hierarchies in /proc/mounts). */
+        r = cgroup_path_join(b->fsroot, b->hierarchy[c], rel, file, &path);
+        if (r < 0)
+                return r;
+        r = write_file_text(path, value);
+        if (r < 0)
+                return log_debug_errno(r, "Writing \"%s\" to %s: %m", value, path);
+        return 0;
+}
+
+static int backend_read(CgroupBackend *b, CgroupController c, const char *task, const char *file, char **ret) {
+        _cleanup_free_ char *rel = NULL, *path = NULL;
+        int r;
+
+        if (!b->hierarchy[c])
+                return -EOPNOTSUPP;
+        r = task_relpath(b, task, &rel);
+        if (r < 0)
+                return r;
+
+        if (via_libcgroup(b, c)) {
+                _cleanup_free_ char *text = NULL;
+                size_t len = 0;
+                char line[4096];
+                void *handle = NULL;
+
+                /* libcgroup 2.0.2 takes the file name as char * but does not modify it. */
+                r = cgroup_read_value_begin(cgroup_controller_to_string(c), rel, (char *) file, &handle, line, sizeof line);
+                while (r == 0) {
+                        size_t k = strlen(line);
+                        char *p = realloc(text, len + k + 1);
+
+                        if (!p) {
+                                cgroup_read_value_end(&handle);
+                                return -ENOMEM;
+                        }
+                        text = p;
+                        memcpy(text + len, line, k + 1);
+                        len += k;
+                        r = cgroup_read_value_next(&handle, line, sizeof line);
+                }
+                if (handle)
+                        cgroup_read_value_end(&handle);
+                if (r != ECGEOF)
+                        return libcgroup_errno(r);
+                if (!text && !(text = strdup("")))
+                        return -ENOMEM;
+                *ret = TAKE_PTR(text);
+                return 0;
+        }
+
+        /* Direct read: same cases as backend_write. */
+        r = cgroup_path_join(b->fsroot, b->hierarchy[c], rel, file, &path);
+        if (r < 0)
+                return r;
+        return read_file_text(path, ret);
+}
+
+static int backend_read_uint64(CgroupBackend *b, CgroupController c, const char *task, const char *file, uint64_t *ret) {
+        _cleanup_free_ char *text = NULL;
+        int r = backend_read(b, c, task, file, &text);
+        return r < 0 ? r : cgroup_parse_uint64(text, ret);
+}
+
+static int backend_read_keyed(CgroupBackend *b, CgroupController c, const char *task, const char *file,
+                              const char *key, uint64_t *ret) {
+        _cleanup_free_ char *text = NULL;
+        int r = backend_read(b, c, task, file, &text);
+        return r < 0 ? r : cgroup_parse_keyed(text, key, ret);
+}
+
+static int mkdir_direct(const CgroupBackend *b, CgroupController c, const char *rel) {
+        _cleanup_free_ char *path = NULL;
+        int r;
+
+        /* Direct mkdir: same cases as backend_write. */
+        r = cgroup_path_join(b->fsroot, b->hierarchy[c], rel, NULL, &path);
+        if (r < 0)
+                return r;
+        if (mkdir(path, 0755) < 0 && errno != EEXIST)
+                return log_debug_errno(errno, "mkdir %s: %m", path);
+        return 0;
+}
+
+/* v2 only: a child of rel gets cpu and memory files only if rel enables them in its
+ * subtree_control. Writes only when a controller is missing. */
+static int v2_enable_controllers(CgroupBackend *b, const char *rel) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        bool has_cpu = false, has_memory = false;
+        int r;
+
+        r = cgroup_path_join(b->fsroot, "", rel, "cgroup.subtree_control", &path);
+        if (r < 0)
+                return r;
+        r = read_file_text(path, &text);
+        if (r < 0)
+                return log_error_errno(r, "Reading %s: %m", path);
+        for (char *tok = strtok(text, " \n"); tok; tok = strtok(NULL, " \n")) {
+                has_cpu = has_cpu || streq(tok, "cpu");
+                has_memory = has_memory || streq(tok, "memory");
+        }
+        if (has_cpu && has_memory)
+                return 0;
+        /* Direct write: libcgroup 2.0.2 would write "+cpu" into every ancestor from the mount
+         * root down, including cgroups the agent does not own. */
+        r = write_file_text(path, has_cpu ? "+memory" : has_memory ? "+cpu" : "+cpu +memory");
+        if (r < 0)
+                return log_error_errno(r, "Enabling cpu and memory in %s: %m", path);
+        return 0;
+}
+
+static int libcgroup_create(CgroupBackend *b, const char *rel) {
+        struct cgroup *cg = cgroup_new_cgroup(rel);
+        int r = 0;
+
+        if (!cg)
+                return -ENOMEM;
+        for (size_t i = 0; i < ELEMENTSOF(v1_controllers) && r == 0; i++)
+                if (b->hierarchy[i] && !cgroup_add_controller(cg, v1_controllers[i]))
+                        r = ECGFAIL;
+        if (r == 0)
+                r = cgroup_create_cgroup(cg, 0);
+        cgroup_free(&cg);
+        if (r != 0)
+                return log_error_errno(libcgroup_errno(r), "libcgroup: creating %s: %s", rel, cgroup_strerror(r));
+        return 0;
+}
+
+/* Creates rel in every hierarchy (missing parents too). */
+static int create_relpath(CgroupBackend *b, const char *rel) {
+        CgroupController hs[_CGROUP_CONTROLLER_MAX];
+        size_t n = backend_hierarchies(b, hs);
+        int r;
+
+        if (b->libcgroup) {
+                r = libcgroup_create(b, rel);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < n; i++) {
+                if (via_libcgroup(b, hs[i]))
+                        continue;
+                /* mkdir -p, level by level, from the top. */
+                for (const char *p = rel; p;) {
+                        const char *slash = strchr(p, '/');
+                        _cleanup_free_ char *prefix = strndup(rel, slash ? (size_t) (slash - rel) : strlen(rel));
+
+                        if (!prefix)
+                                return -ENOMEM;
+                        r = mkdir_direct(b, hs[i], prefix);
+                        if (r < 0)
+                                return r;
+                        p = slash ? slash + 1 : NULL;
+                }
+        }
+        return 0;
+}
+
+/* rmdir of rel in every hierarchy; -EBUSY if some hierarchy still holds processes or children. */
+static int remove_relpath(CgroupBackend *b, const char *rel) {
+        CgroupController hs[_CGROUP_CONTROLLER_MAX];
+        size_t n = backend_hierarchies(b, hs);
+        int ret = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                int r = 0;
+
+                if (via_libcgroup(b, hs[i])) {
+                        struct cgroup *cg = cgroup_new_cgroup(rel);
+
+                        if (!cg)
+                                return -ENOMEM;
+                        if (!cgroup_add_controller(cg, cgroup_controller_to_string(hs[i])))
+                                r = -ENOMEM;
+                        else
+                                /* EMPTY_ONLY: never migrate processes to the parent. */
+                                r = libcgroup_errno(cgroup_delete_cgroup_ext(cg, CGFLAG_DELETE_EMPTY_ONLY));
+                        cgroup_free(&cg);
+                } else {
+                        _cleanup_free_ char *path = NULL;
+
+                        /* Direct rmdir: same cases as backend_write. */
+                        r = cgroup_path_join(b->fsroot, b->hierarchy[hs[i]], rel, NULL, &path);
+                        if (r == 0 && rmdir(path) < 0 && errno != ENOENT)
+                                r = -errno;
+                }
+                if (r == -ENOTEMPTY)
+                        r = -EBUSY;
+                if (r < 0 && ret == 0)
+                        ret = r;
+        }
+        return ret;
+}
+
+static int detect_v1(CgroupBackend *b) {
+        _cleanup_strv_free_ char **names = NULL;
+        _cleanup_free_ char *unified = NULL;
+        DIR *d;
+        struct dirent *de;
+        int r = 0;
+
+        d = opendir(b->fsroot);
+        if (!d)
+                return log_error_errno(errno, "Cannot open cgroup fs root %s: %m", b->fsroot);
+        while ((de = readdir(d))) {
+                struct stat st;
+
+                if (de->d_name[0] == '.')
+                        continue;
+                /* Symlinks ("cpu" → "cpu,cpuacct") are aliases: the real directory names the hierarchy. */
+                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+                        continue;
+                r = strv_extend(&names, de->d_name);
+                if (r < 0)
+                        break;
+        }
+        closedir(d);
+        if (r < 0)
+                return r;
+
+        for (size_t i = 0; i < ELEMENTSOF(v1_controllers); i++) {
+                int k = cgroup_v1_pick_hierarchy(v1_controllers[i], names, strv_length(names));
+
+                if (k < 0) {
+                        /* A node without freezer still runs tasks; freeze then fails. */
+                        if (i == CGROUP_FREEZER) {
+                                log_warning("No freezer hierarchy under %s: freeze and thaw will fail.", b->fsroot);
+                                continue;
+                        }
+                        return log_error_errno(ENOMEDIUM, "No %s cgroup hierarchy under %s.", v1_controllers[i], b->fsroot);
+                }
+                b->hierarchy[i] = strdup(names[k]);
+                if (!b->hierarchy[i])
+                        return -ENOMEM;
+        }
+
+        r = cgroup_path_join(b->fsroot, "unified", NULL, "cgroup.controllers", &unified);
+        if (r < 0)
+                return r;
+        if (access(unified, F_OK) == 0) {
+                b->mode = CGROUP_MODE_HYBRID;
+                b->hierarchy[CGROUP_UNIFIED] = strdup("unified");
+                if (!b->hierarchy[CGROUP_UNIFIED])
+                        return -ENOMEM;
+        } else
+                b->mode = CGROUP_MODE_V1;
+        return 0;
+}
+
+/* libcgroup is used when its mount table (from /proc/mounts) has every v1 hierarchy exactly
+ * where the agent found it; a fixture tree given with --cgroup-fs never matches. */
+static bool libcgroup_matches(const CgroupBackend *b) {
+        static int init_r = -1;
+
+        if (init_r < 0)
+                init_r = cgroup_init();
+        if (init_r != 0) {
+                log_debug("libcgroup: cgroup_init: %s", cgroup_strerror(init_r));
+                return false;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(v1_controllers); i++) {
+                _cleanup_free_ char *mp = NULL, *ours = NULL;
+                char a[PATH_MAX], c[PATH_MAX];
+
+                if (!b->hierarchy[i])
+                        continue;
+                if (cgroup_get_subsys_mount_point(v1_controllers[i], &mp) != 0 || !mp)
+                        return false;
+                if (cgroup_path_join(b->fsroot, b->hierarchy[i], NULL, NULL, &ours) < 0)
+                        return false;
+                if (!realpath(mp, a) || !realpath(ours, c) || !streq(a, c))
+                        return false;
+        }
+        return true;
+}
+
+int cgroup_backend_new(const char *fsroot, const char *root_relpath, CgroupBackend **ret) {
+        _cleanup_(cgroup_backend_freep) CgroupBackend *b = NULL;
+        _cleanup_free_ char *v2 = NULL;
+        CgroupController hs[_CGROUP_CONTROLLER_MAX];
+        size_t n;
+        int r;
+
+        if (!cgroup_relpath_is_valid(root_relpath))
+                return log_error_errno(EINVAL, "Invalid cgroup root \"%s\": must be a relative path without . or .. components.",
+                                       root_relpath);
+
+        b = calloc(1, sizeof *b);
+        if (!b)
+                return -ENOMEM;
+        for (size_t i = 0; i < _CGROUP_CONTROLLER_MAX; i++)
+                b->created_from[i] = -1;
+        b->fsroot = strdup(fsroot);
+        b->root = strdup(root_relpath);
+        if (!b->fsroot || !b->root)
+                return -ENOMEM;
+
+        r = cgroup_path_join(fsroot, NULL, NULL, "cgroup.controllers", &v2);
+        if (r < 0)
+                return r;
+        if (access(v2, F_OK) == 0) {
+                /* Pure v2 goes to the files directly: libcgroup 2.0.2 enables controllers by
+                 * writing every ancestor's subtree_control from the mount root down, touching
+                 * cgroups the agent does not own; the one tree needs nothing else it offers. */
+                b->mode = CGROUP_MODE_V2;
+                for (size_t i = 0; i < _CGROUP_CONTROLLER_MAX; i++)
+                        if (!(b->hierarchy[i] = strdup("")))
+                                return -ENOMEM;
+        } else {
+                r = detect_v1(b);
+                if (r < 0)
+                        return r;
+                b->libcgroup = libcgroup_matches(b);
+        }
+
+        /* Which levels of the root are ours: those missing now, in each hierarchy. */
+        n = backend_hierarchies(b, hs);
+        for (size_t i = 0; i < n; i++) {
+                int level = 0;
+
+                for (const char *p = root_relpath; p; level++) {
+                        const char *slash = strchr(p, '/');
+                        _cleanup_free_ char *prefix = strndup(root_relpath, slash ? (size_t) (slash - root_relpath) : strlen(root_relpath));
+                        _cleanup_free_ char *path = NULL;
+
+                        if (!prefix)
+                                return -ENOMEM;
+                        r = cgroup_path_join(fsroot, b->hierarchy[hs[i]], prefix, NULL, &path);
+                        if (r < 0)
+                                return r;
+                        if (access(path, F_OK) < 0) {
+                                b->created_from[hs[i]] = level;
+                                break;
+                        }
+                        p = slash ? slash + 1 : NULL;
+                }
+        }
+
+        r = create_relpath(b, root_relpath);
+        if (r < 0)
+                return log_error_errno(r, "Cannot create the agent cgroup root %s under %s: %m", root_relpath, fsroot);
+
+        if (b->mode == CGROUP_MODE_V2) {
+                /* Levels the agent created and its root need cpu and memory for their children;
+                 * the parent of the first created level must already have them (Delegate=yes). */
+                int from = b->created_from[CGROUP_UNIFIED];
+                int level = 0;
+
+                for (const char *p = root_relpath; p; level++) {
+                        const char *slash = strchr(p, '/');
+                        _cleanup_free_ char *prefix = strndup(root_relpath, slash ? (size_t) (slash - root_relpath) : strlen(root_relpath));
+
+                        if (!prefix)
+                                return -ENOMEM;
+                        if ((from >= 0 && level >= from) || !slash) {
+                                r = v2_enable_controllers(b, prefix);
+                                if (r < 0)
+                                        return r;
+                        }
+                        p = slash ? slash + 1 : NULL;
+                }
+        }
+
+        log_debug("cgroup: mode %s under %s, root %s, %s", cgroup_mode_to_string(b->mode), fsroot, root_relpath,
+                  b->libcgroup ? "v1 hierarchies through libcgroup" : "direct file access");
+        *ret = TAKE_PTR(b);
+        return 0;
+}
+
+CgroupBackend *cgroup_backend_free(CgroupBackend *b) {
+        CgroupController hs[_CGROUP_CONTROLLER_MAX];
+        size_t n;
+        size_t levels = 1;
+
+        if (!b)
+                return NULL;
+
+        for (const char *p = b->root ? b->root : ""; *p; p++)
+                if (*p == '/')
+                        levels++;
+
+        /* The root itself, then the ancestors this backend created, deepest first, each only
+         * if empty: rmdir refuses a cgroup with processes or children. */
+        n = b->root && b->fsroot ? backend_hierarchies(b, hs) : 0;
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *rel = strdup(b->root);
+                int from = b->created_from[hs[i]];
+
+                if (!rel)
+                        break;
+                for (int level = (int) levels - 1; level >= 0; level--) {
+                        _cleanup_free_ char *path = NULL;
+                        char *slash;
+
+                        if (level < (int) levels - 1 && (from < 0 || level < from))
+                                break;
+                        /* Direct rmdir, also on libcgroup hierarchies: one hierarchy at a time,
+                         * at shutdown, with the same EMPTY_ONLY semantics. */
+                        if (cgroup_path_join(b->fsroot, b->hierarchy[hs[i]], rel, NULL, &path) < 0)
+                                break;
+                        if (rmdir(path) < 0 && errno != ENOENT) {
+                                log_debug_errno(errno, "Leaving %s: %m", path);
+                                break;
+                        }
+                        slash = strrchr(rel, '/');
+                        if (!slash)
+                                break;
+                        *slash = '\0';
+                }
+        }
+
+        for (size_t i = 0; i < _CGROUP_CONTROLLER_MAX; i++)
+                free(b->hierarchy[i]);
+        free(b->fsroot);
+        free(b->root);
+        free(b);
+        return NULL;
+}
+
+int cgroup_task_create(CgroupBackend *b, const char *task) {
+        _cleanup_free_ char *rel = NULL;
+        int r;
+
+        r = task_relpath(b, task, &rel);
+        if (r < 0)
+                return r;
+        return create_relpath(b, rel);
+}
+
+int cgroup_task_attach(CgroupBackend *b, const char *task, pid_t pid) {
+        _cleanup_free_ char *rel = NULL;
+        char pid_str[32];
+        int r;
+
+        r = task_relpath(b, task, &rel);
+        if (r < 0)
+                return r;
+
+        if (b->libcgroup) {
+                struct cgroup *cg = cgroup_new_cgroup(rel);
+
+                if (!cg)
+                        return -ENOMEM;
+                for (size_t i = 0; i < ELEMENTSOF(v1_controllers) && r == 0; i++)
+                        if (b->hierarchy[i] && !cgroup_add_controller(cg, v1_controllers[i]))
+                                r = ECGFAIL;
+                if (r == 0)
+                        r = cgroup_attach_task_pid(cg, pid);
+                cgroup_free(&cg);
+                if (r != 0)
+                        return log_error_errno(libcgroup_errno(r), "libcgroup: attaching %d to %s: %s",
+                                               (int) pid, rel, cgroup_strerror(r));
+                if (b->mode == CGROUP_MODE_V1)
+                        return 0;
+        }
+
+        snprintf(pid_str, sizeof pid_str, "%d", (int) pid);
+        for (CgroupController c = 0; c < _CGROUP_CONTROLLER_MAX; c++) {
+                bool dup = false;
+
+                if (!b->hierarchy[c] || via_libcgroup(b, c))
+                        continue;
+                for (CgroupController e = 0; e < c; e++)
+                        if (b->hierarchy[e] && !via_libcgroup(b, e) && streq(b->hierarchy[e], b->hierarchy[c]))
+                                dup = true;
+                if (dup)
+                        continue;
+                r = backend_write(b, c, task, "cgroup.procs", pid_str);
+                if (r < 0)
+                        return log_error_errno(r, "Attaching %d to %s (%s): %m", (int) pid, rel, cgroup_controller_to_string(c));
+        }
+        return 0;
+}
+
+int cgroup_task_set_limits(CgroupBackend *b, const char *task, const Limits *want, const Limits *current) {
+        CgroupWrite w[CGROUP_WRITES_MAX];
+        int n, r;
+
+        n = cgroup_limits_to_writes(b->mode, want, current, w);
+        if (n < 0)
+                return n;
+        for (int i = 0; i < n; i++) {
+                r = backend_write(b, w[i].controller, task, w[i].file, w[i].value);
+                if (r < 0)
+                        return log_error_errno(r, "Setting %s=%s of task %s: %m", w[i].file, w[i].value, task);
+        }
+        return 0;
+}
+
+int cgroup_task_read_usage(CgroupBackend *b, const char *task, CgroupUsage *ret) {
+        CgroupUsage u = {};
+        int r;
+
+        if (b->mode == CGROUP_MODE_V2) {
+                uint64_t usec;
+
+                r = backend_read_keyed(b, CGROUP_UNIFIED, task, "cpu.stat", "usage_usec", &usec);
+                if (r < 0)
+                        return r;
+                u.cpu_usage_ns = usec * NSEC_PER_USEC;
+                r = backend_read_uint64(b, CGROUP_UNIFIED, task, "memory.current", &u.memory_current_bytes);
+                if (r < 0)
+                        return r;
+                /* memory.peak appeared in Linux 5.19. */
+                r = backend_read_uint64(b, CGROUP_UNIFIED, task, "memory.peak", &u.memory_peak_bytes);
+                if (r < 0 && r != -ENOENT)
+                        return r;
+                r = backend_read_keyed(b, CGROUP_UNIFIED, task, "memory.events", "oom_kill", &u.oom_kill);
+                if (r < 0 && r != -ENOENT)
+                        return r;
+        } else {
+                r = backend_read_uint64(b, CGROUP_CPUACCT, task, "cpuacct.usage", &u.cpu_usage_ns);
+                if (r < 0)
+                        return r;
+                r = backend_read_uint64(b, CGROUP_MEMORY, task, "memory.usage_in_bytes", &u.memory_current_bytes);
+                if (r < 0)
+                        return r;
+                r = backend_read_uint64(b, CGROUP_MEMORY, task, "memory.max_usage_in_bytes", &u.memory_peak_bytes);
+                if (r < 0)
+                        return r;
+                /* oom_kill in memory.oom_control appeared in Linux 4.13. */
+                r = backend_read_keyed(b, CGROUP_MEMORY, task, "memory.oom_control", "oom_kill", &u.oom_kill);
+                if (r < 0 && r != -ENOENT)
+                        return r;
+        }
+        *ret = u;
+        return 0;
+}
+
+int cgroup_task_freeze(CgroupBackend *b, const char *task, bool frozen) {
+        if (b->mode == CGROUP_MODE_V2)
+                return backend_write(b, CGROUP_UNIFIED, task, "cgroup.freeze", frozen ? "1" : "0");
+        /* v1 and hybrid: the v1 freezer owns freezing; both freezers at once would fight. */
+        return backend_write(b, CGROUP_FREEZER, task, "freezer.state", frozen ? "FROZEN" : "THAWED");
+}
+
+static int task_pids(CgroupBackend *b, const char *task, pid_t **ret) {
+        CgroupController c = b->mode == CGROUP_MODE_V2 ? CGROUP_UNIFIED : CGROUP_MEMORY;
+        _cleanup_free_ char *text = NULL;
+        int r;
+
+        r = backend_read(b, c, task, "cgroup.procs", &text);
+        if (r < 0)
+                return r;
+        return cgroup_parse_pids(text, ret);
+}
+
+int cgroup_task_count_procs(CgroupBackend *b, const char *task) {
+        return task_pids(b, task, NULL);
+}
+
+int cgroup_task_kill(CgroupBackend *b, const char *task) {
+        int r;
+
+        /* cgroup.kill (Linux 5.14) kills every process atomically, forks in flight included. */
+        if (b->hierarchy[CGROUP_UNIFIED]) {
+                r = backend_write(b, CGROUP_UNIFIED, task, "cgroup.kill", "1");
+                if (r == 0)
+                        return 0;
+                if (r != -ENOENT)
+                        log_debug_errno(r, "cgroup.kill of %s failed, killing process by process: %m", task);
+        }
+
+        /* Process by process, frozen so nobody forks behind our back: a frozen task dies
+         * of SIGKILL as soon as it is thawed. The caller watches the cgroup empty out. */
+        _cleanup_free_ pid_t *pids = NULL;
+        bool frozen = cgroup_task_freeze(b, task, true) >= 0;
+        int n = task_pids(b, task, &pids);
+
+        for (int i = 0; i < n; i++)
+                if (kill(pids[i], SIGKILL) < 0 && errno != ESRCH)
+                        log_debug_errno(errno, "kill(%d): %m", (int) pids[i]);
+        if (frozen)
+                (void) cgroup_task_freeze(b, task, false);
+        return n < 0 ? n : 0;
+}
+
+int cgroup_task_remove(CgroupBackend *b, const char *task) {
+        _cleanup_free_ char *rel = NULL;
+        int r;
+
+        r = task_relpath(b, task, &rel);
+        if (r < 0)
+                return r;
+        return remove_relpath(b, rel);
+}

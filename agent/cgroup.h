@@ -1,0 +1,53 @@
+/* cgroup.h: the agent's cgroup backend — detects v1/hybrid/v2 under a cgroupfs root, and
+ * creates, fills, limits, samples, freezes, kills and removes the task cgroups of one agent
+ * subtree (<cgroup-root>/<task-id> in every hierarchy the agent uses). */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cgroup-util.h"
+#include "protocol.h"
+
+typedef struct CgroupBackend CgroupBackend;
+
+/* Detects the mode under fsroot (e.g. /sys/fs/cgroup) and makes sure root_relpath exists in
+ * every hierarchy, remembering which of its levels it had to create. Uses libcgroup for the
+ * v1 hierarchies when fsroot is where the kernel mounted them (libcgroup only knows
+ * /proc/mounts); otherwise (fixture trees) goes to the files directly. */
+int cgroup_backend_new(const char *fsroot, const char *root_relpath, CgroupBackend **ret);
+/* Removes the root levels the backend created, when empty; never anything else. */
+CgroupBackend *cgroup_backend_free(CgroupBackend *b);
+static inline void cgroup_backend_freep(CgroupBackend **b) {
+        if (*b)
+                cgroup_backend_free(*b);
+}
+
+CgroupMode cgroup_backend_mode(const CgroupBackend *b);
+bool cgroup_backend_uses_libcgroup(const CgroupBackend *b);
+
+/* Absolute path of a task's cgroup in one hierarchy (NULL task: the agent root), or -ENOENT
+ * when the mode has no such hierarchy (unified in v1). */
+int cgroup_backend_path(const CgroupBackend *b, CgroupController c, const char *task, char **ret);
+
+typedef struct CgroupUsage {
+        uint64_t cpu_usage_ns;
+        uint64_t memory_current_bytes;
+        uint64_t memory_peak_bytes;   /* 0 when the kernel does not keep it (v2 before 5.19) */
+        uint64_t oom_kill;            /* OOM kills inside the cgroup so far */
+} CgroupUsage;
+
+int cgroup_task_create(CgroupBackend *b, const char *task);
+int cgroup_task_attach(CgroupBackend *b, const char *task, pid_t pid);
+/* Writes the fields set in want; current is what is in force (see cgroup_limits_to_writes). */
+int cgroup_task_set_limits(CgroupBackend *b, const char *task, const Limits *want, const Limits *current);
+int cgroup_task_read_usage(CgroupBackend *b, const char *task, CgroupUsage *ret);
+int cgroup_task_freeze(CgroupBackend *b, const char *task, bool frozen);
+/* SIGKILLs every process of the task (cgroup.kill where the kernel has it, else one by one
+ * with the freezer holding forks). The cgroup empties once the kernel has reaped them. */
+int cgroup_task_kill(CgroupBackend *b, const char *task);
+/* Number of processes in the task cgroup (0: empty), or negative errno. */
+int cgroup_task_count_procs(CgroupBackend *b, const char *task);
+/* rmdir in every hierarchy; -EBUSY while processes remain. A missing directory is not an error. */
+int cgroup_task_remove(CgroupBackend *b, const char *task);

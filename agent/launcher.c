@@ -1,0 +1,491 @@
+/* launcher.c: fork/attach/exec of a task's main process, its exit and its progress pipe. */
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "launcher.h"
+#include "log.h"
+#include "macro.h"
+#include "strv.h"
+
+struct Launch {
+        pid_t pid;
+        bool exited;
+        sd_event_source *child_source;
+        sd_event_source *progress_source;
+        int progress_fd;
+        ProgressReader progress;
+        launch_exit_fn on_exit;
+        void *userdata;
+};
+
+void progress_reader_init(ProgressReader *p) {
+        *p = (ProgressReader) { .last = -1 };
+}
+
+static void progress_reader_line(ProgressReader *p) {
+        char *end;
+        double v;
+
+        p->line[p->len] = '\0';
+        errno = 0;
+        v = strtod(p->line, &end);
+        while (*end == ' ' || *end == '\t' || *end == '\r')
+                end++;
+        /* A line that is not exactly one number in [0,1] is ignored, not an error: the task
+         * may print anything there by mistake, and a stale value beats a wrong one. */
+        if (errno == 0 && end != p->line && *end == '\0' && v >= 0.0 && v <= 1.0)
+                p->last = v;
+}
+
+void progress_reader_feed(ProgressReader *p, const char *data, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                if (data[i] == '\n') {
+                        if (!p->overlong)
+                                progress_reader_line(p);
+                        p->len = 0;
+                        p->overlong = false;
+                        continue;
+                }
+                if (p->overlong)
+                        continue;
+                if (p->len + 1 >= sizeof p->line) {
+                        p->overlong = true;
+                        continue;
+                }
+                p->line[p->len++] = data[i];
+        }
+}
+
+pid_t launch_pid(const Launch *l) {
+        return l->exited ? 0 : l->pid;
+}
+
+double launch_progress(const Launch *l) {
+        return l->progress.last;
+}
+
+bool launch_exited(const Launch *l) {
+        return l->exited;
+}
+
+Launch *launch_free(Launch *l) {
+        if (!l)
+                return NULL;
+        sd_event_source_disable_unref(l->child_source);
+        sd_event_source_disable_unref(l->progress_source);
+        if (l->progress_fd >= 0)
+                close(l->progress_fd);
+        free(l);
+        return NULL;
+}
+
+static int on_child(sd_event_source *s, const siginfo_t *si, void *userdata) {
+        Launch *l = userdata;
+
+        l->exited = true;
+        if (l->on_exit)
+                l->on_exit(l, si, l->userdata);
+        return 0;
+}
+
+static int on_progress(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Launch *l = userdata;
+        char buf[4096];
+
+        for (;;) {
+                ssize_t n = read(fd, buf, sizeof buf);
+
+                if (n > 0) {
+                        progress_reader_feed(&l->progress, buf, (size_t) n);
+                        continue;
+                }
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN)
+                        return 0;
+                /* EOF: every writer closed it; the last value stays. */
+                l->progress_source = sd_event_source_disable_unref(l->progress_source);
+                close(l->progress_fd);
+                l->progress_fd = -1;
+                return 0;
+        }
+}
+
+/* What the child writes to the error pipe before it dies. */
+typedef struct ChildError {
+        int step;
+        int error;
+} ChildError;
+
+enum {
+        STEP_SETUP,
+        STEP_CHDIR,
+        STEP_SETGROUPS,
+        STEP_SETGID,
+        STEP_SETUID,
+        STEP_NO_NEW_PRIVS,
+        STEP_EXEC,
+};
+
+static const char *const step_names[] = {
+        [STEP_SETUP] = "setting up file descriptors and session",
+        [STEP_CHDIR] = "chdir",
+        [STEP_SETGROUPS] = "setgroups",
+        [STEP_SETGID] = "setgid",
+        [STEP_SETUID] = "setuid",
+        [STEP_NO_NEW_PRIVS] = "prctl(PR_SET_NO_NEW_PRIVS)",
+        [STEP_EXEC] = "execvp",
+};
+
+typedef struct Credentials {
+        bool change;
+        uid_t uid;
+        gid_t gid;
+        gid_t *groups;
+        int n_groups;
+        char *home, *name, *shell;
+} Credentials;
+
+static void credentials_done(Credentials *c) {
+        free(c->groups);
+        free(c->home);
+        free(c->name);
+        free(c->shell);
+}
+
+/* Resolved in the parent: NSS is not async-signal-safe and the child of a process that may
+ * have threads (libcurl's resolver) must not call it. */
+static int resolve_user(const LaunchSpec *spec, Credentials *ret, char **ret_error) {
+        Credentials c = { .uid = geteuid(), .gid = getegid() };
+        struct passwd pw, *result = NULL;
+        _cleanup_free_ char *buf = NULL;
+        long size = sysconf(_SC_GETPW_R_SIZE_MAX);
+        int r;
+
+        if (size <= 0)
+                size = 16384;
+        buf = malloc((size_t) size);
+        if (!buf)
+                return -ENOMEM;
+
+        if (!spec->user) {
+                if (geteuid() == 0 && !spec->allow_root) {
+                        *ret_error = strdup("no user given and the agent runs as root: refusing to run the task as root "
+                                            "(start the agent with --allow-root-tasks to allow it)");
+                        return -EPERM;
+                }
+                r = getpwuid_r(geteuid(), &pw, buf, (size_t) size, &result);
+        } else
+                r = getpwnam_r(spec->user, &pw, buf, (size_t) size, &result);
+        if (r != 0 || !result) {
+                if (asprintf(ret_error, "unknown user \"%s\"%s%s", spec->user ? spec->user : "(agent's own uid)",
+                             r ? ": " : "", r ? strerror(r) : "") < 0)
+                        *ret_error = NULL;
+                return r ? -r : -ESRCH;
+        }
+        if (pw.pw_uid == 0 && !spec->allow_root) {
+                if (asprintf(ret_error, "refusing to run a task as \"%s\" (uid 0): start the agent with --allow-root-tasks to allow it",
+                             pw.pw_name) < 0)
+                        *ret_error = NULL;
+                return -EPERM;
+        }
+
+        c.name = strdup(pw.pw_name);
+        c.home = strdup(pw.pw_dir && *pw.pw_dir ? pw.pw_dir : "/");
+        c.shell = strdup(pw.pw_shell && *pw.pw_shell ? pw.pw_shell : "/bin/sh");
+        if (!c.name || !c.home || !c.shell) {
+                credentials_done(&c);
+                return -ENOMEM;
+        }
+        c.uid = pw.pw_uid;
+        c.gid = pw.pw_gid;
+        c.change = pw.pw_uid != geteuid() || pw.pw_gid != getegid();
+        if (c.change) {
+                int n = 16;
+
+                for (;;) {
+                        gid_t *g = realloc(c.groups, sizeof(gid_t) * (size_t) n);
+                        int k = n;
+
+                        if (!g) {
+                                credentials_done(&c);
+                                return -ENOMEM;
+                        }
+                        c.groups = g;
+                        if (getgrouplist(pw.pw_name, pw.pw_gid, c.groups, &k) >= 0) {
+                                c.n_groups = k;
+                                break;
+                        }
+                        if (k <= n || k > 65536) {
+                                credentials_done(&c);
+                                *ret_error = strdup("getgrouplist failed");
+                                return -EINVAL;
+                        }
+                        n = k;
+                }
+        }
+        *ret = c;
+        return 0;
+}
+
+static int env_set(char ***env, const char *assignment) {
+        const char *eq = strchr(assignment, '=');
+        size_t klen = eq ? (size_t) (eq - assignment) : strlen(assignment);
+
+        for (char **e = *env; e && *e; e++)
+                if (strncmp(*e, assignment, klen) == 0 && (*e)[klen] == '=') {
+                        char *copy = strdup(assignment);
+                        if (!copy)
+                                return -ENOMEM;
+                        free(*e);
+                        *e = copy;
+                        return 0;
+                }
+        return strv_extend(env, assignment);
+}
+
+static int env_setf(char ***env, const char *key, const char *value) {
+        _cleanup_free_ char *a = NULL;
+
+        if (asprintf(&a, "%s=%s", key, value) < 0)
+                return -ENOMEM;
+        return env_set(env, a);
+}
+
+/* A clean environment: the agent's own (NOTIFY_SOCKET, credentials paths...) is none of the task's business. */
+static int build_env(const LaunchSpec *spec, const Credentials *c, char ***ret) {
+        _cleanup_strv_free_ char **env = NULL;
+        char fd_str[16];
+        int r;
+
+        snprintf(fd_str, sizeof fd_str, "%d", LAUNCHER_PROGRESS_FD);
+        if ((r = env_setf(&env, "PATH", LAUNCHER_DEFAULT_PATH)) < 0 ||
+            (r = env_setf(&env, "HOME", c->home)) < 0 ||
+            (r = env_setf(&env, "USER", c->name)) < 0 ||
+            (r = env_setf(&env, "LOGNAME", c->name)) < 0 ||
+            (r = env_setf(&env, "SHELL", c->shell)) < 0)
+                return r;
+        for (char **e = spec->env; e && *e; e++)
+                if (strchr(*e, '=') && (r = env_set(&env, *e)) < 0)
+                        return r;
+        /* Set last, so that the job cannot point the agent's channel elsewhere. */
+        if ((r = env_setf(&env, "CGORCH_PROGRESS_FD", fd_str)) < 0 ||
+            (r = env_setf(&env, "CGORCH_TASK_ID", spec->task)) < 0)
+                return r;
+        *ret = TAKE_PTR(env);
+        return 0;
+}
+
+_noreturn_ static void child_fail(int err_fd, int step, int error) {
+        ChildError ce = { .step = step, .error = error };
+        ssize_t k _unused_ = write(err_fd, &ce, sizeof ce);
+        _exit(127);
+}
+
+/* In the child of fork(): only async-signal-safe calls from here on. */
+_noreturn_ static void child_run(const LaunchSpec *spec, const Credentials *c, char **envp,
+                                 int sync_fd, int err_fd, int progress_fd) {
+        extern char **environ;
+        sigset_t all;
+        char x;
+
+        /* The agent blocks SIGCHLD/SIGTERM and ignores SIGPIPE: none of that is the task's. */
+        for (int sig = 1; sig < _NSIG; sig++) {
+                if (sig == SIGKILL || sig == SIGSTOP)
+                        continue;
+                (void) signal(sig, SIG_DFL);
+        }
+        sigemptyset(&all);
+        (void) sigprocmask(SIG_SETMASK, &all, NULL);
+
+        /* Wait until the parent has put us into every task cgroup (or EOF: it gave up). */
+        for (;;) {
+                ssize_t k = read(sync_fd, &x, 1);
+                if (k == 1)
+                        break;
+                if (k < 0 && errno == EINTR)
+                        continue;
+                _exit(126);
+        }
+
+        if (setsid() < 0)
+                child_fail(err_fd, STEP_SETUP, errno);
+
+        /* fd 3 is the progress channel: keep the error pipe out of its way. */
+        if (err_fd == LAUNCHER_PROGRESS_FD) {
+                err_fd = fcntl(err_fd, F_DUPFD_CLOEXEC, LAUNCHER_PROGRESS_FD + 1);
+                if (err_fd < 0)
+                        _exit(127);
+        }
+        if (progress_fd == LAUNCHER_PROGRESS_FD) {
+                if (fcntl(progress_fd, F_SETFD, 0) < 0)
+                        child_fail(err_fd, STEP_SETUP, errno);
+        } else if (dup2(progress_fd, LAUNCHER_PROGRESS_FD) < 0)
+                child_fail(err_fd, STEP_SETUP, errno);
+
+        {
+                int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                if (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0)
+                        child_fail(err_fd, STEP_SETUP, errno);
+        }
+        /* Whatever else the agent holds open (curl sockets...) must not leak into the task. */
+        (void) close_range(LAUNCHER_PROGRESS_FD + 1, ~0U, CLOSE_RANGE_CLOEXEC);
+
+        if (c->change) {
+                if (setgroups((size_t) c->n_groups, c->groups) < 0)
+                        child_fail(err_fd, STEP_SETGROUPS, errno);
+                if (setresgid(c->gid, c->gid, c->gid) < 0)
+                        child_fail(err_fd, STEP_SETGID, errno);
+                if (setresuid(c->uid, c->uid, c->uid) < 0)
+                        child_fail(err_fd, STEP_SETUID, errno);
+        }
+        /* After dropping privileges, so the directory is checked with the user's rights. */
+        if (chdir(spec->cwd ? spec->cwd : "/") < 0)
+                child_fail(err_fd, STEP_CHDIR, errno);
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                child_fail(err_fd, STEP_NO_NEW_PRIVS, errno);
+
+        /* execvp searches the PATH of environ, so environ becomes the task's first. */
+        environ = envp;
+        execvp(spec->argv[0], spec->argv);
+        child_fail(err_fd, STEP_EXEC, errno);
+}
+
+int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, launch_exit_fn on_exit,
+                 void *userdata, Launch **ret, char **ret_error) {
+        _cleanup_strv_free_ char **envp = NULL;
+        _cleanup_close_ int sync_r = -EBADF, sync_w = -EBADF, err_r = -EBADF, err_w = -EBADF,
+                            prog_r = -EBADF, prog_w = -EBADF;
+        _cleanup_free_ char *error = NULL;
+        Credentials cred = {};
+        Launch *l = NULL;
+        ChildError ce;
+        ssize_t k;
+        pid_t pid;
+        int fds[2], r;
+
+        if (!spec->argv || !spec->argv[0]) {
+                *ret_error = strdup("empty argv");
+                return -EINVAL;
+        }
+
+        r = resolve_user(spec, &cred, &error);
+        if (r < 0) {
+                *ret_error = TAKE_PTR(error);
+                return r;
+        }
+        r = build_env(spec, &cred, &envp);
+        if (r < 0)
+                goto fail;
+
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                goto fail_errno;
+        sync_r = fds[0], sync_w = fds[1];
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                goto fail_errno;
+        err_r = fds[0], err_w = fds[1];
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                goto fail_errno;
+        prog_r = fds[0], prog_w = fds[1];
+        if (fcntl(prog_r, F_SETFL, O_NONBLOCK) < 0)
+                goto fail_errno;
+
+        pid = fork();
+        if (pid < 0)
+                goto fail_errno;
+        if (pid == 0) {
+                close(sync_w);
+                child_run(spec, &cred, envp, sync_r, err_w, prog_w);
+        }
+
+        sync_r = (close(sync_r), -EBADF);
+        err_w = (close(err_w), -EBADF);
+        prog_w = (close(prog_w), -EBADF);
+
+        r = attach(pid, userdata);
+        if (r < 0) {
+                (void) kill(pid, SIGKILL);
+                (void) waitpid(pid, NULL, 0);
+                if (asprintf(&error, "attaching the task to its cgroups: %s", strerror(-r)) < 0)
+                        error = NULL;
+                goto fail_msg;
+        }
+        if (write(sync_w, "x", 1) != 1) {
+                r = -errno;
+                (void) kill(pid, SIGKILL);
+                (void) waitpid(pid, NULL, 0);
+                goto fail;
+        }
+        sync_w = (close(sync_w), -EBADF);
+
+        /* This read waits for the child's exec (or its failure): a matter of milliseconds,
+         * and it lets the start action's ack carry the real error. */
+        do
+                k = read(err_r, &ce, sizeof ce);
+        while (k < 0 && errno == EINTR);
+        if (k != 0) {
+                int status;
+
+                (void) waitpid(pid, &status, 0);
+                if (k == (ssize_t) sizeof ce) {
+                        r = -ce.error;
+                        if (ce.step == STEP_EXEC)
+                                k = asprintf(&error, "execvp(%s): %s", spec->argv[0], strerror(ce.error));
+                        else if (ce.step == STEP_SETUID || ce.step == STEP_SETGID)
+                                k = asprintf(&error, "%s(%u): %s", step_names[ce.step],
+                                             ce.step == STEP_SETUID ? (unsigned) cred.uid : (unsigned) cred.gid, strerror(ce.error));
+                        else if (ce.step == STEP_CHDIR)
+                                k = asprintf(&error, "chdir(%s): %s", spec->cwd ? spec->cwd : "/", strerror(ce.error));
+                        else
+                                k = asprintf(&error, "%s: %s", step_names[ce.step], strerror(ce.error));
+                } else {
+                        r = -EIO;
+                        k = asprintf(&error, "the task's process died before exec");
+                }
+                if (k < 0)
+                        error = NULL;
+                goto fail_msg;
+        }
+
+        l = calloc(1, sizeof *l);
+        if (!l) {
+                r = -ENOMEM;
+                goto fail_kill;
+        }
+        *l = (Launch) { .pid = pid, .progress_fd = TAKE_FD(prog_r), .on_exit = on_exit, .userdata = userdata };
+        progress_reader_init(&l->progress);
+        r = sd_event_add_child(e, &l->child_source, pid, WEXITED, on_child, l);
+        if (r < 0)
+                goto fail_kill;
+        r = sd_event_add_io(e, &l->progress_source, l->progress_fd, EPOLLIN, on_progress, l);
+        if (r < 0)
+                goto fail_kill;
+
+        credentials_done(&cred);
+        *ret = l;
+        return 0;
+
+fail_kill:
+        (void) kill(pid, SIGKILL);
+        (void) waitpid(pid, NULL, 0);
+        launch_free(l);
+        goto fail;
+fail_errno:
+        r = -errno;
+fail:
+        if (!error && asprintf(&error, "starting the task: %s", strerror(-r)) < 0)
+                error = NULL;
+fail_msg:
+        credentials_done(&cred);
+        *ret_error = TAKE_PTR(error);
+        return r;
+}

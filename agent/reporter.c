@@ -1,0 +1,384 @@
+/* reporter.c: heartbeat client — libcurl multi interface on sd-event, reply decoding, pacing. */
+#include <curl/curl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+
+#include "log.h"
+#include "macro.h"
+#include "reporter.h"
+
+#define REPLY_MAX_BYTES (16u * 1024u * 1024u)
+/* The controller may hold a heartbeat open (long poll) before answering. */
+#define REQUEST_TIMEOUT_MS 60000L
+#define CONNECT_TIMEOUT_MS 5000L
+
+typedef struct SocketSource {
+        curl_socket_t fd;
+        sd_event_source *source;
+} SocketSource;
+
+struct Reporter {
+        sd_event *event;
+        CURLM *multi;
+        sd_event_source *curl_timer;      /* what libcurl asked for */
+        sd_event_source *next_timer;      /* when to send the next heartbeat */
+        SocketSource *sockets;
+        size_t n_sockets;
+
+        char *url;
+        ReporterOps ops;
+        void *userdata;
+
+        CURL *easy;                       /* the heartbeat in flight, or NULL */
+        struct curl_slist *headers;
+        char *reply;
+        size_t reply_len;
+        bool send_after;                  /* reporter_send_now() came while one was in flight */
+
+        unsigned failures;                /* consecutive failed heartbeats */
+        uint64_t interval_ms;
+        unsigned random_state;
+};
+
+uint64_t reporter_backoff_ms(unsigned attempt) {
+        uint64_t ms = REPORTER_BACKOFF_MIN_MS;
+
+        for (unsigned i = 0; i < attempt && ms < REPORTER_BACKOFF_MAX_MS; i++)
+                ms *= 2;
+        return MIN(ms, (uint64_t) REPORTER_BACKOFF_MAX_MS);
+}
+
+uint64_t reporter_jitter_ms(uint64_t ms, double random01) {
+        /* ±20 %: agents that lost the controller together must not come back in lockstep. */
+        uint64_t j = (uint64_t) ((double) ms * (0.8 + 0.4 * random01));
+        return MIN(j, (uint64_t) REPORTER_BACKOFF_MAX_MS);
+}
+
+static void schedule_next(Reporter *r, uint64_t delay_ms) {
+        uint64_t now_us;
+        int k;
+
+        if (sd_event_now(r->event, CLOCK_MONOTONIC, &now_us) < 0)
+                return;
+        k = sd_event_source_set_time(r->next_timer, now_us + delay_ms * USEC_PER_MSEC);
+        if (k >= 0)
+                k = sd_event_source_set_enabled(r->next_timer, SD_EVENT_ONESHOT);
+        if (k < 0)
+                log_error_errno(k, "Cannot schedule the next heartbeat: %m");
+}
+
+static void request_done(Reporter *r) {
+        if (r->easy) {
+                curl_multi_remove_handle(r->multi, r->easy);
+                curl_easy_cleanup(r->easy);
+                r->easy = NULL;
+        }
+        curl_slist_free_all(r->headers);
+        r->headers = NULL;
+        free(r->reply);
+        r->reply = NULL;
+        r->reply_len = 0;
+}
+
+static void heartbeat_failed(Reporter *r, const char *why) {
+        uint64_t delay = reporter_jitter_ms(reporter_backoff_ms(r->failures),
+                                            (double) rand_r(&r->random_state) / ((double) RAND_MAX + 1.0));
+
+        /* The first failure is worth a warning; the rest of an outage only at debug level. */
+        log_full(r->failures == 0 ? LOG_WARNING : LOG_DEBUG, "Heartbeat to %s failed: %s; retrying in %" PRIu64 " ms.",
+                 r->url, why, delay);
+        r->failures++;
+        if (r->ops.failed)
+                r->ops.failed(r->userdata);
+        schedule_next(r, delay);
+}
+
+static void heartbeat_finished(Reporter *r, CURLcode result) {
+        _cleanup_free_ char *error = NULL;
+        HeartbeatReply *reply = NULL;
+        json_error_t jerr;
+        json_t *j;
+        long status = 0;
+        char why[512];
+        int k;
+
+        if (result != CURLE_OK) {
+                snprintf(why, sizeof why, "%s", curl_easy_strerror(result));
+                goto fail;
+        }
+        curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
+        if (status != 200) {
+                snprintf(why, sizeof why, "HTTP %ld: %.300s", status, r->reply ? r->reply : "");
+                goto fail;
+        }
+        j = json_loadb(r->reply ? r->reply : "", r->reply_len, 0, &jerr);
+        if (!j) {
+                snprintf(why, sizeof why, "reply is not JSON: %s", jerr.text);
+                goto fail;
+        }
+        k = heartbeat_reply_from_json(j, &reply, &error);
+        json_decref(j);
+        if (k < 0) {
+                snprintf(why, sizeof why, "invalid reply: %s", error ? error : strerror(-k));
+                goto fail;
+        }
+
+        request_done(r);
+        if (r->failures > 0)
+                log_info("Controller %s answers again.", r->url);
+        r->failures = 0;
+        if (reply->interval_ms > 0)
+                r->interval_ms = reply->interval_ms;
+        r->ops.reply(r->userdata, reply);
+        heartbeat_reply_free(reply);
+
+        if (r->send_after) {
+                r->send_after = false;
+                schedule_next(r, 0);
+        } else
+                schedule_next(r, r->interval_ms);
+        return;
+
+fail:
+        request_done(r);
+        r->send_after = false;
+        heartbeat_failed(r, why);
+}
+
+static void check_finished(Reporter *r) {
+        CURLMsg *msg;
+        int left;
+
+        while ((msg = curl_multi_info_read(r->multi, &left)))
+                if (msg->msg == CURLMSG_DONE && msg->easy_handle == r->easy)
+                        heartbeat_finished(r, msg->data.result);
+}
+
+static int on_curl_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Reporter *r = userdata;
+        int action = 0, running;
+
+        if (revents & EPOLLIN)
+                action |= CURL_CSELECT_IN;
+        if (revents & EPOLLOUT)
+                action |= CURL_CSELECT_OUT;
+        if (revents & (EPOLLERR | EPOLLHUP))
+                action |= CURL_CSELECT_ERR;
+        if (curl_multi_socket_action(r->multi, fd, action, &running) != CURLM_OK)
+                log_debug("curl_multi_socket_action failed on fd %d.", fd);
+        check_finished(r);
+        return 0;
+}
+
+static int on_curl_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Reporter *r = userdata;
+        int running;
+
+        if (curl_multi_socket_action(r->multi, CURL_SOCKET_TIMEOUT, 0, &running) != CURLM_OK)
+                log_debug("curl_multi_socket_action failed on timeout.");
+        check_finished(r);
+        return 0;
+}
+
+static int curl_socket_cb(CURL *easy, curl_socket_t fd, int what, void *userdata, void *socketp) {
+        Reporter *r = userdata;
+        SocketSource *ss = NULL;
+        uint32_t events = 0;
+
+        for (size_t i = 0; i < r->n_sockets; i++)
+                if (r->sockets[i].fd == fd)
+                        ss = &r->sockets[i];
+
+        if (what == CURL_POLL_REMOVE) {
+                if (ss) {
+                        sd_event_source_disable_unref(ss->source);
+                        *ss = r->sockets[--r->n_sockets];
+                }
+                return 0;
+        }
+
+        if (what == CURL_POLL_IN || what == CURL_POLL_INOUT)
+                events |= EPOLLIN;
+        if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
+                events |= EPOLLOUT;
+
+        if (ss) {
+                if (sd_event_source_set_io_events(ss->source, events) < 0 ||
+                    sd_event_source_set_enabled(ss->source, SD_EVENT_ON) < 0)
+                        return -1;
+                return 0;
+        }
+
+        ss = realloc(r->sockets, sizeof(SocketSource) * (r->n_sockets + 1));
+        if (!ss)
+                return -1;
+        r->sockets = ss;
+        ss = &r->sockets[r->n_sockets];
+        if (sd_event_add_io(r->event, &ss->source, fd, events, on_curl_io, r) < 0)
+                return -1;
+        (void) sd_event_source_set_description(ss->source, "curl-io");
+        ss->fd = fd;
+        r->n_sockets++;
+        return 0;
+}
+
+static int curl_timer_cb(CURLM *multi, long timeout_ms, void *userdata) {
+        Reporter *r = userdata;
+        uint64_t now_us;
+
+        if (timeout_ms < 0)
+                return sd_event_source_set_enabled(r->curl_timer, SD_EVENT_OFF) < 0 ? -1 : 0;
+        if (sd_event_now(r->event, CLOCK_MONOTONIC, &now_us) < 0)
+                return -1;
+        /* Never call curl back from inside this callback: the event loop does it. */
+        if (sd_event_source_set_time(r->curl_timer, now_us + (uint64_t) timeout_ms * USEC_PER_MSEC) < 0 ||
+            sd_event_source_set_enabled(r->curl_timer, SD_EVENT_ONESHOT) < 0)
+                return -1;
+        return 0;
+}
+
+static size_t on_reply_data(char *data, size_t size, size_t nmemb, void *userdata) {
+        Reporter *r = userdata;
+        size_t n = size * nmemb;
+        char *p;
+
+        if (r->reply_len + n > REPLY_MAX_BYTES)
+                return 0; /* makes curl fail with CURLE_WRITE_ERROR */
+        p = realloc(r->reply, r->reply_len + n + 1);
+        if (!p)
+                return 0;
+        memcpy(p + r->reply_len, data, n);
+        r->reply = p;
+        r->reply_len += n;
+        r->reply[r->reply_len] = '\0';
+        return n;
+}
+
+static int heartbeat_send(Reporter *r) {
+        _cleanup_free_ char *body = NULL;
+        int k;
+
+        if (r->easy) {
+                r->send_after = true;
+                return 0;
+        }
+
+        k = r->ops.build(r->userdata, &body);
+        if (k < 0) {
+                heartbeat_failed(r, "cannot build the heartbeat");
+                return k;
+        }
+
+        r->easy = curl_easy_init();
+        r->headers = curl_slist_append(NULL, "Content-Type: application/json");
+        if (!r->easy || !r->headers) {
+                request_done(r);
+                heartbeat_failed(r, "out of memory");
+                return -ENOMEM;
+        }
+        if (curl_easy_setopt(r->easy, CURLOPT_URL, r->url) != CURLE_OK ||
+            curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers) != CURLE_OK ||
+            curl_easy_setopt(r->easy, CURLOPT_COPYPOSTFIELDS, body) != CURLE_OK ||
+            curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_reply_data) != CURLE_OK ||
+            curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r) != CURLE_OK ||
+            curl_easy_setopt(r->easy, CURLOPT_USERAGENT, "cgorch-agent/" PACKAGE_VERSION) != CURLE_OK ||
+            curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
+            curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, REQUEST_TIMEOUT_MS) != CURLE_OK ||
+            curl_easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS) != CURLE_OK ||
+            curl_multi_add_handle(r->multi, r->easy) != CURLM_OK) {
+                request_done(r);
+                heartbeat_failed(r, "cannot set up the request");
+                return -EIO;
+        }
+        return 0;
+}
+
+static int on_next_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        (void) heartbeat_send(userdata);
+        return 0;
+}
+
+int reporter_send_now(Reporter *r) {
+        if (r->easy) {
+                r->send_after = true;
+                return 0;
+        }
+        schedule_next(r, 0);
+        return 0;
+}
+
+int reporter_new(sd_event *e, const char *controller_url, const char *node, const ReporterOps *ops,
+                 void *userdata, Reporter **ret) {
+        Reporter *r;
+        char *escaped;
+        size_t len;
+        int k;
+
+        r = calloc(1, sizeof *r);
+        if (!r)
+                return -ENOMEM;
+        r->event = sd_event_ref(e);
+        r->ops = *ops;
+        r->userdata = userdata;
+        r->interval_ms = 2000;
+        r->random_state = (unsigned) time(NULL) ^ (unsigned) getpid();
+
+        escaped = curl_easy_escape(NULL, node, 0);
+        len = strlen(controller_url);
+        while (len > 0 && controller_url[len - 1] == '/')
+                len--;
+        k = escaped ? asprintf(&r->url, "%.*s/v1/nodes/%s/heartbeat", (int) len, controller_url, escaped) : -1;
+        curl_free(escaped);
+        if (k < 0) {
+                r->url = NULL;
+                reporter_free(r);
+                return -ENOMEM;
+        }
+
+        r->multi = curl_multi_init();
+        if (!r->multi ||
+            curl_multi_setopt(r->multi, CURLMOPT_SOCKETFUNCTION, curl_socket_cb) != CURLM_OK ||
+            curl_multi_setopt(r->multi, CURLMOPT_SOCKETDATA, r) != CURLM_OK ||
+            curl_multi_setopt(r->multi, CURLMOPT_TIMERFUNCTION, curl_timer_cb) != CURLM_OK ||
+            curl_multi_setopt(r->multi, CURLMOPT_TIMERDATA, r) != CURLM_OK) {
+                reporter_free(r);
+                return -ENOMEM;
+        }
+
+        k = sd_event_add_time(e, &r->curl_timer, CLOCK_MONOTONIC, UINT64_MAX, 0, on_curl_timer, r);
+        if (k >= 0)
+                k = sd_event_source_set_enabled(r->curl_timer, SD_EVENT_OFF);
+        if (k >= 0)
+                k = sd_event_add_time(e, &r->next_timer, CLOCK_MONOTONIC, UINT64_MAX, 0, on_next_timer, r);
+        if (k >= 0)
+                k = sd_event_source_set_enabled(r->next_timer, SD_EVENT_OFF);
+        if (k < 0) {
+                reporter_free(r);
+                return k;
+        }
+        (void) sd_event_source_set_description(r->curl_timer, "curl-timer");
+        (void) sd_event_source_set_description(r->next_timer, "heartbeat-timer");
+
+        *ret = r;
+        return 0;
+}
+
+Reporter *reporter_free(Reporter *r) {
+        if (!r)
+                return NULL;
+        request_done(r);
+        if (r->multi)
+                curl_multi_cleanup(r->multi);
+        for (size_t i = 0; i < r->n_sockets; i++)
+                sd_event_source_disable_unref(r->sockets[i].source);
+        free(r->sockets);
+        sd_event_source_disable_unref(r->curl_timer);
+        sd_event_source_disable_unref(r->next_timer);
+        sd_event_unref(r->event);
+        free(r->url);
+        free(r);
+        return NULL;
+}

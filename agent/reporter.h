@@ -1,0 +1,40 @@
+/* reporter.h: the agent's heartbeat client — POSTs a heartbeat to the controller with libcurl
+ * driven by sd-event (never blocking the loop), decodes the reply, and paces the next one:
+ * after the interval the controller asks for, or with exponential backoff (1 s doubling to
+ * 30 s, jittered) while the controller is unreachable or failing. */
+#pragma once
+
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "protocol.h"
+
+#define REPORTER_BACKOFF_MIN_MS 1000u
+#define REPORTER_BACKOFF_MAX_MS 30000u
+
+typedef struct Reporter Reporter;
+
+typedef struct ReporterOps {
+        /* Builds the next heartbeat body (malloc'd JSON text). */
+        int (*build)(void *userdata, char **ret_body);
+        /* The controller answered 200 with this (validated) reply. */
+        void (*reply)(void *userdata, const HeartbeatReply *reply);
+        /* The heartbeat failed: the agent keeps what it sent and sends it again next time. */
+        void (*failed)(void *userdata);
+} ReporterOps;
+
+int reporter_new(sd_event *e, const char *controller_url, const char *node, const ReporterOps *ops,
+                 void *userdata, Reporter **ret);
+Reporter *reporter_free(Reporter *r);
+static inline void reporter_freep(Reporter **r) {
+        if (*r)
+                reporter_free(*r);
+}
+
+/* Sends a heartbeat now unless one is in flight (then right after it). */
+int reporter_send_now(Reporter *r);
+
+/* Pure: the delay before retry number attempt (0-based) without jitter, and with jitter
+ * drawn from random01 in [0,1): 80%..120% of it, capped at the maximum. */
+uint64_t reporter_backoff_ms(unsigned attempt);
+uint64_t reporter_jitter_ms(uint64_t ms, double random01);

@@ -1,0 +1,62 @@
+/* cgorchctl.c: the operator CLI — global options, then dispatch to one command. */
+#include <locale.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+
+typedef struct Verb {
+        const char *name;
+        int (*run)(Ctl *ctl, int argc, char **argv);
+} Verb;
+
+static const Verb verbs[] = {
+        { "submit", verb_submit },
+        { "jobs", verb_jobs },
+        { "job", verb_job },
+        { "cancel", verb_cancel },
+        { "nodes", verb_nodes },
+};
+
+int main(int argc, char **argv) {
+        static const struct option options[] = {
+                CTL_GLOBAL_OPTIONS,
+                {}
+        };
+        const char *env = getenv(CTL_SERVER_ENV);
+        Ctl ctl = {
+                .server = env && *env ? env : CTL_DEFAULT_SERVER,
+                .timeout_us = CTL_DEFAULT_TIMEOUT_US,
+        };
+        int c, r;
+
+        /* Only the character type: wide characters in names get their width in tables, while
+         * numbers keep their '.' whatever LC_NUMERIC says. */
+        setlocale(LC_CTYPE, "");
+
+        opterr = 0;
+        /* '+': options up to the command name are global; the command parses the rest. */
+        while ((c = getopt_long(argc, argv, "+:h", options, NULL)) >= 0) {
+                r = ctl_handle_option(&ctl, c, argc, argv);
+                if (r < 0)
+                        return CTL_EXIT_USAGE;
+                if (r == CTL_OPTION_EXIT)
+                        return EXIT_SUCCESS;
+        }
+
+        if (optind >= argc) {
+                fprintf(stderr, "cgorchctl: missing a command: submit, jobs, job, cancel or nodes (see --help)\n");
+                return CTL_EXIT_USAGE;
+        }
+
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                if (streq(argv[optind], verbs[i].name)) {
+                        r = verbs[i].run(&ctl, argc - optind, argv + optind);
+                        ctl_done(&ctl);
+                        return r;
+                }
+
+        fprintf(stderr, "cgorchctl: unknown command '%s' (see --help)\n", argv[optind]);
+        return CTL_EXIT_USAGE;
+}

@@ -1,0 +1,196 @@
+/* ctl.c: what cgorchctl's commands share — global options, help, the controller connection
+ * and how its failures are reported. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "config.h"
+#include "ctl.h"
+#include "json-field.h"
+#include "utf8.h"
+
+void ctl_print_help(void) {
+        printf("Usage: cgorchctl [OPTIONS] COMMAND [ARGS...]\n"
+               "Submit, list and cancel jobs and list nodes of a cgorch cluster.\n"
+               "\n"
+               "Commands:\n"
+               "  submit [--wait] FILE|-            submit the job described in JSON (see cgorch-api(7))\n"
+               "  submit [SUBMIT OPTIONS] -- COMMAND [ARGS...]\n"
+               "                                    submit a one-phase job running N copies of COMMAND\n"
+               "  jobs                              list jobs\n"
+               "  job ID                            show a job with its phases and tasks\n"
+               "  cancel ID                         cancel a job\n"
+               "  nodes                             list nodes\n"
+               "\n"
+               "Options:\n"
+               "      --server=URL                  controller to talk to (default $" CTL_SERVER_ENV
+               " or " CTL_DEFAULT_SERVER ")\n"
+               "      --json                        print the controller's JSON instead of tables\n"
+               "      --timeout=DURATION            give up on a request after DURATION (default 10s)\n"
+               "  -h, --help                        show this help and exit\n"
+               "      --version                     show the version and exit\n"
+               "\n"
+               "Submit options:\n"
+               "  -n, --tasks=N                     number of tasks (default 1)\n"
+               "      --name=NAME                   job name (default: COMMAND's base name)\n"
+               "      --phase-name=NAME             phase name (default phase0)\n"
+               "  -c, --cpus=C                      CPU cores per task, may be fractional (default 1)\n"
+               "  -m, --memory=SIZE                 memory limit per task (default 256M)\n"
+               "  -u, --user=USER                   run the tasks as USER (default: you)\n"
+               "      --cwd=DIR                     working directory of the tasks (default /)\n"
+               "  -e, --env=NAME=VALUE              set an environment variable (repeatable)\n"
+               "      --weight=W                    scheduling weight of the job (default 1)\n"
+               "  -w, --wait                        wait for the job to end; exit 0 only if it succeeded\n"
+               "\n"
+               "Exit status: 0 on success, 1 when a request failed or the waited-for job did not\n"
+               "succeed, 2 on a usage error. See cgorchctl(1).\n");
+}
+
+int ctl_handle_option(Ctl *ctl, int c, int argc, char **argv) {
+        switch (c) {
+        case CTL_OPT_SERVER:
+                if (!http_url_is_valid(optarg)) {
+                        fprintf(stderr, "cgorchctl: --server=%s: must be an http:// or https:// URL\n", optarg);
+                        return -EINVAL;
+                }
+                ctl->server = optarg;
+                return CTL_OPTION_HANDLED;
+        case CTL_OPT_JSON:
+                ctl->json = true;
+                return CTL_OPTION_HANDLED;
+        case CTL_OPT_TIMEOUT:
+                if (parse_duration_us(optarg, &ctl->timeout_us) < 0 || ctl->timeout_us < USEC_PER_MSEC) {
+                        fprintf(stderr, "cgorchctl: --timeout=%s: must be a duration of at least 1ms, "
+                                "e.g. 500ms, 10s or 2m\n", optarg);
+                        return -EINVAL;
+                }
+                return CTL_OPTION_HANDLED;
+        case 'h':
+                ctl_print_help();
+                return CTL_OPTION_EXIT;
+        case CTL_OPT_VERSION:
+                printf("cgorchctl %s\n", PACKAGE_VERSION);
+                return CTL_OPTION_EXIT;
+        case ':':
+                /* argv[optind - 1] is the option as the user spelled it. */
+                fprintf(stderr, "cgorchctl: option '%s' needs a value\n",
+                        optind > 0 && optind <= argc ? argv[optind - 1] : "?");
+                return -EINVAL;
+        case '?':
+                /* An unknown short option may sit inside a cluster, so getopt names it in optopt;
+                 * an unknown long one only through argv. */
+                if (optopt != 0)
+                        fprintf(stderr, "cgorchctl: unknown option '-%c' (see --help)\n", optopt);
+                else
+                        fprintf(stderr, "cgorchctl: unknown option '%s' (see --help)\n",
+                                optind > 0 && optind <= argc ? argv[optind - 1] : "?");
+                return -EINVAL;
+        default:
+                return CTL_OPTION_NOT_MINE;
+        }
+}
+
+int ctl_parse_plain(Ctl *ctl, int argc, char **argv) {
+        static const struct option options[] = {
+                CTL_GLOBAL_OPTIONS,
+                {}
+        };
+        int c;
+
+        optind = 0;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, ":h", options, NULL)) >= 0) {
+                int r = ctl_handle_option(ctl, c, argc, argv);
+                if (r < 0)
+                        return r;
+                if (r == CTL_OPTION_EXIT)
+                        return -ECANCELED;
+        }
+        return optind;
+}
+
+static int ctl_connect(Ctl *ctl) {
+        if (ctl->http)
+                return 0;
+        int r = http_client_new(ctl->server, ctl->timeout_us, &ctl->http);
+        /* --server was checked when parsed, so a bad URL here came from the environment. */
+        if (r == -EINVAL)
+                fprintf(stderr, "cgorchctl: %s=%s: must be an http:// or https:// URL\n", CTL_SERVER_ENV,
+                        ctl->server);
+        else if (r < 0)
+                fprintf(stderr, "cgorchctl: out of memory\n");
+        return r;
+}
+
+int ctl_call(Ctl *ctl, const char *method, const char *path, json_t *body, json_t **ret) {
+        _cleanup_free_ char *error = NULL;
+        json_t *answer = NULL;
+        long status = 0;
+        int r;
+
+        r = ctl_connect(ctl);
+        if (r < 0)
+                return r;
+
+        r = http_client_request(ctl->http, method, path, body, &status, &answer, &error);
+        if (r == -ENOMEM) {
+                fprintf(stderr, "cgorchctl: out of memory\n");
+                return r;
+        }
+        if (r < 0) {
+                fprintf(stderr, "cgorchctl: cannot reach the controller at %s: %s\n",
+                        http_client_base_url(ctl->http), error);
+                return -EIO;
+        }
+
+        if (status >= 200 && status < 300 && answer) {
+                *ret = answer;
+                return 0;
+        }
+
+        const char *message = json_field_string(json_object_get(answer, "error"), "message");
+        if (status >= 200 && status < 300)
+                fprintf(stderr, "cgorchctl: %s %s: the controller answered %ld without a JSON body\n",
+                        method, path, status);
+        else if (message) {
+                _cleanup_free_ char *safe = utf8_sanitize(message);
+                fprintf(stderr, "cgorchctl: %s\n", safe ?: message);
+        }
+        else
+                /* Not the controller's error shape: maybe a proxy, or --server names something else. */
+                fprintf(stderr, "cgorchctl: %s %s: HTTP status %ld from %s (is that a cgorch controller?)\n",
+                        method, path, status, http_client_base_url(ctl->http));
+        json_decref(answer);
+        return -EPROTO;
+}
+
+int ctl_print_json(json_t *j) {
+        /* 15 significant digits: the controller's 0.4 prints as 0.4, not 0.40000000000000002. */
+        if (json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(15)) < 0 || putchar('\n') == EOF || fflush(stdout) != 0) {
+                fprintf(stderr, "cgorchctl: writing to standard output failed\n");
+                return -EIO;
+        }
+        return 0;
+}
+
+int ctl_parse_job_id(const char *s, uint64_t *ret) {
+        if (parse_uint64(s, ret) < 0) {
+                fprintf(stderr, "cgorchctl: '%s' is not a job id (a job id is a number, see 'cgorchctl jobs')\n", s);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+int64_t ctl_now_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void ctl_done(Ctl *ctl) {
+        http_client_free(ctl->http);
+        ctl->http = NULL;
+}

@@ -1,0 +1,86 @@
+/* ctl.h: what cgorchctl's commands share — the options every command accepts, the connection
+ * to the controller with its error reporting, and the commands themselves. */
+#pragma once
+
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "http-client.h"
+
+#define CTL_DEFAULT_SERVER "http://127.0.0.1:7070"
+#define CTL_SERVER_ENV "CGORCH_SERVER"
+#define CTL_DEFAULT_TIMEOUT_US (10 * USEC_PER_SEC)
+
+/* Exit statuses: 0 success, 1 the request failed (or the waited-for job did not succeed). */
+#define CTL_EXIT_FAILURE 1
+#define CTL_EXIT_USAGE 2
+
+typedef struct Ctl {
+        const char *server;     /* from --server, $CGORCH_SERVER or the default */
+        uint64_t timeout_us;
+        bool json;
+        HttpClient *http;       /* opened by the first request, once the options are final */
+} Ctl;
+
+/* Options every command accepts, before or after the command name. */
+enum {
+        CTL_OPT_SERVER = 0x100,
+        CTL_OPT_JSON,
+        CTL_OPT_TIMEOUT,
+        CTL_OPT_VERSION,
+        CTL_OPT_FIRST_LOCAL, /* commands number their own long-only options from here */
+};
+#define CTL_GLOBAL_OPTIONS                                              \
+        { "server", required_argument, NULL, CTL_OPT_SERVER },          \
+        { "json", no_argument, NULL, CTL_OPT_JSON },                    \
+        { "timeout", required_argument, NULL, CTL_OPT_TIMEOUT },        \
+        { "help", no_argument, NULL, 'h' },                             \
+        { "version", no_argument, NULL, CTL_OPT_VERSION }
+
+/* Results of ctl_handle_option() besides a negative errno (error printed). */
+#define CTL_OPTION_NOT_MINE 0
+#define CTL_OPTION_HANDLED 1
+#define CTL_OPTION_EXIT 2       /* --help or --version printed: exit 0 */
+
+/* Handles what getopt_long returned (c) if it is a global option, a missing value (':') or an
+ * unknown option ('?'); the optstring must start with ':' (after any '+'). */
+int ctl_handle_option(Ctl *ctl, int c, int argc, char **argv);
+
+/* Parses the options of a command that has no options of its own. Returns the index of the
+ * first positional argument, -ECANCELED when --help or --version was printed (exit 0), or
+ * -EINVAL after printing the error. */
+int ctl_parse_plain(Ctl *ctl, int argc, char **argv);
+
+void ctl_print_help(void);
+
+/* Sends the request. On a 2xx answer returns 0 and its JSON body (a new reference, never NULL).
+ * Otherwise prints the reason — the controller's error.message, or why it could not be
+ * reached — and returns -EIO (no answer), -EPROTO (an error answer), -EINVAL ($CGORCH_SERVER
+ * is not an http(s) URL) or -ENOMEM. */
+int ctl_call(Ctl *ctl, const char *method, const char *path, json_t *body, json_t **ret);
+
+/* The exit status for a failed ctl_call(): a bad $CGORCH_SERVER is a usage error. */
+static inline int ctl_call_exit_status(int r) {
+        return r == -EINVAL ? CTL_EXIT_USAGE : CTL_EXIT_FAILURE;
+}
+
+/* Prints j to stdout the way --json shows everything: indented, one document. */
+int ctl_print_json(json_t *j);
+
+/* Parses a job id given on the command line; prints the error and returns -EINVAL if bad. */
+int ctl_parse_job_id(const char *s, uint64_t *ret);
+
+/* CLOCK_REALTIME in milliseconds, to compare with the controller's timestamps. */
+int64_t ctl_now_ms(void);
+
+void ctl_done(Ctl *ctl);
+
+/* The commands. Each returns the process exit status. argv[0] is the command name. */
+int verb_submit(Ctl *ctl, int argc, char **argv);
+int verb_jobs(Ctl *ctl, int argc, char **argv);
+int verb_job(Ctl *ctl, int argc, char **argv);
+int verb_cancel(Ctl *ctl, int argc, char **argv);
+int verb_nodes(Ctl *ctl, int argc, char **argv);

@@ -1,0 +1,167 @@
+/* http-client.c: JSON requests to the controller's REST API over libcurl's easy interface. */
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "http-client.h"
+
+/* Far above any answer the controller gives (a job list of thousands of jobs is a few MiB);
+ * a misdirected --server must not make us buffer without end. */
+#define HTTP_MAX_BODY_BYTES (64U << 20)
+
+struct HttpClient {
+        char *base_url;
+        uint64_t timeout_us;
+        CURL *curl;
+};
+
+typedef struct Buffer {
+        char *data;
+        size_t size;
+        bool too_large;
+} Buffer;
+
+static size_t buffer_write(char *ptr, size_t size, size_t nmemb, void *userdata) {
+        Buffer *b = userdata;
+        size_t n = size * nmemb;
+
+        if (b->size + n > HTTP_MAX_BODY_BYTES) {
+                b->too_large = true;
+                return 0; /* makes curl fail the transfer with CURLE_WRITE_ERROR */
+        }
+        char *d = realloc(b->data, b->size + n + 1);
+        if (!d)
+                return 0;
+        memcpy(d + b->size, ptr, n);
+        b->data = d;
+        b->size += n;
+        b->data[b->size] = '\0';
+        return n;
+}
+
+bool http_url_is_valid(const char *url) {
+        return strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0;
+}
+
+int http_client_new(const char *base_url, uint64_t timeout_us, HttpClient **ret) {
+        if (!http_url_is_valid(base_url))
+                return -EINVAL;
+
+        HttpClient *c = calloc(1, sizeof(HttpClient));
+        if (!c)
+                return -ENOMEM;
+        c->timeout_us = timeout_us;
+        c->base_url = strdup(base_url);
+        /* libcurl counts init/cleanup pairs, so every client may hold one. */
+        if (!c->base_url || curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+                free(c->base_url);
+                free(c);
+                return -ENOMEM;
+        }
+        c->curl = curl_easy_init();
+        if (!c->curl) {
+                curl_global_cleanup();
+                free(c->base_url);
+                free(c);
+                return -ENOMEM;
+        }
+        /* Paths are appended to the base, so "http://h:7070/" must not give "//v1/jobs". */
+        size_t n = strlen(c->base_url);
+        while (n > 0 && c->base_url[n - 1] == '/')
+                c->base_url[--n] = '\0';
+
+        *ret = c;
+        return 0;
+}
+
+void http_client_free(HttpClient *c) {
+        if (!c)
+                return;
+        curl_easy_cleanup(c->curl);
+        curl_global_cleanup();
+        free(c->base_url);
+        free(c);
+}
+
+const char *http_client_base_url(const HttpClient *c) {
+        return c->base_url;
+}
+
+static void curl_slist_freep(struct curl_slist **l) {
+        curl_slist_free_all(*l);
+}
+
+int http_client_request(HttpClient *c, const char *method, const char *path, json_t *body,
+                        long *ret_status, json_t **ret_body, char **ret_error) {
+        _cleanup_free_ char *url = NULL, *payload = NULL;
+        _cleanup_(curl_slist_freep) struct curl_slist *headers = NULL;
+        _cleanup_free_ char *received = NULL;
+        char curl_error[CURL_ERROR_SIZE] = "";
+        Buffer buf = {};
+        long status = 0;
+
+        if (asprintf(&url, "%s%s", c->base_url, path) < 0)
+                return -ENOMEM;
+        if (body) {
+                payload = json_dumps(body, JSON_COMPACT);
+                if (!payload)
+                        return -ENOMEM;
+        }
+
+        headers = curl_slist_append(headers, "Accept: application/json");
+        if (body)
+                headers = curl_slist_append(headers, "Content-Type: application/json");
+        /* Small bodies: waiting for "100 Continue" would only add a round trip. */
+        headers = curl_slist_append(headers, "Expect:");
+        if (!headers)
+                return -ENOMEM;
+
+        CURL *e = c->curl;
+        curl_easy_reset(e);
+        curl_easy_setopt(e, CURLOPT_URL, url);
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
+        curl_easy_setopt(e, CURLOPT_USERAGENT, "cgorchctl/" PACKAGE_VERSION);
+        curl_easy_setopt(e, CURLOPT_ERRORBUFFER, curl_error);
+        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long) (c->timeout_us / 1000));
+        /* The controller usually sits on this host or the cluster network; an http_proxy set for
+         * web browsing must not capture the loopback traffic. */
+        curl_easy_setopt(e, CURLOPT_NOPROXY, "localhost,127.0.0.1,::1");
+        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, buffer_write);
+        curl_easy_setopt(e, CURLOPT_WRITEDATA, &buf);
+        if (payload) {
+                curl_easy_setopt(e, CURLOPT_POSTFIELDS, payload);
+                curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long) strlen(payload));
+        } else if (strcmp(method, "GET") == 0)
+                curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+
+        CURLcode cc = curl_easy_perform(e);
+        received = buf.data;
+        if (cc != CURLE_OK) {
+                char *msg;
+                if (buf.too_large)
+                        msg = strdup("the answer is larger than 64 MiB, is this a cgorch controller?");
+                else
+                        msg = strdup(curl_error[0] ? curl_error : curl_easy_strerror(cc));
+                if (!msg)
+                        return -ENOMEM;
+                *ret_error = msg;
+                return -EIO;
+        }
+        curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+
+        json_t *j = NULL;
+        if (buf.size > 0)
+                /* A non-JSON body (a proxy's HTML error page, say) is reported by the caller
+                 * through the status; the parse error itself would not help anyone. */
+                j = json_loadb(buf.data, buf.size, 0, NULL);
+
+        *ret_status = status;
+        *ret_body = j;
+        return 0;
+}

@@ -1,0 +1,31 @@
+/* http-client.h: JSON requests to the controller's REST API over libcurl's easy interface. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "macro.h"
+
+typedef struct HttpClient HttpClient;
+
+/* Whether url starts with http:// or https://, the only schemes the client speaks. */
+bool http_url_is_valid(const char *url);
+
+/* base_url is "http://host:port" or "https://...", optionally with a path prefix; timeout_us
+ * bounds each whole request. Returns 0, -EINVAL for a URL that is not http(s), or -ENOMEM. */
+int http_client_new(const char *base_url, uint64_t timeout_us, HttpClient **ret);
+void http_client_free(HttpClient *c);
+static inline void http_client_freep(HttpClient **c) {
+        http_client_free(*c);
+}
+#define _cleanup_http_client_ _cleanup_(http_client_freep)
+
+const char *http_client_base_url(const HttpClient *c);
+
+/* Sends METHOD base_url + path, with body as JSON when not NULL. When the server answered (any
+ * status) returns 0, the status, and the body parsed as JSON (NULL when empty or not JSON).
+ * When no answer came (refused, unreachable, timed out) returns -EIO, or -ENOMEM, and a
+ * malloc'd reason in *ret_error. */
+int http_client_request(HttpClient *c, const char *method, const char *path, json_t *body,
+                        long *ret_status, json_t **ret_body, char **ret_error);

@@ -1,0 +1,31 @@
+/* job-view.h: how a job from the controller's JSON is shown to people — the cells of cgorchctl's
+ * tables, the "job ID" page and the one-line outcome of "submit --wait". */
+#pragma once
+
+#include <jansson.h>
+#include <stdio.h>
+
+#include "human.h"
+
+/* Each formats field key of object o into buf and returns buf, or returns NULL when the field
+ * is missing or null (a table shows that as "-"). */
+char *job_view_int(json_t *o, const char *key, char buf[static HUMAN_MAX]);
+char *job_view_seconds(json_t *o, const char *key, int decimals, char buf[static HUMAN_MAX]);
+char *job_view_bytes(json_t *o, const char *key, char buf[static HUMAN_MAX]);
+char *job_view_time(json_t *o, const char *key, char buf[static HUMAN_MAX]);
+/* A plain number without trailing zeros ("0.5", "2"). */
+char *job_view_number(json_t *o, const char *key, char buf[static HUMAN_MAX]);
+char *job_view_duration(json_t *o, const char *key, char buf[static HUMAN_MAX]);
+
+/* "done/total" from tasks_done and tasks_total of a job or phase. */
+char *job_view_tasks(json_t *o, char buf[static HUMAN_MAX]);
+/* "40%" from progress in [0,1]. */
+char *job_view_progress(json_t *o, char buf[static HUMAN_MAX]);
+/* How a task ended: its exit code, "SIGKILL", "SIGKILL(oom)"; NULL while it runs. */
+char *job_view_exit(json_t *task, char buf[static HUMAN_MAX]);
+
+/* The "job ID" page: the job's fields, then per phase its command and a task table. */
+int job_view_print(json_t *job, FILE *f);
+
+/* "job 7 succeeded after 12.3s: CPU 5.0s, peak memory 1MiB", then one line per failed task. */
+int job_view_print_outcome(json_t *job, FILE *f);

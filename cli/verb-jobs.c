@@ -1,0 +1,146 @@
+/* verb-jobs.c: the "jobs", "job ID" and "cancel ID" commands of cgorchctl. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+#include "human.h"
+#include "job-view.h"
+#include "json-field.h"
+#include "table.h"
+
+static int jobs_print_table(json_t *jobs) {
+        static const char *const headers[] = {
+                "ID", "NAME", "USER", "STATE", "TASKS", "PROGRESS", "CPU_S", "PEAK_MEM", "SUBMITTED", "RESPONSE",
+        };
+        _cleanup_table_ Table *t = table_new(ELEMENTSOF(headers), headers);
+        size_t i;
+        json_t *job;
+        int r = 0;
+
+        if (!t)
+                return -ENOMEM;
+        table_set_align(t, 0, TABLE_ALIGN_RIGHT);
+        table_set_align(t, 4, TABLE_ALIGN_RIGHT);
+        table_set_align(t, 5, TABLE_ALIGN_RIGHT);
+        table_set_align(t, 6, TABLE_ALIGN_RIGHT);
+        table_set_align(t, 7, TABLE_ALIGN_RIGHT);
+
+        json_array_foreach(jobs, i, job) {
+                char a[HUMAN_MAX], b[HUMAN_MAX], c[HUMAN_MAX], d[HUMAN_MAX], e[HUMAN_MAX], f[HUMAN_MAX],
+                        g[HUMAN_MAX];
+
+                r = r ?: table_add_cell(t, job_view_int(job, "id", a));
+                r = r ?: table_add_cell(t, json_field_string(job, "name"));
+                r = r ?: table_add_cell(t, json_field_string(job, "user"));
+                r = r ?: table_add_cell(t, json_field_string(job, "state"));
+                r = r ?: table_add_cell(t, job_view_tasks(job, b));
+                r = r ?: table_add_cell(t, job_view_progress(job, c));
+                r = r ?: table_add_cell(t, job_view_seconds(job, "cpu_s", 1, d));
+                r = r ?: table_add_cell(t, job_view_bytes(job, "memory_peak_bytes", e));
+                r = r ?: table_add_cell(t, job_view_time(job, "submitted_ms", f));
+                r = r ?: table_add_cell(t, job_view_duration(job, "response_s", g));
+        }
+        if (r < 0)
+                return r;
+        return table_print(t, stdout);
+}
+
+int verb_jobs(Ctl *ctl, int argc, char **argv) {
+        json_t *answer = NULL;
+        int k = ctl_parse_plain(ctl, argc, argv);
+
+        if (k == -ECANCELED)
+                return EXIT_SUCCESS;
+        if (k < 0)
+                return CTL_EXIT_USAGE;
+        if (k < argc) {
+                fprintf(stderr, "cgorchctl: jobs: unexpected argument '%s'\n", argv[k]);
+                return CTL_EXIT_USAGE;
+        }
+
+        int r = ctl_call(ctl, "GET", "/v1/jobs", NULL, &answer);
+        if (r < 0)
+                return ctl_call_exit_status(r);
+
+        json_t *jobs = json_field_array(answer, "jobs");
+        if (ctl->json)
+                r = ctl_print_json(answer);
+        else if (!jobs) {
+                fprintf(stderr, "cgorchctl: the controller's job list has no \"jobs\" array\n");
+                r = -EPROTO;
+        } else
+                r = jobs_print_table(jobs);
+        json_decref(answer);
+        return r < 0 ? CTL_EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+/* Parses "COMMAND ID" and returns 0 with the id, or the exit status to return (> 0), or -1
+ * for "exit 0" (help printed). */
+static int parse_job_id_command(Ctl *ctl, int argc, char **argv, uint64_t *ret_id) {
+        int k = ctl_parse_plain(ctl, argc, argv);
+
+        if (k == -ECANCELED)
+                return -1;
+        if (k < 0)
+                return CTL_EXIT_USAGE;
+        if (k >= argc) {
+                fprintf(stderr, "cgorchctl: %s: missing the job ID\n", argv[0]);
+                return CTL_EXIT_USAGE;
+        }
+        if (k + 1 < argc) {
+                fprintf(stderr, "cgorchctl: %s: unexpected argument '%s'\n", argv[0], argv[k + 1]);
+                return CTL_EXIT_USAGE;
+        }
+        if (ctl_parse_job_id(argv[k], ret_id) < 0)
+                return CTL_EXIT_USAGE;
+        return 0;
+}
+
+int verb_job(Ctl *ctl, int argc, char **argv) {
+        char path[64];
+        json_t *answer = NULL;
+        uint64_t id;
+        int r;
+
+        r = parse_job_id_command(ctl, argc, argv, &id);
+        if (r != 0)
+                return r < 0 ? EXIT_SUCCESS : r;
+
+        snprintf(path, sizeof path, "/v1/jobs/%" PRIu64, id);
+        r = ctl_call(ctl, "GET", path, NULL, &answer);
+        if (r < 0)
+                return ctl_call_exit_status(r);
+
+        r = ctl->json ? ctl_print_json(answer) : job_view_print(answer, stdout);
+        json_decref(answer);
+        return r < 0 ? CTL_EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+int verb_cancel(Ctl *ctl, int argc, char **argv) {
+        char path[64];
+        json_t *answer = NULL;
+        uint64_t id;
+        int r;
+
+        r = parse_job_id_command(ctl, argc, argv, &id);
+        if (r != 0)
+                return r < 0 ? EXIT_SUCCESS : r;
+
+        snprintf(path, sizeof path, "/v1/jobs/%" PRIu64, id);
+        r = ctl_call(ctl, "DELETE", path, NULL, &answer);
+        if (r < 0)
+                return ctl_call_exit_status(r);
+
+        if (ctl->json)
+                r = ctl_print_json(answer);
+        else {
+                const char *state = json_field_string(answer, "state");
+                printf("job %" PRIu64 ": %s\n", id, state ?: "cancel requested");
+                r = fflush(stdout) == 0 ? 0 : -EIO;
+        }
+        json_decref(answer);
+        return r < 0 ? CTL_EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,90 @@
+/* verb-nodes.c: the "nodes" command of cgorchctl. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "ctl.h"
+#include "human.h"
+#include "job-view.h"
+#include "json-field.h"
+#include "table.h"
+
+/* "1.5/2" or "768MiB/2GiB": what is allocated of the capacity. */
+static char *alloc_of_cap(json_t *node, const char *alloc_key, const char *cap_key, bool bytes,
+                          char buf[static HUMAN_MAX]) {
+        char a[HUMAN_MAX], c[HUMAN_MAX];
+        double alloc, cap;
+
+        if (!json_field_number(node, alloc_key, &alloc) || !json_field_number(node, cap_key, &cap) ||
+            alloc < 0 || cap < 0)
+                return NULL;
+        if (bytes)
+                snprintf(buf, HUMAN_MAX, "%s/%s", human_bytes((uint64_t) alloc, a), human_bytes((uint64_t) cap, c));
+        else
+                snprintf(buf, HUMAN_MAX, "%s/%s", human_cpus(alloc, a), human_cpus(cap, c));
+        return buf;
+}
+
+static int nodes_print_table(json_t *nodes) {
+        static const char *const headers[] = {
+                "ID", "STATE", "MODE", "CPUS", "MEMORY", "TASKS", "LAST_HEARTBEAT",
+        };
+        _cleanup_table_ Table *t = table_new(ELEMENTSOF(headers), headers);
+        int64_t now_ms = ctl_now_ms();
+        json_t *node;
+        size_t i;
+        int r = 0;
+
+        if (!t)
+                return -ENOMEM;
+        table_set_align(t, 3, TABLE_ALIGN_RIGHT);
+        table_set_align(t, 4, TABLE_ALIGN_RIGHT);
+        table_set_align(t, 5, TABLE_ALIGN_RIGHT);
+
+        json_array_foreach(nodes, i, node) {
+                char a[HUMAN_MAX], b[HUMAN_MAX], c[HUMAN_MAX], d[HUMAN_MAX];
+                int64_t last_ms;
+
+                r = r ?: table_add_cell(t, json_field_string(node, "id"));
+                r = r ?: table_add_cell(t, json_field_string(node, "state"));
+                r = r ?: table_add_cell(t, json_field_string(node, "cgroup_mode"));
+                r = r ?: table_add_cell(t, alloc_of_cap(node, "allocated_cpus", "capacity_cpus", false, a));
+                r = r ?: table_add_cell(t, alloc_of_cap(node, "allocated_memory_bytes", "capacity_memory_bytes", true, b));
+                r = r ?: table_add_cell(t, job_view_int(node, "tasks_running", c));
+                /* An age says more than a timestamp here: "is this node still talking to us?" */
+                r = r ?: table_add_cell(t, json_field_int(node, "last_heartbeat_ms", &last_ms)
+                                                   ? human_age_ms(now_ms, last_ms, d) : NULL);
+        }
+        if (r < 0)
+                return r;
+        return table_print(t, stdout);
+}
+
+int verb_nodes(Ctl *ctl, int argc, char **argv) {
+        json_t *answer = NULL;
+        int k = ctl_parse_plain(ctl, argc, argv);
+
+        if (k == -ECANCELED)
+                return EXIT_SUCCESS;
+        if (k < 0)
+                return CTL_EXIT_USAGE;
+        if (k < argc) {
+                fprintf(stderr, "cgorchctl: nodes: unexpected argument '%s'\n", argv[k]);
+                return CTL_EXIT_USAGE;
+        }
+
+        int r = ctl_call(ctl, "GET", "/v1/nodes", NULL, &answer);
+        if (r < 0)
+                return ctl_call_exit_status(r);
+
+        json_t *nodes = json_field_array(answer, "nodes");
+        if (ctl->json)
+                r = ctl_print_json(answer);
+        else if (!nodes) {
+                fprintf(stderr, "cgorchctl: the controller's node list has no \"nodes\" array\n");
+                r = -EPROTO;
+        } else
+                r = nodes_print_table(nodes);
+        json_decref(answer);
+        return r < 0 ? CTL_EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,305 @@
+/* verb-submit.c: the "submit" command of cgorchctl — a job from a JSON file or the short form
+ * for one phase of N copies of a command, checked locally, sent, and optionally waited for. */
+#include <errno.h>
+#include <inttypes.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "ctl.h"
+#include "job-view.h"
+#include "json-field.h"
+#include "protocol.h"
+#include "short-job.h"
+
+#define SUBMIT_WAIT_POLL_NS (500 * 1000 * 1000L)
+
+static void job_spec_freep(JobSpec **s) {
+        job_spec_free(*s);
+}
+
+/* Reads the job JSON from path ("-": standard input). Prints the error, with line and column
+ * for a syntax error, and returns -EINVAL on failure. */
+static int job_load_file(const char *path, json_t **ret) {
+        const char *shown = streq(path, "-") ? "<stdin>" : path;
+        json_error_t e;
+        /* A key given twice is almost certainly a mistake, and which one wins is arbitrary. */
+        json_t *j = streq(path, "-") ? json_loadf(stdin, JSON_REJECT_DUPLICATES, &e)
+                                     : json_load_file(path, JSON_REJECT_DUPLICATES, &e);
+
+        if (!j) {
+                if (e.line > 0)
+                        fprintf(stderr, "cgorchctl: %s:%d:%d: %s\n", shown, e.line, e.column, e.text);
+                else
+                        fprintf(stderr, "cgorchctl: %s: %s\n", shown, e.text);
+                return -EINVAL;
+        }
+        *ret = j;
+        return 0;
+}
+
+/* Checks the job exactly as the controller will, so a mistake is reported before anything is
+ * sent and names the field ("phases[0].cpu_cores: ..."). */
+static int job_check(json_t *job, const char *source) {
+        _cleanup_(job_spec_freep) JobSpec *spec = NULL;
+        _cleanup_free_ char *error = NULL;
+
+        int r = job_spec_from_json(job, &spec, &error);
+        if (r == -ENOMEM || (r < 0 && !error)) {
+                fprintf(stderr, "cgorchctl: %s: %s\n", source, r == -ENOMEM ? "out of memory" : strerror(-r));
+                return r;
+        }
+        if (r < 0) {
+                fprintf(stderr, "cgorchctl: %s: %s\n", source, error);
+                return r;
+        }
+        return 0;
+}
+
+static int invoking_user_name(char **ret) {
+        struct passwd *pw;
+
+        errno = 0;
+        pw = getpwuid(geteuid());
+        if (!pw) {
+                fprintf(stderr, "cgorchctl: cannot find the name of user %u (%s); pass --user\n",
+                        (unsigned) geteuid(), errno ? strerror(errno) : "no such user");
+                return -ENOENT;
+        }
+        *ret = strdup(pw->pw_name);
+        return *ret ? 0 : -ENOMEM;
+}
+
+/* Polls the job until it reaches a final state, telling stderr whenever its state or task count
+ * changes. Returns 0 with the final job JSON, or a negative errno after printing why. */
+static int job_wait(Ctl *ctl, uint64_t id, json_t **ret_job) {
+        _cleanup_free_ char *last = NULL;
+        char path[64];
+
+        snprintf(path, sizeof path, "/v1/jobs/%" PRIu64, id);
+        for (;;) {
+                _cleanup_(json_decrefp) json_t *job = NULL;
+                _cleanup_free_ char *now = NULL;
+                char tasks[HUMAN_MAX];
+                int r;
+
+                r = ctl_call(ctl, "GET", path, NULL, &job);
+                if (r < 0)
+                        return r;
+
+                const char *state = json_field_string(job, "state");
+                JobState s = state ? job_state_from_string(state) : _JOB_STATE_INVALID;
+                if (s < 0) {
+                        fprintf(stderr, "cgorchctl: job %" PRIu64 ": the controller reports an unknown state '%s'\n",
+                                id, state ?: "(none)");
+                        return -EPROTO;
+                }
+
+                if (asprintf(&now, "%s, %s tasks done", state, job_view_tasks(job, tasks) ?: "-") < 0)
+                        return -ENOMEM;
+                if (!last || !streq(now, last)) {
+                        fprintf(stderr, "job %" PRIu64 ": %s\n", id, now);
+                        free(last);
+                        last = TAKE_PTR(now);
+                }
+
+                if (job_state_is_final(s)) {
+                        *ret_job = TAKE_PTR(job);
+                        return 0;
+                }
+
+                struct timespec ts = { .tv_nsec = SUBMIT_WAIT_POLL_NS };
+                nanosleep(&ts, NULL);
+        }
+}
+
+int verb_submit(Ctl *ctl, int argc, char **argv) {
+        enum {
+                ARG_NAME = CTL_OPT_FIRST_LOCAL,
+                ARG_PHASE_NAME,
+                ARG_CWD,
+                ARG_WEIGHT,
+        };
+        static const struct option options[] = {
+                { "tasks", required_argument, NULL, 'n' },
+                { "name", required_argument, NULL, ARG_NAME },
+                { "phase-name", required_argument, NULL, ARG_PHASE_NAME },
+                { "cpus", required_argument, NULL, 'c' },
+                { "memory", required_argument, NULL, 'm' },
+                { "user", required_argument, NULL, 'u' },
+                { "cwd", required_argument, NULL, ARG_CWD },
+                { "env", required_argument, NULL, 'e' },
+                { "weight", required_argument, NULL, ARG_WEIGHT },
+                { "wait", no_argument, NULL, 'w' },
+                CTL_GLOBAL_OPTIONS,
+                {}
+        };
+        ShortJob s = {
+                .n_tasks = SHORT_JOB_DEFAULT_TASKS,
+                .cpu_cores = SHORT_JOB_DEFAULT_CPUS,
+                .memory_bytes = SHORT_JOB_DEFAULT_MEMORY_BYTES,
+        };
+        _cleanup_strv_free_ char **env = NULL;
+        _cleanup_(json_decrefp) json_t *job = NULL, *answer = NULL;
+        _cleanup_free_ char *user = NULL;
+        bool short_form = false, wait = false;
+        const char *source;
+        int c, r;
+
+        optind = 0;
+        opterr = 0;
+        /* GNU getopt permutes, so "submit job.json --wait" works; "--" ends the options and
+         * everything after it is the command with its own options. */
+        while ((c = getopt_long(argc, argv, ":n:c:m:u:e:wh", options, NULL)) >= 0) {
+                switch (c) {
+                case 'n':
+                        if (parse_uint(optarg, &s.n_tasks) < 0 || s.n_tasks < 1 ||
+                            s.n_tasks > PROTO_MAX_TASKS_PER_PHASE) {
+                                fprintf(stderr, "cgorchctl: --tasks=%s: must be an integer in [1, %u]\n", optarg,
+                                        PROTO_MAX_TASKS_PER_PHASE);
+                                return CTL_EXIT_USAGE;
+                        }
+                        break;
+                case ARG_NAME:
+                        s.name = optarg;
+                        break;
+                case ARG_PHASE_NAME:
+                        s.phase_name = optarg;
+                        break;
+                case 'c':
+                        if (parse_double(optarg, &s.cpu_cores) < 0 || !(s.cpu_cores > 0) ||
+                            s.cpu_cores > PROTO_MAX_CPU_CORES) {
+                                fprintf(stderr, "cgorchctl: --cpus=%s: must be a number of CPU cores in (0, %g], "
+                                        "e.g. 0.5 or 2\n", optarg, PROTO_MAX_CPU_CORES);
+                                return CTL_EXIT_USAGE;
+                        }
+                        break;
+                case 'm':
+                        if (parse_size_bytes(optarg, &s.memory_bytes) < 0 || s.memory_bytes < PROTO_MIN_MEMORY_BYTES ||
+                            s.memory_bytes > PROTO_MAX_MEMORY_BYTES) {
+                                fprintf(stderr, "cgorchctl: --memory=%s: must be a size from 1M to 1024T, "
+                                        "e.g. 256M or 2G\n", optarg);
+                                return CTL_EXIT_USAGE;
+                        }
+                        break;
+                case 'u':
+                        s.user = optarg;
+                        break;
+                case ARG_CWD:
+                        s.cwd = optarg;
+                        break;
+                case 'e':
+                        if (strv_extend(&env, optarg) < 0) {
+                                fprintf(stderr, "cgorchctl: out of memory\n");
+                                return CTL_EXIT_FAILURE;
+                        }
+                        break;
+                case ARG_WEIGHT:
+                        if (parse_double(optarg, &s.weight) < 0 || !(s.weight > 0) || s.weight > PROTO_MAX_WEIGHT) {
+                                fprintf(stderr, "cgorchctl: --weight=%s: must be a number in (0, %g]\n", optarg,
+                                        PROTO_MAX_WEIGHT);
+                                return CTL_EXIT_USAGE;
+                        }
+                        break;
+                case 'w':
+                        wait = true;
+                        break;
+                default:
+                        r = ctl_handle_option(ctl, c, argc, argv);
+                        if (r < 0)
+                                return CTL_EXIT_USAGE;
+                        if (r == CTL_OPTION_EXIT)
+                                return EXIT_SUCCESS;
+                        continue;
+                }
+                /* Any option describing the job (not --wait) selects the short form. */
+                if (c != 'w')
+                        short_form = true;
+        }
+        if (optind > 1 && streq(argv[optind - 1], "--"))
+                short_form = true;
+
+        if (!short_form) {
+                if (optind >= argc) {
+                        fprintf(stderr, "cgorchctl: submit: missing the job FILE ('-' for standard input), "
+                                "or '-- COMMAND' for a one-phase job\n");
+                        return CTL_EXIT_USAGE;
+                }
+                if (optind + 1 < argc) {
+                        fprintf(stderr, "cgorchctl: submit: unexpected argument '%s' after the job file "
+                                "(a command goes after '--')\n", argv[optind + 1]);
+                        return CTL_EXIT_USAGE;
+                }
+                if (job_load_file(argv[optind], &job) < 0)
+                        return CTL_EXIT_FAILURE;
+                source = streq(argv[optind], "-") ? "<stdin>" : argv[optind];
+        } else {
+                _cleanup_free_ char *error = NULL;
+
+                if (optind >= argc) {
+                        fprintf(stderr, "cgorchctl: submit: missing the COMMAND to run (after '--')\n");
+                        return CTL_EXIT_USAGE;
+                }
+                if (!s.user) {
+                        if (invoking_user_name(&user) < 0)
+                                return CTL_EXIT_FAILURE;
+                        s.user = user;
+                }
+                s.env = env;
+                s.argv = argv + optind;
+                r = short_job_to_json(&s, &job, &error);
+                if (r == -ENOMEM) {
+                        fprintf(stderr, "cgorchctl: out of memory\n");
+                        return CTL_EXIT_FAILURE;
+                }
+                if (r < 0) {
+                        fprintf(stderr, "cgorchctl: submit: %s\n", error);
+                        return CTL_EXIT_USAGE;
+                }
+                source = "submit";
+        }
+
+        if (job_check(job, source) < 0)
+                return CTL_EXIT_FAILURE;
+
+        r = ctl_call(ctl, "POST", "/v1/jobs", job, &answer);
+        if (r < 0)
+                return ctl_call_exit_status(r);
+
+        int64_t id;
+        if (!json_field_int(answer, "id", &id) || id < 0) {
+                fprintf(stderr, "cgorchctl: the controller accepted the job but its answer has no job id\n");
+                return CTL_EXIT_FAILURE;
+        }
+
+        if (!wait) {
+                if (ctl->json)
+                        r = ctl_print_json(answer);
+                else {
+                        printf("%" PRIi64 "\n", id);
+                        r = fflush(stdout) == 0 ? 0 : -EIO;
+                }
+                return r < 0 ? CTL_EXIT_FAILURE : EXIT_SUCCESS;
+        }
+
+        /* The id goes out first, so a script (or a person) has it even while the wait lasts. */
+        if (!ctl->json) {
+                printf("%" PRIi64 "\n", id);
+                fflush(stdout);
+        }
+
+        _cleanup_(json_decrefp) json_t *final = NULL;
+        if (job_wait(ctl, (uint64_t) id, &final) < 0)
+                return CTL_EXIT_FAILURE;
+
+        r = ctl->json ? ctl_print_json(final) : job_view_print_outcome(final, stderr);
+        if (r < 0)
+                return CTL_EXIT_FAILURE;
+
+        const char *state = json_field_string(final, "state");
+        return state && job_state_from_string(state) == JOB_SUCCEEDED ? EXIT_SUCCESS : CTL_EXIT_FAILURE;
+}

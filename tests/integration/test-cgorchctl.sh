@@ -1,0 +1,159 @@
+#!/bin/bash
+# test-cgorchctl.sh: cgorchctl against a real cgorch-controller on loopback (no agent, so jobs
+# stay queued): submit in both forms, the tables, --json, cancel, the controller's errors, a
+# refused connection, local validation and usage errors with their exit statuses.
+set -uo pipefail
+
+: "${top_builddir:?top_builddir must be set (run through make check)}"
+ctl="$top_builddir/cli/cgorchctl"
+controller=$(find "$top_builddir" -name cgorch-controller -type f -perm -u+x -print -quit)
+[ -x "$ctl" ] || { echo "FAIL: $ctl is not built"; exit 1; }
+[ -n "$controller" ] || { echo "FAIL: cgorch-controller is not built in $top_builddir"; exit 1; }
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/cgorch-test-cgorchctl.XXXXXX") || exit 99
+controller_pid=
+cleanup() {
+        if [ -n "$controller_pid" ]; then
+                kill "$controller_pid" 2>/dev/null
+                wait "$controller_pid" 2>/dev/null
+        fi
+        rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+failures=0
+fail() {
+        echo "FAIL: $*"
+        failures=$((failures + 1))
+}
+
+# Port 0 and --port-file: never collide with another test or a real controller. An empty
+# --config keeps a controller.conf on this host out of the test.
+"$controller" --listen=127.0.0.1:0 --port-file="$tmp/port" --state-dir="$tmp/state" --config=/dev/null \
+        2>"$tmp/controller.log" &
+controller_pid=$!
+for _ in $(seq 100); do
+        [ -s "$tmp/port" ] && break
+        kill -0 "$controller_pid" 2>/dev/null || break
+        sleep 0.1
+done
+if [ ! -s "$tmp/port" ]; then
+        echo "FAIL: the controller did not start:"
+        cat "$tmp/controller.log"
+        exit 1
+fi
+export CGORCH_SERVER="http://127.0.0.1:$(cat "$tmp/port")"
+echo "controller at $CGORCH_SERVER"
+
+# run EXPECTED_STATUS COMMAND...: runs cgorchctl, keeps stdout and stderr in $out and $err.
+run() {
+        local expected=$1
+        shift
+        "$ctl" "$@" >"$tmp/out" 2>"$tmp/err"
+        local status=$?
+        out=$(cat "$tmp/out")
+        err=$(cat "$tmp/err")
+        if [ "$status" -ne "$expected" ]; then
+                fail "cgorchctl $*: exit status $status, expected $expected; stdout: $out; stderr: $err"
+                return 1
+        fi
+        return 0
+}
+expect_out() { grep -qE -- "$1" <<<"$out" || fail "expected /$1/ in the output of: $2"$'\n'"$out"; }
+expect_err() { grep -qF -- "$1" <<<"$err" || fail "expected '$1' on stderr of: $2"$'\n'"$err"; }
+
+# --- empty cluster ----------------------------------------------------------------------------
+run 0 nodes && expect_out '^ID +STATE +MODE +CPUS +MEMORY +TASKS +LAST_HEARTBEAT$' "nodes"
+run 0 jobs && expect_out '^ID +NAME +USER +STATE +TASKS +PROGRESS +CPU_S +PEAK_MEM +SUBMITTED +RESPONSE$' "jobs"
+run 0 --json jobs && expect_out '"jobs": \[\]' "--json jobs"
+
+# --- submit, short form -----------------------------------------------------------------------
+run 0 submit --tasks 2 --cpus 0.5 --memory 64M --name short --env LANG=C --cwd /tmp -- \
+        cgorch-burn --cpu-seconds 1 && short_id=$out
+[[ ${short_id:-} =~ ^[0-9]+$ ]] || fail "submit printed '${short_id:-}', not a job id"
+
+# The job as the controller stored it: what the short form built, and the invoking user.
+run 0 job "$short_id" --json
+expect_out '"name": "short"' "--json job"
+expect_out "\"user\": \"$(id -un)\"" "--json job"
+expect_out '"state": "queued"' "--json job"
+expect_out '"tasks_total": 2' "--json job"
+expect_out '"cpu_cores": 0.5' "--json job"
+expect_out '"memory_bytes": 67108864' "--json job"
+run 0 job "$short_id"
+expect_out "^Job $short_id \\(short\\)$" "job"
+expect_out '^  State: +queued$' "job"
+expect_out "^  Command: +cgorch-burn --cpu-seconds 1$" "job"
+expect_out '^  Memory/task: 64MiB$' "job"
+expect_out "^$short_id\\.0\\.0\\.0 +pending " "job"
+expect_out "^$short_id\\.0\\.1\\.0 +pending " "job"
+
+# --- submit, from a file and from standard input ----------------------------------------------
+cat > "$tmp/job.json" <<'JSON'
+{"name": "from-file", "phases": [
+  {"name": "map", "tasks": 3, "argv": ["true"], "cpu_cores": 0.25, "memory_bytes": 16777216},
+  {"name": "reduce", "tasks": 1, "argv": ["true"], "cpu_cores": 1, "memory_bytes": 16777216}]}
+JSON
+run 0 submit "$tmp/job.json" && file_id=$out
+run 0 --json submit - <"$tmp/job.json" && expect_out '"state": "queued"' "--json submit -"
+run 0 jobs
+expect_out "^ *$short_id +short +$(id -un) +queued +0/2 " "jobs"
+expect_out "^ *$file_id +from-file +- +queued +0/4 " "jobs"
+[ "$(grep -c queued <<<"$out")" -eq 3 ] || fail "jobs should list 3 queued jobs:"$'\n'"$out"
+
+# --- cancel, and the controller's errors ------------------------------------------------------
+run 0 cancel "$short_id" && expect_out "^job $short_id: cancelled$" "cancel"
+run 1 cancel "$short_id" && expect_err "cgorchctl: job $short_id: already ended" "cancel twice"
+run 1 job 99999 && expect_err "cgorchctl: job 99999: not found" "job 99999"
+run 0 job "$short_id" && expect_out '^  State: +cancelled$' "job after cancel"
+
+# --wait on a job cancelled meanwhile: the id comes out at once, the wait ends with exit 1.
+: >"$tmp/out"
+(
+        for _ in $(seq 100); do
+                id=$(head -n 1 "$tmp/out")
+                [ -n "$id" ] && break
+                sleep 0.1
+        done
+        sleep 1
+        "$ctl" cancel "$id" >/dev/null
+) &
+canceller=$!
+run 1 submit --wait "$tmp/job.json"
+wait "$canceller"
+wait_id=$(head -n 1 <<<"$out")
+[[ $wait_id =~ ^[0-9]+$ ]] || fail "submit --wait printed '$wait_id' first, not the job id"
+expect_err "job $wait_id: queued, 0/4 tasks done" "submit --wait"
+expect_err "job $wait_id: cancelled, 0/4 tasks done" "submit --wait"
+expect_err "job $wait_id cancelled after" "submit --wait"
+
+# --- local validation: nothing is sent ----------------------------------------------------------
+run 0 --json jobs && jobs_before=$(grep -c '"id"' <<<"$out")
+echo '{"name": "x", "phases": [{"tasks": 1, "argv": ["a"], "cpu_cores": 0, "memory_bytes": 1048576}]}' \
+        > "$tmp/bad.json"
+run 1 submit "$tmp/bad.json" && expect_err "$tmp/bad.json: phases[0].cpu_cores: must be a number in (0, 4096]" "bad job"
+echo '{"name": "x", "phases": [' > "$tmp/broken.json"
+run 1 submit "$tmp/broken.json" && expect_err "$tmp/broken.json:2:" "broken JSON"
+run 1 submit "$tmp/missing.json" && expect_err "$tmp/missing.json: unable to open" "missing file"
+run 0 --json jobs && [ "$(grep -c '"id"' <<<"$out")" -eq "$jobs_before" ] || fail "an invalid job reached the controller"
+
+# --- usage errors (2) and an unreachable controller (1) -----------------------------------------
+run 2 job abc && expect_err "'abc' is not a job id" "job abc"
+run 2 job && expect_err "missing the job ID" "job"
+run 2 frobnicate && expect_err "unknown command 'frobnicate'" "frobnicate"
+run 2 && expect_err "missing a command" "no command"
+run 2 jobs --bogus && expect_err "unknown option '--bogus'" "jobs --bogus"
+run 2 submit --tasks 0 -- true && expect_err "--tasks=0: must be an integer in [1, 10000]" "--tasks 0"
+run 2 submit --memory 1K -- true && expect_err "--memory=1K: must be a size from 1M" "--memory 1K"
+run 2 submit --env NOEQUALS -- true && expect_err "--env=NOEQUALS: must be NAME=VALUE" "--env"
+run 2 submit --tasks 2 && expect_err "missing the COMMAND" "short form without command"
+run 2 --timeout 0 jobs && expect_err "--timeout=0" "--timeout 0"
+run 2 --server ftp://example.org jobs && expect_err "must be an http:// or https:// URL" "ftp server"
+CGORCH_SERVER=ftp://example.org run 2 jobs && expect_err "CGORCH_SERVER=ftp://example.org: must be" "ftp env"
+run 1 --server http://127.0.0.1:1 jobs && expect_err "cannot reach the controller at http://127.0.0.1:1" "refused"
+run 0 --help && expect_out "^Usage: cgorchctl" "--help"
+run 0 jobs --help && expect_out "^Usage: cgorchctl" "jobs --help"
+run 0 --version && expect_out "^cgorchctl [0-9]" "--version"
+
+[ "$failures" -eq 0 ] || exit 1
+echo "PASS: cgorchctl"

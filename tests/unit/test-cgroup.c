@@ -1,0 +1,492 @@
+/* test-cgroup.c: the agent's cgroup backend on fixture trees (v1 with cpu,cpuacct co-mounted,
+ * hybrid with separate hierarchies and unified/, pure v2) and its pure helpers. Each test works
+ * on a private copy of a fixture, so the source tree (read-only under distcheck) stays intact. */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cgroup-util.h"
+#include "cgroup.h"
+#include "macro.h"
+
+#define TASK "7.0.0.0"
+#define ROOT "cgorch.slice/n1"
+
+static char copy_dst[4096];
+static size_t copy_src_len;
+
+static int copy_one(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+        char target[8192];
+        char buf[4096];
+        ssize_t n;
+        int in, out;
+
+        snprintf(target, sizeof target, "%s%s", copy_dst, path + copy_src_len);
+        if (type == FTW_D)
+                return mkdir(target, 0755) < 0 && errno != EEXIST ? -1 : 0;
+        if (type != FTW_F)
+                return -1;
+        /* Written fresh with 0644: the copy must be writable even from a read-only srcdir. */
+        in = open(path, O_RDONLY | O_CLOEXEC);
+        out = open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (in < 0 || out < 0)
+                return -1;
+        while ((n = read(in, buf, sizeof buf)) > 0)
+                if (write(out, buf, (size_t) n) != n)
+                        return -1;
+        close(in);
+        close(out);
+        return n < 0 ? -1 : 0;
+}
+
+static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+        return remove(path);
+}
+
+/* Copies tests/fixtures/<name> to a new temporary directory and returns its path. */
+static char *fixture_copy(const char *name) {
+        const char *top = getenv("top_srcdir");
+        char src[4096];
+        char *dir;
+
+        /* make check exports top_srcdir (AM_TESTS_ENVIRONMENT); by hand, run from the source tree. */
+        snprintf(src, sizeof src, "%s/tests/fixtures/%s", top && *top ? top : ".", name);
+        cr_assert(access(src, R_OK) == 0, "fixture %s not found (set top_srcdir)", src);
+
+        dir = strdup("/tmp/cgorch-test-cgroup-XXXXXX");
+        cr_assert(dir && mkdtemp(dir));
+        snprintf(copy_dst, sizeof copy_dst, "%s", dir);
+        copy_src_len = strlen(src);
+        cr_assert(nftw(src, copy_one, 16, FTW_PHYS) == 0, "copying %s to %s failed", src, dir);
+        return dir;
+}
+
+static void fixture_remove(char *dir) {
+        if (dir)
+                (void) nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+        free(dir);
+}
+
+static char *slurp(const char *dir, const char *rel) {
+        char path[8192], *buf;
+        FILE *f;
+        size_t n;
+
+        snprintf(path, sizeof path, "%s/%s", dir, rel);
+        f = fopen(path, "re");
+        if (!f)
+                return NULL;
+        buf = calloc(1, 65536);
+        cr_assert(buf);
+        n = fread(buf, 1, 65535, f);
+        buf[n] = '\0';
+        fclose(f);
+        return buf;
+}
+
+static void expect_file(const char *dir, const char *rel, const char *want) {
+        char *got = slurp(dir, rel);
+        cr_expect(got != NULL, "%s/%s missing", dir, rel);
+        if (got)
+                cr_expect_str_eq(got, want, "%s: got \"%s\", want \"%s\"", rel, got, want);
+        free(got);
+}
+
+static bool exists(const char *dir, const char *rel) {
+        char path[8192];
+        snprintf(path, sizeof path, "%s/%s", dir, rel);
+        return access(path, F_OK) == 0;
+}
+
+static void expect_path(CgroupBackend *b, CgroupController c, const char *task, const char *dir, const char *rel) {
+        _cleanup_free_ char *got = NULL;
+        char want[8192];
+
+        cr_assert_eq(cgroup_backend_path(b, c, task, &got), 0, "no path for %s", cgroup_controller_to_string(c));
+        snprintf(want, sizeof want, "%s/%s", dir, rel);
+        cr_expect_str_eq(got, want);
+}
+
+/* ---- mode detection and paths ---- */
+
+Test(cgroup, detect_v1_comounted) {
+        char *dir = fixture_copy("cgroup-v1");
+        CgroupBackend *b = NULL;
+        char *p = NULL;
+
+        cr_assert_eq(cgroup_backend_new(dir, ROOT, &b), 0);
+        cr_expect_eq(cgroup_backend_mode(b), CGROUP_MODE_V1);
+        cr_expect(!cgroup_backend_uses_libcgroup(b), "a fixture tree is never what libcgroup knows");
+        expect_path(b, CGROUP_CPU, TASK, dir, "cpu,cpuacct/" ROOT "/" TASK);
+        expect_path(b, CGROUP_CPUACCT, TASK, dir, "cpu,cpuacct/" ROOT "/" TASK);
+        expect_path(b, CGROUP_MEMORY, TASK, dir, "memory/" ROOT "/" TASK);
+        expect_path(b, CGROUP_FREEZER, TASK, dir, "freezer/" ROOT "/" TASK);
+        expect_path(b, CGROUP_MEMORY, NULL, dir, "memory/" ROOT);
+        cr_expect_eq(cgroup_backend_path(b, CGROUP_UNIFIED, TASK, &p), -ENOENT);
+        cr_expect_eq(cgroup_backend_path(b, CGROUP_MEMORY, "../escape", &p), -EINVAL);
+        cr_expect_eq(cgroup_backend_path(b, CGROUP_MEMORY, "a/b", &p), -EINVAL);
+        cgroup_backend_free(b);
+        fixture_remove(dir);
+}
+
+Test(cgroup, detect_hybrid) {
+        char *dir = fixture_copy("cgroup-hybrid");
+        CgroupBackend *b = NULL;
+
+        cr_assert_eq(cgroup_backend_new(dir, ROOT, &b), 0);
+        cr_expect_eq(cgroup_backend_mode(b), CGROUP_MODE_HYBRID);
+        expect_path(b, CGROUP_CPU, TASK, dir, "cpu/" ROOT "/" TASK);
+        expect_path(b, CGROUP_CPUACCT, TASK, dir, "cpuacct/" ROOT "/" TASK);
+        expect_path(b, CGROUP_MEMORY, TASK, dir, "memory/" ROOT "/" TASK);
+        expect_path(b, CGROUP_FREEZER, TASK, dir, "freezer/" ROOT "/" TASK);
+        expect_path(b, CGROUP_UNIFIED, TASK, dir, "unified/" ROOT "/" TASK);
+        cgroup_backend_free(b);
+        fixture_remove(dir);
+}
+
+Test(cgroup, detect_v2) {
+        char *dir = fixture_copy("cgroup-v2");
+        CgroupBackend *b = NULL;
+
+        cr_assert_eq(cgroup_backend_new(dir, ROOT, &b), 0);
+        cr_expect_eq(cgroup_backend_mode(b), CGROUP_MODE_V2);
+        for (CgroupController c = 0; c < _CGROUP_CONTROLLER_MAX; c++)
+                expect_path(b, c, TASK, dir, ROOT "/" TASK);
+        /* The agent root enables cpu and memory for its task cgroups; the parent already had them. */
+        expect_file(dir, ROOT "/cgroup.subtree_control", "+cpu +memory\n");
+        expect_file(dir, "cgorch.slice/cgroup.subtree_control", "cpu memory\n");
+        cgroup_backend_free(b);
+        fixture_remove(dir);
+}
+
+Test(cgroup, detect_nothing) {
+        char *dir = strdup("/tmp/cgorch-test-cgroup-XXXXXX");
+        CgroupBackend *b = NULL;
+
+        cr_assert(dir && mkdtemp(dir));
+        cr_expect_eq(cgroup_backend_new(dir, ROOT, &b), -ENOMEDIUM);
+        cr_expect_null(b);
+        fixture_remove(dir);
+}
+
+Test(cgroup, invalid_root) {
+        char *dir = fixture_copy("cgroup-v1");
+        CgroupBackend *b = NULL;
+
+        cr_expect_eq(cgroup_backend_new(dir, "../x", &b), -EINVAL);
+        cr_expect_eq(cgroup_backend_new(dir, "/abs", &b), -EINVAL);
+        cr_expect_eq(cgroup_backend_new(dir, "", &b), -EINVAL);
+        cr_expect_eq(cgroup_backend_new(dir, "a//b", &b), -EINVAL);
+        cr_expect_null(b);
+        fixture_remove(dir);
+}
+
+/* ---- limits ---- */
+
+static const Limits limits_all = {
+        .cpu_quota_us = 50000,
+        .cpu_period_us = 100000,
+        .cpu_weight = 200,
+        .memory_high_bytes = 104857600,
+        .memory_max_bytes = 268435456,
+};
+
+static void set_limits_v1_like(const char *fixture, const char *cpu_dir) {
+        char *dir = fixture_copy(fixture);
+        CgroupBackend *b = NULL;
+        Limits current = {};
+        char rel[512];
+
+        cr_assert_eq(cgroup_backend_new(dir, ROOT, &b), 0);
+        cr_assert_eq(cgroup_task_set_limits(b, TASK, &limits_all, &current), 0);
+        snprintf(rel, sizeof rel, "%s/" ROOT "/" TASK "/cpu.cfs_quota_us", cpu_dir);
+        expect_file(dir, rel, "50000\n");
+        snprintf(rel, sizeof rel, "%s/" ROOT "/" TASK "/cpu.cfs_period_us", cpu_dir);
+        expect_file(dir, rel, "100000\n");
+        snprintf(rel, sizeof rel, "%s/" ROOT "/" TASK "/cpu.shares", cpu_dir);
+        expect_file(dir, rel, "2048\n");
+        expect_file(dir, "memory/" ROOT "/" TASK "/memory.limit_in_bytes", "268435456\n");
+        expect_file(dir, "memory/" ROOT "/" TASK "/memory.soft_limit_in_bytes", "104857600\n");
+
+        /* -1 is "no limit"; 0 leaves a value alone. */
+        Limits unlimited = { .cpu_quota_us = LIMIT_UNLIMITED, .memory_max_bytes = LIMIT_UNLIMITED };
+        limits_merge(&current, &limits_all);
+        cr_assert_eq(cgroup_task_set_limits(b, TASK, &unlimited, &current), 0);
+        snprintf(rel, sizeof rel, "%s/" ROOT "/" TASK "/cpu.cfs_quota_us", cpu_dir);
+        expect_file(dir, rel, "-1\n");
+        expect_file(dir, "memory/" ROOT "/" TASK "/memory.limit_in_bytes", "-1\n");
+        expect_file(dir, "memory/" ROOT "/" TASK "/memory.soft_limit_in_bytes", "104857600\n");
+
+        cgroup_backend_free(b);
+        fixture_remove(dir);
+}
+
+Test(cgroup, set_limits_v1) {
+        set_limits_v1_like("cgroup-v1", "cpu,cpuacct");
+}
+
+Test(cgroup, set_limits_hybrid) {
+        set_limits_v1_like("cgroup-hybrid", "cpu");
+}
+
+Test(cgroup, set_limits_v2) {
+        char *dir = fixture_copy("cgroup-v2");
+        CgroupBackend *b = NULL;
+        Limits current = {};
+
+        cr_assert_eq(cgroup_backend_new(dir, ROOT, &b), 0);
+        cr_assert_eq(cgroup_task_set_limits(b, TASK, &limits_all, &current), 0);
+        expect_file(dir, ROOT "/" TASK "/cpu.max", "50000 100000\n");
+        expect_file(dir, ROOT "/" TASK "/cpu.weight", "200\n");
+        expect_file(dir, ROOT "/" TASK "/memory.max", "268435456\n");
+        expect_file(dir, ROOT "/" TASK "/memory.high", "104857600\n");
+
+        /* A new period alone keeps the quota in force: cpu.max carries both. */
+        limits_merge(&current, &limits_all);
+        Limits period = { .cpu_period_us = 200000 };
+        cr_assert_eq(cgroup_task_set_limits(b, TASK, &period, &current), 0);
+        expect_file(dir, ROOT "/" TASK "/cpu.max", "50000 200000\n");
+        limits_merge(&current, &period);
+
+        Limits unlimited = { .cpu_quota_us = LIMIT_UNLIMITED, .memory_max_bytes = LIMIT_UNLIMITED,
+                             .memory_high_bytes = LIMIT_UNLIMITED };
+        cr_assert_eq(cgroup_task_set_limits(b, TASK, &unlimited, &current), 0);
+        expect_file(dir, ROOT "/" TASK "/cpu.max", "max 200000\n");
+        expect_file(dir, ROOT "/" TASK "/memory.max", "max\n");
+        expect_file(dir, ROOT "/" TASK "/memory.high", "max\n");
+        expect_file(dir, ROOT "/" TASK "/cpu.weight", "200\n");
+
+        cgroup_backend_free(b);
+        fixture_remove(dir);
+}
+
+Test(cgroup, set_limits_rejects_out_of_range) {
+        CgroupWrite w[CGROUP_WRITES_MAX];
+        Limits current = {};
+
+        cr_expect_eq(cgroup_limits_to_writes(CGROUP_MODE_V1, &(Limits) { .cpu_quota_us = 999 }, &current, w), -EINVAL);
+        cr_expect_eq(cgroup_limits_to_writes(CGROUP_MODE_V2, &(Limits) { .cpu_period_us = 2000000 }, &current, w), -EINVAL);
+        cr_expect_eq(cgroup_limits_to_writes(CGROUP_MODE_V2, &(Limits) { .cpu_period_us = -1 }, &current, w), -EINVAL);
+        cr_expect_eq(cgroup_limits_to_writes(CGROUP_MODE_V2, &(Limits) { .cpu_weight = 10001 }, &current, w), -EINVAL);
+        cr_expect_eq(cgroup_limits_to_writes(CGROUP_MODE_V1, &(Limits) { .memory_max_bytes = -2 }, &current, w), -EINVAL);
+        cr_expect_eq(cgroup_limits_to_writes(CGROUP_MODE_V1, &(Limits) {}, &current, w), 0);
+        /* Period before quota on v1: the kernel checks the quota against the period in force. */
+        cr_assert_eq(cgroup_limits_to_writes(CGROUP_MODE_V1, &limits_all, &current, w), 5);
+        cr_expect_str_eq(w[0].file, "cpu.cfs_period_us");
+        cr_expect_str_eq(w[1].file, "cpu.cfs_quota_us");
+        cr_expect_eq(w[0].controller, CGROUP_CPU);
+        cr_expect_eq(w[3].controller, CGROUP_MEMORY);
+        cr_expect_eq(cgroup_weight_to_shares(100), 1024u);
+        cr_expect_eq(cgroup_weight_to_shares(1), 10u);
+        cr_expect_eq(cgroup_weight_to_shares(10000), 102400u);
+}
+
+/* ---- sampling ---- */
+
+static void expect_usage(const char *fixture, uint64_t cpu_ns, uint64_t cur, uint64_t peak, uint64_t oom) {
+        char *dir = fixture_copy(fixture);
+        CgroupBackend *b = NULL;
+        CgroupUsage u;
+
+        cr_assert_eq(cgroup_backend_new(dir, ROOT, &b), 0);
+        cr_assert_eq(cgroup_task_read_usage(b, TASK, &u), 0);
+        cr_expect_eq(u.cpu_usage_ns, cpu_ns, "%s: cpu %" PRIu64, fixture, u.cpu_usage_ns);
+        cr_expect_eq(u.memory_current_bytes, cur, "%s: current %" PRIu64, fixture, u.memory_current_bytes);
+        cr_expect_eq(u.memory_peak_bytes, peak, "%s: peak %" PRIu64, fixture, u.memory_peak_bytes);
+        cr_expect_eq(u.oom_kill, oom, "%s: oom_kill %" PRIu64, fixture, u.oom_kill);
+        cr_expect_eq(cgroup_task_count_procs(b, TASK), 1);
+        cr_expect_eq(cgroup_task_read_usage(b, "9.9.9.9", &u), -ENOENT);
+        cgroup_backend_free(b);
+        fixture_remove(dir);
+}
+
+Test(cgroup, read_usage) {
+        expect_usage("cgroup-v1", 2500000000u, 52428800u, 73400320u, 1);
+        expect_usage("cgroup-hybrid", 1750000000u, 10485760u, 20971520u, 0);
+        expect_usage("cgroup-v2", 3200000000u, 8388608u, 16777216u, 1);
+}
+
+/* ---- freeze, create, remove ---- */
+
+Test(cgroup, freeze_v1_and_v2) {
+        char *dir = fixture_copy("cgroup-hybrid");
+        CgroupBackend *b = NULL;
+
+        cr_assert_eq(cgroup_backend_new(dir, ROOT, &b), 0);
+        cr_assert_eq(cgroup_task_freeze(b, TASK, true), 0);
+        /* Hybrid freezes with the v1 freezer, not with unified's cgroup.freeze. */
+        expect_file(dir, "freezer/" ROOT "/" TASK "/freezer.state", "FROZEN\n");
+        expect_file(dir, "unified/" ROOT "/" TASK "/cgroup.freeze", "0\n");
+        cr_assert_eq(cgroup_task_freeze(b, TASK, false), 0);
+        expect_file(dir, "freezer/" ROOT "/" TASK "/freezer.state", "THAWED\n");
+        cgroup_backend_free(b);
+        fixture_remove(dir);
+
+        dir = fixture_copy("cgroup-v2");
+        cr_assert_eq(cgroup_backend_new(dir, ROOT, &b), 0);
+        cr_assert_eq(cgroup_task_freeze(b, TASK, true), 0);
+        expect_file(dir, ROOT "/" TASK "/cgroup.freeze", "1\n");
+        cgroup_backend_free(b);
+        fixture_remove(dir);
+}
+
+Test(cgroup, create_attach_remove_hybrid) {
+        static const char *const hs[] = { "cpu", "cpuacct", "memory", "freezer", "unified" };
+        char *dir = fixture_copy("cgroup-hybrid");
+        CgroupBackend *b = NULL;
+        char rel[512];
+
+        cr_assert_eq(cgroup_backend_new(dir, ROOT, &b), 0);
+        cr_assert_eq(cgroup_task_create(b, "7.0.0.1"), 0);
+        for (size_t i = 0; i < ELEMENTSOF(hs); i++) {
+                snprintf(rel, sizeof rel, "%s/" ROOT "/7.0.0.1", hs[i]);
+                cr_expect(exists(dir, rel), "%s not created", rel);
+        }
+        cr_expect_eq(cgroup_task_create(b, "7.0.0.1"), 0, "create is idempotent");
+        cr_expect_eq(cgroup_task_create(b, "../7"), -EINVAL);
+
+        /* Attaching writes the pid to cgroup.procs in each hierarchy (the fixture's files). */
+        cr_assert_eq(cgroup_task_attach(b, TASK, 4343), 0);
+        expect_file(dir, "memory/" ROOT "/" TASK "/cgroup.procs", "4343\n");
+        expect_file(dir, "cpuacct/" ROOT "/" TASK "/cgroup.procs", "4343\n");
+        expect_file(dir, "unified/" ROOT "/" TASK "/cgroup.procs", "4343\n");
+
+        cr_expect_eq(cgroup_task_remove(b, "7.0.0.1"), 0);
+        for (size_t i = 0; i < ELEMENTSOF(hs); i++) {
+                snprintf(rel, sizeof rel, "%s/" ROOT "/7.0.0.1", hs[i]);
+                cr_expect(!exists(dir, rel), "%s not removed", rel);
+        }
+        cr_expect_eq(cgroup_task_remove(b, "7.0.0.1"), 0, "removing what is gone is fine");
+        /* A fixture directory holding files stands for a cgroup with processes. */
+        cr_expect_eq(cgroup_task_remove(b, TASK), -EBUSY);
+        cgroup_backend_free(b);
+        fixture_remove(dir);
+}
+
+Test(cgroup, root_created_and_removed) {
+        char *dir = fixture_copy("cgroup-v1");
+        CgroupBackend *b = NULL;
+
+        cr_assert_eq(cgroup_backend_new(dir, "cgorch-test/n9", &b), 0);
+        cr_expect(exists(dir, "memory/cgorch-test/n9"));
+        cr_expect(exists(dir, "cpu,cpuacct/cgorch-test/n9"));
+        cr_expect(exists(dir, "freezer/cgorch-test/n9"));
+        cgroup_backend_free(b);
+        /* Everything the backend created goes; what was there stays. */
+        cr_expect(!exists(dir, "memory/cgorch-test"));
+        cr_expect(!exists(dir, "cpu,cpuacct/cgorch-test"));
+        cr_expect(exists(dir, "memory/" ROOT "/" TASK));
+
+        /* An existing root whose parent the backend did not create: the root (empty) goes, the parent stays. */
+        cr_assert_eq(cgroup_backend_new(dir, "cgorch.slice/n2", &b), 0);
+        cr_expect(exists(dir, "memory/cgorch.slice/n2"));
+        cgroup_backend_free(b);
+        cr_expect(!exists(dir, "memory/cgorch.slice/n2"));
+        cr_expect(exists(dir, "memory/cgorch.slice"));
+        fixture_remove(dir);
+}
+
+Test(cgroup, kill_uses_cgroup_kill) {
+        char *dir = fixture_copy("cgroup-v2");
+        CgroupBackend *b = NULL;
+
+        /* Where cgroup.kill exists the kernel kills everything at once: no pid is signalled by
+         * us (the fixture's pid 4242 is not ours to kill). */
+        cr_assert_eq(cgroup_backend_new(dir, ROOT, &b), 0);
+        cr_assert_eq(cgroup_task_kill(b, TASK), 0);
+        expect_file(dir, ROOT "/" TASK "/cgroup.kill", "1\n");
+        cgroup_backend_free(b);
+        fixture_remove(dir);
+}
+
+/* ---- pure helpers ---- */
+
+Test(cgroup_util, pick_hierarchy) {
+        char *names[] = { "blkio", "cpu,cpuacct", "memory", "name=systemd", "net_cls,net_prio", "freezer" };
+        char *separate[] = { "cpuacct", "cpu", "memory" };
+
+        cr_expect_eq(cgroup_v1_pick_hierarchy("cpu", names, ELEMENTSOF(names)), 1);
+        cr_expect_eq(cgroup_v1_pick_hierarchy("cpuacct", names, ELEMENTSOF(names)), 1);
+        cr_expect_eq(cgroup_v1_pick_hierarchy("memory", names, ELEMENTSOF(names)), 2);
+        cr_expect_eq(cgroup_v1_pick_hierarchy("freezer", names, ELEMENTSOF(names)), 5);
+        cr_expect_eq(cgroup_v1_pick_hierarchy("systemd", names, ELEMENTSOF(names)), -ENOENT);
+        cr_expect_eq(cgroup_v1_pick_hierarchy("cpuset", names, ELEMENTSOF(names)), -ENOENT);
+        cr_expect_eq(cgroup_v1_pick_hierarchy("cpu", separate, ELEMENTSOF(separate)), 1);
+        cr_expect_eq(cgroup_v1_pick_hierarchy("cpuacct", separate, ELEMENTSOF(separate)), 0);
+}
+
+Test(cgroup_util, path_join) {
+        char *p = NULL;
+
+        cr_assert_eq(cgroup_path_join("/sys/fs/cgroup", "memory", "a/b", "memory.max", &p), 0);
+        cr_expect_str_eq(p, "/sys/fs/cgroup/memory/a/b/memory.max");
+        free(p);
+        cr_assert_eq(cgroup_path_join("/sys/fs/cgroup/", "", "a/b/", NULL, &p), 0);
+        cr_expect_str_eq(p, "/sys/fs/cgroup/a/b");
+        free(p);
+        cr_assert_eq(cgroup_path_join("/", "cpu,cpuacct", NULL, "tasks", &p), 0);
+        cr_expect_str_eq(p, "/cpu,cpuacct/tasks");
+        free(p);
+        cr_assert_eq(cgroup_path_join("/", NULL, NULL, NULL, &p), 0);
+        cr_expect_str_eq(p, "/");
+        free(p);
+        cr_assert_eq(cgroup_path_join("fixtures", NULL, "x", NULL, &p), 0);
+        cr_expect_str_eq(p, "fixtures/x");
+        free(p);
+}
+
+Test(cgroup_util, relpath_is_valid) {
+        cr_expect(cgroup_relpath_is_valid("cgorch.slice/n1"));
+        cr_expect(cgroup_relpath_is_valid("a"));
+        cr_expect(cgroup_relpath_is_valid("7.0.0.0"));
+        cr_expect(!cgroup_relpath_is_valid(""));
+        cr_expect(!cgroup_relpath_is_valid(NULL));
+        cr_expect(!cgroup_relpath_is_valid("/a"));
+        cr_expect(!cgroup_relpath_is_valid("a/"));
+        cr_expect(!cgroup_relpath_is_valid("a//b"));
+        cr_expect(!cgroup_relpath_is_valid("a/../b"));
+        cr_expect(!cgroup_relpath_is_valid(".."));
+        cr_expect(!cgroup_relpath_is_valid("./a"));
+        cr_expect(!cgroup_relpath_is_valid("a\nb"));
+}
+
+Test(cgroup_util, parse) {
+        uint64_t v = 0;
+        pid_t *pids = NULL;
+
+        cr_expect_eq(cgroup_parse_uint64("123\n", &v), 0);
+        cr_expect_eq(v, 123u);
+        cr_expect_eq(cgroup_parse_uint64("max\n", &v), 0);
+        cr_expect_eq(v, UINT64_MAX);
+        cr_expect_eq(cgroup_parse_uint64("9223372036854771712\n", &v), 0);
+        cr_expect_eq(v, UINT64_C(9223372036854771712));
+        cr_expect_eq(cgroup_parse_uint64("-1\n", &v), -EINVAL);
+        cr_expect_eq(cgroup_parse_uint64("12x\n", &v), -EINVAL);
+        cr_expect_eq(cgroup_parse_uint64("", &v), -EINVAL);
+
+        cr_expect_eq(cgroup_parse_keyed("oom_kill_disable 0\nunder_oom 0\noom_kill 3\n", "oom_kill", &v), 0);
+        cr_expect_eq(v, 3u);
+        cr_expect_eq(cgroup_parse_keyed("usage_usec 5\nuser_usec 4\n", "user_usec", &v), 0);
+        cr_expect_eq(v, 4u);
+        cr_expect_eq(cgroup_parse_keyed("oom_kill_disable 0\n", "oom_kill", &v), -ENOENT);
+
+        cr_expect_eq(cgroup_parse_pids("", NULL), 0);
+        cr_expect_eq(cgroup_parse_pids("1\n22\n333\n", &pids), 3);
+        cr_assert_not_null(pids);
+        cr_expect_eq(pids[2], 333);
+        free(pids);
+        cr_expect_eq(cgroup_parse_pids("1\nx\n", NULL), -EINVAL);
+}
+
+Test(cgroup_util, mode_names) {
+        cr_expect_str_eq(cgroup_mode_to_string(CGROUP_MODE_HYBRID), "hybrid");
+        cr_expect_eq(cgroup_mode_from_string("v2"), CGROUP_MODE_V2);
+        cr_expect_eq(cgroup_mode_from_string("v3"), _CGROUP_MODE_INVALID);
+        cr_expect_null(cgroup_mode_to_string(_CGROUP_MODE_MAX));
+}

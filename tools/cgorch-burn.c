@@ -1,0 +1,247 @@
+/* cgorch-burn.c: a real test workload — touch memory, burn CPU-seconds on N threads, report
+ * progress on CGORCH_PROGRESS_FD, exit with a chosen status. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "burn-options.h"
+#include "config.h"
+#include "macro.h"
+
+#define PROGRESS_FD_ENV "CGORCH_PROGRESS_FD"
+
+typedef struct Burner {
+        uint64_t cpu_ns_per_thread;
+        atomic_bool stop;               /* set on wall timeout */
+        pthread_mutex_t lock;
+        pthread_cond_t cond;            /* signalled when a thread finishes */
+        unsigned n_done;
+} Burner;
+
+/* Keeps the arithmetic observable so the compiler cannot drop the loop. */
+static _Atomic uint64_t burn_sink;
+
+static uint64_t clock_ns(clockid_t id) {
+        struct timespec ts;
+
+        /* The CPU-time and monotonic clocks of the calling process cannot fail on Linux. */
+        if (clock_gettime(id, &ts) < 0)
+                abort();
+        return (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec;
+}
+
+static void *burn_thread(void *userdata) {
+        Burner *b = userdata;
+        uint64_t x = (uint64_t) (uintptr_t) &x;
+        /* Each thread measures its own CPU clock so the work divides evenly however the
+         * scheduler spreads the threads; together they add up to the process CPU time. */
+        uint64_t end_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) + b->cpu_ns_per_thread;
+
+        while (!atomic_load_explicit(&b->stop, memory_order_relaxed)) {
+                /* A chunk of a few hundred microseconds between clock reads keeps the
+                 * overshoot small and the clock_gettime() cost negligible. */
+                for (unsigned i = 0; i < 200000; i++)
+                        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+                if (clock_ns(CLOCK_THREAD_CPUTIME_ID) >= end_ns)
+                        break;
+        }
+        atomic_fetch_add_explicit(&burn_sink, x, memory_order_relaxed);
+
+        pthread_mutex_lock(&b->lock);
+        b->n_done++;
+        pthread_cond_signal(&b->cond);
+        pthread_mutex_unlock(&b->lock);
+        return NULL;
+}
+
+/* Returns the fd from CGORCH_PROGRESS_FD, -1 when unset, or -EBADF after printing why. */
+static int progress_fd_from_env(void) {
+        const char *e = getenv(PROGRESS_FD_ENV);
+        unsigned fd;
+
+        if (!e || !*e)
+                return -1;
+        if (parse_uint(e, &fd) < 0 || fd > INT32_MAX) {
+                fprintf(stderr, "cgorch-burn: %s=%s: not a file descriptor number\n", PROGRESS_FD_ENV, e);
+                return -EBADF;
+        }
+        int flags = fcntl((int) fd, F_GETFL);
+        if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY) {
+                fprintf(stderr, "cgorch-burn: %s=%s: not a file descriptor open for writing\n",
+                        PROGRESS_FD_ENV, e);
+                return -EBADF;
+        }
+        return (int) fd;
+}
+
+/* Writes one progress line. A reader that went away (EPIPE) must not kill the workload, so
+ * after the first failure progress reporting just stops. */
+static void progress_write(int *fd, double fraction, bool done) {
+        char line[32];
+        int n;
+
+        if (*fd < 0)
+                return;
+        if (done)
+                n = snprintf(line, sizeof line, "1\n");
+        else
+                n = snprintf(line, sizeof line, "%.3f\n", fraction);
+
+        /* A line is far below PIPE_BUF, so one write() puts it into a pipe whole. */
+        ssize_t k;
+        do
+                k = write(*fd, line, (size_t) n);
+        while (k < 0 && errno == EINTR);
+        if (k != n) {
+                fprintf(stderr, "cgorch-burn: writing progress failed, no more progress reports: %s\n",
+                        k < 0 ? strerror(errno) : "short write");
+                *fd = -1;
+        }
+}
+
+/* Maps and writes every page, so the memory is really resident and charged to our cgroup,
+ * not just reserved address space. Never unmapped: it is held until exit. */
+static int touch_memory(uint64_t bytes) {
+        if (bytes == 0)
+                return 0;
+        if (bytes > SIZE_MAX) {
+                fprintf(stderr, "cgorch-burn: --memory: %llu bytes do not fit the address space\n",
+                        (unsigned long long) bytes);
+                return -ENOMEM;
+        }
+
+        char *p = mmap(NULL, (size_t) bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) {
+                int r = -errno;
+                fprintf(stderr, "cgorch-burn: cannot map %llu bytes: %s\n", (unsigned long long) bytes,
+                        strerror(-r));
+                return r;
+        }
+
+        long page = sysconf(_SC_PAGESIZE);
+        if (page <= 0)
+                page = 4096;
+        /* Non-zero bytes: a written zero page still allocates, but being explicit costs nothing. */
+        for (uint64_t off = 0; off < bytes; off += (uint64_t) page)
+                p[off] = (char) (off / (uint64_t) page) | 1;
+        p[bytes - 1] = 1;
+        return 0;
+}
+
+static struct timespec timespec_from_ns(uint64_t ns) {
+        return (struct timespec) {
+                .tv_sec = (time_t) (ns / NSEC_PER_SEC),
+                .tv_nsec = (long) (ns % NSEC_PER_SEC),
+        };
+}
+
+/* Burns the CPU work on n threads while the calling thread reports progress. Returns 0 when
+ * all work is done, -ETIME when the wall timeout stopped it, or a negative errno. */
+static int burn_cpu(const BurnOptions *o, int *progress_fd) {
+        Burner b = {
+                .cpu_ns_per_thread = (uint64_t) (o->cpu_seconds * 1e9 / o->n_threads),
+                .lock = PTHREAD_MUTEX_INITIALIZER,
+        };
+        pthread_condattr_t attr;
+        pthread_t threads[BURN_MAX_THREADS];
+        unsigned n_started = 0;
+        int r = 0;
+
+        if (o->cpu_seconds <= 0)
+                return 0;
+
+        /* Deadlines are monotonic so a wall-clock step cannot stretch or cut the run. */
+        pthread_condattr_init(&attr);
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        pthread_cond_init(&b.cond, &attr);
+        pthread_condattr_destroy(&attr);
+
+        uint64_t total_ns = (uint64_t) (o->cpu_seconds * 1e9);
+        uint64_t cpu_start_ns = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+        uint64_t now_ns = clock_ns(CLOCK_MONOTONIC);
+        uint64_t timeout_at_ns = o->wall_timeout_us > 0 ? now_ns + o->wall_timeout_us * NSEC_PER_USEC : UINT64_MAX;
+        uint64_t next_report_ns = now_ns + o->progress_interval_us * NSEC_PER_USEC;
+
+        for (; n_started < o->n_threads; n_started++) {
+                int k = pthread_create(&threads[n_started], NULL, burn_thread, &b);
+                if (k != 0) {
+                        fprintf(stderr, "cgorch-burn: cannot start thread %u: %s\n", n_started + 1, strerror(k));
+                        atomic_store(&b.stop, true);
+                        r = -k;
+                        break;
+                }
+        }
+
+        pthread_mutex_lock(&b.lock);
+        while (r == 0 && b.n_done < n_started) {
+                struct timespec until = timespec_from_ns(MIN(next_report_ns, timeout_at_ns));
+                int k = pthread_cond_timedwait(&b.cond, &b.lock, &until);
+                if (k != ETIMEDOUT)
+                        continue;
+
+                now_ns = clock_ns(CLOCK_MONOTONIC);
+                if (now_ns >= timeout_at_ns) {
+                        atomic_store(&b.stop, true);
+                        r = -ETIME;
+                        break;
+                }
+                if (now_ns >= next_report_ns) {
+                        double done = total_ns > 0
+                                ? (double) (clock_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu_start_ns) / (double) total_ns
+                                : 0;
+                        /* "1" is reserved for "finished", so a report before the end stays below. */
+                        progress_write(progress_fd, MIN(MAX(done, 0.0), 0.999), false);
+                        while (next_report_ns <= now_ns)
+                                next_report_ns += o->progress_interval_us * NSEC_PER_USEC;
+                }
+        }
+        pthread_mutex_unlock(&b.lock);
+
+        for (unsigned i = 0; i < n_started; i++)
+                pthread_join(threads[i], NULL);
+        pthread_cond_destroy(&b.cond);
+
+        if (r == -ETIME)
+                fprintf(stderr, "cgorch-burn: wall timeout reached after %.3f of %.3f CPU-seconds\n",
+                        (double) (clock_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu_start_ns) / 1e9, o->cpu_seconds);
+        return r;
+}
+
+int main(int argc, char **argv) {
+        BurnOptions o;
+        int r;
+
+        r = burn_options_parse(argc, argv, &o);
+        if (r < 0)
+                return BURN_EXIT_USAGE;
+        if (r > 0)
+                return EXIT_SUCCESS;
+
+        int progress_fd = progress_fd_from_env();
+        if (progress_fd == -EBADF)
+                return BURN_EXIT_USAGE;
+
+        /* Progress goes to a pipe whose reader (the agent) may restart; that must not kill us. */
+        signal(SIGPIPE, SIG_IGN);
+
+        if (touch_memory(o.memory_bytes) < 0)
+                return EXIT_FAILURE;
+
+        r = burn_cpu(&o, &progress_fd);
+        if (r == -ETIME)
+                return BURN_EXIT_TIMEOUT;
+        if (r < 0)
+                return EXIT_FAILURE;
+
+        progress_write(&progress_fd, 1, true);
+        return o.exit_code;
+}

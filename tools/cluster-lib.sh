@@ -1,0 +1,152 @@
+# cluster-lib.sh: start a cgorch controller and agents on loopback for the demo and the
+# integration tests, and take everything down again — the processes they started (by pid)
+# and the cgroup subtree they used, also when the caller fails or is interrupted.
+#
+# Usage (bash):  . tools/cluster-lib.sh; cluster_init BUILD_DIR cgorch-test; cluster_start_controller;
+#                cluster_start_agent n1 --cpus 1; ...   (cleanup runs on EXIT)
+# shellcheck shell=bash
+
+CGROUP_FS=${CGROUP_FS:-/sys/fs/cgroup}
+CLUSTER_PIDS=()
+
+cluster_log() { printf '%s\n' "$*" >&2; }
+
+# A program of the build tree, at its top or in its source directory's mirror.
+cluster_find_bin() {
+        local p
+        for p in "$CLUSTER_BUILD/$1" "$CLUSTER_BUILD"/*/"$1"; do
+                [ -x "$p" ] && { echo "$p"; return 0; }
+        done
+        cluster_log "cluster-lib: $1 is not built in $CLUSTER_BUILD"
+        return 1
+}
+
+# cluster_init BUILD_DIR PREFIX: a private temp dir and a unique cgroup subtree name.
+cluster_init() {
+        CLUSTER_BUILD=$(cd "$1" && pwd)
+        CLUSTER_DIR=$(mktemp -d "/tmp/$2.XXXXXX")
+        CLUSTER_CGROOT="$2-$(date +%s)-$$-$RANDOM"
+        CONTROLLER_BIN=$(cluster_find_bin cgorch-controller)
+        AGENT_BIN=$(cluster_find_bin cgorch-agent)
+        CGORCHCTL=$(cluster_find_bin cgorchctl)
+        BURN_BIN=$(cluster_find_bin cgorch-burn)
+        export CLUSTER_BUILD CLUSTER_DIR CLUSTER_CGROOT CONTROLLER_BIN AGENT_BIN CGORCHCTL BURN_BIN
+        trap cluster_cleanup EXIT
+        trap 'exit 130' INT TERM
+}
+
+# Why real-cgroup work cannot run here, or nothing when it can.
+cluster_cgroup_skip_reason() {
+        [ "$(id -u)" -eq 0 ] || { echo "needs root to create cgroups"; return; }
+        local probe
+        if [ -f "$CGROUP_FS/cgroup.controllers" ]; then
+                probe=$CGROUP_FS/cgorch-probe-$$-$RANDOM
+        elif [ -d "$CGROUP_FS/cpu" ] && [ -d "$CGROUP_FS/memory" ]; then
+                probe=$CGROUP_FS/memory/cgorch-probe-$$-$RANDOM
+        else
+                echo "no cgroup hierarchy with cpu and memory under $CGROUP_FS"; return
+        fi
+        if ! mkdir "$probe" 2>/dev/null; then
+                echo "cannot create cgroups under $CGROUP_FS (read-only or not delegated)"; return
+        fi
+        rmdir "$probe"
+}
+
+# Every directory of our subtree, in every hierarchy, deepest first.
+cluster_cgroup_dirs() {
+        [ -n "${CLUSTER_CGROOT:-}" ] || return 0
+        local top
+        for top in "$CGROUP_FS/$CLUSTER_CGROOT" "$CGROUP_FS"/*/"$CLUSTER_CGROOT"; do
+                [ -d "$top" ] && find "$top" -depth -type d
+        done
+        return 0
+}
+
+cluster_cleanup() {
+        local rc=$? pid d i
+        trap - EXIT
+        for pid in "${CLUSTER_PIDS[@]}"; do
+                kill -TERM "$pid" 2>/dev/null || true
+        done
+        for pid in "${CLUSTER_PIDS[@]}"; do
+                for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+                kill -KILL "$pid" 2>/dev/null || true
+                wait "$pid" 2>/dev/null || true
+        done
+        # Task processes left in our own subtree were started by our agents: end them.
+        for i in 1 2 3; do
+                local left=0
+                while IFS= read -r d; do
+                        [ -f "$d/cgroup.procs" ] || continue
+                        while IFS= read -r pid; do
+                                [ -n "$pid" ] && { kill -KILL "$pid" 2>/dev/null || true; left=1; }
+                        done <"$d/cgroup.procs"
+                        # A frozen task cannot die: thaw what we froze.
+                        [ -f "$d/freezer.state" ] && echo THAWED >"$d/freezer.state" 2>/dev/null
+                        [ -f "$d/cgroup.freeze" ] && echo 0 >"$d/cgroup.freeze" 2>/dev/null
+                done < <(cluster_cgroup_dirs)
+                [ $left -eq 0 ] && break
+                sleep 0.2
+        done
+        while IFS= read -r d; do
+                rmdir "$d" 2>/dev/null || cluster_log "cluster-lib: could not remove cgroup $d"
+        done < <(cluster_cgroup_dirs)
+        if [ -n "${CLUSTER_DIR:-}" ] && [ -d "$CLUSTER_DIR" ]; then
+                if [ $rc -ne 0 ] || [ -n "${CLUSTER_KEEP:-}" ]; then
+                        cluster_log "cluster-lib: logs kept in $CLUSTER_DIR"
+                        for d in "$CLUSTER_DIR"/*.log; do
+                                [ -f "$d" ] || continue
+                                cluster_log "---- $d (last 30 lines)"; tail -n 30 "$d" >&2
+                        done
+                else
+                        rm -rf "$CLUSTER_DIR"
+                fi
+        fi
+        exit $rc
+}
+
+# Polls a shell condition every 0.1 s up to a timeout in seconds.
+wait_for() {
+        local timeout=$1; shift
+        local deadline=$((SECONDS + timeout))
+        until "$@"; do
+                [ $SECONDS -lt $deadline ] || return 1
+                sleep 0.1
+        done
+}
+
+cluster_start_controller() {
+        "$CONTROLLER_BIN" --listen 127.0.0.1:0 --port-file "$CLUSTER_DIR/port" \
+                --state-dir "$CLUSTER_DIR/state" --heartbeat-interval 500ms "$@" \
+                >"$CLUSTER_DIR/controller.log" 2>&1 &
+        CLUSTER_PIDS+=($!)
+        CONTROLLER_PID=$!
+        wait_for 10 test -s "$CLUSTER_DIR/port" || { cluster_log "controller did not start"; return 1; }
+        CGORCH_SERVER="http://127.0.0.1:$(cat "$CLUSTER_DIR/port")"
+        export CGORCH_SERVER
+        wait_for 10 curl -fsS -o /dev/null "$CGORCH_SERVER/healthz" ||
+                { cluster_log "controller does not answer /healthz"; return 1; }
+}
+
+node_is_ready() {
+        curl -fsS "$CGORCH_SERVER/v1/nodes" | jq -e --arg n "$1" '.nodes[] | select(.id == $n and .state == "ready")' >/dev/null
+}
+
+# cluster_start_agent NODE [agent options...]
+cluster_start_agent() {
+        local node=$1; shift
+        "$AGENT_BIN" --controller "$CGORCH_SERVER" --node "$node" --cgroup-fs "$CGROUP_FS" \
+                --cgroup-root "$CLUSTER_CGROOT/$node" --sample-interval 500ms "$@" \
+                >"$CLUSTER_DIR/agent-$node.log" 2>&1 &
+        CLUSTER_PIDS+=($!)
+        wait_for 15 node_is_ready "$node" || { cluster_log "agent $node did not register"; return 1; }
+}
+
+# job_field ID JQ_FILTER: one field of GET /v1/jobs/ID.
+job_field() {
+        curl -fsS "$CGORCH_SERVER/v1/jobs/$1" | jq -r "$2"
+}
+
+job_is_final() {
+        case $(job_field "$1" .state) in succeeded|failed|cancelled) return 0 ;; *) return 1 ;; esac
+}

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# demo.sh: the main demo. A controller (SQLite state in a temp dir) and two agents on this
+# machine acting as two nodes, each in its own cgroup subtree; a few cgorch-burn jobs flow
+# through; their progress is shown; a summary per job is printed; then everything is stopped
+# and every cgroup the demo created is removed.
+#
+# Usage: tools/demo.sh [BUILD_DIR]   (./quickstart.sh demo builds and runs it)
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$top/build}
+. "$top/tools/cluster-lib.sh"
+
+for tool in curl jq; do
+        command -v $tool >/dev/null || { echo "demo: $tool is needed (apt-get install $tool)" >&2; exit 1; }
+done
+reason=$(cluster_cgroup_skip_reason)
+if [ -n "$reason" ]; then
+        echo "demo: cannot run here: $reason" >&2
+        exit 1
+fi
+
+cluster_init "$build" cgorch-demo
+echo "== cgorch demo: state in $CLUSTER_DIR, cgroups under $CGROUP_FS/*/$CLUSTER_CGROOT"
+
+cluster_start_controller
+echo "controller listening on $CGORCH_SERVER (pid $CONTROLLER_PID)"
+# Two "nodes" on one 2-core machine: one core and 1 GiB each.
+cluster_start_agent node-a --cpus 1 --memory 1G
+cluster_start_agent node-b --cpus 1 --memory 1G
+echo
+"$CGORCHCTL" nodes
+echo
+
+submit() {
+        local name=$1 tasks=$2 cpus=$3 mem=$4; shift 4
+        "$CGORCHCTL" submit --name "$name" --user nobody --tasks "$tasks" --cpus "$cpus" --memory "$mem" -- \
+                "$BURN_BIN" "$@"
+}
+
+# A two-phase job submitted as JSON (map then reduce), and short-form one-phase jobs.
+cat >"$CLUSTER_DIR/wordcount.json" <<EOF
+{
+  "name": "wordcount", "user": "nobody",
+  "phases": [
+    {"name": "map", "tasks": 4, "cpu_cores": 0.5, "memory_bytes": 134217728,
+     "argv": ["$BURN_BIN", "--cpu-seconds", "1.5", "--memory", "32M"]},
+    {"name": "reduce", "tasks": 1, "cpu_cores": 1, "memory_bytes": 268435456,
+     "argv": ["$BURN_BIN", "--cpu-seconds", "1", "--memory", "64M"]}
+  ]
+}
+EOF
+jobs=()
+jobs+=("$("$CGORCHCTL" submit "$CLUSTER_DIR/wordcount.json")")
+jobs+=("$(submit sort 2 0.5 128M --cpu-seconds 2 --memory 16M)")
+jobs+=("$(submit grep 1 1 64M --cpu-seconds 1)")
+jobs+=("$(submit broken 1 0.25 64M --cpu-seconds 0.2 --exit-code 7)")
+echo "submitted jobs ${jobs[*]}"
+
+all_final() {
+        local id
+        for id in "${jobs[@]}"; do job_is_final "$id" || return 1; done
+}
+
+# Progress every two seconds until every job has ended.
+deadline=$((SECONDS + 180))
+until all_final; do
+        [ $SECONDS -lt $deadline ] || { echo "demo: jobs did not finish in 180 s" >&2; exit 1; }
+        echo "---- t=${SECONDS}s"
+        "$CGORCHCTL" jobs
+        sleep 2
+done
+echo "---- all jobs ended"
+"$CGORCHCTL" jobs
+echo
+"$CGORCHCTL" job "${jobs[0]}"
+echo
+
+echo "== summary"
+printf '%-4s %-10s %-10s %10s %10s %12s\n' JOB NAME STATE RESPONSE_S CPU_S PEAK_MEM_MIB
+for id in "${jobs[@]}"; do
+        curl -fsS "$CGORCH_SERVER/v1/jobs/$id" | jq -r \
+                '[.id, .name, .state, (.response_s // 0 | . * 100 | round / 100),
+                  (.cpu_s | . * 100 | round / 100), (.memory_peak_bytes / 1048576 | . * 10 | round / 10)] | @tsv' |
+                awk -F'\t' '{ printf "%-4s %-10s %-10s %10s %10s %12s\n", $1, $2, $3, $4, $5, $6 }'
+done
+echo
+echo "(the 'broken' job exits 7 on purpose: a failed task fails its job)"
+echo "== stopping: controller, agents and the cgroups under $CLUSTER_CGROOT are removed on exit"
