@@ -443,13 +443,17 @@ static int merge_report(Cluster *c, const Heartbeat *hb, const TaskReport *rep, 
                 return 0;
         }
 
-        if (rep->state == TASK_RUNNING && t.state == TASK_STARTING) {
+        /* A task shorter than a heartbeat interval is first reported ended; it still ran, so it
+         * gets its start time too. A start that failed has no exit record and never ran. */
+        bool started = t.state == TASK_STARTING && (rep->state == TASK_RUNNING || rep->has_exit);
+        if (started) {
                 int64_t started_ms = rep->n_samples > 0 ? rep->samples[0].time_ms : now_ms;
                 r = store_task_set_state(c->store, t.id, TASK_RUNNING, started_ms, now_ms, NULL);
                 if (r < 0)
                         return r;
                 log_debug("Task %s running on node %s.", t.id, hb->node);
-        } else if (task_state_is_final(rep->state)) {
+        }
+        if (task_state_is_final(rep->state)) {
                 char error[256] = "";
                 if (rep->error)
                         snprintf(error, sizeof error, "%s", rep->error);
@@ -462,7 +466,7 @@ static int merge_report(Cluster *c, const Heartbeat *hb, const TaskReport *rep, 
                 r = task_end(c, &t, rep->state, error[0] ? error : NULL, now_ms);
                 if (r < 0)
                         return r;
-        } else
+        } else if (!started)
                 return 0;
 
         return job_set_add(jobs, t.job);
@@ -548,10 +552,44 @@ static int reply_actions(Cluster *c, const char *node, int64_t now_ms, json_t *r
         return r;
 }
 
+/* An agent that restarted reports every task it still has (whatever it re-adopts from its
+ * cgroup subtree); an active task it does not report went with the old agent, and would
+ * otherwise stay "running" here for ever, since the node keeps sending heartbeats. A task whose
+ * start was never acked is not lost: its start is re-sent to the new agent. */
+static int lose_unreported(Cluster *c, const Heartbeat *hb, int64_t now_ms, JobSet *jobs) {
+        StoreTask *tasks = NULL;
+        size_t n = 0;
+        char reason[128];
+
+        int r = store_tasks_find(c->store, 0, hb->node, TASK_STATES_ACTIVE, &tasks, &n);
+        if (r < 0)
+                return r;
+        snprintf(reason, sizeof reason, "node %s: the agent restarted without this task", hb->node);
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                bool reported = false;
+                for (size_t k = 0; k < hb->n_tasks && !reported; k++)
+                        reported = streq(hb->tasks[k].id, tasks[i].id);
+                if (reported)
+                        continue;
+                if (tasks[i].state == TASK_STARTING) {
+                        r = store_action_pending(c->store, tasks[i].id, ACTION_START);
+                        if (r != 0)
+                                continue;
+                }
+                log_warning("Task %s lost: %s.", tasks[i].id, reason);
+                r = store_task_set_state(c->store, tasks[i].id, TASK_LOST, 0, now_ms, reason);
+                if (r >= 0)
+                        r = job_set_add(jobs, tasks[i].job);
+        }
+        store_tasks_free(tasks, n);
+        return r < 0 ? r : 0;
+}
+
 static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json_t *actions) {
         _cleanup_(job_set_done) JobSet jobs = {};
         _cleanup_(store_node_done) StoreNode old = {};
 
+        bool restarted = false;
         int r = store_node_get(c->store, hb->node, &old);
         if (r == -ENOENT)
                 log_info("Node %s registered: %g CPUs, %" PRIu64 " bytes of memory, cgroup mode %s.", hb->node,
@@ -559,7 +597,8 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
         else if (r < 0)
                 return r;
         else {
-                if (!streq(old.boot_id, hb->boot_id))
+                restarted = !streq(old.boot_id, hb->boot_id);
+                if (restarted)
                         log_notice("Node %s: agent restarted (boot id %s, was %s).", hb->node, hb->boot_id,
                                    old.boot_id);
                 if (old.lost)
@@ -577,6 +616,11 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
         }
         for (size_t i = 0; i < hb->n_tasks; i++) {
                 r = merge_report(c, hb, &hb->tasks[i], now_ms, &jobs);
+                if (r < 0)
+                        return r;
+        }
+        if (restarted) {
+                r = lose_unreported(c, hb, now_ms, &jobs);
                 if (r < 0)
                         return r;
         }

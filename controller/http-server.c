@@ -231,7 +231,9 @@ static enum MHD_Result request_finish(HttpServer *s, struct MHD_Connection *conn
                 json_error_t err;
                 if (req->body_size == 0)
                         return send_error(conn, MHD_HTTP_BAD_REQUEST, NULL, "body: empty, expected a JSON object");
-                body = json_loadb(req->body, req->body_size, JSON_REJECT_DUPLICATES, &err);
+                /* \u0000 is let through the parser so that the decoders, which refuse NUL in
+                 * every string they read, can name the field instead of a bare parse error. */
+                body = json_loadb(req->body, req->body_size, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &err);
                 if (!body)
                         return send_error(conn, MHD_HTTP_BAD_REQUEST, NULL, "body: invalid JSON at line %d, column %d: %s",
                                           err.line, err.column, err.text);

@@ -71,6 +71,18 @@ CLI_INTEGRATION_TESTS = tests/integration/test-burn.sh tests/integration/test-cg
 TESTS += $(CLI_INTEGRATION_TESTS)
 EXTRA_DIST += $(CLI_INTEGRATION_TESTS)
 
+# controller: the job lifecycle (cluster.c) on a store in a temporary directory; the REST API
+# replayed from the data-driven cases in tests/api/ against a real controller.
+check_PROGRAMS += tests/unit/test-cluster
+TESTS += tests/unit/test-cluster tests/integration/test-api.sh
+tests_unit_test_cluster_SOURCES = tests/unit/test-cluster.c \
+	controller/cluster.c controller/cluster.h \
+	controller/placement-fifo.c controller/placement-fifo.h \
+	controller/store.c controller/store.h controller/store-internal.h \
+	controller/store-jobs.c controller/store-nodes.c
+tests_unit_test_cluster_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_cluster_LDADD = $(COMMON_LIBS) $(SQLITE3_LIBS) $(CRITERION_LIBS) -lm
+EXTRA_DIST += tests/integration/test-api.sh tests/api
 
 # agent: the cgroup backend on the fixture trees (v1 co-mounted, hybrid, v2), copied to a
 # temporary directory by the test so that a read-only srcdir (distcheck) works.

@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# test-api.sh: the data-driven REST suite. Starts a real cgorch-controller on loopback with its
+# state in a temporary directory, replays every case of tests/api/ in name order with curl and
+# compares each answer (status line, listed headers, JSON body) with the case's expected
+# response; the file format and the comparison rules are in tests/api/README.md. Prints one
+# ok/FAIL line per case (with a diff on failure) and exits non-zero if any case failed.
+# Needs no root. CGORCH_TEST_WRAPPER, if set, is put in front of the controller's command
+# (e.g. "valgrind --leak-check=full --error-exitcode=99"); its exit status after SIGTERM is
+# checked, so a wrapper that reports errors through it fails the suite.
+set -uo pipefail
+
+top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
+top_builddir=${top_builddir:-$top_srcdir}
+cases_dir=$top_srcdir/tests/api
+controller=$top_builddir/controller/cgorch-controller
+
+for tool in curl jq; do
+        command -v "$tool" >/dev/null || { echo "SKIP: $tool is not installed (Debian package: $tool)"; exit 77; }
+done
+[ -x "$controller" ] || { echo "ERROR: $controller is not built"; exit 99; }
+[ -d "$cases_dir" ] || { echo "ERROR: no cases in $cases_dir"; exit 99; }
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/cgorch-test-api.XXXXXX") || exit 99
+pid=
+cleanup() {
+        if [ -n "$pid" ]; then
+                kill -TERM "$pid" 2>/dev/null
+                wait "$pid" 2>/dev/null
+        fi
+        rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# A heartbeat interval of an hour: the suite must not see its node lost because a slow machine
+# (or valgrind) took more than three intervals between two cases. A 1 KiB body limit keeps the
+# 413 cases small. --config /dev/null: an installed controller.conf must not change the answers.
+# shellcheck disable=SC2086 # the wrapper is a command line
+${CGORCH_TEST_WRAPPER:-} "$controller" --config /dev/null --listen 127.0.0.1:0 --port-file "$tmp/port" \
+        --state-dir "$tmp/state" --heartbeat-interval 1h --max-body-size 1K --log-level warning \
+        2>"$tmp/controller.log" &
+pid=$!
+
+# valgrind needs a while to start; a plain controller is ready in milliseconds.
+for _ in $(seq 600); do
+        [ -s "$tmp/port" ] && break
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+done
+if [ ! -s "$tmp/port" ]; then
+        echo "ERROR: the controller did not start; its log:"
+        cat "$tmp/controller.log"
+        exit 99
+fi
+base=http://127.0.0.1:$(cat "$tmp/port")
+
+failures=0
+n_cases=0
+
+fail() {
+        echo "FAIL $1: $2"
+        failures=$((failures + 1))
+}
+
+# The time fields an answer may hold: a number there is replaced by "<time>" (null stays null),
+# so a case states whether a time is set without knowing when the suite ran.
+normalize='walk(if type == "object" then with_entries(
+        if (.key | test("^(submitted|started|finished|last_heartbeat)_ms$|^response_s$"))
+           and (.value | type) == "number" then .value = "<time>" else . end) else . end)'
+
+run_case() {
+        local name=$1 dir=$2
+        local method path line has_type=false
+        local -a curl_args=()
+
+        # request: "METHOD PATH", header lines, an empty line, the body (the rest, byte for byte).
+        { read -r method path; } <"$dir/request"
+        if [ -z "$method" ] || [ -z "$path" ]; then
+                fail "$name" "request: first line must be 'METHOD PATH'"
+                return
+        fi
+        while IFS= read -r line; do
+                [ -z "$line" ] && break
+                curl_args+=(-H "$line")
+                [[ ${line,,} == content-type:* ]] && has_type=true
+        done < <(tail -n +2 "$dir/request")
+        # Everything after the first empty line; sed keeps a missing final newline missing.
+        sed '1,/^$/d' "$dir/request" >"$tmp/body"
+        if [[ $method == POST || $method == PUT || $method == PATCH || -s $tmp/body ]]; then
+                curl_args+=(--data-binary "@$tmp/body")
+        fi
+        # Send only the headers the case lists: no form content type, no "Expect: 100-continue".
+        $has_type || curl_args+=(-H "Content-Type:")
+        curl_args+=(-H "Expect:")
+
+        : >"$tmp/headers"
+        : >"$tmp/answer"
+        if ! curl -sS --path-as-is --max-time 30 -X "$method" -D "$tmp/headers" -o "$tmp/answer" \
+                "${curl_args[@]}" "$base$path" 2>"$tmp/curl.err"; then
+                fail "$name" "curl: $(cat "$tmp/curl.err")"
+                return
+        fi
+
+        # response: the status line, the headers that must be there, an empty line, the body.
+        local want_status got_status
+        want_status=$(head -n 1 "$dir/response")
+        got_status=$(head -n 1 "$tmp/headers" | tr -d '\r')
+        if [ "$want_status" != "$got_status" ]; then
+                fail "$name" "status is '$got_status', want '$want_status'"
+                echo "  body: $(cat "$tmp/answer")"
+                return
+        fi
+        while IFS= read -r line; do
+                [ -z "$line" ] && break
+                local hname=${line%%:*} want got
+                want=${line#*:}
+                want=${want# }
+                got=$(tr -d '\r' <"$tmp/headers" | awk -v n="${hname,,}" '
+                        { i = index($0, ":"); if (i && tolower(substr($0, 1, i - 1)) == n) { v = substr($0, i + 1); sub(/^ /, "", v); print v; exit } }')
+                if [ "$want" != "$got" ]; then
+                        fail "$name" "header $hname is '$got', want '$want'"
+                        return
+                fi
+        done < <(tail -n +2 "$dir/response")
+
+        sed '1,/^$/d' "$dir/response" >"$tmp/want"
+        if [ ! -s "$tmp/want" ]; then
+                if [ -s "$tmp/answer" ]; then
+                        fail "$name" "expected no body, got: $(cat "$tmp/answer")"
+                fi
+                return
+        fi
+        if ! grep -qi '^content-type: application/json' "$tmp/headers"; then
+                fail "$name" "the body is not labelled application/json"
+                return
+        fi
+        if ! jq -S "$normalize" "$tmp/answer" >"$tmp/got.json" 2>"$tmp/jq.err"; then
+                fail "$name" "the body is not JSON: $(cat "$tmp/answer")"
+                return
+        fi
+        if ! jq -S . "$tmp/want" >"$tmp/want.json" 2>"$tmp/jq.err"; then
+                fail "$name" "the expected body is not JSON: $(cat "$tmp/jq.err")"
+                return
+        fi
+        if ! diff -u "$tmp/want.json" "$tmp/got.json" >"$tmp/diff"; then
+                fail "$name" "body differs (- expected, + got):"
+                tail -n +3 "$tmp/diff" | sed 's/^/  /'
+                return
+        fi
+        echo "ok $name"
+}
+
+for dir in "$cases_dir"/*/; do
+        dir=${dir%/}
+        name=${dir##*/}
+        if [ ! -f "$dir/request" ] || [ ! -f "$dir/response" ]; then
+                fail "$name" "needs both a request and a response file"
+                continue
+        fi
+        n_cases=$((n_cases + 1))
+        before=$failures
+        run_case "$name" "$dir"
+        # A case that does not say ok has said FAIL; a controller that died fails every case
+        # after it, so stop there and show why.
+        if ! kill -0 "$pid" 2>/dev/null; then
+                [ "$failures" -eq "$before" ] && fail "$name" "the controller exited"
+                echo "The controller is gone; its log:"
+                cat "$tmp/controller.log"
+                pid=
+                exit 1
+        fi
+done
+
+# A clean stop: SIGTERM ends the event loop and the controller exits 0 (a wrapper such as
+# valgrind turns its own findings into a non-zero status here).
+kill -TERM "$pid"
+status=0
+wait "$pid" || status=$?
+pid=
+if [ "$status" -ne 0 ]; then
+        fail "shutdown" "the controller exited with status $status after SIGTERM; its log:"
+        cat "$tmp/controller.log"
+else
+        echo "ok shutdown"
+fi
+
+echo "$n_cases cases, $failures failure(s)"
+[ "$failures" -eq 0 ]

@@ -1,0 +1,791 @@
+/* test-cluster.c: the job lifecycle (controller/cluster.c) driven directly on a store in a
+ * temporary directory — submits, synthetic heartbeats built from the protocol types, cancels
+ * and node loss, each at an explicit `now` — without HTTP. */
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "controller/cluster.h"
+#include "controller/store.h"
+#include "log.h"
+#include "macro.h"
+#include "protocol.h"
+
+#define T0 INT64_C(1795000000000)
+#define INTERVAL_MS 2000
+#define LOST_AFTER 3
+#define MiB (UINT64_C(1) << 20)
+
+static char dir[] = "/tmp/cgorch-test-cluster-XXXXXX";
+static Store *store;
+static Cluster *cluster;
+
+static void setup(void) {
+        log_set_max_level(LOG_WARNING);
+        cr_assert_not_null(mkdtemp(dir));
+        cr_assert_eq(store_open(dir, &store), 0);
+        ClusterConfig cc = { .heartbeat_interval_us = INTERVAL_MS * USEC_PER_MSEC, .node_lost_after = LOST_AFTER };
+        cr_assert_eq(cluster_new(store, &cc, T0, &cluster), 0);
+}
+
+static void teardown(void) {
+        cluster = cluster_free(cluster);
+        store = store_close(store);
+        static const char *const files[] = { "controller.db", "controller.db-wal", "controller.db-shm" };
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                char path[256];
+                snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+                (void) unlink(path);
+        }
+        (void) rmdir(dir);
+}
+
+TestSuite(cluster, .init = setup, .fini = teardown);
+
+/* ---- helpers: jobs ---- */
+
+static uint64_t submit(const char *text, int64_t now_ms) {
+        json_error_t err;
+        json_t *body = json_loads(text, 0, &err);
+        cr_assert_not_null(body, "bad test JSON: %s", err.text);
+        json_t *job = NULL;
+        char *error = NULL;
+        int r = cluster_submit(cluster, body, now_ms, &job, &error);
+        cr_assert_eq(r, 0, "submit failed: %d %s", r, error ?: "");
+        uint64_t id = (uint64_t) json_integer_value(json_object_get(job, "id"));
+        cr_assert_gt(id, 0);
+        json_decref(job);
+        json_decref(body);
+        return id;
+}
+
+static json_t *job_get(uint64_t id) {
+        json_t *j = NULL;
+        cr_assert_eq(store_job_to_json(store, id, true, &j), 0);
+        return j;
+}
+
+/* Copies a string field of the job, of its phase (phase >= 0) or of one task (task >= 0). */
+static char *field(uint64_t id, int phase, int task, const char *key) {
+        json_t *j = job_get(id), *o = j;
+        if (phase >= 0)
+                o = json_array_get(json_object_get(o, "phases"), (size_t) phase);
+        if (task >= 0)
+                o = json_array_get(json_object_get(o, "tasks"), (size_t) task);
+        json_t *v = json_object_get(o, key);
+        char *s = json_is_string(v) ? strdup(json_string_value(v)) : json_is_null(v) ? strdup("(null)") : NULL;
+        cr_assert_not_null(s, "job %" PRIu64 " phase %d task %d: %s is not a string", id, phase, task, key);
+        json_decref(j);
+        return s;
+}
+
+static double number(uint64_t id, int phase, int task, const char *key) {
+        json_t *j = job_get(id), *o = j;
+        if (phase >= 0)
+                o = json_array_get(json_object_get(o, "phases"), (size_t) phase);
+        if (task >= 0)
+                o = json_array_get(json_object_get(o, "tasks"), (size_t) task);
+        json_t *v = json_object_get(o, key);
+        cr_assert(json_is_number(v), "job %" PRIu64 " phase %d task %d: %s is not a number", id, phase, task, key);
+        double d = json_number_value(v);
+        json_decref(j);
+        return d;
+}
+
+#define assert_field(id, phase, task, key, want)                                                              \
+        do {                                                                                                   \
+                char *_got = field((id), (phase), (task), (key));                                              \
+                cr_assert_str_eq(_got, (want), "job %" PRIu64 " phase %d task %d: %s is %s, want %s", (uint64_t) (id), \
+                                 (phase), (task), (key), _got, (want));                                        \
+                free(_got);                                                                                    \
+        } while (0)
+
+#define assert_job_state(id, want) assert_field((id), -1, -1, "state", (want))
+#define assert_task_state(id, phase, task, want) assert_field((id), (phase), (task), "state", (want))
+
+/* A ring of buffers, so that a test can hold a few ids at once (in reports it builds) without
+ * declaring storage for each. */
+static char *task_id(uint64_t job, unsigned phase, unsigned task) {
+        static char buf[16][TASK_ID_MAX];
+        static unsigned next;
+        TaskId id = { .job = job, .phase = phase, .task = task, .attempt = 0 };
+        return task_id_format(&id, buf[next++ % ELEMENTSOF(buf)]);
+}
+
+/* ---- helpers: heartbeats ---- */
+
+typedef struct Node {
+        const char *name;
+        const char *boot_id;
+        uint64_t seq;
+        double cpus;
+        uint64_t memory_bytes;
+} Node;
+
+static Node node_new(const char *name, double cpus) {
+        return (Node) { .name = name, .boot_id = "boot-1", .cpus = cpus, .memory_bytes = 8192 * MiB };
+}
+
+/* Sends one heartbeat (encoded by the protocol's own encoder, as an agent does) and returns
+ * the reply after checking that the agent's decoder accepts it. */
+static HeartbeatReply *beat(Node *n, TaskReport *reports, size_t n_reports, Ack *acks, size_t n_acks, int64_t now_ms) {
+        Heartbeat hb = {
+                .node = (char *) n->name,
+                .boot_id = (char *) n->boot_id,
+                .seq = ++n->seq,
+                .cgroup_mode = (char *) "hybrid",
+                .capacity_cpus = n->cpus,
+                .capacity_memory_bytes = n->memory_bytes,
+                .node_sample = { .time_ms = now_ms, .cpu_busy = 0.5, .memory_available_bytes = n->memory_bytes / 2 },
+                .tasks = reports,
+                .n_tasks = n_reports,
+                .acks = acks,
+                .n_acks = n_acks,
+        };
+        json_t *body = heartbeat_to_json(&hb);
+        cr_assert_not_null(body);
+        json_t *reply = NULL;
+        char *error = NULL;
+        int r = cluster_heartbeat(cluster, n->name, body, now_ms, &reply, &error);
+        cr_assert_eq(r, 0, "heartbeat of %s failed: %d %s", n->name, r, error ?: "");
+        json_decref(body);
+
+        HeartbeatReply *hr = NULL;
+        r = heartbeat_reply_from_json(reply, &hr, &error);
+        cr_assert_eq(r, 0, "the agent would refuse this reply: %s", error ?: "");
+        cr_assert_eq(hr->interval_ms, INTERVAL_MS);
+        json_decref(reply);
+        return hr;
+}
+
+static HeartbeatReply *beat_empty(Node *n, int64_t now_ms) {
+        return beat(n, NULL, 0, NULL, 0, now_ms);
+}
+
+static const Action *find_action(const HeartbeatReply *hr, ActionType type, const char *task) {
+        for (size_t i = 0; i < hr->n_actions; i++)
+                if (hr->actions[i].type == type && streq(hr->actions[i].task, task))
+                        return &hr->actions[i];
+        return NULL;
+}
+
+static size_t count_actions(const HeartbeatReply *hr, ActionType type) {
+        size_t n = 0;
+        for (size_t i = 0; i < hr->n_actions; i++)
+                n += hr->actions[i].type == type;
+        return n;
+}
+
+static TaskReport running(const char *id, TaskSample *samples, size_t n_samples) {
+        return (TaskReport) {
+                .id = (char *) id, .state = TASK_RUNNING, .pid = 4242, .samples = samples, .n_samples = n_samples,
+        };
+}
+
+static TaskReport ended(const char *id, TaskState state, int code, int signal, double cpu_s, uint64_t peak_bytes) {
+        return (TaskReport) {
+                .id = (char *) id,
+                .state = state,
+                .has_exit = true,
+                .exit = { .code = code, .signal = signal, .wall_s = 1, .cpu_s = cpu_s, .memory_peak_bytes = peak_bytes },
+        };
+}
+
+static Ack ack_ok(const Action *a) {
+        cr_assert_not_null(a);
+        return (Ack) { .action_id = a->id, .ok = true };
+}
+
+static const char job_two_phases[] =
+        "{\"name\": \"wordcount\", \"user\": \"nobody\", \"phases\": ["
+        " {\"name\": \"map\", \"tasks\": 2, \"argv\": [\"cgorch-burn\", \"--cpu-seconds\", \"2\"],"
+        "  \"env\": {\"LANG\": \"C\"}, \"cwd\": \"/tmp\", \"cpu_cores\": 0.5, \"memory_bytes\": 67108864},"
+        " {\"name\": \"reduce\", \"tasks\": 1, \"argv\": [\"true\"], \"cpu_cores\": 1, \"memory_bytes\": 1048576}]}";
+
+static const char job_one_phase_two_tasks[] =
+        "{\"name\": \"pair\", \"phases\": ["
+        " {\"tasks\": 2, \"argv\": [\"sleep\", \"100\"], \"cpu_cores\": 0.5, \"memory_bytes\": 16777216}]}";
+
+static const char job_one_task[] =
+        "{\"name\": \"single\", \"phases\": ["
+        " {\"tasks\": 1, \"argv\": [\"sleep\", \"100\"], \"cpu_cores\": 0.5, \"memory_bytes\": 16777216}]}";
+
+/* Starts every task of the job that the reply starts on n: acks the starts and reports the
+ * tasks running. Returns the (empty-of-starts) reply to that heartbeat. */
+static HeartbeatReply *ack_and_run(Node *n, const HeartbeatReply *hr, int64_t now_ms) {
+        Ack acks[16];
+        TaskReport reports[16];
+        size_t k = 0;
+        for (size_t i = 0; i < hr->n_actions; i++) {
+                if (hr->actions[i].type != ACTION_START)
+                        continue;
+                cr_assert_lt(k, ELEMENTSOF(acks));
+                acks[k] = ack_ok(&hr->actions[i]);
+                reports[k] = running(hr->actions[i].task, NULL, 0);
+                k++;
+        }
+        return beat(n, reports, k, acks, k, now_ms);
+}
+
+/* ---- the lifecycle ---- */
+
+Test(cluster, two_phase_job_runs_phase_by_phase) {
+        uint64_t id = submit(job_two_phases, T0);
+        assert_job_state(id, "queued");
+        assert_task_state(id, 0, 0, "pending");
+        assert_field(id, 1, -1, "state", "waiting");
+
+        /* A node joins: both map tasks fit (0.5 CPU each on 2), the reduce task must wait. */
+        Node n1 = node_new("n1", 2);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        cr_assert_eq(hr->n_actions, 2);
+        const Action *s0 = find_action(hr, ACTION_START, task_id(id, 0, 0));
+        const Action *s1 = find_action(hr, ACTION_START, task_id(id, 0, 1));
+        cr_assert_not_null(s0);
+        cr_assert_not_null(s1);
+        cr_assert_str_eq(s0->argv[0], "cgorch-burn");
+        cr_assert_str_eq(s0->argv[2], "2");
+        cr_assert_str_eq(s0->env[0], "LANG=C");
+        cr_assert_str_eq(s0->cwd, "/tmp");
+        cr_assert_str_eq(s0->user, "nobody");
+        cr_assert_eq(s0->limits.cpu_quota_us, 50000, "0.5 CPU is half of the 100 ms period");
+        cr_assert_eq(s0->limits.cpu_period_us, 100000);
+        cr_assert_eq(s0->limits.memory_max_bytes, 64 * (int64_t) MiB);
+        assert_job_state(id, "running");
+        assert_task_state(id, 0, 0, "starting");
+        assert_field(id, 0, 0, "node", "n1");
+        cr_assert_eq(number(id, -1, -1, "started_ms"), T0 + 1000);
+
+        /* Acked and running, with usage samples. */
+        Ack acks[] = { ack_ok(s0), ack_ok(s1) };
+        TaskSample samples0[] = {
+                { .time_ms = T0 + 1500, .cpu_usage_ns = 100000000, .memory_current_bytes = 10 * MiB,
+                  .memory_peak_bytes = 10 * MiB, .progress = 0.1 },
+                { .time_ms = T0 + 2500, .cpu_usage_ns = 600000000, .memory_current_bytes = 20 * MiB,
+                  .memory_peak_bytes = 30 * MiB, .progress = 0.4 },
+        };
+        TaskReport reports[] = { running(task_id(id, 0, 0), samples0, ELEMENTSOF(samples0)),
+                                 running(task_id(id, 0, 1), NULL, 0) };
+        heartbeat_reply_free(hr);
+        hr = beat(&n1, reports, ELEMENTSOF(reports), acks, ELEMENTSOF(acks), T0 + 3000);
+        cr_assert_eq(hr->n_actions, 0, "acked actions are not sent again");
+        assert_task_state(id, 0, 0, "running");
+        cr_assert_eq(number(id, 0, 0, "started_ms"), T0 + 1500, "a task starts at its first sample");
+        cr_assert_float_eq(number(id, 0, 0, "cpu_s"), 0.6, 1e-9);
+        cr_assert_float_eq(number(id, 0, 0, "progress"), 0.4, 1e-9);
+        cr_assert_eq(number(id, 0, 0, "memory_peak_bytes"), 30 * MiB);
+        assert_field(id, 0, -1, "state", "running");
+
+        /* One map task done: the reduce phase must still wait for the other. */
+        TaskReport done0 = ended(task_id(id, 0, 0), TASK_SUCCEEDED, 0, 0, 1.5, 100 * MiB);
+        heartbeat_reply_free(hr);
+        hr = beat(&n1, &done0, 1, NULL, 0, T0 + 5000);
+        cr_assert_eq(hr->n_actions, 0);
+        assert_task_state(id, 0, 0, "succeeded");
+        assert_task_state(id, 1, 0, "pending");
+        assert_field(id, 1, -1, "state", "waiting");
+        assert_job_state(id, "running");
+
+        /* The other one done: phase 0 succeeded, the reduce task starts. */
+        TaskReport done1 = ended(task_id(id, 0, 1), TASK_SUCCEEDED, 0, 0, 2.0, 200 * MiB);
+        heartbeat_reply_free(hr);
+        hr = beat(&n1, &done1, 1, NULL, 0, T0 + 7000);
+        assert_field(id, 0, -1, "state", "succeeded");
+        cr_assert_eq(hr->n_actions, 1);
+        const Action *s2 = find_action(hr, ACTION_START, task_id(id, 1, 0));
+        cr_assert_not_null(s2);
+        cr_assert_str_eq(s2->argv[0], "true");
+        cr_assert_null(s2->cwd);
+        cr_assert_eq(s2->limits.cpu_quota_us, 100000);
+        assert_field(id, 1, -1, "state", "running");
+
+        HeartbeatReply *hr2 = ack_and_run(&n1, hr, T0 + 9000);
+        heartbeat_reply_free(hr2);
+        TaskReport done2 = ended(task_id(id, 1, 0), TASK_SUCCEEDED, 0, 0, 0.5, 50 * MiB);
+        heartbeat_reply_free(hr);
+        hr = beat(&n1, &done2, 1, NULL, 0, T0 + 11000);
+        cr_assert_eq(hr->n_actions, 0);
+        heartbeat_reply_free(hr);
+
+        assert_job_state(id, "succeeded");
+        assert_field(id, 1, -1, "state", "succeeded");
+        cr_assert_eq(number(id, -1, -1, "finished_ms"), T0 + 11000);
+        cr_assert_float_eq(number(id, -1, -1, "response_s"), 11.0, 1e-9);
+        cr_assert_float_eq(number(id, -1, -1, "cpu_s"), 1.5 + 2.0 + 0.5, 1e-9, "CPU seconds add up");
+        cr_assert_eq(number(id, -1, -1, "memory_peak_bytes"), 200 * MiB, "the peak is the largest task's");
+        cr_assert_eq(number(id, -1, -1, "tasks_done"), 3);
+        cr_assert_float_eq(number(id, -1, -1, "progress"), 1.0, 1e-9);
+}
+
+Test(cluster, failed_task_fails_job_and_kills_sibling) {
+        uint64_t id = submit(job_one_phase_two_tasks, T0);
+        Node n1 = node_new("n1", 2);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        HeartbeatReply *hr2 = ack_and_run(&n1, hr, T0 + 2000);
+        heartbeat_reply_free(hr);
+        heartbeat_reply_free(hr2);
+        assert_task_state(id, 0, 1, "running");
+
+        TaskReport failed = ended(task_id(id, 0, 0), TASK_FAILED, 3, 0, 0.2, MiB);
+        hr = beat(&n1, &failed, 1, NULL, 0, T0 + 3000);
+        assert_task_state(id, 0, 0, "failed");
+        assert_field(id, 0, 0, "error", "exited with code 3");
+        cr_assert_eq(number(id, 0, 0, "exit_code"), 3);
+        assert_job_state(id, "failed");
+        assert_field(id, 0, -1, "state", "failed");
+        cr_assert_eq(number(id, -1, -1, "finished_ms"), T0 + 3000);
+
+        /* The sibling is killed, and keeps its node's share until the agent says it is gone. */
+        cr_assert_eq(hr->n_actions, 1);
+        const Action *kill = find_action(hr, ACTION_KILL, task_id(id, 0, 1));
+        cr_assert_not_null(kill);
+        assert_task_state(id, 0, 1, "running");
+        StoreNode node;
+        cr_assert_eq(store_node_get(store, "n1", &node), 0);
+        cr_assert_float_eq(node.allocated_cpus, 0.5, 1e-9);
+        store_node_done(&node);
+
+        /* The agent kills it (its report says cancelled, or failed by SIGKILL: either way the
+         * controller asked for it, so it is cancelled). */
+        Ack a = ack_ok(kill);
+        TaskReport killed = ended(task_id(id, 0, 1), TASK_FAILED, 0, 9, 0.1, MiB);
+        heartbeat_reply_free(hr);
+        hr = beat(&n1, &killed, 1, &a, 1, T0 + 5000);
+        cr_assert_eq(hr->n_actions, 0);
+        heartbeat_reply_free(hr);
+        assert_task_state(id, 0, 1, "cancelled");
+        assert_job_state(id, "failed");
+        cr_assert_eq(number(id, -1, -1, "finished_ms"), T0 + 3000, "the job ended when its task failed");
+        cr_assert_eq(store_node_get(store, "n1", &node), 0);
+        cr_assert_float_eq(node.allocated_cpus, 0, 1e-9);
+        store_node_done(&node);
+}
+
+Test(cluster, cancel_queued_job) {
+        uint64_t id = submit(job_one_phase_two_tasks, T0);
+        json_t *job = NULL;
+        cr_assert_eq(cluster_cancel(cluster, id, T0 + 1000, &job), 0);
+        cr_assert_str_eq(json_string_value(json_object_get(job, "state")), "cancelled");
+        json_decref(job);
+        assert_task_state(id, 0, 0, "cancelled");
+        assert_task_state(id, 0, 1, "cancelled");
+        assert_field(id, 0, -1, "state", "cancelled");
+        assert_field(id, 0, 0, "error", "cancelled by request");
+        cr_assert_eq(number(id, -1, -1, "finished_ms"), T0 + 1000);
+
+        /* A node joining later gets nothing to do. */
+        Node n1 = node_new("n1", 2);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 2000);
+        cr_assert_eq(hr->n_actions, 0);
+        heartbeat_reply_free(hr);
+}
+
+Test(cluster, cancel_running_job) {
+        Node n1 = node_new("n1", 4);
+        heartbeat_reply_free(beat_empty(&n1, T0));
+
+        /* Task 0 runs; task 1 of a second job is placed but its start was never sent. */
+        uint64_t id = submit(job_one_task, T0 + 100);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        HeartbeatReply *hr2 = ack_and_run(&n1, hr, T0 + 2000);
+        heartbeat_reply_free(hr);
+        heartbeat_reply_free(hr2);
+        uint64_t id2 = submit(job_one_task, T0 + 2100);
+        assert_task_state(id2, 0, 0, "starting");
+
+        json_t *job = NULL;
+        cr_assert_eq(cluster_cancel(cluster, id, T0 + 3000, &job), 0);
+        cr_assert_str_eq(json_string_value(json_object_get(job, "state")), "cancelled");
+        json_decref(job);
+        cr_assert_eq(cluster_cancel(cluster, id2, T0 + 3000, &job), 0);
+        json_decref(job);
+        assert_task_state(id, 0, 0, "running");
+        assert_task_state(id2, 0, 0, "cancelled");
+
+        /* The running task is killed; the unsent start is withdrawn, not sent. */
+        hr = beat_empty(&n1, T0 + 4000);
+        cr_assert_eq(hr->n_actions, 1);
+        const Action *kill = find_action(hr, ACTION_KILL, task_id(id, 0, 0));
+        cr_assert_not_null(kill);
+        Ack a = ack_ok(kill);
+        TaskReport killed = ended(task_id(id, 0, 0), TASK_CANCELLED, 0, 9, 0.3, MiB);
+        heartbeat_reply_free(hr);
+        hr = beat(&n1, &killed, 1, &a, 1, T0 + 6000);
+        cr_assert_eq(hr->n_actions, 0);
+        heartbeat_reply_free(hr);
+        assert_task_state(id, 0, 0, "cancelled");
+        assert_job_state(id, "cancelled");
+        cr_assert_float_eq(number(id, -1, -1, "cpu_s"), 0.3, 1e-9, "usage up to the kill is kept");
+}
+
+Test(cluster, cancel_finished_or_unknown_job) {
+        uint64_t id = submit(job_one_task, T0);
+        json_t *job = NULL;
+        cr_assert_eq(cluster_cancel(cluster, id, T0 + 1000, &job), 0);
+        json_decref(job);
+        job = NULL;
+        cr_assert_eq(cluster_cancel(cluster, id, T0 + 2000, &job), -EALREADY);
+        cr_assert_null(job);
+        cr_assert_eq(number(id, -1, -1, "finished_ms"), T0 + 1000, "a refused cancel changes nothing");
+        cr_assert_eq(cluster_cancel(cluster, id + 1, T0 + 2000, &job), -ENOENT);
+
+        /* A job that succeeded is as final as a cancelled one. */
+        uint64_t ok = submit(job_one_task, T0 + 3000);
+        Node n1 = node_new("n1", 1);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 4000);
+        HeartbeatReply *hr2 = ack_and_run(&n1, hr, T0 + 5000);
+        heartbeat_reply_free(hr);
+        heartbeat_reply_free(hr2);
+        TaskReport done = ended(task_id(ok, 0, 0), TASK_SUCCEEDED, 0, 0, 1, MiB);
+        heartbeat_reply_free(beat(&n1, &done, 1, NULL, 0, T0 + 6000));
+        assert_job_state(ok, "succeeded");
+        cr_assert_eq(cluster_cancel(cluster, ok, T0 + 7000, &job), -EALREADY);
+        assert_job_state(ok, "succeeded");
+}
+
+Test(cluster, placement_respects_node_capacity) {
+        static const char three[] =
+                "{\"name\": \"three\", \"phases\": ["
+                " {\"tasks\": 3, \"argv\": [\"sleep\", \"1\"], \"cpu_cores\": 1, \"memory_bytes\": 1048576}]}";
+        uint64_t id = submit(three, T0);
+        Node n1 = node_new("n1", 2);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        cr_assert_eq(count_actions(hr, ACTION_START), 2, "two 1-CPU tasks fill a 2-CPU node");
+        cr_assert_not_null(find_action(hr, ACTION_START, task_id(id, 0, 0)));
+        cr_assert_not_null(find_action(hr, ACTION_START, task_id(id, 0, 1)));
+        assert_task_state(id, 0, 2, "pending");
+
+        HeartbeatReply *hr2 = ack_and_run(&n1, hr, T0 + 2000);
+        cr_assert_eq(hr2->n_actions, 0, "the third task waits while both run");
+        heartbeat_reply_free(hr2);
+        heartbeat_reply_free(hr);
+        assert_task_state(id, 0, 2, "pending");
+
+        TaskReport done = ended(task_id(id, 0, 1), TASK_SUCCEEDED, 0, 0, 1, MiB);
+        hr = beat(&n1, &done, 1, NULL, 0, T0 + 3000);
+        cr_assert_eq(hr->n_actions, 1, "one task ended: the third one fits now");
+        cr_assert_not_null(find_action(hr, ACTION_START, task_id(id, 0, 2)));
+        heartbeat_reply_free(hr);
+        assert_task_state(id, 0, 2, "starting");
+
+        /* Memory counts as well as CPU. */
+        static const char big[] =
+                "{\"name\": \"big\", \"phases\": ["
+                " {\"tasks\": 1, \"argv\": [\"true\"], \"cpu_cores\": 0.001, \"memory_bytes\": 8589934592}]}";
+        uint64_t id2 = submit(big, T0 + 4000);
+        assert_task_state(id2, 0, 0, "pending");
+}
+
+Test(cluster, unacked_action_is_resent_until_acked) {
+        uint64_t id = submit(job_one_task, T0);
+        Node n1 = node_new("n1", 1);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        cr_assert_eq(hr->n_actions, 1);
+        const Action *start = find_action(hr, ACTION_START, task_id(id, 0, 0));
+        cr_assert_not_null(start);
+        uint64_t start_id = start->id;
+
+        /* The reply was lost (or the agent is slow): the same action, same id, comes again. */
+        HeartbeatReply *again = beat_empty(&n1, T0 + 3000);
+        cr_assert_eq(again->n_actions, 1);
+        cr_assert_eq(again->actions[0].id, start_id);
+        cr_assert_eq(again->actions[0].type, ACTION_START);
+        cr_assert_str_eq(again->actions[0].task, task_id(id, 0, 0));
+        heartbeat_reply_free(again);
+
+        /* Acked: never again, even before the task reports running. */
+        Ack a = ack_ok(start);
+        heartbeat_reply_free(hr);
+        hr = beat(&n1, NULL, 0, &a, 1, T0 + 5000);
+        cr_assert_eq(hr->n_actions, 0);
+        heartbeat_reply_free(hr);
+        hr = beat_empty(&n1, T0 + 7000);
+        cr_assert_eq(hr->n_actions, 0);
+        heartbeat_reply_free(hr);
+        assert_task_state(id, 0, 0, "starting");
+
+        /* A repeated ack is harmless. */
+        hr = beat(&n1, NULL, 0, &a, 1, T0 + 9000);
+        cr_assert_eq(hr->n_actions, 0);
+        heartbeat_reply_free(hr);
+        assert_task_state(id, 0, 0, "starting");
+}
+
+Test(cluster, failed_start_ack_fails_task) {
+        uint64_t id = submit(job_one_phase_two_tasks, T0);
+        Node n1 = node_new("n1", 2);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        const Action *s0 = find_action(hr, ACTION_START, task_id(id, 0, 0));
+        const Action *s1 = find_action(hr, ACTION_START, task_id(id, 0, 1));
+        cr_assert_not_null(s0);
+        cr_assert_not_null(s1);
+
+        Ack acks[] = {
+                { .action_id = s0->id, .ok = false, .error = (char *) "cannot exec sleep: No such file or directory" },
+                ack_ok(s1),
+        };
+        TaskReport r1 = running(task_id(id, 0, 1), NULL, 0);
+        heartbeat_reply_free(hr);
+        hr = beat(&n1, &r1, 1, acks, ELEMENTSOF(acks), T0 + 2000);
+        assert_task_state(id, 0, 0, "failed");
+        assert_field(id, 0, 0, "error", "start failed: cannot exec sleep: No such file or directory");
+        assert_job_state(id, "failed");
+        cr_assert_not_null(find_action(hr, ACTION_KILL, task_id(id, 0, 1)), "the sibling that started is killed");
+        cr_assert_null(find_action(hr, ACTION_START, task_id(id, 0, 0)), "a failed start is not retried");
+        heartbeat_reply_free(hr);
+}
+
+Test(cluster, node_lost_after_missed_intervals) {
+        uint64_t id = submit(job_one_phase_two_tasks, T0);
+        Node n1 = node_new("n1", 0.5), n2 = node_new("n2", 0.5);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        HeartbeatReply *hr2 = ack_and_run(&n1, hr, T0 + 2000);
+        heartbeat_reply_free(hr);
+        heartbeat_reply_free(hr2);
+        hr = beat_empty(&n2, T0 + 2000);
+        hr2 = ack_and_run(&n2, hr, T0 + 2000);
+        heartbeat_reply_free(hr);
+        heartbeat_reply_free(hr2);
+        assert_field(id, 0, 0, "node", "n1");
+        assert_field(id, 0, 1, "node", "n2");
+
+        /* n2 keeps reporting; n1 falls silent after T0 + 2000. Exactly LOST_AFTER intervals of
+         * silence are tolerated, one millisecond more is not. */
+        int64_t deadline = T0 + 2000 + LOST_AFTER * INTERVAL_MS;
+        TaskReport r2 = running(task_id(id, 0, 1), NULL, 0);
+        heartbeat_reply_free(beat(&n2, &r2, 1, NULL, 0, deadline - 1000));
+        cr_assert_eq(cluster_check_nodes(cluster, deadline), 0);
+        StoreNode node;
+        cr_assert_eq(store_node_get(store, "n1", &node), 0);
+        cr_assert(!node.lost);
+        store_node_done(&node);
+        assert_job_state(id, "running");
+
+        cr_assert_eq(cluster_check_nodes(cluster, deadline + 1), 0);
+        cr_assert_eq(store_node_get(store, "n1", &node), 0);
+        cr_assert(node.lost);
+        store_node_done(&node);
+        cr_assert_eq(store_node_get(store, "n2", &node), 0);
+        cr_assert(!node.lost, "a node that reports is not lost");
+        store_node_done(&node);
+        assert_task_state(id, 0, 0, "lost");
+        assert_field(id, 0, 0, "error", "node n1 lost: no heartbeat for 6.0 s");
+        assert_job_state(id, "failed");
+        assert_field(id, 0, -1, "state", "failed");
+
+        /* The task on the healthy node is killed. */
+        hr = beat(&n2, &r2, 1, NULL, 0, deadline + 1000);
+        cr_assert_not_null(find_action(hr, ACTION_KILL, task_id(id, 0, 1)));
+        heartbeat_reply_free(hr);
+
+        /* The lost node comes back still running its task: it is told to kill it, and the
+         * task stays lost. */
+        TaskReport r1 = running(task_id(id, 0, 0), NULL, 0);
+        hr = beat(&n1, &r1, 1, NULL, 0, deadline + 2000);
+        cr_assert_not_null(find_action(hr, ACTION_KILL, task_id(id, 0, 0)));
+        heartbeat_reply_free(hr);
+        assert_task_state(id, 0, 0, "lost");
+        cr_assert_eq(store_node_get(store, "n1", &node), 0);
+        cr_assert(!node.lost, "a node that reports again is ready again");
+        store_node_done(&node);
+}
+
+Test(cluster, node_loss_waits_a_full_timeout_after_controller_start) {
+        Node n1 = node_new("n1", 1);
+        uint64_t id = submit(job_one_task, T0);
+        /* A heartbeat from long before this controller started (as if from a previous run). */
+        HeartbeatReply *hr = beat_empty(&n1, T0 - 60000);
+        heartbeat_reply_free(hr);
+        assert_task_state(id, 0, 0, "starting");
+        cr_assert_eq(cluster_check_nodes(cluster, T0 + LOST_AFTER * INTERVAL_MS - 1), 0);
+        assert_task_state(id, 0, 0, "starting");
+        cr_assert_eq(cluster_check_nodes(cluster, T0 + LOST_AFTER * INTERVAL_MS), 0);
+        assert_task_state(id, 0, 0, "lost");
+}
+
+Test(cluster, restarted_agent_keeps_running_task) {
+        uint64_t id = submit(job_one_task, T0);
+        Node n1 = node_new("n1", 1);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        HeartbeatReply *hr2 = ack_and_run(&n1, hr, T0 + 2000);
+        heartbeat_reply_free(hr);
+        heartbeat_reply_free(hr2);
+
+        /* The agent restarts, re-adopts the task from its cgroup and reports it. */
+        n1.boot_id = "boot-2";
+        n1.seq = 0;
+        TaskSample s = { .time_ms = T0 + 3500, .cpu_usage_ns = 2500000000, .memory_peak_bytes = 5 * MiB, .progress = -1 };
+        TaskReport r = running(task_id(id, 0, 0), &s, 1);
+        hr = beat(&n1, &r, 1, NULL, 0, T0 + 4000);
+        cr_assert_eq(hr->n_actions, 0, "nothing to kill or restart");
+        heartbeat_reply_free(hr);
+        assert_task_state(id, 0, 0, "running");
+        assert_job_state(id, "running");
+        cr_assert_eq(number(id, 0, 0, "started_ms"), T0 + 2000, "the task keeps its start time");
+        cr_assert_float_eq(number(id, 0, 0, "cpu_s"), 2.5, 1e-9);
+
+        StoreNode node;
+        cr_assert_eq(store_node_get(store, "n1", &node), 0);
+        cr_assert_str_eq(node.boot_id, "boot-2");
+        cr_assert_eq(node.tasks_active, 1);
+        store_node_done(&node);
+
+        TaskReport done = ended(task_id(id, 0, 0), TASK_SUCCEEDED, 0, 0, 3, 6 * MiB);
+        heartbeat_reply_free(beat(&n1, &done, 1, NULL, 0, T0 + 6000));
+        assert_job_state(id, "succeeded");
+}
+
+Test(cluster, restarted_agent_without_task_loses_it) {
+        Node n1 = node_new("n1", 1);
+        heartbeat_reply_free(beat_empty(&n1, T0));
+        uint64_t a = submit(job_one_task, T0 + 100);
+        uint64_t b = submit(job_one_task, T0 + 200);
+
+        /* a's start is acked and a runs; b's start went out but no ack came back. */
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        cr_assert_eq(hr->n_actions, 2);
+        Ack ack = ack_ok(find_action(hr, ACTION_START, task_id(a, 0, 0)));
+        const Action *start_b = find_action(hr, ACTION_START, task_id(b, 0, 0));
+        cr_assert_not_null(start_b);
+        uint64_t start_b_id = start_b->id;
+        TaskReport r = running(task_id(a, 0, 0), NULL, 0);
+        heartbeat_reply_free(hr);
+        hr = beat(&n1, &r, 1, &ack, 1, T0 + 2000);
+        cr_assert_eq(hr->n_actions, 1, "the unacked start is sent again");
+        heartbeat_reply_free(hr);
+
+        /* The agent restarts and has nothing: a went with the old agent. b's start never
+         * reached it, so it is sent to the new agent rather than given up. */
+        n1.boot_id = "boot-2";
+        n1.seq = 0;
+        hr = beat_empty(&n1, T0 + 3000);
+        assert_task_state(a, 0, 0, "lost");
+        assert_field(a, 0, 0, "error", "node n1: the agent restarted without this task");
+        assert_job_state(a, "failed");
+        assert_task_state(b, 0, 0, "starting");
+        assert_job_state(b, "running");
+        cr_assert_eq(hr->n_actions, 1);
+        cr_assert_eq(hr->actions[0].id, start_b_id);
+        cr_assert_eq(hr->actions[0].type, ACTION_START);
+        heartbeat_reply_free(hr);
+
+        /* Heartbeats of the same boot do not lose what they leave out: a starting task that
+         * is not reported yet is normal. */
+        Ack ack_b = { .action_id = start_b_id, .ok = true };
+        heartbeat_reply_free(beat(&n1, NULL, 0, &ack_b, 1, T0 + 4000));
+        heartbeat_reply_free(beat_empty(&n1, T0 + 5000));
+        assert_task_state(b, 0, 0, "starting");
+}
+
+/* ---- edges ---- */
+
+Test(cluster, task_ended_before_reported_running_has_start_time) {
+        /* A task shorter than one heartbeat interval goes from starting straight to its end;
+         * it still ran, so it has a start time. */
+        uint64_t id = submit(job_one_task, T0);
+        Node n1 = node_new("n1", 1);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        Ack a = ack_ok(find_action(hr, ACTION_START, task_id(id, 0, 0)));
+        TaskSample s = { .time_ms = T0 + 1200, .cpu_usage_ns = 10000000, .memory_peak_bytes = MiB, .progress = -1 };
+        TaskReport done = ended(task_id(id, 0, 0), TASK_SUCCEEDED, 0, 0, 0.01, MiB);
+        done.samples = &s;
+        done.n_samples = 1;
+        heartbeat_reply_free(hr);
+        heartbeat_reply_free(beat(&n1, &done, 1, &a, 1, T0 + 3000));
+        assert_task_state(id, 0, 0, "succeeded");
+        cr_assert_eq(number(id, 0, 0, "started_ms"), T0 + 1200);
+        cr_assert_eq(number(id, 0, 0, "finished_ms"), T0 + 3000);
+        assert_job_state(id, "succeeded");
+}
+
+Test(cluster, unknown_task_on_node_is_killed) {
+        Node n1 = node_new("n1", 1);
+        TaskReport stray = running("99.0.0.0", NULL, 0);
+        HeartbeatReply *hr = beat(&n1, &stray, 1, NULL, 0, T0);
+        cr_assert_eq(hr->n_actions, 1);
+        const Action *kill = find_action(hr, ACTION_KILL, "99.0.0.0");
+        cr_assert_not_null(kill);
+        Ack a = ack_ok(kill);
+        TaskReport gone = ended("99.0.0.0", TASK_CANCELLED, 0, 9, 0, 0);
+        heartbeat_reply_free(hr);
+        hr = beat(&n1, &gone, 1, &a, 1, T0 + 2000);
+        cr_assert_eq(hr->n_actions, 0);
+        heartbeat_reply_free(hr);
+}
+
+Test(cluster, kill_acked_before_task_ran_cancels_it) {
+        uint64_t id = submit(job_one_task, T0);
+        Node n1 = node_new("n1", 1);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000); /* the start goes out */
+        heartbeat_reply_free(hr);
+        json_t *job = NULL;
+        cr_assert_eq(cluster_cancel(cluster, id, T0 + 1500, &job), 0);
+        json_decref(job);
+        assert_task_state(id, 0, 0, "starting");
+
+        /* The start is no longer sent (the task is being killed), the kill is. */
+        hr = beat_empty(&n1, T0 + 2000);
+        cr_assert_eq(hr->n_actions, 1);
+        const Action *kill = find_action(hr, ACTION_KILL, task_id(id, 0, 0));
+        cr_assert_not_null(kill);
+        Ack a = ack_ok(kill);
+        heartbeat_reply_free(hr);
+        hr = beat(&n1, NULL, 0, &a, 1, T0 + 4000);
+        cr_assert_eq(hr->n_actions, 0);
+        heartbeat_reply_free(hr);
+        assert_task_state(id, 0, 0, "cancelled");
+        assert_field(id, 0, 0, "error", "killed before it started");
+        assert_job_state(id, "cancelled");
+}
+
+Test(cluster, invalid_heartbeat_changes_nothing) {
+        json_t *body = json_pack("{s:s}", "node", "n1");
+        json_t *reply = NULL;
+        char *error = NULL;
+        cr_assert_eq(cluster_heartbeat(cluster, "n1", body, T0, &reply, &error), -EINVAL);
+        cr_assert_str_eq(error, "boot_id: is required");
+        free(error);
+        json_decref(body);
+
+        /* A valid body for another node than the URL's. */
+        Heartbeat hb = { .node = (char *) "n2", .boot_id = (char *) "b", .cgroup_mode = (char *) "v2",
+                         .capacity_cpus = 1, .capacity_memory_bytes = 1 << 30 };
+        body = heartbeat_to_json(&hb);
+        error = NULL;
+        cr_assert_eq(cluster_heartbeat(cluster, "n1", body, T0, &reply, &error), -EINVAL);
+        cr_assert_str_eq(error, "node: must equal the node id in the URL ('n1')");
+        free(error);
+        json_decref(body);
+        cr_assert_null(reply);
+
+        StoreNode node;
+        cr_assert_eq(store_node_get(store, "n1", &node), -ENOENT);
+        cr_assert_eq(store_node_get(store, "n2", &node), -ENOENT);
+}
+
+Test(cluster, invalid_job_is_not_stored) {
+        json_t *body = json_pack("{s:s, s:[]}", "name", "x", "phases");
+        json_t *job = NULL;
+        char *error = NULL;
+        cr_assert_eq(cluster_submit(cluster, body, T0, &job, &error), -EINVAL);
+        cr_assert_str_eq(error, "phases: must hold 1..64 phases");
+        free(error);
+        json_decref(body);
+        cr_assert_null(job);
+        JobState state;
+        cr_assert_eq(store_job_get_state(store, 1, &state), -ENOENT);
+}
+
+Test(cluster, status_line) {
+        submit(job_one_task, T0);
+        Node n1 = node_new("n1", 0.5);
+        heartbeat_reply_free(beat_empty(&n1, T0 + 1000));
+        submit(job_one_task, T0 + 1100);
+        char *status = NULL;
+        cr_assert_eq(cluster_status(cluster, &status), 0);
+        cr_assert_str_eq(status, "1 job(s) queued, 1 running; 1 node(s) ready");
+        free(status);
+}
