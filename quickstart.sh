@@ -131,7 +131,7 @@ check() {
 
 case "${1:-}" in
 build) build ;;
-demo) build; exec "$top/tools/demo.sh" "$top/build" ;;
+demo) build; exec bash "$top/tools/demo.sh" "$top/build" ;;
 check) check ;;
 *)
         echo "usage: $0 demo|check|build" >&2
