@@ -1,0 +1,91 @@
+/* hfsp-size.h: HFSP's job-phase size estimation (Pastorelli et al., IEEE TCC 2015, Sec. III-A):
+ * initial size, tiny phases, the training stage with timeout Δ and the final size, set once.
+ * Pure: state and `now` in, sizes out; no I/O, no globals. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* cgroups measure CPU-seconds exactly and, unlike wall time, they do not grow when a task is
+ * slowed down by its neighbours; wall seconds are what the paper measured. */
+typedef enum HfspSizeUnit {
+        HFSP_SIZE_CPU_SECONDS,
+        HFSP_SIZE_WALL_SECONDS,
+} HfspSizeUnit;
+
+typedef struct HfspSizeParams {
+        size_t training_tasks;  /* t: also the tiny threshold */
+        double timeout_s;       /* Δ: wall time after which an unfinished training task is extrapolated */
+        double xi;              /* ξ ∈ [1, ∞): propensity to run jobs still in training */
+        double s0;              /* S_i before any job has completed (the paper: "an arbitrary constant") */
+        HfspSizeUnit unit;
+} HfspSizeParams;
+
+/* The paper's defaults (Sec. IV-A): t = 5, Δ = 60 s, ξ = 1. s0 is ours: one Δ of work. */
+#define HFSP_TRAINING_TASKS_DEFAULT 5
+#define HFSP_TIMEOUT_S_DEFAULT 60.0
+#define HFSP_XI_DEFAULT 1.0
+#define HFSP_S0_DEFAULT 60.0
+#define HFSP_SIZE_PARAMS_DEFAULT                                \
+        ((HfspSizeParams) {                                     \
+                .training_tasks = HFSP_TRAINING_TASKS_DEFAULT,  \
+                .timeout_s = HFSP_TIMEOUT_S_DEFAULT,            \
+                .xi = HFSP_XI_DEFAULT,                          \
+                .s0 = HFSP_S0_DEFAULT,                          \
+                .unit = HFSP_SIZE_CPU_SECONDS,                  \
+        })
+
+/* s̄ of the initial size: "the average task size computed so far by the system considering all
+ * the jobs that have already completed". Keep one history per phase kind (map-like, reduce-like)
+ * if their task sizes differ. */
+typedef struct HfspHistory {
+        size_t n_tasks;
+        double mean_task_size;
+} HfspHistory;
+
+int hfsp_size_params_validate(const HfspSizeParams *params);
+
+/* Adds the size of one task of a completed job. -EINVAL for a negative or non-finite size. */
+int hfsp_history_add(HfspHistory *history, double task_size);
+
+/* "Every job phase with less than t tasks is considered as tiny": its size is 0. */
+bool hfsp_size_is_tiny(size_t n_tasks, const HfspSizeParams *params);
+
+/* S_i = n·ξ·s̄, or s0 while history is empty; 0 for a tiny phase. */
+int hfsp_size_initial(size_t n_tasks, const HfspHistory *history, const HfspSizeParams *params,
+                      double *ret_size);
+
+/* One of the t training tasks, as observed at `now`. */
+typedef struct HfspTrainingTask {
+        double start_s;
+        bool finished;
+        double finish_s;        /* if finished */
+        double cpu_s;           /* CPU-seconds used so far (in total if finished) */
+        double progress;        /* p_k ∈ [0, 1]: the fraction of its input processed */
+} HfspTrainingTask;
+
+/* S_f = s̄·[(n − t) + Σ_k (1 − p_k)],  s̄ = (1/t)·Σ_k s̃_k,  s̃_k = s_k if t_k finished,
+ * Δ/p_k otherwise — evaluated once every unfinished training task has run for Δ.
+ * In CPU-seconds the Δ/p_k term becomes cpu_k/p_k (the CPU used up to now over the fraction
+ * done) and in wall seconds (now − start_k)/p_k, which is exactly Δ/p_k at the timeout and
+ * stays right if the caller looks a little later. A finished task has p_k = 1.
+ * n_training must be t. Returns 0 and the size (0 for a tiny phase); -EAGAIN while the
+ * training stage is not over: a task has run for less than Δ, or has run longer with no
+ * progress at all (nothing to extrapolate from; keep S_i until it progresses or finishes). */
+int hfsp_size_final(size_t n_tasks, const HfspTrainingTask *training, size_t n_training,
+                    double now_s, const HfspSizeParams *params, double *ret_size);
+
+/* A phase's size as the scheduler sees it: S_i until the training stage ends, then S_f, which
+ * never changes again (updating it would make jobs of similar size "flap", Sec. III-A). */
+typedef struct HfspPhaseSize {
+        double size;
+        bool final;
+        bool tiny;
+} HfspPhaseSize;
+
+int hfsp_phase_size_init(HfspPhaseSize *ps, size_t n_tasks, const HfspHistory *history,
+                         const HfspSizeParams *params);
+/* Returns 1 if the size just became final, 0 if nothing changed (already final, or training
+ * still running), negative errno on invalid input. */
+int hfsp_phase_size_update(HfspPhaseSize *ps, size_t n_tasks, const HfspTrainingTask *training,
+                           size_t n_training, double now_s, const HfspSizeParams *params);
