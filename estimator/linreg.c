@@ -1,5 +1,5 @@
 /* linreg.c: simple regression by centred updates (with removal), its sliding window, and
- * multiple regression by Givens QR. */
+ * multiple regression by Givens QR with its sliding window (LINPACK downdating). */
 #include <errno.h>
 #include <float.h>
 #include <math.h>
@@ -182,15 +182,32 @@ int linreg_multi_init(LinregMulti *m, size_t n_features) {
         return 0;
 }
 
+static bool multi_row_valid(size_t p, const double *x, double y, double w) {
+        if (!point_valid(0, y, w))
+                return false;
+        for (size_t j = 1; j < p; j++)
+                if (!isfinite(x[j - 1]))
+                        return false;
+        return true;
+}
+
+/* The weighted problem is the unweighted one on rows scaled by √w; returns the scaled,
+ * shifted right-hand side. */
+static double multi_scaled_row(const LinregMulti *m, const double *x, double y, double w, double *ret_row) {
+        double sw = sqrt(w);
+
+        ret_row[0] = sw;
+        for (size_t j = 1; j < m->p; j++)
+                ret_row[j] = sw * (x[j - 1] - m->shift_x[j]);
+        return sw * (y - m->shift_y);
+}
+
 int linreg_multi_add(LinregMulti *m, const double *x, double y, double w) {
         double row[LINREG_MULTI_MAX_COLUMNS];
         size_t p = m->p;
 
-        if (!point_valid(0, y, w))
+        if (!multi_row_valid(p, x, y, w))
                 return -EINVAL;
-        for (size_t j = 1; j < p; j++)
-                if (!isfinite(x[j - 1]))
-                        return -EINVAL;
 
         if (m->n == 0) {
                 for (size_t j = 1; j < p; j++)
@@ -198,12 +215,7 @@ int linreg_multi_add(LinregMulti *m, const double *x, double y, double w) {
                 m->shift_y = y;
         }
 
-        /* The weighted problem is the unweighted one on rows scaled by √w. */
-        double sw = sqrt(w);
-        row[0] = sw;
-        for (size_t j = 1; j < p; j++)
-                row[j] = sw * (x[j - 1] - m->shift_x[j]);
-        double b = sw * (y - m->shift_y);
+        double b = multi_scaled_row(m, x, y, w, row);
 
         /* Rotate the new row into R, zeroing it column by column; what is left of b after all
          * p rotations is this row's contribution to the residual sum of squares. */
@@ -271,4 +283,175 @@ double linreg_multi_predict(const LinregMultiFit *fit, const double *x) {
         for (size_t j = 1; j < fit->p; j++)
                 y += fit->coef[j] * (x[j - 1] - fit->shift_x[j]);
         return y;
+}
+
+/* Removes a row that was added, by the LINPACK/Saunders downdate (dchdd). With R̃ = [R; 0] and
+ * a = R⁻ᵀz (z the scaled, shifted row), ‖a‖² is the row's leverage and α = √(1 − ‖a‖²); rotations
+ * in the planes (i, p), i = p−1 … 0, carry [a; α] to [0; 1], and the same rotations carry
+ * [R; 0] to [R'; zᵀ] with R'ᵀR' = RᵀR − zzᵀ. Qᵀy is run through them backwards (the removed b is
+ * known at the end, not the start), and what is left, ζ, is the row's share of the residual sum.
+ * -EDOM, with m unchanged, when the downdate would lose too much precision (leverage near 1,
+ * which includes every row of a square or singular R) or the residual sum would go negative
+ * beyond rounding: the caller then refactorises from the rows it kept. */
+static int multi_downdate(LinregMulti *m, const double *x, double y, double w) {
+        double z[LINREG_MULTI_MAX_COLUMNS], a[LINREG_MULTI_MAX_COLUMNS];
+        double c[LINREG_MULTI_MAX_COLUMNS], s[LINREG_MULTI_MAX_COLUMNS], qty[LINREG_MULTI_MAX_COLUMNS];
+        size_t p = m->p;
+
+        if (m->n == 0)
+                return -EINVAL;
+        if (m->n == 1)
+                return linreg_multi_init(m, p - 1);
+
+        double b = multi_scaled_row(m, x, y, w, z);
+
+        /* Rᵀa = z by forward substitution. */
+        double leverage = 0;
+        for (size_t i = 0; i < p; i++) {
+                double v = z[i];
+                if (!(fabs(m->r[i][i]) > 0))
+                        return -EDOM;
+                for (size_t k = 0; k < i; k++)
+                        v -= m->r[k][i] * a[k];
+                a[i] = v / m->r[i][i];
+                leverage += a[i] * a[i];
+        }
+        if (!(leverage < LINREG_MULTI_DOWNDATE_MAX_LEVERAGE))
+                return -EDOM;
+
+        double alpha = sqrt(1 - leverage);
+        for (size_t i = p; i-- > 0;) {
+                double h = hypot(alpha, a[i]);
+                c[i] = alpha / h;
+                s[i] = a[i] / h;
+                alpha = h;
+        }
+
+        /* Row i is touched by rotation i only, so Qᵀy can be solved for from the known end
+         * (the extra row ends up holding b). */
+        double zeta = b, scale = m->sse;
+        for (size_t i = 0; i < p; i++) {
+                qty[i] = (m->qty[i] - s[i] * zeta) / c[i];
+                zeta = c[i] * zeta - s[i] * qty[i];
+                scale += m->qty[i] * m->qty[i];
+        }
+        double sse = m->sse - zeta * zeta;
+        if (sse < -1e-9 * scale)
+                return -EDOM;
+
+        for (size_t j = 0; j < p; j++) {
+                double xx = 0;
+                for (size_t i = j + 1; i-- > 0;) {
+                        double t = c[i] * xx + s[i] * m->r[i][j];
+                        m->r[i][j] = c[i] * m->r[i][j] - s[i] * xx;
+                        xx = t;
+                }
+        }
+        memcpy(m->qty, qty, p * sizeof(double));
+        m->sse = sse > 0 ? sse : 0;
+        (void) linreg_simple_remove(&m->y_stats, 0, y, w);
+        m->n--;
+        return 0;
+}
+
+int linreg_multi_window_init(LinregMultiWindow *win, LinregMultiRow *storage, size_t capacity, size_t n_features) {
+        LinregMulti qr;
+        int r;
+
+        r = linreg_multi_init(&qr, n_features);
+        if (r < 0)
+                return r;
+        if (!storage || capacity < qr.p)
+                return -EINVAL;
+
+        *win = (LinregMultiWindow) { .rows = storage, .capacity = capacity, .qr = qr };
+        return 0;
+}
+
+static void multi_window_refactorise(LinregMultiWindow *win) {
+        (void) linreg_multi_init(&win->qr, win->qr.p - 1);
+        for (size_t i = 0; i < win->count; i++) {
+                const LinregMultiRow *row = &win->rows[(win->head + i) % win->capacity];
+                (void) linreg_multi_add(&win->qr, row->x, row->y, row->w);
+        }
+        win->removals = 0;
+        win->refactorisations++;
+}
+
+/* `old` has already left the ring: a refactorisation rebuilds from what is still there. */
+static void multi_window_downdate(LinregMultiWindow *win, const LinregMultiRow *old) {
+        if (++win->removals >= win->capacity || multi_downdate(&win->qr, old->x, old->y, old->w) < 0)
+                multi_window_refactorise(win);
+}
+
+int linreg_multi_window_push(LinregMultiWindow *win, const double *x, double y, double w) {
+        size_t n_features = win->qr.p - 1;
+
+        if (!multi_row_valid(win->qr.p, x, y, w))
+                return -EINVAL;
+
+        LinregMultiRow row = { .y = y, .w = w };
+        memcpy(row.x, x, n_features * sizeof(double));
+
+        if (win->count < win->capacity) {
+                (void) linreg_multi_add(&win->qr, x, y, w);
+                win->rows[(win->head + win->count) % win->capacity] = row;
+                win->count++;
+                return 0;
+        }
+
+        /* Add before removing: among capacity + 1 rows the oldest has a lower leverage, and a
+         * window of exactly p rows would otherwise pass through a singular R. */
+        LinregMultiRow old = win->rows[win->head];
+        (void) linreg_multi_add(&win->qr, x, y, w);
+        win->rows[win->head] = row;
+        win->head = (win->head + 1) % win->capacity;
+        multi_window_downdate(win, &old);
+        return 0;
+}
+
+int linreg_multi_window_drop_oldest(LinregMultiWindow *win) {
+        if (win->count == 0)
+                return -ENODATA;
+
+        LinregMultiRow old = win->rows[win->head];
+        win->head = (win->head + 1) % win->capacity;
+        win->count--;
+        multi_window_downdate(win, &old);
+        return 0;
+}
+
+static bool multi_row_equal(const LinregMultiRow *row, size_t n_features, const double *x, double y, double w) {
+        if (row->y != y || row->w != w)
+                return false;
+        for (size_t j = 0; j < n_features; j++)
+                if (row->x[j] != x[j])
+                        return false;
+        return true;
+}
+
+int linreg_multi_window_remove(LinregMultiWindow *win, const double *x, double y, double w) {
+        size_t n_features = win->qr.p - 1, found;
+
+        if (!multi_row_valid(win->qr.p, x, y, w))
+                return -EINVAL;
+
+        for (found = 0; found < win->count; found++)
+                if (multi_row_equal(&win->rows[(win->head + found) % win->capacity], n_features, x, y, w))
+                        break;
+        if (found == win->count)
+                return -ENOENT;
+
+        /* Close the gap by moving the older rows up one slot, which keeps the ring in order. */
+        LinregMultiRow old = win->rows[(win->head + found) % win->capacity];
+        for (size_t i = found; i > 0; i--)
+                win->rows[(win->head + i) % win->capacity] = win->rows[(win->head + i - 1) % win->capacity];
+        win->head = (win->head + 1) % win->capacity;
+        win->count--;
+        multi_window_downdate(win, &old);
+        return 0;
+}
+
+int linreg_multi_window_fit(const LinregMultiWindow *win, LinregMultiFit *ret_fit) {
+        return linreg_multi_fit(&win->qr, ret_fit);
 }

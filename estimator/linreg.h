@@ -1,5 +1,6 @@
 /* linreg.h: least squares — simple linear regression with centred (Welford/West) updates that
- * can also remove points, a sliding window on top of it, and multiple regression by Givens QR.
+ * can also remove points, a sliding window on top of it, and multiple regression by Givens QR
+ * with a sliding window that removes rows by QR downdating.
  * Pure: no I/O, no globals, no allocation (the window's storage belongs to the caller). */
 #pragma once
 
@@ -74,7 +75,8 @@ int linreg_window_fit(const LinregWindow *win, LinregFit *ret_fit);
  * upper-triangular R and Qᵀy of the QR factorisation in O(p²), without forming XᵀX (whose
  * condition number is the square of X's). The first row's x and y are subtracted from every
  * row before rotating (a free shift that the intercept absorbs), so large offsets such as
- * timestamps do not swamp the spread. Rows can only be added; refit to drop old rows. */
+ * timestamps do not swamp the spread. Rows are removed through LinregMultiWindow below, which
+ * keeps them and so can both check a removal and refactorise from them. */
 #define LINREG_MULTI_MAX_FEATURES 7
 #define LINREG_MULTI_MAX_COLUMNS (LINREG_MULTI_MAX_FEATURES + 1)
 
@@ -106,3 +108,45 @@ int linreg_multi_add(LinregMulti *m, const double *x, double y, double w);
  * collinear with others, to within 1e-12 relative to the largest diagonal of R). */
 int linreg_multi_fit(const LinregMulti *m, LinregMultiFit *ret_fit);
 double linreg_multi_predict(const LinregMultiFit *fit, const double *x);
+
+/* Sliding window of the last `capacity` rows for multiple regression, over caller-owned storage.
+ * A row leaves by the LINPACK/Saunders downdate (LINPACK's dchdd, after Saunders 1972): solve
+ * Rᵀa = z, then p orthogonal Givens rotations carry [R; 0] to [R'; zᵀ], with Qᵀy and the residual
+ * sum updated alongside, O(p²) like an add. It is mixed stable (Stewart 1979), unlike hyperbolic
+ * rotations, but its error grows like 1/(1 − leverage of the row): a row whose leverage exceeds
+ * LINREG_MULTI_DOWNDATE_MAX_LEVERAGE (at most two digits lost in one downdate), or a downdate
+ * that fails, triggers a refactorisation of the window's rows instead, and so does every
+ * `capacity`-th removal (re-shifting to the oldest row), so rounding error never accumulates
+ * over more than `capacity` downdates. A push into a full window adds the new row before the
+ * oldest leaves, which keeps the leaving row's leverage low. */
+#define LINREG_MULTI_DOWNDATE_MAX_LEVERAGE 0.99
+
+typedef struct LinregMultiRow {
+        double x[LINREG_MULTI_MAX_FEATURES];
+        double y, w;
+} LinregMultiRow;
+
+typedef struct LinregMultiWindow {
+        LinregMultiRow *rows;   /* ring buffer, capacity entries, owned by the caller */
+        size_t capacity;
+        size_t head;            /* index of the oldest row */
+        size_t count;
+        size_t removals;        /* downdates since the last refactorisation */
+        size_t refactorisations; /* for tests and benchmarks: how often the rows were refitted */
+        LinregMulti qr;
+} LinregMultiWindow;
+
+/* -EINVAL without storage, with a bad n_features, or with capacity < n_features + 1: such a window
+ * could never hold enough rows to determine the coefficients. */
+int linreg_multi_window_init(LinregMultiWindow *win, LinregMultiRow *storage, size_t capacity, size_t n_features);
+/* Adds a row; into a full window, the oldest row leaves. -EINVAL on a non-finite x or y or w <= 0
+ * (the window is then unchanged). */
+int linreg_multi_window_push(LinregMultiWindow *win, const double *x, double y, double w);
+/* Removes the oldest row. -ENODATA when the window is empty. */
+int linreg_multi_window_drop_oldest(LinregMultiWindow *win);
+/* Removes the oldest row equal to (x, y, w). -ENOENT when the window holds no such row: a row
+ * that was never added (or already left) is refused, not subtracted. */
+int linreg_multi_window_remove(LinregMultiWindow *win, const double *x, double y, double w);
+/* As linreg_multi_fit(): -ENODATA while the window holds fewer rows than columns (the system is
+ * underdetermined), -EDOM when its rows are rank deficient. */
+int linreg_multi_window_fit(const LinregMultiWindow *win, LinregMultiFit *ret_fit);
