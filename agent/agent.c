@@ -1,6 +1,9 @@
 /* agent.c: the task table — actions, sampling, heartbeat contents, delivery bookkeeping. */
+#include <dirent.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,26 +17,42 @@
 #include "log.h"
 #include "macro.h"
 #include "procfs.h"
+#include "sample-budget.h"
+#include "sampler.h"
+#include "strv.h"
 
 typedef struct Task Task;
 struct Task {
         Agent *agent;
         char *id;
         Launch *launch;
-        Limits limits;                 /* in force in the cgroup */
-        TaskSample samples[AGENT_SAMPLES_MAX];
-        size_t n_samples;
-        size_t n_sent;                 /* samples[0..n_sent) are in the heartbeat in flight */
-        uint64_t peak_seen_bytes;      /* max of memory samples, where the kernel keeps no peak */
+        Limits limits;                 /* in force in the cgroup, as the agent set or found them */
+        Limits target;                 /* set_limits values still to reach in bounded steps */
+        Limits external;               /* fields someone else changed, reported until delivered once */
+        bool adopted;
+        unsigned detail_phase;         /* details at the ticks where (tick + phase) % every == 0 */
+        TaskSampler sampler;
+        /* Undelivered samples, oldest first, as JSON text (task_sample_write_json() objects
+         * joined by ','): encoded once when taken, sent as they are, a third of the struct's
+         * size for a sample without details. */
+        TextBuf samples;
+        uint32_t *sample_ends;         /* where each sample's text ends in samples.data */
+        size_t n_samples, n_ends_allocated;
+        size_t n_sent;                 /* samples [0..n_sent) are in the heartbeat in flight */
+        TaskSample last;               /* the newest sample, for the exit record */
+        bool has_last;
+        bool external_sent;
         uint64_t start_mono_us, exit_mono_us;
+        double start_wall_s;           /* adopted tasks: CLOCK_REALTIME of the main process start */
         bool main_exited;
         siginfo_t main_status;
+        unsigned status_waits;         /* samples spent waiting for an adopted task's status file */
         bool killed;                   /* by a kill action: ends cancelled */
         bool has_exit;                 /* main exited and the cgroup is empty: exit is final */
         ExitRecord exit;
         TaskState final_state;
         bool final_sent;               /* the final report is in the heartbeat in flight */
-        char *error;                   /* start failure */
+        char *error;                   /* start failure, or why the exit status is unknown */
         Task *next;
 };
 
@@ -61,8 +80,13 @@ struct Agent {
         size_t n_applied, applied_next;
 
         sd_event_source *sample_timer;
+        uint64_t n_ticks;
+        unsigned n_created;            /* tasks ever added, to spread their detail samples */
+        bool warned_heartbeat_size;
+        bool samples_deferred;         /* the last heartbeat left samples out: send the next at once */
         uint64_t cpu_busy_prev, cpu_total_prev;
         double cpu_busy;
+        char *state_dir;
 
         void (*kick)(void *userdata);
         void *kick_userdata;
@@ -84,17 +108,38 @@ size_t agent_n_tasks(const Agent *a) {
         return a->n_tasks;
 }
 
+size_t agent_n_running(const Agent *a) {
+        size_t n = 0;
+
+        for (Task *t = a->tasks; t; t = t->next)
+                if (t->launch && !t->has_exit)
+                        n++;
+        return n;
+}
+
+/* <state-dir>/<task>.<suffix> */
+static int state_path(Agent *a, const char *task, const char *suffix, char *buf, size_t size) {
+        int n = snprintf(buf, size, "%s/%s.%s", a->state_dir, task, suffix);
+        return n < 0 || (size_t) n >= size ? -ENAMETOOLONG : 0;
+}
+
+static void state_remove(Agent *a, const char *task) {
+        char path[4096];
+
+        if (state_path(a, task, "exit", path, sizeof path) == 0)
+                (void) unlink(path);
+        if (state_path(a, task, "pids", path, sizeof path) == 0)
+                (void) unlink(path);
+}
+
 void agent_set_kick(Agent *a, void (*kick)(void *userdata), void *userdata) {
         a->kick = kick;
         a->kick_userdata = userdata;
 }
 
 static void agent_notify_status(Agent *a) {
-        size_t running = 0;
+        size_t running = agent_n_running(a);
 
-        for (Task *t = a->tasks; t; t = t->next)
-                if (t->launch && !t->has_exit)
-                        running++;
         (void) sd_notifyf(false, "STATUS=%zu task%s running, %zu tracked", running, running == 1 ? "" : "s", a->n_tasks);
 }
 
@@ -109,6 +154,9 @@ static void task_free(Task *t) {
         if (!t)
                 return;
         launch_free(t->launch);
+        task_sampler_done(&t->sampler);
+        text_buf_done(&t->samples);
+        free(t->sample_ends);
         free(t->id);
         free(t->error);
         free(t);
@@ -125,11 +173,13 @@ static void task_drop(Agent *a, Task *t) {
                         break;
                 }
         a->n_tasks--;
+        task_sampler_done(&t->sampler);
         r = cgroup_task_remove(a->cgroups, t->id);
         if (r < 0)
                 log_warning_errno(r, "Cannot remove the cgroups of task %s: %m", t->id);
         else
                 log_debug("Task %s forgotten, its cgroups removed.", t->id);
+        state_remove(a, t->id);
         task_free(t);
         agent_notify_status(a);
 }
@@ -164,67 +214,175 @@ static void applied_add(Agent *a, uint64_t id, bool ok) {
                 a->n_applied++;
 }
 
-static void task_push_sample(Task *t, const TaskSample *s) {
-        if (t->n_samples == AGENT_SAMPLES_MAX) {
-                /* The controller has been away long: the oldest sample goes first. */
-                memmove(t->samples, t->samples + 1, sizeof(TaskSample) * (AGENT_SAMPLES_MAX - 1));
-                t->n_samples--;
-                if (t->n_sent > 0)
-                        t->n_sent--;
+/* Forgets the oldest k samples. */
+static void task_drop_samples(Task *t, size_t k) {
+        size_t cut;
+
+        k = MIN(k, t->n_samples);
+        if (k == 0)
+                return;
+        if (k == t->n_samples) {
+                t->samples.len = 0;
+                t->n_samples = 0;
+                t->n_sent = 0;
+                return;
         }
-        t->samples[t->n_samples++] = *s;
+        cut = t->sample_ends[k - 1] + 1; /* and the ',' after it */
+        memmove(t->samples.data, t->samples.data + cut, t->samples.len - cut + 1);
+        t->samples.len -= cut;
+        for (size_t i = k; i < t->n_samples; i++)
+                t->sample_ends[i - k] = (uint32_t) (t->sample_ends[i] - cut);
+        t->n_samples -= k;
+        t->n_sent = t->n_sent > k ? t->n_sent - k : 0;
 }
 
-static int task_sample(Agent *a, Task *t) {
-        CgroupUsage u;
+static void task_push_sample(Task *t, const TaskSample *s) {
+        uint64_t cap = sample_budget_task_bytes(t->agent->cfg.sample_buffer_bytes, t->agent->n_tasks);
+        size_t before = t->samples.len;
+
+        t->last = *s;
+        t->has_last = true;
+        if (t->n_samples == t->n_ends_allocated) {
+                size_t k = MAX(t->n_ends_allocated * 2, (size_t) 2);
+                uint32_t *p = realloc(t->sample_ends, sizeof(uint32_t) * k);
+
+                if (!p) {
+                        log_oom();
+                        return;
+                }
+                t->sample_ends = p;
+                t->n_ends_allocated = k;
+        }
+        if (t->n_samples > 0)
+                text_buf_add(&t->samples, ",", 1);
+        task_sample_write_json(&t->samples, s);
+        if (t->samples.failed) {
+                log_oom();
+                t->samples.failed = false;
+                t->samples.len = before;
+                if (t->samples.data)
+                        t->samples.data[before] = '\0';
+                return;
+        }
+        t->sample_ends[t->n_samples++] = (uint32_t) t->samples.len;
+        /* The controller has been away long: the oldest samples go first. */
+        while (t->n_samples > 1 &&
+               (t->samples.len + sizeof(uint32_t) * t->n_samples > cap || t->n_samples > SAMPLE_BUDGET_SAMPLES_MAX))
+                task_drop_samples(t, 1);
+}
+
+static int task_sample(Agent *a, Task *t, bool detail) {
         TaskSample s;
         int r;
 
-        r = cgroup_task_read_usage(a->cgroups, t->id, &u);
+        r = task_sampler_read(&t->sampler, a->cgroups, a->proc_fs, t->id, detail, now_mono_us(), now_realtime_ms(), &s);
         if (r < 0)
                 return log_debug_errno(r, "Sampling task %s: %m", t->id);
-        t->peak_seen_bytes = MAX(t->peak_seen_bytes, u.memory_current_bytes);
-        s = (TaskSample) {
-                .time_ms = now_realtime_ms(),
-                .cpu_usage_ns = u.cpu_usage_ns,
-                .memory_current_bytes = u.memory_current_bytes,
-                .memory_peak_bytes = MAX(u.memory_peak_bytes, t->peak_seen_bytes),
-                .progress = t->launch ? launch_progress(t->launch) : -1,
-        };
+        s.progress = t->launch ? launch_progress(t->launch) : -1;
         task_push_sample(t, &s);
         return 0;
+}
+
+static uint64_t task_memory_usage(Agent *a, Task *t) {
+        char buf[64];
+        uint64_t v = 0;
+        bool v2 = cgroup_backend_mode(a->cgroups) == CGROUP_MODE_V2;
+
+        if (cgroup_task_read_direct(a->cgroups, v2 ? CGROUP_UNIFIED : CGROUP_MEMORY, t->id,
+                                    v2 ? "memory.current" : "memory.usage_in_bytes", buf, sizeof buf) >= 0)
+                (void) cgroup_parse_uint64(buf, &v);
+        return v;
+}
+
+/* One bounded step toward want (clamped already); what is not reached stays in t->target.
+ * Writes only values at or above usage + margin: no write here makes the kernel reclaim, so
+ * none blocks the event loop. */
+static int task_limits_step(Agent *a, Task *t, const Limits *want) {
+        Limits step, target;
+        int r;
+
+        limits_plan_step(&a->cfg.policy, &t->limits, want, task_memory_usage(a, t), &step, &target);
+        r = cgroup_task_set_limits(a->cgroups, t->id, &step, &t->limits);
+        if (r < 0)
+                return r;
+        limits_merge(&t->limits, &step);
+        t->target = target;
+        if (!limits_is_empty(&target))
+                log_debug("Task %s: memory limit lowered in steps, now max %" PRIi64 " high %" PRIi64 ".", t->id,
+                          t->limits.memory_max_bytes, t->limits.memory_high_bytes);
+        return 0;
+}
+
+/* Someone else (an operator, systemd, another tool) changed a limit we set: report it and take
+ * it as the new truth; writing ours back would start a fight nobody wins. */
+static void task_check_external(Agent *a, Task *t) {
+        Limits observed, changed;
+
+        if (cgroup_task_read_limits(a->cgroups, t->id, &observed) < 0)
+                return;
+        if (limits_external_changes(&t->limits, &observed, &changed) == 0)
+                return;
+        log_warning("Task %s: limits changed outside the agent (quota %" PRIi64 " period %" PRIi64 " weight %" PRIi64
+                    " high %" PRIi64 " max %" PRIi64 "; 0 = unchanged); reporting it, not reverting it.", t->id,
+                    changed.cpu_quota_us, changed.cpu_period_us, changed.cpu_weight, changed.memory_high_bytes,
+                    changed.memory_max_bytes);
+        limits_merge(&t->external, &changed);
+        limits_merge(&t->limits, &changed);
+        /* A pending step toward a field now managed by someone else is dropped. */
+        for (int64_t *c = &changed.cpu_quota_us, *g = &t->target.cpu_quota_us; c <= &changed.memory_max_bytes; c++, g++)
+                if (*c != LIMIT_UNSET)
+                        *g = LIMIT_UNSET;
 }
 
 /* The main process is gone; once the cgroup holds no process either, the task's usage is
  * final and its exit record can go out. */
 static void task_check_finished(Agent *a, Task *t) {
         const siginfo_t *si = &t->main_status;
-        CgroupUsage u = {};
-        int n, r;
+        int code = 0, sig = 0;
+        int n;
 
         if (!t->main_exited || t->has_exit)
                 return;
+        /* Forked children keep the task alive (and accounted) until the cgroup is empty. */
         n = cgroup_task_count_procs(a->cgroups, t->id);
         if (n > 0) {
                 if (t->killed)
                         (void) cgroup_task_kill(a->cgroups, t->id);
                 return;
         }
-        if (n < 0)
+        if (n < 0 && n != -ENOENT)
                 log_warning_errno(n, "Cannot count the processes of task %s, taking it as finished: %m", t->id);
 
-        r = cgroup_task_read_usage(a->cgroups, t->id, &u);
-        if (r < 0)
-                log_warning_errno(r, "Cannot read the final usage of task %s: %m", t->id);
-        (void) task_sample(a, t);
+        if (si->si_code == CLD_EXITED)
+                code = si->si_status;
+        else if (si->si_code != 0)
+                sig = si->si_status;
+        else {
+                /* Adopted: the shim wrote the status; give it a few samples to get there. */
+                char path[4096], buf[64];
+
+                if (state_path(a, t->id, "exit", path, sizeof path) < 0 ||
+                    procfs_read_file("/", path, buf, sizeof buf) < 0 || launch_status_parse(buf, &code, &sig) < 0) {
+                        if (t->status_waits++ < 5)
+                                return;
+                        sig = SIGKILL;
+                        if (!t->error)
+                                t->error = strdup("exit status lost: the task ended while no agent or supervisor watched it");
+                }
+        }
+
+        (void) task_sample(a, t, true);
+        const TaskSample *last = t->has_last ? &t->last : NULL;
+        uint64_t now = now_mono_us();
 
         t->exit = (ExitRecord) {
-                .code = si->si_code == CLD_EXITED ? si->si_status : 0,
-                .signal = si->si_code == CLD_EXITED ? 0 : si->si_status,
-                .oom_killed = u.oom_kill > 0,
-                .wall_s = (double) (t->exit_mono_us - t->start_mono_us) / (double) USEC_PER_SEC,
-                .cpu_s = (double) u.cpu_usage_ns / (double) NSEC_PER_SEC,
-                .memory_peak_bytes = MAX(u.memory_peak_bytes, t->peak_seen_bytes),
+                .code = code,
+                .signal = sig,
+                .oom_killed = last && (last->has & SAMPLE_HAS_MEMORY_EVENTS) && last->memory_events_oom_kill > 0,
+                .wall_s = t->adopted ? MAX((double) now_realtime_ms() / 1000.0 - t->start_wall_s, 0.0) :
+                                       (double) ((t->exit_mono_us ?: now) - t->start_mono_us) / (double) USEC_PER_SEC,
+                .cpu_s = last ? (double) last->cpu_usage_ns / (double) NSEC_PER_SEC : 0,
+                .memory_peak_bytes = last ? last->memory_peak_bytes : 0,
         };
         t->has_exit = true;
         if (t->killed)
@@ -238,6 +396,7 @@ static void task_check_finished(Agent *a, Task *t) {
                  task_state_to_string(t->final_state), t->exit.signal ? "signal" : "code",
                  t->exit.signal ? t->exit.signal : t->exit.code, t->exit.cpu_s, t->exit.wall_s,
                  t->exit.memory_peak_bytes, t->exit.oom_killed ? ", OOM-killed" : "");
+        task_sampler_done(&t->sampler);
         agent_notify_status(a);
         if (a->kick)
                 a->kick(a->kick_userdata);
@@ -264,16 +423,43 @@ static int on_sample_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 a->cpu_total_prev = total;
         }
 
+        unsigned every = sample_budget_detail_every(a->cfg.detail_every, a->n_tasks);
+
         for (Task *t = a->tasks; t; t = t->next) {
+                bool detail = every <= 1 || (a->n_ticks + t->detail_phase) % every == 0;
+
                 if (!t->launch || t->has_exit)
                         continue;
-                if (t->main_exited)
+                t->sampler.quota_set = t->limits.cpu_quota_us > 0;
+                launch_poll(t->launch);
+                if (t->has_exit)
+                        continue;
+                if (t->main_exited) {
+                        /* Children the main process left behind are still the task's: keep
+                         * accounting them until the cgroup is empty. */
                         task_check_finished(a, t);
-                else
-                        (void) task_sample(a, t);
+                        if (!t->has_exit)
+                                (void) task_sample(a, t, detail);
+                        continue;
+                }
+                (void) task_sample(a, t, detail);
+                if (!limits_is_empty(&t->target)) {
+                        Limits want = t->target;
+                        int r = task_limits_step(a, t, &want);
+                        if (r < 0)
+                                log_warning_errno(r, "Task %s: next limit step failed: %m", t->id);
+                }
+                if (detail)
+                        task_check_external(a, t);
         }
+        a->n_ticks++;
 
-        (void) sd_event_source_set_time(s, usec + a->cfg.sample_interval_us);
+        /* The next tick one interval after this one was due; a tick missed (the loop was busy)
+         * is skipped, not made up for with samples microseconds apart. */
+        uint64_t next = usec + a->cfg.sample_interval_us, now;
+        if (sd_event_now(a->event, CLOCK_MONOTONIC, &now) >= 0 && next <= now)
+                next = now + a->cfg.sample_interval_us;
+        (void) sd_event_source_set_time(s, next);
         return 0;
 }
 
@@ -290,6 +476,10 @@ static Task *task_new(Agent *a, const char *id) {
         if (!t)
                 return NULL;
         t->agent = a;
+        /* Each tick does the detail reads of 1/every of the tasks, not all of them every
+         * every ticks: the same work, without a spike. */
+        t->detail_phase = a->n_created++;
+        task_sampler_init(&t->sampler);
         t->id = strdup(id);
         if (!t->id) {
                 free(t);
@@ -303,6 +493,8 @@ static Task *task_new(Agent *a, const char *id) {
 
 static int action_start(Agent *a, const Action *act, char **ret_error) {
         _cleanup_free_ char *error = NULL;
+        _cleanup_close_ int status_fd = -EBADF;
+        char status_path[4096];
         TaskId tid;
         Task *t;
         int r;
@@ -321,19 +513,37 @@ static int action_start(Agent *a, const Action *act, char **ret_error) {
                 return -ENOMEM;
         t->start_mono_us = now_mono_us();
 
+        Limits want = act->limits;
+        const char *refusal = NULL;
+        (void) limits_clamp(&a->cfg.policy, &t->limits, &want);
+        r = limits_check(&t->limits, &want, &refusal);
+        if (r < 0) {
+                error = strdup(refusal);
+                goto fail;
+        }
+
         r = cgroup_task_create(a->cgroups, t->id);
         if (r < 0) {
                 if (asprintf(&error, "creating the task cgroup: %s", strerror(-r)) < 0)
                         error = NULL;
                 goto fail;
         }
-        r = cgroup_task_set_limits(a->cgroups, t->id, &act->limits, &t->limits);
+        /* An empty new cgroup: every limit goes in at once (nothing to reclaim). */
+        r = cgroup_task_set_limits(a->cgroups, t->id, &want, &t->limits);
         if (r < 0) {
                 if (asprintf(&error, "setting the limits: %s", strerror(-r)) < 0)
                         error = NULL;
                 goto fail;
         }
-        limits_merge(&t->limits, &act->limits);
+        limits_merge(&t->limits, &want);
+
+        r = state_path(a, t->id, "exit", status_path, sizeof status_path);
+        if (r >= 0) {
+                status_fd = open(status_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+                if (status_fd < 0)
+                        log_warning_errno(errno, "Cannot create %s, task %s cannot be re-adopted with its exit status: %m",
+                                          status_path, t->id);
+        }
 
         LaunchSpec spec = {
                 .task = t->id,
@@ -342,10 +552,19 @@ static int action_start(Agent *a, const Action *act, char **ret_error) {
                 .cwd = act->cwd,
                 .user = act->user,
                 .allow_root = a->cfg.allow_root_tasks,
+                .status_fd = status_fd,
         };
         r = launch_start(a->event, &spec, attach_cb, on_task_exit, t, &t->launch, &error);
         if (r < 0)
                 goto fail;
+
+        /* What a restarted agent needs to watch the task again: the shim and the main process. */
+        char pids_path[4096];
+        if (state_path(a, t->id, "pids", pids_path, sizeof pids_path) >= 0) {
+                _cleanup_fclose_ FILE *f = fopen(pids_path, "we");
+                if (!f || fprintf(f, "%d %d\n", (int) launch_shim_pid(t->launch), (int) launch_pid(t->launch)) < 0)
+                        log_warning("Cannot write %s: task %s cannot be re-adopted with its progress.", pids_path, t->id);
+        }
 
         log_info("Task %s started as pid %d (user %s).", t->id, (int) launch_pid(t->launch), act->user ? act->user : "(agent's)");
         agent_notify_status(a);
@@ -359,6 +578,7 @@ fail:
         t->final_state = TASK_FAILED;
         t->main_exited = true;
         (void) cgroup_task_remove(a->cgroups, t->id);
+        state_remove(a, t->id);
         *ret_error = TAKE_PTR(error);
         return r;
 }
@@ -398,11 +618,32 @@ void agent_apply_action(Agent *a, const Action *act) {
                         break;
                 }
                 if (act->type == ACTION_SET_LIMITS) {
-                        r = cgroup_task_set_limits(a->cgroups, t->id, &act->limits, &t->limits);
-                        if (r >= 0)
-                                limits_merge(&t->limits, &act->limits);
-                } else
+                        Limits want = act->limits;
+                        const char *refusal = NULL;
+                        int n = limits_clamp(&a->cfg.policy, &t->limits, &want);
+
+                        if (n > 0)
+                                log_info("Action %" PRIu64 ": %d limit%s of task %s clamped to the node's floors and ceilings.",
+                                         act->id, n, n == 1 ? "" : "s", t->id);
+                        r = limits_check(&t->limits, &want, &refusal);
+                        if (r < 0) {
+                                error = strdup(refusal);
+                                break;
+                        }
+                        /* A new request replaces the steps still pending from the previous one. */
+                        t->target = (Limits) {};
+                        r = task_limits_step(a, t, &want);
+                        if (r == -ENOENT || r == -EOPNOTSUPP) {
+                                if (asprintf(&error, "set_limits: this node cannot honour it (%s cgroups lack the file): %s",
+                                             cgroup_mode_to_string(cgroup_backend_mode(a->cgroups)), strerror(-r)) < 0)
+                                        error = NULL;
+                        }
+                } else {
                         r = cgroup_task_freeze(a->cgroups, t->id, act->type == ACTION_FREEZE);
+                        if ((r == -ENOENT || r == -EOPNOTSUPP) &&
+                            asprintf(&error, "%s: this node has no freezer for the task", action_type_to_string(act->type)) < 0)
+                                error = NULL;
+                }
                 break;
         default:
                 r = -EOPNOTSUPP;
@@ -419,38 +660,51 @@ void agent_apply_action(Agent *a, const Action *act) {
 
 /* ---- heartbeats ---- */
 
+/* The report of t as it goes out (samples aside): what the controller must hear about it. */
+static TaskReport task_report(const Task *t) {
+        bool final = t->has_exit || (!t->launch && t->error);
+
+        /* The report borrows the task's memory: nothing here is freed by us. */
+        return (TaskReport) {
+                .id = t->id,
+                .state = final ? t->final_state : TASK_RUNNING,
+                .pid = t->launch ? launch_pid(t->launch) : 0,
+                .limits = t->limits,
+                .limits_target = t->target,
+                .limits_external = t->external,
+                .adopted = t->adopted,
+                .has_exit = t->has_exit,
+                .exit = t->exit,
+                .error = t->error,
+        };
+}
+
 int agent_build_heartbeat(Agent *a, char **ret_body) {
-        _cleanup_free_ TaskReport *reports = NULL;
+        _cleanup_free_ size_t *take = NULL, *n_samples = NULL;
+        _cleanup_free_ const size_t **sample_bytes = NULL;
+        _cleanup_free_ size_t *bytes = NULL;
+        _cleanup_(text_buf_done) TextBuf body = {}, tail = {}, scratch = {};
         uint64_t available = 0;
+        size_t fixed, i, n_bytes = 0, taken = 0, waiting = 0;
         Heartbeat h;
-        json_t *j;
-        char *body;
-        size_t i = 0;
 
-        (void) procfs_read_meminfo(a->proc_fs, "MemAvailable", &available);
+        Meminfo mi = {};
+        NodeSample ns = { .time_ms = now_realtime_ms(), .cpu_busy = a->cpu_busy };
 
-        reports = calloc(a->n_tasks ? a->n_tasks : 1, sizeof(TaskReport));
-        if (!reports)
-                return -ENOMEM;
-
-        for (Task *t = a->tasks; t; t = t->next, i++) {
-                bool final = t->has_exit || (!t->launch && t->error);
-
-                /* The report borrows the task's memory: nothing here is freed by us. */
-                reports[i] = (TaskReport) {
-                        .id = t->id,
-                        .state = final ? t->final_state : TASK_RUNNING,
-                        .pid = t->launch ? launch_pid(t->launch) : 0,
-                        .samples = t->samples,
-                        .n_samples = t->n_samples,
-                        .limits = t->limits,
-                        .has_exit = t->has_exit,
-                        .exit = t->exit,
-                        .error = t->error,
-                };
-                t->n_sent = t->n_samples;
-                t->final_sent = final;
+        if (procfs_read_meminfo_all(a->proc_fs, &mi) >= 0) {
+                available = mi.available_bytes;
+                ns.memory_total_bytes = mi.total_bytes;
+                ns.swap_total_bytes = mi.swap_total_bytes;
+                ns.swap_free_bytes = mi.swap_free_bytes;
+                ns.has |= SAMPLE_HAS_MEMINFO;
         }
+        ns.memory_available_bytes = available;
+        if (procfs_read_pressure(a->proc_fs, "cpu", &ns.psi_cpu) >= 0)
+                ns.has |= SAMPLE_HAS_PSI_CPU;
+        if (procfs_read_pressure(a->proc_fs, "memory", &ns.psi_memory) >= 0)
+                ns.has |= SAMPLE_HAS_PSI_MEMORY;
+        if (procfs_read_pressure(a->proc_fs, "io", &ns.psi_io) >= 0)
+                ns.has |= SAMPLE_HAS_PSI_IO;
 
         h = (Heartbeat) {
                 .node = a->node,
@@ -459,26 +713,74 @@ int agent_build_heartbeat(Agent *a, char **ret_body) {
                 .cgroup_mode = (char *) cgroup_mode_to_string(cgroup_backend_mode(a->cgroups)),
                 .capacity_cpus = a->cfg.capacity_cpus,
                 .capacity_memory_bytes = a->cfg.capacity_memory_bytes,
-                .node_sample = {
-                        .time_ms = now_realtime_ms(),
-                        .cpu_busy = a->cpu_busy,
-                        .memory_available_bytes = available,
-                },
-                .tasks = reports,
-                .n_tasks = a->n_tasks,
+                .node_sample = ns,
                 .acks = a->acks,
                 .n_acks = a->n_acks,
         };
-        a->n_acks_sent = a->n_acks;
 
-        j = heartbeat_to_json(&h);
-        if (!j)
+        /* What always goes: the head, every task's report without samples (a restarted agent's
+         * first heartbeat must name every task it has, or the controller takes the rest for
+         * lost), exit records, and the acks. Samples fill what the size bound leaves, oldest
+         * first; the rest waits for the next heartbeat. */
+        heartbeat_write_json_head(&body, &h);
+        heartbeat_write_json_tail(&tail, &h);
+        fixed = body.len + tail.len;
+        for (Task *t = a->tasks; t; t = t->next) {
+                TaskReport r = task_report(t);
+
+                scratch.len = 0;
+                task_report_write_json(&scratch, &r, "", 0);
+                fixed += scratch.len + (t != a->tasks ? 1 : 0);
+                n_bytes += t->n_samples;
+        }
+        if (body.failed || tail.failed || scratch.failed)
                 return -ENOMEM;
-        body = json_dumps(j, JSON_COMPACT);
-        json_decref(j);
-        if (!body)
+        if (fixed > a->cfg.max_heartbeat_bytes && !a->warned_heartbeat_size) {
+                log_warning("The reports of %zu tasks alone take %zu bytes, over --max-heartbeat-size=%" PRIu64
+                            ": raise it and the controller's --max-body-size together.", a->n_tasks, fixed,
+                            a->cfg.max_heartbeat_bytes);
+                a->warned_heartbeat_size = true;
+        }
+
+        take = calloc(MAX(a->n_tasks, (size_t) 1), sizeof(size_t));
+        n_samples = calloc(MAX(a->n_tasks, (size_t) 1), sizeof(size_t));
+        sample_bytes = calloc(MAX(a->n_tasks, (size_t) 1), sizeof(size_t *));
+        bytes = calloc(MAX(n_bytes, (size_t) 1), sizeof(size_t));
+        if (!take || !n_samples || !sample_bytes || !bytes)
                 return -ENOMEM;
-        *ret_body = body;
+        i = 0;
+        n_bytes = 0;
+        for (Task *t = a->tasks; t; t = t->next, i++) {
+                sample_bytes[i] = bytes + n_bytes;
+                n_samples[i] = t->n_samples;
+                for (size_t k = 0; k < t->n_samples; k++)
+                        bytes[n_bytes++] = t->sample_ends[k] - (k > 0 ? t->sample_ends[k - 1] + 1 : 0);
+                waiting += t->n_samples;
+        }
+        taken = sample_budget_pack(sample_bytes, n_samples, a->n_tasks,
+                                     fixed < a->cfg.max_heartbeat_bytes ? a->cfg.max_heartbeat_bytes - fixed : 0, take);
+        a->samples_deferred = taken < waiting;
+        if (taken < waiting)
+                log_debug("Heartbeat %" PRIu64 ": %zu of %zu samples fit in %" PRIu64 " bytes, the rest waits.", h.seq, taken,
+                          waiting, a->cfg.max_heartbeat_bytes);
+
+        i = 0;
+        for (Task *t = a->tasks; t; t = t->next, i++) {
+                TaskReport r = task_report(t);
+
+                if (t != a->tasks)
+                        text_buf_add(&body, ",", 1);
+                task_report_write_json(&body, &r, t->samples.data ?: "",
+                                       take[i] > 0 ? t->sample_ends[take[i] - 1] : 0);
+                t->n_sent = take[i];
+                t->final_sent = t->has_exit || (!t->launch && t->error);
+                t->external_sent = !limits_is_empty(&t->external);
+        }
+        text_buf_add(&body, tail.data, tail.len);
+        if (body.failed)
+                return -ENOMEM;
+        a->n_acks_sent = a->n_acks;
+        *ret_body = TAKE_PTR(body.data);
         return 0;
 }
 
@@ -500,13 +802,27 @@ void agent_handle_reply(Agent *a, const HeartbeatReply *reply) {
                         task_drop(a, t);
                         continue;
                 }
-                memmove(t->samples, t->samples + t->n_sent, sizeof(TaskSample) * (t->n_samples - t->n_sent));
-                t->n_samples -= t->n_sent;
+                if (t->external_sent) {
+                        t->external = (Limits) {};
+                        t->external_sent = false;
+                }
+                task_drop_samples(t, t->n_sent);
                 t->n_sent = 0;
+                /* After an outage the buffer shrinks back to its everyday size. */
+                if (t->samples.allocated > 16384 && t->samples.len < t->samples.allocated / 4) {
+                        char *p = realloc(t->samples.data, t->samples.len * 2 + 1);
+                        if (p) {
+                                t->samples.data = p;
+                                t->samples.allocated = t->samples.len * 2 + 1;
+                        }
+                }
         }
 
         for (size_t i = 0; i < reply->n_actions; i++)
                 agent_apply_action(a, &reply->actions[i]);
+        /* Samples wait that did not fit (after an outage): the next heartbeat goes now. */
+        if (a->samples_deferred && a->kick)
+                a->kick(a->kick_userdata);
 }
 
 void agent_heartbeat_failed(Agent *a) {
@@ -515,10 +831,112 @@ void agent_heartbeat_failed(Agent *a) {
         for (Task *t = a->tasks; t; t = t->next) {
                 t->n_sent = 0;
                 t->final_sent = false;
+                t->external_sent = false;
         }
 }
 
 /* ---- life cycle ---- */
+
+/* CLOCK_REALTIME seconds at which a process started, from /proc/PID/stat and btime. */
+static double process_start_wall_s(const char *proc_fs, pid_t pid) {
+        char name[64], buf[4096];
+        uint64_t ticks, btime;
+        long hz = sysconf(_SC_CLK_TCK);
+        const char *p;
+
+        snprintf(name, sizeof name, "%d/stat", (int) pid);
+        if (procfs_read_file(proc_fs, name, buf, sizeof buf) < 0 || procfs_parse_pid_starttime(buf, &ticks) < 0)
+                return 0;
+        if (procfs_read_file(proc_fs, "stat", buf, sizeof buf) < 0 || !(p = strstr(buf, "\nbtime ")) ||
+            sscanf(p + 7, "%" SCNu64, &btime) != 1 || hz <= 0)
+                return 0;
+        return (double) btime + (double) ticks / (double) hz;
+}
+
+/* A task an earlier agent started: the cgroup tree says it exists, the state directory says
+ * which process is its main one and which is its shim. Nothing is launched again: a resent
+ * start action for it finds it in the table and is only acked. */
+static int agent_adopt_one(Agent *a, const char *id) {
+        char path[4096], buf[128];
+        int shim = 0, main_pid = 0, n, r;
+        _cleanup_free_ pid_t *pids = NULL;
+        Task *t;
+
+        t = task_new(a, id);
+        if (!t)
+                return -ENOMEM;
+        t->adopted = true;
+        t->start_mono_us = now_mono_us();
+        r = cgroup_task_read_limits(a->cgroups, id, &t->limits);
+        if (r < 0)
+                log_warning_errno(r, "Task %s: cannot read its limits: %m", id);
+
+        if (state_path(a, id, "pids", path, sizeof path) >= 0 && procfs_read_file("/", path, buf, sizeof buf) >= 0)
+                (void) sscanf(buf, "%d %d", &shim, &main_pid);
+        /* The main process must still be in the task's cgroup: a pid may have been reused. */
+        if (cgroup_backend_procs_controller(a->cgroups) >= 0) {
+                char *text = malloc(65536);
+                if (text && cgroup_task_read_direct(a->cgroups, cgroup_backend_procs_controller(a->cgroups), id,
+                                                    "cgroup.procs", text, 65536) >= 0) {
+                        bool found = false;
+                        n = cgroup_parse_pids(text, &pids);
+                        for (int i = 0; i < n; i++)
+                                found = found || pids[i] == main_pid;
+                        if (!found)
+                                main_pid = 0;
+                        t->start_wall_s = process_start_wall_s(a->proc_fs, main_pid > 0 ? main_pid : n > 0 ? pids[0] : 0);
+                }
+                free(text);
+        }
+        if (t->start_wall_s <= 0)
+                t->start_wall_s = (double) now_realtime_ms() / 1000.0;
+
+        r = launch_adopt(a->event, shim, main_pid, a->proc_fs, on_task_exit, t, &t->launch);
+        if (r < 0)
+                return log_error_errno(r, "Task %s: cannot watch its main process %d: %m", id, main_pid);
+        if (launch_exited(t->launch)) {
+                t->main_exited = true;
+                t->main_status = (siginfo_t) {};
+        }
+        log_info("Task %s re-adopted: main process %d%s, shim %d, limits quota %" PRIi64 "/%" PRIi64 " us, max %" PRIi64
+                 " bytes.", id, main_pid, t->main_exited ? " (gone)" : "", shim, t->limits.cpu_quota_us,
+                 t->limits.cpu_period_us, t->limits.memory_max_bytes);
+        return 0;
+}
+
+static int agent_adopt(Agent *a) {
+        _cleanup_strv_free_ char **ids = NULL;
+        int n;
+
+        n = cgroup_list_tasks(a->cgroups, &ids);
+        if (n < 0)
+                return log_error_errno(n, "Cannot scan the agent's cgroup subtree for running tasks: %m");
+        for (char **id = ids; id && *id; id++) {
+                int r = agent_adopt_one(a, *id);
+                if (r < 0)
+                        return r;
+        }
+        if (n > 0)
+                log_info("%d task%s found in the cgroup subtree and re-adopted.", n, n == 1 ? "" : "s");
+        return 0;
+}
+
+static int mkdir_p(const char *path, mode_t mode) {
+        _cleanup_free_ char *p = strdup(path);
+
+        if (!p)
+                return -ENOMEM;
+        for (char *s = p + 1; *s; s++)
+                if (*s == '/') {
+                        *s = '\0';
+                        if (mkdir(p, mode) < 0 && errno != EEXIST)
+                                return -errno;
+                        *s = '/';
+                }
+        if (mkdir(p, mode) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
 
 int agent_new(sd_event *e, CgroupBackend *cgroups, const AgentConfig *cfg, Agent **ret) {
         Agent *a;
@@ -540,6 +958,22 @@ int agent_new(sd_event *e, CgroupBackend *cgroups, const AgentConfig *cfg, Agent
         }
         a->cfg.node = a->node;
         a->cfg.proc_fs = a->proc_fs;
+        a->state_dir = strdup(cfg->state_dir ? cfg->state_dir : "/run/cgorch-agent");
+        if (!a->state_dir) {
+                agent_free(a);
+                return -ENOMEM;
+        }
+        a->cfg.state_dir = a->state_dir;
+        if (a->cfg.sample_buffer_bytes == 0)
+                a->cfg.sample_buffer_bytes = 8 * 1024 * 1024;
+        if (a->cfg.max_heartbeat_bytes == 0)
+                a->cfg.max_heartbeat_bytes = AGENT_MAX_HEARTBEAT_BYTES_DEFAULT;
+        r = mkdir_p(a->state_dir, 0700);
+        if (r < 0) {
+                log_error_errno(r, "Cannot create the state directory %s: %m", a->state_dir);
+                agent_free(a);
+                return r;
+        }
 
         /* A new id per start tells the controller that whatever it sent before may be lost. */
         r = sd_id128_randomize(&boot);
@@ -551,7 +985,10 @@ int agent_new(sd_event *e, CgroupBackend *cgroups, const AgentConfig *cfg, Agent
 
         r = sd_event_now(e, CLOCK_MONOTONIC, &now);
         if (r >= 0)
-                r = sd_event_add_time(e, &a->sample_timer, CLOCK_MONOTONIC, now + cfg->sample_interval_us, 0,
+                /* Accuracy 0 would mean sd-event's default of 250 ms: ticks of a shorter
+                 * interval would bunch up. A twentieth of the interval still lets it coalesce. */
+                r = sd_event_add_time(e, &a->sample_timer, CLOCK_MONOTONIC, now + cfg->sample_interval_us,
+                                      MAX(cfg->sample_interval_us / 20, (uint64_t) 1),
                                       on_sample_timer, a);
         if (r >= 0)
                 r = sd_event_source_set_enabled(a->sample_timer, SD_EVENT_ON);
@@ -560,6 +997,11 @@ int agent_new(sd_event *e, CgroupBackend *cgroups, const AgentConfig *cfg, Agent
                 return r;
         }
         (void) sd_event_source_set_description(a->sample_timer, "sample-timer");
+        r = agent_adopt(a);
+        if (r < 0) {
+                agent_free(a);
+                return r;
+        }
         agent_notify_status(a);
         *ret = a;
         return 0;
@@ -580,8 +1022,8 @@ Agent *agent_free(Agent *a) {
                 /* Reap the main processes and give the kernel a moment to empty the cgroups:
                  * this is shutdown, blocking is fine. */
                 for (Task *t = a->tasks; t; t = t->next)
-                        if (t->launch && !launch_exited(t->launch))
-                                (void) waitpid(launch_pid(t->launch), NULL, 0);
+                        if (t->launch && !launch_exited(t->launch) && launch_shim_pid(t->launch) > 0)
+                                (void) waitpid(launch_shim_pid(t->launch), NULL, 0);
                 for (int i = 0; i < 50; i++) {
                         bool busy = false;
                         for (Task *t = a->tasks; t; t = t->next)
@@ -598,10 +1040,13 @@ Agent *agent_free(Agent *a) {
                 int n = cgroup_task_count_procs(a->cgroups, t->id);
 
                 a->tasks = t->next;
+                task_sampler_done(&t->sampler);
                 if (n == 0 || n == -ENOENT) {
                         int r = cgroup_task_remove(a->cgroups, t->id);
                         if (r < 0)
                                 log_warning_errno(r, "Cannot remove the cgroups of task %s: %m", t->id);
+                        else
+                                state_remove(a, t->id);
                 } else if (n > 0)
                         log_info("Task %s keeps running (%d process%s) in its cgroup.", t->id, n, n == 1 ? "" : "es");
                 task_free(t);
@@ -612,6 +1057,7 @@ Agent *agent_free(Agent *a) {
         free(a->acks);
         free(a->node);
         free(a->proc_fs);
+        free(a->state_dir);
         sd_event_unref(a->event);
         free(a);
         return NULL;

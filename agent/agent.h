@@ -9,9 +9,10 @@
 #include <systemd/sd-event.h>
 
 #include "cgroup.h"
+#include "limits-policy.h"
 #include "protocol.h"
 
-#define AGENT_SAMPLES_MAX 600          /* per task between two delivered heartbeats */
+#define AGENT_MAX_HEARTBEAT_BYTES_DEFAULT (1024 * 1024)  /* the controller's --max-body-size default */
 #define AGENT_ACTIONS_REMEMBERED 4096  /* ids of applied actions, to ack a resent one without re-applying */
 
 typedef struct AgentConfig {
@@ -22,10 +23,17 @@ typedef struct AgentConfig {
         uint64_t sample_interval_us;
         bool allow_root_tasks;
         bool kill_on_exit;
+        const char *state_dir;         /* per-task status and pid files, for re-adoption */
+        unsigned detail_every;         /* read the detail files every this many samples (1: every sample; 0: auto) */
+        uint64_t sample_buffer_bytes;  /* all tasks' undelivered samples together, at most */
+        uint64_t max_heartbeat_bytes;  /* a heartbeat body, at most (the samples that do not fit wait) */
+        LimitsPolicy policy;
 } AgentConfig;
 
 typedef struct Agent Agent;
 
+/* Also re-adopts the tasks an earlier agent left running in the subtree (and reports those that
+ * ended meanwhile). */
 int agent_new(sd_event *e, CgroupBackend *cgroups, const AgentConfig *cfg, Agent **ret);
 /* Stops sampling; kills the tasks if cfg->kill_on_exit; removes the cgroups of tasks that
  * have no process left. Running tasks are left alone otherwise. */
@@ -42,3 +50,4 @@ void agent_heartbeat_failed(Agent *a);
 void agent_apply_action(Agent *a, const Action *action);
 
 size_t agent_n_tasks(const Agent *a);
+size_t agent_n_running(const Agent *a);

@@ -2,6 +2,8 @@
  * task table and heartbeat client. */
 #include <curl/curl.h>
 #include <sched.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,7 @@
 #include "macro.h"
 #include "procfs.h"
 #include "reporter.h"
+#include "secret-file.h"
 
 static char *arg_controller = (char *) "http://127.0.0.1:7070";
 static char *arg_node = NULL;
@@ -28,6 +31,16 @@ static uint64_t arg_memory_bytes = 0;
 static uint64_t arg_sample_interval_us = USEC_PER_SEC;
 static bool arg_allow_root_tasks = false;
 static bool arg_kill_on_exit = false;
+static char *arg_state_dir = NULL;
+static unsigned arg_detail_every = 0;
+static uint64_t arg_sample_buffer_bytes = 8 * 1024 * 1024;
+static uint64_t arg_max_heartbeat_bytes = AGENT_MAX_HEARTBEAT_BYTES_DEFAULT;
+static uint64_t arg_memory_margin_bytes = 16 * 1024 * 1024;
+static uint64_t arg_memory_step_bytes = 256 * 1024 * 1024;
+static uint64_t arg_min_memory_bytes = 16 * 1024 * 1024;
+static double arg_min_cpus = 0.01;
+static char *arg_token_file = NULL;
+static char *arg_ca_cert = NULL;
 static int arg_log_level = LOG_INFO;
 
 static const Option options[] = {
@@ -51,6 +64,27 @@ static const Option options[] = {
           "allow tasks to run as root (uid 0) (default: no)", 0, 0 },
         { "kill-on-exit", 0, OPTION_BOOL, &arg_kill_on_exit, NULL,
           "kill running tasks when the agent stops; otherwise they keep running (default: no)", 0, 0 },
+        { "token-file", 0, OPTION_STRING, &arg_token_file, "FILE",
+          "file (mode 0600) holding this node's NODE:SECRET line of the controller's agent tokens (default: none)", 0, 0 },
+        { "ca-cert", 0, OPTION_STRING, &arg_ca_cert, "FILE",
+          "verify an https:// controller with the CA certificate(s) in FILE (default: the system's CAs)", 0, 0 },
+        { "detail-every", 0, OPTION_UINT, &arg_detail_every, "N",
+          "read memory.stat, events, PSI and /proc per process every N samples; 0: every 5, or for 20 tasks per sample beyond 100 tasks (default: 0)", 0, 3600 },
+        { "sample-buffer", 0, OPTION_SIZE, &arg_sample_buffer_bytes, "SIZE",
+          "memory for samples kept while the controller is away, all tasks together (default: 8M)", 0, 0 },
+        { "max-heartbeat-size", 0, OPTION_SIZE, &arg_max_heartbeat_bytes, "SIZE",
+          "largest heartbeat body, no more than the controller's body limit; samples that do not fit wait (default: 1M)",
+          16 * 1024, 1024.0 * 1024 * 1024 },
+        { "state-dir", 0, OPTION_STRING, &arg_state_dir, "DIR",
+          "per-task exit status and pid files for re-adoption (default: /run/cgorch-agent/CGROUP-ROOT)", 0, 0 },
+        { "memory-margin", 0, OPTION_SIZE, &arg_memory_margin_bytes, "SIZE",
+          "never set a memory limit below usage plus this (default: 16M)", 0, 0 },
+        { "memory-step", 0, OPTION_SIZE, &arg_memory_step_bytes, "SIZE",
+          "lower a memory limit by at most this per sample (default: 256M)", 0, 0 },
+        { "min-memory", 0, OPTION_SIZE, &arg_min_memory_bytes, "SIZE",
+          "floor for memory limits; lower requests are raised to it (default: 16M)", 0, 0 },
+        { "min-cpus", 0, OPTION_DOUBLE, &arg_min_cpus, "N",
+          "floor for CPU quotas in cores; lower requests are raised to it (default: 0.01)", 0.001, 4096 },
         { "log-level", 0, OPTION_LOG_LEVEL, &arg_log_level, "LEVEL",
           "err, warning, notice, info or debug (default: info)", 0, 0 },
 };
@@ -100,10 +134,58 @@ static int default_capacity(double *cpus, uint64_t *memory_bytes) {
         return 0;
 }
 
+/* Under systemd with Delegate=yes the agent's own cgroup is the top of its subtree; on v2 a
+ * cgroup with processes cannot have children with controllers (no internal processes), so the
+ * agent moves itself into a leaf "agent" next to the tasks' root. Only when the task root lies
+ * below the agent's own cgroup: anywhere else the agent's cgroup is not the agent's to change. */
+static int move_self_to_leaf(const CgroupBackend *cgroups, const char *cgroup_root) {
+        char buf[4096], *line, *own = NULL;
+        _cleanup_free_ char *leaf = NULL, *procs = NULL;
+        _cleanup_fclose_ FILE *f = NULL;
+        size_t n;
+
+        if (cgroup_backend_mode(cgroups) != CGROUP_MODE_V2 && cgroup_backend_mode(cgroups) != CGROUP_MODE_HYBRID)
+                return 0;
+        f = fopen("/proc/self/cgroup", "re");
+        if (!f)
+                return 0;
+        n = fread(buf, 1, sizeof buf - 1, f);
+        buf[n] = '\0';
+        for (line = strtok(buf, "\n"); line; line = strtok(NULL, "\n"))
+                if (strncmp(line, "0::/", 4) == 0)
+                        own = line + 4;
+        if (!own || !*own)
+                return 0;
+        n = strlen(own);
+        if (strncmp(cgroup_root, own, n) != 0 || cgroup_root[n] != '/')
+                return 0;
+        if (asprintf(&leaf, "%s/%s%s/agent", arg_cgroup_fs,
+                     cgroup_backend_mode(cgroups) == CGROUP_MODE_HYBRID ? "unified/" : "", own) < 0 ||
+            asprintf(&procs, "%s/cgroup.procs", leaf) < 0)
+                return log_oom();
+        if (mkdir(leaf, 0755) < 0 && errno != EEXIST)
+                return log_warning_errno(errno, "Cannot create %s for the agent itself: %m", leaf);
+        _cleanup_fclose_ FILE *p = fopen(procs, "we");
+        if (!p || fprintf(p, "0\n") < 0 || fflush(p) != 0)
+                return log_warning_errno(errno, "Cannot move the agent into %s: %m", leaf);
+        log_info("Moved the agent into the leaf cgroup %s.", leaf);
+        return 0;
+}
+
+/* Every sampled task keeps a few cgroup files open: lift the soft descriptor limit to the hard one. */
+static void raise_nofile(void) {
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                (void) setrlimit(RLIMIT_NOFILE, &rl);
+        }
+}
+
 static int run(void) {
         _cleanup_(cgroup_backend_freep) CgroupBackend *cgroups = NULL;
         _cleanup_(reporter_freep) Reporter *reporter = NULL;
-        _cleanup_free_ char *hostname = NULL, *root = NULL;
+        _cleanup_free_ char *hostname = NULL, *root = NULL, *state_dir = NULL;
         sd_event *e = NULL;
         Agent *agent = NULL;
         AgentConfig cfg;
@@ -157,6 +239,19 @@ static int run(void) {
         r = cgroup_backend_new(arg_cgroup_fs, cgroup_root, &cgroups);
         if (r < 0)
                 goto out;
+        (void) move_self_to_leaf(cgroups, cgroup_root);
+        raise_nofile();
+
+        if (!arg_state_dir) {
+                /* One directory per subtree: several agents on one machine never share one. */
+                if (asprintf(&state_dir, "/run/cgorch-agent/%s", cgroup_root) < 0) {
+                        r = log_oom();
+                        goto out;
+                }
+                for (char *p = state_dir + strlen("/run/cgorch-agent/"); *p; p++)
+                        if (*p == '/')
+                                *p = '-';
+        }
 
         cfg = (AgentConfig) {
                 .node = node,
@@ -166,6 +261,18 @@ static int run(void) {
                 .sample_interval_us = arg_sample_interval_us,
                 .allow_root_tasks = arg_allow_root_tasks,
                 .kill_on_exit = arg_kill_on_exit,
+                .state_dir = arg_state_dir ? arg_state_dir : state_dir,
+                .detail_every = arg_detail_every,
+                .sample_buffer_bytes = arg_sample_buffer_bytes,
+                .max_heartbeat_bytes = arg_max_heartbeat_bytes,
+                .policy = {
+                        .memory_margin_bytes = arg_memory_margin_bytes,
+                        .memory_step_bytes = arg_memory_step_bytes,
+                        .memory_floor_bytes = arg_min_memory_bytes,
+                        .memory_ceiling_bytes = arg_memory_bytes,
+                        .cpu_floor_cores = arg_min_cpus,
+                        .cpu_ceiling_cores = arg_cpus,
+                },
         };
         r = agent_new(e, cgroups, &cfg, &agent);
         if (r < 0) {
@@ -183,6 +290,30 @@ static int run(void) {
                 log_error_errno(r, "Cannot set up the heartbeat client: %m");
                 goto out;
         }
+        if (arg_token_file || arg_ca_cert) {
+                _cleanup_secret_ char *token = NULL;
+                _cleanup_free_ char *error = NULL;
+                if (arg_token_file) {
+                        r = secret_file_read_token(arg_token_file, &token, &error);
+                        if (r < 0) {
+                                log_error_errno(r, "Cannot read the token: %s", error ?: "out of memory");
+                                goto out;
+                        }
+                        /* The controller binds the token to the node it names: catch a token
+                         * copied from another node here, not as a 403 on every heartbeat. */
+                        size_t n = strlen(node);
+                        if (strncmp(token, node, n) != 0 || token[n] != ':') {
+                                r = log_error_errno(EINVAL, "%s: the token must be this node's line NODE:SECRET, with NODE %s.",
+                                                    arg_token_file, node);
+                                goto out;
+                        }
+                }
+                r = reporter_set_auth(reporter, token, arg_ca_cert);
+                if (r < 0) {
+                        log_oom();
+                        goto out;
+                }
+        }
         agent_set_kick(agent, kick_reporter, reporter);
         (void) reporter_send_now(reporter);
 
@@ -190,7 +321,12 @@ static int run(void) {
                  PACKAGE_VERSION, node, arg_controller, cgroup_mode_to_string(cgroup_backend_mode(cgroups)),
                  arg_cgroup_fs, cgroup_root, cgroup_backend_uses_libcgroup(cgroups) ? "libcgroup" : "direct",
                  arg_cpus, arg_memory_bytes);
-        (void) sd_notify(false, "READY=1");
+        /* WATCHDOG=1 pings at half of WATCHDOG_USEC when systemd set it (sd-event does it). */
+        r = sd_event_set_watchdog(e, true);
+        if (r < 0)
+                log_warning_errno(r, "Cannot enable the watchdog: %m");
+        (void) sd_notifyf(false, "READY=1\nSTATUS=%zu task%s running (re-adopted at start), heartbeats to %s",
+                          agent_n_running(agent), agent_n_running(agent) == 1 ? "" : "s", arg_controller);
 
         r = sd_event_loop(e);
         if (r < 0)

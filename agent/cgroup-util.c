@@ -327,3 +327,104 @@ int cgroup_parse_pids(const char *text, pid_t **ret) {
                 *ret = TAKE_PTR(pids);
         return (int) n;
 }
+
+uint64_t cgroup_shares_to_weight(uint64_t shares) {
+        uint64_t w = (shares * 100 + 512) / 1024;
+        return MIN(MAX(w, (uint64_t) 1), (uint64_t) 10000);
+}
+
+/* v1 reports "no memory limit" as PAGE_COUNTER_MAX pages in bytes (9223372036854771712 on
+ * x86-64): anything this large is no limit. */
+#define V1_MEMORY_UNLIMITED_MIN (UINT64_C(1) << 62)
+
+static int limit_from_bytes(const char *text, int64_t *ret) {
+        uint64_t v;
+        int r = cgroup_parse_uint64(text, &v);
+
+        if (r < 0)
+                return r;
+        *ret = v >= V1_MEMORY_UNLIMITED_MIN ? LIMIT_UNLIMITED : (int64_t) v;
+        return 0;
+}
+
+int cgroup_parse_limits(CgroupMode mode, const CgroupLimitFiles *f, Limits *ret) {
+        Limits l = {};
+        uint64_t v;
+        int r;
+
+        if (mode == CGROUP_MODE_V2) {
+                if (f->cpu_quota) {
+                        unsigned long long period;
+                        char quota[32];
+
+                        if (sscanf(f->cpu_quota, "%31s %llu", quota, &period) != 2)
+                                return -EINVAL;
+                        if (streq(quota, "max"))
+                                l.cpu_quota_us = LIMIT_UNLIMITED;
+                        else {
+                                r = cgroup_parse_uint64(quota, &v);
+                                if (r < 0 || v > INT64_MAX)
+                                        return -EINVAL;
+                                l.cpu_quota_us = (int64_t) v;
+                        }
+                        l.cpu_period_us = (int64_t) period;
+                }
+                if (f->cpu_weight) {
+                        r = cgroup_parse_uint64(f->cpu_weight, &v);
+                        if (r < 0 || v > 10000)
+                                return -EINVAL;
+                        l.cpu_weight = (int64_t) v;
+                }
+        } else {
+                if (f->cpu_quota) {
+                        long long q;
+                        char *end;
+
+                        errno = 0;
+                        q = strtoll(f->cpu_quota, &end, 10);
+                        if (errno || end == f->cpu_quota || (q < 0 && q != -1))
+                                return -EINVAL;
+                        l.cpu_quota_us = q < 0 ? LIMIT_UNLIMITED : q;
+                }
+                if (f->cpu_period) {
+                        r = cgroup_parse_uint64(f->cpu_period, &v);
+                        if (r < 0 || v > INT64_MAX)
+                                return -EINVAL;
+                        l.cpu_period_us = (int64_t) v;
+                }
+                if (f->cpu_weight) {
+                        r = cgroup_parse_uint64(f->cpu_weight, &v);
+                        if (r < 0)
+                                return r;
+                        l.cpu_weight = (int64_t) cgroup_shares_to_weight(v);
+                }
+        }
+        if (f->memory_max) {
+                r = limit_from_bytes(f->memory_max, &l.memory_max_bytes);
+                if (r < 0)
+                        return r;
+        }
+        if (f->memory_high) {
+                r = limit_from_bytes(f->memory_high, &l.memory_high_bytes);
+                if (r < 0)
+                        return r;
+        }
+        *ret = l;
+        return 0;
+}
+
+int limits_external_changes(const Limits *set, const Limits *observed, Limits *ret) {
+        const int64_t *s = &set->cpu_quota_us, *o = &observed->cpu_quota_us;
+        Limits c = {};
+        int64_t *out = &c.cpu_quota_us;
+        int n = 0;
+
+        /* Limits is five int64_t in a row: compare them as such. */
+        for (size_t i = 0; i < sizeof(Limits) / sizeof(int64_t); i++)
+                if (s[i] != LIMIT_UNSET && o[i] != LIMIT_UNSET && s[i] != o[i]) {
+                        out[i] = o[i];
+                        n++;
+                }
+        *ret = c;
+        return n;
+}

@@ -77,3 +77,19 @@ int cgroup_parse_keyed(const char *text, const char *key, uint64_t *ret);
 /* Parses the pid list of cgroup.procs; returns the count (or -EINVAL/-ENOMEM). *ret may be NULL
  * to only count. */
 int cgroup_parse_pids(const char *text, pid_t **ret);
+
+/* v1 cpu.shares → v2 weight, the inverse of cgroup_weight_to_shares for every weight 1..10000. */
+uint64_t cgroup_shares_to_weight(uint64_t shares);
+
+/* The limits in force, from the contents of the limit files of one mode (NULL: file absent).
+ * v1/hybrid: cfs_quota_us, cfs_period_us, shares, limit_in_bytes, soft_limit_in_bytes;
+ * v2: cpu.max (quota and period), cpu.weight, memory.max, memory.high. Unlimited values
+ * become LIMIT_UNLIMITED. */
+typedef struct CgroupLimitFiles {
+        const char *cpu_quota, *cpu_period, *cpu_weight, *memory_max, *memory_high;
+} CgroupLimitFiles;
+int cgroup_parse_limits(CgroupMode mode, const CgroupLimitFiles *f, Limits *ret);
+
+/* The fields the agent set (set: fields not LIMIT_UNSET) that differ in observed: someone else
+ * wrote them. ret gets those fields with their observed values; returns how many. */
+int limits_external_changes(const Limits *set, const Limits *observed, Limits *ret);

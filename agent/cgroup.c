@@ -774,3 +774,122 @@ int cgroup_task_remove(CgroupBackend *b, const char *task) {
                 return r;
         return remove_relpath(b, rel);
 }
+
+CgroupController cgroup_backend_procs_controller(const CgroupBackend *b) {
+        return b->mode == CGROUP_MODE_V2 ? CGROUP_UNIFIED : CGROUP_MEMORY;
+}
+
+static int task_file_path(CgroupBackend *b, CgroupController c, const char *task, const char *file, char **ret) {
+        _cleanup_free_ char *rel = NULL;
+        int r;
+
+        if (c < 0 || c >= _CGROUP_CONTROLLER_MAX || !b->hierarchy[c])
+                return -ENOENT;
+        r = task_relpath(b, task, &rel);
+        if (r < 0)
+                return r;
+        return cgroup_path_join(b->fsroot, b->hierarchy[c], rel, file, ret);
+}
+
+int cgroup_task_open(CgroupBackend *b, CgroupController c, const char *task, const char *file) {
+        _cleanup_free_ char *path = NULL;
+        int r, fd;
+
+        r = task_file_path(b, c, task, file, &path);
+        if (r < 0)
+                return r;
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        return fd < 0 ? -errno : fd;
+}
+
+int cgroup_task_read_direct(CgroupBackend *b, CgroupController c, const char *task, const char *file, char *buf,
+                            size_t size) {
+        _cleanup_close_ int fd = -EBADF;
+        size_t n = 0;
+
+        fd = cgroup_task_open(b, c, task, file);
+        if (fd < 0)
+                return fd;
+        while (n < size - 1) {
+                ssize_t k = read(fd, buf + n, size - 1 - n);
+
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                n += (size_t) k;
+        }
+        buf[n] = '\0';
+        return 0;
+}
+
+int cgroup_task_read_limits(CgroupBackend *b, const char *task, Limits *ret) {
+        bool v2 = b->mode == CGROUP_MODE_V2;
+        CgroupController cpu = v2 ? CGROUP_UNIFIED : CGROUP_CPU, mem = v2 ? CGROUP_UNIFIED : CGROUP_MEMORY;
+        const struct {
+                CgroupController c;
+                const char *file;
+        } files[] = {
+                { cpu, v2 ? "cpu.max" : "cpu.cfs_quota_us" },
+                { cpu, v2 ? NULL : "cpu.cfs_period_us" },
+                { cpu, v2 ? "cpu.weight" : "cpu.shares" },
+                { mem, v2 ? "memory.max" : "memory.limit_in_bytes" },
+                { mem, v2 ? "memory.high" : "memory.soft_limit_in_bytes" },
+        };
+        char text[ELEMENTSOF(files)][64];
+        char *value[ELEMENTSOF(files)] = {};
+        int r;
+
+        /* Direct reads, also on libcgroup hierarchies: the agent checks every task's limits for
+         * outside changes with its detail samples, and libcgroup costs more per read than
+         * open+read+close (bench/cgroup-read, docs/benchmarks.md). An absent file is an unset limit. */
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                if (!files[i].file)
+                        continue;
+                r = cgroup_task_read_direct(b, files[i].c, task, files[i].file, text[i], sizeof text[i]);
+                if (r == -ENOENT)
+                        continue;
+                if (r < 0)
+                        return r;
+                value[i] = text[i];
+        }
+        return cgroup_parse_limits(b->mode,
+                                   &(CgroupLimitFiles) { .cpu_quota = value[0], .cpu_period = value[1], .cpu_weight = value[2],
+                                                         .memory_max = value[3], .memory_high = value[4] },
+                                   ret);
+}
+
+int cgroup_list_tasks(CgroupBackend *b, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        _cleanup_free_ char *path = NULL;
+        struct dirent *de;
+        DIR *d;
+        int r = 0;
+
+        r = cgroup_backend_path(b, cgroup_backend_procs_controller(b), NULL, &path);
+        if (r < 0)
+                return r;
+        d = opendir(path);
+        if (!d)
+                return -errno;
+        while ((de = readdir(d))) {
+                TaskId id;
+
+                if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
+                        continue;
+                /* Only what the agent itself names: a directory named otherwise is not ours to adopt. */
+                if (task_id_parse(de->d_name, &id) < 0)
+                        continue;
+                r = strv_extend(&l, de->d_name);
+                if (r < 0)
+                        break;
+        }
+        closedir(d);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(l);
+        return (int) strv_length(*ret);
+}

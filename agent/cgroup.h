@@ -51,3 +51,19 @@ int cgroup_task_kill(CgroupBackend *b, const char *task);
 int cgroup_task_count_procs(CgroupBackend *b, const char *task);
 /* rmdir in every hierarchy; -EBUSY while processes remain. A missing directory is not an error. */
 int cgroup_task_remove(CgroupBackend *b, const char *task);
+
+/* Opens one file of a task's cgroup read-only, for the sampler to keep open and pread(): a
+ * direct open also on libcgroup hierarchies (bench/ measured it; see docs/benchmarks.md).
+ * Returns the fd or a negative errno (-ENOENT: the kernel has no such file). */
+int cgroup_task_open(CgroupBackend *b, CgroupController c, const char *task, const char *file);
+/* Reads one whole file of a task's cgroup directly (open, read, close) into buf (size-1 bytes
+ * at most, NUL-terminated); -ENOENT when absent. */
+int cgroup_task_read_direct(CgroupBackend *b, CgroupController c, const char *task, const char *file, char *buf,
+                            size_t size);
+/* The limits in force in a task's cgroup, read from the kernel. */
+int cgroup_task_read_limits(CgroupBackend *b, const char *task, Limits *ret);
+/* The task ids (directory names that parse as task ids) below the agent root, for re-adoption. */
+int cgroup_list_tasks(CgroupBackend *b, char ***ret);
+/* The path of the agent root in the hierarchy holding cgroup.procs for membership (memory in
+ * v1/hybrid, the unified tree in v2). */
+CgroupController cgroup_backend_procs_controller(const CgroupBackend *b);

@@ -8,6 +8,8 @@
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,8 +19,11 @@
 #include "strv.h"
 
 struct Launch {
-        pid_t pid;
+        pid_t pid;                    /* the task's main process */
+        pid_t shim_pid;               /* its supervisor, our child (0: adopted, not ours) */
         bool exited;
+        int pidfd;                    /* adopted: the main process, readable once it exited */
+        bool poll;                    /* adopted without pidfd (Linux < 5.3): launch_poll() watches it */
         sd_event_source *child_source;
         sd_event_source *progress_source;
         int progress_fd;
@@ -69,6 +74,32 @@ pid_t launch_pid(const Launch *l) {
         return l->exited ? 0 : l->pid;
 }
 
+pid_t launch_shim_pid(const Launch *l) {
+        return l->shim_pid;
+}
+
+int launch_status_format(int code, int status, char *buf, size_t size) {
+        int n = snprintf(buf, size, "%s %d\n", code == CLD_EXITED ? "exited" : "killed", status);
+        return n < 0 || (size_t) n >= size ? -ENOBUFS : n;
+}
+
+int launch_status_parse(const char *text, int *ret_code, int *ret_signal) {
+        char word[16];
+        int v;
+
+        if (!text || sscanf(text, "%15s %d", word, &v) != 2 || v < 0 || v > 255)
+                return -EINVAL;
+        if (streq(word, "exited")) {
+                *ret_code = v;
+                *ret_signal = 0;
+        } else if (streq(word, "killed") && v >= 1 && v <= 64) {
+                *ret_code = 0;
+                *ret_signal = v;
+        } else
+                return -EINVAL;
+        return 0;
+}
+
 double launch_progress(const Launch *l) {
         return l->progress.last;
 }
@@ -84,6 +115,8 @@ Launch *launch_free(Launch *l) {
         sd_event_source_disable_unref(l->progress_source);
         if (l->progress_fd >= 0)
                 close(l->progress_fd);
+        if (l->pidfd >= 0)
+                close(l->pidfd);
         free(l);
         return NULL;
 }
@@ -360,17 +393,93 @@ _noreturn_ static void child_run(const LaunchSpec *spec, const Credentials *c, c
         child_fail(err_fd, STEP_EXEC, errno);
 }
 
+/* Async-signal-safe decimal formatting for the shim. */
+static size_t format_int(char *buf, int v) {
+        char tmp[16];
+        size_t n = 0, k = 0;
+        unsigned u = v < 0 ? (unsigned) -v : (unsigned) v;
+
+        do
+                tmp[n++] = (char) ('0' + u % 10);
+        while ((u /= 10) > 0);
+        if (v < 0)
+                buf[k++] = '-';
+        while (n > 0)
+                buf[k++] = tmp[--n];
+        return k;
+}
+
+/* The shim, in the child of fork(): only async-signal-safe calls. Forks the task, tells the
+ * agent its pid, keeps the progress pipe open at fd 3, waits, records and mirrors the status. */
+_noreturn_ static void shim_run(const LaunchSpec *spec, const Credentials *c, char **envp, int sync_r, int err_w,
+                                int prog_r, int prog_w, int pid_w) {
+        struct rlimit no_core = {};
+        siginfo_t si = {};
+        char line[48];
+        size_t n;
+        pid_t pid;
+        int fd;
+
+        pid = fork();
+        if (pid < 0)
+                _exit(127);
+        if (pid == 0) {
+                close(pid_w);
+                close(prog_r);
+                if (spec->status_fd >= 0)
+                        close(spec->status_fd);
+                child_run(spec, c, envp, sync_r, err_w, prog_w);
+        }
+        n = (size_t) write(pid_w, &pid, sizeof pid);
+        (void) n;
+        close(pid_w);
+        close(sync_r);
+        close(err_w);
+        close(prog_w);
+
+        /* Keep only the progress pipe (at fd 3) and the status file (fd 4). */
+        fd = fcntl(prog_r, F_DUPFD, 10);
+        if (fd >= 0 && dup2(fd, LAUNCHER_SHIM_PROGRESS_FD) >= 0)
+                close(fd);
+        fd = spec->status_fd >= 0 ? fcntl(spec->status_fd, F_DUPFD, 10) : -1;
+        if (fd >= 0 && dup2(fd, LAUNCHER_SHIM_PROGRESS_FD + 1) >= 0)
+                close(fd);
+        (void) close_range(LAUNCHER_SHIM_PROGRESS_FD + (spec->status_fd >= 0 ? 2 : 1), ~0U, 0);
+        (void) setsid();
+
+        while (waitid(P_PID, (id_t) pid, &si, WEXITED) < 0)
+                if (errno != EINTR)
+                        _exit(127);
+
+        if (spec->status_fd >= 0) {
+                const char *word = si.si_code == CLD_EXITED ? "exited " : "killed ";
+
+                memcpy(line, word, 7);
+                n = 7 + format_int(line + 7, si.si_status);
+                line[n++] = '\n';
+                if (write(LAUNCHER_SHIM_PROGRESS_FD + 1, line, n) == (ssize_t) n)
+                        (void) fsync(LAUNCHER_SHIM_PROGRESS_FD + 1);
+        }
+        if (si.si_code == CLD_EXITED)
+                _exit(si.si_status);
+        /* Die of the same signal, without a core dump of our own. */
+        (void) setrlimit(RLIMIT_CORE, &no_core);
+        (void) signal(si.si_status, SIG_DFL);
+        (void) kill(getpid(), si.si_status);
+        _exit(128 + si.si_status);
+}
+
 int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, launch_exit_fn on_exit,
                  void *userdata, Launch **ret, char **ret_error) {
         _cleanup_strv_free_ char **envp = NULL;
         _cleanup_close_ int sync_r = -EBADF, sync_w = -EBADF, err_r = -EBADF, err_w = -EBADF,
-                            prog_r = -EBADF, prog_w = -EBADF;
+                            prog_r = -EBADF, prog_w = -EBADF, pid_r = -EBADF, pid_w = -EBADF;
         _cleanup_free_ char *error = NULL;
         Credentials cred = {};
         Launch *l = NULL;
         ChildError ce;
         ssize_t k;
-        pid_t pid;
+        pid_t pid, shim;
         int fds[2], r;
 
         if (!spec->argv || !spec->argv[0]) {
@@ -399,22 +508,48 @@ int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, l
         if (fcntl(prog_r, F_SETFL, O_NONBLOCK) < 0)
                 goto fail_errno;
 
-        pid = fork();
-        if (pid < 0)
+        if (pipe2(fds, O_CLOEXEC) < 0)
                 goto fail_errno;
-        if (pid == 0) {
+        pid_r = fds[0], pid_w = fds[1];
+
+        shim = fork();
+        if (shim < 0)
+                goto fail_errno;
+        if (shim == 0) {
+                sigset_t all;
+
+                /* The agent blocks SIGCHLD/SIGTERM: the shim must see its child exit and die of SIGTERM. */
+                for (int sig = 1; sig < _NSIG; sig++)
+                        if (sig != SIGKILL && sig != SIGSTOP)
+                                (void) signal(sig, SIG_DFL);
+                sigemptyset(&all);
+                (void) sigprocmask(SIG_SETMASK, &all, NULL);
                 close(sync_w);
-                child_run(spec, &cred, envp, sync_r, err_w, prog_w);
+                close(err_r);
+                close(pid_r);
+                shim_run(spec, &cred, envp, sync_r, err_w, prog_r, prog_w, pid_w);
         }
 
         sync_r = (close(sync_r), -EBADF);
         err_w = (close(err_w), -EBADF);
         prog_w = (close(prog_w), -EBADF);
+        pid_w = (close(pid_w), -EBADF);
+
+        do
+                k = read(pid_r, &pid, sizeof pid);
+        while (k < 0 && errno == EINTR);
+        if (k != (ssize_t) sizeof pid) {
+                (void) waitpid(shim, NULL, 0);
+                r = -EIO;
+                if (asprintf(&error, "the task's supervisor could not fork the task") < 0)
+                        error = NULL;
+                goto fail_msg;
+        }
 
         r = attach(pid, userdata);
         if (r < 0) {
                 (void) kill(pid, SIGKILL);
-                (void) waitpid(pid, NULL, 0);
+                (void) waitpid(shim, NULL, 0);
                 if (asprintf(&error, "attaching the task to its cgroups: %s", strerror(-r)) < 0)
                         error = NULL;
                 goto fail_msg;
@@ -422,7 +557,7 @@ int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, l
         if (write(sync_w, "x", 1) != 1) {
                 r = -errno;
                 (void) kill(pid, SIGKILL);
-                (void) waitpid(pid, NULL, 0);
+                (void) waitpid(shim, NULL, 0);
                 goto fail;
         }
         sync_w = (close(sync_w), -EBADF);
@@ -435,7 +570,7 @@ int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, l
         if (k != 0) {
                 int status;
 
-                (void) waitpid(pid, &status, 0);
+                (void) waitpid(shim, &status, 0);
                 if (k == (ssize_t) sizeof ce) {
                         r = -ce.error;
                         if (ce.step == STEP_EXEC)
@@ -461,9 +596,11 @@ int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, l
                 r = -ENOMEM;
                 goto fail_kill;
         }
-        *l = (Launch) { .pid = pid, .progress_fd = TAKE_FD(prog_r), .on_exit = on_exit, .userdata = userdata };
+        *l = (Launch) { .pid = pid, .shim_pid = shim, .pidfd = -1, .progress_fd = TAKE_FD(prog_r), .on_exit = on_exit,
+                        .userdata = userdata };
         progress_reader_init(&l->progress);
-        r = sd_event_add_child(e, &l->child_source, pid, WEXITED, on_child, l);
+        /* The shim mirrors the task's exit: watching it is watching the task. */
+        r = sd_event_add_child(e, &l->child_source, shim, WEXITED, on_child, l);
         if (r < 0)
                 goto fail_kill;
         r = sd_event_add_io(e, &l->progress_source, l->progress_fd, EPOLLIN, on_progress, l);
@@ -476,7 +613,7 @@ int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, l
 
 fail_kill:
         (void) kill(pid, SIGKILL);
-        (void) waitpid(pid, NULL, 0);
+        (void) waitpid(shim, NULL, 0);
         launch_free(l);
         goto fail;
 fail_errno:
@@ -488,4 +625,78 @@ fail_msg:
         credentials_done(&cred);
         *ret_error = TAKE_PTR(error);
         return r;
+}
+
+static int on_pidfd(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Launch *l = userdata;
+        siginfo_t si = {};
+
+        /* Not our child: no status here, it is in the shim's status file. */
+        l->child_source = sd_event_source_disable_unref(l->child_source);
+        l->exited = true;
+        if (l->on_exit)
+                l->on_exit(l, &si, l->userdata);
+        return 0;
+}
+
+void launch_poll(Launch *l) {
+        siginfo_t si = {};
+
+        if (!l->poll || l->exited || !(kill(l->pid, 0) < 0 && errno == ESRCH))
+                return;
+        l->poll = false;
+        l->exited = true;
+        if (l->on_exit)
+                l->on_exit(l, &si, l->userdata);
+}
+
+int launch_adopt(sd_event *e, pid_t shim_pid, pid_t main_pid, const char *proc_fs, launch_exit_fn on_exit,
+                 void *userdata, Launch **ret) {
+        Launch *l;
+        char path[4096];
+        int r;
+
+        l = calloc(1, sizeof *l);
+        if (!l)
+                return -ENOMEM;
+        *l = (Launch) { .pid = main_pid, .pidfd = -1, .progress_fd = -1, .on_exit = on_exit, .userdata = userdata };
+        progress_reader_init(&l->progress);
+
+        l->pidfd = main_pid > 0 ? (int) syscall(SYS_pidfd_open, main_pid, 0) : -1;
+        r = l->pidfd >= 0 || main_pid <= 0 ? 0 : -errno;
+        if (r == -ENOSYS)
+                /* No pidfd_open (Linux before 5.3, or valgrind): launch_poll() looks for the
+                 * process at every sample instead. It is in the task's cgroup (the caller
+                 * checked), so the pid is the task's until it exits. */
+                r = kill(main_pid, 0) < 0 && errno == ESRCH ? -ESRCH : 0;
+        if (r < 0 && r != -ESRCH) {
+                launch_free(l);
+                return r;
+        }
+        if (r < 0 || main_pid <= 0) {
+                /* Gone already: the caller finds it exited and waits for the cgroup to empty. */
+                l->exited = true;
+                *ret = l;
+                return 0;
+        }
+        l->poll = l->pidfd < 0;
+        r = l->pidfd >= 0 ? sd_event_add_io(e, &l->child_source, l->pidfd, EPOLLIN, on_pidfd, l) : 0;
+        if (r < 0) {
+                launch_free(l);
+                return r;
+        }
+
+        /* The progress pipe, through the shim that kept it open; opening a pipe through /proc
+         * gives a new reader of the same pipe. Without it progress stays unknown. */
+        if (shim_pid > 0) {
+                snprintf(path, sizeof path, "%s/%d/fd/%d", proc_fs, (int) shim_pid, LAUNCHER_SHIM_PROGRESS_FD);
+                l->progress_fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+                if (l->progress_fd >= 0 &&
+                    sd_event_add_io(e, &l->progress_source, l->progress_fd, EPOLLIN, on_progress, l) < 0) {
+                        close(l->progress_fd);
+                        l->progress_fd = -1;
+                }
+        }
+        *ret = l;
+        return 0;
 }

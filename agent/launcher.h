@@ -1,6 +1,13 @@
 /* launcher.h: starting a task's main process — fork, attach to its cgroups before it runs a
  * single instruction of the task, drop to the job's user, exec — and watching it: exit through
- * sd_event_add_child, progress lines from the CGORCH_PROGRESS_FD pipe. */
+ * sd_event_add_child, progress lines from the CGORCH_PROGRESS_FD pipe.
+ *
+ * Between the agent and the task sits a small supervisor, the shim: a fork of the agent that
+ * forks the task, waits for it, writes its exit status to the task's status file and exits the
+ * same way. It lives in the agent's cgroup, not the task's, and outlives an agent restart, so
+ * that a new agent learns the exit status of a task it re-adopted (it is not the task's parent),
+ * and it holds the progress pipe open so that the task's progress writes never fail while no
+ * agent runs; the new agent reopens that pipe through /proc/SHIM/fd/3. */
 #pragma once
 
 #include <signal.h>
@@ -19,7 +26,10 @@ typedef struct LaunchSpec {
         const char *cwd;        /* NULL: "/" */
         const char *user;       /* NULL: the agent's own user */
         bool allow_root;        /* run tasks as uid 0 when asked to */
+        int status_fd;          /* the shim writes "exited N" or "killed N" here; -1: nowhere */
 } LaunchSpec;
+
+#define LAUNCHER_SHIM_PROGRESS_FD 3   /* the progress pipe's read end in the shim */
 
 /* Reads progress lines ("0.25\n"): keeps the last number in [0,1]. Pure, for tests. */
 typedef struct ProgressReader {
@@ -36,7 +46,8 @@ typedef struct Launch Launch;
 
 /* Called with the child stopped before exec: put it into every task cgroup. */
 typedef int (*launch_attach_fn)(pid_t pid, void *userdata);
-/* Called once the main process ended (si from waitid: si_code CLD_EXITED/KILLED/DUMPED, si_status). */
+/* Called once the main process ended (si from waitid: si_code CLD_EXITED/KILLED/DUMPED, si_status;
+ * si_code 0 for an adopted task: the status is in its status file). */
 typedef void (*launch_exit_fn)(Launch *l, const siginfo_t *si, void *userdata);
 
 /* Starts the task. Returns 0 once the child has exec'd; on failure a negative errno and, in
@@ -44,7 +55,20 @@ typedef void (*launch_exit_fn)(Launch *l, const siginfo_t *si, void *userdata);
  * permitted", "execvp(foo): No such file or directory"). No process is left behind on failure. */
 int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, launch_exit_fn on_exit,
                  void *userdata, Launch **ret, char **ret_error);
+/* Watches a task started by an earlier agent: its main process through a pidfd, its progress
+ * through the shim's end of the pipe (when the shim still runs). When the main process is gone
+ * already (or main_pid is 0: unknown) the Launch is born exited (launch_exited()). */
+int launch_adopt(sd_event *e, pid_t shim_pid, pid_t main_pid, const char *proc_fs, launch_exit_fn on_exit,
+                 void *userdata, Launch **ret);
+/* Without pidfd_open (Linux before 5.3) an adopted task's main process is looked for at every
+ * call: the agent calls this once per sample. A no-op otherwise. */
+void launch_poll(Launch *l);
 Launch *launch_free(Launch *l);
+pid_t launch_shim_pid(const Launch *l);
+
+/* Pure: the status line the shim writes, and its parsing. */
+int launch_status_format(int code, int status, char *buf, size_t size);
+int launch_status_parse(const char *text, int *ret_code, int *ret_signal);
 
 pid_t launch_pid(const Launch *l);
 /* Last reported progress in [0,1], or -1 when the task reported none. */

@@ -1,5 +1,6 @@
-/* procfs.c: /proc/stat and /proc/meminfo parsing and reading. */
+/* procfs.c: /proc parsing (stat, meminfo, pressure, PID stat/status/io) and reading. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,11 @@ int procfs_parse_stat_cpu(const char *text, uint64_t *ret_busy, uint64_t *ret_to
 
         if (!text || strncmp(text, "cpu ", 4) != 0)
                 return -EINVAL;
+        /* sscanf's %u takes "-4" as 2^64-4: the kernel never writes a sign, so one means
+         * garbage (found by fuzz/fuzz-cgroup-parsers). */
+        const char *eol = strchrnul(text, '\n');
+        if (memchr(text, '-', (size_t) (eol - text)))
+                return -EINVAL;
         /* user nice system idle iowait irq softirq steal guest guest_nice; guest time is
          * already counted in user, so the sum stops at steal. */
         n = sscanf(text + 4, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64,
@@ -21,8 +27,11 @@ int procfs_parse_stat_cpu(const char *text, uint64_t *ret_busy, uint64_t *ret_to
         if (n < 4)
                 return -EINVAL;
         uint64_t total = 0;
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < n; i++) {
+                if (total + v[i] < total)
+                        return -ERANGE;
                 total += v[i];
+        }
         *ret_busy = total - v[3] - v[4];
         *ret_total = total;
         return 0;
@@ -50,30 +59,187 @@ int procfs_parse_meminfo(const char *text, const char *key, uint64_t *ret_bytes)
         return -ENOENT;
 }
 
-static int read_small(const char *procfs, const char *name, char *buf, size_t size) {
-        _cleanup_fclose_ FILE *f = NULL;
+int procfs_read_file(const char *procfs, const char *name, char *buf, size_t size) {
+        _cleanup_close_ int fd = -EBADF;
         char path[4096];
-        size_t n;
+        size_t n = 0;
 
-        snprintf(path, sizeof path, "%s/%s", procfs, name);
-        f = fopen(path, "re");
-        if (!f)
+        /* open/read/close without stdio: one syscall per step on the sampling path. */
+        if ((size_t) snprintf(path, sizeof path, "%s/%s", procfs, name) >= sizeof path)
+                return -ENAMETOOLONG;
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
                 return -errno;
-        n = fread(buf, 1, size - 1, f);
-        if (ferror(f))
-                return -EIO;
+        while (n < size - 1) {
+                ssize_t k = read(fd, buf + n, size - 1 - n);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                n += (size_t) k;
+        }
         buf[n] = '\0';
         return 0;
 }
 
+
+
 int procfs_read_cpu_ticks(const char *procfs, uint64_t *ret_busy, uint64_t *ret_total) {
         char buf[1024]; /* the "cpu " line comes first */
-        int r = read_small(procfs, "stat", buf, sizeof buf);
+        int r = procfs_read_file(procfs, "stat", buf, sizeof buf);
         return r < 0 ? r : procfs_parse_stat_cpu(buf, ret_busy, ret_total);
 }
 
 int procfs_read_meminfo(const char *procfs, const char *key, uint64_t *ret_bytes) {
         char buf[8192];
-        int r = read_small(procfs, "meminfo", buf, sizeof buf);
+        int r = procfs_read_file(procfs, "meminfo", buf, sizeof buf);
         return r < 0 ? r : procfs_parse_meminfo(buf, key, ret_bytes);
+}
+
+int procfs_parse_meminfo_all(const char *text, Meminfo *ret) {
+        Meminfo m = {};
+        int r;
+
+        r = procfs_parse_meminfo(text, "MemTotal", &m.total_bytes);
+        if (r < 0)
+                return -EINVAL;
+        r = procfs_parse_meminfo(text, "MemAvailable", &m.available_bytes);
+        if (r < 0)
+                return -EINVAL;
+        /* Without swap configured both read 0; a kernel without CONFIG_SWAP omits them. */
+        (void) procfs_parse_meminfo(text, "SwapTotal", &m.swap_total_bytes);
+        (void) procfs_parse_meminfo(text, "SwapFree", &m.swap_free_bytes);
+        *ret = m;
+        return 0;
+}
+
+int procfs_read_meminfo_all(const char *procfs, Meminfo *ret) {
+        char buf[8192];
+        int r = procfs_read_file(procfs, "meminfo", buf, sizeof buf);
+        return r < 0 ? r : procfs_parse_meminfo_all(buf, ret);
+}
+
+static int pressure_line(const char *line, double *ret_avg10, uint64_t *ret_total_us) {
+        double avg10, avg60, avg300;
+        unsigned long long total;
+
+        if (sscanf(line, "avg10=%lf avg60=%lf avg300=%lf total=%llu", &avg10, &avg60, &avg300, &total) != 4)
+                return -EINVAL;
+        if (!(avg10 >= 0 && avg10 <= 100))
+                return -EINVAL;
+        *ret_avg10 = avg10;
+        *ret_total_us = (uint64_t) total;
+        return 0;
+}
+
+int procfs_parse_pressure(const char *text, Pressure *ret) {
+        Pressure p = {};
+        bool some = false;
+        int r;
+
+        if (!text)
+                return -EINVAL;
+        for (const char *line = text; *line;) {
+                const char *eol = strchrnul(line, '\n');
+
+                if (strncmp(line, "some ", 5) == 0) {
+                        r = pressure_line(line + 5, &p.some_avg10, &p.some_total_us);
+                        if (r < 0)
+                                return r;
+                        some = true;
+                } else if (strncmp(line, "full ", 5) == 0) {
+                        r = pressure_line(line + 5, &p.full_avg10, &p.full_total_us);
+                        if (r < 0)
+                                return r;
+                        p.has_full = true;
+                }
+                line = *eol ? eol + 1 : eol;
+        }
+        if (!some)
+                return -EINVAL;
+        *ret = p;
+        return 0;
+}
+
+int procfs_read_pressure(const char *procfs, const char *resource, Pressure *ret) {
+        char name[64], buf[256];
+        int r;
+
+        snprintf(name, sizeof name, "pressure/%s", resource);
+        r = procfs_read_file(procfs, name, buf, sizeof buf);
+        return r < 0 ? r : procfs_parse_pressure(buf, ret);
+}
+
+/* "Key:\t  123 kB" → 123 (the unit is the caller's business). */
+static int keyed_colon_value(const char *text, const char *key, uint64_t *ret) {
+        size_t n = strlen(key);
+
+        for (const char *line = text; *line;) {
+                const char *eol = strchrnul(line, '\n');
+
+                if (strncmp(line, key, n) == 0 && line[n] == ':') {
+                        unsigned long long v;
+
+                        if (sscanf(line + n + 1, "%llu", &v) != 1)
+                                return -EINVAL;
+                        *ret = (uint64_t) v;
+                        return 0;
+                }
+                line = *eol ? eol + 1 : eol;
+        }
+        return -ENOENT;
+}
+
+int procfs_parse_pid_status(const char *text, uint64_t *ret_rss_bytes, uint32_t *ret_threads) {
+        uint64_t rss_kb = 0, threads;
+        int r;
+
+        if (!text)
+                return -EINVAL;
+        r = keyed_colon_value(text, "Threads", &threads);
+        if (r < 0)
+                return -EINVAL;
+        r = keyed_colon_value(text, "VmRSS", &rss_kb);
+        if (r < 0 && r != -ENOENT)
+                return r;
+        *ret_rss_bytes = rss_kb * 1024;
+        *ret_threads = (uint32_t) MIN(threads, (uint64_t) UINT32_MAX);
+        return 0;
+}
+
+int procfs_parse_pid_io(const char *text, uint64_t *ret_read_bytes, uint64_t *ret_write_bytes) {
+        uint64_t rd, wr;
+
+        if (!text || keyed_colon_value(text, "read_bytes", &rd) < 0 || keyed_colon_value(text, "write_bytes", &wr) < 0)
+                return -EINVAL;
+        *ret_read_bytes = rd;
+        *ret_write_bytes = wr;
+        return 0;
+}
+
+int procfs_parse_pid_starttime(const char *text, uint64_t *ret_ticks) {
+        const char *p = text ? strrchr(text, ')') : NULL;
+        unsigned long long v;
+        int field = 2;
+
+        if (!p)
+                return -EINVAL;
+        p++;
+        /* Fields 3.. are single words separated by one space. */
+        while (*p && field < 22) {
+                if (*p == ' ') {
+                        field++;
+                        while (*p == ' ')
+                                p++;
+                        continue;
+                }
+                p++;
+        }
+        if (field != 22 || sscanf(p, " %llu", &v) != 1)
+                return -EINVAL;
+        *ret_ticks = (uint64_t) v;
+        return 0;
 }

@@ -9,6 +9,7 @@
 #include "log.h"
 #include "macro.h"
 #include "reporter.h"
+#include "secret-file.h"
 
 #define REPLY_MAX_BYTES (16u * 1024u * 1024u)
 /* The controller may hold a heartbeat open (long poll) before answering. */
@@ -29,14 +30,18 @@ struct Reporter {
         size_t n_sockets;
 
         char *url;
+        char *authorization;              /* "Authorization: Bearer ..." or NULL */
+        char *ca_file;
         ReporterOps ops;
         void *userdata;
 
         CURL *easy;                       /* the heartbeat in flight, or NULL */
         struct curl_slist *headers;
+        char *body;                       /* of the heartbeat in flight: curl reads it in place */
         char *reply;
         size_t reply_len;
         bool send_after;                  /* reporter_send_now() came while one was in flight */
+        bool in_reply;                    /* ops.reply() runs: a send_now waits for it to return */
 
         unsigned failures;                /* consecutive failed heartbeats */
         uint64_t interval_ms;
@@ -78,6 +83,8 @@ static void request_done(Reporter *r) {
         }
         curl_slist_free_all(r->headers);
         r->headers = NULL;
+        free(r->body);
+        r->body = NULL;
         free(r->reply);
         r->reply = NULL;
         r->reply_len = 0;
@@ -130,16 +137,21 @@ static void heartbeat_finished(Reporter *r, CURLcode result) {
         if (r->failures > 0)
                 log_info("Controller %s answers again.", r->url);
         r->failures = 0;
+        /* 0 asks for the next heartbeat at once (the controller has more to say); the interval
+         * in force for the ones after it stays what it was. */
+        uint64_t next_ms = reply->interval_ms > 0 ? reply->interval_ms : 0;
         if (reply->interval_ms > 0)
                 r->interval_ms = reply->interval_ms;
+        r->in_reply = true;
         r->ops.reply(r->userdata, reply);
+        r->in_reply = false;
         heartbeat_reply_free(reply);
 
         if (r->send_after) {
                 r->send_after = false;
-                schedule_next(r, 0);
-        } else
-                schedule_next(r, r->interval_ms);
+                next_ms = 0;
+        }
+        schedule_next(r, next_ms);
         return;
 
 fail:
@@ -258,7 +270,7 @@ static size_t on_reply_data(char *data, size_t size, size_t nmemb, void *userdat
 }
 
 static int heartbeat_send(Reporter *r) {
-        _cleanup_free_ char *body = NULL;
+        char *body = NULL;
         int k;
 
         if (r->easy) {
@@ -271,9 +283,14 @@ static int heartbeat_send(Reporter *r) {
                 heartbeat_failed(r, "cannot build the heartbeat");
                 return k;
         }
+        /* Not copied (CURLOPT_COPYPOSTFIELDS would): with a thousand tasks a body is most of a
+         * megabyte, and a second copy of it would be most of the agent's peak memory. */
+        r->body = body;
 
         r->easy = curl_easy_init();
         r->headers = curl_slist_append(NULL, "Content-Type: application/json");
+        if (r->headers && r->authorization)
+                r->headers = curl_slist_append(r->headers, r->authorization);
         if (!r->easy || !r->headers) {
                 request_done(r);
                 heartbeat_failed(r, "out of memory");
@@ -281,13 +298,15 @@ static int heartbeat_send(Reporter *r) {
         }
         if (curl_easy_setopt(r->easy, CURLOPT_URL, r->url) != CURLE_OK ||
             curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers) != CURLE_OK ||
-            curl_easy_setopt(r->easy, CURLOPT_COPYPOSTFIELDS, body) != CURLE_OK ||
+            curl_easy_setopt(r->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) strlen(body)) != CURLE_OK ||
+            curl_easy_setopt(r->easy, CURLOPT_POSTFIELDS, body) != CURLE_OK ||
             curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_reply_data) != CURLE_OK ||
             curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r) != CURLE_OK ||
             curl_easy_setopt(r->easy, CURLOPT_USERAGENT, "cgorch-agent/" PACKAGE_VERSION) != CURLE_OK ||
             curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
             curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, REQUEST_TIMEOUT_MS) != CURLE_OK ||
             curl_easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS) != CURLE_OK ||
+            (r->ca_file && curl_easy_setopt(r->easy, CURLOPT_CAINFO, r->ca_file) != CURLE_OK) ||
             curl_multi_add_handle(r->multi, r->easy) != CURLM_OK) {
                 request_done(r);
                 heartbeat_failed(r, "cannot set up the request");
@@ -301,8 +320,24 @@ static int on_next_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
+int reporter_set_auth(Reporter *r, const char *token, const char *ca_file) {
+        char *h = NULL, *ca = NULL;
+
+        if (token && asprintf(&h, "Authorization: Bearer %s", token) < 0)
+                return -ENOMEM;
+        if (ca_file && !(ca = strdup(ca_file))) {
+                secret_free(h);
+                return -ENOMEM;
+        }
+        secret_free(r->authorization);
+        free(r->ca_file);
+        r->authorization = h;
+        r->ca_file = ca;
+        return 0;
+}
+
 int reporter_send_now(Reporter *r) {
-        if (r->easy) {
+        if (r->easy || r->in_reply) {
                 r->send_after = true;
                 return 0;
         }
@@ -379,6 +414,8 @@ Reporter *reporter_free(Reporter *r) {
         sd_event_source_disable_unref(r->next_timer);
         sd_event_unref(r->event);
         free(r->url);
+        secret_free(r->authorization);
+        free(r->ca_file);
         free(r);
         return NULL;
 }

@@ -31,6 +31,11 @@ static inline void reporter_freep(Reporter **r) {
                 reporter_free(*r);
 }
 
+/* Authenticates every heartbeat with "Authorization: Bearer token" (token may be NULL: none)
+ * and verifies an https controller against the CA certificate(s) in ca_file (NULL: the
+ * system's trust store). Copies both. Returns 0 or -ENOMEM. */
+int reporter_set_auth(Reporter *r, const char *token, const char *ca_file);
+
 /* Sends a heartbeat now unless one is in flight (then right after it). */
 int reporter_send_now(Reporter *r);
 

@@ -12,3 +12,43 @@ EXTRA_DIST += docs/estimator.md docs/benchmarks.md
 bench-estimator: bench/estimator-accuracy bench/estimator-microbench
 	$(BASH) $(srcdir)/bench/estimator-report.sh $(builddir)/bench $(srcdir)/docs/estimator.md
 .PHONY: bench-estimator
+
+# The agent's sampling cost (run on demand as root, see docs/benchmarks.md): one cgroup file
+# read by each method, and the agent next to systemd-cgtop on N = 10, 100, 1000 task cgroups.
+noinst_PROGRAMS += bench/cgroup-read
+bench_cgroup_read_SOURCES = bench/cgroup-read.c
+bench_cgroup_read_CFLAGS = $(AM_CFLAGS) $(LIBCGROUP_CFLAGS)
+bench_cgroup_read_LDADD = $(LIBCGROUP_LIBS)
+dist_noinst_SCRIPTS += bench/agent-sampling.sh
+bench-agent: bench/cgroup-read agent/cgorch-agent
+	$(builddir)/bench/cgroup-read 1000 20 1000
+	$(BASH) $(srcdir)/bench/agent-sampling.sh $(builddir) 60 10 100 1000
+.PHONY: bench-agent
+
+# The scheduler's decision time with 100, 1 000 and 10 000 queued jobs, every policy (see
+# docs/benchmarks.md): `make bench-sched`.
+noinst_PROGRAMS += bench/sched-decide
+bench_sched_decide_SOURCES = bench/sched-decide.c bench/bench-rng.h
+bench_sched_decide_LDADD = $(SCHED_LIBS)
+bench-sched: bench/sched-decide
+	$(builddir)/bench/sched-decide 2000
+.PHONY: bench-sched
+
+# The controller under M simulated agents (M = 100, 1000; 50 tasks each, 2 s heartbeats) and
+# under a flood of invalid requests next to them (see docs/benchmarks.md): `make bench-controller`.
+noinst_PROGRAMS += bench/controller-load
+bench_controller_load_SOURCES = bench/controller-load.c controller/auth.c controller/auth.h
+bench_controller_load_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+bench_controller_load_LDADD = $(COMMON_LIBS) -lm
+dist_noinst_SCRIPTS += bench/controller-load.sh
+bench-controller: bench/controller-load controller/cgorch-controller
+	$(BASH) $(srcdir)/bench/controller-load.sh $(builddir)
+.PHONY: bench-controller
+
+# The orchestrator's control-loop latency on real cgroups (root): onset of contention to the
+# raised quota in the cgroup at 1 s sampling and a 1 s epoch (see docs/benchmarks.md):
+# `make bench-orch`.
+dist_noinst_SCRIPTS += bench/orch-latency.sh
+bench-orch: controller/cgorch-controller agent/cgorch-agent cli/cgorchctl tools/cgorch-burn
+	$(BASH) $(srcdir)/bench/orch-latency.sh $(builddir) 5 2 1
+.PHONY: bench-orch

@@ -17,6 +17,9 @@ static const Verb verbs[] = {
         { "job", verb_job },
         { "cancel", verb_cancel },
         { "nodes", verb_nodes },
+        { "contention", verb_contention },
+        { "adjustments", verb_adjustments },
+        { "config", verb_config },
 };
 
 int main(int argc, char **argv) {
@@ -25,9 +28,13 @@ int main(int argc, char **argv) {
                 {}
         };
         const char *env = getenv(CTL_SERVER_ENV);
+        const char *token_env = getenv(CTL_TOKEN_FILE_ENV);
+        const char *ca_env = getenv(CTL_CA_CERT_ENV);
         Ctl ctl = {
                 .server = env && *env ? env : CTL_DEFAULT_SERVER,
                 .timeout_us = CTL_DEFAULT_TIMEOUT_US,
+                .token_file = token_env && *token_env ? token_env : NULL,
+                .ca_cert = ca_env && *ca_env ? ca_env : NULL,
         };
         int c, r;
 
@@ -46,7 +53,7 @@ int main(int argc, char **argv) {
         }
 
         if (optind >= argc) {
-                fprintf(stderr, "cgorchctl: missing a command: submit, jobs, job, cancel or nodes (see --help)\n");
+                fprintf(stderr, "cgorchctl: missing a command: submit, jobs, job, cancel, nodes, contention, adjustments or config (see --help)\n");
                 return CTL_EXIT_USAGE;
         }
 

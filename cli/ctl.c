@@ -10,6 +10,7 @@
 #include "config.h"
 #include "ctl.h"
 #include "json-field.h"
+#include "secret-file.h"
 #include "utf8.h"
 
 void ctl_print_help(void) {
@@ -24,12 +25,21 @@ void ctl_print_help(void) {
                "  job ID                            show a job with its phases and tasks\n"
                "  cancel ID                         cancel a job\n"
                "  nodes                             list nodes\n"
+               "  contention                        the orchestrator's findings and decisions now\n"
+               "  adjustments [--limit=N] [--task=ID]\n"
+               "                                    the history of limit adjustments, newest first\n"
+               "  config get [KEY]                  the controller's runtime knobs\n"
+               "  config set KEY=VALUE...           change knobs at run time, all or none\n"
                "\n"
                "Options:\n"
                "      --server=URL                  controller to talk to (default $" CTL_SERVER_ENV
                " or " CTL_DEFAULT_SERVER ")\n"
                "      --json                        print the controller's JSON instead of tables\n"
                "      --timeout=DURATION            give up on a request after DURATION (default 10s)\n"
+               "      --token-file=FILE             send the bearer token in FILE, mode 0600 (default $"
+               CTL_TOKEN_FILE_ENV ", else none)\n"
+               "      --ca-cert=FILE                verify an https:// server with the CA certificate(s) in FILE\n"
+               "                                    (default $" CTL_CA_CERT_ENV ", else the system's CAs)\n"
                "  -h, --help                        show this help and exit\n"
                "      --version                     show the version and exit\n"
                "\n"
@@ -60,6 +70,12 @@ int ctl_handle_option(Ctl *ctl, int c, int argc, char **argv) {
                 return CTL_OPTION_HANDLED;
         case CTL_OPT_JSON:
                 ctl->json = true;
+                return CTL_OPTION_HANDLED;
+        case CTL_OPT_TOKEN_FILE:
+                ctl->token_file = optarg;
+                return CTL_OPTION_HANDLED;
+        case CTL_OPT_CA_CERT:
+                ctl->ca_cert = optarg;
                 return CTL_OPTION_HANDLED;
         case CTL_OPT_TIMEOUT:
                 if (parse_duration_us(optarg, &ctl->timeout_us) < 0 || ctl->timeout_us < USEC_PER_MSEC) {
@@ -121,6 +137,27 @@ static int ctl_connect(Ctl *ctl) {
                 fprintf(stderr, "cgorchctl: %s=%s: must be an http:// or https:// URL\n", CTL_SERVER_ENV,
                         ctl->server);
         else if (r < 0)
+                fprintf(stderr, "cgorchctl: out of memory\n");
+        if (r < 0)
+                return r;
+
+        if (ctl->token_file) {
+                _cleanup_secret_ char *token = NULL;
+                _cleanup_free_ char *error = NULL;
+                r = secret_file_read_token(ctl->token_file, &token, &error);
+                if (r == -ENOMEM) {
+                        fprintf(stderr, "cgorchctl: out of memory\n");
+                        return r;
+                }
+                if (r < 0) {
+                        fprintf(stderr, "cgorchctl: token file %s\n", error ?: ctl->token_file);
+                        return -EINVAL;
+                }
+                r = http_client_set_token(ctl->http, token);
+        }
+        if (r >= 0 && ctl->ca_cert)
+                r = http_client_set_ca_file(ctl->http, ctl->ca_cert);
+        if (r < 0)
                 fprintf(stderr, "cgorchctl: out of memory\n");
         return r;
 }

@@ -12,6 +12,8 @@
 
 #define CTL_DEFAULT_SERVER "http://127.0.0.1:7070"
 #define CTL_SERVER_ENV "CGORCH_SERVER"
+#define CTL_TOKEN_FILE_ENV "CGORCH_TOKEN_FILE"
+#define CTL_CA_CERT_ENV "CGORCH_CA_CERT"
 #define CTL_DEFAULT_TIMEOUT_US (10 * USEC_PER_SEC)
 
 /* Exit statuses: 0 success, 1 the request failed (or the waited-for job did not succeed). */
@@ -21,6 +23,8 @@
 typedef struct Ctl {
         const char *server;     /* from --server, $CGORCH_SERVER or the default */
         uint64_t timeout_us;
+        const char *token_file; /* from --token-file or $CGORCH_TOKEN_FILE; NULL: no token */
+        const char *ca_cert;    /* from --ca-cert or $CGORCH_CA_CERT; NULL: the system's CAs */
         bool json;
         HttpClient *http;       /* opened by the first request, once the options are final */
 } Ctl;
@@ -31,12 +35,16 @@ enum {
         CTL_OPT_JSON,
         CTL_OPT_TIMEOUT,
         CTL_OPT_VERSION,
+        CTL_OPT_TOKEN_FILE,
+        CTL_OPT_CA_CERT,
         CTL_OPT_FIRST_LOCAL, /* commands number their own long-only options from here */
 };
 #define CTL_GLOBAL_OPTIONS                                              \
         { "server", required_argument, NULL, CTL_OPT_SERVER },          \
         { "json", no_argument, NULL, CTL_OPT_JSON },                    \
         { "timeout", required_argument, NULL, CTL_OPT_TIMEOUT },        \
+        { "token-file", required_argument, NULL, CTL_OPT_TOKEN_FILE },  \
+        { "ca-cert", required_argument, NULL, CTL_OPT_CA_CERT },        \
         { "help", no_argument, NULL, 'h' },                             \
         { "version", no_argument, NULL, CTL_OPT_VERSION }
 
@@ -59,7 +67,7 @@ void ctl_print_help(void);
 /* Sends the request. On a 2xx answer returns 0 and its JSON body (a new reference, never NULL).
  * Otherwise prints the reason — the controller's error.message, or why it could not be
  * reached — and returns -EIO (no answer), -EPROTO (an error answer), -EINVAL ($CGORCH_SERVER
- * is not an http(s) URL) or -ENOMEM. */
+ * is not an http(s) URL, or the token file cannot be used) or -ENOMEM. */
 int ctl_call(Ctl *ctl, const char *method, const char *path, json_t *body, json_t **ret);
 
 /* The exit status for a failed ctl_call(): a bad $CGORCH_SERVER is a usage error. */
@@ -84,3 +92,6 @@ int verb_jobs(Ctl *ctl, int argc, char **argv);
 int verb_job(Ctl *ctl, int argc, char **argv);
 int verb_cancel(Ctl *ctl, int argc, char **argv);
 int verb_nodes(Ctl *ctl, int argc, char **argv);
+int verb_contention(Ctl *ctl, int argc, char **argv);
+int verb_adjustments(Ctl *ctl, int argc, char **argv);
+int verb_config(Ctl *ctl, int argc, char **argv);

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "http-client.h"
+#include "secret-file.h"
 
 /* Far above any answer the controller gives (a job list of thousands of jobs is a few MiB);
  * a misdirected --server must not make us buffer without end. */
@@ -17,6 +18,8 @@ struct HttpClient {
         char *base_url;
         uint64_t timeout_us;
         CURL *curl;
+        char *authorization;    /* "Authorization: Bearer ..." or NULL */
+        char *ca_file;
 };
 
 typedef struct Buffer {
@@ -84,7 +87,27 @@ void http_client_free(HttpClient *c) {
         curl_easy_cleanup(c->curl);
         curl_global_cleanup();
         free(c->base_url);
+        secret_free(c->authorization);
+        free(c->ca_file);
         free(c);
+}
+
+int http_client_set_token(HttpClient *c, const char *token) {
+        char *h = NULL;
+        if (asprintf(&h, "Authorization: Bearer %s", token) < 0)
+                return -ENOMEM;
+        secret_free(c->authorization);
+        c->authorization = h;
+        return 0;
+}
+
+int http_client_set_ca_file(HttpClient *c, const char *ca_file) {
+        char *p = strdup(ca_file);
+        if (!p)
+                return -ENOMEM;
+        free(c->ca_file);
+        c->ca_file = p;
+        return 0;
 }
 
 const char *http_client_base_url(const HttpClient *c) {
@@ -117,6 +140,8 @@ int http_client_request(HttpClient *c, const char *method, const char *path, jso
                 headers = curl_slist_append(headers, "Content-Type: application/json");
         /* Small bodies: waiting for "100 Continue" would only add a round trip. */
         headers = curl_slist_append(headers, "Expect:");
+        if (headers && c->authorization)
+                headers = curl_slist_append(headers, c->authorization);
         if (!headers)
                 return -ENOMEM;
 
@@ -134,6 +159,10 @@ int http_client_request(HttpClient *c, const char *method, const char *path, jso
         curl_easy_setopt(e, CURLOPT_NOPROXY, "localhost,127.0.0.1,::1");
         curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, buffer_write);
         curl_easy_setopt(e, CURLOPT_WRITEDATA, &buf);
+        /* Never let a redirect carry the token elsewhere. */
+        curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+        if (c->ca_file)
+                curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
         if (payload) {
                 curl_easy_setopt(e, CURLOPT_POSTFIELDS, payload);
                 curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long) strlen(payload));

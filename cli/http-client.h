@@ -23,6 +23,13 @@ static inline void http_client_freep(HttpClient **c) {
 
 const char *http_client_base_url(const HttpClient *c);
 
+/* Sends "Authorization: Bearer TOKEN" with every request (the client keeps a copy, wiped on
+ * free). Returns 0 or -ENOMEM. */
+int http_client_set_token(HttpClient *c, const char *token);
+/* Verifies an https server against the PEM CA certificate(s) in ca_file instead of the
+ * system's trust store. Returns 0 or -ENOMEM. */
+int http_client_set_ca_file(HttpClient *c, const char *ca_file);
+
 /* Sends METHOD base_url + path, with body as JSON when not NULL. When the server answered (any
  * status) returns 0, the status, and the body parsed as JSON (NULL when empty or not JSON).
  * When no answer came (refused, unreachable, timed out) returns -EIO, or -ENOMEM, and a

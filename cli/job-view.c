@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -164,6 +165,186 @@ static int phase_print_tasks(json_t *tasks, FILE *f) {
         return table_print(t, f);
 }
 
+static json_t *sched_object(json_t *job) {
+        json_t *s = json_object_get(job, "scheduler");
+        return json_is_object(s) ? s : NULL;
+}
+
+char *job_view_sched_size(json_t *job, char buf[static HUMAN_MAX]) {
+        json_t *s = sched_object(job);
+        const char *kind = json_field_string(s, "size_kind");
+        double v;
+
+        if (!s || !kind || !json_field_number(s, "estimated_size_s", &v) || !isfinite(v))
+                return NULL;
+        if (strcmp(kind, "tiny") == 0)
+                return strcpy(buf, "tiny");
+        /* "~": the initial guess, before training has measured the job. */
+        snprintf(buf, HUMAN_MAX, "%s%.1f", strcmp(kind, "initial") == 0 ? "~" : "", v);
+        return buf;
+}
+
+char *job_view_sched_virtual(json_t *job, char buf[static HUMAN_MAX]) {
+        return job_view_seconds(sched_object(job), "virtual_size_s", 1, buf);
+}
+
+static int64_t queue_rank(json_t *job) {
+        int64_t rank;
+        if (!json_field_int(sched_object(job), "rank", &rank) || rank <= 0)
+                return INT64_MAX;
+        return rank;
+}
+
+typedef struct QueueSlot {
+        json_t *job;
+        size_t index;
+} QueueSlot;
+
+static int queue_cmp(const void *a, const void *b) {
+        const QueueSlot *x = a, *y = b;
+        int64_t rx = queue_rank(x->job), ry = queue_rank(y->job);
+        if (rx != ry)
+                return rx < ry ? -1 : 1;
+        return x->index < y->index ? -1 : x->index > y->index;
+}
+
+json_t *job_view_queue_order(json_t *jobs) {
+        size_t n = json_array_size(jobs), i;
+        json_t *job;
+        _cleanup_free_ QueueSlot *v = calloc(MAX(n, (size_t) 1), sizeof(QueueSlot));
+        json_t *out = json_array();
+
+        if (!v || !out) {
+                json_decref(out);
+                return NULL;
+        }
+        json_array_foreach(jobs, i, job)
+                v[i] = (QueueSlot) { .job = job, .index = i };
+        qsort(v, n, sizeof(QueueSlot), queue_cmp);
+        for (i = 0; i < n; i++)
+                if (json_array_append(out, v[i].job) < 0) {
+                        json_decref(out);
+                        return NULL;
+                }
+        return out;
+}
+
+static void print_line(FILE *f, const char *label, const char *fmt, ...) _printf_(3, 4);
+static void print_line(FILE *f, const char *label, const char *fmt, ...) {
+        char text[512];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(text, sizeof text, fmt, ap);
+        va_end(ap);
+        print_field(f, label, text);
+}
+
+static double number_or(json_t *o, const char *key, double fallback) {
+        double v;
+        return json_field_number(o, key, &v) && isfinite(v) ? v : fallback;
+}
+
+static int training_print(json_t *training, FILE *f) {
+        static const char *const headers[] = { "TASK", "STATE", "RAN", "CPU_S", "PROGRESS", "SIZE_S" };
+        _cleanup_table_ Table *t = table_new(ELEMENTSOF(headers), headers);
+        json_t *task;
+        size_t i;
+        int r = 0;
+
+        if (!t)
+                return -ENOMEM;
+        for (size_t c = 2; c < ELEMENTSOF(headers); c++)
+                table_set_align(t, c, TABLE_ALIGN_RIGHT);
+        json_array_foreach(training, i, task) {
+                char a[HUMAN_MAX], b[HUMAN_MAX], c[HUMAN_MAX], d[HUMAN_MAX], e[HUMAN_MAX];
+
+                r = r ?: table_add_cell(t, job_view_int(task, "index", a));
+                r = r ?: table_add_cell(t, json_field_string(task, "state"));
+                r = r ?: table_add_cell(t, job_view_duration(task, "elapsed_s", b));
+                r = r ?: table_add_cell(t, job_view_seconds(task, "cpu_s", 2, c));
+                r = r ?: table_add_cell(t, job_view_progress(task, d));
+                r = r ?: table_add_cell(t, job_view_seconds(task, "size_s", 2, e));
+        }
+        if (r < 0)
+                return r;
+        return table_print(t, f);
+}
+
+/* How the size came about, in the paper's terms (HFSP Sec. III-A; docs/api.md). */
+static int estimate_print(json_t *sched, FILE *f) {
+        json_t *est = json_object_get(sched, "estimate");
+        char a[HUMAN_MAX];
+        if (!json_is_object(est))
+                return 0;
+
+        int64_t n = 0, t = 0, hist = 0;
+        json_field_int(est, "tasks", &n);
+        json_field_int(est, "training_tasks", &t);
+        json_field_int(est, "history_tasks", &hist);
+        double xi = number_or(est, "xi", 1), s0 = number_or(est, "s0_s", NAN);
+        double mean = number_or(est, "history_mean_task_s", NAN), s_i = number_or(est, "initial_size_s", NAN);
+        double timeout = number_or(est, "training_timeout_s", NAN);
+        const char *from = json_field_string(est, "initial_from");
+        json_t *training = json_field_array(est, "training");
+        double s_f;
+        bool final = json_field_number(est, "final_size_s", &s_f) && isfinite(s_f);
+
+        fprintf(f, "\nSize estimate (phase %s, CPU-seconds)\n", or_dash(job_view_int(sched, "phase", a)));
+        if (from && strcmp(from, "tiny") == 0) {
+                print_line(f, "Tiny:", "%" PRIi64 " task(s) < t = %" PRIi64 ": size 0, served first", n, t);
+                return 0;
+        }
+        if (from && strcmp(from, "history") == 0)
+                print_line(f, "Initial:", "S_i = n·ξ·s̄ = %" PRIi64 "·%g·%.2f = %.1f (s̄ over %" PRIi64 " finished task(s))",
+                           n, xi, mean, s_i, hist);
+        else
+                print_line(f, "Initial:", "S_i = s0 = %.1f (no task had finished yet)", s0);
+
+        if (final) {
+                double mean_t = number_or(est, "training_mean_task_s", NAN);
+                print_line(f, "Final:", "S_f = s̄·[(n − t) + Σ(1 − p_k)] = %.1f with s̄ = %.2f from the t = %" PRIi64
+                           " training tasks; set once, at %s", s_f, mean_t, t,
+                           or_dash(job_view_time(est, "final_ms", a)));
+        } else {
+                size_t started = 0, done = 0, i;
+                json_t *task;
+                json_array_foreach(training, i, task) {
+                        bool finished = false;
+                        json_field_bool(task, "finished", &finished);
+                        started += json_is_number(json_object_get(task, "elapsed_s"));
+                        done += finished;
+                }
+                print_line(f, "Training:", "t = %" PRIi64 " tasks, Δ = %gs: %zu started, %zu finished; S_f is set "
+                           "once each has finished or run Δ", t, timeout, started, done);
+                print_field(f, "Final:", "not yet");
+        }
+        if (training && json_array_size(training) > 0) {
+                fputc('\n', f);
+                return training_print(training, f);
+        }
+        return 0;
+}
+
+static int sched_print(json_t *job, FILE *f) {
+        json_t *sched = sched_object(job);
+        char a[HUMAN_MAX], b[HUMAN_MAX];
+
+        if (!sched)
+                return 0;
+        bool late = false;
+        json_field_bool(sched, "late", &late);
+        fputs("\nScheduler\n", f);
+        print_field(f, "Rank:", job_view_int(sched, "rank", a));
+        print_field(f, "State:", json_field_string(sched, "state"));
+        print_line(f, "Size:", "%s CPU-s (%s)", or_dash(job_view_sched_size(job, a)),
+                   or_dash(json_field_string(sched, "size_kind")));
+        print_line(f, "Virtual:", "%s CPU-s left, share %s CPUs%s", or_dash(job_view_sched_virtual(job, a)),
+                   or_dash(job_view_number(sched, "virtual_share_cpus", b)),
+                   late ? "; late: finished virtually, not yet in reality" : "");
+        return estimate_print(sched, f);
+}
+
 int job_view_print(json_t *job, FILE *f) {
         char a[HUMAN_MAX], b[HUMAN_MAX];
         json_t *phase;
@@ -184,6 +365,9 @@ int job_view_print(json_t *job, FILE *f) {
         print_field(f, "Progress:", job_view_progress(job, a));
         print_field(f, "CPU time:", job_view_duration(job, "cpu_s", a));
         print_field(f, "Peak memory:", job_view_bytes(job, "memory_peak_bytes", a));
+        r = sched_print(job, f);
+        if (r < 0)
+                return r;
 
         json_array_foreach(json_field_array(job, "phases"), i, phase) {
                 _cleanup_free_ char *command = phase_command_line(phase);

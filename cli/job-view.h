@@ -24,7 +24,17 @@ char *job_view_progress(json_t *o, char buf[static HUMAN_MAX]);
 /* How a task ended: its exit code, "SIGKILL", "SIGKILL(oom)"; NULL while it runs. */
 char *job_view_exit(json_t *task, char buf[static HUMAN_MAX]);
 
-/* The "job ID" page: the job's fields, then per phase its command and a task table. */
+/* The scheduler's columns of "jobs", from the job's "scheduler" object (NULL when the
+ * scheduler does not hold the job): its size estimate in CPU-seconds ("~60.0" while it is the
+ * initial one, "tiny" for a tiny phase) and its virtual remaining size. */
+char *job_view_sched_size(json_t *job, char buf[static HUMAN_MAX]);
+char *job_view_sched_virtual(json_t *job, char buf[static HUMAN_MAX]);
+/* The jobs of a GET /v1/jobs answer in priority order: the ones the scheduler ranks first, by
+ * rank, then the others as listed (oldest first). A new array holding references. */
+json_t *job_view_queue_order(json_t *jobs);
+
+/* The "job ID" page: the job's fields, what the scheduler thinks of it and how its size was
+ * estimated, then per phase its command and a task table. */
 int job_view_print(json_t *job, FILE *f);
 
 /* "job 7 succeeded after 12.3s: CPU 5.0s, peak memory 1MiB", then one line per failed task. */

@@ -6,6 +6,7 @@ cli_libcgorchctl_a_SOURCES = \
 	cli/verb-submit.c \
 	cli/verb-jobs.c \
 	cli/verb-nodes.c \
+	cli/verb-orch.c \
 	cli/short-job.c cli/short-job.h \
 	cli/job-view.c cli/job-view.h \
 	cli/json-field.c cli/json-field.h \

@@ -11,31 +11,37 @@
 #include "json-field.h"
 #include "table.h"
 
-static int jobs_print_table(json_t *jobs) {
+/* The queue in priority order: what the scheduler serves first on top. */
+static int jobs_print_table(json_t *list) {
         static const char *const headers[] = {
-                "ID", "NAME", "USER", "STATE", "TASKS", "PROGRESS", "CPU_S", "PEAK_MEM", "SUBMITTED", "RESPONSE",
+                "RANK", "ID", "NAME", "USER", "STATE", "SCHED", "EST_S", "VIRT_S", "TASKS", "PROGRESS", "CPU_S",
+                "PEAK_MEM", "SUBMITTED", "RESPONSE",
         };
         _cleanup_table_ Table *t = table_new(ELEMENTSOF(headers), headers);
+        _cleanup_(json_decrefp) json_t *jobs = job_view_queue_order(list);
         size_t i;
         json_t *job;
         int r = 0;
 
-        if (!t)
+        if (!t || !jobs)
                 return -ENOMEM;
-        table_set_align(t, 0, TABLE_ALIGN_RIGHT);
-        table_set_align(t, 4, TABLE_ALIGN_RIGHT);
-        table_set_align(t, 5, TABLE_ALIGN_RIGHT);
-        table_set_align(t, 6, TABLE_ALIGN_RIGHT);
-        table_set_align(t, 7, TABLE_ALIGN_RIGHT);
+        for (size_t c = 0; c < ELEMENTSOF(headers); c++)
+                if (c <= 1 || (c >= 6 && c <= 11))
+                        table_set_align(t, c, TABLE_ALIGN_RIGHT);
 
         json_array_foreach(jobs, i, job) {
                 char a[HUMAN_MAX], b[HUMAN_MAX], c[HUMAN_MAX], d[HUMAN_MAX], e[HUMAN_MAX], f[HUMAN_MAX],
-                        g[HUMAN_MAX];
+                        g[HUMAN_MAX], h[HUMAN_MAX], k[HUMAN_MAX], l[HUMAN_MAX];
+                json_t *sched = json_object_get(job, "scheduler");
 
+                r = r ?: table_add_cell(t, job_view_int(sched, "rank", h));
                 r = r ?: table_add_cell(t, job_view_int(job, "id", a));
                 r = r ?: table_add_cell(t, json_field_string(job, "name"));
                 r = r ?: table_add_cell(t, json_field_string(job, "user"));
                 r = r ?: table_add_cell(t, json_field_string(job, "state"));
+                r = r ?: table_add_cell(t, json_field_string(sched, "state"));
+                r = r ?: table_add_cell(t, job_view_sched_size(job, k));
+                r = r ?: table_add_cell(t, job_view_sched_virtual(job, l));
                 r = r ?: table_add_cell(t, job_view_tasks(job, b));
                 r = r ?: table_add_cell(t, job_view_progress(job, c));
                 r = r ?: table_add_cell(t, job_view_seconds(job, "cpu_s", 1, d));

@@ -5,7 +5,8 @@ common_libcgorch_common_a_SOURCES = \
 	common/log.c common/log.h \
 	common/strv.c common/strv.h \
 	common/config.c common/config.h \
-	common/protocol.c common/protocol.h
+	common/protocol.c common/protocol.h \
+	common/secret-file.c common/secret-file.h
 common_libcgorch_common_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 
 # Link this into every program; add the program's own library flags after it.

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -717,7 +718,7 @@ int job_spec_from_json(json_t *j, JobSpec **ret, char **ret_error) {
         if (r < 0)
                 return r;
 
-        size_t n = json_array_size(phases);
+        size_t n = json_array_size(phases), total_tasks = 0;
         s->phases = calloc(n, sizeof *s->phases);
         if (!s->phases)
                 return -ENOMEM;
@@ -728,6 +729,10 @@ int job_spec_from_json(json_t *j, JobSpec **ret, char **ret_error) {
                 r = phase_spec_from_json(json_array_get(phases, i), p, i, &s->phases[i], ret_error);
                 if (r < 0)
                         return r;
+                total_tasks += s->phases[i].n_tasks;
+                if (total_tasks > PROTO_MAX_TASKS_PER_JOB)
+                        return fail(ret_error, p, "tasks", "the job's phases hold more than %u tasks in all",
+                                    PROTO_MAX_TASKS_PER_JOB);
         }
 
         *ret = TAKE_PTR(s);
@@ -908,9 +913,216 @@ static void heartbeat_freep(Heartbeat **h) {
         heartbeat_free(*h);
 }
 
+/* ---- Optional sample fields (task and node samples) ---- */
+
+typedef enum SampleFieldType {
+        SF_U64,          /* integer ≥ 0 */
+        SF_U32,          /* integer in [0, 2^32) */
+        SF_CORES,        /* number in [0, PROTO_MAX_CPU_CORES] */
+        SF_RATIO,        /* number in [0, 1] */
+} SampleFieldType;
+
+typedef struct SampleField {
+        uint32_t group;  /* SAMPLE_HAS_*: the fields of one group come and go together */
+        const char *key;
+        size_t offset;
+        SampleFieldType type;
+} SampleField;
+
+static const SampleField task_sample_fields[] = {
+        { SAMPLE_HAS_THROTTLING, "cpu_periods", offsetof(TaskSample, cpu_periods), SF_U64 },
+        { SAMPLE_HAS_THROTTLING, "cpu_throttled_periods", offsetof(TaskSample, cpu_throttled_periods), SF_U64 },
+        { SAMPLE_HAS_THROTTLING, "cpu_throttled_ns", offsetof(TaskSample, cpu_throttled_ns), SF_U64 },
+        { SAMPLE_HAS_MEMORY_STAT, "memory_anon_bytes", offsetof(TaskSample, memory_anon_bytes), SF_U64 },
+        { SAMPLE_HAS_MEMORY_STAT, "memory_file_bytes", offsetof(TaskSample, memory_file_bytes), SF_U64 },
+        { SAMPLE_HAS_SWAP, "memory_swap_bytes", offsetof(TaskSample, memory_swap_bytes), SF_U64 },
+        { SAMPLE_HAS_MEMORY_EVENTS, "memory_events_high", offsetof(TaskSample, memory_events_high), SF_U64 },
+        { SAMPLE_HAS_MEMORY_EVENTS, "memory_events_max", offsetof(TaskSample, memory_events_max), SF_U64 },
+        { SAMPLE_HAS_MEMORY_EVENTS, "memory_events_oom", offsetof(TaskSample, memory_events_oom), SF_U64 },
+        { SAMPLE_HAS_MEMORY_EVENTS, "memory_events_oom_kill", offsetof(TaskSample, memory_events_oom_kill), SF_U64 },
+        { SAMPLE_HAS_PROCS, "procs", offsetof(TaskSample, procs), SF_U32 },
+        { SAMPLE_HAS_PROCS, "threads", offsetof(TaskSample, threads), SF_U32 },
+        { SAMPLE_HAS_PROCS, "procs_rss_bytes", offsetof(TaskSample, procs_rss_bytes), SF_U64 },
+        { SAMPLE_HAS_PROCS, "io_read_bytes", offsetof(TaskSample, io_read_bytes), SF_U64 },
+        { SAMPLE_HAS_PROCS, "io_write_bytes", offsetof(TaskSample, io_write_bytes), SF_U64 },
+        { SAMPLE_HAS_RATES, "cpu_cores", offsetof(TaskSample, cpu_cores), SF_CORES },
+        { SAMPLE_HAS_RATES, "throttled_ratio", offsetof(TaskSample, throttled_ratio), SF_RATIO },
+};
+
+static const SampleField node_sample_fields[] = {
+        { SAMPLE_HAS_MEMINFO, "memory_total_bytes", offsetof(NodeSample, memory_total_bytes), SF_U64 },
+        { SAMPLE_HAS_MEMINFO, "swap_total_bytes", offsetof(NodeSample, swap_total_bytes), SF_U64 },
+        { SAMPLE_HAS_MEMINFO, "swap_free_bytes", offsetof(NodeSample, swap_free_bytes), SF_U64 },
+};
+
+static bool sample_group_present(json_t *j, const SampleField *fields, size_t n, uint32_t group) {
+        for (size_t i = 0; i < n; i++)
+                if (fields[i].group == group) {
+                        json_t *v = json_object_get(j, fields[i].key);
+                        if (v && !json_is_null(v))
+                                return true;
+                }
+        return false;
+}
+
+/* A group is all or nothing: one field of it without the others is a sender bug. */
+static int sample_fields_from_json(json_t *j, const char *path, const SampleField *fields, size_t n, void *base,
+                                   uint32_t *has, char **ret_error) {
+        for (size_t i = 0; i < n; i++) {
+                const SampleField *f = &fields[i];
+                void *p = (char *) base + f->offset;
+                bool present = sample_group_present(j, fields, n, f->group);
+                int64_t v;
+                int r;
+
+                if (!present)
+                        continue;
+                switch (f->type) {
+                case SF_U64:
+                        r = get_uint64(j, path, f->key, true, (uint64_t *) p, ret_error);
+                        break;
+                case SF_U32:
+                        r = get_int(j, path, f->key, true, 0, UINT32_MAX, &v, ret_error);
+                        if (r > 0)
+                                *(uint32_t *) p = (uint32_t) v;
+                        break;
+                case SF_CORES:
+                        r = get_number(j, path, f->key, true, 0, false, PROTO_MAX_CPU_CORES, (double *) p, ret_error);
+                        break;
+                default:
+                        r = get_number(j, path, f->key, true, 0, false, 1, (double *) p, ret_error);
+                }
+                if (r < 0)
+                        return r;
+                *has |= f->group;
+        }
+        return 0;
+}
+
+static int sample_fields_to_json(json_t *o, const SampleField *fields, size_t n, const void *base, uint32_t has) {
+        for (size_t i = 0; i < n; i++) {
+                const SampleField *f = &fields[i];
+                const void *p = (const char *) base + f->offset;
+                json_t *v;
+
+                if (!(has & f->group))
+                        continue;
+                switch (f->type) {
+                case SF_U64:
+                        v = json_u64(*(const uint64_t *) p);
+                        break;
+                case SF_U32:
+                        v = json_integer(*(const uint32_t *) p);
+                        break;
+                default:
+                        v = json_double(*(const double *) p);
+                }
+                if (add(o, f->key, v) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+static int pressure_from_json(json_t *j, const char *path, Pressure *p, char **ret_error) {
+        static const char *const keys[] = { "some_avg10", "some_total_us", "full_avg10", "full_total_us", NULL };
+        int r;
+
+        if (!json_is_object(j))
+                return fail(ret_error, path, NULL, "must be an object");
+        r = check_keys(j, path, keys, ret_error);
+        if (r < 0)
+                return r;
+        r = get_number(j, path, "some_avg10", true, 0, false, 100, &p->some_avg10, ret_error);
+        if (r < 0)
+                return r;
+        r = get_uint64(j, path, "some_total_us", true, &p->some_total_us, ret_error);
+        if (r < 0)
+                return r;
+        /* "full" is absent for cpu before Linux 5.13; both of its fields or neither. */
+        p->has_full = json_object_get(j, "full_avg10") || json_object_get(j, "full_total_us");
+        if (!p->has_full)
+                return 0;
+        r = get_number(j, path, "full_avg10", true, 0, false, 100, &p->full_avg10, ret_error);
+        if (r < 0)
+                return r;
+        return get_uint64(j, path, "full_total_us", true, &p->full_total_us, ret_error);
+}
+
+static json_t *pressure_to_json(const Pressure *p) {
+        json_auto_t *o = json_object();
+        if (!o)
+                return NULL;
+        if (add(o, "some_avg10", json_double(p->some_avg10)) < 0 || add(o, "some_total_us", json_u64(p->some_total_us)) < 0)
+                return NULL;
+        if (p->has_full &&
+            (add(o, "full_avg10", json_double(p->full_avg10)) < 0 || add(o, "full_total_us", json_u64(p->full_total_us)) < 0))
+                return NULL;
+        return json_incref(o);
+}
+
+/* "psi": {"cpu": {...}, "memory": {...}, "io": {...}}, each resource optional. */
+static int psi_from_json(json_t *j, const char *path, uint32_t *has, Pressure *cpu, Pressure *memory, Pressure *io,
+                         char **ret_error) {
+        static const char *const keys[] = { "cpu", "memory", "io", NULL };
+        const struct {
+                const char *key;
+                uint32_t flag;
+                Pressure *p;
+        } res[] = {
+                { "cpu", SAMPLE_HAS_PSI_CPU, cpu },
+                { "memory", SAMPLE_HAS_PSI_MEMORY, memory },
+                { "io", SAMPLE_HAS_PSI_IO, io },
+        };
+        json_t *o;
+        char p[PATH_BUF];
+        int r;
+
+        r = get_object(j, path, "psi", false, &o, ret_error);
+        if (r <= 0)
+                return r;
+        path_field(p, path, "psi");
+        r = check_keys(o, p, keys, ret_error);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < ELEMENTSOF(res); i++) {
+                json_t *v = json_object_get(o, res[i].key);
+                char q[PATH_BUF];
+
+                if (!v || json_is_null(v))
+                        continue;
+                path_field(q, p, res[i].key);
+                r = pressure_from_json(v, q, res[i].p, ret_error);
+                if (r < 0)
+                        return r;
+                *has |= res[i].flag;
+        }
+        return 0;
+}
+
+static int psi_to_json(json_t *o, uint32_t has, const Pressure *cpu, const Pressure *memory, const Pressure *io) {
+        json_auto_t *psi = NULL;
+
+        if (!(has & (SAMPLE_HAS_PSI_CPU | SAMPLE_HAS_PSI_MEMORY | SAMPLE_HAS_PSI_IO)))
+                return 0;
+        psi = json_object();
+        if (!psi)
+                return -ENOMEM;
+        if ((has & SAMPLE_HAS_PSI_CPU) && add(psi, "cpu", pressure_to_json(cpu)) < 0)
+                return -ENOMEM;
+        if ((has & SAMPLE_HAS_PSI_MEMORY) && add(psi, "memory", pressure_to_json(memory)) < 0)
+                return -ENOMEM;
+        if ((has & SAMPLE_HAS_PSI_IO) && add(psi, "io", pressure_to_json(io)) < 0)
+                return -ENOMEM;
+        return add(o, "psi", json_incref(psi));
+}
+
 static int sample_from_json(json_t *j, const char *path, TaskSample *s, char **ret_error) {
         static const char *const keys[] = {
-                "time_ms", "cpu_usage_ns", "memory_current_bytes", "memory_peak_bytes", "progress", NULL,
+                "time_ms", "cpu_usage_ns", "memory_current_bytes", "memory_peak_bytes", "progress",
+                "cpu_periods", "cpu_throttled_periods", "cpu_throttled_ns", "memory_anon_bytes", "memory_file_bytes",
+                "memory_swap_bytes", "memory_events_high", "memory_events_max", "memory_events_oom",
+                "memory_events_oom_kill", "procs", "threads", "procs_rss_bytes", "io_read_bytes", "io_write_bytes",
+                "cpu_cores", "throttled_ratio", "psi", NULL,
         };
         int r;
 
@@ -941,7 +1153,10 @@ static int sample_from_json(json_t *j, const char *path, TaskSample *s, char **r
                         return fail(ret_error, path, "progress", "must be null or a number in [0, 1]");
                 s->progress = d;
         }
-        return 0;
+        r = sample_fields_from_json(j, path, task_sample_fields, ELEMENTSOF(task_sample_fields), s, &s->has, ret_error);
+        if (r < 0)
+                return r;
+        return psi_from_json(j, path, &s->has, &s->psi_cpu, &s->psi_memory, &s->psi_io, ret_error);
 }
 
 static int exit_from_json(json_t *j, const char *path, ExitRecord *e, char **ret_error) {
@@ -979,7 +1194,8 @@ static int exit_from_json(json_t *j, const char *path, ExitRecord *e, char **ret
 
 static int task_report_from_json(json_t *j, const char *path, TaskReport *t, char **ret_error) {
         static const char *const keys[] = {
-                "id", "state", "pid", "samples", "limits", "exit", "error", NULL,
+                "id", "state", "pid", "samples", "limits", "limits_target", "limits_external", "adopted", "exit",
+                "error", NULL,
         };
         const char *state;
         json_t *samples, *exit;
@@ -1029,6 +1245,15 @@ static int task_report_from_json(json_t *j, const char *path, TaskReport *t, cha
         }
 
         r = get_limits(j, path, "limits", false, &t->limits, ret_error);
+        if (r < 0)
+                return r;
+        r = get_limits(j, path, "limits_target", false, &t->limits_target, ret_error);
+        if (r < 0)
+                return r;
+        r = get_limits(j, path, "limits_external", false, &t->limits_external, ret_error);
+        if (r < 0)
+                return r;
+        r = get_bool(j, path, "adopted", false, &t->adopted, ret_error);
         if (r < 0)
                 return r;
 
@@ -1084,7 +1309,10 @@ static int capacity_from_json(json_t *j, const char *path, Heartbeat *h, char **
 }
 
 static int node_sample_from_json(json_t *j, const char *path, NodeSample *s, char **ret_error) {
-        static const char *const keys[] = { "time_ms", "cpu_busy", "memory_available_bytes", NULL };
+        static const char *const keys[] = {
+                "time_ms", "cpu_busy", "memory_available_bytes", "memory_total_bytes", "swap_total_bytes",
+                "swap_free_bytes", "psi", NULL,
+        };
         int r;
 
         r = check_keys(j, path, keys, ret_error);
@@ -1099,7 +1327,10 @@ static int node_sample_from_json(json_t *j, const char *path, NodeSample *s, cha
         r = get_uint64(j, path, "memory_available_bytes", true, &s->memory_available_bytes, ret_error);
         if (r < 0)
                 return r;
-        return 0;
+        r = sample_fields_from_json(j, path, node_sample_fields, ELEMENTSOF(node_sample_fields), s, &s->has, ret_error);
+        if (r < 0)
+                return r;
+        return psi_from_json(j, path, &s->has, &s->psi_cpu, &s->psi_memory, &s->psi_io, ret_error);
 }
 
 int heartbeat_from_json(json_t *j, Heartbeat **ret, char **ret_error) {
@@ -1211,7 +1442,9 @@ static json_t *sample_to_json(const TaskSample *s) {
             add(o, "cpu_usage_ns", json_u64(s->cpu_usage_ns)) < 0 ||
             add(o, "memory_current_bytes", json_u64(s->memory_current_bytes)) < 0 ||
             add(o, "memory_peak_bytes", json_u64(s->memory_peak_bytes)) < 0 ||
-            add(o, "progress", s->progress < 0 ? json_null() : json_double(s->progress)) < 0)
+            add(o, "progress", s->progress < 0 ? json_null() : json_double(s->progress)) < 0 ||
+            sample_fields_to_json(o, task_sample_fields, ELEMENTSOF(task_sample_fields), s, s->has) < 0 ||
+            psi_to_json(o, s->has, &s->psi_cpu, &s->psi_memory, &s->psi_io) < 0)
                 return NULL;
         return json_incref(o);
 }
@@ -1242,6 +1475,15 @@ static json_t *task_report_to_json(const TaskReport *t) {
                         return NULL;
         if (add(o, "samples", json_incref(samples)) < 0 || add(o, "limits", limits_to_json(&t->limits)) < 0)
                 return NULL;
+        static const Limits none = {};
+        if (memcmp(&t->limits_target, &none, sizeof none) != 0 &&
+            add(o, "limits_target", limits_to_json(&t->limits_target)) < 0)
+                return NULL;
+        if (memcmp(&t->limits_external, &none, sizeof none) != 0 &&
+            add(o, "limits_external", limits_to_json(&t->limits_external)) < 0)
+                return NULL;
+        if (t->adopted && add(o, "adopted", json_true()) < 0)
+                return NULL;
         if (t->has_exit && add(o, "exit", exit_to_json(&t->exit)) < 0)
                 return NULL;
         if (t->error && add(o, "error", json_text(t->error)) < 0)
@@ -1270,6 +1512,10 @@ json_t *heartbeat_to_json(const Heartbeat *h) {
         if (add(node_sample, "time_ms", json_integer(h->node_sample.time_ms)) < 0 ||
             add(node_sample, "cpu_busy", json_double(h->node_sample.cpu_busy)) < 0 ||
             add(node_sample, "memory_available_bytes", json_u64(h->node_sample.memory_available_bytes)) < 0 ||
+            sample_fields_to_json(node_sample, node_sample_fields, ELEMENTSOF(node_sample_fields), &h->node_sample,
+                                  h->node_sample.has) < 0 ||
+            psi_to_json(node_sample, h->node_sample.has, &h->node_sample.psi_cpu, &h->node_sample.psi_memory,
+                        &h->node_sample.psi_io) < 0 ||
             add(o, "node_sample", json_incref(node_sample)) < 0)
                 return NULL;
 
@@ -1293,6 +1539,371 @@ json_t *heartbeat_to_json(const Heartbeat *h) {
                 return NULL;
 
         return json_incref(o);
+}
+
+/* ---- Heartbeat as text (no jansson tree) ---- */
+
+void text_buf_done(TextBuf *b) {
+        free(b->data);
+        *b = (TextBuf) {};
+}
+
+static bool text_reserve(TextBuf *b, size_t n) {
+        if (b->failed)
+                return false;
+        if (b->len + n + 1 <= b->allocated)
+                return true;
+        size_t m = MAX(b->allocated * 2, b->len + n + 1);
+        m = MAX(m, (size_t) 256);
+        char *p = realloc(b->data, m);
+        if (!p) {
+                b->failed = true;
+                return false;
+        }
+        b->data = p;
+        b->allocated = m;
+        return true;
+}
+
+static void text_add(TextBuf *b, const char *s, size_t n) {
+        if (!text_reserve(b, n))
+                return;
+        memcpy(b->data + b->len, s, n);
+        b->len += n;
+        b->data[b->len] = '\0';
+}
+
+#define text_lit(b, s) text_add(b, s, sizeof(s) - 1)
+
+void text_buf_add(TextBuf *b, const char *s, size_t n) {
+        text_add(b, s, n);
+}
+
+static void text_digits(TextBuf *b, uint64_t v, bool minus) {
+        char buf[24];
+        size_t n = sizeof buf;
+
+        do
+                buf[--n] = (char) ('0' + v % 10);
+        while ((v /= 10) > 0);
+        if (minus)
+                buf[--n] = '-';
+        text_add(b, buf + n, sizeof buf - n);
+}
+
+static void text_u64(TextBuf *b, uint64_t v) {
+        /* As json_u64(): clamped to what a JSON integer of jansson holds. */
+        text_digits(b, MIN(v, (uint64_t) INT64_MAX), false);
+}
+
+static void text_i64(TextBuf *b, int64_t v) {
+        text_digits(b, v < 0 ? (uint64_t) 0 - (uint64_t) v : (uint64_t) v, v < 0);
+}
+
+/* jansson's format for reals: %.17g (exact round trip), with ".0" when it looks integral;
+ * not finite is null, as json_double(). */
+static void text_double(TextBuf *b, double d) {
+        char buf[40];
+        int n;
+
+        if (!isfinite(d)) {
+                text_lit(b, "null");
+                return;
+        }
+        n = snprintf(buf, sizeof buf - 2, "%.17g", d);
+        if (n < 0 || (size_t) n >= sizeof buf - 2) {
+                b->failed = true;
+                return;
+        }
+        if (!strpbrk(buf, ".eE")) {
+                memcpy(buf + n, ".0", 2);
+                n += 2;
+        }
+        text_add(b, buf, (size_t) n);
+}
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 when it is not one. */
+static size_t utf8_sequence(const unsigned char *s) {
+        size_t n;
+        uint32_t c;
+
+        if (s[0] < 0x80)
+                return 1;
+        if (s[0] >= 0xc2 && s[0] <= 0xdf)
+                n = 2, c = s[0] & 0x1f;
+        else if (s[0] >= 0xe0 && s[0] <= 0xef)
+                n = 3, c = s[0] & 0x0f;
+        else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+                n = 4, c = s[0] & 0x07;
+        else
+                return 0;
+        for (size_t i = 1; i < n; i++) {
+                if ((s[i] & 0xc0) != 0x80)
+                        return 0;
+                c = (c << 6) | (s[i] & 0x3f);
+        }
+        /* Overlong forms, surrogates and beyond U+10FFFF are not UTF-8. */
+        if ((n == 3 && c < 0x800) || (n == 4 && (c < 0x10000 || c > 0x10ffff)) || (c >= 0xd800 && c <= 0xdfff))
+                return 0;
+        return n;
+}
+
+/* A JSON string; invalid UTF-8 becomes '?' (as json_text()), controls are escaped. */
+static void text_string(TextBuf *b, const char *s) {
+        const unsigned char *p = (const unsigned char *) (s ?: "");
+
+        text_lit(b, "\"");
+        while (*p) {
+                const unsigned char *run = p;
+
+                while (*p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
+                        p++;
+                text_add(b, (const char *) run, (size_t) (p - run));
+                if (!*p)
+                        break;
+                if (*p == '"' || *p == '\\') {
+                        char e[2] = { '\\', (char) *p };
+                        text_add(b, e, 2);
+                        p++;
+                } else if (*p < 0x20) {
+                        char e[8];
+                        int n = snprintf(e, sizeof e, "\\u%04x", *p);
+                        text_add(b, e, (size_t) n);
+                        p++;
+                } else {
+                        size_t n = utf8_sequence(p);
+                        if (n == 0) {
+                                text_lit(b, "?");
+                                p++;
+                        } else {
+                                text_add(b, (const char *) p, n);
+                                p += n;
+                        }
+                }
+        }
+        text_lit(b, "\"");
+}
+
+/* ,"key": */
+static void text_key(TextBuf *b, const char *key, bool first) {
+        if (!first)
+                text_lit(b, ",");
+        text_string(b, key);
+        text_lit(b, ":");
+}
+
+static void text_sample_fields(TextBuf *b, const SampleField *fields, size_t n, const void *base, uint32_t has) {
+        for (size_t i = 0; i < n; i++) {
+                const SampleField *f = &fields[i];
+                const void *p = (const char *) base + f->offset;
+
+                if (!(has & f->group))
+                        continue;
+                text_key(b, f->key, false);
+                switch (f->type) {
+                case SF_U64:
+                        text_u64(b, *(const uint64_t *) p);
+                        break;
+                case SF_U32:
+                        text_u64(b, *(const uint32_t *) p);
+                        break;
+                default:
+                        text_double(b, *(const double *) p);
+                }
+        }
+}
+
+static void text_pressure(TextBuf *b, const Pressure *p) {
+        text_lit(b, "{\"some_avg10\":");
+        text_double(b, p->some_avg10);
+        text_lit(b, ",\"some_total_us\":");
+        text_u64(b, p->some_total_us);
+        if (p->has_full) {
+                text_lit(b, ",\"full_avg10\":");
+                text_double(b, p->full_avg10);
+                text_lit(b, ",\"full_total_us\":");
+                text_u64(b, p->full_total_us);
+        }
+        text_lit(b, "}");
+}
+
+static void text_psi(TextBuf *b, uint32_t has, const Pressure *cpu, const Pressure *memory, const Pressure *io) {
+        bool first = true;
+
+        if (!(has & (SAMPLE_HAS_PSI_CPU | SAMPLE_HAS_PSI_MEMORY | SAMPLE_HAS_PSI_IO)))
+                return;
+        text_lit(b, ",\"psi\":{");
+        if (has & SAMPLE_HAS_PSI_CPU) {
+                text_key(b, "cpu", first);
+                text_pressure(b, cpu);
+                first = false;
+        }
+        if (has & SAMPLE_HAS_PSI_MEMORY) {
+                text_key(b, "memory", first);
+                text_pressure(b, memory);
+                first = false;
+        }
+        if (has & SAMPLE_HAS_PSI_IO) {
+                text_key(b, "io", first);
+                text_pressure(b, io);
+        }
+        text_lit(b, "}");
+}
+
+void task_sample_write_json(TextBuf *b, const TaskSample *s) {
+        text_lit(b, "{\"time_ms\":");
+        text_i64(b, s->time_ms);
+        text_lit(b, ",\"cpu_usage_ns\":");
+        text_u64(b, s->cpu_usage_ns);
+        text_lit(b, ",\"memory_current_bytes\":");
+        text_u64(b, s->memory_current_bytes);
+        text_lit(b, ",\"memory_peak_bytes\":");
+        text_u64(b, s->memory_peak_bytes);
+        text_lit(b, ",\"progress\":");
+        if (s->progress < 0)
+                text_lit(b, "null");
+        else
+                text_double(b, s->progress);
+        text_sample_fields(b, task_sample_fields, ELEMENTSOF(task_sample_fields), s, s->has);
+        text_psi(b, s->has, &s->psi_cpu, &s->psi_memory, &s->psi_io);
+        text_lit(b, "}");
+}
+
+static void text_limits(TextBuf *b, const Limits *l) {
+        const struct {
+                const char *key;
+                int64_t value;
+        } fields[] = {
+                { "cpu_quota_us", l->cpu_quota_us },
+                { "cpu_period_us", l->cpu_period_us },
+                { "cpu_weight", l->cpu_weight },
+                { "memory_high_bytes", l->memory_high_bytes },
+                { "memory_max_bytes", l->memory_max_bytes },
+        };
+        bool first = true;
+
+        text_lit(b, "{");
+        for (size_t i = 0; i < ELEMENTSOF(fields); i++)
+                if (fields[i].value != LIMIT_UNSET) {
+                        text_key(b, fields[i].key, first);
+                        text_i64(b, fields[i].value);
+                        first = false;
+                }
+        text_lit(b, "}");
+}
+
+void task_report_write_json(TextBuf *b, const TaskReport *t, const char *samples_json, size_t len) {
+        static const Limits none = {};
+        const char *state = task_state_to_string(t->state);
+
+        text_lit(b, "{\"id\":");
+        text_string(b, t->id);
+        text_lit(b, ",\"state\":");
+        if (state)
+                text_string(b, state);
+        else
+                text_lit(b, "null");
+        text_lit(b, ",\"pid\":");
+        text_i64(b, t->pid);
+        text_lit(b, ",\"samples\":[");
+        if (samples_json)
+                text_add(b, samples_json, len);
+        else
+                for (size_t i = 0; i < t->n_samples; i++) {
+                        if (i > 0)
+                                text_lit(b, ",");
+                        task_sample_write_json(b, &t->samples[i]);
+                }
+        text_lit(b, "],\"limits\":");
+        text_limits(b, &t->limits);
+        if (memcmp(&t->limits_target, &none, sizeof none) != 0) {
+                text_lit(b, ",\"limits_target\":");
+                text_limits(b, &t->limits_target);
+        }
+        if (memcmp(&t->limits_external, &none, sizeof none) != 0) {
+                text_lit(b, ",\"limits_external\":");
+                text_limits(b, &t->limits_external);
+        }
+        if (t->adopted)
+                text_lit(b, ",\"adopted\":true");
+        if (t->has_exit) {
+                text_lit(b, ",\"exit\":{\"code\":");
+                text_i64(b, t->exit.code);
+                text_lit(b, ",\"signal\":");
+                text_i64(b, t->exit.signal);
+                if (t->exit.oom_killed)
+                        text_lit(b, ",\"oom_killed\":true,\"wall_s\":");
+                else
+                        text_lit(b, ",\"oom_killed\":false,\"wall_s\":");
+                text_double(b, t->exit.wall_s);
+                text_lit(b, ",\"cpu_s\":");
+                text_double(b, t->exit.cpu_s);
+                text_lit(b, ",\"memory_peak_bytes\":");
+                text_u64(b, t->exit.memory_peak_bytes);
+                text_lit(b, "}");
+        }
+        if (t->error) {
+                text_lit(b, ",\"error\":");
+                text_string(b, t->error);
+        }
+        text_lit(b, "}");
+}
+
+void heartbeat_write_json_head(TextBuf *b, const Heartbeat *h) {
+        const NodeSample *ns = &h->node_sample;
+
+        text_lit(b, "{\"node\":");
+        text_string(b, h->node);
+        text_lit(b, ",\"boot_id\":");
+        text_string(b, h->boot_id);
+        text_lit(b, ",\"seq\":");
+        text_u64(b, h->seq);
+        text_lit(b, ",\"cgroup_mode\":");
+        text_string(b, h->cgroup_mode);
+        text_lit(b, ",\"capacity\":{\"cpus\":");
+        text_double(b, h->capacity_cpus);
+        text_lit(b, ",\"memory_bytes\":");
+        text_u64(b, h->capacity_memory_bytes);
+        text_lit(b, "},\"node_sample\":{\"time_ms\":");
+        text_i64(b, ns->time_ms);
+        text_lit(b, ",\"cpu_busy\":");
+        text_double(b, ns->cpu_busy);
+        text_lit(b, ",\"memory_available_bytes\":");
+        text_u64(b, ns->memory_available_bytes);
+        text_sample_fields(b, node_sample_fields, ELEMENTSOF(node_sample_fields), ns, ns->has);
+        text_psi(b, ns->has, &ns->psi_cpu, &ns->psi_memory, &ns->psi_io);
+        text_lit(b, "},\"tasks\":[");
+}
+
+void heartbeat_write_json_tail(TextBuf *b, const Heartbeat *h) {
+        text_lit(b, "],\"acks\":[");
+        for (size_t i = 0; i < h->n_acks; i++) {
+                if (i > 0)
+                        text_lit(b, ",");
+                text_lit(b, "{\"action_id\":");
+                text_u64(b, h->acks[i].action_id);
+                if (h->acks[i].ok)
+                        text_lit(b, ",\"ok\":true");
+                else
+                        text_lit(b, ",\"ok\":false");
+                if (h->acks[i].error) {
+                        text_lit(b, ",\"error\":");
+                        text_string(b, h->acks[i].error);
+                }
+                text_lit(b, "}");
+        }
+        text_lit(b, "]}");
+}
+
+int heartbeat_write_json(TextBuf *b, const Heartbeat *h) {
+        heartbeat_write_json_head(b, h);
+        for (size_t i = 0; i < h->n_tasks; i++) {
+                if (i > 0)
+                        text_lit(b, ",");
+                task_report_write_json(b, &h->tasks[i], NULL, 0);
+        }
+        heartbeat_write_json_tail(b, h);
+        return b->failed ? -ENOMEM : 0;
 }
 
 /* ---- Heartbeat replies and actions ---- */

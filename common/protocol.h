@@ -19,6 +19,8 @@
 #define PROTO_NAME_MAX 128              /* job, phase and node names */
 #define PROTO_MAX_PHASES 64
 #define PROTO_MAX_TASKS_PER_PHASE 10000
+/* All phases together: one request must not make the controller insert millions of rows. */
+#define PROTO_MAX_TASKS_PER_JOB 20000
 #define PROTO_MAX_ARGV 1024
 #define PROTO_MAX_ARG_LEN 4096
 #define PROTO_MAX_ENV 1024
@@ -114,12 +116,57 @@ char *task_id_format(const TaskId *id, char *buf);
 
 /* ---- Heartbeat (POST /v1/nodes/{id}/heartbeat) ---- */
 
+/* Pressure stall information of one resource: a cgroup's {cpu,memory,io}.pressure (v2, or the
+ * unified tree of a hybrid node) or /proc/pressure/{cpu,memory,io} for the node. */
+typedef struct Pressure {
+        double some_avg10;           /* % of the last 10 s in which some task stalled, [0,100] */
+        uint64_t some_total_us;      /* cumulative stall time */
+        bool has_full;               /* "full" line present (for cpu since Linux 5.13) */
+        double full_avg10;           /* % of the last 10 s in which every task stalled */
+        uint64_t full_total_us;
+} Pressure;
+
+/* Which optional groups of a TaskSample (or NodeSample) are set: what the node's kernel and
+ * cgroup mode offer, and what was read at this sample (details are read every few samples). */
+enum {
+        SAMPLE_HAS_THROTTLING = 1u << 0,     /* cpu_periods, cpu_throttled_periods, cpu_throttled_ns */
+        SAMPLE_HAS_MEMORY_STAT = 1u << 1,    /* memory_anon_bytes, memory_file_bytes */
+        SAMPLE_HAS_SWAP = 1u << 2,           /* memory_swap_bytes */
+        SAMPLE_HAS_MEMORY_EVENTS = 1u << 3,  /* memory_events_{high,max,oom,oom_kill} */
+        SAMPLE_HAS_PSI_CPU = 1u << 4,
+        SAMPLE_HAS_PSI_MEMORY = 1u << 5,
+        SAMPLE_HAS_PSI_IO = 1u << 6,
+        SAMPLE_HAS_PROCS = 1u << 7,          /* procs, threads, procs_rss_bytes, io_{read,write}_bytes */
+        SAMPLE_HAS_RATES = 1u << 8,          /* cpu_cores, throttled_ratio */
+        SAMPLE_HAS_MEMINFO = 1u << 9,        /* NodeSample only: memory_total_bytes, swap_* */
+};
+
 typedef struct TaskSample {
         int64_t time_ms;             /* CLOCK_REALTIME, milliseconds since the epoch */
         uint64_t cpu_usage_ns;       /* cumulative, from cpuacct.usage / cpu.stat usage_usec */
         uint64_t memory_current_bytes;
         uint64_t memory_peak_bytes;
         double progress;             /* [0,1], or -1 when the task reports none */
+
+        /* Optional, JSON fields of the same names; has says which groups are set. */
+        uint32_t has;                /* SAMPLE_HAS_* */
+        uint64_t cpu_periods;        /* CFS: enforcement periods elapsed (nr_periods) */
+        uint64_t cpu_throttled_periods; /* periods in which the quota ran out (nr_throttled) */
+        uint64_t cpu_throttled_ns;   /* time spent throttled */
+        uint64_t memory_anon_bytes;  /* v2 memory.stat anon, v1 total_rss */
+        uint64_t memory_file_bytes;  /* v2 file, v1 total_cache */
+        uint64_t memory_swap_bytes;  /* v2 memory.swap.current, v1 total_swap */
+        uint64_t memory_events_high; /* v2 memory.events; v1: 0 */
+        uint64_t memory_events_max;  /* v2 memory.events max; v1 memory.failcnt */
+        uint64_t memory_events_oom;  /* v2 oom; v1: under_oom seen (0/1) */
+        uint64_t memory_events_oom_kill;
+        Pressure psi_cpu, psi_memory, psi_io;
+        uint32_t procs, threads;     /* processes and threads in the cgroup */
+        uint64_t procs_rss_bytes;    /* sum of VmRSS over the cgroup's processes */
+        uint64_t io_read_bytes;      /* sum of /proc/PID/io read_bytes over live processes */
+        uint64_t io_write_bytes;
+        double cpu_cores;            /* rate since the previous sample: CPU cores used */
+        double throttled_ratio;      /* rate: throttled periods / periods since the previous sample, [0,1] */
 } TaskSample;
 
 typedef struct ExitRecord {
@@ -138,6 +185,9 @@ typedef struct TaskReport {
         TaskSample *samples;         /* since the last acknowledged heartbeat, oldest first */
         size_t n_samples;
         Limits limits;               /* what is in force in the cgroup now */
+        Limits limits_target;        /* set_limits values not reached yet (bounded steps); all unset when none */
+        Limits limits_external;      /* fields someone else changed in the cgroup, with their values now */
+        bool adopted;                /* the agent found this task running when it started */
         bool has_exit;
         ExitRecord exit;
         char *error;                 /* why a start failed, or NULL */
@@ -153,6 +203,11 @@ typedef struct NodeSample {
         int64_t time_ms;
         double cpu_busy;                  /* fraction of all CPUs busy since the last sample, [0,1] */
         uint64_t memory_available_bytes;  /* MemAvailable */
+        /* Optional: */
+        uint32_t has;                     /* SAMPLE_HAS_MEMINFO, SAMPLE_HAS_PSI_* */
+        uint64_t memory_total_bytes;      /* MemTotal */
+        uint64_t swap_total_bytes, swap_free_bytes;
+        Pressure psi_cpu, psi_memory, psi_io;   /* /proc/pressure/ */
 } NodeSample;
 
 typedef struct Heartbeat {
@@ -171,6 +226,27 @@ typedef struct Heartbeat {
 
 int heartbeat_from_json(json_t *j, Heartbeat **ret, char **ret_error);
 json_t *heartbeat_to_json(const Heartbeat *h);
+
+/* The heartbeat written as compact JSON text straight into a buffer, without a jansson tree:
+ * the same document as json_dumps(heartbeat_to_json(h), JSON_COMPACT) (numbers as exact), at a
+ * small fraction of its cost, for agents reporting on many tasks every second. */
+typedef struct TextBuf {
+        char *data;                  /* NUL-terminated while not failed */
+        size_t len, allocated;
+        bool failed;                 /* an allocation failed: the text is incomplete */
+} TextBuf;
+void text_buf_done(TextBuf *b);
+void text_buf_add(TextBuf *b, const char *s, size_t n);
+/* One sample as a JSON object: an element of a task report's "samples". */
+void task_sample_write_json(TextBuf *b, const TaskSample *s);
+/* {"node":...,"tasks":[  — then the reports, separated by ',' — then the tail: ],"acks":[...]} */
+void heartbeat_write_json_head(TextBuf *b, const Heartbeat *h);
+/* One task report; its samples are samples_json (len bytes: task_sample_write_json() objects
+ * joined by ',') when that is not NULL, else t->samples. */
+void task_report_write_json(TextBuf *b, const TaskReport *t, const char *samples_json, size_t len);
+void heartbeat_write_json_tail(TextBuf *b, const Heartbeat *h);
+/* All of it. Returns 0, or -ENOMEM when b->failed. */
+int heartbeat_write_json(TextBuf *b, const Heartbeat *h);
 void heartbeat_free(Heartbeat *h);
 /* Frees what a TaskReport owns (not the struct itself), for agents building reports. */
 void task_report_done(TaskReport *r);

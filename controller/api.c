@@ -80,7 +80,7 @@ static void handle_jobs_submit(const HttpRequest *req, HttpResponse *resp, void 
 
 static void handle_jobs_list(const HttpRequest *req, HttpResponse *resp, void *userdata) {
         Api *api = userdata;
-        int r = store_jobs_to_json(api->store, &resp->body);
+        int r = cluster_jobs_to_json(api->cluster, now_ms(), &resp->body);
         if (r < 0)
                 return respond_errno(resp, r, NULL, "jobs");
         resp->status = 200;
@@ -91,7 +91,7 @@ static void handle_job_get(const HttpRequest *req, HttpResponse *resp, void *use
         uint64_t id;
         if (!parse_job_id(req->params[0], &id))
                 return http_response_error(resp, 404, "job %s: not found", req->params[0]);
-        int r = store_job_to_json(api->store, id, true, &resp->body);
+        int r = cluster_job_to_json(api->cluster, id, now_ms(), &resp->body);
         if (r < 0) {
                 char what[64];
                 snprintf(what, sizeof what, "job %" PRIu64, id);
@@ -125,6 +125,14 @@ static void handle_heartbeat(const HttpRequest *req, HttpResponse *resp, void *u
         changed(api);
 }
 
+static void handle_scheduler(const HttpRequest *req, HttpResponse *resp, void *userdata) {
+        Api *api = userdata;
+        int r = cluster_scheduler_to_json(api->cluster, now_ms(), &resp->body);
+        if (r < 0)
+                return respond_errno(resp, r, NULL, "scheduler");
+        resp->status = 200;
+}
+
 static void handle_nodes_list(const HttpRequest *req, HttpResponse *resp, void *userdata) {
         Api *api = userdata;
         int r = store_nodes_to_json(api->store, &resp->body);
@@ -142,13 +150,30 @@ static void handle_healthz(const HttpRequest *req, HttpResponse *resp, void *use
         resp->body = json_pack("{s:s}", "status", "ok");
 }
 
+unsigned api_authorize(void *userdata, const HttpRoute *route, const char *method, const char *authorization,
+                       char *const params[HTTP_MAX_PARAMS], char *message, size_t message_size) {
+        Api *api = userdata;
+        if (!api->tokens)
+                return 0;
+        const char *node = route->access == AUTH_ACCESS_HEARTBEAT ? params[0] : NULL;
+        return auth_decide(api->tokens, authorization, (AuthAccess) route->access, method, node, message,
+                           message_size);
+}
+
+/* The last field says who may call a route (auth.h); left out, it means the operator only. */
 const HttpRoute api_routes[] = {
-        { "POST", "/v1/jobs", true, handle_jobs_submit },
-        { "GET", "/v1/jobs", false, handle_jobs_list },
-        { "GET", "/v1/jobs/{}", false, handle_job_get },
-        { "DELETE", "/v1/jobs/{}", false, handle_job_cancel },
-        { "POST", "/v1/nodes/{}/heartbeat", true, handle_heartbeat },
-        { "GET", "/v1/nodes", false, handle_nodes_list },
-        { "GET", "/healthz", false, handle_healthz },
+        { "POST", "/v1/jobs", true, handle_jobs_submit, AUTH_ACCESS_WRITE },
+        { "GET", "/v1/jobs", false, handle_jobs_list, AUTH_ACCESS_READ },
+        { "GET", "/v1/jobs/{}", false, handle_job_get, AUTH_ACCESS_READ },
+        { "DELETE", "/v1/jobs/{}", false, handle_job_cancel, AUTH_ACCESS_WRITE },
+        { "POST", "/v1/nodes/{}/heartbeat", true, handle_heartbeat, AUTH_ACCESS_HEARTBEAT },
+        { "GET", "/v1/nodes", false, handle_nodes_list, AUTH_ACCESS_READ },
+        { "GET", "/v1/scheduler", false, handle_scheduler, AUTH_ACCESS_READ },
+        { "GET", "/v1/contention", false, api_handle_contention, AUTH_ACCESS_READ },
+        { "GET", "/v1/adjustments", false, api_handle_adjustments, AUTH_ACCESS_READ },
+        { "GET", "/v1/config", false, api_handle_config_get, AUTH_ACCESS_READ },
+        { "PUT", "/v1/config", true, api_handle_config_put, AUTH_ACCESS_WRITE },
+        /* Public, so that a load balancer or monitor needs no token; it says only "ok". */
+        { "GET", "/healthz", false, handle_healthz, AUTH_ACCESS_PUBLIC },
 };
 const size_t api_n_routes = ELEMENTSOF(api_routes);

@@ -2,8 +2,11 @@
  * and store results into HTTP statuses and JSON. */
 #pragma once
 
+#include "auth.h"
 #include "cluster.h"
 #include "http-server.h"
+#include "orchestrator.h"
+#include "runtime-config.h"
 #include "store.h"
 
 typedef struct Api {
@@ -11,7 +14,20 @@ typedef struct Api {
         Store *store;
         void (*on_change)(void *userdata);   /* called after a request changed state; may be NULL */
         void *on_change_userdata;
+        const AuthTokens *tokens;            /* none configured: every request is allowed */
+        Orchestrator *orchestrator;          /* GET /v1/contention */
+        RuntimeConfig *config;               /* GET/PUT /v1/config */
 } Api;
+
+/* The orchestrator's endpoints (api-orch.c), userdata an Api. */
+void api_handle_contention(const HttpRequest *req, HttpResponse *resp, void *userdata);
+void api_handle_adjustments(const HttpRequest *req, HttpResponse *resp, void *userdata);
+void api_handle_config_get(const HttpRequest *req, HttpResponse *resp, void *userdata);
+void api_handle_config_put(const HttpRequest *req, HttpResponse *resp, void *userdata);
+
+/* The HttpAuthorize hook for api_routes, with an Api as userdata. */
+unsigned api_authorize(void *userdata, const HttpRoute *route, const char *method, const char *authorization,
+                       char *const params[HTTP_MAX_PARAMS], char *message, size_t message_size);
 
 extern const HttpRoute api_routes[];
 extern const size_t api_n_routes;

@@ -12,10 +12,14 @@
 #include <time.h>
 
 #include "api.h"
+#include "auth.h"
 #include "cluster.h"
 #include "config.h"
 #include "http-server.h"
 #include "log.h"
+#include "orchestrator.h"
+#include "runtime-config.h"
+#include "secret-file.h"
 #include "store.h"
 
 static char *arg_listen = (char *) "127.0.0.1:7070";
@@ -24,6 +28,16 @@ static char *arg_state_dir = (char *) "/var/lib/cgorch";
 static uint64_t arg_heartbeat_interval_us = 2 * USEC_PER_SEC;
 static unsigned arg_node_lost_after = 3;
 static uint64_t arg_max_body_bytes = 1024 * 1024;
+static uint64_t arg_max_header_bytes = 32 * 1024;
+static unsigned arg_max_connections = 1024;
+static unsigned arg_max_connections_per_ip = 0;
+static double arg_rate_limit = 2000;
+static char *arg_operator_token_file = NULL;
+static char *arg_reader_token_file = NULL;
+static char *arg_agent_tokens_file = NULL;
+static bool arg_insecure_no_auth = false;
+static char *arg_tls_cert = NULL;
+static char *arg_tls_key = NULL;
 static int arg_log_level = LOG_INFO;
 
 static const Option options[] = {
@@ -39,25 +53,99 @@ static const Option options[] = {
           "missed heartbeats after which a node is lost and its tasks with it (default: 3; 1..1000)", 1, 1000 },
         { "max-body-size", 0, OPTION_SIZE, &arg_max_body_bytes, "SIZE",
           "largest request body accepted; larger ones get 413 (default: 1M; 1K..1G)", 1024, 1024.0 * 1024 * 1024 },
+        { "max-header-size", 0, OPTION_SIZE, &arg_max_header_bytes, "SIZE",
+          "largest request line plus headers accepted; larger ones get 431 (default: 32K; 4K..1M)", 4096, 1024.0 * 1024 },
+        { "max-connections", 0, OPTION_UINT, &arg_max_connections, "N",
+          "client connections open at once; more are refused (default: 1024; 1..100000)", 1, 100000 },
+        { "max-connections-per-ip", 0, OPTION_UINT, &arg_max_connections_per_ip, "N",
+          "connections open at once from one client address, 0 for no limit (default: 0; 0..100000)", 0, 100000 },
+        { "rate-limit", 0, OPTION_DOUBLE, &arg_rate_limit, "N",
+          "requests per second from one client address (bursts of 2N), excess gets 429; 0 for none (default: 2000)", 0, 1e6 },
+        { "operator-token-file", 0, OPTION_STRING, &arg_operator_token_file, "FILE",
+          "file (mode 0600) holding the operator's bearer token: may do everything (default: none)", 0, 0 },
+        { "reader-token-file", 0, OPTION_STRING, &arg_reader_token_file, "FILE",
+          "file (mode 0600) holding the read-only bearer token: GET only (default: none)", 0, 0 },
+        { "agent-tokens-file", 0, OPTION_STRING, &arg_agent_tokens_file, "FILE",
+          "file (mode 0600) of NODE:SECRET lines, each agent's token, good for its node's heartbeats only (default: none)", 0, 0 },
+        { "insecure-no-auth", 0, OPTION_BOOL, &arg_insecure_no_auth, NULL,
+          "allow running without any token on a non-loopback address: anyone who can connect may run commands (default: no)", 0, 0 },
+        { "tls-cert", 0, OPTION_STRING, &arg_tls_cert, "FILE",
+          "serve HTTPS with this PEM certificate (chain); needs --tls-key (default: plain HTTP)", 0, 0 },
+        { "tls-key", 0, OPTION_STRING, &arg_tls_key, "FILE",
+          "the PEM private key of --tls-cert, mode 0600 (default: none)", 0, 0 },
         { "log-level", 0, OPTION_LOG_LEVEL, &arg_log_level, "LEVEL",
           "err, warning, notice, info or debug (default: info)", 0, 0 },
 };
 
-static const ConfigSpec config_spec = {
+/* The runtime knobs (runtime-config.h: the orchestrator's and the scheduler's) are flags and
+ * config keys too, made from the registry: parsed as text here, then set through the registry,
+ * so a flag, a config line and PUT /v1/config accept the same values with the same checks. */
+static char *arg_knobs[64];
+static bool arg_dry_run = false;
+static Option all_options[ELEMENTSOF(options) + ELEMENTSOF(arg_knobs)];
+
+static ConfigSpec config_spec = {
         .program = "cgorch-controller",
         .synopsis = "[OPTIONS]",
-        .summary = "Run the cgorch controller: the REST API, the job store and task placement.",
+        .summary = "Run the cgorch controller: the REST API, the job store, scheduling and the orchestrator.",
         .default_config = SYSCONFDIR "/cgorch/controller.conf",
-        .options = options,
-        .n_options = ELEMENTSOF(options),
+        .options = all_options,
 };
+
+static void options_build(void) {
+        size_t n = 0;
+        for (size_t i = 0; i < ELEMENTSOF(options); i++)
+                all_options[n++] = options[i];
+        for (size_t i = 0; i < runtime_n_knobs && i < ELEMENTSOF(arg_knobs); i++) {
+                const Knob *k = &runtime_knobs[i];
+                bool is_bool = k->type == KNOB_BOOL;
+                all_options[n++] = (Option) {
+                        .name = k->name,
+                        .type = is_bool ? OPTION_BOOL : OPTION_STRING,
+                        .value = is_bool ? (void *) &arg_dry_run : (void *) &arg_knobs[i],
+                        .metavar = k->metavar,
+                        .help = k->help,
+                };
+        }
+        config_spec.n_options = n;
+}
+
+/* The knobs as the flags and the config file gave them. */
+static int knobs_from_args(RuntimeSettings *ret) {
+        RuntimeSettings s = runtime_settings_default();
+        _Static_assert(ELEMENTSOF(arg_knobs) >= 17, "room for every knob");
+        if (runtime_n_knobs > ELEMENTSOF(arg_knobs))
+                return log_error_errno(E2BIG, "More runtime knobs than flag slots: raise arg_knobs.");
+        for (size_t i = 0; i < runtime_n_knobs; i++) {
+                const Knob *k = &runtime_knobs[i];
+                _cleanup_free_ char *error = NULL;
+                int r = 0;
+                if (k->type == KNOB_BOOL)
+                        *(bool *) ((char *) &s + k->offset) = arg_dry_run;
+                else if (arg_knobs[i])
+                        r = runtime_knob_set_text(&s, k, arg_knobs[i], &error);
+                if (r < 0)
+                        return log_error_errno(r, "--%s", error ?: k->name);
+        }
+        _cleanup_free_ char *error = NULL;
+        int r = runtime_settings_validate(&s, &error);
+        if (r < 0)
+                return log_error_errno(r, "--%s", error ?: "invalid settings");
+        *ret = s;
+        return 0;
+}
 
 typedef struct Manager {
         sd_event *event;
         Store *store;
         Cluster *cluster;
         HttpServer *http;
+        Orchestrator *orchestrator;
+        RuntimeConfig config;
         sd_event_source *tick_source;
+        uint64_t last_tick_us;            /* CLOCK_MONOTONIC of the last node check */
+        uint64_t last_status_us;          /* CLOCK_MONOTONIC of the last STATUS= after a request */
+        AuthTokens tokens;
         Api api;
 } Manager;
 
@@ -74,16 +162,38 @@ static void notify_status(Manager *m) {
         (void) sd_notifyf(false, "STATUS=%s", status);
 }
 
+/* After a request changed state: STATUS= at most once a second, since it counts every job
+ * and heartbeats come hundreds of times a second; the tick refreshes it too. */
 static void on_api_change(void *userdata) {
-        notify_status(userdata);
+        Manager *m = userdata;
+        uint64_t now_us = 0;
+        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now_us);
+        if (m->last_status_us > 0 && now_us < m->last_status_us + USEC_PER_SEC)
+                return;
+        m->last_status_us = now_us;
+        notify_status(m);
 }
 
 /* Every heartbeat interval: find lost nodes and refresh STATUS=. */
 static int on_tick(sd_event_source *source, uint64_t usec, void *userdata) {
         Manager *m = userdata;
+        uint64_t now_us = 0;
+        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now_us);
+        /* Late by more than an interval: this process stalled (a locked store, SIGSTOP), not
+         * the nodes; their heartbeats may sit unread in the socket queue. Count from now. */
+        if (m->last_tick_us > 0 && now_us > m->last_tick_us + 2 * arg_heartbeat_interval_us) {
+                log_notice("The controller stalled for %.1f s: every node gets a full timeout again.",
+                           (double) (now_us - m->last_tick_us) / USEC_PER_SEC);
+                cluster_restart_node_timeouts(m->cluster, now_ms());
+        }
+        m->last_tick_us = now_us;
         int r = cluster_check_nodes(m->cluster, now_ms());
         if (r < 0)
                 log_warning_errno(r, "Checking for lost nodes failed, will retry: %m");
+        /* The scheduler's aging survives a restart up to the last checkpoint (every 10 s). */
+        r = cluster_checkpoint(m->cluster, now_ms(), false);
+        if (r < 0)
+                log_warning_errno(r, "Saving the scheduler's state failed, will retry: %m");
         notify_status(m);
 
         r = sd_event_source_set_time_relative(source, arg_heartbeat_interval_us);
@@ -119,27 +229,166 @@ static int write_port_file(const char *path, uint16_t port) {
 static void manager_done(Manager *m) {
         m->tick_source = sd_event_source_disable_unref(m->tick_source);
         m->http = http_server_free(m->http);
+        m->orchestrator = orchestrator_free(m->orchestrator);
         m->cluster = cluster_free(m->cluster);
         m->store = store_close(m->store);
         m->event = sd_event_unref(m->event);
+        auth_tokens_done(&m->tokens);
+}
+
+/* Tokens, and the refusal to serve a network without them: a controller that starts commands
+ * on every node must not be open to whoever can reach its port by accident. */
+static int setup_auth(Manager *m) {
+        _cleanup_free_ char *error = NULL;
+        int r = auth_tokens_load(arg_operator_token_file, arg_reader_token_file, arg_agent_tokens_file, &m->tokens,
+                                 &error);
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0)
+                return log_error_errno(r, "Cannot load the tokens: %s", error ?: "invalid");
+
+        if (auth_tokens_enabled(&m->tokens)) {
+                log_info("Authentication on: %s operator token, %s read-only token, %zu agent token(s).",
+                         m->tokens.operator_token ? "an" : "no", m->tokens.reader_token ? "a" : "no",
+                         m->tokens.n_agents);
+                return 0;
+        }
+        r = http_listen_is_loopback(arg_listen);
+        if (r > 0) {
+                log_warning("No token file is configured: every local user can submit jobs that run on the nodes. "
+                            "Set --operator-token-file, --reader-token-file and --agent-tokens-file (see cgorch-controller(8)).");
+                return 0;
+        }
+        if (r == 0 && !arg_insecure_no_auth)
+                return log_error_errno(EPERM,
+                                       "Refusing to listen on %s without tokens: anyone who can connect could run commands "
+                                       "on every node. Configure --operator-token-file (and --agent-tokens-file), or pass "
+                                       "--insecure-no-auth to accept that.", arg_listen);
+        if (r == 0)
+                log_warning("WARNING: listening on %s WITHOUT AUTHENTICATION (--insecure-no-auth): anyone who can "
+                            "connect can run commands on every node.", arg_listen);
+        return 0;
+}
+
+/* SIGHUP: read the token files again, so that a node can be added or a token rotated without
+ * a restart. A file that no longer loads keeps the old tokens in force. */
+static int on_sighup(sd_event_source *source, const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+        _cleanup_free_ char *error = NULL;
+        AuthTokens fresh;
+
+        int r = auth_tokens_load(arg_operator_token_file, arg_reader_token_file, arg_agent_tokens_file, &fresh, &error);
+        if (r < 0) {
+                log_error("Reloading the tokens failed, keeping the old ones: %s", error ?: strerror(-r));
+                return 0;
+        }
+        if (!auth_tokens_enabled(&fresh) && auth_tokens_enabled(&m->tokens)) {
+                /* Turning authentication off takes a restart, where the listen checks apply. */
+                log_error("Reloading the tokens found none, keeping the old ones.");
+                auth_tokens_done(&fresh);
+                return 0;
+        }
+        auth_tokens_done(&m->tokens);
+        m->tokens = fresh;
+        log_info("Tokens reloaded: %s operator token, %s read-only token, %zu agent token(s).",
+                 m->tokens.operator_token ? "an" : "no", m->tokens.reader_token ? "a" : "no", m->tokens.n_agents);
+        return 0;
+}
+
+static int read_tls(char **ret_cert, char **ret_key) {
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        if (!arg_tls_cert && !arg_tls_key)
+                return 0;
+        if (!arg_tls_cert || !arg_tls_key)
+                return log_error_errno(EINVAL, "--tls-cert and --tls-key go together.");
+        if (!http_server_tls_supported())
+                return log_error_errno(EOPNOTSUPP, "--tls-cert: this libmicrohttpd was built without TLS (GnuTLS).");
+        /* The certificate is public: any readable file will do. */
+        _cleanup_fclose_ FILE *f = fopen(arg_tls_cert, "re");
+        if (!f)
+                return log_error_errno(errno, "Cannot open %s: %m", arg_tls_cert);
+        char *cert = NULL;
+        size_t cert_size = 0;
+        FILE *mem = open_memstream(&cert, &cert_size);
+        if (!mem)
+                return log_oom();
+        char buf[4096];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof buf, f)) > 0 && cert_size < SECRET_FILE_MAX_BYTES)
+                fwrite(buf, 1, n, mem);
+        bool bad = ferror(f);
+        fclose(mem);
+        if (bad || cert_size == 0 || cert_size >= SECRET_FILE_MAX_BYTES) {
+                free(cert);
+                return log_error_errno(EINVAL, "%s: empty, unreadable or larger than 64 KiB.", arg_tls_cert);
+        }
+        char *key = NULL;
+        r = secret_file_read(arg_tls_key, &key, NULL, &error);
+        if (r < 0) {
+                free(cert);
+                return log_error_errno(r, "Cannot read the TLS key: %s", error ?: "error");
+        }
+        *ret_cert = cert;
+        *ret_key = key;
+        return 1;
+}
+
+static void on_heartbeat(void *userdata, const Heartbeat *hb, int64_t now, uint32_t *interval_ms) {
+        Manager *m = userdata;
+        if (m->orchestrator)
+                orchestrator_observe(m->orchestrator, hb, now, interval_ms);
+}
+
+static int apply_orchestrator(void *userdata, const RuntimeSettings *s) {
+        Manager *m = userdata;
+        return orchestrator_set_params(m->orchestrator, &s->balance, &s->detect);
+}
+
+static int apply_scheduler(void *userdata, const RuntimeSettings *s) {
+        Manager *m = userdata;
+        int r = cluster_set_sched_params(m->cluster, &s->sched);
+        if (r >= 0)
+                log_info("Scheduler %s, preemption %s, training priority up to %g CPUs.",
+                         sched_policy_to_string(s->sched.policy), sched_preemption_to_string(s->sched.preemption),
+                         s->sched.training_cpus);
+        return r;
 }
 
 static int run(Manager *m) {
         int r;
+
+        r = setup_auth(m);
+        if (r < 0)
+                return r;
 
         if (mkdir(arg_state_dir, 0750) < 0 && errno != EEXIST)
                 return log_error_errno(errno, "Cannot create state directory %s: %m", arg_state_dir);
         r = store_open(arg_state_dir, &m->store);
         if (r < 0)
                 return log_error_errno(r, "Cannot open the store in %s: %m", arg_state_dir);
+        r = store_start_checkpointer(m->store, STORE_CHECKPOINT_PERIOD_MS);
+        if (r < 0)
+                return log_error_errno(r, "Cannot start the store's checkpoint thread: %m");
 
+        r = knobs_from_args(&m->config.current);
+        if (r < 0)
+                return r;
+        SchedParams sp = m->config.current.sched;
         ClusterConfig cc = {
                 .heartbeat_interval_us = arg_heartbeat_interval_us,
                 .node_lost_after = arg_node_lost_after,
+                .sched = sp,
+                .sizes = HFSP_SIZE_PARAMS_DEFAULT,
+                .on_heartbeat = on_heartbeat,
+                .on_heartbeat_userdata = m,
         };
         r = cluster_new(m->store, &cc, now_ms(), &m->cluster);
         if (r < 0)
-                return log_oom();
+                return log_error_errno(r, "Cannot set up the cluster: %m");
+        log_info("Scheduler %s, preemption %s, training priority up to %g CPUs.", sched_policy_to_string(sp.policy),
+                 sched_preemption_to_string(sp.preemption), sp.training_cpus);
 
         r = sd_event_default(&m->event);
         if (r < 0)
@@ -148,23 +397,57 @@ static int run(Manager *m) {
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
         if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
                 return log_error_errno(errno, "Cannot block signals: %m");
         /* A NULL handler makes sd-event leave the loop on the signal. */
         r = sd_event_add_signal(m->event, NULL, SIGTERM, NULL, NULL);
         if (r >= 0)
                 r = sd_event_add_signal(m->event, NULL, SIGINT, NULL, NULL);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, NULL, SIGHUP, on_sighup, m);
         if (r < 0)
-                return log_error_errno(r, "Cannot watch SIGTERM/SIGINT: %m");
+                return log_error_errno(r, "Cannot watch SIGTERM/SIGINT/SIGHUP: %m");
         (void) sd_event_set_watchdog(m->event, true);
+
+        r = orchestrator_new(m->event, m->store, &m->config.current.balance, &m->config.current.detect,
+                             &m->orchestrator);
+        if (r < 0)
+                return log_error_errno(r, "Cannot set up the orchestrator: %m");
+        m->config.apply[KNOB_APPLY_ORCHESTRATOR] = apply_orchestrator;
+        m->config.apply[KNOB_APPLY_SCHEDULER] = apply_scheduler;
+        m->config.userdata = m;
+        log_info("Orchestrator: mode %s%s, epoch %g s, estimator %s, hysteresis %u, cool-down %u.",
+                 orch_mode_to_string(m->config.current.balance.mode), m->config.current.balance.dry_run ? " (dry-run)" : "",
+                 m->config.current.balance.epoch_s, orch_estimator_to_string(m->config.current.balance.estimator),
+                 m->config.current.balance.hysteresis_epochs, m->config.current.balance.cooldown_epochs);
 
         m->api = (Api) {
                 .cluster = m->cluster,
                 .store = m->store,
                 .on_change = on_api_change,
                 .on_change_userdata = m,
+                .tokens = &m->tokens,
+                .orchestrator = m->orchestrator,
+                .config = &m->config,
         };
-        r = http_server_new(m->event, arg_listen, arg_max_body_bytes, api_routes, api_n_routes, &m->api, &m->http);
+        _cleanup_free_ char *tls_cert = NULL;
+        _cleanup_secret_ char *tls_key = NULL;
+        r = read_tls(&tls_cert, &tls_key);
+        if (r < 0)
+                return r;
+        HttpServerConfig hc = {
+                .listen = arg_listen,
+                .max_body_bytes = arg_max_body_bytes,
+                .max_header_bytes = arg_max_header_bytes,
+                .max_connections = arg_max_connections,
+                .max_connections_per_ip = arg_max_connections_per_ip,
+                .rate_limit_per_s = arg_rate_limit,
+                .tls_cert_pem = tls_cert,
+                .tls_key_pem = tls_key,
+                .authorize = api_authorize,
+        };
+        r = http_server_new(m->event, &hc, api_routes, api_n_routes, &m->api, &m->http);
         if (r < 0)
                 return r;
         uint16_t port = http_server_port(m->http);
@@ -180,8 +463,8 @@ static int run(Manager *m) {
                         return r;
         }
 
-        log_info("Listening on %s (port %u), state in %s/%s, heartbeat every %" PRIu64 " ms, node lost after %u missed.",
-                 arg_listen, port, arg_state_dir, STORE_DB_FILENAME, (uint64_t) (arg_heartbeat_interval_us / USEC_PER_MSEC),
+        log_info("Listening on %s%s (port %u), state in %s/%s, heartbeat every %" PRIu64 " ms, node lost after %u missed.",
+                 arg_listen, arg_tls_cert ? " with TLS" : "", port, arg_state_dir, STORE_DB_FILENAME, (uint64_t) (arg_heartbeat_interval_us / USEC_PER_MSEC),
                  arg_node_lost_after);
         (void) sd_notify(false, "READY=1");
         notify_status(m);
@@ -191,6 +474,9 @@ static int run(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Event loop failed: %m");
         log_info("Shutting down.");
+        r = cluster_checkpoint(m->cluster, now_ms(), true);
+        if (r < 0)
+                log_warning_errno(r, "Saving the scheduler's state failed: %m");
         return 0;
 }
 
@@ -198,6 +484,7 @@ int main(int argc, char *argv[]) {
         int optind_, r;
 
         log_set_ident("cgorch-controller");
+        options_build();
         r = config_parse(&config_spec, argc, argv, &optind_);
         if (r != 0)
                 return r > 0 ? EXIT_SUCCESS : EXIT_FAILURE;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster-sched.h"
 #include "cluster.h"
 #include "log.h"
 #include "macro.h"
@@ -15,10 +16,27 @@
 /* The CFS period every start action uses; the quota scales the request to it. */
 #define CPU_PERIOD_US 100000
 
+/* A task lost with its node (or its agent) runs again as a new attempt, up to this many
+ * attempts lost in all; one lost more often than that fails its job rather than hopping from
+ * node to node for ever. Attempts killed by preemption do not count: being preempted says
+ * nothing about the task. */
+#define CLUSTER_MAX_ATTEMPTS 4u
+
+/* How often the scheduler's virtual state is saved (a restart ages from there). */
+#define CLUSTER_CHECKPOINT_INTERVAL_MS 10000
+
 struct Cluster {
         Store *store;
         ClusterConfig config;
         int64_t started_ms;
+        ClusterSched *sched;
+        int64_t checkpoint_ms;            /* last scheduler checkpoint */
+        /* Placement runs when something it depends on changed since it last ran (a task or
+         * node came or went, a job or phase opened or ended, an ack), and once an interval
+         * anyway (ageing, training timeouts, preemption): not for every heartbeat, where
+         * nearly all heartbeats only report usage. */
+        bool placement_dirty;
+        int64_t placed_ms;
 };
 
 /* json_decrefp() comes with jansson >= 2.11. */
@@ -65,12 +83,46 @@ int cluster_new(Store *store, const ClusterConfig *config, int64_t now_ms, Clust
                 .store = store,
                 .config = *config,
                 .started_ms = now_ms,
+                .placement_dirty = true,
         };
+        if (c->config.sizes.timeout_s == 0)
+                c->config.sizes = HFSP_SIZE_PARAMS_DEFAULT;
+        int r = cluster_sched_new(&c->config.sched, &c->config.sizes, &c->sched);
+        if (r < 0) {
+                free(c);
+                return r;
+        }
+        /* The scheduler's checkpoint, then one sync: job views show the restored ranks and sizes
+         * before the first heartbeat places anything. */
+        StoreNode *nodes = NULL;
+        size_t n_nodes = 0;
+        r = cluster_sched_load(c->sched, store, now_ms);
+        if (r >= 0)
+                r = store_begin(store);
+        if (r >= 0) {
+                r = store_nodes_list(store, &nodes, &n_nodes);
+                if (r >= 0)
+                        r = cluster_sched_sync(c->sched, store, nodes, n_nodes, now_ms);
+                store_nodes_free(nodes, n_nodes);
+                r = r >= 0 ? store_commit(store) : (store_rollback(store), r);
+        }
+        /* Locked by someone else for now: the first placement syncs instead. */
+        if (r == -EBUSY) {
+                log_notice("The store is busy: the scheduler's queue is rebuilt at the first placement.");
+                r = 0;
+        }
+        if (r < 0) {
+                cluster_free(c);
+                return r;
+        }
         *ret = c;
         return 0;
 }
 
 Cluster *cluster_free(Cluster *c) {
+        if (!c)
+                return NULL;
+        cluster_sched_free(c->sched);
         free(c);
         return NULL;
 }
@@ -286,28 +338,102 @@ static int start_task(Cluster *c, const StoreTask *t, const char *node, int64_t 
         return 0;
 }
 
-/* Runs FIFO placement over all pending tasks and queues a start action for each task placed. */
-static int place(Cluster *c, int64_t now_ms) {
-        StoreTask *tasks = NULL;
-        StoreNode *nodes = NULL;
-        size_t n_tasks = 0, n_nodes = 0;
-        _cleanup_free_ PlacementNode *pnodes = NULL;
-        _cleanup_free_ PlacementTask *ptasks = NULL;
-        _cleanup_free_ size_t *assignment = NULL;
-
-        int r = store_tasks_placeable(c->store, &tasks, &n_tasks);
+static int queue_freeze(Cluster *c, const StoreTask *t, bool freeze, int64_t now_ms) {
+        Action a = { .type = freeze ? ACTION_FREEZE : ACTION_THAW, .task = t->id };
+        int r = queue_action(c, t->node, &a, now_ms, NULL);
         if (r < 0)
                 return r;
-        if (n_tasks == 0)
+        log_info("Task %s on node %s: %s queued (scheduler: %s).", t->id, t->node, freeze ? "freeze" : "thaw",
+                 sched_policy_to_string(c->config.sched.policy));
+        return 0;
+}
+
+static int task_retry(Cluster *c, const StoreTask *t, const char *why) {
+        _cleanup_free_ char *retry = NULL;
+        int r = store_task_insert_retry(c->store, t, &retry);
+        if (r == -EEXIST)
+                return 0;
+        if (r < 0)
+                return r;
+        log_info("Task %s %s; rescheduled as %s.", t->id, why, retry);
+        return 0;
+}
+
+/* KILL preemption: the task makes room for a higher-priority job and runs again later as a new
+ * attempt, without failing its job. A start that never left the controller is withdrawn and
+ * retried at once (returns 1: the next placement may use its room); otherwise the task is marked preempted and killed, and task_end() queues its
+ * next attempt when the agent says it is gone (its node keeps it reserved until then). */
+static int preempt_task(Cluster *c, const StoreTask *t, int64_t now_ms) {
+        int r = store_task_set_preempted(c->store, t->id, now_ms);
+        if (r < 0)
+                return r;
+        if (t->state == TASK_STARTING) {
+                r = store_action_withdraw_unsent(c->store, t->id, ACTION_START);
+                if (r < 0)
+                        return r;
+                if (r > 0) {
+                        r = store_task_set_state(c->store, t->id, TASK_CANCELLED, 0, now_ms,
+                                                 "preempted before it started (scheduler: kill)");
+                        if (r >= 0)
+                                r = task_retry(c, t, "preempted before it started");
+                        return r < 0 ? r : 1; /* its room is free now: place again */
+                }
+        }
+        log_info("Task %s on node %s: preempted (scheduler: %s, preemption kill).", t->id, t->node,
+                 sched_policy_to_string(sched_params(cluster_sched_scheduler(c->sched))->policy));
+        return queue_kill(c, t->node, t->id, now_ms);
+}
+
+static int node_cmp_id(const void *key, const void *elem) {
+        return strcmp(key, ((const StoreNode *) elem)->id);
+}
+
+static int str_cmp(const void *key, const void *elem) {
+        return strcmp(key, *(char *const *) elem);
+}
+
+/* l (n strings) sorted by strcmp (SQL's ORDER BY on text). */
+static bool strv_sorted_contains(char **l, size_t n, const char *s) {
+        return n > 0 && bsearch(s, l, n, sizeof(char *), str_cmp);
+}
+
+/* One scheduling decision: the scheduler sees every runnable job phase, the nodes and every
+ * pending, running and frozen task, and says what to start, freeze and thaw. */
+static int place(Cluster *c, int64_t now_ms) {
+        StoreTask *pending = NULL, *active = NULL;
+        StoreNode *nodes = NULL;
+        size_t n_pending = 0, n_active = 0, n_nodes = 0;
+        _cleanup_free_ PlacementNode *pnodes = NULL;
+        _cleanup_free_ SchedTask *stasks = NULL;
+        _cleanup_free_ SchedDecision *decisions = NULL;
+        _cleanup_strv_free_ char **frozen = NULL, **killing = NULL;
+        size_t n_decisions = 0;
+        bool redo = false; /* a decision freed room at once (a withdrawn start) */
+
+        /* Capacities only: sched_decide() derives the allocations from the tasks. */
+        int r = store_nodes_capacity(c->store, &nodes, &n_nodes);
+        if (r < 0)
                 goto finish;
-        r = store_nodes_list(c->store, &nodes, &n_nodes);
+        r = cluster_sched_sync(c->sched, c->store, nodes, n_nodes, now_ms);
+        if (r < 0)
+                goto finish;
+        r = store_tasks_placeable(c->store, &pending, &n_pending);
         if (r < 0 || n_nodes == 0)
                 goto finish;
+        r = store_tasks_find(c->store, 0, NULL, TASK_STATES_ACTIVE, &active, &n_active);
+        if (r < 0)
+                goto finish;
+        r = store_tasks_frozen(c->store, &frozen);
+        if (r < 0)
+                goto finish;
+        r = store_tasks_kill_pending(c->store, &killing);
+        if (r < 0)
+                goto finish;
+        size_t n_frozen = strv_length(frozen), n_killing = strv_length(killing);
 
         pnodes = calloc(n_nodes, sizeof(PlacementNode));
-        ptasks = calloc(n_tasks, sizeof(PlacementTask));
-        assignment = calloc(n_tasks, sizeof(size_t));
-        if (!pnodes || !ptasks || !assignment) {
+        stasks = calloc(MAX(n_pending + n_active, (size_t) 1), sizeof(SchedTask));
+        if (!pnodes || !stasks) {
                 r = -ENOMEM;
                 goto finish;
         }
@@ -317,29 +443,161 @@ static int place(Cluster *c, int64_t now_ms) {
                         .lost = nodes[i].lost,
                         .capacity_cpus = nodes[i].capacity_cpus,
                         .capacity_memory_bytes = nodes[i].capacity_memory_bytes,
-                        .allocated_cpus = nodes[i].allocated_cpus,
-                        .allocated_memory_bytes = nodes[i].allocated_memory_bytes,
                 };
-        for (size_t i = 0; i < n_tasks; i++)
-                ptasks[i] = (PlacementTask) {
-                        .id = tasks[i].id,
-                        .cpu_cores = tasks[i].cpu_cores,
-                        .memory_bytes = tasks[i].memory_bytes,
+        /* Active tasks first, then pending: stasks[i] is active[i] or pending[i - n_active]. */
+        for (size_t i = 0; i < n_active; i++) {
+                const StoreTask *t = &active[i];
+                const StoreNode *n = t->node ? bsearch(t->node, nodes, n_nodes, sizeof(StoreNode), node_cmp_id) : NULL;
+                size_t node = n ? (size_t) (n - nodes) : SIZE_MAX;
+                stasks[i] = (SchedTask) {
+                        .key = sched_key(t->job, t->phase),
+                        .index = t->index,
+                        .state = strv_sorted_contains(killing, n_killing, t->id) ? SCHED_TASK_STOPPING :
+                                strv_sorted_contains(frozen, n_frozen, t->id) ? SCHED_TASK_SUSPENDED :
+                                SCHED_TASK_RUNNING,
+                        .node = node,
+                        .cpu_cores = t->cpu_cores,
+                        .memory_bytes = t->memory_bytes,
+                        /* Later attempts and later indices started later: youngest = largest. */
+                        .started_s = (double) t->attempt * 1e6 + (double) t->index,
+                };
+        }
+        for (size_t i = 0; i < n_pending; i++)
+                stasks[n_active + i] = (SchedTask) {
+                        .key = sched_key(pending[i].job, pending[i].phase),
+                        .index = pending[i].index,
+                        .state = SCHED_TASK_PENDING,
+                        .cpu_cores = pending[i].cpu_cores,
+                        .memory_bytes = pending[i].memory_bytes,
                 };
 
-        placement_fifo(pnodes, n_nodes, ptasks, n_tasks, assignment);
+        r = sched_decide(cluster_sched_scheduler(c->sched), (double) now_ms / 1000.0, pnodes, n_nodes, stasks,
+                         n_active + n_pending, &decisions, &n_decisions);
+        if (r < 0)
+                goto finish;
 
-        for (size_t i = 0; i < n_tasks; i++) {
-                if (assignment[i] == PLACEMENT_NONE)
-                        continue;
-                r = start_task(c, &tasks[i], nodes[assignment[i]].id, now_ms);
-                if (r < 0)
+        for (size_t k = 0; k < n_decisions && r >= 0; k++) {
+                const SchedDecision *d = &decisions[k];
+                bool is_active = d->task < n_active;
+                const StoreTask *t = is_active ? &active[d->task] : &pending[d->task - n_active];
+                switch (d->verb) {
+                case SCHED_START:
+                        r = start_task(c, t, nodes[d->node].id, now_ms);
                         break;
+                case SCHED_FREEZE:
+                case SCHED_THAW:
+                        r = queue_freeze(c, t, d->verb == SCHED_FREEZE, now_ms);
+                        break;
+                case SCHED_KILL:
+                        r = preempt_task(c, t, now_ms);
+                        if (r > 0) {
+                                redo = true;
+                                r = 0;
+                        }
+                        break;
+                default:
+                        break;
+                }
         }
 finish:
-        store_tasks_free(tasks, n_tasks);
+        store_tasks_free(pending, n_pending);
+        store_tasks_free(active, n_active);
         store_nodes_free(nodes, n_nodes);
-        return r < 0 ? r : 0;
+        if (r < 0)
+                return r;
+        c->placement_dirty = redo;
+        c->placed_ms = now_ms;
+        return 0;
+}
+
+/* Placement when its inputs changed; else once an interval while work waits (pending or
+ * frozen tasks), for what time alone changes: ageing, training timeouts, preemption. */
+static int place_if_needed(Cluster *c, int64_t now_ms) {
+        if (!c->placement_dirty) {
+                if (now_ms - c->placed_ms < (int64_t) interval_ms(c))
+                        return 0;
+                int r = store_tasks_waiting(c->store);
+                if (r < 0)
+                        return r;
+                if (r == 0) {
+                        /* Nothing to decide, but sizes still move on (training). */
+                        StoreNode *nodes = NULL;
+                        size_t n_nodes = 0;
+                        r = store_nodes_capacity(c->store, &nodes, &n_nodes);
+                        if (r >= 0)
+                                r = cluster_sched_sync(c->sched, c->store, nodes, n_nodes, now_ms);
+                        store_nodes_free(nodes, n_nodes);
+                        if (r < 0)
+                                return r;
+                        c->placed_ms = now_ms;
+                        return 0;
+                }
+        }
+        return place(c, now_ms);
+}
+
+int cluster_scheduler_to_json(Cluster *c, int64_t now_ms, json_t **ret) {
+        return cluster_sched_to_json(c->sched, now_ms, ret);
+}
+
+/* Adds the scheduler's view of the job ("scheduler") to a job object of the store. */
+static int job_add_scheduler(Cluster *c, json_t *job, bool detail, int64_t now_ms) {
+        json_t *v;
+        int r = cluster_sched_job_to_json(c->sched, c->store, (uint64_t) json_integer_value(json_object_get(job, "id")),
+                                          detail, now_ms, &v);
+        if (r < 0)
+                return r;
+        return json_object_set_new(job, "scheduler", v) < 0 ? -ENOMEM : 0;
+}
+
+int cluster_job_to_json(Cluster *c, uint64_t job, int64_t now_ms, json_t **ret) {
+        _cleanup_json_ json_t *o = NULL;
+        int r = store_job_to_json(c->store, job, true, &o);
+        if (r >= 0)
+                r = cluster_sched_rank(c->sched, now_ms);
+        if (r >= 0)
+                r = job_add_scheduler(c, o, true, now_ms);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+int cluster_jobs_to_json(Cluster *c, int64_t now_ms, json_t **ret) {
+        _cleanup_json_ json_t *o = NULL;
+        int r = store_jobs_to_json(c->store, &o);
+        if (r >= 0)
+                r = cluster_sched_rank(c->sched, now_ms);
+        if (r < 0)
+                return r;
+        size_t i;
+        json_t *job;
+        json_array_foreach(json_object_get(o, "jobs"), i, job) {
+                r = job_add_scheduler(c, job, false, now_ms);
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+int cluster_checkpoint(Cluster *c, int64_t now_ms, bool force) {
+        /* Sizes are saved when they are set; what ages only needs to be roughly current, and
+         * each checkpoint is a synchronous commit. */
+        if (!force && c->checkpoint_ms > 0 && now_ms - c->checkpoint_ms < CLUSTER_CHECKPOINT_INTERVAL_MS)
+                return 0;
+        int r = store_begin(c->store);
+        if (r < 0)
+                return r;
+        r = cluster_sched_checkpoint(c->sched, c->store, now_ms);
+        if (r >= 0)
+                r = store_commit(c->store);
+        if (r < 0) {
+                store_rollback(c->store);
+                return r;
+        }
+        c->checkpoint_ms = now_ms;
+        return 0;
 }
 
 int cluster_submit(Cluster *c, json_t *body, int64_t now_ms, json_t **ret_job, char **ret_error) {
@@ -350,7 +608,7 @@ int cluster_submit(Cluster *c, json_t *body, int64_t now_ms, json_t **ret_job, c
         if (r < 0)
                 return r;
 
-        r = store_begin(c->store);
+        r = store_begin_durable(c->store);
         if (r < 0)
                 return r;
         r = store_job_insert(c->store, spec, now_ms, &id);
@@ -360,6 +618,7 @@ int cluster_submit(Cluster *c, json_t *body, int64_t now_ms, json_t **ret_job, c
                 r = store_commit(c->store);
         if (r < 0) {
                 store_rollback(c->store);
+                c->placement_dirty = true;
                 return r;
         }
 
@@ -368,12 +627,12 @@ int cluster_submit(Cluster *c, json_t *body, int64_t now_ms, json_t **ret_job, c
                 n_tasks += spec->phases[k].n_tasks;
         log_info("Job %" PRIu64 " '%s' submitted: %zu phases, %zu tasks.", id, spec->name, spec->n_phases, n_tasks);
 
-        return store_job_to_json(c->store, id, true, ret_job);
+        return cluster_job_to_json(c, id, now_ms, ret_job);
 }
 
 int cluster_cancel(Cluster *c, uint64_t job, int64_t now_ms, json_t **ret_job) {
         JobState state;
-        int r = store_begin(c->store);
+        int r = store_begin_durable(c->store);
         if (r < 0)
                 return r;
         r = store_job_get_state(c->store, job, &state);
@@ -381,24 +640,46 @@ int cluster_cancel(Cluster *c, uint64_t job, int64_t now_ms, json_t **ret_job) {
                 r = -EALREADY;
         if (r >= 0)
                 r = job_stop(c, job, JOB_CANCELLED, "cancelled by request", now_ms);
+        /* The scheduler forgets the job now, and what it held back may run. */
+        if (r >= 0)
+                r = place(c, now_ms);
         if (r >= 0)
                 r = store_commit(c->store);
         if (r < 0) {
                 store_rollback(c->store);
+                c->placement_dirty = true;
                 return r;
         }
-        return store_job_to_json(c->store, job, true, ret_job);
+        return cluster_job_to_json(c, job, now_ms, ret_job);
 }
 
 /* A task ended (its agent said so, or its start failed). Tasks of a job that already ended
  * were stopped by us: whatever their exit, they count as cancelled unless they made it. */
 static int task_end(Cluster *c, const StoreTask *t, TaskState outcome, const char *error, int64_t now_ms) {
+        c->placement_dirty = true; /* its resources are free, its phase or job may move on */
         JobState job_state;
         int r = store_job_get_state(c->store, t->job, &job_state);
         if (r < 0)
                 return r;
         if (job_state_is_final(job_state) && outcome != TASK_SUCCEEDED)
                 outcome = TASK_CANCELLED;
+
+        /* Killed by preemption (whatever it died of once the kill was sent): this attempt is
+         * history, the next one runs when there is room again. */
+        bool preempted = false;
+        if (!job_state_is_final(job_state) && outcome != TASK_SUCCEEDED) {
+                r = store_task_preempted(c->store, t->id);
+                if (r < 0)
+                        return r;
+                preempted = r > 0;
+        }
+        if (preempted) {
+                char reason[320];
+                snprintf(reason, sizeof reason, "preempted (scheduler: kill)%s%s", error ? ": " : "", error ?: "");
+                r = store_task_set_state(c->store, t->id, TASK_CANCELLED, 0, now_ms, reason);
+                return r < 0 ? r : task_retry(c, t, "preempted");
+        }
+
         r = store_task_set_state(c->store, t->id, outcome, 0, now_ms, error);
         if (r < 0)
                 return r;
@@ -406,9 +687,34 @@ static int task_end(Cluster *c, const StoreTask *t, TaskState outcome, const cha
         return 0;
 }
 
+/* The usage a report's samples carry: CPU-seconds and progress of the last, the largest peak. */
+static void report_usage(const TaskReport *rep, double *ret_cpu_s, uint64_t *ret_peak_bytes, double *ret_progress) {
+        const TaskSample *last = &rep->samples[rep->n_samples - 1];
+        uint64_t peak = 0;
+        for (size_t i = 0; i < rep->n_samples; i++)
+                peak = MAX(peak, MAX(rep->samples[i].memory_peak_bytes, rep->samples[i].memory_current_bytes));
+        *ret_cpu_s = (double) last->cpu_usage_ns / NSEC_PER_SEC;
+        *ret_peak_bytes = peak;
+        *ret_progress = last->progress;
+}
+
 static int merge_report(Cluster *c, const Heartbeat *hb, const TaskReport *rep, int64_t now_ms, JobSet *jobs) {
+        double cpu_s, progress;
+        uint64_t peak;
+        int r;
+
+        /* Nearly every report says: still running, here is its usage. When the store agrees
+         * (running, on this node) that is one UPDATE; anything else takes the full path below,
+         * which writes the same usage again, harmlessly. */
+        if (rep->state == TASK_RUNNING && !rep->has_exit && rep->n_samples > 0) {
+                report_usage(rep, &cpu_s, &peak, &progress);
+                r = store_task_update_usage_running(c->store, rep->id, hb->node, cpu_s, peak, progress);
+                if (r != 0)
+                        return r < 0 ? r : 0;
+        }
+
         _cleanup_(store_task_done) StoreTask t = {};
-        int r = store_task_get(c->store, rep->id, &t);
+        r = store_task_get(c->store, rep->id, &t);
         if (r == -ENOENT || (r >= 0 && (!t.node || !streq(t.node, hb->node)))) {
                 /* Something runs there that the store does not place there: it only takes
                  * capacity, so stop it. */
@@ -421,12 +727,8 @@ static int merge_report(Cluster *c, const Heartbeat *hb, const TaskReport *rep, 
                 return r;
 
         if (rep->n_samples > 0) {
-                const TaskSample *last = &rep->samples[rep->n_samples - 1];
-                uint64_t peak = 0;
-                for (size_t i = 0; i < rep->n_samples; i++)
-                        peak = MAX(peak, MAX(rep->samples[i].memory_peak_bytes, rep->samples[i].memory_current_bytes));
-                r = store_task_update_usage(c->store, t.id, (double) last->cpu_usage_ns / NSEC_PER_SEC, peak,
-                                            last->progress);
+                report_usage(rep, &cpu_s, &peak, &progress);
+                r = store_task_update_usage(c->store, t.id, cpu_s, peak, progress);
                 if (r < 0)
                         return r;
         }
@@ -466,7 +768,9 @@ static int merge_report(Cluster *c, const Heartbeat *hb, const TaskReport *rep, 
                 r = task_end(c, &t, rep->state, error[0] ? error : NULL, now_ms);
                 if (r < 0)
                         return r;
-        } else if (!started)
+        } else
+                /* Only an end moves its phase or job on: start_task() already marked both
+                 * running when it placed the task. */
                 return 0;
 
         return job_set_add(jobs, t.job);
@@ -552,6 +856,42 @@ static int reply_actions(Cluster *c, const char *node, int64_t now_ms, json_t *r
         return r;
 }
 
+/* Marks an active task lost and queues its next attempt, unless its job has ended or it has
+ * used up its attempts (then the loss fails the job in the roll-up). The old attempt may
+ * still run somewhere cut off from us: if its node comes back, merge_report() kills it, as a
+ * task that is final here but running there. */
+static int task_lose(Cluster *c, const StoreTask *t, const char *reason, int64_t now_ms, JobSet *jobs) {
+        c->placement_dirty = true;
+        int r = store_task_set_state(c->store, t->id, TASK_LOST, 0, now_ms, reason);
+        if (r < 0)
+                return r;
+        r = job_set_add(jobs, t->job);
+        if (r < 0)
+                return r;
+
+        JobState job_state;
+        r = store_job_get_state(c->store, t->job, &job_state);
+        if (r < 0)
+                return r;
+        unsigned lost = 0;
+        r = store_task_attempts_lost(c->store, t, &lost);
+        if (r < 0)
+                return r;
+        if (job_state_is_final(job_state) || lost >= CLUSTER_MAX_ATTEMPTS) {
+                log_warning("Task %s lost (%s)%s.", t->id, reason,
+                            job_state_is_final(job_state) ? "" : "; no attempt left, its job fails");
+                return 0;
+        }
+        _cleanup_free_ char *retry = NULL;
+        r = store_task_insert_retry(c->store, t, &retry);
+        if (r == -EEXIST)
+                return 0;
+        if (r < 0)
+                return r;
+        log_warning("Task %s lost (%s); rescheduled as %s.", t->id, reason, retry);
+        return 0;
+}
+
 /* An agent that restarted reports every task it still has (whatever it re-adopts from its
  * cgroup subtree); an active task it does not report went with the old agent, and would
  * otherwise stay "running" here for ever, since the node keeps sending heartbeats. A task whose
@@ -576,10 +916,7 @@ static int lose_unreported(Cluster *c, const Heartbeat *hb, int64_t now_ms, JobS
                         if (r != 0)
                                 continue;
                 }
-                log_warning("Task %s lost: %s.", tasks[i].id, reason);
-                r = store_task_set_state(c->store, tasks[i].id, TASK_LOST, 0, now_ms, reason);
-                if (r >= 0)
-                        r = job_set_add(jobs, tasks[i].job);
+                r = task_lose(c, &tasks[i], reason, now_ms, jobs);
         }
         store_tasks_free(tasks, n);
         return r < 0 ? r : 0;
@@ -589,15 +926,18 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
         _cleanup_(job_set_done) JobSet jobs = {};
         _cleanup_(store_node_done) StoreNode old = {};
 
-        bool restarted = false;
+        bool restarted = false, changed = false;
         int r = store_node_get(c->store, hb->node, &old);
-        if (r == -ENOENT)
+        if (r == -ENOENT) {
+                changed = true;
                 log_info("Node %s registered: %g CPUs, %" PRIu64 " bytes of memory, cgroup mode %s.", hb->node,
                          hb->capacity_cpus, hb->capacity_memory_bytes, hb->cgroup_mode ?: "unknown");
-        else if (r < 0)
+        } else if (r < 0)
                 return r;
         else {
                 restarted = !streq(old.boot_id, hb->boot_id);
+                changed = changed || restarted || old.lost || old.capacity_cpus != hb->capacity_cpus ||
+                        old.capacity_memory_bytes != hb->capacity_memory_bytes;
                 if (restarted)
                         log_notice("Node %s: agent restarted (boot id %s, was %s).", hb->node, hb->boot_id,
                                    old.boot_id);
@@ -627,7 +967,11 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
         r = roll_up_all(c, &jobs, now_ms);
         if (r < 0)
                 return r;
-        r = place(c, now_ms);
+        /* Tasks that ended or were lost set placement_dirty themselves (task_end(),
+         * task_lose()); starts and acks change nothing placement sees. */
+        if (changed)
+                c->placement_dirty = true;
+        r = place_if_needed(c, now_ms);
         if (r < 0)
                 return r;
         return reply_actions(c, hb->node, now_ms, actions);
@@ -657,18 +1001,22 @@ int cluster_heartbeat(Cluster *c, const char *node, json_t *body, int64_t now_ms
                 r = store_commit(c->store);
         if (r < 0) {
                 store_rollback(c->store);
+                c->placement_dirty = true; /* what the last placement queued may be gone with it */
                 return r;
         }
 
-        json_t *reply = json_pack("{s:I, s:O}", "interval_ms", (json_int_t) interval_ms(c), "actions", actions);
+        uint32_t interval = interval_ms(c);
+        if (c->config.on_heartbeat)
+                c->config.on_heartbeat(c->config.on_heartbeat_userdata, hb, now_ms, &interval);
+        json_t *reply = json_pack("{s:I, s:O}", "interval_ms", (json_int_t) interval, "actions", actions);
         if (!reply)
                 return -ENOMEM;
         *ret_reply = reply;
         return 0;
 }
 
-/* Node loss fails the jobs of its tasks. Rescheduling lost tasks as new attempts is issue 8's
- * work; until then a lost node costs its jobs, which is at least visible and honest. */
+/* Node loss: its active tasks are lost and run again elsewhere as new attempts (task_lose()),
+ * placed right away on the nodes that are left. */
 static int node_lose(Cluster *c, const char *node, int64_t silent_ms, int64_t now_ms) {
         _cleanup_(job_set_done) JobSet jobs = {};
         StoreTask *tasks = NULL;
@@ -683,17 +1031,17 @@ static int node_lose(Cluster *c, const char *node, int64_t silent_ms, int64_t no
         r = store_tasks_find(c->store, 0, node, TASK_STATES_ACTIVE, &tasks, &n);
         if (r < 0)
                 return r;
-        for (size_t i = 0; i < n && r >= 0; i++) {
-                r = store_task_set_state(c->store, tasks[i].id, TASK_LOST, 0, now_ms, reason);
-                if (r >= 0)
-                        r = job_set_add(&jobs, tasks[i].job);
-        }
+        for (size_t i = 0; i < n && r >= 0; i++)
+                r = task_lose(c, &tasks[i], reason, now_ms, &jobs);
         store_tasks_free(tasks, n);
         if (r < 0)
                 return r;
         log_warning("Node %s is lost (no heartbeat for %.1f s); %zu task(s) lost.", node,
                     (double) silent_ms / 1000.0, n);
-        return roll_up_all(c, &jobs, now_ms);
+        r = roll_up_all(c, &jobs, now_ms);
+        if (r < 0)
+                return r;
+        return place(c, now_ms);
 }
 
 int cluster_check_nodes(Cluster *c, int64_t now_ms) {
@@ -720,10 +1068,15 @@ int cluster_check_nodes(Cluster *c, int64_t now_ms) {
                         r = store_commit(c->store);
                 if (r < 0) {
                         store_rollback(c->store);
+                        c->placement_dirty = true;
                         return r;
                 }
         }
         return 0;
+}
+
+void cluster_restart_node_timeouts(Cluster *c, int64_t now_ms) {
+        c->started_ms = now_ms;
 }
 
 int cluster_status(Cluster *c, char **ret) {
@@ -737,5 +1090,14 @@ int cluster_status(Cluster *c, char **ret) {
         if (asprintf(ret, "%u job(s) queued, %u running; %u node(s) ready", jobs[JOB_QUEUED], jobs[JOB_RUNNING],
                      nodes) < 0)
                 return -ENOMEM;
+        return 0;
+}
+
+int cluster_set_sched_params(Cluster *c, const SchedParams *params) {
+        int r = sched_set_params(cluster_sched_scheduler(c->sched), params);
+        if (r < 0)
+                return r;
+        c->config.sched = *params;
+        c->placement_dirty = true;
         return 0;
 }

@@ -5,11 +5,19 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "estimator/hfsp-size.h"
+#include "sched.h"
 #include "store.h"
 
 typedef struct ClusterConfig {
         uint64_t heartbeat_interval_us;   /* told to agents as interval_ms */
         unsigned node_lost_after;         /* missed heartbeats before a node is lost */
+        SchedParams sched;                /* all zero: fifo, wait */
+        HfspSizeParams sizes;             /* timeout_s 0: HFSP_SIZE_PARAMS_DEFAULT */
+        /* Called with every accepted heartbeat after its changes are committed (the
+         * orchestrator's samples); may lower the interval_ms the reply tells the agent. */
+        void (*on_heartbeat)(void *userdata, const Heartbeat *hb, int64_t now_ms, uint32_t *interval_ms);
+        void *on_heartbeat_userdata;
 } ClusterConfig;
 
 typedef struct Cluster Cluster;
@@ -25,10 +33,27 @@ Cluster *cluster_free(Cluster *c);
  *   others   internal errors (500) */
 int cluster_submit(Cluster *c, json_t *body, int64_t now_ms, json_t **ret_job, char **ret_error);
 int cluster_cancel(Cluster *c, uint64_t job, int64_t now_ms, json_t **ret_job);
-/* node is the {id} of the URL; the body's "node" must equal it. */
+/* node is the {id} of the URL; the body's "node" must equal it. Places tasks (and puts the
+ * starts in this reply) only when something placement depends on changed since it last ran,
+ * or a heartbeat interval passed: most heartbeats only record usage. */
 int cluster_heartbeat(Cluster *c, const char *node, json_t *body, int64_t now_ms, json_t **ret_reply,
                       char **ret_error);
 /* Marks nodes without a heartbeat for node_lost_after intervals lost. */
 int cluster_check_nodes(Cluster *c, int64_t now_ms);
+/* Gives every node a full timeout from now_ms before it can be lost, as after a start: for
+ * when the controller itself stalled (a locked store, a paused process) and heartbeats that
+ * arrived meanwhile are still waiting to be read. */
+void cluster_restart_node_timeouts(Cluster *c, int64_t now_ms);
+/* GET /v1/scheduler (see cluster-sched.h). */
+int cluster_scheduler_to_json(Cluster *c, int64_t now_ms, json_t **ret);
+/* GET /v1/jobs/{id} and GET /v1/jobs: the store's job views, each job with its "scheduler"
+ * object (cluster-sched.h; with the size estimate's explanation for one job). */
+int cluster_job_to_json(Cluster *c, uint64_t job, int64_t now_ms, json_t **ret);
+int cluster_jobs_to_json(Cluster *c, int64_t now_ms, json_t **ret);
+/* Saves what the scheduler must not lose in a restart (its own transaction): call it every
+ * tick, it writes every 10 s; force writes now (at exit). */
+int cluster_checkpoint(Cluster *c, int64_t now_ms, bool force);
+/* PUT /v1/config: the scheduler's knobs at run time (sched_set_params()). */
+int cluster_set_sched_params(Cluster *c, const SchedParams *params);
 /* One line for sd_notify STATUS=. */
 int cluster_status(Cluster *c, char **ret);

@@ -1,5 +1,6 @@
 /* http-server.c: libmicrohttpd on an sd-event loop (MHD's epoll fd watched by sd-event, MHD's
- * own timeout as a timer), request bodies, the router and JSON responses. */
+ * own timeout as a timer), TLS, per-address limits, authorization, request bodies, the
+ * router and JSON responses. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
@@ -14,12 +15,19 @@
 #include "http-server.h"
 #include "log.h"
 #include "protocol.h"
+#include "rate-limit.h"
 
 /* libmicrohttpd renamed its constant for 413 across versions; the number never changes. */
 #define HTTP_STATUS_CONTENT_TOO_LARGE 413
 
-/* Idle connections are dropped after this long; agents reconnect for every heartbeat anyway. */
-#define HTTP_CONNECTION_TIMEOUT_S 60u
+#define HTTP_STATUS_TOO_MANY_REQUESTS 429
+
+/* Idle connections are dropped after this long; agents reconnect for every heartbeat anyway,
+ * and a client that trickles its request in (slowloris) holds a slot no longer than this. */
+#define HTTP_CONNECTION_TIMEOUT_S 30u
+
+/* Client addresses whose buckets are remembered; an address beyond that starts afresh. */
+#define HTTP_RATE_LIMIT_SLOTS 4096u
 
 struct HttpServer {
         sd_event *event;
@@ -27,6 +35,9 @@ struct HttpServer {
         sd_event_source *io_source;
         sd_event_source *timer_source;
         uint64_t max_body_bytes;
+        RateLimit *requests;              /* NULL: no request-rate limit */
+        RateLimit *auth_failures;
+        HttpAuthorize authorize;
         const HttpRoute *routes;
         size_t n_routes;
         void *userdata;
@@ -100,7 +111,9 @@ no:
         return false;
 }
 
-static enum MHD_Result send_response(struct MHD_Connection *conn, HttpResponse *resp, const char *allow) {
+/* header/value: one extra response header (Allow, WWW-Authenticate, Retry-After) or NULL. */
+static enum MHD_Result send_response(struct MHD_Connection *conn, HttpResponse *resp, const char *header,
+                                     const char *value) {
         char *text = NULL;
         size_t len = 0;
 
@@ -134,8 +147,8 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, HttpResponse *
                 MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
         if (resp->location)
                 MHD_add_response_header(response, MHD_HTTP_HEADER_LOCATION, resp->location);
-        if (allow)
-                MHD_add_response_header(response, MHD_HTTP_HEADER_ALLOW, allow);
+        if (header && value)
+                MHD_add_response_header(response, header, value);
 
         enum MHD_Result ret = MHD_queue_response(conn, resp->status, response);
         MHD_destroy_response(response);
@@ -145,10 +158,10 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, HttpResponse *
         return ret;
 }
 
-static enum MHD_Result send_error(struct MHD_Connection *conn, unsigned status, const char *allow,
-                                  const char *fmt, ...) _printf_(4, 5);
-static enum MHD_Result send_error(struct MHD_Connection *conn, unsigned status, const char *allow,
-                                  const char *fmt, ...) {
+static enum MHD_Result send_error(struct MHD_Connection *conn, unsigned status, const char *header,
+                                  const char *value, const char *fmt, ...) _printf_(5, 6);
+static enum MHD_Result send_error(struct MHD_Connection *conn, unsigned status, const char *header,
+                                  const char *value, const char *fmt, ...) {
         char message[1024];
         va_list ap;
         va_start(ap, fmt);
@@ -156,7 +169,7 @@ static enum MHD_Result send_error(struct MHD_Connection *conn, unsigned status, 
         va_end(ap);
 
         HttpResponse resp = { .status = status, .body = error_to_json(status, message) };
-        return send_response(conn, &resp, allow);
+        return send_response(conn, &resp, header, value);
 }
 
 static bool content_type_is_json(const char *v) {
@@ -173,10 +186,81 @@ static bool content_type_is_json(const char *v) {
 /* First call for a request: route it and check its headers before any body is read, so a
  * refused request costs us no body bytes. Either queues an error response or leaves req->route
  * set for the calls that follow. */
+/* The client's address as a rate-limit key: the 4 bytes of IPv4 (also when mapped into IPv6),
+ * the first 8 bytes (the /64 a host usually gets) of IPv6. */
+static size_t client_key(struct MHD_Connection *conn, uint8_t key[RATE_LIMIT_KEY_MAX]) {
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        if (!info || !info->client_addr)
+                return 0;
+        const struct sockaddr *sa = info->client_addr;
+        if (sa->sa_family == AF_INET) {
+                memcpy(key, &((const struct sockaddr_in *) (const void *) sa)->sin_addr, 4);
+                return 4;
+        }
+        if (sa->sa_family == AF_INET6) {
+                const struct in6_addr *a = &((const struct sockaddr_in6 *) (const void *) sa)->sin6_addr;
+                if (IN6_IS_ADDR_V4MAPPED(a)) {
+                        memcpy(key, a->s6_addr + 12, 4);
+                        return 4;
+                }
+                memcpy(key, a->s6_addr, 8);
+                return 8;
+        }
+        return 0;
+}
+
+static uint64_t now_monotonic_us(HttpServer *s) {
+        uint64_t now_us = 0;
+        (void) sd_event_now(s->event, CLOCK_MONOTONIC, &now_us);
+        return now_us;
+}
+
+static enum MHD_Result send_too_many(struct MHD_Connection *conn, RateLimit *rl, const uint8_t *key, size_t key_len,
+                                     uint64_t now_us, const char *why) {
+        char retry[32];
+        snprintf(retry, sizeof retry, "%u", MAX(rate_limit_retry_after_s(rl, key, key_len, now_us), 1u));
+        return send_error(conn, HTTP_STATUS_TOO_MANY_REQUESTS, MHD_HTTP_HEADER_RETRY_AFTER, retry, "%s", why);
+}
+
+/* Rate limits and authorization, in the order that makes refusing cheapest: a flooding or
+ * token-guessing address is turned away before its token is even compared. */
+static enum MHD_Result request_admit(HttpServer *s, struct MHD_Connection *conn, const char *method, Request *req,
+                                     bool *ret_admitted) {
+        uint8_t key[RATE_LIMIT_KEY_MAX];
+        size_t key_len = client_key(conn, key);
+        uint64_t now_us = now_monotonic_us(s);
+
+        *ret_admitted = false;
+        if (s->requests && key_len > 0 && !rate_limit_take(s->requests, key, key_len, now_us))
+                return send_too_many(conn, s->requests, key, key_len, now_us,
+                                     "rate limit: too many requests from this address, retry later");
+        if (!s->authorize)
+                goto admitted;
+        if (key_len > 0 && !rate_limit_peek(s->auth_failures, key, key_len, now_us))
+                return send_too_many(conn, s->auth_failures, key, key_len, now_us,
+                                     "Authorization: too many failed attempts from this address, retry later");
+
+        char message[256] = "";
+        const char *authorization = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+        unsigned status = s->authorize(s->userdata, req->route, method, authorization, req->params, message,
+                                       sizeof message);
+        if (status == MHD_HTTP_UNAUTHORIZED) {
+                if (key_len > 0)
+                        (void) rate_limit_take(s->auth_failures, key, key_len, now_us);
+                return send_error(conn, status, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"cgorch\"", "%s",
+                                  message);
+        }
+        if (status != 0)
+                return send_error(conn, status, NULL, NULL, "%s", message);
+admitted:
+        *ret_admitted = true;
+        return MHD_YES;
+}
+
 static enum MHD_Result request_begin(HttpServer *s, struct MHD_Connection *conn, const char *url,
                                      const char *method, Request *req) {
         char allow[64] = "";
-        bool path_known = false;
+        bool path_known = false, admitted;
 
         for (size_t i = 0; i < s->n_routes; i++) {
                 const HttpRoute *route = &s->routes[i];
@@ -195,15 +279,22 @@ static enum MHD_Result request_begin(HttpServer *s, struct MHD_Connection *conn,
                 }
         }
         if (!path_known)
-                return send_error(conn, MHD_HTTP_NOT_FOUND, NULL, "%s: no such endpoint", url);
+                return send_error(conn, MHD_HTTP_NOT_FOUND, NULL, NULL, "%s: no such endpoint", url);
         if (!req->route)
-                return send_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, allow, "%s %s: method not allowed (allowed: %s)",
+                return send_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, MHD_HTTP_HEADER_ALLOW, allow, "%s %s: method not allowed (allowed: %s)",
                                   method, url, allow);
+
+        enum MHD_Result ret = request_admit(s, conn, method, req, &admitted);
+        if (!admitted) {
+                /* The route stays unset, so whatever body follows is dropped unread. */
+                req->route = NULL;
+                return ret;
+        }
 
         if (req->route->takes_body) {
                 const char *type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
                 if (!content_type_is_json(type))
-                        return send_error(conn, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, NULL,
+                        return send_error(conn, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, NULL, NULL,
                                           "Content-Type: must be application/json, got %s", type ?: "none");
         }
 
@@ -213,7 +304,7 @@ static enum MHD_Result request_begin(HttpServer *s, struct MHD_Connection *conn,
                 errno = 0;
                 unsigned long long v = strtoull(length, &end, 10);
                 if (errno == 0 && *end == '\0' && v > s->max_body_bytes)
-                        return send_error(conn, HTTP_STATUS_CONTENT_TOO_LARGE, NULL,
+                        return send_error(conn, HTTP_STATUS_CONTENT_TOO_LARGE, NULL, NULL,
                                           "body: %llu bytes exceed the limit of %" PRIu64 " bytes", v, s->max_body_bytes);
         }
 
@@ -223,27 +314,27 @@ static enum MHD_Result request_begin(HttpServer *s, struct MHD_Connection *conn,
 static enum MHD_Result request_finish(HttpServer *s, struct MHD_Connection *conn, const char *url,
                                       const char *method, Request *req) {
         if (req->too_large)
-                return send_error(conn, HTTP_STATUS_CONTENT_TOO_LARGE, NULL,
+                return send_error(conn, HTTP_STATUS_CONTENT_TOO_LARGE, NULL, NULL,
                                   "body: exceeds the limit of %" PRIu64 " bytes", s->max_body_bytes);
 
         json_t *body = NULL;
         if (req->route->takes_body) {
                 json_error_t err;
                 if (req->body_size == 0)
-                        return send_error(conn, MHD_HTTP_BAD_REQUEST, NULL, "body: empty, expected a JSON object");
+                        return send_error(conn, MHD_HTTP_BAD_REQUEST, NULL, NULL, "body: empty, expected a JSON object");
                 /* \u0000 is let through the parser so that the decoders, which refuse NUL in
                  * every string they read, can name the field instead of a bare parse error. */
                 body = json_loadb(req->body, req->body_size, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &err);
                 if (!body)
-                        return send_error(conn, MHD_HTTP_BAD_REQUEST, NULL, "body: invalid JSON at line %d, column %d: %s",
+                        return send_error(conn, MHD_HTTP_BAD_REQUEST, NULL, NULL, "body: invalid JSON at line %d, column %d: %s",
                                           err.line, err.column, err.text);
                 if (!json_is_object(body)) {
                         json_decref(body);
-                        return send_error(conn, MHD_HTTP_BAD_REQUEST, NULL, "body: must be a JSON object");
+                        return send_error(conn, MHD_HTTP_BAD_REQUEST, NULL, NULL, "body: must be a JSON object");
                 }
         }
 
-        HttpRequest hreq = { .method = method, .path = url, .body = body };
+        HttpRequest hreq = { .method = method, .path = url, .body = body, .connection = conn };
         for (size_t i = 0; i < HTTP_MAX_PARAMS; i++)
                 hreq.params[i] = req->params[i];
         HttpResponse resp = { .status = MHD_HTTP_INTERNAL_SERVER_ERROR };
@@ -252,7 +343,42 @@ static enum MHD_Result request_finish(HttpServer *s, struct MHD_Connection *conn
         json_decref(body);
 
         log_debug("%s %s → %u", method, url, resp.status);
-        return send_response(conn, &resp, NULL);
+        return send_response(conn, &resp, NULL, NULL);
+}
+
+const char *http_request_query(const HttpRequest *req, const char *key) {
+        if (!req->connection)
+                return NULL;
+        const char *v = MHD_lookup_connection_value(req->connection, MHD_GET_ARGUMENT_KIND, key);
+        if (v)
+                return v;
+        /* "?flag" without '=': MHD reports it with a NULL value, which lookup cannot tell
+         * from absence. */
+        const char *value = NULL;
+        bool found = MHD_lookup_connection_value_n(req->connection, MHD_GET_ARGUMENT_KIND, key, strlen(key), &value,
+                                                   NULL) == MHD_YES;
+        return found ? (value ?: "") : NULL;
+}
+
+typedef struct QueryCheck {
+        const char *const *allowed;
+        const char *unknown;
+} QueryCheck;
+
+static enum MHD_Result query_check_one(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+        QueryCheck *q = cls;
+        for (const char *const *a = q->allowed; *a; a++)
+                if (streq(*a, key))
+                        return MHD_YES;
+        q->unknown = key;
+        return MHD_NO;
+}
+
+const char *http_request_query_unknown(const HttpRequest *req, const char *const *allowed) {
+        QueryCheck q = { .allowed = allowed };
+        if (req->connection)
+                (void) MHD_get_connection_values(req->connection, MHD_GET_ARGUMENT_KIND, query_check_one, &q);
+        return q.unknown;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
@@ -269,6 +395,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 }
                 *con_cls = req;
                 return request_begin(s, conn, url, method, req);
+        }
+
+        /* Refused in request_begin (its answer is queued): whatever body comes is dropped. */
+        if (!req->route) {
+                *upload_data_size = 0;
+                return MHD_YES;
         }
 
         if (*upload_data_size > 0) {
@@ -377,8 +509,28 @@ static int parse_listen(const char *listen, struct sockaddr_storage *ret, sockle
         return 0;
 }
 
-int http_server_new(sd_event *event, const char *listen, uint64_t max_body_bytes,
-                    const HttpRoute *routes, size_t n_routes, void *userdata, HttpServer **ret) {
+bool http_server_tls_supported(void) {
+        return MHD_is_feature_supported(MHD_FEATURE_TLS) == MHD_YES;
+}
+
+int http_listen_is_loopback(const char *listen) {
+        struct sockaddr_storage sa;
+        socklen_t sa_len;
+        int r = parse_listen(listen, &sa, &sa_len);
+        if (r < 0)
+                return r;
+        if (sa.ss_family == AF_INET)
+                return (ntohl(((struct sockaddr_in *) &sa)->sin_addr.s_addr) >> 24) == 127;
+        if (sa.ss_family == AF_INET6) {
+                const struct in6_addr *a = &((struct sockaddr_in6 *) &sa)->sin6_addr;
+                return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+        }
+        return 0;
+}
+
+int http_server_new(sd_event *event, const HttpServerConfig *config, const HttpRoute *routes, size_t n_routes,
+                    void *userdata, HttpServer **ret) {
+        const char *listen = config->listen;
         struct sockaddr_storage sa;
         socklen_t sa_len;
         int r;
@@ -390,31 +542,66 @@ int http_server_new(sd_event *event, const char *listen, uint64_t max_body_bytes
                 return log_error_errno(r, "Invalid listen address '%s': expected ADDR:PORT, e.g. 127.0.0.1:7070 or [::1]:7070.",
                                        listen);
 
+        bool tls = config->tls_cert_pem || config->tls_key_pem;
+        if (tls && (!config->tls_cert_pem || !config->tls_key_pem))
+                return log_error_errno(EINVAL, "TLS needs both a certificate and its private key.");
+        if (tls && !http_server_tls_supported())
+                return log_error_errno(EOPNOTSUPP, "This libmicrohttpd was built without TLS support.");
+
         HttpServer *s = calloc(1, sizeof(HttpServer));
         if (!s)
                 return log_oom();
         _cleanup_(http_server_freep) HttpServer *cleanup = s;
         *s = (HttpServer) {
                 .event = sd_event_ref(event),
-                .max_body_bytes = max_body_bytes,
+                .max_body_bytes = config->max_body_bytes,
+                .authorize = config->authorize,
                 .routes = routes,
                 .n_routes = n_routes,
                 .userdata = userdata,
         };
+        if (config->rate_limit_per_s > 0) {
+                /* A burst of two seconds' worth: a client may catch up after a pause. */
+                r = rate_limit_new(config->rate_limit_per_s, MAX(2 * config->rate_limit_per_s, 1.0), HTTP_RATE_LIMIT_SLOTS,
+                                   &s->requests);
+                if (r < 0)
+                        return log_oom();
+        }
+        r = rate_limit_new(HTTP_AUTH_FAILURE_RATE_PER_S, HTTP_AUTH_FAILURE_BURST, HTTP_RATE_LIMIT_SLOTS, &s->auth_failures);
+        if (r < 0)
+                return log_oom();
 
         unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
         if (sa.ss_family == AF_INET6)
                 flags |= MHD_USE_IPv6;
+        if (tls)
+                flags |= MHD_USE_TLS;
 
         /* The logger goes first so that MHD reports problems with the other options through it. */
-        s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
-                                     MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
-                                     MHD_OPTION_SOCK_ADDR, (struct sockaddr *) &sa,
-                                     MHD_OPTION_NOTIFY_COMPLETED, on_request_completed, s,
-                                     MHD_OPTION_CONNECTION_TIMEOUT, HTTP_CONNECTION_TIMEOUT_S,
-                                     MHD_OPTION_END);
+        struct MHD_OptionItem options[16] = {
+                { MHD_OPTION_EXTERNAL_LOGGER, (intptr_t) on_mhd_log, s },
+                { MHD_OPTION_SOCK_ADDR, 0, &sa },
+                { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t) on_request_completed, s },
+                { MHD_OPTION_CONNECTION_TIMEOUT, HTTP_CONNECTION_TIMEOUT_S, NULL },
+                /* MHD keeps the request line and headers in this per-connection pool (and reads
+                 * the body through it in pieces): its size bounds the headers. */
+                { MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t) config->max_header_bytes, NULL },
+                { MHD_OPTION_CONNECTION_LIMIT, (intptr_t) config->max_connections, NULL },
+        };
+        size_t n = 6;
+        if (config->max_connections_per_ip > 0)
+                options[n++] = (struct MHD_OptionItem) { MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                                                         (intptr_t) config->max_connections_per_ip, NULL };
+        if (tls) {
+                options[n++] = (struct MHD_OptionItem) { MHD_OPTION_HTTPS_MEM_KEY, 0, (void *) config->tls_key_pem };
+                options[n++] = (struct MHD_OptionItem) { MHD_OPTION_HTTPS_MEM_CERT, 0, (void *) config->tls_cert_pem };
+        }
+        options[n++] = (struct MHD_OptionItem) { MHD_OPTION_END, 0, NULL };
+
+        s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_ARRAY, options, MHD_OPTION_END);
         if (!s->daemon)
-                return log_error_errno(EADDRNOTAVAIL, "Cannot listen on %s (address in use or not local?).", listen);
+                return log_error_errno(EADDRNOTAVAIL, "Cannot listen on %s (address in use or not local%s?).", listen,
+                                       tls ? ", or the TLS certificate and key do not load or match" : "");
 
         const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_EPOLL_FD);
         if (!info)
@@ -429,7 +616,9 @@ int http_server_new(sd_event *event, const char *listen, uint64_t max_body_bytes
         r = sd_event_add_io(event, &s->io_source, epoll_fd, EPOLLIN, on_io, s);
         if (r < 0)
                 return log_error_errno(r, "Cannot watch the HTTP epoll fd: %m");
-        r = sd_event_add_time(event, &s->timer_source, CLOCK_MONOTONIC, UINT64_MAX, 0, on_timer, s);
+        /* Accuracy 1 µs, not 0: 0 means sd-event's default of 250 ms, and MHD asks for a run "now"
+         * whenever it has requests ready that no socket event will announce again. */
+        r = sd_event_add_time(event, &s->timer_source, CLOCK_MONOTONIC, UINT64_MAX, 1, on_timer, s);
         if (r < 0)
                 return log_error_errno(r, "Cannot add the HTTP timer: %m");
         (void) sd_event_source_set_description(s->io_source, "http-io");
@@ -447,6 +636,8 @@ HttpServer *http_server_free(HttpServer *s) {
         sd_event_source_disable_unref(s->timer_source);
         if (s->daemon)
                 MHD_stop_daemon(s->daemon);
+        rate_limit_free(s->requests);
+        rate_limit_free(s->auth_failures);
         sd_event_unref(s->event);
         free(s);
         return NULL;

@@ -1,5 +1,7 @@
-/* http-server.h: a small JSON-over-HTTP server — libmicrohttpd driven by an sd-event loop
- * through MHD's epoll fd — with a router from (method, path pattern) to handlers. */
+/* http-server.h: a small JSON-over-HTTP(S) server — libmicrohttpd driven by an sd-event loop
+ * through MHD's epoll fd — with a router from (method, path pattern) to handlers, and the
+ * limits every request passes before a handler sees it: connections, header and body size,
+ * request rate and failed authentications per client address, and an authorization hook. */
 #pragma once
 
 #include <jansson.h>
@@ -17,7 +19,14 @@ typedef struct HttpRequest {
         /* The path segments matched by "{}" in the route's pattern, in order (already unescaped). */
         const char *params[HTTP_MAX_PARAMS];
         json_t *body;                 /* the parsed JSON body for routes that take one, else NULL */
+        void *connection;             /* the server's, for http_request_query() */
 } HttpRequest;
+
+/* The value of a query-string argument ("?limit=10": "10"), NULL when absent; an argument
+ * without '=' has the value "". */
+const char *http_request_query(const HttpRequest *req, const char *key);
+/* The first query-string argument not in allowed (NULL-terminated), or NULL if there is none. */
+const char *http_request_query_unknown(const HttpRequest *req, const char *const *allowed);
 
 typedef struct HttpResponse {
         unsigned status;
@@ -32,20 +41,51 @@ typedef struct HttpRoute {
         const char *pattern;          /* e.g. "/v1/jobs/{}": "{}" matches one non-empty path segment */
         bool takes_body;              /* needs an application/json body */
         HttpHandler handler;
+        int access;                   /* passed to the authorize hook (an AuthAccess) */
 } HttpRoute;
+
+/* Decides whether a routed request may go on, before its body is read: returns 0, or the
+ * HTTP status to refuse it with (401, 403) and the reason in message. authorization is the
+ * Authorization header (NULL when absent); params are the route's "{}" segments. */
+typedef unsigned (*HttpAuthorize)(void *userdata, const HttpRoute *route, const char *method,
+                                  const char *authorization, char *const params[HTTP_MAX_PARAMS],
+                                  char *message, size_t message_size);
+
+typedef struct HttpServerConfig {
+        const char *listen;             /* "ADDR:PORT" (IPv4, or "[IPv6]:PORT"); port 0 lets the kernel choose */
+        uint64_t max_body_bytes;        /* larger bodies get 413 */
+        uint64_t max_header_bytes;      /* request line + headers; larger ones get 431 */
+        unsigned max_connections;       /* open at once; more are refused at accept */
+        unsigned max_connections_per_ip;/* 0: no per-address limit */
+        double rate_limit_per_s;        /* requests per second per client address, 0: none; excess gets 429 */
+        const char *tls_cert_pem;       /* both or neither: serve HTTPS */
+        const char *tls_key_pem;
+        HttpAuthorize authorize;        /* may be NULL: everything allowed */
+} HttpServerConfig;
+
+/* After this many refused authentications in a row (refilled at one per second) a client
+ * address gets 429 for every request until its bucket refills: guessing tokens stays slow. */
+#define HTTP_AUTH_FAILURE_BURST 20
+#define HTTP_AUTH_FAILURE_RATE_PER_S 1.0
 
 typedef struct HttpServer HttpServer;
 
-/* listen is "ADDR:PORT" (IPv4, or "[IPv6]:PORT"); port 0 lets the kernel choose (see
- * http_server_port()). Bodies above max_body_bytes get 413. routes must outlive the server. */
-int http_server_new(sd_event *event, const char *listen, uint64_t max_body_bytes,
-                     const HttpRoute *routes, size_t n_routes, void *userdata, HttpServer **ret);
+/* Starts serving (see http_server_port() for the port). routes must outlive the server; the
+ * config's strings are used only during the call. */
+int http_server_new(sd_event *event, const HttpServerConfig *config, const HttpRoute *routes, size_t n_routes,
+                    void *userdata, HttpServer **ret);
 HttpServer *http_server_free(HttpServer *s);
 static inline void http_server_freep(HttpServer **s) {
         if (*s)
                 http_server_free(*s);
 }
 uint16_t http_server_port(HttpServer *s);
+
+/* Whether this libmicrohttpd was built with TLS (GnuTLS). */
+bool http_server_tls_supported(void);
+
+/* 1 if the "ADDR:PORT" listens on loopback only, 0 if not, -EINVAL if it is no address. */
+int http_listen_is_loopback(const char *listen);
 
 /* Fills resp with {"error": {"status": N, "message": "..."}}. */
 void http_response_error(HttpResponse *resp, unsigned status, const char *fmt, ...) _printf_(3, 4);

@@ -1,17 +1,70 @@
-# controller/: cgorch-controller — REST API, SQLite store, job lifecycle, FIFO placement.
+# controller/: cgorch-controller — REST API, SQLite store, job lifecycle, the scheduler.
 sbin_PROGRAMS += controller/cgorch-controller
 
 # The parts without main(), shared with the unit tests.
 CONTROLLER_SOURCES = \
 	controller/api.c controller/api.h \
+	controller/auth.c controller/auth.h \
+	controller/rate-limit.c controller/rate-limit.h \
 	controller/cluster.c controller/cluster.h \
+	controller/cluster-sched.c controller/cluster-sched.h \
 	controller/http-server.c controller/http-server.h \
-	controller/placement-fifo.c controller/placement-fifo.h \
+	controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \
-	controller/store-jobs.c controller/store-nodes.c
-CONTROLLER_CFLAGS = $(AM_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(LIBMICROHTTPD_CFLAGS) $(SQLITE3_CFLAGS)
-CONTROLLER_LIBS = $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(LIBMICROHTTPD_LIBS) $(SQLITE3_LIBS) -lm
+	controller/store-jobs.c controller/store-nodes.c controller/store-checkpoint.c \
+	controller/orchestrator.c controller/orchestrator.h \
+	controller/runtime-config.c controller/runtime-config.h \
+	controller/store-orch.c controller/api-orch.c
+CONTROLLER_CFLAGS = $(AM_CFLAGS) -pthread $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(LIBMICROHTTPD_CFLAGS) $(SQLITE3_CFLAGS)
+CONTROLLER_LIBS = controller/libcgorch-orch.a $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(LIBMICROHTTPD_LIBS) $(SQLITE3_LIBS) -lm
 
 controller_cgorch_controller_SOURCES = controller/cgorch-controller.c $(CONTROLLER_SOURCES)
 controller_cgorch_controller_CFLAGS = $(CONTROLLER_CFLAGS)
 controller_cgorch_controller_LDADD = $(CONTROLLER_LIBS)
+
+# The scheduler: pure policy code (fifo, fair, hfsp, psbs, srpt; preemption), linked by the
+# controller, its tests, the benchmark and the simulator.
+noinst_LIBRARIES += controller/libcgorch-sched.a
+controller_libcgorch_sched_a_SOURCES = \
+	controller/sched.c controller/sched.h controller/sched-internal.h \
+	controller/sched-table.c controller/sched-vcluster.c controller/sched-preempt.c \
+	controller/sched-fifo.c controller/sched-fair.c controller/sched-hfsp.c \
+	controller/sched-psbs.c controller/sched-srpt.c \
+	controller/placement-fifo.c controller/placement-fifo.h
+SCHED_LIBS = controller/libcgorch-sched.a -lm
+
+# The orchestrator (MROrchestrator's Contention Detector and Performance Balancer): pure policy
+# code over a cluster snapshot, linked by the controller, its tests and the simulator.
+noinst_LIBRARIES += controller/libcgorch-orch.a
+controller_libcgorch_orch_a_SOURCES = \
+	controller/orch-snapshot.c controller/orch-snapshot.h \
+	controller/detector.c controller/detector.h \
+	controller/balancer.c controller/balancer.h
+ORCH_LIBS = controller/libcgorch-orch.a $(ESTIMATOR_LIBS)
+EXTRA_DIST += docs/orchestrator.md
+
+ORCH_TESTS = tests/unit/test-detector tests/unit/test-balancer
+check_PROGRAMS += $(ORCH_TESTS)
+TESTS += $(ORCH_TESTS)
+tests_unit_test_detector_SOURCES = tests/unit/test-detector.c tests/unit/orch-scenario.h
+tests_unit_test_detector_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_detector_LDADD = $(ORCH_LIBS) $(CRITERION_LIBS)
+tests_unit_test_balancer_SOURCES = tests/unit/test-balancer.c tests/unit/orch-scenario.h
+tests_unit_test_balancer_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_balancer_LDADD = $(ORCH_LIBS) $(CRITERION_LIBS)
+
+# Phase B: the orchestrator in the running controller. The runtime knob registry (validation,
+# all or nothing) and the store's adjustments with the schema migration.
+ORCH_RUNTIME_TESTS = tests/unit/test-runtime-config tests/unit/test-store-orch
+check_PROGRAMS += $(ORCH_RUNTIME_TESTS)
+TESTS += $(ORCH_RUNTIME_TESTS) tests/integration/test-orchestrate.sh
+EXTRA_DIST += tests/integration/test-orchestrate.sh
+tests_unit_test_runtime_config_SOURCES = tests/unit/test-runtime-config.c \
+	controller/runtime-config.c controller/runtime-config.h
+tests_unit_test_runtime_config_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_runtime_config_LDADD = $(ORCH_LIBS) $(SCHED_LIBS) $(COMMON_LIBS) $(CRITERION_LIBS) -lm
+tests_unit_test_store_orch_SOURCES = tests/unit/test-store-orch.c \
+	controller/store.c controller/store.h controller/store-internal.h \
+	controller/store-jobs.c controller/store-nodes.c controller/store-orch.c controller/store-checkpoint.c
+tests_unit_test_store_orch_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_store_orch_LDADD = $(COMMON_LIBS) $(SQLITE3_LIBS) $(CRITERION_LIBS)

@@ -17,11 +17,12 @@ bool placement_node_fits(const PlacementNode *node, double cpu_cores, uint64_t m
                 memory_bytes <= node_free_memory_bytes(node);
 }
 
-static bool fits_any_empty_node(const PlacementNode *nodes, size_t n_nodes, const PlacementTask *t) {
+bool placement_fits_empty_node(const PlacementNode *nodes, size_t n_nodes, double cpu_cores,
+                               uint64_t memory_bytes) {
         for (size_t i = 0; i < n_nodes; i++)
                 if (!nodes[i].lost &&
-                    t->cpu_cores <= nodes[i].capacity_cpus + PLACEMENT_CPU_EPSILON &&
-                    t->memory_bytes <= nodes[i].capacity_memory_bytes)
+                    cpu_cores <= nodes[i].capacity_cpus + PLACEMENT_CPU_EPSILON &&
+                    memory_bytes <= nodes[i].capacity_memory_bytes)
                         return true;
         return false;
 }
@@ -36,6 +37,17 @@ static bool node_better(const PlacementNode *a, const PlacementNode *b) {
         return node_free_memory_bytes(a) > node_free_memory_bytes(b);
 }
 
+size_t placement_best_node(const PlacementNode *nodes, size_t n_nodes, double cpu_cores, uint64_t memory_bytes) {
+        size_t best = PLACEMENT_NONE;
+        for (size_t i = 0; i < n_nodes; i++) {
+                if (!placement_node_fits(&nodes[i], cpu_cores, memory_bytes))
+                        continue;
+                if (best == PLACEMENT_NONE || node_better(&nodes[i], &nodes[best]))
+                        best = i;
+        }
+        return best;
+}
+
 size_t placement_fifo(PlacementNode *nodes, size_t n_nodes,
                       const PlacementTask *tasks, size_t n_tasks,
                       size_t *ret_assignment) {
@@ -48,16 +60,10 @@ size_t placement_fifo(PlacementNode *nodes, size_t n_nodes,
 
                 if (blocked)
                         continue;
-                if (!fits_any_empty_node(nodes, n_nodes, task))
+                if (!placement_fits_empty_node(nodes, n_nodes, task->cpu_cores, task->memory_bytes))
                         continue;
 
-                size_t best = PLACEMENT_NONE;
-                for (size_t i = 0; i < n_nodes; i++) {
-                        if (!placement_node_fits(&nodes[i], task->cpu_cores, task->memory_bytes))
-                                continue;
-                        if (best == PLACEMENT_NONE || node_better(&nodes[i], &nodes[best]))
-                                best = i;
-                }
+                size_t best = placement_best_node(nodes, n_nodes, task->cpu_cores, task->memory_bytes);
                 if (best == PLACEMENT_NONE) {
                         blocked = true;
                         continue;

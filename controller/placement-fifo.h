@@ -41,5 +41,13 @@ size_t placement_fifo(PlacementNode *nodes, size_t n_nodes,
                       const PlacementTask *tasks, size_t n_tasks,
                       size_t *ret_assignment);
 
+/* The ready node where the request fits with the most CPU left free (ties: most memory free,
+ * then the earlier node), or PLACEMENT_NONE. */
+size_t placement_best_node(const PlacementNode *nodes, size_t n_nodes, double cpu_cores, uint64_t memory_bytes);
+
+/* Whether the request would fit some ready node if that node were empty. */
+bool placement_fits_empty_node(const PlacementNode *nodes, size_t n_nodes, double cpu_cores,
+                               uint64_t memory_bytes);
+
 /* Whether a request fits the node's capacity minus its allocations. */
 bool placement_node_fits(const PlacementNode *node, double cpu_cores, uint64_t memory_bytes);

@@ -188,6 +188,11 @@ int store_job_count_by_state(Store *s, unsigned ret_counts[static _JOB_STATE_MAX
         return 0;
 }
 
+/* Of each task (job, phase, index), the row of its latest attempt; "t" names the tasks row. */
+#define LATEST_ATTEMPT                                                                                   \
+        "t.attempt = (SELECT MAX(u.attempt) FROM tasks u WHERE u.job = t.job AND u.phase = t.phase"     \
+        " AND u.idx = t.idx)"
+
 int store_job_phases(Store *s, uint64_t job, StorePhase **ret, size_t *ret_n) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL, *counts = NULL;
         _cleanup_free_ StorePhase *phases = NULL;
@@ -216,7 +221,10 @@ int store_job_phases(Store *s, uint64_t job, StorePhase **ret, size_t *ret_n) {
         if (n == 0)
                 return -ENOENT;
 
-        r = store_prepare(s, "SELECT phase, state, COUNT(*) FROM tasks WHERE job = ? GROUP BY phase, state", &counts);
+        r = store_prepare(s,
+                          "SELECT phase, state, COUNT(*) FROM tasks t WHERE job = ?1 AND " LATEST_ATTEMPT
+                          " GROUP BY phase, state",
+                          &counts);
         if (r < 0)
                 return r;
         sqlite3_bind_int64(counts, 1, (int64_t) job);
@@ -421,6 +429,33 @@ int store_tasks_placeable(Store *s, StoreTask **ret, size_t *ret_n) {
         return tasks_collect(s, st, ret, ret_n);
 }
 
+int store_task_insert_retry(Store *s, const StoreTask *t, char **ret_id) {
+        char buf[TASK_ID_MAX];
+        TaskId tid = { .job = t->job, .phase = t->phase, .task = t->index, .attempt = t->attempt + 1 };
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s,
+                              "INSERT INTO tasks (id, job, phase, idx, attempt, state) VALUES (?, ?, ?, ?, ?, 'pending')",
+                              &st);
+        if (r < 0)
+                return r;
+        task_id_format(&tid, buf);
+        sqlite3_bind_text(st, 1, buf, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(st, 2, (int64_t) t->job);
+        sqlite3_bind_int(st, 3, (int) t->phase);
+        sqlite3_bind_int(st, 4, (int) t->index);
+        sqlite3_bind_int(st, 5, (int) tid.attempt);
+        int rc = sqlite3_step(st);
+        if ((rc & 0xff) == SQLITE_CONSTRAINT)
+                return -EEXIST;
+        if (rc != SQLITE_DONE)
+                return store_error(s, rc, "insert task retry");
+        char *id = strdup(buf);
+        if (!id)
+                return -ENOMEM;
+        *ret_id = id;
+        return 0;
+}
+
 int store_task_place(Store *s, const char *id, const char *node) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r = store_prepare(s, "UPDATE tasks SET state = 'starting', node = ? WHERE id = ? AND state = 'pending'", &st);
@@ -478,6 +513,28 @@ int store_task_update_usage(Store *s, const char *id, double cpu_s, uint64_t mem
         if (r < 0)
                 return r;
         return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
+}
+
+int store_task_update_usage_running(Store *s, const char *id, const char *node, double cpu_s,
+                                    uint64_t memory_peak_bytes, double progress) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s,
+                              "UPDATE tasks SET cpu_s = ?1,"
+                              " memory_peak_bytes = MAX(memory_peak_bytes, ?2),"
+                              " progress = CASE WHEN ?3 >= 0 THEN ?3 ELSE progress END "
+                              "WHERE id = ?4 AND node = ?5 AND state = 'running'",
+                              &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_double(st, 1, cpu_s);
+        sqlite3_bind_int64(st, 2, (int64_t) memory_peak_bytes);
+        sqlite3_bind_double(st, 3, progress);
+        sqlite3_bind_text(st, 4, id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 5, node, -1, SQLITE_STATIC);
+        r = store_step_done(s, st, "update task usage");
+        if (r < 0)
+                return r;
+        return sqlite3_changes(s->db) > 0;
 }
 
 int store_task_set_exit(Store *s, const char *id, const ExitRecord *e) {
@@ -620,7 +677,7 @@ int store_job_to_json(Store *s, uint64_t job, bool with_tasks, json_t **ret) {
                               " (SELECT COUNT(*) FROM tasks WHERE job = j.id AND state = 'succeeded'),"
                               " (SELECT COALESCE(AVG(CASE WHEN state = 'succeeded' THEN 1.0"
                               "                      ELSE COALESCE(progress, 0) END), 0)"
-                              "  FROM tasks WHERE job = j.id),"
+                              "  FROM tasks t WHERE job = j.id AND " LATEST_ATTEMPT "),"
                               " (SELECT COALESCE(SUM(cpu_s), 0) FROM tasks WHERE job = j.id),"
                               " (SELECT COALESCE(MAX(memory_peak_bytes), 0) FROM tasks WHERE job = j.id) "
                               "FROM jobs j WHERE j.id = ?",

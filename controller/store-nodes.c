@@ -97,6 +97,44 @@ int store_nodes_list(Store *s, StoreNode **ret, size_t *ret_n) {
         return 0;
 }
 
+int store_nodes_capacity(Store *s, StoreNode **ret, size_t *ret_n) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        StoreNode *nodes = NULL;
+        size_t n = 0, allocated = 0;
+        int r = store_prepare(s, "SELECT id, state, capacity_cpus, capacity_memory_bytes, last_heartbeat_ms FROM nodes ORDER BY id",
+                              &st);
+        if (r < 0)
+                return r;
+        while ((r = store_step_row(s, st, "list node capacities")) > 0) {
+                if (n == allocated) {
+                        allocated = MAX(allocated * 2, (size_t) 16);
+                        StoreNode *p = realloc(nodes, allocated * sizeof(StoreNode));
+                        if (!p) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        nodes = p;
+                }
+                nodes[n] = (StoreNode) {
+                        .lost = streq((const char *) sqlite3_column_text(st, 1), "lost"),
+                        .capacity_cpus = sqlite3_column_double(st, 2),
+                        .capacity_memory_bytes = (uint64_t) sqlite3_column_int64(st, 3),
+                        .last_heartbeat_ms = sqlite3_column_int64(st, 4),
+                };
+                r = store_column_strdup(st, 0, &nodes[n].id);
+                if (r < 0)
+                        break;
+                n++;
+        }
+        if (r < 0) {
+                store_nodes_free(nodes, n);
+                return r;
+        }
+        *ret = nodes;
+        *ret_n = n;
+        return 0;
+}
+
 int store_node_upsert(Store *s, const Heartbeat *hb, int64_t now_ms) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r = store_prepare(s,
@@ -278,6 +316,34 @@ int store_action_pending(Store *s, const char *task, ActionType type) {
         sqlite3_bind_text(st, 1, task, -1, SQLITE_TRANSIENT);
         sqlite3_bind_text(st, 2, action_type_to_string(type), -1, SQLITE_STATIC);
         return store_step_row(s, st, "find action");
+}
+
+int store_tasks_kill_pending(Store *s, char ***ret_ids) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        _cleanup_strv_free_ char **ids = NULL;
+        /* One query for all: the unacked actions are few and indexed (actions_unacked). */
+        int r = store_prepare(s, "SELECT DISTINCT task FROM actions WHERE acked_ms IS NULL AND type = 'kill' ORDER BY task",
+                              &st);
+        if (r < 0)
+                return r;
+        size_t n = 0, allocated = 0;
+        while ((r = store_step_row(s, st, "list pending kills")) > 0) {
+                if (n + 1 >= allocated) {
+                        allocated = MAX(allocated * 2, (size_t) 16);
+                        char **p = realloc(ids, allocated * sizeof(char *));
+                        if (!p)
+                                return -ENOMEM;
+                        ids = p;
+                }
+                ids[n] = strdup((const char *) sqlite3_column_text(st, 0));
+                if (!ids[n])
+                        return -ENOMEM;
+                ids[++n] = NULL;
+        }
+        if (r < 0)
+                return r;
+        *ret_ids = TAKE_PTR(ids);
+        return 0;
 }
 
 int store_action_withdraw_unsent(Store *s, const char *task, ActionType type) {

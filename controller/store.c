@@ -1,5 +1,6 @@
 /* store.c: opening the controller's SQLite database, its schema and transactions. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,75 @@ static const char schema_v1[] =
         "CREATE INDEX actions_unacked ON actions(node, id) WHERE acked_ms IS NULL;"
         "CREATE INDEX actions_by_task ON actions(task, type);";
 
+/* Version 2: what the scheduler must not lose in a restart (cluster-sched.c). A phase's size as
+ * the estimator set it (a final size is set once: estimating it again after a restart would
+ * make it flap), how it came about, and its virtual remaining size as of the last checkpoint;
+ * one row of scheduler-wide state (s̄'s history, the psbs ghost time). Rows outlive their job
+ * phase while it still ages in the virtual cluster. And the mark of a task killed by
+ * preemption, which runs again as a new attempt instead of failing its job. */
+static const char schema_v2_sched[] =
+        "CREATE TABLE sched_phases ("
+        "  job INTEGER NOT NULL,"
+        "  phase INTEGER NOT NULL,"
+        "  size_kind TEXT NOT NULL CHECK (size_kind IN ('initial', 'final', 'tiny')),"
+        "  size_s REAL NOT NULL,"
+        "  weight REAL NOT NULL,"
+        "  parallel_cpus REAL NOT NULL,"
+        "  sized_ms INTEGER NOT NULL,"
+        "  estimate TEXT NOT NULL,"
+        "  virtual_size_s REAL NOT NULL,"
+        "  late_since_ms INTEGER,"
+        "  done INTEGER NOT NULL DEFAULT 0,"
+        "  checkpoint_ms INTEGER NOT NULL,"
+        "  PRIMARY KEY (job, phase)"
+        ");"
+        "CREATE TABLE sched_state ("
+        "  id INTEGER PRIMARY KEY CHECK (id = 1),"
+        "  history_tasks INTEGER NOT NULL,"
+        "  history_mean_task_s REAL NOT NULL,"
+        "  ghost_time REAL NOT NULL,"
+        "  checkpoint_ms INTEGER NOT NULL"
+        ");"
+        "ALTER TABLE tasks ADD COLUMN preempted_ms INTEGER;";
+
+/* Version 3: the orchestrator's record of every limit adjustment it decided (store-orch.c):
+ * what changed, why and on what evidence, and the set_limits action that carries it (NULL in
+ * dry-run); whether the agent applied it is that action's ack. */
+static const char schema_v3_orch[] =
+        "CREATE TABLE adjustments ("
+        "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+        "  time_ms INTEGER NOT NULL,"
+        "  epoch INTEGER NOT NULL,"
+        "  task TEXT NOT NULL,"
+        "  job INTEGER NOT NULL,"
+        "  node TEXT NOT NULL,"
+        "  resource TEXT NOT NULL CHECK (resource IN ('cpu', 'memory')),"
+        "  verdict TEXT NOT NULL CHECK (verdict IN ('apply', 'dry-run')),"
+        "  direction TEXT NOT NULL CHECK (direction IN ('raise', 'lower')),"
+        "  old_value REAL NOT NULL,"
+        "  new_value REAL NOT NULL,"
+        "  wanted REAL NOT NULL,"
+        "  need REAL NOT NULL,"
+        "  alpha REAL NOT NULL,"
+        "  estimator TEXT NOT NULL,"
+        "  peer TEXT,"
+        "  reason TEXT NOT NULL,"
+        "  evidence TEXT NOT NULL,"
+        "  action_id INTEGER"
+        ");"
+        "CREATE INDEX adjustments_by_task ON adjustments(task, id);";
+
+/* Migration steps in order: step k takes a database of version k to version k + 1. A new
+ * version appends its own step (and bumps STORE_SCHEMA_VERSION); steps are never edited. */
+static const struct {
+        const char *sql;
+        const char *what;
+} schema_steps[] = {
+        { schema_v1, "create schema" },
+        { schema_v2_sched, "add the scheduler's state" },
+        { schema_v3_orch, "add the orchestrator's adjustments" },
+};
+
 static const char *const phase_state_table[_PHASE_STATE_MAX] = {
         [PHASE_WAITING] = "waiting",
         [PHASE_PENDING] = "pending",
@@ -136,10 +206,53 @@ int store_error(Store *s, int rc, const char *what) {
         return r;
 }
 
+static size_t stmt_hash(const char *sql, size_t size) {
+        uint64_t h = (uint64_t) (uintptr_t) sql * UINT64_C(0x9E3779B97F4A7C15);
+        return (size_t) (h >> 32) & (size - 1);
+}
+
+static int stmts_grow(Store *s) {
+        size_t size = MAX(s->stmts_size * 2, (size_t) 128);
+        StoreStmt *v = calloc(size, sizeof(StoreStmt));
+        if (!v)
+                return -ENOMEM;
+        for (size_t i = 0; i < s->stmts_size; i++) {
+                if (!s->stmts[i].sql)
+                        continue;
+                size_t k = stmt_hash(s->stmts[i].sql, size);
+                while (v[k].sql)
+                        k = (k + 1) & (size - 1);
+                v[k] = s->stmts[i];
+        }
+        free(s->stmts);
+        s->stmts = v;
+        s->stmts_size = size;
+        return 0;
+}
+
 int store_prepare(Store *s, const char *sql, sqlite3_stmt **ret) {
-        int rc = sqlite3_prepare_v2(s->db, sql, -1, ret, NULL);
+        if ((s->n_stmts + 1) * 4 > s->stmts_size * 3) {
+                int r = stmts_grow(s);
+                if (r < 0)
+                        return r;
+        }
+        size_t k = stmt_hash(sql, s->stmts_size);
+        for (; s->stmts[k].sql; k = (k + 1) & (s->stmts_size - 1)) {
+                StoreStmt *e = &s->stmts[k];
+                /* Same address, same text (a caller's buffer could be reused for other SQL);
+                 * a statement still stepping belongs to a caller up the stack. */
+                if (e->sql == sql && !sqlite3_stmt_busy(e->st) && streq(sqlite3_sql(e->st), sql)) {
+                        *ret = e->st;
+                        return 0;
+                }
+        }
+        sqlite3_stmt *st;
+        int rc = sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL);
         if (rc != SQLITE_OK)
                 return store_error(s, rc, "prepare");
+        s->stmts[k] = (StoreStmt) { .sql = sql, .st = st };
+        s->n_stmts++;
+        *ret = st;
         return 0;
 }
 
@@ -225,8 +338,9 @@ static int store_migrate(Store *s) {
         r = store_begin(s);
         if (r < 0)
                 return r;
-        if (version == 0) {
-                r = store_exec(s, schema_v1, "create schema");
+        _Static_assert(ELEMENTSOF(schema_steps) == STORE_SCHEMA_VERSION, "one migration step per version");
+        for (int k = version; k < STORE_SCHEMA_VERSION; k++) {
+                r = store_exec(s, schema_steps[k].sql, schema_steps[k].what);
                 if (r < 0)
                         goto fail;
         }
@@ -238,7 +352,10 @@ static int store_migrate(Store *s) {
         r = store_commit(s);
         if (r < 0)
                 goto fail;
-        log_info("%s: schema version %d created", s->path, STORE_SCHEMA_VERSION);
+        if (version == 0)
+                log_info("%s: schema version %d created", s->path, STORE_SCHEMA_VERSION);
+        else
+                log_notice("%s: schema upgraded from version %d to %d", s->path, version, STORE_SCHEMA_VERSION);
         return 0;
 fail:
         store_rollback(s);
@@ -260,21 +377,37 @@ int store_open(const char *dir, Store **ret) {
                 return store_error(s, rc, "open");
 
         /* Wait a while for a lock held by someone else (sqlite3 shell, backup) before failing
-         * the request with 503. */
-        sqlite3_busy_timeout(s->db, 5000);
+         * the request with 503 — not long: the controller has one thread, and every heartbeat
+         * waits behind this one. */
+        sqlite3_busy_timeout(s->db, STORE_BUSY_TIMEOUT_MS);
         sqlite3_extended_result_codes(s->db, 1);
 
-        /* WAL: readers never block the writer. synchronous=FULL: a job the API acknowledged
-         * survives a power loss, which matters more than a few fsyncs per heartbeat. */
+        /* WAL: readers never block the writer, and a commit is one append to the log.
+         * synchronous=NORMAL: a commit is in the kernel (so it survives SIGKILL of this
+         * process) but not fsync'd; the log is fsync'd at each checkpoint and at every durable
+         * transaction (store_begin_durable(): submits and cancels, which the API acknowledges
+         * to an operator), which also makes every commit before it durable. So an OS crash or
+         * power loss can take back only the last heartbeats' commits since then — state the
+         * agents report again — never a job the API acknowledged, and never corrupts the
+         * database. An fsync per heartbeat would cap the controller at the disk's fsync rate. */
         int r = store_exec(s,
                            "PRAGMA journal_mode = WAL;"
-                           "PRAGMA synchronous = FULL;"
+                           "PRAGMA synchronous = NORMAL;"
+                           /* 64 MiB of page cache (default 2 MiB): a thousand nodes' tasks
+                            * are tens of MiB, and every heartbeat touches pages all over. */
+                           "PRAGMA cache_size = -65536;"
                            "PRAGMA foreign_keys = ON;",
                            "configure");
         if (r < 0)
                 return r;
 
         r = store_migrate(s);
+        if (r < 0)
+                return r;
+        /* Not part of a schema version: an index any version may have or lack, for the
+         * frozen-task query every placement runs (store_tasks_frozen()). */
+        r = store_exec(s, "CREATE INDEX IF NOT EXISTS actions_freeze_thaw ON actions(task, id)"
+                          " WHERE type IN ('freeze', 'thaw')", "create index");
         if (r < 0)
                 return r;
 
@@ -285,6 +418,11 @@ int store_open(const char *dir, Store **ret) {
 Store *store_close(Store *s) {
         if (!s)
                 return NULL;
+        store_stop_checkpointer(s);
+        for (size_t i = 0; i < s->stmts_size; i++)
+                if (s->stmts[i].st)
+                        sqlite3_finalize(s->stmts[i].st);
+        free(s->stmts);
         if (s->db)
                 sqlite3_close_v2(s->db);
         free(s->path);
@@ -292,20 +430,50 @@ Store *store_close(Store *s) {
         return NULL;
 }
 
+static int store_run(Store *s, const char *sql, const char *what) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, sql, &st);
+        if (r < 0)
+                return r;
+        return store_step_done(s, st, what);
+}
+
 int store_begin(Store *s) {
         /* IMMEDIATE takes the write lock now, so a busy database fails here rather than halfway
          * through a request. */
-        return store_exec(s, "BEGIN IMMEDIATE", "begin transaction");
+        return store_run(s, "BEGIN IMMEDIATE", "begin transaction");
+}
+
+/* SQLite refuses to change the safety level inside a transaction: it is set around it. */
+static void store_end_durable(Store *s) {
+        if (!s->durable)
+                return;
+        s->durable = false;
+        (void) store_run(s, "PRAGMA synchronous = NORMAL", "leave durable mode");
+}
+
+int store_begin_durable(Store *s) {
+        int r = store_run(s, "PRAGMA synchronous = FULL", "enter durable mode");
+        if (r < 0)
+                return r;
+        s->durable = true;
+        r = store_begin(s);
+        if (r < 0)
+                store_end_durable(s);
+        return r;
 }
 
 int store_commit(Store *s) {
-        return store_exec(s, "COMMIT", "commit");
+        int r = store_run(s, "COMMIT", "commit");
+        if (r >= 0 || sqlite3_get_autocommit(s->db))
+                store_end_durable(s);
+        return r;
 }
 
 void store_rollback(Store *s) {
-        if (sqlite3_get_autocommit(s->db))
-                return; /* SQLite already rolled back (e.g. on SQLITE_FULL) */
-        (void) store_exec(s, "ROLLBACK", "rollback");
+        if (!sqlite3_get_autocommit(s->db)) /* else SQLite already rolled back (e.g. on SQLITE_FULL) */
+                (void) store_run(s, "ROLLBACK", "rollback");
+        store_end_durable(s);
 }
 
 int store_ping(Store *s) {

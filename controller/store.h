@@ -15,7 +15,9 @@
 #include "protocol.h"
 
 #define STORE_DB_FILENAME "controller.db"
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 3
+/* How long a write waits for a lock held by another process before failing with -EBUSY. */
+#define STORE_BUSY_TIMEOUT_MS 1000
 
 typedef struct Store Store;
 
@@ -28,7 +30,18 @@ static inline void store_closep(Store **s) {
 }
 #define _cleanup_store_ __attribute__((cleanup(store_closep)))
 
+/* Moves WAL checkpoints (copying the log into the database and fsyncing it) out of the
+ * commits into a thread with its own connection, once every period_ms: a commit then never
+ * waits for the disk. store_close() stops it. */
+int store_start_checkpointer(Store *s, uint64_t period_ms);
+#define STORE_CHECKPOINT_PERIOD_MS 1000
+void store_stop_checkpointer(Store *s);
+
 int store_begin(Store *s);
+/* A transaction whose commit is fsync'd before store_commit() returns (synchronous=FULL), for
+ * what the API acknowledges to an operator; the others survive a crash of this process but an
+ * OS crash may take back the last of them (see store_open() in store.c). */
+int store_begin_durable(Store *s);
 int store_commit(Store *s);
 void store_rollback(Store *s);
 /* A cheap read that proves the database answers (GET /healthz). */
@@ -68,7 +81,8 @@ typedef struct StorePhase {
         unsigned tasks_by_state[_TASK_STATE_MAX];
 } StorePhase;
 
-/* The phases of a job in order, with their task counts per state. */
+/* The phases of a job in order, with their task counts per state: of each task, only its
+ * latest attempt counts (an attempt lost and retried is history, not a lost task). */
 int store_job_phases(Store *s, uint64_t job, StorePhase **ret, size_t *ret_n);
 int store_phase_set_state(Store *s, uint64_t job, unsigned phase, PhaseState state);
 
@@ -116,6 +130,10 @@ int store_tasks_find(Store *s, uint64_t job, const char *node, unsigned state_ma
 /* Pending tasks whose phase may run and whose job is not final, in FIFO order. */
 int store_tasks_placeable(Store *s, StoreTask **ret, size_t *ret_n);
 
+/* Inserts the next attempt of t's task (attempt t->attempt + 1), pending, and hands back its id
+ * (malloc'd). -EEXIST if that attempt exists already. */
+int store_task_insert_retry(Store *s, const StoreTask *t, char **ret_id);
+
 /* pending → starting on node. */
 int store_task_place(Store *s, const char *id, const char *node);
 /* Sets the state; RUNNING sets started_ms (to started_ms, or now) if unset, a final state sets
@@ -125,6 +143,9 @@ int store_task_set_state(Store *s, const char *id, TaskState state, int64_t star
 /* Usage seen so far: cpu_s replaces, memory peak only grows, progress < 0 leaves it alone. */
 int store_task_update_usage(Store *s, const char *id, double cpu_s, uint64_t memory_peak_bytes,
                             double progress);
+/* The same, only for a task running on node: 1 if it was, 0 (nothing changed) if not. */
+int store_task_update_usage_running(Store *s, const char *id, const char *node, double cpu_s,
+                                    uint64_t memory_peak_bytes, double progress);
 int store_task_set_exit(Store *s, const char *id, const ExitRecord *e);
 
 /* ---- Nodes ---- */
@@ -150,6 +171,8 @@ int store_node_upsert(Store *s, const Heartbeat *hb, int64_t now_ms);
 int store_node_set_lost(Store *s, const char *id);
 /* All nodes ordered by id, with their allocations. */
 int store_nodes_list(Store *s, StoreNode **ret, size_t *ret_n);
+/* The same without allocations, boot id or cgroup mode (all zero/NULL): cheap. */
+int store_nodes_capacity(Store *s, StoreNode **ret, size_t *ret_n);
 /* Ids of ready nodes whose last heartbeat is older than before_ms. */
 int store_nodes_overdue(Store *s, int64_t before_ms, char ***ret_ids);
 /* {"nodes": [...]}. */
@@ -168,6 +191,8 @@ int store_action_ack(Store *s, const char *node, uint64_t id, const char *error,
                      ActionType *ret_type, char **ret_task);
 /* 1 if an action of this type for the task waits for its ack, 0 if not. */
 int store_action_pending(Store *s, const char *task, ActionType type);
+/* Ids of the tasks with a kill action waiting for its ack, sorted (strcmp order). */
+int store_tasks_kill_pending(Store *s, char ***ret_ids);
 /* Drops an action of this type for the task that was never sent; returns 1 if one was dropped,
  * 0 if there was none (it may have been sent already). */
 int store_action_withdraw_unsent(Store *s, const char *task, ActionType type);
@@ -183,3 +208,100 @@ void store_actions_free(StoreAction *a, size_t n);
 int store_actions_unacked(Store *s, const char *node, int64_t now_ms, StoreAction **ret, size_t *ret_n);
 /* Marks an action acked with the error "obsolete" without sending it again (its task ended). */
 int store_action_obsolete(Store *s, uint64_t id, int64_t now_ms);
+
+/* ---- The scheduler's views (store-sched.c) ---- */
+
+/* A job phase that may run now: its job is queued or running, the phase pending or running. */
+typedef struct StoreSchedPhase {
+        uint64_t job;
+        unsigned phase;
+        unsigned n_tasks;
+        double cpu_cores;      /* per task */
+        double weight;         /* the job's */
+        int64_t submitted_ms;
+} StoreSchedPhase;
+/* Ordered by job, then phase. */
+int store_sched_phases(Store *s, StoreSchedPhase **ret, size_t *ret_n);
+
+/* The latest attempt of each task of a phase, by index: what the size estimator needs. */
+typedef struct StoreTaskUsage {
+        unsigned index;
+        TaskState state;
+        int64_t started_ms;    /* -1 until it runs */
+        int64_t finished_ms;   /* -1 until it ends */
+        double cpu_s;
+        double progress;       /* -1 when the task reports none */
+} StoreTaskUsage;
+int store_phase_usage(Store *s, uint64_t job, unsigned phase, StoreTaskUsage **ret, size_t *ret_n);
+/* The same for the tasks with index < n_first only (the training tasks). */
+int store_phase_usage_first(Store *s, uint64_t job, unsigned phase, unsigned n_first, StoreTaskUsage **ret,
+                            size_t *ret_n);
+
+/* Ids of active tasks whose last freeze/thaw action was a freeze, sorted (strcmp order). */
+int store_tasks_frozen(Store *s, char ***ret_ids);
+/* 1 if any task waits for placement or any freeze or thaw was ever queued, else 0. */
+int store_tasks_waiting(Store *s);
+
+/* ---- Preemption by killing, and retries (store-sched.c) ---- */
+
+/* Marks an active task as killed by the scheduler to make room (first time only), so that its
+ * end runs it again as a new attempt instead of failing its job. */
+int store_task_set_preempted(Store *s, const char *id, int64_t now_ms);
+/* 1 if the task was marked preempted, 0 if not, -ENOENT. */
+int store_task_preempted(Store *s, const char *id);
+/* How many attempts of t's task (any attempt) were lost with their node or agent. */
+int store_task_attempts_lost(Store *s, const StoreTask *t, unsigned *ret);
+
+/* ---- The scheduler's checkpoint (store-sched.c) ---- */
+
+/* One job phase the scheduler holds: its size as the estimator set it and its virtual state. */
+typedef struct StoreSchedRecord {
+        uint64_t job;
+        unsigned phase;
+        char *size_kind;           /* "initial", "final" or "tiny" */
+        double size_s;
+        double weight;
+        double parallel_cpus;
+        int64_t sized_ms;          /* when the size was set */
+        json_t *estimate;          /* how it came about (cluster-sched.c writes it) */
+        double virtual_size_s;     /* remaining in the virtual cluster at the checkpoint */
+        int64_t late_since_ms;     /* -1: not late */
+        bool done;                 /* finished in reality, still ageing virtually */
+} StoreSchedRecord;
+void store_sched_records_free(StoreSchedRecord *v, size_t n);
+int store_sched_records(Store *s, StoreSchedRecord **ret, size_t *ret_n);
+/* Inserts or replaces the phase's row (rec->estimate is copied). */
+int store_sched_record_save(Store *s, const StoreSchedRecord *rec, int64_t now_ms);
+int store_sched_record_delete(Store *s, uint64_t job, unsigned phase);
+
+typedef struct StoreSchedState {
+        uint64_t history_tasks;    /* s̄: tasks of finished phases so far, and their mean size */
+        double history_mean_task_s;
+        double ghost_time;
+} StoreSchedState;
+/* -ENOENT before the first checkpoint. */
+int store_sched_state_get(Store *s, StoreSchedState *ret);
+int store_sched_state_save(Store *s, const StoreSchedState *state, int64_t now_ms);
+
+/* ---- The orchestrator's adjustments (store-orch.c) ---- */
+
+typedef struct StoreAdjustment {
+        int64_t time_ms;
+        uint64_t epoch;
+        const char *task, *node;
+        uint64_t job;
+        const char *resource;           /* "cpu", "memory" */
+        const char *verdict;            /* "apply", "dry-run" */
+        bool raise;
+        double old_value, new_value, wanted, need, alpha; /* cores or bytes */
+        const char *estimator;
+        const char *peer;               /* the donor or beneficiary; NULL: none */
+        const char *reason;
+        json_t *evidence;               /* the finding, as GET /v1/contention shows it */
+        uint64_t action_id;             /* the set_limits action; 0: none (dry-run) */
+} StoreAdjustment;
+
+int store_adjustment_insert(Store *s, const StoreAdjustment *a, uint64_t *ret_id);
+/* {"adjustments": [...]}, newest first, at most limit of them, of one task (NULL: all); each
+ * with its status from its action's ack: "dry-run", "pending", "applied" or "failed". */
+int store_adjustments_to_json(Store *s, const char *task, unsigned limit, json_t **ret);

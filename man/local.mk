@@ -2,6 +2,7 @@
 dist_man_MANS += \
 	man/cgorchctl.1 \
 	man/cgorch-burn.1 \
+	man/cgorch-sim.1 \
 	man/cgorch.conf.5 \
 	man/cgorch-api.7 \
 	man/cgorch-agent.8 \

@@ -27,7 +27,7 @@ tests_unit_test_placement_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_placement_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
 tests_unit_test_store_SOURCES = tests/unit/test-store.c \
 	controller/store.c controller/store.h controller/store-internal.h \
-	controller/store-jobs.c controller/store-nodes.c
+	controller/store-jobs.c controller/store-nodes.c controller/store-sched.c controller/store-checkpoint.c
 tests_unit_test_store_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_store_LDADD = $(COMMON_LIBS) $(SQLITE3_LIBS) $(CRITERION_LIBS)
 
@@ -77,11 +77,11 @@ check_PROGRAMS += tests/unit/test-cluster
 TESTS += tests/unit/test-cluster tests/integration/test-api.sh
 tests_unit_test_cluster_SOURCES = tests/unit/test-cluster.c \
 	controller/cluster.c controller/cluster.h \
-	controller/placement-fifo.c controller/placement-fifo.h \
+	controller/cluster-sched.c controller/cluster-sched.h controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \
-	controller/store-jobs.c controller/store-nodes.c
+	controller/store-jobs.c controller/store-nodes.c controller/store-checkpoint.c
 tests_unit_test_cluster_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)
-tests_unit_test_cluster_LDADD = $(COMMON_LIBS) $(SQLITE3_LIBS) $(CRITERION_LIBS) -lm
+tests_unit_test_cluster_LDADD = $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(COMMON_LIBS) $(SQLITE3_LIBS) $(CRITERION_LIBS) -lm
 EXTRA_DIST += tests/integration/test-api.sh tests/api
 
 # agent: the cgroup backend on the fixture trees (v1 co-mounted, hybrid, v2), copied to a
@@ -93,3 +93,56 @@ tests_unit_test_cgroup_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/agent
 tests_unit_test_cgroup_CFLAGS = $(AM_CFLAGS) $(LIBCGROUP_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_cgroup_LDADD = agent/libcgorch-agent-cgroup.a $(COMMON_LIBS) $(LIBCGROUP_LIBS) $(CRITERION_LIBS)
 EXTRA_DIST += tests/fixtures/cgroup-v1 tests/fixtures/cgroup-hybrid tests/fixtures/cgroup-v2
+# agent: sampling (procfs parsers, per-mode samples, rates) on the fixture trees and
+# tests/fixtures/proc; the safety rules of limit changes; actuation and restart on real cgroups
+# driven by a scripted controller.
+check_PROGRAMS += tests/unit/test-sampler tests/unit/test-limits-policy
+TESTS += tests/unit/test-sampler tests/unit/test-limits-policy tests/integration/test-agent-actions.sh
+tests_unit_test_sampler_SOURCES = tests/unit/test-sampler.c
+tests_unit_test_sampler_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/agent
+tests_unit_test_sampler_CFLAGS = $(AM_CFLAGS) $(LIBCGROUP_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_sampler_LDADD = agent/libcgorch-agent-cgroup.a $(COMMON_LIBS) $(LIBCGROUP_LIBS) $(CRITERION_LIBS)
+tests_unit_test_limits_policy_SOURCES = tests/unit/test-limits-policy.c
+tests_unit_test_limits_policy_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/agent
+tests_unit_test_limits_policy_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_limits_policy_LDADD = agent/libcgorch-agent-cgroup.a $(COMMON_LIBS) $(LIBCGROUP_LIBS) $(CRITERION_LIBS)
+EXTRA_DIST += tests/fixtures/proc tests/integration/test-agent-actions.sh tests/integration/fake-controller.py
+# agent: the sample budget (pure); the launcher's status lines and re-adoption of a running
+# process (pidfd, or polling where the kernel has none).
+check_PROGRAMS += tests/unit/test-sample-budget tests/unit/test-launcher
+TESTS += tests/unit/test-sample-budget tests/unit/test-launcher
+tests_unit_test_sample_budget_SOURCES = tests/unit/test-sample-budget.c
+tests_unit_test_sample_budget_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/agent
+tests_unit_test_sample_budget_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_sample_budget_LDADD = agent/libcgorch-agent-cgroup.a $(COMMON_LIBS) $(CRITERION_LIBS)
+tests_unit_test_launcher_SOURCES = tests/unit/test-launcher.c agent/launcher.c agent/launcher.h
+tests_unit_test_launcher_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/agent
+tests_unit_test_launcher_CFLAGS = $(AM_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_launcher_LDADD = $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(CRITERION_LIBS)
+
+# controller: the scheduler (pure) — the HFSP papers' worked examples through a small
+# discrete-event driver, preemption, FIFO and FAIR.
+check_PROGRAMS += tests/unit/test-sched
+TESTS += tests/unit/test-sched
+tests_unit_test_sched_SOURCES = tests/unit/test-sched.c
+tests_unit_test_sched_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_sched_LDADD = $(SCHED_LIBS) $(COMMON_LIBS) $(CRITERION_LIBS)
+
+# Trust and failure (issue 8): tokens and TLS end to end; controller and agent crashes, lost
+# nodes, a full or locked store; the HTTP limits and token checks as unit tests.
+TRUST_INTEGRATION_TESTS = tests/integration/test-auth.sh tests/integration/test-failure.sh
+TESTS += $(TRUST_INTEGRATION_TESTS)
+EXTRA_DIST += $(TRUST_INTEGRATION_TESTS)
+check_PROGRAMS += tests/unit/test-auth tests/unit/test-rate-limit tests/unit/test-secret-file
+TESTS += tests/unit/test-auth tests/unit/test-rate-limit tests/unit/test-secret-file
+tests_unit_test_auth_SOURCES = tests/unit/test-auth.c controller/auth.c controller/auth.h
+tests_unit_test_auth_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_auth_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
+tests_unit_test_rate_limit_SOURCES = tests/unit/test-rate-limit.c controller/rate-limit.c controller/rate-limit.h
+tests_unit_test_rate_limit_CFLAGS = $(AM_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_rate_limit_LDADD = $(CRITERION_LIBS) -lm
+tests_unit_test_secret_file_SOURCES = tests/unit/test-secret-file.c
+tests_unit_test_secret_file_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_secret_file_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
+TESTS += tests/integration/test-sched.sh
+EXTRA_DIST += tests/integration/test-sched.sh

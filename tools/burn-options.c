@@ -16,6 +16,8 @@ static void burn_print_help(const char *program) {
                "  -c, --cpu-seconds=S             CPU-seconds to burn in total (default 0)\n"
                "  -m, --memory=SIZE               bytes of memory to touch and hold, e.g. 64M (default 0)\n"
                "  -t, --threads=N                 threads sharing the CPU work, 1..%u (default 1)\n"
+               "  -d, --duty-cycle=FRACTION       busy fraction of every 100 ms per thread, the rest\n"
+               "                                  asleep, in (0, 1] (default 1)\n"
                "  -e, --exit-code=C               exit status when done, 0..255 (default 0)\n"
                "  -p, --progress-interval=DURATION\n"
                "                                  how often to report progress (default 1s)\n"
@@ -54,6 +56,7 @@ int burn_options_parse(int argc, char **argv, BurnOptions *ret) {
                 { "cpu-seconds", required_argument, NULL, 'c' },
                 { "memory", required_argument, NULL, 'm' },
                 { "threads", required_argument, NULL, 't' },
+                { "duty-cycle", required_argument, NULL, 'd' },
                 { "exit-code", required_argument, NULL, 'e' },
                 { "progress-interval", required_argument, NULL, 'p' },
                 { "wall-timeout", required_argument, NULL, 'w' },
@@ -68,6 +71,7 @@ int burn_options_parse(int argc, char **argv, BurnOptions *ret) {
 
         BurnOptions o = {
                 .n_threads = 1,
+                .duty_cycle = 1.0,
                 .progress_interval_us = USEC_PER_SEC,
         };
         unsigned u;
@@ -76,7 +80,7 @@ int burn_options_parse(int argc, char **argv, BurnOptions *ret) {
         /* 0 makes glibc reinitialise getopt, so the parser can run more than once (tests). */
         optind = 0;
         opterr = 0; /* our own messages name the program the same way as the rest */
-        while ((c = getopt_long(argc, argv, ":c:m:t:e:p:w:hV", long_options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, ":c:m:t:d:e:p:w:hV", long_options, NULL)) >= 0)
                 switch (c) {
                 case 'c':
                         if (parse_double(optarg, &o.cpu_seconds) < 0 || !(o.cpu_seconds >= 0) ||
@@ -94,6 +98,11 @@ int burn_options_parse(int argc, char **argv, BurnOptions *ret) {
                                 return burn_bad_value(program, "threads", optarg,
                                                       "must be an integer in [1, 1024]");
                         o.n_threads = u;
+                        break;
+                case 'd':
+                        if (parse_double(optarg, &o.duty_cycle) < 0 || !(o.duty_cycle > 0) || o.duty_cycle > 1)
+                                return burn_bad_value(program, "duty-cycle", optarg,
+                                                      "must be a fraction in (0, 1]");
                         break;
                 case 'e':
                         if (parse_uint(optarg, &u) < 0 || u > 255)

@@ -21,6 +21,7 @@
 
 typedef struct Burner {
         uint64_t cpu_ns_per_thread;
+        uint64_t busy_ns_per_period;    /* < BURN_DUTY_PERIOD_US: sleep the rest of each period */
         atomic_bool stop;               /* set on wall timeout */
         pthread_mutex_t lock;
         pthread_cond_t cond;            /* signalled when a thread finishes */
@@ -39,14 +40,35 @@ static uint64_t clock_ns(clockid_t id) {
         return (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec;
 }
 
+static struct timespec timespec_from_ns(uint64_t ns) {
+        return (struct timespec) {
+                .tv_sec = (time_t) (ns / NSEC_PER_SEC),
+                .tv_nsec = (long) (ns % NSEC_PER_SEC),
+        };
+}
+
 static void *burn_thread(void *userdata) {
         Burner *b = userdata;
         uint64_t x = (uint64_t) (uintptr_t) &x;
         /* Each thread measures its own CPU clock so the work divides evenly however the
          * scheduler spreads the threads; together they add up to the process CPU time. */
         uint64_t end_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) + b->cpu_ns_per_thread;
+        /* The duty cycle counts this thread's CPU time per wall-clock period: a throttled
+         * thread gets less done in a period, never more. */
+        uint64_t period_end_ns = clock_ns(CLOCK_MONOTONIC) + BURN_DUTY_PERIOD_US * NSEC_PER_USEC;
+        uint64_t period_busy_end_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) + b->busy_ns_per_period;
 
         while (!atomic_load_explicit(&b->stop, memory_order_relaxed)) {
+                if (b->busy_ns_per_period > 0 && clock_ns(CLOCK_THREAD_CPUTIME_ID) >= period_busy_end_ns) {
+                        struct timespec until = timespec_from_ns(period_end_ns);
+                        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR)
+                                ;
+                        period_end_ns += BURN_DUTY_PERIOD_US * NSEC_PER_USEC;
+                        uint64_t now_ns = clock_ns(CLOCK_MONOTONIC);
+                        if (period_end_ns < now_ns) /* fell behind (stopped, throttled): start afresh */
+                                period_end_ns = now_ns + BURN_DUTY_PERIOD_US * NSEC_PER_USEC;
+                        period_busy_end_ns = clock_ns(CLOCK_THREAD_CPUTIME_ID) + b->busy_ns_per_period;
+                }
                 /* A chunk of a few hundred microseconds between clock reads keeps the
                  * overshoot small and the clock_gettime() cost negligible. */
                 for (unsigned i = 0; i < 200000; i++)
@@ -137,18 +159,13 @@ static int touch_memory(uint64_t bytes) {
         return 0;
 }
 
-static struct timespec timespec_from_ns(uint64_t ns) {
-        return (struct timespec) {
-                .tv_sec = (time_t) (ns / NSEC_PER_SEC),
-                .tv_nsec = (long) (ns % NSEC_PER_SEC),
-        };
-}
-
 /* Burns the CPU work on n threads while the calling thread reports progress. Returns 0 when
  * all work is done, -ETIME when the wall timeout stopped it, or a negative errno. */
 static int burn_cpu(const BurnOptions *o, int *progress_fd) {
         Burner b = {
                 .cpu_ns_per_thread = (uint64_t) (o->cpu_seconds * 1e9 / o->n_threads),
+                .busy_ns_per_period = o->duty_cycle < 1 ?
+                        (uint64_t) (o->duty_cycle * (double) (BURN_DUTY_PERIOD_US * NSEC_PER_USEC)) : 0,
                 .lock = PTHREAD_MUTEX_INITIALIZER,
         };
         pthread_condattr_t attr;

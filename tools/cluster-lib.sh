@@ -115,10 +115,41 @@ wait_for() {
         done
 }
 
+# A random token of 32 hex characters (128 bits).
+cluster_random_token() {
+        od -An -N16 -tx1 /dev/urandom | tr -d ' \n'
+}
+
+# The tokens of this cluster, in CLUSTER_DIR/tokens (mode 0700, files 0600): the operator's
+# (also exported as CGORCH_TOKEN_FILE for cgorchctl, and as a curl header file in
+# CLUSTER_AUTH_HEADER, so no token ever appears on a command line), the read-only one, and
+# the agents' file, which cluster_start_agent extends node by node (SIGHUP reloads it).
+cluster_make_tokens() {
+        local d=$CLUSTER_DIR/tokens
+        (umask 077 && mkdir -p "$d" &&
+                cluster_random_token >"$d/operator" &&
+                cluster_random_token >"$d/reader" &&
+                : >"$d/agents" &&
+                printf 'Authorization: Bearer %s\n' "$(cat "$d/operator")" >"$d/operator.header")
+        CGORCH_TOKEN_FILE=$d/operator
+        CLUSTER_AUTH_HEADER=$d/operator.header
+        export CGORCH_TOKEN_FILE CLUSTER_AUTH_HEADER
+}
+
+# curl as the operator (verifying an https controller with $CGORCH_CA_CERT when set):
+# cluster_curl [curl options...] URL
+cluster_curl() {
+        curl ${CGORCH_CA_CERT:+--cacert "$CGORCH_CA_CERT"} -H "@$CLUSTER_AUTH_HEADER" "$@"
+}
+
 cluster_start_controller() {
+        [ -n "${CLUSTER_AUTH_HEADER:-}" ] || cluster_make_tokens
+        local t=$CLUSTER_DIR/tokens
         "$CONTROLLER_BIN" --listen 127.0.0.1:0 --port-file "$CLUSTER_DIR/port" \
-                --state-dir "$CLUSTER_DIR/state" --heartbeat-interval 500ms "$@" \
-                >"$CLUSTER_DIR/controller.log" 2>&1 &
+                --state-dir "$CLUSTER_DIR/state" --heartbeat-interval 500ms \
+                --operator-token-file "$t/operator" --reader-token-file "$t/reader" \
+                --agent-tokens-file "$t/agents" "$@" \
+                >>"$CLUSTER_DIR/controller.log" 2>&1 &
         CLUSTER_PIDS+=($!)
         CONTROLLER_PID=$!
         wait_for 10 test -s "$CLUSTER_DIR/port" || { cluster_log "controller did not start"; return 1; }
@@ -129,22 +160,45 @@ cluster_start_controller() {
 }
 
 node_is_ready() {
-        curl -fsS "$CGORCH_SERVER/v1/nodes" | jq -e --arg n "$1" '.nodes[] | select(.id == $n and .state == "ready")' >/dev/null
+        cluster_curl -fsS "$CGORCH_SERVER/v1/nodes" | jq -e --arg n "$1" '.nodes[] | select(.id == $n and .state == "ready")' >/dev/null
 }
+
+# The token file of NODE's agent, created (and added to the controller's agent tokens, which
+# SIGHUP makes it reload) the first time.
+cluster_agent_token() {
+        local node=$1 t=$CLUSTER_DIR/tokens
+        if [ ! -s "$t/agent-$node" ]; then
+                (umask 077 && printf '%s:%s\n' "$node" "$(cluster_random_token)" >"$t/agent-$node" &&
+                        cat "$t/agent-$node" >>"$t/agents")
+                if [ -n "${CONTROLLER_PID:-}" ] && kill -0 "$CONTROLLER_PID" 2>/dev/null; then
+                        CLUSTER_RELOADS_BEFORE=$(cluster_token_reloads)
+                        kill -HUP "$CONTROLLER_PID"
+                        # A function, so that wait_for re-reads the log at every try.
+                        wait_for 5 cluster_tokens_reloaded ||
+                                cluster_log "cluster-lib: the controller did not reload its tokens"
+                fi
+        fi
+        echo "$t/agent-$node"
+}
+
+cluster_token_reloads() { grep -c "Tokens reloaded" "$CLUSTER_DIR/controller.log" || true; }
+cluster_tokens_reloaded() { [ "$(cluster_token_reloads)" -gt "$CLUSTER_RELOADS_BEFORE" ]; }
 
 # cluster_start_agent NODE [agent options...]
 cluster_start_agent() {
-        local node=$1; shift
+        local node=$1 token; shift
+        token=$(cluster_agent_token "$node")
         "$AGENT_BIN" --controller "$CGORCH_SERVER" --node "$node" --cgroup-fs "$CGROUP_FS" \
-                --cgroup-root "$CLUSTER_CGROOT/$node" --sample-interval 500ms "$@" \
-                >"$CLUSTER_DIR/agent-$node.log" 2>&1 &
+                --cgroup-root "$CLUSTER_CGROOT/$node" --sample-interval 500ms --token-file "$token" "$@" \
+                >>"$CLUSTER_DIR/agent-$node.log" 2>&1 &
         CLUSTER_PIDS+=($!)
+        CLUSTER_AGENT_PID=$!
         wait_for 15 node_is_ready "$node" || { cluster_log "agent $node did not register"; return 1; }
 }
 
 # job_field ID JQ_FILTER: one field of GET /v1/jobs/ID.
 job_field() {
-        curl -fsS "$CGORCH_SERVER/v1/jobs/$1" | jq -r "$2"
+        cluster_curl -fsS "$CGORCH_SERVER/v1/jobs/$1" | jq -r "$2"
 }
 
 job_is_final() {

@@ -79,7 +79,7 @@ echo
 echo "== summary"
 printf '%-4s %-10s %-10s %10s %10s %12s\n' JOB NAME STATE RESPONSE_S CPU_S PEAK_MEM_MIB
 for id in "${jobs[@]}"; do
-        curl -fsS "$CGORCH_SERVER/v1/jobs/$id" | jq -r \
+        cluster_curl -fsS "$CGORCH_SERVER/v1/jobs/$id" | jq -r \
                 '[.id, .name, .state, (.response_s // 0 | . * 100 | round / 100),
                   (.cpu_s | . * 100 | round / 100), (.memory_peak_bytes / 1048576 | . * 10 | round / 10)] | @tsv' |
                 awk -F'\t' '{ printf "%-4s %-10s %-10s %10s %10s %12s\n", $1, $2, $3, $4, $5, $6 }'

@@ -32,12 +32,26 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# The suite's tokens (README.md): fixed, so that cases can present them; files of mode 0600 as
+# the controller demands.
+operator_token=test-operator-token-0123456789
+(
+        umask 077
+        echo "$operator_token" >"$tmp/operator-token"
+        echo test-reader-token-0123456789 >"$tmp/reader-token"
+        printf '# the agents of the suite\nn1:test-agent-token-n1-0123456789\nn2:test-agent-token-n2-0123456789\n' \
+                >"$tmp/agent-tokens"
+)
+
 # A heartbeat interval of an hour: the suite must not see its node lost because a slow machine
 # (or valgrind) took more than three intervals between two cases. A 1 KiB body limit keeps the
-# 413 cases small. --config /dev/null: an installed controller.conf must not change the answers.
+# 413 cases small, a 4 KiB header limit the 431 case. --config /dev/null: an installed
+# controller.conf must not change the answers.
 # shellcheck disable=SC2086 # the wrapper is a command line
 ${CGORCH_TEST_WRAPPER:-} "$controller" --config /dev/null --listen 127.0.0.1:0 --port-file "$tmp/port" \
-        --state-dir "$tmp/state" --heartbeat-interval 1h --max-body-size 1K --log-level warning \
+        --state-dir "$tmp/state" --heartbeat-interval 1h --max-body-size 1K --max-header-size 4K \
+        --operator-token-file "$tmp/operator-token" --reader-token-file "$tmp/reader-token" \
+        --agent-tokens-file "$tmp/agent-tokens" --log-level warning \
         2>"$tmp/controller.log" &
 pid=$!
 
@@ -65,12 +79,12 @@ fail() {
 # The time fields an answer may hold: a number there is replaced by "<time>" (null stays null),
 # so a case states whether a time is set without knowing when the suite ran.
 normalize='walk(if type == "object" then with_entries(
-        if (.key | test("^(submitted|started|finished|last_heartbeat)_ms$|^response_s$"))
+        if (.key | test("^(submitted|started|finished|last_heartbeat|initial|final)_ms$|^response_s$"))
            and (.value | type) == "number" then .value = "<time>" else . end) else . end)'
 
 run_case() {
         local name=$1 dir=$2
-        local method path line has_type=false
+        local method path line has_type=false has_auth=false
         local -a curl_args=()
 
         # request: "METHOD PATH", header lines, an empty line, the body (the rest, byte for byte).
@@ -83,7 +97,11 @@ run_case() {
                 [ -z "$line" ] && break
                 curl_args+=(-H "$line")
                 [[ ${line,,} == content-type:* ]] && has_type=true
+                [[ ${line,,} == authorization:* ]] && has_auth=true
         done < <(tail -n +2 "$dir/request")
+        # A case without an Authorization line is sent as the operator; "Authorization:" with
+        # nothing after it sends none (curl drops the header).
+        $has_auth || curl_args+=(-H "Authorization: Bearer $operator_token")
         # Everything after the first empty line; sed keeps a missing final newline missing.
         sed '1,/^$/d' "$dir/request" >"$tmp/body"
         if [[ $method == POST || $method == PUT || $method == PATCH || -s $tmp/body ]]; then

@@ -64,10 +64,13 @@ expect_err() { grep -qF -- "$1" <<<"$err" || fail "expected '$1' on stderr of: $
 
 # --- empty cluster ----------------------------------------------------------------------------
 run 0 nodes && expect_out '^ID +STATE +MODE +CPUS +MEMORY +TASKS +LAST_HEARTBEAT$' "nodes"
-run 0 jobs && expect_out '^ID +NAME +USER +STATE +TASKS +PROGRESS +CPU_S +PEAK_MEM +SUBMITTED +RESPONSE$' "jobs"
+run 0 jobs && expect_out '^RANK +ID +NAME +USER +STATE +SCHED +EST_S +VIRT_S +TASKS +PROGRESS +CPU_S +PEAK_MEM +SUBMITTED +RESPONSE$' "jobs"
 run 0 --json jobs && expect_out '"jobs": \[\]' "--json jobs"
 
 # --- submit, short form -----------------------------------------------------------------------
+# A job of 6 tasks first: not tiny (t = 5), so the scheduler (hfsp) ranks it after every tiny
+# job submitted later, and "jobs" lists it last although its id is the smallest.
+run 0 submit --tasks 6 --cpus 0.5 --memory 64M --name big -- true && big_id=$out
 run 0 submit --tasks 2 --cpus 0.5 --memory 64M --name short --env LANG=C --cwd /tmp -- \
         cgorch-burn --cpu-seconds 1 && short_id=$out
 [[ ${short_id:-} =~ ^[0-9]+$ ]] || fail "submit printed '${short_id:-}', not a job id"
@@ -87,6 +90,13 @@ expect_out "^  Command: +cgorch-burn --cpu-seconds 1$" "job"
 expect_out '^  Memory/task: 64MiB$' "job"
 expect_out "^$short_id\\.0\\.0\\.0 +pending " "job"
 expect_out "^$short_id\\.0\\.1\\.0 +pending " "job"
+expect_out '^  Size: +tiny CPU-s \(tiny\)$' "job"
+expect_out '^  Tiny: +2 task\(s\) < t = 5: size 0, served first$' "job"
+run 0 job "$big_id"
+expect_out '^  Size: +~60.0 CPU-s \(initial\)$' "job (big)"
+expect_out '^  Initial: +S_i = s0 = 60.0 \(no task had finished yet\)$' "job (big)"
+expect_out '^  Training: +t = 5 tasks, Δ = 60s: 0 started, 0 finished; ' "job (big)"
+expect_out '^  Final: +not yet$' "job (big)"
 
 # --- submit, from a file and from standard input ----------------------------------------------
 cat > "$tmp/job.json" <<'JSON'
@@ -97,9 +107,13 @@ JSON
 run 0 submit "$tmp/job.json" && file_id=$out
 run 0 --json submit - <"$tmp/job.json" && expect_out '"state": "queued"' "--json submit -"
 run 0 jobs
-expect_out "^ *$short_id +short +$(id -un) +queued +0/2 " "jobs"
-expect_out "^ *$file_id +from-file +- +queued +0/4 " "jobs"
-[ "$(grep -c queued <<<"$out")" -eq 3 ] || fail "jobs should list 3 queued jobs:"$'\n'"$out"
+expect_out "^ +1 +$short_id +short +$(id -un) +queued +queued +tiny +0.0 +0/2 " "jobs"
+expect_out "^ +2 +$file_id +from-file +- +queued +queued +tiny +0.0 +0/4 " "jobs"
+expect_out "^ +4 +$big_id +big +$(id -un) +queued +queued +~60.0 +60.0 +0/6 " "jobs"
+[ "$(grep -c queued <<<"$out")" -eq 4 ] || fail "jobs should list 4 queued jobs:"$'\n'"$out"
+# Priority order: the tiny job submitted first on top, the big one (smallest id) at the bottom.
+[ "$(awk 'NR == 2 { print $2 }' <<<"$out")" = "$short_id" ] || fail "jobs: $short_id is not first:"$'\n'"$out"
+[ "$(awk 'END { print $2 }' <<<"$out")" = "$big_id" ] || fail "jobs: $big_id is not last:"$'\n'"$out"
 
 # --- cancel, and the controller's errors ------------------------------------------------------
 run 0 cancel "$short_id" && expect_out "^job $short_id: cancelled$" "cancel"

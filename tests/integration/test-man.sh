@@ -83,6 +83,7 @@ check_page cgorchctl "$top_srcdir/man/cgorchctl.1"
 check_page cgorch-burn "$top_srcdir/man/cgorch-burn.1"
 check_page cgorch-agent "$top_srcdir/man/cgorch-agent.8"
 check_page cgorch-controller "$top_srcdir/man/cgorch-controller.8"
+check_page cgorch-sim "$top_srcdir/man/cgorch-sim.1"
 
 # --- cgorch.conf(5): the keys of each file are the daemon's options but config/help/version -----
 conf_keys() {

@@ -115,6 +115,13 @@ static char *task_id(uint64_t job, unsigned phase, unsigned task) {
         return task_id_format(&id, buf[next++ % ELEMENTSOF(buf)]);
 }
 
+static char *task_id_attempt(uint64_t job, unsigned phase, unsigned task, unsigned attempt) {
+        static char buf[16][TASK_ID_MAX];
+        static unsigned next;
+        TaskId id = { .job = job, .phase = phase, .task = task, .attempt = attempt };
+        return task_id_format(&id, buf[next++ % ELEMENTSOF(buf)]);
+}
+
 /* ---- helpers: heartbeats ---- */
 
 typedef struct Node {
@@ -573,24 +580,74 @@ Test(cluster, node_lost_after_missed_intervals) {
         store_node_done(&node);
         assert_task_state(id, 0, 0, "lost");
         assert_field(id, 0, 0, "error", "node n1 lost: no heartbeat for 6.0 s");
-        assert_job_state(id, "failed");
-        assert_field(id, 0, -1, "state", "failed");
+        /* The lost task runs again as attempt 1 (listed right after attempt 0); n2 is full, so
+         * it waits. The job goes on. */
+        assert_field(id, 0, 1, "id", task_id_attempt(id, 0, 0, 1));
+        assert_task_state(id, 0, 1, "pending");
+        assert_field(id, 0, 2, "id", task_id(id, 0, 1));
+        assert_task_state(id, 0, 2, "running");
+        assert_job_state(id, "running");
+        assert_field(id, 0, -1, "state", "running");
 
-        /* The task on the healthy node is killed. */
+        /* The task on the healthy node is left alone. */
         hr = beat(&n2, &r2, 1, NULL, 0, deadline + 1000);
-        cr_assert_not_null(find_action(hr, ACTION_KILL, task_id(id, 0, 1)));
+        cr_assert_eq(hr->n_actions, 0, "nothing to kill or start on n2");
         heartbeat_reply_free(hr);
 
-        /* The lost node comes back still running its task: it is told to kill it, and the
-         * task stays lost. */
+        /* The lost node comes back still running attempt 0: it is told to kill it (the
+         * duplicate), and, being ready again, to start attempt 1 — never both running. */
         TaskReport r1 = running(task_id(id, 0, 0), NULL, 0);
         hr = beat(&n1, &r1, 1, NULL, 0, deadline + 2000);
-        cr_assert_not_null(find_action(hr, ACTION_KILL, task_id(id, 0, 0)));
-        heartbeat_reply_free(hr);
+        const Action *kill = find_action(hr, ACTION_KILL, task_id(id, 0, 0));
+        const Action *start = find_action(hr, ACTION_START, task_id_attempt(id, 0, 0, 1));
+        cr_assert_not_null(kill);
+        cr_assert_not_null(start);
+        cr_assert_eq(hr->n_actions, 2);
+        cr_assert_lt(kill->id, start->id, "the duplicate is killed before the new attempt starts");
         assert_task_state(id, 0, 0, "lost");
         cr_assert_eq(store_node_get(store, "n1", &node), 0);
         cr_assert(!node.lost, "a node that reports again is ready again");
         store_node_done(&node);
+
+        /* The agent kills attempt 0, starts attempt 1; both tasks succeed: the job succeeds
+         * with two tasks done, not three. */
+        Ack acks[2] = { ack_ok(kill), ack_ok(start) };
+        TaskReport reps[2] = { ended(task_id(id, 0, 0), TASK_FAILED, 0, 9, 1, MiB),
+                               running(task_id_attempt(id, 0, 0, 1), NULL, 0) };
+        heartbeat_reply_free(hr);
+        heartbeat_reply_free(beat(&n1, reps, 2, acks, 2, deadline + 3000));
+        assert_task_state(id, 0, 0, "lost");
+        assert_task_state(id, 0, 1, "running");
+        TaskReport done1 = ended(task_id_attempt(id, 0, 0, 1), TASK_SUCCEEDED, 0, 0, 1, MiB);
+        TaskReport done2 = ended(task_id(id, 0, 1), TASK_SUCCEEDED, 0, 0, 1, MiB);
+        heartbeat_reply_free(beat(&n1, &done1, 1, NULL, 0, deadline + 4000));
+        heartbeat_reply_free(beat(&n2, &done2, 1, NULL, 0, deadline + 4000));
+        assert_job_state(id, "succeeded");
+        cr_assert_eq(number(id, -1, -1, "tasks_done"), 2);
+        cr_assert_eq(number(id, 0, -1, "tasks_done"), 2);
+}
+
+Test(cluster, task_lost_too_often_fails_its_job) {
+        uint64_t id = submit(job_one_task, T0);
+        Node n[4] = { node_new("n1", 1), node_new("n2", 1), node_new("n3", 1), node_new("n4", 1) };
+        int64_t now = T0;
+
+        /* Each attempt starts on the next node, which then falls silent. */
+        for (unsigned attempt = 0; attempt < 4; attempt++) {
+                HeartbeatReply *hr = beat_empty(&n[attempt], now + 1000);
+                cr_assert_not_null(find_action(hr, ACTION_START, task_id_attempt(id, 0, 0, attempt)),
+                                   "attempt %u starts on node %u", attempt, attempt + 1);
+                heartbeat_reply_free(ack_and_run(&n[attempt], hr, now + 1500));
+                heartbeat_reply_free(hr);
+                now += 1500 + LOST_AFTER * INTERVAL_MS + 1;
+                cr_assert_eq(cluster_check_nodes(cluster, now), 0);
+                assert_task_state(id, 0, (int) attempt, "lost");
+        }
+        /* Four attempts lost: no fifth one, the job fails. */
+        json_t *j = job_get(id);
+        cr_assert_eq(json_array_size(json_object_get(json_array_get(json_object_get(j, "phases"), 0), "tasks")), 4);
+        json_decref(j);
+        assert_job_state(id, "failed");
 }
 
 Test(cluster, node_loss_waits_a_full_timeout_after_controller_start) {
@@ -664,12 +721,15 @@ Test(cluster, restarted_agent_without_task_loses_it) {
         hr = beat_empty(&n1, T0 + 3000);
         assert_task_state(a, 0, 0, "lost");
         assert_field(a, 0, 0, "error", "node n1: the agent restarted without this task");
-        assert_job_state(a, "failed");
+        /* a runs again as attempt 1, on the same node (the only one, and it has room). */
+        assert_job_state(a, "running");
+        assert_task_state(a, 0, 1, "starting");
         assert_task_state(b, 0, 0, "starting");
         assert_job_state(b, "running");
-        cr_assert_eq(hr->n_actions, 1);
+        cr_assert_eq(hr->n_actions, 2);
         cr_assert_eq(hr->actions[0].id, start_b_id);
         cr_assert_eq(hr->actions[0].type, ACTION_START);
+        cr_assert_not_null(find_action(hr, ACTION_START, task_id_attempt(a, 0, 0, 1)));
         heartbeat_reply_free(hr);
 
         /* Heartbeats of the same boot do not lose what they leave out: a starting task that
@@ -788,4 +848,263 @@ Test(cluster, status_line) {
         cr_assert_eq(cluster_status(cluster, &status), 0);
         cr_assert_str_eq(status, "1 job(s) queued, 1 running; 1 node(s) ready");
         free(status);
+}
+
+/* ---- the scheduler in the controller: KILL preemption, job views, restarts ---- */
+
+/* Replaces the suite's cluster with one running policy/preemption, as a controller restart
+ * with other flags would (same store). */
+static void restart(SchedPolicy policy, SchedPreemption preemption, int64_t now_ms) {
+        cluster = cluster_free(cluster);
+        ClusterConfig cc = {
+                .heartbeat_interval_us = INTERVAL_MS * USEC_PER_MSEC,
+                .node_lost_after = LOST_AFTER,
+                .sched = { .policy = policy, .preemption = preemption, .training_cpus = 0 },
+        };
+        cr_assert_eq(cluster_new(store, &cc, now_ms, &cluster), 0);
+}
+
+/* The job's "scheduler" object as GET /v1/jobs/{id} shows it (a new reference). */
+static json_t *sched_view(uint64_t id, int64_t now_ms) {
+        json_t *j = NULL;
+        cr_assert_eq(cluster_job_to_json(cluster, id, now_ms, &j), 0);
+        json_t *s = json_incref(json_object_get(j, "scheduler"));
+        cr_assert_not_null(s);
+        json_decref(j);
+        return s;
+}
+
+static double sched_number(json_t *s, const char *key) {
+        json_t *v = json_object_get(s, key);
+        cr_assert(json_is_number(v), "scheduler.%s is not a number", key);
+        return json_number_value(v);
+}
+
+static const char job_five_small[] =
+        "{\"name\": \"long\", \"phases\": ["
+        " {\"tasks\": 5, \"argv\": [\"sleep\", \"100\"], \"cpu_cores\": 0.2, \"memory_bytes\": 16777216}]}";
+
+static const char job_one_small[] =
+        "{\"name\": \"short\", \"phases\": ["
+        " {\"tasks\": 1, \"argv\": [\"true\"], \"cpu_cores\": 0.2, \"memory_bytes\": 16777216}]}";
+
+Test(cluster, kill_preemption_retries_the_task_as_a_new_attempt) {
+        restart(SCHED_HFSP, SCHED_PREEMPT_KILL, T0);
+        Node n1 = node_new("n1", 1);
+        uint64_t long_id = submit(job_five_small, T0);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        cr_assert_eq(count_actions(hr, ACTION_START), 5);
+        heartbeat_reply_free(ack_and_run(&n1, hr, T0 + 2000));
+        heartbeat_reply_free(hr);
+
+        /* A tiny job arrives on a full node: the long job's youngest task is killed for it. */
+        uint64_t short_id = submit(job_one_small, T0 + 3000);
+        TaskReport reps[5];
+        for (unsigned i = 0; i < 5; i++)
+                reps[i] = running(task_id(long_id, 0, i), NULL, 0);
+        hr = beat(&n1, reps, 5, NULL, 0, T0 + 4000);
+        const Action *kill = find_action(hr, ACTION_KILL, task_id(long_id, 0, 4));
+        cr_assert_not_null(kill, "the youngest task is killed");
+        cr_assert_eq(count_actions(hr, ACTION_KILL), 1);
+        cr_assert_eq(count_actions(hr, ACTION_START), 0, "the short job waits for the kill");
+        assert_task_state(long_id, 0, 4, "running");
+
+        /* The agent kills it: attempt 0 is history, attempt 1 waits, the job goes on, and the
+         * freed CPU goes to the short job at once. */
+        Ack a = ack_ok(kill);
+        reps[4] = ended(task_id(long_id, 0, 4), TASK_CANCELLED, 0, 9, 0.5, MiB);
+        heartbeat_reply_free(hr);
+        hr = beat(&n1, reps, 5, &a, 1, T0 + 5000);
+        assert_task_state(long_id, 0, 4, "cancelled");
+        assert_field(long_id, 0, 4, "error", "preempted (scheduler: kill): killed by signal 9");
+        assert_field(long_id, 0, 5, "id", task_id_attempt(long_id, 0, 4, 1));
+        assert_task_state(long_id, 0, 5, "pending");
+        assert_job_state(long_id, "running");
+        const Action *start = find_action(hr, ACTION_START, task_id(short_id, 0, 0));
+        cr_assert_not_null(start, "the short job starts in the freed room");
+        cr_assert_null(find_action(hr, ACTION_START, task_id_attempt(long_id, 0, 4, 1)));
+
+        /* The short job ends; attempt 1 runs, and the long job succeeds with 5 tasks done. */
+        Ack a2 = ack_ok(start);
+        TaskReport s_done = ended(task_id(short_id, 0, 0), TASK_SUCCEEDED, 0, 0, 0.1, MiB);
+        heartbeat_reply_free(hr);
+        hr = beat(&n1, &s_done, 1, &a2, 1, T0 + 6000);
+        assert_job_state(short_id, "succeeded");
+        start = find_action(hr, ACTION_START, task_id_attempt(long_id, 0, 4, 1));
+        cr_assert_not_null(start, "attempt 1 starts once there is room");
+        Ack a3 = ack_ok(start);
+        TaskReport done[5];
+        for (unsigned i = 0; i < 4; i++)
+                done[i] = ended(task_id(long_id, 0, i), TASK_SUCCEEDED, 0, 0, 1, MiB);
+        done[4] = ended(task_id_attempt(long_id, 0, 4, 1), TASK_SUCCEEDED, 0, 0, 1, MiB);
+        heartbeat_reply_free(hr);
+        heartbeat_reply_free(beat(&n1, done, 5, &a3, 1, T0 + 7000));
+        assert_job_state(long_id, "succeeded");
+        cr_assert_eq(number(long_id, -1, -1, "tasks_done"), 5);
+}
+
+Test(cluster, preempted_attempts_do_not_count_as_lost) {
+        restart(SCHED_HFSP, SCHED_PREEMPT_KILL, T0);
+        uint64_t id = submit(job_one_task, T0);
+        /* Three attempts preempted before they started, then lost thrice: still one to go. */
+        StoreTask t = { .job = id, .phase = 0, .index = 0 };
+        for (unsigned attempt = 0; attempt < 3; attempt++) {
+                t.attempt = attempt;
+                char *retry = NULL;
+                cr_assert_eq(store_task_set_preempted(store, task_id_attempt(id, 0, 0, attempt), T0), 0);
+                cr_assert_eq(store_task_set_state(store, task_id_attempt(id, 0, 0, attempt), TASK_CANCELLED, 0, T0, NULL), 0);
+                cr_assert_eq(store_task_insert_retry(store, &t, &retry), 0);
+                free(retry);
+        }
+        unsigned lost = 99;
+        t.attempt = 3;
+        cr_assert_eq(store_task_attempts_lost(store, &t, &lost), 0);
+        cr_assert_eq(lost, 0);
+        cr_assert_eq(store_task_preempted(store, task_id_attempt(id, 0, 0, 0)), 1);
+        cr_assert_eq(store_task_preempted(store, task_id_attempt(id, 0, 0, 3)), 0);
+        cr_assert_eq(store_task_preempted(store, "99.0.0.0"), -ENOENT);
+}
+
+Test(cluster, job_views_show_the_scheduler) {
+        restart(SCHED_HFSP, SCHED_PREEMPT_WAIT, T0);
+        uint64_t big = submit(job_five_small, T0);
+        uint64_t tiny = submit(job_one_small, T0 + 1);
+        json_t *s = sched_view(tiny, T0 + 2);
+        cr_assert_str_eq(json_string_value(json_object_get(s, "size_kind")), "tiny");
+        cr_assert_eq(sched_number(s, "rank"), 1, "tiny jobs first");
+        json_decref(s);
+        s = sched_view(big, T0 + 2);
+        cr_assert_eq(sched_number(s, "rank"), 2);
+        cr_assert_str_eq(json_string_value(json_object_get(s, "size_kind")), "initial");
+        cr_assert_str_eq(json_string_value(json_object_get(s, "state")), "queued");
+        json_t *est = json_object_get(s, "estimate");
+        cr_assert_str_eq(json_string_value(json_object_get(est, "initial_from")), "s0");
+        cr_assert_eq(json_array_size(json_object_get(est, "training")), 5, "the 5 training tasks, live");
+        cr_assert(json_is_null(json_object_get(est, "final_size_s")));
+        json_decref(s);
+
+        json_t *all = NULL;
+        cr_assert_eq(cluster_jobs_to_json(cluster, T0 + 3, &all), 0);
+        json_t *jobs = json_object_get(all, "jobs");
+        cr_assert_eq(json_integer_value(json_object_get(json_object_get(json_array_get(jobs, 0), "scheduler"), "rank")), 2);
+        cr_assert_null(json_object_get(json_object_get(json_array_get(jobs, 0), "scheduler"), "estimate"),
+                       "the list carries no estimate details");
+        json_decref(all);
+
+        json_t *j = NULL;
+        cr_assert_eq(cluster_cancel(cluster, tiny, T0 + 4, &j), 0);
+        cr_assert(json_is_null(json_object_get(j, "scheduler")), "a cancelled job leaves the scheduler");
+        json_decref(j);
+}
+
+/* A restart keeps sizes set once (S_i from the history of s̄ as it was, S_f) and the virtual
+ * cluster's aging; without the checkpoint S_i would be re-estimated from s0 and the virtual
+ * size would start again from the full size. */
+Test(cluster, restart_keeps_sizes_and_aging) {
+        restart(SCHED_HFSP, SCHED_PREEMPT_WAIT, T0);
+        Node n1 = node_new("n1", 1);
+        /* A tiny job that used 3 CPU-seconds: s̄ = 3 from now on. */
+        uint64_t first = submit(job_one_small, T0);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        Ack a = ack_ok(find_action(hr, ACTION_START, task_id(first, 0, 0)));
+        TaskReport rep = ended(task_id(first, 0, 0), TASK_SUCCEEDED, 0, 0, 3, MiB);
+        heartbeat_reply_free(hr);
+        heartbeat_reply_free(beat(&n1, &rep, 1, &a, 1, T0 + 2000));
+        assert_job_state(first, "succeeded");
+
+        /* 10 tasks of 0.5 CPU: S_i = 10·1·3 = 30; the whole node ages it at 1 CPU-s per s. */
+        uint64_t id = submit("{\"name\": \"ten\", \"phases\": [{\"tasks\": 10, \"argv\": [\"true\"],"
+                             " \"cpu_cores\": 0.5, \"memory_bytes\": 16777216}]}", T0 + 3000);
+        heartbeat_reply_free(beat_empty(&n1, T0 + 13000));
+        json_t *s = sched_view(id, T0 + 13000);
+        cr_assert_float_eq(sched_number(s, "estimated_size_s"), 30, 1e-9);
+        cr_assert_float_eq(sched_number(s, "virtual_size_s"), 20, 1e-6);
+        json_decref(s);
+        cr_assert_eq(cluster_checkpoint(cluster, T0 + 13000, true), 0);
+
+        /* The controller is down for a minute; the new one resumes where the old one stopped. */
+        restart(SCHED_HFSP, SCHED_PREEMPT_WAIT, T0 + 73000);
+        s = sched_view(id, T0 + 73000);
+        cr_assert_float_eq(sched_number(s, "estimated_size_s"), 30, 1e-9, "S_i is not estimated again");
+        cr_assert_float_eq(sched_number(s, "virtual_size_s"), 20, 1e-6, "aging resumes from the checkpoint");
+        json_t *est = json_object_get(s, "estimate");
+        cr_assert_eq(json_integer_value(json_object_get(est, "history_tasks")), 1);
+        cr_assert_float_eq(json_number_value(json_object_get(est, "history_mean_task_s")), 3, 1e-9);
+        json_decref(s);
+
+        /* And it ages from the restart on (the node is still ready): 6 s later 6 CPU-s less. */
+        heartbeat_reply_free(beat_empty(&n1, T0 + 74000));
+        s = sched_view(id, T0 + 79000);
+        cr_assert_float_eq(sched_number(s, "virtual_size_s"), 14, 1e-6);
+        json_decref(s);
+
+        /* The history of s̄ survived too: a new phase is sized from it, not from s0. */
+        cr_assert_eq(cluster_checkpoint(cluster, T0 + 79000, false), 0);
+        restart(SCHED_HFSP, SCHED_PREEMPT_WAIT, T0 + 80000);
+        uint64_t other = submit("{\"name\": \"six\", \"phases\": [{\"tasks\": 6, \"argv\": [\"true\"],"
+                                " \"cpu_cores\": 0.5, \"memory_bytes\": 16777216}]}", T0 + 80000);
+        s = sched_view(other, T0 + 80000);
+        cr_assert_float_eq(sched_number(s, "estimated_size_s"), 18, 1e-9);
+        json_decref(s);
+}
+
+Test(cluster, restart_keeps_final_size) {
+        restart(SCHED_HFSP, SCHED_PREEMPT_WAIT, T0);
+        Node n1 = node_new("n1", 8);
+        uint64_t id = submit("{\"name\": \"ten\", \"phases\": [{\"tasks\": 10, \"argv\": [\"true\"],"
+                             " \"cpu_cores\": 0.5, \"memory_bytes\": 16777216}]}", T0);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        cr_assert_eq(count_actions(hr, ACTION_START), 10);
+        heartbeat_reply_free(ack_and_run(&n1, hr, T0 + 1000));
+        heartbeat_reply_free(hr);
+
+        /* After Δ = 60 s each training task has used 6 CPU-s for half its work: s̃ = 12,
+         * S_f = 12·[(10 − 5) + 5·0.5] = 90. */
+        TaskSample sample = { .time_ms = T0 + 62000, .cpu_usage_ns = 6 * NSEC_PER_SEC, .progress = 0.5 };
+        TaskReport reps[10];
+        for (unsigned i = 0; i < 10; i++)
+                reps[i] = running(task_id(id, 0, i), &sample, 1);
+        heartbeat_reply_free(beat(&n1, reps, 10, NULL, 0, T0 + 62000));
+        json_t *s = sched_view(id, T0 + 62000);
+        cr_assert_str_eq(json_string_value(json_object_get(s, "size_kind")), "final");
+        cr_assert_float_eq(sched_number(s, "estimated_size_s"), 90, 1e-6);
+        json_t *est = json_object_get(s, "estimate");
+        cr_assert_float_eq(json_number_value(json_object_get(est, "final_size_s")), 90, 1e-6);
+        cr_assert_float_eq(json_number_value(json_object_get(est, "training_mean_task_s")), 12, 1e-6);
+        cr_assert_float_eq(json_number_value(json_object_get(json_array_get(json_object_get(est, "training"), 0),
+                                                             "size_s")), 12, 1e-6);
+        json_decref(s);
+
+        /* Restart: S_f stays 90 even though the training tasks now look different. */
+        restart(SCHED_HFSP, SCHED_PREEMPT_WAIT, T0 + 63000);
+        TaskSample later = { .time_ms = T0 + 64000, .cpu_usage_ns = 7 * NSEC_PER_SEC, .progress = 0.9 };
+        for (unsigned i = 0; i < 10; i++)
+                reps[i] = running(task_id(id, 0, i), &later, 1);
+        heartbeat_reply_free(beat(&n1, reps, 10, NULL, 0, T0 + 64000));
+        s = sched_view(id, T0 + 64000);
+        cr_assert_str_eq(json_string_value(json_object_get(s, "size_kind")), "final");
+        cr_assert_float_eq(sched_number(s, "estimated_size_s"), 90, 1e-6, "no flapping across a restart");
+        json_decref(s);
+}
+
+Test(cluster, kill_preemption_withdraws_a_start_never_sent) {
+        restart(SCHED_HFSP, SCHED_PREEMPT_KILL, T0);
+        Node n1 = node_new("n1", 1);
+        heartbeat_reply_free(beat_empty(&n1, T0));
+        /* Placed on submit; the starts wait for n1's next heartbeat. */
+        uint64_t long_id = submit(job_five_small, T0 + 1000);
+        assert_task_state(long_id, 0, 4, "starting");
+        uint64_t short_id = submit(job_one_small, T0 + 1001);
+        /* The youngest start is taken back before n1 ever saw it, and runs again later. */
+        assert_task_state(long_id, 0, 4, "cancelled");
+        assert_field(long_id, 0, 4, "error", "preempted before it started (scheduler: kill)");
+        assert_task_state(long_id, 0, 5, "pending");
+        assert_field(long_id, 0, 5, "id", task_id_attempt(long_id, 0, 4, 1));
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 2000);
+        cr_assert_null(find_action(hr, ACTION_START, task_id(long_id, 0, 4)));
+        cr_assert_null(find_action(hr, ACTION_KILL, task_id(long_id, 0, 4)), "nothing to kill: it never left");
+        cr_assert_not_null(find_action(hr, ACTION_START, task_id(short_id, 0, 0)));
+        cr_assert_eq(count_actions(hr, ACTION_START), 5);
+        heartbeat_reply_free(hr);
+        assert_job_state(long_id, "running");
 }

@@ -117,3 +117,91 @@ Test(job_view, outcome) {
         free(out);
         json_decref(j);
 }
+
+Test(job_view, queue_order_and_sched_columns) {
+        json_t *jobs = load("[{\"id\": 1, \"scheduler\": null},"
+                            " {\"id\": 2, \"scheduler\": {\"rank\": 2, \"size_kind\": \"initial\", \"estimated_size_s\": 60,"
+                            "  \"virtual_size_s\": 41.25}},"
+                            " {\"id\": 3, \"scheduler\": {\"rank\": 0, \"size_kind\": \"final\", \"estimated_size_s\": 5}},"
+                            " {\"id\": 4, \"scheduler\": {\"rank\": 1, \"size_kind\": \"tiny\", \"estimated_size_s\": 0,"
+                            "  \"virtual_size_s\": 0}},"
+                            " {\"id\": 5}]");
+        json_t *q = job_view_queue_order(jobs);
+        char b[HUMAN_MAX];
+        static const int64_t want[] = { 4, 2, 1, 3, 5 };
+
+        cr_assert_not_null(q);
+        cr_assert_eq(json_array_size(q), 5);
+        for (size_t i = 0; i < 5; i++)
+                cr_assert_eq(json_integer_value(json_object_get(json_array_get(q, i), "id")), want[i],
+                             "position %zu", i);
+        cr_assert_str_eq(job_view_sched_size(json_array_get(jobs, 1), b), "~60.0");
+        cr_assert_str_eq(job_view_sched_virtual(json_array_get(jobs, 1), b), "41.2");
+        cr_assert_str_eq(job_view_sched_size(json_array_get(jobs, 2), b), "5.0");
+        cr_assert_str_eq(job_view_sched_size(json_array_get(jobs, 3), b), "tiny");
+        cr_assert_null(job_view_sched_size(json_array_get(jobs, 0), b));
+        cr_assert_null(job_view_sched_virtual(json_array_get(jobs, 4), b));
+        json_decref(q);
+        json_decref(jobs);
+}
+
+static const char training_job_json[] =
+        "{\"id\": 9, \"name\": \"ten\", \"user\": null, \"weight\": 1, \"state\": \"running\","
+        " \"submitted_ms\": null, \"started_ms\": null, \"finished_ms\": null, \"response_s\": null,"
+        " \"tasks_total\": 10, \"tasks_done\": 1, \"progress\": 0.2, \"cpu_s\": 20, \"memory_peak_bytes\": 1048576,"
+        " \"scheduler\": {\"phase\": 0, \"rank\": 2, \"state\": \"training\", \"size_kind\": \"initial\","
+        "  \"estimated_size_s\": 30, \"virtual_size_s\": 12.5, \"virtual_share_cpus\": 1, \"late\": false, \"weight\": 1,"
+        "  \"estimate\": {\"tasks\": 10, \"training_tasks\": 2, \"training_timeout_s\": 60, \"xi\": 1, \"s0_s\": 60,"
+        "   \"initial_from\": \"history\", \"initial_size_s\": 30, \"history_tasks\": 4, \"history_mean_task_s\": 3,"
+        "   \"initial_ms\": null, \"final_size_s\": null, \"final_ms\": null, \"training_mean_task_s\": null,"
+        "   \"training\": [{\"index\": 0, \"state\": \"succeeded\", \"cpu_s\": 4, \"progress\": 1, \"finished\": true,"
+        "     \"elapsed_s\": 8, \"size_s\": 4},"
+        "    {\"index\": 1, \"state\": \"running\", \"cpu_s\": 2, \"progress\": 0.25, \"finished\": false,"
+        "     \"elapsed_s\": 30, \"size_s\": 8}]}},"
+        " \"phases\": []}";
+
+Test(job_view, page_explains_the_size_estimate) {
+        json_t *j = load(training_job_json);
+        char *out = render(job_view_print, j);
+
+        cr_assert_str_eq(out,
+                         "Job 9 (ten)\n"
+                         "  State:       running\n"
+                         "  User:        -\n"
+                         "  Weight:      1\n"
+                         "  Submitted:   -\n"
+                         "  Started:     -\n"
+                         "  Finished:    -\n"
+                         "  Response:    -\n"
+                         "  Tasks done:  1/10\n"
+                         "  Progress:    20%\n"
+                         "  CPU time:    20.0s\n"
+                         "  Peak memory: 1MiB\n"
+                         "\n"
+                         "Scheduler\n"
+                         "  Rank:        2\n"
+                         "  State:       training\n"
+                         "  Size:        ~30.0 CPU-s (initial)\n"
+                         "  Virtual:     12.5 CPU-s left, share 1 CPUs\n"
+                         "\n"
+                         "Size estimate (phase 0, CPU-seconds)\n"
+                         "  Initial:     S_i = n·ξ·s̄ = 10·1·3.00 = 30.0 (s̄ over 4 finished task(s))\n"
+                         "  Training:    t = 2 tasks, Δ = 60s: 2 started, 1 finished; S_f is set once each has finished or run Δ\n"
+                         "  Final:       not yet\n"
+                         "\n"
+                         "TASK  STATE        RAN  CPU_S  PROGRESS  SIZE_S\n"
+                         "0     succeeded   8.0s   4.00      100%    4.00\n"
+                         "1     running    30.0s   2.00       25%    8.00\n");
+        free(out);
+
+        /* Once set: S_f, and no more "not yet". */
+        json_t *est = json_object_get(json_object_get(j, "scheduler"), "estimate");
+        json_object_set_new(est, "final_size_s", json_real(48));
+        json_object_set_new(est, "training_mean_task_s", json_real(6));
+        out = render(job_view_print, j);
+        cr_assert_not_null(strstr(out, "  Final:       S_f = s̄·[(n − t) + Σ(1 − p_k)] = 48.0 with s̄ = 6.00 from the "
+                                       "t = 2 training tasks; set once, at -\n"), "%s", out);
+        cr_assert_null(strstr(out, "not yet"));
+        free(out);
+        json_decref(j);
+}

@@ -508,12 +508,24 @@ static TaskSample samples[] = {
         { .time_ms = 1795000000000, .cpu_usage_ns = 123456789, .memory_current_bytes = 4096,
           .memory_peak_bytes = 8192, .progress = -1 },
         { .time_ms = 1795000001000, .cpu_usage_ns = 987654321, .memory_current_bytes = 1 << 20,
-          .memory_peak_bytes = 2 << 20, .progress = 0.5 },
+          .memory_peak_bytes = 2 << 20, .progress = 0.5,
+          /* Every optional group, as a hybrid node with PSI in its unified tree reports it. */
+          .has = SAMPLE_HAS_THROTTLING | SAMPLE_HAS_MEMORY_STAT | SAMPLE_HAS_SWAP | SAMPLE_HAS_MEMORY_EVENTS |
+                 SAMPLE_HAS_PSI_CPU | SAMPLE_HAS_PSI_MEMORY | SAMPLE_HAS_PSI_IO | SAMPLE_HAS_PROCS | SAMPLE_HAS_RATES,
+          .cpu_periods = 120, .cpu_throttled_periods = 30, .cpu_throttled_ns = 1500000000,
+          .memory_anon_bytes = 700000, .memory_file_bytes = 300000, .memory_swap_bytes = 4096,
+          .memory_events_high = 1, .memory_events_max = 2, .memory_events_oom = 3, .memory_events_oom_kill = 4,
+          .psi_cpu = { .some_avg10 = 12.5, .some_total_us = 1000000, .has_full = true, .full_avg10 = 0.25, .full_total_us = 5 },
+          .psi_memory = { .some_avg10 = 0, .some_total_us = 7, .has_full = true, .full_avg10 = 0, .full_total_us = 3 },
+          .psi_io = { .some_avg10 = 99.75, .some_total_us = 123456789 },
+          .procs = 3, .threads = 7, .procs_rss_bytes = 900000, .io_read_bytes = 4096, .io_write_bytes = 8192,
+          .cpu_cores = 0.75, .throttled_ratio = 0.25 },
 };
 
 static TaskReport reports[] = {
         { .id = "7.0.0.0", .state = TASK_RUNNING, .pid = 4242, .samples = samples, .n_samples = 2,
-          .limits = { .cpu_quota_us = 50000, .memory_max_bytes = 268435456 } },
+          .limits = { .cpu_quota_us = 50000, .memory_max_bytes = 268435456 },
+          .limits_target = { .memory_max_bytes = 134217728 }, .limits_external = { .cpu_weight = 200 }, .adopted = true },
         { .id = "7.0.1.1", .state = TASK_FAILED, .pid = 0, .has_exit = true,
           .exit = { .code = 0, .signal = 9, .oom_killed = true, .wall_s = 12.5, .cpu_s = 3.25,
                     .memory_peak_bytes = 268435456 },
@@ -528,7 +540,11 @@ static Ack acks[] = {
 static const Heartbeat heartbeat = {
         .node = "n1", .boot_id = "6f1c2f0e9a6b4b4e8f1d2c3b4a596877", .seq = 41, .cgroup_mode = "hybrid",
         .capacity_cpus = 2, .capacity_memory_bytes = 25000000000,
-        .node_sample = { .time_ms = 1795000001000, .cpu_busy = 0.75, .memory_available_bytes = 1 << 30 },
+        .node_sample = { .time_ms = 1795000001000, .cpu_busy = 0.75, .memory_available_bytes = 1 << 30,
+                         .has = SAMPLE_HAS_MEMINFO | SAMPLE_HAS_PSI_CPU | SAMPLE_HAS_PSI_IO,
+                         .memory_total_bytes = 4ull << 30, .swap_total_bytes = 1 << 30, .swap_free_bytes = 1 << 29,
+                         .psi_cpu = { .some_avg10 = 3.5, .some_total_us = 42 },
+                         .psi_io = { .some_avg10 = 1, .some_total_us = 2, .has_full = true, .full_avg10 = 0.5, .full_total_us = 1 } },
         .tasks = reports, .n_tasks = 2, .acks = acks, .n_acks = 2,
 };
 
@@ -550,6 +566,9 @@ static void assert_heartbeats_equal(const Heartbeat *a, const Heartbeat *b) {
                 for (size_t k = 0; k < r->n_samples; k++)
                         cr_assert_eq(memcmp(&r->samples[k], &s->samples[k], sizeof r->samples[k]), 0);
                 cr_assert_eq(memcmp(&r->limits, &s->limits, sizeof r->limits), 0);
+                cr_assert_eq(memcmp(&r->limits_target, &s->limits_target, sizeof r->limits_target), 0);
+                cr_assert_eq(memcmp(&r->limits_external, &s->limits_external, sizeof r->limits_external), 0);
+                cr_assert_eq(r->adopted, s->adopted);
                 cr_assert_eq(r->has_exit, s->has_exit);
                 if (r->has_exit) {
                         cr_assert_eq(r->exit.code, s->exit.code);
@@ -583,6 +602,17 @@ Test(heartbeat, round_trip) {
                 json_object_get(j, "tasks"), 0), "samples"), 0), "progress")));
         cr_assert_null(json_object_get(json_array_get(json_object_get(j, "tasks"), 0), "exit"));
         cr_assert_not_null(json_object_get(json_array_get(json_object_get(j, "tasks"), 1), "exit"));
+        /* Optional groups appear only when set: sample 0 has none, sample 1 all of them. */
+        json_t *s0 = json_array_get(json_object_get(json_array_get(json_object_get(j, "tasks"), 0), "samples"), 0);
+        json_t *s1 = json_array_get(json_object_get(json_array_get(json_object_get(j, "tasks"), 0), "samples"), 1);
+        cr_assert_eq(json_object_size(s0), 5);
+        cr_assert_null(json_object_get(s0, "psi"));
+        cr_assert_eq(json_integer_value(json_object_get(s1, "cpu_throttled_periods")), 30);
+        cr_assert(json_is_object(json_object_get(json_object_get(s1, "psi"), "io")));
+        cr_assert_null(json_object_get(json_object_get(json_object_get(s1, "psi"), "io"), "full_avg10"));
+        cr_assert_null(json_object_get(json_object_get(json_object_get(j, "node_sample"), "psi"), "memory"));
+        cr_assert_null(json_object_get(json_array_get(json_object_get(j, "tasks"), 1), "limits_target"));
+        cr_assert_null(json_object_get(json_array_get(json_object_get(j, "tasks"), 1), "adopted"));
 
         _cleanup_(heartbeat_freep) Heartbeat *h = NULL;
         _cleanup_free_ char *err = NULL;
@@ -598,6 +628,66 @@ Test(heartbeat, round_trip) {
         _cleanup_(heartbeat_freep) Heartbeat *h2 = NULL;
         cr_assert_eq(heartbeat_from_json(l, &h2, NULL), 0);
         assert_heartbeats_equal(&heartbeat, h2);
+}
+
+/* The agent's writer (no jansson tree) gives the document heartbeat_to_json() gives. */
+Test(heartbeat, text_writer_equals_jansson) {
+        _cleanup_(text_buf_done) TextBuf b = {};
+        json_auto_t *j = heartbeat_to_json(&heartbeat);
+        json_error_t jerr;
+
+        cr_assert_eq(heartbeat_write_json(&b, &heartbeat), 0);
+        cr_assert_eq(strlen(b.data), b.len);
+        json_auto_t *k = json_loads(b.data, JSON_REJECT_DUPLICATES, &jerr);
+        cr_assert_not_null(k, "%s: %s", jerr.text, b.data);
+        cr_assert(json_equal(j, k), "%s", b.data);
+
+        _cleanup_(heartbeat_freep) Heartbeat *h = NULL;
+        _cleanup_free_ char *err = NULL;
+        cr_assert_eq(heartbeat_from_json(k, &h, &err), 0, "%s", err);
+        assert_heartbeats_equal(&heartbeat, h);
+
+        /* Samples given as text (the agent keeps them so) go in as they are. */
+        _cleanup_(text_buf_done) TextBuf s = {}, c = {};
+        task_sample_write_json(&s, &reports[0].samples[0]);
+        text_buf_add(&s, ",", 1);
+        task_sample_write_json(&s, &reports[0].samples[1]);
+        heartbeat_write_json_head(&c, &heartbeat);
+        task_report_write_json(&c, &reports[0], s.data, s.len);
+        text_buf_add(&c, ",", 1);
+        task_report_write_json(&c, &reports[1], NULL, 0);
+        heartbeat_write_json_tail(&c, &heartbeat);
+        cr_assert_str_eq(c.data, b.data);
+}
+
+Test(heartbeat, text_writer_strings_and_numbers) {
+        /* Quotes, backslashes, controls, valid UTF-8 kept, invalid bytes as '?' (as json_text()),
+         * non-finite reals as null, extreme integers. */
+        TaskSample sample = { .time_ms = -1, .cpu_usage_ns = UINT64_MAX, .progress = 1,
+                              .has = SAMPLE_HAS_RATES, .cpu_cores = 1e-300, .throttled_ratio = NAN };
+        TaskReport r = { .id = "a\"b\\c\n\x01", .state = TASK_FAILED, .pid = -5, .samples = &sample, .n_samples = 1,
+                         .error = "caf\xc3\xa9 \xff\xc3 \xed\xa0\x80 \xf0\x9f\x98\x80",
+                         .limits = { .cpu_quota_us = LIMIT_UNLIMITED, .memory_max_bytes = INT64_MIN } };
+        Heartbeat hb = { .node = "n", .boot_id = "", .cgroup_mode = "v2", .capacity_cpus = 3, .tasks = &r, .n_tasks = 1,
+                         .node_sample = { .cpu_busy = INFINITY } };
+        _cleanup_(text_buf_done) TextBuf b = {};
+        json_error_t jerr;
+
+        cr_assert_eq(heartbeat_write_json(&b, &hb), 0);
+        json_auto_t *k = json_loads(b.data, 0, &jerr);
+        cr_assert_not_null(k, "%s: %s", jerr.text, b.data);
+        json_t *t = json_array_get(json_object_get(k, "tasks"), 0);
+        cr_assert_str_eq(json_string_value(json_object_get(t, "id")), "a\"b\\c\n\x01");
+        cr_assert_str_eq(json_string_value(json_object_get(t, "error")), "caf\xc3\xa9 ?? ??? \xf0\x9f\x98\x80");
+        cr_assert_eq(json_integer_value(json_object_get(t, "pid")), -5);
+        cr_assert_eq(json_integer_value(json_object_get(json_object_get(t, "limits"), "memory_max_bytes")), INT64_MIN);
+        json_t *s0 = json_array_get(json_object_get(t, "samples"), 0);
+        cr_assert_eq(json_integer_value(json_object_get(s0, "cpu_usage_ns")), INT64_MAX, "clamped as json_u64()");
+        cr_assert(json_is_real(json_object_get(s0, "progress")), "1 stays a real: %s", b.data);
+        cr_assert_eq(json_real_value(json_object_get(s0, "cpu_cores")), 1e-300);
+        cr_assert(json_is_null(json_object_get(s0, "throttled_ratio")));
+        cr_assert(json_is_null(json_object_get(json_object_get(k, "node_sample"), "cpu_busy")));
+        cr_assert(json_is_real(json_object_get(json_object_get(k, "capacity"), "cpus")));
 }
 
 Test(heartbeat, minimal) {
@@ -708,6 +798,29 @@ static void ack_ok_string(json_t *j) {
 }
 static void ack_no_id(json_t *j) { json_object_del(json_array_get(json_object_get(j, "acks"), 1), "action_id"); }
 static void unknown_top(json_t *j) { json_object_set_new(j, "version", json_integer(1)); }
+static json_t *sample1(json_t *j) { return json_array_get(json_object_get(task0(j), "samples"), 1); }
+static void group_partial(json_t *j) { json_object_del(sample1(j), "cpu_throttled_ns"); }
+static void group_alone(json_t *j) {
+        json_object_set_new(json_array_get(json_object_get(task0(j), "samples"), 0), "memory_anon_bytes", json_integer(1));
+}
+static void ratio_high(json_t *j) { json_object_set_new(sample1(j), "throttled_ratio", json_real(1.5)); }
+static void procs_huge(json_t *j) { json_object_set_new(sample1(j), "procs", json_integer(1ll << 32)); }
+static void psi_unknown(json_t *j) { json_object_set_new(json_object_get(sample1(j), "psi"), "irq", json_object()); }
+static void psi_avg_high(json_t *j) {
+        json_object_set_new(json_object_get(json_object_get(sample1(j), "psi"), "cpu"), "some_avg10", json_real(100.5));
+}
+static void psi_half_full(json_t *j) {
+        json_object_del(json_object_get(json_object_get(sample1(j), "psi"), "cpu"), "full_total_us");
+}
+static void psi_not_object(json_t *j) { json_object_set_new(json_object_get(sample1(j), "psi"), "io", json_integer(1)); }
+static void node_psi_no_total(json_t *j) {
+        json_object_del(json_object_get(json_object_get(json_object_get(j, "node_sample"), "psi"), "cpu"), "some_total_us");
+}
+static void node_meminfo_partial(json_t *j) { json_object_del(json_object_get(j, "node_sample"), "swap_free_bytes"); }
+static void bad_target(json_t *j) {
+        json_object_set_new(json_object_get(task0(j), "limits_target"), "memory_max_bytes", json_integer(5));
+}
+static void adopted_string(json_t *j) { json_object_set_new(task0(j), "adopted", json_string("yes")); }
 
 Test(heartbeat, errors) {
         json_auto_t *arr = json_array();
@@ -755,6 +868,19 @@ Test(heartbeat, errors) {
         expect_heartbeat_error(ack_ok_string, "acks[0].ok: must be true or false");
         expect_heartbeat_error(ack_no_id, "acks[1].action_id: is required");
         expect_heartbeat_error(unknown_top, "version: unknown field");
+        expect_heartbeat_error(group_partial, "tasks[0].samples[1].cpu_throttled_ns: is required");
+        expect_heartbeat_error(group_alone, "tasks[0].samples[0].memory_file_bytes: is required");
+        expect_heartbeat_error(ratio_high, "tasks[0].samples[1].throttled_ratio: must be a number in [0, 1]");
+        expect_heartbeat_error(procs_huge, "tasks[0].samples[1].procs: must be an integer in [0, 4294967295]");
+        expect_heartbeat_error(psi_unknown, "tasks[0].samples[1].psi.irq: unknown field");
+        expect_heartbeat_error(psi_avg_high, "tasks[0].samples[1].psi.cpu.some_avg10: must be a number in [0, 100]");
+        expect_heartbeat_error(psi_half_full, "tasks[0].samples[1].psi.cpu.full_total_us: is required");
+        expect_heartbeat_error(psi_not_object, "tasks[0].samples[1].psi.io: must be an object");
+        expect_heartbeat_error(node_psi_no_total, "node_sample.psi.cpu.some_total_us: is required");
+        expect_heartbeat_error(node_meminfo_partial, "node_sample.swap_free_bytes: is required");
+        expect_heartbeat_error(bad_target,
+                               "tasks[0].limits_target.memory_max_bytes: must be -1 (no limit), 0 (unset) or an integer in [1048576, 1125899906842624]");
+        expect_heartbeat_error(adopted_string, "tasks[0].adopted: must be true or false");
 }
 
 /* ---- Heartbeat replies ---- */

@@ -4,11 +4,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "controller/store-internal.h"
 #include "controller/store.h"
 #include "macro.h"
 #include "protocol.h"
+#include "strv.h"
 
 static char dir[] = "/tmp/cgorch-test-store-XXXXXX";
 
@@ -320,5 +323,154 @@ Test(store, node_allocations_follow_tasks) {
         cr_assert(json_is_false(json_object_get(t, "oom_killed")));
         cr_assert_float_eq(json_real_value(json_object_get(t, "progress")), 1.0, 1e-12);
         json_decref(job);
+        store_close(s);
+}
+
+/* A version 1 database (as the first release left it, with a job in it) is upgraded in place:
+ * the job stays, the scheduler's tables and the task's preemption mark appear. */
+Test(store, version_1_is_upgraded) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        JobSpec *spec = parse_job();
+        uint64_t id;
+        cr_assert_eq(store_job_insert(s, spec, 1000, &id), 0);
+        job_spec_free(spec);
+        store_close(s);
+
+        /* Take it back to version 1: every table a later version added goes, and the columns
+         * later versions added to version 1's tables (a new step that adds one drops it here). */
+        char path[256];
+        sqlite3 *db;
+        snprintf(path, sizeof path, "%s/controller.db", dir);
+        cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+        char **later = NULL;
+        sqlite3_stmt *q;
+        cr_assert_eq(sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN"
+                                            " ('nodes', 'jobs', 'phases', 'tasks', 'actions', 'sqlite_sequence')",
+                                        -1, &q, NULL), SQLITE_OK);
+        while (sqlite3_step(q) == SQLITE_ROW)
+                cr_assert_eq(strv_extend(&later, (const char *) sqlite3_column_text(q, 0)), 0);
+        sqlite3_finalize(q);
+        for (char **t = later; t && *t; t++) {
+                char sql[256];
+                snprintf(sql, sizeof sql, "DROP TABLE %s", *t);
+                cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK, "%s", sql);
+        }
+        strv_free(later);
+        cr_assert_eq(sqlite3_exec(db, "ALTER TABLE tasks DROP COLUMN preempted_ms; PRAGMA user_version = 1",
+                                  NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(db);
+
+        cr_assert_eq(store_open(dir, &s), 0);
+        JobState state;
+        cr_assert_eq(store_job_get_state(s, id, &state), 0);
+        cr_assert_eq(state, JOB_QUEUED);
+        StoreSchedState st;
+        cr_assert_eq(store_sched_state_get(s, &st), -ENOENT);
+        cr_assert_eq(store_sched_state_save(s, &(StoreSchedState) { .history_tasks = 2, .history_mean_task_s = 1.5 }, 5), 0);
+        cr_assert_eq(store_sched_state_get(s, &st), 0);
+        cr_assert_eq(st.history_tasks, 2);
+        cr_assert_eq(store_task_preempted(s, "1.0.0.0"), 0);
+        cr_assert_eq(store_task_set_preempted(s, "1.0.0.0", 7), 0);
+        cr_assert_eq(store_task_preempted(s, "1.0.0.0"), 1);
+        store_close(s);
+
+        cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+        cr_assert_eq(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
+        cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
+        cr_assert_eq(sqlite3_column_int(q, 0), STORE_SCHEMA_VERSION);
+        sqlite3_finalize(q);
+        sqlite3_close(db);
+}
+
+static int synchronous_level(Store *s) {
+        sqlite3_stmt *q = NULL;
+        cr_assert_eq(sqlite3_prepare_v2(s->db, "PRAGMA synchronous", -1, &q, NULL), SQLITE_OK);
+        cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
+        int level = sqlite3_column_int(q, 0);
+        sqlite3_finalize(q);
+        return level;
+}
+
+/* Submits and cancels are fsync'd (FULL = 2), everything else only written (NORMAL = 1), and
+ * a durable transaction leaves the connection at NORMAL however it ends. */
+Test(store, durable_transactions_only_where_asked) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        cr_assert_eq(synchronous_level(s), 1);
+        cr_assert_eq(store_begin_durable(s), 0);
+        cr_assert_eq(synchronous_level(s), 2);
+        cr_assert_eq(store_commit(s), 0);
+        cr_assert_eq(synchronous_level(s), 1);
+        cr_assert_eq(store_begin_durable(s), 0);
+        store_rollback(s);
+        cr_assert_eq(synchronous_level(s), 1);
+        cr_assert_eq(store_begin(s), 0);
+        cr_assert_eq(synchronous_level(s), 1);
+        cr_assert_eq(store_commit(s), 0);
+        store_close(s);
+}
+
+/* A cached statement is handed out again once released, never while a caller still steps it. */
+Test(store, statement_cache_reuses_and_nests) {
+        static const char sql[] = "SELECT id FROM nodes ORDER BY id";
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        char n1[] = "n1", n2[] = "n2";
+        Heartbeat h1 = make_heartbeat(n1), h2 = make_heartbeat(n2);
+        cr_assert_eq(store_node_upsert(s, &h1, 1), 0);
+        cr_assert_eq(store_node_upsert(s, &h2, 1), 0);
+
+        sqlite3_stmt *outer = NULL, *inner = NULL, *again = NULL;
+        cr_assert_eq(store_prepare(s, sql, &outer), 0);
+        cr_assert_eq(store_step_row(s, outer, "outer"), 1);
+        cr_assert_str_eq((const char *) sqlite3_column_text(outer, 0), "n1");
+        cr_assert_eq(store_prepare(s, sql, &inner), 0);
+        cr_assert_neq(inner, outer, "a statement in use is not handed out twice");
+        cr_assert_eq(store_step_row(s, inner, "inner"), 1);
+        cr_assert_str_eq((const char *) sqlite3_column_text(inner, 0), "n1");
+        cr_assert_eq(store_step_row(s, outer, "outer"), 1);
+        cr_assert_str_eq((const char *) sqlite3_column_text(outer, 0), "n2", "the outer walk went on undisturbed");
+        store_stmt_releasep(&inner);
+        store_stmt_releasep(&outer);
+        cr_assert_eq(store_prepare(s, sql, &again), 0);
+        cr_assert(again == outer || again == inner, "released statements are reused");
+        cr_assert_eq(store_step_row(s, again, "again"), 1);
+        cr_assert_str_eq((const char *) sqlite3_column_text(again, 0), "n1", "a released statement starts over");
+        store_stmt_releasep(&again);
+        store_close(s);
+}
+
+static off_t db_size(void) {
+        char path[256];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, STORE_DB_FILENAME);
+        cr_assert_eq(stat(path, &st), 0);
+        return st.st_size;
+}
+
+/* With the checkpoint thread, commits stop checkpointing themselves, and the thread copies the
+ * log into the database file on its own. */
+Test(store, checkpoint_thread_copies_the_log) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        cr_assert_eq(store_start_checkpointer(s, 50), 0);
+        cr_assert_eq(store_start_checkpointer(s, 50), -EALREADY);
+        off_t before = db_size();
+        for (int i = 0; i < 50; i++)
+                insert_job(s, i);
+        off_t grown = before;
+        for (int i = 0; i < 100 && grown == before; i++) {
+                usleep(20000);
+                grown = db_size();
+        }
+        cr_assert_gt(grown, before, "the database file grows only when the log is checkpointed into it");
+        store_stop_checkpointer(s);
+        store_stop_checkpointer(s); /* stopping twice is harmless */
+        cr_assert_eq(count_jobs(s), 50);
+        store_close(s);
+
+        cr_assert_eq(store_open(dir, &s), 0);
+        cr_assert_eq(count_jobs(s), 50);
         store_close(s);
 }

@@ -1,0 +1,257 @@
+/* sampler.c: per-task sampling through kept-open cgroupfs descriptors, details and rates. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cgroup-util.h"
+#include "macro.h"
+#include "procfs.h"
+#include "sampler.h"
+
+void task_sampler_init(TaskSampler *s) {
+        *s = (TaskSampler) {};
+        for (size_t i = 0; i < _SAMPLER_HOT_MAX; i++)
+                s->fd[i] = -1;
+}
+
+void task_sampler_done(TaskSampler *s) {
+        for (size_t i = 0; i < _SAMPLER_HOT_MAX; i++)
+                if (s->fd[i] >= 0) {
+                        close(s->fd[i]);
+                        s->fd[i] = -1;
+                }
+}
+
+static const struct {
+        CgroupController controller;
+        const char *file;
+} hot_v1[_SAMPLER_HOT_MAX] = {
+        [SAMPLER_HOT_CPU] = { CGROUP_CPUACCT, "cpuacct.usage" },
+        [SAMPLER_HOT_THROTTLE] = { CGROUP_CPU, "cpu.stat" },
+        [SAMPLER_HOT_MEMORY] = { CGROUP_MEMORY, "memory.usage_in_bytes" },
+}, hot_v2[_SAMPLER_HOT_MAX] = {
+        [SAMPLER_HOT_CPU] = { CGROUP_UNIFIED, "cpu.stat" },
+        [SAMPLER_HOT_THROTTLE] = { CGROUP_UNIFIED, NULL },
+        [SAMPLER_HOT_MEMORY] = { CGROUP_UNIFIED, "memory.current" },
+};
+
+/* pread at offset 0 makes cgroupfs (kernfs seq_file) produce fresh contents: one syscall per
+ * file and sample instead of open + read + close. */
+static int hot_read(TaskSampler *s, CgroupBackend *b, const char *task, SamplerHot h, char *buf, size_t size) {
+        bool v2 = cgroup_backend_mode(b) == CGROUP_MODE_V2;
+        const char *file = v2 ? hot_v2[h].file : hot_v1[h].file;
+        ssize_t n;
+
+        if (!file)
+                return -ENOENT;
+        if (s->fd[h] < 0) {
+                int fd = cgroup_task_open(b, v2 ? hot_v2[h].controller : hot_v1[h].controller, task, file);
+                if (fd < 0)
+                        return fd;
+                s->fd[h] = fd;
+        }
+        n = pread(s->fd[h], buf, size - 1, 0);
+        if (n < 0)
+                return -errno;
+        buf[n] = '\0';
+        return 0;
+}
+
+int sampler_parse_cpu_stat(CgroupMode mode, const char *text, TaskSample *s) {
+        uint64_t throttled;
+
+        /* v1 cpu.stat: throttled_time in ns; v2: throttled_usec (and usage_usec, read by the caller). */
+        if (cgroup_parse_keyed(text, "nr_periods", &s->cpu_periods) < 0 ||
+            cgroup_parse_keyed(text, "nr_throttled", &s->cpu_throttled_periods) < 0)
+                return -EINVAL;
+        if (mode == CGROUP_MODE_V2) {
+                if (cgroup_parse_keyed(text, "throttled_usec", &throttled) < 0)
+                        return -EINVAL;
+                s->cpu_throttled_ns = throttled * NSEC_PER_USEC;
+        } else if (cgroup_parse_keyed(text, "throttled_time", &s->cpu_throttled_ns) < 0)
+                return -EINVAL;
+        s->has |= SAMPLE_HAS_THROTTLING;
+        return 0;
+}
+
+int sampler_parse_memory_stat(CgroupMode mode, const char *text, TaskSample *s) {
+        bool v2 = mode == CGROUP_MODE_V2;
+
+        /* v1: the total_ (hierarchical) counters, rss is anonymous memory and cache is page cache. */
+        if (cgroup_parse_keyed(text, v2 ? "anon" : "total_rss", &s->memory_anon_bytes) < 0 ||
+            cgroup_parse_keyed(text, v2 ? "file" : "total_cache", &s->memory_file_bytes) < 0)
+                return -EINVAL;
+        s->has |= SAMPLE_HAS_MEMORY_STAT;
+        /* v1 has total_swap only with swap accounting (swapaccount=1); v2 uses memory.swap.current. */
+        if (!v2 && cgroup_parse_keyed(text, "total_swap", &s->memory_swap_bytes) == 0)
+                s->has |= SAMPLE_HAS_SWAP;
+        return 0;
+}
+
+int sampler_parse_memory_events(const char *text, TaskSample *s) {
+        if (cgroup_parse_keyed(text, "high", &s->memory_events_high) < 0 ||
+            cgroup_parse_keyed(text, "max", &s->memory_events_max) < 0 ||
+            cgroup_parse_keyed(text, "oom", &s->memory_events_oom) < 0)
+                return -EINVAL;
+        /* oom_kill appeared in Linux 4.13. */
+        if (cgroup_parse_keyed(text, "oom_kill", &s->memory_events_oom_kill) < 0)
+                s->memory_events_oom_kill = 0;
+        s->has |= SAMPLE_HAS_MEMORY_EVENTS;
+        return 0;
+}
+
+void sample_compute_rates(TaskSampler *s, uint64_t now_mono_us, TaskSample *cur) {
+        bool throttling = cur->has & SAMPLE_HAS_THROTTLING;
+
+        if (s->has_prev && now_mono_us > s->prev_mono_us && cur->cpu_usage_ns >= s->prev_cpu_ns &&
+            (!throttling || (cur->cpu_periods >= s->prev_periods && cur->cpu_throttled_periods >= s->prev_throttled))) {
+                uint64_t dperiods = throttling ? cur->cpu_periods - s->prev_periods : 0;
+
+                cur->cpu_cores = (double) (cur->cpu_usage_ns - s->prev_cpu_ns) /
+                                 ((double) (now_mono_us - s->prev_mono_us) * (double) NSEC_PER_USEC);
+                cur->cpu_cores = MIN(cur->cpu_cores, PROTO_MAX_CPU_CORES);
+                cur->throttled_ratio = dperiods > 0 ?
+                        MIN((double) (cur->cpu_throttled_periods - s->prev_throttled) / (double) dperiods, 1.0) : 0;
+                cur->has |= SAMPLE_HAS_RATES;
+        }
+        s->has_prev = true;
+        s->prev_mono_us = now_mono_us;
+        s->prev_cpu_ns = cur->cpu_usage_ns;
+        s->prev_periods = throttling ? cur->cpu_periods : s->prev_periods;
+        s->prev_throttled = throttling ? cur->cpu_throttled_periods : s->prev_throttled;
+}
+
+static void read_pressure(CgroupBackend *b, const char *task, const char *file, uint32_t flag, Pressure *p,
+                          TaskSample *s) {
+        char buf[256];
+
+        if (cgroup_task_read_direct(b, CGROUP_UNIFIED, task, file, buf, sizeof buf) >= 0 &&
+            procfs_parse_pressure(buf, p) >= 0)
+                s->has |= flag;
+}
+
+/* /proc/PID/status and io of every process of the cgroup, summed. A process that exits in
+ * between is skipped: its CPU and memory stay in the cgroup's own counters. */
+static void read_procs(CgroupBackend *b, const char *proc_fs, const char *task, TaskSample *s) {
+        _cleanup_free_ char *procs = NULL;
+        _cleanup_free_ pid_t *pids = NULL;
+        int n;
+
+        procs = malloc(65536);
+        if (!procs || cgroup_task_read_direct(b, cgroup_backend_procs_controller(b), task, "cgroup.procs", procs, 65536) < 0)
+                return;
+        n = cgroup_parse_pids(procs, &pids);
+        if (n < 0)
+                return;
+        s->procs = (uint32_t) n;
+        for (int i = 0; i < n; i++) {
+                char name[64], buf[4096];
+                uint64_t rss, rd, wr;
+                uint32_t threads;
+
+                snprintf(name, sizeof name, "%d/status", (int) pids[i]);
+                if (procfs_read_file(proc_fs, name, buf, sizeof buf) < 0 ||
+                    procfs_parse_pid_status(buf, &rss, &threads) < 0)
+                        continue;
+                s->threads += threads;
+                s->procs_rss_bytes += rss;
+                snprintf(name, sizeof name, "%d/io", (int) pids[i]);
+                if (procfs_read_file(proc_fs, name, buf, sizeof buf) >= 0 && procfs_parse_pid_io(buf, &rd, &wr) >= 0) {
+                        s->io_read_bytes += rd;
+                        s->io_write_bytes += wr;
+                }
+        }
+        s->has |= SAMPLE_HAS_PROCS;
+}
+
+static void read_details(TaskSampler *ts, CgroupBackend *b, const char *proc_fs, const char *task, TaskSample *s) {
+        CgroupMode mode = cgroup_backend_mode(b);
+        bool v2 = mode == CGROUP_MODE_V2;
+        CgroupController mem = v2 ? CGROUP_UNIFIED : CGROUP_MEMORY;
+        char buf[8192];
+        uint64_t v;
+
+        if (cgroup_task_read_direct(b, mem, task, v2 ? "memory.peak" : "memory.max_usage_in_bytes", buf, sizeof buf) >= 0 &&
+            cgroup_parse_uint64(buf, &v) >= 0)
+                ts->peak_kernel_bytes = v;
+        if (cgroup_task_read_direct(b, mem, task, "memory.stat", buf, sizeof buf) >= 0)
+                (void) sampler_parse_memory_stat(mode, buf, s);
+        if (v2) {
+                if (cgroup_task_read_direct(b, mem, task, "memory.swap.current", buf, sizeof buf) >= 0 &&
+                    cgroup_parse_uint64(buf, &s->memory_swap_bytes) >= 0)
+                        s->has |= SAMPLE_HAS_SWAP;
+                if (cgroup_task_read_direct(b, mem, task, "memory.events", buf, sizeof buf) >= 0)
+                        (void) sampler_parse_memory_events(buf, s);
+        } else {
+                uint64_t failcnt, under_oom = 0, oom_kill = 0;
+
+                /* v1 has no high/max event counters: failcnt counts hits of the hard limit,
+                 * memory.oom_control says whether the cgroup is under OOM and (4.13+) the kills. */
+                if (cgroup_task_read_direct(b, mem, task, "memory.failcnt", buf, sizeof buf) >= 0 &&
+                    cgroup_parse_uint64(buf, &failcnt) >= 0 &&
+                    cgroup_task_read_direct(b, mem, task, "memory.oom_control", buf, sizeof buf) >= 0) {
+                        (void) cgroup_parse_keyed(buf, "under_oom", &under_oom);
+                        (void) cgroup_parse_keyed(buf, "oom_kill", &oom_kill);
+                        s->memory_events_high = 0;
+                        s->memory_events_max = failcnt;
+                        s->memory_events_oom = under_oom;
+                        s->memory_events_oom_kill = oom_kill;
+                        s->has |= SAMPLE_HAS_MEMORY_EVENTS;
+                }
+        }
+        /* PSI: in v2 and in the unified tree of a hybrid node (per-cgroup pressure needs no controller). */
+        if (mode != CGROUP_MODE_V1) {
+                read_pressure(b, task, "cpu.pressure", SAMPLE_HAS_PSI_CPU, &s->psi_cpu, s);
+                read_pressure(b, task, "memory.pressure", SAMPLE_HAS_PSI_MEMORY, &s->psi_memory, s);
+                read_pressure(b, task, "io.pressure", SAMPLE_HAS_PSI_IO, &s->psi_io, s);
+        }
+        read_procs(b, proc_fs, task, s);
+}
+
+int task_sampler_read(TaskSampler *ts, CgroupBackend *b, const char *proc_fs, const char *task, bool detail,
+                      uint64_t now_mono_us, int64_t now_ms, TaskSample *ret) {
+        CgroupMode mode = cgroup_backend_mode(b);
+        TaskSample s = { .time_ms = now_ms, .progress = -1 };
+        char buf[1024];
+        uint64_t v;
+        int r;
+
+        r = hot_read(ts, b, task, SAMPLER_HOT_CPU, buf, sizeof buf);
+        if (r < 0)
+                return r;
+        if (mode == CGROUP_MODE_V2) {
+                r = cgroup_parse_keyed(buf, "usage_usec", &v);
+                if (r < 0)
+                        return r;
+                s.cpu_usage_ns = v * NSEC_PER_USEC;
+                /* Without a quota ever set the cpu controller still counts periods (as 0). */
+                (void) sampler_parse_cpu_stat(mode, buf, &s);
+        } else {
+                r = cgroup_parse_uint64(buf, &s.cpu_usage_ns);
+                if (r < 0)
+                        return r;
+                /* Without a quota the CFS counters stand still (no period is enforced): read
+                 * them with the details only (they are cumulative: nothing is lost). */
+                if ((ts->quota_set || detail || ts->n == 0) &&
+                    hot_read(ts, b, task, SAMPLER_HOT_THROTTLE, buf, sizeof buf) >= 0)
+                        (void) sampler_parse_cpu_stat(mode, buf, &s);
+        }
+        r = hot_read(ts, b, task, SAMPLER_HOT_MEMORY, buf, sizeof buf);
+        if (r < 0)
+                return r;
+        r = cgroup_parse_uint64(buf, &s.memory_current_bytes);
+        if (r < 0)
+                return r;
+
+        if (detail || ts->n == 0)
+                read_details(ts, b, proc_fs, task, &s);
+
+        ts->peak_seen_bytes = MAX(ts->peak_seen_bytes, s.memory_current_bytes);
+        s.memory_peak_bytes = MAX(ts->peak_seen_bytes, ts->peak_kernel_bytes);
+        sample_compute_rates(ts, now_mono_us, &s);
+        ts->n++;
+        *ret = s;
+        return 0;
+}

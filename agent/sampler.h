@@ -1,0 +1,46 @@
+/* sampler.h: one task's samples — the hot counters every sample through kept-open
+ * descriptors (CPU usage, CFS throttling, memory in use), the details every few samples
+ * (memory.stat, peak, events or failcnt, PSI, per-process /proc data), and the rates computed
+ * here from consecutive samples. Files named per mode (v1, hybrid, v2) behind one call. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cgroup.h"
+#include "protocol.h"
+
+typedef enum SamplerHot {
+        SAMPLER_HOT_CPU,        /* v1: cpuacct.usage; v2: cpu.stat (usage and throttling) */
+        SAMPLER_HOT_THROTTLE,   /* v1: cpu.stat, every sample while a quota is set, else with the details; v2: unused */
+        SAMPLER_HOT_MEMORY,     /* v1: memory.usage_in_bytes; v2: memory.current */
+        _SAMPLER_HOT_MAX,
+} SamplerHot;
+
+typedef struct TaskSampler {
+        int fd[_SAMPLER_HOT_MAX];     /* kept open; -1: not opened yet */
+        unsigned n;                   /* samples taken */
+        bool has_prev;
+        uint64_t prev_mono_us, prev_cpu_ns, prev_periods, prev_throttled;
+        uint64_t peak_seen_bytes;     /* max of memory in use seen, between two reads of the kernel's peak */
+        uint64_t peak_kernel_bytes;   /* the kernel's peak at the last detail read */
+        bool quota_set;               /* v1: a CFS quota is in force, so throttling is a hot counter */
+} TaskSampler;
+
+void task_sampler_init(TaskSampler *s);
+void task_sampler_done(TaskSampler *s);
+
+/* Takes one sample of task (detail: also the slow files). now_mono_us drives the rates,
+ * now_ms is the sample's time. Returns 0 or a negative errno (-ENOENT/-ENODEV: the cgroup is
+ * gone). */
+int task_sampler_read(TaskSampler *s, CgroupBackend *b, const char *proc_fs, const char *task, bool detail,
+                      uint64_t now_mono_us, int64_t now_ms, TaskSample *ret);
+
+/* Pure: the rates of cur against the previous hot values (cpu cores over dt, throttled
+ * periods over periods), or nothing on the first sample or when counters went backwards. */
+void sample_compute_rates(TaskSampler *s, uint64_t now_mono_us, TaskSample *cur);
+
+/* Pure parsers of the detail files into a sample (set the has bits they fill). */
+int sampler_parse_cpu_stat(CgroupMode mode, const char *text, TaskSample *s);
+int sampler_parse_memory_stat(CgroupMode mode, const char *text, TaskSample *s);
+int sampler_parse_memory_events(const char *text, TaskSample *s);

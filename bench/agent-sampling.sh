@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# agent-sampling.sh [BUILD_DIR] [SECONDS] [N...]: the agent's sampling cost next to systemd-cgtop.
+# For each N (default 10 100 1000) creates N task cgroups in a private cgorch-bench-* subtree,
+# each holding one sleeping process, lets cgorch-agent re-adopt and sample them every second
+# (heartbeats to a scripted controller every second, which like cgorch-controller answers 413
+# to a body over 1 MiB) while systemd-cgtop samples the same subtree at the same interval, and
+# prints CPU% of one core (user + system, and the split) and peak RSS (VmHWM, and the anonymous
+# part of the resident set at the end) of both, and the largest heartbeat body.
+# BENCH_AGENT=PATH measures another cgorch-agent binary (e.g. a copy from before a change);
+# BENCH_AGENT_OPTS adds agent options. Run as root on demand (not part of make check); see
+# docs/benchmarks.md.
+set -euo pipefail
+top_srcdir=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${1:-$top_srcdir/build}; shift || true
+SECS=${1:-60}; shift || true
+NS=("$@"); [ ${#NS[@]} -gt 0 ] || NS=(10 100 1000)
+. "$top_srcdir/tools/cluster-lib.sh"
+cluster_init "$BUILD" cgorch-bench
+AGENT_BIN=${BENCH_AGENT:-$AGENT_BIN}
+read -r -a EXTRA <<<"${BENCH_AGENT_OPTS:-}"
+cluster_make_tokens
+HZ=$(getconf CLK_TCK)
+cpu_ticks() { awk '{ print $14, $15 }' "/proc/$1/stat"; }
+FAKE=$CLUSTER_DIR/fake; mkdir -p "$FAKE"
+FAKE_INTERVAL_MS=1000 FAKE_LOG_ALL=0 python3 "$top_srcdir/tests/integration/fake-controller.py" "$FAKE" &
+CLUSTER_PIDS+=($!)
+wait_for 10 test -s "$FAKE/port"
+CGORCH_SERVER="http://127.0.0.1:$(cat "$FAKE/port")"; export CGORCH_SERVER
+printf '%-6s %-14s %9s %9s %9s %11s %11s %9s %10s\n' N program "CPU%" "user%" "sys%" "peak RSS" "anon RSS" \
+        "us/cg/s" "max body"
+for n in "${NS[@]}"; do
+        node=b$n state=$CLUSTER_DIR/state-$n
+        mkdir -p "$state"
+        hier=()
+        if [ -f "$CGROUP_FS/cgroup.controllers" ]; then hier=("$CGROUP_FS"); else
+                for h in cpu cpuacct memory freezer unified; do hier+=("$CGROUP_FS/$h"); done; fi
+        sleepers=()
+        for k in $(seq 0 $((n - 1))); do
+                id=1.0.$k.0
+                for h in "${hier[@]}"; do mkdir -p "$h/$CLUSTER_CGROOT/$node/$id"; done
+                sleep 100000 & pid=$!; sleepers+=($pid)
+                for h in "${hier[@]}"; do echo $pid >"$h/$CLUSTER_CGROOT/$node/$id/cgroup.procs"; done
+                echo "0 $pid" >"$state/$id.pids"
+        done
+        rm -f "$FAKE/max-body"
+        "$AGENT_BIN" --controller "$CGORCH_SERVER" --node "$node" --cgroup-fs "$CGROUP_FS" \
+                --cgroup-root "$CLUSTER_CGROOT/$node" --sample-interval 1s --state-dir "$state" \
+                --token-file "$(cluster_agent_token "$node")" --log-level warning "${EXTRA[@]}" \
+                >"$CLUSTER_DIR/agent-$node.log" 2>&1 &
+        apid=$!; CLUSTER_PIDS+=($apid)
+        sleep 3   # adoption and first samples done before measuring
+        cg=$CLUSTER_CGROOT/$node
+        /usr/bin/time -f "%U %S %M" -o "$CLUSTER_DIR/cgtop-$n" \
+                systemd-cgtop -b -d 1 -n "$SECS" --order=path --depth=3 "$CLUSTER_CGROOT" >/dev/null 2>&1 &
+        tpid=$!
+        read -r au0 as0 < <(cpu_ticks $apid)
+        wait $tpid || true
+        read -r au1 as1 < <(cpu_ticks $apid)
+        rss=$(awk '/VmHWM/ { print $2 }' /proc/$apid/status)
+        anon=$(awk '/RssAnon/ { print $2 }' /proc/$apid/status)
+        body=$(cat "$FAKE/max-body" 2>/dev/null || echo 0)
+        read -r tu ts tm <"$CLUSTER_DIR/cgtop-$n"
+        awk -v n="$n" -v t="$SECS" -v au=$((au1 - au0)) -v as=$((as1 - as0)) -v hz="$HZ" -v rss="$rss" -v anon="$anon" \
+            -v body="$body" -v tu="$tu" -v ts="$ts" -v tm="$tm" 'BEGIN {
+                u = au / hz / t * 100; s = as / hz / t * 100; a = u + s; c = (tu + ts) / t * 100
+                printf "%-6d %-14s %8.2f%% %8.2f%% %8.2f%% %7.1f MiB %7.1f MiB %9.1f %10d\n", n, "cgorch-agent", a, u, s,
+                        rss / 1024, anon / 1024, a * 1e4 / n, body
+                printf "%-6d %-14s %8.2f%% %8.2f%% %8.2f%% %7.1f MiB %11s %9.1f %10s\n", n, "systemd-cgtop", c,
+                        tu / t * 100, ts / t * 100, tm / 1024, "-", c * 1e4 / n, "-" }'
+        grep -v "^$" "$CLUSTER_DIR/agent-$node.log" | head -n 5 >&2 || true
+        kill "$apid"; wait "$apid" 2>/dev/null || true
+        # SIGKILL: a sleeper must not survive to stall the wait (SIGTERM did, once, at N=100).
+        kill -KILL "${sleepers[@]}" 2>/dev/null || true
+        wait "${sleepers[@]}" 2>/dev/null || true
+        for h in "${hier[@]}"; do
+                find "$h/$CLUSTER_CGROOT/$node" -depth -type d -exec rmdir {} + 2>/dev/null || true
+        done
+done

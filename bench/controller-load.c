@@ -1,0 +1,1070 @@
+/* controller-load.c: M simulated agents heartbeating against one cgorch-controller, open loop,
+ * and optionally a flood of invalid and unauthenticated requests next to them.
+ *
+ * One process, one epoll loop, one keep-alive connection per agent (as cgorch-agent keeps its
+ * curl handle), each agent from its own loopback address (127.1.x.y) so the controller's
+ * per-address limits see M clients as they would on a real cluster. Heartbeats are scheduled
+ * at fixed times, agent i at t0 + (k·M + i)·interval/M, whatever the controller does; latency
+ * is measured from that scheduled time to the last byte of the reply, so a stalled controller
+ * shows up as latency rather than as requests the generator never got around to sending
+ * (coordinated omission). A heartbeat due while the agent's previous one is still in flight
+ * waits for it, as a real agent's would.
+ *
+ * The run: every agent registers (first heartbeat), the operator submits jobs that fill every
+ * node with exactly --tasks-per-node tasks, the agents start them (ack the start actions and
+ * report them running), then after --warmup-s of steady state the measurement runs for
+ * --duration-s: each heartbeat reports every task running with two samples, built with the
+ * protocol encoders the agent uses. With --burst-rate, a second pool of connections from
+ * 127.0.0.2 sends invalid and unauthenticated requests during the measurement, one second on,
+ * one second off.
+ *
+ * Usage: controller-load tokens M FILE     write an agent tokens file (NODE:SECRET, 0600)
+ *        controller-load run --port P --agent-tokens FILE --operator-token FILE [options] */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "controller/auth.h"
+#include "macro.h"
+#include "protocol.h"
+#include "secret-file.h"
+
+#define BACKLOG_MAX 16u
+#define REQUEST_TIMEOUT_US (10 * USEC_PER_SEC)
+#define DRAIN_TIMEOUT_US (15 * USEC_PER_SEC)
+#define RAMP_TIMEOUT_US (300 * USEC_PER_SEC)
+#define TASK_CPU_CORES 0.125                     /* exact in binary: 50 tasks fill 6.25 CPUs exactly */
+#define TASK_MEMORY_BYTES (UINT64_C(64) << 20)
+#define ATTACK_KINDS 7
+
+static uint64_t now_us(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
+}
+
+static int64_t realtime_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- A minimal HTTP/1.1 client connection on the epoll loop ---- */
+
+typedef struct Conn Conn;
+typedef void (*ConnDone)(Conn *c, unsigned status, const char *body, size_t body_len, uint64_t now);
+
+struct Conn {
+        int fd;
+        struct in_addr source;
+        bool busy, connected, reused;
+        bool close_after;          /* the request does not send its whole body: close once answered */
+        char *out;                 /* the request being sent */
+        size_t out_len, out_off;
+        char *in;
+        size_t in_len, in_cap;
+        uint64_t scheduled_us;     /* when the request was due (latency is measured from here) */
+        uint64_t sent_us;          /* when it actually started */
+        ConnDone done;
+        void *owner;
+        unsigned retries;
+};
+
+static int epoll_fd = -1;
+static struct sockaddr_in server;
+
+static void conn_close(Conn *c) {
+        if (c->fd >= 0) {
+                (void) epoll_ctl(epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
+                close(c->fd);
+        }
+        c->fd = -1;
+        c->connected = false;
+}
+
+static int conn_open(Conn *c) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        int one = 1;
+        (void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        /* Many agents share few ports on the server side: let the kernel pick the source port at
+         * connect() time, per destination. */
+        (void) setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+        struct sockaddr_in src = { .sin_family = AF_INET, .sin_addr = c->source };
+        if (bind(fd, (struct sockaddr *) &src, sizeof src) < 0 ||
+            (connect(fd, (struct sockaddr *) &server, sizeof server) < 0 && errno != EINPROGRESS)) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT, .data.ptr = c };
+        if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        c->fd = fd;
+        c->connected = true;
+        c->reused = false;
+        return 0;
+}
+
+static void conn_finish(Conn *c, unsigned status, const char *body, size_t body_len, uint64_t now) {
+        c->busy = false;
+        free(c->out);
+        c->out = NULL;
+        c->in_len = 0;
+        if (c->close_after || status == 0)
+                conn_close(c);
+        c->close_after = false;
+        c->done(c, status, body, body_len, now);
+}
+
+static void conn_start_io(Conn *c) {
+        c->out_off = 0;
+        c->in_len = 0;
+        if (c->fd < 0 && conn_open(c) < 0) {
+                conn_finish(c, 0, NULL, 0, now_us());
+                return;
+        }
+        struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT, .data.ptr = c };
+        (void) epoll_ctl(epoll_fd, EPOLL_CTL_MOD, c->fd, &ev);
+}
+
+/* Takes ownership of req. */
+static void conn_send(Conn *c, char *req, size_t len, uint64_t scheduled_us, bool close_after) {
+        c->busy = true;
+        c->out = req;
+        c->out_len = len;
+        c->scheduled_us = scheduled_us;
+        c->sent_us = now_us();
+        c->close_after = close_after;
+        c->retries = 0;
+        c->reused = c->fd >= 0;
+        conn_start_io(c);
+}
+
+/* Whether in holds a whole response; if so its status, body and whether the server closes. */
+static bool response_complete(Conn *c, bool eof, unsigned *ret_status, size_t *ret_body_off, size_t *ret_body_len,
+                              bool *ret_close) {
+        char *end = memmem(c->in, c->in_len, "\r\n\r\n", 4);
+        if (!end)
+                return false;
+        size_t head_len = (size_t) (end - c->in) + 4;
+        unsigned status = 0;
+        if (sscanf(c->in, "HTTP/1.%*c %u", &status) != 1)
+                status = 0;
+        long long content_length = -1;
+        bool close = false;
+        for (char *p = strstr(c->in, "\r\n"); p && p < end; p = strstr(p + 2, "\r\n")) {
+                const char *h = p + 2;
+                if (strncasecmp(h, "Content-Length:", 15) == 0)
+                        content_length = strtoll(h + 15, NULL, 10);
+                else if (strncasecmp(h, "Connection:", 11) == 0 && strncasecmp(h + 11 + strspn(h + 11, " "), "close", 5) == 0)
+                        close = true;
+        }
+        if (content_length < 0) {
+                if (!eof)
+                        return false;
+                content_length = (long long) (c->in_len - head_len);
+        }
+        if (c->in_len < head_len + (size_t) content_length)
+                return false;
+        *ret_status = status;
+        *ret_body_off = head_len;
+        *ret_body_len = (size_t) content_length;
+        *ret_close = close;
+        return true;
+}
+
+static void conn_on_event(Conn *c, uint32_t events) {
+        if (!c->busy) {
+                /* The server closed an idle keep-alive connection. */
+                conn_close(c);
+                return;
+        }
+        if (events & EPOLLOUT && c->out_off < c->out_len) {
+                ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+                if (n > 0) {
+                        c->out_off += (size_t) n;
+                        if (c->out_off == c->out_len) {
+                                struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
+                                (void) epoll_ctl(epoll_fd, EPOLL_CTL_MOD, c->fd, &ev);
+                        }
+                } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+                        /* The server may answer (413) and close before taking the whole body. */
+                        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
+                        c->out_off = c->out_len;
+                        (void) epoll_ctl(epoll_fd, EPOLL_CTL_MOD, c->fd, &ev);
+                }
+        }
+        if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+                return;
+        bool eof = false;
+        for (;;) {
+                if (c->in_cap - c->in_len < 4096) {
+                        size_t cap = MAX(c->in_cap * 2, (size_t) 16384);
+                        char *p = realloc(c->in, cap + 1);
+                        if (!p)
+                                abort();
+                        c->in = p;
+                        c->in_cap = cap;
+                }
+                ssize_t n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
+                if (n > 0) {
+                        c->in_len += (size_t) n;
+                        continue;
+                }
+                if (n == 0 || (errno != EAGAIN && errno != EINTR))
+                        eof = true;
+                break;
+        }
+        c->in[c->in_len] = '\0';
+        unsigned status;
+        size_t off, len;
+        bool close;
+        if (response_complete(c, eof, &status, &off, &len, &close)) {
+                if (close || eof)
+                        c->close_after = true;
+                /* The body is copied out: the callback may start the next request on c. */
+                char *body = strndup(c->in + off, len);
+                conn_finish(c, status, body, len, now_us());
+                free(body);
+                return;
+        }
+        if (eof) {
+                /* A keep-alive connection the server had just closed: one fresh try, as curl does. */
+                bool retry = c->reused && c->in_len == 0 && c->retries == 0;
+                conn_close(c);
+                if (retry) {
+                        c->retries++;
+                        c->reused = false;
+                        conn_start_io(c);
+                } else
+                        conn_finish(c, 0, NULL, 0, now_us());
+        }
+}
+
+static char *http_request(const char *method, const char *path, const char *authorization, const char *body,
+                          size_t body_len, size_t *ret_len) {
+        char *s = NULL;
+        int n = asprintf(&s,
+                         "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: cgorch-controller-load\r\n"
+                         "%s%s%s%s%zu\r\n\r\n",
+                         method, path, authorization ? "Authorization: Bearer " : "", authorization ?: "",
+                         authorization ? "\r\n" : "", body ? "Content-Type: application/json\r\nContent-Length: " : "Content-Length: ",
+                         body_len);
+        if (n < 0)
+                abort();
+        if (body) {
+                s = realloc(s, (size_t) n + body_len + 1);
+                if (!s)
+                        abort();
+                memcpy(s + n, body, body_len);
+                s[n + body_len] = '\0';
+        }
+        *ret_len = (size_t) n + (body ? body_len : 0);
+        return s;
+}
+
+/* ---- Statistics ---- */
+
+typedef struct Stats {
+        double *latency_ms;
+        size_t n, cap;
+        double *lag_ms;            /* send time − scheduled time: the generator's own lateness */
+        size_t n_lag, cap_lag;
+        uint64_t errors;           /* non-200 answers and failed connections */
+        uint64_t unfinished;       /* scheduled in the window, no answer by the end of the drain */
+        uint64_t status[600];
+} Stats;
+
+static void push(double **a, size_t *n, size_t *cap, double v) {
+        if (*n == *cap) {
+                *cap = MAX(*cap * 2, (size_t) 1024);
+                *a = realloc(*a, *cap * sizeof(double));
+                if (!*a)
+                        abort();
+        }
+        (*a)[(*n)++] = v;
+}
+
+static int cmp_double(const void *a, const void *b) {
+        double x = *(const double *) a, y = *(const double *) b;
+        return x < y ? -1 : x > y;
+}
+
+static double percentile(const double *sorted, size_t n, double p) {
+        if (n == 0)
+                return NAN;
+        size_t rank = (size_t) ceil(p / 100.0 * (double) n);
+        return sorted[rank == 0 ? 0 : MIN(rank, n) - 1];
+}
+
+static void stats_print(const char *label, Stats *s, double window_s) {
+        qsort(s->latency_ms, s->n, sizeof(double), cmp_double);
+        qsort(s->lag_ms, s->n_lag, sizeof(double), cmp_double);
+        uint64_t ok = s->status[200];
+        printf("%s: heartbeats_per_s=%.1f ok=%" PRIu64 " errors=%" PRIu64 " unfinished=%" PRIu64
+               " p50_ms=%.2f p90_ms=%.2f p99_ms=%.2f max_ms=%.2f send_lag_p99_ms=%.2f\n",
+               label, (double) ok / window_s, ok, s->errors, s->unfinished, percentile(s->latency_ms, s->n, 50),
+               percentile(s->latency_ms, s->n, 90), percentile(s->latency_ms, s->n, 99),
+               s->n ? s->latency_ms[s->n - 1] : NAN, percentile(s->lag_ms, s->n_lag, 99));
+}
+
+/* ---- Agents ---- */
+
+typedef struct SimTask {
+        char *id;
+        pid_t pid;
+        int64_t started_ms;
+        uint64_t cpu_usage_ns;
+} SimTask;
+
+typedef struct Agent {
+        Conn conn;
+        size_t index;
+        char *node;
+        char *token;               /* NODE:SECRET */
+        char *path;
+        char boot_id[64];
+        uint64_t seq;
+        SimTask *tasks;
+        size_t n_tasks;
+        uint64_t *acks, *acks_inflight;
+        size_t n_acks, n_acks_inflight, cap_acks;
+        uint64_t backlog[BACKLOG_MAX];
+        size_t backlog_head, backlog_n;
+        uint64_t successes;
+        unsigned last_n_actions;
+        bool in_burst;             /* the request in flight was scheduled during a burst */
+} Agent;
+
+typedef enum Phase { PHASE_REGISTER, PHASE_SUBMIT, PHASE_RAMP, PHASE_WARMUP, PHASE_MEASURE, PHASE_DRAIN, PHASE_DONE } Phase;
+
+typedef struct Load {
+        Agent *agents;
+        size_t n_agents;
+        unsigned tasks_per_node, tasks_per_job;
+        uint64_t interval_us, warmup_us, duration_us;
+        double burst_rate;
+        unsigned burst_conns;
+        pid_t controller_pid;
+        char *operator_token;
+
+        Phase phase;
+        uint64_t t0_us, next_j;
+        uint64_t phase_start_us, measure_start_us, measure_end_us;
+        size_t n_registered;
+        unsigned jobs_submitted, jobs_total;
+        Conn op;
+        uint64_t dropped;          /* heartbeats that found BACKLOG_MAX already waiting */
+
+        Stats all, during_burst;
+        /* The flood. */
+        Conn *attackers;
+        uint64_t burst_next_j, burst_t0_us;
+        uint64_t attack_status[600], attack_failed, attack_skipped, attack_sent;
+        unsigned attack_kind;
+} Load;
+
+static Load L;
+
+static bool burst_on(uint64_t t) {
+        if (L.burst_rate <= 0 || t < L.measure_start_us || t >= L.measure_end_us)
+                return false;
+        return ((t - L.measure_start_us) / USEC_PER_SEC) % 2 == 0;
+}
+
+static void agent_add_ack(Agent *a, uint64_t id) {
+        if (a->n_acks == a->cap_acks) {
+                a->cap_acks = MAX(a->cap_acks * 2, (size_t) 64);
+                a->acks = realloc(a->acks, a->cap_acks * sizeof(uint64_t));
+                a->acks_inflight = realloc(a->acks_inflight, a->cap_acks * sizeof(uint64_t));
+                if (!a->acks || !a->acks_inflight)
+                        abort();
+        }
+        a->acks[a->n_acks++] = id;
+}
+
+static void sample_fill(TaskSample *s, SimTask *t, int64_t time_ms, bool detail) {
+        t->cpu_usage_ns += 118000000 + (uint64_t) (random() % 10000000);
+        *s = (TaskSample) {
+                .time_ms = time_ms,
+                .cpu_usage_ns = t->cpu_usage_ns,
+                .memory_current_bytes = (48u << 20) + (uint64_t) (random() % (8 << 20)),
+                .memory_peak_bytes = 60u << 20,
+                .progress = -1,
+                .has = SAMPLE_HAS_THROTTLING | SAMPLE_HAS_RATES | SAMPLE_HAS_PSI_CPU | SAMPLE_HAS_PSI_MEMORY |
+                       SAMPLE_HAS_PSI_IO,
+                .cpu_periods = (uint64_t) (time_ms - t->started_ms) / 100,
+                .cpu_throttled_periods = (uint64_t) (time_ms - t->started_ms) / 1000,
+                .cpu_throttled_ns = t->cpu_usage_ns / 50,
+                .psi_cpu = { .some_avg10 = 1.25, .some_total_us = t->cpu_usage_ns / 20000, .has_full = true,
+                             .full_avg10 = 0.5, .full_total_us = t->cpu_usage_ns / 40000 },
+                .psi_memory = { .some_avg10 = 0, .some_total_us = 1200, .has_full = true, .full_total_us = 800 },
+                .psi_io = { .some_avg10 = 0.1, .some_total_us = 5300, .has_full = true, .full_total_us = 2100 },
+                .cpu_cores = 0.118,
+                .throttled_ratio = 0.01,
+        };
+        if (detail) {
+                s->has |= SAMPLE_HAS_MEMORY_STAT | SAMPLE_HAS_SWAP | SAMPLE_HAS_MEMORY_EVENTS | SAMPLE_HAS_PROCS;
+                s->memory_anon_bytes = 40u << 20;
+                s->memory_file_bytes = 8u << 20;
+                s->procs = 1;
+                s->threads = 1;
+                s->procs_rss_bytes = 44u << 20;
+                s->io_read_bytes = 4096;
+                s->io_write_bytes = 8192;
+        }
+}
+
+/* The heartbeat body the real agent would send now: every task running, two samples each
+ * (the agent samples every 1 s and beats every 2 s), the details every 5th sample. */
+static char *agent_heartbeat_body(Agent *a, size_t *ret_len) {
+        int64_t now_ms = realtime_ms();
+        TaskReport *reports = calloc(MAX(a->n_tasks, (size_t) 1), sizeof(TaskReport));
+        TaskSample *samples = calloc(MAX(a->n_tasks, (size_t) 1) * 2, sizeof(TaskSample));
+        if (!reports || !samples)
+                abort();
+        Limits limits = { .cpu_quota_us = 12500, .cpu_period_us = 100000, .memory_max_bytes = (int64_t) TASK_MEMORY_BYTES };
+        for (size_t i = 0; i < a->n_tasks; i++) {
+                SimTask *t = &a->tasks[i];
+                sample_fill(&samples[2 * i], t, now_ms - 1000, (a->seq * 2) % 5 == 0);
+                sample_fill(&samples[2 * i + 1], t, now_ms, (a->seq * 2 + 1) % 5 == 0);
+                reports[i] = (TaskReport) {
+                        .id = t->id, .state = TASK_RUNNING, .pid = t->pid,
+                        .samples = &samples[2 * i], .n_samples = 2, .limits = limits,
+                };
+        }
+        Ack *acks = calloc(MAX(a->n_acks, (size_t) 1), sizeof(Ack));
+        if (!acks)
+                abort();
+        for (size_t i = 0; i < a->n_acks; i++)
+                acks[i] = (Ack) { .action_id = a->acks[i], .ok = true };
+        Heartbeat hb = {
+                .node = a->node, .boot_id = a->boot_id, .seq = a->seq, .cgroup_mode = (char *) "hybrid",
+                .capacity_cpus = TASK_CPU_CORES * L.tasks_per_node,
+                .capacity_memory_bytes = UINT64_C(64) << 30,
+                .node_sample = { .time_ms = now_ms, .cpu_busy = 0.8, .memory_available_bytes = UINT64_C(40) << 30,
+                                 .has = SAMPLE_HAS_MEMINFO | SAMPLE_HAS_PSI_CPU | SAMPLE_HAS_PSI_MEMORY | SAMPLE_HAS_PSI_IO,
+                                 .memory_total_bytes = UINT64_C(64) << 30, .swap_total_bytes = 0,
+                                 .psi_cpu = { .some_avg10 = 3.5, .some_total_us = 123456 } },
+                .tasks = reports, .n_tasks = a->n_tasks, .acks = acks, .n_acks = a->n_acks,
+        };
+        json_t *j = heartbeat_to_json(&hb);
+        char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        if (!body)
+                abort();
+        json_decref(j);
+        free(reports);
+        free(samples);
+        free(acks);
+        if (a->n_acks > 0)
+                memcpy(a->acks_inflight, a->acks, a->n_acks * sizeof(uint64_t));
+        a->n_acks_inflight = a->n_acks;
+        a->n_acks = 0;
+        *ret_len = strlen(body);
+        return body;
+}
+
+static void agent_send(Agent *a, uint64_t scheduled_us) {
+        size_t body_len, len;
+        _cleanup_free_ char *body = agent_heartbeat_body(a, &body_len);
+        char *req = http_request("POST", a->path, a->token, body, body_len, &len);
+        a->in_burst = burst_on(scheduled_us);
+        conn_send(&a->conn, req, len, scheduled_us, false);
+}
+
+static void agent_apply_reply(Agent *a, const char *body, size_t len) {
+        json_error_t err;
+        json_t *j = json_loadb(body, len, 0, &err);
+        HeartbeatReply *reply = NULL;
+        _cleanup_free_ char *error = NULL;
+        if (!j || heartbeat_reply_from_json(j, &reply, &error) < 0) {
+                fprintf(stderr, "%s: a reply the agent would refuse: %s\n", a->node, error ?: err.text);
+                json_decref(j);
+                return;
+        }
+        json_decref(j);
+        a->last_n_actions = (unsigned) reply->n_actions;
+        for (size_t i = 0; i < reply->n_actions; i++) {
+                const Action *act = &reply->actions[i];
+                if (act->type == ACTION_START) {
+                        a->tasks = realloc(a->tasks, (a->n_tasks + 1) * sizeof(SimTask));
+                        if (!a->tasks)
+                                abort();
+                        a->tasks[a->n_tasks++] = (SimTask) {
+                                .id = strdup(act->task), .pid = (pid_t) (10000 + a->index * 100 + a->n_tasks),
+                                .started_ms = realtime_ms(),
+                        };
+                } else if (act->type == ACTION_KILL)
+                        for (size_t k = 0; k < a->n_tasks; k++)
+                                if (streq(a->tasks[k].id, act->task)) {
+                                        free(a->tasks[k].id);
+                                        a->tasks[k] = a->tasks[--a->n_tasks];
+                                        break;
+                                }
+                agent_add_ack(a, act->id);
+        }
+        heartbeat_reply_free(reply);
+}
+
+static void record(Agent *a, unsigned status, uint64_t now) {
+        if (a->conn.scheduled_us < L.measure_start_us || a->conn.scheduled_us >= L.measure_end_us)
+                return;
+        Stats *sets[2] = { &L.all, a->in_burst ? &L.during_burst : NULL };
+        for (size_t i = 0; i < 2 && sets[i]; i++) {
+                Stats *s = sets[i];
+                s->status[MIN(status, 599u)]++;
+                if (status != 200)
+                        s->errors++;
+                push(&s->latency_ms, &s->n, &s->cap, (double) (now - a->conn.scheduled_us) / 1000.0);
+                push(&s->lag_ms, &s->n_lag, &s->cap_lag, (double) (a->conn.sent_us - a->conn.scheduled_us) / 1000.0);
+        }
+}
+
+static void agent_on_done(Conn *c, unsigned status, const char *body, size_t len, uint64_t now) {
+        Agent *a = c->owner;
+        record(a, status, now);
+        if (status == 200) {
+                if (a->successes++ == 0)
+                        L.n_registered++;
+                a->seq++;
+                a->n_acks_inflight = 0;
+                agent_apply_reply(a, body, len);
+        } else {
+                /* Not delivered: the acks go again with the next heartbeat. */
+                for (size_t i = 0; i < a->n_acks_inflight; i++)
+                        agent_add_ack(a, a->acks_inflight[i]);
+                a->n_acks_inflight = 0;
+                if (L.phase < PHASE_MEASURE)
+                        fprintf(stderr, "%s: heartbeat answered %u%s%.200s\n", a->node, status, body ? ": " : "",
+                                body ?: "");
+        }
+        if (a->backlog_n > 0) {
+                uint64_t t = a->backlog[a->backlog_head];
+                a->backlog_head = (a->backlog_head + 1) % BACKLOG_MAX;
+                a->backlog_n--;
+                agent_send(a, t);
+        }
+}
+
+static void agent_due(Agent *a, uint64_t scheduled_us) {
+        if (!a->conn.busy) {
+                agent_send(a, scheduled_us);
+                return;
+        }
+        if (a->backlog_n == BACKLOG_MAX) {
+                L.dropped++;
+                if (scheduled_us >= L.measure_start_us && scheduled_us < L.measure_end_us)
+                        L.all.unfinished++;
+                return;
+        }
+        a->backlog[(a->backlog_head + a->backlog_n) % BACKLOG_MAX] = scheduled_us;
+        a->backlog_n++;
+}
+
+/* ---- The operator: submits the jobs ---- */
+
+static void operator_submit_next(void);
+
+static void operator_on_done(Conn *c, unsigned status, const char *body, size_t len, uint64_t now) {
+        if (status == 0) {
+                /* A timeout: the job may or may not be in; the run only needs the tasks placed, and
+                 * the ramp's own check catches a count that never adds up. */
+                fprintf(stderr, "submitting job %u: no answer, trying again\n", L.jobs_submitted + 1);
+                operator_submit_next();
+                return;
+        }
+        if (status != 201 && status != 200) {
+                fprintf(stderr, "submitting job %u: %u %.300s\n", L.jobs_submitted + 1, status, body ?: "");
+                exit(EXIT_FAILURE);
+        }
+        L.jobs_submitted++;
+        operator_submit_next();
+}
+
+static void operator_submit_next(void) {
+        unsigned total = (unsigned) L.n_agents * L.tasks_per_node;
+        if (L.jobs_submitted == L.jobs_total)
+                return;
+        unsigned n = MIN(L.tasks_per_job, total - L.jobs_submitted * L.tasks_per_job);
+        char name[64];
+        snprintf(name, sizeof name, "load-%u", L.jobs_submitted + 1);
+        char *argv[] = { (char *) "/bin/sleep", (char *) "86400", NULL };
+        PhaseSpec phase = { .n_tasks = n, .argv = argv, .cpu_cores = TASK_CPU_CORES, .memory_bytes = TASK_MEMORY_BYTES };
+        JobSpec spec = { .name = name, .user = (char *) "nobody", .weight = 1, .phases = &phase, .n_phases = 1 };
+        json_t *j = job_spec_to_json(&spec);
+        char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        if (!body)
+                abort();
+        json_decref(j);
+        size_t len;
+        char *req = http_request("POST", "/v1/jobs", L.operator_token, body, strlen(body), &len);
+        free(body);
+        conn_send(&L.op, req, len, now_us(), false);
+}
+
+/* ---- The flood ---- */
+
+static void attacker_on_done(Conn *c, unsigned status, const char *body, size_t len, uint64_t now) {
+        if (status == 0)
+                L.attack_failed++;
+        else
+                L.attack_status[MIN(status, 599u)]++;
+}
+
+static char deep_json[20001];
+
+static void attacker_send(Conn *c) {
+        Agent *victim = &L.agents[L.attack_sent % L.n_agents];
+        Agent *other = &L.agents[(L.attack_sent + 1) % L.n_agents];
+        char *req = NULL;
+        size_t len;
+        bool close_after = false;
+        switch (L.attack_kind++ % ATTACK_KINDS) {
+        case 0: /* no token */
+                req = http_request("GET", "/v1/jobs", NULL, NULL, 0, &len);
+                break;
+        case 1: /* a guessed token */
+                req = http_request("GET", "/v1/jobs", "guess-0123456789abcdef", NULL, 0, &len);
+                break;
+        case 2: /* a node's token for another node's heartbeat */
+                req = http_request("POST", victim->path, other->token, "{}", 2, &len);
+                break;
+        case 3: /* broken JSON with a good token */
+                req = http_request("POST", victim->path, victim->token, "{\"node\": \"x\", \"tasks\": [", 23, &len);
+                break;
+        case 4: { /* announces a body over the limit and never sends it */
+                char *s = NULL;
+                if (asprintf(&s, "POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
+                             "Content-Type: application/json\r\nContent-Length: 200000000\r\n\r\n", L.operator_token) < 0)
+                        abort();
+                req = s;
+                len = strlen(s);
+                close_after = true;
+                break;
+        }
+        case 5: /* no such endpoint */
+                req = http_request("GET", "/v1/../../etc/passwd", NULL, NULL, 0, &len);
+                break;
+        default: /* nesting far beyond the parser's depth limit, with a good token */
+                req = http_request("POST", victim->path, victim->token, deep_json, strlen(deep_json), &len);
+                break;
+        }
+        L.attack_sent++;
+        conn_send(c, req, len, now_us(), close_after);
+}
+
+static void attack_due(void) {
+        for (unsigned i = 0; i < L.burst_conns; i++)
+                if (!L.attackers[i].busy) {
+                        attacker_send(&L.attackers[i]);
+                        return;
+                }
+        L.attack_skipped++;
+}
+
+/* ---- The run ---- */
+
+static uint64_t cpu_ticks_of(pid_t pid) {
+        char path[64], buf[1024];
+        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return 0;
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        if (n <= 0)
+                return 0;
+        buf[n] = '\0';
+        const char *p = strrchr(buf, ')');
+        unsigned long long utime = 0, stime = 0;
+        if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
+                return 0;
+        return utime + stime;
+}
+
+static double self_cpu_s(void) {
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        return (double) ru.ru_utime.tv_sec + (double) ru.ru_utime.tv_usec / 1e6 + (double) ru.ru_stime.tv_sec +
+               (double) ru.ru_stime.tv_usec / 1e6;
+}
+
+static size_t tasks_running(void) {
+        size_t n = 0;
+        for (size_t i = 0; i < L.n_agents; i++)
+                n += L.agents[i].n_tasks;
+        return n;
+}
+
+static bool all_quiet(void) {
+        for (size_t i = 0; i < L.n_agents; i++)
+                if (L.agents[i].n_acks > 0 || L.agents[i].n_acks_inflight > 0 || L.agents[i].last_n_actions > 0)
+                        return false;
+        return true;
+}
+
+static bool anything_in_flight(void) {
+        for (size_t i = 0; i < L.n_agents; i++)
+                if (L.agents[i].conn.busy)
+                        return true;
+        return false;
+}
+
+static void advance_phase(uint64_t now) {
+        if (L.phase <= PHASE_RAMP && now - L.phase_start_us > RAMP_TIMEOUT_US) {
+                fprintf(stderr, "load: no steady state after %.0f s: %zu of %zu nodes registered, %u of %u jobs "
+                        "submitted, %zu of %zu tasks running\n", (double) RAMP_TIMEOUT_US / 1e6, L.n_registered,
+                        L.n_agents, L.jobs_submitted, L.jobs_total, tasks_running(), L.n_agents * L.tasks_per_node);
+                exit(EXIT_FAILURE);
+        }
+        switch (L.phase) {
+        case PHASE_REGISTER:
+                if (L.n_registered == L.n_agents) {
+                        fprintf(stderr, "load: %zu nodes registered in %.1f s; submitting %u jobs\n", L.n_agents,
+                                (double) (now - L.t0_us) / 1e6, L.jobs_total);
+                        L.phase = PHASE_SUBMIT;
+                        L.phase_start_us = now;
+                        operator_submit_next();
+                }
+                break;
+        case PHASE_SUBMIT:
+                if (L.jobs_submitted == L.jobs_total) {
+                        L.phase = PHASE_RAMP;
+                        L.phase_start_us = now;
+                }
+                break;
+        case PHASE_RAMP:
+                if (tasks_running() == L.n_agents * L.tasks_per_node && all_quiet()) {
+                        fprintf(stderr, "load: %zu tasks running after %.1f s; warming up for %.0f s\n",
+                                tasks_running(), (double) (now - L.phase_start_us) / 1e6, (double) L.warmup_us / 1e6);
+                        L.phase = PHASE_WARMUP;
+                        L.measure_start_us = now + L.warmup_us;
+                        L.measure_end_us = L.measure_start_us + L.duration_us;
+                }
+                break;
+        case PHASE_WARMUP:
+                if (now >= L.measure_start_us) {
+                        L.phase = PHASE_MEASURE;
+                        L.burst_t0_us = now;
+                }
+                break;
+        case PHASE_MEASURE:
+                if (now >= L.measure_end_us)
+                        L.phase = PHASE_DRAIN;
+                break;
+        case PHASE_DRAIN:
+                if (!anything_in_flight() || now >= L.measure_end_us + DRAIN_TIMEOUT_US)
+                        L.phase = PHASE_DONE;
+                break;
+        case PHASE_DONE:
+                break;
+        }
+}
+
+/* now was read at the top of the loop iteration; a request sent later in that iteration has
+ * sent_us > now and is not overdue (unsigned now - sent_us would wrap and time it out at once,
+ * never sending it). */
+static bool conn_overdue(const Conn *c, uint64_t now) {
+        return c->busy && now > c->sent_us && now - c->sent_us > REQUEST_TIMEOUT_US;
+}
+
+static void check_timeouts(uint64_t now) {
+        for (size_t i = 0; i < L.n_agents; i++) {
+                Conn *c = &L.agents[i].conn;
+                if (conn_overdue(c, now))
+                        conn_finish(c, 0, NULL, 0, now);
+        }
+        if (conn_overdue(&L.op, now))
+                conn_finish(&L.op, 0, NULL, 0, now);
+        for (unsigned i = 0; i < L.burst_conns; i++)
+                if (conn_overdue(&L.attackers[i], now))
+                        conn_finish(&L.attackers[i], 0, NULL, 0, now);
+}
+
+static int run(void) {
+        epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+        if (epoll_fd < 0)
+                return -errno;
+        L.measure_start_us = L.measure_end_us = UINT64_MAX;
+        L.t0_us = now_us();
+        L.phase_start_us = L.t0_us;
+        uint64_t ticks0 = 0, window_t0 = 0, last_timeout_check = L.t0_us;
+        double cpu0 = 0;
+        Phase measured_from = PHASE_REGISTER;
+
+        for (;;) {
+                uint64_t now = now_us();
+                Phase before = L.phase;
+                advance_phase(now);
+                if (L.phase == PHASE_MEASURE && before != PHASE_MEASURE) {
+                        ticks0 = L.controller_pid > 0 ? cpu_ticks_of(L.controller_pid) : 0;
+                        cpu0 = self_cpu_s();
+                        window_t0 = now;
+                        measured_from = PHASE_MEASURE;
+                }
+                if (L.phase == PHASE_DRAIN && before == PHASE_MEASURE) {
+                        double window_s = (double) (now - window_t0) / 1e6;
+                        double ctl_s = L.controller_pid > 0 ?
+                                (double) (cpu_ticks_of(L.controller_pid) - ticks0) / (double) sysconf(_SC_CLK_TCK) : NAN;
+                        fprintf(stderr, "load: measured %.1f s; controller CPU %.0f %% of one core, generator %.0f %%\n",
+                                window_s, 100 * ctl_s / window_s, 100 * (self_cpu_s() - cpu0) / window_s);
+                        printf("cpu: controller_pct=%.1f generator_pct=%.1f\n", 100 * ctl_s / window_s,
+                               100 * (self_cpu_s() - cpu0) / window_s);
+                }
+                if (L.phase == PHASE_DONE)
+                        break;
+
+                /* Heartbeats due now, agent after agent, until the window (and the drain) ends. */
+                uint64_t next_hb = UINT64_MAX;
+                if (L.phase < PHASE_DRAIN) {
+                        for (;;) {
+                                uint64_t t = L.t0_us + L.next_j * L.interval_us / L.n_agents;
+                                if (t > now) {
+                                        next_hb = t;
+                                        break;
+                                }
+                                agent_due(&L.agents[L.next_j % L.n_agents], t);
+                                L.next_j++;
+                        }
+                }
+                uint64_t next_attack = UINT64_MAX;
+                if (L.phase == PHASE_MEASURE && L.burst_rate > 0) {
+                        for (;;) {
+                                uint64_t t = L.burst_t0_us + (uint64_t) ((double) L.burst_next_j * 1e6 / L.burst_rate);
+                                if (!burst_on(t)) {
+                                        /* Skip the quiet second. */
+                                        L.burst_next_j++;
+                                        if (t >= L.measure_end_us)
+                                                break;
+                                        continue;
+                                }
+                                if (t > now) {
+                                        next_attack = t;
+                                        break;
+                                }
+                                attack_due();
+                                L.burst_next_j++;
+                        }
+                }
+                if (now - last_timeout_check > 100 * USEC_PER_MSEC) {
+                        check_timeouts(now);
+                        last_timeout_check = now;
+                }
+
+                uint64_t wake = MIN(MIN(next_hb, next_attack), now + 50 * USEC_PER_MSEC);
+                uint64_t wait_us = wake > now ? wake - now : 0;
+                struct timespec ts = { .tv_sec = (time_t) (wait_us / USEC_PER_SEC),
+                                       .tv_nsec = (long) (wait_us % USEC_PER_SEC) * 1000 };
+                struct epoll_event events[256];
+                int n = epoll_pwait2(epoll_fd, events, (int) ELEMENTSOF(events), &ts, NULL);
+                if (n < 0 && errno != EINTR)
+                        return -errno;
+                for (int i = 0; i < n; i++)
+                        conn_on_event(events[i].data.ptr, events[i].events);
+        }
+        if (measured_from != PHASE_MEASURE)
+                return -EIO;
+
+        /* What was scheduled in the window and never answered. */
+        for (size_t i = 0; i < L.n_agents; i++) {
+                Agent *a = &L.agents[i];
+                if (a->conn.busy && a->conn.scheduled_us >= L.measure_start_us && a->conn.scheduled_us < L.measure_end_us)
+                        L.all.unfinished++;
+                for (size_t k = 0; k < a->backlog_n; k++) {
+                        uint64_t t = a->backlog[(a->backlog_head + k) % BACKLOG_MAX];
+                        if (t >= L.measure_start_us && t < L.measure_end_us)
+                                L.all.unfinished++;
+                }
+        }
+        double window_s = (double) L.duration_us / 1e6;
+        printf("config: nodes=%zu tasks_per_node=%u interval_ms=%" PRIu64 " target_heartbeats_per_s=%.1f window_s=%.0f\n",
+               L.n_agents, L.tasks_per_node, L.interval_us / 1000, (double) L.n_agents * 1e6 / (double) L.interval_us,
+               window_s);
+        stats_print("valid", &L.all, window_s);
+        if (L.burst_rate > 0) {
+                stats_print("valid_during_bursts", &L.during_burst, window_s / 2);
+                printf("valid_success_pct=%.2f\n", L.all.n ? 100.0 * (double) L.all.status[200] / (double) (L.all.n + L.all.unfinished) : 0);
+                printf("flood: sent=%" PRIu64 " skipped_all_busy=%" PRIu64 " conn_failed=%" PRIu64, L.attack_sent,
+                       L.attack_skipped, L.attack_failed);
+                for (unsigned s = 100; s < 600; s++)
+                        if (L.attack_status[s])
+                                printf(" s%u=%" PRIu64, s, L.attack_status[s]);
+                printf("\n");
+        }
+        if (L.all.errors || L.all.unfinished) {
+                printf("valid_status:");
+                for (unsigned s = 0; s < 600; s++)
+                        if (L.all.status[s])
+                                printf(" s%u=%" PRIu64, s, L.all.status[s]);
+                printf(" dropped=%" PRIu64 "\n", L.dropped);
+        }
+        return 0;
+}
+
+static int make_tokens(unsigned m, const char *path) {
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd < 0 || fchmod(fd, 0600) < 0)
+                return -errno;
+        _cleanup_fclose_ FILE *f = fdopen(TAKE_FD(fd), "w");
+        if (!f)
+                return -errno;
+        for (unsigned i = 0; i < m; i++) {
+                uint8_t r[16];
+                if (getrandom(r, sizeof r, 0) != (ssize_t) sizeof r)
+                        return -EIO;
+                fprintf(f, "load-%04u:", i);
+                for (size_t k = 0; k < sizeof r; k++)
+                        fprintf(f, "%02x", r[k]);
+                fputc('\n', f);
+        }
+        return fflush(f) == 0 ? 0 : -errno;
+}
+
+static uint64_t parse_u64(const char *s, const char *what) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno || *end || end == s) {
+                fprintf(stderr, "%s: not a number: %s\n", what, s);
+                exit(2);
+        }
+        return v;
+}
+
+int main(int argc, char **argv) {
+        if (argc == 4 && streq(argv[1], "tokens")) {
+                int r = make_tokens((unsigned) parse_u64(argv[2], "M"), argv[3]);
+                if (r < 0)
+                        fprintf(stderr, "%s: %s\n", argv[3], strerror(-r));
+                return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+        }
+        if (argc < 2 || !streq(argv[1], "run")) {
+                fprintf(stderr, "Usage: %s tokens M FILE\n"
+                                "       %s run --port P --agent-tokens FILE --operator-token FILE [--tasks-per-node 50]\n"
+                                "           [--tasks-per-job 250] [--interval-ms 2000] [--warmup-s 10] [--duration-s 30]\n"
+                                "           [--burst-rate REQ_PER_S] [--burst-conns 32] [--controller-pid PID]\n",
+                        argv[0], argv[0]);
+                return 2;
+        }
+        static const struct option options[] = {
+                { "port", required_argument, NULL, 'p' },
+                { "agent-tokens", required_argument, NULL, 'a' },
+                { "operator-token", required_argument, NULL, 'o' },
+                { "tasks-per-node", required_argument, NULL, 't' },
+                { "tasks-per-job", required_argument, NULL, 'j' },
+                { "interval-ms", required_argument, NULL, 'i' },
+                { "warmup-s", required_argument, NULL, 'w' },
+                { "duration-s", required_argument, NULL, 'd' },
+                { "burst-rate", required_argument, NULL, 'b' },
+                { "burst-conns", required_argument, NULL, 'c' },
+                { "controller-pid", required_argument, NULL, 'P' },
+                {}
+        };
+        const char *agents_file = NULL, *operator_file = NULL;
+        uint64_t port = 0;
+        L.tasks_per_node = 50;
+        L.tasks_per_job = 250;
+        L.interval_us = 2 * USEC_PER_SEC;
+        L.warmup_us = 10 * USEC_PER_SEC;
+        L.duration_us = 30 * USEC_PER_SEC;
+        L.burst_conns = 32;
+        int c;
+        optind = 2;
+        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
+                switch (c) {
+                case 'p': port = parse_u64(optarg, "--port"); break;
+                case 'a': agents_file = optarg; break;
+                case 'o': operator_file = optarg; break;
+                case 't': L.tasks_per_node = (unsigned) parse_u64(optarg, "--tasks-per-node"); break;
+                case 'j': L.tasks_per_job = (unsigned) parse_u64(optarg, "--tasks-per-job"); break;
+                case 'i': L.interval_us = parse_u64(optarg, "--interval-ms") * USEC_PER_MSEC; break;
+                case 'w': L.warmup_us = parse_u64(optarg, "--warmup-s") * USEC_PER_SEC; break;
+                case 'd': L.duration_us = parse_u64(optarg, "--duration-s") * USEC_PER_SEC; break;
+                case 'b': L.burst_rate = (double) parse_u64(optarg, "--burst-rate"); break;
+                case 'c': L.burst_conns = (unsigned) parse_u64(optarg, "--burst-conns"); break;
+                case 'P': L.controller_pid = (pid_t) parse_u64(optarg, "--controller-pid"); break;
+                default: return 2;
+                }
+        if (port == 0 || port > 65535 || !agents_file || !operator_file || L.tasks_per_node == 0 ||
+            L.tasks_per_job == 0 || L.interval_us == 0 || L.duration_us == 0 || L.burst_conns == 0) {
+                fprintf(stderr, "--port, --agent-tokens and --operator-token are required; counts must be > 0\n");
+                return 2;
+        }
+
+        char *error = NULL;
+        _cleanup_secret_ char *text = NULL;
+        size_t text_len;
+        AgentToken *tokens = NULL;
+        size_t n_tokens = 0;
+        if (secret_file_read_token(operator_file, &L.operator_token, &error) < 0 ||
+            secret_file_read(agents_file, &text, &text_len, &error) < 0 ||
+            auth_parse_agent_tokens(text, text_len, &tokens, &n_tokens, &error) < 0 || n_tokens == 0) {
+                fprintf(stderr, "%s\n", error ?: "no agent tokens");
+                return EXIT_FAILURE;
+        }
+
+        /* One descriptor per agent and attacker, and some to spare. */
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < n_tokens + L.burst_conns + 64) {
+                rl.rlim_cur = MIN(rl.rlim_max, (rlim_t) (n_tokens + L.burst_conns + 64));
+                (void) setrlimit(RLIMIT_NOFILE, &rl);
+        }
+        server = (struct sockaddr_in) { .sin_family = AF_INET, .sin_port = htons((uint16_t) port),
+                                        .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        srandom(1);
+
+        L.n_agents = n_tokens;
+        L.agents = calloc(n_tokens, sizeof(Agent));
+        if (!L.agents)
+                return EXIT_FAILURE;
+        for (size_t i = 0; i < n_tokens; i++) {
+                Agent *a = &L.agents[i];
+                a->index = i;
+                a->node = tokens[i].node;
+                if (asprintf(&a->token, "%s:%s", tokens[i].node, tokens[i].secret) < 0 ||
+                    asprintf(&a->path, "/v1/nodes/%s/heartbeat", a->node) < 0)
+                        return EXIT_FAILURE;
+                snprintf(a->boot_id, sizeof a->boot_id, "load-boot-%zu-%ld", i, (long) getpid());
+                /* 127.1.0.1, 127.1.0.2, ...: its own client address, as on a real cluster. */
+                a->conn = (Conn) { .fd = -1, .done = agent_on_done, .owner = a,
+                                   .source.s_addr = htonl(0x7f010000u + (uint32_t) (i / 250) * 256 + (uint32_t) (i % 250) + 1) };
+        }
+        L.jobs_total = (unsigned) ((L.n_agents * L.tasks_per_node + L.tasks_per_job - 1) / L.tasks_per_job);
+        L.op = (Conn) { .fd = -1, .done = operator_on_done, .source.s_addr = htonl(0x7f000001u) };
+        L.attackers = calloc(L.burst_conns, sizeof(Conn));
+        if (!L.attackers)
+                return EXIT_FAILURE;
+        for (unsigned i = 0; i < L.burst_conns; i++)
+                L.attackers[i] = (Conn) { .fd = -1, .done = attacker_on_done, .source.s_addr = htonl(0x7f000002u) };
+        for (size_t i = 0; i < 10000; i++) {
+                deep_json[i] = '[';
+                deep_json[20000 - 1 - i] = ']';
+        }
+
+        int r = run();
+        if (r < 0) {
+                fprintf(stderr, "load: the run failed: %s\n", strerror(-r));
+                return EXIT_FAILURE;
+        }
+        return L.all.errors == 0 && L.all.unfinished == 0 ? EXIT_SUCCESS : 3;
+}

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# controller-load.sh: one cgorch-controller (a separate process on 127.0.0.1, state in /tmp)
+# under M simulated agents with 50 running tasks each, heartbeating every 2 s, measured open
+# loop by bench/controller-load; then the M = 1000 run again with a flood of invalid and
+# unauthenticated requests from another address. Runs on demand (`make bench-controller`),
+# never in `make check`.
+#
+# Usage: bench/controller-load.sh BUILD_DIR [M...]        (default M: 100 1000)
+# Environment: DURATION_S (30), WARMUP_S (10), BURST_RATE (requests/s while a burst is on,
+# default 5000; 0 skips the flood run), SCHEDULER (controller default), KEEP=1 keeps the logs,
+# TMPDIR (/tmp) holds the state directory, EXTRA_CONTROLLER_ARGS are added to the controller's.
+#
+# The controller runs with its default limits except --max-connections, raised from 1024 to
+# 4096 so that 1000 agents' keep-alive connections plus the flood's fit: each agent connects
+# from its own loopback address (127.1.x.y), so the per-address request rate limit (2000/s)
+# and the failed-authentication lockout apply per agent as they would on a real cluster; the
+# flood comes from 127.0.0.2.
+set -euo pipefail
+
+build=$(cd "${1:?usage: controller-load.sh BUILD_DIR [M...]}" && pwd)
+shift
+sizes=("$@")
+[ ${#sizes[@]} -gt 0 ] || sizes=(100 1000)
+duration=${DURATION_S:-30}
+warmup=${WARMUP_S:-10}
+burst=${BURST_RATE:-5000}
+load=$build/bench/controller-load
+controller=$build/controller/cgorch-controller
+for p in "$load" "$controller"; do
+        [ -x "$p" ] || { echo "controller-load.sh: $p is not built" >&2; exit 1; }
+done
+
+# 1000 agents, 32 flood connections and the controller's own descriptors.
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+
+dir=
+controller_pid=
+load_pid=
+cleanup() {
+        local rc=$?
+        if [ -n "$load_pid" ]; then
+                kill -TERM "$load_pid" 2>/dev/null || true
+                wait "$load_pid" 2>/dev/null || true
+        fi
+        if [ -n "$controller_pid" ]; then
+                kill -TERM "$controller_pid" 2>/dev/null || true
+                wait "$controller_pid" 2>/dev/null || true
+        fi
+        if [ -n "$dir" ]; then
+                if [ $rc -ne 0 ] || [ -n "${KEEP:-}" ]; then
+                        echo "controller-load.sh: logs kept in $dir" >&2
+                        tail -n 20 "$dir/controller.log" >&2 || true
+                else
+                        rm -rf "$dir"
+                fi
+        fi
+        exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# run M BURST_RATE
+run() {
+        local m=$1 rate=$2
+        dir=$(mktemp -d "${TMPDIR:-/tmp}/cgorch-load.XXXXXX")
+        (umask 077 && od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >"$dir/operator")
+        "$load" tokens "$m" "$dir/agents"
+        "$controller" --config /dev/null --listen 127.0.0.1:0 --port-file "$dir/port" \
+                --state-dir "$dir/state" --heartbeat-interval 2s --max-connections 4096 ${EXTRA_CONTROLLER_ARGS:-} \
+                ${SCHEDULER:+--scheduler "$SCHEDULER"} \
+                --operator-token-file "$dir/operator" --agent-tokens-file "$dir/agents" \
+                >"$dir/controller.log" 2>&1 &
+        controller_pid=$!
+        local i
+        for i in $(seq 100); do
+                [ -s "$dir/port" ] && break
+                sleep 0.1
+        done
+        [ -s "$dir/port" ] || { echo "the controller did not start" >&2; return 1; }
+
+        echo "== M=$m agents × 50 tasks, 2 s heartbeats$([ "$rate" -gt 0 ] && echo ", flood of $rate req/s (1 s on, 1 s off)")"
+        local status=0
+        # In the background, so that an interrupt reaches the trap (and the cleanup) at once.
+        "$load" run --port "$(cat "$dir/port")" --agent-tokens "$dir/agents" --operator-token "$dir/operator" \
+                --warmup-s "$warmup" --duration-s "$duration" --burst-rate "$rate" \
+                --controller-pid "$controller_pid" &
+        load_pid=$!
+        wait "$load_pid" || status=$?
+        load_pid=
+        kill -TERM "$controller_pid"
+        wait "$controller_pid" || true
+        controller_pid=
+        [ $status -eq 0 ] || [ $status -eq 3 ] || return $status
+        if [ -z "${KEEP:-}" ]; then rm -rf "$dir"; fi
+        dir=
+}
+
+for m in "${sizes[@]}"; do
+        run "$m" 0
+done
+if [ "$burst" -gt 0 ]; then
+        run "${sizes[-1]}" "$burst"
+fi

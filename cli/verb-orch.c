@@ -1,0 +1,271 @@
+/* verb-orch.c: cgorchctl's orchestrator commands — "contention" (the latest epoch's findings
+ * and decisions), "adjustments" (the history of limit changes) and "config get|set" (the
+ * runtime knobs). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "ctl.h"
+#include "human.h"
+#include "json-field.h"
+#include "protocol.h"
+#include "table.h"
+
+/* "1.5" cores or "768MiB", by the row's resource. */
+static char *amount(json_t *o, const char *key, char buf[static HUMAN_MAX]) {
+        double v;
+        if (!json_field_number(o, key, &v))
+                return NULL;
+        const char *resource = json_field_string(o, "resource");
+        if (resource && streq(resource, "memory"))
+                return human_bytes(v > 0 ? (uint64_t) v : 0, buf);
+        snprintf(buf, HUMAN_MAX, "%.3g", v);
+        return buf;
+}
+
+static int print_findings(json_t *findings) {
+        static const char *const headers[] = { "KIND", "RESOURCE", "BASIS", "TASK", "NODE", "VALUE", "REFERENCE", "REASON" };
+        _cleanup_table_ Table *t = table_new(ELEMENTSOF(headers), headers);
+        json_t *f;
+        size_t i;
+        int r = 0;
+
+        if (!t)
+                return -ENOMEM;
+        json_array_foreach(findings, i, f) {
+                char a[HUMAN_MAX], b[HUMAN_MAX];
+                r = r ?: table_add_cell(t, json_field_string(f, "kind"));
+                r = r ?: table_add_cell(t, json_field_string(f, "resource"));
+                r = r ?: table_add_cell(t, json_field_string(f, "basis"));
+                r = r ?: table_add_cell(t, json_field_string(f, "task") ?: "-");
+                r = r ?: table_add_cell(t, json_field_string(f, "node"));
+                r = r ?: table_add_cell(t, amount(f, "value", a));
+                r = r ?: table_add_cell(t, amount(f, "reference", b));
+                r = r ?: table_add_cell(t, json_field_string(f, "reason"));
+        }
+        return r < 0 ? r : table_print(t, stdout);
+}
+
+static int print_decisions(json_t *decisions, bool history) {
+        static const char *const headers[] = { "ID", "TASK", "RESOURCE", "VERDICT", "OLD", "NEW", "STATUS", "REASON" };
+        _cleanup_table_ Table *t = table_new(ELEMENTSOF(headers), headers);
+        json_t *d;
+        size_t i;
+        int r = 0;
+
+        if (!t)
+                return -ENOMEM;
+        json_array_foreach(decisions, i, d) {
+                char a[HUMAN_MAX], b[HUMAN_MAX];
+                int64_t id;
+                r = r ?: (history && json_field_int(d, "id", &id) ? table_add_cellf(t, "%lld", (long long) id) :
+                                                                   table_add_cell(t, "-"));
+                r = r ?: table_add_cell(t, json_field_string(d, "task"));
+                r = r ?: table_add_cell(t, json_field_string(d, "resource"));
+                r = r ?: table_add_cell(t, json_field_string(d, "verdict"));
+                r = r ?: table_add_cell(t, amount(d, "old_value", a));
+                r = r ?: table_add_cell(t, amount(d, "new_value", b));
+                r = r ?: table_add_cell(t, history ? json_field_string(d, "status") : "-");
+                r = r ?: table_add_cell(t, json_field_string(d, "reason"));
+        }
+        return r < 0 ? r : table_print(t, stdout);
+}
+
+int verb_contention(Ctl *ctl, int argc, char **argv) {
+        _cleanup_(json_decrefp) json_t *answer = NULL;
+        int k = ctl_parse_plain(ctl, argc, argv);
+
+        if (k == -ECANCELED)
+                return EXIT_SUCCESS;
+        if (k < 0)
+                return CTL_EXIT_USAGE;
+        if (k < argc) {
+                fprintf(stderr, "cgorchctl: contention: unexpected argument '%s'\n", argv[k]);
+                return CTL_EXIT_USAGE;
+        }
+        int r = ctl_call(ctl, "GET", "/v1/contention", NULL, &answer);
+        if (r < 0)
+                return ctl_call_exit_status(r);
+        if (ctl->json)
+                return ctl_print_json(answer) < 0 ? CTL_EXIT_FAILURE : EXIT_SUCCESS;
+
+        json_t *findings = json_field_array(answer, "findings"), *decisions = json_field_array(answer, "decisions");
+        if (!findings || !decisions) {
+                fprintf(stderr, "cgorchctl: the controller's answer has no \"findings\" or \"decisions\" array\n");
+                return CTL_EXIT_FAILURE;
+        }
+        int64_t epoch = 0;
+        bool dry_run = false;
+        (void) json_field_int(answer, "epoch", &epoch);
+        (void) json_field_bool(answer, "dry_run", &dry_run);
+        printf("mode %s%s, epoch %lld: %zu finding(s), %zu decision(s)\n", json_field_string(answer, "mode") ?: "?",
+               dry_run ? " (dry-run)" : "", (long long) epoch, json_array_size(findings), json_array_size(decisions));
+        if (json_array_size(findings) > 0) {
+                printf("\n");
+                r = print_findings(findings);
+        }
+        if (r >= 0 && json_array_size(decisions) > 0) {
+                printf("\n");
+                r = print_decisions(decisions, false);
+        }
+        return r < 0 ? CTL_EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+int verb_adjustments(Ctl *ctl, int argc, char **argv) {
+        enum { ARG_LIMIT = CTL_OPT_FIRST_LOCAL, ARG_TASK };
+        static const struct option options[] = {
+                CTL_GLOBAL_OPTIONS,
+                { "limit", required_argument, NULL, ARG_LIMIT },
+                { "task", required_argument, NULL, ARG_TASK },
+                {}
+        };
+        _cleanup_(json_decrefp) json_t *answer = NULL;
+        _cleanup_free_ char *path = NULL;
+        unsigned limit = 20;
+        const char *task = NULL;
+        TaskId id;
+        int c, r;
+
+        optind = 0;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, ":h", options, NULL)) >= 0)
+                switch (c) {
+                case ARG_LIMIT:
+                        if (parse_uint(optarg, &limit) < 0 || limit < 1 || limit > 10000) {
+                                fprintf(stderr, "cgorchctl: --limit=%s: must be an integer in [1, 10000]\n", optarg);
+                                return CTL_EXIT_USAGE;
+                        }
+                        break;
+                case ARG_TASK:
+                        if (task_id_parse(optarg, &id) < 0) {
+                                fprintf(stderr, "cgorchctl: --task=%s: must be a task id JOB.PHASE.TASK.ATTEMPT\n", optarg);
+                                return CTL_EXIT_USAGE;
+                        }
+                        task = optarg;
+                        break;
+                default:
+                        r = ctl_handle_option(ctl, c, argc, argv);
+                        if (r < 0)
+                                return CTL_EXIT_USAGE;
+                        if (r == CTL_OPTION_EXIT)
+                                return EXIT_SUCCESS;
+                }
+        if (optind < argc) {
+                fprintf(stderr, "cgorchctl: adjustments: unexpected argument '%s'\n", argv[optind]);
+                return CTL_EXIT_USAGE;
+        }
+
+        /* A parsed task id is digits and dots only: nothing to escape in a query. */
+        if (asprintf(&path, "/v1/adjustments?limit=%u%s%s", limit, task ? "&task=" : "", task ?: "") < 0)
+                return CTL_EXIT_FAILURE;
+        r = ctl_call(ctl, "GET", path, NULL, &answer);
+        if (r < 0)
+                return ctl_call_exit_status(r);
+        if (ctl->json)
+                return ctl_print_json(answer) < 0 ? CTL_EXIT_FAILURE : EXIT_SUCCESS;
+        json_t *list = json_field_array(answer, "adjustments");
+        if (!list) {
+                fprintf(stderr, "cgorchctl: the controller's answer has no \"adjustments\" array\n");
+                return CTL_EXIT_FAILURE;
+        }
+        return print_decisions(list, true) < 0 ? CTL_EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+/* "KEY=VALUE": the value goes as a JSON string (the controller parses units and numbers from
+ * text like a config file), except true/false for the boolean knobs. */
+static int config_set_body(int argc, char **argv, json_t **ret) {
+        _cleanup_(json_decrefp) json_t *body = json_object();
+        if (!body)
+                return -ENOMEM;
+        for (int i = 0; i < argc; i++) {
+                const char *eq = strchr(argv[i], '=');
+                if (!eq || eq == argv[i]) {
+                        fprintf(stderr, "cgorchctl: config set: '%s' is not KEY=VALUE\n", argv[i]);
+                        return -EINVAL;
+                }
+                _cleanup_free_ char *key = strndup(argv[i], (size_t) (eq - argv[i]));
+                if (!key)
+                        return -ENOMEM;
+                if (json_object_get(body, key)) {
+                        fprintf(stderr, "cgorchctl: config set: %s given twice\n", key);
+                        return -EINVAL;
+                }
+                bool b;
+                json_t *v = parse_bool(eq + 1, &b) >= 0 && streq(key, "dry-run") ? json_boolean(b) : json_string(eq + 1);
+                if (!v || json_object_set_new(body, key, v) < 0) {
+                        fprintf(stderr, "cgorchctl: config set: %s: the value is not valid UTF-8\n", key);
+                        return -EINVAL;
+                }
+        }
+        *ret = TAKE_PTR(body);
+        return 0;
+}
+
+/* A knob's value as config get shows it: strings bare, numbers as short as they are exact. */
+static char *knob_text(json_t *v) {
+        char *text = NULL;
+        if (json_is_string(v))
+                return strdup(json_string_value(v));
+        if (json_is_real(v))
+                return asprintf(&text, "%.12g", json_real_value(v)) < 0 ? NULL : text;
+        return json_dumps(v, JSON_ENCODE_ANY);
+}
+
+static int print_config(json_t *config, const char *key) {
+        const char *k;
+        json_t *v;
+        if (key) {
+                v = json_object_get(config, key);
+                if (!v) {
+                        fprintf(stderr, "cgorchctl: config get: no knob '%s'\n", key);
+                        return -ENOENT;
+                }
+                _cleanup_free_ char *text = knob_text(v);
+                printf("%s\n", text ?: "?");
+                return 0;
+        }
+        json_object_foreach(config, k, v) {
+                _cleanup_free_ char *text = knob_text(v);
+                printf("%s=%s\n", k, text ?: "?");
+        }
+        return 0;
+}
+
+int verb_config(Ctl *ctl, int argc, char **argv) {
+        _cleanup_(json_decrefp) json_t *answer = NULL, *body = NULL;
+        int k = ctl_parse_plain(ctl, argc, argv);
+        int r;
+
+        if (k == -ECANCELED)
+                return EXIT_SUCCESS;
+        if (k < 0)
+                return CTL_EXIT_USAGE;
+        if (k >= argc || (!streq(argv[k], "get") && !streq(argv[k], "set"))) {
+                fprintf(stderr, "cgorchctl: config: expected 'get [KEY]' or 'set KEY=VALUE...'\n");
+                return CTL_EXIT_USAGE;
+        }
+        bool set = streq(argv[k], "set");
+        if (set) {
+                if (k + 1 >= argc) {
+                        fprintf(stderr, "cgorchctl: config set: expected at least one KEY=VALUE\n");
+                        return CTL_EXIT_USAGE;
+                }
+                r = config_set_body(argc - k - 1, argv + k + 1, &body);
+                if (r < 0)
+                        return r == -ENOMEM ? CTL_EXIT_FAILURE : CTL_EXIT_USAGE;
+        } else if (k + 2 < argc) {
+                fprintf(stderr, "cgorchctl: config get: unexpected argument '%s'\n", argv[k + 2]);
+                return CTL_EXIT_USAGE;
+        }
+
+        r = ctl_call(ctl, set ? "PUT" : "GET", "/v1/config", body, &answer);
+        if (r < 0)
+                return ctl_call_exit_status(r);
+        if (ctl->json)
+                return ctl_print_json(answer) < 0 ? CTL_EXIT_FAILURE : EXIT_SUCCESS;
+        if (set)
+                return EXIT_SUCCESS;
+        return print_config(answer, k + 1 < argc ? argv[k + 1] : NULL) < 0 ? CTL_EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,145 @@
+/* secret-file.c: reading token and key files whose mode keeps them secret, and comparing a
+ * presented token in constant time. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "secret-file.h"
+
+#define SECRET_TOKEN_MAX_LENGTH 1024u
+
+static int fail(char **ret_error, int r, const char *path, const char *why) {
+        if (ret_error && asprintf(ret_error, "%s: %s", path, why) < 0)
+                *ret_error = NULL;
+        return r;
+}
+
+void secret_free(char *s) {
+        if (!s)
+                return;
+        /* explicit_bzero() is not optimised away like a memset() before free() may be. */
+        explicit_bzero(s, strlen(s));
+        free(s);
+}
+
+int secret_file_read(const char *path, char **ret, size_t *ret_len, char **ret_error) {
+        struct stat st;
+
+        /* O_NOFOLLOW is not used: a symlink to a secret file is a normal way to install one,
+         * and what counts is the file that is finally opened, which fstat() checks. */
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0) {
+                int r = -errno;
+                char why[160];
+                snprintf(why, sizeof why, "cannot open: %s", strerror(errno));
+                return fail(ret_error, r, path, why);
+        }
+        if (fstat(fd, &st) < 0)
+                return fail(ret_error, -errno, path, "cannot stat");
+        if (S_ISDIR(st.st_mode))
+                return fail(ret_error, -EISDIR, path, "is a directory, expected a file");
+        if (!S_ISREG(st.st_mode))
+                return fail(ret_error, -EINVAL, path, "not a regular file");
+        if (st.st_uid != geteuid() && st.st_uid != 0)
+                return fail(ret_error, -EPERM, path,
+                            "owned by another user; a secret must belong to the user reading it (or root)");
+        if (st.st_mode & (S_IRWXG | S_IRWXO))
+                return fail(ret_error, -EPERM, path,
+                            "readable or writable by group or others; run chmod 600 on it");
+        if (st.st_size > (off_t) SECRET_FILE_MAX_BYTES)
+                return fail(ret_error, -EFBIG, path, "larger than 64 KiB, not a token or key file");
+
+        /* Room for the NUL and for one more byte, so that a file of the size fstat() gave
+         * (up to the limit itself) reaches EOF without growing the buffer. */
+        size_t cap = (size_t) st.st_size + 2, len = 0;
+        char *buf = malloc(cap);
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                if (len + 1 >= cap) {
+                        /* The file grew since fstat(): read on, within the bound. */
+                        if (len > SECRET_FILE_MAX_BYTES) {
+                                explicit_bzero(buf, len);
+                                free(buf);
+                                return fail(ret_error, -EFBIG, path, "larger than 64 KiB, not a token or key file");
+                        }
+                        size_t grown = MIN(cap * 2, (size_t) SECRET_FILE_MAX_BYTES + 2);
+                        char *b = realloc(buf, grown);
+                        if (!b) {
+                                explicit_bzero(buf, len);
+                                free(buf);
+                                return -ENOMEM;
+                        }
+                        buf = b;
+                        cap = grown;
+                }
+                ssize_t n = read(fd, buf + len, cap - 1 - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0) {
+                        int r = -errno;
+                        explicit_bzero(buf, len);
+                        free(buf);
+                        return fail(ret_error, r, path, "cannot read");
+                }
+                if (n == 0)
+                        break;
+                len += (size_t) n;
+        }
+        buf[len] = '\0';
+        if (memchr(buf, '\0', len)) {
+                explicit_bzero(buf, len);
+                free(buf);
+                return fail(ret_error, -EINVAL, path, "holds a NUL byte, not a text file");
+        }
+        *ret = buf;
+        if (ret_len)
+                *ret_len = len;
+        return 0;
+}
+
+bool secret_token_is_valid(const char *s, size_t len) {
+        if (len < SECRET_MIN_LENGTH || len > SECRET_TOKEN_MAX_LENGTH)
+                return false;
+        for (size_t i = 0; i < len; i++)
+                if (s[i] <= ' ' || s[i] > '~')
+                        return false;
+        return true;
+}
+
+int secret_file_read_token(const char *path, char **ret, char **ret_error) {
+        char *s = NULL;
+        size_t len;
+        int r = secret_file_read(path, &s, &len, ret_error);
+        if (r < 0)
+                return r;
+        if (len > 0 && s[len - 1] == '\n')
+                s[--len] = '\0';
+        if (len > 0 && s[len - 1] == '\r')
+                s[--len] = '\0';
+        if (!secret_token_is_valid(s, len)) {
+                secret_free(s);
+                return fail(ret_error, -EINVAL, path,
+                            "a token must be one line of 16 to 1024 printable characters without spaces");
+        }
+        *ret = s;
+        return 0;
+}
+
+bool secret_equal(const char *presented, size_t presented_len, const char *expected, size_t expected_len) {
+        /* Every presented byte is compared with some expected byte, so the loop runs as long as
+         * the attacker's input, whatever the secret is; the differences are OR-ed together
+         * through a volatile so the compiler cannot stop at the first one. */
+        volatile uint8_t diff = (uint8_t) (presented_len != expected_len);
+        if (expected_len == 0)
+                return false;
+        for (size_t i = 0; i < presented_len; i++)
+                diff |= (uint8_t) presented[i] ^ (uint8_t) expected[i % expected_len];
+        return diff == 0;
+}

@@ -1,0 +1,39 @@
+/* secret-file.h: bearer tokens and keys read from files that only their owner may read, and
+ * the constant-time comparison that checks a presented token. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Longest token or key file read (a PEM private key with its chain fits easily). */
+#define SECRET_FILE_MAX_BYTES (64u * 1024u)
+/* Shortest bearer secret accepted: below this, guessing is a matter of minutes. */
+#define SECRET_MIN_LENGTH 16u
+
+/* Reads path after checking that it is a regular file owned by the effective user or root
+ * and readable or writable by nobody else (mode 0600 or 0400): a token in a world-readable
+ * file is no secret. Returns the content (NUL-terminated, at most SECRET_FILE_MAX_BYTES, no NUL
+ * inside) and its length, or a negative errno with a reason in *ret_error (malloc'd; the
+ * reason never contains the content):
+ *   -EPERM   wrong owner or mode      -EISDIR/-EINVAL  not a regular file, or holds NUL
+ *   -EFBIG   too large                others           open/read errors */
+int secret_file_read(const char *path, char **ret, size_t *ret_len, char **ret_error);
+
+/* Reads a one-line bearer token: secret_file_read(), then one trailing newline removed; the
+ * rest must be SECRET_MIN_LENGTH..1024 printable ASCII characters without spaces. */
+int secret_file_read_token(const char *path, char **ret, char **ret_error);
+
+/* Whether the presented bytes equal the expected ones. The time taken depends only on
+ * presented_len, never on where the first difference is or on the expected secret. */
+bool secret_equal(const char *presented, size_t presented_len, const char *expected, size_t expected_len);
+
+/* Overwrites a secret before freeing it, so it does not linger in freed heap memory. */
+void secret_free(char *s);
+static inline void secret_freep(char **s) {
+        secret_free(*s);
+}
+#define _cleanup_secret_ __attribute__((cleanup(secret_freep)))
+
+/* Whether s is a usable bearer token: SECRET_MIN_LENGTH..1024 characters, each printable
+ * ASCII other than space. */
+bool secret_token_is_valid(const char *s, size_t len);

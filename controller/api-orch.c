@@ -1,0 +1,100 @@
+/* api-orch.c: the orchestrator's REST endpoints — GET /v1/contention, GET /v1/adjustments and
+ * GET/PUT /v1/config (docs/api.md). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "log.h"
+
+#define ADJUSTMENTS_DEFAULT_LIMIT 100
+#define ADJUSTMENTS_MAX_LIMIT 10000
+
+static void respond_store_error(HttpResponse *resp, int r, const char *what) {
+        if (r == -EBUSY)
+                return http_response_error(resp, 503, "store busy: the database is locked, retry later");
+        log_error_errno(r, "%s: internal error: %m", what);
+        http_response_error(resp, 500, "internal error: %s", strerror(-r));
+}
+
+static bool refuse_query(const HttpRequest *req, HttpResponse *resp, const char *const *allowed) {
+        const char *unknown = http_request_query_unknown(req, allowed);
+        if (!unknown)
+                return false;
+        http_response_error(resp, 400, "%s: unknown query parameter", unknown);
+        return true;
+}
+
+void api_handle_contention(const HttpRequest *req, HttpResponse *resp, void *userdata) {
+        static const char *const allowed[] = { NULL };
+        Api *api = userdata;
+        if (refuse_query(req, resp, allowed))
+                return;
+        int r = orchestrator_contention_to_json(api->orchestrator, &resp->body);
+        if (r < 0)
+                return respond_store_error(resp, r, "contention");
+        resp->status = 200;
+}
+
+void api_handle_adjustments(const HttpRequest *req, HttpResponse *resp, void *userdata) {
+        static const char *const allowed[] = { "limit", "task", NULL };
+        Api *api = userdata;
+        unsigned limit = ADJUSTMENTS_DEFAULT_LIMIT;
+        TaskId id;
+
+        if (refuse_query(req, resp, allowed))
+                return;
+        const char *v = http_request_query(req, "limit");
+        if (v) {
+                char *end;
+                errno = 0;
+                unsigned long n = strtoul(v, &end, 10);
+                if (*v < '1' || *v > '9' || *end || errno != 0 || n > ADJUSTMENTS_MAX_LIMIT)
+                        return http_response_error(resp, 400, "limit: must be an integer in [1, %d]",
+                                                   ADJUSTMENTS_MAX_LIMIT);
+                limit = (unsigned) n;
+        }
+        const char *task = http_request_query(req, "task");
+        if (task && task_id_parse(task, &id) < 0)
+                return http_response_error(resp, 400, "task: must be a task id JOB.PHASE.TASK.ATTEMPT");
+
+        int r = store_adjustments_to_json(api->store, task, limit, &resp->body);
+        if (r < 0)
+                return respond_store_error(resp, r, "adjustments");
+        resp->status = 200;
+}
+
+void api_handle_config_get(const HttpRequest *req, HttpResponse *resp, void *userdata) {
+        static const char *const allowed[] = { NULL };
+        Api *api = userdata;
+        if (refuse_query(req, resp, allowed))
+                return;
+        resp->body = runtime_settings_to_json(&api->config->current);
+        if (!resp->body)
+                return http_response_error(resp, 500, "internal error: out of memory");
+        resp->status = 200;
+}
+
+void api_handle_config_put(const HttpRequest *req, HttpResponse *resp, void *userdata) {
+        static const char *const allowed[] = { NULL };
+        Api *api = userdata;
+        _cleanup_free_ char *error = NULL;
+
+        if (refuse_query(req, resp, allowed))
+                return;
+        int r = runtime_config_update(api->config, req->body, &error);
+        if (r == -ENOMEM)
+                return http_response_error(resp, 500, "internal error: out of memory");
+        if (r < 0)
+                return http_response_error(resp, 400, "%s", error ?: "invalid configuration");
+        const char *key;
+        json_t *value;
+        json_object_foreach(req->body, key, value) {
+                _cleanup_free_ char *text = json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT);
+                log_notice("Configuration changed at run time: %s = %s.", key, text ?: "?");
+        }
+        resp->body = runtime_settings_to_json(&api->config->current);
+        if (!resp->body)
+                return http_response_error(resp, 500, "internal error: out of memory");
+        resp->status = 200;
+}

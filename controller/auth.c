@@ -1,0 +1,244 @@
+/* auth.c: bearer tokens — loading them, naming who presents one, deciding what they may do. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "auth.h"
+#include "macro.h"
+#include "protocol.h"
+#include "secret-file.h"
+
+void agent_tokens_free(AgentToken *a, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                free(a[i].node);
+                secret_free(a[i].secret);
+        }
+        free(a);
+}
+
+static int agent_token_cmp(const void *a, const void *b) {
+        return strcmp(((const AgentToken *) a)->node, ((const AgentToken *) b)->node);
+}
+
+static int parse_error(char **ret_error, unsigned line, const char *why) {
+        if (ret_error && asprintf(ret_error, "line %u: %s", line, why) < 0)
+                *ret_error = NULL;
+        return -EINVAL;
+}
+
+static bool node_name_is_valid(const char *s, size_t len) {
+        if (len == 0 || len > PROTO_NAME_MAX)
+                return false;
+        for (size_t i = 0; i < len; i++) {
+                char c = s[i];
+                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                      c == '_' || c == '-'))
+                        return false;
+        }
+        return true;
+}
+
+int auth_parse_agent_tokens(const char *text, size_t len, AgentToken **ret, size_t *ret_n, char **ret_error) {
+        AgentToken *tokens = NULL;
+        size_t n = 0;
+        unsigned line = 0;
+        int r = 0;
+
+        for (size_t pos = 0; pos < len;) {
+                const char *start = text + pos;
+                const char *nl = memchr(start, '\n', len - pos);
+                size_t l = nl ? (size_t) (nl - start) : len - pos;
+                pos += l + (nl ? 1 : 0);
+                line++;
+                if (l > 0 && start[l - 1] == '\r')
+                        l--;
+                if (l == 0 || start[0] == '#')
+                        continue;
+
+                const char *colon = memchr(start, ':', l);
+                if (!colon) {
+                        r = parse_error(ret_error, line, "expected NODE:SECRET");
+                        break;
+                }
+                size_t node_len = (size_t) (colon - start), secret_len = l - node_len - 1;
+                if (!node_name_is_valid(start, node_len)) {
+                        r = parse_error(ret_error, line, "NODE must be 1 to 128 characters of [A-Za-z0-9._-]");
+                        break;
+                }
+                if (!secret_token_is_valid(colon + 1, secret_len)) {
+                        r = parse_error(ret_error, line,
+                                        "SECRET must be 16 to 1024 printable characters without spaces");
+                        break;
+                }
+                AgentToken *p = realloc(tokens, (n + 1) * sizeof(AgentToken));
+                if (!p) {
+                        r = -ENOMEM;
+                        break;
+                }
+                tokens = p;
+                tokens[n] = (AgentToken) { .node = strndup(start, node_len), .secret = strndup(colon + 1, secret_len) };
+                n++;
+                if (!tokens[n - 1].node || !tokens[n - 1].secret) {
+                        r = -ENOMEM;
+                        break;
+                }
+        }
+        if (r >= 0 && n > 1) {
+                qsort(tokens, n, sizeof(AgentToken), agent_token_cmp);
+                for (size_t i = 1; i < n && r >= 0; i++)
+                        if (streq(tokens[i - 1].node, tokens[i].node)) {
+                                r = -EINVAL;
+                                if (ret_error && asprintf(ret_error, "node %s has more than one token",
+                                                          tokens[i].node) < 0)
+                                        *ret_error = NULL;
+                        }
+        }
+        if (r < 0) {
+                agent_tokens_free(tokens, n);
+                return r;
+        }
+        *ret = tokens;
+        *ret_n = n;
+        return 0;
+}
+
+void auth_tokens_done(AuthTokens *t) {
+        secret_free(t->operator_token);
+        secret_free(t->reader_token);
+        agent_tokens_free(t->agents, t->n_agents);
+        *t = (AuthTokens) {};
+}
+
+bool auth_tokens_enabled(const AuthTokens *t) {
+        return t->operator_token || t->reader_token || t->n_agents > 0;
+}
+
+int auth_tokens_load(const char *operator_file, const char *reader_file, const char *agents_file,
+                     AuthTokens *ret, char **ret_error) {
+        AuthTokens t = {};
+        int r = 0;
+
+        if (operator_file)
+                r = secret_file_read_token(operator_file, &t.operator_token, ret_error);
+        if (r >= 0 && reader_file)
+                r = secret_file_read_token(reader_file, &t.reader_token, ret_error);
+        if (r >= 0 && agents_file) {
+                _cleanup_secret_ char *text = NULL;
+                size_t len;
+                _cleanup_free_ char *why = NULL;
+                r = secret_file_read(agents_file, &text, &len, ret_error);
+                if (r >= 0)
+                        r = auth_parse_agent_tokens(text, len, &t.agents, &t.n_agents, &why);
+                if (r == -EINVAL && ret_error && asprintf(ret_error, "%s: %s", agents_file, why ?: "invalid") < 0)
+                        *ret_error = NULL;
+        }
+        if (r >= 0 && t.operator_token && t.reader_token && streq(t.operator_token, t.reader_token)) {
+                r = -EINVAL;
+                if (ret_error && asprintf(ret_error, "the operator and the read-only token must differ") < 0)
+                        *ret_error = NULL;
+        }
+        if (r < 0) {
+                auth_tokens_done(&t);
+                return r;
+        }
+        *ret = t;
+        return 0;
+}
+
+/* The token of "Bearer TOKEN" (scheme case-insensitive, as RFC 7235 says), or NULL. */
+static const char *bearer_token(const char *authorization) {
+        if (!authorization || strncasecmp(authorization, "Bearer ", 7) != 0)
+                return NULL;
+        const char *t = authorization + 7;
+        while (*t == ' ')
+                t++;
+        return *t ? t : NULL;
+}
+
+static bool token_equal(const char *presented, size_t len, const char *expected) {
+        return expected && secret_equal(presented, len, expected, strlen(expected));
+}
+
+AuthRole auth_identify(const AuthTokens *t, const char *authorization, const char **ret_node) {
+        const char *token = bearer_token(authorization);
+        if (!token)
+                return AUTH_ROLE_NONE;
+        size_t len = strlen(token);
+        /* Trailing spaces are not part of the token (some clients add them). */
+        while (len > 0 && token[len - 1] == ' ')
+                len--;
+
+        /* Both compared every time, so the timing does not say which one nearly matched. */
+        bool op = token_equal(token, len, t->operator_token);
+        bool reader = token_equal(token, len, t->reader_token);
+        if (op)
+                return AUTH_ROLE_OPERATOR;
+        if (reader)
+                return AUTH_ROLE_READER;
+
+        const char *colon = memchr(token, ':', len);
+        if (!colon || t->n_agents == 0)
+                return AUTH_ROLE_NONE;
+        /* Node names are not secret (GET /v1/nodes lists them), so looking one up by name may
+         * take name-dependent time; only the secret is compared in constant time. */
+        char node[PROTO_NAME_MAX + 1];
+        size_t node_len = (size_t) (colon - token);
+        if (node_len == 0 || node_len > PROTO_NAME_MAX)
+                return AUTH_ROLE_NONE;
+        memcpy(node, token, node_len);
+        node[node_len] = '\0';
+        AgentToken key = { .node = node };
+        const AgentToken *a = bsearch(&key, t->agents, t->n_agents, sizeof(AgentToken), agent_token_cmp);
+        if (!a || !token_equal(colon + 1, len - node_len - 1, a->secret))
+                return AUTH_ROLE_NONE;
+        if (ret_node)
+                *ret_node = a->node;
+        return AUTH_ROLE_AGENT;
+}
+
+unsigned auth_decide(const AuthTokens *t, const char *authorization, AuthAccess access, const char *method,
+                     const char *node, char *message, size_t message_size) {
+        if (access == AUTH_ACCESS_PUBLIC || !auth_tokens_enabled(t))
+                return 0;
+
+        const char *agent_node = NULL;
+        AuthRole role = auth_identify(t, authorization, &agent_node);
+        if (role == AUTH_ROLE_NONE) {
+                snprintf(message, message_size, "Authorization: %s",
+                         bearer_token(authorization) ? "invalid token" : "missing bearer token (Authorization: Bearer TOKEN)");
+                return 401;
+        }
+        if (role == AUTH_ROLE_OPERATOR)
+                return 0;
+
+        switch (access) {
+        case AUTH_ACCESS_READ:
+                if (role == AUTH_ROLE_READER)
+                        return 0;
+                snprintf(message, message_size, "Authorization: an agent token may only send heartbeats for its node");
+                return 403;
+        case AUTH_ACCESS_WRITE:
+                if (role == AUTH_ROLE_READER)
+                        snprintf(message, message_size, "Authorization: the read-only token may only use GET, not %s",
+                                 method);
+                else
+                        snprintf(message, message_size,
+                                 "Authorization: an agent token may only send heartbeats for its node");
+                return 403;
+        case AUTH_ACCESS_HEARTBEAT:
+                if (role == AUTH_ROLE_AGENT && node && streq(node, agent_node))
+                        return 0;
+                if (role == AUTH_ROLE_AGENT)
+                        snprintf(message, message_size, "Authorization: this agent token is for node %s, not %s",
+                                 agent_node, node ?: "?");
+                else
+                        snprintf(message, message_size, "Authorization: the read-only token may only use GET, not %s",
+                                 method);
+                return 403;
+        default:
+                snprintf(message, message_size, "access denied");
+                return 403;
+        }
+}

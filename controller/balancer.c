@@ -1,0 +1,818 @@
+/* balancer.c: the Performance Balancer — estimate needs, fund raises from headroom and hogs,
+ * drop raises that cannot help their job (Sec. II-B), hysteresis and cool-down. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "balancer.h"
+#include "estimator/late.h"
+#include "estimator/stats.h"
+#include "macro.h"
+
+/* Reasons are for people: a long one is cut, never an error (vsnprintf, unlike snprintf, is not
+ * checked for truncation at compile time). */
+static _printf_(3, 4) void set_reason(char *buf, size_t size, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        (void) vsnprintf(buf, size, fmt, ap);
+        va_end(ap);
+}
+
+static const char *const mode_names[_ORCH_MODE_MAX] = {
+        [ORCH_MODE_OFF] = "off",
+        [ORCH_MODE_CPU] = "cpu",
+        [ORCH_MODE_MEMORY] = "memory",
+        [ORCH_MODE_CPU_MEMORY] = "cpu+memory",
+};
+
+static const char *const estimator_names[_ORCH_ESTIMATOR_MAX] = {
+        [ORCH_ESTIMATOR_REGRESSION] = "regression",
+        [ORCH_ESTIMATOR_UNIFORM] = "uniform",
+};
+
+static const char *const verdict_names[_ORCH_VERDICT_MAX] = {
+        [ORCH_VERDICT_APPLY] = "apply",
+        [ORCH_VERDICT_DRY_RUN] = "dry-run",
+        [ORCH_VERDICT_SKIPPED] = "skipped",
+};
+
+const char *orch_mode_to_string(OrchMode m) {
+        return (unsigned) m < _ORCH_MODE_MAX ? mode_names[m] : NULL;
+}
+
+OrchMode orch_mode_from_string(const char *s) {
+        for (OrchMode m = 0; s && m < _ORCH_MODE_MAX; m++)
+                if (streq(s, mode_names[m]))
+                        return m;
+        return _ORCH_MODE_INVALID;
+}
+
+bool orch_mode_controls(OrchMode m, OrchResource r) {
+        if (r == ORCH_CPU)
+                return m == ORCH_MODE_CPU || m == ORCH_MODE_CPU_MEMORY;
+        return m == ORCH_MODE_MEMORY || m == ORCH_MODE_CPU_MEMORY;
+}
+
+const char *orch_estimator_to_string(OrchEstimator e) {
+        return (unsigned) e < _ORCH_ESTIMATOR_MAX ? estimator_names[e] : NULL;
+}
+
+OrchEstimator orch_estimator_from_string(const char *s) {
+        for (OrchEstimator e = 0; s && e < _ORCH_ESTIMATOR_MAX; e++)
+                if (streq(s, estimator_names[e]))
+                        return e;
+        return _ORCH_ESTIMATOR_INVALID;
+}
+
+const char *orch_verdict_to_string(OrchVerdict v) {
+        return (unsigned) v < _ORCH_VERDICT_MAX ? verdict_names[v] : NULL;
+}
+
+int orch_balance_params_validate(const OrchBalanceParams *p, const char **ret_field) {
+        const char *bad = NULL;
+
+#define CHECK(cond, name) if (!bad && !(cond)) bad = name
+        CHECK((unsigned) p->mode < _ORCH_MODE_MAX, "mode");
+        CHECK((unsigned) p->estimator < _ORCH_ESTIMATOR_MAX, "estimator");
+        CHECK(isfinite(p->epoch_s) && p->epoch_s > 0, "epoch_s");
+        CHECK(p->hysteresis_epochs >= 1, "hysteresis_epochs");
+        CHECK(isfinite(p->cpu_max_step_cores) && p->cpu_max_step_cores > 0, "cpu_max_step_cores");
+        CHECK(isfinite(p->cpu_floor_cores) && p->cpu_floor_cores >= 0.01, "cpu_floor_cores");
+        CHECK(isfinite(p->cpu_ceiling_cores) && (p->cpu_ceiling_cores == 0 || p->cpu_ceiling_cores >= p->cpu_floor_cores),
+              "cpu_ceiling_cores");
+        CHECK(isfinite(p->cpu_overcommit) && p->cpu_overcommit >= 1, "cpu_overcommit");
+        CHECK(isfinite(p->cpu_min_change_cores) && p->cpu_min_change_cores >= 0.001, "cpu_min_change_cores");
+        CHECK(isfinite(p->cpu_pinned_growth) && p->cpu_pinned_growth >= 0, "cpu_pinned_growth");
+        CHECK(p->memory_max_step_bytes > 0, "memory_max_step_bytes");
+        CHECK(p->memory_floor_bytes >= ORCH_MIB, "memory_floor_bytes");
+        CHECK(p->memory_ceiling_bytes == 0 || p->memory_ceiling_bytes >= p->memory_floor_bytes, "memory_ceiling_bytes");
+        CHECK(isfinite(p->memory_overcommit) && p->memory_overcommit >= 1, "memory_overcommit");
+        CHECK(p->memory_min_change_bytes >= 1, "memory_min_change_bytes");
+        CHECK(isfinite(p->memory_pinned_growth) && p->memory_pinned_growth >= 0, "memory_pinned_growth");
+        CHECK(isfinite(p->memory_margin_fraction) && p->memory_margin_fraction >= 0, "memory_margin_fraction");
+        CHECK(p->mro.memory_min_windows >= 1, "mro.memory_min_windows");
+        CHECK(p->mro.memory_fallback_fraction > 0 && p->mro.memory_fallback_fraction <= 1,
+              "mro.memory_fallback_fraction");
+#undef CHECK
+        if (bad) {
+                if (ret_field)
+                        *ret_field = bad;
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static void entries_free(OrchBalancerEntry *e, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free(e[i].task_id);
+        free(e);
+}
+
+void orch_balancer_state_init(OrchBalancerState *st) {
+        *st = (OrchBalancerState) { .last_now_s = -INFINITY };
+}
+
+void orch_balancer_state_done(OrchBalancerState *st) {
+        entries_free(st->entries, st->n_entries);
+        orch_balancer_state_init(st);
+}
+
+static int entry_compare(const void *a, const void *b) {
+        return strcmp(((const OrchBalancerEntry *) a)->task_id, ((const OrchBalancerEntry *) b)->task_id);
+}
+
+const OrchBalancerEntry *orch_balancer_state_find(const OrchBalancerState *st, const char *task_id) {
+        OrchBalancerEntry key = { .task_id = (char *) task_id };
+
+        if (st->n_entries == 0)
+                return NULL;
+        return bsearch(&key, st->entries, st->n_entries, sizeof(OrchBalancerEntry), entry_compare);
+}
+
+void orch_decisions_done(OrchDecisions *d) {
+        free(d->items);
+        *d = (OrchDecisions) {};
+}
+
+size_t orch_decisions_count(const OrchDecisions *d, OrchVerdict v) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < d->n; i++)
+                n += d->items[i].verdict == v;
+        return n;
+}
+
+const OrchDecision *orch_decisions_find(const OrchDecisions *d, size_t task, OrchResource r) {
+        for (size_t i = 0; i < d->n; i++)
+                if (d->items[i].task == task && d->items[i].resource == r)
+                        return &d->items[i];
+        return NULL;
+}
+
+/* ---- One epoch ---- */
+
+/* Why a short task is not raised this epoch. */
+typedef enum Standing {
+        STANDING_ELIGIBLE,      /* wants more and may get it */
+        STANDING_WAITING,       /* finding not yet hysteresis_epochs old */
+        STANDING_COOLING,       /* changed within cooldown_epochs */
+        STANDING_SATISFIED,     /* the estimator says its allocation suffices */
+        STANDING_STUCK,         /* no limit to raise, or at its ceiling */
+} Standing;
+
+typedef struct Receiver {
+        size_t task;
+        const OrchFinding *finding;
+        Standing standing;
+        double alloc, use, need, alpha, target;
+        bool funded, useless;
+        size_t blocker;         /* the peer that made it useless */
+        double granted;
+        double from_headroom;
+        size_t first_donor;
+} Receiver;
+
+typedef struct Donor {
+        size_t task;
+        const OrchFinding *finding;
+        double alloc, use, need, alpha, floor;
+        double give, remaining;
+        size_t first_for;
+} Donor;
+
+/* A piece of funding, kept so that a receiver that ends up below min_change gives it back. */
+typedef struct Piece {
+        size_t receiver, donor; /* donor index, or ORCH_NO_TASK for headroom */
+        double amount;
+} Piece;
+
+typedef struct Balance {
+        const OrchSnapshot *s;
+        const OrchBalanceParams *p;
+        double now_s;
+        uint64_t epoch;
+        OrchIndex ix;
+        OrchBalancerEntry *entries;     /* new state, one per task, in task order */
+        const OrchFinding **short_f[_ORCH_RESOURCE_MAX];
+        const OrchFinding **hog_f[_ORCH_RESOURCE_MAX];
+        double *values, *times;         /* scratch, for the estimator */
+        size_t n_values;
+        OrchDecisions out;
+} Balance;
+
+static double quantum(OrchResource r) {
+        /* A millicore is 100 µs of quota per default period; memory moves in bytes. */
+        return r == ORCH_CPU ? 0.001 : 1;
+}
+
+static double quantize_down(double v, OrchResource r) {
+        double q = quantum(r);
+
+        if (!(v > 0))
+                return 0;
+        return floor(v / q + 1e-9) * q;
+}
+
+static double max_step(const Balance *b, OrchResource r) {
+        return r == ORCH_CPU ? b->p->cpu_max_step_cores : (double) b->p->memory_max_step_bytes;
+}
+
+static double min_change(const Balance *b, OrchResource r) {
+        return r == ORCH_CPU ? b->p->cpu_min_change_cores : (double) b->p->memory_min_change_bytes;
+}
+
+static double floor_of(const Balance *b, OrchResource r) {
+        return r == ORCH_CPU ? b->p->cpu_floor_cores : (double) b->p->memory_floor_bytes;
+}
+
+static double ceiling_of(const Balance *b, size_t node, OrchResource r) {
+        const OrchNode *n = &b->s->nodes[node];
+        double cap = r == ORCH_CPU ? n->info.capacity_cpus : (double) n->info.capacity_memory_bytes;
+        double c = r == ORCH_CPU ? b->p->cpu_ceiling_cores : (double) b->p->memory_ceiling_bytes;
+
+        return c > 0 ? MIN(c, cap) : cap;
+}
+
+static double node_limit(const Balance *b, size_t node, OrchResource r) {
+        const OrchNode *n = &b->s->nodes[node];
+
+        if (r == ORCH_CPU)
+                return n->info.capacity_cpus * b->p->cpu_overcommit;
+        return (double) n->info.capacity_memory_bytes * b->p->memory_overcommit;
+}
+
+static double memory_margin(const Balance *b, double use) {
+        return MAX((double) b->p->memory_margin_bytes, b->p->memory_margin_fraction * use);
+}
+
+/* UNIFORM (Algorithm 2, line 4): the mean use over every window of every task of t's phase. */
+static int uniform(Balance *b, size_t t, OrchResource r, bool exclude_self_and_newest, double *ret) {
+        size_t g = b->ix.group_of[t];
+
+        b->n_values = 0;
+        for (size_t k = b->ix.group_start[g]; k < b->ix.group_start[g + 1]; k++) {
+                const OrchTask *u = &b->s->tasks[b->ix.by_group[k]];
+                size_t n = u->n_windows;
+
+                if (exclude_self_and_newest) {
+                        if (b->ix.by_group[k] == t || n == 0)
+                                continue;
+                        n--;
+                }
+                for (size_t i = 0; i < n; i++)
+                        b->values[b->n_values++] = r == ORCH_CPU ? u->windows[i].cpu_cores : u->windows[i].memory_bytes;
+        }
+        return mro_uniform(b->values, b->n_values, ret);
+}
+
+/* The median LATE time left of t's peers: the finish Eq. 1 aims t at. */
+static bool peers_time_left(Balance *b, size_t t, double *ret) {
+        size_t g = b->ix.group_of[t], n = 0;
+
+        for (size_t k = b->ix.group_start[g]; k < b->ix.group_start[g + 1]; k++) {
+                const OrchTask *u = &b->s->tasks[b->ix.by_group[k]];
+                double left;
+
+                if (b->ix.by_group[k] == t || !u->info.has_progress ||
+                    late_time_left_s(u->info.progress, u->info.start_s, b->now_s, &left) < 0 || !isfinite(left))
+                        continue;
+                b->values[n++] = left;
+        }
+        if (n == 0 || stats_median(b->values, n, ret) < 0)
+                return false;
+        return *ret > 0;
+}
+
+/* What task t needs of r (Algorithm 2), as a raise (short) or a take (hog) sees it. */
+static int estimate(Balance *b, size_t t, OrchResource r, bool short_side, const OrchFinding *f, double alloc,
+                    double *ret_need) {
+        const OrchTask *task = &b->s->tasks[t];
+        double use = orch_task_usage(task, r), u, need, target;
+        bool pinned = short_side && f->kind == ORCH_FINDING_DEFICIT && f->basis == ORCH_BASIS_LIMIT;
+        bool by_progress = false;
+        MroEstimate est;
+        int k;
+
+        k = uniform(b, t, r, false, &u);
+        if (k < 0)
+                return k;
+
+        if (b->p->estimator == ORCH_ESTIMATOR_UNIFORM)
+                need = u;
+        else {
+                for (size_t i = 0; i < task->n_windows; i++) {
+                        b->times[i] = task->windows[i].run_time_s;
+                        b->values[i] = r == ORCH_CPU ? task->windows[i].cpu_cores : task->windows[i].memory_bytes;
+                }
+                double next = task->windows[task->n_windows - 1].run_time_s + b->p->epoch_s;
+                if (r == ORCH_CPU) {
+                        k = mro_regression_cpu(b->times, b->values, task->n_windows, next, alloc, &est);
+                        if (k < 0)
+                                return k;
+                        /* Sec. III-B: the usage model's prediction, scaled to finish with the peers. */
+                        if (task->info.has_progress && task->info.progress > 0 && task->info.progress < 1 &&
+                            peers_time_left(b, t, &target) &&
+                            mro_allocation_for_target(est.allocation, task->info.progress, task->info.start_s,
+                                                      b->now_s, target, &need) >= 0)
+                                by_progress = true;
+                        else
+                                /* No progress to aim with: the phase's mean bounds the estimate in
+                                 * the finding's direction. */
+                                need = short_side ? MAX(est.allocation, u) : MIN(est.allocation, u);
+                } else {
+                        double peers_before, *ref = NULL;
+
+                        if (uniform(b, t, r, true, &peers_before) >= 0)
+                                ref = &peers_before;
+                        /* uniform() used b->values as scratch: refill the task's own series. */
+                        for (size_t i = 0; i < task->n_windows; i++)
+                                b->values[i] = task->windows[i].memory_bytes;
+                        k = mro_regression_memory(b->times, b->values, task->n_windows, next, ref, alloc,
+                                                  &b->p->mro, &est);
+                        if (k < 0)
+                                return k;
+                        need = est.allocation;
+                }
+        }
+
+        /* A task pinned at its limit shows the limit, not its demand. */
+        if (pinned && !by_progress)
+                need = MAX(need, alloc * (1 + (r == ORCH_CPU ? b->p->cpu_pinned_growth : b->p->memory_pinned_growth)));
+        if (r == ORCH_MEMORY)
+                need = MAX(need, use + memory_margin(b, use));
+        *ret_need = need;
+        return 0;
+}
+
+static bool cooling(const Balance *b, size_t t, OrchResource r) {
+        const OrchBalancerEntry *e = &b->entries[t];
+
+        return e->changed[r] && b->epoch - e->changed_epoch[r] <= b->p->cooldown_epochs;
+}
+
+static double node_sum(const Balance *b, size_t node, OrchResource r) {
+        double sum = 0, cap = r == ORCH_CPU ? b->s->nodes[node].info.capacity_cpus
+                                            : (double) b->s->nodes[node].info.capacity_memory_bytes;
+
+        for (size_t k = b->ix.node_start[node]; k < b->ix.node_start[node + 1]; k++) {
+                double a = orch_task_allocation(&b->s->tasks[b->ix.by_node[k]], r);
+                /* An unlimited task may take the whole node: count it so. */
+                sum += a > 0 ? a : cap;
+        }
+        return sum;
+}
+
+static OrchDecision *decision_add(Balance *b) {
+        if (b->out.n == b->out.allocated) {
+                size_t n = MAX(b->out.allocated * 2, (size_t) 8);
+                OrchDecision *d = realloc(b->out.items, n * sizeof(OrchDecision));
+                if (!d)
+                        return NULL;
+                b->out.items = d;
+                b->out.allocated = n;
+        }
+        b->out.items[b->out.n] = (OrchDecision) { .peer = ORCH_NO_TASK };
+        return &b->out.items[b->out.n++];
+}
+
+static const char *amount(OrchResource r, double v, char buf[static 32]) {
+        if (r == ORCH_CPU)
+                snprintf(buf, 32, "%.3f cores", v);
+        else
+                snprintf(buf, 32, "%.1f MiB", v / (double) ORCH_MIB);
+        return buf;
+}
+
+static void fill_limits(const Balance *b, OrchDecision *d) {
+        const OrchTask *t = &b->s->tasks[d->task];
+
+        if (d->resource == ORCH_CPU) {
+                d->cpu_period_us = t->info.cpu_period_us > 0 ? t->info.cpu_period_us : 100000;
+                d->cpu_quota_us = MAX(llround(d->new_value * (double) d->cpu_period_us), 1000LL);
+                return;
+        }
+        if (t->info.memory_max_bytes > 0) {
+                d->memory_max_bytes = llround(d->new_value);
+                /* Keep the soft limit where it was relative to the hard one. */
+                if (t->info.memory_high_bytes > 0)
+                        d->memory_high_bytes = llround((double) t->info.memory_high_bytes * d->new_value /
+                                                       (double) t->info.memory_max_bytes);
+        } else
+                d->memory_high_bytes = llround(d->new_value);
+}
+
+static int compare_receivers(const void *a, const void *b) {
+        const Receiver *x = a, *y = b;
+
+        /* Most short first (largest α), then snapshot order. */
+        if (x->alpha != y->alpha)
+                return x->alpha > y->alpha ? -1 : 1;
+        return (x->task > y->task) - (x->task < y->task);
+}
+
+/* Funds every eligible receiver in order; returns how many pieces it used. */
+static size_t fund(Balance *b, OrchResource r, Receiver *rc, size_t n_rc, Donor *dn, size_t n_dn, double *headroom,
+                   Piece *pieces) {
+        size_t n_pieces = 0;
+
+        for (size_t n = 0; n < b->s->n_nodes; n++)
+                headroom[n] = MAX(0, node_limit(b, n, r) - node_sum(b, n, r));
+        for (size_t i = 0; i < n_dn; i++)
+                dn[i].remaining = dn[i].give;
+
+        for (size_t i = 0; i < n_rc; i++) {
+                Receiver *x = &rc[i];
+                size_t node = b->s->tasks[x->task].node, first = n_pieces;
+                double want = quantize_down(x->target - x->alloc, r);
+
+                x->funded = false;
+                x->granted = x->from_headroom = 0;
+                x->first_donor = ORCH_NO_TASK;
+                if (x->standing != STANDING_ELIGIBLE || x->useless)
+                        continue;
+
+                double h = quantize_down(MIN(want, headroom[node]), r);
+                if (h > 0) {
+                        headroom[node] -= h;
+                        x->granted += x->from_headroom = h;
+                        pieces[n_pieces++] = (Piece) { .receiver = i, .donor = ORCH_NO_TASK, .amount = h };
+                }
+                /* Then the hogs next to it, biggest giver first. */
+                while (x->granted < want) {
+                        size_t best = ORCH_NO_TASK;
+
+                        for (size_t d = 0; d < n_dn; d++)
+                                if (b->s->tasks[dn[d].task].node == node && dn[d].remaining > 0 &&
+                                    (best == ORCH_NO_TASK || dn[d].remaining > dn[best].remaining))
+                                        best = d;
+                        if (best == ORCH_NO_TASK)
+                                break;
+
+                        double piece = quantize_down(MIN(want - x->granted, dn[best].remaining), r);
+                        if (piece <= 0)
+                                break;
+                        dn[best].remaining -= piece;
+                        x->granted += piece;
+                        if (x->first_donor == ORCH_NO_TASK)
+                                x->first_donor = best;
+                        pieces[n_pieces++] = (Piece) { .receiver = i, .donor = best, .amount = piece };
+                }
+
+                if (x->granted >= min_change(b, r)) {
+                        x->funded = true;
+                        continue;
+                }
+                /* Not worth a write: give everything back. */
+                for (size_t k = first; k < n_pieces; k++) {
+                        if (pieces[k].donor == ORCH_NO_TASK)
+                                headroom[node] += pieces[k].amount;
+                        else
+                                dn[pieces[k].donor].remaining += pieces[k].amount;
+                }
+                x->granted = x->from_headroom = 0;
+                x->first_donor = ORCH_NO_TASK;
+                n_pieces = first;
+        }
+        return n_pieces;
+}
+
+/* Sec. II-B: raising t helps its job only if no other task of its phase on another node stays
+ * short of r at least as long (the job finishes with its slowest task). */
+static size_t blocking_peer(const Balance *b, OrchResource r, const Receiver *rc, size_t n_rc, const Receiver *x) {
+        size_t g = b->ix.group_of[x->task], node = b->s->tasks[x->task].node;
+
+        for (size_t k = b->ix.group_start[g]; k < b->ix.group_start[g + 1]; k++) {
+                size_t u = b->ix.by_group[k];
+                const Receiver *y = NULL;
+
+                if (u == x->task || b->s->tasks[u].node == node || !b->short_f[r][u])
+                        continue;
+                for (size_t i = 0; i < n_rc; i++)
+                        if (rc[i].task == u)
+                                y = &rc[i];
+                if (y && (y->funded || y->standing == STANDING_COOLING || y->standing == STANDING_SATISFIED))
+                        continue;
+                double tl_x = x->finding->time_left_s, tl_u = b->short_f[r][u]->time_left_s;
+                if (tl_x >= 0 && tl_u >= 0 && tl_u < tl_x)
+                        continue; /* it finishes first anyway: x is the bottleneck */
+                return u;
+        }
+        return ORCH_NO_TASK;
+}
+
+static int balance_resource(Balance *b, OrchResource r) {
+        _cleanup_free_ Receiver *rc = NULL;
+        _cleanup_free_ Donor *dn = NULL;
+        _cleanup_free_ Piece *pieces = NULL;
+        _cleanup_free_ double *headroom = NULL, *taken = NULL;
+        size_t n_rc = 0, n_dn = 0, n_pieces;
+        unsigned k_epochs = b->p->hysteresis_epochs;
+        char a[32], c[32], e[32], h[32];
+        int k;
+
+        rc = calloc(MAX(b->s->n_tasks, (size_t) 1), sizeof(Receiver));
+        dn = calloc(MAX(b->s->n_tasks, (size_t) 1), sizeof(Donor));
+        headroom = calloc(MAX(b->s->n_nodes, (size_t) 1), sizeof(double));
+        taken = calloc(MAX(b->s->n_tasks, (size_t) 1), sizeof(double));
+        if (!rc || !dn || !headroom || !taken)
+                return -ENOMEM;
+
+        for (size_t t = 0; t < b->s->n_tasks; t++) {
+                const OrchTask *task = &b->s->tasks[t];
+                double alloc = orch_task_allocation(task, r), use = orch_task_usage(task, r);
+
+                if (b->short_f[r][t]) {
+                        Receiver *x = &rc[n_rc++];
+
+                        *x = (Receiver) { .task = t, .finding = b->short_f[r][t], .alloc = alloc, .use = use,
+                                          .blocker = ORCH_NO_TASK, .first_donor = ORCH_NO_TASK };
+                        if (alloc <= 0)
+                                x->standing = STANDING_STUCK;
+                        else if (b->entries[t].short_streak[r] < k_epochs)
+                                x->standing = STANDING_WAITING;
+                        else if (cooling(b, t, r))
+                                x->standing = STANDING_COOLING;
+                        if (alloc <= 0)
+                                continue;
+                        k = estimate(b, t, r, true, x->finding, alloc, &x->need);
+                        if (k < 0)
+                                return k;
+                        x->alpha = x->need / alloc;
+                        x->target = MIN(MIN(x->need, ceiling_of(b, task->node, r)), alloc + max_step(b, r));
+                        if (x->standing == STANDING_ELIGIBLE && x->target - alloc < min_change(b, r))
+                                x->standing = alloc >= ceiling_of(b, task->node, r) ? STANDING_STUCK : STANDING_SATISFIED;
+                } else if (b->hog_f[r][t] && alloc > 0 && b->entries[t].hog_streak[r] >= k_epochs && !cooling(b, t, r)) {
+                        Donor *d = &dn[n_dn];
+
+                        *d = (Donor) { .task = t, .finding = b->hog_f[r][t], .alloc = alloc, .use = use,
+                                       .first_for = ORCH_NO_TASK };
+                        k = estimate(b, t, r, false, d->finding, alloc, &d->need);
+                        if (k < 0)
+                                return k;
+                        /* A hog's own history shows what it grabbed, not what it needs: what its
+                         * peers use or what it was expected to use bounds that (memory: never
+                         * below use + margin, already in need). */
+                        if (r == ORCH_CPU && (d->finding->basis == ORCH_BASIS_PEERS || d->finding->basis == ORCH_BASIS_EXPECTED))
+                                d->need = MIN(d->need, d->finding->reference);
+                        d->alpha = d->need / alloc;
+                        d->floor = MAX(d->need, floor_of(b, r));
+                        d->give = quantize_down(MIN(max_step(b, r), alloc - d->floor), r);
+                        if (d->give > 0)
+                                n_dn++;
+                }
+        }
+        qsort(rc, n_rc, sizeof(Receiver), compare_receivers);
+
+        size_t max_pieces = n_rc * (n_dn + 1) + 1;
+        pieces = calloc(max_pieces, sizeof(Piece));
+        if (!pieces)
+                return -ENOMEM;
+
+        /* Fund, drop the raises that cannot help, fund again without them: each round drops at
+         * least one, and a dropped raise only frees capacity on its own node, which cannot
+         * unblock a peer on another node. */
+        for (;;) {
+                bool dropped = false;
+
+                n_pieces = fund(b, r, rc, n_rc, dn, n_dn, headroom, pieces);
+                for (size_t i = 0; i < n_rc; i++) {
+                        size_t u;
+
+                        if (!rc[i].funded)
+                                continue;
+                        u = blocking_peer(b, r, rc, n_rc, &rc[i]);
+                        if (u == ORCH_NO_TASK)
+                                continue;
+                        rc[i].useless = true;
+                        rc[i].blocker = u;
+                        dropped = true;
+                }
+                if (!dropped)
+                        break;
+        }
+
+        OrchVerdict verdict = b->p->dry_run ? ORCH_VERDICT_DRY_RUN : ORCH_VERDICT_APPLY;
+        for (size_t k2 = 0; k2 < n_pieces; k2++)
+                if (pieces[k2].donor != ORCH_NO_TASK) {
+                        taken[pieces[k2].donor] += pieces[k2].amount;
+                        if (dn[pieces[k2].donor].first_for == ORCH_NO_TASK)
+                                dn[pieces[k2].donor].first_for = rc[pieces[k2].receiver].task;
+                }
+
+        for (size_t i = 0; i < n_rc; i++) {
+                Receiver *x = &rc[i];
+                OrchDecision *d;
+
+                if (x->standing != STANDING_ELIGIBLE)
+                        continue;
+                d = decision_add(b);
+                if (!d)
+                        return -ENOMEM;
+                *d = (OrchDecision) {
+                        .task = x->task, .resource = r, .raise = true, .old_value = x->alloc,
+                        .new_value = x->alloc, .wanted = x->target, .need = x->need, .alpha = x->alpha,
+                        .estimator = b->p->estimator, .evidence = *x->finding, .peer = ORCH_NO_TASK,
+                };
+                if (x->funded) {
+                        d->verdict = verdict;
+                        d->new_value = x->alloc + x->granted;
+                        d->peer = x->first_donor == ORCH_NO_TASK ? ORCH_NO_TASK : dn[x->first_donor].task;
+                        fill_limits(b, d);
+                        set_reason(d->reason, sizeof(d->reason), "raise %s %s %s -> %s (%s estimates %s; %s of it from node headroom%s%s): %s",
+                                 b->s->tasks[x->task].id, orch_resource_to_string(r), amount(r, x->alloc, a),
+                                 amount(r, d->new_value, c), orch_estimator_to_string(b->p->estimator),
+                                 amount(r, x->need, e), amount(r, x->from_headroom, h),
+                                 d->peer != ORCH_NO_TASK ? ", the rest from " : "",
+                                 d->peer != ORCH_NO_TASK ? b->s->tasks[d->peer].id : "", x->finding->reason);
+                        if (!b->p->dry_run) {
+                                b->entries[x->task].changed[r] = true;
+                                b->entries[x->task].changed_epoch[r] = b->epoch;
+                        }
+                } else if (x->useless) {
+                        d->verdict = ORCH_VERDICT_SKIPPED;
+                        d->peer = x->blocker;
+                        set_reason(d->reason, sizeof(d->reason),
+                                 "not raising %s %s: it cannot speed up job %" PRIu64 " phase %u, whose task %s on node %s stays short of it (%s)",
+                                 b->s->tasks[x->task].id, orch_resource_to_string(r), b->s->tasks[x->task].info.job,
+                                 b->s->tasks[x->task].info.phase, b->s->tasks[x->blocker].id,
+                                 b->s->tasks[x->blocker].info.node, b->short_f[r][x->blocker]->reason);
+                } else {
+                        d->verdict = ORCH_VERDICT_SKIPPED;
+                        set_reason(d->reason, sizeof(d->reason),
+                                 "not raising %s %s toward %s: node %s has no %s to spare (no headroom within overcommit %.2f, no hog to take from)",
+                                 b->s->tasks[x->task].id, orch_resource_to_string(r), amount(r, x->target, a),
+                                 b->s->tasks[x->task].info.node, orch_resource_to_string(r),
+                                 r == ORCH_CPU ? b->p->cpu_overcommit : b->p->memory_overcommit);
+                }
+        }
+
+        for (size_t i = 0; i < n_dn; i++) {
+                Donor *x = &dn[i];
+                OrchDecision *d;
+
+                if (taken[i] <= 0)
+                        continue;
+                d = decision_add(b);
+                if (!d)
+                        return -ENOMEM;
+                *d = (OrchDecision) {
+                        .task = x->task, .resource = r, .verdict = verdict, .raise = false,
+                        .old_value = x->alloc, .new_value = x->alloc - taken[i], .wanted = x->alloc - x->give,
+                        .need = x->need, .alpha = x->alpha, .estimator = b->p->estimator,
+                        .evidence = *x->finding, .peer = x->first_for,
+                };
+                fill_limits(b, d);
+                set_reason(d->reason, sizeof(d->reason), "lower %s %s %s -> %s for %s (%s estimates %s, floor %s): %s",
+                         b->s->tasks[x->task].id, orch_resource_to_string(r), amount(r, x->alloc, a),
+                         amount(r, d->new_value, c), b->s->tasks[x->first_for].id,
+                         orch_estimator_to_string(b->p->estimator), amount(r, x->need, e),
+                         amount(r, x->floor, h), x->finding->reason);
+                if (!b->p->dry_run) {
+                        b->entries[x->task].changed[r] = true;
+                        b->entries[x->task].changed_epoch[r] = b->epoch;
+                }
+        }
+        return 0;
+}
+
+static int task_id_ptr_compare(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+static void balance_done(Balance *b) {
+        orch_index_done(&b->ix);
+        if (b->entries)
+                entries_free(b->entries, b->s->n_tasks);
+        for (OrchResource r = 0; r < _ORCH_RESOURCE_MAX; r++) {
+                free(b->short_f[r]);
+                free(b->hog_f[r]);
+        }
+        free(b->values);
+        free(b->times);
+        orch_decisions_done(&b->out);
+}
+
+int orch_balance(const OrchSnapshot *s, const OrchFindings *findings, double now_s,
+                 const OrchBalanceParams *params, OrchBalancerState *st, OrchDecisions *ret) {
+        _cleanup_free_ char **ids = NULL;
+        size_t n = MAX(s->n_tasks, (size_t) 1), n_values = 1;
+        Balance b = { .s = s, .p = params, .now_s = now_s, .epoch = st->epoch + 1 };
+        int r;
+
+        if (!isfinite(now_s) || now_s < st->last_now_s || orch_balance_params_validate(params, NULL) < 0)
+                return -EINVAL;
+
+        /* Task ids key the state across epochs: they must be unique. */
+        ids = calloc(n, sizeof(char *));
+        if (!ids)
+                return -ENOMEM;
+        for (size_t t = 0; t < s->n_tasks; t++)
+                ids[t] = s->tasks[t].id;
+        qsort(ids, s->n_tasks, sizeof(char *), task_id_ptr_compare);
+        for (size_t t = 1; t < s->n_tasks; t++)
+                if (streq(ids[t - 1], ids[t]))
+                        return -EINVAL;
+
+        r = orch_index_build(s, &b.ix);
+        if (r < 0)
+                return r;
+        for (size_t t = 0; t < s->n_tasks; t++)
+                n_values += s->tasks[t].n_windows;
+        b.values = calloc(n_values, sizeof(double));
+        b.times = calloc(n_values, sizeof(double));
+        b.entries = calloc(n, sizeof(OrchBalancerEntry));
+        for (OrchResource res = 0; res < _ORCH_RESOURCE_MAX; res++) {
+                b.short_f[res] = calloc(n, sizeof(OrchFinding *));
+                b.hog_f[res] = calloc(n, sizeof(OrchFinding *));
+                if (!b.short_f[res] || !b.hog_f[res])
+                        r = -ENOMEM;
+        }
+        if (r < 0 || !b.values || !b.times || !b.entries) {
+                r = -ENOMEM;
+                goto finish;
+        }
+
+        for (size_t i = 0; i < findings->n; i++) {
+                const OrchFinding *f = &findings->items[i];
+
+                if (f->task == ORCH_NO_TASK)
+                        continue;
+                if (f->task >= s->n_tasks || (unsigned) f->resource >= _ORCH_RESOURCE_MAX) {
+                        r = -EINVAL;
+                        goto finish;
+                }
+                /* A deficit finding outranks a straggler one: its numbers are about the resource. */
+                if ((f->kind == ORCH_FINDING_DEFICIT &&
+                     (!b.short_f[f->resource][f->task] || b.short_f[f->resource][f->task]->kind != ORCH_FINDING_DEFICIT)) ||
+                    (f->kind == ORCH_FINDING_STRAGGLER && !b.short_f[f->resource][f->task]))
+                        b.short_f[f->resource][f->task] = f;
+                else if (f->kind == ORCH_FINDING_HOG && !b.hog_f[f->resource][f->task])
+                        b.hog_f[f->resource][f->task] = f;
+        }
+
+        /* The new state: last epoch's entry of each task, streaks advanced by this epoch. */
+        for (size_t t = 0; t < s->n_tasks; t++) {
+                const OrchBalancerEntry *old = orch_balancer_state_find(st, s->tasks[t].id);
+                OrchBalancerEntry *e = &b.entries[t];
+
+                if (old)
+                        *e = *old;
+                e->task_id = strdup(s->tasks[t].id);
+                if (!e->task_id) {
+                        r = -ENOMEM;
+                        goto finish;
+                }
+                for (OrchResource res = 0; res < _ORCH_RESOURCE_MAX; res++) {
+                        e->short_streak[res] = b.short_f[res][t] ? e->short_streak[res] + 1 : 0;
+                        e->hog_streak[res] = b.hog_f[res][t] ? e->hog_streak[res] + 1 : 0;
+                }
+        }
+
+        for (OrchResource res = 0; res < _ORCH_RESOURCE_MAX; res++) {
+                if (!orch_mode_controls(params->mode, res))
+                        continue;
+                r = balance_resource(&b, res);
+                if (r < 0)
+                        goto finish;
+        }
+
+        /* Grants, then takes, then skipped: stable by verdict class. */
+        {
+                OrchDecisions sorted = {};
+                sorted.items = malloc(MAX(b.out.n, (size_t) 1) * sizeof(OrchDecision));
+                if (!sorted.items) {
+                        r = -ENOMEM;
+                        goto finish;
+                }
+                sorted.allocated = MAX(b.out.n, (size_t) 1);
+                for (int pass = 0; pass < 3; pass++)
+                        for (size_t i = 0; i < b.out.n; i++) {
+                                const OrchDecision *d = &b.out.items[i];
+                                int cls = d->verdict == ORCH_VERDICT_SKIPPED ? 2 : d->raise ? 0 : 1;
+                                if (cls == pass)
+                                        sorted.items[sorted.n++] = *d;
+                        }
+                orch_decisions_done(&b.out);
+                b.out = sorted;
+        }
+
+        qsort(b.entries, s->n_tasks, sizeof(OrchBalancerEntry), entry_compare);
+        entries_free(st->entries, st->n_entries);
+        st->entries = TAKE_PTR(b.entries);
+        st->n_entries = s->n_tasks;
+        st->epoch = b.epoch;
+        st->last_now_s = now_s;
+
+        orch_decisions_done(ret);
+        *ret = b.out;
+        b.out = (OrchDecisions) {};
+        r = 0;
+finish:
+        balance_done(&b);
+        return r;
+}

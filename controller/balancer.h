@@ -1,0 +1,165 @@
+/* balancer.h: MROrchestrator's Performance Balancer (Sharma et al., TR CSE-12-001, Sec. III,
+ * Fig. 4 steps 3–4, Algorithm 1) — the detector's findings, the snapshot and `now` in, a globally
+ * consistent list of per-task limit changes out. For each deficit task it asks the estimator
+ * (REGRESSION or UNIFORM, Algorithm 2) what the task needs, funds the raise from its node's free
+ * capacity and from hogs next to it, keeps every node within capacity × overcommit, and drops a
+ * raise that cannot help its job because another task of the same phase stays short elsewhere
+ * (Sec. II-B). Hysteresis and cool-down live in a state the caller owns between epochs. Pure. */
+#pragma once
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "detector.h"
+#include "estimator/mro.h"
+#include "orch-snapshot.h"
+
+/* The paper's three control modes plus off. */
+typedef enum OrchMode {
+        ORCH_MODE_OFF,
+        ORCH_MODE_CPU,
+        ORCH_MODE_MEMORY,
+        ORCH_MODE_CPU_MEMORY,
+        _ORCH_MODE_MAX,
+        _ORCH_MODE_INVALID = -EINVAL,
+} OrchMode;
+
+typedef enum OrchEstimator {
+        ORCH_ESTIMATOR_REGRESSION,
+        ORCH_ESTIMATOR_UNIFORM,
+        _ORCH_ESTIMATOR_MAX,
+        _ORCH_ESTIMATOR_INVALID = -EINVAL,
+} OrchEstimator;
+
+const char *orch_mode_to_string(OrchMode m);          /* "off", "cpu", "memory", "cpu+memory" */
+OrchMode orch_mode_from_string(const char *s);
+bool orch_mode_controls(OrchMode m, OrchResource r);
+const char *orch_estimator_to_string(OrchEstimator e); /* "regression", "uniform" */
+OrchEstimator orch_estimator_from_string(const char *s);
+
+typedef struct OrchBalanceParams {
+        OrchMode mode;
+        OrchEstimator estimator;
+        bool dry_run;                   /* decide and record, mark nothing to apply */
+        double epoch_s;                 /* REGRESSION predicts the window one epoch ahead */
+        unsigned hysteresis_epochs;     /* act on a finding present this many epochs in a row */
+        unsigned cooldown_epochs;       /* leave a changed task's resource alone this many epochs */
+
+        double cpu_max_step_cores;      /* most a task's quota moves in one epoch */
+        double cpu_floor_cores;         /* never take a quota below this */
+        double cpu_ceiling_cores;       /* never raise a quota above this; 0: the node's CPUs */
+        double cpu_overcommit;          /* node sum of quotas ≤ capacity × this */
+        double cpu_min_change_cores;    /* smaller changes are not worth a write */
+        double cpu_pinned_growth;       /* a task pinned at its quota asks for this fraction more */
+
+        uint64_t memory_max_step_bytes;
+        uint64_t memory_floor_bytes;
+        uint64_t memory_ceiling_bytes;  /* 0: the node's memory */
+        double memory_overcommit;       /* node sum of memory limits ≤ capacity × this */
+        uint64_t memory_min_change_bytes;
+        double memory_pinned_growth;
+        /* Never below use + max(margin_bytes, margin_fraction × use). */
+        uint64_t memory_margin_bytes;
+        double memory_margin_fraction;
+
+        MroParams mro;
+} OrchBalanceParams;
+
+#define ORCH_MIB (UINT64_C(1) << 20)
+#define ORCH_BALANCE_PARAMS_DEFAULT                                     \
+        ((OrchBalanceParams) {                                          \
+                .mode = ORCH_MODE_CPU_MEMORY,                           \
+                .estimator = ORCH_ESTIMATOR_REGRESSION,                 \
+                .dry_run = false,                                       \
+                .epoch_s = 20.0,                                        \
+                .hysteresis_epochs = 2,                                 \
+                .cooldown_epochs = 2,                                   \
+                .cpu_max_step_cores = 0.5,                              \
+                .cpu_floor_cores = 0.1,                                 \
+                .cpu_ceiling_cores = 0,                                 \
+                .cpu_overcommit = 1.0,                                  \
+                .cpu_min_change_cores = 0.01,                           \
+                .cpu_pinned_growth = 0.5,                               \
+                .memory_max_step_bytes = 256 * ORCH_MIB,                \
+                .memory_floor_bytes = 64 * ORCH_MIB,                    \
+                .memory_ceiling_bytes = 0,                              \
+                .memory_overcommit = 1.0,                               \
+                .memory_min_change_bytes = ORCH_MIB,                    \
+                .memory_pinned_growth = 0.25,                           \
+                .memory_margin_bytes = 32 * ORCH_MIB,                   \
+                .memory_margin_fraction = 0.10,                         \
+                .mro = MRO_PARAMS_DEFAULT,                              \
+        })
+
+/* -EINVAL with the name of the first bad field in *ret_field (may be NULL). */
+int orch_balance_params_validate(const OrchBalanceParams *p, const char **ret_field);
+
+/* What the balancer remembers between epochs, per task id: how many epochs in a row a task has
+ * been short of (or hogging) each resource, and when it was last changed. */
+typedef struct OrchBalancerEntry {
+        char *task_id;
+        unsigned short_streak[_ORCH_RESOURCE_MAX];
+        unsigned hog_streak[_ORCH_RESOURCE_MAX];
+        bool changed[_ORCH_RESOURCE_MAX];
+        uint64_t changed_epoch[_ORCH_RESOURCE_MAX];
+} OrchBalancerEntry;
+
+typedef struct OrchBalancerState {
+        OrchBalancerEntry *entries;     /* sorted by task_id: the tasks of the last snapshot */
+        size_t n_entries;
+        uint64_t epoch;                 /* epochs balanced so far */
+        double last_now_s;
+} OrchBalancerState;
+
+void orch_balancer_state_init(OrchBalancerState *st);
+void orch_balancer_state_done(OrchBalancerState *st);
+const OrchBalancerEntry *orch_balancer_state_find(const OrchBalancerState *st, const char *task_id);
+
+typedef enum OrchVerdict {
+        ORCH_VERDICT_APPLY,             /* send it to the agent */
+        ORCH_VERDICT_DRY_RUN,           /* decided in dry-run: record, do not apply */
+        ORCH_VERDICT_SKIPPED,           /* wanted but not done; reason says why (no room, no use) */
+        _ORCH_VERDICT_MAX,
+} OrchVerdict;
+
+const char *orch_verdict_to_string(OrchVerdict v);
+
+#define ORCH_DECISION_REASON_MAX 512
+
+typedef struct OrchDecision {
+        size_t task;                    /* snapshot index */
+        OrchResource resource;
+        OrchVerdict verdict;
+        bool raise;                     /* a grant to a short task, else a take from a hog */
+        double old_value, new_value;    /* cores or bytes; SKIPPED: new_value == old_value */
+        double wanted;                  /* where the balancer wanted to go this epoch */
+        double need;                    /* the estimator's answer (R_est) */
+        double alpha;                   /* R_est / R_cur (Eq. 2's resource scaling factor) */
+        OrchEstimator estimator;
+        /* The limits to write: the changed resource's fields only, 0 elsewhere (protocol's
+         * "unset"). CPU: quota and period. Memory: max, and high scaled alike when it is set. */
+        int64_t cpu_quota_us, cpu_period_us, memory_max_bytes, memory_high_bytes;
+        OrchFinding evidence;           /* the finding that caused it */
+        size_t peer;                    /* grant: first donor (ORCH_NO_TASK: headroom only);
+                                         * take: first task it funds; skipped: the blocking task */
+        char reason[ORCH_DECISION_REASON_MAX];
+} OrchDecision;
+
+typedef struct OrchDecisions {
+        OrchDecision *items;
+        size_t n, allocated;
+} OrchDecisions;
+
+void orch_decisions_done(OrchDecisions *d);
+size_t orch_decisions_count(const OrchDecisions *d, OrchVerdict v);
+/* The decision about task t and resource r, or NULL. */
+const OrchDecision *orch_decisions_find(const OrchDecisions *d, size_t task, OrchResource r);
+
+/* One epoch. findings are orch_detect()'s for the same snapshot and now_s (non-decreasing from
+ * call to call). On success *ret is replaced (free with orch_decisions_done()) and st advanced by
+ * one epoch; on failure both are untouched. Decisions come grants first, in the order funded,
+ * then takes, then skipped ones. -EINVAL for bad params, time going back or duplicate task ids. */
+int orch_balance(const OrchSnapshot *s, const OrchFindings *findings, double now_s,
+                 const OrchBalanceParams *params, OrchBalancerState *st, OrchDecisions *ret);

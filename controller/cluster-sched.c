@@ -1,0 +1,663 @@
+/* cluster-sched.c: keeps the scheduler's job phases in line with the store and sizes them with
+ * the HFSP estimator, in CPU-seconds as cgroups measure them. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster-sched.h"
+#include "log.h"
+#include "macro.h"
+
+/* json_decrefp() comes with jansson >= 2.11. */
+#define _cleanup_json_ _cleanup_(json_decrefp)
+
+/* What the estimator knows of one phase the scheduler holds; kept sorted by key. */
+typedef struct PhaseEntry {
+        uint64_t key;
+        unsigned n_tasks;
+        HfspPhaseSize size;
+        double weight, parallel_cpus;
+        int64_t sized_ms;
+        json_t *estimate;          /* how its size came about; owned, also in the store */
+} PhaseEntry;
+
+struct ClusterSched {
+        Sched *sched;
+        HfspSizeParams size_params;
+        HfspHistory history;
+        PhaseEntry *phases;        /* runnable */
+        size_t n_phases;
+        PhaseEntry *done;          /* finished in reality, still ageing virtually */
+        size_t n_done;
+        StoreSchedRecord *restore; /* the checkpoint, until the first sync has used it */
+        size_t n_restore;
+        double capacity_cpus;
+};
+
+static void entries_free(PhaseEntry *v, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                json_decref(v[i].estimate);
+        free(v);
+}
+
+int cluster_sched_new(const SchedParams *sched_params, const HfspSizeParams *size_params, ClusterSched **ret) {
+        int r = hfsp_size_params_validate(size_params);
+        if (r < 0)
+                return r;
+        ClusterSched *cs = calloc(1, sizeof(ClusterSched));
+        if (!cs)
+                return -ENOMEM;
+        cs->size_params = *size_params;
+        r = sched_new(sched_params, 0, &cs->sched);
+        if (r < 0) {
+                free(cs);
+                return r;
+        }
+        *ret = cs;
+        return 0;
+}
+
+ClusterSched *cluster_sched_free(ClusterSched *cs) {
+        if (!cs)
+                return NULL;
+        sched_free(cs->sched);
+        entries_free(cs->phases, cs->n_phases);
+        entries_free(cs->done, cs->n_done);
+        store_sched_records_free(cs->restore, cs->n_restore);
+        free(cs);
+        return NULL;
+}
+
+Sched *cluster_sched_scheduler(ClusterSched *cs) {
+        return cs->sched;
+}
+
+static SchedSize sched_size(const ClusterSched *cs, const HfspPhaseSize *ps) {
+        if (ps->tiny)
+                return (SchedSize) { .kind = SCHED_SIZE_TINY };
+        if (ps->final)
+                return (SchedSize) { .kind = SCHED_SIZE_FINAL, .size_s = ps->size };
+        return (SchedSize) { .kind = SCHED_SIZE_INITIAL, .size_s = ps->size,
+                             .n_training = (unsigned) cs->size_params.training_tasks };
+}
+
+static int64_t s_to_ms(double s) {
+        return (int64_t) llround(s * 1000.0);
+}
+
+static SchedSize size_of_kind(const char *kind, double size_s, unsigned n_training, HfspPhaseSize *ret) {
+        *ret = (HfspPhaseSize) { .size = size_s };
+        if (streq(kind, "tiny")) {
+                ret->tiny = ret->final = true;
+                ret->size = 0;
+                return (SchedSize) { .kind = SCHED_SIZE_TINY };
+        }
+        if (streq(kind, "final")) {
+                ret->final = true;
+                return (SchedSize) { .kind = SCHED_SIZE_FINAL, .size_s = size_s };
+        }
+        return (SchedSize) { .kind = SCHED_SIZE_INITIAL, .size_s = size_s, .n_training = n_training };
+}
+
+/* Writes the entry's row: its size and how it came about, and its virtual state now. */
+static int entry_save(const ClusterSched *cs, Store *store, const PhaseEntry *e, bool done, int64_t now_ms) {
+        SchedJobInfo info;
+        int r = sched_job_info(cs->sched, e->key, &info);
+        if (r == -ENOENT) /* finished virtually too: nothing left to keep */
+                return store_sched_record_delete(store, sched_key_job(e->key), sched_key_phase(e->key));
+        if (r < 0)
+                return r;
+        StoreSchedRecord rec = {
+                .job = sched_key_job(e->key),
+                .phase = sched_key_phase(e->key),
+                .size_kind = (char *) (e->size.tiny ? "tiny" : e->size.final ? "final" : "initial"),
+                .size_s = e->size.size,
+                .weight = e->weight,
+                .parallel_cpus = e->parallel_cpus,
+                .sized_ms = e->sized_ms,
+                .estimate = e->estimate,
+                .virtual_size_s = info.virtual_size_s,
+                .late_since_ms = info.late ? s_to_ms(info.late_since_s) : -1,
+                .done = done,
+        };
+        return store_sched_record_save(store, &rec, now_ms);
+}
+
+/* S_i and where it came from, as the phase's estimate record starts. */
+static json_t *estimate_initial(const ClusterSched *cs, const PhaseEntry *e, int64_t now_ms) {
+        const char *from = e->size.tiny ? "tiny" : cs->history.n_tasks == 0 ? "s0" : "history";
+        return json_pack("{s:I, s:I, s:f, s:f, s:f, s:s, s:f, s:I, s:f, s:I, s:n, s:n, s:n, s:n}",
+                         "tasks", (json_int_t) e->n_tasks,
+                         "training_tasks", (json_int_t) cs->size_params.training_tasks,
+                         "training_timeout_s", cs->size_params.timeout_s,
+                         "xi", cs->size_params.xi,
+                         "s0_s", cs->size_params.s0,
+                         "initial_from", from,
+                         "initial_size_s", e->size.size,
+                         "history_tasks", (json_int_t) cs->history.n_tasks,
+                         "history_mean_task_s", cs->history.mean_task_size,
+                         "initial_ms", (json_int_t) now_ms,
+                         "final_size_s", "final_ms", "training_mean_task_s", "training");
+}
+
+/* One training task as the estimator saw it; s̃_k = s_k when it finished, else s_k/p_k (the
+ * CPU-seconds form of Δ/p_k, hfsp-size.h). */
+static json_t *training_task_json(const StoreTaskUsage *u, double now_s) {
+        bool finished = u->state == TASK_SUCCEEDED;
+        double p = finished ? 1.0 : MAX(u->progress, 0.0);
+        double end_s = finished && u->finished_ms >= 0 ? (double) u->finished_ms / 1000.0 : now_s;
+        json_t *elapsed = u->started_ms >= 0 ? json_real(MAX(end_s - (double) u->started_ms / 1000.0, 0.0)) : json_null();
+        json_t *size = finished ? json_real(u->cpu_s) : p > 0 ? json_real(u->cpu_s / p) : json_null();
+        return json_pack("{s:I, s:s, s:f, s:o, s:b, s:o, s:o}",
+                         "index", (json_int_t) u->index,
+                         "state", task_state_to_string(u->state),
+                         "cpu_s", u->cpu_s,
+                         "progress", u->progress >= 0 || finished ? json_real(p) : json_null(),
+                         "finished", finished,
+                         "elapsed_s", elapsed,
+                         "size_s", size);
+}
+
+/* The training tasks of a phase (index < t) as they stand now. */
+static int training_json(const ClusterSched *cs, Store *store, uint64_t key, double now_s, json_t **ret) {
+        _cleanup_free_ StoreTaskUsage *usage = NULL;
+        size_t n = 0;
+        int r = store_phase_usage(store, sched_key_job(key), sched_key_phase(key), &usage, &n);
+        if (r < 0)
+                return r;
+        _cleanup_json_ json_t *a = json_array();
+        if (!a)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                if (usage[i].index < cs->size_params.training_tasks &&
+                    json_array_append_new(a, training_task_json(&usage[i], now_s)) < 0)
+                        return -ENOMEM;
+        *ret = TAKE_PTR(a);
+        return 0;
+}
+
+static PhaseEntry *entries_find(PhaseEntry *v, size_t n, uint64_t key) {
+        size_t lo = 0, hi = n;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (v[mid].key == key)
+                        return &v[mid];
+                if (v[mid].key < key)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return NULL;
+}
+
+/* Keeps cs->done sorted by key. */
+static int done_insert(ClusterSched *cs, const PhaseEntry *e) {
+        PhaseEntry *p = realloc(cs->done, (cs->n_done + 1) * sizeof(PhaseEntry));
+        if (!p)
+                return -ENOMEM;
+        cs->done = p;
+        size_t i = cs->n_done;
+        while (i > 0 && cs->done[i - 1].key > e->key) {
+                cs->done[i] = cs->done[i - 1];
+                i--;
+        }
+        cs->done[i] = *e;
+        cs->n_done++;
+        return 0;
+}
+
+/* A phase left the runnable set: finished (its task sizes feed s̄) or ended otherwise. Takes
+ * over e->estimate. */
+static int phase_ended(ClusterSched *cs, Store *store, PhaseEntry *e, double now_s) {
+        _cleanup_free_ StoreTaskUsage *usage = NULL;
+        size_t n = 0;
+        int r = store_phase_usage(store, sched_key_job(e->key), sched_key_phase(e->key), &usage, &n);
+        if (r < 0 && r != -ENOENT)
+                return r;
+        bool succeeded = n > 0;
+        for (size_t i = 0; i < n; i++)
+                succeeded = succeeded && usage[i].state == TASK_SUCCEEDED;
+        if (!succeeded) {
+                (void) sched_job_remove(cs->sched, e->key, now_s);
+                json_decref(TAKE_PTR(e->estimate));
+                return store_sched_record_delete(store, sched_key_job(e->key), sched_key_phase(e->key));
+        }
+        for (size_t i = 0; i < n; i++)
+                (void) hfsp_history_add(&cs->history, usage[i].cpu_s);
+        (void) sched_job_finish(cs->sched, e->key, now_s);
+        /* Still ageing virtually: it keeps slowing the others down, across a restart too. */
+        r = entry_save(cs, store, e, true, s_to_ms(now_s));
+        if (r < 0)
+                return r;
+        if (sched_job_info(cs->sched, e->key, &(SchedJobInfo) {}) < 0) {
+                json_decref(TAKE_PTR(e->estimate));
+                return 0;
+        }
+        r = done_insert(cs, e);
+        if (r < 0)
+                return r;
+        e->estimate = NULL;
+        return 0;
+}
+
+/* Training: once its t training tasks have run for Δ (or finished), S_f is set, once. */
+static int phase_train(ClusterSched *cs, Store *store, PhaseEntry *e, double now_s) {
+        if (e->size.final)
+                return 0;
+        size_t t = cs->size_params.training_tasks;
+        _cleanup_free_ StoreTaskUsage *usage = NULL;
+        _cleanup_free_ HfspTrainingTask *training = calloc(MAX(t, (size_t) 1), sizeof(HfspTrainingTask));
+        size_t n = 0;
+        if (!training)
+                return -ENOMEM;
+        /* Only the training tasks: this runs for every phase in training at every placement. */
+        int r = store_phase_usage_first(store, sched_key_job(e->key), sched_key_phase(e->key), (unsigned) t, &usage,
+                                        &n);
+        if (r < 0)
+                return r;
+        size_t have = 0;
+        for (size_t i = 0; i < n && have < t; i++) {
+                const StoreTaskUsage *u = &usage[i];
+                if (u->index >= t)
+                        continue;
+                if (u->started_ms < 0)
+                        return 0; /* a training task has not started yet */
+                bool finished = u->state == TASK_SUCCEEDED;
+                training[have++] = (HfspTrainingTask) {
+                        .start_s = (double) u->started_ms / 1000.0,
+                        .finished = finished,
+                        .finish_s = finished && u->finished_ms >= 0 ? (double) u->finished_ms / 1000.0 : now_s,
+                        .cpu_s = u->cpu_s,
+                        .progress = finished ? 1.0 : MAX(u->progress, 0.0),
+                };
+        }
+        if (have < t)
+                return 0;
+        r = hfsp_phase_size_update(&e->size, e->n_tasks, training, t, now_s, &cs->size_params);
+        if (r <= 0)
+                return r;
+        SchedSize size = sched_size(cs, &e->size);
+        r = size.kind == SCHED_SIZE_FINAL ? sched_job_training_done(cs->sched, e->key, now_s, &size)
+                                          : sched_job_set_size(cs->sched, e->key, now_s, &size);
+        if (r < 0)
+                return r;
+
+        /* S_f is set once: record it, and what it came from, before anything else can happen. */
+        _cleanup_json_ json_t *tasks = json_array();
+        if (!tasks)
+                return -ENOMEM;
+        double unfinished = 0;
+        for (size_t i = 0, k = 0; i < n && k < t; i++) {
+                if (usage[i].index >= t)
+                        continue;
+                k++;
+                unfinished += 1.0 - training[k - 1].progress;
+                if (json_array_append_new(tasks, training_task_json(&usage[i], now_s)) < 0)
+                        return -ENOMEM;
+        }
+        /* S_f = s̄·[(n − t) + Σ(1 − p_k)]: s̄ as the estimator used it. */
+        double parts = (double) e->n_tasks - (double) t + unfinished;
+        int64_t now_ms = s_to_ms(now_s);
+        if (json_object_set_new(e->estimate, "final_size_s", json_real(e->size.size)) < 0 ||
+            json_object_set_new(e->estimate, "final_ms", json_integer(now_ms)) < 0 ||
+            json_object_set_new(e->estimate, "training_mean_task_s",
+                                parts > 0 ? json_real(e->size.size / parts) : json_null()) < 0 ||
+            json_object_set(e->estimate, "training", tasks) < 0)
+                return -ENOMEM;
+        e->sized_ms = now_ms;
+        r = entry_save(cs, store, e, false, now_ms);
+        if (r < 0)
+                return r;
+        log_info("Job %" PRIu64 " phase %u: final size %.1f CPU-seconds after training.", sched_key_job(e->key),
+                 sched_key_phase(e->key), e->size.size);
+        return 0;
+}
+
+static StoreSchedRecord *restore_take(ClusterSched *cs, uint64_t key) {
+        for (size_t i = 0; i < cs->n_restore; i++)
+                if (sched_key(cs->restore[i].job, cs->restore[i].phase) == key) {
+                        /* Move it to the end and shrink: the caller frees it. */
+                        StoreSchedRecord tmp = cs->restore[i];
+                        cs->restore[i] = cs->restore[--cs->n_restore];
+                        cs->restore[cs->n_restore] = tmp;
+                        return &cs->restore[cs->n_restore];
+                }
+        return NULL;
+}
+
+/* A phase became runnable: sized as the checkpoint says if it was sized before a restart
+ * (never sized twice), else with S_i now. */
+static int phase_added(ClusterSched *cs, Store *store, const StoreSchedPhase *p, uint64_t key, int64_t now_ms,
+                       PhaseEntry *ret) {
+        double now_s = (double) now_ms / 1000.0;
+        PhaseEntry e = {
+                .key = key,
+                .n_tasks = p->n_tasks,
+                .weight = p->weight > 0 ? p->weight : 1.0,
+                .parallel_cpus = p->n_tasks * p->cpu_cores,
+                .sized_ms = now_ms,
+        };
+        SchedSize size;
+        StoreSchedRecord *rec = restore_take(cs, key);
+        int r;
+        if (rec) {
+                size = size_of_kind(rec->size_kind, rec->size_s, (unsigned) cs->size_params.training_tasks, &e.size);
+                e.sized_ms = rec->sized_ms;
+                e.estimate = json_incref(rec->estimate);
+        } else {
+                r = hfsp_phase_size_init(&e.size, p->n_tasks, &cs->history, &cs->size_params);
+                if (r < 0)
+                        return r;
+                size = sched_size(cs, &e.size);
+                e.estimate = estimate_initial(cs, &e, now_ms);
+                if (!e.estimate)
+                        return -ENOMEM;
+        }
+        r = sched_job_add(cs->sched, key, now_s, e.weight, e.parallel_cpus, &size);
+        if (r == -EEXIST) /* finished phase still ageing virtually: cannot happen twice */
+                r = 0;
+        if (r >= 0 && rec)
+                r = sched_job_restore(cs->sched, key, now_s, rec->virtual_size_s,
+                                      rec->late_since_ms >= 0 ? (double) rec->late_since_ms / 1000.0 : NAN);
+        if (rec) {
+                free(rec->size_kind);
+                json_decref(rec->estimate);
+        }
+        if (r >= 0 && !rec)
+                r = entry_save(cs, store, &e, false, now_ms);
+        if (r < 0) {
+                json_decref(e.estimate);
+                return r;
+        }
+        *ret = e;
+        return 0;
+}
+
+int cluster_sched_load(ClusterSched *cs, Store *store, int64_t now_ms) {
+        double now_s = (double) now_ms / 1000.0;
+        StoreSchedState state;
+        int r = store_sched_state_get(store, &state);
+        if (r >= 0) {
+                cs->history = (HfspHistory) { .n_tasks = state.history_tasks,
+                                              .mean_task_size = state.history_mean_task_s };
+                r = sched_set_ghost_time(cs->sched, state.ghost_time);
+        }
+        /* No checkpoint yet (a first start, or a crash before the first tick): sizes saved when
+         * they were set are still there. */
+        if (r < 0 && r != -ENOENT)
+                return r;
+
+        StoreSchedRecord *recs = NULL;
+        size_t n = 0;
+        r = store_sched_records(store, &recs, &n);
+        if (r < 0)
+                return r;
+        size_t n_keep = 0;
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                StoreSchedRecord *rec = &recs[i];
+                if (!rec->done) {
+                        recs[n_keep++] = *rec; /* for the first sync, when the phase is runnable again */
+                        continue;
+                }
+                /* Finished in reality, still ageing: back into the virtual cluster as it was. */
+                PhaseEntry e = {
+                        .key = sched_key(rec->job, rec->phase),
+                        .weight = rec->weight,
+                        .parallel_cpus = rec->parallel_cpus,
+                        .sized_ms = rec->sized_ms,
+                        .estimate = TAKE_PTR(rec->estimate),
+                };
+                SchedSize size = size_of_kind(rec->size_kind, rec->size_s, (unsigned) cs->size_params.training_tasks,
+                                              &e.size);
+                free(rec->size_kind);
+                json_int_t tasks = json_integer_value(json_object_get(e.estimate, "tasks"));
+                e.n_tasks = (unsigned) MAX(tasks, (json_int_t) 0);
+                r = sched_job_add(cs->sched, e.key, now_s, e.weight, e.parallel_cpus, &size);
+                if (r >= 0)
+                        r = sched_job_restore(cs->sched, e.key, now_s, rec->virtual_size_s,
+                                              rec->late_since_ms >= 0 ? (double) rec->late_since_ms / 1000.0 : NAN);
+                if (r >= 0)
+                        r = sched_job_finish(cs->sched, e.key, now_s);
+                if (r >= 0 && sched_job_info(cs->sched, e.key, &(SchedJobInfo) {}) >= 0) {
+                        r = done_insert(cs, &e);
+                        if (r >= 0)
+                                e.estimate = NULL;
+                }
+                json_decref(e.estimate);
+        }
+        if (r < 0) {
+                store_sched_records_free(recs, n_keep);
+                return r;
+        }
+        cs->restore = recs;
+        cs->n_restore = n_keep;
+        log_info("Scheduler state restored: %zu phase(s) sized before the restart, %zu still ageing, "
+                 "s̄ from %zu task(s).", n_keep, cs->n_done, cs->history.n_tasks);
+        return 0;
+}
+
+int cluster_sched_checkpoint(ClusterSched *cs, Store *store, int64_t now_ms) {
+        int r = sched_set_capacity(cs->sched, (double) now_ms / 1000.0, cs->capacity_cpus);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < cs->n_phases; i++) {
+                r = entry_save(cs, store, &cs->phases[i], false, now_ms);
+                if (r < 0)
+                        return r;
+        }
+        size_t n_keep = 0;
+        for (size_t i = 0; i < cs->n_done; i++) {
+                r = entry_save(cs, store, &cs->done[i], true, now_ms);
+                if (r < 0)
+                        return r;
+                if (sched_job_info(cs->sched, cs->done[i].key, &(SchedJobInfo) {}) < 0)
+                        json_decref(cs->done[i].estimate); /* finished virtually: its row is gone */
+                else
+                        cs->done[n_keep++] = cs->done[i];
+        }
+        cs->n_done = n_keep;
+        StoreSchedState state = {
+                .history_tasks = cs->history.n_tasks,
+                .history_mean_task_s = cs->history.mean_task_size,
+                .ghost_time = sched_ghost_time(cs->sched),
+        };
+        return store_sched_state_save(store, &state, now_ms);
+}
+
+int cluster_sched_sync(ClusterSched *cs, Store *store, const StoreNode *nodes, size_t n_nodes, int64_t now_ms) {
+        double now_s = (double) now_ms / 1000.0;
+        double capacity = 0;
+        for (size_t i = 0; i < n_nodes; i++)
+                if (!nodes[i].lost)
+                        capacity += nodes[i].capacity_cpus;
+        int r = sched_set_capacity(cs->sched, now_s, capacity);
+        if (r < 0)
+                return r;
+        cs->capacity_cpus = capacity;
+
+        _cleanup_free_ StoreSchedPhase *runnable = NULL;
+        size_t n_runnable = 0;
+        r = store_sched_phases(store, &runnable, &n_runnable);
+        if (r < 0)
+                return r;
+
+        /* Merge the two sorted lists into the new entry list. */
+        _cleanup_free_ PhaseEntry *next = calloc(MAX(n_runnable, (size_t) 1), sizeof(PhaseEntry));
+        if (!next)
+                return -ENOMEM;
+        size_t n_next = 0, i = 0, k = 0;
+        while (i < cs->n_phases || k < n_runnable) {
+                uint64_t key_old = i < cs->n_phases ? cs->phases[i].key : UINT64_MAX;
+                uint64_t key_new = k < n_runnable ? sched_key(runnable[k].job, runnable[k].phase) : UINT64_MAX;
+                if (key_old < key_new) {
+                        r = phase_ended(cs, store, &cs->phases[i++], now_s);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                if (key_new < key_old) {
+                        const StoreSchedPhase *p = &runnable[k++];
+                        r = phase_added(cs, store, p, key_new, now_ms, &next[n_next]);
+                        if (r < 0)
+                                return r;
+                        n_next++;
+                        continue;
+                }
+                next[n_next] = cs->phases[i++];
+                k++;
+                r = phase_train(cs, store, &next[n_next++], now_s);
+                if (r < 0)
+                        return r;
+        }
+        free(cs->phases);
+        cs->phases = TAKE_PTR(next);
+        cs->n_phases = n_next;
+
+        /* Checkpointed phases that did not come back runnable ended while we were away. */
+        for (size_t q = 0; q < cs->n_restore; q++) {
+                r = store_sched_record_delete(store, cs->restore[q].job, cs->restore[q].phase);
+                if (r < 0)
+                        return r;
+        }
+        cs->restore = (store_sched_records_free(cs->restore, cs->n_restore), NULL);
+        cs->n_restore = 0;
+        return 0;
+}
+
+static json_t *entry_to_json(const ClusterSched *cs, const PhaseEntry *e) {
+        SchedJobInfo info;
+        if (sched_job_info(cs->sched, e->key, &info) < 0)
+                return NULL;
+        /* How the size came about: S_i = n·ξ·s̄ (s0 with no history), S_f after training. */
+        json_t *est = json_pack("{s:I, s:I, s:f, s:f, s:f, s:I, s:f}",
+                                "tasks", (json_int_t) e->n_tasks,
+                                "training_tasks", (json_int_t) cs->size_params.training_tasks,
+                                "training_timeout_s", cs->size_params.timeout_s,
+                                "xi", cs->size_params.xi,
+                                "s0_s", cs->size_params.s0,
+                                "history_tasks", (json_int_t) cs->history.n_tasks,
+                                "history_mean_task_s", cs->history.mean_task_size);
+        if (!est)
+                return NULL;
+        return json_pack("{s:I, s:I, s:I, s:s, s:s, s:f, s:f, s:f, s:f, s:b, s:f, s:o}",
+                         "job", (json_int_t) sched_key_job(e->key),
+                         "phase", (json_int_t) sched_key_phase(e->key),
+                         "rank", (json_int_t) info.rank,
+                         "state", sched_job_state_to_string(info.state),
+                         "size_kind", sched_size_kind_to_string(info.size.kind),
+                         "estimated_size_s", info.size.size_s,
+                         "virtual_size_s", info.virtual_size_s,
+                         "virtual_share_cpus", info.virtual_share_cpus,
+                         "virtual_finish", info.virtual_finish,
+                         "late", info.late,
+                         "weight", info.weight,
+                         "estimate", est);
+}
+
+static int cmp_rank(const void *a, const void *b) {
+        json_int_t x = json_integer_value(json_object_get(*(json_t *const *) a, "rank"));
+        json_int_t y = json_integer_value(json_object_get(*(json_t *const *) b, "rank"));
+        return x < y ? -1 : x > y;
+}
+
+int cluster_sched_to_json(ClusterSched *cs, int64_t now_ms, json_t **ret) {
+        int r = sched_rank(cs->sched, (double) now_ms / 1000.0);
+        if (r < 0)
+                return r;
+        _cleanup_free_ json_t **v = calloc(MAX(cs->n_phases, (size_t) 1), sizeof(json_t *));
+        if (!v)
+                return -ENOMEM;
+        size_t n = 0;
+        for (size_t i = 0; i < cs->n_phases; i++) {
+                json_t *j = entry_to_json(cs, &cs->phases[i]);
+                if (j)
+                        v[n++] = j;
+        }
+        /* Priority order: rank 1 first. */
+        qsort(v, n, sizeof(json_t *), cmp_rank);
+        json_t *jobs = json_array();
+        for (size_t i = 0; i < n; i++)
+                if (!jobs || json_array_append_new(jobs, v[i]) < 0) {
+                        for (size_t k = i; k < n; k++)
+                                json_decref(v[k]);
+                        json_decref(jobs);
+                        return -ENOMEM;
+                }
+        const SchedParams *sp = sched_params(cs->sched);
+        json_t *o = json_pack("{s:s, s:s, s:f, s:f, s:f, s:o}",
+                              "policy", sched_policy_to_string(sp->policy),
+                              "preemption", sched_preemption_to_string(sp->preemption),
+                              "training_cpus", sp->training_cpus,
+                              "capacity_cpus", cs->capacity_cpus,
+                              "ghost_time", sched_ghost_time(cs->sched),
+                              "jobs", jobs);
+        if (!o)
+                return -ENOMEM;
+        *ret = o;
+        return 0;
+}
+
+/* The phase of a job the scheduler speaks for: its runnable phase (phases run one after the
+ * other), else its latest phase still ageing virtually. */
+static const PhaseEntry *job_entry(const ClusterSched *cs, uint64_t job, bool *ret_done) {
+        for (unsigned k = 64; k-- > 0;) {
+                PhaseEntry *e = entries_find(cs->phases, cs->n_phases, sched_key(job, k));
+                if (e) {
+                        *ret_done = false;
+                        return e;
+                }
+        }
+        for (unsigned k = 64; k-- > 0;) {
+                PhaseEntry *e = entries_find(cs->done, cs->n_done, sched_key(job, k));
+                if (e) {
+                        *ret_done = true;
+                        return e;
+                }
+        }
+        return NULL;
+}
+
+int cluster_sched_rank(ClusterSched *cs, int64_t now_ms) {
+        return sched_rank(cs->sched, (double) now_ms / 1000.0);
+}
+
+int cluster_sched_job_to_json(ClusterSched *cs, Store *store, uint64_t job, bool detail, int64_t now_ms, json_t **ret) {
+        bool done;
+        const PhaseEntry *e = job_entry(cs, job, &done);
+        SchedJobInfo info;
+        if (!e || sched_job_info(cs->sched, e->key, &info) < 0) {
+                *ret = json_null();
+                return 0;
+        }
+        _cleanup_json_ json_t *o = json_pack("{s:I, s:I, s:s, s:s, s:f, s:f, s:f, s:b, s:f}",
+                                             "phase", (json_int_t) sched_key_phase(e->key),
+                                             "rank", (json_int_t) info.rank,
+                                             "state", sched_job_state_to_string(info.state),
+                                             "size_kind", sched_size_kind_to_string(info.size.kind),
+                                             "estimated_size_s", info.size.size_s,
+                                             "virtual_size_s", info.virtual_size_s,
+                                             "virtual_share_cpus", info.virtual_share_cpus,
+                                             "late", info.late,
+                                             "weight", info.weight);
+        if (!o)
+                return -ENOMEM;
+        if (detail) {
+                _cleanup_json_ json_t *est = json_deep_copy(e->estimate);
+                if (!est)
+                        return -ENOMEM;
+                /* Still training: how far its training tasks have come, live. */
+                if (!e->size.final && !done) {
+                        json_t *training;
+                        int r = training_json(cs, store, e->key, (double) now_ms / 1000.0, &training);
+                        if (r < 0)
+                                return r;
+                        if (json_object_set_new(est, "training", training) < 0)
+                                return -ENOMEM;
+                }
+                if (json_object_set(o, "estimate", est) < 0)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(o);
+        return 0;
+}

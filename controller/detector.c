@@ -1,0 +1,572 @@
+/* detector.c: the Contention Detector — peer comparison, stragglers, hogs and raw signals. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "detector.h"
+#include "estimator/late.h"
+#include "estimator/stats.h"
+#include "macro.h"
+
+/* Reasons are for people: a long one is cut, never an error (vsnprintf, unlike snprintf, is not
+ * checked for truncation at compile time). */
+static _printf_(3, 4) void set_reason(char *buf, size_t size, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        (void) vsnprintf(buf, size, fmt, ap);
+        va_end(ap);
+}
+
+static const char *const kind_names[_ORCH_FINDING_KIND_MAX] = {
+        [ORCH_FINDING_DEFICIT] = "deficit",
+        [ORCH_FINDING_STRAGGLER] = "straggler",
+        [ORCH_FINDING_HOG] = "hog",
+        [ORCH_FINDING_NODE_PRESSURE] = "node-pressure",
+        [ORCH_FINDING_THROTTLED] = "throttled",
+        [ORCH_FINDING_NEAR_LIMIT] = "near-limit",
+        [ORCH_FINDING_MEMORY_EVENTS] = "memory-events",
+};
+
+static const char *const basis_names[_ORCH_BASIS_MAX] = {
+        [ORCH_BASIS_PEERS] = "peers",
+        [ORCH_BASIS_PEER_PROGRESS] = "peer-progress",
+        [ORCH_BASIS_EXPECTED] = "expected",
+        [ORCH_BASIS_LIMIT] = "limit",
+        [ORCH_BASIS_ALLOCATION] = "allocation",
+        [ORCH_BASIS_TIME_LEFT] = "time-left",
+        [ORCH_BASIS_SIGNAL] = "signal",
+};
+
+const char *orch_finding_kind_to_string(OrchFindingKind k) {
+        return (unsigned) k < _ORCH_FINDING_KIND_MAX ? kind_names[k] : NULL;
+}
+
+const char *orch_basis_to_string(OrchBasis b) {
+        return (unsigned) b < _ORCH_BASIS_MAX ? basis_names[b] : NULL;
+}
+
+int orch_detect_params_validate(const OrchDetectParams *p, const char **ret_field) {
+        const char *bad = NULL;
+
+#define CHECK(cond, name) if (!bad && !(cond)) bad = name
+        CHECK(p->peer_min_tasks >= 2, "peer_min_tasks");
+        CHECK(isfinite(p->peer_mad_k) && p->peer_mad_k >= 0, "peer_mad_k");
+        CHECK(p->peer_deficit_fraction > 0 && p->peer_deficit_fraction < 1, "peer_deficit_fraction");
+        CHECK(isfinite(p->hog_factor) && p->hog_factor > 1, "hog_factor");
+        CHECK(p->psi_cpu_threshold > 0 && p->psi_cpu_threshold <= 100, "psi_cpu_threshold");
+        CHECK(p->psi_memory_threshold > 0 && p->psi_memory_threshold <= 100, "psi_memory_threshold");
+        CHECK(p->throttled_ratio_threshold > 0 && p->throttled_ratio_threshold <= 1, "throttled_ratio_threshold");
+        CHECK(p->near_limit_fraction > 0 && p->near_limit_fraction <= 1, "near_limit_fraction");
+        CHECK(isfinite(p->progress_min_runtime_s) && p->progress_min_runtime_s >= 0, "progress_min_runtime_s");
+        CHECK(p->straggler_quantile > 0 && p->straggler_quantile < 1, "straggler_quantile");
+        CHECK(isfinite(p->straggler_time_left_factor) && p->straggler_time_left_factor >= 1,
+              "straggler_time_left_factor");
+#undef CHECK
+        if (bad) {
+                if (ret_field)
+                        *ret_field = bad;
+                return -EINVAL;
+        }
+        return 0;
+}
+
+void orch_findings_done(OrchFindings *f) {
+        free(f->items);
+        *f = (OrchFindings) {};
+}
+
+const OrchFinding *orch_findings_find(const OrchFindings *f, OrchFindingKind k, size_t task, OrchResource r) {
+        for (size_t i = 0; i < f->n; i++)
+                if (f->items[i].kind == k && f->items[i].task == task && f->items[i].resource == r)
+                        return &f->items[i];
+        return NULL;
+}
+
+size_t orch_findings_count(const OrchFindings *f, OrchFindingKind k) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < f->n; i++)
+                n += f->items[i].kind == k;
+        return n;
+}
+
+/* Everything one orch_detect() call works with. */
+typedef struct Detect {
+        const OrchSnapshot *s;
+        const OrchDetectParams *p;
+        double now_s;
+        OrchIndex ix;
+        OrchFindings out;
+        double *scratch;                        /* n_tasks values */
+        double *time_left_s;                    /* per task, < 0 unknown */
+        double *rate;                           /* progress rate per task, < 0 unknown or too young */
+        bool *short_of[_ORCH_RESOURCE_MAX];     /* per task: deficit or straggler for r */
+} Detect;
+
+static OrchFinding *finding_add(Detect *d, OrchFindingKind kind, OrchResource r, OrchBasis basis,
+                                size_t task, size_t node) {
+        OrchFinding *f;
+
+        if (d->out.n == d->out.allocated) {
+                size_t n = MAX(d->out.allocated * 2, (size_t) 16);
+                OrchFinding *p = realloc(d->out.items, n * sizeof(OrchFinding));
+                if (!p)
+                        return NULL;
+                d->out.items = p;
+                d->out.allocated = n;
+        }
+        f = &d->out.items[d->out.n++];
+        *f = (OrchFinding) {
+                .kind = kind,
+                .resource = r,
+                .basis = basis,
+                .task = task,
+                .node = node,
+                .time_left_s = task == ORCH_NO_TASK ? -1 : d->time_left_s[task],
+        };
+        return f;
+}
+
+/* "0.40 cores" or "512.0 MiB". */
+static const char *amount(OrchResource r, double v, char buf[static 32]) {
+        if (r == ORCH_CPU)
+                snprintf(buf, 32, "%.2f cores", v);
+        else
+                snprintf(buf, 32, "%.1f MiB", v / (1024.0 * 1024.0));
+        return buf;
+}
+
+/* Is the task's node or cgroup under pressure for r? Sets *ret_pressure and a short text. */
+static bool pressured(const Detect *d, size_t t, OrchResource r, double *ret_pressure, char *text, size_t size) {
+        const OrchTask *task = &d->s->tasks[t];
+        const OrchNode *node = &d->s->nodes[task->node];
+
+        if (r == ORCH_CPU) {
+                if (node->info.psi_cpu_some_avg10 >= d->p->psi_cpu_threshold) {
+                        *ret_pressure = node->info.psi_cpu_some_avg10;
+                        set_reason(text, size, "node %s cpu PSI is %.1f%%", node->name, *ret_pressure);
+                        return true;
+                }
+                if (task->info.throttled_ratio >= d->p->throttled_ratio_threshold) {
+                        *ret_pressure = task->info.throttled_ratio;
+                        set_reason(text, size, "it is throttled in %.0f%% of periods", 100 * *ret_pressure);
+                        return true;
+                }
+                if (task->info.psi_cpu_some_avg10 >= d->p->psi_cpu_threshold) {
+                        *ret_pressure = task->info.psi_cpu_some_avg10;
+                        set_reason(text, size, "its cpu PSI is %.1f%%", *ret_pressure);
+                        return true;
+                }
+                return false;
+        }
+
+        uint64_t events = task->info.memory_events_high + task->info.memory_events_max + task->info.memory_events_oom;
+        if (node->info.psi_memory_some_avg10 >= d->p->psi_memory_threshold) {
+                *ret_pressure = node->info.psi_memory_some_avg10;
+                set_reason(text, size, "node %s memory PSI is %.1f%%", node->name, *ret_pressure);
+                return true;
+        }
+        if (task->info.psi_memory_some_avg10 >= d->p->psi_memory_threshold) {
+                *ret_pressure = task->info.psi_memory_some_avg10;
+                set_reason(text, size, "its memory PSI is %.1f%%", *ret_pressure);
+                return true;
+        }
+        if (events > 0) {
+                *ret_pressure = (double) events;
+                set_reason(text, size, "its memory events rose by %" PRIu64, events);
+                return true;
+        }
+        return false;
+}
+
+static int node_signals(Detect *d) {
+        for (size_t n = 0; n < d->s->n_nodes; n++) {
+                const OrchNode *node = &d->s->nodes[n];
+                const double psi[_ORCH_RESOURCE_MAX] = {
+                        [ORCH_CPU] = node->info.psi_cpu_some_avg10,
+                        [ORCH_MEMORY] = node->info.psi_memory_some_avg10,
+                };
+                const double threshold[_ORCH_RESOURCE_MAX] = {
+                        [ORCH_CPU] = d->p->psi_cpu_threshold,
+                        [ORCH_MEMORY] = d->p->psi_memory_threshold,
+                };
+
+                for (OrchResource r = 0; r < _ORCH_RESOURCE_MAX; r++) {
+                        OrchFinding *f;
+
+                        if (psi[r] < threshold[r])
+                                continue;
+                        f = finding_add(d, ORCH_FINDING_NODE_PRESSURE, r, ORCH_BASIS_SIGNAL, ORCH_NO_TASK, n);
+                        if (!f)
+                                return -ENOMEM;
+                        f->value = f->pressure = psi[r];
+                        f->threshold = threshold[r];
+                        set_reason(f->reason, sizeof(f->reason), "node %s %s PSI some avg10 is %.1f%% (threshold %.1f%%)",
+                                 node->name, orch_resource_to_string(r), psi[r], threshold[r]);
+                }
+        }
+        return 0;
+}
+
+static int task_signals(Detect *d, size_t t) {
+        const OrchTask *task = &d->s->tasks[t];
+        double limit = orch_task_allocation(task, ORCH_MEMORY), use = orch_task_usage(task, ORCH_MEMORY);
+        uint64_t events = task->info.memory_events_high + task->info.memory_events_max + task->info.memory_events_oom;
+        char a[32], b[32];
+        OrchFinding *f;
+
+        if (task->info.throttled_ratio >= d->p->throttled_ratio_threshold) {
+                f = finding_add(d, ORCH_FINDING_THROTTLED, ORCH_CPU, ORCH_BASIS_SIGNAL, t, task->node);
+                if (!f)
+                        return -ENOMEM;
+                f->value = f->pressure = task->info.throttled_ratio;
+                f->threshold = d->p->throttled_ratio_threshold;
+                set_reason(f->reason, sizeof(f->reason), "%s is throttled in %.0f%% of CFS periods (threshold %.0f%%)",
+                         task->id, 100 * f->value, 100 * f->threshold);
+        }
+        if (limit > 0 && use >= d->p->near_limit_fraction * limit) {
+                f = finding_add(d, ORCH_FINDING_NEAR_LIMIT, ORCH_MEMORY, ORCH_BASIS_LIMIT, t, task->node);
+                if (!f)
+                        return -ENOMEM;
+                f->value = use;
+                f->reference = limit;
+                f->threshold = d->p->near_limit_fraction * limit;
+                set_reason(f->reason, sizeof(f->reason), "%s uses %s, %.0f%% of its %s memory limit",
+                         task->id, amount(ORCH_MEMORY, use, a), 100 * use / limit, amount(ORCH_MEMORY, limit, b));
+        }
+        if (events > 0) {
+                f = finding_add(d, ORCH_FINDING_MEMORY_EVENTS, ORCH_MEMORY, ORCH_BASIS_SIGNAL, t, task->node);
+                if (!f)
+                        return -ENOMEM;
+                f->value = f->pressure = (double) events;
+                set_reason(f->reason, sizeof(f->reason), "%s memory events rose: high +%" PRIu64 ", max +%" PRIu64 ", oom +%" PRIu64,
+                         task->id, task->info.memory_events_high, task->info.memory_events_max,
+                         task->info.memory_events_oom);
+        }
+        return 0;
+}
+
+/* Median and σ̂ of the values of the other tasks of t's group (with a window, and with a rate
+ * when by_rate). Returns how many there were. */
+static size_t peer_stats(Detect *d, size_t t, OrchResource r, bool by_rate, double *ret_median, double *ret_sigma) {
+        size_t g = d->ix.group_of[t], n = 0;
+        double median, mad;
+
+        for (size_t k = d->ix.group_start[g]; k < d->ix.group_start[g + 1]; k++) {
+                size_t u = d->ix.by_group[k];
+
+                if (u == t || d->s->tasks[u].n_windows == 0)
+                        continue;
+                if (by_rate) {
+                        if (d->rate[u] < 0)
+                                continue;
+                        d->scratch[n++] = d->rate[u];
+                } else
+                        d->scratch[n++] = orch_task_usage(&d->s->tasks[u], r);
+        }
+        if (n == 0)
+                return 0;
+        (void) stats_mad(d->scratch, n, &median, &mad);
+        *ret_median = median;
+        *ret_sigma = STATS_MAD_NORMAL_SCALE * mad;
+        return n;
+}
+
+static size_t group_size(const Detect *d, size_t t) {
+        size_t g = d->ix.group_of[t];
+
+        return d->ix.group_start[g + 1] - d->ix.group_start[g];
+}
+
+/* Deficit by the first basis that holds: its own limit, its peers' use, its expected use, its
+ * peers' progress rates. */
+static int deficit(Detect *d, size_t t, OrchResource r) {
+        const OrchTask *task = &d->s->tasks[t];
+        double use = orch_task_usage(task, r), limit = orch_task_allocation(task, r);
+        double pressure = 0, m, sigma, threshold;
+        char why[96], a[32], b[32], c[32];
+        bool under = pressured(d, t, r, &pressure, why, sizeof(why));
+        OrchFinding *f;
+        size_t n;
+
+        if (limit > 0 && use >= d->p->near_limit_fraction * limit &&
+            (r == ORCH_CPU ? task->info.throttled_ratio >= d->p->throttled_ratio_threshold
+                           : task->info.memory_events_high + task->info.memory_events_max +
+                                             task->info.memory_events_oom > 0)) {
+                f = finding_add(d, ORCH_FINDING_DEFICIT, r, ORCH_BASIS_LIMIT, t, task->node);
+                if (!f)
+                        return -ENOMEM;
+                f->value = use;
+                f->reference = limit;
+                f->threshold = d->p->near_limit_fraction * limit;
+                if (r == ORCH_CPU)
+                        f->pressure = task->info.throttled_ratio;
+                else
+                        (void) pressured(d, t, r, &f->pressure, why, sizeof(why));
+                set_reason(f->reason, sizeof(f->reason), "%s is pinned at its %s limit: uses %s of %s and %s",
+                         task->id, orch_resource_to_string(r), amount(r, use, a), amount(r, limit, b),
+                         r == ORCH_CPU ? "is throttled" : "its memory events rose");
+                goto found;
+        }
+        if (!under)
+                return 0;
+
+        if (group_size(d, t) >= d->p->peer_min_tasks &&
+            (n = peer_stats(d, t, r, false, &m, &sigma)) > 0 && m > 0 &&
+            use < (threshold = m - MAX(d->p->peer_mad_k * sigma, d->p->peer_deficit_fraction * m))) {
+                f = finding_add(d, ORCH_FINDING_DEFICIT, r, ORCH_BASIS_PEERS, t, task->node);
+                if (!f)
+                        return -ENOMEM;
+                f->value = use;
+                f->reference = m;
+                f->threshold = threshold;
+                f->spread = sigma;
+                f->n_peers = n;
+                f->pressure = pressure;
+                set_reason(f->reason, sizeof(f->reason), "%s uses %s, below its %zu peers' median %s (threshold %s), while %s",
+                         task->id, amount(r, use, a), n, amount(r, m, b), amount(r, threshold, c), why);
+                goto found;
+        }
+
+        double expected = r == ORCH_CPU ? task->info.expected_cpu_cores : (double) task->info.expected_memory_bytes;
+        if (expected > 0 && use < (threshold = (1 - d->p->peer_deficit_fraction) * expected)) {
+                f = finding_add(d, ORCH_FINDING_DEFICIT, r, ORCH_BASIS_EXPECTED, t, task->node);
+                if (!f)
+                        return -ENOMEM;
+                f->value = use;
+                f->reference = expected;
+                f->threshold = threshold;
+                f->pressure = pressure;
+                set_reason(f->reason, sizeof(f->reason), "%s uses %s, below its expected %s (threshold %s), while %s",
+                         task->id, amount(r, use, a), amount(r, expected, b), amount(r, threshold, c), why);
+                goto found;
+        }
+
+        if (d->rate[t] >= 0 && group_size(d, t) >= d->p->peer_min_tasks &&
+            (n = peer_stats(d, t, r, true, &m, &sigma)) > 0 && m > 0 &&
+            d->rate[t] < (threshold = m - MAX(d->p->peer_mad_k * sigma, d->p->peer_deficit_fraction * m))) {
+                f = finding_add(d, ORCH_FINDING_DEFICIT, r, ORCH_BASIS_PEER_PROGRESS, t, task->node);
+                if (!f)
+                        return -ENOMEM;
+                f->value = d->rate[t];
+                f->reference = m;
+                f->threshold = threshold;
+                f->spread = sigma;
+                f->n_peers = n;
+                f->pressure = pressure;
+                set_reason(f->reason, sizeof(f->reason),
+                         "%s progresses at %.4f/s, below its %zu peers' median %.4f/s (threshold %.4f/s), while %s",
+                         task->id, d->rate[t], n, m, threshold, why);
+                goto found;
+        }
+        return 0;
+
+found:
+        d->short_of[r][t] = true;
+        return 0;
+}
+
+/* LATE's view, for jobs whose tasks legitimately differ in use (skewed input, outlier jobs):
+ * a task progressing slower than SlowTaskThreshold with a time left well above its peers'. */
+static int straggler(Detect *d, size_t t, OrchResource r) {
+        const OrchTask *task = &d->s->tasks[t];
+        size_t g = d->ix.group_of[t], n_rates = 0, n_left = 0;
+        double slow, m, pressure = 0, *left;
+        char why[96];
+        OrchFinding *f;
+
+        if (d->short_of[r][t] || d->rate[t] < 0 || group_size(d, t) < d->p->peer_min_tasks)
+                return 0;
+        if (!pressured(d, t, r, &pressure, why, sizeof(why)))
+                return 0;
+
+        /* The scratch holds the rates first, then (after the quantile) the others' time left. */
+        for (size_t k = d->ix.group_start[g]; k < d->ix.group_start[g + 1]; k++) {
+                size_t u = d->ix.by_group[k];
+
+                if (d->rate[u] >= 0)
+                        d->scratch[n_rates++] = d->rate[u];
+        }
+        if (n_rates < d->p->peer_min_tasks || stats_quantile(d->scratch, n_rates, d->p->straggler_quantile, &slow) < 0)
+                return 0;
+        if (!(d->rate[t] < slow))
+                return 0;
+
+        left = d->scratch;
+        for (size_t k = d->ix.group_start[g]; k < d->ix.group_start[g + 1]; k++) {
+                size_t u = d->ix.by_group[k];
+
+                if (u != t && d->rate[u] >= 0)
+                        left[n_left++] = d->time_left_s[u];
+        }
+        if (n_left == 0 || stats_median(left, n_left, &m) < 0)
+                return 0;
+        if (!(d->time_left_s[t] >= d->p->straggler_time_left_factor * m))
+                return 0;
+
+        f = finding_add(d, ORCH_FINDING_STRAGGLER, r, ORCH_BASIS_TIME_LEFT, t, task->node);
+        if (!f)
+                return -ENOMEM;
+        f->value = d->time_left_s[t];
+        f->reference = m;
+        f->threshold = d->p->straggler_time_left_factor * m;
+        f->n_peers = n_left;
+        f->pressure = pressure;
+        set_reason(f->reason, sizeof(f->reason),
+                 "%s is a straggler: %.1f s left at %.4f/s (SlowTaskThreshold %.4f/s), its %zu peers' median %.1f s, while %s",
+                 task->id, d->time_left_s[t], d->rate[t], slow, n_left, m, why);
+        d->short_of[r][t] = true;
+        return 0;
+}
+
+/* A neighbour short of r on t's node, or ORCH_NO_TASK. */
+static size_t short_neighbour(const Detect *d, size_t t, OrchResource r) {
+        size_t node = d->s->tasks[t].node;
+
+        for (size_t k = d->ix.node_start[node]; k < d->ix.node_start[node + 1]; k++) {
+                size_t u = d->ix.by_node[k];
+
+                if (u != t && d->short_of[r][u])
+                        return u;
+        }
+        return ORCH_NO_TASK;
+}
+
+static int hog(Detect *d, size_t t, OrchResource r) {
+        const OrchTask *task = &d->s->tasks[t];
+        double use = orch_task_usage(task, r), alloc = orch_task_allocation(task, r), m = 0, sigma;
+        double expected = r == ORCH_CPU ? task->info.expected_cpu_cores : (double) task->info.expected_memory_bytes;
+        const OrchNode *node = &d->s->nodes[task->node];
+        OrchBasis basis;
+        char a[32], b[32];
+        OrchFinding *f;
+        size_t victim, n = 0;
+
+        if (d->short_of[r][t])
+                return 0;
+        victim = short_neighbour(d, t, r);
+        if (victim == ORCH_NO_TASK)
+                return 0;
+
+        if (group_size(d, t) >= d->p->peer_min_tasks && (n = peer_stats(d, t, r, false, &m, &sigma)) > 0 && m > 0 &&
+            use >= d->p->hog_factor * m)
+                basis = ORCH_BASIS_PEERS;
+        else if (expected > 0 && use >= d->p->hog_factor * expected)
+                basis = ORCH_BASIS_EXPECTED, m = expected, n = 0;
+        else if (alloc > 0 && alloc >= d->p->hog_factor * use)
+                basis = ORCH_BASIS_ALLOCATION, m = alloc, n = 0;
+        else
+                return 0;
+
+        f = finding_add(d, ORCH_FINDING_HOG, r, basis, t, task->node);
+        if (!f)
+                return -ENOMEM;
+        f->value = use;
+        f->reference = m;
+        f->threshold = basis == ORCH_BASIS_ALLOCATION ? alloc / d->p->hog_factor : d->p->hog_factor * m;
+        f->n_peers = n;
+        f->pressure = r == ORCH_CPU ? node->info.psi_cpu_some_avg10 : node->info.psi_memory_some_avg10;
+        if (basis == ORCH_BASIS_ALLOCATION)
+                set_reason(f->reason, sizeof(f->reason), "%s holds %s of %s but uses %s, next to %s which is short of it",
+                         task->id, amount(r, alloc, a), orch_resource_to_string(r), amount(r, use, b),
+                         d->s->tasks[victim].id);
+        else
+                set_reason(f->reason, sizeof(f->reason), "%s uses %s of %s, %.1f× its %s %s, next to %s which is short of it",
+                         task->id, amount(r, use, a), orch_resource_to_string(r), use / m,
+                         basis == ORCH_BASIS_PEERS ? "peers' median" : "expected", amount(r, m, b),
+                         d->s->tasks[victim].id);
+        return 0;
+}
+
+static int finding_compare(const void *a, const void *b) {
+        const OrchFinding *x = a, *y = b;
+        size_t tx = x->task + 1, ty = y->task + 1; /* ORCH_NO_TASK + 1 == 0: node findings first */
+
+        if (tx != ty)
+                return tx < ty ? -1 : 1;
+        if (x->node != y->node)
+                return x->node < y->node ? -1 : 1;
+        if (x->kind != y->kind)
+                return x->kind < y->kind ? -1 : 1;
+        return (int) x->resource - (int) y->resource;
+}
+
+static void detect_done(Detect *d) {
+        orch_index_done(&d->ix);
+        orch_findings_done(&d->out);
+        free(d->scratch);
+        free(d->time_left_s);
+        free(d->rate);
+        for (OrchResource r = 0; r < _ORCH_RESOURCE_MAX; r++)
+                free(d->short_of[r]);
+}
+
+int orch_detect(const OrchSnapshot *s, double now_s, const OrchDetectParams *params, OrchFindings *ret) {
+        size_t n = MAX(s->n_tasks, (size_t) 1);
+        Detect d = { .s = s, .p = params, .now_s = now_s };
+        int r;
+
+        if (!isfinite(now_s) || orch_detect_params_validate(params, NULL) < 0)
+                return -EINVAL;
+
+        r = orch_index_build(s, &d.ix);
+        if (r < 0)
+                return r;
+        d.scratch = calloc(n, sizeof(double));
+        d.time_left_s = calloc(n, sizeof(double));
+        d.rate = calloc(n, sizeof(double));
+        for (OrchResource res = 0; res < _ORCH_RESOURCE_MAX; res++)
+                d.short_of[res] = calloc(n, sizeof(bool));
+        if (!d.scratch || !d.time_left_s || !d.rate || !d.short_of[ORCH_CPU] || !d.short_of[ORCH_MEMORY]) {
+                r = -ENOMEM;
+                goto finish;
+        }
+
+        for (size_t t = 0; t < s->n_tasks; t++) {
+                const OrchTask *task = &s->tasks[t];
+                double rate, left;
+
+                d.time_left_s[t] = d.rate[t] = -1;
+                if (!task->info.has_progress)
+                        continue;
+                if (late_time_left_s(task->info.progress, task->info.start_s, now_s, &left) >= 0)
+                        d.time_left_s[t] = left;
+                if (now_s - task->info.start_s >= params->progress_min_runtime_s &&
+                    late_progress_rate(task->info.progress, task->info.start_s, now_s, &rate) >= 0)
+                        d.rate[t] = rate;
+        }
+
+        r = node_signals(&d);
+        for (size_t t = 0; r >= 0 && t < s->n_tasks; t++)
+                if (s->tasks[t].n_windows > 0)
+                        r = task_signals(&d, t);
+        for (OrchResource res = 0; res < _ORCH_RESOURCE_MAX; res++) {
+                for (size_t t = 0; r >= 0 && t < s->n_tasks; t++)
+                        if (s->tasks[t].n_windows > 0)
+                                r = deficit(&d, t, res);
+                for (size_t t = 0; r >= 0 && t < s->n_tasks; t++)
+                        if (s->tasks[t].n_windows > 0)
+                                r = straggler(&d, t, res);
+                /* Hogs last: a hog is defined by the deficit tasks next to it. */
+                for (size_t t = 0; r >= 0 && t < s->n_tasks; t++)
+                        if (s->tasks[t].n_windows > 0)
+                                r = hog(&d, t, res);
+        }
+        if (r < 0)
+                goto finish;
+
+        if (d.out.n > 0)
+                qsort(d.out.items, d.out.n, sizeof(OrchFinding), finding_compare);
+        orch_findings_done(ret);
+        *ret = d.out;
+        d.out = (OrchFindings) {};
+        r = 0;
+finish:
+        detect_done(&d);
+        return r;
+}

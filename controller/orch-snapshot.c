@@ -1,0 +1,265 @@
+/* orch-snapshot.c: building the detector's and balancer's cluster snapshot, and its indices. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "orch-snapshot.h"
+
+static const char *const resource_names[_ORCH_RESOURCE_MAX] = {
+        [ORCH_CPU] = "cpu",
+        [ORCH_MEMORY] = "memory",
+};
+
+const char *orch_resource_to_string(OrchResource r) {
+        if ((unsigned) r >= _ORCH_RESOURCE_MAX)
+                return NULL;
+        return resource_names[r];
+}
+
+int orch_snapshot_new(OrchSnapshot **ret) {
+        OrchSnapshot *s = calloc(1, sizeof(*s));
+
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+OrchSnapshot *orch_snapshot_free(OrchSnapshot *s) {
+        if (!s)
+                return NULL;
+        for (size_t i = 0; i < s->n_nodes; i++)
+                free(s->nodes[i].name);
+        for (size_t i = 0; i < s->n_tasks; i++) {
+                free(s->tasks[i].id);
+                free(s->tasks[i].windows);
+        }
+        free(s->nodes);
+        free(s->tasks);
+        free(s);
+        return NULL;
+}
+
+/* Grows *array (of *allocated elements of size) to hold at least need elements. */
+static int grow(void **array, size_t *allocated, size_t need, size_t size) {
+        size_t n;
+        void *p;
+
+        if (need <= *allocated)
+                return 0;
+        n = MAX(need, *allocated * 2);
+        n = MAX(n, (size_t) 8);
+        if (n > SIZE_MAX / size)
+                return -ENOMEM;
+        p = realloc(*array, n * size);
+        if (!p)
+                return -ENOMEM;
+        *array = p;
+        *allocated = n;
+        return 0;
+}
+
+static bool percent_ok(double v) {
+        return isfinite(v) && v >= 0 && v <= 100;
+}
+
+static bool fraction_ok(double v) {
+        return isfinite(v) && v >= 0 && v <= 1;
+}
+
+static int find_node(const OrchSnapshot *s, const char *name, size_t *ret) {
+        for (size_t i = 0; i < s->n_nodes; i++)
+                if (streq(s->nodes[i].name, name)) {
+                        *ret = i;
+                        return 0;
+                }
+        return -ENOENT;
+}
+
+int orch_snapshot_add_node(OrchSnapshot *s, const OrchNodeInfo *info, size_t *ret_index) {
+        size_t unused;
+        char *name;
+        int r;
+
+        if (!info->name || !*info->name || !isfinite(info->capacity_cpus) || info->capacity_cpus <= 0 ||
+            info->capacity_memory_bytes == 0 || !percent_ok(info->psi_cpu_some_avg10) ||
+            !percent_ok(info->psi_memory_some_avg10))
+                return -EINVAL;
+        if (find_node(s, info->name, &unused) >= 0)
+                return -EEXIST;
+
+        r = grow((void **) &s->nodes, &s->allocated_nodes, s->n_nodes + 1, sizeof(OrchNode));
+        if (r < 0)
+                return r;
+        name = strdup(info->name);
+        if (!name)
+                return -ENOMEM;
+
+        s->nodes[s->n_nodes] = (OrchNode) { .info = *info, .name = name };
+        s->nodes[s->n_nodes].info.name = name;
+        if (ret_index)
+                *ret_index = s->n_nodes;
+        s->n_nodes++;
+        return 0;
+}
+
+int orch_snapshot_add_task(OrchSnapshot *s, const OrchTaskInfo *info, size_t *ret_index) {
+        size_t node;
+        OrchTask *t;
+        char *id;
+        int r;
+
+        if (!info->id || !*info->id || !info->node || !isfinite(info->start_s) ||
+            (info->has_progress && !fraction_ok(info->progress)) || !isfinite(info->cpu_limit_cores) ||
+            info->cpu_limit_cores < 0 || info->cpu_period_us < 0 || !isfinite(info->expected_cpu_cores) ||
+            info->expected_cpu_cores < 0 || !fraction_ok(info->throttled_ratio) ||
+            !percent_ok(info->psi_cpu_some_avg10) || !percent_ok(info->psi_memory_some_avg10))
+                return -EINVAL;
+        r = find_node(s, info->node, &node);
+        if (r < 0)
+                return r;
+
+        r = grow((void **) &s->tasks, &s->allocated_tasks, s->n_tasks + 1, sizeof(OrchTask));
+        if (r < 0)
+                return r;
+        id = strdup(info->id);
+        if (!id)
+                return -ENOMEM;
+
+        t = &s->tasks[s->n_tasks];
+        *t = (OrchTask) { .info = *info, .id = id, .node = node };
+        t->info.id = id;
+        t->info.node = s->nodes[node].name;
+        if (!info->has_progress)
+                t->info.progress = 0;
+        if (ret_index)
+                *ret_index = s->n_tasks;
+        s->n_tasks++;
+        return 0;
+}
+
+int orch_snapshot_add_window(OrchSnapshot *s, size_t task, double run_time_s, double cpu_cores,
+                             double memory_bytes) {
+        OrchTask *t;
+        int r;
+
+        if (task >= s->n_tasks)
+                return -ERANGE;
+        t = &s->tasks[task];
+        if (!isfinite(run_time_s) || run_time_s < 0 || !isfinite(cpu_cores) || cpu_cores < 0 ||
+            !isfinite(memory_bytes) || memory_bytes < 0)
+                return -EINVAL;
+        if (t->n_windows > 0 && !(run_time_s > t->windows[t->n_windows - 1].run_time_s))
+                return -EINVAL;
+
+        r = grow((void **) &t->windows, &t->allocated_windows, t->n_windows + 1, sizeof(OrchWindow));
+        if (r < 0)
+                return r;
+        t->windows[t->n_windows++] = (OrchWindow) {
+                .run_time_s = run_time_s,
+                .cpu_cores = cpu_cores,
+                .memory_bytes = memory_bytes,
+        };
+        return 0;
+}
+
+const OrchWindow *orch_task_last_window(const OrchTask *t) {
+        return t->n_windows > 0 ? &t->windows[t->n_windows - 1] : NULL;
+}
+
+double orch_task_allocation(const OrchTask *t, OrchResource r) {
+        if (r == ORCH_CPU)
+                return t->info.cpu_limit_cores;
+        if (t->info.memory_max_bytes > 0)
+                return (double) t->info.memory_max_bytes;
+        return (double) t->info.memory_high_bytes;
+}
+
+double orch_task_usage(const OrchTask *t, OrchResource r) {
+        const OrchWindow *w = orch_task_last_window(t);
+
+        if (!w)
+                return 0;
+        return r == ORCH_CPU ? w->cpu_cores : w->memory_bytes;
+}
+
+/* qsort_r would carry the snapshot; plain qsort needs the keys in the array itself. */
+typedef struct GroupKey {
+        uint64_t job;
+        unsigned phase;
+        size_t node, task;
+} GroupKey;
+
+static int group_key_compare(const void *a, const void *b) {
+        const GroupKey *x = a, *y = b;
+
+        if (x->job != y->job)
+                return x->job < y->job ? -1 : 1;
+        if (x->phase != y->phase)
+                return x->phase < y->phase ? -1 : 1;
+        if (x->node != y->node)
+                return x->node < y->node ? -1 : 1;
+        return (x->task > y->task) - (x->task < y->task);
+}
+
+void orch_index_done(OrchIndex *ix) {
+        free(ix->by_group);
+        free(ix->group_start);
+        free(ix->group_of);
+        free(ix->by_node);
+        free(ix->node_start);
+        *ix = (OrchIndex) {};
+}
+
+int orch_index_build(const OrchSnapshot *s, OrchIndex *ret) {
+        _cleanup_free_ GroupKey *keys = NULL;
+        _cleanup_free_ size_t *fill = NULL;
+        size_t n = s->n_tasks;
+        OrchIndex ix = {};
+
+        keys = calloc(MAX(n, (size_t) 1), sizeof(GroupKey));
+        ix.by_group = calloc(MAX(n, (size_t) 1), sizeof(size_t));
+        ix.group_start = calloc(n + 1, sizeof(size_t));
+        ix.group_of = calloc(MAX(n, (size_t) 1), sizeof(size_t));
+        ix.by_node = calloc(MAX(n, (size_t) 1), sizeof(size_t));
+        ix.node_start = calloc(s->n_nodes + 1, sizeof(size_t));
+        if (!keys || !ix.by_group || !ix.group_start || !ix.group_of || !ix.by_node || !ix.node_start) {
+                orch_index_done(&ix);
+                return -ENOMEM;
+        }
+
+        for (size_t i = 0; i < n; i++)
+                keys[i] = (GroupKey) {
+                        .job = s->tasks[i].info.job,
+                        .phase = s->tasks[i].info.phase,
+                        .node = s->tasks[i].node,
+                        .task = i,
+                };
+        qsort(keys, n, sizeof(GroupKey), group_key_compare);
+        for (size_t i = 0; i < n; i++) {
+                if (i == 0 || keys[i].job != keys[i - 1].job || keys[i].phase != keys[i - 1].phase)
+                        ix.group_start[ix.n_groups++] = i;
+                ix.by_group[i] = keys[i].task;
+                ix.group_of[keys[i].task] = ix.n_groups - 1;
+        }
+        ix.group_start[ix.n_groups] = n;
+
+        /* Counting sort by node keeps the tasks of a node in index order. */
+        for (size_t i = 0; i < n; i++)
+                ix.node_start[s->tasks[i].node + 1]++;
+        for (size_t k = 0; k < s->n_nodes; k++)
+                ix.node_start[k + 1] += ix.node_start[k];
+        fill = calloc(s->n_nodes + 1, sizeof(size_t));
+        if (!fill) {
+                orch_index_done(&ix);
+                return -ENOMEM;
+        }
+        memcpy(fill, ix.node_start, s->n_nodes * sizeof(size_t));
+        for (size_t i = 0; i < n; i++)
+                ix.by_node[fill[s->tasks[i].node]++] = i;
+
+        *ret = ix;
+        return 0;
+}

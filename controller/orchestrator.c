@@ -1,0 +1,759 @@
+/* orchestrator.c: the epoch loop — per-task sample windows fed by heartbeats, the snapshot,
+ * detector and balancer, set_limits actions and the adjustments record. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "macro.h"
+#include "orch-snapshot.h"
+#include "orchestrator.h"
+#include "strv.h"
+
+#define _cleanup_json_ _cleanup_(json_decrefp)
+#define CPU_DEFAULT_PERIOD_US 100000
+
+/* What the epoch needs of one sample. */
+typedef struct TrackSample {
+        int64_t time_ms;
+        uint64_t cpu_usage_ns;
+        uint64_t memory_bytes;
+        uint32_t has;                   /* SAMPLE_HAS_* */
+        uint64_t periods, throttled_periods;
+        uint64_t events_high, events_max, events_oom;
+        double psi_cpu, psi_memory;
+        double progress;                /* < 0: none */
+        double cpu_cores, throttled_ratio;
+} TrackSample;
+
+typedef struct TaskTrack {
+        char *id;
+        char *node;
+        Limits limits;                  /* in force, from the latest report */
+        int64_t first_ms;               /* the first sample: run times count from it */
+        TrackSample samples[ORCH_TRACK_SAMPLES]; /* since the last epoch, oldest first */
+        size_t n_samples;
+        /* The cumulative counters where the last window ended. */
+        bool has_base, has_base_throttling, has_base_events;
+        int64_t base_ms;
+        uint64_t base_cpu_ns, base_periods, base_throttled;
+        uint64_t base_events_high, base_events_max, base_events_oom;
+        OrchWindow windows[ORCH_TRACK_WINDOWS];
+        size_t n_windows;
+        /* The latest window's signals. */
+        double throttled_ratio, psi_cpu, psi_memory, progress;
+        uint64_t events_high, events_max, events_oom;
+        bool seen;                      /* reported since the last epoch */
+        bool own_psi_cpu, own_psi_memory; /* its samples carry its cgroup's own PSI */
+} TaskTrack;
+
+typedef struct NodeTrack {
+        char *name;
+        double psi_cpu, psi_memory;
+} NodeTrack;
+
+struct Orchestrator {
+        sd_event *event;
+        sd_event_source *timer;
+        Store *store;
+        OrchBalanceParams balance;
+        OrchDetectParams detect;
+        OrchBalancerState state;
+        TaskTrack **tracks;             /* sorted by id */
+        size_t n_tracks;
+        NodeTrack *nodes;
+        size_t n_nodes;
+        json_t *contention;             /* the latest epoch's GET /v1/contention */
+        bool active;                    /* the latest epoch found contention or changed limits */
+};
+
+static void track_free(TaskTrack *t) {
+        if (!t)
+                return;
+        free(t->id);
+        free(t->node);
+        free(t);
+}
+
+static void forget_all(Orchestrator *o) {
+        for (size_t i = 0; i < o->n_tracks; i++)
+                track_free(o->tracks[i]);
+        free(o->tracks);
+        o->tracks = NULL;
+        o->n_tracks = 0;
+        orch_balancer_state_done(&o->state);
+        orch_balancer_state_init(&o->state);
+        o->active = false;
+}
+
+/* The position of id in the sorted table, or where it would go. */
+static size_t track_position(const Orchestrator *o, const char *id, bool *ret_found) {
+        size_t lo = 0, hi = o->n_tracks;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                int c = strcmp(o->tracks[mid]->id, id);
+                if (c == 0) {
+                        *ret_found = true;
+                        return mid;
+                }
+                if (c < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        *ret_found = false;
+        return lo;
+}
+
+static void track_remove(Orchestrator *o, size_t i) {
+        track_free(o->tracks[i]);
+        memmove(o->tracks + i, o->tracks + i + 1, (o->n_tracks - i - 1) * sizeof(TaskTrack *));
+        o->n_tracks--;
+}
+
+static TaskTrack *track_get(Orchestrator *o, const char *id, const char *node) {
+        bool found;
+        size_t i = track_position(o, id, &found);
+        if (found)
+                return o->tracks[i];
+
+        TaskTrack **p = realloc(o->tracks, (o->n_tracks + 1) * sizeof(TaskTrack *));
+        if (!p)
+                return NULL;
+        o->tracks = p;
+        TaskTrack *t = calloc(1, sizeof(TaskTrack));
+        if (!t)
+                return NULL;
+        t->id = strdup(id);
+        t->node = strdup(node);
+        t->first_ms = -1;
+        if (!t->id || !t->node) {
+                track_free(t);
+                return NULL;
+        }
+        memmove(o->tracks + i + 1, o->tracks + i, (o->n_tracks - i) * sizeof(TaskTrack *));
+        o->tracks[i] = t;
+        o->n_tracks++;
+        return t;
+}
+
+static NodeTrack *node_get(Orchestrator *o, const char *name) {
+        for (size_t i = 0; i < o->n_nodes; i++)
+                if (streq(o->nodes[i].name, name))
+                        return &o->nodes[i];
+        NodeTrack *p = realloc(o->nodes, (o->n_nodes + 1) * sizeof(NodeTrack));
+        if (!p)
+                return NULL;
+        o->nodes = p;
+        char *copy = strdup(name);
+        if (!copy)
+                return NULL;
+        o->nodes[o->n_nodes] = (NodeTrack) { .name = copy };
+        return &o->nodes[o->n_nodes++];
+}
+
+static bool psi_ok(double v) {
+        return isfinite(v) && v >= 0 && v <= 100;
+}
+
+static TrackSample track_sample_from(const TaskSample *s) {
+        TrackSample t = {
+                .time_ms = s->time_ms,
+                .cpu_usage_ns = s->cpu_usage_ns,
+                .memory_bytes = s->memory_current_bytes,
+                .has = s->has,
+                .periods = s->cpu_periods,
+                .throttled_periods = s->cpu_throttled_periods,
+                .events_high = s->memory_events_high,
+                .events_max = s->memory_events_max,
+                .events_oom = s->memory_events_oom,
+                .psi_cpu = psi_ok(s->psi_cpu.some_avg10) ? s->psi_cpu.some_avg10 : 0,
+                .psi_memory = psi_ok(s->psi_memory.some_avg10) ? s->psi_memory.some_avg10 : 0,
+                .progress = s->progress,
+                .cpu_cores = s->cpu_cores,
+                .throttled_ratio = s->throttled_ratio,
+        };
+        return t;
+}
+
+/* Makes s the point the next window starts from. */
+static void track_set_base(TaskTrack *t, const TrackSample *s) {
+        t->has_base = true;
+        t->base_ms = s->time_ms;
+        t->base_cpu_ns = s->cpu_usage_ns;
+        if (s->has & SAMPLE_HAS_THROTTLING) {
+                t->has_base_throttling = true;
+                t->base_periods = s->periods;
+                t->base_throttled = s->throttled_periods;
+        }
+        if (s->has & SAMPLE_HAS_MEMORY_EVENTS) {
+                t->has_base_events = true;
+                t->base_events_high = s->events_high;
+                t->base_events_max = s->events_max;
+                t->base_events_oom = s->events_oom;
+        }
+}
+
+static void track_add_sample(TaskTrack *t, const TaskSample *s) {
+        /* Re-sent or out of order (an agent repeats samples it has no ack for): keep time moving. */
+        int64_t newest = t->n_samples > 0 ? t->samples[t->n_samples - 1].time_ms : t->has_base ? t->base_ms : INT64_MIN;
+        if (s->time_ms <= newest)
+                return;
+        if (t->first_ms < 0)
+                t->first_ms = s->time_ms;
+        if (t->n_samples == ORCH_TRACK_SAMPLES) {
+                /* Full (epochs stalled): the oldest becomes the base; the counters lose nothing. */
+                track_set_base(t, &t->samples[0]);
+                memmove(t->samples, t->samples + 1, (ORCH_TRACK_SAMPLES - 1) * sizeof(TrackSample));
+                t->n_samples--;
+        }
+        t->samples[t->n_samples++] = track_sample_from(s);
+}
+
+void orchestrator_observe(void *userdata, const Heartbeat *hb, int64_t now_ms, uint32_t *interval_ms) {
+        Orchestrator *o = userdata;
+
+        if (o->balance.mode == ORCH_MODE_OFF)
+                return;
+
+        NodeTrack *n = node_get(o, hb->node);
+        if (n) {
+                const NodeSample *ns = &hb->node_sample;
+                n->psi_cpu = ns->has & SAMPLE_HAS_PSI_CPU && psi_ok(ns->psi_cpu.some_avg10) ? ns->psi_cpu.some_avg10 : 0;
+                n->psi_memory = ns->has & SAMPLE_HAS_PSI_MEMORY && psi_ok(ns->psi_memory.some_avg10) ?
+                        ns->psi_memory.some_avg10 : 0;
+        }
+
+        for (size_t i = 0; i < hb->n_tasks; i++) {
+                const TaskReport *rep = &hb->tasks[i];
+                if (rep->state != TASK_RUNNING) {
+                        bool found;
+                        size_t k = track_position(o, rep->id, &found);
+                        if (found)
+                                track_remove(o, k);
+                        continue;
+                }
+                TaskTrack *t = track_get(o, rep->id, hb->node);
+                if (!t) {
+                        log_oom();
+                        return;
+                }
+                if (!streq(t->node, hb->node)) {
+                        /* The same id on another node: the store decides which is real. */
+                        continue;
+                }
+                t->limits = rep->limits;
+                t->seen = true;
+                for (size_t k = 0; k < rep->n_samples; k++) {
+                        track_add_sample(t, &rep->samples[k]);
+                        t->own_psi_cpu |= rep->samples[k].has & SAMPLE_HAS_PSI_CPU;
+                        t->own_psi_memory |= rep->samples[k].has & SAMPLE_HAS_PSI_MEMORY;
+                }
+        }
+
+        if (o->active && interval_ms) {
+                uint32_t fast = (uint32_t) MAX(o->balance.epoch_s * 1000.0 / ORCH_FAST_HEARTBEAT_DIVISOR,
+                                               (double) ORCH_FAST_HEARTBEAT_MIN_MS);
+                *interval_ms = MIN(*interval_ms, fast);
+        }
+}
+
+/* Closes the task's window for this epoch from the samples since the last one. Returns 1 when
+ * a window was added, 0 when there is not enough to say what it used. */
+static int track_close_window(TaskTrack *t) {
+        if (t->n_samples == 0)
+                return 0;
+        const TrackSample *first = &t->samples[0], *last = &t->samples[t->n_samples - 1];
+        double cpu_cores, throttled = 0;
+
+        if (t->has_base && last->time_ms > t->base_ms && last->cpu_usage_ns >= t->base_cpu_ns)
+                cpu_cores = (double) (last->cpu_usage_ns - t->base_cpu_ns) / ((double) (last->time_ms - t->base_ms) * 1e6);
+        else if (t->n_samples >= 2 && last->time_ms > first->time_ms && last->cpu_usage_ns >= first->cpu_usage_ns)
+                cpu_cores = (double) (last->cpu_usage_ns - first->cpu_usage_ns) / ((double) (last->time_ms - first->time_ms) * 1e6);
+        else if (last->has & SAMPLE_HAS_RATES)
+                cpu_cores = last->cpu_cores;
+        else
+                return 0; /* one sample of a new task: its rate comes with the next */
+
+        /* Throttled periods over the whole window where the counters allow, else the mean of
+         * the agent's per-sample ratios. */
+        const TrackSample *thr_last = NULL;
+        for (size_t i = t->n_samples; i > 0 && !thr_last; i--)
+                if (t->samples[i - 1].has & SAMPLE_HAS_THROTTLING)
+                        thr_last = &t->samples[i - 1];
+        if (thr_last && t->has_base_throttling && thr_last->periods > t->base_periods &&
+            thr_last->throttled_periods >= t->base_throttled)
+                throttled = (double) (thr_last->throttled_periods - t->base_throttled) /
+                            (double) (thr_last->periods - t->base_periods);
+        else {
+                size_t n = 0;
+                double sum = 0;
+                for (size_t i = 0; i < t->n_samples; i++)
+                        if (t->samples[i].has & SAMPLE_HAS_RATES) {
+                                sum += t->samples[i].throttled_ratio;
+                                n++;
+                        }
+                throttled = n > 0 ? sum / (double) n : 0;
+        }
+        t->throttled_ratio = isfinite(throttled) ? MAX(MIN(throttled, 1.0), 0.0) : 0;
+
+        uint64_t memory = 0;
+        t->events_high = t->events_max = t->events_oom = 0;
+        for (size_t i = 0; i < t->n_samples; i++) {
+                const TrackSample *s = &t->samples[i];
+                memory = MAX(memory, s->memory_bytes);
+                if (s->has & SAMPLE_HAS_PSI_CPU)
+                        t->psi_cpu = s->psi_cpu;
+                if (s->has & SAMPLE_HAS_PSI_MEMORY)
+                        t->psi_memory = s->psi_memory;
+                if (s->progress >= 0 && s->progress <= 1)
+                        t->progress = s->progress;
+                if (s->has & SAMPLE_HAS_MEMORY_EVENTS) {
+                        /* Counters from the task's start: without a base, all of them are new. */
+                        uint64_t bh = t->has_base_events ? t->base_events_high : 0;
+                        uint64_t bm = t->has_base_events ? t->base_events_max : 0;
+                        uint64_t bo = t->has_base_events ? t->base_events_oom : 0;
+                        t->events_high = s->events_high > bh ? s->events_high - bh : 0;
+                        t->events_max = s->events_max > bm ? s->events_max - bm : 0;
+                        t->events_oom = s->events_oom > bo ? s->events_oom - bo : 0;
+                }
+        }
+
+        double run_time_s = (double) (last->time_ms - t->first_ms) / 1000.0;
+        bool fresh = t->n_windows == 0 || run_time_s > t->windows[t->n_windows - 1].run_time_s;
+        if (fresh) {
+                if (t->n_windows == ORCH_TRACK_WINDOWS) {
+                        memmove(t->windows, t->windows + 1, (ORCH_TRACK_WINDOWS - 1) * sizeof(OrchWindow));
+                        t->n_windows--;
+                }
+                t->windows[t->n_windows++] = (OrchWindow) {
+                        .run_time_s = run_time_s,
+                        .cpu_cores = isfinite(cpu_cores) ? MIN(cpu_cores, PROTO_MAX_CPU_CORES) : 0,
+                        .memory_bytes = (double) memory,
+                };
+        }
+        for (size_t i = 0; i < t->n_samples; i++)
+                track_set_base(t, &t->samples[i]);
+        t->n_samples = 0;
+        return fresh;
+}
+
+static double limit_cpu_cores(const Limits *l) {
+        if (l->cpu_quota_us <= 0)
+                return 0;
+        int64_t period = l->cpu_period_us > 0 ? l->cpu_period_us : CPU_DEFAULT_PERIOD_US;
+        return (double) l->cpu_quota_us / (double) period;
+}
+
+static json_t *finding_to_json(const OrchSnapshot *s, const OrchFinding *f) {
+        return json_pack("{s:s, s:s, s:s, s:o, s:s, s:f, s:f, s:f, s:f, s:I, s:f, s:o, s:s}",
+                         "kind", orch_finding_kind_to_string(f->kind),
+                         "resource", orch_resource_to_string(f->resource),
+                         "basis", orch_basis_to_string(f->basis),
+                         "task", f->task == ORCH_NO_TASK ? json_null() : json_string(s->tasks[f->task].id),
+                         "node", s->nodes[f->node].name,
+                         "value", f->value,
+                         "reference", f->reference,
+                         "threshold", f->threshold,
+                         "spread", f->spread,
+                         "n_peers", (json_int_t) f->n_peers,
+                         "pressure", f->pressure,
+                         "time_left_s", f->time_left_s < 0 ? json_null() : json_real(f->time_left_s),
+                         "reason", f->reason);
+}
+
+static json_t *decision_to_json(const OrchSnapshot *s, const OrchDecision *d) {
+        const OrchTask *t = &s->tasks[d->task];
+        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:f, s:f, s:f, s:f, s:f, s:s, s:o, s:s, s:o}",
+                         "task", t->id,
+                         "node", t->info.node,
+                         "resource", orch_resource_to_string(d->resource),
+                         "verdict", orch_verdict_to_string(d->verdict),
+                         "direction", d->raise ? "raise" : "lower",
+                         "old_value", d->old_value,
+                         "new_value", d->new_value,
+                         "wanted", d->wanted,
+                         "need", isfinite(d->need) ? d->need : 0.0,
+                         "alpha", isfinite(d->alpha) ? d->alpha : 0.0,
+                         "estimator", orch_estimator_to_string(d->estimator),
+                         "peer", d->peer == ORCH_NO_TASK ? json_null() : json_string(s->tasks[d->peer].id),
+                         "reason", d->reason,
+                         "evidence", finding_to_json(s, &d->evidence));
+}
+
+/* The action as the wire protocol encodes it, without its id (the store assigns that). */
+static int set_limits_payload(const char *task, const Limits *limits, json_t **ret) {
+        Action a = { .type = ACTION_SET_LIMITS, .task = (char *) task, .limits = *limits };
+        HeartbeatReply reply = { .actions = &a, .n_actions = 1 };
+        _cleanup_json_ json_t *j = heartbeat_reply_to_json(&reply);
+        if (!j)
+                return -ENOMEM;
+        json_t *payload = json_array_get(json_object_get(j, "actions"), 0);
+        if (!json_is_object(payload))
+                return -EIO;
+        json_incref(payload);
+        json_object_del(payload, "id");
+        *ret = payload;
+        return 0;
+}
+
+/* Queues the decision's set_limits (dropping one for the task that never left) and records the
+ * adjustment; in one transaction with the epoch's others. */
+static int record_decision(Orchestrator *o, const OrchSnapshot *s, const OrchDecision *d, int64_t now_ms) {
+        const OrchTask *t = &s->tasks[d->task];
+        uint64_t action_id = 0;
+        int r;
+
+        if (d->verdict == ORCH_VERDICT_APPLY) {
+                Limits l = {
+                        .cpu_quota_us = d->cpu_quota_us,
+                        .cpu_period_us = d->cpu_period_us,
+                        .memory_max_bytes = d->memory_max_bytes,
+                        .memory_high_bytes = d->memory_high_bytes,
+                };
+                _cleanup_json_ json_t *payload = NULL;
+                r = set_limits_payload(t->id, &l, &payload);
+                if (r < 0)
+                        return r;
+                /* An older change of the other resource may still wait to be sent: it goes too
+                 * (set_limits fields left 0 mean "leave as is", so both apply), hence no withdraw. */
+                r = store_action_insert(o->store, t->info.node, t->id, ACTION_SET_LIMITS, payload, now_ms, &action_id);
+                if (r < 0)
+                        return r;
+        }
+
+        _cleanup_json_ json_t *evidence = finding_to_json(s, &d->evidence);
+        if (!evidence)
+                return -ENOMEM;
+        StoreAdjustment a = {
+                .time_ms = now_ms,
+                .epoch = o->state.epoch,
+                .task = t->id,
+                .job = t->info.job,
+                .node = t->info.node,
+                .resource = orch_resource_to_string(d->resource),
+                .verdict = orch_verdict_to_string(d->verdict),
+                .raise = d->raise,
+                .old_value = d->old_value,
+                .new_value = d->new_value,
+                .wanted = d->wanted,
+                .need = isfinite(d->need) ? d->need : 0,
+                .alpha = isfinite(d->alpha) ? d->alpha : 0,
+                .estimator = orch_estimator_to_string(d->estimator),
+                .peer = d->peer == ORCH_NO_TASK ? NULL : s->tasks[d->peer].id,
+                .reason = d->reason,
+                .evidence = evidence,
+                .action_id = action_id,
+        };
+        r = store_adjustment_insert(o->store, &a, NULL);
+        if (r < 0)
+                return r;
+        log_info("Orchestrator epoch %" PRIu64 ": %s%s", o->state.epoch,
+                 d->verdict == ORCH_VERDICT_DRY_RUN ? "(dry-run) " : "", d->reason);
+        return 0;
+}
+
+/* The snapshot of this epoch: the ready nodes with their pressure, and every running task the
+ * store places where its samples come from, with the windows closed now. */
+static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
+        StoreNode *nodes = NULL;
+        StoreTask *tasks = NULL;
+        size_t n_nodes = 0, n_tasks = 0;
+        _cleanup_strv_free_ char **frozen = NULL;
+
+        int r = store_nodes_list(o->store, &nodes, &n_nodes);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n_nodes && r >= 0; i++) {
+                if (nodes[i].lost || !(nodes[i].capacity_cpus > 0) || nodes[i].capacity_memory_bytes == 0)
+                        continue;
+                OrchNodeInfo info = {
+                        .name = nodes[i].id,
+                        .capacity_cpus = nodes[i].capacity_cpus,
+                        .capacity_memory_bytes = nodes[i].capacity_memory_bytes,
+                };
+                /* Where the node's tasks report their own PSI, that (and their throttling) is the
+                 * pressure the detector judges by: /proc/pressure also counts work outside
+                 * cgorch, which moving limits between cgorch's tasks cannot relieve (a shared
+                 * box read 90% there while our two tasks read 0.4% and 9%). */
+                bool own_cpu = false, own_memory = false;
+                for (size_t k = 0; k < o->n_tracks; k++)
+                        if (streq(o->tracks[k]->node, nodes[i].id)) {
+                                own_cpu |= o->tracks[k]->own_psi_cpu;
+                                own_memory |= o->tracks[k]->own_psi_memory;
+                        }
+                for (size_t k = 0; k < o->n_nodes; k++)
+                        if (streq(o->nodes[k].name, nodes[i].id)) {
+                                info.psi_cpu_some_avg10 = own_cpu ? 0 : o->nodes[k].psi_cpu;
+                                info.psi_memory_some_avg10 = own_memory ? 0 : o->nodes[k].psi_memory;
+                        }
+                r = orch_snapshot_add_node(snap, &info, NULL);
+        }
+        store_nodes_free(nodes, n_nodes);
+        if (r < 0)
+                return r;
+
+        /* A task the scheduler froze uses nothing because it may not: not a hog to take from. */
+        r = store_tasks_frozen(o->store, &frozen);
+        if (r < 0)
+                return r;
+        r = store_tasks_find(o->store, 0, NULL, TASK_STATE_MASK(TASK_RUNNING), &tasks, &n_tasks);
+        if (r < 0)
+                return r;
+
+        /* Tracks of tasks no longer running here (ended, lost, moved) are dropped. */
+        for (size_t i = 0; i < o->n_tracks;) {
+                TaskTrack *t = o->tracks[i];
+                bool running = false;
+                for (size_t k = 0; k < n_tasks && !running; k++)
+                        running = streq(tasks[k].id, t->id) && tasks[k].node && streq(tasks[k].node, t->node);
+                if (!running && !t->seen) {
+                        track_remove(o, i);
+                        continue;
+                }
+                t->seen = false;
+                i++;
+        }
+
+        for (size_t k = 0; k < n_tasks && r >= 0; k++) {
+                const StoreTask *st = &tasks[k];
+                bool found;
+                size_t i = track_position(o, st->id, &found);
+                if (!found || !st->node || strv_contains(frozen, st->id))
+                        continue;
+                TaskTrack *t = o->tracks[i];
+                if (!streq(t->node, st->node))
+                        continue;
+                (void) track_close_window(t);
+                log_debug("Orchestrator: task %s on %s, %zu window(s), throttled %.2f.", t->id, t->node, t->n_windows,
+                          t->throttled_ratio);
+                if (t->n_windows == 0)
+                        continue;
+
+                OrchTaskInfo info = {
+                        .id = t->id,
+                        .job = st->job,
+                        .phase = st->phase,
+                        .node = t->node,
+                        .start_s = (double) t->first_ms / 1000.0,
+                        .has_progress = t->progress > 0,
+                        .progress = t->progress,
+                        .cpu_limit_cores = limit_cpu_cores(&t->limits),
+                        .cpu_period_us = t->limits.cpu_period_us > 0 ? t->limits.cpu_period_us : 0,
+                        .memory_max_bytes = t->limits.memory_max_bytes > 0 ? (uint64_t) t->limits.memory_max_bytes : 0,
+                        .memory_high_bytes = t->limits.memory_high_bytes > 0 ? (uint64_t) t->limits.memory_high_bytes : 0,
+                        .expected_cpu_cores = st->cpu_cores,
+                        .expected_memory_bytes = st->memory_bytes,
+                        .throttled_ratio = t->throttled_ratio,
+                        .psi_cpu_some_avg10 = t->psi_cpu,
+                        .psi_memory_some_avg10 = t->psi_memory,
+                        .memory_events_high = t->events_high,
+                        .memory_events_max = t->events_max,
+                        .memory_events_oom = t->events_oom,
+                };
+                size_t index;
+                r = orch_snapshot_add_task(snap, &info, &index);
+                if (r == -ENOENT) {
+                        r = 0; /* its node is lost or unknown: not ours to balance */
+                        continue;
+                }
+                for (size_t w = 0; w < t->n_windows && r >= 0; w++)
+                        r = orch_snapshot_add_window(snap, index, t->windows[w].run_time_s, t->windows[w].cpu_cores,
+                                                     t->windows[w].memory_bytes);
+        }
+        store_tasks_free(tasks, n_tasks);
+        return r;
+}
+
+static int contention_json(Orchestrator *o, const OrchSnapshot *s, const OrchFindings *f, const OrchDecisions *d,
+                           int64_t now_ms, json_t **ret) {
+        _cleanup_json_ json_t *findings = json_array(), *decisions = json_array();
+        if (!findings || !decisions)
+                return -ENOMEM;
+        for (size_t i = 0; f && i < f->n; i++)
+                if (json_array_append_new(findings, finding_to_json(s, &f->items[i])) < 0)
+                        return -ENOMEM;
+        for (size_t i = 0; d && i < d->n; i++)
+                if (json_array_append_new(decisions, decision_to_json(s, &d->items[i])) < 0)
+                        return -ENOMEM;
+        json_t *j = json_pack("{s:s, s:b, s:f, s:I, s:I, s:b, s:O, s:O}",
+                              "mode", orch_mode_to_string(o->balance.mode),
+                              "dry_run", o->balance.dry_run,
+                              "epoch_s", o->balance.epoch_s,
+                              "epoch", (json_int_t) o->state.epoch,
+                              "time_ms", (json_int_t) now_ms,
+                              "active", o->active,
+                              "findings", findings,
+                              "decisions", decisions);
+        if (!j)
+                return -ENOMEM;
+        *ret = j;
+        return 0;
+}
+
+int orchestrator_run_epoch(Orchestrator *o, int64_t now_ms) {
+        _cleanup_(orch_snapshot_freep) OrchSnapshot *snap = NULL;
+        _cleanup_(orch_findings_done) OrchFindings findings = {};
+        _cleanup_(orch_decisions_done) OrchDecisions decisions = {};
+        int r;
+
+        if (o->balance.mode == ORCH_MODE_OFF)
+                return 0;
+
+        r = orch_snapshot_new(&snap);
+        if (r < 0)
+                return r;
+        r = build_snapshot(o, snap);
+        if (r < 0)
+                return r;
+
+        /* The balancer wants time never to go back; the wall clock may. */
+        double now_s = MAX((double) now_ms / 1000.0, o->state.last_now_s);
+        r = orch_detect(snap, now_s, &o->detect, &findings);
+        if (r < 0)
+                return r;
+        r = orch_balance(snap, &findings, now_s, &o->balance, &o->state, &decisions);
+        if (r < 0)
+                return r;
+
+        bool active = orch_decisions_count(&decisions, ORCH_VERDICT_APPLY) > 0;
+        for (size_t i = 0; i < findings.n && !active; i++) {
+                OrchFindingKind k = findings.items[i].kind;
+                active = orch_mode_controls(o->balance.mode, findings.items[i].resource) &&
+                         (k == ORCH_FINDING_DEFICIT || k == ORCH_FINDING_STRAGGLER || k == ORCH_FINDING_HOG);
+        }
+        o->active = active;
+
+        size_t n_recorded = decisions.n - orch_decisions_count(&decisions, ORCH_VERDICT_SKIPPED);
+        if (n_recorded > 0) {
+                r = store_begin(o->store);
+                for (size_t i = 0; i < decisions.n && r >= 0; i++)
+                        if (decisions.items[i].verdict != ORCH_VERDICT_SKIPPED)
+                                r = record_decision(o, snap, &decisions.items[i], now_ms);
+                if (r >= 0)
+                        r = store_commit(o->store);
+                if (r < 0) {
+                        store_rollback(o->store);
+                        log_warning_errno(r, "Orchestrator epoch %" PRIu64 ": could not queue or record %zu adjustment(s): %m",
+                                          o->state.epoch, n_recorded);
+                }
+        }
+
+        json_t *j = NULL;
+        int k = contention_json(o, snap, &findings, &decisions, now_ms, &j);
+        if (k < 0)
+                return k;
+        json_decref(o->contention);
+        o->contention = j;
+        return r < 0 ? r : 0;
+}
+
+static uint64_t epoch_us(const Orchestrator *o) {
+        return (uint64_t) llround(o->balance.epoch_s * 1e6);
+}
+
+static int on_epoch(sd_event_source *source, uint64_t usec, void *userdata) {
+        Orchestrator *o = userdata;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int64_t now_ms = (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+
+        int r = orchestrator_run_epoch(o, now_ms);
+        if (r < 0)
+                log_warning_errno(r, "Orchestrator epoch failed, next one in %g s: %m", o->balance.epoch_s);
+
+        r = sd_event_source_set_time_relative(source, epoch_us(o));
+        if (r >= 0)
+                r = sd_event_source_set_enabled(source, SD_EVENT_ONESHOT);
+        if (r < 0)
+                return log_error_errno(r, "Cannot re-arm the orchestrator's epoch timer: %m");
+        return 0;
+}
+
+int orchestrator_new(sd_event *event, Store *store, const OrchBalanceParams *balance,
+                     const OrchDetectParams *detect, Orchestrator **ret) {
+        if (orch_balance_params_validate(balance, NULL) < 0 || orch_detect_params_validate(detect, NULL) < 0)
+                return -EINVAL;
+        Orchestrator *o = calloc(1, sizeof(Orchestrator));
+        if (!o)
+                return -ENOMEM;
+        *o = (Orchestrator) {
+                .event = event ? sd_event_ref(event) : NULL,
+                .store = store,
+                .balance = *balance,
+                .detect = *detect,
+        };
+        orch_balancer_state_init(&o->state);
+        if (event) {
+                int r = sd_event_add_time_relative(event, &o->timer, CLOCK_MONOTONIC, epoch_us(o), 0, on_epoch, o);
+                if (r < 0) {
+                        orchestrator_free(o);
+                        return r;
+                }
+        }
+        *ret = o;
+        return 0;
+}
+
+Orchestrator *orchestrator_free(Orchestrator *o) {
+        if (!o)
+                return NULL;
+        o->timer = sd_event_source_disable_unref(o->timer);
+        o->event = sd_event_unref(o->event);
+        forget_all(o);
+        orch_balancer_state_done(&o->state);
+        for (size_t i = 0; i < o->n_nodes; i++)
+                free(o->nodes[i].name);
+        free(o->nodes);
+        json_decref(o->contention);
+        free(o);
+        return NULL;
+}
+
+int orchestrator_set_params(Orchestrator *o, const OrchBalanceParams *balance, const OrchDetectParams *detect) {
+        if (orch_balance_params_validate(balance, NULL) < 0 || orch_detect_params_validate(detect, NULL) < 0)
+                return -EINVAL;
+        bool new_epoch = balance->epoch_s != o->balance.epoch_s;
+        OrchMode old_mode = o->balance.mode;
+        if (o->timer && new_epoch) {
+                int r = sd_event_source_set_time_relative(o->timer, (uint64_t) llround(balance->epoch_s * 1e6));
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(o->timer, SD_EVENT_ONESHOT);
+                if (r < 0)
+                        return r;
+        }
+        o->balance = *balance;
+        o->detect = *detect;
+        if (balance->mode == ORCH_MODE_OFF && old_mode != ORCH_MODE_OFF) {
+                forget_all(o);
+                json_decref(o->contention);
+                o->contention = NULL;
+        }
+        log_info("Orchestrator: mode %s%s, epoch %g s, estimator %s, hysteresis %u, cool-down %u.",
+                 orch_mode_to_string(o->balance.mode), o->balance.dry_run ? " (dry-run)" : "", o->balance.epoch_s,
+                 orch_estimator_to_string(o->balance.estimator), o->balance.hysteresis_epochs,
+                 o->balance.cooldown_epochs);
+        return 0;
+}
+
+int orchestrator_contention_to_json(Orchestrator *o, json_t **ret) {
+        if (o->contention) {
+                *ret = json_incref(o->contention);
+                return 0;
+        }
+        json_t *j = json_pack("{s:s, s:b, s:f, s:I, s:n, s:b, s:[], s:[]}",
+                              "mode", orch_mode_to_string(o->balance.mode),
+                              "dry_run", o->balance.dry_run,
+                              "epoch_s", o->balance.epoch_s,
+                              "epoch", (json_int_t) o->state.epoch,
+                              "time_ms",
+                              "active", false,
+                              "findings", "decisions");
+        if (!j)
+                return -ENOMEM;
+        *ret = j;
+        return 0;
+}

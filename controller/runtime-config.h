@@ -1,0 +1,94 @@
+/* runtime-config.h: the controller's runtime knobs — the orchestrator's (mode, dry-run, epoch,
+ * estimator, hysteresis, cool-down, steps, floors, ceilings, overcommit) and the scheduler's —
+ * as one registry: each knob has its name (the flag, the config-file key and the /v1/config
+ * key), type, range and the part of the controller that applies it. Flags and config files
+ * set knobs from text before start; PUT /v1/config changes several at once, all or nothing.
+ * Pure: no I/O, the apply functions are the caller's. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "balancer.h"
+#include "detector.h"
+#include "sched.h"
+
+/* Everything a knob can change. */
+typedef struct RuntimeSettings {
+        OrchBalanceParams balance;      /* mode, dry_run, epoch_s, estimator, ... */
+        OrchDetectParams detect;
+        SchedParams sched;
+} RuntimeSettings;
+
+/* The controller's defaults: the balancer's and the detector's documented defaults, but
+ * control mode off (a controller changes limits only when told to), and the scheduler's. */
+RuntimeSettings runtime_settings_default(void);
+
+typedef enum KnobType {
+        KNOB_ENUM,          /* int-sized enum; JSON string, one of choices */
+        KNOB_BOOL,          /* bool; JSON true/false */
+        KNOB_UINT,          /* unsigned; JSON integer */
+        KNOB_DOUBLE,        /* double; JSON number */
+        KNOB_DURATION,      /* double seconds; JSON number of seconds or "500ms", "20s", "1m" */
+        KNOB_SIZE,          /* uint64_t bytes; JSON integer or "256M" */
+        _KNOB_TYPE_MAX,
+} KnobType;
+
+/* Which part of the controller takes a knob's new value (the caller's apply functions). */
+typedef enum KnobApply {
+        KNOB_APPLY_ORCHESTRATOR,
+        KNOB_APPLY_SCHEDULER,
+        _KNOB_APPLY_MAX,
+} KnobApply;
+
+typedef struct Knob {
+        const char *name;               /* flag, config key and /v1/config key */
+        KnobType type;
+        size_t offset;                  /* into RuntimeSettings */
+        const char *metavar;            /* for --help */
+        const char *help;               /* one line, with the default */
+        double min, max;                /* inclusive; seconds for durations, bytes for sizes */
+        const char *const *choices;     /* KNOB_ENUM: value → name, NULL for values not offered */
+        size_t n_choices;
+        const char *field;              /* the parameter validators' name for it */
+        KnobApply apply;
+} Knob;
+
+extern const Knob runtime_knobs[];
+extern const size_t runtime_n_knobs;
+
+const char *knob_type_to_string(KnobType t);
+const Knob *runtime_knob_find(const char *name);
+
+/* Sets one knob from text ("cpu+memory", "1s", "256M", "0.5", "yes") in s. Checks the type
+ * and the range, not the whole (see runtime_settings_validate()). -EINVAL with a message
+ * naming the knob in *ret_error (malloc'd). */
+int runtime_knob_set_text(RuntimeSettings *s, const Knob *k, const char *text, char **ret_error);
+/* The same from a JSON value: a string is parsed as text, numbers and booleans as they are. */
+int runtime_knob_set_json(RuntimeSettings *s, const Knob *k, json_t *v, char **ret_error);
+/* The knob's value as JSON: durations in seconds, sizes in bytes, enums by name. */
+json_t *runtime_knob_to_json(const RuntimeSettings *s, const Knob *k);
+
+/* The whole: the balancer's and detector's own checks, and what the controller runs (its
+ * scheduler policies and preemption modes). -EINVAL naming the knob in *ret_error. */
+int runtime_settings_validate(const RuntimeSettings *s, char **ret_error);
+
+/* {"knob": value, ...} for every knob. NULL on allocation failure. */
+json_t *runtime_settings_to_json(const RuntimeSettings *s);
+
+/* The registry with the settings in force and the functions that put them in force. */
+typedef int (*KnobApplyFn)(void *userdata, const RuntimeSettings *s);
+
+typedef struct RuntimeConfig {
+        RuntimeSettings current;
+        KnobApplyFn apply[_KNOB_APPLY_MAX];     /* NULL: nothing to tell */
+        void *userdata;
+} RuntimeConfig;
+
+/* PUT /v1/config: body is a JSON object of knob → value. Every knob is parsed and the result
+ * validated as a whole before anything changes; then the apply function of every part whose
+ * knobs changed is called (once each). A failing apply puts the old settings back into the
+ * parts already applied. -EINVAL with a message naming the knob: nothing changed. */
+int runtime_config_update(RuntimeConfig *rc, json_t *body, char **ret_error);

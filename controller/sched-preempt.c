@@ -1,0 +1,157 @@
+/* sched-preempt.c: which running tasks give way to a task that fits nowhere — those of the
+ * lowest-priority jobs, youngest first (HFSP Sec. III-E: old tasks finish soonest, young ones
+ * waste least work and hold least memory), all on the one node where that makes room. KILL
+ * frees CPU and memory once the kill completes; SUSPEND (freeze) frees CPU at once but the
+ * frozen tasks keep their memory charged, so where memory is short it waits or, in
+ * suspend-kill mode, kills instead. */
+#include <stdlib.h>
+
+#include "sched-internal.h"
+
+typedef struct Victim {
+        size_t task;
+        const SchedJob *job;
+} Victim;
+
+/* Lowest priority first; within a job the youngest first. */
+static int victim_cmp(const void *a, const void *b) {
+        const Victim *x = a, *y = b;
+        if (x->job != y->job) {
+                if (sched_job_outranks(x->job, 0, y->job, 0))
+                        return 1;
+                if (sched_job_outranks(y->job, 0, x->job, 0))
+                        return -1;
+                return x->job->key < y->job->key ? 1 : -1;
+        }
+        return 0;
+}
+
+typedef struct VictimSort {
+        Victim *v;
+        const SchedTask *tasks;
+} VictimSort;
+
+static int victim_cmp_r(const void *a, const void *b, void *userdata) {
+        const VictimSort *vs = userdata;
+        int c = victim_cmp(a, b);
+        if (c != 0)
+                return c;
+        double sa = vs->tasks[((const Victim *) a)->task].started_s;
+        double sb = vs->tasks[((const Victim *) b)->task].started_s;
+        if (sa != sb)
+                return sa > sb ? -1 : 1;
+        return ((const Victim *) a)->task > ((const Victim *) b)->task ? -1 : 1;
+}
+
+static bool node_eligible(const SchedBlocked *b, const SchedTask *t, const PlacementNode *n, size_t i) {
+        if (n->lost)
+                return false;
+        if (b->thaw)
+                return i == t->node;
+        return t->cpu_cores <= n->capacity_cpus + PLACEMENT_CPU_EPSILON && t->memory_bytes <= n->capacity_memory_bytes;
+}
+
+static bool room(const PlacementNode *n, double extra_cpus, int64_t extra_memory_bytes, const SchedTask *t,
+                 bool thaw) {
+        double free_cpus = n->capacity_cpus - n->allocated_cpus + extra_cpus;
+        int64_t free_mem = (int64_t) n->capacity_memory_bytes - (int64_t) n->allocated_memory_bytes + extra_memory_bytes;
+        return t->cpu_cores <= free_cpus + PLACEMENT_CPU_EPSILON && (thaw || (int64_t) t->memory_bytes <= free_mem);
+}
+
+/* Walks victims in order, adding what each frees to its node, until some eligible node has
+ * room. Returns that node, or SCHED_NONE; *ret_end is how many victims were walked. */
+static size_t walk(const Victim *v, size_t n_v, const SchedBlocked *b, const PlacementNode *nodes, size_t n_nodes,
+                   const SchedTask *tasks, SchedNodeFree *freed, bool kill, size_t *ret_end) {
+        const SchedTask *t = &tasks[b->task];
+        for (size_t i = 0; i < n_nodes; i++)
+                freed[i] = (SchedNodeFree) {};
+        for (size_t k = 0; k < n_v; k++) {
+                const SchedTask *vt = &tasks[v[k].task];
+                freed[vt->node].cpus += vt->cpu_cores;
+                if (kill)
+                        freed[vt->node].memory_bytes += (int64_t) vt->memory_bytes;
+                if (node_eligible(b, t, &nodes[vt->node], vt->node) &&
+                    room(&nodes[vt->node], freed[vt->node].cpus, freed[vt->node].memory_bytes, t, b->thaw)) {
+                        *ret_end = k + 1;
+                        return vt->node;
+                }
+        }
+        return SCHED_NONE;
+}
+
+size_t sched_preempt(Sched *s, const SchedBlocked *b, const PlacementNode *nodes, size_t n_nodes,
+                     const SchedTask *tasks, size_t n_tasks,
+                     SchedDecision **out, size_t *n_out, size_t *n_out_allocated, int *ret_error) {
+        SchedPreemption mode = s->params.preemption;
+        const SchedTask *t = &tasks[b->task];
+        *ret_error = 0;
+        if (mode == SCHED_PREEMPT_WAIT || n_nodes == 0)
+                return SCHED_NONE;
+
+        _cleanup_free_ SchedNodeFree *freed = calloc(n_nodes, sizeof(SchedNodeFree));
+        _cleanup_free_ Victim *v = NULL;
+        if (!freed) {
+                *ret_error = -ENOMEM;
+                return SCHED_NONE;
+        }
+
+        /* Tasks already being killed will free their node soon: wait for them, take no more. */
+        for (size_t i = 0; i < n_tasks; i++)
+                if (tasks[i].state == SCHED_TASK_STOPPING && tasks[i].node < n_nodes) {
+                        freed[tasks[i].node].cpus += tasks[i].cpu_cores;
+                        freed[tasks[i].node].memory_bytes += (int64_t) tasks[i].memory_bytes;
+                }
+        for (size_t i = 0; i < n_nodes; i++)
+                if (freed[i].cpus > 0 && node_eligible(b, t, &nodes[i], i) &&
+                    room(&nodes[i], freed[i].cpus, freed[i].memory_bytes, t, b->thaw))
+                        return SCHED_NONE;
+
+        size_t n_v = 0;
+        v = malloc(MAX(n_tasks, (size_t) 1) * sizeof(Victim));
+        if (!v) {
+                *ret_error = -ENOMEM;
+                return SCHED_NONE;
+        }
+        for (size_t i = 0; i < n_tasks; i++) {
+                const SchedTask *c = &tasks[i];
+                if (c->state != SCHED_TASK_RUNNING || c->node >= n_nodes || c->key == b->job->key)
+                        continue;
+                const SchedJob *cj = sched_table_find(s, c->key);
+                if (!cj || cj->real_done || sched_task_is_training(cj, c))
+                        continue; /* training tasks are never preempted while they train */
+                if (!b->training && !sched_job_outranks(b->job, t->cpu_cores, cj, c->cpu_cores))
+                        continue;
+                v[n_v++] = (Victim) { .task = i, .job = cj };
+        }
+        if (n_v == 0)
+                return SCHED_NONE;
+        qsort_r(v, n_v, sizeof(Victim), victim_cmp_r, &(VictimSort) { .v = v, .tasks = tasks });
+
+        bool kill = mode == SCHED_PREEMPT_KILL;
+        size_t end = 0;
+        size_t node = walk(v, n_v, b, nodes, n_nodes, tasks, freed, kill, &end);
+        if (node == SCHED_NONE && mode == SCHED_PREEMPT_SUSPEND_KILL) {
+                /* Freezing cannot free memory: what is short here is memory. */
+                kill = true;
+                node = walk(v, n_v, b, nodes, n_nodes, tasks, freed, kill, &end);
+        }
+        if (node == SCHED_NONE)
+                return SCHED_NONE;
+
+        for (size_t k = 0; k < end; k++) {
+                if (tasks[v[k].task].node != node)
+                        continue;
+                int r = sched_emit(out, n_out, n_out_allocated, kill ? SCHED_KILL : SCHED_FREEZE, v[k].task, node);
+                if (r < 0) {
+                        *ret_error = r;
+                        return SCHED_NONE;
+                }
+        }
+        if (kill)
+                return SCHED_NONE; /* room comes when the kills are done */
+
+        /* Frozen tasks stop using CPU now; the caller places the waiting task on this node. */
+        PlacementNode *n = (PlacementNode *) &nodes[node];
+        n->allocated_cpus -= freed[node].cpus;
+        return node;
+}

@@ -1,0 +1,204 @@
+/* sched.h: the scheduler's policy interface — pure code shared by the controller and the
+ * simulator. Jobs (one entry per job phase) come in with a size estimate and a weight; each
+ * decision takes the nodes, the active and pending tasks and `now`, and hands back which tasks
+ * to start, thaw, freeze or kill. No I/O, no clocks: times are seconds on the caller's clock.
+ *
+ * Policies: fifo (submission order), fair (weighted max-min of CPU among active jobs), hfsp
+ * (size-based with aging: virtual cluster, training priority, tiny jobs first; Pastorelli et
+ * al., IEEE TCC 2015, Sec. III), psbs (HFSP's virtual cluster with a ghost virtual time; jobs
+ * late in the virtual cluster share capacity by weight; Dell'Amico et al., "PSBS: practical
+ * size-based scheduling"), srpt (shortest remaining processing time from oracle sizes; for the
+ * simulator only). Sizes are CPU-seconds; the scheduler never estimates, it consumes estimates. */
+#pragma once
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "placement-fifo.h"
+
+typedef enum SchedPolicy {
+        SCHED_FIFO,
+        SCHED_FAIR,
+        SCHED_HFSP,
+        SCHED_PSBS,
+        SCHED_SRPT,
+        _SCHED_POLICY_MAX,
+        _SCHED_POLICY_INVALID = -EINVAL,
+} SchedPolicy;
+
+typedef enum SchedPreemption {
+        SCHED_PREEMPT_WAIT,         /* let lower-priority tasks finish (HFSP's default) */
+        SCHED_PREEMPT_KILL,         /* kill the youngest tasks of the lowest-priority jobs */
+        SCHED_PREEMPT_SUSPEND,      /* freeze them; where memory is short, wait */
+        SCHED_PREEMPT_SUSPEND_KILL, /* freeze them; where memory is short, kill */
+        _SCHED_PREEMPTION_MAX,
+        _SCHED_PREEMPTION_INVALID = -EINVAL,
+} SchedPreemption;
+
+const char *sched_policy_to_string(SchedPolicy p);
+SchedPolicy sched_policy_from_string(const char *s);
+const char *sched_preemption_to_string(SchedPreemption p);
+SchedPreemption sched_preemption_from_string(const char *s);
+
+typedef struct SchedParams {
+        SchedPolicy policy;
+        SchedPreemption preemption;
+        /* T: CPUs that running training tasks may hold with top priority (HFSP default 10). */
+        double training_cpus;
+        /* Ablation for Fig. 2 of the HFSP paper: let every size update replace a final size
+         * (flapping). Off in production: a final size is set once. */
+        bool continuous_size_updates;
+} SchedParams;
+
+#define SCHED_PARAMS_DEFAULT \
+        ((SchedParams) { .policy = SCHED_HFSP, .preemption = SCHED_PREEMPT_WAIT, .training_cpus = 10.0 })
+
+/* What the estimator says about one job phase. */
+typedef enum SchedSizeKind {
+        SCHED_SIZE_INITIAL,   /* S_i, before training: the phase's first n_training tasks train */
+        SCHED_SIZE_FINAL,     /* S_f, after training; set once */
+        SCHED_SIZE_TINY,      /* fewer than t tasks: S_f = 0, served first */
+        SCHED_SIZE_ORACLE,    /* the true size (simulator, srpt) */
+        _SCHED_SIZE_KIND_MAX,
+} SchedSizeKind;
+
+const char *sched_size_kind_to_string(SchedSizeKind k);
+
+typedef struct SchedSize {
+        SchedSizeKind kind;
+        double size_s;        /* CPU-seconds; ignored (0) for TINY */
+        unsigned n_training;  /* INITIAL: tasks with index < n_training are training tasks */
+} SchedSize;
+
+typedef struct Sched Sched;
+
+int sched_new(const SchedParams *params, double capacity_cpus, Sched **ret);
+Sched *sched_free(Sched *s);
+const SchedParams *sched_params(const Sched *s);
+/* Changes policy knobs at run time. Switching policy keeps every job and its virtual state. */
+int sched_set_params(Sched *s, const SchedParams *params);
+
+/* Total CPUs of the ready nodes: the virtual cluster's capacity. Ages up to now first. */
+int sched_set_capacity(Sched *s, double now_s, double capacity_cpus);
+
+/* A job phase became runnable. key is the caller's (see sched_key()); weight > 0 speeds its
+ * aging; parallel_cpus is the most CPU it can use at once (tasks × CPUs per task), which caps
+ * its share of the virtual cluster (max-min fairness). Errors: -EEXIST, -EINVAL. */
+int sched_job_add(Sched *s, uint64_t key, double now_s, double weight, double parallel_cpus,
+                  const SchedSize *size);
+/* A new estimate. Returns 1 if applied, 0 if ignored (a final size is never replaced unless
+ * continuous_size_updates), -ENOENT. The virtual work already done is kept. */
+int sched_job_set_size(Sched *s, uint64_t key, double now_s, const SchedSize *size);
+/* HFSP's training stage ended with the final size S_f (SCHED_SIZE_FINAL), which is already
+ * net of the training tasks' work (S_f = s̄·[(n−t) + Σ(1−p_k)]): the phase's virtual size
+ * becomes S_f itself, not S_f minus the aging it got on its initial size (that would subtract
+ * the training work twice). Returns 1 if applied, 0 if a final size was already set, -ENOENT. */
+int sched_job_training_done(Sched *s, uint64_t key, double now_s, const SchedSize *final_size);
+/* CPU-seconds the job phase has received so far in reality (srpt's remaining size). */
+int sched_job_set_service(Sched *s, uint64_t key, double service_s);
+/* The phase finished in reality. It stays in the virtual cluster until it finishes there too
+ * (it still slows the others' aging, as in FSP and PSBS), whatever the policy, so that
+ * switching policy at run time finds the virtual cluster as it would be. */
+int sched_job_finish(Sched *s, uint64_t key, double now_s);
+/* Brings back what a restart must not lose of a job phase added again with sched_job_add()
+ * (with the size it had): what is left of it in the virtual cluster, so aging resumes where it
+ * stopped instead of from its full size, and since when it has been late (late_since_s NAN:
+ * not late; a phase with nothing left is late from late_since_s, or now). -ENOENT, -EINVAL. */
+int sched_job_restore(Sched *s, uint64_t key, double now_s, double virtual_size_s, double late_since_s);
+/* The psbs ghost time as a checkpoint recorded it (it only grows). -EINVAL if negative. */
+int sched_set_ghost_time(Sched *s, double ghost);
+/* The phase is gone (cancelled, failed): forget it everywhere. */
+int sched_job_remove(Sched *s, uint64_t key, double now_s);
+size_t sched_n_jobs(const Sched *s);
+
+/* Jobs are keyed per phase: phases of one job are sized and aged separately (HFSP Sec. III). */
+static inline uint64_t sched_key(uint64_t job, unsigned phase) {
+        return job * 64 + phase;
+}
+static inline uint64_t sched_key_job(uint64_t key) {
+        return key / 64;
+}
+static inline unsigned sched_key_phase(uint64_t key) {
+        return (unsigned) (key % 64);
+}
+
+/* ---- Decisions ---- */
+
+typedef enum SchedTaskState {
+        SCHED_TASK_PENDING,    /* waiting to be placed */
+        SCHED_TASK_RUNNING,    /* on a node (or starting there): holds CPU and memory */
+        SCHED_TASK_SUSPENDED,  /* frozen: holds memory only */
+        SCHED_TASK_STOPPING,   /* being killed: holds both until it is gone, never a victim */
+        _SCHED_TASK_STATE_MAX,
+} SchedTaskState;
+
+typedef struct SchedTask {
+        uint64_t key;          /* its job phase, added with sched_job_add() */
+        unsigned index;        /* task index within the phase */
+        SchedTaskState state;
+        size_t node;           /* index into the nodes array unless PENDING */
+        double cpu_cores;
+        uint64_t memory_bytes;
+        double started_s;      /* when it started: the youngest are preempted first */
+} SchedTask;
+
+typedef enum SchedVerb {
+        SCHED_START,           /* place task on node */
+        SCHED_THAW,            /* resume a suspended task on its node */
+        SCHED_FREEZE,          /* suspend a running task */
+        SCHED_KILL,            /* kill a running task (it will be run again later) */
+        _SCHED_VERB_MAX,
+} SchedVerb;
+
+const char *sched_verb_to_string(SchedVerb v);
+
+typedef struct SchedDecision {
+        SchedVerb verb;
+        size_t task;           /* index into the tasks array */
+        size_t node;           /* index into the nodes array */
+} SchedDecision;
+
+/* Ages the virtual cluster to now, orders the jobs by the policy and fits work onto nodes.
+ * Nodes' allocated_* fields are ignored on input and recomputed from the tasks (suspended tasks
+ * hold memory, not CPU). Tasks whose key is unknown are ignored. Placement is strict: the
+ * highest-priority task that fits on no node right now stops placement (with KILL/SUSPEND it
+ * preempts lower-priority tasks to make room), so nothing starves behind a stream of small
+ * requests; a task that would not fit even on an empty node is skipped.
+ * *ret is a malloc'd array (NULL when empty). */
+int sched_decide(Sched *s, double now_s, PlacementNode *nodes, size_t n_nodes,
+                 const SchedTask *tasks, size_t n_tasks, SchedDecision **ret, size_t *ret_n);
+
+/* ---- What the scheduler thinks of a job (API, CLI, tests) ---- */
+
+typedef enum SchedJobState {
+        SCHED_JOB_TRAINING,    /* initial size; its training tasks have priority */
+        SCHED_JOB_QUEUED,      /* has work waiting */
+        SCHED_JOB_RUNNING,     /* everything it can run runs */
+        SCHED_JOB_SUSPENDED,   /* some of its tasks are frozen */
+        SCHED_JOB_DONE,        /* finished in reality, still ageing in the virtual cluster */
+        _SCHED_JOB_STATE_MAX,
+} SchedJobState;
+
+const char *sched_job_state_to_string(SchedJobState s);
+
+typedef struct SchedJobInfo {
+        SchedSize size;
+        double weight;
+        double virtual_size_s;     /* remaining size in the virtual cluster (hfsp, psbs) */
+        double virtual_share_cpus; /* its current share of the virtual cluster */
+        double virtual_finish;     /* psbs: ghost time at which it finishes virtually */
+        bool late;                 /* finished virtually, not in reality */
+        double late_since_s;       /* when it became late (NAN if not late) */
+        bool real_done;            /* finished in reality, still ageing virtually */
+        double remaining_s;        /* srpt: size minus service */
+        unsigned rank;             /* 1 = served first; 0 = finished */
+        SchedJobState state;       /* as of the last sched_decide() */
+} SchedJobInfo;
+
+/* Ages to now and ranks every job (O(n log n): for the API, not the hot path). */
+int sched_rank(Sched *s, double now_s);
+int sched_job_info(const Sched *s, uint64_t key, SchedJobInfo *ret);
+/* The ghost (virtual) time of the psbs virtual cluster: service per unit of weight so far. */
+double sched_ghost_time(const Sched *s);

@@ -1,0 +1,372 @@
+/* cgorch-sim.c: the simulator's command line — pick a workload (a generator or a trace), a
+ * cluster and the policy knobs, run, write the per-job CSV, the timeline and a summary. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "controller/balancer.h"
+#include "macro.h"
+#include "sim-engine.h"
+#include "sim-report.h"
+
+static void help(void) {
+        printf("Usage: cgorch-sim [OPTIONS]\n"
+               "Simulate a batch cluster under cgorch's own scheduler, estimator and orchestrator.\n\n"
+               "Workload:\n"
+               "  -w --workload=NAME        generator: dev, test, prod (HFSP Table I), swim (heavy-tailed),\n"
+               "                            contention (MROrchestrator's job mix)   [dev]\n"
+               "  -t --trace=FILE           read the workload from a CSV trace (docs/trace-format.md)\n"
+               "  -n --jobs=N               jobs to generate (0: the paper's count)  [0]\n"
+               "     --job-class=NAME       keep only jobs of this class (bin1..bin4, small, sort, ...)\n"
+               "  -c --cluster=SPEC         COUNTxCPUSxMEMORY[@SPEED][,...], e.g. 20x3x8G  [the generator's]\n"
+               "     --write-trace=FILE     write the workload as a trace and exit\n"
+               "Policy:\n"
+               "  -p --policy=NAME          fifo, fair, hfsp, psbs, srpt-oracle, ps  [hfsp]\n"
+               "  -P --preemption=NAME      wait, kill, suspend  [wait]\n"
+               "  -e --estimator=NAME       hfsp (training tasks) or oracle (true size at arrival)  [hfsp]\n"
+               "  -s --error-sigma=SIGMA    multiply size estimates by LogN(0, SIGMA^2)  [0]\n"
+               "     --training-cpus=T      HFSP's T: CPUs training tasks may hold first  [10]\n"
+               "     --reschedule=SECONDS   with kill/suspend, decide at least this often  [3]\n"
+               "Orchestration:\n"
+               "  -o --orchestration=MODE   off, cpu, memory, cpu+memory  [off]\n"
+               "     --orch-estimator=NAME  regression or uniform  [regression]\n"
+               "     --epoch=SECONDS        orchestration epoch  [20]\n"
+               "     --thrash-exponent=K    slow-down (limit/working set)^K when memory is short  [4]\n"
+               "Output:\n"
+               "     --seed=N               seed for the generator and the estimation errors  [1]\n"
+               "  -j --jobs-csv=FILE        per-job CSV (arrival, start, end, response, slowdown, ...)\n"
+               "  -T --timeline=FILE        utilisation over time, CSV\n"
+               "     --sample=SECONDS       timeline interval  [60]\n"
+               "     --summary=FORMAT       text or csv  [text]\n"
+               "     --progress             a progress line on stderr (default when stderr is a terminal)\n"
+               "  -h --help                 show this help\n"
+               "     --version              show the version\n");
+}
+
+enum {
+        ARG_JOB_CLASS = 0x100,
+        ARG_WRITE_TRACE,
+        ARG_TRAINING_CPUS,
+        ARG_RESCHEDULE,
+        ARG_ORCH_ESTIMATOR,
+        ARG_EPOCH,
+        ARG_THRASH,
+        ARG_SEED,
+        ARG_SAMPLE,
+        ARG_SUMMARY,
+        ARG_PROGRESS,
+        ARG_VERSION,
+};
+
+static const struct option options[] = {
+        { "workload", required_argument, NULL, 'w' },
+        { "trace", required_argument, NULL, 't' },
+        { "jobs", required_argument, NULL, 'n' },
+        { "job-class", required_argument, NULL, ARG_JOB_CLASS },
+        { "cluster", required_argument, NULL, 'c' },
+        { "write-trace", required_argument, NULL, ARG_WRITE_TRACE },
+        { "policy", required_argument, NULL, 'p' },
+        { "preemption", required_argument, NULL, 'P' },
+        { "estimator", required_argument, NULL, 'e' },
+        { "error-sigma", required_argument, NULL, 's' },
+        { "training-cpus", required_argument, NULL, ARG_TRAINING_CPUS },
+        { "reschedule", required_argument, NULL, ARG_RESCHEDULE },
+        { "orchestration", required_argument, NULL, 'o' },
+        { "orch-estimator", required_argument, NULL, ARG_ORCH_ESTIMATOR },
+        { "epoch", required_argument, NULL, ARG_EPOCH },
+        { "thrash-exponent", required_argument, NULL, ARG_THRASH },
+        { "seed", required_argument, NULL, ARG_SEED },
+        { "jobs-csv", required_argument, NULL, 'j' },
+        { "timeline", required_argument, NULL, 'T' },
+        { "sample", required_argument, NULL, ARG_SAMPLE },
+        { "summary", required_argument, NULL, ARG_SUMMARY },
+        { "progress", no_argument, NULL, ARG_PROGRESS },
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, ARG_VERSION },
+        {},
+};
+
+static int parse_number(const char *name, const char *s, double min, double *ret) {
+        char *end;
+        errno = 0;
+        double v = strtod(s, &end);
+        if (errno || end == s || *end || !(v >= min) || v > 1e15) {
+                fprintf(stderr, "cgorch-sim: --%s: \"%s\" is not a number ≥ %g\n", name, s, min);
+                return -EINVAL;
+        }
+        *ret = v;
+        return 0;
+}
+
+typedef struct Progress {
+        bool enabled;
+        struct timespec start, last;
+} Progress;
+
+static double elapsed_s(const struct timespec *a, const struct timespec *b) {
+        return (double) (b->tv_sec - a->tv_sec) + (double) (b->tv_nsec - a->tv_nsec) * 1e-9;
+}
+
+static void on_progress(double now_s, size_t done, size_t n, uint64_t events, void *userdata) {
+        Progress *p = userdata;
+        struct timespec ts;
+        if (!p->enabled)
+                return;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        if (done < n && elapsed_s(&p->last, &ts) < 0.5)
+                return;
+        p->last = ts;
+        double wall = elapsed_s(&p->start, &ts);
+        fprintf(stderr, "\rcgorch-sim: t=%.0fs  jobs %zu/%zu  %" PRIu64 " events  %.0f events/s  %.1fs%s", now_s, done, n,
+                events, wall > 0 ? (double) events / wall : 0.0, wall, done == n ? "\n" : "  ");
+}
+
+static int write_file(const char *path, int (*fn)(FILE *, const SimWorkload *, const SimResult *),
+                      const SimWorkload *w, const SimResult *r) {
+        _cleanup_fclose_ FILE *f = fopen(path, "we");
+        if (!f) {
+                fprintf(stderr, "cgorch-sim: %s: %m\n", path);
+                return -errno;
+        }
+        int k = fn(f, w, r);
+        if (k < 0)
+                fprintf(stderr, "cgorch-sim: %s: write failed\n", path);
+        return k;
+}
+
+static int timeline_writer(FILE *f, const SimWorkload *w, const SimResult *r) {
+        (void) w;
+        return sim_report_timeline_csv(f, r);
+}
+
+int main(int argc, char *argv[]) {
+        SimParams params = SIM_PARAMS_DEFAULT;
+        SimGenerator gen = SIM_GEN_DEV;
+        const char *trace = NULL, *job_class = NULL, *cluster = NULL, *write_trace = NULL;
+        const char *jobs_csv = NULL, *timeline = NULL;
+        double n_jobs = 0, seed = 1;
+        bool summary_csv = false;
+        Progress progress = { .enabled = isatty(STDERR_FILENO) };
+        int c, k;
+
+        params.seed = 1;
+        while ((c = getopt_long(argc, argv, "w:t:n:c:p:P:e:s:o:j:T:h", options, NULL)) >= 0) {
+                switch (c) {
+                case 'w':
+                        gen = sim_generator_from_string(optarg);
+                        if (gen < 0) {
+                                fprintf(stderr, "cgorch-sim: --workload: unknown workload \"%s\"\n", optarg);
+                                return 2;
+                        }
+                        break;
+                case 't':
+                        trace = optarg;
+                        break;
+                case 'n':
+                        if (parse_number("jobs", optarg, 0, &n_jobs) < 0)
+                                return 2;
+                        break;
+                case ARG_JOB_CLASS:
+                        job_class = optarg;
+                        break;
+                case 'c':
+                        cluster = optarg;
+                        break;
+                case ARG_WRITE_TRACE:
+                        write_trace = optarg;
+                        break;
+                case 'p':
+                        params.policy = sim_policy_from_string(optarg);
+                        if (params.policy < 0) {
+                                fprintf(stderr, "cgorch-sim: --policy: unknown policy \"%s\"\n", optarg);
+                                return 2;
+                        }
+                        break;
+                case 'P':
+                        params.preemption = sim_preemption_from_string(optarg);
+                        if (params.preemption < 0) {
+                                fprintf(stderr, "cgorch-sim: --preemption: unknown primitive \"%s\"\n", optarg);
+                                return 2;
+                        }
+                        break;
+                case 'e':
+                        params.estimator = sim_estimator_from_string(optarg);
+                        if (params.estimator < 0) {
+                                fprintf(stderr, "cgorch-sim: --estimator: unknown estimator \"%s\"\n", optarg);
+                                return 2;
+                        }
+                        break;
+                case 's':
+                        if (parse_number("error-sigma", optarg, 0, &params.error_sigma) < 0)
+                                return 2;
+                        break;
+                case ARG_TRAINING_CPUS:
+                        if (parse_number("training-cpus", optarg, 0, &params.training_cpus) < 0)
+                                return 2;
+                        break;
+                case ARG_RESCHEDULE:
+                        if (parse_number("reschedule", optarg, 0, &params.reschedule_s) < 0)
+                                return 2;
+                        break;
+                case 'o': {
+                        OrchMode m = orch_mode_from_string(optarg);
+                        if (m < 0) {
+                                fprintf(stderr, "cgorch-sim: --orchestration: unknown mode \"%s\"\n", optarg);
+                                return 2;
+                        }
+                        params.orch_mode = (int) m;
+                        break;
+                }
+                case ARG_ORCH_ESTIMATOR: {
+                        OrchEstimator oe = orch_estimator_from_string(optarg);
+                        if (oe < 0) {
+                                fprintf(stderr, "cgorch-sim: --orch-estimator: unknown estimator \"%s\"\n", optarg);
+                                return 2;
+                        }
+                        params.orch_estimator = (int) oe;
+                        break;
+                }
+                case ARG_EPOCH:
+                        if (parse_number("epoch", optarg, 0.001, &params.epoch_s) < 0)
+                                return 2;
+                        break;
+                case ARG_THRASH:
+                        if (parse_number("thrash-exponent", optarg, 0, &params.thrash_exponent) < 0)
+                                return 2;
+                        break;
+                case ARG_SEED:
+                        if (parse_number("seed", optarg, 0, &seed) < 0)
+                                return 2;
+                        params.seed = (uint64_t) seed;
+                        break;
+                case 'j':
+                        jobs_csv = optarg;
+                        break;
+                case 'T':
+                        timeline = optarg;
+                        break;
+                case ARG_SAMPLE:
+                        if (parse_number("sample", optarg, 0, &params.sample_s) < 0)
+                                return 2;
+                        break;
+                case ARG_SUMMARY:
+                        if (streq(optarg, "csv"))
+                                summary_csv = true;
+                        else if (!streq(optarg, "text")) {
+                                fprintf(stderr, "cgorch-sim: --summary: \"%s\" is neither text nor csv\n", optarg);
+                                return 2;
+                        }
+                        break;
+                case ARG_PROGRESS:
+                        progress.enabled = true;
+                        break;
+                case 'h':
+                        help();
+                        return 0;
+                case ARG_VERSION:
+                        printf("cgorch-sim %s\n", PACKAGE_VERSION);
+                        return 0;
+                default:
+                        fprintf(stderr, "Try 'cgorch-sim --help'.\n");
+                        return 2;
+                }
+        }
+        if (optind < argc) {
+                fprintf(stderr, "cgorch-sim: unexpected argument \"%s\"\n", argv[optind]);
+                return 2;
+        }
+
+        _cleanup_(sim_workload_done) SimWorkload w = { 0 };
+        if (trace) {
+                _cleanup_fclose_ FILE *f = streq(trace, "-") ? NULL : fopen(trace, "re");
+                if (!f && !streq(trace, "-")) {
+                        fprintf(stderr, "cgorch-sim: %s: %m\n", trace);
+                        return 1;
+                }
+                char error[256] = "";
+                k = sim_trace_read(f ?: stdin, &w, error, sizeof error);
+                if (k < 0) {
+                        fprintf(stderr, "cgorch-sim: %s: %s\n", trace, *error ? error : strerror(-k));
+                        return 1;
+                }
+        } else {
+                k = sim_generate(gen, (size_t) n_jobs, params.seed, &w);
+                if (k < 0) {
+                        fprintf(stderr, "cgorch-sim: generating %s: %s\n", sim_generator_to_string(gen), strerror(-k));
+                        return 1;
+                }
+        }
+        if (job_class && sim_workload_filter_class(&w, job_class) == 0) {
+                fprintf(stderr, "cgorch-sim: --job-class: no job of class \"%s\"\n", job_class);
+                return 1;
+        }
+        if (trace && n_jobs > 0 && (size_t) n_jobs < w.n_jobs)
+                w.n_jobs = (size_t) n_jobs;
+
+        _cleanup_free_ SimNodeSpec *nodes = NULL;
+        size_t n_nodes = 0;
+        if (cluster) {
+                if (sim_cluster_parse(cluster, &nodes, &n_nodes) < 0) {
+                        fprintf(stderr, "cgorch-sim: --cluster: \"%s\" is not COUNTxCPUSxMEMORY[@SPEED][,...]\n", cluster);
+                        return 2;
+                }
+        } else if (w.n_nodes > 0) {
+                nodes = malloc(w.n_nodes * sizeof(SimNodeSpec));
+                if (!nodes)
+                        return 1;
+                memcpy(nodes, w.nodes, w.n_nodes * sizeof(SimNodeSpec));
+                n_nodes = w.n_nodes;
+        } else {
+                fprintf(stderr, "cgorch-sim: a trace needs --cluster\n");
+                return 2;
+        }
+
+        if (write_trace) {
+                _cleanup_fclose_ FILE *f = fopen(write_trace, "we");
+                if (!f || sim_trace_write(f, &w) < 0) {
+                        fprintf(stderr, "cgorch-sim: %s: cannot write the trace\n", write_trace);
+                        return 1;
+                }
+                return 0;
+        }
+
+        SimResult res = { 0 };
+        clock_gettime(CLOCK_MONOTONIC, &progress.start);
+        progress.last = progress.start;
+        k = sim_run(&w, nodes, n_nodes, &params, on_progress, &progress, &res);
+        struct timespec end;
+        clock_gettime(CLOCK_MONOTONIC, &end);
+        if (k == -EDEADLK) {
+                fprintf(stderr, "cgorch-sim: some task fits on no node of the cluster: it can never run\n");
+                return 1;
+        }
+        if (k < 0) {
+                fprintf(stderr, "cgorch-sim: simulation failed: %s\n", strerror(-k));
+                return 1;
+        }
+        int ret = 0;
+        SimSummary s;
+        if (sim_summarize(&res, &s) < 0) {
+                fprintf(stderr, "cgorch-sim: no job to summarise\n");
+                ret = 1;
+        } else {
+                double wall = elapsed_s(&progress.start, &end);
+                if (summary_csv)
+                        sim_summary_print_csv(stdout, &s, &res, true);
+                else {
+                        sim_summary_print_text(stdout, &s, &res);
+                        printf("wall time            %.3f s (%.0f events/s)\n", wall,
+                               wall > 0 ? (double) res.events / wall : 0.0);
+                }
+        }
+        if (jobs_csv && write_file(jobs_csv, sim_report_jobs_csv, &w, &res) < 0)
+                ret = 1;
+        if (timeline && write_file(timeline, timeline_writer, &w, &res) < 0)
+                ret = 1;
+        sim_result_done(&res);
+        return ret;
+}

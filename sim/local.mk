@@ -1,0 +1,39 @@
+# sim/: cgorch-sim, the trace-driven simulator. It links the scheduler, estimator and orchestrator
+# libraries the controller links; sim-sched.c and sim-orch.c are its only doors to them.
+bin_PROGRAMS += sim/cgorch-sim
+
+noinst_LIBRARIES += sim/libcgorch-sim.a
+sim_libcgorch_sim_a_SOURCES = \
+	sim/sim-rng.h \
+	sim/sim-model.c sim/sim-model.h \
+	sim/sim-workload.c sim/sim-workload.h sim/sim-generate.c \
+	sim/sim-sched.c sim/sim-sched.h \
+	sim/sim-orch.c \
+	sim/sim-engine.c sim/sim-engine.h sim/sim-engine-internal.h \
+	sim/sim-report.c sim/sim-report.h
+SIM_LIBS = sim/libcgorch-sim.a controller/libcgorch-orch.a $(SCHED_LIBS) $(ESTIMATOR_LIBS) -lm
+
+sim_cgorch_sim_SOURCES = sim/cgorch-sim.c
+sim_cgorch_sim_LDADD = $(SIM_LIBS)
+
+SIM_TESTS = tests/unit/test-sim-model tests/unit/test-sim-trace tests/unit/test-sim-engine
+check_PROGRAMS += $(SIM_TESTS)
+TESTS += $(SIM_TESTS) tests/integration/test-sim.sh
+EXTRA_DIST += tests/integration/test-sim.sh tests/fixtures/sim/fig3.csv
+tests_unit_test_sim_model_SOURCES = tests/unit/test-sim-model.c
+tests_unit_test_sim_model_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_sim_model_LDADD = $(SIM_LIBS) $(CRITERION_LIBS)
+tests_unit_test_sim_trace_SOURCES = tests/unit/test-sim-trace.c
+tests_unit_test_sim_trace_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_sim_trace_LDADD = $(SIM_LIBS) $(CRITERION_LIBS)
+tests_unit_test_sim_engine_SOURCES = tests/unit/test-sim-engine.c
+tests_unit_test_sim_engine_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_sim_engine_LDADD = $(SIM_LIBS) $(CRITERION_LIBS)
+
+# The evaluation (docs/evaluation.md) and its plots: `make sim-eval` (minutes, on demand; writes
+# into the source tree on purpose — the report and plots are committed). Needs gnuplot.
+dist_noinst_SCRIPTS += sim/evaluate.sh
+EXTRA_DIST += docs/evaluation.md docs/trace-format.md
+sim-eval: sim/cgorch-sim
+	$(BASH) $(srcdir)/sim/evaluate.sh $(builddir)/sim/cgorch-sim $(srcdir)/docs
+.PHONY: sim-eval

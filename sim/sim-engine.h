@@ -1,0 +1,90 @@
+/* sim-engine.h: the discrete-event simulation — a workload on a cluster under a scheduling
+ * policy, a preemption primitive, an estimator with injected errors and optionally the
+ * orchestrator — and what comes out of it: per-job times, utilisation over time, counters. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sim-sched.h"
+#include "sim-workload.h"
+
+typedef enum SimEstimator {
+        SIM_ESTIMATOR_HFSP,     /* HFSP's estimation module: S_i, training on t tasks, S_f */
+        SIM_ESTIMATOR_ORACLE,   /* the true size at arrival (SRVT when the policy is hfsp) */
+        _SIM_ESTIMATOR_MAX,
+        _SIM_ESTIMATOR_INVALID = -22,
+} SimEstimator;
+
+const char *sim_estimator_to_string(SimEstimator e);
+SimEstimator sim_estimator_from_string(const char *s);
+
+typedef struct SimParams {
+        SimPolicy policy;
+        SimPreemption preemption;
+        SimEstimator estimator;
+        double error_sigma;             /* estimates × LogN(0, σ²), one draw per job phase */
+        uint64_t seed;                  /* for the estimation errors */
+        double training_cpus;           /* HFSP's T */
+        double thrash_exponent;
+        double reschedule_s;            /* with kill/suspend: decide at least this often */
+        /* Orchestration (off when orch_mode is 0). */
+        int orch_mode;                  /* OrchMode: 0 off, 1 cpu, 2 memory, 3 cpu+memory */
+        int orch_estimator;             /* OrchEstimator: 0 regression, 1 uniform */
+        double epoch_s;
+        double sample_s;                /* utilisation time series; 0: none */
+} SimParams;
+
+#define SIM_PARAMS_DEFAULT                                      \
+        ((SimParams) {                                          \
+                .policy = SIM_POLICY_HFSP,                      \
+                .preemption = SIM_PREEMPT_WAIT,                 \
+                .estimator = SIM_ESTIMATOR_HFSP,                \
+                .training_cpus = 10,                            \
+                .thrash_exponent = SIM_THRASH_EXPONENT_DEFAULT, \
+                .reschedule_s = 3,                              \
+                .epoch_s = 20,                                  \
+                .sample_s = 60,                                 \
+        })
+
+typedef struct SimJobResult {
+        size_t job;                     /* index into the workload's jobs */
+        double arrival_s, start_s, end_s;
+        double size_s;                  /* true CPU-seconds */
+        double estimate_s;              /* the scheduler's last size for it, summed over phases */
+        double isolated_s;              /* its run time alone on the empty cluster */
+        unsigned kills;
+        double wasted_s;                /* work lost to kills */
+} SimJobResult;
+
+typedef struct SimSample {
+        double t_s;
+        double cpu_util, memory_util;   /* over the interval ending at t_s, in [0, 1] */
+        unsigned running_tasks, active_jobs;
+} SimSample;
+
+typedef struct SimResult {
+        SimJobResult *jobs;
+        size_t n_jobs;
+        SimSample *samples;
+        size_t n_samples, allocated_samples;
+        double capacity_cpus, capacity_memory_bytes;
+        double first_arrival_s, last_end_s;
+        double cpu_used_s, memory_used_byte_s;
+        double wasted_s;
+        uint64_t events, decisions;
+        unsigned kills, freezes, thaws;
+        unsigned orch_epochs, orch_changes;
+} SimResult;
+
+void sim_result_done(SimResult *r);
+
+/* Called every few thousand events: simulated time and jobs done so far. */
+typedef void (*SimProgressFn)(double now_s, size_t jobs_done, size_t n_jobs, uint64_t events, void *userdata);
+
+int sim_run(const SimWorkload *w, const SimNodeSpec *nodes, size_t n_nodes, const SimParams *params,
+            SimProgressFn progress, void *userdata, SimResult *ret);
+
+/* Each phase's tasks list-scheduled on the empty cluster's slots, phase after phase. */
+double sim_isolated_runtime_s(const SimWorkload *w, const SimJobSpec *j, const SimNodeSpec *nodes, size_t n_nodes);

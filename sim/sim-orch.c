@@ -1,0 +1,166 @@
+/* sim-orch.c: one MROrchestrator epoch in the simulator — the running tasks' epoch (usage
+ * windows, throttling, thrashing, pressure) into the same snapshot the controller builds, then
+ * the library's detector and balancer (controller/libcgorch-orch.a), then the changed limits
+ * back onto the simulated tasks. Nothing here decides anything. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "controller/balancer.h"
+#include "controller/detector.h"
+#include "controller/orch-snapshot.h"
+#include "macro.h"
+#include "sim-engine-internal.h"
+
+void sim_orch_free(Engine *e) {
+        if (!e->orch_state)
+                return;
+        orch_balancer_state_done(e->orch_state);
+        free(e->orch_state);
+        e->orch_state = NULL;
+}
+
+static int task_window(Task *t) {
+        if (!(t->ep_run_s > 0) || (t->n_windows > 0 && t->windows[t->n_windows - 1].run_time_s >= t->run_time_s))
+                return 0;
+        if (t->n_windows == t->allocated_windows) {
+                size_t m = MAX(t->allocated_windows * 2, (size_t) 8);
+                SimWindow *p = realloc(t->windows, m * sizeof(SimWindow));
+                if (!p)
+                        return -ENOMEM;
+                t->windows = p;
+                t->allocated_windows = m;
+        }
+        t->windows[t->n_windows++] = (SimWindow) {
+                .run_time_s = t->run_time_s,
+                .cpu_cores = t->ep_cpu_s / t->ep_run_s,
+                .memory_bytes = t->ep_memory_peak,
+        };
+        return 0;
+}
+
+int sim_orch_epoch(Engine *e, double now_s) {
+        _cleanup_(orch_snapshot_freep) OrchSnapshot *s = NULL;
+        _cleanup_free_ uint32_t *map = NULL;
+        OrchFindings findings = { 0 };
+        OrchDecisions decisions = { 0 };
+        size_t n_map = 0;
+        double epoch = e->p.epoch_s;
+        int r;
+
+        if (!e->orch_state) {
+                e->orch_state = calloc(1, sizeof(OrchBalancerState));
+                if (!e->orch_state)
+                        return -ENOMEM;
+                orch_balancer_state_init(e->orch_state);
+        }
+        r = orch_snapshot_new(&s);
+        if (r < 0)
+                return r;
+        size_t n_tasks = 0;
+        for (size_t k = 0; k < e->n_nodes; k++)
+                n_tasks += e->nodes[k].n_tasks;
+        map = malloc(MAX(n_tasks, (size_t) 1) * sizeof(uint32_t));
+        if (!map)
+                return -ENOMEM;
+
+        for (size_t k = 0; k < e->n_nodes; k++) {
+                Node *node = &e->nodes[k];
+                char name[32];
+                snprintf(name, sizeof name, "n%zu", k);
+                /* PSI some: the share of the epoch in which some task on the node waited. */
+                OrchNodeInfo ni = {
+                        .name = name,
+                        .capacity_cpus = node->spec.cpus,
+                        .capacity_memory_bytes = (uint64_t) node->spec.memory_bytes,
+                        .psi_cpu_some_avg10 = MIN(100.0 * node->ep_cpu_some_s / epoch, 100.0),
+                        .psi_memory_some_avg10 = MIN(100.0 * node->ep_memory_some_s / epoch, 100.0),
+                };
+                node->ep_cpu_some_s = node->ep_memory_some_s = 0;
+                r = orch_snapshot_add_node(s, &ni, NULL);
+                if (r < 0)
+                        return r;
+                for (size_t q = 0; q < node->n_tasks; q++) {
+                        uint32_t ti = node->tasks[q];
+                        Task *t = &e->tasks[ti];
+                        const Phase *ph = &e->phases[t->phase];
+                        const SimPhaseSpec *spec = &e->w->phases[t->phase];
+                        double run = t->ep_run_s;
+                        r = task_window(t);
+                        if (r < 0)
+                                return r;
+                        double throttled = run > 0 ? t->ep_throttled_s / run : 0;
+                        double stall = run > 0 ? t->ep_stall_s / run : 0;
+                        double thrash = run > 0 ? t->ep_thrash_s / run : 0;
+                        t->ep_cpu_s = t->ep_run_s = t->ep_throttled_s = t->ep_stall_s = t->ep_thrash_s = 0;
+                        t->ep_memory_peak = t->memory_used;
+                        if (t->state != SIM_TASK_RUNNING || t->n_windows == 0)
+                                continue;
+                        char id[64];
+                        snprintf(id, sizeof id, "%" PRIu64 ".%u.%u.0", e->w->jobs[ph->job].id, ph->number, t->index);
+                        OrchTaskInfo ti_info = {
+                                .id = id,
+                                .job = e->w->jobs[ph->job].id,
+                                .phase = ph->number,
+                                .node = name,
+                                .start_s = t->started_s,
+                                .has_progress = true,
+                                .progress = MIN(t->done_s / e->w->tasks[ti].work_s, 1.0),
+                                .cpu_limit_cores = t->cpu_limit,
+                                .memory_max_bytes = (uint64_t) t->memory_limit,
+                                .expected_cpu_cores = spec->cpu_request,
+                                .expected_memory_bytes = (uint64_t) spec->memory_request_bytes,
+                                .throttled_ratio = MIN(throttled, 1.0),
+                                .psi_cpu_some_avg10 = MIN(100.0 * stall, 100.0),
+                                .psi_memory_some_avg10 = MIN(100.0 * thrash, 100.0),
+                                /* A limit below the working set keeps hitting memory.max. */
+                                .memory_events_max = thrash > 0 ? (uint64_t) ceil(thrash * epoch) : 0,
+                        };
+                        size_t idx;
+                        r = orch_snapshot_add_task(s, &ti_info, &idx);
+                        if (r < 0)
+                                return r;
+                        for (size_t w = 0; w < t->n_windows; w++) {
+                                r = orch_snapshot_add_window(s, idx, t->windows[w].run_time_s, t->windows[w].cpu_cores,
+                                                             t->windows[w].memory_bytes);
+                                if (r < 0)
+                                        return r;
+                        }
+                        map[n_map++] = ti;
+                }
+        }
+
+        OrchDetectParams dp = ORCH_DETECT_PARAMS_DEFAULT;
+        OrchBalanceParams bp = ORCH_BALANCE_PARAMS_DEFAULT;
+        bp.mode = (OrchMode) e->p.orch_mode;
+        bp.estimator = (OrchEstimator) e->p.orch_estimator;
+        bp.epoch_s = epoch;
+        r = orch_detect(s, now_s, &dp, &findings);
+        if (r < 0)
+                return r;
+        r = orch_balance(s, &findings, now_s, &bp, e->orch_state, &decisions);
+        if (r < 0) {
+                orch_findings_done(&findings);
+                return r;
+        }
+        e->res->orch_epochs++;
+        for (size_t k = 0; k < decisions.n; k++) {
+                const OrchDecision *d = &decisions.items[k];
+                if (d->verdict != ORCH_VERDICT_APPLY || d->task >= n_map)
+                        continue;
+                Task *t = &e->tasks[map[d->task]];
+                if (d->resource == ORCH_CPU)
+                        t->cpu_limit = d->new_value;
+                else
+                        t->memory_limit = d->new_value;
+                e->nodes[t->node].dirty = true;
+                e->res->orch_changes++;
+        }
+        orch_findings_done(&findings);
+        orch_decisions_done(&decisions);
+        for (size_t k = 0; k < e->n_nodes; k++)
+                if (e->nodes[k].dirty)
+                        sim_engine_node_refresh(e, k);
+        return 0;
+}

@@ -1,0 +1,177 @@
+/* sim-sched.c: the simulator's adapter onto controller/sched.h — the same scheduler library the
+ * controller links, driven with the simulator's clock. Nothing here decides anything. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller/sched.h"
+#include "macro.h"
+#include "sim-sched.h"
+
+static const char *const policy_names[_SIM_POLICY_MAX] = {
+        [SIM_POLICY_FIFO] = "fifo", [SIM_POLICY_FAIR] = "fair", [SIM_POLICY_HFSP] = "hfsp",
+        [SIM_POLICY_PSBS] = "psbs", [SIM_POLICY_SRPT] = "srpt-oracle", [SIM_POLICY_PS] = "ps",
+};
+static const SchedPolicy sched_policies[_SIM_POLICY_MAX] = {
+        [SIM_POLICY_FIFO] = SCHED_FIFO, [SIM_POLICY_FAIR] = SCHED_FAIR, [SIM_POLICY_HFSP] = SCHED_HFSP,
+        [SIM_POLICY_PSBS] = SCHED_PSBS, [SIM_POLICY_SRPT] = SCHED_SRPT, [SIM_POLICY_PS] = SCHED_FAIR,
+};
+static const char *const preemption_names[_SIM_PREEMPT_MAX] = {
+        [SIM_PREEMPT_WAIT] = "wait", [SIM_PREEMPT_KILL] = "kill", [SIM_PREEMPT_SUSPEND] = "suspend",
+};
+static const SchedPreemption sched_preemptions[_SIM_PREEMPT_MAX] = {
+        [SIM_PREEMPT_WAIT] = SCHED_PREEMPT_WAIT, [SIM_PREEMPT_KILL] = SCHED_PREEMPT_KILL,
+        [SIM_PREEMPT_SUSPEND] = SCHED_PREEMPT_SUSPEND,
+};
+
+const char *sim_policy_to_string(SimPolicy p) {
+        return p >= 0 && p < _SIM_POLICY_MAX ? policy_names[p] : NULL;
+}
+SimPolicy sim_policy_from_string(const char *s) {
+        for (int i = 0; i < _SIM_POLICY_MAX; i++)
+                if (streq(policy_names[i], s))
+                        return (SimPolicy) i;
+        return _SIM_POLICY_INVALID;
+}
+const char *sim_preemption_to_string(SimPreemption p) {
+        return p >= 0 && p < _SIM_PREEMPT_MAX ? preemption_names[p] : NULL;
+}
+SimPreemption sim_preemption_from_string(const char *s) {
+        for (int i = 0; i < _SIM_PREEMPT_MAX; i++)
+                if (streq(preemption_names[i], s))
+                        return (SimPreemption) i;
+        return _SIM_PREEMPT_INVALID;
+}
+
+struct SimSched {
+        Sched *sched;
+        PlacementNode *nodes;
+        size_t n_nodes;
+        SchedTask *tasks;
+        size_t allocated_tasks;
+        SimSchedDecision *out;
+        size_t allocated_out;
+};
+
+int sim_sched_new(SimPolicy policy, SimPreemption preemption, double training_cpus, const double *node_cpus,
+                  const double *node_memory_bytes, size_t n_nodes, SimSched **ret) {
+        if (policy < 0 || policy >= _SIM_POLICY_MAX || preemption < 0 || preemption >= _SIM_PREEMPT_MAX)
+                return -EINVAL;
+        SimSched *s = calloc(1, sizeof(SimSched));
+        if (!s)
+                return -ENOMEM;
+        s->nodes = calloc(MAX(n_nodes, (size_t) 1), sizeof(PlacementNode));
+        if (!s->nodes) {
+                free(s);
+                return -ENOMEM;
+        }
+        double capacity = 0;
+        for (size_t i = 0; i < n_nodes; i++) {
+                s->nodes[i] = (PlacementNode) {
+                        .id = "sim",
+                        .capacity_cpus = node_cpus[i],
+                        .capacity_memory_bytes = (uint64_t) node_memory_bytes[i],
+                };
+                capacity += node_cpus[i];
+        }
+        s->n_nodes = n_nodes;
+        SchedParams p = SCHED_PARAMS_DEFAULT;
+        p.policy = sched_policies[policy];
+        p.preemption = sched_preemptions[preemption];
+        p.training_cpus = training_cpus;
+        int r = sched_new(&p, capacity, &s->sched);
+        if (r < 0) {
+                free(s->nodes);
+                free(s);
+                return r;
+        }
+        *ret = s;
+        return 0;
+}
+
+SimSched *sim_sched_free(SimSched *s) {
+        if (!s)
+                return NULL;
+        sched_free(s->sched);
+        free(s->nodes);
+        free(s->tasks);
+        free(s->out);
+        free(s);
+        return NULL;
+}
+
+uint64_t sim_sched_key(size_t job, unsigned phase) {
+        return sched_key((uint64_t) job + 1, phase);
+}
+
+static SchedSize to_size(SimSizeKind kind, double size_s, unsigned n_training) {
+        static const SchedSizeKind kinds[] = {
+                [SIM_SIZE_INITIAL] = SCHED_SIZE_INITIAL, [SIM_SIZE_FINAL] = SCHED_SIZE_FINAL,
+                [SIM_SIZE_TINY] = SCHED_SIZE_TINY, [SIM_SIZE_ORACLE] = SCHED_SIZE_ORACLE,
+        };
+        return (SchedSize) { .kind = kinds[kind], .size_s = kind == SIM_SIZE_TINY ? 0 : size_s, .n_training = n_training };
+}
+
+int sim_sched_add(SimSched *s, uint64_t key, double now_s, double weight, double parallel_cpus, SimSizeKind kind,
+                  double size_s, unsigned n_training) {
+        SchedSize size = to_size(kind, size_s, n_training);
+        return sched_job_add(s->sched, key, now_s, weight, parallel_cpus, &size);
+}
+
+int sim_sched_training_done(SimSched *s, uint64_t key, double now_s, double remaining_s) {
+        SchedSize size = to_size(SIM_SIZE_FINAL, remaining_s, 0);
+        return sched_job_training_done(s->sched, key, now_s, &size);
+}
+
+int sim_sched_set_service(SimSched *s, uint64_t key, double service_s) {
+        return sched_job_set_service(s->sched, key, service_s);
+}
+
+int sim_sched_finish(SimSched *s, uint64_t key, double now_s) {
+        return sched_job_finish(s->sched, key, now_s);
+}
+
+int sim_sched_decide(SimSched *s, double now_s, const SimSchedTask *tasks, size_t n_tasks,
+                     const SimSchedDecision **ret, size_t *ret_n) {
+        static const SchedTaskState states[] = {
+                [SIM_TASK_PENDING] = SCHED_TASK_PENDING, [SIM_TASK_RUNNING] = SCHED_TASK_RUNNING,
+                [SIM_TASK_SUSPENDED] = SCHED_TASK_SUSPENDED, [SIM_TASK_DONE] = SCHED_TASK_STOPPING,
+        };
+        static const SimVerb verbs[_SCHED_VERB_MAX] = {
+                [SCHED_START] = SIM_START, [SCHED_THAW] = SIM_THAW, [SCHED_FREEZE] = SIM_FREEZE, [SCHED_KILL] = SIM_KILL,
+        };
+        if (n_tasks > s->allocated_tasks) {
+                size_t m = MAX(n_tasks, s->allocated_tasks * 2);
+                SchedTask *p = realloc(s->tasks, m * sizeof(SchedTask));
+                if (!p)
+                        return -ENOMEM;
+                s->tasks = p;
+                s->allocated_tasks = m;
+        }
+        for (size_t i = 0; i < n_tasks; i++) {
+                const SimSchedTask *t = &tasks[i];
+                s->tasks[i] = (SchedTask) {
+                        .key = t->key, .index = t->index, .state = states[t->state], .node = t->node,
+                        .cpu_cores = t->cpus, .memory_bytes = (uint64_t) t->memory_bytes, .started_s = t->started_s,
+                };
+        }
+        _cleanup_free_ SchedDecision *d = NULL;
+        size_t n_d = 0;
+        int r = sched_decide(s->sched, now_s, s->nodes, s->n_nodes, s->tasks, n_tasks, &d, &n_d);
+        if (r < 0)
+                return r;
+        if (n_d > s->allocated_out) {
+                size_t m = MAX(n_d, s->allocated_out * 2);
+                SimSchedDecision *p = realloc(s->out, m * sizeof(SimSchedDecision));
+                if (!p)
+                        return -ENOMEM;
+                s->out = p;
+                s->allocated_out = m;
+        }
+        for (size_t k = 0; k < n_d; k++)
+                s->out[k] = (SimSchedDecision) { .verb = verbs[d[k].verb], .task = d[k].task, .node = d[k].node };
+        *ret = s->out;
+        *ret_n = n_d;
+        return 0;
+}

@@ -1,0 +1,94 @@
+/* sim-sched.h: the simulator's only door to the scheduler (controller/sched.h). The engine speaks
+ * these small types; sim-sched.c translates them to the scheduler's, so that a change in the
+ * scheduler's interface is adapted here and nowhere else. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum SimPolicy {
+        SIM_POLICY_FIFO,
+        SIM_POLICY_FAIR,
+        SIM_POLICY_HFSP,
+        SIM_POLICY_PSBS,
+        SIM_POLICY_SRPT,        /* "srpt-oracle": SRPT on the true sizes (times the injected error) */
+        SIM_POLICY_PS,          /* ideal processor sharing, simulated as a fluid by the engine */
+        _SIM_POLICY_MAX,
+        _SIM_POLICY_INVALID = -22,
+} SimPolicy;
+
+typedef enum SimPreemption {
+        SIM_PREEMPT_WAIT,
+        SIM_PREEMPT_KILL,
+        SIM_PREEMPT_SUSPEND,
+        _SIM_PREEMPT_MAX,
+        _SIM_PREEMPT_INVALID = -22,
+} SimPreemption;
+
+const char *sim_policy_to_string(SimPolicy p);
+SimPolicy sim_policy_from_string(const char *s);
+const char *sim_preemption_to_string(SimPreemption p);
+SimPreemption sim_preemption_from_string(const char *s);
+
+typedef enum SimSizeKind {
+        SIM_SIZE_INITIAL,       /* HFSP's S_i: the first n_training tasks train */
+        SIM_SIZE_FINAL,         /* S_f, or an estimate given at arrival */
+        SIM_SIZE_TINY,          /* fewer than t tasks: served first */
+        SIM_SIZE_ORACLE,        /* srpt: the (noisy) true size */
+} SimSizeKind;
+
+typedef enum SimTaskState {
+        SIM_TASK_PENDING,
+        SIM_TASK_RUNNING,
+        SIM_TASK_SUSPENDED,
+        SIM_TASK_DONE,
+} SimTaskState;
+
+typedef struct SimSchedTask {
+        uint64_t key;
+        unsigned index;
+        SimTaskState state;     /* PENDING, RUNNING or SUSPENDED */
+        size_t node;
+        double cpus;
+        double memory_bytes;
+        double started_s;
+} SimSchedTask;
+
+typedef enum SimVerb {
+        SIM_START,
+        SIM_THAW,
+        SIM_FREEZE,
+        SIM_KILL,
+} SimVerb;
+
+typedef struct SimSchedDecision {
+        SimVerb verb;
+        size_t task;
+        size_t node;
+} SimSchedDecision;
+
+typedef struct SimSched SimSched;
+
+/* nodes: capacity of each (CPUs, bytes). training_cpus is HFSP's T. */
+int sim_sched_new(SimPolicy policy, SimPreemption preemption, double training_cpus, const double *node_cpus,
+                  const double *node_memory_bytes, size_t n_nodes, SimSched **ret);
+SimSched *sim_sched_free(SimSched *s);
+
+/* A job phase's key: job index and phase number, as the controller keys them. */
+uint64_t sim_sched_key(size_t job, unsigned phase);
+
+int sim_sched_add(SimSched *s, uint64_t key, double now_s, double weight, double parallel_cpus, SimSizeKind kind,
+                  double size_s, unsigned n_training);
+/* HFSP's training stage ended: remaining_s is S_f = s̄·[(n − t) + Σ(1 − p_k)], the work left
+ * after the training tasks' share, and it becomes the phase's virtual size as is (the paper's
+ * "update the virtual size"). The scheduler's own set-size keeps the virtual work done so far,
+ * which would charge the training stage twice: once left out of S_f, once aged. Returns 1 if
+ * taken, 0 if the phase already had a final size. */
+int sim_sched_training_done(SimSched *s, uint64_t key, double now_s, double remaining_s);
+int sim_sched_set_service(SimSched *s, uint64_t key, double service_s);
+int sim_sched_finish(SimSched *s, uint64_t key, double now_s);
+
+/* One decision over the tasks given. *ret points into s (valid until the next call). */
+int sim_sched_decide(SimSched *s, double now_s, const SimSchedTask *tasks, size_t n_tasks,
+                     const SimSchedDecision **ret, size_t *ret_n);

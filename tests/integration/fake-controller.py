@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""fake-controller.py DIR: a scripted stand-in for cgorch-controller, for agent tests.
+
+Serves POST /v1/nodes/{id}/heartbeat on 127.0.0.1 (port written to DIR/port). Every heartbeat
+body is saved as DIR/last-heartbeat.json (and appended to DIR/heartbeats.jsonl); the reply
+carries every action found as DIR/queue/*.json that the agent has not acked yet; acks are
+saved as DIR/acks/<id>.json. The reply's interval_ms is $FAKE_INTERVAL_MS (default 300). GET /v1/nodes and /healthz let tools/cluster-lib.sh see the node.
+Like cgorch-controller, a body over $FAKE_MAX_BODY bytes (default 1048576, the controller's
+--max-body-size default) gets 413; the largest body seen is kept in DIR/max-body.
+FAKE_LOG_ALL=0 (benchmarks) keeps only the last heartbeat, not heartbeats.jsonl. While DIR/down
+exists every heartbeat gets 503 (the controller is away).
+"""
+import json, os, sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+DIR = sys.argv[1]
+os.makedirs(os.path.join(DIR, "queue"), exist_ok=True)
+os.makedirs(os.path.join(DIR, "acks"), exist_ok=True)
+nodes = {}
+MAX_BODY = int(os.environ.get("FAKE_MAX_BODY", "1048576"))
+LOG_ALL = os.environ.get("FAKE_LOG_ALL", "1") != "0"
+max_body = 0
+
+
+def write_atomic(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def reply(self, code, obj):
+        body = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        if self.path == "/healthz":
+            return self.reply(200, {"status": "ok"})
+        if self.path == "/v1/nodes":
+            return self.reply(200, {"nodes": [{"id": n, "state": "ready"} for n in nodes]})
+        self.reply(404, {"error": {"status": 404, "message": "not found"}})
+
+    def do_POST(self):
+        parts = self.path.split("/")
+        if len(parts) != 5 or parts[1:3] != ["v1", "nodes"] or parts[4] != "heartbeat":
+            return self.reply(404, {"error": {"status": 404, "message": "not found"}})
+        size = int(self.headers.get("Content-Length", "0"))
+        if os.path.exists(os.path.join(DIR, "down")):
+            self.rfile.read(size)
+            return self.reply(503, {"error": {"status": 503, "message": "down"}})
+        text = self.rfile.read(size).decode()
+        global max_body
+        if size > max_body:
+            max_body = size
+            write_atomic(os.path.join(DIR, "max-body"), str(size))
+        if size > MAX_BODY:
+            return self.reply(413, {"error": {"status": 413, "message": "body too large"}})
+        hb = json.loads(text)
+        nodes[hb["node"]] = True
+        write_atomic(os.path.join(DIR, "last-heartbeat.json"), text)
+        if LOG_ALL:
+            with open(os.path.join(DIR, "heartbeats.jsonl"), "a") as f:
+                f.write(text + "\n")
+        for ack in hb.get("acks", []):
+            write_atomic(os.path.join(DIR, "acks", "%d.json" % ack["action_id"]), json.dumps(ack))
+        actions = []
+        qdir = os.path.join(DIR, "queue")
+        for name in sorted(os.listdir(qdir)):
+            if not name.endswith(".json"):
+                continue
+            a = json.load(open(os.path.join(qdir, name)))
+            if not os.path.exists(os.path.join(DIR, "acks", "%d.json" % a["id"])):
+                actions.append(a)
+        self.reply(200, {"interval_ms": int(os.environ.get("FAKE_INTERVAL_MS", "300")), "actions": actions})
+
+
+srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+write_atomic(os.path.join(DIR, "port"), str(srv.server_address[1]))
+srv.serve_forever()

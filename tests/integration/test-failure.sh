@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# test-failure.sh: crashes and lost nodes on loopback with real processes and real cgroups,
+# asserting that no job is lost or doubled:
+#   1. the controller is SIGKILLed mid-run and restarted on the same state and port: jobs,
+#      tasks and actions come back from SQLite, the running tasks are matched (same attempt,
+#      same start time), not restarted;
+#   2. an agent is SIGKILLed mid-run: its tasks keep running, the restarted agent re-adopts
+#      them and the job succeeds with no new attempt;
+#   3. a node goes silent (its agent SIGSTOPped): its task is lost and rescheduled on the
+#      other node as attempt 1; when the node comes back its old attempt is killed, not kept;
+#   4. the store's disk is full (a tiny tmpfs) or its database locked: submits get 503 with
+#      the reason and leave nothing behind.
+set -euo pipefail
+
+top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
+top_builddir=${top_builddir:-$top_srcdir/build}
+. "$top_srcdir/tools/cluster-lib.sh"
+
+for tool in curl jq sqlite3; do
+        command -v $tool >/dev/null || { echo "SKIP: $tool is not installed"; exit 77; }
+done
+reason=$(cluster_cgroup_skip_reason)
+if [ -n "$reason" ]; then
+        echo "SKIP: $reason"
+        exit 77
+fi
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+pass() { echo "ok: $*"; }
+
+cluster_init "$top_builddir" cgorch-test-failure
+MOUNTED=
+STOPPED=
+# cluster_cleanup takes the exit status from $?: keep it through these steps.
+failure_cleanup() {
+        local rc=$?
+        if [ -n "$STOPPED" ]; then kill -CONT "$STOPPED" 2>/dev/null || true; fi
+        (exit $rc)
+        cluster_cleanup
+}
+trap failure_cleanup EXIT
+
+cluster_start_controller --node-lost-after 10
+port=$(cat "$CLUSTER_DIR/port")
+cluster_start_agent n1 --cpus 2 --memory 1G
+n1_pid=$CLUSTER_AGENT_PID
+cluster_start_agent n2 --cpus 2 --memory 1G
+n2_pid=$CLUSTER_AGENT_PID
+
+# tasks JOB: "id state node started_ms" per task row (every attempt).
+tasks() { job_field "$1" '.phases[].tasks[] | "\(.id) \(.state) \(.node) \(.started_ms)"'; }
+all_running() { [ "$(job_field "$1" '[.phases[].tasks[] | select(.state == "running")] | length')" = "$2" ]; }
+final() { job_is_final "$1"; }
+# Every task index succeeded exactly once, and no attempt beyond the expected ones exists.
+assert_once() {
+        local id=$1 want_rows=$2
+        [ "$(job_field "$id" .state)" = succeeded ] || fail "job $id is $(job_field "$id" .state): $(tasks "$id")"
+        [ "$(job_field "$id" .tasks_done)" = "$(job_field "$id" .tasks_total)" ] || fail "job $id: tasks_done != tasks_total"
+        local dup
+        dup=$(job_field "$id" '[.phases[].tasks[] | select(.state == "succeeded") | .id | split(".")[0:3] | join(".")] | group_by(.) | map(select(length > 1)) | length')
+        [ "$dup" = 0 ] || fail "job $id: a task succeeded twice: $(tasks "$id")"
+        [ "$(job_field "$id" '[.phases[].tasks[]] | length')" = "$want_rows" ] ||
+                fail "job $id has $(job_field "$id" '[.phases[].tasks[]] | length') task rows, want $want_rows: $(tasks "$id")"
+}
+
+# ---- 1. controller SIGKILLed mid-run ----
+id=$("$CGORCHCTL" submit --name crash --user nobody --tasks 2 --cpus 0.5 --memory 64M -- \
+        "$BURN_BIN" --cpu-seconds 2.5 --memory 4M)
+queued=$("$CGORCHCTL" submit --name queued --user nobody --tasks 1 --cpus 0.5 --memory 64M -- "$BURN_BIN" --cpu-seconds 0.2)
+wait_for 20 all_running "$id" 2 || fail "job $id never ran: $(tasks "$id")"
+before=$(tasks "$id")
+kill -KILL "$CONTROLLER_PID"
+wait "$CONTROLLER_PID" 2>/dev/null || true
+sleep 1
+cluster_start_controller --node-lost-after 10 --listen "127.0.0.1:$port"
+[ "$(cat "$CLUSTER_DIR/port")" = "$port" ] || fail "the controller came back on another port"
+after=$(tasks "$id")
+[ "$before" = "$after" ] || fail "tasks changed across the restart: before: $before; after: $after"
+wait_for 60 final "$id" || fail "job $id did not end after the restart: $(tasks "$id")"
+wait_for 30 final "$queued" || fail "job $queued did not end after the restart"
+assert_once "$id" 2
+assert_once "$queued" 1
+# The running tasks were matched, not started again: same start time, still attempt 0.
+[ "$(job_field "$id" '[.phases[].tasks[].started_ms] | join(" ")')" = "$(echo "$before" | awk '{print $4}' | xargs)" ] ||
+        fail "the tasks' start times changed: $(tasks "$id")"
+pass "controller SIGKILLed mid-run: job $id finished with its original attempts, $queued ran once"
+
+# ---- 2. agent SIGKILLed mid-run ----
+id=$("$CGORCHCTL" submit --name agent-crash --user nobody --tasks 1 --cpus 0.5 --memory 64M -- \
+        "$BURN_BIN" --cpu-seconds 3 --memory 4M)
+wait_for 20 all_running "$id" 1 || fail "job $id never ran"
+node=$(job_field "$id" '.phases[0].tasks[0].node')
+task=$(job_field "$id" '.phases[0].tasks[0].id')
+agent_pid=$n1_pid
+[ "$node" = n2 ] && agent_pid=$n2_pid
+kill -KILL "$agent_pid"
+wait "$agent_pid" 2>/dev/null || true
+sleep 0.5
+procs=$({ cat "$CGROUP_FS"/*/"$CLUSTER_CGROOT/$node/$task/cgroup.procs" 2>/dev/null || true; } | sort -u | wc -l)
+[ "$procs" -gt 0 ] || fail "task $task died with its agent"
+cluster_start_agent "$node" --cpus 2 --memory 1G
+[ "$node" = n1 ] && n1_pid=$CLUSTER_AGENT_PID || n2_pid=$CLUSTER_AGENT_PID
+wait_for 60 final "$id" || fail "job $id did not end after the agent restart: $(tasks "$id")"
+assert_once "$id" 1
+pass "agent SIGKILLed mid-run: task $task kept running and was re-adopted"
+
+# ---- 3. node lost, rescheduled, duplicate killed on return ----
+id=$("$CGORCHCTL" submit --name lost --user nobody --tasks 1 --cpus 0.5 --memory 64M -- \
+        "$BURN_BIN" --cpu-seconds 4 --memory 4M)
+wait_for 20 all_running "$id" 1 || fail "job $id never ran"
+node=$(job_field "$id" '.phases[0].tasks[0].node')
+task=$(job_field "$id" '.phases[0].tasks[0].id')
+agent_pid=$n1_pid other=n2
+[ "$node" = n2 ] && agent_pid=$n2_pid other=n1
+kill -STOP "$agent_pid"
+STOPPED=$agent_pid
+node_lost() { cluster_curl -fsS "$CGORCH_SERVER/v1/nodes" | jq -e --arg n "$node" '.nodes[] | select(.id == $n and .state == "lost")' >/dev/null; }
+wait_for 15 node_lost || fail "node $node was not declared lost"
+retry=${task%.0}.1
+retry_running() { [ "$(job_field "$id" ".phases[0].tasks[] | select(.id == \"$retry\") | .state")" = running ]; }
+wait_for 20 retry_running || fail "the lost task was not rescheduled as $retry: $(tasks "$id")"
+[ "$(job_field "$id" ".phases[0].tasks[] | select(.id == \"$retry\") | .node")" = "$other" ] ||
+        fail "$retry does not run on $other: $(tasks "$id")"
+[ "$(job_field "$id" ".phases[0].tasks[] | select(.id == \"$task\") | .state")" = lost ] || fail "$task is not lost"
+# The old attempt still burns on the silent node: when it comes back, it must be killed.
+kill -CONT "$agent_pid"
+STOPPED=
+# Gone from every hierarchy (a path that never existed, like the v2 top on a hybrid box, counts
+# as gone; one that still exists anywhere does not).
+old_cg_gone() {
+        local d
+        for d in "$CGROUP_FS"/*/"$CLUSTER_CGROOT/$node/$task" "$CGROUP_FS/$CLUSTER_CGROOT/$node/$task"; do
+                [ -d "$d" ] && return 1
+        done
+        return 0
+}
+kill_queued() { grep -q "Task $task on node $node: kill queued" "$CLUSTER_DIR/controller.log"; }
+wait_for 15 kill_queued || fail "no kill was queued for $task"
+wait_for 15 old_cg_gone || fail "the duplicate $task still runs on $node after it came back"
+wait_for 60 final "$id" || fail "job $id did not end: $(tasks "$id")"
+assert_once "$id" 2
+[ "$(job_field "$id" ".phases[0].tasks[] | select(.id == \"$task\") | .state")" = lost ] ||
+        fail "the old attempt did not stay lost: $(tasks "$id")"
+pass "node $node lost: $task rescheduled as $retry on $other, the duplicate killed when $node came back"
+
+# ---- 4. store full, store busy ----
+jobs_before=$(cluster_curl -fsS "$CGORCH_SERVER/v1/jobs" | jq -c '[.jobs[] | {id, state}]')
+submit_body='{"name": "full", "user": "nobody", "phases": [{"tasks": 200, "argv": ["true"], "cpu_cores": 0.1, "memory_bytes": 1048576}]}'
+submit_raw() { cluster_curl -sS -o "$CLUSTER_DIR/answer" -w '%{http_code}' -H 'Content-Type: application/json' \
+        --data-binary "$submit_body" "$1/v1/jobs"; }
+
+# SQLite busy: another process holds the write lock longer than the 1 s busy timeout (a
+# heartbeat may wait its second first, so the lock stays for 4 s). The nodes must not be
+# declared lost because the controller stalled.
+db=$CLUSTER_DIR/state/controller.db
+(echo "BEGIN EXCLUSIVE;"; sleep 4; echo "COMMIT;") | sqlite3 "$db" &
+locker=$!
+sleep 0.5
+code=$(submit_raw "$CGORCH_SERVER")
+wait "$locker" || true
+[ "$code" = 503 ] || fail "submit to a locked store answered $code: $(cat "$CLUSTER_DIR/answer")"
+grep -q 'store busy' "$CLUSTER_DIR/answer" || fail "503 without the reason: $(cat "$CLUSTER_DIR/answer")"
+[ "$(cluster_curl -fsS "$CGORCH_SERVER/v1/jobs" | jq -c '[.jobs[] | {id, state}]')" = "$jobs_before" ] ||
+        fail "the refused submit changed the jobs"
+sleep 1
+[ "$(cluster_curl -fsS "$CGORCH_SERVER/v1/nodes" | jq '[.nodes[] | select(.state == "ready")] | length')" = 2 ] ||
+        fail "a stalled controller declared its nodes lost"
+pass "store busy: 503 '$(jq -r .error.message "$CLUSTER_DIR/answer")', nothing stored"
+
+# Disk full: a second controller with its store on a 1 MiB tmpfs, filled up.
+full=$CLUSTER_DIR/full
+mkdir -p "$full"
+mount -t tmpfs -o size=1m cgorch-test-full "$full" || fail "cannot mount a tmpfs on $full"
+MOUNTED=$full
+full_cleanup() {
+        local rc=$?
+        if [ -n "$MOUNTED" ]; then umount "$MOUNTED" 2>/dev/null || true; fi
+        (exit $rc)
+        failure_cleanup
+}
+trap full_cleanup EXIT
+"$CONTROLLER_BIN" --config /dev/null --listen 127.0.0.1:0 --port-file "$CLUSTER_DIR/full-port" \
+        --state-dir "$full/state" --operator-token-file "$CLUSTER_DIR/tokens/operator" \
+        >"$CLUSTER_DIR/controller-full.log" 2>&1 &
+CLUSTER_PIDS+=($!)
+full_pid=$!
+wait_for 10 test -s "$CLUSTER_DIR/full-port" || fail "the controller on the tmpfs did not start"
+full_url=http://127.0.0.1:$(cat "$CLUSTER_DIR/full-port")
+dd if=/dev/zero of="$full/filler" bs=4k 2>/dev/null || true
+code=$(submit_raw "$full_url")
+[ "$code" = 503 ] || fail "submit to a full store answered $code: $(cat "$CLUSTER_DIR/answer")"
+grep -q 'store full' "$CLUSTER_DIR/answer" || fail "503 without the reason: $(cat "$CLUSTER_DIR/answer")"
+full_message=$(jq -r .error.message "$CLUSTER_DIR/answer")
+[ "$(cluster_curl -fsS "$full_url/v1/jobs" | jq '.jobs | length')" = 0 ] || fail "a half-written job is visible"
+rm -f "$full/filler"
+code=$(submit_raw "$full_url")
+[ "$code" = 201 ] || fail "submit after freeing space answered $code: $(cat "$CLUSTER_DIR/answer")"
+[ "$(cluster_curl -fsS "$full_url/v1/jobs" | jq '.jobs | length')" = 1 ] || fail "the job after the disk-full one is not alone"
+[ "$(cluster_curl -fsS "$full_url/v1/jobs/1" | jq '[.phases[0].tasks[]] | length')" = 200 ] || fail "job 1 lacks tasks"
+kill -TERM "$full_pid"
+wait "$full_pid" || fail "the controller on the full disk did not stop cleanly"
+umount "$full" && MOUNTED=
+pass "store full: 503 '$full_message', nothing half-written, fine once space is back"

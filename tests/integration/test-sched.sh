@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# test-sched.sh: preemption by freezing on real cgroups. One node of one CPU is full with a
+# long cgorch-burn job (5 tasks × 0.2 CPU) when a short one (1 task, tiny: served first)
+# arrives. With hfsp + suspend the long job's youngest task is frozen (the cgroup's freezer
+# says FROZEN), the short job finishes first, the frozen task is thawed and the long job
+# completes. With hfsp + kill the youngest task is killed instead, runs again as attempt 1 once
+# there is room, and the long job still succeeds. With fifo the short job waits for the long one.
+set -euo pipefail
+
+top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
+top_builddir=${top_builddir:-$top_srcdir/build}
+. "$top_srcdir/tools/cluster-lib.sh"
+
+for tool in curl jq; do
+        command -v $tool >/dev/null || { echo "SKIP: $tool is not installed"; exit 77; }
+done
+reason=$(cluster_cgroup_skip_reason)
+if [ -n "$reason" ]; then
+        echo "SKIP: $reason"
+        exit 77
+fi
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+pass() { echo "ok: $*"; }
+
+# The file that says whether a task's cgroup is frozen, and its frozen value.
+freeze_file() {
+        if [ -f "$CGROUP_FS/cgroup.controllers" ]; then
+                echo "$CGROUP_FS/$CLUSTER_CGROOT/n1/$1/cgroup.freeze"
+        else
+                echo "$CGROUP_FS/freezer/$CLUSTER_CGROOT/n1/$1/freezer.state"
+        fi
+}
+is_frozen() {
+        local f
+        f=$(freeze_file "$1")
+        [ -f "$f" ] && case $(cat "$f") in 1|FROZEN) return 0 ;; *) return 1 ;; esac
+}
+
+submit_long() {
+        "$CGORCHCTL" submit --name long --user nobody --tasks 5 --cpus 0.2 --memory 64M -- \
+                "$BURN_BIN" --cpu-seconds 2
+}
+submit_short() {
+        "$CGORCHCTL" submit --name short --user nobody --tasks 1 --cpus 0.2 --memory 64M -- \
+                "$BURN_BIN" --cpu-seconds 0.4
+}
+all_running() { [ "$(job_field "$1" '[.phases[0].tasks[] | select(.state == "running")] | length')" = 5 ]; }
+
+run_case() {
+        local policy=$1 preemption=${2:-suspend} long short
+        cluster_init "$top_builddir" "cgorch-test-sched-$policy-$preemption"
+        # T = 0: no training priority, so the long job's tasks are not protected as training tasks.
+        cluster_start_controller --scheduler "$policy" --preemption "$preemption" --training-cpus 0
+        cluster_start_agent n1 --cpus 1 --memory 2G
+
+        long=$(submit_long)
+        wait_for 20 all_running "$long" || fail "$policy: the long job's 5 tasks never all ran"
+        short=$(submit_short)
+        froze=no
+        for _ in $(seq 1 200); do
+                is_frozen "$long.0.4.0" && froze=yes
+                job_is_final "$short" && break
+                sleep 0.1
+        done
+        wait_for 60 job_is_final "$long" || fail "$policy: the long job did not finish"
+        wait_for 60 job_is_final "$short" || fail "$policy: the short job did not finish"
+        [ "$(job_field "$long" .state)" = succeeded ] || fail "$policy: long job $(job_field "$long" .state)"
+        [ "$(job_field "$short" .state)" = succeeded ] || fail "$policy: short job $(job_field "$short" .state)"
+        local long_end short_end
+        long_end=$(job_field "$long" .finished_ms)
+        short_end=$(job_field "$short" .finished_ms)
+        if [ "$preemption" = kill ]; then
+                [ $froze = no ] || fail "hfsp/kill: a task was frozen"
+                [ "$(job_field "$long" '.phases[0].tasks[] | select(.id == "'"$long.0.4.0"'") | .state')" = cancelled ] ||
+                        fail "hfsp/kill: task $long.0.4.0 was not killed"
+                job_field "$long" '.phases[0].tasks[] | select(.id == "'"$long.0.4.0"'") | .error' | grep -q '^preempted' ||
+                        fail "hfsp/kill: task $long.0.4.0 does not say it was preempted"
+                [ "$(job_field "$long" '.phases[0].tasks[] | select(.id == "'"$long.0.4.1"'") | .state')" = succeeded ] ||
+                        fail "hfsp/kill: task $long.0.4 was not run again as attempt 1"
+                pass "hfsp/kill: the long job's youngest task was killed and ran again as $long.0.4.1"
+                [ "$short_end" -lt "$long_end" ] || fail "hfsp/kill: the short job ended at $short_end, after the long one ($long_end)"
+                pass "hfsp/kill: the short job finished first; the long job still succeeded"
+        elif [ "$policy" = hfsp ]; then
+                [ $froze = yes ] || fail "hfsp: task $long.0.4.0 was never frozen"
+                pass "hfsp: the long job's youngest task was frozen ($(basename "$(freeze_file "$long.0.4.0")"))"
+                [ "$short_end" -lt "$long_end" ] || fail "hfsp: the short job ended at $short_end, after the long one ($long_end)"
+                pass "hfsp: the short job finished first; the frozen task was thawed and the long job completed"
+                grep -q "Task $long.0.4.0 on node n1: thaw queued" "$CLUSTER_DIR/controller.log" ||
+                        fail "hfsp: no thaw for $long.0.4.0"
+        else
+                [ $froze = no ] || fail "fifo: a task was frozen"
+                [ "$short_end" -gt "$long_end" ] || fail "fifo: the short job ($short_end) did not wait for the long one ($long_end)"
+                pass "fifo: the short job waited for the long one"
+        fi
+        cluster_cleanup
+}
+
+# Each case in a subshell: cluster_cleanup ends the shell it runs in.
+(run_case hfsp)
+(run_case hfsp kill)
+(run_case fifo)

@@ -1,0 +1,349 @@
+/* test-auth.c: the controller's bearer tokens (controller/auth.c) — the agent tokens file,
+ * loading token files, who a header identifies, and the decision for every role and route
+ * class, including an agent token bound to its node. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "controller/auth.h"
+#include "macro.h"
+#include "protocol.h"
+
+#define OPERATOR "operator-secret-0123456789"
+#define READER "reader-secret-0123456789ab"
+#define N1_SECRET "n1-secret-0123456789abcdef"
+#define N2_SECRET "n2-secret-0123456789abcdef"
+#define AGENTS "# agents of the test cluster\n\nn2:" N2_SECRET "\r\nn1:" N1_SECRET "\n"
+
+static const char *const secrets[] = { OPERATOR, READER, N1_SECRET, N2_SECRET };
+
+static void assert_no_secret(const char *s) {
+        for (size_t i = 0; i < ELEMENTSOF(secrets); i++)
+                cr_assert_null(strstr(s, secrets[i]), "'%s' quotes a secret", s);
+}
+
+/* ---- auth_parse_agent_tokens ---- */
+
+static int parse(const char *text, AgentToken **ret, size_t *ret_n, char **ret_error) {
+        return auth_parse_agent_tokens(text, strlen(text), ret, ret_n, ret_error);
+}
+
+Test(auth, agent_tokens_parsed_and_sorted) {
+        AgentToken *a = NULL;
+        size_t n = 0;
+        cr_assert_eq(parse(AGENTS, &a, &n, NULL), 0);
+        cr_assert_eq(n, 2u);
+        cr_assert_str_eq(a[0].node, "n1");
+        cr_assert_str_eq(a[0].secret, N1_SECRET, "the CR of a CRLF line is not part of the secret");
+        cr_assert_str_eq(a[1].node, "n2");
+        cr_assert_str_eq(a[1].secret, N2_SECRET);
+        agent_tokens_free(a, n);
+}
+
+Test(auth, agent_tokens_edge_cases_accepted) {
+        AgentToken *a = NULL;
+        size_t n = 99;
+        cr_assert_eq(parse("", &a, &n, NULL), 0);
+        cr_assert_eq(n, 0u);
+        agent_tokens_free(a, n);
+
+        /* No final newline; a secret may itself contain ':' (only the first one splits). */
+        char node[PROTO_NAME_MAX + 1];
+        memset(node, 'a', sizeof node - 1);
+        node[sizeof node - 1] = '\0';
+        char text[512];
+        snprintf(text, sizeof text, "A-z_0.9:x:y-0123456789abcdef\n%s:" N1_SECRET, node);
+        cr_assert_eq(parse(text, &a, &n, NULL), 0);
+        cr_assert_eq(n, 2u);
+        cr_assert_str_eq(a[0].node, "A-z_0.9");
+        cr_assert_str_eq(a[0].secret, "x:y-0123456789abcdef");
+        cr_assert_str_eq(a[1].node, node);
+        agent_tokens_free(a, n);
+}
+
+Test(auth, agent_tokens_refused_with_line_number) {
+        static const struct {
+                const char *text;
+                const char *error;
+        } cases[] = {
+                { "n1:" N1_SECRET "\nn2" N2_SECRET "\n", "line 2: expected NODE:SECRET" },
+                { ":" N1_SECRET, "line 1: NODE must be" },
+                { "n 1:" N1_SECRET, "line 1: NODE must be" },
+                { "n/1:" N1_SECRET, "line 1: NODE must be" },
+                { "#\n\nn1:short", "line 3: SECRET must be 16 to 1024" },
+                { "n1:" N1_SECRET " trailing", "line 1: SECRET must be" },
+                { "n1:", "line 1: SECRET must be" },
+                { "n1:" N1_SECRET "\nn1:" N2_SECRET "\n", "node n1 has more than one token" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                AgentToken *a = (AgentToken *) 0x1;
+                size_t n = 77;
+                char *error = NULL;
+                cr_assert_eq(parse(cases[i].text, &a, &n, &error), -EINVAL, "case %zu accepted", i);
+                cr_assert_eq(a, (AgentToken *) 0x1, "ret changed on failure");
+                cr_assert_eq(n, 77u);
+                cr_assert_not_null(error);
+                cr_assert(strstr(error, cases[i].error), "case %zu: '%s' lacks '%s'", i, error, cases[i].error);
+                assert_no_secret(error);
+                free(error);
+        }
+}
+
+Test(auth, agent_token_node_too_long) {
+        char text[512];
+        memset(text, 'a', PROTO_NAME_MAX + 1);
+        snprintf(text + PROTO_NAME_MAX + 1, sizeof text - PROTO_NAME_MAX - 1, ":" N1_SECRET);
+        AgentToken *a = NULL;
+        size_t n = 0;
+        char *error = NULL;
+        cr_assert_eq(parse(text, &a, &n, &error), -EINVAL);
+        cr_assert(strstr(error, "NODE must be 1 to 128"));
+        free(error);
+}
+
+/* ---- auth_tokens_load ---- */
+
+static char dir[] = "/tmp/cgorch-test-auth-XXXXXX";
+
+static void setup(void) {
+        cr_assert_not_null(mkdtemp(dir));
+}
+
+static void teardown(void) {
+        static const char *const names[] = { "operator", "reader", "agents" };
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                char path[256];
+                snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+                (void) unlink(path);
+        }
+        (void) rmdir(dir);
+}
+
+static char *write_file(const char *name, const char *content, mode_t mode) {
+        char *path = NULL;
+        cr_assert_geq(asprintf(&path, "%s/%s", dir, name), 0);
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(write(fd, content, strlen(content)), (ssize_t) strlen(content));
+        cr_assert_eq(fchmod(fd, mode), 0);
+        close(fd);
+        return path;
+}
+
+Test(auth, load_token_files, .init = setup, .fini = teardown) {
+        _cleanup_free_ char *op = write_file("operator", OPERATOR "\n", 0600);
+        _cleanup_free_ char *rd = write_file("reader", READER "\n", 0400);
+        _cleanup_free_ char *ag = write_file("agents", AGENTS, 0600);
+        AuthTokens t = {};
+        char *error = NULL;
+        cr_assert_eq(auth_tokens_load(op, rd, ag, &t, &error), 0);
+        cr_assert_null(error);
+        cr_assert_str_eq(t.operator_token, OPERATOR);
+        cr_assert_str_eq(t.reader_token, READER);
+        cr_assert_eq(t.n_agents, 2u);
+        cr_assert(auth_tokens_enabled(&t));
+        auth_tokens_done(&t);
+        cr_assert_not(auth_tokens_enabled(&t), "done leaves no token behind");
+
+        /* Any subset, or none at all. */
+        cr_assert_eq(auth_tokens_load(NULL, NULL, ag, &t, NULL), 0);
+        cr_assert_null(t.operator_token);
+        cr_assert(auth_tokens_enabled(&t));
+        auth_tokens_done(&t);
+        cr_assert_eq(auth_tokens_load(NULL, NULL, NULL, &t, NULL), 0);
+        cr_assert_not(auth_tokens_enabled(&t));
+        auth_tokens_done(&t);
+}
+
+Test(auth, load_refuses_bad_files, .init = setup, .fini = teardown) {
+        AuthTokens t = { .operator_token = (char *) "untouched" };
+        char *error = NULL;
+
+        _cleanup_free_ char *rd = write_file("reader", OPERATOR "\n", 0600);
+        _cleanup_free_ char *op = write_file("operator", OPERATOR "\n", 0600);
+        cr_assert_eq(auth_tokens_load(op, rd, NULL, &t, &error), -EINVAL, "operator and reader tokens equal");
+        cr_assert(strstr(error, "must differ"));
+        free(error);
+
+        free(write_file("operator", OPERATOR "\n", 0644));
+        error = NULL;
+        cr_assert_eq(auth_tokens_load(op, NULL, NULL, &t, &error), -EPERM);
+        cr_assert(strstr(error, "chmod 600"));
+        assert_no_secret(error);
+        free(error);
+
+        _cleanup_free_ char *ag = write_file("agents", AGENTS, 0640);
+        error = NULL;
+        cr_assert_eq(auth_tokens_load(NULL, NULL, ag, &t, &error), -EPERM, "agents file group-readable");
+        free(error);
+
+        free(write_file("agents", "n1:" N1_SECRET "\nbroken\n", 0600));
+        error = NULL;
+        cr_assert_eq(auth_tokens_load(NULL, NULL, ag, &t, &error), -EINVAL);
+        cr_assert(strstr(error, ag), "'%s' does not name the file", error);
+        cr_assert(strstr(error, "line 2"), "'%s' does not name the line", error);
+        assert_no_secret(error);
+        free(error);
+        cr_assert_str_eq(t.operator_token, "untouched", "ret changed on failure");
+}
+
+/* ---- auth_identify and auth_decide ---- */
+
+static AuthTokens tokens;
+
+static void tokens_setup(void) {
+        tokens = (AuthTokens) { .operator_token = strdup(OPERATOR), .reader_token = strdup(READER) };
+        cr_assert_eq(auth_parse_agent_tokens(AGENTS, strlen(AGENTS), &tokens.agents, &tokens.n_agents, NULL), 0);
+}
+
+static void tokens_teardown(void) {
+        auth_tokens_done(&tokens);
+}
+
+TestSuite(decide, .init = tokens_setup, .fini = tokens_teardown);
+
+Test(decide, identify_each_role) {
+        const char *node = "untouched";
+        cr_assert_eq(auth_identify(&tokens, "Bearer " OPERATOR, &node), AUTH_ROLE_OPERATOR);
+        cr_assert_eq(auth_identify(&tokens, "Bearer " READER, &node), AUTH_ROLE_READER);
+        cr_assert_str_eq(node, "untouched", "only an agent names its node");
+        cr_assert_eq(auth_identify(&tokens, "Bearer n1:" N1_SECRET, &node), AUTH_ROLE_AGENT);
+        cr_assert_str_eq(node, "n1");
+        cr_assert_eq(auth_identify(&tokens, "Bearer n2:" N2_SECRET, &node), AUTH_ROLE_AGENT);
+        cr_assert_str_eq(node, "n2");
+        cr_assert_eq(auth_identify(&tokens, "Bearer n2:" N2_SECRET, NULL), AUTH_ROLE_AGENT);
+}
+
+Test(decide, identify_header_syntax) {
+        cr_assert_eq(auth_identify(&tokens, "bearer " OPERATOR, NULL), AUTH_ROLE_OPERATOR, "scheme is case-insensitive");
+        cr_assert_eq(auth_identify(&tokens, "BEARER   " OPERATOR "  ", NULL), AUTH_ROLE_OPERATOR,
+                     "spaces around the token");
+        static const char *const none[] = {
+                NULL, "", "Bearer", "Bearer ", "Bearer    ", OPERATOR, "Basic " OPERATOR, "Bearer" OPERATOR,
+                "Bearer " OPERATOR "x", "Bearer " OPERATOR " x", "Bearer x" OPERATOR,
+                "Bearer operator-secret-012345678",               /* one byte short */
+        };
+        for (size_t i = 0; i < ELEMENTSOF(none); i++)
+                cr_assert_eq(auth_identify(&tokens, none[i], NULL), AUTH_ROLE_NONE, "header %zu: '%s'", i,
+                             none[i] ?: "(null)");
+}
+
+Test(decide, agent_token_is_bound_to_its_node) {
+        const char *node = "untouched";
+        static const char *const none[] = {
+                "Bearer n2:" N1_SECRET,    /* n1's secret under n2's name */
+                "Bearer n1:" N2_SECRET,
+                "Bearer n3:" N1_SECRET,    /* no such node */
+                "Bearer :" N1_SECRET,
+                "Bearer " N1_SECRET,       /* the secret without its node */
+                "Bearer n1:",
+                "Bearer n1:" N1_SECRET "0",
+                "Bearer n1::" N1_SECRET,
+                "Bearer N1:" N1_SECRET,    /* node names are case-sensitive */
+        };
+        for (size_t i = 0; i < ELEMENTSOF(none); i++)
+                cr_assert_eq(auth_identify(&tokens, none[i], &node), AUTH_ROLE_NONE, "'%s'", none[i]);
+        cr_assert_str_eq(node, "untouched");
+
+        char header[512];
+        memset(header, 0, sizeof header);
+        memcpy(header, "Bearer ", 7);
+        memset(header + 7, 'n', PROTO_NAME_MAX + 1);
+        strcat(header, ":" N1_SECRET);
+        cr_assert_eq(auth_identify(&tokens, header, NULL), AUTH_ROLE_NONE, "over-long node name");
+}
+
+Test(decide, without_agents_a_colon_token_is_nobody) {
+        AuthTokens t = { .operator_token = (char *) OPERATOR };
+        cr_assert_eq(auth_identify(&t, "Bearer n1:" N1_SECRET, NULL), AUTH_ROLE_NONE);
+}
+
+typedef struct Case {
+        const char *who;
+        const char *authorization;
+} Case;
+
+static const Case callers[] = {
+        { "missing", NULL },
+        { "unknown", "Bearer not-a-known-token-0123456789" },
+        { "reader", "Bearer " READER },
+        { "agent n1", "Bearer n1:" N1_SECRET },
+        { "operator", "Bearer " OPERATOR },
+};
+
+static const AuthAccess accesses[] = { AUTH_ACCESS_WRITE, AUTH_ACCESS_READ, AUTH_ACCESS_HEARTBEAT, AUTH_ACCESS_PUBLIC };
+static const char *const access_names[] = { "write", "read", "heartbeat", "public" };
+
+/* Every caller × every route class, a heartbeat path for n1 (the agent's own node). Expected
+ * status and a piece of the message. */
+static const struct {
+        unsigned status;
+        const char *message;
+} expected[ELEMENTSOF(callers)][ELEMENTSOF(accesses)] = {
+        /* missing */ { { 401, "missing bearer token" }, { 401, "missing bearer token" }, { 401, "missing bearer token" }, { 0, "" } },
+        /* unknown */ { { 401, "invalid token" }, { 401, "invalid token" }, { 401, "invalid token" }, { 0, "" } },
+        /* reader */ { { 403, "read-only token may only use GET, not POST" }, { 0, "" },
+                       { 403, "read-only token may only use GET, not POST" }, { 0, "" } },
+        /* agent n1 */ { { 403, "agent token may only send heartbeats for its node" },
+                         { 403, "agent token may only send heartbeats for its node" }, { 0, "" }, { 0, "" } },
+        /* operator */ { { 0, "" }, { 0, "" }, { 0, "" }, { 0, "" } },
+};
+
+Test(decide, every_role_and_route_class) {
+        for (size_t i = 0; i < ELEMENTSOF(callers); i++)
+                for (size_t k = 0; k < ELEMENTSOF(accesses); k++) {
+                        char message[256] = "";
+                        unsigned status = auth_decide(&tokens, callers[i].authorization, accesses[k], "POST", "n1",
+                                                      message, sizeof message);
+                        cr_assert_eq(status, expected[i][k].status, "%s on a %s route: %u, want %u (%s)",
+                                     callers[i].who, access_names[k], status, expected[i][k].status, message);
+                        cr_assert(strstr(message, expected[i][k].message), "%s on a %s route: '%s' lacks '%s'",
+                                  callers[i].who, access_names[k], message, expected[i][k].message);
+                        if (status != 0)
+                                cr_assert(strncmp(message, "Authorization: ", 15) == 0, "'%s' names no header", message);
+                        assert_no_secret(message);
+                }
+}
+
+Test(decide, heartbeat_for_another_node) {
+        char message[256] = "";
+        cr_assert_eq(auth_decide(&tokens, "Bearer n1:" N1_SECRET, AUTH_ACCESS_HEARTBEAT, "POST", "n2", message,
+                                 sizeof message), 403u);
+        cr_assert_str_eq(message, "Authorization: this agent token is for node n1, not n2");
+        cr_assert_eq(auth_decide(&tokens, "Bearer n2:" N2_SECRET, AUTH_ACCESS_HEARTBEAT, "POST", "n2", message,
+                                 sizeof message), 0u);
+        cr_assert_eq(auth_decide(&tokens, "Bearer n1:" N1_SECRET, AUTH_ACCESS_HEARTBEAT, "POST", NULL, message,
+                                 sizeof message), 403u, "a heartbeat route without its node");
+        /* The operator may send any node's heartbeat (the tests and tools do). */
+        cr_assert_eq(auth_decide(&tokens, "Bearer " OPERATOR, AUTH_ACCESS_HEARTBEAT, "POST", "n9", message,
+                                 sizeof message), 0u);
+}
+
+Test(decide, reader_message_names_the_method) {
+        char message[256] = "";
+        cr_assert_eq(auth_decide(&tokens, "Bearer " READER, AUTH_ACCESS_WRITE, "DELETE", NULL, message, sizeof message),
+                     403u);
+        cr_assert_str_eq(message, "Authorization: the read-only token may only use GET, not DELETE");
+}
+
+Test(decide, no_tokens_configured_lets_everyone_in) {
+        AuthTokens none = {};
+        for (size_t i = 0; i < ELEMENTSOF(callers); i++)
+                for (size_t k = 0; k < ELEMENTSOF(accesses); k++) {
+                        char message[64] = "";
+                        cr_assert_eq(auth_decide(&none, callers[i].authorization, accesses[k], "POST", "n1", message,
+                                                 sizeof message), 0u);
+                }
+}
+
+Test(decide, message_truncated_safely) {
+        char message[8];
+        memset(message, 'x', sizeof message);
+        cr_assert_eq(auth_decide(&tokens, NULL, AUTH_ACCESS_READ, "GET", NULL, message, sizeof message), 401u);
+        cr_assert_eq(strlen(message), sizeof message - 1);
+}

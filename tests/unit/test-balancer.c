@@ -1,0 +1,462 @@
+/* test-balancer.c: the Performance Balancer (controller/balancer.c) on synthetic snapshots:
+ * CPU moved from a hog to a starved neighbour, memory from an over-provisioned neighbour never
+ * below its use + margin, the N1/N2/N3 example of Sec. II-B, node sums within capacity (also
+ * over random clusters), hysteresis, cool-down, dry-run and the control modes. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller/balancer.h"
+#include "orch-scenario.h"
+
+static const OrchDetectParams DP = ORCH_DETECT_PARAMS_DEFAULT;
+
+/* One epoch: detect, then balance. */
+static int epoch(const OrchSnapshot *s, double now_s, const OrchBalanceParams *p, OrchBalancerState *st,
+                 OrchDecisions *d) {
+        _cleanup_(orch_findings_done) OrchFindings f = {};
+
+        cr_assert_eq(orch_detect(s, now_s, &DP, &f), 0);
+        return orch_balance(s, &f, now_s, p, st, d);
+}
+
+/* n1 (2 CPUs, quotas summing to 2): 1.0.0.0 is pinned at its 0.5-core quota and throttled 70%
+ * of periods; 2.0.0.0 holds 1.5 cores and uses them, 1.5× what it is expected to use. */
+static OrchSnapshot *cpu_scenario(size_t *ret_starved, size_t *ret_hog, double throttled) {
+        OrchSnapshot *s = scenario_new();
+
+        scenario_node(s, "n1", 2, 4096, 0, 0);
+        scenario_node(s, "n2", 2, 4096, 0, 0);
+        *ret_starved = scenario_task(s, (OrchTaskInfo) { .id = "1.0.0.0", .job = 1, .node = "n1", .cpu_limit_cores = 0.5,
+                                                         .throttled_ratio = throttled,
+                                                         .memory_max_bytes = (uint64_t) (512 * MIB) }, 0.5, 100);
+        scenario_task(s, (OrchTaskInfo) { .id = "1.0.1.0", .job = 1, .node = "n2", .cpu_limit_cores = 1,
+                                          .memory_max_bytes = (uint64_t) (512 * MIB) }, 1.0, 100);
+        *ret_hog = scenario_task(s, (OrchTaskInfo) { .id = "2.0.0.0", .job = 2, .node = "n1", .cpu_limit_cores = 1.5,
+                                                     .expected_cpu_cores = 1,
+                                                     .memory_max_bytes = (uint64_t) (512 * MIB) }, 1.5, 100);
+        return s;
+}
+
+/* Epoch 1 waits (hysteresis 2). Epoch 2: REGRESSION over a flat 0.5 predicts 0.5; with no
+ * progress the phase mean (0.5·3 + 1.0·3)/6 = 0.75 bounds it up; pinned: max(0.75, 0.5·1.5) =
+ * 0.75. The hog: its own line says 1.5, its expected use 1.0 bounds it; it may give
+ * min(step 0.5, 1.5 − 1.0) = 0.5. The node has no headroom, so 0.25 moves from 2.0.0.0. */
+Test(balancer, cpu_moves_from_hog_to_starved) {
+        _cleanup_(orch_snapshot_freep) OrchSnapshot *s = NULL;
+        _cleanup_(orch_balancer_state_done) OrchBalancerState st;
+        _cleanup_(orch_decisions_done) OrchDecisions d = {};
+        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        size_t starved, hog;
+
+        orch_balancer_state_init(&st);
+        s = cpu_scenario(&starved, &hog, 0.7);
+        cr_assert_eq(epoch(s, 60, &p, &st, &d), 0);
+        cr_assert_eq(d.n, 0, "hysteresis: one epoch is not enough");
+        cr_assert_eq(epoch(s, 80, &p, &st, &d), 0);
+        cr_assert_eq(d.n, 2);
+
+        const OrchDecision *g = &d.items[0], *t = &d.items[1];
+        cr_assert_eq(g->task, starved);
+        cr_assert(g->raise);
+        cr_assert_eq(g->verdict, ORCH_VERDICT_APPLY);
+        cr_assert_eq(g->resource, ORCH_CPU);
+        cr_assert_float_eq(g->old_value, 0.5, 1e-12);
+        cr_assert_float_eq(g->new_value, 0.75, 1e-9);
+        cr_assert_float_eq(g->need, 0.75, 1e-9);
+        cr_assert_float_eq(g->alpha, 1.5, 1e-9);
+        cr_assert_eq(g->cpu_quota_us, 75000);
+        cr_assert_eq(g->cpu_period_us, 100000);
+        cr_assert_eq(g->memory_max_bytes, 0, "memory untouched");
+        cr_assert_eq(g->peer, hog);
+        cr_assert_eq(g->evidence.kind, ORCH_FINDING_DEFICIT);
+        cr_assert(strstr(g->reason, "2.0.0.0") && strstr(g->reason, "throttled"), "%s", g->reason);
+
+        cr_assert_eq(t->task, hog);
+        cr_assert(!t->raise);
+        cr_assert_float_eq(t->old_value, 1.5, 1e-12);
+        cr_assert_float_eq(t->new_value, 1.25, 1e-9);
+        cr_assert_float_eq(t->need, 1.0, 1e-9);
+        cr_assert_eq(t->cpu_quota_us, 125000);
+        cr_assert_eq(t->peer, starved);
+        cr_assert_eq(t->evidence.kind, ORCH_FINDING_HOG);
+}
+
+/* n1 has 1624 MiB; 1.0.0.0 sits at its 1024 MiB limit with memory.events max rising; its
+ * neighbour holds 600 MiB and uses 400. Need: max(1024 + 102.4 margin, 1024·1.25 pinned) =
+ * 1280, step-bounded to 1024 + 256: it wants 256 MiB. The neighbour keeps its use + max(32 MiB,
+ * 10%·400) = 440 MiB, so it gives 160 MiB and no more; its memory.high (480) scales alike. */
+Test(balancer, memory_from_overprovisioned_neighbour_never_below_use_plus_margin) {
+        _cleanup_(orch_snapshot_freep) OrchSnapshot *s = scenario_new();
+        _cleanup_(orch_balancer_state_done) OrchBalancerState st;
+        _cleanup_(orch_decisions_done) OrchDecisions d = {};
+        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        size_t deficit, donor;
+
+        orch_balancer_state_init(&st);
+        scenario_node(s, "n1", 4, 1624, 0, 0);
+        deficit = scenario_task(s, (OrchTaskInfo) { .id = "1.0.0.0", .job = 1, .node = "n1", .cpu_limit_cores = 1,
+                                                    .memory_max_bytes = (uint64_t) (1024 * MIB),
+                                                    .memory_events_max = 12 }, 0.5, 1024);
+        donor = scenario_task(s, (OrchTaskInfo) { .id = "2.0.0.0", .job = 2, .node = "n1", .cpu_limit_cores = 1,
+                                                  .memory_max_bytes = (uint64_t) (600 * MIB),
+                                                  .memory_high_bytes = (uint64_t) (480 * MIB) }, 0.5, 400);
+        cr_assert_eq(epoch(s, 60, &p, &st, &d), 0);
+        cr_assert_eq(epoch(s, 80, &p, &st, &d), 0);
+        cr_assert_eq(d.n, 2);
+
+        const OrchDecision *g = orch_decisions_find(&d, deficit, ORCH_MEMORY);
+        const OrchDecision *t = orch_decisions_find(&d, donor, ORCH_MEMORY);
+        cr_assert_not_null(g);
+        cr_assert_not_null(t);
+        cr_assert_float_eq(g->need, 1280 * MIB, 1);
+        cr_assert_float_eq(g->wanted, 1280 * MIB, 1);
+        cr_assert_float_eq(g->new_value, 1184 * MIB, 1e-3);
+        cr_assert_eq(g->memory_max_bytes, (int64_t) (1184 * MIB));
+        cr_assert_eq(g->cpu_quota_us, 0, "cpu untouched");
+        cr_assert_float_eq(t->new_value, 440 * MIB, 1e-3);
+        cr_assert_eq(t->memory_max_bytes, (int64_t) (440 * MIB));
+        cr_assert_eq(t->memory_high_bytes, (int64_t) (352 * MIB));
+        cr_assert_geq(t->new_value, 400 * MIB + 40 * MIB);
+        cr_assert_null(orch_decisions_find(&d, deficit, ORCH_CPU));
+}
+
+/* Sec. II-B: jobs A (1), B (2), C (3), two map tasks each. N1: MA1 + MB1; N2: MB2 + MC1; N3:
+ * MA2 + MC2. MA1 and MA2 are both pinned at 0.4 cores. MB1 hogs N1 (1.6 cores, its peer uses
+ * 0.95) and could give MA1 0.2 — but on N3 MC2 (1.6 cores, like its peer MC1 and as expected)
+ * is no hog and N3 is full, so MA2 stays short:
+ * raising MA1 at B's expense cannot make A finish sooner. Nothing changes. */
+static OrchSnapshot *sec2b(double mc2_cores, double progress_ma1, double progress_ma2, size_t t[6]) {
+        OrchSnapshot *s = scenario_new();
+        bool progress = progress_ma1 > 0;
+
+        scenario_node(s, "N1", 2, 4096, 40, 0);
+        scenario_node(s, "N2", 4, 4096, 0, 0);
+        scenario_node(s, "N3", 2, 4096, 40, 0);
+        t[0] = scenario_task(s, (OrchTaskInfo) { .id = "1.0.0.0", .job = 1, .node = "N1", .cpu_limit_cores = 0.4,
+                                                 .throttled_ratio = 0.6, .has_progress = progress,
+                                                 .progress = progress_ma1 }, 0.4, 100);           /* MA1 */
+        t[1] = scenario_task(s, (OrchTaskInfo) { .id = "2.0.0.0", .job = 2, .node = "N1", .cpu_limit_cores = 1.6,
+                                                 .expected_cpu_cores = 0.8 }, 1.6, 100);           /* MB1 */
+        t[2] = scenario_task(s, (OrchTaskInfo) { .id = "2.0.1.0", .job = 2, .node = "N2", .cpu_limit_cores = 1,
+                                                 .expected_cpu_cores = 0.8 }, 0.95, 100);          /* MB2 */
+        t[3] = scenario_task(s, (OrchTaskInfo) { .id = "3.0.0.0", .job = 3, .node = "N2", .cpu_limit_cores = 1.6,
+                                                 .expected_cpu_cores = 1.6 }, 1.6, 100);           /* MC1 */
+        t[4] = scenario_task(s, (OrchTaskInfo) { .id = "1.0.1.0", .job = 1, .node = "N3", .cpu_limit_cores = 0.4,
+                                                 .throttled_ratio = 0.6, .has_progress = progress,
+                                                 .progress = progress_ma2 }, 0.4, 100);           /* MA2 */
+        t[5] = scenario_task(s, (OrchTaskInfo) { .id = "3.0.1.0", .job = 3, .node = "N3", .cpu_limit_cores = mc2_cores,
+                                                 .expected_cpu_cores = 1.6 }, mc2_cores, 100);     /* MC2 */
+        return s;
+}
+
+Test(balancer, sec2b_no_useless_change) {
+        _cleanup_(orch_snapshot_freep) OrchSnapshot *s = NULL;
+        _cleanup_(orch_balancer_state_done) OrchBalancerState st;
+        _cleanup_(orch_decisions_done) OrchDecisions d = {};
+        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        size_t t[6];
+
+        orch_balancer_state_init(&st);
+        s = sec2b(1.6, 0, 0, t);
+        for (int e = 1; e <= 4; e++) {
+                cr_assert_eq(epoch(s, 40 + 20 * e, &p, &st, &d), 0);
+                cr_assert_eq(orch_decisions_count(&d, ORCH_VERDICT_APPLY), 0, "epoch %d", e);
+                cr_assert_null(orch_decisions_find(&d, t[1], ORCH_CPU), "MB1 is never cut for nothing");
+        }
+        /* The record says why. */
+        const OrchDecision *ma1 = orch_decisions_find(&d, t[0], ORCH_CPU), *ma2 = orch_decisions_find(&d, t[4], ORCH_CPU);
+        cr_assert_not_null(ma1);
+        cr_assert_eq(ma1->verdict, ORCH_VERDICT_SKIPPED);
+        cr_assert_eq(ma1->peer, t[4]);
+        cr_assert_float_eq(ma1->new_value, ma1->old_value, 0);
+        cr_assert(strstr(ma1->reason, "cannot speed up job 1") && strstr(ma1->reason, "1.0.1.0 on node N3"), "%s",
+                  ma1->reason);
+        cr_assert_not_null(ma2);
+        cr_assert_eq(ma2->verdict, ORCH_VERDICT_SKIPPED);
+        cr_assert(strstr(ma2->reason, "no cpu to spare"), "%s", ma2->reason);
+}
+
+/* Control: with MC2 at 1.3 cores N3 has 0.3 free, so MA2 can be raised too, and then raising
+ * MA1 does help job A: MA1 0.4 → 0.6 (from MB1, 1.6 → 1.4), MA2 0.4 → 0.6 (from N3's headroom). */
+Test(balancer, sec2b_both_sides_fixable) {
+        _cleanup_(orch_snapshot_freep) OrchSnapshot *s = NULL;
+        _cleanup_(orch_balancer_state_done) OrchBalancerState st;
+        _cleanup_(orch_decisions_done) OrchDecisions d = {};
+        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        size_t t[6];
+
+        orch_balancer_state_init(&st);
+        s = sec2b(1.3, 0, 0, t);
+        cr_assert_eq(epoch(s, 60, &p, &st, &d), 0);
+        cr_assert_eq(epoch(s, 80, &p, &st, &d), 0);
+        cr_assert_eq(orch_decisions_count(&d, ORCH_VERDICT_APPLY), 3);
+        cr_assert_float_eq(orch_decisions_find(&d, t[0], ORCH_CPU)->new_value, 0.6, 1e-9);
+        cr_assert_float_eq(orch_decisions_find(&d, t[4], ORCH_CPU)->new_value, 0.6, 1e-9);
+        cr_assert_eq(orch_decisions_find(&d, t[4], ORCH_CPU)->peer, ORCH_NO_TASK, "from headroom");
+        cr_assert_float_eq(orch_decisions_find(&d, t[1], ORCH_CPU)->new_value, 1.4, 1e-9);
+}
+
+/* With progress the bottleneck is known: MA1 (p = 0.2 after 100 s: 400 s left) is far behind MA2
+ * (p = 0.5: 100 s left), so MA1 is job A's bottleneck and is raised although MA2 cannot be.
+ * Eq. 1 aims MA1 at MA2's finish: 0.4 · 400/100 = 1.6 cores, step-bounded to 0.9, funded by MB1
+ * down to its peer's 0.95 (it may give 0.5): 1.6 → 1.1. */
+Test(balancer, sec2b_known_bottleneck_is_raised) {
+        _cleanup_(orch_snapshot_freep) OrchSnapshot *s = NULL;
+        _cleanup_(orch_balancer_state_done) OrchBalancerState st;
+        _cleanup_(orch_decisions_done) OrchDecisions d = {};
+        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        size_t t[6];
+
+        orch_balancer_state_init(&st);
+        s = sec2b(1.6, 0.2, 0.5, t);
+        cr_assert_eq(epoch(s, 80, &p, &st, &d), 0);
+        cr_assert_eq(epoch(s, 100, &p, &st, &d), 0);
+        const OrchDecision *ma1 = orch_decisions_find(&d, t[0], ORCH_CPU);
+        cr_assert_not_null(ma1);
+        cr_assert_eq(ma1->verdict, ORCH_VERDICT_APPLY, "%s", ma1->reason);
+        cr_assert_float_eq(ma1->need, 1.6, 1e-9);
+        cr_assert_float_eq(ma1->new_value, 0.9, 1e-9);
+        cr_assert_float_eq(orch_decisions_find(&d, t[1], ORCH_CPU)->new_value, 1.1, 1e-9);
+}
+
+Test(balancer, hysteresis_and_cooldown) {
+        _cleanup_(orch_snapshot_freep) OrchSnapshot *s = NULL, *calm = NULL;
+        _cleanup_(orch_balancer_state_done) OrchBalancerState st;
+        _cleanup_(orch_decisions_done) OrchDecisions d = {};
+        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        size_t starved, hog;
+        double now = 60;
+
+        p.hysteresis_epochs = 3;
+        p.cooldown_epochs = 2;
+        orch_balancer_state_init(&st);
+        s = cpu_scenario(&starved, &hog, 0.7);
+        calm = cpu_scenario(&starved, &hog, 0); /* not throttled: no finding */
+
+        /* Two epochs short, one calm, two short: never three in a row. */
+        OrchSnapshot *seq[] = { s, s, calm, s, s };
+        for (size_t i = 0; i < ELEMENTSOF(seq); i++, now += 20) {
+                cr_assert_eq(epoch(seq[i], now, &p, &st, &d), 0);
+                cr_assert_eq(d.n, 0, "epoch %zu", i);
+        }
+        cr_assert_eq(orch_balancer_state_find(&st, "1.0.0.0")->short_streak[ORCH_CPU], 2);
+        /* The third in a row acts. */
+        cr_assert_eq(epoch(s, now, &p, &st, &d), 0);
+        now += 20;
+        cr_assert_eq(orch_decisions_count(&d, ORCH_VERDICT_APPLY), 2);
+        /* The same snapshot (the agent has not applied it yet, say): both tasks cool down 2 epochs. */
+        for (int i = 0; i < 2; i++, now += 20) {
+                cr_assert_eq(epoch(s, now, &p, &st, &d), 0);
+                cr_assert_eq(d.n, 0, "cooling, epoch %d", i);
+        }
+        cr_assert_eq(epoch(s, now, &p, &st, &d), 0);
+        cr_assert_eq(orch_decisions_count(&d, ORCH_VERDICT_APPLY), 2, "cooled down");
+        /* Time never goes back. */
+        cr_assert_eq(epoch(s, now - 1, &p, &st, &d), -EINVAL);
+        cr_assert_eq(orch_decisions_count(&d, ORCH_VERDICT_APPLY), 2, "untouched on failure");
+}
+
+Test(balancer, dry_run_changes_nothing) {
+        _cleanup_(orch_snapshot_freep) OrchSnapshot *s = NULL;
+        _cleanup_(orch_balancer_state_done) OrchBalancerState st;
+        _cleanup_(orch_decisions_done) OrchDecisions d = {};
+        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        size_t starved, hog;
+
+        p.dry_run = true;
+        orch_balancer_state_init(&st);
+        s = cpu_scenario(&starved, &hog, 0.7);
+        cr_assert_eq(epoch(s, 60, &p, &st, &d), 0);
+        cr_assert_eq(epoch(s, 80, &p, &st, &d), 0);
+        cr_assert_eq(d.n, 2);
+        cr_assert_eq(orch_decisions_count(&d, ORCH_VERDICT_DRY_RUN), 2);
+        cr_assert_eq(orch_decisions_count(&d, ORCH_VERDICT_APPLY), 0);
+        cr_assert_float_eq(orch_decisions_find(&d, starved, ORCH_CPU)->new_value, 0.75, 1e-9, "the same decision");
+        cr_assert(!orch_balancer_state_find(&st, "1.0.0.0")->changed[ORCH_CPU], "nothing changed: no cool-down");
+        cr_assert_float_eq(s->tasks[starved].info.cpu_limit_cores, 0.5, 0);
+
+        /* Leaving dry-run acts at once: the finding is old enough and nothing was changed. */
+        p.dry_run = false;
+        cr_assert_eq(epoch(s, 100, &p, &st, &d), 0);
+        cr_assert_eq(orch_decisions_count(&d, ORCH_VERDICT_APPLY), 2);
+}
+
+Test(balancer, modes) {
+        _cleanup_(orch_snapshot_freep) OrchSnapshot *s = scenario_new();
+        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        const OrchMode modes[] = { ORCH_MODE_OFF, ORCH_MODE_CPU, ORCH_MODE_MEMORY, ORCH_MODE_CPU_MEMORY };
+        const size_t expect_cpu[] = { 0, 2, 0, 2 }, expect_memory[] = { 0, 0, 2, 2 };
+
+        /* One node with both a CPU-starved and a memory-starved pair. */
+        scenario_node(s, "n1", 2, 1624, 0, 0);
+        scenario_task(s, (OrchTaskInfo) { .id = "1.0.0.0", .job = 1, .node = "n1", .cpu_limit_cores = 0.5,
+                                          .throttled_ratio = 0.7, .memory_max_bytes = (uint64_t) (1024 * MIB),
+                                          .memory_events_high = 3 }, 0.5, 1024);
+        scenario_task(s, (OrchTaskInfo) { .id = "2.0.0.0", .job = 2, .node = "n1", .cpu_limit_cores = 1.5,
+                                          .expected_cpu_cores = 1, .memory_max_bytes = (uint64_t) (600 * MIB) },
+                      1.5, 400);
+        for (size_t m = 0; m < ELEMENTSOF(modes); m++) {
+                _cleanup_(orch_balancer_state_done) OrchBalancerState st;
+                _cleanup_(orch_decisions_done) OrchDecisions d = {};
+                size_t n_cpu = 0, n_memory = 0;
+
+                p.mode = modes[m];
+                orch_balancer_state_init(&st);
+                cr_assert_eq(epoch(s, 60, &p, &st, &d), 0);
+                cr_assert_eq(epoch(s, 80, &p, &st, &d), 0);
+                for (size_t i = 0; i < d.n; i++) {
+                        cr_assert_eq(d.items[i].verdict, ORCH_VERDICT_APPLY);
+                        if (d.items[i].resource == ORCH_CPU) {
+                                n_cpu++;
+                                cr_assert_eq(d.items[i].memory_max_bytes, 0);
+                                cr_assert_eq(d.items[i].memory_high_bytes, 0);
+                        } else {
+                                n_memory++;
+                                cr_assert_eq(d.items[i].cpu_quota_us, 0);
+                        }
+                }
+                cr_assert_eq(n_cpu, expect_cpu[m], "mode %s", orch_mode_to_string(modes[m]));
+                cr_assert_eq(n_memory, expect_memory[m], "mode %s", orch_mode_to_string(modes[m]));
+        }
+        cr_assert_eq(orch_mode_from_string("cpu+memory"), ORCH_MODE_CPU_MEMORY);
+        cr_assert_eq(orch_mode_from_string("both"), -EINVAL);
+        cr_assert_eq(orch_estimator_from_string("uniform"), ORCH_ESTIMATOR_UNIFORM);
+}
+
+/* UNIFORM gives every task of the phase its mean: (0.5·3 + 1.0·3)/6 = 0.75 here, then the pinned
+ * rule: max(0.75, 0.75) — the same raise as REGRESSION in this flat scenario; the hog's mean is
+ * its own 1.5, bounded by its expected 1.0. */
+Test(balancer, uniform_estimator) {
+        _cleanup_(orch_snapshot_freep) OrchSnapshot *s = NULL;
+        _cleanup_(orch_balancer_state_done) OrchBalancerState st;
+        _cleanup_(orch_decisions_done) OrchDecisions d = {};
+        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        size_t starved, hog;
+
+        p.estimator = ORCH_ESTIMATOR_UNIFORM;
+        p.hysteresis_epochs = 1;
+        orch_balancer_state_init(&st);
+        s = cpu_scenario(&starved, &hog, 0.7);
+        cr_assert_eq(epoch(s, 60, &p, &st, &d), 0);
+        cr_assert_eq(orch_decisions_find(&d, starved, ORCH_CPU)->estimator, ORCH_ESTIMATOR_UNIFORM);
+        cr_assert_float_eq(orch_decisions_find(&d, starved, ORCH_CPU)->need, 0.75, 1e-9);
+        cr_assert_float_eq(orch_decisions_find(&d, hog, ORCH_CPU)->new_value, 1.25, 1e-9);
+}
+
+/* Random clusters: whatever the findings, a node whose limits fit in capacity × overcommit
+ * before still fits after; no step exceeds the maximum; no take goes below its floor or, for
+ * memory, below use + margin; no raise goes above the ceiling. */
+Test(balancer, node_sums_within_capacity_random) {
+        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        size_t n_changes = 0;
+
+        p.hysteresis_epochs = 1;
+        p.cpu_overcommit = 1.25;
+        for (unsigned seed = 1; seed <= 300; seed++) {
+                _cleanup_(orch_snapshot_freep) OrchSnapshot *s = scenario_new();
+                _cleanup_(orch_balancer_state_done) OrchBalancerState st;
+                _cleanup_(orch_decisions_done) OrchDecisions d = {};
+                unsigned rng = seed;
+
+                orch_balancer_state_init(&st);
+#define RAND01() ((double) rand_r(&rng) / RAND_MAX)
+                size_t n_nodes = 1 + rand_r(&rng) % 4;
+                char names[4][24], ids[64][48];
+
+                for (size_t n = 0; n < n_nodes; n++) {
+                        snprintf(names[n], sizeof(names[n]), "n%zu", n);
+                        scenario_node(s, names[n], 1 + rand_r(&rng) % 8, 1024 * (1 + rand_r(&rng) % 8),
+                                      RAND01() < 0.5 ? 50 * RAND01() : 0, RAND01() < 0.5 ? 50 * RAND01() : 0);
+                }
+                for (size_t n = 0; n < n_nodes; n++) {
+                        double cpu_left = s->nodes[n].info.capacity_cpus * p.cpu_overcommit;
+                        double mem_left = (double) s->nodes[n].info.capacity_memory_bytes;
+                        size_t k = 1 + rand_r(&rng) % 6;
+
+                        for (size_t i = 0; i < k && cpu_left > 0.2 && mem_left > 128 * MIB; i++) {
+                                size_t t = s->n_tasks;
+                                double q = 0.1 + RAND01() * (cpu_left - 0.1) * 0.8;
+                                double m = 64 * MIB + RAND01() * (mem_left - 64 * MIB) * 0.8;
+                                unsigned job = 1 + rand_r(&rng) % 4;
+
+                                snprintf(ids[t], sizeof(ids[t]), "%u.0.%zu.0", job, t);
+                                cpu_left -= q;
+                                mem_left -= floor(m);
+                                scenario_task(s, (OrchTaskInfo) {
+                                        .id = ids[t], .job = job, .node = names[n],
+                                        .cpu_limit_cores = q, .memory_max_bytes = (uint64_t) m,
+                                        .expected_cpu_cores = RAND01() < 0.5 ? q * (0.5 + RAND01()) : 0,
+                                        .throttled_ratio = RAND01() < 0.4 ? RAND01() : 0,
+                                        .memory_events_max = RAND01() < 0.3 ? 5 : 0,
+                                        .has_progress = RAND01() < 0.5, .progress = 0.05 + 0.9 * RAND01(),
+                                }, q * RAND01() * 1.0, (m / MIB) * (0.3 + 0.7 * RAND01()));
+                        }
+                }
+                cr_assert_eq(epoch(s, 120, &p, &st, &d), 0, "seed %u", seed);
+
+                for (size_t n = 0; n < n_nodes; n++) {
+                        double cpu = 0, mem = 0;
+
+                        for (size_t t = 0; t < s->n_tasks; t++) {
+                                const OrchDecision *c = orch_decisions_find(&d, t, ORCH_CPU);
+                                const OrchDecision *m = orch_decisions_find(&d, t, ORCH_MEMORY);
+
+                                if (s->tasks[t].node != n)
+                                        continue;
+                                cpu += c && c->verdict == ORCH_VERDICT_APPLY ? c->new_value : s->tasks[t].info.cpu_limit_cores;
+                                mem += m && m->verdict == ORCH_VERDICT_APPLY ? m->new_value
+                                                                              : (double) s->tasks[t].info.memory_max_bytes;
+                        }
+                        cr_assert_leq(cpu, s->nodes[n].info.capacity_cpus * p.cpu_overcommit + 1e-9, "seed %u", seed);
+                        cr_assert_leq(mem, (double) s->nodes[n].info.capacity_memory_bytes + 1e-3, "seed %u", seed);
+                }
+                for (size_t i = 0; i < d.n; i++) {
+                        const OrchDecision *c = &d.items[i];
+                        double use = orch_task_usage(&s->tasks[c->task], c->resource);
+
+                        if (c->verdict != ORCH_VERDICT_APPLY)
+                                continue;
+                        n_changes++;
+                        if (c->resource == ORCH_CPU) {
+                                cr_assert_leq(fabs(c->new_value - c->old_value), p.cpu_max_step_cores + 1e-9);
+                                if (!c->raise)
+                                        cr_assert_geq(c->new_value, p.cpu_floor_cores - 1e-9);
+                                else
+                                        cr_assert_leq(c->new_value, s->nodes[s->tasks[c->task].node].info.capacity_cpus + 1e-9);
+                                cr_assert_eq(c->cpu_quota_us, llround(c->new_value * 100000));
+                        } else {
+                                cr_assert_leq(fabs(c->new_value - c->old_value), (double) p.memory_max_step_bytes + 1e-3);
+                                if (!c->raise)
+                                        cr_assert_geq(c->new_value, use + fmax(32 * MIB, 0.1 * use) - 1e-3, "seed %u", seed);
+                        }
+                }
+#undef RAND01
+        }
+        cr_assert_gt(n_changes, 50, "the property is exercised (%zu changes)", n_changes);
+}
+
+Test(balancer, bad_input) {
+        _cleanup_(orch_snapshot_freep) OrchSnapshot *s = scenario_new();
+        _cleanup_(orch_balancer_state_done) OrchBalancerState st;
+        OrchDecisions d = {};
+        OrchFindings f = {};
+        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        const char *field = NULL;
+
+        orch_balancer_state_init(&st);
+        p.cpu_overcommit = 0.5;
+        cr_assert_eq(orch_balance_params_validate(&p, &field), -EINVAL);
+        cr_assert_str_eq(field, "cpu_overcommit");
+        cr_assert_eq(orch_balance(s, &f, 0, &p, &st, &d), -EINVAL);
+
+        p = ORCH_BALANCE_PARAMS_DEFAULT;
+        scenario_node(s, "n1", 1, 1024, 0, 0);
+        scenario_task(s, (OrchTaskInfo) { .id = "1.0.0.0", .job = 1, .node = "n1" }, 0.1, 10);
+        scenario_task(s, (OrchTaskInfo) { .id = "1.0.0.0", .job = 1, .node = "n1" }, 0.1, 10);
+        cr_assert_eq(orch_balance(s, &f, 0, &p, &st, &d), -EINVAL, "duplicate ids");
+        cr_assert_null(d.items);
+        cr_assert_eq(st.epoch, 0);
+}

@@ -1,0 +1,200 @@
+/* test-launcher.c: the shim's status lines (format and parse) and the re-adoption of a task an
+ * earlier agent started — its main process watched through a pidfd (or by polling where the
+ * kernel or valgrind has no pidfd_open), its progress read again through the shim's pipe. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "launcher.h"
+
+Test(launcher, status_round_trip) {
+        char buf[32];
+        int code = -1, sig = -1;
+
+        cr_assert_gt(launch_status_format(CLD_EXITED, 3, buf, sizeof buf), 0);
+        cr_expect_str_eq(buf, "exited 3\n");
+        cr_assert_eq(launch_status_parse(buf, &code, &sig), 0);
+        cr_expect_eq(code, 3);
+        cr_expect_eq(sig, 0);
+
+        cr_assert_gt(launch_status_format(CLD_KILLED, SIGKILL, buf, sizeof buf), 0);
+        cr_expect_str_eq(buf, "killed 9\n");
+        cr_assert_eq(launch_status_parse(buf, &code, &sig), 0);
+        cr_expect_eq(code, 0);
+        cr_expect_eq(sig, SIGKILL);
+
+        /* A core dump is a kill as far as the status file goes. */
+        cr_assert_gt(launch_status_format(CLD_DUMPED, SIGSEGV, buf, sizeof buf), 0);
+        cr_expect_str_eq(buf, "killed 11\n");
+        cr_expect_eq(launch_status_format(CLD_EXITED, 255, buf, 8), -ENOBUFS, "\"exited 255\\n\" needs 12 bytes");
+}
+
+Test(launcher, status_parse_rejects) {
+        static const char *const bad[] = {
+                NULL, "", "exited", "exited x", "exited -1", "exited 256", "killed 0", "killed 65",
+                "stopped 1", "EXITED 1", "exitedd 1", "killed", "1 exited",
+        };
+        int code = 7, sig = 7;
+
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+                cr_expect_eq(launch_status_parse(bad[i], &code, &sig), -EINVAL, "\"%s\"", bad[i] ?: "(null)");
+        cr_expect_eq(code, 7, "untouched on failure");
+        cr_expect_eq(sig, 7);
+        /* What a shim writes with fsync can still be read back with its newline or without. */
+        cr_expect_eq(launch_status_parse("exited 0", &code, &sig), 0);
+        cr_expect_eq(launch_status_parse("killed 64\n", &code, &sig), 0);
+        cr_expect_eq(sig, 64);
+}
+
+typedef struct Seen {
+        int calls;
+        int si_code;
+} Seen;
+
+static void on_exit_cb(Launch *l, const siginfo_t *si, void *userdata) {
+        Seen *seen = userdata;
+        seen->calls++;
+        seen->si_code = si->si_code;
+}
+
+/* A process that waits for its stdin to close (or a signal). */
+static pid_t spawn_waiter(int *ret_fd, bool progress_at_3, int *ret_progress_w) {
+        int in[2], ready[2], prog[2] = { -1, -1 };
+        pid_t pid;
+        char c;
+
+        cr_assert_eq(pipe(in), 0);
+        cr_assert_eq(pipe(ready), 0);
+        if (progress_at_3)
+                cr_assert_eq(pipe(prog), 0);
+        pid = fork();
+        cr_assert_geq(pid, 0);
+        if (pid == 0) {
+                if (progress_at_3 && dup2(prog[0], LAUNCHER_SHIM_PROGRESS_FD) < 0)
+                        _exit(2);
+                close(in[1]);
+                /* Only now may the test look at our fd 3. */
+                if (write(ready[1], "r", 1) != 1)
+                        _exit(2);
+                while (read(in[0], &c, 1) > 0)
+                        ;
+                _exit(0);
+        }
+        close(ready[1]);
+        cr_assert_eq(read(ready[0], &c, 1), 1);
+        close(ready[0]);
+        close(in[0]);
+        *ret_fd = in[1];
+        if (progress_at_3) {
+                close(prog[0]);
+                *ret_progress_w = prog[1];
+        }
+        return pid;
+}
+
+Test(launcher, adopt_gone_or_unknown) {
+        sd_event *e = NULL;
+        Launch *l = NULL;
+        Seen seen = {};
+        pid_t pid;
+        int status;
+
+        cr_assert_eq(sd_event_new(&e), 0);
+        cr_assert_eq(launch_adopt(e, 0, 0, "/proc", on_exit_cb, &seen, &l), 0);
+        cr_expect(launch_exited(l), "main pid unknown: born exited");
+        cr_expect_eq(launch_pid(l), 0);
+        l = launch_free(l);
+
+        /* A pid that no longer exists (reaped). */
+        pid = fork();
+        cr_assert_geq(pid, 0);
+        if (pid == 0)
+                _exit(0);
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        cr_assert_eq(launch_adopt(e, 0, pid, "/proc", on_exit_cb, &seen, &l), 0);
+        cr_expect(launch_exited(l));
+        launch_poll(l);
+        cr_expect_eq(seen.calls, 0, "born exited: the caller looks, no callback");
+        launch_free(l);
+        sd_event_unref(e);
+}
+
+Test(launcher, adopt_running_then_exit) {
+        sd_event *e = NULL;
+        Launch *l = NULL;
+        Seen seen = {};
+        int fd, status;
+        pid_t pid;
+
+        cr_assert_eq(sd_event_new(&e), 0);
+        pid = spawn_waiter(&fd, false, NULL);
+        cr_assert_eq(launch_adopt(e, 0, pid, "/proc", on_exit_cb, &seen, &l), 0);
+        cr_expect_not(launch_exited(l));
+        cr_expect_eq(launch_pid(l), pid);
+        cr_expect_eq(launch_progress(l), -1);
+
+        /* Still running: nothing happens, however often the agent looks. */
+        launch_poll(l);
+        cr_assert_geq(sd_event_run(e, 50 * 1000), 0);
+        cr_expect_eq(seen.calls, 0);
+
+        cr_assert_eq(kill(pid, SIGTERM), 0);
+        /* An adopted task is not our child in real life: the shim reaps it. Here we are its
+         * parent and reap it ourselves, after which polling sees it gone as well. */
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        for (int i = 0; i < 100 && seen.calls == 0; i++) {
+                launch_poll(l);
+                cr_assert_geq(sd_event_run(e, 20 * 1000), 0);
+        }
+        cr_expect_eq(seen.calls, 1);
+        cr_expect_eq(seen.si_code, 0, "no status from a pidfd: the shim's status file has it");
+        cr_expect(launch_exited(l));
+        cr_expect_eq(launch_pid(l), 0);
+        launch_poll(l);
+        cr_expect_eq(seen.calls, 1, "reported once");
+        close(fd);
+        launch_free(l);
+        sd_event_unref(e);
+}
+
+Test(launcher, adopt_reads_progress_through_the_shim) {
+        sd_event *e = NULL;
+        Launch *l = NULL;
+        Seen seen = {};
+        int shim_fd, main_fd, progress_w, status;
+        pid_t shim, main_pid;
+
+        cr_assert_eq(sd_event_new(&e), 0);
+        /* The "shim" holds the progress pipe's read end at fd 3, as the real one does. */
+        shim = spawn_waiter(&shim_fd, true, &progress_w);
+        main_pid = spawn_waiter(&main_fd, false, NULL);
+        cr_assert_eq(launch_adopt(e, shim, main_pid, "/proc", on_exit_cb, &seen, &l), 0);
+
+        static const char lines[] = "0.25\nnot a number\n0.5";
+        cr_assert_eq(write(progress_w, lines, sizeof lines - 1), (ssize_t) sizeof lines - 1);
+        for (int i = 0; i < 100 && launch_progress(l) != 0.25; i++)
+                cr_assert_geq(sd_event_run(e, 20 * 1000), 0);
+        cr_expect_eq(launch_progress(l), 0.25, "the last complete valid line");
+        cr_assert_eq(write(progress_w, "\n", 1), 1);
+        for (int i = 0; i < 100 && launch_progress(l) != 0.5; i++)
+                cr_assert_geq(sd_event_run(e, 20 * 1000), 0);
+        cr_expect_eq(launch_progress(l), 0.5);
+
+        close(main_fd);
+        cr_assert_eq(waitpid(main_pid, &status, 0), main_pid);
+        for (int i = 0; i < 100 && seen.calls == 0; i++) {
+                launch_poll(l);
+                cr_assert_geq(sd_event_run(e, 20 * 1000), 0);
+        }
+        cr_expect_eq(seen.calls, 1);
+        close(shim_fd);
+        close(progress_w);
+        cr_assert_eq(waitpid(shim, &status, 0), shim);
+        launch_free(l);
+        sd_event_unref(e);
+}

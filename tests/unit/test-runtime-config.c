@@ -1,0 +1,211 @@
+/* test-runtime-config.c: the registry of runtime knobs (controller/runtime-config.c) — parsing
+ * from text and JSON, ranges, whole-settings validation, and PUT /v1/config's all-or-nothing
+ * update with its apply functions. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller/runtime-config.h"
+
+typedef struct Calls {
+        unsigned orch, sched;
+        int fail_sched;                 /* the scheduler's apply returns this */
+        RuntimeSettings last_orch;
+} Calls;
+
+static int apply_orch(void *userdata, const RuntimeSettings *s) {
+        Calls *c = userdata;
+        c->orch++;
+        c->last_orch = *s;
+        return 0;
+}
+
+static int apply_sched(void *userdata, const RuntimeSettings *s) {
+        Calls *c = userdata;
+        c->sched++;
+        return c->fail_sched;
+}
+
+/* Equal as every knob shows them (memcmp would compare padding too). */
+static bool same(const RuntimeSettings *a, const RuntimeSettings *b) {
+        json_t *ja = runtime_settings_to_json(a), *jb = runtime_settings_to_json(b);
+        bool eq = json_equal(ja, jb);
+        json_decref(ja);
+        json_decref(jb);
+        return eq;
+}
+
+static RuntimeConfig make(Calls *calls) {
+        RuntimeConfig rc = { .current = runtime_settings_default(), .userdata = calls };
+        rc.apply[KNOB_APPLY_ORCHESTRATOR] = apply_orch;
+        rc.apply[KNOB_APPLY_SCHEDULER] = apply_sched;
+        return rc;
+}
+
+static int put(RuntimeConfig *rc, const char *text, char **ret_error) {
+        json_error_t e;
+        json_t *body = json_loads(text, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &e);
+        cr_assert_not_null(body, "bad test JSON: %s", e.text);
+        int r = runtime_config_update(rc, body, ret_error);
+        json_decref(body);
+        return r;
+}
+
+Test(runtime_config, defaults_are_valid_and_off) {
+        RuntimeSettings s = runtime_settings_default();
+        char *error = NULL;
+        cr_assert_eq(runtime_settings_validate(&s, &error), 0, "%s", error ?: "");
+        cr_assert_eq(s.balance.mode, ORCH_MODE_OFF);
+        cr_assert_float_eq(s.balance.epoch_s, 20.0, 1e-12, "the paper's epoch");
+        cr_assert_eq(s.sched.policy, SCHED_HFSP);
+
+        json_t *j = runtime_settings_to_json(&s);
+        cr_assert_eq(json_object_size(j), runtime_n_knobs);
+        cr_assert_str_eq(json_string_value(json_object_get(j, "orchestrate")), "off");
+        cr_assert_str_eq(json_string_value(json_object_get(j, "estimator")), "regression");
+        cr_assert_eq(json_integer_value(json_object_get(j, "memory-max-step")), 256 << 20);
+        cr_assert_float_eq(json_number_value(json_object_get(j, "epoch")), 20.0, 1e-12);
+        cr_assert(json_is_false(json_object_get(j, "dry-run")));
+        cr_assert_str_eq(json_string_value(json_object_get(j, "scheduler")), "hfsp");
+        json_decref(j);
+}
+
+Test(runtime_config, every_knob_is_unique_and_typed) {
+        for (size_t i = 0; i < runtime_n_knobs; i++) {
+                const Knob *k = &runtime_knobs[i];
+                cr_assert_not_null(knob_type_to_string(k->type));
+                cr_assert_eq(runtime_knob_find(k->name), k, "%s twice", k->name);
+                cr_assert(k->help && strstr(k->help, "default"), "%s: help names its default", k->name);
+                if (k->type == KNOB_ENUM)
+                        cr_assert_gt(k->n_choices, 0);
+                else if (k->type != KNOB_BOOL)
+                        cr_assert_lt(k->min, k->max, "%s has a range", k->name);
+        }
+        cr_assert_null(runtime_knob_find("no-such-knob"));
+}
+
+Test(runtime_config, text_values) {
+        RuntimeSettings s = runtime_settings_default();
+        char *error = NULL;
+
+        cr_assert_eq(runtime_knob_set_text(&s, runtime_knob_find("orchestrate"), "cpu+memory", &error), 0);
+        cr_assert_eq(s.balance.mode, ORCH_MODE_CPU_MEMORY);
+        cr_assert_eq(runtime_knob_set_text(&s, runtime_knob_find("epoch"), "1s", &error), 0);
+        cr_assert_float_eq(s.balance.epoch_s, 1.0, 1e-12);
+        cr_assert_eq(runtime_knob_set_text(&s, runtime_knob_find("epoch"), "2m", &error), 0);
+        cr_assert_float_eq(s.balance.epoch_s, 120.0, 1e-12);
+        cr_assert_eq(runtime_knob_set_text(&s, runtime_knob_find("memory-floor"), "128M", &error), 0);
+        cr_assert_eq(s.balance.memory_floor_bytes, UINT64_C(128) << 20);
+        cr_assert_eq(runtime_knob_set_text(&s, runtime_knob_find("dry-run"), "yes", &error), 0);
+        cr_assert(s.balance.dry_run);
+        cr_assert_eq(runtime_knob_set_text(&s, runtime_knob_find("hysteresis"), "3", &error), 0);
+        cr_assert_eq(s.balance.hysteresis_epochs, 3);
+        cr_assert_eq(runtime_knob_set_text(&s, runtime_knob_find("preemption"), "suspend", &error), 0);
+        cr_assert_eq(s.sched.preemption, SCHED_PREEMPT_SUSPEND);
+
+        RuntimeSettings before = s;
+        cr_assert_eq(runtime_knob_set_text(&s, runtime_knob_find("epoch"), "500ms", &error), -EINVAL,
+                     "below the 1 s minimum");
+        cr_assert_str_eq(error, "epoch: must be a duration in [1s, 3600s]");
+        free(error);
+        error = NULL;
+        cr_assert_eq(runtime_knob_set_text(&s, runtime_knob_find("orchestrate"), "gpu", &error), -EINVAL);
+        cr_assert_str_eq(error, "orchestrate: must be one of off, cpu, memory or cpu+memory");
+        free(error);
+        error = NULL;
+        cr_assert_eq(runtime_knob_set_text(&s, runtime_knob_find("scheduler"), "srpt", &error), -EINVAL,
+                     "srpt is the simulator's only");
+        cr_assert_str_eq(error, "scheduler: must be one of fifo, fair, hfsp or psbs");
+        free(error);
+        error = NULL;
+        cr_assert_eq(runtime_knob_set_text(&s, runtime_knob_find("hysteresis"), "0", &error), -EINVAL);
+        free(error);
+        error = NULL;
+        cr_assert_eq(runtime_knob_set_text(&s, runtime_knob_find("cpu-max-step"), "nan", &error), -EINVAL);
+        free(error);
+        cr_assert(same(&s, &before), "a refused value changes nothing");
+}
+
+Test(runtime_config, update_applies_each_part_once) {
+        Calls calls = {};
+        RuntimeConfig rc = make(&calls);
+        char *error = NULL;
+
+        int r = put(&rc, "{\"orchestrate\": \"cpu\", \"epoch\": 1, \"hysteresis\": 1, \"cpu-max-step\": 0.25,"
+                         " \"memory-max-step\": \"128M\", \"dry-run\": true}", &error);
+        cr_assert_eq(r, 0, "%s", error ?: "");
+        cr_assert_eq(calls.orch, 1);
+        cr_assert_eq(calls.sched, 0, "no scheduler knob was named");
+        cr_assert_eq(rc.current.balance.mode, ORCH_MODE_CPU);
+        cr_assert_float_eq(rc.current.balance.epoch_s, 1.0, 1e-12);
+        cr_assert_eq(rc.current.balance.memory_max_step_bytes, UINT64_C(128) << 20);
+        cr_assert(rc.current.balance.dry_run);
+        cr_assert_eq(calls.last_orch.balance.hysteresis_epochs, 1, "the apply function saw the new settings");
+
+        r = put(&rc, "{\"scheduler\": \"fifo\", \"training-cpus\": 0}", &error);
+        cr_assert_eq(r, 0, "%s", error ?: "");
+        cr_assert_eq(calls.sched, 1);
+        cr_assert_eq(calls.orch, 1);
+        cr_assert_eq(rc.current.sched.policy, SCHED_FIFO);
+}
+
+/* One bad knob among good ones: 400 naming it, and neither the good ones nor any apply. */
+static void expect_refused(const char *body, const char *message) {
+        Calls calls = {};
+        RuntimeConfig rc = make(&calls);
+        RuntimeSettings before = rc.current;
+        char *error = NULL;
+
+        cr_assert_eq(put(&rc, body, &error), -EINVAL, "%s accepted", body);
+        cr_assert_str_eq(error, message);
+        cr_assert(same(&rc.current, &before), "%s changed something", body);
+        cr_assert_eq(calls.orch + calls.sched, 0, "%s applied something", body);
+        free(error);
+}
+
+Test(runtime_config, all_or_nothing) {
+        expect_refused("{\"orchestrate\": \"cpu\", \"cooldown\": -1}", "cooldown: must be an integer in [0, 100]");
+        expect_refused("{\"scheduler\": \"fifo\", \"epoch\": 0.5}", "epoch: must be a duration in [1s, 3600s]");
+        expect_refused("{\"orchestrate\": \"cpu\", \"bogus\": 1}", "bogus: no such knob (GET /v1/config lists them)");
+        expect_refused("{\"dry-run\": \"yes\"}", "dry-run: must be true or false");
+        expect_refused("{\"hysteresis\": 1.5}", "hysteresis: must be an integer in [1, 100]");
+        expect_refused("{\"orchestrate\": 1}", "orchestrate: must be a string, one of off, cpu, memory or cpu+memory");
+        expect_refused("{\"memory-floor\": \"12Q\"}", "memory-floor: must be a size such as 512K, 256M or 2G");
+        expect_refused("{\"memory-floor\": 1.5}", "memory-floor: must be a size in bytes or a string such as \"256M\"");
+        expect_refused("{\"cpu-overcommit\": 1000}", "cpu-overcommit: must be a number in [0.1, 100]");
+        expect_refused("{\"cpu-floor\": 2, \"cpu-ceiling\": 1}", "cpu-ceiling: must be 0 or at least cpu-floor (2)");
+        expect_refused("{\"memory-floor\": \"1G\", \"memory-ceiling\": \"512M\"}",
+                       "memory-ceiling: must be 0 or at least memory-floor (1073741824 bytes)");
+        expect_refused("{\"orchestrate\": \"cpu\\u0000\"}", "orchestrate: contains a NUL byte");
+        expect_refused("{}", "body: names no knob");
+}
+
+Test(runtime_config, failing_apply_restores_the_others) {
+        Calls calls = { .fail_sched = -EIO };
+        RuntimeConfig rc = make(&calls);
+        RuntimeSettings before = rc.current;
+        char *error = NULL;
+
+        cr_assert_eq(put(&rc, "{\"orchestrate\": \"cpu\", \"scheduler\": \"fair\"}", &error), -EINVAL);
+        cr_assert_str_eq(error, "scheduler: could not be applied: Input/output error");
+        free(error);
+        cr_assert(same(&rc.current, &before));
+        cr_assert_eq(calls.orch, 2, "applied, then the old settings put back");
+        cr_assert_eq(calls.last_orch.balance.mode, ORCH_MODE_OFF);
+}
+
+Test(runtime_config, json_round_trip) {
+        Calls calls = {};
+        RuntimeConfig rc = make(&calls);
+        char *error = NULL;
+        cr_assert_eq(put(&rc, "{\"orchestrate\": \"memory\", \"estimator\": \"uniform\", \"epoch\": \"90s\"}", &error), 0);
+
+        /* What GET shows, PUT takes back unchanged. */
+        json_t *j = runtime_settings_to_json(&rc.current);
+        RuntimeConfig again = make(&calls);
+        cr_assert_eq(runtime_config_update(&again, j, &error), 0, "%s", error ?: "");
+        json_decref(j);
+        cr_assert(same(&again.current, &rc.current));
+        cr_assert_float_eq(again.current.balance.epoch_s, 90.0, 1e-12);
+        cr_assert_eq(again.current.balance.estimator, ORCH_ESTIMATOR_UNIFORM);
+}

@@ -1,0 +1,997 @@
+/* test-sched.c: the scheduler (controller/sched*.c) — the HFSP papers' worked examples replayed
+ * exactly through a tiny discrete-event driver (tasks burn CPU-seconds at their CPU request;
+ * decisions after every event), plus training priority, tiny jobs, weights, PSBS's late jobs,
+ * preemption by kill and by freezing, FIFO and FAIR. */
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <math.h>
+
+#include "controller/sched.h"
+#include "macro.h"
+
+#define GiB (UINT64_C(1) << 30)
+#define MiB (UINT64_C(1) << 20)
+#define EPS 1e-9
+
+/* ---- The driver ---- */
+
+typedef struct SimJob {
+        double arrival_s;
+        double weight;           /* 0 means 1 */
+        unsigned n_tasks;
+        double task_work_s;      /* CPU-seconds per task */
+        double task_cpus;
+        uint64_t task_memory_bytes;
+        SchedSize size;
+        /* results */
+        bool added;
+        unsigned done;
+        double finish_s;
+} SimJob;
+
+typedef struct SimUpdate {
+        double at_s;
+        unsigned job;
+        SchedSize size;
+        bool applied;
+} SimUpdate;
+
+typedef struct SimTask {
+        unsigned job, index;
+        double done_s;
+        SchedTaskState state;
+        size_t node;
+        double started_s;
+        bool finished;
+} SimTask;
+
+typedef struct Sim {
+        Sched *sched;
+        PlacementNode nodes[8];
+        size_t n_nodes;
+        SimJob *jobs;
+        size_t n_jobs;
+        SimUpdate *updates;
+        size_t n_updates;
+        SimTask tasks[512];
+        size_t n_tasks;
+        unsigned n_kills, n_freezes, n_thaws;
+} Sim;
+
+static uint64_t job_key(unsigned job) {
+        return sched_key(job + 1, 0);
+}
+
+static void sim_decide(Sim *sim, double now) {
+        SchedTask in[512];
+        size_t map[512], n = 0;
+        for (size_t i = 0; i < sim->n_tasks; i++) {
+                SimTask *t = &sim->tasks[i];
+                SimJob *j = &sim->jobs[t->job];
+                if (t->finished || !j->added)
+                        continue;
+                in[n] = (SchedTask) {
+                        .key = job_key(t->job), .index = t->index, .state = t->state, .node = t->node,
+                        .cpu_cores = j->task_cpus, .memory_bytes = j->task_memory_bytes ?: MiB,
+                        .started_s = t->started_s,
+                };
+                map[n++] = i;
+        }
+        SchedDecision *d = NULL;
+        size_t n_d = 0;
+        cr_assert_eq(sched_decide(sim->sched, now, sim->nodes, sim->n_nodes, in, n, &d, &n_d), 0);
+        for (size_t k = 0; k < n_d; k++) {
+                SimTask *t = &sim->tasks[map[d[k].task]];
+                switch (d[k].verb) {
+                case SCHED_START:
+                        cr_assert_eq(t->state, SCHED_TASK_PENDING);
+                        t->state = SCHED_TASK_RUNNING;
+                        t->node = d[k].node;
+                        t->started_s = now;
+                        break;
+                case SCHED_THAW:
+                        cr_assert_eq(t->state, SCHED_TASK_SUSPENDED);
+                        t->state = SCHED_TASK_RUNNING;
+                        sim->n_thaws++;
+                        break;
+                case SCHED_FREEZE:
+                        cr_assert_eq(t->state, SCHED_TASK_RUNNING);
+                        t->state = SCHED_TASK_SUSPENDED;
+                        sim->n_freezes++;
+                        break;
+                case SCHED_KILL:
+                        /* Killed on the spot: its work is lost and it runs again later. */
+                        cr_assert_eq(t->state, SCHED_TASK_RUNNING);
+                        t->state = SCHED_TASK_PENDING;
+                        t->done_s = 0;
+                        sim->n_kills++;
+                        break;
+                default:
+                        cr_assert_fail("bad verb");
+                }
+        }
+        free(d);
+}
+
+/* Runs every job to completion; returns the mean response time. */
+static double sim_run(Sim *sim, const SchedParams *params) {
+        double capacity = 0;
+        for (size_t i = 0; i < sim->n_nodes; i++)
+                capacity += sim->nodes[i].capacity_cpus;
+        cr_assert_eq(sched_new(params, capacity, &sim->sched), 0);
+
+        sim->n_tasks = 0;
+        for (unsigned j = 0; j < sim->n_jobs; j++)
+                for (unsigned k = 0; k < sim->jobs[j].n_tasks; k++) {
+                        cr_assert_lt(sim->n_tasks, ELEMENTSOF(sim->tasks));
+                        sim->tasks[sim->n_tasks++] = (SimTask) { .job = j, .index = k };
+                }
+
+        double now = 0;
+        for (unsigned step = 0; step < 100000; step++) {
+                for (unsigned j = 0; j < sim->n_jobs; j++) {
+                        SimJob *job = &sim->jobs[j];
+                        if (!job->added && job->arrival_s <= now + EPS) {
+                                double cpus = job->task_cpus * job->n_tasks;
+                                cr_assert_eq(sched_job_add(sim->sched, job_key(j), now, job->weight ?: 1.0, cpus,
+                                                           &job->size), 0);
+                                job->added = true;
+                        }
+                }
+                for (size_t u = 0; u < sim->n_updates; u++)
+                        if (!sim->updates[u].applied && sim->updates[u].at_s <= now + EPS) {
+                                cr_assert_geq(sched_job_set_size(sim->sched, job_key(sim->updates[u].job), now,
+                                                                 &sim->updates[u].size), 0);
+                                sim->updates[u].applied = true;
+                        }
+                /* A kill is instant here: decide again so its room is used at once. */
+                for (unsigned kills = ~0u; kills != sim->n_kills;) {
+                        kills = sim->n_kills;
+                        sim_decide(sim, now);
+                }
+
+                double next = INFINITY;
+                for (unsigned j = 0; j < sim->n_jobs; j++)
+                        if (!sim->jobs[j].added)
+                                next = MIN(next, sim->jobs[j].arrival_s);
+                for (size_t u = 0; u < sim->n_updates; u++)
+                        if (!sim->updates[u].applied)
+                                next = MIN(next, sim->updates[u].at_s);
+                for (size_t i = 0; i < sim->n_tasks; i++) {
+                        SimTask *t = &sim->tasks[i];
+                        SimJob *job = &sim->jobs[t->job];
+                        if (!t->finished && t->state == SCHED_TASK_RUNNING)
+                                next = MIN(next, now + (job->task_work_s - t->done_s) / job->task_cpus);
+                }
+                if (next == INFINITY)
+                        break;
+                cr_assert_gt(next, now - EPS, "time went backwards");
+
+                for (size_t i = 0; i < sim->n_tasks; i++) {
+                        SimTask *t = &sim->tasks[i];
+                        SimJob *job = &sim->jobs[t->job];
+                        if (t->finished || t->state != SCHED_TASK_RUNNING)
+                                continue;
+                        t->done_s += (next - now) * job->task_cpus;
+                        if (t->done_s >= job->task_work_s - EPS) {
+                                t->finished = true;
+                                if (++job->done == job->n_tasks) {
+                                        job->finish_s = next;
+                                        cr_assert_eq(sched_job_finish(sim->sched, job_key(t->job), next), 0);
+                                }
+                        }
+                }
+                now = next;
+        }
+
+        double sum = 0;
+        for (unsigned j = 0; j < sim->n_jobs; j++) {
+                cr_assert_eq(sim->jobs[j].done, sim->jobs[j].n_tasks, "job %u did not finish", j);
+                sum += sim->jobs[j].finish_s - sim->jobs[j].arrival_s;
+        }
+        sim->sched = sched_free(sim->sched);
+        return sum / (double) sim->n_jobs;
+}
+
+static PlacementNode node(double cpus) {
+        return (PlacementNode) { .id = "n", .capacity_cpus = cpus, .capacity_memory_bytes = 64 * GiB };
+}
+
+static SchedSize final_size(double s) {
+        return (SchedSize) { .kind = SCHED_SIZE_FINAL, .size_s = s };
+}
+
+static SchedParams params(SchedPolicy p) {
+        SchedParams sp = SCHED_PARAMS_DEFAULT;
+        sp.policy = p;
+        return sp;
+}
+
+/* ---- Fig. 2 of the HFSP paper: continuous size updates make the order flap ---- */
+
+/* J1 has size 3, J2 size 2 (one CPU; tasks of one CPU-second so WAIT preempts at every second). */
+static double fig2(const SchedSize s1, const SchedSize s2, SimUpdate *updates, size_t n_updates, bool continuous) {
+        SimJob jobs[] = {
+                { .n_tasks = 3, .task_work_s = 1, .task_cpus = 1, .size = s1 },
+                { .n_tasks = 2, .task_work_s = 1, .task_cpus = 1, .size = s2 },
+        };
+        Sim sim = { .nodes = { node(1) }, .n_nodes = 1, .jobs = jobs, .n_jobs = 2, .updates = updates,
+                    .n_updates = n_updates };
+        SchedParams p = params(SCHED_HFSP);
+        p.continuous_size_updates = continuous;
+        double mean = sim_run(&sim, &p);
+        cr_log_info("fig2: J1 done at %g, J2 at %g", jobs[0].finish_s, jobs[1].finish_s);
+        return mean;
+}
+
+Test(sched_paper, fig2_one_correct_estimate) {
+        /* Right first time: J2 at 2, J1 at 5. */
+        cr_assert_float_eq(fig2(final_size(3), final_size(2), NULL, 0, false), 3.5, EPS);
+}
+
+/* Estimates that keep changing as the jobs run: each revision inverts the order again. */
+static SimUpdate flapping[] = {
+        { .at_s = 1, .job = 0, .size = { SCHED_SIZE_FINAL, 4, 0 } },
+        { .at_s = 2, .job = 1, .size = { SCHED_SIZE_FINAL, 4.5, 0 } },
+        { .at_s = 3, .job = 0, .size = { SCHED_SIZE_FINAL, 5, 0 } },
+};
+
+Test(sched_paper, fig2_continuous_updates_flap) {
+        /* J1, J2, J1, J2, J1: J2 done at 4, J1 at 5 — mean 4.5. */
+        SimUpdate u[ELEMENTSOF(flapping)];
+        memcpy(u, flapping, sizeof u);
+        cr_assert_float_eq(fig2(final_size(2), final_size(3), u, ELEMENTSOF(u), true), 4.5, EPS);
+}
+
+Test(sched_paper, fig2_set_once_keeps_first_estimate) {
+        /* The same revisions with S_f set once (the default): the first, inverted, estimate holds:
+         * J1 at 3, J2 at 5 — mean 4, never the flapping 4.5. */
+        SimUpdate u[ELEMENTSOF(flapping)];
+        memcpy(u, flapping, sizeof u);
+        cr_assert_float_eq(fig2(final_size(2), final_size(3), u, ELEMENTSOF(u), false), 4.0, EPS);
+}
+
+/* ---- Fig. 3: virtual time and job size progress ---- */
+
+Test(sched_paper, fig3_virtual_time) {
+        /* One CPU. Jobs 1 and 2 (sizes 3 and 4) at time 0; job 3 (size 3) arrives at time 3, as
+         * job 1 completes. */
+        SchedParams p = params(SCHED_HFSP);
+        Sched *s;
+        cr_assert_eq(sched_new(&p, 1.0, &s), 0);
+        SchedSize s3 = final_size(3), s4 = final_size(4);
+        cr_assert_eq(sched_job_add(s, 1, 0, 1, 1, &s3), 0);
+        cr_assert_eq(sched_job_add(s, 2, 0, 1, 1, &s4), 0);
+
+        PlacementNode nodes[] = { node(1) };
+        SchedTask tasks[] = {
+                { .key = 1, .index = 0, .state = SCHED_TASK_PENDING, .cpu_cores = 1, .memory_bytes = MiB },
+                { .key = 2, .index = 0, .state = SCHED_TASK_PENDING, .cpu_cores = 1, .memory_bytes = MiB },
+                { .key = 3, .index = 0, .state = SCHED_TASK_PENDING, .cpu_cores = 1, .memory_bytes = MiB },
+        };
+        SchedDecision *d;
+        size_t n;
+        /* Job 1 has the smallest virtual size and gets all the resources. */
+        cr_assert_eq(sched_decide(s, 0, nodes, 1, tasks, 2, &d, &n), 0);
+        cr_assert_eq(n, 1);
+        cr_assert_eq(d[0].verb, SCHED_START);
+        cr_assert_eq(d[0].task, 0);
+        free(d);
+
+        /* Time 3: job 1 completes; in the virtual cluster jobs 1 and 2 each got half the CPU. */
+        cr_assert_eq(sched_job_finish(s, 1, 3), 0);
+        cr_assert_eq(sched_job_add(s, 3, 3, 1, 1, &s3), 0);
+        SchedJobInfo i2, i3, i1;
+        cr_assert_eq(sched_job_info(s, 2, &i2), 0);
+        cr_assert_eq(sched_job_info(s, 3, &i3), 0);
+        cr_assert_float_eq(i2.virtual_size_s, 2.5, EPS);
+        cr_assert_float_eq(i3.virtual_size_s, 3.0, EPS);
+        /* Job 1 ended for real but not virtually: it stays, with 1.5 left, ageing the others. */
+        cr_assert_eq(sched_job_info(s, 1, &i1), 0);
+        cr_assert_float_eq(i1.virtual_size_s, 1.5, EPS);
+        cr_assert_eq(i1.state, SCHED_JOB_DONE);
+
+        /* Job 3 is smaller in reality but bigger virtually: job 2 goes first. */
+        cr_assert_eq(sched_decide(s, 3, nodes, 1, tasks + 1, 2, &d, &n), 0);
+        cr_assert_eq(n, 1);
+        cr_assert_eq(d[0].task, 0, "job 2 must be served before job 3");
+        free(d);
+        cr_assert_eq(sched_rank(s, 3), 0);
+        cr_assert_eq(sched_job_info(s, 2, &i2), 0);
+        cr_assert_eq(sched_job_info(s, 3, &i3), 0);
+        cr_assert_eq(i2.rank, 1);
+        cr_assert_eq(i3.rank, 2);
+
+        /* Three jobs share the virtual cluster until job 1 finishes virtually at 3 + 1.5·3 = 7.5. */
+        cr_assert_eq(sched_rank(s, 7.5 + 1e-9), 0);
+        cr_assert_eq(sched_job_info(s, 1, &i1), -ENOENT);
+        cr_assert_eq(sched_job_info(s, 2, &i2), 0);
+        cr_assert_float_eq(i2.virtual_size_s, 1.0, 1e-6);
+        sched_free(s);
+}
+
+Test(sched_paper, fig3_replayed) {
+        /* The same through the driver: job 2 completes at 7, job 3 at 10. */
+        SimJob jobs[] = {
+                { .n_tasks = 3, .task_work_s = 1, .task_cpus = 1, .size = final_size(3) },
+                { .n_tasks = 4, .task_work_s = 1, .task_cpus = 1, .size = final_size(4) },
+                { .arrival_s = 3, .n_tasks = 3, .task_work_s = 1, .task_cpus = 1, .size = final_size(3) },
+        };
+        Sim sim = { .nodes = { node(1) }, .n_nodes = 1, .jobs = jobs, .n_jobs = 3 };
+        SchedParams p = params(SCHED_HFSP);
+        sim_run(&sim, &p);
+        cr_assert_float_eq(jobs[0].finish_s, 3, EPS);
+        cr_assert_float_eq(jobs[1].finish_s, 7, EPS);
+        cr_assert_float_eq(jobs[2].finish_s, 10, EPS);
+}
+
+/* ---- Fig. 5: impact of estimation errors ---- */
+
+/* Two jobs of sizes r1 < r2 (in units of the whole cluster: two CPUs, tasks of one CPU-second),
+ * estimated as e1, e2. */
+static double fig5(SchedPolicy policy, double r1, double r2, double e1, double e2) {
+        SimJob jobs[] = {
+                { .n_tasks = (unsigned) (2 * r1), .task_work_s = 1, .task_cpus = 1, .size = final_size(2 * e1) },
+                { .n_tasks = (unsigned) (2 * r2), .task_work_s = 1, .task_cpus = 1, .size = final_size(2 * e2) },
+        };
+        Sim sim = { .nodes = { node(2) }, .n_nodes = 1, .jobs = jobs, .n_jobs = 2 };
+        SchedParams p = params(policy);
+        return sim_run(&sim, &p);
+}
+
+Test(sched_paper, fig5a_similar_sizes) {
+        cr_assert_float_eq(fig5(SCHED_HFSP, 1, 2, 1, 2), 2.0, EPS);   /* (1 + 3) / 2 */
+        cr_assert_float_eq(fig5(SCHED_HFSP, 1, 2, 2.2, 2), 2.5, EPS); /* wrong order: (2 + 3) / 2 */
+        cr_assert_float_eq(fig5(SCHED_FAIR, 1, 2, 1, 2), 2.5, EPS);   /* processor sharing */
+}
+
+Test(sched_paper, fig5b_different_sizes) {
+        cr_assert_float_eq(fig5(SCHED_HFSP, 1, 10, 1, 10), 6.0, EPS);   /* (1 + 11) / 2 */
+        cr_assert_float_eq(fig5(SCHED_HFSP, 1, 10, 12, 10), 10.5, EPS); /* (10 + 11) / 2 */
+        cr_assert_float_eq(fig5(SCHED_FAIR, 1, 10, 1, 10), 6.5, EPS);   /* (2 + 11) / 2 */
+        /* PSBS orders the same way on these; SRPT with exact sizes is optimal. */
+        cr_assert_float_eq(fig5(SCHED_PSBS, 1, 10, 1, 10), 6.0, EPS);
+        cr_assert_float_eq(fig5(SCHED_SRPT, 1, 10, 1, 10), 6.0, EPS);
+        /* FIFO serves in submission order: right here, wrong if the big one came first. */
+        cr_assert_float_eq(fig5(SCHED_FIFO, 1, 10, 1, 10), 6.0, EPS);
+}
+
+/* ---- HFSP rules ---- */
+
+Test(sched_hfsp, tiny_jobs_first) {
+        /* A big job holds the CPU's queue; a tiny job (fewer than t tasks: S_f = 0) arriving later
+         * and a small job with a final size arriving at the same time: tiny runs first. */
+        SchedSize tiny = { .kind = SCHED_SIZE_TINY };
+        SimJob jobs[] = {
+                { .n_tasks = 10, .task_work_s = 1, .task_cpus = 1, .size = final_size(10) },
+                { .arrival_s = 2.5, .n_tasks = 2, .task_work_s = 1, .task_cpus = 1, .size = final_size(2) },
+                { .arrival_s = 2.5, .n_tasks = 1, .task_work_s = 1, .task_cpus = 1, .size = tiny },
+        };
+        for (SchedPolicy pol = SCHED_HFSP; pol <= SCHED_PSBS; pol++) {
+                for (size_t j = 0; j < 3; j++)
+                        jobs[j].added = false, jobs[j].done = 0;
+                Sim sim = { .nodes = { node(1) }, .n_nodes = 1, .jobs = jobs, .n_jobs = 3 };
+                SchedParams p = params(pol);
+                sim_run(&sim, &p);
+                /* WAIT: the task running at 2.5 finishes at 3; then tiny, then small, then big. */
+                cr_assert_float_eq(jobs[2].finish_s, 4, EPS, "%s", sched_policy_to_string(pol));
+                cr_assert_float_eq(jobs[1].finish_s, 6, EPS, "%s", sched_policy_to_string(pol));
+                cr_assert_float_eq(jobs[0].finish_s, 13, EPS, "%s", sched_policy_to_string(pol));
+        }
+}
+
+Test(sched_hfsp, training_priority_capped_by_T) {
+        /* Four CPUs. Job 1 has a small final size; jobs 2 and 3 are in training with big initial
+         * sizes. With T = 2, two CPUs go to training tasks (job 2's: the smaller initial size),
+         * the other two to job 1, which outranks both otherwise. */
+        for (double T = 0; T <= 4; T += 2) {
+                SchedParams p = params(SCHED_HFSP);
+                p.training_cpus = T;
+                Sched *s;
+                cr_assert_eq(sched_new(&p, 4, &s), 0);
+                SchedSize small = final_size(8);
+                SchedSize init2 = { .kind = SCHED_SIZE_INITIAL, .size_s = 50, .n_training = 5 };
+                SchedSize init3 = { .kind = SCHED_SIZE_INITIAL, .size_s = 60, .n_training = 5 };
+                cr_assert_eq(sched_job_add(s, 1, 0, 1, 8, &small), 0);
+                cr_assert_eq(sched_job_add(s, 2, 0, 1, 8, &init2), 0);
+                cr_assert_eq(sched_job_add(s, 3, 0, 1, 8, &init3), 0);
+                SchedTask tasks[24];
+                size_t n = 0;
+                for (uint64_t key = 1; key <= 3; key++)
+                        for (unsigned i = 0; i < 8; i++)
+                                tasks[n++] = (SchedTask) { .key = key, .index = i, .state = SCHED_TASK_PENDING,
+                                                           .cpu_cores = 1, .memory_bytes = MiB };
+                PlacementNode nodes[] = { node(4) };
+                SchedDecision *d;
+                size_t n_d;
+                cr_assert_eq(sched_decide(s, 0, nodes, 1, tasks, n, &d, &n_d), 0);
+                cr_assert_eq(n_d, 4);
+                size_t training = 0, job1 = 0;
+                for (size_t k = 0; k < n_d; k++) {
+                        const SchedTask *t = &tasks[d[k].task];
+                        if (t->key == 2 && t->index < 5)
+                                training++;
+                        else if (t->key == 1)
+                                job1++;
+                        else
+                                cr_assert_fail("job 3 got a CPU (T = %g)", T);
+                }
+                cr_assert_eq(training, (size_t) T, "T = %g: %zu training tasks", T, training);
+                cr_assert_eq(job1, 4 - (size_t) T);
+                SchedJobInfo info;
+                cr_assert_eq(sched_job_info(s, 2, &info), 0);
+                /* T = 0 turns training priority off: no job counts as training then. */
+                cr_assert_eq(info.state, T > 0 ? SCHED_JOB_TRAINING : SCHED_JOB_QUEUED);
+
+                /* Training tasks already running count against T: nothing more for training. */
+                for (size_t k = 0; k < n_d; k++) {
+                        tasks[d[k].task].state = SCHED_TASK_RUNNING;
+                        tasks[d[k].task].node = 0;
+                }
+                free(d);
+                nodes[0] = node(8);
+                cr_assert_eq(sched_decide(s, 0, nodes, 1, tasks, n, &d, &n_d), 0);
+                cr_assert_eq(n_d, 4);
+                for (size_t k = 0; k < n_d; k++)
+                        cr_assert_eq(tasks[d[k].task].key, 1, "T = %g: beyond T, job 1 goes first", T);
+                free(d);
+                sched_free(s);
+        }
+}
+
+Test(sched_hfsp, final_size_ends_training) {
+        SchedParams p = params(SCHED_HFSP);
+        Sched *s;
+        cr_assert_eq(sched_new(&p, 1, &s), 0);
+        SchedSize init = { .kind = SCHED_SIZE_INITIAL, .size_s = 100, .n_training = 5 };
+        cr_assert_eq(sched_job_add(s, 7, 0, 1, 1, &init), 0);
+        /* One second of virtual service, then the estimate lands: the work done stays done. */
+        SchedSize f = final_size(20);
+        cr_assert_eq(sched_job_set_size(s, 7, 1, &f), 1);
+        SchedJobInfo info;
+        cr_assert_eq(sched_job_info(s, 7, &info), 0);
+        cr_assert_float_eq(info.virtual_size_s, 19, EPS);
+        cr_assert_eq(info.size.kind, SCHED_SIZE_FINAL);
+        /* Set once: a later estimate is ignored. */
+        SchedSize again = final_size(5);
+        cr_assert_eq(sched_job_set_size(s, 7, 2, &again), 0);
+        cr_assert_eq(sched_rank(s, 2), 0);
+        cr_assert_eq(sched_job_info(s, 7, &info), 0);
+        cr_assert_float_eq(info.virtual_size_s, 18, EPS);
+        /* A final size below the work already done virtually makes it late at once. */
+        SchedSize init2 = { .kind = SCHED_SIZE_INITIAL, .size_s = 100, .n_training = 5 };
+        cr_assert_eq(sched_job_add(s, 8, 2, 1, 1, &init2), 0);
+        SchedSize small = final_size(0.5);
+        cr_assert_eq(sched_job_set_size(s, 8, 4, &small), 1);
+        cr_assert_eq(sched_job_info(s, 8, &info), 0);
+        cr_assert(info.late);
+        sched_free(s);
+}
+
+/* S_f is what is left after training (HFSP Sec. III-A): the virtual size becomes S_f itself.
+ * Subtracting the aging the phase got on S_i again counted the training work twice, made
+ * trained phases "late" and served them first (found by cgorch-sim on the SWIM-like trace). */
+Test(sched_hfsp, training_done_sets_what_is_left) {
+        SchedParams p = params(SCHED_HFSP);
+        Sched *s;
+        cr_assert_eq(sched_new(&p, 1, &s), 0);
+        SchedSize init = { .kind = SCHED_SIZE_INITIAL, .size_s = 100, .n_training = 5 };
+        cr_assert_eq(sched_job_add(s, 7, 0, 1, 1, &init), 0);
+        SchedSize f = final_size(20);
+        /* 10 s of virtual aging on S_i, then the training stage ends with 20 s left. */
+        cr_assert_eq(sched_job_training_done(s, 7, 10, &f), 1);
+        SchedJobInfo info;
+        cr_assert_eq(sched_job_info(s, 7, &info), 0);
+        cr_assert_float_eq(info.virtual_size_s, 20, EPS);
+        cr_assert_not(info.late);
+        cr_assert_eq(info.size.kind, SCHED_SIZE_FINAL);
+        /* Set once, as with sched_job_set_size(). */
+        SchedSize again = final_size(5);
+        cr_assert_eq(sched_job_training_done(s, 7, 11, &again), 0);
+        SchedSize initial_again = { .kind = SCHED_SIZE_INITIAL, .size_s = 3 };
+        cr_assert_eq(sched_job_training_done(s, 7, 11, &initial_again), -EINVAL);
+        sched_free(s);
+}
+
+Test(sched_hfsp, weights_speed_aging) {
+        /* Equal sizes, weights 1 and 2, one CPU: virtual shares 1/3 and 2/3. */
+        for (SchedPolicy pol = SCHED_HFSP; pol <= SCHED_PSBS; pol++) {
+                SchedParams p = params(pol);
+                Sched *s;
+                cr_assert_eq(sched_new(&p, 1, &s), 0);
+                SchedSize ten = final_size(10);
+                cr_assert_eq(sched_job_add(s, 1, 0, 1, 1, &ten), 0);
+                cr_assert_eq(sched_job_add(s, 2, 0, 2, 1, &ten), 0);
+                cr_assert_eq(sched_rank(s, 3), 0);
+                SchedJobInfo a, b;
+                cr_assert_eq(sched_job_info(s, 1, &a), 0);
+                cr_assert_eq(sched_job_info(s, 2, &b), 0);
+                cr_assert_float_eq(a.virtual_size_s, 9, EPS);
+                cr_assert_float_eq(b.virtual_size_s, 8, EPS);
+                cr_assert_float_eq(a.virtual_share_cpus, 1.0 / 3, EPS);
+                cr_assert_eq(b.rank, 1, "%s: the heavier job goes first", sched_policy_to_string(pol));
+                cr_assert_eq(a.rank, 2);
+                /* PSBS's ghost time: service per unit weight, 3 s / 3 units of weight. */
+                if (pol == SCHED_PSBS) {
+                        cr_assert_float_eq(sched_ghost_time(s), 1.0, EPS);
+                        cr_assert_float_eq(b.virtual_finish, 1.0 + 8.0 / 2, EPS);
+                }
+                /* The heavier job finishes virtually at 3 + 8/(2/3) = 15 s, the other then has
+                 * 9 - 12/3 = 5 left, alone at one CPU: late at 20 s. */
+                cr_assert_eq(sched_rank(s, 15 - 1e-6), 0);
+                cr_assert_eq(sched_job_info(s, 2, &b), 0);
+                cr_assert(!b.late);
+                cr_assert_eq(sched_rank(s, 15 + 1e-6), 0);
+                cr_assert_eq(sched_job_info(s, 2, &b), 0);
+                cr_assert(b.late);
+                cr_assert_eq(sched_rank(s, 20 - 1e-6), 0);
+                cr_assert_eq(sched_job_info(s, 1, &a), 0);
+                cr_assert(!a.late);
+                cr_assert_eq(sched_rank(s, 20 + 1e-6), 0);
+                cr_assert_eq(sched_job_info(s, 1, &a), 0);
+                cr_assert(a.late);
+                sched_free(s);
+        }
+}
+
+Test(sched_hfsp, max_min_virtual_shares) {
+        /* Six CPUs; a job that can use one CPU gets one, the other two split the rest. */
+        SchedParams p = params(SCHED_HFSP);
+        Sched *s;
+        cr_assert_eq(sched_new(&p, 6, &s), 0);
+        SchedSize big = final_size(100);
+        cr_assert_eq(sched_job_add(s, 1, 0, 1, 1, &big), 0);
+        cr_assert_eq(sched_job_add(s, 2, 0, 1, 10, &big), 0);
+        cr_assert_eq(sched_job_add(s, 3, 0, 1, 10, &big), 0);
+        cr_assert_eq(sched_rank(s, 1), 0);
+        SchedJobInfo i1, i2;
+        cr_assert_eq(sched_job_info(s, 1, &i1), 0);
+        cr_assert_eq(sched_job_info(s, 2, &i2), 0);
+        cr_assert_float_eq(i1.virtual_share_cpus, 1, EPS);
+        cr_assert_float_eq(i2.virtual_share_cpus, 2.5, EPS);
+        cr_assert_float_eq(i2.virtual_size_s, 97.5, EPS);
+        /* Capacity halves (a node fails): aging slows. */
+        cr_assert_eq(sched_set_capacity(s, 1, 3), 0);
+        cr_assert_eq(sched_rank(s, 2), 0);
+        cr_assert_eq(sched_job_info(s, 2, &i2), 0);
+        cr_assert_float_eq(i2.virtual_share_cpus, 1, EPS);
+        cr_assert_float_eq(i2.virtual_size_s, 96.5, EPS);
+        sched_free(s);
+}
+
+/* ---- PSBS ---- */
+
+Test(sched_psbs, late_jobs_share_capacity) {
+        /* Four CPUs. Jobs 1 and 2 are badly under-estimated (0.5 CPU-seconds each) and go late
+         * within the first second (job 2, with weight 3, first); job 3's estimate is right. PSBS
+         * lets the late jobs share the cluster by weight (1:3); HFSP serves them one at a time,
+         * the first late one first. */
+        SchedSize under = final_size(0.5);
+        SchedSize right = final_size(40);
+        for (SchedPolicy pol = SCHED_HFSP; pol <= SCHED_PSBS; pol++) {
+                SchedParams p = params(pol);
+                Sched *s;
+                cr_assert_eq(sched_new(&p, 4, &s), 0);
+                cr_assert_eq(sched_job_add(s, 1, 0, 1, 4, &under), 0);
+                cr_assert_eq(sched_job_add(s, 2, 0, 3, 4, &under), 0);
+                cr_assert_eq(sched_job_add(s, 3, 0, 1, 4, &right), 0);
+                SchedTask tasks[12];
+                size_t n = 0;
+                for (uint64_t key = 1; key <= 3; key++)
+                        for (unsigned i = 0; i < 4; i++)
+                                tasks[n++] = (SchedTask) { .key = key, .index = i, .state = SCHED_TASK_PENDING,
+                                                           .cpu_cores = 1, .memory_bytes = MiB };
+                PlacementNode nodes[] = { node(4) };
+                SchedDecision *d;
+                size_t n_d;
+                cr_assert_eq(sched_decide(s, 10, nodes, 1, tasks, n, &d, &n_d), 0);
+                cr_assert_eq(n_d, 4);
+                unsigned per_job[4] = {};
+                for (size_t k = 0; k < n_d; k++)
+                        per_job[tasks[d[k].task].key]++;
+                SchedJobInfo info;
+                cr_assert_eq(sched_job_info(s, 1, &info), 0);
+                cr_assert(info.late);
+                if (pol == SCHED_PSBS) {
+                        cr_assert_eq(per_job[1], 1, "psbs: weight 1 of 4");
+                        cr_assert_eq(per_job[2], 3, "psbs: weight 3 of 4");
+                } else {
+                        cr_assert_eq(per_job[2], 4, "hfsp: the first late job gets everything");
+                }
+                cr_assert_eq(per_job[3], 0);
+                free(d);
+                sched_free(s);
+        }
+}
+
+Test(sched_psbs, late_jobs_replayed) {
+        /* Two CPUs, tasks of one CPU-second. Two jobs estimated at 0 (really 6 each) are late
+         * from the start; a right-sized job (2) arrives at 1 and waits for both in either
+         * policy. PSBS shares among the late ones: both end together at 6. HFSP runs the first
+         * late one on both CPUs (done at 3), then the other (done at 6). */
+        SimJob jobs[] = {
+                { .n_tasks = 6, .task_work_s = 1, .task_cpus = 1, .size = final_size(0) },
+                { .n_tasks = 6, .task_work_s = 1, .task_cpus = 1, .size = final_size(0) },
+                { .arrival_s = 1, .n_tasks = 2, .task_work_s = 1, .task_cpus = 1, .size = final_size(2) },
+        };
+        Sim sim = { .nodes = { node(2) }, .n_nodes = 1, .jobs = jobs, .n_jobs = 3 };
+        SchedParams p = params(SCHED_PSBS);
+        sim_run(&sim, &p);
+        double psbs_late_gap = fabs(jobs[0].finish_s - jobs[1].finish_s);
+        cr_assert_float_eq(jobs[0].finish_s, 6, EPS);
+        cr_assert_float_eq(jobs[2].finish_s, 7, EPS);
+        for (size_t j = 0; j < 3; j++)
+                jobs[j].added = false, jobs[j].done = 0;
+        p = params(SCHED_HFSP);
+        sim_run(&sim, &p);
+        double hfsp_late_gap = fabs(jobs[0].finish_s - jobs[1].finish_s);
+        cr_assert_float_eq(psbs_late_gap, 0, EPS, "psbs: late jobs progress together (gap %g)", psbs_late_gap);
+        cr_assert_float_eq(hfsp_late_gap, 3, EPS, "hfsp: one late job after the other (gap %g)", hfsp_late_gap);
+        cr_assert_float_eq(jobs[0].finish_s, 3, EPS);
+        cr_assert_float_eq(jobs[2].finish_s, 7, EPS);
+}
+
+/* ---- Preemption ---- */
+
+typedef struct Preempt {
+        Sched *s;
+        PlacementNode nodes[1];
+        SchedTask tasks[4];
+} Preempt;
+
+/* One 2-CPU node: the long job (key 1, big) runs two tasks started at 0 and 5; the short job
+ * (key 2) arrives at 10 with one pending task of one CPU. */
+static void preempt_setup(Preempt *p, SchedPreemption mode, uint64_t node_memory_bytes) {
+        SchedParams sp = params(SCHED_HFSP);
+        sp.preemption = mode;
+        cr_assert_eq(sched_new(&sp, 2, &p->s), 0);
+        SchedSize big = final_size(1000), small = final_size(5);
+        cr_assert_eq(sched_job_add(p->s, 1, 0, 1, 2, &big), 0);
+        cr_assert_eq(sched_job_add(p->s, 2, 10, 1, 1, &small), 0);
+        p->nodes[0] = (PlacementNode) { .id = "n", .capacity_cpus = 2, .capacity_memory_bytes = node_memory_bytes };
+        p->tasks[0] = (SchedTask) { .key = 1, .index = 0, .state = SCHED_TASK_RUNNING, .node = 0, .cpu_cores = 1,
+                                    .memory_bytes = GiB, .started_s = 0 };
+        p->tasks[1] = (SchedTask) { .key = 1, .index = 1, .state = SCHED_TASK_RUNNING, .node = 0, .cpu_cores = 1,
+                                    .memory_bytes = GiB, .started_s = 5 };
+        p->tasks[2] = (SchedTask) { .key = 2, .index = 0, .state = SCHED_TASK_PENDING, .cpu_cores = 1,
+                                    .memory_bytes = GiB };
+}
+
+Test(sched_preempt, wait_lets_tasks_finish) {
+        Preempt p;
+        preempt_setup(&p, SCHED_PREEMPT_WAIT, 4 * GiB);
+        SchedDecision *d;
+        size_t n;
+        cr_assert_eq(sched_decide(p.s, 10, p.nodes, 1, p.tasks, 3, &d, &n), 0);
+        cr_assert_eq(n, 0);
+        sched_free(p.s);
+}
+
+Test(sched_preempt, suspend_freezes_youngest_then_thaws) {
+        Preempt p;
+        preempt_setup(&p, SCHED_PREEMPT_SUSPEND, 4 * GiB);
+        SchedDecision *d;
+        size_t n;
+        cr_assert_eq(sched_decide(p.s, 10, p.nodes, 1, p.tasks, 3, &d, &n), 0);
+        cr_assert_eq(n, 2);
+        cr_assert_eq(d[0].verb, SCHED_FREEZE);
+        cr_assert_eq(d[0].task, 1, "the youngest task is frozen");
+        cr_assert_eq(d[1].verb, SCHED_START);
+        cr_assert_eq(d[1].task, 2);
+        free(d);
+        SchedJobInfo info;
+        cr_assert_eq(sched_job_info(p.s, 1, &info), 0);
+        cr_assert_eq(info.state, SCHED_JOB_SUSPENDED);
+
+        /* While the short job runs, the frozen task stays frozen and nothing else moves. */
+        p.tasks[1].state = SCHED_TASK_SUSPENDED;
+        p.tasks[2].state = SCHED_TASK_RUNNING;
+        p.tasks[2].node = 0;
+        cr_assert_eq(sched_decide(p.s, 11, p.nodes, 1, p.tasks, 3, &d, &n), 0);
+        cr_assert_eq(n, 0);
+        /* Suspended tasks keep their memory charged, not their CPU. */
+        cr_assert_float_eq(p.nodes[0].allocated_cpus, 2, EPS);
+        cr_assert_eq(p.nodes[0].allocated_memory_bytes, 3 * GiB);
+
+        /* The short job ends: the frozen task is thawed on its node. */
+        cr_assert_eq(sched_job_finish(p.s, 2, 15), 0);
+        cr_assert_eq(sched_decide(p.s, 15, p.nodes, 1, p.tasks, 2, &d, &n), 0);
+        cr_assert_eq(n, 1);
+        cr_assert_eq(d[0].verb, SCHED_THAW);
+        cr_assert_eq(d[0].task, 1);
+        free(d);
+        sched_free(p.s);
+}
+
+Test(sched_preempt, kill_youngest_and_wait_for_it) {
+        Preempt p;
+        preempt_setup(&p, SCHED_PREEMPT_KILL, 4 * GiB);
+        SchedDecision *d;
+        size_t n;
+        cr_assert_eq(sched_decide(p.s, 10, p.nodes, 1, p.tasks, 3, &d, &n), 0);
+        cr_assert_eq(n, 1);
+        cr_assert_eq(d[0].verb, SCHED_KILL);
+        cr_assert_eq(d[0].task, 1);
+        free(d);
+        /* The kill is under way: no second victim while it completes. */
+        p.tasks[1].state = SCHED_TASK_STOPPING;
+        cr_assert_eq(sched_decide(p.s, 10.5, p.nodes, 1, p.tasks, 3, &d, &n), 0);
+        cr_assert_eq(n, 0);
+        /* Gone: the short job's task starts. */
+        p.tasks[1].state = SCHED_TASK_PENDING;
+        cr_assert_eq(sched_decide(p.s, 11, p.nodes, 1, p.tasks, 3, &d, &n), 0);
+        cr_assert_eq(n, 1);
+        cr_assert_eq(d[0].verb, SCHED_START);
+        cr_assert_eq(d[0].task, 2);
+        free(d);
+        sched_free(p.s);
+}
+
+Test(sched_preempt, suspend_cannot_free_memory) {
+        /* The node's memory is full (2 GiB, both held by the long job): freezing frees none. */
+        Preempt p;
+        preempt_setup(&p, SCHED_PREEMPT_SUSPEND, 2 * GiB);
+        SchedDecision *d;
+        size_t n;
+        cr_assert_eq(sched_decide(p.s, 10, p.nodes, 1, p.tasks, 3, &d, &n), 0);
+        cr_assert_eq(n, 0, "suspend falls back to waiting");
+        sched_free(p.s);
+
+        preempt_setup(&p, SCHED_PREEMPT_SUSPEND_KILL, 2 * GiB);
+        cr_assert_eq(sched_decide(p.s, 10, p.nodes, 1, p.tasks, 3, &d, &n), 0);
+        cr_assert_eq(n, 1);
+        cr_assert_eq(d[0].verb, SCHED_KILL, "suspend-kill kills where memory is short");
+        cr_assert_eq(d[0].task, 1);
+        free(d);
+        sched_free(p.s);
+}
+
+Test(sched_preempt, higher_priority_is_never_a_victim) {
+        /* Swap the sizes: the running job is the small one; the newcomer is big: nothing moves. */
+        SchedParams sp = params(SCHED_HFSP);
+        sp.preemption = SCHED_PREEMPT_KILL;
+        Sched *s;
+        cr_assert_eq(sched_new(&sp, 1, &s), 0);
+        SchedSize small = final_size(5), big = final_size(1000);
+        cr_assert_eq(sched_job_add(s, 1, 0, 1, 1, &small), 0);
+        cr_assert_eq(sched_job_add(s, 2, 1, 1, 1, &big), 0);
+        PlacementNode nodes[] = { node(1) };
+        SchedTask tasks[] = {
+                { .key = 1, .state = SCHED_TASK_RUNNING, .node = 0, .cpu_cores = 1, .memory_bytes = MiB },
+                { .key = 2, .state = SCHED_TASK_PENDING, .cpu_cores = 1, .memory_bytes = MiB },
+        };
+        SchedDecision *d;
+        size_t n;
+        cr_assert_eq(sched_decide(s, 1, nodes, 1, tasks, 2, &d, &n), 0);
+        cr_assert_eq(n, 0);
+        sched_free(s);
+}
+
+Test(sched_preempt, suspend_replayed) {
+        /* Through the driver with one CPU: the long job (one task of 100 CPU-seconds) runs when
+         * the short one (2 s) arrives at 10. SUSPEND: frozen at 10, the short one finishes at
+         * 12, the long one resumes and finishes at 102, no work lost. KILL: the long one starts
+         * over at 12 (112). WAIT: the short one waits for the long one (100, 102). */
+        SimJob jobs[] = {
+                { .n_tasks = 1, .task_work_s = 100, .task_cpus = 1, .size = final_size(100) },
+                { .arrival_s = 10, .n_tasks = 1, .task_work_s = 2, .task_cpus = 1, .size = final_size(2) },
+        };
+        SchedPreemption modes[] = { SCHED_PREEMPT_SUSPEND, SCHED_PREEMPT_KILL, SCHED_PREEMPT_WAIT };
+        double short_done[] = { 12, 12, 102 }, long_done[] = { 102, 112, 100 };
+        for (size_t m = 0; m < ELEMENTSOF(modes); m++) {
+                for (size_t j = 0; j < 2; j++)
+                        jobs[j].added = false, jobs[j].done = 0;
+                Sim sim = { .nodes = { node(1) }, .n_nodes = 1, .jobs = jobs, .n_jobs = 2 };
+                SchedParams p = params(SCHED_HFSP);
+                p.preemption = modes[m];
+                sim_run(&sim, &p);
+                cr_assert_float_eq(jobs[1].finish_s, short_done[m], EPS, "%s", sched_preemption_to_string(modes[m]));
+                cr_assert_float_eq(jobs[0].finish_s, long_done[m], EPS, "%s", sched_preemption_to_string(modes[m]));
+                cr_assert_eq(sim.n_freezes, modes[m] == SCHED_PREEMPT_SUSPEND ? 1 : 0);
+                cr_assert_eq(sim.n_thaws, sim.n_freezes);
+                cr_assert_eq(sim.n_kills, modes[m] == SCHED_PREEMPT_KILL ? 1 : 0);
+        }
+}
+
+/* ---- Baselines ---- */
+
+Test(sched_baseline, fifo_short_job_waits) {
+        SimJob jobs[] = {
+                { .n_tasks = 1, .task_work_s = 100, .task_cpus = 1, .size = final_size(100) },
+                { .arrival_s = 10, .n_tasks = 1, .task_work_s = 2, .task_cpus = 1, .size = final_size(2) },
+        };
+        Sim sim = { .nodes = { node(1) }, .n_nodes = 1, .jobs = jobs, .n_jobs = 2 };
+        SchedParams p = params(SCHED_FIFO);
+        p.preemption = SCHED_PREEMPT_SUSPEND; /* FIFO never finds a higher-priority newcomer */
+        sim_run(&sim, &p);
+        cr_assert_float_eq(jobs[0].finish_s, 100, EPS);
+        cr_assert_float_eq(jobs[1].finish_s, 102, EPS);
+        cr_assert_eq(sim.n_freezes, 0);
+}
+
+Test(sched_baseline, fair_weighted_max_min) {
+        /* Six CPUs, three jobs with plenty of tasks, weights 1, 1, 4: CPUs split 1, 1, 4. A job that
+         * can use only one CPU gets one; the others share its leftover. */
+        SchedParams p = params(SCHED_FAIR);
+        Sched *s;
+        cr_assert_eq(sched_new(&p, 6, &s), 0);
+        SchedSize any = final_size(1);
+        double w[] = { 1, 1, 4 };
+        for (uint64_t k = 1; k <= 3; k++)
+                cr_assert_eq(sched_job_add(s, k, 0, w[k - 1], 6, &any), 0);
+        SchedTask tasks[18];
+        size_t n = 0;
+        for (uint64_t k = 1; k <= 3; k++)
+                for (unsigned i = 0; i < 6; i++)
+                        tasks[n++] = (SchedTask) { .key = k, .index = i, .cpu_cores = 1, .memory_bytes = MiB };
+        PlacementNode nodes[] = { node(6) };
+        SchedDecision *d;
+        size_t n_d;
+        cr_assert_eq(sched_decide(s, 0, nodes, 1, tasks, n, &d, &n_d), 0);
+        cr_assert_eq(n_d, 6);
+        unsigned per[4] = {};
+        for (size_t k = 0; k < n_d; k++)
+                per[tasks[d[k].task].key]++;
+        cr_assert_eq(per[1], 1);
+        cr_assert_eq(per[2], 1);
+        cr_assert_eq(per[3], 4);
+        free(d);
+
+        /* Equal weights now, and job 2 has a single task: jobs 1 and 3 share what it leaves. */
+        n = 0;
+        for (uint64_t k = 1; k <= 3; k++)
+                for (unsigned i = 0; i < (k == 2 ? 1u : 6u); i++)
+                        tasks[n++] = (SchedTask) { .key = k, .index = i, .cpu_cores = 1, .memory_bytes = MiB };
+        w[2] = 1;
+        sched_free(s);
+        cr_assert_eq(sched_new(&p, 6, &s), 0);
+        for (uint64_t k = 1; k <= 3; k++)
+                cr_assert_eq(sched_job_add(s, k, 0, w[k - 1], 6, &any), 0);
+        cr_assert_eq(sched_decide(s, 0, nodes, 1, tasks, n, &d, &n_d), 0);
+        memset(per, 0, sizeof per);
+        for (size_t k = 0; k < n_d; k++)
+                per[tasks[d[k].task].key]++;
+        cr_assert_eq(per[1], 3);
+        cr_assert_eq(per[2], 1);
+        cr_assert_eq(per[3], 2);
+        free(d);
+        sched_free(s);
+}
+
+Test(sched_baseline, fair_preempts_jobs_over_their_share) {
+        /* Job 1 holds both CPUs; job 2 arrives: with suspend, job 1 gives one CPU back. */
+        SchedParams p = params(SCHED_FAIR);
+        p.preemption = SCHED_PREEMPT_SUSPEND;
+        Sched *s;
+        cr_assert_eq(sched_new(&p, 2, &s), 0);
+        SchedSize any = final_size(1);
+        cr_assert_eq(sched_job_add(s, 1, 0, 1, 2, &any), 0);
+        cr_assert_eq(sched_job_add(s, 2, 1, 1, 2, &any), 0);
+        SchedTask tasks[] = {
+                { .key = 1, .index = 0, .state = SCHED_TASK_RUNNING, .node = 0, .cpu_cores = 1, .memory_bytes = MiB },
+                { .key = 1, .index = 1, .state = SCHED_TASK_RUNNING, .node = 0, .cpu_cores = 1, .memory_bytes = MiB,
+                  .started_s = 0.5 },
+                { .key = 2, .index = 0, .state = SCHED_TASK_PENDING, .cpu_cores = 1, .memory_bytes = MiB },
+                { .key = 2, .index = 1, .state = SCHED_TASK_PENDING, .cpu_cores = 1, .memory_bytes = MiB },
+        };
+        PlacementNode nodes[] = { node(2) };
+        SchedDecision *d;
+        size_t n;
+        cr_assert_eq(sched_decide(s, 1, nodes, 1, tasks, 4, &d, &n), 0);
+        cr_assert_eq(n, 2);
+        cr_assert_eq(d[0].verb, SCHED_FREEZE);
+        cr_assert_eq(d[0].task, 1);
+        cr_assert_eq(d[1].verb, SCHED_START);
+        cr_assert_eq(d[1].task, 2);
+        free(d);
+        /* At one CPU each, nobody is over their share: nothing moves. */
+        tasks[1].state = SCHED_TASK_SUSPENDED;
+        tasks[2].state = SCHED_TASK_RUNNING;
+        tasks[2].node = 0;
+        cr_assert_eq(sched_decide(s, 2, nodes, 1, tasks, 4, &d, &n), 0);
+        cr_assert_eq(n, 0);
+        sched_free(s);
+}
+
+Test(sched_baseline, srpt_uses_remaining_size) {
+        SchedParams p = params(SCHED_SRPT);
+        Sched *s;
+        cr_assert_eq(sched_new(&p, 1, &s), 0);
+        SchedSize a = { .kind = SCHED_SIZE_ORACLE, .size_s = 10 }, b = { .kind = SCHED_SIZE_ORACLE, .size_s = 6 };
+        cr_assert_eq(sched_job_add(s, 1, 0, 1, 1, &a), 0);
+        cr_assert_eq(sched_job_add(s, 2, 0, 1, 1, &b), 0);
+        cr_assert_eq(sched_job_set_service(s, 1, 5), 0);
+        cr_assert_eq(sched_rank(s, 0), 0);
+        SchedJobInfo i1;
+        cr_assert_eq(sched_job_info(s, 1, &i1), 0);
+        cr_assert_float_eq(i1.remaining_s, 5, EPS);
+        cr_assert_eq(i1.rank, 1);
+        sched_free(s);
+}
+
+/* ---- Plumbing ---- */
+
+Test(sched_misc, names_round_trip) {
+        for (SchedPolicy p = 0; p < _SCHED_POLICY_MAX; p++)
+                cr_assert_eq(sched_policy_from_string(sched_policy_to_string(p)), p);
+        for (SchedPreemption p = 0; p < _SCHED_PREEMPTION_MAX; p++)
+                cr_assert_eq(sched_preemption_from_string(sched_preemption_to_string(p)), p);
+        cr_assert_eq(sched_policy_from_string("lifo"), -EINVAL);
+        cr_assert_eq(sched_policy_from_string(NULL), -EINVAL);
+        cr_assert_str_eq(sched_preemption_to_string(SCHED_PREEMPT_SUSPEND_KILL), "suspend-kill");
+}
+
+Test(sched_misc, bad_input) {
+        SchedParams p = params(SCHED_HFSP);
+        Sched *s;
+        cr_assert_eq(sched_new(&p, -1, &s), -EINVAL);
+        p.training_cpus = NAN;
+        cr_assert_eq(sched_new(&p, 1, &s), -EINVAL);
+        p = params(SCHED_HFSP);
+        cr_assert_eq(sched_new(&p, 1, &s), 0);
+        SchedSize ok = final_size(1), bad = final_size(-1);
+        cr_assert_eq(sched_job_add(s, 1, 0, 0, 1, &ok), -EINVAL);
+        cr_assert_eq(sched_job_add(s, 1, 0, 1, 1, &bad), -EINVAL);
+        cr_assert_eq(sched_job_add(s, 1, 0, 1, 1, &ok), 0);
+        cr_assert_eq(sched_job_add(s, 1, 0, 1, 1, &ok), -EEXIST);
+        cr_assert_eq(sched_job_set_size(s, 2, 0, &ok), -ENOENT);
+        cr_assert_eq(sched_job_remove(s, 2, 0), -ENOENT);
+        cr_assert_eq(sched_job_remove(s, 1, 0), 0);
+        cr_assert_eq(sched_n_jobs(s), 0);
+        sched_free(s);
+}
+
+Test(sched_misc, table_survives_churn) {
+        /* Thousands of adds and removes in mixed order: every job stays findable. */
+        SchedParams p = params(SCHED_FIFO);
+        Sched *s;
+        cr_assert_eq(sched_new(&p, 4, &s), 0);
+        SchedSize one = final_size(1);
+        for (uint64_t k = 1; k <= 5000; k++)
+                cr_assert_eq(sched_job_add(s, k * 7919 % 100003, 0, 1, 1, &one), 0);
+        for (uint64_t k = 1; k <= 5000; k += 2)
+                cr_assert_eq(sched_job_remove(s, k * 7919 % 100003, 0), 0);
+        cr_assert_eq(sched_n_jobs(s), 2500);
+        SchedJobInfo info;
+        for (uint64_t k = 1; k <= 5000; k++)
+                cr_assert_eq(sched_job_info(s, k * 7919 % 100003, &info), k % 2 ? -ENOENT : 0, "key %" PRIu64, k);
+        sched_free(s);
+}
+
+/* What a controller restart brings back (cluster-sched.c): the virtual remaining size, so aging
+ * resumes where it stopped, and lateness with its original time (HFSP orders late jobs by it). */
+Test(sched_misc, restore_checkpoint) {
+        SchedParams p = params(SCHED_HFSP);
+        Sched *s;
+        cr_assert_eq(sched_new(&p, 1.0, &s), 0);
+        SchedSize s10 = final_size(10), s4 = final_size(4), s6 = final_size(6);
+        cr_assert_eq(sched_job_add(s, 1, 100, 1, 1, &s10), 0);
+        cr_assert_eq(sched_job_add(s, 2, 100, 1, 1, &s4), 0);
+        cr_assert_eq(sched_job_add(s, 3, 100, 1, 1, &s6), 0);
+        /* Job 1 had 3 left at the checkpoint: it now comes first, and ages at 1/2 CPU. */
+        cr_assert_eq(sched_job_restore(s, 1, 100, 3, NAN), 0);
+        /* Job 3 was late since t = 50 (finished virtually, not in reality). */
+        cr_assert_eq(sched_job_restore(s, 3, 100, 0, 50), 0);
+        SchedJobInfo i1, i2, i3;
+        cr_assert_eq(sched_rank(s, 102), 0);
+        cr_assert_eq(sched_job_info(s, 1, &i1), 0);
+        cr_assert_eq(sched_job_info(s, 2, &i2), 0);
+        cr_assert_eq(sched_job_info(s, 3, &i3), 0);
+        cr_assert_float_eq(i1.virtual_size_s, 2.0, EPS);
+        cr_assert_float_eq(i2.virtual_size_s, 3.0, EPS);
+        cr_assert(i3.late);
+        cr_assert_float_eq(i3.late_since_s, 50, EPS);
+        cr_assert_eq(i3.rank, 1, "late jobs first");
+        cr_assert_eq(i1.rank, 2);
+        cr_assert_eq(i2.rank, 3);
+        /* A job finished in reality with nothing left virtually is gone at once. */
+        cr_assert_eq(sched_job_finish(s, 2, 102), 0);
+        cr_assert_eq(sched_job_restore(s, 2, 102, 0, NAN), 0);
+        cr_assert_eq(sched_job_info(s, 2, &i2), -ENOENT);
+        cr_assert_eq(sched_job_restore(s, 2, 102, 1, NAN), -ENOENT);
+        cr_assert_eq(sched_job_restore(s, 1, 102, -1, NAN), -EINVAL);
+        cr_assert_eq(sched_set_ghost_time(s, 7.5), 0);
+        cr_assert_float_eq(sched_ghost_time(s), 7.5, EPS);
+        cr_assert_eq(sched_set_ghost_time(s, -1), -EINVAL);
+        sched_free(s);
+}

@@ -1,0 +1,241 @@
+/* test-secret-file.c: token and key files (common/secret-file.c) — owner and mode checks, size
+ * and content limits, token syntax, and what the constant-time comparison answers. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "secret-file.h"
+
+static const char token[] = "0123456789abcdef0123456789abcdef";
+
+static char dir[] = "/tmp/cgorch-test-secret-XXXXXX";
+
+static void setup(void) {
+        cr_assert_not_null(mkdtemp(dir));
+}
+
+static void teardown(void) {
+        static const char *const names[] = { "t", "big", "fifo", "sub" };
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                char path[256];
+                snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+                if (unlink(path) < 0)
+                        (void) rmdir(path);
+        }
+        (void) rmdir(dir);
+}
+
+TestSuite(secret_file, .init = setup, .fini = teardown);
+
+/* Writes content (len bytes) to DIR/name with mode, and returns the path (static). */
+static const char *write_file(const char *name, const void *content, size_t len, mode_t mode) {
+        static char path[256];
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(write(fd, content, len), (ssize_t) len);
+        cr_assert_eq(fchmod(fd, mode), 0);
+        close(fd);
+        return path;
+}
+
+/* The error must say why and must never quote the secret. */
+static void assert_error(char *error, const char *needle) {
+        cr_assert_not_null(error);
+        cr_assert(strstr(error, needle), "error '%s' does not mention '%s'", error, needle);
+        cr_assert_null(strstr(error, token), "error quotes the secret: %s", error);
+        free(error);
+}
+
+Test(secret_file, owner_only_modes_are_read) {
+        static const mode_t ok[] = { 0600, 0400 };
+        for (size_t i = 0; i < ELEMENTSOF(ok); i++) {
+                const char *path = write_file("t", token, strlen(token), ok[i]);
+                char *s = NULL, *error = NULL;
+                size_t len = 0;
+                cr_assert_eq(secret_file_read(path, &s, &len, &error), 0, "mode %o", ok[i]);
+                cr_assert_eq(len, strlen(token));
+                cr_assert_str_eq(s, token);
+                cr_assert_null(error);
+                secret_free(s);
+        }
+}
+
+Test(secret_file, group_or_other_bits_are_refused) {
+        static const mode_t bad[] = { 0640, 0604, 0644, 0620, 0602, 0610, 0601, 0666, 0700 | 0070 };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                const char *path = write_file("t", token, strlen(token), bad[i]);
+                char *s = (char *) "untouched", *error = NULL;
+                size_t len = 12345;
+                cr_assert_eq(secret_file_read(path, &s, &len, &error), -EPERM, "mode %o", bad[i]);
+                cr_assert_str_eq(s, "untouched", "ret changed on failure");
+                cr_assert_eq(len, 12345u);
+                assert_error(error, "chmod 600");
+        }
+}
+
+Test(secret_file, other_owner_is_refused) {
+        if (geteuid() != 0)
+                cr_skip_test("needs root to give the file to another user");
+        const char *path = write_file("t", token, strlen(token), 0600);
+        cr_assert_eq(chown(path, 65534, 65534), 0);
+        char *s = NULL, *error = NULL;
+        cr_assert_eq(secret_file_read(path, &s, NULL, &error), -EPERM);
+        cr_assert_null(s);
+        assert_error(error, "owned by another user");
+        /* root's own file is fine for root, whoever runs. */
+        cr_assert_eq(chown(path, 0, 0), 0);
+        cr_assert_eq(secret_file_read(path, &s, NULL, NULL), 0);
+        secret_free(s);
+}
+
+Test(secret_file, not_a_regular_file) {
+        char path[256], *s = NULL, *error = NULL;
+        snprintf(path, sizeof path, "%s/sub", dir);
+        cr_assert_eq(mkdir(path, 0700), 0);
+        cr_assert_eq(secret_file_read(path, &s, NULL, &error), -EISDIR);
+        assert_error(error, "directory");
+
+        snprintf(path, sizeof path, "%s/fifo", dir);
+        cr_assert_eq(mkfifo(path, 0600), 0);
+        error = NULL;
+        cr_assert_eq(secret_file_read(path, &s, NULL, &error), -EINVAL);
+        assert_error(error, "not a regular file");
+        cr_assert_null(s);
+}
+
+Test(secret_file, missing_file) {
+        char path[256], *s = NULL, *error = NULL;
+        snprintf(path, sizeof path, "%s/none", dir);
+        cr_assert_eq(secret_file_read(path, &s, NULL, &error), -ENOENT);
+        assert_error(error, "cannot open");
+}
+
+Test(secret_file, nul_byte_and_size_limit) {
+        static const char with_nul[] = "0123456789\0abcdef0123";
+        const char *path = write_file("t", with_nul, sizeof with_nul - 1, 0600);
+        char *s = NULL, *error = NULL;
+        cr_assert_eq(secret_file_read(path, &s, NULL, &error), -EINVAL);
+        assert_error(error, "NUL");
+
+        char *big = malloc(SECRET_FILE_MAX_BYTES + 1);
+        cr_assert_not_null(big);
+        memset(big, 'a', SECRET_FILE_MAX_BYTES + 1);
+        path = write_file("big", big, SECRET_FILE_MAX_BYTES, 0600);
+        size_t len = 0;
+        cr_assert_eq(secret_file_read(path, &s, &len, NULL), 0, "exactly the limit is fine");
+        cr_assert_eq(len, SECRET_FILE_MAX_BYTES);
+        secret_free(s);
+        path = write_file("big", big, SECRET_FILE_MAX_BYTES + 1, 0600);
+        s = NULL;
+        error = NULL;
+        cr_assert_eq(secret_file_read(path, &s, NULL, &error), -EFBIG);
+        cr_assert_null(s);
+        assert_error(error, "64 KiB");
+        free(big);
+}
+
+Test(secret_file, token_newline_stripped) {
+        static const char *const contents[] = { "0123456789abcdef0123456789abcdef", "0123456789abcdef0123456789abcdef\n",
+                                                "0123456789abcdef0123456789abcdef\r\n" };
+        for (size_t i = 0; i < ELEMENTSOF(contents); i++) {
+                const char *path = write_file("t", contents[i], strlen(contents[i]), 0600);
+                char *s = NULL;
+                cr_assert_eq(secret_file_read_token(path, &s, NULL), 0, "content %zu", i);
+                cr_assert_str_eq(s, token);
+                secret_free(s);
+        }
+}
+
+Test(secret_file, token_must_be_one_valid_line) {
+        static const char *const contents[] = {
+                "",
+                "\n",
+                "short-token-15c",                                          /* 15 characters */
+                "0123456789abcdef0123456789abcdef\n\n",                    /* two newlines */
+                "0123456789abcdef\n0123456789abcdef\n",                     /* two lines */
+                "0123456789abcdef 0123456789abcdef",                        /* a space */
+                "0123456789abcdef\t0123456789abcdef",                       /* a tab */
+                " 0123456789abcdef0123456789abcdef",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(contents); i++) {
+                const char *path = write_file("t", contents[i], strlen(contents[i]), 0600);
+                char *s = NULL, *error = NULL;
+                cr_assert_eq(secret_file_read_token(path, &s, &error), -EINVAL, "content %zu accepted", i);
+                cr_assert_null(s);
+                assert_error(error, "one line of 16 to 1024 printable characters");
+        }
+        /* The mode check comes first, whatever the content. */
+        const char *path = write_file("t", token, strlen(token), 0644);
+        char *s = NULL, *error = NULL;
+        cr_assert_eq(secret_file_read_token(path, &s, &error), -EPERM);
+        assert_error(error, "chmod 600");
+}
+
+Test(secret_file, token_validity_bounds) {
+        char buf[1100];
+        memset(buf, 'x', sizeof buf);
+        cr_assert_not(secret_token_is_valid(buf, SECRET_MIN_LENGTH - 1));
+        cr_assert(secret_token_is_valid(buf, SECRET_MIN_LENGTH));
+        cr_assert(secret_token_is_valid(buf, 1024));
+        cr_assert_not(secret_token_is_valid(buf, 1025));
+        cr_assert(secret_token_is_valid("!~:/+=-_.0123456789", 19), "printable punctuation is fine");
+        static const char bad[] = { ' ', '\t', '\n', 0x7f, (char) 0x80, (char) 0xff, 0x01 };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                char t[32];
+                memset(t, 'a', sizeof t);
+                t[7] = bad[i];
+                cr_assert_not(secret_token_is_valid(t, sizeof t), "byte 0x%02x accepted", (unsigned char) bad[i]);
+        }
+}
+
+/* Exactly sized heap copies, so that valgrind sees any read past either one. */
+static bool equal(const char *presented, const char *expected) {
+        size_t pl = strlen(presented), el = strlen(expected);
+        char *p = malloc(pl + 1), *e = malloc(el + 1);
+        cr_assert(p && e);
+        memcpy(p, presented, pl);
+        memcpy(e, expected, el);
+        bool r = secret_equal(p, pl, e, el);
+        free(p);
+        free(e);
+        return r;
+}
+
+Test(secret_file, equal_compares_every_byte) {
+        cr_assert(equal(token, token));
+        cr_assert(equal("a", "a"));
+        cr_assert_not(equal("X123456789abcdef0123456789abcdef", token), "first byte differs");
+        cr_assert_not(equal("0123456789abcdef0123456789abcdeX", token), "last byte differs");
+        cr_assert_not(equal("0123456789abcdeF0123456789abcdef", token), "case differs");
+        /* Bits that cancel out under a sum still differ under the OR of the XORs. */
+        cr_assert_not(equal("ab", "ba"));
+        cr_assert_not(equal("\x01\x03", "\x02\x02"));
+}
+
+Test(secret_file, equal_lengths_must_match) {
+        cr_assert_not(equal("0123456789abcdef", token), "a prefix of the secret");
+        cr_assert_not(equal("0123456789abcdef0123456789abcdef0", token), "the secret plus a byte");
+        /* The secret repeated: equal to it byte for byte modulo its length, still longer. */
+        cr_assert_not(equal("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", token));
+        cr_assert_not(equal("", token));
+        cr_assert_not(secret_equal(token, strlen(token), "", 0), "an empty secret matches nothing");
+        cr_assert_not(secret_equal("", 0, "", 0), "not even the empty token");
+}
+
+Test(secret_file, free_takes_null_and_cleans_up) {
+        secret_free(NULL);
+        char *s = strdup(token);
+        cr_assert_not_null(s);
+        secret_free(s);
+        {
+                _cleanup_secret_ char *t = strdup(token);
+                cr_assert_not_null(t);
+        }
+}

@@ -1,0 +1,243 @@
+/* test-sim-engine.c: whole simulations (sim/sim-engine.c on the real scheduler) whose results
+ * are computed by hand — HFSP's Fig. 3 end to end, the three preemption primitives, the memory
+ * thrashing penalty, a CPU demand profile, processor sharing — and determinism for a seed;
+ * and how the simulator hands HFSP's S_f to the scheduler. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "macro.h"
+#include "sim/sim-engine.h"
+#include "sim/sim-sched.h"
+
+#define GiB (1024.0 * 1024.0 * 1024.0)
+#define EPS 1e-6
+
+static SimWorkload trace(const char *text) {
+        SimWorkload w = { 0 };
+        char error[256] = "";
+        FILE *f = fmemopen((void *) text, strlen(text), "r");
+        cr_assert_not_null(f);
+        cr_assert_eq(sim_trace_read(f, &w, error, sizeof error), 0, "%s", error);
+        fclose(f);
+        return w;
+}
+
+static SimResult run(const SimWorkload *w, double cpus, double memory, const SimParams *p) {
+        SimNodeSpec node = { .cpus = cpus, .memory_bytes = memory, .speed = 1 };
+        SimResult r = { 0 };
+        cr_assert_eq(sim_run(w, &node, 1, p, NULL, NULL, &r), 0);
+        return r;
+}
+
+#define HEADER "arrival_s,job,phase,tasks,work_s,cpu_request,memory_request,cpu_demand,memory_ws\n"
+
+static double end_of(const SimWorkload *w, const SimResult *r, uint64_t id) {
+        for (size_t i = 0; i < r->n_jobs; i++)
+                if (w->jobs[r->jobs[i].job].id == id)
+                        return r->jobs[i].end_s;
+        cr_assert_fail("no job %llu", (unsigned long long) id);
+        return NAN;
+}
+
+Test(sim_engine, fig3_through_the_simulator) {
+        /* HFSP's Fig. 3: job 2 completes at 7 and job 3 at 10, although job 3 is smaller, because
+         * job 2 aged in the virtual cluster while job 1 ran. Mean response (3 + 7 + 7) / 3. */
+        SimWorkload w = trace(HEADER "0,1,0,3,1,1,256M,1,128M\n0,2,0,4,1,1,256M,1,128M\n3,3,0,3,1,1,256M,1,128M\n");
+        SimParams p = SIM_PARAMS_DEFAULT;
+        p.estimator = SIM_ESTIMATOR_ORACLE;
+        SimResult r = run(&w, 1, 4 * GiB, &p);
+        cr_assert_float_eq(end_of(&w, &r, 1), 3, EPS);
+        cr_assert_float_eq(end_of(&w, &r, 2), 7, EPS);
+        cr_assert_float_eq(end_of(&w, &r, 3), 10, EPS);
+        /* One CPU busy from 0 to 10 with 10 CPU-seconds of work. */
+        cr_assert_float_eq(r.cpu_used_s, 10, EPS);
+        sim_result_done(&r);
+
+        /* FIFO serves 1, 2, 3 in order: the same ends here; SRPT picks job 3 (3 left) over job 2
+         * (4 left) at time 3: job 3 at 6, job 2 at 10. */
+        p.policy = SIM_POLICY_SRPT;
+        r = run(&w, 1, 4 * GiB, &p);
+        cr_assert_float_eq(end_of(&w, &r, 3), 6, EPS);
+        cr_assert_float_eq(end_of(&w, &r, 2), 10, EPS);
+        sim_result_done(&r);
+        sim_workload_done(&w);
+}
+
+static const char *preempt_trace = HEADER "0,1,0,1,10,1,256M,1,128M\n2,2,0,1,1,1,256M,1,128M\n";
+
+static SimResult preempt(SimPreemption how, SimWorkload *w) {
+        /* One CPU. A 10 s job alone, then at 2 a 1 s job that HFSP puts first (1 < 8 left). */
+        *w = trace(preempt_trace);
+        SimParams p = SIM_PARAMS_DEFAULT;
+        p.estimator = SIM_ESTIMATOR_ORACLE;
+        p.preemption = how;
+        return run(w, 1, 4 * GiB, &p);
+}
+
+Test(sim_engine, preemption_wait_kill_suspend) {
+        SimWorkload w;
+        SimResult r = preempt(SIM_PREEMPT_WAIT, &w);
+        cr_assert_float_eq(end_of(&w, &r, 1), 10, EPS); /* the small job waits for the task */
+        cr_assert_float_eq(end_of(&w, &r, 2), 11, EPS);
+        cr_assert_eq(r.kills + r.freezes, 0);
+        sim_result_done(&r);
+        sim_workload_done(&w);
+
+        r = preempt(SIM_PREEMPT_KILL, &w);
+        cr_assert_float_eq(end_of(&w, &r, 2), 3, EPS);  /* runs at once */
+        cr_assert_float_eq(end_of(&w, &r, 1), 13, EPS); /* restarts from zero at 3 */
+        cr_assert_eq(r.kills, 1);
+        cr_assert_float_eq(r.wasted_s, 2, EPS);
+        sim_result_done(&r);
+        sim_workload_done(&w);
+
+        r = preempt(SIM_PREEMPT_SUSPEND, &w);
+        cr_assert_float_eq(end_of(&w, &r, 2), 3, EPS);
+        cr_assert_float_eq(end_of(&w, &r, 1), 11, EPS); /* frozen 2..3, nothing lost */
+        cr_assert_eq(r.freezes, 1);
+        cr_assert_eq(r.thaws, 1);
+        cr_assert_float_eq(r.wasted_s, 0, EPS);
+        sim_result_done(&r);
+        sim_workload_done(&w);
+}
+
+Test(sim_engine, memory_thrashing_penalty) {
+        /* Working set 2 GiB under a 1 GiB limit: (1/2)^4 = 1/16 speed, 10 CPU-s take 160 s. With
+         * a 2 GiB limit it fits: 10 s. At 0.9 of the working set: 10 / 0.9^4. */
+        SimParams p = SIM_PARAMS_DEFAULT;
+        const char *cases[] = {
+                HEADER "0,1,0,1,10,1,1G,1,2G\n", HEADER "0,1,0,1,10,1,2G,1,2G\n", HEADER "0,1,0,1,10,1,0.9G,1,1G\n",
+        };
+        double want[] = { 160, 10, 10 / pow(0.9, 4) };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                SimWorkload w = trace(cases[i]);
+                SimResult r = run(&w, 1, 4 * GiB, &p);
+                cr_assert_float_eq(r.jobs[0].end_s, want[i], 1e-6, "case %zu: %g", i, r.jobs[0].end_s);
+                sim_result_done(&r);
+                sim_workload_done(&w);
+        }
+}
+
+Test(sim_engine, demand_profile_and_quota) {
+        /* Wants 2 cores for the first half, 0.5 after; quota 1 (its request): 5 CPU-s at 1 core,
+         * then 5 at 0.5 — done at 15. On a half-speed node: 30. */
+        SimWorkload w = trace(HEADER "0,1,0,1,10,1,1G,2;0.5@0.5,512M\n");
+        SimParams p = SIM_PARAMS_DEFAULT;
+        SimResult r = run(&w, 2, 4 * GiB, &p);
+        cr_assert_float_eq(r.jobs[0].end_s, 15, EPS);
+        cr_assert_float_eq(r.cpu_used_s, 10, EPS);
+        sim_result_done(&r);
+        SimNodeSpec slow = { .cpus = 2, .memory_bytes = 4 * GiB, .speed = 0.5 };
+        cr_assert_eq(sim_run(&w, &slow, 1, &p, NULL, NULL, &r), 0);
+        cr_assert_float_eq(r.jobs[0].end_s, 30, EPS);
+        sim_result_done(&r);
+        sim_workload_done(&w);
+}
+
+Test(sim_engine, processor_sharing) {
+        /* Two one-task jobs (1 and 2 CPU-s) on one CPU: both at 1/2 until 2, then the second
+         * alone at full speed: ends 2 and 3. */
+        SimWorkload w = trace(HEADER "0,1,0,1,1,1,256M,1,128M\n0,2,0,1,2,1,256M,1,128M\n");
+        SimParams p = SIM_PARAMS_DEFAULT;
+        p.policy = SIM_POLICY_PS;
+        SimResult r = run(&w, 1, 4 * GiB, &p);
+        cr_assert_float_eq(end_of(&w, &r, 1), 2, EPS);
+        cr_assert_float_eq(end_of(&w, &r, 2), 3, EPS);
+        sim_result_done(&r);
+        sim_workload_done(&w);
+}
+
+Test(sim_engine, two_phases_run_in_order) {
+        /* Map: 2 tasks of 3 s on 2 CPUs, then reduce: one task of 4 s. Ends at 7. */
+        SimWorkload w = trace(HEADER "0,1,0,2,3,1,1G,1,512M\n0,1,1,1,4,1,1G,1,512M\n");
+        SimParams p = SIM_PARAMS_DEFAULT;
+        SimResult r = run(&w, 2, 4 * GiB, &p);
+        cr_assert_float_eq(r.jobs[0].end_s, 7, EPS);
+        cr_assert_float_eq(r.jobs[0].isolated_s, 7, EPS);
+        sim_result_done(&r);
+        sim_workload_done(&w);
+}
+
+static void run_gen(SimGenerator g, size_t n, uint64_t seed, const SimParams *p, SimResult *ret) {
+        SimWorkload w = { 0 };
+        cr_assert_eq(sim_generate(g, n, seed, &w), 0);
+        cr_assert_eq(sim_run(&w, w.nodes, w.n_nodes, p, NULL, NULL, ret), 0);
+        for (size_t i = 0; i < ret->n_jobs; i++)
+                cr_assert(isfinite(ret->jobs[i].end_s) && ret->jobs[i].end_s >= ret->jobs[i].arrival_s);
+        sim_workload_done(&w);
+}
+
+Test(sim_engine, deterministic_for_a_seed) {
+        SimParams p = SIM_PARAMS_DEFAULT;
+        p.error_sigma = 1;
+        p.preemption = SIM_PREEMPT_SUSPEND;
+        SimResult a, b, c;
+        run_gen(SIM_GEN_TEST, 40, 7, &p, &a);
+        run_gen(SIM_GEN_TEST, 40, 7, &p, &b);
+        cr_assert_eq(a.n_jobs, b.n_jobs);
+        cr_assert_eq(a.events, b.events);
+        for (size_t i = 0; i < a.n_jobs; i++)
+                cr_assert_eq(memcmp(&a.jobs[i], &b.jobs[i], sizeof a.jobs[i]), 0, "job %zu differs", i);
+        p.seed = 8;
+        run_gen(SIM_GEN_TEST, 40, 7, &p, &c);
+        bool differs = false;
+        for (size_t i = 0; i < a.n_jobs; i++)
+                differs = differs || a.jobs[i].end_s != c.jobs[i].end_s;
+        cr_assert(differs, "another error seed changed nothing");
+        sim_result_done(&a);
+        sim_result_done(&b);
+        sim_result_done(&c);
+}
+
+Test(sim_engine, every_policy_finishes_and_orchestration_acts) {
+        for (SimPolicy pol = 0; pol < _SIM_POLICY_MAX; pol++) {
+                SimParams p = SIM_PARAMS_DEFAULT;
+                p.policy = pol;
+                SimResult r;
+                run_gen(SIM_GEN_DEV, 30, 1, &p, &r);
+                cr_assert_eq(r.n_jobs, 30, "%s", sim_policy_to_string(pol));
+                sim_result_done(&r);
+        }
+        /* The contention mix has CPU-hungry tasks pinned at their quota next to I/O-bound ones
+         * that leave theirs idle: the balancer moves CPU, and the mix finishes sooner. */
+        SimParams p = SIM_PARAMS_DEFAULT;
+        p.policy = SIM_POLICY_FAIR;
+        SimResult off, on;
+        run_gen(SIM_GEN_CONTENTION, 0, 1, &p, &off);
+        p.orch_mode = 3;
+        run_gen(SIM_GEN_CONTENTION, 0, 1, &p, &on);
+        cr_assert_gt(on.orch_changes, 0);
+        cr_assert_eq(off.orch_changes, 0);
+        cr_assert_lt(on.last_end_s, off.last_end_s);
+        sim_result_done(&off);
+        sim_result_done(&on);
+}
+
+/* HFSP's S_f = s̄·[(n − t) + Σ(1 − p_k)] is what is left after the training stage, so it becomes
+ * the phase's virtual size as is (TCC 2015 Sec. III-C: "update the virtual size"). Two phases
+ * share a 2-CPU virtual cluster from t = 0, 1 CPU each: B knows its size (100), A trains on
+ * S_i = 100. At t = 40 both have aged 40; A's training says 70 is left. A has 70 to go, B 60:
+ * B goes first. Subtracting A's 40 s of aging from S_f again (the bug: 30 left) put A first. */
+Test(sim_engine, training_size_is_what_is_left) {
+        double cpus = 2, memory = 8 * GiB;
+        SimSched *s;
+        cr_assert_eq(sim_sched_new(SIM_POLICY_HFSP, SIM_PREEMPT_WAIT, 10, &cpus, &memory, 1, &s), 0);
+        uint64_t a = sim_sched_key(0, 0), b = sim_sched_key(1, 0);
+        cr_assert_eq(sim_sched_add(s, a, 0, 1, 2, SIM_SIZE_INITIAL, 100, 5), 0);
+        cr_assert_eq(sim_sched_add(s, b, 0, 1, 2, SIM_SIZE_FINAL, 100, 0), 0);
+        cr_assert_eq(sim_sched_training_done(s, a, 40, 70), 1);
+        cr_assert_eq(sim_sched_training_done(s, a, 41, 1), 0, "S_f is set once");
+        /* One task each, not a training one, that needs the whole node. */
+        SimSchedTask tasks[] = {
+                { .key = a, .index = 5, .state = SIM_TASK_PENDING, .cpus = 2, .memory_bytes = GiB },
+                { .key = b, .index = 0, .state = SIM_TASK_PENDING, .cpus = 2, .memory_bytes = GiB },
+        };
+        const SimSchedDecision *d;
+        size_t n_d;
+        cr_assert_eq(sim_sched_decide(s, 41, tasks, 2, &d, &n_d), 0);
+        cr_assert_eq(n_d, 1);
+        cr_assert_eq(d[0].verb, SIM_START);
+        cr_assert_eq(d[0].task, 1, "B (60 left) before A (70 left after training)");
+        sim_sched_free(s);
+}

@@ -1,0 +1,236 @@
+/* test-store-orch.c: the orchestrator's adjustments in the store (controller/store-orch.c) and
+ * the schema migration that adds them to a database of an older version. */
+#include <criterion/criterion.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "controller/store.h"
+#include "macro.h"
+#include "protocol.h"
+
+static char dir[] = "/tmp/cgorch-test-store-orch-XXXXXX";
+
+static void setup(void) {
+        cr_assert_not_null(mkdtemp(dir));
+}
+
+static void teardown(void) {
+        static const char *const files[] = { "controller.db", "controller.db-wal", "controller.db-shm" };
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                char path[256];
+                snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+                (void) unlink(path);
+        }
+        (void) rmdir(dir);
+}
+
+TestSuite(store_orch, .init = setup, .fini = teardown);
+
+static sqlite3 *open_raw(void) {
+        char path[256];
+        sqlite3 *db;
+        snprintf(path, sizeof path, "%s/controller.db", dir);
+        cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+        return db;
+}
+
+static int user_version(void) {
+        sqlite3 *db = open_raw();
+        sqlite3_stmt *st;
+        cr_assert_eq(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
+        cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+        int v = sqlite3_column_int(st, 0);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        return v;
+}
+
+static uint64_t insert_job(Store *s) {
+        json_t *j = json_loads("{\"name\": \"survivor\", \"phases\": [{\"tasks\": 2, \"argv\": [\"true\"],"
+                               " \"cpu_cores\": 1, \"memory_bytes\": 1048576}]}", 0, NULL);
+        JobSpec *spec = NULL;
+        uint64_t id = 0;
+        cr_assert_eq(job_spec_from_json(j, &spec, NULL), 0);
+        cr_assert_eq(store_begin(s), 0);
+        cr_assert_eq(store_job_insert(s, spec, 1000, &id), 0);
+        cr_assert_eq(store_commit(s), 0);
+        job_spec_free(spec);
+        json_decref(j);
+        return id;
+}
+
+static StoreAdjustment adjustment(const char *task, uint64_t action_id, const char *verdict) {
+        static json_t *evidence;
+        if (!evidence)
+                evidence = json_pack("{s:s, s:s, s:f}", "kind", "deficit", "basis", "limit", "value", 0.98);
+        return (StoreAdjustment) {
+                .time_ms = 5000,
+                .epoch = 7,
+                .task = task,
+                .node = "n1",
+                .job = 1,
+                .resource = "cpu",
+                .verdict = verdict,
+                .raise = true,
+                .old_value = 1.0,
+                .new_value = 1.5,
+                .wanted = 1.5,
+                .need = 1.5,
+                .alpha = 1.5,
+                .estimator = "regression",
+                .peer = "2.0.0.0",
+                .reason = "task 1.0.0.0: cpu 1 → 1.5 cores",
+                .evidence = evidence,
+                .action_id = action_id,
+        };
+}
+
+static json_t *list(Store *s, const char *task, unsigned limit) {
+        json_t *j = NULL;
+        cr_assert_eq(store_adjustments_to_json(s, task, limit, &j), 0);
+        json_t *a = json_object_get(j, "adjustments");
+        cr_assert(json_is_array(a));
+        json_incref(a);
+        json_decref(j);
+        return a;
+}
+
+Test(store_orch, fresh_database_is_current) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        store_close(s);
+        cr_assert_eq(user_version(), STORE_SCHEMA_VERSION);
+        cr_assert_eq(STORE_SCHEMA_VERSION, 3);
+}
+
+Test(store_orch, record_and_status_from_the_ack) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        Heartbeat hb = {
+                .node = (char *) "n1", .boot_id = (char *) "b", .seq = 1, .cgroup_mode = (char *) "hybrid",
+                .capacity_cpus = 2, .capacity_memory_bytes = UINT64_C(1) << 30,
+        };
+        cr_assert_eq(store_node_upsert(s, &hb, 1000), 0);
+        json_t *payload = json_pack("{s:s, s:s, s:{s:i}}", "type", "set_limits", "task", "1.0.0.0", "limits",
+                                    "cpu_quota_us", 150000);
+        uint64_t action = 0;
+        cr_assert_eq(store_action_insert(s, "n1", "1.0.0.0", ACTION_SET_LIMITS, payload, 5000, &action), 0);
+        json_decref(payload);
+
+        StoreAdjustment a = adjustment("1.0.0.0", action, "apply");
+        uint64_t id1 = 0, id2 = 0, id3 = 0;
+        cr_assert_eq(store_adjustment_insert(s, &a, &id1), 0);
+        a = adjustment("1.0.1.0", 0, "dry-run");
+        a.peer = NULL;
+        cr_assert_eq(store_adjustment_insert(s, &a, &id2), 0);
+        a = adjustment("1.0.0.0", action, "apply");
+        a.resource = "gpu";
+        cr_assert_lt(store_adjustment_insert(s, &a, &id3), 0, "the schema refuses an unknown resource");
+
+        json_t *all = list(s, NULL, 100);
+        cr_assert_eq(json_array_size(all), 2);
+        json_t *newest = json_array_get(all, 0), *oldest = json_array_get(all, 1);
+        cr_assert_eq(json_integer_value(json_object_get(newest, "id")), (json_int_t) id2, "newest first");
+        cr_assert_str_eq(json_string_value(json_object_get(newest, "status")), "dry-run");
+        cr_assert(json_is_null(json_object_get(newest, "peer")));
+        cr_assert_str_eq(json_string_value(json_object_get(oldest, "status")), "pending");
+        cr_assert_str_eq(json_string_value(json_object_get(oldest, "direction")), "raise");
+        cr_assert_float_eq(json_number_value(json_object_get(oldest, "new_value")), 1.5, 1e-9);
+        cr_assert_str_eq(json_string_value(json_object_get(json_object_get(oldest, "evidence"), "basis")), "limit");
+        json_decref(all);
+
+        ActionType type;
+        char *task = NULL;
+        cr_assert_eq(store_action_ack(s, "n1", action, NULL, 6000, &type, &task), 1);
+        free(task);
+        json_t *one = list(s, "1.0.0.0", 100);
+        cr_assert_eq(json_array_size(one), 1);
+        cr_assert_str_eq(json_string_value(json_object_get(json_array_get(one, 0), "status")), "applied");
+        cr_assert_eq(json_integer_value(json_object_get(json_array_get(one, 0), "acked_ms")), 6000);
+        json_decref(one);
+
+        json_t *limited = list(s, NULL, 1);
+        cr_assert_eq(json_array_size(limited), 1);
+        json_decref(limited);
+        store_close(s);
+}
+
+Test(store_orch, failed_ack_shows_its_error) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        Heartbeat hb = {
+                .node = (char *) "n1", .boot_id = (char *) "b", .seq = 1, .cgroup_mode = (char *) "v2",
+                .capacity_cpus = 1, .capacity_memory_bytes = UINT64_C(1) << 30,
+        };
+        cr_assert_eq(store_node_upsert(s, &hb, 1000), 0);
+        json_t *payload = json_pack("{s:s, s:s}", "type", "set_limits", "task", "3.0.0.0");
+        uint64_t action = 0;
+        cr_assert_eq(store_action_insert(s, "n1", "3.0.0.0", ACTION_SET_LIMITS, payload, 5000, &action), 0);
+        json_decref(payload);
+        StoreAdjustment a = adjustment("3.0.0.0", action, "apply");
+        cr_assert_eq(store_adjustment_insert(s, &a, NULL), 0);
+        ActionType type;
+        char *task = NULL;
+        cr_assert_eq(store_action_ack(s, "n1", action, "no such running task", 6000, &type, &task), 1);
+        free(task);
+        json_t *l = list(s, NULL, 10);
+        cr_assert_str_eq(json_string_value(json_object_get(json_array_get(l, 0), "status")), "failed");
+        cr_assert_str_eq(json_string_value(json_object_get(json_array_get(l, 0), "error")), "no such running task");
+        json_decref(l);
+        store_close(s);
+}
+
+/* A database as a version-1 controller left it: the tables of version 1 only, with a job in
+ * them. Opening it upgrades it in place, keeps the job, and adjustments can be recorded. */
+Test(store_orch, migrates_version_1) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        uint64_t job = insert_job(s);
+        store_close(s);
+
+        sqlite3 *db = open_raw();
+        char *err = NULL;
+        int rc = sqlite3_exec(db,
+                              "DROP TABLE adjustments; DROP TABLE sched_phases; DROP TABLE sched_state;"
+                              "ALTER TABLE tasks DROP COLUMN preempted_ms; PRAGMA user_version = 1;",
+                              NULL, NULL, &err);
+        cr_assert_eq(rc, SQLITE_OK, "downgrade: %s", err ?: "?");
+        sqlite3_close(db);
+        cr_assert_eq(user_version(), 1);
+
+        cr_assert_eq(store_open(dir, &s), 0);
+        cr_assert_eq(user_version(), STORE_SCHEMA_VERSION);
+        JobState state;
+        cr_assert_eq(store_job_get_state(s, job, &state), 0, "the job survived the upgrade");
+        cr_assert_eq(state, JOB_QUEUED);
+        StoreAdjustment a = adjustment("1.0.0.0", 0, "dry-run");
+        cr_assert_eq(store_adjustment_insert(s, &a, NULL), 0);
+        json_t *l = list(s, NULL, 10);
+        cr_assert_eq(json_array_size(l), 1);
+        json_decref(l);
+        store_close(s);
+
+        /* Opening it again changes nothing. */
+        cr_assert_eq(store_open(dir, &s), 0);
+        l = list(s, NULL, 10);
+        cr_assert_eq(json_array_size(l), 1);
+        json_decref(l);
+        store_close(s);
+}
+
+Test(store_orch, migrates_version_2) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        store_close(s);
+        sqlite3 *db = open_raw();
+        cr_assert_eq(sqlite3_exec(db, "DROP TABLE adjustments; PRAGMA user_version = 2;", NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(db);
+        cr_assert_eq(store_open(dir, &s), 0);
+        StoreAdjustment a = adjustment("1.0.0.0", 0, "dry-run");
+        cr_assert_eq(store_adjustment_insert(s, &a, NULL), 0);
+        store_close(s);
+        cr_assert_eq(user_version(), STORE_SCHEMA_VERSION);
+}
