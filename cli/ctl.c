@@ -231,3 +231,33 @@ void ctl_done(Ctl *ctl) {
         http_client_free(ctl->http);
         ctl->http = NULL;
 }
+
+int ctl_list_command(Ctl *ctl, int argc, char **argv, const char *command, const char *path, const char *key,
+                     int (*print_table)(json_t *list)) {
+        json_t *answer = NULL;
+        int k = ctl_parse_plain(ctl, argc, argv);
+
+        if (k == -ECANCELED)
+                return EXIT_SUCCESS;
+        if (k < 0)
+                return CTL_EXIT_USAGE;
+        if (k < argc) {
+                fprintf(stderr, "cgorchctl: %s: unexpected argument '%s'\n", command, argv[k]);
+                return CTL_EXIT_USAGE;
+        }
+
+        int r = ctl_call(ctl, "GET", path, NULL, &answer);
+        if (r < 0)
+                return ctl_call_exit_status(r);
+
+        json_t *list = json_field_array(answer, key);
+        if (ctl->json)
+                r = ctl_print_json(answer);
+        else if (!list) {
+                fprintf(stderr, "cgorchctl: the controller's answer to %s has no \"%s\" array\n", path, key);
+                r = -EPROTO;
+        } else
+                r = print_table(list);
+        json_decref(answer);
+        return r < 0 ? CTL_EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -75,6 +75,11 @@ static inline int ctl_call_exit_status(int r) {
         return r == -EINVAL ? CTL_EXIT_USAGE : CTL_EXIT_FAILURE;
 }
 
+/* A command without arguments that GETs path and shows the array under key: the whole answer
+ * with --json, otherwise print_table(array). Returns the command's exit status. */
+int ctl_list_command(Ctl *ctl, int argc, char **argv, const char *command, const char *path, const char *key,
+                     int (*print_table)(json_t *list));
+
 /* Prints j to stdout the way --json shows everything: indented, one document. */
 int ctl_print_json(json_t *j);
 

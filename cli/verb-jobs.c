@@ -55,32 +55,7 @@ static int jobs_print_table(json_t *list) {
 }
 
 int verb_jobs(Ctl *ctl, int argc, char **argv) {
-        json_t *answer = NULL;
-        int k = ctl_parse_plain(ctl, argc, argv);
-
-        if (k == -ECANCELED)
-                return EXIT_SUCCESS;
-        if (k < 0)
-                return CTL_EXIT_USAGE;
-        if (k < argc) {
-                fprintf(stderr, "cgorchctl: jobs: unexpected argument '%s'\n", argv[k]);
-                return CTL_EXIT_USAGE;
-        }
-
-        int r = ctl_call(ctl, "GET", "/v1/jobs", NULL, &answer);
-        if (r < 0)
-                return ctl_call_exit_status(r);
-
-        json_t *jobs = json_field_array(answer, "jobs");
-        if (ctl->json)
-                r = ctl_print_json(answer);
-        else if (!jobs) {
-                fprintf(stderr, "cgorchctl: the controller's job list has no \"jobs\" array\n");
-                r = -EPROTO;
-        } else
-                r = jobs_print_table(jobs);
-        json_decref(answer);
-        return r < 0 ? CTL_EXIT_FAILURE : EXIT_SUCCESS;
+        return ctl_list_command(ctl, argc, argv, "jobs", "/v1/jobs", "jobs", jobs_print_table);
 }
 
 /* Parses "COMMAND ID" and returns 0 with the id, or the exit status to return (> 0), or -1

@@ -61,30 +61,5 @@ static int nodes_print_table(json_t *nodes) {
 }
 
 int verb_nodes(Ctl *ctl, int argc, char **argv) {
-        json_t *answer = NULL;
-        int k = ctl_parse_plain(ctl, argc, argv);
-
-        if (k == -ECANCELED)
-                return EXIT_SUCCESS;
-        if (k < 0)
-                return CTL_EXIT_USAGE;
-        if (k < argc) {
-                fprintf(stderr, "cgorchctl: nodes: unexpected argument '%s'\n", argv[k]);
-                return CTL_EXIT_USAGE;
-        }
-
-        int r = ctl_call(ctl, "GET", "/v1/nodes", NULL, &answer);
-        if (r < 0)
-                return ctl_call_exit_status(r);
-
-        json_t *nodes = json_field_array(answer, "nodes");
-        if (ctl->json)
-                r = ctl_print_json(answer);
-        else if (!nodes) {
-                fprintf(stderr, "cgorchctl: the controller's node list has no \"nodes\" array\n");
-                r = -EPROTO;
-        } else
-                r = nodes_print_table(nodes);
-        json_decref(answer);
-        return r < 0 ? CTL_EXIT_FAILURE : EXIT_SUCCESS;
+        return ctl_list_command(ctl, argc, argv, "nodes", "/v1/nodes", "nodes", nodes_print_table);
 }
