@@ -21,7 +21,8 @@ PACKAGES=(
         openssl clang libclang-rt-dev
 )
 
-say() { printf '==> %s\n' "$*"; }
+# Each step says how long the run has taken so far, so a slow CI run shows where it went.
+say() { printf '==> [%dm%02ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 
 install_packages() {
         local missing=() p
@@ -81,6 +82,32 @@ count_results() {
         echo "$pass $fail $skip"
 }
 
+# One unit test under valgrind. criterion runs every test in a worker process and does not
+# pass valgrind's exit code on, so it is judged by valgrind's own summaries.
+valgrind_unit() {
+        local t=$1
+        valgrind --leak-check=full --errors-for-leak-kinds=definite --trace-children=yes \
+                "$t" --jobs=1 >"$t.valgrind.log" 2>&1 || true
+        if grep -E 'ERROR SUMMARY: [1-9]|definitely lost: [1-9]' "$t.valgrind.log" >/dev/null ||
+                ! grep -q 'Synthesis: .*Failing: 0 | Crashing: 0' "$t.valgrind.log"; then
+                echo "valgrind: $t FAILED (see $t.valgrind.log)"
+                grep -E -B2 -A12 'ERROR SUMMARY: [1-9]|definitely lost: [1-9]|Failing: [1-9]' "$t.valgrind.log" | head -n 60
+                return 1
+        fi
+}
+
+# The slowest tests of a make check run, from each log's birth to its result file.
+slowest_tests() {
+        local dir=$1 trs log born
+        find "$dir/tests" -name '*.trs' 2>/dev/null | while IFS= read -r trs; do
+                log=${trs%.trs}.log
+                born=$(stat -c %W "$log" 2>/dev/null || echo 0)
+                # file systems without birth times say 0 (or '-'): then there is nothing to say
+                [[ $born =~ ^[1-9][0-9]*$ ]] || continue
+                printf '%d %s\n' $(($(stat -c %Y "$trs") - born)) "${log#"$dir"/}"
+        done | sort -rn | head -n 5 | awk '{ printf "slowest: %4ds %s\n", $1, $2 }'
+}
+
 check() {
         build
         local status=0 counts
@@ -96,21 +123,15 @@ check() {
                 echo "skipped: ${t%.trs}: $(grep -a -m1 -i 'skip' "${t%.trs}.log" || true)"
         done
 
+        slowest_tests build
+
+        # valgrind makes each unit test CPU-bound for up to a minute: run one per CPU.
         say "unit tests under valgrind"
-        local t
-        for t in build/tests/unit/test-*; do
-                [ -x "$t" ] || continue
-                # criterion runs every test in a worker process and does not pass valgrind's exit
-                # code on, so judge by valgrind's own summaries.
-                valgrind --leak-check=full --errors-for-leak-kinds=definite --trace-children=yes \
-                        "$t" --jobs=1 >"$t.valgrind.log" 2>&1 || true
-                if grep -E 'ERROR SUMMARY: [1-9]|definitely lost: [1-9]' "$t.valgrind.log" >/dev/null ||
-                        ! grep -q 'Synthesis: .*Failing: 0 | Crashing: 0' "$t.valgrind.log"; then
-                        echo "valgrind: $t FAILED (see $t.valgrind.log)"
-                        grep -E -B2 -A12 'ERROR SUMMARY: [1-9]|definitely lost: [1-9]|Failing: [1-9]' "$t.valgrind.log" | head -n 60
-                        status=1
-                fi
-        done
+        export -f valgrind_unit
+        if ! find build/tests/unit -maxdepth 1 -type f -name 'test-*' -perm -u+x -print0 | sort -z |
+                        xargs -0 -r -n1 -P"$(nproc)" bash -c 'valgrind_unit "$1"' _; then
+                status=1
+        fi
 
         say "sanitizer build (ASan + UBSan)"
         mkdir -p build-sanitizers
@@ -118,6 +139,7 @@ check() {
         if ! make -C build-sanitizers -s -j"$(nproc)" check >build-sanitizers/check.out 2>&1; then
                 echo "sanitizer build: FAILED"; tail -n 60 build-sanitizers/check.out; status=1
         fi
+        slowest_tests build-sanitizers
 
         # A short libFuzzer run (about 8 s per harness, 40 s in all) where clang has libFuzzer;
         # `make -C build fuzz` runs longer (FUZZ_SECONDS=N).
@@ -143,6 +165,7 @@ check() {
 
         read -r p f s <<<"$counts"
         [ $status -ne 0 ] && [ "$f" -eq 0 ] && f=1
+        say "done"
         echo "check: $p passed, $f failed, $s skipped"
         return $status
 }
