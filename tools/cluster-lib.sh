@@ -52,6 +52,23 @@ cluster_cgroup_skip_reason() {
         rmdir "$probe"
 }
 
+# The common start of a test on real cgroups: exits 77 (automake's SKIP) with the reason when
+# a tool is missing or cgroups cannot be created here. Usage: cluster_require TOOL...
+cluster_require() {
+        local tool reason
+        for tool in "$@"; do
+                command -v "$tool" >/dev/null || { echo "SKIP: $tool is not installed (Debian package: $tool)"; exit 77; }
+        done
+        reason=$(cluster_cgroup_skip_reason)
+        if [ -n "$reason" ]; then
+                echo "SKIP: $reason"
+                exit 77
+        fi
+}
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+pass() { echo "ok: $*"; }
+
 # Every directory of our subtree, in every hierarchy, deepest first.
 cluster_cgroup_dirs() {
         [ -n "${CLUSTER_CGROOT:-}" ] || return 0

@@ -10,22 +10,13 @@ top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
 top_builddir=${top_builddir:-$top_srcdir/build}
 . "$top_srcdir/tools/cluster-lib.sh"
 
-for tool in curl jq python3; do
-        command -v $tool >/dev/null || { echo "SKIP: $tool is not installed"; exit 77; }
-done
-reason=$(cluster_cgroup_skip_reason)
-if [ -n "$reason" ]; then
-        echo "SKIP: $reason"
-        exit 77
-fi
+cluster_require curl jq python3
 if [ -f "$CGROUP_FS/cgroup.controllers" ]; then
         echo "SKIP: written for v1/hybrid file names; pure v2 is covered by the fixture tests"
         exit 77
 fi
 
 cluster_init "$top_builddir" cgorch-test-agent
-fail() { echo "FAIL: $*" >&2; exit 1; }
-pass() { echo "ok: $*"; }
 
 cluster_make_tokens   # the agent sends its token; the scripted controller does not check it
 FAKE=$CLUSTER_DIR/fake

@@ -15,9 +15,6 @@ for tool in curl jq openssl; do
         command -v $tool >/dev/null || { echo "SKIP: $tool is not installed (Debian package: $tool)"; exit 77; }
 done
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
-pass() { echo "ok: $*"; }
-
 cluster_init "$top_builddir" cgorch-test-auth
 d=$CLUSTER_DIR
 cluster_make_tokens

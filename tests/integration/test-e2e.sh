@@ -10,21 +10,12 @@ top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
 top_builddir=${top_builddir:-$top_srcdir/build}
 . "$top_srcdir/tools/cluster-lib.sh"
 
-for tool in curl jq; do
-        command -v $tool >/dev/null || { echo "SKIP: $tool is not installed"; exit 77; }
-done
-reason=$(cluster_cgroup_skip_reason)
-if [ -n "$reason" ]; then
-        echo "SKIP: $reason"
-        exit 77
-fi
+cluster_require curl jq
 
 cluster_init "$top_builddir" cgorch-test-e2e
 cluster_start_controller
 cluster_start_agent n1 --cpus 2 --memory 2G
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
-pass() { echo "ok: $*"; }
 
 # The cgroup of one task, in one hierarchy (v1 or hybrid: per controller; v2: unified).
 task_cgroup() {

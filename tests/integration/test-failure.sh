@@ -16,17 +16,8 @@ top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
 top_builddir=${top_builddir:-$top_srcdir/build}
 . "$top_srcdir/tools/cluster-lib.sh"
 
-for tool in curl jq sqlite3; do
-        command -v $tool >/dev/null || { echo "SKIP: $tool is not installed"; exit 77; }
-done
-reason=$(cluster_cgroup_skip_reason)
-if [ -n "$reason" ]; then
-        echo "SKIP: $reason"
-        exit 77
-fi
+cluster_require curl jq sqlite3
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
-pass() { echo "ok: $*"; }
 
 cluster_init "$top_builddir" cgorch-test-failure
 MOUNTED=
@@ -153,9 +144,12 @@ submit_raw() { cluster_curl -sS -o "$CLUSTER_DIR/answer" -w '%{http_code}' -H 'C
 # heartbeat may wait its second first, so the lock stays for 4 s). The nodes must not be
 # declared lost because the controller stalled.
 db=$CLUSTER_DIR/state/controller.db
-(echo "BEGIN EXCLUSIVE;"; sleep 4; echo "COMMIT;") | sqlite3 "$db" &
+(echo ".timeout 5000"; echo "BEGIN EXCLUSIVE;"; sleep 4; echo "COMMIT;") | sqlite3 "$db" &
 locker=$!
-sleep 0.5
+# Submit only once the lock is really held: a loaded machine may start sqlite3 late.
+store_locked() { ! sqlite3 "$db" 'PRAGMA busy_timeout = 0; BEGIN IMMEDIATE; ROLLBACK;' >/dev/null 2>&1; }
+for _ in $(seq 30); do store_locked && break; sleep 0.1; done
+store_locked || fail "sqlite3 did not take the store's write lock within 3 s"
 code=$(submit_raw "$CGORCH_SERVER")
 wait "$locker" || true
 [ "$code" = 503 ] || fail "submit to a locked store answered $code: $(cat "$CLUSTER_DIR/answer")"

@@ -12,17 +12,8 @@ top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
 top_builddir=${top_builddir:-$top_srcdir/build}
 . "$top_srcdir/tools/cluster-lib.sh"
 
-for tool in curl jq; do
-        command -v $tool >/dev/null || { echo "SKIP: $tool is not installed"; exit 77; }
-done
-reason=$(cluster_cgroup_skip_reason)
-if [ -n "$reason" ]; then
-        echo "SKIP: $reason"
-        exit 77
-fi
+cluster_require curl jq
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
-pass() { echo "ok: $*"; }
 
 HUNGRY_CPU_S=10
 RESULTS=$(mktemp -d "${TMPDIR:-/tmp}/cgorch-test-orch-results.XXXXXX")

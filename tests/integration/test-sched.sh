@@ -11,17 +11,8 @@ top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
 top_builddir=${top_builddir:-$top_srcdir/build}
 . "$top_srcdir/tools/cluster-lib.sh"
 
-for tool in curl jq; do
-        command -v $tool >/dev/null || { echo "SKIP: $tool is not installed"; exit 77; }
-done
-reason=$(cluster_cgroup_skip_reason)
-if [ -n "$reason" ]; then
-        echo "SKIP: $reason"
-        exit 77
-fi
+cluster_require curl jq
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
-pass() { echo "ok: $*"; }
 
 # The file that says whether a task's cgroup is frozen, and its frozen value.
 freeze_file() {
