@@ -80,7 +80,10 @@ static int parse_job_id_command(Ctl *ctl, int argc, char **argv, uint64_t *ret_i
         return 0;
 }
 
-int verb_job(Ctl *ctl, int argc, char **argv) {
+/* "COMMAND ID": sends METHOD /v1/jobs/ID and prints the answer with print(id, answer).
+ * Returns the exit status. */
+static int job_id_command(Ctl *ctl, int argc, char **argv, const char *method,
+                          int (*print)(uint64_t id, json_t *answer)) {
         char path[64];
         json_t *answer = NULL;
         uint64_t id;
@@ -91,37 +94,31 @@ int verb_job(Ctl *ctl, int argc, char **argv) {
                 return r < 0 ? EXIT_SUCCESS : r;
 
         snprintf(path, sizeof path, "/v1/jobs/%" PRIu64, id);
-        r = ctl_call(ctl, "GET", path, NULL, &answer);
+        r = ctl_call(ctl, method, path, NULL, &answer);
         if (r < 0)
                 return ctl_call_exit_status(r);
 
-        r = ctl->json ? ctl_print_json(answer) : job_view_print(answer, stdout);
+        r = ctl->json ? ctl_print_json(answer) : print(id, answer);
         json_decref(answer);
         return r < 0 ? CTL_EXIT_FAILURE : EXIT_SUCCESS;
 }
 
+static int job_print(uint64_t id, json_t *answer) {
+        (void) id;
+        return job_view_print(answer, stdout);
+}
+
+int verb_job(Ctl *ctl, int argc, char **argv) {
+        return job_id_command(ctl, argc, argv, "GET", job_print);
+}
+
+static int cancel_print(uint64_t id, json_t *answer) {
+        const char *state = json_field_string(answer, "state");
+
+        printf("job %" PRIu64 ": %s\n", id, state ?: "cancel requested");
+        return fflush(stdout) == 0 ? 0 : -EIO;
+}
+
 int verb_cancel(Ctl *ctl, int argc, char **argv) {
-        char path[64];
-        json_t *answer = NULL;
-        uint64_t id;
-        int r;
-
-        r = parse_job_id_command(ctl, argc, argv, &id);
-        if (r != 0)
-                return r < 0 ? EXIT_SUCCESS : r;
-
-        snprintf(path, sizeof path, "/v1/jobs/%" PRIu64, id);
-        r = ctl_call(ctl, "DELETE", path, NULL, &answer);
-        if (r < 0)
-                return ctl_call_exit_status(r);
-
-        if (ctl->json)
-                r = ctl_print_json(answer);
-        else {
-                const char *state = json_field_string(answer, "state");
-                printf("job %" PRIu64 ": %s\n", id, state ?: "cancel requested");
-                r = fflush(stdout) == 0 ? 0 : -EIO;
-        }
-        json_decref(answer);
-        return r < 0 ? CTL_EXIT_FAILURE : EXIT_SUCCESS;
+        return job_id_command(ctl, argc, argv, "DELETE", cancel_print);
 }
