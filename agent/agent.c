@@ -90,6 +90,8 @@ struct Agent {
 
         void (*kick)(void *userdata);
         void *kick_userdata;
+        void (*sampled)(void *userdata);
+        void *sampled_userdata;
 };
 
 static int64_t now_realtime_ms(void) {
@@ -135,6 +137,11 @@ static void state_remove(Agent *a, const char *task) {
 void agent_set_kick(Agent *a, void (*kick)(void *userdata), void *userdata) {
         a->kick = kick;
         a->kick_userdata = userdata;
+}
+
+void agent_set_on_sampled(Agent *a, void (*sampled)(void *userdata), void *userdata) {
+        a->sampled = sampled;
+        a->sampled_userdata = userdata;
 }
 
 static void agent_notify_status(Agent *a) {
@@ -283,6 +290,13 @@ static int task_sample(Agent *a, Task *t, bool detail) {
         return 0;
 }
 
+/* The sample a task's rates start from, taken when it starts or is adopted: its first tick then
+ * has a CPU rate, and the controller a window to judge, a whole sample interval sooner. */
+static void task_sample_baseline(Agent *a, Task *t) {
+        t->sampler.quota_set = t->limits.cpu_quota_us > 0;
+        (void) task_sample(a, t, false);
+}
+
 static uint64_t task_memory_usage(Agent *a, Task *t) {
         char buf[64];
         uint64_t v = 0;
@@ -424,6 +438,7 @@ static int on_sample_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         }
 
         unsigned every = sample_budget_detail_every(a->cfg.detail_every, a->n_tasks);
+        bool sampled = false;
 
         for (Task *t = a->tasks; t; t = t->next) {
                 bool detail = every <= 1 || (a->n_ticks + t->detail_phase) % every == 0;
@@ -439,10 +454,10 @@ static int on_sample_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                          * accounting them until the cgroup is empty. */
                         task_check_finished(a, t);
                         if (!t->has_exit)
-                                (void) task_sample(a, t, detail);
+                                sampled |= task_sample(a, t, detail) >= 0;
                         continue;
                 }
-                (void) task_sample(a, t, detail);
+                sampled |= task_sample(a, t, detail) >= 0;
                 if (!limits_is_empty(&t->target)) {
                         Limits want = t->target;
                         int r = task_limits_step(a, t, &want);
@@ -453,6 +468,8 @@ static int on_sample_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                         task_check_external(a, t);
         }
         a->n_ticks++;
+        if (sampled && a->sampled)
+                a->sampled(a->sampled_userdata);
 
         /* The next tick one interval after this one was due; a tick missed (the loop was busy)
          * is skipped, not made up for with samples microseconds apart. */
@@ -566,6 +583,7 @@ static int action_start(Agent *a, const Action *act, char **ret_error) {
                         log_warning("Cannot write %s: task %s cannot be re-adopted with its progress.", pids_path, t->id);
         }
 
+        task_sample_baseline(a, t);
         log_info("Task %s started as pid %d (user %s).", t->id, (int) launch_pid(t->launch), act->user ? act->user : "(agent's)");
         agent_notify_status(a);
         return 0;
@@ -897,7 +915,8 @@ static int agent_adopt_one(Agent *a, const char *id) {
         if (launch_exited(t->launch)) {
                 t->main_exited = true;
                 t->main_status = (siginfo_t) {};
-        }
+        } else
+                task_sample_baseline(a, t);
         log_info("Task %s re-adopted: main process %d%s, shim %d, limits quota %" PRIi64 "/%" PRIi64 " us, max %" PRIi64
                  " bytes.", id, main_pid, t->main_exited ? " (gone)" : "", shim, t->limits.cpu_quota_us,
                  t->limits.cpu_period_us, t->limits.memory_max_bytes);

@@ -41,6 +41,8 @@ Agent *agent_free(Agent *a);
 
 /* Asked when something worth telling the controller happened (a task ended). */
 void agent_set_kick(Agent *a, void (*kick)(void *userdata), void *userdata);
+/* Called after a sample tick that took a sample of at least one task (heartbeats follow it). */
+void agent_set_on_sampled(Agent *a, void (*sampled)(void *userdata), void *userdata);
 
 /* For the reporter (see ReporterOps). */
 int agent_build_heartbeat(Agent *a, char **ret_body);

@@ -114,6 +114,10 @@ static void kick_reporter(void *userdata) {
         (void) reporter_send_now(userdata);
 }
 
+static void samples_ready(void *userdata) {
+        (void) reporter_samples_ready(userdata, arg_sample_interval_us);
+}
+
 static int default_capacity(double *cpus, uint64_t *memory_bytes) {
         if (*cpus <= 0) {
                 cpu_set_t set;
@@ -315,6 +319,7 @@ static int run(void) {
                 }
         }
         agent_set_kick(agent, kick_reporter, reporter);
+        agent_set_on_sampled(agent, samples_ready, reporter);
         (void) reporter_send_now(reporter);
 
         log_info("cgorch-agent %s: node %s, controller %s, cgroups %s at %s/%s (%s), capacity %.1f CPUs, %" PRIu64 " bytes.",

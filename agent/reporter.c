@@ -15,6 +15,9 @@
 /* The controller may hold a heartbeat open (long poll) before answering. */
 #define REQUEST_TIMEOUT_MS 60000L
 #define CONNECT_TIMEOUT_MS 5000L
+/* Heartbeats that follow the samples move by up to a sample interval / this around their due
+ * time to leave with a sample tick (reporter_samples_ready()). */
+#define READY_SLACK_DIVISOR 4
 
 typedef struct SocketSource {
         curl_socket_t fd;
@@ -45,6 +48,9 @@ struct Reporter {
 
         unsigned failures;                /* consecutive failed heartbeats */
         uint64_t interval_ms;
+        uint64_t due_us;                  /* when the next heartbeat is due (CLOCK_MONOTONIC) */
+        uint64_t ready_us;                /* the latest reporter_samples_ready() */
+        uint64_t sample_interval_us;      /* and the agent's sample interval then */
         unsigned random_state;
 };
 
@@ -62,17 +68,37 @@ uint64_t reporter_jitter_ms(uint64_t ms, double random01) {
         return MIN(j, (uint64_t) REPORTER_BACKOFF_MAX_MS);
 }
 
-static void schedule_next(Reporter *r, uint64_t delay_ms) {
-        uint64_t now_us;
-        int k;
+/* When the timer sends a heartbeat due at due_us. While the agent's samples drive the
+ * heartbeats, the timer is only the fallback: when one of the agent's next two sample ticks
+ * comes about then, it fires a little after that tick, which sends the heartbeat with its
+ * samples (reporter_samples_ready()) instead of a timer just before it sending one without. */
+static uint64_t timer_for(const Reporter *r, uint64_t due_us) {
+        uint64_t p = r->sample_interval_us, slack = p / READY_SLACK_DIVISOR;
 
-        if (sd_event_now(r->event, CLOCK_MONOTONIC, &now_us) < 0)
-                return;
-        k = sd_event_source_set_time(r->next_timer, now_us + delay_ms * USEC_PER_MSEC);
+        if (r->failures > 0 || r->ready_us == 0 || p == 0 || due_us <= r->ready_us)
+                return due_us;
+        uint64_t k = (due_us - r->ready_us + p / 2) / p; /* the tick nearest to due */
+        uint64_t tick = r->ready_us + k * p;
+        if (k >= 1 && k <= 2 && due_us + slack >= tick && due_us <= tick + slack)
+                return tick + slack;
+        return due_us;
+}
+
+static void arm_next(Reporter *r) {
+        int k = sd_event_source_set_time(r->next_timer, timer_for(r, r->due_us));
         if (k >= 0)
                 k = sd_event_source_set_enabled(r->next_timer, SD_EVENT_ONESHOT);
         if (k < 0)
                 log_error_errno(k, "Cannot schedule the next heartbeat: %m");
+}
+
+static void schedule_next(Reporter *r, uint64_t delay_ms) {
+        uint64_t now_us;
+
+        if (sd_event_now(r->event, CLOCK_MONOTONIC, &now_us) < 0)
+                return;
+        r->due_us = now_us + delay_ms * USEC_PER_MSEC;
+        arm_next(r);
 }
 
 static void request_done(Reporter *r) {
@@ -336,6 +362,26 @@ int reporter_set_auth(Reporter *r, const char *token, const char *ca_file) {
         return 0;
 }
 
+int reporter_samples_ready(Reporter *r, uint64_t sample_interval_us) {
+        uint64_t now_us, p = sample_interval_us, slack = sample_interval_us / READY_SLACK_DIVISOR;
+
+        if (sd_event_now(r->event, CLOCK_MONOTONIC, &now_us) < 0)
+                return 0;
+        r->ready_us = now_us;
+        r->sample_interval_us = sample_interval_us;
+        /* In flight (the samples go with the next one), or backing off from a failing controller. */
+        if (r->easy || r->in_reply || r->failures > 0)
+                return 0;
+        if (r->due_us <= now_us + p - slack)
+                /* Due before the next tick would be: now, with these samples. (Not when due
+                 * about a tick from now: with an interval of two ticks, every tick would send.) */
+                schedule_next(r, 0);
+        else
+                /* Due about when the next tick comes: that tick sends it, the timer waits. */
+                arm_next(r);
+        return 0;
+}
+
 int reporter_send_now(Reporter *r) {
         if (r->easy || r->in_reply) {
                 r->send_after = true;
@@ -383,11 +429,13 @@ int reporter_new(sd_event *e, const char *controller_url, const char *node, cons
                 return -ENOMEM;
         }
 
-        k = sd_event_add_time(e, &r->curl_timer, CLOCK_MONOTONIC, UINT64_MAX, 0, on_curl_timer, r);
+        /* Accuracy 0 would be sd-event's default of 250 ms: libcurl's "now" (a request just
+         * added) and a heartbeat sent right after a sample tick would wait up to that long. */
+        k = sd_event_add_time(e, &r->curl_timer, CLOCK_MONOTONIC, UINT64_MAX, 1, on_curl_timer, r);
         if (k >= 0)
                 k = sd_event_source_set_enabled(r->curl_timer, SD_EVENT_OFF);
         if (k >= 0)
-                k = sd_event_add_time(e, &r->next_timer, CLOCK_MONOTONIC, UINT64_MAX, 0, on_next_timer, r);
+                k = sd_event_add_time(e, &r->next_timer, CLOCK_MONOTONIC, UINT64_MAX, USEC_PER_MSEC, on_next_timer, r);
         if (k >= 0)
                 k = sd_event_source_set_enabled(r->next_timer, SD_EVENT_OFF);
         if (k < 0) {

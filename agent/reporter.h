@@ -1,7 +1,8 @@
 /* reporter.h: the agent's heartbeat client — POSTs a heartbeat to the controller with libcurl
  * driven by sd-event (never blocking the loop), decodes the reply, and paces the next one:
- * after the interval the controller asks for, or with exponential backoff (1 s doubling to
- * 30 s, jittered) while the controller is unreachable or failing. */
+ * after the interval the controller asks for (right after the agent's sample tick when that
+ * is near), or with exponential backoff (1 s doubling to 30 s, jittered) while the controller
+ * is unreachable or failing. */
 #pragma once
 
 #include <stdint.h>
@@ -38,6 +39,14 @@ int reporter_set_auth(Reporter *r, const char *token, const char *ca_file);
 
 /* Sends a heartbeat now unless one is in flight (then right after it). */
 int reporter_send_now(Reporter *r);
+
+/* The agent took new samples and takes the next ones sample_interval_us from now. Heartbeats
+ * follow the samples: one due before the next tick would be (less a quarter interval) goes
+ * now, with them; one due within a quarter interval of one of the next two ticks waits for that
+ * tick (the interval timer fires a quarter interval after it), so that the tick rather than a
+ * timer just before it sends. A heartbeat leaves right after a tick instead of up to an
+ * interval later. Nothing changes while one is in flight or failures back off. */
+int reporter_samples_ready(Reporter *r, uint64_t sample_interval_us);
 
 /* Pure: the delay before retry number attempt (0-based) without jitter, and with jitter
  * drawn from random01 in [0,1): 80%..120% of it, capped at the maximum. */

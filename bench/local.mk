@@ -50,5 +50,5 @@ bench-controller: bench/controller-load controller/cgorch-controller
 # `make bench-orch`.
 dist_noinst_SCRIPTS += bench/orch-latency.sh
 bench-orch: controller/cgorch-controller agent/cgorch-agent cli/cgorchctl tools/cgorch-burn
-	$(BASH) $(srcdir)/bench/orch-latency.sh $(builddir) 5 2 1
+	$(BASH) $(srcdir)/bench/orch-latency.sh $(builddir) 10 2 1
 .PHONY: bench-orch

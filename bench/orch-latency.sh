@@ -37,7 +37,7 @@ measure() {
         local f=$CGROUP_FS/cpu/$CLUSTER_CGROOT/cpu.shares
         [ -f "$f" ] && echo 262144 >"$f"
         for i in $(seq 1 "$rounds"); do
-                local job dir quota_file onset=0 done_ms=0 q0
+                local job dir quota_file onset=0 done_ms=0 q0 q1
                 job=$("$CGORCHCTL" submit --name "latency-$i" --user nobody --tasks 1 --cpus 1 --memory 64M -- \
                         "$BURN_BIN" --threads 2 --cpu-seconds 30)
                 read -r dir quota_file < <(task_dirs "$job.0.0.0")
@@ -47,9 +47,13 @@ measure() {
                                 onset=$(now_ms)
                                 q0=$(cat "$quota_file")
                         fi
-                        if [ "$onset" != 0 ] && [ "$(cat "$quota_file" 2>/dev/null)" != "$q0" ]; then
-                                done_ms=$(now_ms)
-                                break
+                        if [ "$onset" != 0 ]; then
+                                # (A cgroup gone is no new quota: the round runs out.)
+                                q1=$(cat "$quota_file" 2>/dev/null) || q1=$q0
+                                if [ "$q1" != "$q0" ]; then
+                                        done_ms=$(now_ms)
+                                        break
+                                fi
                         fi
                         sleep 0.01
                 done
@@ -59,7 +63,7 @@ measure() {
                         echo "hysteresis $k round $i: no change within 15 s"
                         echo "nan" >>"$results"
                 else
-                        echo "hysteresis $k round $i: $((done_ms - onset)) ms (quota $q0 -> $(cat "$quota_file" 2>/dev/null || echo gone))"
+                        echo "hysteresis $k round $i: $((done_ms - onset)) ms (quota $q0 -> $q1)"
                         echo $((done_ms - onset)) >>"$results"
                 fi
                 sleep 2

@@ -335,10 +335,9 @@ static int read_tls(char **ret_cert, char **ret_key) {
         return 1;
 }
 
-static void on_heartbeat(void *userdata, const Heartbeat *hb, int64_t now, uint32_t *interval_ms) {
+static int on_heartbeat(void *userdata, const Heartbeat *hb, int64_t now, uint32_t *interval_ms) {
         Manager *m = userdata;
-        if (m->orchestrator)
-                orchestrator_observe(m->orchestrator, hb, now, interval_ms);
+        return m->orchestrator ? orchestrator_observe(m->orchestrator, hb, now, interval_ms) : 0;
 }
 
 static int apply_orchestrator(void *userdata, const RuntimeSettings *s) {

@@ -1006,8 +1006,27 @@ int cluster_heartbeat(Cluster *c, const char *node, json_t *body, int64_t now_ms
         }
 
         uint32_t interval = interval_ms(c);
-        if (c->config.on_heartbeat)
-                c->config.on_heartbeat(c->config.on_heartbeat_userdata, hb, now_ms, &interval);
+        if (c->config.on_heartbeat &&
+            c->config.on_heartbeat(c->config.on_heartbeat_userdata, hb, now_ms, &interval) > 0) {
+                /* An epoch ran on this heartbeat's samples and changed limits on this node: they
+                 * go back now rather than with the next heartbeat. If that cannot be read, they
+                 * still go next time (unacked actions are re-sent). */
+                _cleanup_json_ json_t *fresh = json_array();
+                r = fresh ? store_begin(c->store) : -ENOMEM;
+                if (r >= 0) {
+                        r = reply_actions(c, hb->node, now_ms, fresh);
+                        if (r >= 0)
+                                r = store_commit(c->store);
+                        if (r < 0)
+                                store_rollback(c->store);
+                }
+                if (r >= 0) {
+                        json_t *old = actions;
+                        actions = TAKE_PTR(fresh);
+                        fresh = old;
+                } else
+                        log_warning_errno(r, "Node %s: cannot add this heartbeat's new actions to its reply: %m", node);
+        }
         json_t *reply = json_pack("{s:I, s:O}", "interval_ms", (json_int_t) interval, "actions", actions);
         if (!reply)
                 return -ENOMEM;

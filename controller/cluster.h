@@ -15,8 +15,9 @@ typedef struct ClusterConfig {
         SchedParams sched;                /* all zero: fifo, wait */
         HfspSizeParams sizes;             /* timeout_s 0: HFSP_SIZE_PARAMS_DEFAULT */
         /* Called with every accepted heartbeat after its changes are committed (the
-         * orchestrator's samples); may lower the interval_ms the reply tells the agent. */
-        void (*on_heartbeat)(void *userdata, const Heartbeat *hb, int64_t now_ms, uint32_t *interval_ms);
+         * orchestrator's samples); may lower the interval_ms the reply tells the agent. Returns
+         * > 0 when it queued actions for the heartbeat's node: the reply carries them. */
+        int (*on_heartbeat)(void *userdata, const Heartbeat *hb, int64_t now_ms, uint32_t *interval_ms);
         void *on_heartbeat_userdata;
 } ClusterConfig;
 

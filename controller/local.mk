@@ -68,3 +68,16 @@ tests_unit_test_store_orch_SOURCES = tests/unit/test-store-orch.c \
 	controller/store-jobs.c controller/store-nodes.c controller/store-orch.c controller/store-checkpoint.c
 tests_unit_test_store_orch_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_store_orch_LDADD = $(COMMON_LIBS) $(SQLITE3_LIBS) $(CRITERION_LIBS)
+
+# The orchestrator behind the cluster's heartbeat hook: epochs on fresh samples, an epoch
+# apart, their actions in the reply to the heartbeat that brought the samples.
+check_PROGRAMS += tests/unit/test-orchestrator
+TESTS += tests/unit/test-orchestrator
+tests_unit_test_orchestrator_SOURCES = tests/unit/test-orchestrator.c \
+	controller/orchestrator.c controller/orchestrator.h \
+	controller/cluster.c controller/cluster.h \
+	controller/cluster-sched.c controller/cluster-sched.h controller/store-sched.c \
+	controller/store.c controller/store.h controller/store-internal.h \
+	controller/store-jobs.c controller/store-nodes.c controller/store-orch.c controller/store-checkpoint.c
+tests_unit_test_orchestrator_CFLAGS = $(AM_CFLAGS) -pthread $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_orchestrator_LDADD = $(ORCH_LIBS) $(SCHED_LIBS) $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(SQLITE3_LIBS) $(CRITERION_LIBS) -lm

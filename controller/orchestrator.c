@@ -1,7 +1,9 @@
-/* orchestrator.c: the epoch loop — per-task sample windows fed by heartbeats, the snapshot,
- * detector and balancer, set_limits actions and the adjustments record. */
+/* orchestrator.c: the epoch loop — per-task sample windows fed by heartbeats, epochs run by
+ * the heartbeats that bring new samples (or a timer), the snapshot, detector and balancer,
+ * set_limits actions and the adjustments record. */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +70,8 @@ struct Orchestrator {
         size_t n_nodes;
         json_t *contention;             /* the latest epoch's GET /v1/contention */
         bool active;                    /* the latest epoch found contention or changed limits */
+        bool pending;                   /* samples arrived that give a task a new window */
+        int64_t last_epoch_ms;          /* when the latest epoch ran (wall clock), -1: none yet */
 };
 
 static void track_free(TaskTrack *t) {
@@ -87,6 +91,7 @@ static void forget_all(Orchestrator *o) {
         orch_balancer_state_done(&o->state);
         orch_balancer_state_init(&o->state);
         o->active = false;
+        o->pending = false;
 }
 
 /* The position of id in the sorted table, or where it would go. */
@@ -197,11 +202,12 @@ static void track_set_base(TaskTrack *t, const TrackSample *s) {
         }
 }
 
-static void track_add_sample(TaskTrack *t, const TaskSample *s) {
+/* Returns true when s was kept (new). */
+static bool track_add_sample(TaskTrack *t, const TaskSample *s) {
         /* Re-sent or out of order (an agent repeats samples it has no ack for): keep time moving. */
         int64_t newest = t->n_samples > 0 ? t->samples[t->n_samples - 1].time_ms : t->has_base ? t->base_ms : INT64_MIN;
         if (s->time_ms <= newest)
-                return;
+                return false;
         if (t->first_ms < 0)
                 t->first_ms = s->time_ms;
         if (t->n_samples == ORCH_TRACK_SAMPLES) {
@@ -211,13 +217,25 @@ static void track_add_sample(TaskTrack *t, const TaskSample *s) {
                 t->n_samples--;
         }
         t->samples[t->n_samples++] = track_sample_from(s);
+        return true;
 }
 
-void orchestrator_observe(void *userdata, const Heartbeat *hb, int64_t now_ms, uint32_t *interval_ms) {
+/* Whether the next epoch can close a window for t (track_close_window() has a CPU rate). */
+static bool track_has_window(const TaskTrack *t) {
+        if (t->n_samples == 0)
+                return false;
+        return t->has_base || t->n_samples >= 2 || (t->samples[t->n_samples - 1].has & SAMPLE_HAS_RATES);
+}
+
+static int run_epoch(Orchestrator *o, int64_t now_ms, const char *node, unsigned *ret_for_node);
+static int epoch_schedule(Orchestrator *o, int64_t now_ms, const char *node, unsigned *ret_for_node);
+
+int orchestrator_observe(void *userdata, const Heartbeat *hb, int64_t now_ms, uint32_t *interval_ms) {
         Orchestrator *o = userdata;
+        unsigned for_node = 0;
 
         if (o->balance.mode == ORCH_MODE_OFF)
-                return;
+                return 0;
 
         NodeTrack *n = node_get(o, hb->node);
         if (n) {
@@ -239,7 +257,7 @@ void orchestrator_observe(void *userdata, const Heartbeat *hb, int64_t now_ms, u
                 TaskTrack *t = track_get(o, rep->id, hb->node);
                 if (!t) {
                         log_oom();
-                        return;
+                        break;
                 }
                 if (!streq(t->node, hb->node)) {
                         /* The same id on another node: the store decides which is real. */
@@ -247,18 +265,28 @@ void orchestrator_observe(void *userdata, const Heartbeat *hb, int64_t now_ms, u
                 }
                 t->limits = rep->limits;
                 t->seen = true;
+                bool added = false;
                 for (size_t k = 0; k < rep->n_samples; k++) {
-                        track_add_sample(t, &rep->samples[k]);
+                        added |= track_add_sample(t, &rep->samples[k]);
                         t->own_psi_cpu |= rep->samples[k].has & SAMPLE_HAS_PSI_CPU;
                         t->own_psi_memory |= rep->samples[k].has & SAMPLE_HAS_PSI_MEMORY;
                 }
+                if (added && track_has_window(t))
+                        o->pending = true;
         }
+
+        /* The epoch runs on the samples that just came rather than at a time of its own, and
+         * what it decides for this node goes back in this reply. */
+        int r = epoch_schedule(o, now_ms, hb->node, &for_node);
+        if (r < 0)
+                log_warning_errno(r, "Orchestrator epoch failed: %m");
 
         if (o->active && interval_ms) {
                 uint32_t fast = (uint32_t) MAX(o->balance.epoch_s * 1000.0 / ORCH_FAST_HEARTBEAT_DIVISOR,
                                                (double) ORCH_FAST_HEARTBEAT_MIN_MS);
                 *interval_ms = MIN(*interval_ms, fast);
         }
+        return for_node > 0;
 }
 
 /* Closes the task's window for this epoch from the samples since the last one. Returns 1 when
@@ -595,6 +623,12 @@ static int contention_json(Orchestrator *o, const OrchSnapshot *s, const OrchFin
 }
 
 int orchestrator_run_epoch(Orchestrator *o, int64_t now_ms) {
+        return run_epoch(o, now_ms, NULL, NULL);
+}
+
+/* Returns the number of set_limits actions queued; *ret_for_node (when node is set) those of
+ * them for node. */
+static int run_epoch(Orchestrator *o, int64_t now_ms, const char *node, unsigned *ret_for_node) {
         _cleanup_(orch_snapshot_freep) OrchSnapshot *snap = NULL;
         _cleanup_(orch_findings_done) OrchFindings findings = {};
         _cleanup_(orch_decisions_done) OrchDecisions decisions = {};
@@ -602,6 +636,10 @@ int orchestrator_run_epoch(Orchestrator *o, int64_t now_ms) {
 
         if (o->balance.mode == ORCH_MODE_OFF)
                 return 0;
+
+        /* Whatever happens below, this was the epoch: the next one is due an epoch from now. */
+        o->pending = false;
+        o->last_epoch_ms = now_ms;
 
         r = orch_snapshot_new(&snap);
         if (r < 0)
@@ -628,6 +666,7 @@ int orchestrator_run_epoch(Orchestrator *o, int64_t now_ms) {
         o->active = active;
 
         size_t n_recorded = decisions.n - orch_decisions_count(&decisions, ORCH_VERDICT_SKIPPED);
+        unsigned n_queued = 0, n_for_node = 0;
         if (n_recorded > 0) {
                 r = store_begin(o->store);
                 for (size_t i = 0; i < decisions.n && r >= 0; i++)
@@ -639,7 +678,15 @@ int orchestrator_run_epoch(Orchestrator *o, int64_t now_ms) {
                         store_rollback(o->store);
                         log_warning_errno(r, "Orchestrator epoch %" PRIu64 ": could not queue or record %zu adjustment(s): %m",
                                           o->state.epoch, n_recorded);
-                }
+                } else
+                        for (size_t i = 0; i < decisions.n; i++) {
+                                const OrchDecision *d = &decisions.items[i];
+                                if (d->verdict != ORCH_VERDICT_APPLY)
+                                        continue;
+                                n_queued++;
+                                if (node && streq(snap->tasks[d->task].info.node, node))
+                                        n_for_node++;
+                        }
         }
 
         json_t *j = NULL;
@@ -648,11 +695,48 @@ int orchestrator_run_epoch(Orchestrator *o, int64_t now_ms) {
                 return k;
         json_decref(o->contention);
         o->contention = j;
-        return r < 0 ? r : 0;
+        if (r < 0)
+                return r;
+        if (ret_for_node)
+                *ret_for_node = n_for_node;
+        return (int) MIN(n_queued, (unsigned) INT_MAX);
 }
 
-static uint64_t epoch_us(const Orchestrator *o) {
-        return (uint64_t) llround(o->balance.epoch_s * 1e6);
+int64_t orch_epoch_due_ms(int64_t last_ms, double epoch_s) {
+        if (last_ms < 0)
+                return INT64_MIN;
+        double early_s = epoch_s / ORCH_EPOCH_EARLY_DIVISOR;
+        return last_ms + (int64_t) llround((epoch_s - early_s) * 1000.0);
+}
+
+/* Arms the timer for due_ms (or at once, if that has passed). */
+static int epoch_arm(Orchestrator *o, int64_t due_ms, int64_t now_ms) {
+        uint64_t now_us;
+        int r = sd_event_now(o->event, CLOCK_MONOTONIC, &now_us);
+        if (r >= 0)
+                r = sd_event_source_set_time(o->timer, now_us + (uint64_t) MAX(due_ms - now_ms, (int64_t) 0) * 1000);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(o->timer, SD_EVENT_ONESHOT);
+        if (r < 0)
+                return log_error_errno(r, "Cannot arm the orchestrator's epoch timer: %m");
+        return 0;
+}
+
+/* Runs the epoch now when samples wait for it and it is due, else arms the timer for when it is
+ * due. No samples, no epoch: it would judge the same windows again and count them twice
+ * towards the hysteresis. */
+static int epoch_schedule(Orchestrator *o, int64_t now_ms, const char *node, unsigned *ret_for_node) {
+        if (!o->pending || o->balance.mode == ORCH_MODE_OFF)
+                return 0;
+        int64_t due_ms = orch_epoch_due_ms(o->last_epoch_ms, o->balance.epoch_s);
+        /* A wall clock that went back must not hold epochs off until it catches up. */
+        if (now_ms >= due_ms || now_ms < o->last_epoch_ms) {
+                if (o->timer)
+                        (void) sd_event_source_set_enabled(o->timer, SD_EVENT_OFF);
+                int r = run_epoch(o, now_ms, node, ret_for_node);
+                return r < 0 ? r : 0;
+        }
+        return o->timer ? epoch_arm(o, due_ms, now_ms) : 0;
 }
 
 static int on_epoch(sd_event_source *source, uint64_t usec, void *userdata) {
@@ -661,15 +745,13 @@ static int on_epoch(sd_event_source *source, uint64_t usec, void *userdata) {
         clock_gettime(CLOCK_REALTIME, &ts);
         int64_t now_ms = (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 
-        int r = orchestrator_run_epoch(o, now_ms);
-        if (r < 0)
-                log_warning_errno(r, "Orchestrator epoch failed, next one in %g s: %m", o->balance.epoch_s);
-
-        r = sd_event_source_set_time_relative(source, epoch_us(o));
-        if (r >= 0)
-                r = sd_event_source_set_enabled(source, SD_EVENT_ONESHOT);
-        if (r < 0)
-                return log_error_errno(r, "Cannot re-arm the orchestrator's epoch timer: %m");
+        /* The samples came before the epoch was due: it runs now, and what it decides goes out
+         * with each node's next heartbeat. */
+        if (o->pending && o->balance.mode != ORCH_MODE_OFF) {
+                int r = run_epoch(o, now_ms, NULL, NULL);
+                if (r < 0)
+                        log_warning_errno(r, "Orchestrator epoch failed: %m");
+        }
         return 0;
 }
 
@@ -685,10 +767,15 @@ int orchestrator_new(sd_event *event, Store *store, const OrchBalanceParams *bal
                 .store = store,
                 .balance = *balance,
                 .detect = *detect,
+                .last_epoch_ms = -1,
         };
         orch_balancer_state_init(&o->state);
         if (event) {
-                int r = sd_event_add_time_relative(event, &o->timer, CLOCK_MONOTONIC, epoch_us(o), 0, on_epoch, o);
+                /* Off until samples come before an epoch is due (epoch_schedule()). Accuracy 1 ms:
+                 * sd-event's default, 250 ms, is a quarter of a 1 s epoch. */
+                int r = sd_event_add_time(event, &o->timer, CLOCK_MONOTONIC, UINT64_MAX, USEC_PER_MSEC, on_epoch, o);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(o->timer, SD_EVENT_OFF);
                 if (r < 0) {
                         orchestrator_free(o);
                         return r;
@@ -718,16 +805,19 @@ int orchestrator_set_params(Orchestrator *o, const OrchBalanceParams *balance, c
                 return -EINVAL;
         bool new_epoch = balance->epoch_s != o->balance.epoch_s;
         OrchMode old_mode = o->balance.mode;
-        if (o->timer && new_epoch) {
-                int r = sd_event_source_set_time_relative(o->timer, (uint64_t) llround(balance->epoch_s * 1e6));
-                if (r >= 0)
-                        r = sd_event_source_set_enabled(o->timer, SD_EVENT_ONESHOT);
+        if (o->timer && new_epoch && o->pending && balance->mode != ORCH_MODE_OFF) {
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                int64_t now_ms = (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+                int r = epoch_arm(o, orch_epoch_due_ms(o->last_epoch_ms, balance->epoch_s), now_ms);
                 if (r < 0)
                         return r;
         }
         o->balance = *balance;
         o->detect = *detect;
         if (balance->mode == ORCH_MODE_OFF && old_mode != ORCH_MODE_OFF) {
+                if (o->timer)
+                        (void) sd_event_source_set_enabled(o->timer, SD_EVENT_OFF);
                 forget_all(o);
                 json_decref(o->contention);
                 o->contention = NULL;

@@ -1,8 +1,9 @@
 /* orchestrator.h: MROrchestrator's Global Resource Manager in the running controller — keeps a
- * bounded window of the samples agents send per task, and every epoch (a timer on the
- * controller's sd-event loop) builds the cluster snapshot, runs the contention detector and the
- * performance balancer, turns their decisions into set_limits actions, records every adjustment
- * in the store, and keeps the current findings for GET /v1/contention. */
+ * bounded window of the samples agents send per task, and every epoch (run by the heartbeat that
+ * brings new samples once the epoch is due, or by a timer on the controller's sd-event loop when
+ * they came early) builds the cluster snapshot, runs the contention detector and the performance
+ * balancer, turns their decisions into set_limits actions, records every adjustment in the
+ * store, and keeps the current findings for GET /v1/contention. */
 #pragma once
 
 #include <jansson.h>
@@ -24,10 +25,15 @@
  * fraction of an epoch rather than a whole heartbeat interval. */
 #define ORCH_FAST_HEARTBEAT_DIVISOR 4
 #define ORCH_FAST_HEARTBEAT_MIN_MS 100
+/* An epoch is due this fraction of an epoch early: heartbeats that follow the agents' samples
+ * come one sample interval apart give or take timer and network jitter, and one that comes a
+ * few milliseconds before the epoch is due must still get its epoch, not wait a whole interval. */
+#define ORCH_EPOCH_EARLY_DIVISOR 8
 
 typedef struct Orchestrator Orchestrator;
 
-/* event may be NULL (tests): then no timer runs and orchestrator_run_epoch() is called by hand.
+/* event may be NULL (tests): then there is no timer, and epochs run only from heartbeats that
+ * find one due (orchestrator_observe()) or from orchestrator_run_epoch(), called by hand.
  * The parameters must be valid (runtime_settings_validate()). */
 int orchestrator_new(sd_event *event, Store *store, const OrchBalanceParams *balance,
                      const OrchDetectParams *detect, Orchestrator **ret);
@@ -38,11 +44,20 @@ Orchestrator *orchestrator_free(Orchestrator *o);
 int orchestrator_set_params(Orchestrator *o, const OrchBalanceParams *balance, const OrchDetectParams *detect);
 
 /* The heartbeat hook (ClusterConfig.on_heartbeat): takes the node's pressure and each task's
- * samples and limits in force from an accepted heartbeat; while contention is active lowers
- * *interval_ms (the one told to the agent). Never fails: what cannot be kept is dropped. */
-void orchestrator_observe(void *userdata, const Heartbeat *hb, int64_t now_ms, uint32_t *interval_ms);
+ * samples and limits in force from an accepted heartbeat. When they include a sample that gives
+ * a task a new window and the epoch is due (orch_epoch_due_ms()), runs the epoch now; when it is
+ * not due yet, arms the timer for when it is. While contention is active lowers *interval_ms
+ * (the one told to the agent). Returns 1 when the epoch it ran queued set_limits actions for
+ * this heartbeat's node (they belong in this reply), else 0. Never fails: what cannot be kept is
+ * dropped, an epoch that fails is logged. */
+int orchestrator_observe(void *userdata, const Heartbeat *hb, int64_t now_ms, uint32_t *interval_ms);
 
-/* One epoch at now_ms: detect, balance, queue set_limits actions, record adjustments. */
+/* Pure: when (ms) the epoch after one run at last_ms is due: one epoch later, less
+ * 1/ORCH_EPOCH_EARLY_DIVISOR of it. last_ms < 0 (no epoch ran yet): INT64_MIN, due at once. */
+int64_t orch_epoch_due_ms(int64_t last_ms, double epoch_s);
+
+/* One epoch at now_ms: detect, balance, queue set_limits actions, record adjustments. Returns
+ * the number of set_limits actions queued, or a negative errno. */
 int orchestrator_run_epoch(Orchestrator *o, int64_t now_ms);
 
 /* GET /v1/contention: the latest epoch's findings and decisions, with their evidence. */

@@ -1,0 +1,231 @@
+/* test-orchestrator.c: the orchestrator in the controller (controller/orchestrator.c) behind
+ * the cluster's heartbeat hook, on a store in a temporary directory and without an event loop:
+ * epochs run on the heartbeats that bring new samples, no sooner than an epoch apart, and what
+ * they decide for a node goes back in the reply to that node's heartbeat. */
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "controller/cluster.h"
+#include "controller/orchestrator.h"
+#include "controller/store.h"
+#include "log.h"
+#include "macro.h"
+#include "protocol.h"
+
+#define T0 INT64_C(1795000000000)
+#define INTERVAL_MS 1000
+#define MiB (UINT64_C(1) << 20)
+
+static char dir[] = "/tmp/cgorch-test-orchestrator-XXXXXX";
+static Store *store;
+static Cluster *cluster;
+static Orchestrator *orch;
+
+/* 1 s epochs, hysteresis 2, CPU only: the benchmark's settings. */
+static void setup(void) {
+        log_set_max_level(LOG_WARNING);
+        cr_assert_not_null(mkdtemp(dir));
+        cr_assert_eq(store_open(dir, &store), 0);
+        OrchBalanceParams bp = ORCH_BALANCE_PARAMS_DEFAULT;
+        bp.mode = ORCH_MODE_CPU;
+        bp.epoch_s = 1;
+        bp.hysteresis_epochs = 2;
+        OrchDetectParams dp = ORCH_DETECT_PARAMS_DEFAULT;
+        cr_assert_eq(orchestrator_new(NULL, store, &bp, &dp, &orch), 0);
+        ClusterConfig cc = {
+                .heartbeat_interval_us = INTERVAL_MS * USEC_PER_MSEC,
+                .node_lost_after = 3,
+                .on_heartbeat = orchestrator_observe,
+                .on_heartbeat_userdata = orch,
+        };
+        cr_assert_eq(cluster_new(store, &cc, T0, &cluster), 0);
+}
+
+static void teardown(void) {
+        cluster = cluster_free(cluster);
+        orch = orchestrator_free(orch);
+        store = store_close(store);
+        static const char *const files[] = { "controller.db", "controller.db-wal", "controller.db-shm" };
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                char path[256];
+                snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+                (void) unlink(path);
+        }
+        (void) rmdir(dir);
+}
+
+TestSuite(orchestrator, .init = setup, .fini = teardown);
+
+static uint64_t seq;
+
+static HeartbeatReply *beat(TaskReport *reports, size_t n_reports, Ack *acks, size_t n_acks, int64_t now_ms) {
+        Heartbeat hb = {
+                .node = (char *) "n1",
+                .boot_id = (char *) "boot-1",
+                .seq = ++seq,
+                .cgroup_mode = (char *) "hybrid",
+                .capacity_cpus = 2,
+                .capacity_memory_bytes = 4096 * MiB,
+                .node_sample = { .time_ms = now_ms, .cpu_busy = 0.5, .memory_available_bytes = 2048 * MiB },
+                .tasks = reports,
+                .n_tasks = n_reports,
+                .acks = acks,
+                .n_acks = n_acks,
+        };
+        json_t *body = heartbeat_to_json(&hb);
+        cr_assert_not_null(body);
+        json_t *reply = NULL;
+        char *error = NULL;
+        int r = cluster_heartbeat(cluster, "n1", body, now_ms, &reply, &error);
+        cr_assert_eq(r, 0, "heartbeat failed: %d %s", r, error ?: "");
+        json_decref(body);
+        HeartbeatReply *hr = NULL;
+        r = heartbeat_reply_from_json(reply, &hr, &error);
+        cr_assert_eq(r, 0, "the agent would refuse this reply: %s", error ?: "");
+        json_decref(reply);
+        return hr;
+}
+
+static const Action *find_action(const HeartbeatReply *hr, ActionType type) {
+        for (size_t i = 0; i < hr->n_actions; i++)
+                if (hr->actions[i].type == type)
+                        return &hr->actions[i];
+        return NULL;
+}
+
+/* A task that wants 2 CPUs under a 1-CPU quota: it uses all of its quota and is throttled in
+ * every period. cpu_s is its cumulative CPU time at now_ms. As the agent's are, every sample
+ * after the first (at start, T0) has rates. */
+static TaskSample hungry_sample(int64_t now_ms, double cpu_s) {
+        uint64_t periods = (uint64_t) ((now_ms - T0) / 100);
+        return (TaskSample) {
+                .time_ms = now_ms,
+                .cpu_usage_ns = (uint64_t) (cpu_s * 1e9),
+                .memory_current_bytes = 32 * MiB,
+                .progress = -1,
+                .has = SAMPLE_HAS_THROTTLING | (now_ms > T0 ? SAMPLE_HAS_RATES : 0),
+                .cpu_periods = periods,
+                .cpu_throttled_periods = periods,
+                .cpu_cores = now_ms > T0 ? 1.0 : 0,
+                .throttled_ratio = now_ms > T0 ? 1.0 : 0,
+        };
+}
+
+static char task[TASK_ID_MAX];
+static const Limits quota_1 = { .cpu_quota_us = 100000, .cpu_period_us = 100000, .memory_max_bytes = 512 * 1024 * 1024 };
+
+static TaskReport report(TaskSample *samples, size_t n) {
+        return (TaskReport) { .id = task, .state = TASK_RUNNING, .pid = 4242, .limits = quota_1, .samples = samples,
+                              .n_samples = n };
+}
+
+/* Submits the hungry task, places it on n1 and reports it running with its first sample
+ * (taken at start, T0: the baseline its rates start from). */
+static void start_hungry(void) {
+        json_error_t err;
+        json_t *body = json_loads("{\"name\": \"hungry\", \"user\": \"nobody\", \"phases\": [{\"tasks\": 1,"
+                                  " \"argv\": [\"cgorch-burn\"], \"cpu_cores\": 1, \"memory_bytes\": 536870912}]}",
+                                  0, &err);
+        cr_assert_not_null(body, "%s", err.text);
+        json_t *job = NULL;
+        char *error = NULL;
+        cr_assert_eq(cluster_submit(cluster, body, T0 - 2000, &job, &error), 0, "%s", error ?: "");
+        json_decref(body);
+        json_decref(job);
+
+        HeartbeatReply *hr = beat(NULL, 0, NULL, 0, T0 - 1000);
+        const Action *start = find_action(hr, ACTION_START);
+        cr_assert_not_null(start);
+        snprintf(task, sizeof task, "%s", start->task);
+        Ack ack = { .action_id = start->id, .ok = true };
+        TaskSample s = hungry_sample(T0, 0);
+        TaskReport rep = report(&s, 1);
+        heartbeat_reply_free(hr);
+        hr = beat(&rep, 1, &ack, 1, T0);
+        cr_assert_null(find_action(hr, ACTION_SET_LIMITS), "one sample is no window to act on");
+        heartbeat_reply_free(hr);
+}
+
+/* One heartbeat carrying the hungry task's sample at now_ms; returns whether its reply raises
+ * the task's quota. */
+static bool beat_hungry(int64_t now_ms) {
+        TaskSample s = hungry_sample(now_ms, (double) (now_ms - T0) / 1000.0);
+        TaskReport rep = report(&s, 1);
+        HeartbeatReply *hr = beat(&rep, 1, NULL, 0, now_ms);
+        const Action *a = find_action(hr, ACTION_SET_LIMITS);
+        bool raised = false;
+        if (a) {
+                cr_assert_str_eq(a->task, task);
+                cr_assert_gt(a->limits.cpu_quota_us, 100000, "the quota goes up, not to %" PRIi64, a->limits.cpu_quota_us);
+                raised = true;
+        }
+        heartbeat_reply_free(hr);
+        return raised;
+}
+
+Test(orchestrator, epoch_due) {
+        cr_assert_eq(orch_epoch_due_ms(-1, 20), INT64_MIN);
+        cr_assert_eq(orch_epoch_due_ms(1000, 1), 1000 + 875);
+        cr_assert_eq(orch_epoch_due_ms(0, 20), 17500);
+}
+
+/* Hysteresis 2 at a 1 s epoch: the first sample with a rate is the first epoch, the next one a
+ * second later the second, and the raise is in the reply to the heartbeat that carried it. */
+Test(orchestrator, raise_goes_back_in_the_reply_that_brought_the_samples) {
+        start_hungry();
+        cr_assert_not(beat_hungry(T0 + 1000), "one epoch is not hysteresis 2");
+        cr_assert(beat_hungry(T0 + 2000));
+        json_t *c = NULL;
+        cr_assert_eq(orchestrator_contention_to_json(orch, &c), 0);
+        cr_assert_eq(json_integer_value(json_object_get(c, "epoch")), 2);
+        json_decref(c);
+}
+
+/* Heartbeats four times an epoch (while contention is active) bring samples four times as
+ * often, but epochs stay an epoch apart (less the jitter allowance): hysteresis counts epochs. */
+Test(orchestrator, epochs_stay_an_epoch_apart) {
+        start_hungry();
+        cr_assert_not(beat_hungry(T0 + 1000));
+        cr_assert_not(beat_hungry(T0 + 1250));
+        cr_assert_not(beat_hungry(T0 + 1500));
+        cr_assert_not(beat_hungry(T0 + 1750));
+        cr_assert(beat_hungry(T0 + 1900), "due at 1875 ms (an epoch less an eighth)");
+}
+
+/* A heartbeat with nothing new (the agent had no sample to send) runs no epoch: it would count
+ * the same window twice towards the hysteresis. */
+Test(orchestrator, no_new_sample_no_epoch) {
+        start_hungry();
+        cr_assert_not(beat_hungry(T0 + 1000));
+        TaskReport rep = report(NULL, 0);
+        HeartbeatReply *hr = beat(&rep, 1, NULL, 0, T0 + 2000);
+        cr_assert_null(find_action(hr, ACTION_SET_LIMITS));
+        heartbeat_reply_free(hr);
+        hr = beat(&rep, 1, NULL, 0, T0 + 3000);
+        cr_assert_null(find_action(hr, ACTION_SET_LIMITS));
+        heartbeat_reply_free(hr);
+        cr_assert(beat_hungry(T0 + 4000));
+}
+
+/* Dry-run decides at the same moment but sends nothing. */
+Test(orchestrator, dry_run_sends_nothing) {
+        OrchBalanceParams bp = ORCH_BALANCE_PARAMS_DEFAULT;
+        bp.mode = ORCH_MODE_CPU;
+        bp.epoch_s = 1;
+        bp.dry_run = true;
+        OrchDetectParams dp = ORCH_DETECT_PARAMS_DEFAULT;
+        cr_assert_eq(orchestrator_set_params(orch, &bp, &dp), 0);
+        start_hungry();
+        cr_assert_not(beat_hungry(T0 + 1000));
+        cr_assert_not(beat_hungry(T0 + 2000));
+        cr_assert_not(beat_hungry(T0 + 3000));
+        json_t *c = NULL;
+        cr_assert_eq(orchestrator_contention_to_json(orch, &c), 0);
+        json_t *d = json_array_get(json_object_get(c, "decisions"), 0);
+        cr_assert_str_eq(json_string_value(json_object_get(d, "verdict")), "dry-run");
+        json_decref(c);
+}
