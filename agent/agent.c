@@ -21,6 +21,9 @@
 #include "sampler.h"
 #include "strv.h"
 
+/* A task's sample text buffer is given back once delivered when it grew beyond this. */
+#define SAMPLE_TEXT_KEEP_BYTES 512u
+
 typedef struct Task Task;
 struct Task {
         Agent *agent;
@@ -225,6 +228,10 @@ static void task_drop_samples(Task *t, size_t k) {
                 t->samples.len = 0;
                 t->n_samples = 0;
                 t->n_sent = 0;
+                /* One detail sample grows the buffer to 2 KiB, where the next ones (without
+                 * details) need 256 bytes: at 1000 tasks, kept buffers would hold 2 MB. */
+                if (t->samples.allocated > SAMPLE_TEXT_KEEP_BYTES)
+                        text_buf_done(&t->samples);
                 return;
         }
         cut = t->sample_ends[k - 1] + 1; /* and the ',' after it */

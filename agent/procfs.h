@@ -44,5 +44,6 @@ int procfs_parse_pid_io(const char *text, uint64_t *ret_read_bytes, uint64_t *re
  * may hold spaces and parentheses: parsing starts after its last ')'. */
 int procfs_parse_pid_starttime(const char *text, uint64_t *ret_ticks);
 
-/* Reads a small file below procfs (at most size-1 bytes) into buf. */
+/* Reads a small file below procfs (at most size-1 bytes) into buf; a file the kernel makes in
+ * one piece (as every /proc file the agent reads) or a regular file: a short read ends it. */
 int procfs_read_file(const char *procfs, const char *name, char *buf, size_t size);
