@@ -21,6 +21,9 @@
 #include "sampler.h"
 #include "strv.h"
 
+/* A task's sample text buffer is given back once delivered when it grew beyond this. */
+#define SAMPLE_TEXT_KEEP_BYTES 512u
+
 typedef struct Task Task;
 struct Task {
         Agent *agent;
@@ -232,6 +235,10 @@ static void task_drop_samples(Task *t, size_t k) {
                 t->samples.len = 0;
                 t->n_samples = 0;
                 t->n_sent = 0;
+                /* One detail sample grows the buffer to 2 KiB, where the next ones (without
+                 * details) need 256 bytes: at 1000 tasks, kept buffers would hold 2 MB. */
+                if (t->samples.allocated > SAMPLE_TEXT_KEEP_BYTES)
+                        text_buf_done(&t->samples);
                 return;
         }
         cut = t->sample_ends[k - 1] + 1; /* and the ',' after it */
@@ -332,7 +339,7 @@ static int task_limits_step(Agent *a, Task *t, const Limits *want) {
 static void task_check_external(Agent *a, Task *t) {
         Limits observed, changed;
 
-        if (cgroup_task_read_limits(a->cgroups, t->id, &observed) < 0)
+        if (cgroup_task_read_limits_at(a->cgroups, &t->sampler.dirs, t->id, &observed) < 0)
                 return;
         if (limits_external_changes(&t->limits, &observed, &changed) == 0)
                 return;
@@ -698,12 +705,13 @@ static TaskReport task_report(const Task *t) {
 }
 
 int agent_build_heartbeat(Agent *a, char **ret_body) {
-        _cleanup_free_ size_t *take = NULL, *n_samples = NULL;
+        _cleanup_free_ size_t *take = NULL, *n_samples = NULL, *samples_at = NULL;
+        _cleanup_free_ Task **order = NULL;
         _cleanup_free_ const size_t **sample_bytes = NULL;
         _cleanup_free_ size_t *bytes = NULL;
-        _cleanup_(text_buf_done) TextBuf body = {}, tail = {}, scratch = {};
+        _cleanup_(text_buf_done) TextBuf body = {};
         uint64_t available = 0;
-        size_t fixed, i, n_bytes = 0, taken = 0, waiting = 0;
+        size_t fixed, i, n_bytes = 0, taken = 0, waiting = 0, extra = 0, end;
         Heartbeat h;
 
         Meminfo mi = {};
@@ -739,20 +747,27 @@ int agent_build_heartbeat(Agent *a, char **ret_body) {
         /* What always goes: the head, every task's report without samples (a restarted agent's
          * first heartbeat must name every task it has, or the controller takes the rest for
          * lost), exit records, and the acks. Samples fill what the size bound leaves, oldest
-         * first; the rest waits for the next heartbeat. */
+         * first; the rest waits for the next heartbeat. That much is written once, remembering
+         * where each report's samples go; they are spliced in after, in the same buffer. */
+        samples_at = calloc(MAX(a->n_tasks, (size_t) 1), sizeof(size_t));
+        order = calloc(MAX(a->n_tasks, (size_t) 1), sizeof(Task *));
+        if (!samples_at || !order)
+                return -ENOMEM;
         heartbeat_write_json_head(&body, &h);
-        heartbeat_write_json_tail(&tail, &h);
-        fixed = body.len + tail.len;
-        for (Task *t = a->tasks; t; t = t->next) {
+        i = 0;
+        for (Task *t = a->tasks; t; t = t->next, i++) {
                 TaskReport r = task_report(t);
 
-                scratch.len = 0;
-                task_report_write_json(&scratch, &r, "", 0);
-                fixed += scratch.len + (t != a->tasks ? 1 : 0);
+                if (t != a->tasks)
+                        text_buf_add(&body, ",", 1);
+                task_report_write_json_split(&body, &r, &samples_at[i]);
+                order[i] = t;
                 n_bytes += t->n_samples;
         }
-        if (body.failed || tail.failed || scratch.failed)
+        heartbeat_write_json_tail(&body, &h);
+        if (body.failed)
                 return -ENOMEM;
+        fixed = body.len;
         if (fixed > a->cfg.max_heartbeat_bytes && !a->warned_heartbeat_size) {
                 log_warning("The reports of %zu tasks alone take %zu bytes, over --max-heartbeat-size=%" PRIu64
                             ": raise it and the controller's --max-body-size together.", a->n_tasks, fixed,
@@ -783,20 +798,32 @@ int agent_build_heartbeat(Agent *a, char **ret_body) {
                           waiting, a->cfg.max_heartbeat_bytes);
 
         i = 0;
-        for (Task *t = a->tasks; t; t = t->next, i++) {
-                TaskReport r = task_report(t);
+        for (Task *t = a->tasks; t; t = t->next, i++)
+                extra += take[i] > 0 ? t->sample_ends[take[i] - 1] : 0;
+        /* One allocation: the body of a large node is a megabyte. From the last report to the
+         * first, what follows a report's '[' moves up by the samples of it and of the reports
+         * before it, and its samples go into the gap. */
+        if (!text_buf_reserve(&body, extra))
+                return -ENOMEM;
+        body.len = fixed + extra;
+        body.data[body.len] = '\0';
+        end = fixed;
+        for (i = a->n_tasks; i > 0; i--) {
+                Task *t = order[i - 1];
+                size_t at = samples_at[i - 1], n = take[i - 1] > 0 ? t->sample_ends[take[i - 1] - 1] : 0;
 
-                if (t != a->tasks)
-                        text_buf_add(&body, ",", 1);
-                task_report_write_json(&body, &r, t->samples.data ?: "",
-                                       take[i] > 0 ? t->sample_ends[take[i] - 1] : 0);
+                memmove(body.data + at + extra, body.data + at, end - at);
+                extra -= n;
+                if (n > 0)
+                        memcpy(body.data + at + extra, t->samples.data, n);
+                end = at;
+        }
+        i = 0;
+        for (Task *t = a->tasks; t; t = t->next, i++) {
                 t->n_sent = take[i];
                 t->final_sent = t->has_exit || (!t->launch && t->error);
                 t->external_sent = !limits_is_empty(&t->external);
         }
-        text_buf_add(&body, tail.data, tail.len);
-        if (body.failed)
-                return -ENOMEM;
         a->n_acks_sent = a->n_acks;
         *ret_body = TAKE_PTR(body.data);
         return 0;

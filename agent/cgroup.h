@@ -60,8 +60,27 @@ int cgroup_task_open(CgroupBackend *b, CgroupController c, const char *task, con
  * at most, NUL-terminated); -ENOENT when absent. */
 int cgroup_task_read_direct(CgroupBackend *b, CgroupController c, const char *task, const char *file, char *buf,
                             size_t size);
-/* The limits in force in a task's cgroup, read from the kernel. */
+/* A task's cgroup directories kept open (O_PATH), so the sampler's detail reads open their
+ * files relative to them: openat() skips the path walk down from the cgroupfs root, a third of
+ * what open+read+close costs (docs/benchmarks.md). Files are not kept open: each open cgroupfs
+ * file pins a page of kernel memory (its seq_file buffer), charged to the agent's cgroup. */
+typedef struct CgroupTaskDirs {
+        int fd[_CGROUP_CONTROLLER_MAX];       /* -1: not opened yet */
+} CgroupTaskDirs;
+
+void cgroup_task_dirs_init(CgroupTaskDirs *d);
+void cgroup_task_dirs_done(CgroupTaskDirs *d);
+
+/* As cgroup_task_read_direct(), through d (NULL: by path). A file whose text the kernel makes
+ * in one piece (every cgroup file but cgroup.procs and the like) is complete after one read:
+ * single saves the read that would return end of file. A directory that went stale (the
+ * cgroup was removed, maybe made again) is opened again once. */
+int cgroup_task_read_at(CgroupBackend *b, CgroupTaskDirs *d, CgroupController c, const char *task, const char *file,
+                        bool single, char *buf, size_t size);
+
+/* The limits in force in a task's cgroup, read from the kernel (d: as for cgroup_task_read_at()). */
 int cgroup_task_read_limits(CgroupBackend *b, const char *task, Limits *ret);
+int cgroup_task_read_limits_at(CgroupBackend *b, CgroupTaskDirs *d, const char *task, Limits *ret);
 /* The task ids (directory names that parse as task ids) below the agent root, for re-adoption. */
 int cgroup_list_tasks(CgroupBackend *b, char ***ret);
 /* The path of the agent root in the hierarchy holding cgroup.procs for membership (memory in

@@ -80,6 +80,11 @@ int procfs_read_file(const char *procfs, const char *name, char *buf, size_t siz
                 if (k == 0)
                         break;
                 n += (size_t) k;
+                /* Every file read here is made in one piece (a single seq_file record): a read
+                 * that did not fill the buffer had all of it, and the one that would return
+                 * end of file is saved (a quarter of the detail syscalls per process). */
+                if ((size_t) k < size - 1 - (n - (size_t) k))
+                        break;
         }
         buf[n] = '\0';
         return 0;
@@ -220,16 +225,18 @@ int procfs_parse_pid_io(const char *text, uint64_t *ret_read_bytes, uint64_t *re
         return 0;
 }
 
-int procfs_parse_pid_starttime(const char *text, uint64_t *ret_ticks) {
+/* Field `want` (1-based, > 2) of /proc/PID/stat as an unsigned number. The command name
+ * (field 2) may hold spaces and parentheses: fields 3.. start after its last ')'. */
+static int pid_stat_field(const char *text, int want, uint64_t *ret) {
         const char *p = text ? strrchr(text, ')') : NULL;
-        unsigned long long v;
+        uint64_t v = 0;
         int field = 2;
 
         if (!p)
                 return -EINVAL;
         p++;
         /* Fields 3.. are single words separated by one space. */
-        while (*p && field < 22) {
+        while (*p && field < want) {
                 if (*p == ' ') {
                         field++;
                         while (*p == ' ')
@@ -238,8 +245,27 @@ int procfs_parse_pid_starttime(const char *text, uint64_t *ret_ticks) {
                 }
                 p++;
         }
-        if (field != 22 || sscanf(p, " %llu", &v) != 1)
+        if (field != want || *p < '0' || *p > '9')
                 return -EINVAL;
-        *ret_ticks = (uint64_t) v;
+        for (; *p >= '0' && *p <= '9'; p++) {
+                if (v > (UINT64_MAX - 9) / 10)
+                        return -ERANGE;
+                v = v * 10 + (uint64_t) (*p - '0');
+        }
+        *ret = v;
+        return 0;
+}
+
+int procfs_parse_pid_starttime(const char *text, uint64_t *ret_ticks) {
+        return pid_stat_field(text, 22, ret_ticks);
+}
+
+int procfs_parse_pid_stat(const char *text, uint64_t page_bytes, uint64_t *ret_rss_bytes, uint32_t *ret_threads) {
+        uint64_t threads, rss_pages;
+
+        if (pid_stat_field(text, 20, &threads) < 0 || pid_stat_field(text, 24, &rss_pages) < 0)
+                return -EINVAL;
+        *ret_rss_bytes = rss_pages * page_bytes;
+        *ret_threads = (uint32_t) MIN(threads, (uint64_t) UINT32_MAX);
         return 0;
 }

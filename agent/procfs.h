@@ -34,11 +34,16 @@ int procfs_read_pressure(const char *procfs, const char *resource, Pressure *ret
 
 /* /proc/PID/status: VmRSS (0 for kernel threads, which have none) and Threads. */
 int procfs_parse_pid_status(const char *text, uint64_t *ret_rss_bytes, uint32_t *ret_threads);
+/* /proc/PID/stat: resident set (field 24, in pages of page_bytes: the counter VmRSS of status
+ * shows, 0 for kernel threads) and threads (field 20); the kernel makes stat for half what
+ * status costs. */
+int procfs_parse_pid_stat(const char *text, uint64_t page_bytes, uint64_t *ret_rss_bytes, uint32_t *ret_threads);
 /* /proc/PID/io: read_bytes and write_bytes (storage I/O the process caused). */
 int procfs_parse_pid_io(const char *text, uint64_t *ret_read_bytes, uint64_t *ret_write_bytes);
 /* /proc/PID/stat field 22: start time in clock ticks after boot. The command name (field 2)
  * may hold spaces and parentheses: parsing starts after its last ')'. */
 int procfs_parse_pid_starttime(const char *text, uint64_t *ret_ticks);
 
-/* Reads a small file below procfs (at most size-1 bytes) into buf. */
+/* Reads a small file below procfs (at most size-1 bytes) into buf; a file the kernel makes in
+ * one piece (as every /proc file the agent reads) or a regular file: a short read ends it. */
 int procfs_read_file(const char *procfs, const char *name, char *buf, size_t size);

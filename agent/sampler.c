@@ -14,6 +14,7 @@ void task_sampler_init(TaskSampler *s) {
         *s = (TaskSampler) {};
         for (size_t i = 0; i < _SAMPLER_HOT_MAX; i++)
                 s->fd[i] = -1;
+        cgroup_task_dirs_init(&s->dirs);
 }
 
 void task_sampler_done(TaskSampler *s) {
@@ -22,6 +23,7 @@ void task_sampler_done(TaskSampler *s) {
                         close(s->fd[i]);
                         s->fd[i] = -1;
                 }
+        cgroup_task_dirs_done(&s->dirs);
 }
 
 static const struct {
@@ -123,24 +125,28 @@ void sample_compute_rates(TaskSampler *s, uint64_t now_mono_us, TaskSample *cur)
         s->prev_throttled = throttling ? cur->cpu_throttled_periods : s->prev_throttled;
 }
 
-static void read_pressure(CgroupBackend *b, const char *task, const char *file, uint32_t flag, Pressure *p,
-                          TaskSample *s) {
+static void read_pressure(TaskSampler *ts, CgroupBackend *b, const char *task, const char *file, uint32_t flag,
+                          Pressure *p, TaskSample *s) {
         char buf[256];
 
-        if (cgroup_task_read_direct(b, CGROUP_UNIFIED, task, file, buf, sizeof buf) >= 0 &&
+        if (cgroup_task_read_at(b, &ts->dirs, CGROUP_UNIFIED, task, file, true, buf, sizeof buf) >= 0 &&
             procfs_parse_pressure(buf, p) >= 0)
                 s->has |= flag;
 }
 
-/* /proc/PID/status and io of every process of the cgroup, summed. A process that exits in
- * between is skipped: its CPU and memory stay in the cgroup's own counters. */
-static void read_procs(CgroupBackend *b, const char *proc_fs, const char *task, TaskSample *s) {
+/* /proc/PID/stat (resident set, threads) and io of every process of the cgroup, summed. A
+ * process that exits in between is skipped: its CPU and memory stay in the cgroup's own
+ * counters. */
+static void read_procs(TaskSampler *ts, CgroupBackend *b, const char *proc_fs, const char *task, TaskSample *s) {
         _cleanup_free_ char *procs = NULL;
         _cleanup_free_ pid_t *pids = NULL;
+        uint64_t page_bytes = (uint64_t) sysconf(_SC_PAGESIZE);
         int n;
 
         procs = malloc(65536);
-        if (!procs || cgroup_task_read_direct(b, cgroup_backend_procs_controller(b), task, "cgroup.procs", procs, 65536) < 0)
+        /* cgroup.procs comes one pid at a time: read to the end. */
+        if (!procs || cgroup_task_read_at(b, &ts->dirs, cgroup_backend_procs_controller(b), task, "cgroup.procs", false,
+                                          procs, 65536) < 0)
                 return;
         n = cgroup_parse_pids(procs, &pids);
         if (n < 0)
@@ -151,9 +157,9 @@ static void read_procs(CgroupBackend *b, const char *proc_fs, const char *task, 
                 uint64_t rss, rd, wr;
                 uint32_t threads;
 
-                snprintf(name, sizeof name, "%d/status", (int) pids[i]);
+                snprintf(name, sizeof name, "%d/stat", (int) pids[i]);
                 if (procfs_read_file(proc_fs, name, buf, sizeof buf) < 0 ||
-                    procfs_parse_pid_status(buf, &rss, &threads) < 0)
+                    procfs_parse_pid_stat(buf, page_bytes, &rss, &threads) < 0)
                         continue;
                 s->threads += threads;
                 s->procs_rss_bytes += rss;
@@ -173,25 +179,26 @@ static void read_details(TaskSampler *ts, CgroupBackend *b, const char *proc_fs,
         char buf[8192];
         uint64_t v;
 
-        if (cgroup_task_read_direct(b, mem, task, v2 ? "memory.peak" : "memory.max_usage_in_bytes", buf, sizeof buf) >= 0 &&
+        if (cgroup_task_read_at(b, &ts->dirs, mem, task, v2 ? "memory.peak" : "memory.max_usage_in_bytes", true, buf,
+                                sizeof buf) >= 0 &&
             cgroup_parse_uint64(buf, &v) >= 0)
                 ts->peak_kernel_bytes = v;
-        if (cgroup_task_read_direct(b, mem, task, "memory.stat", buf, sizeof buf) >= 0)
+        if (cgroup_task_read_at(b, &ts->dirs, mem, task, "memory.stat", true, buf, sizeof buf) >= 0)
                 (void) sampler_parse_memory_stat(mode, buf, s);
         if (v2) {
-                if (cgroup_task_read_direct(b, mem, task, "memory.swap.current", buf, sizeof buf) >= 0 &&
+                if (cgroup_task_read_at(b, &ts->dirs, mem, task, "memory.swap.current", true, buf, sizeof buf) >= 0 &&
                     cgroup_parse_uint64(buf, &s->memory_swap_bytes) >= 0)
                         s->has |= SAMPLE_HAS_SWAP;
-                if (cgroup_task_read_direct(b, mem, task, "memory.events", buf, sizeof buf) >= 0)
+                if (cgroup_task_read_at(b, &ts->dirs, mem, task, "memory.events", true, buf, sizeof buf) >= 0)
                         (void) sampler_parse_memory_events(buf, s);
         } else {
                 uint64_t failcnt, under_oom = 0, oom_kill = 0;
 
                 /* v1 has no high/max event counters: failcnt counts hits of the hard limit,
                  * memory.oom_control says whether the cgroup is under OOM and (4.13+) the kills. */
-                if (cgroup_task_read_direct(b, mem, task, "memory.failcnt", buf, sizeof buf) >= 0 &&
+                if (cgroup_task_read_at(b, &ts->dirs, mem, task, "memory.failcnt", true, buf, sizeof buf) >= 0 &&
                     cgroup_parse_uint64(buf, &failcnt) >= 0 &&
-                    cgroup_task_read_direct(b, mem, task, "memory.oom_control", buf, sizeof buf) >= 0) {
+                    cgroup_task_read_at(b, &ts->dirs, mem, task, "memory.oom_control", true, buf, sizeof buf) >= 0) {
                         (void) cgroup_parse_keyed(buf, "under_oom", &under_oom);
                         (void) cgroup_parse_keyed(buf, "oom_kill", &oom_kill);
                         s->memory_events_high = 0;
@@ -203,11 +210,11 @@ static void read_details(TaskSampler *ts, CgroupBackend *b, const char *proc_fs,
         }
         /* PSI: in v2 and in the unified tree of a hybrid node (per-cgroup pressure needs no controller). */
         if (mode != CGROUP_MODE_V1) {
-                read_pressure(b, task, "cpu.pressure", SAMPLE_HAS_PSI_CPU, &s->psi_cpu, s);
-                read_pressure(b, task, "memory.pressure", SAMPLE_HAS_PSI_MEMORY, &s->psi_memory, s);
-                read_pressure(b, task, "io.pressure", SAMPLE_HAS_PSI_IO, &s->psi_io, s);
+                read_pressure(ts, b, task, "cpu.pressure", SAMPLE_HAS_PSI_CPU, &s->psi_cpu, s);
+                read_pressure(ts, b, task, "memory.pressure", SAMPLE_HAS_PSI_MEMORY, &s->psi_memory, s);
+                read_pressure(ts, b, task, "io.pressure", SAMPLE_HAS_PSI_IO, &s->psi_io, s);
         }
-        read_procs(b, proc_fs, task, s);
+        read_procs(ts, b, proc_fs, task, s);
 }
 
 int task_sampler_read(TaskSampler *ts, CgroupBackend *b, const char *proc_fs, const char *task, bool detail,

@@ -19,6 +19,7 @@ typedef enum SamplerHot {
 
 typedef struct TaskSampler {
         int fd[_SAMPLER_HOT_MAX];     /* kept open; -1: not opened yet */
+        CgroupTaskDirs dirs;          /* the task's cgroup directories, for the detail reads */
         unsigned n;                   /* samples taken */
         bool has_prev;
         uint64_t prev_mono_us, prev_cpu_ns, prev_periods, prev_throttled;
@@ -28,6 +29,7 @@ typedef struct TaskSampler {
 } TaskSampler;
 
 void task_sampler_init(TaskSampler *s);
+/* Closes the kept-open descriptors (the sampler stays usable: they are opened again). */
 void task_sampler_done(TaskSampler *s);
 
 /* Takes one sample of task (detail: also the slow files). now_mono_us drives the rates,

@@ -19,7 +19,7 @@ noinst_PROGRAMS += bench/cgroup-read
 bench_cgroup_read_SOURCES = bench/cgroup-read.c
 bench_cgroup_read_CFLAGS = $(AM_CFLAGS) $(LIBCGROUP_CFLAGS)
 bench_cgroup_read_LDADD = $(LIBCGROUP_LIBS)
-dist_noinst_SCRIPTS += bench/agent-sampling.sh
+dist_noinst_SCRIPTS += bench/agent-sampling.sh bench/agent-pair.sh
 bench-agent: bench/cgroup-read agent/cgorch-agent
 	$(builddir)/bench/cgroup-read 1000 20 1000
 	$(BASH) $(srcdir)/bench/agent-sampling.sh $(builddir) 60 10 100 1000

@@ -1579,6 +1579,10 @@ void text_buf_add(TextBuf *b, const char *s, size_t n) {
         text_add(b, s, n);
 }
 
+bool text_buf_reserve(TextBuf *b, size_t n) {
+        return text_reserve(b, n);
+}
+
 static void text_digits(TextBuf *b, uint64_t v, bool minus) {
         char buf[24];
         size_t n = sizeof buf;
@@ -1608,6 +1612,13 @@ static void text_double(TextBuf *b, double d) {
 
         if (!isfinite(d)) {
                 text_lit(b, "null");
+                return;
+        }
+        /* What %.17g prints for an integral value below 1e15 (most rates of idle tasks are 0):
+         * its digits, without the cost of printf's floating point. */
+        if (d == trunc(d) && fabs(d) < 1e15 && !(d == 0 && signbit(d))) {
+                text_i64(b, (int64_t) d);
+                text_lit(b, ".0");
                 return;
         }
         n = snprintf(buf, sizeof buf - 2, "%.17g", d);
@@ -1685,11 +1696,14 @@ static void text_string(TextBuf *b, const char *s) {
 }
 
 /* ,"key": */
+/* Keys are this file's own ASCII identifiers: nothing to escape. */
 static void text_key(TextBuf *b, const char *key, bool first) {
         if (!first)
-                text_lit(b, ",");
-        text_string(b, key);
-        text_lit(b, ":");
+                text_lit(b, ",\"");
+        else
+                text_lit(b, "\"");
+        text_add(b, key, strlen(key));
+        text_lit(b, "\":");
 }
 
 static void text_sample_fields(TextBuf *b, const SampleField *fields, size_t n, const void *base, uint32_t has) {
@@ -1792,8 +1806,7 @@ static void text_limits(TextBuf *b, const Limits *l) {
         text_lit(b, "}");
 }
 
-void task_report_write_json(TextBuf *b, const TaskReport *t, const char *samples_json, size_t len) {
-        static const Limits none = {};
+static void task_report_write_head(TextBuf *b, const TaskReport *t) {
         const char *state = task_state_to_string(t->state);
 
         text_lit(b, "{\"id\":");
@@ -1806,14 +1819,11 @@ void task_report_write_json(TextBuf *b, const TaskReport *t, const char *samples
         text_lit(b, ",\"pid\":");
         text_i64(b, t->pid);
         text_lit(b, ",\"samples\":[");
-        if (samples_json)
-                text_add(b, samples_json, len);
-        else
-                for (size_t i = 0; i < t->n_samples; i++) {
-                        if (i > 0)
-                                text_lit(b, ",");
-                        task_sample_write_json(b, &t->samples[i]);
-                }
+}
+
+static void task_report_write_tail(TextBuf *b, const TaskReport *t) {
+        static const Limits none = {};
+
         text_lit(b, "],\"limits\":");
         text_limits(b, &t->limits);
         if (memcmp(&t->limits_target, &none, sizeof none) != 0) {
@@ -1847,6 +1857,25 @@ void task_report_write_json(TextBuf *b, const TaskReport *t, const char *samples
                 text_string(b, t->error);
         }
         text_lit(b, "}");
+}
+
+void task_report_write_json(TextBuf *b, const TaskReport *t, const char *samples_json, size_t len) {
+        task_report_write_head(b, t);
+        if (samples_json)
+                text_add(b, samples_json, len);
+        else
+                for (size_t i = 0; i < t->n_samples; i++) {
+                        if (i > 0)
+                                text_lit(b, ",");
+                        task_sample_write_json(b, &t->samples[i]);
+                }
+        task_report_write_tail(b, t);
+}
+
+void task_report_write_json_split(TextBuf *b, const TaskReport *t, size_t *ret_samples_at) {
+        task_report_write_head(b, t);
+        *ret_samples_at = b->len;
+        task_report_write_tail(b, t);
 }
 
 void heartbeat_write_json_head(TextBuf *b, const Heartbeat *h) {

@@ -237,6 +237,8 @@ typedef struct TextBuf {
 } TextBuf;
 void text_buf_done(TextBuf *b);
 void text_buf_add(TextBuf *b, const char *s, size_t n);
+/* Room for n more bytes (and the NUL) without another allocation; false when out of memory. */
+bool text_buf_reserve(TextBuf *b, size_t n);
 /* One sample as a JSON object: an element of a task report's "samples". */
 void task_sample_write_json(TextBuf *b, const TaskSample *s);
 /* {"node":...,"tasks":[  — then the reports, separated by ',' — then the tail: ],"acks":[...]} */
@@ -244,6 +246,9 @@ void heartbeat_write_json_head(TextBuf *b, const Heartbeat *h);
 /* One task report; its samples are samples_json (len bytes: task_sample_write_json() objects
  * joined by ',') when that is not NULL, else t->samples. */
 void task_report_write_json(TextBuf *b, const TaskReport *t, const char *samples_json, size_t len);
+/* The same report with no samples; *ret_samples_at is the offset in b where they go (after the
+ * '['): a caller sizes the heartbeat first and splices the samples in after, encoding once. */
+void task_report_write_json_split(TextBuf *b, const TaskReport *t, size_t *ret_samples_at);
 void heartbeat_write_json_tail(TextBuf *b, const Heartbeat *h);
 /* All of it. Returns 0, or -ENOMEM when b->failed. */
 int heartbeat_write_json(TextBuf *b, const Heartbeat *h);

@@ -660,6 +660,55 @@ Test(heartbeat, text_writer_equals_jansson) {
         cr_assert_str_eq(c.data, b.data);
 }
 
+/* A report written with the place of its samples, the samples spliced in there, is the
+ * report written with them (the agent sizes a heartbeat with the first). */
+Test(heartbeat, text_writer_split_report) {
+        for (size_t i = 0; i < ELEMENTSOF(reports); i++) {
+                _cleanup_(text_buf_done) TextBuf s = {}, whole = {}, split = {}, spliced = {};
+                size_t at;
+
+                for (size_t k = 0; k < reports[i].n_samples; k++) {
+                        if (k > 0)
+                                text_buf_add(&s, ",", 1);
+                        task_sample_write_json(&s, &reports[i].samples[k]);
+                }
+                task_report_write_json(&whole, &reports[i], s.data ?: "", s.len);
+                task_report_write_json_split(&split, &reports[i], &at);
+                cr_assert_leq(at, split.len);
+                cr_assert_eq(split.data[at - 1], '[');
+                text_buf_add(&spliced, split.data, at);
+                text_buf_add(&spliced, s.data ?: "", s.len);
+                text_buf_add(&spliced, split.data + at, split.len - at);
+                cr_assert_str_eq(spliced.data, whole.data);
+        }
+}
+
+/* Reals are printed as jansson prints them (%.17g, ".0" when integral), also where the writer
+ * takes its short cut for integral values. */
+Test(heartbeat, text_writer_reals) {
+        static const double values[] = { 0, -0.0, 1, -3, 42, 999999999999999, -999999999999999, 1e15, 1e16, 1e17,
+                                         0.5, 0.1, 12.5, 1e-300, 123456.75, 4503599627370497.0 };
+
+        for (size_t i = 0; i < ELEMENTSOF(values); i++) {
+                TaskSample sample = { .has = SAMPLE_HAS_RATES, .progress = -1, .cpu_cores = values[i] };
+                _cleanup_(text_buf_done) TextBuf b = {};
+                char want[64], *p, *end;
+                int n;
+
+                n = snprintf(want, sizeof want - 2, "%.17g", values[i]);
+                if (!strpbrk(want, ".eE"))
+                        memcpy(want + n, ".0", 3);
+                task_sample_write_json(&b, &sample);
+                p = strstr(b.data, "\"cpu_cores\":");
+                cr_assert_not_null(p);
+                p += strlen("\"cpu_cores\":");
+                end = strchr(p, ',');
+                cr_assert_not_null(end);
+                *end = '\0';
+                cr_expect_str_eq(p, want, "%.17g", values[i]);
+        }
+}
+
 Test(heartbeat, text_writer_strings_and_numbers) {
         /* Quotes, backslashes, controls, valid UTF-8 kept, invalid bytes as '?' (as json_text()),
          * non-finite reals as null, extreme integers. */

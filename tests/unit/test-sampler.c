@@ -94,6 +94,18 @@ Test(procfs, pid_files) {
         cr_expect_eq(rss, 0);
         cr_expect_eq(procfs_parse_pid_status("Name:\tx\n", &rss, &threads), -EINVAL);
 
+        /* stat has the same counters: rss in pages (10338 × 4 KiB is status's VmRSS) and threads. */
+        cr_assert_eq(procfs_read_file(proc, "4242/stat", buf, sizeof buf), 0);
+        cr_assert_eq(procfs_parse_pid_stat(buf, 4096, &rss, &threads), 0);
+        cr_expect_eq(rss, 41352ull * 1024);
+        cr_expect_eq(threads, 2);
+        cr_assert_eq(procfs_parse_pid_stat("2 (kthreadd) S 0 0 0 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0 1", 4096, &rss,
+                                           &threads), 0);
+        cr_expect_eq(rss, 0);
+        cr_expect_eq(threads, 1);
+        cr_expect_eq(procfs_parse_pid_stat("1 (a) S 0 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 77 0", 4096, &rss, &threads),
+                     -EINVAL);
+
         cr_assert_eq(procfs_read_file(proc, "4242/io", buf, sizeof buf), 0);
         cr_assert_eq(procfs_parse_pid_io(buf, &rd, &wr), 0);
         cr_expect_eq(rd, 8192);
