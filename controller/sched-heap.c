@@ -106,3 +106,21 @@ void sched_heap_update(Sched *s, SchedHeap *h, uint32_t slot) {
         else
                 sift_down(s, h, i);
 }
+
+int sched_heap_append(Sched *s, SchedHeap *h, uint32_t slot) {
+        if (h->n == h->allocated) {
+                size_t n = MAX(h->allocated * 2, (size_t) 16);
+                uint32_t *p = realloc(h->slot, n * sizeof(uint32_t));
+                if (!p)
+                        return -ENOMEM;
+                h->slot = p;
+                h->allocated = n;
+        }
+        put(s, h, h->n++, slot);
+        return 0;
+}
+
+void sched_heap_heapify(Sched *s, SchedHeap *h) {
+        for (size_t i = h->n / 2; i-- > 0;)
+                sift_down(s, h, i);
+}

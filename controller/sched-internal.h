@@ -145,6 +145,7 @@ struct Sched {
         size_t n_slots, n_jobs, n_jobs_allocated;
         uint32_t *free_slots;
         size_t n_free;
+        uint64_t *slot_keys;       /* each slot's key, for the index */
         uint32_t *index;           /* slot + 1, 0 = empty */
         size_t index_size;         /* power of two */
 
@@ -166,6 +167,7 @@ struct Sched {
         SchedTaskMeta *meta;
         size_t n_tasks_allocated;
         uint32_t placed_head;      /* running, stopping and suspended tasks */
+        uint32_t find_hint;        /* the job of the last task told: tasks come job by job */
         double training_cpus;      /* Σ training_cpus of jobs in training */
 
         /* Nodes: capacity from the caller, allocations kept from the tasks. */
@@ -199,6 +201,9 @@ void sched_heap_done(SchedHeap *h);
 int sched_heap_push(Sched *s, SchedHeap *h, uint32_t slot);
 void sched_heap_remove(Sched *s, SchedHeap *h, uint32_t slot);
 void sched_heap_update(Sched *s, SchedHeap *h, uint32_t slot);
+/* Bulk building: appends without ordering, then orders all at once in O(n). */
+int sched_heap_append(Sched *s, SchedHeap *h, uint32_t slot);
+void sched_heap_heapify(Sched *s, SchedHeap *h);
 static inline uint32_t sched_heap_top(const SchedHeap *h) {
         return h->n > 0 ? h->slot[0] : SCHED_NIL;
 }
@@ -231,6 +236,8 @@ int sched_order_update(Sched *s, SchedJob *j);
 void sched_order_remove(Sched *s, SchedJob *j);
 /* Every job again: the policy changed. */
 int sched_order_rebuild(Sched *s);
+/* Every job again, built in O(n): all tasks were told anew (sched_decide()). */
+int sched_order_bulk(Sched *s);
 /* The next job in (tier, priority, key) order among those not yet visited in this decision,
  * ignoring the shared tier when skip_shared; marks it visited (SCHED_NIL: none left). */
 uint32_t sched_order_next(Sched *s, int order, bool skip_shared);

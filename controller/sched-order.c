@@ -138,7 +138,7 @@ static bool out_now(const Sched *s, const SchedJob *j, int o) {
         return s->deciding && j->epoch == s->epoch && (o == SCHED_ORDER_MAIN ? j->out_main : j->out_training);
 }
 
-static int put_in(Sched *s, SchedJob *j, int o) {
+static int put_in_as(Sched *s, SchedJob *j, int o, bool bulk) {
         SchedOrder *ord = &s->orders[o];
         uint32_t slot = sched_job_slot(s, j);
         double key;
@@ -176,10 +176,53 @@ static int put_in(Sched *s, SchedJob *j, int o) {
         default:
                 return 0;
         }
-        int r = sched_heap_push(s, h, slot);
+        int r = bulk ? sched_heap_append(s, h, slot) : sched_heap_push(s, h, slot);
         if (r < 0)
                 return r;
         j->place[o] = place;
+        return 0;
+}
+
+static int put_in(Sched *s, SchedJob *j, int o) {
+        return put_in_as(s, j, o, false);
+}
+
+int sched_order_bulk(Sched *s) {
+        for (int o = 0; o < _SCHED_ORDER_MAX; o++) {
+                SchedOrder *ord = &s->orders[o];
+                ord->shared.n = ord->late.n = ord->fixed.n = 0;
+                for (size_t c = 0; c < ord->n_classes; c++)
+                        ord->classes[c].heap.n = 0;
+                ord->n_capped = 0;
+        }
+        for (size_t i = 0; i < s->n_slots; i++) {
+                SchedJob *j = &s->jobs[i];
+                if (!j->used)
+                        continue;
+                for (int o = 0; o < _SCHED_ORDER_MAX; o++) {
+                        j->place[o] = SCHED_PLACE_NONE;
+                        if (!belongs(s, j, o))
+                                continue;
+                        int r = put_in_as(s, j, o, true);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        for (int o = 0; o < _SCHED_ORDER_MAX; o++) {
+                SchedOrder *ord = &s->orders[o];
+                sched_heap_heapify(s, &ord->shared);
+                sched_heap_heapify(s, &ord->late);
+                sched_heap_heapify(s, &ord->fixed);
+                for (size_t c = 0; c < ord->n_classes;) {
+                        if (ord->classes[c].heap.n == 0) {
+                                sched_heap_done(&ord->classes[c].heap);
+                                ord->classes[c] = ord->classes[--ord->n_classes];
+                                continue;
+                        }
+                        sched_heap_heapify(s, &ord->classes[c].heap);
+                        c++;
+                }
+        }
         return 0;
 }
 

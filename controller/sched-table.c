@@ -18,7 +18,8 @@ static size_t hash_key(uint64_t key) {
 static size_t index_probe(const Sched *s, uint64_t key) {
         size_t mask = s->index_size - 1;
         size_t i = hash_key(key) & mask;
-        while (s->index[i] != 0 && s->jobs[s->index[i] - 1].key != key)
+        /* Keys are compared in a dense array of their own: the job records are large. */
+        while (s->index[i] != 0 && s->slot_keys[s->index[i] - 1] != key)
                 i = (i + 1) & mask;
         return i;
 }
@@ -52,6 +53,10 @@ int sched_table_insert(Sched *s, const SchedJob *job, SchedJob **ret) {
                 if (!p)
                         return -ENOMEM;
                 s->jobs = p;
+                uint64_t *k = realloc(s->slot_keys, n * sizeof(uint64_t));
+                if (!k)
+                        return -ENOMEM;
+                s->slot_keys = k;
                 uint32_t *f = realloc(s->free_slots, n * sizeof(uint32_t));
                 if (!f)
                         return -ENOMEM;
@@ -67,6 +72,7 @@ int sched_table_insert(Sched *s, const SchedJob *job, SchedJob **ret) {
         size_t slot = s->n_free > 0 ? s->free_slots[--s->n_free] : s->n_slots++;
         s->jobs[slot] = *job;
         s->jobs[slot].used = true;
+        s->slot_keys[slot] = job->key;
         s->n_jobs++;
         s->index[index_probe(s, job->key)] = (uint32_t) (slot + 1);
         *ret = &s->jobs[slot];
@@ -83,7 +89,7 @@ static void index_delete(Sched *s, size_t i) {
                         j = (j + 1) & mask;
                         if (s->index[j] == 0)
                                 return;
-                        size_t home = hash_key(s->jobs[s->index[j] - 1].key) & mask;
+                        size_t home = hash_key(s->slot_keys[s->index[j] - 1]) & mask;
                         /* Move j back to i unless its home lies cyclically in (i, j]. */
                         if (i <= j ? (i < home && home <= j) : (i < home || home <= j))
                                 continue;
@@ -106,6 +112,8 @@ void sched_table_clear(Sched *s) {
         free(s->jobs);
         free(s->index);
         free(s->free_slots);
+        free(s->slot_keys);
+        s->slot_keys = NULL;
         s->jobs = NULL;
         s->index = NULL;
         s->free_slots = NULL;

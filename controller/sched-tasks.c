@@ -131,7 +131,8 @@ static void job_count(Sched *s, SchedJob *j, const SchedTask *t, int sign) {
 static int attach(Sched *s, uint32_t id) {
         SchedTask *t = &s->tasks[id];
         SchedTaskMeta *m = &s->meta[id];
-        SchedJob *j = sched_table_find(s, t->key);
+        SchedJob *j = s->find_hint < s->n_slots && s->jobs[s->find_hint].used && s->jobs[s->find_hint].key == t->key ?
+                &s->jobs[s->find_hint] : sched_table_find(s, t->key);
         m->counted = false;
         m->job = SCHED_NIL;
         /* Unknown jobs and tasks on nodes the scheduler does not know are ignored. */
@@ -139,6 +140,7 @@ static int attach(Sched *s, uint32_t id) {
                 return 0;
         m->counted = true;
         m->job = sched_job_slot(s, j);
+        s->find_hint = m->job;
         j->had_tasks = true;
         list_insert(s, j, id);
         job_count(s, j, t, 1);

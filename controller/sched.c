@@ -629,9 +629,8 @@ int sched_decide(Sched *s, double now_s, PlacementNode *nodes, size_t n_nodes,
         for (size_t i = 0; i < n_tasks && r >= 0; i++)
                 r = sched_task_set_ordered(s, i, &tasks[i], i);
         s->bulk = false;
-        for (size_t i = 0; i < s->n_slots && r >= 0; i++)
-                if (s->jobs[i].used)
-                        r = sched_order_update(s, &s->jobs[i]);
+        if (r >= 0)
+                r = sched_order_bulk(s);
         if (r < 0)
                 return r;
         const SchedDecision *d;
