@@ -169,6 +169,7 @@ static int finish_one(Bench *b, double now) {
 
 typedef struct Stats {
         double mean_us, p99_us, max_us, decide_mean_us;
+        double starts;             /* per round: the decision did refill the CPU */
 } Stats;
 
 static void stats(double *times, unsigned n, double *ret_mean, double *ret_p99, double *ret_max) {
@@ -282,9 +283,13 @@ static int run(SchedPolicy policy, size_t n_queued, unsigned rounds, bool full, 
                 }
                 if ((r = record(&b, d, n_d, now)) < 0)
                         return r;
+                if (round > 0)
+                        for (size_t k = 0; k < n_d; k++)
+                                ret->starts += d[k].verb == SCHED_START;
                 now += 0.01;
         }
 
+        ret->starts /= rounds;
         double p99, max;
         stats(decide, rounds, &ret->decide_mean_us, &p99, &max);
         stats(times, rounds, &ret->mean_us, &ret->p99_us, &ret->max_us);
@@ -319,17 +324,18 @@ int main(int argc, char **argv) {
 
         printf("# %s\n", full ? "sched_decide() with every task (the full-picture entry)"
                                 : "sched_next(): task and job events, then the decision");
-        printf("%-6s %8s %12s %12s %12s %12s\n", "policy", "queued", "mean_us", "p99_us", "max_us", "decide_us");
+        printf("%-6s %8s %12s %12s %12s %12s %8s\n", "policy", "queued", "mean_us", "p99_us", "max_us", "decide_us",
+               "starts");
         for (SchedPolicy p = 0; p < _SCHED_POLICY_MAX; p++)
                 for (size_t i = 0; i < n_sizes; i++) {
-                        Stats st;
+                        Stats st = {};
                         int r = run(p, sizes[i], rounds, full, &st);
                         if (r < 0) {
                                 fprintf(stderr, "%s, %zu jobs: %s\n", sched_policy_to_string(p), sizes[i], strerror(-r));
                                 return 1;
                         }
-                        printf("%-6s %8zu %12.2f %12.2f %12.2f %12.2f\n", sched_policy_to_string(p), sizes[i], st.mean_us,
-                               st.p99_us, st.max_us, st.decide_mean_us);
+                        printf("%-6s %8zu %12.2f %12.2f %12.2f %12.2f %8.2f\n", sched_policy_to_string(p), sizes[i],
+                               st.mean_us, st.p99_us, st.max_us, st.decide_mean_us, st.starts);
                 }
         return 0;
 }
