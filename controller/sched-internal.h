@@ -64,7 +64,7 @@ typedef struct SchedJob {
         double alloc_cpus;         /* CPUs its running tasks hold */
         double training_cpus;      /* CPUs its running and stopping training tasks hold */
         bool training_now;
-        bool had_tasks;            /* a task of it was ever known */
+        uint64_t added_epoch;      /* decisions before it came */
 
         /* Its place in each order (sched-order.c). */
         SchedPlace place[_SCHED_ORDER_MAX];

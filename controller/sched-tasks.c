@@ -141,7 +141,6 @@ static int attach(Sched *s, uint32_t id) {
         m->counted = true;
         m->job = sched_job_slot(s, j);
         s->find_hint = m->job;
-        j->had_tasks = true;
         list_insert(s, j, id);
         job_count(s, j, t, 1);
         if (holds_node(t)) {

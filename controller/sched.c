@@ -167,6 +167,7 @@ int sched_job_add(Sched *s, uint64_t key, double now_s, double weight, double pa
                 .pending_head = SCHED_NIL, .pending_tail = SCHED_NIL,
                 .suspended_head = SCHED_NIL, .suspended_tail = SCHED_NIL,
                 .active_head = SCHED_NIL,
+                .added_epoch = s->epoch,
         }, &j);
         if (r < 0)
                 return r;
@@ -684,16 +685,19 @@ int sched_rank(Sched *s, double now_s) {
         return 0;
 }
 
-/* What a job is doing, from the tasks the scheduler holds. */
-static SchedJobState job_state(const SchedJob *j) {
+/* What a job is doing, from the tasks the scheduler holds; a job no decision has seen yet is
+ * queued (as it was before decisions kept their own tasks). */
+static SchedJobState job_state(const Sched *s, const SchedJob *j) {
         if (j->real_done)
                 return SCHED_JOB_DONE;
+        if (j->added_epoch == s->epoch)
+                return SCHED_JOB_QUEUED;
         if (j->training_now)
                 return SCHED_JOB_TRAINING;
         if (j->n_suspended > 0)
                 return SCHED_JOB_SUSPENDED;
-        if (j->n_pending > 0 || !j->had_tasks)
-                return SCHED_JOB_QUEUED; /* no task known yet counts as waiting */
+        if (j->n_pending > 0)
+                return SCHED_JOB_QUEUED;
         return SCHED_JOB_RUNNING;
 }
 
@@ -713,7 +717,7 @@ int sched_job_info(const Sched *s, uint64_t key, SchedJobInfo *ret) {
                 .real_done = j->real_done,
                 .remaining_s = MAX(sched_job_size(j) - j->service_s, 0.0),
                 .rank = j->rank,
-                .state = job_state(j),
+                .state = job_state(s, j),
         };
         return 0;
 }

@@ -218,7 +218,7 @@ typedef struct SchedJobInfo {
         bool real_done;            /* finished in reality, still ageing virtually */
         double remaining_s;        /* srpt: size minus service */
         unsigned rank;             /* 1 = served first; 0 = finished */
-        SchedJobState state;       /* from the tasks the scheduler holds */
+        SchedJobState state;       /* from the tasks the scheduler holds; queued until a decision */
 } SchedJobInfo;
 
 /* Ages to now and ranks every job (O(n log n): for the API, not the hot path). */
