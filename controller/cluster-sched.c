@@ -22,8 +22,23 @@ typedef struct PhaseEntry {
         json_t *estimate;          /* how its size came about; owned, also in the store */
 } PhaseEntry;
 
+/* A task the scheduler was told about, as it was told; kept in FIFO order. */
+typedef struct TaskEntry {
+        uint64_t job;
+        unsigned phase, index, attempt;
+        size_t id;                 /* the scheduler's task id */
+        SchedTask told;
+} TaskEntry;
+
 struct ClusterSched {
         Sched *sched;
+        TaskEntry *tasks;          /* as of the last placement */
+        size_t n_tasks;
+        size_t *free_ids;          /* task ids to reuse; ids below n_ids are in use or free */
+        size_t n_free, n_ids;
+        size_t *position;          /* task id → index in the caller's array, this placement */
+        SchedDecision *out;
+        size_t n_out_allocated;
         HfspSizeParams size_params;
         HfspHistory history;
         PhaseEntry *phases;        /* runnable */
@@ -62,6 +77,10 @@ ClusterSched *cluster_sched_free(ClusterSched *cs) {
         if (!cs)
                 return NULL;
         sched_free(cs->sched);
+        free(cs->tasks);
+        free(cs->free_ids);
+        free(cs->position);
+        free(cs->out);
         entries_free(cs->phases, cs->n_phases);
         entries_free(cs->done, cs->n_done);
         store_sched_records_free(cs->restore, cs->n_restore);
@@ -659,5 +678,115 @@ int cluster_sched_job_to_json(ClusterSched *cs, Store *store, uint64_t job, bool
                         return -ENOMEM;
         }
         *ret = TAKE_PTR(o);
+        return 0;
+}
+
+/* ---- Placement: the tasks, told as they change ---- */
+
+static int task_cmp(const TaskEntry *a, const StoreTask *b) {
+        if (a->job != b->job)
+                return a->job < b->job ? -1 : 1;
+        if (a->phase != b->phase)
+                return a->phase < b->phase ? -1 : 1;
+        if (a->index != b->index)
+                return a->index < b->index ? -1 : 1;
+        if (a->attempt != b->attempt)
+                return a->attempt < b->attempt ? -1 : 1;
+        return 0;
+}
+
+static bool task_same(const SchedTask *a, const SchedTask *b) {
+        return a->key == b->key && a->index == b->index && a->state == b->state &&
+                (a->state == SCHED_TASK_PENDING || a->node == b->node) && a->cpu_cores == b->cpu_cores &&
+                a->memory_bytes == b->memory_bytes && a->started_s == b->started_s;
+}
+
+static int id_take(ClusterSched *cs, size_t *ret) {
+        if (cs->n_free > 0) {
+                *ret = cs->free_ids[--cs->n_free];
+                return 0;
+        }
+        size_t *p = realloc(cs->free_ids, (cs->n_ids + 1) * sizeof(size_t));
+        if (!p)
+                return -ENOMEM;
+        cs->free_ids = p; /* room for every id to come back */
+        size_t *q = realloc(cs->position, (cs->n_ids + 1) * sizeof(size_t));
+        if (!q)
+                return -ENOMEM;
+        cs->position = q;
+        *ret = cs->n_ids++;
+        return 0;
+}
+
+int cluster_sched_place(ClusterSched *cs, double now_s, const PlacementNode *nodes, size_t n_nodes,
+                        const StoreTask *const *tasks, const SchedTask *view, size_t n_tasks,
+                        const SchedDecision **ret, size_t *ret_n) {
+        int r = sched_set_nodes(cs->sched, nodes, n_nodes);
+        if (r < 0)
+                return r;
+        _cleanup_free_ TaskEntry *next = calloc(MAX(n_tasks, (size_t) 1), sizeof(TaskEntry));
+        if (!next)
+                return -ENOMEM;
+
+        /* Merge the last placement's tasks with this one's (both in FIFO order). */
+        size_t i = 0, k = 0;
+        while (i < cs->n_tasks || k < n_tasks) {
+                int c = i >= cs->n_tasks ? 1 : k >= n_tasks ? -1 : task_cmp(&cs->tasks[i], tasks[k]);
+                if (c < 0) { /* gone: ended, lost, or no longer placeable */
+                        r = sched_task_remove(cs->sched, cs->tasks[i].id);
+                        if (r < 0 && r != -ENOENT)
+                                return r;
+                        cs->free_ids[cs->n_free++] = cs->tasks[i++].id;
+                        continue;
+                }
+                TaskEntry *e = &next[k];
+                if (c > 0) {
+                        *e = (TaskEntry) { .job = tasks[k]->job, .phase = tasks[k]->phase, .index = tasks[k]->index,
+                                           .attempt = tasks[k]->attempt };
+                        r = id_take(cs, &e->id);
+                        if (r < 0)
+                                return r;
+                } else
+                        *e = cs->tasks[i++];
+                if (c > 0 || !task_same(&e->told, &view[k])) {
+                        e->told = view[k];
+                        r = sched_task_set(cs->sched, e->id, &e->told);
+                        if (r < 0)
+                                return r;
+                }
+                cs->position[e->id] = k++;
+        }
+        free(cs->tasks);
+        cs->tasks = TAKE_PTR(next);
+        cs->n_tasks = n_tasks;
+
+        const SchedDecision *d;
+        size_t n_d;
+        r = sched_next(cs->sched, now_s, &d, &n_d);
+        if (r < 0)
+                return r;
+        if (n_d > cs->n_out_allocated) {
+                SchedDecision *p = realloc(cs->out, n_d * sizeof(SchedDecision));
+                if (!p)
+                        return -ENOMEM;
+                cs->out = p;
+                cs->n_out_allocated = n_d;
+        }
+        /* The scheduler applied its decisions to what it holds: so does our copy. */
+        static const SchedTaskState after[_SCHED_VERB_MAX] = {
+                [SCHED_START] = SCHED_TASK_RUNNING, [SCHED_THAW] = SCHED_TASK_RUNNING,
+                [SCHED_FREEZE] = SCHED_TASK_SUSPENDED, [SCHED_KILL] = SCHED_TASK_STOPPING,
+        };
+        for (size_t q = 0; q < n_d; q++) {
+                size_t pos = cs->position[d[q].task];
+                SchedTask *t = &cs->tasks[pos].told;
+                t->state = after[d[q].verb];
+                t->node = d[q].node;
+                if (d[q].verb == SCHED_START)
+                        t->started_s = now_s;
+                cs->out[q] = (SchedDecision) { .verb = d[q].verb, .task = pos, .node = d[q].node };
+        }
+        *ret = cs->out;
+        *ret_n = n_d;
         return 0;
 }

@@ -21,6 +21,15 @@ Sched *cluster_sched_scheduler(ClusterSched *cs);
  * phases finished (their task sizes join the history s̄ is computed from). */
 int cluster_sched_sync(ClusterSched *cs, Store *store, const StoreNode *nodes, size_t n_nodes, int64_t now_ms);
 
+/* One placement: tells the scheduler which tasks changed since the last one — tasks[i] (the
+ * store's pending and active tasks in FIFO order: job, phase, index, attempt) as view[i] —
+ * and which nodes there are, then decides (sched_next()). Decisions name tasks by their index
+ * in tasks. The diff is a merge of two sorted lists, O(tasks) without lookups; the decision
+ * itself reads only the head of the scheduler's order. *ret is valid until the next call. */
+int cluster_sched_place(ClusterSched *cs, double now_s, const PlacementNode *nodes, size_t n_nodes,
+                        const StoreTask *const *tasks, const SchedTask *view, size_t n_tasks,
+                        const SchedDecision **ret, size_t *ret_n);
+
 /* Brings back the checkpoint at start (before the first sync): s̄'s history, the ghost time,
  * the phases still ageing after they finished, and the sizes and virtual remaining sizes of the
  * others, applied when the first sync finds them runnable (a size is never estimated twice). */

@@ -397,20 +397,31 @@ static bool strv_sorted_contains(char **l, size_t n, const char *s) {
         return n > 0 && bsearch(s, l, n, sizeof(char *), str_cmp);
 }
 
-/* One scheduling decision: the scheduler sees every runnable job phase, the nodes and every
- * pending, running and frozen task, and says what to start, freeze and thaw. */
+/* FIFO order (job, phase, index, attempt): the order the store lists tasks in. */
+static bool fifo_before(const StoreTask *a, const StoreTask *b) {
+        if (a->job != b->job)
+                return a->job < b->job;
+        if (a->phase != b->phase)
+                return a->phase < b->phase;
+        if (a->index != b->index)
+                return a->index < b->index;
+        return a->attempt < b->attempt;
+}
+
+/* One scheduling decision: the scheduler is told which runnable job phases, nodes and
+ * pending, running and frozen tasks changed since the last one, and says what to start,
+ * freeze and thaw. */
 static int place(Cluster *c, int64_t now_ms) {
         StoreTask *pending = NULL, *active = NULL;
         StoreNode *nodes = NULL;
         size_t n_pending = 0, n_active = 0, n_nodes = 0;
         _cleanup_free_ PlacementNode *pnodes = NULL;
         _cleanup_free_ SchedTask *stasks = NULL;
-        _cleanup_free_ SchedDecision *decisions = NULL;
+        _cleanup_free_ const StoreTask **order = NULL;
         _cleanup_strv_free_ char **frozen = NULL, **killing = NULL;
-        size_t n_decisions = 0;
         bool redo = false; /* a decision freed room at once (a withdrawn start) */
 
-        /* Capacities only: sched_decide() derives the allocations from the tasks. */
+        /* Capacities only: the scheduler derives the allocations from the tasks. */
         int r = store_nodes_capacity(c->store, &nodes, &n_nodes);
         if (r < 0)
                 goto finish;
@@ -433,7 +444,8 @@ static int place(Cluster *c, int64_t now_ms) {
 
         pnodes = calloc(n_nodes, sizeof(PlacementNode));
         stasks = calloc(MAX(n_pending + n_active, (size_t) 1), sizeof(SchedTask));
-        if (!pnodes || !stasks) {
+        order = calloc(MAX(n_pending + n_active, (size_t) 1), sizeof(StoreTask *));
+        if (!pnodes || !stasks || !order) {
                 r = -ENOMEM;
                 goto finish;
         }
@@ -444,42 +456,42 @@ static int place(Cluster *c, int64_t now_ms) {
                         .capacity_cpus = nodes[i].capacity_cpus,
                         .capacity_memory_bytes = nodes[i].capacity_memory_bytes,
                 };
-        /* Active tasks first, then pending: stasks[i] is active[i] or pending[i - n_active]. */
-        for (size_t i = 0; i < n_active; i++) {
-                const StoreTask *t = &active[i];
-                const StoreNode *n = t->node ? bsearch(t->node, nodes, n_nodes, sizeof(StoreNode), node_cmp_id) : NULL;
-                size_t node = n ? (size_t) (n - nodes) : SIZE_MAX;
-                stasks[i] = (SchedTask) {
+        /* Active and pending tasks merged into one FIFO order (both lists come in it), which is
+         * how the scheduler's side tells what changed since the last placement. */
+        size_t n_tasks = 0;
+        for (size_t a = 0, p = 0; a < n_active || p < n_pending;) {
+                bool take_active = p >= n_pending || (a < n_active && fifo_before(&active[a], &pending[p]));
+                const StoreTask *t = take_active ? &active[a++] : &pending[p++];
+                SchedTask *st = &stasks[n_tasks];
+                *st = (SchedTask) {
                         .key = sched_key(t->job, t->phase),
                         .index = t->index,
-                        .state = strv_sorted_contains(killing, n_killing, t->id) ? SCHED_TASK_STOPPING :
-                                strv_sorted_contains(frozen, n_frozen, t->id) ? SCHED_TASK_SUSPENDED :
-                                SCHED_TASK_RUNNING,
-                        .node = node,
+                        .state = SCHED_TASK_PENDING,
                         .cpu_cores = t->cpu_cores,
                         .memory_bytes = t->memory_bytes,
+                };
+                if (take_active) {
+                        const StoreNode *n = t->node ? bsearch(t->node, nodes, n_nodes, sizeof(StoreNode), node_cmp_id) : NULL;
+                        st->node = n ? (size_t) (n - nodes) : SIZE_MAX;
+                        st->state = strv_sorted_contains(killing, n_killing, t->id) ? SCHED_TASK_STOPPING :
+                                strv_sorted_contains(frozen, n_frozen, t->id) ? SCHED_TASK_SUSPENDED :
+                                SCHED_TASK_RUNNING;
                         /* Later attempts and later indices started later: youngest = largest. */
-                        .started_s = (double) t->attempt * 1e6 + (double) t->index,
-                };
+                        st->started_s = (double) t->attempt * 1e6 + (double) t->index;
+                }
+                order[n_tasks++] = t;
         }
-        for (size_t i = 0; i < n_pending; i++)
-                stasks[n_active + i] = (SchedTask) {
-                        .key = sched_key(pending[i].job, pending[i].phase),
-                        .index = pending[i].index,
-                        .state = SCHED_TASK_PENDING,
-                        .cpu_cores = pending[i].cpu_cores,
-                        .memory_bytes = pending[i].memory_bytes,
-                };
 
-        r = sched_decide(cluster_sched_scheduler(c->sched), (double) now_ms / 1000.0, pnodes, n_nodes, stasks,
-                         n_active + n_pending, &decisions, &n_decisions);
+        const SchedDecision *decisions;
+        size_t n_decisions;
+        r = cluster_sched_place(c->sched, (double) now_ms / 1000.0, pnodes, n_nodes, order, stasks, n_tasks,
+                                &decisions, &n_decisions);
         if (r < 0)
                 goto finish;
 
         for (size_t k = 0; k < n_decisions && r >= 0; k++) {
                 const SchedDecision *d = &decisions[k];
-                bool is_active = d->task < n_active;
-                const StoreTask *t = is_active ? &active[d->task] : &pending[d->task - n_active];
+                const StoreTask *t = order[d->task];
                 switch (d->verb) {
                 case SCHED_START:
                         r = start_task(c, t, nodes[d->node].id, now_ms);

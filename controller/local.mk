@@ -28,6 +28,7 @@ noinst_LIBRARIES += controller/libcgorch-sched.a
 controller_libcgorch_sched_a_SOURCES = \
 	controller/sched.c controller/sched.h controller/sched-internal.h \
 	controller/sched-table.c controller/sched-vcluster.c controller/sched-preempt.c \
+	controller/sched-heap.c controller/sched-order.c controller/sched-tasks.c \
 	controller/sched-fifo.c controller/sched-fair.c controller/sched-hfsp.c \
 	controller/sched-psbs.c controller/sched-srpt.c \
 	controller/placement-fifo.c controller/placement-fifo.h

@@ -5,18 +5,18 @@
 #include "sched-internal.h"
 
 static void hfsp_order(const Sched *s, SchedJob *job) {
-        (void) s;
         if (job->late) {
                 job->tier = SCHED_TIER_LATE;
                 job->prio = job->late_since_s;
                 return;
         }
         job->tier = SCHED_TIER_ORDERED;
-        job->prio = sched_job_virtual_remaining(job);
+        job->prio = sched_job_virtual_remaining(s, job);
 }
 
 const SchedPolicyOps sched_hfsp_ops = {
         .name = "hfsp",
         .training_priority = true,
+        .virtual_order = true,
         .order = hfsp_order,
 };

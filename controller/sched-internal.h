@@ -1,11 +1,13 @@
-/* sched-internal.h: what the scheduler's modules share — the job record, the job table, the
- * virtual cluster and the per-policy ordering hooks. Not for callers: they use sched.h. */
+/* sched-internal.h: what the scheduler's modules share — the job and task records, the job
+ * table, the heaps, the virtual cluster, the priority order and the per-policy hooks. Not for
+ * callers: they use sched.h. */
 #pragma once
 
 #include "macro.h"
 #include "sched.h"
 
 #define SCHED_NONE SIZE_MAX
+#define SCHED_NIL UINT32_MAX
 /* Work below this many CPU-seconds counts as done (floating-point rounding). */
 #define SCHED_EPSILON_S 1e-9
 
@@ -17,37 +19,116 @@ typedef enum SchedTier {
         SCHED_TIER_ORDERED,
 } SchedTier;
 
+/* The two priority orders the scheduler keeps: every job with work waiting, and the jobs in
+ * training with a training task waiting (HFSP Algorithm 1's pass). */
+enum { SCHED_ORDER_MAIN, SCHED_ORDER_TRAINING, _SCHED_ORDER_MAX };
+
+/* Where a job sits in an order (see sched-order.c). */
+typedef enum SchedPlace {
+        SCHED_PLACE_NONE,
+        SCHED_PLACE_SHARED,        /* heap by CPU per weight */
+        SCHED_PLACE_LATE,          /* heap by when it became late */
+        SCHED_PLACE_STATIC,        /* heap by a key that does not change with time (fifo, srpt) */
+        SCHED_PLACE_CLASS,         /* uncapped in the virtual cluster: heap of its weight class by tag */
+        SCHED_PLACE_CAPPED,        /* capped in the virtual cluster: a short list, scanned */
+} SchedPlace;
+
 typedef struct SchedJob {
         uint64_t key;
+        bool used;                 /* table slot in use */
         double arrival_s;
         double weight;
         double parallel_cpus;
         SchedSize size;
         double service_s;          /* real CPU-seconds so far (srpt) */
 
-        /* Virtual cluster. */
-        double vwork_s;            /* virtual service received */
-        double vrate_cpus;         /* its share if capped by its parallelism, else -1 (weight × level) */
+        /* Virtual cluster (sched-vcluster.c). In it and uncapped, the job finishes virtually when
+         * the ghost time reaches vtag (its remaining size is weight × (vtag − ghost)); capped, it
+         * had vrem_s left at vat_s and loses parallel_cpus per second (finishing at vfinish_s);
+         * out of it, vrem_s is what is left (0 once virtually done). */
         bool in_virtual;
+        bool capped;
+        double vtag;
+        double vrem_s, vat_s, vfinish_s;
+        size_t vpos;               /* in the tag heap (uncapped) or the finish heap (capped) */
+        size_t rpos;               /* in the ratio heap of its side */
         bool late;                 /* finished virtually, not in reality */
         double late_since_s;
         bool real_done;
 
-        /* Set by each decision. */
+        /* Tasks the scheduler holds, linked through SchedTaskMeta (sched-tasks.c). */
+        uint32_t pending_head, pending_tail;
+        uint32_t suspended_head, suspended_tail;
+        uint32_t active_head;      /* running and stopping */
+        size_t n_pending, n_suspended, n_active, n_pending_training;
+        double alloc_cpus;         /* CPUs its running tasks hold */
+        double training_cpus;      /* CPUs its running and stopping training tasks hold */
+        bool training_now;
+        uint64_t added_epoch;      /* decisions before it came */
+
+        /* Its place in each order (sched-order.c). */
+        SchedPlace place[_SCHED_ORDER_MAX];
+        size_t cpos[_SCHED_ORDER_MAX];
+        size_t cclass[_SCHED_ORDER_MAX];
+        double ckey[_SCHED_ORDER_MAX];
+
+        /* Computed when needed: for ranking, comparisons and preemption. */
         SchedTier tier;
         double prio;               /* lower first within a tier */
-        SchedJobState state;
         unsigned rank;
-        double alloc_cpus;         /* CPUs its running tasks hold */
-        size_t pending_head, pending_tail;     /* task lists, linked through Sched.next */
-        size_t suspended_head, suspended_tail;
-        size_t n_pending, n_suspended;         /* left waiting after the decision */
-        bool training_now;
+
+        /* Per decision. */
+        uint64_t epoch;            /* the decision that last took it out of an order */
+        bool out_main, out_training;
+        uint64_t cursor_epoch;     /* the decision its cursors are for */
+        uint32_t cursor_pending, cursor_suspended;
 } SchedJob;
+
+/* What the scheduler keeps beside each task. */
+typedef struct SchedTaskMeta {
+        bool used;
+        bool counted;              /* linked into its job (its job was known when it came) */
+        uint32_t job;              /* slot, or SCHED_NIL */
+        uint32_t prev, next;       /* in its job's pending, suspended or active list */
+        uint32_t gprev, gnext;     /* in the list of placed tasks (running, stopping, suspended) */
+        uint64_t order;            /* list order within its job: lower first */
+        uint64_t seen;             /* the decision that already tried, started or thawed it */
+} SchedTaskMeta;
+
+/* An indexed binary heap of job slots: each job records its position (at pos_offset). */
+typedef struct SchedHeap {
+        uint32_t *slot;
+        size_t n, allocated;
+        size_t pos_offset;         /* offsetof(SchedJob, …) of a size_t position */
+        int which;                 /* key: see heap_key() in sched-heap.c */
+        bool max;                  /* a max-heap */
+} SchedHeap;
+
+enum {
+        SCHED_HEAP_KEY_TAG,        /* vtag */
+        SCHED_HEAP_KEY_FINISH,     /* vfinish_s */
+        SCHED_HEAP_KEY_RATIO,      /* parallel_cpus / weight */
+        SCHED_HEAP_KEY_C0,         /* ckey[0], then key */
+        SCHED_HEAP_KEY_C1,         /* ckey[1], then key */
+};
+
+typedef struct SchedClass {
+        double weight;
+        SchedHeap heap;
+} SchedClass;
+
+typedef struct SchedOrder {
+        SchedHeap shared, late, fixed;
+        SchedClass *classes;
+        size_t n_classes;
+        uint32_t *capped;          /* job slots */
+        size_t n_capped, n_capped_allocated;
+} SchedOrder;
 
 typedef struct SchedPolicyOps {
         const char *name;
         bool training_priority;    /* HFSP Sec. III-C: training tasks first, up to T */
+        bool virtual_order;        /* ordered by the virtual cluster (hfsp, psbs) */
         /* Sets job->tier and job->prio; the virtual cluster is aged to now. */
         void (*order)(const Sched *s, SchedJob *job);
 } SchedPolicyOps;
@@ -58,9 +139,13 @@ struct Sched {
         SchedParams params;
         const SchedPolicyOps *ops;
 
-        /* Job table: a dense array plus an open-addressing index key → slot. */
+        /* Job table: slots that never move (heaps hold them), a free list, and an
+         * open-addressing index key → slot. */
         SchedJob *jobs;
-        size_t n_jobs, n_jobs_allocated;
+        size_t n_slots, n_jobs, n_jobs_allocated;
+        uint32_t *free_slots;
+        size_t n_free;
+        uint64_t *slot_keys;       /* each slot's key, for the index */
         uint32_t *index;           /* slot + 1, 0 = empty */
         size_t index_size;         /* power of two */
 
@@ -69,30 +154,115 @@ struct Sched {
         double last_s;             /* aged up to here */
         double ghost;              /* virtual service per unit of weight so far (PSBS's g) */
         double ghost_rate;         /* its current rate: the max-min water level */
-        double next_completion_s;  /* when the next job finishes virtually; NAN: unknown */
-        size_t n_virtual;
-        bool shares_stale;
+        size_t n_virtual, n_uncapped, n_capped;
+        double weight_uncapped;    /* Σ weight of uncapped jobs */
+        double cpus_capped;        /* Σ parallel_cpus of capped jobs */
+        SchedHeap tags;            /* uncapped, by vtag: the next virtual completion */
+        SchedHeap finishes;        /* capped, by vfinish_s */
+        SchedHeap ratio_uncapped;  /* uncapped with a cap, min parallel_cpus / weight */
+        SchedHeap ratio_capped;    /* capped, max parallel_cpus / weight */
+
+        /* Tasks the caller told about (sched_task_set()), by the caller's id. */
+        SchedTask *tasks;
+        SchedTaskMeta *meta;
+        size_t n_tasks_allocated;
+        uint32_t placed_head;      /* running, stopping and suspended tasks */
+        uint32_t find_hint;        /* the job of the last task told: tasks come job by job */
+        double training_cpus;      /* Σ training_cpus of jobs in training */
+
+        /* Nodes: capacity from the caller, allocations kept from the tasks. */
+        PlacementNode *nodes;
+        size_t n_nodes, n_nodes_allocated;
+
+        SchedOrder orders[_SCHED_ORDER_MAX];
+        uint64_t epoch;            /* decisions so far */
+        bool deciding;
+        bool bulk;                 /* tasks are being told all at once: orders later */
 
         /* Scratch for decisions, kept to avoid allocating per call. */
-        size_t *next;
-        size_t n_next;
-        size_t *cand;
-        size_t n_cand;
+        uint32_t *popped;
+        size_t n_popped, n_popped_allocated;
+        SchedDecision *out;
+        size_t n_out, n_out_allocated;
+        bool *reserved;
+        size_t n_reserved;
 };
+
+static inline SchedJob *sched_job_at(const Sched *s, uint32_t slot) {
+        return &s->jobs[slot];
+}
+static inline uint32_t sched_job_slot(const Sched *s, const SchedJob *j) {
+        return (uint32_t) (j - s->jobs);
+}
+
+/* sched-heap.c */
+void sched_heap_init(SchedHeap *h, size_t pos_offset, int which, bool max);
+void sched_heap_done(SchedHeap *h);
+int sched_heap_push(Sched *s, SchedHeap *h, uint32_t slot);
+void sched_heap_remove(Sched *s, SchedHeap *h, uint32_t slot);
+void sched_heap_update(Sched *s, SchedHeap *h, uint32_t slot);
+/* Bulk building: appends without ordering, then orders all at once in O(n). */
+int sched_heap_append(Sched *s, SchedHeap *h, uint32_t slot);
+void sched_heap_heapify(Sched *s, SchedHeap *h);
+static inline uint32_t sched_heap_top(const SchedHeap *h) {
+        return h->n > 0 ? h->slot[0] : SCHED_NIL;
+}
 
 /* sched-table.c */
 SchedJob *sched_table_find(const Sched *s, uint64_t key);
 int sched_table_insert(Sched *s, const SchedJob *job, SchedJob **ret);
+/* Forgets the job: the caller took it out of the virtual cluster and the orders first. */
 void sched_table_delete(Sched *s, SchedJob *job);
 void sched_table_clear(Sched *s);
 
 /* sched-vcluster.c */
-double sched_job_virtual_remaining(const SchedJob *j);
+double sched_job_virtual_remaining(const Sched *s, const SchedJob *j);
 double sched_job_virtual_rate(const Sched *s, const SchedJob *j);
-void sched_vcluster_enter(Sched *s, SchedJob *j, double now_s);
+int sched_vcluster_enter(Sched *s, SchedJob *j, double now_s);
 void sched_vcluster_leave(Sched *s, SchedJob *j);
-void sched_vcluster_advance(Sched *s, double now_s);
-void sched_vcluster_reshare(Sched *s);
+/* Sets what is left of a job (in or out of the virtual cluster) at the current time. */
+void sched_vcluster_set_remaining(Sched *s, SchedJob *j, double remaining_s);
+int sched_vcluster_advance(Sched *s, double now_s);
+int sched_vcluster_reshare(Sched *s);
+void sched_vcluster_init(Sched *s);
+void sched_vcluster_done(Sched *s);
+
+/* sched-order.c */
+void sched_order_init(Sched *s);
+void sched_order_done(Sched *s);
+/* Puts the job where it belongs in both orders now (or nowhere): after anything that changes
+ * its work waiting, its virtual state, its size, service or allocation. */
+int sched_order_update(Sched *s, SchedJob *j);
+void sched_order_remove(Sched *s, SchedJob *j);
+/* Every job again: the policy changed. */
+int sched_order_rebuild(Sched *s);
+/* Every job again, built in O(n): all tasks were told anew (sched_decide()). */
+int sched_order_bulk(Sched *s);
+/* The next job in (tier, priority, key) order among those not yet visited in this decision,
+ * ignoring the shared tier when skip_shared; marks it visited (SCHED_NIL: none left). */
+uint32_t sched_order_next(Sched *s, int order, bool skip_shared);
+uint32_t sched_order_peek_shared(const Sched *s, int order);
+/* Takes the job out of the order for the rest of this decision. */
+int sched_order_take(Sched *s, SchedJob *j, int order);
+/* Puts back what sched_order_next() took out during this decision. */
+int sched_order_restore(Sched *s);
+
+/* sched-tasks.c */
+int sched_task_set_ordered(Sched *s, size_t id, const SchedTask *task, uint64_t order);
+bool sched_task_is_training(const SchedJob *j, const SchedTask *t);
+/* Recomputes the job's training state and its training counts (size or policy changed). */
+void sched_job_training_refresh(Sched *s, SchedJob *j);
+/* Moves a task to a new state (and node) with all the accounting; used by decisions. */
+int sched_task_move(Sched *s, uint32_t id, SchedTaskState state, size_t node, double started_s);
+/* The job is going away: its tasks stay, unaccounted, as tasks of an unknown job. */
+void sched_job_detach_tasks(Sched *s, SchedJob *j);
+/* Forgets every task at once (the jobs' lists and counts, the nodes' allocations), leaving the
+ * orders to the caller: for sched_decide(), which then tells all tasks again with s->bulk set
+ * and puts each job in the orders once. */
+void sched_tasks_reset(Sched *s);
+void sched_nodes_recount(Sched *s);
+int sched_nodes_set(Sched *s, const PlacementNode *nodes, size_t n_nodes);
+void sched_tasks_done(Sched *s);
 
 /* sched-preempt.c: victims for a task that fits nowhere now. */
 typedef struct SchedBlocked {
@@ -107,13 +277,13 @@ typedef struct SchedNodeFree {
         int64_t memory_bytes;
 } SchedNodeFree;
 
-/* Appends FREEZE or KILL decisions to *out; returns the node made free enough for the task
+/* Emits (and applies) FREEZE or KILL decisions; returns the node made free enough for the task
  * now (suspend) or SCHED_NONE (nothing to do, or the task must wait for kills to complete). */
-size_t sched_preempt(Sched *s, const SchedBlocked *b, const PlacementNode *nodes, size_t n_nodes,
-                     const SchedTask *tasks, size_t n_tasks,
-                     SchedDecision **out, size_t *n_out, size_t *n_out_allocated, int *ret_error);
+size_t sched_preempt(Sched *s, const SchedBlocked *b, int *ret_error);
 
-/* sched.c helpers shared with sched-preempt.c */
+/* sched.c helpers shared with the other modules */
 bool sched_job_outranks(const SchedJob *a, double a_extra_cpus, const SchedJob *b, double b_less_cpus);
-bool sched_task_is_training(const SchedJob *j, const SchedTask *t);
-int sched_emit(SchedDecision **out, size_t *n_out, size_t *n_allocated, SchedVerb verb, size_t task, size_t node);
+int sched_emit(Sched *s, SchedVerb verb, size_t task, size_t node);
+double sched_job_size(const SchedJob *j);
+/* Forgets a job everywhere: virtual cluster, orders, its tasks' accounting, the table. */
+void sched_job_forget(Sched *s, SchedJob *j);

@@ -79,10 +79,11 @@ static size_t walk(const Victim *v, size_t n_v, const SchedBlocked *b, const Pla
         return SCHED_NONE;
 }
 
-size_t sched_preempt(Sched *s, const SchedBlocked *b, const PlacementNode *nodes, size_t n_nodes,
-                     const SchedTask *tasks, size_t n_tasks,
-                     SchedDecision **out, size_t *n_out, size_t *n_out_allocated, int *ret_error) {
+size_t sched_preempt(Sched *s, const SchedBlocked *b, int *ret_error) {
         SchedPreemption mode = s->params.preemption;
+        const PlacementNode *nodes = s->nodes;
+        size_t n_nodes = s->n_nodes;
+        const SchedTask *tasks = s->tasks;
         const SchedTask *t = &tasks[b->task];
         *ret_error = 0;
         if (mode == SCHED_PREEMPT_WAIT || n_nodes == 0)
@@ -95,30 +96,36 @@ size_t sched_preempt(Sched *s, const SchedBlocked *b, const PlacementNode *nodes
                 return SCHED_NONE;
         }
 
-        /* Tasks already being killed will free their node soon: wait for them, take no more. */
-        for (size_t i = 0; i < n_tasks; i++)
-                if (tasks[i].state == SCHED_TASK_STOPPING && tasks[i].node < n_nodes) {
+        /* Only placed tasks matter here (as many as the cluster holds, not the queue). Tasks
+         * already being killed will free their node soon: wait for them, take no more. */
+        size_t n_placed = 0;
+        for (uint32_t i = s->placed_head; i != SCHED_NIL; i = s->meta[i].gnext) {
+                n_placed++;
+                if (tasks[i].state == SCHED_TASK_STOPPING) {
                         freed[tasks[i].node].cpus += tasks[i].cpu_cores;
                         freed[tasks[i].node].memory_bytes += (int64_t) tasks[i].memory_bytes;
                 }
+        }
         for (size_t i = 0; i < n_nodes; i++)
                 if (freed[i].cpus > 0 && node_eligible(b, t, &nodes[i], i) &&
                     room(&nodes[i], freed[i].cpus, freed[i].memory_bytes, t, b->thaw))
                         return SCHED_NONE;
 
         size_t n_v = 0;
-        v = malloc(MAX(n_tasks, (size_t) 1) * sizeof(Victim));
+        v = malloc(MAX(n_placed, (size_t) 1) * sizeof(Victim));
         if (!v) {
                 *ret_error = -ENOMEM;
                 return SCHED_NONE;
         }
-        for (size_t i = 0; i < n_tasks; i++) {
+        for (uint32_t i = s->placed_head; i != SCHED_NIL; i = s->meta[i].gnext) {
                 const SchedTask *c = &tasks[i];
-                if (c->state != SCHED_TASK_RUNNING || c->node >= n_nodes || c->key == b->job->key)
+                /* Tasks this decision started or thawed are not running yet for it. */
+                if (c->state != SCHED_TASK_RUNNING || c->key == b->job->key || s->meta[i].seen == s->epoch)
                         continue;
-                const SchedJob *cj = sched_table_find(s, c->key);
-                if (!cj || cj->real_done || sched_task_is_training(cj, c))
+                SchedJob *cj = sched_job_at(s, s->meta[i].job);
+                if (cj->real_done || sched_task_is_training(cj, c))
                         continue; /* training tasks are never preempted while they train */
+                s->ops->order(s, cj);
                 if (!b->training && !sched_job_outranks(b->job, t->cpu_cores, cj, c->cpu_cores))
                         continue;
                 v[n_v++] = (Victim) { .task = i, .job = cj };
@@ -139,19 +146,19 @@ size_t sched_preempt(Sched *s, const SchedBlocked *b, const PlacementNode *nodes
                 return SCHED_NONE;
 
         for (size_t k = 0; k < end; k++) {
-                if (tasks[v[k].task].node != node)
+                const SchedTask *vt = &tasks[v[k].task];
+                if (vt->node != node)
                         continue;
-                int r = sched_emit(out, n_out, n_out_allocated, kill ? SCHED_KILL : SCHED_FREEZE, v[k].task, node);
+                int r = sched_emit(s, kill ? SCHED_KILL : SCHED_FREEZE, v[k].task, node);
+                /* Frozen tasks stop using CPU now (the caller places the waiting task on this
+                 * node); killed ones hold theirs until they are gone. */
+                if (r >= 0)
+                        r = sched_task_move(s, (uint32_t) v[k].task, kill ? SCHED_TASK_STOPPING : SCHED_TASK_SUSPENDED,
+                                            node, vt->started_s);
                 if (r < 0) {
                         *ret_error = r;
                         return SCHED_NONE;
                 }
         }
-        if (kill)
-                return SCHED_NONE; /* room comes when the kills are done */
-
-        /* Frozen tasks stop using CPU now; the caller places the waiting task on this node. */
-        PlacementNode *n = (PlacementNode *) &nodes[node];
-        n->allocated_cpus -= freed[node].cpus;
-        return node;
+        return kill ? SCHED_NONE : node; /* after kills, room comes when they are done */
 }

@@ -13,11 +13,12 @@ static void psbs_order(const Sched *s, SchedJob *job) {
                 return;
         }
         job->tier = SCHED_TIER_ORDERED;
-        job->prio = s->ghost + sched_job_virtual_remaining(job) / job->weight;
+        job->prio = s->ghost + sched_job_virtual_remaining(s, job) / job->weight;
 }
 
 const SchedPolicyOps sched_psbs_ops = {
         .name = "psbs",
         .training_priority = true,
+        .virtual_order = true,
         .order = psbs_order,
 };

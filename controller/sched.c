@@ -1,6 +1,8 @@
 /* sched.c: the scheduler's entry points — the job lifecycle, and each decision: age the virtual
- * cluster, order the jobs by the policy, give training tasks their share (HFSP Algorithm 1),
- * then fit work onto nodes in priority order, preempting when the policy says so. */
+ * cluster, give training tasks their share (HFSP Algorithm 1), then fit work onto nodes in
+ * priority order, preempting when the policy says so. The scheduler keeps the tasks and the
+ * order itself (sched-tasks.c, sched-order.c), so a decision reads the jobs at the head of the
+ * order and the nodes, never the whole queue. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,7 +78,9 @@ int sched_new(const SchedParams *params, double capacity_cpus, Sched **ret) {
         s->params = *params;
         s->ops = policy_ops[params->policy];
         s->capacity_cpus = capacity_cpus;
-        s->next_completion_s = NAN;
+        s->placed_head = SCHED_NIL;
+        sched_vcluster_init(s);
+        sched_order_init(s);
         *ret = s;
         return 0;
 }
@@ -84,9 +88,13 @@ int sched_new(const SchedParams *params, double capacity_cpus, Sched **ret) {
 Sched *sched_free(Sched *s) {
         if (!s)
                 return NULL;
+        sched_order_done(s);
+        sched_vcluster_done(s);
+        sched_tasks_done(s);
         sched_table_clear(s);
-        free(s->next);
-        free(s->cand);
+        free(s->popped);
+        free(s->out);
+        free(s->reserved);
         free(s);
         return NULL;
 }
@@ -100,48 +108,88 @@ int sched_set_params(Sched *s, const SchedParams *params) {
                 return -EINVAL;
         s->params = *params;
         s->ops = policy_ops[params->policy];
-        return 0;
+        /* Another order, and training priority may have come or gone: every job again. */
+        return sched_order_rebuild(s);
 }
 
 int sched_set_capacity(Sched *s, double now_s, double capacity_cpus) {
         if (!(capacity_cpus >= 0) || !isfinite(capacity_cpus))
                 return -EINVAL;
-        sched_vcluster_advance(s, now_s);
-        if (capacity_cpus != s->capacity_cpus) {
-                s->capacity_cpus = capacity_cpus;
-                s->shares_stale = true;
-        }
-        return 0;
+        int r = sched_vcluster_advance(s, now_s);
+        if (r < 0)
+                return r;
+        if (capacity_cpus == s->capacity_cpus)
+                return 0;
+        s->capacity_cpus = capacity_cpus;
+        return sched_vcluster_reshare(s);
 }
 
 static bool size_valid(const SchedSize *size) {
         return size->kind < _SCHED_SIZE_KIND_MAX && size->size_s >= 0 && isfinite(size->size_s);
 }
 
+static bool nothing_left(const Sched *s, const SchedJob *j) {
+        return sched_job_virtual_remaining(s, j) <= SCHED_EPSILON_S * MAX(1.0, j->size.size_s);
+}
+
+void sched_job_forget(Sched *s, SchedJob *j) {
+        sched_vcluster_leave(s, j);
+        sched_job_detach_tasks(s, j);
+        sched_order_remove(s, j);
+        sched_table_delete(s, j);
+}
+
+/* Training state and place in the orders after a change to the job. */
+static int job_changed(Sched *s, SchedJob *j) {
+        sched_job_training_refresh(s, j);
+        return sched_order_update(s, j);
+}
+
 int sched_job_add(Sched *s, uint64_t key, double now_s, double weight, double parallel_cpus,
                   const SchedSize *size) {
-        if (!(weight > 0) || !isfinite(weight) || !(parallel_cpus >= 0) || !size_valid(size))
+        if (!(weight > 0) || !isfinite(weight) || !(parallel_cpus >= 0) || !isfinite(parallel_cpus) ||
+            !size_valid(size))
                 return -EINVAL;
         if (sched_table_find(s, key))
                 return -EEXIST;
         /* Age the others first: the newcomer must not be charged for the past. */
-        sched_vcluster_advance(s, now_s);
+        int r = sched_vcluster_advance(s, now_s);
+        if (r < 0)
+                return r;
 
         SchedJob *j;
-        int r = sched_table_insert(s, &(SchedJob) {
+        r = sched_table_insert(s, &(SchedJob) {
                 .key = key,
                 .arrival_s = now_s,
                 .weight = weight,
                 .parallel_cpus = parallel_cpus,
                 .size = *size,
-                .state = SCHED_JOB_QUEUED,
+                .pending_head = SCHED_NIL, .pending_tail = SCHED_NIL,
+                .suspended_head = SCHED_NIL, .suspended_tail = SCHED_NIL,
+                .active_head = SCHED_NIL,
+                .added_epoch = s->epoch,
         }, &j);
         if (r < 0)
                 return r;
         if (size->kind == SCHED_SIZE_TINY)
                 j->size.size_s = 0;
-        sched_vcluster_enter(s, j, now_s);
-        return 0;
+        j->vrem_s = sched_job_size(j);
+        r = sched_vcluster_enter(s, j, now_s);
+        if (r < 0)
+                return r;
+        return job_changed(s, j);
+}
+
+/* The job has nothing left virtually: it leaves the virtual cluster, late or gone. */
+static int job_virtually_done(Sched *s, SchedJob *j, double now_s) {
+        sched_vcluster_leave(s, j);
+        if (j->real_done) {
+                sched_job_forget(s, j);
+                return 0;
+        }
+        j->late = true;
+        j->late_since_s = now_s;
+        return job_changed(s, j);
 }
 
 int sched_job_set_size(Sched *s, uint64_t key, double now_s, const SchedSize *size) {
@@ -155,28 +203,28 @@ int sched_job_set_size(Sched *s, uint64_t key, double now_s, const SchedSize *si
         if (final && !s->params.continuous_size_updates)
                 return 0;
 
-        sched_vcluster_advance(s, now_s);
-        j = sched_table_find(s, key); /* ageing may have moved it */
+        int r = sched_vcluster_advance(s, now_s);
+        if (r < 0)
+                return r;
+        j = sched_table_find(s, key); /* ageing may have finished it */
         if (!j)
                 return -ENOENT;
         /* The virtual work done stays done: the new size only changes what is left. */
+        double done = sched_job_size(j) - sched_job_virtual_remaining(s, j);
         j->size = *size;
-        s->next_completion_s = NAN;
         if (size->kind == SCHED_SIZE_TINY)
                 j->size.size_s = 0;
+        sched_vcluster_set_remaining(s, j, MAX(sched_job_size(j) - done, 0.0));
         if (j->in_virtual) {
-                if (sched_job_virtual_remaining(j) <= SCHED_EPSILON_S * MAX(1.0, j->size.size_s)) {
-                        sched_vcluster_leave(s, j);
-                        if (j->real_done)
-                                sched_table_delete(s, j);
-                        else {
-                                j->late = true;
-                                j->late_since_s = now_s;
-                        }
-                }
-        } else if (!j->real_done)
-                sched_vcluster_enter(s, j, now_s);
-        return 1;
+                if (nothing_left(s, j))
+                        return job_virtually_done(s, j, now_s) < 0 ? -ENOMEM : 1;
+        } else if (!j->real_done) {
+                r = sched_vcluster_enter(s, j, now_s);
+                if (r < 0)
+                        return r;
+        }
+        r = job_changed(s, j);
+        return r < 0 ? r : 1;
 }
 
 int sched_job_set_service(Sched *s, uint64_t key, double service_s) {
@@ -185,22 +233,27 @@ int sched_job_set_service(Sched *s, uint64_t key, double service_s) {
         SchedJob *j = sched_table_find(s, key);
         if (!j)
                 return -ENOENT;
+        if (j->service_s == service_s)
+                return 0;
         j->service_s = service_s;
-        return 0;
+        return sched_order_update(s, j); /* srpt's key */
 }
 
 int sched_job_finish(Sched *s, uint64_t key, double now_s) {
-        sched_vcluster_advance(s, now_s);
+        int r = sched_vcluster_advance(s, now_s);
+        if (r < 0)
+                return r;
         SchedJob *j = sched_table_find(s, key);
         if (!j)
                 return -ENOENT;
         j->real_done = true;
         j->late = false;
-        j->state = SCHED_JOB_DONE;
         j->rank = 0;
-        if (!j->in_virtual)
-                sched_table_delete(s, j);
-        return 0;
+        if (!j->in_virtual) {
+                sched_job_forget(s, j);
+                return 0;
+        }
+        return job_changed(s, j);
 }
 
 int sched_job_training_done(Sched *s, uint64_t key, double now_s, const SchedSize *final_size) {
@@ -216,45 +269,61 @@ int sched_job_training_done(Sched *s, uint64_t key, double now_s, const SchedSiz
 int sched_job_restore(Sched *s, uint64_t key, double now_s, double virtual_size_s, double late_since_s) {
         if (!(virtual_size_s >= 0) || !isfinite(virtual_size_s) || isinf(late_since_s))
                 return -EINVAL;
-        sched_vcluster_advance(s, now_s);
+        int r = sched_vcluster_advance(s, now_s);
+        if (r < 0)
+                return r;
         SchedJob *j = sched_table_find(s, key);
         if (!j)
                 return -ENOENT;
-        double size = j->size.kind == SCHED_SIZE_TINY ? 0.0 : j->size.size_s;
         /* Never more left than its size: a checkpoint of an older, larger size ages no less. */
-        j->vwork_s = MAX(size - virtual_size_s, 0.0);
-        s->next_completion_s = NAN;
-        s->shares_stale = true;
-        if (sched_job_virtual_remaining(j) > SCHED_EPSILON_S * MAX(1.0, j->size.size_s)) {
+        sched_vcluster_set_remaining(s, j, MIN(virtual_size_s, sched_job_size(j)));
+        if (!nothing_left(s, j)) {
                 j->late = false;
-                if (!j->real_done)
-                        sched_vcluster_enter(s, j, now_s);
-                return 0;
+                if (!j->real_done) {
+                        r = sched_vcluster_enter(s, j, now_s);
+                        if (r < 0)
+                                return r;
+                }
+                return job_changed(s, j);
         }
         sched_vcluster_leave(s, j);
         if (j->real_done) {
-                sched_table_delete(s, j);
+                sched_job_forget(s, j);
                 return 0;
         }
         j->late = true;
         j->late_since_s = isnan(late_since_s) ? now_s : late_since_s;
-        return 0;
+        return job_changed(s, j);
 }
 
 int sched_set_ghost_time(Sched *s, double ghost) {
         if (!(ghost >= 0) || !isfinite(ghost))
                 return -EINVAL;
+        /* Tags are ghost times: moving the ghost time moves them, or every job would age. */
+        double delta = ghost - s->ghost;
         s->ghost = ghost;
+        if (delta == 0 || s->n_uncapped == 0)
+                return 0;
+        for (size_t i = 0; i < s->n_slots; i++) {
+                SchedJob *j = &s->jobs[i];
+                if (j->used && j->in_virtual && !j->capped) {
+                        j->vtag += delta;
+                        int r = sched_order_update(s, j);
+                        if (r < 0)
+                                return r;
+                }
+        }
         return 0;
 }
 
 int sched_job_remove(Sched *s, uint64_t key, double now_s) {
-        sched_vcluster_advance(s, now_s);
+        int r = sched_vcluster_advance(s, now_s);
+        if (r < 0)
+                return r;
         SchedJob *j = sched_table_find(s, key);
         if (!j)
                 return -ENOENT;
-        sched_vcluster_leave(s, j);
-        sched_table_delete(s, j);
+        sched_job_forget(s, j);
         return 0;
 }
 
@@ -295,103 +364,29 @@ static int job_cmp(const SchedJob *a, const SchedJob *b) {
         return a->key < b->key ? -1 : a->key > b->key;
 }
 
-bool sched_task_is_training(const SchedJob *j, const SchedTask *t) {
-        return j->training_now && t->index < j->size.n_training;
-}
-
-int sched_emit(SchedDecision **out, size_t *n_out, size_t *n_allocated, SchedVerb verb, size_t task, size_t node) {
-        if (*n_out == *n_allocated) {
-                size_t n = MAX(*n_allocated * 2, (size_t) 8);
-                SchedDecision *p = realloc(*out, n * sizeof(SchedDecision));
+int sched_emit(Sched *s, SchedVerb verb, size_t task, size_t node) {
+        if (s->n_out == s->n_out_allocated) {
+                size_t n = MAX(s->n_out_allocated * 2, (size_t) 8);
+                SchedDecision *p = realloc(s->out, n * sizeof(SchedDecision));
                 if (!p)
                         return -ENOMEM;
-                *out = p;
-                *n_allocated = n;
+                s->out = p;
+                s->n_out_allocated = n;
         }
-        (*out)[(*n_out)++] = (SchedDecision) { .verb = verb, .task = task, .node = node };
+        s->out[s->n_out++] = (SchedDecision) { .verb = verb, .task = task, .node = node };
         return 0;
-}
-
-static int ensure_scratch(size_t **p, size_t *n, size_t want) {
-        if (*n >= want)
-                return 0;
-        size_t m = MAX(want, *n * 2);
-        size_t *q = realloc(*p, m * sizeof(size_t));
-        if (!q)
-                return -ENOMEM;
-        *p = q;
-        *n = m;
-        return 0;
-}
-
-/* A binary min-heap of job slots by job_cmp(), for the ordered tiers. Built in O(n) per
- * decision; usually only its top is ever taken (the cluster is full). */
-typedef struct JobHeap {
-        const SchedJob *jobs;
-        size_t *slot;
-        size_t n;
-} JobHeap;
-
-static bool heap_less(const JobHeap *h, size_t a, size_t b) {
-        const SchedJob *x = &h->jobs[h->slot[a]], *y = &h->jobs[h->slot[b]];
-        if (x->tier != y->tier)
-                return x->tier < y->tier;
-        if (x->prio != y->prio)
-                return x->prio < y->prio;
-        return x->key < y->key;
-}
-
-static void heap_down(JobHeap *h, size_t i) {
-        for (;;) {
-                size_t l = 2 * i + 1, m = i;
-                if (l < h->n && heap_less(h, l, m))
-                        m = l;
-                if (l + 1 < h->n && heap_less(h, l + 1, m))
-                        m = l + 1;
-                if (m == i)
-                        return;
-                size_t t = h->slot[i];
-                h->slot[i] = h->slot[m];
-                h->slot[m] = t;
-                i = m;
-        }
-}
-
-static size_t heap_pop(JobHeap *h) {
-        if (h->n == 0)
-                return SCHED_NONE;
-        size_t top = h->slot[0];
-        h->slot[0] = h->slot[--h->n];
-        heap_down(h, 0);
-        return top;
 }
 
 /* ---- Decisions ---- */
 
-typedef struct Decide {
-        Sched *s;
-        PlacementNode *nodes;
-        size_t n_nodes;
-        const SchedTask *tasks;
-        size_t n_tasks;
-        bool *reserved;            /* nodes a blocked thaw waits on: nothing lower goes there */
-        SchedDecision *out;
-        size_t n_out, n_out_allocated;
-} Decide;
-
-static void node_take(PlacementNode *n, double cpus, uint64_t memory_bytes) {
-        n->allocated_cpus += cpus;
-        n->allocated_memory_bytes += memory_bytes;
-}
-
-static size_t best_node(const Decide *d, const SchedTask *t) {
+static size_t best_node(const Sched *s, const SchedTask *t) {
         size_t best = PLACEMENT_NONE;
         double best_free = 0;
         uint64_t best_mem = 0;
         /* placement_best_node() with reserved nodes left out. */
-        for (size_t i = 0; i < d->n_nodes; i++) {
-                const PlacementNode *n = &d->nodes[i];
-                if (d->reserved[i] || !placement_node_fits(n, t->cpu_cores, t->memory_bytes))
+        for (size_t i = 0; i < s->n_nodes; i++) {
+                const PlacementNode *n = &s->nodes[i];
+                if (s->reserved[i] || !placement_node_fits(n, t->cpu_cores, t->memory_bytes))
                         continue;
                 double f = n->capacity_cpus - n->allocated_cpus;
                 uint64_t m = n->capacity_memory_bytes - MIN(n->allocated_memory_bytes, n->capacity_memory_bytes);
@@ -406,26 +401,26 @@ static size_t best_node(const Decide *d, const SchedTask *t) {
 }
 
 /* Outcome of trying one unit of work. */
-enum { UNIT_DONE, UNIT_SKIPPED, UNIT_BLOCKED, UNIT_STOP };
+enum { UNIT_DONE, UNIT_SKIPPED, UNIT_STOP };
 
-static int preempt_for(Decide *d, const SchedJob *j, size_t ti, bool training, bool thaw, size_t *ret_node) {
+static int preempt_for(Sched *s, const SchedJob *j, size_t ti, bool training, bool thaw, size_t *ret_node) {
         int error = 0;
         SchedBlocked b = { .task = ti, .job = j, .training = training, .thaw = thaw };
-        *ret_node = sched_preempt(d->s, &b, d->nodes, d->n_nodes, d->tasks, d->n_tasks, &d->out, &d->n_out,
-                                  &d->n_out_allocated, &error);
+        *ret_node = sched_preempt(s, &b, &error);
         return error;
 }
 
-static int try_start(Decide *d, SchedJob *j, size_t ti, bool training, int *ret_outcome) {
-        const SchedTask *t = &d->tasks[ti];
-        if (!placement_fits_empty_node(d->nodes, d->n_nodes, t->cpu_cores, t->memory_bytes)) {
+static int try_start(Sched *s, double now_s, SchedJob *j, uint32_t ti, bool training, int *ret_outcome) {
+        const SchedTask *t = &s->tasks[ti];
+        if (!placement_fits_empty_node(s->nodes, s->n_nodes, t->cpu_cores, t->memory_bytes)) {
                 *ret_outcome = UNIT_SKIPPED; /* waits for a bigger node; blocking on it would stall all */
                 return 0;
         }
-        size_t node = best_node(d, t);
+        size_t node = best_node(s, t);
         bool preempted = false;
         if (node == PLACEMENT_NONE) {
-                int r = preempt_for(d, j, ti, training, false, &node);
+                s->ops->order(s, j);
+                int r = preempt_for(s, j, ti, training, false, &node);
                 if (r < 0)
                         return r;
                 if (node == SCHED_NONE) {
@@ -434,279 +429,147 @@ static int try_start(Decide *d, SchedJob *j, size_t ti, bool training, int *ret_
                 }
                 preempted = true; /* one preemption per decision is enough */
         }
-        node_take(&d->nodes[node], t->cpu_cores, t->memory_bytes);
-        j->alloc_cpus += t->cpu_cores;
-        j->n_pending--;
         *ret_outcome = preempted ? UNIT_STOP : UNIT_DONE;
-        return sched_emit(&d->out, &d->n_out, &d->n_out_allocated, SCHED_START, ti, node);
+        s->meta[ti].seen = s->epoch; /* started by this decision: not a victim in it */
+        int r = sched_emit(s, SCHED_START, ti, node);
+        if (r < 0)
+                return r;
+        return sched_task_move(s, ti, SCHED_TASK_RUNNING, node, now_s);
 }
 
-static int try_thaw(Decide *d, SchedJob *j, size_t ti, int *ret_outcome) {
-        const SchedTask *t = &d->tasks[ti];
-        PlacementNode *n = &d->nodes[t->node];
-        if (d->reserved[t->node] || n->lost) {
+static int try_thaw(Sched *s, SchedJob *j, uint32_t ti, int *ret_outcome) {
+        const SchedTask *t = &s->tasks[ti];
+        size_t node = t->node;
+        PlacementNode *n = &s->nodes[node];
+        if (s->reserved[node] || n->lost) {
                 *ret_outcome = UNIT_SKIPPED;
                 return 0;
         }
         bool fits = t->cpu_cores <= n->capacity_cpus - n->allocated_cpus + PLACEMENT_CPU_EPSILON;
         bool preempted = false;
         if (!fits) {
-                size_t node;
-                int r = preempt_for(d, j, ti, false, true, &node);
+                size_t freed;
+                s->ops->order(s, j);
+                int r = preempt_for(s, j, ti, false, true, &freed);
                 if (r < 0)
                         return r;
-                if (node == SCHED_NONE) {
+                if (freed == SCHED_NONE) {
                         /* Its memory is here: hold the node for it rather than fill it below. */
-                        d->reserved[t->node] = true;
+                        s->reserved[node] = true;
                         *ret_outcome = UNIT_SKIPPED;
                         return 0;
                 }
                 preempted = true;
         }
-        n->allocated_cpus += t->cpu_cores; /* its memory was never released */
-        j->alloc_cpus += t->cpu_cores;
-        j->n_suspended--;
         *ret_outcome = preempted ? UNIT_STOP : UNIT_DONE;
-        return sched_emit(&d->out, &d->n_out, &d->n_out_allocated, SCHED_THAW, ti, t->node);
+        s->meta[ti].seen = s->epoch;
+        int r = sched_emit(s, SCHED_THAW, ti, node);
+        if (r < 0)
+                return r;
+        return sched_task_move(s, ti, SCHED_TASK_RUNNING, node, t->started_s); /* its memory never left */
 }
 
-/* Takes the job's next unit of work (a thaw before a start) and tries it. *ret_outcome is
- * UNIT_DONE/UNIT_SKIPPED (go on), UNIT_STOP (placement ends here), or nothing left. */
-static int job_step(Decide *d, SchedJob *j, bool *ret_had_work, int *ret_outcome) {
-        Sched *s = d->s;
-        if (j->suspended_head != SCHED_NONE) {
-                size_t ti = j->suspended_head;
-                j->suspended_head = s->next[ti];
-                *ret_had_work = true;
-                return try_thaw(d, j, ti, ret_outcome);
+/* Takes the job's next unit of work in this decision (a thaw before a start; tasks the
+ * training pass already tried are not tried again) and tries it. */
+static int job_step(Sched *s, double now_s, SchedJob *j, bool *ret_had_work, int *ret_outcome) {
+        if (j->cursor_epoch != s->epoch) {
+                j->cursor_epoch = s->epoch;
+                j->cursor_suspended = j->suspended_head;
+                j->cursor_pending = j->pending_head;
         }
-        if (j->pending_head != SCHED_NONE) {
-                size_t ti = j->pending_head;
-                j->pending_head = s->next[ti];
-                *ret_had_work = true;
-                return try_start(d, j, ti, sched_task_is_training(j, &d->tasks[ti]), ret_outcome);
+        *ret_had_work = true;
+        if (j->cursor_suspended != SCHED_NIL) {
+                uint32_t ti = j->cursor_suspended;
+                j->cursor_suspended = s->meta[ti].next;
+                return try_thaw(s, j, ti, ret_outcome);
+        }
+        while (j->cursor_pending != SCHED_NIL && s->meta[j->cursor_pending].seen == s->epoch)
+                j->cursor_pending = s->meta[j->cursor_pending].next;
+        if (j->cursor_pending != SCHED_NIL) {
+                uint32_t ti = j->cursor_pending;
+                j->cursor_pending = s->meta[ti].next;
+                return try_start(s, now_s, j, ti, sched_task_is_training(j, &s->tasks[ti]), ret_outcome);
         }
         *ret_had_work = false;
         return 0;
 }
 
-static int cmp_slots(const void *a, const void *b, void *userdata) {
-        const SchedJob *jobs = userdata;
-        return job_cmp(&jobs[*(const size_t *) a], &jobs[*(const size_t *) b]);
-}
-
 /* HFSP Algorithm 1: while training tasks hold less than T CPUs, a free resource goes to a
  * training task of the job in training with the smallest virtual size. */
-static int training_pass(Decide *d, size_t *cand, size_t n_cand, bool *ret_stop) {
-        Sched *s = d->s;
-        double t_curr = 0;
-
-        for (size_t i = 0; i < d->n_tasks; i++) {
-                const SchedTask *t = &d->tasks[i];
-                if (t->state != SCHED_TASK_RUNNING && t->state != SCHED_TASK_STOPPING)
-                        continue;
-                const SchedJob *j = sched_table_find(s, t->key);
-                if (j && sched_task_is_training(j, t))
-                        t_curr += t->cpu_cores;
-        }
-
-        size_t n = 0;
-        for (size_t i = 0; i < n_cand; i++)
-                if (s->jobs[cand[i]].training_now)
-                        cand[n++] = cand[i];
-        qsort_r(cand, n, sizeof(size_t), cmp_slots, s->jobs);
-
-        for (size_t c = 0; c < n; c++) {
-                SchedJob *j = &s->jobs[cand[c]];
-                size_t prev = SCHED_NONE;
-                for (size_t ti = j->pending_head; ti != SCHED_NONE;) {
-                        const SchedTask *t = &d->tasks[ti];
-                        size_t next = s->next[ti];
+static int training_pass(Sched *s, double now_s, bool *ret_stop) {
+        for (;;) {
+                uint32_t slot = sched_order_next(s, SCHED_ORDER_TRAINING, false);
+                if (slot == SCHED_NIL)
+                        return 0;
+                SchedJob *j = sched_job_at(s, slot);
+                size_t left = j->n_pending_training;
+                for (uint32_t ti = j->pending_head; ti != SCHED_NIL && left > 0;) {
+                        const SchedTask *t = &s->tasks[ti];
+                        uint32_t next = s->meta[ti].next;
                         if (!sched_task_is_training(j, t)) {
-                                prev = ti;
                                 ti = next;
                                 continue;
                         }
-                        if (t_curr + t->cpu_cores > s->params.training_cpus + PLACEMENT_CPU_EPSILON)
+                        left--;
+                        if (s->training_cpus + t->cpu_cores > s->params.training_cpus + PLACEMENT_CPU_EPSILON)
                                 return 0;
-                        /* Unlink it: placed or skipped, the main pass must not see it again. */
-                        if (prev == SCHED_NONE)
-                                j->pending_head = next;
-                        else
-                                s->next[prev] = next;
+                        /* Placed or skipped, the main pass must not try it again. */
+                        s->meta[ti].seen = s->epoch;
                         int outcome;
-                        int r = try_start(d, j, ti, true, &outcome);
+                        int r = try_start(s, now_s, j, ti, true, &outcome);
                         if (r < 0)
                                 return r;
                         if (outcome == UNIT_STOP) {
                                 *ret_stop = true;
                                 return 0;
                         }
-                        if (outcome == UNIT_DONE)
-                                t_curr += t->cpu_cores;
                         ti = next;
                 }
         }
-        return 0;
 }
 
-static void job_set_state(SchedJob *j) {
-        if (j->real_done)
-                j->state = SCHED_JOB_DONE;
-        else if (j->training_now)
-                j->state = SCHED_JOB_TRAINING;
-        else if (j->n_suspended > 0)
-                j->state = SCHED_JOB_SUSPENDED;
-        else if (j->n_pending > 0)
-                j->state = SCHED_JOB_QUEUED;
-        else
-                j->state = SCHED_JOB_RUNNING;
-}
-
-int sched_decide(Sched *s, double now_s, PlacementNode *nodes, size_t n_nodes,
-                 const SchedTask *tasks, size_t n_tasks, SchedDecision **ret, size_t *ret_n) {
+static int decide(Sched *s, double now_s) {
+        bool stop = false;
         int r;
 
-        sched_vcluster_advance(s, now_s);
-        r = ensure_scratch(&s->next, &s->n_next, MAX(n_tasks, (size_t) 1));
-        if (r < 0)
-                return r;
-        r = ensure_scratch(&s->cand, &s->n_cand, MAX(s->n_jobs, (size_t) 1));
-        if (r < 0)
-                return r;
-        _cleanup_free_ bool *reserved = calloc(MAX(n_nodes, (size_t) 1), sizeof(bool));
-        if (!reserved)
-                return -ENOMEM;
-
-        for (size_t i = 0; i < s->n_jobs; i++) {
-                SchedJob *j = &s->jobs[i];
-                j->alloc_cpus = 0;
-                j->n_pending = j->n_suspended = 0;
-                j->pending_head = j->pending_tail = SCHED_NONE;
-                j->suspended_head = j->suspended_tail = SCHED_NONE;
-                /* T = 0 turns training priority off altogether. */
-                j->training_now = s->ops->training_priority && s->params.training_cpus > 0 && !j->real_done &&
-                        j->size.kind == SCHED_SIZE_INITIAL && j->size.n_training > 0;
-        }
-        for (size_t i = 0; i < n_nodes; i++)
-                nodes[i].allocated_cpus = 0, nodes[i].allocated_memory_bytes = 0;
-
-        /* Tasks into per-job lists; node allocations from what holds resources. */
-        SchedJob *j = NULL;
-        for (size_t i = 0; i < n_tasks; i++) {
-                const SchedTask *t = &tasks[i];
-                s->next[i] = SCHED_NONE;
-                if (!j || j->key != t->key)
-                        j = sched_table_find(s, t->key);
-                if (!j || (t->state != SCHED_TASK_PENDING && t->node >= n_nodes))
-                        continue;
-                switch (t->state) {
-                case SCHED_TASK_PENDING:
-                        if (j->pending_tail == SCHED_NONE)
-                                j->pending_head = i;
-                        else
-                                s->next[j->pending_tail] = i;
-                        j->pending_tail = i;
-                        j->n_pending++;
-                        break;
-                case SCHED_TASK_RUNNING:
-                        j->alloc_cpus += t->cpu_cores;
-                        node_take(&nodes[t->node], t->cpu_cores, t->memory_bytes);
-                        break;
-                case SCHED_TASK_STOPPING:
-                        node_take(&nodes[t->node], t->cpu_cores, t->memory_bytes);
-                        break;
-                case SCHED_TASK_SUSPENDED:
-                        node_take(&nodes[t->node], 0, t->memory_bytes);
-                        if (j->suspended_tail == SCHED_NONE)
-                                j->suspended_head = i;
-                        else
-                                s->next[j->suspended_tail] = i;
-                        j->suspended_tail = i;
-                        j->n_suspended++;
-                        break;
-                default:
-                        break;
-                }
-        }
-
-        /* Order: shared jobs are picked by CPU per weight, the others strictly by priority. */
-        size_t n_shared = 0, n_ordered = 0;
-        size_t *cand = s->cand;
-        for (size_t i = 0; i < s->n_jobs; i++) {
-                SchedJob *job = &s->jobs[i];
-                s->ops->order(s, job);
-                if (job->real_done || (job->pending_head == SCHED_NONE && job->suspended_head == SCHED_NONE))
-                        continue;
-                cand[n_ordered++] = i;
-        }
-
-        Decide d = {
-                .s = s, .nodes = nodes, .n_nodes = n_nodes, .tasks = tasks, .n_tasks = n_tasks,
-                .reserved = reserved,
-        };
-        bool stop = false;
-
         if (s->ops->training_priority && s->params.training_cpus > 0) {
-                /* training_pass() reorders a prefix of cand: give it a copy. */
-                _cleanup_free_ size_t *copy = malloc(MAX(n_ordered, (size_t) 1) * sizeof(size_t));
-                if (!copy) {
-                        r = -ENOMEM;
-                        goto fail;
-                }
-                memcpy(copy, cand, n_ordered * sizeof(size_t));
-                r = training_pass(&d, copy, n_ordered, &stop);
+                r = training_pass(s, now_s, &stop);
                 if (r < 0)
-                        goto fail;
+                        return r;
         }
 
-        /* Shared jobs to the front of cand, the heap over the rest. */
-        for (size_t i = 0; i < n_ordered; i++)
-                if (s->jobs[cand[i]].tier == SCHED_TIER_SHARED) {
-                        size_t t = cand[n_shared];
-                        cand[n_shared++] = cand[i];
-                        cand[i] = t;
-                }
-        JobHeap heap = { .jobs = s->jobs, .slot = cand + n_shared, .n = n_ordered - n_shared };
-        for (size_t i = heap.n / 2; i-- > 0;)
-                heap_down(&heap, i);
-
+        /* Shared jobs first, each unit to the one holding the least CPU per weight. */
         while (!stop) {
-                SchedJob *job = NULL;
-                size_t pick = SCHED_NONE;
-                for (size_t i = 0; i < n_shared; i++) {
-                        SchedJob *c = &s->jobs[cand[i]];
-                        if (!job || fair_level(c, 0) < fair_level(job, 0) ||
-                            (fair_level(c, 0) == fair_level(job, 0) && c->key < job->key)) {
-                                job = c;
-                                pick = i;
-                        }
-                }
-                if (job) {
-                        bool had_work;
-                        int outcome = UNIT_DONE;
-                        r = job_step(&d, job, &had_work, &outcome);
+                uint32_t slot = sched_order_peek_shared(s, SCHED_ORDER_MAIN);
+                if (slot == SCHED_NIL)
+                        break;
+                SchedJob *j = sched_job_at(s, slot);
+                bool had_work;
+                int outcome = UNIT_DONE;
+                r = job_step(s, now_s, j, &had_work, &outcome);
+                if (r < 0)
+                        return r;
+                if (!had_work) {
+                        r = sched_order_take(s, j, SCHED_ORDER_MAIN);
                         if (r < 0)
-                                goto fail;
-                        if (!had_work || outcome == UNIT_SKIPPED) {
-                                if (!had_work)
-                                        cand[pick] = cand[--n_shared];
-                                continue;
-                        }
-                        stop = outcome == UNIT_STOP;
+                                return r;
                         continue;
                 }
+                stop = outcome == UNIT_STOP;
+        }
 
-                size_t slot = heap_pop(&heap);
-                if (slot == SCHED_NONE)
+        /* Then the others strictly in order. */
+        while (!stop) {
+                uint32_t slot = sched_order_next(s, SCHED_ORDER_MAIN, true);
+                if (slot == SCHED_NIL)
                         break;
-                job = &s->jobs[slot];
+                SchedJob *j = sched_job_at(s, slot);
                 for (;;) {
                         bool had_work;
                         int outcome = UNIT_DONE;
-                        r = job_step(&d, job, &had_work, &outcome);
+                        r = job_step(s, now_s, j, &had_work, &outcome);
                         if (r < 0)
-                                goto fail;
+                                return r;
                         if (!had_work)
                                 break;
                         if (outcome == UNIT_STOP) {
@@ -715,35 +578,102 @@ int sched_decide(Sched *s, double now_s, PlacementNode *nodes, size_t n_nodes,
                         }
                 }
         }
-
-        /* States for the API: what is left waiting after this decision. */
-        for (size_t k = 0; k < d.n_out; k++)
-                if (d.out[k].verb == SCHED_FREEZE) {
-                        SchedJob *job = sched_table_find(s, tasks[d.out[k].task].key);
-                        if (job)
-                                job->n_suspended++;
-                }
-        for (size_t i = 0; i < s->n_jobs; i++)
-                job_set_state(&s->jobs[i]);
-
-        *ret = d.out;
-        *ret_n = d.n_out;
         return 0;
-fail:
-        free(d.out);
-        return r;
+}
+
+int sched_next(Sched *s, double now_s, const SchedDecision **ret, size_t *ret_n) {
+        int r = sched_vcluster_advance(s, now_s);
+        if (r < 0)
+                return r;
+        if (s->n_reserved < s->n_nodes) {
+                bool *p = realloc(s->reserved, s->n_nodes * sizeof(bool));
+                if (!p)
+                        return -ENOMEM;
+                s->reserved = p;
+                s->n_reserved = s->n_nodes;
+        }
+        if (s->n_nodes > 0)
+                memset(s->reserved, 0, s->n_nodes * sizeof(bool));
+        s->n_out = 0;
+        s->epoch++;
+        s->deciding = true;
+        r = decide(s, now_s);
+        int k = sched_order_restore(s);
+        if (r < 0 || k < 0)
+                return r < 0 ? r : k;
+        *ret = s->out;
+        *ret_n = s->n_out;
+        return 0;
+}
+
+int sched_set_nodes(Sched *s, const PlacementNode *nodes, size_t n_nodes) {
+        return sched_nodes_set(s, nodes, n_nodes);
+}
+
+const PlacementNode *sched_nodes(const Sched *s, size_t *ret_n) {
+        *ret_n = s->n_nodes;
+        return s->nodes;
+}
+
+int sched_decide(Sched *s, double now_s, PlacementNode *nodes, size_t n_nodes,
+                 const SchedTask *tasks, size_t n_tasks, SchedDecision **ret, size_t *ret_n) {
+        /* Age first: jobs that finish virtually now are gone before their tasks are read. */
+        int r = sched_vcluster_advance(s, now_s);
+        if (r < 0)
+                return r;
+        /* All tasks anew, each job put in the orders once. */
+        sched_tasks_reset(s);
+        r = sched_set_nodes(s, nodes, n_nodes);
+        if (r < 0)
+                return r;
+        s->bulk = true;
+        for (size_t i = 0; i < n_tasks && r >= 0; i++)
+                r = sched_task_set_ordered(s, i, &tasks[i], i);
+        s->bulk = false;
+        if (r >= 0)
+                r = sched_order_bulk(s);
+        if (r < 0)
+                return r;
+        const SchedDecision *d;
+        size_t n_d;
+        r = sched_next(s, now_s, &d, &n_d);
+        if (r < 0)
+                return r;
+        SchedDecision *copy = NULL;
+        if (n_d > 0) {
+                copy = malloc(n_d * sizeof(SchedDecision));
+                if (!copy)
+                        return -ENOMEM;
+                memcpy(copy, d, n_d * sizeof(SchedDecision));
+        }
+        for (size_t i = 0; i < n_nodes; i++) {
+                nodes[i].allocated_cpus = s->nodes[i].allocated_cpus;
+                nodes[i].allocated_memory_bytes = s->nodes[i].allocated_memory_bytes;
+        }
+        *ret = copy;
+        *ret_n = n_d;
+        return 0;
 }
 
 /* ---- Ranking ---- */
 
+static int cmp_slots(const void *a, const void *b, void *userdata) {
+        const SchedJob *jobs = userdata;
+        return job_cmp(&jobs[*(const size_t *) a], &jobs[*(const size_t *) b]);
+}
+
 int sched_rank(Sched *s, double now_s) {
-        sched_vcluster_advance(s, now_s);
-        _cleanup_free_ size_t *slots = malloc(MAX(s->n_jobs, (size_t) 1) * sizeof(size_t));
+        int r = sched_vcluster_advance(s, now_s);
+        if (r < 0)
+                return r;
+        _cleanup_free_ size_t *slots = malloc(MAX(s->n_slots, (size_t) 1) * sizeof(size_t));
         if (!slots)
                 return -ENOMEM;
         size_t n = 0;
-        for (size_t i = 0; i < s->n_jobs; i++) {
+        for (size_t i = 0; i < s->n_slots; i++) {
                 SchedJob *j = &s->jobs[i];
+                if (!j->used)
+                        continue;
                 s->ops->order(s, j);
                 j->rank = 0;
                 if (!j->real_done)
@@ -755,23 +685,39 @@ int sched_rank(Sched *s, double now_s) {
         return 0;
 }
 
+/* What a job is doing, from the tasks the scheduler holds; a job no decision has seen yet is
+ * queued (as it was before decisions kept their own tasks). */
+static SchedJobState job_state(const Sched *s, const SchedJob *j) {
+        if (j->real_done)
+                return SCHED_JOB_DONE;
+        if (j->added_epoch == s->epoch)
+                return SCHED_JOB_QUEUED;
+        if (j->training_now)
+                return SCHED_JOB_TRAINING;
+        if (j->n_suspended > 0)
+                return SCHED_JOB_SUSPENDED;
+        if (j->n_pending > 0)
+                return SCHED_JOB_QUEUED;
+        return SCHED_JOB_RUNNING;
+}
+
 int sched_job_info(const Sched *s, uint64_t key, SchedJobInfo *ret) {
         const SchedJob *j = sched_table_find(s, key);
         if (!j)
                 return -ENOENT;
-        double size = j->size.kind == SCHED_SIZE_TINY ? 0.0 : j->size.size_s;
+        double remaining = sched_job_virtual_remaining(s, j);
         *ret = (SchedJobInfo) {
                 .size = j->size,
                 .weight = j->weight,
-                .virtual_size_s = sched_job_virtual_remaining(j),
+                .virtual_size_s = remaining,
                 .virtual_share_cpus = sched_job_virtual_rate(s, j),
-                .virtual_finish = s->ghost + (j->in_virtual ? sched_job_virtual_remaining(j) / j->weight : 0),
+                .virtual_finish = s->ghost + (j->in_virtual ? remaining / j->weight : 0),
                 .late = j->late,
                 .late_since_s = j->late ? j->late_since_s : NAN,
                 .real_done = j->real_done,
-                .remaining_s = MAX(size - j->service_s, 0.0),
+                .remaining_s = MAX(sched_job_size(j) - j->service_s, 0.0),
                 .rank = j->rank,
-                .state = j->state,
+                .state = job_state(s, j),
         };
         return 0;
 }

@@ -1,7 +1,7 @@
 /* sched.h: the scheduler's policy interface — pure code shared by the controller and the
  * simulator. Jobs (one entry per job phase) come in with a size estimate and a weight; each
- * decision takes the nodes, the active and pending tasks and `now`, and hands back which tasks
- * to start, thaw, freeze or kill. No I/O, no clocks: times are seconds on the caller's clock.
+ * decision takes `now` and the nodes and tasks the scheduler was told about, and hands back which
+ * tasks to start, thaw, freeze or kill. No I/O, no clocks: times are seconds on the caller's clock.
  *
  * Policies: fifo (submission order), fair (weighted max-min of CPU among active jobs), hfsp
  * (size-based with aging: virtual cluster, training priority, tiny jobs first; Pastorelli et
@@ -160,13 +160,37 @@ typedef struct SchedDecision {
         size_t node;           /* index into the nodes array */
 } SchedDecision;
 
-/* Ages the virtual cluster to now, orders the jobs by the policy and fits work onto nodes.
- * Nodes' allocated_* fields are ignored on input and recomputed from the tasks (suspended tasks
- * hold memory, not CPU). Tasks whose key is unknown are ignored. Placement is strict: the
- * highest-priority task that fits on no node right now stops placement (with KILL/SUSPEND it
- * preempts lower-priority tasks to make room), so nothing starves behind a stream of small
- * requests; a task that would not fit even on an empty node is skipped.
- * *ret is a malloc'd array (NULL when empty). */
+/* The scheduler keeps the nodes and the tasks it is told about, and a decision reads only what
+ * it needs (the jobs at the head of the policy's order, the nodes): tell it every change and
+ * call sched_next() when something may start.
+ *
+ * Nodes: capacities and `lost`; the index is the node number tasks and decisions use. The
+ * allocated_* fields are ignored and kept by the scheduler from its tasks. */
+int sched_set_nodes(Sched *s, const PlacementNode *nodes, size_t n_nodes);
+const PlacementNode *sched_nodes(const Sched *s, size_t *ret_n);
+/* A task came or changed (state, node, requests). id is the caller's (a small integer: the
+ * scheduler keeps an array up to the largest id); decisions name tasks by it. Its job must have
+ * been added first, or the task is ignored (as a task whose job is removed is, from then on);
+ * a placed task on a node the scheduler does not know is ignored too. Within a job, pending
+ * and frozen tasks are tried in index order. -EINVAL. */
+int sched_task_set(Sched *s, size_t id, const SchedTask *task);
+/* The task is gone (finished, failed, cancelled). -ENOENT. */
+int sched_task_remove(Sched *s, size_t id);
+/* Ages the virtual cluster to now and fits work onto nodes in the policy's order. Placement is
+ * strict: the highest-priority task that fits on no node right now stops placement (with
+ * KILL/SUSPEND it preempts lower-priority tasks to make room), so nothing starves behind a
+ * stream of small requests; a task that would not fit even on an empty node is skipped. The
+ * decisions are applied to the tasks the scheduler holds: a started or thawed task is RUNNING
+ * on its node (started_s = now_s for a start), a frozen one SUSPENDED, a killed one STOPPING
+ * (tell it with sched_task_set() when it is pending again, or sched_task_remove()). If the
+ * caller cannot carry one out, it says so with sched_task_set(). *ret points into s, valid
+ * until the next call; it costs O(log n) per job it reads plus O(nodes) per task it places. */
+int sched_next(Sched *s, double now_s, const SchedDecision **ret, size_t *ret_n);
+
+/* The same decision from a full picture (tests, one-shot callers): every task and node, task
+ * ids are indices into tasks, nodes' allocations are written back. It replaces all the tasks
+ * the scheduler held, so it costs O(tasks log n): incremental callers use sched_next().
+ * Within a job, tasks are tried in array order. *ret is a malloc'd array (NULL when empty). */
 int sched_decide(Sched *s, double now_s, PlacementNode *nodes, size_t n_nodes,
                  const SchedTask *tasks, size_t n_tasks, SchedDecision **ret, size_t *ret_n);
 
@@ -194,7 +218,7 @@ typedef struct SchedJobInfo {
         bool real_done;            /* finished in reality, still ageing virtually */
         double remaining_s;        /* srpt: size minus service */
         unsigned rank;             /* 1 = served first; 0 = finished */
-        SchedJobState state;       /* as of the last sched_decide() */
+        SchedJobState state;       /* from the tasks the scheduler holds; queued until a decision */
 } SchedJobInfo;
 
 /* Ages to now and ranks every job (O(n log n): for the API, not the hot path). */

@@ -51,7 +51,6 @@ typedef struct Phase {
         unsigned number;
         PhaseState state;
         unsigned n_done, n_running;
-        unsigned first_pending;         /* no pending task below this index */
         double size_s, error;
         double finished_work_s;
         double estimate_s;
@@ -95,9 +94,6 @@ typedef struct Engine {
         double *share_got;
         size_t allocated_share;
         struct OrchBalancerState *orch_state;
-        void *scratch_sched_tasks;
-        uint32_t *scratch_map;
-        size_t allocated_sched_tasks;
 } Engine;
 
 /* sim-orch.c: one MROrchestrator epoch over the running tasks; applies the balancer's changes. */

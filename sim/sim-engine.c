@@ -304,8 +304,15 @@ static int phase_activate(Engine *e, size_t pi) {
                 }
         }
         ph->estimate_s = size;
-        return sim_sched_add(e->sched, phase_key(e, pi), e->now, job->weight, spec->n_tasks * spec->cpu_request, kind,
-                             size, n_training);
+        r = sim_sched_add(e->sched, phase_key(e, pi), e->now, job->weight, spec->n_tasks * spec->cpu_request, kind,
+                          size, n_training);
+        /* Its tasks wait: the scheduler holds them from now on. */
+        for (unsigned k = 0; k < spec->n_tasks && r >= 0; k++)
+                r = sim_sched_task_set(e->sched, spec->first_task + k, &(SimSchedTask) {
+                        .key = phase_key(e, pi), .index = k, .state = SIM_TASK_PENDING,
+                        .cpus = spec->cpu_request, .memory_bytes = spec->memory_request_bytes,
+                });
+        return r;
 }
 
 static int job_arrive(Engine *e, size_t j) {
@@ -381,8 +388,12 @@ static int task_finish(Engine *e, uint32_t ti) {
         Phase *ph = &e->phases[t->phase];
         const SimTaskSpec *spec = task_spec(e, ti);
 
-        if (e->p.policy != SIM_POLICY_PS)
+        if (e->p.policy != SIM_POLICY_PS) {
                 node_remove(e, ti);
+                int r = sim_sched_task_remove(e->sched, ti);
+                if (r < 0)
+                        return r;
+        }
         t->state = SIM_TASK_DONE;
         t->finished_s = e->now;
         t->done_s = spec->work_s;
@@ -448,92 +459,21 @@ static int apply_decision(Engine *e, const SimSchedDecision *d, uint32_t ti) {
                 t->state = SIM_TASK_PENDING;
                 t->done_s = 0;
                 ph->n_running--;
-                ph->first_pending = MIN(ph->first_pending, t->index);
-                return 0;
+                /* Gone at once here: pending again for the scheduler too. */
+                return sim_sched_task_set(e->sched, ti, &(SimSchedTask) {
+                        .key = phase_key(e, t->phase), .index = t->index, .state = SIM_TASK_PENDING,
+                        .cpus = spec->cpu_request, .memory_bytes = spec->memory_request_bytes,
+                });
         }
         return -EINVAL;
 }
 
-static int ensure_sched_tasks(Engine *e, size_t n) {
-        if (n <= e->allocated_sched_tasks)
-                return 0;
-        size_t m = MAX(n, e->allocated_sched_tasks * 2);
-        SimSchedTask *p = realloc(e->scratch_sched_tasks, m * sizeof(SimSchedTask));
-        if (p)
-                e->scratch_sched_tasks = p;
-        uint32_t *q = realloc(e->scratch_map, m * sizeof(uint32_t));
-        if (q)
-                e->scratch_map = q;
-        if (!p || !q)
-                return -ENOMEM;
-        e->allocated_sched_tasks = m;
-        return 0;
-}
-
-/* One scheduling round: the running, suspended and the first pending tasks of every active
- * phase go to the scheduler. A decision can start at most (free CPUs / request) + 1 tasks of a
- * phase (placement stops at the first that does not fit; one preemption per decision), so the
- * rest of a long queue would change nothing and is left out. Kills and freezes free room at
- * once here: decide again until nothing is preempted. */
+/* One scheduling round. The scheduler holds every task of the active phases (told as they
+ * come, finish and are killed) and reads only the head of its order. Kills and freezes free
+ * room at once here: decide again until nothing is preempted. */
 static int schedule(Engine *e) {
         int r;
         for (unsigned round = 0; round < 64; round++) {
-                double free_cpus = 0;
-                size_t n = 0, upper = 0;
-                for (size_t k = 0; k < e->n_nodes; k++) {
-                        free_cpus += e->nodes[k].spec.cpus;
-                        upper += e->nodes[k].n_tasks;
-                }
-                for (size_t k = 0; k < e->n_nodes; k++)
-                        for (size_t q = 0; q < e->nodes[k].n_tasks; q++) {
-                                const Task *t = &e->tasks[e->nodes[k].tasks[q]];
-                                if (t->state == SIM_TASK_RUNNING)
-                                        free_cpus -= phase_spec(e, t->phase)->cpu_request;
-                        }
-                free_cpus = MAX(free_cpus, 0.0);
-                for (size_t a = 0; a < e->n_active; a++) {
-                        const SimPhaseSpec *spec = phase_spec(e, e->active[a]);
-                        upper += (size_t) MIN((double) spec->n_tasks, floor(free_cpus / spec->cpu_request + 1e-9) + 1);
-                }
-                r = ensure_sched_tasks(e, MAX(upper, (size_t) 1));
-                if (r < 0)
-                        return r;
-                SimSchedTask *in = e->scratch_sched_tasks;
-                uint32_t *map = e->scratch_map;
-
-                for (size_t k = 0; k < e->n_nodes; k++)
-                        for (size_t q = 0; q < e->nodes[k].n_tasks; q++) {
-                                uint32_t ti = e->nodes[k].tasks[q];
-                                const Task *t = &e->tasks[ti];
-                                const SimPhaseSpec *spec = phase_spec(e, t->phase);
-                                in[n] = (SimSchedTask) {
-                                        .key = phase_key(e, t->phase), .index = t->index, .state = t->state, .node = k,
-                                        .cpus = spec->cpu_request, .memory_bytes = spec->memory_request_bytes,
-                                        .started_s = t->started_s,
-                                };
-                                map[n++] = ti;
-                        }
-                for (size_t a = 0; a < e->n_active; a++) {
-                        uint32_t pi = e->active[a];
-                        Phase *ph = &e->phases[pi];
-                        const SimPhaseSpec *spec = phase_spec(e, pi);
-                        size_t want = (size_t) MIN((double) spec->n_tasks, floor(free_cpus / spec->cpu_request + 1e-9) + 1);
-                        unsigned i = ph->first_pending;
-                        while (i < spec->n_tasks && e->tasks[spec->first_task + i].state != SIM_TASK_PENDING)
-                                i++;
-                        ph->first_pending = i;
-                        for (size_t got = 0; i < spec->n_tasks && got < want; i++) {
-                                uint32_t ti = (uint32_t) (spec->first_task + i);
-                                if (e->tasks[ti].state != SIM_TASK_PENDING)
-                                        continue;
-                                in[n] = (SimSchedTask) {
-                                        .key = phase_key(e, pi), .index = i, .state = SIM_TASK_PENDING,
-                                        .cpus = spec->cpu_request, .memory_bytes = spec->memory_request_bytes,
-                                };
-                                map[n++] = ti;
-                                got++;
-                        }
-                }
                 if (e->p.policy == SIM_POLICY_SRPT) {
                         /* SRPT's remaining size: what each phase has received so far (ps_level is
                          * free outside ps). */
@@ -554,13 +494,13 @@ static int schedule(Engine *e) {
 
                 const SimSchedDecision *d;
                 size_t n_d;
-                r = sim_sched_decide(e->sched, e->now, in, n, &d, &n_d);
+                r = sim_sched_next(e->sched, e->now, &d, &n_d);
                 if (r < 0)
                         return r;
                 e->res->decisions++;
                 bool preempted = false;
                 for (size_t k = 0; k < n_d; k++) {
-                        r = apply_decision(e, &d[k], map[d[k].task]);
+                        r = apply_decision(e, &d[k], (uint32_t) d[k].task);
                         if (r < 0)
                                 return r;
                         preempted = preempted || d[k].verb == SIM_KILL || d[k].verb == SIM_FREEZE;
@@ -739,8 +679,6 @@ static void engine_free(Engine *e) {
         free(e->scratch);
         free(e->share_req);
         free(e->share_got);
-        free(e->scratch_sched_tasks);
-        free(e->scratch_map);
 }
 
 static int engine_init(Engine *e, const SimWorkload *w, const SimNodeSpec *nodes, size_t n_nodes, const SimParams *p,

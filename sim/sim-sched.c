@@ -81,7 +81,10 @@ int sim_sched_new(SimPolicy policy, SimPreemption preemption, double training_cp
         p.preemption = sched_preemptions[preemption];
         p.training_cpus = training_cpus;
         int r = sched_new(&p, capacity, &s->sched);
+        if (r >= 0)
+                r = sched_set_nodes(s->sched, s->nodes, n_nodes);
         if (r < 0) {
+                sched_free(s->sched);
                 free(s->nodes);
                 free(s);
                 return r;
@@ -132,35 +135,22 @@ int sim_sched_finish(SimSched *s, uint64_t key, double now_s) {
         return sched_job_finish(s->sched, key, now_s);
 }
 
-int sim_sched_decide(SimSched *s, double now_s, const SimSchedTask *tasks, size_t n_tasks,
-                     const SimSchedDecision **ret, size_t *ret_n) {
-        static const SchedTaskState states[] = {
-                [SIM_TASK_PENDING] = SCHED_TASK_PENDING, [SIM_TASK_RUNNING] = SCHED_TASK_RUNNING,
-                [SIM_TASK_SUSPENDED] = SCHED_TASK_SUSPENDED, [SIM_TASK_DONE] = SCHED_TASK_STOPPING,
+static const SchedTaskState task_states[] = {
+        [SIM_TASK_PENDING] = SCHED_TASK_PENDING, [SIM_TASK_RUNNING] = SCHED_TASK_RUNNING,
+        [SIM_TASK_SUSPENDED] = SCHED_TASK_SUSPENDED, [SIM_TASK_DONE] = SCHED_TASK_STOPPING,
+};
+static const SimVerb verbs[_SCHED_VERB_MAX] = {
+        [SCHED_START] = SIM_START, [SCHED_THAW] = SIM_THAW, [SCHED_FREEZE] = SIM_FREEZE, [SCHED_KILL] = SIM_KILL,
+};
+
+static SchedTask to_task(const SimSchedTask *t) {
+        return (SchedTask) {
+                .key = t->key, .index = t->index, .state = task_states[t->state], .node = t->node,
+                .cpu_cores = t->cpus, .memory_bytes = (uint64_t) t->memory_bytes, .started_s = t->started_s,
         };
-        static const SimVerb verbs[_SCHED_VERB_MAX] = {
-                [SCHED_START] = SIM_START, [SCHED_THAW] = SIM_THAW, [SCHED_FREEZE] = SIM_FREEZE, [SCHED_KILL] = SIM_KILL,
-        };
-        if (n_tasks > s->allocated_tasks) {
-                size_t m = MAX(n_tasks, s->allocated_tasks * 2);
-                SchedTask *p = realloc(s->tasks, m * sizeof(SchedTask));
-                if (!p)
-                        return -ENOMEM;
-                s->tasks = p;
-                s->allocated_tasks = m;
-        }
-        for (size_t i = 0; i < n_tasks; i++) {
-                const SimSchedTask *t = &tasks[i];
-                s->tasks[i] = (SchedTask) {
-                        .key = t->key, .index = t->index, .state = states[t->state], .node = t->node,
-                        .cpu_cores = t->cpus, .memory_bytes = (uint64_t) t->memory_bytes, .started_s = t->started_s,
-                };
-        }
-        _cleanup_free_ SchedDecision *d = NULL;
-        size_t n_d = 0;
-        int r = sched_decide(s->sched, now_s, s->nodes, s->n_nodes, s->tasks, n_tasks, &d, &n_d);
-        if (r < 0)
-                return r;
+}
+
+static int out_copy(SimSched *s, const SchedDecision *d, size_t n_d, const SimSchedDecision **ret, size_t *ret_n) {
         if (n_d > s->allocated_out) {
                 size_t m = MAX(n_d, s->allocated_out * 2);
                 SimSchedDecision *p = realloc(s->out, m * sizeof(SimSchedDecision));
@@ -174,4 +164,42 @@ int sim_sched_decide(SimSched *s, double now_s, const SimSchedTask *tasks, size_
         *ret = s->out;
         *ret_n = n_d;
         return 0;
+}
+
+int sim_sched_task_set(SimSched *s, size_t id, const SimSchedTask *t) {
+        SchedTask task = to_task(t);
+        return sched_task_set(s->sched, id, &task);
+}
+
+int sim_sched_task_remove(SimSched *s, size_t id) {
+        return sched_task_remove(s->sched, id);
+}
+
+int sim_sched_next(SimSched *s, double now_s, const SimSchedDecision **ret, size_t *ret_n) {
+        const SchedDecision *d;
+        size_t n_d;
+        int r = sched_next(s->sched, now_s, &d, &n_d);
+        if (r < 0)
+                return r;
+        return out_copy(s, d, n_d, ret, ret_n);
+}
+
+int sim_sched_decide(SimSched *s, double now_s, const SimSchedTask *tasks, size_t n_tasks,
+                     const SimSchedDecision **ret, size_t *ret_n) {
+        if (n_tasks > s->allocated_tasks) {
+                size_t m = MAX(n_tasks, s->allocated_tasks * 2);
+                SchedTask *p = realloc(s->tasks, m * sizeof(SchedTask));
+                if (!p)
+                        return -ENOMEM;
+                s->tasks = p;
+                s->allocated_tasks = m;
+        }
+        for (size_t i = 0; i < n_tasks; i++)
+                s->tasks[i] = to_task(&tasks[i]);
+        _cleanup_free_ SchedDecision *d = NULL;
+        size_t n_d = 0;
+        int r = sched_decide(s->sched, now_s, s->nodes, s->n_nodes, s->tasks, n_tasks, &d, &n_d);
+        if (r < 0)
+                return r;
+        return out_copy(s, d, n_d, ret, ret_n);
 }

@@ -89,6 +89,14 @@ int sim_sched_training_done(SimSched *s, uint64_t key, double now_s, double rema
 int sim_sched_set_service(SimSched *s, uint64_t key, double service_s);
 int sim_sched_finish(SimSched *s, uint64_t key, double now_s);
 
-/* One decision over the tasks given. *ret points into s (valid until the next call). */
+/* The incremental interface the engine drives (controller/sched.h: sched_task_set/remove and
+ * sched_next): tasks by the engine's task id. A decision's starts, thaws, freezes and kills are
+ * applied to the scheduler's view; a killed task is PENDING again when the engine says so. */
+int sim_sched_task_set(SimSched *s, size_t id, const SimSchedTask *t);
+int sim_sched_task_remove(SimSched *s, size_t id);
+int sim_sched_next(SimSched *s, double now_s, const SimSchedDecision **ret, size_t *ret_n);
+
+/* One decision over the tasks given (the full-picture entry). *ret points into s (valid until
+ * the next call). */
 int sim_sched_decide(SimSched *s, double now_s, const SimSchedTask *tasks, size_t n_tasks,
                      const SimSchedDecision **ret, size_t *ret_n);

@@ -128,6 +128,12 @@ tests_unit_test_sched_SOURCES = tests/unit/test-sched.c
 tests_unit_test_sched_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_sched_LDADD = $(SCHED_LIBS) $(COMMON_LIBS) $(CRITERION_LIBS)
 
+check_PROGRAMS += tests/unit/test-sched-incremental
+TESTS += tests/unit/test-sched-incremental
+tests_unit_test_sched_incremental_SOURCES = tests/unit/test-sched-incremental.c
+tests_unit_test_sched_incremental_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_sched_incremental_LDADD = $(SCHED_LIBS) $(COMMON_LIBS) $(CRITERION_LIBS)
+
 # Trust and failure (issue 8): tokens and TLS end to end; controller and agent crashes, lost
 # nodes, a full or locked store; the HTTP limits and token checks as unit tests.
 TRUST_INTEGRATION_TESTS = tests/integration/test-auth.sh tests/integration/test-failure.sh

@@ -1,0 +1,323 @@
+/* sched-tasks.c: the tasks the scheduler holds — each job's pending, suspended and active lists
+ * (pending and suspended in the caller's order), the counts and CPU sums a decision needs, the
+ * nodes' allocations, and the list of placed tasks preemption looks at. Every change of a task
+ * is O(1) plus moving its job in the orders (O(log n)). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched-internal.h"
+
+bool sched_task_is_training(const SchedJob *j, const SchedTask *t) {
+        return j->training_now && t->index < j->size.n_training;
+}
+
+static bool holds_node(const SchedTask *t) {
+        return t->state == SCHED_TASK_RUNNING || t->state == SCHED_TASK_STOPPING || t->state == SCHED_TASK_SUSPENDED;
+}
+
+static uint32_t *list_head(SchedJob *j, SchedTaskState st) {
+        return st == SCHED_TASK_PENDING ? &j->pending_head : st == SCHED_TASK_SUSPENDED ? &j->suspended_head : &j->active_head;
+}
+
+static uint32_t *list_tail(SchedJob *j, SchedTaskState st) {
+        return st == SCHED_TASK_PENDING ? &j->pending_tail : st == SCHED_TASK_SUSPENDED ? &j->suspended_tail : NULL;
+}
+
+/* Into the job's list for its state: pending and suspended lists stay in the caller's order
+ * (usually an append), the active list is unordered. */
+static void list_insert(Sched *s, SchedJob *j, uint32_t id) {
+        SchedTaskMeta *m = &s->meta[id];
+        uint32_t *head = list_head(j, s->tasks[id].state), *tail = list_tail(j, s->tasks[id].state);
+        uint32_t after = SCHED_NIL;
+        if (tail) {
+                after = *tail;
+                while (after != SCHED_NIL && s->meta[after].order > m->order)
+                        after = s->meta[after].prev;
+        }
+        uint32_t before = after == SCHED_NIL ? *head : s->meta[after].next;
+        m->prev = after;
+        m->next = before;
+        if (after == SCHED_NIL)
+                *head = id;
+        else
+                s->meta[after].next = id;
+        if (before != SCHED_NIL)
+                s->meta[before].prev = id;
+        else if (tail)
+                *tail = id;
+}
+
+static void list_remove(Sched *s, SchedJob *j, uint32_t id) {
+        SchedTaskMeta *m = &s->meta[id];
+        uint32_t *head = list_head(j, s->tasks[id].state), *tail = list_tail(j, s->tasks[id].state);
+        if (m->prev == SCHED_NIL)
+                *head = m->next;
+        else
+                s->meta[m->prev].next = m->next;
+        if (m->next != SCHED_NIL)
+                s->meta[m->next].prev = m->prev;
+        else if (tail)
+                *tail = m->prev;
+        m->prev = m->next = SCHED_NIL;
+}
+
+static void placed_insert(Sched *s, uint32_t id) {
+        SchedTaskMeta *m = &s->meta[id];
+        m->gprev = SCHED_NIL;
+        m->gnext = s->placed_head;
+        if (s->placed_head != SCHED_NIL)
+                s->meta[s->placed_head].gprev = id;
+        s->placed_head = id;
+}
+
+static void placed_remove(Sched *s, uint32_t id) {
+        SchedTaskMeta *m = &s->meta[id];
+        if (m->gprev == SCHED_NIL)
+                s->placed_head = m->gnext;
+        else
+                s->meta[m->gprev].gnext = m->gnext;
+        if (m->gnext != SCHED_NIL)
+                s->meta[m->gnext].gprev = m->gprev;
+        m->gprev = m->gnext = SCHED_NIL;
+}
+
+static void node_add(Sched *s, const SchedTask *t, double sign) {
+        if (t->node >= s->n_nodes)
+                return;
+        PlacementNode *n = &s->nodes[t->node];
+        double cpus = t->state == SCHED_TASK_SUSPENDED ? 0 : t->cpu_cores;
+        n->allocated_cpus += sign * cpus;
+        if (sign > 0)
+                n->allocated_memory_bytes += t->memory_bytes;
+        else
+                n->allocated_memory_bytes -= MIN(t->memory_bytes, n->allocated_memory_bytes);
+}
+
+/* Adds (sign 1) or takes away (sign −1) what one task counts for in its job. */
+static void job_count(Sched *s, SchedJob *j, const SchedTask *t, int sign) {
+        bool train_index = t->index < j->size.n_training;
+        switch (t->state) {
+        case SCHED_TASK_PENDING:
+                j->n_pending += sign;
+                if (train_index)
+                        j->n_pending_training += sign;
+                break;
+        case SCHED_TASK_SUSPENDED:
+                j->n_suspended += sign;
+                break;
+        case SCHED_TASK_RUNNING:
+        case SCHED_TASK_STOPPING:
+                j->n_active += sign;
+                if (t->state == SCHED_TASK_RUNNING)
+                        j->alloc_cpus += sign * t->cpu_cores;
+                if (train_index) {
+                        j->training_cpus += sign * t->cpu_cores;
+                        if (j->training_now)
+                                s->training_cpus += sign * t->cpu_cores;
+                }
+                break;
+        default:
+                break;
+        }
+        if (j->n_active == 0) {
+                /* Exact zero when nothing runs: no rounding drift in long runs. */
+                if (j->training_now)
+                        s->training_cpus -= j->training_cpus;
+                j->alloc_cpus = j->training_cpus = 0;
+        }
+}
+
+/* Accounts a task whose fields are set: into its job's list and counts, its node. */
+static int attach(Sched *s, uint32_t id) {
+        SchedTask *t = &s->tasks[id];
+        SchedTaskMeta *m = &s->meta[id];
+        SchedJob *j = s->find_hint < s->n_slots && s->jobs[s->find_hint].used && s->jobs[s->find_hint].key == t->key ?
+                &s->jobs[s->find_hint] : sched_table_find(s, t->key);
+        m->counted = false;
+        m->job = SCHED_NIL;
+        /* Unknown jobs and tasks on nodes the scheduler does not know are ignored. */
+        if (!j || (t->state != SCHED_TASK_PENDING && t->node >= s->n_nodes))
+                return 0;
+        m->counted = true;
+        m->job = sched_job_slot(s, j);
+        s->find_hint = m->job;
+        list_insert(s, j, id);
+        job_count(s, j, t, 1);
+        if (holds_node(t)) {
+                node_add(s, t, 1);
+                placed_insert(s, id);
+        }
+        return s->bulk ? 0 : sched_order_update(s, j);
+}
+
+static int detach(Sched *s, uint32_t id) {
+        SchedTask *t = &s->tasks[id];
+        SchedTaskMeta *m = &s->meta[id];
+        if (!m->counted)
+                return 0;
+        SchedJob *j = sched_job_at(s, m->job);
+        list_remove(s, j, id);
+        job_count(s, j, t, -1);
+        if (holds_node(t)) {
+                node_add(s, t, -1);
+                placed_remove(s, id);
+        }
+        m->counted = false;
+        m->job = SCHED_NIL;
+        return sched_order_update(s, j);
+}
+
+static int ensure_tasks(Sched *s, size_t n) {
+        if (n <= s->n_tasks_allocated)
+                return 0;
+        size_t m = MAX(n, MAX(s->n_tasks_allocated * 2, (size_t) 64));
+        SchedTask *t = realloc(s->tasks, m * sizeof(SchedTask));
+        if (!t)
+                return -ENOMEM;
+        s->tasks = t;
+        SchedTaskMeta *meta = realloc(s->meta, m * sizeof(SchedTaskMeta));
+        if (!meta)
+                return -ENOMEM;
+        s->meta = meta;
+        memset(meta + s->n_tasks_allocated, 0, (m - s->n_tasks_allocated) * sizeof(SchedTaskMeta));
+        s->n_tasks_allocated = m;
+        return 0;
+}
+
+int sched_task_set_ordered(Sched *s, size_t id, const SchedTask *task, uint64_t order) {
+        if (id >= UINT32_MAX - 1 || task->state >= _SCHED_TASK_STATE_MAX || !(task->cpu_cores >= 0))
+                return -EINVAL;
+        int r = ensure_tasks(s, id + 1);
+        if (r < 0)
+                return r;
+        SchedTaskMeta *m = &s->meta[id];
+        if (m->used) {
+                r = detach(s, (uint32_t) id);
+                if (r < 0)
+                        return r;
+        } else
+                *m = (SchedTaskMeta) { .used = true, .job = SCHED_NIL, .prev = SCHED_NIL, .next = SCHED_NIL,
+                                       .gprev = SCHED_NIL, .gnext = SCHED_NIL };
+        m->order = order;
+        s->tasks[id] = *task;
+        return attach(s, (uint32_t) id);
+}
+
+int sched_task_set(Sched *s, size_t id, const SchedTask *task) {
+        /* Within a job, pending and frozen tasks are tried by index. */
+        return sched_task_set_ordered(s, id, task, task->index);
+}
+
+int sched_task_remove(Sched *s, size_t id) {
+        if (id >= s->n_tasks_allocated || !s->meta[id].used)
+                return -ENOENT;
+        int r = detach(s, (uint32_t) id);
+        s->meta[id].used = false;
+        return r;
+}
+
+int sched_task_move(Sched *s, uint32_t id, SchedTaskState state, size_t node, double started_s) {
+        int r = detach(s, id);
+        if (r < 0)
+                return r;
+        SchedTask *t = &s->tasks[id];
+        t->state = state;
+        t->node = node;
+        t->started_s = started_s;
+        return attach(s, id);
+}
+
+void sched_job_training_refresh(Sched *s, SchedJob *j) {
+        if (j->training_now)
+                s->training_cpus -= j->training_cpus;
+        j->training_cpus = 0;
+        j->n_pending_training = 0;
+        for (uint32_t id = j->active_head; id != SCHED_NIL; id = s->meta[id].next)
+                if (s->tasks[id].index < j->size.n_training)
+                        j->training_cpus += s->tasks[id].cpu_cores;
+        for (uint32_t id = j->pending_head; id != SCHED_NIL; id = s->meta[id].next)
+                if (s->tasks[id].index < j->size.n_training)
+                        j->n_pending_training++;
+        /* T = 0 turns training priority off altogether. */
+        j->training_now = s->ops->training_priority && s->params.training_cpus > 0 && !j->real_done &&
+                j->size.kind == SCHED_SIZE_INITIAL && j->size.n_training > 0;
+        if (j->training_now)
+                s->training_cpus += j->training_cpus;
+}
+
+void sched_job_detach_tasks(Sched *s, SchedJob *j) {
+        uint32_t *heads[] = { &j->pending_head, &j->suspended_head, &j->active_head };
+        for (size_t k = 0; k < ELEMENTSOF(heads); k++)
+                while (*heads[k] != SCHED_NIL)
+                        (void) detach(s, *heads[k]); /* the job leaves the orders anyway */
+}
+
+void sched_tasks_reset(Sched *s) {
+        for (size_t i = 0; i < s->n_slots; i++) {
+                SchedJob *j = &s->jobs[i];
+                if (!j->used)
+                        continue;
+                j->pending_head = j->pending_tail = SCHED_NIL;
+                j->suspended_head = j->suspended_tail = SCHED_NIL;
+                j->active_head = SCHED_NIL;
+                j->n_pending = j->n_suspended = j->n_active = j->n_pending_training = 0;
+                j->alloc_cpus = j->training_cpus = 0;
+        }
+        if (s->n_tasks_allocated > 0)
+                memset(s->meta, 0, s->n_tasks_allocated * sizeof(SchedTaskMeta));
+        s->training_cpus = 0;
+        s->placed_head = SCHED_NIL;
+        for (size_t i = 0; i < s->n_nodes; i++)
+                s->nodes[i].allocated_cpus = 0, s->nodes[i].allocated_memory_bytes = 0;
+}
+
+/* Allocations from the placed tasks (the nodes changed). */
+void sched_nodes_recount(Sched *s) {
+        for (size_t i = 0; i < s->n_nodes; i++)
+                s->nodes[i].allocated_cpus = 0, s->nodes[i].allocated_memory_bytes = 0;
+        for (uint32_t id = s->placed_head; id != SCHED_NIL; id = s->meta[id].gnext)
+                node_add(s, &s->tasks[id], 1);
+}
+
+int sched_nodes_set(Sched *s, const PlacementNode *nodes, size_t n_nodes) {
+        if (n_nodes > s->n_nodes_allocated) {
+                PlacementNode *p = realloc(s->nodes, n_nodes * sizeof(PlacementNode));
+                if (!p)
+                        return -ENOMEM;
+                s->nodes = p;
+                s->n_nodes_allocated = n_nodes;
+        }
+        bool fewer = n_nodes < s->n_nodes;
+        for (size_t i = 0; i < n_nodes; i++) {
+                s->nodes[i] = nodes[i];
+                s->nodes[i].allocated_cpus = 0;
+                s->nodes[i].allocated_memory_bytes = 0;
+        }
+        size_t old = s->n_nodes;
+        s->n_nodes = n_nodes;
+        if (fewer || n_nodes > old) {
+                /* Tasks on nodes that came or went are counted again, or no longer. */
+                for (size_t id = 0; id < s->n_tasks_allocated; id++) {
+                        SchedTaskMeta *m = &s->meta[id];
+                        const SchedTask *t = &s->tasks[id];
+                        if (!m->used || t->state == SCHED_TASK_PENDING)
+                                continue;
+                        if ((t->node >= n_nodes) == !m->counted)
+                                continue;
+                        int r = m->counted ? detach(s, (uint32_t) id) : attach(s, (uint32_t) id);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        sched_nodes_recount(s);
+        return 0;
+}
+
+void sched_tasks_done(Sched *s) {
+        free(s->tasks);
+        free(s->meta);
+        free(s->nodes);
+        s->tasks = NULL;
+        s->meta = NULL;
+        s->nodes = NULL;
+}
