@@ -79,8 +79,10 @@ cluster_cgroup_dirs() {
         return 0
 }
 
+# cluster_cleanup [RC]: ends everything the run started and exits with RC (default: $?). A
+# trap handler that runs steps of its own first passes the status it saw on entry as RC.
 cluster_cleanup() {
-        local rc=$? pid d i
+        local rc=${1:-$?} pid d i
         trap - EXIT
         for pid in "${CLUSTER_PIDS[@]}"; do
                 kill -TERM "$pid" 2>/dev/null || true

@@ -22,12 +22,12 @@ cluster_require curl jq sqlite3
 cluster_init "$top_builddir" cgorch-test-failure
 MOUNTED=
 STOPPED=
-# cluster_cleanup takes the exit status from $?: keep it through these steps.
+# The status on entry goes to cluster_cleanup as an argument: under set -e a "(exit $rc)" to
+# carry it in $? would end the handler before anything is cleaned up.
 failure_cleanup() {
-        local rc=$?
+        local rc=${1:-$?}
         if [ -n "$STOPPED" ]; then kill -CONT "$STOPPED" 2>/dev/null || true; fi
-        (exit $rc)
-        cluster_cleanup
+        cluster_cleanup "$rc"
 }
 trap failure_cleanup EXIT
 
@@ -169,8 +169,7 @@ MOUNTED=$full
 full_cleanup() {
         local rc=$?
         if [ -n "$MOUNTED" ]; then umount "$MOUNTED" 2>/dev/null || true; fi
-        (exit $rc)
-        failure_cleanup
+        failure_cleanup "$rc"
 }
 trap full_cleanup EXIT
 "$CONTROLLER_BIN" --config /dev/null --listen 127.0.0.1:0 --port-file "$CLUSTER_DIR/full-port" \
