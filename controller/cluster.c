@@ -9,6 +9,7 @@
 
 #include "cluster-sched.h"
 #include "cluster.h"
+#include "heartbeat-reader.h"
 #include "log.h"
 #include "macro.h"
 #include "placement-fifo.h"
@@ -977,12 +978,9 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
         return reply_actions(c, hb->node, now_ms, actions);
 }
 
-int cluster_heartbeat(Cluster *c, const char *node, json_t *body, int64_t now_ms, json_t **ret_reply,
-                      char **ret_error) {
-        _cleanup_(heartbeat_freep) Heartbeat *hb = NULL;
-        int r = heartbeat_from_json(body, &hb, ret_error);
-        if (r < 0)
-                return r;
+static int heartbeat_handle(Cluster *c, const char *node, const Heartbeat *hb, int64_t now_ms, json_t **ret_reply,
+                            char **ret_error) {
+        int r;
         if (!streq(hb->node, node)) {
                 if (ret_error && asprintf(ret_error, "node: must equal the node id in the URL ('%s')", node) < 0)
                         *ret_error = NULL;
@@ -1013,6 +1011,24 @@ int cluster_heartbeat(Cluster *c, const char *node, json_t *body, int64_t now_ms
                 return -ENOMEM;
         *ret_reply = reply;
         return 0;
+}
+
+int cluster_heartbeat(Cluster *c, const char *node, json_t *body, int64_t now_ms, json_t **ret_reply,
+                      char **ret_error) {
+        _cleanup_(heartbeat_freep) Heartbeat *hb = NULL;
+        int r = heartbeat_from_json(body, &hb, ret_error);
+        if (r < 0)
+                return r;
+        return heartbeat_handle(c, node, hb, now_ms, ret_reply, ret_error);
+}
+
+int cluster_heartbeat_text(Cluster *c, const char *node, const char *body, size_t body_size, int64_t now_ms,
+                           json_t **ret_reply, char **ret_error) {
+        _cleanup_(heartbeat_freep) Heartbeat *hb = NULL;
+        int r = heartbeat_parse(body, body_size, &hb, ret_error);
+        if (r < 0)
+                return r;
+        return heartbeat_handle(c, node, hb, now_ms, ret_reply, ret_error);
 }
 
 /* Node loss: its active tasks are lost and run again elsewhere as new attempts (task_lose()),

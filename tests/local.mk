@@ -18,6 +18,15 @@ tests_unit_test_protocol_SOURCES = tests/unit/test-protocol.c
 tests_unit_test_protocol_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_protocol_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
 
+# The controller's heartbeat reader against the jansson decoder (its differential fuzzing is
+# fuzz/fuzz-protocol.c).
+check_PROGRAMS += tests/unit/test-heartbeat-reader
+TESTS += tests/unit/test-heartbeat-reader
+tests_unit_test_heartbeat_reader_SOURCES = tests/unit/test-heartbeat-reader.c fuzz/heartbeat-equal.h
+tests_unit_test_heartbeat_reader_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/fuzz
+tests_unit_test_heartbeat_reader_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_heartbeat_reader_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
+
 # controller: pure FIFO placement, and the SQLite store on a temporary directory.
 check_PROGRAMS += tests/unit/test-placement tests/unit/test-store
 TESTS += tests/unit/test-placement tests/unit/test-store
