@@ -704,16 +704,6 @@ static int merge_report(Cluster *c, const Heartbeat *hb, const TaskReport *rep, 
         uint64_t peak;
         int r;
 
-        /* Nearly every report says: still running, here is its usage. When the store agrees
-         * (running, on this node) that is one UPDATE; anything else takes the full path below,
-         * which writes the same usage again, harmlessly. */
-        if (rep->state == TASK_RUNNING && !rep->has_exit && rep->n_samples > 0) {
-                report_usage(rep, &cpu_s, &peak, &progress);
-                r = store_task_update_usage_running(c->store, rep->id, hb->node, cpu_s, peak, progress);
-                if (r != 0)
-                        return r < 0 ? r : 0;
-        }
-
         _cleanup_(store_task_done) StoreTask t = {};
         r = store_task_get(c->store, rep->id, &t);
         if (r == -ENOENT || (r >= 0 && (!t.node || !streq(t.node, hb->node)))) {
@@ -926,9 +916,11 @@ static int lose_unreported(Cluster *c, const Heartbeat *hb, int64_t now_ms, JobS
 static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json_t *actions) {
         _cleanup_(job_set_done) JobSet jobs = {};
         _cleanup_(store_node_done) StoreNode old = {};
+        _cleanup_strv_free_ char **running = NULL;
+        size_t n_running = 0;
 
         bool restarted = false, changed = false;
-        int r = store_node_get(c->store, hb->node, &old);
+        int r = store_node_peek(c->store, hb->node, &old);
         if (r == -ENOENT) {
                 changed = true;
                 log_info("Node %s registered: %g CPUs, %" PRIu64 " bytes of memory, cgroup mode %s.", hb->node,
@@ -949,6 +941,9 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
         r = store_node_upsert(c->store, hb, now_ms);
         if (r < 0)
                 return r;
+        r = store_node_running_tasks(c->store, hb->node, &running, &n_running);
+        if (r < 0)
+                return r;
 
         for (size_t i = 0; i < hb->n_acks; i++) {
                 r = apply_ack(c, hb, &hb->acks[i], now_ms, &jobs);
@@ -956,10 +951,25 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
                         return r;
         }
         for (size_t i = 0; i < hb->n_tasks; i++) {
-                r = merge_report(c, hb, &hb->tasks[i], now_ms, &jobs);
+                const TaskReport *rep = &hb->tasks[i];
+                /* Nearly every report says: still running, here is its usage. When the store
+                 * agrees (running, on this node) that is all, and it stays in memory until the
+                 * node's usage row below; anything else takes the full path. */
+                if (rep->state == TASK_RUNNING && !rep->has_exit && rep->n_samples > 0 &&
+                    strv_sorted_contains(running, n_running, rep->id)) {
+                        double cpu_s, progress;
+                        uint64_t peak;
+                        report_usage(rep, &cpu_s, &peak, &progress);
+                        r = store_task_usage_observe(c->store, rep->id, cpu_s, peak, progress);
+                } else
+                        r = merge_report(c, hb, rep, now_ms, &jobs);
                 if (r < 0)
                         return r;
         }
+        /* One write for the usage of all of them (ended ones have left the memory). */
+        r = store_node_usage_save(c->store, hb->node, running, n_running);
+        if (r < 0)
+                return r;
         if (restarted) {
                 r = lose_unreported(c, hb, now_ms, &jobs);
                 if (r < 0)

@@ -36,7 +36,7 @@ tests_unit_test_placement_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_placement_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
 tests_unit_test_store_SOURCES = tests/unit/test-store.c \
 	controller/store.c controller/store.h controller/store-internal.h \
-	controller/store-jobs.c controller/store-nodes.c controller/store-sched.c controller/store-checkpoint.c
+	controller/store-jobs.c controller/store-nodes.c controller/store-sched.c controller/store-checkpoint.c controller/store-usage.c
 tests_unit_test_store_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_store_LDADD = $(COMMON_LIBS) $(SQLITE3_LIBS) $(CRITERION_LIBS)
 
@@ -88,7 +88,7 @@ tests_unit_test_cluster_SOURCES = tests/unit/test-cluster.c \
 	controller/cluster.c controller/cluster.h \
 	controller/cluster-sched.c controller/cluster-sched.h controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \
-	controller/store-jobs.c controller/store-nodes.c controller/store-checkpoint.c
+	controller/store-jobs.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c
 tests_unit_test_cluster_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_cluster_LDADD = $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(COMMON_LIBS) $(SQLITE3_LIBS) $(CRITERION_LIBS) -lm
 EXTRA_DIST += tests/integration/test-api.sh tests/api
