@@ -1042,7 +1042,7 @@ int cluster_heartbeat_text(Cluster *c, const char *node, const char *body, size_
 }
 
 /* Node loss: its active tasks are lost and run again elsewhere as new attempts (task_lose()),
- * placed right away on the nodes that are left. */
+ * placed by the caller once every lost node is handled. */
 static int node_lose(Cluster *c, const char *node, int64_t silent_ms, int64_t now_ms) {
         _cleanup_(job_set_done) JobSet jobs = {};
         StoreTask *tasks = NULL;
@@ -1064,10 +1064,7 @@ static int node_lose(Cluster *c, const char *node, int64_t silent_ms, int64_t no
                 return r;
         log_warning("Node %s is lost (no heartbeat for %.1f s); %zu task(s) lost.", node,
                     (double) silent_ms / 1000.0, n);
-        r = roll_up_all(c, &jobs, now_ms);
-        if (r < 0)
-                return r;
-        return place(c, now_ms);
+        return roll_up_all(c, &jobs, now_ms);
 }
 
 int cluster_check_nodes(Cluster *c, int64_t now_ms) {
@@ -1087,7 +1084,7 @@ int cluster_check_nodes(Cluster *c, int64_t now_ms) {
                 r = store_begin(c->store);
                 if (r < 0)
                         return r;
-                r = store_node_get(c->store, *id, &n);
+                r = store_node_peek(c->store, *id, &n);
                 if (r >= 0)
                         r = node_lose(c, *id, now_ms - n.last_heartbeat_ms, now_ms);
                 if (r >= 0)
@@ -1098,7 +1095,21 @@ int cluster_check_nodes(Cluster *c, int64_t now_ms) {
                         return r;
                 }
         }
-        return 0;
+        if (!overdue || !overdue[0])
+                return 0;
+        /* One placement for all of them: a placement per lost node stalled the controller for
+         * minutes when a thousand nodes went silent at once. */
+        r = store_begin(c->store);
+        if (r < 0)
+                return r;
+        r = place(c, now_ms);
+        if (r >= 0)
+                r = store_commit(c->store);
+        if (r < 0) {
+                store_rollback(c->store);
+                c->placement_dirty = true;
+        }
+        return r;
 }
 
 void cluster_restart_node_timeouts(Cluster *c, int64_t now_ms) {

@@ -387,15 +387,22 @@ int store_task_get(Store *s, const char *id, StoreTask *ret) {
 int store_tasks_find(Store *s, uint64_t job, const char *node, unsigned state_mask,
                      StoreTask **ret, size_t *ret_n) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r = store_prepare(s,
-                              "SELECT " TASK_COLUMNS " " TASK_FROM
-                              " WHERE (?1 = 0 OR t.job = ?1) AND (?2 IS NULL OR t.node = ?2)"
-                              " ORDER BY t.job, t.phase, t.idx, t.attempt",
-                              &st);
+        /* A node's tasks through the index on node: "?2 IS NULL OR" would scan every task, once
+         * per node when a thousand nodes are lost together. */
+        int r = node ? store_prepare(s,
+                                     "SELECT " TASK_COLUMNS " " TASK_FROM
+                                     " WHERE t.node = ?2 AND (?1 = 0 OR t.job = ?1)"
+                                     " ORDER BY t.job, t.phase, t.idx, t.attempt",
+                                     &st)
+                     : store_prepare(s,
+                                     "SELECT " TASK_COLUMNS " " TASK_FROM " WHERE (?1 = 0 OR t.job = ?1)"
+                                     " ORDER BY t.job, t.phase, t.idx, t.attempt",
+                                     &st);
         if (r < 0)
                 return r;
         sqlite3_bind_int64(st, 1, (int64_t) job);
-        store_bind_text_or_null(st, 2, node);
+        if (node)
+                sqlite3_bind_text(st, 2, node, -1, SQLITE_TRANSIENT);
 
         StoreTask *all;
         size_t n_all;
