@@ -300,14 +300,28 @@ static size_t schema_size(const Schema *s) {
         return s->n_head + s->n_fields + s->n_tail;
 }
 
-static bool schema_key_is(const Schema *s, size_t i, const char *key, size_t len) {
-        if (i < s->n_head)
-                return s->head[i].len == len && memcmp(s->head[i].name, key, len) == 0;
+static void schema_key(const Schema *s, size_t i, const char **ret_name, size_t *ret_len) {
+        if (i < s->n_head) {
+                *ret_name = s->head[i].name;
+                *ret_len = s->head[i].len;
+                return;
+        }
         i -= s->n_head;
-        if (i < s->n_fields)
-                return strncmp(s->fields[i].key, key, len) == 0 && s->fields[i].key[len] == '\0';
+        if (i < s->n_fields) {
+                *ret_name = s->fields[i].key;
+                *ret_len = strlen(s->fields[i].key);
+                return;
+        }
         i -= s->n_fields;
-        return s->tail[i].len == len && memcmp(s->tail[i].name, key, len) == 0;
+        *ret_name = s->tail[i].name;
+        *ret_len = s->tail[i].len;
+}
+
+static bool schema_key_is(const Schema *s, size_t i, const char *key, size_t len) {
+        const char *name;
+        size_t n;
+        schema_key(s, i, &name, &n);
+        return n == len && memcmp(name, key, len) == 0;
 }
 
 typedef struct ObjectCursor {
@@ -331,26 +345,37 @@ static int object_next(Reader *r, ObjectCursor *c, size_t *ret_index) {
         if (c->seen != 0 && !take(r, ','))
                 return DECLINE;
 
-        const char *key;
+        const char *key, *name;
         size_t len, n = schema_size(c->schema), i;
-        int k = read_string(r, &key, &len);
+        int k;
+
+        /* Agents write the keys in schema order, compact: first try the expected key exactly
+         * as it would be written, "name": — our own key names need no further checks. */
+        skip_ws(r);
+        if (c->hint < n) {
+                schema_key(c->schema, c->hint, &name, &len);
+                if ((size_t) (r->end - r->p) >= len + 3 && r->p[0] == '"' && memcmp(r->p + 1, name, len) == 0 &&
+                    r->p[len + 1] == '"' && r->p[len + 2] == ':') {
+                        r->p += len + 3;
+                        i = c->hint;
+                        goto found;
+                }
+        }
+        k = read_string(r, &key, &len);
         if (k < 0)
                 return k;
-        if (c->hint < n && schema_key_is(c->schema, c->hint, key, len))
-                i = c->hint;
-        else {
-                for (i = 0; i < n; i++)
-                        if (schema_key_is(c->schema, i, key, len))
-                                break;
-                if (i == n)
-                        return DECLINE;
-        }
+        for (i = 0; i < n; i++)
+                if (schema_key_is(c->schema, i, key, len))
+                        break;
+        if (i == n)
+                return DECLINE;
+        if (!take(r, ':'))
+                return DECLINE;
+found:
         if (c->seen & (UINT64_C(1) << i))
                 return DECLINE;
         c->seen |= UINT64_C(1) << i;
         c->hint = i + 1;
-        if (!take(r, ':'))
-                return DECLINE;
         *ret_index = i;
         return 1;
 }
