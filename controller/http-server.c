@@ -586,6 +586,13 @@ int http_server_new(sd_event *event, const HttpServerConfig *config, const HttpR
                 { MHD_OPTION_CONNECTION_LIMIT, (intptr_t) config->max_connections, NULL },
         };
         size_t n = 6;
+        /* MHD grows a connection's read buffer by 1 KiB at a time by default: a 75 KB heartbeat
+         * then took dozens of passes of the event loop, and with a thousand agents those passes
+         * queued up into seconds of latency at a fifth of a core. Half the pool per step reads
+         * a body in a few large pieces; the pool, and so the header limit, stays as it is. */
+        if (config->max_header_bytes >= 4096)
+                options[n++] = (struct MHD_OptionItem) { MHD_OPTION_CONNECTION_MEMORY_INCREMENT,
+                                                         (intptr_t) (config->max_header_bytes / 2), NULL };
         if (config->max_connections_per_ip > 0)
                 options[n++] = (struct MHD_OptionItem) { MHD_OPTION_PER_IP_CONNECTION_LIMIT,
                                                          (intptr_t) config->max_connections_per_ip, NULL };
