@@ -76,6 +76,7 @@ struct Conn {
         bool busy, connected, reused;
         bool close_after;          /* the request does not send its whole body: close once answered */
         char *out;                 /* the request being sent */
+        bool out_borrowed;         /* out belongs to the caller (an agent's reused buffer), not to c */
         size_t out_len, out_off;
         char *in;
         size_t in_len, in_cap;
@@ -128,8 +129,10 @@ static int conn_open(Conn *c) {
 
 static void conn_finish(Conn *c, unsigned status, const char *body, size_t body_len, uint64_t now) {
         c->busy = false;
-        free(c->out);
+        if (!c->out_borrowed)
+                free(c->out);
         c->out = NULL;
+        c->out_borrowed = false;
         c->in_len = 0;
         if (c->close_after || status == 0)
                 conn_close(c);
@@ -148,10 +151,11 @@ static void conn_start_io(Conn *c) {
         (void) epoll_ctl(epoll_fd, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
-/* Takes ownership of req. */
-static void conn_send(Conn *c, char *req, size_t len, uint64_t scheduled_us, bool close_after) {
+/* Takes ownership of req, unless borrowed (then req must live until the request is done). */
+static void conn_send(Conn *c, char *req, size_t len, uint64_t scheduled_us, bool close_after, bool borrowed) {
         c->busy = true;
         c->out = req;
+        c->out_borrowed = borrowed;
         c->out_len = len;
         c->scheduled_us = scheduled_us;
         c->sent_us = now_us();
@@ -355,6 +359,13 @@ typedef struct Agent {
         uint64_t successes;
         unsigned last_n_actions;
         bool in_burst;             /* the request in flight was scheduled during a burst */
+        /* Reused from heartbeat to heartbeat: the generator must stay cheaper than what it
+         * measures, so no tree, no per-heartbeat allocation once these have grown. */
+        TextBuf request;
+        TaskReport *reports;
+        TaskSample *samples;
+        Ack *acks_buf;
+        size_t reports_allocated, acks_allocated;
 } Agent;
 
 typedef enum Phase { PHASE_REGISTER, PHASE_SUBMIT, PHASE_RAMP, PHASE_WARMUP, PHASE_MEASURE, PHASE_DRAIN, PHASE_DONE } Phase;
@@ -436,29 +447,41 @@ static void sample_fill(TaskSample *s, SimTask *t, int64_t time_ms, bool detail)
         }
 }
 
-/* The heartbeat body the real agent would send now: every task running, two samples each
- * (the agent samples every 1 s and beats every 2 s), the details every 5th sample. */
-static char *agent_heartbeat_body(Agent *a, size_t *ret_len) {
+/* The heartbeat the real agent would send now, as a whole request in a->request: every task
+ * running, two samples each (the agent samples every 1 s and beats every 2 s), the details
+ * every 5th sample. The body is written as the agent writes it (heartbeat_write_json(): the
+ * document json_dumps(heartbeat_to_json()) gives), after headers with a Content-Length
+ * patched in once the body's size is known. */
+static void agent_build_request(Agent *a) {
         int64_t now_ms = realtime_ms();
-        TaskReport *reports = calloc(MAX(a->n_tasks, (size_t) 1), sizeof(TaskReport));
-        TaskSample *samples = calloc(MAX(a->n_tasks, (size_t) 1) * 2, sizeof(TaskSample));
-        if (!reports || !samples)
-                abort();
+        if (a->reports_allocated < MAX(a->n_tasks, (size_t) 1)) {
+                a->reports_allocated = MAX(a->n_tasks, (size_t) 1);
+                free(a->reports);
+                free(a->samples);
+                a->reports = calloc(a->reports_allocated, sizeof(TaskReport));
+                a->samples = calloc(a->reports_allocated * 2, sizeof(TaskSample));
+                if (!a->reports || !a->samples)
+                        abort();
+        }
+        if (a->acks_allocated < MAX(a->n_acks, (size_t) 1)) {
+                a->acks_allocated = MAX(a->n_acks, (size_t) 1) * 2;
+                free(a->acks_buf);
+                a->acks_buf = calloc(a->acks_allocated, sizeof(Ack));
+                if (!a->acks_buf)
+                        abort();
+        }
         Limits limits = { .cpu_quota_us = 12500, .cpu_period_us = 100000, .memory_max_bytes = (int64_t) TASK_MEMORY_BYTES };
         for (size_t i = 0; i < a->n_tasks; i++) {
                 SimTask *t = &a->tasks[i];
-                sample_fill(&samples[2 * i], t, now_ms - 1000, (a->seq * 2) % 5 == 0);
-                sample_fill(&samples[2 * i + 1], t, now_ms, (a->seq * 2 + 1) % 5 == 0);
-                reports[i] = (TaskReport) {
+                sample_fill(&a->samples[2 * i], t, now_ms - 1000, (a->seq * 2) % 5 == 0);
+                sample_fill(&a->samples[2 * i + 1], t, now_ms, (a->seq * 2 + 1) % 5 == 0);
+                a->reports[i] = (TaskReport) {
                         .id = t->id, .state = TASK_RUNNING, .pid = t->pid,
-                        .samples = &samples[2 * i], .n_samples = 2, .limits = limits,
+                        .samples = &a->samples[2 * i], .n_samples = 2, .limits = limits,
                 };
         }
-        Ack *acks = calloc(MAX(a->n_acks, (size_t) 1), sizeof(Ack));
-        if (!acks)
-                abort();
         for (size_t i = 0; i < a->n_acks; i++)
-                acks[i] = (Ack) { .action_id = a->acks[i], .ok = true };
+                a->acks_buf[i] = (Ack) { .action_id = a->acks[i], .ok = true };
         Heartbeat hb = {
                 .node = a->node, .boot_id = a->boot_id, .seq = a->seq, .cgroup_mode = (char *) "hybrid",
                 .capacity_cpus = TASK_CPU_CORES * L.tasks_per_node,
@@ -467,30 +490,35 @@ static char *agent_heartbeat_body(Agent *a, size_t *ret_len) {
                                  .has = SAMPLE_HAS_MEMINFO | SAMPLE_HAS_PSI_CPU | SAMPLE_HAS_PSI_MEMORY | SAMPLE_HAS_PSI_IO,
                                  .memory_total_bytes = UINT64_C(64) << 30, .swap_total_bytes = 0,
                                  .psi_cpu = { .some_avg10 = 3.5, .some_total_us = 123456 } },
-                .tasks = reports, .n_tasks = a->n_tasks, .acks = acks, .n_acks = a->n_acks,
+                .tasks = a->reports, .n_tasks = a->n_tasks, .acks = a->acks_buf, .n_acks = a->n_acks,
         };
-        json_t *j = heartbeat_to_json(&hb);
-        char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
-        if (!body)
+
+        /* Headers with room for the length, then the body straight behind them. */
+        char head[512];
+        int n = snprintf(head, sizeof head,
+                         "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: cgorch-controller-load\r\n"
+                         "Authorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %10u\r\n\r\n",
+                         a->path, a->token, 0u);
+        if (n < 0 || (size_t) n >= sizeof head)
                 abort();
-        json_decref(j);
-        free(reports);
-        free(samples);
-        free(acks);
+        a->request.len = 0;
+        text_buf_add(&a->request, head, (size_t) n);
+        if (heartbeat_write_json(&a->request, &hb) < 0)
+                abort();
+        char length[16];
+        snprintf(length, sizeof length, "%10zu", a->request.len - (size_t) n);
+        memcpy(a->request.data + n - 14, length, 10);
+
         if (a->n_acks > 0)
                 memcpy(a->acks_inflight, a->acks, a->n_acks * sizeof(uint64_t));
         a->n_acks_inflight = a->n_acks;
         a->n_acks = 0;
-        *ret_len = strlen(body);
-        return body;
 }
 
 static void agent_send(Agent *a, uint64_t scheduled_us) {
-        size_t body_len, len;
-        _cleanup_free_ char *body = agent_heartbeat_body(a, &body_len);
-        char *req = http_request("POST", a->path, a->token, body, body_len, &len);
+        agent_build_request(a);
         a->in_burst = burst_on(scheduled_us);
-        conn_send(&a->conn, req, len, scheduled_us, false);
+        conn_send(&a->conn, a->request.data, a->request.len, scheduled_us, false, true);
 }
 
 static void agent_apply_reply(Agent *a, const char *body, size_t len) {
@@ -620,7 +648,7 @@ static void operator_submit_next(void) {
         size_t len;
         char *req = http_request("POST", "/v1/jobs", L.operator_token, body, strlen(body), &len);
         free(body);
-        conn_send(&L.op, req, len, now_us(), false);
+        conn_send(&L.op, req, len, now_us(), false, false);
 }
 
 /* ---- The flood ---- */
@@ -671,7 +699,7 @@ static void attacker_send(Conn *c) {
                 break;
         }
         L.attack_sent++;
-        conn_send(c, req, len, now_us(), close_after);
+        conn_send(c, req, len, now_us(), close_after, false);
 }
 
 static void attack_due(void) {

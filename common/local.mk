@@ -5,7 +5,8 @@ common_libcgorch_common_a_SOURCES = \
 	common/log.c common/log.h \
 	common/strv.c common/strv.h \
 	common/config.c common/config.h \
-	common/protocol.c common/protocol.h \
+	common/protocol.c common/protocol.h common/protocol-internal.h \
+	common/heartbeat-reader.c common/heartbeat-reader.h \
 	common/secret-file.c common/secret-file.h
 common_libcgorch_common_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 

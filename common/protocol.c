@@ -11,25 +11,8 @@
 #include <string.h>
 
 #include "macro.h"
+#include "protocol-internal.h"
 #include "protocol.h"
-
-/* CFS bandwidth bounds the kernel enforces (period 1 ms..1 s, quota at least 1 ms); the quota cap
- * is PROTO_MAX_CPU_CORES CPUs at the longest period, far below the kernel's own cap. */
-#define LIMIT_CPU_PERIOD_MIN_US INT64_C(1000)
-#define LIMIT_CPU_PERIOD_MAX_US INT64_C(1000000)
-#define LIMIT_CPU_QUOTA_MIN_US INT64_C(1000)
-#define LIMIT_CPU_QUOTA_MAX_US ((int64_t) PROTO_MAX_CPU_CORES * LIMIT_CPU_PERIOD_MAX_US)
-#define LIMIT_CPU_WEIGHT_MIN INT64_C(1)
-#define LIMIT_CPU_WEIGHT_MAX INT64_C(10000)
-
-#define USER_NAME_MAX 32                 /* useradd's limit */
-#define TEXT_MAX PROTO_MAX_ARG_LEN       /* error strings carried in reports and acks */
-#define INTERVAL_MS_MAX (UINT32_C(3600) * 1000)
-#define PID_MAX_VALUE INT64_C(4194304)   /* PID_MAX_LIMIT on 64-bit Linux */
-#define EXIT_CODE_MAX 255
-#define SIGNAL_MAX 64                    /* SIGRTMAX on Linux */
-#define KEY_IN_MESSAGE_MAX 64            /* a client-chosen key is cut to this in error messages */
-#define PATH_BUF 256
 
 /* ---- Error messages ---- */
 
@@ -287,7 +270,7 @@ static int get_name(json_t *o, const char *path, const char *field, bool require
 }
 
 /* Node names appear in URLs and cgroup paths: keep them to host name characters. */
-static bool node_name_is_valid(const char *s) {
+bool node_name_is_valid(const char *s) {
         size_t len = strlen(s);
         if (len < 1 || len > PROTO_NAME_MAX)
                 return false;
@@ -915,21 +898,7 @@ static void heartbeat_freep(Heartbeat **h) {
 
 /* ---- Optional sample fields (task and node samples) ---- */
 
-typedef enum SampleFieldType {
-        SF_U64,          /* integer ≥ 0 */
-        SF_U32,          /* integer in [0, 2^32) */
-        SF_CORES,        /* number in [0, PROTO_MAX_CPU_CORES] */
-        SF_RATIO,        /* number in [0, 1] */
-} SampleFieldType;
-
-typedef struct SampleField {
-        uint32_t group;  /* SAMPLE_HAS_*: the fields of one group come and go together */
-        const char *key;
-        size_t offset;
-        SampleFieldType type;
-} SampleField;
-
-static const SampleField task_sample_fields[] = {
+const SampleField task_sample_fields[] = {
         { SAMPLE_HAS_THROTTLING, "cpu_periods", offsetof(TaskSample, cpu_periods), SF_U64 },
         { SAMPLE_HAS_THROTTLING, "cpu_throttled_periods", offsetof(TaskSample, cpu_throttled_periods), SF_U64 },
         { SAMPLE_HAS_THROTTLING, "cpu_throttled_ns", offsetof(TaskSample, cpu_throttled_ns), SF_U64 },
@@ -949,11 +918,13 @@ static const SampleField task_sample_fields[] = {
         { SAMPLE_HAS_RATES, "throttled_ratio", offsetof(TaskSample, throttled_ratio), SF_RATIO },
 };
 
-static const SampleField node_sample_fields[] = {
+const SampleField node_sample_fields[] = {
         { SAMPLE_HAS_MEMINFO, "memory_total_bytes", offsetof(NodeSample, memory_total_bytes), SF_U64 },
         { SAMPLE_HAS_MEMINFO, "swap_total_bytes", offsetof(NodeSample, swap_total_bytes), SF_U64 },
         { SAMPLE_HAS_MEMINFO, "swap_free_bytes", offsetof(NodeSample, swap_free_bytes), SF_U64 },
 };
+const size_t n_task_sample_fields = ELEMENTSOF(task_sample_fields);
+const size_t n_node_sample_fields = ELEMENTSOF(node_sample_fields);
 
 static bool sample_group_present(json_t *j, const SampleField *fields, size_t n, uint32_t group) {
         for (size_t i = 0; i < n; i++)

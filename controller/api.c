@@ -118,7 +118,8 @@ static void handle_job_cancel(const HttpRequest *req, HttpResponse *resp, void *
 static void handle_heartbeat(const HttpRequest *req, HttpResponse *resp, void *userdata) {
         Api *api = userdata;
         _cleanup_free_ char *error = NULL;
-        int r = cluster_heartbeat(api->cluster, req->params[0], req->body, now_ms(), &resp->body, &error);
+        int r = cluster_heartbeat_text(api->cluster, req->params[0], req->raw_body, req->raw_body_size, now_ms(),
+                                       &resp->body, &error);
         if (r < 0)
                 return respond_errno(resp, r, error, req->path);
         resp->status = 200;
@@ -166,7 +167,8 @@ const HttpRoute api_routes[] = {
         { "GET", "/v1/jobs", false, handle_jobs_list, AUTH_ACCESS_READ },
         { "GET", "/v1/jobs/{}", false, handle_job_get, AUTH_ACCESS_READ },
         { "DELETE", "/v1/jobs/{}", false, handle_job_cancel, AUTH_ACCESS_WRITE },
-        { "POST", "/v1/nodes/{}/heartbeat", true, handle_heartbeat, AUTH_ACCESS_HEARTBEAT },
+        /* Raw: heartbeats are decoded from their text (heartbeat-reader.h), not a jansson tree. */
+        { "POST", "/v1/nodes/{}/heartbeat", HTTP_BODY_RAW, handle_heartbeat, AUTH_ACCESS_HEARTBEAT },
         { "GET", "/v1/nodes", false, handle_nodes_list, AUTH_ACCESS_READ },
         { "GET", "/v1/scheduler", false, handle_scheduler, AUTH_ACCESS_READ },
         { "GET", "/v1/contention", false, api_handle_contention, AUTH_ACCESS_READ },

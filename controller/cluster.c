@@ -9,6 +9,7 @@
 
 #include "cluster-sched.h"
 #include "cluster.h"
+#include "heartbeat-reader.h"
 #include "log.h"
 #include "macro.h"
 #include "placement-fifo.h"
@@ -715,16 +716,6 @@ static int merge_report(Cluster *c, const Heartbeat *hb, const TaskReport *rep, 
         uint64_t peak;
         int r;
 
-        /* Nearly every report says: still running, here is its usage. When the store agrees
-         * (running, on this node) that is one UPDATE; anything else takes the full path below,
-         * which writes the same usage again, harmlessly. */
-        if (rep->state == TASK_RUNNING && !rep->has_exit && rep->n_samples > 0) {
-                report_usage(rep, &cpu_s, &peak, &progress);
-                r = store_task_update_usage_running(c->store, rep->id, hb->node, cpu_s, peak, progress);
-                if (r != 0)
-                        return r < 0 ? r : 0;
-        }
-
         _cleanup_(store_task_done) StoreTask t = {};
         r = store_task_get(c->store, rep->id, &t);
         if (r == -ENOENT || (r >= 0 && (!t.node || !streq(t.node, hb->node)))) {
@@ -937,9 +928,11 @@ static int lose_unreported(Cluster *c, const Heartbeat *hb, int64_t now_ms, JobS
 static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json_t *actions) {
         _cleanup_(job_set_done) JobSet jobs = {};
         _cleanup_(store_node_done) StoreNode old = {};
+        _cleanup_strv_free_ char **running = NULL;
+        size_t n_running = 0;
 
         bool restarted = false, changed = false;
-        int r = store_node_get(c->store, hb->node, &old);
+        int r = store_node_peek(c->store, hb->node, &old);
         if (r == -ENOENT) {
                 changed = true;
                 log_info("Node %s registered: %g CPUs, %" PRIu64 " bytes of memory, cgroup mode %s.", hb->node,
@@ -960,6 +953,9 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
         r = store_node_upsert(c->store, hb, now_ms);
         if (r < 0)
                 return r;
+        r = store_node_running_tasks(c->store, hb->node, &running, &n_running);
+        if (r < 0)
+                return r;
 
         for (size_t i = 0; i < hb->n_acks; i++) {
                 r = apply_ack(c, hb, &hb->acks[i], now_ms, &jobs);
@@ -967,10 +963,25 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
                         return r;
         }
         for (size_t i = 0; i < hb->n_tasks; i++) {
-                r = merge_report(c, hb, &hb->tasks[i], now_ms, &jobs);
+                const TaskReport *rep = &hb->tasks[i];
+                /* Nearly every report says: still running, here is its usage. When the store
+                 * agrees (running, on this node) that is all, and it stays in memory until the
+                 * node's usage row below; anything else takes the full path. */
+                if (rep->state == TASK_RUNNING && !rep->has_exit && rep->n_samples > 0 &&
+                    strv_sorted_contains(running, n_running, rep->id)) {
+                        double cpu_s, progress;
+                        uint64_t peak;
+                        report_usage(rep, &cpu_s, &peak, &progress);
+                        r = store_task_usage_observe(c->store, rep->id, cpu_s, peak, progress);
+                } else
+                        r = merge_report(c, hb, rep, now_ms, &jobs);
                 if (r < 0)
                         return r;
         }
+        /* One write for the usage of all of them (ended ones have left the memory). */
+        r = store_node_usage_save(c->store, hb->node, running, n_running);
+        if (r < 0)
+                return r;
         if (restarted) {
                 r = lose_unreported(c, hb, now_ms, &jobs);
                 if (r < 0)
@@ -989,12 +1000,9 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
         return reply_actions(c, hb->node, now_ms, actions);
 }
 
-int cluster_heartbeat(Cluster *c, const char *node, json_t *body, int64_t now_ms, json_t **ret_reply,
-                      char **ret_error) {
-        _cleanup_(heartbeat_freep) Heartbeat *hb = NULL;
-        int r = heartbeat_from_json(body, &hb, ret_error);
-        if (r < 0)
-                return r;
+static int heartbeat_handle(Cluster *c, const char *node, const Heartbeat *hb, int64_t now_ms, json_t **ret_reply,
+                            char **ret_error) {
+        int r;
         if (!streq(hb->node, node)) {
                 if (ret_error && asprintf(ret_error, "node: must equal the node id in the URL ('%s')", node) < 0)
                         *ret_error = NULL;
@@ -1046,8 +1054,26 @@ int cluster_heartbeat(Cluster *c, const char *node, json_t *body, int64_t now_ms
         return 0;
 }
 
+int cluster_heartbeat(Cluster *c, const char *node, json_t *body, int64_t now_ms, json_t **ret_reply,
+                      char **ret_error) {
+        _cleanup_(heartbeat_freep) Heartbeat *hb = NULL;
+        int r = heartbeat_from_json(body, &hb, ret_error);
+        if (r < 0)
+                return r;
+        return heartbeat_handle(c, node, hb, now_ms, ret_reply, ret_error);
+}
+
+int cluster_heartbeat_text(Cluster *c, const char *node, const char *body, size_t body_size, int64_t now_ms,
+                           json_t **ret_reply, char **ret_error) {
+        _cleanup_(heartbeat_freep) Heartbeat *hb = NULL;
+        int r = heartbeat_parse(body, body_size, &hb, ret_error);
+        if (r < 0)
+                return r;
+        return heartbeat_handle(c, node, hb, now_ms, ret_reply, ret_error);
+}
+
 /* Node loss: its active tasks are lost and run again elsewhere as new attempts (task_lose()),
- * placed right away on the nodes that are left. */
+ * placed by the caller once every lost node is handled. */
 static int node_lose(Cluster *c, const char *node, int64_t silent_ms, int64_t now_ms) {
         _cleanup_(job_set_done) JobSet jobs = {};
         StoreTask *tasks = NULL;
@@ -1069,10 +1095,7 @@ static int node_lose(Cluster *c, const char *node, int64_t silent_ms, int64_t no
                 return r;
         log_warning("Node %s is lost (no heartbeat for %.1f s); %zu task(s) lost.", node,
                     (double) silent_ms / 1000.0, n);
-        r = roll_up_all(c, &jobs, now_ms);
-        if (r < 0)
-                return r;
-        return place(c, now_ms);
+        return roll_up_all(c, &jobs, now_ms);
 }
 
 int cluster_check_nodes(Cluster *c, int64_t now_ms) {
@@ -1092,7 +1115,7 @@ int cluster_check_nodes(Cluster *c, int64_t now_ms) {
                 r = store_begin(c->store);
                 if (r < 0)
                         return r;
-                r = store_node_get(c->store, *id, &n);
+                r = store_node_peek(c->store, *id, &n);
                 if (r >= 0)
                         r = node_lose(c, *id, now_ms - n.last_heartbeat_ms, now_ms);
                 if (r >= 0)
@@ -1103,7 +1126,21 @@ int cluster_check_nodes(Cluster *c, int64_t now_ms) {
                         return r;
                 }
         }
-        return 0;
+        if (!overdue || !overdue[0])
+                return 0;
+        /* One placement for all of them: a placement per lost node stalled the controller for
+         * minutes when a thousand nodes went silent at once. */
+        r = store_begin(c->store);
+        if (r < 0)
+                return r;
+        r = place(c, now_ms);
+        if (r >= 0)
+                r = store_commit(c->store);
+        if (r < 0) {
+                store_rollback(c->store);
+                c->placement_dirty = true;
+        }
+        return r;
 }
 
 void cluster_restart_node_timeouts(Cluster *c, int64_t now_ms) {

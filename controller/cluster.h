@@ -39,6 +39,9 @@ int cluster_cancel(Cluster *c, uint64_t job, int64_t now_ms, json_t **ret_job);
  * or a heartbeat interval passed: most heartbeats only record usage. */
 int cluster_heartbeat(Cluster *c, const char *node, json_t *body, int64_t now_ms, json_t **ret_reply,
                       char **ret_error);
+/* The same from the body's text (heartbeat_parse()): what the controller serves. */
+int cluster_heartbeat_text(Cluster *c, const char *node, const char *body, size_t body_size, int64_t now_ms,
+                           json_t **ret_reply, char **ret_error);
 /* Marks nodes without a heartbeat for node_lost_after intervals lost. */
 int cluster_check_nodes(Cluster *c, int64_t now_ms);
 /* Gives every node a full timeout from now_ms before it can be lost, as after a start: for

@@ -18,7 +18,9 @@ typedef struct HttpRequest {
         const char *path;
         /* The path segments matched by "{}" in the route's pattern, in order (already unescaped). */
         const char *params[HTTP_MAX_PARAMS];
-        json_t *body;                 /* the parsed JSON body for routes that take one, else NULL */
+        json_t *body;                 /* the parsed JSON body for HTTP_BODY_JSON routes, else NULL */
+        const char *raw_body;         /* the body as received for HTTP_BODY_RAW routes (not NUL-terminated) */
+        size_t raw_body_size;
         void *connection;             /* the server's, for http_request_query() */
 } HttpRequest;
 
@@ -36,10 +38,18 @@ typedef struct HttpResponse {
 
 typedef void (*HttpHandler)(const HttpRequest *req, HttpResponse *resp, void *userdata);
 
+/* What a route does with a request body (false and true in route tables mean none and JSON). */
+typedef enum HttpBody {
+        HTTP_BODY_NONE,
+        HTTP_BODY_JSON,               /* application/json, parsed (json_body_load()) into req->body */
+        HTTP_BODY_RAW,                /* application/json, handed over unparsed: the handler decodes it
+                                       * and answers a body that is no JSON object as json_body_load() */
+} HttpBody;
+
 typedef struct HttpRoute {
         const char *method;           /* "GET", "POST", "DELETE" */
         const char *pattern;          /* e.g. "/v1/jobs/{}": "{}" matches one non-empty path segment */
-        bool takes_body;              /* needs an application/json body */
+        HttpBody takes_body;          /* a non-empty application/json body is required unless NONE */
         HttpHandler handler;
         int access;                   /* passed to the authorize hook (an AuthAccess) */
 } HttpRoute;

@@ -7,6 +7,7 @@
 #include "store.h"
 
 typedef struct StoreCheckpointer StoreCheckpointer;
+typedef struct StoreUsage StoreUsage;
 
 /* One prepared statement kept for reuse, keyed by the address of its SQL literal. */
 typedef struct StoreStmt {
@@ -24,6 +25,7 @@ struct Store {
         size_t n_stmts, stmts_size;    /* used slots; slots (a power of two) */
         bool durable;                  /* in a store_begin_durable() transaction */
         StoreCheckpointer *checkpointer;
+        StoreUsage *usage;             /* running tasks' usage (store-usage.c) */
 };
 
 /* Hands a statement back to the cache: reset (ending its read, if it was mid-way) and its
@@ -35,6 +37,20 @@ static inline void store_stmt_releasep(sqlite3_stmt **st) {
         }
 }
 #define _cleanup_stmt_ _cleanup_(store_stmt_releasep)
+
+/* store-usage.c: loads the saved usage and registers the usage_*() SQL functions; frees it. */
+int store_usage_open(Store *s);
+void store_usage_free(Store *s);
+/* A running task's usage held in memory: true and its values, or false (its row has it). */
+bool store_usage_get(Store *s, const char *id, double *ret_cpu_s, uint64_t *ret_memory_peak_bytes,
+                     double *ret_progress);
+/* Drops it: the task's row is about to get newer usage, or its entry was folded into the row. */
+void store_usage_forget(Store *s, const char *id);
+/* The columns cpu_s, memory_peak_bytes and progress of a tasks row t, as they are for a running
+ * task whose latest usage is held in memory. */
+#define USAGE_CPU_S(t) "usage_cpu_s(" t "id, " t "state, " t "cpu_s)"
+#define USAGE_MEMORY_PEAK(t) "usage_memory_peak(" t "id, " t "state, " t "memory_peak_bytes)"
+#define USAGE_PROGRESS(t) "usage_progress(" t "id, " t "state, " t "progress)"
 
 /* Maps an SQLite result code to a negative errno, logging SQLite's message. */
 int store_error(Store *s, int rc, const char *what);

@@ -387,15 +387,22 @@ int store_task_get(Store *s, const char *id, StoreTask *ret) {
 int store_tasks_find(Store *s, uint64_t job, const char *node, unsigned state_mask,
                      StoreTask **ret, size_t *ret_n) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r = store_prepare(s,
-                              "SELECT " TASK_COLUMNS " " TASK_FROM
-                              " WHERE (?1 = 0 OR t.job = ?1) AND (?2 IS NULL OR t.node = ?2)"
-                              " ORDER BY t.job, t.phase, t.idx, t.attempt",
-                              &st);
+        /* A node's tasks through the index on node: "?2 IS NULL OR" would scan every task, once
+         * per node when a thousand nodes are lost together. */
+        int r = node ? store_prepare(s,
+                                     "SELECT " TASK_COLUMNS " " TASK_FROM
+                                     " WHERE t.node = ?2 AND (?1 = 0 OR t.job = ?1)"
+                                     " ORDER BY t.job, t.phase, t.idx, t.attempt",
+                                     &st)
+                     : store_prepare(s,
+                                     "SELECT " TASK_COLUMNS " " TASK_FROM " WHERE (?1 = 0 OR t.job = ?1)"
+                                     " ORDER BY t.job, t.phase, t.idx, t.attempt",
+                                     &st);
         if (r < 0)
                 return r;
         sqlite3_bind_int64(st, 1, (int64_t) job);
-        store_bind_text_or_null(st, 2, node);
+        if (node)
+                sqlite3_bind_text(st, 2, node, -1, SQLITE_TRANSIENT);
 
         StoreTask *all;
         size_t n_all;
@@ -472,6 +479,14 @@ int store_task_place(Store *s, const char *id, const char *node) {
 int store_task_set_state(Store *s, const char *id, TaskState state, int64_t started_ms,
                          int64_t now_ms, const char *error) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        double cpu_s, progress;
+        uint64_t peak;
+        /* A change of state ends the in-memory usage of a running task: its row takes it over. */
+        if (store_usage_get(s, id, &cpu_s, &peak, &progress)) {
+                int r = store_task_update_usage(s, id, cpu_s, peak, progress);
+                if (r < 0 && r != -ENOENT)
+                        return r;
+        }
         int r = store_prepare(s,
                               "UPDATE tasks SET state = ?1,"
                               " started_ms = CASE WHEN ?2 AND started_ms IS NULL THEN ?3 ELSE started_ms END,"
@@ -497,6 +512,7 @@ int store_task_set_state(Store *s, const char *id, TaskState state, int64_t star
 int store_task_update_usage(Store *s, const char *id, double cpu_s, uint64_t memory_peak_bytes,
                             double progress) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        store_usage_forget(s, id); /* the row is now the newer */
         int r = store_prepare(s,
                               "UPDATE tasks SET cpu_s = ?1,"
                               " memory_peak_bytes = MAX(memory_peak_bytes, ?2),"
@@ -515,30 +531,9 @@ int store_task_update_usage(Store *s, const char *id, double cpu_s, uint64_t mem
         return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
 }
 
-int store_task_update_usage_running(Store *s, const char *id, const char *node, double cpu_s,
-                                    uint64_t memory_peak_bytes, double progress) {
-        _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r = store_prepare(s,
-                              "UPDATE tasks SET cpu_s = ?1,"
-                              " memory_peak_bytes = MAX(memory_peak_bytes, ?2),"
-                              " progress = CASE WHEN ?3 >= 0 THEN ?3 ELSE progress END "
-                              "WHERE id = ?4 AND node = ?5 AND state = 'running'",
-                              &st);
-        if (r < 0)
-                return r;
-        sqlite3_bind_double(st, 1, cpu_s);
-        sqlite3_bind_int64(st, 2, (int64_t) memory_peak_bytes);
-        sqlite3_bind_double(st, 3, progress);
-        sqlite3_bind_text(st, 4, id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 5, node, -1, SQLITE_STATIC);
-        r = store_step_done(s, st, "update task usage");
-        if (r < 0)
-                return r;
-        return sqlite3_changes(s->db) > 0;
-}
-
 int store_task_set_exit(Store *s, const char *id, const ExitRecord *e) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        store_usage_forget(s, id); /* the row is now the newer */
         int r = store_prepare(s,
                               "UPDATE tasks SET exit_code = ?1, signal = ?2, oom_killed = ?3, cpu_s = ?4,"
                               " memory_peak_bytes = MAX(memory_peak_bytes, ?5),"
@@ -599,8 +594,8 @@ static int phase_tasks_to_json(Store *s, uint64_t job, unsigned phase, json_t **
         if (!a)
                 return -ENOMEM;
         int r = store_prepare(s,
-                              "SELECT id, state, node, exit_code, signal, oom_killed, cpu_s, memory_peak_bytes,"
-                              " progress, started_ms, finished_ms, error "
+                              "SELECT id, state, node, exit_code, signal, oom_killed, " USAGE_CPU_S("") ","
+                              " " USAGE_MEMORY_PEAK("") ", " USAGE_PROGRESS("") ", started_ms, finished_ms, error "
                               "FROM tasks WHERE job = ? AND phase = ? ORDER BY idx, attempt",
                               &st);
         if (r < 0)
@@ -676,10 +671,10 @@ int store_job_to_json(Store *s, uint64_t job, bool with_tasks, json_t **ret) {
                               " (SELECT COALESCE(SUM(n_tasks), 0) FROM phases WHERE job = j.id),"
                               " (SELECT COUNT(*) FROM tasks WHERE job = j.id AND state = 'succeeded'),"
                               " (SELECT COALESCE(AVG(CASE WHEN state = 'succeeded' THEN 1.0"
-                              "                      ELSE COALESCE(progress, 0) END), 0)"
+                              "                      ELSE COALESCE(" USAGE_PROGRESS("") ", 0) END), 0)"
                               "  FROM tasks t WHERE job = j.id AND " LATEST_ATTEMPT "),"
-                              " (SELECT COALESCE(SUM(cpu_s), 0) FROM tasks WHERE job = j.id),"
-                              " (SELECT COALESCE(MAX(memory_peak_bytes), 0) FROM tasks WHERE job = j.id) "
+                              " (SELECT COALESCE(SUM(" USAGE_CPU_S("") "), 0) FROM tasks WHERE job = j.id),"
+                              " (SELECT COALESCE(MAX(" USAGE_MEMORY_PEAK("") "), 0) FROM tasks WHERE job = j.id) "
                               "FROM jobs j WHERE j.id = ?",
                               &st);
         if (r < 0)

@@ -69,6 +69,23 @@ int store_node_get(Store *s, const char *id, StoreNode *ret) {
         return node_from_row(st, ret);
 }
 
+int store_node_peek(Store *s, const char *id, StoreNode *ret) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s,
+                              "SELECT id, state, boot_id, cgroup_mode, capacity_cpus, capacity_memory_bytes,"
+                              " last_heartbeat_ms, 0, 0, 0 FROM nodes WHERE id = ?",
+                              &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        r = store_step_row(s, st, "read node");
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return -ENOENT;
+        return node_from_row(st, ret);
+}
+
 int store_nodes_list(Store *s, StoreNode **ret, size_t *ret_n) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         StoreNode *nodes = NULL;

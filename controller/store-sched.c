@@ -54,7 +54,8 @@ int store_phase_usage_first(Store *s, uint64_t job, unsigned phase, unsigned n_f
         size_t n = 0, allocated = 0;
         /* The latest attempt of each task: a retried task's clock starts again. */
         int r = store_prepare(s,
-                              "SELECT t.idx, t.state, t.started_ms, t.finished_ms, t.cpu_s, t.progress FROM tasks t"
+                              "SELECT t.idx, t.state, t.started_ms, t.finished_ms, " USAGE_CPU_S("t.") ", "
+                              USAGE_PROGRESS("t.") " FROM tasks t"
                               " WHERE t.job = ? AND t.phase = ? AND t.idx < ? AND t.attempt = (SELECT MAX(u.attempt)"
                               " FROM tasks u WHERE u.job = t.job AND u.phase = t.phase AND u.idx = t.idx) ORDER BY t.idx",
                               &st);

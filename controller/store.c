@@ -410,6 +410,17 @@ int store_open(const char *dir, Store **ret) {
                           " WHERE type IN ('freeze', 'thaw')", "create index");
         if (r < 0)
                 return r;
+        /* The same for the running tasks' usage, one row per node (store-usage.c), and the
+         * index a heartbeat finds its node's running tasks with. A version without them wrote
+         * usage to the tasks' rows; rows it left here are at most a heartbeat behind those. */
+        r = store_exec(s, "CREATE TABLE IF NOT EXISTS node_usage (node TEXT PRIMARY KEY, usage BLOB NOT NULL);"
+                          "CREATE INDEX IF NOT EXISTS tasks_running_on_node ON tasks(node, id) WHERE state = 'running'",
+                       "create usage table");
+        if (r < 0)
+                return r;
+        r = store_usage_open(s);
+        if (r < 0)
+                return r;
 
         *ret = TAKE_PTR(s);
         return 0;
@@ -419,6 +430,7 @@ Store *store_close(Store *s) {
         if (!s)
                 return NULL;
         store_stop_checkpointer(s);
+        store_usage_free(s);
         for (size_t i = 0; i < s->stmts_size; i++)
                 if (s->stmts[i].st)
                         sqlite3_finalize(s->stmts[i].st);

@@ -143,10 +143,20 @@ int store_task_set_state(Store *s, const char *id, TaskState state, int64_t star
 /* Usage seen so far: cpu_s replaces, memory peak only grows, progress < 0 leaves it alone. */
 int store_task_update_usage(Store *s, const char *id, double cpu_s, uint64_t memory_peak_bytes,
                             double progress);
-/* The same, only for a task running on node: 1 if it was, 0 (nothing changed) if not. */
-int store_task_update_usage_running(Store *s, const char *id, const char *node, double cpu_s,
-                                    uint64_t memory_peak_bytes, double progress);
 int store_task_set_exit(Store *s, const char *id, const ExitRecord *e);
+
+/* ---- Usage of running tasks (store-usage.c) ---- */
+
+/* The ids of the tasks running on node, sorted (strcmp order). */
+int store_node_running_tasks(Store *s, const char *node, char ***ret_ids, size_t *ret_n);
+/* The usage a heartbeat reports for a task the store has running on that node: kept in memory
+ * (what every view of the task shows) until store_node_usage_save() of its node makes it
+ * durable in the same transaction; a change of state writes it to the task's row. cpu_s
+ * replaces, the memory peak only grows, progress < 0 leaves it alone. */
+int store_task_usage_observe(Store *s, const char *id, double cpu_s, uint64_t memory_peak_bytes,
+                             double progress);
+/* Saves the usage of the node's running tasks (the ids given) as one row: a heartbeat's write. */
+int store_node_usage_save(Store *s, const char *node, char *const *running, size_t n);
 
 /* ---- Nodes ---- */
 
@@ -166,6 +176,8 @@ void store_node_done(StoreNode *n);
 void store_nodes_free(StoreNode *n, size_t n_nodes);
 
 int store_node_get(Store *s, const char *id, StoreNode *ret);
+/* The same without its allocations (all zero): no pass over its tasks, for every heartbeat. */
+int store_node_peek(Store *s, const char *id, StoreNode *ret);
 /* Inserts or updates the node from a heartbeat and marks it ready. */
 int store_node_upsert(Store *s, const Heartbeat *hb, int64_t now_ms);
 int store_node_set_lost(Store *s, const char *id);

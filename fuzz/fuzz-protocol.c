@@ -1,12 +1,18 @@
 /* fuzz-protocol.c: the JSON decoders of the wire protocol (job specs, heartbeats, heartbeat
  * replies) on arbitrary bytes, parsed the way the controller and the agent parse them. What
- * decodes must encode, and decode again to the same encoding. */
+ * decodes must encode, and decode again to the same encoding. The controller's heartbeat
+ * reader (heartbeat-reader.c) must accept nothing the jansson decoder refuses, and decode what
+ * it accepts to the same Heartbeat; heartbeat_parse() must give the jansson path's verdict and
+ * message. */
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fuzz.h"
+#include "heartbeat-equal.h"
+#include "heartbeat-reader.h"
 #include "protocol.h"
 
 static void round_trip(json_t *(*encode)(const void *), int (*decode)(json_t *, void **, char **),
@@ -46,8 +52,46 @@ static int dec_reply(json_t *j, void **ret, char **err) {
 }
 static void rel_reply(void *v) { heartbeat_reply_free(v); }
 
+/* The reader against the jansson path, on the same bytes. */
+static void heartbeat_reader_check(const uint8_t *data, size_t size) {
+        const char *text = (const char *) data;
+        Heartbeat *fast = NULL, *slow = NULL, *parsed = NULL;
+        char *slow_error = NULL, *parse_error = NULL;
+        json_t *j = NULL;
+
+        int r_fast = heartbeat_from_text(text, size, &fast);
+        int r_slow = json_body_load(text, size, &j, &slow_error);
+        if (r_slow >= 0) {
+                r_slow = heartbeat_from_json(j, &slow, &slow_error);
+                json_decref(j);
+        }
+        FUZZ_ASSERT(r_fast == 0 || r_fast == -EINVAL);
+        if (r_fast == 0) {
+                FUZZ_ASSERT(r_slow == 0);
+                const char *difference = heartbeat_difference(fast, slow);
+                if (difference)
+                        fprintf(stderr, "the reader and jansson differ in %s\n", difference);
+                FUZZ_ASSERT(!difference);
+        }
+
+        int r_parse = heartbeat_parse(text, size, &parsed, &parse_error);
+        FUZZ_ASSERT(r_parse == r_slow);
+        if (r_parse < 0)
+                FUZZ_ASSERT(parse_error && slow_error && strcmp(parse_error, slow_error) == 0);
+        else
+                FUZZ_ASSERT(!heartbeat_difference(parsed, slow));
+
+        heartbeat_free(fast);
+        heartbeat_free(slow);
+        heartbeat_free(parsed);
+        free(slow_error);
+        free(parse_error);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         json_error_t jerr;
+        heartbeat_reader_check(data, size);
+
         /* The controller's own parse flags (http-server.c). */
         json_t *j = json_loadb((const char *) data, size, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
         if (!j)

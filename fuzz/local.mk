@@ -6,7 +6,7 @@
 FUZZ_HARNESSES = protocol config cgroup-parsers auth-tokens
 
 # What each libFuzzer binary is built from.
-FUZZ_PROTOCOL_SRC = $(abs_top_srcdir)/fuzz/fuzz-protocol.c $(abs_top_srcdir)/common/protocol.c $(abs_top_srcdir)/common/strv.c $(abs_top_srcdir)/common/log.c
+FUZZ_PROTOCOL_SRC = $(abs_top_srcdir)/fuzz/fuzz-protocol.c $(abs_top_srcdir)/common/protocol.c $(abs_top_srcdir)/common/heartbeat-reader.c $(abs_top_srcdir)/common/strv.c $(abs_top_srcdir)/common/log.c
 FUZZ_CONFIG_SRC = $(abs_top_srcdir)/fuzz/fuzz-config.c $(abs_top_srcdir)/common/config.c $(abs_top_srcdir)/common/strv.c $(abs_top_srcdir)/common/log.c
 FUZZ_CGROUP_PARSERS_SRC = $(abs_top_srcdir)/fuzz/fuzz-cgroup-parsers.c $(abs_top_srcdir)/agent/cgroup-util.c $(abs_top_srcdir)/agent/procfs.c $(abs_top_srcdir)/common/protocol.c $(abs_top_srcdir)/common/strv.c $(abs_top_srcdir)/common/log.c
 FUZZ_AUTH_TOKENS_SRC = $(abs_top_srcdir)/fuzz/fuzz-auth-tokens.c $(abs_top_srcdir)/controller/auth.c $(abs_top_srcdir)/common/secret-file.c $(abs_top_srcdir)/common/log.c
@@ -14,7 +14,7 @@ FUZZ_AUTH_TOKENS_SRC = $(abs_top_srcdir)/fuzz/fuzz-auth-tokens.c $(abs_top_srcdi
 FUZZ_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/fuzz -I$(top_srcdir)/agent -I$(top_srcdir)/controller
 
 check_PROGRAMS += fuzz/replay-protocol fuzz/replay-config fuzz/replay-cgroup-parsers fuzz/replay-auth-tokens
-fuzz_replay_protocol_SOURCES = fuzz/replay.c fuzz/fuzz.h fuzz/fuzz-protocol.c
+fuzz_replay_protocol_SOURCES = fuzz/replay.c fuzz/fuzz.h fuzz/heartbeat-equal.h fuzz/fuzz-protocol.c
 fuzz_replay_protocol_CPPFLAGS = $(FUZZ_CPPFLAGS)
 fuzz_replay_protocol_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 fuzz_replay_protocol_LDADD = $(COMMON_LIBS)

@@ -18,6 +18,15 @@ tests_unit_test_protocol_SOURCES = tests/unit/test-protocol.c
 tests_unit_test_protocol_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_protocol_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
 
+# The controller's heartbeat reader against the jansson decoder (its differential fuzzing is
+# fuzz/fuzz-protocol.c).
+check_PROGRAMS += tests/unit/test-heartbeat-reader
+TESTS += tests/unit/test-heartbeat-reader
+tests_unit_test_heartbeat_reader_SOURCES = tests/unit/test-heartbeat-reader.c fuzz/heartbeat-equal.h
+tests_unit_test_heartbeat_reader_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/fuzz
+tests_unit_test_heartbeat_reader_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_heartbeat_reader_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
+
 # controller: pure FIFO placement, and the SQLite store on a temporary directory.
 check_PROGRAMS += tests/unit/test-placement tests/unit/test-store
 TESTS += tests/unit/test-placement tests/unit/test-store
@@ -27,7 +36,7 @@ tests_unit_test_placement_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_placement_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
 tests_unit_test_store_SOURCES = tests/unit/test-store.c \
 	controller/store.c controller/store.h controller/store-internal.h \
-	controller/store-jobs.c controller/store-nodes.c controller/store-sched.c controller/store-checkpoint.c
+	controller/store-jobs.c controller/store-nodes.c controller/store-sched.c controller/store-checkpoint.c controller/store-usage.c
 tests_unit_test_store_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_store_LDADD = $(COMMON_LIBS) $(SQLITE3_LIBS) $(CRITERION_LIBS)
 
@@ -79,7 +88,7 @@ tests_unit_test_cluster_SOURCES = tests/unit/test-cluster.c \
 	controller/cluster.c controller/cluster.h \
 	controller/cluster-sched.c controller/cluster-sched.h controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \
-	controller/store-jobs.c controller/store-nodes.c controller/store-checkpoint.c
+	controller/store-jobs.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c
 tests_unit_test_cluster_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_cluster_LDADD = $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(COMMON_LIBS) $(SQLITE3_LIBS) $(CRITERION_LIBS) -lm
 EXTRA_DIST += tests/integration/test-api.sh tests/api

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "heartbeat-reader.h"
 #include "protocol.h"
 
 /* Decoders must leave *ret alone on failure: they start from this and are checked against it. */
@@ -775,6 +776,16 @@ static void expect_heartbeat_error(void (*edit)(json_t *j), const char *message)
         Heartbeat *h = UNTOUCHED;
         char *err = NULL;
         cr_assert_eq(heartbeat_from_json(j, &h, &err), -EINVAL, "accepted, expected: %s", message);
+        cr_assert_eq(h, UNTOUCHED);
+        cr_assert_str_eq(err, message);
+        free(err);
+
+        /* The controller's path from text: the reader declines, the message is the same. */
+        _cleanup_free_ char *text = json_dumps(j, JSON_COMPACT);
+        cr_assert_not_null(text);
+        err = NULL;
+        cr_assert_eq(heartbeat_from_text(text, strlen(text), &h), -EINVAL, "the reader took %s", text);
+        cr_assert_eq(heartbeat_parse(text, strlen(text), &h, &err), -EINVAL);
         cr_assert_eq(h, UNTOUCHED);
         cr_assert_str_eq(err, message);
         free(err);

@@ -474,3 +474,101 @@ Test(store, checkpoint_thread_copies_the_log) {
         cr_assert_eq(count_jobs(s), 50);
         store_close(s);
 }
+
+/* The view of one task of job 1, phase 0: its cpu_s, memory_peak_bytes and progress. */
+static void task_usage_of(Store *s, unsigned task, double *ret_cpu_s, int64_t *ret_peak, double *ret_progress) {
+        json_t *job = NULL;
+        cr_assert_eq(store_job_to_json(s, 1, true, &job), 0);
+        json_t *t = json_array_get(json_object_get(json_array_get(json_object_get(job, "phases"), 0), "tasks"), task);
+        cr_assert_not_null(t);
+        *ret_cpu_s = json_real_value(json_object_get(t, "cpu_s"));
+        *ret_peak = json_integer_value(json_object_get(t, "memory_peak_bytes"));
+        json_t *p = json_object_get(t, "progress");
+        *ret_progress = json_is_null(p) ? -1 : json_real_value(p);
+        json_decref(job);
+}
+
+/* Heartbeats' usage of running tasks lives in memory and one row per node, not in the tasks'
+ * rows: every view shows it, a restart keeps it, and a change of state hands it to the row. */
+Test(store, running_usage_in_memory_and_node_row) {
+        Store *s = NULL;
+        double cpu_s, progress;
+        int64_t peak;
+
+        cr_assert_eq(store_open(dir, &s), 0);
+        insert_job(s, 1000);
+        Heartbeat hb = make_heartbeat((char *) "n1");
+        cr_assert_eq(store_node_upsert(s, &hb, 1000), 0);
+        for (unsigned i = 0; i < 3; i++) {
+                char id[32];
+                snprintf(id, sizeof id, "1.0.%u.0", i);
+                cr_assert_eq(store_task_place(s, id, "n1"), 0);
+                if (i < 2)
+                        cr_assert_eq(store_task_set_state(s, id, TASK_RUNNING, 1500, 2000, NULL), 0);
+        }
+        cr_assert_eq(store_task_update_usage(s, "1.0.0.0", 1.0, 1000, 0.1), 0);
+
+        char **running = NULL;
+        size_t n = 0;
+        cr_assert_eq(store_node_running_tasks(s, "n1", &running, &n), 0);
+        cr_assert_eq(n, 2);
+        cr_assert_str_eq(running[0], "1.0.0.0");
+        cr_assert_str_eq(running[1], "1.0.1.0");
+
+        cr_assert_eq(store_begin(s), 0);
+        cr_assert_eq(store_task_usage_observe(s, "1.0.0.0", 5.0, 500, -1), 0);
+        cr_assert_eq(store_task_usage_observe(s, "1.0.1.0", 2.5, 4096, 0.5), 0);
+        cr_assert_eq(store_node_usage_save(s, "n1", running, n), 0);
+        cr_assert_eq(store_commit(s), 0);
+
+        /* The job view: cpu_s replaced, the peak only grows, no progress reported keeps the row's. */
+        task_usage_of(s, 0, &cpu_s, &peak, &progress);
+        cr_assert_float_eq(cpu_s, 5.0, 1e-12);
+        cr_assert_eq(peak, 1000);
+        cr_assert_float_eq(progress, 0.1, 1e-12);
+        json_t *job = NULL;
+        cr_assert_eq(store_job_to_json(s, 1, false, &job), 0);
+        cr_assert_float_eq(json_real_value(json_object_get(job, "cpu_s")), 7.5, 1e-12);
+        cr_assert_eq(json_integer_value(json_object_get(job, "memory_peak_bytes")), 4096);
+        json_decref(job);
+        /* The scheduler's view. */
+        StoreTaskUsage *usage = NULL;
+        size_t n_usage = 0;
+        cr_assert_eq(store_phase_usage(s, 1, 0, &usage, &n_usage), 0);
+        cr_assert_eq(n_usage, 3);
+        cr_assert_float_eq(usage[1].cpu_s, 2.5, 1e-12);
+        cr_assert_float_eq(usage[1].progress, 0.5, 1e-12);
+        free(usage);
+
+        /* A restart (as after SIGKILL: the committed row is all there is). */
+        store_close(s);
+        cr_assert_eq(store_open(dir, &s), 0);
+        task_usage_of(s, 1, &cpu_s, &peak, &progress);
+        cr_assert_float_eq(cpu_s, 2.5, 1e-12);
+        cr_assert_eq(peak, 4096);
+        cr_assert_float_eq(progress, 0.5, 1e-12);
+
+        /* A change of state writes it to the row: it holds after a restart without the node's row. */
+        cr_assert_eq(store_task_set_state(s, "1.0.1.0", TASK_LOST, 0, 3000, "node lost"), 0);
+        cr_assert_eq(sqlite3_exec(s->db, "DELETE FROM node_usage", NULL, NULL, NULL), SQLITE_OK);
+        store_close(s);
+        cr_assert_eq(store_open(dir, &s), 0);
+        task_usage_of(s, 1, &cpu_s, &peak, &progress);
+        cr_assert_float_eq(cpu_s, 2.5, 1e-12);
+        cr_assert_eq(peak, 4096);
+        cr_assert_float_eq(progress, 0.5, 1e-12);
+        /* Without the node's row the other running task falls back to its own (older) row. */
+        task_usage_of(s, 0, &cpu_s, &peak, &progress);
+        cr_assert_float_eq(cpu_s, 1.0, 1e-12);
+
+        /* A write to the row (an end reported with its usage) wins over what memory held. */
+        cr_assert_eq(store_task_usage_observe(s, "1.0.0.0", 9.0, 100, -1), 0);
+        cr_assert_eq(store_task_update_usage(s, "1.0.0.0", 8.0, 100, 1.0), 0);
+        cr_assert_eq(store_task_set_state(s, "1.0.0.0", TASK_SUCCEEDED, 0, 4000, NULL), 0);
+        task_usage_of(s, 0, &cpu_s, &peak, &progress);
+        cr_assert_float_eq(cpu_s, 8.0, 1e-12);
+        cr_assert_float_eq(progress, 1.0, 1e-12);
+
+        strv_free(running);
+        store_close(s);
+}
