@@ -488,7 +488,10 @@ static int job_step(Sched *s, double now_s, SchedJob *j, bool *ret_had_work, int
         if (j->cursor_pending != SCHED_NIL) {
                 uint32_t ti = j->cursor_pending;
                 j->cursor_pending = s->meta[ti].next;
-                return try_start(s, now_s, j, ti, sched_task_is_training(j, &s->tasks[ti]), ret_outcome);
+                /* Not with training priority: the training pass gave it to every training
+                 * task within T; one it did not reach (T is full, or the policy has no
+                 * training stage) preempts only by its job's rank. */
+                return try_start(s, now_s, j, ti, false, ret_outcome);
         }
         *ret_had_work = false;
         return 0;

@@ -767,6 +767,42 @@ Test(sched_preempt, higher_priority_is_never_a_victim) {
         sched_free(s);
 }
 
+/* Training priority is capped by T for preemption too: a training task beyond T (or under a
+ * policy without a training stage) preempts only jobs its own job outranks. Before, it
+ * preempted anything, and hfsp + kill started one task and killed another at the same
+ * instant, round after round. */
+static void training_beyond_T(SchedPolicy policy) {
+        SchedParams sp = params(policy);
+        sp.preemption = SCHED_PREEMPT_KILL;
+        sp.training_cpus = 1;
+        Sched *s;
+        cr_assert_eq(sched_new(&sp, 2, &s), 0);
+        SchedSize small = final_size(5);
+        SchedSize init = { .kind = SCHED_SIZE_INITIAL, .size_s = 1000, .n_training = 2 };
+        cr_assert_eq(sched_job_add(s, 1, 0, 1, 1, &small), 0);
+        cr_assert_eq(sched_job_add(s, 2, 1, 1, 2, &init), 0);
+        PlacementNode nodes[] = { node(2) };
+        SchedTask tasks[] = {
+                { .key = 1, .state = SCHED_TASK_RUNNING, .node = 0, .cpu_cores = 1, .memory_bytes = MiB },
+                { .key = 2, .index = 0, .state = SCHED_TASK_PENDING, .cpu_cores = 1, .memory_bytes = MiB },
+                { .key = 2, .index = 1, .state = SCHED_TASK_PENDING, .cpu_cores = 1, .memory_bytes = MiB },
+        };
+        SchedDecision *d;
+        size_t n;
+        cr_assert_eq(sched_decide(s, 1, nodes, 1, tasks, 3, &d, &n), 0);
+        cr_assert_eq(n, 1, "%s: %zu decisions", sched_policy_to_string(policy), n);
+        cr_assert_eq(d[0].verb, SCHED_START, "%s: the free CPU goes to a training task", sched_policy_to_string(policy));
+        cr_assert_eq(d[0].task, 1);
+        free(d);
+        sched_free(s);
+}
+
+Test(sched_preempt, training_beyond_T_does_not_preempt_higher_priority) {
+        training_beyond_T(SCHED_HFSP);
+        training_beyond_T(SCHED_PSBS);
+        training_beyond_T(SCHED_FIFO);
+}
+
 Test(sched_preempt, suspend_replayed) {
         /* Through the driver with one CPU: the long job (one task of 100 CPU-seconds) runs when
          * the short one (2 s) arrives at 10. SUSPEND: frozen at 10, the short one finishes at
