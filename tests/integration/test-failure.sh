@@ -140,17 +140,25 @@ submit_body='{"name": "full", "user": "nobody", "phases": [{"tasks": 200, "argv"
 submit_raw() { cluster_curl -sS -o "$CLUSTER_DIR/answer" -w '%{http_code}' -H 'Content-Type: application/json' \
         --data-binary "$submit_body" "$1/v1/jobs"; }
 
-# SQLite busy: another process holds the write lock longer than the 1 s busy timeout (a
-# heartbeat may wait its second first, so the lock stays for 4 s). The nodes must not be
-# declared lost because the controller stalled.
+# SQLite busy: another process holds the write lock, longer than the 1 s busy timeout, until
+# the submit has been answered: every heartbeat queued before the submit waits its second
+# first, so a lock held for a fixed time ran out before the submit's turn on a loaded machine.
+# The nodes must not be declared lost because the controller stalled.
 db=$CLUSTER_DIR/state/controller.db
-(echo ".timeout 5000"; echo "BEGIN EXCLUSIVE;"; sleep 4; echo "COMMIT;") | sqlite3 "$db" &
+mkfifo "$CLUSTER_DIR/unlock"
+(
+        exec 3<>"$CLUSTER_DIR/unlock" # read-write: opening does not wait for a writer
+        echo ".timeout 5000"; echo "BEGIN EXCLUSIVE;"
+        read -r -t 60 _ <&3 || true # at most a minute, should the test die before it unlocks
+        echo "COMMIT;"
+) | sqlite3 "$db" &
 locker=$!
 # Submit only once the lock is really held: a loaded machine may start sqlite3 late.
 store_locked() { ! sqlite3 "$db" 'PRAGMA busy_timeout = 0; BEGIN IMMEDIATE; ROLLBACK;' >/dev/null 2>&1; }
-for _ in $(seq 30); do store_locked && break; sleep 0.1; done
-store_locked || fail "sqlite3 did not take the store's write lock within 3 s"
+for _ in $(seq 50); do store_locked && break; sleep 0.1; done
+store_locked || fail "sqlite3 did not take the store's write lock within 5 s"
 code=$(submit_raw "$CGORCH_SERVER")
+exec 4<>"$CLUSTER_DIR/unlock"; echo unlock >&4; exec 4>&- # never blocks, even if the locker is gone
 wait "$locker" || true
 [ "$code" = 503 ] || fail "submit to a locked store answered $code: $(cat "$CLUSTER_DIR/answer")"
 grep -q 'store busy' "$CLUSTER_DIR/answer" || fail "503 without the reason: $(cat "$CLUSTER_DIR/answer")"
