@@ -967,14 +967,26 @@ int cgroup_task_read_limit_file(CgroupBackend *b, CgroupController c, const char
         return read_limits(b, NULL, task, c, file, ret);
 }
 
-size_t cgroup_backend_limit_controllers(const CgroupBackend *b, CgroupController ret[static 2]) {
+size_t cgroup_backend_limit_files(const CgroupBackend *b, CgroupLimitFile ret[static CGROUP_LIMIT_FILES_MAX]) {
+        static const CgroupLimitFile v1[] = {
+                { CGROUP_CPU, "cpu.cfs_quota_us" },
+                { CGROUP_CPU, "cpu.cfs_period_us" },
+                { CGROUP_CPU, "cpu.shares" },
+                { CGROUP_MEMORY, "memory.limit_in_bytes" },
+                { CGROUP_MEMORY, "memory.soft_limit_in_bytes" },
+        }, v2[] = {
+                { CGROUP_UNIFIED, "cpu.max" },
+                { CGROUP_UNIFIED, "cpu.weight" },
+                { CGROUP_UNIFIED, "memory.max" },
+                { CGROUP_UNIFIED, "memory.high" },
+        };
+
         if (b->mode == CGROUP_MODE_V2) {
-                ret[0] = CGROUP_UNIFIED;
-                return 1;
+                memcpy(ret, v2, sizeof v2);
+                return ELEMENTSOF(v2);
         }
-        ret[0] = CGROUP_CPU;
-        ret[1] = CGROUP_MEMORY;
-        return 2;
+        memcpy(ret, v1, sizeof v1);
+        return ELEMENTSOF(v1);
 }
 
 int cgroup_list_tasks(CgroupBackend *b, char ***ret) {

@@ -1,6 +1,8 @@
 /* limit-watch.c: inotify watches on the task cgroup directories holding limit files. */
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
@@ -12,6 +14,7 @@
 typedef struct WatchEntry {
         int wd;
         CgroupController controller;
+        const char *file;              /* static: from cgroup_backend_limit_files() */
         char *task_id;
         void *task;
 } WatchEntry;
@@ -57,6 +60,16 @@ int limit_watch_fd(const LimitWatch *w) {
         return w->fd;
 }
 
+static int strextend_path(char **path, const char *file) {
+        char *p;
+
+        if (asprintf(&p, "%s/%s", *path, file) < 0)
+                return -ENOMEM;
+        free(*path);
+        *path = p;
+        return 0;
+}
+
 /* Index of wd, or of where it would go. */
 static size_t entry_search(const LimitWatch *w, int wd) {
         size_t lo = 0, hi = w->n_entries;
@@ -77,11 +90,11 @@ static void entry_remove_at(LimitWatch *w, size_t i) {
         w->n_entries--;
 }
 
-static int entry_insert(LimitWatch *w, int wd, CgroupController c, const char *task_id, void *task) {
+static int entry_insert(LimitWatch *w, int wd, const CgroupLimitFile *f, const char *task_id, void *task) {
         size_t i = entry_search(w, wd);
         char *id;
 
-        /* A directory watched twice gives the same wd: one entry is enough. */
+        /* A file watched twice gives the same wd: one entry is enough. */
         if (i < w->n_entries && w->entries[i].wd == wd)
                 return 0;
         if (w->n_entries == w->n_allocated) {
@@ -96,36 +109,51 @@ static int entry_insert(LimitWatch *w, int wd, CgroupController c, const char *t
         if (!id)
                 return -ENOMEM;
         memmove(w->entries + i + 1, w->entries + i, (w->n_entries - i) * sizeof(WatchEntry));
-        w->entries[i] = (WatchEntry) { .wd = wd, .controller = c, .task_id = id, .task = task };
+        w->entries[i] = (WatchEntry) { .wd = wd, .controller = f->controller, .file = f->file, .task_id = id, .task = task };
         w->n_entries++;
         return 1;
 }
 
 int limit_watch_add(LimitWatch *w, const char *task_id, void *task) {
-        CgroupController cs[2];
-        size_t n = cgroup_backend_limit_controllers(w->cgroups, cs);
+        CgroupLimitFile files[CGROUP_LIMIT_FILES_MAX];
+        size_t n = cgroup_backend_limit_files(w->cgroups, files);
+        bool have[_CGROUP_CONTROLLER_MAX] = {}, want[_CGROUP_CONTROLLER_MAX] = {};
         int r = 0;
 
         for (size_t i = 0; i < n; i++) {
                 _cleanup_free_ char *path = NULL;
                 int wd;
 
-                r = cgroup_backend_path(w->cgroups, cs[i], task_id, &path);
+                want[files[i].controller] = true;
+                r = cgroup_backend_path(w->cgroups, files[i].controller, task_id, &path);
                 if (r < 0)
                         break;
-                /* IN_MODIFY on a directory reports every write(2) to a file in it, by anyone,
-                 * with the file's name; IN_DELETE_SELF (then IN_IGNORED) when it is removed. */
-                wd = inotify_add_watch(w->fd, path, IN_MODIFY | IN_DELETE_SELF | IN_ONLYDIR);
+                /* The files, not their directory: a watch on a directory makes every read of
+                 * every file in it (the sampler's) go through fsnotify's parent check, which
+                 * cost more than the polling it replaces. IN_MODIFY reports each write(2) by
+                 * anyone; IN_IGNORED follows when the watch goes away. */
+                r = strextend_path(&path, files[i].file);
+                if (r < 0)
+                        break;
+                wd = inotify_add_watch(w->fd, path, IN_MODIFY);
                 if (wd < 0) {
                         r = -errno;
+                        /* A kernel without the file (no CFS bandwidth control): nothing to watch. */
+                        if (r == -ENOENT)
+                                continue;
                         break;
                 }
-                r = entry_insert(w, wd, cs[i], task_id, task);
+                r = entry_insert(w, wd, &files[i], task_id, task);
                 if (r < 0) {
                         (void) inotify_rm_watch(w->fd, wd);
                         break;
                 }
+                have[files[i].controller] = true;
         }
+        /* A hierarchy without a single limit file is a missing directory: the task is polled. */
+        for (size_t c = 0; r >= 0 && c < _CGROUP_CONTROLLER_MAX; c++)
+                if (want[c] && !have[c])
+                        r = -ENOENT;
         if (r < 0)
                 limit_watch_remove(w, task);
         return r < 0 ? r : 0;
@@ -171,14 +199,12 @@ int limit_watch_process(LimitWatch *w, LimitWatchHandler h, void *userdata) {
                                 h(LIMIT_WATCH_LOST, task, NULL, userdata);
                                 continue;
                         }
-                        if (!(ev->mask & IN_MODIFY) || ev->len == 0)
+                        if (!(ev->mask & IN_MODIFY))
                                 continue;
 
                         Limits observed;
-                        /* Most writes are to other files (cgroup.procs, freezer, events the
-                         * kernel raises): those names are not limit files and cost no read. */
                         if (cgroup_task_read_limit_file(w->cgroups, w->entries[i].controller, w->entries[i].task_id,
-                                                        ev->name, &observed) < 0)
+                                                        w->entries[i].file, &observed) < 0)
                                 continue;
                         h(LIMIT_WATCH_CHANGED, w->entries[i].task, &observed, userdata);
                 }

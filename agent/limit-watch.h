@@ -9,7 +9,7 @@ typedef struct LimitWatch LimitWatch;
 
 typedef enum LimitWatchEvent {
         LIMIT_WATCH_CHANGED,   /* a limit file was written: observed holds its field(s), the rest LIMIT_UNSET */
-        LIMIT_WATCH_LOST,      /* one of the task's watches is gone (its directory removed): poll it */
+        LIMIT_WATCH_LOST,      /* one of the task's watches is gone (its cgroup removed): poll it */
         LIMIT_WATCH_OVERFLOW,  /* the kernel dropped events: every task must be read once (task NULL) */
 } LimitWatchEvent;
 
@@ -26,9 +26,10 @@ static inline void limit_watch_freep(LimitWatch **w) {
 /* The descriptor to poll for input. */
 int limit_watch_fd(const LimitWatch *w);
 
-/* Watches (IN_MODIFY) the task's directory in every hierarchy holding a limit file. task is the
- * caller's handle given back to the handler. All or nothing: on failure (-ENOSPC beyond
- * fs.inotify.max_user_watches, -ENOENT, ...) nothing stays watched and the caller polls. */
+/* Watches (IN_MODIFY) each limit file of the task (a file the kernel does not have is skipped).
+ * task is the caller's handle given back to the handler. All or nothing: on failure (-ENOSPC
+ * beyond fs.inotify.max_user_watches, -ENOENT for a missing task directory, ...) nothing stays
+ * watched and the caller polls. */
 int limit_watch_add(LimitWatch *w, const char *task_id, void *task);
 /* Forgets the task's watches (a no-op for a task not watched). */
 void limit_watch_remove(LimitWatch *w, void *task);

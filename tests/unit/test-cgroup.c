@@ -603,7 +603,7 @@ Test(limit_watch, write_reported_v2) {
         cr_expect_eq(seen.observed[1].memory_high_bytes, 104857600);
         cr_expect_eq(seen.observed[1].memory_max_bytes, LIMIT_UNSET);
 
-        /* The task's directory goes away: the watch is lost and the caller goes back to polling. */
+        /* The task's files go away: the watches are lost and the caller goes back to polling. */
         char rel[512];
         const char *const files[] = { "cpu.max", "cpu.weight", "memory.max", "memory.high" };
         for (size_t i = 0; i < ELEMENTSOF(files); i++) {
@@ -614,7 +614,7 @@ Test(limit_watch, write_reported_v2) {
         (void) nftw(rel, remove_one, 16, FTW_DEPTH | FTW_PHYS);
         seen = (Seen) {};
         cr_assert_eq(limit_watch_process(w, on_seen, &seen), 0);
-        cr_expect_eq(seen.lost, 1);
+        cr_expect_eq(seen.lost, ELEMENTSOF(files), "one per watched file, got %u", seen.lost);
 
         limit_watch_free(w);
         cgroup_backend_free(b);
