@@ -27,7 +27,8 @@ static inline void limit_watch_freep(LimitWatch **w) {
 int limit_watch_fd(const LimitWatch *w);
 
 /* Watches (IN_MODIFY) each limit file of the task (a file the kernel does not have is skipped).
- * task is the caller's handle given back to the handler. All or nothing: on failure (-ENOSPC
+ * task is the caller's handle given back to the handler; task_id must stay valid until
+ * limit_watch_remove(). All or nothing: on failure (-ENOSPC
  * beyond fs.inotify.max_user_watches, -ENOENT for a missing task directory, ...) nothing stays
  * watched and the caller polls. */
 int limit_watch_add(LimitWatch *w, const char *task_id, void *task);
