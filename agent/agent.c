@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 
 #include "agent.h"
 #include "launcher.h"
+#include "limit-watch.h"
 #include "log.h"
 #include "macro.h"
 #include "procfs.h"
@@ -33,6 +35,7 @@ struct Task {
         Limits target;                 /* set_limits values still to reach in bounded steps */
         Limits external;               /* fields someone else changed, reported until delivered once */
         bool adopted;
+        bool limits_watched;           /* inotify reports writes to its limit files: no polling */
         unsigned detail_phase;         /* details at the ticks where (tick + phase) % every == 0 */
         TaskSampler sampler;
         /* Undelivered samples, oldest first, as JSON text (task_sample_write_json() objects
@@ -83,6 +86,8 @@ struct Agent {
         size_t n_applied, applied_next;
 
         sd_event_source *sample_timer;
+        LimitWatch *limit_watch;       /* NULL: no inotify, every task's limits are polled */
+        sd_event_source *limit_watch_source;
         uint64_t n_ticks;
         unsigned n_created;            /* tasks ever added, to spread their detail samples */
         bool warned_heartbeat_size;
@@ -163,6 +168,8 @@ static Task *task_find(Agent *a, const char *id) {
 static void task_free(Task *t) {
         if (!t)
                 return;
+        if (t->agent->limit_watch)
+                limit_watch_remove(t->agent->limit_watch, t);
         launch_free(t->launch);
         task_sampler_done(&t->sampler);
         text_buf_done(&t->samples);
@@ -335,13 +342,13 @@ static int task_limits_step(Agent *a, Task *t, const Limits *want) {
 }
 
 /* Someone else (an operator, systemd, another tool) changed a limit we set: report it and take
- * it as the new truth; writing ours back would start a fight nobody wins. */
-static void task_check_external(Agent *a, Task *t) {
-        Limits observed, changed;
+ * it as the new truth; writing ours back would start a fight nobody wins. observed holds the
+ * fields read from the kernel (LIMIT_UNSET: not read). The agent's own writes compare equal to
+ * t->limits, so they are not taken for outside changes. */
+static void task_note_limits(Agent *a, Task *t, const Limits *observed) {
+        Limits changed;
 
-        if (cgroup_task_read_limits_at(a->cgroups, &t->sampler.dirs, t->id, &observed) < 0)
-                return;
-        if (limits_external_changes(&t->limits, &observed, &changed) == 0)
+        if (limits_external_changes(&t->limits, observed, &changed) == 0)
                 return;
         log_warning("Task %s: limits changed outside the agent (quota %" PRIi64 " period %" PRIi64 " weight %" PRIi64
                     " high %" PRIi64 " max %" PRIi64 "; 0 = unchanged); reporting it, not reverting it.", t->id,
@@ -353,6 +360,64 @@ static void task_check_external(Agent *a, Task *t) {
         for (int64_t *c = &changed.cpu_quota_us, *g = &t->target.cpu_quota_us; c <= &changed.memory_max_bytes; c++, g++)
                 if (*c != LIMIT_UNSET)
                         *g = LIMIT_UNSET;
+}
+
+static void task_check_external(Agent *a, Task *t) {
+        Limits observed;
+
+        if (cgroup_task_read_limits_at(a->cgroups, &t->sampler.dirs, t->id, &observed) >= 0)
+                task_note_limits(a, t, &observed);
+}
+
+static void on_limit_watch_event(LimitWatchEvent ev, void *task, const Limits *observed, void *userdata) {
+        Agent *a = userdata;
+        Task *t = task;
+
+        switch (ev) {
+        case LIMIT_WATCH_CHANGED:
+                if (t->launch && !t->has_exit)
+                        task_note_limits(a, t, observed);
+                break;
+        case LIMIT_WATCH_LOST:
+                /* Its directory went away (or was replaced): back to the detail-round check. */
+                log_debug("Task %s: limit files no longer watched, checking them with the detail samples.", t->id);
+                t->limits_watched = false;
+                break;
+        case LIMIT_WATCH_OVERFLOW:
+                log_warning("Too many cgroup file events at once; reading every task's limits again.");
+                for (Task *i = a->tasks; i; i = i->next)
+                        if (i->launch && !i->has_exit)
+                                task_check_external(a, i);
+                break;
+        }
+}
+
+static int on_limit_watch_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Agent *a = userdata;
+        int r;
+
+        r = limit_watch_process(a->limit_watch, on_limit_watch_event, a);
+        if (r < 0)
+                log_warning_errno(r, "Cannot read cgroup file events: %m");
+        return 0;
+}
+
+/* Watches the task's limit files; when that is not possible (no inotify, the watch limit
+ * fs.inotify.max_user_watches reached) its limits are re-read with its detail samples. */
+static void task_watch_limits(Agent *a, Task *t) {
+        int r;
+
+        t->limits_watched = false;
+        if (!a->limit_watch)
+                return;
+        r = limit_watch_add(a->limit_watch, t->id, t);
+        if (r < 0) {
+                log_full_errno(r == -ENOSPC ? LOG_WARNING : LOG_DEBUG, r,
+                               "Task %s: cannot watch its limit files (%m), checking them with the detail samples instead.",
+                               t->id);
+                return;
+        }
+        t->limits_watched = true;
 }
 
 /* The main process is gone; once the cgroup holds no process either, the task's usage is
@@ -471,7 +536,7 @@ static int on_sample_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                         if (r < 0)
                                 log_warning_errno(r, "Task %s: next limit step failed: %m", t->id);
                 }
-                if (detail)
+                if (detail && !t->limits_watched)
                         task_check_external(a, t);
         }
         a->n_ticks++;
@@ -560,6 +625,7 @@ static int action_start(Agent *a, const Action *act, char **ret_error) {
                 goto fail;
         }
         limits_merge(&t->limits, &want);
+        task_watch_limits(a, t);
 
         r = state_path(a, t->id, "exit", status_path, sizeof status_path);
         if (r >= 0) {
@@ -915,6 +981,9 @@ static int agent_adopt_one(Agent *a, const char *id) {
         r = cgroup_task_read_limits(a->cgroups, id, &t->limits);
         if (r < 0)
                 log_warning_errno(r, "Task %s: cannot read its limits: %m", id);
+        /* What changed while no agent watched is in force now, read above; from here on a
+         * write to a limit file is an event. */
+        task_watch_limits(a, t);
 
         if (state_path(a, id, "pids", path, sizeof path) >= 0 && procfs_read_file("/", path, buf, sizeof buf) >= 0)
                 (void) sscanf(buf, "%d %d", &shim, &main_pid);
@@ -1043,6 +1112,20 @@ int agent_new(sd_event *e, CgroupBackend *cgroups, const AgentConfig *cfg, Agent
                 return r;
         }
         (void) sd_event_source_set_description(a->sample_timer, "sample-timer");
+
+        r = limit_watch_new(cgroups, &a->limit_watch);
+        if (r >= 0) {
+                r = sd_event_add_io(e, &a->limit_watch_source, limit_watch_fd(a->limit_watch), EPOLLIN,
+                                    on_limit_watch_io, a);
+                if (r >= 0)
+                        (void) sd_event_source_set_description(a->limit_watch_source, "limit-watch");
+        }
+        if (r < 0) {
+                log_warning_errno(r, "Cannot watch the limit files with inotify (%m): every task's limits are re-read with its detail samples.");
+                a->limit_watch_source = sd_event_source_disable_unref(a->limit_watch_source);
+                a->limit_watch = limit_watch_free(a->limit_watch);
+        }
+
         r = agent_adopt(a);
         if (r < 0) {
                 agent_free(a);
@@ -1101,6 +1184,8 @@ Agent *agent_free(Agent *a) {
         for (size_t i = 0; i < a->n_acks; i++)
                 free(a->acks[i].error);
         free(a->acks);
+        a->limit_watch_source = sd_event_source_disable_unref(a->limit_watch_source);
+        a->limit_watch = limit_watch_free(a->limit_watch);
         free(a->node);
         free(a->proc_fs);
         free(a->state_dir);

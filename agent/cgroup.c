@@ -914,7 +914,9 @@ int cgroup_task_read_limits(CgroupBackend *b, const char *task, Limits *ret) {
         return cgroup_task_read_limits_at(b, NULL, task, ret);
 }
 
-int cgroup_task_read_limits_at(CgroupBackend *b, CgroupTaskDirs *d, const char *task, Limits *ret) {
+/* Reads the limit files of a task (all of them, or only the one named file in hierarchy c). */
+static int read_limits(CgroupBackend *b, CgroupTaskDirs *d, const char *task, CgroupController only_c,
+                       const char *only_file, Limits *ret) {
         bool v2 = b->mode == CGROUP_MODE_V2;
         CgroupController cpu = v2 ? CGROUP_UNIFIED : CGROUP_CPU, mem = v2 ? CGROUP_UNIFIED : CGROUP_MEMORY;
         const struct {
@@ -929,25 +931,62 @@ int cgroup_task_read_limits_at(CgroupBackend *b, CgroupTaskDirs *d, const char *
         };
         char text[ELEMENTSOF(files)][64];
         char *value[ELEMENTSOF(files)] = {};
+        bool any = false;
         int r;
 
-        /* Direct reads, also on libcgroup hierarchies: the agent checks every task's limits for
-         * outside changes with its detail samples, and libcgroup costs more per read than
+        /* Direct reads, also on libcgroup hierarchies: libcgroup costs more per read than
          * open+read+close (bench/cgroup-read, docs/benchmarks.md). An absent file is an unset limit. */
         for (size_t i = 0; i < ELEMENTSOF(files); i++) {
                 if (!files[i].file)
                         continue;
+                if (only_file && (files[i].c != only_c || !streq(files[i].file, only_file)))
+                        continue;
+                any = true;
                 r = cgroup_task_read_at(b, d, files[i].c, task, files[i].file, true, text[i], sizeof text[i]);
-                if (r == -ENOENT)
+                if (r == -ENOENT && !only_file)
                         continue;
                 if (r < 0)
                         return r;
                 value[i] = text[i];
         }
+        if (!any)
+                return -ENOENT;
         return cgroup_parse_limits(b->mode,
                                    &(CgroupLimitFiles) { .cpu_quota = value[0], .cpu_period = value[1], .cpu_weight = value[2],
                                                          .memory_max = value[3], .memory_high = value[4] },
                                    ret);
+}
+
+int cgroup_task_read_limits_at(CgroupBackend *b, CgroupTaskDirs *d, const char *task, Limits *ret) {
+        return read_limits(b, d, task, _CGROUP_CONTROLLER_INVALID, NULL, ret);
+}
+
+int cgroup_task_read_limit_file(CgroupBackend *b, CgroupController c, const char *task, const char *file, Limits *ret) {
+        if (!file)
+                return -ENOENT;
+        return read_limits(b, NULL, task, c, file, ret);
+}
+
+size_t cgroup_backend_limit_files(const CgroupBackend *b, CgroupLimitFile ret[static CGROUP_LIMIT_FILES_MAX]) {
+        static const CgroupLimitFile v1[] = {
+                { CGROUP_CPU, "cpu.cfs_quota_us" },
+                { CGROUP_CPU, "cpu.cfs_period_us" },
+                { CGROUP_CPU, "cpu.shares" },
+                { CGROUP_MEMORY, "memory.limit_in_bytes" },
+                { CGROUP_MEMORY, "memory.soft_limit_in_bytes" },
+        }, v2[] = {
+                { CGROUP_UNIFIED, "cpu.max" },
+                { CGROUP_UNIFIED, "cpu.weight" },
+                { CGROUP_UNIFIED, "memory.max" },
+                { CGROUP_UNIFIED, "memory.high" },
+        };
+
+        if (b->mode == CGROUP_MODE_V2) {
+                memcpy(ret, v2, sizeof v2);
+                return ELEMENTSOF(v2);
+        }
+        memcpy(ret, v1, sizeof v1);
+        return ELEMENTSOF(v1);
 }
 
 int cgroup_list_tasks(CgroupBackend *b, char ***ret) {

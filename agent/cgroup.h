@@ -81,6 +81,17 @@ int cgroup_task_read_at(CgroupBackend *b, CgroupTaskDirs *d, CgroupController c,
 /* The limits in force in a task's cgroup, read from the kernel (d: as for cgroup_task_read_at()). */
 int cgroup_task_read_limits(CgroupBackend *b, const char *task, Limits *ret);
 int cgroup_task_read_limits_at(CgroupBackend *b, CgroupTaskDirs *d, const char *task, Limits *ret);
+/* Only the field(s) of the one limit file named file in hierarchy c (the others LIMIT_UNSET), as
+ * an inotify event names it; -ENOENT when file is not a limit file the agent sets there. */
+int cgroup_task_read_limit_file(CgroupBackend *b, CgroupController c, const char *task, const char *file, Limits *ret);
+/* The limit files the agent sets and in which hierarchy (v1/hybrid: five in cpu and memory;
+ * v2: four), into ret; returns how many. */
+typedef struct CgroupLimitFile {
+        CgroupController controller;
+        const char *file;
+} CgroupLimitFile;
+#define CGROUP_LIMIT_FILES_MAX 5
+size_t cgroup_backend_limit_files(const CgroupBackend *b, CgroupLimitFile ret[static CGROUP_LIMIT_FILES_MAX]);
 /* The task ids (directory names that parse as task ids) below the agent root, for re-adoption. */
 int cgroup_list_tasks(CgroupBackend *b, char ***ret);
 /* The path of the agent root in the hierarchy holding cgroup.procs for membership (memory in

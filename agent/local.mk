@@ -6,6 +6,7 @@ noinst_LIBRARIES += agent/libcgorch-agent-cgroup.a
 agent_libcgorch_agent_cgroup_a_SOURCES = \
 	agent/cgroup-util.c agent/cgroup-util.h \
 	agent/cgroup.c agent/cgroup.h \
+	agent/limit-watch.c agent/limit-watch.h \
 	agent/limits-policy.c agent/limits-policy.h \
 	agent/procfs.c agent/procfs.h \
 	agent/sample-budget.c agent/sample-budget.h \

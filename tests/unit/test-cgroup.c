@@ -13,6 +13,7 @@
 
 #include "cgroup-util.h"
 #include "cgroup.h"
+#include "limit-watch.h"
 #include "macro.h"
 
 #define TASK "7.0.0.0"
@@ -489,4 +490,166 @@ Test(cgroup_util, mode_names) {
         cr_expect_eq(cgroup_mode_from_string("v2"), CGROUP_MODE_V2);
         cr_expect_eq(cgroup_mode_from_string("v3"), _CGROUP_MODE_INVALID);
         cr_expect_null(cgroup_mode_to_string(_CGROUP_MODE_MAX));
+}
+
+/* ---- limit watch: external limit changes as inotify events ---- */
+
+static void write_file(const char *dir, const char *rel, const char *text) {
+        char path[8192];
+        FILE *f;
+
+        snprintf(path, sizeof path, "%s/%s", dir, rel);
+        f = fopen(path, "we");
+        cr_assert(f, "cannot open %s", path);
+        cr_assert(fputs(text, f) >= 0);
+        cr_assert(fclose(f) == 0);
+}
+
+typedef struct Seen {
+        unsigned changed, lost, overflow;
+        Limits observed[8];
+        void *task[8];
+} Seen;
+
+static void on_seen(LimitWatchEvent ev, void *task, const Limits *observed, void *userdata) {
+        Seen *s = userdata;
+
+        switch (ev) {
+        case LIMIT_WATCH_CHANGED:
+                cr_assert_lt(s->changed, ELEMENTSOF(s->observed));
+                s->task[s->changed] = task;
+                s->observed[s->changed++] = *observed;
+                break;
+        case LIMIT_WATCH_LOST:
+                s->lost++;
+                break;
+        case LIMIT_WATCH_OVERFLOW:
+                s->overflow++;
+                break;
+        }
+}
+
+Test(limit_watch, write_reported_hybrid) {
+        char *dir = fixture_copy("cgroup-hybrid");
+        CgroupBackend *b = NULL;
+        LimitWatch *w = NULL;
+        Limits current = {}, changed;
+        Seen seen = {};
+        int token;
+
+        cr_assert_eq(cgroup_backend_new(dir, ROOT, &b), 0);
+        cr_assert_eq(cgroup_task_set_limits(b, TASK, &limits_all, &current), 0);
+        limits_merge(&current, &limits_all);
+        cr_assert_eq(limit_watch_new(b, &w), 0);
+        cr_assert_eq(limit_watch_add(w, TASK, &token), 0);
+        cr_expect_eq(limit_watch_process(w, on_seen, &seen), 0);
+        cr_expect_eq(seen.changed, 0, "nothing written yet");
+
+        /* Someone else writes two limits and a file that is no limit. */
+        write_file(dir, "cpu/" ROOT "/" TASK "/cpu.cfs_quota_us", "75000\n");
+        write_file(dir, "memory/" ROOT "/" TASK "/cgroup.procs", "4343\n");
+        write_file(dir, "memory/" ROOT "/" TASK "/memory.limit_in_bytes", "536870912\n");
+        cr_assert_eq(limit_watch_process(w, on_seen, &seen), 0);
+        cr_assert_eq(seen.changed, 2, "one event per limit file written, none for cgroup.procs (got %u)", seen.changed);
+        cr_expect(seen.task[0] == &token && seen.task[1] == &token);
+        cr_expect_eq(seen.observed[0].cpu_quota_us, 75000);
+        cr_expect_eq(seen.observed[0].cpu_period_us, LIMIT_UNSET, "only the file named by the event is read");
+        cr_expect_eq(seen.observed[0].memory_max_bytes, LIMIT_UNSET);
+        cr_expect_eq(seen.observed[1].memory_max_bytes, 536870912);
+        cr_expect_eq(seen.observed[1].cpu_quota_us, LIMIT_UNSET);
+        cr_expect_eq(limits_external_changes(&current, &seen.observed[0], &changed), 1);
+        cr_expect_eq(changed.cpu_quota_us, 75000);
+        cr_expect_eq(limits_external_changes(&current, &seen.observed[1], &changed), 1);
+        cr_expect_eq(changed.memory_max_bytes, 536870912);
+
+        /* The agent's own write raises an event too; it compares equal to what the agent set. */
+        seen = (Seen) {};
+        Limits shares = { .cpu_weight = 300 };
+        cr_assert_eq(cgroup_task_set_limits(b, TASK, &shares, &current), 0);
+        limits_merge(&current, &shares);
+        cr_assert_eq(limit_watch_process(w, on_seen, &seen), 0);
+        cr_assert_eq(seen.changed, 1);
+        cr_expect_eq(seen.observed[0].cpu_weight, 300);
+        cr_expect_eq(limits_external_changes(&current, &seen.observed[0], &changed), 0);
+
+        /* Removed: no more events for it. */
+        seen = (Seen) {};
+        limit_watch_remove(w, &token);
+        write_file(dir, "cpu/" ROOT "/" TASK "/cpu.cfs_quota_us", "85000\n");
+        cr_assert_eq(limit_watch_process(w, on_seen, &seen), 0);
+        cr_expect_eq(seen.changed + seen.lost, 0);
+
+        limit_watch_free(w);
+        cgroup_backend_free(b);
+        fixture_remove(dir);
+}
+
+Test(limit_watch, write_reported_v2) {
+        char *dir = fixture_copy("cgroup-v2");
+        CgroupBackend *b = NULL;
+        LimitWatch *w = NULL;
+        Seen seen = {};
+        int token;
+
+        cr_assert_eq(cgroup_backend_new(dir, ROOT, &b), 0);
+        cr_assert_eq(limit_watch_new(b, &w), 0);
+        cr_assert_eq(limit_watch_add(w, TASK, &token), 0);
+        write_file(dir, ROOT "/" TASK "/cpu.max", "max 50000\n");
+        write_file(dir, ROOT "/" TASK "/memory.high", "104857600\n");
+        cr_assert_eq(limit_watch_process(w, on_seen, &seen), 0);
+        cr_assert_eq(seen.changed, 2);
+        cr_expect_eq(seen.observed[0].cpu_quota_us, LIMIT_UNLIMITED);
+        cr_expect_eq(seen.observed[0].cpu_period_us, 50000);
+        cr_expect_eq(seen.observed[1].memory_high_bytes, 104857600);
+        cr_expect_eq(seen.observed[1].memory_max_bytes, LIMIT_UNSET);
+
+        /* The task's files go away: the watches are lost and the caller goes back to polling. */
+        char rel[512];
+        const char *const files[] = { "cpu.max", "cpu.weight", "memory.max", "memory.high" };
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                snprintf(rel, sizeof rel, "%s/" ROOT "/" TASK "/%s", dir, files[i]);
+                (void) unlink(rel);
+        }
+        snprintf(rel, sizeof rel, "%s/" ROOT "/" TASK, dir);
+        (void) nftw(rel, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+        seen = (Seen) {};
+        cr_assert_eq(limit_watch_process(w, on_seen, &seen), 0);
+        cr_expect_eq(seen.lost, ELEMENTSOF(files), "one per watched file, got %u", seen.lost);
+
+        limit_watch_free(w);
+        cgroup_backend_free(b);
+        fixture_remove(dir);
+}
+
+/* A task that cannot be watched (here its memory directory is missing; on a real system the
+ * watch limit) leaves no watch behind, and the periodic check still sees an outside write. */
+Test(limit_watch, fallback_when_not_watched) {
+        char *dir = fixture_copy("cgroup-hybrid");
+        CgroupBackend *b = NULL;
+        LimitWatch *w = NULL;
+        Limits current = {}, observed, changed;
+        Seen seen = {};
+        char path[8192];
+        int token;
+
+        cr_assert_eq(cgroup_backend_new(dir, ROOT, &b), 0);
+        snprintf(path, sizeof path, "%s/cpu/" ROOT "/7.0.0.9", dir);
+        cr_assert_eq(mkdir(path, 0755), 0);
+        write_file(dir, "cpu/" ROOT "/7.0.0.9/cpu.cfs_quota_us", "50000\n");
+        Limits quota = { .cpu_quota_us = 50000 };
+        limits_merge(&current, &quota);
+
+        cr_assert_eq(limit_watch_new(b, &w), 0);
+        cr_expect_eq(limit_watch_add(w, "7.0.0.9", &token), -ENOENT);
+        write_file(dir, "cpu/" ROOT "/7.0.0.9/cpu.cfs_quota_us", "90000\n");
+        cr_assert_eq(limit_watch_process(w, on_seen, &seen), 0);
+        cr_expect_eq(seen.changed, 0, "the cpu watch added first was taken back");
+
+        cr_assert_eq(cgroup_task_read_limits(b, "7.0.0.9", &observed), 0);
+        cr_expect_eq(limits_external_changes(&current, &observed, &changed), 1);
+        cr_expect_eq(changed.cpu_quota_us, 90000);
+
+        limit_watch_free(w);
+        cgroup_backend_free(b);
+        fixture_remove(dir);
 }
