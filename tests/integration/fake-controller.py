@@ -10,7 +10,7 @@ Like cgorch-controller, a body over $FAKE_MAX_BODY bytes (default 1048576, the c
 FAKE_LOG_ALL=0 (benchmarks) keeps only the last heartbeat, not heartbeats.jsonl. While DIR/down
 exists every heartbeat gets 503 (the controller is away).
 """
-import json, os, sys
+import json, os, sys, threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 DIR = sys.argv[1]
@@ -23,7 +23,8 @@ max_body = 0
 
 
 def write_atomic(path, text):
-    tmp = path + ".tmp"
+    # A temporary name of its own per writer: two agents posting at once must not share one.
+    tmp = "%s.%d.%d.tmp" % (path, os.getpid(), threading.get_ident())
     with open(tmp, "w") as f:
         f.write(text)
     os.replace(tmp, path)
