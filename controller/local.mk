@@ -80,6 +80,6 @@ tests_unit_test_orchestrator_SOURCES = tests/unit/test-orchestrator.c \
 	controller/cluster.c controller/cluster.h \
 	controller/cluster-sched.c controller/cluster-sched.h controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \
-	controller/store-jobs.c controller/store-nodes.c controller/store-orch.c controller/store-checkpoint.c
+	controller/store-jobs.c controller/store-nodes.c controller/store-orch.c controller/store-checkpoint.c controller/store-usage.c
 tests_unit_test_orchestrator_CFLAGS = $(AM_CFLAGS) -pthread $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_orchestrator_LDADD = $(ORCH_LIBS) $(SCHED_LIBS) $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(SQLITE3_LIBS) $(CRITERION_LIBS) -lm
