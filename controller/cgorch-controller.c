@@ -20,7 +20,12 @@
 #include "orchestrator.h"
 #include "runtime-config.h"
 #include "secret-file.h"
+#include "stop-guard.h"
 #include "store.h"
+
+/* How long SIGTERM or SIGINT may wait for a stuck event loop (stop-guard.c): every callback
+ * returns within about a second (the store waits 1 s for a lock at most). */
+#define CONTROLLER_STOP_GRACE_MS 5000
 
 static char *arg_listen = (char *) "127.0.0.1:7070";
 static char *arg_port_file = NULL;
@@ -143,6 +148,7 @@ typedef struct Manager {
         Orchestrator *orchestrator;
         RuntimeConfig config;
         sd_event_source *tick_source;
+        StopGuard *stop_guard;
         uint64_t last_tick_us;            /* CLOCK_MONOTONIC of the last node check */
         uint64_t last_status_us;          /* CLOCK_MONOTONIC of the last STATUS= after a request */
         AuthTokens tokens;
@@ -227,6 +233,7 @@ static int write_port_file(const char *path, uint16_t port) {
 }
 
 static void manager_done(Manager *m) {
+        m->stop_guard = stop_guard_stop(m->stop_guard);
         m->tick_source = sd_event_source_disable_unref(m->tick_source);
         m->http = http_server_free(m->http);
         m->orchestrator = orchestrator_free(m->orchestrator);
@@ -407,6 +414,10 @@ static int run(Manager *m) {
                 r = sd_event_add_signal(m->event, NULL, SIGHUP, on_sighup, m);
         if (r < 0)
                 return log_error_errno(r, "Cannot watch SIGTERM/SIGINT/SIGHUP: %m");
+        /* Should a callback never return, SIGTERM still ends the process. */
+        r = stop_guard_start(CONTROLLER_STOP_GRACE_MS, &m->stop_guard);
+        if (r < 0)
+                return log_error_errno(r, "Cannot start the stop guard: %m");
         (void) sd_event_set_watchdog(m->event, true);
 
         r = orchestrator_new(m->event, m->store, &m->config.current.balance, &m->config.current.detect,

@@ -215,9 +215,10 @@ cluster_start_agent() {
         wait_for 15 node_is_ready "$node" || { cluster_log "agent $node did not register"; return 1; }
 }
 
-# job_field ID JQ_FILTER: one field of GET /v1/jobs/ID.
+# job_field ID JQ_FILTER: one field of GET /v1/jobs/ID. Bounded in time: a controller that
+# stops answering fails the test rather than hanging it.
 job_field() {
-        cluster_curl -fsS "$CGORCH_SERVER/v1/jobs/$1" | jq -r "$2"
+        cluster_curl -fsS -m 20 "$CGORCH_SERVER/v1/jobs/$1" | jq -r "$2"
 }
 
 job_is_final() {

@@ -9,7 +9,8 @@
 #   3. a node goes silent (its agent SIGSTOPped): its task is lost and rescheduled on the
 #      other node as attempt 1; when the node comes back its old attempt is killed, not kept;
 #   4. the store's disk is full (a tiny tmpfs) or its database locked: submits get 503 with
-#      the reason and leave nothing behind.
+#      the reason and leave nothing behind; a lock taken while a busy job is being placed
+#      leaves the controller answering right after it, and the job done once.
 set -euo pipefail
 
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -168,6 +169,33 @@ sleep 1
 [ "$(cluster_curl -fsS "$CGORCH_SERVER/v1/nodes" | jq '[.nodes[] | select(.state == "ready")] | length')" = 2 ] ||
         fail "a stalled controller declared its nodes lost"
 pass "store busy: 503 '$(jq -r .error.message "$CLUSTER_DIR/answer")', nothing stored"
+
+# Busy while placing: the lock is taken while the controller keeps placing a job whose 200
+# `true` tasks end at once and are replaced. Once it is released the controller must answer
+# and take heartbeats again within seconds, and the job finish with every task succeeded once
+# (a scheduler spin at this point once wedged a controller for good, deaf even to SIGTERM).
+code=$(submit_raw "$CGORCH_SERVER")
+[ "$code" = 201 ] || fail "submit of the busy job answered $code: $(cat "$CLUSTER_DIR/answer")"
+busy_id=$(jq -r .id "$CLUSTER_DIR/answer")
+placing() { [ "$(grep -c "Task $busy_id\.0\.[0-9]*\.0 placed" "$CLUSTER_DIR/controller.log")" -ge 20 ]; }
+wait_for 20 placing || fail "job $busy_id: the controller did not start placing its tasks"
+(echo ".timeout 5000"; echo "BEGIN EXCLUSIVE;"; sleep 4; echo "COMMIT;") | sqlite3 "$db" &
+locker=$!
+for _ in $(seq 30); do store_locked && break; sleep 0.1; done
+store_locked || fail "sqlite3 did not take the store's write lock within 3 s"
+wait "$locker" || fail "sqlite3 could not hold the lock"
+# The latest heartbeat among the nodes, as the store has it.
+last_heartbeat() { cluster_curl -fsS -m 2 "$CGORCH_SERVER/v1/nodes" | jq '[.nodes[].last_heartbeat_ms] | max'; }
+released_ms=$(($(date +%s%N) / 1000000))
+heartbeat_after_release() { [ "$(last_heartbeat)" -gt "$released_ms" ] 2>/dev/null; }
+wait_for 5 curl -fsS -m 1 -o /dev/null "$CGORCH_SERVER/healthz" ||
+        fail "the controller does not answer /healthz 5 s after the lock was released"
+wait_for 5 heartbeat_after_release || fail "no heartbeat taken in the 5 s after the lock was released"
+wait_for 60 final "$busy_id" || fail "job $busy_id did not end after the lock: $(job_field "$busy_id" .tasks_done) done"
+assert_once "$busy_id" 200
+[ "$(cluster_curl -fsS "$CGORCH_SERVER/v1/nodes" | jq '[.nodes[] | select(.state == "ready")] | length')" = 2 ] ||
+        fail "a node was declared lost while the store was locked"
+pass "store busy while placing: the controller answered again at once, job $busy_id's 200 tasks succeeded once each"
 
 # Disk full: a second controller with its store on a 1 MiB tmpfs, filled up.
 full=$CLUSTER_DIR/full

@@ -1031,3 +1031,37 @@ Test(sched_misc, restore_checkpoint) {
         cr_assert_eq(sched_set_ghost_time(s, -1), -EINVAL);
         sched_free(s);
 }
+
+/* The controller ages the virtual cluster in wall-clock seconds since the epoch (now_ms /
+ * 1000.0), where one step of a double is 2.4e-7 s. A job with a few nanoseconds of virtual work
+ * left (a phase of `true` tasks measures next to nothing) finishes sooner than time can move:
+ * ageing once spun forever at 100% CPU here, every virtual completion time rounding back to
+ * the present, with the controller's event loop (heartbeats, SIGTERM) stuck behind it. */
+Test(sched_misc, sub_ulp_virtual_work_at_epoch_time, .timeout = 20) {
+        const double now_s = 1795287851.413; /* the wedged controller's clock */
+        const SchedPolicy policies[] = { SCHED_HFSP, SCHED_PSBS };
+        for (size_t k = 0; k < ELEMENTSOF(policies); k++) {
+                SchedParams p = params(policies[k]);
+                Sched *s;
+                cr_assert_eq(sched_new(&p, 4, &s), 0);
+                /* Remaining / rate (1e-7 CPU-s / 4 CPUs) is below half a step of now_s, yet more
+                 * than the scheduler's epsilon: not done, and not reachable by adding. */
+                SchedSize tiny = final_size(1e-7), small = final_size(3e-7), big = final_size(100);
+                cr_assert_eq(sched_job_add(s, 1, now_s, 1, 20, &tiny), 0);
+                cr_assert_eq(sched_job_add(s, 2, now_s, 1, 20, &small), 0);
+                cr_assert_eq(sched_job_add(s, 3, now_s, 1, 20, &big), 0);
+                cr_assert_eq(sched_job_finish(s, 1, now_s), 0);
+                /* Capacity changes age first (as a placement's sync does), then ranks. */
+                cr_assert_eq(sched_set_capacity(s, now_s + 0.001, 4), 0);
+                cr_assert_eq(sched_set_capacity(s, now_s + 0.5, 2), 0);
+                cr_assert_eq(sched_rank(s, now_s + 1), 0);
+                SchedJobInfo info;
+                cr_assert_eq(sched_job_info(s, 1, &info), -ENOENT, "finished in reality and virtually: gone");
+                cr_assert_eq(sched_job_info(s, 2, &info), 0);
+                cr_assert(info.late, "its virtual work is done: late");
+                cr_assert_eq(sched_job_info(s, 3, &info), 0);
+                cr_assert(!info.late);
+                cr_assert_float_eq(info.virtual_size_s, 97, 1e-3, "aged 3 CPU-s (4 CPUs, then 2, for 0.5 s each): %g left", info.virtual_size_s);
+                sched_free(s);
+        }
+}
