@@ -408,6 +408,30 @@ static int array_grow(void **v, size_t *n, size_t *allocated, size_t size) {
         return 0;
 }
 
+/* A JSON array of at most max elements of size, each read by read_one into a zeroed element
+ * appended to *v (*n counts them). More than max: declined, for jansson's path to name. */
+static int read_array(Reader *r, void **v, size_t *n, size_t max, size_t size,
+                      int (*read_one)(Reader *r, void *element)) {
+        size_t allocated = 0;
+        int k;
+
+        if (!take(r, '['))
+                return DECLINE;
+        for (size_t i = 0;; i++) {
+                k = array_next(r, i);
+                if (k <= 0)
+                        return k;
+                if (*n == max)
+                        return DECLINE;
+                k = array_grow(v, n, &allocated, size);
+                if (k < 0)
+                        return k;
+                k = read_one(r, (char *) *v + (*n - 1) * size);
+                if (k < 0)
+                        return k;
+        }
+}
+
 static int copy_string(const char *s, size_t len, char **ret) {
         char *c = strndup(s, len);
         if (!c)
@@ -550,6 +574,10 @@ static int read_sample(Reader *r, TaskSample *s) {
         return sample_groups_check(&c, &s->has);
 }
 
+static int read_sample_element(Reader *r, void *element) {
+        return read_sample(r, element);
+}
+
 /* get_limit(): 0 (unset), -1 where unlimited is allowed, or an integer in [min, max]. */
 static int read_limit(Reader *r, int64_t min, int64_t max, bool unlimited_ok, int64_t *ret) {
         Number n;
@@ -687,27 +715,6 @@ static int read_task_state(Reader *r, TaskState *ret) {
         return DECLINE;
 }
 
-static int read_samples(Reader *r, TaskReport *t) {
-        size_t allocated = 0;
-        int k;
-
-        if (!take(r, '['))
-                return DECLINE;
-        for (size_t i = 0;; i++) {
-                k = array_next(r, i);
-                if (k <= 0)
-                        return k;
-                if (t->n_samples == PROTO_MAX_SAMPLES_PER_TASK)
-                        return DECLINE;
-                k = array_grow((void **) &t->samples, &t->n_samples, &allocated, sizeof(TaskSample));
-                if (k < 0)
-                        return k;
-                k = read_sample(r, &t->samples[t->n_samples - 1]);
-                if (k < 0)
-                        return k;
-        }
-}
-
 static int read_task_report(Reader *r, TaskReport *t) {
         static const KeyName keys[] = {
                 KEY("id"), KEY("state"), KEY("pid"), KEY("samples"), KEY("limits"), KEY("limits_target"),
@@ -734,7 +741,8 @@ static int read_task_report(Reader *r, TaskReport *t) {
                                 t->pid = (pid_t) pid;
                         break;
                 case 3:
-                        k = read_samples(r, t);
+                        k = read_array(r, (void **) &t->samples, &t->n_samples, PROTO_MAX_SAMPLES_PER_TASK,
+                                       sizeof(TaskSample), read_sample_element);
                         break;
                 case 4:
                         k = read_limits(r, &t->limits);
@@ -760,6 +768,10 @@ static int read_task_report(Reader *r, TaskReport *t) {
         return seen(&c, 0) && seen(&c, 1) ? 0 : DECLINE;
 }
 
+static int read_task_report_element(Reader *r, void *element) {
+        return read_task_report(r, element);
+}
+
 static int read_ack(Reader *r, Ack *a) {
         static const KeyName keys[] = { KEY("action_id"), KEY("ok"), KEY("error") };
         static const Schema schema = { .head = keys, .n_head = ELEMENTSOF(keys) };
@@ -782,6 +794,10 @@ static int read_ack(Reader *r, Ack *a) {
         if (k < 0)
                 return k;
         return seen(&c, 0) && seen(&c, 1) ? 0 : DECLINE;
+}
+
+static int read_ack_element(Reader *r, void *element) {
+        return read_ack(r, element);
 }
 
 static int read_capacity(Reader *r, Heartbeat *h) {
@@ -843,48 +859,6 @@ static int read_node_sample(Reader *r, NodeSample *s) {
         return sample_groups_check(&c, &s->has);
 }
 
-static int read_tasks(Reader *r, Heartbeat *h) {
-        size_t allocated = 0;
-        int k;
-
-        if (!take(r, '['))
-                return DECLINE;
-        for (size_t i = 0;; i++) {
-                k = array_next(r, i);
-                if (k <= 0)
-                        return k;
-                if (h->n_tasks == PROTO_MAX_TASKS_PER_HEARTBEAT)
-                        return DECLINE;
-                k = array_grow((void **) &h->tasks, &h->n_tasks, &allocated, sizeof(TaskReport));
-                if (k < 0)
-                        return k;
-                k = read_task_report(r, &h->tasks[h->n_tasks - 1]);
-                if (k < 0)
-                        return k;
-        }
-}
-
-static int read_acks(Reader *r, Heartbeat *h) {
-        size_t allocated = 0;
-        int k;
-
-        if (!take(r, '['))
-                return DECLINE;
-        for (size_t i = 0;; i++) {
-                k = array_next(r, i);
-                if (k <= 0)
-                        return k;
-                if (h->n_acks == PROTO_MAX_ACTIONS)
-                        return DECLINE;
-                k = array_grow((void **) &h->acks, &h->n_acks, &allocated, sizeof(Ack));
-                if (k < 0)
-                        return k;
-                k = read_ack(r, &h->acks[h->n_acks - 1]);
-                if (k < 0)
-                        return k;
-        }
-}
-
 static int read_heartbeat(Reader *r, Heartbeat *h) {
         static const KeyName keys[] = {
                 KEY("node"), KEY("boot_id"), KEY("seq"), KEY("cgroup_mode"), KEY("capacity"), KEY("node_sample"),
@@ -932,10 +906,12 @@ static int read_heartbeat(Reader *r, Heartbeat *h) {
                         k = read_node_sample(r, &h->node_sample);
                         break;
                 case 6:
-                        k = read_tasks(r, h);
+                        k = read_array(r, (void **) &h->tasks, &h->n_tasks, PROTO_MAX_TASKS_PER_HEARTBEAT,
+                                       sizeof(TaskReport), read_task_report_element);
                         break;
                 default:
-                        k = read_acks(r, h);
+                        k = read_array(r, (void **) &h->acks, &h->n_acks, PROTO_MAX_ACTIONS, sizeof(Ack),
+                                       read_ack_element);
                 }
         if (k < 0)
                 return k;
