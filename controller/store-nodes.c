@@ -86,21 +86,24 @@ int store_node_peek(Store *s, const char *id, StoreNode *ret) {
         return node_from_row(st, ret);
 }
 
-int store_nodes_list(Store *s, StoreNode **ret, size_t *ret_n) {
-        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+/* Steps st to its end, one StoreNode per row read by from_row (the caller's columns). */
+static int nodes_collect(Store *s, sqlite3_stmt *st, const char *what,
+                         int (*from_row)(sqlite3_stmt *st, StoreNode *ret), StoreNode **ret, size_t *ret_n) {
         StoreNode *nodes = NULL;
-        size_t n = 0;
-        int r = store_prepare(s, NODE_SELECT "GROUP BY n.id ORDER BY n.id", &st);
-        if (r < 0)
-                return r;
-        while ((r = store_step_row(s, st, "list nodes")) > 0) {
-                StoreNode *p = realloc(nodes, (n + 1) * sizeof(StoreNode));
-                if (!p) {
-                        r = -ENOMEM;
-                        break;
+        size_t n = 0, allocated = 0;
+        int r;
+
+        while ((r = store_step_row(s, st, what)) > 0) {
+                if (n == allocated) {
+                        allocated = MAX(allocated * 2, (size_t) 16);
+                        StoreNode *p = realloc(nodes, allocated * sizeof(StoreNode));
+                        if (!p) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        nodes = p;
                 }
-                nodes = p;
-                r = node_from_row(st, &nodes[n]);
+                r = from_row(st, &nodes[n]);
                 if (r < 0)
                         break;
                 n++;
@@ -114,42 +117,32 @@ int store_nodes_list(Store *s, StoreNode **ret, size_t *ret_n) {
         return 0;
 }
 
+int store_nodes_list(Store *s, StoreNode **ret, size_t *ret_n) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, NODE_SELECT "GROUP BY n.id ORDER BY n.id", &st);
+        if (r < 0)
+                return r;
+        return nodes_collect(s, st, "list nodes", node_from_row, ret, ret_n);
+}
+
+/* id, state, capacity_cpus, capacity_memory_bytes, last_heartbeat_ms */
+static int node_capacity_from_row(sqlite3_stmt *st, StoreNode *ret) {
+        *ret = (StoreNode) {
+                .lost = streq((const char *) sqlite3_column_text(st, 1), "lost"),
+                .capacity_cpus = sqlite3_column_double(st, 2),
+                .capacity_memory_bytes = (uint64_t) sqlite3_column_int64(st, 3),
+                .last_heartbeat_ms = sqlite3_column_int64(st, 4),
+        };
+        return store_column_strdup(st, 0, &ret->id);
+}
+
 int store_nodes_capacity(Store *s, StoreNode **ret, size_t *ret_n) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        StoreNode *nodes = NULL;
-        size_t n = 0, allocated = 0;
         int r = store_prepare(s, "SELECT id, state, capacity_cpus, capacity_memory_bytes, last_heartbeat_ms FROM nodes ORDER BY id",
                               &st);
         if (r < 0)
                 return r;
-        while ((r = store_step_row(s, st, "list node capacities")) > 0) {
-                if (n == allocated) {
-                        allocated = MAX(allocated * 2, (size_t) 16);
-                        StoreNode *p = realloc(nodes, allocated * sizeof(StoreNode));
-                        if (!p) {
-                                r = -ENOMEM;
-                                break;
-                        }
-                        nodes = p;
-                }
-                nodes[n] = (StoreNode) {
-                        .lost = streq((const char *) sqlite3_column_text(st, 1), "lost"),
-                        .capacity_cpus = sqlite3_column_double(st, 2),
-                        .capacity_memory_bytes = (uint64_t) sqlite3_column_int64(st, 3),
-                        .last_heartbeat_ms = sqlite3_column_int64(st, 4),
-                };
-                r = store_column_strdup(st, 0, &nodes[n].id);
-                if (r < 0)
-                        break;
-                n++;
-        }
-        if (r < 0) {
-                store_nodes_free(nodes, n);
-                return r;
-        }
-        *ret = nodes;
-        *ret_n = n;
-        return 0;
+        return nodes_collect(s, st, "list node capacities", node_capacity_from_row, ret, ret_n);
 }
 
 int store_node_upsert(Store *s, const Heartbeat *hb, int64_t now_ms) {
