@@ -84,7 +84,10 @@ static int task_relpath(const CgroupBackend *b, const char *task, char **ret) {
         return 0;
 }
 
-int cgroup_backend_path(const CgroupBackend *b, CgroupController c, const char *task, char **ret) {
+/* The path of task's cgroup in controller c's hierarchy, or of file in it (file NULL: the
+ * directory itself). */
+static int task_file_path(const CgroupBackend *b, CgroupController c, const char *task, const char *file,
+                          char **ret) {
         _cleanup_free_ char *rel = NULL;
         int r;
 
@@ -93,7 +96,11 @@ int cgroup_backend_path(const CgroupBackend *b, CgroupController c, const char *
         r = task_relpath(b, task, &rel);
         if (r < 0)
                 return r;
-        return cgroup_path_join(b->fsroot, b->hierarchy[c], rel, NULL, ret);
+        return cgroup_path_join(b->fsroot, b->hierarchy[c], rel, file, ret);
+}
+
+int cgroup_backend_path(const CgroupBackend *b, CgroupController c, const char *task, char **ret) {
+        return task_file_path(b, c, task, NULL, ret);
 }
 
 static int read_file_text(const char *path, char **ret) {
@@ -793,18 +800,6 @@ int cgroup_task_remove(CgroupBackend *b, const char *task) {
 
 CgroupController cgroup_backend_procs_controller(const CgroupBackend *b) {
         return b->mode == CGROUP_MODE_V2 ? CGROUP_UNIFIED : CGROUP_MEMORY;
-}
-
-static int task_file_path(CgroupBackend *b, CgroupController c, const char *task, const char *file, char **ret) {
-        _cleanup_free_ char *rel = NULL;
-        int r;
-
-        if (c < 0 || c >= _CGROUP_CONTROLLER_MAX || !b->hierarchy[c])
-                return -ENOENT;
-        r = task_relpath(b, task, &rel);
-        if (r < 0)
-                return r;
-        return cgroup_path_join(b->fsroot, b->hierarchy[c], rel, file, ret);
 }
 
 int cgroup_task_open(CgroupBackend *b, CgroupController c, const char *task, const char *file) {
