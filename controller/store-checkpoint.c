@@ -5,7 +5,16 @@
  * happens inside whichever commit crosses the threshold, so one heartbeat in a thousand would
  * stall the single-threaded controller (and every request queued behind it). Here a second
  * connection checkpoints PASSIVE once a period: it never takes the write lock, so commits go on
- * appending to the log meanwhile, and the log still cannot grow without bound. */
+ * appending to the log meanwhile.
+ *
+ * PASSIVE alone does not bound the log, though. The log starts over from its beginning only
+ * when a commit finds every frame copied back, and under a steady stream of heartbeats a
+ * commit always lands while a checkpoint runs: the log then grew by the whole write rate
+ * forever (500 MB in three minutes at 1000 nodes, each new block allocated and zeroed by the
+ * file system on the commit's path). So once the log holds more than STORE_WAL_RESTART_BYTES,
+ * the thread follows its PASSIVE pass with a RESTART: that takes the write lock for the few
+ * frames appended since (one short wait for the event loop's next commit) and starts the log
+ * over, in the file's existing blocks. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -19,6 +28,15 @@
 /* SQLite's default threshold, restored when the thread stops. */
 #define STORE_WAL_AUTOCHECKPOINT_PAGES 1000
 
+/* A log this large is started over (RESTART) after the period's PASSIVE checkpoint; at 1000
+ * nodes heartbeating that is every few seconds. The file is cut back to the journal size
+ * limit (twice this) only beyond it, so it keeps its blocks from one round to the next. */
+#define STORE_WAL_RESTART_BYTES (16ull << 20)
+#define STORE_WAL_SIZE_LIMIT_BYTES (2 * STORE_WAL_RESTART_BYTES)
+
+/* Each WAL frame is a page and a 24-byte frame header. */
+#define STORE_WAL_FRAME_HEADER_BYTES 24
+
 struct StoreCheckpointer {
         pthread_t thread;
         pthread_mutex_t lock;
@@ -26,7 +44,21 @@ struct StoreCheckpointer {
         bool stop;
         sqlite3 *db;
         uint64_t period_ms;
+        uint64_t frame_bytes;
+        uint64_t restart_bytes;
 };
+
+static void checkpoint_once(StoreCheckpointer *cp) {
+        int log_frames = 0, copied_frames = 0;
+
+        int rc = sqlite3_wal_checkpoint_v2(cp->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log_frames, &copied_frames);
+        if (rc == SQLITE_OK && log_frames > 0 && (uint64_t) log_frames * cp->frame_bytes > cp->restart_bytes)
+                rc = sqlite3_wal_checkpoint_v2(cp->db, NULL, SQLITE_CHECKPOINT_RESTART, &log_frames, &copied_frames);
+        /* Busy: another checkpoint runs (an sqlite3 shell), or a reader or writer held on past
+         * the busy timeout; the next period will do. */
+        if (rc != SQLITE_OK && (rc & 0xff) != SQLITE_BUSY)
+                log_warning("WAL checkpoint failed, will retry: %s", sqlite3_errmsg(cp->db));
+}
 
 static void *checkpointer_main(void *userdata) {
         StoreCheckpointer *cp = userdata;
@@ -46,10 +78,7 @@ static void *checkpointer_main(void *userdata) {
                 if (cp->stop)
                         break;
                 pthread_mutex_unlock(&cp->lock);
-                int rc = sqlite3_wal_checkpoint_v2(cp->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-                /* Busy: another checkpoint runs (an sqlite3 shell); the next period will do. */
-                if (rc != SQLITE_OK && (rc & 0xff) != SQLITE_BUSY)
-                        log_warning("WAL checkpoint failed, will retry: %s", sqlite3_errmsg(cp->db));
+                checkpoint_once(cp);
                 pthread_mutex_lock(&cp->lock);
         }
         pthread_mutex_unlock(&cp->lock);
@@ -73,12 +102,17 @@ static int checkpointer_error(Store *s, StoreCheckpointer *cp, int rc, const cha
 }
 
 int store_start_checkpointer(Store *s, uint64_t period_ms) {
+        return store_start_checkpointer_full(s, period_ms, STORE_WAL_RESTART_BYTES);
+}
+
+int store_start_checkpointer_full(Store *s, uint64_t period_ms, uint64_t restart_bytes) {
         if (s->checkpointer)
                 return -EALREADY;
         StoreCheckpointer *cp = calloc(1, sizeof(StoreCheckpointer));
         if (!cp)
                 return -ENOMEM;
         cp->period_ms = MAX(period_ms, (uint64_t) 1);
+        cp->restart_bytes = restart_bytes;
         pthread_mutex_init(&cp->lock, NULL);
         pthread_condattr_t attr;
         pthread_condattr_init(&attr);
@@ -96,9 +130,24 @@ int store_start_checkpointer(Store *s, uint64_t period_ms) {
         rc = sqlite3_exec(cp->db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL);
         if (rc != SQLITE_OK)
                 return checkpointer_error(s, cp, rc, "set up the checkpoint connection");
+        sqlite3_stmt *st = NULL;
+        rc = sqlite3_prepare_v2(cp->db, "PRAGMA page_size", -1, &st, NULL);
+        if (rc == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+                cp->frame_bytes = (uint64_t) sqlite3_column_int64(st, 0) + STORE_WAL_FRAME_HEADER_BYTES;
+        sqlite3_finalize(st);
+        if (cp->frame_bytes <= STORE_WAL_FRAME_HEADER_BYTES)
+                return checkpointer_error(s, cp, rc == SQLITE_OK ? SQLITE_ERROR : rc, "read the page size");
 
-        /* The event loop's connection no longer checkpoints in its commits. */
+        /* The event loop's connection no longer checkpoints in its commits; when it starts
+         * the log over it cuts the file back to the limit (the connection that resets the log
+         * is the next writer, so the limit belongs on the event loop's connection). */
         rc = sqlite3_wal_autocheckpoint(s->db, 0);
+        if (rc == SQLITE_OK) {
+                char sql[64];
+                snprintf(sql, sizeof sql, "PRAGMA journal_size_limit = %llu",
+                         (unsigned long long) MAX(STORE_WAL_SIZE_LIMIT_BYTES, 2 * restart_bytes));
+                rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+        }
         if (rc != SQLITE_OK) {
                 int r = store_error(s, rc, "turn off auto-checkpoints");
                 checkpointer_free(cp);

@@ -26,6 +26,7 @@ struct Store {
         bool durable;                  /* in a store_begin_durable() transaction */
         StoreCheckpointer *checkpointer;
         StoreUsage *usage;             /* running tasks' usage (store-usage.c) */
+        uint64_t busy_since_us;        /* when the current wait for a lock began */
 };
 
 /* Hands a statement back to the cache: reset (ending its read, if it was mid-way) and its

@@ -35,6 +35,8 @@ static inline void store_closep(Store **s) {
  * waits for the disk. store_close() stops it. */
 int store_start_checkpointer(Store *s, uint64_t period_ms);
 #define STORE_CHECKPOINT_PERIOD_MS 1000
+/* The same, starting the log over once it holds more than restart_bytes (the tests' knob). */
+int store_start_checkpointer_full(Store *s, uint64_t period_ms, uint64_t restart_bytes);
 void store_stop_checkpointer(Store *s);
 
 int store_begin(Store *s);

@@ -1,5 +1,6 @@
 /* test-store.c: the controller's SQLite store (controller/store*.c) on a temporary directory. */
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -472,6 +473,48 @@ Test(store, checkpoint_thread_copies_the_log) {
 
         cr_assert_eq(store_open(dir, &s), 0);
         cr_assert_eq(count_jobs(s), 50);
+        store_close(s);
+}
+
+static off_t wal_size(void) {
+        char path[256];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s-wal", dir, STORE_DB_FILENAME);
+        return stat(path, &st) == 0 ? st.st_size : 0;
+}
+
+/* Under a steady stream of commits a PASSIVE checkpoint is always overtaken by the next
+ * commit, and SQLite starts the log over only when a commit finds all of it copied back: the
+ * log grew by everything ever written. The thread starts it over once it passes the limit, so
+ * it stays near the limit however much is written. */
+Test(store, checkpoint_thread_bounds_the_log) {
+        static const uint64_t restart_bytes = 256 * 1024;
+        Store *s = NULL;
+        char node[] = "n1";
+        Heartbeat hb = make_heartbeat(node);
+        uint64_t written_bytes = 0;
+        off_t max_wal = 0;
+
+        cr_assert_eq(store_open(dir, &s), 0);
+        cr_assert_eq(store_start_checkpointer_full(s, 5, restart_bytes), 0);
+        /* Each commit appends at least one 4 KiB page: 5000 commits are 20 MB of log. */
+        for (int i = 0; i < 5000; i++) {
+                hb.seq = (uint64_t) i + 1;
+                hb.capacity_memory_bytes = (UINT64_C(4) << 30) + (uint64_t) i;
+                cr_assert_eq(store_begin(s), 0);
+                cr_assert_eq(store_node_upsert(s, &hb, i), 0);
+                cr_assert_eq(store_commit(s), 0);
+                written_bytes += 4096;
+                max_wal = MAX(max_wal, wal_size());
+                /* The controller is not committing all the time: between two heartbeats the
+                 * checkpoint thread's RESTART gets the write lock. */
+                usleep(50);
+        }
+        store_stop_checkpointer(s);
+        cr_assert_geq(written_bytes, 64 * restart_bytes);
+        /* The limit, what a period's commits add, and the journal size limit's slack. */
+        cr_assert_lt((uint64_t) max_wal, 8 * restart_bytes, "the log grew to %lld bytes, %" PRIu64 " written",
+                     (long long) max_wal, written_bytes);
         store_close(s);
 }
 
