@@ -35,6 +35,7 @@ struct HttpServer {
         struct MHD_Daemon *daemon;
         sd_event_source *io_source;
         sd_event_source *timer_source;
+        sd_event_source *defer_source;
         uint64_t max_body_bytes;
         RateLimit *requests;              /* NULL: no request-rate limit */
         RateLimit *auth_failures;
@@ -442,19 +443,39 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
 }
 
 /* MHD knows when it next needs to run even without socket activity (timeouts, and requests it
- * has ready to process right away): mirror that into our timer after every run. */
+ * has ready to process right away): mirror that after every run. "Right away" is a defer
+ * source, which costs no system call. Anything later is MHD's idle-connection timeout, which
+ * moves with every request: a timer at exactly now + timeout re-armed the timerfd after every
+ * run (a VM exit each, 17 % of the controller's CPU at 1000 agents). With an accuracy of an
+ * eighth of the timeout (at most a second) sd-event settles on the same wake-up time for many
+ * runs in a row and leaves the timerfd alone; an idle connection is closed up to that much
+ * later, which nobody can tell. */
+#define HTTP_TIMER_ACCURACY_MAX_US USEC_PER_SEC
+
 static void update_timer(HttpServer *s) {
         MHD_UNSIGNED_LONG_LONG timeout_ms;
-        uint64_t now_us;
+        uint64_t now_us, timeout_us;
         int r;
 
         if (MHD_get_timeout(s->daemon, &timeout_ms) == MHD_NO) {
+                (void) sd_event_source_set_enabled(s->defer_source, SD_EVENT_OFF);
                 (void) sd_event_source_set_enabled(s->timer_source, SD_EVENT_OFF);
                 return;
         }
+        if (timeout_ms == 0) {
+                r = sd_event_source_set_enabled(s->defer_source, SD_EVENT_ONESHOT);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot schedule the HTTP server's next run: %m");
+                return;
+        }
+        (void) sd_event_source_set_enabled(s->defer_source, SD_EVENT_OFF);
+        timeout_us = timeout_ms > UINT64_MAX / USEC_PER_MSEC ? UINT64_MAX / 2 : (uint64_t) timeout_ms * USEC_PER_MSEC;
         r = sd_event_now(s->event, CLOCK_MONOTONIC, &now_us);
         if (r >= 0)
-                r = sd_event_source_set_time(s->timer_source, now_us + (uint64_t) timeout_ms * USEC_PER_MSEC);
+                r = sd_event_source_set_time_accuracy(s->timer_source,
+                                                      MAX(MIN(timeout_us / 8, HTTP_TIMER_ACCURACY_MAX_US), (uint64_t) 1));
+        if (r >= 0)
+                r = sd_event_source_set_time(s->timer_source, now_us + MIN(timeout_us, UINT64_MAX / 2));
         if (r >= 0)
                 r = sd_event_source_set_enabled(s->timer_source, SD_EVENT_ONESHOT);
         if (r < 0)
@@ -468,6 +489,11 @@ static void run_mhd(HttpServer *s) {
 }
 
 static int on_io(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
+        run_mhd(userdata);
+        return 0;
+}
+
+static int on_defer(sd_event_source *source, void *userdata) {
         run_mhd(userdata);
         return 0;
 }
@@ -620,11 +646,15 @@ int http_server_new(sd_event *event, const HttpServerConfig *config, const HttpR
         r = sd_event_add_io(event, &s->io_source, epoll_fd, EPOLLIN, on_io, s);
         if (r < 0)
                 return log_error_errno(r, "Cannot watch the HTTP epoll fd: %m");
-        /* Accuracy 1 µs, not 0: 0 means sd-event's default of 250 ms, and MHD asks for a run "now"
-         * whenever it has requests ready that no socket event will announce again. */
+        /* update_timer() sets the accuracy at every arming (0 would mean sd-event's 250 ms). */
         r = sd_event_add_time(event, &s->timer_source, CLOCK_MONOTONIC, UINT64_MAX, 1, on_timer, s);
         if (r < 0)
                 return log_error_errno(r, "Cannot add the HTTP timer: %m");
+        r = sd_event_add_defer(event, &s->defer_source, on_defer, s);
+        if (r < 0)
+                return log_error_errno(r, "Cannot add the HTTP run source: %m");
+        (void) sd_event_source_set_enabled(s->defer_source, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(s->defer_source, "http-run");
         (void) sd_event_source_set_description(s->io_source, "http-io");
         (void) sd_event_source_set_description(s->timer_source, "http-timer");
         update_timer(s);
@@ -638,6 +668,7 @@ HttpServer *http_server_free(HttpServer *s) {
                 return NULL;
         sd_event_source_disable_unref(s->io_source);
         sd_event_source_disable_unref(s->timer_source);
+        sd_event_source_disable_unref(s->defer_source);
         if (s->daemon)
                 MHD_stop_daemon(s->daemon);
         rate_limit_free(s->requests);
