@@ -8,7 +8,11 @@
 # Usage: bench/controller-load.sh BUILD_DIR [M...]        (default M: 100 1000)
 # Environment: DURATION_S (30), WARMUP_S (10), BURST_RATE (requests/s while a burst is on,
 # default 5000; 0 skips the flood run), SCHEDULER (controller default), KEEP=1 keeps the logs,
-# TMPDIR (/tmp) holds the state directory, EXTRA_CONTROLLER_ARGS are added to the controller's.
+# TMPDIR (/tmp) holds the state directory, EXTRA_CONTROLLER_ARGS are added to the controller's,
+# HOGS=N runs N CPU-bound processes (`yes >/dev/null`) for the whole run, so that the controller
+# competes for the CPUs as it would next to batch work on a shared node, and CONTROLLER_NICE=N
+# starts the controller under `nice -n N` (as the unit's Nice= would) — and the load generator
+# too, which stands for the agents' own machines and should not lose its CPU to the hogs either.
 #
 # The controller runs with its default limits except --max-connections, raised from 1024 to
 # 4096 so that 1000 agents' keep-alive connections plus the flood's fit: each agent connects
@@ -36,8 +40,14 @@ ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 dir=
 controller_pid=
 load_pid=
+hog_pids=()
 cleanup() {
         local rc=$?
+        local p
+        for p in "${hog_pids[@]}"; do
+                kill -TERM "$p" 2>/dev/null || true
+                wait "$p" 2>/dev/null || true
+        done
         if [ -n "$load_pid" ]; then
                 kill -TERM "$load_pid" 2>/dev/null || true
                 wait "$load_pid" 2>/dev/null || true
@@ -65,7 +75,7 @@ run() {
         dir=$(mktemp -d "${TMPDIR:-/tmp}/cgorch-load.XXXXXX")
         (umask 077 && od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >"$dir/operator")
         "$load" tokens "$m" "$dir/agents"
-        "$controller" --config /dev/null --listen 127.0.0.1:0 --port-file "$dir/port" \
+        ${CONTROLLER_NICE:+nice -n "$CONTROLLER_NICE"} "$controller" --config /dev/null --listen 127.0.0.1:0 --port-file "$dir/port" \
                 --state-dir "$dir/state" --heartbeat-interval 2s --max-connections 4096 ${EXTRA_CONTROLLER_ARGS:-} \
                 ${SCHEDULER:+--scheduler "$SCHEDULER"} \
                 --operator-token-file "$dir/operator" --agent-tokens-file "$dir/agents" \
@@ -81,7 +91,7 @@ run() {
         echo "== M=$m agents × 50 tasks, 2 s heartbeats$([ "$rate" -gt 0 ] && echo ", flood of $rate req/s (1 s on, 1 s off)")"
         local status=0
         # In the background, so that an interrupt reaches the trap (and the cleanup) at once.
-        "$load" run --port "$(cat "$dir/port")" --agent-tokens "$dir/agents" --operator-token "$dir/operator" \
+        ${CONTROLLER_NICE:+nice -n "$CONTROLLER_NICE"} "$load" run --port "$(cat "$dir/port")" --agent-tokens "$dir/agents" --operator-token "$dir/operator" \
                 --warmup-s "$warmup" --duration-s "$duration" --burst-rate "$rate" \
                 --controller-pid "$controller_pid" &
         load_pid=$!
@@ -94,6 +104,13 @@ run() {
         if [ -z "${KEEP:-}" ]; then rm -rf "$dir"; fi
         dir=
 }
+
+hogs=${HOGS:-0}
+for ((i = 0; i < hogs; i++)); do
+        yes >/dev/null &
+        hog_pids+=($!)
+done
+[ "$hogs" -eq 0 ] || echo "== with $hogs CPU hogs${CONTROLLER_NICE:+, controller at nice $CONTROLLER_NICE}"
 
 for m in "${sizes[@]}"; do
         run "$m" 0
