@@ -45,13 +45,16 @@ struct Task {
         uint32_t *sample_ends;         /* where each sample's text ends in samples.data */
         size_t n_samples, n_ends_allocated;
         size_t n_sent;                 /* samples [0..n_sent) are in the heartbeat in flight */
-        TaskSample last;               /* the newest sample, for the exit record */
+        /* Of the newest sample, what the exit record takes (not the whole sample: 300 bytes a
+         * task, a third of the struct). */
         bool has_last;
+        bool last_oom_kill;            /* its memory events counted an OOM kill */
+        uint64_t last_cpu_usage_ns, last_memory_peak_bytes;
         bool external_sent;
         uint64_t start_mono_us, exit_mono_us;
         double start_wall_s;           /* adopted tasks: CLOCK_REALTIME of the main process start */
         bool main_exited;
-        siginfo_t main_status;
+        int main_code, main_status;    /* of the main process's end (siginfo si_code, si_status; 0: adopted) */
         unsigned status_waits;         /* samples spent waiting for an adopted task's status file */
         bool killed;                   /* by a kill action: ends cancelled */
         bool has_exit;                 /* main exited and the cgroup is empty: exit is final */
@@ -261,8 +264,10 @@ static void task_push_sample(Task *t, const TaskSample *s) {
         uint64_t cap = sample_budget_task_bytes(t->agent->cfg.sample_buffer_bytes, t->agent->n_tasks);
         size_t before = t->samples.len;
 
-        t->last = *s;
         t->has_last = true;
+        t->last_oom_kill = (s->has & SAMPLE_HAS_MEMORY_EVENTS) && s->memory_events_oom_kill > 0;
+        t->last_cpu_usage_ns = s->cpu_usage_ns;
+        t->last_memory_peak_bytes = s->memory_peak_bytes;
         if (t->n_samples == t->n_ends_allocated) {
                 size_t k = MAX(t->n_ends_allocated * 2, (size_t) 2);
                 uint32_t *p = realloc(t->sample_ends, sizeof(uint32_t) * k);
@@ -423,7 +428,6 @@ static void task_watch_limits(Agent *a, Task *t) {
 /* The main process is gone; once the cgroup holds no process either, the task's usage is
  * final and its exit record can go out. */
 static void task_check_finished(Agent *a, Task *t) {
-        const siginfo_t *si = &t->main_status;
         int code = 0, sig = 0;
         int n;
 
@@ -439,10 +443,10 @@ static void task_check_finished(Agent *a, Task *t) {
         if (n < 0 && n != -ENOENT)
                 log_warning_errno(n, "Cannot count the processes of task %s, taking it as finished: %m", t->id);
 
-        if (si->si_code == CLD_EXITED)
-                code = si->si_status;
-        else if (si->si_code != 0)
-                sig = si->si_status;
+        if (t->main_code == CLD_EXITED)
+                code = t->main_status;
+        else if (t->main_code != 0)
+                sig = t->main_status;
         else {
                 /* Adopted: the shim wrote the status; give it a few samples to get there. */
                 char path[4096], buf[64];
@@ -458,17 +462,16 @@ static void task_check_finished(Agent *a, Task *t) {
         }
 
         (void) task_sample(a, t, true);
-        const TaskSample *last = t->has_last ? &t->last : NULL;
         uint64_t now = now_mono_us();
 
         t->exit = (ExitRecord) {
                 .code = code,
                 .signal = sig,
-                .oom_killed = last && (last->has & SAMPLE_HAS_MEMORY_EVENTS) && last->memory_events_oom_kill > 0,
+                .oom_killed = t->has_last && t->last_oom_kill,
                 .wall_s = t->adopted ? MAX((double) now_realtime_ms() / 1000.0 - t->start_wall_s, 0.0) :
                                        (double) ((t->exit_mono_us ?: now) - t->start_mono_us) / (double) USEC_PER_SEC,
-                .cpu_s = last ? (double) last->cpu_usage_ns / (double) NSEC_PER_SEC : 0,
-                .memory_peak_bytes = last ? last->memory_peak_bytes : 0,
+                .cpu_s = t->has_last ? (double) t->last_cpu_usage_ns / (double) NSEC_PER_SEC : 0,
+                .memory_peak_bytes = t->has_last ? t->last_memory_peak_bytes : 0,
         };
         t->has_exit = true;
         if (t->killed)
@@ -492,7 +495,8 @@ static void on_task_exit(Launch *l, const siginfo_t *si, void *userdata) {
         Task *t = userdata;
 
         t->main_exited = true;
-        t->main_status = *si;
+        t->main_code = si->si_code;
+        t->main_status = si->si_status;
         t->exit_mono_us = now_mono_us();
         log_debug("Main process of task %s ended (code %d, status %d).", t->id, si->si_code, si->si_status);
         task_check_finished(t->agent, t);
@@ -1010,7 +1014,7 @@ static int agent_adopt_one(Agent *a, const char *id) {
                 return log_error_errno(r, "Task %s: cannot watch its main process %d: %m", id, main_pid);
         if (launch_exited(t->launch)) {
                 t->main_exited = true;
-                t->main_status = (siginfo_t) {};
+                t->main_code = t->main_status = 0;
         } else
                 task_sample_baseline(a, t);
         log_info("Task %s re-adopted: main process %d%s, shim %d, limits quota %" PRIi64 "/%" PRIi64 " us, max %" PRIi64
