@@ -25,7 +25,7 @@
 
 /* A task's sample text buffer is given back once delivered when it grew beyond this. */
 #define SAMPLE_TEXT_KEEP_BYTES 512u
-/* The heartbeat body's buffer is kept, unless over this and four times the last body. */
+/* The heartbeat body's buffer is kept, unless over this and twice the last body. */
 #define HEARTBEAT_BODY_SHRINK_BYTES (256u * 1024u)
 
 typedef struct Task Task;
@@ -809,9 +809,10 @@ int agent_build_heartbeat(Agent *a, const char **ret_body) {
          * none while one is in flight). A fresh buffer each second, grown by realloc, was
          * page-faulted in again every time: ≈ 100 faults a second at 1000 tasks, 4 % of the
          * agent's CPU. Keeping it resident costs ≈ 0.3 MiB at the peak (measured), less than
-         * the Task struct gave back. Far more room than the last body took (tasks ended) is
-         * given back. */
-        if (body->allocated > HEARTBEAT_BODY_SHRINK_BYTES && body->allocated / 4 > body->len)
+         * the Task struct gave back. Over twice the room the last body took is given back: a
+         * heartbeat that carried two samples per task (one was late, or the controller was
+         * away) is twice the usual size, and tasks end. */
+        if (body->allocated > HEARTBEAT_BODY_SHRINK_BYTES && body->allocated / 2 > body->len)
                 text_buf_done(body);
         body->len = 0;
         body->failed = false;
