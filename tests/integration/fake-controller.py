@@ -92,6 +92,14 @@ class Handler(BaseHTTPRequestHandler):
         self.reply(200, {"interval_ms": int(os.environ.get("FAKE_INTERVAL_MS", "300")), "actions": actions})
 
 
-srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+class Server(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        # A kept-alive agent killed mid-reply (the end of a benchmark) is no error.
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        super().handle_error(request, client_address)
+
+
+srv = Server(("127.0.0.1", 0), Handler)
 write_atomic(os.path.join(DIR, "port"), str(srv.server_address[1]))
 srv.serve_forever()
