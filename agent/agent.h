@@ -44,8 +44,9 @@ void agent_set_kick(Agent *a, void (*kick)(void *userdata), void *userdata);
 /* Called after a sample tick that took a sample of at least one task (heartbeats follow it). */
 void agent_set_on_sampled(Agent *a, void (*sampled)(void *userdata), void *userdata);
 
-/* For the reporter (see ReporterOps). */
-int agent_build_heartbeat(Agent *a, char **ret_body);
+/* For the reporter (see ReporterOps). The body stays the agent's: valid until the next
+ * agent_build_heartbeat() or agent_free(). */
+int agent_build_heartbeat(Agent *a, const char **ret_body);
 void agent_handle_reply(Agent *a, const HeartbeatReply *reply);
 void agent_heartbeat_failed(Agent *a);
 

@@ -99,7 +99,7 @@ static const ConfigSpec spec = {
         .n_options = ELEMENTSOF(options),
 };
 
-static int reporter_build(void *userdata, char **ret_body) {
+static int reporter_build(void *userdata, const char **ret_body) {
         return agent_build_heartbeat(userdata, ret_body);
 }
 

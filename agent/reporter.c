@@ -40,7 +40,7 @@ struct Reporter {
 
         CURL *easy;                       /* the heartbeat in flight, or NULL */
         struct curl_slist *headers;
-        char *body;                       /* of the heartbeat in flight: curl reads it in place */
+        const char *body;                 /* of the heartbeat in flight, the builder's: curl reads it in place */
         char *reply;
         size_t reply_len;
         bool send_after;                  /* reporter_send_now() came while one was in flight */
@@ -109,7 +109,6 @@ static void request_done(Reporter *r) {
         }
         curl_slist_free_all(r->headers);
         r->headers = NULL;
-        free(r->body);
         r->body = NULL;
         free(r->reply);
         r->reply = NULL;
@@ -296,7 +295,7 @@ static size_t on_reply_data(char *data, size_t size, size_t nmemb, void *userdat
 }
 
 static int heartbeat_send(Reporter *r) {
-        char *body = NULL;
+        const char *body = NULL;
         int k;
 
         if (r->easy) {

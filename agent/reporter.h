@@ -16,8 +16,9 @@
 typedef struct Reporter Reporter;
 
 typedef struct ReporterOps {
-        /* Builds the next heartbeat body (malloc'd JSON text). */
-        int (*build)(void *userdata, char **ret_body);
+        /* Builds the next heartbeat body (JSON text). It stays the builder's and must stay
+         * valid until the next build or the reporter's free (curl reads it in place). */
+        int (*build)(void *userdata, const char **ret_body);
         /* The controller answered 200 with this (validated) reply. */
         void (*reply)(void *userdata, const HeartbeatReply *reply);
         /* The heartbeat failed: the agent keeps what it sent and sends it again next time. */

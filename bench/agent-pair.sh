@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # agent-pair.sh BUILD_DIR SECONDS N AGENT_A AGENT_B: two cgorch-agent binaries (e.g. before and after a
 # change) sample their own N task cgroups (one sleeping process each, in a private cgorch-bench-ab-*
-# subtree) at 1 s at the same time, heartbeating to one scripted controller, so both see the same
+# subtree) at 1 s at the same time, heartbeating to one scripted controller (keep-alive, as
+# cgorch-controller; FAKE_KEEPALIVE=0: a new connection per heartbeat), so both see the same
 # machine state; prints each one's CPU% of one core (user + sys from /proc/PID/stat, and from
 # schedstat) and peak RSS. A paired comparison on a shared, noisy machine (no systemd-cgtop: see
 # agent-sampling.sh for that). Run as root on demand; see docs/benchmarks.md.
@@ -12,7 +13,7 @@ BUILD=$1 SECS=$2 n=$3 A=$4 B=$5
 cluster_init "$BUILD" cgorch-bench-ab
 cluster_make_tokens
 FAKE=$CLUSTER_DIR/fake; mkdir -p "$FAKE"
-FAKE_INTERVAL_MS=1000 FAKE_LOG_ALL=0 python3 "$top_srcdir/tests/integration/fake-controller.py" "$FAKE" &
+FAKE_INTERVAL_MS=1000 FAKE_LOG_ALL=0 FAKE_KEEPALIVE=${FAKE_KEEPALIVE:-1} python3 "$top_srcdir/tests/integration/fake-controller.py" "$FAKE" &
 CLUSTER_PIDS+=($!)
 wait_for 10 test -s "$FAKE/port"
 CGORCH_SERVER="http://127.0.0.1:$(cat "$FAKE/port")"; export CGORCH_SERVER

@@ -3,7 +3,7 @@
 # For each N (default 10 100 1000) creates N task cgroups in a private cgorch-bench-* subtree,
 # each holding one sleeping process, lets cgorch-agent re-adopt and sample them every second
 # (heartbeats to a scripted controller every second, which like cgorch-controller answers 413
-# to a body over 1 MiB) while systemd-cgtop samples the same subtree at the same interval, and
+# to a body over 1 MiB and keeps the connection open; FAKE_KEEPALIVE=0: a new one per heartbeat) while systemd-cgtop samples the same subtree at the same interval, and
 # prints CPU% of one core (user + system, and the split) and peak RSS (VmHWM, and the anonymous
 # part of the resident set at the end) of both, and the largest heartbeat body.
 # BENCH_AGENT=PATH measures another cgorch-agent binary (e.g. a copy from before a change);
@@ -22,7 +22,7 @@ cluster_make_tokens
 HZ=$(getconf CLK_TCK)
 cpu_ticks() { awk '{ print $14, $15 }' "/proc/$1/stat"; }
 FAKE=$CLUSTER_DIR/fake; mkdir -p "$FAKE"
-FAKE_INTERVAL_MS=1000 FAKE_LOG_ALL=0 python3 "$top_srcdir/tests/integration/fake-controller.py" "$FAKE" &
+FAKE_INTERVAL_MS=1000 FAKE_LOG_ALL=0 FAKE_KEEPALIVE=${FAKE_KEEPALIVE:-1} python3 "$top_srcdir/tests/integration/fake-controller.py" "$FAKE" &
 CLUSTER_PIDS+=($!)
 wait_for 10 test -s "$FAKE/port"
 CGORCH_SERVER="http://127.0.0.1:$(cat "$FAKE/port")"; export CGORCH_SERVER

@@ -17,8 +17,8 @@ bench-estimator: bench/estimator-accuracy bench/estimator-microbench
 # read by each method, and the agent next to systemd-cgtop on N = 10, 100, 1000 task cgroups.
 noinst_PROGRAMS += bench/cgroup-read
 bench_cgroup_read_SOURCES = bench/cgroup-read.c
-bench_cgroup_read_CFLAGS = $(AM_CFLAGS) $(LIBCGROUP_CFLAGS)
-bench_cgroup_read_LDADD = $(LIBCGROUP_LIBS)
+bench_cgroup_read_CFLAGS = $(AM_CFLAGS) $(LIBCGROUP_CFLAGS) $(LIBURING_CFLAGS)
+bench_cgroup_read_LDADD = $(LIBCGROUP_LIBS) $(LIBURING_LIBS)
 dist_noinst_SCRIPTS += bench/agent-sampling.sh bench/agent-pair.sh
 bench-agent: bench/cgroup-read agent/cgorch-agent
 	$(builddir)/bench/cgroup-read 1000 20 1000

@@ -8,7 +8,9 @@ saved as DIR/acks/<id>.json. The reply's interval_ms is $FAKE_INTERVAL_MS (defau
 Like cgorch-controller, a body over $FAKE_MAX_BODY bytes (default 1048576, the controller's
 --max-body-size default) gets 413; the largest body seen is kept in DIR/max-body.
 FAKE_LOG_ALL=0 (benchmarks) keeps only the last heartbeat, not heartbeats.jsonl. While DIR/down
-exists every heartbeat gets 503 (the controller is away).
+exists every heartbeat gets 503 (the controller is away). FAKE_KEEPALIVE=1 (benchmarks) speaks
+HTTP/1.1 and keeps connections open as cgorch-controller does; by default every reply closes its
+connection (HTTP/1.0).
 """
 import json, os, sys, threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -31,14 +33,21 @@ def write_atomic(path, text):
 
 
 class Handler(BaseHTTPRequestHandler):
+    if os.environ.get("FAKE_KEEPALIVE", "0") == "1":
+        protocol_version = "HTTP/1.1"
+
     def log_message(self, *args):
         pass
 
-    def reply(self, code, obj):
+    def reply(self, code, obj, close=False):
         body = json.dumps(obj).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
+        if close:
+            # A request body left unread would be taken for the next request.
+            self.send_header("Connection", "close")
+            self.close_connection = True
         self.end_headers()
         self.wfile.write(body)
 
@@ -52,7 +61,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         parts = self.path.split("/")
         if len(parts) != 5 or parts[1:3] != ["v1", "nodes"] or parts[4] != "heartbeat":
-            return self.reply(404, {"error": {"status": 404, "message": "not found"}})
+            return self.reply(404, {"error": {"status": 404, "message": "not found"}}, close=True)
         size = int(self.headers.get("Content-Length", "0"))
         if os.path.exists(os.path.join(DIR, "down")):
             self.rfile.read(size)
@@ -63,7 +72,7 @@ class Handler(BaseHTTPRequestHandler):
             max_body = size
             write_atomic(os.path.join(DIR, "max-body"), str(size))
         if size > MAX_BODY:
-            return self.reply(413, {"error": {"status": 413, "message": "body too large"}})
+            return self.reply(413, {"error": {"status": 413, "message": "body too large"}}, close=True)
         hb = json.loads(text)
         nodes[hb["node"]] = True
         write_atomic(os.path.join(DIR, "last-heartbeat.json"), text)
@@ -83,6 +92,14 @@ class Handler(BaseHTTPRequestHandler):
         self.reply(200, {"interval_ms": int(os.environ.get("FAKE_INTERVAL_MS", "300")), "actions": actions})
 
 
-srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+class Server(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        # A kept-alive agent killed mid-reply (the end of a benchmark) is no error.
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        super().handle_error(request, client_address)
+
+
+srv = Server(("127.0.0.1", 0), Handler)
 write_atomic(os.path.join(DIR, "port"), str(srv.server_address[1]))
 srv.serve_forever()
