@@ -21,6 +21,10 @@
 #include "procfs.h"
 #include "reporter.h"
 #include "secret-file.h"
+#include "stop-guard.h"
+
+/* How long SIGTERM or SIGINT may wait for a stuck event loop before it ends the agent anyway. */
+#define AGENT_STOP_GRACE_MS 5000
 
 static char *arg_controller = (char *) "http://127.0.0.1:7070";
 static char *arg_node = NULL;
@@ -193,6 +197,7 @@ static int run(void) {
         _cleanup_free_ char *hostname = NULL, *root = NULL, *state_dir = NULL;
         sd_event *e = NULL;
         Agent *agent = NULL;
+        StopGuard *stop_guard = NULL;
         AgentConfig cfg;
         sigset_t mask;
         int r;
@@ -243,6 +248,14 @@ static int run(void) {
                 r = sd_event_add_signal(e, NULL, SIGINT, NULL, NULL);
         if (r < 0) {
                 log_error_errno(r, "sd_event_add_signal: %m");
+                goto out;
+        }
+        /* Should a callback never return (a write to a cgroup file that blocks, a bug), SIGTERM
+         * still ends the agent, as SIGTERM always does: its tasks keep running and the next
+         * agent re-adopts them. */
+        r = stop_guard_start(AGENT_STOP_GRACE_MS, &stop_guard);
+        if (r < 0) {
+                log_error_errno(r, "Cannot start the stop guard: %m");
                 goto out;
         }
 
@@ -342,10 +355,13 @@ static int run(void) {
         r = sd_event_loop(e);
         if (r < 0)
                 log_error_errno(r, "Event loop failed: %m");
+        /* The loop took the signal: what follows is bounded cleanup, not to be cut short. */
+        stop_guard = stop_guard_stop(stop_guard);
         (void) sd_notify(false, "STOPPING=1\nSTATUS=Stopping.");
         log_info("Stopping.");
 
 out:
+        stop_guard = stop_guard_stop(stop_guard);
         /* The reporter first: it must not call into a freed agent. */
         reporter = reporter_free(reporter);
         agent = agent_free(agent);

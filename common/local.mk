@@ -7,7 +7,8 @@ common_libcgorch_common_a_SOURCES = \
 	common/config.c common/config.h \
 	common/protocol.c common/protocol.h common/protocol-internal.h \
 	common/heartbeat-reader.c common/heartbeat-reader.h \
-	common/secret-file.c common/secret-file.h
+	common/secret-file.c common/secret-file.h \
+	common/stop-guard.c common/stop-guard.h
 common_libcgorch_common_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 
 # Link this into every program; add the program's own library flags after it.

@@ -14,8 +14,7 @@ CONTROLLER_SOURCES = \
 	controller/store-jobs.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c \
 	controller/orchestrator.c controller/orchestrator.h \
 	controller/runtime-config.c controller/runtime-config.h \
-	controller/store-orch.c controller/api-orch.c \
-	controller/stop-guard.c controller/stop-guard.h
+	controller/store-orch.c controller/api-orch.c
 CONTROLLER_CFLAGS = $(AM_CFLAGS) -pthread $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(LIBMICROHTTPD_CFLAGS) $(SQLITE3_CFLAGS)
 CONTROLLER_LIBS = controller/libcgorch-orch.a $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(LIBMICROHTTPD_LIBS) $(SQLITE3_LIBS) -lm
 

@@ -40,10 +40,10 @@ tests_unit_test_store_SOURCES = tests/unit/test-store.c \
 tests_unit_test_store_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_store_LDADD = $(COMMON_LIBS) $(SQLITE3_LIBS) $(CRITERION_LIBS)
 
-# controller: SIGTERM reaches a controller whose event loop is stuck in a callback.
+# common: SIGTERM reaches a daemon (controller, agent) whose event loop is stuck in a callback.
 check_PROGRAMS += tests/unit/test-stop-guard
 TESTS += tests/unit/test-stop-guard
-tests_unit_test_stop_guard_SOURCES = tests/unit/test-stop-guard.c controller/stop-guard.c controller/stop-guard.h
+tests_unit_test_stop_guard_SOURCES = tests/unit/test-stop-guard.c
 tests_unit_test_stop_guard_CFLAGS = $(AM_CFLAGS) -pthread $(CRITERION_CFLAGS)
 tests_unit_test_stop_guard_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
 

@@ -1,5 +1,5 @@
 /* test-stop-guard.c: SIGTERM and SIGINT end a process whose event loop is stuck
- * (controller/stop-guard.c), and leave alone one whose loop takes them. Each case runs in a
+ * (common/stop-guard.c), and leave alone one whose loop takes them. Each case runs in a
  * child, whose end the test observes. */
 #include <criterion/criterion.h>
 #include <signal.h>
@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "controller/stop-guard.h"
+#include "stop-guard.h"
 
 static double monotonic_s(void) {
         struct timespec ts;

@@ -1,6 +1,7 @@
-/* stop-guard.c: SIGTERM and SIGINT end the controller even while its event loop is stuck.
+/* stop-guard.c: SIGTERM and SIGINT end a daemon (controller, agent) even while its event loop
+ * is stuck.
  *
- * The controller takes its signals through sd-event's signalfd, so they are blocked and wait
+ * The daemons take their signals through sd-event's signalfd, so they are blocked and wait
  * for the loop to read them. A callback that never returns (a scheduler bug once spun for 80
  * minutes) then makes the process deaf to them, and only SIGKILL ends it. A signal the loop
  * leaves pending for the grace period means the loop is not turning: this thread unblocks it
@@ -66,7 +67,7 @@ static void *stop_guard_main(void *userdata) {
                 sigset_t set;
                 sigemptyset(&set);
                 sigaddset(&set, sig);
-                /* Default action (the controller installs no handlers): the process ends here. */
+                /* Default action (neither daemon installs handlers): the process ends here. */
                 pthread_sigmask(SIG_UNBLOCK, &set, NULL);
                 /* Only if someone took the signal in the meantime. */
                 pthread_sigmask(SIG_BLOCK, &set, NULL);
