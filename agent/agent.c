@@ -334,14 +334,15 @@ static uint64_t task_memory_usage(Agent *a, Task *t) {
  * Writes only values at or above usage + margin: no write here makes the kernel reclaim, so
  * none blocks the event loop. */
 static int task_limits_step(Agent *a, Task *t, const Limits *want) {
-        Limits step, target;
+        Limits step, target, applied;
         int r;
 
         limits_plan_step(&a->cfg.policy, &t->limits, want, task_memory_usage(a, t), &step, &target);
-        r = cgroup_task_set_limits(a->cgroups, t->id, &step, &t->limits);
+        r = cgroup_task_set_limits(a->cgroups, t->id, &step, &t->limits, &applied);
+        /* The writes that went in are in force whatever failed after them. */
+        limits_merge(&t->limits, &applied);
         if (r < 0)
                 return r;
-        limits_merge(&t->limits, &step);
         t->target = target;
         if (!limits_is_empty(&target))
                 log_debug("Task %s: memory limit lowered in steps, now max %" PRIi64 " high %" PRIi64 ".", t->id,
@@ -625,7 +626,7 @@ static int action_start(Agent *a, const Action *act, char **ret_error) {
                 goto fail;
         }
         /* An empty new cgroup: every limit goes in at once (nothing to reclaim). */
-        r = cgroup_task_set_limits(a->cgroups, t->id, &want, &t->limits);
+        r = cgroup_task_set_limits(a->cgroups, t->id, &want, &t->limits, NULL);
         if (r < 0) {
                 if (asprintf(&error, "setting the limits: %s", strerror(-r)) < 0)
                         error = NULL;

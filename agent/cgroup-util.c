@@ -163,12 +163,14 @@ uint64_t cgroup_weight_to_shares(uint64_t weight) {
         return MAX(shares, (uint64_t) 2);
 }
 
-static void push(CgroupWrite *w, int *n, CgroupController c, const char *file, const char *fmt, ...) _printf_(5, 6);
-static void push(CgroupWrite *w, int *n, CgroupController c, const char *file, const char *fmt, ...) {
+static void push(CgroupWrite *w, int *n, unsigned fields, CgroupController c, const char *file, const char *fmt, ...)
+        _printf_(6, 7);
+static void push(CgroupWrite *w, int *n, unsigned fields, CgroupController c, const char *file, const char *fmt, ...) {
         va_list ap;
 
         w[*n].controller = c;
         w[*n].file = file;
+        w[*n].fields = fields;
         va_start(ap, fmt);
         vsnprintf(w[*n].value, sizeof w[*n].value, fmt, ap);
         va_end(ap);
@@ -197,18 +199,18 @@ int cgroup_limits_to_writes(CgroupMode mode, const Limits *want, const Limits *c
         case CGROUP_MODE_HYBRID:
                 /* Period before quota: the quota is checked against the period in force. */
                 if (want->cpu_period_us != LIMIT_UNSET)
-                        push(w, &n, CGROUP_CPU, "cpu.cfs_period_us", "%" PRIi64, want->cpu_period_us);
+                        push(w, &n, LIMIT_FIELD(cpu_period_us), CGROUP_CPU, "cpu.cfs_period_us", "%" PRIi64, want->cpu_period_us);
                 if (want->cpu_quota_us != LIMIT_UNSET)
-                        push(w, &n, CGROUP_CPU, "cpu.cfs_quota_us", "%" PRIi64,
+                        push(w, &n, LIMIT_FIELD(cpu_quota_us), CGROUP_CPU, "cpu.cfs_quota_us", "%" PRIi64,
                              want->cpu_quota_us == LIMIT_UNLIMITED ? (int64_t) -1 : want->cpu_quota_us);
                 if (want->cpu_weight != LIMIT_UNSET)
-                        push(w, &n, CGROUP_CPU, "cpu.shares", "%" PRIu64,
+                        push(w, &n, LIMIT_FIELD(cpu_weight), CGROUP_CPU, "cpu.shares", "%" PRIu64,
                              cgroup_weight_to_shares(want->cpu_weight == LIMIT_UNLIMITED ? 100 : (uint64_t) want->cpu_weight));
                 if (want->memory_max_bytes != LIMIT_UNSET)
-                        push(w, &n, CGROUP_MEMORY, "memory.limit_in_bytes", "%" PRIi64,
+                        push(w, &n, LIMIT_FIELD(memory_max_bytes), CGROUP_MEMORY, "memory.limit_in_bytes", "%" PRIi64,
                              want->memory_max_bytes == LIMIT_UNLIMITED ? (int64_t) -1 : want->memory_max_bytes);
                 if (want->memory_high_bytes != LIMIT_UNSET)
-                        push(w, &n, CGROUP_MEMORY, "memory.soft_limit_in_bytes", "%" PRIi64,
+                        push(w, &n, LIMIT_FIELD(memory_high_bytes), CGROUP_MEMORY, "memory.soft_limit_in_bytes", "%" PRIi64,
                              want->memory_high_bytes == LIMIT_UNLIMITED ? (int64_t) -1 : want->memory_high_bytes);
                 break;
 
@@ -221,25 +223,27 @@ int cgroup_limits_to_writes(CgroupMode mode, const Limits *want, const Limits *c
 
                         if (period <= 0)
                                 period = 100000;
+                        unsigned fields = (want->cpu_quota_us != LIMIT_UNSET ? LIMIT_FIELD(cpu_quota_us) : 0) |
+                                          (want->cpu_period_us != LIMIT_UNSET ? LIMIT_FIELD(cpu_period_us) : 0);
                         if (quota > 0)
-                                push(w, &n, CGROUP_UNIFIED, "cpu.max", "%" PRIi64 " %" PRIi64, quota, period);
+                                push(w, &n, fields, CGROUP_UNIFIED, "cpu.max", "%" PRIi64 " %" PRIi64, quota, period);
                         else
-                                push(w, &n, CGROUP_UNIFIED, "cpu.max", "max %" PRIi64, period);
+                                push(w, &n, fields, CGROUP_UNIFIED, "cpu.max", "max %" PRIi64, period);
                 }
                 if (want->cpu_weight != LIMIT_UNSET)
-                        push(w, &n, CGROUP_UNIFIED, "cpu.weight", "%" PRIi64,
+                        push(w, &n, LIMIT_FIELD(cpu_weight), CGROUP_UNIFIED, "cpu.weight", "%" PRIi64,
                              want->cpu_weight == LIMIT_UNLIMITED ? (int64_t) 100 : want->cpu_weight);
                 if (want->memory_max_bytes != LIMIT_UNSET) {
                         if (want->memory_max_bytes == LIMIT_UNLIMITED)
-                                push(w, &n, CGROUP_UNIFIED, "memory.max", "max");
+                                push(w, &n, LIMIT_FIELD(memory_max_bytes), CGROUP_UNIFIED, "memory.max", "max");
                         else
-                                push(w, &n, CGROUP_UNIFIED, "memory.max", "%" PRIi64, want->memory_max_bytes);
+                                push(w, &n, LIMIT_FIELD(memory_max_bytes), CGROUP_UNIFIED, "memory.max", "%" PRIi64, want->memory_max_bytes);
                 }
                 if (want->memory_high_bytes != LIMIT_UNSET) {
                         if (want->memory_high_bytes == LIMIT_UNLIMITED)
-                                push(w, &n, CGROUP_UNIFIED, "memory.high", "max");
+                                push(w, &n, LIMIT_FIELD(memory_high_bytes), CGROUP_UNIFIED, "memory.high", "max");
                         else
-                                push(w, &n, CGROUP_UNIFIED, "memory.high", "%" PRIi64, want->memory_high_bytes);
+                                push(w, &n, LIMIT_FIELD(memory_high_bytes), CGROUP_UNIFIED, "memory.high", "%" PRIi64, want->memory_high_bytes);
                 }
                 break;
 
@@ -413,6 +417,23 @@ int cgroup_parse_limits(CgroupMode mode, const CgroupLimitFiles *f, Limits *ret)
         return 0;
 }
 
+/* Whether observed is what the kernel keeps of the agent's value set for field i. */
+static bool limit_kept_as(size_t i, int64_t set, int64_t observed) {
+        if (set == observed)
+                return true;
+        if (i == offsetof(Limits, cpu_weight) / sizeof(int64_t))
+                return set == LIMIT_UNLIMITED && observed == 100;
+        if (i == offsetof(Limits, memory_high_bytes) / sizeof(int64_t) ||
+            i == offsetof(Limits, memory_max_bytes) / sizeof(int64_t)) {
+                /* Down (page_counter_memparse() in most kernels) or up (seen on 6.18's v1
+                 * memory.limit_in_bytes) to a page: a page multiple less than a page away. */
+                int64_t page = (int64_t) sysconf(_SC_PAGESIZE);
+                return set > 0 && observed > 0 && page > 0 && observed % page == 0 && observed > set - page &&
+                       observed < set + page;
+        }
+        return false;
+}
+
 int limits_external_changes(const Limits *set, const Limits *observed, Limits *ret) {
         const int64_t *s = &set->cpu_quota_us, *o = &observed->cpu_quota_us;
         Limits c = {};
@@ -421,7 +442,7 @@ int limits_external_changes(const Limits *set, const Limits *observed, Limits *r
 
         /* Limits is five int64_t in a row: compare them as such. */
         for (size_t i = 0; i < sizeof(Limits) / sizeof(int64_t); i++)
-                if (s[i] != LIMIT_UNSET && o[i] != LIMIT_UNSET && s[i] != o[i]) {
+                if (s[i] != LIMIT_UNSET && o[i] != LIMIT_UNSET && !limit_kept_as(i, s[i], o[i])) {
                         out[i] = o[i];
                         n++;
                 }

@@ -54,7 +54,9 @@ typedef struct CgroupWrite {
         CgroupController controller;
         const char *file;
         char value[64];
+        unsigned fields;              /* the Limits fields it sets: bit i is the i-th int64_t of Limits */
 } CgroupWrite;
+#define LIMIT_FIELD(member) (1u << (offsetof(Limits, member) / sizeof(int64_t)))
 #define CGROUP_WRITES_MAX 8
 
 /* Translates the fields set in want (current holds what is in force, used where one file
@@ -91,5 +93,8 @@ typedef struct CgroupLimitFiles {
 int cgroup_parse_limits(CgroupMode mode, const CgroupLimitFiles *f, Limits *ret);
 
 /* The fields the agent set (set: fields not LIMIT_UNSET) that differ in observed: someone else
- * wrote them. ret gets those fields with their observed values; returns how many. */
+ * wrote them. ret gets those fields with their observed values; returns how many. What the
+ * kernel makes of the agent's own values is no difference: memory limits kept in whole pages
+ * (1000000 reads back as 999424, or as 1003520: kernels round either way), and the default
+ * weight (LIMIT_UNLIMITED) written as 100. */
 int limits_external_changes(const Limits *set, const Limits *observed, Limits *ret);

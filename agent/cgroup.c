@@ -685,19 +685,32 @@ int cgroup_task_attach(CgroupBackend *b, const char *task, pid_t pid) {
         return 0;
 }
 
-int cgroup_task_set_limits(CgroupBackend *b, const char *task, const Limits *want, const Limits *current) {
+int cgroup_task_set_limits(CgroupBackend *b, const char *task, const Limits *want, const Limits *current,
+                           Limits *ret_applied) {
         CgroupWrite w[CGROUP_WRITES_MAX];
-        int n, r;
+        Limits applied = { LIMIT_UNSET, LIMIT_UNSET, LIMIT_UNSET, LIMIT_UNSET, LIMIT_UNSET };
+        const int64_t *from = &want->cpu_quota_us;
+        int64_t *to = &applied.cpu_quota_us;
+        int n, r = 0;
 
         n = cgroup_limits_to_writes(b->mode, want, current, w);
         if (n < 0)
                 return n;
         for (int i = 0; i < n; i++) {
                 r = backend_write(b, w[i].controller, task, w[i].file, w[i].value);
-                if (r < 0)
-                        return log_error_errno(r, "Setting %s=%s of task %s: %m", w[i].file, w[i].value, task);
+                if (r < 0) {
+                        log_error_errno(r, "Setting %s=%s of task %s: %m", w[i].file, w[i].value, task);
+                        break;
+                }
+                /* What is written is in force, even if a later write fails: the caller must
+                 * know, or it takes its own value for someone else's change. */
+                for (size_t k = 0; k < sizeof(Limits) / sizeof(int64_t); k++)
+                        if (w[i].fields & (1u << k))
+                                to[k] = from[k];
         }
-        return 0;
+        if (ret_applied)
+                *ret_applied = applied;
+        return r;
 }
 
 int cgroup_task_read_usage(CgroupBackend *b, const char *task, CgroupUsage *ret) {

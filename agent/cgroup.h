@@ -41,7 +41,8 @@ typedef struct CgroupUsage {
 int cgroup_task_create(CgroupBackend *b, const char *task);
 int cgroup_task_attach(CgroupBackend *b, const char *task, pid_t pid);
 /* Writes the fields set in want; current is what is in force (see cgroup_limits_to_writes). */
-int cgroup_task_set_limits(CgroupBackend *b, const char *task, const Limits *want, const Limits *current);
+int cgroup_task_set_limits(CgroupBackend *b, const char *task, const Limits *want, const Limits *current,
+                           Limits *ret_applied);
 int cgroup_task_read_usage(CgroupBackend *b, const char *task, CgroupUsage *ret);
 int cgroup_task_freeze(CgroupBackend *b, const char *task, bool frozen);
 /* SIGKILLs every process of the task (cgroup.kill where the kernel has it, else one by one

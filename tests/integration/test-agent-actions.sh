@@ -73,6 +73,27 @@ pass "lowering to 8M stopped at $limit (usage $usage + margin), target 16M (the 
 queue 4 "{\"id\": 4, \"type\": \"set_limits\", \"task\": \"$T\", \"limits\": {\"memory_max_bytes\": 268435456, \"memory_high_bytes\": 268435456}}"
 ack_ok 4
 
+# ---- the kernel keeps memory limits in whole pages: that is no outside change ----
+# (The agent writes them rounded up to a page already, limits_clamp(); and limits_external_changes()
+# takes a page-rounded read-back as its own value, for page sizes other than the policy's.)
+queue 41 "{\"id\": 41, \"type\": \"set_limits\", \"task\": \"$T\", \"limits\": {\"memory_max_bytes\": 300000001,
+  \"memory_high_bytes\": 250000001}}"
+ack_ok 41
+page=$(getconf PAGESIZE)
+got=$(cat "$(cg memory $T)/memory.limit_in_bytes")
+# A page multiple within a page of what was asked.
+[ $((got % page)) = 0 ] && [ $((got - 300000001)) -lt "$page" ] && [ $((300000001 - got)) -lt "$page" ] ||
+        fail "hard limit $got, want 300000001 rounded to a page"
+sleep 2.5   # the limit watch has fired on the agent's own writes; two heartbeats have gone out
+memory_external() {
+        jq -r "select(.tasks) | .tasks[] | select(.id == \"$T\") | .limits_external | select(.) |
+                (.memory_max_bytes // empty), (.memory_high_bytes // empty)" "$FAKE/heartbeats.jsonl"
+}
+[ -z "$(memory_external)" ] || fail "the kernel's page rounding was reported as an outside change: $(memory_external | head -2)"
+pass "limits of 300000001 / 250000001 bytes read back page-rounded, not reported as outside changes"
+queue 42 "{\"id\": 42, \"type\": \"set_limits\", \"task\": \"$T\", \"limits\": {\"memory_max_bytes\": 268435456, \"memory_high_bytes\": 268435456}}"
+ack_ok 42
+
 # ---- refusal: soft limit above the hard one ----
 queue 5 "{\"id\": 5, \"type\": \"set_limits\", \"task\": \"$T\", \"limits\": {\"memory_high_bytes\": 536870912, \"memory_max_bytes\": 268435456}}"
 wait_for 10 acked 5 || fail "action 5 never acked"

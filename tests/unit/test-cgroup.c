@@ -205,7 +205,7 @@ static void set_limits_v1_like(const char *fixture, const char *cpu_dir) {
         char rel[512];
 
         cr_assert_eq(cgroup_backend_new(dir, ROOT, &b), 0);
-        cr_assert_eq(cgroup_task_set_limits(b, TASK, &limits_all, &current), 0);
+        cr_assert_eq(cgroup_task_set_limits(b, TASK, &limits_all, &current, NULL), 0);
         snprintf(rel, sizeof rel, "%s/" ROOT "/" TASK "/cpu.cfs_quota_us", cpu_dir);
         expect_file(dir, rel, "50000\n");
         snprintf(rel, sizeof rel, "%s/" ROOT "/" TASK "/cpu.cfs_period_us", cpu_dir);
@@ -218,7 +218,7 @@ static void set_limits_v1_like(const char *fixture, const char *cpu_dir) {
         /* -1 is "no limit"; 0 leaves a value alone. */
         Limits unlimited = { .cpu_quota_us = LIMIT_UNLIMITED, .memory_max_bytes = LIMIT_UNLIMITED };
         limits_merge(&current, &limits_all);
-        cr_assert_eq(cgroup_task_set_limits(b, TASK, &unlimited, &current), 0);
+        cr_assert_eq(cgroup_task_set_limits(b, TASK, &unlimited, &current, NULL), 0);
         snprintf(rel, sizeof rel, "%s/" ROOT "/" TASK "/cpu.cfs_quota_us", cpu_dir);
         expect_file(dir, rel, "-1\n");
         expect_file(dir, "memory/" ROOT "/" TASK "/memory.limit_in_bytes", "-1\n");
@@ -236,13 +236,59 @@ Test(cgroup, set_limits_hybrid) {
         set_limits_v1_like("cgroup-hybrid", "cpu");
 }
 
+/* A write that fails halfway leaves the earlier ones in force, and says which: the agent would
+ * otherwise take its own CPU values, read back later, for someone else's change. */
+Test(cgroup, set_limits_partial_failure_reports_what_went_in) {
+        char *dir = fixture_copy("cgroup-hybrid");
+        CgroupBackend *b = NULL;
+        Limits current = {}, applied;
+        char path[4096];
+
+        cr_assert_eq(cgroup_backend_new(dir, ROOT, &b), 0);
+        /* memory.limit_in_bytes that cannot be written: a directory in its place. */
+        snprintf(path, sizeof path, "%s/memory/" ROOT "/" TASK "/memory.limit_in_bytes", dir);
+        cr_assert_eq(unlink(path), 0);
+        cr_assert_eq(mkdir(path, 0755), 0);
+        cr_assert_lt(cgroup_task_set_limits(b, TASK, &limits_all, &current, &applied), 0);
+        cr_expect_eq(applied.cpu_period_us, limits_all.cpu_period_us);
+        cr_expect_eq(applied.cpu_quota_us, limits_all.cpu_quota_us);
+        cr_expect_eq(applied.cpu_weight, limits_all.cpu_weight);
+        cr_expect_eq(applied.memory_max_bytes, LIMIT_UNSET, "the failed write is not in force");
+        cr_expect_eq(applied.memory_high_bytes, LIMIT_UNSET, "nor what came after it");
+        expect_file(dir, "cpu/" ROOT "/" TASK "/cpu.cfs_quota_us", "50000\n");
+        cr_assert_eq(rmdir(path), 0);
+        cgroup_backend_free(b);
+        fixture_remove(dir);
+}
+
+/* The kernel keeps memory limits in whole pages and the default weight as 100: reading back
+ * the agent's own values that way is no outside change. */
+Test(cgroup, external_changes_ignore_the_kernels_rounding) {
+        int64_t page = (int64_t) sysconf(_SC_PAGESIZE);
+        Limits set = { .cpu_weight = LIMIT_UNLIMITED, .memory_max_bytes = 1000000, .memory_high_bytes = 50 * page };
+        Limits observed = { .cpu_weight = 100, .memory_max_bytes = 1000000 / page * page, .memory_high_bytes = 50 * page };
+        Limits changed;
+
+        cr_expect_eq(limits_external_changes(&set, &observed, &changed), 0);
+        observed.memory_max_bytes += page;
+        cr_expect_eq(limits_external_changes(&set, &observed, &changed), 0, "rounded up is the same");
+        observed.memory_max_bytes -= 2 * page;
+        observed.cpu_weight = 200;
+        cr_expect_eq(limits_external_changes(&set, &observed, &changed), 2, "a page less, or another weight, is a change");
+        cr_expect_eq(changed.memory_max_bytes, 1000000 / page * page - page);
+        cr_expect_eq(changed.cpu_weight, 200);
+        set.cpu_weight = 300;
+        observed.cpu_weight = 100;
+        cr_expect_eq(limits_external_changes(&set, &observed, &changed), 2, "100 is the default's value only");
+}
+
 Test(cgroup, set_limits_v2) {
         char *dir = fixture_copy("cgroup-v2");
         CgroupBackend *b = NULL;
         Limits current = {};
 
         cr_assert_eq(cgroup_backend_new(dir, ROOT, &b), 0);
-        cr_assert_eq(cgroup_task_set_limits(b, TASK, &limits_all, &current), 0);
+        cr_assert_eq(cgroup_task_set_limits(b, TASK, &limits_all, &current, NULL), 0);
         expect_file(dir, ROOT "/" TASK "/cpu.max", "50000 100000\n");
         expect_file(dir, ROOT "/" TASK "/cpu.weight", "200\n");
         expect_file(dir, ROOT "/" TASK "/memory.max", "268435456\n");
@@ -251,13 +297,13 @@ Test(cgroup, set_limits_v2) {
         /* A new period alone keeps the quota in force: cpu.max carries both. */
         limits_merge(&current, &limits_all);
         Limits period = { .cpu_period_us = 200000 };
-        cr_assert_eq(cgroup_task_set_limits(b, TASK, &period, &current), 0);
+        cr_assert_eq(cgroup_task_set_limits(b, TASK, &period, &current, NULL), 0);
         expect_file(dir, ROOT "/" TASK "/cpu.max", "50000 200000\n");
         limits_merge(&current, &period);
 
         Limits unlimited = { .cpu_quota_us = LIMIT_UNLIMITED, .memory_max_bytes = LIMIT_UNLIMITED,
                              .memory_high_bytes = LIMIT_UNLIMITED };
-        cr_assert_eq(cgroup_task_set_limits(b, TASK, &unlimited, &current), 0);
+        cr_assert_eq(cgroup_task_set_limits(b, TASK, &unlimited, &current, NULL), 0);
         expect_file(dir, ROOT "/" TASK "/cpu.max", "max 200000\n");
         expect_file(dir, ROOT "/" TASK "/memory.max", "max\n");
         expect_file(dir, ROOT "/" TASK "/memory.high", "max\n");
@@ -538,7 +584,7 @@ Test(limit_watch, write_reported_hybrid) {
         int token;
 
         cr_assert_eq(cgroup_backend_new(dir, ROOT, &b), 0);
-        cr_assert_eq(cgroup_task_set_limits(b, TASK, &limits_all, &current), 0);
+        cr_assert_eq(cgroup_task_set_limits(b, TASK, &limits_all, &current, NULL), 0);
         limits_merge(&current, &limits_all);
         cr_assert_eq(limit_watch_new(b, &w), 0);
         cr_assert_eq(limit_watch_add(w, TASK, &token), 0);
@@ -565,7 +611,7 @@ Test(limit_watch, write_reported_hybrid) {
         /* The agent's own write raises an event too; it compares equal to what the agent set. */
         seen = (Seen) {};
         Limits shares = { .cpu_weight = 300 };
-        cr_assert_eq(cgroup_task_set_limits(b, TASK, &shares, &current), 0);
+        cr_assert_eq(cgroup_task_set_limits(b, TASK, &shares, &current, NULL), 0);
         limits_merge(&current, &shares);
         cr_assert_eq(limit_watch_process(w, on_seen, &seen), 0);
         cr_assert_eq(seen.changed, 1);
