@@ -20,16 +20,10 @@ CGORCH_SERVER="http://127.0.0.1:$(cat "$FAKE/port")"; export CGORCH_SERVER
 hier=()
 if [ -f "$CGROUP_FS/cgroup.controllers" ]; then hier=("$CGROUP_FS"); else
         for h in cpu cpuacct memory freezer unified; do hier+=("$CGROUP_FS/$h"); done; fi
-sleepers=(); apids=()
+apids=()
 for node in a b; do
-        state=$CLUSTER_DIR/state-$node; mkdir -p "$state"
-        for k in $(seq 0 $((n - 1))); do
-                id=1.0.$k.0
-                for h in "${hier[@]}"; do mkdir -p "$h/$CLUSTER_CGROOT/$node/$id"; done
-                sleep 100000 & pid=$!; sleepers+=($pid)
-                for h in "${hier[@]}"; do echo $pid >"$h/$CLUSTER_CGROOT/$node/$id/cgroup.procs"; done
-                echo "0 $pid" >"$state/$id.pids"
-        done
+        state=$CLUSTER_DIR/state-$node
+        cluster_fake_tasks "$node" "$n" "$state"
         bin=$A; [ $node = b ] && bin=$B
         "$bin" --controller "$CGORCH_SERVER" --node "$node" --cgroup-fs "$CGROUP_FS" \
                 --cgroup-root "$CLUSTER_CGROOT/$node" --sample-interval 1s --state-dir "$state" \
@@ -52,5 +46,5 @@ awk -v s=$SECS -v ua=$((ua1-ua0)) -v sa=$((sa1-sa0)) -v ub=$((ub1-ub0)) -v sb=$(
  printf "B: %.2f%% (user %.2f sys %.2f) schedstat %.3f%%\n", (ub+sb)/s, ub/s, sb/s, rb/s/1e7
  printf "load %s -> %s\n", l0, l1 }'
 kill "${apids[@]}"; wait "${apids[@]}" 2>/dev/null || true
-kill -KILL "${sleepers[@]}" 2>/dev/null || true; wait "${sleepers[@]}" 2>/dev/null || true
+kill -KILL "${CLUSTER_SLEEPERS[@]}" 2>/dev/null || true; wait "${CLUSTER_SLEEPERS[@]}" 2>/dev/null || true
 for h in "${hier[@]}"; do find "$h/$CLUSTER_CGROOT" -depth -type d -exec rmdir {} + 2>/dev/null || true; done

@@ -30,18 +30,11 @@ printf '%-6s %-14s %9s %9s %9s %11s %11s %9s %10s\n' N program "CPU%" "user%" "s
         "us/cg/s" "max body"
 for n in "${NS[@]}"; do
         node=b$n state=$CLUSTER_DIR/state-$n
-        mkdir -p "$state"
         hier=()
         if [ -f "$CGROUP_FS/cgroup.controllers" ]; then hier=("$CGROUP_FS"); else
                 for h in cpu cpuacct memory freezer unified; do hier+=("$CGROUP_FS/$h"); done; fi
-        sleepers=()
-        for k in $(seq 0 $((n - 1))); do
-                id=1.0.$k.0
-                for h in "${hier[@]}"; do mkdir -p "$h/$CLUSTER_CGROOT/$node/$id"; done
-                sleep 100000 & pid=$!; sleepers+=($pid)
-                for h in "${hier[@]}"; do echo $pid >"$h/$CLUSTER_CGROOT/$node/$id/cgroup.procs"; done
-                echo "0 $pid" >"$state/$id.pids"
-        done
+        CLUSTER_SLEEPERS=()
+        cluster_fake_tasks "$node" "$n" "$state"
         rm -f "$FAKE/max-body"
         "$AGENT_BIN" --controller "$CGORCH_SERVER" --node "$node" --cgroup-fs "$CGROUP_FS" \
                 --cgroup-root "$CLUSTER_CGROOT/$node" --sample-interval 1s --state-dir "$state" \
@@ -70,8 +63,8 @@ for n in "${NS[@]}"; do
         grep -v "^$" "$CLUSTER_DIR/agent-$node.log" | head -n 5 >&2 || true
         kill "$apid"; wait "$apid" 2>/dev/null || true
         # SIGKILL: a sleeper must not survive to stall the wait (SIGTERM did, once, at N=100).
-        kill -KILL "${sleepers[@]}" 2>/dev/null || true
-        wait "${sleepers[@]}" 2>/dev/null || true
+        kill -KILL "${CLUSTER_SLEEPERS[@]}" 2>/dev/null || true
+        wait "${CLUSTER_SLEEPERS[@]}" 2>/dev/null || true
         for h in "${hier[@]}"; do
                 find "$h/$CLUSTER_CGROOT/$node" -depth -type d -exec rmdir {} + 2>/dev/null || true
         done

@@ -143,6 +143,28 @@ cluster_random_token() {
 # (also exported as CGORCH_TOKEN_FILE for cgorchctl, and as a curl header file in
 # CLUSTER_AUTH_HEADER, so no token ever appears on a command line), the read-only one, and
 # the agents' file, which cluster_start_agent extends node by node (SIGHUP reloads it).
+# cluster_fake_tasks NODE N STATE_DIR: N task cgroups (1.0.K.0) under NODE's subtree in every
+# hierarchy, one sleeping process each, written to STATE_DIR as the node's agent would have, so
+# an agent started on it re-adopts them (the agent benchmarks). The sleepers' pids are appended
+# to CLUSTER_SLEEPERS; the caller kills them.
+CLUSTER_SLEEPERS=()
+cluster_fake_tasks() {
+        local node=$1 n=$2 state=$3 h k id pid
+        local hier=()
+        if [ -f "$CGROUP_FS/cgroup.controllers" ]; then hier=("$CGROUP_FS"); else
+                for h in cpu cpuacct memory freezer unified; do hier+=("$CGROUP_FS/$h"); done; fi
+        mkdir -p "$state"
+        for k in $(seq 0 $((n - 1))); do
+                id=1.0.$k.0
+                for h in "${hier[@]}"; do mkdir -p "$h/$CLUSTER_CGROOT/$node/$id"; done
+                sleep 100000 &
+                pid=$!
+                CLUSTER_SLEEPERS+=("$pid")
+                for h in "${hier[@]}"; do echo "$pid" >"$h/$CLUSTER_CGROOT/$node/$id/cgroup.procs"; done
+                echo "0 $pid" >"$state/$id.pids"
+        done
+}
+
 cluster_make_tokens() {
         local d=$CLUSTER_DIR/tokens
         (umask 077 && mkdir -p "$d" &&
