@@ -613,6 +613,19 @@ int cluster_checkpoint(Cluster *c, int64_t now_ms, bool force) {
         return 0;
 }
 
+/* Ends the transaction a change began: committed if everything before went well (r >= 0),
+ * else rolled back, and then the scheduler's picture may be off from the store: the next
+ * placement re-syncs it. Returns r, or the commit's error. */
+static int transaction_end(Cluster *c, int r) {
+        if (r >= 0)
+                r = store_commit(c->store);
+        if (r < 0) {
+                store_rollback(c->store);
+                c->placement_dirty = true;
+        }
+        return r;
+}
+
 int cluster_submit(Cluster *c, json_t *body, int64_t now_ms, json_t **ret_job, char **ret_error) {
         _cleanup_(job_spec_freep) JobSpec *spec = NULL;
         uint64_t id;
@@ -627,13 +640,9 @@ int cluster_submit(Cluster *c, json_t *body, int64_t now_ms, json_t **ret_job, c
         r = store_job_insert(c->store, spec, now_ms, &id);
         if (r >= 0)
                 r = place(c, now_ms);
-        if (r >= 0)
-                r = store_commit(c->store);
-        if (r < 0) {
-                store_rollback(c->store);
-                c->placement_dirty = true;
+        r = transaction_end(c, r);
+        if (r < 0)
                 return r;
-        }
 
         size_t n_tasks = 0;
         for (size_t k = 0; k < spec->n_phases; k++)
@@ -656,13 +665,9 @@ int cluster_cancel(Cluster *c, uint64_t job, int64_t now_ms, json_t **ret_job) {
         /* The scheduler forgets the job now, and what it held back may run. */
         if (r >= 0)
                 r = place(c, now_ms);
-        if (r >= 0)
-                r = store_commit(c->store);
-        if (r < 0) {
-                store_rollback(c->store);
-                c->placement_dirty = true;
+        r = transaction_end(c, r);
+        if (r < 0)
                 return r;
-        }
         return cluster_job_to_json(c, job, now_ms, ret_job);
 }
 
@@ -1017,13 +1022,10 @@ static int heartbeat_handle(Cluster *c, const char *node, const Heartbeat *hb, i
         if (r < 0)
                 return r;
         r = heartbeat_apply(c, hb, now_ms, actions);
-        if (r >= 0)
-                r = store_commit(c->store);
-        if (r < 0) {
-                store_rollback(c->store);
-                c->placement_dirty = true; /* what the last placement queued may be gone with it */
+        /* Rolled back, what the last placement queued may be gone with it. */
+        r = transaction_end(c, r);
+        if (r < 0)
                 return r;
-        }
 
         uint32_t interval = interval_ms(c);
         if (c->config.on_heartbeat &&
@@ -1118,13 +1120,9 @@ int cluster_check_nodes(Cluster *c, int64_t now_ms) {
                 r = store_node_peek(c->store, *id, &n);
                 if (r >= 0)
                         r = node_lose(c, *id, now_ms - n.last_heartbeat_ms, now_ms);
-                if (r >= 0)
-                        r = store_commit(c->store);
-                if (r < 0) {
-                        store_rollback(c->store);
-                        c->placement_dirty = true;
+                r = transaction_end(c, r);
+                if (r < 0)
                         return r;
-                }
         }
         if (!overdue || !overdue[0])
                 return 0;
@@ -1133,14 +1131,7 @@ int cluster_check_nodes(Cluster *c, int64_t now_ms) {
         r = store_begin(c->store);
         if (r < 0)
                 return r;
-        r = place(c, now_ms);
-        if (r >= 0)
-                r = store_commit(c->store);
-        if (r < 0) {
-                store_rollback(c->store);
-                c->placement_dirty = true;
-        }
-        return r;
+        return transaction_end(c, place(c, now_ms));
 }
 
 void cluster_restart_node_timeouts(Cluster *c, int64_t now_ms) {
