@@ -64,7 +64,7 @@ tests_unit_test_runtime_config_SOURCES = tests/unit/test-runtime-config.c \
 	controller/runtime-config.c controller/runtime-config.h
 tests_unit_test_runtime_config_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_runtime_config_LDADD = $(ORCH_LIBS) $(SCHED_LIBS) $(COMMON_LIBS) $(CRITERION_LIBS) -lm
-tests_unit_test_store_orch_SOURCES = tests/unit/test-store-orch.c \
+tests_unit_test_store_orch_SOURCES = tests/unit/test-store-orch.c tests/unit/store-dir.h \
 	controller/store.c controller/store.h controller/store-internal.h \
 	controller/store-jobs.c controller/store-nodes.c controller/store-orch.c controller/store-checkpoint.c controller/store-usage.c
 tests_unit_test_store_orch_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)
@@ -74,7 +74,7 @@ tests_unit_test_store_orch_LDADD = $(COMMON_LIBS) $(SQLITE3_LIBS) $(CRITERION_LI
 # apart, their actions in the reply to the heartbeat that brought the samples.
 check_PROGRAMS += tests/unit/test-orchestrator
 TESTS += tests/unit/test-orchestrator
-tests_unit_test_orchestrator_SOURCES = tests/unit/test-orchestrator.c \
+tests_unit_test_orchestrator_SOURCES = tests/unit/test-orchestrator.c tests/unit/store-dir.h \
 	controller/orchestrator.c controller/orchestrator.h \
 	controller/cluster.c controller/cluster.h \
 	controller/cluster-sched.c controller/cluster-sched.h controller/store-sched.c \

@@ -34,7 +34,7 @@ tests_unit_test_placement_SOURCES = tests/unit/test-placement.c \
 	controller/placement-fifo.c controller/placement-fifo.h
 tests_unit_test_placement_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_placement_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
-tests_unit_test_store_SOURCES = tests/unit/test-store.c \
+tests_unit_test_store_SOURCES = tests/unit/test-store.c tests/unit/store-dir.h \
 	controller/store.c controller/store.h controller/store-internal.h \
 	controller/store-jobs.c controller/store-nodes.c controller/store-sched.c controller/store-checkpoint.c controller/store-usage.c
 tests_unit_test_store_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)
@@ -91,7 +91,7 @@ EXTRA_DIST += $(CLI_INTEGRATION_TESTS)
 # replayed from the data-driven cases in tests/api/ against a real controller.
 check_PROGRAMS += tests/unit/test-cluster
 TESTS += tests/unit/test-cluster tests/integration/test-api.sh
-tests_unit_test_cluster_SOURCES = tests/unit/test-cluster.c \
+tests_unit_test_cluster_SOURCES = tests/unit/test-cluster.c tests/unit/store-dir.h \
 	controller/cluster.c controller/cluster.h \
 	controller/cluster-sched.c controller/cluster-sched.h controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \

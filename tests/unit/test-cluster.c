@@ -13,6 +13,7 @@
 #include "log.h"
 #include "macro.h"
 #include "protocol.h"
+#include "store-dir.h"
 
 #define T0 INT64_C(1795000000000)
 #define INTERVAL_MS 2000
@@ -34,13 +35,7 @@ static void setup(void) {
 static void teardown(void) {
         cluster = cluster_free(cluster);
         store = store_close(store);
-        static const char *const files[] = { "controller.db", "controller.db-wal", "controller.db-shm" };
-        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
-                char path[256];
-                snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-                (void) unlink(path);
-        }
-        (void) rmdir(dir);
+        store_dir_remove(dir);
 }
 
 TestSuite(cluster, .init = setup, .fini = teardown);

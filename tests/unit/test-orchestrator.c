@@ -15,6 +15,7 @@
 #include "log.h"
 #include "macro.h"
 #include "protocol.h"
+#include "store-dir.h"
 
 #define T0 INT64_C(1795000000000)
 #define INTERVAL_MS 1000
@@ -49,13 +50,7 @@ static void teardown(void) {
         cluster = cluster_free(cluster);
         orch = orchestrator_free(orch);
         store = store_close(store);
-        static const char *const files[] = { "controller.db", "controller.db-wal", "controller.db-shm" };
-        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
-                char path[256];
-                snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-                (void) unlink(path);
-        }
-        (void) rmdir(dir);
+        store_dir_remove(dir);
 }
 
 TestSuite(orchestrator, .init = setup, .fini = teardown);

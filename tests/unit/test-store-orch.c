@@ -10,6 +10,7 @@
 #include "controller/store.h"
 #include "macro.h"
 #include "protocol.h"
+#include "store-dir.h"
 
 static char dir[] = "/tmp/cgorch-test-store-orch-XXXXXX";
 
@@ -18,13 +19,7 @@ static void setup(void) {
 }
 
 static void teardown(void) {
-        static const char *const files[] = { "controller.db", "controller.db-wal", "controller.db-shm" };
-        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
-                char path[256];
-                snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-                (void) unlink(path);
-        }
-        (void) rmdir(dir);
+        store_dir_remove(dir);
 }
 
 TestSuite(store_orch, .init = setup, .fini = teardown);
