@@ -5,18 +5,15 @@
 # cgorch-controller; FAKE_KEEPALIVE=0: a new connection per heartbeat), so both see the same
 # machine state; prints each one's CPU% of one core (user + sys from /proc/PID/stat, and from
 # schedstat) and peak RSS. A paired comparison on a shared, noisy machine (no systemd-cgtop: see
-# agent-sampling.sh for that). Run as root on demand; see docs/benchmarks.md.
+# agent-sampling.sh for that). AGENT_A_OPTS / AGENT_B_OPTS add options to one of them (e.g. the
+# same binary twice, AGENT_A_OPTS=--bpf-sampling=no). Run as root on demand; see docs/benchmarks.md.
 set -euo pipefail
 top_srcdir=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$1 SECS=$2 n=$3 A=$4 B=$5
 . "$top_srcdir/tools/cluster-lib.sh"
 cluster_init "$BUILD" cgorch-bench-ab
 cluster_make_tokens
-FAKE=$CLUSTER_DIR/fake; mkdir -p "$FAKE"
-FAKE_INTERVAL_MS=1000 FAKE_LOG_ALL=0 FAKE_KEEPALIVE=${FAKE_KEEPALIVE:-1} python3 "$top_srcdir/tests/integration/fake-controller.py" "$FAKE" &
-CLUSTER_PIDS+=($!)
-wait_for 10 test -s "$FAKE/port"
-CGORCH_SERVER="http://127.0.0.1:$(cat "$FAKE/port")"; export CGORCH_SERVER
+FAKE_INTERVAL_MS=1000 FAKE_LOG_ALL=0 FAKE_KEEPALIVE=${FAKE_KEEPALIVE:-1} cluster_start_fake
 hier=()
 if [ -f "$CGROUP_FS/cgroup.controllers" ]; then hier=("$CGROUP_FS"); else
         for h in cpu cpuacct memory freezer unified; do hier+=("$CGROUP_FS/$h"); done; fi
@@ -24,10 +21,11 @@ apids=()
 for node in a b; do
         state=$CLUSTER_DIR/state-$node
         cluster_fake_tasks "$node" "$n" "$state"
-        bin=$A; [ $node = b ] && bin=$B
+        bin=$A opts=${AGENT_A_OPTS:-}; [ $node = b ] && bin=$B opts=${AGENT_B_OPTS:-}
+        read -r -a extra <<<"$opts"
         "$bin" --controller "$CGORCH_SERVER" --node "$node" --cgroup-fs "$CGROUP_FS" \
                 --cgroup-root "$CLUSTER_CGROOT/$node" --sample-interval 1s --state-dir "$state" \
-                --token-file "$(cluster_agent_token "$node")" --log-level warning >"$CLUSTER_DIR/agent-$node.log" 2>&1 &
+                --token-file "$(cluster_agent_token "$node")" --log-level warning "${extra[@]}" >"$CLUSTER_DIR/agent-$node.log" 2>&1 &
         apids+=($!); CLUSTER_PIDS+=($!)
 done
 sleep 5

@@ -21,11 +21,7 @@ read -r -a EXTRA <<<"${BENCH_AGENT_OPTS:-}"
 cluster_make_tokens
 HZ=$(getconf CLK_TCK)
 cpu_ticks() { awk '{ print $14, $15 }' "/proc/$1/stat"; }
-FAKE=$CLUSTER_DIR/fake; mkdir -p "$FAKE"
-FAKE_INTERVAL_MS=1000 FAKE_LOG_ALL=0 FAKE_KEEPALIVE=${FAKE_KEEPALIVE:-1} python3 "$top_srcdir/tests/integration/fake-controller.py" "$FAKE" &
-CLUSTER_PIDS+=($!)
-wait_for 10 test -s "$FAKE/port"
-CGORCH_SERVER="http://127.0.0.1:$(cat "$FAKE/port")"; export CGORCH_SERVER
+FAKE_INTERVAL_MS=1000 FAKE_LOG_ALL=0 FAKE_KEEPALIVE=${FAKE_KEEPALIVE:-1} cluster_start_fake
 printf '%-6s %-14s %9s %9s %9s %11s %11s %9s %10s\n' N program "CPU%" "user%" "sys%" "peak RSS" "anon RSS" \
         "us/cg/s" "max body"
 for n in "${NS[@]}"; do

@@ -8,6 +8,7 @@
 
 CGROUP_FS=${CGROUP_FS:-/sys/fs/cgroup}
 CLUSTER_PIDS=()
+CLUSTER_LIB_SRCDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 cluster_log() { printf '%s\n' "$*" >&2; }
 
@@ -122,6 +123,19 @@ cluster_cleanup() {
                 fi
         fi
         exit $rc
+}
+
+# cluster_start_fake: the scripted controller (tests/integration/fake-controller.py) in
+# $CLUSTER_DIR/fake, its FAKE_* settings from the caller's environment; sets FAKE to that
+# directory and exports CGORCH_SERVER. Its stderr goes to $CLUSTER_DIR/fake.log.
+cluster_start_fake() {
+        FAKE=$CLUSTER_DIR/fake
+        mkdir -p "$FAKE"
+        python3 "$CLUSTER_LIB_SRCDIR/tests/integration/fake-controller.py" "$FAKE" 2>"$CLUSTER_DIR/fake.log" &
+        CLUSTER_PIDS+=($!)
+        wait_for 10 test -s "$FAKE/port" || { cluster_log "fake controller did not start"; return 1; }
+        CGORCH_SERVER="http://127.0.0.1:$(cat "$FAKE/port")"
+        export CGORCH_SERVER
 }
 
 # Polls a shell condition every 0.1 s up to a timeout in seconds.

@@ -19,13 +19,7 @@ fi
 cluster_init "$top_builddir" cgorch-test-agent
 
 cluster_make_tokens   # the agent sends its token; the scripted controller does not check it
-FAKE=$CLUSTER_DIR/fake
-mkdir -p "$FAKE"
-python3 "$top_srcdir/tests/integration/fake-controller.py" "$FAKE" 2>"$CLUSTER_DIR/fake.log" &
-CLUSTER_PIDS+=($!)
-wait_for 10 test -s "$FAKE/port" || fail "fake controller did not start"
-CGORCH_SERVER="http://127.0.0.1:$(cat "$FAKE/port")"
-export CGORCH_SERVER
+cluster_start_fake || fail "fake controller did not start"
 AGENT_OPTS=(--cpus 2 --memory 2G --state-dir "$CLUSTER_DIR/state" --detail-every 1)
 cluster_start_agent n1 "${AGENT_OPTS[@]}"
 AGENT_PID=$CLUSTER_AGENT_PID
