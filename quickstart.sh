@@ -18,7 +18,7 @@ PACKAGES=(
         libcgroup-dev libsystemd-dev libjansson-dev libcurl4-openssl-dev
         libmicrohttpd-dev libsqlite3-dev libcriterion-dev
         systemd curl jq valgrind xz-utils groff-base man-db sqlite3 python3
-        openssl clang libclang-rt-dev liburing-dev
+        openssl clang libclang-rt-dev liburing-dev libbpf-dev
 )
 
 # Each step says how long the run has taken so far, so a slow CI run shows where it went.

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "agent.h"
+#include "bpf-hot.h"
 #include "launcher.h"
 #include "limit-watch.h"
 #include "log.h"
@@ -40,6 +41,7 @@ struct Task {
         bool limits_watched;           /* inotify reports writes to its limit files: no polling */
         unsigned detail_phase;         /* details at the ticks where (tick + phase) % every == 0 */
         TaskSampler sampler;
+        uint64_t hot_id[BPF_HOT_MAX_LINKS];  /* its cgroups' kernfs ids in the BPF links' hierarchies; 0: not known yet */
         /* Undelivered samples, oldest first, as JSON text (task_sample_write_json() objects
          * joined by ','): encoded once when taken, sent as they are, a third of the struct's
          * size for a sample without details. */
@@ -101,6 +103,10 @@ struct Agent {
         uint64_t cpu_busy_prev, cpu_total_prev;
         double cpu_busy;
         char *state_dir;
+        BpfHot *bpf;                   /* NULL: every hot counter from the files */
+        int bpf_cpu_link, bpf_memory_link;  /* which link has which counter; -1: none */
+        bool bpf_failing;              /* the last refresh failed (logged once per streak) */
+        uint64_t page_size;
 
         void (*kick)(void *userdata);
         void *kick_userdata;
@@ -300,11 +306,60 @@ static void task_push_sample(Task *t, const TaskSample *s) {
                 task_drop_samples(t, 1);
 }
 
+/* The kernfs id of a task's cgroup in the hierarchy of controller c: its directory's inode. */
+static uint64_t task_cgroup_id(Agent *a, Task *t, CgroupController c) {
+        _cleanup_free_ char *path = NULL;
+        struct stat st;
+
+        if (cgroup_backend_path(a->cgroups, c, t->id, &path) < 0 || stat(path, &st) < 0)
+                return 0;
+        return (uint64_t) st.st_ino;
+}
+
+static CgroupController bpf_link_controller(Agent *a, int link) {
+        bool v2 = cgroup_backend_mode(a->cgroups) == CGROUP_MODE_V2;
+
+        return v2 || link == a->bpf_cpu_link ? CGROUP_UNIFIED : CGROUP_MEMORY;
+}
+
+/* What the BPF iterator read of this task at this tick (nothing when it is off or failed, or
+ * the task's cgroup was not in the walk). */
+static void task_hot_values(Agent *a, Task *t, SamplerHotValues *ret) {
+        *ret = (SamplerHotValues) {};
+        if (!a->bpf || a->bpf_failing)
+                return;
+        for (int link = 0; link < BPF_HOT_MAX_LINKS; link++) {
+                const HotCountersRecord *rec;
+
+                if (link != a->bpf_cpu_link && link != a->bpf_memory_link)
+                        continue;
+                if (t->hot_id[link] == 0)
+                        t->hot_id[link] = task_cgroup_id(a, t, bpf_link_controller(a, link));
+                rec = bpf_hot_find(a->bpf, (size_t) link, t->hot_id[link]);
+                if (!rec) {
+                        /* A cgroup made after the walk, or one replaced: its id again next time. */
+                        t->hot_id[link] = 0;
+                        continue;
+                }
+                if (link == a->bpf_cpu_link && rec->cpu_ns != HOT_COUNTERS_NONE) {
+                        ret->has_cpu = true;
+                        ret->cpu_ns = rec->cpu_ns;
+                }
+                if (link == a->bpf_memory_link && rec->memory_pages != HOT_COUNTERS_NONE) {
+                        ret->has_memory = true;
+                        ret->memory_bytes = rec->memory_pages * a->page_size;
+                }
+        }
+}
+
 static int task_sample(Agent *a, Task *t, bool detail) {
+        SamplerHotValues pre;
         TaskSample s;
         int r;
 
-        r = task_sampler_read(&t->sampler, a->cgroups, a->proc_fs, t->id, detail, now_mono_us(), now_realtime_ms(), &s);
+        task_hot_values(a, t, &pre);
+        r = task_sampler_read_pre(&t->sampler, a->cgroups, a->proc_fs, t->id, detail, &pre, now_mono_us(),
+                                  now_realtime_ms(), &s);
         if (r < 0)
                 return log_debug_errno(r, "Sampling task %s: %m", t->id);
         s.progress = t->launch ? launch_progress(t->launch) : -1;
@@ -520,6 +575,16 @@ static int on_sample_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         unsigned every = sample_budget_detail_every(a->cfg.detail_every, a->n_tasks);
         bool sampled = false;
 
+        if (a->bpf) {
+                int r = bpf_hot_refresh(a->bpf);
+
+                if (r < 0 && !a->bpf_failing)
+                        log_warning_errno(r, "Reading the BPF cgroup iterator failed (%m): reading the cgroup files until it works again.");
+                else if (r >= 0 && a->bpf_failing)
+                        log_info("The BPF cgroup iterator works again.");
+                a->bpf_failing = r < 0;
+        }
+
         for (Task *t = a->tasks; t; t = t->next) {
                 bool detail = every <= 1 || (a->n_ticks + t->detail_phase) % every == 0;
 
@@ -577,6 +642,9 @@ static Task *task_new(Agent *a, const char *id) {
          * every ticks: the same work, without a spike. */
         t->detail_phase = a->n_created++;
         task_sampler_init(&t->sampler);
+        /* Hybrid with the BPF iterator: CPU time from the unified tree, the iterator's source,
+         * also when a file is read instead, so that no rate mixes two counters. */
+        t->sampler.cpu_unified = a->bpf && a->bpf_cpu_link >= 0 && cgroup_backend_mode(a->cgroups) == CGROUP_MODE_HYBRID;
         t->id = strdup(id);
         if (!t->id) {
                 free(t);
@@ -1075,6 +1143,66 @@ static int mkdir_p(const char *path, mode_t mode) {
         return 0;
 }
 
+/* The BPF iterator links: hybrid, the unified root (CPU) and the memory root; v2, the one
+ * root (both); v1 without a unified tree, the memory root (CPU from cpuacct.usage). */
+static int agent_setup_bpf(Agent *a) {
+        CgroupMode mode = cgroup_backend_mode(a->cgroups);
+        CgroupController cs[BPF_HOT_MAX_LINKS];
+        int fds[BPF_HOT_MAX_LINKS];
+        _cleanup_free_ char *helper = NULL, *error = NULL;
+        size_t n = 0;
+        int r = 0;
+
+        a->bpf_cpu_link = a->bpf_memory_link = -1;
+        a->page_size = (uint64_t) sysconf(_SC_PAGESIZE);
+        if (a->cfg.bpf_sampling == AGENT_BPF_NO)
+                return 0;
+        if (mode == CGROUP_MODE_V2)
+                cs[n++] = CGROUP_UNIFIED;
+        else {
+                if (mode == CGROUP_MODE_HYBRID)
+                        cs[n++] = CGROUP_UNIFIED;
+                cs[n++] = CGROUP_MEMORY;
+        }
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *path = NULL;
+
+                r = cgroup_backend_path(a->cgroups, cs[i], NULL, &path);
+                if (r >= 0 && (fds[i] = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+                        r = -errno;
+                if (r < 0) {
+                        for (size_t k = 0; k < i; k++)
+                                close(fds[k]);
+                        n = 0;
+                        break;
+                }
+        }
+        if (r >= 0) {
+                helper = a->cfg.bpf_helper ? strdup(a->cfg.bpf_helper) : bpf_hot_helper_path(PKGLIBEXECDIR);
+                r = helper ? bpf_hot_new(helper, fds, n, 30 * 1000, &a->bpf, &error) : -ENOMEM;
+                for (size_t i = 0; i < n; i++)
+                        close(fds[i]);
+        }
+        if (r < 0) {
+                if (a->cfg.bpf_sampling == AGENT_BPF_YES)
+                        return log_error_errno(r, "BPF sampling (--bpf-sampling=yes) is not available: %s%s%s",
+                                               helper ? helper : "", helper ? ": " : "", error ? error : strerror(-r));
+                log_info("BPF sampling is not available (%s%s%s): the hot counters are read from the cgroup files.",
+                         helper ? helper : "", helper ? ": " : "", error ? error : strerror(-r));
+                return 0;
+        }
+        if (mode == CGROUP_MODE_V2)
+                a->bpf_cpu_link = a->bpf_memory_link = 0;
+        else if (mode == CGROUP_MODE_HYBRID) {
+                a->bpf_cpu_link = 0;
+                a->bpf_memory_link = 1;
+        } else
+                a->bpf_memory_link = 0;
+        log_info("Hot counters through BPF cgroup iterators (%s): one read per hierarchy and sample.",
+                 mode == CGROUP_MODE_V1 ? "memory; CPU from cpuacct.usage" : "CPU and memory");
+        return 0;
+}
+
 int agent_new(sd_event *e, CgroupBackend *cgroups, const AgentConfig *cfg, Agent **ret) {
         Agent *a;
         sd_id128_t boot;
@@ -1148,6 +1276,12 @@ int agent_new(sd_event *e, CgroupBackend *cgroups, const AgentConfig *cfg, Agent
                 a->limit_watch = limit_watch_free(a->limit_watch);
         }
 
+        r = agent_setup_bpf(a);
+        if (r < 0) {
+                agent_free(a);
+                return r;
+        }
+
         r = agent_adopt(a);
         if (r < 0) {
                 agent_free(a);
@@ -1161,6 +1295,9 @@ int agent_new(sd_event *e, CgroupBackend *cgroups, const AgentConfig *cfg, Agent
 Agent *agent_free(Agent *a) {
         if (!a)
                 return NULL;
+
+        /* The links hold references on the root cgroups, which are removed below. */
+        a->bpf = bpf_hot_free(a->bpf);
 
         a->sample_timer = sd_event_source_disable_unref(a->sample_timer);
 

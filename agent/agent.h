@@ -15,6 +15,12 @@
 #define AGENT_MAX_HEARTBEAT_BYTES_DEFAULT (1024 * 1024)  /* the controller's --max-body-size default */
 #define AGENT_ACTIONS_REMEMBERED 4096  /* ids of applied actions, to ack a resent one without re-applying */
 
+typedef enum AgentBpfSampling {
+        AGENT_BPF_AUTO,    /* the BPF iterator when its helper loads it, else the files */
+        AGENT_BPF_YES,     /* the BPF iterator or no start */
+        AGENT_BPF_NO,      /* the files only */
+} AgentBpfSampling;
+
 typedef struct AgentConfig {
         const char *node;
         const char *proc_fs;
@@ -28,6 +34,8 @@ typedef struct AgentConfig {
         uint64_t sample_buffer_bytes;  /* all tasks' undelivered samples together, at most */
         uint64_t max_heartbeat_bytes;  /* a heartbeat body, at most (the samples that do not fit wait) */
         LimitsPolicy policy;
+        AgentBpfSampling bpf_sampling;
+        const char *bpf_helper;        /* NULL: next to the agent's executable, else PKGLIBEXECDIR */
 } AgentConfig;
 
 typedef struct Agent Agent;

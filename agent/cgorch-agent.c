@@ -47,6 +47,8 @@ static double arg_min_cpus = 0.01;
 static char *arg_token_file = NULL;
 static char *arg_ca_cert = NULL;
 static int arg_log_level = LOG_INFO;
+static char *arg_bpf_sampling = (char *) "auto";
+static char *arg_bpf_helper = NULL;
 
 static const Option options[] = {
         { "controller", 0, OPTION_STRING, &arg_controller, "URL",
@@ -90,6 +92,10 @@ static const Option options[] = {
           "floor for memory limits; lower requests are raised to it (default: 16M)", 0, 0 },
         { "min-cpus", 0, OPTION_DOUBLE, &arg_min_cpus, "N",
           "floor for CPU quotas in cores; lower requests are raised to it (default: 0.01)", 0.001, 4096 },
+        { "bpf-sampling", 0, OPTION_STRING, &arg_bpf_sampling, "auto|yes|no",
+          "read every task's CPU time and memory with one BPF cgroup iterator read per sample; auto: when it loads, else from the files (default: auto)", 0, 0 },
+        { "bpf-helper", 0, OPTION_STRING, &arg_bpf_helper, "PATH",
+          "the program that loads the iterator (default: cgorch-agent-bpf next to the agent, else in " PKGLIBEXECDIR ")", 0, 0 },
         { "log-level", 0, OPTION_LOG_LEVEL, &arg_log_level, "LEVEL",
           "err, warning, notice, info or debug (default: info)", 0, 0 },
 };
@@ -228,6 +234,16 @@ static int run(void) {
         }
         const char *cgroup_root = arg_cgroup_root ? arg_cgroup_root : root;
 
+        AgentBpfSampling bpf_sampling;
+        if (streq(arg_bpf_sampling, "auto"))
+                bpf_sampling = AGENT_BPF_AUTO;
+        else if (streq(arg_bpf_sampling, "yes"))
+                bpf_sampling = AGENT_BPF_YES;
+        else if (streq(arg_bpf_sampling, "no"))
+                bpf_sampling = AGENT_BPF_NO;
+        else
+                return log_error_errno(EINVAL, "--bpf-sampling: \"%s\" is not auto, yes or no.", arg_bpf_sampling);
+
         r = default_capacity(&arg_cpus, &arg_memory_bytes);
         if (r < 0)
                 return r;
@@ -288,6 +304,8 @@ static int run(void) {
                 .detail_every = arg_detail_every,
                 .sample_buffer_bytes = arg_sample_buffer_bytes,
                 .max_heartbeat_bytes = arg_max_heartbeat_bytes,
+                .bpf_sampling = bpf_sampling,
+                .bpf_helper = arg_bpf_helper,
                 .policy = {
                         .memory_margin_bytes = arg_memory_margin_bytes,
                         .memory_step_bytes = arg_memory_step_bytes,

@@ -42,7 +42,7 @@ static const struct {
 /* pread at offset 0 makes cgroupfs (kernfs seq_file) produce fresh contents: one syscall per
  * file and sample instead of open + read + close. */
 static int hot_read(TaskSampler *s, CgroupBackend *b, const char *task, SamplerHot h, char *buf, size_t size) {
-        bool v2 = cgroup_backend_mode(b) == CGROUP_MODE_V2;
+        bool v2 = cgroup_backend_mode(b) == CGROUP_MODE_V2 || (h == SAMPLER_HOT_CPU && s->cpu_unified);
         const char *file = v2 ? hot_v2[h].file : hot_v1[h].file;
         ssize_t n;
 
@@ -219,38 +219,69 @@ static void read_details(TaskSampler *ts, CgroupBackend *b, const char *proc_fs,
 
 int task_sampler_read(TaskSampler *ts, CgroupBackend *b, const char *proc_fs, const char *task, bool detail,
                       uint64_t now_mono_us, int64_t now_ms, TaskSample *ret) {
+        return task_sampler_read_pre(ts, b, proc_fs, task, detail, NULL, now_mono_us, now_ms, ret);
+}
+
+/* The CPU usage and (in v2, from the same file) the throttling counters. */
+static int read_cpu(TaskSampler *ts, CgroupBackend *b, const char *task, bool detail, const SamplerHotValues *pre,
+                    TaskSample *s) {
         CgroupMode mode = cgroup_backend_mode(b);
-        TaskSample s = { .time_ms = now_ms, .progress = -1 };
+        bool throttling = ts->quota_set || detail || ts->n == 0;
         char buf[1024];
         uint64_t v;
         int r;
 
+        if (pre && pre->has_cpu) {
+                s->cpu_usage_ns = pre->cpu_ns;
+                /* Without a quota the CFS counters stand still (no period is enforced): read
+                 * them with the details only (they are cumulative: nothing is lost). */
+                if (throttling && hot_read(ts, b, task, mode == CGROUP_MODE_V2 ? SAMPLER_HOT_CPU : SAMPLER_HOT_THROTTLE,
+                                           buf, sizeof buf) >= 0)
+                        (void) sampler_parse_cpu_stat(mode, buf, s);
+                return 0;
+        }
         r = hot_read(ts, b, task, SAMPLER_HOT_CPU, buf, sizeof buf);
         if (r < 0)
                 return r;
-        if (mode == CGROUP_MODE_V2) {
+        if (mode == CGROUP_MODE_V2 || ts->cpu_unified) {
                 r = cgroup_parse_keyed(buf, "usage_usec", &v);
                 if (r < 0)
                         return r;
-                s.cpu_usage_ns = v * NSEC_PER_USEC;
+                s->cpu_usage_ns = v * NSEC_PER_USEC;
                 /* Without a quota ever set the cpu controller still counts periods (as 0). */
-                (void) sampler_parse_cpu_stat(mode, buf, &s);
+                if (mode == CGROUP_MODE_V2) {
+                        (void) sampler_parse_cpu_stat(mode, buf, s);
+                        return 0;
+                }
         } else {
-                r = cgroup_parse_uint64(buf, &s.cpu_usage_ns);
+                r = cgroup_parse_uint64(buf, &s->cpu_usage_ns);
                 if (r < 0)
                         return r;
-                /* Without a quota the CFS counters stand still (no period is enforced): read
-                 * them with the details only (they are cumulative: nothing is lost). */
-                if ((ts->quota_set || detail || ts->n == 0) &&
-                    hot_read(ts, b, task, SAMPLER_HOT_THROTTLE, buf, sizeof buf) >= 0)
-                        (void) sampler_parse_cpu_stat(mode, buf, &s);
         }
-        r = hot_read(ts, b, task, SAMPLER_HOT_MEMORY, buf, sizeof buf);
+        if (throttling && hot_read(ts, b, task, SAMPLER_HOT_THROTTLE, buf, sizeof buf) >= 0)
+                (void) sampler_parse_cpu_stat(mode, buf, s);
+        return 0;
+}
+
+int task_sampler_read_pre(TaskSampler *ts, CgroupBackend *b, const char *proc_fs, const char *task, bool detail,
+                          const SamplerHotValues *pre, uint64_t now_mono_us, int64_t now_ms, TaskSample *ret) {
+        TaskSample s = { .time_ms = now_ms, .progress = -1 };
+        char buf[1024];
+        int r;
+
+        r = read_cpu(ts, b, task, detail, pre, &s);
         if (r < 0)
                 return r;
-        r = cgroup_parse_uint64(buf, &s.memory_current_bytes);
-        if (r < 0)
-                return r;
+        if (pre && pre->has_memory)
+                s.memory_current_bytes = pre->memory_bytes;
+        else {
+                r = hot_read(ts, b, task, SAMPLER_HOT_MEMORY, buf, sizeof buf);
+                if (r < 0)
+                        return r;
+                r = cgroup_parse_uint64(buf, &s.memory_current_bytes);
+                if (r < 0)
+                        return r;
+        }
 
         if (detail || ts->n == 0)
                 read_details(ts, b, proc_fs, task, &s);

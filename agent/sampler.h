@@ -11,7 +11,7 @@
 #include "protocol.h"
 
 typedef enum SamplerHot {
-        SAMPLER_HOT_CPU,        /* v1: cpuacct.usage; v2: cpu.stat (usage and throttling) */
+        SAMPLER_HOT_CPU,        /* v1: cpuacct.usage (hybrid with cpu_unified: unified cpu.stat); v2: cpu.stat (usage and throttling) */
         SAMPLER_HOT_THROTTLE,   /* v1: cpu.stat, every sample while a quota is set, else with the details; v2: unused */
         SAMPLER_HOT_MEMORY,     /* v1: memory.usage_in_bytes; v2: memory.current */
         _SAMPLER_HOT_MAX,
@@ -26,7 +26,16 @@ typedef struct TaskSampler {
         uint64_t peak_seen_bytes;     /* max of memory in use seen, between two reads of the kernel's peak */
         uint64_t peak_kernel_bytes;   /* the kernel's peak at the last detail read */
         bool quota_set;               /* v1: a CFS quota is in force, so throttling is a hot counter */
+        bool cpu_unified;             /* hybrid: CPU usage from the unified tree's cpu.stat (as the BPF
+                                       * iterator reads it), not cpuacct.usage */
 } TaskSampler;
+
+/* Hot counters read elsewhere for this sample (the BPF iterator); what is missing is read
+ * from the files. */
+typedef struct SamplerHotValues {
+        bool has_cpu, has_memory;
+        uint64_t cpu_ns, memory_bytes;
+} SamplerHotValues;
 
 void task_sampler_init(TaskSampler *s);
 /* Closes the kept-open descriptors (the sampler stays usable: they are opened again). */
@@ -37,6 +46,11 @@ void task_sampler_done(TaskSampler *s);
  * gone). */
 int task_sampler_read(TaskSampler *s, CgroupBackend *b, const char *proc_fs, const char *task, bool detail,
                       uint64_t now_mono_us, int64_t now_ms, TaskSample *ret);
+/* The same, with the hot counters in pre (NULL: none) taken instead of read. The throttling
+ * counters are still read from cpu.stat while a quota is set, with the details, and on the first
+ * sample. */
+int task_sampler_read_pre(TaskSampler *s, CgroupBackend *b, const char *proc_fs, const char *task, bool detail,
+                          const SamplerHotValues *pre, uint64_t now_mono_us, int64_t now_ms, TaskSample *ret);
 
 /* Pure: the rates of cur against the previous hot values (cpu cores over dt, throttled
  * periods over periods), or nothing on the first sample or when counters went backwards. */

@@ -230,3 +230,84 @@ Test(sampler, rates) {
         cr_expect(!(c.has & SAMPLE_HAS_RATES));
         task_sampler_done(&ts);
 }
+
+static void write_file(const char *dir, const char *rel, const char *text) {
+        _cleanup_free_ char *p = NULL;
+        FILE *f;
+
+        cr_assert(asprintf(&p, "%s/%s", dir, rel) > 0);
+        f = fopen(p, "we");
+        cr_assert(f, "%s", p);
+        fputs(text, f);
+        cr_assert_eq(fclose(f), 0);
+}
+
+static void remove_file(const char *dir, const char *rel) {
+        _cleanup_free_ char *p = NULL;
+
+        cr_assert(asprintf(&p, "%s/%s", dir, rel) > 0);
+        cr_assert_eq(unlink(p), 0, "%s", p);
+}
+
+/* Hybrid with the BPF iterator on: CPU time from the unified tree's cpu.stat (the iterator's
+ * source) also when the file is read, throttling still from v1 cpu.stat. */
+Test(sampler, hybrid_cpu_from_the_unified_tree) {
+        char *dir = fixture_copy("cgroup-hybrid");
+        CgroupBackend *b = NULL;
+        TaskSampler ts;
+        TaskSample s;
+
+        write_file(dir, "unified/" ROOT "/" TASK "/cpu.stat", "usage_usec 1234567\nuser_usec 1000000\nsystem_usec 234567\n");
+        write_file(dir, "cpu/" ROOT "/" TASK "/cpu.stat", "nr_periods 9\nnr_throttled 4\nthrottled_time 700\n");
+        cr_assert_eq(cgroup_backend_new(dir, ROOT, &b), 0);
+        task_sampler_init(&ts);
+        ts.cpu_unified = true;
+        cr_assert_eq(task_sampler_read(&ts, b, "/nonexistent", TASK, false, 1000000, 1, &s), 0);
+        cr_expect_eq(s.cpu_usage_ns, 1234567000ull, "not cpuacct.usage (1750000000)");
+        cr_expect_eq(s.cpu_periods, 9);
+        cr_expect_eq(s.cpu_throttled_periods, 4);
+        cr_expect_eq(s.cpu_throttled_ns, 700);
+        task_sampler_done(&ts);
+        cgroup_backend_free(b);
+        fixture_remove(dir);
+}
+
+/* Values the BPF iterator read are taken as they are: the hot files are not read (they are
+ * removed here, so a read would fail); throttling is, on the first sample. */
+Test(sampler, pre_read_hot_values_replace_the_files) {
+        static const struct {
+                const char *fixture, *cpu_file, *memory_file;
+                uint64_t periods;
+        } cases[] = {
+                { "cgroup-v1", "cpu,cpuacct/" ROOT "/" TASK "/cpuacct.usage", "memory/" ROOT "/" TASK "/memory.usage_in_bytes", 120 },
+                { "cgroup-v2", NULL, ROOT "/" TASK "/memory.current", 40 },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                char *dir = fixture_copy(cases[i].fixture);
+                SamplerHotValues pre = { .has_cpu = true, .cpu_ns = 42, .has_memory = true, .memory_bytes = 8192 };
+                CgroupBackend *b = NULL;
+                TaskSampler ts;
+                TaskSample s;
+
+                if (cases[i].cpu_file)
+                        remove_file(dir, cases[i].cpu_file);
+                remove_file(dir, cases[i].memory_file);
+                cr_assert_eq(cgroup_backend_new(dir, ROOT, &b), 0);
+                task_sampler_init(&ts);
+                cr_assert_eq(task_sampler_read_pre(&ts, b, "/nonexistent", TASK, false, &pre, 1000000, 1, &s), 0,
+                             "%s", cases[i].fixture);
+                cr_expect_eq(s.cpu_usage_ns, 42, "%s", cases[i].fixture);
+                cr_expect_eq(s.memory_current_bytes, 8192, "%s", cases[i].fixture);
+                cr_expect(s.has & SAMPLE_HAS_THROTTLING, "%s: throttling on the first sample", cases[i].fixture);
+                cr_expect_eq(s.cpu_periods, cases[i].periods, "%s", cases[i].fixture);
+
+                /* Without the values the files are needed, and gone. */
+                cr_expect_lt(task_sampler_read_pre(&ts, b, "/nonexistent", TASK, false,
+                                                   &(SamplerHotValues) { .has_cpu = true, .cpu_ns = 43 }, 2000000, 2, &s),
+                             0, "%s: memory from a removed file", cases[i].fixture);
+                task_sampler_done(&ts);
+                cgroup_backend_free(b);
+                fixture_remove(dir);
+        }
+}
