@@ -106,6 +106,11 @@ struct Agent {
         BpfHot *bpf;                   /* NULL: every hot counter from the files */
         int bpf_cpu_link, bpf_memory_link;  /* which link has which counter; -1: none */
         bool bpf_failing;              /* the last refresh failed (logged once per streak) */
+        uint64_t bpf_walk_mono_us;     /* when the last walk read the counters */
+        /* The sample tick's loop runs right after its walk: only its samples take the walk's
+         * values. Samples between ticks (a task's first, the final one when it ends) read the
+         * files: the last walk can be a whole interval old (an exit record's CPU time). */
+        bool walk_fresh;
         uint64_t page_size;
 
         void (*kick)(void *userdata);
@@ -326,7 +331,7 @@ static CgroupController bpf_link_controller(Agent *a, int link) {
  * the task's cgroup was not in the walk). */
 static void task_hot_values(Agent *a, Task *t, SamplerHotValues *ret) {
         *ret = (SamplerHotValues) {};
-        if (!a->bpf || a->bpf_failing)
+        if (!a->bpf || a->bpf_failing || !a->walk_fresh)
                 return;
         for (int link = 0; link < BPF_HOT_MAX_LINKS; link++) {
                 const HotCountersRecord *rec;
@@ -358,8 +363,10 @@ static int task_sample(Agent *a, Task *t, bool detail) {
         int r;
 
         task_hot_values(a, t, &pre);
-        r = task_sampler_read_pre(&t->sampler, a->cgroups, a->proc_fs, t->id, detail, &pre, now_mono_us(),
-                                  now_realtime_ms(), &s);
+        /* CPU time read by the walk is as old as the walk: rates over the walks' times, not over
+         * when each task's turn in the loop came. */
+        r = task_sampler_read_pre(&t->sampler, a->cgroups, a->proc_fs, t->id, detail, &pre,
+                                  pre.has_cpu ? a->bpf_walk_mono_us : now_mono_us(), now_realtime_ms(), &s);
         if (r < 0)
                 return log_debug_errno(r, "Sampling task %s: %m", t->id);
         s.progress = t->launch ? launch_progress(t->launch) : -1;
@@ -520,7 +527,11 @@ static void task_check_finished(Agent *a, Task *t) {
                 }
         }
 
+        /* The final sample from the files, never from a walk: its CPU time is the exit record's. */
+        bool walk_fresh = a->walk_fresh;
+        a->walk_fresh = false;
         (void) task_sample(a, t, true);
+        a->walk_fresh = walk_fresh;
         uint64_t now = now_mono_us();
 
         t->exit = (ExitRecord) {
@@ -576,7 +587,10 @@ static int on_sample_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         bool sampled = false;
 
         if (a->bpf) {
-                int r = bpf_hot_refresh(a->bpf);
+                int r;
+
+                a->bpf_walk_mono_us = now_mono_us();
+                r = bpf_hot_refresh(a->bpf);
 
                 if (r < 0 && !a->bpf_failing)
                         log_warning_errno(r, "Reading the BPF cgroup iterator failed (%m): reading the cgroup files until it works again.");
@@ -584,6 +598,7 @@ static int on_sample_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                         log_info("The BPF cgroup iterator works again.");
                 a->bpf_failing = r < 0;
         }
+        a->walk_fresh = true;
 
         for (Task *t = a->tasks; t; t = t->next) {
                 bool detail = every <= 1 || (a->n_ticks + t->detail_phase) % every == 0;
@@ -612,6 +627,7 @@ static int on_sample_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 if (detail && !t->limits_watched)
                         task_check_external(a, t);
         }
+        a->walk_fresh = false;
         a->n_ticks++;
         if (sampled && a->sampled)
                 a->sampled(a->sampled_userdata);

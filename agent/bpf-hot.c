@@ -179,8 +179,12 @@ static int receive_links(int sock, unsigned timeout_ms, int *fds, size_t n, char
         if (!streq(text, "ok") || got != n || (msg.msg_flags & MSG_CTRUNC)) {
                 for (size_t i = 0; i < got; i++)
                         close(fds[i]);
-                if (ret_error)
-                        *ret_error = strdup(strncmp(text, "error: ", 7) == 0 ? text + 7 : text);
+                if (ret_error) {
+                        if (!streq(text, "ok"))
+                                *ret_error = strdup(strncmp(text, "error: ", 7) == 0 ? text + 7 : text);
+                        else if (asprintf(ret_error, "the helper sent %zu descriptors, not %zu", got, n) < 0)
+                                *ret_error = NULL;
+                }
                 return -EPROTO;
         }
         return 0;
