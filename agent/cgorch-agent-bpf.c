@@ -95,33 +95,71 @@ static struct bpf_object *load(char *error, size_t size) {
         return obj;
 }
 
-static int attach(struct bpf_object *obj, int dir_fd, char *error, size_t size) {
+/* An iterator link for the children of the cgroup dir_fd, or NULL (error says why). The kernel
+ * link lives as long as a descriptor of it does: bpf_link__destroy() closes this process's. */
+static struct bpf_link *attach(struct bpf_object *obj, int dir_fd, char *error, size_t size) {
         struct bpf_program *prog = bpf_object__find_program_by_name(obj, "hot_counters");
         union bpf_iter_link_info info = {};
         struct bpf_link *link;
 
         if (!prog) {
                 snprintf(error, size, "no hot_counters program in the BPF object");
-                return -ENOENT;
+                return NULL;
         }
         info.cgroup.cgroup_fd = (uint32_t) dir_fd;
         info.cgroup.order = BPF_CGROUP_ITER_DESCENDANTS_PRE;
         LIBBPF_OPTS(bpf_iter_attach_opts, opts, .link_info = &info, .link_info_len = sizeof info);
         link = bpf_program__attach_iter(prog, &opts);
-        if (!link) {
-                int r = -errno;
-                snprintf(error, size, "cannot make a cgroup iterator: %s", strerror(-r));
-                return r;
+        if (!link)
+                snprintf(error, size, "cannot make a cgroup iterator: %s", strerror(errno));
+        return link;
+}
+
+/* One walk of the children of dir, printed. */
+static int dump_one(struct bpf_object *obj, const HotCountersRecord *records, const char *dir) {
+        _cleanup_close_ int dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_close_ int iter = -EBADF;
+        uint64_t page = (uint64_t) sysconf(_SC_PAGESIZE), n;
+        struct bpf_link *link;
+        char error[1024];
+        ssize_t k;
+
+        if (dir_fd < 0) {
+                fprintf(stderr, "cgorch-agent-bpf: %s: %s\n", dir, strerror(errno));
+                return -1;
         }
-        /* The link lives as long as a descriptor of it does: the agent's copy keeps it. */
-        return bpf_link__fd(link);
+        link = attach(obj, dir_fd, error, sizeof error);
+        if (!link) {
+                fprintf(stderr, "cgorch-agent-bpf: %s: %s\n", dir, error);
+                return -1;
+        }
+        iter = bpf_iter_create(bpf_link__fd(link));
+        k = iter < 0 ? -1 : read(iter, &n, sizeof n);
+        if (k != (ssize_t) sizeof n) {
+                fprintf(stderr, "cgorch-agent-bpf: %s: %s the iterator: %s\n", dir, iter < 0 ? "cannot open" : "reading",
+                        k < 0 ? strerror(errno) : "short read");
+                bpf_link__destroy(link);
+                return -1;
+        }
+        for (uint64_t i = 0; i < n && i < HOT_COUNTERS_MAX; i++) {
+                const HotCountersRecord *rec = &records[i];
+
+                printf("%s %" PRIu64, dir, (uint64_t) rec->id);
+                printf(rec->cpu_ns == HOT_COUNTERS_NONE ? " -" : " %" PRIu64, (uint64_t) rec->cpu_ns);
+                if (rec->memory_pages == HOT_COUNTERS_NONE)
+                        printf(" -\n");
+                else
+                        printf(" %" PRIu64 "\n", (uint64_t) rec->memory_pages * page);
+        }
+        bpf_link__destroy(link);
+        return 0;
 }
 
 static int dump(int argc, char **argv) {
         char error[1024];
         struct bpf_object *obj = load(error, sizeof error);
         const HotCountersRecord *records;
-        uint64_t page = (uint64_t) sysconf(_SC_PAGESIZE);
+        int r = 0;
 
         if (!obj) {
                 fprintf(stderr, "cgorch-agent-bpf: %s\n", error);
@@ -131,45 +169,14 @@ static int dump(int argc, char **argv) {
                        bpf_map__fd(bpf_object__find_map_by_name(obj, "records")), 0);
         if (records == MAP_FAILED) {
                 fprintf(stderr, "cgorch-agent-bpf: cannot map the records: %s\n", strerror(errno));
+                bpf_object__close(obj);
                 return 1;
         }
-        for (int i = 0; i < argc; i++) {
-                _cleanup_close_ int dir = open(argv[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                _cleanup_close_ int iter = -EBADF;
-                uint64_t n;
-                int link;
-
-                if (dir < 0) {
-                        fprintf(stderr, "cgorch-agent-bpf: %s: %s\n", argv[i], strerror(errno));
-                        return 1;
-                }
-                link = attach(obj, dir, error, sizeof error);
-                if (link < 0) {
-                        fprintf(stderr, "cgorch-agent-bpf: %s: %s\n", argv[i], error);
-                        return 1;
-                }
-                iter = bpf_iter_create(link);
-                if (iter < 0) {
-                        fprintf(stderr, "cgorch-agent-bpf: %s: cannot open the iterator: %s\n", argv[i], strerror(errno));
-                        return 1;
-                }
-                if (read(iter, &n, sizeof n) != (ssize_t) sizeof n) {
-                        fprintf(stderr, "cgorch-agent-bpf: %s: reading the iterator: %s\n", argv[i], strerror(errno));
-                        return 1;
-                }
-                for (uint64_t k = 0; k < n && k < HOT_COUNTERS_MAX; k++) {
-                        const HotCountersRecord *rec = &records[k];
-
-                        printf("%s %" PRIu64, argv[i], (uint64_t) rec->id);
-                        printf(rec->cpu_ns == HOT_COUNTERS_NONE ? " -" : " %" PRIu64, (uint64_t) rec->cpu_ns);
-                        if (rec->memory_pages == HOT_COUNTERS_NONE)
-                                printf(" -\n");
-                        else
-                                printf(" %" PRIu64 "\n", (uint64_t) rec->memory_pages * page);
-                }
-        }
+        for (int i = 0; i < argc && r == 0; i++)
+                r = dump_one(obj, records, argv[i]);
+        munmap((void *) records, records_map_size());
         bpf_object__close(obj);
-        return fflush(stdout) == 0 ? 0 : 1;
+        return r == 0 && fflush(stdout) == 0 ? 0 : 1;
 }
 
 static int send_reply(int sock, const char *text, const int *fds, size_t n_fds) {
@@ -206,39 +213,44 @@ static int parse_fd(const char *s) {
 }
 
 static int serve(int argc, char **argv) {
-        char error[1024], text[1100];
-        int sock, fds[1 + MAX_LINKS], *links = fds + 1;
+        char error[1024] = "", text[1100];
+        struct bpf_link *links[MAX_LINKS] = {};
+        int sock, fds[1 + MAX_LINKS], r = 1;
         struct bpf_object *obj;
+        size_t n = 0;
 
         if (argc < 2 || argc - 1 > MAX_LINKS || (sock = parse_fd(argv[0])) < 0) {
                 usage(stderr);
                 return 2;
         }
         obj = load(error, sizeof error);
-        if (obj)
+        if (obj) {
                 fds[0] = bpf_map__fd(bpf_object__find_map_by_name(obj, "records"));
-        for (int i = 1; obj && i < argc; i++) {
-                int dir = parse_fd(argv[i]);
+                for (int i = 1; i < argc; i++, n++) {
+                        int dir = parse_fd(argv[i]);
 
-                if (dir < 0) {
-                        snprintf(error, sizeof error, "invalid descriptor \"%s\"", argv[i]);
-                        obj = NULL;
-                        break;
+                        if (dir < 0) {
+                                snprintf(error, sizeof error, "invalid descriptor \"%s\"", argv[i]);
+                                break;
+                        }
+                        links[n] = attach(obj, dir, error, sizeof error);
+                        if (!links[n])
+                                break;
+                        fds[1 + n] = bpf_link__fd(links[n]);
                 }
-                links[i - 1] = attach(obj, dir, error, sizeof error);
-                if (links[i - 1] < 0)
-                        obj = NULL;   /* exiting releases it */
         }
-        if (!obj) {
+        if (!obj || n != (size_t) argc - 1) {
                 snprintf(text, sizeof text, "error: %s", error);
                 (void) send_reply(sock, text, NULL, 0);
-                return 1;
-        }
-        if (send_reply(sock, "ok", fds, (size_t) argc) < 0) {
+        } else if (send_reply(sock, "ok", fds, 1 + n) < 0)
                 fprintf(stderr, "cgorch-agent-bpf: cannot send the links: %s\n", strerror(errno));
-                return 1;
-        }
-        return 0;
+        else
+                r = 0;
+        /* The agent's copies of the descriptors keep the links, the program and the map. */
+        for (size_t i = 0; i < n; i++)
+                bpf_link__destroy(links[i]);
+        bpf_object__close(obj);
+        return r;
 }
 
 int main(int argc, char **argv) {
