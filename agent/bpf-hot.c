@@ -18,7 +18,6 @@
 #include <linux/bpf.h>
 
 #include "bpf-hot.h"
-#include "log.h"
 #include "macro.h"
 
 typedef struct BpfHotTable {
