@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,18 +44,29 @@ static size_t records_map_size(void) {
 extern const unsigned char hot_counters_bpf_obj[];
 extern const unsigned char hot_counters_bpf_obj_end[];
 
-static char last_warning[512];
+/* libbpf's warnings, for the reason the agent logs: every line but the verifier's log (which
+ * --dump prints), joined by "; ". --dump also prints them all to stderr as they come. */
+static char warnings[800];
+static bool in_verifier_log, print_warnings;
 
 static int print_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap) {
+        char line[512];
+        size_t used = strlen(warnings);
         va_list copy;
 
         if (level == LIBBPF_DEBUG)
                 return 0;
         va_copy(copy, ap);
-        vsnprintf(last_warning, sizeof last_warning, fmt, copy);
+        vsnprintf(line, sizeof line, fmt, copy);
         va_end(copy);
-        last_warning[strcspn(last_warning, "\n")] = '\0';
-        return vfprintf(stderr, fmt, ap);
+        line[strcspn(line, "\n")] = '\0';
+        if (strstr(line, "-- BEGIN PROG LOAD LOG --"))
+                in_verifier_log = true;
+        else if (strstr(line, "-- END PROG LOAD LOG --"))
+                in_verifier_log = false;
+        else if (!in_verifier_log && used + 2 < sizeof warnings)
+                snprintf(warnings + used, sizeof warnings - used, "%s%s", used ? "; " : "", line);
+        return print_warnings ? vfprintf(stderr, fmt, ap) : 0;
 }
 
 static void usage(FILE *f) {
@@ -87,8 +99,8 @@ static struct bpf_object *load(char *error, size_t size) {
         }
         r = bpf_object__load(obj);
         if (r < 0) {
-                snprintf(error, size, "cannot load the BPF program: %s%s%s", strerror(-r), last_warning[0] ? ": " : "",
-                         last_warning);
+                snprintf(error, size, "cannot load the BPF program: %s%s%s%s", strerror(-r), warnings[0] ? " (" : "",
+                         warnings, warnings[0] ? ")" : "");
                 bpf_object__close(obj);
                 return NULL;
         }
@@ -259,8 +271,10 @@ int main(int argc, char **argv) {
                 usage(stdout);
                 return 0;
         }
-        if (argc >= 3 && streq(argv[1], "--dump"))
+        if (argc >= 3 && streq(argv[1], "--dump")) {
+                print_warnings = true;
                 return dump(argc - 2, argv + 2);
+        }
         if (argc >= 4 && streq(argv[1], "--socket"))
                 return serve(argc - 2, argv + 2);
         usage(stderr);

@@ -7,7 +7,8 @@
 # - the agent with --bpf-sampling=yes says it uses the iterator and reports a burning task's
 #   CPU rate (about one core) and memory from it, and a finished task's CPU time in full;
 # - a helper that cannot be run is an error with --bpf-sampling=yes and a fallback to the files
-#   with auto; an unknown --bpf-sampling value is refused.
+#   with auto, as is one that cannot load the program (run unprivileged), with libbpf's reason
+#   in the log; an unknown --bpf-sampling value is refused.
 set -euo pipefail
 
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -128,4 +129,24 @@ cluster_start_agent n2 --state-dir "$CLUSTER_DIR/state2" --bpf-helper /nonexiste
 grep -q 'BPF sampling is not available (/nonexistent/helper: No such file or directory): the hot counters are read from the cgroup files' \
         "$CLUSTER_DIR/agent-n2.log" || fail "auto without the helper: $(cat "$CLUSTER_DIR/agent-n2.log")"
 pass "--bpf-sampling=auto without its helper: reads the files, and says so"
+kill -TERM "$CLUSTER_AGENT_PID"; wait "$CLUSTER_AGENT_PID" 2>/dev/null || true
+
+# auto with a helper that cannot load the program (unprivileged): the kernel's and libbpf's
+# reason reaches the agent's log, and the samples come from the files.
+if command -v setpriv >/dev/null; then
+        printf '#!/bin/sh\nexec setpriv --reuid=65534 --regid=65534 --clear-groups %s "$@"\n' "$HELPER" >"$CLUSTER_DIR/unprivileged-helper"
+        chmod +x "$CLUSTER_DIR/unprivileged-helper"
+        cluster_start_agent n3 --state-dir "$CLUSTER_DIR/state3" --bpf-helper "$CLUSTER_DIR/unprivileged-helper"
+        grep -q 'BPF sampling is not available (.*unprivileged-helper: cannot load the BPF program: Operation not permitted (libbpf: .*)): the hot counters are read from the cgroup files' \
+                "$CLUSTER_DIR/agent-n3.log" || fail "auto with a helper that cannot load: $(cat "$CLUSTER_DIR/agent-n3.log")"
+        echo '{"id": 3, "type": "start", "task": "3.0.0.0", "user": "nobody", "argv": ["/bin/sleep", "30"]}' >"$FAKE/queue/0003.json"
+        sampled() {
+                jq -e -s '[.[] | select(.node == "n3" and .tasks) | .tasks[] | select(.id == "3.0.0.0") | .samples[]? | select(.memory_current_bytes > 0)] | length >= 2' \
+                        "$FAKE/heartbeats.jsonl" >/dev/null 2>&1
+        }
+        wait_for 20 sampled || fail "no samples from the files after the helper failed"
+        pass "--bpf-sampling=auto with a helper that cannot load: the reason in the log, samples from the files"
+else
+        echo "skipped: no setpriv to run the helper unprivileged"
+fi
 echo PASS
