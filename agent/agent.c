@@ -172,7 +172,9 @@ void agent_set_on_sampled(Agent *a, void (*sampled)(void *userdata), void *userd
 static void agent_notify_status(Agent *a) {
         size_t running = agent_n_running(a);
 
-        (void) sd_notifyf(false, "STATUS=%zu task%s running, %zu tracked", running, running == 1 ? "" : "s", a->n_tasks);
+        (void) sd_notifyf(false, "STATUS=%zu task%s running, %zu tracked, sampling %s", running, running == 1 ? "" : "s",
+                          a->n_tasks, !a->bpf ? "from the cgroup files" : a->bpf_failing ? "from the files (BPF walk failing)" :
+                          "through BPF");
 }
 
 static Task *task_find(Agent *a, const char *id) {
@@ -596,7 +598,10 @@ static int on_sample_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                         log_warning_errno(r, "Reading the BPF cgroup iterator failed (%m): reading the cgroup files until it works again.");
                 else if (r >= 0 && a->bpf_failing)
                         log_info("The BPF cgroup iterator works again.");
-                a->bpf_failing = r < 0;
+                if (a->bpf_failing != (r < 0)) {
+                        a->bpf_failing = r < 0;
+                        agent_notify_status(a);
+                }
         }
         a->walk_fresh = true;
 

@@ -93,8 +93,15 @@ grep -q 'BPF sampling (--bpf-sampling=yes) is not available: /nonexistent/helper
         fail "no clear error without the helper: $(cat "$CLUSTER_DIR/nohelper.log")"
 pass "--bpf-sampling=maybe refused; =yes without its helper refuses to start, saying why"
 
-cluster_start_agent n1 --state-dir "$CLUSTER_DIR/state" --bpf-sampling=yes --sample-interval 1s
+# What systemd would hear (Type=notify): a datagram socket standing in for it.
+python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.bind(sys.argv[1]); f = open(sys.argv[2], "ab", 0)
+while True: f.write(s.recv(4096) + b"\n")' "$CLUSTER_DIR/notify.sock" "$CLUSTER_DIR/notify.txt" &
+CLUSTER_PIDS+=($!)
+wait_for 5 test -S "$CLUSTER_DIR/notify.sock" || fail "notify socket not made"
+NOTIFY_SOCKET=$CLUSTER_DIR/notify.sock cluster_start_agent n1 --state-dir "$CLUSTER_DIR/state" --bpf-sampling=yes --sample-interval 1s
 grep -q 'Hot counters through BPF cgroup iterators' "$CLUSTER_DIR/agent-n1.log" || fail "agent does not say it uses the iterator"
+wait_for 5 grep -q 'STATUS=.*sampling through BPF' "$CLUSTER_DIR/notify.txt" || fail "STATUS= does not say BPF: $(cat "$CLUSTER_DIR/notify.txt")"
 echo '{"id": 1, "type": "start", "task": "1.0.0.0", "user": "nobody",
   "argv": ["'"$BURN_BIN"'", "--cpu-seconds", "20", "--memory", "48M"]}' >"$FAKE/queue/0001.json"
 cores_seen() {
@@ -136,7 +143,10 @@ kill -TERM "$CLUSTER_AGENT_PID"; wait "$CLUSTER_AGENT_PID" 2>/dev/null || true
 if command -v setpriv >/dev/null; then
         printf '#!/bin/sh\nexec setpriv --reuid=65534 --regid=65534 --clear-groups %s "$@"\n' "$HELPER" >"$CLUSTER_DIR/unprivileged-helper"
         chmod +x "$CLUSTER_DIR/unprivileged-helper"
-        cluster_start_agent n3 --state-dir "$CLUSTER_DIR/state3" --bpf-helper "$CLUSTER_DIR/unprivileged-helper"
+        NOTIFY_SOCKET=$CLUSTER_DIR/notify.sock cluster_start_agent n3 --state-dir "$CLUSTER_DIR/state3" \
+                --bpf-helper "$CLUSTER_DIR/unprivileged-helper"
+        wait_for 5 grep -q 'STATUS=.*sampling from the cgroup files' "$CLUSTER_DIR/notify.txt" ||
+                fail "STATUS= does not say files: $(cat "$CLUSTER_DIR/notify.txt")"
         grep -q 'BPF sampling is not available (.*unprivileged-helper: cannot load the BPF program: Operation not permitted (libbpf: .*)): the hot counters are read from the cgroup files' \
                 "$CLUSTER_DIR/agent-n3.log" || fail "auto with a helper that cannot load: $(cat "$CLUSTER_DIR/agent-n3.log")"
         echo '{"id": 3, "type": "start", "task": "3.0.0.0", "user": "nobody", "argv": ["/bin/sleep", "30"]}' >"$FAKE/queue/0003.json"
