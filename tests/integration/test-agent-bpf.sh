@@ -51,7 +51,8 @@ done
 sleep 1
 usage_us() { awk '$1 == "usage_usec" { print $2 }' "$CPU_H/$root/burn/cpu.stat"; }
 before=$(usage_us)
-"$HELPER" --dump "$CPU_H/$root" "$MEM_H/$root" >"$CLUSTER_DIR/dump" 2>"$CLUSTER_DIR/dump.err" ||
+dirs=("$CPU_H/$root"); [ "$MEM_H" = "$CPU_H" ] || dirs+=("$MEM_H/$root")   # v2: one tree, one walk
+"$HELPER" --dump "${dirs[@]}" >"$CLUSTER_DIR/dump" 2>"$CLUSTER_DIR/dump.err" ||
         fail "cgorch-agent-bpf --dump failed: $(cat "$CLUSTER_DIR/dump.err")"
 after=$(usage_us)
 ino() { stat -c %i "$1"; }
