@@ -107,10 +107,6 @@ struct Agent {
         int bpf_cpu_link, bpf_memory_link;  /* which link has which counter; -1: none */
         bool bpf_failing;              /* the last refresh failed (logged once per streak) */
         uint64_t bpf_walk_mono_us;     /* when the last walk read the counters */
-        /* The sample tick's loop runs right after its walk: only its samples take the walk's
-         * values. Samples between ticks (a task's first, the final one when it ends) read the
-         * files: the last walk can be a whole interval old (an exit record's CPU time). */
-        bool walk_fresh;
         uint64_t page_size;
 
         void (*kick)(void *userdata);
@@ -333,7 +329,7 @@ static CgroupController bpf_link_controller(Agent *a, int link) {
  * the task's cgroup was not in the walk). */
 static void task_hot_values(Agent *a, Task *t, SamplerHotValues *ret) {
         *ret = (SamplerHotValues) {};
-        if (!a->bpf || a->bpf_failing || !a->walk_fresh)
+        if (!a->bpf || a->bpf_failing)
                 return;
         for (int link = 0; link < BPF_HOT_MAX_LINKS; link++) {
                 const HotCountersRecord *rec;
@@ -359,12 +355,16 @@ static void task_hot_values(Agent *a, Task *t, SamplerHotValues *ret) {
         }
 }
 
-static int task_sample(Agent *a, Task *t, bool detail) {
-        SamplerHotValues pre;
+/* from_walk: the hot counters of this tick's BPF walk, which only the tick's own loop, right
+ * after the walk, may take. Samples between ticks (a task's first, the final one of a task that
+ * ended) read the files: the last walk can be a whole interval old. */
+static int task_sample(Agent *a, Task *t, bool detail, bool from_walk) {
+        SamplerHotValues pre = {};
         TaskSample s;
         int r;
 
-        task_hot_values(a, t, &pre);
+        if (from_walk)
+                task_hot_values(a, t, &pre);
         /* CPU time read by the walk is as old as the walk: rates over the walks' times, not over
          * when each task's turn in the loop came. */
         r = task_sampler_read_pre(&t->sampler, a->cgroups, a->proc_fs, t->id, detail, &pre,
@@ -380,7 +380,7 @@ static int task_sample(Agent *a, Task *t, bool detail) {
  * has a CPU rate, and the controller a window to judge, a whole sample interval sooner. */
 static void task_sample_baseline(Agent *a, Task *t) {
         t->sampler.quota_set = t->limits.cpu_quota_us > 0;
-        (void) task_sample(a, t, false);
+        (void) task_sample(a, t, false, false);
 }
 
 static uint64_t task_memory_usage(Agent *a, Task *t) {
@@ -529,11 +529,8 @@ static void task_check_finished(Agent *a, Task *t) {
                 }
         }
 
-        /* The final sample from the files, never from a walk: its CPU time is the exit record's. */
-        bool walk_fresh = a->walk_fresh;
-        a->walk_fresh = false;
-        (void) task_sample(a, t, true);
-        a->walk_fresh = walk_fresh;
+        /* From the files, not the walk: its CPU time is the exit record's. */
+        (void) task_sample(a, t, true, false);
         uint64_t now = now_mono_us();
 
         t->exit = (ExitRecord) {
@@ -603,7 +600,6 @@ static int on_sample_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                         agent_notify_status(a);
                 }
         }
-        a->walk_fresh = true;
 
         for (Task *t = a->tasks; t; t = t->next) {
                 bool detail = every <= 1 || (a->n_ticks + t->detail_phase) % every == 0;
@@ -619,10 +615,10 @@ static int on_sample_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                          * accounting them until the cgroup is empty. */
                         task_check_finished(a, t);
                         if (!t->has_exit)
-                                sampled |= task_sample(a, t, detail) >= 0;
+                                sampled |= task_sample(a, t, detail, true) >= 0;
                         continue;
                 }
-                sampled |= task_sample(a, t, detail) >= 0;
+                sampled |= task_sample(a, t, detail, true) >= 0;
                 if (!limits_is_empty(&t->target)) {
                         Limits want = t->target;
                         int r = task_limits_step(a, t, &want);
@@ -632,7 +628,6 @@ static int on_sample_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 if (detail && !t->limits_watched)
                         task_check_external(a, t);
         }
-        a->walk_fresh = false;
         a->n_ticks++;
         if (sampled && a->sampled)
                 a->sampled(a->sampled_userdata);
