@@ -20,7 +20,7 @@ Test(bpf_hot, finds_records_in_walk_order) {
         HotCountersRecord r[] = { rec(10, 1), rec(11, 2), rec(40, 3), rec(41, 4) };
 
         bpf_hot_records_index(r, ELEMENTSOF(r));
-        cr_expect_eq(r[0].id, 10, "already in order: left as it is");
+        cr_expect_eq(r[0].id, 10, "still ordered by id");
         for (size_t i = 0; i < ELEMENTSOF(r); i++) {
                 const HotCountersRecord *f = bpf_hot_records_find(r, ELEMENTSOF(r), r[i].id);
                 cr_assert(f);
