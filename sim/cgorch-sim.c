@@ -18,14 +18,16 @@ static void help(void) {
                "Simulate a batch cluster under cgorch's own scheduler, estimator and orchestrator.\n\n"
                "Workload:\n"
                "  -w --workload=NAME        generator: dev, test, prod (HFSP Table I), swim (heavy-tailed),\n"
-               "                            contention (MROrchestrator's job mix)   [dev]\n"
+               "                            contention (MROrchestrator's job mix), mixed (one node)  [dev]\n"
                "  -t --trace=FILE           read the workload from a CSV trace (docs/trace-format.md)\n"
                "  -n --jobs=N               jobs to generate (0: the paper's count)  [0]\n"
                "     --job-class=NAME       keep only jobs of this class (bin1..bin4, small, sort, ...)\n"
                "  -c --cluster=SPEC         COUNTxCPUSxMEMORY[@SPEED][,...], e.g. 20x3x8G  [the generator's]\n"
+               "     --load=L               scale the arrival times to an offered load L for the cluster\n"
                "     --write-trace=FILE     write the workload as a trace and exit\n"
                "Policy:\n"
-               "  -p --policy=NAME          fifo, fair, hfsp, psbs, srpt-oracle, ps  [hfsp]\n"
+               "  -p --policy=NAME          fifo, fair, hfsp, psbs, srpt-oracle; the fluid bounds\n"
+               "                            ps, fluid-srpt, fluid-fifo  [hfsp]\n"
                "  -P --preemption=NAME      wait, kill, suspend  [wait]\n"
                "  -e --estimator=NAME       hfsp (training tasks) or oracle (true size at arrival)  [hfsp]\n"
                "  -s --error-sigma=SIGMA    multiply size estimates by LogN(0, SIGMA^2)  [0]\n"
@@ -50,6 +52,7 @@ static void help(void) {
 enum {
         ARG_JOB_CLASS = 0x100,
         ARG_WRITE_TRACE,
+        ARG_LOAD,
         ARG_TRAINING_CPUS,
         ARG_RESCHEDULE,
         ARG_ORCH_ESTIMATOR,
@@ -69,6 +72,7 @@ static const struct option options[] = {
         { "job-class", required_argument, NULL, ARG_JOB_CLASS },
         { "cluster", required_argument, NULL, 'c' },
         { "write-trace", required_argument, NULL, ARG_WRITE_TRACE },
+        { "load", required_argument, NULL, ARG_LOAD },
         { "policy", required_argument, NULL, 'p' },
         { "preemption", required_argument, NULL, 'P' },
         { "estimator", required_argument, NULL, 'e' },
@@ -148,7 +152,7 @@ int main(int argc, char *argv[]) {
         SimGenerator gen = SIM_GEN_DEV;
         const char *trace = NULL, *job_class = NULL, *cluster = NULL, *write_trace = NULL;
         const char *jobs_csv = NULL, *timeline = NULL;
-        double n_jobs = 0, seed = 1;
+        double n_jobs = 0, seed = 1, load = 0;
         bool summary_csv = false;
         Progress progress = { .enabled = isatty(STDERR_FILENO) };
         int c, k;
@@ -178,6 +182,14 @@ int main(int argc, char *argv[]) {
                         break;
                 case ARG_WRITE_TRACE:
                         write_trace = optarg;
+                        break;
+                case ARG_LOAD:
+                        if (parse_number("load", optarg, 0, &load) < 0)
+                                return 2;
+                        if (!(load > 0)) {
+                                fprintf(stderr, "cgorch-sim: --load: must be above 0\n");
+                                return 2;
+                        }
                         break;
                 case 'p':
                         params.policy = sim_policy_from_string(optarg);
@@ -322,6 +334,11 @@ int main(int argc, char *argv[]) {
                 n_nodes = w.n_nodes;
         } else {
                 fprintf(stderr, "cgorch-sim: a trace needs --cluster\n");
+                return 2;
+        }
+
+        if (load > 0 && sim_workload_set_load(&w, nodes, n_nodes, load) < 0) {
+                fprintf(stderr, "cgorch-sim: --load: needs at least two jobs arriving at different times\n");
                 return 2;
         }
 

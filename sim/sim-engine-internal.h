@@ -61,6 +61,8 @@ typedef struct Phase {
         double ps_level, ps_rate;
         uint32_t *ps_order;
         unsigned ps_next;
+        double ps_work_left;            /* Σ work of its unfinished tasks (fluid-srpt's remaining size) */
+        double later_s;                 /* the work of the job's later phases */
 } Phase;
 
 typedef struct Timer {
@@ -94,6 +96,7 @@ typedef struct Engine {
         double *share_got;
         size_t allocated_share;
         struct OrchBalancerState *orch_state;
+        double fluid_cross_s;           /* fluid-srpt: when two jobs' remaining sizes cross next */
 } Engine;
 
 /* sim-orch.c: one MROrchestrator epoch over the running tasks; applies the balancer's changes. */

@@ -263,13 +263,14 @@ static int phase_activate(Engine *e, size_t pi) {
         ph->active_slot = e->n_active;
         e->active[e->n_active++] = (uint32_t) pi;
 
-        if (e->p.policy == SIM_POLICY_PS) {
+        if (sim_policy_is_fluid(e->p.policy)) {
                 ph->ps_order = malloc(spec->n_tasks * sizeof(uint32_t));
                 if (!ph->ps_order)
                         return -ENOMEM;
                 for (unsigned k = 0; k < spec->n_tasks; k++)
                         ph->ps_order[k] = (uint32_t) (spec->first_task + k);
                 qsort_r(ph->ps_order, spec->n_tasks, sizeof(uint32_t), cmp_ps_order_ctx, e->w->tasks);
+                ph->ps_work_left = sim_phase_size_s(e->w, spec);
                 for (unsigned k = 0; k < spec->n_tasks; k++) {
                         Task *t = &e->tasks[spec->first_task + k];
                         t->state = SIM_TASK_RUNNING;
@@ -388,7 +389,7 @@ static int task_finish(Engine *e, uint32_t ti) {
         Phase *ph = &e->phases[t->phase];
         const SimTaskSpec *spec = task_spec(e, ti);
 
-        if (e->p.policy != SIM_POLICY_PS) {
+        if (!sim_policy_is_fluid(e->p.policy)) {
                 node_remove(e, ti);
                 int r = sim_sched_task_remove(e->sched, ti);
                 if (r < 0)
@@ -401,7 +402,7 @@ static int task_finish(Engine *e, uint32_t ti) {
         t->windows = NULL;
         t->n_windows = t->allocated_windows = 0;
         ph->n_done++;
-        if (e->p.policy != SIM_POLICY_PS)
+        if (!sim_policy_is_fluid(e->p.policy))
                 ph->n_running--;
         ph->finished_work_s += spec->work_s;
         if (ph->training && t->index < e->hfsp.training_tasks) {
@@ -523,31 +524,95 @@ static double ps_capacity(const Engine *e) {
         return c;
 }
 
-/* Weighted max-min of the cluster among active phases, each capped by its unfinished tasks. */
+/* What is left of the job of an active phase in the fluid: its unfinished tasks' work beyond
+ * the phase's level, and its later phases. */
+static double fluid_job_remaining(const Engine *e, size_t pi) {
+        const Phase *ph = &e->phases[pi];
+        unsigned left = phase_spec(e, pi)->n_tasks - ph->n_done;
+        return MAX(ph->ps_work_left - left * ph->ps_level, 0.0) + ph->later_s;
+}
+
+typedef struct FluidOrder {
+        uint32_t phase;
+        double key;                     /* srpt: remaining; fifo: arrival */
+        double demand;
+        uint32_t job;
+} FluidOrder;
+
+static int cmp_fluid_order(const void *a, const void *b) {
+        const FluidOrder *x = a, *y = b;
+        /* Equal up to rounding (two jobs meet at a crossing event): the one that can take more
+         * first, so that it keeps at least the other's rate and the two do not swap back. */
+        if (fabs(x->key - y->key) > 1e-9 * MAX(fabs(x->key), 1.0))
+                return x->key < y->key ? -1 : 1;
+        if (x->demand != y->demand)
+                return x->demand > y->demand ? -1 : 1;
+        return x->job < y->job ? -1 : x->job > y->job;
+}
+
+/* The fluid bounds. ps: weighted max-min of the cluster among active phases, each capped by its
+ * unfinished tasks. fluid-srpt and fluid-fifo: capacity filled in job order (smallest remaining
+ * work, or oldest first), each phase taking up to its cap. */
 static int ps_share(Engine *e) {
         int r = ensure_share(e, e->n_active);
         if (r < 0)
                 return r;
+        if (e->p.policy == SIM_POLICY_PS) {
+                for (size_t a = 0; a < e->n_active; a++) {
+                        const Phase *ph = &e->phases[e->active[a]];
+                        const SimPhaseSpec *spec = phase_spec(e, e->active[a]);
+                        e->share_req[a] = (SimShareReq) {
+                                .demand_cpus = (spec->n_tasks - ph->n_done) * spec->cpu_request,
+                                .weight = e->w->jobs[ph->job].weight,
+                        };
+                }
+                r = sim_cfs_share(e->share_req, e->n_active, ps_capacity(e), e->share_got, e->scratch);
+                if (r < 0)
+                        return r;
+                for (size_t a = 0; a < e->n_active; a++) {
+                        Phase *ph = &e->phases[e->active[a]];
+                        ph->ps_rate = e->share_got[a] / (phase_spec(e, e->active[a])->n_tasks - ph->n_done);
+                }
+                return 0;
+        }
+
+        _cleanup_free_ FluidOrder *o = malloc(MAX(e->n_active, (size_t) 1) * sizeof(FluidOrder));
+        if (!o)
+                return -ENOMEM;
+        bool srpt = e->p.policy == SIM_POLICY_FLUID_SRPT;
         for (size_t a = 0; a < e->n_active; a++) {
-                const Phase *ph = &e->phases[e->active[a]];
-                const SimPhaseSpec *spec = phase_spec(e, e->active[a]);
-                e->share_req[a] = (SimShareReq) {
-                        .demand_cpus = (spec->n_tasks - ph->n_done) * spec->cpu_request,
-                        .weight = e->w->jobs[ph->job].weight,
+                uint32_t pi = e->active[a];
+                const Phase *ph = &e->phases[pi];
+                const SimPhaseSpec *spec = phase_spec(e, pi);
+                o[a] = (FluidOrder) {
+                        .phase = pi,
+                        .key = srpt ? fluid_job_remaining(e, pi) : e->w->jobs[ph->job].arrival_s,
+                        .demand = (spec->n_tasks - ph->n_done) * spec->cpu_request,
+                        .job = ph->job,
                 };
         }
-        r = sim_cfs_share(e->share_req, e->n_active, ps_capacity(e), e->share_got, e->scratch);
-        if (r < 0)
-                return r;
+        qsort(o, e->n_active, sizeof(FluidOrder), cmp_fluid_order);
+        double left = ps_capacity(e);
         for (size_t a = 0; a < e->n_active; a++) {
-                Phase *ph = &e->phases[e->active[a]];
-                ph->ps_rate = e->share_got[a] / (phase_spec(e, e->active[a])->n_tasks - ph->n_done);
+                Phase *ph = &e->phases[o[a].phase];
+                double got = MIN(o[a].demand, MAX(left, 0.0));
+                left -= got;
+                ph->ps_rate = got / (phase_spec(e, o[a].phase)->n_tasks - ph->n_done);
+                o[a].demand = got; /* its rate now */
+        }
+        /* SRPT's order holds until a job behind one that is served catches up with it: the
+         * next such crossing is an event (only neighbours can cross first). */
+        e->fluid_cross_s = INFINITY;
+        for (size_t a = 0; srpt && a + 1 < e->n_active; a++) {
+                double gap = o[a + 1].key - o[a].key, dr = o[a + 1].demand - o[a].demand;
+                if (dr > 1e-12 && gap > 1e-9 * MAX(o[a].key, 1.0))
+                        e->fluid_cross_s = MIN(e->fluid_cross_s, e->now + gap / dr);
         }
         return 0;
 }
 
 static double ps_next(const Engine *e) {
-        double next = INFINITY;
+        double next = e->p.policy == SIM_POLICY_FLUID_SRPT ? e->fluid_cross_s : INFINITY;
         for (size_t a = 0; a < e->n_active; a++) {
                 const Phase *ph = &e->phases[e->active[a]];
                 if (ph->ps_rate > 0)
@@ -582,6 +647,7 @@ static int ps_complete(Engine *e) {
                        work_done(ph->ps_level, e->w->tasks[ph->ps_order[ph->ps_next]].work_s)) {
                         uint32_t ti = ph->ps_order[ph->ps_next++];
                         e->tasks[ti].done_s = ph->ps_level;
+                        ph->ps_work_left -= e->w->tasks[ti].work_s;
                         int r = task_finish(e, ti);
                         if (r < 0)
                                 return r;
@@ -609,7 +675,7 @@ static int sample(Engine *e) {
         for (size_t k = 0; k < e->n_nodes; k++)
                 for (size_t q = 0; q < e->nodes[k].n_tasks; q++)
                         running += e->tasks[e->nodes[k].tasks[q]].state == SIM_TASK_RUNNING;
-        if (e->p.policy == SIM_POLICY_PS)
+        if (sim_policy_is_fluid(e->p.policy))
                 for (size_t a = 0; a < e->n_active; a++)
                         running += phase_spec(e, e->active[a])->n_tasks - e->phases[e->active[a]].n_done;
         res->samples[res->n_samples++] = (SimSample) {
@@ -683,7 +749,8 @@ static void engine_free(Engine *e) {
 
 static int engine_init(Engine *e, const SimWorkload *w, const SimNodeSpec *nodes, size_t n_nodes, const SimParams *p,
                        SimResult *res) {
-        *e = (Engine) { .w = w, .p = *p, .n_nodes = n_nodes, .res = res, .hfsp = HFSP_SIZE_PARAMS_DEFAULT };
+        *e = (Engine) { .w = w, .p = *p, .n_nodes = n_nodes, .res = res, .hfsp = HFSP_SIZE_PARAMS_DEFAULT,
+                        .fluid_cross_s = INFINITY };
         e->tasks = calloc(MAX(w->n_tasks, (size_t) 1), sizeof(Task));
         e->phases = calloc(MAX(w->n_phases, (size_t) 1), sizeof(Phase));
         e->active = calloc(MAX(w->n_phases, (size_t) 1), sizeof(uint32_t));
@@ -707,6 +774,8 @@ static int engine_init(Engine *e, const SimWorkload *w, const SimNodeSpec *nodes
                         e->phases[pi].job = (uint32_t) j;
                         e->phases[pi].number = k;
                         e->phases[pi].size_s = sim_phase_size_s(w, spec);
+                        for (unsigned q = k + 1; q < job->n_phases; q++)
+                                e->phases[pi].later_s += sim_phase_size_s(w, &w->phases[job->first_phase + q]);
                         for (unsigned ti = 0; ti < spec->n_tasks; ti++)
                                 e->tasks[spec->first_task + ti] = (Task) {
                                         .phase = (uint32_t) pi, .index = ti, .state = SIM_TASK_PENDING,
@@ -730,7 +799,7 @@ static int engine_init(Engine *e, const SimWorkload *w, const SimNodeSpec *nodes
                 res->capacity_cpus += nodes[k].cpus;
                 res->capacity_memory_bytes += nodes[k].memory_bytes;
         }
-        if (p->policy != SIM_POLICY_PS) {
+        if (!sim_policy_is_fluid(p->policy)) {
                 int r = sim_sched_new(p->policy, p->preemption, p->training_cpus, cpus, memory, n_nodes, &e->sched);
                 if (r < 0)
                         return r;
@@ -757,10 +826,10 @@ int sim_run(const SimWorkload *w, const SimNodeSpec *nodes, size_t n_nodes, cons
         e.last_sample_s = first;
         if (params->sample_s > 0)
                 r = timer_push(&e, first + params->sample_s, TIMER_SAMPLE, 0);
-        if (r >= 0 && params->orch_mode != 0 && params->policy != SIM_POLICY_PS)
+        if (r >= 0 && params->orch_mode != 0 && !sim_policy_is_fluid(params->policy))
                 r = timer_push(&e, first + params->epoch_s, TIMER_EPOCH, 0);
         if (r >= 0 && params->preemption != SIM_PREEMPT_WAIT && params->reschedule_s > 0 &&
-            params->policy != SIM_POLICY_PS)
+            !sim_policy_is_fluid(params->policy))
                 r = timer_push(&e, first + params->reschedule_s, TIMER_RESCHEDULE, 0);
         if (r < 0)
                 goto finish;
@@ -770,7 +839,7 @@ int sim_run(const SimWorkload *w, const SimNodeSpec *nodes, size_t n_nodes, cons
                 double t = next_job < w->n_jobs ? w->jobs[next_job].arrival_s : INFINITY;
                 if (e.n_timers > 0)
                         t = MIN(t, e.timers[0].t_s);
-                if (params->policy == SIM_POLICY_PS)
+                if (sim_policy_is_fluid(params->policy))
                         t = MIN(t, ps_next(&e));
                 else
                         for (size_t k = 0; k < n_nodes; k++)
@@ -780,7 +849,7 @@ int sim_run(const SimWorkload *w, const SimNodeSpec *nodes, size_t n_nodes, cons
                         goto finish;
                 }
                 t = MAX(t, e.now);
-                if (params->policy == SIM_POLICY_PS)
+                if (sim_policy_is_fluid(params->policy))
                         ps_advance(&e, t);
                 else
                         advance_nodes(&e, t);
@@ -788,7 +857,7 @@ int sim_run(const SimWorkload *w, const SimNodeSpec *nodes, size_t n_nodes, cons
                 res.events++;
                 bool changed = false;
 
-                if (params->policy == SIM_POLICY_PS) {
+                if (sim_policy_is_fluid(params->policy)) {
                         r = ps_complete(&e);
                         if (r < 0)
                                 goto finish;
@@ -844,7 +913,7 @@ int sim_run(const SimWorkload *w, const SimNodeSpec *nodes, size_t n_nodes, cons
                         if (r < 0)
                                 goto finish;
                 }
-                if (params->policy == SIM_POLICY_PS)
+                if (sim_policy_is_fluid(params->policy))
                         r = ps_share(&e);
                 else if (changed)
                         r = schedule(&e);

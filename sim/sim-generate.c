@@ -14,7 +14,8 @@
 
 static const char *const generator_names[_SIM_GEN_MAX] = {
         [SIM_GEN_DEV] = "dev", [SIM_GEN_TEST] = "test", [SIM_GEN_PROD] = "prod",
-        [SIM_GEN_SWIM] = "swim", [SIM_GEN_CONTENTION] = "contention",
+        [SIM_GEN_SWIM] = "swim", [SIM_GEN_CONTENTION] = "contention", [SIM_GEN_MIXED] = "mixed",
+        [SIM_GEN_MAPREDUCE] = "mapreduce",
 };
 
 const char *sim_generator_to_string(SimGenerator g) {
@@ -43,6 +44,17 @@ static int add_tasks(SimWorkload *w, SimRng *rng, unsigned n, double median_work
         return 0;
 }
 
+/* An index drawn with the given probabilities (the last takes what rounding leaves). */
+static size_t pick(SimRng *rng, const double *p, size_t n) {
+        double u = sim_rng_uniform(rng), acc = 0;
+        for (size_t k = 0; k + 1 < n; k++) {
+                acc += p[k];
+                if (u < acc)
+                        return k;
+        }
+        return n - 1;
+}
+
 /* ---- HFSP Table I ---- */
 
 /* Bin probabilities (DEV, TEST, PROD) and map-task ranges: "< 5", "10 – 50", "50 – 150", "> 150"
@@ -67,15 +79,7 @@ static int generate_hfsp(SimGenerator g, size_t n_jobs, uint64_t seed, SimWorklo
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n_jobs; i++) {
-                double u = sim_rng_uniform(&rng), acc = 0;
-                unsigned bin = 3;
-                for (unsigned b = 0; b < 4; b++) {
-                        acc += bin_mix[g][b];
-                        if (u < acc) {
-                                bin = b;
-                                break;
-                        }
-                }
+                unsigned bin = (unsigned) pick(&rng, bin_mix[g], 4);
                 unsigned maps = sim_rng_range(&rng, bin_maps[bin][0], bin_maps[bin][1]);
                 unsigned reduces = MAX(1u, maps / 5);
                 /* One of 17 PigMix queries: each has its own per-task cost. */
@@ -134,6 +138,92 @@ static int generate_swim(size_t n_jobs, uint64_t seed, SimWorkload *w) {
                 t += sim_rng_exponential(&rng, mean_gap_s);
         }
         return 0;
+}
+
+/* ---- A mixed batch workload for one node or a small cluster (cgorch's own) ---- */
+
+/* What users of a small batch cluster submit: half the jobs are one task, a quarter 2–4 tasks,
+ * 15 % 5–8 and 10 % 9–16 (so that HFSP's t = 5 sees tiny and non-tiny phases alike); a job's
+ * tasks cost LogN(1.5 s, 0.8²) CPU-seconds each (one draw per job, a long tail across jobs:
+ * p99 ≈ 10 s) ±LogN(0, 0.2²) per task; 30 % of the multi-task jobs have a second (reduce) phase
+ * of ⌈n/4⌉ tasks costing twice as much. Tasks want one CPU and hold 32 MiB of their 64 MiB.
+ * Arrivals are Poisson; --load sets their rate for the cluster at hand (the default here is one
+ * job every 5 s, ≈ 0.75 of two CPUs). */
+static int generate_mixed(size_t n_jobs, uint64_t seed, SimWorkload *w) {
+        static const double class_p[] = { 0.50, 0.25, 0.15, 0.10 };
+        static const struct {
+                unsigned lo, hi;
+                const char *name;
+        } classes[] = { { 1, 1, "1" }, { 2, 4, "2-4" }, { 5, 8, "5-8" }, { 9, 16, "9-16" } };
+        const double MiB = 1024.0 * 1024.0;
+        SimRng rng;
+        sim_rng_init(&rng, seed, 1);
+        double t = 0;
+        int r = sim_workload_set_cluster(w, 1, 2, 4 * GiB, 1.0);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n_jobs; i++) {
+                size_t c = pick(&rng, class_p, ELEMENTSOF(class_p));
+                unsigned n = sim_rng_range(&rng, classes[c].lo, classes[c].hi);
+                double task_s = sim_rng_lognormal(&rng, 1.5, 0.8);
+                bool reduce = n > 1 && sim_rng_uniform(&rng) < 0.3;
+
+                r = sim_workload_add_job(w, i + 1, t, 1.0, classes[c].name);
+                if (r >= 0)
+                        r = sim_workload_add_phase(w, 1.0, 64 * MiB);
+                if (r >= 0)
+                        r = add_tasks(w, &rng, n, task_s, 0.2, 1.0, 32 * MiB);
+                if (r >= 0 && reduce) {
+                        r = sim_workload_add_phase(w, 1.0, 64 * MiB);
+                        if (r >= 0)
+                                r = add_tasks(w, &rng, (n + 3) / 4, 2 * task_s, 0.2, 1.0, 32 * MiB);
+                }
+                if (r < 0)
+                        return r;
+                t += sim_rng_exponential(&rng, 5.0);
+        }
+        return 0;
+}
+
+/* ---- A production-like day of MapReduce jobs (cgorch's own) ---- */
+
+/* Shaped after published analyses of production MapReduce days (Facebook 2009/2010, Yahoo):
+ * 60 % of the jobs are a single task; the others have a map phase of ⌈LogN(30, 2.5²)⌉ tasks
+ * (2 ≤ n ≤ 50 000: 13 % of all jobs have 100 tasks or more) followed by a reduce phase of
+ * ⌈n/10⌉ tasks twice as long. A job's map tasks cost LogN(10 s, 1²) CPU-seconds each (one draw
+ * per job) ±LogN(0, 0.3²) per task; every task wants one CPU and 1 GiB. The largest 1 % of the
+ * jobs carry about 70 % of the work. Arrivals are Poisson, at the rate that offers a load of
+ * 0.9 to the default cluster (36 nodes × 3 CPUs × 4 GiB); --load rescales them. */
+static int generate_mapreduce(size_t n_jobs, uint64_t seed, SimWorkload *w) {
+        SimRng rng;
+        sim_rng_init(&rng, seed, 1);
+        double t = 0;
+        int r = sim_workload_set_cluster(w, 36, 3, 4 * GiB, 1.0);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n_jobs; i++) {
+                bool single = sim_rng_uniform(&rng) < 0.6;
+                unsigned n = 1;
+                if (!single)
+                        n = (unsigned) MIN(MAX(ceil(sim_rng_lognormal(&rng, 30, 2.5)), 2.0), 50000.0);
+                double task_s = sim_rng_lognormal(&rng, 10, 1.0);
+                const char *class_name = n == 1 ? "1" : n <= 4 ? "2-4" : n < 100 ? "5-99" : "100+";
+
+                r = sim_workload_add_job(w, i + 1, t, 1.0, class_name);
+                if (r >= 0)
+                        r = sim_workload_add_phase(w, 1.0, GiB);
+                if (r >= 0)
+                        r = add_tasks(w, &rng, n, task_s, 0.3, 1.0, 0.8 * GiB);
+                if (r >= 0 && !single) {
+                        r = sim_workload_add_phase(w, 1.0, GiB);
+                        if (r >= 0)
+                                r = add_tasks(w, &rng, (n + 9) / 10, 2 * task_s, 0.3, 1.0, 0.8 * GiB);
+                }
+                if (r < 0)
+                        return r;
+                t += sim_rng_exponential(&rng, 1.0);
+        }
+        return n_jobs >= 2 ? sim_workload_set_load(w, w->nodes, w->n_nodes, 0.9) : 0;
 }
 
 /* ---- MROrchestrator's job suite ---- */
@@ -214,6 +304,12 @@ int sim_generate(SimGenerator g, size_t n_jobs, uint64_t seed, SimWorkload *ret)
                 break;
         case SIM_GEN_CONTENTION:
                 r = generate_contention(n_jobs ?: ELEMENTSOF(contention_types), seed, &w);
+                break;
+        case SIM_GEN_MIXED:
+                r = generate_mixed(n_jobs ?: 200, seed, &w);
+                break;
+        case SIM_GEN_MAPREDUCE:
+                r = generate_mapreduce(n_jobs ?: 24442, seed, &w);
                 break;
         default:
                 return -EINVAL;

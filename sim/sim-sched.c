@@ -12,10 +12,12 @@
 static const char *const policy_names[_SIM_POLICY_MAX] = {
         [SIM_POLICY_FIFO] = "fifo", [SIM_POLICY_FAIR] = "fair", [SIM_POLICY_HFSP] = "hfsp",
         [SIM_POLICY_PSBS] = "psbs", [SIM_POLICY_SRPT] = "srpt-oracle", [SIM_POLICY_PS] = "ps",
+        [SIM_POLICY_FLUID_SRPT] = "fluid-srpt", [SIM_POLICY_FLUID_FIFO] = "fluid-fifo",
 };
 static const SchedPolicy sched_policies[_SIM_POLICY_MAX] = {
         [SIM_POLICY_FIFO] = SCHED_FIFO, [SIM_POLICY_FAIR] = SCHED_FAIR, [SIM_POLICY_HFSP] = SCHED_HFSP,
         [SIM_POLICY_PSBS] = SCHED_PSBS, [SIM_POLICY_SRPT] = SCHED_SRPT, [SIM_POLICY_PS] = SCHED_FAIR,
+        [SIM_POLICY_FLUID_SRPT] = SCHED_SRPT, [SIM_POLICY_FLUID_FIFO] = SCHED_FIFO,
 };
 static const char *const preemption_names[_SIM_PREEMPT_MAX] = {
         [SIM_PREEMPT_WAIT] = "wait", [SIM_PREEMPT_KILL] = "kill", [SIM_PREEMPT_SUSPEND] = "suspend",

@@ -14,6 +14,8 @@ typedef enum SimPolicy {
         SIM_POLICY_PSBS,
         SIM_POLICY_SRPT,        /* "srpt-oracle": SRPT on the true sizes (times the injected error) */
         SIM_POLICY_PS,          /* ideal processor sharing, simulated as a fluid by the engine */
+        SIM_POLICY_FLUID_SRPT,  /* the fluid bound under SRPT: smallest remaining job first */
+        SIM_POLICY_FLUID_FIFO,  /* the fluid bound under FIFO: oldest job first */
         _SIM_POLICY_MAX,
         _SIM_POLICY_INVALID = -22,
 } SimPolicy;
@@ -25,6 +27,12 @@ typedef enum SimPreemption {
         _SIM_PREEMPT_MAX,
         _SIM_PREEMPT_INVALID = -22,
 } SimPreemption;
+
+/* The fluid policies are simulated by the engine alone (no scheduler): a phase of n unfinished
+ * tasks uses at most n × its CPU request, spread evenly over its unfinished tasks. */
+static inline bool sim_policy_is_fluid(SimPolicy p) {
+        return p == SIM_POLICY_PS || p == SIM_POLICY_FLUID_SRPT || p == SIM_POLICY_FLUID_FIFO;
+}
 
 const char *sim_policy_to_string(SimPolicy p);
 SimPolicy sim_policy_from_string(const char *s);

@@ -110,6 +110,23 @@ size_t sim_workload_filter_class(SimWorkload *w, const char *class_name) {
         return n;
 }
 
+int sim_workload_set_load(SimWorkload *w, const SimNodeSpec *nodes, size_t n_nodes, double load) {
+        if (!(load > 0) || !isfinite(load) || w->n_jobs < 2)
+                return -EINVAL;
+        double capacity = 0, work = 0;
+        for (size_t i = 0; i < n_nodes; i++)
+                capacity += nodes[i].cpus * nodes[i].speed;
+        for (size_t i = 0; i < w->n_jobs; i++)
+                work += sim_job_size_s(w, &w->jobs[i]);
+        double first = w->jobs[0].arrival_s, span = w->jobs[w->n_jobs - 1].arrival_s - first;
+        if (!(span > 0) || !(capacity > 0))
+                return -EINVAL;
+        double f = work / (capacity * load) / span;
+        for (size_t i = 0; i < w->n_jobs; i++)
+                w->jobs[i].arrival_s = first + (w->jobs[i].arrival_s - first) * f;
+        return 0;
+}
+
 double sim_phase_size_s(const SimWorkload *w, const SimPhaseSpec *p) {
         double s = 0;
         for (unsigned k = 0; k < p->n_tasks; k++)

@@ -77,13 +77,20 @@ int sim_trace_write(FILE *f, const SimWorkload *w);
 /* Cluster spec "COUNTxCPUSxMEMORY[@SPEED][,...]", e.g. "20x3x8G" or "18x4x8G,2x4x8G@0.5". */
 int sim_cluster_parse(const char *s, SimNodeSpec **ret, size_t *ret_n);
 
-/* Generators. n_jobs 0 picks the paper's count (100; SWIM 24 442; contention 6). */
+/* Scales the arrival times (from the first) so that the offered load — the work of every job
+ * over the capacity (CPUs × speed) times the span of the arrivals — is `load`. -EINVAL with
+ * fewer than two distinct arrival times or a load ≤ 0. */
+int sim_workload_set_load(SimWorkload *w, const SimNodeSpec *nodes, size_t n_nodes, double load);
+
+/* Generators. n_jobs 0 picks the paper's count (100; SWIM 24 442; contention 6; mixed 200; mapreduce 24 442). */
 typedef enum SimGenerator {
         SIM_GEN_DEV,
         SIM_GEN_TEST,
         SIM_GEN_PROD,
         SIM_GEN_SWIM,
         SIM_GEN_CONTENTION,
+        SIM_GEN_MIXED,
+        SIM_GEN_MAPREDUCE,
         _SIM_GEN_MAX,
         _SIM_GEN_INVALID = -22,
 } SimGenerator;

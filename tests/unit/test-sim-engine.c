@@ -148,6 +148,102 @@ Test(sim_engine, processor_sharing) {
         sim_workload_done(&w);
 }
 
+Test(sim_engine, fluid_bounds_by_hand) {
+        /* One CPU: A (10 s) at 0, B (2 s) at 1. fluid-srpt: A 0–1, B 1–3, A 3–12. ps: both at 1/2
+         * from 1, B done at 5, A at 12. fluid-fifo: A at 10, B at 12. */
+        SimWorkload w = trace(HEADER "0,1,0,1,10,1,256M,1,128M\n1,2,0,1,2,1,256M,1,128M\n");
+        const struct {
+                SimPolicy policy;
+                double a, b;
+        } cases[] = {
+                { SIM_POLICY_FLUID_SRPT, 12, 3 }, { SIM_POLICY_PS, 12, 5 }, { SIM_POLICY_FLUID_FIFO, 10, 12 },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                SimParams p = SIM_PARAMS_DEFAULT;
+                p.policy = cases[i].policy;
+                SimResult r = run(&w, 1, 4 * GiB, &p);
+                cr_assert_float_eq(end_of(&w, &r, 1), cases[i].a, EPS, "%s", sim_policy_to_string(p.policy));
+                cr_assert_float_eq(end_of(&w, &r, 2), cases[i].b, EPS, "%s", sim_policy_to_string(p.policy));
+                sim_result_done(&r);
+        }
+        sim_workload_done(&w);
+
+        /* Eight CPUs: A (one 10 s task) at 0, B (eight 1.5 s tasks, 12 left) at 0. SRPT serves A
+         * first: A takes its one CPU, B the other 7. B's remaining work falls 7× as fast as A's
+         * and catches up at t = (12 − 10)/(7 − 1) = 1/3; from then B is first and takes all 8
+         * CPUs (A waits), ends at 1/3 + (12 − 7/3)/8; A runs alone after that, ends at B's end +
+         * (10 − 1/3). Without the crossing event A would end at 10 and B at 12/7. */
+        w = trace(HEADER "0,1,0,1,10,1,256M,1,128M\n0,2,0,8,1.5,1,256M,1,128M\n");
+        SimParams p = SIM_PARAMS_DEFAULT;
+        p.policy = SIM_POLICY_FLUID_SRPT;
+        SimResult r = run(&w, 8, 16 * GiB, &p);
+        double b_end = 1.0 / 3 + (12 - 7.0 / 3) / 8;
+        cr_assert_float_eq(end_of(&w, &r, 2), b_end, EPS);
+        cr_assert_float_eq(end_of(&w, &r, 1), b_end + 10 - 1.0 / 3, EPS);
+        sim_result_done(&r);
+        sim_workload_done(&w);
+}
+
+Test(sim_engine, load_scales_arrivals) {
+        /* The mixed generator at --load 0.5 and 0.9 on its own cluster: the offered load, work over
+         * capacity × span of arrivals, is what was asked; the jobs are the same. */
+        SimWorkload a = { 0 }, b = { 0 };
+        cr_assert_eq(sim_generate(SIM_GEN_MIXED, 100, 3, &a), 0);
+        cr_assert_eq(sim_generate(SIM_GEN_MIXED, 100, 3, &b), 0);
+        cr_assert_eq(sim_workload_set_load(&a, a.nodes, a.n_nodes, 0.5), 0);
+        cr_assert_eq(sim_workload_set_load(&b, b.nodes, b.n_nodes, 0.9), 0);
+        double work = 0;
+        for (size_t i = 0; i < a.n_jobs; i++) {
+                work += sim_job_size_s(&a, &a.jobs[i]);
+                cr_assert_float_eq(sim_job_size_s(&a, &a.jobs[i]), sim_job_size_s(&b, &b.jobs[i]), 1e-9);
+        }
+        double span_a = a.jobs[a.n_jobs - 1].arrival_s - a.jobs[0].arrival_s;
+        double span_b = b.jobs[b.n_jobs - 1].arrival_s - b.jobs[0].arrival_s;
+        cr_assert_float_eq(work / (2 * span_a), 0.5, 1e-9);
+        cr_assert_float_eq(work / (2 * span_b), 0.9, 1e-9);
+        cr_assert_eq(sim_workload_set_load(&a, a.nodes, a.n_nodes, 0), -EINVAL);
+        sim_workload_done(&a);
+        sim_workload_done(&b);
+}
+
+Test(sim_engine, generators_match_their_description) {
+        /* mixed: half the jobs one task; mapreduce: 60 % one task, ≈ 13 % with 100 or more, the
+         * largest 1 % of the jobs carry most of the work. */
+        SimWorkload w = { 0 };
+        cr_assert_eq(sim_generate(SIM_GEN_MIXED, 4000, 1, &w), 0);
+        size_t one = 0;
+        for (size_t i = 0; i < w.n_jobs; i++)
+                one += w.phases[w.jobs[i].first_phase].n_tasks == 1;
+        cr_assert(one > 0.47 * 4000 && one < 0.53 * 4000, "%zu one-task jobs", one);
+        sim_workload_done(&w);
+
+        cr_assert_eq(sim_generate(SIM_GEN_MAPREDUCE, 4000, 1, &w), 0);
+        size_t big = 0;
+        one = 0;
+        double *size = calloc(w.n_jobs, sizeof(double)), total = 0, top = 0;
+        cr_assert_not_null(size);
+        for (size_t i = 0; i < w.n_jobs; i++) {
+                unsigned n = w.phases[w.jobs[i].first_phase].n_tasks;
+                one += n == 1;
+                big += n >= 100;
+                size[i] = sim_job_size_s(&w, &w.jobs[i]);
+                total += size[i];
+        }
+        for (size_t k = 0; k < w.n_jobs / 100; k++) { /* the 40 largest, by selection */
+                size_t m = 0;
+                for (size_t i = 1; i < w.n_jobs; i++)
+                        if (size[i] > size[m])
+                                m = i;
+                top += size[m];
+                size[m] = -1;
+        }
+        free(size);
+        cr_assert(one > 0.57 * 4000 && one < 0.63 * 4000, "%zu one-task jobs", one);
+        cr_assert(big > 0.10 * 4000 && big < 0.16 * 4000, "%zu jobs of 100+ tasks", big);
+        cr_assert(top / total > 0.5, "the largest 1%% carry %.0f%%", 100 * top / total);
+        sim_workload_done(&w);
+}
+
 Test(sim_engine, two_phases_run_in_order) {
         /* Map: 2 tasks of 3 s on 2 CPUs, then reduce: one task of 4 s. Ends at 7. */
         SimWorkload w = trace(HEADER "0,1,0,2,3,1,1G,1,512M\n0,1,1,1,4,1,1G,1,512M\n");
