@@ -11,9 +11,12 @@
 /* Work below this many CPU-seconds counts as done (floating-point rounding). */
 #define SCHED_EPSILON_S 1e-9
 
-/* Where a job stands in a decision: shared jobs split capacity by weight (FAIR; PSBS's late
- * jobs), ordered ones are served strictly one after the other, late (HFSP) before normal. */
+/* Where a job stands in a decision: tiny phases (fewer tasks than the training count: HFSP's
+ * "S_f = 0, the highest priority") first, one after the other, the smallest estimate first;
+ * then shared jobs split capacity by weight (FAIR; PSBS's late jobs); ordered ones are served
+ * strictly one after the other, late (HFSP) before normal. */
 typedef enum SchedTier {
+        SCHED_TIER_TINY,
         SCHED_TIER_SHARED,
         SCHED_TIER_LATE,
         SCHED_TIER_ORDERED,
@@ -26,6 +29,7 @@ enum { SCHED_ORDER_MAIN, SCHED_ORDER_TRAINING, _SCHED_ORDER_MAX };
 /* Where a job sits in an order (see sched-order.c). */
 typedef enum SchedPlace {
         SCHED_PLACE_NONE,
+        SCHED_PLACE_TINY,          /* heap by size estimate */
         SCHED_PLACE_SHARED,        /* heap by CPU per weight */
         SCHED_PLACE_LATE,          /* heap by when it became late */
         SCHED_PLACE_STATIC,        /* heap by a key that does not change with time (fifo, srpt) */
@@ -118,7 +122,7 @@ typedef struct SchedClass {
 } SchedClass;
 
 typedef struct SchedOrder {
-        SchedHeap shared, late, fixed;
+        SchedHeap tiny, shared, late, fixed;
         SchedClass *classes;
         size_t n_classes;
         uint32_t *capped;          /* job slots */
@@ -242,6 +246,8 @@ int sched_order_bulk(Sched *s);
  * ignoring the shared tier when skip_shared; marks it visited (SCHED_NIL: none left). */
 uint32_t sched_order_next(Sched *s, int order, bool skip_shared);
 uint32_t sched_order_peek_shared(const Sched *s, int order);
+/* The next tiny job in this decision, taken out of the order (SCHED_NIL: none left). */
+uint32_t sched_order_next_tiny(Sched *s, int order);
 /* Takes the job out of the order for the rest of this decision. */
 int sched_order_take(Sched *s, SchedJob *j, int order);
 /* Puts back what sched_order_next() took out during this decision. */
@@ -282,6 +288,9 @@ typedef struct SchedNodeFree {
 size_t sched_preempt(Sched *s, const SchedBlocked *b, int *ret_error);
 
 /* sched.c helpers shared with the other modules */
+/* A tiny phase: sets its tier and priority and returns true (the policies' order hooks ask
+ * first, so every size-based policy serves tiny phases alike). */
+bool sched_job_is_tiny(SchedJob *j);
 bool sched_job_outranks(const SchedJob *a, double a_extra_cpus, const SchedJob *b, double b_less_cpus);
 int sched_emit(Sched *s, SchedVerb verb, size_t task, size_t node);
 double sched_job_size(const SchedJob *j);

@@ -1,5 +1,6 @@
 /* sched-order.c: the jobs in the policy's priority order, kept as changes come instead of
- * sorted per decision — so a decision reads only the jobs at the head. Tier by tier: shared
+ * sorted per decision — so a decision reads only the jobs at the head. Tier by tier: tiny jobs
+ * in a heap by their size estimate; shared
  * jobs (fair; PSBS's late jobs) in a heap by CPU per weight; HFSP's late jobs in a heap by
  * when they became late; then the ordered tier, merged from
  *   - a heap by a key that does not move with time (fifo: 0, so submission; srpt: remaining),
@@ -28,6 +29,7 @@ void sched_order_init(Sched *s) {
         for (int o = 0; o < _SCHED_ORDER_MAX; o++) {
                 SchedOrder *ord = &s->orders[o];
                 *ord = (SchedOrder) {};
+                sched_heap_init(&ord->tiny, pos_offset(o), key_which(o), false);
                 sched_heap_init(&ord->shared, pos_offset(o), key_which(o), false);
                 sched_heap_init(&ord->late, pos_offset(o), key_which(o), false);
                 sched_heap_init(&ord->fixed, pos_offset(o), key_which(o), false);
@@ -37,6 +39,7 @@ void sched_order_init(Sched *s) {
 void sched_order_done(Sched *s) {
         for (int o = 0; o < _SCHED_ORDER_MAX; o++) {
                 SchedOrder *ord = &s->orders[o];
+                sched_heap_done(&ord->tiny);
                 sched_heap_done(&ord->shared);
                 sched_heap_done(&ord->late);
                 sched_heap_done(&ord->fixed);
@@ -82,6 +85,9 @@ static void take_out(Sched *s, SchedJob *j, int o) {
         SchedOrder *ord = &s->orders[o];
         uint32_t slot = sched_job_slot(s, j);
         switch (j->place[o]) {
+        case SCHED_PLACE_TINY:
+                sched_heap_remove(s, &ord->tiny, slot);
+                break;
         case SCHED_PLACE_SHARED:
                 sched_heap_remove(s, &ord->shared, slot);
                 break;
@@ -119,6 +125,8 @@ static bool belongs(const Sched *s, const SchedJob *j, int o) {
 static SchedPlace place_of(const Sched *s, SchedJob *j, double *ret_key) {
         s->ops->order(s, j);
         *ret_key = j->prio;
+        if (j->tier == SCHED_TIER_TINY)
+                return SCHED_PLACE_TINY;
         if (j->tier == SCHED_TIER_SHARED) {
                 *ret_key = j->alloc_cpus / j->weight;
                 return SCHED_PLACE_SHARED;
@@ -146,6 +154,9 @@ static int put_in_as(Sched *s, SchedJob *j, int o, bool bulk) {
         SchedHeap *h = NULL;
         j->ckey[o] = key;
         switch (place) {
+        case SCHED_PLACE_TINY:
+                h = &ord->tiny;
+                break;
         case SCHED_PLACE_SHARED:
                 h = &ord->shared;
                 break;
@@ -190,7 +201,7 @@ static int put_in(Sched *s, SchedJob *j, int o) {
 int sched_order_bulk(Sched *s) {
         for (int o = 0; o < _SCHED_ORDER_MAX; o++) {
                 SchedOrder *ord = &s->orders[o];
-                ord->shared.n = ord->late.n = ord->fixed.n = 0;
+                ord->tiny.n = ord->shared.n = ord->late.n = ord->fixed.n = 0;
                 for (size_t c = 0; c < ord->n_classes; c++)
                         ord->classes[c].heap.n = 0;
                 ord->n_capped = 0;
@@ -210,6 +221,7 @@ int sched_order_bulk(Sched *s) {
         }
         for (int o = 0; o < _SCHED_ORDER_MAX; o++) {
                 SchedOrder *ord = &s->orders[o];
+                sched_heap_heapify(s, &ord->tiny);
                 sched_heap_heapify(s, &ord->shared);
                 sched_heap_heapify(s, &ord->late);
                 sched_heap_heapify(s, &ord->fixed);
@@ -271,8 +283,8 @@ static bool ordered_before(const SchedJob *a, const SchedJob *b) {
 
 uint32_t sched_order_next(Sched *s, int o, bool skip_shared) {
         SchedOrder *ord = &s->orders[o];
-        uint32_t best = SCHED_NIL;
-        if (!skip_shared)
+        uint32_t best = sched_heap_top(&ord->tiny);
+        if (best == SCHED_NIL && !skip_shared)
                 best = sched_heap_top(&ord->shared);
         if (best == SCHED_NIL)
                 best = sched_heap_top(&ord->late);
@@ -302,6 +314,13 @@ uint32_t sched_order_next(Sched *s, int o, bool skip_shared) {
         if (best == SCHED_NIL)
                 return SCHED_NIL;
 
+        return sched_order_take(s, &s->jobs[best], o) < 0 ? SCHED_NIL : best;
+}
+
+uint32_t sched_order_next_tiny(Sched *s, int o) {
+        uint32_t best = sched_heap_top(&s->orders[o].tiny);
+        if (best == SCHED_NIL)
+                return SCHED_NIL;
         return sched_order_take(s, &s->jobs[best], o) < 0 ? SCHED_NIL : best;
 }
 

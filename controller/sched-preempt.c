@@ -126,8 +126,9 @@ size_t sched_preempt(Sched *s, const SchedBlocked *b, int *ret_error) {
                 if (cj->real_done || sched_task_is_training(cj, c))
                         continue; /* training tasks are never preempted while they train */
                 s->ops->order(s, cj);
-                if (!b->training && !sched_job_outranks(b->job, t->cpu_cores, cj, c->cpu_cores))
-                        continue;
+                if (b->training ? cj->tier == SCHED_TIER_TINY
+                                : !sched_job_outranks(b->job, t->cpu_cores, cj, c->cpu_cores))
+                        continue; /* training tasks preempt anything but tiny jobs */
                 v[n_v++] = (Victim) { .task = i, .job = cj };
         }
         if (n_v == 0)

@@ -7,6 +7,8 @@
 #include "sched-internal.h"
 
 static void psbs_order(const Sched *s, SchedJob *job) {
+        if (sched_job_is_tiny(job))
+                return;
         if (job->late) {
                 job->tier = SCHED_TIER_SHARED;
                 job->prio = 0;

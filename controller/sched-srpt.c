@@ -6,7 +6,7 @@
 static void srpt_order(const Sched *s, SchedJob *job) {
         (void) s;
         job->tier = SCHED_TIER_ORDERED;
-        double size = job->size.kind == SCHED_SIZE_TINY ? 0.0 : job->size.size_s;
+        double size = job->size.size_s;
         job->prio = MAX(size - job->service_s, 0.0);
 }
 

@@ -171,8 +171,6 @@ int sched_job_add(Sched *s, uint64_t key, double now_s, double weight, double pa
         }, &j);
         if (r < 0)
                 return r;
-        if (size->kind == SCHED_SIZE_TINY)
-                j->size.size_s = 0;
         j->vrem_s = sched_job_size(j);
         r = sched_vcluster_enter(s, j, now_s);
         if (r < 0)
@@ -198,9 +196,12 @@ int sched_job_set_size(Sched *s, uint64_t key, double now_s, const SchedSize *si
         SchedJob *j = sched_table_find(s, key);
         if (!j)
                 return -ENOENT;
-        /* HFSP Sec. III-A: S_f is set once; later updates would only make the order flap. */
+        /* HFSP Sec. III-A: S_f is set once; later updates would only make the order flap. A tiny
+         * phase's estimate may be refined (it stays tiny), a final size only replaced when
+         * continuous_size_updates says so. */
+        bool refine_tiny = j->size.kind == SCHED_SIZE_TINY && size->kind == SCHED_SIZE_TINY;
         bool final = j->size.kind == SCHED_SIZE_FINAL || j->size.kind == SCHED_SIZE_TINY;
-        if (final && !s->params.continuous_size_updates)
+        if (final && !refine_tiny && !s->params.continuous_size_updates)
                 return 0;
 
         int r = sched_vcluster_advance(s, now_s);
@@ -212,8 +213,6 @@ int sched_job_set_size(Sched *s, uint64_t key, double now_s, const SchedSize *si
         /* The virtual work done stays done: the new size only changes what is left. */
         double done = sched_job_size(j) - sched_job_virtual_remaining(s, j);
         j->size = *size;
-        if (size->kind == SCHED_SIZE_TINY)
-                j->size.size_s = 0;
         sched_vcluster_set_remaining(s, j, MAX(sched_job_size(j) - done, 0.0));
         if (j->in_virtual) {
                 if (nothing_left(s, j))
@@ -336,6 +335,18 @@ double sched_ghost_time(const Sched *s) {
 }
 
 /* ---- Ordering ---- */
+
+bool sched_job_is_tiny(SchedJob *j) {
+        if (j->size.kind != SCHED_SIZE_TINY)
+                return false;
+        /* "the job must be scheduled as soon as possible" (HFSP Sec. III-C): ahead of late
+         * phases too, or a one-task job waits behind every phase that went late before it came.
+         * Among themselves the smallest estimate first (n·ξ·s̄: a one-task job before a
+         * four-task one), then by arrival. */
+        j->tier = SCHED_TIER_TINY;
+        j->prio = j->size.size_s;
+        return true;
+}
 
 static double fair_level(const SchedJob *j, double extra_cpus) {
         return (j->alloc_cpus + extra_cpus) / j->weight;
@@ -531,17 +542,44 @@ static int training_pass(Sched *s, double now_s, bool *ret_stop) {
         }
 }
 
+/* Every unit of work of the job in turn, until it has none left or placement must stop. */
+static int serve_job(Sched *s, double now_s, SchedJob *j, bool *stop) {
+        for (;;) {
+                bool had_work;
+                int outcome = UNIT_DONE;
+                int r = job_step(s, now_s, j, &had_work, &outcome);
+                if (r < 0)
+                        return r;
+                if (!had_work)
+                        return 0;
+                if (outcome == UNIT_STOP) {
+                        *stop = true;
+                        return 0;
+                }
+        }
+}
+
 static int decide(Sched *s, double now_s) {
         bool stop = false;
         int r;
 
-        if (s->ops->training_priority && s->params.training_cpus > 0) {
+        /* Tiny jobs first, strictly in order: they are served as soon as possible. */
+        while (!stop) {
+                uint32_t slot = sched_order_next_tiny(s, SCHED_ORDER_MAIN);
+                if (slot == SCHED_NIL)
+                        break;
+                r = serve_job(s, now_s, sched_job_at(s, slot), &stop);
+                if (r < 0)
+                        return r;
+        }
+
+        if (!stop && s->ops->training_priority && s->params.training_cpus > 0) {
                 r = training_pass(s, now_s, &stop);
                 if (r < 0)
                         return r;
         }
 
-        /* Shared jobs first, each unit to the one holding the least CPU per weight. */
+        /* Shared jobs next, each unit to the one holding the least CPU per weight. */
         while (!stop) {
                 uint32_t slot = sched_order_peek_shared(s, SCHED_ORDER_MAIN);
                 if (slot == SCHED_NIL)
@@ -566,20 +604,9 @@ static int decide(Sched *s, double now_s) {
                 uint32_t slot = sched_order_next(s, SCHED_ORDER_MAIN, true);
                 if (slot == SCHED_NIL)
                         break;
-                SchedJob *j = sched_job_at(s, slot);
-                for (;;) {
-                        bool had_work;
-                        int outcome = UNIT_DONE;
-                        r = job_step(s, now_s, j, &had_work, &outcome);
-                        if (r < 0)
-                                return r;
-                        if (!had_work)
-                                break;
-                        if (outcome == UNIT_STOP) {
-                                stop = true;
-                                break;
-                        }
-                }
+                r = serve_job(s, now_s, sched_job_at(s, slot), &stop);
+                if (r < 0)
+                        return r;
         }
         return 0;
 }

@@ -4,8 +4,8 @@
  * tasks to start, thaw, freeze or kill. No I/O, no clocks: times are seconds on the caller's clock.
  *
  * Policies: fifo (submission order), fair (weighted max-min of CPU among active jobs), hfsp
- * (size-based with aging: virtual cluster, training priority, tiny jobs first; Pastorelli et
- * al., IEEE TCC 2015, Sec. III), psbs (HFSP's virtual cluster with a ghost virtual time; jobs
+ * (size-based with aging: virtual cluster, training priority, tiny jobs first, ahead of late
+ * ones too; Pastorelli et al., IEEE TCC 2015, Sec. III), psbs (HFSP's virtual cluster with a ghost virtual time; jobs
  * late in the virtual cluster share capacity by weight; Dell'Amico et al., "PSBS: practical
  * size-based scheduling"), srpt (shortest remaining processing time from oracle sizes; for the
  * simulator only). Sizes are CPU-seconds; the scheduler never estimates, it consumes estimates. */
@@ -59,7 +59,7 @@ typedef struct SchedParams {
 typedef enum SchedSizeKind {
         SCHED_SIZE_INITIAL,   /* S_i, before training: the phase's first n_training tasks train */
         SCHED_SIZE_FINAL,     /* S_f, after training; set once */
-        SCHED_SIZE_TINY,      /* fewer than t tasks: S_f = 0, served first */
+        SCHED_SIZE_TINY,      /* fewer than t tasks: no training, served first */
         SCHED_SIZE_ORACLE,    /* the true size (simulator, srpt) */
         _SCHED_SIZE_KIND_MAX,
 } SchedSizeKind;
@@ -68,7 +68,9 @@ const char *sched_size_kind_to_string(SchedSizeKind k);
 
 typedef struct SchedSize {
         SchedSizeKind kind;
-        double size_s;        /* CPU-seconds; ignored (0) for TINY */
+        double size_s;        /* CPU-seconds; for TINY its estimate n·ξ·s̄ (0: none), which
+                               * orders tiny phases among themselves and ages in the virtual
+                               * cluster, and may be refined (sched_job_set_size()) */
         unsigned n_training;  /* INITIAL: tasks with index < n_training are training tasks */
 } SchedSize;
 

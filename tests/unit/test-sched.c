@@ -380,6 +380,98 @@ Test(sched_hfsp, tiny_jobs_first) {
         }
 }
 
+Test(sched_hfsp, tiny_jobs_before_late_ones) {
+        /* One CPU. Job A (4 one-second tasks) is under-estimated at 1 CPU-second: sharing the
+         * virtual CPU with B it finishes there at t = 2 and is late from then on. Job B (4 tasks
+         * of 1 s, final size 4) waits. A tiny one-task job C arrives at 2.5: tiny jobs are served
+         * as soon as possible, so C runs when A's third task frees the CPU at 3 and ends at 4,
+         * ahead of the late A (which ends at 5) — the late tier used to hold C back until A was
+         * done (C at 5). */
+        SchedSize tiny = { .kind = SCHED_SIZE_TINY, .size_s = 1 };
+        SimJob jobs[] = {
+                { .n_tasks = 4, .task_work_s = 1, .task_cpus = 1, .size = final_size(1) },
+                { .n_tasks = 4, .task_work_s = 1, .task_cpus = 1, .size = final_size(4) },
+                { .arrival_s = 2.5, .n_tasks = 1, .task_work_s = 1, .task_cpus = 1, .size = tiny },
+        };
+        for (SchedPolicy pol = SCHED_HFSP; pol <= SCHED_PSBS; pol++) {
+                for (size_t j = 0; j < ELEMENTSOF(jobs); j++)
+                        jobs[j].added = false, jobs[j].done = 0;
+                Sim sim = { .nodes = { node(1) }, .n_nodes = 1, .jobs = jobs, .n_jobs = ELEMENTSOF(jobs) };
+                SchedParams p = params(pol);
+                sim_run(&sim, &p);
+                cr_assert_float_eq(jobs[2].finish_s, 4, EPS, "%s", sched_policy_to_string(pol));
+                cr_assert_float_eq(jobs[0].finish_s, 5, EPS, "%s", sched_policy_to_string(pol));
+        }
+}
+
+Test(sched_hfsp, tiny_jobs_smallest_estimate_first_and_ageing) {
+        /* Two CPUs, one of them held by job A's first task (1 task of 10 s, tiny, estimate 10).
+         * At t = 1 a four-task tiny job B (estimate 4 × 1) and then a one-task tiny job C
+         * (estimate 1) arrive: C takes the free CPU before B although it came second. */
+        Sched *s;
+        SchedParams p = params(SCHED_HFSP);
+        cr_assert_eq(sched_new(&p, 2, &s), 0);
+        PlacementNode n[] = { node(2) };
+        SchedSize a = { .kind = SCHED_SIZE_TINY, .size_s = 10 }, b = { .kind = SCHED_SIZE_TINY, .size_s = 4 },
+                  c = { .kind = SCHED_SIZE_TINY, .size_s = 1 };
+        cr_assert_eq(sched_job_add(s, 1, 0, 1, 1, &a), 0);
+        cr_assert_eq(sched_job_add(s, 2, 1, 1, 4, &b), 0);
+        cr_assert_eq(sched_job_add(s, 3, 1, 1, 1, &c), 0);
+        SchedTask t[] = {
+                { .key = 1, .state = SCHED_TASK_RUNNING, .node = 0, .cpu_cores = 1, .memory_bytes = MiB },
+                { .key = 2, .index = 0, .cpu_cores = 1, .memory_bytes = MiB },
+                { .key = 2, .index = 1, .cpu_cores = 1, .memory_bytes = MiB },
+                { .key = 3, .index = 0, .cpu_cores = 1, .memory_bytes = MiB },
+        };
+        SchedDecision *d;
+        size_t n_d;
+        cr_assert_eq(sched_decide(s, 1, n, 1, t, ELEMENTSOF(t), &d, &n_d), 0);
+        cr_assert_eq(n_d, 1);
+        cr_assert_eq(d[0].verb, SCHED_START);
+        cr_assert_eq(d[0].task, 3, "the one-task job first");
+        free(d);
+        /* Tiny phases age in the virtual cluster from their estimates: the three share its two
+         * CPUs (A and C capped at one each), so they hold virtual capacity as they hold real. */
+        SchedJobInfo info;
+        cr_assert_eq(sched_rank(s, 1.5), 0);
+        cr_assert_eq(sched_job_info(s, 2, &info), 0);
+        cr_assert_float_eq(info.virtual_size_s, 4 - 0.5 * info.virtual_share_cpus, 1e-9);
+        cr_assert_gt(info.virtual_share_cpus, 0);
+        cr_assert_eq(sched_job_info(s, 1, &info), 0);
+        cr_assert_lt(info.virtual_size_s, 10);
+        /* A refined estimate keeps the phase tiny and moves it within the tier. */
+        SchedSize b2 = { .kind = SCHED_SIZE_TINY, .size_s = 0.1 };
+        cr_assert_eq(sched_job_set_size(s, 2, 1.5, &b2), 1);
+        cr_assert_eq(sched_job_info(s, 2, &info), 0);
+        cr_assert_eq(info.size.kind, SCHED_SIZE_TINY);
+        s = sched_free(s);
+}
+
+Test(sched_hfsp, training_tasks_do_not_preempt_tiny_ones) {
+        /* One CPU held by a tiny job's task; a job in training (T = 1) waits for it under suspend
+         * instead of freezing it. */
+        Sched *s;
+        SchedParams p = params(SCHED_HFSP);
+        p.preemption = SCHED_PREEMPT_SUSPEND;
+        p.training_cpus = 1;
+        cr_assert_eq(sched_new(&p, 1, &s), 0);
+        PlacementNode n[] = { node(1) };
+        SchedSize tiny = { .kind = SCHED_SIZE_TINY, .size_s = 100 };
+        SchedSize init = { .kind = SCHED_SIZE_INITIAL, .size_s = 5, .n_training = 5 };
+        cr_assert_eq(sched_job_add(s, 1, 0, 1, 1, &tiny), 0);
+        cr_assert_eq(sched_job_add(s, 2, 1, 1, 5, &init), 0);
+        SchedTask t[] = {
+                { .key = 1, .state = SCHED_TASK_RUNNING, .node = 0, .cpu_cores = 1, .memory_bytes = MiB },
+                { .key = 2, .index = 0, .cpu_cores = 1, .memory_bytes = MiB },
+        };
+        SchedDecision *d;
+        size_t n_d;
+        cr_assert_eq(sched_decide(s, 1, n, 1, t, ELEMENTSOF(t), &d, &n_d), 0);
+        cr_assert_eq(n_d, 0, "a training task froze a tiny job's task");
+        free(d);
+        s = sched_free(s);
+}
+
 Test(sched_hfsp, training_priority_capped_by_T) {
         /* Four CPUs. Job 1 has a small final size; jobs 2 and 3 are in training with big initial
          * sizes. With T = 2, two CPUs go to training tasks (job 2's: the smaller initial size),
