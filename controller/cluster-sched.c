@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cluster-sched.h"
+#include "sched-sizing.h"
 #include "log.h"
 #include "macro.h"
 
@@ -15,8 +16,7 @@
 /* What the estimator knows of one phase the scheduler holds; kept sorted by key. */
 typedef struct PhaseEntry {
         uint64_t key;
-        unsigned n_tasks;
-        HfspPhaseSize size;
+        SizingPhase sz;            /* its size, as controller/sched-sizing.c keeps it */
         double weight, parallel_cpus;
         int64_t sized_ms;
         json_t *estimate;          /* how its size came about; owned, also in the store */
@@ -39,8 +39,7 @@ struct ClusterSched {
         size_t *position;          /* task id → index in the caller's array, this placement */
         SchedDecision *out;
         size_t n_out_allocated;
-        HfspSizeParams size_params;
-        HfspHistory history;
+        SchedSizing sizing;        /* s̄ and the estimator's parameters */
         PhaseEntry *phases;        /* runnable */
         size_t n_phases;
         PhaseEntry *done;          /* finished in reality, still ageing virtually */
@@ -57,13 +56,14 @@ static void entries_free(PhaseEntry *v, size_t n) {
 }
 
 int cluster_sched_new(const SchedParams *sched_params, const HfspSizeParams *size_params, ClusterSched **ret) {
-        int r = hfsp_size_params_validate(size_params);
+        SchedSizing sizing;
+        int r = sched_sizing_init(&sizing, size_params);
         if (r < 0)
                 return r;
         ClusterSched *cs = calloc(1, sizeof(ClusterSched));
         if (!cs)
                 return -ENOMEM;
-        cs->size_params = *size_params;
+        cs->sizing = sizing;
         r = sched_new(sched_params, 0, &cs->sched);
         if (r < 0) {
                 free(cs);
@@ -92,31 +92,18 @@ Sched *cluster_sched_scheduler(ClusterSched *cs) {
         return cs->sched;
 }
 
-static SchedSize sched_size(const ClusterSched *cs, const HfspPhaseSize *ps) {
-        if (ps->tiny)
-                return (SchedSize) { .kind = SCHED_SIZE_TINY };
-        if (ps->final)
-                return (SchedSize) { .kind = SCHED_SIZE_FINAL, .size_s = ps->size };
-        return (SchedSize) { .kind = SCHED_SIZE_INITIAL, .size_s = ps->size,
-                             .n_training = (unsigned) cs->size_params.training_tasks };
-}
-
 static int64_t s_to_ms(double s) {
         return (int64_t) llround(s * 1000.0);
 }
 
-static SchedSize size_of_kind(const char *kind, double size_s, unsigned n_training, HfspPhaseSize *ret) {
-        *ret = (HfspPhaseSize) { .size = size_s };
-        if (streq(kind, "tiny")) {
-                ret->tiny = ret->final = true;
-                ret->size = 0;
-                return (SchedSize) { .kind = SCHED_SIZE_TINY };
-        }
-        if (streq(kind, "final")) {
-                ret->final = true;
-                return (SchedSize) { .kind = SCHED_SIZE_FINAL, .size_s = size_s };
-        }
-        return (SchedSize) { .kind = SCHED_SIZE_INITIAL, .size_s = size_s, .n_training = n_training };
+/* A phase's size as its checkpoint recorded it. */
+static SizingPhase sizing_of_record(const StoreSchedRecord *rec, unsigned n_tasks) {
+        bool tiny = streq(rec->size_kind, "tiny");
+        return (SizingPhase) {
+                .n_tasks = n_tasks,
+                .size = { .size = rec->size_s, .tiny = tiny, .final = tiny || streq(rec->size_kind, "final") },
+                .error = 1,
+        };
 }
 
 /* Writes the entry's row: its size and how it came about, and its virtual state now. */
@@ -130,8 +117,8 @@ static int entry_save(const ClusterSched *cs, Store *store, const PhaseEntry *e,
         StoreSchedRecord rec = {
                 .job = sched_key_job(e->key),
                 .phase = sched_key_phase(e->key),
-                .size_kind = (char *) (e->size.tiny ? "tiny" : e->size.final ? "final" : "initial"),
-                .size_s = e->size.size,
+                .size_kind = (char *) (e->sz.size.tiny ? "tiny" : e->sz.size.final ? "final" : "initial"),
+                .size_s = e->sz.size.size,
                 .weight = e->weight,
                 .parallel_cpus = e->parallel_cpus,
                 .sized_ms = e->sized_ms,
@@ -145,17 +132,17 @@ static int entry_save(const ClusterSched *cs, Store *store, const PhaseEntry *e,
 
 /* S_i and where it came from, as the phase's estimate record starts. */
 static json_t *estimate_initial(const ClusterSched *cs, const PhaseEntry *e, int64_t now_ms) {
-        const char *from = e->size.tiny ? "tiny" : cs->history.n_tasks == 0 ? "s0" : "history";
+        const char *from = e->sz.size.tiny ? "tiny" : cs->sizing.history.n_tasks == 0 ? "s0" : "history";
         return json_pack("{s:I, s:I, s:f, s:f, s:f, s:s, s:f, s:I, s:f, s:I, s:n, s:n, s:n, s:n}",
-                         "tasks", (json_int_t) e->n_tasks,
-                         "training_tasks", (json_int_t) cs->size_params.training_tasks,
-                         "training_timeout_s", cs->size_params.timeout_s,
-                         "xi", cs->size_params.xi,
-                         "s0_s", cs->size_params.s0,
+                         "tasks", (json_int_t) e->sz.n_tasks,
+                         "training_tasks", (json_int_t) cs->sizing.params.training_tasks,
+                         "training_timeout_s", cs->sizing.params.timeout_s,
+                         "xi", cs->sizing.params.xi,
+                         "s0_s", cs->sizing.params.s0,
                          "initial_from", from,
-                         "initial_size_s", e->size.size,
-                         "history_tasks", (json_int_t) cs->history.n_tasks,
-                         "history_mean_task_s", cs->history.mean_task_size,
+                         "initial_size_s", e->sz.size.size,
+                         "history_tasks", (json_int_t) cs->sizing.history.n_tasks,
+                         "history_mean_task_s", cs->sizing.history.mean_task_size,
                          "initial_ms", (json_int_t) now_ms,
                          "final_size_s", "final_ms", "training_mean_task_s", "training");
 }
@@ -189,7 +176,7 @@ static int training_json(const ClusterSched *cs, Store *store, uint64_t key, dou
         if (!a)
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++)
-                if (usage[i].index < cs->size_params.training_tasks &&
+                if (usage[i].index < cs->sizing.params.training_tasks &&
                     json_array_append_new(a, training_task_json(&usage[i], now_s)) < 0)
                         return -ENOMEM;
         *ret = TAKE_PTR(a);
@@ -242,9 +229,14 @@ static int phase_ended(ClusterSched *cs, Store *store, PhaseEntry *e, double now
                 json_decref(TAKE_PTR(e->estimate));
                 return store_sched_record_delete(store, sched_key_job(e->key), sched_key_phase(e->key));
         }
+        _cleanup_free_ double *sizes = malloc(n * sizeof(double));
+        if (!sizes)
+                return -ENOMEM;
         for (size_t i = 0; i < n; i++)
-                (void) hfsp_history_add(&cs->history, usage[i].cpu_s);
-        (void) sched_job_finish(cs->sched, e->key, now_s);
+                sizes[i] = usage[i].cpu_s;
+        r = sched_sizing_finish(&cs->sizing, cs->sched, e->key, sizes, n, now_s);
+        if (r < 0 && r != -ENOENT)
+                return r;
         /* Still ageing virtually: it keeps slowing the others down, across a restart too. */
         r = entry_save(cs, store, e, true, s_to_ms(now_s));
         if (r < 0)
@@ -260,11 +252,12 @@ static int phase_ended(ClusterSched *cs, Store *store, PhaseEntry *e, double now
         return 0;
 }
 
-/* Training: once its t training tasks have run for Δ (or finished), S_f is set, once. */
+/* Training: S_i refined as its t training tasks finish; once they have run for Δ (or finished),
+ * S_f is set, once (controller/sched-sizing.c). */
 static int phase_train(ClusterSched *cs, Store *store, PhaseEntry *e, double now_s) {
-        if (e->size.final)
+        if (e->sz.size.final)
                 return 0;
-        size_t t = cs->size_params.training_tasks;
+        size_t t = cs->sizing.params.training_tasks;
         _cleanup_free_ StoreTaskUsage *usage = NULL;
         _cleanup_free_ HfspTrainingTask *training = calloc(MAX(t, (size_t) 1), sizeof(HfspTrainingTask));
         size_t n = 0;
@@ -280,10 +273,8 @@ static int phase_train(ClusterSched *cs, Store *store, PhaseEntry *e, double now
                 const StoreTaskUsage *u = &usage[i];
                 if (u->index >= t)
                         continue;
-                if (u->started_ms < 0)
-                        return 0; /* a training task has not started yet */
                 bool finished = u->state == TASK_SUCCEEDED;
-                training[have++] = (HfspTrainingTask) {
+                training[have++] = u->started_ms < 0 ? (HfspTrainingTask) { .start_s = now_s } : (HfspTrainingTask) {
                         .start_s = (double) u->started_ms / 1000.0,
                         .finished = finished,
                         .finish_s = finished && u->finished_ms >= 0 ? (double) u->finished_ms / 1000.0 : now_s,
@@ -293,14 +284,20 @@ static int phase_train(ClusterSched *cs, Store *store, PhaseEntry *e, double now
         }
         if (have < t)
                 return 0;
-        r = hfsp_phase_size_update(&e->size, e->n_tasks, training, t, now_s, &cs->size_params);
-        if (r <= 0)
+        r = sched_sizing_train(&cs->sizing, cs->sched, e->key, &e->sz, training, t, now_s);
+        if (r <= SCHED_SIZING_UNCHANGED)
                 return r;
-        SchedSize size = sched_size(cs, &e->size);
-        r = size.kind == SCHED_SIZE_FINAL ? sched_job_training_done(cs->sched, e->key, now_s, &size)
-                                          : sched_job_set_size(cs->sched, e->key, now_s, &size);
-        if (r < 0)
-                return r;
+        int64_t now_ms = s_to_ms(now_s);
+        if (r == SCHED_SIZING_REFINED) {
+                /* S_i from the phase's own finished training tasks: recorded, so that a restart
+                 * resumes from it. */
+                if (json_object_set_new(e->estimate, "refined_size_s", json_real(e->sz.size.size)) < 0 ||
+                    json_object_set_new(e->estimate, "refined_from_tasks", json_integer(e->sz.n_refined)) < 0 ||
+                    json_object_set_new(e->estimate, "refined_ms", json_integer(now_ms)) < 0)
+                        return -ENOMEM;
+                e->sized_ms = now_ms;
+                return entry_save(cs, store, e, false, now_ms);
+        }
 
         /* S_f is set once: record it, and what it came from, before anything else can happen. */
         _cleanup_json_ json_t *tasks = json_array();
@@ -316,12 +313,11 @@ static int phase_train(ClusterSched *cs, Store *store, PhaseEntry *e, double now
                         return -ENOMEM;
         }
         /* S_f = s̄·[(n − t) + Σ(1 − p_k)]: s̄ as the estimator used it. */
-        double parts = (double) e->n_tasks - (double) t + unfinished;
-        int64_t now_ms = s_to_ms(now_s);
-        if (json_object_set_new(e->estimate, "final_size_s", json_real(e->size.size)) < 0 ||
+        double parts = (double) e->sz.n_tasks - (double) t + unfinished;
+        if (json_object_set_new(e->estimate, "final_size_s", json_real(e->sz.size.size)) < 0 ||
             json_object_set_new(e->estimate, "final_ms", json_integer(now_ms)) < 0 ||
             json_object_set_new(e->estimate, "training_mean_task_s",
-                                parts > 0 ? json_real(e->size.size / parts) : json_null()) < 0 ||
+                                parts > 0 ? json_real(e->sz.size.size / parts) : json_null()) < 0 ||
             json_object_set(e->estimate, "training", tasks) < 0)
                 return -ENOMEM;
         e->sized_ms = now_ms;
@@ -329,7 +325,7 @@ static int phase_train(ClusterSched *cs, Store *store, PhaseEntry *e, double now
         if (r < 0)
                 return r;
         log_info("Job %" PRIu64 " phase %u: final size %.1f CPU-seconds after training.", sched_key_job(e->key),
-                 sched_key_phase(e->key), e->size.size);
+                 sched_key_phase(e->key), e->sz.size.size);
         return 0;
 }
 
@@ -352,36 +348,37 @@ static int phase_added(ClusterSched *cs, Store *store, const StoreSchedPhase *p,
         double now_s = (double) now_ms / 1000.0;
         PhaseEntry e = {
                 .key = key,
-                .n_tasks = p->n_tasks,
                 .weight = p->weight > 0 ? p->weight : 1.0,
                 .parallel_cpus = p->n_tasks * p->cpu_cores,
                 .sized_ms = now_ms,
         };
-        SchedSize size;
         StoreSchedRecord *rec = restore_take(cs, key);
         int r;
         if (rec) {
-                size = size_of_kind(rec->size_kind, rec->size_s, (unsigned) cs->size_params.training_tasks, &e.size);
+                e.sz = sizing_of_record(rec, p->n_tasks);
                 e.sized_ms = rec->sized_ms;
                 e.estimate = json_incref(rec->estimate);
-        } else {
-                r = hfsp_phase_size_init(&e.size, p->n_tasks, &cs->history, &cs->size_params);
-                if (r < 0)
-                        return r;
-                size = sched_size(cs, &e.size);
-                e.estimate = estimate_initial(cs, &e, now_ms);
-                if (!e.estimate)
-                        return -ENOMEM;
-        }
-        r = sched_job_add(cs->sched, key, now_s, e.weight, e.parallel_cpus, &size);
-        if (r == -EEXIST) /* finished phase still ageing virtually: cannot happen twice */
-                r = 0;
-        if (r >= 0 && rec)
-                r = sched_job_restore(cs->sched, key, now_s, rec->virtual_size_s,
-                                      rec->late_since_ms >= 0 ? (double) rec->late_since_ms / 1000.0 : NAN);
-        if (rec) {
+                SchedSize size = sched_sizing_sched_size(&cs->sizing, &e.sz);
+                r = sched_job_add(cs->sched, key, now_s, e.weight, e.parallel_cpus, &size);
+                if (r == -EEXIST) /* finished phase still ageing virtually: cannot happen twice */
+                        r = 0;
+                if (r >= 0)
+                        r = sched_job_restore(cs->sched, key, now_s, rec->virtual_size_s,
+                                              rec->late_since_ms >= 0 ? (double) rec->late_since_ms / 1000.0 : NAN);
                 free(rec->size_kind);
                 json_decref(rec->estimate);
+        } else {
+                r = sched_sizing_add(&cs->sizing, cs->sched, key, p->n_tasks, 1.0, e.weight, e.parallel_cpus, now_s,
+                                     &e.sz);
+                if (r == -EEXIST) { /* as above */
+                        e.sz = (SizingPhase) { .n_tasks = p->n_tasks, .error = 1 };
+                        r = hfsp_phase_size_init(&e.sz.size, p->n_tasks, &cs->sizing.history, &cs->sizing.params);
+                }
+                if (r >= 0) {
+                        e.estimate = estimate_initial(cs, &e, now_ms);
+                        if (!e.estimate)
+                                r = -ENOMEM;
+                }
         }
         if (r >= 0 && !rec)
                 r = entry_save(cs, store, &e, false, now_ms);
@@ -398,7 +395,7 @@ int cluster_sched_load(ClusterSched *cs, Store *store, int64_t now_ms) {
         StoreSchedState state;
         int r = store_sched_state_get(store, &state);
         if (r >= 0) {
-                cs->history = (HfspHistory) { .n_tasks = state.history_tasks,
+                cs->sizing.history = (HfspHistory) { .n_tasks = state.history_tasks,
                                               .mean_task_size = state.history_mean_task_s };
                 r = sched_set_ghost_time(cs->sched, state.ghost_time);
         }
@@ -427,11 +424,10 @@ int cluster_sched_load(ClusterSched *cs, Store *store, int64_t now_ms) {
                         .sized_ms = rec->sized_ms,
                         .estimate = TAKE_PTR(rec->estimate),
                 };
-                SchedSize size = size_of_kind(rec->size_kind, rec->size_s, (unsigned) cs->size_params.training_tasks,
-                                              &e.size);
-                free(rec->size_kind);
                 json_int_t tasks = json_integer_value(json_object_get(e.estimate, "tasks"));
-                e.n_tasks = (unsigned) MAX(tasks, (json_int_t) 0);
+                e.sz = sizing_of_record(rec, (unsigned) MAX(tasks, (json_int_t) 0));
+                SchedSize size = sched_sizing_sched_size(&cs->sizing, &e.sz);
+                free(rec->size_kind);
                 r = sched_job_add(cs->sched, e.key, now_s, e.weight, e.parallel_cpus, &size);
                 if (r >= 0)
                         r = sched_job_restore(cs->sched, e.key, now_s, rec->virtual_size_s,
@@ -452,7 +448,7 @@ int cluster_sched_load(ClusterSched *cs, Store *store, int64_t now_ms) {
         cs->restore = recs;
         cs->n_restore = n_keep;
         log_info("Scheduler state restored: %zu phase(s) sized before the restart, %zu still ageing, "
-                 "s̄ from %zu task(s).", n_keep, cs->n_done, cs->history.n_tasks);
+                 "s̄ from %zu task(s).", n_keep, cs->n_done, cs->sizing.history.n_tasks);
         return 0;
 }
 
@@ -477,8 +473,8 @@ int cluster_sched_checkpoint(ClusterSched *cs, Store *store, int64_t now_ms) {
         }
         cs->n_done = n_keep;
         StoreSchedState state = {
-                .history_tasks = cs->history.n_tasks,
-                .history_mean_task_s = cs->history.mean_task_size,
+                .history_tasks = cs->sizing.history.n_tasks,
+                .history_mean_task_s = cs->sizing.history.mean_task_size,
                 .ghost_time = sched_ghost_time(cs->sched),
         };
         return store_sched_state_save(store, &state, now_ms);
@@ -550,13 +546,13 @@ static json_t *entry_to_json(const ClusterSched *cs, const PhaseEntry *e) {
                 return NULL;
         /* How the size came about: S_i = n·ξ·s̄ (s0 with no history), S_f after training. */
         json_t *est = json_pack("{s:I, s:I, s:f, s:f, s:f, s:I, s:f}",
-                                "tasks", (json_int_t) e->n_tasks,
-                                "training_tasks", (json_int_t) cs->size_params.training_tasks,
-                                "training_timeout_s", cs->size_params.timeout_s,
-                                "xi", cs->size_params.xi,
-                                "s0_s", cs->size_params.s0,
-                                "history_tasks", (json_int_t) cs->history.n_tasks,
-                                "history_mean_task_s", cs->history.mean_task_size);
+                                "tasks", (json_int_t) e->sz.n_tasks,
+                                "training_tasks", (json_int_t) cs->sizing.params.training_tasks,
+                                "training_timeout_s", cs->sizing.params.timeout_s,
+                                "xi", cs->sizing.params.xi,
+                                "s0_s", cs->sizing.params.s0,
+                                "history_tasks", (json_int_t) cs->sizing.history.n_tasks,
+                                "history_mean_task_s", cs->sizing.history.mean_task_size);
         if (!est)
                 return NULL;
         return json_pack("{s:I, s:I, s:I, s:s, s:s, s:f, s:f, s:f, s:f, s:b, s:f, s:o}",
@@ -666,7 +662,7 @@ int cluster_sched_job_to_json(ClusterSched *cs, Store *store, uint64_t job, bool
                 if (!est)
                         return -ENOMEM;
                 /* Still training: how far its training tasks have come, live. */
-                if (!e->size.final && !done) {
+                if (!e->sz.size.final && !done) {
                         json_t *training;
                         int r = training_json(cs, store, e->key, (double) now_ms / 1000.0, &training);
                         if (r < 0)

@@ -31,8 +31,9 @@ controller_libcgorch_sched_a_SOURCES = \
 	controller/sched-heap.c controller/sched-order.c controller/sched-tasks.c \
 	controller/sched-fifo.c controller/sched-fair.c controller/sched-hfsp.c \
 	controller/sched-psbs.c controller/sched-srpt.c \
+	controller/sched-sizing.c controller/sched-sizing.h \
 	controller/placement-fifo.c controller/placement-fifo.h
-SCHED_LIBS = controller/libcgorch-sched.a -lm
+SCHED_LIBS = controller/libcgorch-sched.a $(ESTIMATOR_LIBS)
 
 # The orchestrator (MROrchestrator's Contention Detector and Performance Balancer): pure policy
 # code over a cluster snapshot, linked by the controller, its tests and the simulator.

@@ -101,7 +101,11 @@ int hfsp_phase_size_init(HfspPhaseSize *ps, size_t n_tasks, const HfspHistory *h
                 return r;
 
         bool tiny = hfsp_size_is_tiny(n_tasks, params);
-        /* A tiny phase skips training: S_f = 0 from the start. */
+        /* A tiny phase skips training. The paper's S_f = 0 makes it go first; its estimate is
+         * still n·ξ·s̄ (s0 before any history), what it will take from the cluster. */
+        if (tiny)
+                size = !history || history->n_tasks == 0 ? params->s0
+                                                          : (double) n_tasks * params->xi * history->mean_task_size;
         *ps = (HfspPhaseSize) { .size = size, .final = tiny, .tiny = tiny };
         return 0;
 }

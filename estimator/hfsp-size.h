@@ -76,7 +76,10 @@ int hfsp_size_final(size_t n_tasks, const HfspTrainingTask *training, size_t n_t
                     double now_s, const HfspSizeParams *params, double *ret_size);
 
 /* A phase's size as the scheduler sees it: S_i until the training stage ends, then S_f, which
- * never changes again (updating it would make jobs of similar size "flap", Sec. III-A). */
+ * never changes again (updating it would make jobs of similar size "flap", Sec. III-A). A tiny
+ * phase is final from the start with size n·ξ·s̄ (s0 before any history): the scheduler serves
+ * it first whatever its size (the paper's S_f = 0) and uses the estimate to order tiny phases
+ * and to age them. */
 typedef struct HfspPhaseSize {
         double size;
         bool final;

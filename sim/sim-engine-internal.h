@@ -54,7 +54,6 @@ typedef struct Phase {
         double size_s, error;
         double finished_work_s;
         double estimate_s;
-        HfspPhaseSize hfsp;
         bool training;
         size_t active_slot;
         /* ps: every unfinished task has done ps_level of work; tasks finish in order of work. */
@@ -85,7 +84,6 @@ typedef struct Engine {
         Timer *timers;
         size_t n_timers, allocated_timers;
         uint64_t timer_seq;
-        HfspHistory history[2];         /* map-like (phase 0) and reduce-like (later phases) */
         HfspSizeParams hfsp;
         size_t jobs_done;
         double now;

@@ -281,32 +281,15 @@ static int phase_activate(Engine *e, size_t pi) {
                 return 0;
         }
 
-        SimSizeKind kind;
-        double size;
-        unsigned n_training = 0;
-        if (e->p.policy == SIM_POLICY_SRPT) {
-                kind = SIM_SIZE_ORACLE;
-                size = ph->size_s * ph->error;
-        } else if (e->p.estimator == SIM_ESTIMATOR_ORACLE) {
-                kind = SIM_SIZE_FINAL;
-                size = ph->size_s * ph->error;
-        } else {
-                r = hfsp_phase_size_init(&ph->hfsp, spec->n_tasks, &e->history[ph->number > 0], &e->hfsp);
-                if (r < 0)
-                        return r;
-                if (ph->hfsp.tiny) {
-                        kind = SIM_SIZE_TINY;
-                        size = 0;
-                } else {
-                        kind = SIM_SIZE_INITIAL;
-                        size = ph->hfsp.size * ph->error;
-                        n_training = (unsigned) e->hfsp.training_tasks;
-                        ph->training = true;
-                }
-        }
-        ph->estimate_s = size;
-        r = sim_sched_add(e->sched, phase_key(e, pi), e->now, job->weight, spec->n_tasks * spec->cpu_request, kind,
-                          size, n_training);
+        double parallel = spec->n_tasks * spec->cpu_request;
+        if (e->p.policy == SIM_POLICY_SRPT || e->p.estimator == SIM_ESTIMATOR_ORACLE) {
+                ph->estimate_s = ph->size_s * ph->error;
+                r = sim_sched_add(e->sched, phase_key(e, pi), e->now, job->weight, parallel,
+                                  e->p.policy == SIM_POLICY_SRPT ? SIM_SIZE_ORACLE : SIM_SIZE_FINAL, ph->estimate_s);
+        } else
+                /* HFSP's estimation module, as the controller runs it. */
+                r = sim_sched_phase_add(e->sched, pi, phase_key(e, pi), spec->n_tasks, ph->error, job->weight, parallel,
+                                        e->now, &ph->estimate_s, &ph->training);
         /* Its tasks wait: the scheduler holds them from now on. */
         for (unsigned k = 0; k < spec->n_tasks && r >= 0; k++)
                 r = sim_sched_task_set(e->sched, spec->first_task + k, &(SimSchedTask) {
@@ -337,13 +320,13 @@ static int phase_done(Engine *e, size_t pi) {
 
         e->res->jobs[ph->job].estimate_s += ph->estimate_s;
         if (e->sched) {
-                r = sim_sched_finish(e->sched, phase_key(e, pi), e->now);
-                if (r < 0)
-                        return r;
-        }
-        /* s̄ for the next jobs' S_i: the task sizes of completed phases. */
-        for (unsigned k = 0; k < spec->n_tasks; k++) {
-                r = hfsp_history_add(&e->history[ph->number > 0], task_spec(e, spec->first_task + k)->work_s);
+                /* s̄ for the next phases' S_i: the sizes of this phase's tasks. */
+                _cleanup_free_ double *sizes = malloc(MAX(spec->n_tasks, 1u) * sizeof(double));
+                if (!sizes)
+                        return -ENOMEM;
+                for (unsigned k = 0; k < spec->n_tasks; k++)
+                        sizes[k] = task_spec(e, spec->first_task + k)->work_s;
+                r = sim_sched_phase_finish(e->sched, phase_key(e, pi), sizes, spec->n_tasks, e->now);
                 if (r < 0)
                         return r;
         }
@@ -355,7 +338,8 @@ static int phase_done(Engine *e, size_t pi) {
         return 0;
 }
 
-/* HFSP's training stage: once every training task has finished or run for Δ, S_f replaces S_i. */
+/* HFSP's training stage, as far as it has come: S_i refined from the training tasks that
+ * finished, and S_f once every one has finished or run for Δ. Returns 1 if the size changed. */
 static int training_check(Engine *e, size_t pi) {
         Phase *ph = &e->phases[pi];
         const SimPhaseSpec *spec = phase_spec(e, pi);
@@ -375,13 +359,12 @@ static int training_check(Engine *e, size_t pi) {
                         tt[k] = (HfspTrainingTask) { .start_s = t->started_s, .cpu_s = t->cpu_used_s,
                                                      .progress = MIN(t->done_s / ts->work_s, 1.0) };
         }
-        int r = hfsp_phase_size_update(&ph->hfsp, spec->n_tasks, tt, n, e->now, &e->hfsp);
-        if (r <= 0)
+        int r = sim_sched_phase_train(e->sched, pi, phase_key(e, pi), tt, n, e->now, &ph->estimate_s);
+        if (r < 0)
                 return r;
-        ph->training = false;
-        ph->estimate_s = ph->hfsp.size * ph->error;
-        r = sim_sched_training_done(e->sched, phase_key(e, pi), e->now, ph->estimate_s);
-        return r < 0 ? r : 1;
+        if (r == SIM_SIZING_FINAL)
+                ph->training = false;
+        return r != SIM_SIZING_UNCHANGED;
 }
 
 static int task_finish(Engine *e, uint32_t ti) {
@@ -800,7 +783,8 @@ static int engine_init(Engine *e, const SimWorkload *w, const SimNodeSpec *nodes
                 res->capacity_memory_bytes += nodes[k].memory_bytes;
         }
         if (!sim_policy_is_fluid(p->policy)) {
-                int r = sim_sched_new(p->policy, p->preemption, p->training_cpus, cpus, memory, n_nodes, &e->sched);
+                int r = sim_sched_new(p->policy, p->preemption, p->training_cpus, &e->hfsp, cpus, memory, n_nodes,
+                                      &e->sched);
                 if (r < 0)
                         return r;
         }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "controller/sched-sizing.h"
 #include "controller/sched.h"
 #include "macro.h"
 #include "sim-sched.h"
@@ -48,6 +49,9 @@ SimPreemption sim_preemption_from_string(const char *s) {
 
 struct SimSched {
         Sched *sched;
+        SchedSizing sizing;
+        SizingPhase *phases;            /* by the engine's phase index */
+        size_t allocated_phases;
         PlacementNode *nodes;
         size_t n_nodes;
         SchedTask *tasks;
@@ -56,13 +60,18 @@ struct SimSched {
         size_t allocated_out;
 };
 
-int sim_sched_new(SimPolicy policy, SimPreemption preemption, double training_cpus, const double *node_cpus,
-                  const double *node_memory_bytes, size_t n_nodes, SimSched **ret) {
+int sim_sched_new(SimPolicy policy, SimPreemption preemption, double training_cpus, const HfspSizeParams *sizing,
+                  const double *node_cpus, const double *node_memory_bytes, size_t n_nodes, SimSched **ret) {
         if (policy < 0 || policy >= _SIM_POLICY_MAX || preemption < 0 || preemption >= _SIM_PREEMPT_MAX)
                 return -EINVAL;
         SimSched *s = calloc(1, sizeof(SimSched));
         if (!s)
                 return -ENOMEM;
+        int r = sched_sizing_init(&s->sizing, sizing);
+        if (r < 0) {
+                free(s);
+                return r;
+        }
         s->nodes = calloc(MAX(n_nodes, (size_t) 1), sizeof(PlacementNode));
         if (!s->nodes) {
                 free(s);
@@ -82,7 +91,7 @@ int sim_sched_new(SimPolicy policy, SimPreemption preemption, double training_cp
         p.policy = sched_policies[policy];
         p.preemption = sched_preemptions[preemption];
         p.training_cpus = training_cpus;
-        int r = sched_new(&p, capacity, &s->sched);
+        r = sched_new(&p, capacity, &s->sched);
         if (r >= 0)
                 r = sched_set_nodes(s->sched, s->nodes, n_nodes);
         if (r < 0) {
@@ -102,6 +111,7 @@ SimSched *sim_sched_free(SimSched *s) {
         free(s->nodes);
         free(s->tasks);
         free(s->out);
+        free(s->phases);
         free(s);
         return NULL;
 }
@@ -115,26 +125,53 @@ static SchedSize to_size(SimSizeKind kind, double size_s, unsigned n_training) {
                 [SIM_SIZE_INITIAL] = SCHED_SIZE_INITIAL, [SIM_SIZE_FINAL] = SCHED_SIZE_FINAL,
                 [SIM_SIZE_TINY] = SCHED_SIZE_TINY, [SIM_SIZE_ORACLE] = SCHED_SIZE_ORACLE,
         };
-        return (SchedSize) { .kind = kinds[kind], .size_s = kind == SIM_SIZE_TINY ? 0 : size_s, .n_training = n_training };
+        return (SchedSize) { .kind = kinds[kind], .size_s = size_s, .n_training = n_training };
 }
 
 int sim_sched_add(SimSched *s, uint64_t key, double now_s, double weight, double parallel_cpus, SimSizeKind kind,
-                  double size_s, unsigned n_training) {
-        SchedSize size = to_size(kind, size_s, n_training);
+                  double size_s) {
+        SchedSize size = to_size(kind, size_s, 0);
         return sched_job_add(s->sched, key, now_s, weight, parallel_cpus, &size);
 }
 
-int sim_sched_training_done(SimSched *s, uint64_t key, double now_s, double remaining_s) {
-        SchedSize size = to_size(SIM_SIZE_FINAL, remaining_s, 0);
-        return sched_job_training_done(s->sched, key, now_s, &size);
+int sim_sched_phase_add(SimSched *s, size_t phase, uint64_t key, unsigned n_tasks, double error, double weight,
+                        double parallel_cpus, double now_s, double *ret_estimate_s, bool *ret_training) {
+        if (phase >= s->allocated_phases) {
+                size_t m = MAX(phase + 1, s->allocated_phases * 2);
+                SizingPhase *p = realloc(s->phases, m * sizeof(SizingPhase));
+                if (!p)
+                        return -ENOMEM;
+                s->phases = p;
+                s->allocated_phases = m;
+        }
+        SizingPhase *ph = &s->phases[phase];
+        int r = sched_sizing_add(&s->sizing, s->sched, key, n_tasks, error, weight, parallel_cpus, now_s, ph);
+        if (r < 0)
+                return r;
+        *ret_estimate_s = ph->size.size * ph->error;
+        *ret_training = !ph->size.final;
+        return 0;
+}
+
+int sim_sched_phase_train(SimSched *s, size_t phase, uint64_t key, const HfspTrainingTask *training, size_t n,
+                          double now_s, double *ret_estimate_s) {
+        if (phase >= s->allocated_phases)
+                return -ENOENT;
+        SizingPhase *ph = &s->phases[phase];
+        int r = sched_sizing_train(&s->sizing, s->sched, key, ph, training, n, now_s);
+        if (r < 0)
+                return r;
+        *ret_estimate_s = ph->size.size * ph->error;
+        return r == SCHED_SIZING_FINAL ? SIM_SIZING_FINAL : r == SCHED_SIZING_REFINED ? SIM_SIZING_REFINED
+                                                                                       : SIM_SIZING_UNCHANGED;
+}
+
+int sim_sched_phase_finish(SimSched *s, uint64_t key, const double *task_sizes_s, size_t n, double now_s) {
+        return sched_sizing_finish(&s->sizing, s->sched, key, task_sizes_s, n, now_s);
 }
 
 int sim_sched_set_service(SimSched *s, uint64_t key, double service_s) {
         return sched_job_set_service(s->sched, key, service_s);
-}
-
-int sim_sched_finish(SimSched *s, uint64_t key, double now_s) {
-        return sched_job_finish(s->sched, key, now_s);
 }
 
 static const SchedTaskState task_states[] = {

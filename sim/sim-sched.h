@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "estimator/hfsp-size.h"
+
 typedef enum SimPolicy {
         SIM_POLICY_FIFO,
         SIM_POLICY_FAIR,
@@ -78,24 +80,31 @@ typedef struct SimSchedDecision {
 
 typedef struct SimSched SimSched;
 
-/* nodes: capacity of each (CPUs, bytes). training_cpus is HFSP's T. */
-int sim_sched_new(SimPolicy policy, SimPreemption preemption, double training_cpus, const double *node_cpus,
-                  const double *node_memory_bytes, size_t n_nodes, SimSched **ret);
+/* nodes: capacity of each (CPUs, bytes). training_cpus is HFSP's T; sizing the estimation
+ * module's parameters (t, Δ, ξ, s0). */
+int sim_sched_new(SimPolicy policy, SimPreemption preemption, double training_cpus, const HfspSizeParams *sizing,
+                  const double *node_cpus, const double *node_memory_bytes, size_t n_nodes, SimSched **ret);
 SimSched *sim_sched_free(SimSched *s);
 
 /* A job phase's key: job index and phase number, as the controller keys them. */
 uint64_t sim_sched_key(size_t job, unsigned phase);
 
+/* A phase with a size known at arrival (srpt's ORACLE, or FINAL for the oracle estimator). */
 int sim_sched_add(SimSched *s, uint64_t key, double now_s, double weight, double parallel_cpus, SimSizeKind kind,
-                  double size_s, unsigned n_training);
-/* HFSP's training stage ended: remaining_s is S_f = s̄·[(n − t) + Σ(1 − p_k)], the work left
- * after the training tasks' share, and it becomes the phase's virtual size as is (the paper's
- * "update the virtual size"). The scheduler's own set-size keeps the virtual work done so far,
- * which would charge the training stage twice: once left out of S_f, once aged. Returns 1 if
- * taken, 0 if the phase already had a final size. */
-int sim_sched_training_done(SimSched *s, uint64_t key, double now_s, double remaining_s);
+                  double size_s);
+
+/* The controller's sizing (controller/sched-sizing.h), by the engine's phase index: a phase
+ * sized by HFSP's estimation module came (its estimate, times error, in *ret_estimate_s;
+ * *ret_training when it has a training stage); what its training tasks have done (returns
+ * SIM_SIZING_*, with the estimate now); it finished (its tasks' sizes feed s̄). */
+int sim_sched_phase_add(SimSched *s, size_t phase, uint64_t key, unsigned n_tasks, double error, double weight,
+                        double parallel_cpus, double now_s, double *ret_estimate_s, bool *ret_training);
+enum { SIM_SIZING_UNCHANGED, SIM_SIZING_REFINED, SIM_SIZING_FINAL };
+int sim_sched_phase_train(SimSched *s, size_t phase, uint64_t key, const HfspTrainingTask *training, size_t n,
+                          double now_s, double *ret_estimate_s);
+int sim_sched_phase_finish(SimSched *s, uint64_t key, const double *task_sizes_s, size_t n, double now_s);
+
 int sim_sched_set_service(SimSched *s, uint64_t key, double service_s);
-int sim_sched_finish(SimSched *s, uint64_t key, double now_s);
 
 /* The incremental interface the engine drives (controller/sched.h: sched_task_set/remove and
  * sched_next): tasks by the engine's task id. A decision's starts, thaws, freezes and kills are

@@ -849,14 +849,20 @@ Test(cluster, status_line) {
 
 /* Replaces the suite's cluster with one running policy/preemption, as a controller restart
  * with other flags would (same store). */
-static void restart(SchedPolicy policy, SchedPreemption preemption, int64_t now_ms) {
+static void restart_sized(SchedPolicy policy, SchedPreemption preemption, int64_t now_ms, const HfspSizeParams *sizes) {
         cluster = cluster_free(cluster);
         ClusterConfig cc = {
                 .heartbeat_interval_us = INTERVAL_MS * USEC_PER_MSEC,
                 .node_lost_after = LOST_AFTER,
                 .sched = { .policy = policy, .preemption = preemption, .training_cpus = 0 },
         };
+        if (sizes)
+                cc.sizes = *sizes;
         cr_assert_eq(cluster_new(store, &cc, now_ms, &cluster), 0);
+}
+
+static void restart(SchedPolicy policy, SchedPreemption preemption, int64_t now_ms) {
+        restart_sized(policy, preemption, now_ms, NULL);
 }
 
 /* The job's "scheduler" object as GET /v1/jobs/{id} shows it (a new reference). */
@@ -996,7 +1002,11 @@ Test(cluster, job_views_show_the_scheduler) {
  * cluster's aging; without the checkpoint S_i would be re-estimated from s0 and the virtual
  * size would start again from the full size. */
 Test(cluster, restart_keeps_sizes_and_aging) {
-        restart(SCHED_HFSP, SCHED_PREEMPT_WAIT, T0);
+        /* s0 tiny: the first job (sized from s0, nothing finished before it) leaves the virtual
+         * cluster at once instead of sharing it with the job under test. */
+        HfspSizeParams sizes = HFSP_SIZE_PARAMS_DEFAULT;
+        sizes.s0 = 1e-6;
+        restart_sized(SCHED_HFSP, SCHED_PREEMPT_WAIT, T0, &sizes);
         Node n1 = node_new("n1", 1);
         /* A tiny job that used 3 CPU-seconds: s̄ = 3 from now on. */
         uint64_t first = submit(job_one_small, T0);
@@ -1018,7 +1028,7 @@ Test(cluster, restart_keeps_sizes_and_aging) {
         cr_assert_eq(cluster_checkpoint(cluster, T0 + 13000, true), 0);
 
         /* The controller is down for a minute; the new one resumes where the old one stopped. */
-        restart(SCHED_HFSP, SCHED_PREEMPT_WAIT, T0 + 73000);
+        restart_sized(SCHED_HFSP, SCHED_PREEMPT_WAIT, T0 + 73000, &sizes);
         s = sched_view(id, T0 + 73000);
         cr_assert_float_eq(sched_number(s, "estimated_size_s"), 30, 1e-9, "S_i is not estimated again");
         cr_assert_float_eq(sched_number(s, "virtual_size_s"), 20, 1e-6, "aging resumes from the checkpoint");
@@ -1035,11 +1045,58 @@ Test(cluster, restart_keeps_sizes_and_aging) {
 
         /* The history of s̄ survived too: a new phase is sized from it, not from s0. */
         cr_assert_eq(cluster_checkpoint(cluster, T0 + 79000, false), 0);
-        restart(SCHED_HFSP, SCHED_PREEMPT_WAIT, T0 + 80000);
+        restart_sized(SCHED_HFSP, SCHED_PREEMPT_WAIT, T0 + 80000, &sizes);
         uint64_t other = submit("{\"name\": \"six\", \"phases\": [{\"tasks\": 6, \"argv\": [\"true\"],"
                                 " \"cpu_cores\": 0.5, \"memory_bytes\": 16777216}]}", T0 + 80000);
         s = sched_view(other, T0 + 80000);
         cr_assert_float_eq(sched_number(s, "estimated_size_s"), 18, 1e-9);
+        json_decref(s);
+}
+
+/* While a phase trains, S_i is refined from the training tasks that finished: n × their mean.
+ * Then S_f once the training stage is over. The refined size survives a restart. */
+Test(cluster, training_refines_initial_size) {
+        restart(SCHED_HFSP, SCHED_PREEMPT_WAIT, T0);
+        Node n1 = node_new("n1", 8);
+        uint64_t id = submit("{\"name\": \"ten\", \"phases\": [{\"tasks\": 10, \"argv\": [\"true\"],"
+                             " \"cpu_cores\": 0.5, \"memory_bytes\": 16777216}]}", T0);
+        json_t *s = sched_view(id, T0);
+        cr_assert_float_eq(sched_number(s, "estimated_size_s"), HFSP_S0_DEFAULT, 1e-9, "S_i = s0: nothing finished yet");
+        json_decref(s);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        heartbeat_reply_free(ack_and_run(&n1, hr, T0 + 1000));
+        heartbeat_reply_free(hr);
+
+        /* Two training tasks end having used 2 and 4 CPU-seconds: S_i = 10 × 3 = 30. */
+        TaskReport reps[] = {
+                ended(task_id(id, 0, 0), TASK_SUCCEEDED, 0, 0, 2, MiB),
+                ended(task_id(id, 0, 1), TASK_SUCCEEDED, 0, 0, 4, MiB),
+        };
+        heartbeat_reply_free(beat(&n1, reps, 2, NULL, 0, T0 + 5000));
+        s = sched_view(id, T0 + 5000);
+        cr_assert_str_eq(json_string_value(json_object_get(s, "size_kind")), "initial");
+        cr_assert_float_eq(sched_number(s, "estimated_size_s"), 30, 1e-6);
+        json_t *est = json_object_get(s, "estimate");
+        cr_assert_float_eq(json_number_value(json_object_get(est, "refined_size_s")), 30, 1e-6);
+        cr_assert_eq(json_integer_value(json_object_get(est, "refined_from_tasks")), 2);
+        json_decref(s);
+
+        cr_assert_eq(cluster_checkpoint(cluster, T0 + 5000, true), 0);
+        restart(SCHED_HFSP, SCHED_PREEMPT_WAIT, T0 + 6000);
+        s = sched_view(id, T0 + 6000);
+        cr_assert_float_eq(sched_number(s, "estimated_size_s"), 30, 1e-6, "the refined size survives a restart");
+        json_decref(s);
+
+        /* The other three finish at 3 CPU-s each: S_f = 3 × (10 − 5) = 15 (what is left). */
+        TaskReport rest[] = {
+                ended(task_id(id, 0, 2), TASK_SUCCEEDED, 0, 0, 3, MiB),
+                ended(task_id(id, 0, 3), TASK_SUCCEEDED, 0, 0, 3, MiB),
+                ended(task_id(id, 0, 4), TASK_SUCCEEDED, 0, 0, 3, MiB),
+        };
+        heartbeat_reply_free(beat(&n1, rest, 3, NULL, 0, T0 + 8000));
+        s = sched_view(id, T0 + 8000);
+        cr_assert_str_eq(json_string_value(json_object_get(s, "size_kind")), "final");
+        cr_assert_float_eq(sched_number(s, "estimated_size_s"), 15, 1e-6);
         json_decref(s);
 }
 

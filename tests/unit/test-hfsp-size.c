@@ -98,7 +98,9 @@ Test(hfsp_size, tiny_phase) {
         cr_assert_eq(hfsp_phase_size_init(&ps, 4, &history, &params), 0);
         cr_assert(ps.tiny);
         cr_assert(ps.final, "a tiny phase never trains");
-        cr_assert_float_eq(ps.size, 0, 0);
+        cr_assert_float_eq(ps.size, 400, 1e-9, "its estimate n·ξ·s̄");
+        cr_assert_eq(hfsp_phase_size_init(&ps, 4, &(HfspHistory) {}, &params), 0);
+        cr_assert_float_eq(ps.size, HFSP_S0_DEFAULT, 0, "s0 before any history");
 }
 
 Test(hfsp_size, initial_size) {

@@ -312,18 +312,33 @@ Test(sim_engine, every_policy_finishes_and_orchestration_acts) {
 
 /* HFSP's S_f = s̄·[(n − t) + Σ(1 − p_k)] is what is left after the training stage, so it becomes
  * the phase's virtual size as is (TCC 2015 Sec. III-C: "update the virtual size"). Two phases
- * share a 2-CPU virtual cluster from t = 0, 1 CPU each: B knows its size (100), A trains on
- * S_i = 100. At t = 40 both have aged 40; A's training says 70 is left. A has 70 to go, B 60:
- * B goes first. Subtracting A's 40 s of aging from S_f again (the bug: 30 left) put A first. */
+ * share a 2-CPU virtual cluster from t = 0, 1 CPU each: B knows its size (100), A (10 tasks)
+ * trains on S_i = 100 (s̄ = 10 from a finished phase). At t = 40 both have aged 40; A's five
+ * training tasks finished at 14 CPU-seconds each: S_f = 14 × 5 = 70 is left. A has 70 to go, B
+ * 60: B goes first. Subtracting A's 40 s of aging from S_f again (30 left) put A first. The
+ * simulator sizes phases through the controller's own sizing (controller/sched-sizing.c). */
 Test(sim_engine, training_size_is_what_is_left) {
-        double cpus = 2, memory = 8 * GiB;
+        double cpus = 2, memory = 8 * GiB, estimate;
+        bool training;
         SimSched *s;
-        cr_assert_eq(sim_sched_new(SIM_POLICY_HFSP, SIM_PREEMPT_WAIT, 10, &cpus, &memory, 1, &s), 0);
-        uint64_t a = sim_sched_key(0, 0), b = sim_sched_key(1, 0);
-        cr_assert_eq(sim_sched_add(s, a, 0, 1, 2, SIM_SIZE_INITIAL, 100, 5), 0);
-        cr_assert_eq(sim_sched_add(s, b, 0, 1, 2, SIM_SIZE_FINAL, 100, 0), 0);
-        cr_assert_eq(sim_sched_training_done(s, a, 40, 70), 1);
-        cr_assert_eq(sim_sched_training_done(s, a, 41, 1), 0, "S_f is set once");
+        HfspSizeParams hp = HFSP_SIZE_PARAMS_DEFAULT;
+        cr_assert_eq(sim_sched_new(SIM_POLICY_HFSP, SIM_PREEMPT_WAIT, 10, &hp, &cpus, &memory, 1, &s), 0);
+        uint64_t old = sim_sched_key(9, 0), a = sim_sched_key(0, 0), b = sim_sched_key(1, 0);
+        /* A finished phase of one 10 s task gives s̄ = 10 (estimated ~0 itself, so that it does
+         * not stay in the virtual cluster). */
+        cr_assert_eq(sim_sched_phase_add(s, 9, old, 1, 1e-12, 1, 1, 0, &estimate, &training), 0);
+        cr_assert_not(training, "one task: tiny");
+        cr_assert_eq(sim_sched_phase_finish(s, old, (double[]) { 10 }, 1, 0), 0);
+        cr_assert_eq(sim_sched_phase_add(s, 0, a, 10, 1, 1, 2, 0, &estimate, &training), 0);
+        cr_assert(training);
+        cr_assert_float_eq(estimate, 100, 1e-9, "S_i = n·ξ·s̄");
+        cr_assert_eq(sim_sched_add(s, b, 0, 1, 2, SIM_SIZE_FINAL, 100), 0);
+        HfspTrainingTask done[5];
+        for (size_t k = 0; k < 5; k++)
+                done[k] = (HfspTrainingTask) { .start_s = 0, .finished = true, .finish_s = 14, .cpu_s = 14, .progress = 1 };
+        cr_assert_eq(sim_sched_phase_train(s, 0, a, done, 5, 40, &estimate), SIM_SIZING_FINAL);
+        cr_assert_float_eq(estimate, 70, 1e-9);
+        cr_assert_eq(sim_sched_phase_train(s, 0, a, done, 5, 41, &estimate), SIM_SIZING_UNCHANGED, "S_f is set once");
         /* One task each, not a training one, that needs the whole node. */
         SimSchedTask tasks[] = {
                 { .key = a, .index = 5, .state = SIM_TASK_PENDING, .cpus = 2, .memory_bytes = GiB },

@@ -1,0 +1,88 @@
+/* sched-sizing.c: HFSP's estimation module wired to the scheduler, for the controller and the
+ * simulator alike (sched-sizing.h). */
+#include <errno.h>
+#include <math.h>
+
+#include "macro.h"
+#include "sched-sizing.h"
+
+int sched_sizing_init(SchedSizing *z, const HfspSizeParams *params) {
+        int r = hfsp_size_params_validate(params);
+        if (r < 0)
+                return r;
+        *z = (SchedSizing) { .params = *params };
+        return 0;
+}
+
+SchedSize sched_sizing_sched_size(const SchedSizing *z, const SizingPhase *ph) {
+        double size = ph->size.size * ph->error;
+        if (ph->size.tiny)
+                return (SchedSize) { .kind = SCHED_SIZE_TINY, .size_s = size };
+        if (ph->size.final)
+                return (SchedSize) { .kind = SCHED_SIZE_FINAL, .size_s = size };
+        return (SchedSize) { .kind = SCHED_SIZE_INITIAL, .size_s = size,
+                             .n_training = (unsigned) z->params.training_tasks };
+}
+
+int sched_sizing_add(const SchedSizing *z, Sched *s, uint64_t key, unsigned n_tasks, double error, double weight,
+                     double parallel_cpus, double now_s, SizingPhase *ret) {
+        if (!(error > 0) || !isfinite(error))
+                return -EINVAL;
+        SizingPhase ph = { .n_tasks = n_tasks, .error = error };
+        int r = hfsp_phase_size_init(&ph.size, n_tasks, &z->history, &z->params);
+        if (r < 0)
+                return r;
+        SchedSize size = sched_sizing_sched_size(z, &ph);
+        r = sched_job_add(s, key, now_s, weight, parallel_cpus, &size);
+        if (r < 0)
+                return r;
+        *ret = ph;
+        return 0;
+}
+
+/* A finished training task's size in the estimator's unit (s̃_k of hfsp-size.h). */
+static double finished_size(const SchedSizing *z, const HfspTrainingTask *t) {
+        return z->params.unit == HFSP_SIZE_CPU_SECONDS ? t->cpu_s : t->finish_s - t->start_s;
+}
+
+int sched_sizing_train(const SchedSizing *z, Sched *s, uint64_t key, SizingPhase *ph, const HfspTrainingTask *training,
+                       size_t n_training, double now_s) {
+        if (ph->size.tiny || ph->size.final)
+                return SCHED_SIZING_UNCHANGED;
+        int r = hfsp_phase_size_update(&ph->size, ph->n_tasks, training, n_training, now_s, &z->params);
+        if (r < 0)
+                return r;
+        if (r > 0) {
+                SchedSize size = sched_sizing_sched_size(z, ph);
+                r = sched_job_training_done(s, key, now_s, &size);
+                return r < 0 ? r : SCHED_SIZING_FINAL;
+        }
+
+        /* Still training. The tasks that finished already say more about this phase than s̄,
+         * which mixes every job's tasks: n × their mean replaces S_i (the scheduler keeps the
+         * virtual work done). Without this a phase whose tasks are much smaller than s̄ waited
+         * for the end of its training stage, or for ageing, at S_i. */
+        double sum = 0;
+        unsigned k = 0;
+        for (size_t i = 0; i < n_training; i++)
+                if (training[i].finished) {
+                        sum += finished_size(z, &training[i]);
+                        k++;
+                }
+        if (k <= ph->n_refined)
+                return SCHED_SIZING_UNCHANGED;
+        ph->n_refined = k;
+        ph->size.size = sum / k * ph->n_tasks;
+        SchedSize size = sched_sizing_sched_size(z, ph);
+        r = sched_job_set_size(s, key, now_s, &size);
+        return r < 0 ? r : SCHED_SIZING_REFINED;
+}
+
+int sched_sizing_finish(SchedSizing *z, Sched *s, uint64_t key, const double *task_sizes_s, size_t n, double now_s) {
+        for (size_t i = 0; i < n; i++) {
+                int r = hfsp_history_add(&z->history, task_sizes_s[i]);
+                if (r < 0)
+                        return r;
+        }
+        return sched_job_finish(s, key, now_s);
+}

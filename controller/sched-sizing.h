@@ -1,0 +1,52 @@
+/* sched-sizing.h: how a job phase's size estimate comes about and reaches the scheduler — HFSP's
+ * estimation module (estimator/hfsp-size.h) wired to sched.h, once, for the controller and
+ * cgorch-sim alike. A phase that becomes runnable is sized from s̄, the mean size of the tasks of
+ * the phases that finished before it: S_i = n·ξ·s̄ (s0 before any), tiny phases (fewer than t
+ * tasks) by the same formula. While its t training tasks run, S_i is refined from those that
+ * finished (n × their mean size); when the training stage is over, the final size S_f, set once.
+ * A phase that finishes adds its tasks' sizes to s̄. Pure: callers say what they observed; the
+ * sizing tells the scheduler. */
+#pragma once
+
+#include <stdint.h>
+
+#include "estimator/hfsp-size.h"
+#include "sched.h"
+
+typedef struct SchedSizing {
+        HfspSizeParams params;
+        HfspHistory history;   /* s̄ */
+} SchedSizing;
+
+/* What the sizing keeps of one phase; the caller keeps it with the phase. */
+typedef struct SizingPhase {
+        unsigned n_tasks;
+        HfspPhaseSize size;    /* S_i (or its refinement), S_f, or a tiny phase's estimate */
+        unsigned n_refined;    /* finished training tasks S_i rests on (0: s̄) */
+        double error;          /* every size the scheduler hears is multiplied by this: the
+                                * simulator's injected estimation error, 1 in the controller */
+} SizingPhase;
+
+int sched_sizing_init(SchedSizing *z, const HfspSizeParams *params);
+
+/* The scheduler's size of the phase now. */
+SchedSize sched_sizing_sched_size(const SchedSizing *z, const SizingPhase *ph);
+
+/* A phase became runnable: sized from s̄ and added to the scheduler (sched_job_add()). */
+int sched_sizing_add(const SchedSizing *z, Sched *s, uint64_t key, unsigned n_tasks, double error, double weight,
+                     double parallel_cpus, double now_s, SizingPhase *ret);
+
+enum {
+        SCHED_SIZING_UNCHANGED,
+        SCHED_SIZING_REFINED,  /* S_i now rests on more finished training tasks */
+        SCHED_SIZING_FINAL,    /* the training stage is over: S_f, set once */
+};
+
+/* The phase's training tasks as they stand at now_s (the first t of the phase, in index order;
+ * one not started yet has start_s = now_s and no progress). Returns SCHED_SIZING_*; the
+ * scheduler has been told. Phases that are tiny or already final are left alone. */
+int sched_sizing_train(const SchedSizing *z, Sched *s, uint64_t key, SizingPhase *ph, const HfspTrainingTask *training,
+                       size_t n_training, double now_s);
+
+/* The phase finished in reality: its tasks' sizes join s̄, and the scheduler is told. */
+int sched_sizing_finish(SchedSizing *z, Sched *s, uint64_t key, const double *task_sizes_s, size_t n, double now_s);
