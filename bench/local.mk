@@ -52,3 +52,14 @@ dist_noinst_SCRIPTS += bench/orch-latency.sh
 bench-orch: controller/cgorch-controller agent/cgorch-agent cli/cgorchctl tools/cgorch-burn
 	$(BASH) $(srcdir)/bench/orch-latency.sh $(builddir) 10 2 1
 .PHONY: bench-orch
+
+# A cgorch-sim trace replayed on a real controller and agent on this machine's cgroups (root):
+# the real-cgroup leg of the scheduling benchmark (see docs/benchmarks.md). `make bench-replay`
+# replays the dev generator's first 20 jobs at a hundredth of their times.
+dist_noinst_SCRIPTS += bench/cgorch-replay.sh bench/cgorch-replay.py
+bench-replay: controller/cgorch-controller agent/cgorch-agent tools/cgorch-burn sim/cgorch-sim
+	$(builddir)/sim/cgorch-sim -w dev -n 20 --write-trace $(builddir)/bench/replay-dev-20.csv
+	TIME_SCALE=0.01 TASK_MEMORY=64M OUT=$(builddir)/bench/replay-dev-20.out.csv \
+		$(BASH) $(srcdir)/bench/cgorch-replay.sh $(builddir)/bench/replay-dev-20.csv $(builddir)
+CLEANFILES += bench/replay-dev-20.csv bench/replay-dev-20.out.csv
+.PHONY: bench-replay

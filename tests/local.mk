@@ -175,3 +175,8 @@ tests_unit_test_secret_file_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_secret_file_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
 TESTS += tests/integration/test-sched.sh
 EXTRA_DIST += tests/integration/test-sched.sh
+
+# bench/cgorch-replay.sh: a tiny trace replayed on a real controller and agent (the real-cgroup
+# leg of the scheduling benchmark), checked job by job and task by task.
+TESTS += tests/integration/test-replay.sh
+EXTRA_DIST += tests/integration/test-replay.sh

@@ -18,6 +18,7 @@
 #include "macro.h"
 
 #define PROGRESS_FD_ENV "CGORCH_PROGRESS_FD"
+#define TASK_ID_ENV "CGORCH_TASK_ID"
 
 typedef struct Burner {
         uint64_t cpu_ns_per_thread;
@@ -103,6 +104,35 @@ static int progress_fd_from_env(void) {
                 return -EBADF;
         }
         return (int) fd;
+}
+
+/* Picks this task's CPU-seconds from a --cpu-seconds list by CGORCH_TASK_ID into
+ * o->cpu_seconds. Returns 0, or a negative errno after printing why. */
+static int cpu_seconds_from_task_id(BurnOptions *o) {
+        const char *task_id = getenv(TASK_ID_ENV);
+        int r = burn_task_cpu_seconds(o, task_id, &o->cpu_seconds);
+
+        switch (r) {
+        case 0:
+                break;
+        case -ENOENT:
+                fprintf(stderr, "cgorch-burn: --cpu-seconds lists %zu values, one per task, but %s is not set "
+                        "(the cgorch agent sets it to JOB.PHASE.TASK.ATTEMPT)\n",
+                        o->n_cpu_seconds_per_task, TASK_ID_ENV);
+                break;
+        case -EINVAL:
+                fprintf(stderr, "cgorch-burn: %s=%s: not a task id JOB.PHASE.TASK.ATTEMPT, which a "
+                        "--cpu-seconds list needs to pick this task's value\n", TASK_ID_ENV, task_id);
+                break;
+        case -ERANGE:
+                fprintf(stderr, "cgorch-burn: --cpu-seconds lists %zu values (tasks 0 to %zu), too few for "
+                        "%s=%s\n", o->n_cpu_seconds_per_task, o->n_cpu_seconds_per_task - 1, TASK_ID_ENV,
+                        task_id);
+                break;
+        default:
+                fprintf(stderr, "cgorch-burn: cannot pick this task's CPU-seconds: %s\n", strerror(-r));
+        }
+        return r;
 }
 
 /* Writes one progress line. A reader that went away (EPIPE) must not kill the workload, so
@@ -234,14 +264,18 @@ static int burn_cpu(const BurnOptions *o, int *progress_fd) {
 }
 
 int main(int argc, char **argv) {
-        BurnOptions o;
+        _cleanup_(burn_options_done) BurnOptions o = {};
         int r;
 
         r = burn_options_parse(argc, argv, &o);
+        if (r == -ENOMEM)
+                return EXIT_FAILURE;
         if (r < 0)
                 return BURN_EXIT_USAGE;
         if (r > 0)
                 return EXIT_SUCCESS;
+        if (cpu_seconds_from_task_id(&o) < 0)
+                return BURN_EXIT_USAGE;
 
         int progress_fd = progress_fd_from_env();
         if (progress_fd == -EBADF)

@@ -7,6 +7,10 @@
 # shellcheck shell=bash
 
 CGROUP_FS=${CGROUP_FS:-/sys/fs/cgroup}
+# The tests' short heartbeat and sample intervals (quick state changes); empty leaves the
+# product's defaults (2s, 1s), as a benchmark must. Flags passed to the start functions win.
+CLUSTER_HEARTBEAT_INTERVAL=${CLUSTER_HEARTBEAT_INTERVAL-500ms}
+CLUSTER_SAMPLE_INTERVAL=${CLUSTER_SAMPLE_INTERVAL-500ms}
 CLUSTER_PIDS=()
 CLUSTER_LIB_SRCDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -201,7 +205,8 @@ cluster_start_controller() {
         [ -n "${CLUSTER_AUTH_HEADER:-}" ] || cluster_make_tokens
         local t=$CLUSTER_DIR/tokens
         "$CONTROLLER_BIN" --listen 127.0.0.1:0 --port-file "$CLUSTER_DIR/port" \
-                --state-dir "$CLUSTER_DIR/state" --heartbeat-interval 500ms \
+                --state-dir "$CLUSTER_DIR/state" \
+                ${CLUSTER_HEARTBEAT_INTERVAL:+--heartbeat-interval "$CLUSTER_HEARTBEAT_INTERVAL"} \
                 --operator-token-file "$t/operator" --reader-token-file "$t/reader" \
                 --agent-tokens-file "$t/agents" "$@" \
                 >>"$CLUSTER_DIR/controller.log" 2>&1 &
@@ -244,7 +249,8 @@ cluster_start_agent() {
         local node=$1 token; shift
         token=$(cluster_agent_token "$node")
         "$AGENT_BIN" --controller "$CGORCH_SERVER" --node "$node" --cgroup-fs "$CGROUP_FS" \
-                --cgroup-root "$CLUSTER_CGROOT/$node" --sample-interval 500ms --token-file "$token" "$@" \
+                --cgroup-root "$CLUSTER_CGROOT/$node" \
+                ${CLUSTER_SAMPLE_INTERVAL:+--sample-interval "$CLUSTER_SAMPLE_INTERVAL"} --token-file "$token" "$@" \
                 >>"$CLUSTER_DIR/agent-$node.log" 2>&1 &
         CLUSTER_PIDS+=($!)
         CLUSTER_AGENT_PID=$!

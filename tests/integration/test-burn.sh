@@ -1,7 +1,8 @@
 #!/bin/bash
 # test-burn.sh: cgorch-burn really burns the CPU time it is asked for (counted by the kernel, not
 # by itself), holds the memory, reports monotone progress ending in "1", exits with the chosen
-# status, survives a closed progress reader, and rejects bad arguments with status 2.
+# status, survives a closed progress reader, burns its own task's value of a --cpu-seconds list,
+# and rejects bad arguments with status 2.
 set -uo pipefail
 
 : "${top_builddir:?top_builddir must be set (run through make check)}"
@@ -58,6 +59,26 @@ status=$?
 [ "$status" -eq 0 ] || fail "exit status $status without --exit-code"
 [ -z "$out" ] || fail "output without CGORCH_PROGRESS_FD: '$out'"
 
+# --- a --cpu-seconds list: each task burns the value at its index in CGORCH_TASK_ID ----------
+for want in "0:0.2" "1:0.8" "2:0.05"; do
+        index=${want%%:*}
+        seconds=${want#*:}
+        { time CGORCH_TASK_ID="12.1.$index.0" "$burn" --cpu-seconds 0.2,0.8,0.05 2>"$tmp/stderr"; } 2>"$tmp/time"
+        status=$?
+        [ "$status" -eq 0 ] || fail "list, task $index: exit status $status ($(cat "$tmp/stderr"))"
+        read -r user_s sys_s < "$tmp/time"
+        echo "--cpu-seconds 0.2,0.8,0.05 as task $index: kernel counted user ${user_s}s + system ${sys_s}s"
+        awk -v u="$user_s" -v s="$sys_s" -v w="$seconds" 'BEGIN { t = u + s; exit !(t >= w * 0.9 && t <= w + 0.3) }' ||
+                fail "task $index of the list burnt $user_s + $sys_s CPU-seconds, not about $seconds"
+done
+# One value is burnt whatever CGORCH_TASK_ID says, as without a list.
+{ time CGORCH_TASK_ID=not-a-task "$burn" --cpu-seconds 0.3 2>"$tmp/stderr"; } 2>"$tmp/time"
+status=$?
+[ "$status" -eq 0 ] || fail "one value with a malformed CGORCH_TASK_ID: exit status $status"
+read -r user_s sys_s < "$tmp/time"
+awk -v u="$user_s" -v s="$sys_s" 'BEGIN { t = u + s; exit !(t >= 0.27 && t <= 0.6) }' ||
+        fail "one value with a malformed CGORCH_TASK_ID burnt $user_s + $sys_s CPU-seconds, not 0.3"
+
 # --- memory is touched and held ---------------------------------------------------------------
 "$burn" --memory 64M --cpu-seconds 0.6 &
 pid=$!
@@ -103,6 +124,13 @@ expect_usage_error "unexpected argument 'extra'" "$burn" extra
 expect_usage_error "CGORCH_PROGRESS_FD=99: not a file descriptor open for writing" \
         env CGORCH_PROGRESS_FD=99 "$burn"
 expect_usage_error "CGORCH_PROGRESS_FD=x: not a file descriptor number" env CGORCH_PROGRESS_FD=x "$burn"
+expect_usage_error "--cpu-seconds=1,x: value 2 of the list, 'x', is not a number" "$burn" --cpu-seconds 1,x
+expect_usage_error "--cpu-seconds lists 2 values, one per task, but CGORCH_TASK_ID is not set" \
+        env -u CGORCH_TASK_ID "$burn" --cpu-seconds 1,2
+expect_usage_error "CGORCH_TASK_ID=3.0.1: not a task id JOB.PHASE.TASK.ATTEMPT" \
+        env CGORCH_TASK_ID=3.0.1 "$burn" --cpu-seconds 1,2
+expect_usage_error "--cpu-seconds lists 2 values (tasks 0 to 1), too few for CGORCH_TASK_ID=3.0.2.0" \
+        env CGORCH_TASK_ID=3.0.2.0 "$burn" --cpu-seconds 1,2
 
 "$burn" --help | grep -q "^Usage: cgorch-burn" || fail "--help"
 "$burn" --version | grep -q "^cgorch-burn [0-9]" || fail "--version"

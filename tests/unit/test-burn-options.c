@@ -1,4 +1,5 @@
-/* test-burn-options.c: cgorch-burn's command line — defaults, values, ranges and the errors. */
+/* test-burn-options.c: cgorch-burn's command line — defaults, values, ranges and the errors —
+ * and the choice of a task's CPU-seconds from a --cpu-seconds list by its task id. */
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
 #include <errno.h>
@@ -26,6 +27,8 @@ Test(burn_options, defaults) {
         cr_assert_eq(o.exit_code, 0);
         cr_assert_eq(o.progress_interval_us, 1000000);
         cr_assert_eq(o.wall_timeout_us, 0);
+        cr_assert_null(o.cpu_seconds_per_task);
+        burn_options_done(&o);
 }
 
 Test(burn_options, long_and_short_options) {
@@ -47,6 +50,32 @@ Test(burn_options, long_and_short_options) {
         cr_assert_eq(o.exit_code, 255);
         cr_assert_eq(o.progress_interval_us, 10000);
         cr_assert_eq(o.wall_timeout_us, 0);
+        burn_options_done(&o);
+}
+
+Test(burn_options, cpu_seconds_list) {
+        BurnOptions o;
+
+        cr_assert_eq(PARSE(&o, "--cpu-seconds", "3.5,2,7.25", "--threads", "2"), 0);
+        cr_assert_not_null(o.cpu_seconds_per_task);
+        cr_assert_eq(o.n_cpu_seconds_per_task, 3);
+        cr_assert_float_eq(o.cpu_seconds_per_task[0], 3.5, 1e-12);
+        cr_assert_float_eq(o.cpu_seconds_per_task[1], 2.0, 1e-12);
+        cr_assert_float_eq(o.cpu_seconds_per_task[2], 7.25, 1e-12);
+        cr_assert_eq(o.n_threads, 2);
+        burn_options_done(&o);
+        cr_assert_null(o.cpu_seconds_per_task);
+
+        /* Zero is a value like any other; the last --cpu-seconds wins, list or not. */
+        cr_assert_eq(PARSE(&o, "-c", "0,1e7", "-c", "4"), 0);
+        cr_assert_null(o.cpu_seconds_per_task);
+        cr_assert_float_eq(o.cpu_seconds, 4.0, 1e-12);
+        burn_options_done(&o);
+        cr_assert_eq(PARSE(&o, "-c", "4", "--cpu-seconds=0,1e7"), 0);
+        cr_assert_eq(o.n_cpu_seconds_per_task, 2);
+        cr_assert_float_eq(o.cpu_seconds_per_task[0], 0.0, 1e-12);
+        cr_assert_float_eq(o.cpu_seconds_per_task[1], 1e7, 1e-12);
+        burn_options_done(&o);
 }
 
 /* Each bad value fails with -EINVAL, leaves the output alone and names the option. Several
@@ -81,6 +110,18 @@ Test(burn_options, bad_cpu_seconds) {
         expect_error("--cpu-seconds", "abc", "--cpu-seconds=abc:");
         expect_error("--cpu-seconds", "nan", "--cpu-seconds=nan:");
         expect_error("--cpu-seconds", "1e8", "--cpu-seconds=1e8:");
+}
+
+Test(burn_options, bad_cpu_seconds_list) {
+        expect_error("--cpu-seconds", "1,abc,2",
+                     "--cpu-seconds=1,abc,2: value 2 of the list, 'abc', is not a number of seconds in [0, 1e7]");
+        expect_error("--cpu-seconds", "1,2,", "value 3 of the list, '',");
+        expect_error("--cpu-seconds", ",1", "value 1 of the list, '',");
+        expect_error("--cpu-seconds", "1,,2", "value 2 of the list, '',");
+        expect_error("--cpu-seconds", "1,-2", "value 2 of the list, '-2',");
+        expect_error("--cpu-seconds", "1, 2", "value 2 of the list, ' 2',");
+        expect_error("--cpu-seconds", "1,2e7", "value 2 of the list, '2e7',");
+        expect_error("--cpu-seconds", "nan,1", "value 1 of the list, 'nan',");
 }
 
 Test(burn_options, bad_memory) {
@@ -126,5 +167,74 @@ Test(burn_options, help_and_version, .init = cr_redirect_stdout) {
         buf[n] = '\0';
         cr_assert(strstr(buf, "Usage: cgorch-burn [OPTIONS]"));
         cr_assert(strstr(buf, "--progress-interval=DURATION"));
+        cr_assert(strstr(buf, "--cpu-seconds=S[,S...]"));
         cr_assert(strstr(buf, "cgorch-burn " PACKAGE_VERSION "\n"), "version line missing in: %s", buf);
+}
+
+Test(burn_task, index_of_a_task_id) {
+        unsigned k = 77;
+
+        cr_assert_eq(burn_task_index("7.0.2.0", &k), 0);
+        cr_assert_eq(k, 2);
+        cr_assert_eq(burn_task_index("18446744073709551615.63.9999.3", &k), 0);
+        cr_assert_eq(k, 9999);
+        cr_assert_eq(burn_task_index("1.1.007.12", &k), 0);
+        cr_assert_eq(k, 7);
+
+        static const char *const bad[] = {
+                "", "7", "7.0.2", "7.0.2.0.1", "7.0.2.", ".0.2.0", "7..2.0", "7.0.x.0", "7.0.-1.0",
+                "7.0.+1.0", " 7.0.2.0", "7.0.2.0 ", "7.0.2.0\n", "7:0:2:0", "7.0.4294967296.0",
+                "7.0.123456789012345678901.0",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                k = 77;
+                cr_assert_eq(burn_task_index(bad[i], &k), -EINVAL, "'%s' accepted", bad[i]);
+                cr_assert_eq(k, 77, "output touched for '%s'", bad[i]);
+        }
+        cr_assert_eq(burn_task_index(NULL, &k), -EINVAL);
+}
+
+Test(burn_task, single_value_ignores_the_task_id) {
+        BurnOptions o;
+        double s = -1;
+
+        cr_assert_eq(PARSE(&o, "--cpu-seconds", "2.5"), 0);
+        cr_assert_eq(burn_task_cpu_seconds(&o, NULL, &s), 0);
+        cr_assert_float_eq(s, 2.5, 1e-12);
+        s = -1;
+        cr_assert_eq(burn_task_cpu_seconds(&o, "garbage", &s), 0);
+        cr_assert_float_eq(s, 2.5, 1e-12);
+        s = -1;
+        cr_assert_eq(burn_task_cpu_seconds(&o, "3.0.9.0", &s), 0);
+        cr_assert_float_eq(s, 2.5, 1e-12);
+        burn_options_done(&o);
+}
+
+Test(burn_task, list_value_by_task_index) {
+        BurnOptions o;
+        double s;
+
+        cr_assert_eq(PARSE(&o, "--cpu-seconds", "3.5,2,7.25"), 0);
+        static const struct {
+                const char *task_id;
+                double seconds;
+        } want[] = {
+                { "9.0.0.0", 3.5 }, { "9.1.1.0", 2.0 }, { "9.0.2.0", 7.25 },
+                { "9.0.2.3", 7.25 }, /* a later attempt is the same task */
+        };
+        for (size_t i = 0; i < ELEMENTSOF(want); i++) {
+                s = -1;
+                cr_assert_eq(burn_task_cpu_seconds(&o, want[i].task_id, &s), 0, "%s", want[i].task_id);
+                cr_assert_float_eq(s, want[i].seconds, 1e-12, "%s: %g", want[i].task_id, s);
+        }
+
+        s = -1;
+        cr_assert_eq(burn_task_cpu_seconds(&o, "9.0.3.0", &s), -ERANGE);
+        cr_assert_eq(burn_task_cpu_seconds(&o, "9.0.4294967295.0", &s), -ERANGE);
+        cr_assert_eq(burn_task_cpu_seconds(&o, NULL, &s), -ENOENT);
+        cr_assert_eq(burn_task_cpu_seconds(&o, "", &s), -ENOENT);
+        cr_assert_eq(burn_task_cpu_seconds(&o, "9.0.1", &s), -EINVAL);
+        cr_assert_eq(burn_task_cpu_seconds(&o, "task-1", &s), -EINVAL);
+        cr_assert_float_eq(s, -1.0, 1e-12, "output touched on failure");
+        burn_options_done(&o);
 }
