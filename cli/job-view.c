@@ -292,7 +292,8 @@ static int estimate_print(json_t *sched, FILE *f) {
 
         fprintf(f, "\nSize estimate (phase %s, CPU-seconds)\n", or_dash(job_view_int(sched, "phase", a)));
         if (from && strcmp(from, "tiny") == 0) {
-                print_line(f, "Tiny:", "%" PRIi64 " task(s) < t = %" PRIi64 ": size 0, served first", n, t);
+                print_line(f, "Tiny:", "%" PRIi64 " task(s) < t = %" PRIi64 ": no training, served first; estimate %.1f",
+                           n, t, s_i);
                 return 0;
         }
         if (from && strcmp(from, "history") == 0)
@@ -300,6 +301,11 @@ static int estimate_print(json_t *sched, FILE *f) {
                            n, xi, mean, s_i, hist);
         else
                 print_line(f, "Initial:", "S_i = s0 = %.1f (no task had finished yet)", s0);
+        double refined;
+        int64_t k = 0;
+        if (json_field_number(est, "refined_size_s", &refined) && json_field_int(est, "refined_from_tasks", &k))
+                print_line(f, "Refined:", "S_i = n × the mean of %" PRIi64 " finished training task(s) = %.1f, at %s",
+                           k, refined, or_dash(job_view_time(est, "refined_ms", a)));
 
         if (final) {
                 double mean_t = number_or(est, "training_mean_task_s", NAN);

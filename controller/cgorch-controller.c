@@ -352,13 +352,24 @@ static int apply_orchestrator(void *userdata, const RuntimeSettings *s) {
         return orchestrator_set_params(m->orchestrator, &s->balance, &s->detect);
 }
 
+/* How much training priority there is, for the log. */
+static const char *training_text(const SchedParams *p) {
+        static char buf[96];
+        if (p->training_cpus > 0)
+                snprintf(buf, sizeof buf, "training priority up to %g CPUs", p->training_cpus);
+        else if (p->training_share > 0)
+                snprintf(buf, sizeof buf, "training priority up to %g%% of the ready CPUs", 100 * p->training_share);
+        else
+                snprintf(buf, sizeof buf, "no training priority");
+        return buf;
+}
+
 static int apply_scheduler(void *userdata, const RuntimeSettings *s) {
         Manager *m = userdata;
         int r = cluster_set_sched_params(m->cluster, &s->sched);
         if (r >= 0)
-                log_info("Scheduler %s, preemption %s, training priority up to %g CPUs.",
-                         sched_policy_to_string(s->sched.policy), sched_preemption_to_string(s->sched.preemption),
-                         s->sched.training_cpus);
+                log_info("Scheduler %s, preemption %s, %s.", sched_policy_to_string(s->sched.policy),
+                         sched_preemption_to_string(s->sched.preemption), training_text(&s->sched));
         return r;
 }
 
@@ -393,8 +404,8 @@ static int run(Manager *m) {
         r = cluster_new(m->store, &cc, now_ms(), &m->cluster);
         if (r < 0)
                 return log_error_errno(r, "Cannot set up the cluster: %m");
-        log_info("Scheduler %s, preemption %s, training priority up to %g CPUs.", sched_policy_to_string(sp.policy),
-                 sched_preemption_to_string(sp.preemption), sp.training_cpus);
+        log_info("Scheduler %s, preemption %s, %s.", sched_policy_to_string(sp.policy),
+                 sched_preemption_to_string(sp.preemption), training_text(&sp));
 
         r = sd_event_default(&m->event);
         if (r < 0)

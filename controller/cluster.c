@@ -38,6 +38,9 @@ struct Cluster {
          * nearly all heartbeats only report usage. */
         bool placement_dirty;
         int64_t placed_ms;
+        /* Nodes whose agent said it has no freezer: suspend does not freeze there. Forgotten
+         * when the agent restarts. */
+        char **no_freeze;
 };
 
 /* json_decrefp() comes with jansson >= 2.11. */
@@ -124,8 +127,20 @@ Cluster *cluster_free(Cluster *c) {
         if (!c)
                 return NULL;
         cluster_sched_free(c->sched);
+        strv_free(c->no_freeze);
         free(c);
         return NULL;
+}
+
+static void forget_no_freeze(Cluster *c, const char *node) {
+        size_t n = strv_length(c->no_freeze);
+        for (size_t i = 0; i < n; i++)
+                if (streq(c->no_freeze[i], node)) {
+                        free(c->no_freeze[i]);
+                        c->no_freeze[i] = c->no_freeze[n - 1];
+                        c->no_freeze[n - 1] = NULL;
+                        return;
+                }
 }
 
 static uint32_t interval_ms(const Cluster *c) {
@@ -456,6 +471,7 @@ static int place(Cluster *c, int64_t now_ms) {
                         .lost = nodes[i].lost,
                         .capacity_cpus = nodes[i].capacity_cpus,
                         .capacity_memory_bytes = nodes[i].capacity_memory_bytes,
+                        .no_freeze = strv_contains(c->no_freeze, nodes[i].id),
                 };
         /* Active and pending tasks merged into one FIFO order (both lists come in it), which is
          * how the scheduler's side tells what changed since the last placement. */
@@ -477,8 +493,9 @@ static int place(Cluster *c, int64_t now_ms) {
                         st->state = strv_sorted_contains(killing, n_killing, t->id) ? SCHED_TASK_STOPPING :
                                 strv_sorted_contains(frozen, n_frozen, t->id) ? SCHED_TASK_SUSPENDED :
                                 SCHED_TASK_RUNNING;
-                        /* Later attempts and later indices started later: youngest = largest. */
-                        st->started_s = (double) t->attempt * 1e6 + (double) t->index;
+                        /* When it started running, which preemption goes by (youngest first,
+                         * and what a kill would lose); one not running yet is the youngest. */
+                        st->started_s = t->started_ms >= 0 ? (double) t->started_ms / 1000.0 : 1e15;
                 }
                 order[n_tasks++] = t;
         }
@@ -817,6 +834,14 @@ static int apply_ack(Cluster *c, const Heartbeat *hb, const Ack *ack, int64_t no
 
         log_warning("Node %s: %s action %" PRIu64 " for task %s failed: %s", hb->node, action_type_to_string(type),
                     ack->action_id, task, ack->error ?: "no reason given");
+        if (type == ACTION_FREEZE && ack->error && strstr(ack->error, "no freezer") &&
+            !strv_contains(c->no_freeze, hb->node)) {
+                r = strv_extend(&c->no_freeze, hb->node);
+                if (r < 0)
+                        return r;
+                log_warning("Node %s has no freezer: suspend preemption leaves its tasks running.", hb->node);
+                c->placement_dirty = true;
+        }
         if (type != ACTION_START)
                 return 0;
 
@@ -991,6 +1016,7 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
                 r = lose_unreported(c, hb, now_ms, &jobs);
                 if (r < 0)
                         return r;
+                forget_no_freeze(c, hb->node); /* the restarted agent may have a freezer now */
         }
         r = roll_up_all(c, &jobs, now_ms);
         if (r < 0)

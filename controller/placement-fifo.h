@@ -12,6 +12,7 @@
 typedef struct PlacementNode {
         const char *id;
         bool lost;                        /* lost nodes get nothing */
+        bool no_freeze;                   /* its agent cannot freeze tasks: suspend waits there */
         double capacity_cpus;
         uint64_t capacity_memory_bytes;
         double allocated_cpus;            /* updated by placement_fifo() as tasks are placed */

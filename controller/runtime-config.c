@@ -88,10 +88,16 @@ const Knob runtime_knobs[] = {
           "fifo, fair, hfsp or psbs (default: hfsp)",
           0, 0, ENUM_CHOICES(policy_choices), "policy", KNOB_APPLY_SCHEDULER },
         { "preemption", KNOB_ENUM, SETTING(sched.preemption), "MODE",
-          "wait, kill, suspend or suspend-kill: how a higher-priority job gets CPUs held by lower ones (default: wait)",
+          "wait, kill, suspend or suspend-kill: how a higher-priority job gets CPUs held by lower ones (default: suspend)",
           0, 0, ENUM_CHOICES(preemption_choices), "preemption", KNOB_APPLY_SCHEDULER },
+        { "kill-max-lost", KNOB_DOUBLE, SETTING(sched.kill_max_lost_s), "CPU-SECONDS",
+          "kill and suspend-kill preempt only tasks that have had at most this much CPU time (default: 60; 0..1000000000)",
+          0, 1e9, NULL, 0, "kill_max_lost_s", KNOB_APPLY_SCHEDULER },
+        { "training-share", KNOB_DOUBLE, SETTING(sched.training_share), "FRACTION",
+          "T, the CPUs training tasks may hold with top priority (hfsp, psbs), as a share of the ready CPUs, rounded down; 0: off (default: 0.05; 0..1)",
+          0, 1, NULL, 0, "training_share", KNOB_APPLY_SCHEDULER },
         { "training-cpus", KNOB_DOUBLE, SETTING(sched.training_cpus), "CPUS",
-          "T: CPUs that training tasks may hold with top priority, hfsp and psbs (default: 10; 0..1000000)",
+          "T in CPUs instead of --training-share; 0: use the share (default: 0; 0..1000000)",
           0, 1e6, NULL, 0, "training_cpus", KNOB_APPLY_SCHEDULER },
 };
 const size_t runtime_n_knobs = ELEMENTSOF(runtime_knobs);

@@ -1,5 +1,7 @@
 /* sched-fifo.c: FIFO — job phases in submission order (job id, then phase), one after the
- * other: the baseline HFSP's authors found drastically outperformed. */
+ * other: the baseline HFSP's authors found drastically outperformed. It never preempts: a job's
+ * later phase outranks younger jobs by its id, and freezing their tasks for it is not what a
+ * FIFO queue does (Slurm's and Hadoop's FIFO wait). */
 #include "sched-internal.h"
 
 static void fifo_order(const Sched *s, SchedJob *job) {
@@ -11,4 +13,5 @@ static void fifo_order(const Sched *s, SchedJob *job) {
 const SchedPolicyOps sched_fifo_ops = {
         .name = "fifo",
         .order = fifo_order,
+        .never_preempts = true,
 };

@@ -64,6 +64,8 @@ typedef struct SchedJob {
         uint32_t pending_head, pending_tail;
         uint32_t suspended_head, suspended_tail;
         uint32_t active_head;      /* running and stopping */
+        uint32_t jprev, jnext;     /* in the list of jobs with running or stopping tasks */
+        bool in_active_jobs;
         size_t n_pending, n_suspended, n_active, n_pending_training;
         double alloc_cpus;         /* CPUs its running tasks hold */
         double training_cpus;      /* CPUs its running and stopping training tasks hold */
@@ -133,6 +135,7 @@ typedef struct SchedPolicyOps {
         const char *name;
         bool training_priority;    /* HFSP Sec. III-C: training tasks first, up to T */
         bool virtual_order;        /* ordered by the virtual cluster (hfsp, psbs) */
+        bool never_preempts;       /* fifo: a later phase of an older job waits like the rest */
         /* Sets job->tier and job->prio; the virtual cluster is aged to now. */
         void (*order)(const Sched *s, SchedJob *job);
 } SchedPolicyOps;
@@ -171,6 +174,7 @@ struct Sched {
         SchedTaskMeta *meta;
         size_t n_tasks_allocated;
         uint32_t placed_head;      /* running, stopping and suspended tasks */
+        uint32_t active_jobs_head; /* jobs with running or stopping tasks (preemption's victims) */
         uint32_t find_hint;        /* the job of the last task told: tasks come job by job */
         double training_cpus;      /* Σ training_cpus of jobs in training */
 

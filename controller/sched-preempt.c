@@ -11,6 +11,8 @@
 typedef struct Victim {
         size_t task;
         const SchedJob *job;
+        bool killable;             /* killing it loses at most kill_max_lost_s of work */
+        bool freezable;            /* its node can freeze it */
 } Victim;
 
 /* Lowest priority first; within a job the youngest first. */
@@ -67,6 +69,8 @@ static size_t walk(const Victim *v, size_t n_v, const SchedBlocked *b, const Pla
                 freed[i] = (SchedNodeFree) {};
         for (size_t k = 0; k < n_v; k++) {
                 const SchedTask *vt = &tasks[v[k].task];
+                if (kill ? !v[k].killable : !v[k].freezable)
+                        continue;
                 freed[vt->node].cpus += vt->cpu_cores;
                 if (kill)
                         freed[vt->node].memory_bytes += (int64_t) vt->memory_bytes;
@@ -86,7 +90,7 @@ size_t sched_preempt(Sched *s, const SchedBlocked *b, int *ret_error) {
         const SchedTask *tasks = s->tasks;
         const SchedTask *t = &tasks[b->task];
         *ret_error = 0;
-        if (mode == SCHED_PREEMPT_WAIT || n_nodes == 0)
+        if (mode == SCHED_PREEMPT_WAIT || s->ops->never_preempts || n_nodes == 0)
                 return SCHED_NONE;
 
         _cleanup_free_ SchedNodeFree *freed = calloc(n_nodes, sizeof(SchedNodeFree));
@@ -96,40 +100,56 @@ size_t sched_preempt(Sched *s, const SchedBlocked *b, int *ret_error) {
                 return SCHED_NONE;
         }
 
-        /* Only placed tasks matter here (as many as the cluster holds, not the queue). Tasks
-         * already being killed will free their node soon: wait for them, take no more. */
-        size_t n_placed = 0;
-        for (uint32_t i = s->placed_head; i != SCHED_NIL; i = s->meta[i].gnext) {
-                n_placed++;
-                if (tasks[i].state == SCHED_TASK_STOPPING) {
-                        freed[tasks[i].node].cpus += tasks[i].cpu_cores;
-                        freed[tasks[i].node].memory_bytes += (int64_t) tasks[i].memory_bytes;
+        /* Only the jobs with running tasks matter here (as many as the cluster holds, not the
+         * queue), and only those the blocked job outranks: each is ordered once, its tasks
+         * looked at only if it can give way. Tasks already being killed will free their node
+         * soon: wait for them, take no more. */
+        size_t n_candidates = 0;
+        bool stopping = false;
+        for (uint32_t js = s->active_jobs_head; js != SCHED_NIL; js = s->jobs[js].jnext) {
+                SchedJob *cj = sched_job_at(s, js);
+                for (uint32_t i = cj->active_head; i != SCHED_NIL; i = s->meta[i].next) {
+                        n_candidates++;
+                        if (tasks[i].state == SCHED_TASK_STOPPING) {
+                                freed[tasks[i].node].cpus += tasks[i].cpu_cores;
+                                freed[tasks[i].node].memory_bytes += (int64_t) tasks[i].memory_bytes;
+                                stopping = true;
+                        }
                 }
         }
-        for (size_t i = 0; i < n_nodes; i++)
+        for (size_t i = 0; stopping && i < n_nodes; i++)
                 if (freed[i].cpus > 0 && node_eligible(b, t, &nodes[i], i) &&
                     room(&nodes[i], freed[i].cpus, freed[i].memory_bytes, t, b->thaw))
                         return SCHED_NONE;
 
         size_t n_v = 0;
-        v = malloc(MAX(n_placed, (size_t) 1) * sizeof(Victim));
+        v = malloc(MAX(n_candidates, (size_t) 1) * sizeof(Victim));
         if (!v) {
                 *ret_error = -ENOMEM;
                 return SCHED_NONE;
         }
-        for (uint32_t i = s->placed_head; i != SCHED_NIL; i = s->meta[i].gnext) {
-                const SchedTask *c = &tasks[i];
-                /* Tasks this decision started or thawed are not running yet for it. */
-                if (c->state != SCHED_TASK_RUNNING || c->key == b->job->key || s->meta[i].seen == s->epoch)
+        for (uint32_t js = s->active_jobs_head; js != SCHED_NIL; js = s->jobs[js].jnext) {
+                SchedJob *cj = sched_job_at(s, js);
+                if (cj->key == b->job->key || cj->real_done)
                         continue;
-                SchedJob *cj = sched_job_at(s, s->meta[i].job);
-                if (cj->real_done || sched_task_is_training(cj, c))
-                        continue; /* training tasks are never preempted while they train */
                 s->ops->order(s, cj);
-                if (b->training ? cj->tier == SCHED_TIER_TINY
-                                : !sched_job_outranks(b->job, t->cpu_cores, cj, c->cpu_cores))
+                if (b->training ? cj->tier == SCHED_TIER_TINY : !sched_job_outranks(b->job, t->cpu_cores, cj, 0))
                         continue; /* training tasks preempt anything but tiny jobs */
-                v[n_v++] = (Victim) { .task = i, .job = cj };
+                for (uint32_t i = cj->active_head; i != SCHED_NIL; i = s->meta[i].next) {
+                        const SchedTask *c = &tasks[i];
+                        /* Tasks this decision started or thawed are not running yet for it;
+                         * training tasks are never preempted while they train. */
+                        if (c->state != SCHED_TASK_RUNNING || s->meta[i].seen == s->epoch ||
+                            sched_task_is_training(cj, c))
+                                continue;
+                        if (!b->training && !sched_job_outranks(b->job, t->cpu_cores, cj, c->cpu_cores))
+                                continue;
+                        /* What a kill throws away: the CPU time it has had (at most its request
+                         * over the time since it started). */
+                        double lost_s = MAX(s->last_s - c->started_s, 0.0) * c->cpu_cores;
+                        v[n_v++] = (Victim) { .task = i, .job = cj, .killable = lost_s <= s->params.kill_max_lost_s,
+                                              .freezable = !nodes[c->node].no_freeze };
+                }
         }
         if (n_v == 0)
                 return SCHED_NONE;
@@ -148,7 +168,7 @@ size_t sched_preempt(Sched *s, const SchedBlocked *b, int *ret_error) {
 
         for (size_t k = 0; k < end; k++) {
                 const SchedTask *vt = &tasks[v[k].task];
-                if (vt->node != node)
+                if (vt->node != node || (kill ? !v[k].killable : !v[k].freezable))
                         continue;
                 int r = sched_emit(s, kill ? SCHED_KILL : SCHED_FREEZE, v[k].task, node);
                 /* Frozen tasks stop using CPU now (the caller places the waiting task on this

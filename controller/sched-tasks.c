@@ -93,6 +93,28 @@ static void node_add(Sched *s, const SchedTask *t, double sign) {
                 n->allocated_memory_bytes -= MIN(t->memory_bytes, n->allocated_memory_bytes);
 }
 
+/* The list of jobs with running or stopping tasks follows each job's n_active. */
+static void active_jobs_update(Sched *s, SchedJob *j) {
+        uint32_t slot = sched_job_slot(s, j);
+        if (j->n_active > 0 && !j->in_active_jobs) {
+                j->jprev = SCHED_NIL;
+                j->jnext = s->active_jobs_head;
+                if (s->active_jobs_head != SCHED_NIL)
+                        s->jobs[s->active_jobs_head].jprev = slot;
+                s->active_jobs_head = slot;
+                j->in_active_jobs = true;
+        } else if (j->n_active == 0 && j->in_active_jobs) {
+                if (j->jprev == SCHED_NIL)
+                        s->active_jobs_head = j->jnext;
+                else
+                        s->jobs[j->jprev].jnext = j->jnext;
+                if (j->jnext != SCHED_NIL)
+                        s->jobs[j->jnext].jprev = j->jprev;
+                j->jprev = j->jnext = SCHED_NIL;
+                j->in_active_jobs = false;
+        }
+}
+
 /* Adds (sign 1) or takes away (sign −1) what one task counts for in its job. */
 static void job_count(Sched *s, SchedJob *j, const SchedTask *t, int sign) {
         bool train_index = t->index < j->size.n_training;
@@ -125,6 +147,7 @@ static void job_count(Sched *s, SchedJob *j, const SchedTask *t, int sign) {
                         s->training_cpus -= j->training_cpus;
                 j->alloc_cpus = j->training_cpus = 0;
         }
+        active_jobs_update(s, j);
 }
 
 /* Accounts a task whose fields are set: into its job's list and counts, its node. */
@@ -238,8 +261,9 @@ void sched_job_training_refresh(Sched *s, SchedJob *j) {
         for (uint32_t id = j->pending_head; id != SCHED_NIL; id = s->meta[id].next)
                 if (s->tasks[id].index < j->size.n_training)
                         j->n_pending_training++;
-        /* T = 0 turns training priority off altogether. */
-        j->training_now = s->ops->training_priority && s->params.training_cpus > 0 && !j->real_done &&
+        /* T = 0 turns training priority off altogether (and training tasks lose their
+         * protection from preemption with it). */
+        j->training_now = s->ops->training_priority && sched_training_limit(s) > 0 && !j->real_done &&
                 j->size.kind == SCHED_SIZE_INITIAL && j->size.n_training > 0;
         if (j->training_now)
                 s->training_cpus += j->training_cpus;
@@ -262,7 +286,10 @@ void sched_tasks_reset(Sched *s) {
                 j->active_head = SCHED_NIL;
                 j->n_pending = j->n_suspended = j->n_active = j->n_pending_training = 0;
                 j->alloc_cpus = j->training_cpus = 0;
+                j->in_active_jobs = false;
+                j->jprev = j->jnext = SCHED_NIL;
         }
+        s->active_jobs_head = SCHED_NIL;
         if (s->n_tasks_allocated > 0)
                 memset(s->meta, 0, s->n_tasks_allocated * sizeof(SchedTaskMeta));
         s->training_cpus = 0;

@@ -66,7 +66,14 @@ const char *sched_job_state_to_string(SchedJobState st) {
 
 static bool params_valid(const SchedParams *p) {
         return p->policy >= 0 && p->policy < _SCHED_POLICY_MAX && p->preemption >= 0 &&
-                p->preemption < _SCHED_PREEMPTION_MAX && p->training_cpus >= 0 && isfinite(p->training_cpus);
+                p->preemption < _SCHED_PREEMPTION_MAX && p->training_cpus >= 0 && isfinite(p->training_cpus) &&
+                p->training_share >= 0 && p->training_share <= 1 && p->kill_max_lost_s >= 0;
+}
+
+double sched_training_limit(const Sched *s) {
+        if (s->params.training_cpus > 0)
+                return s->params.training_cpus;
+        return floor(s->params.training_share * s->capacity_cpus + 1e-9);
 }
 
 int sched_new(const SchedParams *params, double capacity_cpus, Sched **ret) {
@@ -79,6 +86,7 @@ int sched_new(const SchedParams *params, double capacity_cpus, Sched **ret) {
         s->ops = policy_ops[params->policy];
         s->capacity_cpus = capacity_cpus;
         s->placed_head = SCHED_NIL;
+        s->active_jobs_head = SCHED_NIL;
         sched_vcluster_init(s);
         sched_order_init(s);
         *ret = s;
@@ -120,8 +128,12 @@ int sched_set_capacity(Sched *s, double now_s, double capacity_cpus) {
                 return r;
         if (capacity_cpus == s->capacity_cpus)
                 return 0;
+        bool training = sched_training_limit(s) > 0;
         s->capacity_cpus = capacity_cpus;
-        return sched_vcluster_reshare(s);
+        r = sched_vcluster_reshare(s);
+        if (r >= 0 && training != (sched_training_limit(s) > 0))
+                r = sched_order_rebuild(s); /* training priority came or went with the capacity */
+        return r;
 }
 
 static bool size_valid(const SchedSize *size) {
@@ -525,7 +537,7 @@ static int training_pass(Sched *s, double now_s, bool *ret_stop) {
                                 continue;
                         }
                         left--;
-                        if (s->training_cpus + t->cpu_cores > s->params.training_cpus + PLACEMENT_CPU_EPSILON)
+                        if (s->training_cpus + t->cpu_cores > sched_training_limit(s) + PLACEMENT_CPU_EPSILON)
                                 return 0;
                         /* Placed or skipped, the main pass must not try it again. */
                         s->meta[ti].seen = s->epoch;
@@ -540,6 +552,63 @@ static int training_pass(Sched *s, double now_s, bool *ret_stop) {
                         ti = next;
                 }
         }
+}
+
+/* Placement stopped at a task that fits nowhere. Frozen tasks hold their memory whatever
+ * happens; where a node has the CPU to run one, it runs: this takes no memory the blocked
+ * task could use, and it finishes what holds the memory. Without it, memory held by frozen
+ * lower-priority tasks kept the higher-priority task out while CPUs idled (HFSP's PROD
+ * workload with suspend: 91 % CPU use against 98 % with wait). */
+static int cmp_backfill(const void *a, const void *b, void *userdata) {
+        const Sched *s = userdata;
+        uint32_t x = *(const uint32_t *) a, y = *(const uint32_t *) b;
+        const SchedJob *jx = sched_job_at(s, s->meta[x].job), *jy = sched_job_at(s, s->meta[y].job);
+        if (jx != jy) {
+                if (sched_job_outranks(jx, 0, jy, 0))
+                        return -1;
+                if (sched_job_outranks(jy, 0, jx, 0))
+                        return 1;
+        }
+        return x < y ? -1 : x > y;
+}
+
+static int thaw_backfill(Sched *s) {
+        _cleanup_free_ uint32_t *c = NULL;
+        size_t n = 0, allocated = 0;
+        for (uint32_t id = s->placed_head; id != SCHED_NIL; id = s->meta[id].gnext) {
+                const SchedTask *t = &s->tasks[id];
+                if (t->state != SCHED_TASK_SUSPENDED || t->node >= s->n_nodes || s->reserved[t->node] ||
+                    s->nodes[t->node].lost || s->meta[id].job == SCHED_NIL)
+                        continue;
+                const PlacementNode *node = &s->nodes[t->node];
+                if (t->cpu_cores > node->capacity_cpus - node->allocated_cpus + PLACEMENT_CPU_EPSILON)
+                        continue;
+                if (n == allocated) {
+                        allocated = MAX(allocated * 2, (size_t) 16);
+                        uint32_t *p = realloc(c, allocated * sizeof(uint32_t));
+                        if (!p)
+                                return -ENOMEM;
+                        c = p;
+                }
+                s->ops->order(s, sched_job_at(s, s->meta[id].job));
+                c[n++] = id;
+        }
+        /* The highest-priority job's frozen tasks first, then by task id (the same order
+         * whichever way the scheduler was told of its tasks). */
+        qsort_r(c, n, sizeof(uint32_t), cmp_backfill, s);
+        for (size_t k = 0; k < n; k++) {
+                const SchedTask *t = &s->tasks[c[k]];
+                const PlacementNode *node = &s->nodes[t->node];
+                if (t->cpu_cores > node->capacity_cpus - node->allocated_cpus + PLACEMENT_CPU_EPSILON)
+                        continue;
+                s->meta[c[k]].seen = s->epoch;
+                int r = sched_emit(s, SCHED_THAW, c[k], t->node);
+                if (r >= 0)
+                        r = sched_task_move(s, c[k], SCHED_TASK_RUNNING, t->node, t->started_s);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 /* Every unit of work of the job in turn, until it has none left or placement must stop. */
@@ -573,7 +642,7 @@ static int decide(Sched *s, double now_s) {
                         return r;
         }
 
-        if (!stop && s->ops->training_priority && s->params.training_cpus > 0) {
+        if (!stop && s->ops->training_priority && sched_training_limit(s) > 0) {
                 r = training_pass(s, now_s, &stop);
                 if (r < 0)
                         return r;
@@ -608,7 +677,7 @@ static int decide(Sched *s, double now_s) {
                 if (r < 0)
                         return r;
         }
-        return 0;
+        return stop ? thaw_backfill(s) : 0;
 }
 
 int sched_next(Sched *s, double now_s, const SchedDecision **ret, size_t *ret_n) {

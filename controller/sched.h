@@ -45,15 +45,28 @@ SchedPreemption sched_preemption_from_string(const char *s);
 typedef struct SchedParams {
         SchedPolicy policy;
         SchedPreemption preemption;
-        /* T: CPUs that running training tasks may hold with top priority (HFSP default 10). */
+        /* T, the CPUs that running training tasks may hold with top priority (HFSP Sec. III-C):
+         * training_cpus when above 0 (HFSP's own T = 10), else training_share of the virtual
+         * cluster's capacity rounded down to whole CPUs — 0, training priority off, on clusters
+         * too small for a share to hold a task (sched_training_limit()). */
         double training_cpus;
+        double training_share;
+        /* kill and suspend-kill kill only tasks that have had at most this many CPU-seconds
+         * (CPUs × seconds since they started): preemption never throws away more. */
+        double kill_max_lost_s;
         /* Ablation for Fig. 2 of the HFSP paper: let every size update replace a final size
          * (flapping). Off in production: a final size is set once. */
         bool continuous_size_updates;
 } SchedParams;
 
-#define SCHED_PARAMS_DEFAULT \
-        ((SchedParams) { .policy = SCHED_HFSP, .preemption = SCHED_PREEMPT_WAIT, .training_cpus = 10.0 })
+#define SCHED_KILL_MAX_LOST_S_DEFAULT 60.0
+
+/* The defaults, chosen by measurement (docs/design.md, "Scheduling defaults"): hfsp, suspend
+ * (freeze lower-priority tasks; the agent has a freezer wherever cgroups do), T = 5 % of the
+ * CPUs. */
+#define SCHED_PARAMS_DEFAULT                                                                   \
+        ((SchedParams) { .policy = SCHED_HFSP, .preemption = SCHED_PREEMPT_SUSPEND, .training_cpus = 0, \
+                         .training_share = 0.05, .kill_max_lost_s = SCHED_KILL_MAX_LOST_S_DEFAULT })
 
 /* What the estimator says about one job phase. */
 typedef enum SchedSizeKind {
@@ -81,6 +94,9 @@ Sched *sched_free(Sched *s);
 const SchedParams *sched_params(const Sched *s);
 /* Changes policy knobs at run time. Switching policy keeps every job and its virtual state. */
 int sched_set_params(Sched *s, const SchedParams *params);
+
+/* T in CPUs now (see SchedParams). */
+double sched_training_limit(const Sched *s);
 
 /* Total CPUs of the ready nodes: the virtual cluster's capacity. Ages up to now first. */
 int sched_set_capacity(Sched *s, double now_s, double capacity_cpus);

@@ -306,7 +306,7 @@ int store_phase_launch(Store *s, uint64_t job, unsigned phase, StoreLaunch *ret)
 
 /* ---- Tasks ---- */
 
-#define TASK_COLUMNS "t.id, t.job, t.phase, t.idx, t.attempt, t.state, t.node, p.cpu_cores, p.memory_bytes"
+#define TASK_COLUMNS "t.id, t.job, t.phase, t.idx, t.attempt, t.state, t.node, p.cpu_cores, p.memory_bytes, t.started_ms"
 #define TASK_FROM "FROM tasks t JOIN phases p ON p.job = t.job AND p.idx = t.phase"
 
 void store_task_done(StoreTask *t) {
@@ -330,6 +330,7 @@ static int task_from_row(sqlite3_stmt *st, StoreTask *ret) {
                 .state = task_state_from_string((const char *) sqlite3_column_text(st, 5)),
                 .cpu_cores = sqlite3_column_double(st, 7),
                 .memory_bytes = (uint64_t) sqlite3_column_int64(st, 8),
+                .started_ms = sqlite3_column_type(st, 9) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 9),
         };
         if (t.state < 0)
                 return -EIO;

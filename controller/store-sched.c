@@ -94,12 +94,14 @@ int store_phase_usage_first(Store *s, uint64_t job, unsigned phase, unsigned n_f
 int store_tasks_frozen(Store *s, char ***ret_ids) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         _cleanup_strv_free_ char **ids = NULL;
-        /* Frozen = the last freeze or thaw queued for an active task was a freeze (the agent
-         * applies actions in order, once each). */
+        /* Frozen = the last freeze or thaw queued for an active task was a freeze the agent did
+         * not refuse (it applies actions in order, once each; a node without a freezer acks the
+         * freeze with an error and the task runs on). */
         /* Driven from the few freeze and thaw actions (index actions_freeze_thaw), not from
          * every active task: this runs in every placement. */
         int r = store_prepare(s,
                               "SELECT a.task FROM actions a WHERE a.type IN ('freeze', 'thaw') AND a.type = 'freeze'"
+                              " AND a.ack_error IS NULL"
                               " AND a.id = (SELECT MAX(b.id) FROM actions b WHERE b.task = a.task"
                               "  AND b.type IN ('freeze', 'thaw'))"
                               " AND EXISTS (SELECT 1 FROM tasks t WHERE t.id = a.task AND t.state IN ('starting', 'running'))"

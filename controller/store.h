@@ -115,6 +115,7 @@ typedef struct StoreTask {
         char *node;            /* NULL until placed */
         double cpu_cores;      /* the phase's request */
         uint64_t memory_bytes;
+        int64_t started_ms;    /* when it started running, -1 before */
 } StoreTask;
 void store_task_done(StoreTask *t);
 void store_tasks_free(StoreTask *t, size_t n);

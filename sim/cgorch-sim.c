@@ -28,10 +28,12 @@ static void help(void) {
                "Policy:\n"
                "  -p --policy=NAME          fifo, fair, hfsp, psbs, srpt-oracle; the fluid bounds\n"
                "                            ps, fluid-srpt, fluid-fifo  [hfsp]\n"
-               "  -P --preemption=NAME      wait, kill, suspend  [wait]\n"
+               "  -P --preemption=NAME      wait, kill, suspend, suspend-kill  [suspend]\n"
                "  -e --estimator=NAME       hfsp (training tasks) or oracle (true size at arrival)  [hfsp]\n"
                "  -s --error-sigma=SIGMA    multiply size estimates by LogN(0, SIGMA^2)  [0]\n"
-               "     --training-cpus=T      HFSP's T: CPUs training tasks may hold first  [10]\n"
+               "     --training-share=F     HFSP's T as a share of the CPUs, rounded down  [0.05]\n"
+               "     --training-cpus=T      HFSP's T in CPUs instead (0: the share)  [0]\n"
+               "     --kill-max-lost=CPU_S  kill only tasks that have had at most this much CPU  [60]\n"
                "     --reschedule=SECONDS   with kill/suspend, decide at least this often  [3]\n"
                "Orchestration:\n"
                "  -o --orchestration=MODE   off, cpu, memory, cpu+memory  [off]\n"
@@ -54,6 +56,8 @@ enum {
         ARG_WRITE_TRACE,
         ARG_LOAD,
         ARG_TRAINING_CPUS,
+        ARG_TRAINING_SHARE,
+        ARG_KILL_MAX_LOST,
         ARG_RESCHEDULE,
         ARG_ORCH_ESTIMATOR,
         ARG_EPOCH,
@@ -78,6 +82,8 @@ static const struct option options[] = {
         { "estimator", required_argument, NULL, 'e' },
         { "error-sigma", required_argument, NULL, 's' },
         { "training-cpus", required_argument, NULL, ARG_TRAINING_CPUS },
+        { "training-share", required_argument, NULL, ARG_TRAINING_SHARE },
+        { "kill-max-lost", required_argument, NULL, ARG_KILL_MAX_LOST },
         { "reschedule", required_argument, NULL, ARG_RESCHEDULE },
         { "orchestration", required_argument, NULL, 'o' },
         { "orch-estimator", required_argument, NULL, ARG_ORCH_ESTIMATOR },
@@ -219,6 +225,18 @@ int main(int argc, char *argv[]) {
                 case ARG_TRAINING_CPUS:
                         if (parse_number("training-cpus", optarg, 0, &params.training_cpus) < 0)
                                 return 2;
+                        break;
+                case ARG_KILL_MAX_LOST:
+                        if (parse_number("kill-max-lost", optarg, 0, &params.kill_max_lost_s) < 0)
+                                return 2;
+                        break;
+                case ARG_TRAINING_SHARE:
+                        if (parse_number("training-share", optarg, 0, &params.training_share) < 0)
+                                return 2;
+                        if (params.training_share > 1) {
+                                fprintf(stderr, "cgorch-sim: --training-share: must be at most 1\n");
+                                return 2;
+                        }
                         break;
                 case ARG_RESCHEDULE:
                         if (parse_number("reschedule", optarg, 0, &params.reschedule_s) < 0)

@@ -5,7 +5,10 @@
 # tables in Markdown on stdout. Needs gnuplot (Debian: gnuplot-nox) for the plots.
 set -euo pipefail
 
-sim=${1:?usage: evaluate.sh CGORCH_SIM DOCS_DIR [SECTION...]}
+sim_bin=${1:?usage: evaluate.sh CGORCH_SIM DOCS_DIR [SECTION...]}
+# The papers' experiments run in the papers' setting: HFSP's T = 10 CPUs and, unless a section
+# says otherwise, WAIT preemption (cgorch's own defaults are measured in docs/design.md).
+sim() { "$sim_bin" --training-cpus 10 "$@"; }
 docs=${2:?usage: evaluate.sh CGORCH_SIM DOCS_DIR [SECTION...]}
 shift 2
 sections=${*:-hfsp sigma preempt orch speed}
@@ -42,8 +45,8 @@ section_hfsp() {
         for w in dev test prod; do
                 local sum_f=0 sum_h=0 per=""
                 for seed in 1 2 3 4 5; do
-                        f=$("$sim" -w $w --seed $seed -p fair --summary csv | field mean_response_s)
-                        h=$("$sim" -w $w --seed $seed -p hfsp --summary csv | field mean_response_s)
+                        f=$(sim -P wait -w $w --seed $seed -p fair --summary csv | field mean_response_s)
+                        h=$(sim -P wait -w $w --seed $seed -p hfsp --summary csv | field mean_response_s)
                         sum_f=$(echo "$sum_f + $f" | bc -l)
                         sum_h=$(echo "$sum_h + $h" | bc -l)
                         per="$per $(printf '%.0f%%' "$(echo "100 * (1 - $h / $f)" | bc -l)")"
@@ -52,7 +55,7 @@ section_hfsp() {
                 printf '| %s | %.0f | %.0f | **%.0f%%** | %s | %s%% |\n' "${w^^}" "$(echo "$sum_f / 5" | bc -l)" \
                         "$(echo "$sum_h / 5" | bc -l)" "$(echo "100 * (1 - $sum_h / $sum_f)" | bc -l)" "${per# }" "${!pv}"
                 for p in fair hfsp; do
-                        "$sim" -w $w --seed 1 -p $p -j "$tmp/$w-$p.csv" > /dev/null
+                        sim -P wait -w $w --seed 1 -p $p -j "$tmp/$w-$p.csv" > /dev/null
                         ecdf "$tmp/$w-$p.csv" slowdown > "$plots/hfsp-$w-$p-slowdown.ecdf"
                         ecdf "$tmp/$w-$p.csv" response_s > "$plots/hfsp-$w-$p-response.ecdf"
                 done
@@ -73,13 +76,13 @@ section_sigma() {
         local out="$plots/sigma.csv"
         echo "sigma,srpt,srvt,psbs,hfsp_estimator,ps,fifo" > "$out"
         local ps fifo
-        ps=$("$sim" -w swim -p ps --summary csv | field mean_response_s)
-        fifo=$("$sim" -w swim -p fifo --summary csv | field mean_response_s)
+        ps=$(sim -P wait -w swim -p ps --summary csv | field mean_response_s)
+        fifo=$(sim -P wait -w swim -p fifo --summary csv | field mean_response_s)
         for s in 0 0.25 0.5 1 1.5 2; do
-                a=$("$sim" -w swim -p srpt-oracle -s $s --summary csv | field mean_response_s)
-                b=$("$sim" -w swim -p hfsp -e oracle -s $s --summary csv | field mean_response_s)
-                c=$("$sim" -w swim -p psbs -e oracle -s $s --summary csv | field mean_response_s)
-                d=$("$sim" -w swim -p hfsp -s $s --summary csv | field mean_response_s)
+                a=$(sim -P wait -w swim -p srpt-oracle -s $s --summary csv | field mean_response_s)
+                b=$(sim -P wait -w swim -p hfsp -e oracle -s $s --summary csv | field mean_response_s)
+                c=$(sim -P wait -w swim -p psbs -e oracle -s $s --summary csv | field mean_response_s)
+                d=$(sim -P wait -w swim -p hfsp -s $s --summary csv | field mean_response_s)
                 echo "$s,$a,$b,$c,$d,$ps,$fifo" >> "$out"
         done
         echo "### Mean response time (s) on the SWIM-like trace (24 442 jobs) as σ grows"
@@ -106,7 +109,7 @@ section_preempt() {
         for pr in wait kill suspend; do
                 local r=0 p95=0 sd=0 mx=0 lost=0 k=0 fr=0
                 for seed in 1 2 3 4 5; do
-                        "$sim" -w test --seed $seed -p hfsp -P $pr --summary csv > "$tmp/s"
+                        sim -w test --seed $seed -p hfsp -P $pr --summary csv > "$tmp/s"
                         r=$(echo "$r + $(field mean_response_s < "$tmp/s")" | bc -l)
                         p95=$(echo "$p95 + $(field p95_response_s < "$tmp/s")" | bc -l)
                         sd=$(echo "$sd + $(field mean_slowdown < "$tmp/s")" | bc -l)
@@ -118,7 +121,7 @@ section_preempt() {
                 printf '| %s | %.0f | %.0f | %.2f | %.1f | %.0f | %d / %d |\n' "${pr^^}" "$(echo "$r / 5" | bc -l)" \
                         "$(echo "$p95 / 5" | bc -l)" "$(echo "$sd / 5" | bc -l)" "$(echo "$mx / 5" | bc -l)" \
                         "$(echo "$lost / 5" | bc -l)" "$k" "$fr"
-                "$sim" -w test --seed 1 -p hfsp -P $pr -j "$tmp/p-$pr.csv" > /dev/null
+                sim -w test --seed 1 -p hfsp -P $pr -j "$tmp/p-$pr.csv" > /dev/null
                 ecdf "$tmp/p-$pr.csv" slowdown > "$plots/preempt-$pr-slowdown.ecdf"
                 ecdf "$tmp/p-$pr.csv" response_s > "$plots/preempt-$pr-response.ecdf"
         done
@@ -147,12 +150,12 @@ section_orch() {
                 local ucpu0 umem0
                 if [ $scenario = single ]; then
                         for c in $classes; do
-                                "$sim" -w contention -p fair --job-class $c -j "$tmp/o.csv" > /dev/null
+                                sim -P wait -w contention -p fair --job-class $c -j "$tmp/o.csv" > /dev/null
                                 base[$c]=$(awk -F, 'NR == 2 { print $6 }' "$tmp/o.csv")
                         done
                         ucpu0=""; umem0=""
                 else
-                        "$sim" -w contention -p fair -j "$tmp/o.csv" -T "$plots/orch-off.timeline" --sample 10 --summary csv > "$tmp/s"
+                        sim -P wait -w contention -p fair -j "$tmp/o.csv" -T "$plots/orch-off.timeline" --sample 10 --summary csv > "$tmp/s"
                         for c in $classes; do base[$c]=$(awk -F, -v c=$c '$2 == c { print $6 }' "$tmp/o.csv"); done
                         ucpu0=$(field cpu_util < "$tmp/s"); umem0=$(field memory_util < "$tmp/s")
                 fi
@@ -164,11 +167,11 @@ section_orch() {
                                 for c in $classes; do
                                         local t
                                         if [ $scenario = single ]; then
-                                                "$sim" -w contention -p fair --job-class $c -o $mode --orch-estimator $est -j "$tmp/o.csv" > /dev/null
+                                                sim -P wait -w contention -p fair --job-class $c -o $mode --orch-estimator $est -j "$tmp/o.csv" > /dev/null
                                                 t=$(awk -F, 'NR == 2 { print $6 }' "$tmp/o.csv")
                                         else
                                                 if [ $c = sort ]; then
-                                                        "$sim" -w contention -p fair -o $mode --orch-estimator $est -j "$tmp/m.csv" \
+                                                        sim -P wait -w contention -p fair -o $mode --orch-estimator $est -j "$tmp/m.csv" \
                                                                 -T "$plots/orch-$est-$mode.timeline" --sample 10 --summary csv > "$tmp/s"
                                                         [ $mode = cpu+memory ] && ucpu1=$(field cpu_util < "$tmp/s") && umem1=$(field memory_util < "$tmp/s")
                                                 fi
@@ -207,7 +210,7 @@ section_speed() {
         echo "| policy | events | wall time (s) | events/s |"
         echo "|---|---|---|---|"
         for p in "hfsp" "hfsp -P suspend" "fair" "srpt-oracle" "fifo" "ps"; do
-                "$sim" -w swim -p $p > "$tmp/t"
+                sim -P wait -w swim -p $p > "$tmp/t"
                 awk -v p="$p" '/^events/ { e = $2 } /^wall time/ { w = $3; r = $5 } END { printf "| %s | %s | %.2f | %s |\n", p, e, w, substr(r, 2) }' "$tmp/t"
         done
         echo

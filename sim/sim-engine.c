@@ -783,8 +783,11 @@ static int engine_init(Engine *e, const SimWorkload *w, const SimNodeSpec *nodes
                 res->capacity_memory_bytes += nodes[k].memory_bytes;
         }
         if (!sim_policy_is_fluid(p->policy)) {
-                int r = sim_sched_new(p->policy, p->preemption, p->training_cpus, &e->hfsp, cpus, memory, n_nodes,
-                                      &e->sched);
+                SimSchedParams sp = {
+                        .policy = p->policy, .preemption = p->preemption, .training_cpus = p->training_cpus,
+                        .training_share = p->training_share, .kill_max_lost_s = p->kill_max_lost_s, .sizing = e->hfsp,
+                };
+                int r = sim_sched_new(&sp, cpus, memory, n_nodes, &e->sched);
                 if (r < 0)
                         return r;
         }

@@ -26,7 +26,9 @@ typedef struct SimParams {
         SimEstimator estimator;
         double error_sigma;             /* estimates × LogN(0, σ²), one draw per job phase */
         uint64_t seed;                  /* for the estimation errors */
-        double training_cpus;           /* HFSP's T */
+        double training_cpus;           /* HFSP's T in CPUs; 0: training_share */
+        double training_share;          /* T as a share of the cluster's CPUs, rounded down */
+        double kill_max_lost_s;         /* kill only tasks that have had at most this much CPU */
         double thrash_exponent;
         double reschedule_s;            /* with kill/suspend: decide at least this often */
         /* Orchestration (off when orch_mode is 0). */
@@ -39,9 +41,10 @@ typedef struct SimParams {
 #define SIM_PARAMS_DEFAULT                                      \
         ((SimParams) {                                          \
                 .policy = SIM_POLICY_HFSP,                      \
-                .preemption = SIM_PREEMPT_WAIT,                 \
+                .preemption = SIM_PREEMPT_SUSPEND,              \
                 .estimator = SIM_ESTIMATOR_HFSP,                \
-                .training_cpus = 10,                            \
+                .training_share = 0.05,                         \
+                .kill_max_lost_s = 60,                          \
                 .thrash_exponent = SIM_THRASH_EXPONENT_DEFAULT, \
                 .reschedule_s = 3,                              \
                 .epoch_s = 20,                                  \

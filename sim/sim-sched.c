@@ -22,10 +22,12 @@ static const SchedPolicy sched_policies[_SIM_POLICY_MAX] = {
 };
 static const char *const preemption_names[_SIM_PREEMPT_MAX] = {
         [SIM_PREEMPT_WAIT] = "wait", [SIM_PREEMPT_KILL] = "kill", [SIM_PREEMPT_SUSPEND] = "suspend",
+        [SIM_PREEMPT_SUSPEND_KILL] = "suspend-kill",
 };
 static const SchedPreemption sched_preemptions[_SIM_PREEMPT_MAX] = {
         [SIM_PREEMPT_WAIT] = SCHED_PREEMPT_WAIT, [SIM_PREEMPT_KILL] = SCHED_PREEMPT_KILL,
         [SIM_PREEMPT_SUSPEND] = SCHED_PREEMPT_SUSPEND,
+        [SIM_PREEMPT_SUSPEND_KILL] = SCHED_PREEMPT_SUSPEND_KILL,
 };
 
 const char *sim_policy_to_string(SimPolicy p) {
@@ -60,14 +62,16 @@ struct SimSched {
         size_t allocated_out;
 };
 
-int sim_sched_new(SimPolicy policy, SimPreemption preemption, double training_cpus, const HfspSizeParams *sizing,
+int sim_sched_new(const SimSchedParams *params,
                   const double *node_cpus, const double *node_memory_bytes, size_t n_nodes, SimSched **ret) {
+        SimPolicy policy = params->policy;
+        SimPreemption preemption = params->preemption;
         if (policy < 0 || policy >= _SIM_POLICY_MAX || preemption < 0 || preemption >= _SIM_PREEMPT_MAX)
                 return -EINVAL;
         SimSched *s = calloc(1, sizeof(SimSched));
         if (!s)
                 return -ENOMEM;
-        int r = sched_sizing_init(&s->sizing, sizing);
+        int r = sched_sizing_init(&s->sizing, &params->sizing);
         if (r < 0) {
                 free(s);
                 return r;
@@ -90,7 +94,9 @@ int sim_sched_new(SimPolicy policy, SimPreemption preemption, double training_cp
         SchedParams p = SCHED_PARAMS_DEFAULT;
         p.policy = sched_policies[policy];
         p.preemption = sched_preemptions[preemption];
-        p.training_cpus = training_cpus;
+        p.training_cpus = params->training_cpus;
+        p.training_share = params->training_share;
+        p.kill_max_lost_s = params->kill_max_lost_s;
         r = sched_new(&p, capacity, &s->sched);
         if (r >= 0)
                 r = sched_set_nodes(s->sched, s->nodes, n_nodes);

@@ -26,6 +26,7 @@ typedef enum SimPreemption {
         SIM_PREEMPT_WAIT,
         SIM_PREEMPT_KILL,
         SIM_PREEMPT_SUSPEND,
+        SIM_PREEMPT_SUSPEND_KILL,
         _SIM_PREEMPT_MAX,
         _SIM_PREEMPT_INVALID = -22,
 } SimPreemption;
@@ -80,9 +81,16 @@ typedef struct SimSchedDecision {
 
 typedef struct SimSched SimSched;
 
-/* nodes: capacity of each (CPUs, bytes). training_cpus is HFSP's T; sizing the estimation
- * module's parameters (t, Δ, ξ, s0). */
-int sim_sched_new(SimPolicy policy, SimPreemption preemption, double training_cpus, const HfspSizeParams *sizing,
+/* nodes: capacity of each (CPUs, bytes); sizing is the estimation module's parameters (t, Δ,
+ * ξ, s0). */
+typedef struct SimSchedParams {
+        SimPolicy policy;
+        SimPreemption preemption;
+        double training_cpus, training_share, kill_max_lost_s; /* as in controller/sched.h */
+        HfspSizeParams sizing;
+} SimSchedParams;
+
+int sim_sched_new(const SimSchedParams *params,
                   const double *node_cpus, const double *node_memory_bytes, size_t n_nodes, SimSched **ret);
 SimSched *sim_sched_free(SimSched *s);
 

@@ -77,10 +77,14 @@ fail() {
 }
 
 # The time fields an answer may hold: a number there is replaced by "<time>" (null stays null),
-# so a case states whether a time is set without knowing when the suite ran.
+# so a case states whether a time is set without knowing when the suite ran. A virtual size that
+# has aged (for as long as the suite took) since its estimate is "<ageing>".
 normalize='walk(if type == "object" then with_entries(
         if (.key | test("^(submitted|started|finished|last_heartbeat|initial|final)_ms$|^response_s$"))
-           and (.value | type) == "number" then .value = "<time>" else . end) else . end)'
+           and (.value | type) == "number" then .value = "<time>" else . end)
+        | if (.virtual_size_s | type) == "number" and (.estimated_size_s | type) == "number"
+             and .virtual_size_s != .estimated_size_s then .virtual_size_s = "<ageing>" else . end
+        else . end)'
 
 run_case() {
         local name=$1 dir=$2

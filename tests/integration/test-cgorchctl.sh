@@ -91,7 +91,7 @@ expect_out '^  Memory/task: 64MiB$' "job"
 expect_out "^$short_id\\.0\\.0\\.0 +pending " "job"
 expect_out "^$short_id\\.0\\.1\\.0 +pending " "job"
 expect_out '^  Size: +tiny CPU-s \(tiny\)$' "job"
-expect_out '^  Tiny: +2 task\(s\) < t = 5: size 0, served first$' "job"
+expect_out '^  Tiny: +2 task\(s\) < t = 5: no training, served first; estimate 60.0$' "job"
 run 0 job "$big_id"
 expect_out '^  Size: +~60.0 CPU-s \(initial\)$' "job (big)"
 expect_out '^  Initial: +S_i = s0 = 60.0 \(no task had finished yet\)$' "job (big)"
@@ -107,8 +107,8 @@ JSON
 run 0 submit "$tmp/job.json" && file_id=$out
 run 0 --json submit - <"$tmp/job.json" && expect_out '"state": "queued"' "--json submit -"
 run 0 jobs
-expect_out "^ +1 +$short_id +short +$(id -un) +queued +queued +tiny +0.0 +0/2 " "jobs"
-expect_out "^ +2 +$file_id +from-file +- +queued +queued +tiny +0.0 +0/4 " "jobs"
+expect_out "^ +1 +$short_id +short +$(id -un) +queued +queued +tiny +60.0 +0/2 " "jobs"
+expect_out "^ +2 +$file_id +from-file +- +queued +queued +tiny +60.0 +0/4 " "jobs"
 expect_out "^ +4 +$big_id +big +$(id -un) +queued +queued +~60.0 +60.0 +0/6 " "jobs"
 [ "$(grep -c queued <<<"$out")" -eq 4 ] || fail "jobs should list 4 queued jobs:"$'\n'"$out"
 # Priority order: the tiny job submitted first on top, the big one (smallest id) at the bottom.

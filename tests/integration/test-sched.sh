@@ -42,7 +42,7 @@ run_case() {
         local policy=$1 preemption=${2:-suspend} long short
         cluster_init "$top_builddir" "cgorch-test-sched-$policy-$preemption"
         # T = 0: no training priority, so the long job's tasks are not protected as training tasks.
-        cluster_start_controller --scheduler "$policy" --preemption "$preemption" --training-cpus 0
+        cluster_start_controller --scheduler "$policy" --preemption "$preemption" --training-share 0
         cluster_start_agent n1 --cpus 1 --memory 2G
 
         long=$(submit_long)

@@ -854,8 +854,11 @@ static void restart_sized(SchedPolicy policy, SchedPreemption preemption, int64_
         ClusterConfig cc = {
                 .heartbeat_interval_us = INTERVAL_MS * USEC_PER_MSEC,
                 .node_lost_after = LOST_AFTER,
-                .sched = { .policy = policy, .preemption = preemption, .training_cpus = 0 },
+                .sched = SCHED_PARAMS_DEFAULT,
         };
+        cc.sched.policy = policy;
+        cc.sched.preemption = preemption;
+        cc.sched.training_share = 0; /* no training priority */
         if (sizes)
                 cc.sizes = *sizes;
         cr_assert_eq(cluster_new(store, &cc, now_ms, &cluster), 0);
@@ -942,6 +945,49 @@ Test(cluster, kill_preemption_retries_the_task_as_a_new_attempt) {
         heartbeat_reply_free(beat(&n1, done, 5, &a3, 1, T0 + 7000));
         assert_job_state(long_id, "succeeded");
         cr_assert_eq(number(long_id, -1, -1, "tasks_done"), 5);
+}
+
+/* An agent without a freezer refuses the freeze: the task runs on (the scheduler no longer
+ * counts it frozen: the node's CPUs are over-committed until a task ends, as under wait), and
+ * suspend leaves that node's tasks alone from then on. */
+Test(cluster, suspend_on_a_node_without_freezer) {
+        restart(SCHED_HFSP, SCHED_PREEMPT_SUSPEND, T0);
+        Node n1 = node_new("n1", 1);
+        uint64_t long_id = submit(job_five_small, T0);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        heartbeat_reply_free(ack_and_run(&n1, hr, T0 + 2000));
+        heartbeat_reply_free(hr);
+
+        uint64_t short_id = submit(job_one_small, T0 + 3000);
+        TaskReport reps[6];
+        for (unsigned i = 0; i < 5; i++)
+                reps[i] = running(task_id(long_id, 0, i), NULL, 0);
+        hr = beat(&n1, reps, 5, NULL, 0, T0 + 4000);
+        const Action *freeze = find_action(hr, ACTION_FREEZE, task_id(long_id, 0, 4));
+        cr_assert_not_null(freeze, "the youngest task is frozen");
+        const Action *start = find_action(hr, ACTION_START, task_id(short_id, 0, 0));
+        cr_assert_not_null(start, "the tiny job starts in its room");
+        Ack acks[] = { { .action_id = freeze->id, .ok = false,
+                         .error = (char *) "freeze: this node has no freezer for the task" },
+                       ack_ok(start) };
+        reps[5] = running(task_id(short_id, 0, 0), NULL, 0);
+        heartbeat_reply_free(hr);
+        hr = beat(&n1, reps, 6, acks, 2, T0 + 5000);
+        cr_assert_eq(count_actions(hr, ACTION_FREEZE), 0, "no second freeze on a node without freezer");
+        cr_assert_eq(count_actions(hr, ACTION_THAW), 0, "nothing to thaw: it never froze");
+        heartbeat_reply_free(hr);
+
+        /* Another tiny job: it waits for room instead of freezing anything on n1. */
+        uint64_t other = submit(job_one_small, T0 + 5500);
+        hr = beat(&n1, reps, 6, NULL, 0, T0 + 6000);
+        cr_assert_eq(count_actions(hr, ACTION_FREEZE), 0);
+        cr_assert_null(find_action(hr, ACTION_START, task_id(other, 0, 0)));
+        heartbeat_reply_free(hr);
+        reps[0] = ended(task_id(long_id, 0, 0), TASK_SUCCEEDED, 0, 0, 1, MiB);
+        reps[1] = ended(task_id(long_id, 0, 1), TASK_SUCCEEDED, 0, 0, 1, MiB);
+        hr = beat(&n1, reps, 6, NULL, 0, T0 + 7000);
+        cr_assert_not_null(find_action(hr, ACTION_START, task_id(other, 0, 0)), "it starts once tasks end");
+        heartbeat_reply_free(hr);
 }
 
 Test(cluster, preempted_attempts_do_not_count_as_lost) {

@@ -201,9 +201,12 @@ static SchedSize final_size(double s) {
         return (SchedSize) { .kind = SCHED_SIZE_FINAL, .size_s = s };
 }
 
+/* The papers' setting: WAIT preemption unless a test says otherwise, T = 10 CPUs. */
 static SchedParams params(SchedPolicy p) {
         SchedParams sp = SCHED_PARAMS_DEFAULT;
         sp.policy = p;
+        sp.preemption = SCHED_PREEMPT_WAIT;
+        sp.training_cpus = 10;
         return sp;
 }
 
@@ -470,6 +473,98 @@ Test(sched_hfsp, training_tasks_do_not_preempt_tiny_ones) {
         cr_assert_eq(n_d, 0, "a training task froze a tiny job's task");
         free(d);
         s = sched_free(s);
+}
+
+Test(sched_preempt, frozen_tasks_run_where_memory_blocks_the_head) {
+        /* One node, 2 CPUs, 4 GiB. Low-priority job L has a running task (1.5 GiB) and a frozen
+         * one (1.5 GiB); H (final size 1) runs on the other CPU; H2 (final size 2, one task of
+         * 2 GiB) waits: 1 GiB is free, so freezing cannot make room for it. When H ends, a CPU
+         * is free and H2 still does not fit: L's frozen task runs there (its memory is held
+         * anyway), instead of the CPU idling until L's running task ends. */
+        Sched *s;
+        SchedParams p = params(SCHED_HFSP);
+        p.preemption = SCHED_PREEMPT_SUSPEND;
+        cr_assert_eq(sched_new(&p, 2, &s), 0);
+        PlacementNode n[] = { { .id = "n", .capacity_cpus = 2, .capacity_memory_bytes = 4 * GiB } };
+        SchedSize big = final_size(100), h2 = final_size(2);
+        cr_assert_eq(sched_job_add(s, 1, 0, 1, 2, &big), 0);
+        cr_assert_eq(sched_job_add(s, 3, 0, 1, 1, &h2), 0);
+        SchedTask t[] = {
+                { .key = 1, .index = 0, .state = SCHED_TASK_RUNNING, .node = 0, .cpu_cores = 1,
+                  .memory_bytes = 3 * GiB / 2 },
+                { .key = 1, .index = 1, .state = SCHED_TASK_SUSPENDED, .node = 0, .cpu_cores = 1,
+                  .memory_bytes = 3 * GiB / 2 },
+                { .key = 3, .index = 0, .state = SCHED_TASK_PENDING, .cpu_cores = 1, .memory_bytes = 2 * GiB },
+        };
+        SchedDecision *d;
+        size_t n_d;
+        cr_assert_eq(sched_decide(s, 1, n, 1, t, ELEMENTSOF(t), &d, &n_d), 0);
+        cr_assert_eq(n_d, 1, "%zu decisions", n_d);
+        cr_assert_eq(d[0].verb, SCHED_THAW);
+        cr_assert_eq(d[0].task, 1);
+        free(d);
+        s = sched_free(s);
+}
+
+Test(sched_preempt, fifo_never_preempts) {
+        /* One CPU held by job 2; job 1's second phase becomes runnable. By FIFO order job 1 comes
+         * first, but a FIFO queue waits: no freeze, no kill, in any mode. */
+        for (SchedPreemption mode = SCHED_PREEMPT_KILL; mode < _SCHED_PREEMPTION_MAX; mode++) {
+                Sched *s;
+                SchedParams p = params(SCHED_FIFO);
+                p.preemption = mode;
+                cr_assert_eq(sched_new(&p, 1, &s), 0);
+                PlacementNode n[] = { node(1) };
+                SchedSize size = final_size(10);
+                cr_assert_eq(sched_job_add(s, sched_key(2, 0), 0, 1, 1, &size), 0);
+                cr_assert_eq(sched_job_add(s, sched_key(1, 1), 1, 1, 1, &size), 0);
+                SchedTask t[] = {
+                        { .key = sched_key(2, 0), .state = SCHED_TASK_RUNNING, .node = 0, .cpu_cores = 1,
+                          .memory_bytes = MiB, .started_s = 0.5 },
+                        { .key = sched_key(1, 1), .cpu_cores = 1, .memory_bytes = MiB },
+                };
+                SchedDecision *d;
+                size_t n_d;
+                cr_assert_eq(sched_decide(s, 1, n, 1, t, ELEMENTSOF(t), &d, &n_d), 0);
+                cr_assert_eq(n_d, 0, "fifo preempted with %s", sched_preemption_to_string(mode));
+                free(d);
+                s = sched_free(s);
+        }
+}
+
+Test(sched_preempt, kill_bounded_by_lost_work) {
+        /* Two CPUs held by a big job: one task started at 0 (100 CPU-s at t = 100), one at 90
+         * (10 CPU-s). A small job needs a CPU. With kill_max_lost_s = 60 only the young one may
+         * be killed; with 5, neither (the small job waits). */
+        for (int bound = 0; bound < 2; bound++) {
+                Sched *s;
+                SchedParams p = params(SCHED_HFSP);
+                p.preemption = SCHED_PREEMPT_KILL;
+                p.kill_max_lost_s = bound == 0 ? 60 : 5;
+                cr_assert_eq(sched_new(&p, 2, &s), 0);
+                PlacementNode n[] = { node(2) };
+                SchedSize big = final_size(1000), small = final_size(1);
+                cr_assert_eq(sched_job_add(s, 1, 0, 1, 2, &big), 0);
+                cr_assert_eq(sched_job_add(s, 2, 100, 1, 1, &small), 0);
+                SchedTask t[] = {
+                        { .key = 1, .index = 0, .state = SCHED_TASK_RUNNING, .node = 0, .cpu_cores = 1,
+                          .memory_bytes = MiB, .started_s = 0 },
+                        { .key = 1, .index = 1, .state = SCHED_TASK_RUNNING, .node = 0, .cpu_cores = 1,
+                          .memory_bytes = MiB, .started_s = 90 },
+                        { .key = 2, .index = 0, .cpu_cores = 1, .memory_bytes = MiB },
+                };
+                SchedDecision *d;
+                size_t n_d;
+                cr_assert_eq(sched_decide(s, 100, n, 1, t, ELEMENTSOF(t), &d, &n_d), 0);
+                if (bound == 0) {
+                        cr_assert_eq(n_d, 1);
+                        cr_assert_eq(d[0].verb, SCHED_KILL);
+                        cr_assert_eq(d[0].task, 1, "the task 10 s old, not the one 100 s old");
+                } else
+                        cr_assert_eq(n_d, 0, "a kill would lose more than 5 CPU-seconds");
+                free(d);
+                s = sched_free(s);
+        }
 }
 
 Test(sched_hfsp, training_priority_capped_by_T) {

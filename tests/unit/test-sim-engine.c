@@ -322,7 +322,9 @@ Test(sim_engine, training_size_is_what_is_left) {
         bool training;
         SimSched *s;
         HfspSizeParams hp = HFSP_SIZE_PARAMS_DEFAULT;
-        cr_assert_eq(sim_sched_new(SIM_POLICY_HFSP, SIM_PREEMPT_WAIT, 10, &hp, &cpus, &memory, 1, &s), 0);
+        SimSchedParams sp = { .policy = SIM_POLICY_HFSP, .preemption = SIM_PREEMPT_WAIT, .training_cpus = 10,
+                              .kill_max_lost_s = 60, .sizing = hp };
+        cr_assert_eq(sim_sched_new(&sp, &cpus, &memory, 1, &s), 0);
         uint64_t old = sim_sched_key(9, 0), a = sim_sched_key(0, 0), b = sim_sched_key(1, 0);
         /* A finished phase of one 10 s task gives s̄ = 10 (estimated ~0 itself, so that it does
          * not stay in the virtual cluster). */
