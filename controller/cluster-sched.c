@@ -28,6 +28,7 @@ typedef struct TaskEntry {
         unsigned phase, index, attempt;
         size_t id;                 /* the scheduler's task id */
         SchedTask told;
+        int64_t cpu_weight;        /* the CFS weight last asked for it; 0: the agent's default */
 } TaskEntry;
 
 struct ClusterSched {
@@ -39,6 +40,8 @@ struct ClusterSched {
         size_t *position;          /* task id → index in the caller's array, this placement */
         SchedDecision *out;
         size_t n_out_allocated;
+        ClusterSchedWeight *weights;
+        size_t n_weights_allocated;
         SchedSizing sizing;        /* s̄ and the estimator's parameters */
         PhaseEntry *phases;        /* runnable */
         size_t n_phases;
@@ -81,6 +84,7 @@ ClusterSched *cluster_sched_free(ClusterSched *cs) {
         free(cs->free_ids);
         free(cs->position);
         free(cs->out);
+        free(cs->weights);
         entries_free(cs->phases, cs->n_phases);
         entries_free(cs->done, cs->n_done);
         store_sched_records_free(cs->restore, cs->n_restore);
@@ -717,7 +721,8 @@ static int id_take(ClusterSched *cs, size_t *ret) {
 
 int cluster_sched_place(ClusterSched *cs, double now_s, const PlacementNode *nodes, size_t n_nodes,
                         const StoreTask *const *tasks, const SchedTask *view, size_t n_tasks,
-                        const SchedDecision **ret, size_t *ret_n) {
+                        const SchedDecision **ret, size_t *ret_n, const ClusterSchedWeight **ret_weights,
+                        size_t *ret_n_weights) {
         int r = sched_set_nodes(cs->sched, nodes, n_nodes);
         if (r < 0)
                 return r;
@@ -783,6 +788,32 @@ int cluster_sched_place(ClusterSched *cs, double now_s, const PlacementNode *nod
                         t->started_s = now_s;
                 cs->out[q] = (SchedDecision) { .verb = d[q].verb, .task = pos, .node = d[q].node };
         }
+
+        /* CFS weights: under a time-slicing policy (fair) a job's running tasks share its
+         * weight, on the cgroup v2 scale where 100 is the default; elsewhere back to the
+         * default what was changed. Only changes go out. */
+        size_t n_w = 0;
+        for (size_t q = 0; q < cs->n_tasks; q++) {
+                TaskEntry *e = &cs->tasks[q];
+                if (e->told.state != SCHED_TASK_RUNNING || e->told.node >= n_nodes)
+                        continue;
+                double w = sched_task_cpu_weight(cs->sched, e->id);
+                int64_t want = w > 0 ? MIN(MAX(llround(100.0 * w), 1LL), 10000LL) : 100;
+                if (want == (e->cpu_weight ?: 100))
+                        continue;
+                if (n_w == cs->n_weights_allocated) {
+                        size_t m = MAX(cs->n_weights_allocated * 2, (size_t) 16);
+                        ClusterSchedWeight *p = realloc(cs->weights, m * sizeof(ClusterSchedWeight));
+                        if (!p)
+                                return -ENOMEM;
+                        cs->weights = p;
+                        cs->n_weights_allocated = m;
+                }
+                e->cpu_weight = want;
+                cs->weights[n_w++] = (ClusterSchedWeight) { .task = q, .node = nodes[e->told.node].id, .cpu_weight = want };
+        }
+        *ret_weights = cs->weights;
+        *ret_n_weights = n_w;
         *ret = cs->out;
         *ret_n = n_d;
         return 0;

@@ -26,9 +26,18 @@ int cluster_sched_sync(ClusterSched *cs, Store *store, const StoreNode *nodes, s
  * and which nodes there are, then decides (sched_next()). Decisions name tasks by their index
  * in tasks. The diff is a merge of two sorted lists, O(tasks) without lookups; the decision
  * itself reads only the head of the scheduler's order. *ret is valid until the next call. */
+typedef struct ClusterSchedWeight {
+        size_t task;               /* index in the caller's tasks */
+        const char *node;          /* where it runs (the id of one of the caller's nodes) */
+        int64_t cpu_weight;        /* cgroup v2 scale, 1..10000 */
+} ClusterSchedWeight;
+
+/* ... and *ret_weights: the running tasks whose CFS weight must change (fair shares a job's
+ * weight among its running tasks; set_limits carries it), also valid until the next call. */
 int cluster_sched_place(ClusterSched *cs, double now_s, const PlacementNode *nodes, size_t n_nodes,
                         const StoreTask *const *tasks, const SchedTask *view, size_t n_tasks,
-                        const SchedDecision **ret, size_t *ret_n);
+                        const SchedDecision **ret, size_t *ret_n, const ClusterSchedWeight **ret_weights,
+                        size_t *ret_n_weights);
 
 /* Brings back the checkpoint at start (before the first sync): s̄'s history, the ghost time,
  * the phases still ageing after they finished, and the sizes and virtual remaining sizes of the

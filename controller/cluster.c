@@ -501,9 +501,10 @@ static int place(Cluster *c, int64_t now_ms) {
         }
 
         const SchedDecision *decisions;
-        size_t n_decisions;
+        const ClusterSchedWeight *weights;
+        size_t n_decisions, n_weights;
         r = cluster_sched_place(c->sched, (double) now_ms / 1000.0, pnodes, n_nodes, order, stasks, n_tasks,
-                                &decisions, &n_decisions);
+                                &decisions, &n_decisions, &weights, &n_weights);
         if (r < 0)
                 goto finish;
 
@@ -528,6 +529,11 @@ static int place(Cluster *c, int64_t now_ms) {
                 default:
                         break;
                 }
+        }
+        for (size_t k = 0; k < n_weights && r >= 0; k++) {
+                const StoreTask *t = order[weights[k].task];
+                Action a = { .type = ACTION_SET_LIMITS, .task = t->id, .limits = { .cpu_weight = weights[k].cpu_weight } };
+                r = queue_action(c, weights[k].node, &a, now_ms, NULL);
         }
 finish:
         store_tasks_free(pending, n_pending);

@@ -12,4 +12,5 @@ static void fair_order(const Sched *s, SchedJob *job) {
 const SchedPolicyOps sched_fair_ops = {
         .name = "fair",
         .order = fair_order,
+        .time_slices = true,
 };

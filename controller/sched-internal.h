@@ -136,6 +136,7 @@ typedef struct SchedPolicyOps {
         bool training_priority;    /* HFSP Sec. III-C: training tasks first, up to T */
         bool virtual_order;        /* ordered by the virtual cluster (hfsp, psbs) */
         bool never_preempts;       /* fifo: a later phase of an older job waits like the rest */
+        bool time_slices;          /* fair: over-commits CPUs, CFS weights share them */
         /* Sets job->tier and job->prio; the virtual cluster is aged to now. */
         void (*order)(const Sched *s, SchedJob *job);
 } SchedPolicyOps;
@@ -292,6 +293,8 @@ typedef struct SchedNodeFree {
 size_t sched_preempt(Sched *s, const SchedBlocked *b, int *ret_error);
 
 /* sched.c helpers shared with the other modules */
+/* The CPUs a node may hand out: its own, or with time slicing (fair) fair_overcommit times. */
+double sched_node_cpus(const Sched *s, const PlacementNode *n);
 /* A tiny phase: sets its tier and priority and returns true (the policies' order hooks ask
  * first, so every size-based policy serves tiny phases alike). */
 bool sched_job_is_tiny(SchedJob *j);

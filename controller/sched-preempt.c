@@ -53,17 +53,17 @@ static bool node_eligible(const SchedBlocked *b, const SchedTask *t, const Place
         return t->cpu_cores <= n->capacity_cpus + PLACEMENT_CPU_EPSILON && t->memory_bytes <= n->capacity_memory_bytes;
 }
 
-static bool room(const PlacementNode *n, double extra_cpus, int64_t extra_memory_bytes, const SchedTask *t,
-                 bool thaw) {
-        double free_cpus = n->capacity_cpus - n->allocated_cpus + extra_cpus;
+static bool room(const Sched *s, const PlacementNode *n, double extra_cpus, int64_t extra_memory_bytes,
+                 const SchedTask *t, bool thaw) {
+        double free_cpus = sched_node_cpus(s, n) - n->allocated_cpus + extra_cpus;
         int64_t free_mem = (int64_t) n->capacity_memory_bytes - (int64_t) n->allocated_memory_bytes + extra_memory_bytes;
         return t->cpu_cores <= free_cpus + PLACEMENT_CPU_EPSILON && (thaw || (int64_t) t->memory_bytes <= free_mem);
 }
 
 /* Walks victims in order, adding what each frees to its node, until some eligible node has
  * room. Returns that node, or SCHED_NONE; *ret_end is how many victims were walked. */
-static size_t walk(const Victim *v, size_t n_v, const SchedBlocked *b, const PlacementNode *nodes, size_t n_nodes,
-                   const SchedTask *tasks, SchedNodeFree *freed, bool kill, size_t *ret_end) {
+static size_t walk(const Sched *s, const Victim *v, size_t n_v, const SchedBlocked *b, const PlacementNode *nodes,
+                   size_t n_nodes, const SchedTask *tasks, SchedNodeFree *freed, bool kill, size_t *ret_end) {
         const SchedTask *t = &tasks[b->task];
         for (size_t i = 0; i < n_nodes; i++)
                 freed[i] = (SchedNodeFree) {};
@@ -75,7 +75,7 @@ static size_t walk(const Victim *v, size_t n_v, const SchedBlocked *b, const Pla
                 if (kill)
                         freed[vt->node].memory_bytes += (int64_t) vt->memory_bytes;
                 if (node_eligible(b, t, &nodes[vt->node], vt->node) &&
-                    room(&nodes[vt->node], freed[vt->node].cpus, freed[vt->node].memory_bytes, t, b->thaw)) {
+                    room(s, &nodes[vt->node], freed[vt->node].cpus, freed[vt->node].memory_bytes, t, b->thaw)) {
                         *ret_end = k + 1;
                         return vt->node;
                 }
@@ -119,7 +119,7 @@ size_t sched_preempt(Sched *s, const SchedBlocked *b, int *ret_error) {
         }
         for (size_t i = 0; stopping && i < n_nodes; i++)
                 if (freed[i].cpus > 0 && node_eligible(b, t, &nodes[i], i) &&
-                    room(&nodes[i], freed[i].cpus, freed[i].memory_bytes, t, b->thaw))
+                    room(s, &nodes[i], freed[i].cpus, freed[i].memory_bytes, t, b->thaw))
                         return SCHED_NONE;
 
         size_t n_v = 0;
@@ -157,11 +157,11 @@ size_t sched_preempt(Sched *s, const SchedBlocked *b, int *ret_error) {
 
         bool kill = mode == SCHED_PREEMPT_KILL;
         size_t end = 0;
-        size_t node = walk(v, n_v, b, nodes, n_nodes, tasks, freed, kill, &end);
+        size_t node = walk(s, v, n_v, b, nodes, n_nodes, tasks, freed, kill, &end);
         if (node == SCHED_NONE && mode == SCHED_PREEMPT_SUSPEND_KILL) {
                 /* Freezing cannot free memory: what is short here is memory. */
                 kill = true;
-                node = walk(v, n_v, b, nodes, n_nodes, tasks, freed, kill, &end);
+                node = walk(s, v, n_v, b, nodes, n_nodes, tasks, freed, kill, &end);
         }
         if (node == SCHED_NONE)
                 return SCHED_NONE;

@@ -67,7 +67,8 @@ const char *sched_job_state_to_string(SchedJobState st) {
 static bool params_valid(const SchedParams *p) {
         return p->policy >= 0 && p->policy < _SCHED_POLICY_MAX && p->preemption >= 0 &&
                 p->preemption < _SCHED_PREEMPTION_MAX && p->training_cpus >= 0 && isfinite(p->training_cpus) &&
-                p->training_share >= 0 && p->training_share <= 1 && p->kill_max_lost_s >= 0;
+                p->training_share >= 0 && p->training_share <= 1 && p->kill_max_lost_s >= 0 &&
+                (p->fair_overcommit == 0 || (p->fair_overcommit >= 1 && p->fair_overcommit <= 1000));
 }
 
 double sched_training_limit(const Sched *s) {
@@ -402,6 +403,17 @@ int sched_emit(Sched *s, SchedVerb verb, size_t task, size_t node) {
 
 /* ---- Decisions ---- */
 
+double sched_node_cpus(const Sched *s, const PlacementNode *n) {
+        if (!s->ops->time_slices)
+                return n->capacity_cpus;
+        return n->capacity_cpus * (s->params.fair_overcommit ?: SCHED_FAIR_OVERCOMMIT_DEFAULT);
+}
+
+static bool node_fits(const Sched *s, const PlacementNode *n, const SchedTask *t) {
+        return !n->lost && t->cpu_cores <= sched_node_cpus(s, n) - n->allocated_cpus + PLACEMENT_CPU_EPSILON &&
+                t->memory_bytes <= n->capacity_memory_bytes - MIN(n->allocated_memory_bytes, n->capacity_memory_bytes);
+}
+
 static size_t best_node(const Sched *s, const SchedTask *t) {
         size_t best = PLACEMENT_NONE;
         double best_free = 0;
@@ -409,9 +421,9 @@ static size_t best_node(const Sched *s, const SchedTask *t) {
         /* placement_best_node() with reserved nodes left out. */
         for (size_t i = 0; i < s->n_nodes; i++) {
                 const PlacementNode *n = &s->nodes[i];
-                if (s->reserved[i] || !placement_node_fits(n, t->cpu_cores, t->memory_bytes))
+                if (s->reserved[i] || !node_fits(s, n, t))
                         continue;
-                double f = n->capacity_cpus - n->allocated_cpus;
+                double f = sched_node_cpus(s, n) - n->allocated_cpus;
                 uint64_t m = n->capacity_memory_bytes - MIN(n->allocated_memory_bytes, n->capacity_memory_bytes);
                 if (best == PLACEMENT_NONE || f > best_free + PLACEMENT_CPU_EPSILON ||
                     (f > best_free - PLACEMENT_CPU_EPSILON && m > best_mem)) {
@@ -468,7 +480,7 @@ static int try_thaw(Sched *s, SchedJob *j, uint32_t ti, int *ret_outcome) {
                 *ret_outcome = UNIT_SKIPPED;
                 return 0;
         }
-        bool fits = t->cpu_cores <= n->capacity_cpus - n->allocated_cpus + PLACEMENT_CPU_EPSILON;
+        bool fits = t->cpu_cores <= sched_node_cpus(s, n) - n->allocated_cpus + PLACEMENT_CPU_EPSILON;
         bool preempted = false;
         if (!fits) {
                 size_t freed;
@@ -581,7 +593,7 @@ static int thaw_backfill(Sched *s) {
                     s->nodes[t->node].lost || s->meta[id].job == SCHED_NIL)
                         continue;
                 const PlacementNode *node = &s->nodes[t->node];
-                if (t->cpu_cores > node->capacity_cpus - node->allocated_cpus + PLACEMENT_CPU_EPSILON)
+                if (t->cpu_cores > sched_node_cpus(s, node) - node->allocated_cpus + PLACEMENT_CPU_EPSILON)
                         continue;
                 if (n == allocated) {
                         allocated = MAX(allocated * 2, (size_t) 16);
@@ -599,7 +611,7 @@ static int thaw_backfill(Sched *s) {
         for (size_t k = 0; k < n; k++) {
                 const SchedTask *t = &s->tasks[c[k]];
                 const PlacementNode *node = &s->nodes[t->node];
-                if (t->cpu_cores > node->capacity_cpus - node->allocated_cpus + PLACEMENT_CPU_EPSILON)
+                if (t->cpu_cores > sched_node_cpus(s, node) - node->allocated_cpus + PLACEMENT_CPU_EPSILON)
                         continue;
                 s->meta[c[k]].seen = s->epoch;
                 int r = sched_emit(s, SCHED_THAW, c[k], t->node);
@@ -752,6 +764,20 @@ int sched_decide(Sched *s, double now_s, PlacementNode *nodes, size_t n_nodes,
         *ret = copy;
         *ret_n = n_d;
         return 0;
+}
+
+double sched_task_cpu_weight(const Sched *s, size_t id) {
+        if (id >= s->n_tasks_allocated || !s->meta[id].used || s->meta[id].job == SCHED_NIL)
+                return 0;
+        const SchedTask *t = &s->tasks[id];
+        if (t->state != SCHED_TASK_RUNNING)
+                return 0;
+        const SchedJob *j = sched_job_at(s, s->meta[id].job);
+        if (!s->ops->time_slices || !(j->alloc_cpus > 0))
+                return 0;
+        /* The job's weight split over its running tasks by their requests: CFS then shares a
+         * node among jobs, not tasks (processor sharing of jobs). */
+        return j->weight * t->cpu_cores / j->alloc_cpus;
 }
 
 /* ---- Ranking ---- */

@@ -54,19 +54,25 @@ typedef struct SchedParams {
         /* kill and suspend-kill kill only tasks that have had at most this many CPU-seconds
          * (CPUs × seconds since they started): preemption never throws away more. */
         double kill_max_lost_s;
+        /* fair runs as processor sharing: every task whose memory fits starts, up to this many
+         * times a node's CPUs in requests, and CFS weights (sched_task_cpu_weight()) share the
+         * CPUs among jobs by weight. 1: slots, as Hadoop's Fair scheduler; 0: the default. */
+        double fair_overcommit;
         /* Ablation for Fig. 2 of the HFSP paper: let every size update replace a final size
          * (flapping). Off in production: a final size is set once. */
         bool continuous_size_updates;
 } SchedParams;
 
 #define SCHED_KILL_MAX_LOST_S_DEFAULT 60.0
+#define SCHED_FAIR_OVERCOMMIT_DEFAULT 8.0
 
 /* The defaults, chosen by measurement (docs/design.md, "Scheduling defaults"): hfsp, suspend
  * (freeze lower-priority tasks; the agent has a freezer wherever cgroups do), T = 5 % of the
  * CPUs. */
 #define SCHED_PARAMS_DEFAULT                                                                   \
         ((SchedParams) { .policy = SCHED_HFSP, .preemption = SCHED_PREEMPT_SUSPEND, .training_cpus = 0, \
-                         .training_share = 0.05, .kill_max_lost_s = SCHED_KILL_MAX_LOST_S_DEFAULT })
+                         .training_share = 0.05, .kill_max_lost_s = SCHED_KILL_MAX_LOST_S_DEFAULT,  \
+                         .fair_overcommit = SCHED_FAIR_OVERCOMMIT_DEFAULT })
 
 /* What the estimator says about one job phase. */
 typedef enum SchedSizeKind {
@@ -211,6 +217,11 @@ int sched_next(Sched *s, double now_s, const SchedDecision **ret, size_t *ret_n)
  * Within a job, tasks are tried in array order. *ret is a malloc'd array (NULL when empty). */
 int sched_decide(Sched *s, double now_s, PlacementNode *nodes, size_t n_nodes,
                  const SchedTask *tasks, size_t n_tasks, SchedDecision **ret, size_t *ret_n);
+
+/* The CFS weight a running task should have under a time-slicing policy (fair): its job's
+ * weight shared among its running tasks by their requests. 0 (the default weight is right)
+ * under the other policies and for a task that is not running. */
+double sched_task_cpu_weight(const Sched *s, size_t id);
 
 /* ---- What the scheduler thinks of a job (API, CLI, tests) ---- */
 

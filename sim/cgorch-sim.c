@@ -34,6 +34,7 @@ static void help(void) {
                "     --training-share=F     HFSP's T as a share of the CPUs, rounded down  [0.05]\n"
                "     --training-cpus=T      HFSP's T in CPUs instead (0: the share)  [0]\n"
                "     --kill-max-lost=CPU_S  kill only tasks that have had at most this much CPU  [60]\n"
+               "     --fair-overcommit=F    fair hands out F times a node's CPUs, shared by CFS  [8]\n"
                "     --reschedule=SECONDS   with kill/suspend, decide at least this often  [3]\n"
                "Orchestration:\n"
                "  -o --orchestration=MODE   off, cpu, memory, cpu+memory  [off]\n"
@@ -58,6 +59,7 @@ enum {
         ARG_TRAINING_CPUS,
         ARG_TRAINING_SHARE,
         ARG_KILL_MAX_LOST,
+        ARG_FAIR_OVERCOMMIT,
         ARG_RESCHEDULE,
         ARG_ORCH_ESTIMATOR,
         ARG_EPOCH,
@@ -84,6 +86,7 @@ static const struct option options[] = {
         { "training-cpus", required_argument, NULL, ARG_TRAINING_CPUS },
         { "training-share", required_argument, NULL, ARG_TRAINING_SHARE },
         { "kill-max-lost", required_argument, NULL, ARG_KILL_MAX_LOST },
+        { "fair-overcommit", required_argument, NULL, ARG_FAIR_OVERCOMMIT },
         { "reschedule", required_argument, NULL, ARG_RESCHEDULE },
         { "orchestration", required_argument, NULL, 'o' },
         { "orch-estimator", required_argument, NULL, ARG_ORCH_ESTIMATOR },
@@ -228,6 +231,10 @@ int main(int argc, char *argv[]) {
                         break;
                 case ARG_KILL_MAX_LOST:
                         if (parse_number("kill-max-lost", optarg, 0, &params.kill_max_lost_s) < 0)
+                                return 2;
+                        break;
+                case ARG_FAIR_OVERCOMMIT:
+                        if (parse_number("fair-overcommit", optarg, 1, &params.fair_overcommit) < 0)
                                 return 2;
                         break;
                 case ARG_TRAINING_SHARE:

@@ -180,7 +180,9 @@ void sim_engine_node_refresh(Engine *e, size_t n) {
                 t->demand = t->throttled ? t->cpu_limit : want;
                 if (t->penalty < 1)
                         node->thrashing = true;
-                e->share_req[k_run] = (SimShareReq) { .demand_cpus = t->demand, .weight = 1.0 };
+                /* CFS weights: the scheduler's when it time-slices (fair), else alike. */
+                double w = sim_sched_task_weight(e->sched, node->tasks[k]);
+                e->share_req[k_run] = (SimShareReq) { .demand_cpus = t->demand, .weight = w > 0 ? w : 1.0 };
                 e->scratch[node->n_tasks + k_run] = k; /* which task each request is */
                 demand += t->demand;
                 k_run++;
@@ -785,7 +787,8 @@ static int engine_init(Engine *e, const SimWorkload *w, const SimNodeSpec *nodes
         if (!sim_policy_is_fluid(p->policy)) {
                 SimSchedParams sp = {
                         .policy = p->policy, .preemption = p->preemption, .training_cpus = p->training_cpus,
-                        .training_share = p->training_share, .kill_max_lost_s = p->kill_max_lost_s, .sizing = e->hfsp,
+                        .training_share = p->training_share, .kill_max_lost_s = p->kill_max_lost_s,
+                        .fair_overcommit = p->fair_overcommit, .sizing = e->hfsp,
                 };
                 int r = sim_sched_new(&sp, cpus, memory, n_nodes, &e->sched);
                 if (r < 0)

@@ -29,6 +29,7 @@ typedef struct SimParams {
         double training_cpus;           /* HFSP's T in CPUs; 0: training_share */
         double training_share;          /* T as a share of the cluster's CPUs, rounded down */
         double kill_max_lost_s;         /* kill only tasks that have had at most this much CPU */
+        double fair_overcommit;         /* fair: a node's CPUs handed out this many times over */
         double thrash_exponent;
         double reschedule_s;            /* with kill/suspend: decide at least this often */
         /* Orchestration (off when orch_mode is 0). */
@@ -45,6 +46,7 @@ typedef struct SimParams {
                 .estimator = SIM_ESTIMATOR_HFSP,                \
                 .training_share = 0.05,                         \
                 .kill_max_lost_s = 60,                          \
+                .fair_overcommit = 8,                           \
                 .thrash_exponent = SIM_THRASH_EXPONENT_DEFAULT, \
                 .reschedule_s = 3,                              \
                 .epoch_s = 20,                                  \

@@ -97,6 +97,7 @@ int sim_sched_new(const SimSchedParams *params,
         p.training_cpus = params->training_cpus;
         p.training_share = params->training_share;
         p.kill_max_lost_s = params->kill_max_lost_s;
+        p.fair_overcommit = params->fair_overcommit;
         r = sched_new(&p, capacity, &s->sched);
         if (r >= 0)
                 r = sched_set_nodes(s->sched, s->nodes, n_nodes);
@@ -214,6 +215,10 @@ static int out_copy(SimSched *s, const SchedDecision *d, size_t n_d, const SimSc
 int sim_sched_task_set(SimSched *s, size_t id, const SimSchedTask *t) {
         SchedTask task = to_task(t);
         return sched_task_set(s->sched, id, &task);
+}
+
+double sim_sched_task_weight(SimSched *s, size_t id) {
+        return sched_task_cpu_weight(s->sched, id);
 }
 
 int sim_sched_task_remove(SimSched *s, size_t id) {

@@ -86,7 +86,7 @@ typedef struct SimSched SimSched;
 typedef struct SimSchedParams {
         SimPolicy policy;
         SimPreemption preemption;
-        double training_cpus, training_share, kill_max_lost_s; /* as in controller/sched.h */
+        double training_cpus, training_share, kill_max_lost_s, fair_overcommit; /* as in controller/sched.h */
         HfspSizeParams sizing;
 } SimSchedParams;
 
@@ -119,6 +119,8 @@ int sim_sched_set_service(SimSched *s, uint64_t key, double service_s);
  * applied to the scheduler's view; a killed task is PENDING again when the engine says so. */
 int sim_sched_task_set(SimSched *s, size_t id, const SimSchedTask *t);
 int sim_sched_task_remove(SimSched *s, size_t id);
+/* The CFS weight of a running task (controller/sched.h: sched_task_cpu_weight()). */
+double sim_sched_task_weight(SimSched *s, size_t id);
 int sim_sched_next(SimSched *s, double now_s, const SimSchedDecision **ret, size_t *ret_n);
 
 /* One decision over the tasks given (the full-picture entry). *ret points into s (valid until

@@ -990,6 +990,47 @@ Test(cluster, suspend_on_a_node_without_freezer) {
         heartbeat_reply_free(hr);
 }
 
+/* The CFS weight the reply leaves the task with: the last set_limits for it (unacked ones are
+ * sent again, and the agent applies them in order). */
+static int64_t weight_of(const HeartbeatReply *hr, const char *task) {
+        int64_t w = -1;
+        for (size_t i = 0; i < hr->n_actions; i++)
+                if (hr->actions[i].type == ACTION_SET_LIMITS && streq(hr->actions[i].task, task))
+                        w = hr->actions[i].limits.cpu_weight;
+        return w;
+}
+
+/* fair time-slices: a node runs every task whose memory fits (up to 8 times its CPUs in
+ * requests), and each job's running tasks share the job's CFS weight, so CFS shares the CPUs
+ * among jobs (processor sharing), not among tasks. */
+Test(cluster, fair_shares_cpus_among_jobs_by_weight) {
+        restart(SCHED_FAIR, SCHED_PREEMPT_SUSPEND, T0);
+        Node n1 = node_new("n1", 0.2); /* one CPU of 0.2: five tasks of 0.2 over-commit it */
+        uint64_t five = submit(job_five_small, T0);
+        uint64_t one = submit(job_one_small, T0);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        cr_assert_eq(count_actions(hr, ACTION_START), 6, "all six start: 1.2 of 0.2 x 8 CPUs");
+        heartbeat_reply_free(ack_and_run(&n1, hr, T0 + 2000));
+        heartbeat_reply_free(hr);
+        TaskReport reps[6];
+        for (unsigned i = 0; i < 5; i++)
+                reps[i] = running(task_id(five, 0, i), NULL, 0);
+        reps[5] = running(task_id(one, 0, 0), NULL, 0);
+        hr = beat(&n1, reps, 6, NULL, 0, T0 + 3000);
+        for (unsigned i = 0; i < 5; i++)
+                cr_assert_eq(weight_of(hr, task_id(five, 0, i)), 20, "a fifth of the job's weight each");
+        cr_assert_eq(weight_of(hr, task_id(one, 0, 0)), -1, "the one-task job keeps the default 100");
+        heartbeat_reply_free(hr);
+
+        /* Three of the five end: the two left get half the job's weight each. */
+        for (unsigned i = 0; i < 3; i++)
+                reps[i] = ended(task_id(five, 0, i), TASK_SUCCEEDED, 0, 0, 1, MiB);
+        hr = beat(&n1, reps, 6, NULL, 0, T0 + 4000);
+        cr_assert_eq(weight_of(hr, task_id(five, 0, 3)), 50);
+        cr_assert_eq(weight_of(hr, task_id(five, 0, 4)), 50);
+        heartbeat_reply_free(hr);
+}
+
 Test(cluster, preempted_attempts_do_not_count_as_lost) {
         restart(SCHED_HFSP, SCHED_PREEMPT_KILL, T0);
         uint64_t id = submit(job_one_task, T0);

@@ -144,6 +144,8 @@ static void run_world(SchedPolicy policy, SchedPreemption preemption, uint64_t s
         p.policy = policy;
         p.preemption = preemption;
         p.training_cpus = 3;
+        /* fair with one task per CPU: time-slicing would leave its preemption paths idle here. */
+        p.fair_overcommit = 1;
         for (size_t i = 0; i < N_NODES; i++)
                 w->nodes[i] = (PlacementNode) { .id = "n", .capacity_cpus = 4, .capacity_memory_bytes = 8192 * MiB };
         cr_assert_eq(sched_new(&p, 4 * N_NODES, &w->inc), 0);

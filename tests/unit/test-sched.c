@@ -201,12 +201,15 @@ static SchedSize final_size(double s) {
         return (SchedSize) { .kind = SCHED_SIZE_FINAL, .size_s = s };
 }
 
-/* The papers' setting: WAIT preemption unless a test says otherwise, T = 10 CPUs. */
+/* The papers' setting: WAIT preemption unless a test says otherwise, T = 10 CPUs, and FAIR
+ * with slots (one task per CPU, as Hadoop's; the driver below does not share CPUs as CFS
+ * would). */
 static SchedParams params(SchedPolicy p) {
         SchedParams sp = SCHED_PARAMS_DEFAULT;
         sp.policy = p;
         sp.preemption = SCHED_PREEMPT_WAIT;
         sp.training_cpus = 10;
+        sp.fair_overcommit = 1;
         return sp;
 }
 
@@ -565,6 +568,60 @@ Test(sched_preempt, kill_bounded_by_lost_work) {
                 free(d);
                 s = sched_free(s);
         }
+}
+
+Test(sched_fair, time_slices_a_node) {
+        /* One CPU; job 1 (two tasks of 1 CPU, weight 1) and job 2 (one task, weight 2). fair
+         * starts all three (up to 8 CPUs of requests on 1), and their CFS weights share the CPU
+         * among jobs by weight: job 1's tasks 0.5 each, job 2's 2. With fair_overcommit 1, one
+         * task per CPU. */
+        for (double oc = 1; oc <= 8; oc += 7) {
+                Sched *s;
+                SchedParams p = params(SCHED_FAIR);
+                p.fair_overcommit = oc; /* 1, then 8 */
+                cr_assert_eq(sched_new(&p, 1, &s), 0);
+                PlacementNode n[] = { node(1) };
+                SchedSize size = final_size(10);
+                cr_assert_eq(sched_job_add(s, 1, 0, 1, 2, &size), 0);
+                cr_assert_eq(sched_job_add(s, 2, 0, 2, 1, &size), 0);
+                SchedTask t[] = {
+                        { .key = 1, .index = 0, .cpu_cores = 1, .memory_bytes = MiB },
+                        { .key = 1, .index = 1, .cpu_cores = 1, .memory_bytes = MiB },
+                        { .key = 2, .index = 0, .cpu_cores = 1, .memory_bytes = MiB },
+                };
+                SchedDecision *d;
+                size_t n_d;
+                cr_assert_eq(sched_decide(s, 0, n, 1, t, ELEMENTSOF(t), &d, &n_d), 0);
+                if (oc == 1) {
+                        cr_assert_eq(n_d, 1);
+                        cr_assert_float_eq(sched_task_cpu_weight(s, d[0].task), d[0].task == 2 ? 2 : 1, 1e-9);
+                } else {
+                        cr_assert_eq(n_d, 3);
+                        cr_assert_float_eq(sched_task_cpu_weight(s, 0), 0.5, 1e-9);
+                        cr_assert_float_eq(sched_task_cpu_weight(s, 1), 0.5, 1e-9);
+                        cr_assert_float_eq(sched_task_cpu_weight(s, 2), 2, 1e-9);
+                }
+                free(d);
+                s = sched_free(s);
+        }
+        /* hfsp does not time-slice: one task per CPU, no weights. */
+        Sched *s;
+        SchedParams p = params(SCHED_HFSP);
+        cr_assert_eq(sched_new(&p, 1, &s), 0);
+        PlacementNode n[] = { node(1) };
+        SchedSize size = final_size(10);
+        cr_assert_eq(sched_job_add(s, 1, 0, 1, 2, &size), 0);
+        SchedTask t[] = {
+                { .key = 1, .index = 0, .cpu_cores = 1, .memory_bytes = MiB },
+                { .key = 1, .index = 1, .cpu_cores = 1, .memory_bytes = MiB },
+        };
+        SchedDecision *d;
+        size_t n_d;
+        cr_assert_eq(sched_decide(s, 0, n, 1, t, ELEMENTSOF(t), &d, &n_d), 0);
+        cr_assert_eq(n_d, 1);
+        cr_assert_float_eq(sched_task_cpu_weight(s, d[0].task), 0, 0);
+        free(d);
+        s = sched_free(s);
 }
 
 Test(sched_hfsp, training_priority_capped_by_T) {
