@@ -101,6 +101,18 @@ typedef struct SchedTaskMeta {
         uint64_t seen;             /* the decision that already tried, started or thawed it */
 } SchedTaskMeta;
 
+/* Tasks are kept by id in pages of SCHED_TASK_PAGE ids: a page is allocated when an id in it is
+ * told and freed when its last task goes, so memory follows the tasks held (a caller that tells
+ * a window of a large phase at a time keeps a few pages), not the largest id ever told. */
+#define SCHED_TASK_PAGE_SHIFT 6
+#define SCHED_TASK_PAGE (1u << SCHED_TASK_PAGE_SHIFT)
+
+typedef struct SchedTaskPage {
+        SchedTask task[SCHED_TASK_PAGE];
+        SchedTaskMeta meta[SCHED_TASK_PAGE];
+        unsigned n_used;
+} SchedTaskPage;
+
 /* An indexed binary heap of job slots: each job records its position (at pos_offset). */
 typedef struct SchedHeap {
         uint32_t *slot;
@@ -171,9 +183,9 @@ struct Sched {
         SchedHeap ratio_capped;    /* capped, max parallel_cpus / weight */
 
         /* Tasks the caller told about (sched_task_set()), by the caller's id. */
-        SchedTask *tasks;
-        SchedTaskMeta *meta;
-        size_t n_tasks_allocated;
+        SchedTaskPage **task_pages;
+        size_t n_task_pages;       /* ids below n_task_pages × SCHED_TASK_PAGE have a page entry */
+        size_t n_stopping;         /* STOPPING tasks in the jobs' active lists */
         uint32_t placed_head;      /* running, stopping and suspended tasks */
         uint32_t active_jobs_head; /* jobs with running or stopping tasks (preemption's victims) */
         uint32_t find_hint;        /* the job of the last task told: tasks come job by job */
@@ -199,6 +211,18 @@ struct Sched {
 
 static inline SchedJob *sched_job_at(const Sched *s, uint32_t slot) {
         return &s->jobs[slot];
+}
+/* A task the scheduler holds (its page exists). */
+static inline SchedTask *sched_task_at(const Sched *s, uint32_t id) {
+        return &s->task_pages[id >> SCHED_TASK_PAGE_SHIFT]->task[id & (SCHED_TASK_PAGE - 1)];
+}
+static inline SchedTaskMeta *sched_meta_at(const Sched *s, uint32_t id) {
+        return &s->task_pages[id >> SCHED_TASK_PAGE_SHIFT]->meta[id & (SCHED_TASK_PAGE - 1)];
+}
+/* Whether the caller told about the task and has not removed it. */
+static inline bool sched_task_held(const Sched *s, size_t id) {
+        return (id >> SCHED_TASK_PAGE_SHIFT) < s->n_task_pages && s->task_pages[id >> SCHED_TASK_PAGE_SHIFT] &&
+                sched_meta_at(s, (uint32_t) id)->used;
 }
 static inline uint32_t sched_job_slot(const Sched *s, const SchedJob *j) {
         return (uint32_t) (j - s->jobs);

@@ -28,18 +28,13 @@ static int victim_cmp(const void *a, const void *b) {
         return 0;
 }
 
-typedef struct VictimSort {
-        Victim *v;
-        const SchedTask *tasks;
-} VictimSort;
-
 static int victim_cmp_r(const void *a, const void *b, void *userdata) {
-        const VictimSort *vs = userdata;
+        const Sched *s = userdata;
         int c = victim_cmp(a, b);
         if (c != 0)
                 return c;
-        double sa = vs->tasks[((const Victim *) a)->task].started_s;
-        double sb = vs->tasks[((const Victim *) b)->task].started_s;
+        double sa = sched_task_at(s, (uint32_t) ((const Victim *) a)->task)->started_s;
+        double sb = sched_task_at(s, (uint32_t) ((const Victim *) b)->task)->started_s;
         if (sa != sb)
                 return sa > sb ? -1 : 1;
         return ((const Victim *) a)->task > ((const Victim *) b)->task ? -1 : 1;
@@ -63,12 +58,12 @@ static bool room(const Sched *s, const PlacementNode *n, double extra_cpus, int6
 /* Walks victims in order, adding what each frees to its node, until some eligible node has
  * room. Returns that node, or SCHED_NONE; *ret_end is how many victims were walked. */
 static size_t walk(const Sched *s, const Victim *v, size_t n_v, const SchedBlocked *b, const PlacementNode *nodes,
-                   size_t n_nodes, const SchedTask *tasks, SchedNodeFree *freed, bool kill, size_t *ret_end) {
-        const SchedTask *t = &tasks[b->task];
+                   size_t n_nodes, SchedNodeFree *freed, bool kill, size_t *ret_end) {
+        const SchedTask *t = sched_task_at(s, (uint32_t) b->task);
         for (size_t i = 0; i < n_nodes; i++)
                 freed[i] = (SchedNodeFree) {};
         for (size_t k = 0; k < n_v; k++) {
-                const SchedTask *vt = &tasks[v[k].task];
+                const SchedTask *vt = sched_task_at(s, (uint32_t) v[k].task);
                 if (kill ? !v[k].killable : !v[k].freezable)
                         continue;
                 freed[vt->node].cpus += vt->cpu_cores;
@@ -87,8 +82,7 @@ size_t sched_preempt(Sched *s, const SchedBlocked *b, int *ret_error) {
         SchedPreemption mode = s->params.preemption;
         const PlacementNode *nodes = s->nodes;
         size_t n_nodes = s->n_nodes;
-        const SchedTask *tasks = s->tasks;
-        const SchedTask *t = &tasks[b->task];
+        const SchedTask *t = sched_task_at(s, (uint32_t) b->task);
         *ret_error = 0;
         if (mode == SCHED_PREEMPT_WAIT || s->ops->never_preempts || n_nodes == 0)
                 return SCHED_NONE;
@@ -105,19 +99,20 @@ size_t sched_preempt(Sched *s, const SchedBlocked *b, int *ret_error) {
          * looked at only if it can give way. Tasks already being killed will free their node
          * soon: wait for them, take no more. */
         size_t n_candidates = 0;
-        bool stopping = false;
         for (uint32_t js = s->active_jobs_head; js != SCHED_NIL; js = s->jobs[js].jnext) {
                 SchedJob *cj = sched_job_at(s, js);
-                for (uint32_t i = cj->active_head; i != SCHED_NIL; i = s->meta[i].next) {
-                        n_candidates++;
-                        if (tasks[i].state == SCHED_TASK_STOPPING) {
-                                freed[tasks[i].node].cpus += tasks[i].cpu_cores;
-                                freed[tasks[i].node].memory_bytes += (int64_t) tasks[i].memory_bytes;
-                                stopping = true;
+                n_candidates += cj->n_active;
+                /* Walking the tasks is for the stopping ones: most of the time there are none. */
+                for (uint32_t i = s->n_stopping > 0 ? cj->active_head : SCHED_NIL; i != SCHED_NIL;
+                     i = sched_meta_at(s, i)->next) {
+                        const SchedTask *c = sched_task_at(s, i);
+                        if (c->state == SCHED_TASK_STOPPING) {
+                                freed[c->node].cpus += c->cpu_cores;
+                                freed[c->node].memory_bytes += (int64_t) c->memory_bytes;
                         }
                 }
         }
-        for (size_t i = 0; stopping && i < n_nodes; i++)
+        for (size_t i = 0; s->n_stopping > 0 && i < n_nodes; i++)
                 if (freed[i].cpus > 0 && node_eligible(b, t, &nodes[i], i) &&
                     room(s, &nodes[i], freed[i].cpus, freed[i].memory_bytes, t, b->thaw))
                         return SCHED_NONE;
@@ -135,11 +130,11 @@ size_t sched_preempt(Sched *s, const SchedBlocked *b, int *ret_error) {
                 s->ops->order(s, cj);
                 if (b->training ? cj->tier == SCHED_TIER_TINY : !sched_job_outranks(b->job, t->cpu_cores, cj, 0))
                         continue; /* training tasks preempt anything but tiny jobs */
-                for (uint32_t i = cj->active_head; i != SCHED_NIL; i = s->meta[i].next) {
-                        const SchedTask *c = &tasks[i];
+                for (uint32_t i = cj->active_head; i != SCHED_NIL; i = sched_meta_at(s, i)->next) {
+                        const SchedTask *c = sched_task_at(s, i);
                         /* Tasks this decision started or thawed are not running yet for it;
                          * training tasks are never preempted while they train. */
-                        if (c->state != SCHED_TASK_RUNNING || s->meta[i].seen == s->epoch ||
+                        if (c->state != SCHED_TASK_RUNNING || sched_meta_at(s, i)->seen == s->epoch ||
                             sched_task_is_training(cj, c))
                                 continue;
                         if (!b->training && !sched_job_outranks(b->job, t->cpu_cores, cj, c->cpu_cores))
@@ -153,21 +148,21 @@ size_t sched_preempt(Sched *s, const SchedBlocked *b, int *ret_error) {
         }
         if (n_v == 0)
                 return SCHED_NONE;
-        qsort_r(v, n_v, sizeof(Victim), victim_cmp_r, &(VictimSort) { .v = v, .tasks = tasks });
+        qsort_r(v, n_v, sizeof(Victim), victim_cmp_r, s);
 
         bool kill = mode == SCHED_PREEMPT_KILL;
         size_t end = 0;
-        size_t node = walk(s, v, n_v, b, nodes, n_nodes, tasks, freed, kill, &end);
+        size_t node = walk(s, v, n_v, b, nodes, n_nodes, freed, kill, &end);
         if (node == SCHED_NONE && mode == SCHED_PREEMPT_SUSPEND_KILL) {
                 /* Freezing cannot free memory: what is short here is memory. */
                 kill = true;
-                node = walk(s, v, n_v, b, nodes, n_nodes, tasks, freed, kill, &end);
+                node = walk(s, v, n_v, b, nodes, n_nodes, freed, kill, &end);
         }
         if (node == SCHED_NONE)
                 return SCHED_NONE;
 
         for (size_t k = 0; k < end; k++) {
-                const SchedTask *vt = &tasks[v[k].task];
+                const SchedTask *vt = sched_task_at(s, (uint32_t) v[k].task);
                 if (vt->node != node || (kill ? !v[k].killable : !v[k].freezable))
                         continue;
                 int r = sched_emit(s, kill ? SCHED_KILL : SCHED_FREEZE, v[k].task, node);

@@ -26,58 +26,58 @@ static uint32_t *list_tail(SchedJob *j, SchedTaskState st) {
 /* Into the job's list for its state: pending and suspended lists stay in the caller's order
  * (usually an append), the active list is unordered. */
 static void list_insert(Sched *s, SchedJob *j, uint32_t id) {
-        SchedTaskMeta *m = &s->meta[id];
-        uint32_t *head = list_head(j, s->tasks[id].state), *tail = list_tail(j, s->tasks[id].state);
+        SchedTaskMeta *m = sched_meta_at(s, id);
+        uint32_t *head = list_head(j, sched_task_at(s, id)->state), *tail = list_tail(j, sched_task_at(s, id)->state);
         uint32_t after = SCHED_NIL;
         if (tail) {
                 after = *tail;
-                while (after != SCHED_NIL && s->meta[after].order > m->order)
-                        after = s->meta[after].prev;
+                while (after != SCHED_NIL && sched_meta_at(s, after)->order > m->order)
+                        after = sched_meta_at(s, after)->prev;
         }
-        uint32_t before = after == SCHED_NIL ? *head : s->meta[after].next;
+        uint32_t before = after == SCHED_NIL ? *head : sched_meta_at(s, after)->next;
         m->prev = after;
         m->next = before;
         if (after == SCHED_NIL)
                 *head = id;
         else
-                s->meta[after].next = id;
+                sched_meta_at(s, after)->next = id;
         if (before != SCHED_NIL)
-                s->meta[before].prev = id;
+                sched_meta_at(s, before)->prev = id;
         else if (tail)
                 *tail = id;
 }
 
 static void list_remove(Sched *s, SchedJob *j, uint32_t id) {
-        SchedTaskMeta *m = &s->meta[id];
-        uint32_t *head = list_head(j, s->tasks[id].state), *tail = list_tail(j, s->tasks[id].state);
+        SchedTaskMeta *m = sched_meta_at(s, id);
+        uint32_t *head = list_head(j, sched_task_at(s, id)->state), *tail = list_tail(j, sched_task_at(s, id)->state);
         if (m->prev == SCHED_NIL)
                 *head = m->next;
         else
-                s->meta[m->prev].next = m->next;
+                sched_meta_at(s, m->prev)->next = m->next;
         if (m->next != SCHED_NIL)
-                s->meta[m->next].prev = m->prev;
+                sched_meta_at(s, m->next)->prev = m->prev;
         else if (tail)
                 *tail = m->prev;
         m->prev = m->next = SCHED_NIL;
 }
 
 static void placed_insert(Sched *s, uint32_t id) {
-        SchedTaskMeta *m = &s->meta[id];
+        SchedTaskMeta *m = sched_meta_at(s, id);
         m->gprev = SCHED_NIL;
         m->gnext = s->placed_head;
         if (s->placed_head != SCHED_NIL)
-                s->meta[s->placed_head].gprev = id;
+                sched_meta_at(s, s->placed_head)->gprev = id;
         s->placed_head = id;
 }
 
 static void placed_remove(Sched *s, uint32_t id) {
-        SchedTaskMeta *m = &s->meta[id];
+        SchedTaskMeta *m = sched_meta_at(s, id);
         if (m->gprev == SCHED_NIL)
                 s->placed_head = m->gnext;
         else
-                s->meta[m->gprev].gnext = m->gnext;
+                sched_meta_at(s, m->gprev)->gnext = m->gnext;
         if (m->gnext != SCHED_NIL)
-                s->meta[m->gnext].gprev = m->gprev;
+                sched_meta_at(s, m->gnext)->gprev = m->gprev;
         m->gprev = m->gnext = SCHED_NIL;
 }
 
@@ -130,6 +130,8 @@ static void job_count(Sched *s, SchedJob *j, const SchedTask *t, int sign) {
         case SCHED_TASK_RUNNING:
         case SCHED_TASK_STOPPING:
                 j->n_active += sign;
+                if (t->state == SCHED_TASK_STOPPING)
+                        s->n_stopping += sign;
                 if (t->state == SCHED_TASK_RUNNING)
                         j->alloc_cpus += sign * t->cpu_cores;
                 if (train_index) {
@@ -152,8 +154,8 @@ static void job_count(Sched *s, SchedJob *j, const SchedTask *t, int sign) {
 
 /* Accounts a task whose fields are set: into its job's list and counts, its node. */
 static int attach(Sched *s, uint32_t id) {
-        SchedTask *t = &s->tasks[id];
-        SchedTaskMeta *m = &s->meta[id];
+        SchedTask *t = sched_task_at(s, id);
+        SchedTaskMeta *m = sched_meta_at(s, id);
         SchedJob *j = s->find_hint < s->n_slots && s->jobs[s->find_hint].used && s->jobs[s->find_hint].key == t->key ?
                 &s->jobs[s->find_hint] : sched_table_find(s, t->key);
         m->counted = false;
@@ -174,8 +176,8 @@ static int attach(Sched *s, uint32_t id) {
 }
 
 static int detach(Sched *s, uint32_t id) {
-        SchedTask *t = &s->tasks[id];
-        SchedTaskMeta *m = &s->meta[id];
+        SchedTask *t = sched_task_at(s, id);
+        SchedTaskMeta *m = sched_meta_at(s, id);
         if (!m->counted)
                 return 0;
         SchedJob *j = sched_job_at(s, m->job);
@@ -190,39 +192,53 @@ static int detach(Sched *s, uint32_t id) {
         return sched_order_update(s, j);
 }
 
-static int ensure_tasks(Sched *s, size_t n) {
-        if (n <= s->n_tasks_allocated)
-                return 0;
-        size_t m = MAX(n, MAX(s->n_tasks_allocated * 2, (size_t) 64));
-        SchedTask *t = realloc(s->tasks, m * sizeof(SchedTask));
-        if (!t)
-                return -ENOMEM;
-        s->tasks = t;
-        SchedTaskMeta *meta = realloc(s->meta, m * sizeof(SchedTaskMeta));
-        if (!meta)
-                return -ENOMEM;
-        s->meta = meta;
-        memset(meta + s->n_tasks_allocated, 0, (m - s->n_tasks_allocated) * sizeof(SchedTaskMeta));
-        s->n_tasks_allocated = m;
+/* The page holding id, allocated (zeroed: no task used) if it was not there. */
+static int page_get(Sched *s, size_t id, SchedTaskPage **ret) {
+        size_t p = id >> SCHED_TASK_PAGE_SHIFT;
+        if (p >= s->n_task_pages) {
+                size_t m = MAX(p + 1, MAX(s->n_task_pages * 2, (size_t) 16));
+                SchedTaskPage **pages = realloc(s->task_pages, m * sizeof(SchedTaskPage *));
+                if (!pages)
+                        return -ENOMEM;
+                memset(pages + s->n_task_pages, 0, (m - s->n_task_pages) * sizeof(SchedTaskPage *));
+                s->task_pages = pages;
+                s->n_task_pages = m;
+        }
+        if (!s->task_pages[p]) {
+                s->task_pages[p] = calloc(1, sizeof(SchedTaskPage));
+                if (!s->task_pages[p])
+                        return -ENOMEM;
+        }
+        *ret = s->task_pages[p];
         return 0;
+}
+
+static void pages_free(Sched *s) {
+        for (size_t p = 0; p < s->n_task_pages; p++) {
+                free(s->task_pages[p]);
+                s->task_pages[p] = NULL;
+        }
 }
 
 int sched_task_set_ordered(Sched *s, size_t id, const SchedTask *task, uint64_t order) {
         if (id >= UINT32_MAX - 1 || task->state >= _SCHED_TASK_STATE_MAX || !(task->cpu_cores >= 0))
                 return -EINVAL;
-        int r = ensure_tasks(s, id + 1);
+        SchedTaskPage *page;
+        int r = page_get(s, id, &page);
         if (r < 0)
                 return r;
-        SchedTaskMeta *m = &s->meta[id];
+        SchedTaskMeta *m = sched_meta_at(s, (uint32_t) id);
         if (m->used) {
                 r = detach(s, (uint32_t) id);
                 if (r < 0)
                         return r;
-        } else
+        } else {
                 *m = (SchedTaskMeta) { .used = true, .job = SCHED_NIL, .prev = SCHED_NIL, .next = SCHED_NIL,
                                        .gprev = SCHED_NIL, .gnext = SCHED_NIL };
+                page->n_used++;
+        }
         m->order = order;
-        s->tasks[id] = *task;
+        *sched_task_at(s, (uint32_t) id) = *task;
         return attach(s, (uint32_t) id);
 }
 
@@ -232,10 +248,15 @@ int sched_task_set(Sched *s, size_t id, const SchedTask *task) {
 }
 
 int sched_task_remove(Sched *s, size_t id) {
-        if (id >= s->n_tasks_allocated || !s->meta[id].used)
+        if (!sched_task_held(s, id))
                 return -ENOENT;
         int r = detach(s, (uint32_t) id);
-        s->meta[id].used = false;
+        sched_meta_at(s, (uint32_t) id)->used = false;
+        SchedTaskPage **page = &s->task_pages[id >> SCHED_TASK_PAGE_SHIFT];
+        if (--(*page)->n_used == 0) {
+                free(*page);
+                *page = NULL;
+        }
         return r;
 }
 
@@ -243,7 +264,7 @@ int sched_task_move(Sched *s, uint32_t id, SchedTaskState state, size_t node, do
         int r = detach(s, id);
         if (r < 0)
                 return r;
-        SchedTask *t = &s->tasks[id];
+        SchedTask *t = sched_task_at(s, id);
         t->state = state;
         t->node = node;
         t->started_s = started_s;
@@ -255,11 +276,11 @@ void sched_job_training_refresh(Sched *s, SchedJob *j) {
                 s->training_cpus -= j->training_cpus;
         j->training_cpus = 0;
         j->n_pending_training = 0;
-        for (uint32_t id = j->active_head; id != SCHED_NIL; id = s->meta[id].next)
-                if (s->tasks[id].index < j->size.n_training)
-                        j->training_cpus += s->tasks[id].cpu_cores;
-        for (uint32_t id = j->pending_head; id != SCHED_NIL; id = s->meta[id].next)
-                if (s->tasks[id].index < j->size.n_training)
+        for (uint32_t id = j->active_head; id != SCHED_NIL; id = sched_meta_at(s, id)->next)
+                if (sched_task_at(s, id)->index < j->size.n_training)
+                        j->training_cpus += sched_task_at(s, id)->cpu_cores;
+        for (uint32_t id = j->pending_head; id != SCHED_NIL; id = sched_meta_at(s, id)->next)
+                if (sched_task_at(s, id)->index < j->size.n_training)
                         j->n_pending_training++;
         /* T = 0 turns training priority off altogether (and training tasks lose their
          * protection from preemption with it). */
@@ -290,8 +311,8 @@ void sched_tasks_reset(Sched *s) {
                 j->jprev = j->jnext = SCHED_NIL;
         }
         s->active_jobs_head = SCHED_NIL;
-        if (s->n_tasks_allocated > 0)
-                memset(s->meta, 0, s->n_tasks_allocated * sizeof(SchedTaskMeta));
+        pages_free(s);
+        s->n_stopping = 0;
         s->training_cpus = 0;
         s->placed_head = SCHED_NIL;
         for (size_t i = 0; i < s->n_nodes; i++)
@@ -302,8 +323,8 @@ void sched_tasks_reset(Sched *s) {
 void sched_nodes_recount(Sched *s) {
         for (size_t i = 0; i < s->n_nodes; i++)
                 s->nodes[i].allocated_cpus = 0, s->nodes[i].allocated_memory_bytes = 0;
-        for (uint32_t id = s->placed_head; id != SCHED_NIL; id = s->meta[id].gnext)
-                node_add(s, &s->tasks[id], 1);
+        for (uint32_t id = s->placed_head; id != SCHED_NIL; id = sched_meta_at(s, id)->gnext)
+                node_add(s, sched_task_at(s, id), 1);
 }
 
 int sched_nodes_set(Sched *s, const PlacementNode *nodes, size_t n_nodes) {
@@ -324,10 +345,12 @@ int sched_nodes_set(Sched *s, const PlacementNode *nodes, size_t n_nodes) {
         s->n_nodes = n_nodes;
         if (fewer || n_nodes > old) {
                 /* Tasks on nodes that came or went are counted again, or no longer. */
-                for (size_t id = 0; id < s->n_tasks_allocated; id++) {
-                        SchedTaskMeta *m = &s->meta[id];
-                        const SchedTask *t = &s->tasks[id];
-                        if (!m->used || t->state == SCHED_TASK_PENDING)
+                for (size_t id = 0; id < s->n_task_pages * SCHED_TASK_PAGE; id++) {
+                        if (!sched_task_held(s, id))
+                                continue;
+                        SchedTaskMeta *m = sched_meta_at(s, (uint32_t) id);
+                        const SchedTask *t = sched_task_at(s, (uint32_t) id);
+                        if (t->state == SCHED_TASK_PENDING)
                                 continue;
                         if ((t->node >= n_nodes) == !m->counted)
                                 continue;
@@ -341,10 +364,10 @@ int sched_nodes_set(Sched *s, const PlacementNode *nodes, size_t n_nodes) {
 }
 
 void sched_tasks_done(Sched *s) {
-        free(s->tasks);
-        free(s->meta);
+        pages_free(s);
+        free(s->task_pages);
         free(s->nodes);
-        s->tasks = NULL;
-        s->meta = NULL;
+        s->task_pages = NULL;
+        s->n_task_pages = 0;
         s->nodes = NULL;
 }

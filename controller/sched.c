@@ -446,7 +446,7 @@ static int preempt_for(Sched *s, const SchedJob *j, size_t ti, bool training, bo
 }
 
 static int try_start(Sched *s, double now_s, SchedJob *j, uint32_t ti, bool training, int *ret_outcome) {
-        const SchedTask *t = &s->tasks[ti];
+        const SchedTask *t = sched_task_at(s, ti);
         if (!placement_fits_empty_node(s->nodes, s->n_nodes, t->cpu_cores, t->memory_bytes)) {
                 *ret_outcome = UNIT_SKIPPED; /* waits for a bigger node; blocking on it would stall all */
                 return 0;
@@ -465,7 +465,7 @@ static int try_start(Sched *s, double now_s, SchedJob *j, uint32_t ti, bool trai
                 preempted = true; /* one preemption per decision is enough */
         }
         *ret_outcome = preempted ? UNIT_STOP : UNIT_DONE;
-        s->meta[ti].seen = s->epoch; /* started by this decision: not a victim in it */
+        sched_meta_at(s, ti)->seen = s->epoch; /* started by this decision: not a victim in it */
         int r = sched_emit(s, SCHED_START, ti, node);
         if (r < 0)
                 return r;
@@ -473,7 +473,7 @@ static int try_start(Sched *s, double now_s, SchedJob *j, uint32_t ti, bool trai
 }
 
 static int try_thaw(Sched *s, SchedJob *j, uint32_t ti, int *ret_outcome) {
-        const SchedTask *t = &s->tasks[ti];
+        const SchedTask *t = sched_task_at(s, ti);
         size_t node = t->node;
         PlacementNode *n = &s->nodes[node];
         if (s->reserved[node] || n->lost) {
@@ -497,7 +497,7 @@ static int try_thaw(Sched *s, SchedJob *j, uint32_t ti, int *ret_outcome) {
                 preempted = true;
         }
         *ret_outcome = preempted ? UNIT_STOP : UNIT_DONE;
-        s->meta[ti].seen = s->epoch;
+        sched_meta_at(s, ti)->seen = s->epoch;
         int r = sched_emit(s, SCHED_THAW, ti, node);
         if (r < 0)
                 return r;
@@ -515,14 +515,14 @@ static int job_step(Sched *s, double now_s, SchedJob *j, bool *ret_had_work, int
         *ret_had_work = true;
         if (j->cursor_suspended != SCHED_NIL) {
                 uint32_t ti = j->cursor_suspended;
-                j->cursor_suspended = s->meta[ti].next;
+                j->cursor_suspended = sched_meta_at(s, ti)->next;
                 return try_thaw(s, j, ti, ret_outcome);
         }
-        while (j->cursor_pending != SCHED_NIL && s->meta[j->cursor_pending].seen == s->epoch)
-                j->cursor_pending = s->meta[j->cursor_pending].next;
+        while (j->cursor_pending != SCHED_NIL && sched_meta_at(s, j->cursor_pending)->seen == s->epoch)
+                j->cursor_pending = sched_meta_at(s, j->cursor_pending)->next;
         if (j->cursor_pending != SCHED_NIL) {
                 uint32_t ti = j->cursor_pending;
-                j->cursor_pending = s->meta[ti].next;
+                j->cursor_pending = sched_meta_at(s, ti)->next;
                 /* Not with training priority: the training pass gave it to every training
                  * task within T; one it did not reach (T is full, or the policy has no
                  * training stage) preempts only by its job's rank. */
@@ -542,8 +542,8 @@ static int training_pass(Sched *s, double now_s, bool *ret_stop) {
                 SchedJob *j = sched_job_at(s, slot);
                 size_t left = j->n_pending_training;
                 for (uint32_t ti = j->pending_head; ti != SCHED_NIL && left > 0;) {
-                        const SchedTask *t = &s->tasks[ti];
-                        uint32_t next = s->meta[ti].next;
+                        const SchedTask *t = sched_task_at(s, ti);
+                        uint32_t next = sched_meta_at(s, ti)->next;
                         if (!sched_task_is_training(j, t)) {
                                 ti = next;
                                 continue;
@@ -552,7 +552,7 @@ static int training_pass(Sched *s, double now_s, bool *ret_stop) {
                         if (s->training_cpus + t->cpu_cores > sched_training_limit(s) + PLACEMENT_CPU_EPSILON)
                                 return 0;
                         /* Placed or skipped, the main pass must not try it again. */
-                        s->meta[ti].seen = s->epoch;
+                        sched_meta_at(s, ti)->seen = s->epoch;
                         int outcome;
                         int r = try_start(s, now_s, j, ti, true, &outcome);
                         if (r < 0)
@@ -574,7 +574,7 @@ static int training_pass(Sched *s, double now_s, bool *ret_stop) {
 static int cmp_backfill(const void *a, const void *b, void *userdata) {
         const Sched *s = userdata;
         uint32_t x = *(const uint32_t *) a, y = *(const uint32_t *) b;
-        const SchedJob *jx = sched_job_at(s, s->meta[x].job), *jy = sched_job_at(s, s->meta[y].job);
+        const SchedJob *jx = sched_job_at(s, sched_meta_at(s, x)->job), *jy = sched_job_at(s, sched_meta_at(s, y)->job);
         if (jx != jy) {
                 if (sched_job_outranks(jx, 0, jy, 0))
                         return -1;
@@ -587,10 +587,10 @@ static int cmp_backfill(const void *a, const void *b, void *userdata) {
 static int thaw_backfill(Sched *s) {
         _cleanup_free_ uint32_t *c = NULL;
         size_t n = 0, allocated = 0;
-        for (uint32_t id = s->placed_head; id != SCHED_NIL; id = s->meta[id].gnext) {
-                const SchedTask *t = &s->tasks[id];
+        for (uint32_t id = s->placed_head; id != SCHED_NIL; id = sched_meta_at(s, id)->gnext) {
+                const SchedTask *t = sched_task_at(s, id);
                 if (t->state != SCHED_TASK_SUSPENDED || t->node >= s->n_nodes || s->reserved[t->node] ||
-                    s->nodes[t->node].lost || s->meta[id].job == SCHED_NIL)
+                    s->nodes[t->node].lost || sched_meta_at(s, id)->job == SCHED_NIL)
                         continue;
                 const PlacementNode *node = &s->nodes[t->node];
                 if (t->cpu_cores > sched_node_cpus(s, node) - node->allocated_cpus + PLACEMENT_CPU_EPSILON)
@@ -602,18 +602,18 @@ static int thaw_backfill(Sched *s) {
                                 return -ENOMEM;
                         c = p;
                 }
-                s->ops->order(s, sched_job_at(s, s->meta[id].job));
+                s->ops->order(s, sched_job_at(s, sched_meta_at(s, id)->job));
                 c[n++] = id;
         }
         /* The highest-priority job's frozen tasks first, then by task id (the same order
          * whichever way the scheduler was told of its tasks). */
         qsort_r(c, n, sizeof(uint32_t), cmp_backfill, s);
         for (size_t k = 0; k < n; k++) {
-                const SchedTask *t = &s->tasks[c[k]];
+                const SchedTask *t = sched_task_at(s, c[k]);
                 const PlacementNode *node = &s->nodes[t->node];
                 if (t->cpu_cores > sched_node_cpus(s, node) - node->allocated_cpus + PLACEMENT_CPU_EPSILON)
                         continue;
-                s->meta[c[k]].seen = s->epoch;
+                sched_meta_at(s, c[k])->seen = s->epoch;
                 int r = sched_emit(s, SCHED_THAW, c[k], t->node);
                 if (r >= 0)
                         r = sched_task_move(s, c[k], SCHED_TASK_RUNNING, t->node, t->started_s);
@@ -767,12 +767,12 @@ int sched_decide(Sched *s, double now_s, PlacementNode *nodes, size_t n_nodes,
 }
 
 double sched_task_cpu_weight(const Sched *s, size_t id) {
-        if (id >= s->n_tasks_allocated || !s->meta[id].used || s->meta[id].job == SCHED_NIL)
+        if (!sched_task_held(s, id) || sched_meta_at(s, (uint32_t) id)->job == SCHED_NIL)
                 return 0;
-        const SchedTask *t = &s->tasks[id];
+        const SchedTask *t = sched_task_at(s, (uint32_t) id);
         if (t->state != SCHED_TASK_RUNNING)
                 return 0;
-        const SchedJob *j = sched_job_at(s, s->meta[id].job);
+        const SchedJob *j = sched_job_at(s, sched_meta_at(s, (uint32_t) id)->job);
         if (!s->ops->time_slices || !(j->alloc_cpus > 0))
                 return 0;
         /* The job's weight split over its running tasks by their requests: CFS then shares a

@@ -18,8 +18,9 @@ sim_cgorch_sim_LDADD = $(SIM_LIBS)
 
 SIM_TESTS = tests/unit/test-sim-model tests/unit/test-sim-trace tests/unit/test-sim-engine
 check_PROGRAMS += $(SIM_TESTS)
-TESTS += $(SIM_TESTS) tests/integration/test-sim.sh
-EXTRA_DIST += tests/integration/test-sim.sh tests/fixtures/sim/fig3.csv
+TESTS += $(SIM_TESTS) tests/integration/test-sim.sh tests/integration/test-sim-equivalence.sh
+EXTRA_DIST += tests/integration/test-sim.sh tests/fixtures/sim/fig3.csv \
+	tests/integration/test-sim-equivalence.sh tests/fixtures/sim/equivalence.md5
 tests_unit_test_sim_model_SOURCES = tests/unit/test-sim-model.c
 tests_unit_test_sim_model_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_sim_model_LDADD = $(SIM_LIBS) $(CRITERION_LIBS)

@@ -1,0 +1,74 @@
+#!/bin/bash
+# test-sim-equivalence.sh: cgorch-sim's results do not move when its insides do — the per-job CSV
+# (-j) and the CSV summary of every policy and preemption mode on small workloads (dev, test,
+# mixed at load 0.85, 2000 jobs of the production-like day, and a few runs with the estimation
+# error, the oracle estimator and the orchestrator) have the checksums recorded in
+# tests/fixtures/sim/equivalence.md5. A change that moves any result, even a tie broken the
+# other way, fails here; one that is meant to change results records the new checksums with
+#   SIM_EQUIVALENCE_WRITE=1 top_srcdir=. top_builddir=build tests/integration/test-sim-equivalence.sh
+# and says why in its commit. SIM_REF=/path/to/cgorch-sim compares with another binary instead.
+# Checksums hold for one platform (Debian 12 x86-64, glibc's libm): the numbers are printed to
+# six decimals, and another libm may round a last digit differently.
+set -uo pipefail
+
+: "${top_srcdir:?top_srcdir must be set (run through make check)}"
+: "${top_builddir:?top_builddir must be set (run through make check)}"
+sim="$top_builddir/sim/cgorch-sim"
+golden="$top_srcdir/tests/fixtures/sim/equivalence.md5"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/cgorch-test-sim-eq.XXXXXX") || exit 99
+trap 'rm -rf "$tmp"' EXIT
+
+policies="fifo fair hfsp psbs srpt-oracle ps fluid-srpt fluid-fifo"
+modes="wait suspend kill suspend-kill"
+
+# Every case: a name without spaces, then cgorch-sim's arguments.
+cases() {
+        local w p m
+        for w in "dev:-w dev" "test:-w test" "mixed:-w mixed --load 0.85" "mapreduce-2000:-w mapreduce -n 2000"; do
+                for p in $policies; do
+                        for m in $modes; do
+                                echo "${w%%:*}/$p/$m ${w#*:} -p $p -P $m"
+                        done
+                done
+        done
+        echo "test-sigma/hfsp/suspend -w test -s 1 --seed 3 -p hfsp -P suspend"
+        echo "test-sigma/psbs/kill -w test -s 1 --seed 3 -p psbs -P kill"
+        echo "test-oracle/hfsp/suspend-kill -w test -e oracle -p hfsp -P suspend-kill"
+        echo "contention-orch/hfsp/suspend -w contention -o cpu+memory -p hfsp -P suspend"
+        echo "contention-orch/fair/wait -w contention -o cpu+memory --orch-estimator uniform -p fair -P wait"
+        echo "mapreduce-500-orch/fifo/wait -w mapreduce -n 500 -c 8x4x8G -o cpu -p fifo -P wait"
+}
+
+# One line per case: name, md5 of the per-job CSV, md5 of the summary.
+checksums() {
+        local bin=$1 name args
+        while read -r name args; do
+                # shellcheck disable=SC2086 # args are words
+                if ! "$bin" $args -j "$tmp/jobs.csv" --summary csv > "$tmp/summary.csv" 2> "$tmp/err"; then
+                        echo "$name failed $(head -c 200 "$tmp/err" | tr '\n' ' ')"
+                        continue
+                fi
+                echo "$name $(md5sum < "$tmp/jobs.csv" | cut -d' ' -f1) $(md5sum < "$tmp/summary.csv" | cut -d' ' -f1)"
+        done < <(cases)
+}
+
+checksums "$sim" > "$tmp/now"
+if [ -n "${SIM_EQUIVALENCE_WRITE:-}" ]; then
+        cp "$tmp/now" "$golden"
+        echo "wrote $(wc -l < "$golden") checksums to $golden"
+        exit 0
+fi
+if [ -n "${SIM_REF:-}" ]; then
+        checksums "$SIM_REF" > "$tmp/want"
+        what="$SIM_REF"
+else
+        cp "$golden" "$tmp/want"
+        what="$golden"
+fi
+if ! diff -u "$tmp/want" "$tmp/now" > "$tmp/diff"; then
+        echo "FAIL: cgorch-sim's results differ from $what (- expected, + now):"
+        grep '^[-+][^-+]' "$tmp/diff"
+        echo "$(grep -c '^+[^+]' "$tmp/diff") of $(wc -l < "$tmp/want") cases differ"
+        exit 1
+fi
+echo "PASS: cgorch-sim's results match $what ($(wc -l < "$tmp/want") cases)"
