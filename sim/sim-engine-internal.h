@@ -9,29 +9,39 @@ typedef struct SimWindow {
         double run_time_s, cpu_cores, memory_bytes;
 } SimWindow;
 
+/* A task on a node, running or frozen. Only placed tasks have one: the engine's pool holds as
+ * many as the cluster runs at once, not one per task of the workload. Its progress, which moves
+ * at every event, lives apart in the Engine's per-slot arrays (done_s, rate, got, cpu_used_s). */
 typedef struct Task {
+        uint32_t id;                    /* the workload's task id, also the scheduler's */
         uint32_t phase;                 /* index into w->phases and Engine.phases */
-        uint32_t index;
+        uint32_t index;                 /* within the phase */
         uint32_t node;
         uint32_t node_slot;             /* position in the node's list */
-        SimTaskState state;
+        SimTaskState state;             /* RUNNING or SUSPENDED */
         unsigned step_cpu, step_mem;    /* profile steps in force */
-        double done_s;                  /* work done in this attempt */
-        double started_s, finished_s;
+        double started_s;
         double cpu_limit, memory_limit; /* quota (cores), memory max (bytes) */
-        double demand, got, rate, memory_used, penalty;
+        double demand, memory_used, penalty;
         bool throttled;                 /* its demand exceeds its quota */
-        double cpu_used_s;              /* this attempt */
-        /* This epoch (orchestration). */
-        double ep_cpu_s, ep_run_s, ep_throttled_s, ep_stall_s, ep_thrash_s, ep_memory_peak;
-        double run_time_s;
+        /* Orchestration only (kept up to date when it is on). */
+        double run_time_s;              /* this attempt */
+        double ep_cpu_s, ep_run_s, ep_throttled_s, ep_stall_s, ep_thrash_s, ep_memory_peak; /* this epoch */
         SimWindow *windows;
         size_t n_windows, allocated_windows;
 } Task;
 
+#define SIM_NO_SLOT UINT32_MAX
+
+/* What HFSP's training stage reads of a training task that finished. */
+typedef struct TrainingRecord {
+        bool done;
+        double started_s, finished_s, cpu_used_s;
+} TrainingRecord;
+
 typedef struct Node {
         SimNodeSpec spec;
-        uint32_t *tasks;                /* running and suspended tasks */
+        uint32_t *tasks;                /* its running and suspended tasks: pool slots */
         size_t n_tasks, allocated_tasks;
         double next_s;                  /* its next completion or profile step */
         double cpu_rate, memory_rate;   /* CPUs and bytes in use now */
@@ -62,6 +72,14 @@ typedef struct Phase {
         unsigned ps_next;
         double ps_work_left;            /* Σ work of its unfinished tasks (fluid-srpt's remaining size) */
         double later_s;                 /* the work of the job's later phases */
+        /* While active, with a scheduler: */
+        uint32_t *slot_of;              /* each task's pool slot while placed, else SIM_NO_SLOT */
+        TrainingRecord *training_done;  /* its first n_training tasks, while it may train */
+        unsigned n_training;
+        /* The scheduler holds the phase's first pending tasks in index order, not all of them:
+         * `window` is more than one decision can start (sim_sched_max_placed() + 1), so it
+         * decides as if it held every one. Tasks below n_told were told once. */
+        unsigned window, n_told, n_told_pending;
 } Phase;
 
 typedef struct Timer {
@@ -75,7 +93,13 @@ typedef struct Engine {
         const SimWorkload *w;
         SimParams p;
         SimSched *sched;
+        /* The pool of placed tasks, slots 0..n_placed-1, and their progress by slot. */
         Task *tasks;
+        size_t n_placed, allocated_placed;
+        double *done_s;                 /* work done in this attempt */
+        double *rate;                   /* work per second now (0 when frozen) */
+        double *got;                    /* CPUs it gets now (0 when frozen) */
+        double *cpu_used_s;             /* CPU-seconds in this attempt */
         Node *nodes;
         size_t n_nodes;
         Phase *phases;

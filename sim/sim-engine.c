@@ -42,11 +42,17 @@ static bool work_done(double done_s, double work_s) {
 static const SimPhaseSpec *phase_spec(const Engine *e, size_t pi) {
         return &e->w->phases[pi];
 }
-static size_t task_id(const Engine *e, size_t pi, unsigned index) {
-        return e->w->phases[pi].first_task + index;
-}
-static const SimTaskSpec *task_spec(const Engine *e, size_t ti) {
-        return &e->w->tasks[ti];
+/* The phase a task id belongs to: phases hold consecutive ids in trace order. */
+static size_t phase_of_task(const Engine *e, size_t ti) {
+        size_t lo = 0, hi = e->w->n_phases;
+        while (hi - lo > 1) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (e->w->phases[mid].first_task <= ti)
+                        lo = mid;
+                else
+                        hi = mid;
+        }
+        return lo;
 }
 
 /* ---- Timers: a binary heap by (time, sequence) ---- */
@@ -93,6 +99,65 @@ static Timer timer_pop(Engine *e) {
         return top;
 }
 
+/* ---- Placed tasks: the pool ---- */
+
+static int pool_grow(Engine *e) {
+        if (e->n_placed < e->allocated_placed)
+                return 0;
+        size_t m = MAX(e->allocated_placed * 2, (size_t) 64);
+        Task *t = realloc(e->tasks, m * sizeof(Task));
+        if (t)
+                e->tasks = t;
+        double **arrays[] = { &e->done_s, &e->rate, &e->got, &e->cpu_used_s };
+        bool ok = t;
+        for (size_t k = 0; k < ELEMENTSOF(arrays); k++) {
+                double *a = realloc(*arrays[k], m * sizeof(double));
+                if (a)
+                        *arrays[k] = a;
+                ok = ok && a;
+        }
+        if (!ok)
+                return -ENOMEM;
+        e->allocated_placed = m;
+        return 0;
+}
+
+/* A pool slot for the phase's task, which starts now (not yet on a node). Moves the pool:
+ * Task pointers taken before are stale. */
+static int pool_add(Engine *e, size_t pi, unsigned index, uint32_t *ret_slot) {
+        int r = pool_grow(e);
+        if (r < 0)
+                return r;
+        const SimPhaseSpec *spec = phase_spec(e, pi);
+        uint32_t slot = (uint32_t) e->n_placed++;
+        e->tasks[slot] = (Task) {
+                .id = (uint32_t) (spec->first_task + index), .phase = (uint32_t) pi, .index = index,
+                .state = SIM_TASK_RUNNING, .started_s = e->now,
+                .cpu_limit = spec->cpu_request, .memory_limit = spec->memory_request_bytes,
+        };
+        e->done_s[slot] = e->rate[slot] = e->got[slot] = e->cpu_used_s[slot] = 0;
+        e->phases[pi].slot_of[index] = slot;
+        *ret_slot = slot;
+        return 0;
+}
+
+/* Frees the slot of a task that left its node; the last slot moves into it. */
+static void pool_remove(Engine *e, uint32_t slot) {
+        Task *t = &e->tasks[slot];
+        e->phases[t->phase].slot_of[t->index] = SIM_NO_SLOT;
+        free(t->windows);
+        uint32_t last = (uint32_t) --e->n_placed;
+        if (slot == last)
+                return;
+        *t = e->tasks[last];
+        e->done_s[slot] = e->done_s[last];
+        e->rate[slot] = e->rate[last];
+        e->got[slot] = e->got[last];
+        e->cpu_used_s[slot] = e->cpu_used_s[last];
+        e->nodes[t->node].tasks[t->node_slot] = slot;
+        e->phases[t->phase].slot_of[t->index] = slot;
+}
+
 /* ---- Nodes ---- */
 
 static int ensure_share(Engine *e, size_t n) {
@@ -114,32 +179,47 @@ static int ensure_share(Engine *e, size_t n) {
         return 0;
 }
 
-/* Everything progresses to now at the rates set at the last refresh. */
-static void advance_nodes(Engine *e, double now) {
-        double dt = now - e->now;
-        if (!(dt > 0))
-                return;
+/* The orchestrator's view of the epoch so far: what each placed task used, and for how long
+ * it was throttled, stalled or thrashing. */
+static void advance_epoch(Engine *e, double dt) {
         for (size_t n = 0; n < e->n_nodes; n++) {
-                Node *node = &e->nodes[n];
-                if (node->n_tasks == 0)
-                        continue;
+                const Node *node = &e->nodes[n];
                 for (size_t k = 0; k < node->n_tasks; k++) {
-                        Task *t = &e->tasks[node->tasks[k]];
+                        uint32_t slot = node->tasks[k];
+                        Task *t = &e->tasks[slot];
                         t->ep_memory_peak = MAX(t->ep_memory_peak, t->memory_used);
                         if (t->state != SIM_TASK_RUNNING)
                                 continue;
-                        t->done_s += t->rate * dt;
-                        t->cpu_used_s += t->got * dt;
                         t->run_time_s += dt;
-                        t->ep_cpu_s += t->got * dt;
+                        t->ep_cpu_s += e->got[slot] * dt;
                         t->ep_run_s += dt;
                         if (t->throttled)
                                 t->ep_throttled_s += dt;
-                        if (t->got < t->demand - 1e-9)
+                        if (e->got[slot] < t->demand - 1e-9)
                                 t->ep_stall_s += dt;
                         if (t->penalty < 1)
                                 t->ep_thrash_s += dt;
                 }
+        }
+}
+
+/* Everything progresses to now at the rates set at the last refresh. Every event pays for
+ * every placed task here, so the progress is kept in flat arrays; a frozen task has rate and
+ * got 0 (nodes are refreshed before time moves), which leaves its sums as they are. */
+static void advance_nodes(Engine *e, double now) {
+        double dt = now - e->now;
+        if (!(dt > 0))
+                return;
+        for (size_t k = 0; k < e->n_placed; k++) {
+                e->done_s[k] += e->rate[k] * dt;
+                e->cpu_used_s[k] += e->got[k] * dt;
+        }
+        if (e->p.orch_mode != 0)
+                advance_epoch(e, dt);
+        for (size_t n = 0; n < e->n_nodes; n++) {
+                Node *node = &e->nodes[n];
+                if (node->n_tasks == 0)
+                        continue;
                 if (node->contended)
                         node->ep_cpu_some_s += dt;
                 if (node->thrashing)
@@ -159,29 +239,30 @@ void sim_engine_node_refresh(Engine *e, size_t n) {
         node->memory_rate = 0;
         /* ensure_share() ran when the task joined the node: n_tasks fits. */
         for (size_t k = 0; k < node->n_tasks; k++) {
-                Task *t = &e->tasks[node->tasks[k]];
-                const SimTaskSpec *spec = task_spec(e, node->tasks[k]);
-                double progress = t->done_s / spec->work_s;
-                t->step_cpu = sim_profile_step(&spec->cpu_demand, progress);
-                t->step_mem = sim_profile_step(&spec->memory_ws, progress);
-                double ws = spec->memory_ws.value[t->step_mem];
+                uint32_t slot = node->tasks[k];
+                Task *t = &e->tasks[slot];
+                const SimProfile *cpu_demand = sim_task_cpu_demand(e->w, t->id), *memory_ws = sim_task_memory_ws(e->w, t->id);
+                double progress = e->done_s[slot] / e->w->work_s[t->id];
+                t->step_cpu = sim_profile_step(cpu_demand, progress);
+                t->step_mem = sim_profile_step(memory_ws, progress);
+                double ws = memory_ws->value[t->step_mem];
                 t->memory_used = t->memory_limit > 0 ? MIN(ws, t->memory_limit) : ws;
                 node->memory_rate += t->memory_used;
                 t->penalty = sim_thrash_penalty(ws, t->memory_limit, e->p.thrash_exponent);
                 if (t->state != SIM_TASK_RUNNING) {
-                        t->got = t->rate = t->demand = 0;
+                        e->got[slot] = e->rate[slot] = t->demand = 0;
                         t->throttled = false;
                         continue;
                 }
                 /* A thrashing task waits on reclaim and refaults: it can use only part of the
                  * CPU it would; the quota caps what is left. */
-                double want = spec->cpu_demand.value[t->step_cpu] * t->penalty;
+                double want = cpu_demand->value[t->step_cpu] * t->penalty;
                 t->throttled = t->cpu_limit > 0 && want > t->cpu_limit + 1e-12;
                 t->demand = t->throttled ? t->cpu_limit : want;
                 if (t->penalty < 1)
                         node->thrashing = true;
                 /* CFS weights: the scheduler's when it time-slices (fair), else alike. */
-                double w = sim_sched_task_weight(e->sched, node->tasks[k]);
+                double w = sim_sched_task_weight(e->sched, t->id);
                 e->share_req[k_run] = (SimShareReq) { .demand_cpus = t->demand, .weight = w > 0 ? w : 1.0 };
                 e->scratch[node->n_tasks + k_run] = k; /* which task each request is */
                 demand += t->demand;
@@ -194,23 +275,24 @@ void sim_engine_node_refresh(Engine *e, size_t n) {
         node->next_s = INFINITY;
         node->contended = demand > node->spec.cpus + 1e-9;
         for (size_t q = 0; q < k_run; q++) {
-                Task *t = &e->tasks[node->tasks[back[q]]];
-                const SimTaskSpec *spec = task_spec(e, node->tasks[back[q]]);
-                t->got = e->share_got[q];
-                t->rate = t->got * node->spec.speed;
-                node->cpu_rate += t->got;
-                if (!(t->rate > 0))
+                uint32_t slot = node->tasks[back[q]];
+                const Task *t = &e->tasks[slot];
+                double work = e->w->work_s[t->id], done = e->done_s[slot];
+                e->got[slot] = e->share_got[q];
+                double rate = e->rate[slot] = e->got[slot] * node->spec.speed;
+                node->cpu_rate += e->got[slot];
+                if (!(rate > 0))
                         continue;
-                double dt = (spec->work_s - t->done_s) / t->rate;
-                double at = MIN(sim_profile_next_at(&spec->cpu_demand, t->step_cpu),
-                                sim_profile_next_at(&spec->memory_ws, t->step_mem));
+                double dt = (work - done) / rate;
+                double at = MIN(sim_profile_next_at(sim_task_cpu_demand(e->w, t->id), t->step_cpu),
+                                sim_profile_next_at(sim_task_memory_ws(e->w, t->id), t->step_mem));
                 if (at <= 1)
-                        dt = MIN(dt, (at * spec->work_s - t->done_s) / t->rate);
+                        dt = MIN(dt, (at * work - done) / rate);
                 node->next_s = MIN(node->next_s, e->now + MAX(dt, 0.0));
         }
 }
 
-static int node_add(Engine *e, size_t n, uint32_t ti) {
+static int node_add(Engine *e, size_t n, uint32_t slot) {
         Node *node = &e->nodes[n];
         if (node->n_tasks == node->allocated_tasks) {
                 size_t m = MAX(node->allocated_tasks * 2, (size_t) 8);
@@ -223,15 +305,15 @@ static int node_add(Engine *e, size_t n, uint32_t ti) {
         int r = ensure_share(e, 2 * (node->n_tasks + 1));
         if (r < 0)
                 return r;
-        e->tasks[ti].node = (uint32_t) n;
-        e->tasks[ti].node_slot = (uint32_t) node->n_tasks;
-        node->tasks[node->n_tasks++] = ti;
+        e->tasks[slot].node = (uint32_t) n;
+        e->tasks[slot].node_slot = (uint32_t) node->n_tasks;
+        node->tasks[node->n_tasks++] = slot;
         node->dirty = true;
         return 0;
 }
 
-static void node_remove(Engine *e, uint32_t ti) {
-        Task *t = &e->tasks[ti];
+static void node_remove(Engine *e, uint32_t slot) {
+        Task *t = &e->tasks[slot];
         Node *node = &e->nodes[t->node];
         uint32_t last = node->tasks[--node->n_tasks];
         node->tasks[t->node_slot] = last;
@@ -245,14 +327,54 @@ static uint64_t phase_key(const Engine *e, size_t pi) {
         return sim_sched_key(e->phases[pi].job, e->phases[pi].number);
 }
 
-static int phase_activate(Engine *e, size_t pi);
-
 static int cmp_ps_order_ctx(const void *a, const void *b, void *userdata) {
-        const SimTaskSpec *tasks = userdata;
-        double x = tasks[*(const uint32_t *) a].work_s, y = tasks[*(const uint32_t *) b].work_s;
+        const double *work_s = userdata;
+        double x = work_s[*(const uint32_t *) a], y = work_s[*(const uint32_t *) b];
         if (x != y)
                 return x < y ? -1 : 1;
         return *(const uint32_t *) a < *(const uint32_t *) b ? -1 : 1;
+}
+
+/* The fluid: every task of the phase runs from now, and they finish in order of work. */
+static int phase_activate_fluid(Engine *e, size_t pi) {
+        Phase *ph = &e->phases[pi];
+        const SimPhaseSpec *spec = phase_spec(e, pi);
+        ph->ps_order = malloc(spec->n_tasks * sizeof(uint32_t));
+        if (!ph->ps_order)
+                return -ENOMEM;
+        for (unsigned k = 0; k < spec->n_tasks; k++)
+                ph->ps_order[k] = (uint32_t) (spec->first_task + k);
+        qsort_r(ph->ps_order, spec->n_tasks, sizeof(uint32_t), cmp_ps_order_ctx, e->w->work_s);
+        ph->ps_work_left = sim_phase_size_s(e->w, spec);
+        if (isnan(e->res->jobs[ph->job].start_s))
+                e->res->jobs[ph->job].start_s = e->now;
+        return 0;
+}
+
+static int tell_pending(Engine *e, size_t pi, unsigned index) {
+        const SimPhaseSpec *spec = phase_spec(e, pi);
+        return sim_sched_task_set(e->sched, spec->first_task + index, &(SimSchedTask) {
+                .key = phase_key(e, pi), .index = index, .state = SIM_TASK_PENDING,
+                .cpus = spec->cpu_request, .memory_bytes = spec->memory_request_bytes,
+        });
+}
+
+/* Tops up the pending tasks the scheduler holds to the phase's window, in index order. The
+ * scheduler then holds a prefix of the phase's pending tasks (a killed task, pending again, has
+ * an index below n_told), takes them in index order, and no decision gets past the window: it
+ * starts at most window − 1 tasks of the phase (what fits the cluster at once) and stops or
+ * skips at the next. So it decides exactly as if it held every pending task. */
+static int tell_window(Engine *e, size_t pi) {
+        Phase *ph = &e->phases[pi];
+        unsigned n = phase_spec(e, pi)->n_tasks;
+        while (ph->n_told_pending < ph->window && ph->n_told < n) {
+                int r = tell_pending(e, pi, ph->n_told);
+                if (r < 0)
+                        return r;
+                ph->n_told++;
+                ph->n_told_pending++;
+        }
+        return 0;
 }
 
 static int phase_activate(Engine *e, size_t pi) {
@@ -265,23 +387,8 @@ static int phase_activate(Engine *e, size_t pi) {
         ph->active_slot = e->n_active;
         e->active[e->n_active++] = (uint32_t) pi;
 
-        if (sim_policy_is_fluid(e->p.policy)) {
-                ph->ps_order = malloc(spec->n_tasks * sizeof(uint32_t));
-                if (!ph->ps_order)
-                        return -ENOMEM;
-                for (unsigned k = 0; k < spec->n_tasks; k++)
-                        ph->ps_order[k] = (uint32_t) (spec->first_task + k);
-                qsort_r(ph->ps_order, spec->n_tasks, sizeof(uint32_t), cmp_ps_order_ctx, e->w->tasks);
-                ph->ps_work_left = sim_phase_size_s(e->w, spec);
-                for (unsigned k = 0; k < spec->n_tasks; k++) {
-                        Task *t = &e->tasks[spec->first_task + k];
-                        t->state = SIM_TASK_RUNNING;
-                        t->started_s = e->now;
-                }
-                if (isnan(e->res->jobs[ph->job].start_s))
-                        e->res->jobs[ph->job].start_s = e->now;
-                return 0;
-        }
+        if (sim_policy_is_fluid(e->p.policy))
+                return phase_activate_fluid(e, pi);
 
         double parallel = spec->n_tasks * spec->cpu_request;
         if (e->p.policy == SIM_POLICY_SRPT || e->p.estimator == SIM_ESTIMATOR_ORACLE) {
@@ -292,13 +399,25 @@ static int phase_activate(Engine *e, size_t pi) {
                 /* HFSP's estimation module, as the controller runs it. */
                 r = sim_sched_phase_add(e->sched, pi, phase_key(e, pi), spec->n_tasks, ph->error, job->weight, parallel,
                                         e->now, &ph->estimate_s, &ph->training);
-        /* Its tasks wait: the scheduler holds them from now on. */
-        for (unsigned k = 0; k < spec->n_tasks && r >= 0; k++)
-                r = sim_sched_task_set(e->sched, spec->first_task + k, &(SimSchedTask) {
-                        .key = phase_key(e, pi), .index = k, .state = SIM_TASK_PENDING,
-                        .cpus = spec->cpu_request, .memory_bytes = spec->memory_request_bytes,
-                });
-        return r;
+        if (r < 0)
+                return r;
+
+        ph->slot_of = malloc(spec->n_tasks * sizeof(uint32_t));
+        if (!ph->slot_of)
+                return -ENOMEM;
+        for (unsigned k = 0; k < spec->n_tasks; k++)
+                ph->slot_of[k] = SIM_NO_SLOT;
+        if (ph->training) {
+                ph->n_training = (unsigned) MIN(e->hfsp.training_tasks, (size_t) spec->n_tasks);
+                ph->training_done = calloc(MAX(ph->n_training, 1u), sizeof(TrainingRecord));
+                if (!ph->training_done)
+                        return -ENOMEM;
+        }
+        /* Its tasks wait: the scheduler holds them from now on, a window at a time (and every
+         * training task from the start). */
+        size_t window = sim_sched_max_placed(e->sched, spec->cpu_request, spec->memory_request_bytes) + 1;
+        ph->window = (unsigned) MIN(MAX(window, e->hfsp.training_tasks), (size_t) spec->n_tasks);
+        return tell_window(e, pi);
 }
 
 static int job_arrive(Engine *e, size_t j) {
@@ -306,29 +425,32 @@ static int job_arrive(Engine *e, size_t j) {
         return phase_activate(e, job->first_phase);
 }
 
+static void phase_free(Phase *ph) {
+        free(ph->ps_order);
+        ph->ps_order = NULL;
+        free(ph->slot_of);
+        ph->slot_of = NULL;
+        free(ph->training_done);
+        ph->training_done = NULL;
+}
+
 static int phase_done(Engine *e, size_t pi) {
         Phase *ph = &e->phases[pi];
         const SimPhaseSpec *spec = phase_spec(e, pi);
         const SimJobSpec *job = &e->w->jobs[ph->job];
-        int r;
 
         ph->state = PHASE_DONE;
         /* Swap-remove from the active list. */
         uint32_t last = e->active[--e->n_active];
         e->active[ph->active_slot] = last;
         e->phases[last].active_slot = ph->active_slot;
-        free(ph->ps_order);
-        ph->ps_order = NULL;
+        phase_free(ph);
 
         e->res->jobs[ph->job].estimate_s += ph->estimate_s;
         if (e->sched) {
                 /* s̄ for the next phases' S_i: the sizes of this phase's tasks. */
-                _cleanup_free_ double *sizes = malloc(MAX(spec->n_tasks, 1u) * sizeof(double));
-                if (!sizes)
-                        return -ENOMEM;
-                for (unsigned k = 0; k < spec->n_tasks; k++)
-                        sizes[k] = task_spec(e, spec->first_task + k)->work_s;
-                r = sim_sched_phase_finish(e->sched, phase_key(e, pi), sizes, spec->n_tasks, e->now);
+                int r = sim_sched_phase_finish(e->sched, phase_key(e, pi), &e->w->work_s[spec->first_task], spec->n_tasks,
+                                               e->now);
                 if (r < 0)
                         return r;
         }
@@ -344,22 +466,24 @@ static int phase_done(Engine *e, size_t pi) {
  * finished, and S_f once every one has finished or run for Δ. Returns 1 if the size changed. */
 static int training_check(Engine *e, size_t pi) {
         Phase *ph = &e->phases[pi];
-        const SimPhaseSpec *spec = phase_spec(e, pi);
         if (!ph->training)
                 return 0;
-        size_t n = MIN(e->hfsp.training_tasks, (size_t) spec->n_tasks);
+        size_t n = ph->n_training;
         HfspTrainingTask tt[n];
         for (size_t k = 0; k < n; k++) {
-                const Task *t = &e->tasks[task_id(e, pi, (unsigned) k)];
-                const SimTaskSpec *ts = task_spec(e, task_id(e, pi, (unsigned) k));
-                if (t->state == SIM_TASK_DONE)
-                        tt[k] = (HfspTrainingTask) { .start_s = t->started_s, .finished = true, .finish_s = t->finished_s,
-                                                     .cpu_s = t->cpu_used_s, .progress = 1 };
-                else if (t->state == SIM_TASK_PENDING)
-                        tt[k] = (HfspTrainingTask) { .start_s = e->now };
+                uint32_t slot = ph->slot_of[k];
+                const TrainingRecord *done = &ph->training_done[k];
+                if (slot != SIM_NO_SLOT)
+                        tt[k] = (HfspTrainingTask) {
+                                .start_s = e->tasks[slot].started_s, .cpu_s = e->cpu_used_s[slot],
+                                .progress = MIN(e->done_s[slot] / e->w->work_s[e->tasks[slot].id], 1.0),
+                        };
+                else if (done->done)
+                        tt[k] = (HfspTrainingTask) { .start_s = done->started_s, .finished = true,
+                                                     .finish_s = done->finished_s, .cpu_s = done->cpu_used_s,
+                                                     .progress = 1 };
                 else
-                        tt[k] = (HfspTrainingTask) { .start_s = t->started_s, .cpu_s = t->cpu_used_s,
-                                                     .progress = MIN(t->done_s / ts->work_s, 1.0) };
+                        tt[k] = (HfspTrainingTask) { .start_s = e->now };
         }
         int r = sim_sched_phase_train(e->sched, pi, phase_key(e, pi), tt, n, e->now, &ph->estimate_s);
         if (r < 0)
@@ -369,94 +493,107 @@ static int training_check(Engine *e, size_t pi) {
         return r != SIM_SIZING_UNCHANGED;
 }
 
-static int task_finish(Engine *e, uint32_t ti) {
-        Task *t = &e->tasks[ti];
-        Phase *ph = &e->phases[t->phase];
-        const SimTaskSpec *spec = task_spec(e, ti);
-
-        if (!sim_policy_is_fluid(e->p.policy)) {
-                node_remove(e, ti);
-                int r = sim_sched_task_remove(e->sched, ti);
-                if (r < 0)
-                        return r;
-        }
-        t->state = SIM_TASK_DONE;
-        t->finished_s = e->now;
-        t->done_s = spec->work_s;
-        free(t->windows);
-        t->windows = NULL;
-        t->n_windows = t->allocated_windows = 0;
+/* A task of the phase finished (in the fluid too): the phase's counts, its training, its end. */
+static int phase_task_done(Engine *e, size_t pi, unsigned index) {
+        Phase *ph = &e->phases[pi];
+        const SimPhaseSpec *spec = phase_spec(e, pi);
         ph->n_done++;
-        if (!sim_policy_is_fluid(e->p.policy))
-                ph->n_running--;
-        ph->finished_work_s += spec->work_s;
-        if (ph->training && t->index < e->hfsp.training_tasks) {
-                int r = training_check(e, t->phase);
+        ph->finished_work_s += e->w->work_s[spec->first_task + index];
+        if (ph->training && index < e->hfsp.training_tasks) {
+                int r = training_check(e, pi);
                 if (r < 0)
                         return r;
         }
-        if (ph->n_done == phase_spec(e, t->phase)->n_tasks)
-                return phase_done(e, t->phase);
+        if (ph->n_done == spec->n_tasks)
+                return phase_done(e, pi);
         return 0;
+}
+
+static int task_finish(Engine *e, uint32_t slot) {
+        const Task *t = &e->tasks[slot];
+        uint32_t pi = t->phase, index = t->index;
+        Phase *ph = &e->phases[pi];
+
+        node_remove(e, slot);
+        int r = sim_sched_task_remove(e->sched, t->id);
+        if (r < 0)
+                return r;
+        if (index < ph->n_training)
+                ph->training_done[index] = (TrainingRecord) {
+                        .done = true, .started_s = t->started_s, .finished_s = e->now, .cpu_used_s = e->cpu_used_s[slot],
+                };
+        pool_remove(e, slot);
+        ph->n_running--;
+        return phase_task_done(e, pi, index);
 }
 
 /* ---- Scheduling ---- */
 
-static int apply_decision(Engine *e, const SimSchedDecision *d, uint32_t ti) {
-        Task *t = &e->tasks[ti];
-        Phase *ph = &e->phases[t->phase];
-        const SimPhaseSpec *spec = phase_spec(e, t->phase);
-        int r;
+static int task_start(Engine *e, size_t pi, unsigned index, size_t node) {
+        Phase *ph = &e->phases[pi];
+        uint32_t slot;
+        int r = pool_add(e, pi, index, &slot);
+        if (r < 0)
+                return r;
+        ph->n_running++;
+        if (isnan(e->res->jobs[ph->job].start_s))
+                e->res->jobs[ph->job].start_s = e->now;
+        r = node_add(e, node, slot);
+        if (r < 0)
+                return r;
+        ph->n_told_pending--;
+        r = tell_window(e, pi);
+        if (r < 0)
+                return r;
+        if (ph->training && index < e->hfsp.training_tasks)
+                return timer_push(e, e->now + e->hfsp.timeout_s * (1 + 1e-9), TIMER_TRAINING, (uint32_t) pi);
+        return 0;
+}
+
+static int task_kill(Engine *e, size_t pi, unsigned index) {
+        Phase *ph = &e->phases[pi];
+        uint32_t slot = ph->slot_of[index];
+        double lost = e->done_s[slot];
+        e->res->wasted_s += lost;
+        e->res->jobs[ph->job].wasted_s += lost;
+        e->res->jobs[ph->job].kills++;
+        e->res->kills++;
+        node_remove(e, slot);
+        pool_remove(e, slot);
+        ph->n_running--;
+        /* Gone at once here: pending again for the scheduler too. */
+        ph->n_told_pending++;
+        return tell_pending(e, pi, index);
+}
+
+static int apply_decision(Engine *e, const SimSchedDecision *d) {
+        size_t pi = phase_of_task(e, d->task);
+        unsigned index = (unsigned) (d->task - phase_spec(e, pi)->first_task);
+        uint32_t slot = e->phases[pi].slot_of[index];
 
         switch (d->verb) {
         case SIM_START:
-                t->state = SIM_TASK_RUNNING;
-                t->started_s = e->now;
-                t->done_s = t->cpu_used_s = t->run_time_s = 0;
-                t->cpu_limit = spec->cpu_request;
-                t->memory_limit = spec->memory_request_bytes;
-                t->ep_cpu_s = t->ep_run_s = t->ep_throttled_s = t->ep_stall_s = t->ep_thrash_s = t->ep_memory_peak = 0;
-                t->n_windows = 0;
-                ph->n_running++;
-                if (isnan(e->res->jobs[ph->job].start_s))
-                        e->res->jobs[ph->job].start_s = e->now;
-                r = node_add(e, d->node, ti);
-                if (r < 0)
-                        return r;
-                if (ph->training && t->index < e->hfsp.training_tasks)
-                        return timer_push(e, e->now + e->hfsp.timeout_s * (1 + 1e-9), TIMER_TRAINING, t->phase);
-                return 0;
+                return task_start(e, pi, index, d->node);
         case SIM_THAW:
-                t->state = SIM_TASK_RUNNING;
-                e->nodes[t->node].dirty = true;
+                e->tasks[slot].state = SIM_TASK_RUNNING;
+                e->nodes[e->tasks[slot].node].dirty = true;
                 e->res->thaws++;
                 return 0;
         case SIM_FREEZE:
-                t->state = SIM_TASK_SUSPENDED;
-                e->nodes[t->node].dirty = true;
+                e->tasks[slot].state = SIM_TASK_SUSPENDED;
+                e->nodes[e->tasks[slot].node].dirty = true;
                 e->res->freezes++;
                 return 0;
         case SIM_KILL:
-                e->res->wasted_s += t->done_s;
-                e->res->jobs[ph->job].wasted_s += t->done_s;
-                e->res->jobs[ph->job].kills++;
-                e->res->kills++;
-                node_remove(e, ti);
-                t->state = SIM_TASK_PENDING;
-                t->done_s = 0;
-                ph->n_running--;
-                /* Gone at once here: pending again for the scheduler too. */
-                return sim_sched_task_set(e->sched, ti, &(SimSchedTask) {
-                        .key = phase_key(e, t->phase), .index = t->index, .state = SIM_TASK_PENDING,
-                        .cpus = spec->cpu_request, .memory_bytes = spec->memory_request_bytes,
-                });
+                return task_kill(e, pi, index);
         }
         return -EINVAL;
 }
 
-/* One scheduling round. The scheduler holds every task of the active phases (told as they
- * come, finish and are killed) and reads only the head of its order. Kills and freezes free
- * room at once here: decide again until nothing is preempted. */
+/* One scheduling round. The scheduler holds the placed tasks and a window of each active
+ * phase's pending ones (told as they come, start, finish and are killed) and reads only the
+ * head of its order. Kills and freezes free room at once here: decide again until nothing is
+ * preempted. */
 static int schedule(Engine *e) {
         int r;
         for (unsigned round = 0; round < 64; round++) {
@@ -467,8 +604,8 @@ static int schedule(Engine *e) {
                                 e->phases[e->active[a]].ps_level = e->phases[e->active[a]].finished_work_s;
                         for (size_t k = 0; k < e->n_nodes; k++)
                                 for (size_t q = 0; q < e->nodes[k].n_tasks; q++) {
-                                        const Task *t = &e->tasks[e->nodes[k].tasks[q]];
-                                        e->phases[t->phase].ps_level += t->done_s;
+                                        uint32_t slot = e->nodes[k].tasks[q];
+                                        e->phases[e->tasks[slot].phase].ps_level += e->done_s[slot];
                                 }
                         for (size_t a = 0; a < e->n_active; a++) {
                                 r = sim_sched_set_service(e->sched, phase_key(e, e->active[a]),
@@ -486,7 +623,7 @@ static int schedule(Engine *e) {
                 e->res->decisions++;
                 bool preempted = false;
                 for (size_t k = 0; k < n_d; k++) {
-                        r = apply_decision(e, &d[k], (uint32_t) d[k].task);
+                        r = apply_decision(e, &d[k]);
                         if (r < 0)
                                 return r;
                         preempted = preempted || d[k].verb == SIM_KILL || d[k].verb == SIM_FREEZE;
@@ -601,7 +738,7 @@ static double ps_next(const Engine *e) {
         for (size_t a = 0; a < e->n_active; a++) {
                 const Phase *ph = &e->phases[e->active[a]];
                 if (ph->ps_rate > 0)
-                        next = MIN(next, e->now + MAX(e->w->tasks[ph->ps_order[ph->ps_next]].work_s - ph->ps_level, 0.0) /
+                        next = MIN(next, e->now + MAX(e->w->work_s[ph->ps_order[ph->ps_next]] - ph->ps_level, 0.0) /
                                                  ph->ps_rate);
         }
         return next;
@@ -629,11 +766,10 @@ static int ps_complete(Engine *e) {
                 Phase *ph = &e->phases[pi];
                 unsigned n = phase_spec(e, pi)->n_tasks;
                 while (ph->state == PHASE_ACTIVE && ph->ps_next < n &&
-                       work_done(ph->ps_level, e->w->tasks[ph->ps_order[ph->ps_next]].work_s)) {
+                       work_done(ph->ps_level, e->w->work_s[ph->ps_order[ph->ps_next]])) {
                         uint32_t ti = ph->ps_order[ph->ps_next++];
-                        e->tasks[ti].done_s = ph->ps_level;
-                        ph->ps_work_left -= e->w->tasks[ti].work_s;
-                        int r = task_finish(e, ti);
+                        ph->ps_work_left -= e->w->work_s[ti];
+                        int r = phase_task_done(e, pi, (unsigned) (ti - phase_spec(e, pi)->first_task));
                         if (r < 0)
                                 return r;
                 }
@@ -678,6 +814,28 @@ static int sample(Engine *e) {
 
 /* ---- Isolated run time ---- */
 
+/* Slots by (free at, index): a min-heap, so that the slot free first, the lowest index among
+ * equals, takes each task in O(log slots). */
+static bool slot_before(const double *free_at, size_t a, size_t b) {
+        return free_at[a] < free_at[b] || (free_at[a] == free_at[b] && a < b);
+}
+
+static void slot_sift_down(size_t *heap, size_t n, const double *free_at) {
+        size_t i = 0, top = heap[0];
+        for (;;) {
+                size_t l = 2 * i + 1, m = l;
+                if (l >= n)
+                        break;
+                if (l + 1 < n && slot_before(free_at, heap[l + 1], heap[l]))
+                        m = l + 1;
+                if (!slot_before(free_at, heap[m], top))
+                        break;
+                heap[i] = heap[m];
+                i = m;
+        }
+        heap[i] = top;
+}
+
 double sim_isolated_runtime_s(const SimWorkload *w, const SimJobSpec *j, const SimNodeSpec *nodes, size_t n_nodes) {
         double total = 0;
         for (unsigned k = 0; k < j->n_phases; k++) {
@@ -690,18 +848,18 @@ double sim_isolated_runtime_s(const SimWorkload *w, const SimJobSpec *j, const S
                 slots = MIN(MAX(slots, (size_t) 1), (size_t) p->n_tasks);
                 /* Greedy list scheduling in task order: each task to the slot free first. */
                 _cleanup_free_ double *free_at = calloc(slots, sizeof(double));
-                if (!free_at)
+                _cleanup_free_ size_t *heap = malloc(slots * sizeof(size_t));
+                if (!free_at || !heap)
                         return NAN;
+                for (size_t s = 0; s < slots; s++)
+                        heap[s] = s; /* all free at 0: in index order */
                 double end = 0;
                 for (unsigned ti = 0; ti < p->n_tasks; ti++) {
-                        const SimTaskSpec *t = &w->tasks[p->first_task + ti];
-                        size_t best = 0;
-                        for (size_t s = 1; s < slots; s++)
-                                if (free_at[s] < free_at[best])
-                                        best = s;
-                        double cpus = MIN(sim_profile_at(&t->cpu_demand, 0), p->cpu_request);
-                        free_at[best] += t->work_s / MAX(cpus, 1e-9);
+                        size_t t = p->first_task + ti, best = heap[0];
+                        double cpus = MIN(sim_profile_at(sim_task_cpu_demand(w, t), 0), p->cpu_request);
+                        free_at[best] += w->work_s[t] / MAX(cpus, 1e-9);
                         end = MAX(end, free_at[best]);
+                        slot_sift_down(heap, slots, free_at);
                 }
                 total += end;
         }
@@ -711,18 +869,21 @@ double sim_isolated_runtime_s(const SimWorkload *w, const SimJobSpec *j, const S
 /* ---- The loop ---- */
 
 static void engine_free(Engine *e) {
-        if (e->tasks)
-                for (size_t i = 0; i < e->w->n_tasks; i++)
-                        free(e->tasks[i].windows);
+        for (size_t i = 0; i < e->n_placed; i++)
+                free(e->tasks[i].windows);
         if (e->phases)
                 for (size_t i = 0; i < e->w->n_phases; i++)
-                        free(e->phases[i].ps_order);
+                        phase_free(&e->phases[i]);
         if (e->nodes)
                 for (size_t i = 0; i < e->n_nodes; i++)
                         free(e->nodes[i].tasks);
         sim_orch_free(e);
         sim_sched_free(e->sched);
         free(e->tasks);
+        free(e->done_s);
+        free(e->rate);
+        free(e->got);
+        free(e->cpu_used_s);
         free(e->nodes);
         free(e->phases);
         free(e->active);
@@ -736,12 +897,11 @@ static int engine_init(Engine *e, const SimWorkload *w, const SimNodeSpec *nodes
                        SimResult *res) {
         *e = (Engine) { .w = w, .p = *p, .n_nodes = n_nodes, .res = res, .hfsp = HFSP_SIZE_PARAMS_DEFAULT,
                         .fluid_cross_s = INFINITY };
-        e->tasks = calloc(MAX(w->n_tasks, (size_t) 1), sizeof(Task));
         e->phases = calloc(MAX(w->n_phases, (size_t) 1), sizeof(Phase));
         e->active = calloc(MAX(w->n_phases, (size_t) 1), sizeof(uint32_t));
         e->nodes = calloc(MAX(n_nodes, (size_t) 1), sizeof(Node));
         res->jobs = calloc(MAX(w->n_jobs, (size_t) 1), sizeof(SimJobResult));
-        if (!e->tasks || !e->phases || !e->active || !e->nodes || !res->jobs)
+        if (!e->phases || !e->active || !e->nodes || !res->jobs)
                 return -ENOMEM;
 
         /* Errors are drawn per phase in trace order: the same for every policy at one seed. */
@@ -761,10 +921,6 @@ static int engine_init(Engine *e, const SimWorkload *w, const SimNodeSpec *nodes
                         e->phases[pi].size_s = sim_phase_size_s(w, spec);
                         for (unsigned q = k + 1; q < job->n_phases; q++)
                                 e->phases[pi].later_s += sim_phase_size_s(w, &w->phases[job->first_phase + q]);
-                        for (unsigned ti = 0; ti < spec->n_tasks; ti++)
-                                e->tasks[spec->first_task + ti] = (Task) {
-                                        .phase = (uint32_t) pi, .index = ti, .state = SIM_TASK_PENDING,
-                                };
                 }
                 res->jobs[j] = (SimJobResult) {
                         .job = j, .arrival_s = job->arrival_s, .start_s = NAN, .end_s = NAN,
@@ -859,10 +1015,10 @@ int sim_run(const SimWorkload *w, const SimNodeSpec *nodes, size_t n_nodes, cons
                                 for (size_t q = node->n_tasks; q-- > 0;) {
                                         if (q >= node->n_tasks)
                                                 continue;
-                                        uint32_t ti = node->tasks[q];
-                                        Task *task = &e.tasks[ti];
-                                        if (task->state == SIM_TASK_RUNNING && work_done(task->done_s, task_spec(&e, ti)->work_s)) {
-                                                r = task_finish(&e, ti);
+                                        uint32_t slot = node->tasks[q];
+                                        const Task *task = &e.tasks[slot];
+                                        if (task->state == SIM_TASK_RUNNING && work_done(e.done_s[slot], w->work_s[task->id])) {
+                                                r = task_finish(&e, slot);
                                                 if (r < 0)
                                                         goto finish;
                                                 changed = true;

@@ -42,7 +42,7 @@ static int task_window(Task *t) {
 
 int sim_orch_epoch(Engine *e, double now_s) {
         _cleanup_(orch_snapshot_freep) OrchSnapshot *s = NULL;
-        _cleanup_free_ uint32_t *map = NULL;
+        _cleanup_free_ uint32_t *map = NULL; /* the snapshot's tasks: pool slots */
         OrchFindings findings = { 0 };
         OrchDecisions decisions = { 0 };
         size_t n_map = 0;
@@ -82,8 +82,8 @@ int sim_orch_epoch(Engine *e, double now_s) {
                 if (r < 0)
                         return r;
                 for (size_t q = 0; q < node->n_tasks; q++) {
-                        uint32_t ti = node->tasks[q];
-                        Task *t = &e->tasks[ti];
+                        uint32_t slot = node->tasks[q];
+                        Task *t = &e->tasks[slot];
                         const Phase *ph = &e->phases[t->phase];
                         const SimPhaseSpec *spec = &e->w->phases[t->phase];
                         double run = t->ep_run_s;
@@ -106,7 +106,7 @@ int sim_orch_epoch(Engine *e, double now_s) {
                                 .node = name,
                                 .start_s = t->started_s,
                                 .has_progress = true,
-                                .progress = MIN(t->done_s / e->w->tasks[ti].work_s, 1.0),
+                                .progress = MIN(e->done_s[slot] / e->w->work_s[t->id], 1.0),
                                 .cpu_limit_cores = t->cpu_limit,
                                 .memory_max_bytes = (uint64_t) t->memory_limit,
                                 .expected_cpu_cores = spec->cpu_request,
@@ -127,7 +127,7 @@ int sim_orch_epoch(Engine *e, double now_s) {
                                 if (r < 0)
                                         return r;
                         }
-                        map[n_map++] = ti;
+                        map[n_map++] = slot;
                 }
         }
 

@@ -177,6 +177,17 @@ int sim_sched_phase_finish(SimSched *s, uint64_t key, const double *task_sizes_s
         return sched_sizing_finish(&s->sizing, s->sched, key, task_sizes_s, n, now_s);
 }
 
+size_t sim_sched_max_placed(const SimSched *s, double cpus, double memory_bytes) {
+        const SchedParams *p = sched_params(s->sched);
+        double overcommit = MAX(p->fair_overcommit > 0 ? p->fair_overcommit : SCHED_FAIR_OVERCOMMIT_DEFAULT, 1.0);
+        double n = 0;
+        for (size_t i = 0; i < s->n_nodes; i++)
+                /* + 1 each: rounding at the edge (the scheduler allows an epsilon). */
+                n += MIN(floor(s->nodes[i].capacity_cpus * overcommit / cpus) + 1,
+                         floor((double) s->nodes[i].capacity_memory_bytes / memory_bytes) + 1);
+        return n < (double) UINT32_MAX ? (size_t) n : UINT32_MAX;
+}
+
 int sim_sched_set_service(SimSched *s, uint64_t key, double service_s) {
         return sched_job_set_service(s->sched, key, service_s);
 }

@@ -112,6 +112,10 @@ int sim_sched_phase_train(SimSched *s, size_t phase, uint64_t key, const HfspTra
                           double now_s, double *ret_estimate_s);
 int sim_sched_phase_finish(SimSched *s, uint64_t key, const double *task_sizes_s, size_t n, double now_s);
 
+/* At most how many tasks of this size the scheduler can hold placed at once (on the empty
+ * cluster, time slicing's over-commit counted whatever the policy): an upper bound. */
+size_t sim_sched_max_placed(const SimSched *s, double cpus, double memory_bytes);
+
 int sim_sched_set_service(SimSched *s, uint64_t key, double service_s);
 
 /* The incremental interface the engine drives (controller/sched.h: sched_task_set/remove and

@@ -14,7 +14,9 @@
 void sim_workload_done(SimWorkload *w) {
         free(w->jobs);
         free(w->phases);
-        free(w->tasks);
+        free(w->work_s);
+        free(w->profiles_of);
+        free(w->profiles);
         free(w->nodes);
         *w = (SimWorkload) { 0 };
 }
@@ -57,13 +59,58 @@ int sim_workload_add_phase(SimWorkload *w, double cpu_request, double memory_req
         return 0;
 }
 
+static bool profile_equal(const SimProfile *a, const SimProfile *b) {
+        if (a->n != b->n)
+                return false;
+        for (unsigned k = 0; k < a->n; k++)
+                if (a->at[k] != b->at[k] || a->value[k] != b->value[k])
+                        return false;
+        return true;
+}
+
+/* The index of the task's profiles: the last entry when they are the same, else a new one. */
+static int profiles_index(SimWorkload *w, const SimTaskSpec *t, uint32_t *ret) {
+        if (w->n_profiles > 0) {
+                const SimTaskProfiles *last = &w->profiles[w->n_profiles - 1];
+                if (profile_equal(&last->cpu_demand, &t->cpu_demand) && profile_equal(&last->memory_ws, &t->memory_ws)) {
+                        *ret = (uint32_t) (w->n_profiles - 1);
+                        return 0;
+                }
+        }
+        if (w->n_profiles >= UINT32_MAX)
+                return -E2BIG;
+        int r = grow((void **) &w->profiles, &w->allocated_profiles, w->n_profiles, sizeof(SimTaskProfiles));
+        if (r < 0)
+                return r;
+        w->profiles[w->n_profiles] = (SimTaskProfiles) { .cpu_demand = t->cpu_demand, .memory_ws = t->memory_ws };
+        *ret = (uint32_t) w->n_profiles++;
+        return 0;
+}
+
 int sim_workload_add_task(SimWorkload *w, const SimTaskSpec *t) {
         if (w->n_phases == 0 || !(t->work_s > 0) || !isfinite(t->work_s) || t->cpu_demand.n == 0 || t->memory_ws.n == 0)
                 return -EINVAL;
-        int r = grow((void **) &w->tasks, &w->allocated_tasks, w->n_tasks, sizeof(SimTaskSpec));
+        if (w->n_tasks >= UINT32_MAX - 2) /* task ids are 32-bit in the engine and the scheduler */
+                return -E2BIG;
+        if (w->n_tasks == w->allocated_tasks) {
+                size_t m = MAX(w->allocated_tasks * 2, (size_t) 64);
+                double *work = realloc(w->work_s, m * sizeof(double));
+                if (!work)
+                        return -ENOMEM;
+                w->work_s = work;
+                uint32_t *of = realloc(w->profiles_of, m * sizeof(uint32_t));
+                if (!of)
+                        return -ENOMEM;
+                w->profiles_of = of;
+                w->allocated_tasks = m;
+        }
+        uint32_t profiles;
+        int r = profiles_index(w, t, &profiles);
         if (r < 0)
                 return r;
-        w->tasks[w->n_tasks++] = *t;
+        w->work_s[w->n_tasks] = t->work_s;
+        w->profiles_of[w->n_tasks] = profiles;
+        w->n_tasks++;
         w->phases[w->n_phases - 1].n_tasks++;
         return 0;
 }
@@ -130,7 +177,7 @@ int sim_workload_set_load(SimWorkload *w, const SimNodeSpec *nodes, size_t n_nod
 double sim_phase_size_s(const SimWorkload *w, const SimPhaseSpec *p) {
         double s = 0;
         for (unsigned k = 0; k < p->n_tasks; k++)
-                s += w->tasks[p->first_task + k].work_s;
+                s += w->work_s[p->first_task + k];
         return s;
 }
 
@@ -414,12 +461,12 @@ int sim_trace_write(FILE *f, const SimWorkload *w) {
                 for (unsigned k = 0; k < j->n_phases; k++) {
                         const SimPhaseSpec *p = &w->phases[j->first_phase + k];
                         for (unsigned ti = 0; ti < p->n_tasks; ti++) {
-                                const SimTaskSpec *t = &w->tasks[p->first_task + ti];
-                                fprintf(f, "%.17g,%" PRIu64 ",%u,1,%.17g,%.17g,%.17g,", j->arrival_s, j->id, k, t->work_s,
+                                size_t t = p->first_task + ti;
+                                fprintf(f, "%.17g,%" PRIu64 ",%u,1,%.17g,%.17g,%.17g,", j->arrival_s, j->id, k, w->work_s[t],
                                         p->cpu_request, p->memory_request_bytes);
-                                write_profile(f, &t->cpu_demand);
+                                write_profile(f, sim_task_cpu_demand(w, t));
                                 fputc(',', f);
-                                write_profile(f, &t->memory_ws);
+                                write_profile(f, sim_task_memory_ws(w, t));
                                 fprintf(f, ",%.17g,%s\n", j->weight, j->class_name);
                         }
                 }

@@ -10,11 +10,18 @@
 
 #include "sim-model.h"
 
+/* One task as the parser and the generators add it. */
 typedef struct SimTaskSpec {
         double work_s;                  /* CPU-seconds of work on a speed-1 CPU */
         SimProfile cpu_demand;          /* cores it can use, over its progress */
         SimProfile memory_ws;           /* working set in bytes, over its progress */
 } SimTaskSpec;
+
+/* What tasks share: the tasks of a phase usually have one pair of profiles. */
+typedef struct SimTaskProfiles {
+        SimProfile cpu_demand;
+        SimProfile memory_ws;
+} SimTaskProfiles;
 
 typedef struct SimPhaseSpec {
         size_t first_task;              /* into SimWorkload.tasks */
@@ -45,13 +52,24 @@ typedef struct SimWorkload {
         size_t n_jobs, allocated_jobs;
         SimPhaseSpec *phases;
         size_t n_phases, allocated_phases;
-        SimTaskSpec *tasks;
+        /* Tasks by id, as arrays: a production day has millions. */
+        double *work_s;                 /* each task's work */
+        uint32_t *profiles_of;          /* each task's profiles: an index into profiles */
         size_t n_tasks, allocated_tasks;
+        SimTaskProfiles *profiles;      /* a task whose profiles equal the last task's shares its entry */
+        size_t n_profiles, allocated_profiles;
         SimNodeSpec *nodes;             /* the generator's default cluster (none from a trace) */
         size_t n_nodes;
 } SimWorkload;
 
 void sim_workload_done(SimWorkload *w);
+
+static inline const SimProfile *sim_task_cpu_demand(const SimWorkload *w, size_t task) {
+        return &w->profiles[w->profiles_of[task]].cpu_demand;
+}
+static inline const SimProfile *sim_task_memory_ws(const SimWorkload *w, size_t task) {
+        return &w->profiles[w->profiles_of[task]].memory_ws;
+}
 
 /* Building blocks (the parser and the generators use them). */
 int sim_workload_add_job(SimWorkload *w, uint64_t id, double arrival_s, double weight, const char *class_name);

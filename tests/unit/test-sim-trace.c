@@ -39,9 +39,13 @@ Test(sim_trace, valid) {
         cr_assert_eq(w.phases[j->first_phase].n_tasks, 4);
         cr_assert_float_eq(sim_phase_size_s(&w, &w.phases[j->first_phase]), 100, 1e-9);
         cr_assert_float_eq(sim_job_size_s(&w, j), 220, 1e-9);
-        const SimTaskSpec *t = &w.tasks[w.phases[j->first_phase].first_task + 3];
-        cr_assert_eq(t->cpu_demand.n, 2);
-        cr_assert_float_eq(t->memory_ws.value[1], 1073741824.0, 1e-6);
+        size_t t = w.phases[j->first_phase].first_task + 3;
+        cr_assert_eq(sim_task_cpu_demand(&w, t)->n, 2);
+        cr_assert_float_eq(sim_task_memory_ws(&w, t)->value[1], 1073741824.0, 1e-6);
+        /* The first three tasks are one row: they share their profiles. */
+        cr_assert_eq(w.profiles_of[t - 3], w.profiles_of[t - 1]);
+        cr_assert_neq(w.profiles_of[t - 1], w.profiles_of[t]);
+        cr_assert_float_eq(w.work_s[t - 2], 20, 1e-9);
         cr_assert_float_eq(w.phases[j->first_phase + 1].memory_request_bytes, 2147483648.0, 1e-6);
         sim_workload_done(&w);
 }
@@ -90,9 +94,9 @@ Test(sim_trace, write_read_round_trip) {
         cr_assert_eq(back.n_jobs, w.n_jobs);
         cr_assert_eq(back.n_tasks, w.n_tasks);
         for (size_t i = 0; i < w.n_tasks; i++) {
-                cr_assert_float_eq(back.tasks[i].work_s, w.tasks[i].work_s, 1e-9);
-                cr_assert_eq(back.tasks[i].cpu_demand.n, w.tasks[i].cpu_demand.n);
-                cr_assert_float_eq(back.tasks[i].memory_ws.value[1], w.tasks[i].memory_ws.value[1], 1e-3);
+                cr_assert_float_eq(back.work_s[i], w.work_s[i], 1e-9);
+                cr_assert_eq(sim_task_cpu_demand(&back, i)->n, sim_task_cpu_demand(&w, i)->n);
+                cr_assert_float_eq(sim_task_memory_ws(&back, i)->value[1], sim_task_memory_ws(&w, i)->value[1], 1e-3);
         }
         cr_assert_str_eq(back.jobs[0].class_name, "sort");
         free(buf);
