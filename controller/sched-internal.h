@@ -37,6 +37,18 @@ typedef enum SchedPlace {
         SCHED_PLACE_CAPPED,        /* capped in the virtual cluster: a short list, scanned */
 } SchedPlace;
 
+/* The lists of jobs the scheduler keeps beside its orders, by what their tasks are doing. */
+enum {
+        SCHED_JOBS_ACTIVE,         /* with running or stopping tasks: preemption's victims */
+        SCHED_JOBS_SUSPENDED,      /* with frozen tasks: what a stopped decision may thaw */
+        _SCHED_JOBS_MAX,
+};
+
+typedef struct SchedJobLink {
+        uint32_t prev, next;
+        bool in;
+} SchedJobLink;
+
 typedef struct SchedJob {
         uint64_t key;
         bool used;                 /* table slot in use */
@@ -64,8 +76,7 @@ typedef struct SchedJob {
         uint32_t pending_head, pending_tail;
         uint32_t suspended_head, suspended_tail;
         uint32_t active_head;      /* running and stopping */
-        uint32_t jprev, jnext;     /* in the list of jobs with running or stopping tasks */
-        bool in_active_jobs;
+        SchedJobLink link[_SCHED_JOBS_MAX]; /* in s->job_lists */
         size_t n_pending, n_suspended, n_active, n_pending_training;
         double alloc_cpus;         /* CPUs its running tasks hold */
         double training_cpus;      /* CPUs its running and stopping training tasks hold */
@@ -96,7 +107,7 @@ typedef struct SchedTaskMeta {
         bool counted;              /* linked into its job (its job was known when it came) */
         uint32_t job;              /* slot, or SCHED_NIL */
         uint32_t prev, next;       /* in its job's pending, suspended or active list */
-        uint32_t gprev, gnext;     /* in the list of placed tasks (running, stopping, suspended) */
+        uint32_t gprev, gnext;     /* in its node's list of placed tasks (running, stopping, suspended) */
         uint64_t order;            /* list order within its job: lower first */
         uint64_t seen;             /* the decision that already tried, started or thawed it */
 } SchedTaskMeta;
@@ -186,14 +197,15 @@ struct Sched {
         SchedTaskPage **task_pages;
         size_t n_task_pages;       /* ids below n_task_pages × SCHED_TASK_PAGE have a page entry */
         size_t n_stopping;         /* STOPPING tasks in the jobs' active lists */
-        uint32_t placed_head;      /* running, stopping and suspended tasks */
-        uint32_t active_jobs_head; /* jobs with running or stopping tasks (preemption's victims) */
+        uint32_t job_lists[_SCHED_JOBS_MAX]; /* heads, SCHED_JOBS_* */
         uint32_t find_hint;        /* the job of the last task told: tasks come job by job */
         double training_cpus;      /* Σ training_cpus of jobs in training */
 
         /* Nodes: capacity from the caller, allocations kept from the tasks. */
         PlacementNode *nodes;
         size_t n_nodes, n_nodes_allocated;
+        uint32_t *node_placed;     /* per node (n_nodes_allocated): its running, stopping and suspended tasks */
+        struct SchedPreemptScratch *preempt; /* sched-preempt.c's */
 
         SchedOrder orders[_SCHED_ORDER_MAX];
         uint64_t epoch;            /* decisions so far */
@@ -315,6 +327,7 @@ typedef struct SchedNodeFree {
 /* Emits (and applies) FREEZE or KILL decisions; returns the node made free enough for the task
  * now (suspend) or SCHED_NONE (nothing to do, or the task must wait for kills to complete). */
 size_t sched_preempt(Sched *s, const SchedBlocked *b, int *ret_error);
+void sched_preempt_free(Sched *s);
 
 /* sched.c helpers shared with the other modules */
 /* The CPUs a node may hand out: its own, or with time slicing (fair) fair_overcommit times. */

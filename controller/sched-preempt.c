@@ -55,22 +55,105 @@ static bool room(const Sched *s, const PlacementNode *n, double extra_cpus, int6
         return t->cpu_cores <= free_cpus + PLACEMENT_CPU_EPSILON && (thaw || (int64_t) t->memory_bytes <= free_mem);
 }
 
+/* Victims in order, taken one at a time from a heap: the walk usually stops after a few of
+ * hundreds, and the order is total (ties fall to the task id), so this is the order a full
+ * sort gives. */
+typedef struct SchedPreemptScratch {
+        Victim *heap;              /* victims not yet in order: a heap, lowest priority on top */
+        size_t n_heap;
+        Victim *ordered;           /* the first victims in order */
+        size_t n_ordered;
+        size_t allocated;
+        SchedNodeFree *freed;      /* by node */
+        size_t n_freed;
+} SchedPreemptScratch;
+
+void sched_preempt_free(Sched *s) {
+        if (!s->preempt)
+                return;
+        free(s->preempt->heap);
+        free(s->preempt->ordered);
+        free(s->preempt->freed);
+        free(s->preempt);
+        s->preempt = NULL;
+}
+
+static int scratch_get(Sched *s, size_t n_victims, SchedPreemptScratch **ret) {
+        if (!s->preempt) {
+                s->preempt = calloc(1, sizeof(SchedPreemptScratch));
+                if (!s->preempt)
+                        return -ENOMEM;
+        }
+        SchedPreemptScratch *q = s->preempt;
+        if (n_victims > q->allocated) {
+                size_t m = MAX(n_victims, q->allocated * 2);
+                Victim *h = realloc(q->heap, m * sizeof(Victim));
+                if (h)
+                        q->heap = h;
+                Victim *o = realloc(q->ordered, m * sizeof(Victim));
+                if (o)
+                        q->ordered = o;
+                if (!h || !o)
+                        return -ENOMEM;
+                q->allocated = m;
+        }
+        if (s->n_nodes > q->n_freed) {
+                SchedNodeFree *f = realloc(q->freed, s->n_nodes * sizeof(SchedNodeFree));
+                if (!f)
+                        return -ENOMEM;
+                q->freed = f;
+                q->n_freed = s->n_nodes;
+        }
+        q->n_heap = q->n_ordered = 0;
+        *ret = q;
+        return 0;
+}
+
+static void heap_sift_down(const Sched *s, SchedPreemptScratch *q, size_t i) {
+        Victim top = q->heap[i];
+        for (;;) {
+                size_t l = 2 * i + 1, m = l;
+                if (l >= q->n_heap)
+                        break;
+                if (l + 1 < q->n_heap && victim_cmp_r(&q->heap[l + 1], &q->heap[l], (void *) s) < 0)
+                        m = l + 1;
+                if (victim_cmp_r(&q->heap[m], &top, (void *) s) >= 0)
+                        break;
+                q->heap[i] = q->heap[m];
+                i = m;
+        }
+        q->heap[i] = top;
+}
+
+/* The k-th victim in order (k below the number of victims). */
+static const Victim *victim_at(const Sched *s, SchedPreemptScratch *q, size_t k) {
+        while (q->n_ordered <= k) {
+                q->ordered[q->n_ordered++] = q->heap[0];
+                q->heap[0] = q->heap[--q->n_heap];
+                if (q->n_heap > 0)
+                        heap_sift_down(s, q, 0);
+        }
+        return &q->ordered[k];
+}
+
 /* Walks victims in order, adding what each frees to its node, until some eligible node has
  * room. Returns that node, or SCHED_NONE; *ret_end is how many victims were walked. */
-static size_t walk(const Sched *s, const Victim *v, size_t n_v, const SchedBlocked *b, const PlacementNode *nodes,
-                   size_t n_nodes, SchedNodeFree *freed, bool kill, size_t *ret_end) {
+static size_t walk(const Sched *s, SchedPreemptScratch *q, size_t n_v, const SchedBlocked *b, bool kill,
+                   size_t *ret_end) {
         const SchedTask *t = sched_task_at(s, (uint32_t) b->task);
-        for (size_t i = 0; i < n_nodes; i++)
+        SchedNodeFree *freed = q->freed;
+        for (size_t i = 0; i < s->n_nodes; i++)
                 freed[i] = (SchedNodeFree) {};
         for (size_t k = 0; k < n_v; k++) {
-                const SchedTask *vt = sched_task_at(s, (uint32_t) v[k].task);
-                if (kill ? !v[k].killable : !v[k].freezable)
+                const Victim *v = victim_at(s, q, k);
+                const SchedTask *vt = sched_task_at(s, (uint32_t) v->task);
+                if (kill ? !v->killable : !v->freezable)
                         continue;
                 freed[vt->node].cpus += vt->cpu_cores;
                 if (kill)
                         freed[vt->node].memory_bytes += (int64_t) vt->memory_bytes;
-                if (node_eligible(b, t, &nodes[vt->node], vt->node) &&
-                    room(s, &nodes[vt->node], freed[vt->node].cpus, freed[vt->node].memory_bytes, t, b->thaw)) {
+                if (node_eligible(b, t, &s->nodes[vt->node], vt->node) &&
+                    room(s, &s->nodes[vt->node], freed[vt->node].cpus, freed[vt->node].memory_bytes, t, b->thaw)) {
                         *ret_end = k + 1;
                         return vt->node;
                 }
@@ -78,98 +161,175 @@ static size_t walk(const Sched *s, const Victim *v, size_t n_v, const SchedBlock
         return SCHED_NONE;
 }
 
-size_t sched_preempt(Sched *s, const SchedBlocked *b, int *ret_error) {
-        SchedPreemption mode = s->params.preemption;
-        const PlacementNode *nodes = s->nodes;
-        size_t n_nodes = s->n_nodes;
+/* Whether walk() can find room at all: what every victim frees, in any order. Room only grows
+ * as victims are added, so when there is none with all of them there is none on the way either
+ * (the CPUs are summed here in another order: a margin far above rounding keeps this a
+ * necessary condition). Spares sorting the victims when nothing can come of it. */
+static bool may_make_room(const Sched *s, SchedPreemptScratch *q, const SchedBlocked *b, bool kill) {
         const SchedTask *t = sched_task_at(s, (uint32_t) b->task);
-        *ret_error = 0;
-        if (mode == SCHED_PREEMPT_WAIT || s->ops->never_preempts || n_nodes == 0)
-                return SCHED_NONE;
-
-        _cleanup_free_ SchedNodeFree *freed = calloc(n_nodes, sizeof(SchedNodeFree));
-        _cleanup_free_ Victim *v = NULL;
-        if (!freed) {
-                *ret_error = -ENOMEM;
-                return SCHED_NONE;
+        SchedNodeFree *freed = q->freed;
+        for (size_t i = 0; i < s->n_nodes; i++)
+                freed[i] = (SchedNodeFree) {};
+        for (size_t k = 0; k < q->n_ordered + q->n_heap; k++) {
+                const Victim *v = k < q->n_ordered ? &q->ordered[k] : &q->heap[k - q->n_ordered];
+                const SchedTask *vt = sched_task_at(s, (uint32_t) v->task);
+                if (kill ? !v->killable : !v->freezable)
+                        continue;
+                freed[vt->node].cpus += vt->cpu_cores;
+                if (kill)
+                        freed[vt->node].memory_bytes += (int64_t) vt->memory_bytes;
         }
+        for (size_t i = 0; i < s->n_nodes; i++)
+                if (freed[i].cpus > 0 && node_eligible(b, t, &s->nodes[i], i) &&
+                    room(s, &s->nodes[i], freed[i].cpus * (1 + 1e-9) + 1e-9, freed[i].memory_bytes, t, b->thaw))
+                        return true;
+        return false;
+}
 
-        /* Only the jobs with running tasks matter here (as many as the cluster holds, not the
-         * queue), and only those the blocked job outranks: each is ordered once, its tasks
-         * looked at only if it can give way. Tasks already being killed will free their node
-         * soon: wait for them, take no more. */
-        size_t n_candidates = 0;
-        for (uint32_t js = s->active_jobs_head; js != SCHED_NIL; js = s->jobs[js].jnext) {
-                SchedJob *cj = sched_job_at(s, js);
-                n_candidates += cj->n_active;
-                /* Walking the tasks is for the stopping ones: most of the time there are none. */
-                for (uint32_t i = s->n_stopping > 0 ? cj->active_head : SCHED_NIL; i != SCHED_NIL;
-                     i = sched_meta_at(s, i)->next) {
+/* Tasks already being killed will free their node soon: whether that makes room for the blocked
+ * task (then it waits for them and takes no more). */
+static bool stopping_make_room(const Sched *s, SchedNodeFree *freed, const SchedBlocked *b) {
+        const SchedTask *t = sched_task_at(s, (uint32_t) b->task);
+        for (size_t i = 0; i < s->n_nodes; i++)
+                freed[i] = (SchedNodeFree) {};
+        for (uint32_t js = s->job_lists[SCHED_JOBS_ACTIVE]; js != SCHED_NIL; js = s->jobs[js].link[SCHED_JOBS_ACTIVE].next)
+                for (uint32_t i = s->jobs[js].active_head; i != SCHED_NIL; i = sched_meta_at(s, i)->next) {
                         const SchedTask *c = sched_task_at(s, i);
                         if (c->state == SCHED_TASK_STOPPING) {
                                 freed[c->node].cpus += c->cpu_cores;
                                 freed[c->node].memory_bytes += (int64_t) c->memory_bytes;
                         }
                 }
-        }
-        for (size_t i = 0; s->n_stopping > 0 && i < n_nodes; i++)
-                if (freed[i].cpus > 0 && node_eligible(b, t, &nodes[i], i) &&
-                    room(s, &nodes[i], freed[i].cpus, freed[i].memory_bytes, t, b->thaw))
-                        return SCHED_NONE;
+        for (size_t i = 0; i < s->n_nodes; i++)
+                if (freed[i].cpus > 0 && node_eligible(b, t, &s->nodes[i], i) &&
+                    room(s, &s->nodes[i], freed[i].cpus, freed[i].memory_bytes, t, b->thaw))
+                        return true;
+        return false;
+}
 
-        size_t n_v = 0;
-        v = malloc(MAX(n_candidates, (size_t) 1) * sizeof(Victim));
-        if (!v) {
-                *ret_error = -ENOMEM;
+/* The job's task may give way to the blocked one (the job passed job_may_yield()). */
+static bool task_may_yield(const Sched *s, const SchedBlocked *b, const SchedJob *cj, uint32_t i) {
+        const SchedTask *t = sched_task_at(s, (uint32_t) b->task), *c = sched_task_at(s, i);
+        /* Tasks this decision started or thawed are not running yet for it; training tasks are
+         * never preempted while they train. */
+        if (c->state != SCHED_TASK_RUNNING || sched_meta_at(s, i)->seen == s->epoch || sched_task_is_training(cj, c))
+                return false;
+        return b->training || sched_job_outranks(b->job, t->cpu_cores, cj, c->cpu_cores);
+}
+
+/* The job may give way to the blocked one at all (orders it). */
+static bool job_may_yield(const Sched *s, const SchedBlocked *b, SchedJob *cj) {
+        const SchedTask *t = sched_task_at(s, (uint32_t) b->task);
+        if (cj->key == b->job->key || cj->real_done)
+                return false;
+        s->ops->order(s, cj);
+        /* Training tasks preempt anything but tiny jobs. */
+        return b->training ? cj->tier != SCHED_TIER_TINY : sched_job_outranks(b->job, t->cpu_cores, cj, 0);
+}
+
+static void victim_add(const Sched *s, SchedPreemptScratch *q, SchedJob *cj, uint32_t i) {
+        const SchedTask *c = sched_task_at(s, i);
+        /* What a kill throws away: the CPU time it has had (at most its request over the time
+         * since it started). */
+        double lost_s = MAX(s->last_s - c->started_s, 0.0) * c->cpu_cores;
+        q->heap[q->n_heap++] = (Victim) { .task = i, .job = cj, .killable = lost_s <= s->params.kill_max_lost_s,
+                                          .freezable = !s->nodes[c->node].no_freeze };
+}
+
+/* The candidates, unordered, into q->heap. Only the jobs with running tasks matter (as many as
+ * the cluster holds, not the queue), and only those the blocked job outranks: each is ordered
+ * once, its tasks looked at only if it can give way. A frozen task thaws on its own node only,
+ * so for a thaw only that node's tasks are looked at (a victim elsewhere frees nothing for it). */
+static int victims_collect(Sched *s, const SchedBlocked *b, SchedPreemptScratch **ret) {
+        const SchedTask *t = sched_task_at(s, (uint32_t) b->task);
+        size_t n_candidates = 0;
+        if (b->thaw)
+                for (uint32_t i = s->node_placed[t->node]; i != SCHED_NIL; i = sched_meta_at(s, i)->gnext)
+                        n_candidates++;
+        else
+                for (uint32_t js = s->job_lists[SCHED_JOBS_ACTIVE]; js != SCHED_NIL;
+                     js = s->jobs[js].link[SCHED_JOBS_ACTIVE].next)
+                        n_candidates += s->jobs[js].n_active;
+        SchedPreemptScratch *q;
+        int r = scratch_get(s, n_candidates, &q);
+        if (r < 0)
+                return r;
+        if (b->thaw) {
+                for (uint32_t i = s->node_placed[t->node]; i != SCHED_NIL; i = sched_meta_at(s, i)->gnext) {
+                        SchedJob *cj = sched_job_at(s, sched_meta_at(s, i)->job);
+                        if (sched_task_at(s, i)->state == SCHED_TASK_RUNNING && job_may_yield(s, b, cj) &&
+                            task_may_yield(s, b, cj, i))
+                                victim_add(s, q, cj, i);
+                }
+        } else
+                for (uint32_t js = s->job_lists[SCHED_JOBS_ACTIVE]; js != SCHED_NIL;
+                     js = s->jobs[js].link[SCHED_JOBS_ACTIVE].next) {
+                        SchedJob *cj = sched_job_at(s, js);
+                        if (!job_may_yield(s, b, cj))
+                                continue;
+                        for (uint32_t i = cj->active_head; i != SCHED_NIL; i = sched_meta_at(s, i)->next)
+                                if (task_may_yield(s, b, cj, i))
+                                        victim_add(s, q, cj, i);
+                }
+        *ret = q;
+        return 0;
+}
+
+/* Walks the victims in order with kill or freeze, if that can make room at all. */
+static size_t walk_if_room(Sched *s, SchedPreemptScratch *q, size_t n_v, const SchedBlocked *b, bool kill,
+                           size_t *ret_end) {
+        if (!may_make_room(s, q, b, kill))
+                return SCHED_NONE;
+        if (q->n_ordered == 0)
+                for (size_t i = q->n_heap / 2; i-- > 0;)
+                        heap_sift_down(s, q, i);
+        return walk(s, q, n_v, b, kill, ret_end);
+}
+
+size_t sched_preempt(Sched *s, const SchedBlocked *b, int *ret_error) {
+        SchedPreemption mode = s->params.preemption;
+        *ret_error = 0;
+        if (mode == SCHED_PREEMPT_WAIT || s->ops->never_preempts || s->n_nodes == 0)
+                return SCHED_NONE;
+
+        SchedPreemptScratch *q;
+        int r = scratch_get(s, 0, &q);
+        if (r < 0) {
+                *ret_error = r;
                 return SCHED_NONE;
         }
-        for (uint32_t js = s->active_jobs_head; js != SCHED_NIL; js = s->jobs[js].jnext) {
-                SchedJob *cj = sched_job_at(s, js);
-                if (cj->key == b->job->key || cj->real_done)
-                        continue;
-                s->ops->order(s, cj);
-                if (b->training ? cj->tier == SCHED_TIER_TINY : !sched_job_outranks(b->job, t->cpu_cores, cj, 0))
-                        continue; /* training tasks preempt anything but tiny jobs */
-                for (uint32_t i = cj->active_head; i != SCHED_NIL; i = sched_meta_at(s, i)->next) {
-                        const SchedTask *c = sched_task_at(s, i);
-                        /* Tasks this decision started or thawed are not running yet for it;
-                         * training tasks are never preempted while they train. */
-                        if (c->state != SCHED_TASK_RUNNING || sched_meta_at(s, i)->seen == s->epoch ||
-                            sched_task_is_training(cj, c))
-                                continue;
-                        if (!b->training && !sched_job_outranks(b->job, t->cpu_cores, cj, c->cpu_cores))
-                                continue;
-                        /* What a kill throws away: the CPU time it has had (at most its request
-                         * over the time since it started). */
-                        double lost_s = MAX(s->last_s - c->started_s, 0.0) * c->cpu_cores;
-                        v[n_v++] = (Victim) { .task = i, .job = cj, .killable = lost_s <= s->params.kill_max_lost_s,
-                                              .freezable = !nodes[c->node].no_freeze };
-                }
+        if (s->n_stopping > 0 && stopping_make_room(s, q->freed, b))
+                return SCHED_NONE;
+        r = victims_collect(s, b, &q);
+        if (r < 0) {
+                *ret_error = r;
+                return SCHED_NONE;
         }
+        size_t n_v = q->n_heap;
         if (n_v == 0)
                 return SCHED_NONE;
-        qsort_r(v, n_v, sizeof(Victim), victim_cmp_r, s);
 
         bool kill = mode == SCHED_PREEMPT_KILL;
         size_t end = 0;
-        size_t node = walk(s, v, n_v, b, nodes, n_nodes, freed, kill, &end);
+        size_t node = walk_if_room(s, q, n_v, b, kill, &end);
         if (node == SCHED_NONE && mode == SCHED_PREEMPT_SUSPEND_KILL) {
                 /* Freezing cannot free memory: what is short here is memory. */
                 kill = true;
-                node = walk(s, v, n_v, b, nodes, n_nodes, freed, kill, &end);
+                node = walk_if_room(s, q, n_v, b, kill, &end);
         }
         if (node == SCHED_NONE)
                 return SCHED_NONE;
 
         for (size_t k = 0; k < end; k++) {
-                const SchedTask *vt = sched_task_at(s, (uint32_t) v[k].task);
-                if (vt->node != node || (kill ? !v[k].killable : !v[k].freezable))
+                const Victim *v = &q->ordered[k];
+                const SchedTask *vt = sched_task_at(s, (uint32_t) v->task);
+                if (vt->node != node || (kill ? !v->killable : !v->freezable))
                         continue;
-                int r = sched_emit(s, kill ? SCHED_KILL : SCHED_FREEZE, v[k].task, node);
+                r = sched_emit(s, kill ? SCHED_KILL : SCHED_FREEZE, v->task, node);
                 /* Frozen tasks stop using CPU now (the caller places the waiting task on this
                  * node); killed ones hold theirs until they are gone. */
                 if (r >= 0)
-                        r = sched_task_move(s, (uint32_t) v[k].task, kill ? SCHED_TASK_STOPPING : SCHED_TASK_SUSPENDED,
+                        r = sched_task_move(s, (uint32_t) v->task, kill ? SCHED_TASK_STOPPING : SCHED_TASK_SUSPENDED,
                                             node, vt->started_s);
                 if (r < 0) {
                         *ret_error = r;

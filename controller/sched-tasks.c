@@ -61,19 +61,21 @@ static void list_remove(Sched *s, SchedJob *j, uint32_t id) {
         m->prev = m->next = SCHED_NIL;
 }
 
+/* Into its node's list of placed tasks (the node is one the scheduler knows). */
 static void placed_insert(Sched *s, uint32_t id) {
         SchedTaskMeta *m = sched_meta_at(s, id);
+        uint32_t *head = &s->node_placed[sched_task_at(s, id)->node];
         m->gprev = SCHED_NIL;
-        m->gnext = s->placed_head;
-        if (s->placed_head != SCHED_NIL)
-                sched_meta_at(s, s->placed_head)->gprev = id;
-        s->placed_head = id;
+        m->gnext = *head;
+        if (*head != SCHED_NIL)
+                sched_meta_at(s, *head)->gprev = id;
+        *head = id;
 }
 
 static void placed_remove(Sched *s, uint32_t id) {
         SchedTaskMeta *m = sched_meta_at(s, id);
         if (m->gprev == SCHED_NIL)
-                s->placed_head = m->gnext;
+                s->node_placed[sched_task_at(s, id)->node] = m->gnext;
         else
                 sched_meta_at(s, m->gprev)->gnext = m->gnext;
         if (m->gnext != SCHED_NIL)
@@ -93,25 +95,26 @@ static void node_add(Sched *s, const SchedTask *t, double sign) {
                 n->allocated_memory_bytes -= MIN(t->memory_bytes, n->allocated_memory_bytes);
 }
 
-/* The list of jobs with running or stopping tasks follows each job's n_active. */
-static void active_jobs_update(Sched *s, SchedJob *j) {
-        uint32_t slot = sched_job_slot(s, j);
-        if (j->n_active > 0 && !j->in_active_jobs) {
-                j->jprev = SCHED_NIL;
-                j->jnext = s->active_jobs_head;
-                if (s->active_jobs_head != SCHED_NIL)
-                        s->jobs[s->active_jobs_head].jprev = slot;
-                s->active_jobs_head = slot;
-                j->in_active_jobs = true;
-        } else if (j->n_active == 0 && j->in_active_jobs) {
-                if (j->jprev == SCHED_NIL)
-                        s->active_jobs_head = j->jnext;
+/* The job is in list `which` exactly when `want`. */
+static void job_list_update(Sched *s, SchedJob *j, int which, bool want) {
+        uint32_t slot = sched_job_slot(s, j), *head = &s->job_lists[which];
+        SchedJobLink *l = &j->link[which];
+        if (want && !l->in) {
+                l->prev = SCHED_NIL;
+                l->next = *head;
+                if (*head != SCHED_NIL)
+                        s->jobs[*head].link[which].prev = slot;
+                *head = slot;
+                l->in = true;
+        } else if (!want && l->in) {
+                if (l->prev == SCHED_NIL)
+                        *head = l->next;
                 else
-                        s->jobs[j->jprev].jnext = j->jnext;
-                if (j->jnext != SCHED_NIL)
-                        s->jobs[j->jnext].jprev = j->jprev;
-                j->jprev = j->jnext = SCHED_NIL;
-                j->in_active_jobs = false;
+                        s->jobs[l->prev].link[which].next = l->next;
+                if (l->next != SCHED_NIL)
+                        s->jobs[l->next].link[which].prev = l->prev;
+                l->prev = l->next = SCHED_NIL;
+                l->in = false;
         }
 }
 
@@ -149,7 +152,8 @@ static void job_count(Sched *s, SchedJob *j, const SchedTask *t, int sign) {
                         s->training_cpus -= j->training_cpus;
                 j->alloc_cpus = j->training_cpus = 0;
         }
-        active_jobs_update(s, j);
+        job_list_update(s, j, SCHED_JOBS_ACTIVE, j->n_active > 0);
+        job_list_update(s, j, SCHED_JOBS_SUSPENDED, j->n_suspended > 0);
 }
 
 /* Accounts a task whose fields are set: into its job's list and counts, its node. */
@@ -307,14 +311,16 @@ void sched_tasks_reset(Sched *s) {
                 j->active_head = SCHED_NIL;
                 j->n_pending = j->n_suspended = j->n_active = j->n_pending_training = 0;
                 j->alloc_cpus = j->training_cpus = 0;
-                j->in_active_jobs = false;
-                j->jprev = j->jnext = SCHED_NIL;
+                for (int k = 0; k < _SCHED_JOBS_MAX; k++)
+                        j->link[k] = (SchedJobLink) { .prev = SCHED_NIL, .next = SCHED_NIL };
         }
-        s->active_jobs_head = SCHED_NIL;
+        for (int k = 0; k < _SCHED_JOBS_MAX; k++)
+                s->job_lists[k] = SCHED_NIL;
         pages_free(s);
         s->n_stopping = 0;
         s->training_cpus = 0;
-        s->placed_head = SCHED_NIL;
+        for (size_t i = 0; i < s->n_nodes_allocated; i++)
+                s->node_placed[i] = SCHED_NIL;
         for (size_t i = 0; i < s->n_nodes; i++)
                 s->nodes[i].allocated_cpus = 0, s->nodes[i].allocated_memory_bytes = 0;
 }
@@ -323,8 +329,9 @@ void sched_tasks_reset(Sched *s) {
 void sched_nodes_recount(Sched *s) {
         for (size_t i = 0; i < s->n_nodes; i++)
                 s->nodes[i].allocated_cpus = 0, s->nodes[i].allocated_memory_bytes = 0;
-        for (uint32_t id = s->placed_head; id != SCHED_NIL; id = sched_meta_at(s, id)->gnext)
-                node_add(s, sched_task_at(s, id), 1);
+        for (size_t i = 0; i < s->n_nodes; i++)
+                for (uint32_t id = s->node_placed[i]; id != SCHED_NIL; id = sched_meta_at(s, id)->gnext)
+                        node_add(s, sched_task_at(s, id), 1);
 }
 
 int sched_nodes_set(Sched *s, const PlacementNode *nodes, size_t n_nodes) {
@@ -333,6 +340,12 @@ int sched_nodes_set(Sched *s, const PlacementNode *nodes, size_t n_nodes) {
                 if (!p)
                         return -ENOMEM;
                 s->nodes = p;
+                uint32_t *placed = realloc(s->node_placed, n_nodes * sizeof(uint32_t));
+                if (!placed)
+                        return -ENOMEM;
+                s->node_placed = placed;
+                for (size_t i = s->n_nodes_allocated; i < n_nodes; i++)
+                        placed[i] = SCHED_NIL;
                 s->n_nodes_allocated = n_nodes;
         }
         bool fewer = n_nodes < s->n_nodes;
@@ -367,6 +380,8 @@ void sched_tasks_done(Sched *s) {
         pages_free(s);
         free(s->task_pages);
         free(s->nodes);
+        free(s->node_placed);
+        s->node_placed = NULL;
         s->task_pages = NULL;
         s->n_task_pages = 0;
         s->nodes = NULL;

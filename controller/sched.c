@@ -86,8 +86,8 @@ int sched_new(const SchedParams *params, double capacity_cpus, Sched **ret) {
         s->params = *params;
         s->ops = policy_ops[params->policy];
         s->capacity_cpus = capacity_cpus;
-        s->placed_head = SCHED_NIL;
-        s->active_jobs_head = SCHED_NIL;
+        for (int k = 0; k < _SCHED_JOBS_MAX; k++)
+                s->job_lists[k] = SCHED_NIL;
         sched_vcluster_init(s);
         sched_order_init(s);
         *ret = s;
@@ -100,6 +100,7 @@ Sched *sched_free(Sched *s) {
         sched_order_done(s);
         sched_vcluster_done(s);
         sched_tasks_done(s);
+        sched_preempt_free(s);
         sched_table_clear(s);
         free(s->popped);
         free(s->out);
@@ -584,26 +585,36 @@ static int cmp_backfill(const void *a, const void *b, void *userdata) {
         return x < y ? -1 : x > y;
 }
 
+/* A frozen task whose node has the CPU for it now. */
+static bool thawable_now(const Sched *s, const SchedTask *t) {
+        if (t->node >= s->n_nodes || s->reserved[t->node] || s->nodes[t->node].lost)
+                return false;
+        const PlacementNode *node = &s->nodes[t->node];
+        return t->cpu_cores <= sched_node_cpus(s, node) - node->allocated_cpus + PLACEMENT_CPU_EPSILON;
+}
+
 static int thaw_backfill(Sched *s) {
         _cleanup_free_ uint32_t *c = NULL;
         size_t n = 0, allocated = 0;
-        for (uint32_t id = s->placed_head; id != SCHED_NIL; id = sched_meta_at(s, id)->gnext) {
-                const SchedTask *t = sched_task_at(s, id);
-                if (t->state != SCHED_TASK_SUSPENDED || t->node >= s->n_nodes || s->reserved[t->node] ||
-                    s->nodes[t->node].lost || sched_meta_at(s, id)->job == SCHED_NIL)
-                        continue;
-                const PlacementNode *node = &s->nodes[t->node];
-                if (t->cpu_cores > sched_node_cpus(s, node) - node->allocated_cpus + PLACEMENT_CPU_EPSILON)
-                        continue;
-                if (n == allocated) {
-                        allocated = MAX(allocated * 2, (size_t) 16);
-                        uint32_t *p = realloc(c, allocated * sizeof(uint32_t));
-                        if (!p)
-                                return -ENOMEM;
-                        c = p;
+        /* The frozen tasks, job by job (the order they are found in does not matter: they are
+         * sorted below). */
+        for (uint32_t js = s->job_lists[SCHED_JOBS_SUSPENDED]; js != SCHED_NIL;
+             js = s->jobs[js].link[SCHED_JOBS_SUSPENDED].next) {
+                size_t first = n;
+                for (uint32_t id = s->jobs[js].suspended_head; id != SCHED_NIL; id = sched_meta_at(s, id)->next) {
+                        if (!thawable_now(s, sched_task_at(s, id)))
+                                continue;
+                        if (n == allocated) {
+                                allocated = MAX(allocated * 2, (size_t) 16);
+                                uint32_t *p = realloc(c, allocated * sizeof(uint32_t));
+                                if (!p)
+                                        return -ENOMEM;
+                                c = p;
+                        }
+                        c[n++] = id;
                 }
-                s->ops->order(s, sched_job_at(s, sched_meta_at(s, id)->job));
-                c[n++] = id;
+                if (n > first)
+                        s->ops->order(s, sched_job_at(s, js)); /* for the sort */
         }
         /* The highest-priority job's frozen tasks first, then by task id (the same order
          * whichever way the scheduler was told of its tasks). */
