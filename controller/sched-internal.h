@@ -37,18 +37,6 @@ typedef enum SchedPlace {
         SCHED_PLACE_CAPPED,        /* capped in the virtual cluster: a short list, scanned */
 } SchedPlace;
 
-/* The lists of jobs the scheduler keeps beside its orders, by what their tasks are doing. */
-enum {
-        SCHED_JOBS_ACTIVE,         /* with running or stopping tasks: preemption's victims */
-        SCHED_JOBS_SUSPENDED,      /* with frozen tasks: what a stopped decision may thaw */
-        _SCHED_JOBS_MAX,
-};
-
-typedef struct SchedJobLink {
-        uint32_t prev, next;
-        bool in;
-} SchedJobLink;
-
 typedef struct SchedJob {
         uint64_t key;
         bool used;                 /* table slot in use */
@@ -76,7 +64,8 @@ typedef struct SchedJob {
         uint32_t pending_head, pending_tail;
         uint32_t suspended_head, suspended_tail;
         uint32_t active_head;      /* running and stopping */
-        SchedJobLink link[_SCHED_JOBS_MAX]; /* in s->job_lists */
+        uint32_t jprev, jnext;     /* in the list of jobs with running or stopping tasks */
+        bool in_active_jobs;
         size_t n_pending, n_suspended, n_active, n_pending_training;
         double alloc_cpus;         /* CPUs its running tasks hold */
         double training_cpus;      /* CPUs its running and stopping training tasks hold */
@@ -111,6 +100,13 @@ typedef struct SchedTaskMeta {
         uint64_t order;            /* list order within its job: lower first */
         uint64_t seen;             /* the decision that already tried, started or thawed it */
 } SchedTaskMeta;
+
+/* What the scheduler keeps of each node's tasks beside its allocations. */
+typedef struct SchedNodeTasks {
+        uint32_t placed;           /* its running, stopping and suspended tasks (a list) */
+        size_t n_frozen;           /* its suspended tasks */
+        double frozen_min_cpus;    /* at most the smallest request among them (∞ when none) */
+} SchedNodeTasks;
 
 /* Tasks are kept by id in pages of SCHED_TASK_PAGE ids: a page is allocated when an id in it is
  * told and freed when its last task goes, so memory follows the tasks held (a caller that tells
@@ -197,14 +193,14 @@ struct Sched {
         SchedTaskPage **task_pages;
         size_t n_task_pages;       /* ids below n_task_pages × SCHED_TASK_PAGE have a page entry */
         size_t n_stopping;         /* STOPPING tasks in the jobs' active lists */
-        uint32_t job_lists[_SCHED_JOBS_MAX]; /* heads, SCHED_JOBS_* */
+        uint32_t active_jobs_head; /* jobs with running or stopping tasks (preemption's victims) */
         uint32_t find_hint;        /* the job of the last task told: tasks come job by job */
         double training_cpus;      /* Σ training_cpus of jobs in training */
 
         /* Nodes: capacity from the caller, allocations kept from the tasks. */
         PlacementNode *nodes;
         size_t n_nodes, n_nodes_allocated;
-        uint32_t *node_placed;     /* per node (n_nodes_allocated): its running, stopping and suspended tasks */
+        SchedNodeTasks *node_tasks; /* per node (n_nodes_allocated) */
         struct SchedPreemptScratch *preempt; /* sched-preempt.c's */
 
         SchedOrder orders[_SCHED_ORDER_MAX];

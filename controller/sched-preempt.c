@@ -192,7 +192,7 @@ static bool stopping_make_room(const Sched *s, SchedNodeFree *freed, const Sched
         const SchedTask *t = sched_task_at(s, (uint32_t) b->task);
         for (size_t i = 0; i < s->n_nodes; i++)
                 freed[i] = (SchedNodeFree) {};
-        for (uint32_t js = s->job_lists[SCHED_JOBS_ACTIVE]; js != SCHED_NIL; js = s->jobs[js].link[SCHED_JOBS_ACTIVE].next)
+        for (uint32_t js = s->active_jobs_head; js != SCHED_NIL; js = s->jobs[js].jnext)
                 for (uint32_t i = s->jobs[js].active_head; i != SCHED_NIL; i = sched_meta_at(s, i)->next) {
                         const SchedTask *c = sched_task_at(s, i);
                         if (c->state == SCHED_TASK_STOPPING) {
@@ -244,26 +244,26 @@ static int victims_collect(Sched *s, const SchedBlocked *b, SchedPreemptScratch 
         const SchedTask *t = sched_task_at(s, (uint32_t) b->task);
         size_t n_candidates = 0;
         if (b->thaw)
-                for (uint32_t i = s->node_placed[t->node]; i != SCHED_NIL; i = sched_meta_at(s, i)->gnext)
+                for (uint32_t i = s->node_tasks[t->node].placed; i != SCHED_NIL; i = sched_meta_at(s, i)->gnext)
                         n_candidates++;
         else
-                for (uint32_t js = s->job_lists[SCHED_JOBS_ACTIVE]; js != SCHED_NIL;
-                     js = s->jobs[js].link[SCHED_JOBS_ACTIVE].next)
+                for (uint32_t js = s->active_jobs_head; js != SCHED_NIL;
+                     js = s->jobs[js].jnext)
                         n_candidates += s->jobs[js].n_active;
         SchedPreemptScratch *q;
         int r = scratch_get(s, n_candidates, &q);
         if (r < 0)
                 return r;
         if (b->thaw) {
-                for (uint32_t i = s->node_placed[t->node]; i != SCHED_NIL; i = sched_meta_at(s, i)->gnext) {
+                for (uint32_t i = s->node_tasks[t->node].placed; i != SCHED_NIL; i = sched_meta_at(s, i)->gnext) {
                         SchedJob *cj = sched_job_at(s, sched_meta_at(s, i)->job);
                         if (sched_task_at(s, i)->state == SCHED_TASK_RUNNING && job_may_yield(s, b, cj) &&
                             task_may_yield(s, b, cj, i))
                                 victim_add(s, q, cj, i);
                 }
         } else
-                for (uint32_t js = s->job_lists[SCHED_JOBS_ACTIVE]; js != SCHED_NIL;
-                     js = s->jobs[js].link[SCHED_JOBS_ACTIVE].next) {
+                for (uint32_t js = s->active_jobs_head; js != SCHED_NIL;
+                     js = s->jobs[js].jnext) {
                         SchedJob *cj = sched_job_at(s, js);
                         if (!job_may_yield(s, b, cj))
                                 continue;

@@ -2,6 +2,7 @@
  * (pending and suspended in the caller's order), the counts and CPU sums a decision needs, the
  * nodes' allocations, and the list of placed tasks preemption looks at. Every change of a task
  * is O(1) plus moving its job in the orders (O(log n)). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,23 +65,37 @@ static void list_remove(Sched *s, SchedJob *j, uint32_t id) {
 /* Into its node's list of placed tasks (the node is one the scheduler knows). */
 static void placed_insert(Sched *s, uint32_t id) {
         SchedTaskMeta *m = sched_meta_at(s, id);
-        uint32_t *head = &s->node_placed[sched_task_at(s, id)->node];
+        const SchedTask *t = sched_task_at(s, id);
+        SchedNodeTasks *nt = &s->node_tasks[t->node];
         m->gprev = SCHED_NIL;
-        m->gnext = *head;
-        if (*head != SCHED_NIL)
-                sched_meta_at(s, *head)->gprev = id;
-        *head = id;
+        m->gnext = nt->placed;
+        if (nt->placed != SCHED_NIL)
+                sched_meta_at(s, nt->placed)->gprev = id;
+        nt->placed = id;
+        if (t->state == SCHED_TASK_SUSPENDED) {
+                nt->n_frozen++;
+                nt->frozen_min_cpus = MIN(nt->frozen_min_cpus, t->cpu_cores);
+        }
 }
 
 static void placed_remove(Sched *s, uint32_t id) {
         SchedTaskMeta *m = sched_meta_at(s, id);
+        const SchedTask *t = sched_task_at(s, id);
+        SchedNodeTasks *nt = &s->node_tasks[t->node];
         if (m->gprev == SCHED_NIL)
-                s->node_placed[sched_task_at(s, id)->node] = m->gnext;
+                nt->placed = m->gnext;
         else
                 sched_meta_at(s, m->gprev)->gnext = m->gnext;
         if (m->gnext != SCHED_NIL)
                 sched_meta_at(s, m->gnext)->gprev = m->gprev;
         m->gprev = m->gnext = SCHED_NIL;
+        /* The minimum stays a lower bound as tasks leave; it starts over when none is left. */
+        if (t->state == SCHED_TASK_SUSPENDED && --nt->n_frozen == 0)
+                nt->frozen_min_cpus = INFINITY;
+}
+
+static void node_tasks_clear(SchedNodeTasks *nt) {
+        *nt = (SchedNodeTasks) { .placed = SCHED_NIL, .frozen_min_cpus = INFINITY };
 }
 
 static void node_add(Sched *s, const SchedTask *t, double sign) {
@@ -95,26 +110,25 @@ static void node_add(Sched *s, const SchedTask *t, double sign) {
                 n->allocated_memory_bytes -= MIN(t->memory_bytes, n->allocated_memory_bytes);
 }
 
-/* The job is in list `which` exactly when `want`. */
-static void job_list_update(Sched *s, SchedJob *j, int which, bool want) {
-        uint32_t slot = sched_job_slot(s, j), *head = &s->job_lists[which];
-        SchedJobLink *l = &j->link[which];
-        if (want && !l->in) {
-                l->prev = SCHED_NIL;
-                l->next = *head;
-                if (*head != SCHED_NIL)
-                        s->jobs[*head].link[which].prev = slot;
-                *head = slot;
-                l->in = true;
-        } else if (!want && l->in) {
-                if (l->prev == SCHED_NIL)
-                        *head = l->next;
+/* The list of jobs with running or stopping tasks follows each job's n_active. */
+static void active_jobs_update(Sched *s, SchedJob *j) {
+        uint32_t slot = sched_job_slot(s, j);
+        if (j->n_active > 0 && !j->in_active_jobs) {
+                j->jprev = SCHED_NIL;
+                j->jnext = s->active_jobs_head;
+                if (s->active_jobs_head != SCHED_NIL)
+                        s->jobs[s->active_jobs_head].jprev = slot;
+                s->active_jobs_head = slot;
+                j->in_active_jobs = true;
+        } else if (j->n_active == 0 && j->in_active_jobs) {
+                if (j->jprev == SCHED_NIL)
+                        s->active_jobs_head = j->jnext;
                 else
-                        s->jobs[l->prev].link[which].next = l->next;
-                if (l->next != SCHED_NIL)
-                        s->jobs[l->next].link[which].prev = l->prev;
-                l->prev = l->next = SCHED_NIL;
-                l->in = false;
+                        s->jobs[j->jprev].jnext = j->jnext;
+                if (j->jnext != SCHED_NIL)
+                        s->jobs[j->jnext].jprev = j->jprev;
+                j->jprev = j->jnext = SCHED_NIL;
+                j->in_active_jobs = false;
         }
 }
 
@@ -152,8 +166,7 @@ static void job_count(Sched *s, SchedJob *j, const SchedTask *t, int sign) {
                         s->training_cpus -= j->training_cpus;
                 j->alloc_cpus = j->training_cpus = 0;
         }
-        job_list_update(s, j, SCHED_JOBS_ACTIVE, j->n_active > 0);
-        job_list_update(s, j, SCHED_JOBS_SUSPENDED, j->n_suspended > 0);
+        active_jobs_update(s, j);
 }
 
 /* Accounts a task whose fields are set: into its job's list and counts, its node. */
@@ -311,16 +324,15 @@ void sched_tasks_reset(Sched *s) {
                 j->active_head = SCHED_NIL;
                 j->n_pending = j->n_suspended = j->n_active = j->n_pending_training = 0;
                 j->alloc_cpus = j->training_cpus = 0;
-                for (int k = 0; k < _SCHED_JOBS_MAX; k++)
-                        j->link[k] = (SchedJobLink) { .prev = SCHED_NIL, .next = SCHED_NIL };
+                j->in_active_jobs = false;
+                j->jprev = j->jnext = SCHED_NIL;
         }
-        for (int k = 0; k < _SCHED_JOBS_MAX; k++)
-                s->job_lists[k] = SCHED_NIL;
+        s->active_jobs_head = SCHED_NIL;
         pages_free(s);
         s->n_stopping = 0;
         s->training_cpus = 0;
         for (size_t i = 0; i < s->n_nodes_allocated; i++)
-                s->node_placed[i] = SCHED_NIL;
+                node_tasks_clear(&s->node_tasks[i]);
         for (size_t i = 0; i < s->n_nodes; i++)
                 s->nodes[i].allocated_cpus = 0, s->nodes[i].allocated_memory_bytes = 0;
 }
@@ -330,7 +342,7 @@ void sched_nodes_recount(Sched *s) {
         for (size_t i = 0; i < s->n_nodes; i++)
                 s->nodes[i].allocated_cpus = 0, s->nodes[i].allocated_memory_bytes = 0;
         for (size_t i = 0; i < s->n_nodes; i++)
-                for (uint32_t id = s->node_placed[i]; id != SCHED_NIL; id = sched_meta_at(s, id)->gnext)
+                for (uint32_t id = s->node_tasks[i].placed; id != SCHED_NIL; id = sched_meta_at(s, id)->gnext)
                         node_add(s, sched_task_at(s, id), 1);
 }
 
@@ -340,12 +352,12 @@ int sched_nodes_set(Sched *s, const PlacementNode *nodes, size_t n_nodes) {
                 if (!p)
                         return -ENOMEM;
                 s->nodes = p;
-                uint32_t *placed = realloc(s->node_placed, n_nodes * sizeof(uint32_t));
-                if (!placed)
+                SchedNodeTasks *nt = realloc(s->node_tasks, n_nodes * sizeof(SchedNodeTasks));
+                if (!nt)
                         return -ENOMEM;
-                s->node_placed = placed;
+                s->node_tasks = nt;
                 for (size_t i = s->n_nodes_allocated; i < n_nodes; i++)
-                        placed[i] = SCHED_NIL;
+                        node_tasks_clear(&nt[i]);
                 s->n_nodes_allocated = n_nodes;
         }
         bool fewer = n_nodes < s->n_nodes;
@@ -380,8 +392,8 @@ void sched_tasks_done(Sched *s) {
         pages_free(s);
         free(s->task_pages);
         free(s->nodes);
-        free(s->node_placed);
-        s->node_placed = NULL;
+        free(s->node_tasks);
+        s->node_tasks = NULL;
         s->task_pages = NULL;
         s->n_task_pages = 0;
         s->nodes = NULL;

@@ -86,8 +86,7 @@ int sched_new(const SchedParams *params, double capacity_cpus, Sched **ret) {
         s->params = *params;
         s->ops = policy_ops[params->policy];
         s->capacity_cpus = capacity_cpus;
-        for (int k = 0; k < _SCHED_JOBS_MAX; k++)
-                s->job_lists[k] = SCHED_NIL;
+        s->active_jobs_head = SCHED_NIL;
         sched_vcluster_init(s);
         sched_order_init(s);
         *ret = s;
@@ -585,24 +584,28 @@ static int cmp_backfill(const void *a, const void *b, void *userdata) {
         return x < y ? -1 : x > y;
 }
 
-/* A frozen task whose node has the CPU for it now. */
-static bool thawable_now(const Sched *s, const SchedTask *t) {
-        if (t->node >= s->n_nodes || s->reserved[t->node] || s->nodes[t->node].lost)
-                return false;
-        const PlacementNode *node = &s->nodes[t->node];
-        return t->cpu_cores <= sched_node_cpus(s, node) - node->allocated_cpus + PLACEMENT_CPU_EPSILON;
+/* The CPUs a frozen task on the node may have to thaw now (-1: none: reserved or lost). */
+static double thaw_room(const Sched *s, size_t i) {
+        const PlacementNode *node = &s->nodes[i];
+        if (s->reserved[i] || node->lost)
+                return -1;
+        return sched_node_cpus(s, node) - node->allocated_cpus + PLACEMENT_CPU_EPSILON;
 }
 
 static int thaw_backfill(Sched *s) {
         _cleanup_free_ uint32_t *c = NULL;
         size_t n = 0, allocated = 0;
-        /* The frozen tasks, job by job (the order they are found in does not matter: they are
-         * sorted below). */
-        for (uint32_t js = s->job_lists[SCHED_JOBS_SUSPENDED]; js != SCHED_NIL;
-             js = s->jobs[js].link[SCHED_JOBS_SUSPENDED].next) {
-                size_t first = n;
-                for (uint32_t id = s->jobs[js].suspended_head; id != SCHED_NIL; id = sched_meta_at(s, id)->next) {
-                        if (!thawable_now(s, sched_task_at(s, id)))
+        /* The frozen tasks whose node has the CPU for them, node by node (the order they are
+         * found in does not matter: they are sorted below); a node whose smallest frozen task
+         * does not fit is passed by. */
+        for (size_t i = 0; i < s->n_nodes; i++) {
+                const SchedNodeTasks *nt = &s->node_tasks[i];
+                double room = thaw_room(s, i);
+                if (nt->n_frozen == 0 || room < 0 || nt->frozen_min_cpus > room)
+                        continue;
+                for (uint32_t id = nt->placed; id != SCHED_NIL; id = sched_meta_at(s, id)->gnext) {
+                        const SchedTask *t = sched_task_at(s, id);
+                        if (t->state != SCHED_TASK_SUSPENDED || t->cpu_cores > room)
                                 continue;
                         if (n == allocated) {
                                 allocated = MAX(allocated * 2, (size_t) 16);
@@ -611,10 +614,9 @@ static int thaw_backfill(Sched *s) {
                                         return -ENOMEM;
                                 c = p;
                         }
+                        s->ops->order(s, sched_job_at(s, sched_meta_at(s, id)->job));
                         c[n++] = id;
                 }
-                if (n > first)
-                        s->ops->order(s, sched_job_at(s, js)); /* for the sort */
         }
         /* The highest-priority job's frozen tasks first, then by task id (the same order
          * whichever way the scheduler was told of its tasks). */
