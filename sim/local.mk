@@ -9,7 +9,7 @@ sim_libcgorch_sim_a_SOURCES = \
 	sim/sim-workload.c sim/sim-workload.h sim/sim-generate.c \
 	sim/sim-sched.c sim/sim-sched.h \
 	sim/sim-orch.c \
-	sim/sim-engine.c sim/sim-engine.h sim/sim-engine-internal.h \
+	sim/sim-engine.c sim/sim-engine.h sim/sim-engine-internal.h sim/sim-fluid.c \
 	sim/sim-report.c sim/sim-report.h
 SIM_LIBS = sim/libcgorch-sim.a controller/libcgorch-orch.a $(SCHED_LIBS) $(ESTIMATOR_LIBS) -lm
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "estimator/hfsp-size.h"
+#include "macro.h"
 #include "sim-engine.h"
 
 typedef struct SimWindow {
@@ -32,6 +33,7 @@ typedef struct Task {
 } Task;
 
 #define SIM_NO_SLOT UINT32_MAX
+#define SIM_NO_PHASE UINT32_MAX
 
 /* What HFSP's training stage reads of a training task that finished. */
 typedef struct TrainingRecord {
@@ -72,6 +74,8 @@ typedef struct Phase {
         unsigned ps_next;
         double ps_work_left;            /* Σ work of its unfinished tasks (fluid-srpt's remaining size) */
         double later_s;                 /* the work of the job's later phases */
+        uint32_t fifo_prev, fifo_next;  /* fluid-fifo: in the active phases in job order */
+        uint64_t checked_pass;          /* fluid-fifo: the completion pass that last looked at it */
         /* While active, with a scheduler: */
         uint32_t *slot_of;              /* each task's pool slot while placed, else SIM_NO_SLOT */
         TrainingRecord *training_done;  /* its first n_training tasks, while it may train */
@@ -118,8 +122,38 @@ typedef struct Engine {
         double *share_got;
         size_t allocated_share;
         struct OrchBalancerState *orch_state;
+        /* The fluid (sim-fluid.c). */
         double fluid_cross_s;           /* fluid-srpt: when two jobs' remaining sizes cross next */
+        uint32_t fifo_head, fifo_tail;  /* fluid-fifo: the active phases in job (arrival) order */
+        size_t fifo_near_ties;          /* neighbours in it that arrived within rounding */
+        uint32_t *served;               /* fluid-fifo: the phases with a rate, in active-list order */
+        uint32_t *fresh;                /* fluid-fifo: phases that came since the last completion pass */
+        uint32_t *check;                /* scratch for that pass */
+        size_t n_served, n_fresh;
+        uint64_t completion_pass;
 } Engine;
+
+static inline const SimPhaseSpec *sim_phase_spec(const Engine *e, size_t pi) {
+        return &e->w->phases[pi];
+}
+
+/* A task is done when what is left is rounding. */
+static inline bool sim_work_done(double done_s, double work_s) {
+        return work_s - done_s <= 1e-9 * MAX(work_s, 1.0);
+}
+
+/* sim-engine.c */
+int sim_engine_ensure_share(Engine *e, size_t n);
+/* A task of the phase finished (in the fluid too): the phase's counts, its training, its end. */
+int sim_engine_phase_task_done(Engine *e, size_t pi, unsigned index);
+
+/* sim-fluid.c */
+int sim_fluid_phase_activate(Engine *e, size_t pi);
+void sim_fluid_phase_done(Engine *e, size_t pi, bool last);
+int sim_fluid_share(Engine *e);
+double sim_fluid_next(const Engine *e);
+void sim_fluid_advance(Engine *e, double now);
+int sim_fluid_complete(Engine *e);
 
 /* sim-orch.c: one MROrchestrator epoch over the running tasks; applies the balancer's changes. */
 int sim_orch_epoch(Engine *e, double now_s);

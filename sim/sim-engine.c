@@ -34,13 +34,8 @@ void sim_result_done(SimResult *r) {
         *r = (SimResult) { 0 };
 }
 
-/* A task is done when what is left is rounding. */
-static bool work_done(double done_s, double work_s) {
-        return work_s - done_s <= 1e-9 * MAX(work_s, 1.0);
-}
-
 static const SimPhaseSpec *phase_spec(const Engine *e, size_t pi) {
-        return &e->w->phases[pi];
+        return sim_phase_spec(e, pi);
 }
 /* The phase a task id belongs to: phases hold consecutive ids in trace order. */
 static size_t phase_of_task(const Engine *e, size_t ti) {
@@ -160,7 +155,7 @@ static void pool_remove(Engine *e, uint32_t slot) {
 
 /* ---- Nodes ---- */
 
-static int ensure_share(Engine *e, size_t n) {
+int sim_engine_ensure_share(Engine *e, size_t n) {
         if (n <= e->allocated_share)
                 return 0;
         size_t m = MAX(n, e->allocated_share * 2);
@@ -302,7 +297,7 @@ static int node_add(Engine *e, size_t n, uint32_t slot) {
                 node->tasks = p;
                 node->allocated_tasks = m;
         }
-        int r = ensure_share(e, 2 * (node->n_tasks + 1));
+        int r = sim_engine_ensure_share(e, 2 * (node->n_tasks + 1));
         if (r < 0)
                 return r;
         e->tasks[slot].node = (uint32_t) n;
@@ -325,30 +320,6 @@ static void node_remove(Engine *e, uint32_t slot) {
 
 static uint64_t phase_key(const Engine *e, size_t pi) {
         return sim_sched_key(e->phases[pi].job, e->phases[pi].number);
-}
-
-static int cmp_ps_order_ctx(const void *a, const void *b, void *userdata) {
-        const double *work_s = userdata;
-        double x = work_s[*(const uint32_t *) a], y = work_s[*(const uint32_t *) b];
-        if (x != y)
-                return x < y ? -1 : 1;
-        return *(const uint32_t *) a < *(const uint32_t *) b ? -1 : 1;
-}
-
-/* The fluid: every task of the phase runs from now, and they finish in order of work. */
-static int phase_activate_fluid(Engine *e, size_t pi) {
-        Phase *ph = &e->phases[pi];
-        const SimPhaseSpec *spec = phase_spec(e, pi);
-        ph->ps_order = malloc(spec->n_tasks * sizeof(uint32_t));
-        if (!ph->ps_order)
-                return -ENOMEM;
-        for (unsigned k = 0; k < spec->n_tasks; k++)
-                ph->ps_order[k] = (uint32_t) (spec->first_task + k);
-        qsort_r(ph->ps_order, spec->n_tasks, sizeof(uint32_t), cmp_ps_order_ctx, e->w->work_s);
-        ph->ps_work_left = sim_phase_size_s(e->w, spec);
-        if (isnan(e->res->jobs[ph->job].start_s))
-                e->res->jobs[ph->job].start_s = e->now;
-        return 0;
 }
 
 static int tell_pending(Engine *e, size_t pi, unsigned index) {
@@ -388,7 +359,7 @@ static int phase_activate(Engine *e, size_t pi) {
         e->active[e->n_active++] = (uint32_t) pi;
 
         if (sim_policy_is_fluid(e->p.policy))
-                return phase_activate_fluid(e, pi);
+                return sim_fluid_phase_activate(e, pi);
 
         double parallel = spec->n_tasks * spec->cpu_request;
         if (e->p.policy == SIM_POLICY_SRPT || e->p.estimator == SIM_ESTIMATOR_ORACLE) {
@@ -440,6 +411,8 @@ static int phase_done(Engine *e, size_t pi) {
         const SimJobSpec *job = &e->w->jobs[ph->job];
 
         ph->state = PHASE_DONE;
+        if (sim_policy_is_fluid(e->p.policy))
+                sim_fluid_phase_done(e, pi, ph->number + 1 == job->n_phases);
         /* Swap-remove from the active list. */
         uint32_t last = e->active[--e->n_active];
         e->active[ph->active_slot] = last;
@@ -493,8 +466,7 @@ static int training_check(Engine *e, size_t pi) {
         return r != SIM_SIZING_UNCHANGED;
 }
 
-/* A task of the phase finished (in the fluid too): the phase's counts, its training, its end. */
-static int phase_task_done(Engine *e, size_t pi, unsigned index) {
+int sim_engine_phase_task_done(Engine *e, size_t pi, unsigned index) {
         Phase *ph = &e->phases[pi];
         const SimPhaseSpec *spec = phase_spec(e, pi);
         ph->n_done++;
@@ -524,7 +496,7 @@ static int task_finish(Engine *e, uint32_t slot) {
                 };
         pool_remove(e, slot);
         ph->n_running--;
-        return phase_task_done(e, pi, index);
+        return sim_engine_phase_task_done(e, pi, index);
 }
 
 /* ---- Scheduling ---- */
@@ -634,146 +606,6 @@ static int schedule(Engine *e) {
         for (size_t k = 0; k < e->n_nodes; k++)
                 if (e->nodes[k].dirty)
                         sim_engine_node_refresh(e, k);
-        return 0;
-}
-
-/* ---- Processor sharing (fluid) ---- */
-
-static double ps_capacity(const Engine *e) {
-        double c = 0;
-        for (size_t k = 0; k < e->n_nodes; k++)
-                c += e->nodes[k].spec.cpus * e->nodes[k].spec.speed;
-        return c;
-}
-
-/* What is left of the job of an active phase in the fluid: its unfinished tasks' work beyond
- * the phase's level, and its later phases. */
-static double fluid_job_remaining(const Engine *e, size_t pi) {
-        const Phase *ph = &e->phases[pi];
-        unsigned left = phase_spec(e, pi)->n_tasks - ph->n_done;
-        return MAX(ph->ps_work_left - left * ph->ps_level, 0.0) + ph->later_s;
-}
-
-typedef struct FluidOrder {
-        uint32_t phase;
-        double key;                     /* srpt: remaining; fifo: arrival */
-        double demand;
-        uint32_t job;
-} FluidOrder;
-
-static int cmp_fluid_order(const void *a, const void *b) {
-        const FluidOrder *x = a, *y = b;
-        /* Equal up to rounding (two jobs meet at a crossing event): the one that can take more
-         * first, so that it keeps at least the other's rate and the two do not swap back. */
-        if (fabs(x->key - y->key) > 1e-9 * MAX(fabs(x->key), 1.0))
-                return x->key < y->key ? -1 : 1;
-        if (x->demand != y->demand)
-                return x->demand > y->demand ? -1 : 1;
-        return x->job < y->job ? -1 : x->job > y->job;
-}
-
-/* The fluid bounds. ps: weighted max-min of the cluster among active phases, each capped by its
- * unfinished tasks. fluid-srpt and fluid-fifo: capacity filled in job order (smallest remaining
- * work, or oldest first), each phase taking up to its cap. */
-static int ps_share(Engine *e) {
-        int r = ensure_share(e, e->n_active);
-        if (r < 0)
-                return r;
-        if (e->p.policy == SIM_POLICY_PS) {
-                for (size_t a = 0; a < e->n_active; a++) {
-                        const Phase *ph = &e->phases[e->active[a]];
-                        const SimPhaseSpec *spec = phase_spec(e, e->active[a]);
-                        e->share_req[a] = (SimShareReq) {
-                                .demand_cpus = (spec->n_tasks - ph->n_done) * spec->cpu_request,
-                                .weight = e->w->jobs[ph->job].weight,
-                        };
-                }
-                r = sim_cfs_share(e->share_req, e->n_active, ps_capacity(e), e->share_got, e->scratch);
-                if (r < 0)
-                        return r;
-                for (size_t a = 0; a < e->n_active; a++) {
-                        Phase *ph = &e->phases[e->active[a]];
-                        ph->ps_rate = e->share_got[a] / (phase_spec(e, e->active[a])->n_tasks - ph->n_done);
-                }
-                return 0;
-        }
-
-        _cleanup_free_ FluidOrder *o = malloc(MAX(e->n_active, (size_t) 1) * sizeof(FluidOrder));
-        if (!o)
-                return -ENOMEM;
-        bool srpt = e->p.policy == SIM_POLICY_FLUID_SRPT;
-        for (size_t a = 0; a < e->n_active; a++) {
-                uint32_t pi = e->active[a];
-                const Phase *ph = &e->phases[pi];
-                const SimPhaseSpec *spec = phase_spec(e, pi);
-                o[a] = (FluidOrder) {
-                        .phase = pi,
-                        .key = srpt ? fluid_job_remaining(e, pi) : e->w->jobs[ph->job].arrival_s,
-                        .demand = (spec->n_tasks - ph->n_done) * spec->cpu_request,
-                        .job = ph->job,
-                };
-        }
-        qsort(o, e->n_active, sizeof(FluidOrder), cmp_fluid_order);
-        double left = ps_capacity(e);
-        for (size_t a = 0; a < e->n_active; a++) {
-                Phase *ph = &e->phases[o[a].phase];
-                double got = MIN(o[a].demand, MAX(left, 0.0));
-                left -= got;
-                ph->ps_rate = got / (phase_spec(e, o[a].phase)->n_tasks - ph->n_done);
-                o[a].demand = got; /* its rate now */
-        }
-        /* SRPT's order holds until a job behind one that is served catches up with it: the
-         * next such crossing is an event (only neighbours can cross first). */
-        e->fluid_cross_s = INFINITY;
-        for (size_t a = 0; srpt && a + 1 < e->n_active; a++) {
-                double gap = o[a + 1].key - o[a].key, dr = o[a + 1].demand - o[a].demand;
-                if (dr > 1e-12 && gap > 1e-9 * MAX(o[a].key, 1.0))
-                        e->fluid_cross_s = MIN(e->fluid_cross_s, e->now + gap / dr);
-        }
-        return 0;
-}
-
-static double ps_next(const Engine *e) {
-        double next = e->p.policy == SIM_POLICY_FLUID_SRPT ? e->fluid_cross_s : INFINITY;
-        for (size_t a = 0; a < e->n_active; a++) {
-                const Phase *ph = &e->phases[e->active[a]];
-                if (ph->ps_rate > 0)
-                        next = MIN(next, e->now + MAX(e->w->work_s[ph->ps_order[ph->ps_next]] - ph->ps_level, 0.0) /
-                                                 ph->ps_rate);
-        }
-        return next;
-}
-
-static void ps_advance(Engine *e, double now) {
-        double dt = now - e->now;
-        if (!(dt > 0))
-                return;
-        double cpus = 0;
-        for (size_t a = 0; a < e->n_active; a++) {
-                Phase *ph = &e->phases[e->active[a]];
-                ph->ps_level += ph->ps_rate * dt;
-                cpus += ph->ps_rate * (phase_spec(e, e->active[a])->n_tasks - ph->n_done);
-        }
-        e->res->cpu_used_s += cpus * dt;
-}
-
-static int ps_complete(Engine *e) {
-        /* Phases may leave the list as they finish: walk it from the end. */
-        for (size_t a = e->n_active; a-- > 0;) {
-                if (a >= e->n_active)
-                        continue;
-                uint32_t pi = e->active[a];
-                Phase *ph = &e->phases[pi];
-                unsigned n = phase_spec(e, pi)->n_tasks;
-                while (ph->state == PHASE_ACTIVE && ph->ps_next < n &&
-                       work_done(ph->ps_level, e->w->work_s[ph->ps_order[ph->ps_next]])) {
-                        uint32_t ti = ph->ps_order[ph->ps_next++];
-                        ph->ps_work_left -= e->w->work_s[ti];
-                        int r = phase_task_done(e, pi, (unsigned) (ti - phase_spec(e, pi)->first_task));
-                        if (r < 0)
-                                return r;
-                }
-        }
         return 0;
 }
 
@@ -891,18 +723,28 @@ static void engine_free(Engine *e) {
         free(e->scratch);
         free(e->share_req);
         free(e->share_got);
+        free(e->served);
+        free(e->fresh);
+        free(e->check);
 }
 
 static int engine_init(Engine *e, const SimWorkload *w, const SimNodeSpec *nodes, size_t n_nodes, const SimParams *p,
                        SimResult *res) {
         *e = (Engine) { .w = w, .p = *p, .n_nodes = n_nodes, .res = res, .hfsp = HFSP_SIZE_PARAMS_DEFAULT,
-                        .fluid_cross_s = INFINITY };
+                        .fluid_cross_s = INFINITY, .fifo_head = SIM_NO_PHASE, .fifo_tail = SIM_NO_PHASE };
         e->phases = calloc(MAX(w->n_phases, (size_t) 1), sizeof(Phase));
         e->active = calloc(MAX(w->n_phases, (size_t) 1), sizeof(uint32_t));
         e->nodes = calloc(MAX(n_nodes, (size_t) 1), sizeof(Node));
         res->jobs = calloc(MAX(w->n_jobs, (size_t) 1), sizeof(SimJobResult));
         if (!e->phases || !e->active || !e->nodes || !res->jobs)
                 return -ENOMEM;
+        if (p->policy == SIM_POLICY_FLUID_FIFO) {
+                e->served = malloc(MAX(w->n_phases, (size_t) 1) * sizeof(uint32_t));
+                e->fresh = malloc(MAX(w->n_phases, (size_t) 1) * sizeof(uint32_t));
+                e->check = malloc(MAX(w->n_phases, (size_t) 1) * 2 * sizeof(uint32_t));
+                if (!e->served || !e->fresh || !e->check)
+                        return -ENOMEM;
+        }
 
         /* Errors are drawn per phase in trace order: the same for every policy at one seed. */
         SimRng rng;
@@ -986,7 +828,7 @@ int sim_run(const SimWorkload *w, const SimNodeSpec *nodes, size_t n_nodes, cons
                 if (e.n_timers > 0)
                         t = MIN(t, e.timers[0].t_s);
                 if (sim_policy_is_fluid(params->policy))
-                        t = MIN(t, ps_next(&e));
+                        t = MIN(t, sim_fluid_next(&e));
                 else
                         for (size_t k = 0; k < n_nodes; k++)
                                 t = MIN(t, e.nodes[k].next_s);
@@ -996,7 +838,7 @@ int sim_run(const SimWorkload *w, const SimNodeSpec *nodes, size_t n_nodes, cons
                 }
                 t = MAX(t, e.now);
                 if (sim_policy_is_fluid(params->policy))
-                        ps_advance(&e, t);
+                        sim_fluid_advance(&e, t);
                 else
                         advance_nodes(&e, t);
                 e.now = t;
@@ -1004,7 +846,7 @@ int sim_run(const SimWorkload *w, const SimNodeSpec *nodes, size_t n_nodes, cons
                 bool changed = false;
 
                 if (sim_policy_is_fluid(params->policy)) {
-                        r = ps_complete(&e);
+                        r = sim_fluid_complete(&e);
                         if (r < 0)
                                 goto finish;
                 } else
@@ -1017,7 +859,7 @@ int sim_run(const SimWorkload *w, const SimNodeSpec *nodes, size_t n_nodes, cons
                                                 continue;
                                         uint32_t slot = node->tasks[q];
                                         const Task *task = &e.tasks[slot];
-                                        if (task->state == SIM_TASK_RUNNING && work_done(e.done_s[slot], w->work_s[task->id])) {
+                                        if (task->state == SIM_TASK_RUNNING && sim_work_done(e.done_s[slot], w->work_s[task->id])) {
                                                 r = task_finish(&e, slot);
                                                 if (r < 0)
                                                         goto finish;
@@ -1060,7 +902,7 @@ int sim_run(const SimWorkload *w, const SimNodeSpec *nodes, size_t n_nodes, cons
                                 goto finish;
                 }
                 if (sim_policy_is_fluid(params->policy))
-                        r = ps_share(&e);
+                        r = sim_fluid_share(&e);
                 else if (changed)
                         r = schedule(&e);
                 else {

@@ -37,7 +37,17 @@ cases() {
         echo "contention-orch/hfsp/suspend -w contention -o cpu+memory -p hfsp -P suspend"
         echo "contention-orch/fair/wait -w contention -o cpu+memory --orch-estimator uniform -p fair -P wait"
         echo "mapreduce-500-orch/fifo/wait -w mapreduce -n 500 -c 8x4x8G -o cpu -p fifo -P wait"
+        # Jobs that arrive together: ties in every order by arrival.
+        for p in $policies; do
+                echo "ties/$p/suspend -t $tmp/ties.csv -c 1x2x4G -p $p -P suspend"
+        done
 }
+
+# The mixed workload with its arrivals rounded down to 30 s, written by the binary under test
+# (the trace writer and reader are part of what must not move).
+"$sim" -w mixed -n 300 --seed 5 --write-trace "$tmp/mixed.csv" || { echo "FAIL: --write-trace"; exit 1; }
+awk -F, 'BEGIN { OFS = "," } /^#/ || /^arrival_s/ { print; next } { $1 = int($1 / 30) * 30; print }' \
+        "$tmp/mixed.csv" > "$tmp/ties.csv"
 
 # One line per case: name, md5 of the per-job CSV, md5 of the summary.
 checksums() {
