@@ -69,6 +69,8 @@ typedef struct SchedJob {
         size_t n_pending, n_suspended, n_active, n_pending_training;
         double alloc_cpus;         /* CPUs its running tasks hold */
         double training_cpus;      /* CPUs its running and stopping training tasks hold */
+        double active_min_cpus;    /* at most the smallest request of its running and stopping
+                                    * tasks (∞ when none): preemption's bound */
         bool training_now;
         uint64_t added_epoch;      /* decisions before it came */
 

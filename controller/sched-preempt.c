@@ -207,14 +207,27 @@ static bool stopping_make_room(const Sched *s, SchedNodeFree *freed, const Sched
         return false;
 }
 
+/* Whether the blocked job outranks a job giving up one task of `cpus`: the same for each of
+ * its tasks with the same request, so asked once for a run of them. */
+typedef struct OutranksMemo {
+        const SchedJob *job;
+        double cpus;
+        bool outranks;
+} OutranksMemo;
+
 /* The job's task may give way to the blocked one (the job passed job_may_yield()). */
-static bool task_may_yield(const Sched *s, const SchedBlocked *b, const SchedJob *cj, uint32_t i) {
+static bool task_may_yield(const Sched *s, const SchedBlocked *b, const SchedJob *cj, uint32_t i, OutranksMemo *m) {
         const SchedTask *t = sched_task_at(s, (uint32_t) b->task), *c = sched_task_at(s, i);
         /* Tasks this decision started or thawed are not running yet for it; training tasks are
          * never preempted while they train. */
         if (c->state != SCHED_TASK_RUNNING || sched_meta_at(s, i)->seen == s->epoch || sched_task_is_training(cj, c))
                 return false;
-        return b->training || sched_job_outranks(b->job, t->cpu_cores, cj, c->cpu_cores);
+        if (b->training)
+                return true;
+        if (m->job != cj || m->cpus != c->cpu_cores)
+                *m = (OutranksMemo) { .job = cj, .cpus = c->cpu_cores,
+                                      .outranks = sched_job_outranks(b->job, t->cpu_cores, cj, c->cpu_cores) };
+        return m->outranks;
 }
 
 /* The job may give way to the blocked one at all (orders it). */
@@ -255,10 +268,11 @@ static int victims_collect(Sched *s, const SchedBlocked *b, SchedPreemptScratch 
         if (r < 0)
                 return r;
         if (b->thaw) {
+                OutranksMemo memo = {};
                 for (uint32_t i = s->node_tasks[t->node].placed; i != SCHED_NIL; i = sched_meta_at(s, i)->gnext) {
                         SchedJob *cj = sched_job_at(s, sched_meta_at(s, i)->job);
                         if (sched_task_at(s, i)->state == SCHED_TASK_RUNNING && job_may_yield(s, b, cj) &&
-                            task_may_yield(s, b, cj, i))
+                            task_may_yield(s, b, cj, i, &memo))
                                 victim_add(s, q, cj, i);
                 }
         } else
@@ -267,8 +281,14 @@ static int victims_collect(Sched *s, const SchedBlocked *b, SchedPreemptScratch 
                         SchedJob *cj = sched_job_at(s, js);
                         if (!job_may_yield(s, b, cj))
                                 continue;
+                        /* Giving up a larger task asks more of a job (a shared job's level
+                         * falls further): when it may not give up its smallest, it gives up
+                         * none, and its tasks need not be read. */
+                        if (!b->training && !sched_job_outranks(b->job, t->cpu_cores, cj, cj->active_min_cpus))
+                                continue;
+                        OutranksMemo memo = {};
                         for (uint32_t i = cj->active_head; i != SCHED_NIL; i = sched_meta_at(s, i)->next)
-                                if (task_may_yield(s, b, cj, i))
+                                if (task_may_yield(s, b, cj, i, &memo))
                                         victim_add(s, q, cj, i);
                 }
         *ret = q;

@@ -151,6 +151,8 @@ static void job_count(Sched *s, SchedJob *j, const SchedTask *t, int sign) {
                         s->n_stopping += sign;
                 if (t->state == SCHED_TASK_RUNNING)
                         j->alloc_cpus += sign * t->cpu_cores;
+                if (sign > 0)
+                        j->active_min_cpus = MIN(j->active_min_cpus, t->cpu_cores);
                 if (train_index) {
                         j->training_cpus += sign * t->cpu_cores;
                         if (j->training_now)
@@ -165,6 +167,7 @@ static void job_count(Sched *s, SchedJob *j, const SchedTask *t, int sign) {
                 if (j->training_now)
                         s->training_cpus -= j->training_cpus;
                 j->alloc_cpus = j->training_cpus = 0;
+                j->active_min_cpus = INFINITY;
         }
         active_jobs_update(s, j);
 }
@@ -324,6 +327,7 @@ void sched_tasks_reset(Sched *s) {
                 j->active_head = SCHED_NIL;
                 j->n_pending = j->n_suspended = j->n_active = j->n_pending_training = 0;
                 j->alloc_cpus = j->training_cpus = 0;
+                j->active_min_cpus = INFINITY;
                 j->in_active_jobs = false;
                 j->jprev = j->jnext = SCHED_NIL;
         }

@@ -180,6 +180,7 @@ int sched_job_add(Sched *s, uint64_t key, double now_s, double weight, double pa
                 .pending_head = SCHED_NIL, .pending_tail = SCHED_NIL,
                 .suspended_head = SCHED_NIL, .suspended_tail = SCHED_NIL,
                 .active_head = SCHED_NIL,
+                .active_min_cpus = INFINITY,
                 .added_epoch = s->epoch,
         }, &j);
         if (r < 0)

@@ -74,6 +74,7 @@ typedef struct Phase {
         unsigned ps_next;
         double ps_work_left;            /* Σ work of its unfinished tasks (fluid-srpt's remaining size) */
         double later_s;                 /* the work of the job's later phases */
+        double service_told_s;          /* srpt: the service last told the scheduler (NAN: none) */
         uint32_t fifo_prev, fifo_next;  /* fluid-fifo: in the active phases in job order */
         uint64_t checked_pass;          /* fluid-fifo: the completion pass that last looked at it */
         /* While active, with a scheduler: */

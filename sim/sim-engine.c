@@ -562,6 +562,40 @@ static int apply_decision(Engine *e, const SimSchedDecision *d) {
         return -EINVAL;
 }
 
+/* SRPT's remaining size: what each phase has received so far (ps_level is free outside ps),
+ * summed node by node. A node's tasks are mostly of one phase: the sum runs in a register while
+ * the phase stays the same (the same additions in the same order). */
+static int srpt_tell_service(Engine *e) {
+        for (size_t a = 0; a < e->n_active; a++)
+                e->phases[e->active[a]].ps_level = e->phases[e->active[a]].finished_work_s;
+        uint32_t phase = SIM_NO_PHASE;
+        double sum = 0;
+        for (size_t k = 0; k < e->n_nodes; k++)
+                for (size_t q = 0; q < e->nodes[k].n_tasks; q++) {
+                        uint32_t slot = e->nodes[k].tasks[q];
+                        if (e->tasks[slot].phase != phase) {
+                                if (phase != SIM_NO_PHASE)
+                                        e->phases[phase].ps_level = sum;
+                                phase = e->tasks[slot].phase;
+                                sum = e->phases[phase].ps_level;
+                        }
+                        sum += e->done_s[slot];
+                }
+        if (phase != SIM_NO_PHASE)
+                e->phases[phase].ps_level = sum;
+        for (size_t a = 0; a < e->n_active; a++) {
+                Phase *ph = &e->phases[e->active[a]];
+                /* The scheduler ignores a service it already has: so does this. */
+                if (ph->ps_level == ph->service_told_s)
+                        continue;
+                int r = sim_sched_set_service(e->sched, phase_key(e, e->active[a]), ph->ps_level);
+                if (r < 0)
+                        return r;
+                ph->service_told_s = ph->ps_level;
+        }
+        return 0;
+}
+
 /* One scheduling round. The scheduler holds the placed tasks and a window of each active
  * phase's pending ones (told as they come, start, finish and are killed) and reads only the
  * head of its order. Kills and freezes free room at once here: decide again until nothing is
@@ -570,21 +604,9 @@ static int schedule(Engine *e) {
         int r;
         for (unsigned round = 0; round < 64; round++) {
                 if (e->p.policy == SIM_POLICY_SRPT) {
-                        /* SRPT's remaining size: what each phase has received so far (ps_level is
-                         * free outside ps). */
-                        for (size_t a = 0; a < e->n_active; a++)
-                                e->phases[e->active[a]].ps_level = e->phases[e->active[a]].finished_work_s;
-                        for (size_t k = 0; k < e->n_nodes; k++)
-                                for (size_t q = 0; q < e->nodes[k].n_tasks; q++) {
-                                        uint32_t slot = e->nodes[k].tasks[q];
-                                        e->phases[e->tasks[slot].phase].ps_level += e->done_s[slot];
-                                }
-                        for (size_t a = 0; a < e->n_active; a++) {
-                                r = sim_sched_set_service(e->sched, phase_key(e, e->active[a]),
-                                                          e->phases[e->active[a]].ps_level);
-                                if (r < 0)
-                                        return r;
-                        }
+                        r = srpt_tell_service(e);
+                        if (r < 0)
+                                return r;
                 }
 
                 const SimSchedDecision *d;
@@ -763,6 +785,7 @@ static int engine_init(Engine *e, const SimWorkload *w, const SimNodeSpec *nodes
                         e->phases[pi].size_s = sim_phase_size_s(w, spec);
                         for (unsigned q = k + 1; q < job->n_phases; q++)
                                 e->phases[pi].later_s += sim_phase_size_s(w, &w->phases[job->first_phase + q]);
+                        e->phases[pi].service_told_s = NAN;
                 }
                 res->jobs[j] = (SimJobResult) {
                         .job = j, .arrival_s = job->arrival_s, .start_s = NAN, .end_s = NAN,
