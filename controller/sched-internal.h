@@ -203,7 +203,7 @@ struct Sched {
         PlacementNode *nodes;
         size_t n_nodes, n_nodes_allocated;
         SchedNodeTasks *node_tasks; /* per node (n_nodes_allocated) */
-        struct SchedPreemptScratch *preempt; /* sched-preempt.c's */
+        struct SchedPreemptScratch *preempt; /* sched-preempt.c's scratch */
 
         SchedOrder orders[_SCHED_ORDER_MAX];
         uint64_t epoch;            /* decisions so far */
