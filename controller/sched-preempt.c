@@ -22,14 +22,16 @@ typedef struct Victim {
         bool freezable;            /* its node can freeze it */
 } Victim;
 
-/* A job's victims: a run in the victims array. */
+/* A job that may give way, and its victims: a run in the victims array once collected. */
 typedef struct VictimJob {
-        const SchedJob *job;
+        SchedJob *job;
+        bool collected;
         size_t first, n;
 } VictimJob;
 
 struct SchedPreemptScratch {
-        Victim *victims;           /* grouped by job */
+        const SchedBlocked *blocked;
+        Victim *victims;           /* grouped by job, collected as the walk reaches each */
         size_t n_victims, allocated_victims;
         VictimJob *jobs;
         size_t n_jobs, allocated_jobs;
@@ -124,125 +126,6 @@ static int scratch_get(Sched *s, size_t n_victims, struct SchedPreemptScratch **
         return 0;
 }
 
-/* ---- Victims in order ---- */
-
-static void heap_sift_down(struct SchedPreemptScratch *q, size_t i) {
-        Victim *h = q->victims + q->heap_first, top = h[i];
-        for (;;) {
-                size_t l = 2 * i + 1, m = l;
-                if (l >= q->n_heap)
-                        break;
-                if (l + 1 < q->n_heap && younger(&h[l + 1], &h[l]))
-                        m = l + 1;
-                if (!younger(&h[m], &top))
-                        break;
-                h[i] = h[m];
-                i = m;
-        }
-        h[i] = top;
-}
-
-/* The k-th victim in order (k below the number of victims). */
-static const Victim *victim_at(struct SchedPreemptScratch *q, size_t k) {
-        if (!q->jobs_sorted) {
-                qsort(q->jobs, q->n_jobs, sizeof(VictimJob), job_cmp);
-                q->jobs_sorted = true;
-        }
-        while (q->n_ordered <= k) {
-                if (q->n_heap == 0) {
-                        const VictimJob *j = &q->jobs[q->next_job++];
-                        q->heap_first = j->first;
-                        q->n_heap = j->n;
-                        for (size_t i = q->n_heap / 2; i-- > 0;)
-                                heap_sift_down(q, i);
-                }
-                Victim *h = q->victims + q->heap_first;
-                q->ordered[q->n_ordered++] = h[0];
-                h[0] = h[--q->n_heap];
-                if (q->n_heap > 0)
-                        heap_sift_down(q, 0);
-        }
-        return &q->ordered[k];
-}
-
-/* Walks victims in order, adding what each frees to its node, until some eligible node has
- * room. Returns that node, or SCHED_NONE; *ret_end is how many victims were walked. */
-static size_t walk(const Sched *s, struct SchedPreemptScratch *q, const SchedBlocked *b, bool kill, size_t *ret_end) {
-        const SchedTask *t = sched_task_at(s, (uint32_t) b->task);
-        SchedNodeFree *freed = q->freed;
-        for (size_t i = 0; i < s->n_nodes; i++)
-                freed[i] = (SchedNodeFree) {};
-        for (size_t k = 0; k < q->n_victims; k++) {
-                const Victim *v = victim_at(q, k);
-                const SchedTask *vt = sched_task_at(s, (uint32_t) v->task);
-                if (kill ? !v->killable : !v->freezable)
-                        continue;
-                freed[vt->node].cpus += vt->cpu_cores;
-                if (kill)
-                        freed[vt->node].memory_bytes += (int64_t) vt->memory_bytes;
-                if (node_eligible(b, t, &s->nodes[vt->node], vt->node) &&
-                    room(s, &s->nodes[vt->node], freed[vt->node].cpus, freed[vt->node].memory_bytes, t, b->thaw)) {
-                        *ret_end = k + 1;
-                        return vt->node;
-                }
-        }
-        return SCHED_NONE;
-}
-
-/* Whether walk() can find room at all: what every victim frees, in any order. Room only grows
- * as victims are added, so when there is none with all of them there is none on the way either
- * (the CPUs are summed here in another order: a margin far above rounding keeps this a
- * necessary condition). Spares ordering the victims when nothing can come of it. */
-static bool may_make_room(const Sched *s, struct SchedPreemptScratch *q, const SchedBlocked *b, bool kill) {
-        const SchedTask *t = sched_task_at(s, (uint32_t) b->task);
-        SchedNodeFree *freed = q->freed;
-        for (size_t i = 0; i < s->n_nodes; i++)
-                freed[i] = (SchedNodeFree) {};
-        for (size_t k = 0; k < q->n_victims; k++) {
-                const Victim *v = &q->victims[k];
-                const SchedTask *vt = sched_task_at(s, (uint32_t) v->task);
-                if (kill ? !v->killable : !v->freezable)
-                        continue;
-                freed[vt->node].cpus += vt->cpu_cores;
-                if (kill)
-                        freed[vt->node].memory_bytes += (int64_t) vt->memory_bytes;
-        }
-        for (size_t i = 0; i < s->n_nodes; i++)
-                if (freed[i].cpus > 0 && node_eligible(b, t, &s->nodes[i], i) &&
-                    room(s, &s->nodes[i], freed[i].cpus * (1 + 1e-9) + 1e-9, freed[i].memory_bytes, t, b->thaw))
-                        return true;
-        return false;
-}
-
-/* Walks the victims in order with kill or freeze, if that can make room at all. */
-static size_t walk_if_room(const Sched *s, struct SchedPreemptScratch *q, const SchedBlocked *b, bool kill,
-                           size_t *ret_end) {
-        if (!may_make_room(s, q, b, kill))
-                return SCHED_NONE;
-        return walk(s, q, b, kill, ret_end);
-}
-
-/* Tasks already being killed will free their node soon: whether that makes room for the blocked
- * task (then it waits for them and takes no more). */
-static bool stopping_make_room(const Sched *s, SchedNodeFree *freed, const SchedBlocked *b) {
-        const SchedTask *t = sched_task_at(s, (uint32_t) b->task);
-        for (size_t i = 0; i < s->n_nodes; i++)
-                freed[i] = (SchedNodeFree) {};
-        for (uint32_t js = s->active_jobs_head; js != SCHED_NIL; js = s->jobs[js].jnext)
-                for (uint32_t i = s->jobs[js].active_head; i != SCHED_NIL; i = sched_meta_at(s, i)->next) {
-                        const SchedTask *c = sched_task_at(s, i);
-                        if (c->state == SCHED_TASK_STOPPING) {
-                                freed[c->node].cpus += c->cpu_cores;
-                                freed[c->node].memory_bytes += (int64_t) c->memory_bytes;
-                        }
-                }
-        for (size_t i = 0; i < s->n_nodes; i++)
-                if (freed[i].cpus > 0 && node_eligible(b, t, &s->nodes[i], i) &&
-                    room(s, &s->nodes[i], freed[i].cpus, freed[i].memory_bytes, t, b->thaw))
-                        return true;
-        return false;
-}
-
 /* ---- Who may give way ---- */
 
 /* Whether the blocked job outranks a job giving up one task of `cpus`: the same for each of
@@ -283,18 +166,140 @@ static bool job_may_yield(const Sched *s, const SchedBlocked *b, SchedJob *cj) {
                 sched_job_outranks(b->job, t->cpu_cores, cj, cj->active_min_cpus);
 }
 
-static void victim_add(const Sched *s, struct SchedPreemptScratch *q, const SchedJob *cj, uint32_t i) {
+static void victim_add(const Sched *s, struct SchedPreemptScratch *q, uint32_t i) {
         const SchedTask *c = sched_task_at(s, i);
         /* What a kill throws away: the CPU time it has had (at most its request over the time
          * since it started). */
         double lost_s = MAX(s->last_s - c->started_s, 0.0) * c->cpu_cores;
-        if (q->n_jobs == 0 || q->jobs[q->n_jobs - 1].job != cj)
-                q->jobs[q->n_jobs++] = (VictimJob) { .job = cj, .first = q->n_victims };
-        q->jobs[q->n_jobs - 1].n++;
         q->victims[q->n_victims++] = (Victim) {
                 .task = i, .started_s = c->started_s, .killable = lost_s <= s->params.kill_max_lost_s,
                 .freezable = !s->nodes[c->node].no_freeze,
         };
+}
+
+/* ---- Victims in order ---- */
+
+static void heap_sift_down(struct SchedPreemptScratch *q, size_t i) {
+        Victim *h = q->victims + q->heap_first, top = h[i];
+        for (;;) {
+                size_t l = 2 * i + 1, m = l;
+                if (l >= q->n_heap)
+                        break;
+                if (l + 1 < q->n_heap && younger(&h[l + 1], &h[l]))
+                        m = l + 1;
+                if (!younger(&h[m], &top))
+                        break;
+                h[i] = h[m];
+                i = m;
+        }
+        h[i] = top;
+}
+
+/* The job's victims, appended to the victims array (a thaw's were collected with its node). */
+static void job_collect(const Sched *s, struct SchedPreemptScratch *q, VictimJob *j) {
+        OutranksMemo memo = {};
+        j->first = q->n_victims;
+        for (uint32_t i = j->job->active_head; i != SCHED_NIL; i = sched_meta_at(s, i)->next)
+                if (task_may_yield(s, q->blocked, j->job, i, &memo))
+                        victim_add(s, q, i);
+        j->n = q->n_victims - j->first;
+        j->collected = true;
+}
+
+/* The k-th victim in order, NULL past the last. */
+static const Victim *victim_at(const Sched *s, struct SchedPreemptScratch *q, size_t k) {
+        if (!q->jobs_sorted) {
+                qsort(q->jobs, q->n_jobs, sizeof(VictimJob), job_cmp);
+                q->jobs_sorted = true;
+        }
+        while (q->n_ordered <= k) {
+                while (q->n_heap == 0) {
+                        if (q->next_job == q->n_jobs)
+                                return NULL;
+                        VictimJob *j = &q->jobs[q->next_job++];
+                        if (!j->collected)
+                                job_collect(s, q, j);
+                        q->heap_first = j->first;
+                        q->n_heap = j->n;
+                        for (size_t i = q->n_heap / 2; i-- > 0;)
+                                heap_sift_down(q, i);
+                }
+                Victim *h = q->victims + q->heap_first;
+                q->ordered[q->n_ordered++] = h[0];
+                h[0] = h[--q->n_heap];
+                if (q->n_heap > 0)
+                        heap_sift_down(q, 0);
+        }
+        return &q->ordered[k];
+}
+
+/* Walks victims in order, adding what each frees to its node, until some eligible node has
+ * room. Returns that node, or SCHED_NONE; *ret_end is how many victims were walked. */
+static size_t walk(const Sched *s, struct SchedPreemptScratch *q, const SchedBlocked *b, bool kill, size_t *ret_end) {
+        const SchedTask *t = sched_task_at(s, (uint32_t) b->task);
+        SchedNodeFree *freed = q->freed;
+        for (size_t i = 0; i < s->n_nodes; i++)
+                freed[i] = (SchedNodeFree) {};
+        const Victim *v;
+        for (size_t k = 0; (v = victim_at(s, q, k)); k++) {
+                const SchedTask *vt = sched_task_at(s, (uint32_t) v->task);
+                if (kill ? !v->killable : !v->freezable)
+                        continue;
+                freed[vt->node].cpus += vt->cpu_cores;
+                if (kill)
+                        freed[vt->node].memory_bytes += (int64_t) vt->memory_bytes;
+                if (node_eligible(b, t, &s->nodes[vt->node], vt->node) &&
+                    room(s, &s->nodes[vt->node], freed[vt->node].cpus, freed[vt->node].memory_bytes, t, b->thaw)) {
+                        *ret_end = k + 1;
+                        return vt->node;
+                }
+        }
+        return SCHED_NONE;
+}
+
+/* Freezing frees no memory: it can make room only on a node where the blocked task's memory
+ * is free already (a thaw asks for none). Spares the walk through every victim when memory is
+ * what is short. */
+static bool freezing_may_make_room(const Sched *s, const SchedBlocked *b) {
+        const SchedTask *t = sched_task_at(s, (uint32_t) b->task);
+        if (b->thaw)
+                return true;
+        for (size_t i = 0; i < s->n_nodes; i++) {
+                const PlacementNode *n = &s->nodes[i];
+                if (node_eligible(b, t, n, i) &&
+                    (int64_t) t->memory_bytes <= (int64_t) n->capacity_memory_bytes - (int64_t) n->allocated_memory_bytes)
+                        return true;
+        }
+        return false;
+}
+
+/* Walks the victims in order with kill or freeze, if that can make room at all. */
+static size_t walk_if_room(const Sched *s, struct SchedPreemptScratch *q, const SchedBlocked *b, bool kill,
+                           size_t *ret_end) {
+        if (!kill && !freezing_may_make_room(s, b))
+                return SCHED_NONE;
+        return walk(s, q, b, kill, ret_end);
+}
+
+/* Tasks already being killed will free their node soon: whether that makes room for the blocked
+ * task (then it waits for them and takes no more). */
+static bool stopping_make_room(const Sched *s, SchedNodeFree *freed, const SchedBlocked *b) {
+        const SchedTask *t = sched_task_at(s, (uint32_t) b->task);
+        for (size_t i = 0; i < s->n_nodes; i++)
+                freed[i] = (SchedNodeFree) {};
+        for (uint32_t js = s->active_jobs_head; js != SCHED_NIL; js = s->jobs[js].jnext)
+                for (uint32_t i = s->jobs[js].active_head; i != SCHED_NIL; i = sched_meta_at(s, i)->next) {
+                        const SchedTask *c = sched_task_at(s, i);
+                        if (c->state == SCHED_TASK_STOPPING) {
+                                freed[c->node].cpus += c->cpu_cores;
+                                freed[c->node].memory_bytes += (int64_t) c->memory_bytes;
+                        }
+                }
+        for (size_t i = 0; i < s->n_nodes; i++)
+                if (freed[i].cpus > 0 && node_eligible(b, t, &s->nodes[i], i) &&
+                    room(s, &s->nodes[i], freed[i].cpus, freed[i].memory_bytes, t, b->thaw))
+                        return true;
+        return false;
 }
 
 /* A thaw: the frozen task's own node only (a victim elsewhere frees nothing for it), its tasks
@@ -309,15 +314,18 @@ static void victims_on_node(Sched *s, const SchedBlocked *b, size_t node, struct
                 if (taken || sched_task_at(s, i)->state != SCHED_TASK_RUNNING || !job_may_yield(s, b, cj))
                         continue;
                 /* The rest of the node's tasks of this job, in list order. */
+                VictimJob *j = &q->jobs[q->n_jobs++];
+                *j = (VictimJob) { .job = cj, .collected = true, .first = q->n_victims };
                 for (uint32_t k = i; k != SCHED_NIL; k = sched_meta_at(s, k)->gnext)
                         if (sched_meta_at(s, k)->job == sched_job_slot(s, cj) && task_may_yield(s, b, cj, k, &memo))
-                                victim_add(s, q, cj, k);
+                                victim_add(s, q, k);
+                j->n = q->n_victims - j->first;
         }
 }
 
-/* The candidates, unordered. Only the jobs with running tasks matter (as many as the cluster
- * holds, not the queue), and only those the blocked job outranks: each is ordered once, its
- * tasks looked at only if it can give way. */
+/* The jobs that may give way, unordered (and a thaw's victims). Only the jobs with running
+ * tasks matter (as many as the cluster holds, not the queue), and only those the blocked job
+ * outranks: each is ordered once, its tasks looked at only when the walk reaches it. */
 static int victims_collect(Sched *s, const SchedBlocked *b, struct SchedPreemptScratch **ret) {
         const SchedTask *t = sched_task_at(s, (uint32_t) b->task);
         size_t n_candidates = 0;
@@ -331,18 +339,13 @@ static int victims_collect(Sched *s, const SchedBlocked *b, struct SchedPreemptS
         int r = scratch_get(s, n_candidates, &q);
         if (r < 0)
                 return r;
+        q->blocked = b;
         if (b->thaw)
                 victims_on_node(s, b, t->node, q);
         else
-                for (uint32_t js = s->active_jobs_head; js != SCHED_NIL; js = s->jobs[js].jnext) {
-                        SchedJob *cj = sched_job_at(s, js);
-                        if (!job_may_yield(s, b, cj))
-                                continue;
-                        OutranksMemo memo = {};
-                        for (uint32_t i = cj->active_head; i != SCHED_NIL; i = sched_meta_at(s, i)->next)
-                                if (task_may_yield(s, b, cj, i, &memo))
-                                        victim_add(s, q, cj, i);
-                }
+                for (uint32_t js = s->active_jobs_head; js != SCHED_NIL; js = s->jobs[js].jnext)
+                        if (job_may_yield(s, b, sched_job_at(s, js)))
+                                q->jobs[q->n_jobs++] = (VictimJob) { .job = sched_job_at(s, js) };
         *ret = q;
         return 0;
 }
@@ -366,7 +369,7 @@ size_t sched_preempt(Sched *s, const SchedBlocked *b, int *ret_error) {
                 *ret_error = r;
                 return SCHED_NONE;
         }
-        if (q->n_victims == 0)
+        if (q->n_jobs == 0)
                 return SCHED_NONE;
 
         bool kill = mode == SCHED_PREEMPT_KILL;
