@@ -195,6 +195,7 @@ struct Sched {
         SchedTaskPage **task_pages;
         size_t n_task_pages;       /* ids below n_task_pages × SCHED_TASK_PAGE have a page entry */
         size_t n_stopping;         /* STOPPING tasks in the jobs' active lists */
+        size_t n_active_tasks;     /* Σ n_active of the jobs: their running and stopping tasks */
         uint32_t active_jobs_head; /* jobs with running or stopping tasks (preemption's victims) */
         uint32_t find_hint;        /* the job of the last task told: tasks come job by job */
         double training_cpus;      /* Σ training_cpus of jobs in training */

@@ -38,6 +38,7 @@ struct SchedPreemptScratch {
         bool jobs_sorted;
         size_t next_job;           /* jobs before it have been reached by the walk */
         size_t heap_first, n_heap; /* the reached job's victims not yet in order: a heap */
+        bool run_sorted;           /* ... or already in order (then taken from heap_first on) */
         Victim *ordered;           /* the first victims in order */
         size_t n_ordered, allocated_ordered;
         SchedNodeFree *freed;      /* by node */
@@ -206,6 +207,15 @@ static void job_collect(const Sched *s, struct SchedPreemptScratch *q, VictimJob
         j->collected = true;
 }
 
+/* A job's running tasks are listed newest first (a start goes to the head), so its victims
+ * usually come youngest first already: then they need no heap. */
+static bool run_sorted(const Victim *v, size_t n) {
+        for (size_t i = 1; i < n; i++)
+                if (!younger(&v[i - 1], &v[i]))
+                        return false;
+        return true;
+}
+
 /* The k-th victim in order, NULL past the last. */
 static const Victim *victim_at(const Sched *s, struct SchedPreemptScratch *q, size_t k) {
         if (!q->jobs_sorted) {
@@ -221,10 +231,17 @@ static const Victim *victim_at(const Sched *s, struct SchedPreemptScratch *q, si
                                 job_collect(s, q, j);
                         q->heap_first = j->first;
                         q->n_heap = j->n;
-                        for (size_t i = q->n_heap / 2; i-- > 0;)
+                        q->run_sorted = run_sorted(q->victims + j->first, j->n);
+                        for (size_t i = q->n_heap / 2; !q->run_sorted && i-- > 0;)
                                 heap_sift_down(q, i);
                 }
                 Victim *h = q->victims + q->heap_first;
+                if (q->run_sorted) {
+                        q->ordered[q->n_ordered++] = h[0];
+                        q->heap_first++;
+                        q->n_heap--;
+                        continue;
+                }
                 q->ordered[q->n_ordered++] = h[0];
                 h[0] = h[--q->n_heap];
                 if (q->n_heap > 0)
@@ -328,15 +345,9 @@ static void victims_on_node(Sched *s, const SchedBlocked *b, size_t node, struct
  * outranks: each is ordered once, its tasks looked at only when the walk reaches it. */
 static int victims_collect(Sched *s, const SchedBlocked *b, struct SchedPreemptScratch **ret) {
         const SchedTask *t = sched_task_at(s, (uint32_t) b->task);
-        size_t n_candidates = 0;
-        if (b->thaw)
-                for (uint32_t i = s->node_tasks[t->node].placed; i != SCHED_NIL; i = sched_meta_at(s, i)->gnext)
-                        n_candidates++;
-        else
-                for (uint32_t js = s->active_jobs_head; js != SCHED_NIL; js = s->jobs[js].jnext)
-                        n_candidates += s->jobs[js].n_active;
+        /* Room for every running task: a thaw's node holds fewer. */
         struct SchedPreemptScratch *q;
-        int r = scratch_get(s, n_candidates, &q);
+        int r = scratch_get(s, s->n_active_tasks, &q);
         if (r < 0)
                 return r;
         q->blocked = b;

@@ -147,6 +147,7 @@ static void job_count(Sched *s, SchedJob *j, const SchedTask *t, int sign) {
         case SCHED_TASK_RUNNING:
         case SCHED_TASK_STOPPING:
                 j->n_active += sign;
+                s->n_active_tasks += sign;
                 if (t->state == SCHED_TASK_STOPPING)
                         s->n_stopping += sign;
                 if (t->state == SCHED_TASK_RUNNING)
@@ -333,7 +334,7 @@ void sched_tasks_reset(Sched *s) {
         }
         s->active_jobs_head = SCHED_NIL;
         pages_free(s);
-        s->n_stopping = 0;
+        s->n_stopping = s->n_active_tasks = 0;
         s->training_cpus = 0;
         for (size_t i = 0; i < s->n_nodes_allocated; i++)
                 node_tasks_clear(&s->node_tasks[i]);
