@@ -63,3 +63,11 @@ bench-replay: controller/cgorch-controller agent/cgorch-agent tools/cgorch-burn 
 		$(BASH) $(srcdir)/bench/cgorch-replay.sh $(builddir)/bench/replay-dev-20.csv $(builddir)
 CLEANFILES += bench/replay-dev-20.csv bench/replay-dev-20.out.csv
 .PHONY: bench-replay
+
+# cgorch-sim on the production-like day (-w mapreduce, 24 442 jobs): wall time, CPU time and
+# peak RSS of every policy and preemption mode on the generator's cluster and on 100x8x16G at
+# load 0.9 (see docs/benchmarks.md and docs/evaluation.md, "Speed"): `make bench-sim`.
+dist_noinst_SCRIPTS += bench/sim-speed.sh
+bench-sim: sim/cgorch-sim
+	$(BASH) $(srcdir)/bench/sim-speed.sh $(builddir)/sim/cgorch-sim
+.PHONY: bench-sim

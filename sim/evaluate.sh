@@ -205,15 +205,20 @@ section_orch() {
 }
 
 # ---- Speed ----
+# Every policy and preemption mode on the production-like day (bench/sim-speed.sh, cgorch's own
+# defaults: ≈ 20 min); per cluster and policy, its slowest mode.
 section_speed() {
-        echo "### Speed: the 24 442-job SWIM-like trace"
+        echo "### Speed: the production-like day (-w mapreduce, 24 442 jobs, 6.6 M tasks)"
         echo
-        echo "| policy | events | wall time (s) | events/s |"
-        echo "|---|---|---|---|"
-        for p in "hfsp" "hfsp -P suspend" "fair" "srpt-oracle" "fifo" "ps"; do
-                sim -P wait -w swim -p $p > "$tmp/t"
-                awk -v p="$p" '/^events/ { e = $2 } /^wall time/ { w = $3; r = $5 } END { printf "| %s | %s | %.2f | %s |\n", p, e, w, substr(r, 2) }' "$tmp/t"
-        done
+        bash "$(dirname "$0")/../bench/sim-speed.sh" "$sim_bin" "$tmp/speed.tsv"
+        echo "| cluster | policy | slowest mode | wall (s) | CPU (s) | peak RSS (MiB) |"
+        echo "|---|---|---|---|---|---|"
+        awk -F'\t' 'NR > 1 {
+                k = $2 " | " $3
+                if (!(k in cpu)) order[n++] = k
+                if (!(k in cpu) || $6 + 0 > cpu[k]) { cpu[k] = $6 + 0; wall[k] = $5; mode[k] = $4 }
+                if ($7 + 0 > rss[k]) rss[k] = $7 + 0
+        } END { for (i = 0; i < n; i++) printf "| %s | %s | %s | %s | %d |\n", order[i], mode[order[i]], wall[order[i]], cpu[order[i]], rss[order[i]] }' "$tmp/speed.tsv"
         echo
 }
 
