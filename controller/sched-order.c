@@ -146,11 +146,10 @@ static bool out_now(const Sched *s, const SchedJob *j, int o) {
         return s->deciding && j->epoch == s->epoch && (o == SCHED_ORDER_MAIN ? j->out_main : j->out_training);
 }
 
-static int put_in_as(Sched *s, SchedJob *j, int o, bool bulk) {
+/* Puts the job at place with key (place_of()'s). */
+static int put_in_at(Sched *s, SchedJob *j, int o, SchedPlace place, double key, bool bulk) {
         SchedOrder *ord = &s->orders[o];
         uint32_t slot = sched_job_slot(s, j);
-        double key;
-        SchedPlace place = place_of(s, j, &key);
         SchedHeap *h = NULL;
         j->ckey[o] = key;
         switch (place) {
@@ -194,8 +193,10 @@ static int put_in_as(Sched *s, SchedJob *j, int o, bool bulk) {
         return 0;
 }
 
-static int put_in(Sched *s, SchedJob *j, int o) {
-        return put_in_as(s, j, o, false);
+static int put_in_as(Sched *s, SchedJob *j, int o, bool bulk) {
+        double key;
+        SchedPlace place = place_of(s, j, &key);
+        return put_in_at(s, j, o, place, key, bulk);
 }
 
 int sched_order_bulk(Sched *s) {
@@ -242,10 +243,18 @@ int sched_order_update(Sched *s, SchedJob *j) {
         for (int o = 0; o < _SCHED_ORDER_MAX; o++) {
                 if (out_now(s, j, o))
                         continue; /* taken out by this decision: sched_order_restore() puts it back */
-                take_out(s, j, o);
-                if (!belongs(s, j, o))
+                if (!belongs(s, j, o)) {
+                        take_out(s, j, o);
                         continue;
-                int r = put_in(s, j, o);
+                }
+                double key;
+                SchedPlace place = place_of(s, j, &key);
+                /* Where it is with the key it has: the heaps hold as they are (most task
+                 * changes move no job). */
+                if (place == j->place[o] && key == j->ckey[o])
+                        continue;
+                take_out(s, j, o);
+                int r = put_in_at(s, j, o, place, key, false);
                 if (r < 0)
                         return r;
         }
