@@ -34,9 +34,6 @@ void sim_result_done(SimResult *r) {
         *r = (SimResult) { 0 };
 }
 
-static const SimPhaseSpec *phase_spec(const Engine *e, size_t pi) {
-        return sim_phase_spec(e, pi);
-}
 /* The phase a task id belongs to: phases hold consecutive ids in trace order. */
 static size_t phase_of_task(const Engine *e, size_t ti) {
         size_t lo = 0, hi = e->w->n_phases;
@@ -123,7 +120,7 @@ static int pool_add(Engine *e, size_t pi, unsigned index, uint32_t *ret_slot) {
         int r = pool_grow(e);
         if (r < 0)
                 return r;
-        const SimPhaseSpec *spec = phase_spec(e, pi);
+        const SimPhaseSpec *spec = sim_phase_spec(e, pi);
         uint32_t slot = (uint32_t) e->n_placed++;
         e->tasks[slot] = (Task) {
                 .id = (uint32_t) (spec->first_task + index), .phase = (uint32_t) pi, .index = index,
@@ -330,7 +327,7 @@ static uint64_t phase_key(const Engine *e, size_t pi) {
 }
 
 static int tell_pending(Engine *e, size_t pi, unsigned index) {
-        const SimPhaseSpec *spec = phase_spec(e, pi);
+        const SimPhaseSpec *spec = sim_phase_spec(e, pi);
         return sim_sched_task_set(e->sched, spec->first_task + index, &(SimSchedTask) {
                 .key = phase_key(e, pi), .index = index, .state = SIM_TASK_PENDING,
                 .cpus = spec->cpu_request, .memory_bytes = spec->memory_request_bytes,
@@ -344,7 +341,7 @@ static int tell_pending(Engine *e, size_t pi, unsigned index) {
  * skips at the next. So it decides exactly as if it held every pending task. */
 static int tell_window(Engine *e, size_t pi) {
         Phase *ph = &e->phases[pi];
-        unsigned n = phase_spec(e, pi)->n_tasks;
+        unsigned n = sim_phase_spec(e, pi)->n_tasks;
         while (ph->n_told_pending < ph->window && ph->n_told < n) {
                 int r = tell_pending(e, pi, ph->n_told);
                 if (r < 0)
@@ -357,7 +354,7 @@ static int tell_window(Engine *e, size_t pi) {
 
 static int phase_activate(Engine *e, size_t pi) {
         Phase *ph = &e->phases[pi];
-        const SimPhaseSpec *spec = phase_spec(e, pi);
+        const SimPhaseSpec *spec = sim_phase_spec(e, pi);
         const SimJobSpec *job = &e->w->jobs[ph->job];
         int r;
 
@@ -414,7 +411,7 @@ static void phase_free(Phase *ph) {
 
 static int phase_done(Engine *e, size_t pi) {
         Phase *ph = &e->phases[pi];
-        const SimPhaseSpec *spec = phase_spec(e, pi);
+        const SimPhaseSpec *spec = sim_phase_spec(e, pi);
         const SimJobSpec *job = &e->w->jobs[ph->job];
 
         ph->state = PHASE_DONE;
@@ -475,7 +472,7 @@ static int training_check(Engine *e, size_t pi) {
 
 int sim_engine_phase_task_done(Engine *e, size_t pi, unsigned index) {
         Phase *ph = &e->phases[pi];
-        const SimPhaseSpec *spec = phase_spec(e, pi);
+        const SimPhaseSpec *spec = sim_phase_spec(e, pi);
         ph->n_done++;
         ph->finished_work_s += e->w->work_s[spec->first_task + index];
         if (ph->training && index < e->hfsp.training_tasks) {
@@ -547,7 +544,7 @@ static int task_kill(Engine *e, size_t pi, unsigned index) {
 
 static int apply_decision(Engine *e, const SimSchedDecision *d) {
         size_t pi = phase_of_task(e, d->task);
-        unsigned index = (unsigned) (d->task - phase_spec(e, pi)->first_task);
+        unsigned index = (unsigned) (d->task - sim_phase_spec(e, pi)->first_task);
         uint32_t slot = e->phases[pi].slot_of[index];
 
         switch (d->verb) {
@@ -659,7 +656,7 @@ static int sample(Engine *e) {
                         running += e->tasks[e->nodes[k].tasks[q]].state == SIM_TASK_RUNNING;
         if (sim_policy_is_fluid(e->p.policy))
                 for (size_t a = 0; a < e->n_active; a++)
-                        running += phase_spec(e, e->active[a])->n_tasks - e->phases[e->active[a]].n_done;
+                        running += sim_phase_spec(e, e->active[a])->n_tasks - e->phases[e->active[a]].n_done;
         res->samples[res->n_samples++] = (SimSample) {
                 .t_s = e->now,
                 .cpu_util = (res->cpu_used_s - e->last_sample_cpu_s) / (res->capacity_cpus * dt),
