@@ -52,3 +52,8 @@ dist_noinst_SCRIPTS += bench/orch-latency.sh
 bench-orch: controller/cgorch-controller agent/cgorch-agent cli/cgorchctl tools/cgorch-burn
 	$(BASH) $(srcdir)/bench/orch-latency.sh $(builddir) 10 2 1
 .PHONY: bench-orch
+
+# cgorch's peer in the scheduling benchmarks, Slurm, on one private node (root, on demand; see
+# docs/peers.md): bench/slurm-lib.sh for the bench scripts, bench/slurm-replay.sh by hand.
+dist_noinst_SCRIPTS += bench/slurm-replay.sh
+EXTRA_DIST += bench/slurm-lib.sh docs/peers.md
