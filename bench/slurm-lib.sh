@@ -75,12 +75,13 @@ slurm_require() {
 # The version of the installed Slurm, e.g. "22.05.8".
 slurm_version() { slurmctld -V | awk '{ print $2 }'; }
 
-# A TCP port nobody listens on or connects from, other than the ones given.
+# A TCP port nobody listens on or connects from, other than the ones given; below the kernel's
+# usual range of ephemeral ports (32768-60999), so that no outgoing connection takes it first.
 slurm_free_port() {
         local p used
         used=$(ss -Htan | awk '{ n = split($4, a, ":"); print a[n] }')
         while :; do
-                p=$((20000 + RANDOM % 30000))
+                p=$((20000 + RANDOM % 12000))
                 grep -qx "$p" <<<"$used" && continue
                 case " $* " in *" $p "*) continue ;; esac
                 echo "$p"
@@ -409,7 +410,8 @@ slurm_job_ended() { [ -n "$(slurm_job_state "$1")" ]; }
 
 # Per job array of the replay (replay.map: ARRAY_ID JOB PHASE TASKS ...), from jobcomp: ARRAY_ID,
 # how many of its tasks ended, how many of them did not complete, the state of the rest of the
-# array when it was ended while pending (one record without ArrayTaskId; "-" if none), TASKS.
+# array when it was ended while pending (one record without ArrayTaskId; "-" if none), TASKS,
+# the states of the tasks that did not complete (e.g. FAILED,TIMEOUT; "-" if none).
 slurm_array_status() {
         awk 'FNR == NR { want[$1] = $4; next }
              { id = ""; state = ""; whole = 0
@@ -419,14 +421,16 @@ slurm_array_status() {
                if (id == "") { id = substr($1, 7); whole = 1 }
                if (!(id in want)) next
                if (whole) { rest[id] = state; next }
-               ended[id]++; if (state != "COMPLETED") bad[id]++ }
-             END { for (id in want) printf "%s %d %d %s %d\n", id, ended[id], bad[id], (id in rest) ? rest[id] : "-", want[id] }' \
+               ended[id]++
+               if (state != "COMPLETED") { bad[id]++; if (index(how[id] ",", "," state ",") == 0) how[id] = how[id] "," state } }
+             END { for (id in want) printf "%s %d %d %s %d %s\n", id, ended[id], bad[id],
+                     (id in rest) ? rest[id] : "-", want[id], (id in how) ? substr(how[id], 2) : "-" }' \
                 "$SLURM_DIR/replay.map" "$SLURM_DIR/jobcomp.txt" 2>/dev/null
 }
 
 slurm_replay_done() {
         local id ended bad rest want
-        while read -r id ended bad rest want; do
+        while read -r id ended bad rest want _; do
                 [ "$rest" != - ] || [ "$ended" -ge "$want" ] || return 1
         done < <(slurm_array_status)
         # Polled every 0.1 s by slurm_wait_for: a little slower here, the CPUs are measured.
@@ -504,11 +508,12 @@ slurm_replay() {
                 return 1
         fi
         local -A status
-        while read -r id ended bad rest _; do status[$id]="$bad $rest"; done < <(slurm_array_status)
+        local how
+        while read -r id ended bad rest _ how; do status[$id]="$bad $rest $how"; done < <(slurm_array_status)
         while read -r id job phase _; do
-                read -r bad rest <<<"${status[$id]}"
+                read -r bad rest how <<<"${status[$id]}"
                 [ "$bad" -eq 0 ] && [ "$rest" = - ] && continue
-                local why="$bad task(s) did not complete"
+                local why="$bad task(s) did not complete ($how)"
                 [ "$rest" = - ] || why="$why; its tasks that had not started ended $rest"
                 slurm_log "replay: job $job phase $phase (Slurm job $id): $why; $(grep -h -m 3 . "$SLURM_DIR/out/${id}_"*.out 2>/dev/null | tr '\n' ' ')"
                 failed=1
