@@ -449,7 +449,7 @@ slurm_replay_done() {
 # SLURM_TIME_LIMIT_FACTOR (default 2): each element's --time is its phase's longest work times
 # this factor, in whole minutes (0: no --time, the partition's INFINITE). SLURM_REPLAY_TIMEOUT:
 # seconds to wait for the last job (default: the last arrival plus all the work run on one CPU,
-# plus 120). Returns 1 when a task did not complete; OUT_CSV is then not written.
+# plus a second per task, plus 120). Returns 1 when a task did not complete; OUT_CSV is then not written.
 slurm_replay() {
         local trace=${1:?usage: slurm_replay TRACE_CSV OUT_CSV BURN_BIN [TIME_SCALE]}
         local out=${2:?usage: slurm_replay TRACE_CSV OUT_CSV BURN_BIN [TIME_SCALE]}
@@ -500,7 +500,9 @@ slurm_replay() {
         done <<<"$phases"
         slurm_log "replay: $(wc -l <"$SLURM_DIR/replay.map") job arrays submitted, at most $((max_lag_us / 1000)) ms after their arrival"
 
-        total_work=$(awk '{ for (i = 8; i <= NF; i++) s += $i } END { printf "%d", s }' <<<"$phases")
+        # Time enough for the work done on one CPU, each task started by its own scheduling pass
+        # a second apart, and slack.
+        total_work=$(awk '{ for (i = 8; i <= NF; i++) s += $i; n += $6 } END { printf "%d", s + n }' <<<"$phases")
         last_arrival_us=$(tail -n 1 <<<"$phases" | cut -d' ' -f1)
         timeout=${SLURM_REPLAY_TIMEOUT:-$((last_arrival_us / 1000000 + total_work + 120))}
         if ! slurm_wait_for "$timeout" slurm_replay_done; then
