@@ -63,3 +63,8 @@ bench-replay: controller/cgorch-controller agent/cgorch-agent tools/cgorch-burn 
 		$(BASH) $(srcdir)/bench/cgorch-replay.sh $(builddir)/bench/replay-dev-20.csv $(builddir)
 CLEANFILES += bench/replay-dev-20.csv bench/replay-dev-20.out.csv
 .PHONY: bench-replay
+
+# cgorch's peer in the scheduling benchmarks, Slurm, on one private node (root, on demand; see
+# docs/peers.md): bench/slurm-lib.sh for the bench scripts, bench/slurm-replay.sh by hand.
+dist_noinst_SCRIPTS += bench/slurm-replay.sh
+EXTRA_DIST += bench/slurm-lib.sh docs/peers.md
