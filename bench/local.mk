@@ -68,3 +68,12 @@ CLEANFILES += bench/replay-dev-20.csv bench/replay-dev-20.out.csv
 # docs/peers.md): bench/slurm-lib.sh for the bench scripts, bench/slurm-replay.sh by hand.
 dist_noinst_SCRIPTS += bench/slurm-replay.sh
 EXTRA_DIST += bench/slurm-lib.sh docs/peers.md
+
+# Does size-based scheduling win? One node (bounds, cgorch-sim, real runs, Slurm side by side)
+# and clusters of 2, 108 and 800 CPUs in cgorch-sim; results in docs/benchmarks.md.
+dist_noinst_SCRIPTS += bench/sched-workload.sh bench/sched-scale.sh
+bench-sched-workload: sim/cgorch-sim controller/cgorch-controller agent/cgorch-agent tools/cgorch-burn
+	$(BASH) $(srcdir)/bench/sched-workload.sh $(builddir)
+bench-sched-scale: sim/cgorch-sim
+	$(BASH) $(srcdir)/bench/sched-scale.sh $(builddir)
+.PHONY: bench-sched-workload bench-sched-scale
