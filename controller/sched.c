@@ -607,7 +607,8 @@ static int thaw_backfill(Sched *s) {
         }
         /* The highest-priority job's frozen tasks first, then by task id (the same order
          * whichever way the scheduler was told of its tasks). */
-        qsort_r(c, n, sizeof(uint32_t), cmp_backfill, s);
+        if (n > 1)
+                qsort_r(c, n, sizeof(uint32_t), cmp_backfill, s);
         for (size_t k = 0; k < n; k++) {
                 const SchedTask *t = &s->tasks[c[k]];
                 const PlacementNode *node = &s->nodes[t->node];
