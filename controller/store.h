@@ -72,7 +72,7 @@ bool phase_state_is_final(PhaseState s);
  * task index (attempt 0), with the spec kept as JSON. Use inside a transaction. */
 int store_job_insert(Store *s, const JobSpec *spec, int64_t now_ms, uint64_t *ret_id);
 int store_job_get_state(Store *s, uint64_t job, JobState *ret);
-/* Sets the state; RUNNING sets started_ms if unset, a final state sets finished_ms. */
+/* Sets the state; a final state sets finished_ms. (A job's start is its first task's: the views read it there.) */
 int store_job_set_state(Store *s, uint64_t job, JobState state, int64_t now_ms);
 int store_job_count_by_state(Store *s, unsigned ret_counts[static _JOB_STATE_MAX]);
 
