@@ -196,6 +196,9 @@ int store_node_count_ready(Store *s, unsigned *ret);
 
 /* ---- Actions ---- */
 
+/* Called with the node of every action inserted from now on, right after the insert (inside
+ * its transaction, which may still roll back): the controller wakes that node's wait. */
+void store_set_action_hook(Store *s, void (*queued)(void *userdata, const char *node), void *userdata);
 /* payload is the action as sent on the wire without its "id" (which the store assigns). */
 int store_action_insert(Store *s, const char *node, const char *task, ActionType type,
                         json_t *payload, int64_t now_ms, uint64_t *ret_id);
