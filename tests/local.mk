@@ -192,3 +192,13 @@ tests_unit_test_node_wait_SOURCES = tests/unit/test-node-wait.c controller/node-
 tests_unit_test_node_wait_CFLAGS = $(AM_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_node_wait_LDADD = $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(CRITERION_LIBS)
 EXTRA_DIST += tests/integration/test-wait.sh
+
+# Push, the agent's side: what an answered wait means to it and when it tries again; a task's
+# start within well under the heartbeat interval on real cgroups, with push on and off.
+check_PROGRAMS += tests/unit/test-reporter
+TESTS += tests/unit/test-reporter tests/integration/test-push.sh
+tests_unit_test_reporter_SOURCES = tests/unit/test-reporter.c agent/reporter.c agent/reporter.h
+tests_unit_test_reporter_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/agent
+tests_unit_test_reporter_CFLAGS = $(AM_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(LIBCURL_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_reporter_LDADD = $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(LIBCURL_LIBS) $(CRITERION_LIBS)
+EXTRA_DIST += tests/integration/test-push.sh
