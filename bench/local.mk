@@ -63,3 +63,10 @@ bench-replay: controller/cgorch-controller agent/cgorch-agent tools/cgorch-burn 
 		$(BASH) $(srcdir)/bench/cgorch-replay.sh $(builddir)/bench/replay-dev-20.csv $(builddir)
 CLEANFILES += bench/replay-dev-20.csv bench/replay-dev-20.out.csv
 .PHONY: bench-replay
+
+# Submit → process start of a one-task job on an idle node, push on and off (root, real
+# cgroups; see docs/benchmarks.md): `make bench-start`.
+dist_noinst_SCRIPTS += bench/start-latency.sh
+bench-start: controller/cgorch-controller agent/cgorch-agent cli/cgorchctl
+	$(BASH) $(srcdir)/bench/start-latency.sh $(builddir) 50
+.PHONY: bench-start
