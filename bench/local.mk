@@ -77,3 +77,10 @@ bench-sched-workload: sim/cgorch-sim controller/cgorch-controller agent/cgorch-a
 bench-sched-scale: sim/cgorch-sim
 	$(BASH) $(srcdir)/bench/sched-scale.sh $(builddir)
 .PHONY: bench-sched-workload bench-sched-scale
+
+# Submit → process start of a one-task job on an idle node, push on and off (root, real
+# cgroups; see docs/benchmarks.md): `make bench-start`.
+dist_noinst_SCRIPTS += bench/start-latency.sh
+bench-start: controller/cgorch-controller agent/cgorch-agent cli/cgorchctl
+	$(BASH) $(srcdir)/bench/start-latency.sh $(builddir) 50
+.PHONY: bench-start

@@ -180,3 +180,25 @@ EXTRA_DIST += tests/integration/test-sched.sh
 # leg of the scheduling benchmark), checked job by job and task by task.
 TESTS += tests/integration/test-replay.sh
 EXTRA_DIST += tests/integration/test-replay.sh
+
+# Push, the controller's side: the per-address count of held requests, the per-node wait table,
+# and POST /v1/nodes/{id}/wait against a real controller (curl; no agent, no cgroups).
+check_PROGRAMS += tests/unit/test-addr-count tests/unit/test-node-wait
+TESTS += tests/unit/test-addr-count tests/unit/test-node-wait tests/integration/test-wait.sh
+tests_unit_test_addr_count_SOURCES = tests/unit/test-addr-count.c controller/addr-count.c controller/addr-count.h
+tests_unit_test_addr_count_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_addr_count_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
+tests_unit_test_node_wait_SOURCES = tests/unit/test-node-wait.c controller/node-wait.c controller/node-wait.h
+tests_unit_test_node_wait_CFLAGS = $(AM_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_node_wait_LDADD = $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(CRITERION_LIBS)
+EXTRA_DIST += tests/integration/test-wait.sh
+
+# Push, the agent's side: what an answered wait means to it and when it tries again; a task's
+# start within well under the heartbeat interval on real cgroups, with push on and off.
+check_PROGRAMS += tests/unit/test-reporter
+TESTS += tests/unit/test-reporter tests/integration/test-push.sh
+tests_unit_test_reporter_SOURCES = tests/unit/test-reporter.c agent/reporter.c agent/reporter.h
+tests_unit_test_reporter_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/agent
+tests_unit_test_reporter_CFLAGS = $(AM_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(LIBCURL_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_reporter_LDADD = $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(LIBCURL_LIBS) $(CRITERION_LIBS)
+EXTRA_DIST += tests/integration/test-push.sh
