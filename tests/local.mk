@@ -100,6 +100,19 @@ tests_unit_test_cluster_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS
 tests_unit_test_cluster_LDADD = $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(COMMON_LIBS) $(SQLITE3_LIBS) $(CRITERION_LIBS) -lm
 EXTRA_DIST += tests/integration/test-api.sh tests/api
 
+# The simulator's result is the daemon's: one trace through cgorch-sim and through the
+# controller's own path with a fake agent, job end times compared.
+check_PROGRAMS += tests/unit/test-sim-controller
+TESTS += tests/unit/test-sim-controller
+tests_unit_test_sim_controller_SOURCES = tests/unit/test-sim-controller.c tests/unit/store-dir.h \
+	controller/cluster.c controller/cluster.h \
+	controller/cluster-sched.c controller/cluster-sched.h controller/store-sched.c \
+	controller/store.c controller/store.h controller/store-internal.h \
+	controller/store-jobs.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c
+tests_unit_test_sim_controller_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_sim_controller_LDADD = $(SIM_LIBS) $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(COMMON_LIBS) $(SQLITE3_LIBS) \
+	$(CRITERION_LIBS) -lm
+
 # agent: the cgroup backend on the fixture trees (v1 co-mounted, hybrid, v2), copied to a
 # temporary directory by the test so that a read-only srcdir (distcheck) works.
 check_PROGRAMS += tests/unit/test-cgroup
