@@ -6,7 +6,7 @@
 # 2 s, push off at 500 ms; each prints p50/p95/p99/max over N submissions, one at a time,
 # percentiles by nearest rank (with N = 50, p99 is the largest value). A random pause of up to
 # one interval between submissions spreads them over the heartbeat's cycle. The Slurm row is
-# left to slurm_row() below.
+# in slurm_row() below.
 # Usage (root): bench/start-latency.sh BUILD_DIR [N]   (see docs/benchmarks.md)
 set -euo pipefail
 
@@ -69,12 +69,21 @@ row() {
         rm -f "$results"
 }
 
-# ---- HOOK: the Slurm row, to be filled in by whoever has Slurm on this box ----
-# slurm_row N: N one-task jobs whose script writes `date +%s.%N` first thing, each timed from
-# just before `sbatch` as above, the latencies (s) one per line in a file, then
-# `summarize "slurm, sbatch" FILE` for the row. Until then it says that it did not run.
+# The peer: a private one-node Slurm 22.05 (bench/slurm-lib.sh, docs/peers.md), N one-task
+# jobs timed from just before `sbatch` to the job's first `date`, with the same random pauses.
 slurm_row() {
-        printf '%-28s not measured by this script (fill in slurm_row() in %s)\n' "slurm" "${BASH_SOURCE[0]}"
+        local results reason
+        reason=$(. "$here/bench/slurm-lib.sh" && slurm_require) ||
+                { printf '%-28s skipped: %s\n' "slurm, sbatch" "${reason#SKIP: }"; return 0; }
+        results=$(mktemp)
+        (
+                . "$here/bench/slurm-lib.sh"
+                slurm_start 2 2048 >/dev/null 2>&1
+                slurm_start_latency "$1" "$build/tools/cgorch-burn" "$results.ms" >/dev/null
+        ) || echo "slurm: the run failed" >&2
+        [ -f "$results.ms" ] && awk '{ printf "%.6f\n", $1 / 1000 }' "$results.ms" >"$results"
+        summarize "slurm 22.05, sbatch" "$results"
+        rm -f "$results" "$results.ms"
 }
 
 echo "start-latency: $n submissions per row, $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
