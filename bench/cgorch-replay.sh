@@ -60,9 +60,6 @@ if [ "${PRIORITY:-1}" = 1 ]; then
 fi
 cluster_start_controller "$@"
 cluster_start_agent n1 --cpus "${CPUS:-2}" --memory "${MEMORY:-4G}"
-# ... and so do the daemons, or the node's own tasks would starve them (an agent kept from its
-# heartbeats by 16 tasks at the top weight had its node declared lost).
-[ "${PRIORITY:-1}" = 1 ] && renice -n -20 -p "$CONTROLLER_PID" "$CLUSTER_AGENT_PID" >/dev/null
 flags="${CLUSTER_HEARTBEAT_INTERVAL:+--heartbeat-interval $CLUSTER_HEARTBEAT_INTERVAL }$*"
 echo "cgorch-replay: $(basename "$trace") on one node of ${CPUS:-2} CPUs and ${MEMORY:-4G};" \
         "controller flags beyond the defaults: ${flags:-none};" \

@@ -205,18 +205,17 @@ EOF
         # the temp dir, so that the step daemons it starts are found there by slurm_stop.
         mungekey --create --keyfile="$SLURM_DIR/munge/munge.key" 2>>"$SLURM_DIR/munged.log" ||
                 { slurm_log "mungekey failed"; return 1; }
-        (cd "$SLURM_DIR" && exec nice -n "${SLURM_NICE:-0}" munged --foreground --socket="$SLURM_DIR/munge/munge.socket" \
+        (cd "$SLURM_DIR" && exec munged --foreground --socket="$SLURM_DIR/munge/munge.socket" \
                 --key-file="$SLURM_DIR/munge/munge.key" --pid-file="$SLURM_DIR/munge/munged.pid" \
                 --seed-file="$SLURM_DIR/munge/munged.seed" --log-file="$SLURM_DIR/munged.log" \
                 2>>"$SLURM_DIR/munged.log") &
         SLURM_PIDS+=($!)
         slurm_wait_for 10 test -S "$SLURM_DIR/munge/munge.socket" ||
                 { slurm_log "munged did not start"; return 1; }
-        (cd "$SLURM_DIR" && exec nice -n "${SLURM_NICE:-0}" slurmctld -D -f "$SLURM_CONF" >>"$SLURM_DIR/slurmctld.out" 2>&1) &
+        (cd "$SLURM_DIR" && exec slurmctld -D -f "$SLURM_CONF" >>"$SLURM_DIR/slurmctld.out" 2>&1) &
         SLURM_PIDS+=($!)
-        # SLURM_NICE (every daemon): the node's tasks inherit slurmd's priority
-        # (PropagatePrioProcess=0), so a bench on a shared machine can give them the CPUs first,
-        # as cgorch-replay.sh does; the daemons get it too, or their own tasks would starve them.
+        # SLURM_NICE: the node's tasks inherit slurmd's priority (PropagatePrioProcess=0), so a
+        # bench on a shared machine can give them the CPUs first, as cgorch-replay.sh does.
         (cd "$SLURM_DIR" && exec nice -n "${SLURM_NICE:-0}" slurmd -D -f "$SLURM_CONF" >>"$SLURM_DIR/slurmd.out" 2>&1) &
         SLURM_PIDS+=($!)
         if ! slurm_wait_for 30 slurm_node_idle; then
