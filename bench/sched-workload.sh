@@ -21,9 +21,8 @@
 #   REAL (1)    0: bounds and simulation only (no root, no cgroups, seconds instead of an hour)
 #   SLURM (1)   0: no Slurm rows (they are skipped with the reason when Slurm cannot run)
 #   OUT_DIR     keep the traces and per-job CSVs there (default: a temp dir, removed)
-# On a shared machine the node under test gets the CPUs before other work: the largest CPU
-# weight (cgorch's cgroup subtree, 256x the default) and nice -20 (Slurm's slurmd, whose tasks
-# inherit it: 87x).
+# On a shared machine the node under test gets the CPUs before other work: 10x the CPU weight
+# (cgorch's cgroup subtree) and nice -10 (Slurm's slurmd, whose tasks inherit it).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -70,7 +69,7 @@ for seed in $seeds; do
         if [ "$real" = 1 ]; then
                 for p in $policies; do
                         echo "sched-workload: seed $seed: cgorch --scheduler $p on this machine ..." >&2
-                        OUT=$d/real-$p.csv JOBS_JSON=$d/real-$p.json TASK_MEMORY=${TASK_MEMORY:-64M} \
+                        OUT=$d/real-$p.csv TASK_MEMORY=${TASK_MEMORY:-64M} \
                                 "$here/bench/cgorch-replay.sh" "$d/trace.csv" "$build" --scheduler "$p" \
                                 >"$d/real-$p.log" 2>&1 ||
                                 { echo "sched-workload: seed $seed: the $p run failed:" >&2; tail -n 20 "$d/real-$p.log" >&2; }
@@ -83,7 +82,7 @@ for seed in $seeds; do
                                         . "$here/bench/slurm-lib.sh"
                                         # The same head start over other work here as the
                                         # cgorch runs get (PRIORITY in cgorch-replay.sh).
-                                        SLURM_NICE=-20 SLURM_PRIORITY=$prio slurm_start "$cpus" 4096
+                                        SLURM_NICE=-10 SLURM_PRIORITY=$prio slurm_start "$cpus" 4096
                                         slurm_replay "$d/trace.csv" "$d/slurm-$prio.csv" "$burn"
                                 ) >"$d/slurm-$prio.log" 2>&1 ||
                                         { echo "sched-workload: seed $seed: Slurm ($prio) failed:" >&2; tail -n 20 "$d/slurm-$prio.log" >&2; }
