@@ -18,7 +18,6 @@
 #   HEARTBEAT_INTERVAL, SAMPLE_INTERVAL   empty (the defaults, 2s and 1s) unless set
 #   BURN                       the task program (default: the build's cgorch-burn)
 #   REPLAY_TIMEOUT             seconds (default: bench/cgorch-replay.py's, from the work)
-#   PRIORITY (1)               the node's tasks get 10x the CPU weight of other work here; 0: no
 set -euo pipefail
 
 usage="usage: cgorch-replay.sh TRACE_CSV BUILD_DIR [CONTROLLER_FLAGS...]"
@@ -46,18 +45,6 @@ mkdir -m 755 "$CLUSTER_DIR/bin"
 install -m 755 "$burn" "$CLUSTER_DIR/bin/$(basename "$burn")"
 task_burn=$CLUSTER_DIR/bin/$(basename "$burn")
 
-# The node under test gets the CPUs first, as a dedicated node would (PRIORITY=0: no): its
-# subtree's CPU weight is 10x that of anything else at the top of the hierarchy, so another
-# process on this shared machine takes a tenth as much from the tasks as it would (a lone CPU
-# hog would otherwise take as much as the whole node's tasks together). The subtree is ours:
-# cluster_cleanup removes it.
-if [ "${PRIORITY:-1}" = 1 ]; then
-        if [ -d "$CGROUP_FS/cpu" ]; then
-                mkdir -p "$CGROUP_FS/cpu/$CLUSTER_CGROOT" && echo 10240 >"$CGROUP_FS/cpu/$CLUSTER_CGROOT/cpu.shares"
-        elif [ -f "$CGROUP_FS/cgroup.controllers" ] && grep -qw cpu "$CGROUP_FS/cgroup.subtree_control"; then
-                mkdir -p "$CGROUP_FS/$CLUSTER_CGROOT" && echo 1000 >"$CGROUP_FS/$CLUSTER_CGROOT/cpu.weight"
-        fi
-fi
 cluster_start_controller "$@"
 cluster_start_agent n1 --cpus "${CPUS:-2}" --memory "${MEMORY:-4G}"
 flags="${CLUSTER_HEARTBEAT_INTERVAL:+--heartbeat-interval $CLUSTER_HEARTBEAT_INTERVAL }$*"

@@ -21,8 +21,6 @@
 #   REAL (1)    0: bounds and simulation only (no root, no cgroups, seconds instead of an hour)
 #   SLURM (1)   0: no Slurm rows (they are skipped with the reason when Slurm cannot run)
 #   OUT_DIR     keep the traces and per-job CSVs there (default: a temp dir, removed)
-# On a shared machine the node under test gets the CPUs before other work: 10x the CPU weight
-# (cgorch's cgroup subtree) and nice -10 (Slurm's slurmd, whose tasks inherit it).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -80,9 +78,7 @@ for seed in $seeds; do
                                 (
                                         # shellcheck source=bench/slurm-lib.sh
                                         . "$here/bench/slurm-lib.sh"
-                                        # The same head start over other work here as the
-                                        # cgorch runs get (PRIORITY in cgorch-replay.sh).
-                                        SLURM_NICE=-10 SLURM_PRIORITY=$prio slurm_start "$cpus" 4096
+                                        SLURM_PRIORITY=$prio slurm_start "$cpus" 4096
                                         slurm_replay "$d/trace.csv" "$d/slurm-$prio.csv" "$burn"
                                 ) >"$d/slurm-$prio.log" 2>&1 ||
                                         { echo "sched-workload: seed $seed: Slurm ($prio) failed:" >&2; tail -n 20 "$d/slurm-$prio.log" >&2; }
@@ -134,15 +130,6 @@ for seed in seeds:
     for r in rows:
         print("| %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f |" % r)
         rows_all.setdefault((r[0], r[1]), []).append(r)
-real = {k[1]: v for k, v in rows_all.items() if k[0] == "cgorch (real)"}
-sim = {k[1]: v for k, v in rows_all.items() if k[0] == "cgorch-sim"}
-if real:
-    print("\nthe simulator's prediction against the real run (mean response, per seed)")
-    print("| policy | " + " | ".join("seed %s" % s for s in seeds) + " |")
-    print("|---|" + "---|" * len(seeds))
-    for p in sorted(real):
-        cells = ["%+.0f %%" % (100 * (s_[2] / r[2] - 1)) for r, s_ in zip(real[p], sim.get(p, []))]
-        print("| %s | %s |" % (p, " | ".join(cells)))
 print("\nover %d seed(s): mean of the per-seed ratios" % len(seeds))
 print("| source | policy | seeds | / fluid SRPT | / fluid PS | mean slowdown |")
 print("|---|---|---|---|---|---|")

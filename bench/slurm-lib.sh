@@ -214,9 +214,7 @@ EOF
                 { slurm_log "munged did not start"; return 1; }
         (cd "$SLURM_DIR" && exec slurmctld -D -f "$SLURM_CONF" >>"$SLURM_DIR/slurmctld.out" 2>&1) &
         SLURM_PIDS+=($!)
-        # SLURM_NICE: the node's tasks inherit slurmd's priority (PropagatePrioProcess=0), so a
-        # bench on a shared machine can give them the CPUs first, as cgorch-replay.sh does.
-        (cd "$SLURM_DIR" && exec nice -n "${SLURM_NICE:-0}" slurmd -D -f "$SLURM_CONF" >>"$SLURM_DIR/slurmd.out" 2>&1) &
+        (cd "$SLURM_DIR" && exec slurmd -D -f "$SLURM_CONF" >>"$SLURM_DIR/slurmd.out" 2>&1) &
         SLURM_PIDS+=($!)
         if ! slurm_wait_for 30 slurm_node_idle; then
                 slurm_log "node $SLURM_NODE is not idle after 30 s: $(sinfo -h -N -o '%N %T %E' 2>&1)"
