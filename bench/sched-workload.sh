@@ -21,6 +21,9 @@
 #   REAL (1)    0: bounds and simulation only (no root, no cgroups, seconds instead of an hour)
 #   SLURM (1)   0: no Slurm rows (they are skipped with the reason when Slurm cannot run)
 #   OUT_DIR     keep the traces and per-job CSVs there (default: a temp dir, removed)
+# The real runs want this machine to themselves: other work on its two CPUs slows the node under
+# test and shows as a longer response. (Raising the node's CPU weight instead starved the
+# kernel's RCU threads: cgroup creation then stalled the agent for seconds.)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -67,7 +70,7 @@ for seed in $seeds; do
         if [ "$real" = 1 ]; then
                 for p in $policies; do
                         echo "sched-workload: seed $seed: cgorch --scheduler $p on this machine ..." >&2
-                        OUT=$d/real-$p.csv TASK_MEMORY=${TASK_MEMORY:-64M} \
+                        OUT=$d/real-$p.csv JOBS_JSON=$d/real-$p.json TASK_MEMORY=${TASK_MEMORY:-64M} \
                                 "$here/bench/cgorch-replay.sh" "$d/trace.csv" "$build" --scheduler "$p" \
                                 >"$d/real-$p.log" 2>&1 ||
                                 { echo "sched-workload: seed $seed: the $p run failed:" >&2; tail -n 20 "$d/real-$p.log" >&2; }
