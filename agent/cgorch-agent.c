@@ -49,6 +49,8 @@ static char *arg_ca_cert = NULL;
 static int arg_log_level = LOG_INFO;
 static char *arg_bpf_sampling = (char *) "auto";
 static char *arg_bpf_helper = NULL;
+static bool arg_push = true;
+static uint64_t arg_push_hold_us = 25 * USEC_PER_SEC;
 
 static const Option options[] = {
         { "controller", 0, OPTION_STRING, &arg_controller, "URL",
@@ -71,6 +73,10 @@ static const Option options[] = {
           "allow tasks to run as root (uid 0) (default: no)", 0, 0 },
         { "kill-on-exit", 0, OPTION_BOOL, &arg_kill_on_exit, NULL,
           "kill running tasks when the agent stops; otherwise they keep running (default: no)", 0, 0 },
+        { "push", 0, OPTION_BOOL, &arg_push, NULL,
+          "hold a wait open on the controller, so that actions arrive as soon as they are queued, not with the next heartbeat; one more connection (default: yes)", 0, 0 },
+        { "push-hold", 0, OPTION_DURATION, &arg_push_hold_us, "DURATION",
+          "how long the controller holds a wait before the agent opens the next one, 1s..60s (default: 25s)", 1, 60 },
         { "token-file", 0, OPTION_STRING, &arg_token_file, "FILE",
           "file (mode 0600) holding this node's NODE:SECRET line of the controller's agent tokens (default: none)", 0, 0 },
         { "ca-cert", 0, OPTION_STRING, &arg_ca_cert, "FILE",
@@ -355,14 +361,19 @@ static int run(void) {
                         goto out;
                 }
         }
+        r = reporter_set_push(reporter, arg_push, arg_push_hold_us / USEC_PER_MSEC);
+        if (r < 0) {
+                log_oom();
+                goto out;
+        }
         agent_set_kick(agent, kick_reporter, reporter);
         agent_set_on_sampled(agent, samples_ready, reporter);
         (void) reporter_send_now(reporter);
 
-        log_info("cgorch-agent %s: node %s, controller %s, cgroups %s at %s/%s (%s), capacity %.1f CPUs, %" PRIu64 " bytes.",
+        log_info("cgorch-agent %s: node %s, controller %s, cgroups %s at %s/%s (%s), capacity %.1f CPUs, %" PRIu64 " bytes, push %s.",
                  PACKAGE_VERSION, node, arg_controller, cgroup_mode_to_string(cgroup_backend_mode(cgroups)),
                  arg_cgroup_fs, cgroup_root, cgroup_backend_uses_libcgroup(cgroups) ? "libcgroup" : "direct",
-                 arg_cpus, arg_memory_bytes);
+                 arg_cpus, arg_memory_bytes, arg_push ? "on" : "off");
         /* WATCHDOG=1 pings at half of WATCHDOG_USEC when systemd set it (sd-event does it). */
         r = sd_event_set_watchdog(e, true);
         if (r < 0)

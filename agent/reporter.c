@@ -1,4 +1,5 @@
-/* reporter.c: heartbeat client — libcurl multi interface on sd-event, reply decoding, pacing. */
+/* reporter.c: heartbeat client — libcurl multi interface on sd-event, reply decoding, pacing —
+ * and the wait held open beside it (push). */
 #include <curl/curl.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -18,6 +19,12 @@
 /* Heartbeats that follow the samples move by up to a sample interval / this around their due
  * time to leave with a sample tick (reporter_samples_ready()). */
 #define READY_SLACK_DIVISOR 4
+
+/* A reply as it comes in, bounded by REPLY_MAX_BYTES. */
+typedef struct ReplyBuf {
+        char *data;                       /* NUL-terminated */
+        size_t len;
+} ReplyBuf;
 
 typedef struct SocketSource {
         curl_socket_t fd;
@@ -41,8 +48,7 @@ struct Reporter {
         CURL *easy;                       /* the heartbeat in flight, or NULL */
         struct curl_slist *headers;
         const char *body;                 /* of the heartbeat in flight, the builder's: curl reads it in place */
-        char *reply;
-        size_t reply_len;
+        ReplyBuf reply;
         bool send_after;                  /* reporter_send_now() came while one was in flight */
         bool in_reply;                    /* ops.reply() runs: a send_now waits for it to return */
 
@@ -52,6 +58,18 @@ struct Reporter {
         uint64_t ready_us;                /* the latest reporter_samples_ready() */
         uint64_t sample_interval_us;      /* and the agent's sample interval then */
         unsigned random_state;
+
+        /* Push: the wait held open on the controller, on a connection of its own. */
+        bool push;
+        uint64_t push_hold_ms;
+        char *wait_url;
+        CURL *wait_easy;                  /* the wait in flight, or NULL */
+        struct curl_slist *wait_headers;
+        ReplyBuf wait_reply;
+        unsigned wait_failures;           /* consecutive failed waits */
+        bool wait_failure_told;           /* this run of failures was logged at info */
+        uint64_t wait_not_before_us;      /* no new wait before this (CLOCK_MONOTONIC) */
+        sd_event_source *wait_timer;      /* opens the next wait at wait_not_before_us */
 };
 
 uint64_t reporter_backoff_ms(unsigned attempt) {
@@ -101,6 +119,11 @@ static void schedule_next(Reporter *r, uint64_t delay_ms) {
         arm_next(r);
 }
 
+static void reply_buf_done(ReplyBuf *b) {
+        free(b->data);
+        *b = (ReplyBuf) {};
+}
+
 static void request_done(Reporter *r) {
         if (r->easy) {
                 curl_multi_remove_handle(r->multi, r->easy);
@@ -110,14 +133,34 @@ static void request_done(Reporter *r) {
         curl_slist_free_all(r->headers);
         r->headers = NULL;
         r->body = NULL;
-        free(r->reply);
-        r->reply = NULL;
-        r->reply_len = 0;
+        reply_buf_done(&r->reply);
 }
 
+static void wait_done(Reporter *r) {
+        if (r->wait_easy) {
+                curl_multi_remove_handle(r->multi, r->wait_easy);
+                curl_easy_cleanup(r->wait_easy);
+                r->wait_easy = NULL;
+        }
+        curl_slist_free_all(r->wait_headers);
+        r->wait_headers = NULL;
+        reply_buf_done(&r->wait_reply);
+}
+
+/* "HTTP 503: {...}" for a log line: the body cut short, without its final newline. */
+static void reply_describe(long status, const ReplyBuf *b, char *buf, size_t size) {
+        size_t len = b->data ? strcspn(b->data, "\r\n") : 0;
+        snprintf(buf, size, "HTTP %ld: %.*s", status, (int) MIN(len, (size_t) 300), b->data ? b->data : "");
+}
+
+static double random01(Reporter *r) {
+        return (double) rand_r(&r->random_state) / ((double) RAND_MAX + 1.0);
+}
+
+static void wait_start(Reporter *r);
+
 static void heartbeat_failed(Reporter *r, const char *why) {
-        uint64_t delay = reporter_jitter_ms(reporter_backoff_ms(r->failures),
-                                            (double) rand_r(&r->random_state) / ((double) RAND_MAX + 1.0));
+        uint64_t delay = reporter_jitter_ms(reporter_backoff_ms(r->failures), random01(r));
 
         /* The first failure is worth a warning; the rest of an outage only at debug level. */
         log_full(r->failures == 0 ? LOG_WARNING : LOG_DEBUG, "Heartbeat to %s failed: %s; retrying in %" PRIu64 " ms.",
@@ -143,10 +186,10 @@ static void heartbeat_finished(Reporter *r, CURLcode result) {
         }
         curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
         if (status != 200) {
-                snprintf(why, sizeof why, "HTTP %ld: %.300s", status, r->reply ? r->reply : "");
+                reply_describe(status, &r->reply, why, sizeof why);
                 goto fail;
         }
-        j = json_loadb(r->reply ? r->reply : "", r->reply_len, 0, &jerr);
+        j = json_loadb(r->reply.data ? r->reply.data : "", r->reply.len, 0, &jerr);
         if (!j) {
                 snprintf(why, sizeof why, "reply is not JSON: %s", jerr.text);
                 goto fail;
@@ -177,6 +220,8 @@ static void heartbeat_finished(Reporter *r, CURLcode result) {
                 next_ms = 0;
         }
         schedule_next(r, next_ms);
+        /* The controller answers: a wait beside the heartbeats, unless one is open or backing off. */
+        wait_start(r);
         return;
 
 fail:
@@ -185,13 +230,151 @@ fail:
         heartbeat_failed(r, why);
 }
 
+/* ---- the wait (push) ---- */
+
+ReporterWaitVerdict reporter_wait_verdict(long status, const char *body, size_t len) {
+        if (status == 404 || status == 405)
+                return REPORTER_WAIT_UNSUPPORTED;
+        if (status != 200)
+                return REPORTER_WAIT_FAILED;
+        json_t *j = json_loadb(body ? body : "", len, 0, NULL);
+        json_t *wake = json_object_get(j, "wake");
+        ReporterWaitVerdict v = !json_is_boolean(wake) ? REPORTER_WAIT_FAILED :
+                json_is_true(wake) ? REPORTER_WAIT_WAKE : REPORTER_WAIT_AGAIN;
+        json_decref(j);
+        return v;
+}
+
+uint64_t reporter_wait_retry_ms(ReporterWaitVerdict verdict, unsigned failures, double random01) {
+        if (verdict == REPORTER_WAIT_UNSUPPORTED)
+                return REPORTER_WAIT_UNSUPPORTED_RETRY_MS;
+        return reporter_jitter_ms(reporter_backoff_ms(failures > 0 ? failures - 1 : 0), random01);
+}
+
+static uint64_t now_us(Reporter *r) {
+        uint64_t t = 0;
+        (void) sd_event_now(r->event, CLOCK_MONOTONIC, &t);
+        return t;
+}
+
+static void wait_failed(Reporter *r, ReporterWaitVerdict verdict, const char *why) {
+        r->wait_failures++;
+        uint64_t delay = reporter_wait_retry_ms(verdict, r->wait_failures, random01(r));
+        r->wait_not_before_us = now_us(r) + delay * USEC_PER_MSEC;
+        /* Tried again then, not only at the next answered heartbeat, which may be an interval
+         * later: push comes back as soon as the controller does. */
+        int k = sd_event_source_set_time(r->wait_timer, r->wait_not_before_us);
+        if (k >= 0)
+                k = sd_event_source_set_enabled(r->wait_timer, SD_EVENT_ONESHOT);
+        if (k < 0)
+                log_debug_errno(k, "Cannot time the next wait (the next heartbeat opens it): %m");
+        /* Said once per run of failures, and only while heartbeats get answers (when they do not,
+         * their own warning says it all): actions still come, with every heartbeat. */
+        bool tell = !r->wait_failure_told && r->failures == 0;
+        log_full(tell ? LOG_INFO : LOG_DEBUG,
+                 "%s: %s; actions come with the heartbeats (every %" PRIu64 " ms) until a wait is answered again "
+                 "(next try in %" PRIu64 " s).",
+                 verdict == REPORTER_WAIT_UNSUPPORTED ? "The controller does not hold waits (an older version?)" :
+                                                        "Wait on the controller failed",
+                 why, r->interval_ms, (delay + 999) / 1000);
+        r->wait_failure_told = r->wait_failure_told || tell;
+}
+
+static void wait_finished(Reporter *r, CURLcode result) {
+        long status = 0;
+        char why[512];
+
+        if (result != CURLE_OK) {
+                snprintf(why, sizeof why, "%s", curl_easy_strerror(result));
+                wait_done(r);
+                return wait_failed(r, REPORTER_WAIT_FAILED, why);
+        }
+        curl_easy_getinfo(r->wait_easy, CURLINFO_RESPONSE_CODE, &status);
+        ReporterWaitVerdict v = reporter_wait_verdict(status, r->wait_reply.data, r->wait_reply.len);
+        reply_describe(status, &r->wait_reply, why, sizeof why);
+        wait_done(r);
+        if (v == REPORTER_WAIT_UNSUPPORTED || v == REPORTER_WAIT_FAILED)
+                return wait_failed(r, v, why);
+
+        if (r->wait_failure_told)
+                log_info("Waits on the controller are answered again: actions come as soon as they are queued.");
+        r->wait_failures = 0;
+        r->wait_failure_told = false;
+        r->wait_not_before_us = 0;
+        if (v == REPORTER_WAIT_WAKE) {
+                /* Actions wait: the heartbeat fetches them, and its answer opens the next wait
+                 * (one opened now could cross the heartbeat and be woken for the same actions). */
+                log_debug("Woken by the controller: heartbeat now.");
+                (void) reporter_send_now(r);
+                return;
+        }
+        wait_start(r);
+}
+
+static size_t on_reply_data(char *data, size_t size, size_t nmemb, void *userdata);
+
+static void wait_start(Reporter *r) {
+        if (!r->push || r->wait_easy || now_us(r) < r->wait_not_before_us)
+                return;
+
+        r->wait_easy = curl_easy_init();
+        /* No body, so no Content-Type (curl would add a form's). */
+        r->wait_headers = curl_slist_append(NULL, "Content-Type:");
+        if (r->wait_headers && r->authorization)
+                r->wait_headers = curl_slist_append(r->wait_headers, r->authorization);
+        if (!r->wait_easy || !r->wait_headers ||
+            curl_easy_setopt(r->wait_easy, CURLOPT_URL, r->wait_url) != CURLE_OK ||
+            curl_easy_setopt(r->wait_easy, CURLOPT_HTTPHEADER, r->wait_headers) != CURLE_OK ||
+            curl_easy_setopt(r->wait_easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) 0) != CURLE_OK ||
+            curl_easy_setopt(r->wait_easy, CURLOPT_POSTFIELDS, "") != CURLE_OK ||
+            curl_easy_setopt(r->wait_easy, CURLOPT_WRITEFUNCTION, on_reply_data) != CURLE_OK ||
+            curl_easy_setopt(r->wait_easy, CURLOPT_WRITEDATA, &r->wait_reply) != CURLE_OK ||
+            curl_easy_setopt(r->wait_easy, CURLOPT_USERAGENT, "cgorch-agent/" PACKAGE_VERSION) != CURLE_OK ||
+            curl_easy_setopt(r->wait_easy, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
+            curl_easy_setopt(r->wait_easy, CURLOPT_TIMEOUT_MS, (long) (r->push_hold_ms + REPORTER_WAIT_SLACK_MS)) != CURLE_OK ||
+            curl_easy_setopt(r->wait_easy, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS) != CURLE_OK ||
+            (r->ca_file && curl_easy_setopt(r->wait_easy, CURLOPT_CAINFO, r->ca_file) != CURLE_OK) ||
+            curl_multi_add_handle(r->multi, r->wait_easy) != CURLM_OK) {
+                wait_done(r);
+                wait_failed(r, REPORTER_WAIT_FAILED, "cannot set up the request");
+        }
+}
+
+static int on_wait_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        wait_start(userdata);
+        return 0;
+}
+
+int reporter_set_push(Reporter *r, bool on, uint64_t hold_ms) {
+        _cleanup_free_ char *url = NULL;
+        size_t len = strlen(r->url) - strlen("/heartbeat");
+
+        /* The heartbeat URL is .../v1/nodes/NODE/heartbeat: the wait is its sibling. */
+        if (on && asprintf(&url, "%.*s/wait?hold_ms=%" PRIu64, (int) len, r->url, hold_ms) < 0)
+                return -ENOMEM;
+        free(r->wait_url);
+        r->wait_url = TAKE_PTR(url);
+        r->push = on;
+        r->push_hold_ms = hold_ms;
+        if (!on) {
+                wait_done(r);
+                (void) sd_event_source_set_enabled(r->wait_timer, SD_EVENT_OFF);
+        }
+        return 0;
+}
+
 static void check_finished(Reporter *r) {
         CURLMsg *msg;
         int left;
 
-        while ((msg = curl_multi_info_read(r->multi, &left)))
-                if (msg->msg == CURLMSG_DONE && msg->easy_handle == r->easy)
+        while ((msg = curl_multi_info_read(r->multi, &left))) {
+                if (msg->msg != CURLMSG_DONE)
+                        continue;
+                if (msg->easy_handle == r->easy)
                         heartbeat_finished(r, msg->data.result);
+                else if (msg->easy_handle == r->wait_easy)
+                        wait_finished(r, msg->data.result);
+        }
 }
 
 static int on_curl_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -278,19 +461,19 @@ static int curl_timer_cb(CURLM *multi, long timeout_ms, void *userdata) {
 }
 
 static size_t on_reply_data(char *data, size_t size, size_t nmemb, void *userdata) {
-        Reporter *r = userdata;
+        ReplyBuf *b = userdata;
         size_t n = size * nmemb;
         char *p;
 
-        if (r->reply_len + n > REPLY_MAX_BYTES)
+        if (b->len + n > REPLY_MAX_BYTES)
                 return 0; /* makes curl fail with CURLE_WRITE_ERROR */
-        p = realloc(r->reply, r->reply_len + n + 1);
+        p = realloc(b->data, b->len + n + 1);
         if (!p)
                 return 0;
-        memcpy(p + r->reply_len, data, n);
-        r->reply = p;
-        r->reply_len += n;
-        r->reply[r->reply_len] = '\0';
+        memcpy(p + b->len, data, n);
+        b->data = p;
+        b->len += n;
+        b->data[b->len] = '\0';
         return n;
 }
 
@@ -326,7 +509,7 @@ static int heartbeat_send(Reporter *r) {
             curl_easy_setopt(r->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) strlen(body)) != CURLE_OK ||
             curl_easy_setopt(r->easy, CURLOPT_POSTFIELDS, body) != CURLE_OK ||
             curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_reply_data) != CURLE_OK ||
-            curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r) != CURLE_OK ||
+            curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, &r->reply) != CURLE_OK ||
             curl_easy_setopt(r->easy, CURLOPT_USERAGENT, "cgorch-agent/" PACKAGE_VERSION) != CURLE_OK ||
             curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
             curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, REQUEST_TIMEOUT_MS) != CURLE_OK ||
@@ -437,10 +620,15 @@ int reporter_new(sd_event *e, const char *controller_url, const char *node, cons
                 k = sd_event_add_time(e, &r->next_timer, CLOCK_MONOTONIC, UINT64_MAX, USEC_PER_MSEC, on_next_timer, r);
         if (k >= 0)
                 k = sd_event_source_set_enabled(r->next_timer, SD_EVENT_OFF);
+        if (k >= 0)
+                k = sd_event_add_time(e, &r->wait_timer, CLOCK_MONOTONIC, UINT64_MAX, 10 * USEC_PER_MSEC, on_wait_timer, r);
+        if (k >= 0)
+                k = sd_event_source_set_enabled(r->wait_timer, SD_EVENT_OFF);
         if (k < 0) {
                 reporter_free(r);
                 return k;
         }
+        (void) sd_event_source_set_description(r->wait_timer, "wait-timer");
         (void) sd_event_source_set_description(r->curl_timer, "curl-timer");
         (void) sd_event_source_set_description(r->next_timer, "heartbeat-timer");
 
@@ -452,6 +640,7 @@ Reporter *reporter_free(Reporter *r) {
         if (!r)
                 return NULL;
         request_done(r);
+        wait_done(r);
         if (r->multi)
                 curl_multi_cleanup(r->multi);
         for (size_t i = 0; i < r->n_sockets; i++)
@@ -459,8 +648,10 @@ Reporter *reporter_free(Reporter *r) {
         free(r->sockets);
         sd_event_source_disable_unref(r->curl_timer);
         sd_event_source_disable_unref(r->next_timer);
+        sd_event_source_disable_unref(r->wait_timer);
         sd_event_unref(r->event);
         free(r->url);
+        free(r->wait_url);
         secret_free(r->authorization);
         free(r->ca_file);
         free(r);

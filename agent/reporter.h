@@ -2,9 +2,14 @@
  * driven by sd-event (never blocking the loop), decodes the reply, and paces the next one:
  * after the interval the controller asks for (right after the agent's sample tick when that
  * is near), or with exponential backoff (1 s doubling to 30 s, jittered) while the controller
- * is unreachable or failing. */
+ * is unreachable or failing. With push on it also keeps a wait open on the controller (POST
+ * /v1/nodes/NODE/wait, on a connection of its own), which the controller answers as soon as
+ * an action is queued for the node: the agent then sends a heartbeat at once, which fetches
+ * it. Without an answering wait (an older controller, a restart, a dropped connection) the
+ * heartbeats alone carry the actions, as they always do. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
@@ -38,6 +43,10 @@ static inline void reporter_freep(Reporter **r) {
  * system's trust store). Copies both. Returns 0 or -ENOMEM. */
 int reporter_set_auth(Reporter *r, const char *token, const char *ca_file);
 
+/* Push: after each heartbeat that gets an answer, keep a wait of up to hold_ms open on the
+ * controller (see above). Off by default. Returns 0 or -ENOMEM. */
+int reporter_set_push(Reporter *r, bool on, uint64_t hold_ms);
+
 /* Sends a heartbeat now unless one is in flight (then right after it). */
 int reporter_send_now(Reporter *r);
 
@@ -53,3 +62,22 @@ int reporter_samples_ready(Reporter *r, uint64_t sample_interval_us);
  * drawn from random01 in [0,1): 80%..120% of it, capped at the maximum. */
 uint64_t reporter_backoff_ms(unsigned attempt);
 uint64_t reporter_jitter_ms(uint64_t ms, double random01);
+
+/* How long the controller holds a wait at most beyond what the agent asked (it answers a
+ * timed-out wait within a fraction of a second), and the slack on top before the agent gives
+ * the request up. */
+#define REPORTER_WAIT_SLACK_MS 10000u
+/* A controller without waits is asked again after this long (it may have been upgraded). */
+#define REPORTER_WAIT_UNSUPPORTED_RETRY_MS (5u * 60u * 1000u)
+
+/* What an answered wait means (pure: the HTTP status and body). */
+typedef enum ReporterWaitVerdict {
+        REPORTER_WAIT_WAKE,           /* 200 {"wake": true}: actions wait, send a heartbeat */
+        REPORTER_WAIT_AGAIN,          /* 200 {"wake": false}: nothing came, wait again */
+        REPORTER_WAIT_UNSUPPORTED,    /* 404 or 405: a controller without waits */
+        REPORTER_WAIT_FAILED,         /* anything else: wait again after a backoff */
+} ReporterWaitVerdict;
+ReporterWaitVerdict reporter_wait_verdict(long status, const char *body, size_t len);
+/* The pause before the next wait after failures in a row (>= 1) of this verdict, jittered
+ * with random01 as reporter_jitter_ms(). */
+uint64_t reporter_wait_retry_ms(ReporterWaitVerdict verdict, unsigned failures, double random01);

@@ -64,6 +64,27 @@ bench-replay: controller/cgorch-controller agent/cgorch-agent tools/cgorch-burn 
 CLEANFILES += bench/replay-dev-20.csv bench/replay-dev-20.out.csv
 .PHONY: bench-replay
 
+# cgorch's peer in the scheduling benchmarks, Slurm, on one private node (root, on demand; see
+# docs/peers.md): bench/slurm-lib.sh for the bench scripts, bench/slurm-replay.sh by hand.
+dist_noinst_SCRIPTS += bench/slurm-replay.sh
+EXTRA_DIST += bench/slurm-lib.sh docs/peers.md
+
+# Does size-based scheduling win? One node (bounds, cgorch-sim, real runs, Slurm side by side)
+# and clusters of 2, 108 and 800 CPUs in cgorch-sim; results in docs/benchmarks.md.
+dist_noinst_SCRIPTS += bench/sched-workload.sh bench/sched-scale.sh
+bench-sched-workload: sim/cgorch-sim controller/cgorch-controller agent/cgorch-agent tools/cgorch-burn
+	$(BASH) $(srcdir)/bench/sched-workload.sh $(builddir)
+bench-sched-scale: sim/cgorch-sim
+	$(BASH) $(srcdir)/bench/sched-scale.sh $(builddir)
+.PHONY: bench-sched-workload bench-sched-scale
+
+# Submit → process start of a one-task job on an idle node, push on and off (root, real
+# cgroups; see docs/benchmarks.md): `make bench-start`.
+dist_noinst_SCRIPTS += bench/start-latency.sh
+bench-start: controller/cgorch-controller agent/cgorch-agent cli/cgorchctl
+	$(BASH) $(srcdir)/bench/start-latency.sh $(builddir) 50
+.PHONY: bench-start
+
 # cgorch-sim on the production-like day (-w mapreduce, 24 442 jobs): wall time, CPU time and
 # peak RSS of every policy and preemption mode on the generator's cluster and on 100x8x16G at
 # load 0.9 (see docs/benchmarks.md and docs/evaluation.md, "Speed"): `make bench-sim`.

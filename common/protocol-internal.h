@@ -27,8 +27,6 @@
 #define KEY_IN_MESSAGE_MAX 64            /* a client-chosen key is cut to this in error messages */
 #define PATH_BUF 256
 
-bool node_name_is_valid(const char *s);
-
 /* The optional fields of task and node samples, in the order encoders write them. */
 typedef enum SampleFieldType {
         SF_U64,          /* integer ≥ 0 */

@@ -116,6 +116,9 @@ char *task_id_format(const TaskId *id, char *buf);
 
 /* ---- Heartbeat (POST /v1/nodes/{id}/heartbeat) ---- */
 
+/* A node name: 1..PROTO_NAME_MAX characters [A-Za-z0-9._-], starting with a letter or digit. */
+bool node_name_is_valid(const char *s);
+
 /* Pressure stall information of one resource: a cgroup's {cpu,memory,io}.pressure (v2, or the
  * unified tree of a hybrid node) or /proc/pressure/{cpu,memory,io} for the node. */
 typedef struct Pressure {

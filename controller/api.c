@@ -122,8 +122,81 @@ static void handle_heartbeat(const HttpRequest *req, HttpResponse *resp, void *u
                                        &resp->body, &error);
         if (r < 0)
                 return respond_errno(resp, r, error, req->path);
+        /* The reply carries every action queued for the node so far: nothing to wake it for. */
+        if (api->waits)
+                node_waits_replied(api->waits, req->params[0]);
         resp->status = 200;
         changed(api);
+}
+
+static json_t *wait_body(bool wake) {
+        return json_pack("{s:b}", "wake", wake);
+}
+
+void api_wait_answer(void *held, NodeWaitEnd end, void *userdata) {
+        HttpResponse resp = { .status = 200 };
+        if (end == NODE_WAIT_STOPPING)
+                http_response_error(&resp, 503, "the controller is stopping");
+        else if (end == NODE_WAIT_REPLACED)
+                /* An error, not "wait again": two agents with one node name would otherwise take
+                 * turns replacing each other's wait as fast as they can. (Usually nobody reads
+                 * it: the replaced wait is an old connection its agent has given up.) */
+                http_response_error(&resp, 409, "a newer wait of this node replaced this one");
+        else
+                resp.body = wait_body(end == NODE_WAIT_WAKE);
+        http_held_answer(held, &resp);
+}
+
+static void on_wait_gone(HttpHeld *h, void *userdata) {
+        node_wait_gone(userdata, h);
+}
+
+/* hold_ms: a decimal integer in [0, API_WAIT_HOLD_MAX_MS]. */
+static bool parse_hold_ms(const char *s, uint64_t *ret) {
+        if (!s || *s < '0' || *s > '9' || strlen(s) > 6)
+                return false;
+        char *end;
+        unsigned long v = strtoul(s, &end, 10);
+        if (*end != '\0' || v > API_WAIT_HOLD_MAX_MS)
+                return false;
+        *ret = v;
+        return true;
+}
+
+/* The agent's long poll: answered {"wake": true} as soon as an action waits for the node (the
+ * agent then sends a heartbeat, which fetches it), {"wake": false} after hold_ms. */
+static void handle_node_wait(const HttpRequest *req, HttpResponse *resp, void *userdata) {
+        static const char *const allowed[] = { "hold_ms", NULL };
+        Api *api = userdata;
+        uint64_t hold_ms = API_WAIT_HOLD_DEFAULT_MS;
+
+        const char *unknown = http_request_query_unknown(req, allowed);
+        if (unknown)
+                return http_response_error(resp, 400, "%s: unknown query parameter", unknown);
+        if (!node_name_is_valid(req->params[0]))
+                return http_response_error(resp, 400,
+                                           "node: must be 1..128 characters [A-Za-z0-9._-], starting with a letter or digit");
+        const char *v = http_request_query(req, "hold_ms");
+        if (v && !parse_hold_ms(v, &hold_ms))
+                return http_response_error(resp, 400, "hold_ms: must be an integer in [0, %u]", API_WAIT_HOLD_MAX_MS);
+
+        NodeWait *n = api->waits ? node_waits_get(api->waits, req->params[0]) : NULL;
+        if (!n || node_wait_pending(n) || hold_ms == 0) {
+                if (api->waits && !n)
+                        return respond_errno(resp, -ENOMEM, NULL, req->path);
+                resp->status = 200;
+                resp->body = wait_body(n && node_wait_pending(n));
+                return;
+        }
+        HttpHeld *h;
+        int r = http_request_hold(req, on_wait_gone, n, &h);
+        if (r == -EBUSY)
+                return http_response_error(resp, 503,
+                                           "wait: no room to hold it (held waits may take half of --max-connections, "
+                                           "and of --max-connections-per-ip per address); send heartbeats");
+        if (r < 0)
+                return respond_errno(resp, r, NULL, req->path);
+        node_wait_hold(n, h, hold_ms * USEC_PER_MSEC);
 }
 
 static void handle_scheduler(const HttpRequest *req, HttpResponse *resp, void *userdata) {
@@ -169,6 +242,8 @@ const HttpRoute api_routes[] = {
         { "DELETE", "/v1/jobs/{}", false, handle_job_cancel, AUTH_ACCESS_WRITE },
         /* Raw: heartbeats are decoded from their text (heartbeat-reader.h), not a jansson tree. */
         { "POST", "/v1/nodes/{}/heartbeat", HTTP_BODY_RAW, handle_heartbeat, AUTH_ACCESS_HEARTBEAT },
+        /* Held open until an action waits for the node (node-wait.h): the agent's push path. */
+        { "POST", "/v1/nodes/{}/wait", false, handle_node_wait, AUTH_ACCESS_HEARTBEAT },
         { "GET", "/v1/nodes", false, handle_nodes_list, AUTH_ACCESS_READ },
         { "GET", "/v1/scheduler", false, handle_scheduler, AUTH_ACCESS_READ },
         { "GET", "/v1/contention", false, api_handle_contention, AUTH_ACCESS_READ },

@@ -5,6 +5,7 @@
 #include "auth.h"
 #include "cluster.h"
 #include "http-server.h"
+#include "node-wait.h"
 #include "orchestrator.h"
 #include "runtime-config.h"
 #include "store.h"
@@ -17,7 +18,15 @@ typedef struct Api {
         const AuthTokens *tokens;            /* none configured: every request is allowed */
         Orchestrator *orchestrator;          /* GET /v1/contention */
         RuntimeConfig *config;               /* GET/PUT /v1/config */
+        NodeWaits *waits;                    /* POST /v1/nodes/{id}/wait; NULL: answered at once */
 } Api;
+
+/* A wait holds at most this long (?hold_ms=), 25 s when not given. */
+#define API_WAIT_HOLD_MAX_MS 60000u
+#define API_WAIT_HOLD_DEFAULT_MS 25000u
+
+/* NodeWaitOps.answer for the waits the API holds (held: an HttpHeld). */
+void api_wait_answer(void *held, NodeWaitEnd end, void *userdata);
 
 /* The orchestrator's endpoints (api-orch.c), userdata an Api. */
 void api_handle_contention(const HttpRequest *req, HttpResponse *resp, void *userdata);

@@ -28,7 +28,7 @@ static int parse_error(char **ret_error, unsigned line, const char *why) {
         return -EINVAL;
 }
 
-static bool node_name_is_valid(const char *s, size_t len) {
+static bool token_node_is_valid(const char *s, size_t len) {
         if (len == 0 || len > PROTO_NAME_MAX)
                 return false;
         for (size_t i = 0; i < len; i++) {
@@ -63,7 +63,7 @@ int auth_parse_agent_tokens(const char *text, size_t len, AgentToken **ret, size
                         break;
                 }
                 size_t node_len = (size_t) (colon - start), secret_len = l - node_len - 1;
-                if (!node_name_is_valid(start, node_len)) {
+                if (!token_node_is_valid(start, node_len)) {
                         r = parse_error(ret_error, line, "NODE must be 1 to 128 characters of [A-Za-z0-9._-]");
                         break;
                 }

@@ -17,6 +17,7 @@
 #include "config.h"
 #include "http-server.h"
 #include "log.h"
+#include "node-wait.h"
 #include "orchestrator.h"
 #include "runtime-config.h"
 #include "secret-file.h"
@@ -146,6 +147,7 @@ typedef struct Manager {
         Cluster *cluster;
         HttpServer *http;
         Orchestrator *orchestrator;
+        NodeWaits *waits;
         RuntimeConfig config;
         sd_event_source *tick_source;
         StopGuard *stop_guard;
@@ -165,7 +167,8 @@ static void notify_status(Manager *m) {
         _cleanup_free_ char *status = NULL;
         if (cluster_status(m->cluster, &status) < 0)
                 return;
-        (void) sd_notifyf(false, "STATUS=%s", status);
+        (void) sd_notifyf(false, "STATUS=%s; %u agent wait(s) held, %" PRIu64 " woken", status,
+                          m->waits ? node_waits_n_held(m->waits) : 0, m->waits ? node_waits_n_woken(m->waits) : 0);
 }
 
 /* After a request changed state: STATUS= at most once a second, since it counts every job
@@ -235,6 +238,10 @@ static int write_port_file(const char *path, uint16_t port) {
 static void manager_done(Manager *m) {
         m->stop_guard = stop_guard_stop(m->stop_guard);
         m->tick_source = sd_event_source_disable_unref(m->tick_source);
+        /* The held waits first (answered 503), while the server that holds them still runs. */
+        if (m->store)
+                store_set_action_hook(m->store, NULL, NULL);
+        m->waits = node_waits_free(m->waits);
         m->http = http_server_free(m->http);
         m->orchestrator = orchestrator_free(m->orchestrator);
         m->cluster = cluster_free(m->cluster);
@@ -347,6 +354,12 @@ static int on_heartbeat(void *userdata, const Heartbeat *hb, int64_t now, uint32
         return m->orchestrator ? orchestrator_observe(m->orchestrator, hb, now, interval_ms) : 0;
 }
 
+/* The store's hook: an action was queued for node, wake its agent's wait. */
+static void on_action_queued(void *userdata, const char *node) {
+        Manager *m = userdata;
+        node_waits_action_queued(m->waits, node);
+}
+
 static int apply_orchestrator(void *userdata, const RuntimeSettings *s) {
         Manager *m = userdata;
         return orchestrator_set_params(m->orchestrator, &s->balance, &s->detect);
@@ -443,6 +456,12 @@ static int run(Manager *m) {
                  m->config.current.balance.epoch_s, orch_estimator_to_string(m->config.current.balance.estimator),
                  m->config.current.balance.hysteresis_epochs, m->config.current.balance.cooldown_epochs);
 
+        static const NodeWaitOps wait_ops = { .answer = api_wait_answer };
+        r = node_waits_new(m->event, &wait_ops, NULL, &m->waits);
+        if (r < 0)
+                return log_error_errno(r, "Cannot set up the node waits: %m");
+        store_set_action_hook(m->store, on_action_queued, m);
+
         m->api = (Api) {
                 .cluster = m->cluster,
                 .store = m->store,
@@ -451,6 +470,7 @@ static int run(Manager *m) {
                 .tokens = &m->tokens,
                 .orchestrator = m->orchestrator,
                 .config = &m->config,
+                .waits = m->waits,
         };
         _cleanup_free_ char *tls_cert = NULL;
         _cleanup_secret_ char *tls_key = NULL;

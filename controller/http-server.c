@@ -1,6 +1,6 @@
 /* http-server.c: libmicrohttpd on an sd-event loop (MHD's epoll fd watched by sd-event, MHD's
  * own timeout as a timer), TLS, per-address limits, authorization, request bodies, the
- * router and JSON responses. */
+ * router, JSON responses, and requests held open for a later answer (suspended connections). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
@@ -10,8 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 
+#include "addr-count.h"
 #include "heartbeat-reader.h"
 #include "http-server.h"
 #include "log.h"
@@ -44,23 +46,59 @@ struct HttpServer {
         size_t n_routes;
         void *userdata;
         uint16_t port;
+
+        HttpHeld *held;                   /* requests held open, newest first */
+        unsigned n_held, max_held;
+        unsigned max_held_per_address;
+        AddrCount *held_by_address;       /* NULL: no per-address limit */
+        bool resumed;                     /* a held request was answered: MHD must run to send it */
 };
 
 /* One request in flight: what MHD's per-connection pointer holds between callbacks. */
 typedef struct Request {
+        HttpServer *server;
         const HttpRoute *route;
         char *params[HTTP_MAX_PARAMS];
         char *body;
         size_t body_size;
         bool too_large;
+        HttpHeld *held;                   /* while held */
+        bool answered;                    /* held, then answered: answer goes out when MHD resumes it */
+        bool abandoned;                   /* held, and its client went away: close the connection */
+        HttpResponse answer;
 } Request;
+
+struct HttpHeld {
+        HttpServer *server;
+        struct MHD_Connection *conn;
+        Request *request;
+        sd_event_source *hangup;          /* the client's end of the connection closing */
+        HttpHeldGone gone;
+        void *userdata;
+        uint8_t key[RATE_LIMIT_KEY_MAX];
+        size_t key_len;
+        HttpHeld *prev, *next;
+};
+
+static void held_unlink(HttpHeld *h);
 
 static void request_free(Request *r) {
         if (!r)
                 return;
+        /* A safety net: MHD closes no suspended connection, and http_server_free() resumes
+         * every held one before the daemon stops. */
+        if (r->held) {
+                HttpHeld *h = r->held;
+                held_unlink(h);
+                if (h->gone)
+                        h->gone(h, h->userdata);
+                free(h);
+        }
         for (size_t i = 0; i < HTTP_MAX_PARAMS; i++)
                 free(r->params[i]);
         free(r->body);
+        json_decref(r->answer.body);
+        free(r->answer.location);
         free(r);
 }
 
@@ -328,7 +366,7 @@ static enum MHD_Result request_finish(HttpServer *s, struct MHD_Connection *conn
                         return send_error(conn, MHD_HTTP_BAD_REQUEST, NULL, NULL, "%s", error ?: "body: invalid JSON");
         }
 
-        HttpRequest hreq = { .method = method, .path = url, .body = body, .connection = conn };
+        HttpRequest hreq = { .method = method, .path = url, .body = body, .connection = conn, .state = req };
         if (req->route->takes_body == HTTP_BODY_RAW) {
                 hreq.raw_body = req->body;
                 hreq.raw_body_size = req->body_size;
@@ -340,8 +378,127 @@ static enum MHD_Result request_finish(HttpServer *s, struct MHD_Connection *conn
         req->route->handler(&hreq, &resp, s->userdata);
         json_decref(body);
 
+        if (req->held) {
+                /* Answered later (http_held_answer()), when MHD resumes the connection. */
+                json_decref(resp.body);
+                free(resp.location);
+                log_debug("%s %s → held", method, url);
+                return MHD_YES;
+        }
         log_debug("%s %s → %u", method, url, resp.status);
         return send_response(conn, &resp, NULL, NULL);
+}
+
+/* ---- Held requests ---- */
+
+/* MHD learns of a resumed connection only when it runs: run it at the next turn of the loop. */
+static void run_soon(HttpServer *s) {
+        s->resumed = true;
+        int r = sd_event_source_set_enabled(s->defer_source, SD_EVENT_ONESHOT);
+        /* -ESTALE: the loop has ended; http_server_free() runs MHD itself. */
+        if (r < 0 && r != -ESTALE)
+                log_warning_errno(r, "Cannot schedule the HTTP server's next run: %m");
+}
+
+static void held_unlink(HttpHeld *h) {
+        HttpServer *s = h->server;
+
+        if (h->prev)
+                h->prev->next = h->next;
+        else
+                s->held = h->next;
+        if (h->next)
+                h->next->prev = h->prev;
+        s->n_held--;
+        if (s->held_by_address)
+                addr_count_remove(s->held_by_address, h->key, h->key_len);
+        h->hangup = sd_event_source_disable_unref(h->hangup);
+        h->request->held = NULL;
+}
+
+/* Unlinks h, frees it and resumes its connection: with its answer (set by the caller), or
+ * abandoned (closed). */
+static void held_release(HttpHeld *h, bool abandoned) {
+        HttpServer *s = h->server;
+
+        held_unlink(h);
+        h->request->abandoned = abandoned;
+        MHD_resume_connection(h->conn);
+        free(h);
+        run_soon(s);
+}
+
+static int on_held_hangup(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
+        HttpHeld *h = userdata;
+        log_debug("A held request's client closed its connection.");
+        if (h->gone)
+                h->gone(h, h->userdata);
+        held_release(h, true);
+        return 0;
+}
+
+int http_request_hold(const HttpRequest *req, HttpHeldGone gone, void *userdata, HttpHeld **ret) {
+        Request *r = req->state;
+        if (!r || r->held)
+                return -EINVAL;
+        HttpServer *s = r->server;
+        struct MHD_Connection *conn = req->connection;
+
+        uint8_t key[RATE_LIMIT_KEY_MAX];
+        size_t key_len = client_key(conn, key);
+        if (s->n_held >= s->max_held)
+                return -EBUSY;
+        if (s->held_by_address && key_len > 0 &&
+            addr_count_get(s->held_by_address, key, key_len) >= s->max_held_per_address)
+                return -EBUSY;
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!info)
+                return -EIO;
+
+        HttpHeld *h = calloc(1, sizeof(HttpHeld));
+        if (!h)
+                return -ENOMEM;
+        *h = (HttpHeld) { .server = s, .conn = conn, .request = r, .gone = gone, .userdata = userdata,
+                          .key_len = key_len };
+        memcpy(h->key, key, key_len);
+        /* MHD does not read a suspended connection, so it would not notice the client leave
+         * (an agent that stopped, a dropped connection) until the answer: watch for that here,
+         * so that its slot is free again at once. */
+        int k = sd_event_add_io(s->event, &h->hangup, info->connect_fd, EPOLLRDHUP, on_held_hangup, h);
+        if (k < 0) {
+                free(h);
+                return k;
+        }
+        (void) sd_event_source_set_description(h->hangup, "http-held");
+        if (s->held_by_address && key_len > 0) {
+                k = addr_count_add(s->held_by_address, key, key_len);
+                if (k < 0) {
+                        sd_event_source_disable_unref(h->hangup);
+                        free(h);
+                        return k;
+                }
+        } else
+                h->key_len = 0; /* nothing to take back from the table */
+
+        MHD_suspend_connection(conn);
+        h->next = s->held;
+        if (s->held)
+                s->held->prev = h;
+        s->held = h;
+        s->n_held++;
+        r->held = h;
+        *ret = h;
+        return 0;
+}
+
+void http_held_answer(HttpHeld *h, HttpResponse *resp) {
+        Request *r = h->request;
+        json_decref(r->answer.body);
+        free(r->answer.location);
+        r->answer = *resp;
+        *resp = (HttpResponse) {};
+        r->answered = true;
+        held_release(h, false);
 }
 
 const char *http_request_query(const HttpRequest *req, const char *key) {
@@ -391,8 +548,25 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                         log_oom();
                         return MHD_NO;
                 }
+                req->server = s;
                 *con_cls = req;
                 return request_begin(s, conn, url, method, req);
+        }
+
+        /* A held request that MHD resumed: its answer, or the end of a connection whose client
+         * is gone. */
+        if (req->abandoned) {
+                /* Nobody will read it: MHD finds the connection closed when it writes. (MHD_NO
+                 * would close it too, with a warning for every agent that went away.) */
+                HttpResponse gone = { .status = MHD_HTTP_GONE };
+                return send_response(conn, &gone, MHD_HTTP_HEADER_CONNECTION, "close");
+        }
+        if (req->answered) {
+                HttpResponse answer = req->answer;
+                req->answer = (HttpResponse) {};
+                req->answered = false;
+                log_debug("%s %s → %u (held)", method, url, answer.status);
+                return send_response(conn, &answer, NULL, NULL);
         }
 
         /* Refused in request_begin (its answer is queued): whatever body comes is dropped. */
@@ -457,6 +631,14 @@ static void update_timer(HttpServer *s) {
         uint64_t now_us, timeout_us;
         int r;
 
+        if (s->resumed) {
+                /* Answered during this run (a handler woke a held request): MHD takes it up at
+                 * its next run, whatever its timeout says. */
+                r = sd_event_source_set_enabled(s->defer_source, SD_EVENT_ONESHOT);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot schedule the HTTP server's next run: %m");
+                return;
+        }
         if (MHD_get_timeout(s->daemon, &timeout_ms) == MHD_NO) {
                 (void) sd_event_source_set_enabled(s->defer_source, SD_EVENT_OFF);
                 (void) sd_event_source_set_enabled(s->timer_source, SD_EVENT_OFF);
@@ -483,6 +665,7 @@ static void update_timer(HttpServer *s) {
 }
 
 static void run_mhd(HttpServer *s) {
+        s->resumed = false;
         if (MHD_run(s->daemon) == MHD_NO)
                 log_warning("libmicrohttpd failed to process connections.");
         update_timer(s);
@@ -594,7 +777,15 @@ int http_server_new(sd_event *event, const HttpServerConfig *config, const HttpR
         if (r < 0)
                 return log_oom();
 
-        unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+        s->max_held = config->max_connections / HTTP_HELD_SHARE_DIVISOR;
+        if (config->max_connections_per_ip > 0) {
+                s->max_held_per_address = config->max_connections_per_ip / HTTP_HELD_SHARE_DIVISOR;
+                r = addr_count_new(&s->held_by_address);
+                if (r < 0)
+                        return log_oom();
+        }
+
+        unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
         if (sa.ss_family == AF_INET6)
                 flags |= MHD_USE_IPv6;
         if (tls)
@@ -666,11 +857,22 @@ int http_server_new(sd_event *event, const HttpServerConfig *config, const HttpR
 HttpServer *http_server_free(HttpServer *s) {
         if (!s)
                 return NULL;
+        /* MHD must not stop with suspended connections: resume (and so close) every held
+         * request, and let MHD take them up once. */
+        while (s->held) {
+                HttpHeld *h = s->held;
+                if (h->gone)
+                        h->gone(h, h->userdata);
+                held_release(h, true);
+        }
+        if (s->daemon && s->resumed)
+                (void) MHD_run(s->daemon);
         sd_event_source_disable_unref(s->io_source);
         sd_event_source_disable_unref(s->timer_source);
         sd_event_source_disable_unref(s->defer_source);
         if (s->daemon)
                 MHD_stop_daemon(s->daemon);
+        addr_count_free(s->held_by_address);
         rate_limit_free(s->requests);
         rate_limit_free(s->auth_failures);
         sd_event_unref(s->event);

@@ -1,7 +1,8 @@
 /* http-server.h: a small JSON-over-HTTP(S) server — libmicrohttpd driven by an sd-event loop
  * through MHD's epoll fd — with a router from (method, path pattern) to handlers, and the
  * limits every request passes before a handler sees it: connections, header and body size,
- * request rate and failed authentications per client address, and an authorization hook. */
+ * request rate and failed authentications per client address, and an authorization hook.
+ * A handler may also hold its request open and answer it later (a long poll). */
 #pragma once
 
 #include <jansson.h>
@@ -22,6 +23,7 @@ typedef struct HttpRequest {
         const char *raw_body;         /* the body as received for HTTP_BODY_RAW routes (not NUL-terminated) */
         size_t raw_body_size;
         void *connection;             /* the server's, for http_request_query() */
+        void *state;                  /* the server's, for http_request_hold(); NULL outside a server */
 } HttpRequest;
 
 /* The value of a query-string argument ("?limit=10": "10"), NULL when absent; an argument
@@ -84,6 +86,7 @@ typedef struct HttpServer HttpServer;
  * config's strings are used only during the call. */
 int http_server_new(sd_event *event, const HttpServerConfig *config, const HttpRoute *routes, size_t n_routes,
                     void *userdata, HttpServer **ret);
+/* Held requests still open are closed (their gone callbacks run). */
 HttpServer *http_server_free(HttpServer *s);
 static inline void http_server_freep(HttpServer **s) {
         if (*s)
@@ -96,6 +99,28 @@ bool http_server_tls_supported(void);
 
 /* 1 if the "ADDR:PORT" listens on loopback only, 0 if not, -EINVAL if it is no address. */
 int http_listen_is_loopback(const char *listen);
+
+/* A request a handler holds open instead of answering at once (a long poll): libmicrohttpd
+ * suspends its connection, which then still counts as open but is not read, written or timed
+ * out by libmicrohttpd until it is answered. */
+typedef struct HttpHeld HttpHeld;
+/* The client of a held request closed its connection: the request is over and h is freed
+ * right after this returns; the owner forgets it and must not answer it. */
+typedef void (*HttpHeldGone)(HttpHeld *h, void *userdata);
+
+/* Held requests take at most half of --max-connections, and with a per-address limit at most
+ * half of it per client address: the other half stays for requests answered at once (an agent's
+ * heartbeat beside its held wait, operators). */
+#define HTTP_HELD_SHARE_DIVISOR 2u
+
+/* From inside a handler: holds the request instead of answering it (the handler leaves resp
+ * alone) until http_held_answer(). The server watches the connection meanwhile, so a client
+ * that goes away frees its slot at once (gone is called). Returns 0, -EBUSY when the limits
+ * above are reached (answer now instead), -EINVAL outside a server, -ENOMEM. Must not be
+ * answered before the handler returns. */
+int http_request_hold(const HttpRequest *req, HttpHeldGone gone, void *userdata, HttpHeld **ret);
+/* Answers a held request with resp (taken over: resp is cleared); h is freed. */
+void http_held_answer(HttpHeld *h, HttpResponse *resp);
 
 /* Fills resp with {"error": {"status": N, "message": "..."}}. */
 void http_response_error(HttpResponse *resp, unsigned status, const char *fmt, ...) _printf_(3, 4);

@@ -9,6 +9,8 @@ CONTROLLER_SOURCES = \
 	controller/cluster.c controller/cluster.h \
 	controller/cluster-sched.c controller/cluster-sched.h \
 	controller/http-server.c controller/http-server.h \
+	controller/addr-count.c controller/addr-count.h \
+	controller/node-wait.c controller/node-wait.h \
 	controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \
 	controller/store-jobs.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c \

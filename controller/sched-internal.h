@@ -13,12 +13,11 @@
 
 /* Where a job stands in a decision: tiny phases (fewer tasks than the training count: HFSP's
  * "S_f = 0, the highest priority") first, one after the other, the smallest estimate first;
- * then shared jobs split capacity by weight (FAIR; PSBS's late jobs); ordered ones are served
- * strictly one after the other, late (HFSP) before normal. */
+ * then shared jobs split capacity by weight (FAIR; the late jobs of HFSP and PSBS); ordered
+ * ones are served strictly one after the other. */
 typedef enum SchedTier {
         SCHED_TIER_TINY,
         SCHED_TIER_SHARED,
-        SCHED_TIER_LATE,
         SCHED_TIER_ORDERED,
 } SchedTier;
 
@@ -31,7 +30,6 @@ typedef enum SchedPlace {
         SCHED_PLACE_NONE,
         SCHED_PLACE_TINY,          /* heap by size estimate */
         SCHED_PLACE_SHARED,        /* heap by CPU per weight */
-        SCHED_PLACE_LATE,          /* heap by when it became late */
         SCHED_PLACE_STATIC,        /* heap by a key that does not change with time (fifo, srpt) */
         SCHED_PLACE_CLASS,         /* uncapped in the virtual cluster: heap of its weight class by tag */
         SCHED_PLACE_CAPPED,        /* capped in the virtual cluster: a short list, scanned */
@@ -145,7 +143,7 @@ typedef struct SchedClass {
 } SchedClass;
 
 typedef struct SchedOrder {
-        SchedHeap tiny, shared, late, fixed;
+        SchedHeap tiny, shared, fixed;
         SchedClass *classes;
         size_t n_classes;
         uint32_t *capped;          /* job slots */

@@ -1,8 +1,8 @@
 /* sched-order.c: the jobs in the policy's priority order, kept as changes come instead of
  * sorted per decision — so a decision reads only the jobs at the head. Tier by tier: tiny jobs
  * in a heap by their size estimate; shared
- * jobs (fair; PSBS's late jobs) in a heap by CPU per weight; HFSP's late jobs in a heap by
- * when they became late; then the ordered tier, merged from
+ * jobs (fair; the late jobs of hfsp and psbs) in a heap by CPU per weight; then the ordered
+ * tier, merged from
  *   - a heap by a key that does not move with time (fifo: 0, so submission; srpt: remaining),
  *   - for hfsp and psbs, the jobs uncapped in the virtual cluster, one heap per weight by their
  *     tag: within a weight, remaining size (weight × (tag − g)) and virtual finish time (the
@@ -31,7 +31,6 @@ void sched_order_init(Sched *s) {
                 *ord = (SchedOrder) {};
                 sched_heap_init(&ord->tiny, pos_offset(o), key_which(o), false);
                 sched_heap_init(&ord->shared, pos_offset(o), key_which(o), false);
-                sched_heap_init(&ord->late, pos_offset(o), key_which(o), false);
                 sched_heap_init(&ord->fixed, pos_offset(o), key_which(o), false);
         }
 }
@@ -41,7 +40,6 @@ void sched_order_done(Sched *s) {
                 SchedOrder *ord = &s->orders[o];
                 sched_heap_done(&ord->tiny);
                 sched_heap_done(&ord->shared);
-                sched_heap_done(&ord->late);
                 sched_heap_done(&ord->fixed);
                 for (size_t c = 0; c < ord->n_classes; c++)
                         sched_heap_done(&ord->classes[c].heap);
@@ -91,9 +89,6 @@ static void take_out(Sched *s, SchedJob *j, int o) {
         case SCHED_PLACE_SHARED:
                 sched_heap_remove(s, &ord->shared, slot);
                 break;
-        case SCHED_PLACE_LATE:
-                sched_heap_remove(s, &ord->late, slot);
-                break;
         case SCHED_PLACE_STATIC:
                 sched_heap_remove(s, &ord->fixed, slot);
                 break;
@@ -131,8 +126,6 @@ static SchedPlace place_of(const Sched *s, SchedJob *j, double *ret_key) {
                 *ret_key = j->alloc_cpus / j->weight;
                 return SCHED_PLACE_SHARED;
         }
-        if (j->tier == SCHED_TIER_LATE)
-                return SCHED_PLACE_LATE;
         if (s->ops->virtual_order && j->in_virtual) {
                 if (j->capped)
                         return SCHED_PLACE_CAPPED;
@@ -158,9 +151,6 @@ static int put_in_at(Sched *s, SchedJob *j, int o, SchedPlace place, double key,
                 break;
         case SCHED_PLACE_SHARED:
                 h = &ord->shared;
-                break;
-        case SCHED_PLACE_LATE:
-                h = &ord->late;
                 break;
         case SCHED_PLACE_STATIC:
                 h = &ord->fixed;
@@ -202,7 +192,7 @@ static int put_in_as(Sched *s, SchedJob *j, int o, bool bulk) {
 int sched_order_bulk(Sched *s) {
         for (int o = 0; o < _SCHED_ORDER_MAX; o++) {
                 SchedOrder *ord = &s->orders[o];
-                ord->tiny.n = ord->shared.n = ord->late.n = ord->fixed.n = 0;
+                ord->tiny.n = ord->shared.n = ord->fixed.n = 0;
                 for (size_t c = 0; c < ord->n_classes; c++)
                         ord->classes[c].heap.n = 0;
                 ord->n_capped = 0;
@@ -224,7 +214,6 @@ int sched_order_bulk(Sched *s) {
                 SchedOrder *ord = &s->orders[o];
                 sched_heap_heapify(s, &ord->tiny);
                 sched_heap_heapify(s, &ord->shared);
-                sched_heap_heapify(s, &ord->late);
                 sched_heap_heapify(s, &ord->fixed);
                 for (size_t c = 0; c < ord->n_classes;) {
                         if (ord->classes[c].heap.n == 0) {
@@ -295,8 +284,6 @@ uint32_t sched_order_next(Sched *s, int o, bool skip_shared) {
         uint32_t best = sched_heap_top(&ord->tiny);
         if (best == SCHED_NIL && !skip_shared)
                 best = sched_heap_top(&ord->shared);
-        if (best == SCHED_NIL)
-                best = sched_heap_top(&ord->late);
         if (best == SCHED_NIL) {
                 /* The ordered tier: the heads of the static heap and of each weight class, and
                  * every capped job, at their priority now. */

@@ -621,7 +621,7 @@ static int thaw_backfill(Sched *s) {
         }
         /* The highest-priority job's frozen tasks first, then by task id (the same order
          * whichever way the scheduler was told of its tasks). */
-        if (n > 0)
+        if (n > 1)
                 qsort_r(c, n, sizeof(uint32_t), cmp_backfill, s);
         for (size_t k = 0; k < n; k++) {
                 const SchedTask *t = sched_task_at(s, c[k]);

@@ -27,6 +27,8 @@ struct Store {
         StoreCheckpointer *checkpointer;
         StoreUsage *usage;             /* running tasks' usage (store-usage.c) */
         uint64_t busy_since_us;        /* when the current wait for a lock began */
+        void (*action_queued)(void *userdata, const char *node);
+        void *action_queued_userdata;
 };
 
 /* Hands a statement back to the cache: reset (ending its read, if it was mid-way) and its

@@ -154,17 +154,15 @@ int store_job_set_state(Store *s, uint64_t job, JobState state, int64_t now_ms) 
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r = store_prepare(s,
                               "UPDATE jobs SET state = ?1,"
-                              " started_ms = CASE WHEN ?2 AND started_ms IS NULL THEN ?4 ELSE started_ms END,"
-                              " finished_ms = CASE WHEN ?3 AND finished_ms IS NULL THEN ?4 ELSE finished_ms END "
-                              "WHERE id = ?5",
+                              " finished_ms = CASE WHEN ?2 AND finished_ms IS NULL THEN ?3 ELSE finished_ms END "
+                              "WHERE id = ?4",
                               &st);
         if (r < 0)
                 return r;
         sqlite3_bind_text(st, 1, job_state_to_string(state), -1, SQLITE_STATIC);
-        sqlite3_bind_int(st, 2, state == JOB_RUNNING);
-        sqlite3_bind_int(st, 3, job_state_is_final(state));
-        sqlite3_bind_int64(st, 4, now_ms);
-        sqlite3_bind_int64(st, 5, (int64_t) job);
+        sqlite3_bind_int(st, 2, job_state_is_final(state));
+        sqlite3_bind_int64(st, 3, now_ms);
+        sqlite3_bind_int64(st, 4, (int64_t) job);
         r = store_step_done(s, st, "update job state");
         if (r < 0)
                 return r;
@@ -564,7 +562,7 @@ static int json_set(json_t *o, const char *key, json_t *v) {
 
 static int task_to_json(sqlite3_stmt *st, json_t **ret) {
         /* Columns: id, state, node, exit_code, signal, oom_killed, cpu_s, memory_peak_bytes,
-         * progress, started_ms, finished_ms, error */
+         * progress, started_ms, finished_ms, error, placed_ms */
         _cleanup_json_ json_t *o = json_object();
         if (!o)
                 return -ENOMEM;
@@ -580,6 +578,7 @@ static int task_to_json(sqlite3_stmt *st, json_t **ret) {
         r = r ?: json_set(o, "memory_peak_bytes", json_integer(sqlite3_column_int64(st, 7)));
         r = r ?: json_set(o, "progress", sqlite3_column_type(st, 8) == SQLITE_NULL ? json_null() :
                                                 json_real(sqlite3_column_double(st, 8)));
+        r = r ?: json_set(o, "placed_ms", store_column_json(st, 12));
         r = r ?: json_set(o, "started_ms", store_column_json(st, 9));
         r = r ?: json_set(o, "finished_ms", store_column_json(st, 10));
         r = r ?: json_set(o, "error", store_column_json(st, 11));
@@ -596,8 +595,11 @@ static int phase_tasks_to_json(Store *s, uint64_t job, unsigned phase, json_t **
                 return -ENOMEM;
         int r = store_prepare(s,
                               "SELECT id, state, node, exit_code, signal, oom_killed, " USAGE_CPU_S("") ","
-                              " " USAGE_MEMORY_PEAK("") ", " USAGE_PROGRESS("") ", started_ms, finished_ms, error "
-                              "FROM tasks WHERE job = ? AND phase = ? ORDER BY idx, attempt",
+                              " " USAGE_MEMORY_PEAK("") ", " USAGE_PROGRESS("") ", started_ms, finished_ms, error,"
+                              /* Placed: when its start action was queued (started_ms is when the
+                               * agent saw its process start). */
+                              " (SELECT MIN(a.created_ms) FROM actions a WHERE a.task = t.id AND a.type = 'start') "
+                              "FROM tasks t WHERE job = ? AND phase = ? ORDER BY idx, attempt",
                               &st);
         if (r < 0)
                 return r;
@@ -667,8 +669,11 @@ static int phases_to_json(Store *s, uint64_t job, bool with_tasks, json_t **ret)
 int store_job_to_json(Store *s, uint64_t job, bool with_tasks, json_t **ret) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r = store_prepare(s,
-                              "SELECT j.id, j.name, j.user, j.weight, j.state, j.submitted_ms, j.started_ms,"
-                              " j.finished_ms,"
+                              /* Started: when its first task's process started, as its agent saw it
+                               * (jobs.started_ms, written at placement by earlier versions, is not
+                               * read). */
+                              "SELECT j.id, j.name, j.user, j.weight, j.state, j.submitted_ms,"
+                              " (SELECT MIN(started_ms) FROM tasks WHERE job = j.id), j.finished_ms,"
                               " (SELECT COALESCE(SUM(n_tasks), 0) FROM phases WHERE job = j.id),"
                               " (SELECT COUNT(*) FROM tasks WHERE job = j.id AND state = 'succeeded'),"
                               " (SELECT COALESCE(AVG(CASE WHEN state = 'succeeded' THEN 1.0"

@@ -254,6 +254,11 @@ int store_nodes_to_json(Store *s, json_t **ret) {
 
 /* ---- Actions ---- */
 
+void store_set_action_hook(Store *s, void (*queued)(void *userdata, const char *node), void *userdata) {
+        s->action_queued = queued;
+        s->action_queued_userdata = userdata;
+}
+
 int store_action_insert(Store *s, const char *node, const char *task, ActionType type,
                         json_t *payload, int64_t now_ms, uint64_t *ret_id) {
         _cleanup_free_ char *text = json_dumps(payload, JSON_COMPACT);
@@ -274,6 +279,8 @@ int store_action_insert(Store *s, const char *node, const char *task, ActionType
                 return r;
         if (ret_id)
                 *ret_id = (uint64_t) sqlite3_last_insert_rowid(s->db);
+        if (s->action_queued)
+                s->action_queued(s->action_queued_userdata, node);
         return 0;
 }
 

@@ -72,7 +72,7 @@ bool phase_state_is_final(PhaseState s);
  * task index (attempt 0), with the spec kept as JSON. Use inside a transaction. */
 int store_job_insert(Store *s, const JobSpec *spec, int64_t now_ms, uint64_t *ret_id);
 int store_job_get_state(Store *s, uint64_t job, JobState *ret);
-/* Sets the state; RUNNING sets started_ms if unset, a final state sets finished_ms. */
+/* Sets the state; a final state sets finished_ms. (A job's start is its first task's: the views read it there.) */
 int store_job_set_state(Store *s, uint64_t job, JobState state, int64_t now_ms);
 int store_job_count_by_state(Store *s, unsigned ret_counts[static _JOB_STATE_MAX]);
 
@@ -196,6 +196,9 @@ int store_node_count_ready(Store *s, unsigned *ret);
 
 /* ---- Actions ---- */
 
+/* Called with the node of every action inserted from now on, right after the insert (inside
+ * its transaction, which may still roll back): the controller wakes that node's wait. */
+void store_set_action_hook(Store *s, void (*queued)(void *userdata, const char *node), void *userdata);
 /* payload is the action as sent on the wire without its "id" (which the store assigns). */
 int store_action_insert(Store *s, const char *node, const char *task, ActionType type,
                         json_t *payload, int64_t now_ms, uint64_t *ret_id);

@@ -100,6 +100,19 @@ tests_unit_test_cluster_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS
 tests_unit_test_cluster_LDADD = $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(COMMON_LIBS) $(SQLITE3_LIBS) $(CRITERION_LIBS) -lm
 EXTRA_DIST += tests/integration/test-api.sh tests/api
 
+# The simulator's result is the daemon's: one trace through cgorch-sim and through the
+# controller's own path with a fake agent, job end times compared.
+check_PROGRAMS += tests/unit/test-sim-controller
+TESTS += tests/unit/test-sim-controller
+tests_unit_test_sim_controller_SOURCES = tests/unit/test-sim-controller.c tests/unit/store-dir.h \
+	controller/cluster.c controller/cluster.h \
+	controller/cluster-sched.c controller/cluster-sched.h controller/store-sched.c \
+	controller/store.c controller/store.h controller/store-internal.h \
+	controller/store-jobs.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c
+tests_unit_test_sim_controller_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_sim_controller_LDADD = $(SIM_LIBS) $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(COMMON_LIBS) $(SQLITE3_LIBS) \
+	$(CRITERION_LIBS) -lm
+
 # agent: the cgroup backend on the fixture trees (v1 co-mounted, hybrid, v2), copied to a
 # temporary directory by the test so that a read-only srcdir (distcheck) works.
 check_PROGRAMS += tests/unit/test-cgroup
@@ -180,3 +193,25 @@ EXTRA_DIST += tests/integration/test-sched.sh
 # leg of the scheduling benchmark), checked job by job and task by task.
 TESTS += tests/integration/test-replay.sh
 EXTRA_DIST += tests/integration/test-replay.sh
+
+# Push, the controller's side: the per-address count of held requests, the per-node wait table,
+# and POST /v1/nodes/{id}/wait against a real controller (curl; no agent, no cgroups).
+check_PROGRAMS += tests/unit/test-addr-count tests/unit/test-node-wait
+TESTS += tests/unit/test-addr-count tests/unit/test-node-wait tests/integration/test-wait.sh
+tests_unit_test_addr_count_SOURCES = tests/unit/test-addr-count.c controller/addr-count.c controller/addr-count.h
+tests_unit_test_addr_count_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_addr_count_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
+tests_unit_test_node_wait_SOURCES = tests/unit/test-node-wait.c controller/node-wait.c controller/node-wait.h
+tests_unit_test_node_wait_CFLAGS = $(AM_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_node_wait_LDADD = $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(CRITERION_LIBS)
+EXTRA_DIST += tests/integration/test-wait.sh
+
+# Push, the agent's side: what an answered wait means to it and when it tries again; a task's
+# start within well under the heartbeat interval on real cgroups, with push on and off.
+check_PROGRAMS += tests/unit/test-reporter
+TESTS += tests/unit/test-reporter tests/integration/test-push.sh
+tests_unit_test_reporter_SOURCES = tests/unit/test-reporter.c agent/reporter.c agent/reporter.h
+tests_unit_test_reporter_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/agent
+tests_unit_test_reporter_CFLAGS = $(AM_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(LIBCURL_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_reporter_LDADD = $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(LIBCURL_LIBS) $(CRITERION_LIBS)
+EXTRA_DIST += tests/integration/test-push.sh

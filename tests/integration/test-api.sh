@@ -80,7 +80,7 @@ fail() {
 # so a case states whether a time is set without knowing when the suite ran. A virtual size that
 # has aged (for as long as the suite took) since its estimate is "<ageing>".
 normalize='walk(if type == "object" then with_entries(
-        if (.key | test("^(submitted|started|finished|last_heartbeat|initial|final)_ms$|^response_s$"))
+        if (.key | test("^(submitted|placed|started|finished|last_heartbeat|initial|final)_ms$|^response_s$"))
            and (.value | type) == "number" then .value = "<time>" else . end)
         | if (.virtual_size_s | type) == "number" and (.estimated_size_s | type) == "number"
              and .virtual_size_s != .estimated_size_s then .virtual_size_s = "<ageing>" else . end

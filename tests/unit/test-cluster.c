@@ -259,7 +259,8 @@ Test(cluster, two_phase_job_runs_phase_by_phase) {
         assert_job_state(id, "running");
         assert_task_state(id, 0, 0, "starting");
         assert_field(id, 0, 0, "node", "n1");
-        cr_assert_eq(number(id, -1, -1, "started_ms"), T0 + 1000);
+        cr_assert_eq(number(id, 0, 0, "placed_ms"), T0 + 1000, "placed when its start was queued");
+        assert_field(id, -1, -1, "started_ms", "(null)"); /* placed, not yet started */
 
         /* Acked and running, with usage samples. */
         Ack acks[] = { ack_ok(s0), ack_ok(s1) };
@@ -276,6 +277,7 @@ Test(cluster, two_phase_job_runs_phase_by_phase) {
         cr_assert_eq(hr->n_actions, 0, "acked actions are not sent again");
         assert_task_state(id, 0, 0, "running");
         cr_assert_eq(number(id, 0, 0, "started_ms"), T0 + 1500, "a task starts at its first sample");
+        cr_assert_eq(number(id, -1, -1, "started_ms"), T0 + 1500, "a job starts with its first task");
         cr_assert_float_eq(number(id, 0, 0, "cpu_s"), 0.6, 1e-9);
         cr_assert_float_eq(number(id, 0, 0, "progress"), 0.4, 1e-9);
         cr_assert_eq(number(id, 0, 0, "memory_peak_bytes"), 30 * MiB);

@@ -185,7 +185,8 @@ Test(store, reopen_keeps_jobs) {
 
         json_t *job = NULL;
         cr_assert_eq(store_job_to_json(s, id, false, &job), 0);
-        cr_assert_eq(json_integer_value(json_object_get(job, "started_ms")), 2000);
+        cr_assert_str_eq(json_string_value(json_object_get(job, "state")), "running");
+        cr_assert(json_is_null(json_object_get(job, "started_ms")), "no task of it has started");
         json_decref(job);
         store_close(s);
 }
@@ -315,6 +316,8 @@ Test(store, node_allocations_follow_tasks) {
         json_t *t = json_array_get(json_object_get(json_array_get(json_object_get(job, "phases"), 0), "tasks"), 1);
         cr_assert_eq(json_integer_value(json_object_get(t, "started_ms")), 1500);
         cr_assert_eq(json_integer_value(json_object_get(t, "finished_ms")), 3000);
+        cr_assert(json_is_null(json_object_get(t, "placed_ms")), "placed without a start action");
+        cr_assert_eq(json_integer_value(json_object_get(job, "started_ms")), 1500, "its first task's start");
         cr_assert_eq(json_integer_value(json_object_get(t, "exit_code")), 0);
         cr_assert(json_is_false(json_object_get(t, "oom_killed")));
         cr_assert_float_eq(json_real_value(json_object_get(t, "progress")), 1.0, 1e-12);

@@ -1,0 +1,49 @@
+/* test-reporter.c: the pure parts of the agent's heartbeat client (agent/reporter.c) — the
+ * retry backoff and its jitter, and what an answered wait means and when the next one goes. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "reporter.h"
+
+Test(reporter, backoff_doubles_to_its_cap) {
+        cr_assert_eq(reporter_backoff_ms(0), 1000);
+        cr_assert_eq(reporter_backoff_ms(1), 2000);
+        cr_assert_eq(reporter_backoff_ms(4), 16000);
+        cr_assert_eq(reporter_backoff_ms(5), REPORTER_BACKOFF_MAX_MS);
+        cr_assert_eq(reporter_backoff_ms(1000), REPORTER_BACKOFF_MAX_MS);
+        cr_assert_eq(reporter_jitter_ms(1000, 0.0), 800);
+        cr_assert_eq(reporter_jitter_ms(1000, 0.5), 1000);
+        cr_assert_leq(reporter_jitter_ms(REPORTER_BACKOFF_MAX_MS, 0.999), REPORTER_BACKOFF_MAX_MS);
+}
+
+static ReporterWaitVerdict verdict(long status, const char *body) {
+        return reporter_wait_verdict(status, body, body ? strlen(body) : 0);
+}
+
+Test(reporter, wait_verdicts) {
+        cr_assert_eq(verdict(200, "{\"wake\": true}\n"), REPORTER_WAIT_WAKE);
+        cr_assert_eq(verdict(200, "{\"wake\":false}"), REPORTER_WAIT_AGAIN);
+        /* An older controller: no such endpoint, or the path matched with another method. */
+        cr_assert_eq(verdict(404, "{\"error\": {\"status\": 404, \"message\": \"no such endpoint\"}}"),
+                     REPORTER_WAIT_UNSUPPORTED);
+        cr_assert_eq(verdict(405, NULL), REPORTER_WAIT_UNSUPPORTED);
+        cr_assert_eq(verdict(503, "{\"error\": {\"status\": 503, \"message\": \"the controller is stopping\"}}"),
+                     REPORTER_WAIT_FAILED);
+        cr_assert_eq(verdict(403, NULL), REPORTER_WAIT_FAILED);
+        /* A 200 that says nothing usable is no wake-up and no reason to wait again at once. */
+        cr_assert_eq(verdict(200, NULL), REPORTER_WAIT_FAILED);
+        cr_assert_eq(verdict(200, "not json"), REPORTER_WAIT_FAILED);
+        cr_assert_eq(verdict(200, "{\"wake\": 1}"), REPORTER_WAIT_FAILED);
+        cr_assert_eq(verdict(200, "[true]"), REPORTER_WAIT_FAILED);
+}
+
+Test(reporter, wait_retries) {
+        /* A failed wait is tried again as a heartbeat would be: 1 s, 2 s, ... up to 30 s. */
+        cr_assert_eq(reporter_wait_retry_ms(REPORTER_WAIT_FAILED, 1, 0.5), 1000);
+        cr_assert_eq(reporter_wait_retry_ms(REPORTER_WAIT_FAILED, 2, 0.5), 2000);
+        cr_assert_eq(reporter_wait_retry_ms(REPORTER_WAIT_FAILED, 50, 0.5), REPORTER_BACKOFF_MAX_MS);
+        cr_assert_eq(reporter_wait_retry_ms(REPORTER_WAIT_FAILED, 1, 0.0), 800, "jittered");
+        /* A controller without waits is asked again rarely, whatever the count. */
+        cr_assert_eq(reporter_wait_retry_ms(REPORTER_WAIT_UNSUPPORTED, 1, 0.5), REPORTER_WAIT_UNSUPPORTED_RETRY_MS);
+        cr_assert_eq(reporter_wait_retry_ms(REPORTER_WAIT_UNSUPPORTED, 9, 0.0), REPORTER_WAIT_UNSUPPORTED_RETRY_MS);
+}
