@@ -257,11 +257,12 @@ static int phase_ended(ClusterSched *cs, Store *store, PhaseEntry *e, double now
 }
 
 /* Training: S_i refined as its t training tasks finish; once they have run for Δ (or finished),
- * S_f is set, once (controller/sched-sizing.c). */
+ * S_f is set, once. A tiny phase's estimate is refined as its tasks finish
+ * (controller/sched-sizing.c). */
 static int phase_train(ClusterSched *cs, Store *store, PhaseEntry *e, double now_s) {
-        if (e->sz.size.final)
+        if (!sched_sizing_learning(&e->sz))
                 return 0;
-        size_t t = cs->sizing.params.training_tasks;
+        size_t t = MIN(cs->sizing.params.training_tasks, (size_t) e->sz.n_tasks);
         _cleanup_free_ StoreTaskUsage *usage = NULL;
         _cleanup_free_ HfspTrainingTask *training = calloc(MAX(t, (size_t) 1), sizeof(HfspTrainingTask));
         size_t n = 0;

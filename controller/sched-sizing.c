@@ -45,11 +45,19 @@ static double finished_size(const SchedSizing *z, const HfspTrainingTask *t) {
         return z->params.unit == HFSP_SIZE_CPU_SECONDS ? t->cpu_s : t->finish_s - t->start_s;
 }
 
+bool sched_sizing_learning(const SizingPhase *ph) {
+        if (!ph->size.final)
+                return true;
+        return ph->size.tiny && ph->n_tasks >= 2 && ph->n_refined + 1 < ph->n_tasks;
+}
+
 int sched_sizing_train(const SchedSizing *z, Sched *s, uint64_t key, SizingPhase *ph, const HfspTrainingTask *training,
                        size_t n_training, double now_s) {
-        if (ph->size.tiny || ph->size.final)
+        if (!sched_sizing_learning(ph))
                 return SCHED_SIZING_UNCHANGED;
-        int r = hfsp_phase_size_update(&ph->size, ph->n_tasks, training, n_training, now_s, &z->params);
+        /* A tiny phase has no training stage (its estimate is final), only the refinement. */
+        int r = ph->size.tiny ? 0 : hfsp_phase_size_update(&ph->size, ph->n_tasks, training, n_training, now_s,
+                                                            &z->params);
         if (r < 0)
                 return r;
         if (r > 0) {
@@ -58,10 +66,12 @@ int sched_sizing_train(const SchedSizing *z, Sched *s, uint64_t key, SizingPhase
                 return r < 0 ? r : SCHED_SIZING_FINAL;
         }
 
-        /* Still training. The tasks that finished already say more about this phase than s̄,
-         * which mixes every job's tasks: n × their mean replaces S_i (the scheduler keeps the
-         * virtual work done). Without this a phase whose tasks are much smaller than s̄ waited
-         * for the end of its training stage, or for ageing, at S_i. */
+        /* Still training, or tiny. The tasks that finished already say more about this phase
+         * than s̄, which mixes every job's tasks: n × their mean replaces S_i, or a tiny phase's
+         * n·ξ·s̄ (the scheduler keeps the virtual work done; a tiny phase stays in the tiny
+         * tier, smaller estimates first). Without this a phase whose tasks are much smaller
+         * than s̄ waited for the end of its training stage, or for ageing, at S_i, and a tiny
+         * phase of long tasks kept its place ahead of smaller tiny phases to its end. */
         double sum = 0;
         unsigned k = 0;
         for (size_t i = 0; i < n_training; i++)

@@ -42,9 +42,13 @@ enum {
         SCHED_SIZING_FINAL,    /* the training stage is over: S_f, set once */
 };
 
-/* The phase's training tasks as they stand at now_s (the first t of the phase, in index order;
- * one not started yet has start_s = now_s and no progress). Returns SCHED_SIZING_*; the
- * scheduler has been told. Phases that are tiny or already final are left alone. */
+/* The phase still learns from its first tasks: it is training, or it is tiny with two tasks or
+ * more and the tasks that finished may still refine its estimate (until all but one have). */
+bool sched_sizing_learning(const SizingPhase *ph);
+
+/* The phase's first min(t, n) tasks as they stand at now_s (in index order; one not started yet
+ * has start_s = now_s and no progress). Returns SCHED_SIZING_*; the scheduler has been told.
+ * Phases that no longer learn (sched_sizing_learning()) are left alone. */
 int sched_sizing_train(const SchedSizing *z, Sched *s, uint64_t key, SizingPhase *ph, const HfspTrainingTask *training,
                        size_t n_training, double now_s);
 

@@ -407,6 +407,7 @@ static void phase_free(Phase *ph) {
         ph->slot_of = NULL;
         free(ph->training_done);
         ph->training_done = NULL;
+        ph->training = false; /* a done phase learns nothing more (its training timers may fire) */
 }
 
 static int phase_done(Engine *e, size_t pi) {
@@ -521,7 +522,8 @@ static int task_start(Engine *e, size_t pi, unsigned index, size_t node) {
         r = tell_window(e, pi);
         if (r < 0)
                 return r;
-        if (ph->training && index < e->hfsp.training_tasks)
+        /* Δ ends a training stage; a tiny phase (fewer tasks than t) has none, only refinement. */
+        if (ph->training && index < e->hfsp.training_tasks && ph->n_training == e->hfsp.training_tasks)
                 return timer_push(e, e->now + e->hfsp.timeout_s * (1 + 1e-9), TIMER_TRAINING, (uint32_t) pi);
         return 0;
 }

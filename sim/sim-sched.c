@@ -156,7 +156,7 @@ int sim_sched_phase_add(SimSched *s, size_t phase, uint64_t key, unsigned n_task
         if (r < 0)
                 return r;
         *ret_estimate_s = ph->size.size * ph->error;
-        *ret_training = !ph->size.final;
+        *ret_training = sched_sizing_learning(ph);
         return 0;
 }
 
@@ -169,6 +169,8 @@ int sim_sched_phase_train(SimSched *s, size_t phase, uint64_t key, const HfspTra
         if (r < 0)
                 return r;
         *ret_estimate_s = ph->size.size * ph->error;
+        if (r != SCHED_SIZING_UNCHANGED && !sched_sizing_learning(ph))
+                return SIM_SIZING_FINAL; /* nothing more to learn (a tiny phase's last refinement) */
         return r == SCHED_SIZING_FINAL ? SIM_SIZING_FINAL : r == SCHED_SIZING_REFINED ? SIM_SIZING_REFINED
                                                                                        : SIM_SIZING_UNCHANGED;
 }

@@ -103,8 +103,9 @@ int sim_sched_add(SimSched *s, uint64_t key, double now_s, double weight, double
 
 /* The controller's sizing (controller/sched-sizing.h), by the engine's phase index: a phase
  * sized by HFSP's estimation module came (its estimate, times error, in *ret_estimate_s;
- * *ret_training when it has a training stage); what its training tasks have done (returns
- * SIM_SIZING_*, with the estimate now); it finished (its tasks' sizes feed s̄). */
+ * *ret_training while it learns from its first tasks: a training stage, or a tiny phase's
+ * refinement); what those tasks have done (returns SIM_SIZING_*, with the estimate now;
+ * SIM_SIZING_FINAL once it has nothing more to learn); it finished (its tasks' sizes feed s̄). */
 int sim_sched_phase_add(SimSched *s, size_t phase, uint64_t key, unsigned n_tasks, double error, double weight,
                         double parallel_cpus, double now_s, double *ret_estimate_s, bool *ret_training);
 enum { SIM_SIZING_UNCHANGED, SIM_SIZING_REFINED, SIM_SIZING_FINAL };

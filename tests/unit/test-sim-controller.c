@@ -22,7 +22,8 @@
 #define GiB (UINT64_C(1) << 30)
 
 /* One phase per row: arrival, job, phase, tasks, work of each (CPU-seconds). Tiny (1-4 tasks)
- * and trained (5+) phases, a two-phase job, arrivals while the node is busy. No arrival falls
+ * and trained (5+) phases, a two-phase job, arrivals while the node is busy; job 9's tiny phase
+ * of long tasks is refined as they finish and falls behind job 10's. No arrival falls
  * on the instant a task ends: the simulator decides once for everything that happens at one
  * instant, the controller at each heartbeat and submission. */
 static const struct {
@@ -32,9 +33,9 @@ static const struct {
 } trace[] = {
         { 0, 1, 0, 8, 2 },       { 0.57, 2, 0, 1, 3 },    { 1.13, 3, 0, 2, 1 },   { 1.13, 3, 1, 1, 2 },
         { 2.21, 4, 0, 6, 0.5 },  { 3.37, 5, 0, 1, 0.25 }, { 4.41, 6, 0, 5, 1.5 }, { 9.13, 7, 0, 1, 0.75 },
-        { 9.59, 8, 0, 9, 0.25 }, { 10.07, 9, 0, 3, 4 },
+        { 9.59, 8, 0, 9, 0.25 }, { 10.07, 9, 0, 3, 4 },  { 12.37, 10, 0, 4, 0.5 },
 };
-#define N_JOBS 9
+#define N_JOBS 10
 
 static SimWorkload sim_trace(void) {
         char text[4096];

@@ -317,6 +317,45 @@ Test(sim_engine, every_policy_finishes_and_orchestration_acts) {
  * training tasks finished at 14 CPU-seconds each: S_f = 14 × 5 = 70 is left. A has 70 to go, B
  * 60: B goes first. Subtracting A's 40 s of aging from S_f again (30 left) put A first. The
  * simulator sizes phases through the controller's own sizing (controller/sched-sizing.c). */
+/* A tiny phase has no training stage, but the tasks of it that finished say more than s̄: a
+ * two-task phase whose first task took 10 s falls behind a three-task phase of s̄-sized tasks. */
+Test(sim_engine, tiny_estimate_refined_by_its_tasks) {
+        double cpus = 1, memory = 8 * GiB, estimate;
+        bool training;
+        SimSched *s;
+        SimSchedParams sp = { .policy = SIM_POLICY_HFSP, .preemption = SIM_PREEMPT_WAIT, .kill_max_lost_s = 60,
+                              .sizing = HFSP_SIZE_PARAMS_DEFAULT };
+        cr_assert_eq(sim_sched_new(&sp, &cpus, &memory, 1, &s), 0);
+        uint64_t old = sim_sched_key(9, 0), a = sim_sched_key(0, 0), b = sim_sched_key(1, 0);
+        cr_assert_eq(sim_sched_phase_add(s, 9, old, 1, 1e-12, 1, 1, 0, &estimate, &training), 0);
+        cr_assert_not(training, "one task: nothing to refine");
+        cr_assert_eq(sim_sched_phase_finish(s, old, (double[]) { 1 }, 1, 0), 0);
+        cr_assert_eq(sim_sched_phase_add(s, 0, a, 2, 1, 1, 1, 0, &estimate, &training), 0);
+        cr_assert(training, "two tasks: the first may refine the estimate");
+        cr_assert_float_eq(estimate, 2, 1e-9, "n·ξ·s̄");
+        cr_assert_eq(sim_sched_phase_add(s, 1, b, 3, 1, 1, 1, 0, &estimate, &training), 0);
+        cr_assert_float_eq(estimate, 3, 1e-9);
+        HfspTrainingTask tt[2] = {
+                { .start_s = 0, .finished = true, .finish_s = 10, .cpu_s = 10, .progress = 1 },
+                { .start_s = 10 },
+        };
+        cr_assert_eq(sim_sched_phase_train(s, 0, a, tt, 2, 10, &estimate), SIM_SIZING_FINAL,
+                     "refined, and nothing more to learn with one task left");
+        cr_assert_float_eq(estimate, 20, 1e-9, "n × the mean of its finished tasks");
+        cr_assert_eq(sim_sched_phase_train(s, 0, a, tt, 2, 11, &estimate), SIM_SIZING_UNCHANGED);
+        SimSchedTask tasks[] = {
+                { .key = a, .index = 1, .state = SIM_TASK_PENDING, .cpus = 1, .memory_bytes = GiB },
+                { .key = b, .index = 0, .state = SIM_TASK_PENDING, .cpus = 1, .memory_bytes = GiB },
+        };
+        const SimSchedDecision *d;
+        size_t n_d;
+        cr_assert_eq(sim_sched_decide(s, 11, tasks, 2, &d, &n_d), 0);
+        cr_assert_eq(n_d, 1);
+        cr_assert_eq(d[0].verb, SIM_START);
+        cr_assert_eq(d[0].task, 1, "B (3 s) before A (20 s, refined)");
+        sim_sched_free(s);
+}
+
 Test(sim_engine, training_size_is_what_is_left) {
         double cpus = 2, memory = 8 * GiB, estimate;
         bool training;
