@@ -61,6 +61,9 @@ struct Task {
         int main_code, main_status;    /* of the main process's end (siginfo si_code, si_status; 0: adopted) */
         unsigned status_waits;         /* samples spent waiting for an adopted task's status file */
         bool killed;                   /* by a kill action: ends cancelled */
+        bool frozen;                   /* by a freeze action (the scheduler's suspend) */
+        bool fenced;                   /* frozen by the self-fence: waits for the controller's thaw or kill */
+        bool fence_killed;             /* the self-fence could not freeze it and killed it: ends lost */
         bool has_exit;                 /* main exited and the cgroup is empty: exit is final */
         ExitRecord exit;
         TaskState final_state;
@@ -93,6 +96,11 @@ struct Agent {
         size_t n_applied, applied_next;
 
         sd_event_source *sample_timer;
+        /* The lease: with no answer for lease_ms since the answered heartbeat was built, every
+         * task is frozen until the controller says what becomes of it. */
+        uint32_t lease_ms;
+        uint64_t built_mono_us;        /* when the heartbeat in flight was built */
+        sd_event_source *fence_timer;
         LimitWatch *limit_watch;       /* NULL: no inotify, every task's limits are polled */
         sd_event_source *limit_watch_source;
         uint64_t n_ticks;
@@ -166,10 +174,13 @@ void agent_set_on_sampled(Agent *a, void (*sampled)(void *userdata), void *userd
 }
 
 static void agent_notify_status(Agent *a) {
-        size_t running = agent_n_running(a);
+        size_t running = agent_n_running(a), fenced = agent_n_fenced(a);
+        char fence[64] = "";
 
-        (void) sd_notifyf(false, "STATUS=%zu task%s running, %zu tracked, sampling %s", running, running == 1 ? "" : "s",
-                          a->n_tasks, !a->bpf ? "from the cgroup files" : a->bpf_failing ? "from the files (BPF walk failing)" :
+        if (fenced > 0)
+                snprintf(fence, sizeof fence, " (%zu frozen by the self-fence)", fenced);
+        (void) sd_notifyf(false, "STATUS=%zu task%s running%s, %zu tracked, sampling %s", running, running == 1 ? "" : "s",
+                          fence, a->n_tasks, !a->bpf ? "from the cgroup files" : a->bpf_failing ? "from the files (BPF walk failing)" :
                           "through BPF");
 }
 
@@ -504,7 +515,7 @@ static void task_check_finished(Agent *a, Task *t) {
         /* Forked children keep the task alive (and accounted) until the cgroup is empty. */
         n = cgroup_task_count_procs(a->cgroups, t->id);
         if (n > 0) {
-                if (t->killed)
+                if (t->killed || t->fence_killed)
                         (void) cgroup_task_kill(a->cgroups, t->id);
                 return;
         }
@@ -543,7 +554,9 @@ static void task_check_finished(Agent *a, Task *t) {
                 .memory_peak_bytes = t->has_last ? t->last_memory_peak_bytes : 0,
         };
         t->has_exit = true;
-        if (t->killed)
+        if (t->fence_killed)
+                t->final_state = TASK_LOST;
+        else if (t->killed)
                 t->final_state = TASK_CANCELLED;
         else if (t->exit.code == 0 && t->exit.signal == 0)
                 t->final_state = TASK_SUCCEEDED;
@@ -789,7 +802,9 @@ void agent_apply_action(Agent *a, const Action *act) {
                 if (t && t->launch && !t->has_exit) {
                         t->killed = true;
                         r = cgroup_task_kill(a->cgroups, t->id);
-                        log_info("Task %s killed on request.", t->id);
+                        log_info("Task %s killed on request%s.", t->id,
+                                 t->fenced ? " (it ran again elsewhere while this node was fenced)" : "");
+                        t->fenced = false;
                 }
                 break;
         case ACTION_SET_LIMITS:
@@ -826,6 +841,12 @@ void agent_apply_action(Agent *a, const Action *act) {
                         if ((r == -ENOENT || r == -EOPNOTSUPP) &&
                             asprintf(&error, "%s: this node has no freezer for the task", action_type_to_string(act->type)) < 0)
                                 error = NULL;
+                        if (r >= 0) {
+                                if (t->fenced && act->type == ACTION_THAW)
+                                        log_info("Task %s thawed: the controller kept it through the fence.", t->id);
+                                t->frozen = act->type == ACTION_FREEZE;
+                                t->fenced = false;
+                        }
                 }
                 break;
         default:
@@ -856,6 +877,7 @@ static TaskReport task_report(const Task *t) {
                 .limits_target = t->target,
                 .limits_external = t->external,
                 .adopted = t->adopted,
+                .fenced = t->fenced && !t->has_exit,
                 .has_exit = t->has_exit,
                 .exit = t->exit,
                 .error = t->error,
@@ -897,6 +919,7 @@ int agent_build_heartbeat(Agent *a, const char **ret_body) {
          * the Task struct gave back. Over twice the room the last body took is given back: a
          * heartbeat that carried two samples per task (one was late, or the controller was
          * away) is twice the usual size, and tasks end. */
+        a->built_mono_us = now_mono_us();
         if (body->allocated > HEARTBEAT_BODY_SHRINK_BYTES && body->allocated / 2 > body->len)
                 text_buf_done(body);
         body->len = 0;
@@ -1001,6 +1024,79 @@ int agent_build_heartbeat(Agent *a, const char **ret_body) {
         return 0;
 }
 
+/* ---- the lease ---- */
+
+/* No answer for the lease: every task that runs is frozen (the self-fence). The controller
+ * runs a silent node's tasks again elsewhere only once the lease and an interval have passed
+ * since it last heard from us, so from then on none of ours runs in two places; when it
+ * answers again it thaws what it kept and kills what it ran again. */
+static void agent_fence(Agent *a) {
+        size_t frozen = 0, killed = 0;
+
+        for (Task *t = a->tasks; t; t = t->next) {
+                if (!t->launch || t->has_exit || t->fenced || t->frozen || t->fence_killed)
+                        continue;
+                int r = cgroup_task_freeze(a->cgroups, t->id, true);
+                if (r >= 0) {
+                        t->fenced = true;
+                        frozen++;
+                        continue;
+                }
+                /* Left running it could run twice: without a freezer it dies, and runs again. */
+                log_error_errno(r, "Task %s: cannot freeze it for the self-fence (%m): killing it instead.", t->id);
+                t->fence_killed = true;
+                if (!t->error)
+                        t->error = strdup("killed by the agent's self-fence: the lease ran out and the task could not be frozen");
+                (void) cgroup_task_kill(a->cgroups, t->id);
+                killed++;
+        }
+        log_warning("No answer from the controller for the lease (%" PRIu32 " ms): %zu task(s) frozen%s until it "
+                    "answers (self-fence).", a->lease_ms, frozen, killed ? ", some killed (no freezer)" : "");
+        agent_notify_status(a);
+}
+
+static int on_fence_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        agent_fence(userdata);
+        return 0;
+}
+
+/* The controller answered the heartbeat built at built_mono_us: the lease runs from then. */
+static void agent_lease_renew(Agent *a, uint32_t lease_ms) {
+        int r = 0;
+
+        if (lease_ms == 0) {
+                /* A controller without leases never thaws a fence: nothing stays frozen. */
+                for (Task *t = a->tasks; t; t = t->next)
+                        if (t->fenced && !t->has_exit && cgroup_task_freeze(a->cgroups, t->id, false) >= 0)
+                                t->fenced = false;
+                if (a->fence_timer)
+                        (void) sd_event_source_set_enabled(a->fence_timer, SD_EVENT_OFF);
+                a->lease_ms = 0;
+                return;
+        }
+        a->lease_ms = lease_ms;
+        uint64_t at = a->built_mono_us + (uint64_t) lease_ms * USEC_PER_MSEC;
+        if (!a->fence_timer) {
+                r = sd_event_add_time(a->event, &a->fence_timer, CLOCK_MONOTONIC, at, 0, on_fence_timer, a);
+                if (r >= 0)
+                        (void) sd_event_source_set_description(a->fence_timer, "fence-timer");
+        } else
+                r = sd_event_source_set_time(a->fence_timer, at);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(a->fence_timer, SD_EVENT_ONESHOT);
+        if (r < 0)
+                log_error_errno(r, "Cannot arm the lease timer; this node will not fence itself: %m");
+}
+
+size_t agent_n_fenced(const Agent *a) {
+        size_t n = 0;
+
+        for (Task *t = a->tasks; t; t = t->next)
+                if (t->fenced && !t->has_exit)
+                        n++;
+        return n;
+}
+
 void agent_handle_reply(Agent *a, const HeartbeatReply *reply) {
         Task *next;
 
@@ -1037,6 +1133,7 @@ void agent_handle_reply(Agent *a, const HeartbeatReply *reply) {
 
         for (size_t i = 0; i < reply->n_actions; i++)
                 agent_apply_action(a, &reply->actions[i]);
+        agent_lease_renew(a, reply->lease_ms);
         /* Samples wait that did not fit (after an outage): the next heartbeat goes now. */
         if (a->samples_deferred && a->kick)
                 a->kick(a->kick_userdata);
@@ -1119,6 +1216,12 @@ static int agent_adopt_one(Agent *a, const char *id) {
                 t->main_code = t->main_status = 0;
         } else
                 task_sample_baseline(a, t);
+        /* Frozen with no agent to say why: by a self-fence or by the scheduler. The controller
+         * knows which, and thaws it unless it froze it itself. */
+        if (!t->main_exited && cgroup_task_frozen(a->cgroups, id) > 0) {
+                t->fenced = true;
+                log_info("Task %s is frozen: reported fenced, for the controller to thaw or kill.", id);
+        }
         log_info("Task %s re-adopted: main process %d%s, shim %d, limits quota %" PRIi64 "/%" PRIi64 " us, max %" PRIi64
                  " bytes.", id, main_pid, t->main_exited ? " (gone)" : "", shim, t->limits.cpu_quota_us,
                  t->limits.cpu_period_us, t->limits.memory_max_bytes);
@@ -1316,6 +1419,7 @@ Agent *agent_free(Agent *a) {
         a->bpf = bpf_hot_free(a->bpf);
 
         a->sample_timer = sd_event_source_disable_unref(a->sample_timer);
+        a->fence_timer = sd_event_source_disable_unref(a->fence_timer);
 
         if (a->cfg.kill_on_exit) {
                 for (Task *t = a->tasks; t; t = t->next)

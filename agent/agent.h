@@ -62,3 +62,5 @@ void agent_apply_action(Agent *a, const Action *action);
 
 size_t agent_n_tasks(const Agent *a);
 size_t agent_n_running(const Agent *a);
+/* Tasks frozen by the self-fence, waiting for the controller to say thaw or kill. */
+size_t agent_n_fenced(const Agent *a);

@@ -760,6 +760,15 @@ int cgroup_task_freeze(CgroupBackend *b, const char *task, bool frozen) {
         return backend_write(b, CGROUP_FREEZER, task, "freezer.state", frozen ? "FROZEN" : "THAWED");
 }
 
+int cgroup_task_frozen(CgroupBackend *b, const char *task) {
+        _cleanup_free_ char *text = NULL;
+        bool v2 = b->mode == CGROUP_MODE_V2;
+        int r = backend_read(b, v2 ? CGROUP_UNIFIED : CGROUP_FREEZER, task, v2 ? "cgroup.freeze" : "freezer.state", &text);
+        if (r < 0)
+                return r;
+        return v2 ? text[0] == '1' : strncmp(text, "THAWED", 6) != 0;
+}
+
 static int task_pids(CgroupBackend *b, const char *task, pid_t **ret) {
         CgroupController c = b->mode == CGROUP_MODE_V2 ? CGROUP_UNIFIED : CGROUP_MEMORY;
         _cleanup_free_ char *text = NULL;
@@ -781,8 +790,13 @@ int cgroup_task_kill(CgroupBackend *b, const char *task) {
         /* cgroup.kill (Linux 5.14) kills every process atomically, forks in flight included. */
         if (b->hierarchy[CGROUP_UNIFIED]) {
                 r = backend_write(b, CGROUP_UNIFIED, task, "cgroup.kill", "1");
-                if (r == 0)
+                if (r == 0) {
+                        /* A task the v1 freezer holds (suspended, or fenced) dies of the
+                         * SIGKILL only once thawed. */
+                        if (b->mode != CGROUP_MODE_V2)
+                                (void) cgroup_task_freeze(b, task, false);
                         return 0;
+                }
                 if (r != -ENOENT)
                         log_debug_errno(r, "cgroup.kill of %s failed, killing process by process: %m", task);
         }

@@ -45,6 +45,8 @@ int cgroup_task_set_limits(CgroupBackend *b, const char *task, const Limits *wan
                            Limits *ret_applied);
 int cgroup_task_read_usage(CgroupBackend *b, const char *task, CgroupUsage *ret);
 int cgroup_task_freeze(CgroupBackend *b, const char *task, bool frozen);
+/* 1 if the task's cgroup is frozen or freezing, 0 if not, < 0 if that cannot be read. */
+int cgroup_task_frozen(CgroupBackend *b, const char *task);
 /* SIGKILLs every process of the task (cgroup.kill where the kernel has it, else one by one
  * with the freezer holding forks). The cgroup empties once the kernel has reaped them. */
 int cgroup_task_kill(CgroupBackend *b, const char *task);

@@ -159,8 +159,17 @@ static double random01(Reporter *r) {
 
 static void wait_start(Reporter *r);
 
+uint64_t reporter_retry_ms(unsigned attempt, uint64_t interval_ms, double random01) {
+        uint64_t ms = reporter_backoff_ms(attempt);
+
+        if (interval_ms > 0)
+                ms = MIN(ms, interval_ms);
+        ms = reporter_jitter_ms(ms, random01);
+        return interval_ms > 0 ? MIN(ms, interval_ms) : ms;
+}
+
 static void heartbeat_failed(Reporter *r, const char *why) {
-        uint64_t delay = reporter_jitter_ms(reporter_backoff_ms(r->failures), random01(r));
+        uint64_t delay = reporter_retry_ms(r->failures, r->interval_ms, random01(r));
 
         /* The first failure is worth a warning; the rest of an outage only at debug level. */
         log_full(r->failures == 0 ? LOG_WARNING : LOG_DEBUG, "Heartbeat to %s failed: %s; retrying in %" PRIu64 " ms.",

@@ -1,8 +1,9 @@
 /* reporter.h: the agent's heartbeat client — POSTs a heartbeat to the controller with libcurl
  * driven by sd-event (never blocking the loop), decodes the reply, and paces the next one:
  * after the interval the controller asks for (right after the agent's sample tick when that
- * is near), or with exponential backoff (1 s doubling to 30 s, jittered) while the controller
- * is unreachable or failing. With push on it also keeps a wait open on the controller (POST
+ * is near), or with exponential backoff (1 s doubling, jittered, never longer than that
+ * interval) while the controller is unreachable or failing: an agent is back within an
+ * interval of the controller's return, well inside the lease. With push on it also keeps a wait open on the controller (POST
  * /v1/nodes/NODE/wait, on a connection of its own), which the controller answers as soon as
  * an action is queued for the node: the agent then sends a heartbeat at once, which fetches
  * it. Without an answering wait (an older controller, a restart, a dropped connection) the
@@ -62,6 +63,9 @@ int reporter_samples_ready(Reporter *r, uint64_t sample_interval_us);
  * drawn from random01 in [0,1): 80%..120% of it, capped at the maximum. */
 uint64_t reporter_backoff_ms(unsigned attempt);
 uint64_t reporter_jitter_ms(uint64_t ms, double random01);
+/* The pause before heartbeat retry number attempt (0-based): the backoff, jittered, at most
+ * interval_ms (0: no cap). */
+uint64_t reporter_retry_ms(unsigned attempt, uint64_t interval_ms, double random01);
 
 /* How long the controller holds a wait at most beyond what the agent asked (it answers a
  * timed-out wait within a fraction of a second), and the slack on top before the agent gives

@@ -700,13 +700,14 @@ static int read_task_state(Reader *r, TaskState *ret) {
                 { KEY("succeeded"), TASK_SUCCEEDED },
                 { KEY("failed"), TASK_FAILED },
                 { KEY("cancelled"), TASK_CANCELLED },
+                { KEY("lost"), TASK_LOST },
         };
         const char *s;
         size_t len;
         int k = read_string(r, &s, &len);
         if (k < 0)
                 return k;
-        /* Only what an agent can know: pending, starting and lost are the controller's view. */
+        /* Only what an agent can know: pending and starting are the controller's view. */
         for (size_t i = 0; i < ELEMENTSOF(states); i++)
                 if (states[i].name.len == len && memcmp(states[i].name.name, s, len) == 0) {
                         *ret = states[i].state;
@@ -718,7 +719,7 @@ static int read_task_state(Reader *r, TaskState *ret) {
 static int read_task_report(Reader *r, TaskReport *t) {
         static const KeyName keys[] = {
                 KEY("id"), KEY("state"), KEY("pid"), KEY("samples"), KEY("limits"), KEY("limits_target"),
-                KEY("limits_external"), KEY("adopted"), KEY("exit"), KEY("error"),
+                KEY("limits_external"), KEY("adopted"), KEY("fenced"), KEY("exit"), KEY("error"),
         };
         static const Schema schema = { .head = keys, .n_head = ELEMENTSOF(keys) };
         ObjectCursor c;
@@ -757,6 +758,9 @@ static int read_task_report(Reader *r, TaskReport *t) {
                         k = read_bool(r, &t->adopted);
                         break;
                 case 8:
+                        k = read_bool(r, &t->fenced);
+                        break;
+                case 9:
                         k = read_exit(r, &t->exit);
                         t->has_exit = true;
                         break;

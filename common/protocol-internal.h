@@ -21,6 +21,7 @@
 #define USER_NAME_MAX 32                 /* useradd's limit */
 #define TEXT_MAX PROTO_MAX_ARG_LEN       /* error strings carried in reports and acks */
 #define INTERVAL_MS_MAX (UINT32_C(3600) * 1000)
+#define LEASE_MS_MAX (UINT32_C(86400) * 1000)
 #define PID_MAX_VALUE INT64_C(4194304)   /* PID_MAX_LIMIT on 64-bit Linux */
 #define EXIT_CODE_MAX 255
 #define SIGNAL_MAX 64                    /* SIGRTMAX on Linux */

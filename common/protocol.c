@@ -1165,8 +1165,8 @@ static int exit_from_json(json_t *j, const char *path, ExitRecord *e, char **ret
 
 static int task_report_from_json(json_t *j, const char *path, TaskReport *t, char **ret_error) {
         static const char *const keys[] = {
-                "id", "state", "pid", "samples", "limits", "limits_target", "limits_external", "adopted", "exit",
-                "error", NULL,
+                "id", "state", "pid", "samples", "limits", "limits_target", "limits_external", "adopted", "fenced",
+                "exit", "error", NULL,
         };
         const char *state;
         json_t *samples, *exit;
@@ -1183,14 +1183,15 @@ static int task_report_from_json(json_t *j, const char *path, TaskReport *t, cha
         if (r < 0)
                 return r;
 
-        /* Only what an agent can know: pending, starting and lost are the controller's view. */
+        /* Only what an agent can know: pending and starting are the controller's view (lost: a
+         * self-fence that could not freeze the task killed it). */
         r = get_string(j, path, "state", true, SIZE_MAX, &state, ret_error);
         if (r < 0)
                 return r;
         t->state = task_state_from_string(state);
         if (t->state != TASK_RUNNING && t->state != TASK_SUCCEEDED && t->state != TASK_FAILED &&
-            t->state != TASK_CANCELLED)
-                return fail(ret_error, path, "state", "must be one of running, succeeded, failed, cancelled");
+            t->state != TASK_CANCELLED && t->state != TASK_LOST)
+                return fail(ret_error, path, "state", "must be one of running, succeeded, failed, cancelled, lost");
 
         r = get_int(j, path, "pid", false, 0, PID_MAX_VALUE, &pid, ret_error);
         if (r < 0)
@@ -1225,6 +1226,9 @@ static int task_report_from_json(json_t *j, const char *path, TaskReport *t, cha
         if (r < 0)
                 return r;
         r = get_bool(j, path, "adopted", false, &t->adopted, ret_error);
+        if (r < 0)
+                return r;
+        r = get_bool(j, path, "fenced", false, &t->fenced, ret_error);
         if (r < 0)
                 return r;
 
@@ -1454,6 +1458,8 @@ static json_t *task_report_to_json(const TaskReport *t) {
             add(o, "limits_external", limits_to_json(&t->limits_external)) < 0)
                 return NULL;
         if (t->adopted && add(o, "adopted", json_true()) < 0)
+                return NULL;
+        if (t->fenced && add(o, "fenced", json_true()) < 0)
                 return NULL;
         if (t->has_exit && add(o, "exit", exit_to_json(&t->exit)) < 0)
                 return NULL;
@@ -1807,6 +1813,8 @@ static void task_report_write_tail(TextBuf *b, const TaskReport *t) {
         }
         if (t->adopted)
                 text_lit(b, ",\"adopted\":true");
+        if (t->fenced)
+                text_lit(b, ",\"fenced\":true");
         if (t->has_exit) {
                 text_lit(b, ",\"exit\":{\"code\":");
                 text_i64(b, t->exit.code);
@@ -1991,7 +1999,7 @@ static int action_from_json(json_t *j, const char *path, Action *a, char **ret_e
 }
 
 int heartbeat_reply_from_json(json_t *j, HeartbeatReply **ret, char **ret_error) {
-        static const char *const keys[] = { "interval_ms", "actions", NULL };
+        static const char *const keys[] = { "interval_ms", "lease_ms", "actions", NULL };
         _cleanup_(heartbeat_reply_freep) HeartbeatReply *h = NULL;
         json_t *a;
         int64_t i;
@@ -2012,6 +2020,11 @@ int heartbeat_reply_from_json(json_t *j, HeartbeatReply **ret, char **ret_error)
         if (r < 0)
                 return r;
         h->interval_ms = (uint32_t) i;
+        /* Optional: a controller without leases never makes an agent fence. */
+        r = get_int(j, "", "lease_ms", false, 0, LEASE_MS_MAX, &i, ret_error);
+        if (r < 0)
+                return r;
+        h->lease_ms = r > 0 ? (uint32_t) i : 0;
 
         r = get_array(j, "", "actions", false, 0, PROTO_MAX_ACTIONS, "actions", &a, ret_error);
         if (r < 0)
@@ -2064,6 +2077,8 @@ json_t *heartbeat_reply_to_json(const HeartbeatReply *r) {
         if (!o || !actions)
                 return NULL;
         if (add(o, "interval_ms", json_integer(r->interval_ms)) < 0)
+                return NULL;
+        if (r->lease_ms > 0 && add(o, "lease_ms", json_integer(r->lease_ms)) < 0)
                 return NULL;
         for (size_t i = 0; i < r->n_actions; i++)
                 if (append(actions, action_to_json(&r->actions[i])) < 0)

@@ -183,7 +183,8 @@ typedef struct ExitRecord {
 
 typedef struct TaskReport {
         char *id;                    /* task id */
-        TaskState state;             /* RUNNING, SUCCEEDED, FAILED (or CANCELLED when killed by request) */
+        TaskState state;             /* RUNNING, SUCCEEDED, FAILED (or CANCELLED when killed by request, LOST
+                                      * when a self-fence could not freeze it and killed it instead) */
         pid_t pid;                   /* main process, 0 when gone */
         TaskSample *samples;         /* since the last acknowledged heartbeat, oldest first */
         size_t n_samples;
@@ -191,6 +192,7 @@ typedef struct TaskReport {
         Limits limits_target;        /* set_limits values not reached yet (bounded steps); all unset when none */
         Limits limits_external;      /* fields someone else changed in the cgroup, with their values now */
         bool adopted;                /* the agent found this task running when it started */
+        bool fenced;                 /* frozen by the agent's self-fence: the controller says thaw or kill */
         bool has_exit;
         ExitRecord exit;
         char *error;                 /* why a start failed, or NULL */
@@ -289,6 +291,7 @@ typedef struct Action {
 
 typedef struct HeartbeatReply {
         uint32_t interval_ms;        /* when to send the next heartbeat */
+        uint32_t lease_ms;           /* freeze every task when no heartbeat is answered for this long; 0: never */
         Action *actions;
         size_t n_actions;
 } HeartbeatReply;

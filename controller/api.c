@@ -209,7 +209,7 @@ static void handle_scheduler(const HttpRequest *req, HttpResponse *resp, void *u
 
 static void handle_nodes_list(const HttpRequest *req, HttpResponse *resp, void *userdata) {
         Api *api = userdata;
-        int r = store_nodes_to_json(api->store, &resp->body);
+        int r = cluster_nodes_to_json(api->cluster, now_ms(), &resp->body);
         if (r < 0)
                 return respond_errno(resp, r, NULL, "nodes");
         resp->status = 200;

@@ -33,6 +33,9 @@ static char *arg_port_file = NULL;
 static char *arg_state_dir = (char *) "/var/lib/cgorch";
 static uint64_t arg_heartbeat_interval_us = 2 * USEC_PER_SEC;
 static unsigned arg_node_lost_after = 3;
+/* 0: the default, 30 s or two heartbeat intervals if that is longer. */
+#define LEASE_DEFAULT_US (30 * USEC_PER_SEC)
+static uint64_t arg_lease_us = 0;
 static uint64_t arg_max_body_bytes = 1024 * 1024;
 static uint64_t arg_max_header_bytes = 32 * 1024;
 static unsigned arg_max_connections = 1024;
@@ -56,7 +59,12 @@ static const Option options[] = {
         { "heartbeat-interval", 0, OPTION_DURATION, &arg_heartbeat_interval_us, "DURATION",
           "how often agents are told to send heartbeats (default: 2s; 100ms..1h)", 0.1, 3600 },
         { "node-lost-after", 0, OPTION_UINT, &arg_node_lost_after, "N",
-          "missed heartbeats after which a node is lost and its tasks with it (default: 3; 1..1000)", 1, 1000 },
+          "missed heartbeats after which a node is unreachable: nothing new is placed there (default: 3; 1..1000)", 1, 1000 },
+        { "lease", 0, OPTION_DURATION, &arg_lease_us, "DURATION",
+          "an agent that gets no answer this long freezes its tasks; a node silent this long plus an interval is lost and "
+          "its tasks run again elsewhere; no node is lost sooner after a start (default: 30s, or 2 intervals if longer; "
+          "1s..24h, at least 2 intervals)",
+          1, 86400 },
         { "max-body-size", 0, OPTION_SIZE, &arg_max_body_bytes, "SIZE",
           "largest request body accepted; larger ones get 413 (default: 1M; 1K..1G)", 1024, 1024.0 * 1024 * 1024 },
         { "max-header-size", 0, OPTION_SIZE, &arg_max_header_bytes, "SIZE",
@@ -152,6 +160,7 @@ typedef struct Manager {
         sd_event_source *tick_source;
         StopGuard *stop_guard;
         uint64_t last_tick_us;            /* CLOCK_MONOTONIC of the last node check */
+        int64_t last_tick_wall_ms;        /* CLOCK_REALTIME of the same */
         uint64_t last_status_us;          /* CLOCK_MONOTONIC of the last STATUS= after a request */
         AuthTokens tokens;
         Api api;
@@ -194,8 +203,16 @@ static int on_tick(sd_event_source *source, uint64_t usec, void *userdata) {
                 log_notice("The controller stalled for %.1f s: every node gets a full timeout again.",
                            (double) (now_us - m->last_tick_us) / USEC_PER_SEC);
                 cluster_restart_node_timeouts(m->cluster, now_ms());
+        } else if (m->last_tick_us > 0 &&
+                   now_ms() - m->last_tick_wall_ms > (int64_t) ((now_us - m->last_tick_us + arg_heartbeat_interval_us) / USEC_PER_MSEC)) {
+                /* Heartbeat times are wall-clock times: a clock set forward would make every
+                 * node look silent, and none is. */
+                log_notice("The wall clock jumped forward %.1f s: every node gets a full lease again.",
+                           (double) (now_ms() - m->last_tick_wall_ms) / 1000.0 - (double) (now_us - m->last_tick_us) / USEC_PER_SEC);
+                cluster_restart_node_timeouts(m->cluster, now_ms());
         }
         m->last_tick_us = now_us;
+        m->last_tick_wall_ms = now_ms();
         int r = cluster_check_nodes(m->cluster, now_ms());
         if (r < 0)
                 log_warning_errno(r, "Checking for lost nodes failed, will retry: %m");
@@ -409,6 +426,7 @@ static int run(Manager *m) {
         ClusterConfig cc = {
                 .heartbeat_interval_us = arg_heartbeat_interval_us,
                 .node_lost_after = arg_node_lost_after,
+                .lease_ms = (uint32_t) (arg_lease_us / USEC_PER_MSEC),
                 .sched = sp,
                 .sizes = HFSP_SIZE_PARAMS_DEFAULT,
                 .on_heartbeat = on_heartbeat,
@@ -504,9 +522,10 @@ static int run(Manager *m) {
                         return r;
         }
 
-        log_info("Listening on %s%s (port %u), state in %s/%s, heartbeat every %" PRIu64 " ms, node lost after %u missed.",
+        log_info("Listening on %s%s (port %u), state in %s/%s, heartbeat every %" PRIu64 " ms, node unreachable after %u missed, "
+                 "lease %" PRIu64 " ms.",
                  arg_listen, arg_tls_cert ? " with TLS" : "", port, arg_state_dir, STORE_DB_FILENAME, (uint64_t) (arg_heartbeat_interval_us / USEC_PER_MSEC),
-                 arg_node_lost_after);
+                 arg_node_lost_after, (uint64_t) (arg_lease_us / USEC_PER_MSEC));
         (void) sd_notify(false, "READY=1");
         notify_status(m);
 
@@ -535,6 +554,15 @@ int main(int argc, char *argv[]) {
                 return EXIT_FAILURE;
         }
         log_set_max_level(arg_log_level);
+        if (arg_lease_us == 0)
+                arg_lease_us = MAX(LEASE_DEFAULT_US, 2 * arg_heartbeat_interval_us);
+        if (arg_lease_us < 2 * arg_heartbeat_interval_us) {
+                fprintf(stderr, "cgorch-controller: --lease %" PRIu64 "ms must be at least two heartbeat intervals (%" PRIu64
+                        "ms): an agent would freeze its tasks after one late reply\n",
+                        (uint64_t) (arg_lease_us / USEC_PER_MSEC), (uint64_t) (2 * arg_heartbeat_interval_us / USEC_PER_MSEC));
+                config_free(&config_spec);
+                return EXIT_FAILURE;
+        }
 
         Manager m = {};
         r = run(&m);

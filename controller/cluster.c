@@ -41,6 +41,10 @@ struct Cluster {
         /* Nodes whose agent said it has no freezer: suspend does not freeze there. Forgotten
          * when the agent restarts. */
         char **no_freeze;
+        /* Ready nodes silent for node_lost_after intervals: nothing new is placed there, their
+         * tasks stay theirs until the lease runs out (kept for the log and to place again at
+         * once when one comes back). */
+        char **unreachable;
 };
 
 /* json_decrefp() comes with jansson >= 2.11. */
@@ -128,23 +132,38 @@ Cluster *cluster_free(Cluster *c) {
                 return NULL;
         cluster_sched_free(c->sched);
         strv_free(c->no_freeze);
+        strv_free(c->unreachable);
         free(c);
         return NULL;
 }
 
-static void forget_no_freeze(Cluster *c, const char *node) {
-        size_t n = strv_length(c->no_freeze);
+/* Removes node from the list (order not kept); false if it was not there. */
+static bool node_list_remove(char **l, const char *node) {
+        size_t n = strv_length(l);
         for (size_t i = 0; i < n; i++)
-                if (streq(c->no_freeze[i], node)) {
-                        free(c->no_freeze[i]);
-                        c->no_freeze[i] = c->no_freeze[n - 1];
-                        c->no_freeze[n - 1] = NULL;
-                        return;
+                if (streq(l[i], node)) {
+                        free(l[i]);
+                        l[i] = l[n - 1];
+                        l[n - 1] = NULL;
+                        return true;
                 }
+        return false;
 }
 
 static uint32_t interval_ms(const Cluster *c) {
         return (uint32_t) MAX(c->config.heartbeat_interval_us / USEC_PER_MSEC, 1);
+}
+
+/* Silent this long, a node gets nothing new. */
+static int64_t unreachable_after_ms(const Cluster *c) {
+        return (int64_t) interval_ms(c) * c->config.node_lost_after;
+}
+
+/* Silent this long, a node is lost and its tasks run again elsewhere: its agent froze them
+ * when its own lease ran out, which began when it sent the last heartbeat we answered (before
+ * we received it), so at least an interval ago. */
+static int64_t lost_after_ms(const Cluster *c) {
+        return (int64_t) c->config.lease_ms + interval_ms(c);
 }
 
 /* The action as the wire protocol encodes it, without its id (the store assigns that). Going
@@ -441,6 +460,11 @@ static int place(Cluster *c, int64_t now_ms) {
         int r = store_nodes_capacity(c->store, &nodes, &n_nodes);
         if (r < 0)
                 goto finish;
+        /* A node we have not heard from lately (or not since our start) gets nothing new: to
+         * the scheduler it is as good as lost, while its tasks stay its own. */
+        for (size_t i = 0; i < n_nodes; i++)
+                if (now_ms - nodes[i].last_heartbeat_ms > unreachable_after_ms(c))
+                        nodes[i].lost = true;
         r = cluster_sched_sync(c->sched, c->store, nodes, n_nodes, now_ms);
         if (r < 0)
                 goto finish;
@@ -739,6 +763,8 @@ static void report_usage(const TaskReport *rep, double *ret_cpu_s, uint64_t *ret
         *ret_progress = last->progress;
 }
 
+static int task_lose(Cluster *c, const StoreTask *t, const char *reason, int64_t now_ms, JobSet *jobs);
+
 static int merge_report(Cluster *c, const Heartbeat *hb, const TaskReport *rep, int64_t now_ms, JobSet *jobs) {
         double cpu_s, progress;
         uint64_t peak;
@@ -770,10 +796,28 @@ static int merge_report(Cluster *c, const Heartbeat *hb, const TaskReport *rep, 
         }
 
         if (task_state_is_final(t.state)) {
-                /* Lost or cancelled here, yet still running there: finish the job of stopping it. */
+                /* Lost or cancelled here, yet still running there (or frozen by its agent's
+                 * self-fence): finish the job of stopping it. */
                 if (!task_state_is_final(rep->state))
                         return queue_kill(c, hb->node, t.id, now_ms);
                 return 0;
+        }
+
+        /* Frozen by its agent's self-fence while we could not be reached, and still ours:
+         * it runs on, unless the scheduler itself wants it frozen. */
+        if (rep->fenced && rep->state == TASK_RUNNING) {
+                r = store_action_pending(c->store, t.id, ACTION_KILL);
+                if (r == 0)
+                        r = store_task_fence_thaw_due(c->store, t.id);
+                if (r < 0)
+                        return r;
+                if (r > 0) {
+                        Action a = { .type = ACTION_THAW, .task = t.id };
+                        r = queue_action(c, hb->node, &a, now_ms, NULL);
+                        if (r < 0)
+                                return r;
+                        log_info("Task %s on node %s: frozen by the agent's self-fence; thaw queued.", t.id, hb->node);
+                }
         }
 
         /* A task shorter than a heartbeat interval is first reported ended; it still ran, so it
@@ -785,6 +829,15 @@ static int merge_report(Cluster *c, const Heartbeat *hb, const TaskReport *rep, 
                 if (r < 0)
                         return r;
                 log_debug("Task %s running on node %s.", t.id, hb->node);
+        }
+        if (rep->state == TASK_LOST) {
+                /* The agent's self-fence could not freeze it and killed it: it runs again. */
+                char reason[256];
+                snprintf(reason, sizeof reason, "node %s: %s", hb->node, rep->error ?: "killed by the agent's self-fence");
+                r = task_lose(c, &t, reason, now_ms, jobs);
+                if (r < 0)
+                        return r;
+                return job_set_add(jobs, t.job);
         }
         if (task_state_is_final(rep->state)) {
                 char error[256] = "";
@@ -984,6 +1037,12 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
                                    old.boot_id);
                 if (old.lost)
                         log_notice("Node %s is back after being lost.", hb->node);
+                else if (node_list_remove(c->unreachable, hb->node)) {
+                        changed = true;
+                        log_notice("Node %s answers again after %.1f s without a heartbeat.", hb->node,
+                                   (double) (now_ms - old.last_heartbeat_ms) / 1000.0);
+                } else if (now_ms - old.last_heartbeat_ms > unreachable_after_ms(c))
+                        changed = true; /* first word since our start: placeable again */
         }
 
         r = store_node_upsert(c->store, hb, now_ms);
@@ -1003,7 +1062,7 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
                 /* Nearly every report says: still running, here is its usage. When the store
                  * agrees (running, on this node) that is all, and it stays in memory until the
                  * node's usage row below; anything else takes the full path. */
-                if (rep->state == TASK_RUNNING && !rep->has_exit && rep->n_samples > 0 &&
+                if (rep->state == TASK_RUNNING && !rep->has_exit && !rep->fenced && rep->n_samples > 0 &&
                     strv_sorted_contains(running, n_running, rep->id)) {
                         double cpu_s, progress;
                         uint64_t peak;
@@ -1022,7 +1081,7 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
                 r = lose_unreported(c, hb, now_ms, &jobs);
                 if (r < 0)
                         return r;
-                forget_no_freeze(c, hb->node); /* the restarted agent may have a freezer now */
+                (void) node_list_remove(c->no_freeze, hb->node); /* the restarted agent may have a freezer now */
         }
         r = roll_up_all(c, &jobs, now_ms);
         if (r < 0)
@@ -1081,7 +1140,8 @@ static int heartbeat_handle(Cluster *c, const char *node, const Heartbeat *hb, i
                 } else
                         log_warning_errno(r, "Node %s: cannot add this heartbeat's new actions to its reply: %m", node);
         }
-        json_t *reply = json_pack("{s:I, s:O}", "interval_ms", (json_int_t) interval, "actions", actions);
+        json_t *reply = json_pack("{s:I, s:I, s:O}", "interval_ms", (json_int_t) interval, "lease_ms",
+                                  (json_int_t) c->config.lease_ms, "actions", actions);
         if (!reply)
                 return -ENOMEM;
         *ret_reply = reply;
@@ -1132,15 +1192,39 @@ static int node_lose(Cluster *c, const char *node, int64_t silent_ms, int64_t no
         return roll_up_all(c, &jobs, now_ms);
 }
 
-int cluster_check_nodes(Cluster *c, int64_t now_ms) {
-        int64_t timeout_ms = (int64_t) interval_ms(c) * c->config.node_lost_after;
+/* Notes the nodes that fell silent since the last check (they get nothing new: place()). */
+static int note_unreachable(Cluster *c, int64_t now_ms) {
+        _cleanup_strv_free_ char **silent = NULL;
+        int r = store_nodes_overdue(c->store, now_ms - unreachable_after_ms(c), &silent);
+        if (r < 0)
+                return r;
+        for (char **id = silent; id && *id; id++) {
+                if (strv_contains(c->unreachable, *id))
+                        continue;
+                r = strv_extend(&c->unreachable, *id);
+                if (r < 0)
+                        return r;
+                log_warning("Node %s unreachable: nothing new goes there; its tasks run again elsewhere if it is "
+                            "still silent %.1f s after its last heartbeat (--lease plus an interval).",
+                            *id, (double) lost_after_ms(c) / 1000.0);
+        }
+        return 0;
+}
 
-        /* After a controller restart every agent deserves a full timeout to report again. */
+int cluster_check_nodes(Cluster *c, int64_t now_ms) {
+        int64_t timeout_ms = lost_after_ms(c);
+
+        int r = note_unreachable(c, now_ms);
+        if (r < 0)
+                return r;
+
+        /* After a controller start every agent deserves a full lease to report again: one that
+         * could not reach us for longer froze its tasks, and we thaw them when it does. */
         if (now_ms - c->started_ms < timeout_ms)
                 return 0;
 
         _cleanup_strv_free_ char **overdue = NULL;
-        int r = store_nodes_overdue(c->store, now_ms - timeout_ms, &overdue);
+        r = store_nodes_overdue(c->store, now_ms - timeout_ms, &overdue);
         if (r < 0)
                 return r;
 
@@ -1152,6 +1236,7 @@ int cluster_check_nodes(Cluster *c, int64_t now_ms) {
                 r = store_node_peek(c->store, *id, &n);
                 if (r >= 0)
                         r = node_lose(c, *id, now_ms - n.last_heartbeat_ms, now_ms);
+                (void) node_list_remove(c->unreachable, *id);
                 r = transaction_end(c, r);
                 if (r < 0)
                         return r;
@@ -1164,6 +1249,24 @@ int cluster_check_nodes(Cluster *c, int64_t now_ms) {
         if (r < 0)
                 return r;
         return transaction_end(c, place(c, now_ms));
+}
+
+int cluster_nodes_to_json(Cluster *c, int64_t now_ms, json_t **ret) {
+        _cleanup_json_ json_t *j = NULL;
+        int r = store_nodes_to_json(c->store, &j);
+        if (r < 0)
+                return r;
+        size_t i;
+        json_t *n;
+        json_array_foreach(json_object_get(j, "nodes"), i, n) {
+                json_t *last = json_object_get(n, "last_heartbeat_ms");
+                if (streq(json_string_value(json_object_get(n, "state")) ?: "", "ready") && json_is_integer(last) &&
+                    now_ms - json_integer_value(last) > unreachable_after_ms(c) &&
+                    json_object_set_new(n, "state", json_string("unreachable")) < 0)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(j);
+        return 0;
 }
 
 void cluster_restart_node_timeouts(Cluster *c, int64_t now_ms) {

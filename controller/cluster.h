@@ -11,7 +11,9 @@
 
 typedef struct ClusterConfig {
         uint64_t heartbeat_interval_us;   /* told to agents as interval_ms */
-        unsigned node_lost_after;         /* missed heartbeats before a node is lost */
+        unsigned node_lost_after;         /* missed heartbeats before a node gets nothing new */
+        uint32_t lease_ms;                /* silent this long (plus an interval), a node is lost:
+                                           * its agent froze its tasks, they run again elsewhere */
         SchedParams sched;                /* all zero: fifo, wait */
         HfspSizeParams sizes;             /* timeout_s 0: HFSP_SIZE_PARAMS_DEFAULT */
         /* Called with every accepted heartbeat after its changes are committed (the
@@ -42,12 +44,17 @@ int cluster_heartbeat(Cluster *c, const char *node, json_t *body, int64_t now_ms
 /* The same from the body's text (heartbeat_parse()): what the controller serves. */
 int cluster_heartbeat_text(Cluster *c, const char *node, const char *body, size_t body_size, int64_t now_ms,
                            json_t **ret_reply, char **ret_error);
-/* Marks nodes without a heartbeat for node_lost_after intervals lost. */
+/* Notes nodes without a heartbeat for node_lost_after intervals unreachable (nothing new is
+ * placed there), and marks those silent for lease_ms plus an interval lost (their tasks run
+ * again elsewhere); none is lost before lease_ms plus an interval after the start. */
 int cluster_check_nodes(Cluster *c, int64_t now_ms);
 /* Gives every node a full timeout from now_ms before it can be lost, as after a start: for
  * when the controller itself stalled (a locked store, a paused process) and heartbeats that
  * arrived meanwhile are still waiting to be read. */
 void cluster_restart_node_timeouts(Cluster *c, int64_t now_ms);
+/* GET /v1/nodes: the store's node views, a ready node silent for node_lost_after intervals
+ * shown "unreachable". */
+int cluster_nodes_to_json(Cluster *c, int64_t now_ms, json_t **ret);
 /* GET /v1/scheduler (see cluster-sched.h). */
 int cluster_scheduler_to_json(Cluster *c, int64_t now_ms, json_t **ret);
 /* GET /v1/jobs/{id} and GET /v1/jobs: the store's job views, each job with its "scheduler"

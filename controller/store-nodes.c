@@ -335,6 +335,28 @@ int store_action_pending(Store *s, const char *task, ActionType type) {
         return store_step_row(s, st, "find action");
 }
 
+int store_task_fence_thaw_due(Store *s, const char *task) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        /* The task's last freeze or thaw: a freeze the agent did not refuse means the scheduler
+         * wants it frozen, an unacked thaw is on its way; anything else (none, a refused freeze,
+         * an applied thaw) leaves a thaw due. */
+        int r = store_prepare(s,
+                              "SELECT type, acked_ms IS NOT NULL, ack_error IS NOT NULL FROM actions"
+                              " WHERE task = ? AND type IN ('freeze', 'thaw') ORDER BY id DESC LIMIT 1",
+                              &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(st, 1, task, -1, SQLITE_TRANSIENT);
+        r = store_step_row(s, st, "find the last freeze or thaw");
+        if (r <= 0)
+                return r < 0 ? r : 1;
+        bool freeze = streq((const char *) sqlite3_column_text(st, 0), "freeze");
+        bool acked = sqlite3_column_int(st, 1), refused = sqlite3_column_int(st, 2);
+        if (freeze)
+                return refused ? 1 : 0;
+        return acked ? 1 : 0;
+}
+
 int store_tasks_kill_pending(Store *s, char ***ret_ids) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         _cleanup_strv_free_ char **ids = NULL;

@@ -45,7 +45,7 @@ static inline bool heq_report(const TaskReport *a, const TaskReport *b) {
         if (!heq_str(a->id, b->id) || a->state != b->state || a->pid != b->pid || a->n_samples != b->n_samples ||
             memcmp(&a->limits, &b->limits, sizeof(Limits)) != 0 ||
             memcmp(&a->limits_target, &b->limits_target, sizeof(Limits)) != 0 ||
-            memcmp(&a->limits_external, &b->limits_external, sizeof(Limits)) != 0 || a->adopted != b->adopted ||
+            memcmp(&a->limits_external, &b->limits_external, sizeof(Limits)) != 0 || a->adopted != b->adopted || a->fenced != b->fenced ||
             a->has_exit != b->has_exit || !heq_str(a->error, b->error))
                 return false;
         if (a->exit.code != b->exit.code || a->exit.signal != b->exit.signal || a->exit.oom_killed != b->exit.oom_killed ||

@@ -4,10 +4,14 @@
 #   1. the controller is SIGKILLed mid-run and restarted on the same state and port: jobs,
 #      tasks and actions come back from SQLite, the running tasks are matched (same attempt,
 #      same start time), not restarted;
+#   1b. the controller stays down longer than the lease: the agents freeze their tasks (the
+#      self-fence); the controller, back, thaws them and they finish as the same attempts;
 #   2. an agent is SIGKILLed mid-run: its tasks keep running, the restarted agent re-adopts
 #      them and the job succeeds with no new attempt;
-#   3. a node goes silent (its agent SIGSTOPped): its task is lost and rescheduled on the
-#      other node as attempt 1; when the node comes back its old attempt is killed, not kept;
+#   3. a node goes silent (its agent SIGSTOPped) for longer than the lease and an interval:
+#      its task is lost and rescheduled on the other node as attempt 1; when the node comes
+#      back its old attempt is killed, not kept (a stopped agent cannot fence itself: the
+#      old attempt runs on meanwhile, which test-partition.sh's live agents never do);
 #   4. the store's disk is full (a tiny tmpfs) or its database locked: submits get 503 with
 #      the reason and leave nothing behind; a lock taken while a busy job is being placed
 #      leaves the controller answering right after it, and the job done once.
@@ -32,7 +36,9 @@ failure_cleanup() {
 }
 trap failure_cleanup EXIT
 
-cluster_start_controller --node-lost-after 10
+# A short lease, so that the outages below outlast it within seconds.
+LEASE=3s
+cluster_start_controller --node-lost-after 10 --lease $LEASE
 port=$(cat "$CLUSTER_DIR/port")
 cluster_start_agent n1 --cpus 2 --memory 1G
 n1_pid=$CLUSTER_AGENT_PID
@@ -64,7 +70,7 @@ before=$(tasks "$id")
 kill -KILL "$CONTROLLER_PID"
 wait "$CONTROLLER_PID" 2>/dev/null || true
 sleep 1
-cluster_start_controller --node-lost-after 10 --listen "127.0.0.1:$port"
+cluster_start_controller --node-lost-after 10 --lease $LEASE --listen "127.0.0.1:$port"
 [ "$(cat "$CLUSTER_DIR/port")" = "$port" ] || fail "the controller came back on another port"
 after=$(tasks "$id")
 [ "$before" = "$after" ] || fail "tasks changed across the restart: before: $before; after: $after"
@@ -76,6 +82,54 @@ assert_once "$queued" 1
 [ "$(job_field "$id" '[.phases[].tasks[].started_ms] | join(" ")')" = "$(echo "$before" | awk '{print $4}' | xargs)" ] ||
         fail "the tasks' start times changed: $(tasks "$id")"
 pass "controller SIGKILLed mid-run: job $id finished with its original attempts, $queued ran once"
+
+# ---- 1b. controller down longer than the lease ----
+id=$("$CGORCHCTL" submit --name outage --user nobody --tasks 2 --cpus 0.5 --memory 64M -- \
+        "$BURN_BIN" --cpu-seconds 4 --memory 4M)
+wait_for 20 all_running "$id" 2 || fail "job $id never ran: $(tasks "$id")"
+before=$(tasks "$id")
+# node/task of each: the controller will not be there to ask.
+task_paths=$(job_field "$id" '.phases[].tasks[] | "\(.node)/\(.id)"')
+# The freezer state of each of the job's task cgroups (v1 freezer, or v2 cgroup.freeze).
+frozen_states() {
+        local t f
+        for t in $task_paths; do
+                for f in "$CGROUP_FS/freezer/$CLUSTER_CGROOT/$t/freezer.state" "$CGROUP_FS/$CLUSTER_CGROOT/$t/cgroup.freeze"; do
+                        [ -f "$f" ] && { cat "$f"; break; }
+                done
+        done | sort | uniq -c | xargs
+}
+kill -KILL "$CONTROLLER_PID"
+wait "$CONTROLLER_PID" 2>/dev/null || true
+all_frozen() { case $(frozen_states) in "2 FROZEN"|"2 1") return 0 ;; *) return 1 ;; esac; }
+wait_for 10 all_frozen || fail "the agents did not freeze job $id's tasks when the lease ran out: $(frozen_states)"
+grep -q "self-fence" "$CLUSTER_DIR"/agent-n*.log || fail "no agent logged its self-fence"
+# CPU time the job's tasks used, in ns (v1 cpuacct, or v2 cpu.stat).
+cpu_ns() {
+        local t f sum=0 v
+        for t in $task_paths; do
+                v=0
+                f=$CGROUP_FS/cpuacct/$CLUSTER_CGROOT/$t/cpuacct.usage
+                if [ -f "$f" ]; then v=$(cat "$f")
+                elif [ -f "$CGROUP_FS/$CLUSTER_CGROOT/$t/cpu.stat" ]; then
+                        v=$(($(awk '$1 == "usage_usec" {print $2}' "$CGROUP_FS/$CLUSTER_CGROOT/$t/cpu.stat") * 1000))
+                fi
+                sum=$((sum + v))
+        done
+        echo "$sum"
+}
+cpu_frozen=$(cpu_ns)
+sleep 2
+cpu_later=$(cpu_ns)
+[ "$cpu_frozen" = "$cpu_later" ] || fail "a fenced task still used CPU: $cpu_frozen -> $cpu_later ns"
+cluster_start_controller --node-lost-after 10 --lease $LEASE --listen "127.0.0.1:$port"
+none_frozen() { case $(frozen_states) in "2 THAWED"|"2 0") return 0 ;; *) return 1 ;; esac; }
+wait_for 15 none_frozen || fail "the controller did not thaw job $id's fenced tasks: $(frozen_states)"
+wait_for 60 final "$id" || fail "job $id did not end after the outage: $(tasks "$id")"
+assert_once "$id" 2
+[ "$(job_field "$id" '[.phases[].tasks[].started_ms] | join(" ")')" = "$(echo "$before" | awk '{print $4}' | xargs)" ] ||
+        fail "the tasks' start times changed: $(tasks "$id")"
+pass "controller down past the lease: job $id's tasks were frozen, thawed on its return, and finished as the same attempts"
 
 # ---- 2. agent SIGKILLed mid-run ----
 id=$("$CGORCHCTL" submit --name agent-crash --user nobody --tasks 1 --cpus 0.5 --memory 64M -- \

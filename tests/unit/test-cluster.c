@@ -18,6 +18,9 @@
 #define T0 INT64_C(1795000000000)
 #define INTERVAL_MS 2000
 #define LOST_AFTER 3
+#define LEASE_MS 10000
+/* A silent node is lost this long after its last heartbeat (the lease and an interval). */
+#define LOST_MS (LEASE_MS + INTERVAL_MS)
 #define MiB (UINT64_C(1) << 20)
 
 static char dir[] = "/tmp/cgorch-test-cluster-XXXXXX";
@@ -28,7 +31,9 @@ static void setup(void) {
         log_set_max_level(LOG_WARNING);
         cr_assert_not_null(mkdtemp(dir));
         cr_assert_eq(store_open(dir, &store), 0);
-        ClusterConfig cc = { .heartbeat_interval_us = INTERVAL_MS * USEC_PER_MSEC, .node_lost_after = LOST_AFTER };
+        ClusterConfig cc = {
+                .heartbeat_interval_us = INTERVAL_MS * USEC_PER_MSEC, .node_lost_after = LOST_AFTER, .lease_ms = LEASE_MS,
+        };
         cr_assert_eq(cluster_new(store, &cc, T0, &cluster), 0);
 }
 
@@ -159,6 +164,7 @@ static HeartbeatReply *beat(Node *n, TaskReport *reports, size_t n_reports, Ack 
         r = heartbeat_reply_from_json(reply, &hr, &error);
         cr_assert_eq(r, 0, "the agent would refuse this reply: %s", error ?: "");
         cr_assert_eq(hr->interval_ms, INTERVAL_MS);
+        cr_assert_eq(hr->lease_ms, LEASE_MS, "every reply renews the agent's lease");
         json_decref(reply);
         return hr;
 }
@@ -542,6 +548,28 @@ Test(cluster, failed_start_ack_fails_task) {
         heartbeat_reply_free(hr);
 }
 
+/* The state GET /v1/nodes shows for a node. */
+static char *node_state(const char *node, int64_t now_ms) {
+        json_t *j = NULL;
+        cr_assert_eq(cluster_nodes_to_json(cluster, now_ms, &j), 0);
+        size_t i;
+        json_t *n;
+        char *state = NULL;
+        json_array_foreach(json_object_get(j, "nodes"), i, n)
+                if (streq(json_string_value(json_object_get(n, "id")), node))
+                        state = strdup(json_string_value(json_object_get(n, "state")));
+        json_decref(j);
+        cr_assert_not_null(state, "node %s is not listed", node);
+        return state;
+}
+
+#define assert_node_state(node, now_ms, want)                                                           \
+        do {                                                                                             \
+                char *_s = node_state((node), (now_ms));                                                 \
+                cr_assert_str_eq(_s, (want), "node %s is %s, want %s", (node), _s, (want));              \
+                free(_s);                                                                                \
+        } while (0)
+
 Test(cluster, node_lost_after_missed_intervals) {
         uint64_t id = submit(job_one_phase_two_tasks, T0);
         Node n1 = node_new("n1", 0.5), n2 = node_new("n2", 0.5);
@@ -556,10 +584,26 @@ Test(cluster, node_lost_after_missed_intervals) {
         assert_field(id, 0, 0, "node", "n1");
         assert_field(id, 0, 1, "node", "n2");
 
-        /* n2 keeps reporting; n1 falls silent after T0 + 2000. Exactly LOST_AFTER intervals of
-         * silence are tolerated, one millisecond more is not. */
-        int64_t deadline = T0 + 2000 + LOST_AFTER * INTERVAL_MS;
+        /* n2 keeps reporting; n1 falls silent after T0 + 2000. After LOST_AFTER intervals of
+         * silence it is unreachable: its task stays its own, nothing new goes there. */
+        int64_t silent = T0 + 2000 + LOST_AFTER * INTERVAL_MS;
         TaskReport r2 = running(task_id(id, 0, 1), NULL, 0);
+        heartbeat_reply_free(beat(&n2, &r2, 1, NULL, 0, silent - 1000));
+        cr_assert_eq(cluster_check_nodes(cluster, silent), 0);
+        assert_node_state("n1", silent, "ready");
+        cr_assert_eq(cluster_check_nodes(cluster, silent + 1), 0);
+        assert_node_state("n1", silent + 1, "unreachable");
+        assert_node_state("n2", silent + 1, "ready");
+        assert_task_state(id, 0, 0, "running");
+        n1.cpus = 2; /* room for more, were it reachable */
+        uint64_t more = submit(job_one_task, silent + 2);
+        hr = beat(&n2, &r2, 1, NULL, 0, silent + 3);
+        cr_assert_eq(hr->n_actions, 0, "n2 is full");
+        heartbeat_reply_free(hr);
+        assert_task_state(more, 0, 0, "pending");
+
+        /* The lease and an interval of silence are tolerated, one millisecond more is not. */
+        int64_t deadline = T0 + 2000 + LOST_MS;
         heartbeat_reply_free(beat(&n2, &r2, 1, NULL, 0, deadline - 1000));
         cr_assert_eq(cluster_check_nodes(cluster, deadline), 0);
         StoreNode node;
@@ -576,7 +620,7 @@ Test(cluster, node_lost_after_missed_intervals) {
         cr_assert(!node.lost, "a node that reports is not lost");
         store_node_done(&node);
         assert_task_state(id, 0, 0, "lost");
-        assert_field(id, 0, 0, "error", "node n1 lost: no heartbeat for 6.0 s");
+        assert_field(id, 0, 0, "error", "node n1 lost: no heartbeat for 12.0 s");
         /* The lost task runs again as attempt 1 (listed right after attempt 0); n2 is full, so
          * it waits. The job goes on. */
         assert_field(id, 0, 1, "id", task_id_attempt(id, 0, 0, 1));
@@ -591,15 +635,19 @@ Test(cluster, node_lost_after_missed_intervals) {
         cr_assert_eq(hr->n_actions, 0, "nothing to kill or start on n2");
         heartbeat_reply_free(hr);
 
-        /* The lost node comes back still running attempt 0: it is told to kill it (the
-         * duplicate), and, being ready again, to start attempt 1 — never both running. */
+        /* The lost node comes back with attempt 0 frozen by its self-fence: it is told to
+         * kill it (never to thaw it), and, being ready again, to start attempt 1 and the other
+         * job — never both attempts running. */
         TaskReport r1 = running(task_id(id, 0, 0), NULL, 0);
+        r1.fenced = true;
         hr = beat(&n1, &r1, 1, NULL, 0, deadline + 2000);
         const Action *kill = find_action(hr, ACTION_KILL, task_id(id, 0, 0));
         const Action *start = find_action(hr, ACTION_START, task_id_attempt(id, 0, 0, 1));
         cr_assert_not_null(kill);
         cr_assert_not_null(start);
-        cr_assert_eq(hr->n_actions, 2);
+        cr_assert_not_null(find_action(hr, ACTION_START, task_id(more, 0, 0)));
+        cr_assert_eq(count_actions(hr, ACTION_THAW), 0);
+        cr_assert_eq(hr->n_actions, 3);
         cr_assert_lt(kill->id, start->id, "the duplicate is killed before the new attempt starts");
         assert_task_state(id, 0, 0, "lost");
         cr_assert_eq(store_node_get(store, "n1", &node), 0);
@@ -608,11 +656,11 @@ Test(cluster, node_lost_after_missed_intervals) {
 
         /* The agent kills attempt 0, starts attempt 1; both tasks succeed: the job succeeds
          * with two tasks done, not three. */
-        Ack acks[2] = { ack_ok(kill), ack_ok(start) };
+        Ack acks[3] = { ack_ok(kill), ack_ok(start), ack_ok(find_action(hr, ACTION_START, task_id(more, 0, 0))) };
         TaskReport reps[2] = { ended(task_id(id, 0, 0), TASK_FAILED, 0, 9, 1, MiB),
                                running(task_id_attempt(id, 0, 0, 1), NULL, 0) };
         heartbeat_reply_free(hr);
-        heartbeat_reply_free(beat(&n1, reps, 2, acks, 2, deadline + 3000));
+        heartbeat_reply_free(beat(&n1, reps, 2, acks, 3, deadline + 3000));
         assert_task_state(id, 0, 0, "lost");
         assert_task_state(id, 0, 1, "running");
         TaskReport done1 = ended(task_id_attempt(id, 0, 0, 1), TASK_SUCCEEDED, 0, 0, 1, MiB);
@@ -636,7 +684,7 @@ Test(cluster, task_lost_too_often_fails_its_job) {
                                    "attempt %u starts on node %u", attempt, attempt + 1);
                 heartbeat_reply_free(ack_and_run(&n[attempt], hr, now + 1500));
                 heartbeat_reply_free(hr);
-                now += 1500 + LOST_AFTER * INTERVAL_MS + 1;
+                now += 1500 + LOST_MS + 1;
                 cr_assert_eq(cluster_check_nodes(cluster, now), 0);
                 assert_task_state(id, 0, (int) attempt, "lost");
         }
@@ -647,17 +695,81 @@ Test(cluster, task_lost_too_often_fails_its_job) {
         assert_job_state(id, "failed");
 }
 
-Test(cluster, node_loss_waits_a_full_timeout_after_controller_start) {
+Test(cluster, node_loss_waits_a_full_lease_after_controller_start) {
         Node n1 = node_new("n1", 1);
         uint64_t id = submit(job_one_task, T0);
         /* A heartbeat from long before this controller started (as if from a previous run). */
         HeartbeatReply *hr = beat_empty(&n1, T0 - 60000);
         heartbeat_reply_free(hr);
         assert_task_state(id, 0, 0, "starting");
-        cr_assert_eq(cluster_check_nodes(cluster, T0 + LOST_AFTER * INTERVAL_MS - 1), 0);
+        cr_assert_eq(cluster_check_nodes(cluster, T0 + LOST_MS - 1), 0);
         assert_task_state(id, 0, 0, "starting");
-        cr_assert_eq(cluster_check_nodes(cluster, T0 + LOST_AFTER * INTERVAL_MS), 0);
+        assert_node_state("n1", T0 + LOST_MS - 1, "unreachable");
+        cr_assert_eq(cluster_check_nodes(cluster, T0 + LOST_MS), 0);
         assert_task_state(id, 0, 0, "lost");
+}
+
+/* A one-task job, running on n since T0 + 1500. */
+static uint64_t one_task_running(Node *n) {
+        uint64_t id = submit(job_one_task, T0);
+        HeartbeatReply *hr = beat_empty(n, T0 + 1000);
+        heartbeat_reply_free(ack_and_run(n, hr, T0 + 1500));
+        heartbeat_reply_free(hr);
+        return id;
+}
+
+Test(cluster, fenced_task_kept_is_thawed_once) {
+        Node n1 = node_new("n1", 1);
+        uint64_t id = one_task_running(&n1);
+        HeartbeatReply *hr;
+
+        /* Silent for longer than the lease but not the lease and an interval: the agent froze
+         * the task, the controller kept it. It is told to thaw it, once. */
+        int64_t back = T0 + 1500 + LOST_MS;
+        cr_assert_eq(cluster_check_nodes(cluster, back), 0);
+        assert_task_state(id, 0, 0, "running");
+        TaskReport r = running(task_id(id, 0, 0), NULL, 0);
+        r.fenced = true;
+        hr = beat(&n1, &r, 1, NULL, 0, back);
+        const Action *thaw = find_action(hr, ACTION_THAW, task_id(id, 0, 0));
+        cr_assert_not_null(thaw, "a fenced task the controller kept is thawed");
+        cr_assert_eq(hr->n_actions, 1);
+        Ack ack = ack_ok(thaw);
+        /* The reply was lost: still fenced, the same thaw comes again, not a second one. */
+        HeartbeatReply *again = beat(&n1, &r, 1, NULL, 0, back + 500);
+        cr_assert_eq(again->n_actions, 1);
+        cr_assert_eq(again->actions[0].id, ack.action_id);
+        heartbeat_reply_free(again);
+        r.fenced = false;
+        again = beat(&n1, &r, 1, &ack, 1, back + 1000);
+        cr_assert_eq(again->n_actions, 0);
+        heartbeat_reply_free(again);
+        heartbeat_reply_free(hr);
+        assert_task_state(id, 0, 0, "running");
+        cr_assert_eq(cluster_check_nodes(cluster, back + 2000), 0);
+        assert_task_state(id, 0, 0, "running");
+        assert_node_state("n1", back + 2000, "ready");
+
+        /* Fenced again later (a second outage): thawed again. */
+        r.fenced = true;
+        hr = beat(&n1, &r, 1, NULL, 0, back + LEASE_MS);
+        cr_assert_not_null(find_action(hr, ACTION_THAW, task_id(id, 0, 0)));
+        heartbeat_reply_free(hr);
+}
+
+Test(cluster, task_the_fence_could_not_freeze_runs_again) {
+        Node n1 = node_new("n1", 1);
+        uint64_t id = one_task_running(&n1);
+        HeartbeatReply *hr;
+
+        /* No freezer: the agent's fence killed it. It is lost, not failed, and runs again. */
+        TaskReport r = ended(task_id(id, 0, 0), TASK_LOST, 0, 9, 1, MiB);
+        r.error = (char *) "killed by the agent's self-fence: the lease ran out and the task could not be frozen";
+        hr = beat(&n1, &r, 1, NULL, 0, T0 + 12000);
+        cr_assert_not_null(find_action(hr, ACTION_START, task_id_attempt(id, 0, 0, 1)));
+        heartbeat_reply_free(hr);
+        assert_task_state(id, 0, 0, "lost");
+        assert_job_state(id, "running");
 }
 
 Test(cluster, restarted_agent_keeps_running_task) {
@@ -856,6 +968,7 @@ static void restart_sized(SchedPolicy policy, SchedPreemption preemption, int64_
         ClusterConfig cc = {
                 .heartbeat_interval_us = INTERVAL_MS * USEC_PER_MSEC,
                 .node_lost_after = LOST_AFTER,
+                .lease_ms = LEASE_MS,
                 .sched = SCHED_PARAMS_DEFAULT,
         };
         cc.sched.policy = policy;

@@ -113,6 +113,7 @@ static char *agent_heartbeat(unsigned n, bool pretty) {
         reports[0].limits_target = (Limits) { .cpu_quota_us = 25000 };
         reports[0].limits_external = (Limits) { .memory_high_bytes = LIMIT_UNLIMITED };
         reports[0].adopted = true;
+        reports[0].fenced = true;
         reports[n] = (TaskReport) {
                 .id = ids[n], .state = TASK_FAILED, .pid = 0, .samples = &samples[2 * n], .n_samples = 1,
                 .has_exit = true,

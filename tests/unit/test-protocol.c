@@ -526,7 +526,7 @@ static TaskSample samples[] = {
 static TaskReport reports[] = {
         { .id = "7.0.0.0", .state = TASK_RUNNING, .pid = 4242, .samples = samples, .n_samples = 2,
           .limits = { .cpu_quota_us = 50000, .memory_max_bytes = 268435456 },
-          .limits_target = { .memory_max_bytes = 134217728 }, .limits_external = { .cpu_weight = 200 }, .adopted = true },
+          .limits_target = { .memory_max_bytes = 134217728 }, .limits_external = { .cpu_weight = 200 }, .adopted = true, .fenced = true },
         { .id = "7.0.1.1", .state = TASK_FAILED, .pid = 0, .has_exit = true,
           .exit = { .code = 0, .signal = 9, .oom_killed = true, .wall_s = 12.5, .cpu_s = 3.25,
                     .memory_peak_bytes = 268435456 },
@@ -570,6 +570,7 @@ static void assert_heartbeats_equal(const Heartbeat *a, const Heartbeat *b) {
                 cr_assert_eq(memcmp(&r->limits_target, &s->limits_target, sizeof r->limits_target), 0);
                 cr_assert_eq(memcmp(&r->limits_external, &s->limits_external, sizeof r->limits_external), 0);
                 cr_assert_eq(r->adopted, s->adopted);
+                cr_assert_eq(r->fenced, s->fenced);
                 cr_assert_eq(r->has_exit, s->has_exit);
                 if (r->has_exit) {
                         cr_assert_eq(r->exit.code, s->exit.code);
@@ -908,8 +909,8 @@ Test(heartbeat, errors) {
         expect_heartbeat_error(task_not_object, "tasks[1]: must be an object");
         expect_heartbeat_error(bad_task_id, "tasks[0].id: must be a task id <job>.<phase>.<task>.<attempt>");
         expect_heartbeat_error(no_task_id, "tasks[0].id: is required");
-        expect_heartbeat_error(pending_state, "tasks[0].state: must be one of running, succeeded, failed, cancelled");
-        expect_heartbeat_error(unknown_state, "tasks[0].state: must be one of running, succeeded, failed, cancelled");
+        expect_heartbeat_error(pending_state, "tasks[0].state: must be one of running, succeeded, failed, cancelled, lost");
+        expect_heartbeat_error(unknown_state, "tasks[0].state: must be one of running, succeeded, failed, cancelled, lost");
         expect_heartbeat_error(negative_pid, "tasks[0].pid: must be an integer in [0, 4194304]");
         expect_heartbeat_error(progress_high, "tasks[0].samples[1].progress: must be null or a number in [0, 1]");
         expect_heartbeat_error(progress_minus_one, "tasks[0].samples[1].progress: must be null or a number in [0, 1]");
@@ -964,7 +965,9 @@ static Action actions[] = {
         { .id = 6, .type = ACTION_START, .task = "9.0.0.0", .argv = start_argv },
 };
 
-static const HeartbeatReply reply = { .interval_ms = 2000, .actions = actions, .n_actions = ELEMENTSOF(actions) };
+static const HeartbeatReply reply = {
+        .interval_ms = 2000, .lease_ms = 30000, .actions = actions, .n_actions = ELEMENTSOF(actions),
+};
 
 static void assert_strv_equal(char **a, char **b) {
         cr_assert_eq(strv_length(a), strv_length(b));
@@ -986,6 +989,7 @@ Test(heartbeat_reply, round_trip) {
         cr_assert_eq(heartbeat_reply_from_json(j, &r, &err), 0, "%s", err);
 
         cr_assert_eq(r->interval_ms, 2000);
+        cr_assert_eq(r->lease_ms, 30000);
         cr_assert_eq(r->n_actions, ELEMENTSOF(actions));
         for (size_t i = 0; i < r->n_actions; i++) {
                 const Action *a = &actions[i], *b = &r->actions[i];
@@ -1011,6 +1015,8 @@ Test(heartbeat_reply, round_trip) {
         json_auto_t *n = heartbeat_reply_to_json(&none);
         _cleanup_(heartbeat_reply_freep) HeartbeatReply *rn = NULL;
         cr_assert_eq(heartbeat_reply_from_json(n, &rn, NULL), 0);
+        cr_assert_null(json_object_get(n, "lease_ms"), "no lease, no field: an older agent's decoder accepts it");
+        cr_assert_eq(rn->lease_ms, 0, "a controller without a lease never makes the agent fence");
         cr_assert_eq(rn->n_actions, 0);
         cr_assert_null(rn->actions);
 }
@@ -1039,6 +1045,8 @@ Test(heartbeat_reply, errors) {
         expect_reply_error("{}", "interval_ms: is required");
         expect_reply_error("{'interval_ms': -1}", "interval_ms: must be an integer in [0, 3600000]");
         expect_reply_error("{'interval_ms': 3600001}", "interval_ms: must be an integer in [0, 3600000]");
+        expect_reply_error("{'interval_ms': 2000, 'lease_ms': 86400001}", "lease_ms: must be an integer in [0, 86400000]");
+        expect_reply_error("{'interval_ms': 2000, 'lease_ms': '30s'}", "lease_ms: must be an integer in [0, 86400000]");
         expect_reply_error("{'interval_ms': 2000, 'actions': {}}", "actions: must be an array");
         expect_reply_error("{'interval_ms': 2000, 'actions': [1]}", "actions[0]: must be an object");
         expect_reply_error("{'interval_ms': 2000, 'actions': [{'id': 1, 'type': 'restart', 'task': '1.0.0.0'}]}",

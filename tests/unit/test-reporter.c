@@ -5,6 +5,23 @@
 
 #include "reporter.h"
 
+Test(reporter, retries_come_at_least_every_interval) {
+        /* The first retries back off as before, jittered 80 %..120 %... */
+        cr_assert_eq(reporter_retry_ms(0, 2000, 0.0), 800);
+        cr_assert_eq(reporter_retry_ms(0, 2000, 0.5), 1000);
+        /* ...but never wait longer than the heartbeat interval: an agent is back within an
+         * interval of the controller's return, inside any lease of two intervals or more. */
+        for (unsigned attempt = 0; attempt < 40; attempt++)
+                for (double rnd = 0; rnd < 1; rnd += 0.125) {
+                        cr_assert_leq(reporter_retry_ms(attempt, 2000, rnd), 2000);
+                        cr_assert_leq(reporter_retry_ms(attempt, 500, rnd), 500);
+                        cr_assert_geq(reporter_retry_ms(attempt, 2000, rnd), 800);
+                }
+        cr_assert_eq(reporter_retry_ms(10, 2000, 0.0), 1600, "capped ones still spread out");
+        /* No interval known: the plain backoff. */
+        cr_assert_eq(reporter_retry_ms(10, 0, 0.5), REPORTER_BACKOFF_MAX_MS);
+}
+
 Test(reporter, backoff_doubles_to_its_cap) {
         cr_assert_eq(reporter_backoff_ms(0), 1000);
         cr_assert_eq(reporter_backoff_ms(1), 2000);
