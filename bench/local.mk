@@ -85,6 +85,13 @@ bench-start: controller/cgorch-controller agent/cgorch-agent cli/cgorchctl
 	$(BASH) $(srcdir)/bench/start-latency.sh $(builddir) 50
 .PHONY: bench-start
 
+# SIGKILL → answering again of a controller with N queued jobs (what the lease must cover
+# besides RestartSec and a heartbeat interval): `make bench-restart`.
+dist_noinst_SCRIPTS += bench/restart-latency.sh
+bench-restart: controller/cgorch-controller
+	$(BASH) $(srcdir)/bench/restart-latency.sh $(builddir)
+.PHONY: bench-restart
+
 # cgorch-sim on the production-like day (-w mapreduce, 24 442 jobs): wall time, CPU time and
 # peak RSS of every policy and preemption mode on the generator's cluster and on 100x8x16G at
 # load 0.9 (see docs/benchmarks.md and docs/evaluation.md, "Speed"): `make bench-sim`.
