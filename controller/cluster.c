@@ -45,6 +45,7 @@ struct Cluster {
          * tasks stay theirs until the lease runs out (kept for the log and to place again at
          * once when one comes back). */
         char **unreachable;
+        bool store_failing;               /* the last heartbeat could not be recorded */
 };
 
 /* json_decrefp() comes with jansson >= 2.11. */
@@ -1110,13 +1111,28 @@ static int heartbeat_handle(Cluster *c, const char *node, const Heartbeat *hb, i
                 return -ENOMEM;
 
         r = store_begin(c->store);
+        if (r >= 0) {
+                r = heartbeat_apply(c, hb, now_ms, actions);
+                /* Rolled back, what the last placement queued may be gone with it. */
+                r = transaction_end(c, r);
+        }
+        if (r == -EBUSY || r == -ENOSPC || r == -EROFS || r == -EIO) {
+                /* The node is alive, but the store could not record it: no node is lost for
+                 * a full lease from now (its agent fences meanwhile, and is thawed when the
+                 * store takes its heartbeats again), rather than all of them at the first
+                 * check after the store recovers. */
+                if (!c->store_failing)
+                        log_warning("The store cannot record heartbeats (%s): no node is lost until it has for "
+                                    "--lease plus an interval.", strerror(-r));
+                c->store_failing = true;
+                c->started_ms = MAX(c->started_ms, now_ms);
+        }
         if (r < 0)
                 return r;
-        r = heartbeat_apply(c, hb, now_ms, actions);
-        /* Rolled back, what the last placement queued may be gone with it. */
-        r = transaction_end(c, r);
-        if (r < 0)
-                return r;
+        if (c->store_failing) {
+                c->store_failing = false;
+                log_notice("The store records heartbeats again.");
+        }
 
         uint32_t interval = interval_ms(c);
         if (c->config.on_heartbeat &&

@@ -14,7 +14,8 @@
 #      old attempt runs on meanwhile, which test-partition.sh's live agents never do);
 #   4. the store's disk is full (a tiny tmpfs) or its database locked: submits get 503 with
 #      the reason and leave nothing behind; a lock taken while a busy job is being placed
-#      leaves the controller answering right after it, and the job done once.
+#      leaves the controller answering right after it, and the job done once; a disk full for
+#      longer than the lease while a task runs fences it, loses no node, and the task finishes.
 set -euo pipefail
 
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -262,8 +263,10 @@ full_cleanup() {
         failure_cleanup "$rc"
 }
 trap full_cleanup EXIT
+n3_token=$(cluster_agent_token n3)
 "$CONTROLLER_BIN" --config /dev/null --listen 127.0.0.1:0 --port-file "$CLUSTER_DIR/full-port" \
         --state-dir "$full/state" --operator-token-file "$CLUSTER_DIR/tokens/operator" \
+        --agent-tokens-file "$CLUSTER_DIR/tokens/agents" --heartbeat-interval 500ms --lease $LEASE \
         >"$CLUSTER_DIR/controller-full.log" 2>&1 &
 CLUSTER_PIDS+=($!)
 full_pid=$!
@@ -280,7 +283,45 @@ code=$(submit_raw "$full_url")
 [ "$code" = 201 ] || fail "submit after freeing space answered $code: $(cat "$CLUSTER_DIR/answer")"
 [ "$(cluster_curl -fsS "$full_url/v1/jobs" | jq '.jobs | length')" = 1 ] || fail "the job after the disk-full one is not alone"
 [ "$(cluster_curl -fsS "$full_url/v1/jobs/1" | jq '[.phases[0].tasks[]] | length')" = 200 ] || fail "job 1 lacks tasks"
+pass "store full: 503 '$full_message', nothing half-written, fine once space is back"
+
+# The disk fills while a task runs, for longer than the lease: the heartbeats fail, the agent
+# fences its task; the node must not be lost when space comes back (it was alive all along),
+# and the task is thawed and finishes as the same attempt. SQLite writes into its WAL file's
+# space as long as it has some: the WAL is truncated first, and a reader holds a snapshot
+# meanwhile so that it cannot start over at its beginning; every heartbeat then needs new space.
+CGORCH_SERVER=$full_url "$CGORCHCTL" cancel 1 >/dev/null
+saved_server=$CGORCH_SERVER
+CGORCH_SERVER=$full_url
+cluster_start_agent n3 --cpus 1 --memory 1G
+id=$("$CGORCHCTL" submit --name disk-full --user nobody --tasks 1 --cpus 0.5 --memory 64M -- \
+        "$BURN_BIN" --cpu-seconds 3 --memory 4M)
+wait_for 20 all_running "$id" 1 || fail "job $id never ran: $(tasks "$id")"
+sqlite3 "$full/state/controller.db" ".timeout 5000" "PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null ||
+        fail "cannot truncate the store's WAL"
+mkfifo "$CLUSTER_DIR/release"
+(
+        exec 3<>"$CLUSTER_DIR/release"
+        echo "BEGIN; SELECT COUNT(*) FROM jobs;"
+        read -r -t 60 _ <&3 || true
+        echo "COMMIT;"
+) | sqlite3 "$full/state/controller.db" >/dev/null &
+reader=$!
+sleep 0.5
+dd if=/dev/zero of="$full/filler" bs=4k 2>/dev/null || true
+store_refuses() { grep -q "The store cannot record heartbeats" "$CLUSTER_DIR/controller-full.log"; }
+wait_for 10 store_refuses || fail "the heartbeats of n3 were recorded on a full disk"
+fenced() { grep -q "self-fence" "$CLUSTER_DIR/agent-n3.log"; }
+wait_for 10 fenced || fail "n3 did not fence when its heartbeats got 503 for the lease"
+sleep 2 # past the lease plus an interval since the last recorded heartbeat
+rm -f "$full/filler"
+exec 4<>"$CLUSTER_DIR/release"; echo release >&4; exec 4>&-
+wait "$reader" || true
+wait_for 60 final "$id" || fail "job $id did not end after the disk-full spell: $(tasks "$id")"
+assert_once "$id" 1
+grep -q "Node n3 is lost" "$CLUSTER_DIR/controller-full.log" && fail "n3 was declared lost although it kept sending heartbeats"
+CGORCH_SERVER=$saved_server
+pass "store full while a task ran: n3 fenced, was not declared lost, and job $id finished as its first attempt"
 kill -TERM "$full_pid"
 wait "$full_pid" || fail "the controller on the full disk did not stop cleanly"
 umount "$full" && MOUNTED=
-pass "store full: 503 '$full_message', nothing half-written, fine once space is back"
