@@ -15,6 +15,10 @@
 #define REPLY_MAX_BYTES (16u * 1024u * 1024u)
 /* The controller may hold a heartbeat open (long poll) before answering. */
 #define REQUEST_TIMEOUT_MS 60000L
+/* Under a lease, a heartbeat is given up after a third of it (at least a second): one sent
+ * into a partition would otherwise wait on TCP's ever longer retransmissions after the link is
+ * back, while a new one connects at once. */
+#define REQUEST_TIMEOUT_MIN_MS 1000L
 #define CONNECT_TIMEOUT_MS 5000L
 /* Heartbeats that follow the samples move by up to a sample interval / this around their due
  * time to leave with a sample tick (reporter_samples_ready()). */
@@ -54,6 +58,7 @@ struct Reporter {
 
         unsigned failures;                /* consecutive failed heartbeats */
         uint64_t interval_ms;
+        long request_timeout_ms;          /* of a heartbeat: REQUEST_TIMEOUT_MS, or a third of the lease */
         uint64_t due_us;                  /* when the next heartbeat is due (CLOCK_MONOTONIC) */
         uint64_t ready_us;                /* the latest reporter_samples_ready() */
         uint64_t sample_interval_us;      /* and the agent's sample interval then */
@@ -219,6 +224,8 @@ static void heartbeat_finished(Reporter *r, CURLcode result) {
         uint64_t next_ms = reply->interval_ms > 0 ? reply->interval_ms : 0;
         if (reply->interval_ms > 0)
                 r->interval_ms = reply->interval_ms;
+        r->request_timeout_ms = reply->lease_ms > 0 ?
+                MIN(MAX((long) reply->lease_ms / 3, REQUEST_TIMEOUT_MIN_MS), REQUEST_TIMEOUT_MS) : REQUEST_TIMEOUT_MS;
         r->in_reply = true;
         r->ops.reply(r->userdata, reply);
         r->in_reply = false;
@@ -521,8 +528,8 @@ static int heartbeat_send(Reporter *r) {
             curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, &r->reply) != CURLE_OK ||
             curl_easy_setopt(r->easy, CURLOPT_USERAGENT, "cgorch-agent/" PACKAGE_VERSION) != CURLE_OK ||
             curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
-            curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, REQUEST_TIMEOUT_MS) != CURLE_OK ||
-            curl_easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS) != CURLE_OK ||
+            curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, r->request_timeout_ms) != CURLE_OK ||
+            curl_easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT_MS, MIN(CONNECT_TIMEOUT_MS, r->request_timeout_ms)) != CURLE_OK ||
             (r->ca_file && curl_easy_setopt(r->easy, CURLOPT_CAINFO, r->ca_file) != CURLE_OK) ||
             curl_multi_add_handle(r->multi, r->easy) != CURLM_OK) {
                 request_done(r);
@@ -596,6 +603,7 @@ int reporter_new(sd_event *e, const char *controller_url, const char *node, cons
         r->ops = *ops;
         r->userdata = userdata;
         r->interval_ms = 2000;
+        r->request_timeout_ms = REQUEST_TIMEOUT_MS;
         r->random_state = (unsigned) time(NULL) ^ (unsigned) getpid();
 
         escaped = curl_easy_escape(NULL, node, 0);

@@ -3,7 +3,8 @@
  * after the interval the controller asks for (right after the agent's sample tick when that
  * is near), or with exponential backoff (1 s doubling, jittered, never longer than that
  * interval) while the controller is unreachable or failing: an agent is back within an
- * interval of the controller's return, well inside the lease. With push on it also keeps a wait open on the controller (POST
+ * interval of the controller's return, well inside the lease. Under a lease a heartbeat is
+ * given up after a third of it, so one lost in a partition does not hold the next back. With push on it also keeps a wait open on the controller (POST
  * /v1/nodes/NODE/wait, on a connection of its own), which the controller answers as soon as
  * an action is queued for the node: the agent then sends a heartbeat at once, which fetches
  * it. Without an answering wait (an older controller, a restart, a dropped connection) the
