@@ -31,6 +31,7 @@ netns_skip_reason() {
                         case $tool in
                         ip) echo "ip is not installed (Debian package: iproute2)" ;;
                         nsenter) echo "nsenter is not installed (Debian package: util-linux)" ;;
+                        nft) echo "nft is not installed (Debian package: nftables)" ;;
                         *) echo "$tool is not installed (Debian package: $tool)" ;;
                         esac
                         return
