@@ -19,6 +19,7 @@ PACKAGES=(
         libmicrohttpd-dev libsqlite3-dev libcriterion-dev
         systemd curl jq valgrind xz-utils groff-base man-db sqlite3 python3
         openssl clang libclang-rt-dev liburing-dev libbpf-dev
+        iproute2 nftables
 )
 
 # Each step says how long the run has taken so far, so a slow CI run shows where it went.

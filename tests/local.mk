@@ -215,3 +215,14 @@ tests_unit_test_reporter_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/agent
 tests_unit_test_reporter_CFLAGS = $(AM_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(LIBCURL_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_reporter_LDADD = $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(LIBCURL_LIBS) $(CRITERION_LIBS)
 EXTRA_DIST += tests/integration/test-push.sh
+
+# Multi-node tests: a controller and three agents in network namespaces of their own over veth
+# links (tools/netns-lib.sh); partitions, packet loss, delay and controller crashes, each
+# checked for lost jobs, attempts of one task running at once and CPU-seconds counted once.
+TESTS += tests/integration/test-partition.sh
+EXTRA_DIST += tests/integration/test-partition.sh tests/integration/netns-check.py \
+	tests/integration/delay-proxy.py tools/netns-lib.sh
+# It fails until the controller's --lease and the agents' self-fencing are in: this controller
+# has no --lease, and without it a partitioned node's task runs again elsewhere while the
+# original still runs (scenarios a and b). Remove this line with that change.
+XFAIL_TESTS = tests/integration/test-partition.sh

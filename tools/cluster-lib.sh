@@ -12,6 +12,15 @@ CGROUP_FS=${CGROUP_FS:-/sys/fs/cgroup}
 CLUSTER_HEARTBEAT_INTERVAL=${CLUSTER_HEARTBEAT_INTERVAL-500ms}
 CLUSTER_SAMPLE_INTERVAL=${CLUSTER_SAMPLE_INTERVAL-500ms}
 CLUSTER_PIDS=()
+# Commands that run at cleanup, after every process and cgroup is gone (cluster_on_cleanup).
+CLUSTER_CLEANUP_HOOKS=()
+# Command prefixes (tools/netns-lib.sh sets them; empty: this network namespace): where the
+# controller and every client call to it run (cluster_ctl_exec), and where the next agent
+# started runs, with the controller URL it is given. Arrays expanded in place, not functions,
+# so that "$!" of a daemon started in the background is the daemon's pid.
+CLUSTER_CTL_EXEC=()
+CLUSTER_AGENT_EXEC=()
+CLUSTER_AGENT_URL=
 CLUSTER_LIB_SRCDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 cluster_log() { printf '%s\n' "$*" >&2; }
@@ -115,6 +124,7 @@ cluster_cleanup() {
         while IFS= read -r d; do
                 rmdir "$d" 2>/dev/null || cluster_log "cluster-lib: could not remove cgroup $d"
         done < <(cluster_cgroup_dirs)
+        for d in "${CLUSTER_CLEANUP_HOOKS[@]}"; do "$d" || cluster_log "cluster-lib: cleanup step $d failed"; done
         if [ -n "${CLUSTER_DIR:-}" ] && [ -d "$CLUSTER_DIR" ]; then
                 if [ $rc -ne 0 ] || [ -n "${CLUSTER_KEEP:-}" ]; then
                         cluster_log "cluster-lib: logs kept in $CLUSTER_DIR"
@@ -141,6 +151,13 @@ cluster_start_fake() {
         CGORCH_SERVER="http://127.0.0.1:$(cat "$FAKE/port")"
         export CGORCH_SERVER
 }
+
+# cluster_ctl_exec CMD...: CMD where the controller runs.
+cluster_ctl_exec() { "${CLUSTER_CTL_EXEC[@]}" "$@"; }
+
+# cluster_on_cleanup CMD: run CMD (one word, a function) at cleanup, once the processes and
+# cgroups are gone.
+cluster_on_cleanup() { CLUSTER_CLEANUP_HOOKS+=("$1"); }
 
 # Polls a shell condition every 0.1 s up to a timeout in seconds.
 wait_for() {
@@ -198,13 +215,13 @@ cluster_make_tokens() {
 # curl as the operator (verifying an https controller with $CGORCH_CA_CERT when set):
 # cluster_curl [curl options...] URL
 cluster_curl() {
-        curl ${CGORCH_CA_CERT:+--cacert "$CGORCH_CA_CERT"} -H "@$CLUSTER_AUTH_HEADER" "$@"
+        cluster_ctl_exec curl ${CGORCH_CA_CERT:+--cacert "$CGORCH_CA_CERT"} -H "@$CLUSTER_AUTH_HEADER" "$@"
 }
 
 cluster_start_controller() {
         [ -n "${CLUSTER_AUTH_HEADER:-}" ] || cluster_make_tokens
         local t=$CLUSTER_DIR/tokens
-        "$CONTROLLER_BIN" --listen 127.0.0.1:0 --port-file "$CLUSTER_DIR/port" \
+        "${CLUSTER_CTL_EXEC[@]}" "$CONTROLLER_BIN" --listen 127.0.0.1:0 --port-file "$CLUSTER_DIR/port" \
                 --state-dir "$CLUSTER_DIR/state" \
                 ${CLUSTER_HEARTBEAT_INTERVAL:+--heartbeat-interval "$CLUSTER_HEARTBEAT_INTERVAL"} \
                 --operator-token-file "$t/operator" --reader-token-file "$t/reader" \
@@ -215,7 +232,7 @@ cluster_start_controller() {
         wait_for 10 test -s "$CLUSTER_DIR/port" || { cluster_log "controller did not start"; return 1; }
         CGORCH_SERVER="http://127.0.0.1:$(cat "$CLUSTER_DIR/port")"
         export CGORCH_SERVER
-        wait_for 10 curl -fsS -o /dev/null "$CGORCH_SERVER/healthz" ||
+        wait_for 10 cluster_ctl_exec curl -fsS -o /dev/null "$CGORCH_SERVER/healthz" ||
                 { cluster_log "controller does not answer /healthz"; return 1; }
 }
 
@@ -248,7 +265,7 @@ cluster_tokens_reloaded() { [ "$(cluster_token_reloads)" -gt "$CLUSTER_RELOADS_B
 cluster_start_agent() {
         local node=$1 token; shift
         token=$(cluster_agent_token "$node")
-        "$AGENT_BIN" --controller "$CGORCH_SERVER" --node "$node" --cgroup-fs "$CGROUP_FS" \
+        "${CLUSTER_AGENT_EXEC[@]}" "$AGENT_BIN" --controller "${CLUSTER_AGENT_URL:-$CGORCH_SERVER}" --node "$node" --cgroup-fs "$CGROUP_FS" \
                 --cgroup-root "$CLUSTER_CGROOT/$node" \
                 ${CLUSTER_SAMPLE_INTERVAL:+--sample-interval "$CLUSTER_SAMPLE_INTERVAL"} --token-file "$token" "$@" \
                 >>"$CLUSTER_DIR/agent-$node.log" 2>&1 &
