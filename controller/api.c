@@ -41,6 +41,9 @@ static void respond_errno(HttpResponse *resp, int r, const char *message, const 
         case -EALREADY:
                 http_response_error(resp, 409, "%s: already ended", what);
                 break;
+        case -ESTALE:
+                http_response_error(resp, 409, "%s: stale: a newer heartbeat of this agent was taken", what);
+                break;
         case -EBUSY:
                 http_response_error(resp, 503, "store busy: the database is locked, retry later");
                 break;

@@ -1031,6 +1031,11 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
                 return r;
         else {
                 restarted = !streq(old.boot_id, hb->boot_id);
+                /* A heartbeat its agent gave up on (its request timed out in a partition, and
+                 * TCP still delivered it once the link healed) comes after newer ones: what it
+                 * says is older than what the store has, so it changes nothing. */
+                if (!restarted && hb->seq <= old.last_seq)
+                        return -ESTALE;
                 changed = changed || restarted || old.lost || old.capacity_cpus != hb->capacity_cpus ||
                         old.capacity_memory_bytes != hb->capacity_memory_bytes;
                 if (restarted)

@@ -32,6 +32,7 @@ Cluster *cluster_free(Cluster *c);
  *   -EINVAL  the request is invalid; *ret_error says why, naming the field (400)
  *   -ENOENT  no such job (404)
  *   -EALREADY the job already ended (409)
+ *   -ESTALE  a heartbeat older than one taken already (same boot id, seq not higher) (409)
  *   -EBUSY, -ENOSPC, -EROFS  the store cannot write now (503)
  *   others   internal errors (500) */
 int cluster_submit(Cluster *c, json_t *body, int64_t now_ms, json_t **ret_job, char **ret_error);

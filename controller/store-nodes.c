@@ -27,7 +27,7 @@ void store_nodes_free(StoreNode *n, size_t n_nodes) {
 #define NODE_SELECT                                                                                 \
         "SELECT n.id, n.state, n.boot_id, n.cgroup_mode, n.capacity_cpus, n.capacity_memory_bytes," \
         " n.last_heartbeat_ms, COALESCE(SUM(p.cpu_cores), 0), COALESCE(SUM(p.memory_bytes), 0),"    \
-        " COUNT(t.id) "                                                                             \
+        " COUNT(t.id), n.last_seq "                                                                 \
         "FROM nodes n"                                                                              \
         " LEFT JOIN tasks t ON t.node = n.id AND t.state IN ('starting', 'running')"                \
         " LEFT JOIN phases p ON p.job = t.job AND p.idx = t.phase "
@@ -41,6 +41,7 @@ static int node_from_row(sqlite3_stmt *st, StoreNode *ret) {
                 .allocated_cpus = sqlite3_column_double(st, 7),
                 .allocated_memory_bytes = (uint64_t) sqlite3_column_int64(st, 8),
                 .tasks_active = (unsigned) sqlite3_column_int(st, 9),
+                .last_seq = (uint64_t) sqlite3_column_int64(st, 10),
         };
         int r = store_column_strdup(st, 0, &n.id);
         if (r >= 0)
@@ -73,7 +74,7 @@ int store_node_peek(Store *s, const char *id, StoreNode *ret) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r = store_prepare(s,
                               "SELECT id, state, boot_id, cgroup_mode, capacity_cpus, capacity_memory_bytes,"
-                              " last_heartbeat_ms, 0, 0, 0 FROM nodes WHERE id = ?",
+                              " last_heartbeat_ms, 0, 0, 0, last_seq FROM nodes WHERE id = ?",
                               &st);
         if (r < 0)
                 return r;

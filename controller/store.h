@@ -174,6 +174,7 @@ typedef struct StoreNode {
         uint64_t allocated_memory_bytes;
         unsigned tasks_active;
         int64_t last_heartbeat_ms;
+        uint64_t last_seq;                /* of the last heartbeat taken (store_node_get/peek) */
 } StoreNode;
 void store_node_done(StoreNode *n);
 void store_nodes_free(StoreNode *n, size_t n_nodes);

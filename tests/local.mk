@@ -222,7 +222,3 @@ EXTRA_DIST += tests/integration/test-push.sh
 TESTS += tests/integration/test-partition.sh
 EXTRA_DIST += tests/integration/test-partition.sh tests/integration/netns-check.py \
 	tests/integration/delay-proxy.py tools/netns-lib.sh
-# It fails until the controller's --lease and the agents' self-fencing are in: this controller
-# has no --lease, and without it a partitioned node's task runs again elsewhere while the
-# original still runs (scenarios a and b). Remove this line with that change.
-XFAIL_TESTS = tests/integration/test-partition.sh

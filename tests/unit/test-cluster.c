@@ -662,6 +662,7 @@ Test(cluster, node_lost_after_missed_intervals) {
         heartbeat_reply_free(hr);
         heartbeat_reply_free(beat(&n1, reps, 2, acks, 3, deadline + 3000));
         assert_task_state(id, 0, 0, "lost");
+        cr_assert_float_eq(number(id, 0, 0, "cpu_s"), 1.0, 1e-9, "the lost attempt's CPU-seconds up to its end count");
         assert_task_state(id, 0, 1, "running");
         TaskReport done1 = ended(task_id_attempt(id, 0, 0, 1), TASK_SUCCEEDED, 0, 0, 1, MiB);
         TaskReport done2 = ended(task_id(id, 0, 1), TASK_SUCCEEDED, 0, 0, 1, MiB);
@@ -755,6 +756,33 @@ Test(cluster, fenced_task_kept_is_thawed_once) {
         hr = beat(&n1, &r, 1, NULL, 0, back + LEASE_MS);
         cr_assert_not_null(find_action(hr, ACTION_THAW, task_id(id, 0, 0)));
         heartbeat_reply_free(hr);
+}
+
+Test(cluster, stale_heartbeat_changes_nothing) {
+        Node n1 = node_new("n1", 1);
+        uint64_t id = one_task_running(&n1);
+        TaskSample fresh = { .time_ms = T0 + 3000, .cpu_usage_ns = 2 * NSEC_PER_SEC };
+        TaskReport r = running(task_id(id, 0, 0), &fresh, 1);
+        heartbeat_reply_free(beat(&n1, &r, 1, NULL, 0, T0 + 3000));
+
+        /* A heartbeat its agent built earlier and gave up on arrives late (TCP delivered it
+         * after a partition healed): an older reading, refused, the newer one stays. */
+        TaskSample old = { .time_ms = T0 + 2000, .cpu_usage_ns = NSEC_PER_SEC / 2 };
+        Heartbeat hb = {
+                .node = "n1", .boot_id = "boot-1", .seq = n1.seq - 1, .cgroup_mode = "hybrid", .capacity_cpus = 1,
+                .capacity_memory_bytes = n1.memory_bytes, .node_sample = { .time_ms = T0 + 2000 },
+                .tasks = &(TaskReport) { .id = task_id(id, 0, 0), .state = TASK_RUNNING, .samples = &old, .n_samples = 1 },
+                .n_tasks = 1,
+        };
+        json_t *body = heartbeat_to_json(&hb), *reply = NULL;
+        char *error = NULL;
+        cr_assert_eq(cluster_heartbeat(cluster, "n1", body, T0 + 3500, &reply, &error), -ESTALE);
+        cr_assert_null(reply);
+        json_decref(body);
+        free(error);
+        cr_assert_float_eq(number(id, 0, 0, "cpu_s"), 2.0, 1e-9, "the stale reading did not replace the newer one");
+        /* The agent's next one is taken. */
+        heartbeat_reply_free(beat(&n1, &r, 1, NULL, 0, T0 + 4000));
 }
 
 Test(cluster, task_the_fence_could_not_freeze_runs_again) {
