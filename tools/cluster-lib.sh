@@ -26,8 +26,10 @@ cluster_find_bin() {
         return 1
 }
 
-# The user the demo's and the tests' tasks run as.
+# The user the demo's and the tests' tasks run as, and this run's copies of the programs they
+# run when that user cannot reach the build tree (never inherited: each run removes its own).
 CLUSTER_TASK_USER=${CLUSTER_TASK_USER:-nobody}
+CLUSTER_BIN_DIR=
 
 cluster_task_user_can_run() {
         setpriv --reuid="$CLUSTER_TASK_USER" --regid="$(id -g "$CLUSTER_TASK_USER")" --init-groups \
@@ -47,7 +49,6 @@ cluster_stage_task_bin() {
         if [ -z "${CLUSTER_BIN_DIR:-}" ]; then
                 CLUSTER_BIN_DIR=$(mktemp -d /tmp/cgorch-bin.XXXXXX) || return 1
                 chmod 755 "$CLUSTER_BIN_DIR"
-                export CLUSTER_BIN_DIR
         fi
         copy=$CLUSTER_BIN_DIR/$(basename "$bin")
         install -m 755 "$bin" "$copy" || return 1
