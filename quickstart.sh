@@ -4,7 +4,9 @@
 #
 #   ./quickstart.sh demo    build, then run the demo (tools/demo.sh)
 #   ./quickstart.sh check   build, then run every test: unit + integration (make check),
-#                           unit tests under valgrind, the sanitizer build, make distcheck
+#                           unit tests under valgrind, the sanitizer build, fuzzing, make
+#                           distcheck; the last line counts every stage, and the exit status
+#                           is non-zero if any failed
 #   ./quickstart.sh build   install and build only
 #
 # The build lives in ./build (a VPATH build: the source tree stays clean).
@@ -57,6 +59,12 @@ build() {
         make -C build -s -j"$(nproc)"
 }
 
+# The result files of a make check run in a build directory, without those of a distcheck
+# tree left inside it by a failed distcheck.
+result_files() {
+        find "$1" -path "$1/cgorch-*" -prune -o -name '*.trs' -print 2>/dev/null | sort
+}
+
 # Adds up the results in the automake logs of a make check run: criterion suites count each
 # test case (from their "Synthesis" line), scripts count once each.
 count_results() {
@@ -79,20 +87,38 @@ count_results() {
                         *) fail=$((fail + 1)) ;;
                         esac
                 fi
-        done < <(find "$dir" -name '*.trs' | sort)
+        done < <(result_files "$dir")
         echo "$pass $fail $skip"
 }
 
-# One unit test under valgrind. criterion runs every test in a worker process and does not
-# pass valgrind's exit code on, so it is judged by valgrind's own summaries.
+# The last 40 lines of the log of every failed test of a make check run, under the stage's name.
+# Prints nothing when no test failed.
+print_failed_tests() {
+        local stage=$1 dir=$2 trs
+        result_files "$dir" | while IFS= read -r trs; do
+                grep -q -E ':test-result: (FAIL|ERROR|XPASS)' "$trs" || continue
+                echo "---- $stage: FAILED ${trs%.trs} (last 40 lines of ${trs%.trs}.log)"
+                tail -n 40 "${trs%.trs}.log"
+        done
+}
+
+# Whether a unit test's valgrind log is clean: no error, no definite leak, every test passed.
+# criterion runs every test in a worker process and does not pass valgrind's exit code on, so
+# it is judged by valgrind's own summaries.
+valgrind_clean() {
+        ! grep -E 'ERROR SUMMARY: [1-9]|definitely lost: [1-9]' "$1.valgrind.log" >/dev/null &&
+                grep -q 'Synthesis: .*Failing: 0 | Crashing: 0' "$1.valgrind.log"
+}
+
+# One unit test under valgrind; a failure prints its excerpt.
 valgrind_unit() {
         local t=$1
         valgrind --leak-check=full --errors-for-leak-kinds=definite --trace-children=yes \
                 "$t" --jobs=1 >"$t.valgrind.log" 2>&1 || true
-        if grep -E 'ERROR SUMMARY: [1-9]|definitely lost: [1-9]' "$t.valgrind.log" >/dev/null ||
-                ! grep -q 'Synthesis: .*Failing: 0 | Crashing: 0' "$t.valgrind.log"; then
-                echo "valgrind: $t FAILED (see $t.valgrind.log)"
-                grep -E -B2 -A12 'ERROR SUMMARY: [1-9]|definitely lost: [1-9]|Failing: [1-9]' "$t.valgrind.log" | head -n 60
+        if ! valgrind_clean "$t"; then
+                echo "---- valgrind: FAILED $t (excerpt of $t.valgrind.log)"
+                { grep -E -B2 -A12 'ERROR SUMMARY: [1-9]|definitely lost: [1-9]|Failing: [1-9]|Crashing: [1-9]' \
+                        "$t.valgrind.log" || tail -n 40 "$t.valgrind.log"; } | head -n 60
                 return 1
         fi
 }
@@ -109,48 +135,81 @@ slowest_tests() {
         done | sort -rn | head -n 5 | awk '{ printf "slowest: %4ds %s\n", $1, $2 }'
 }
 
+# "P passed F failed S skipped" of a make check run; a run that failed without a failed test
+# (the build broke, or a test crashed before it wrote a result) is one failure more.
+results_words() {
+        local counts=$1 make_status=$2 p f s
+        read -r p f s <<<"$counts"
+        [ "$make_status" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+        echo "$p passed $f failed $s skipped"
+}
+
+# Every stage runs even when an earlier one failed; each failure prints the tail of its log as
+# it happens, and the last line counts every stage. Exits non-zero if any stage failed.
 check() {
         build
-        local status=0 counts
+        local status=0 rc summary=() units=() t vfail=0
+
+        # Results of an earlier run must not be counted if this one does not get that far.
+        find build build-sanitizers -path '*/tests/*' -name '*.trs' -delete 2>/dev/null || true
 
         say "make check"
-        make -C build -s check -j"$(nproc)" || status=1
-        counts=$(count_results build)
-        if [ $status -ne 0 ]; then
-                find build -name '*.trs' -exec grep -l -E ':test-result: (FAIL|ERROR)' {} + 2>/dev/null |
-                        while read -r t; do echo "---- ${t%.trs}.log"; tail -n 40 "${t%.trs}.log"; done
-        fi
+        rc=0
+        make -C build -s check -j"$(nproc)" || rc=1
+        print_failed_tests plain build
         for t in $(find build -name '*.trs' -exec grep -l ':test-result: SKIP' {} + 2>/dev/null); do
                 echo "skipped: ${t%.trs}: $(grep -a -m1 -i 'skip' "${t%.trs}.log" || true)"
         done
-
         slowest_tests build
+        summary+=("plain $(results_words "$(count_results build)" $rc)")
+        [ $rc -eq 0 ] || status=1
 
         # valgrind makes each unit test CPU-bound for up to a minute: run one per CPU.
         say "unit tests under valgrind"
-        export -f valgrind_unit
-        if ! find build/tests/unit -maxdepth 1 -type f -name 'test-*' -perm -u+x -print0 | sort -z |
-                        xargs -0 -r -n1 -P"$(nproc)" bash -c 'valgrind_unit "$1"' _; then
-                status=1
-        fi
+        export -f valgrind_unit valgrind_clean
+        mapfile -d '' units < <(find build/tests/unit -maxdepth 1 -type f -name 'test-*' -perm -u+x -print0 | sort -z)
+        [ ${#units[@]} -gt 0 ] && printf '%s\0' "${units[@]}" | xargs -0 -r -n1 -P"$(nproc)" bash -c 'valgrind_unit "$1"' _ || true
+        for t in "${units[@]}"; do valgrind_clean "$t" || vfail=$((vfail + 1)); done
+        summary+=("valgrind $((${#units[@]} - vfail))/${#units[@]}")
+        [ $vfail -eq 0 ] || status=1
 
         say "sanitizer build (ASan + UBSan)"
         mkdir -p build-sanitizers
         [ -f build-sanitizers/Makefile ] || (cd build-sanitizers && ../configure -q --enable-sanitizers)
-        if ! make -C build-sanitizers -s -j"$(nproc)" check >build-sanitizers/check.out 2>&1; then
-                echo "sanitizer build: FAILED"; tail -n 60 build-sanitizers/check.out; status=1
+        rc=0
+        make -C build-sanitizers -s -j"$(nproc)" check >build-sanitizers/check.out 2>&1 || rc=1
+        if [ $rc -ne 0 ] && [ -z "$(print_failed_tests sanitizers build-sanitizers | head -n1)" ]; then
+                echo "---- sanitizers: make check FAILED without a failed test (last 60 lines of build-sanitizers/check.out)"
+                tail -n 60 build-sanitizers/check.out
         fi
+        print_failed_tests sanitizers build-sanitizers
         slowest_tests build-sanitizers
+        summary+=("sanitizers $(results_words "$(count_results build-sanitizers)" $rc)")
+        [ $rc -eq 0 ] || status=1
 
         # A short libFuzzer run (about 8 s per harness, 40 s in all) where clang has libFuzzer;
         # `make -C build fuzz` runs longer (FUZZ_SECONDS=N).
         if grep -q '^fuzz: $(FUZZ_BINARIES)' build/Makefile; then
                 say "fuzzing (make fuzz FUZZ_SECONDS=8)"
-                if ! (cd build && make -s fuzz FUZZ_SECONDS=8) >build/fuzz.out 2>&1; then
-                        echo "fuzz: FAILED"; tail -n 30 build/fuzz.out; status=1
+                rc=0
+                (cd build && make -s fuzz FUZZ_SECONDS=8) >build/fuzz.out 2>&1 || rc=1
+                local ran failed
+                ran=$(grep -c '^==> fuzz-' build/fuzz.out || true)
+                failed=$(grep -c '^FAIL fuzz-' build/fuzz.out || true)
+                if [ $rc -ne 0 ]; then
+                        status=1
+                        [ "$failed" -gt 0 ] || failed=1
+                        echo "---- fuzz: FAILED (build/fuzz.out)"
+                        tail -n 30 build/fuzz.out
+                        for t in $(sed -n 's/^FAIL \(fuzz-[^:]*\):.*/\1/p' build/fuzz.out); do
+                                echo "---- fuzz: FAILED $t (last 30 lines of build/$t.log)"
+                                tail -n 30 "build/$t.log"
+                        done
                 fi
+                summary+=("fuzz $((ran - failed))/$ran")
         else
                 echo "skipped: fuzzing: configure found no clang with libFuzzer (Debian: clang libclang-rt-dev)"
+                summary+=("fuzz skipped")
         fi
 
         # distcheck proves the tarball builds and its tests find their files from a read-only
@@ -160,14 +219,23 @@ check() {
         dist_tests="$(cd build && find tests/unit -maxdepth 1 -type f -name 'test-*' -perm -u+x | sort | tr '\n' ' ')"
         dist_tests+="tests/integration/test-api.sh"
         say "make distcheck (unit tests and the API suite)"
-        if ! make -C build -s distcheck DISTCHECK_CONFIGURE_FLAGS= TESTS="$dist_tests" >build/distcheck.out 2>&1; then
-                echo "distcheck: FAILED"; tail -n 60 build/distcheck.out; status=1
+        if make -C build -s distcheck DISTCHECK_CONFIGURE_FLAGS= TESTS="$dist_tests" >build/distcheck.out 2>&1; then
+                summary+=("distcheck ok")
+        else
+                status=1
+                summary+=("distcheck FAILED")
+                echo "---- distcheck: FAILED (last 60 lines of build/distcheck.out)"
+                tail -n 60 build/distcheck.out
+                # A failed distcheck leaves its tree: the logs of its failed tests are in it.
+                for t in build/cgorch-*/_build; do
+                        [ -d "$t" ] && print_failed_tests distcheck "$t"
+                done
         fi
 
-        read -r p f s <<<"$counts"
-        [ $status -ne 0 ] && [ "$f" -eq 0 ] && f=1
         say "done"
-        echo "check: $p passed, $f failed, $s skipped"
+        printf 'check: %s' "${summary[0]}"
+        printf ' · %s' "${summary[@]:1}"
+        echo
         return $status
 }
 

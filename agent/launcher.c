@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "exec-access.h"
 #include "launcher.h"
 #include "log.h"
 #include "macro.h"
@@ -153,10 +154,13 @@ static int on_progress(sd_event_source *s, int fd, uint32_t revents, void *userd
         }
 }
 
-/* What the child writes to the error pipe before it dies. */
+/* What the child writes to the error pipe before it dies: one write of less than PIPE_BUF
+ * bytes, so the parent reads all of it or nothing. */
 typedef struct ChildError {
         int step;
         int error;
+        int denial;             /* ExecDenial: for exec's EACCES, what the task's user may not do */
+        char path[1024];        /* ... to which directory or file */
 } ChildError;
 
 enum {
@@ -318,10 +322,22 @@ static int build_env(const LaunchSpec *spec, const Credentials *c, char ***ret) 
         return 0;
 }
 
+_noreturn_ static void child_fail_with(int err_fd, const ChildError *ce) {
+        ssize_t k _unused_ = write(err_fd, ce, sizeof *ce);
+        _exit(127);
+}
+
 _noreturn_ static void child_fail(int err_fd, int step, int error) {
         ChildError ce = { .step = step, .error = error };
-        ssize_t k _unused_ = write(err_fd, &ce, sizeof ce);
-        _exit(127);
+        child_fail_with(err_fd, &ce);
+}
+
+/* The task's search path, as execvp sees it once environ is envp. */
+static const char *env_path(char **envp) {
+        for (char **e = envp; e && *e; e++)
+                if (strncmp(*e, "PATH=", 5) == 0)
+                        return *e + 5;
+        return LAUNCHER_DEFAULT_PATH;
 }
 
 /* In the child of fork(): only async-signal-safe calls from here on. */
@@ -390,7 +406,13 @@ _noreturn_ static void child_run(const LaunchSpec *spec, const Credentials *c, c
         /* execvp searches the PATH of environ, so environ becomes the task's first. */
         environ = envp;
         execvp(spec->argv[0], spec->argv);
-        child_fail(err_fd, STEP_EXEC, errno);
+
+        ChildError ce = { .step = STEP_EXEC, .error = errno };
+        /* Still as the task's user: name the directory it cannot search or the file it cannot
+         * execute, with its rights (ACLs and groups included), not root's. */
+        if (ce.error == EACCES)
+                ce.denial = (int) exec_access_check(spec->argv[0], env_path(envp), ce.path, sizeof ce.path);
+        child_fail_with(err_fd, &ce);
 }
 
 /* Async-signal-safe decimal formatting for the shim. */
@@ -573,7 +595,14 @@ int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, l
                 (void) waitpid(shim, &status, 0);
                 if (k == (ssize_t) sizeof ce) {
                         r = -ce.error;
-                        if (ce.step == STEP_EXEC)
+                        if (ce.step == STEP_EXEC && ce.denial != EXEC_DENIAL_NONE) {
+                                _cleanup_free_ char *why = NULL;
+
+                                ce.path[sizeof ce.path - 1] = '\0';
+                                why = exec_denial_describe((ExecDenial) ce.denial, ce.path, cred.name);
+                                k = asprintf(&error, "execvp(%s): %s: %s", spec->argv[0], strerror(ce.error),
+                                             why ? why : "out of memory");
+                        } else if (ce.step == STEP_EXEC)
                                 k = asprintf(&error, "execvp(%s): %s", spec->argv[0], strerror(ce.error));
                         else if (ce.step == STEP_SETUID || ce.step == STEP_SETGID)
                                 k = asprintf(&error, "%s(%u): %s", step_names[ce.step],

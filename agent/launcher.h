@@ -16,8 +16,10 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
+#include "exec-access.h"
+
 #define LAUNCHER_PROGRESS_FD 3
-#define LAUNCHER_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define LAUNCHER_DEFAULT_PATH EXEC_ACCESS_TASK_PATH
 
 typedef struct LaunchSpec {
         const char *task;       /* task id, exported as CGORCH_TASK_ID */
@@ -52,7 +54,9 @@ typedef void (*launch_exit_fn)(Launch *l, const siginfo_t *si, void *userdata);
 
 /* Starts the task. Returns 0 once the child has exec'd; on failure a negative errno and, in
  * *ret_error, a malloc'd message saying which step failed ("setuid(65534): Operation not
- * permitted", "execvp(foo): No such file or directory"). No process is left behind on failure. */
+ * permitted", "execvp(foo): No such file or directory"); when exec was refused, it names what
+ * the task's user may not do ("execvp(/root/b/x): Permission denied: user nobody cannot search
+ * /root (mode 0700, owner root, group root)"). No process is left behind on failure. */
 int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, launch_exit_fn on_exit,
                  void *userdata, Launch **ret, char **ret_error);
 /* Watches a task started by an earlier agent: its main process through a pidfd, its progress

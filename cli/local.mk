@@ -4,6 +4,7 @@ noinst_LIBRARIES += cli/libcgorchctl.a
 cli_libcgorchctl_a_SOURCES = \
 	cli/ctl.c cli/ctl.h \
 	cli/verb-submit.c \
+	cli/command-check.c cli/command-check.h \
 	cli/verb-jobs.c \
 	cli/verb-nodes.c \
 	cli/verb-orch.c \

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "command-check.h"
 #include "config.h"
 #include "ctl.h"
 #include "job-view.h"
@@ -43,8 +44,9 @@ static int job_load_file(const char *path, json_t **ret) {
 }
 
 /* Checks the job exactly as the controller will, so a mistake is reported before anything is
- * sent and names the field ("phases[0].cpu_cores: ..."). */
-static int job_check(json_t *job, const char *source) {
+ * sent and names the field ("phases[0].cpu_cores: ..."); then, unless told not to, that its
+ * user can execute its commands, where this machine can tell (command-check.h). */
+static int job_check(json_t *job, const char *source, bool check_command) {
         _cleanup_(job_spec_freep) JobSpec *spec = NULL;
         _cleanup_free_ char *error = NULL;
 
@@ -57,7 +59,7 @@ static int job_check(json_t *job, const char *source) {
                 fprintf(stderr, "cgorchctl: %s: %s\n", source, error);
                 return r;
         }
-        return 0;
+        return check_command ? command_check_job(spec) : 0;
 }
 
 static int invoking_user_name(char **ret) {
@@ -123,6 +125,7 @@ int verb_submit(Ctl *ctl, int argc, char **argv) {
                 ARG_PHASE_NAME,
                 ARG_CWD,
                 ARG_WEIGHT,
+                ARG_NO_CHECK_COMMAND,
         };
         static const struct option options[] = {
                 { "tasks", required_argument, NULL, 'n' },
@@ -135,6 +138,7 @@ int verb_submit(Ctl *ctl, int argc, char **argv) {
                 { "env", required_argument, NULL, 'e' },
                 { "weight", required_argument, NULL, ARG_WEIGHT },
                 { "wait", no_argument, NULL, 'w' },
+                { "no-check-command", no_argument, NULL, ARG_NO_CHECK_COMMAND },
                 CTL_GLOBAL_OPTIONS,
                 {}
         };
@@ -146,7 +150,7 @@ int verb_submit(Ctl *ctl, int argc, char **argv) {
         _cleanup_strv_free_ char **env = NULL;
         _cleanup_(json_decrefp) json_t *job = NULL, *answer = NULL;
         _cleanup_free_ char *user = NULL;
-        bool short_form = false, wait = false;
+        bool short_form = false, wait = false, check_command = true;
         const char *source;
         int c, r;
 
@@ -208,6 +212,9 @@ int verb_submit(Ctl *ctl, int argc, char **argv) {
                 case 'w':
                         wait = true;
                         break;
+                case ARG_NO_CHECK_COMMAND:
+                        check_command = false;
+                        break;
                 default:
                         r = ctl_handle_option(ctl, c, argc, argv);
                         if (r < 0)
@@ -216,8 +223,8 @@ int verb_submit(Ctl *ctl, int argc, char **argv) {
                                 return EXIT_SUCCESS;
                         continue;
                 }
-                /* Any option describing the job (not --wait) selects the short form. */
-                if (c != 'w')
+                /* Any option describing the job (not --wait or --no-check-command) selects the short form. */
+                if (c != 'w' && c != ARG_NO_CHECK_COMMAND)
                         short_form = true;
         }
         if (optind > 1 && streq(argv[optind - 1], "--"))
@@ -263,7 +270,7 @@ int verb_submit(Ctl *ctl, int argc, char **argv) {
                 source = "submit";
         }
 
-        if (job_check(job, source) < 0)
+        if (job_check(job, source, check_command) < 0)
                 return CTL_EXIT_FAILURE;
 
         r = ctl_call(ctl, "POST", "/v1/jobs", job, &answer);

@@ -8,6 +8,7 @@ common_libcgorch_common_a_SOURCES = \
 	common/protocol.c common/protocol.h common/protocol-internal.h \
 	common/heartbeat-reader.c common/heartbeat-reader.h \
 	common/secret-file.c common/secret-file.h \
+	common/exec-access.c common/exec-access.h \
 	common/stop-guard.c common/stop-guard.h
 common_libcgorch_common_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 

@@ -186,6 +186,13 @@ tests_unit_test_rate_limit_LDADD = $(CRITERION_LIBS) -lm
 tests_unit_test_secret_file_SOURCES = tests/unit/test-secret-file.c
 tests_unit_test_secret_file_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_secret_file_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
+# Which directory or file keeps a task's user from executing its command (agent and cgorchctl).
+check_PROGRAMS += tests/unit/test-exec-access
+TESTS += tests/unit/test-exec-access tests/integration/test-exec-access.sh
+EXTRA_DIST += tests/integration/test-exec-access.sh
+tests_unit_test_exec_access_SOURCES = tests/unit/test-exec-access.c
+tests_unit_test_exec_access_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_exec_access_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
 TESTS += tests/integration/test-sched.sh
 EXTRA_DIST += tests/integration/test-sched.sh
 

@@ -35,7 +35,42 @@ cluster_find_bin() {
         return 1
 }
 
-# cluster_init BUILD_DIR PREFIX: a private temp dir and a unique cgroup subtree name.
+# The user the demo's and the tests' tasks run as, and this run's copies of the programs they
+# run when that user cannot reach the build tree (never inherited: each run removes its own).
+CLUSTER_TASK_USER=${CLUSTER_TASK_USER:-nobody}
+CLUSTER_BIN_DIR=
+
+cluster_task_user_can_run() {
+        setpriv --reuid="$CLUSTER_TASK_USER" --regid="$(id -g "$CLUSTER_TASK_USER")" --init-groups \
+                test -x "$1" 2>/dev/null
+}
+
+# cluster_stage_task_bin VAR: makes the program named by $VAR one that CLUSTER_TASK_USER can
+# execute. A checkout in a mode-700 home (/root on a fresh machine) is out of that user's reach:
+# then the program is copied (mode 755) into CLUSTER_BIN_DIR, a mode-755 temp dir of its own
+# under /tmp that cluster_cleanup removes, and VAR names the copy. Only root starts tasks as
+# another user, so only root needs it.
+cluster_stage_task_bin() {
+        local var=$1 bin copy
+        bin=${!var}
+        [ "$(id -u)" -eq 0 ] || return 0
+        cluster_task_user_can_run "$bin" && return 0
+        if [ -z "${CLUSTER_BIN_DIR:-}" ]; then
+                CLUSTER_BIN_DIR=$(mktemp -d /tmp/cgorch-bin.XXXXXX) || return 1
+                chmod 755 "$CLUSTER_BIN_DIR"
+        fi
+        copy=$CLUSTER_BIN_DIR/$(basename "$bin")
+        install -m 755 "$bin" "$copy" || return 1
+        cluster_task_user_can_run "$copy" || {
+                cluster_log "cluster-lib: $CLUSTER_TASK_USER cannot execute $copy either (is /tmp mounted noexec?)"
+                return 1
+        }
+        cluster_log "cluster-lib: $CLUSTER_TASK_USER cannot reach $bin: tasks run a copy in $CLUSTER_BIN_DIR"
+        printf -v "$var" '%s' "$copy"
+}
+
+# cluster_init BUILD_DIR PREFIX: a private temp dir and a unique cgroup subtree name; BURN_BIN
+# is a cgorch-burn the tasks' user can execute (cluster_stage_task_bin).
 cluster_init() {
         CLUSTER_BUILD=$(cd "$1" && pwd)
         CLUSTER_DIR=$(mktemp -d "/tmp/$2.XXXXXX")
@@ -44,9 +79,10 @@ cluster_init() {
         AGENT_BIN=$(cluster_find_bin cgorch-agent)
         CGORCHCTL=$(cluster_find_bin cgorchctl)
         BURN_BIN=$(cluster_find_bin cgorch-burn)
-        export CLUSTER_BUILD CLUSTER_DIR CLUSTER_CGROOT CONTROLLER_BIN AGENT_BIN CGORCHCTL BURN_BIN
         trap cluster_cleanup EXIT
         trap 'exit 130' INT TERM
+        cluster_stage_task_bin BURN_BIN
+        export CLUSTER_BUILD CLUSTER_DIR CLUSTER_CGROOT CONTROLLER_BIN AGENT_BIN CGORCHCTL BURN_BIN
 }
 
 # Why real-cgroup work cannot run here, or nothing when it can.
@@ -125,6 +161,7 @@ cluster_cleanup() {
                 rmdir "$d" 2>/dev/null || cluster_log "cluster-lib: could not remove cgroup $d"
         done < <(cluster_cgroup_dirs)
         for d in "${CLUSTER_CLEANUP_HOOKS[@]}"; do "$d" || cluster_log "cluster-lib: cleanup step $d failed"; done
+        [ -n "${CLUSTER_BIN_DIR:-}" ] && rm -rf "$CLUSTER_BIN_DIR"
         if [ -n "${CLUSTER_DIR:-}" ] && [ -d "$CLUSTER_DIR" ]; then
                 if [ $rc -ne 0 ] || [ -n "${CLUSTER_KEEP:-}" ]; then
                         cluster_log "cluster-lib: logs kept in $CLUSTER_DIR"

@@ -86,4 +86,25 @@ for id in "${jobs[@]}"; do
 done
 echo
 echo "(the 'broken' job exits 7 on purpose: a failed task fails its job)"
+
+# The demo worked only if every job ended as it should: 'broken' failed with its exit code 7,
+# every other job succeeded.
+wrong=0
+for id in "${jobs[@]}"; do
+        name=$(job_field "$id" .name)
+        state=$(job_field "$id" .state)
+        if [ "$name" = broken ]; then
+                [ "$state" = failed ] && [ "$(job_field "$id" '.phases[0].tasks[0].exit_code')" = 7 ] && continue
+                echo "demo: job $id ($name) ended $state, want failed with exit code 7" >&2
+        else
+                [ "$state" = succeeded ] && continue
+                echo "demo: job $id ($name) ended $state, want succeeded" >&2
+        fi
+        job_field "$id" '[.phases[].tasks[] | select(.error) | .error] | unique | .[] | "demo:   task error: " + .' >&2
+        wrong=1
+done
 echo "== stopping: controller, agents and the cgroups under $CLUSTER_CGROOT are removed on exit"
+if [ $wrong -ne 0 ]; then
+        echo "demo: FAILED: a job did not end as it should" >&2
+        exit 1
+fi

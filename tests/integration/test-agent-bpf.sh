@@ -2,8 +2,8 @@
 # test-agent-bpf.sh: the agent's BPF hot counters on real cgroups.
 # - cgorch-agent-bpf --dump reads, for each child of a private cgroup, the CPU time and memory
 #   the cgroup files show (CPU between two reads of cpu.stat around it, memory of a sleeping
-#   process memory.usage_in_bytes / memory.current to within a charge batch), keyed by the
-#   directory's inode;
+#   process that allocated 24 MiB inside the cgroup: memory.usage_in_bytes / memory.current to
+#   within a charge batch), keyed by the directory's inode;
 # - the agent with --bpf-sampling=yes says it uses the iterator and reports a burning task's
 #   CPU rate (about one core) and memory from it, and a finished task's CPU time in full;
 # - a helper that cannot be run is an error with --bpf-sampling=yes and a fallback to the files
@@ -40,14 +40,18 @@ if [ -f "$CGROUP_FS/cgroup.controllers" ]; then
         echo "+memory +cpu" >"$CGROUP_FS/$CLUSTER_CGROOT/cgroup.subtree_control" 2>/dev/null || true
         echo "+memory +cpu" >"$CGROUP_FS/$root/cgroup.subtree_control" 2>/dev/null || true
 fi
-"$BURN_BIN" --cpu-seconds 30 >/dev/null 2>&1 &
+# Each process enters its cgroups before it runs a thing (a shell moves itself, then execs):
+# on v1, memory charged before a move stays with the old cgroup, so the holder's 24 MiB must be
+# allocated inside. The holder says when it holds them.
+in_cgroup='echo $$ >"$1/cgroup.procs" && echo $$ >"$2/cgroup.procs" && shift 2 && exec "$@"'
+sh -c "$in_cgroup" in_cgroup "$CPU_H/$root/burn" "$MEM_H/$root/burn" "$BURN_BIN" --cpu-seconds 30 >/dev/null 2>&1 &
 burn=$!; CLUSTER_PIDS+=($burn)
-python3 -c 'import time; x = bytearray(24 << 20); time.sleep(60)' &
+sh -c "$in_cgroup" in_cgroup "$CPU_H/$root/hold" "$MEM_H/$root/hold" python3 -c \
+        'import sys, time; x = bytearray(24 << 20); open(sys.argv[1], "w").close(); time.sleep(60)' "$CLUSTER_DIR/holding" &
 hold=$!; CLUSTER_PIDS+=($hold)
-for h in $CPU_H $MEM_H; do
-        echo $burn >"$h/$root/burn/cgroup.procs"
-        echo $hold >"$h/$root/hold/cgroup.procs"
-done
+wait_for 30 test -e "$CLUSTER_DIR/holding" || fail "the 24 MiB holder did not start"
+grep -qx $hold "$MEM_H/$root/hold/cgroup.procs" || fail "the holder $hold is not in $MEM_H/$root/hold"
+grep -qx $burn "$CPU_H/$root/burn/cgroup.procs" || fail "the burner $burn is not in $CPU_H/$root/burn"
 sleep 1
 usage_us() { awk '$1 == "usage_usec" { print $2 }' "$CPU_H/$root/burn/cpu.stat"; }
 before=$(usage_us)
@@ -142,6 +146,7 @@ kill -TERM "$CLUSTER_AGENT_PID"; wait "$CLUSTER_AGENT_PID" 2>/dev/null || true
 # auto with a helper that cannot load the program (unprivileged): the kernel's and libbpf's
 # reason reaches the agent's log, and the samples come from the files.
 if command -v setpriv >/dev/null; then
+        cluster_stage_task_bin HELPER   # run as nobody: out of reach in a mode-700 checkout
         printf '#!/bin/sh\nexec setpriv --reuid=65534 --regid=65534 --clear-groups %s "$@"\n' "$HELPER" >"$CLUSTER_DIR/unprivileged-helper"
         chmod +x "$CLUSTER_DIR/unprivileged-helper"
         NOTIFY_SOCKET=$CLUSTER_DIR/notify.sock cluster_start_agent n3 --state-dir "$CLUSTER_DIR/state3" \
