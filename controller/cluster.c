@@ -766,6 +766,47 @@ static void report_usage(const TaskReport *rep, double *ret_cpu_s, uint64_t *ret
 
 static int task_lose(Cluster *c, const StoreTask *t, const char *reason, int64_t now_ms, JobSet *jobs);
 
+/* An attempt given up on with its node that reports success after all (it ended while its node
+ * could not tell us): its work is done, so it is the task's outcome unless another attempt
+ * succeeded first, and the attempt that runs in its stead is stopped. */
+static int lost_attempt_succeeded(Cluster *c, const StoreTask *t, int64_t now_ms, JobSet *jobs) {
+        JobState job_state;
+        int r = store_job_get_state(c->store, t->job, &job_state);
+        if (r < 0 || job_state_is_final(job_state))
+                return r < 0 ? r : 0;
+
+        StoreTask *tasks = NULL;
+        size_t n = 0;
+        r = store_tasks_find(c->store, t->job, NULL, ~0u, &tasks, &n);
+        if (r < 0)
+                return r;
+        bool won = true;
+        for (size_t i = 0; i < n; i++)
+                if (tasks[i].phase == t->phase && tasks[i].index == t->index && tasks[i].state == TASK_SUCCEEDED)
+                        won = false;
+        char reason[160];
+        snprintf(reason, sizeof reason, "attempt %s succeeded first", t->id);
+        for (size_t i = 0; won && i < n && r >= 0; i++) {
+                const StoreTask *o = &tasks[i];
+                if (o->phase != t->phase || o->index != t->index || o->attempt == t->attempt ||
+                    task_state_is_final(o->state))
+                        continue;
+                log_info("Task %s: stopped, %s.", o->id, reason);
+                r = stop_task(c, o, reason, now_ms);
+        }
+        store_tasks_free(tasks, n);
+        if (r < 0 || !won)
+                return r;
+
+        r = store_task_set_state(c->store, t->id, TASK_SUCCEEDED, 0, now_ms,
+                                 "succeeded after its node was given up on: the first attempt to succeed counts");
+        if (r < 0)
+                return r;
+        log_notice("Task %s succeeded after its node was given up on: it counts, its other attempts stop.", t->id);
+        c->placement_dirty = true;
+        return job_set_add(jobs, t->job);
+}
+
 static int merge_report(Cluster *c, const Heartbeat *hb, const TaskReport *rep, int64_t now_ms, JobSet *jobs) {
         double cpu_s, progress;
         uint64_t peak;
@@ -801,6 +842,8 @@ static int merge_report(Cluster *c, const Heartbeat *hb, const TaskReport *rep, 
                  * self-fence): finish the job of stopping it. */
                 if (!task_state_is_final(rep->state))
                         return queue_kill(c, hb->node, t.id, now_ms);
+                if (t.state == TASK_LOST && rep->state == TASK_SUCCEEDED && rep->has_exit)
+                        return lost_attempt_succeeded(c, &t, now_ms, jobs);
                 return 0;
         }
 

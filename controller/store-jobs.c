@@ -219,9 +219,12 @@ int store_job_phases(Store *s, uint64_t job, StorePhase **ret, size_t *ret_n) {
         if (n == 0)
                 return -ENOENT;
 
+        /* A task is its latest attempt, or an attempt that succeeded if one did (an attempt
+         * given up on with its node may succeed after all: cluster.c). */
         r = store_prepare(s,
-                          "SELECT phase, state, COUNT(*) FROM tasks t WHERE job = ?1 AND " LATEST_ATTEMPT
-                          " GROUP BY phase, state",
+                          "SELECT phase, CASE WHEN EXISTS (SELECT 1 FROM tasks u WHERE u.job = t.job AND u.phase = t.phase"
+                          "  AND u.idx = t.idx AND u.state = 'succeeded') THEN 'succeeded' ELSE state END AS outcome,"
+                          " COUNT(*) FROM tasks t WHERE job = ?1 AND " LATEST_ATTEMPT " GROUP BY phase, outcome",
                           &counts);
         if (r < 0)
                 return r;

@@ -758,6 +758,61 @@ Test(cluster, fenced_task_kept_is_thawed_once) {
         heartbeat_reply_free(hr);
 }
 
+/* A one-task job on n1, n1 silent past the lease: attempt 1 runs on n2. Returns the job. */
+static uint64_t lost_and_rerun(Node *n1, Node *n2) {
+        uint64_t id = one_task_running(n1);
+        int64_t lost = T0 + 1500 + LOST_MS + 1;
+        cr_assert_eq(cluster_check_nodes(cluster, lost), 0);
+        assert_task_state(id, 0, 0, "lost");
+        HeartbeatReply *hr = beat_empty(n2, lost + 100);
+        cr_assert_not_null(find_action(hr, ACTION_START, task_id_attempt(id, 0, 0, 1)));
+        heartbeat_reply_free(ack_and_run(n2, hr, lost + 200));
+        heartbeat_reply_free(hr);
+        assert_task_state(id, 0, 1, "running");
+        return id;
+}
+
+Test(cluster, lost_attempt_that_succeeded_counts_and_stops_the_rerun) {
+        Node n1 = node_new("n1", 1), n2 = node_new("n2", 1);
+        uint64_t id = lost_and_rerun(&n1, &n2);
+        int64_t now = T0 + 1500 + LOST_MS + 1000;
+
+        /* n1 comes back: attempt 0 ended with exit 0 while it could not report. Its work is
+         * done: it counts, and attempt 1 is stopped. */
+        TaskReport done = ended(task_id(id, 0, 0), TASK_SUCCEEDED, 0, 0, 3, MiB);
+        heartbeat_reply_free(beat(&n1, &done, 1, NULL, 0, now));
+        assert_task_state(id, 0, 0, "succeeded");
+        cr_assert_float_eq(number(id, 0, 0, "cpu_s"), 3.0, 1e-9);
+        assert_job_state(id, "succeeded");
+        cr_assert_eq(number(id, -1, -1, "tasks_done"), 1);
+        TaskReport r1 = running(task_id_attempt(id, 0, 0, 1), NULL, 0);
+        HeartbeatReply *hr = beat(&n2, &r1, 1, NULL, 0, now + 500);
+        const Action *kill = find_action(hr, ACTION_KILL, task_id_attempt(id, 0, 0, 1));
+        cr_assert_not_null(kill, "the re-run is stopped");
+        Ack ack = ack_ok(kill);
+        TaskReport killed = ended(task_id_attempt(id, 0, 0, 1), TASK_CANCELLED, 0, 9, 0.5, MiB);
+        heartbeat_reply_free(beat(&n2, &killed, 1, &ack, 1, now + 1000));
+        heartbeat_reply_free(hr);
+        assert_task_state(id, 0, 1, "cancelled");
+        assert_job_state(id, "succeeded");
+        cr_assert_eq(number(id, -1, -1, "tasks_done"), 1);
+        cr_assert_float_eq(number(id, -1, -1, "cpu_s"), 3.5, 1e-9, "each attempt's CPU-seconds, once");
+}
+
+Test(cluster, lost_attempt_that_succeeded_after_the_rerun_did_stays_lost) {
+        Node n1 = node_new("n1", 1), n2 = node_new("n2", 1);
+        uint64_t id = lost_and_rerun(&n1, &n2);
+        int64_t now = T0 + 1500 + LOST_MS + 1000;
+        TaskReport won = ended(task_id_attempt(id, 0, 0, 1), TASK_SUCCEEDED, 0, 0, 2, MiB);
+        heartbeat_reply_free(beat(&n2, &won, 1, NULL, 0, now));
+        assert_job_state(id, "succeeded");
+        TaskReport late = ended(task_id(id, 0, 0), TASK_SUCCEEDED, 0, 0, 3, MiB);
+        heartbeat_reply_free(beat(&n1, &late, 1, NULL, 0, now + 500));
+        assert_task_state(id, 0, 0, "lost");
+        assert_task_state(id, 0, 1, "succeeded");
+        cr_assert_eq(number(id, -1, -1, "tasks_done"), 1);
+}
+
 Test(cluster, stale_heartbeat_changes_nothing) {
         Node n1 = node_new("n1", 1);
         uint64_t id = one_task_running(&n1);
