@@ -7,13 +7,12 @@
 #include <time.h>
 
 #include "api.h"
+#include "clock.h"
 #include "log.h"
 #include "protocol.h"
 
 static int64_t now_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+        return controller_now_ms();
 }
 
 /* Job ids are positive decimal integers; anything else names no job. */

@@ -13,6 +13,7 @@
 
 #include "api.h"
 #include "auth.h"
+#include "clock.h"
 #include "cluster.h"
 #include "config.h"
 #include "http-server.h"
@@ -160,16 +161,13 @@ typedef struct Manager {
         sd_event_source *tick_source;
         StopGuard *stop_guard;
         uint64_t last_tick_us;            /* CLOCK_MONOTONIC of the last node check */
-        int64_t last_tick_wall_ms;        /* CLOCK_REALTIME of the same */
         uint64_t last_status_us;          /* CLOCK_MONOTONIC of the last STATUS= after a request */
         AuthTokens tokens;
         Api api;
 } Manager;
 
 static int64_t now_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+        return controller_now_ms();
 }
 
 static void notify_status(Manager *m) {
@@ -203,16 +201,8 @@ static int on_tick(sd_event_source *source, uint64_t usec, void *userdata) {
                 log_notice("The controller stalled for %.1f s: every node gets a full timeout again.",
                            (double) (now_us - m->last_tick_us) / USEC_PER_SEC);
                 cluster_restart_node_timeouts(m->cluster, now_ms());
-        } else if (m->last_tick_us > 0 &&
-                   now_ms() - m->last_tick_wall_ms > (int64_t) ((now_us - m->last_tick_us + arg_heartbeat_interval_us) / USEC_PER_MSEC)) {
-                /* Heartbeat times are wall-clock times: a clock set forward would make every
-                 * node look silent, and none is. */
-                log_notice("The wall clock jumped forward %.1f s: every node gets a full lease again.",
-                           (double) (now_ms() - m->last_tick_wall_ms) / 1000.0 - (double) (now_us - m->last_tick_us) / USEC_PER_SEC);
-                cluster_restart_node_timeouts(m->cluster, now_ms());
         }
         m->last_tick_us = now_us;
-        m->last_tick_wall_ms = now_ms();
         int r = cluster_check_nodes(m->cluster, now_ms());
         if (r < 0)
                 log_warning_errno(r, "Checking for lost nodes failed, will retry: %m");

@@ -16,7 +16,7 @@ CONTROLLER_SOURCES = \
 	controller/store-jobs.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c \
 	controller/orchestrator.c controller/orchestrator.h \
 	controller/runtime-config.c controller/runtime-config.h \
-	controller/store-orch.c controller/api-orch.c
+	controller/store-orch.c controller/api-orch.c controller/clock.c controller/clock.h
 CONTROLLER_CFLAGS = $(AM_CFLAGS) -pthread $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(LIBMICROHTTPD_CFLAGS) $(SQLITE3_CFLAGS)
 CONTROLLER_LIBS = controller/libcgorch-orch.a $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(LIBMICROHTTPD_LIBS) $(SQLITE3_LIBS) -lm
 
@@ -78,7 +78,7 @@ tests_unit_test_store_orch_LDADD = $(COMMON_LIBS) $(SQLITE3_LIBS) $(CRITERION_LI
 check_PROGRAMS += tests/unit/test-orchestrator
 TESTS += tests/unit/test-orchestrator
 tests_unit_test_orchestrator_SOURCES = tests/unit/test-orchestrator.c tests/unit/store-dir.h \
-	controller/orchestrator.c controller/orchestrator.h \
+	controller/orchestrator.c controller/orchestrator.h controller/clock.c controller/clock.h \
 	controller/cluster.c controller/cluster.h \
 	controller/cluster-sched.c controller/cluster-sched.h controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \

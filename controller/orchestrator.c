@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "log.h"
 #include "macro.h"
 #include "orch-snapshot.h"
@@ -741,9 +742,7 @@ static int epoch_schedule(Orchestrator *o, int64_t now_ms, const char *node, uns
 
 static int on_epoch(sd_event_source *source, uint64_t usec, void *userdata) {
         Orchestrator *o = userdata;
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        int64_t now_ms = (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+        int64_t now_ms = controller_now_ms();
 
         /* The samples came before the epoch was due: it runs now, and what it decides goes out
          * with each node's next heartbeat. */
@@ -806,9 +805,7 @@ int orchestrator_set_params(Orchestrator *o, const OrchBalanceParams *balance, c
         bool new_epoch = balance->epoch_s != o->balance.epoch_s;
         OrchMode old_mode = o->balance.mode;
         if (o->timer && new_epoch && o->pending && balance->mode != ORCH_MODE_OFF) {
-                struct timespec ts;
-                clock_gettime(CLOCK_REALTIME, &ts);
-                int64_t now_ms = (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+                int64_t now_ms = controller_now_ms();
                 int r = epoch_arm(o, orch_epoch_due_ms(o->last_epoch_ms, balance->epoch_s), now_ms);
                 if (r < 0)
                         return r;
