@@ -572,10 +572,12 @@ static void record(Agent *a, unsigned status, uint64_t now) {
 static void agent_on_done(Conn *c, unsigned status, const char *body, size_t len, uint64_t now) {
         Agent *a = c->owner;
         record(a, status, now);
+        /* One more per heartbeat sent, answered or not, as cgorch-agent counts: the controller
+         * refuses one whose seq is not above the last it took (409). */
+        a->seq++;
         if (status == 200) {
                 if (a->successes++ == 0)
                         L.n_registered++;
-                a->seq++;
                 a->n_acks_inflight = 0;
                 agent_apply_reply(a, body, len);
         } else {
