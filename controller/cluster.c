@@ -26,6 +26,11 @@
 /* How often the scheduler's virtual state is saved (a restart ages from there). */
 #define CLUSTER_CHECKPOINT_INTERVAL_MS 10000
 
+/* Kills a node may have outstanding for tasks the store does not place there (strays): a node
+ * token could otherwise report tens of thousands of made-up tasks per heartbeat and grow the
+ * store and every reply without bound. The rest are killed once these are acked. */
+#define CLUSTER_MAX_STRAY_KILLS 1024u
+
 struct Cluster {
         Store *store;
         ClusterConfig config;
@@ -46,6 +51,8 @@ struct Cluster {
          * once when one comes back). */
         char **unreachable;
         bool store_failing;               /* the last heartbeat could not be recorded */
+        /* During one heartbeat: stray kills it may still queue, and those it could not. */
+        unsigned stray_budget, strays_skipped;
 };
 
 /* json_decrefp() comes with jansson >= 2.11. */
@@ -819,6 +826,13 @@ static int merge_report(Cluster *c, const Heartbeat *hb, const TaskReport *rep, 
                  * capacity, so stop it. */
                 if (task_state_is_final(rep->state))
                         return 0;
+                if (r == -ENOENT) {
+                        if (c->stray_budget == 0) {
+                                c->strays_skipped++;
+                                return 0;
+                        }
+                        c->stray_budget--;
+                }
                 log_warning("Node %s reports task %s, which is not placed there: killing it.", hb->node, rep->id);
                 return queue_kill(c, hb->node, rep->id, now_ms);
         }
@@ -922,7 +936,8 @@ static int apply_ack(Cluster *c, const Heartbeat *hb, const Ack *ack, int64_t no
                 _cleanup_(store_task_done) StoreTask t = {};
                 r = store_task_get(c->store, task, &t);
                 if (r == -ENOENT)
-                        return 0;
+                        /* A stray's kill says nothing anyone will read: it goes. */
+                        return store_action_delete(c->store, ack->action_id);
                 if (r < 0)
                         return r;
                 if (t.state != TASK_STARTING || !t.node || !streq(t.node, hb->node))
@@ -1106,6 +1121,12 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
                 if (r < 0)
                         return r;
         }
+        unsigned kills_pending;
+        r = store_node_kills_pending(c->store, hb->node, &kills_pending);
+        if (r < 0)
+                return r;
+        c->stray_budget = kills_pending < CLUSTER_MAX_STRAY_KILLS ? CLUSTER_MAX_STRAY_KILLS - kills_pending : 0;
+        c->strays_skipped = 0;
         for (size_t i = 0; i < hb->n_tasks; i++) {
                 const TaskReport *rep = &hb->tasks[i];
                 /* Nearly every report says: still running, here is its usage. When the store
@@ -1122,6 +1143,10 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
                 if (r < 0)
                         return r;
         }
+        if (c->strays_skipped > 0)
+                log_warning("Node %s reports %u more tasks that are not placed there than the %u kills it may have "
+                            "outstanding: they are killed once it has acked those.",
+                            hb->node, c->strays_skipped, CLUSTER_MAX_STRAY_KILLS);
         /* One write for the usage of all of them (ended ones have left the memory). */
         r = store_node_usage_save(c->store, hb->node, running, n_running);
         if (r < 0)

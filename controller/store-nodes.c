@@ -336,6 +336,29 @@ int store_action_pending(Store *s, const char *task, ActionType type) {
         return store_step_row(s, st, "find action");
 }
 
+int store_node_kills_pending(Store *s, const char *node, unsigned *ret) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        /* The unacked actions are few and indexed (actions_unacked). */
+        int r = store_prepare(s, "SELECT COUNT(*) FROM actions WHERE node = ? AND acked_ms IS NULL AND type = 'kill'", &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(st, 1, node, -1, SQLITE_TRANSIENT);
+        r = store_step_row(s, st, "count pending kills");
+        if (r < 0)
+                return r;
+        *ret = r > 0 ? (unsigned) sqlite3_column_int64(st, 0) : 0;
+        return 0;
+}
+
+int store_action_delete(Store *s, uint64_t id) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, "DELETE FROM actions WHERE id = ?", &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, (int64_t) id);
+        return store_step_done(s, st, "delete action");
+}
+
 int store_task_fence_thaw_due(Store *s, const char *task) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         /* The task's last freeze or thaw: a freeze the agent did not refuse means the scheduler

@@ -208,6 +208,9 @@ int store_action_insert(Store *s, const char *node, const char *task, ActionType
  * back the action's type and task either way. */
 int store_action_ack(Store *s, const char *node, uint64_t id, const char *error, int64_t now_ms,
                      ActionType *ret_type, char **ret_task);
+/* Kill actions queued for the node and not acked yet. */
+int store_node_kills_pending(Store *s, const char *node, unsigned *ret);
+int store_action_delete(Store *s, uint64_t id);
 /* A task its agent reports fenced (frozen by its self-fence) needs a thaw from us (1) unless
  * the scheduler itself froze it or a thaw is already on its way (0). */
 int store_task_fence_thaw_due(Store *s, const char *task);

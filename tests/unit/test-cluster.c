@@ -968,6 +968,35 @@ Test(cluster, unknown_task_on_node_is_killed) {
         heartbeat_reply_free(hr);
 }
 
+Test(cluster, stray_kills_are_bounded_and_forgotten_once_acked) {
+        enum { N = 3000 };
+        static char ids[N][32];
+        static TaskReport strays[N];
+        static Ack acks[N];
+        Node n1 = node_new("n1", 1);
+        for (size_t k = 0; k < N; k++) {
+                snprintf(ids[k], sizeof ids[k], "99.0.%zu.0", k);
+                strays[k] = running(ids[k], NULL, 0);
+        }
+        /* Thousands of made-up tasks: at most CLUSTER_MAX_STRAY_KILLS (1024) kills at a time. */
+        HeartbeatReply *hr = beat(&n1, strays, N, NULL, 0, T0);
+        cr_assert_eq(count_actions(hr, ACTION_KILL), 1024);
+        heartbeat_reply_free(hr);
+        hr = beat(&n1, strays, N, NULL, 0, T0 + 1000);
+        cr_assert_eq(count_actions(hr, ACTION_KILL), 1024, "the same kills again, no new ones");
+        size_t n_acks = hr->n_actions;
+        for (size_t k = 0; k < n_acks; k++)
+                acks[k] = ack_ok(&hr->actions[k]);
+        uint64_t first = hr->actions[0].id;
+        heartbeat_reply_free(hr);
+        /* Acked: those rows go (nothing reads a stray's kill), and the next strays get theirs. */
+        hr = beat(&n1, strays + n_acks, N - n_acks, acks, n_acks, T0 + 2000);
+        cr_assert_eq(count_actions(hr, ACTION_KILL), 1024);
+        heartbeat_reply_free(hr);
+        cr_assert_eq(store_action_ack(store, "n1", first, NULL, T0 + 3000, NULL, NULL), -ENOENT,
+                     "an acked stray kill is not kept");
+}
+
 Test(cluster, kill_acked_before_task_ran_cancels_it) {
         uint64_t id = submit(job_one_task, T0);
         Node n1 = node_new("n1", 1);
