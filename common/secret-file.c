@@ -28,7 +28,21 @@ void secret_free(char *s) {
         free(s);
 }
 
+/* "larger than 64 KiB, ..." for the limit max. */
+static int too_large(char **ret_error, const char *path, size_t max) {
+        char why[96];
+        if (max % (1024u * 1024u) == 0)
+                snprintf(why, sizeof why, "larger than %zu MiB, not a token or key file", max / (1024u * 1024u));
+        else
+                snprintf(why, sizeof why, "larger than %zu KiB, not a token or key file", max / 1024u);
+        return fail(ret_error, -EFBIG, path, why);
+}
+
 int secret_file_read(const char *path, char **ret, size_t *ret_len, char **ret_error) {
+        return secret_file_read_max(path, SECRET_FILE_MAX_BYTES, ret, ret_len, ret_error);
+}
+
+int secret_file_read_max(const char *path, size_t max, char **ret, size_t *ret_len, char **ret_error) {
         struct stat st;
 
         /* O_NOFOLLOW is not used: a symlink to a secret file is a normal way to install one,
@@ -52,8 +66,8 @@ int secret_file_read(const char *path, char **ret, size_t *ret_len, char **ret_e
         if (st.st_mode & (S_IRWXG | S_IRWXO))
                 return fail(ret_error, -EPERM, path,
                             "readable or writable by group or others; run chmod 600 on it");
-        if (st.st_size > (off_t) SECRET_FILE_MAX_BYTES)
-                return fail(ret_error, -EFBIG, path, "larger than 64 KiB, not a token or key file");
+        if (st.st_size > (off_t) max)
+                return too_large(ret_error, path, max);
 
         /* Room for the NUL and for one more byte, so that a file of the size fstat() gave
          * (up to the limit itself) reaches EOF without growing the buffer. */
@@ -64,12 +78,12 @@ int secret_file_read(const char *path, char **ret, size_t *ret_len, char **ret_e
         for (;;) {
                 if (len + 1 >= cap) {
                         /* The file grew since fstat(): read on, within the bound. */
-                        if (len > SECRET_FILE_MAX_BYTES) {
+                        if (len > max) {
                                 explicit_bzero(buf, len);
                                 free(buf);
-                                return fail(ret_error, -EFBIG, path, "larger than 64 KiB, not a token or key file");
+                                return too_large(ret_error, path, max);
                         }
-                        size_t grown = MIN(cap * 2, (size_t) SECRET_FILE_MAX_BYTES + 2);
+                        size_t grown = MIN(cap * 2, max + 2);
                         char *b = realloc(buf, grown);
                         if (!b) {
                                 explicit_bzero(buf, len);

@@ -7,6 +7,9 @@
 
 /* Longest token or key file read (a PEM private key with its chain fits easily). */
 #define SECRET_FILE_MAX_BYTES (64u * 1024u)
+/* Longest file of agent tokens (--agent-tokens-file): 64 MiB, about 800 000 NODE:SECRET lines
+ * of the man page's recipe. */
+#define SECRET_AGENT_TOKENS_MAX_BYTES (64u * 1024u * 1024u)
 /* Shortest bearer secret accepted: below this, guessing is a matter of minutes. */
 #define SECRET_MIN_LENGTH 16u
 
@@ -18,6 +21,8 @@
  *   -EPERM   wrong owner or mode      -EISDIR/-EINVAL  not a regular file, or holds NUL
  *   -EFBIG   too large                others           open/read errors */
 int secret_file_read(const char *path, char **ret, size_t *ret_len, char **ret_error);
+/* The same with another bound than SECRET_FILE_MAX_BYTES. */
+int secret_file_read_max(const char *path, size_t max, char **ret, size_t *ret_len, char **ret_error);
 
 /* Reads a one-line bearer token: secret_file_read(), then one trailing newline removed; the
  * rest must be SECRET_MIN_LENGTH..1024 printable ASCII characters without spaces. */

@@ -128,7 +128,7 @@ int auth_tokens_load(const char *operator_file, const char *reader_file, const c
                 _cleanup_secret_ char *text = NULL;
                 size_t len;
                 _cleanup_free_ char *why = NULL;
-                r = secret_file_read(agents_file, &text, &len, ret_error);
+                r = secret_file_read_max(agents_file, SECRET_AGENT_TOKENS_MAX_BYTES, &text, &len, ret_error);
                 if (r >= 0)
                         r = auth_parse_agent_tokens(text, len, &t.agents, &t.n_agents, &why);
                 if (r == -EINVAL && ret_error && asprintf(ret_error, "%s: %s", agents_file, why ?: "invalid") < 0)

@@ -141,6 +141,28 @@ Test(secret_file, nul_byte_and_size_limit) {
         free(big);
 }
 
+Test(secret_file, another_bound) {
+        /* The agent tokens of 12 000 nodes, as the man page's recipe makes them: 879 KiB. */
+        size_t n = 12000, line = 75, size = n * line;
+        char *text = malloc(size + 1), *s = NULL, *error = NULL, buf[128];
+        cr_assert_not_null(text);
+        for (size_t i = 0; i < n; i++) {
+                cr_assert_eq(snprintf(buf, sizeof buf, "node%05zu:%064x\n", i, 0), (int) line);
+                memcpy(text + i * line, buf, line);
+        }
+        const char *path = write_file("agents", text, size, 0600);
+        cr_assert_eq(secret_file_read(path, &s, NULL, &error), -EFBIG, "over the 64 KiB of a token file");
+        free(error);
+        size_t len = 0;
+        cr_assert_eq(secret_file_read_max(path, SECRET_AGENT_TOKENS_MAX_BYTES, &s, &len, NULL), 0);
+        cr_assert_eq(len, size);
+        secret_free(s);
+        error = NULL;
+        cr_assert_eq(secret_file_read_max(path, 1024 * 1024 / 2, &s, NULL, &error), -EFBIG);
+        assert_error(error, "512 KiB");
+        free(text);
+}
+
 Test(secret_file, token_newline_stripped) {
         static const char *const contents[] = { "0123456789abcdef0123456789abcdef", "0123456789abcdef0123456789abcdef\n",
                                                 "0123456789abcdef0123456789abcdef\r\n" };
