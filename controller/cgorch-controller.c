@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
@@ -393,9 +394,29 @@ static int apply_scheduler(void *userdata, const RuntimeSettings *s) {
         return r;
 }
 
+/* One descriptor per connection (--max-connections) besides the store's, the listening socket
+ * and the event loop's: lift the soft limit toward the hard one as far as they need, and say
+ * so when even the hard limit is short (the unit sets LimitNOFILE=). */
+static void raise_nofile(void) {
+        struct rlimit rl;
+        rlim_t want = (rlim_t) arg_max_connections + 256;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= want)
+                return;
+        rlim_t old = rl.rlim_cur;
+        rl.rlim_cur = MIN(want, rl.rlim_max);
+        if (rl.rlim_cur > old && setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                rl.rlim_cur = old;
+        if (rl.rlim_cur < want)
+                log_warning("--max-connections %u needs about %llu file descriptors, but RLIMIT_NOFILE allows %llu: "
+                            "connections beyond that fail (raise LimitNOFILE= or ulimit -n).",
+                            arg_max_connections, (unsigned long long) want, (unsigned long long) rl.rlim_cur);
+}
+
 static int run(Manager *m) {
         int r;
 
+        raise_nofile();
         r = setup_auth(m);
         if (r < 0)
                 return r;
