@@ -242,13 +242,32 @@ static int strdup_to(const char *s, char **ret) {
 
 /* ---- Value rules ---- */
 
-/* Control characters would corrupt logs and tables; UTF-8 beyond ASCII is fine (jansson has
- * already checked that it is valid). */
+/* Whether the code point shows as what it is: not a control character (C0, DEL, C1), not a
+ * bidirectional control that reorders what follows (ALM, LRM, RLM, LRE..RLO, LRI..PDI), not a
+ * zero-width or invisible one (ZWSP, ZWNJ, ZWJ, WJ, BOM), nor a line or paragraph separator. A
+ * name with one of those prints as something else than it is in logs and tables. */
+static bool code_point_is_printable(uint32_t c) {
+        return !(c < 0x20 || (c >= 0x7f && c <= 0x9f) || c == 0x061c || (c >= 0x200b && c <= 0x200f) ||
+                 (c >= 0x2028 && c <= 0x202e) || (c >= 0x2060 && c <= 0x2069) || c == 0xfeff);
+}
+
+/* UTF-8 beyond ASCII is fine (jansson has already checked that it is valid). */
 static bool string_is_printable(const char *s) {
-        for (; *s; s++) {
-                unsigned char c = (unsigned char) *s;
-                if (c < 0x20 || c == 0x7f)
+        const unsigned char *p = (const unsigned char *) s;
+        while (*p) {
+                uint32_t c = *p;
+                size_t n = c < 0x80 ? 1 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : 4;
+                if (n > 1) {
+                        c &= 0x3fu >> (n - 1);
+                        for (size_t i = 1; i < n; i++) {
+                                if ((p[i] & 0xc0) != 0x80)
+                                        return false;
+                                c = (c << 6) | (p[i] & 0x3f);
+                        }
+                }
+                if (!code_point_is_printable(c))
                         return false;
+                p += n;
         }
         return true;
 }

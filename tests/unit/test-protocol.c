@@ -69,6 +69,16 @@ static void expect_job_field_error(const char *key, json_t *v, const char *messa
         expect_job_error_json(j, message);
 }
 
+/* Sets one top-level field of the valid job and expects the job to be accepted with it. */
+static void expect_job_field_ok(const char *key, json_t *v) {
+        json_auto_t *j = job_json();
+        cr_assert_eq(json_object_set_new(j, key, v), 0);
+        JobSpec *spec = NULL;
+        char *err = NULL;
+        cr_assert_eq(job_spec_from_json(j, &spec, &err), 0, "refused: %s", err ?: "");
+        job_spec_free(spec);
+}
+
 /* The same for a field of phases[0]. */
 static void expect_phase_error(const char *key, json_t *v, const char *message) {
         json_auto_t *j = job_json();
@@ -195,6 +205,18 @@ Test(job_spec, errors_top_level) {
         expect_job_field_error("name", json_string(""), "name: must be 1..128 printable characters");
         expect_job_field_error("name", json_integer(7), "name: must be a string");
         expect_job_field_error("name", json_string("a\tb"), "name: must be 1..128 printable characters");
+        /* Characters that print as something else: C1, bidi overrides and isolates, zero-width. */
+        static const char *const hidden[] = {
+                "a\xc2\x85" "b",                /* NEL (C1) */
+                "invoice\xe2\x80\xae" "fdp.exe", /* RLO: shows as "invoiceexe.pdf" */
+                "a\xe2\x81\xa6" "b",           /* LRI */
+                "ad\xe2\x80\x8bmin",           /* ZWSP */
+                "\xef\xbb\xbf" "bom",          /* BOM */
+                "a\xe2\x80\xa8" "b",           /* LINE SEPARATOR */
+        };
+        for (size_t i = 0; i < ELEMENTSOF(hidden); i++)
+                expect_job_field_error("name", json_string(hidden[i]), "name: must be 1..128 printable characters");
+        expect_job_field_ok("name", json_string("d\xc3\xa9j\xc3\xa0 vu \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x9a\x80"));
         expect_job_field_error("name", json_stringn("a\0b", 3), "name: must not contain NUL bytes");
         char long_name[PROTO_NAME_MAX + 2];
         memset(long_name, 'n', sizeof long_name - 1);
