@@ -196,7 +196,16 @@ int ctl_call(Ctl *ctl, const char *method, const char *path, json_t *body, json_
         if (status >= 200 && status < 300)
                 fprintf(stderr, "cgorchctl: %s %s: the controller answered %ld without a JSON body\n",
                         method, path, status);
-        else if (message) {
+        else if (message && status == 503 && strncmp(message, "store ", 6) == 0) {
+                /* The store cannot write (full, read-only, damaged, locked): nothing was done. */
+                _cleanup_free_ char *safe = utf8_sanitize(message);
+                long retry_s = http_client_retry_after_s(ctl->http);
+                fprintf(stderr,
+                        "cgorchctl: the controller cannot record anything now, nothing was changed: %s\n"
+                        "cgorchctl: try again%s%.0ld%s; an operator's guide to store faults is in docs/operations.md "
+                        "(cgorch-controller(8), STORE FAULTS)\n",
+                        safe ?: message, retry_s > 0 ? " in " : " later", retry_s, retry_s > 0 ? " s" : "");
+        } else if (message) {
                 _cleanup_free_ char *safe = utf8_sanitize(message);
                 fprintf(stderr, "cgorchctl: %s\n", safe ?: message);
         }
@@ -262,6 +271,16 @@ int ctl_list_command(Ctl *ctl, int argc, char **argv, const char *command, const
                 r = -EPROTO;
         } else
                 r = print_table(list);
+        /* Jobs whose rows in the store are damaged are left out of the list and named here. */
+        json_t *unreadable = json_object_get(answer, "unreadable");
+        if (!ctl->json && json_array_size(unreadable) > 0) {
+                size_t i;
+                json_t *id;
+                fprintf(stderr, "cgorchctl: left out, their records in the controller's store cannot be decoded:");
+                json_array_foreach(unreadable, i, id)
+                        fprintf(stderr, " %s%" JSON_INTEGER_FORMAT, i > 0 ? "," : "", json_integer_value(id));
+                fprintf(stderr, " (see docs/operations.md)\n");
+        }
         json_decref(answer);
         return r < 0 ? CTL_EXIT_FAILURE : EXIT_SUCCESS;
 }

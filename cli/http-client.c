@@ -20,6 +20,7 @@ struct HttpClient {
         CURL *curl;
         char *authorization;    /* "Authorization: Bearer ..." or NULL */
         char *ca_file;
+        long retry_after_s;     /* of the last answer, 0 when it had none */
 };
 
 typedef struct Buffer {
@@ -110,6 +111,10 @@ int http_client_set_ca_file(HttpClient *c, const char *ca_file) {
         return 0;
 }
 
+long http_client_retry_after_s(const HttpClient *c) {
+        return c->retry_after_s;
+}
+
 const char *http_client_base_url(const HttpClient *c) {
         return c->base_url;
 }
@@ -183,6 +188,8 @@ int http_client_request(HttpClient *c, const char *method, const char *path, jso
                 return -EIO;
         }
         curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+        curl_off_t retry_after = 0;
+        c->retry_after_s = curl_easy_getinfo(e, CURLINFO_RETRY_AFTER, &retry_after) == CURLE_OK ? (long) retry_after : 0;
 
         json_t *j = NULL;
         if (buf.size > 0)

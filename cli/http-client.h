@@ -36,3 +36,5 @@ int http_client_set_ca_file(HttpClient *c, const char *ca_file);
  * malloc'd reason in *ret_error. */
 int http_client_request(HttpClient *c, const char *method, const char *path, json_t *body,
                         long *ret_status, json_t **ret_body, char **ret_error);
+/* The Retry-After (in seconds) of the last answer, 0 when it had none. */
+long http_client_retry_after_s(const HttpClient *c);

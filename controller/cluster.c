@@ -45,7 +45,6 @@ struct Cluster {
          * tasks stay theirs until the lease runs out (kept for the log and to place again at
          * once when one comes back). */
         char **unreachable;
-        bool store_failing;               /* the last heartbeat could not be recorded */
 };
 
 /* json_decrefp() comes with jansson >= 2.11. */
@@ -1164,23 +1163,19 @@ static int heartbeat_handle(Cluster *c, const char *node, const Heartbeat *hb, i
                 /* Rolled back, what the last placement queued may be gone with it. */
                 r = transaction_end(c, r);
         }
-        if (r == -EBUSY || r == -ENOSPC || r == -EROFS || r == -EIO) {
+        if (r == -EBUSY || r == -EIO || (r < 0 && store_fault(c->store, NULL, NULL) != STORE_FAULT_NONE)) {
                 /* The node is alive, but the store could not record it: no node is lost for
                  * a full lease from now (its agent fences meanwhile, and is thawed when the
                  * store takes its heartbeats again), rather than all of them at the first
-                 * check after the store recovers. */
-                if (!c->store_failing)
-                        log_warning("The store cannot record heartbeats (%s): no node is lost until it has for "
-                                    "--lease plus an interval.", strerror(-r));
-                c->store_failing = true;
+                 * check after the store recovers. The store logs when it starts and stops
+                 * failing (store_fault()). */
+                if (c->started_ms < now_ms)
+                        log_debug("Node %s: the store cannot record its heartbeat (%s): no node is lost until it "
+                                  "has for --lease plus an interval.", node, strerror(-r));
                 c->started_ms = MAX(c->started_ms, now_ms);
         }
         if (r < 0)
                 return r;
-        if (c->store_failing) {
-                c->store_failing = false;
-                log_notice("The store records heartbeats again.");
-        }
 
         uint32_t interval = interval_ms(c);
         if (c->config.on_heartbeat &&

@@ -189,6 +189,11 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, HttpResponse *
                 MHD_add_response_header(response, MHD_HTTP_HEADER_LOCATION, resp->location);
         if (header && value)
                 MHD_add_response_header(response, header, value);
+        if (resp->retry_after_s > 0) {
+                char retry[16];
+                snprintf(retry, sizeof retry, "%u", resp->retry_after_s);
+                MHD_add_response_header(response, MHD_HTTP_HEADER_RETRY_AFTER, retry);
+        }
 
         enum MHD_Result ret = MHD_queue_response(conn, resp->status, response);
         MHD_destroy_response(response);

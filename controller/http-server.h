@@ -36,6 +36,7 @@ typedef struct HttpResponse {
         unsigned status;
         json_t *body;                 /* owned; NULL sends no body */
         char *location;               /* owned; a Location header when set */
+        unsigned retry_after_s;       /* a Retry-After header when > 0 (with 503) */
 } HttpResponse;
 
 typedef void (*HttpHandler)(const HttpRequest *req, HttpResponse *resp, void *userdata);

@@ -309,7 +309,7 @@ mkfifo "$CLUSTER_DIR/release"
 reader=$!
 sleep 0.5
 dd if=/dev/zero of="$full/filler" bs=4k 2>/dev/null || true
-store_refuses() { grep -q "The store cannot record heartbeats" "$CLUSTER_DIR/controller-full.log"; }
+store_refuses() { grep -q "The store cannot write" "$CLUSTER_DIR/controller-full.log"; }
 wait_for 10 store_refuses || fail "the heartbeats of n3 were recorded on a full disk"
 fenced() { grep -q "self-fence" "$CLUSTER_DIR/agent-n3.log"; }
 wait_for 10 fenced || fail "n3 did not fence when its heartbeats got 503 for the lease"
