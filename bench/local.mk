@@ -93,9 +93,10 @@ bench-restart: controller/cgorch-controller
 .PHONY: bench-restart
 
 # PRAGMA quick_check at start with 100 000 jobs in the store, against --no-store-check, and an
-# online backup (sqlite3 .backup) of that store (see docs/operations.md): `make bench-store-check`.
+# online backup (cgorchctl backup, sqlite3 .backup) of that store (see docs/operations.md):
+# `make bench-store-check`.
 dist_noinst_SCRIPTS += bench/store-check.sh
-bench-store-check: controller/cgorch-controller
+bench-store-check: controller/cgorch-controller cli/cgorchctl
 	$(BASH) $(srcdir)/bench/store-check.sh $(builddir)
 .PHONY: bench-store-check
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # store-check.sh: what PRAGMA quick_check at start (--store-check, the default) costs a
 # cgorch-controller start with N jobs of 4 tasks each in its store, against --no-store-check,
-# and how long an online backup (sqlite3 .backup, docs/operations.md) of that store takes.
+# and how long an online backup of that store takes: cgorchctl backup (GET /v1/backup, which
+# the controller's one thread copies before it answers anything else) and sqlite3 .backup
+# from another process (docs/operations.md).
 # The store: 1000 jobs submitted through the API, then copied with SQL to N (same rows, new
 # ids). Start = launch to the port file written (ready to serve). Runs on demand, never in
 # make check; timings are ratios within one run (the machine may be shared).
@@ -13,6 +15,8 @@ build=$(cd "${1:?usage: store-check.sh BUILD_DIR [N]}" && pwd)
 n=${2:-100000}
 reps=${REPS:-5}
 controller=$build/controller/cgorch-controller
+cgorchctl=$build/cli/cgorchctl
+[ -x "$cgorchctl" ] || { echo "store-check.sh: $cgorchctl is not built" >&2; exit 1; }
 [ -x "$controller" ] || { echo "store-check.sh: $controller is not built" >&2; exit 1; }
 for c in python3 sqlite3; do
         command -v "$c" >/dev/null || { echo "store-check.sh: needs $c (apt-get install $c)" >&2; exit 1; }
@@ -75,10 +79,14 @@ jobs=$(sqlite3 "$db" "SELECT COUNT(*) FROM jobs")
 tasks=$(sqlite3 "$db" "SELECT COUNT(*) FROM tasks")
 echo "store: $jobs jobs, $tasks tasks, $(($(stat -c %s "$db") / 1024 / 1024)) MiB; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-declare -a with without backup
+declare -a with without backup api
 for _ in $(seq "$reps"); do
         # The page cache stays warm: a start right after a stop, as a restart is.
-        start; with+=("$took_ms"); stop
+        start; with+=("$took_ms")
+        t0=$(now_ms)
+        CGORCH_SERVER=http://127.0.0.1:$(cat "$dir/port") "$cgorchctl" --timeout 60s backup "$dir/api-backup.db" >/dev/null
+        api+=($(($(now_ms) - t0)))
+        stop
         start --no-store-check; without+=("$took_ms"); stop
         t0=$(now_ms); sqlite3 "$db" ".backup $dir/backup.db"; backup+=($(($(now_ms) - t0)))
 done
@@ -87,4 +95,5 @@ grep -o "Store checked[^.]*\.[0-9]* s" "$dir/controller.log" | tail -n "$reps" |
 printf '| %s jobs (%s tasks) | ms, min / median / max of %d |\n|---|---|\n' "$jobs" "$tasks" "$reps"
 printf '| start, --store-check (default) | %s |\n' "$(median "${with[@]}")"
 printf '| start, --no-store-check | %s |\n' "$(median "${without[@]}")"
+printf '| cgorchctl backup (GET /v1/backup) | %s |\n' "$(median "${api[@]}")"
 printf '| sqlite3 .backup | %s |\n' "$(median "${backup[@]}")"

@@ -416,7 +416,7 @@ static uint64_t now_monotonic_us(void) {
 static int refuse_damaged_store(const char *problem) {
         const char *d = arg_state_dir;
         const char *f = STORE_DB_FILENAME;
-        log_error("The store %s/%s is damaged (%s) and is not used. Restore the last backup (sqlite3 .backup, "
+        log_error("The store %s/%s is damaged (%s) and is not used. Restore the last backup (cgorchctl backup, "
                   "docs/operations.md) with the controller stopped: mv %s/%s %s/%s.damaged && rm -f %s/%s-wal %s/%s-shm && "
                   "cp BACKUP %s/%s; then start it again.",
                   d, f, problem ?: "SQLite cannot read it, see the line above", d, f, d, f, d, f, d, f, d, f);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -707,6 +708,44 @@ int store_check(Store *s, char **ret_problem) {
                         return -ENOMEM;
         }
         return -EUCLEAN;
+}
+
+int store_backup(Store *s, const char *tmp_dir, int *ret_fd, uint64_t *ret_size) {
+        _cleanup_free_ char *path = NULL;
+        if (asprintf(&path, "%s/cgorch-backup.XXXXXX", tmp_dir) < 0)
+                return -ENOMEM;
+        _cleanup_close_ int fd = mkostemp(path, O_CLOEXEC);
+        if (fd < 0)
+                return log_error_errno(errno, "Cannot create a backup file in %s: %m", tmp_dir);
+
+        sqlite3 *copy = NULL;
+        int rc = sqlite3_open_v2(path, &copy, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+        /* No journal for a file nobody else sees: it is whole or it is thrown away. */
+        if (rc == SQLITE_OK)
+                rc = sqlite3_exec(copy, "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF", NULL, NULL, NULL);
+        sqlite3_backup *b = rc == SQLITE_OK ? sqlite3_backup_init(copy, "main", s->db, "main") : NULL;
+        if (b) {
+                /* All pages in one step: one read transaction, so one consistent snapshot. */
+                rc = sqlite3_backup_step(b, -1);
+                int finish = sqlite3_backup_finish(b);
+                rc = rc == SQLITE_DONE ? finish : rc;
+        } else if (rc == SQLITE_OK)
+                rc = sqlite3_errcode(copy);
+        int r = 0;
+        if (rc != SQLITE_OK) {
+                log_error("Backup of %s into %s failed: %s", s->path, path, copy ? sqlite3_errmsg(copy) : sqlite3_errstr(rc));
+                r = (rc & 0xff) == SQLITE_FULL ? -ENOSPC : (rc & 0xff) == SQLITE_BUSY ? -EBUSY : -EIO;
+        }
+        sqlite3_close_v2(copy);
+        (void) unlink(path); /* the open fd keeps it until the answer is sent */
+        if (r < 0)
+                return r;
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        *ret_size = (uint64_t) st.st_size;
+        *ret_fd = TAKE_FD(fd);
+        return 0;
 }
 
 int store_ping(Store *s) {

@@ -8,8 +8,8 @@
 #   2. garbled bytes in one job's argv: only that job's GET fails (500), the list leaves it
 #      out and names it under "unreadable", the log says it once;
 #   3. a damaged file: the start is refused, naming the file and the restore commands;
-#   4. restoring the online backup (sqlite3 .backup, taken while the controller ran) by those
-#      commands brings the jobs back.
+#   4. restoring the online backup (cgorchctl backup, taken while the store was read-only) by
+#      those commands brings the jobs back.
 set -euo pipefail
 
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -58,9 +58,7 @@ start
 for _ in 1 2 3; do [ "$(submit)" = 201 ] || fail "submit answered $(cat "$CLUSTER_DIR/answer")"; done
 [ "$(jobs_ids)" = "[1,2,3]" ] || fail "jobs: $(jobs_ids)"
 [ "$(get /readyz)" = 200 ] || fail "/readyz of a sound store: $(cat "$CLUSTER_DIR/answer")"
-# The online backup, while the controller runs.
-sqlite3 "$db" ".backup $CLUSTER_DIR/backup.db" || fail "sqlite3 .backup failed"
-pass "3 jobs stored, an online backup taken"
+pass "3 jobs stored"
 
 # ---- 1. read-only ----
 echo 1 >"$trigger"
@@ -86,6 +84,18 @@ sleep 1.5 # the tick's write probes (every 500 ms) fail too: still one line
 n=$(grep -c "The store cannot write" "$CLUSTER_DIR/controller.log" || true)
 [ "$n" = 1 ] || fail "the log says the store cannot write $n times, want once"
 pass "read-only: 503 '$message', Retry-After 5, cgorchctl explains, /readyz 503, /healthz 200, logged once"
+
+# The online backup, taken now that the store cannot write (what an operator does before the
+# repair), by the operator only.
+code=$(curl -sS -o "$CLUSTER_DIR/answer" -w '%{http_code}' -H "Authorization: Bearer $(cat "$CLUSTER_DIR/tokens/reader")" \
+        "$CGORCH_SERVER/v1/backup")
+[ "$code" = 403 ] || fail "GET /v1/backup with the read-only token answered $code"
+"$CGORCHCTL" backup "$CLUSTER_DIR/backup.db" >"$CLUSTER_DIR/backup.out" || fail "cgorchctl backup failed"
+grep -q "written to $CLUSTER_DIR/backup.db" "$CLUSTER_DIR/backup.out" || fail "cgorchctl backup: $(cat "$CLUSTER_DIR/backup.out")"
+[ "$(stat -c %a "$CLUSTER_DIR/backup.db")" = 600 ] || fail "the backup is readable by others"
+[ "$(sqlite3 "$CLUSTER_DIR/backup.db" 'PRAGMA quick_check; SELECT COUNT(*) FROM jobs')" = "$(printf 'ok\n3')" ] ||
+        fail "the backup is not the store: $(sqlite3 "$CLUSTER_DIR/backup.db" 'PRAGMA quick_check; SELECT COUNT(*) FROM jobs' 2>&1)"
+pass "cgorchctl backup of the read-only store: $(cat "$CLUSTER_DIR/backup.out"); the read-only token gets 403"
 
 stop
 unmount

@@ -749,3 +749,47 @@ Test(store, check_finds_a_damaged_file) {
         cr_assert_eq(r, -EUCLEAN, "a damaged file gave %d (%s)", r, problem ?: "no problem named");
         free(problem);
 }
+
+/* The online backup is a whole SQLite file holding what was committed, taken while the store
+ * is open, and leaves no file behind in its directory. */
+Test(store, backup_is_a_consistent_copy) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        for (int i = 0; i < 20; i++)
+                cr_assert_eq(write_job(s), 0);
+        char tmp[] = "/tmp/cgorch-test-backup-XXXXXX";
+        cr_assert_not_null(mkdtemp(tmp));
+        int fd = -1;
+        uint64_t size = 0;
+        cr_assert_eq(store_backup(s, tmp, &fd, &size), 0);
+        cr_assert_gt(size, 4096);
+        cr_assert_eq(rmdir(tmp), 0, "the backup left a file in its directory");
+        store_close(s);
+
+        char path[] = "/tmp/cgorch-test-backup-copy-XXXXXX";
+        int out = mkstemp(path);
+        cr_assert_geq(out, 0);
+        char buf[65536];
+        ssize_t n;
+        uint64_t total = 0;
+        while ((n = read(fd, buf, sizeof buf)) > 0) {
+                cr_assert_eq(write(out, buf, (size_t) n), n);
+                total += (uint64_t) n;
+        }
+        close(fd);
+        close(out);
+        cr_assert_eq(total, size);
+
+        sqlite3 *db = NULL;
+        cr_assert_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+        sqlite3_stmt *st;
+        cr_assert_eq(sqlite3_prepare_v2(db, "SELECT (SELECT COUNT(*) FROM jobs), (SELECT COUNT(*) FROM tasks)", -1, &st,
+                                        NULL),
+                     SQLITE_OK);
+        cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+        cr_assert_eq(sqlite3_column_int(st, 0), 20);
+        cr_assert_eq(sqlite3_column_int(st, 1), 20 * 4);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        unlink(path);
+}
