@@ -342,6 +342,15 @@ static int roll_up_all(Cluster *c, const JobSet *jobs, int64_t now_ms) {
 static int start_task(Cluster *c, const StoreTask *t, const char *node, int64_t now_ms) {
         StoreLaunch launch;
         int r = store_phase_launch(c->store, t->job, t->phase, &launch);
+        if (r == -EBADMSG) {
+                /* Its command in the store is damaged: that job fails, placement goes on (else
+                 * every heartbeat would fail with it). */
+                static const char why[] = "its command in the store cannot be decoded";
+                log_error("Job %" PRIu64 " phase %u: %s.", t->job, t->phase, why);
+                c->placement_dirty = true;
+                r = store_task_set_state(c->store, t->id, TASK_FAILED, 0, now_ms, why);
+                return r < 0 ? r : job_stop(c, t->job, JOB_FAILED, why, now_ms);
+        }
         if (r < 0)
                 return r;
 
