@@ -197,6 +197,13 @@ static void on_api_change(void *userdata) {
         notify_status(m);
 }
 
+/* A tick's write that failed because the store cannot write is no news: the store said so once
+ * (store_fault()); anything else is a warning. */
+static int tick_error_level(Manager *m, int r) {
+        bool fault_errno = r == -ENOSPC || r == -EROFS || r == -EIO || r == -EUCLEAN;
+        return fault_errno && store_fault(m->store, NULL, NULL) != STORE_FAULT_NONE ? LOG_DEBUG : LOG_WARNING;
+}
+
 /* Every heartbeat interval: find lost nodes and refresh STATUS=. */
 static int on_tick(sd_event_source *source, uint64_t usec, void *userdata) {
         Manager *m = userdata;
@@ -217,11 +224,11 @@ static int on_tick(sd_event_source *source, uint64_t usec, void *userdata) {
                 (void) store_probe_write(m->store);
         int r = cluster_check_nodes(m->cluster, now_ms());
         if (r < 0)
-                log_warning_errno(r, "Checking for lost nodes failed, will retry: %m");
+                log_full_errno(tick_error_level(m, r), r, "Checking for lost nodes failed, will retry: %m");
         /* The scheduler's aging survives a restart up to the last checkpoint (every 10 s). */
         r = cluster_checkpoint(m->cluster, now_ms(), false);
         if (r < 0)
-                log_warning_errno(r, "Saving the scheduler's state failed, will retry: %m");
+                log_full_errno(tick_error_level(m, r), r, "Saving the scheduler's state failed, will retry: %m");
         notify_status(m);
 
         r = sd_event_source_set_time_relative(source, arg_heartbeat_interval_us);

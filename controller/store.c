@@ -307,15 +307,18 @@ int store_error(Store *s, int rc, const char *what) {
                  * the store (500, unless the store is failing anyway). */
                 r = -EIO;
         }
+        /* A store failing as it already did is said once (store_fault_enter()), not for
+         * every request and probe: those go to the debug log. */
+        int level = fault != STORE_FAULT_NONE && fault == s->fault ? LOG_DEBUG : LOG_ERR;
         if (fault != STORE_FAULT_NONE) {
                 r = store_fault_errno(fault);
                 store_fault_enter(s, fault, message, system_errno);
         }
         if (system_errno > 0)
-                log_error("%s: %s: %s (SQLite code %d, %s)", s->path, what, message, s->db ? sqlite3_extended_errcode(s->db) : rc,
-                          strerror(system_errno));
+                log_full(level, "%s: %s: %s (SQLite code %d, %s)", s->path, what, message,
+                         s->db ? sqlite3_extended_errcode(s->db) : rc, strerror(system_errno));
         else
-                log_error("%s: %s: %s", s->path, what, message);
+                log_full(level, "%s: %s: %s", s->path, what, message);
         return r;
 }
 
