@@ -791,5 +791,11 @@ Test(store, backup_is_a_consistent_copy) {
         cr_assert_eq(sqlite3_column_int(st, 1), 20 * 4);
         sqlite3_finalize(st);
         sqlite3_close(db);
-        unlink(path);
+        /* A copy of a WAL database opened gets its own -wal and -shm files. */
+        static const char *const suffixes[] = { "", "-wal", "-shm" };
+        for (size_t i = 0; i < ELEMENTSOF(suffixes); i++) {
+                char p[64];
+                snprintf(p, sizeof p, "%s%s", path, suffixes[i]);
+                (void) unlink(p);
+        }
 }
