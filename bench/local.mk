@@ -92,6 +92,14 @@ bench-restart: controller/cgorch-controller
 	$(BASH) $(srcdir)/bench/restart-latency.sh $(builddir)
 .PHONY: bench-restart
 
+# PRAGMA quick_check at start with 100 000 jobs in the store, against --no-store-check, and an
+# online backup (cgorchctl backup, sqlite3 .backup) of that store (see docs/operations.md):
+# `make bench-store-check`.
+dist_noinst_SCRIPTS += bench/store-check.sh
+bench-store-check: controller/cgorch-controller cli/cgorchctl
+	$(BASH) $(srcdir)/bench/store-check.sh $(builddir)
+.PHONY: bench-store-check
+
 # cgorch-sim on the production-like day (-w mapreduce, 24 442 jobs): wall time, CPU time and
 # peak RSS of every policy and preemption mode on the generator's cluster and on 100x8x16G at
 # load 0.9 (see docs/benchmarks.md and docs/evaluation.md, "Speed"): `make bench-sim`.

@@ -16,6 +16,7 @@ static const Verb verbs[] = {
         { "jobs", verb_jobs },
         { "job", verb_job },
         { "cancel", verb_cancel },
+        { "backup", verb_backup },
         { "nodes", verb_nodes },
         { "contention", verb_contention },
         { "adjustments", verb_adjustments },
@@ -53,7 +54,7 @@ int main(int argc, char **argv) {
         }
 
         if (optind >= argc) {
-                fprintf(stderr, "cgorchctl: missing a command: submit, jobs, job, cancel, nodes, contention, adjustments or config (see --help)\n");
+                fprintf(stderr, "cgorchctl: missing a command: submit, jobs, job, cancel, nodes, contention, adjustments, config or backup (see --help)\n");
                 return CTL_EXIT_USAGE;
         }
 

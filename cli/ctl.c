@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "config.h"
@@ -31,6 +32,7 @@ void ctl_print_help(void) {
                "                                    the history of limit adjustments, newest first\n"
                "  config get [KEY]                  the controller's runtime knobs\n"
                "  config set KEY=VALUE...           change knobs at run time, all or none\n"
+               "  backup FILE                       write an online backup of the controller's store to FILE\n"
                "\n"
                "Options:\n"
                "      --server=URL                  controller to talk to (default $" CTL_SERVER_ENV
@@ -166,6 +168,31 @@ static int ctl_connect(Ctl *ctl) {
         return r;
 }
 
+/* Why a request got no 2xx answer, from its JSON error body (answer may be NULL). */
+static void ctl_print_error(Ctl *ctl, const char *method, const char *path, long status, json_t *answer) {
+        const char *message = json_field_string(json_object_get(answer, "error"), "message");
+        if (status >= 200 && status < 300)
+                fprintf(stderr, "cgorchctl: %s %s: the controller answered %ld without a JSON body\n",
+                        method, path, status);
+        else if (message && status == 503 && strncmp(message, "store ", 6) == 0) {
+                /* The store cannot write (full, read-only, damaged, locked): nothing was done. */
+                _cleanup_free_ char *safe = utf8_sanitize(message);
+                long retry_s = http_client_retry_after_s(ctl->http);
+                fprintf(stderr,
+                        "cgorchctl: the controller cannot record anything now, nothing was changed: %s\n"
+                        "cgorchctl: try again%s%.0ld%s; an operator's guide to store faults is in docs/operations.md "
+                        "(cgorch-controller(8), STORE FAULTS)\n",
+                        safe ?: message, retry_s > 0 ? " in " : " later", retry_s, retry_s > 0 ? " s" : "");
+        } else if (message) {
+                _cleanup_free_ char *safe = utf8_sanitize(message);
+                fprintf(stderr, "cgorchctl: %s\n", safe ?: message);
+        }
+        else
+                /* Not the controller's error shape: maybe a proxy, or --server names something else. */
+                fprintf(stderr, "cgorchctl: %s %s: HTTP status %ld from %s (is that a cgorch controller?)\n",
+                        method, path, status, http_client_base_url(ctl->http));
+}
+
 int ctl_call(Ctl *ctl, const char *method, const char *path, json_t *body, json_t **ret) {
         _cleanup_free_ char *error = NULL;
         json_t *answer = NULL;
@@ -192,18 +219,34 @@ int ctl_call(Ctl *ctl, const char *method, const char *path, json_t *body, json_
                 return 0;
         }
 
-        const char *message = json_field_string(json_object_get(answer, "error"), "message");
-        if (status >= 200 && status < 300)
-                fprintf(stderr, "cgorchctl: %s %s: the controller answered %ld without a JSON body\n",
-                        method, path, status);
-        else if (message) {
-                _cleanup_free_ char *safe = utf8_sanitize(message);
-                fprintf(stderr, "cgorchctl: %s\n", safe ?: message);
+        ctl_print_error(ctl, method, path, status, answer);
+        json_decref(answer);
+        return -EPROTO;
+}
+
+int ctl_download(Ctl *ctl, const char *path, int fd) {
+        _cleanup_free_ char *error = NULL;
+        long status = 0;
+
+        int r = ctl_connect(ctl);
+        if (r < 0)
+                return r;
+        r = http_client_download(ctl->http, path, fd, &status, &error);
+        if (r == -ENOMEM) {
+                fprintf(stderr, "cgorchctl: out of memory\n");
+                return r;
         }
-        else
-                /* Not the controller's error shape: maybe a proxy, or --server names something else. */
-                fprintf(stderr, "cgorchctl: %s %s: HTTP status %ld from %s (is that a cgorch controller?)\n",
-                        method, path, status, http_client_base_url(ctl->http));
+        if (r < 0) {
+                fprintf(stderr, "cgorchctl: GET %s from %s: %s\n", path, http_client_base_url(ctl->http), error);
+                return -EIO;
+        }
+        if (status == 200)
+                return 0;
+        /* An error answer is a small JSON body: read it back from the file. */
+        char buf[16384];
+        ssize_t n = pread(fd, buf, sizeof buf, 0);
+        json_t *answer = n > 0 ? json_loadb(buf, (size_t) n, 0, NULL) : NULL;
+        ctl_print_error(ctl, "GET", path, status, answer);
         json_decref(answer);
         return -EPROTO;
 }
@@ -262,6 +305,16 @@ int ctl_list_command(Ctl *ctl, int argc, char **argv, const char *command, const
                 r = -EPROTO;
         } else
                 r = print_table(list);
+        /* Jobs whose rows in the store are damaged are left out of the list and named here. */
+        json_t *unreadable = json_object_get(answer, "unreadable");
+        if (!ctl->json && json_array_size(unreadable) > 0) {
+                size_t i;
+                json_t *id;
+                fprintf(stderr, "cgorchctl: left out, their records in the controller's store cannot be decoded:");
+                json_array_foreach(unreadable, i, id)
+                        fprintf(stderr, " %s%" JSON_INTEGER_FORMAT, i > 0 ? "," : "", json_integer_value(id));
+                fprintf(stderr, " (see docs/operations.md)\n");
+        }
         json_decref(answer);
         return r < 0 ? CTL_EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -70,6 +70,10 @@ void ctl_print_help(void);
  * is not an http(s) URL, or the token file cannot be used) or -ENOMEM. */
 int ctl_call(Ctl *ctl, const char *method, const char *path, json_t *body, json_t **ret);
 
+/* GETs path and writes the answer's body to fd. Returns 0 on 200; otherwise prints the reason
+ * as ctl_call() does and returns its errors (fd then holds the error body). */
+int ctl_download(Ctl *ctl, const char *path, int fd);
+
 /* The exit status for a failed ctl_call(): a bad $CGORCH_SERVER is a usage error. */
 static inline int ctl_call_exit_status(int r) {
         return r == -EINVAL ? CTL_EXIT_USAGE : CTL_EXIT_FAILURE;
@@ -96,6 +100,7 @@ int verb_submit(Ctl *ctl, int argc, char **argv);
 int verb_jobs(Ctl *ctl, int argc, char **argv);
 int verb_job(Ctl *ctl, int argc, char **argv);
 int verb_cancel(Ctl *ctl, int argc, char **argv);
+int verb_backup(Ctl *ctl, int argc, char **argv);
 int verb_nodes(Ctl *ctl, int argc, char **argv);
 int verb_contention(Ctl *ctl, int argc, char **argv);
 int verb_adjustments(Ctl *ctl, int argc, char **argv);

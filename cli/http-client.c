@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <strings.h>
 
 #include "http-client.h"
@@ -20,6 +21,7 @@ struct HttpClient {
         CURL *curl;
         char *authorization;    /* "Authorization: Bearer ..." or NULL */
         char *ca_file;
+        long retry_after_s;     /* of the last answer, 0 when it had none */
 };
 
 typedef struct Buffer {
@@ -110,6 +112,10 @@ int http_client_set_ca_file(HttpClient *c, const char *ca_file) {
         return 0;
 }
 
+long http_client_retry_after_s(const HttpClient *c) {
+        return c->retry_after_s;
+}
+
 const char *http_client_base_url(const HttpClient *c) {
         return c->base_url;
 }
@@ -183,6 +189,8 @@ int http_client_request(HttpClient *c, const char *method, const char *path, jso
                 return -EIO;
         }
         curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+        curl_off_t retry_after = 0;
+        c->retry_after_s = curl_easy_getinfo(e, CURLINFO_RETRY_AFTER, &retry_after) == CURLE_OK ? (long) retry_after : 0;
 
         json_t *j = NULL;
         if (buf.size > 0)
@@ -192,5 +200,69 @@ int http_client_request(HttpClient *c, const char *method, const char *path, jso
 
         *ret_status = status;
         *ret_body = j;
+        return 0;
+}
+
+static size_t fd_write(char *data, size_t size, size_t n, void *userdata) {
+        int fd = *(int *) userdata;
+        size_t len = size * n, done = 0;
+        while (done < len) {
+                ssize_t k = write(fd, data + done, len - done);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        return 0; /* curl stops: CURLE_WRITE_ERROR */
+                done += (size_t) k;
+        }
+        return len;
+}
+
+int http_client_download(HttpClient *c, const char *path, int fd, long *ret_status, char **ret_error) {
+        _cleanup_free_ char *url = NULL;
+        _cleanup_(curl_slist_freep) struct curl_slist *headers = NULL;
+        char curl_error[CURL_ERROR_SIZE] = "";
+
+        if (asprintf(&url, "%s%s", c->base_url, path) < 0)
+                return -ENOMEM;
+        if (c->authorization)
+                headers = curl_slist_append(headers, c->authorization);
+        if (c->authorization && !headers)
+                return -ENOMEM;
+
+        CURL *e = c->curl;
+        curl_easy_reset(e);
+        curl_easy_setopt(e, CURLOPT_URL, url);
+        curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
+        curl_easy_setopt(e, CURLOPT_USERAGENT, "cgorchctl/" PACKAGE_VERSION);
+        curl_easy_setopt(e, CURLOPT_ERRORBUFFER, curl_error);
+        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+        /* A large store takes a while to copy and send: the timeout bounds silence, not the
+         * whole transfer (less than 1 byte/s for that long). */
+        curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long) (c->timeout_us / 1000));
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long) MAX(c->timeout_us / 1000000, (uint64_t) 1));
+        curl_easy_setopt(e, CURLOPT_NOPROXY, "localhost,127.0.0.1,::1");
+        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, fd_write);
+        curl_easy_setopt(e, CURLOPT_WRITEDATA, &fd);
+        curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+        if (c->ca_file)
+                curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
+
+        CURLcode cc = curl_easy_perform(e);
+        if (cc != CURLE_OK) {
+                char *msg = strdup(cc == CURLE_WRITE_ERROR ? "cannot write the answer to the file" :
+                                   curl_error[0]           ? curl_error :
+                                                             curl_easy_strerror(cc));
+                if (!msg)
+                        return -ENOMEM;
+                *ret_error = msg;
+                return -EIO;
+        }
+        long status = 0;
+        curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+        curl_off_t retry_after = 0;
+        c->retry_after_s = curl_easy_getinfo(e, CURLINFO_RETRY_AFTER, &retry_after) == CURLE_OK ? (long) retry_after : 0;
+        *ret_status = status;
         return 0;
 }

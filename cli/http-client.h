@@ -36,3 +36,9 @@ int http_client_set_ca_file(HttpClient *c, const char *ca_file);
  * malloc'd reason in *ret_error. */
 int http_client_request(HttpClient *c, const char *method, const char *path, json_t *body,
                         long *ret_status, json_t **ret_body, char **ret_error);
+/* GETs base_url + path and writes the answer's body, whatever its status, to fd (no size
+ * limit; the timeout is for silence, not the whole transfer). Returns 0 and the status when
+ * the server answered, else as http_client_request(). */
+int http_client_download(HttpClient *c, const char *path, int fd, long *ret_status, char **ret_error);
+/* The Retry-After (in seconds) of the last answer, 0 when it had none. */
+long http_client_retry_after_s(const HttpClient *c);

@@ -10,11 +10,8 @@
 #define ADJUSTMENTS_DEFAULT_LIMIT 100
 #define ADJUSTMENTS_MAX_LIMIT 10000
 
-static void respond_store_error(HttpResponse *resp, int r, const char *what) {
-        if (r == -EBUSY)
-                return http_response_error(resp, 503, "store busy: the database is locked, retry later");
-        log_error_errno(r, "%s: internal error: %m", what);
-        http_response_error(resp, 500, "internal error: %s", strerror(-r));
+static void respond_store_error(Api *api, HttpResponse *resp, int r, const char *what) {
+        api_respond_errno(api->store, resp, r, NULL, what);
 }
 
 static bool refuse_query(const HttpRequest *req, HttpResponse *resp, const char *const *allowed) {
@@ -32,7 +29,7 @@ void api_handle_contention(const HttpRequest *req, HttpResponse *resp, void *use
                 return;
         int r = orchestrator_contention_to_json(api->orchestrator, &resp->body);
         if (r < 0)
-                return respond_store_error(resp, r, "contention");
+                return respond_store_error(api, resp, r, "contention");
         resp->status = 200;
 }
 
@@ -60,7 +57,7 @@ void api_handle_adjustments(const HttpRequest *req, HttpResponse *resp, void *us
 
         int r = store_adjustments_to_json(api->store, task, limit, &resp->body);
         if (r < 0)
-                return respond_store_error(resp, r, "adjustments");
+                return respond_store_error(api, resp, r, "adjustments");
         resp->status = 200;
 }
 

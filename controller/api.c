@@ -28,8 +28,23 @@ static bool parse_job_id(const char *s, uint64_t *ret) {
         return true;
 }
 
-/* Maps a cluster/store error to its status and message (see cluster.h). */
-static void respond_errno(HttpResponse *resp, int r, const char *message, const char *what) {
+/* A store that cannot write answers every write 503 with its reason: the controller's state,
+ * not the request's fault (GET /readyz says the same). */
+static bool respond_store_fault(Store *store, HttpResponse *resp, int r) {
+        if (r != -ENOSPC && r != -EROFS && r != -EIO && r != -EUCLEAN)
+                return false;
+        const char *reason;
+        StoreFault f = store ? store_fault(store, &reason, NULL) : STORE_FAULT_NONE;
+        if (f == STORE_FAULT_NONE)
+                return false;
+        http_response_error(resp, 503, "%s; retry later (GET /readyz says when it is back)", reason);
+        resp->retry_after_s = STORE_RETRY_AFTER_S;
+        return true;
+}
+
+void api_respond_errno(Store *store, HttpResponse *resp, int r, const char *message, const char *what) {
+        if (respond_store_fault(store, resp, r))
+                return;
         switch (r) {
         case -EINVAL:
                 http_response_error(resp, 400, "%s", message ?: "invalid request");
@@ -45,17 +60,29 @@ static void respond_errno(HttpResponse *resp, int r, const char *message, const 
                 break;
         case -EBUSY:
                 http_response_error(resp, 503, "store busy: the database is locked, retry later");
+                resp->retry_after_s = 1;
                 break;
         case -ENOSPC:
                 http_response_error(resp, 503, "store full: no space left for the database");
+                resp->retry_after_s = STORE_RETRY_AFTER_S;
                 break;
         case -EROFS:
                 http_response_error(resp, 503, "store read-only: the database cannot be written");
+                resp->retry_after_s = STORE_RETRY_AFTER_S;
+                break;
+        case -EBADMSG:
+                /* Logged once by the store, with the row. */
+                http_response_error(resp, 500, "%s: its record in the store cannot be decoded (see the controller's log)",
+                                    what);
                 break;
         default:
                 log_error_errno(r, "%s: internal error: %m", what);
                 http_response_error(resp, 500, "internal error: %s", strerror(-r));
         }
+}
+
+static void respond_errno(Api *api, HttpResponse *resp, int r, const char *message, const char *what) {
+        api_respond_errno(api->store, resp, r, message, what);
 }
 
 static void changed(Api *api) {
@@ -70,7 +97,7 @@ static void handle_jobs_submit(const HttpRequest *req, HttpResponse *resp, void 
 
         int r = cluster_submit(api->cluster, req->body, now_ms(), &job, &error);
         if (r < 0)
-                return respond_errno(resp, r, error, "job");
+                return respond_errno(api, resp, r, error, "job");
 
         json_int_t id = json_integer_value(json_object_get(job, "id"));
         if (asprintf(&resp->location, "/v1/jobs/%" JSON_INTEGER_FORMAT, id) < 0)
@@ -84,7 +111,7 @@ static void handle_jobs_list(const HttpRequest *req, HttpResponse *resp, void *u
         Api *api = userdata;
         int r = cluster_jobs_to_json(api->cluster, now_ms(), &resp->body);
         if (r < 0)
-                return respond_errno(resp, r, NULL, "jobs");
+                return respond_errno(api, resp, r, NULL, "jobs");
         resp->status = 200;
 }
 
@@ -97,7 +124,7 @@ static void handle_job_get(const HttpRequest *req, HttpResponse *resp, void *use
         if (r < 0) {
                 char what[64];
                 snprintf(what, sizeof what, "job %" PRIu64, id);
-                return respond_errno(resp, r, NULL, what);
+                return respond_errno(api, resp, r, NULL, what);
         }
         resp->status = 200;
 }
@@ -111,7 +138,7 @@ static void handle_job_cancel(const HttpRequest *req, HttpResponse *resp, void *
         if (r < 0) {
                 char what[64];
                 snprintf(what, sizeof what, "job %" PRIu64, id);
-                return respond_errno(resp, r, NULL, what);
+                return respond_errno(api, resp, r, NULL, what);
         }
         resp->status = 200;
         changed(api);
@@ -123,7 +150,7 @@ static void handle_heartbeat(const HttpRequest *req, HttpResponse *resp, void *u
         int r = cluster_heartbeat_text(api->cluster, req->params[0], req->raw_body, req->raw_body_size, now_ms(),
                                        &resp->body, &error);
         if (r < 0)
-                return respond_errno(resp, r, error, req->path);
+                return respond_errno(api, resp, r, error, req->path);
         /* The reply carries every action queued for the node so far: nothing to wake it for. */
         if (api->waits)
                 node_waits_replied(api->waits, req->params[0]);
@@ -185,7 +212,7 @@ static void handle_node_wait(const HttpRequest *req, HttpResponse *resp, void *u
         NodeWait *n = api->waits ? node_waits_get(api->waits, req->params[0]) : NULL;
         if (!n || node_wait_pending(n) || hold_ms == 0) {
                 if (api->waits && !n)
-                        return respond_errno(resp, -ENOMEM, NULL, req->path);
+                        return respond_errno(api, resp, -ENOMEM, NULL, req->path);
                 resp->status = 200;
                 resp->body = wait_body(n && node_wait_pending(n));
                 return;
@@ -197,7 +224,7 @@ static void handle_node_wait(const HttpRequest *req, HttpResponse *resp, void *u
                                            "wait: no room to hold it (held waits may take half of --max-connections, "
                                            "and of --max-connections-per-ip per address); send heartbeats");
         if (r < 0)
-                return respond_errno(resp, r, NULL, req->path);
+                return respond_errno(api, resp, r, NULL, req->path);
         node_wait_hold(n, h, hold_ms * USEC_PER_MSEC);
 }
 
@@ -205,7 +232,7 @@ static void handle_scheduler(const HttpRequest *req, HttpResponse *resp, void *u
         Api *api = userdata;
         int r = cluster_scheduler_to_json(api->cluster, now_ms(), &resp->body);
         if (r < 0)
-                return respond_errno(resp, r, NULL, "scheduler");
+                return respond_errno(api, resp, r, NULL, "scheduler");
         resp->status = 200;
 }
 
@@ -213,17 +240,61 @@ static void handle_nodes_list(const HttpRequest *req, HttpResponse *resp, void *
         Api *api = userdata;
         int r = cluster_nodes_to_json(api->cluster, now_ms(), &resp->body);
         if (r < 0)
-                return respond_errno(resp, r, NULL, "nodes");
+                return respond_errno(api, resp, r, NULL, "nodes");
         resp->status = 200;
 }
 
-static void handle_healthz(const HttpRequest *req, HttpResponse *resp, void *userdata) {
+/* An online backup of the store, as an SQLite file: cgorchctl backup FILE. Built in a temp
+ * file ($TMPDIR, else /tmp: not the state dir, which may be the full or read-only disk the
+ * backup is taken to get away from), then streamed from it. */
+static void handle_backup(const HttpRequest *req, HttpResponse *resp, void *userdata) {
         Api *api = userdata;
-        int r = store_ping(api->store);
+        const char *tmp = getenv("TMPDIR");
+        int fd;
+        uint64_t size;
+        int r = store_backup(api->store, tmp && *tmp ? tmp : "/tmp", &fd, &size);
+        if (r == -ENOSPC)
+                return http_response_error(resp, 507, "backup: no space left for the copy in %s",
+                                           tmp && *tmp ? tmp : "/tmp");
         if (r < 0)
-                return http_response_error(resp, 503, "store: %s", strerror(-r));
+                return respond_errno(api, resp, r, NULL, "backup");
+        log_info("Backup of the store sent: %" PRIu64 " bytes.", size);
+        resp->status = 200;
+        resp->has_file = true;
+        resp->file_fd = fd;
+        resp->file_size = size;
+        resp->file_content_type = "application/vnd.sqlite3";
+}
+
+/* Liveness: the process and its event loop answer. Nothing else: a monitor that restarts a
+ * controller on 503 must not restart one whose disk is full. */
+static void handle_healthz(const HttpRequest *req, HttpResponse *resp, void *userdata) {
         resp->status = 200;
         resp->body = json_pack("{s:s}", "status", "ok");
+}
+
+/* Readiness: the store answers and can write. */
+static void handle_readyz(const HttpRequest *req, HttpResponse *resp, void *userdata) {
+        Api *api = userdata;
+        const char *reason;
+        uint64_t for_us;
+        if (store_fault(api->store, &reason, &for_us) != STORE_FAULT_NONE) {
+                http_response_error(resp, 503, "not ready: %s, for %.0f s", reason, (double) for_us / USEC_PER_SEC);
+                resp->retry_after_s = STORE_RETRY_AFTER_S;
+                return;
+        }
+        int r = store_ping(api->store);
+        if (r < 0) {
+                /* The ping's own error may just have made it the store's fault. */
+                if (store_fault(api->store, &reason, NULL) != STORE_FAULT_NONE)
+                        http_response_error(resp, 503, "not ready: %s", reason);
+                else
+                        http_response_error(resp, 503, "not ready: the store does not answer: %s", strerror(-r));
+                resp->retry_after_s = r == -EBUSY ? 1 : STORE_RETRY_AFTER_S;
+                return;
+        }
+        resp->status = 200;
+        resp->body = json_pack("{s:s}", "status", "ready");
 }
 
 unsigned api_authorize(void *userdata, const HttpRoute *route, const char *method, const char *authorization,
@@ -252,7 +323,11 @@ const HttpRoute api_routes[] = {
         { "GET", "/v1/adjustments", false, api_handle_adjustments, AUTH_ACCESS_READ },
         { "GET", "/v1/config", false, api_handle_config_get, AUTH_ACCESS_READ },
         { "PUT", "/v1/config", true, api_handle_config_put, AUTH_ACCESS_WRITE },
-        /* Public, so that a load balancer or monitor needs no token; it says only "ok". */
+        /* A GET, but the whole store (every job's command and environment): the operator's. */
+        { "GET", "/v1/backup", false, handle_backup, AUTH_ACCESS_WRITE },
+        /* Public, so that a load balancer or monitor needs no token: "ok", or whether the
+         * store can write and why not. */
         { "GET", "/healthz", false, handle_healthz, AUTH_ACCESS_PUBLIC },
+        { "GET", "/readyz", false, handle_readyz, AUTH_ACCESS_PUBLIC },
 };
 const size_t api_n_routes = ELEMENTSOF(api_routes);

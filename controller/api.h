@@ -25,6 +25,10 @@ typedef struct Api {
 #define API_WAIT_HOLD_MAX_MS 60000u
 #define API_WAIT_HOLD_DEFAULT_MS 25000u
 
+/* Maps a cluster/store error to its status and message (cluster.h): 503 with Retry-After and the
+ * reason while the store cannot write (store may be NULL). what names the object ("job 3"). */
+void api_respond_errno(Store *store, HttpResponse *resp, int r, const char *message, const char *what);
+
 /* NodeWaitOps.answer for the waits the API holds (held: an HttpHeld). */
 void api_wait_answer(void *held, NodeWaitEnd end, void *userdata);
 

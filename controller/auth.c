@@ -220,7 +220,10 @@ unsigned auth_decide(const AuthTokens *t, const char *authorization, AuthAccess 
                 snprintf(message, message_size, "Authorization: an agent token may only send heartbeats for its node");
                 return 403;
         case AUTH_ACCESS_WRITE:
-                if (role == AUTH_ROLE_READER)
+                if (role == AUTH_ROLE_READER && streq(method, "GET"))
+                        /* A GET for the operator only: GET /v1/backup. */
+                        snprintf(message, message_size, "Authorization: only the operator token may do this");
+                else if (role == AUTH_ROLE_READER)
                         snprintf(message, message_size, "Authorization: the read-only token may only use GET, not %s",
                                  method);
                 else

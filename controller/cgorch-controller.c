@@ -50,6 +50,7 @@ static bool arg_insecure_no_auth = false;
 static char *arg_tls_cert = NULL;
 static char *arg_tls_key = NULL;
 static int arg_log_level = LOG_INFO;
+static bool arg_store_check = true;
 
 static const Option options[] = {
         { "listen", 'l', OPTION_STRING, &arg_listen, "ADDR:PORT",
@@ -89,6 +90,9 @@ static const Option options[] = {
           "serve HTTPS with this PEM certificate (chain); needs --tls-key (default: plain HTTP)", 0, 0 },
         { "tls-key", 0, OPTION_STRING, &arg_tls_key, "FILE",
           "the PEM private key of --tls-cert, mode 0600 (default: none)", 0, 0 },
+        { "store-check", 0, OPTION_BOOL, &arg_store_check, NULL,
+          "read the whole store at start (PRAGMA quick_check) and refuse a damaged one; --store-check=no skips it "
+          "(default: yes)", 0, 0 },
         { "log-level", 0, OPTION_LOG_LEVEL, &arg_log_level, "LEVEL",
           "err, warning, notice, info or debug (default: info)", 0, 0 },
 };
@@ -175,8 +179,11 @@ static void notify_status(Manager *m) {
         _cleanup_free_ char *status = NULL;
         if (cluster_status(m->cluster, &status) < 0)
                 return;
-        (void) sd_notifyf(false, "STATUS=%s; %u agent wait(s) held, %" PRIu64 " woken", status,
-                          m->waits ? node_waits_n_held(m->waits) : 0, m->waits ? node_waits_n_woken(m->waits) : 0);
+        const char *reason;
+        bool failing = store_fault(m->store, &reason, NULL) != STORE_FAULT_NONE;
+        (void) sd_notifyf(false, "STATUS=%s%s%s; %u agent wait(s) held, %" PRIu64 " woken", failing ? reason : "",
+                          failing ? "; " : "", status, m->waits ? node_waits_n_held(m->waits) : 0,
+                          m->waits ? node_waits_n_woken(m->waits) : 0);
 }
 
 /* After a request changed state: STATUS= at most once a second, since it counts every job
@@ -189,6 +196,13 @@ static void on_api_change(void *userdata) {
                 return;
         m->last_status_us = now_us;
         notify_status(m);
+}
+
+/* A tick's write that failed because the store cannot write is no news: the store said so once
+ * (store_fault()); anything else is a warning. */
+static int tick_error_level(Manager *m, int r) {
+        bool fault_errno = r == -ENOSPC || r == -EROFS || r == -EIO || r == -EUCLEAN;
+        return fault_errno && store_fault(m->store, NULL, NULL) != STORE_FAULT_NONE ? LOG_DEBUG : LOG_WARNING;
 }
 
 /* Every heartbeat interval: find lost nodes and refresh STATUS=. */
@@ -204,13 +218,18 @@ static int on_tick(sd_event_source *source, uint64_t usec, void *userdata) {
                 cluster_restart_node_timeouts(m->cluster, now_ms());
         }
         m->last_tick_us = now_us;
+        /* A store that cannot write is tried again every interval, so that it is found well
+         * (and /readyz says so) even when nothing else writes. A damaged file does not heal. */
+        StoreFault fault = store_fault(m->store, NULL, NULL);
+        if (fault != STORE_FAULT_NONE && fault != STORE_FAULT_DAMAGED)
+                (void) store_probe_write(m->store);
         int r = cluster_check_nodes(m->cluster, now_ms());
         if (r < 0)
-                log_warning_errno(r, "Checking for lost nodes failed, will retry: %m");
+                log_full_errno(tick_error_level(m, r), r, "Checking for lost nodes failed, will retry: %m");
         /* The scheduler's aging survives a restart up to the last checkpoint (every 10 s). */
         r = cluster_checkpoint(m->cluster, now_ms(), false);
         if (r < 0)
-                log_warning_errno(r, "Saving the scheduler's state failed, will retry: %m");
+                log_full_errno(tick_error_level(m, r), r, "Saving the scheduler's state failed, will retry: %m");
         notify_status(m);
 
         r = sd_event_source_set_time_relative(source, arg_heartbeat_interval_us);
@@ -413,6 +432,24 @@ static void raise_nofile(void) {
                             arg_max_connections, (unsigned long long) want, (unsigned long long) rl.rlim_cur);
 }
 
+static uint64_t now_monotonic_us(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
+}
+
+/* A damaged file is not used (writing on would spread the damage): the operator restores the
+ * last backup, and is told how. */
+static int refuse_damaged_store(const char *problem) {
+        const char *d = arg_state_dir;
+        const char *f = STORE_DB_FILENAME;
+        log_error("The store %s/%s is damaged (%s) and is not used. Restore the last backup (cgorchctl backup, "
+                  "docs/operations.md) with the controller stopped: mv %s/%s %s/%s.damaged && rm -f %s/%s-wal %s/%s-shm && "
+                  "cp BACKUP %s/%s; then start it again.",
+                  d, f, problem ?: "SQLite cannot read it, see the line above", d, f, d, f, d, f, d, f, d, f);
+        return -EUCLEAN;
+}
+
 static int run(Manager *m) {
         int r;
 
@@ -424,8 +461,21 @@ static int run(Manager *m) {
         if (mkdir(arg_state_dir, 0750) < 0 && errno != EEXIST)
                 return log_error_errno(errno, "Cannot create state directory %s: %m", arg_state_dir);
         r = store_open(arg_state_dir, &m->store);
+        if (r == -EUCLEAN)
+                return refuse_damaged_store(NULL);
         if (r < 0)
                 return log_error_errno(r, "Cannot open the store in %s: %m", arg_state_dir);
+        if (arg_store_check) {
+                _cleanup_free_ char *problem = NULL;
+                uint64_t start_us = now_monotonic_us();
+                r = store_check(m->store, &problem);
+                if (r == -EUCLEAN)
+                        return refuse_damaged_store(problem);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot check the store in %s: %m", arg_state_dir);
+                log_info("Store checked (PRAGMA quick_check) in %.2f s: sound.",
+                         (double) (now_monotonic_us() - start_us) / USEC_PER_SEC);
+        }
         r = store_start_checkpointer(m->store, STORE_CHECKPOINT_PERIOD_MS);
         if (r < 0)
                 return log_error_errno(r, "Cannot start the store's checkpoint thread: %m");

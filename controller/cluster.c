@@ -50,7 +50,6 @@ struct Cluster {
          * tasks stay theirs until the lease runs out (kept for the log and to place again at
          * once when one comes back). */
         char **unreachable;
-        bool store_failing;               /* the last heartbeat could not be recorded */
         /* During one heartbeat: stray kills it may still queue, and those it could not. */
         unsigned stray_budget, strays_skipped;
 };
@@ -350,6 +349,15 @@ static int roll_up_all(Cluster *c, const JobSet *jobs, int64_t now_ms) {
 static int start_task(Cluster *c, const StoreTask *t, const char *node, int64_t now_ms) {
         StoreLaunch launch;
         int r = store_phase_launch(c->store, t->job, t->phase, &launch);
+        if (r == -EBADMSG) {
+                /* Its command in the store is damaged: that job fails, placement goes on (else
+                 * every heartbeat would fail with it). */
+                static const char why[] = "its command in the store cannot be decoded";
+                log_error("Job %" PRIu64 " phase %u: %s.", t->job, t->phase, why);
+                c->placement_dirty = true;
+                r = store_task_set_state(c->store, t->id, TASK_FAILED, 0, now_ms, why);
+                return r < 0 ? r : job_stop(c, t->job, JOB_FAILED, why, now_ms);
+        }
         if (r < 0)
                 return r;
 
@@ -1189,23 +1197,19 @@ static int heartbeat_handle(Cluster *c, const char *node, const Heartbeat *hb, i
                 /* Rolled back, what the last placement queued may be gone with it. */
                 r = transaction_end(c, r);
         }
-        if (r == -EBUSY || r == -ENOSPC || r == -EROFS || r == -EIO) {
+        if (r == -EBUSY || r == -EIO || (r < 0 && store_fault(c->store, NULL, NULL) != STORE_FAULT_NONE)) {
                 /* The node is alive, but the store could not record it: no node is lost for
                  * a full lease from now (its agent fences meanwhile, and is thawed when the
                  * store takes its heartbeats again), rather than all of them at the first
-                 * check after the store recovers. */
-                if (!c->store_failing)
-                        log_warning("The store cannot record heartbeats (%s): no node is lost until it has for "
-                                    "--lease plus an interval.", strerror(-r));
-                c->store_failing = true;
+                 * check after the store recovers. The store logs when it starts and stops
+                 * failing (store_fault()). */
+                if (c->started_ms < now_ms)
+                        log_debug("Node %s: the store cannot record its heartbeat (%s): no node is lost until it "
+                                  "has for --lease plus an interval.", node, strerror(-r));
                 c->started_ms = MAX(c->started_ms, now_ms);
         }
         if (r < 0)
                 return r;
-        if (c->store_failing) {
-                c->store_failing = false;
-                log_notice("The store records heartbeats again.");
-        }
 
         uint32_t interval = interval_ms(c);
         if (c->config.on_heartbeat &&

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
+#include <unistd.h>
 #include <sys/socket.h>
 
 #include "addr-count.h"
@@ -97,8 +98,7 @@ static void request_free(Request *r) {
         for (size_t i = 0; i < HTTP_MAX_PARAMS; i++)
                 free(r->params[i]);
         free(r->body);
-        json_decref(r->answer.body);
-        free(r->answer.location);
+        http_response_done(&r->answer);
         free(r);
 }
 
@@ -177,25 +177,45 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, HttpResponse *
                 text[len] = '\0';
         }
 
-        struct MHD_Response *response = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+        struct MHD_Response *response;
+        if (resp->has_file && !text) {
+                /* MHD closes the fd with the response, also when creating it fails. */
+                response = MHD_create_response_from_fd((uint64_t) resp->file_size, resp->file_fd);
+                resp->has_file = false;
+        } else
+                response = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
         if (!response) {
                 free(text);
+                http_response_done(resp);
                 log_oom();
                 return MHD_NO;
         }
         if (text)
                 MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+        else if (resp->file_content_type)
+                MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, resp->file_content_type);
         if (resp->location)
                 MHD_add_response_header(response, MHD_HTTP_HEADER_LOCATION, resp->location);
         if (header && value)
                 MHD_add_response_header(response, header, value);
+        if (resp->retry_after_s > 0) {
+                char retry[16];
+                snprintf(retry, sizeof retry, "%u", resp->retry_after_s);
+                MHD_add_response_header(response, MHD_HTTP_HEADER_RETRY_AFTER, retry);
+        }
 
         enum MHD_Result ret = MHD_queue_response(conn, resp->status, response);
         MHD_destroy_response(response);
+        http_response_done(resp);
+        return ret;
+}
+
+void http_response_done(HttpResponse *resp) {
         json_decref(resp->body);
         free(resp->location);
+        if (resp->has_file)
+                close(resp->file_fd);
         *resp = (HttpResponse) {};
-        return ret;
 }
 
 static enum MHD_Result send_error(struct MHD_Connection *conn, unsigned status, const char *header,
@@ -380,8 +400,7 @@ static enum MHD_Result request_finish(HttpServer *s, struct MHD_Connection *conn
 
         if (req->held) {
                 /* Answered later (http_held_answer()), when MHD resumes the connection. */
-                json_decref(resp.body);
-                free(resp.location);
+                http_response_done(&resp);
                 log_debug("%s %s → held", method, url);
                 return MHD_YES;
         }
@@ -493,8 +512,7 @@ int http_request_hold(const HttpRequest *req, HttpHeldGone gone, void *userdata,
 
 void http_held_answer(HttpHeld *h, HttpResponse *resp) {
         Request *r = h->request;
-        json_decref(r->answer.body);
-        free(r->answer.location);
+        http_response_done(&r->answer);
         r->answer = *resp;
         *resp = (HttpResponse) {};
         r->answered = true;

@@ -36,7 +36,16 @@ typedef struct HttpResponse {
         unsigned status;
         json_t *body;                 /* owned; NULL sends no body */
         char *location;               /* owned; a Location header when set */
+        unsigned retry_after_s;       /* a Retry-After header when > 0 (with 503) */
+        /* Instead of body: the bytes of a file, from offset 0 (taken over: closed once sent). */
+        bool has_file;
+        int file_fd;
+        uint64_t file_size;
+        const char *file_content_type; /* a literal */
 } HttpResponse;
+
+/* Frees what resp holds without sending it. */
+void http_response_done(HttpResponse *resp);
 
 typedef void (*HttpHandler)(const HttpRequest *req, HttpResponse *resp, void *userdata);
 

@@ -46,6 +46,7 @@ struct StoreCheckpointer {
         uint64_t period_ms;
         uint64_t frame_bytes;
         uint64_t restart_bytes;
+        bool failing;                   /* the last checkpoint failed (logged once) */
 };
 
 static void checkpoint_once(StoreCheckpointer *cp) {
@@ -56,8 +57,15 @@ static void checkpoint_once(StoreCheckpointer *cp) {
                 rc = sqlite3_wal_checkpoint_v2(cp->db, NULL, SQLITE_CHECKPOINT_RESTART, &log_frames, &copied_frames);
         /* Busy: another checkpoint runs (an sqlite3 shell), or a reader or writer held on past
          * the busy timeout; the next period will do. */
-        if (rc != SQLITE_OK && (rc & 0xff) != SQLITE_BUSY)
-                log_warning("WAL checkpoint failed, will retry: %s", sqlite3_errmsg(cp->db));
+        if (rc != SQLITE_OK && (rc & 0xff) != SQLITE_BUSY) {
+                /* Once, not every period, while the disk stays full or read-only. */
+                if (!cp->failing)
+                        log_warning("WAL checkpoint failed, will retry every period: %s", sqlite3_errmsg(cp->db));
+                cp->failing = true;
+        } else if (rc == SQLITE_OK && cp->failing) {
+                cp->failing = false;
+                log_notice("WAL checkpoints work again.");
+        }
 }
 
 static void *checkpointer_main(void *userdata) {

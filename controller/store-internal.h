@@ -27,6 +27,12 @@ struct Store {
         StoreCheckpointer *checkpointer;
         StoreUsage *usage;             /* running tasks' usage (store-usage.c) */
         uint64_t busy_since_us;        /* when the current wait for a lock began */
+        bool opened;                   /* store_open() succeeded: errors from now on are the controller's state */
+        StoreFault fault;              /* why the store cannot write, STORE_FAULT_NONE while it can */
+        char fault_reason[512];
+        uint64_t fault_since_us;       /* CLOCK_MONOTONIC */
+        uint64_t *undecodable;         /* jobs whose damaged rows were logged already */
+        size_t n_undecodable;
         void (*action_queued)(void *userdata, const char *node);
         void *action_queued_userdata;
 };
@@ -55,7 +61,8 @@ void store_usage_forget(Store *s, const char *id);
 #define USAGE_MEMORY_PEAK(t) "usage_memory_peak(" t "id, " t "state, " t "memory_peak_bytes)"
 #define USAGE_PROGRESS(t) "usage_progress(" t "id, " t "state, " t "progress)"
 
-/* Maps an SQLite result code to a negative errno, logging SQLite's message. */
+/* Maps an SQLite result code to a negative errno, logging SQLite's message; a code that says the
+ * store cannot write (full, read-only, I/O error, damaged) makes that the store's fault. */
 int store_error(Store *s, int rc, const char *what);
 /* A ready statement for sql, which must be a string literal (or otherwise live as long as the
  * store); release it with _cleanup_stmt_. Nested use of one SQL text gets a second statement. */
@@ -70,3 +77,7 @@ int store_bind_text_or_null(sqlite3_stmt *st, int i, const char *v);
 int store_column_strdup(sqlite3_stmt *st, int i, char **ret);
 /* json_t of a column: integer, real, text, or null. */
 json_t *store_column_json(sqlite3_stmt *st, int i);
+/* The same, -EBADMSG for text that is no valid UTF-8 (a damaged row), -ENOMEM. */
+int store_column_json_checked(sqlite3_stmt *st, int i, json_t **ret);
+/* Logs, once per job, that a row of it cannot be decoded. */
+void store_log_undecodable(Store *s, uint64_t job);

@@ -24,9 +24,9 @@ static json_t *strv_to_json_array(char *const *l) {
 }
 
 static int json_array_to_strv(const char *text, char ***ret) {
-        _cleanup_json_ json_t *a = json_loads(text, 0, NULL);
+        _cleanup_json_ json_t *a = text ? json_loads(text, 0, NULL) : NULL;
         if (!a || !json_is_array(a))
-                return -EIO;
+                return -EBADMSG;
         _cleanup_strv_free_ char **l = calloc(json_array_size(a) + 1, sizeof(char *));
         if (!l)
                 return -ENOMEM;
@@ -34,7 +34,7 @@ static int json_array_to_strv(const char *text, char ***ret) {
         json_t *v;
         json_array_foreach(a, i, v) {
                 if (!json_is_string(v))
-                        return -EIO;
+                        return -EBADMSG;
                 l[i] = strdup(json_string_value(v));
                 if (!l[i])
                         return -ENOMEM;
@@ -145,7 +145,7 @@ int store_job_get_state(Store *s, uint64_t job, JobState *ret) {
                 return -ENOENT;
         JobState state = job_state_from_string((const char *) sqlite3_column_text(st, 0));
         if (state < 0)
-                return -EIO;
+                return -EBADMSG;
         *ret = state;
         return 0;
 }
@@ -211,7 +211,7 @@ int store_job_phases(Store *s, uint64_t job, StorePhase **ret, size_t *ret_n) {
                         .tasks_total = (unsigned) sqlite3_column_int(st, 2),
                 };
                 if (phases[n].state < 0 || phases[n].index != n)
-                        return -EIO;
+                        return -EBADMSG;
                 n++;
         }
         if (r < 0)
@@ -233,7 +233,7 @@ int store_job_phases(Store *s, uint64_t job, StorePhase **ret, size_t *ret_n) {
                 unsigned k = (unsigned) sqlite3_column_int(counts, 0);
                 TaskState state = task_state_from_string((const char *) sqlite3_column_text(counts, 1));
                 if (k >= n || state < 0)
-                        return -EIO;
+                        return -EBADMSG;
                 phases[k].tasks_by_state[state] = (unsigned) sqlite3_column_int64(counts, 2);
         }
         if (r < 0)
@@ -334,7 +334,7 @@ static int task_from_row(sqlite3_stmt *st, StoreTask *ret) {
                 .started_ms = sqlite3_column_type(st, 9) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 9),
         };
         if (t.state < 0)
-                return -EIO;
+                return -EBADMSG;
         int r = store_column_strdup(st, 0, &t.id);
         if (r >= 0)
                 r = store_column_strdup(st, 6, &t.node);
@@ -563,6 +563,31 @@ static int json_set(json_t *o, const char *key, json_t *v) {
         return json_object_set_new(o, key, v) < 0 ? -ENOMEM : 0;
 }
 
+/* A text column that is no valid UTF-8 (a damaged row) is -EBADMSG, not -ENOMEM. */
+static int json_set_column(json_t *o, const char *key, sqlite3_stmt *st, int i) {
+        json_t *v;
+        int r = store_column_json_checked(st, i, &v);
+        if (r < 0)
+                return r;
+        return json_set(o, key, v);
+}
+
+/* The argv column: a JSON array of strings, as store_job_insert() wrote it. */
+static int json_set_argv(json_t *o, sqlite3_stmt *st, int i) {
+        const char *text = (const char *) sqlite3_column_text(st, i);
+        json_t *a = text ? json_loads(text, 0, NULL) : NULL;
+        bool ok = json_is_array(a);
+        size_t k;
+        json_t *v;
+        json_array_foreach(a, k, v)
+                ok = ok && json_is_string(v);
+        if (!ok) {
+                json_decref(a);
+                return -EBADMSG;
+        }
+        return json_set(o, "argv", a);
+}
+
 static int task_to_json(sqlite3_stmt *st, json_t **ret) {
         /* Columns: id, state, node, exit_code, signal, oom_killed, cpu_s, memory_peak_bytes,
          * progress, started_ms, finished_ms, error, placed_ms */
@@ -571,20 +596,20 @@ static int task_to_json(sqlite3_stmt *st, json_t **ret) {
                 return -ENOMEM;
         bool exited = sqlite3_column_type(st, 3) != SQLITE_NULL;
         int r = 0;
-        r = r ?: json_set(o, "id", store_column_json(st, 0));
-        r = r ?: json_set(o, "state", store_column_json(st, 1));
-        r = r ?: json_set(o, "node", store_column_json(st, 2));
-        r = r ?: json_set(o, "exit_code", store_column_json(st, 3));
-        r = r ?: json_set(o, "signal", store_column_json(st, 4));
+        r = r ?: json_set_column(o, "id", st, 0);
+        r = r ?: json_set_column(o, "state", st, 1);
+        r = r ?: json_set_column(o, "node", st, 2);
+        r = r ?: json_set_column(o, "exit_code", st, 3);
+        r = r ?: json_set_column(o, "signal", st, 4);
         r = r ?: json_set(o, "oom_killed", exited ? json_boolean(sqlite3_column_int(st, 5)) : json_null());
         r = r ?: json_set(o, "cpu_s", json_real(sqlite3_column_double(st, 6)));
         r = r ?: json_set(o, "memory_peak_bytes", json_integer(sqlite3_column_int64(st, 7)));
         r = r ?: json_set(o, "progress", sqlite3_column_type(st, 8) == SQLITE_NULL ? json_null() :
                                                 json_real(sqlite3_column_double(st, 8)));
-        r = r ?: json_set(o, "placed_ms", store_column_json(st, 12));
-        r = r ?: json_set(o, "started_ms", store_column_json(st, 9));
-        r = r ?: json_set(o, "finished_ms", store_column_json(st, 10));
-        r = r ?: json_set(o, "error", store_column_json(st, 11));
+        r = r ?: json_set_column(o, "placed_ms", st, 12);
+        r = r ?: json_set_column(o, "started_ms", st, 9);
+        r = r ?: json_set_column(o, "finished_ms", st, 10);
+        r = r ?: json_set_column(o, "error", st, 11);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(o);
@@ -641,14 +666,14 @@ static int phases_to_json(Store *s, uint64_t job, bool with_tasks, json_t **ret)
                 if (!o)
                         return -ENOMEM;
                 r = 0;
-                r = r ?: json_set(o, "index", store_column_json(st, 0));
-                r = r ?: json_set(o, "name", store_column_json(st, 1));
-                r = r ?: json_set(o, "state", store_column_json(st, 2));
-                r = r ?: json_set(o, "tasks_total", store_column_json(st, 3));
-                r = r ?: json_set(o, "tasks_done", store_column_json(st, 7));
-                r = r ?: json_set(o, "argv", json_loads((const char *) sqlite3_column_text(st, 4), 0, NULL));
+                r = r ?: json_set_column(o, "index", st, 0);
+                r = r ?: json_set_column(o, "name", st, 1);
+                r = r ?: json_set_column(o, "state", st, 2);
+                r = r ?: json_set_column(o, "tasks_total", st, 3);
+                r = r ?: json_set_column(o, "tasks_done", st, 7);
+                r = r ?: json_set_argv(o, st, 4);
                 r = r ?: json_set(o, "cpu_cores", json_real(sqlite3_column_double(st, 5)));
-                r = r ?: json_set(o, "memory_bytes", store_column_json(st, 6));
+                r = r ?: json_set_column(o, "memory_bytes", st, 6);
                 if (r < 0)
                         return r;
                 if (with_tasks) {
@@ -669,7 +694,7 @@ static int phases_to_json(Store *s, uint64_t job, bool with_tasks, json_t **ret)
         return 0;
 }
 
-int store_job_to_json(Store *s, uint64_t job, bool with_tasks, json_t **ret) {
+static int job_to_json(Store *s, uint64_t job, bool with_tasks, json_t **ret) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r = store_prepare(s,
                               /* Started: when its first task's process started, as its agent saw it
@@ -702,20 +727,20 @@ int store_job_to_json(Store *s, uint64_t job, bool with_tasks, json_t **ret) {
         double response_s = (double) (sqlite3_column_int64(st, 7) - sqlite3_column_int64(st, 5)) / 1000.0;
 
         r = 0;
-        r = r ?: json_set(o, "id", store_column_json(st, 0));
-        r = r ?: json_set(o, "name", store_column_json(st, 1));
-        r = r ?: json_set(o, "user", store_column_json(st, 2));
+        r = r ?: json_set_column(o, "id", st, 0);
+        r = r ?: json_set_column(o, "name", st, 1);
+        r = r ?: json_set_column(o, "user", st, 2);
         r = r ?: json_set(o, "weight", json_real(sqlite3_column_double(st, 3)));
-        r = r ?: json_set(o, "state", store_column_json(st, 4));
-        r = r ?: json_set(o, "submitted_ms", store_column_json(st, 5));
-        r = r ?: json_set(o, "started_ms", store_column_json(st, 6));
-        r = r ?: json_set(o, "finished_ms", store_column_json(st, 7));
+        r = r ?: json_set_column(o, "state", st, 4);
+        r = r ?: json_set_column(o, "submitted_ms", st, 5);
+        r = r ?: json_set_column(o, "started_ms", st, 6);
+        r = r ?: json_set_column(o, "finished_ms", st, 7);
         r = r ?: json_set(o, "response_s", finished ? json_real(response_s) : json_null());
-        r = r ?: json_set(o, "tasks_total", store_column_json(st, 8));
-        r = r ?: json_set(o, "tasks_done", store_column_json(st, 9));
+        r = r ?: json_set_column(o, "tasks_total", st, 8);
+        r = r ?: json_set_column(o, "tasks_done", st, 9);
         r = r ?: json_set(o, "progress", json_real(sqlite3_column_double(st, 10)));
         r = r ?: json_set(o, "cpu_s", json_real(sqlite3_column_double(st, 11)));
-        r = r ?: json_set(o, "memory_peak_bytes", store_column_json(st, 12));
+        r = r ?: json_set_column(o, "memory_peak_bytes", st, 12);
         if (r < 0)
                 return r;
 
@@ -731,17 +756,31 @@ int store_job_to_json(Store *s, uint64_t job, bool with_tasks, json_t **ret) {
         return 0;
 }
 
+int store_job_to_json(Store *s, uint64_t job, bool with_tasks, json_t **ret) {
+        int r = job_to_json(s, job, with_tasks, ret);
+        if (r == -EBADMSG)
+                store_log_undecodable(s, job);
+        return r;
+}
+
 int store_jobs_to_json(Store *s, json_t **ret) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        _cleanup_json_ json_t *a = json_array();
-        if (!a)
+        _cleanup_json_ json_t *a = json_array(), *unreadable = json_array();
+        if (!a || !unreadable)
                 return -ENOMEM;
         int r = store_prepare(s, "SELECT id FROM jobs ORDER BY id", &st);
         if (r < 0)
                 return r;
         while ((r = store_step_row(s, st, "list jobs")) > 0) {
                 json_t *j;
-                r = store_job_to_json(s, (uint64_t) sqlite3_column_int64(st, 0), false, &j);
+                uint64_t id = (uint64_t) sqlite3_column_int64(st, 0);
+                r = store_job_to_json(s, id, false, &j);
+                if (r == -EBADMSG) {
+                        /* One damaged job does not take the list down: it is named apart. */
+                        if (json_array_append_new(unreadable, json_integer((json_int_t) id)) < 0)
+                                return -ENOMEM;
+                        continue;
+                }
                 if (r < 0)
                         return r;
                 if (json_array_append_new(a, j) < 0)
@@ -749,7 +788,9 @@ int store_jobs_to_json(Store *s, json_t **ret) {
         }
         if (r < 0)
                 return r;
-        json_t *o = json_pack("{s:o}", "jobs", TAKE_PTR(a));
+        json_t *o = json_array_size(unreadable) > 0 ?
+                json_pack("{s:o, s:O}", "jobs", TAKE_PTR(a), "unreadable", unreadable) :
+                json_pack("{s:o}", "jobs", TAKE_PTR(a));
         if (!o)
                 return -ENOMEM;
         *ret = o;

@@ -1,10 +1,13 @@
 /* store.c: opening the controller's SQLite database, its schema and transactions. */
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -184,7 +187,88 @@ bool phase_state_is_final(PhaseState s) {
         return s == PHASE_SUCCEEDED || s == PHASE_FAILED || s == PHASE_CANCELLED;
 }
 
+static const char *const store_fault_table[_STORE_FAULT_MAX] = {
+        [STORE_FAULT_NONE] = "ok",
+        [STORE_FAULT_FULL] = "store full",
+        [STORE_FAULT_READ_ONLY] = "store read-only",
+        [STORE_FAULT_IO] = "store I/O error",
+        [STORE_FAULT_DAMAGED] = "store damaged",
+};
+
+const char *store_fault_to_string(StoreFault f) {
+        if (f < 0 || f >= _STORE_FAULT_MAX)
+                return NULL;
+        return store_fault_table[f];
+}
+
+static uint64_t now_monotonic_us(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
+}
+
+/* The controller's state, logged when it begins and when its kind changes. A damaged file does
+ * not heal: only a restart (after a restore) clears it, so it is not replaced by a lesser one. */
+static void store_fault_enter(Store *s, StoreFault f, const char *sqlite_message, int system_errno) {
+        if (!s->opened || s->fault == STORE_FAULT_DAMAGED)
+                return;
+        char reason[sizeof s->fault_reason];
+        if (system_errno > 0)
+                snprintf(reason, sizeof reason, "%s: %s (%s) on %s", store_fault_to_string(f), sqlite_message,
+                         strerror(system_errno), s->path);
+        else
+                snprintf(reason, sizeof reason, "%s: %s on %s", store_fault_to_string(f), sqlite_message, s->path);
+        StoreFault old = s->fault;
+        memcpy(s->fault_reason, reason, sizeof reason);
+        s->fault = f;
+        if (old == STORE_FAULT_NONE) {
+                s->fault_since_us = now_monotonic_us();
+                log_error("The store cannot write: %s. Every write answers 503 until it can again; GET /readyz "
+                          "says why (see docs/operations.md).", reason);
+        } else if (old != f)
+                log_error("The store still cannot write, now: %s.", reason);
+}
+
+/* A write went through. */
+static void store_fault_leave(Store *s) {
+        if (s->fault == STORE_FAULT_NONE || s->fault == STORE_FAULT_DAMAGED)
+                return;
+        log_notice("The store can write again, after %.1f s of %s.",
+                   (double) (now_monotonic_us() - s->fault_since_us) / USEC_PER_SEC, store_fault_to_string(s->fault));
+        s->fault = STORE_FAULT_NONE;
+        s->fault_reason[0] = '\0';
+}
+
+StoreFault store_fault(Store *s, const char **ret_reason, uint64_t *ret_for_us) {
+        if (ret_reason)
+                *ret_reason = s->fault == STORE_FAULT_NONE ? NULL : s->fault_reason;
+        if (ret_for_us)
+                *ret_for_us = s->fault == STORE_FAULT_NONE ? 0 : now_monotonic_us() - s->fault_since_us;
+        return s->fault;
+}
+
+/* The errno of creating a file in the database's directory (an unnamed one, gone when
+ * closed), or 0 if that works. */
+static int store_probe_dir(Store *s) {
+        _cleanup_free_ char *dir = strdup(s->path);
+        if (!dir)
+                return 0;
+        char *slash = strrchr(dir, '/');
+        if (slash)
+                *slash = '\0';
+        int fd = open(slash ? dir : ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return errno;
+        close(fd);
+        return 0;
+}
+
 int store_error(Store *s, int rc, const char *what) {
+        const char *message = s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc);
+        /* What the kernel said, when SQLite's I/O failed: an ext4 turned read-only under us
+         * is SQLITE_IOERR with EROFS, not SQLITE_READONLY. */
+        int system_errno = s->db ? sqlite3_system_errno(s->db) : 0;
+        StoreFault fault = STORE_FAULT_NONE;
         int r;
 
         switch (rc & 0xff) {
@@ -192,20 +276,65 @@ int store_error(Store *s, int rc, const char *what) {
         case SQLITE_LOCKED:
                 r = -EBUSY;
                 break;
-        case SQLITE_FULL:
-                r = -ENOSPC;
-                break;
         case SQLITE_NOMEM:
                 r = -ENOMEM;
                 break;
+        case SQLITE_FULL:
+                fault = STORE_FAULT_FULL;
+                break;
         case SQLITE_READONLY:
-                r = -EROFS;
+                fault = STORE_FAULT_READ_ONLY;
+                break;
+        case SQLITE_IOERR:
+        case SQLITE_CANTOPEN:
+                /* SQLite does not keep the errno of every failed call (a failed write of its
+                 * log during a commit comes back with none): ask the file system. */
+                if (system_errno == 0 || system_errno == EIO) {
+                        int probed = store_probe_dir(s);
+                        if (probed == EROFS || probed == ENOSPC || probed == EDQUOT)
+                                system_errno = probed;
+                }
+                fault = system_errno == EROFS                              ? STORE_FAULT_READ_ONLY :
+                        system_errno == ENOSPC || system_errno == EDQUOT ? STORE_FAULT_FULL :
+                                                                           STORE_FAULT_IO;
+                break;
+        case SQLITE_CORRUPT:
+        case SQLITE_NOTADB:
+                fault = STORE_FAULT_DAMAGED;
                 break;
         default:
+                /* SQLITE_ERROR, SQLITE_CONSTRAINT, SQLITE_MISUSE…: a bug of ours, not a state of
+                 * the store (500, unless the store is failing anyway). */
                 r = -EIO;
         }
-        log_error("%s: %s: %s", s->path, what, s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+        /* A store failing as it already did is said once (store_fault_enter()), not for
+         * every request and probe: those go to the debug log. */
+        int level = fault != STORE_FAULT_NONE && fault == s->fault ? LOG_DEBUG : LOG_ERR;
+        if (fault != STORE_FAULT_NONE) {
+                r = store_fault_errno(fault);
+                store_fault_enter(s, fault, message, system_errno);
+        }
+        if (system_errno > 0)
+                log_full(level, "%s: %s: %s (SQLite code %d, %s)", s->path, what, message,
+                         s->db ? sqlite3_extended_errcode(s->db) : rc, strerror(system_errno));
+        else
+                log_full(level, "%s: %s: %s", s->path, what, message);
         return r;
+}
+
+int store_fault_errno(StoreFault f) {
+        switch (f) {
+        case STORE_FAULT_FULL:
+                return -ENOSPC;
+        case STORE_FAULT_READ_ONLY:
+                return -EROFS;
+        case STORE_FAULT_IO:
+                return -EIO;
+        case STORE_FAULT_DAMAGED:
+                return -EUCLEAN;
+        default:
+                return 0;
+        }
 }
 
 static size_t stmt_hash(const char *sql, size_t size) {
@@ -304,6 +433,37 @@ json_t *store_column_json(sqlite3_stmt *st, int i) {
         }
 }
 
+int store_column_json_checked(sqlite3_stmt *st, int i, json_t **ret) {
+        json_t *v = store_column_json(st, i);
+        if (!v && sqlite3_column_type(st, i) == SQLITE_TEXT) {
+                /* json_string() refuses what is no UTF-8: tell that from running out of memory. */
+                json_t *raw = json_stringn_nocheck((const char *) sqlite3_column_text(st, i),
+                                                   (size_t) sqlite3_column_bytes(st, i));
+                if (raw) {
+                        json_decref(raw);
+                        return -EBADMSG;
+                }
+        }
+        if (!v)
+                return -ENOMEM;
+        *ret = v;
+        return 0;
+}
+
+void store_log_undecodable(Store *s, uint64_t job) {
+        for (size_t i = 0; i < s->n_undecodable; i++)
+                if (s->undecodable[i] == job)
+                        return;
+        uint64_t *v = realloc(s->undecodable, (s->n_undecodable + 1) * sizeof(uint64_t));
+        if (v) {
+                s->undecodable = v;
+                s->undecodable[s->n_undecodable++] = job;
+        }
+        log_error("%s: job %" PRIu64 ": a row of it cannot be decoded (no valid UTF-8, or JSON that is not what was "
+                  "written): its requests answer 500, GET /v1/jobs names it under \"unreadable\". Logged once; "
+                  "see docs/operations.md.", s->path, job);
+}
+
 static int store_exec(Store *s, const char *sql, const char *what) {
         int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
         if (rc != SQLITE_OK)
@@ -362,12 +522,6 @@ static int store_migrate(Store *s) {
 fail:
         store_rollback(s);
         return r;
-}
-
-static uint64_t now_monotonic_us(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
 }
 
 /* SQLite's own busy timeout sleeps 1, 2, 5, 10 ms… between tries. The lock the event loop
@@ -443,10 +597,16 @@ int store_open(const char *dir, Store **ret) {
                        "create usage table");
         if (r < 0)
                 return r;
+        /* One row, rewritten by store_probe_write(): a failing store's way back. */
+        r = store_exec(s, "CREATE TABLE IF NOT EXISTS store_probe (id INTEGER PRIMARY KEY CHECK (id = 1), probed_us INTEGER)",
+                       "create probe table");
+        if (r < 0)
+                return r;
         r = store_usage_open(s);
         if (r < 0)
                 return r;
 
+        s->opened = true;
         *ret = TAKE_PTR(s);
         return 0;
 }
@@ -460,6 +620,7 @@ Store *store_close(Store *s) {
                 if (s->stmts[i].st)
                         sqlite3_finalize(s->stmts[i].st);
         free(s->stmts);
+        free(s->undecodable);
         if (s->db)
                 sqlite3_close_v2(s->db);
         free(s->path);
@@ -502,6 +663,8 @@ int store_begin_durable(Store *s) {
 
 int store_commit(Store *s) {
         int r = store_run(s, "COMMIT", "commit");
+        if (r >= 0)
+                store_fault_leave(s);
         if (r >= 0 || sqlite3_get_autocommit(s->db))
                 store_end_durable(s);
         return r;
@@ -511,6 +674,81 @@ void store_rollback(Store *s) {
         if (!sqlite3_get_autocommit(s->db)) /* else SQLite already rolled back (e.g. on SQLITE_FULL) */
                 (void) store_run(s, "ROLLBACK", "rollback");
         store_end_durable(s);
+}
+
+int store_probe_write(Store *s) {
+        int r = store_begin(s);
+        if (r < 0)
+                return r;
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        r = store_prepare(s, "INSERT OR REPLACE INTO store_probe (id, probed_us) VALUES (1, ?)", &st);
+        if (r >= 0) {
+                sqlite3_bind_int64(st, 1, (int64_t) now_monotonic_us());
+                r = store_step_done(s, st, "probe a write");
+        }
+        if (r >= 0)
+                r = store_commit(s);
+        if (r < 0)
+                store_rollback(s);
+        return r;
+}
+
+int store_check(Store *s, char **ret_problem) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        /* One problem is enough to refuse the file; the operator's sqlite3 lists them all. */
+        int r = store_prepare(s, "PRAGMA quick_check(1)", &st);
+        if (r < 0)
+                return r;
+        r = store_step_row(s, st, "check the database");
+        if (r < 0)
+                return r;
+        const char *v = r > 0 ? (const char *) sqlite3_column_text(st, 0) : NULL;
+        if (v && streq(v, "ok"))
+                return 0;
+        if (ret_problem) {
+                *ret_problem = strdup(v ?: "no answer");
+                if (!*ret_problem)
+                        return -ENOMEM;
+        }
+        return -EUCLEAN;
+}
+
+int store_backup(Store *s, const char *tmp_dir, int *ret_fd, uint64_t *ret_size) {
+        _cleanup_free_ char *path = NULL;
+        if (asprintf(&path, "%s/cgorch-backup.XXXXXX", tmp_dir) < 0)
+                return -ENOMEM;
+        _cleanup_close_ int fd = mkostemp(path, O_CLOEXEC);
+        if (fd < 0)
+                return log_error_errno(errno, "Cannot create a backup file in %s: %m", tmp_dir);
+
+        sqlite3 *copy = NULL;
+        int rc = sqlite3_open_v2(path, &copy, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+        /* No journal for a file nobody else sees: it is whole or it is thrown away. */
+        if (rc == SQLITE_OK)
+                rc = sqlite3_exec(copy, "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF", NULL, NULL, NULL);
+        sqlite3_backup *b = rc == SQLITE_OK ? sqlite3_backup_init(copy, "main", s->db, "main") : NULL;
+        if (b) {
+                /* All pages in one step: one read transaction, so one consistent snapshot. */
+                rc = sqlite3_backup_step(b, -1);
+                int finish = sqlite3_backup_finish(b);
+                rc = rc == SQLITE_DONE ? finish : rc;
+        } else if (rc == SQLITE_OK)
+                rc = sqlite3_errcode(copy);
+        int r = 0;
+        if (rc != SQLITE_OK) {
+                log_error("Backup of %s into %s failed: %s", s->path, path, copy ? sqlite3_errmsg(copy) : sqlite3_errstr(rc));
+                r = (rc & 0xff) == SQLITE_FULL ? -ENOSPC : (rc & 0xff) == SQLITE_BUSY ? -EBUSY : -EIO;
+        }
+        sqlite3_close_v2(copy);
+        (void) unlink(path); /* the open fd keeps it until the answer is sent */
+        if (r < 0)
+                return r;
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        *ret_size = (uint64_t) st.st_size;
+        *ret_fd = TAKE_FD(fd);
+        return 0;
 }
 
 int store_ping(Store *s) {

@@ -3,8 +3,10 @@
  *
  * Every function works inside or outside a transaction; callers that change several rows wrap
  * them in store_begin()/store_commit() (store_rollback() on error), so a failed request leaves
- * nothing behind. Errors: -ENOENT (no such row), -EBUSY (database locked), -ENOSPC (disk or
- * database full), -EIO (anything else SQLite reports), -ENOMEM. */
+ * nothing behind. Errors: -ENOENT (no such row), -EBUSY (database locked), -ENOMEM, -EBADMSG (a
+ * row that cannot be decoded), and when the store cannot write (see store_fault()): -ENOSPC
+ * (disk or database full), -EROFS (read-only), -EIO (an I/O error; also anything else SQLite
+ * reports, without a fault), -EUCLEAN (the file is damaged). */
 #pragma once
 
 #include <jansson.h>
@@ -46,8 +48,42 @@ int store_begin(Store *s);
 int store_begin_durable(Store *s);
 int store_commit(Store *s);
 void store_rollback(Store *s);
-/* A cheap read that proves the database answers (GET /healthz). */
+/* PRAGMA quick_check: every page and row of the file is read (indexes are not compared with
+ * their tables). 0 when it is sound, -EUCLEAN and the first problem SQLite found (malloc'd) when
+ * it is damaged, or another error. Seconds for a large store: see docs/operations.md. */
+int store_check(Store *s, char **ret_problem);
+/* An online backup (SQLite's backup API, one consistent snapshot; the WAL lets writers go on
+ * meanwhile, but this thread copies every page before it returns: about 0.3-0.6 s for 100 000
+ * jobs) into an unnamed file in tmp_dir: its fd (read from offset 0) and size. */
+int store_backup(Store *s, const char *tmp_dir, int *ret_fd, uint64_t *ret_size);
+/* A cheap read that proves the database answers (GET /readyz). */
 int store_ping(Store *s);
+
+/* ---- Whether the store can write (store.c) ---- */
+
+/* A write that failed for one of these makes it the store's state (logged once when it begins),
+ * until a commit succeeds again; a damaged file stays so until a restart. */
+typedef enum StoreFault {
+        STORE_FAULT_NONE,
+        STORE_FAULT_FULL,        /* SQLITE_FULL, or I/O with ENOSPC/EDQUOT */
+        STORE_FAULT_READ_ONLY,   /* SQLITE_READONLY, or I/O with EROFS (ext4 errors=remount-ro) */
+        STORE_FAULT_IO,          /* SQLITE_IOERR, SQLITE_CANTOPEN otherwise */
+        STORE_FAULT_DAMAGED,     /* SQLITE_CORRUPT, SQLITE_NOTADB */
+        _STORE_FAULT_MAX,
+        _STORE_FAULT_INVALID = -EINVAL,
+} StoreFault;
+/* "store full", "store read-only", "store I/O error", "store damaged" ("ok" for none). */
+const char *store_fault_to_string(StoreFault f);
+/* The errno the store's calls return for it: -ENOSPC, -EROFS, -EIO, -EUCLEAN (0 for none). */
+int store_fault_errno(StoreFault f);
+/* The store's fault; its reason (the fault, SQLite's and the kernel's words, the file) and for
+ * how long, while there is one (NULL and 0 otherwise). The reason lives until the next call. */
+StoreFault store_fault(Store *s, const char **ret_reason, uint64_t *ret_for_us);
+/* Rewrites one small row in its own transaction: how a failing store is found well again when
+ * nothing else writes. */
+int store_probe_write(Store *s);
+/* The seconds a client is told to wait (Retry-After) while the store cannot write. */
+#define STORE_RETRY_AFTER_S 5
 
 /* ---- Phase states (the controller's own: the wire protocol only knows job and task states) ---- */
 
@@ -102,7 +138,8 @@ void store_launch_done(StoreLaunch *l);
 
 /* GET /v1/jobs/{id} (with_tasks) and the entries of GET /v1/jobs (without). */
 int store_job_to_json(Store *s, uint64_t job, bool with_tasks, json_t **ret);
-/* {"jobs": [...]} oldest first. */
+/* {"jobs": [...]} oldest first; a job a row of which cannot be decoded is left out, its id listed
+ * in "unreadable": [...] (present only then), and logged once. */
 int store_jobs_to_json(Store *s, json_t **ret);
 
 /* ---- Tasks ---- */

@@ -278,12 +278,18 @@ code=$(submit_raw "$full_url")
 grep -q 'store full' "$CLUSTER_DIR/answer" || fail "503 without the reason: $(cat "$CLUSTER_DIR/answer")"
 full_message=$(jq -r .error.message "$CLUSTER_DIR/answer")
 [ "$(cluster_curl -fsS "$full_url/v1/jobs" | jq '.jobs | length')" = 0 ] || fail "a half-written job is visible"
+code=$(curl -sS -o "$CLUSTER_DIR/ready" -w '%{http_code}' "$full_url/readyz")
+[ "$code" = 503 ] && grep -q 'not ready: store full' "$CLUSTER_DIR/ready" || fail "/readyz on a full disk: $code $(cat "$CLUSTER_DIR/ready")"
 rm -f "$full/filler"
+# The tick's probe finds the space back without any request.
+ready_again() { curl -fsS -o /dev/null "$full_url/readyz"; }
+wait_for 5 ready_again || fail "/readyz still 503 after space came back: $(curl -sS "$full_url/readyz")"
+grep -q "The store can write again" "$CLUSTER_DIR/controller-full.log" || fail "the log does not say the store writes again"
 code=$(submit_raw "$full_url")
 [ "$code" = 201 ] || fail "submit after freeing space answered $code: $(cat "$CLUSTER_DIR/answer")"
 [ "$(cluster_curl -fsS "$full_url/v1/jobs" | jq '.jobs | length')" = 1 ] || fail "the job after the disk-full one is not alone"
 [ "$(cluster_curl -fsS "$full_url/v1/jobs/1" | jq '[.phases[0].tasks[]] | length')" = 200 ] || fail "job 1 lacks tasks"
-pass "store full: 503 '$full_message', nothing half-written, fine once space is back"
+pass "store full: 503 '$full_message', /readyz 503 then 200 by itself, nothing half-written, fine once space is back"
 
 # The disk fills while a task runs, for longer than the lease: the heartbeats fail, the agent
 # fences its task; the node must not be lost when space comes back (it was alive all along),
@@ -309,7 +315,7 @@ mkfifo "$CLUSTER_DIR/release"
 reader=$!
 sleep 0.5
 dd if=/dev/zero of="$full/filler" bs=4k 2>/dev/null || true
-store_refuses() { grep -q "The store cannot record heartbeats" "$CLUSTER_DIR/controller-full.log"; }
+store_refuses() { grep -q "The store cannot write" "$CLUSTER_DIR/controller-full.log"; }
 wait_for 10 store_refuses || fail "the heartbeats of n3 were recorded on a full disk"
 fenced() { grep -q "self-fence" "$CLUSTER_DIR/agent-n3.log"; }
 wait_for 10 fenced || fail "n3 did not fence when its heartbeats got 503 for the lease"

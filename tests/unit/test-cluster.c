@@ -3,6 +3,7 @@
  * and node loss, each at an explicit `now` — without HTTP. */
 #include <criterion/criterion.h>
 #include <inttypes.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -487,6 +488,34 @@ Test(cluster, placement_respects_node_capacity) {
                 " {\"tasks\": 1, \"argv\": [\"true\"], \"cpu_cores\": 0.001, \"memory_bytes\": 8589934592}]}";
         uint64_t id2 = submit(big, T0 + 4000);
         assert_task_state(id2, 0, 0, "pending");
+}
+
+/* A job whose command in the store cannot be decoded fails by itself; the next job is placed
+ * and the heartbeat answered. */
+Test(cluster, undecodable_command_fails_its_job_only) {
+        static const char one[] =
+                "{\"name\": \"one\", \"phases\": ["
+                " {\"tasks\": 1, \"argv\": [\"sleep\", \"1\"], \"cpu_cores\": 1, \"memory_bytes\": 1048576}]}";
+        uint64_t bad = submit(one, T0), good = submit(one, T0 + 1);
+        sqlite3 *db = NULL;
+        char path[256];
+        snprintf(path, sizeof path, "%s/%s", dir, STORE_DB_FILENAME);
+        cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+        char sql[128];
+        snprintf(sql, sizeof sql, "UPDATE phases SET argv = '[\"sle' WHERE job = %" PRIu64, bad);
+        cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(db);
+
+        Node n1 = node_new("n1", 2);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        cr_assert_eq(count_actions(hr, ACTION_START), 1);
+        cr_assert_not_null(find_action(hr, ACTION_START, task_id(good, 0, 0)));
+        heartbeat_reply_free(hr);
+        assert_task_state(good, 0, 0, "starting");
+        JobState state;
+        cr_assert_eq(store_job_get_state(store, bad, &state), 0);
+        cr_assert_eq(state, JOB_FAILED);
+        cr_assert_eq(store_fault(store, NULL, NULL), STORE_FAULT_NONE);
 }
 
 Test(cluster, unacked_action_is_resent_until_acked) {

@@ -613,3 +613,189 @@ Test(store, running_usage_in_memory_and_node_row) {
         strv_free(running);
         store_close(s);
 }
+
+/* A damaged row (garbled bytes in one job's argv, or a name that is no UTF-8) fails that job's
+ * view only: the list leaves it out and names it. */
+Test(store, undecodable_row_fails_its_job_only) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        uint64_t bad = insert_job(s, 1000), good = insert_job(s, 2000), bad_name = insert_job(s, 3000);
+
+        char sql[256];
+        snprintf(sql, sizeof sql, "UPDATE phases SET argv = '[\"cgorch-b\x01\x02\x03\x04garbled' WHERE job = %" PRIu64, bad);
+        cr_assert_eq(sqlite3_exec(s->db, sql, NULL, NULL, NULL), SQLITE_OK);
+        snprintf(sql, sizeof sql, "UPDATE jobs SET name = CAST(x'776f7264fffe' AS TEXT) WHERE id = %" PRIu64, bad_name);
+        cr_assert_eq(sqlite3_exec(s->db, sql, NULL, NULL, NULL), SQLITE_OK);
+
+        json_t *j = NULL;
+        cr_assert_eq(store_job_to_json(s, bad, true, &j), -EBADMSG);
+        cr_assert_eq(store_job_to_json(s, bad_name, false, &j), -EBADMSG);
+        cr_assert_eq(store_job_to_json(s, good, true, &j), 0);
+        json_decref(j);
+
+        json_t *list = NULL;
+        cr_assert_eq(store_jobs_to_json(s, &list), 0);
+        json_t *jobs = json_object_get(list, "jobs"), *unreadable = json_object_get(list, "unreadable");
+        cr_assert_eq(json_array_size(jobs), 1);
+        cr_assert_eq(json_integer_value(json_object_get(json_array_get(jobs, 0), "id")), (json_int_t) good);
+        cr_assert_eq(json_array_size(unreadable), 2);
+        cr_assert_eq(json_integer_value(json_array_get(unreadable, 0)), (json_int_t) bad);
+        cr_assert_eq(json_integer_value(json_array_get(unreadable, 1)), (json_int_t) bad_name);
+        json_decref(list);
+
+        /* Placing its tasks cannot decode the argv either: -EBADMSG, not a store fault. */
+        StoreLaunch l = {};
+        cr_assert_eq(store_phase_launch(s, bad, 0, &l), -EBADMSG);
+        cr_assert_eq(store_fault(s, NULL, NULL), STORE_FAULT_NONE);
+        store_close(s);
+}
+
+static int write_job(Store *s) {
+        JobSpec *spec = parse_job();
+        uint64_t id;
+        int r = store_begin(s);
+        if (r >= 0) {
+                r = store_job_insert(s, spec, 1000, &id);
+                r = r >= 0 ? store_commit(s) : (store_rollback(s), r);
+        }
+        job_spec_free(spec);
+        return r;
+}
+
+/* A write refused for read-only or full is the store's state, with its reason, until a write
+ * goes through again. */
+Test(store, fault_is_a_state_until_a_write_succeeds) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        const char *reason = NULL;
+        uint64_t for_us = 1;
+        cr_assert_eq(store_fault(s, &reason, &for_us), STORE_FAULT_NONE);
+        cr_assert_null(reason);
+        cr_assert_eq(for_us, 0);
+
+        /* SQLITE_READONLY, as a file opened read-only would give. */
+        cr_assert_eq(sqlite3_exec(s->db, "PRAGMA query_only = 1", NULL, NULL, NULL), SQLITE_OK);
+        cr_assert_eq(write_job(s), -EROFS);
+        cr_assert_eq(store_fault(s, &reason, NULL), STORE_FAULT_READ_ONLY);
+        cr_assert(strstr(reason, "store read-only") && strstr(reason, STORE_DB_FILENAME), "reason: %s", reason);
+        cr_assert_eq(store_probe_write(s), -EROFS);
+        cr_assert_eq(store_fault(s, NULL, NULL), STORE_FAULT_READ_ONLY);
+        cr_assert_eq(store_ping(s), 0, "reads still work");
+        cr_assert_eq(count_jobs(s), 0);
+
+        cr_assert_eq(sqlite3_exec(s->db, "PRAGMA query_only = 0", NULL, NULL, NULL), SQLITE_OK);
+        cr_assert_eq(store_probe_write(s), 0);
+        cr_assert_eq(store_fault(s, &reason, NULL), STORE_FAULT_NONE);
+        cr_assert_null(reason);
+
+        /* SQLITE_FULL: no page may be added. */
+        cr_assert_eq(sqlite3_exec(s->db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_stmt *st;
+        cr_assert_eq(sqlite3_prepare_v2(s->db, "PRAGMA page_count", -1, &st, NULL), SQLITE_OK);
+        cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+        char sql[64];
+        snprintf(sql, sizeof sql, "PRAGMA max_page_count = %d", sqlite3_column_int(st, 0));
+        sqlite3_finalize(st);
+        cr_assert_eq(sqlite3_exec(s->db, sql, NULL, NULL, NULL), SQLITE_OK);
+        int r = 0;
+        for (int i = 0; i < 1000 && r == 0; i++)
+                r = write_job(s);
+        cr_assert_eq(r, -ENOSPC);
+        cr_assert_eq(store_fault(s, &reason, NULL), STORE_FAULT_FULL);
+        cr_assert(strstr(reason, "store full"), "reason: %s", reason);
+        cr_assert_eq(sqlite3_exec(s->db, "PRAGMA max_page_count = 1073741823", NULL, NULL, NULL), SQLITE_OK);
+        cr_assert_eq(write_job(s), 0);
+        cr_assert_eq(store_fault(s, NULL, NULL), STORE_FAULT_NONE);
+
+        /* A lock held elsewhere is no fault: it passes by itself. */
+        cr_assert_eq(store_fault_errno(STORE_FAULT_DAMAGED), -EUCLEAN);
+        cr_assert_str_eq(store_fault_to_string(STORE_FAULT_IO), "store I/O error");
+        store_close(s);
+}
+
+/* quick_check at start: a sound store passes, one with its pages overwritten is refused. */
+Test(store, check_finds_a_damaged_file) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        for (int i = 0; i < 50; i++)
+                cr_assert_eq(write_job(s), 0);
+        char *problem = NULL;
+        cr_assert_eq(store_check(s, &problem), 0);
+        cr_assert_null(problem);
+        store_close(s); /* the last connection: the log is copied into the file */
+
+        char path[256];
+        snprintf(path, sizeof path, "%s/%s", dir, STORE_DB_FILENAME);
+        FILE *f = fopen(path, "r+");
+        cr_assert_not_null(f);
+        cr_assert_eq(fseek(f, 0, SEEK_END), 0);
+        long size = ftell(f);
+        cr_assert_gt(size, 8 * 4096);
+        /* Every page but the first (the schema) filled with garbage. */
+        char junk[4096];
+        memset(junk, 0xa5, sizeof junk);
+        for (long off = 4096; off < size; off += 4096) {
+                cr_assert_eq(fseek(f, off, SEEK_SET), 0);
+                cr_assert_eq(fwrite(junk, 1, sizeof junk, f), sizeof junk);
+        }
+        cr_assert_eq(fclose(f), 0);
+
+        int r = store_open(dir, &s);
+        if (r >= 0) {
+                r = store_check(s, &problem);
+                cr_assert_not_null(problem);
+                store_close(s);
+        }
+        cr_assert_eq(r, -EUCLEAN, "a damaged file gave %d (%s)", r, problem ?: "no problem named");
+        free(problem);
+}
+
+/* The online backup is a whole SQLite file holding what was committed, taken while the store
+ * is open, and leaves no file behind in its directory. */
+Test(store, backup_is_a_consistent_copy) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        for (int i = 0; i < 20; i++)
+                cr_assert_eq(write_job(s), 0);
+        char tmp[] = "/tmp/cgorch-test-backup-XXXXXX";
+        cr_assert_not_null(mkdtemp(tmp));
+        int fd = -1;
+        uint64_t size = 0;
+        cr_assert_eq(store_backup(s, tmp, &fd, &size), 0);
+        cr_assert_gt(size, 4096);
+        cr_assert_eq(rmdir(tmp), 0, "the backup left a file in its directory");
+        store_close(s);
+
+        char path[] = "/tmp/cgorch-test-backup-copy-XXXXXX";
+        int out = mkstemp(path);
+        cr_assert_geq(out, 0);
+        char buf[65536];
+        ssize_t n;
+        uint64_t total = 0;
+        while ((n = read(fd, buf, sizeof buf)) > 0) {
+                cr_assert_eq(write(out, buf, (size_t) n), n);
+                total += (uint64_t) n;
+        }
+        close(fd);
+        close(out);
+        cr_assert_eq(total, size);
+
+        sqlite3 *db = NULL;
+        cr_assert_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+        sqlite3_stmt *st;
+        cr_assert_eq(sqlite3_prepare_v2(db, "SELECT (SELECT COUNT(*) FROM jobs), (SELECT COUNT(*) FROM tasks)", -1, &st,
+                                        NULL),
+                     SQLITE_OK);
+        cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+        cr_assert_eq(sqlite3_column_int(st, 0), 20);
+        cr_assert_eq(sqlite3_column_int(st, 1), 20 * 4);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        /* A copy of a WAL database opened gets its own -wal and -shm files. */
+        static const char *const suffixes[] = { "", "-wal", "-shm" };
+        for (size_t i = 0; i < ELEMENTSOF(suffixes); i++) {
+                char p[64];
+                snprintf(p, sizeof p, "%s%s", path, suffixes[i]);
+                (void) unlink(p);
+        }
+}
