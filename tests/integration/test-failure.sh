@@ -257,12 +257,10 @@ full=$CLUSTER_DIR/full
 mkdir -p "$full"
 mount -t tmpfs -o size=1m cgorch-test-full "$full" || fail "cannot mount a tmpfs on $full"
 MOUNTED=$full
-full_cleanup() {
-        local rc=$?
-        if [ -n "$MOUNTED" ]; then umount "$MOUNTED" 2>/dev/null || true; fi
-        failure_cleanup "$rc"
-}
-trap full_cleanup EXIT
+# Unmounted once the controller on it is gone (a hook runs after the processes are killed: an
+# open database keeps the mount busy).
+unmount_full() { if [ -n "$MOUNTED" ]; then umount "$MOUNTED" && MOUNTED=; fi; }
+cluster_on_cleanup unmount_full
 n3_token=$(cluster_agent_token n3)
 "$CONTROLLER_BIN" --config /dev/null --listen 127.0.0.1:0 --port-file "$CLUSTER_DIR/full-port" \
         --state-dir "$full/state" --operator-token-file "$CLUSTER_DIR/tokens/operator" \
@@ -313,6 +311,7 @@ mkfifo "$CLUSTER_DIR/release"
         echo "COMMIT;"
 ) | sqlite3 "$full/state/controller.db" >/dev/null &
 reader=$!
+CLUSTER_PIDS+=("$reader")
 sleep 0.5
 dd if=/dev/zero of="$full/filler" bs=4k 2>/dev/null || true
 store_refuses() { grep -q "The store cannot write" "$CLUSTER_DIR/controller-full.log"; }
