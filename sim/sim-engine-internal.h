@@ -76,7 +76,8 @@ typedef struct Phase {
         double later_s;                 /* the work of the job's later phases */
         double service_told_s;          /* srpt: the service last told the scheduler (NAN: none) */
         uint32_t fifo_prev, fifo_next;  /* fluid-fifo: in the active phases in job order */
-        uint64_t checked_pass;          /* fluid-fifo: the completion pass that last looked at it */
+        uint64_t checked_pass;          /* fluid-fifo, fluid-srpt: the completion pass that last looked at it */
+        bool in_heap;                   /* fluid-srpt: among the unserved phases (srpt_heap) */
         /* While active, with a scheduler: */
         uint32_t *slot_of;              /* each task's pool slot while placed, else SIM_NO_SLOT */
         TrainingRecord *training_done;  /* its first n_training tasks, while it may train */
@@ -127,8 +128,12 @@ typedef struct Engine {
         double fluid_cross_s;           /* fluid-srpt: when two jobs' remaining sizes cross next */
         uint32_t fifo_head, fifo_tail;  /* fluid-fifo: the active phases in job (arrival) order */
         size_t fifo_near_ties;          /* neighbours in it that arrived within rounding */
-        uint32_t *served;               /* fluid-fifo: the phases with a rate, in active-list order */
-        uint32_t *fresh;                /* fluid-fifo: phases that came since the last completion pass */
+        uint32_t *served;               /* fluid-fifo, -srpt: the phases with a rate, in active-list order */
+        uint32_t *fresh;                /* fluid-fifo, -srpt: phases that came since the last completion pass */
+        /* fluid-srpt: the active phases without a rate, a min-heap by remaining work (which does
+         * not change while they get no rate); done ones leave it lazily. */
+        uint32_t *srpt_heap;
+        size_t n_srpt_heap;
         uint32_t *check;                /* scratch for that pass */
         size_t n_served, n_fresh;
         uint64_t completion_pass;

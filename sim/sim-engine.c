@@ -753,6 +753,7 @@ static void engine_free(Engine *e) {
         free(e->share_got);
         free(e->served);
         free(e->fresh);
+        free(e->srpt_heap);
         free(e->check);
 }
 
@@ -766,11 +767,16 @@ static int engine_init(Engine *e, const SimWorkload *w, const SimNodeSpec *nodes
         res->jobs = calloc(MAX(w->n_jobs, (size_t) 1), sizeof(SimJobResult));
         if (!e->phases || !e->active || !e->nodes || !res->jobs)
                 return -ENOMEM;
-        if (p->policy == SIM_POLICY_FLUID_FIFO) {
+        if (p->policy == SIM_POLICY_FLUID_FIFO || p->policy == SIM_POLICY_FLUID_SRPT) {
                 e->served = malloc(MAX(w->n_phases, (size_t) 1) * sizeof(uint32_t));
                 e->fresh = malloc(MAX(w->n_phases, (size_t) 1) * sizeof(uint32_t));
                 e->check = malloc(MAX(w->n_phases, (size_t) 1) * 2 * sizeof(uint32_t));
                 if (!e->served || !e->fresh || !e->check)
+                        return -ENOMEM;
+        }
+        if (p->policy == SIM_POLICY_FLUID_SRPT) {
+                e->srpt_heap = malloc(MAX(w->n_phases, (size_t) 1) * sizeof(uint32_t));
+                if (!e->srpt_heap)
                         return -ENOMEM;
         }
 

@@ -30,6 +30,19 @@ static bool fifo_fast(const Engine *e) {
         return e->p.policy == SIM_POLICY_FLUID_FIFO;
 }
 
+static bool srpt(const Engine *e) {
+        return e->p.policy == SIM_POLICY_FLUID_SRPT;
+}
+
+/* fluid-fifo and fluid-srpt keep the phases with a rate in `served`: an event costs what they
+ * cost, not the whole queue. */
+static bool served_fast(const Engine *e) {
+        return fifo_fast(e) || srpt(e);
+}
+
+static void srpt_heap_push(Engine *e, uint32_t pi);
+static int cmp_active_slot(const void *a, const void *b, void *userdata);
+
 /* ---- fluid-fifo's job order ---- */
 
 static double arrival(const Engine *e, uint32_t pi) {
@@ -115,10 +128,13 @@ int sim_fluid_phase_activate(Engine *e, size_t pi) {
                         fifo_append(e, (uint32_t) pi);
                 else
                         fifo_replace(e, (uint32_t) pi - 1, (uint32_t) pi);
-                /* Its first tasks may be done already (work within rounding of 0): the next
-                 * completion pass looks at it whatever its rate. */
-                e->fresh[e->n_fresh++] = (uint32_t) pi;
         }
+        if (srpt(e))
+                srpt_heap_push(e, (uint32_t) pi);
+        /* Its first tasks may be done already (work within rounding of 0): the next completion
+         * pass looks at it whatever its rate. */
+        if (served_fast(e))
+                e->fresh[e->n_fresh++] = (uint32_t) pi;
         return 0;
 }
 
@@ -207,6 +223,131 @@ static int share_sorted(Engine *e) {
         return 0;
 }
 
+/* ---- fluid-srpt's unserved phases ---- */
+
+static FluidOrder srpt_order(const Engine *e, uint32_t pi) {
+        return (FluidOrder) {
+                .phase = pi,
+                .key = job_remaining(e, pi),
+                .demand = unfinished(e, pi) * sim_phase_spec(e, pi)->cpu_request,
+                .job = e->phases[pi].job,
+        };
+}
+
+static bool srpt_before(const Engine *e, uint32_t a, uint32_t b) {
+        FluidOrder x = srpt_order(e, a), y = srpt_order(e, b);
+        return cmp_fluid_order(&x, &y) < 0;
+}
+
+static void srpt_heap_push(Engine *e, uint32_t pi) {
+        size_t i = e->n_srpt_heap++;
+        e->phases[pi].in_heap = true;
+        while (i > 0) {
+                size_t parent = (i - 1) / 2;
+                if (!srpt_before(e, pi, e->srpt_heap[parent]))
+                        break;
+                e->srpt_heap[i] = e->srpt_heap[parent];
+                i = parent;
+        }
+        e->srpt_heap[i] = pi;
+}
+
+static void srpt_heap_pop(Engine *e) {
+        e->phases[e->srpt_heap[0]].in_heap = false;
+        uint32_t last = e->srpt_heap[--e->n_srpt_heap];
+        size_t n = e->n_srpt_heap, i = 0;
+        if (n == 0)
+                return;
+        for (;;) {
+                size_t c = 2 * i + 1;
+                if (c >= n)
+                        break;
+                if (c + 1 < n && srpt_before(e, e->srpt_heap[c + 1], e->srpt_heap[c]))
+                        c++;
+                if (!srpt_before(e, e->srpt_heap[c], last))
+                        break;
+                e->srpt_heap[i] = e->srpt_heap[c];
+                i = c;
+        }
+        e->srpt_heap[i] = last;
+}
+
+/* The heap's first phase still active (done ones leave lazily), or SIM_NO_PHASE. */
+static uint32_t srpt_heap_top(Engine *e) {
+        while (e->n_srpt_heap > 0 && e->phases[e->srpt_heap[0]].state != PHASE_ACTIVE)
+                srpt_heap_pop(e);
+        return e->n_srpt_heap > 0 ? e->srpt_heap[0] : SIM_NO_PHASE;
+}
+
+/* share_sorted() without sorting the whole queue: a phase without a rate keeps its remaining
+ * work, so the unserved ones stay in a heap and only the served ones (a few: the cluster's
+ * CPUs' worth) are sorted again. The fill takes, in order, the smaller of the next served phase
+ * and the heap's top, as the sort of all of them would. */
+static int share_srpt(Engine *e) {
+        _cleanup_free_ FluidOrder *o = malloc(MAX(e->n_served, (size_t) 1) * sizeof(FluidOrder));
+        _cleanup_free_ FluidOrder *fill = NULL;
+        if (!o)
+                return -ENOMEM;
+        size_t n = 0;
+        for (size_t k = 0; k < e->n_served; k++) {
+                uint32_t pi = e->served[k];
+                e->phases[pi].ps_rate = 0;
+                if (e->phases[pi].state == PHASE_ACTIVE && !e->phases[pi].in_heap)
+                        o[n++] = srpt_order(e, pi);
+        }
+        qsort(o, n, sizeof(FluidOrder), cmp_fluid_order);
+        e->n_served = 0;
+
+        double left = capacity(e);
+        size_t i = 0, n_fill = 0, fill_size = 0;
+        for (;;) {
+                uint32_t top = left > 0 ? srpt_heap_top(e) : SIM_NO_PHASE;
+                FluidOrder c;
+                if (top != SIM_NO_PHASE) {
+                        FluidOrder h = srpt_order(e, top);
+                        if (i < n && cmp_fluid_order(&o[i], &h) < 0)
+                                c = o[i++];
+                        else {
+                                c = h;
+                                srpt_heap_pop(e);
+                        }
+                } else if (i < n && left > 0)
+                        c = o[i++];
+                else
+                        break;
+                double got = MIN(c.demand, MAX(left, 0.0));
+                left -= got;
+                if (!(got > 0)) {
+                        srpt_heap_push(e, c.phase);
+                        break;
+                }
+                e->phases[c.phase].ps_rate = got / unfinished(e, c.phase);
+                e->served[e->n_served++] = c.phase;
+                if (n_fill == fill_size) {
+                        fill_size = MAX(2 * fill_size, (size_t) 16);
+                        FluidOrder *f = realloc(fill, fill_size * sizeof(FluidOrder));
+                        if (!f)
+                                return -ENOMEM;
+                        fill = f;
+                }
+                c.demand = got; /* its rate now */
+                fill[n_fill++] = c;
+        }
+        /* Served phases the capacity did not reach wait in the heap. */
+        for (; i < n; i++)
+                srpt_heap_push(e, o[i].phase);
+        /* The order holds until a served phase catches up with the one before it (a phase
+         * without a rate never does). */
+        e->fluid_cross_s = INFINITY;
+        for (size_t a = 0; a + 1 < n_fill; a++) {
+                double gap = fill[a + 1].key - fill[a].key, dr = fill[a + 1].demand - fill[a].demand;
+                if (dr > 1e-12 && gap > 1e-9 * MAX(fill[a].key, 1.0))
+                        e->fluid_cross_s = MIN(e->fluid_cross_s, e->now + gap / dr);
+        }
+        qsort_r(e->served, e->n_served, sizeof(uint32_t), cmp_active_slot, e);
+        return 0;
+}
+
 /* fluid-fifo with no near ties: the sort is job order, and once the capacity is used up every
  * later phase gets 0 (left never goes below 0: each takes at most what is left). */
 static void share_fifo_in_order(Engine *e) {
@@ -232,6 +373,8 @@ static int cmp_active_slot(const void *a, const void *b, void *userdata) {
 int sim_fluid_share(Engine *e) {
         if (e->p.policy == SIM_POLICY_PS)
                 return share_ps(e);
+        if (srpt(e))
+                return share_srpt(e);
         if (!fifo_fast(e))
                 return share_sorted(e);
         /* Only the phases served so far can hold a rate: they are cleared, then filled. */
@@ -261,7 +404,7 @@ static double phase_next_s(const Engine *e, uint32_t pi) {
 
 double sim_fluid_next(const Engine *e) {
         double next = e->p.policy == SIM_POLICY_FLUID_SRPT ? e->fluid_cross_s : INFINITY;
-        if (fifo_fast(e)) {
+        if (served_fast(e)) {
                 for (size_t k = 0; k < e->n_served; k++)
                         next = MIN(next, phase_next_s(e, e->served[k]));
                 return next;
@@ -283,7 +426,7 @@ void sim_fluid_advance(Engine *e, double now) {
         if (!(dt > 0))
                 return;
         double cpus = 0;
-        if (fifo_fast(e))
+        if (served_fast(e))
                 for (size_t k = 0; k < e->n_served; k++)
                         advance_phase(e, e->served[k], dt, &cpus);
         else
@@ -336,7 +479,7 @@ static int complete_fifo(Engine *e) {
 }
 
 int sim_fluid_complete(Engine *e) {
-        if (fifo_fast(e))
+        if (served_fast(e))
                 return complete_fifo(e);
         /* Phases may leave the list as they finish: walk it from the end. */
         for (size_t a = e->n_active; a-- > 0;) {
