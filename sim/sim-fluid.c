@@ -435,12 +435,19 @@ void sim_fluid_advance(Engine *e, double now) {
         e->res->cpu_used_s += cpus * dt;
 }
 
+/* Whether the task's work is done: reached by the level, or so nearly that the time left is
+ * below what the clock can still tell apart from now (late in a long run, now + dt == now: the
+ * next event would come at now again, and time would stand still). */
+static bool fluid_task_done(const Engine *e, const Phase *ph, uint32_t ti) {
+        double left = e->w->work_s[ti] - ph->ps_level;
+        return sim_work_done(ph->ps_level, e->w->work_s[ti]) || (ph->ps_rate > 0 && e->now + left / ph->ps_rate <= e->now);
+}
+
 /* Finishes the phase's tasks whose work its level has reached. */
 static int complete_phase(Engine *e, uint32_t pi) {
         Phase *ph = &e->phases[pi];
         unsigned n = sim_phase_spec(e, pi)->n_tasks;
-        while (ph->state == PHASE_ACTIVE && ph->ps_next < n &&
-               sim_work_done(ph->ps_level, e->w->work_s[ph->ps_order[ph->ps_next]])) {
+        while (ph->state == PHASE_ACTIVE && ph->ps_next < n && fluid_task_done(e, ph, ph->ps_order[ph->ps_next])) {
                 uint32_t ti = ph->ps_order[ph->ps_next++];
                 ph->ps_work_left -= e->w->work_s[ti];
                 int r = sim_engine_phase_task_done(e, pi, (unsigned) (ti - sim_phase_spec(e, pi)->first_task));
