@@ -120,6 +120,11 @@ sleep 1
 pass "external cpu.shares change reported as weight 150 and left alone"
 
 # ---- restart mid-task: re-adopted, not launched again, completes ----
+# The task has ~4.5 of its 5 CPU-seconds by now: at 0.5 CPU it would end about a second into the
+# restart on a busy machine (a re-adoption of an ended task, not of a running one). At 0.1 CPU
+# it surely runs through the restart; it gets a whole CPU back once re-adopted.
+queue 43 "{\"id\": 43, \"type\": \"set_limits\", \"task\": \"$T\", \"limits\": {\"cpu_quota_us\": 10000, \"cpu_period_us\": 100000}}"
+ack_ok 43
 burn_pid=$(cat "$(cg cpu $T)/cgroup.procs")
 kill -TERM "$AGENT_PID"
 wait "$AGENT_PID" 2>/dev/null || true
@@ -130,13 +135,15 @@ cluster_start_agent n1 "${AGENT_OPTS[@]}"
 wait_for 10 test -s "$FAKE/last-heartbeat.json" || fail "no heartbeat from the restarted agent"
 [ "$(task_field $T .adopted)" = true ] || fail "task not reported adopted: $(hb .tasks)"
 [ "$(cat "$(cg cpu $T)/cgroup.procs")" = "$burn_pid" ] || fail "task launched twice or lost"
-[ "$(task_field $T .limits.cpu_quota_us)" = 50000 ] || fail "adopted limits not read back"
+[ "$(task_field $T .limits.cpu_quota_us)" = 10000 ] || fail "adopted limits not read back"
 pass "restarted agent re-adopted $T (pid $burn_pid, quota read back)"
 progress_after_adoption() {
         [ -n "$(jq -r "select(.tasks) | .tasks[] | select(.id == \"$T\" and .adopted) | .samples[].progress // empty" \
                 "$FAKE/heartbeats.jsonl")" ]
 }
 wait_for 10 progress_after_adoption || fail "no progress read through the shim after re-adoption"
+queue 44 "{\"id\": 44, \"type\": \"set_limits\", \"task\": \"$T\", \"limits\": {\"cpu_quota_us\": 100000, \"cpu_period_us\": 100000}}"
+ack_ok 44
 wait_for 60 grep -q "\"id\":\"$T\",\"state\":\"succeeded\"" "$FAKE/heartbeats.jsonl" ||
         fail "re-adopted task never reported succeeded"
 code=$(jq -r "select(.tasks) | .tasks[] | select(.id == \"$T\" and .exit) | .exit.code" "$FAKE/heartbeats.jsonl" | tail -n 1)
