@@ -757,13 +757,14 @@ static int on_shim_pidfd(sd_event_source *s, int fd, uint32_t revents, void *use
 
 static int on_pidfd(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Launch *l = userdata;
+        sd_event *e = sd_event_source_get_event(s);   /* before the unref: it disconnects s */
         siginfo_t si = {};
 
         /* Not our child: no status here, it is in the shim's status file, which the shim
          * writes right after the task ended and before it exits: wait for that. */
         l->pid_source = sd_event_source_disable_unref(l->pid_source);
         if (l->shim_pidfd >= 0 && !pidfd_exited(l->shim_pidfd) &&
-            sd_event_add_io(sd_event_source_get_event(s), &l->shim_source, l->shim_pidfd, EPOLLIN, on_shim_pidfd, l) >= 0) {
+            sd_event_add_io(e, &l->shim_source, l->shim_pidfd, EPOLLIN, on_shim_pidfd, l) >= 0) {
                 l->exited = true;  /* the task is; its record is on its way */
                 return 0;
         }
