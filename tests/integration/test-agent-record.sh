@@ -9,7 +9,9 @@
 #   B. a task's supervisor (shim) killed with SIGKILL while the agent runs: the task runs on and
 #      its own exit is reported (the agent, a subreaper, becomes its parent);
 #   C. the shim killed and then the agent restarted: nobody can learn the exit, reported unknown;
-#   D. a process a task leaves behind ends as the agent's child and is reaped.
+#   D. a process a task leaves behind ends as the agent's child and is reaped;
+#   E. A again with the real controller and jobs: none lost, none re-run after it succeeded, the
+#      unknown one run again.
 # Every task is launched exactly once, and every outcome is the one the task produced.
 set -euo pipefail
 
@@ -148,10 +150,55 @@ zombies=$(ps --ppid "$CLUSTER_AGENT_PID" -o stat= | grep -c Z || true)
 [ "$zombies" = 0 ] || fail "$zombies zombie children of the agent: $(ps --ppid "$CLUSTER_AGENT_PID" -o pid=,stat=,comm=)"
 pass "a process left behind by a task ended as the agent's child and was reaped"
 
+# ---- E. with the real controller: the state directory lost, the agent restarted ----
+# Jobs: 3 tasks that exit 0, one that exits 3, one that ends while no agent runs (its record
+# lost with the directory: unknown). The first two end as they did, with no task run twice; the
+# unknown one runs again as attempt 1 and succeeds: no job lost, none failed by a made-up signal.
+kill -TERM "$CLUSTER_AGENT_PID"; wait "$CLUSTER_AGENT_PID" 2>/dev/null || true
+cluster_start_controller
+STATE2=$CLUSTER_DIR/agent-state-n2
+cluster_start_agent n2 --cpus 2 --memory 2G --state-dir "$STATE2"
+LOG=$CLUSTER_DIR/agent-n2.log
+submit() {
+        "$CGORCHCTL" submit --name "$1" --user nobody --tasks "$2" --cpus 0.1 --memory 32M -- \
+                /bin/sh -c "while [ ! -e $GO/$3 ]; do sleep 0.1; done; $4" | grep -o '[0-9]\+' | head -n 1
+}
+ok_job=$(submit ok 3 e "exit 0")
+bad_job=$(submit bad 1 e "exit 3")
+away_job=$(submit away 1 e-away "exit 0")
+running() { [ "$(job_field "$1" '[.phases[].tasks[] | select(.state == "running")] | length')" = "$2" ]; }
+for j in "$ok_job:3" "$bad_job:1" "$away_job:1"; do
+        wait_for 20 running "${j%:*}" "${j#*:}" || fail "job ${j%:*} not running: $(job_field "${j%:*}" .phases)"
+done
+rm -rf "$STATE2"
+away() { touch "$GO/e-away"; wait_for 10 cg_empty_n2 || fail "the away task did not end"; }
+cg_empty_n2() { [ -z "$(cat "$CGROUP_FS/memory/$CLUSTER_CGROOT/n2/$away_job".0.0.0/cgroup.procs 2>/dev/null)" ]; }
+kill -TERM "$CLUSTER_AGENT_PID"; wait "$CLUSTER_AGENT_PID" 2>/dev/null || true
+away
+cluster_start_agent n2 --cpus 2 --memory 2G --state-dir "$STATE2"
+touch "$GO/e"
+for j in "$ok_job" "$bad_job" "$away_job"; do wait_for 60 job_is_final "$j" || fail "job $j never ended"; done
+rows() { job_field "$1" '[.phases[].tasks[] | "\(.id) \(.state) \(.exit_code) \(.signal)"] | join(", ")'; }
+[ "$(job_field "$ok_job" .state)" = succeeded ] && [ "$(rows "$ok_job")" = \
+        "$ok_job.0.0.0 succeeded 0 0, $ok_job.0.1.0 succeeded 0 0, $ok_job.0.2.0 succeeded 0 0" ] ||
+        fail "job $ok_job: $(job_field "$ok_job" .state): $(rows "$ok_job")"
+[ "$(job_field "$bad_job" .state)" = failed ] && [ "$(rows "$bad_job")" = "$bad_job.0.0.0 failed 3 0" ] ||
+        fail "job $bad_job: $(job_field "$bad_job" .state): $(rows "$bad_job")"
+[ "$(job_field "$away_job" .state)" = succeeded ] &&
+        [ "$(rows "$away_job")" = "$away_job.0.0.0 lost null null, $away_job.0.0.1 succeeded 0 0" ] ||
+        fail "job $away_job: $(job_field "$away_job" .state): $(rows "$away_job")"
+job_field "$away_job" '.phases[0].tasks[0].error' | grep -q "exit status unknown" ||
+        fail "the unknown exit's reason is not recorded: $(job_field "$away_job" '.phases[0].tasks[0].error')"
+pass "real controller, state directory lost and agent restarted: 3 jobs, none lost; tasks ended 0, 0, 0 and 3 as they did, none run twice; the one whose exit nobody could learn is lost with no exit code and ran again (succeeded)"
+
 # ---- every task launched once ----
 for t in 1.0.0.0 1.0.1.0 1.0.2.0 1.0.3.0 1.0.4.0 2.0.0.0 2.0.1.0 3.0.0.0 4.0.0.0; do
-        n=$(grep -c "Task $t started as pid" "$LOG" || true)
+        n=$(grep -c "Task $t started as pid" "$CLUSTER_DIR/agent-n1.log" || true)
         [ "$n" = 1 ] || fail "task $t launched $n times"
 done
-pass "9 tasks, each launched once"
+for t in "$ok_job".0.0.0 "$ok_job".0.1.0 "$ok_job".0.2.0 "$bad_job".0.0.0 "$away_job".0.0.0 "$away_job".0.0.1; do
+        n=$(grep -c "Task $t started as pid" "$CLUSTER_DIR/agent-n2.log" || true)
+        [ "$n" = 1 ] || fail "task $t launched $n times"
+done
+pass "15 tasks, each launched once"
 echo PASS
