@@ -596,8 +596,8 @@ static void task_check_finished(Agent *a, Task *t) {
                 /* A signal, and no status file to tell a mirror from the shim's own death. */
                 sig = t->main_status;
         else if (t->main_code != 0) {
-                if (asprintf(&unknown, "exit status unknown: the task's supervisor died of signal %d after the task "
-                             "ended, before it recorded the task's exit status", t->main_status) < 0)
+                if (asprintf(&unknown, "exit status unknown: the task's supervisor died of signal %d without "
+                             "recording the task's exit status", t->main_status) < 0)
                         unknown = NULL;
         } else {
                 /* Adopted: its shim records the status and exits; without pidfds, a few samples. */

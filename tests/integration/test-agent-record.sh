@@ -72,6 +72,7 @@ expect_unknown() {
 }
 main_pid() { task_field "$1" .pid; }
 parent_of() { awk '{ sub(/.*\) /, ""); print $2 }' "/proc/$1/stat"; }
+agents_child() { [ "$(parent_of "$1")" = "$CLUSTER_AGENT_PID" ]; }
 cg_procs() { cat "$CGROUP_FS/memory/$CLUSTER_CGROOT/n1/$1/cgroup.procs" 2>/dev/null || true; }
 cg_empty() { [ -z "$(cg_procs "$1")" ]; }
 restart_agent() {
@@ -119,7 +120,7 @@ for t in 2.0.0.0 2.0.1.0; do
         m=$(main_pid $t); s=$(parent_of "$m")
         [ "$s" != 1 ] && [ "$s" != "$CLUSTER_AGENT_PID" ] || fail "task $t: its parent $s is not a shim"
         kill -KILL "$s"
-        wait_for 5 test "$(parent_of "$m")" = "$CLUSTER_AGENT_PID" || fail "task $t (pid $m) not the agent's child once its shim died"
+        wait_for 5 agents_child "$m" || fail "task $t (pid $m) not the agent's child once its shim died"
 done
 sleep 1
 for t in 2.0.0.0 2.0.1.0; do
@@ -133,8 +134,9 @@ pass "shims killed with SIGKILL: the tasks ran on and were recorded with their o
 
 # ---- C. a shim killed, then the agent restarted: nobody can learn the exit ----
 start 3.0.0.0 c "exit 0"
-kill -KILL "$(parent_of "$(main_pid 3.0.0.0)")"
-wait_for 5 test "$(parent_of "$(main_pid 3.0.0.0)")" = "$CLUSTER_AGENT_PID" || fail "task 3.0.0.0 not the agent's child"
+m=$(main_pid 3.0.0.0)
+kill -KILL "$(parent_of "$m")"
+wait_for 5 agents_child "$m" || fail "task 3.0.0.0 not the agent's child once its shim died"
 restart_agent true
 [ "$(task_field 3.0.0.0 .state)" = running ] || fail "task 3.0.0.0 not re-adopted running"
 touch "$GO/c"
@@ -176,6 +178,10 @@ cg_empty_n2() { [ -z "$(cat "$CGROUP_FS/memory/$CLUSTER_CGROOT/n2/$away_job".0.0
 kill -TERM "$CLUSTER_AGENT_PID"; wait "$CLUSTER_AGENT_PID" 2>/dev/null || true
 away
 cluster_start_agent n2 --cpus 2 --memory 2G --state-dir "$STATE2"
+# The node still looks ready from before: wait for the new agent's first heartbeat (sent once it
+# has re-adopted), or the tasks would end before it looks at them.
+readopted() { grep -q "Node n2: agent restarted" "$CLUSTER_DIR/controller.log"; }
+wait_for 20 readopted || fail "the restarted agent never reported"
 touch "$GO/e"
 for j in "$ok_job" "$bad_job" "$away_job"; do wait_for 60 job_is_final "$j" || fail "job $j never ended"; done
 rows() { job_field "$1" '[.phases[].tasks[] | "\(.id) \(.state) \(.exit_code) \(.signal)"] | join(", ")'; }
