@@ -35,7 +35,7 @@ task_state_is() { [ "$(task_field "$1" .state 2>/dev/null)" = "$2" ]; }
 
 T=1.0.0.0
 queue 1 "{\"id\": 1, \"type\": \"start\", \"task\": \"$T\", \"user\": \"nobody\",
-  \"argv\": [\"$BURN_BIN\", \"--cpu-seconds\", \"5\", \"--memory\", \"40M\", \"--progress-interval\", \"200ms\"],
+  \"argv\": [\"$BURN_BIN\", \"--cpu-seconds\", \"8\", \"--memory\", \"40M\", \"--progress-interval\", \"200ms\"],
   \"limits\": {\"cpu_quota_us\": 100000, \"cpu_period_us\": 100000, \"memory_max_bytes\": 268435456}}"
 ack_ok 1
 wait_for 10 task_state_is $T running || fail "task $T not reported running"
@@ -51,6 +51,12 @@ ack_ok 2
 [ "$(cat "$(cg memory $T)/memory.soft_limit_in_bytes")" = 134217728 ] || fail "soft limit"
 [ "$(cat "$(cg memory $T)/memory.limit_in_bytes")" = 201326592 ] || fail "hard limit"
 pass "set_limits: quota 50000/100000, shares 2048, soft 128M, hard 192M in the kernel"
+# From here the task runs at 0.1 CPU until it is re-adopted: every step below needs it running,
+# and on a busy machine they took longer than its 8 CPU-seconds at 0.5 CPU (it ended before the
+# restart, which then re-adopted an ended task). It gets a whole CPU back once re-adopted.
+queue 43 "{\"id\": 43, \"type\": \"set_limits\", \"task\": \"$T\", \"limits\": {\"cpu_quota_us\": 10000, \"cpu_period_us\": 100000}}"
+ack_ok 43
+[ "$(cat "$(cg cpu $T)/cpu.cfs_quota_us")" = 10000 ] || fail "cfs_quota_us $(cat "$(cg cpu $T)/cpu.cfs_quota_us"), want 10000"
 
 # ---- safety: a hard limit far below usage is applied only down to usage + margin ----
 queue 3 "{\"id\": 3, \"type\": \"set_limits\", \"task\": \"$T\", \"limits\": {\"memory_high_bytes\": 8388608,
@@ -120,11 +126,6 @@ sleep 1
 pass "external cpu.shares change reported as weight 150 and left alone"
 
 # ---- restart mid-task: re-adopted, not launched again, completes ----
-# The task has ~4.5 of its 5 CPU-seconds by now: at 0.5 CPU it would end about a second into the
-# restart on a busy machine (a re-adoption of an ended task, not of a running one). At 0.1 CPU
-# it surely runs through the restart; it gets a whole CPU back once re-adopted.
-queue 43 "{\"id\": 43, \"type\": \"set_limits\", \"task\": \"$T\", \"limits\": {\"cpu_quota_us\": 10000, \"cpu_period_us\": 100000}}"
-ack_ok 43
 burn_pid=$(cat "$(cg cpu $T)/cgroup.procs")
 kill -TERM "$AGENT_PID"
 wait "$AGENT_PID" 2>/dev/null || true
