@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,7 +60,9 @@ struct Task {
         double start_wall_s;           /* adopted tasks: CLOCK_REALTIME of the main process start */
         bool main_exited;
         int main_code, main_status;    /* of the main process's end (siginfo si_code, si_status; 0: adopted) */
+        bool exit_mirrored;            /* main_code/status are its shim's own exit (launch_exit_mirrored()) */
         unsigned status_waits;         /* samples spent waiting for an adopted task's status file */
+        int status_fd;                 /* its status file, open: read even once the state dir is gone (-1: none) */
         bool killed;                   /* by a kill action: ends cancelled */
         bool frozen;                   /* by a freeze action (the scheduler's suspend) */
         bool fenced;                   /* frozen by the self-fence: waits for the controller's thaw or kill */
@@ -154,6 +157,43 @@ static int state_path(Agent *a, const char *task, const char *suffix, char *buf,
         return n < 0 || (size_t) n >= size ? -ENAMETOOLONG : 0;
 }
 
+static int mkdir_p(const char *path, mode_t mode);
+
+/* The state directory is the agent's: gone (an operator's rm -rf, a tmpfs remounted), it is made
+ * again, so that new tasks and re-adopted ones keep their records. */
+static void state_dir_ensure(Agent *a) {
+        struct stat st;
+        int r;
+
+        if (stat(a->state_dir, &st) >= 0 || errno != ENOENT)
+                return;
+        r = mkdir_p(a->state_dir, 0700);
+        if (r < 0)
+                log_error_errno(r, "The state directory %s is gone and cannot be made again: %m", a->state_dir);
+        else
+                log_warning("The state directory %s was gone: made again. Tasks keep their records through their "
+                            "supervisors.", a->state_dir);
+}
+
+/* "<shim> <main>\n" for a restarted agent, written whole or not at all (a new file renamed over). */
+static void state_write_pids(Agent *a, const char *task, pid_t shim, pid_t main_pid) {
+        char path[4096], tmp[4200];
+        _cleanup_fclose_ FILE *f = NULL;
+        bool ok;
+
+        if (state_path(a, task, "pids", path, sizeof path) < 0)
+                return;
+        snprintf(tmp, sizeof tmp, "%s.new", path);
+        f = fopen(tmp, "we");
+        ok = f && fprintf(f, "%d %d\n", (int) shim, (int) main_pid) > 0 && fflush(f) == 0;
+        if (ok)
+                ok = rename(tmp, path) >= 0;
+        if (!ok) {
+                log_warning_errno(errno, "Cannot write %s (%m): task %s is re-adopted from its cgroup alone.", path, task);
+                (void) unlink(tmp);
+        }
+}
+
 static void state_remove(Agent *a, const char *task) {
         char path[4096];
 
@@ -197,6 +237,8 @@ static void task_free(Task *t) {
         if (t->agent->limit_watch)
                 limit_watch_remove(t->agent->limit_watch, t);
         launch_free(t->launch);
+        if (t->status_fd >= 0)
+                close(t->status_fd);
         task_sampler_done(&t->sampler);
         text_buf_done(&t->samples);
         free(t->sample_ends);
@@ -504,6 +546,22 @@ static void task_watch_limits(Agent *a, Task *t) {
         t->limits_watched = true;
 }
 
+/* The status the shim recorded: through the file the agent holds open (it outlives the state
+ * directory's removal), else by its name. */
+static int task_read_status(Agent *a, Task *t, int *ret_code, int *ret_signal) {
+        char path[4096], buf[64];
+        ssize_t n;
+
+        if (t->status_fd >= 0) {
+                n = pread(t->status_fd, buf, sizeof buf - 1, 0);
+                if (n < 0)
+                        return -errno;
+                buf[n] = '\0';
+        } else if (state_path(a, t->id, "exit", path, sizeof path) < 0 || procfs_read_file("/", path, buf, sizeof buf) < 0)
+                return -ENOENT;
+        return launch_status_parse(buf, ret_code, ret_signal);
+}
+
 /* The main process is gone; once the cgroup holds no process either, the task's usage is
  * final and its exit record can go out. */
 static void task_check_finished(Agent *a, Task *t) {
@@ -522,22 +580,31 @@ static void task_check_finished(Agent *a, Task *t) {
         if (n < 0 && n != -ENOENT)
                 log_warning_errno(n, "Cannot count the processes of task %s, taking it as finished: %m", t->id);
 
-        if (t->main_code == CLD_EXITED)
+        _cleanup_free_ char *unknown = NULL;
+        if (t->main_code != 0 && !t->exit_mirrored) {
+                /* Its own status, from waitid on it. */
+                if (t->main_code == CLD_EXITED)
+                        code = t->main_status;
+                else
+                        sig = t->main_status;
+        } else if (task_read_status(a, t, &code, &sig) >= 0)
+                ; /* what the shim recorded when it reaped the task */
+        else if (t->main_code == CLD_EXITED)
+                /* The shim's mirror: only a mirror exits with a code. */
                 code = t->main_status;
-        else if (t->main_code != 0)
+        else if (t->main_code != 0 && t->status_fd < 0)
+                /* A signal, and no status file to tell a mirror from the shim's own death. */
                 sig = t->main_status;
-        else {
-                /* Adopted: the shim wrote the status; give it a few samples to get there. */
-                char path[4096], buf[64];
-
-                if (state_path(a, t->id, "exit", path, sizeof path) < 0 ||
-                    procfs_read_file("/", path, buf, sizeof buf) < 0 || launch_status_parse(buf, &code, &sig) < 0) {
-                        if (t->status_waits++ < 5)
-                                return;
-                        sig = SIGKILL;
-                        if (!t->error)
-                                t->error = strdup("exit status lost: the task ended while no agent or supervisor watched it");
-                }
+        else if (t->main_code != 0) {
+                if (asprintf(&unknown, "exit status unknown: the task's supervisor died of signal %d without "
+                             "recording the task's exit status", t->main_status) < 0)
+                        unknown = NULL;
+        } else {
+                /* Adopted: its shim records the status and exits; without pidfds, a few samples. */
+                if (!launch_status_settled(t->launch) && t->status_waits++ < 5)
+                        return;
+                unknown = strdup("exit status unknown: the task ended while its supervisor was gone (killed, or lost "
+                                 "with the agent's state directory) and this agent was not its parent");
         }
 
         /* From the files, not the walk: its CPU time is the exit record's. */
@@ -554,7 +621,13 @@ static void task_check_finished(Agent *a, Task *t) {
                 .memory_peak_bytes = t->has_last ? t->last_memory_peak_bytes : 0,
         };
         t->has_exit = true;
-        if (t->fence_killed)
+        if (unknown) {
+                /* Neither a success nor a failure: the controller runs it again. */
+                t->exit.status_unknown = true;
+                free(t->error);
+                t->error = TAKE_PTR(unknown);
+        }
+        if (t->fence_killed || (t->exit.status_unknown && !t->killed))
                 t->final_state = TASK_LOST;
         else if (t->killed)
                 t->final_state = TASK_CANCELLED;
@@ -563,10 +636,15 @@ static void task_check_finished(Agent *a, Task *t) {
         else
                 t->final_state = TASK_FAILED;
 
-        log_info("Task %s %s: %s %d, %.2f CPU s, %.2f s wall, peak %" PRIu64 " bytes%s.", t->id,
-                 task_state_to_string(t->final_state), t->exit.signal ? "signal" : "code",
-                 t->exit.signal ? t->exit.signal : t->exit.code, t->exit.cpu_s, t->exit.wall_s,
-                 t->exit.memory_peak_bytes, t->exit.oom_killed ? ", OOM-killed" : "");
+        if (t->exit.status_unknown)
+                log_warning("Task %s %s: %s; %.2f CPU s, %.2f s wall, peak %" PRIu64 " bytes.", t->id,
+                            task_state_to_string(t->final_state), t->error, t->exit.cpu_s, t->exit.wall_s,
+                            t->exit.memory_peak_bytes);
+        else
+                log_info("Task %s %s: %s %d, %.2f CPU s, %.2f s wall, peak %" PRIu64 " bytes%s.", t->id,
+                         task_state_to_string(t->final_state), t->exit.signal ? "signal" : "code",
+                         t->exit.signal ? t->exit.signal : t->exit.code, t->exit.cpu_s, t->exit.wall_s,
+                         t->exit.memory_peak_bytes, t->exit.oom_killed ? ", OOM-killed" : "");
         task_sampler_done(&t->sampler);
         agent_notify_status(a);
         if (a->kick)
@@ -579,14 +657,34 @@ static void on_task_exit(Launch *l, const siginfo_t *si, void *userdata) {
         t->main_exited = true;
         t->main_code = si->si_code;
         t->main_status = si->si_status;
+        t->exit_mirrored = launch_exit_mirrored(l);
         t->exit_mono_us = now_mono_us();
         log_debug("Main process of task %s ended (code %d, status %d).", t->id, si->si_code, si->si_status);
         task_check_finished(t->agent, t);
 }
 
+/* The agent is a subreaper: processes a task left behind come to it when they end. Reaps
+ * those, leaving alone the children sd-event waits for (shims, and main processes whose shim
+ * died): it stops at the first of those, which sd-event reaps before the next tick. */
+static void agent_reap_orphans(Agent *a) {
+        for (unsigned i = 0; i < 256; i++) {
+                siginfo_t si = {};
+
+                if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid == 0)
+                        return;
+                for (Task *t = a->tasks; t; t = t->next)
+                        if (t->launch && launch_owns_child(t->launch, si.si_pid))
+                                return;
+                if (waitid(P_PID, (id_t) si.si_pid, &si, WEXITED | WNOHANG) >= 0)
+                        log_debug("Reaped process %d, left behind by a task.", (int) si.si_pid);
+        }
+}
+
 static int on_sample_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Agent *a = userdata;
         uint64_t busy, total;
+
+        agent_reap_orphans(a);
 
         if (procfs_read_cpu_ticks(a->proc_fs, &busy, &total) >= 0) {
                 if (a->cpu_total_prev > 0 && total > a->cpu_total_prev)
@@ -667,6 +765,7 @@ static Task *task_new(Agent *a, const char *id) {
         if (!t)
                 return NULL;
         t->agent = a;
+        t->status_fd = -1;
         /* Each tick does the detail reads of 1/every of the tasks, not all of them every
          * every ticks: the same work, without a spike. */
         t->detail_phase = a->n_created++;
@@ -732,9 +831,11 @@ static int action_start(Agent *a, const Action *act, char **ret_error) {
         limits_merge(&t->limits, &want);
         task_watch_limits(a, t);
 
+        state_dir_ensure(a);
         r = state_path(a, t->id, "exit", status_path, sizeof status_path);
         if (r >= 0) {
-                status_fd = open(status_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+                /* Read-write: the shim writes it, the agent keeps it open to read it. */
+                status_fd = open(status_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
                 if (status_fd < 0)
                         log_warning_errno(errno, "Cannot create %s, task %s cannot be re-adopted with its exit status: %m",
                                           status_path, t->id);
@@ -753,13 +854,9 @@ static int action_start(Agent *a, const Action *act, char **ret_error) {
         if (r < 0)
                 goto fail;
 
+        t->status_fd = TAKE_FD(status_fd);
         /* What a restarted agent needs to watch the task again: the shim and the main process. */
-        char pids_path[4096];
-        if (state_path(a, t->id, "pids", pids_path, sizeof pids_path) >= 0) {
-                _cleanup_fclose_ FILE *f = fopen(pids_path, "we");
-                if (!f || fprintf(f, "%d %d\n", (int) launch_shim_pid(t->launch), (int) launch_pid(t->launch)) < 0)
-                        log_warning("Cannot write %s: task %s cannot be re-adopted with its progress.", pids_path, t->id);
-        }
+        state_write_pids(a, t->id, launch_shim_pid(t->launch), launch_pid(t->launch));
 
         task_sample_baseline(a, t);
         log_info("Task %s started as pid %d (user %s).", t->id, (int) launch_pid(t->launch), act->user ? act->user : "(agent's)");
@@ -1167,13 +1264,71 @@ static double process_start_wall_s(const char *proc_fs, pid_t pid) {
         return (double) btime + (double) ticks / (double) hz;
 }
 
-/* A task an earlier agent started: the cgroup tree says it exists, the state directory says
- * which process is its main one and which is its shim. Nothing is launched again: a resent
- * start action for it finds it in the table and is only acked. */
+static bool pid_in(const pid_t *pids, int n, pid_t pid) {
+        for (int i = 0; i < n; i++)
+                if (pids[i] == pid)
+                        return true;
+        return false;
+}
+
+static int process_parent(Agent *a, pid_t pid, pid_t *ret_ppid, pid_t *ret_sid) {
+        char name[64], buf[4096];
+        int r;
+
+        snprintf(name, sizeof name, "%d/stat", (int) pid);
+        r = procfs_read_file(a->proc_fs, name, buf, sizeof buf);
+        return r < 0 ? r : procfs_parse_pid_parent(buf, ret_ppid, ret_sid);
+}
+
+/* Whether pid is the shim of task id: a shim holds the task's status file at fd 4 (renamed
+ * "... (deleted)" once the state directory was removed). Guards against a reused pid. */
+static bool process_is_shim_of(Agent *a, pid_t pid, const char *id) {
+        char link[64], target[4096], want[4096];
+        ssize_t n;
+        size_t k;
+
+        if (pid <= 1 || state_path(a, id, "exit", want, sizeof want) < 0)
+                return false;
+        snprintf(link, sizeof link, "%s/%d/fd/%d", a->proc_fs, (int) pid, LAUNCHER_SHIM_PROGRESS_FD + 1);
+        n = readlink(link, target, sizeof target - 1);
+        if (n < 0)
+                return false;
+        target[n] = '\0';
+        k = strlen(want);
+        return strncmp(target, want, k) == 0 && (target[k] == '\0' || streq(target + k, " (deleted)"));
+}
+
+/* Without a pid file: the task's main process is the session leader (the launcher's setsid())
+ * whose parent is outside the cgroup — its shim, or init once the shim died. One whose parent is
+ * the task's shim wins; otherwise only a single candidate is taken. */
+static pid_t task_find_main(Agent *a, const char *id, const pid_t *pids, int n) {
+        pid_t found = 0;
+        int candidates = 0;
+
+        for (int i = 0; i < n; i++) {
+                pid_t ppid, sid;
+
+                if (process_parent(a, pids[i], &ppid, &sid) < 0 || sid != pids[i] || pid_in(pids, n, ppid))
+                        continue;
+                if (process_is_shim_of(a, ppid, id))
+                        return pids[i];
+                found = pids[i];
+                candidates++;
+        }
+        return candidates == 1 ? found : 0;
+}
+
+/* A task an earlier agent started: the cgroup tree says it exists (processes in it: it is
+ * alive); the state directory, or the cgroup's processes when it is gone, say which process is
+ * its main one and which is its shim. Nothing is launched again: a resent start action for it
+ * finds it in the table and is only acked. */
 static int agent_adopt_one(Agent *a, const char *id) {
         char path[4096], buf[128];
-        int shim = 0, main_pid = 0, n, r;
+        int file_shim = 0, file_main = 0, n = 0, r;
+        pid_t shim = 0, main_pid = 0, ppid, sid;
         _cleanup_free_ pid_t *pids = NULL;
+        _cleanup_free_ char *text = NULL;
+        bool have_file;
         Task *t;
 
         t = task_new(a, id);
@@ -1188,25 +1343,43 @@ static int agent_adopt_one(Agent *a, const char *id) {
          * write to a limit file is an event. */
         task_watch_limits(a, t);
 
-        if (state_path(a, id, "pids", path, sizeof path) >= 0 && procfs_read_file("/", path, buf, sizeof buf) >= 0)
-                (void) sscanf(buf, "%d %d", &shim, &main_pid);
-        /* The main process must still be in the task's cgroup: a pid may have been reused. */
-        if (cgroup_backend_procs_controller(a->cgroups) >= 0) {
-                char *text = malloc(65536);
-                if (text && cgroup_task_read_direct(a->cgroups, cgroup_backend_procs_controller(a->cgroups), id,
-                                                    "cgroup.procs", text, 65536) >= 0) {
-                        bool found = false;
-                        n = cgroup_parse_pids(text, &pids);
-                        for (int i = 0; i < n; i++)
-                                found = found || pids[i] == main_pid;
-                        if (!found)
-                                main_pid = 0;
-                        t->start_wall_s = process_start_wall_s(a->proc_fs, main_pid > 0 ? main_pid : n > 0 ? pids[0] : 0);
-                }
-                free(text);
+        have_file = state_path(a, id, "pids", path, sizeof path) >= 0 && procfs_read_file("/", path, buf, sizeof buf) >= 0 &&
+                    sscanf(buf, "%d %d", &file_shim, &file_main) == 2 && file_main > 0;
+        text = malloc(65536);
+        if (!text)
+                return -ENOMEM;
+        r = cgroup_task_read_direct(a->cgroups, cgroup_backend_procs_controller(a->cgroups), id, "cgroup.procs", text, 65536);
+        n = r >= 0 ? cgroup_parse_pids(text, &pids) : r;
+        if (n < 0) {
+                log_warning_errno(n, "Task %s: cannot list its processes (%m): taking the pid file's word.", id);
+                main_pid = have_file ? file_main : 0;
+        } else if (have_file)
+                /* The main process must still be in the task's cgroup: a pid may have been reused. */
+                main_pid = pid_in(pids, n, file_main) ? file_main : 0;
+        else if (n > 0) {
+                main_pid = task_find_main(a, id, pids, n);
+                log_warning("Task %s: no pid file (the state directory was lost?); %s%d%s.", id,
+                            main_pid > 0 ? "main process found in its cgroup: " : "its main process is not among its ",
+                            main_pid > 0 ? (int) main_pid : n, main_pid > 0 ? "" : " processes: its exit status will be unknown");
         }
+        /* Its shim is its parent; a shim whose task is gone is taken only if it is still the task's. */
+        if (main_pid > 0 && process_parent(a, main_pid, &ppid, &sid) >= 0 && process_is_shim_of(a, ppid, id))
+                shim = ppid;
+        else if (main_pid <= 0 && process_is_shim_of(a, file_shim, id))
+                shim = file_shim;
+
+        t->start_wall_s = process_start_wall_s(a->proc_fs, main_pid > 0 ? main_pid : n > 0 ? pids[0] : 0);
         if (t->start_wall_s <= 0)
                 t->start_wall_s = (double) now_realtime_ms() / 1000.0;
+
+        /* The status file, through the shim when it runs: it holds the file open even after the
+         * state directory was removed, and writes the status there when the task ends. */
+        if (shim > 0) {
+                snprintf(path, sizeof path, "%s/%d/fd/%d", a->proc_fs, (int) shim, LAUNCHER_SHIM_PROGRESS_FD + 1);
+                t->status_fd = open(path, O_RDONLY | O_CLOEXEC);
+        }
+        if (t->status_fd < 0 && state_path(a, id, "exit", path, sizeof path) >= 0)
+                t->status_fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 
         r = launch_adopt(a->event, shim, main_pid, a->proc_fs, on_task_exit, t, &t->launch);
         if (r < 0)
@@ -1214,17 +1387,22 @@ static int agent_adopt_one(Agent *a, const char *id) {
         if (launch_exited(t->launch)) {
                 t->main_exited = true;
                 t->main_code = t->main_status = 0;
-        } else
+        } else {
                 task_sample_baseline(a, t);
+                if (!have_file || file_main != main_pid || file_shim != shim) {
+                        state_dir_ensure(a);
+                        state_write_pids(a, id, shim, main_pid);
+                }
+        }
         /* Frozen with no agent to say why: by a self-fence or by the scheduler. The controller
          * knows which, and thaws it unless it froze it itself. */
         if (!t->main_exited && cgroup_task_frozen(a->cgroups, id) > 0) {
                 t->fenced = true;
                 log_info("Task %s is frozen: reported fenced, for the controller to thaw or kill.", id);
         }
-        log_info("Task %s re-adopted: main process %d%s, shim %d, limits quota %" PRIi64 "/%" PRIi64 " us, max %" PRIi64
-                 " bytes.", id, main_pid, t->main_exited ? " (gone)" : "", shim, t->limits.cpu_quota_us,
-                 t->limits.cpu_period_us, t->limits.memory_max_bytes);
+        log_info("Task %s re-adopted: main process %d%s, shim %d%s, limits quota %" PRIi64 "/%" PRIi64 " us, max %" PRIi64
+                 " bytes.", id, (int) main_pid, t->main_exited ? " (gone)" : "", (int) shim, shim > 0 ? "" : " (gone)",
+                 t->limits.cpu_quota_us, t->limits.cpu_period_us, t->limits.memory_max_bytes);
         return 0;
 }
 
@@ -1358,6 +1536,10 @@ int agent_new(sd_event *e, CgroupBackend *cgroups, const AgentConfig *cfg, Agent
                 agent_free(a);
                 return r;
         }
+        /* A task whose shim dies before it becomes our child, not init's: its exit stays known. */
+        if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+                log_warning_errno(errno, "Cannot become a subreaper (%m): a task whose supervisor dies is recorded "
+                                  "with its exit status unknown.");
 
         /* A new id per start tells the controller that whatever it sent before may be lost. */
         r = sd_id128_randomize(&boot);

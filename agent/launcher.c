@@ -1,6 +1,7 @@
 /* launcher.c: fork/attach/exec of a task's main process, its exit and its progress pipe. */
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,11 +22,19 @@
 
 struct Launch {
         pid_t pid;                    /* the task's main process */
-        pid_t shim_pid;               /* its supervisor, our child (0: adopted, not ours) */
+        pid_t shim_pid;               /* its supervisor, our child (0: adopted, not ours; or dead) */
         bool exited;
-        int pidfd;                    /* adopted: the main process, readable once it exited */
+        int pidfd;                    /* the main process, readable once it exited (-1: no pidfd_open) */
         bool poll;                    /* adopted without pidfd (Linux < 5.3): launch_poll() watches it */
-        sd_event_source *child_source;
+        bool main_is_child;           /* its shim died first: the main process is ours now (subreaper) */
+        bool status_file;             /* a status file waits for the shim's record */
+        bool mirrored;                /* the exit reported is the shim's own, mirroring the task's */
+        bool status_settled;          /* no shim can still write the status file */
+        int shim_pidfd;               /* adopted: the shim, readable once it exited (-1: gone or unknown) */
+        bool shim_exited;             /* our shim's exit was seen (sd-event reaps it) */
+        sd_event_source *child_source;  /* our shim's exit */
+        sd_event_source *pid_source;    /* the main process's pidfd: adopted, or ours once its shim died */
+        sd_event_source *shim_source; /* adopted: waits for the shim to record the status */
         sd_event_source *progress_source;
         int progress_fd;
         ProgressReader progress;
@@ -109,25 +118,101 @@ bool launch_exited(const Launch *l) {
         return l->exited;
 }
 
+bool launch_exit_mirrored(const Launch *l) {
+        return l->mirrored;
+}
+
+static bool pidfd_exited(int fd) {
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        return poll(&p, 1, 0) > 0;
+}
+
+bool launch_status_settled(const Launch *l) {
+        return l->status_settled || (l->shim_pidfd >= 0 && pidfd_exited(l->shim_pidfd));
+}
+
+bool launch_owns_child(const Launch *l, pid_t pid) {
+        return pid > 0 && ((l->shim_pid == pid && l->child_source && !l->shim_exited) || (l->main_is_child && l->pid == pid));
+}
+
 Launch *launch_free(Launch *l) {
         if (!l)
                 return NULL;
         sd_event_source_disable_unref(l->child_source);
+        sd_event_source_disable_unref(l->pid_source);
+        sd_event_source_disable_unref(l->shim_source);
         sd_event_source_disable_unref(l->progress_source);
         if (l->progress_fd >= 0)
                 close(l->progress_fd);
         if (l->pidfd >= 0)
                 close(l->pidfd);
+        if (l->shim_pidfd >= 0)
+                close(l->shim_pidfd);
         free(l);
         return NULL;
 }
 
-static int on_child(sd_event_source *s, const siginfo_t *si, void *userdata) {
-        Launch *l = userdata;
-
+static void launch_report(Launch *l, const siginfo_t *si) {
         l->exited = true;
         if (l->on_exit)
                 l->on_exit(l, si, l->userdata);
+}
+
+/* The shim died first and the main process, reparented to us (the agent is a subreaper), ended:
+ * its own status, from waitid on it. */
+static int on_main_child(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Launch *l = userdata;
+        siginfo_t si = {};
+
+        int r = waitid(P_PIDFD, (id_t) l->pidfd, &si, WEXITED | WNOHANG);
+
+        if ((r < 0 && errno == EINTR) || (r >= 0 && si.si_pid == 0))
+                return 0;   /* still running */
+        if (r < 0)
+                si = (siginfo_t) {};   /* not ours after all: unknown */
+        l->pid_source = sd_event_source_disable_unref(l->pid_source);
+        l->main_is_child = false;
+        launch_report(l, &si);
+        return 0;
+}
+
+static int on_child(sd_event_source *s, const siginfo_t *si, void *userdata) {
+        Launch *l = userdata;
+        siginfo_t m = {};
+        pid_t shim = l->shim_pid;
+
+        /* The child source stays until launch_free(): sd-event reaps the shim after this call. */
+        l->shim_exited = true;
+        l->status_settled = true;
+        if (l->pidfd < 0) {
+                /* No pidfd: the shim's mirror is all we have. */
+                l->mirrored = true;
+                launch_report(l, si);
+                return 0;
+        }
+        /* Did the shim see the task end, or did it die first? Its children are ours once it is
+         * gone (the agent is a subreaper): a main process still there is not its exit. */
+        if (waitid(P_PIDFD, (id_t) l->pidfd, &m, WEXITED | WNOHANG) >= 0) {
+                if (m.si_pid != 0) {
+                        /* It ended with its shim, unreaped: its own status. */
+                        launch_report(l, &m);
+                        return 0;
+                }
+                log_warning("The supervisor (pid %d) of task process %d died (%s %d) before the task: watching the "
+                            "task directly.", (int) shim, (int) l->pid, si->si_code == CLD_EXITED ? "code" : "signal",
+                            si->si_status);
+                l->main_is_child = true;
+                if (sd_event_add_io(sd_event_source_get_event(s), &l->pid_source, l->pidfd, EPOLLIN, on_main_child, l) >= 0)
+                        return 0;
+                l->main_is_child = false;
+                m = (siginfo_t) {};
+                launch_report(l, &m);
+                return 0;
+        }
+        /* Not our child: the shim reaped it and mirrors its status (the status file has it too,
+         * unless the shim was killed between the two). */
+        l->mirrored = true;
+        launch_report(l, si);
         return 0;
 }
 
@@ -495,7 +580,7 @@ int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, l
                  void *userdata, Launch **ret, char **ret_error) {
         _cleanup_strv_free_ char **envp = NULL;
         _cleanup_close_ int sync_r = -EBADF, sync_w = -EBADF, err_r = -EBADF, err_w = -EBADF,
-                            prog_r = -EBADF, prog_w = -EBADF, pid_r = -EBADF, pid_w = -EBADF;
+                            prog_r = -EBADF, prog_w = -EBADF, pid_r = -EBADF, pid_w = -EBADF, main_pidfd = -EBADF;
         _cleanup_free_ char *error = NULL;
         Credentials cred = {};
         Launch *l = NULL;
@@ -568,6 +653,9 @@ int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, l
                 goto fail_msg;
         }
 
+        /* Before the child runs (it waits for sync_w): the pid is surely the task's. */
+        main_pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+
         r = attach(pid, userdata);
         if (r < 0) {
                 (void) kill(pid, SIGKILL);
@@ -625,7 +713,8 @@ int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, l
                 r = -ENOMEM;
                 goto fail_kill;
         }
-        *l = (Launch) { .pid = pid, .shim_pid = shim, .pidfd = -1, .progress_fd = TAKE_FD(prog_r), .on_exit = on_exit,
+        *l = (Launch) { .pid = pid, .shim_pid = shim, .pidfd = main_pidfd >= 0 ? TAKE_FD(main_pidfd) : -1, .shim_pidfd = -1,
+                        .status_file = spec->status_fd >= 0, .progress_fd = TAKE_FD(prog_r), .on_exit = on_exit,
                         .userdata = userdata };
         progress_reader_init(&l->progress);
         /* The shim mirrors the task's exit: watching it is watching the task. */
@@ -656,15 +745,30 @@ fail_msg:
         return r;
 }
 
-static int on_pidfd(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+static int on_shim_pidfd(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Launch *l = userdata;
         siginfo_t si = {};
 
-        /* Not our child: no status here, it is in the shim's status file. */
-        l->child_source = sd_event_source_disable_unref(l->child_source);
-        l->exited = true;
-        if (l->on_exit)
-                l->on_exit(l, &si, l->userdata);
+        /* The shim is gone: whatever it recorded is in the status file now. */
+        l->shim_source = sd_event_source_disable_unref(l->shim_source);
+        launch_report(l, &si);
+        return 0;
+}
+
+static int on_pidfd(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Launch *l = userdata;
+        sd_event *e = sd_event_source_get_event(s);   /* before the unref: it disconnects s */
+        siginfo_t si = {};
+
+        /* Not our child: no status here, it is in the shim's status file, which the shim
+         * writes right after the task ended and before it exits: wait for that. */
+        l->pid_source = sd_event_source_disable_unref(l->pid_source);
+        if (l->shim_pidfd >= 0 && !pidfd_exited(l->shim_pidfd) &&
+            sd_event_add_io(e, &l->shim_source, l->shim_pidfd, EPOLLIN, on_shim_pidfd, l) >= 0) {
+                l->exited = true;  /* the task is; its record is on its way */
+                return 0;
+        }
+        launch_report(l, &si);
         return 0;
 }
 
@@ -688,8 +792,17 @@ int launch_adopt(sd_event *e, pid_t shim_pid, pid_t main_pid, const char *proc_f
         l = calloc(1, sizeof *l);
         if (!l)
                 return -ENOMEM;
-        *l = (Launch) { .pid = main_pid, .pidfd = -1, .progress_fd = -1, .on_exit = on_exit, .userdata = userdata };
+        *l = (Launch) { .pid = main_pid, .pidfd = -1, .shim_pidfd = -1, .progress_fd = -1, .on_exit = on_exit,
+                        .userdata = userdata };
         progress_reader_init(&l->progress);
+
+        /* The shim writes the status file when the task ends, then exits: its exit says the
+         * record is complete. Without pidfds the caller gives it a few samples instead. */
+        if (shim_pid > 0) {
+                l->shim_pidfd = (int) syscall(SYS_pidfd_open, shim_pid, 0);
+                l->status_settled = l->shim_pidfd < 0 && errno == ESRCH;
+        } else
+                l->status_settled = true;
 
         l->pidfd = main_pid > 0 ? (int) syscall(SYS_pidfd_open, main_pid, 0) : -1;
         r = l->pidfd >= 0 || main_pid <= 0 ? 0 : -errno;
@@ -709,7 +822,7 @@ int launch_adopt(sd_event *e, pid_t shim_pid, pid_t main_pid, const char *proc_f
                 return 0;
         }
         l->poll = l->pidfd < 0;
-        r = l->pidfd >= 0 ? sd_event_add_io(e, &l->child_source, l->pidfd, EPOLLIN, on_pidfd, l) : 0;
+        r = l->pidfd >= 0 ? sd_event_add_io(e, &l->pid_source, l->pidfd, EPOLLIN, on_pidfd, l) : 0;
         if (r < 0) {
                 launch_free(l);
                 return r;

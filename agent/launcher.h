@@ -46,10 +46,17 @@ void progress_reader_feed(ProgressReader *p, const char *data, size_t n);
 
 typedef struct Launch Launch;
 
+/* The agent makes itself a subreaper (PR_SET_CHILD_SUBREAPER): when a shim dies before its task
+ * (kill -9 of the shim), the task becomes the agent's child and its own exit status is still
+ * known. Orphans of the tasks come to the agent too: it reaps those (launch_owns_child()). */
+
 /* Called with the child stopped before exec: put it into every task cgroup. */
 typedef int (*launch_attach_fn)(pid_t pid, void *userdata);
 /* Called once the main process ended (si from waitid: si_code CLD_EXITED/KILLED/DUMPED, si_status;
- * si_code 0 for an adopted task: the status is in its status file). */
+ * si_code 0: not known here, the status is in its status file if anywhere — an adopted task, or
+ * one whose shim died first and whose end nobody could wait for). When launch_exit_mirrored(),
+ * si is the shim's own exit, which mirrors the task's — unless the shim was killed after it reaped
+ * the task and before it recorded the status: then the status file is empty. */
 typedef void (*launch_exit_fn)(Launch *l, const siginfo_t *si, void *userdata);
 
 /* Starts the task. Returns 0 once the child has exec'd; on failure a negative errno and, in
@@ -61,7 +68,9 @@ int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, l
                  void *userdata, Launch **ret, char **ret_error);
 /* Watches a task started by an earlier agent: its main process through a pidfd, its progress
  * through the shim's end of the pipe (when the shim still runs). When the main process is gone
- * already (or main_pid is 0: unknown) the Launch is born exited (launch_exited()). */
+ * already (or main_pid is 0: unknown) the Launch is born exited (launch_exited()). shim_pid must
+ * be the main process's parent (checked by the caller); once the main process ended, the exit is
+ * reported when the shim has recorded it (it exits right after). */
 int launch_adopt(sd_event *e, pid_t shim_pid, pid_t main_pid, const char *proc_fs, launch_exit_fn on_exit,
                  void *userdata, Launch **ret);
 /* Without pidfd_open (Linux before 5.3) an adopted task's main process is looked for at every
@@ -78,3 +87,10 @@ pid_t launch_pid(const Launch *l);
 /* Last reported progress in [0,1], or -1 when the task reported none. */
 double launch_progress(const Launch *l);
 bool launch_exited(const Launch *l);
+bool launch_exit_mirrored(const Launch *l);
+/* No shim can still write the task's status file: what it holds now is final. False without
+ * pidfds (the caller waits a few samples instead). */
+bool launch_status_settled(const Launch *l);
+/* pid is a child of ours this Launch waits for (its shim, or its main process once the shim died):
+ * not to be reaped by anyone else. */
+bool launch_owns_child(const Launch *l, pid_t pid);

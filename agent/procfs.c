@@ -260,6 +260,16 @@ int procfs_parse_pid_starttime(const char *text, uint64_t *ret_ticks) {
         return pid_stat_field(text, 22, ret_ticks);
 }
 
+int procfs_parse_pid_parent(const char *text, pid_t *ret_ppid, pid_t *ret_sid) {
+        uint64_t ppid, sid;
+
+        if (pid_stat_field(text, 4, &ppid) < 0 || pid_stat_field(text, 6, &sid) < 0 || ppid > INT32_MAX || sid > INT32_MAX)
+                return -EINVAL;
+        *ret_ppid = (pid_t) ppid;
+        *ret_sid = (pid_t) sid;
+        return 0;
+}
+
 int procfs_parse_pid_stat(const char *text, uint64_t page_bytes, uint64_t *ret_rss_bytes, uint32_t *ret_threads) {
         uint64_t threads, rss_pages;
 

@@ -43,6 +43,8 @@ int procfs_parse_pid_io(const char *text, uint64_t *ret_read_bytes, uint64_t *re
 /* /proc/PID/stat field 22: start time in clock ticks after boot. The command name (field 2)
  * may hold spaces and parentheses: parsing starts after its last ')'. */
 int procfs_parse_pid_starttime(const char *text, uint64_t *ret_ticks);
+/* /proc/PID/stat fields 4 and 6: the parent's pid and the session id. */
+int procfs_parse_pid_parent(const char *text, pid_t *ret_ppid, pid_t *ret_sid);
 
 /* Reads a small file below procfs (at most size-1 bytes) into buf; a file the kernel makes in
  * one piece (as every /proc file the agent reads) or a regular file: a short read ends it. */

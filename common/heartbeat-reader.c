@@ -625,8 +625,10 @@ static int read_limits(Reader *r, Limits *l) {
 static int read_exit(Reader *r, ExitRecord *e) {
         static const KeyName keys[] = {
                 KEY("code"), KEY("signal"), KEY("oom_killed"), KEY("wall_s"), KEY("cpu_s"), KEY("memory_peak_bytes"),
+                KEY("status_unknown"),  /* optional: the last key */
         };
         static const Schema schema = { .head = keys, .n_head = ELEMENTSOF(keys) };
+        const uint64_t required = (UINT64_C(1) << (ELEMENTSOF(keys) - 1)) - 1;
         ObjectCursor c;
         size_t i;
         int64_t v;
@@ -654,12 +656,15 @@ static int read_exit(Reader *r, ExitRecord *e) {
                 case 4:
                         k = read_real(r, 0, false, INFINITY, &e->cpu_s);
                         break;
-                default:
+                case 5:
                         k = read_uint64(r, &e->memory_peak_bytes);
+                        break;
+                default:
+                        k = read_bool(r, &e->status_unknown);
                 }
         if (k < 0)
                 return k;
-        return c.seen == (UINT64_C(1) << ELEMENTSOF(keys)) - 1 ? 0 : DECLINE;
+        return (c.seen & required) == required ? 0 : DECLINE;
 }
 
 /* get_text(): free text of at most TEXT_MAX bytes. */

@@ -1151,7 +1151,7 @@ static int sample_from_json(json_t *j, const char *path, TaskSample *s, char **r
 
 static int exit_from_json(json_t *j, const char *path, ExitRecord *e, char **ret_error) {
         static const char *const keys[] = {
-                "code", "signal", "oom_killed", "wall_s", "cpu_s", "memory_peak_bytes", NULL,
+                "code", "signal", "oom_killed", "wall_s", "cpu_s", "memory_peak_bytes", "status_unknown", NULL,
         };
         int64_t i;
         int r;
@@ -1179,7 +1179,7 @@ static int exit_from_json(json_t *j, const char *path, ExitRecord *e, char **ret
         r = get_uint64(j, path, "memory_peak_bytes", true, &e->memory_peak_bytes, ret_error);
         if (r < 0)
                 return r;
-        return 0;
+        return get_bool(j, path, "status_unknown", false, &e->status_unknown, ret_error);
 }
 
 static int task_report_from_json(json_t *j, const char *path, TaskReport *t, char **ret_error) {
@@ -1451,6 +1451,8 @@ static json_t *exit_to_json(const ExitRecord *e) {
             add(o, "oom_killed", json_boolean(e->oom_killed)) < 0 || add(o, "wall_s", json_double(e->wall_s)) < 0 ||
             add(o, "cpu_s", json_double(e->cpu_s)) < 0 ||
             add(o, "memory_peak_bytes", json_u64(e->memory_peak_bytes)) < 0)
+                return NULL;
+        if (e->status_unknown && add(o, "status_unknown", json_true()) < 0)
                 return NULL;
         return json_incref(o);
 }
@@ -1848,6 +1850,8 @@ static void task_report_write_tail(TextBuf *b, const TaskReport *t) {
                 text_double(b, t->exit.cpu_s);
                 text_lit(b, ",\"memory_peak_bytes\":");
                 text_u64(b, t->exit.memory_peak_bytes);
+                if (t->exit.status_unknown)
+                        text_lit(b, ",\"status_unknown\":true");
                 text_lit(b, "}");
         }
         if (t->error) {

@@ -175,6 +175,9 @@ typedef struct TaskSample {
 typedef struct ExitRecord {
         int code;                    /* exit status, valid when signal == 0 */
         int signal;                  /* terminating signal or 0 */
+        /* The task ended (its cgroup is empty) but nobody could learn how: code and signal are
+         * 0 and mean nothing, the report's error says why, its state is lost. */
+        bool status_unknown;
         bool oom_killed;
         double wall_s;
         double cpu_s;                /* CPU seconds of the whole cgroup (user + system) */

@@ -544,8 +544,14 @@ int store_task_set_exit(Store *s, const char *id, const ExitRecord *e) {
                               &st);
         if (r < 0)
                 return r;
-        sqlite3_bind_int(st, 1, e->code);
-        sqlite3_bind_int(st, 2, e->signal);
+        /* An exit nobody could learn has no code and no signal: NULL, as before the task ended. */
+        if (e->status_unknown) {
+                sqlite3_bind_null(st, 1);
+                sqlite3_bind_null(st, 2);
+        } else {
+                sqlite3_bind_int(st, 1, e->code);
+                sqlite3_bind_int(st, 2, e->signal);
+        }
         sqlite3_bind_int(st, 3, e->oom_killed);
         sqlite3_bind_double(st, 4, e->cpu_s);
         sqlite3_bind_int64(st, 5, (int64_t) e->memory_peak_bytes);

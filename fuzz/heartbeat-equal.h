@@ -49,6 +49,7 @@ static inline bool heq_report(const TaskReport *a, const TaskReport *b) {
             a->has_exit != b->has_exit || !heq_str(a->error, b->error))
                 return false;
         if (a->exit.code != b->exit.code || a->exit.signal != b->exit.signal || a->exit.oom_killed != b->exit.oom_killed ||
+            a->exit.status_unknown != b->exit.status_unknown ||
             !heq_real(a->exit.wall_s, b->exit.wall_s) || !heq_real(a->exit.cpu_s, b->exit.cpu_s) ||
             a->exit.memory_peak_bytes != b->exit.memory_peak_bytes)
                 return false;

@@ -124,9 +124,11 @@ tests_unit_test_cgroup_LDADD = agent/libcgorch-agent-cgroup.a $(COMMON_LIBS) $(L
 EXTRA_DIST += tests/fixtures/cgroup-v1 tests/fixtures/cgroup-hybrid tests/fixtures/cgroup-v2
 # agent: sampling (procfs parsers, per-mode samples, rates) on the fixture trees and
 # tests/fixtures/proc; the safety rules of limit changes; actuation and restart on real cgroups
-# driven by a scripted controller.
+# driven by a scripted controller; the record of how tasks ended when the state directory or a
+# task's supervisor is lost.
 check_PROGRAMS += tests/unit/test-sampler tests/unit/test-limits-policy
-TESTS += tests/unit/test-sampler tests/unit/test-limits-policy tests/integration/test-agent-actions.sh
+TESTS += tests/unit/test-sampler tests/unit/test-limits-policy tests/integration/test-agent-actions.sh \
+	tests/integration/test-agent-record.sh
 tests_unit_test_sampler_SOURCES = tests/unit/test-sampler.c
 tests_unit_test_sampler_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/agent
 tests_unit_test_sampler_CFLAGS = $(AM_CFLAGS) $(LIBCGROUP_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
@@ -142,7 +144,8 @@ tests_unit_test_limits_policy_SOURCES = tests/unit/test-limits-policy.c
 tests_unit_test_limits_policy_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/agent
 tests_unit_test_limits_policy_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_limits_policy_LDADD = agent/libcgorch-agent-cgroup.a $(COMMON_LIBS) $(LIBCGROUP_LIBS) $(CRITERION_LIBS)
-EXTRA_DIST += tests/fixtures/proc tests/integration/test-agent-actions.sh tests/integration/fake-controller.py
+EXTRA_DIST += tests/fixtures/proc tests/integration/test-agent-actions.sh tests/integration/test-agent-record.sh \
+	tests/integration/fake-controller.py
 # agent: the sample budget (pure); the launcher's status lines and re-adoption of a running
 # process (pidfd, or polling where the kernel has none).
 check_PROGRAMS += tests/unit/test-sample-budget tests/unit/test-launcher

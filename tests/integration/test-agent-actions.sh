@@ -35,7 +35,7 @@ task_state_is() { [ "$(task_field "$1" .state 2>/dev/null)" = "$2" ]; }
 
 T=1.0.0.0
 queue 1 "{\"id\": 1, \"type\": \"start\", \"task\": \"$T\", \"user\": \"nobody\",
-  \"argv\": [\"$BURN_BIN\", \"--cpu-seconds\", \"5\", \"--memory\", \"40M\", \"--progress-interval\", \"200ms\"],
+  \"argv\": [\"$BURN_BIN\", \"--cpu-seconds\", \"8\", \"--memory\", \"40M\", \"--progress-interval\", \"200ms\"],
   \"limits\": {\"cpu_quota_us\": 100000, \"cpu_period_us\": 100000, \"memory_max_bytes\": 268435456}}"
 ack_ok 1
 wait_for 10 task_state_is $T running || fail "task $T not reported running"
@@ -51,6 +51,12 @@ ack_ok 2
 [ "$(cat "$(cg memory $T)/memory.soft_limit_in_bytes")" = 134217728 ] || fail "soft limit"
 [ "$(cat "$(cg memory $T)/memory.limit_in_bytes")" = 201326592 ] || fail "hard limit"
 pass "set_limits: quota 50000/100000, shares 2048, soft 128M, hard 192M in the kernel"
+# From here the task runs at 0.1 CPU until it is re-adopted: every step below needs it running,
+# and on a busy machine they took longer than its 8 CPU-seconds at 0.5 CPU (it ended before the
+# restart, which then re-adopted an ended task). It gets a whole CPU back once re-adopted.
+queue 43 "{\"id\": 43, \"type\": \"set_limits\", \"task\": \"$T\", \"limits\": {\"cpu_quota_us\": 10000, \"cpu_period_us\": 100000}}"
+ack_ok 43
+[ "$(cat "$(cg cpu $T)/cpu.cfs_quota_us")" = 10000 ] || fail "cfs_quota_us $(cat "$(cg cpu $T)/cpu.cfs_quota_us"), want 10000"
 
 # ---- safety: a hard limit far below usage is applied only down to usage + margin ----
 queue 3 "{\"id\": 3, \"type\": \"set_limits\", \"task\": \"$T\", \"limits\": {\"memory_high_bytes\": 8388608,
@@ -130,13 +136,15 @@ cluster_start_agent n1 "${AGENT_OPTS[@]}"
 wait_for 10 test -s "$FAKE/last-heartbeat.json" || fail "no heartbeat from the restarted agent"
 [ "$(task_field $T .adopted)" = true ] || fail "task not reported adopted: $(hb .tasks)"
 [ "$(cat "$(cg cpu $T)/cgroup.procs")" = "$burn_pid" ] || fail "task launched twice or lost"
-[ "$(task_field $T .limits.cpu_quota_us)" = 50000 ] || fail "adopted limits not read back"
+[ "$(task_field $T .limits.cpu_quota_us)" = 10000 ] || fail "adopted limits not read back"
 pass "restarted agent re-adopted $T (pid $burn_pid, quota read back)"
 progress_after_adoption() {
         [ -n "$(jq -r "select(.tasks) | .tasks[] | select(.id == \"$T\" and .adopted) | .samples[].progress // empty" \
                 "$FAKE/heartbeats.jsonl")" ]
 }
 wait_for 10 progress_after_adoption || fail "no progress read through the shim after re-adoption"
+queue 44 "{\"id\": 44, \"type\": \"set_limits\", \"task\": \"$T\", \"limits\": {\"cpu_quota_us\": 100000, \"cpu_period_us\": 100000}}"
+ack_ok 44
 wait_for 60 grep -q "\"id\":\"$T\",\"state\":\"succeeded\"" "$FAKE/heartbeats.jsonl" ||
         fail "re-adopted task never reported succeeded"
 code=$(jq -r "select(.tasks) | .tasks[] | select(.id == \"$T\" and .exit) | .exit.code" "$FAKE/heartbeats.jsonl" | tail -n 1)

@@ -884,6 +884,29 @@ Test(cluster, task_the_fence_could_not_freeze_runs_again) {
         assert_job_state(id, "running");
 }
 
+Test(cluster, task_whose_exit_is_unknown_runs_again) {
+        Node n1 = node_new("n1", 1);
+        uint64_t id = one_task_running(&n1);
+        HeartbeatReply *hr;
+
+        /* It ended, nobody could learn how: neither a success nor a failure. It is lost, keeps
+         * the CPU time it used, has no exit code, and runs again; the job goes on. */
+        TaskReport r = ended(task_id(id, 0, 0), TASK_LOST, 0, 0, 1.5, MiB);
+        r.exit.status_unknown = true;
+        r.adopted = true;
+        r.error = (char *) "exit status unknown: its supervisor died before the task, while the agent was not its parent";
+        hr = beat(&n1, &r, 1, NULL, 0, T0 + 12000);
+        cr_assert_not_null(find_action(hr, ACTION_START, task_id_attempt(id, 0, 0, 1)));
+        heartbeat_reply_free(hr);
+        assert_task_state(id, 0, 0, "lost");
+        assert_field(id, 0, 0, "exit_code", "(null)");
+        assert_field(id, 0, 0, "signal", "(null)");
+        assert_field(id, 0, 0, "error",
+                     "node n1: exit status unknown: its supervisor died before the task, while the agent was not its parent");
+        cr_assert_float_eq(number(id, 0, 0, "cpu_s"), 1.5, 1e-9);
+        assert_job_state(id, "running");
+}
+
 Test(cluster, restarted_agent_keeps_running_task) {
         uint64_t id = submit(job_one_task, T0);
         Node n1 = node_new("n1", 1);

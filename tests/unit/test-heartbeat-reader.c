@@ -96,7 +96,7 @@ static TaskSample sample_of(unsigned i, bool detail) {
 /* A heartbeat as the agent writes it: n tasks with two samples each, one ended task with an
  * exit record and an error, acks. Returned as text (free it). */
 static char *agent_heartbeat(unsigned n, bool pretty) {
-        TaskReport *reports = calloc(n + 1, sizeof(TaskReport));
+        TaskReport *reports = calloc(n + 2, sizeof(TaskReport));
         TaskSample *samples = calloc(2 * (n + 1), sizeof(TaskSample));
         char (*ids)[TASK_ID_MAX] = calloc(n + 1, TASK_ID_MAX);
         cr_assert(reports && samples && ids);
@@ -121,6 +121,12 @@ static char *agent_heartbeat(unsigned n, bool pretty) {
                           .memory_peak_bytes = 1 << 20 },
                 .error = (char *) "exited with code 3",
         };
+        /* Ended, how nobody could learn (exit.status_unknown). */
+        reports[n + 1] = (TaskReport) {
+                .id = (char *) "9.1.0.2", .state = TASK_LOST, .adopted = true, .has_exit = true,
+                .exit = { .status_unknown = true, .wall_s = 30, .cpu_s = 1.5, .memory_peak_bytes = 1 << 20 },
+                .error = (char *) "exit status unknown: its supervisor died before the task",
+        };
         Ack acks[] = { { .action_id = 17, .ok = true }, { .action_id = 18, .ok = false, .error = (char *) "no such user" } };
         Heartbeat hb = {
                 .node = (char *) "node-17.example", .boot_id = (char *) "1b3c-boot", .seq = 99,
@@ -129,7 +135,7 @@ static char *agent_heartbeat(unsigned n, bool pretty) {
                                  .has = SAMPLE_HAS_MEMINFO | SAMPLE_HAS_PSI_CPU, .memory_total_bytes = UINT64_C(64) << 30,
                                  .swap_total_bytes = 0, .swap_free_bytes = 0,
                                  .psi_cpu = { .some_avg10 = 3.5, .some_total_us = 123456 } },
-                .tasks = reports, .n_tasks = n + 1, .acks = acks, .n_acks = ELEMENTSOF(acks),
+                .tasks = reports, .n_tasks = n + 2, .acks = acks, .n_acks = ELEMENTSOF(acks),
         };
         char *text;
         if (pretty) {
@@ -172,6 +178,12 @@ Test(heartbeat_reader, minimal_and_order) {
               "\"memory_peak_bytes\":2,\"memory_current_bytes\":3,\"cpu_usage_ns\":4,\"psi\":{\"io\":{\"some_total_us\":1,"
               "\"some_avg10\":2}},\"throttled_ratio\":0.5,\"cpu_cores\":-0.0}]}]}",
               true);
+        /* status_unknown is optional, and may come first. */
+        check("{\"node\":\"n\",\"boot_id\":\"b\",\"seq\":1,\"cgroup_mode\":\"v2\",\"capacity\":{\"cpus\":1,"
+              "\"memory_bytes\":1048576},\"node_sample\":{\"time_ms\":0,\"cpu_busy\":0,\"memory_available_bytes\":0},"
+              "\"tasks\":[{\"id\":\"1.0.0.0\",\"state\":\"lost\",\"exit\":{\"status_unknown\":false,\"code\":0,"
+              "\"signal\":0,\"oom_killed\":false,\"wall_s\":1,\"cpu_s\":0,\"memory_peak_bytes\":0}}]}",
+              true);
 }
 
 /* Valid JSON the reader leaves to jansson, and invalid JSON: the verdicts must agree. */
@@ -203,6 +215,11 @@ Test(heartbeat_reader, declined_and_invalid) {
                 "{\"node\":\"n\",\"boot_id\":\"b\",\"seq\":0,\"cgroup_mode\":\"v2\",\"capacity\":{\"cpus\":1,"
                 "\"memory_bytes\":1048576},\"node_sample\":{\"time_ms\":0,\"cpu_busy\":0,\"memory_available_bytes\":0,"
                 "\"memory_total_bytes\":1}}",
+                /* status_unknown must be a boolean */
+                "{\"node\":\"n\",\"boot_id\":\"b\",\"seq\":0,\"cgroup_mode\":\"v2\",\"capacity\":{\"cpus\":1,"
+                "\"memory_bytes\":1048576},\"node_sample\":{\"time_ms\":0,\"cpu_busy\":0,\"memory_available_bytes\":0},"
+                "\"tasks\":[{\"id\":\"1.0.0.0\",\"state\":\"lost\",\"exit\":{\"code\":0,\"signal\":0,\"oom_killed\":false,"
+                "\"wall_s\":1,\"cpu_s\":0,\"memory_peak_bytes\":0,\"status_unknown\":1}}]}",
                 "[]", "", "{", "{\"node\":", "nul", "{}",
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++)

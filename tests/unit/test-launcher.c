@@ -1,16 +1,21 @@
-/* test-launcher.c: the shim's status lines (format and parse) and the re-adoption of a task an
+/* test-launcher.c: the shim's status lines (format and parse); a started task's exit, mirrored
+ * by its shim or, when the shim was killed first, its own; and the re-adoption of a task an
  * earlier agent started — its main process watched through a pidfd (or by polling where the
  * kernel or valgrind has no pidfd_open), its progress read again through the shim's pipe. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "launcher.h"
+#include "macro.h"
 
 Test(launcher, status_round_trip) {
         char buf[32];
@@ -51,15 +56,26 @@ Test(launcher, status_parse_rejects) {
         cr_expect_eq(sig, 64);
 }
 
+static bool have_pidfd(void) {
+        int fd = (int) syscall(SYS_pidfd_open, getpid(), 0);
+
+        if (fd < 0)
+                return false;
+        close(fd);
+        return true;
+}
+
 typedef struct Seen {
         int calls;
         int si_code;
+        int status;
 } Seen;
 
 static void on_exit_cb(Launch *l, const siginfo_t *si, void *userdata) {
         Seen *seen = userdata;
         seen->calls++;
         seen->si_code = si->si_code;
+        seen->status = si->si_status;
 }
 
 /* A process that waits for its stdin to close (or a signal). */
@@ -187,14 +203,117 @@ Test(launcher, adopt_reads_progress_through_the_shim) {
 
         close(main_fd);
         cr_assert_eq(waitpid(main_pid, &status, 0), main_pid);
+        /* The shim records the status and then exits: until it has, the record is on its way.
+         * (Without pidfds, under valgrind, the exit is reported at once and the caller waits a
+         * few samples for the status file instead.) */
+        for (int i = 0; i < 10; i++) {
+                launch_poll(l);
+                cr_assert_geq(sd_event_run(e, 20 * 1000), 0);
+        }
+        cr_expect(launch_exited(l));
+        cr_expect_not(launch_status_settled(l));
+        if (have_pidfd())
+                cr_expect_eq(seen.calls, 0, "reported before the shim recorded the status");
+        close(shim_fd);
+        close(progress_w);
+        cr_assert_eq(waitpid(shim, &status, 0), shim);
         for (int i = 0; i < 100 && seen.calls == 0; i++) {
                 launch_poll(l);
                 cr_assert_geq(sd_event_run(e, 20 * 1000), 0);
         }
         cr_expect_eq(seen.calls, 1);
-        close(shim_fd);
-        close(progress_w);
-        cr_assert_eq(waitpid(shim, &status, 0), shim);
+        cr_expect_eq(seen.si_code, 0, "the status is in the status file");
+        cr_expect(launch_status_settled(l) == have_pidfd(), "settled once the shim has exited (known only with pidfds)");
         launch_free(l);
+        sd_event_unref(e);
+}
+
+static int attach_nothing(pid_t pid, void *userdata) {
+        return 0;
+}
+
+/* Starts "sh -c SCRIPT" as the agent does (shim, status file), in a test process that is a
+ * subreaper with SIGCHLD blocked, as the agent is. */
+static Launch *start_sh(sd_event *e, const char *script, Seen *seen, int *ret_status_fd) {
+        char tmpl[] = "/tmp/test-launcher-status.XXXXXX";
+        char *argv[] = { (char *) "/bin/sh", (char *) "-c", (char *) script, NULL };
+        _cleanup_free_ char *error = NULL;
+        sigset_t chld;
+        Launch *l = NULL;
+        int fd;
+
+        sigemptyset(&chld);
+        sigaddset(&chld, SIGCHLD);
+        cr_assert_eq(sigprocmask(SIG_BLOCK, &chld, NULL), 0);
+        cr_assert_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+        fd = mkostemp(tmpl, O_CLOEXEC);
+        cr_assert_geq(fd, 0);
+        unlink(tmpl);
+        LaunchSpec spec = { .task = "1.0.0.0", .argv = argv, .allow_root = true, .status_fd = fd };
+        cr_assert_eq(launch_start(e, &spec, attach_nothing, on_exit_cb, seen, &l, &error), 0, "%s", error ?: "");
+        *ret_status_fd = fd;
+        return l;
+}
+
+Test(launcher, exit_mirrored_by_the_shim) {
+        sd_event *e = NULL;
+        Seen seen = {};
+        char buf[32] = "";
+        int fd;
+
+        cr_assert_eq(sd_event_new(&e), 0);
+        Launch *l = start_sh(e, "exit 3", &seen, &fd);
+        for (int i = 0; i < 500 && seen.calls == 0; i++)
+                cr_assert_geq(sd_event_run(e, 20 * 1000), 0);
+        cr_assert_eq(seen.calls, 1);
+        cr_expect(launch_exit_mirrored(l), "the shim's own exit");
+        cr_expect_eq(seen.si_code, CLD_EXITED);
+        cr_assert_gt(pread(fd, buf, sizeof buf - 1, 0), 0);
+        cr_expect_str_eq(buf, "exited 3\n", "the shim recorded the status first");
+        launch_free(l);
+        close(fd);
+        sd_event_unref(e);
+}
+
+/* kill -9 of the shim is not the task's exit: the task becomes our child and its own status is
+ * reported. */
+Test(launcher, shim_killed_task_runs_on) {
+        char go[] = "/tmp/test-launcher-go.XXXXXX", script[128];
+        sd_event *e = NULL;
+        Seen seen = {};
+        char buf[32] = "";
+        int fd;
+
+        if (!have_pidfd())
+                cr_skip_test("no pidfd_open (valgrind): the shim's mirror is all the launcher has");
+        cr_assert_not_null(mkdtemp(go));
+        snprintf(script, sizeof script, "while [ ! -e %s/go ]; do sleep 0.02; done; exit 7", go);
+        cr_assert_eq(sd_event_new(&e), 0);
+        Launch *l = start_sh(e, script, &seen, &fd);
+        pid_t task = launch_pid(l);
+
+        cr_assert_eq(kill(launch_shim_pid(l), SIGKILL), 0);
+        for (int i = 0; i < 10; i++)
+                cr_assert_geq(sd_event_run(e, 20 * 1000), 0);
+        cr_expect_eq(seen.calls, 0, "the shim's death taken for the task's exit");
+        cr_expect_eq(kill(task, 0), 0, "the task runs on");
+        cr_expect(launch_owns_child(l, task), "the task is ours to wait for now");
+
+        snprintf(script, sizeof script, "%s/go", go);
+        int g = open(script, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+        cr_assert_geq(g, 0);
+        close(g);
+        for (int i = 0; i < 500 && seen.calls == 0; i++)
+                cr_assert_geq(sd_event_run(e, 20 * 1000), 0);
+        cr_assert_eq(seen.calls, 1);
+        cr_expect_not(launch_exit_mirrored(l));
+        cr_expect_eq(seen.si_code, CLD_EXITED);
+        cr_expect_eq(seen.status, 7, "the task's own exit code");
+        cr_expect_not(launch_owns_child(l, task));
+        cr_expect_eq(pread(fd, buf, sizeof buf - 1, 0), 0, "nothing recorded: the shim was gone");
+        unlink(script);
+        rmdir(go);
+        launch_free(l);
+        close(fd);
         sd_event_unref(e);
 }

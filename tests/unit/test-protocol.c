@@ -553,6 +553,10 @@ static TaskReport reports[] = {
           .exit = { .code = 0, .signal = 9, .oom_killed = true, .wall_s = 12.5, .cpu_s = 3.25,
                     .memory_peak_bytes = 268435456 },
           .error = "killed by the OOM killer" },
+        /* Ended, how nobody could learn: lost, with the usage it had. */
+        { .id = "7.0.2.0", .state = TASK_LOST, .pid = 0, .adopted = true, .has_exit = true,
+          .exit = { .status_unknown = true, .wall_s = 30, .cpu_s = 1.5, .memory_peak_bytes = 1048576 },
+          .error = "exit status unknown: its supervisor died before the task" },
 };
 
 static Ack acks[] = {
@@ -568,7 +572,7 @@ static const Heartbeat heartbeat = {
                          .memory_total_bytes = 4ull << 30, .swap_total_bytes = 1 << 30, .swap_free_bytes = 1 << 29,
                          .psi_cpu = { .some_avg10 = 3.5, .some_total_us = 42 },
                          .psi_io = { .some_avg10 = 1, .some_total_us = 2, .has_full = true, .full_avg10 = 0.5, .full_total_us = 1 } },
-        .tasks = reports, .n_tasks = 2, .acks = acks, .n_acks = 2,
+        .tasks = reports, .n_tasks = ELEMENTSOF(reports), .acks = acks, .n_acks = 2,
 };
 
 static void assert_heartbeats_equal(const Heartbeat *a, const Heartbeat *b) {
@@ -601,6 +605,7 @@ static void assert_heartbeats_equal(const Heartbeat *a, const Heartbeat *b) {
                         cr_assert_eq(r->exit.wall_s, s->exit.wall_s);
                         cr_assert_eq(r->exit.cpu_s, s->exit.cpu_s);
                         cr_assert_eq(r->exit.memory_peak_bytes, s->exit.memory_peak_bytes);
+                        cr_assert_eq(r->exit.status_unknown, s->exit.status_unknown);
                 }
                 cr_assert((r->error == NULL) == (s->error == NULL));
                 if (r->error)
@@ -626,6 +631,10 @@ Test(heartbeat, round_trip) {
                 json_object_get(j, "tasks"), 0), "samples"), 0), "progress")));
         cr_assert_null(json_object_get(json_array_get(json_object_get(j, "tasks"), 0), "exit"));
         cr_assert_not_null(json_object_get(json_array_get(json_object_get(j, "tasks"), 1), "exit"));
+        /* status_unknown only when true. */
+        cr_assert_null(json_object_get(json_object_get(json_array_get(json_object_get(j, "tasks"), 1), "exit"), "status_unknown"));
+        cr_assert(json_is_true(json_object_get(json_object_get(json_array_get(json_object_get(j, "tasks"), 2), "exit"),
+                                               "status_unknown")));
         /* Optional groups appear only when set: sample 0 has none, sample 1 all of them. */
         json_t *s0 = json_array_get(json_object_get(json_array_get(json_object_get(j, "tasks"), 0), "samples"), 0);
         json_t *s1 = json_array_get(json_object_get(json_array_get(json_object_get(j, "tasks"), 0), "samples"), 1);
@@ -680,6 +689,8 @@ Test(heartbeat, text_writer_equals_jansson) {
         task_report_write_json(&c, &reports[0], s.data, s.len);
         text_buf_add(&c, ",", 1);
         task_report_write_json(&c, &reports[1], NULL, 0);
+        text_buf_add(&c, ",", 1);
+        task_report_write_json(&c, &reports[2], NULL, 0);
         heartbeat_write_json_tail(&c, &heartbeat);
         cr_assert_str_eq(c.data, b.data);
 }
@@ -874,6 +885,9 @@ static void exit_wall(json_t *j) { json_object_set_new(json_object_get(task1(j),
 static void exit_oom(json_t *j) { json_object_set_new(json_object_get(task1(j), "exit"), "oom_killed", json_integer(1)); }
 static void exit_missing(json_t *j) { json_object_del(json_object_get(task1(j), "exit"), "cpu_s"); }
 static void exit_string(json_t *j) { json_object_set_new(task1(j), "exit", json_string("0")); }
+static void exit_unknown(json_t *j) {
+        json_object_set_new(json_object_get(task1(j), "exit"), "status_unknown", json_string("yes"));
+}
 static void task_error_nul(json_t *j) { json_object_set_new(task1(j), "error", json_stringn("a\0b", 3)); }
 static void task_unknown(json_t *j) { json_object_set_new(task0(j), "foo", json_true()); }
 static void ack_ok_string(json_t *j) {
@@ -946,6 +960,7 @@ Test(heartbeat, errors) {
         expect_heartbeat_error(exit_oom, "tasks[1].exit.oom_killed: must be true or false");
         expect_heartbeat_error(exit_missing, "tasks[1].exit.cpu_s: is required");
         expect_heartbeat_error(exit_string, "tasks[1].exit: must be an object");
+        expect_heartbeat_error(exit_unknown, "tasks[1].exit.status_unknown: must be true or false");
         expect_heartbeat_error(task_error_nul, "tasks[1].error: must not contain NUL bytes");
         expect_heartbeat_error(task_unknown, "tasks[0].foo: unknown field");
         expect_heartbeat_error(ack_ok_string, "acks[0].ok: must be true or false");

@@ -118,6 +118,11 @@ Test(procfs, pid_files) {
         cr_assert_eq(procfs_parse_pid_starttime("1 (a) b) S 0 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 77 0 0", &start), 0);
         cr_expect_eq(start, 77);
         cr_expect_eq(procfs_parse_pid_starttime("1 (a) S 0", &start), -EINVAL);
+        pid_t ppid, sid;
+        cr_assert_eq(procfs_parse_pid_parent("77 (a) b) S 12 77 76 0 -1", &ppid, &sid), 0);
+        cr_expect_eq(ppid, 12);
+        cr_expect_eq(sid, 76);
+        cr_expect_eq(procfs_parse_pid_parent("77 (a) S 12 77", &ppid, &sid), -EINVAL);
         cr_expect_eq(procfs_read_file(proc, "99999/io", buf, sizeof buf), -ENOENT);
 }
 

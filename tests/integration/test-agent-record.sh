@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# test-agent-record.sh: the agent's record of how each task ended stays true when its own
+# bookkeeping is damaged, on real cgroups, driven by a scripted controller (fake-controller.py):
+#   A. its state directory removed while tasks run, then the agent restarted: it makes the
+#      directory again, re-adopts the tasks from their cgroups (no pid files) and reports their
+#      real exits (through the status files their supervisors still hold open); a task that
+#      ended while no agent ran and whose record went with the directory is reported lost with
+#      its exit status unknown, never failed;
+#   B. a task's supervisor (shim) killed with SIGKILL while the agent runs: the task runs on and
+#      its own exit is reported (the agent, a subreaper, becomes its parent);
+#   C. the shim killed and then the agent restarted: nobody can learn the exit, reported unknown;
+#   D. a process a task leaves behind ends as the agent's child and is reaped;
+#   E. A again with the real controller and jobs: none lost, none re-run after it succeeded, the
+#      unknown one run again.
+# Every task is launched exactly once, and every outcome is the one the task produced.
+set -euo pipefail
+
+top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
+top_builddir=${top_builddir:-$top_srcdir/build}
+. "$top_srcdir/tools/cluster-lib.sh"
+
+cluster_require curl jq python3
+cluster_init "$top_builddir" cgorch-test-record
+
+cluster_make_tokens
+cluster_start_fake || fail "fake controller did not start"
+STATE=$CLUSTER_DIR/state
+AGENT_OPTS=(--cpus 2 --memory 2G --state-dir "$STATE")
+cluster_start_agent n1 "${AGENT_OPTS[@]}"
+LOG=$CLUSTER_DIR/agent-n1.log
+
+# The tasks (user nobody) wait for a file of ours before they end: a directory they can reach.
+chmod 711 "$CLUSTER_DIR"
+GO=$CLUSTER_DIR/go
+mkdir -m 755 "$GO"
+
+hb() { jq -r "$1" "$FAKE/last-heartbeat.json"; }
+task_field() { hb ".tasks[] | select(.id == \"$1\") | $2"; }
+acked() { test -f "$FAKE/acks/$1.json"; }
+ack_ok() { wait_for 10 acked "$1" || fail "action $1 never acked"; [ "$(jq -r .ok "$FAKE/acks/$1.json")" = true ] ||
+        fail "action $1 failed: $(jq -r .error "$FAKE/acks/$1.json")"; }
+task_running() { [ "$(task_field "$1" .state 2>/dev/null)" = running ]; }
+# final TASK: the task's final report ({state, exit, error}), once one went out.
+final() {
+        jq -c --arg t "$1" 'select(.tasks) | .tasks[] | select(.id == $t and .exit) | {state, exit, error}' \
+                "$FAKE/heartbeats.jsonl" | tail -n 1
+}
+has_final() { [ -n "$(final "$1")" ]; }
+ACTION=0
+# start TASK GOFILE SCRIPT-END: a task that waits for $GO/GOFILE, then runs SCRIPT-END.
+start() {
+        ACTION=$((ACTION + 1))
+        echo "{\"id\": $ACTION, \"type\": \"start\", \"task\": \"$1\", \"user\": \"nobody\",
+          \"argv\": [\"/bin/sh\", \"-c\", \"while [ ! -e $GO/$2 ]; do sleep 0.1; done; $3\"]}" \
+                >"$FAKE/queue/$(printf %04d $ACTION).json"
+        ack_ok $ACTION
+        wait_for 10 task_running "$1" || fail "task $1 not reported running"
+}
+# expect TASK STATE CODE SIGNAL: its final report, as the task produced it.
+expect() {
+        wait_for 30 has_final "$1" || fail "task $1: no final report"
+        local f; f=$(final "$1")
+        [ "$(jq -r .state <<<"$f")" = "$2" ] && [ "$(jq -r .exit.code <<<"$f")" = "$3" ] &&
+                [ "$(jq -r .exit.signal <<<"$f")" = "$4" ] && [ "$(jq -r '.exit.status_unknown // false' <<<"$f")" = false ] ||
+                fail "task $1 ended $f, want $2 code $3 signal $4"
+}
+expect_unknown() {
+        wait_for 30 has_final "$1" || fail "task $1: no final report"
+        local f; f=$(final "$1")
+        [ "$(jq -r .state <<<"$f")" = lost ] && [ "$(jq -r .exit.status_unknown <<<"$f")" = true ] &&
+                jq -r .error <<<"$f" | grep -q "exit status unknown" || fail "task $1 ended $f, want lost, status unknown"
+}
+main_pid() { task_field "$1" .pid; }
+parent_of() { awk '{ sub(/.*\) /, ""); print $2 }' "/proc/$1/stat"; }
+agents_child() { [ "$(parent_of "$1")" = "$CLUSTER_AGENT_PID" ]; }
+cg_procs() { cat "$CGROUP_FS/memory/$CLUSTER_CGROOT/n1/$1/cgroup.procs" 2>/dev/null || true; }
+cg_empty() { [ -z "$(cg_procs "$1")" ]; }
+restart_agent() {
+        kill -TERM "$CLUSTER_AGENT_PID"
+        wait "$CLUSTER_AGENT_PID" 2>/dev/null || true
+        "$@"
+        rm -f "$FAKE/last-heartbeat.json"
+        cluster_start_agent n1 "${AGENT_OPTS[@]}"
+        wait_for 10 test -s "$FAKE/last-heartbeat.json" || fail "no heartbeat from the restarted agent"
+}
+
+# ---- A. the state directory removed while tasks run, then the agent restarted ----
+start 1.0.0.0 a "exit 0"
+start 1.0.1.0 a "exit 3"
+start 1.0.2.0 a 'kill -USR1 $$'
+start 1.0.3.0 a3 "exit 0"
+rm -rf "$STATE"
+start 1.0.4.0 a4 "exit 0"
+[ -f "$STATE/1.0.4.0.exit" ] && [ -f "$STATE/1.0.4.0.pids" ] || fail "the state directory was not made again at a start"
+grep -q "state directory $STATE was gone: made again" "$LOG" || fail "the state directory's loss was not logged"
+! grep -q "Cannot create" "$LOG" || fail "the agent could not create a task's status file: $(grep "Cannot create" "$LOG")"
+pass "state directory removed: made again at the next start"
+
+ended_while_away() { touch "$GO/a3"; wait_for 10 cg_empty 1.0.3.0 || fail "task 1.0.3.0 did not end"; }
+restart_agent ended_while_away
+for t in 1.0.0.0 1.0.1.0 1.0.2.0; do
+        [ "$(task_field $t .adopted)" = true ] && [ "$(task_field $t .state)" = running ] ||
+                fail "task $t not re-adopted running: $(hb ".tasks[] | select(.id == \"$t\")")"
+        grep -q "Task $t: no pid file .*main process found in its cgroup" "$LOG" || fail "task $t: main process not found"
+done
+pass "restarted without pid files: 3 running tasks re-adopted, main processes found in their cgroups"
+touch "$GO/a" "$GO/a4"
+expect 1.0.0.0 succeeded 0 0
+expect 1.0.1.0 failed 3 0
+expect 1.0.2.0 failed 0 10
+expect 1.0.4.0 succeeded 0 0
+pass "re-adopted tasks recorded as they ended: code 0, code 3, signal 10 (SIGUSR1), and code 0"
+expect_unknown 1.0.3.0
+pass "the task that ended while no agent ran, its record lost with the directory: lost, exit status unknown ($(final 1.0.3.0 | jq -r .error))"
+
+# ---- B. a shim killed while the agent runs: the task runs on, its own exit is recorded ----
+start 2.0.0.0 b "exit 0"
+start 2.0.1.0 b "exit 5"
+for t in 2.0.0.0 2.0.1.0; do
+        m=$(main_pid $t); s=$(parent_of "$m")
+        [ "$s" != 1 ] && [ "$s" != "$CLUSTER_AGENT_PID" ] || fail "task $t: its parent $s is not a shim"
+        kill -KILL "$s"
+        wait_for 5 agents_child "$m" || fail "task $t (pid $m) not the agent's child once its shim died"
+done
+sleep 1
+for t in 2.0.0.0 2.0.1.0; do
+        [ "$(task_field $t .state)" = running ] || fail "task $t reported ended when its shim died: $(final $t)"
+done
+grep -q "died (signal 9) before the task: watching the task directly" "$LOG" || fail "the shim's death not logged"
+touch "$GO/b"
+expect 2.0.0.0 succeeded 0 0
+expect 2.0.1.0 failed 5 0
+pass "shims killed with SIGKILL: the tasks ran on and were recorded with their own exits (0 and 5)"
+
+# ---- C. a shim killed, then the agent restarted: nobody can learn the exit ----
+start 3.0.0.0 c "exit 0"
+m=$(main_pid 3.0.0.0)
+kill -KILL "$(parent_of "$m")"
+wait_for 5 agents_child "$m" || fail "task 3.0.0.0 not the agent's child once its shim died"
+restart_agent true
+[ "$(task_field 3.0.0.0 .state)" = running ] || fail "task 3.0.0.0 not re-adopted running"
+touch "$GO/c"
+expect_unknown 3.0.0.0
+pass "shim killed, then the agent restarted: recorded lost, exit status unknown, not failed"
+
+# ---- D. a process a task leaves behind is reaped by the agent ----
+start 4.0.0.0 d "sleep 1 & exit 0"
+touch "$GO/d"
+expect 4.0.0.0 succeeded 0 0
+sleep 1.5   # the sample after the orphan's end reaps it
+# Zombie children of the agent, from /proc (field 3 the state, 4 the parent).
+zombies=$(cat /proc/[0-9]*/stat 2>/dev/null | awk -v a="$CLUSTER_AGENT_PID" '{ sub(/.*\) /, "") } $1 == "Z" && $2 == a' | wc -l)
+[ "$zombies" = 0 ] || fail "$zombies zombie children of the agent"
+pass "a process left behind by a task ended as the agent's child and was reaped"
+
+# ---- E. with the real controller: the state directory lost, the agent restarted ----
+# Jobs: 3 tasks that exit 0, one that exits 3, one that ends while no agent runs (its record
+# lost with the directory: unknown). The first two end as they did, with no task run twice; the
+# unknown one runs again as attempt 1 and succeeds: no job lost, none failed by a made-up signal.
+kill -TERM "$CLUSTER_AGENT_PID"; wait "$CLUSTER_AGENT_PID" 2>/dev/null || true
+cluster_start_controller
+STATE2=$CLUSTER_DIR/agent-state-n2
+cluster_start_agent n2 --cpus 2 --memory 2G --state-dir "$STATE2"
+LOG=$CLUSTER_DIR/agent-n2.log
+submit() {
+        "$CGORCHCTL" submit --name "$1" --user nobody --tasks "$2" --cpus 0.1 --memory 32M -- \
+                /bin/sh -c "while [ ! -e $GO/$3 ]; do sleep 0.1; done; $4" | grep -o '[0-9]\+' | head -n 1
+}
+ok_job=$(submit ok 3 e "exit 0")
+bad_job=$(submit bad 1 e "exit 3")
+away_job=$(submit away 1 e-away "exit 0")
+running() { [ "$(job_field "$1" '[.phases[].tasks[] | select(.state == "running")] | length')" = "$2" ]; }
+for j in "$ok_job:3" "$bad_job:1" "$away_job:1"; do
+        wait_for 20 running "${j%:*}" "${j#*:}" || fail "job ${j%:*} not running: $(job_field "${j%:*}" .phases)"
+done
+rm -rf "$STATE2"
+away() { touch "$GO/e-away"; wait_for 10 cg_empty_n2 || fail "the away task did not end"; }
+cg_empty_n2() { [ -z "$(cat "$CGROUP_FS/memory/$CLUSTER_CGROOT/n2/$away_job".0.0.0/cgroup.procs 2>/dev/null)" ]; }
+kill -TERM "$CLUSTER_AGENT_PID"; wait "$CLUSTER_AGENT_PID" 2>/dev/null || true
+away
+cluster_start_agent n2 --cpus 2 --memory 2G --state-dir "$STATE2"
+# The node still looks ready from before: wait for the new agent's first heartbeat (sent once it
+# has re-adopted), or the tasks would end before it looks at them.
+readopted() { grep -q "Node n2: agent restarted" "$CLUSTER_DIR/controller.log"; }
+wait_for 20 readopted || fail "the restarted agent never reported"
+touch "$GO/e"
+for j in "$ok_job" "$bad_job" "$away_job"; do wait_for 60 job_is_final "$j" || fail "job $j never ended"; done
+rows() { job_field "$1" '[.phases[].tasks[] | "\(.id) \(.state) \(.exit_code) \(.signal)"] | join(", ")'; }
+[ "$(job_field "$ok_job" .state)" = succeeded ] && [ "$(rows "$ok_job")" = \
+        "$ok_job.0.0.0 succeeded 0 0, $ok_job.0.1.0 succeeded 0 0, $ok_job.0.2.0 succeeded 0 0" ] ||
+        fail "job $ok_job: $(job_field "$ok_job" .state): $(rows "$ok_job")"
+[ "$(job_field "$bad_job" .state)" = failed ] && [ "$(rows "$bad_job")" = "$bad_job.0.0.0 failed 3 0" ] ||
+        fail "job $bad_job: $(job_field "$bad_job" .state): $(rows "$bad_job")"
+[ "$(job_field "$away_job" .state)" = succeeded ] &&
+        [ "$(rows "$away_job")" = "$away_job.0.0.0 lost null null, $away_job.0.0.1 succeeded 0 0" ] ||
+        fail "job $away_job: $(job_field "$away_job" .state): $(rows "$away_job")"
+job_field "$away_job" '.phases[0].tasks[0].error' | grep -q "exit status unknown" ||
+        fail "the unknown exit's reason is not recorded: $(job_field "$away_job" '.phases[0].tasks[0].error')"
+pass "real controller, state directory lost and agent restarted: 3 jobs, none lost; tasks ended 0, 0, 0 and 3 as they did, none run twice; the one whose exit nobody could learn is lost with no exit code and ran again (succeeded)"
+
+# ---- every task launched once ----
+for t in 1.0.0.0 1.0.1.0 1.0.2.0 1.0.3.0 1.0.4.0 2.0.0.0 2.0.1.0 3.0.0.0 4.0.0.0; do
+        n=$(grep -c "Task $t started as pid" "$CLUSTER_DIR/agent-n1.log" || true)
+        [ "$n" = 1 ] || fail "task $t launched $n times"
+done
+for t in "$ok_job".0.0.0 "$ok_job".0.1.0 "$ok_job".0.2.0 "$bad_job".0.0.0 "$away_job".0.0.0 "$away_job".0.0.1; do
+        n=$(grep -c "Task $t started as pid" "$CLUSTER_DIR/agent-n2.log" || true)
+        [ "$n" = 1 ] || fail "task $t launched $n times"
+done
+pass "15 tasks, each launched once"
+echo PASS
