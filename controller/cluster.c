@@ -1261,7 +1261,7 @@ int cluster_heartbeat_text(Cluster *c, const char *node, const char *body, size_
 
 /* Node loss: its active tasks are lost and run again elsewhere as new attempts (task_lose()),
  * placed by the caller once every lost node is handled. */
-static int node_lose(Cluster *c, const char *node, int64_t silent_ms, int64_t now_ms) {
+static int node_lose(Cluster *c, const char *node, int64_t silent_ms, int64_t now_ms, size_t *ret_lost) {
         _cleanup_(job_set_done) JobSet jobs = {};
         StoreTask *tasks = NULL;
         size_t n = 0;
@@ -1280,8 +1280,7 @@ static int node_lose(Cluster *c, const char *node, int64_t silent_ms, int64_t no
         store_tasks_free(tasks, n);
         if (r < 0)
                 return r;
-        log_warning("Node %s is lost (no heartbeat for %.1f s); %zu task(s) lost.", node,
-                    (double) silent_ms / 1000.0, n);
+        *ret_lost = n;
         return roll_up_all(c, &jobs, now_ms);
 }
 
@@ -1326,13 +1325,17 @@ int cluster_check_nodes(Cluster *c, int64_t now_ms) {
                 r = store_begin(c->store);
                 if (r < 0)
                         return r;
+                size_t lost = 0;
                 r = store_node_peek(c->store, *id, &n);
                 if (r >= 0)
-                        r = node_lose(c, *id, now_ms - n.last_heartbeat_ms, now_ms);
-                (void) node_list_remove(c->unreachable, *id);
+                        r = node_lose(c, *id, now_ms - n.last_heartbeat_ms, now_ms, &lost);
                 r = transaction_end(c, r);
                 if (r < 0)
                         return r;
+                /* Said once it is true: a rolled-back loss is tried again at the next check. */
+                (void) node_list_remove(c->unreachable, *id);
+                log_warning("Node %s is lost (no heartbeat for %.1f s); %zu task(s) lost.", *id,
+                            (double) (now_ms - n.last_heartbeat_ms) / 1000.0, lost);
         }
         if (!overdue || !overdue[0])
                 return 0;
