@@ -1314,6 +1314,10 @@ int cluster_check_nodes(Cluster *c, int64_t now_ms) {
          * could not reach us for longer froze its tasks, and we thaw them when it does. */
         if (now_ms - c->started_ms < timeout_ms)
                 return 0;
+        /* A store that cannot write could not record a loss either: trying every tick would only
+         * log losses that roll back. The grace runs again once it writes (heartbeat_handle()). */
+        if (store_fault(c->store, NULL, NULL) != STORE_FAULT_NONE)
+                return 0;
 
         _cleanup_strv_free_ char **overdue = NULL;
         r = store_nodes_overdue(c->store, now_ms - timeout_ms, &overdue);
