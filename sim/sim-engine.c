@@ -291,6 +291,14 @@ void sim_engine_node_refresh(Engine *e, size_t n) {
         }
 }
 
+/* Whether the task in the slot has done its work: reached, or so nearly that the time left is
+ * below what the clock can still tell apart from now (late in a long run, now + dt == now: the
+ * node's next event would come at now again, and time would stand still). */
+static bool task_work_done(const Engine *e, uint32_t slot, double now) {
+        double work = e->w->work_s[e->tasks[slot].id], done = e->done_s[slot];
+        return sim_work_done(done, work) || (e->rate[slot] > 0 && now + (work - done) / e->rate[slot] <= now);
+}
+
 static int node_add(Engine *e, size_t n, uint32_t slot) {
         Node *node = &e->nodes[n];
         if (node->n_tasks == node->allocated_tasks) {
@@ -894,7 +902,7 @@ int sim_run(const SimWorkload *w, const SimNodeSpec *nodes, size_t n_nodes, cons
                                                 continue;
                                         uint32_t slot = node->tasks[q];
                                         const Task *task = &e.tasks[slot];
-                                        if (task->state == SIM_TASK_RUNNING && sim_work_done(e.done_s[slot], w->work_s[task->id])) {
+                                        if (task->state == SIM_TASK_RUNNING && task_work_done(&e, slot, t)) {
                                                 r = task_finish(&e, slot);
                                                 if (r < 0)
                                                         goto finish;
