@@ -1,6 +1,7 @@
 /* cluster.c: the job lifecycle on top of the store: what submits, cancels, heartbeats and
  * node loss do to jobs, phases, tasks and actions, and when placement runs. */
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -50,7 +51,8 @@ struct Cluster {
          * tasks stay theirs until the lease runs out (kept for the log and to place again at
          * once when one comes back). */
         char **unreachable;
-        /* During one heartbeat: stray kills it may still queue, and those it could not. */
+        /* During one heartbeat: stray kills it may still queue (UINT_MAX: not counted yet), and
+         * those it could not. */
         unsigned stray_budget, strays_skipped;
 };
 
@@ -835,6 +837,13 @@ static int merge_report(Cluster *c, const Heartbeat *hb, const TaskReport *rep, 
                 if (task_state_is_final(rep->state))
                         return 0;
                 if (r == -ENOENT) {
+                        if (c->stray_budget == UINT_MAX) {
+                                unsigned pending;
+                                r = store_node_kills_pending(c->store, hb->node, &pending);
+                                if (r < 0)
+                                        return r;
+                                c->stray_budget = pending < CLUSTER_MAX_STRAY_KILLS ? CLUSTER_MAX_STRAY_KILLS - pending : 0;
+                        }
                         if (c->stray_budget == 0) {
                                 c->strays_skipped++;
                                 return 0;
@@ -1129,11 +1138,8 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
                 if (r < 0)
                         return r;
         }
-        unsigned kills_pending;
-        r = store_node_kills_pending(c->store, hb->node, &kills_pending);
-        if (r < 0)
-                return r;
-        c->stray_budget = kills_pending < CLUSTER_MAX_STRAY_KILLS ? CLUSTER_MAX_STRAY_KILLS - kills_pending : 0;
+        /* Counted at the first stray, if any: most heartbeats have none. */
+        c->stray_budget = UINT_MAX;
         c->strays_skipped = 0;
         for (size_t i = 0; i < hb->n_tasks; i++) {
                 const TaskReport *rep = &hb->tasks[i];
