@@ -605,11 +605,12 @@ int cluster_sched_to_json(ClusterSched *cs, int64_t now_ms, json_t **ret) {
                         return -ENOMEM;
                 }
         const SchedParams *sp = sched_params(cs->sched);
-        json_t *o = json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:o}",
+        json_t *o = json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:f, s:o}",
                               "policy", sched_policy_to_string(sp->policy),
                               "preemption", sched_preemption_to_string(sp->preemption),
                               "training_cpus", sched_training_limit(cs->sched),
                               "training_share", sp->training_share,
+                              "probe_s", sp->probe_s,
                               "capacity_cpus", cs->capacity_cpus,
                               "ghost_time", sched_ghost_time(cs->sched),
                               "jobs", jobs);

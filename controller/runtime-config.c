@@ -102,6 +102,9 @@ const Knob runtime_knobs[] = {
         { "training-cpus", KNOB_DOUBLE, SETTING(sched.training_cpus), "CPUS",
           "T in CPUs instead of --training-share; 0: use the share (default: 0; 0..1000000)",
           0, 1e6, NULL, 0, "training_cpus", KNOB_APPLY_SCHEDULER },
+        { "probe", KNOB_DOUBLE, SETTING(sched.probe_s), "SECONDS",
+          "hfsp, psbs: a phase not yet sized starts its first task at once, kept from preemption this long, to learn its task size; 0: off (default: 1; 0..3600)",
+          0, 3600, NULL, 0, "probe_s", KNOB_APPLY_SCHEDULER },
 };
 const size_t runtime_n_knobs = ELEMENTSOF(runtime_knobs);
 

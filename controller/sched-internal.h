@@ -70,6 +70,7 @@ typedef struct SchedJob {
         double active_min_cpus;    /* at most the smallest request of its running and stopping
                                     * tasks (∞ when none): preemption's bound */
         bool training_now;
+        bool probed;               /* a task of it has been placed: no probe (SchedParams.probe_s) */
         uint64_t added_epoch;      /* decisions before it came */
 
         /* Its place in each order (sched-order.c). */
@@ -197,6 +198,10 @@ struct Sched {
         uint32_t active_jobs_head; /* jobs with running or stopping tasks (preemption's victims) */
         uint32_t find_hint;        /* the job of the last task told: tasks come job by job */
         double training_cpus;      /* Σ training_cpus of jobs in training */
+        /* Keys of the phases added at S_i that may still want a probe, oldest first from
+         * probe_head (entries whose phase was probed or is gone are dropped when reached). */
+        uint64_t *probe_keys;
+        size_t probe_head, n_probe_keys, n_probe_keys_allocated;
 
         /* Nodes: capacity from the caller, allocations kept from the tasks. */
         PlacementNode *nodes;
@@ -294,6 +299,10 @@ int sched_order_restore(Sched *s);
 /* sched-tasks.c */
 int sched_task_set_ordered(Sched *s, size_t id, const SchedTask *task, uint64_t order);
 bool sched_task_is_training(const SchedJob *j, const SchedTask *t);
+/* The first task (index 0) of a phase still at S_i, running for less than probe_s: its phase's
+ * probe (started by the probe pass, or in the phase's own turn), not a victim yet. Told by the
+ * task alone, so a caller that gives the whole picture each time sees the same. */
+bool sched_task_is_probing(const Sched *s, const SchedJob *j, const SchedTask *t);
 /* Recomputes the job's training state and its training counts (size or policy changed). */
 void sched_job_training_refresh(Sched *s, SchedJob *j);
 /* Moves a task to a new state (and node) with all the accounting; used by decisions. */

@@ -141,8 +141,9 @@ typedef struct OutranksMemo {
 static bool task_may_yield(const Sched *s, const SchedBlocked *b, const SchedJob *cj, uint32_t i, OutranksMemo *m) {
         const SchedTask *t = sched_task_at(s, (uint32_t) b->task), *c = sched_task_at(s, i);
         /* Tasks this decision started or thawed are not running yet for it; training tasks are
-         * never preempted while they train. */
-        if (c->state != SCHED_TASK_RUNNING || sched_meta_at(s, i)->seen == s->epoch || sched_task_is_training(cj, c))
+         * never preempted while they train, nor probes while they probe. */
+        if (c->state != SCHED_TASK_RUNNING || sched_meta_at(s, i)->seen == s->epoch || sched_task_is_training(cj, c) ||
+            sched_task_is_probing(s, cj, c))
                 return false;
         if (b->training)
                 return true;

@@ -12,6 +12,11 @@ bool sched_task_is_training(const SchedJob *j, const SchedTask *t) {
         return j->training_now && t->index < j->size.n_training;
 }
 
+bool sched_task_is_probing(const Sched *s, const SchedJob *j, const SchedTask *t) {
+        return t->index == 0 && t->state == SCHED_TASK_RUNNING && j->size.kind == SCHED_SIZE_INITIAL &&
+                s->ops->training_priority && s->last_s < t->started_s + s->params.probe_s;
+}
+
 static bool holds_node(const SchedTask *t) {
         return t->state == SCHED_TASK_RUNNING || t->state == SCHED_TASK_STOPPING || t->state == SCHED_TASK_SUSPENDED;
 }
@@ -187,6 +192,8 @@ static int attach(Sched *s, uint32_t id) {
         m->counted = true;
         m->job = sched_job_slot(s, j);
         s->find_hint = m->job;
+        if (t->state != SCHED_TASK_PENDING)
+                j->probed = true;
         list_insert(s, j, id);
         job_count(s, j, t, 1);
         if (holds_node(t)) {

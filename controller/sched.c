@@ -68,6 +68,7 @@ static bool params_valid(const SchedParams *p) {
         return p->policy >= 0 && p->policy < _SCHED_POLICY_MAX && p->preemption >= 0 &&
                 p->preemption < _SCHED_PREEMPTION_MAX && p->training_cpus >= 0 && isfinite(p->training_cpus) &&
                 p->training_share >= 0 && p->training_share <= 1 && p->kill_max_lost_s >= 0 &&
+                p->probe_s >= 0 && isfinite(p->probe_s) &&
                 (p->fair_overcommit == 0 || (p->fair_overcommit >= 1 && p->fair_overcommit <= 1000));
 }
 
@@ -104,6 +105,7 @@ Sched *sched_free(Sched *s) {
         free(s->popped);
         free(s->out);
         free(s->reserved);
+        free(s->probe_keys);
         free(s);
         return NULL;
 }
@@ -158,6 +160,25 @@ static int job_changed(Sched *s, SchedJob *j) {
         return sched_order_update(s, j);
 }
 
+static int probe_push(Sched *s, uint64_t key) {
+        if (s->probe_head > 0 && s->probe_head * 2 >= s->n_probe_keys) {
+                /* Mostly dropped entries before the head: move the live ones down. */
+                memmove(s->probe_keys, s->probe_keys + s->probe_head, (s->n_probe_keys - s->probe_head) * sizeof(uint64_t));
+                s->n_probe_keys -= s->probe_head;
+                s->probe_head = 0;
+        }
+        if (s->n_probe_keys == s->n_probe_keys_allocated) {
+                size_t m = MAX(s->n_probe_keys_allocated * 2, (size_t) 16);
+                uint64_t *p = realloc(s->probe_keys, m * sizeof(uint64_t));
+                if (!p)
+                        return -ENOMEM;
+                s->probe_keys = p;
+                s->n_probe_keys_allocated = m;
+        }
+        s->probe_keys[s->n_probe_keys++] = key;
+        return 0;
+}
+
 int sched_job_add(Sched *s, uint64_t key, double now_s, double weight, double parallel_cpus,
                   const SchedSize *size) {
         if (!(weight > 0) || !isfinite(weight) || !(parallel_cpus >= 0) || !isfinite(parallel_cpus) ||
@@ -189,6 +210,11 @@ int sched_job_add(Sched *s, uint64_t key, double now_s, double weight, double pa
         r = sched_vcluster_enter(s, j, now_s);
         if (r < 0)
                 return r;
+        if (size->kind == SCHED_SIZE_INITIAL && size->n_training > 0) {
+                r = probe_push(s, key);
+                if (r < 0)
+                        return r;
+        }
         return job_changed(s, j);
 }
 
@@ -567,6 +593,41 @@ static int training_pass(Sched *s, double now_s, bool *ret_stop) {
         }
 }
 
+/* SchedParams.probe_s: the phases added at S_i, oldest first, each get their first pending
+ * task started once, with training priority (it may preempt anything but tiny phases,
+ * training tasks and other probes), and it is no victim for probe_s seconds. */
+static int probe_pass(Sched *s, double now_s, bool *ret_stop) {
+        while (s->probe_head < s->n_probe_keys) {
+                SchedJob *j = sched_table_find(s, s->probe_keys[s->probe_head]);
+                if (!j || j->probed || j->real_done || j->size.kind != SCHED_SIZE_INITIAL ||
+                    j->pending_head == SCHED_NIL) {
+                        s->probe_head++;
+                        continue;
+                }
+                uint32_t ti = j->pending_head;
+                if (sched_task_at(s, ti)->index != 0) {
+                        s->probe_head++; /* its first task was placed and is pending again */
+                        continue;
+                }
+                if (sched_meta_at(s, ti)->seen == s->epoch)
+                        return 0; /* tried in this decision already and could not start */
+                sched_meta_at(s, ti)->seen = s->epoch;
+                int outcome;
+                int r = try_start(s, now_s, j, ti, true, &outcome);
+                if (r < 0)
+                        return r;
+                if (sched_task_at(s, ti)->state == SCHED_TASK_RUNNING)
+                        s->probe_head++;
+                else if (outcome == UNIT_SKIPPED)
+                        s->probe_head++; /* fits on no node: it waits for one like any task */
+                if (outcome == UNIT_STOP) {
+                        *ret_stop = true;
+                        return 0;
+                }
+        }
+        return 0;
+}
+
 /* Placement stopped at a task that fits nowhere. Frozen tasks hold their memory whatever
  * happens; where a node has the CPU to run one, it runs: this takes no memory the blocked
  * task could use, and it finishes what holds the memory. Without it, memory held by frozen
@@ -665,6 +726,12 @@ static int decide(Sched *s, double now_s) {
                 if (slot == SCHED_NIL)
                         break;
                 r = serve_job(s, now_s, sched_job_at(s, slot), &stop);
+                if (r < 0)
+                        return r;
+        }
+
+        if (!stop && s->ops->training_priority && s->params.probe_s > 0) {
+                r = probe_pass(s, now_s, &stop);
                 if (r < 0)
                         return r;
         }

@@ -51,6 +51,13 @@ typedef struct SchedParams {
          * too small for a share to hold a task (sched_training_limit()). */
         double training_cpus;
         double training_share;
+        /* hfsp and psbs: a phase still at its initial size S_i has its first task started at
+         * once, ahead of everything but tiny phases, and kept from preemption for probe_s
+         * seconds: a task that finishes within it tells the phase's task size long before the
+         * phase's turn at S_i would have (sched-sizing.c refines S_i from it), one that does
+         * not is an ordinary task again. 0: off. Not in the paper: with T = 0 (fewer than 20
+         * CPUs) nothing else learns a phase's size before its turn (docs/design.md). */
+        double probe_s;
         /* kill and suspend-kill kill only tasks that have had at most this many CPU-seconds
          * (CPUs × seconds since they started): preemption never throws away more. */
         double kill_max_lost_s;
@@ -65,6 +72,7 @@ typedef struct SchedParams {
 
 #define SCHED_KILL_MAX_LOST_S_DEFAULT 60.0
 #define SCHED_FAIR_OVERCOMMIT_DEFAULT 8.0
+#define SCHED_PROBE_S_DEFAULT 1.0
 
 /* The defaults, chosen by measurement (docs/design.md, "Scheduling defaults"): hfsp, suspend
  * (freeze lower-priority tasks; the agent has a freezer wherever cgroups do), T = 5 % of the
@@ -72,7 +80,7 @@ typedef struct SchedParams {
 #define SCHED_PARAMS_DEFAULT                                                                   \
         ((SchedParams) { .policy = SCHED_HFSP, .preemption = SCHED_PREEMPT_SUSPEND, .training_cpus = 0, \
                          .training_share = 0.05, .kill_max_lost_s = SCHED_KILL_MAX_LOST_S_DEFAULT,  \
-                         .fair_overcommit = SCHED_FAIR_OVERCOMMIT_DEFAULT })
+                         .fair_overcommit = SCHED_FAIR_OVERCOMMIT_DEFAULT, .probe_s = SCHED_PROBE_S_DEFAULT })
 
 /* What the estimator says about one job phase. */
 typedef enum SchedSizeKind {

@@ -33,6 +33,7 @@ static void help(void) {
                "  -s --error-sigma=SIGMA    multiply size estimates by LogN(0, SIGMA^2)  [0]\n"
                "     --training-share=F     HFSP's T as a share of the CPUs, rounded down  [0.05]\n"
                "     --training-cpus=T      HFSP's T in CPUs instead (0: the share)  [0]\n"
+               "     --probe=SECONDS        start a phase's first task at once, no victim for this long  [1]\n"
                "     --kill-max-lost=CPU_S  kill only tasks that have had at most this much CPU  [60]\n"
                "     --fair-overcommit=F    fair hands out F times a node's CPUs, shared by CFS  [8]\n"
                "     --reschedule=SECONDS   with kill/suspend, decide at least this often  [3]\n"
@@ -58,6 +59,7 @@ enum {
         ARG_LOAD,
         ARG_TRAINING_CPUS,
         ARG_TRAINING_SHARE,
+        ARG_PROBE,
         ARG_KILL_MAX_LOST,
         ARG_FAIR_OVERCOMMIT,
         ARG_RESCHEDULE,
@@ -85,6 +87,7 @@ static const struct option options[] = {
         { "error-sigma", required_argument, NULL, 's' },
         { "training-cpus", required_argument, NULL, ARG_TRAINING_CPUS },
         { "training-share", required_argument, NULL, ARG_TRAINING_SHARE },
+        { "probe", required_argument, NULL, ARG_PROBE },
         { "kill-max-lost", required_argument, NULL, ARG_KILL_MAX_LOST },
         { "fair-overcommit", required_argument, NULL, ARG_FAIR_OVERCOMMIT },
         { "reschedule", required_argument, NULL, ARG_RESCHEDULE },
@@ -227,6 +230,10 @@ int main(int argc, char *argv[]) {
                         break;
                 case ARG_TRAINING_CPUS:
                         if (parse_number("training-cpus", optarg, 0, &params.training_cpus) < 0)
+                                return 2;
+                        break;
+                case ARG_PROBE:
+                        if (parse_number("probe", optarg, 0, &params.probe_s) < 0)
                                 return 2;
                         break;
                 case ARG_KILL_MAX_LOST:

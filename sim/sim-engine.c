@@ -829,7 +829,7 @@ static int engine_init(Engine *e, const SimWorkload *w, const SimNodeSpec *nodes
                 SimSchedParams sp = {
                         .policy = p->policy, .preemption = p->preemption, .training_cpus = p->training_cpus,
                         .training_share = p->training_share, .kill_max_lost_s = p->kill_max_lost_s,
-                        .fair_overcommit = p->fair_overcommit, .sizing = e->hfsp,
+                        .fair_overcommit = p->fair_overcommit, .probe_s = p->probe_s, .sizing = e->hfsp,
                 };
                 int r = sim_sched_new(&sp, cpus, memory, n_nodes, &e->sched);
                 if (r < 0)

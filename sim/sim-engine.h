@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "controller/sched.h"
 #include "sim-sched.h"
 #include "sim-workload.h"
 
@@ -28,6 +29,7 @@ typedef struct SimParams {
         uint64_t seed;                  /* for the estimation errors */
         double training_cpus;           /* HFSP's T in CPUs; 0: training_share */
         double training_share;          /* T as a share of the cluster's CPUs, rounded down */
+        double probe_s;                 /* hfsp, psbs: a phase's first task probes its size */
         double kill_max_lost_s;         /* kill only tasks that have had at most this much CPU */
         double fair_overcommit;         /* fair: a node's CPUs handed out this many times over */
         double thrash_exponent;
@@ -45,6 +47,7 @@ typedef struct SimParams {
                 .preemption = SIM_PREEMPT_SUSPEND,              \
                 .estimator = SIM_ESTIMATOR_HFSP,                \
                 .training_share = 0.05,                         \
+                .probe_s = SCHED_PROBE_S_DEFAULT,               \
                 .kill_max_lost_s = 60,                          \
                 .fair_overcommit = 8,                           \
                 .thrash_exponent = SIM_THRASH_EXPONENT_DEFAULT, \

@@ -98,6 +98,7 @@ int sim_sched_new(const SimSchedParams *params,
         p.training_share = params->training_share;
         p.kill_max_lost_s = params->kill_max_lost_s;
         p.fair_overcommit = params->fair_overcommit;
+        p.probe_s = params->probe_s;
         r = sched_new(&p, capacity, &s->sched);
         if (r >= 0)
                 r = sched_set_nodes(s->sched, s->nodes, n_nodes);

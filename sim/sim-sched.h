@@ -86,7 +86,7 @@ typedef struct SimSched SimSched;
 typedef struct SimSchedParams {
         SimPolicy policy;
         SimPreemption preemption;
-        double training_cpus, training_share, kill_max_lost_s, fair_overcommit; /* as in controller/sched.h */
+        double training_cpus, training_share, kill_max_lost_s, fair_overcommit, probe_s; /* as in controller/sched.h */
         HfspSizeParams sizing;
 } SimSchedParams;
 

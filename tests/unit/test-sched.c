@@ -201,7 +201,7 @@ static SchedSize final_size(double s) {
         return (SchedSize) { .kind = SCHED_SIZE_FINAL, .size_s = s };
 }
 
-/* The papers' setting: WAIT preemption unless a test says otherwise, T = 10 CPUs, and FAIR
+/* The papers' setting (no probes): WAIT preemption unless a test says otherwise, T = 10 CPUs, and FAIR
  * with slots (one task per CPU, as Hadoop's; the driver below does not share CPUs as CFS
  * would). */
 static SchedParams params(SchedPolicy p) {
@@ -210,6 +210,7 @@ static SchedParams params(SchedPolicy p) {
         sp.preemption = SCHED_PREEMPT_WAIT;
         sp.training_cpus = 10;
         sp.fair_overcommit = 1;
+        sp.probe_s = 0; /* not in the papers */
         return sp;
 }
 
@@ -1305,4 +1306,147 @@ Test(sched_misc, sub_ulp_virtual_work_at_epoch_time, .timeout = 20) {
                 cr_assert_float_eq(info.virtual_size_s, 97, 1e-3, "aged 3 CPU-s (4 CPUs, then 2, for 0.5 s each): %g left", info.virtual_size_s);
                 sched_free(s);
         }
+}
+
+/* ---- Probes (SchedParams.probe_s): a phase at S_i runs its first task at once ---- */
+
+typedef struct ProbeWorld {
+        Sched *s;
+        SchedTask t[16];
+        size_t n;
+} ProbeWorld;
+
+static void probe_world(ProbeWorld *w, double probe_s, SchedPreemption m) {
+        SchedParams p = SCHED_PARAMS_DEFAULT; /* hfsp, T = 5 % of 2 CPUs: 0 */
+        p.preemption = m;
+        p.probe_s = probe_s;
+        *w = (ProbeWorld) {};
+        cr_assert_eq(sched_new(&p, 2, &w->s), 0);
+        PlacementNode n = node(2);
+        cr_assert_eq(sched_set_nodes(w->s, &n, 1), 0);
+        cr_assert_eq(sched_training_limit(w->s), 0);
+}
+
+static void probe_tasks(ProbeWorld *w, uint64_t key, unsigned n) {
+        for (unsigned i = 0; i < n; i++) {
+                w->t[w->n] = (SchedTask) { .key = key, .index = i, .state = SCHED_TASK_PENDING, .cpu_cores = 1,
+                                           .memory_bytes = MiB };
+                cr_assert_eq(sched_task_set(w->s, w->n, &w->t[w->n]), 0);
+                w->n++;
+        }
+}
+
+/* The decisions at now, applied to the world's copy; returns how many. */
+static size_t probe_next(ProbeWorld *w, double now, SchedDecision *out, size_t max) {
+        const SchedDecision *d;
+        size_t n_d;
+        cr_assert_eq(sched_next(w->s, now, &d, &n_d), 0);
+        cr_assert_leq(n_d, max);
+        for (size_t k = 0; k < n_d; k++) {
+                SchedTask *t = &w->t[d[k].task];
+                out[k] = d[k];
+                t->state = d[k].verb == SCHED_FREEZE ? SCHED_TASK_SUSPENDED : SCHED_TASK_RUNNING;
+                t->node = d[k].node;
+                if (d[k].verb == SCHED_START)
+                        t->started_s = now;
+        }
+        return n_d;
+}
+
+static bool has(const SchedDecision *d, size_t n, SchedVerb v, size_t task) {
+        for (size_t k = 0; k < n; k++)
+                if (d[k].verb == v && d[k].task == task)
+                        return true;
+        return false;
+}
+
+Test(sched_probe, first_task_runs_at_once_and_is_no_victim_while_it_probes) {
+        ProbeWorld w;
+        SchedDecision d[8];
+        probe_world(&w, 1, SCHED_PREEMPT_SUSPEND);
+        /* Job 1 (100 CPU-s) holds both CPUs. */
+        SchedSize big = final_size(100);
+        cr_assert_eq(sched_job_add(w.s, 1, 0, 1, 2, &big), 0);
+        probe_tasks(&w, 1, 2); /* ids 0, 1 */
+        cr_assert_eq(probe_next(&w, 0, d, 8), 2);
+
+        /* Job 2 comes at S_i = 200, ranked below job 1: its first task probes anyway. */
+        SchedSize init = { .kind = SCHED_SIZE_INITIAL, .size_s = 200, .n_training = 5 };
+        cr_assert_eq(sched_job_add(w.s, 2, 5, 1, 6, &init), 0);
+        probe_tasks(&w, 2, 6); /* ids 2..7 */
+        size_t n = probe_next(&w, 5, d, 8);
+        cr_assert_eq(n, 2, "one of job 1's tasks frozen, job 2's first task started");
+        cr_assert(has(d, n, SCHED_START, 2));
+        cr_assert(has(d, n, SCHED_FREEZE, 0) || has(d, n, SCHED_FREEZE, 1));
+        SchedJobInfo info;
+        cr_assert_eq(sched_job_info(w.s, 2, &info), 0);
+        cr_assert_eq(info.size.kind, SCHED_SIZE_INITIAL);
+
+        /* Within probe_s, a job that outranks everything takes job 1's CPU, not the probe's. */
+        SchedSize small = final_size(1);
+        cr_assert_eq(sched_job_add(w.s, 3, 5.5, 1, 1, &small), 0);
+        probe_tasks(&w, 3, 1); /* id 8 */
+        n = probe_next(&w, 5.5, d, 8);
+        cr_assert(has(d, n, SCHED_START, 8));
+        cr_assert(!has(d, n, SCHED_FREEZE, 2), "the probe is no victim for probe_s");
+        cr_assert_eq(w.t[2].state, SCHED_TASK_RUNNING);
+
+        /* Past probe_s it is an ordinary task of the lowest-ranked job: the next to give way. */
+        cr_assert_eq(sched_job_add(w.s, 4, 6.5, 1, 1, &small), 0);
+        probe_tasks(&w, 4, 1); /* id 9 */
+        n = probe_next(&w, 6.5, d, 8);
+        cr_assert(has(d, n, SCHED_FREEZE, 2), "probe_s is over: the probe gives way");
+        cr_assert(has(d, n, SCHED_START, 9));
+        /* One probe per phase: job 2's other tasks wait for its turn. */
+        for (size_t id = 3; id < 8; id++)
+                cr_assert_eq(w.t[id].state, SCHED_TASK_PENDING);
+        sched_free(w.s);
+}
+
+Test(sched_probe, off_with_zero_and_never_ahead_of_tiny_phases) {
+        ProbeWorld w;
+        SchedDecision d[8];
+        SchedSize big = final_size(100), init = { .kind = SCHED_SIZE_INITIAL, .size_s = 200, .n_training = 5 };
+
+        /* probe_s = 0: the paper's order; job 2 waits behind job 1. */
+        probe_world(&w, 0, SCHED_PREEMPT_SUSPEND);
+        cr_assert_eq(sched_job_add(w.s, 1, 0, 1, 2, &big), 0);
+        probe_tasks(&w, 1, 2);
+        cr_assert_eq(probe_next(&w, 0, d, 8), 2);
+        cr_assert_eq(sched_job_add(w.s, 2, 5, 1, 6, &init), 0);
+        probe_tasks(&w, 2, 6);
+        cr_assert_eq(probe_next(&w, 5, d, 8), 0);
+        sched_free(w.s);
+
+        /* A tiny phase on both CPUs: a probe does not preempt it. */
+        probe_world(&w, 1, SCHED_PREEMPT_SUSPEND);
+        SchedSize tiny = { .kind = SCHED_SIZE_TINY, .size_s = 50 };
+        cr_assert_eq(sched_job_add(w.s, 1, 0, 1, 2, &tiny), 0);
+        probe_tasks(&w, 1, 2);
+        cr_assert_eq(probe_next(&w, 0, d, 8), 2);
+        cr_assert_eq(sched_job_add(w.s, 2, 5, 1, 6, &init), 0);
+        probe_tasks(&w, 2, 6);
+        cr_assert_eq(probe_next(&w, 5, d, 8), 0);
+        /* When a CPU frees, the probe comes before job 2's rank would have it. */
+        cr_assert_eq(sched_task_remove(w.s, 0), 0);
+        size_t n = probe_next(&w, 6, d, 8);
+        cr_assert_eq(n, 1);
+        cr_assert(has(d, n, SCHED_START, 2));
+        sched_free(w.s);
+
+        /* fifo has no probes. */
+        SchedParams p = SCHED_PARAMS_DEFAULT;
+        p.policy = SCHED_FIFO;
+        p.probe_s = 1;
+        w = (ProbeWorld) {};
+        cr_assert_eq(sched_new(&p, 2, &w.s), 0);
+        PlacementNode one = node(2);
+        cr_assert_eq(sched_set_nodes(w.s, &one, 1), 0);
+        cr_assert_eq(sched_job_add(w.s, 1, 0, 1, 2, &big), 0);
+        probe_tasks(&w, 1, 2);
+        cr_assert_eq(probe_next(&w, 0, d, 8), 2);
+        cr_assert_eq(sched_job_add(w.s, 2, 5, 1, 6, &init), 0);
+        probe_tasks(&w, 2, 6);
+        cr_assert_eq(probe_next(&w, 5, d, 8), 0);
+        sched_free(w.s);
 }
