@@ -701,7 +701,7 @@ static int task_cmp(const TaskEntry *a, const StoreTask *b) {
 static bool task_same(const SchedTask *a, const SchedTask *b) {
         return a->key == b->key && a->index == b->index && a->state == b->state &&
                 (a->state == SCHED_TASK_PENDING || a->node == b->node) && a->cpu_cores == b->cpu_cores &&
-                a->memory_bytes == b->memory_bytes && a->started_s == b->started_s;
+                a->memory_bytes == b->memory_bytes && a->started_s == b->started_s && a->lost_s == b->lost_s;
 }
 
 static int id_take(ClusterSched *cs, size_t *ret) {

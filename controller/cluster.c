@@ -528,6 +528,7 @@ static int place(Cluster *c, int64_t now_ms) {
                         .state = SCHED_TASK_PENDING,
                         .cpu_cores = t->cpu_cores,
                         .memory_bytes = t->memory_bytes,
+                        .lost_s = t->lost_cpu_s,
                 };
                 if (take_active) {
                         const StoreNode *n = t->node ? bsearch(t->node, nodes, n_nodes, sizeof(StoreNode), node_cmp_id) : NULL;

@@ -171,10 +171,10 @@ static bool job_may_yield(const Sched *s, const SchedBlocked *b, SchedJob *cj) {
 static void victim_add(const Sched *s, struct SchedPreemptScratch *q, uint32_t i) {
         const SchedTask *c = sched_task_at(s, i);
         /* What a kill throws away: the CPU time it has had (at most its request over the time
-         * since it started). */
+         * since it started), on top of what earlier kills of the task threw away. */
         double lost_s = MAX(s->last_s - c->started_s, 0.0) * c->cpu_cores;
         q->victims[q->n_victims++] = (Victim) {
-                .task = i, .started_s = c->started_s, .killable = lost_s <= s->params.kill_max_lost_s,
+                .task = i, .started_s = c->started_s, .killable = c->lost_s + lost_s <= s->params.kill_max_lost_s,
                 .freezable = !s->nodes[c->node].no_freeze,
         };
 }

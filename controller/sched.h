@@ -59,7 +59,8 @@ typedef struct SchedParams {
          * CPUs) nothing else learns a phase's size before its turn (docs/design.md). */
         double probe_s;
         /* kill and suspend-kill kill only tasks that have had at most this many CPU-seconds
-         * (CPUs × seconds since they started): preemption never throws away more. */
+         * (CPUs × seconds since they started), counting what earlier kills of the same task
+         * threw away (SchedTask.lost_s): preemption never throws away more of a task. */
         double kill_max_lost_s;
         /* fair runs as processor sharing: every task whose memory fits starts, up to this many
          * times a node's CPUs in requests, and CFS weights (sched_task_cpu_weight()) share the
@@ -174,6 +175,8 @@ typedef struct SchedTask {
         double cpu_cores;
         uint64_t memory_bytes;
         double started_s;      /* when it started: the youngest are preempted first */
+        double lost_s;         /* CPU-seconds its earlier attempts lost to kills by preemption:
+                                * with what this attempt would lose, at most kill_max_lost_s */
 } SchedTask;
 
 typedef enum SchedVerb {

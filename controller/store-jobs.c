@@ -307,7 +307,13 @@ int store_phase_launch(Store *s, uint64_t job, unsigned phase, StoreLaunch *ret)
 
 /* ---- Tasks ---- */
 
-#define TASK_COLUMNS "t.id, t.job, t.phase, t.idx, t.attempt, t.state, t.node, p.cpu_cores, p.memory_bytes, t.started_ms"
+/* lost: the CPU-seconds earlier attempts of the task lost to kills by preemption (the scheduler
+ * bounds a task's total, SchedTask.lost_s); looked up by the (job, phase, idx, attempt) key. */
+#define TASK_COLUMNS                                                                                      \
+        "t.id, t.job, t.phase, t.idx, t.attempt, t.state, t.node, p.cpu_cores, p.memory_bytes, t.started_ms," \
+        " CASE WHEN t.attempt > 0 THEN (SELECT COALESCE(SUM(" USAGE_CPU_S("e.") "), 0) FROM tasks e"      \
+        "  WHERE e.job = t.job AND e.phase = t.phase AND e.idx = t.idx AND e.attempt < t.attempt"          \
+        "  AND e.preempted_ms IS NOT NULL) ELSE 0 END"
 #define TASK_FROM "FROM tasks t JOIN phases p ON p.job = t.job AND p.idx = t.phase"
 
 void store_task_done(StoreTask *t) {
@@ -332,6 +338,7 @@ static int task_from_row(sqlite3_stmt *st, StoreTask *ret) {
                 .cpu_cores = sqlite3_column_double(st, 7),
                 .memory_bytes = (uint64_t) sqlite3_column_int64(st, 8),
                 .started_ms = sqlite3_column_type(st, 9) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 9),
+                .lost_cpu_s = sqlite3_column_double(st, 10),
         };
         if (t.state < 0)
                 return -EBADMSG;

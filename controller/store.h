@@ -153,6 +153,7 @@ typedef struct StoreTask {
         double cpu_cores;      /* the phase's request */
         uint64_t memory_bytes;
         int64_t started_ms;    /* when it started running, -1 before */
+        double lost_cpu_s;     /* CPU-seconds its earlier attempts lost to preemption kills */
 } StoreTask;
 void store_task_done(StoreTask *t);
 void store_tasks_free(StoreTask *t, size_t n);

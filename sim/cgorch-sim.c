@@ -34,7 +34,7 @@ static void help(void) {
                "     --training-share=F     HFSP's T as a share of the CPUs, rounded down  [0.05]\n"
                "     --training-cpus=T      HFSP's T in CPUs instead (0: the share)  [0]\n"
                "     --probe=SECONDS        start a phase's first task at once, no victim for this long  [1]\n"
-               "     --kill-max-lost=CPU_S  kill only tasks that have had at most this much CPU  [60]\n"
+               "     --kill-max-lost=CPU_S  kills throw away at most this much CPU of a task, all attempts  [60]\n"
                "     --fair-overcommit=F    fair hands out F times a node's CPUs, shared by CFS  [8]\n"
                "     --reschedule=SECONDS   with kill/suspend, decide at least this often  [3]\n"
                "Orchestration:\n"

@@ -80,6 +80,7 @@ typedef struct Phase {
         bool in_heap;                   /* fluid-srpt: among the unserved phases (srpt_heap) */
         /* While active, with a scheduler: */
         uint32_t *slot_of;              /* each task's pool slot while placed, else SIM_NO_SLOT */
+        double *lost_s;                 /* each task's work thrown away by kills (NULL: none yet) */
         TrainingRecord *training_done;  /* its first n_training tasks, while it may train */
         unsigned n_training;
         /* The scheduler holds the phase's first pending tasks in index order, not all of them:

@@ -336,9 +336,11 @@ static uint64_t phase_key(const Engine *e, size_t pi) {
 
 static int tell_pending(Engine *e, size_t pi, unsigned index) {
         const SimPhaseSpec *spec = sim_phase_spec(e, pi);
+        const Phase *ph = &e->phases[pi];
         return sim_sched_task_set(e->sched, spec->first_task + index, &(SimSchedTask) {
                 .key = phase_key(e, pi), .index = index, .state = SIM_TASK_PENDING,
                 .cpus = spec->cpu_request, .memory_bytes = spec->memory_request_bytes,
+                .lost_s = ph->lost_s ? ph->lost_s[index] : 0,
         });
 }
 
@@ -413,6 +415,8 @@ static void phase_free(Phase *ph) {
         ph->ps_order = NULL;
         free(ph->slot_of);
         ph->slot_of = NULL;
+        free(ph->lost_s);
+        ph->lost_s = NULL;
         free(ph->training_done);
         ph->training_done = NULL;
         ph->training = false; /* a done phase learns nothing more (its training timers may fire) */
@@ -540,6 +544,13 @@ static int task_kill(Engine *e, size_t pi, unsigned index) {
         Phase *ph = &e->phases[pi];
         uint32_t slot = ph->slot_of[index];
         double lost = e->done_s[slot];
+        if (!ph->lost_s) {
+                ph->lost_s = calloc(sim_phase_spec(e, pi)->n_tasks, sizeof(double));
+                if (!ph->lost_s)
+                        return -ENOMEM;
+        }
+        /* What the scheduler bounds: the work each kill of this task threw away. */
+        ph->lost_s[index] += lost;
         e->res->wasted_s += lost;
         e->res->jobs[ph->job].wasted_s += lost;
         e->res->jobs[ph->job].kills++;

@@ -207,6 +207,7 @@ static SchedTask to_task(const SimSchedTask *t) {
         return (SchedTask) {
                 .key = t->key, .index = t->index, .state = task_states[t->state], .node = t->node,
                 .cpu_cores = t->cpus, .memory_bytes = (uint64_t) t->memory_bytes, .started_s = t->started_s,
+                .lost_s = t->lost_s,
         };
 }
 

@@ -64,6 +64,7 @@ typedef struct SimSchedTask {
         double cpus;
         double memory_bytes;
         double started_s;
+        double lost_s;          /* CPU-seconds its earlier kills threw away (SchedTask.lost_s) */
 } SimSchedTask;
 
 typedef enum SimVerb {

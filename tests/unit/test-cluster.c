@@ -1183,8 +1183,9 @@ Test(cluster, kill_preemption_retries_the_task_as_a_new_attempt) {
         /* A tiny job arrives on a full node: the long job's youngest task is killed for it. */
         uint64_t short_id = submit(job_one_small, T0 + 3000);
         TaskReport reps[5];
+        TaskSample used = { .time_ms = T0 + 3900, .cpu_usage_ns = NSEC_PER_SEC / 2, .memory_current_bytes = MiB };
         for (unsigned i = 0; i < 5; i++)
-                reps[i] = running(task_id(long_id, 0, i), NULL, 0);
+                reps[i] = running(task_id(long_id, 0, i), i == 4 ? &used : NULL, i == 4);
         hr = beat(&n1, reps, 5, NULL, 0, T0 + 4000);
         const Action *kill = find_action(hr, ACTION_KILL, task_id(long_id, 0, 4));
         cr_assert_not_null(kill, "the youngest task is killed");
@@ -1203,6 +1204,14 @@ Test(cluster, kill_preemption_retries_the_task_as_a_new_attempt) {
         assert_field(long_id, 0, 5, "id", task_id_attempt(long_id, 0, 4, 1));
         assert_task_state(long_id, 0, 5, "pending");
         assert_job_state(long_id, "running");
+        /* What the kill threw away goes with the task: the scheduler bounds its total. */
+        StoreTask st;
+        cr_assert_eq(store_task_get(store, task_id_attempt(long_id, 0, 4, 1), &st), 0);
+        cr_assert_float_eq(st.lost_cpu_s, 0.5, 1e-9);
+        store_task_done(&st);
+        cr_assert_eq(store_task_get(store, task_id(long_id, 0, 3), &st), 0);
+        cr_assert_float_eq(st.lost_cpu_s, 0, 1e-9);
+        store_task_done(&st);
         const Action *start = find_action(hr, ACTION_START, task_id(short_id, 0, 0));
         cr_assert_not_null(start, "the short job starts in the freed room");
         cr_assert_null(find_action(hr, ACTION_START, task_id_attempt(long_id, 0, 4, 1)));

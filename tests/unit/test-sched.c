@@ -571,6 +571,39 @@ Test(sched_preempt, kill_bounded_by_lost_work) {
         }
 }
 
+Test(sched_preempt, kill_bound_counts_earlier_kills_of_the_task) {
+        /* The young task (10 CPU-s now) was killed before and lost 45 CPU-s then: with a bound
+         * of 60 a second kill would make 55 (allowed), with 55 lost before 65 (refused). */
+        for (int k = 0; k < 2; k++) {
+                Sched *s;
+                SchedParams p = params(SCHED_HFSP);
+                p.preemption = SCHED_PREEMPT_KILL;
+                cr_assert_eq(sched_new(&p, 2, &s), 0);
+                PlacementNode n[] = { node(2) };
+                SchedSize big = final_size(1000), small = final_size(1);
+                cr_assert_eq(sched_job_add(s, 1, 0, 1, 2, &big), 0);
+                cr_assert_eq(sched_job_add(s, 2, 100, 1, 1, &small), 0);
+                SchedTask t[] = {
+                        { .key = 1, .index = 0, .state = SCHED_TASK_RUNNING, .node = 0, .cpu_cores = 1,
+                          .memory_bytes = MiB, .started_s = 0 },
+                        { .key = 1, .index = 1, .state = SCHED_TASK_RUNNING, .node = 0, .cpu_cores = 1,
+                          .memory_bytes = MiB, .started_s = 90, .lost_s = k == 0 ? 45 : 55 },
+                        { .key = 2, .index = 0, .cpu_cores = 1, .memory_bytes = MiB },
+                };
+                SchedDecision *d;
+                size_t n_d;
+                cr_assert_eq(sched_decide(s, 100, n, 1, t, ELEMENTSOF(t), &d, &n_d), 0);
+                if (k == 0) {
+                        cr_assert_eq(n_d, 1);
+                        cr_assert_eq(d[0].verb, SCHED_KILL);
+                        cr_assert_eq(d[0].task, 1);
+                } else
+                        cr_assert_eq(n_d, 0, "55 + 10 CPU-s lost in all is over the bound of 60");
+                free(d);
+                s = sched_free(s);
+        }
+}
+
 Test(sched_fair, time_slices_a_node) {
         /* One CPU; job 1 (two tasks of 1 CPU, weight 1) and job 2 (one task, weight 2). fair
          * starts all three (up to 8 CPUs of requests on 1), and their CFS weights share the CPU
