@@ -102,6 +102,7 @@ struct Agent {
         /* The lease: with no answer for lease_ms since the answered heartbeat was built, every
          * task is frozen until the controller says what becomes of it. */
         uint32_t lease_ms;
+        bool lease_saved_warned;       /* the lease file could not be written (said once) */
         uint64_t built_mono_us;        /* when the heartbeat in flight was built */
         sd_event_source *fence_timer;
         LimitWatch *limit_watch;       /* NULL: no inotify, every task's limits are polled */
@@ -1157,6 +1158,94 @@ static int on_fence_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
+/* <state-dir>/lease: "<kernel boot id> <fence deadline, CLOCK_MONOTONIC µs> <lease ms>". The
+ * monotonic clock runs on across an agent's restart (not a reboot, which ends every task), so a
+ * restarted agent that re-adopts tasks while the controller is away still fences them when the
+ * lease it was given runs out, not a whole lease after its own start, by when the controller
+ * may have run them again elsewhere. No task id has no dot, so it cannot clash with a task's
+ * files. */
+#define LEASE_FILE "lease"
+
+static int lease_path(Agent *a, char *buf, size_t size) {
+        int n = snprintf(buf, size, "%s/" LEASE_FILE, a->state_dir);
+        return n < 0 || (size_t) n >= size ? -ENAMETOOLONG : 0;
+}
+
+static void lease_save(Agent *a, uint64_t deadline_us) {
+        char path[4096], tmp[4200], boot[SD_ID128_STRING_MAX];
+        sd_id128_t id;
+        _cleanup_fclose_ FILE *f = NULL;
+
+        if (lease_path(a, path, sizeof path) < 0 || sd_id128_get_boot(&id) < 0)
+                return;
+        sd_id128_to_string(id, boot);
+        snprintf(tmp, sizeof tmp, "%s.new", path);
+        f = fopen(tmp, "we");
+        bool ok = f && fprintf(f, "%s %" PRIu64 " %" PRIu32 "\n", boot, deadline_us, a->lease_ms) > 0 && fflush(f) == 0;
+        if (ok)
+                ok = rename(tmp, path) >= 0;
+        if (!ok) {
+                if (!a->lease_saved_warned)
+                        log_warning_errno(errno, "Cannot write %s (%m): if this agent restarts while the controller is "
+                                          "away, its tasks are fenced a lease after the restart.", path);
+                a->lease_saved_warned = true;
+                (void) unlink(tmp);
+                return;
+        }
+        a->lease_saved_warned = false;
+}
+
+static void lease_forget(Agent *a) {
+        char path[4096];
+        if (lease_path(a, path, sizeof path) == 0)
+                (void) unlink(path);
+}
+
+static int lease_timer_arm(Agent *a, uint64_t at) {
+        int r;
+        if (!a->fence_timer) {
+                r = sd_event_add_time(a->event, &a->fence_timer, CLOCK_MONOTONIC, at, 0, on_fence_timer, a);
+                if (r >= 0)
+                        (void) sd_event_source_set_description(a->fence_timer, "fence-timer");
+        } else
+                r = sd_event_source_set_time(a->fence_timer, at);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(a->fence_timer, SD_EVENT_ONESHOT);
+        return r;
+}
+
+/* At start, with tasks re-adopted: the lease the agent before us was given, if it was this
+ * boot's, runs on. */
+static void lease_restore(Agent *a) {
+        char path[4096], boot[SD_ID128_STRING_MAX], saved[64];
+        uint64_t deadline_us;
+        uint32_t lease_ms;
+        sd_id128_t id;
+        _cleanup_fclose_ FILE *f = NULL;
+
+        if (lease_path(a, path, sizeof path) < 0 || !(f = fopen(path, "re")))
+                return;
+        if (fscanf(f, "%63s %" SCNu64 " %" SCNu32, saved, &deadline_us, &lease_ms) != 3 || lease_ms == 0 ||
+            sd_id128_get_boot(&id) < 0)
+                return;
+        sd_id128_to_string(id, boot);
+        if (!streq(saved, boot))
+                return; /* another boot's: its tasks are gone */
+        a->lease_ms = lease_ms;
+        uint64_t now = now_mono_us();
+        int r = lease_timer_arm(a, MAX(deadline_us, now));
+        if (r < 0) {
+                log_error_errno(r, "Cannot arm the lease timer; this node will not fence itself: %m");
+                return;
+        }
+        if (deadline_us > now)
+                log_info("Lease of the agent before this one: the tasks are frozen in %" PRIu64 " ms unless the "
+                         "controller answers first.", (uint64_t) ((deadline_us - now) / USEC_PER_MSEC));
+        else
+                log_warning("The lease of the agent before this one ran out while no agent ran: freezing the tasks "
+                            "until the controller answers.");
+}
+
 /* The controller answered the heartbeat built at built_mono_us: the lease runs from then. */
 static void agent_lease_renew(Agent *a, uint32_t lease_ms) {
         int r = 0;
@@ -1168,21 +1257,17 @@ static void agent_lease_renew(Agent *a, uint32_t lease_ms) {
                                 t->fenced = false;
                 if (a->fence_timer)
                         (void) sd_event_source_set_enabled(a->fence_timer, SD_EVENT_OFF);
+                if (a->lease_ms > 0)
+                        lease_forget(a);
                 a->lease_ms = 0;
                 return;
         }
         a->lease_ms = lease_ms;
         uint64_t at = a->built_mono_us + (uint64_t) lease_ms * USEC_PER_MSEC;
-        if (!a->fence_timer) {
-                r = sd_event_add_time(a->event, &a->fence_timer, CLOCK_MONOTONIC, at, 0, on_fence_timer, a);
-                if (r >= 0)
-                        (void) sd_event_source_set_description(a->fence_timer, "fence-timer");
-        } else
-                r = sd_event_source_set_time(a->fence_timer, at);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(a->fence_timer, SD_EVENT_ONESHOT);
+        r = lease_timer_arm(a, at);
         if (r < 0)
                 log_error_errno(r, "Cannot arm the lease timer; this node will not fence itself: %m");
+        lease_save(a, at);
 }
 
 size_t agent_n_fenced(const Agent *a) {
@@ -1588,6 +1673,10 @@ int agent_new(sd_event *e, CgroupBackend *cgroups, const AgentConfig *cfg, Agent
                 agent_free(a);
                 return r;
         }
+        if (a->tasks)
+                lease_restore(a);
+        else
+                lease_forget(a); /* nothing to fence: the lease comes with the first answer */
         agent_notify_status(a);
         *ret = a;
         return 0;

@@ -89,7 +89,7 @@ static const Option options[] = {
           "largest heartbeat body, no more than the controller's body limit; samples that do not fit wait (default: 1M)",
           16 * 1024, 1024.0 * 1024 * 1024 },
         { "state-dir", 0, OPTION_STRING, &arg_state_dir, "DIR",
-          "per-task exit status and pid files for re-adoption (default: /run/cgorch-agent/CGROUP-ROOT)", 0, 0 },
+          "per-task exit status and pid files, and the lease, for a restarted agent (default: /run/cgorch-agent/CGROUP-ROOT)", 0, 0 },
         { "memory-margin", 0, OPTION_SIZE, &arg_memory_margin_bytes, "SIZE",
           "never set a memory limit below usage plus this (default: 16M)", 0, 0 },
         { "memory-step", 0, OPTION_SIZE, &arg_memory_step_bytes, "SIZE",

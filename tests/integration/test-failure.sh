@@ -5,7 +5,9 @@
 #      tasks and actions come back from SQLite, the running tasks are matched (same attempt,
 #      same start time), not restarted;
 #   1b. the controller stays down longer than the lease: the agents freeze their tasks (the
-#      self-fence); the controller, back, thaws them and they finish as the same attempts;
+#      self-fence) — one of them restarted meanwhile too, by the lease it was given before, not
+#      a lease after its restart; the controller, back, thaws them and they finish as the same
+#      attempts;
 #   2. an agent is SIGKILLed mid-run: its tasks keep running, the restarted agent re-adopts
 #      them and the job succeeds with no new attempt;
 #   3. a node goes silent (its agent SIGSTOPped) for longer than the lease and an interval:
@@ -102,9 +104,27 @@ frozen_states() {
 }
 kill -KILL "$CONTROLLER_PID"
 wait "$CONTROLLER_PID" 2>/dev/null || true
+# The agent of the first task restarts while the controller is away (it cannot register: it is
+# started here by hand, not waited for). It re-adopts the task and must fence it when the lease
+# it was given runs out; a lease counted from its own start would come too late, and without
+# the saved lease it would never fence until the controller answered.
+fence_node=$(echo "$task_paths" | head -1 | cut -d/ -f1)
+fence_pid=$n1_pid
+[ "$fence_node" = n2 ] && fence_pid=$n2_pid
+kill -KILL "$fence_pid"
+wait "$fence_pid" 2>/dev/null || true
+"${CLUSTER_AGENT_EXEC[@]}" "$AGENT_BIN" --controller "${CLUSTER_AGENT_URL:-$CGORCH_SERVER}" --node "$fence_node" \
+        --cgroup-fs "$CGROUP_FS" --cgroup-root "$CLUSTER_CGROOT/$fence_node" \
+        ${CLUSTER_SAMPLE_INTERVAL:+--sample-interval "$CLUSTER_SAMPLE_INTERVAL"} \
+        --token-file "$(cluster_agent_token "$fence_node")" --cpus 2 --memory 1G \
+        >>"$CLUSTER_DIR/agent-$fence_node.log" 2>&1 &
+CLUSTER_PIDS+=($!)
+[ "$fence_node" = n1 ] && n1_pid=$! || n2_pid=$!
 all_frozen() { case $(frozen_states) in "2 FROZEN"|"2 1") return 0 ;; *) return 1 ;; esac; }
 wait_for 10 all_frozen || fail "the agents did not freeze job $id's tasks when the lease ran out: $(frozen_states)"
 grep -q "self-fence" "$CLUSTER_DIR"/agent-n*.log || fail "no agent logged its self-fence"
+grep -q "Lease of the agent before this one\|lease of the agent before this one" "$CLUSTER_DIR/agent-$fence_node.log" ||
+        fail "the restarted agent $fence_node did not take up the lease it was given"
 # CPU time the job's tasks used, in ns (v1 cpuacct, or v2 cpu.stat).
 cpu_ns() {
         local t f sum=0 v
