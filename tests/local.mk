@@ -154,7 +154,15 @@ tests_unit_test_sample_budget_SOURCES = tests/unit/test-sample-budget.c
 tests_unit_test_sample_budget_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/agent
 tests_unit_test_sample_budget_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_sample_budget_LDADD = agent/libcgorch-agent-cgroup.a $(COMMON_LIBS) $(CRITERION_LIBS)
-tests_unit_test_launcher_SOURCES = tests/unit/test-launcher.c agent/launcher.c agent/launcher.h
+tests_unit_test_launcher_SOURCES = tests/unit/test-launcher.c agent/launcher.c agent/launcher.h \
+	agent/task-user.c agent/task-user.h
+# The agent's floor for the accounts tasks run as (--min-uid, login.defs, root, nobody).
+check_PROGRAMS += tests/unit/test-task-user
+TESTS += tests/unit/test-task-user
+tests_unit_test_task_user_SOURCES = tests/unit/test-task-user.c agent/task-user.c agent/task-user.h
+tests_unit_test_task_user_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/agent
+tests_unit_test_task_user_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_task_user_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
 tests_unit_test_launcher_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/agent
 tests_unit_test_launcher_CFLAGS = $(AM_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_launcher_LDADD = $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(CRITERION_LIBS)
