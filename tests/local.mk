@@ -183,7 +183,7 @@ tests_unit_test_sched_incremental_LDADD = $(SCHED_LIBS) $(COMMON_LIBS) $(CRITERI
 
 # Trust and failure (issue 8): tokens and TLS end to end; controller and agent crashes, lost
 # nodes, a full or locked store; a read-only, garbled or damaged store, backup and restore; the HTTP limits and token checks as unit tests.
-TRUST_INTEGRATION_TESTS = tests/integration/test-auth.sh tests/integration/test-failure.sh \
+TRUST_INTEGRATION_TESTS = tests/integration/test-auth.sh tests/integration/test-users.sh tests/integration/test-failure.sh \
 	tests/integration/test-clock.sh tests/integration/test-store-faults.sh
 TESTS += $(TRUST_INTEGRATION_TESTS)
 EXTRA_DIST += $(TRUST_INTEGRATION_TESTS) tests/integration/clock-shift.c
@@ -192,6 +192,12 @@ TESTS += tests/unit/test-auth tests/unit/test-rate-limit tests/unit/test-secret-
 tests_unit_test_auth_SOURCES = tests/unit/test-auth.c controller/auth.c controller/auth.h
 tests_unit_test_auth_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_auth_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
+# Local peers as the kernel names them (the Unix socket's, a loopback connection's owner).
+check_PROGRAMS += tests/unit/test-peer
+TESTS += tests/unit/test-peer
+tests_unit_test_peer_SOURCES = tests/unit/test-peer.c controller/peer.c controller/peer.h
+tests_unit_test_peer_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_peer_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
 tests_unit_test_rate_limit_SOURCES = tests/unit/test-rate-limit.c controller/rate-limit.c controller/rate-limit.h
 tests_unit_test_rate_limit_CFLAGS = $(AM_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_rate_limit_LDADD = $(CRITERION_LIBS) -lm
