@@ -114,7 +114,8 @@ run_case() {
                 [[ ${line,,} == content-type:* ]] && has_type=true
                 [[ ${line,,} == authorization:* ]] && has_auth=true
         done < <(tail -n +2 "$dir/request")
-        if [ -n "$as_user" ] && [ "$as_user" != "$(id -un)" ]; then
+        # The suite's own uid is the controller's, an administrator: only root can be someone else.
+        if [ -n "$as_user" ]; then
                 if [ "$(id -u)" -ne 0 ]; then
                         echo "skip $name: needs root to connect as $as_user"
                         return
