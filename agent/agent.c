@@ -849,6 +849,7 @@ static int action_start(Agent *a, const Action *act, char **ret_error) {
                 .cwd = act->cwd,
                 .user = act->user,
                 .allow_root = a->cfg.allow_root_tasks,
+                .min_uid = a->cfg.min_uid,
                 .status_fd = status_fd,
         };
         r = launch_start(a->event, &spec, attach_cb, on_task_exit, t, &t->launch, &error);

@@ -28,6 +28,7 @@ typedef struct AgentConfig {
         uint64_t capacity_memory_bytes;
         uint64_t sample_interval_us;
         bool allow_root_tasks;
+        uid_t min_uid;                  /* tasks run as no uid below it (task-user.h) */
         bool kill_on_exit;
         const char *state_dir;         /* per-task status and pid files, for re-adoption */
         unsigned detail_every;         /* read the detail files every this many samples (1: every sample; 0: auto) */

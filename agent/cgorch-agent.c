@@ -1,6 +1,7 @@
 /* cgorch-agent.c: main of the node agent — options, event loop, wiring of cgroup backend,
  * task table and heartbeat client. */
 #include <curl/curl.h>
+#include <limits.h>
 #include <malloc.h>
 #include <sched.h>
 #include <sys/resource.h>
@@ -22,6 +23,7 @@
 #include "reporter.h"
 #include "secret-file.h"
 #include "stop-guard.h"
+#include "task-user.h"
 
 /* How long SIGTERM or SIGINT may wait for a stuck event loop before it ends the agent anyway. */
 #define AGENT_STOP_GRACE_MS 5000
@@ -35,6 +37,8 @@ static double arg_cpus = 0;
 static uint64_t arg_memory_bytes = 0;
 static uint64_t arg_sample_interval_us = USEC_PER_SEC;
 static bool arg_allow_root_tasks = false;
+/* UINT_MAX: not given, UID_MIN of /etc/login.defs. */
+static unsigned arg_min_uid = UINT_MAX;
 static bool arg_kill_on_exit = false;
 static char *arg_state_dir = NULL;
 static unsigned arg_detail_every = 0;
@@ -71,6 +75,9 @@ static const Option options[] = {
           "how often each task's cgroup is sampled, 10ms..1h (default: 1s)", 0.01, 3600 },
         { "allow-root-tasks", 0, OPTION_BOOL, &arg_allow_root_tasks, NULL,
           "allow tasks to run as root (uid 0) (default: no)", 0, 0 },
+        { "min-uid", 0, OPTION_UINT, &arg_min_uid, "UID",
+          "run no task as a uid below UID (system accounts such as daemon or sys), nobody excepted (default: UID_MIN of "
+          TASK_USER_LOGIN_DEFS ", else 1000)", 0, 4294967294.0 },
         { "kill-on-exit", 0, OPTION_BOOL, &arg_kill_on_exit, NULL,
           "kill running tasks when the agent stops; otherwise they keep running (default: no)", 0, 0 },
         { "push", 0, OPTION_BOOL, &arg_push, NULL,
@@ -213,6 +220,7 @@ static int run(void) {
         AgentConfig cfg;
         sigset_t mask;
         int r;
+        uid_t min_uid = arg_min_uid != UINT_MAX ? (uid_t) arg_min_uid : task_user_default_min_uid(TASK_USER_LOGIN_DEFS);
 
         /* sd-event needs these blocked to deliver them as events (SIGCHLD: task exits). */
         sigemptyset(&mask);
@@ -305,6 +313,7 @@ static int run(void) {
                 .capacity_memory_bytes = arg_memory_bytes,
                 .sample_interval_us = arg_sample_interval_us,
                 .allow_root_tasks = arg_allow_root_tasks,
+                .min_uid = min_uid,
                 .kill_on_exit = arg_kill_on_exit,
                 .state_dir = arg_state_dir ? arg_state_dir : state_dir,
                 .detail_every = arg_detail_every,
@@ -370,10 +379,12 @@ static int run(void) {
         agent_set_on_sampled(agent, samples_ready, reporter);
         (void) reporter_send_now(reporter);
 
-        log_info("cgorch-agent %s: node %s, controller %s, cgroups %s at %s/%s (%s), capacity %.1f CPUs, %" PRIu64 " bytes, push %s.",
+        log_info("cgorch-agent %s: node %s, controller %s, cgroups %s at %s/%s (%s), capacity %.1f CPUs, %" PRIu64 " bytes, push %s, "
+                 "tasks as uid %u and above (and nobody)%s.",
                  PACKAGE_VERSION, node, arg_controller, cgroup_mode_to_string(cgroup_backend_mode(cgroups)),
                  arg_cgroup_fs, cgroup_root, cgroup_backend_uses_libcgroup(cgroups) ? "libcgroup" : "direct",
-                 arg_cpus, arg_memory_bytes, arg_push ? "on" : "off");
+                 arg_cpus, arg_memory_bytes, arg_push ? "on" : "off", (unsigned) min_uid,
+                 arg_allow_root_tasks ? " or root" : "");
         /* WATCHDOG=1 pings at half of WATCHDOG_USEC when systemd set it (sd-event does it). */
         r = sd_event_set_watchdog(e, true);
         if (r < 0)

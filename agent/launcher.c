@@ -19,6 +19,7 @@
 #include "log.h"
 #include "macro.h"
 #include "strv.h"
+#include "task-user.h"
 
 struct Launch {
         pid_t pid;                    /* the task's main process */
@@ -314,12 +315,9 @@ static int resolve_user(const LaunchSpec *spec, Credentials *ret, char **ret_err
                         *ret_error = NULL;
                 return r ? -r : -ESRCH;
         }
-        if (pw.pw_uid == 0 && !spec->allow_root) {
-                if (asprintf(ret_error, "refusing to run a task as \"%s\" (uid 0): start the agent with --allow-root-tasks to allow it",
-                             pw.pw_name) < 0)
-                        *ret_error = NULL;
-                return -EPERM;
-        }
+        r = task_user_check(pw.pw_name, pw.pw_uid, spec->min_uid, spec->allow_root, geteuid(), ret_error);
+        if (r < 0)
+                return r;
 
         c.name = strdup(pw.pw_name);
         c.home = strdup(pw.pw_dir && *pw.pw_dir ? pw.pw_dir : "/");

@@ -28,6 +28,8 @@ typedef struct LaunchSpec {
         const char *cwd;        /* NULL: "/" */
         const char *user;       /* NULL: the agent's own user */
         bool allow_root;        /* run tasks as uid 0 when asked to */
+        uid_t min_uid;          /* the lowest uid a task may run as (task-user.h: nobody and the agent's
+                                 * own uid excepted) */
         int status_fd;          /* the shim writes "exited N" or "killed N" here; -1: nowhere */
 } LaunchSpec;
 

@@ -76,7 +76,7 @@ run() {
         (umask 077 && od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >"$dir/operator")
         "$load" tokens "$m" "$dir/agents"
         ${CONTROLLER_NICE:+nice -n "$CONTROLLER_NICE"} "$controller" --config /dev/null --listen 127.0.0.1:0 --port-file "$dir/port" \
-                --state-dir "$dir/state" --heartbeat-interval 2s --max-connections 4096 ${EXTRA_CONTROLLER_ARGS:-} \
+                --state-dir "$dir/state" --unix-socket= --heartbeat-interval 2s --max-connections 4096 ${EXTRA_CONTROLLER_ARGS:-} \
                 ${SCHEDULER:+--scheduler "$SCHEDULER"} \
                 --operator-token-file "$dir/operator" --agent-tokens-file "$dir/agents" \
                 >"$dir/controller.log" 2>&1 &

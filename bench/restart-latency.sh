@@ -27,7 +27,7 @@ trap cleanup EXIT
 # start STATE PORT: the controller on 127.0.0.1:PORT (0: any), ready once its port file exists.
 start() {
         rm -f "$dir/port"
-        "$controller" --listen "127.0.0.1:$2" --port-file "$dir/port" --state-dir "$1" \
+        "$controller" --listen "127.0.0.1:$2" --port-file "$dir/port" --state-dir "$1" --unix-socket= \
                 --heartbeat-interval 1h >>"$dir/controller.log" 2>&1 &
         cpid=$!
         local i

@@ -35,7 +35,7 @@ now_ms() { echo $(($(date +%s%N) / 1000000)); }
 start() {
         rm -f "$dir/port"
         local t0; t0=$(now_ms)
-        "$controller" --config /dev/null --listen 127.0.0.1:0 --port-file "$dir/port" --state-dir "$dir/state" \
+        "$controller" --config /dev/null --listen 127.0.0.1:0 --port-file "$dir/port" --state-dir "$dir/state" --unix-socket= \
                 --heartbeat-interval 1h "$@" >>"$dir/controller.log" 2>&1 &
         cpid=$!
         local i

@@ -31,8 +31,11 @@ int main(int argc, char **argv) {
         const char *env = getenv(CTL_SERVER_ENV);
         const char *token_env = getenv(CTL_TOKEN_FILE_ENV);
         const char *ca_env = getenv(CTL_CA_CERT_ENV);
+        const char *socket_env = getenv(CTL_SOCKET_ENV);
         Ctl ctl = {
                 .server = env && *env ? env : CTL_DEFAULT_SERVER,
+                .server_env = env && *env,
+                .socket = socket_env && *socket_env ? socket_env : NULL,
                 .timeout_us = CTL_DEFAULT_TIMEOUT_US,
                 .token_file = token_env && *token_env ? token_env : NULL,
                 .ca_cert = ca_env && *ca_env ? ca_env : NULL,

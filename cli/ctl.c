@@ -35,7 +35,10 @@ void ctl_print_help(void) {
                "  backup FILE                       write an online backup of the controller's store to FILE\n"
                "\n"
                "Options:\n"
-               "      --server=URL                  controller to talk to (default $" CTL_SERVER_ENV
+               "      --socket=PATH                 talk to the controller over its Unix socket PATH, as yourself\n"
+               "                                    (default $" CTL_SOCKET_ENV ", else " CTL_DEFAULT_SOCKET "\n"
+               "                                    when it exists and no server or token file is given)\n"
+               "      --server=URL                  controller to talk to over HTTP(S) (default $" CTL_SERVER_ENV
                " or " CTL_DEFAULT_SERVER ")\n"
                "      --json                        print the controller's JSON instead of tables\n"
                "      --timeout=DURATION            give up on a request after DURATION (default 10s)\n"
@@ -52,7 +55,8 @@ void ctl_print_help(void) {
                "      --phase-name=NAME             phase name (default phase0)\n"
                "  -c, --cpus=C                      CPU cores per task, may be fractional (default 1)\n"
                "  -m, --memory=SIZE                 memory limit per task (default 256M)\n"
-               "  -u, --user=USER                   run the tasks as USER (default: you)\n"
+               "  -u, --user=USER                   run the tasks as USER (default: you; only an administrator\n"
+               "                                    may name another user)\n"
                "      --cwd=DIR                     working directory of the tasks (default /)\n"
                "  -e, --env=NAME=VALUE              set an environment variable (repeatable)\n"
                "      --weight=W                    scheduling weight of the job (default 1)\n"
@@ -73,6 +77,15 @@ int ctl_handle_option(Ctl *ctl, int c, int argc, char **argv) {
                         return -EINVAL;
                 }
                 ctl->server = optarg;
+                ctl->server_flag = true;
+                return CTL_OPTION_HANDLED;
+        case CTL_OPT_SOCKET:
+                if (!*optarg) {
+                        fprintf(stderr, "cgorchctl: --socket: needs the path of the controller's Unix socket\n");
+                        return -EINVAL;
+                }
+                ctl->socket = optarg;
+                ctl->socket_flag = true;
                 return CTL_OPTION_HANDLED;
         case CTL_OPT_JSON:
                 ctl->json = true;
@@ -134,10 +147,33 @@ int ctl_parse_plain(Ctl *ctl, int argc, char **argv) {
         return optind;
 }
 
+/* The Unix socket to use, or NULL for the server URL: a flag beats the environment, which
+ * beats the defaults; the default socket is used when it exists and nothing names a server or
+ * a token (a token is for TCP). */
+static const char *ctl_socket(const Ctl *ctl) {
+        if (ctl->socket_flag)
+                return ctl->socket;
+        if (ctl->server_flag)
+                return NULL;
+        if (ctl->socket)
+                return ctl->socket;
+        if (ctl->server_env || ctl->token_file)
+                return NULL;
+        return access(CTL_DEFAULT_SOCKET, F_OK) == 0 ? CTL_DEFAULT_SOCKET : NULL;
+}
+
 static int ctl_connect(Ctl *ctl) {
         if (ctl->http)
                 return 0;
-        int r = http_client_new(ctl->server, ctl->timeout_us, &ctl->http);
+        if (ctl->server_flag && ctl->socket_flag) {
+                fprintf(stderr, "cgorchctl: --server and --socket exclude each other\n");
+                return -EINVAL;
+        }
+        const char *socket = ctl_socket(ctl);
+        /* Over the socket the URL gives the Host header and nothing else. */
+        int r = http_client_new(socket ? "http://localhost" : ctl->server, ctl->timeout_us, &ctl->http);
+        if (r >= 0 && socket && http_client_set_unix_socket(ctl->http, socket) < 0)
+                r = -ENOMEM;
         /* --server was checked when parsed, so a bad URL here came from the environment. */
         if (r == -EINVAL)
                 fprintf(stderr, "cgorchctl: %s=%s: must be an http:// or https:// URL\n", CTL_SERVER_ENV,

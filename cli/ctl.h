@@ -12,6 +12,10 @@
 
 #define CTL_DEFAULT_SERVER "http://127.0.0.1:7070"
 #define CTL_SERVER_ENV "CGORCH_SERVER"
+/* The controller's Unix socket (cgorch-controller --unix-socket): used when it exists and no
+ * server or token says otherwise; there the kernel tells the controller who you are. */
+#define CTL_DEFAULT_SOCKET "/run/cgorch/controller.sock"
+#define CTL_SOCKET_ENV "CGORCH_SOCKET"
 #define CTL_TOKEN_FILE_ENV "CGORCH_TOKEN_FILE"
 #define CTL_CA_CERT_ENV "CGORCH_CA_CERT"
 #define CTL_DEFAULT_TIMEOUT_US (10 * USEC_PER_SEC)
@@ -22,6 +26,10 @@
 
 typedef struct Ctl {
         const char *server;     /* from --server, $CGORCH_SERVER or the default */
+        bool server_flag;       /* --server given */
+        bool server_env;        /* $CGORCH_SERVER set */
+        const char *socket;     /* from --socket or $CGORCH_SOCKET; NULL: the default, when it applies */
+        bool socket_flag;       /* --socket given */
         uint64_t timeout_us;
         const char *token_file; /* from --token-file or $CGORCH_TOKEN_FILE; NULL: no token */
         const char *ca_cert;    /* from --ca-cert or $CGORCH_CA_CERT; NULL: the system's CAs */
@@ -37,10 +45,12 @@ enum {
         CTL_OPT_VERSION,
         CTL_OPT_TOKEN_FILE,
         CTL_OPT_CA_CERT,
+        CTL_OPT_SOCKET,
         CTL_OPT_FIRST_LOCAL, /* commands number their own long-only options from here */
 };
 #define CTL_GLOBAL_OPTIONS                                              \
         { "server", required_argument, NULL, CTL_OPT_SERVER },          \
+        { "socket", required_argument, NULL, CTL_OPT_SOCKET },          \
         { "json", no_argument, NULL, CTL_OPT_JSON },                    \
         { "timeout", required_argument, NULL, CTL_OPT_TIMEOUT },        \
         { "token-file", required_argument, NULL, CTL_OPT_TOKEN_FILE },  \

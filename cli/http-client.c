@@ -21,6 +21,8 @@ struct HttpClient {
         CURL *curl;
         char *authorization;    /* "Authorization: Bearer ..." or NULL */
         char *ca_file;
+        char *unix_socket;      /* NULL: TCP to base_url's host */
+        char *display;          /* "unix:PATH" with a Unix socket */
         long retry_after_s;     /* of the last answer, 0 when it had none */
 };
 
@@ -91,7 +93,22 @@ void http_client_free(HttpClient *c) {
         free(c->base_url);
         secret_free(c->authorization);
         free(c->ca_file);
+        free(c->unix_socket);
+        free(c->display);
         free(c);
+}
+
+int http_client_set_unix_socket(HttpClient *c, const char *path) {
+        char *p = strdup(path), *d = NULL;
+        if (!p || asprintf(&d, "unix:%s", path) < 0) {
+                free(p);
+                return -ENOMEM;
+        }
+        free(c->unix_socket);
+        free(c->display);
+        c->unix_socket = p;
+        c->display = d;
+        return 0;
 }
 
 int http_client_set_token(HttpClient *c, const char *token) {
@@ -117,7 +134,7 @@ long http_client_retry_after_s(const HttpClient *c) {
 }
 
 const char *http_client_base_url(const HttpClient *c) {
-        return c->base_url;
+        return c->display ?: c->base_url;
 }
 
 static void curl_slist_freep(struct curl_slist **l) {
@@ -169,6 +186,8 @@ int http_client_request(HttpClient *c, const char *method, const char *path, jso
         curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
         if (c->ca_file)
                 curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
+        if (c->unix_socket)
+                curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, c->unix_socket);
         if (payload) {
                 curl_easy_setopt(e, CURLOPT_POSTFIELDS, payload);
                 curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long) strlen(payload));
@@ -248,6 +267,8 @@ int http_client_download(HttpClient *c, const char *path, int fd, long *ret_stat
         curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
         if (c->ca_file)
                 curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
+        if (c->unix_socket)
+                curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, c->unix_socket);
 
         CURLcode cc = curl_easy_perform(e);
         if (cc != CURLE_OK) {

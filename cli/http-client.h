@@ -21,7 +21,12 @@ static inline void http_client_freep(HttpClient **c) {
 }
 #define _cleanup_http_client_ _cleanup_(http_client_freep)
 
+/* The base URL, or "unix:PATH" once a Unix socket is set: for messages. */
 const char *http_client_base_url(const HttpClient *c);
+
+/* Connects to the controller's Unix socket at path instead of base_url's host and port (the
+ * URL then gives only the path prefix). Returns 0 or -ENOMEM. */
+int http_client_set_unix_socket(HttpClient *c, const char *path);
 
 /* Sends "Authorization: Bearer TOKEN" with every request (the client keeps a copy, wiped on
  * free). Returns 0 or -ENOMEM. */

@@ -121,11 +121,15 @@ char *job_view_number(json_t *o, const char *key, char buf[static HUMAN_MAX]) {
         return human_cpus(v, buf);
 }
 
-/* The phase's argv from JSON as one shell-quoted line; NULL when missing or out of memory. */
+/* The phase's argv from JSON as one shell-quoted line; NULL when missing or out of memory. The
+ * controller sends null for another user's job (its --private-data). */
 static char *phase_command_line(json_t *phase) {
         _cleanup_strv_free_ char **argv = NULL;
         json_t *a = json_field_array(phase, "argv"), *v;
         size_t i;
+
+        if (json_is_null(json_object_get(phase, "argv")))
+                return strdup("(private: another user's job)");
 
         json_array_foreach(a, i, v)
                 if (strv_extend(&argv, json_is_string(v) ? json_string_value(v) : "?") < 0)

@@ -1,6 +1,7 @@
 /* api.c: the REST endpoints of docs/api.md: routes, handlers, errno → HTTP status. */
 #include <errno.h>
 #include <inttypes.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,11 +91,53 @@ static void changed(Api *api) {
                 api->on_change(api->on_change_userdata);
 }
 
+/* A user's job runs as that user: a submission that names no user gets the user's name, one
+ * that names another user is refused, naming both. */
+static bool submit_user_allowed(const HttpRequest *req, HttpResponse *resp) {
+        const AuthPrincipal *p = req->principal;
+        if (!p || p->role != AUTH_ROLE_USER || !json_is_object(req->body))
+                return true;
+        json_t *user = json_object_get(req->body, "user");
+        if (!user) {
+                if (json_object_set_new(req->body, "user", json_string(p->user)) < 0) {
+                        http_response_error(resp, 500, "internal error: out of memory");
+                        return false;
+                }
+                return true;
+        }
+        /* Not a string: the job's validation answers 400. Compared with its length, so that a
+         * NUL inside cannot make "alice\u0000x" pass for "alice". */
+        if (!json_is_string(user) ||
+            (json_string_length(user) == strlen(p->user) && streq(json_string_value(user), p->user)))
+                return true;
+        http_response_error(resp, 403,
+                            "user: %s may not submit a job that runs as %s: a user's jobs run as that user (only an "
+                            "administrator, the operator token or root, may submit for another user)",
+                            p->user, json_string_value(user));
+        return false;
+}
+
+/* Slurm's PrivateData: another user's job is shown without its command. (Its environment and
+ * working directory are in no view: only GET /v1/backup has them.) */
+static void hide_private(const Api *api, const HttpRequest *req, json_t *job) {
+        if (!req->principal)
+                return;
+        const char *user = json_string_value(json_object_get(job, "user"));
+        if (auth_may_see_command(req->principal, user, api->private_data))
+                return;
+        size_t i;
+        json_t *phase;
+        json_array_foreach(json_object_get(job, "phases"), i, phase)
+                (void) json_object_set_new(phase, "argv", json_null());
+}
+
 static void handle_jobs_submit(const HttpRequest *req, HttpResponse *resp, void *userdata) {
         Api *api = userdata;
         _cleanup_free_ char *error = NULL;
         json_t *job = NULL;
 
+        if (!submit_user_allowed(req, resp))
+                return;
         int r = cluster_submit(api->cluster, req->body, now_ms(), &job, &error);
         if (r < 0)
                 return respond_errno(api, resp, r, error, "job");
@@ -112,6 +155,10 @@ static void handle_jobs_list(const HttpRequest *req, HttpResponse *resp, void *u
         int r = cluster_jobs_to_json(api->cluster, now_ms(), &resp->body);
         if (r < 0)
                 return respond_errno(api, resp, r, NULL, "jobs");
+        size_t i;
+        json_t *job;
+        json_array_foreach(json_object_get(resp->body, "jobs"), i, job)
+                hide_private(api, req, job);
         resp->status = 200;
 }
 
@@ -126,6 +173,7 @@ static void handle_job_get(const HttpRequest *req, HttpResponse *resp, void *use
                 snprintf(what, sizeof what, "job %" PRIu64, id);
                 return respond_errno(api, resp, r, NULL, what);
         }
+        hide_private(api, req, resp->body);
         resp->status = 200;
 }
 
@@ -134,12 +182,20 @@ static void handle_job_cancel(const HttpRequest *req, HttpResponse *resp, void *
         uint64_t id;
         if (!parse_job_id(req->params[0], &id))
                 return http_response_error(resp, 404, "job %s: not found", req->params[0]);
-        int r = cluster_cancel(api->cluster, id, now_ms(), &resp->body);
-        if (r < 0) {
-                char what[64];
-                snprintf(what, sizeof what, "job %" PRIu64, id);
-                return respond_errno(api, resp, r, NULL, what);
+        char what[64];
+        snprintf(what, sizeof what, "job %" PRIu64, id);
+        if (req->principal && req->principal->role == AUTH_ROLE_USER) {
+                _cleanup_free_ char *owner = NULL;
+                int r = store_job_get_user(api->store, id, &owner);
+                if (r < 0)
+                        return respond_errno(api, resp, r, NULL, what);
+                if (!auth_may_act_for(req->principal, owner))
+                        return http_response_error(resp, 403, "%s runs as %s, not as %s: a user may cancel only their own jobs",
+                                                   what, owner ?: "the agent's own user", req->principal->user);
         }
+        int r = cluster_cancel(api->cluster, id, now_ms(), &resp->body);
+        if (r < 0)
+                return respond_errno(api, resp, r, NULL, what);
         resp->status = 200;
         changed(api);
 }
@@ -297,22 +353,49 @@ static void handle_readyz(const HttpRequest *req, HttpResponse *resp, void *user
         resp->body = json_pack("{s:s}", "status", "ready");
 }
 
+/* The name of uid on this host, into buf. NSS may take a while (a directory service); only
+ * requests of users pay for it. */
+static int user_name(uid_t uid, char *buf, size_t size) {
+        struct passwd pw, *result = NULL;
+        char scratch[4096];
+        int r = getpwuid_r(uid, &pw, scratch, sizeof scratch, &result);
+        if (r != 0 || !result)
+                return r ? -r : -ENOENT;
+        if (strlen(pw.pw_name) >= size)
+                return -ENAMETOOLONG;
+        strcpy(buf, pw.pw_name);
+        return 0;
+}
+
 unsigned api_authorize(void *userdata, const HttpRoute *route, const char *method, const char *authorization,
-                       char *const params[HTTP_MAX_PARAMS], char *message, size_t message_size) {
+                       const AuthPeer *peer, char *const params[HTTP_MAX_PARAMS], AuthPrincipal *ret_principal,
+                       char *message, size_t message_size) {
         Api *api = userdata;
-        if (!api->tokens)
+        if (!api->tokens) {
+                *ret_principal = (AuthPrincipal) { .role = AUTH_ROLE_OPERATOR };
                 return 0;
+        }
         const char *node = route->access == AUTH_ACCESS_HEARTBEAT ? params[0] : NULL;
-        return auth_decide(api->tokens, authorization, (AuthAccess) route->access, method, node, message,
-                           message_size);
+        unsigned status = auth_decide(api->tokens, &api->policy, peer, authorization, (AuthAccess) route->access, method,
+                                      node, ret_principal, message, message_size);
+        if (status != 0 || ret_principal->role != AUTH_ROLE_USER || route->access == AUTH_ACCESS_PUBLIC)
+                return status;
+        int r = user_name(ret_principal->uid, ret_principal->user, sizeof ret_principal->user);
+        if (r < 0) {
+                snprintf(message, message_size, "Authorization: uid %u has no user name on the controller's host (%s)",
+                         (unsigned) ret_principal->uid, strerror(-r));
+                return 403;
+        }
+        return 0;
 }
 
 /* The last field says who may call a route (auth.h); left out, it means the operator only. */
 const HttpRoute api_routes[] = {
-        { "POST", "/v1/jobs", true, handle_jobs_submit, AUTH_ACCESS_WRITE },
+        /* A user submits and cancels their own jobs (the handlers check whose). */
+        { "POST", "/v1/jobs", true, handle_jobs_submit, AUTH_ACCESS_OWN_JOBS },
         { "GET", "/v1/jobs", false, handle_jobs_list, AUTH_ACCESS_READ },
         { "GET", "/v1/jobs/{}", false, handle_job_get, AUTH_ACCESS_READ },
-        { "DELETE", "/v1/jobs/{}", false, handle_job_cancel, AUTH_ACCESS_WRITE },
+        { "DELETE", "/v1/jobs/{}", false, handle_job_cancel, AUTH_ACCESS_OWN_JOBS },
         /* Raw: heartbeats are decoded from their text (heartbeat-reader.h), not a jansson tree. */
         { "POST", "/v1/nodes/{}/heartbeat", HTTP_BODY_RAW, handle_heartbeat, AUTH_ACCESS_HEARTBEAT },
         /* Held open until an action waits for the node (node-wait.h): the agent's push path. */

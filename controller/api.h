@@ -15,7 +15,9 @@ typedef struct Api {
         Store *store;
         void (*on_change)(void *userdata);   /* called after a request changed state; may be NULL */
         void *on_change_userdata;
-        const AuthTokens *tokens;            /* none configured: every request is allowed */
+        const AuthTokens *tokens;            /* NULL: every request is allowed, as the operator's */
+        AuthPolicy policy;                   /* how requests without a token are judged */
+        bool private_data;                   /* users see the commands of their own jobs only */
         Orchestrator *orchestrator;          /* GET /v1/contention */
         RuntimeConfig *config;               /* GET/PUT /v1/config */
         NodeWaits *waits;                    /* POST /v1/nodes/{id}/wait; NULL: answered at once */
@@ -38,9 +40,11 @@ void api_handle_adjustments(const HttpRequest *req, HttpResponse *resp, void *us
 void api_handle_config_get(const HttpRequest *req, HttpResponse *resp, void *userdata);
 void api_handle_config_put(const HttpRequest *req, HttpResponse *resp, void *userdata);
 
-/* The HttpAuthorize hook for api_routes, with an Api as userdata. */
+/* The HttpAuthorize hook for api_routes, with an Api as userdata: auth_decide(), and the name of
+ * a user principal's uid (403 when it has none on this host). */
 unsigned api_authorize(void *userdata, const HttpRoute *route, const char *method, const char *authorization,
-                       char *const params[HTTP_MAX_PARAMS], char *message, size_t message_size);
+                       const AuthPeer *peer, char *const params[HTTP_MAX_PARAMS], AuthPrincipal *ret_principal,
+                       char *message, size_t message_size);
 
 extern const HttpRoute api_routes[];
 extern const size_t api_n_routes;

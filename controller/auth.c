@@ -198,13 +198,51 @@ AuthRole auth_identify(const AuthTokens *t, const char *authorization, const cha
         return AUTH_ROLE_AGENT;
 }
 
-unsigned auth_decide(const AuthTokens *t, const char *authorization, AuthAccess access, const char *method,
-                     const char *node, char *message, size_t message_size) {
-        if (access == AUTH_ACCESS_PUBLIC || !auth_tokens_enabled(t))
+static bool uid_is_admin(const AuthPolicy *policy, uid_t uid) {
+        return uid == 0 || (policy && uid == policy->self_uid);
+}
+
+static AuthRole principal_from_uid(const AuthPolicy *policy, uid_t uid, AuthPrincipal *p) {
+        p->role = uid_is_admin(policy, uid) ? AUTH_ROLE_OPERATOR : AUTH_ROLE_USER;
+        p->has_uid = true;
+        p->uid = uid;
+        return p->role;
+}
+
+AuthRole auth_principal(const AuthTokens *t, const AuthPolicy *policy, const AuthPeer *peer,
+                        const char *authorization, AuthPrincipal *ret) {
+        AuthPrincipal p = { .role = AUTH_ROLE_NONE };
+        bool tokens = auth_tokens_enabled(t);
+
+        if (tokens && bearer_token(authorization))
+                /* A token, where one is presented, says who this is, over either socket: root may
+                 * act as the read-only token to see what it sees. */
+                p.role = auth_identify(t, authorization, &p.node);
+        else if (peer && peer->unix_socket && peer->uid_known)
+                principal_from_uid(policy, peer->uid, &p);
+        else if (tokens)
+                p.role = AUTH_ROLE_NONE;
+        else if (policy && policy->insecure_no_auth)
+                p.role = AUTH_ROLE_OPERATOR;
+        else if (peer && peer->uid_known)
+                principal_from_uid(policy, peer->uid, &p);
+        else
+                p.role = AUTH_ROLE_ANONYMOUS;
+        if (ret)
+                *ret = p;
+        return p.role;
+}
+
+unsigned auth_decide(const AuthTokens *t, const AuthPolicy *policy, const AuthPeer *peer, const char *authorization,
+                     AuthAccess access, const char *method, const char *node, AuthPrincipal *ret_principal,
+                     char *message, size_t message_size) {
+        AuthPrincipal p;
+        AuthRole role = auth_principal(t, policy, peer, authorization, &p);
+        if (ret_principal)
+                *ret_principal = p;
+        if (access == AUTH_ACCESS_PUBLIC)
                 return 0;
 
-        const char *agent_node = NULL;
-        AuthRole role = auth_identify(t, authorization, &agent_node);
         if (role == AUTH_ROLE_NONE) {
                 snprintf(message, message_size, "Authorization: %s",
                          bearer_token(authorization) ? "invalid token" : "missing bearer token (Authorization: Bearer TOKEN)");
@@ -213,6 +251,25 @@ unsigned auth_decide(const AuthTokens *t, const char *authorization, AuthAccess 
         if (role == AUTH_ROLE_OPERATOR)
                 return 0;
 
+        if (role == AUTH_ROLE_USER || role == AUTH_ROLE_ANONYMOUS) {
+                if (access == AUTH_ACCESS_READ || (access == AUTH_ACCESS_OWN_JOBS && role == AUTH_ROLE_USER))
+                        return 0;
+                if (role == AUTH_ROLE_ANONYMOUS)
+                        snprintf(message, message_size,
+                                 "Authorization: the controller cannot tell who sent this (no token, and the kernel names "
+                                 "no local owner of this connection): only reading is open; use the controller's Unix "
+                                 "socket (cgorchctl does by default) or a token");
+                else if (access == AUTH_ACCESS_HEARTBEAT)
+                        snprintf(message, message_size,
+                                 "Authorization: uid %u is a user, not an agent: heartbeats need an agent token, root "
+                                 "or the controller's own user", (unsigned) p.uid);
+                else
+                        snprintf(message, message_size,
+                                 "Authorization: uid %u is a user: only an administrator (the operator token, root) may "
+                                 "do this", (unsigned) p.uid);
+                return 403;
+        }
+
         switch (access) {
         case AUTH_ACCESS_READ:
                 if (role == AUTH_ROLE_READER)
@@ -220,6 +277,7 @@ unsigned auth_decide(const AuthTokens *t, const char *authorization, AuthAccess 
                 snprintf(message, message_size, "Authorization: an agent token may only send heartbeats for its node");
                 return 403;
         case AUTH_ACCESS_WRITE:
+        case AUTH_ACCESS_OWN_JOBS:
                 if (role == AUTH_ROLE_READER && streq(method, "GET"))
                         /* A GET for the operator only: GET /v1/backup. */
                         snprintf(message, message_size, "Authorization: only the operator token may do this");
@@ -231,11 +289,11 @@ unsigned auth_decide(const AuthTokens *t, const char *authorization, AuthAccess 
                                  "Authorization: an agent token may only send heartbeats for its node");
                 return 403;
         case AUTH_ACCESS_HEARTBEAT:
-                if (role == AUTH_ROLE_AGENT && node && streq(node, agent_node))
+                if (role == AUTH_ROLE_AGENT && node && streq(node, p.node))
                         return 0;
                 if (role == AUTH_ROLE_AGENT)
                         snprintf(message, message_size, "Authorization: this agent token is for node %s, not %s",
-                                 agent_node, node ?: "?");
+                                 p.node, node ?: "?");
                 else
                         snprintf(message, message_size, "Authorization: the read-only token may only use GET, not %s",
                                  method);
@@ -244,4 +302,16 @@ unsigned auth_decide(const AuthTokens *t, const char *authorization, AuthAccess 
                 snprintf(message, message_size, "access denied");
                 return 403;
         }
+}
+
+bool auth_may_act_for(const AuthPrincipal *principal, const char *user) {
+        if (principal->role == AUTH_ROLE_OPERATOR)
+                return true;
+        return principal->role == AUTH_ROLE_USER && user && principal->user[0] && streq(user, principal->user);
+}
+
+bool auth_may_see_command(const AuthPrincipal *principal, const char *user, bool private_data) {
+        if (!private_data || principal->role == AUTH_ROLE_OPERATOR || principal->role == AUTH_ROLE_READER)
+                return true;
+        return auth_may_act_for(principal, user);
 }

@@ -7,10 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <libgen.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "api.h"
 #include "auth.h"
@@ -31,6 +33,9 @@
 #define CONTROLLER_STOP_GRACE_MS 5000
 
 static char *arg_listen = (char *) "127.0.0.1:7070";
+#define UNIX_SOCKET_DEFAULT "/run/cgorch/controller.sock"
+static char *arg_unix_socket = (char *) UNIX_SOCKET_DEFAULT;
+static bool arg_private_data = true;
 static char *arg_port_file = NULL;
 static char *arg_state_dir = (char *) "/var/lib/cgorch";
 static uint64_t arg_heartbeat_interval_us = 2 * USEC_PER_SEC;
@@ -55,6 +60,13 @@ static bool arg_store_check = true;
 static const Option options[] = {
         { "listen", 'l', OPTION_STRING, &arg_listen, "ADDR:PORT",
           "address to serve the REST API on (default: 127.0.0.1:7070; port 0 picks a free port)", 0, 0 },
+        { "unix-socket", 0, OPTION_STRING, &arg_unix_socket, "PATH",
+          "also serve the API on this Unix socket (mode 0666): a local user connecting there is that user, root is an "
+          "administrator; empty for none (default: " UNIX_SOCKET_DEFAULT ", skipped with a warning if it cannot be made)",
+          0, 0 },
+        { "private-data", 0, OPTION_BOOL, &arg_private_data, NULL,
+          "show users the commands (argv) of their own jobs only, as Slurm's PrivateData=jobs; --private-data=no shows "
+          "every job's command to every user (default: yes)", 0, 0 },
         { "port-file", 0, OPTION_STRING, &arg_port_file, "FILE",
           "write the port actually listened on to FILE once ready (default: none)", 0, 0 },
         { "state-dir", 'd', OPTION_STRING, &arg_state_dir, "DIR",
@@ -85,7 +97,8 @@ static const Option options[] = {
         { "agent-tokens-file", 0, OPTION_STRING, &arg_agent_tokens_file, "FILE",
           "file (mode 0600) of NODE:SECRET lines, each agent's token, good for its node's heartbeats only (default: none)", 0, 0 },
         { "insecure-no-auth", 0, OPTION_BOOL, &arg_insecure_no_auth, NULL,
-          "allow running without any token on a non-loopback address: anyone who can connect may run commands (default: no)", 0, 0 },
+          "allow running without any token on a non-loopback address: anyone who can connect is an administrator and may "
+          "run commands as any user (default: no)", 0, 0 },
         { "tls-cert", 0, OPTION_STRING, &arg_tls_cert, "FILE",
           "serve HTTPS with this PEM certificate (chain); needs --tls-key (default: plain HTTP)", 0, 0 },
         { "tls-key", 0, OPTION_STRING, &arg_tls_key, "FILE",
@@ -295,9 +308,11 @@ static int setup_auth(Manager *m) {
                 return 0;
         }
         r = http_listen_is_loopback(arg_listen);
-        if (r > 0) {
-                log_warning("No token file is configured: every local user can submit jobs that run on the nodes. "
-                            "Set --operator-token-file, --reader-token-file and --agent-tokens-file (see cgorch-controller(8)).");
+        if (r > 0 && !arg_insecure_no_auth) {
+                log_notice("No token file is configured: local users are told apart by the kernel (the peer of the Unix "
+                           "socket, the owner of a loopback connection); each may submit and cancel only their own jobs, "
+                           "root and this process's user are administrators. Agents on other hosts need tokens: "
+                           "--operator-token-file, --agent-tokens-file (see cgorch-controller(8)).");
                 return 0;
         }
         if (r == 0 && !arg_insecure_no_auth)
@@ -305,9 +320,9 @@ static int setup_auth(Manager *m) {
                                        "Refusing to listen on %s without tokens: anyone who can connect could run commands "
                                        "on every node. Configure --operator-token-file (and --agent-tokens-file), or pass "
                                        "--insecure-no-auth to accept that.", arg_listen);
-        if (r == 0)
+        if (r >= 0)
                 log_warning("WARNING: listening on %s WITHOUT AUTHENTICATION (--insecure-no-auth): anyone who can "
-                            "connect can run commands on every node.", arg_listen);
+                            "connect is an administrator and can run commands as any user on every node.", arg_listen);
         return 0;
 }
 
@@ -418,7 +433,8 @@ static int apply_scheduler(void *userdata, const RuntimeSettings *s) {
  * so when even the hard limit is short (the unit sets LimitNOFILE=). */
 static void raise_nofile(void) {
         struct rlimit rl;
-        rlim_t want = (rlim_t) arg_max_connections + 256;
+        /* The Unix socket has connections of its own, as many again. */
+        rlim_t want = (rlim_t) arg_max_connections * (arg_unix_socket && *arg_unix_socket ? 2 : 1) + 256;
 
         if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= want)
                 return;
@@ -448,6 +464,26 @@ static int refuse_damaged_store(const char *problem) {
                   "cp BACKUP %s/%s; then start it again.",
                   d, f, problem ?: "SQLite cannot read it, see the line above", d, f, d, f, d, f, d, f, d, f);
         return -EUCLEAN;
+}
+
+/* The Unix socket's directory: made mode 0755 when missing (systemd's RuntimeDirectory= makes
+ * it for the unit). Returns the path to serve, or NULL for none; the default is best effort. */
+static const char *unix_socket_path(void) {
+        if (!arg_unix_socket || !*arg_unix_socket)
+                return NULL;
+        bool optional = streq(arg_unix_socket, UNIX_SOCKET_DEFAULT);
+        _cleanup_free_ char *copy = strdup(arg_unix_socket);
+        if (!copy) {
+                log_oom();
+                return NULL;
+        }
+        const char *dir = dirname(copy);
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+                log_full_errno(optional ? LOG_WARNING : LOG_ERR, errno, "Cannot create %s for the Unix socket%s: %m", dir,
+                               optional ? ", serving none (--unix-socket= says so quietly)" : "");
+                return optional ? NULL : arg_unix_socket;
+        }
+        return arg_unix_socket;
 }
 
 static int run(Manager *m) {
@@ -547,6 +583,11 @@ static int run(Manager *m) {
                 .on_change = on_api_change,
                 .on_change_userdata = m,
                 .tokens = &m->tokens,
+                .policy = {
+                        .insecure_no_auth = arg_insecure_no_auth && !auth_tokens_enabled(&m->tokens),
+                        .self_uid = geteuid(),
+                },
+                .private_data = arg_private_data,
                 .orchestrator = m->orchestrator,
                 .config = &m->config,
                 .waits = m->waits,
@@ -566,6 +607,10 @@ static int run(Manager *m) {
                 .tls_cert_pem = tls_cert,
                 .tls_key_pem = tls_key,
                 .authorize = api_authorize,
+                .unix_path = unix_socket_path(),
+                .unix_optional = arg_unix_socket && streq(arg_unix_socket, UNIX_SOCKET_DEFAULT),
+                /* Without tokens, a loopback connection's owner is the principal (auth.h). */
+                .identify_tcp_peers = !auth_tokens_enabled(&m->tokens) && !arg_insecure_no_auth,
         };
         r = http_server_new(m->event, &hc, api_routes, api_n_routes, &m->api, &m->http);
         if (r < 0)
@@ -583,9 +628,10 @@ static int run(Manager *m) {
                         return r;
         }
 
-        log_info("Listening on %s%s (port %u), state in %s/%s, heartbeat every %" PRIu64 " ms, node unreachable after %u missed, "
+        log_info("Listening on %s%s (port %u)%s%s, state in %s/%s, heartbeat every %" PRIu64 " ms, node unreachable after %u missed, "
                  "lease %" PRIu64 " ms.",
-                 arg_listen, arg_tls_cert ? " with TLS" : "", port, arg_state_dir, STORE_DB_FILENAME, (uint64_t) (arg_heartbeat_interval_us / USEC_PER_MSEC),
+                 arg_listen, arg_tls_cert ? " with TLS" : "", port, http_server_unix_path(m->http) ? " and " : "",
+                 http_server_unix_path(m->http) ?: "", arg_state_dir, STORE_DB_FILENAME, (uint64_t) (arg_heartbeat_interval_us / USEC_PER_MSEC),
                  arg_node_lost_after, (uint64_t) (arg_lease_us / USEC_PER_MSEC));
         (void) sd_notify(false, "READY=1");
         notify_status(m);

@@ -1,6 +1,8 @@
-/* http-server.c: libmicrohttpd on an sd-event loop (MHD's epoll fd watched by sd-event, MHD's
- * own timeout as a timer), TLS, per-address limits, authorization, request bodies, the
- * router, JSON responses, and requests held open for a later answer (suspended connections). */
+/* http-server.c: libmicrohttpd on an sd-event loop (one MHD daemon per listening socket, TCP
+ * and the local Unix socket; each daemon's epoll fd watched by sd-event, its own timeout as a
+ * timer), TLS, the peer as the kernel names it, per-address limits, authorization, request
+ * bodies, the router, JSON responses, and requests held open for a later answer (suspended
+ * connections). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
@@ -11,13 +13,16 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
-#include <unistd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "addr-count.h"
 #include "heartbeat-reader.h"
 #include "http-server.h"
 #include "log.h"
+#include "peer.h"
 #include "protocol.h"
 #include "rate-limit.h"
 
@@ -33,12 +38,27 @@
 /* Client addresses whose buckets are remembered; an address beyond that starts afresh. */
 #define HTTP_RATE_LIMIT_SLOTS 4096u
 
-struct HttpServer {
-        sd_event *event;
+/* One listening socket and the MHD daemon that serves it. */
+typedef struct HttpListener {
+        HttpServer *server;
         struct MHD_Daemon *daemon;
         sd_event_source *io_source;
         sd_event_source *timer_source;
         sd_event_source *defer_source;
+        bool is_unix;
+        bool resumed;                     /* a held request was answered: MHD must run to send it */
+} HttpListener;
+
+enum { HTTP_LISTENER_TCP, HTTP_LISTENER_UNIX, _HTTP_LISTENER_MAX };
+
+struct HttpServer {
+        sd_event *event;
+        HttpListener listeners[_HTTP_LISTENER_MAX];
+        char *unix_path;                  /* ours to remove at the end, when unix_ino still names it */
+        ino_t unix_ino;
+        PeerFinder *peers;                /* NULL: loopback TCP peers are not looked up */
+        bool uids_partial;                /* in a user namespace that does not map every uid: */
+        uid_t overflow_uid;               /* ... peers that look like this uid are unknown */
         uint64_t max_body_bytes;
         RateLimit *requests;              /* NULL: no request-rate limit */
         RateLimit *auth_failures;
@@ -52,13 +72,16 @@ struct HttpServer {
         unsigned n_held, max_held;
         unsigned max_held_per_address;
         AddrCount *held_by_address;       /* NULL: no per-address limit */
-        bool resumed;                     /* a held request was answered: MHD must run to send it */
 };
 
 /* One request in flight: what MHD's per-connection pointer holds between callbacks. */
 typedef struct Request {
         HttpServer *server;
+        HttpListener *listener;
         const HttpRoute *route;
+        AuthPrincipal principal;
+        uint8_t key[RATE_LIMIT_KEY_MAX];  /* the client's address (or uid) for the per-client limits */
+        size_t key_len;
         char *params[HTTP_MAX_PARAMS];
         char *body;
         size_t body_size;
@@ -282,12 +305,45 @@ static enum MHD_Result send_too_many(struct MHD_Connection *conn, RateLimit *rl,
         return send_error(conn, HTTP_STATUS_TOO_MANY_REQUESTS, MHD_HTTP_HEADER_RETRY_AFTER, retry, "%s", why);
 }
 
+/* What the kernel says of the peer: its uid over the Unix socket (SO_PEERCRED), or the owner of
+ * the client's end of a loopback TCP connection when asked to look. Also the request's key for
+ * the per-client limits: its address, or on the Unix socket its uid (5 bytes, a length no
+ * address key has). */
+static void request_peer(HttpServer *s, struct MHD_Connection *conn, Request *req, AuthPeer *ret) {
+        AuthPeer peer = { .unix_socket = req->listener->is_unix };
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        int fd = info ? info->connect_fd : -1;
+        uid_t uid;
+        int r = -ENOENT;
+
+        if (fd >= 0 && peer.unix_socket)
+                r = peer_unix_uid(fd, &uid);
+        else if (fd >= 0 && s->peers)
+                r = peer_tcp_uid(s->peers, fd, &uid);
+        if (r < 0 && r != -ENOENT)
+                log_debug_errno(r, "Cannot tell the peer of a connection: %m");
+        if (r >= 0 && !(s->uids_partial && uid == s->overflow_uid)) {
+                peer.uid_known = true;
+                peer.uid = uid;
+        }
+
+        if (peer.unix_socket) {
+                req->key[0] = 'u';
+                memcpy(req->key + 1, &peer.uid, sizeof peer.uid);
+                req->key_len = peer.uid_known ? 1 + sizeof peer.uid : 0;
+        } else
+                req->key_len = client_key(conn, req->key);
+        *ret = peer;
+}
+
 /* Rate limits and authorization, in the order that makes refusing cheapest: a flooding or
  * token-guessing address is turned away before its token is even compared. */
 static enum MHD_Result request_admit(HttpServer *s, struct MHD_Connection *conn, const char *method, Request *req,
                                      bool *ret_admitted) {
-        uint8_t key[RATE_LIMIT_KEY_MAX];
-        size_t key_len = client_key(conn, key);
+        AuthPeer peer;
+        request_peer(s, conn, req, &peer);
+        const uint8_t *key = req->key;
+        size_t key_len = req->key_len;
         uint64_t now_us = now_monotonic_us(s);
 
         *ret_admitted = false;
@@ -302,8 +358,8 @@ static enum MHD_Result request_admit(HttpServer *s, struct MHD_Connection *conn,
 
         char message[256] = "";
         const char *authorization = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-        unsigned status = s->authorize(s->userdata, req->route, method, authorization, req->params, message,
-                                       sizeof message);
+        unsigned status = s->authorize(s->userdata, req->route, method, authorization, &peer, req->params,
+                                       &req->principal, message, sizeof message);
         if (status == MHD_HTTP_UNAUTHORIZED) {
                 if (key_len > 0)
                         (void) rate_limit_take(s->auth_failures, key, key_len, now_us);
@@ -386,7 +442,8 @@ static enum MHD_Result request_finish(HttpServer *s, struct MHD_Connection *conn
                         return send_error(conn, MHD_HTTP_BAD_REQUEST, NULL, NULL, "%s", error ?: "body: invalid JSON");
         }
 
-        HttpRequest hreq = { .method = method, .path = url, .body = body, .connection = conn, .state = req };
+        HttpRequest hreq = { .method = method, .path = url, .body = body, .connection = conn, .state = req,
+                             .principal = s->authorize ? &req->principal : NULL };
         if (req->route->takes_body == HTTP_BODY_RAW) {
                 hreq.raw_body = req->body;
                 hreq.raw_body_size = req->body_size;
@@ -411,9 +468,9 @@ static enum MHD_Result request_finish(HttpServer *s, struct MHD_Connection *conn
 /* ---- Held requests ---- */
 
 /* MHD learns of a resumed connection only when it runs: run it at the next turn of the loop. */
-static void run_soon(HttpServer *s) {
-        s->resumed = true;
-        int r = sd_event_source_set_enabled(s->defer_source, SD_EVENT_ONESHOT);
+static void run_soon(HttpListener *l) {
+        l->resumed = true;
+        int r = sd_event_source_set_enabled(l->defer_source, SD_EVENT_ONESHOT);
         /* -ESTALE: the loop has ended; http_server_free() runs MHD itself. */
         if (r < 0 && r != -ESTALE)
                 log_warning_errno(r, "Cannot schedule the HTTP server's next run: %m");
@@ -438,13 +495,13 @@ static void held_unlink(HttpHeld *h) {
 /* Unlinks h, frees it and resumes its connection: with its answer (set by the caller), or
  * abandoned (closed). */
 static void held_release(HttpHeld *h, bool abandoned) {
-        HttpServer *s = h->server;
+        HttpListener *l = h->request->listener;
 
         held_unlink(h);
         h->request->abandoned = abandoned;
         MHD_resume_connection(h->conn);
         free(h);
-        run_soon(s);
+        run_soon(l);
 }
 
 static int on_held_hangup(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
@@ -463,8 +520,8 @@ int http_request_hold(const HttpRequest *req, HttpHeldGone gone, void *userdata,
         HttpServer *s = r->server;
         struct MHD_Connection *conn = req->connection;
 
-        uint8_t key[RATE_LIMIT_KEY_MAX];
-        size_t key_len = client_key(conn, key);
+        const uint8_t *key = r->key;
+        size_t key_len = r->key_len;
         if (s->n_held >= s->max_held)
                 return -EBUSY;
         if (s->held_by_address && key_len > 0 &&
@@ -557,7 +614,8 @@ const char *http_request_query_unknown(const HttpRequest *req, const char *const
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_data_size,
                                   void **con_cls) {
-        HttpServer *s = cls;
+        HttpListener *l = cls;
+        HttpServer *s = l->server;
         Request *req = *con_cls;
 
         if (!req) {
@@ -567,6 +625,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                         return MHD_NO;
                 }
                 req->server = s;
+                req->listener = l;
                 *con_cls = req;
                 return request_begin(s, conn, url, method, req);
         }
@@ -644,7 +703,7 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
  * later, which nobody can tell. */
 #define HTTP_TIMER_ACCURACY_MAX_US USEC_PER_SEC
 
-static void update_timer(HttpServer *s) {
+static void update_timer(HttpListener *s) {
         MHD_UNSIGNED_LONG_LONG timeout_ms;
         uint64_t now_us, timeout_us;
         int r;
@@ -670,7 +729,7 @@ static void update_timer(HttpServer *s) {
         }
         (void) sd_event_source_set_enabled(s->defer_source, SD_EVENT_OFF);
         timeout_us = timeout_ms > UINT64_MAX / USEC_PER_MSEC ? UINT64_MAX / 2 : (uint64_t) timeout_ms * USEC_PER_MSEC;
-        r = sd_event_now(s->event, CLOCK_MONOTONIC, &now_us);
+        r = sd_event_now(s->server->event, CLOCK_MONOTONIC, &now_us);
         if (r >= 0)
                 r = sd_event_source_set_time_accuracy(s->timer_source,
                                                       MAX(MIN(timeout_us / 8, HTTP_TIMER_ACCURACY_MAX_US), (uint64_t) 1));
@@ -682,7 +741,7 @@ static void update_timer(HttpServer *s) {
                 log_warning_errno(r, "Cannot arm the HTTP timer: %m");
 }
 
-static void run_mhd(HttpServer *s) {
+static void run_mhd(HttpListener *s) {
         s->resumed = false;
         if (MHD_run(s->daemon) == MHD_NO)
                 log_warning("libmicrohttpd failed to process connections.");
@@ -752,6 +811,103 @@ int http_listen_is_loopback(const char *listen) {
         return 0;
 }
 
+/* A Unix socket at path, bound and listening, mode 0666. A socket file there that nobody
+ * answers on (a server that did not stop cleanly) is replaced; one that answers is not. */
+static int unix_listen(const char *path, int level, ino_t *ret_ino) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct stat st;
+
+        if (strlen(path) >= sizeof sa.sun_path)
+                return log_full_errno(level, ENAMETOOLONG, "Unix socket path %s: longer than %zu bytes.", path,
+                                       sizeof sa.sun_path - 1);
+        memcpy(sa.sun_path, path, strlen(path));
+
+        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return log_full_errno(level, errno, "Cannot create a Unix socket: %m");
+        if (lstat(path, &st) == 0) {
+                if (!S_ISSOCK(st.st_mode))
+                        return log_full_errno(level, EEXIST, "%s exists and is no socket: not replacing it.", path);
+                _cleanup_close_ int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                if (probe >= 0 && connect(probe, (struct sockaddr *) &sa, sizeof sa) == 0)
+                        return log_full_errno(level, EADDRINUSE, "%s: another server answers on this socket.", path);
+                if (unlink(path) < 0 && errno != ENOENT)
+                        return log_full_errno(level, errno, "Cannot remove the stale socket %s: %m", path);
+                log_info("Replaced the stale socket %s.", path);
+        }
+        if (bind(fd, (struct sockaddr *) &sa, sizeof sa) < 0)
+                return log_full_errno(level, errno, "Cannot bind the Unix socket %s: %m", path);
+        /* Every local user may connect: the kernel tells who they are. The file's mode is the
+         * umask's until here, tighter, never looser. */
+        if (chmod(path, 0666) < 0 || lstat(path, &st) < 0) {
+                int r = log_full_errno(level, errno, "Cannot make %s mode 0666: %m", path);
+                (void) unlink(path);
+                return r;
+        }
+        if (listen(fd, SOMAXCONN) < 0) {
+                int r = log_full_errno(level, errno, "Cannot listen on %s: %m", path);
+                (void) unlink(path);
+                return r;
+        }
+        *ret_ino = st.st_ino;
+        return TAKE_FD(fd);
+}
+
+/* Starts l's MHD daemon with the options both listeners share, and its event sources. */
+static int listener_start(HttpServer *s, HttpListener *l, const HttpServerConfig *config, unsigned flags,
+                          const struct MHD_OptionItem *extra, size_t n_extra, const char *what) {
+        int r;
+
+        l->server = s;
+        /* The logger goes first so that MHD reports problems with the other options through it. */
+        struct MHD_OptionItem options[16] = {
+                { MHD_OPTION_EXTERNAL_LOGGER, (intptr_t) on_mhd_log, s },
+                { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t) on_request_completed, s },
+                { MHD_OPTION_CONNECTION_TIMEOUT, HTTP_CONNECTION_TIMEOUT_S, NULL },
+                /* MHD keeps the request line and headers in this per-connection pool (and reads
+                 * the body through it in pieces): its size bounds the headers. */
+                { MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t) config->max_header_bytes, NULL },
+                { MHD_OPTION_CONNECTION_LIMIT, (intptr_t) config->max_connections, NULL },
+        };
+        size_t n = 5;
+        /* MHD grows a connection's read buffer by 1 KiB at a time by default: a 75 KB heartbeat
+         * then took dozens of passes of the event loop, and with a thousand agents those passes
+         * queued up into seconds of latency at a fifth of a core. Half the pool per step reads
+         * a body in a few large pieces; the pool, and so the header limit, stays as it is. */
+        if (config->max_header_bytes >= 4096)
+                options[n++] = (struct MHD_OptionItem) { MHD_OPTION_CONNECTION_MEMORY_INCREMENT,
+                                                         (intptr_t) (config->max_header_bytes / 2), NULL };
+        for (size_t i = 0; i < n_extra && n < ELEMENTSOF(options) - 1; i++)
+                options[n++] = extra[i];
+        options[n++] = (struct MHD_OptionItem) { MHD_OPTION_END, 0, NULL };
+
+        l->daemon = MHD_start_daemon(flags | MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL,
+                                     on_request, l, MHD_OPTION_ARRAY, options, MHD_OPTION_END);
+        if (!l->daemon)
+                return log_error_errno(EADDRNOTAVAIL, "Cannot listen on %s (address in use or not local%s?).", what,
+                                       flags & MHD_USE_TLS ? ", or the TLS certificate and key do not load or match" : "");
+
+        const union MHD_DaemonInfo *info = MHD_get_daemon_info(l->daemon, MHD_DAEMON_INFO_EPOLL_FD);
+        if (!info)
+                return log_error_errno(EIO, "libmicrohttpd has no epoll fd.");
+        r = sd_event_add_io(s->event, &l->io_source, info->epoll_fd, EPOLLIN, on_io, l);
+        if (r < 0)
+                return log_error_errno(r, "Cannot watch the HTTP epoll fd: %m");
+        /* update_timer() sets the accuracy at every arming (0 would mean sd-event's 250 ms). */
+        r = sd_event_add_time(s->event, &l->timer_source, CLOCK_MONOTONIC, UINT64_MAX, 1, on_timer, l);
+        if (r < 0)
+                return log_error_errno(r, "Cannot add the HTTP timer: %m");
+        r = sd_event_add_defer(s->event, &l->defer_source, on_defer, l);
+        if (r < 0)
+                return log_error_errno(r, "Cannot add the HTTP run source: %m");
+        (void) sd_event_source_set_enabled(l->defer_source, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(l->defer_source, l->is_unix ? "http-unix-run" : "http-run");
+        (void) sd_event_source_set_description(l->io_source, l->is_unix ? "http-unix-io" : "http-io");
+        (void) sd_event_source_set_description(l->timer_source, l->is_unix ? "http-unix-timer" : "http-timer");
+        update_timer(l);
+        return 0;
+}
+
 int http_server_new(sd_event *event, const HttpServerConfig *config, const HttpRoute *routes, size_t n_routes,
                     void *userdata, HttpServer **ret) {
         const char *listen = config->listen;
@@ -794,6 +950,17 @@ int http_server_new(sd_event *event, const HttpServerConfig *config, const HttpR
         r = rate_limit_new(HTTP_AUTH_FAILURE_RATE_PER_S, HTTP_AUTH_FAILURE_BURST, HTTP_RATE_LIMIT_SLOTS, &s->auth_failures);
         if (r < 0)
                 return log_oom();
+        s->uids_partial = peer_uid_map_is_partial(&s->overflow_uid);
+        if (s->uids_partial && (config->unix_path || config->identify_tcp_peers))
+                log_warning("This process runs in a user namespace that does not map every uid: local clients that "
+                            "look like uid %u could be any unmapped user and are not told apart (run the controller "
+                            "without PrivateUsers=).", (unsigned) s->overflow_uid);
+        if (config->identify_tcp_peers) {
+                r = peer_finder_new(&s->peers);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot open NETLINK_SOCK_DIAG, loopback clients are not told apart "
+                                          "(they may only read): %m");
+        }
 
         s->max_held = config->max_connections / HTTP_HELD_SHARE_DIVISOR;
         if (config->max_connections_per_ip > 0) {
@@ -803,71 +970,57 @@ int http_server_new(sd_event *event, const HttpServerConfig *config, const HttpR
                         return log_oom();
         }
 
-        unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
+        unsigned flags = 0;
         if (sa.ss_family == AF_INET6)
                 flags |= MHD_USE_IPv6;
         if (tls)
                 flags |= MHD_USE_TLS;
-
-        /* The logger goes first so that MHD reports problems with the other options through it. */
-        struct MHD_OptionItem options[16] = {
-                { MHD_OPTION_EXTERNAL_LOGGER, (intptr_t) on_mhd_log, s },
-                { MHD_OPTION_SOCK_ADDR, 0, &sa },
-                { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t) on_request_completed, s },
-                { MHD_OPTION_CONNECTION_TIMEOUT, HTTP_CONNECTION_TIMEOUT_S, NULL },
-                /* MHD keeps the request line and headers in this per-connection pool (and reads
-                 * the body through it in pieces): its size bounds the headers. */
-                { MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t) config->max_header_bytes, NULL },
-                { MHD_OPTION_CONNECTION_LIMIT, (intptr_t) config->max_connections, NULL },
-        };
-        size_t n = 6;
-        /* MHD grows a connection's read buffer by 1 KiB at a time by default: a 75 KB heartbeat
-         * then took dozens of passes of the event loop, and with a thousand agents those passes
-         * queued up into seconds of latency at a fifth of a core. Half the pool per step reads
-         * a body in a few large pieces; the pool, and so the header limit, stays as it is. */
-        if (config->max_header_bytes >= 4096)
-                options[n++] = (struct MHD_OptionItem) { MHD_OPTION_CONNECTION_MEMORY_INCREMENT,
-                                                         (intptr_t) (config->max_header_bytes / 2), NULL };
+        struct MHD_OptionItem tcp_options[4] = { { MHD_OPTION_SOCK_ADDR, 0, &sa } };
+        size_t n = 1;
         if (config->max_connections_per_ip > 0)
-                options[n++] = (struct MHD_OptionItem) { MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-                                                         (intptr_t) config->max_connections_per_ip, NULL };
+                tcp_options[n++] = (struct MHD_OptionItem) { MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                                                             (intptr_t) config->max_connections_per_ip, NULL };
         if (tls) {
-                options[n++] = (struct MHD_OptionItem) { MHD_OPTION_HTTPS_MEM_KEY, 0, (void *) config->tls_key_pem };
-                options[n++] = (struct MHD_OptionItem) { MHD_OPTION_HTTPS_MEM_CERT, 0, (void *) config->tls_cert_pem };
+                tcp_options[n++] = (struct MHD_OptionItem) { MHD_OPTION_HTTPS_MEM_KEY, 0, (void *) config->tls_key_pem };
+                tcp_options[n++] = (struct MHD_OptionItem) { MHD_OPTION_HTTPS_MEM_CERT, 0, (void *) config->tls_cert_pem };
         }
-        options[n++] = (struct MHD_OptionItem) { MHD_OPTION_END, 0, NULL };
-
-        s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_ARRAY, options, MHD_OPTION_END);
-        if (!s->daemon)
-                return log_error_errno(EADDRNOTAVAIL, "Cannot listen on %s (address in use or not local%s?).", listen,
-                                       tls ? ", or the TLS certificate and key do not load or match" : "");
-
-        const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_EPOLL_FD);
-        if (!info)
-                return log_error_errno(EIO, "libmicrohttpd has no epoll fd.");
-        int epoll_fd = info->epoll_fd;
-
-        info = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+        HttpListener *tcp = &s->listeners[HTTP_LISTENER_TCP];
+        r = listener_start(s, tcp, config, flags, tcp_options, n, listen);
+        if (r < 0)
+                return r;
+        const union MHD_DaemonInfo *info = MHD_get_daemon_info(tcp->daemon, MHD_DAEMON_INFO_BIND_PORT);
         if (!info || info->port == 0)
                 return log_error_errno(EIO, "libmicrohttpd does not tell the port it listens on.");
         s->port = info->port;
 
-        r = sd_event_add_io(event, &s->io_source, epoll_fd, EPOLLIN, on_io, s);
-        if (r < 0)
-                return log_error_errno(r, "Cannot watch the HTTP epoll fd: %m");
-        /* update_timer() sets the accuracy at every arming (0 would mean sd-event's 250 ms). */
-        r = sd_event_add_time(event, &s->timer_source, CLOCK_MONOTONIC, UINT64_MAX, 1, on_timer, s);
-        if (r < 0)
-                return log_error_errno(r, "Cannot add the HTTP timer: %m");
-        r = sd_event_add_defer(event, &s->defer_source, on_defer, s);
-        if (r < 0)
-                return log_error_errno(r, "Cannot add the HTTP run source: %m");
-        (void) sd_event_source_set_enabled(s->defer_source, SD_EVENT_OFF);
-        (void) sd_event_source_set_description(s->defer_source, "http-run");
-        (void) sd_event_source_set_description(s->io_source, "http-io");
-        (void) sd_event_source_set_description(s->timer_source, "http-timer");
-        update_timer(s);
-
+        if (config->unix_path) {
+                /* Plain HTTP: nothing crosses a network, and the kernel, not a token, says who
+                 * connects. MHD takes the listening socket over (and closes it). */
+                r = unix_listen(config->unix_path, config->unix_optional ? LOG_WARNING : LOG_ERR, &s->unix_ino);
+                if (r < 0 && config->unix_optional) {
+                        log_warning("Serving no Unix socket: local users must use TCP (and tokens, where configured).");
+                        goto done;
+                }
+                if (r < 0)
+                        return r;
+                int fd = r;
+                s->unix_path = strdup(config->unix_path);
+                if (!s->unix_path) {
+                        (void) unlink(config->unix_path);
+                        close(fd);
+                        return log_oom();
+                }
+                HttpListener *u = &s->listeners[HTTP_LISTENER_UNIX];
+                u->is_unix = true;
+                struct MHD_OptionItem unix_options[] = { { MHD_OPTION_LISTEN_SOCKET, fd, NULL } };
+                r = listener_start(s, u, config, 0, unix_options, ELEMENTSOF(unix_options), config->unix_path);
+                if (r < 0) {
+                        if (!u->daemon)
+                                close(fd);
+                        return r;
+                }
+        }
+done:
         *ret = TAKE_PTR(cleanup);
         return 0;
 }
@@ -883,13 +1036,24 @@ HttpServer *http_server_free(HttpServer *s) {
                         h->gone(h, h->userdata);
                 held_release(h, true);
         }
-        if (s->daemon && s->resumed)
-                (void) MHD_run(s->daemon);
-        sd_event_source_disable_unref(s->io_source);
-        sd_event_source_disable_unref(s->timer_source);
-        sd_event_source_disable_unref(s->defer_source);
-        if (s->daemon)
-                MHD_stop_daemon(s->daemon);
+        for (size_t i = 0; i < _HTTP_LISTENER_MAX; i++) {
+                HttpListener *l = &s->listeners[i];
+                if (l->daemon && l->resumed)
+                        (void) MHD_run(l->daemon);
+                sd_event_source_disable_unref(l->io_source);
+                sd_event_source_disable_unref(l->timer_source);
+                sd_event_source_disable_unref(l->defer_source);
+                if (l->daemon)
+                        MHD_stop_daemon(l->daemon);
+        }
+        if (s->unix_path) {
+                /* Only our own: a newer server may have replaced the file since. */
+                struct stat st;
+                if (lstat(s->unix_path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_ino == s->unix_ino)
+                        (void) unlink(s->unix_path);
+                free(s->unix_path);
+        }
+        peer_finder_free(s->peers);
         addr_count_free(s->held_by_address);
         rate_limit_free(s->requests);
         rate_limit_free(s->auth_failures);
@@ -900,4 +1064,8 @@ HttpServer *http_server_free(HttpServer *s) {
 
 uint16_t http_server_port(HttpServer *s) {
         return s->port;
+}
+
+const char *http_server_unix_path(HttpServer *s) {
+        return s->unix_path;
 }

@@ -1,8 +1,10 @@
 /* http-server.h: a small JSON-over-HTTP(S) server — libmicrohttpd driven by an sd-event loop
- * through MHD's epoll fd — with a router from (method, path pattern) to handlers, and the
- * limits every request passes before a handler sees it: connections, header and body size,
- * request rate and failed authentications per client address, and an authorization hook.
- * A handler may also hold its request open and answer it later (a long poll). */
+ * through MHD's epoll fds — on a TCP address and, optionally, a local Unix socket (plain HTTP),
+ * with a router from (method, path pattern) to handlers, and the limits every request passes
+ * before a handler sees it: connections, header and body size, request rate and failed
+ * authentications per client address (per uid on the Unix socket), and an authorization hook
+ * that is told who the kernel says the peer is. A handler may also hold its request open and
+ * answer it later (a long poll). */
 #pragma once
 
 #include <jansson.h>
@@ -10,6 +12,7 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
+#include "auth.h"
 #include "macro.h"
 
 #define HTTP_MAX_PARAMS 2
@@ -24,6 +27,7 @@ typedef struct HttpRequest {
         size_t raw_body_size;
         void *connection;             /* the server's, for http_request_query() */
         void *state;                  /* the server's, for http_request_hold(); NULL outside a server */
+        const AuthPrincipal *principal; /* who sent it, as the authorize hook found (NULL without one) */
 } HttpRequest;
 
 /* The value of a query-string argument ("?limit=10": "10"), NULL when absent; an argument
@@ -65,11 +69,14 @@ typedef struct HttpRoute {
         int access;                   /* passed to the authorize hook (an AuthAccess) */
 } HttpRoute;
 
-/* Decides whether a routed request may go on, before its body is read: returns 0, or the
- * HTTP status to refuse it with (401, 403) and the reason in message. authorization is the
- * Authorization header (NULL when absent); params are the route's "{}" segments. */
+/* Decides whether a routed request may go on, before its body is read: returns 0 and who
+ * sent it in *ret_principal (handed to the handler as req->principal), or the HTTP status to
+ * refuse it with (401, 403) and the reason in message. authorization is the Authorization
+ * header (NULL when absent); peer is what the kernel says of the connection; params are the
+ * route's "{}" segments. */
 typedef unsigned (*HttpAuthorize)(void *userdata, const HttpRoute *route, const char *method,
-                                  const char *authorization, char *const params[HTTP_MAX_PARAMS],
+                                  const char *authorization, const AuthPeer *peer,
+                                  char *const params[HTTP_MAX_PARAMS], AuthPrincipal *ret_principal,
                                   char *message, size_t message_size);
 
 typedef struct HttpServerConfig {
@@ -82,6 +89,14 @@ typedef struct HttpServerConfig {
         const char *tls_cert_pem;       /* both or neither: serve HTTPS */
         const char *tls_key_pem;
         HttpAuthorize authorize;        /* may be NULL: everything allowed */
+        /* Also serve plain HTTP on a Unix socket at this path (NULL: none), mode 0666: anyone
+         * may connect, and the kernel names each peer's uid (SO_PEERCRED). A socket file left
+         * by a process that is gone is replaced; one that answers is not (-EADDRINUSE). The
+         * file is removed when the server is freed. */
+        const char *unix_path;
+        bool unix_optional;             /* a Unix socket that cannot be set up is a warning, not an error */
+        /* Look up the local owner of each loopback TCP connection (peer.h) for authorize. */
+        bool identify_tcp_peers;
 } HttpServerConfig;
 
 /* After this many refused authentications in a row (refilled at one per second) a client
@@ -92,7 +107,8 @@ typedef struct HttpServerConfig {
 typedef struct HttpServer HttpServer;
 
 /* Starts serving (see http_server_port() for the port). routes must outlive the server; the
- * config's strings are used only during the call. */
+ * config's strings are used only during the call. Errors are logged; -EADDRINUSE when the Unix
+ * socket is another live server's. */
 int http_server_new(sd_event *event, const HttpServerConfig *config, const HttpRoute *routes, size_t n_routes,
                     void *userdata, HttpServer **ret);
 /* Held requests still open are closed (their gone callbacks run). */
@@ -102,6 +118,8 @@ static inline void http_server_freep(HttpServer **s) {
                 http_server_free(*s);
 }
 uint16_t http_server_port(HttpServer *s);
+/* The Unix socket served, or NULL. */
+const char *http_server_unix_path(HttpServer *s);
 
 /* Whether this libmicrohttpd was built with TLS (GnuTLS). */
 bool http_server_tls_supported(void);

@@ -8,7 +8,7 @@ CONTROLLER_SOURCES = \
 	controller/rate-limit.c controller/rate-limit.h \
 	controller/cluster.c controller/cluster.h \
 	controller/cluster-sched.c controller/cluster-sched.h \
-	controller/http-server.c controller/http-server.h \
+	controller/http-server.c controller/http-server.h controller/peer.c controller/peer.h \
 	controller/addr-count.c controller/addr-count.h \
 	controller/node-wait.c controller/node-wait.h \
 	controller/store-sched.c \

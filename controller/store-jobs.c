@@ -150,6 +150,20 @@ int store_job_get_state(Store *s, uint64_t job, JobState *ret) {
         return 0;
 }
 
+int store_job_get_user(Store *s, uint64_t job, char **ret_user) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, "SELECT user FROM jobs WHERE id = ?", &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, (int64_t) job);
+        r = store_step_row(s, st, "read job user");
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return -ENOENT;
+        return store_column_strdup(st, 0, ret_user);
+}
+
 int store_job_set_state(Store *s, uint64_t job, JobState state, int64_t now_ms) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r = store_prepare(s,

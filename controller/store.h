@@ -108,6 +108,8 @@ bool phase_state_is_final(PhaseState s);
  * task index (attempt 0), with the spec kept as JSON. Use inside a transaction. */
 int store_job_insert(Store *s, const JobSpec *spec, int64_t now_ms, uint64_t *ret_id);
 int store_job_get_state(Store *s, uint64_t job, JobState *ret);
+/* The user the job runs as (NULL: none given, the agent's own); -ENOENT when there is no such job. */
+int store_job_get_user(Store *s, uint64_t job, char **ret_user);
 /* Sets the state; a final state sets finished_ms. (A job's start is its first task's: the views read it there.) */
 int store_job_set_state(Store *s, uint64_t job, JobState state, int64_t now_ms);
 int store_job_count_by_state(Store *s, unsigned ret_counts[static _JOB_STATE_MAX]);

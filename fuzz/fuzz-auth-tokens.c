@@ -33,8 +33,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (role == AUTH_ROLE_AGENT) {
                 FUZZ_ASSERT(node);
                 char message[256];
-                FUZZ_ASSERT(auth_decide(&t, header, AUTH_ACCESS_HEARTBEAT, "POST", node, message, sizeof message) == 0);
-                FUZZ_ASSERT(auth_decide(&t, header, AUTH_ACCESS_WRITE, "POST", NULL, message, sizeof message) == 403);
+                FUZZ_ASSERT(auth_decide(&t, NULL, NULL, header, AUTH_ACCESS_HEARTBEAT, "POST", node, NULL, message, sizeof message) == 0);
+                FUZZ_ASSERT(auth_decide(&t, NULL, NULL, header, AUTH_ACCESS_WRITE, "POST", NULL, NULL, message, sizeof message) == 403);
         } else
                 FUZZ_ASSERT(role == AUTH_ROLE_NONE);
         free(header);

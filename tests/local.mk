@@ -154,7 +154,15 @@ tests_unit_test_sample_budget_SOURCES = tests/unit/test-sample-budget.c
 tests_unit_test_sample_budget_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/agent
 tests_unit_test_sample_budget_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_sample_budget_LDADD = agent/libcgorch-agent-cgroup.a $(COMMON_LIBS) $(CRITERION_LIBS)
-tests_unit_test_launcher_SOURCES = tests/unit/test-launcher.c agent/launcher.c agent/launcher.h
+tests_unit_test_launcher_SOURCES = tests/unit/test-launcher.c agent/launcher.c agent/launcher.h \
+	agent/task-user.c agent/task-user.h
+# The agent's floor for the accounts tasks run as (--min-uid, login.defs, root, nobody).
+check_PROGRAMS += tests/unit/test-task-user
+TESTS += tests/unit/test-task-user
+tests_unit_test_task_user_SOURCES = tests/unit/test-task-user.c agent/task-user.c agent/task-user.h
+tests_unit_test_task_user_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/agent
+tests_unit_test_task_user_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_task_user_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
 tests_unit_test_launcher_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/agent
 tests_unit_test_launcher_CFLAGS = $(AM_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_launcher_LDADD = $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(CRITERION_LIBS)
@@ -175,7 +183,7 @@ tests_unit_test_sched_incremental_LDADD = $(SCHED_LIBS) $(COMMON_LIBS) $(CRITERI
 
 # Trust and failure (issue 8): tokens and TLS end to end; controller and agent crashes, lost
 # nodes, a full or locked store; a read-only, garbled or damaged store, backup and restore; the HTTP limits and token checks as unit tests.
-TRUST_INTEGRATION_TESTS = tests/integration/test-auth.sh tests/integration/test-failure.sh \
+TRUST_INTEGRATION_TESTS = tests/integration/test-auth.sh tests/integration/test-users.sh tests/integration/test-failure.sh \
 	tests/integration/test-clock.sh tests/integration/test-store-faults.sh
 TESTS += $(TRUST_INTEGRATION_TESTS)
 EXTRA_DIST += $(TRUST_INTEGRATION_TESTS) tests/integration/clock-shift.c
@@ -184,6 +192,12 @@ TESTS += tests/unit/test-auth tests/unit/test-rate-limit tests/unit/test-secret-
 tests_unit_test_auth_SOURCES = tests/unit/test-auth.c controller/auth.c controller/auth.h
 tests_unit_test_auth_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_auth_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
+# Local peers as the kernel names them (the Unix socket's, a loopback connection's owner).
+check_PROGRAMS += tests/unit/test-peer
+TESTS += tests/unit/test-peer
+tests_unit_test_peer_SOURCES = tests/unit/test-peer.c controller/peer.c controller/peer.h
+tests_unit_test_peer_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_peer_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
 tests_unit_test_rate_limit_SOURCES = tests/unit/test-rate-limit.c controller/rate-limit.c controller/rate-limit.h
 tests_unit_test_rate_limit_CFLAGS = $(AM_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_rate_limit_LDADD = $(CRITERION_LIBS) -lm

@@ -162,6 +162,7 @@ cluster_cleanup() {
         done < <(cluster_cgroup_dirs)
         for d in "${CLUSTER_CLEANUP_HOOKS[@]}"; do "$d" || cluster_log "cluster-lib: cleanup step $d failed"; done
         [ -n "${CLUSTER_BIN_DIR:-}" ] && rm -rf "$CLUSTER_BIN_DIR"
+        [ -n "${CLUSTER_RUN_DIR:-}" ] && rm -rf "$CLUSTER_RUN_DIR"
         if [ -n "${CLUSTER_DIR:-}" ] && [ -d "$CLUSTER_DIR" ]; then
                 if [ $rc -ne 0 ] || [ -n "${CLUSTER_KEEP:-}" ]; then
                         cluster_log "cluster-lib: logs kept in $CLUSTER_DIR"
@@ -255,11 +256,23 @@ cluster_curl() {
         cluster_ctl_exec curl ${CGORCH_CA_CERT:+--cacert "$CGORCH_CA_CERT"} -H "@$CLUSTER_AUTH_HEADER" "$@"
 }
 
+# The controller's Unix socket, in a mode-755 directory of its own under /tmp (CLUSTER_DIR is
+# mode 700), so that every local user reaches it as /run/cgorch/controller.sock would be
+# reached; cluster_cleanup removes it.
+CLUSTER_RUN_DIR=
+CLUSTER_SOCKET=
+
 cluster_start_controller() {
         [ -n "${CLUSTER_AUTH_HEADER:-}" ] || cluster_make_tokens
         local t=$CLUSTER_DIR/tokens
+        if [ -z "$CLUSTER_RUN_DIR" ]; then
+                CLUSTER_RUN_DIR=$(mktemp -d /tmp/cgorch-run.XXXXXX) || return 1
+                chmod 755 "$CLUSTER_RUN_DIR"
+        fi
+        CLUSTER_SOCKET=$CLUSTER_RUN_DIR/controller.sock
+        export CLUSTER_SOCKET
         "${CLUSTER_CTL_EXEC[@]}" "$CONTROLLER_BIN" --listen 127.0.0.1:0 --port-file "$CLUSTER_DIR/port" \
-                --state-dir "$CLUSTER_DIR/state" \
+                --state-dir "$CLUSTER_DIR/state" --unix-socket "$CLUSTER_SOCKET" \
                 ${CLUSTER_HEARTBEAT_INTERVAL:+--heartbeat-interval "$CLUSTER_HEARTBEAT_INTERVAL"} \
                 --operator-token-file "$t/operator" --reader-token-file "$t/reader" \
                 --agent-tokens-file "$t/agents" "$@" \

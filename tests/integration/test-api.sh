@@ -4,7 +4,7 @@
 # compares each answer (status line, listed headers, JSON body) with the case's expected
 # response; the file format and the comparison rules are in tests/api/README.md. Prints one
 # ok/FAIL line per case (with a diff on failure) and exits non-zero if any case failed.
-# Needs no root. CGORCH_TEST_WRAPPER, if set, is put in front of the controller's command
+# Needs no root; the cases sent as another user over the Unix socket are skipped without it. CGORCH_TEST_WRAPPER, if set, is put in front of the controller's command
 # (e.g. "valgrind --leak-check=full --error-exitcode=99"); its exit status after SIGTERM is
 # checked, so a wrapper that reports errors through it fails the suite.
 set -uo pipefail
@@ -21,13 +21,17 @@ done
 [ -d "$cases_dir" ] || { echo "ERROR: no cases in $cases_dir"; exit 99; }
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/cgorch-test-api.XXXXXX") || exit 99
+# The Unix socket's directory: mode 0755 like /run/cgorch, so that another user reaches it.
+run_dir=$(mktemp -d "${TMPDIR:-/tmp}/cgorch-test-api-run.XXXXXX") || exit 99
+chmod 755 "$run_dir"
+socket=$run_dir/controller.sock
 pid=
 cleanup() {
         if [ -n "$pid" ]; then
                 kill -TERM "$pid" 2>/dev/null
                 wait "$pid" 2>/dev/null
         fi
-        rm -rf "$tmp"
+        rm -rf "$tmp" "$run_dir"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -51,7 +55,7 @@ operator_token=test-operator-token-0123456789
 ${CGORCH_TEST_WRAPPER:-} "$controller" --config /dev/null --listen 127.0.0.1:0 --port-file "$tmp/port" \
         --state-dir "$tmp/state" --heartbeat-interval 1h --max-body-size 1K --max-header-size 4K \
         --operator-token-file "$tmp/operator-token" --reader-token-file "$tmp/reader-token" \
-        --agent-tokens-file "$tmp/agent-tokens" --log-level warning \
+        --agent-tokens-file "$tmp/agent-tokens" --unix-socket "$socket" --log-level warning \
         2>"$tmp/controller.log" &
 pid=$!
 
@@ -88,8 +92,8 @@ normalize='walk(if type == "object" then with_entries(
 
 run_case() {
         local name=$1 dir=$2
-        local method path line has_type=false has_auth=false
-        local -a curl_args=()
+        local method path line has_type=false has_auth=false via_unix=false as_user=
+        local -a curl_args=() as_user_cmd=()
 
         # request: "METHOD PATH", header lines, an empty line, the body (the rest, byte for byte).
         { read -r method path; } <"$dir/request"
@@ -99,17 +103,34 @@ run_case() {
         fi
         while IFS= read -r line; do
                 [ -z "$line" ] && break
+                # "X-Test-Peer: unix [USER]" is the suite's, not sent: over the Unix socket, as USER.
+                if [[ ${line,,} == x-test-peer:* ]]; then
+                        read -r _ via_peer as_user <<<"$line"
+                        [ "$via_peer" = unix ] || { fail "$name" "X-Test-Peer: '$via_peer' is not 'unix'"; return; }
+                        via_unix=true
+                        continue
+                fi
                 curl_args+=(-H "$line")
                 [[ ${line,,} == content-type:* ]] && has_type=true
                 [[ ${line,,} == authorization:* ]] && has_auth=true
         done < <(tail -n +2 "$dir/request")
-        # A case without an Authorization line is sent as the operator; "Authorization:" with
-        # nothing after it sends none (curl drops the header).
-        $has_auth || curl_args+=(-H "Authorization: Bearer $operator_token")
+        # The suite's own uid is the controller's, an administrator: only root can be someone else.
+        if [ -n "$as_user" ]; then
+                if [ "$(id -u)" -ne 0 ]; then
+                        echo "skip $name: needs root to connect as $as_user"
+                        return
+                fi
+                as_user_cmd=(setpriv --reuid="$as_user" --regid="$(id -g "$as_user")" --clear-groups)
+        fi
+        # A case without an Authorization line is sent as the operator (over the Unix socket: as
+        # whoever connects); "Authorization:" with nothing after it sends none (curl drops it).
+        $has_auth || $via_unix || curl_args+=(-H "Authorization: Bearer $operator_token")
+        $via_unix && curl_args+=(--unix-socket "$socket")
         # Everything after the first empty line; sed keeps a missing final newline missing.
         sed '1,/^$/d' "$dir/request" >"$tmp/body"
+        # Read from standard input, which the suite opens: another user cannot open its files.
         if [[ $method == POST || $method == PUT || $method == PATCH || -s $tmp/body ]]; then
-                curl_args+=(--data-binary "@$tmp/body")
+                curl_args+=(--data-binary @-)
         fi
         # Send only the headers the case lists: no form content type, no "Expect: 100-continue".
         $has_type || curl_args+=(-H "Content-Type:")
@@ -117,11 +138,16 @@ run_case() {
 
         : >"$tmp/headers"
         : >"$tmp/answer"
-        if ! curl -sS --path-as-is --max-time 30 -X "$method" -D "$tmp/headers" -o "$tmp/answer" \
-                "${curl_args[@]}" "$base$path" 2>"$tmp/curl.err"; then
+        # Headers, an empty line and the body on standard output, split here (curl, perhaps as
+        # another user, writes none of the suite's files).
+        if ! "${as_user_cmd[@]}" curl -sS --path-as-is --max-time 30 -X "$method" -D - -o - \
+                "${curl_args[@]}" "$base$path" <"$tmp/body" >"$tmp/raw" 2>"$tmp/curl.err"; then
                 fail "$name" "curl: $(cat "$tmp/curl.err")"
                 return
         fi
+        awk -v h="$tmp/headers" -v b="$tmp/answer" '
+                !body { print >h; if ($0 == "\r" || $0 == "") body = 1; next }
+                { print >b }' "$tmp/raw"
 
         # response: the status line, the headers that must be there, an empty line, the body.
         local want_status got_status

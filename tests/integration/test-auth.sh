@@ -21,12 +21,12 @@ cluster_make_tokens
 t=$d/tokens
 
 # ---- the controller refuses a network address without tokens ----
-if "$CONTROLLER_BIN" --config /dev/null --listen 0.0.0.0:0 --state-dir "$d/open" >"$d/open.log" 2>&1; then
+if "$CONTROLLER_BIN" --config /dev/null --listen 0.0.0.0:0 --state-dir "$d/open" --unix-socket= >"$d/open.log" 2>&1; then
         fail "the controller served 0.0.0.0 without tokens"
 fi
 grep -q "Refusing to listen on 0.0.0.0:0 without tokens" "$d/open.log" || fail "no reason given: $(cat "$d/open.log")"
 chmod 644 "$t/operator"
-if "$CONTROLLER_BIN" --config /dev/null --listen 127.0.0.1:0 --state-dir "$d/open" \
+if "$CONTROLLER_BIN" --config /dev/null --listen 127.0.0.1:0 --state-dir "$d/open" --unix-socket= \
         --operator-token-file "$t/operator" >"$d/open.log" 2>&1; then
         fail "the controller accepted a world-readable token file"
 fi
@@ -47,7 +47,7 @@ pass "no tokens on a network address, or a readable token file: the controller r
 
 cluster_start_controller_tls() {
         "$CONTROLLER_BIN" --config /dev/null --listen 127.0.0.1:0 --port-file "$d/port" --state-dir "$d/state" \
-                --heartbeat-interval 500ms --tls-cert "$d/server.pem" --tls-key "$d/server.key" \
+                --unix-socket= --heartbeat-interval 500ms --tls-cert "$d/server.pem" --tls-key "$d/server.key" \
                 --operator-token-file "$t/operator" --reader-token-file "$t/reader" \
                 --agent-tokens-file "$t/agents" >>"$d/controller.log" 2>&1 &
         CLUSTER_PIDS+=($!)

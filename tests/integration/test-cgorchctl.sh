@@ -1,7 +1,8 @@
 #!/bin/bash
 # test-cgorchctl.sh: cgorchctl against a real cgorch-controller on loopback (no agent, so jobs
 # stay queued): submit in both forms, the tables, --json, cancel, the controller's errors, a
-# refused connection, local validation and usage errors with their exit statuses.
+# refused connection, local validation and usage errors with their exit statuses; the same over
+# the controller's Unix socket (--socket, $CGORCH_SOCKET) and which of server and socket wins.
 set -uo pipefail
 
 : "${top_builddir:?top_builddir must be set (run through make check)}"
@@ -30,6 +31,7 @@ fail() {
 # Port 0 and --port-file: never collide with another test or a real controller. An empty
 # --config keeps a controller.conf on this host out of the test.
 "$controller" --listen=127.0.0.1:0 --port-file="$tmp/port" --state-dir="$tmp/state" --config=/dev/null \
+        --unix-socket="$tmp/controller.sock" \
         2>"$tmp/controller.log" &
 controller_pid=$!
 for _ in $(seq 100); do
@@ -165,6 +167,15 @@ run 2 --timeout 0 jobs && expect_err "--timeout=0" "--timeout 0"
 run 2 --server ftp://example.org jobs && expect_err "must be an http:// or https:// URL" "ftp server"
 CGORCH_SERVER=ftp://example.org run 2 jobs && expect_err "CGORCH_SERVER=ftp://example.org: must be" "ftp env"
 run 1 --server http://127.0.0.1:1 jobs && expect_err "cannot reach the controller at http://127.0.0.1:1" "refused"
+run 2 --server "$CGORCH_SERVER" --socket "$tmp/controller.sock" jobs && expect_err "--server and --socket exclude each other" "both"
+run 1 --socket "$tmp/no-such.sock" jobs && expect_err "cannot reach the controller at unix:$tmp/no-such.sock" "no socket"
+
+# --- the Unix socket: the same controller, $CGORCH_SOCKET beating $CGORCH_SERVER, --server beating both ---
+run 0 --socket "$tmp/controller.sock" --json jobs && [ "$(grep -c '"id"' <<<"$out")" -eq "$jobs_before" ] ||
+        fail "the jobs over the Unix socket differ from those over TCP"
+CGORCH_SOCKET=$tmp/controller.sock CGORCH_SERVER=http://127.0.0.1:1 run 0 jobs
+CGORCH_SOCKET=$tmp/no-such.sock run 0 --server "$CGORCH_SERVER" jobs
+CGORCH_SOCKET=$tmp/no-such.sock run 1 jobs && expect_err "at unix:$tmp/no-such.sock" "CGORCH_SOCKET"
 run 0 --help && expect_out "^Usage: cgorchctl" "--help"
 run 0 jobs --help && expect_out "^Usage: cgorchctl" "jobs --help"
 run 0 --version && expect_out "^cgorchctl [0-9]" "--version"

@@ -283,7 +283,7 @@ unmount_full() { if [ -n "$MOUNTED" ]; then umount "$MOUNTED" && MOUNTED=; fi; }
 cluster_on_cleanup unmount_full
 n3_token=$(cluster_agent_token n3)
 "$CONTROLLER_BIN" --config /dev/null --listen 127.0.0.1:0 --port-file "$CLUSTER_DIR/full-port" \
-        --state-dir "$full/state" --operator-token-file "$CLUSTER_DIR/tokens/operator" \
+        --state-dir "$full/state" --unix-socket= --operator-token-file "$CLUSTER_DIR/tokens/operator" \
         --agent-tokens-file "$CLUSTER_DIR/tokens/agents" --heartbeat-interval 500ms --lease $LEASE \
         >"$CLUSTER_DIR/controller-full.log" 2>&1 &
 CLUSTER_PIDS+=($!)

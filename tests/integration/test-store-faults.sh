@@ -133,7 +133,7 @@ sqlite3 "$db" "PRAGMA wal_checkpoint(TRUNCATE)" >/dev/null
 size=$(stat -c %s "$db")
 # Every page but the first (the schema) overwritten.
 head -c $((size - 4096)) /dev/zero | tr '\0' '\245' | dd of="$db" bs=4096 seek=1 conv=notrunc status=none
-"$CONTROLLER_BIN" --listen 127.0.0.1:0 --port-file "$CLUSTER_DIR/port-damaged" --state-dir "$state" \
+"$CONTROLLER_BIN" --listen 127.0.0.1:0 --port-file "$CLUSTER_DIR/port-damaged" --state-dir "$state" --unix-socket= \
         --operator-token-file "$CLUSTER_DIR/tokens/operator" >"$CLUSTER_DIR/damaged.log" 2>&1 &
 damaged_pid=$!
 CLUSTER_PIDS+=("$damaged_pid")

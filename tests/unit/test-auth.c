@@ -1,6 +1,7 @@
-/* test-auth.c: the controller's bearer tokens (controller/auth.c) — the agent tokens file,
- * loading token files, who a header identifies, and the decision for every role and route
- * class, including an agent token bound to its node. */
+/* test-auth.c: the controller's principals (controller/auth.c) — the agent tokens file,
+ * loading token files, who a header identifies, local users named by the kernel, and the
+ * decision for every role and route class, including an agent token bound to its node, a
+ * user acting for their own jobs only, and the commands a user may see. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -276,8 +277,9 @@ static const Case callers[] = {
         { "operator", "Bearer " OPERATOR },
 };
 
-static const AuthAccess accesses[] = { AUTH_ACCESS_WRITE, AUTH_ACCESS_READ, AUTH_ACCESS_HEARTBEAT, AUTH_ACCESS_PUBLIC };
-static const char *const access_names[] = { "write", "read", "heartbeat", "public" };
+static const AuthAccess accesses[] = { AUTH_ACCESS_WRITE, AUTH_ACCESS_READ, AUTH_ACCESS_HEARTBEAT, AUTH_ACCESS_PUBLIC,
+                                       AUTH_ACCESS_OWN_JOBS };
+static const char *const access_names[] = { "write", "read", "heartbeat", "public", "own jobs" };
 
 /* Every caller × every route class, a heartbeat path for n1 (the agent's own node). Expected
  * status and a piece of the message. */
@@ -285,21 +287,25 @@ static const struct {
         unsigned status;
         const char *message;
 } expected[ELEMENTSOF(callers)][ELEMENTSOF(accesses)] = {
-        /* missing */ { { 401, "missing bearer token" }, { 401, "missing bearer token" }, { 401, "missing bearer token" }, { 0, "" } },
-        /* unknown */ { { 401, "invalid token" }, { 401, "invalid token" }, { 401, "invalid token" }, { 0, "" } },
+        /* missing */ { { 401, "missing bearer token" }, { 401, "missing bearer token" }, { 401, "missing bearer token" },
+                        { 0, "" }, { 401, "missing bearer token" } },
+        /* unknown */ { { 401, "invalid token" }, { 401, "invalid token" }, { 401, "invalid token" }, { 0, "" },
+                        { 401, "invalid token" } },
         /* reader */ { { 403, "read-only token may only use GET, not POST" }, { 0, "" },
-                       { 403, "read-only token may only use GET, not POST" }, { 0, "" } },
+                       { 403, "read-only token may only use GET, not POST" }, { 0, "" },
+                       { 403, "read-only token may only use GET, not POST" } },
         /* agent n1 */ { { 403, "agent token may only send heartbeats for its node" },
-                         { 403, "agent token may only send heartbeats for its node" }, { 0, "" }, { 0, "" } },
-        /* operator */ { { 0, "" }, { 0, "" }, { 0, "" }, { 0, "" } },
+                         { 403, "agent token may only send heartbeats for its node" }, { 0, "" }, { 0, "" },
+                         { 403, "agent token may only send heartbeats for its node" } },
+        /* operator */ { { 0, "" }, { 0, "" }, { 0, "" }, { 0, "" }, { 0, "" } },
 };
 
 Test(decide, every_role_and_route_class) {
         for (size_t i = 0; i < ELEMENTSOF(callers); i++)
                 for (size_t k = 0; k < ELEMENTSOF(accesses); k++) {
                         char message[256] = "";
-                        unsigned status = auth_decide(&tokens, callers[i].authorization, accesses[k], "POST", "n1",
-                                                      message, sizeof message);
+                        unsigned status = auth_decide(&tokens, NULL, NULL, callers[i].authorization, accesses[k], "POST", "n1",
+                                                      NULL, message, sizeof message);
                         cr_assert_eq(status, expected[i][k].status, "%s on a %s route: %u, want %u (%s)",
                                      callers[i].who, access_names[k], status, expected[i][k].status, message);
                         cr_assert(strstr(message, expected[i][k].message), "%s on a %s route: '%s' lacks '%s'",
@@ -312,38 +318,153 @@ Test(decide, every_role_and_route_class) {
 
 Test(decide, heartbeat_for_another_node) {
         char message[256] = "";
-        cr_assert_eq(auth_decide(&tokens, "Bearer n1:" N1_SECRET, AUTH_ACCESS_HEARTBEAT, "POST", "n2", message,
+        cr_assert_eq(auth_decide(&tokens, NULL, NULL, "Bearer n1:" N1_SECRET, AUTH_ACCESS_HEARTBEAT, "POST", "n2", NULL, message,
                                  sizeof message), 403u);
         cr_assert_str_eq(message, "Authorization: this agent token is for node n1, not n2");
-        cr_assert_eq(auth_decide(&tokens, "Bearer n2:" N2_SECRET, AUTH_ACCESS_HEARTBEAT, "POST", "n2", message,
+        cr_assert_eq(auth_decide(&tokens, NULL, NULL, "Bearer n2:" N2_SECRET, AUTH_ACCESS_HEARTBEAT, "POST", "n2", NULL, message,
                                  sizeof message), 0u);
-        cr_assert_eq(auth_decide(&tokens, "Bearer n1:" N1_SECRET, AUTH_ACCESS_HEARTBEAT, "POST", NULL, message,
+        cr_assert_eq(auth_decide(&tokens, NULL, NULL, "Bearer n1:" N1_SECRET, AUTH_ACCESS_HEARTBEAT, "POST", NULL, NULL, message,
                                  sizeof message), 403u, "a heartbeat route without its node");
         /* The operator may send any node's heartbeat (the tests and tools do). */
-        cr_assert_eq(auth_decide(&tokens, "Bearer " OPERATOR, AUTH_ACCESS_HEARTBEAT, "POST", "n9", message,
+        cr_assert_eq(auth_decide(&tokens, NULL, NULL, "Bearer " OPERATOR, AUTH_ACCESS_HEARTBEAT, "POST", "n9", NULL, message,
                                  sizeof message), 0u);
 }
 
 Test(decide, reader_message_names_the_method) {
         char message[256] = "";
-        cr_assert_eq(auth_decide(&tokens, "Bearer " READER, AUTH_ACCESS_WRITE, "DELETE", NULL, message, sizeof message),
+        cr_assert_eq(auth_decide(&tokens, NULL, NULL, "Bearer " READER, AUTH_ACCESS_WRITE, "DELETE", NULL, NULL, message, sizeof message),
                      403u);
         cr_assert_str_eq(message, "Authorization: the read-only token may only use GET, not DELETE");
 }
 
-Test(decide, no_tokens_configured_lets_everyone_in) {
+/* No tokens: the kernel's word on the peer decides, whatever header is sent. */
+Test(decide, no_tokens_the_peer_decides) {
         AuthTokens none = {};
-        for (size_t i = 0; i < ELEMENTSOF(callers); i++)
-                for (size_t k = 0; k < ELEMENTSOF(accesses); k++) {
-                        char message[64] = "";
-                        cr_assert_eq(auth_decide(&none, callers[i].authorization, accesses[k], "POST", "n1", message,
-                                                 sizeof message), 0u);
-                }
+        const AuthPolicy policy = { .self_uid = 4242 };
+        static const AuthPeer unknown = {}, root = { .uid_known = true, .uid = 0 },
+                              self = { .uid_known = true, .uid = 4242 }, user = { .uid_known = true, .uid = 1001 };
+        static const struct {
+                const AuthPeer *peer;
+                AuthRole role;
+                unsigned status[ELEMENTSOF(accesses)]; /* write, read, heartbeat, public, own jobs */
+        } cases[] = {
+                { &unknown, AUTH_ROLE_ANONYMOUS, { 403, 0, 403, 0, 403 } },
+                { &root, AUTH_ROLE_OPERATOR, { 0, 0, 0, 0, 0 } },
+                { &self, AUTH_ROLE_OPERATOR, { 0, 0, 0, 0, 0 } },
+                { &user, AUTH_ROLE_USER, { 403, 0, 403, 0, 0 } },
+        };
+        for (size_t c = 0; c < ELEMENTSOF(cases); c++)
+                for (size_t i = 0; i < ELEMENTSOF(callers); i++)
+                        for (size_t k = 0; k < ELEMENTSOF(accesses); k++) {
+                                char message[512] = "";
+                                AuthPrincipal p = {};
+                                unsigned status = auth_decide(&none, &policy, cases[c].peer, callers[i].authorization,
+                                                              accesses[k], "POST", "n1", &p, message, sizeof message);
+                                cr_assert_eq(status, cases[c].status[k], "case %zu, %s on a %s route: %u (%s)", c,
+                                             callers[i].who, access_names[k], status, message);
+                                cr_assert_eq(p.role, cases[c].role, "case %zu: role %d", c, p.role);
+                                if (cases[c].role == AUTH_ROLE_ANONYMOUS && status)
+                                        cr_assert(strstr(message, "cannot tell who sent this"), "%s", message);
+                                if (cases[c].role == AUTH_ROLE_USER && status)
+                                        cr_assert(strstr(message, "uid 1001 is a user"), "%s", message);
+                        }
+        /* Without a policy no uid but root is an administrator. */
+        AuthPrincipal p;
+        cr_assert_eq(auth_principal(&none, NULL, &self, NULL, &p), AUTH_ROLE_USER);
+}
+
+Test(decide, insecure_no_auth_makes_everyone_the_operator) {
+        AuthTokens none = {};
+        const AuthPolicy policy = { .insecure_no_auth = true };
+        const AuthPeer user = { .uid_known = true, .uid = 1001 };
+        for (size_t k = 0; k < ELEMENTSOF(accesses); k++) {
+                char message[256] = "";
+                cr_assert_eq(auth_decide(&none, &policy, NULL, NULL, accesses[k], "POST", "n1", NULL, message, sizeof message),
+                             0u);
+                cr_assert_eq(auth_decide(&none, &policy, &user, NULL, accesses[k], "POST", "n1", NULL, message,
+                                         sizeof message), 0u);
+        }
+}
+
+/* With tokens: a token decides where one is sent; without one, the Unix socket's peer is its
+ * uid, and a TCP client needs a token even when the kernel knows its owner. */
+Test(decide, tokens_and_the_unix_socket) {
+        const AuthPolicy policy = { .self_uid = 4242 };
+        const AuthPeer unix_user = { .unix_socket = true, .uid_known = true, .uid = 1001 },
+                       unix_root = { .unix_socket = true, .uid_known = true, .uid = 0 },
+                       unix_unknown = { .unix_socket = true },
+                       tcp_root = { .uid_known = true, .uid = 0 };
+        AuthPrincipal p;
+        char message[256];
+
+        cr_assert_eq(auth_decide(&tokens, &policy, &unix_user, NULL, AUTH_ACCESS_OWN_JOBS, "POST", NULL, &p, message,
+                                 sizeof message), 0u);
+        cr_assert_eq(p.role, AUTH_ROLE_USER);
+        cr_assert(p.has_uid);
+        cr_assert_eq(p.uid, 1001u);
+        cr_assert_eq(auth_decide(&tokens, &policy, &unix_user, NULL, AUTH_ACCESS_WRITE, "PUT", NULL, &p, message,
+                                 sizeof message), 403u);
+        cr_assert(strstr(message, "only an administrator (the operator token, root) may do this"), "%s", message);
+        cr_assert_eq(auth_decide(&tokens, &policy, &unix_user, NULL, AUTH_ACCESS_HEARTBEAT, "POST", "n1", &p, message,
+                                 sizeof message), 403u);
+        cr_assert(strstr(message, "not an agent"), "%s", message);
+
+        cr_assert_eq(auth_decide(&tokens, &policy, &unix_root, NULL, AUTH_ACCESS_WRITE, "PUT", NULL, &p, message,
+                                 sizeof message), 0u);
+        cr_assert_eq(p.role, AUTH_ROLE_OPERATOR);
+        cr_assert_eq(p.uid, 0u);
+
+        /* A token over the socket is that token's principal; a bad one is refused. */
+        cr_assert_eq(auth_decide(&tokens, &policy, &unix_user, "Bearer " OPERATOR, AUTH_ACCESS_WRITE, "PUT", NULL, &p,
+                                 message, sizeof message), 0u);
+        cr_assert_eq(p.role, AUTH_ROLE_OPERATOR);
+        cr_assert_not(p.has_uid);
+        cr_assert_eq(auth_decide(&tokens, &policy, &unix_root, "Bearer " READER, AUTH_ACCESS_WRITE, "PUT", NULL, &p,
+                                 message, sizeof message), 403u);
+        cr_assert_eq(auth_decide(&tokens, &policy, &unix_user, "Bearer guess-0123456789abcdef", AUTH_ACCESS_READ, "GET",
+                                 NULL, &p, message, sizeof message), 401u);
+
+        cr_assert_eq(auth_decide(&tokens, &policy, &unix_unknown, NULL, AUTH_ACCESS_READ, "GET", NULL, &p, message,
+                                 sizeof message), 401u);
+        cr_assert_eq(auth_decide(&tokens, &policy, &tcp_root, NULL, AUTH_ACCESS_READ, "GET", NULL, &p, message,
+                                 sizeof message), 401u, "TCP needs a token when tokens are configured");
+        cr_assert(strstr(message, "missing bearer token"), "%s", message);
+}
+
+static AuthPrincipal user_principal(const char *name) {
+        AuthPrincipal p = { .role = AUTH_ROLE_USER, .has_uid = true, .uid = 1001 };
+        snprintf(p.user, sizeof p.user, "%s", name);
+        return p;
+}
+
+Test(decide, users_act_for_their_own_jobs_only) {
+        AuthPrincipal alice = user_principal("alice"), unnamed = user_principal("");
+        AuthPrincipal op = { .role = AUTH_ROLE_OPERATOR }, reader = { .role = AUTH_ROLE_READER },
+                      anonymous = { .role = AUTH_ROLE_ANONYMOUS }, agent = { .role = AUTH_ROLE_AGENT, .node = "n1" };
+
+        cr_assert(auth_may_act_for(&alice, "alice"));
+        cr_assert_not(auth_may_act_for(&alice, "bob"));
+        cr_assert_not(auth_may_act_for(&alice, "alicex"));
+        cr_assert_not(auth_may_act_for(&alice, NULL), "a job without a user runs as the agent's: not alice's");
+        cr_assert_not(auth_may_act_for(&unnamed, ""));
+        cr_assert(auth_may_act_for(&op, "bob"));
+        cr_assert(auth_may_act_for(&op, NULL));
+        cr_assert_not(auth_may_act_for(&reader, "bob"));
+        cr_assert_not(auth_may_act_for(&anonymous, "bob"));
+        cr_assert_not(auth_may_act_for(&agent, "bob"));
+
+        cr_assert(auth_may_see_command(&alice, "alice", true));
+        cr_assert_not(auth_may_see_command(&alice, "bob", true));
+        cr_assert_not(auth_may_see_command(&alice, NULL, true));
+        cr_assert(auth_may_see_command(&alice, "bob", false), "--private-data=no");
+        cr_assert_not(auth_may_see_command(&anonymous, "bob", true));
+        cr_assert(auth_may_see_command(&op, "bob", true));
+        cr_assert(auth_may_see_command(&reader, "bob", true), "the read-only token sees every command");
 }
 
 Test(decide, message_truncated_safely) {
         char message[8];
         memset(message, 'x', sizeof message);
-        cr_assert_eq(auth_decide(&tokens, NULL, AUTH_ACCESS_READ, "GET", NULL, message, sizeof message), 401u);
+        cr_assert_eq(auth_decide(&tokens, NULL, NULL, NULL, AUTH_ACCESS_READ, "GET", NULL, NULL, message, sizeof message), 401u);
         cr_assert_eq(strlen(message), sizeof message - 1);
 }

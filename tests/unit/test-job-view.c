@@ -106,6 +106,16 @@ Test(job_view, page) {
         json_decref(j);
 }
 
+/* Another user's job, as the controller shows it to a user (--private-data): argv is null. */
+Test(job_view, private_command) {
+        json_t *j = load(job_json);
+        json_object_set_new(json_array_get(json_object_get(j, "phases"), 0), "argv", json_null());
+        char *out = render(job_view_print, j);
+        cr_assert(strstr(out, "  Command:     (private: another user's job)\n"), "%s", out);
+        free(out);
+        json_decref(j);
+}
+
 Test(job_view, outcome) {
         json_t *j = load(job_json);
         char *out = render(job_view_print_outcome, j);
