@@ -830,6 +830,18 @@ static int action_start(Agent *a, const Action *act, char **ret_error) {
         }
         limits_merge(&t->limits, &want);
         task_watch_limits(a, t);
+        /* Without the pids controller the task runs without the limit (the agent said so at
+         * its start); with it, a pids.max that cannot be set is a start that failed. */
+        if (cgroup_backend_has_pids(a->cgroups)) {
+                unsigned pids_max = act->pids_max ?: PROTO_DEFAULT_PIDS_MAX;
+
+                r = cgroup_task_set_pids_max(a->cgroups, t->id, pids_max);
+                if (r < 0) {
+                        if (asprintf(&error, "setting pids.max to %u: %s", pids_max, strerror(-r)) < 0)
+                                error = NULL;
+                        goto fail;
+                }
+        }
 
         state_dir_ensure(a);
         r = state_path(a, t->id, "exit", status_path, sizeof status_path);

@@ -370,6 +370,7 @@ static int start_task(Cluster *c, const StoreTask *t, const char *node, int64_t 
                 .env = launch.env,
                 .cwd = launch.cwd,
                 .user = launch.user,
+                .pids_max = launch.pids_max,
                 .limits = {
                         .cpu_quota_us = MAX(llround(launch.cpu_cores * CPU_PERIOD_US), 1000),
                         .cpu_period_us = CPU_PERIOD_US,

@@ -148,6 +148,10 @@ static const char schema_v3_orch[] =
         ");"
         "CREATE INDEX adjustments_by_task ON adjustments(task, id);";
 
+/* Version 4: a phase's pids limit per task; NULL in the rows of jobs submitted before, which
+ * get the default (PROTO_DEFAULT_PIDS_MAX) as they would have from a job that named none. */
+static const char schema_v4_pids[] = "ALTER TABLE phases ADD COLUMN pids_max INTEGER;";
+
 /* Migration steps in order: step k takes a database of version k to version k + 1. A new
  * version appends its own step (and bumps STORE_SCHEMA_VERSION); steps are never edited. */
 static const struct {
@@ -157,6 +161,7 @@ static const struct {
         { schema_v1, "create schema" },
         { schema_v2_sched, "add the scheduler's state" },
         { schema_v3_orch, "add the orchestrator's adjustments" },
+        { schema_v4_pids, "add the phases' pids limit" },
 };
 
 static const char *const phase_state_table[_PHASE_STATE_MAX] = {

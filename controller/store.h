@@ -17,7 +17,7 @@
 #include "protocol.h"
 
 #define STORE_DB_FILENAME "controller.db"
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
 /* How long a write waits for a lock held by another process before failing with -EBUSY. */
 #define STORE_BUSY_TIMEOUT_MS 1000
 
@@ -132,6 +132,7 @@ typedef struct StoreLaunch {
         char *user;            /* NULL when the job names none */
         double cpu_cores;
         uint64_t memory_bytes;
+        unsigned pids_max;
 } StoreLaunch;
 int store_phase_launch(Store *s, uint64_t job, unsigned phase, StoreLaunch *ret);
 void store_launch_done(StoreLaunch *l);
