@@ -1393,7 +1393,7 @@ static int agent_adopt_one(Agent *a, const char *id) {
         if (t->status_fd < 0 && state_path(a, id, "exit", path, sizeof path) >= 0)
                 t->status_fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 
-        r = launch_adopt(a->event, shim, main_pid, a->proc_fs, on_task_exit, t, &t->launch);
+        r = launch_adopt(a->event, t->id, shim, main_pid, a->proc_fs, on_task_exit, t, &t->launch);
         if (r < 0)
                 return log_error_errno(r, "Task %s: cannot watch its main process %d: %m", id, main_pid);
         if (launch_exited(t->launch)) {

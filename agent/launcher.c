@@ -1,6 +1,7 @@
 /* launcher.c: fork/attach/exec of a task's main process, its exit and its progress pipe. */
 #include <fcntl.h>
 #include <grp.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -35,9 +36,13 @@ struct Launch {
         sd_event_source *child_source;  /* our shim's exit */
         sd_event_source *pid_source;    /* the main process's pidfd: adopted, or ours once its shim died */
         sd_event_source *shim_source; /* adopted: waits for the shim to record the status */
+        char *task;                   /* the task id, for the log */
         sd_event_source *progress_source;
+        sd_event_source *progress_resume; /* the end of a window whose read budget ran out */
         int progress_fd;
         ProgressReader progress;
+        ReadBudget progress_budget;
+        bool progress_warned;         /* said once that the task writes faster than its budget */
         launch_exit_fn on_exit;
         void *userdata;
 };
@@ -80,6 +85,42 @@ void progress_reader_feed(ProgressReader *p, const char *data, size_t n) {
         }
 }
 
+void read_budget_init(ReadBudget *b, size_t bytes_per_window, unsigned reads_per_window, uint64_t window_us) {
+        *b = (ReadBudget) {
+                .bytes_per_window = bytes_per_window, .reads_per_window = reads_per_window, .window_us = window_us,
+        };
+}
+
+size_t read_budget_allow(ReadBudget *b, uint64_t now_us) {
+        if (!b->started || now_us - b->window_start_us >= b->window_us) {
+                b->started = true;
+                b->window_start_us = now_us;
+                b->bytes_used = 0;
+                b->reads_used = 0;
+                b->spent = false;
+        }
+        if (b->spent)
+                return 0;
+        return b->bytes_per_window - b->bytes_used;
+}
+
+bool read_budget_spend(ReadBudget *b, size_t n) {
+        if (b->reads_used == 0)
+                b->windows++;
+        b->reads_used++;
+        b->bytes_used = MIN(b->bytes_used + n, b->bytes_per_window);
+        b->bytes_total += n;
+        if (!b->spent && (b->reads_used >= b->reads_per_window || b->bytes_used >= b->bytes_per_window)) {
+                b->spent = true;
+                b->windows_spent++;
+        }
+        return b->spent;
+}
+
+uint64_t read_budget_resume_us(const ReadBudget *b) {
+        return b->window_start_us + b->window_us;
+}
+
 pid_t launch_pid(const Launch *l) {
         return l->exited ? 0 : l->pid;
 }
@@ -114,6 +155,10 @@ double launch_progress(const Launch *l) {
         return l->progress.last;
 }
 
+const ReadBudget *launch_progress_budget(const Launch *l) {
+        return &l->progress_budget;
+}
+
 bool launch_exited(const Launch *l) {
         return l->exited;
 }
@@ -142,8 +187,16 @@ Launch *launch_free(Launch *l) {
         sd_event_source_disable_unref(l->pid_source);
         sd_event_source_disable_unref(l->shim_source);
         sd_event_source_disable_unref(l->progress_source);
+        sd_event_source_disable_unref(l->progress_resume);
         if (l->progress_fd >= 0)
                 close(l->progress_fd);
+        /* The account of a task that wrote more than its budget. */
+        if (l->progress_budget.windows_spent > 0)
+                log_info("Task %s: progress: read %" PRIu64 " bytes, budget ran out in %" PRIu64 " of %" PRIu64
+                         " windows of %g s.", l->task ?: "?", l->progress_budget.bytes_total,
+                         l->progress_budget.windows_spent, l->progress_budget.windows,
+                         (double) l->progress_budget.window_us / 1e6);
+        free(l->task);
         if (l->pidfd >= 0)
                 close(l->pidfd);
         if (l->shim_pidfd >= 0)
@@ -216,27 +269,66 @@ static int on_child(sd_event_source *s, const siginfo_t *si, void *userdata) {
         return 0;
 }
 
+static int on_progress_resume(sd_event_source *s, uint64_t usec, void *userdata) {
+        Launch *l = userdata;
+
+        if (l->progress_source)
+                (void) sd_event_source_set_enabled(l->progress_source, SD_EVENT_ON);
+        return 0;
+}
+
+/* The window's budget is spent: no more reads of the pipe until it ends. */
+static void progress_pause(Launch *l, sd_event *e) {
+        uint64_t until = read_budget_resume_us(&l->progress_budget);
+        int r;
+
+        if (!l->progress_warned) {
+                l->progress_warned = true;
+                log_warning("Task %s writes its progress faster than the agent reads it (%zu bytes in %u reads a "
+                            "second): its writes wait.", l->task ?: "?", l->progress_budget.bytes_per_window,
+                            l->progress_budget.reads_per_window);
+        }
+        if (l->progress_resume)
+                r = sd_event_source_set_time(l->progress_resume, until) ?:
+                    sd_event_source_set_enabled(l->progress_resume, SD_EVENT_ONESHOT);
+        else
+                r = sd_event_add_time(e, &l->progress_resume, CLOCK_MONOTONIC, until, 0, on_progress_resume, l);
+        /* Without the timer the pipe stays read, unbudgeted, rather than never again. */
+        if (r >= 0)
+                (void) sd_event_source_set_enabled(l->progress_source, SD_EVENT_OFF);
+}
+
 static int on_progress(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Launch *l = userdata;
+        sd_event *e = sd_event_source_get_event(s);
         char buf[4096];
+        uint64_t now = 0;
+        size_t allow;
+        ssize_t n;
 
-        for (;;) {
-                ssize_t n = read(fd, buf, sizeof buf);
-
-                if (n > 0) {
-                        progress_reader_feed(&l->progress, buf, (size_t) n);
-                        continue;
-                }
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0 && errno == EAGAIN)
-                        return 0;
-                /* EOF: every writer closed it; the last value stays. */
-                l->progress_source = sd_event_source_disable_unref(l->progress_source);
-                close(l->progress_fd);
-                l->progress_fd = -1;
+        /* One read per wakeup, within the budget: a task that writes all the time gets as many
+         * reads a second as the budget has, not one per line it writes. */
+        (void) sd_event_now(e, CLOCK_MONOTONIC, &now);
+        allow = read_budget_allow(&l->progress_budget, now);
+        if (allow == 0) {
+                progress_pause(l, e);
                 return 0;
         }
+        n = read(fd, buf, MIN(sizeof buf, allow));
+        if (n > 0) {
+                progress_reader_feed(&l->progress, buf, (size_t) n);
+                if (read_budget_spend(&l->progress_budget, (size_t) n))
+                        progress_pause(l, e);
+                return 0;
+        }
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+                return 0;
+        /* EOF: every writer closed it; the last value stays. */
+        l->progress_source = sd_event_source_disable_unref(l->progress_source);
+        l->progress_resume = sd_event_source_disable_unref(l->progress_resume);
+        close(l->progress_fd);
+        l->progress_fd = -1;
+        return 0;
 }
 
 /* What the child writes to the error pipe before it dies: one write of less than PIPE_BUF
@@ -717,6 +809,12 @@ int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, l
                         .status_file = spec->status_fd >= 0, .progress_fd = TAKE_FD(prog_r), .on_exit = on_exit,
                         .userdata = userdata };
         progress_reader_init(&l->progress);
+        read_budget_init(&l->progress_budget, LAUNCHER_PROGRESS_BUDGET_BYTES, LAUNCHER_PROGRESS_BUDGET_READS,
+                         LAUNCHER_BUDGET_WINDOW_US);
+        if (spec->task && !(l->task = strdup(spec->task))) {
+                r = -ENOMEM;
+                goto fail_kill;
+        }
         /* The shim mirrors the task's exit: watching it is watching the task. */
         r = sd_event_add_child(e, &l->child_source, shim, WEXITED, on_child, l);
         if (r < 0)
@@ -783,8 +881,8 @@ void launch_poll(Launch *l) {
                 l->on_exit(l, &si, l->userdata);
 }
 
-int launch_adopt(sd_event *e, pid_t shim_pid, pid_t main_pid, const char *proc_fs, launch_exit_fn on_exit,
-                 void *userdata, Launch **ret) {
+int launch_adopt(sd_event *e, const char *task, pid_t shim_pid, pid_t main_pid, const char *proc_fs,
+                 launch_exit_fn on_exit, void *userdata, Launch **ret) {
         Launch *l;
         char path[4096];
         int r;
@@ -795,6 +893,12 @@ int launch_adopt(sd_event *e, pid_t shim_pid, pid_t main_pid, const char *proc_f
         *l = (Launch) { .pid = main_pid, .pidfd = -1, .shim_pidfd = -1, .progress_fd = -1, .on_exit = on_exit,
                         .userdata = userdata };
         progress_reader_init(&l->progress);
+        read_budget_init(&l->progress_budget, LAUNCHER_PROGRESS_BUDGET_BYTES, LAUNCHER_PROGRESS_BUDGET_READS,
+                         LAUNCHER_BUDGET_WINDOW_US);
+        if (task && !(l->task = strdup(task))) {
+                free(l);
+                return -ENOMEM;
+        }
 
         /* The shim writes the status file when the task ends, then exits: its exit says the
          * record is complete. Without pidfds the caller gives it a few samples instead. */

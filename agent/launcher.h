@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
@@ -44,6 +45,41 @@ typedef struct ProgressReader {
 void progress_reader_init(ProgressReader *p);
 void progress_reader_feed(ProgressReader *p, const char *data, size_t n);
 
+/* The agent's budget for what it reads from a task's pipe, per window of time: at most
+ * bytes_per_window bytes in at most reads_per_window reads. Once either is spent the agent
+ * stops reading that pipe until the window ends; the pipe fills and the task's writes wait,
+ * on the task's time, not the agent's. Reading to throw away would cost the agent as much as
+ * reading to use, so nothing is dropped: a task that writes faster waits. Pure, for tests. */
+typedef struct ReadBudget {
+        size_t bytes_per_window;
+        unsigned reads_per_window;
+        uint64_t window_us;
+        bool started;
+        uint64_t window_start_us;
+        size_t bytes_used;             /* in the current window */
+        unsigned reads_used;
+        bool spent;                    /* the current window's budget ran out */
+        uint64_t bytes_total;          /* since the start */
+        uint64_t windows;              /* windows with at least one read */
+        uint64_t windows_spent;        /* windows in which the budget ran out */
+} ReadBudget;
+
+void read_budget_init(ReadBudget *b, size_t bytes_per_window, unsigned reads_per_window, uint64_t window_us);
+/* How many bytes the next read at now_us may take; 0: none before read_budget_resume_us(). A
+ * window that has passed makes room for a new one. */
+size_t read_budget_allow(ReadBudget *b, uint64_t now_us);
+/* Accounts a read of n bytes. Returns true when that spent the window's budget. */
+bool read_budget_spend(ReadBudget *b, size_t n);
+/* When the current window ends. */
+uint64_t read_budget_resume_us(const ReadBudget *b);
+
+/* The progress pipe's budget: a progress line is a few bytes and the agent looks at the last
+ * value once a sample, so 16 KiB in 64 reads a second is far more than any task needs, and
+ * bounds what a flood costs the agent (docs/design.md). */
+#define LAUNCHER_PROGRESS_BUDGET_BYTES 16384
+#define LAUNCHER_PROGRESS_BUDGET_READS 64
+#define LAUNCHER_BUDGET_WINDOW_US 1000000
+
 typedef struct Launch Launch;
 
 /* The agent makes itself a subreaper (PR_SET_CHILD_SUBREAPER): when a shim dies before its task
@@ -66,13 +102,13 @@ typedef void (*launch_exit_fn)(Launch *l, const siginfo_t *si, void *userdata);
  * /root (mode 0700, owner root, group root)"). No process is left behind on failure. */
 int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, launch_exit_fn on_exit,
                  void *userdata, Launch **ret, char **ret_error);
-/* Watches a task started by an earlier agent: its main process through a pidfd, its progress
+/* Watches a task started by an earlier agent (task: its id, for the log): its main process through a pidfd, its progress
  * through the shim's end of the pipe (when the shim still runs). When the main process is gone
  * already (or main_pid is 0: unknown) the Launch is born exited (launch_exited()). shim_pid must
  * be the main process's parent (checked by the caller); once the main process ended, the exit is
  * reported when the shim has recorded it (it exits right after). */
-int launch_adopt(sd_event *e, pid_t shim_pid, pid_t main_pid, const char *proc_fs, launch_exit_fn on_exit,
-                 void *userdata, Launch **ret);
+int launch_adopt(sd_event *e, const char *task, pid_t shim_pid, pid_t main_pid, const char *proc_fs,
+                 launch_exit_fn on_exit, void *userdata, Launch **ret);
 /* Without pidfd_open (Linux before 5.3) an adopted task's main process is looked for at every
  * call: the agent calls this once per sample. A no-op otherwise. */
 void launch_poll(Launch *l);
@@ -86,6 +122,8 @@ int launch_status_parse(const char *text, int *ret_code, int *ret_signal);
 pid_t launch_pid(const Launch *l);
 /* Last reported progress in [0,1], or -1 when the task reported none. */
 double launch_progress(const Launch *l);
+/* The account of the progress pipe's reads. */
+const ReadBudget *launch_progress_budget(const Launch *l);
 bool launch_exited(const Launch *l);
 bool launch_exit_mirrored(const Launch *l);
 /* No shim can still write the task's status file: what it holds now is final. False without

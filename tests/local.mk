@@ -146,9 +146,10 @@ tests_unit_test_limits_policy_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CRITERIO
 tests_unit_test_limits_policy_LDADD = agent/libcgorch-agent-cgroup.a $(COMMON_LIBS) $(LIBCGROUP_LIBS) $(CRITERION_LIBS)
 EXTRA_DIST += tests/fixtures/proc tests/integration/test-agent-actions.sh tests/integration/test-agent-record.sh \
 	tests/integration/fake-controller.py
-# agent: the pids limit of every task on real cgroups (fork fails at the limit, the node lives on).
-TESTS += tests/integration/test-pids.sh
-EXTRA_DIST += tests/integration/test-pids.sh
+# agent: the pids limit of every task on real cgroups (fork fails at the limit, the node lives on);
+# the budget of the agent's reads of a task's progress pipe (its CPU under a flood).
+TESTS += tests/integration/test-pids.sh tests/integration/test-progress-flood.sh
+EXTRA_DIST += tests/integration/test-pids.sh tests/integration/test-progress-flood.sh
 # agent: the sample budget (pure); the launcher's status lines and re-adoption of a running
 # process (pidfd, or polling where the kernel has none).
 check_PROGRAMS += tests/unit/test-sample-budget tests/unit/test-launcher
