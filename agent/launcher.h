@@ -1,6 +1,7 @@
 /* launcher.h: starting a task's main process — fork, attach to its cgroups before it runs a
  * single instruction of the task, drop to the job's user, exec — and watching it: exit through
- * sd_event_add_child, progress lines from the CGORCH_PROGRESS_FD pipe.
+ * sd_event_add_child, progress lines from the CGORCH_PROGRESS_FD pipe, its standard output and
+ * error relayed to the agent's log; each pipe read within a budget.
  *
  * Between the agent and the task sits a small supervisor, the shim: a fork of the agent that
  * forks the task, waits for it, writes its exit status to the task's status file and exits the
@@ -33,6 +34,8 @@ typedef struct LaunchSpec {
 } LaunchSpec;
 
 #define LAUNCHER_SHIM_PROGRESS_FD 3   /* the progress pipe's read end in the shim */
+/* fd 4: the status file */
+#define LAUNCHER_SHIM_OUTPUT_FD 5     /* the output pipe's read end in the shim */
 
 /* Reads progress lines ("0.25\n"): keeps the last number in [0,1]. Pure, for tests. */
 typedef struct ProgressReader {
@@ -73,12 +76,43 @@ bool read_budget_spend(ReadBudget *b, size_t n);
 /* When the current window ends. */
 uint64_t read_budget_resume_us(const ReadBudget *b);
 
+/* A task's standard output and error, relayed by the agent to its log one line at a time:
+ * lines beyond LAUNCHER_OUTPUT_LINE_MAX bytes are cut (the log says how many bytes were left
+ * out), at most LAUNCHER_OUTPUT_LINES_PER_S lines a second are logged and the others counted.
+ * Pure, for tests. */
+#define LAUNCHER_OUTPUT_LINE_MAX 1024
+typedef struct OutputLines {
+        char line[LAUNCHER_OUTPUT_LINE_MAX];
+        size_t len;
+        uint64_t cut;                  /* bytes of the current line beyond line[] */
+        unsigned lines_per_window;
+        uint64_t window_us;
+        bool started;
+        uint64_t window_start_us;
+        unsigned logged_in_window;
+        uint64_t lines_logged, lines_dropped;
+} OutputLines;
+
+typedef void (*output_line_fn)(const char *line, size_t len, uint64_t cut, void *userdata);
+void output_lines_init(OutputLines *o, unsigned lines_per_window, uint64_t window_us);
+/* Splits data into lines; emit gets each complete one (without its newline) while the window
+ * has room, the others are counted in lines_dropped. */
+void output_lines_feed(OutputLines *o, const char *data, size_t n, uint64_t now_us, output_line_fn emit, void *userdata);
+/* The last line, at the end of the output, when it has no newline. */
+void output_lines_flush(OutputLines *o, uint64_t now_us, output_line_fn emit, void *userdata);
+
 /* The progress pipe's budget: a progress line is a few bytes and the agent looks at the last
  * value once a sample, so 16 KiB in 64 reads a second is far more than any task needs, and
  * bounds what a flood costs the agent (docs/design.md). */
 #define LAUNCHER_PROGRESS_BUDGET_BYTES 16384
 #define LAUNCHER_PROGRESS_BUDGET_READS 64
 #define LAUNCHER_BUDGET_WINDOW_US 1000000
+/* The output pipe's: a task that prints more than this a second waits on its writes; the log
+ * takes 32 lines a second of it at most. */
+#define LAUNCHER_OUTPUT_BUDGET_BYTES (256 * 1024)
+#define LAUNCHER_OUTPUT_BUDGET_READS 64
+#define LAUNCHER_OUTPUT_READ_MAX 16384
+#define LAUNCHER_OUTPUT_LINES_PER_S 32
 
 typedef struct Launch Launch;
 
@@ -124,6 +158,8 @@ pid_t launch_pid(const Launch *l);
 double launch_progress(const Launch *l);
 /* The account of the progress pipe's reads. */
 const ReadBudget *launch_progress_budget(const Launch *l);
+/* The account of the task's output lines. */
+const OutputLines *launch_output(const Launch *l);
 bool launch_exited(const Launch *l);
 bool launch_exit_mirrored(const Launch *l);
 /* No shim can still write the task's status file: what it holds now is final. False without

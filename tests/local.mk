@@ -41,6 +41,11 @@ tests_unit_test_store_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) 
 tests_unit_test_store_LDADD = $(COMMON_LIBS) $(SQLITE3_LIBS) $(CRITERION_LIBS)
 
 # common: SIGTERM reaches a daemon (controller, agent) whose event loop is stuck in a callback.
+check_PROGRAMS += tests/unit/test-log
+TESTS += tests/unit/test-log
+tests_unit_test_log_SOURCES = tests/unit/test-log.c
+tests_unit_test_log_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_log_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
 check_PROGRAMS += tests/unit/test-stop-guard
 TESTS += tests/unit/test-stop-guard
 tests_unit_test_stop_guard_SOURCES = tests/unit/test-stop-guard.c
@@ -147,9 +152,11 @@ tests_unit_test_limits_policy_LDADD = agent/libcgorch-agent-cgroup.a $(COMMON_LI
 EXTRA_DIST += tests/fixtures/proc tests/integration/test-agent-actions.sh tests/integration/test-agent-record.sh \
 	tests/integration/fake-controller.py
 # agent: the pids limit of every task on real cgroups (fork fails at the limit, the node lives on);
-# the budget of the agent's reads of a task's progress pipe (its CPU under a flood).
-TESTS += tests/integration/test-pids.sh tests/integration/test-progress-flood.sh
-EXTRA_DIST += tests/integration/test-pids.sh tests/integration/test-progress-flood.sh
+# the budget of the agent's reads of a task's progress pipe (its CPU under a flood); what tasks
+# print and nodes report reaches the daemons' logs escaped.
+TESTS += tests/integration/test-pids.sh tests/integration/test-progress-flood.sh tests/integration/test-log-escape.sh
+EXTRA_DIST += tests/integration/test-pids.sh tests/integration/test-progress-flood.sh \
+	tests/integration/test-log-escape.sh
 # agent: the sample budget (pure); the launcher's status lines and re-adoption of a running
 # process (pidfd, or polling where the kernel has none).
 check_PROGRAMS += tests/unit/test-sample-budget tests/unit/test-launcher

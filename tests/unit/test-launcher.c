@@ -82,6 +82,51 @@ Test(read_budget, bytes_and_reads_per_window) {
         cr_expect_eq(b.windows_spent, 2);
 }
 
+typedef struct Emitted {
+        char lines[8][64];
+        uint64_t cut[8];
+        int n;
+} Emitted;
+
+static void emit_cb(const char *line, size_t len, uint64_t cut, void *userdata) {
+        Emitted *e = userdata;
+
+        cr_assert_lt(e->n, 8);
+        snprintf(e->lines[e->n], sizeof e->lines[e->n], "%.*s", (int) len, line);
+        e->cut[e->n++] = cut;
+}
+
+Test(output_lines, split_cut_and_counted) {
+        OutputLines o;
+        Emitted e = {};
+        char long_line[LAUNCHER_OUTPUT_LINE_MAX + 100];
+
+        output_lines_init(&o, 3, 1000);
+        /* Lines across reads; an empty line is a line. */
+        output_lines_feed(&o, "one\ntw", strlen("one\ntw"), 0, emit_cb, &e);
+        output_lines_feed(&o, "o\n\nfour\nfive\n", strlen("o\n\nfour\nfive\n"), 10, emit_cb, &e);
+        cr_assert_eq(e.n, 3);
+        cr_expect_str_eq(e.lines[0], "one");
+        cr_expect_str_eq(e.lines[1], "two");
+        cr_expect_str_eq(e.lines[2], "");
+        cr_expect_eq(o.lines_dropped, 2, "four and five: over 3 lines a window");
+        /* A new window; a line longer than the most is cut, and says by how much. */
+        memset(long_line, 'x', sizeof long_line);
+        long_line[sizeof long_line - 1] = '\n';
+        output_lines_feed(&o, long_line, sizeof long_line, 1000, emit_cb, &e);
+        cr_assert_eq(e.n, 4);
+        cr_expect_eq(e.cut[3], sizeof long_line - 1 - LAUNCHER_OUTPUT_LINE_MAX);
+        /* The last line without a newline comes at the end. */
+        output_lines_feed(&o, "tail", 4, 1001, emit_cb, &e);
+        cr_assert_eq(e.n, 4);
+        output_lines_flush(&o, 1002, emit_cb, &e);
+        cr_assert_eq(e.n, 5);
+        cr_expect_str_eq(e.lines[4], "tail");
+        output_lines_flush(&o, 1003, emit_cb, &e);
+        cr_expect_eq(e.n, 5, "nothing left");
+        cr_expect_eq(o.lines_logged, 5);
+}
+
 static bool have_pidfd(void) {
         int fd = (int) syscall(SYS_pidfd_open, getpid(), 0);
 
@@ -320,6 +365,24 @@ static Launch *start_sh(sd_event *e, const char *script, Seen *seen, int *ret_st
         cr_assert_eq(launch_start(e, &spec, attach_nothing, on_exit_cb, seen, &l, &error), 0, "%s", error ?: "");
         *ret_status_fd = fd;
         return l;
+}
+
+/* Standard output and error go to the agent, line by line, the last line without its newline too. */
+Test(launcher, output_relayed_line_by_line) {
+        sd_event *e = NULL;
+        Seen seen = {};
+        int fd;
+
+        cr_assert_eq(sd_event_new(&e), 0);
+        Launch *l = start_sh(e, "echo out; echo '<0>err' >&2; printf 'last' >&2", &seen, &fd);
+        for (int i = 0; i < 500 && (seen.calls == 0 || launch_output(l)->lines_logged < 3); i++)
+                cr_assert_geq(sd_event_run(e, 20 * 1000), 0);
+        cr_assert_eq(seen.calls, 1);
+        cr_expect_eq(launch_output(l)->lines_logged, 3);
+        cr_expect_eq(launch_output(l)->lines_dropped, 0);
+        launch_free(l);
+        close(fd);
+        sd_event_unref(e);
 }
 
 Test(launcher, exit_mirrored_by_the_shim) {
