@@ -502,14 +502,7 @@ static int run(Manager *m) {
         r = sd_event_default(&m->event);
         if (r < 0)
                 return log_error_errno(r, "Cannot create the event loop: %m");
-        sigset_t mask;
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGINT);
-        sigaddset(&mask, SIGHUP);
-        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
-                return log_error_errno(errno, "Cannot block signals: %m");
-        /* A NULL handler makes sd-event leave the loop on the signal. */
+        /* A NULL handler makes sd-event leave the loop on the signal (main() blocked them). */
         r = sd_event_add_signal(m->event, NULL, SIGTERM, NULL, NULL);
         if (r >= 0)
                 r = sd_event_add_signal(m->event, NULL, SIGINT, NULL, NULL);
@@ -603,6 +596,20 @@ static int run(Manager *m) {
 
 int main(int argc, char *argv[]) {
         int optind_, r;
+
+        /* Blocked first, before anything that takes time (opening and upgrading the store,
+         * restoring the scheduler's state): a SIGTERM or SIGHUP during start-up waits for the
+         * event loop, which takes it at once, instead of ending the process by its default
+         * action (status 143 or 129). sd-event needs them blocked to deliver them. */
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0) {
+                fprintf(stderr, "cgorch-controller: cannot block signals: %m\n");
+                return EXIT_FAILURE;
+        }
 
         log_set_ident("cgorch-controller");
         options_build();

@@ -157,6 +157,9 @@ EXTRA_DIST += tests/fixtures/proc tests/integration/test-agent-actions.sh tests/
 TESTS += tests/integration/test-pids.sh tests/integration/test-progress-flood.sh tests/integration/test-log-escape.sh
 EXTRA_DIST += tests/integration/test-pids.sh tests/integration/test-progress-flood.sh \
 	tests/integration/test-log-escape.sh
+# Both daemons: SIGTERM is a clean stop (status 0), at start-up, at work.
+TESTS += tests/integration/test-sigterm.sh
+EXTRA_DIST += tests/integration/test-sigterm.sh tests/integration/slow-open.c
 # agent: the sample budget (pure); the launcher's status lines and re-adoption of a running
 # process (pidfd, or polling where the kernel has none).
 check_PROGRAMS += tests/unit/test-sample-budget tests/unit/test-launcher
