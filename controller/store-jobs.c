@@ -259,6 +259,18 @@ int store_phase_set_state(Store *s, uint64_t job, unsigned phase, PhaseState sta
         return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
 }
 
+int store_task_count_active(Store *s, unsigned *ret) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, "SELECT COUNT(*) FROM tasks WHERE state IN ('starting', 'running')", &st);
+        if (r < 0)
+                return r;
+        r = store_step_row(s, st, "count active tasks");
+        if (r < 0)
+                return r;
+        *ret = r > 0 ? (unsigned) sqlite3_column_int64(st, 0) : 0;
+        return 0;
+}
+
 void store_launch_done(StoreLaunch *l) {
         strv_free(l->argv);
         strv_free(l->env);

@@ -111,6 +111,8 @@ int store_job_get_state(Store *s, uint64_t job, JobState *ret);
 /* Sets the state; a final state sets finished_ms. (A job's start is its first task's: the views read it there.) */
 int store_job_set_state(Store *s, uint64_t job, JobState state, int64_t now_ms);
 int store_job_count_by_state(Store *s, unsigned ret_counts[static _JOB_STATE_MAX]);
+/* Tasks starting or running, on any node. */
+int store_task_count_active(Store *s, unsigned *ret);
 
 typedef struct StorePhase {
         unsigned index;

@@ -160,6 +160,9 @@ EXTRA_DIST += tests/integration/test-pids.sh tests/integration/test-progress-flo
 # Both daemons: SIGTERM is a clean stop (status 0), at start-up, at work.
 TESTS += tests/integration/test-sigterm.sh
 EXTRA_DIST += tests/integration/test-sigterm.sh tests/integration/slow-open.c
+# The controller refuses runtime settings its loop cannot sustain for the cluster it has.
+TESTS += tests/integration/test-config-load.sh
+EXTRA_DIST += tests/integration/test-config-load.sh
 # agent: the sample budget (pure); the launcher's status lines and re-adoption of a running
 # process (pidfd, or polling where the kernel has none).
 check_PROGRAMS += tests/unit/test-sample-budget tests/unit/test-launcher
