@@ -1041,6 +1041,8 @@ int agent_build_heartbeat(Agent *a, const char **ret_body) {
                 .boot_id = a->boot_id,
                 .seq = ++a->seq,
                 .cgroup_mode = (char *) cgroup_mode_to_string(cgroup_backend_mode(a->cgroups)),
+                .has_pids_limit = true,
+                .pids_limit = cgroup_backend_has_pids(a->cgroups),
                 .capacity_cpus = a->cfg.capacity_cpus,
                 .capacity_memory_bytes = a->cfg.capacity_memory_bytes,
                 .node_sample = ns,

@@ -1335,7 +1335,7 @@ static int node_sample_from_json(json_t *j, const char *path, NodeSample *s, cha
 
 int heartbeat_from_json(json_t *j, Heartbeat **ret, char **ret_error) {
         static const char *const keys[] = {
-                "node", "boot_id", "seq", "cgroup_mode", "capacity", "node_sample", "tasks", "acks", NULL,
+                "node", "boot_id", "seq", "cgroup_mode", "capacity", "node_sample", "tasks", "acks", "pids_limit", NULL,
         };
         _cleanup_(heartbeat_freep) Heartbeat *h = NULL;
         const char *s;
@@ -1379,6 +1379,11 @@ int heartbeat_from_json(json_t *j, Heartbeat **ret, char **ret_error) {
                 return fail(ret_error, "", "cgroup_mode", "must be one of v1, hybrid, v2");
         if (strdup_to(s, &h->cgroup_mode) < 0)
                 return -ENOMEM;
+
+        r = get_bool(j, "", "pids_limit", false, &h->pids_limit, ret_error);
+        if (r < 0)
+                return r;
+        h->has_pids_limit = r > 0;
 
         r = get_object(j, "", "capacity", true, &o, ret_error);
         if (r < 0)
@@ -1506,6 +1511,8 @@ json_t *heartbeat_to_json(const Heartbeat *h) {
 
         if (add(o, "node", json_text(h->node ?: "")) < 0 || add(o, "boot_id", json_text(h->boot_id ?: "")) < 0 ||
             add(o, "seq", json_u64(h->seq)) < 0 || add(o, "cgroup_mode", json_text(h->cgroup_mode ?: "")) < 0)
+                return NULL;
+        if (h->has_pids_limit && add(o, "pids_limit", json_boolean(h->pids_limit)) < 0)
                 return NULL;
 
         if (add(capacity, "cpus", json_double(h->capacity_cpus)) < 0 ||
@@ -1897,6 +1904,13 @@ void heartbeat_write_json_head(TextBuf *b, const Heartbeat *h) {
         text_u64(b, h->seq);
         text_lit(b, ",\"cgroup_mode\":");
         text_string(b, h->cgroup_mode);
+        if (h->has_pids_limit) {
+                text_lit(b, ",\"pids_limit\":");
+                if (h->pids_limit)
+                        text_lit(b, "true");
+                else
+                        text_lit(b, "false");
+        }
         text_lit(b, ",\"capacity\":{\"cpus\":");
         text_double(b, h->capacity_cpus);
         text_lit(b, ",\"memory_bytes\":");

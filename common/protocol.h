@@ -230,6 +230,10 @@ typedef struct Heartbeat {
         char *boot_id;               /* random per agent start: a new one means the agent restarted */
         uint64_t seq;                /* increases by one per heartbeat of one boot_id */
         char *cgroup_mode;           /* "v1", "hybrid" or "v2" */
+        /* Optional: whether the node's tasks get a pids limit (the node has the pids controller);
+         * an agent from before pids limits does not say. */
+        bool has_pids_limit;
+        bool pids_limit;
         double capacity_cpus;
         uint64_t capacity_memory_bytes;
         NodeSample node_sample;

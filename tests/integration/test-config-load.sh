@@ -4,7 +4,8 @@
 # no agent runs them): an epoch of 1 s with the orchestrator on would cost the loop more than
 # a tenth of it (about 0.2 s per epoch), so PUT /v1/config and `cgorchctl config set` answer 400
 # naming the epoch, the limit and the shortest epoch allowed, and change nothing; 2 s is taken.
-# The controller answers /healthz all along.
+# The controller answers /healthz all along. (The node says it has no pids controller: the node
+# view shows it.)
 set -euo pipefail
 
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -22,13 +23,15 @@ CLUSTER_HEARTBEAT_INTERVAL=1h cluster_start_controller --scheduler fifo
 token=$(cut -d: -f2 "$(cluster_agent_token big)")
 
 # The node: 4096 CPUs, 64 GiB.
-printf '{"node": "big", "boot_id": "b1", "seq": 1, "cgroup_mode": "v2",
+printf '{"node": "big", "boot_id": "b1", "seq": 1, "cgroup_mode": "v2", "pids_limit": false,
  "capacity": {"cpus": 4096, "memory_bytes": 68719476736},
  "node_sample": {"time_ms": %s, "cpu_busy": 0, "memory_available_bytes": 68719476736}, "tasks": [], "acks": []}\n' \
         "$(date +%s%3N)" >"$CLUSTER_DIR/hb.json"
 curl -fsS -o /dev/null -H "Authorization: Bearer big:$token" -H 'Content-Type: application/json' \
         --data-binary "@$CLUSTER_DIR/hb.json" "$CGORCH_SERVER/v1/nodes/big/heartbeat" ||
         fail "the node's heartbeat was refused"
+# A node without the pids controller says so, and the node view shows it.
+"$CGORCHCTL" nodes | grep -qE '^big +ready +v2,no-pids ' || fail "cgorchctl nodes does not show the missing pids limit: $("$CGORCHCTL" nodes)"
 
 # Two jobs of 10 000 tasks of 0.1 CPU and 1 MiB (a phase holds at most 10 000): all placed on
 # it at once.

@@ -3,7 +3,8 @@
 # - a job submitted with --pids N: its task's pids.max is N, and a task that forks beyond it
 #   gets EAGAIN at fork N (its own process counts), while the agent and the node carry on;
 # - a job that names no limit gets the default (4096);
-# - the task's pids cgroup is gone once the task ended.
+# - the task's pids cgroup is gone once the task ended;
+# - the node view says the node's tasks get a pids limit.
 # The limit here is small on purpose: a fork bomb up to the default would take thousands of
 # pids from a machine other people use.
 set -euo pipefail
@@ -88,6 +89,8 @@ pass "the task's pids cgroup is removed after it ended"
 
 kill -0 "$CLUSTER_AGENT_PID" || fail "the agent died"
 node_is_ready n1 || fail "node n1 is not ready after the fork limit was hit"
+[ "$(cluster_curl -fsS "$CGORCH_SERVER/v1/nodes" | jq '.nodes[] | select(.id == "n1") | .pids_limit')" = true ] ||
+        fail "the node view does not say that n1's tasks get a pids limit"
 
 # ---- the default, and the node still runs tasks ----
 cat >"$OUT/limit.py" <<'EOF'

@@ -577,7 +577,7 @@ static Ack acks[] = {
 
 static const Heartbeat heartbeat = {
         .node = "n1", .boot_id = "6f1c2f0e9a6b4b4e8f1d2c3b4a596877", .seq = 41, .cgroup_mode = "hybrid",
-        .capacity_cpus = 2, .capacity_memory_bytes = 25000000000,
+        .has_pids_limit = true, .pids_limit = false, .capacity_cpus = 2, .capacity_memory_bytes = 25000000000,
         .node_sample = { .time_ms = 1795000001000, .cpu_busy = 0.75, .memory_available_bytes = 1 << 30,
                          .has = SAMPLE_HAS_MEMINFO | SAMPLE_HAS_PSI_CPU | SAMPLE_HAS_PSI_IO,
                          .memory_total_bytes = 4ull << 30, .swap_total_bytes = 1 << 30, .swap_free_bytes = 1 << 29,
@@ -591,6 +591,8 @@ static void assert_heartbeats_equal(const Heartbeat *a, const Heartbeat *b) {
         cr_assert_str_eq(a->boot_id, b->boot_id);
         cr_assert_eq(a->seq, b->seq);
         cr_assert_str_eq(a->cgroup_mode, b->cgroup_mode);
+        cr_assert_eq(a->has_pids_limit, b->has_pids_limit);
+        cr_assert_eq(a->pids_limit, b->pids_limit);
         cr_assert_eq(a->capacity_cpus, b->capacity_cpus);
         cr_assert_eq(a->capacity_memory_bytes, b->capacity_memory_bytes);
         cr_assert_eq(memcmp(&a->node_sample, &b->node_sample, sizeof a->node_sample), 0);
@@ -657,6 +659,7 @@ Test(heartbeat, round_trip) {
         cr_assert_null(json_object_get(json_object_get(json_object_get(j, "node_sample"), "psi"), "memory"));
         cr_assert_null(json_object_get(json_array_get(json_object_get(j, "tasks"), 1), "limits_target"));
         cr_assert_null(json_object_get(json_array_get(json_object_get(j, "tasks"), 1), "adopted"));
+        cr_assert(json_is_false(json_object_get(j, "pids_limit")), "said, also when false");
 
         _cleanup_(heartbeat_freep) Heartbeat *h = NULL;
         _cleanup_free_ char *err = NULL;
@@ -796,6 +799,10 @@ Test(heartbeat, minimal) {
         cr_assert_null(h->tasks);
         cr_assert_null(h->acks);
 
+        /* pids_limit is said or not: an agent from before pids limits does not. */
+        cr_assert_null(json_object_get(j, "pids_limit"));
+        cr_assert_not(h->has_pids_limit);
+
         /* tasks and acks may be left out. */
         json_object_del(j, "tasks");
         json_object_del(j, "acks");
@@ -929,6 +936,7 @@ static void bad_target(json_t *j) {
         json_object_set_new(json_object_get(task0(j), "limits_target"), "memory_max_bytes", json_integer(5));
 }
 static void adopted_string(json_t *j) { json_object_set_new(task0(j), "adopted", json_string("yes")); }
+static void pids_limit_number(json_t *j) { json_object_set_new(j, "pids_limit", json_integer(1)); }
 
 Test(heartbeat, errors) {
         json_auto_t *arr = json_array();
@@ -947,6 +955,7 @@ Test(heartbeat, errors) {
         expect_heartbeat_error(negative_seq, "seq: must be a non-negative integer");
         expect_heartbeat_error(real_seq, "seq: must be a non-negative integer");
         expect_heartbeat_error(bad_mode, "cgroup_mode: must be one of v1, hybrid, v2");
+        expect_heartbeat_error(pids_limit_number, "pids_limit: must be true or false");
         expect_heartbeat_error(no_capacity, "capacity: is required");
         expect_heartbeat_error(zero_cpus, "capacity.cpus: must be a number in (0, 4096]");
         expect_heartbeat_error(small_memory, "capacity.memory_bytes: must be an integer in [1048576, 1125899906842624]");

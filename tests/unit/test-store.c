@@ -364,7 +364,7 @@ Test(store, version_1_is_upgraded) {
         }
         strv_free(later);
         cr_assert_eq(sqlite3_exec(db, "ALTER TABLE tasks DROP COLUMN preempted_ms; ALTER TABLE phases DROP COLUMN pids_max;"
-                                      " PRAGMA user_version = 1",
+                                      " ALTER TABLE nodes DROP COLUMN pids_limit; PRAGMA user_version = 1",
                                   NULL, NULL, NULL), SQLITE_OK);
         sqlite3_close(db);
 
