@@ -831,6 +831,18 @@ static int action_start(Agent *a, const Action *act, char **ret_error) {
         }
         limits_merge(&t->limits, &want);
         task_watch_limits(a, t);
+        /* Without the pids controller the task runs without the limit (the agent said so at
+         * its start); with it, a pids.max that cannot be set is a start that failed. */
+        if (cgroup_backend_has_pids(a->cgroups)) {
+                unsigned pids_max = act->pids_max ?: PROTO_DEFAULT_PIDS_MAX;
+
+                r = cgroup_task_set_pids_max(a->cgroups, t->id, pids_max);
+                if (r < 0) {
+                        if (asprintf(&error, "setting pids.max to %u: %s", pids_max, strerror(-r)) < 0)
+                                error = NULL;
+                        goto fail;
+                }
+        }
 
         state_dir_ensure(a);
         r = state_path(a, t->id, "exit", status_path, sizeof status_path);
@@ -1031,6 +1043,8 @@ int agent_build_heartbeat(Agent *a, const char **ret_body) {
                 .boot_id = a->boot_id,
                 .seq = ++a->seq,
                 .cgroup_mode = (char *) cgroup_mode_to_string(cgroup_backend_mode(a->cgroups)),
+                .has_pids_limit = true,
+                .pids_limit = cgroup_backend_has_pids(a->cgroups),
                 .capacity_cpus = a->cfg.capacity_cpus,
                 .capacity_memory_bytes = a->cfg.capacity_memory_bytes,
                 .node_sample = ns,
@@ -1467,7 +1481,7 @@ static int agent_adopt_one(Agent *a, const char *id) {
         if (t->status_fd < 0 && state_path(a, id, "exit", path, sizeof path) >= 0)
                 t->status_fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 
-        r = launch_adopt(a->event, shim, main_pid, a->proc_fs, on_task_exit, t, &t->launch);
+        r = launch_adopt(a->event, t->id, shim, main_pid, a->proc_fs, on_task_exit, t, &t->launch);
         if (r < 0)
                 return log_error_errno(r, "Task %s: cannot watch its main process %d: %m", id, main_pid);
         if (launch_exited(t->launch)) {

@@ -218,17 +218,9 @@ static int run(void) {
         Agent *agent = NULL;
         StopGuard *stop_guard = NULL;
         AgentConfig cfg;
-        sigset_t mask;
         int r;
         uid_t min_uid = arg_min_uid != UINT_MAX ? (uid_t) arg_min_uid : task_user_default_min_uid(TASK_USER_LOGIN_DEFS);
 
-        /* sd-event needs these blocked to deliver them as events (SIGCHLD: task exits). */
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGCHLD);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGINT);
-        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
-                return log_error_errno(errno, "sigprocmask: %m");
         (void) signal(SIGPIPE, SIG_IGN);
 
         if (!arg_node) {
@@ -413,6 +405,20 @@ out:
 
 int main(int argc, char **argv) {
         int optind_, r;
+
+        /* Blocked first, before anything that takes time (creating the cgroup root,
+         * re-adopting the tasks): a SIGTERM during start-up waits for the event loop, which
+         * takes it at once, instead of ending the agent by its default action (status 143).
+         * sd-event needs them blocked to deliver them as events (SIGCHLD: task exits). */
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGCHLD);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0) {
+                fprintf(stderr, "cgorch-agent: cannot block signals: %m\n");
+                return EXIT_FAILURE;
+        }
 
         log_set_ident("cgorch-agent");
         r = config_parse(&spec, argc, argv, &optind_);

@@ -19,6 +19,7 @@ static const char *const cgroup_controller_names[_CGROUP_CONTROLLER_MAX] = {
         [CGROUP_CPUACCT] = "cpuacct",
         [CGROUP_MEMORY] = "memory",
         [CGROUP_FREEZER] = "freezer",
+        [CGROUP_PIDS] = "pids",
         [CGROUP_UNIFIED] = "unified",
 };
 

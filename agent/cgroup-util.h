@@ -25,6 +25,7 @@ typedef enum CgroupController {
         CGROUP_CPUACCT,
         CGROUP_MEMORY,
         CGROUP_FREEZER,
+        CGROUP_PIDS,          /* optional: a node without it runs tasks without a pids limit */
         CGROUP_UNIFIED,       /* the cgroup2 tree: unified/ in hybrid, the root in v2 */
         _CGROUP_CONTROLLER_MAX,
         _CGROUP_CONTROLLER_INVALID = -EINVAL,

@@ -1,6 +1,7 @@
 /* cgroup.c: the agent's cgroup backend (libcgroup for live v1 hierarchies, files elsewhere). */
 #include <dirent.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <libcgroup.h>
 #include <limits.h>
 #include <signal.h>
@@ -24,7 +25,9 @@ struct CgroupBackend {
         int created_from[_CGROUP_CONTROLLER_MAX];    /* first level of root we created, -1: none */
 };
 
-static const char *const v1_controllers[] = { "cpu", "cpuacct", "memory", "freezer" };
+/* Indexed by CgroupController: the v1 hierarchies, in the enum's order. */
+static const char *const v1_controllers[] = { "cpu", "cpuacct", "memory", "freezer", "pids" };
+_Static_assert(ELEMENTSOF(v1_controllers) == CGROUP_UNIFIED, "v1_controllers follows CgroupController");
 
 CgroupMode cgroup_backend_mode(const CgroupBackend *b) {
         return b->mode;
@@ -279,11 +282,28 @@ static int mkdir_direct(const CgroupBackend *b, CgroupController c, const char *
         return 0;
 }
 
-/* v2 only: a child of rel gets cpu and memory files only if rel enables them in its
- * subtree_control. Writes only when a controller is missing. */
+static bool word_list_contains(const char *text, const char *word) {
+        size_t n = strlen(word);
+
+        for (const char *p = text; *p;) {
+                p += strspn(p, " \n");
+                size_t k = strcspn(p, " \n");
+                if (k == n && strncmp(p, word, n) == 0)
+                        return true;
+                p += k;
+        }
+        return false;
+}
+
+/* v2 only: a child of rel gets a controller's files only if rel enables it in its
+ * subtree_control. cpu and memory are required; pids is enabled where rel has it (its
+ * cgroup.controllers lists it). Writes only what is missing. Returns whether pids is enabled
+ * for rel's children. */
 static int v2_enable_controllers(CgroupBackend *b, const char *rel) {
-        _cleanup_free_ char *path = NULL, *text = NULL;
-        bool has_cpu = false, has_memory = false;
+        _cleanup_free_ char *path = NULL, *text = NULL, *available = NULL, *avail_path = NULL;
+        static const char *const wanted[] = { "cpu", "memory", "pids" };
+        bool pids = false;
+        char add[64] = "";
         int r;
 
         r = cgroup_path_join(b->fsroot, "", rel, "cgroup.subtree_control", &path);
@@ -292,18 +312,44 @@ static int v2_enable_controllers(CgroupBackend *b, const char *rel) {
         r = read_file_text(path, &text);
         if (r < 0)
                 return log_error_errno(r, "Reading %s: %m", path);
-        for (char *tok = strtok(text, " \n"); tok; tok = strtok(NULL, " \n")) {
-                has_cpu = has_cpu || streq(tok, "cpu");
-                has_memory = has_memory || streq(tok, "memory");
+        r = cgroup_path_join(b->fsroot, "", rel, "cgroup.controllers", &avail_path);
+        if (r < 0)
+                return r;
+        /* Missing (a directory of a fixture tree the agent made): nothing beyond cpu and memory. */
+        if (read_file_text(avail_path, &available) < 0)
+                available = NULL;
+
+        for (size_t i = 0; i < ELEMENTSOF(wanted); i++) {
+                bool optional = streq(wanted[i], "pids");
+
+                if (optional && !(available && word_list_contains(available, wanted[i])))
+                        continue;
+                if (optional)
+                        pids = true;
+                if (word_list_contains(text, wanted[i]))
+                        continue;
+                strcat(add, add[0] ? " +" : "+");
+                strcat(add, wanted[i]);
         }
-        if (has_cpu && has_memory)
-                return 0;
+        if (!add[0])
+                return pids;
         /* Direct write: libcgroup 2.0.2 would write "+cpu" into every ancestor from the mount
          * root down, including cgroups the agent does not own. */
-        r = write_file_text(path, has_cpu ? "+memory" : has_memory ? "+cpu" : "+cpu +memory");
+        r = write_file_text(path, add);
+        if (r < 0 && pids) {
+                /* The kernel takes all of a write or none of it: try again without pids. */
+                char *p = strstr(add, "+pids");
+
+                log_debug_errno(r, "Enabling %s in %s: %m; trying again without pids", add, path);
+                pids = false;
+                if (p > add)
+                        p--;
+                *p = '\0';
+                r = add[0] ? write_file_text(path, add) : 0;
+        }
         if (r < 0)
-                return log_error_errno(r, "Enabling cpu and memory in %s: %m", path);
-        return 0;
+                return log_error_errno(r, "Enabling %s in %s: %m", add, path);
+        return pids;
 }
 
 static int libcgroup_create(CgroupBackend *b, const char *rel) {
@@ -388,6 +434,9 @@ static int remove_relpath(CgroupBackend *b, const char *rel) {
                         else
                                 /* EMPTY_ONLY: never migrate processes to the parent. */
                                 r = libcgroup_errno(cgroup_delete_cgroup_ext(cg, CGFLAG_DELETE_EMPTY_ONLY));
+                        /* Gone already (or never made: a task from before the agent had this hierarchy). */
+                        if (r == -ENOENT)
+                                r = 0;
                         cgroup_free(&cg);
                 } else {
                         _cleanup_free_ char *path = NULL;
@@ -438,6 +487,11 @@ static int detect_v1(CgroupBackend *b) {
                         /* A node without freezer still runs tasks; freeze then fails. */
                         if (i == CGROUP_FREEZER) {
                                 log_warning("No freezer hierarchy under %s: freeze and thaw will fail.", b->fsroot);
+                                continue;
+                        }
+                        /* Nor does one without pids: its tasks run without a pids limit. */
+                        if (i == CGROUP_PIDS) {
+                                log_warning("No pids hierarchy under %s: tasks run without a pids limit.", b->fsroot);
                                 continue;
                         }
                         return log_error_errno(ENOMEDIUM, "No %s cgroup hierarchy under %s.", v1_controllers[i], b->fsroot);
@@ -569,6 +623,13 @@ int cgroup_backend_new(const char *fsroot, const char *root_relpath, CgroupBacke
                                 r = v2_enable_controllers(b, prefix);
                                 if (r < 0)
                                         return r;
+                                if (!slash && r == 0) {
+                                        /* The root's children are the tasks. */
+                                        log_warning("The pids controller is not available in %s/%s: tasks run without a pids limit.",
+                                                    fsroot, root_relpath);
+                                        free(b->hierarchy[CGROUP_PIDS]);
+                                        b->hierarchy[CGROUP_PIDS] = NULL;
+                                }
                         }
                         p = slash ? slash + 1 : NULL;
                 }
@@ -711,6 +772,21 @@ int cgroup_task_set_limits(CgroupBackend *b, const char *task, const Limits *wan
         if (ret_applied)
                 *ret_applied = applied;
         return r;
+}
+
+bool cgroup_backend_has_pids(const CgroupBackend *b) {
+        return b->hierarchy[CGROUP_PIDS];
+}
+
+int cgroup_task_set_pids_max(CgroupBackend *b, const char *task, uint64_t pids_max) {
+        char value[32];
+
+        if (!b->hierarchy[CGROUP_PIDS])
+                return -EOPNOTSUPP;
+        if (pids_max == 0 || pids_max > INT_MAX)
+                return -EINVAL;
+        snprintf(value, sizeof value, "%" PRIu64, pids_max);
+        return backend_write(b, CGROUP_PIDS, task, "pids.max", value);
 }
 
 int cgroup_task_read_usage(CgroupBackend *b, const char *task, CgroupUsage *ret) {

@@ -43,6 +43,11 @@ int cgroup_task_attach(CgroupBackend *b, const char *task, pid_t pid);
 /* Writes the fields set in want; current is what is in force (see cgroup_limits_to_writes). */
 int cgroup_task_set_limits(CgroupBackend *b, const char *task, const Limits *want, const Limits *current,
                            Limits *ret_applied);
+/* Whether tasks get a pids cgroup: the node has the pids controller (a v1 hierarchy, or enabled
+ * for the agent root's children in v2). Without it tasks run without a pids limit. */
+bool cgroup_backend_has_pids(const CgroupBackend *b);
+/* pids.max of a task's cgroup (1..INT_MAX); -EOPNOTSUPP without the pids controller. */
+int cgroup_task_set_pids_max(CgroupBackend *b, const char *task, uint64_t pids_max);
 int cgroup_task_read_usage(CgroupBackend *b, const char *task, CgroupUsage *ret);
 int cgroup_task_freeze(CgroupBackend *b, const char *task, bool frozen);
 /* 1 if the task's cgroup is frozen or freezing, 0 if not, < 0 if that cannot be read. */

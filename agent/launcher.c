@@ -1,6 +1,7 @@
 /* launcher.c: fork/attach/exec of a task's main process, its exit and its progress pipe. */
 #include <fcntl.h>
 #include <grp.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,6 +22,20 @@
 #include "macro.h"
 #include "strv.h"
 #include "task-user.h"
+
+/* A pipe from the task that the agent reads within a budget (ReadBudget), one read per wakeup. */
+typedef struct TaskPipe {
+        Launch *launch;
+        const char *what;             /* "progress", "output": for the log */
+        int fd;                       /* -1: not open (or at its end) */
+        sd_event_source *source;
+        sd_event_source *resume;      /* the end of a window whose budget ran out */
+        ReadBudget budget;
+        size_t read_max;              /* bytes per read */
+        bool warned;                  /* said once that the task writes faster than its budget */
+        void (*feed)(Launch *l, const char *data, size_t n, uint64_t now_us);
+        void (*done)(Launch *l, uint64_t now_us);   /* at its end; may be NULL */
+} TaskPipe;
 
 struct Launch {
         pid_t pid;                    /* the task's main process */
@@ -36,12 +52,16 @@ struct Launch {
         sd_event_source *child_source;  /* our shim's exit */
         sd_event_source *pid_source;    /* the main process's pidfd: adopted, or ours once its shim died */
         sd_event_source *shim_source; /* adopted: waits for the shim to record the status */
-        sd_event_source *progress_source;
-        int progress_fd;
+        char *task;                   /* the task id, for the log */
+        TaskPipe progress_pipe;       /* CGORCH_PROGRESS_FD */
         ProgressReader progress;
+        TaskPipe output_pipe;         /* standard output and error */
+        OutputLines output;
         launch_exit_fn on_exit;
         void *userdata;
 };
+
+static void task_pipe_close(TaskPipe *p);
 
 void progress_reader_init(ProgressReader *p) {
         *p = (ProgressReader) { .last = -1 };
@@ -81,6 +101,84 @@ void progress_reader_feed(ProgressReader *p, const char *data, size_t n) {
         }
 }
 
+void read_budget_init(ReadBudget *b, size_t bytes_per_window, unsigned reads_per_window, uint64_t window_us) {
+        *b = (ReadBudget) {
+                .bytes_per_window = bytes_per_window, .reads_per_window = reads_per_window, .window_us = window_us,
+        };
+}
+
+size_t read_budget_allow(ReadBudget *b, uint64_t now_us) {
+        if (!b->started || now_us - b->window_start_us >= b->window_us) {
+                b->started = true;
+                b->window_start_us = now_us;
+                b->bytes_used = 0;
+                b->reads_used = 0;
+                b->spent = false;
+        }
+        if (b->spent)
+                return 0;
+        return b->bytes_per_window - b->bytes_used;
+}
+
+bool read_budget_spend(ReadBudget *b, size_t n) {
+        if (b->reads_used == 0)
+                b->windows++;
+        b->reads_used++;
+        b->bytes_used = MIN(b->bytes_used + n, b->bytes_per_window);
+        b->bytes_total += n;
+        if (!b->spent && (b->reads_used >= b->reads_per_window || b->bytes_used >= b->bytes_per_window)) {
+                b->spent = true;
+                b->windows_spent++;
+        }
+        return b->spent;
+}
+
+uint64_t read_budget_resume_us(const ReadBudget *b) {
+        return b->window_start_us + b->window_us;
+}
+
+void output_lines_init(OutputLines *o, unsigned lines_per_window, uint64_t window_us) {
+        *o = (OutputLines) { .lines_per_window = lines_per_window, .window_us = window_us };
+}
+
+static void output_lines_end_line(OutputLines *o, uint64_t now_us, output_line_fn emit, void *userdata) {
+        if (!o->started || now_us - o->window_start_us >= o->window_us) {
+                o->started = true;
+                o->window_start_us = now_us;
+                o->logged_in_window = 0;
+        }
+        if (o->logged_in_window < o->lines_per_window) {
+                o->logged_in_window++;
+                o->lines_logged++;
+                emit(o->line, o->len, o->cut, userdata);
+        } else
+                o->lines_dropped++;
+        o->len = 0;
+        o->cut = 0;
+}
+
+void output_lines_feed(OutputLines *o, const char *data, size_t n, uint64_t now_us, output_line_fn emit, void *userdata) {
+        while (n > 0) {
+                const char *nl = memchr(data, '\n', n);
+                size_t k = nl ? (size_t) (nl - data) : n;
+                size_t room = sizeof o->line - o->len;
+
+                memcpy(o->line + o->len, data, MIN(k, room));
+                o->len += MIN(k, room);
+                o->cut += k - MIN(k, room);
+                if (!nl)
+                        return;
+                output_lines_end_line(o, now_us, emit, userdata);
+                data = nl + 1;
+                n -= k + 1;
+        }
+}
+
+void output_lines_flush(OutputLines *o, uint64_t now_us, output_line_fn emit, void *userdata) {
+        if (o->len > 0 || o->cut > 0)
+                output_lines_end_line(o, now_us, emit, userdata);
+}
+
 pid_t launch_pid(const Launch *l) {
         return l->exited ? 0 : l->pid;
 }
@@ -115,6 +213,14 @@ double launch_progress(const Launch *l) {
         return l->progress.last;
 }
 
+const ReadBudget *launch_progress_budget(const Launch *l) {
+        return &l->progress_pipe.budget;
+}
+
+const OutputLines *launch_output(const Launch *l) {
+        return &l->output;
+}
+
 bool launch_exited(const Launch *l) {
         return l->exited;
 }
@@ -142,9 +248,12 @@ Launch *launch_free(Launch *l) {
         sd_event_source_disable_unref(l->child_source);
         sd_event_source_disable_unref(l->pid_source);
         sd_event_source_disable_unref(l->shim_source);
-        sd_event_source_disable_unref(l->progress_source);
-        if (l->progress_fd >= 0)
-                close(l->progress_fd);
+        task_pipe_close(&l->progress_pipe);
+        task_pipe_close(&l->output_pipe);
+        if (l->output.lines_dropped > 0)
+                log_info("Task %s: output: %" PRIu64 " lines logged, %" PRIu64 " not (more than %u a second).",
+                         l->task ?: "?", l->output.lines_logged, l->output.lines_dropped, l->output.lines_per_window);
+        free(l->task);
         if (l->pidfd >= 0)
                 close(l->pidfd);
         if (l->shim_pidfd >= 0)
@@ -217,27 +326,130 @@ static int on_child(sd_event_source *s, const siginfo_t *si, void *userdata) {
         return 0;
 }
 
-static int on_progress(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-        Launch *l = userdata;
-        char buf[4096];
+static int on_task_pipe_resume(sd_event_source *s, uint64_t usec, void *userdata) {
+        TaskPipe *p = userdata;
 
-        for (;;) {
-                ssize_t n = read(fd, buf, sizeof buf);
+        if (p->source)
+                (void) sd_event_source_set_enabled(p->source, SD_EVENT_ON);
+        return 0;
+}
 
-                if (n > 0) {
-                        progress_reader_feed(&l->progress, buf, (size_t) n);
-                        continue;
-                }
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0 && errno == EAGAIN)
-                        return 0;
-                /* EOF: every writer closed it; the last value stays. */
-                l->progress_source = sd_event_source_disable_unref(l->progress_source);
-                close(l->progress_fd);
-                l->progress_fd = -1;
+/* The window's budget is spent: no more reads of the pipe until it ends. */
+static void task_pipe_pause(TaskPipe *p, sd_event *e) {
+        uint64_t until = read_budget_resume_us(&p->budget);
+        int r;
+
+        if (!p->warned) {
+                p->warned = true;
+                log_warning("Task %s writes its %s faster than the agent reads it (%zu bytes in %u reads a "
+                            "second): its writes wait.", p->launch->task ?: "?", p->what, p->budget.bytes_per_window,
+                            p->budget.reads_per_window);
+        }
+        if (p->resume)
+                r = sd_event_source_set_time(p->resume, until) ?: sd_event_source_set_enabled(p->resume, SD_EVENT_ONESHOT);
+        else
+                r = sd_event_add_time(e, &p->resume, CLOCK_MONOTONIC, until, 0, on_task_pipe_resume, p);
+        /* Without the timer the pipe stays read, unbudgeted, rather than never again. */
+        if (r >= 0)
+                (void) sd_event_source_set_enabled(p->source, SD_EVENT_OFF);
+}
+
+/* Stops reading; logs the account of a task that wrote more than its budget. */
+static void task_pipe_close(TaskPipe *p) {
+        p->source = sd_event_source_disable_unref(p->source);
+        p->resume = sd_event_source_disable_unref(p->resume);
+        if (p->fd >= 0)
+                close(p->fd);
+        p->fd = -1;
+        if (p->budget.windows_spent > 0)
+                log_info("Task %s: %s: read %" PRIu64 " bytes, budget ran out in %" PRIu64 " of %" PRIu64
+                         " windows of %g s.", p->launch->task ?: "?", p->what, p->budget.bytes_total,
+                         p->budget.windows_spent, p->budget.windows, (double) p->budget.window_us / 1e6);
+        p->budget.windows_spent = 0;
+}
+
+static int on_task_pipe(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        TaskPipe *p = userdata;
+        sd_event *e = sd_event_source_get_event(s);
+        char buf[LAUNCHER_OUTPUT_READ_MAX];
+        uint64_t now = 0;
+        size_t allow;
+        ssize_t n;
+
+        /* One read per wakeup, within the budget: a task that writes all the time gets as many
+         * reads a second as the budget has, not one per line it writes. */
+        (void) sd_event_now(e, CLOCK_MONOTONIC, &now);
+        allow = read_budget_allow(&p->budget, now);
+        if (allow == 0) {
+                task_pipe_pause(p, e);
                 return 0;
         }
+        n = read(fd, buf, MIN(MIN(sizeof buf, p->read_max), allow));
+        if (n > 0) {
+                p->feed(p->launch, buf, (size_t) n, now);
+                if (read_budget_spend(&p->budget, (size_t) n))
+                        task_pipe_pause(p, e);
+                return 0;
+        }
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+                return 0;
+        /* EOF: every writer closed it. */
+        if (p->done)
+                p->done(p->launch, now);
+        task_pipe_close(p);
+        return 0;
+}
+
+static void task_pipe_init(TaskPipe *p, Launch *l, const char *what, size_t bytes, unsigned reads, size_t read_max,
+                           void (*feed)(Launch *, const char *, size_t, uint64_t), void (*done)(Launch *, uint64_t)) {
+        *p = (TaskPipe) { .launch = l, .what = what, .fd = -1, .read_max = read_max, .feed = feed, .done = done };
+        read_budget_init(&p->budget, bytes, reads, LAUNCHER_BUDGET_WINDOW_US);
+}
+
+/* Takes fd (also on failure). */
+static int task_pipe_open(TaskPipe *p, sd_event *e, int fd) {
+        int r;
+
+        p->fd = fd;
+        r = sd_event_add_io(e, &p->source, fd, EPOLLIN, on_task_pipe, p);
+        if (r < 0) {
+                close(fd);
+                p->fd = -1;
+        }
+        return r;
+}
+
+static void progress_feed(Launch *l, const char *data, size_t n, uint64_t now_us) {
+        progress_reader_feed(&l->progress, data, n);
+}
+
+static void output_line_log(const char *line, size_t len, uint64_t cut, void *userdata) {
+        Launch *l = userdata;
+
+        /* The line reaches the log escaped (log_escape()): whatever it holds, it is one line
+         * of the agent's, at the agent's priority, after the task's id. */
+        if (cut > 0)
+                log_info("Task %s: %.*s [%" PRIu64 " more bytes]", l->task ?: "?", (int) len, line, cut);
+        else
+                log_info("Task %s: %.*s", l->task ?: "?", (int) len, line);
+}
+
+static void output_feed(Launch *l, const char *data, size_t n, uint64_t now_us) {
+        output_lines_feed(&l->output, data, n, now_us, output_line_log, l);
+}
+
+static void output_done(Launch *l, uint64_t now_us) {
+        output_lines_flush(&l->output, now_us, output_line_log, l);
+}
+
+/* Both pipes of a Launch, not yet open. */
+static void launch_pipes_init(Launch *l) {
+        task_pipe_init(&l->progress_pipe, l, "progress", LAUNCHER_PROGRESS_BUDGET_BYTES, LAUNCHER_PROGRESS_BUDGET_READS,
+                       4096, progress_feed, NULL);
+        progress_reader_init(&l->progress);
+        task_pipe_init(&l->output_pipe, l, "output", LAUNCHER_OUTPUT_BUDGET_BYTES, LAUNCHER_OUTPUT_BUDGET_READS,
+                       LAUNCHER_OUTPUT_READ_MAX, output_feed, output_done);
+        output_lines_init(&l->output, LAUNCHER_OUTPUT_LINES_PER_S, LAUNCHER_BUDGET_WINDOW_US);
 }
 
 /* What the child writes to the error pipe before it dies: one write of less than PIPE_BUF
@@ -425,7 +637,7 @@ static const char *env_path(char **envp) {
 
 /* In the child of fork(): only async-signal-safe calls from here on. */
 _noreturn_ static void child_run(const LaunchSpec *spec, const Credentials *c, char **envp,
-                                 int sync_fd, int err_fd, int progress_fd) {
+                                 int sync_fd, int err_fd, int progress_fd, int output_fd) {
         extern char **environ;
         sigset_t all;
         char x;
@@ -458,10 +670,18 @@ _noreturn_ static void child_run(const LaunchSpec *spec, const Credentials *c, c
                 if (err_fd < 0)
                         _exit(127);
         }
+        if (output_fd == LAUNCHER_PROGRESS_FD) {
+                output_fd = fcntl(output_fd, F_DUPFD_CLOEXEC, LAUNCHER_PROGRESS_FD + 1);
+                if (output_fd < 0)
+                        child_fail(err_fd, STEP_SETUP, errno);
+        }
         if (progress_fd == LAUNCHER_PROGRESS_FD) {
                 if (fcntl(progress_fd, F_SETFD, 0) < 0)
                         child_fail(err_fd, STEP_SETUP, errno);
         } else if (dup2(progress_fd, LAUNCHER_PROGRESS_FD) < 0)
+                child_fail(err_fd, STEP_SETUP, errno);
+        /* Standard output and error go to the agent, which logs them line by line. */
+        if (dup2(output_fd, STDOUT_FILENO) < 0 || dup2(output_fd, STDERR_FILENO) < 0)
                 child_fail(err_fd, STEP_SETUP, errno);
 
         {
@@ -517,13 +737,13 @@ static size_t format_int(char *buf, int v) {
 /* The shim, in the child of fork(): only async-signal-safe calls. Forks the task, tells the
  * agent its pid, keeps the progress pipe open at fd 3, waits, records and mirrors the status. */
 _noreturn_ static void shim_run(const LaunchSpec *spec, const Credentials *c, char **envp, int sync_r, int err_w,
-                                int prog_r, int prog_w, int pid_w) {
+                                int prog_r, int prog_w, int out_r, int out_w, int pid_w) {
         struct rlimit no_core = {};
         siginfo_t si = {};
         char line[48];
         size_t n;
         pid_t pid;
-        int fd;
+        int keep[3];
 
         pid = fork();
         if (pid < 0)
@@ -531,9 +751,10 @@ _noreturn_ static void shim_run(const LaunchSpec *spec, const Credentials *c, ch
         if (pid == 0) {
                 close(pid_w);
                 close(prog_r);
+                close(out_r);
                 if (spec->status_fd >= 0)
                         close(spec->status_fd);
-                child_run(spec, c, envp, sync_r, err_w, prog_w);
+                child_run(spec, c, envp, sync_r, err_w, prog_w, out_w);
         }
         n = (size_t) write(pid_w, &pid, sizeof pid);
         (void) n;
@@ -541,15 +762,18 @@ _noreturn_ static void shim_run(const LaunchSpec *spec, const Credentials *c, ch
         close(sync_r);
         close(err_w);
         close(prog_w);
+        close(out_w);
 
-        /* Keep only the progress pipe (at fd 3) and the status file (fd 4). */
-        fd = fcntl(prog_r, F_DUPFD, 10);
-        if (fd >= 0 && dup2(fd, LAUNCHER_SHIM_PROGRESS_FD) >= 0)
-                close(fd);
-        fd = spec->status_fd >= 0 ? fcntl(spec->status_fd, F_DUPFD, 10) : -1;
-        if (fd >= 0 && dup2(fd, LAUNCHER_SHIM_PROGRESS_FD + 1) >= 0)
-                close(fd);
-        (void) close_range(LAUNCHER_SHIM_PROGRESS_FD + (spec->status_fd >= 0 ? 2 : 1), ~0U, 0);
+        /* Keep only the progress pipe (fd 3), the status file (fd 4) and the output pipe (fd 5):
+         * each moved out of the way first, so that no dup2() lands on one not moved yet. */
+        keep[0] = fcntl(prog_r, F_DUPFD, 10);
+        keep[1] = spec->status_fd >= 0 ? fcntl(spec->status_fd, F_DUPFD, 10) : -1;
+        keep[2] = fcntl(out_r, F_DUPFD, 10);
+        for (int i = 0; i < 3; i++) {
+                if (keep[i] < 0 || dup2(keep[i], LAUNCHER_SHIM_PROGRESS_FD + i) < 0)
+                        close(LAUNCHER_SHIM_PROGRESS_FD + i);
+        }
+        (void) close_range(LAUNCHER_SHIM_OUTPUT_FD + 1, ~0U, 0);
         (void) setsid();
 
         while (waitid(P_PID, (id_t) pid, &si, WEXITED) < 0)
@@ -578,7 +802,8 @@ int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, l
                  void *userdata, Launch **ret, char **ret_error) {
         _cleanup_strv_free_ char **envp = NULL;
         _cleanup_close_ int sync_r = -EBADF, sync_w = -EBADF, err_r = -EBADF, err_w = -EBADF,
-                            prog_r = -EBADF, prog_w = -EBADF, pid_r = -EBADF, pid_w = -EBADF, main_pidfd = -EBADF;
+                            prog_r = -EBADF, prog_w = -EBADF, out_r = -EBADF, out_w = -EBADF,
+                            pid_r = -EBADF, pid_w = -EBADF, main_pidfd = -EBADF;
         _cleanup_free_ char *error = NULL;
         Credentials cred = {};
         Launch *l = NULL;
@@ -612,6 +837,12 @@ int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, l
         prog_r = fds[0], prog_w = fds[1];
         if (fcntl(prog_r, F_SETFL, O_NONBLOCK) < 0)
                 goto fail_errno;
+        /* The task's standard output and error: relayed line by line to the agent's log. */
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                goto fail_errno;
+        out_r = fds[0], out_w = fds[1];
+        if (fcntl(out_r, F_SETFL, O_NONBLOCK) < 0)
+                goto fail_errno;
 
         if (pipe2(fds, O_CLOEXEC) < 0)
                 goto fail_errno;
@@ -632,12 +863,13 @@ int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, l
                 close(sync_w);
                 close(err_r);
                 close(pid_r);
-                shim_run(spec, &cred, envp, sync_r, err_w, prog_r, prog_w, pid_w);
+                shim_run(spec, &cred, envp, sync_r, err_w, prog_r, prog_w, out_r, out_w, pid_w);
         }
 
         sync_r = (close(sync_r), -EBADF);
         err_w = (close(err_w), -EBADF);
         prog_w = (close(prog_w), -EBADF);
+        out_w = (close(out_w), -EBADF);
         pid_w = (close(pid_w), -EBADF);
 
         do
@@ -712,14 +944,20 @@ int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, l
                 goto fail_kill;
         }
         *l = (Launch) { .pid = pid, .shim_pid = shim, .pidfd = main_pidfd >= 0 ? TAKE_FD(main_pidfd) : -1, .shim_pidfd = -1,
-                        .status_file = spec->status_fd >= 0, .progress_fd = TAKE_FD(prog_r), .on_exit = on_exit,
-                        .userdata = userdata };
-        progress_reader_init(&l->progress);
+                        .status_file = spec->status_fd >= 0, .on_exit = on_exit, .userdata = userdata };
+        launch_pipes_init(l);
+        if (spec->task && !(l->task = strdup(spec->task))) {
+                r = -ENOMEM;
+                goto fail_kill;
+        }
         /* The shim mirrors the task's exit: watching it is watching the task. */
         r = sd_event_add_child(e, &l->child_source, shim, WEXITED, on_child, l);
         if (r < 0)
                 goto fail_kill;
-        r = sd_event_add_io(e, &l->progress_source, l->progress_fd, EPOLLIN, on_progress, l);
+        r = task_pipe_open(&l->progress_pipe, e, TAKE_FD(prog_r));
+        if (r < 0)
+                goto fail_kill;
+        r = task_pipe_open(&l->output_pipe, e, TAKE_FD(out_r));
         if (r < 0)
                 goto fail_kill;
 
@@ -781,8 +1019,8 @@ void launch_poll(Launch *l) {
                 l->on_exit(l, &si, l->userdata);
 }
 
-int launch_adopt(sd_event *e, pid_t shim_pid, pid_t main_pid, const char *proc_fs, launch_exit_fn on_exit,
-                 void *userdata, Launch **ret) {
+int launch_adopt(sd_event *e, const char *task, pid_t shim_pid, pid_t main_pid, const char *proc_fs,
+                 launch_exit_fn on_exit, void *userdata, Launch **ret) {
         Launch *l;
         char path[4096];
         int r;
@@ -790,9 +1028,12 @@ int launch_adopt(sd_event *e, pid_t shim_pid, pid_t main_pid, const char *proc_f
         l = calloc(1, sizeof *l);
         if (!l)
                 return -ENOMEM;
-        *l = (Launch) { .pid = main_pid, .pidfd = -1, .shim_pidfd = -1, .progress_fd = -1, .on_exit = on_exit,
-                        .userdata = userdata };
-        progress_reader_init(&l->progress);
+        *l = (Launch) { .pid = main_pid, .pidfd = -1, .shim_pidfd = -1, .on_exit = on_exit, .userdata = userdata };
+        launch_pipes_init(l);
+        if (task && !(l->task = strdup(task))) {
+                free(l);
+                return -ENOMEM;
+        }
 
         /* The shim writes the status file when the task ends, then exits: its exit says the
          * record is complete. Without pidfds the caller gives it a few samples instead. */
@@ -826,15 +1067,26 @@ int launch_adopt(sd_event *e, pid_t shim_pid, pid_t main_pid, const char *proc_f
                 return r;
         }
 
-        /* The progress pipe, through the shim that kept it open; opening a pipe through /proc
-         * gives a new reader of the same pipe. Without it progress stays unknown. */
+        /* The progress and output pipes, through the shim that kept them open; opening a pipe
+         * through /proc gives a new reader of the same pipe. Without the first progress stays
+         * unknown; the second is missing under a shim of an agent that did not relay output. */
         if (shim_pid > 0) {
-                snprintf(path, sizeof path, "%s/%d/fd/%d", proc_fs, (int) shim_pid, LAUNCHER_SHIM_PROGRESS_FD);
-                l->progress_fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-                if (l->progress_fd >= 0 &&
-                    sd_event_add_io(e, &l->progress_source, l->progress_fd, EPOLLIN, on_progress, l) < 0) {
-                        close(l->progress_fd);
-                        l->progress_fd = -1;
+                TaskPipe *pipes[] = { &l->progress_pipe, &l->output_pipe };
+                const int fds[] = { LAUNCHER_SHIM_PROGRESS_FD, LAUNCHER_SHIM_OUTPUT_FD };
+
+                for (size_t i = 0; i < ELEMENTSOF(pipes); i++) {
+                        struct stat st;
+                        int fd;
+
+                        snprintf(path, sizeof path, "%s/%d/fd/%d", proc_fs, (int) shim_pid, fds[i]);
+                        fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+                        if (fd < 0)
+                                continue;
+                        if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode)) {
+                                close(fd);
+                                continue;
+                        }
+                        (void) task_pipe_open(pipes[i], e, fd);
                 }
         }
         *ret = l;

@@ -45,6 +45,23 @@ bench-controller: bench/controller-load controller/cgorch-controller
 	$(BASH) $(srcdir)/bench/controller-load.sh $(builddir)
 .PHONY: bench-controller
 
+# What an orchestrator epoch costs the controller's loop, by running tasks (see
+# docs/orchestrator.md): `make bench-orch-epoch` (M = 100, 400, 1000 nodes of 50 tasks).
+noinst_PROGRAMS += bench/orch-epoch
+bench_orch_epoch_SOURCES = bench/orch-epoch.c tests/unit/store-dir.h \
+	controller/orchestrator.c controller/orchestrator.h controller/clock.c controller/clock.h \
+	controller/cluster.c controller/cluster.h \
+	controller/cluster-sched.c controller/cluster-sched.h controller/store-sched.c \
+	controller/store.c controller/store.h controller/store-internal.h \
+	controller/store-jobs.c controller/store-nodes.c controller/store-orch.c controller/store-checkpoint.c controller/store-usage.c
+bench_orch_epoch_CFLAGS = $(AM_CFLAGS) -pthread $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS)
+bench_orch_epoch_LDADD = $(ORCH_LIBS) $(SCHED_LIBS) $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(SQLITE3_LIBS) -lm
+bench-orch-epoch: bench/orch-epoch
+	$(builddir)/bench/orch-epoch 100 50
+	$(builddir)/bench/orch-epoch 400 50
+	$(builddir)/bench/orch-epoch 1000 50
+.PHONY: bench-orch-epoch
+
 # The orchestrator's control-loop latency on real cgroups (root): onset of contention to the
 # raised quota in the cgroup at 1 s sampling and a 1 s epoch (see docs/benchmarks.md):
 # `make bench-orch`.

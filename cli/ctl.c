@@ -55,6 +55,8 @@ void ctl_print_help(void) {
                "      --phase-name=NAME             phase name (default phase0)\n"
                "  -c, --cpus=C                      CPU cores per task, may be fractional (default 1)\n"
                "  -m, --memory=SIZE                 memory limit per task (default 256M)\n"
+               "      --pids=N                      processes and threads per task, at most (pids.max;\n"
+               "                                    default: the controller's, 4096)\n"
                "  -u, --user=USER                   run the tasks as USER (default: you; only an administrator\n"
                "                                    may name another user)\n"
                "      --cwd=DIR                     working directory of the tasks (default /)\n"

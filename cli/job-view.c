@@ -390,6 +390,7 @@ int job_view_print(json_t *job, FILE *f) {
                 print_field(f, "Command:", command);
                 print_field(f, "CPUs/task:", job_view_number(phase, "cpu_cores", a));
                 print_field(f, "Memory/task:", job_view_bytes(phase, "memory_bytes", b));
+                print_field(f, "Pids/task:", job_view_int(phase, "pids_max", a));
 
                 json_t *tasks = json_field_array(phase, "tasks");
                 if (tasks && json_array_size(tasks) > 0) {

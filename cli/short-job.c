@@ -85,6 +85,8 @@ int short_job_to_json(const ShortJob *s, json_t **ret, char **ret_error) {
         if (json_object_set_new(phase, "cpu_cores", json_real(s->cpu_cores)) < 0 ||
             json_object_set_new(phase, "memory_bytes", json_integer((json_int_t) s->memory_bytes)) < 0)
                 return -ENOMEM;
+        if (s->pids_max > 0 && json_object_set_new(phase, "pids_max", json_integer(s->pids_max)) < 0)
+                return -ENOMEM;
 
         if ((r = set_string(job, "name", name, "--name", ret_error)) < 0)
                 return r;

@@ -17,6 +17,7 @@ typedef struct ShortJob {
         unsigned n_tasks;
         double cpu_cores;
         uint64_t memory_bytes;
+        unsigned pids_max;       /* 0: left to the controller (PROTO_DEFAULT_PIDS_MAX) */
         double weight;           /* 0: left to the controller (1) */
         char **env;              /* "NAME=VALUE" entries; a later NAME wins */
         char **argv;             /* the command, at least one element */

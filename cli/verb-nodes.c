@@ -25,6 +25,17 @@ static char *alloc_of_cap(json_t *node, const char *alloc_key, const char *cap_k
         return buf;
 }
 
+/* The cgroup mode, and "no pids" after it where the node's tasks get no pids limit. */
+static const char *node_mode(json_t *node, char buf[static HUMAN_MAX]) {
+        const char *mode = json_field_string(node, "cgroup_mode");
+        bool pids;
+
+        if (!mode || !json_field_bool(node, "pids_limit", &pids) || pids)
+                return mode;
+        snprintf(buf, HUMAN_MAX, "%s,no-pids", mode);
+        return buf;
+}
+
 static int nodes_print_table(json_t *nodes) {
         static const char *const headers[] = {
                 "ID", "STATE", "MODE", "CPUS", "MEMORY", "TASKS", "LAST_HEARTBEAT",
@@ -42,12 +53,12 @@ static int nodes_print_table(json_t *nodes) {
         table_set_align(t, 5, TABLE_ALIGN_RIGHT);
 
         json_array_foreach(nodes, i, node) {
-                char a[HUMAN_MAX], b[HUMAN_MAX], c[HUMAN_MAX], d[HUMAN_MAX];
+                char a[HUMAN_MAX], b[HUMAN_MAX], c[HUMAN_MAX], d[HUMAN_MAX], e[HUMAN_MAX];
                 int64_t last_ms;
 
                 r = r ?: table_add_cell(t, json_field_string(node, "id"));
                 r = r ?: table_add_cell(t, json_field_string(node, "state"));
-                r = r ?: table_add_cell(t, json_field_string(node, "cgroup_mode"));
+                r = r ?: table_add_cell(t, node_mode(node, e));
                 r = r ?: table_add_cell(t, alloc_of_cap(node, "allocated_cpus", "capacity_cpus", false, a));
                 r = r ?: table_add_cell(t, alloc_of_cap(node, "allocated_memory_bytes", "capacity_memory_bytes", true, b));
                 r = r ?: table_add_cell(t, job_view_int(node, "tasks_running", c));

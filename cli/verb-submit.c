@@ -125,6 +125,7 @@ int verb_submit(Ctl *ctl, int argc, char **argv) {
                 ARG_PHASE_NAME,
                 ARG_CWD,
                 ARG_WEIGHT,
+                ARG_PIDS,
                 ARG_NO_CHECK_COMMAND,
         };
         static const struct option options[] = {
@@ -133,6 +134,7 @@ int verb_submit(Ctl *ctl, int argc, char **argv) {
                 { "phase-name", required_argument, NULL, ARG_PHASE_NAME },
                 { "cpus", required_argument, NULL, 'c' },
                 { "memory", required_argument, NULL, 'm' },
+                { "pids", required_argument, NULL, ARG_PIDS },
                 { "user", required_argument, NULL, 'u' },
                 { "cwd", required_argument, NULL, ARG_CWD },
                 { "env", required_argument, NULL, 'e' },
@@ -187,6 +189,13 @@ int verb_submit(Ctl *ctl, int argc, char **argv) {
                             s.memory_bytes > PROTO_MAX_MEMORY_BYTES) {
                                 fprintf(stderr, "cgorchctl: --memory=%s: must be a size from 1M to 1024T, "
                                         "e.g. 256M or 2G\n", optarg);
+                                return CTL_EXIT_USAGE;
+                        }
+                        break;
+                case ARG_PIDS:
+                        if (parse_uint(optarg, &s.pids_max) < 0 || s.pids_max < 1 || s.pids_max > PROTO_MAX_PIDS_MAX) {
+                                fprintf(stderr, "cgorchctl: --pids=%s: must be an integer in [1, %u]\n", optarg,
+                                        PROTO_MAX_PIDS_MAX);
                                 return CTL_EXIT_USAGE;
                         }
                         break;

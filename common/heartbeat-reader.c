@@ -871,7 +871,7 @@ static int read_node_sample(Reader *r, NodeSample *s) {
 static int read_heartbeat(Reader *r, Heartbeat *h) {
         static const KeyName keys[] = {
                 KEY("node"), KEY("boot_id"), KEY("seq"), KEY("cgroup_mode"), KEY("capacity"), KEY("node_sample"),
-                KEY("tasks"), KEY("acks"),
+                KEY("tasks"), KEY("acks"), KEY("pids_limit"),
         };
         static const Schema schema = { .head = keys, .n_head = ELEMENTSOF(keys) };
         ObjectCursor c;
@@ -918,9 +918,13 @@ static int read_heartbeat(Reader *r, Heartbeat *h) {
                         k = read_array(r, (void **) &h->tasks, &h->n_tasks, PROTO_MAX_TASKS_PER_HEARTBEAT,
                                        sizeof(TaskReport), read_task_report_element);
                         break;
-                default:
+                case 7:
                         k = read_array(r, (void **) &h->acks, &h->n_acks, PROTO_MAX_ACTIONS, sizeof(Ack),
                                        read_ack_element);
+                        break;
+                default:
+                        k = read_bool(r, &h->pids_limit);
+                        h->has_pids_limit = k >= 0;
                 }
         if (k < 0)
                 return k;

@@ -1,4 +1,4 @@
-/* log.c: stderr logging with sd-daemon priority prefixes. */
+/* log.c: stderr logging with sd-daemon priority prefixes, one line per message. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -44,6 +44,39 @@ int log_level_from_string(const char *s) {
         return -EINVAL;
 }
 
+size_t log_escape(const char *in, char *out, size_t size) {
+        static const char hex[] = "0123456789abcdef";
+        const unsigned char *p = (const unsigned char *) in;
+        size_t n = 0;
+
+        if (size == 0)
+                return 0;
+        for (; *p; p++) {
+                char esc[5];
+                size_t k = 0;
+
+                if (*p == '\n' || *p == '\r' || *p == '\t') {
+                        esc[k++] = '\\';
+                        esc[k++] = *p == '\n' ? 'n' : *p == '\r' ? 'r' : 't';
+                } else if (*p < 0x20 || *p == 0x7f || (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)) {
+                        /* C0 controls, DEL, and C1 controls (U+0080..U+009F, two bytes in UTF-8,
+                         * which terminals take as escape sequences too): as their bytes. */
+                        unsigned c = *p == 0xc2 ? *++p : *p;
+                        esc[k++] = '\\';
+                        esc[k++] = 'x';
+                        esc[k++] = hex[c >> 4];
+                        esc[k++] = hex[c & 0xf];
+                } else
+                        esc[k++] = (char) *p;
+                if (n + k >= size)
+                        break;
+                memcpy(out + n, esc, k);
+                n += k;
+        }
+        out[n] = '\0';
+        return n;
+}
+
 int log_internal(int level, int error, const char *file, int line, const char *fmt, ...) {
         int saved_errno = errno;
         int ret = error == 0 ? 0 : -abs(error);
@@ -53,13 +86,16 @@ int log_internal(int level, int error, const char *file, int line, const char *f
                 return ret;
         }
 
-        char msg[4096];
+        char raw[4096], msg[4 * sizeof raw];
         va_list ap;
         va_start(ap, fmt);
         /* %m in the format means the error passed in, not whatever errno happens to be. */
         errno = abs(error);
-        vsnprintf(msg, sizeof msg, fmt, ap);
+        vsnprintf(raw, sizeof raw, fmt, ap);
         va_end(ap);
+        /* Messages carry strings from tasks and nodes (errors, output): a newline in one would
+         * start a line of its own, and with it a "<0>" journald takes for a priority. */
+        log_escape(raw, msg, sizeof msg);
 
         /* journald (and anything else reading a pipe) gets the "<N>" priority prefix; a person
          * at a terminal gets plain lines. */

@@ -2,6 +2,7 @@
  * files every line at the right priority while a terminal still reads plain text. */
 #pragma once
 
+#include <stddef.h>
 #include <syslog.h>
 
 #include "macro.h"
@@ -12,6 +13,12 @@ int log_get_max_level(void);
 int log_level_from_string(const char *s);
 /* Prefix every line with the program name (e.g. "cgorch-agent"); NULL for none. */
 void log_set_ident(const char *ident);
+
+/* in with every control character escaped, so that it prints as one line of plain text: \n, \r,
+ * \t, and \xNN for the other C0 controls, DEL and the C1 controls (U+0080..U+009F). Writes at
+ * most size - 1 bytes and a NUL, never a partial escape; returns the length. Every message goes
+ * through it: what tasks and nodes send cannot start a line, or forge a journald priority. */
+size_t log_escape(const char *in, char *out, size_t size);
 
 /* Logs and returns -abs(error) (or 0 when error is 0), so callers can `return log_error_errno(r, ...)`. */
 int log_internal(int level, int error, const char *file, int line, const char *fmt, ...) _printf_(5, 6);

@@ -643,7 +643,7 @@ static void job_spec_freep(JobSpec **s) {
 
 static int phase_spec_from_json(json_t *j, const char *path, size_t index, PhaseSpec *p, char **ret_error) {
         static const char *const keys[] = {
-                "name", "tasks", "argv", "env", "cwd", "cpu_cores", "memory_bytes", NULL,
+                "name", "tasks", "argv", "env", "cwd", "cpu_cores", "memory_bytes", "pids_max", NULL,
         };
         const char *name;
         int64_t i;
@@ -684,6 +684,10 @@ static int phase_spec_from_json(json_t *j, const char *path, size_t index, Phase
         if (r < 0)
                 return r;
         p->memory_bytes = (uint64_t) i;
+        r = get_int(j, path, "pids_max", false, 1, PROTO_MAX_PIDS_MAX, &i, ret_error);
+        if (r < 0)
+                return r;
+        p->pids_max = r > 0 ? (unsigned) i : PROTO_DEFAULT_PIDS_MAX;
         return 0;
 }
 
@@ -755,6 +759,8 @@ static json_t *phase_spec_to_json(const PhaseSpec *p) {
                 return NULL;
         if (add(o, "cpu_cores", json_double(p->cpu_cores)) < 0 ||
             add(o, "memory_bytes", json_u64(p->memory_bytes)) < 0)
+                return NULL;
+        if (p->pids_max > 0 && add(o, "pids_max", json_integer(p->pids_max)) < 0)
                 return NULL;
         return json_incref(o);
 }
@@ -1329,7 +1335,7 @@ static int node_sample_from_json(json_t *j, const char *path, NodeSample *s, cha
 
 int heartbeat_from_json(json_t *j, Heartbeat **ret, char **ret_error) {
         static const char *const keys[] = {
-                "node", "boot_id", "seq", "cgroup_mode", "capacity", "node_sample", "tasks", "acks", NULL,
+                "node", "boot_id", "seq", "cgroup_mode", "capacity", "node_sample", "tasks", "acks", "pids_limit", NULL,
         };
         _cleanup_(heartbeat_freep) Heartbeat *h = NULL;
         const char *s;
@@ -1373,6 +1379,11 @@ int heartbeat_from_json(json_t *j, Heartbeat **ret, char **ret_error) {
                 return fail(ret_error, "", "cgroup_mode", "must be one of v1, hybrid, v2");
         if (strdup_to(s, &h->cgroup_mode) < 0)
                 return -ENOMEM;
+
+        r = get_bool(j, "", "pids_limit", false, &h->pids_limit, ret_error);
+        if (r < 0)
+                return r;
+        h->has_pids_limit = r > 0;
 
         r = get_object(j, "", "capacity", true, &o, ret_error);
         if (r < 0)
@@ -1500,6 +1511,8 @@ json_t *heartbeat_to_json(const Heartbeat *h) {
 
         if (add(o, "node", json_text(h->node ?: "")) < 0 || add(o, "boot_id", json_text(h->boot_id ?: "")) < 0 ||
             add(o, "seq", json_u64(h->seq)) < 0 || add(o, "cgroup_mode", json_text(h->cgroup_mode ?: "")) < 0)
+                return NULL;
+        if (h->has_pids_limit && add(o, "pids_limit", json_boolean(h->pids_limit)) < 0)
                 return NULL;
 
         if (add(capacity, "cpus", json_double(h->capacity_cpus)) < 0 ||
@@ -1891,6 +1904,13 @@ void heartbeat_write_json_head(TextBuf *b, const Heartbeat *h) {
         text_u64(b, h->seq);
         text_lit(b, ",\"cgroup_mode\":");
         text_string(b, h->cgroup_mode);
+        if (h->has_pids_limit) {
+                text_lit(b, ",\"pids_limit\":");
+                if (h->pids_limit)
+                        text_lit(b, "true");
+                else
+                        text_lit(b, "false");
+        }
         text_lit(b, ",\"capacity\":{\"cpus\":");
         text_double(b, h->capacity_cpus);
         text_lit(b, ",\"memory_bytes\":");
@@ -1965,9 +1985,9 @@ static void heartbeat_reply_freep(HeartbeatReply **r) {
 
 static int action_from_json(json_t *j, const char *path, Action *a, char **ret_error) {
         static const char *const keys[] = {
-                "id", "type", "task", "argv", "env", "cwd", "user", "limits", NULL,
+                "id", "type", "task", "argv", "env", "cwd", "user", "pids_max", "limits", NULL,
         };
-        static const char *const start_only[] = { "argv", "env", "cwd", "user" };
+        static const char *const start_only[] = { "argv", "env", "cwd", "user", "pids_max" };
         const char *type;
         int r;
 
@@ -2012,6 +2032,12 @@ static int action_from_json(json_t *j, const char *path, Action *a, char **ret_e
                 r = get_user(j, path, "user", &a->user, ret_error);
                 if (r < 0)
                         return r;
+                /* Optional: a controller from before pids limits sends none. */
+                int64_t i;
+                r = get_int(j, path, "pids_max", false, 1, PROTO_MAX_PIDS_MAX, &i, ret_error);
+                if (r < 0)
+                        return r;
+                a->pids_max = r > 0 ? (unsigned) i : 0;
         }
         if (a->type == ACTION_START || a->type == ACTION_SET_LIMITS) {
                 r = get_limits(j, path, "limits", a->type == ACTION_SET_LIMITS, &a->limits, ret_error);
@@ -2087,6 +2113,8 @@ static json_t *action_to_json(const Action *a) {
                 if (a->cwd && add(o, "cwd", json_text(a->cwd)) < 0)
                         return NULL;
                 if (a->user && add(o, "user", json_text(a->user)) < 0)
+                        return NULL;
+                if (a->pids_max > 0 && add(o, "pids_max", json_integer(a->pids_max)) < 0)
                         return NULL;
         }
         if ((a->type == ACTION_START || a->type == ACTION_SET_LIMITS) && add(o, "limits", limits_to_json(&a->limits)) < 0)

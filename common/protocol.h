@@ -28,6 +28,12 @@
 #define PROTO_MAX_MEMORY_BYTES (UINT64_C(1) << 50) /* 1 PiB */
 #define PROTO_MIN_MEMORY_BYTES (UINT64_C(1) << 20) /* 1 MiB: below this a task cannot even exec */
 #define PROTO_MAX_WEIGHT 1000.0
+/* pids.max of a task (processes and threads together). The default is far above what a batch
+ * task uses (a JVM or an OpenMP run with a thread per CPU on a large node: a few hundred) and
+ * far below a node's pid space (kernel.pid_max is 32768 on many systems), which a fork bomb
+ * reaches in milliseconds; docs/api.md says more. The most is the kernel's PID_MAX_LIMIT. */
+#define PROTO_DEFAULT_PIDS_MAX 4096
+#define PROTO_MAX_PIDS_MAX 4194304
 #define PROTO_MAX_SAMPLES_PER_TASK 3600
 #define PROTO_MAX_TASKS_PER_HEARTBEAT 100000
 #define PROTO_MAX_ACTIONS 100000
@@ -57,6 +63,7 @@ typedef struct PhaseSpec {
         char *cwd;            /* absolute path, or NULL for "/" */
         double cpu_cores;     /* request per task, > 0; becomes the CPU quota */
         uint64_t memory_bytes; /* request per task; becomes the memory hard limit */
+        unsigned pids_max;    /* per task, 1..PROTO_MAX_PIDS_MAX; PROTO_DEFAULT_PIDS_MAX when not given */
 } PhaseSpec;
 
 typedef struct JobSpec {
@@ -223,6 +230,10 @@ typedef struct Heartbeat {
         char *boot_id;               /* random per agent start: a new one means the agent restarted */
         uint64_t seq;                /* increases by one per heartbeat of one boot_id */
         char *cgroup_mode;           /* "v1", "hybrid" or "v2" */
+        /* Optional: whether the node's tasks get a pids limit (the node has the pids controller);
+         * an agent from before pids limits does not say. */
+        bool has_pids_limit;
+        bool pids_limit;
         double capacity_cpus;
         uint64_t capacity_memory_bytes;
         NodeSample node_sample;
@@ -288,6 +299,7 @@ typedef struct Action {
         char **env;
         char *cwd;
         char *user;
+        unsigned pids_max;           /* pids.max of the task's cgroup; 0: not given (the agent uses the default) */
         /* ACTION_START and ACTION_SET_LIMITS: */
         Limits limits;
 } Action;

@@ -73,6 +73,22 @@ const char *orch_verdict_to_string(OrchVerdict v) {
         return (unsigned) v < _ORCH_VERDICT_MAX ? verdict_names[v] : NULL;
 }
 
+double orch_epoch_min_s_for_work(size_t running_tasks, double last_epoch_s) {
+        double epoch_work_s = MAX((double) running_tasks * ORCH_EPOCH_US_PER_TASK / 1e6,
+                                  isfinite(last_epoch_s) && last_epoch_s > 0 ? last_epoch_s : 0);
+        return epoch_work_s * ORCH_EPOCH_LOOP_SHARE_DIVISOR;
+}
+
+double orch_epoch_min_s_for_heartbeats(size_t nodes, size_t running_tasks) {
+        return (double) (nodes + running_tasks) / ORCH_TASK_REPORTS_PER_S_MAX * ORCH_FAST_HEARTBEAT_DIVISOR;
+}
+
+uint32_t orch_fast_heartbeat_ms(double epoch_s, size_t nodes, size_t running_tasks) {
+        double ms = MAX(epoch_s * 1000.0 / ORCH_FAST_HEARTBEAT_DIVISOR, (double) ORCH_FAST_HEARTBEAT_MIN_MS);
+        ms = MAX(ms, (double) (nodes + running_tasks) / ORCH_TASK_REPORTS_PER_S_MAX * 1000.0);
+        return (uint32_t) MIN(ceil(ms), (double) UINT32_MAX);
+}
+
 int orch_balance_params_validate(const OrchBalanceParams *p, const char **ret_field) {
         const char *bad = NULL;
 

@@ -96,6 +96,35 @@ typedef struct OrchBalanceParams {
 /* -EINVAL with the name of the first bad field in *ret_field (may be NULL). */
 int orch_balance_params_validate(const OrchBalanceParams *p, const char **ret_field);
 
+/* What the orchestrator may ask of the controller's one event loop, which also answers every
+ * heartbeat and request. PUT /v1/config refuses an epoch below these limits for the cluster the
+ * controller has (runtime-config.c), and the running orchestrator holds to them as the cluster
+ * grows (orchestrator.c). Measured on the 2-CPU development VM (docs/orchestrator.md):
+ * - an epoch costs ≈ 6 µs per running task (0.3 s at 50 000 tasks); counted here as
+ *   ORCH_EPOCH_US_PER_TASK, and an epoch may take at most 1/ORCH_EPOCH_LOOP_SHARE_DIVISOR of
+ *   the epoch (or of the time between two epochs);
+ * - while it acts, it asks agents for a heartbeat every 1/ORCH_FAST_HEARTBEAT_DIVISOR epoch (at
+ *   least ORCH_FAST_HEARTBEAT_MIN_MS apart); a task report costs the controller ≈ 10 µs, so at
+ *   most ORCH_TASK_REPORTS_PER_S_MAX of them a second (half a CPU), a node's heartbeat counting
+ *   as one report more than its tasks. */
+#define ORCH_FAST_HEARTBEAT_DIVISOR 4
+#define ORCH_FAST_HEARTBEAT_MIN_MS 100
+#define ORCH_EPOCH_US_PER_TASK 10.0
+#define ORCH_EPOCH_LOOP_SHARE_DIVISOR 10
+#define ORCH_TASK_REPORTS_PER_S_MAX 50000.0
+
+/* The shortest epoch (s) the epoch's own work allows with running_tasks tasks, the latest epoch
+ * having taken last_epoch_s (0: unknown): ORCH_EPOCH_LOOP_SHARE_DIVISOR times what an epoch
+ * takes, the larger of the estimate and the latest. */
+double orch_epoch_min_s_for_work(size_t running_tasks, double last_epoch_s);
+/* The shortest epoch (s) whose fast heartbeats keep nodes and running_tasks within
+ * ORCH_TASK_REPORTS_PER_S_MAX. */
+double orch_epoch_min_s_for_heartbeats(size_t nodes, size_t running_tasks);
+/* The heartbeat interval (ms) the orchestrator asks for while it acts: a quarter epoch, at least
+ * ORCH_FAST_HEARTBEAT_MIN_MS, and no shorter than the heartbeat budget allows for the nodes and
+ * tasks there are. */
+uint32_t orch_fast_heartbeat_ms(double epoch_s, size_t nodes, size_t running_tasks);
+
 /* What the balancer remembers between epochs, per task id: how many epochs in a row a task has
  * been short of (or hogging) each resource, and when it was last changed. */
 typedef struct OrchBalancerEntry {

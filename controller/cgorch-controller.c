@@ -402,6 +402,23 @@ static void on_action_queued(void *userdata, const char *node) {
         node_waits_action_queued(m->waits, node);
 }
 
+/* What PUT /v1/config checks an epoch against (runtime_settings_check_load()). */
+static int config_load(void *userdata, RuntimeLoad *ret) {
+        Manager *m = userdata;
+        unsigned nodes = 0, tasks = 0;
+        int r = store_node_count_ready(m->store, &nodes);
+        if (r >= 0)
+                r = store_task_count_active(m->store, &tasks);
+        if (r < 0)
+                return log_warning_errno(r, "Cannot count nodes and tasks, runtime settings not checked against them: %m");
+        *ret = (RuntimeLoad) {
+                .nodes = nodes,
+                .running_tasks = tasks,
+                .last_epoch_s = m->orchestrator ? orchestrator_last_epoch_s(m->orchestrator) : 0,
+        };
+        return 0;
+}
+
 static int apply_orchestrator(void *userdata, const RuntimeSettings *s) {
         Manager *m = userdata;
         return orchestrator_set_params(m->orchestrator, &s->balance, &s->detect);
@@ -538,14 +555,7 @@ static int run(Manager *m) {
         r = sd_event_default(&m->event);
         if (r < 0)
                 return log_error_errno(r, "Cannot create the event loop: %m");
-        sigset_t mask;
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGINT);
-        sigaddset(&mask, SIGHUP);
-        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
-                return log_error_errno(errno, "Cannot block signals: %m");
-        /* A NULL handler makes sd-event leave the loop on the signal. */
+        /* A NULL handler makes sd-event leave the loop on the signal (main() blocked them). */
         r = sd_event_add_signal(m->event, NULL, SIGTERM, NULL, NULL);
         if (r >= 0)
                 r = sd_event_add_signal(m->event, NULL, SIGINT, NULL, NULL);
@@ -565,6 +575,7 @@ static int run(Manager *m) {
                 return log_error_errno(r, "Cannot set up the orchestrator: %m");
         m->config.apply[KNOB_APPLY_ORCHESTRATOR] = apply_orchestrator;
         m->config.apply[KNOB_APPLY_SCHEDULER] = apply_scheduler;
+        m->config.load = config_load;
         m->config.userdata = m;
         log_info("Orchestrator: mode %s%s, epoch %g s, estimator %s, hysteresis %u, cool-down %u.",
                  orch_mode_to_string(m->config.current.balance.mode), m->config.current.balance.dry_run ? " (dry-run)" : "",
@@ -649,6 +660,20 @@ static int run(Manager *m) {
 
 int main(int argc, char *argv[]) {
         int optind_, r;
+
+        /* Blocked first, before anything that takes time (opening and upgrading the store,
+         * restoring the scheduler's state): a SIGTERM or SIGHUP during start-up waits for the
+         * event loop, which takes it at once, instead of ending the process by its default
+         * action (status 143 or 129). sd-event needs them blocked to deliver them. */
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0) {
+                fprintf(stderr, "cgorch-controller: cannot block signals: %m\n");
+                return EXIT_FAILURE;
+        }
 
         log_set_ident("cgorch-controller");
         options_build();

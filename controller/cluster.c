@@ -370,6 +370,7 @@ static int start_task(Cluster *c, const StoreTask *t, const char *node, int64_t 
                 .env = launch.env,
                 .cwd = launch.cwd,
                 .user = launch.user,
+                .pids_max = launch.pids_max,
                 .limits = {
                         .cpu_quota_us = MAX(llround(launch.cpu_cores * CPU_PERIOD_US), 1000),
                         .cpu_period_us = CPU_PERIOD_US,
@@ -1101,8 +1102,9 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
         int r = store_node_peek(c->store, hb->node, &old);
         if (r == -ENOENT) {
                 changed = true;
-                log_info("Node %s registered: %g CPUs, %" PRIu64 " bytes of memory, cgroup mode %s.", hb->node,
-                         hb->capacity_cpus, hb->capacity_memory_bytes, hb->cgroup_mode ?: "unknown");
+                log_info("Node %s registered: %g CPUs, %" PRIu64 " bytes of memory, cgroup mode %s%s.", hb->node,
+                         hb->capacity_cpus, hb->capacity_memory_bytes, hb->cgroup_mode ?: "unknown",
+                         hb->has_pids_limit && !hb->pids_limit ? ", no pids controller (tasks run without a pids limit)" : "");
         } else if (r < 0)
                 return r;
         else {

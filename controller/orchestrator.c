@@ -73,6 +73,8 @@ struct Orchestrator {
         bool active;                    /* the latest epoch found contention or changed limits */
         bool pending;                   /* samples arrived that give a task a new window */
         int64_t last_epoch_ms;          /* when the latest epoch ran (wall clock), -1: none yet */
+        double last_epoch_took_s;       /* how long it took (monotonic); 0: none ran */
+        bool slow;                      /* it took more than its share of the loop (said once) */
 };
 
 static void track_free(TaskTrack *t) {
@@ -93,6 +95,8 @@ static void forget_all(Orchestrator *o) {
         orch_balancer_state_init(&o->state);
         o->active = false;
         o->pending = false;
+        o->last_epoch_took_s = 0;
+        o->slow = false;
 }
 
 /* The position of id in the sorted table, or where it would go. */
@@ -282,11 +286,8 @@ int orchestrator_observe(void *userdata, const Heartbeat *hb, int64_t now_ms, ui
         if (r < 0)
                 log_warning_errno(r, "Orchestrator epoch failed: %m");
 
-        if (o->active && interval_ms) {
-                uint32_t fast = (uint32_t) MAX(o->balance.epoch_s * 1000.0 / ORCH_FAST_HEARTBEAT_DIVISOR,
-                                               (double) ORCH_FAST_HEARTBEAT_MIN_MS);
-                *interval_ms = MIN(*interval_ms, fast);
-        }
+        if (o->active && interval_ms)
+                *interval_ms = MIN(*interval_ms, orch_fast_heartbeat_ms(o->balance.epoch_s, o->n_nodes, o->n_tracks));
         return for_node > 0;
 }
 
@@ -485,6 +486,26 @@ static int record_decision(Orchestrator *o, const OrchSnapshot *s, const OrchDec
         return 0;
 }
 
+static int strcmp_ptr(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/* The index of the node named name in nodes (sorted by id), or -1. */
+static ssize_t node_index(const StoreNode *nodes, size_t n, const char *name) {
+        size_t lo = 0, hi = n;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                int c = strcmp(nodes[mid].id, name);
+                if (c == 0)
+                        return (ssize_t) mid;
+                if (c < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return -1;
+}
+
 /* The snapshot of this epoch: the ready nodes with their pressure, and every running task the
  * store places where its samples come from, with the windows closed now. */
 static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
@@ -496,6 +517,26 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
         int r = store_nodes_list(o->store, &nodes, &n_nodes);
         if (r < 0)
                 return r;
+        /* Where a node's tasks report their own PSI, that (and their throttling) is the
+         * pressure the detector judges by: /proc/pressure also counts work outside cgorch,
+         * which moving limits between cgorch's tasks cannot relieve (a shared box read 90%
+         * there while our two tasks read 0.4% and 9%). One pass over the tracks, each finding
+         * its node by binary search (the store lists nodes by id): every loop of an epoch is
+         * O(tasks log tasks), since one over all tasks for each task or node took seconds at
+         * tens of thousands of tasks and stalled the controller's loop for as long. */
+        _cleanup_free_ bool *own_cpu = calloc(MAX(n_nodes, (size_t) 1), sizeof(bool));
+        _cleanup_free_ bool *own_memory = calloc(MAX(n_nodes, (size_t) 1), sizeof(bool));
+        if (!own_cpu || !own_memory) {
+                store_nodes_free(nodes, n_nodes);
+                return -ENOMEM;
+        }
+        for (size_t k = 0; k < o->n_tracks; k++) {
+                ssize_t i = node_index(nodes, n_nodes, o->tracks[k]->node);
+                if (i >= 0) {
+                        own_cpu[i] |= o->tracks[k]->own_psi_cpu;
+                        own_memory[i] |= o->tracks[k]->own_psi_memory;
+                }
+        }
         for (size_t i = 0; i < n_nodes && r >= 0; i++) {
                 if (nodes[i].lost || !(nodes[i].capacity_cpus > 0) || nodes[i].capacity_memory_bytes == 0)
                         continue;
@@ -504,20 +545,10 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
                         .capacity_cpus = nodes[i].capacity_cpus,
                         .capacity_memory_bytes = nodes[i].capacity_memory_bytes,
                 };
-                /* Where the node's tasks report their own PSI, that (and their throttling) is the
-                 * pressure the detector judges by: /proc/pressure also counts work outside
-                 * cgorch, which moving limits between cgorch's tasks cannot relieve (a shared
-                 * box read 90% there while our two tasks read 0.4% and 9%). */
-                bool own_cpu = false, own_memory = false;
-                for (size_t k = 0; k < o->n_tracks; k++)
-                        if (streq(o->tracks[k]->node, nodes[i].id)) {
-                                own_cpu |= o->tracks[k]->own_psi_cpu;
-                                own_memory |= o->tracks[k]->own_psi_memory;
-                        }
                 for (size_t k = 0; k < o->n_nodes; k++)
                         if (streq(o->nodes[k].name, nodes[i].id)) {
-                                info.psi_cpu_some_avg10 = own_cpu ? 0 : o->nodes[k].psi_cpu;
-                                info.psi_memory_some_avg10 = own_memory ? 0 : o->nodes[k].psi_memory;
+                                info.psi_cpu_some_avg10 = own_cpu[i] ? 0 : o->nodes[k].psi_cpu;
+                                info.psi_memory_some_avg10 = own_memory[i] ? 0 : o->nodes[k].psi_memory;
                         }
                 r = orch_snapshot_add_node(snap, &info, NULL);
         }
@@ -534,24 +565,38 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
                 return r;
 
         /* Tracks of tasks no longer running here (ended, lost, moved) are dropped. */
-        for (size_t i = 0; i < o->n_tracks;) {
+        _cleanup_free_ bool *running = calloc(MAX(o->n_tracks, (size_t) 1), sizeof(bool));
+        if (!running) {
+                store_tasks_free(tasks, n_tasks);
+                return -ENOMEM;
+        }
+        for (size_t k = 0; k < n_tasks; k++) {
+                bool found;
+                size_t i = track_position(o, tasks[k].id, &found);
+                if (found && tasks[k].node && streq(tasks[k].node, o->tracks[i]->node))
+                        running[i] = true;
+        }
+        size_t kept = 0;
+        for (size_t i = 0; i < o->n_tracks; i++) {
                 TaskTrack *t = o->tracks[i];
-                bool running = false;
-                for (size_t k = 0; k < n_tasks && !running; k++)
-                        running = streq(tasks[k].id, t->id) && tasks[k].node && streq(tasks[k].node, t->node);
-                if (!running && !t->seen) {
-                        track_remove(o, i);
+                if (!running[i] && !t->seen) {
+                        track_free(t);
                         continue;
                 }
                 t->seen = false;
-                i++;
+                o->tracks[kept++] = t;
         }
+        o->n_tracks = kept;
 
+        size_t n_frozen = strv_length(frozen);
+        if (n_frozen > 1)
+                qsort(frozen, n_frozen, sizeof(char *), strcmp_ptr);
         for (size_t k = 0; k < n_tasks && r >= 0; k++) {
                 const StoreTask *st = &tasks[k];
                 bool found;
                 size_t i = track_position(o, st->id, &found);
-                if (!found || !st->node || strv_contains(frozen, st->id))
+                if (!found || !st->node ||
+                    (n_frozen > 0 && bsearch(&st->id, frozen, n_frozen, sizeof(char *), strcmp_ptr)))
                         continue;
                 TaskTrack *t = o->tracks[i];
                 if (!streq(t->node, st->node))
@@ -627,12 +672,36 @@ int orchestrator_run_epoch(Orchestrator *o, int64_t now_ms) {
         return run_epoch(o, now_ms, NULL, NULL);
 }
 
+static double monotonic_s(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+/* An epoch that takes more than its share of the loop makes the next ones wait longer (see
+ * epoch_schedule()); said once, and again once it is back within its share. */
+static void epoch_took(Orchestrator *o, double took_s) {
+        o->last_epoch_took_s = took_s;
+        bool slow = took_s * ORCH_EPOCH_LOOP_SHARE_DIVISOR > o->balance.epoch_s;
+        if (slow && !o->slow)
+                log_warning("Orchestrator epoch %" PRIu64 " took %.2f s over %zu task(s), more than 1/%d of the %g s "
+                            "epoch: epochs run %.1f s apart until they take less.", o->state.epoch, took_s, o->n_tracks,
+                            ORCH_EPOCH_LOOP_SHARE_DIVISOR, o->balance.epoch_s, took_s * ORCH_EPOCH_LOOP_SHARE_DIVISOR);
+        else if (!slow && o->slow)
+                log_notice("Orchestrator epochs take %.2f s again, within 1/%d of the %g s epoch.", took_s,
+                           ORCH_EPOCH_LOOP_SHARE_DIVISOR, o->balance.epoch_s);
+        o->slow = slow;
+}
+
+double orchestrator_last_epoch_s(const Orchestrator *o) {
+        return o->last_epoch_took_s;
+}
+
+static int run_epoch_work(Orchestrator *o, int64_t now_ms, const char *node, unsigned *ret_for_node);
+
 /* Returns the number of set_limits actions queued; *ret_for_node (when node is set) those of
  * them for node. */
 static int run_epoch(Orchestrator *o, int64_t now_ms, const char *node, unsigned *ret_for_node) {
-        _cleanup_(orch_snapshot_freep) OrchSnapshot *snap = NULL;
-        _cleanup_(orch_findings_done) OrchFindings findings = {};
-        _cleanup_(orch_decisions_done) OrchDecisions decisions = {};
         int r;
 
         if (o->balance.mode == ORCH_MODE_OFF)
@@ -641,6 +710,17 @@ static int run_epoch(Orchestrator *o, int64_t now_ms, const char *node, unsigned
         /* Whatever happens below, this was the epoch: the next one is due an epoch from now. */
         o->pending = false;
         o->last_epoch_ms = now_ms;
+        double started_s = monotonic_s();
+        r = run_epoch_work(o, now_ms, node, ret_for_node);
+        epoch_took(o, monotonic_s() - started_s);
+        return r;
+}
+
+static int run_epoch_work(Orchestrator *o, int64_t now_ms, const char *node, unsigned *ret_for_node) {
+        _cleanup_(orch_snapshot_freep) OrchSnapshot *snap = NULL;
+        _cleanup_(orch_findings_done) OrchFindings findings = {};
+        _cleanup_(orch_decisions_done) OrchDecisions decisions = {};
+        int r;
 
         r = orch_snapshot_new(&snap);
         if (r < 0)
@@ -710,6 +790,15 @@ int64_t orch_epoch_due_ms(int64_t last_ms, double epoch_s) {
         return last_ms + (int64_t) llround((epoch_s - early_s) * 1000.0);
 }
 
+int64_t orch_epoch_due_after_ms(int64_t last_ms, double epoch_s, double took_s) {
+        int64_t due_ms = orch_epoch_due_ms(last_ms, epoch_s);
+        /* An epoch takes at most its share of the loop: a cluster that grew past what the
+         * epoch allows gets epochs further apart, not a loop that does little else. */
+        if (last_ms >= 0 && isfinite(took_s) && took_s * ORCH_EPOCH_LOOP_SHARE_DIVISOR > epoch_s)
+                due_ms = MAX(due_ms, last_ms + (int64_t) llround(took_s * ORCH_EPOCH_LOOP_SHARE_DIVISOR * 1000.0));
+        return due_ms;
+}
+
 /* Arms the timer for due_ms (or at once, if that has passed). */
 static int epoch_arm(Orchestrator *o, int64_t due_ms, int64_t now_ms) {
         uint64_t now_us;
@@ -729,7 +818,7 @@ static int epoch_arm(Orchestrator *o, int64_t due_ms, int64_t now_ms) {
 static int epoch_schedule(Orchestrator *o, int64_t now_ms, const char *node, unsigned *ret_for_node) {
         if (!o->pending || o->balance.mode == ORCH_MODE_OFF)
                 return 0;
-        int64_t due_ms = orch_epoch_due_ms(o->last_epoch_ms, o->balance.epoch_s);
+        int64_t due_ms = orch_epoch_due_after_ms(o->last_epoch_ms, o->balance.epoch_s, o->last_epoch_took_s);
         /* A wall clock that went back must not hold epochs off until it catches up. */
         if (now_ms >= due_ms || now_ms < o->last_epoch_ms) {
                 if (o->timer)

@@ -20,11 +20,10 @@
 #define ORCH_TRACK_SAMPLES 64
 /* Epoch windows kept per task: Algorithm 2's history. */
 #define ORCH_TRACK_WINDOWS 64
-/* While contention is active, agents are asked for a heartbeat every epoch / this (at least
- * ORCH_FAST_HEARTBEAT_MIN_MS apart), so that samples and set_limits actions travel within a
- * fraction of an epoch rather than a whole heartbeat interval. */
-#define ORCH_FAST_HEARTBEAT_DIVISOR 4
-#define ORCH_FAST_HEARTBEAT_MIN_MS 100
+/* While contention is active, agents are asked for a heartbeat every epoch /
+ * ORCH_FAST_HEARTBEAT_DIVISOR (balancer.h: at least ORCH_FAST_HEARTBEAT_MIN_MS apart, and within
+ * the heartbeat budget), so that samples and set_limits actions travel within a fraction of an
+ * epoch rather than a whole heartbeat interval. */
 /* An epoch is due this fraction of an epoch early: heartbeats that follow the agents' samples
  * come one sample interval apart give or take timer and network jitter, and one that comes a
  * few milliseconds before the epoch is due must still get its epoch, not wait a whole interval. */
@@ -55,10 +54,16 @@ int orchestrator_observe(void *userdata, const Heartbeat *hb, int64_t now_ms, ui
 /* Pure: when (ms) the epoch after one run at last_ms is due: one epoch later, less
  * 1/ORCH_EPOCH_EARLY_DIVISOR of it. last_ms < 0 (no epoch ran yet): INT64_MIN, due at once. */
 int64_t orch_epoch_due_ms(int64_t last_ms, double epoch_s);
+/* Pure: the same for an epoch that took took_s: never sooner than ORCH_EPOCH_LOOP_SHARE_DIVISOR
+ * times that after it (balancer.h), so that epochs take at most that share of the loop. */
+int64_t orch_epoch_due_after_ms(int64_t last_ms, double epoch_s, double took_s);
 
 /* One epoch at now_ms: detect, balance, queue set_limits actions, record adjustments. Returns
  * the number of set_limits actions queued, or a negative errno. */
 int orchestrator_run_epoch(Orchestrator *o, int64_t now_ms);
+
+/* How long (s, monotonic) the latest epoch took; 0 when none ran since the mode was set. */
+double orchestrator_last_epoch_s(const Orchestrator *o);
 
 /* GET /v1/contention: the latest epoch's findings and decisions, with their evidence. */
 int orchestrator_contention_to_json(Orchestrator *o, json_t **ret);

@@ -393,6 +393,33 @@ int runtime_settings_validate(const RuntimeSettings *s, char **ret_error) {
         return 0;
 }
 
+int runtime_settings_check_load(const RuntimeSettings *s, const RuntimeLoad *load, char **ret_error) {
+        if (s->balance.mode == ORCH_MODE_OFF)
+                return 0;
+
+        double work_s = orch_epoch_min_s_for_work(load->running_tasks, load->last_epoch_s);
+        double beats_s = orch_epoch_min_s_for_heartbeats(load->nodes, load->running_tasks);
+        /* The knob takes whole seconds as readily as any: the least one that satisfies both. */
+        double min_s = ceil(MAX(work_s, beats_s));
+        if (s->balance.epoch_s >= MAX(work_s, beats_s))
+                return 0;
+        if (work_s >= beats_s)
+                return knob_error(ret_error,
+                                  "epoch: must be at least %gs with %zu running task(s): an epoch takes about %.2fs here, "
+                                  "and may take at most 1/%d of the epoch, the controller's loop the rest",
+                                  min_s, load->running_tasks, work_s / ORCH_EPOCH_LOOP_SHARE_DIVISOR,
+                                  ORCH_EPOCH_LOOP_SHARE_DIVISOR);
+        return knob_error(ret_error,
+                          "epoch: must be at least %gs with %zu node(s) and %zu running task(s): while the orchestrator "
+                          "acts, heartbeats come every 1/%d epoch (%gs), %.0f task reports a second, and the controller "
+                          "takes at most %.0f",
+                          min_s, load->nodes, load->running_tasks, ORCH_FAST_HEARTBEAT_DIVISOR,
+                          MAX(s->balance.epoch_s / ORCH_FAST_HEARTBEAT_DIVISOR, ORCH_FAST_HEARTBEAT_MIN_MS / 1000.0),
+                          (double) (load->nodes + load->running_tasks) /
+                                  MAX(s->balance.epoch_s / ORCH_FAST_HEARTBEAT_DIVISOR, ORCH_FAST_HEARTBEAT_MIN_MS / 1000.0),
+                          ORCH_TASK_REPORTS_PER_S_MAX);
+}
+
 int runtime_config_update(RuntimeConfig *rc, json_t *body, char **ret_error) {
         RuntimeSettings next = rc->current;
         bool touched[_KNOB_APPLY_MAX] = {};
@@ -416,6 +443,12 @@ int runtime_config_update(RuntimeConfig *rc, json_t *body, char **ret_error) {
         r = runtime_settings_validate(&next, ret_error);
         if (r < 0)
                 return r;
+        RuntimeLoad load;
+        if (rc->load && rc->load(rc->userdata, &load) >= 0) {
+                r = runtime_settings_check_load(&next, &load, ret_error);
+                if (r < 0)
+                        return r;
+        }
 
         RuntimeSettings old = rc->current;
         size_t applied = 0;

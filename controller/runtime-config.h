@@ -75,6 +75,20 @@ json_t *runtime_knob_to_json(const RuntimeSettings *s, const Knob *k);
  * scheduler policies and preemption modes). -EINVAL naming the knob in *ret_error. */
 int runtime_settings_validate(const RuntimeSettings *s, char **ret_error);
 
+/* What the controller carries now: the limits of what its loop sustains depend on it. */
+typedef struct RuntimeLoad {
+        size_t nodes;                   /* ready nodes */
+        size_t running_tasks;           /* starting and running */
+        double last_epoch_s;            /* how long the orchestrator's latest epoch took; 0: unknown */
+} RuntimeLoad;
+
+/* With the orchestrator on (any mode but off), the epoch must leave the controller's loop free
+ * for heartbeats and requests with this load (balancer.h): an epoch takes at most a tenth of
+ * the epoch, and the quarter-epoch heartbeats asked for while the orchestrator acts stay within
+ * the controller's task reports a second. -EINVAL naming the epoch, the limit and the shortest
+ * epoch allowed in *ret_error. */
+int runtime_settings_check_load(const RuntimeSettings *s, const RuntimeLoad *load, char **ret_error);
+
 /* {"knob": value, ...} for every knob. NULL on allocation failure. */
 json_t *runtime_settings_to_json(const RuntimeSettings *s);
 
@@ -84,11 +98,14 @@ typedef int (*KnobApplyFn)(void *userdata, const RuntimeSettings *s);
 typedef struct RuntimeConfig {
         RuntimeSettings current;
         KnobApplyFn apply[_KNOB_APPLY_MAX];     /* NULL: nothing to tell */
+        /* The load now, for runtime_settings_check_load(); NULL or failing: not checked. */
+        int (*load)(void *userdata, RuntimeLoad *ret);
         void *userdata;
 } RuntimeConfig;
 
 /* PUT /v1/config: body is a JSON object of knob → value. Every knob is parsed and the result
- * validated as a whole before anything changes; then the apply function of every part whose
- * knobs changed is called (once each). A failing apply puts the old settings back into the
- * parts already applied. -EINVAL with a message naming the knob: nothing changed. */
+ * validated as a whole, and against the load now, before anything changes; then the apply
+ * function of every part whose knobs changed is called (once each). A failing apply puts the
+ * old settings back into the parts already applied. -EINVAL with a message naming the knob:
+ * nothing changed. */
 int runtime_config_update(RuntimeConfig *rc, json_t *body, char **ret_error);

@@ -74,8 +74,8 @@ int store_job_insert(Store *s, const JobSpec *spec, int64_t now_ms, uint64_t *re
 
         _cleanup_stmt_ sqlite3_stmt *phase = NULL, *task = NULL;
         r = store_prepare(s,
-                          "INSERT INTO phases (job, idx, name, state, n_tasks, argv, env, cwd, cpu_cores, memory_bytes) "
-                          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                          "INSERT INTO phases (job, idx, name, state, n_tasks, argv, env, cwd, cpu_cores, memory_bytes,"
+                          " pids_max) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                           &phase);
         if (r < 0)
                 return r;
@@ -110,6 +110,7 @@ int store_job_insert(Store *s, const JobSpec *spec, int64_t now_ms, uint64_t *re
                 store_bind_text_or_null(phase, 8, p->cwd);
                 sqlite3_bind_double(phase, 9, p->cpu_cores);
                 sqlite3_bind_int64(phase, 10, (int64_t) p->memory_bytes);
+                sqlite3_bind_int64(phase, 11, p->pids_max ?: PROTO_DEFAULT_PIDS_MAX);
                 r = store_step_done(s, phase, "insert phase");
                 if (r < 0)
                         return r;
@@ -272,6 +273,18 @@ int store_phase_set_state(Store *s, uint64_t job, unsigned phase, PhaseState sta
         return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
 }
 
+int store_task_count_active(Store *s, unsigned *ret) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, "SELECT COUNT(*) FROM tasks WHERE state IN ('starting', 'running')", &st);
+        if (r < 0)
+                return r;
+        r = store_step_row(s, st, "count active tasks");
+        if (r < 0)
+                return r;
+        *ret = r > 0 ? (unsigned) sqlite3_column_int64(st, 0) : 0;
+        return 0;
+}
+
 void store_launch_done(StoreLaunch *l) {
         strv_free(l->argv);
         strv_free(l->env);
@@ -283,7 +296,7 @@ void store_launch_done(StoreLaunch *l) {
 int store_phase_launch(Store *s, uint64_t job, unsigned phase, StoreLaunch *ret) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r = store_prepare(s,
-                              "SELECT p.argv, p.env, p.cwd, j.user, p.cpu_cores, p.memory_bytes "
+                              "SELECT p.argv, p.env, p.cwd, j.user, p.cpu_cores, p.memory_bytes, p.pids_max "
                               "FROM phases p JOIN jobs j ON j.id = p.job WHERE p.job = ? AND p.idx = ?",
                               &st);
         if (r < 0)
@@ -299,6 +312,8 @@ int store_phase_launch(Store *s, uint64_t job, unsigned phase, StoreLaunch *ret)
         StoreLaunch l = {
                 .cpu_cores = sqlite3_column_double(st, 4),
                 .memory_bytes = (uint64_t) sqlite3_column_int64(st, 5),
+                .pids_max = sqlite3_column_type(st, 6) == SQLITE_NULL ? PROTO_DEFAULT_PIDS_MAX
+                                                                       : (unsigned) sqlite3_column_int64(st, 6),
         };
         r = json_array_to_strv((const char *) sqlite3_column_text(st, 0), &l.argv);
         if (r >= 0)
@@ -682,7 +697,7 @@ static int phases_to_json(Store *s, uint64_t job, bool with_tasks, json_t **ret)
         int r = store_prepare(s,
                               "SELECT p.idx, p.name, p.state, p.n_tasks, p.argv, p.cpu_cores, p.memory_bytes,"
                               " (SELECT COUNT(*) FROM tasks t WHERE t.job = p.job AND t.phase = p.idx"
-                              "  AND t.state = 'succeeded') "
+                              "  AND t.state = 'succeeded'), p.pids_max "
                               "FROM phases p WHERE p.job = ? ORDER BY p.idx",
                               &st);
         if (r < 0)
@@ -701,6 +716,8 @@ static int phases_to_json(Store *s, uint64_t job, bool with_tasks, json_t **ret)
                 r = r ?: json_set_argv(o, st, 4);
                 r = r ?: json_set(o, "cpu_cores", json_real(sqlite3_column_double(st, 5)));
                 r = r ?: json_set_column(o, "memory_bytes", st, 6);
+                r = r ?: json_set(o, "pids_max", json_integer(sqlite3_column_type(st, 8) == SQLITE_NULL ?
+                                                              PROTO_DEFAULT_PIDS_MAX : sqlite3_column_int64(st, 8)));
                 if (r < 0)
                         return r;
                 if (with_tasks) {

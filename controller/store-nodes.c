@@ -27,7 +27,7 @@ void store_nodes_free(StoreNode *n, size_t n_nodes) {
 #define NODE_SELECT                                                                                 \
         "SELECT n.id, n.state, n.boot_id, n.cgroup_mode, n.capacity_cpus, n.capacity_memory_bytes," \
         " n.last_heartbeat_ms, COALESCE(SUM(p.cpu_cores), 0), COALESCE(SUM(p.memory_bytes), 0),"    \
-        " COUNT(t.id), n.last_seq "                                                                 \
+        " COUNT(t.id), n.last_seq, n.pids_limit "                                                   \
         "FROM nodes n"                                                                              \
         " LEFT JOIN tasks t ON t.node = n.id AND t.state IN ('starting', 'running')"                \
         " LEFT JOIN phases p ON p.job = t.job AND p.idx = t.phase "
@@ -151,11 +151,11 @@ int store_node_upsert(Store *s, const Heartbeat *hb, int64_t now_ms) {
         int r = store_prepare(s,
                               "INSERT INTO nodes (id, state, boot_id, cgroup_mode, capacity_cpus,"
                               " capacity_memory_bytes, last_seq, cpu_busy, memory_available_bytes,"
-                              " registered_ms, last_heartbeat_ms) "
-                              "VALUES (?1, 'ready', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9) "
+                              " registered_ms, last_heartbeat_ms, pids_limit) "
+                              "VALUES (?1, 'ready', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10) "
                               "ON CONFLICT (id) DO UPDATE SET state = 'ready', boot_id = ?2, cgroup_mode = ?3,"
                               " capacity_cpus = ?4, capacity_memory_bytes = ?5, last_seq = ?6, cpu_busy = ?7,"
-                              " memory_available_bytes = ?8, last_heartbeat_ms = ?9",
+                              " memory_available_bytes = ?8, last_heartbeat_ms = ?9, pids_limit = ?10",
                               &st);
         if (r < 0)
                 return r;
@@ -168,6 +168,10 @@ int store_node_upsert(Store *s, const Heartbeat *hb, int64_t now_ms) {
         sqlite3_bind_double(st, 7, hb->node_sample.cpu_busy);
         sqlite3_bind_int64(st, 8, (int64_t) hb->node_sample.memory_available_bytes);
         sqlite3_bind_int64(st, 9, now_ms);
+        if (hb->has_pids_limit)
+                sqlite3_bind_int(st, 10, hb->pids_limit);
+        else
+                sqlite3_bind_null(st, 10);
         return store_step_done(s, st, "update node");
 }
 
@@ -232,6 +236,8 @@ int store_nodes_to_json(Store *s, json_t **ret) {
                 r = r ?: json_set(o, "id", store_column_json(st, 0));
                 r = r ?: json_set(o, "state", store_column_json(st, 1));
                 r = r ?: json_set(o, "cgroup_mode", store_column_json(st, 3));
+                r = r ?: json_set(o, "pids_limit", sqlite3_column_type(st, 11) == SQLITE_NULL ? json_null() :
+                                                   json_boolean(sqlite3_column_int(st, 11)));
                 r = r ?: json_set(o, "boot_id", store_column_json(st, 2));
                 r = r ?: json_set(o, "capacity_cpus", json_real(sqlite3_column_double(st, 4)));
                 r = r ?: json_set(o, "capacity_memory_bytes", store_column_json(st, 5));

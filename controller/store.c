@@ -148,6 +148,14 @@ static const char schema_v3_orch[] =
         ");"
         "CREATE INDEX adjustments_by_task ON adjustments(task, id);";
 
+/* Version 4: a phase's pids limit per task; NULL in the rows of jobs submitted before, which
+ * get the default (PROTO_DEFAULT_PIDS_MAX) as they would have from a job that named none. */
+static const char schema_v4_pids[] = "ALTER TABLE phases ADD COLUMN pids_max INTEGER;";
+
+/* Version 5: whether a node's tasks get a pids limit (its agent has the pids controller), as its
+ * heartbeats say; NULL: not said. */
+static const char schema_v5_node_pids[] = "ALTER TABLE nodes ADD COLUMN pids_limit INTEGER;";
+
 /* Migration steps in order: step k takes a database of version k to version k + 1. A new
  * version appends its own step (and bumps STORE_SCHEMA_VERSION); steps are never edited. */
 static const struct {
@@ -157,6 +165,8 @@ static const struct {
         { schema_v1, "create schema" },
         { schema_v2_sched, "add the scheduler's state" },
         { schema_v3_orch, "add the orchestrator's adjustments" },
+        { schema_v4_pids, "add the phases' pids limit" },
+        { schema_v5_node_pids, "add whether a node's tasks get a pids limit" },
 };
 
 static const char *const phase_state_table[_PHASE_STATE_MAX] = {

@@ -17,7 +17,7 @@
 #include "protocol.h"
 
 #define STORE_DB_FILENAME "controller.db"
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 5
 /* How long a write waits for a lock held by another process before failing with -EBUSY. */
 #define STORE_BUSY_TIMEOUT_MS 1000
 
@@ -113,6 +113,8 @@ int store_job_get_user(Store *s, uint64_t job, char **ret_user);
 /* Sets the state; a final state sets finished_ms. (A job's start is its first task's: the views read it there.) */
 int store_job_set_state(Store *s, uint64_t job, JobState state, int64_t now_ms);
 int store_job_count_by_state(Store *s, unsigned ret_counts[static _JOB_STATE_MAX]);
+/* Tasks starting or running, on any node. */
+int store_task_count_active(Store *s, unsigned *ret);
 
 typedef struct StorePhase {
         unsigned index;
@@ -134,6 +136,7 @@ typedef struct StoreLaunch {
         char *user;            /* NULL when the job names none */
         double cpu_cores;
         uint64_t memory_bytes;
+        unsigned pids_max;
 } StoreLaunch;
 int store_phase_launch(Store *s, uint64_t job, unsigned phase, StoreLaunch *ret);
 void store_launch_done(StoreLaunch *l);

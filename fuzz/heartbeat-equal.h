@@ -66,6 +66,8 @@ static inline const char *heartbeat_difference(const Heartbeat *a, const Heartbe
         if (!heq_str(a->node, b->node) || !heq_str(a->boot_id, b->boot_id) || a->seq != b->seq ||
             !heq_str(a->cgroup_mode, b->cgroup_mode))
                 return "node, boot_id, seq or cgroup_mode";
+        if (a->has_pids_limit != b->has_pids_limit || (a->has_pids_limit && a->pids_limit != b->pids_limit))
+                return "pids_limit";
         if (!heq_real(a->capacity_cpus, b->capacity_cpus) || a->capacity_memory_bytes != b->capacity_memory_bytes)
                 return "capacity";
         if (x->time_ms != y->time_ms || !heq_real(x->cpu_busy, y->cpu_busy) ||

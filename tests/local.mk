@@ -41,6 +41,11 @@ tests_unit_test_store_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) 
 tests_unit_test_store_LDADD = $(COMMON_LIBS) $(SQLITE3_LIBS) $(CRITERION_LIBS)
 
 # common: SIGTERM reaches a daemon (controller, agent) whose event loop is stuck in a callback.
+check_PROGRAMS += tests/unit/test-log
+TESTS += tests/unit/test-log
+tests_unit_test_log_SOURCES = tests/unit/test-log.c
+tests_unit_test_log_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_log_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
 check_PROGRAMS += tests/unit/test-stop-guard
 TESTS += tests/unit/test-stop-guard
 tests_unit_test_stop_guard_SOURCES = tests/unit/test-stop-guard.c
@@ -146,6 +151,18 @@ tests_unit_test_limits_policy_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CRITERIO
 tests_unit_test_limits_policy_LDADD = agent/libcgorch-agent-cgroup.a $(COMMON_LIBS) $(LIBCGROUP_LIBS) $(CRITERION_LIBS)
 EXTRA_DIST += tests/fixtures/proc tests/integration/test-agent-actions.sh tests/integration/test-agent-record.sh \
 	tests/integration/fake-controller.py
+# agent: the pids limit of every task on real cgroups (fork fails at the limit, the node lives on);
+# the budget of the agent's reads of a task's progress pipe (its CPU under a flood); what tasks
+# print and nodes report reaches the daemons' logs escaped.
+TESTS += tests/integration/test-pids.sh tests/integration/test-progress-flood.sh tests/integration/test-log-escape.sh
+EXTRA_DIST += tests/integration/test-pids.sh tests/integration/test-progress-flood.sh \
+	tests/integration/test-log-escape.sh
+# Both daemons: SIGTERM is a clean stop (status 0), at start-up, at work.
+TESTS += tests/integration/test-sigterm.sh
+EXTRA_DIST += tests/integration/test-sigterm.sh tests/integration/slow-open.c
+# The controller refuses runtime settings its loop cannot sustain for the cluster it has.
+TESTS += tests/integration/test-config-load.sh
+EXTRA_DIST += tests/integration/test-config-load.sh
 # agent: the sample budget (pure); the launcher's status lines and re-adoption of a running
 # process (pidfd, or polling where the kernel has none).
 check_PROGRAMS += tests/unit/test-sample-budget tests/unit/test-launcher

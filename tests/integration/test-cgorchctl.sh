@@ -73,7 +73,7 @@ run 0 --json jobs && expect_out '"jobs": \[\]' "--json jobs"
 # A job of 6 tasks first: not tiny (t = 5), so the scheduler (hfsp) ranks it after every tiny
 # job submitted later, and "jobs" lists it last although its id is the smallest.
 run 0 submit --tasks 6 --cpus 0.5 --memory 64M --name big -- true && big_id=$out
-run 0 submit --tasks 2 --cpus 0.5 --memory 64M --name short --env LANG=C --cwd /tmp -- \
+run 0 submit --tasks 2 --cpus 0.5 --memory 64M --pids 100 --name short --env LANG=C --cwd /tmp -- \
         cgorch-burn --cpu-seconds 1 && short_id=$out
 [[ ${short_id:-} =~ ^[0-9]+$ ]] || fail "submit printed '${short_id:-}', not a job id"
 
@@ -85,11 +85,13 @@ expect_out '"state": "queued"' "--json job"
 expect_out '"tasks_total": 2' "--json job"
 expect_out '"cpu_cores": 0.5' "--json job"
 expect_out '"memory_bytes": 67108864' "--json job"
+expect_out '"pids_max": 100' "--json job"
 run 0 job "$short_id"
 expect_out "^Job $short_id \\(short\\)$" "job"
 expect_out '^  State: +queued$' "job"
 expect_out "^  Command: +cgorch-burn --cpu-seconds 1$" "job"
 expect_out '^  Memory/task: 64MiB$' "job"
+expect_out '^  Pids/task: +100$' "job"
 expect_out "^$short_id\\.0\\.0\\.0 +pending " "job"
 expect_out "^$short_id\\.0\\.1\\.0 +pending " "job"
 expect_out '^  Size: +tiny CPU-s \(tiny\)$' "job"
@@ -161,6 +163,7 @@ run 2 && expect_err "missing a command" "no command"
 run 2 jobs --bogus && expect_err "unknown option '--bogus'" "jobs --bogus"
 run 2 submit --tasks 0 -- true && expect_err "--tasks=0: must be an integer in [1, 10000]" "--tasks 0"
 run 2 submit --memory 1K -- true && expect_err "--memory=1K: must be a size from 1M" "--memory 1K"
+run 2 submit --pids 0 -- true && expect_err "--pids=0: must be an integer in [1, 4194304]" "--pids 0"
 run 2 submit --env NOEQUALS -- true && expect_err "--env=NOEQUALS: must be NAME=VALUE" "--env"
 run 2 submit --tasks 2 && expect_err "missing the COMMAND" "short form without command"
 run 2 --timeout 0 jobs && expect_err "--timeout=0" "--timeout 0"

@@ -128,6 +128,8 @@ Test(cgroup, detect_v1_comounted) {
         expect_path(b, CGROUP_CPUACCT, TASK, dir, "cpu,cpuacct/" ROOT "/" TASK);
         expect_path(b, CGROUP_MEMORY, TASK, dir, "memory/" ROOT "/" TASK);
         expect_path(b, CGROUP_FREEZER, TASK, dir, "freezer/" ROOT "/" TASK);
+        expect_path(b, CGROUP_PIDS, TASK, dir, "pids/" ROOT "/" TASK);
+        cr_expect(cgroup_backend_has_pids(b));
         expect_path(b, CGROUP_MEMORY, NULL, dir, "memory/" ROOT);
         cr_expect_eq(cgroup_backend_path(b, CGROUP_UNIFIED, TASK, &p), -ENOENT);
         cr_expect_eq(cgroup_backend_path(b, CGROUP_MEMORY, "../escape", &p), -EINVAL);
@@ -146,6 +148,7 @@ Test(cgroup, detect_hybrid) {
         expect_path(b, CGROUP_CPUACCT, TASK, dir, "cpuacct/" ROOT "/" TASK);
         expect_path(b, CGROUP_MEMORY, TASK, dir, "memory/" ROOT "/" TASK);
         expect_path(b, CGROUP_FREEZER, TASK, dir, "freezer/" ROOT "/" TASK);
+        expect_path(b, CGROUP_PIDS, TASK, dir, "pids/" ROOT "/" TASK);
         expect_path(b, CGROUP_UNIFIED, TASK, dir, "unified/" ROOT "/" TASK);
         cgroup_backend_free(b);
         fixture_remove(dir);
@@ -159,11 +162,88 @@ Test(cgroup, detect_v2) {
         cr_expect_eq(cgroup_backend_mode(b), CGROUP_MODE_V2);
         for (CgroupController c = 0; c < _CGROUP_CONTROLLER_MAX; c++)
                 expect_path(b, c, TASK, dir, ROOT "/" TASK);
-        /* The agent root enables cpu and memory for its task cgroups; the parent already had them. */
-        expect_file(dir, ROOT "/cgroup.subtree_control", "+cpu +memory\n");
-        expect_file(dir, "cgorch.slice/cgroup.subtree_control", "cpu memory\n");
+        /* The agent root enables cpu, memory and (it has it) pids for its task cgroups; the
+         * parent already had them. */
+        expect_file(dir, ROOT "/cgroup.subtree_control", "+cpu +memory +pids\n");
+        expect_file(dir, "cgorch.slice/cgroup.subtree_control", "cpu memory pids\n");
+        cr_expect(cgroup_backend_has_pids(b));
         cgroup_backend_free(b);
         fixture_remove(dir);
+}
+
+static void write_fixture_file(const char *dir, const char *rel, const char *text) {
+        char path[8192];
+        FILE *f;
+
+        snprintf(path, sizeof path, "%s/%s", dir, rel);
+        f = fopen(path, "we");
+        cr_assert_not_null(f, "cannot write %s", path);
+        fputs(text, f);
+        fclose(f);
+}
+
+static void remove_fixture_dir(const char *dir, const char *rel) {
+        char path[8192];
+
+        snprintf(path, sizeof path, "%s/%s", dir, rel);
+        cr_assert_eq(nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS), 0, "cannot remove %s", path);
+}
+
+/* A node without the pids controller runs its tasks without a pids limit: no pids path, and
+ * setting one is "not supported", not an error of the task. */
+Test(cgroup, v2_without_pids) {
+        char *dir = fixture_copy("cgroup-v2");
+        CgroupBackend *b = NULL;
+        char *p = NULL;
+
+        /* The parent does not delegate pids to the agent root. */
+        write_fixture_file(dir, ROOT "/cgroup.controllers", "cpu memory\n");
+        cr_assert_eq(cgroup_backend_new(dir, ROOT, &b), 0);
+        expect_file(dir, ROOT "/cgroup.subtree_control", "+cpu +memory\n");
+        cr_expect(!cgroup_backend_has_pids(b));
+        cr_expect_eq(cgroup_backend_path(b, CGROUP_PIDS, TASK, &p), -ENOENT);
+        cr_expect_eq(cgroup_task_set_pids_max(b, TASK, 4096), -EOPNOTSUPP);
+        expect_file(dir, ROOT "/" TASK "/pids.max", "max\n");
+        cgroup_backend_free(b);
+        fixture_remove(dir);
+}
+
+Test(cgroup, v1_without_pids) {
+        char *dir = fixture_copy("cgroup-hybrid");
+        CgroupBackend *b = NULL;
+
+        remove_fixture_dir(dir, "pids");
+        cr_assert_eq(cgroup_backend_new(dir, ROOT, &b), 0);
+        cr_expect(!cgroup_backend_has_pids(b));
+        cr_expect_eq(cgroup_task_set_pids_max(b, TASK, 4096), -EOPNOTSUPP);
+        /* Creating and removing a task works as before. */
+        cr_expect_eq(cgroup_task_create(b, "7.0.0.1"), 0);
+        cr_expect_eq(cgroup_task_remove(b, "7.0.0.1"), 0);
+        cgroup_backend_free(b);
+        fixture_remove(dir);
+}
+
+/* pids.max goes into the task's cgroup of the pids hierarchy (v1, hybrid) or its one cgroup (v2). */
+Test(cgroup, set_pids_max) {
+        static const struct {
+                const char *fixture, *file;
+        } cases[] = {
+                { "cgroup-v1", "pids/" ROOT "/" TASK "/pids.max" },
+                { "cgroup-hybrid", "pids/" ROOT "/" TASK "/pids.max" },
+                { "cgroup-v2", ROOT "/" TASK "/pids.max" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                char *dir = fixture_copy(cases[i].fixture);
+                CgroupBackend *b = NULL;
+
+                cr_assert_eq(cgroup_backend_new(dir, ROOT, &b), 0);
+                cr_expect_eq(cgroup_task_set_pids_max(b, TASK, 512), 0, "%s", cases[i].fixture);
+                expect_file(dir, cases[i].file, "512\n");
+                cr_expect_eq(cgroup_task_set_pids_max(b, TASK, 0), -EINVAL);
+                cgroup_backend_free(b);
+                fixture_remove(dir);
+        }
 }
 
 Test(cgroup, detect_nothing) {
@@ -384,7 +464,7 @@ Test(cgroup, freeze_v1_and_v2) {
 }
 
 Test(cgroup, create_attach_remove_hybrid) {
-        static const char *const hs[] = { "cpu", "cpuacct", "memory", "freezer", "unified" };
+        static const char *const hs[] = { "cpu", "cpuacct", "memory", "freezer", "pids", "unified" };
         char *dir = fixture_copy("cgroup-hybrid");
         CgroupBackend *b = NULL;
         char rel[512];
@@ -424,10 +504,12 @@ Test(cgroup, root_created_and_removed) {
         cr_expect(exists(dir, "memory/cgorch-test/n9"));
         cr_expect(exists(dir, "cpu,cpuacct/cgorch-test/n9"));
         cr_expect(exists(dir, "freezer/cgorch-test/n9"));
+        cr_expect(exists(dir, "pids/cgorch-test/n9"));
         cgroup_backend_free(b);
         /* Everything the backend created goes; what was there stays. */
         cr_expect(!exists(dir, "memory/cgorch-test"));
         cr_expect(!exists(dir, "cpu,cpuacct/cgorch-test"));
+        cr_expect(!exists(dir, "pids/cgorch-test"));
         cr_expect(exists(dir, "memory/" ROOT "/" TASK));
 
         /* An existing root whose parent the backend did not create: the root (empty) goes, the parent stays. */

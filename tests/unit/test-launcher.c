@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +55,76 @@ Test(launcher, status_parse_rejects) {
         cr_expect_eq(launch_status_parse("exited 0", &code, &sig), 0);
         cr_expect_eq(launch_status_parse("killed 64\n", &code, &sig), 0);
         cr_expect_eq(sig, 64);
+}
+
+Test(read_budget, bytes_and_reads_per_window) {
+        ReadBudget b;
+
+        read_budget_init(&b, 100, 3, 1000);
+        cr_assert_eq(read_budget_allow(&b, 5000), 100);
+        cr_assert_not(read_budget_spend(&b, 40));
+        cr_assert_eq(read_budget_allow(&b, 5100), 60, "what is left of the window's bytes");
+        cr_assert(read_budget_spend(&b, 60), "the bytes are spent");
+        cr_assert_eq(read_budget_allow(&b, 5999), 0, "nothing until the window ends");
+        cr_assert_eq(read_budget_resume_us(&b), 6000);
+        cr_assert_eq(read_budget_allow(&b, 6000), 100, "a new window");
+        /* Three reads of a byte spend the window as well. */
+        cr_assert_not(read_budget_spend(&b, 1));
+        cr_assert_not(read_budget_spend(&b, 1));
+        cr_assert(read_budget_spend(&b, 1));
+        cr_assert_eq(read_budget_allow(&b, 6500), 0);
+        /* A window with reads that did not spend it; then one without any read. */
+        cr_assert_eq(read_budget_allow(&b, 7000), 100);
+        cr_assert_not(read_budget_spend(&b, 10));
+        cr_assert_eq(read_budget_allow(&b, 9000), 100);
+        cr_expect_eq(b.bytes_total, 113);
+        cr_expect_eq(b.windows, 3);
+        cr_expect_eq(b.windows_spent, 2);
+}
+
+typedef struct Emitted {
+        char lines[8][64];
+        uint64_t cut[8];
+        int n;
+} Emitted;
+
+static void emit_cb(const char *line, size_t len, uint64_t cut, void *userdata) {
+        Emitted *e = userdata;
+
+        cr_assert_lt(e->n, 8);
+        snprintf(e->lines[e->n], sizeof e->lines[e->n], "%.*s", (int) len, line);
+        e->cut[e->n++] = cut;
+}
+
+Test(output_lines, split_cut_and_counted) {
+        OutputLines o;
+        Emitted e = {};
+        char long_line[LAUNCHER_OUTPUT_LINE_MAX + 100];
+
+        output_lines_init(&o, 3, 1000);
+        /* Lines across reads; an empty line is a line. */
+        output_lines_feed(&o, "one\ntw", strlen("one\ntw"), 0, emit_cb, &e);
+        output_lines_feed(&o, "o\n\nfour\nfive\n", strlen("o\n\nfour\nfive\n"), 10, emit_cb, &e);
+        cr_assert_eq(e.n, 3);
+        cr_expect_str_eq(e.lines[0], "one");
+        cr_expect_str_eq(e.lines[1], "two");
+        cr_expect_str_eq(e.lines[2], "");
+        cr_expect_eq(o.lines_dropped, 2, "four and five: over 3 lines a window");
+        /* A new window; a line longer than the most is cut, and says by how much. */
+        memset(long_line, 'x', sizeof long_line);
+        long_line[sizeof long_line - 1] = '\n';
+        output_lines_feed(&o, long_line, sizeof long_line, 1000, emit_cb, &e);
+        cr_assert_eq(e.n, 4);
+        cr_expect_eq(e.cut[3], sizeof long_line - 1 - LAUNCHER_OUTPUT_LINE_MAX);
+        /* The last line without a newline comes at the end. */
+        output_lines_feed(&o, "tail", 4, 1001, emit_cb, &e);
+        cr_assert_eq(e.n, 4);
+        output_lines_flush(&o, 1002, emit_cb, &e);
+        cr_assert_eq(e.n, 5);
+        cr_expect_str_eq(e.lines[4], "tail");
+        output_lines_flush(&o, 1003, emit_cb, &e);
+        cr_expect_eq(e.n, 5, "nothing left");
+        cr_expect_eq(o.lines_logged, 5);
 }
 
 static bool have_pidfd(void) {
@@ -121,7 +192,7 @@ Test(launcher, adopt_gone_or_unknown) {
         int status;
 
         cr_assert_eq(sd_event_new(&e), 0);
-        cr_assert_eq(launch_adopt(e, 0, 0, "/proc", on_exit_cb, &seen, &l), 0);
+        cr_assert_eq(launch_adopt(e, "7.0.0.0", 0, 0, "/proc", on_exit_cb, &seen, &l), 0);
         cr_expect(launch_exited(l), "main pid unknown: born exited");
         cr_expect_eq(launch_pid(l), 0);
         l = launch_free(l);
@@ -132,7 +203,7 @@ Test(launcher, adopt_gone_or_unknown) {
         if (pid == 0)
                 _exit(0);
         cr_assert_eq(waitpid(pid, &status, 0), pid);
-        cr_assert_eq(launch_adopt(e, 0, pid, "/proc", on_exit_cb, &seen, &l), 0);
+        cr_assert_eq(launch_adopt(e, "7.0.0.0", 0, pid, "/proc", on_exit_cb, &seen, &l), 0);
         cr_expect(launch_exited(l));
         launch_poll(l);
         cr_expect_eq(seen.calls, 0, "born exited: the caller looks, no callback");
@@ -149,7 +220,7 @@ Test(launcher, adopt_running_then_exit) {
 
         cr_assert_eq(sd_event_new(&e), 0);
         pid = spawn_waiter(&fd, false, NULL);
-        cr_assert_eq(launch_adopt(e, 0, pid, "/proc", on_exit_cb, &seen, &l), 0);
+        cr_assert_eq(launch_adopt(e, "7.0.0.0", 0, pid, "/proc", on_exit_cb, &seen, &l), 0);
         cr_expect_not(launch_exited(l));
         cr_expect_eq(launch_pid(l), pid);
         cr_expect_eq(launch_progress(l), -1);
@@ -189,7 +260,7 @@ Test(launcher, adopt_reads_progress_through_the_shim) {
         /* The "shim" holds the progress pipe's read end at fd 3, as the real one does. */
         shim = spawn_waiter(&shim_fd, true, &progress_w);
         main_pid = spawn_waiter(&main_fd, false, NULL);
-        cr_assert_eq(launch_adopt(e, shim, main_pid, "/proc", on_exit_cb, &seen, &l), 0);
+        cr_assert_eq(launch_adopt(e, "7.0.0.0", shim, main_pid, "/proc", on_exit_cb, &seen, &l), 0);
 
         static const char lines[] = "0.25\nnot a number\n0.5";
         cr_assert_eq(write(progress_w, lines, sizeof lines - 1), (ssize_t) sizeof lines - 1);
@@ -228,6 +299,47 @@ Test(launcher, adopt_reads_progress_through_the_shim) {
         sd_event_unref(e);
 }
 
+/* A task that writes far more progress than the budget: the agent reads at most the budget per
+ * window, one read per wakeup, and the rest waits in the pipe (the writer would block on it). */
+Test(launcher, progress_flood_is_read_within_the_budget) {
+        sd_event *e = NULL;
+        Launch *l = NULL;
+        Seen seen = {};
+        int shim_fd, main_fd, progress_w, status;
+        pid_t shim, main_pid;
+        char line[] = "0.5\n";
+        size_t written = 0;
+
+        cr_assert_eq(sd_event_new(&e), 0);
+        shim = spawn_waiter(&shim_fd, true, &progress_w);
+        main_pid = spawn_waiter(&main_fd, false, NULL);
+        cr_assert_eq(launch_adopt(e, "7.0.0.0", shim, main_pid, "/proc", on_exit_cb, &seen, &l), 0);
+
+        /* Fill the pipe (64 KiB by default, four windows' budget) without blocking. */
+        cr_assert_eq(fcntl(progress_w, F_SETFL, O_NONBLOCK), 0);
+        while (write(progress_w, line, sizeof line - 1) == (ssize_t) sizeof line - 1)
+                written += sizeof line - 1;
+        cr_assert_eq(errno, EAGAIN);
+        cr_assert_gt(written, 2 * LAUNCHER_PROGRESS_BUDGET_BYTES);
+
+        for (int i = 0; i < 200; i++)
+                cr_assert_geq(sd_event_run(e, 1000), 0);
+        const ReadBudget *b = launch_progress_budget(l);
+        cr_expect_eq(launch_progress(l), 0.5);
+        cr_expect_geq(b->windows_spent, 1, "the budget ran out");
+        cr_expect_leq(b->bytes_total, b->windows * LAUNCHER_PROGRESS_BUDGET_BYTES,
+                      "%" PRIu64 " bytes read in %" PRIu64 " windows", b->bytes_total, b->windows);
+        cr_expect_lt(b->bytes_total, written, "the rest waits in the pipe");
+
+        close(main_fd);
+        close(shim_fd);
+        close(progress_w);
+        cr_assert_eq(waitpid(main_pid, &status, 0), main_pid);
+        cr_assert_eq(waitpid(shim, &status, 0), shim);
+        launch_free(l);
+        sd_event_unref(e);
+}
+
 static int attach_nothing(pid_t pid, void *userdata) {
         return 0;
 }
@@ -253,6 +365,24 @@ static Launch *start_sh(sd_event *e, const char *script, Seen *seen, int *ret_st
         cr_assert_eq(launch_start(e, &spec, attach_nothing, on_exit_cb, seen, &l, &error), 0, "%s", error ?: "");
         *ret_status_fd = fd;
         return l;
+}
+
+/* Standard output and error go to the agent, line by line, the last line without its newline too. */
+Test(launcher, output_relayed_line_by_line) {
+        sd_event *e = NULL;
+        Seen seen = {};
+        int fd;
+
+        cr_assert_eq(sd_event_new(&e), 0);
+        Launch *l = start_sh(e, "echo out; echo '<0>err' >&2; printf 'last' >&2", &seen, &fd);
+        for (int i = 0; i < 500 && (seen.calls == 0 || launch_output(l)->lines_logged < 3); i++)
+                cr_assert_geq(sd_event_run(e, 20 * 1000), 0);
+        cr_assert_eq(seen.calls, 1);
+        cr_expect_eq(launch_output(l)->lines_logged, 3);
+        cr_expect_eq(launch_output(l)->lines_dropped, 0);
+        launch_free(l);
+        close(fd);
+        sd_event_unref(e);
 }
 
 Test(launcher, exit_mirrored_by_the_shim) {

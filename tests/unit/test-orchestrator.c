@@ -166,6 +166,10 @@ Test(orchestrator, epoch_due) {
         cr_assert_eq(orch_epoch_due_ms(-1, 20), INT64_MIN);
         cr_assert_eq(orch_epoch_due_ms(1000, 1), 1000 + 875);
         cr_assert_eq(orch_epoch_due_ms(0, 20), 17500);
+        /* An epoch that took more than a tenth of the epoch puts the next one ten times as far. */
+        cr_assert_eq(orch_epoch_due_after_ms(1000, 1, 0.05), 1000 + 875);
+        cr_assert_eq(orch_epoch_due_after_ms(1000, 1, 0.3), 1000 + 3000);
+        cr_assert_eq(orch_epoch_due_after_ms(-1, 1, 0.3), INT64_MIN);
 }
 
 /* Hysteresis 2 at a 1 s epoch: the first sample with a rate is the first epoch, the next one a

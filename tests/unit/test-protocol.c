@@ -30,7 +30,8 @@ static json_t *parse(const char *text) {
 static const char *const job_text =
         "{'name': 'wordcount', 'user': 'nobody', 'weight': 2.5, 'phases': ["
         " {'name': 'map', 'tasks': 4, 'argv': ['cgorch-burn', '--cpu-seconds', '5'],"
-        "  'env': {'LANG': 'C', 'EMPTY': ''}, 'cwd': '/tmp', 'cpu_cores': 0.5, 'memory_bytes': 268435456},"
+        "  'env': {'LANG': 'C', 'EMPTY': ''}, 'cwd': '/tmp', 'cpu_cores': 0.5, 'memory_bytes': 268435456,"
+        "  'pids_max': 64},"
         " {'tasks': 1, 'argv': ['true'], 'cpu_cores': 2, 'memory_bytes': 1048576}]}";
 
 static json_t *job_json(void) {
@@ -116,9 +117,11 @@ Test(job_spec, decode) {
         cr_assert_str_eq(p->cwd, "/tmp");
         cr_assert_eq(p->cpu_cores, 0.5);
         cr_assert_eq(p->memory_bytes, 268435456);
+        cr_assert_eq(p->pids_max, 64);
 
         /* Defaults. */
         p = &s->phases[1];
+        cr_assert_eq(p->pids_max, PROTO_DEFAULT_PIDS_MAX);
         cr_assert_str_eq(p->name, "phase1");
         cr_assert_null(p->env);
         cr_assert_null(p->cwd);
@@ -160,6 +163,7 @@ static void assert_job_specs_equal(const JobSpec *a, const JobSpec *b) {
                         cr_assert_str_eq(p->cwd, q->cwd);
                 cr_assert_eq(p->cpu_cores, q->cpu_cores);
                 cr_assert_eq(p->memory_bytes, q->memory_bytes);
+                cr_assert_eq(p->pids_max, q->pids_max);
         }
 }
 
@@ -184,7 +188,7 @@ Test(job_spec, round_trip_from_struct) {
         char *env[] = { "A=1", "B=x=y", NULL };
         PhaseSpec phases[] = {
                 { .name = "only", .n_tasks = PROTO_MAX_TASKS_PER_PHASE, .argv = argv, .env = env, .cwd = "/",
-                  .cpu_cores = PROTO_MAX_CPU_CORES, .memory_bytes = PROTO_MAX_MEMORY_BYTES },
+                  .cpu_cores = PROTO_MAX_CPU_CORES, .memory_bytes = PROTO_MAX_MEMORY_BYTES, .pids_max = PROTO_MAX_PIDS_MAX },
         };
         JobSpec s = { .name = "max", .weight = PROTO_MAX_WEIGHT, .phases = phases, .n_phases = 1 };
 
@@ -364,6 +368,13 @@ Test(job_spec, errors_cpu_memory) {
         expect_phase_error("memory_bytes", json_integer(-268435456), mem);
         expect_phase_error("memory_bytes", json_real(268435456.0), mem);
         expect_phase_error("memory_bytes", json_string("256M"), mem);
+
+        const char *pids = "phases[0].pids_max: must be an integer in [1, 4194304]";
+        expect_phase_error("pids_max", json_integer(0), pids);
+        expect_phase_error("pids_max", json_integer(-1), pids);
+        expect_phase_error("pids_max", json_integer(PROTO_MAX_PIDS_MAX + 1), pids);
+        expect_phase_error("pids_max", json_real(100.0), pids);
+        expect_phase_error("pids_max", json_string("4096"), pids);
 }
 
 /* ---- States and task ids ---- */
@@ -566,7 +577,7 @@ static Ack acks[] = {
 
 static const Heartbeat heartbeat = {
         .node = "n1", .boot_id = "6f1c2f0e9a6b4b4e8f1d2c3b4a596877", .seq = 41, .cgroup_mode = "hybrid",
-        .capacity_cpus = 2, .capacity_memory_bytes = 25000000000,
+        .has_pids_limit = true, .pids_limit = false, .capacity_cpus = 2, .capacity_memory_bytes = 25000000000,
         .node_sample = { .time_ms = 1795000001000, .cpu_busy = 0.75, .memory_available_bytes = 1 << 30,
                          .has = SAMPLE_HAS_MEMINFO | SAMPLE_HAS_PSI_CPU | SAMPLE_HAS_PSI_IO,
                          .memory_total_bytes = 4ull << 30, .swap_total_bytes = 1 << 30, .swap_free_bytes = 1 << 29,
@@ -580,6 +591,8 @@ static void assert_heartbeats_equal(const Heartbeat *a, const Heartbeat *b) {
         cr_assert_str_eq(a->boot_id, b->boot_id);
         cr_assert_eq(a->seq, b->seq);
         cr_assert_str_eq(a->cgroup_mode, b->cgroup_mode);
+        cr_assert_eq(a->has_pids_limit, b->has_pids_limit);
+        cr_assert_eq(a->pids_limit, b->pids_limit);
         cr_assert_eq(a->capacity_cpus, b->capacity_cpus);
         cr_assert_eq(a->capacity_memory_bytes, b->capacity_memory_bytes);
         cr_assert_eq(memcmp(&a->node_sample, &b->node_sample, sizeof a->node_sample), 0);
@@ -646,6 +659,7 @@ Test(heartbeat, round_trip) {
         cr_assert_null(json_object_get(json_object_get(json_object_get(j, "node_sample"), "psi"), "memory"));
         cr_assert_null(json_object_get(json_array_get(json_object_get(j, "tasks"), 1), "limits_target"));
         cr_assert_null(json_object_get(json_array_get(json_object_get(j, "tasks"), 1), "adopted"));
+        cr_assert(json_is_false(json_object_get(j, "pids_limit")), "said, also when false");
 
         _cleanup_(heartbeat_freep) Heartbeat *h = NULL;
         _cleanup_free_ char *err = NULL;
@@ -785,6 +799,10 @@ Test(heartbeat, minimal) {
         cr_assert_null(h->tasks);
         cr_assert_null(h->acks);
 
+        /* pids_limit is said or not: an agent from before pids limits does not. */
+        cr_assert_null(json_object_get(j, "pids_limit"));
+        cr_assert_not(h->has_pids_limit);
+
         /* tasks and acks may be left out. */
         json_object_del(j, "tasks");
         json_object_del(j, "acks");
@@ -918,6 +936,7 @@ static void bad_target(json_t *j) {
         json_object_set_new(json_object_get(task0(j), "limits_target"), "memory_max_bytes", json_integer(5));
 }
 static void adopted_string(json_t *j) { json_object_set_new(task0(j), "adopted", json_string("yes")); }
+static void pids_limit_number(json_t *j) { json_object_set_new(j, "pids_limit", json_integer(1)); }
 
 Test(heartbeat, errors) {
         json_auto_t *arr = json_array();
@@ -936,6 +955,7 @@ Test(heartbeat, errors) {
         expect_heartbeat_error(negative_seq, "seq: must be a non-negative integer");
         expect_heartbeat_error(real_seq, "seq: must be a non-negative integer");
         expect_heartbeat_error(bad_mode, "cgroup_mode: must be one of v1, hybrid, v2");
+        expect_heartbeat_error(pids_limit_number, "pids_limit: must be true or false");
         expect_heartbeat_error(no_capacity, "capacity: is required");
         expect_heartbeat_error(zero_cpus, "capacity.cpus: must be a number in (0, 4096]");
         expect_heartbeat_error(small_memory, "capacity.memory_bytes: must be an integer in [1048576, 1125899906842624]");
@@ -992,7 +1012,7 @@ static char *start_env[] = { "LANG=C", "CGORCH_TASK=7.0.0.0", NULL };
 
 static Action actions[] = {
         { .id = 1, .type = ACTION_START, .task = "7.0.0.0", .argv = start_argv, .env = start_env, .cwd = "/tmp",
-          .user = "nobody", .limits = { .cpu_quota_us = 50000, .cpu_period_us = 100000,
+          .user = "nobody", .pids_max = 512, .limits = { .cpu_quota_us = 50000, .cpu_period_us = 100000,
                                         .memory_max_bytes = 268435456 } },
         { .id = 2, .type = ACTION_SET_LIMITS, .task = "7.0.0.0",
           .limits = { .cpu_weight = 200, .memory_high_bytes = 134217728, .memory_max_bytes = LIMIT_UNLIMITED } },
@@ -1037,6 +1057,7 @@ Test(heartbeat_reply, round_trip) {
                 assert_strv_equal(a->env, b->env);
                 assert_opt_str_equal(a->cwd, b->cwd);
                 assert_opt_str_equal(a->user, b->user);
+                cr_assert_eq(a->pids_max, b->pids_max);
                 cr_assert_eq(memcmp(&a->limits, &b->limits, sizeof a->limits), 0);
         }
 
@@ -1105,6 +1126,12 @@ Test(heartbeat_reply, errors) {
         expect_reply_error("{'interval_ms': 2000, 'actions': [{'id': 1, 'type': 'set_limits', 'task': '1.0.0.0',"
                            " 'limits': {}, 'user': 'root'}]}",
                            "actions[0].user: only allowed in start actions");
+        expect_reply_error("{'interval_ms': 2000, 'actions': [{'id': 1, 'type': 'kill', 'task': '1.0.0.0',"
+                           " 'pids_max': 10}]}",
+                           "actions[0].pids_max: only allowed in start actions");
+        expect_reply_error("{'interval_ms': 2000, 'actions': [{'id': 1, 'type': 'start', 'task': '1.0.0.0',"
+                           " 'argv': ['x'], 'pids_max': 0}]}",
+                           "actions[0].pids_max: must be an integer in [1, 4194304]");
         expect_reply_error("{'interval_ms': 2000, 'actions': [{'id': 1, 'type': 'freeze', 'task': '1.0.0.0',"
                            " 'limits': {}}]}",
                            "actions[0].limits: only allowed in start and set_limits actions");

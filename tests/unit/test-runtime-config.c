@@ -209,3 +209,75 @@ Test(runtime_config, json_round_trip) {
         cr_assert_float_eq(again.current.balance.epoch_s, 90.0, 1e-12);
         cr_assert_eq(again.current.balance.estimator, ORCH_ESTIMATOR_UNIFORM);
 }
+
+/* ---- what the controller's loop sustains ---- */
+
+static RuntimeLoad test_load;
+
+static int load_cb(void *userdata, RuntimeLoad *ret) {
+        *ret = test_load;
+        return 0;
+}
+
+static void expect_load_refused(const RuntimeLoad *load, const char *body, const char *message) {
+        Calls calls = {};
+        RuntimeConfig rc = make(&calls);
+        RuntimeSettings before = rc.current;
+        char *error = NULL;
+
+        rc.load = load_cb;
+        test_load = *load;
+        cr_assert_eq(put(&rc, body, &error), -EINVAL, "%s accepted", body);
+        cr_assert_str_eq(error, message);
+        cr_assert(same(&rc.current, &before), "%s changed something", body);
+        cr_assert_eq(calls.orch + calls.sched, 0, "%s applied something", body);
+        free(error);
+}
+
+static void expect_load_accepted(const RuntimeLoad *load, const char *body) {
+        Calls calls = {};
+        RuntimeConfig rc = make(&calls);
+        char *error = NULL;
+
+        rc.load = load_cb;
+        test_load = *load;
+        cr_assert_eq(put(&rc, body, &error), 0, "%s refused: %s", body, error ?: "");
+        cr_assert_eq(calls.orch, 1);
+}
+
+Test(runtime_config, epoch_within_what_the_loop_sustains) {
+        /* 1000 nodes of 50 tasks: an epoch of about 0.5 s needs 5 s; its quarter-epoch heartbeats
+         * 4.08 s. */
+        RuntimeLoad big = { .nodes = 1000, .running_tasks = 50000 };
+        expect_load_refused(&big, "{\"orchestrate\": \"cpu\", \"epoch\": \"1s\"}",
+                            "epoch: must be at least 5s with 50000 running task(s): an epoch takes about 0.50s here, and "
+                            "may take at most 1/10 of the epoch, the controller's loop the rest");
+        expect_load_accepted(&big, "{\"orchestrate\": \"cpu\", \"epoch\": \"5s\"}");
+        /* Off, any epoch: nothing runs. */
+        expect_load_accepted(&big, "{\"epoch\": \"1s\"}");
+        /* The latest epoch took longer than the estimate: that counts. */
+        RuntimeLoad slow = { .nodes = 2, .running_tasks = 100, .last_epoch_s = 0.25 };
+        expect_load_refused(&slow, "{\"orchestrate\": \"memory\", \"epoch\": 2}",
+                            "epoch: must be at least 3s with 100 running task(s): an epoch takes about 0.25s here, and "
+                            "may take at most 1/10 of the epoch, the controller's loop the rest");
+        /* Many nodes with few tasks: their heartbeats are the limit. */
+        RuntimeLoad wide = { .nodes = 20000, .running_tasks = 0 };
+        expect_load_refused(&wide, "{\"orchestrate\": \"cpu\", \"epoch\": \"1s\"}",
+                            "epoch: must be at least 2s with 20000 node(s) and 0 running task(s): while the orchestrator "
+                            "acts, heartbeats come every 1/4 epoch (0.25s), 80000 task reports a second, and the "
+                            "controller takes at most 50000");
+        expect_load_accepted(&wide, "{\"orchestrate\": \"cpu\", \"epoch\": \"2s\"}");
+        /* A small cluster takes the shortest epoch there is. */
+        RuntimeLoad small = { .nodes = 10, .running_tasks = 500 };
+        expect_load_accepted(&small, "{\"orchestrate\": \"cpu+memory\", \"epoch\": \"1s\"}");
+}
+
+Test(runtime_config, load_limits) {
+        cr_expect_float_eq(orch_epoch_min_s_for_work(50000, 0), 5.0, 1e-9);
+        cr_expect_float_eq(orch_epoch_min_s_for_work(50000, 0.8), 8.0, 1e-9, "the latest epoch, when longer");
+        cr_expect_float_eq(orch_epoch_min_s_for_heartbeats(1000, 50000), 4.08, 1e-9);
+        /* The fast heartbeat interval: a quarter epoch, at least 100 ms, and within the budget. */
+        cr_expect_eq(orch_fast_heartbeat_ms(20, 10, 100), 5000);
+        cr_expect_eq(orch_fast_heartbeat_ms(1, 10, 100), 250);
+        cr_expect_eq(orch_fast_heartbeat_ms(1, 1000, 50000), 1020, "51000 reports at most 50000 a second");
+}

@@ -34,11 +34,12 @@ Test(short_job, minimal_job_is_valid) {
         cr_assert_str_eq(spec->phases[0].argv[0], "/usr/bin/cgorch-burn");
         cr_assert_str_eq(spec->phases[0].argv[2], "5");
         cr_assert_null(spec->phases[0].argv[3]);
-        /* Left to the controller: no env, cwd, weight or phase name in the request. */
+        /* Left to the controller: no env, cwd, weight, pids limit or phase name in the request. */
         json_t *phase = json_array_get(json_object_get(j, "phases"), 0);
         cr_assert_null(json_object_get(phase, "env"));
         cr_assert_null(json_object_get(phase, "cwd"));
         cr_assert_null(json_object_get(phase, "name"));
+        cr_assert_null(json_object_get(phase, "pids_max"));
         cr_assert_null(json_object_get(j, "weight"));
         job_spec_free(spec);
         json_decref(j);
@@ -60,6 +61,7 @@ Test(short_job, every_option) {
         s.cpu_cores = 0.25;
         s.memory_bytes = 64ULL << 20;
         s.weight = 2.5;
+        s.pids_max = 100;
         s.env = env;
         cr_assert_eq(short_job_to_json(&s, &j, &error), 0);
         cr_assert_eq(job_spec_from_json(j, &spec, &error), 0, "invalid: %s", error);
@@ -71,6 +73,7 @@ Test(short_job, every_option) {
         cr_assert_eq(spec->phases[0].n_tasks, 3);
         cr_assert_float_eq(spec->phases[0].cpu_cores, 0.25, 1e-12);
         cr_assert_eq(spec->phases[0].memory_bytes, 64ULL << 20);
+        cr_assert_eq(spec->phases[0].pids_max, 100);
 
         json_t *e = json_object_get(json_array_get(json_object_get(j, "phases"), 0), "env");
         cr_assert_eq(json_object_size(e), 3);

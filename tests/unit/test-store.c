@@ -30,7 +30,8 @@ TestSuite(store, .init = setup, .fini = teardown);
 static const char job_text[] =
         "{\"name\": \"wordcount\", \"user\": \"nobody\", \"phases\": ["
         " {\"name\": \"map\", \"tasks\": 3, \"argv\": [\"cgorch-burn\", \"--cpu-seconds\", \"5\"],"
-        "  \"env\": {\"LANG\": \"C\"}, \"cwd\": \"/tmp\", \"cpu_cores\": 0.5, \"memory_bytes\": 268435456},"
+        "  \"env\": {\"LANG\": \"C\"}, \"cwd\": \"/tmp\", \"cpu_cores\": 0.5, \"memory_bytes\": 268435456,"
+        "  \"pids_max\": 64},"
         " {\"tasks\": 1, \"argv\": [\"true\"], \"cpu_cores\": 1, \"memory_bytes\": 1048576}]}";
 
 static JobSpec *parse_job(void) {
@@ -100,6 +101,8 @@ Test(store, submit_list_get_round_trip) {
         cr_assert_str_eq(json_string_value(json_object_get(p1, "state")), "waiting");
         cr_assert_float_eq(json_real_value(json_object_get(p0, "cpu_cores")), 0.5, 1e-12);
         cr_assert_eq(json_integer_value(json_object_get(p0, "memory_bytes")), 268435456);
+        cr_assert_eq(json_integer_value(json_object_get(p0, "pids_max")), 64);
+        cr_assert_eq(json_integer_value(json_object_get(p1, "pids_max")), PROTO_DEFAULT_PIDS_MAX);
         cr_assert_str_eq(json_string_value(json_array_get(json_object_get(p0, "argv"), 2)), "5");
         json_t *tasks = json_object_get(p0, "tasks");
         cr_assert_eq(json_array_size(tasks), 3);
@@ -125,6 +128,10 @@ Test(store, submit_list_get_round_trip) {
         cr_assert_str_eq(launch.env[0], "LANG=C");
         cr_assert_str_eq(launch.cwd, "/tmp");
         cr_assert_str_eq(launch.user, "nobody");
+        cr_assert_eq(launch.pids_max, 64);
+        store_launch_done(&launch);
+        cr_assert_eq(store_phase_launch(s, id, 1, &launch), 0);
+        cr_assert_eq(launch.pids_max, PROTO_DEFAULT_PIDS_MAX);
         store_launch_done(&launch);
 
         /* Only the first phase's tasks may be placed, in FIFO order. */
@@ -356,7 +363,8 @@ Test(store, version_1_is_upgraded) {
                 cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK, "%s", sql);
         }
         strv_free(later);
-        cr_assert_eq(sqlite3_exec(db, "ALTER TABLE tasks DROP COLUMN preempted_ms; PRAGMA user_version = 1",
+        cr_assert_eq(sqlite3_exec(db, "ALTER TABLE tasks DROP COLUMN preempted_ms; ALTER TABLE phases DROP COLUMN pids_max;"
+                                      " ALTER TABLE nodes DROP COLUMN pids_limit; PRAGMA user_version = 1",
                                   NULL, NULL, NULL), SQLITE_OK);
         sqlite3_close(db);
 
@@ -372,6 +380,16 @@ Test(store, version_1_is_upgraded) {
         cr_assert_eq(store_task_preempted(s, "1.0.0.0"), 0);
         cr_assert_eq(store_task_set_preempted(s, "1.0.0.0", 7), 0);
         cr_assert_eq(store_task_preempted(s, "1.0.0.0"), 1);
+        /* A phase from before pids limits gets the default, in its start and in its view. */
+        StoreLaunch launch;
+        cr_assert_eq(store_phase_launch(s, id, 0, &launch), 0);
+        cr_assert_eq(launch.pids_max, PROTO_DEFAULT_PIDS_MAX);
+        store_launch_done(&launch);
+        json_t *job = NULL;
+        cr_assert_eq(store_job_to_json(s, id, false, &job), 0);
+        cr_assert_eq(json_integer_value(json_object_get(json_array_get(json_object_get(job, "phases"), 0), "pids_max")),
+                     PROTO_DEFAULT_PIDS_MAX);
+        json_decref(job);
         store_close(s);
 
         cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
