@@ -190,6 +190,13 @@ tests_unit_test_rate_limit_LDADD = $(CRITERION_LIBS) -lm
 tests_unit_test_secret_file_SOURCES = tests/unit/test-secret-file.c
 tests_unit_test_secret_file_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_secret_file_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
+# The agents' request and reply signatures: RFC 4231's HMAC-SHA256 vectors through the wrapper,
+# the scheme's known answer, every way a signature must fail, the header parser.
+check_PROGRAMS += tests/unit/test-signature
+TESTS += tests/unit/test-signature
+tests_unit_test_signature_SOURCES = tests/unit/test-signature.c
+tests_unit_test_signature_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_signature_LDADD = $(SIGN_LIBS) $(COMMON_LIBS) $(CRITERION_LIBS)
 # Which directory or file keeps a task's user from executing its command (agent and cgorchctl).
 check_PROGRAMS += tests/unit/test-exec-access
 TESTS += tests/unit/test-exec-access tests/integration/test-exec-access.sh
