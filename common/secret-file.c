@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -144,6 +145,66 @@ int secret_file_read_token(const char *path, char **ret, char **ret_error) {
         }
         *ret = s;
         return 0;
+}
+
+int secret_file_create_token(const char *path, char **ret_error) {
+        struct stat st;
+        if (lstat(path, &st) == 0)
+                return 0;
+        if (errno != ENOENT) {
+                char why[160];
+                snprintf(why, sizeof why, "cannot stat: %s", strerror(errno));
+                return fail(ret_error, -errno, path, why);
+        }
+
+        uint8_t random[32];
+        for (size_t got = 0; got < sizeof random;) {
+                ssize_t n = getrandom(random + got, sizeof random - got, 0);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return fail(ret_error, -errno, path, "getrandom() failed");
+                got += (size_t) n;
+        }
+        char token[2 * sizeof random + 2];
+        for (size_t i = 0; i < sizeof random; i++)
+                snprintf(token + 2 * i, 3, "%02x", random[i]);
+        explicit_bzero(random, sizeof random);
+        token[2 * sizeof random] = '\n';
+        token[2 * sizeof random + 1] = '\0';
+
+        /* Written whole under a temporary name, then linked to its own: link() never replaces
+         * an existing file, so of two controllers starting at once one key wins and both read it. */
+        _cleanup_free_ char *tmp = NULL;
+        if (asprintf(&tmp, "%s.XXXXXX", path) < 0) {
+                explicit_bzero(token, sizeof token);
+                return -ENOMEM;
+        }
+        _cleanup_close_ int fd = mkostemp(tmp, O_CLOEXEC);
+        if (fd < 0) {
+                int r = -errno;
+                explicit_bzero(token, sizeof token);
+                char why[160];
+                snprintf(why, sizeof why, "cannot create: %s", strerror(errno));
+                return fail(ret_error, r, path, why);
+        }
+        size_t len = strlen(token);
+        ssize_t w = write(fd, token, len);
+        explicit_bzero(token, sizeof token);
+        int r = 0;
+        if (w != (ssize_t) len || fchmod(fd, 0600) < 0 || fsync(fd) < 0)
+                r = -(errno ?: EIO);
+        else if (link(tmp, path) < 0)
+                r = errno == EEXIST ? 0 : -errno;
+        else
+                r = 1;
+        (void) unlink(tmp);
+        if (r < 0) {
+                char why[160];
+                snprintf(why, sizeof why, "cannot write: %s", strerror(-r));
+                return fail(ret_error, r, path, why);
+        }
+        return r;
 }
 
 bool secret_equal(const char *presented, size_t presented_len, const char *expected, size_t expected_len) {

@@ -297,14 +297,36 @@ static void handle_readyz(const HttpRequest *req, HttpResponse *resp, void *user
         resp->body = json_pack("{s:s}", "status", "ready");
 }
 
-unsigned api_authorize(void *userdata, const HttpRoute *route, const char *method, const char *authorization,
-                       char *const params[HTTP_MAX_PARAMS], char *message, size_t message_size) {
+void api_authorize(void *userdata, const HttpAuthRequest *req, HttpAuthResult *ret) {
         Api *api = userdata;
         if (!api->tokens)
-                return 0;
-        const char *node = route->access == AUTH_ACCESS_HEARTBEAT ? params[0] : NULL;
-        return auth_decide(api->tokens, authorization, (AuthAccess) route->access, method, node, message,
-                           message_size);
+                return;
+        AuthAccess access = (AuthAccess) req->route->access;
+        AuthRequest a = {
+                .authorization = req->authorization,
+                .access = access,
+                .method = req->method,
+                .target = req->target,
+                .node = access == AUTH_ACCESS_HEARTBEAT ? req->params[0] : NULL,
+                .now_s = { (int64_t) time(NULL), now_ms() / 1000 },
+        };
+        AuthDecision d;
+        auth_decide(api->tokens, &a, &d);
+        ret->status = d.status;
+        snprintf(ret->message, sizeof ret->message, "%s", d.message);
+        if (access == AUTH_ACCESS_HEARTBEAT)
+                ret->challenge = SIGNATURE_SCHEME " realm=\"cgorch\", Bearer realm=\"cgorch\"";
+        if (d.status == 0 && d.key) {
+                /* A copy: a SIGHUP may replace the tokens while a wait is held. */
+                ret->reply_key = strdup(d.key);
+                if (!ret->reply_key) {
+                        ret->status = 503;
+                        snprintf(ret->message, sizeof ret->message, "out of memory");
+                        return;
+                }
+                memcpy(ret->request_sig, d.signed_request.sig, sizeof ret->request_sig);
+                memcpy(ret->body_sha256, d.signed_request.body_sha256, sizeof ret->body_sha256);
+        }
 }
 
 /* The last field says who may call a route (auth.h); left out, it means the operator only. */

@@ -39,8 +39,7 @@ void api_handle_config_get(const HttpRequest *req, HttpResponse *resp, void *use
 void api_handle_config_put(const HttpRequest *req, HttpResponse *resp, void *userdata);
 
 /* The HttpAuthorize hook for api_routes, with an Api as userdata. */
-unsigned api_authorize(void *userdata, const HttpRoute *route, const char *method, const char *authorization,
-                       char *const params[HTTP_MAX_PARAMS], char *message, size_t message_size);
+void api_authorize(void *userdata, const HttpAuthRequest *req, HttpAuthResult *ret);
 
 extern const HttpRoute api_routes[];
 extern const size_t api_n_routes;

@@ -1,5 +1,8 @@
-/* auth.c: bearer tokens — loading them, naming who presents one, deciding what they may do. */
+/* auth.c: bearer tokens and agents' signatures — loading the tokens and keys, naming who
+ * presents them, deciding what they may do. */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +111,7 @@ void auth_tokens_done(AuthTokens *t) {
         secret_free(t->operator_token);
         secret_free(t->reader_token);
         agent_tokens_free(t->agents, t->n_agents);
+        secret_free(t->agent_key);
         *t = (AuthTokens) {};
 }
 
@@ -115,8 +119,17 @@ bool auth_tokens_enabled(const AuthTokens *t) {
         return t->operator_token || t->reader_token || t->n_agents > 0;
 }
 
+const char *auth_agent_key(const AuthTokens *t, const char *node) {
+        if (t->agent_key)
+                return t->agent_key;
+        AgentToken key = { .node = (char *) node };
+        const AgentToken *a = t->n_agents > 0 ?
+                bsearch(&key, t->agents, t->n_agents, sizeof(AgentToken), agent_token_cmp) : NULL;
+        return a ? a->secret : NULL;
+}
+
 int auth_tokens_load(const char *operator_file, const char *reader_file, const char *agents_file,
-                     AuthTokens *ret, char **ret_error) {
+                     const char *agent_key_file, AuthTokens *ret, char **ret_error) {
         AuthTokens t = {};
         int r = 0;
 
@@ -134,6 +147,8 @@ int auth_tokens_load(const char *operator_file, const char *reader_file, const c
                 if (r == -EINVAL && ret_error && asprintf(ret_error, "%s: %s", agents_file, why ?: "invalid") < 0)
                         *ret_error = NULL;
         }
+        if (r >= 0 && !agents_file && agent_key_file)
+                r = secret_file_read_token(agent_key_file, &t.agent_key, ret_error);
         if (r >= 0 && t.operator_token && t.reader_token && streq(t.operator_token, t.reader_token)) {
                 r = -EINVAL;
                 if (ret_error && asprintf(ret_error, "the operator and the read-only token must differ") < 0)
@@ -198,50 +213,101 @@ AuthRole auth_identify(const AuthTokens *t, const char *authorization, const cha
         return AUTH_ROLE_AGENT;
 }
 
-unsigned auth_decide(const AuthTokens *t, const char *authorization, AuthAccess access, const char *method,
-                     const char *node, char *message, size_t message_size) {
-        if (access == AUTH_ACCESS_PUBLIC || !auth_tokens_enabled(t))
-                return 0;
+_printf_(3, 4) static void refuse(AuthDecision *d, unsigned status, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(d->message, sizeof d->message, fmt, ap);
+        va_end(ap);
+        d->status = status;
+}
+
+#define SIGNATURE_HINT "an agent signs its requests (Authorization: " SIGNATURE_SCHEME " node=..., ts=..., nonce=..., body=..., sig=...)"
+
+/* A request with a signature: whose, whether it is good and fresh, and whether it may do this. */
+static void decide_signed(const AuthTokens *t, const AuthRequest *req, AuthDecision *d) {
+        SignedRequest s;
+        const char *why = NULL;
+        if (signature_parse_request(req->authorization, &s, &why) < 0)
+                return refuse(d, 401, "Authorization: malformed " SIGNATURE_SCHEME " header: %s", why);
+        /* Node names are not secret (GET /v1/nodes lists them): saying which has no key is fine. */
+        const char *key = auth_agent_key(t, s.node);
+        if (!key)
+                return refuse(d, 401, "Authorization: node %s has no agent token here", s.node);
+        if (!signature_verify_request(&s, key, strlen(key), req->method, req->target))
+                return refuse(d, 401, "Authorization: invalid signature: not made with node %s's key over this "
+                              "method, path and body digest", s.node);
+        /* Only now, for a signature that is good: a stale time is news for the node's operator. */
+        int64_t nearest = 0;
+        bool fresh = false;
+        for (size_t i = 0; i < AUTH_CLOCKS; i++) {
+                int64_t off = s.ts_s - req->now_s[i];
+                if (i == 0 || llabs(off) < llabs(nearest))
+                        nearest = off;
+                fresh = fresh || signature_time_fresh(s.ts_s, req->now_s[i], SIGNATURE_MAX_SKEW_S);
+        }
+        if (!fresh)
+                return refuse(d, 401, "Authorization: the signature's time is %" PRId64 " s %s the controller's clock "
+                              "(at most %u s): are the clocks of node %s and the controller in sync?",
+                              (int64_t) llabs(nearest), nearest < 0 ? "behind" : "ahead of",
+                              (unsigned) SIGNATURE_MAX_SKEW_S, s.node);
+        if (req->access != AUTH_ACCESS_HEARTBEAT)
+                return refuse(d, 403, "Authorization: an agent's signature is good for its node's heartbeats and waits only");
+        if (!req->node || !streq(req->node, s.node))
+                return refuse(d, 403, "Authorization: this signature is for node %s, not %s", s.node, req->node ?: "?");
+        d->key = key;
+        d->signed_request = s;
+}
+
+void auth_decide(const AuthTokens *t, const AuthRequest *req, AuthDecision *ret) {
+        AuthDecision *d = ret;
+        bool agent_route = req->access == AUTH_ACCESS_HEARTBEAT;
+        bool bearer_on = auth_tokens_enabled(t);
+        bool keys = t->agent_key || t->n_agents > 0;
+
+        *d = (AuthDecision) {};
+        if (req->access == AUTH_ACCESS_PUBLIC || (!agent_route && !bearer_on) || (agent_route && !bearer_on && !keys))
+                return;
+        if (signature_is_scheme(req->authorization))
+                return decide_signed(t, req, d);
+        if (!bearer_on)
+                return refuse(d, 401, "Authorization: %s; " SIGNATURE_HINT,
+                              req->authorization ? "not a signature" : "missing");
 
         const char *agent_node = NULL;
-        AuthRole role = auth_identify(t, authorization, &agent_node);
+        AuthRole role = auth_identify(t, req->authorization, &agent_node);
         if (role == AUTH_ROLE_NONE) {
-                snprintf(message, message_size, "Authorization: %s",
-                         bearer_token(authorization) ? "invalid token" : "missing bearer token (Authorization: Bearer TOKEN)");
-                return 401;
+                if (agent_route)
+                        return refuse(d, 401, "Authorization: %s; " SIGNATURE_HINT ", the operator presents its bearer token",
+                                      bearer_token(req->authorization) ? "invalid token" : "missing");
+                return refuse(d, 401, "Authorization: %s",
+                              bearer_token(req->authorization) ? "invalid token" :
+                                                                 "missing bearer token (Authorization: Bearer TOKEN)");
         }
         if (role == AUTH_ROLE_OPERATOR)
-                return 0;
+                return;
 
-        switch (access) {
+        switch (req->access) {
         case AUTH_ACCESS_READ:
                 if (role == AUTH_ROLE_READER)
-                        return 0;
-                snprintf(message, message_size, "Authorization: an agent token may only send heartbeats for its node");
-                return 403;
+                        return;
+                return refuse(d, 403, "Authorization: an agent token may only send heartbeats for its node");
         case AUTH_ACCESS_WRITE:
-                if (role == AUTH_ROLE_READER && streq(method, "GET"))
+                if (role == AUTH_ROLE_READER && streq(req->method, "GET"))
                         /* A GET for the operator only: GET /v1/backup. */
-                        snprintf(message, message_size, "Authorization: only the operator token may do this");
-                else if (role == AUTH_ROLE_READER)
-                        snprintf(message, message_size, "Authorization: the read-only token may only use GET, not %s",
-                                 method);
-                else
-                        snprintf(message, message_size,
-                                 "Authorization: an agent token may only send heartbeats for its node");
-                return 403;
+                        return refuse(d, 403, "Authorization: only the operator token may do this");
+                if (role == AUTH_ROLE_READER)
+                        return refuse(d, 403, "Authorization: the read-only token may only use GET, not %s", req->method);
+                return refuse(d, 403, "Authorization: an agent token may only send heartbeats for its node");
         case AUTH_ACCESS_HEARTBEAT:
-                if (role == AUTH_ROLE_AGENT && node && streq(node, agent_node))
-                        return 0;
+                /* Agents that still send their NODE:SECRET as a bearer token: their replies are not
+                 * signed. */
+                if (role == AUTH_ROLE_AGENT && req->node && streq(req->node, agent_node))
+                        return;
                 if (role == AUTH_ROLE_AGENT)
-                        snprintf(message, message_size, "Authorization: this agent token is for node %s, not %s",
-                                 agent_node, node ?: "?");
-                else
-                        snprintf(message, message_size, "Authorization: the read-only token may only use GET, not %s",
-                                 method);
-                return 403;
+                        return refuse(d, 403, "Authorization: this agent token is for node %s, not %s", agent_node,
+                                      req->node ?: "?");
+                return refuse(d, 403, "Authorization: the read-only token may only use GET, not %s", req->method);
         default:
-                snprintf(message, message_size, "access denied");
-                return 403;
+                return refuse(d, 403, "access denied");
         }
 }

@@ -46,6 +46,7 @@ static double arg_rate_limit = 2000;
 static char *arg_operator_token_file = NULL;
 static char *arg_reader_token_file = NULL;
 static char *arg_agent_tokens_file = NULL;
+static char *arg_agent_key_file = NULL;
 static bool arg_insecure_no_auth = false;
 static char *arg_tls_cert = NULL;
 static char *arg_tls_key = NULL;
@@ -83,7 +84,11 @@ static const Option options[] = {
         { "reader-token-file", 0, OPTION_STRING, &arg_reader_token_file, "FILE",
           "file (mode 0600) holding the read-only bearer token: GET only (default: none)", 0, 0 },
         { "agent-tokens-file", 0, OPTION_STRING, &arg_agent_tokens_file, "FILE",
-          "file (mode 0600) of NODE:SECRET lines, each agent's token, good for its node's heartbeats only (default: none)", 0, 0 },
+          "file (mode 0600) of NODE:SECRET lines: each agent's secret, which signs its node's heartbeats and waits and "
+          "nothing else (default: none, one agent key for every node)", 0, 0 },
+        { "agent-key-file", 0, OPTION_STRING, &arg_agent_key_file, "FILE",
+          "without --agent-tokens-file: the one key every agent signs with, created (mode 0600) if missing; agents on "
+          "this host read it by default (default: STATE-DIR/agent.key)", 0, 0 },
         { "insecure-no-auth", 0, OPTION_BOOL, &arg_insecure_no_auth, NULL,
           "allow running without any token on a non-loopback address: anyone who can connect may run commands (default: no)", 0, 0 },
         { "tls-cert", 0, OPTION_STRING, &arg_tls_cert, "FILE",
@@ -168,6 +173,7 @@ typedef struct Manager {
         uint64_t last_tick_us;            /* CLOCK_MONOTONIC of the last node check */
         uint64_t last_status_us;          /* CLOCK_MONOTONIC of the last STATUS= after a request */
         AuthTokens tokens;
+        char *agent_key_file;             /* without an agent tokens file: the install's agent key */
         Api api;
 } Manager;
 
@@ -275,18 +281,53 @@ static void manager_done(Manager *m) {
         m->store = store_close(m->store);
         m->event = sd_event_unref(m->event);
         auth_tokens_done(&m->tokens);
+        free(m->agent_key_file);
+        m->agent_key_file = NULL;
+}
+
+/* Without an agent tokens file every agent signs with one key of this install, made here the
+ * first time: the agents on this host read it (cgorch-agent --key-file), so even a test machine
+ * without token files has no agent that obeys whoever answers on the controller's port. */
+static int setup_agent_key(Manager *m) {
+        if (arg_agent_tokens_file && arg_agent_key_file)
+                return log_error_errno(EINVAL, "--agent-key-file and --agent-tokens-file exclude each other: with a tokens "
+                                       "file each agent signs with its own line's secret.");
+        if (arg_agent_tokens_file)
+                return 0;
+        if (arg_agent_key_file)
+                m->agent_key_file = strdup(arg_agent_key_file);
+        else if (asprintf(&m->agent_key_file, "%s/agent.key", arg_state_dir) < 0)
+                m->agent_key_file = NULL;
+        if (!m->agent_key_file)
+                return log_oom();
+        _cleanup_free_ char *error = NULL;
+        int r = secret_file_create_token(m->agent_key_file, &error);
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0)
+                return log_error_errno(r, "Cannot create the agent key: %s (give --agent-key-file or --agent-tokens-file).",
+                                       error ?: "error");
+        if (r > 0)
+                log_info("Created the agent key %s: the agents of this host sign with it by default; give agents on "
+                         "other hosts a copy (--key-file) or use --agent-tokens-file.", m->agent_key_file);
+        return 0;
 }
 
 /* Tokens, and the refusal to serve a network without them: a controller that starts commands
  * on every node must not be open to whoever can reach its port by accident. */
 static int setup_auth(Manager *m) {
         _cleanup_free_ char *error = NULL;
-        int r = auth_tokens_load(arg_operator_token_file, arg_reader_token_file, arg_agent_tokens_file, &m->tokens,
-                                 &error);
+        int r = setup_agent_key(m);
+        if (r < 0)
+                return r;
+        r = auth_tokens_load(arg_operator_token_file, arg_reader_token_file, arg_agent_tokens_file, m->agent_key_file,
+                             &m->tokens, &error);
         if (r == -ENOMEM)
                 return log_oom();
         if (r < 0)
                 return log_error_errno(r, "Cannot load the tokens: %s", error ?: "invalid");
+        if (m->tokens.agent_key)
+                log_info("Agents sign their requests with the agent key %s (every node).", m->agent_key_file);
 
         if (auth_tokens_enabled(&m->tokens)) {
                 log_info("Authentication on: %s operator token, %s read-only token, %zu agent token(s).",
@@ -318,7 +359,8 @@ static int on_sighup(sd_event_source *source, const struct signalfd_siginfo *si,
         _cleanup_free_ char *error = NULL;
         AuthTokens fresh;
 
-        int r = auth_tokens_load(arg_operator_token_file, arg_reader_token_file, arg_agent_tokens_file, &fresh, &error);
+        int r = auth_tokens_load(arg_operator_token_file, arg_reader_token_file, arg_agent_tokens_file, m->agent_key_file,
+                                 &fresh, &error);
         if (r < 0) {
                 log_error("Reloading the tokens failed, keeping the old ones: %s", error ?: strerror(-r));
                 return 0;
@@ -454,12 +496,12 @@ static int run(Manager *m) {
         int r;
 
         raise_nofile();
+        if (mkdir(arg_state_dir, 0750) < 0 && errno != EEXIST)
+                return log_error_errno(errno, "Cannot create state directory %s: %m", arg_state_dir);
         r = setup_auth(m);
         if (r < 0)
                 return r;
 
-        if (mkdir(arg_state_dir, 0750) < 0 && errno != EEXIST)
-                return log_error_errno(errno, "Cannot create state directory %s: %m", arg_state_dir);
         r = store_open(arg_state_dir, &m->store);
         if (r == -EUCLEAN)
                 return refuse_damaged_store(NULL);

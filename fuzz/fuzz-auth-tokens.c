@@ -1,11 +1,13 @@
 /* fuzz-auth-tokens.c: the controller's agent tokens file parser and the Authorization header
- * check, on arbitrary bytes. The input is split at its first NUL: a tokens file before it, an
- * Authorization header after it. A header that is accepted must name a node of the file. */
+ * check (bearer tokens and agents' signatures), on arbitrary bytes. The input is split at its
+ * first NUL: a tokens file before it, an Authorization header after it. A header that is
+ * accepted must name a node of the file; a signature accepted (which fuzzing cannot forge, but
+ * the corpus holds good ones) is good for its node's heartbeats only. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth.h"
+#include "controller/auth.h"
 #include "fuzz.h"
 #include "macro.h"
 
@@ -30,13 +32,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         AuthTokens t = { .agents = agents, .n_agents = n };
         const char *node = NULL;
         AuthRole role = auth_identify(&t, header, &node);
+        AuthDecision d;
+        AuthRequest req = { .authorization = header, .access = AUTH_ACCESS_HEARTBEAT, .method = "POST",
+                            .target = "/v1/nodes/n1/heartbeat", .node = node, .now_s = { 1700000000, 1700000000 } };
         if (role == AUTH_ROLE_AGENT) {
                 FUZZ_ASSERT(node);
-                char message[256];
-                FUZZ_ASSERT(auth_decide(&t, header, AUTH_ACCESS_HEARTBEAT, "POST", node, message, sizeof message) == 0);
-                FUZZ_ASSERT(auth_decide(&t, header, AUTH_ACCESS_WRITE, "POST", NULL, message, sizeof message) == 403);
+                auth_decide(&t, &req, &d);
+                FUZZ_ASSERT(d.status == 0 && !d.key);
+                req.access = AUTH_ACCESS_WRITE;
+                auth_decide(&t, &req, &d);
+                FUZZ_ASSERT(d.status == 403);
         } else
                 FUZZ_ASSERT(role == AUTH_ROLE_NONE);
+
+        /* As a signature, on n1's heartbeat route (the corpus signs that one). */
+        req = (AuthRequest) { .authorization = header, .access = AUTH_ACCESS_HEARTBEAT, .method = "POST",
+                              .target = "/v1/nodes/n1/heartbeat", .node = "n1", .now_s = { 1700000000, 1700000000 } };
+        auth_decide(&t, &req, &d);
+        FUZZ_ASSERT(d.status == 0 || d.status == 401 || d.status == 403);
+        FUZZ_ASSERT(d.message[sizeof d.message - 1] == '\0');
+        if (d.status == 0 && d.key) {
+                FUZZ_ASSERT(streq(d.signed_request.node, "n1"));
+                req.access = AUTH_ACCESS_READ;
+                auth_decide(&t, &req, &d);
+                FUZZ_ASSERT(d.status == 403 && !d.key);
+        }
         free(header);
         auth_tokens_done(&t);
         return 0;

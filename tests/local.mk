@@ -98,7 +98,7 @@ tests_unit_test_cluster_SOURCES = tests/unit/test-cluster.c tests/unit/store-dir
 	controller/store-jobs.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c
 tests_unit_test_cluster_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_cluster_LDADD = $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(COMMON_LIBS) $(SQLITE3_LIBS) $(CRITERION_LIBS) -lm
-EXTRA_DIST += tests/integration/test-api.sh tests/api
+EXTRA_DIST += tests/integration/test-api.sh tests/api tests/integration/cgorch_sign.py
 
 # The simulator's result is the daemon's: one trace through cgorch-sim and through the
 # controller's own path with a fake agent, job end times compared.
@@ -183,7 +183,7 @@ check_PROGRAMS += tests/unit/test-auth tests/unit/test-rate-limit tests/unit/tes
 TESTS += tests/unit/test-auth tests/unit/test-rate-limit tests/unit/test-secret-file
 tests_unit_test_auth_SOURCES = tests/unit/test-auth.c controller/auth.c controller/auth.h
 tests_unit_test_auth_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
-tests_unit_test_auth_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
+tests_unit_test_auth_LDADD = $(SIGN_LIBS) $(COMMON_LIBS) $(CRITERION_LIBS)
 tests_unit_test_rate_limit_SOURCES = tests/unit/test-rate-limit.c controller/rate-limit.c controller/rate-limit.h
 tests_unit_test_rate_limit_CFLAGS = $(AM_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_rate_limit_LDADD = $(CRITERION_LIBS) -lm

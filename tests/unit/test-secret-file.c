@@ -1,5 +1,6 @@
 /* test-secret-file.c: token and key files (common/secret-file.c) — owner and mode checks, size
- * and content limits, token syntax, and what the constant-time comparison answers. */
+ * and content limits, token syntax, creating a key once, and what the constant-time comparison
+ * answers. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +22,7 @@ static void setup(void) {
 }
 
 static void teardown(void) {
-        static const char *const names[] = { "t", "big", "fifo", "sub" };
+        static const char *const names[] = { "t", "big", "fifo", "sub", "key" };
         for (size_t i = 0; i < ELEMENTSOF(names); i++) {
                 char path[256];
                 snprintf(path, sizeof path, "%s/%s", dir, names[i]);
@@ -228,6 +229,46 @@ static bool equal(const char *presented, const char *expected) {
         free(p);
         free(e);
         return r;
+}
+
+Test(secret_file, token_created_once) {
+        char path[256], *error = NULL;
+        snprintf(path, sizeof path, "%s/key", dir);
+        cr_assert_eq(secret_file_create_token(path, &error), 1, "%s", error ?: "");
+        struct stat st;
+        cr_assert_eq(stat(path, &st), 0);
+        cr_assert_eq(st.st_mode & 07777, 0600u);
+        cr_assert_eq(st.st_uid, geteuid());
+        char *first = NULL, *again = NULL;
+        cr_assert_eq(secret_file_read_token(path, &first, &error), 0, "%s", error ?: "");
+        cr_assert_eq(strlen(first), 64u);
+        cr_assert_eq(strspn(first, "0123456789abcdef"), 64u);
+
+        /* There: left alone. */
+        cr_assert_eq(secret_file_create_token(path, &error), 0);
+        cr_assert_eq(secret_file_read_token(path, &again, &error), 0);
+        cr_assert_str_eq(first, again);
+        secret_free(again);
+
+        /* No temporary file is left next to it. */
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "test $(ls -A %s | wc -l) -eq 1", dir);
+        cr_assert_eq(system(cmd), 0, "a temporary file was left in %s", dir);
+
+        /* Another one is another key. */
+        cr_assert_eq(unlink(path), 0);
+        cr_assert_eq(secret_file_create_token(path, &error), 1);
+        cr_assert_eq(secret_file_read_token(path, &again, &error), 0);
+        cr_assert_str_neq(first, again);
+        secret_free(first);
+        secret_free(again);
+}
+
+Test(secret_file, token_not_created_where_it_cannot_be) {
+        char path[256], *error = NULL;
+        snprintf(path, sizeof path, "%s/no-such-dir/key", dir);
+        cr_assert_eq(secret_file_create_token(path, &error), -ENOENT);
+        assert_error(error, "no-such-dir/key");
 }
 
 Test(secret_file, equal_compares_every_byte) {
