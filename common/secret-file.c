@@ -43,7 +43,36 @@ int secret_file_read(const char *path, char **ret, size_t *ret_len, char **ret_e
         return secret_file_read_max(path, SECRET_FILE_MAX_BYTES, ret, ret_len, ret_error);
 }
 
+static int read_checked(const char *path, size_t max, bool other_owner_below_root, char **ret, size_t *ret_len,
+                        char **ret_error);
+
 int secret_file_read_max(const char *path, size_t max, char **ret, size_t *ret_len, char **ret_error) {
+        return read_checked(path, max, false, ret, ret_len, ret_error);
+}
+
+/* Whether the file open as fd lies below a directory that only root may enter (root's, closed
+ * to group and others): then whoever owns the file was let in by root — a service's private
+ * state directory, /var/lib/private/NAME under systemd's DynamicUser=. */
+static bool reached_only_through_root(int fd) {
+        char proc[64], real[4096];
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(proc, real, sizeof real - 1);
+        if (n <= 0 || real[0] != '/')
+                return false;
+        real[n] = '\0';
+        for (char *slash; (slash = strrchr(real, '/')) && slash != real;) {
+                *slash = '\0';
+                struct stat st;
+                if (stat(real, &st) < 0 || !S_ISDIR(st.st_mode))
+                        return false;
+                if (st.st_uid == 0 && !(st.st_mode & (S_IRWXG | S_IRWXO)))
+                        return true;
+        }
+        return false;
+}
+
+static int read_checked(const char *path, size_t max, bool other_owner_below_root, char **ret, size_t *ret_len,
+                        char **ret_error) {
         struct stat st;
 
         /* O_NOFOLLOW is not used: a symlink to a secret file is a normal way to install one,
@@ -61,9 +90,12 @@ int secret_file_read_max(const char *path, size_t max, char **ret, size_t *ret_l
                 return fail(ret_error, -EISDIR, path, "is a directory, expected a file");
         if (!S_ISREG(st.st_mode))
                 return fail(ret_error, -EINVAL, path, "not a regular file");
-        if (st.st_uid != geteuid() && st.st_uid != 0)
+        if (st.st_uid != geteuid() && st.st_uid != 0 && !(other_owner_below_root && reached_only_through_root(fd)))
                 return fail(ret_error, -EPERM, path,
-                            "owned by another user; a secret must belong to the user reading it (or root)");
+                            other_owner_below_root ?
+                                    "owned by another user; a key must belong to the user reading it or root, or lie "
+                                    "in a directory that only root may enter" :
+                                    "owned by another user; a secret must belong to the user reading it (or root)");
         if (st.st_mode & (S_IRWXG | S_IRWXO))
                 return fail(ret_error, -EPERM, path,
                             "readable or writable by group or others; run chmod 600 on it");
@@ -128,10 +160,10 @@ bool secret_token_is_valid(const char *s, size_t len) {
         return true;
 }
 
-int secret_file_read_token(const char *path, char **ret, char **ret_error) {
+static int read_token(const char *path, bool other_owner_below_root, char **ret, char **ret_error) {
         char *s = NULL;
         size_t len;
-        int r = secret_file_read(path, &s, &len, ret_error);
+        int r = read_checked(path, SECRET_FILE_MAX_BYTES, other_owner_below_root, &s, &len, ret_error);
         if (r < 0)
                 return r;
         if (len > 0 && s[len - 1] == '\n')
@@ -145,6 +177,14 @@ int secret_file_read_token(const char *path, char **ret, char **ret_error) {
         }
         *ret = s;
         return 0;
+}
+
+int secret_file_read_token(const char *path, char **ret, char **ret_error) {
+        return read_token(path, false, ret, ret_error);
+}
+
+int secret_file_read_key(const char *path, char **ret, char **ret_error) {
+        return read_token(path, true, ret, ret_error);
 }
 
 int secret_file_create_token(const char *path, char **ret_error) {

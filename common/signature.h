@@ -32,6 +32,10 @@
 /* The longest Authorization value signature_format_request() writes. */
 #define SIGNATURE_HEADER_MAX (sizeof SIGNATURE_SCHEME + PROTO_NAME_MAX + 32 + SIGNATURE_NONCE_HEX_LEN + 2 * SIGNATURE_HEX_LEN + 40)
 
+/* Where a controller without an agent tokens file keeps the install's agent key with its
+ * default state directory; the agents of its host read it there by default. */
+#define SIGNATURE_AGENT_KEY_DEFAULT "/var/lib/cgorch/agent.key"
+
 typedef char SignatureHex[SIGNATURE_HEX_LEN + 1];
 
 typedef struct SignedRequest {

@@ -194,7 +194,7 @@ AuthRole auth_identify(const AuthTokens *t, const char *authorization, const cha
                 return AUTH_ROLE_READER;
 
         const char *colon = memchr(token, ':', len);
-        if (!colon || t->n_agents == 0)
+        if (!colon || (t->n_agents == 0 && !t->agent_key))
                 return AUTH_ROLE_NONE;
         /* Node names are not secret (GET /v1/nodes lists them), so looking one up by name may
          * take name-dependent time; only the secret is compared in constant time. */
@@ -204,12 +204,21 @@ AuthRole auth_identify(const AuthTokens *t, const char *authorization, const cha
                 return AUTH_ROLE_NONE;
         memcpy(node, token, node_len);
         node[node_len] = '\0';
-        AgentToken key = { .node = node };
-        const AgentToken *a = bsearch(&key, t->agents, t->n_agents, sizeof(AgentToken), agent_token_cmp);
-        if (!a || !token_equal(colon + 1, len - node_len - 1, a->secret))
+        const char *secret = NULL, *name = NULL;
+        if (t->agent_key) {
+                /* The install's key is every node's: the node is the one named. */
+                secret = t->agent_key;
+                name = token_node_is_valid(node, node_len) ? "" : NULL;
+        } else {
+                AgentToken key = { .node = node };
+                const AgentToken *a = bsearch(&key, t->agents, t->n_agents, sizeof(AgentToken), agent_token_cmp);
+                secret = a ? a->secret : NULL;
+                name = a ? a->node : NULL;
+        }
+        if (!name || !token_equal(colon + 1, len - node_len - 1, secret))
                 return AUTH_ROLE_NONE;
         if (ret_node)
-                *ret_node = a->node;
+                *ret_node = name;
         return AUTH_ROLE_AGENT;
 }
 
@@ -283,29 +292,23 @@ void auth_decide(const AuthTokens *t, const AuthRequest *req, AuthDecision *ret)
                               bearer_token(req->authorization) ? "invalid token" :
                                                                  "missing bearer token (Authorization: Bearer TOKEN)");
         }
+        /* An agent's NODE:SECRET line is a key, never a bearer token: whoever sent it gave the
+         * secret to everyone on the way. */
+        if (role == AUTH_ROLE_AGENT)
+                return refuse(d, 401, "Authorization: an agent's secret is no bearer token (replace this one: it has "
+                              "been sent); " SIGNATURE_HINT);
         if (role == AUTH_ROLE_OPERATOR)
                 return;
 
         switch (req->access) {
         case AUTH_ACCESS_READ:
-                if (role == AUTH_ROLE_READER)
-                        return;
-                return refuse(d, 403, "Authorization: an agent token may only send heartbeats for its node");
+                return; /* the reader */
         case AUTH_ACCESS_WRITE:
-                if (role == AUTH_ROLE_READER && streq(req->method, "GET"))
+                if (streq(req->method, "GET"))
                         /* A GET for the operator only: GET /v1/backup. */
                         return refuse(d, 403, "Authorization: only the operator token may do this");
-                if (role == AUTH_ROLE_READER)
-                        return refuse(d, 403, "Authorization: the read-only token may only use GET, not %s", req->method);
-                return refuse(d, 403, "Authorization: an agent token may only send heartbeats for its node");
+                return refuse(d, 403, "Authorization: the read-only token may only use GET, not %s", req->method);
         case AUTH_ACCESS_HEARTBEAT:
-                /* Agents that still send their NODE:SECRET as a bearer token: their replies are not
-                 * signed. */
-                if (role == AUTH_ROLE_AGENT && req->node && streq(req->node, agent_node))
-                        return;
-                if (role == AUTH_ROLE_AGENT)
-                        return refuse(d, 403, "Authorization: this agent token is for node %s, not %s", agent_node,
-                                      req->node ?: "?");
                 return refuse(d, 403, "Authorization: the read-only token may only use GET, not %s", req->method);
         default:
                 return refuse(d, 403, "access denied");

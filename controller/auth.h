@@ -64,8 +64,10 @@ bool auth_tokens_enabled(const AuthTokens *t);
  * NULL. Points into t. */
 const char *auth_agent_key(const AuthTokens *t, const char *node);
 
-/* Who presents this Authorization header value (NULL when absent) as a bearer token: the role,
- * and for an agent's NODE:SECRET its node (pointing into t). Constant time in the secrets. */
+/* Who presents this Authorization header value (NULL when absent) as a bearer token: the role
+ * (AUTH_ROLE_AGENT: an agent's NODE:SECRET, which auth_decide() refuses), and for an agent of
+ * the agents file its node (pointing into t; "" with the install's key). Constant time in the
+ * secrets. */
 AuthRole auth_identify(const AuthTokens *t, const char *authorization, const char **ret_node);
 
 /* The controller's two clocks a signature's time is checked against: the wall clock, and the

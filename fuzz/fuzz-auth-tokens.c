@@ -1,8 +1,9 @@
 /* fuzz-auth-tokens.c: the controller's agent tokens file parser and the Authorization header
  * check (bearer tokens and agents' signatures), on arbitrary bytes. The input is split at its
- * first NUL: a tokens file before it, an Authorization header after it. A header that is
- * accepted must name a node of the file; a signature accepted (which fuzzing cannot forge, but
- * the corpus holds good ones) is good for its node's heartbeats only. */
+ * first NUL: a tokens file before it, an Authorization header after it. A bearer token taken
+ * for an agent's must name a node of the file, and is refused (an agent's secret is never a
+ * bearer token); a signature accepted (fuzzing cannot forge one, but the corpus holds good
+ * ones) is good for its node's heartbeats only. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,12 +37,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         AuthRequest req = { .authorization = header, .access = AUTH_ACCESS_HEARTBEAT, .method = "POST",
                             .target = "/v1/nodes/n1/heartbeat", .node = node, .now_s = { 1700000000, 1700000000 } };
         if (role == AUTH_ROLE_AGENT) {
+                /* An agent's secret sent as a bearer token: refused everywhere. */
                 FUZZ_ASSERT(node);
                 auth_decide(&t, &req, &d);
-                FUZZ_ASSERT(d.status == 0 && !d.key);
+                FUZZ_ASSERT(d.status == 401 && !d.key);
                 req.access = AUTH_ACCESS_WRITE;
                 auth_decide(&t, &req, &d);
-                FUZZ_ASSERT(d.status == 403);
+                FUZZ_ASSERT(d.status == 401);
         } else
                 FUZZ_ASSERT(role == AUTH_ROLE_NONE);
 

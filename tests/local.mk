@@ -231,7 +231,7 @@ TESTS += tests/unit/test-reporter tests/integration/test-push.sh
 tests_unit_test_reporter_SOURCES = tests/unit/test-reporter.c agent/reporter.c agent/reporter.h
 tests_unit_test_reporter_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/agent
 tests_unit_test_reporter_CFLAGS = $(AM_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(LIBCURL_CFLAGS) $(CRITERION_CFLAGS)
-tests_unit_test_reporter_LDADD = $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(LIBCURL_LIBS) $(CRITERION_LIBS)
+tests_unit_test_reporter_LDADD = $(SIGN_LIBS) $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(LIBCURL_LIBS) $(CRITERION_LIBS)
 EXTRA_DIST += tests/integration/test-push.sh
 
 # Multi-node tests: a controller and three agents in network namespaces of their own over veth

@@ -286,6 +286,11 @@ Test(decide, agent_token_is_bound_to_its_node) {
 Test(decide, without_agents_a_colon_token_is_nobody) {
         AuthTokens t = { .operator_token = (char *) OPERATOR };
         cr_assert_eq(auth_identify(&t, "Bearer n1:" N1_SECRET, NULL), AUTH_ROLE_NONE);
+        /* With the install's key, any valid node name before it is that key sent. */
+        t.agent_key = (char *) N1_SECRET;
+        cr_assert_eq(auth_identify(&t, "Bearer n1:" N1_SECRET, NULL), AUTH_ROLE_AGENT);
+        cr_assert_eq(auth_identify(&t, "Bearer n/1:" N1_SECRET, NULL), AUTH_ROLE_NONE);
+        cr_assert_eq(auth_identify(&t, "Bearer n1:" N2_SECRET, NULL), AUTH_ROLE_NONE);
 }
 
 /* ---- auth_decide ---- */
@@ -347,8 +352,10 @@ static const struct {
                         { 0, "" } },
         /* reader */ { { 403, "read-only token may only use GET, not POST" }, { 0, "" },
                        { 403, "read-only token may only use GET, not POST" }, { 0, "" } },
-        /* agent n1 bearer */ { { 403, "agent token may only send heartbeats for its node" },
-                                { 403, "agent token may only send heartbeats for its node" }, { 0, "" }, { 0, "" } },
+        /* agent n1 bearer */ { { 401, "an agent's secret is no bearer token" },
+                                { 401, "an agent's secret is no bearer token" },
+                                { 401, "an agent's secret is no bearer token (replace this one: it has been sent); an agent "
+                                       "signs its requests (Authorization: CGORCH-HMAC" }, { 0, "" } },
         /* agent n1 signed */ { { 403, "an agent's signature is good for its node's heartbeats and waits only" },
                                 { 403, "an agent's signature is good for its node's heartbeats and waits only" },
                                 { 0, "" }, { 0, "" } },
@@ -467,16 +474,29 @@ Test(decide, install_key_signs_for_every_node) {
         cr_assert_eq(decide(&t, h, AUTH_ACCESS_HEARTBEAT, "POST", HB, "n1", &d), 401u, "another key");
 }
 
-Test(decide, heartbeat_for_another_node) {
+Test(decide, agent_secret_is_no_bearer_token) {
         AuthDecision d;
-        cr_assert_eq(decide(&tokens, "Bearer n1:" N1_SECRET, AUTH_ACCESS_HEARTBEAT, "POST", HB, "n2", &d), 403u);
-        cr_assert_str_eq(d.message, "Authorization: this agent token is for node n1, not n2");
-        cr_assert_eq(decide(&tokens, "Bearer n2:" N2_SECRET, AUTH_ACCESS_HEARTBEAT, "POST", HB, "n2", &d), 0u);
-        cr_assert_eq(decide(&tokens, "Bearer n1:" N1_SECRET, AUTH_ACCESS_HEARTBEAT, "POST", HB, NULL, &d), 403u,
-                     "a heartbeat route without its node");
-        /* The operator may send any node's heartbeat (the tests and tools do); its reply is not signed. */
+        static const char *const sent[] = { "Bearer n1:" N1_SECRET, "Bearer n2:" N2_SECRET };
+        for (size_t i = 0; i < ELEMENTSOF(sent); i++) {
+                cr_assert_eq(decide(&tokens, sent[i], AUTH_ACCESS_HEARTBEAT, "POST", HB, "n1", &d), 401u);
+                cr_assert(strstr(d.message, "CGORCH-HMAC"), "the scheme is named: %s", d.message);
+                cr_assert_null(d.key);
+        }
+        /* With the install's key, NODE:KEY is as much a sent secret. */
+        AuthTokens t = { .operator_token = (char *) OPERATOR, .agent_key = (char *) N1_SECRET };
+        cr_assert_eq(decide(&t, "Bearer n7:" N1_SECRET, AUTH_ACCESS_READ, "GET", "/v1/jobs", NULL, &d), 401u);
+        cr_assert(strstr(d.message, "an agent's secret is no bearer token"), "%s", d.message);
+        cr_assert_eq(decide(&t, "Bearer n7:" N2_SECRET, AUTH_ACCESS_READ, "GET", "/v1/jobs", NULL, &d), 401u);
+        cr_assert_str_eq(d.message, "Authorization: invalid token");
+}
+
+Test(decide, operator_may_send_any_heartbeat_unsigned) {
+        AuthDecision d;
+        /* The tests and tools do; the answer is not signed (there is no agent's key to sign with). */
         cr_assert_eq(decide(&tokens, "Bearer " OPERATOR, AUTH_ACCESS_HEARTBEAT, "POST", HB, "n9", &d), 0u);
         cr_assert_null(d.key);
+        cr_assert_eq(decide(&tokens, "Bearer " READER, AUTH_ACCESS_HEARTBEAT, "POST", HB, "n1", &d), 403u);
+        cr_assert_str_eq(d.message, "Authorization: the read-only token may only use GET, not POST");
 }
 
 Test(decide, reader_message_names_the_method) {
