@@ -149,9 +149,6 @@ static int setup_key(Reporter *reporter, const char *node) {
         _cleanup_free_ char *error = NULL;
         int r;
 
-        if (arg_token_file && arg_key_file)
-                return log_error_errno(EINVAL, "--token-file and --key-file exclude each other: the first is this node's "
-                                       "line of the controller's --agent-tokens-file, the second its --agent-key-file.");
         if (arg_token_file) {
                 r = secret_file_read_token(arg_token_file, &token, &error);
                 if (r < 0)
@@ -449,6 +446,12 @@ int main(int argc, char **argv) {
                 return EXIT_FAILURE;
         }
         log_set_max_level(arg_log_level);
+        if (arg_token_file && arg_key_file) {
+                log_error("--token-file and --key-file exclude each other: the first is this node's line of the "
+                          "controller's --agent-tokens-file, the second its --agent-key-file.");
+                config_free(&spec);
+                return EXIT_FAILURE;
+        }
 
         r = run();
         config_free(&spec);

@@ -19,5 +19,5 @@ COMMON_LIBS = common/libcgorch-common.a $(JANSSON_LIBS) -lm
 # and their tests link it; the other programs do without libcrypto.
 noinst_LIBRARIES += common/libcgorch-sign.a
 common_libcgorch_sign_a_SOURCES = common/signature.c common/signature.h
-common_libcgorch_sign_a_CFLAGS = $(AM_CFLAGS) $(LIBCRYPTO_CFLAGS)
+common_libcgorch_sign_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBCRYPTO_CFLAGS)
 SIGN_LIBS = common/libcgorch-sign.a $(LIBCRYPTO_LIBS)

@@ -124,6 +124,9 @@ wait_for 10 test -s "$d/port-open" || fail "the controller without token files d
 open_port=$(cat "$d/port-open")
 key=$state/agent.key
 [ "$(stat -c '%a %u' "$key")" = "600 $(id -u)" ] || fail "the agent key is $(stat -c '%a %u' "$key")"
+"$AGENT_BIN" --node solo --token-file "$token" --key-file "$key" >"$d/both.log" 2>&1 &&
+        fail "an agent started with both --token-file and --key-file"
+grep -q 'exclude each other' "$d/both.log" || fail "no reason for refusing --token-file with --key-file: $(cat "$d/both.log")"
 "$AGENT_BIN" --controller "http://127.0.0.1:$open_port" --node solo --cgroup-fs "$CGROUP_FS" \
         --cgroup-root "$CLUSTER_CGROOT/solo" --sample-interval 500ms --key-file "$key" >>"$d/agent-solo.log" 2>&1 &
 CLUSTER_PIDS+=($!)
