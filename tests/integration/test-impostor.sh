@@ -10,7 +10,8 @@
 #      out and it freezes its running task (the self-fence); the real controller, back on its
 #      port, thaws it, the job ends as the same attempt and a new job runs;
 #   2. the single-machine default (no token file: the controller's agent key in its state
-#      directory, which the agent reads): the same, and then the positive control, an impostor
+#      directory, which the agent reads, also when it appears only after the agent's start):
+#      the same, and then the positive control, an impostor
 #      that holds the key and signs as the controller would: the agent obeys it, so it was the
 #      signature alone that stopped the others.
 set -euo pipefail
@@ -132,13 +133,22 @@ grep -q 'exclude each other' "$d/both.log" || fail "no reason for refusing --tok
 CLUSTER_PIDS+=($!)
 solo_ready() { curl -fsS "http://127.0.0.1:$open_port/v1/nodes" | jq -e '.nodes[] | select(.id == "solo" and .state == "ready")' >/dev/null; }
 wait_for 15 solo_ready || fail "the agent did not register with the agent key: $(tail -5 "$d/agent-solo.log")"
+# An agent that starts before its key exists reads it once it is there.
+"$AGENT_BIN" --controller "http://127.0.0.1:$open_port" --node late --cgroup-fs "$CGROUP_FS" \
+        --cgroup-root "$CLUSTER_CGROOT/late" --sample-interval 500ms --key-file "$d/late.key" >>"$d/agent-late.log" 2>&1 &
+CLUSTER_PIDS+=($!)
+wait_for 10 grep -q 'does not exist yet' "$d/agent-late.log" || fail "the agent without its key did not say so: $(cat "$d/agent-late.log")"
+sleep 1
+install -m 600 "$key" "$d/late.key"
+late_ready() { curl -fsS "http://127.0.0.1:$open_port/v1/nodes" | jq -e '.nodes[] | select(.id == "late" and .state == "ready")' >/dev/null; }
+wait_for 15 late_ready || fail "the agent did not register once its key was there: $(tail -5 "$d/agent-late.log")"
 kill -TERM "$open_pid"
 wait "$open_pid" 2>/dev/null || true
 start_impostor open "$open_port"
 wait_for 20 got_requests open 8 || fail "the impostor got only $(requests open) requests"
 stop_impostor
 check_requests open "$(cat "$key")"
-pass "no token file: the agent signed with the controller's agent key; the impostor got no key and started nothing"
+pass "no token file: the agents signed with the controller's agent key (one started before the key existed and read it once it came); the impostor got no key and started nothing"
 
 # The positive control: with the key (a copy the stranger may read: the key itself it could
 # not), the same answers are obeyed.
