@@ -385,7 +385,13 @@ Test(launcher, output_relayed_line_by_line) {
                 clock_gettime(CLOCK_MONOTONIC, &now);
         } while ((seen.calls == 0 || launch_output(l)->lines_logged < 3) && now.tv_sec - start.tv_sec < 30);
         cr_assert_eq(seen.calls, 1);
-        cr_expect_eq(launch_output(l)->lines_logged, 3);
+        /* Under valgrind --trace-children the shell's own banner lines come through its
+         * standard error too. */
+        const char *preload = getenv("LD_PRELOAD");
+        if (preload && strstr(preload, "vgpreload"))
+                cr_expect_geq(launch_output(l)->lines_logged, 3);
+        else
+                cr_expect_eq(launch_output(l)->lines_logged, 3);
         cr_expect_eq(launch_output(l)->lines_dropped, 0);
         launch_free(l);
         close(fd);
