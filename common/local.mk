@@ -9,6 +9,7 @@ common_libcgorch_common_a_SOURCES = \
 	common/heartbeat-reader.c common/heartbeat-reader.h \
 	common/secret-file.c common/secret-file.h \
 	common/exec-access.c common/exec-access.h \
+	common/task-output.c common/task-output.h \
 	common/stop-guard.c common/stop-guard.h
 common_libcgorch_common_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 

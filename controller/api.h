@@ -10,6 +10,9 @@
 #include "runtime-config.h"
 #include "store.h"
 
+/* Reads of tasks' output waiting for their node's agent (api-output.c). */
+typedef struct OutputReads OutputReads;
+
 typedef struct Api {
         Cluster *cluster;
         Store *store;
@@ -21,6 +24,7 @@ typedef struct Api {
         Orchestrator *orchestrator;          /* GET /v1/contention */
         RuntimeConfig *config;               /* GET/PUT /v1/config */
         NodeWaits *waits;                    /* POST /v1/nodes/{id}/wait; NULL: answered at once */
+        OutputReads *reads;                  /* GET /v1/jobs/{id}/output; NULL: 503 */
 } Api;
 
 /* A wait holds at most this long (?hold_ms=), 25 s when not given. */
@@ -39,6 +43,16 @@ void api_handle_contention(const HttpRequest *req, HttpResponse *resp, void *use
 void api_handle_adjustments(const HttpRequest *req, HttpResponse *resp, void *userdata);
 void api_handle_config_get(const HttpRequest *req, HttpResponse *resp, void *userdata);
 void api_handle_config_put(const HttpRequest *req, HttpResponse *resp, void *userdata);
+
+/* Tasks' output (api-output.c): the reads waiting for their node, each holding its client's
+ * request for up to 10 s; waits (may be NULL) wakes the node of a new read. */
+int output_reads_new(sd_event *e, Store *store, NodeWaits *waits, OutputReads **ret);
+/* Answers every waiting read 503. */
+OutputReads *output_reads_free(OutputReads *t);
+/* Adds the node's reads not sent yet to its heartbeat reply ("reads"), marking them sent. */
+int output_reads_add_to_reply(OutputReads *t, const char *node, json_t *reply);
+void api_handle_job_output(const HttpRequest *req, HttpResponse *resp, void *userdata);
+void api_handle_node_output(const HttpRequest *req, HttpResponse *resp, void *userdata);
 
 /* The HttpAuthorize hook for api_routes, with an Api as userdata: auth_decide(), the name of a
  * user principal's uid (403 when it has none on this host), and for a request signed by an

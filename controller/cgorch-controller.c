@@ -180,6 +180,7 @@ typedef struct Manager {
         HttpServer *http;
         Orchestrator *orchestrator;
         NodeWaits *waits;
+        OutputReads *reads;             /* tasks' output being read on their nodes */
         RuntimeConfig config;
         sd_event_source *tick_source;
         StopGuard *stop_guard;
@@ -288,6 +289,7 @@ static void manager_done(Manager *m) {
         if (m->store)
                 store_set_action_hook(m->store, NULL, NULL);
         m->waits = node_waits_free(m->waits);
+        m->reads = output_reads_free(m->reads);
         m->http = http_server_free(m->http);
         m->orchestrator = orchestrator_free(m->orchestrator);
         m->cluster = cluster_free(m->cluster);
@@ -479,6 +481,14 @@ static const char *training_text(const SchedParams *p) {
         return buf;
 }
 
+static int apply_jobs(void *userdata, const RuntimeSettings *s) {
+        Manager *m = userdata;
+        cluster_set_job_params(m->cluster, &s->jobs);
+        log_info("Jobs: time limit %g s by default, %g s at most (0: none), kill grace %g s.", s->jobs.default_time_s,
+                 s->jobs.max_time_s, s->jobs.kill_grace_s);
+        return 0;
+}
+
 static int apply_scheduler(void *userdata, const RuntimeSettings *s) {
         Manager *m = userdata;
         int r = cluster_set_sched_params(m->cluster, &s->sched);
@@ -585,6 +595,7 @@ static int run(Manager *m) {
                 .node_lost_after = arg_node_lost_after,
                 .lease_ms = (uint32_t) (arg_lease_us / USEC_PER_MSEC),
                 .sched = sp,
+                .jobs = m->config.current.jobs,
                 .sizes = HFSP_SIZE_PARAMS_DEFAULT,
                 .on_heartbeat = on_heartbeat,
                 .on_heartbeat_userdata = m,
@@ -618,6 +629,7 @@ static int run(Manager *m) {
                 return log_error_errno(r, "Cannot set up the orchestrator: %m");
         m->config.apply[KNOB_APPLY_ORCHESTRATOR] = apply_orchestrator;
         m->config.apply[KNOB_APPLY_SCHEDULER] = apply_scheduler;
+        m->config.apply[KNOB_APPLY_JOBS] = apply_jobs;
         m->config.load = config_load;
         m->config.userdata = m;
         log_info("Orchestrator: mode %s%s, epoch %g s, estimator %s, hysteresis %u, cool-down %u.",
@@ -630,6 +642,9 @@ static int run(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Cannot set up the node waits: %m");
         store_set_action_hook(m->store, on_action_queued, m);
+        r = output_reads_new(m->event, m->store, m->waits, &m->reads);
+        if (r < 0)
+                return log_error_errno(r, "Cannot set up output reads: %m");
 
         m->api = (Api) {
                 .cluster = m->cluster,
@@ -645,6 +660,7 @@ static int run(Manager *m) {
                 .orchestrator = m->orchestrator,
                 .config = &m->config,
                 .waits = m->waits,
+                .reads = m->reads,
         };
         _cleanup_free_ char *tls_cert = NULL;
         _cleanup_secret_ char *tls_key = NULL;

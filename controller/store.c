@@ -156,6 +156,28 @@ static const char schema_v4_pids[] = "ALTER TABLE phases ADD COLUMN pids_max INT
  * heartbeats say; NULL: not said. */
 static const char schema_v5_node_pids[] = "ALTER TABLE nodes ADD COLUMN pids_limit INTEGER;";
 
+/* Versions 6 and 7 belong to other work not merged here (the scheduler's incremental picture);
+ * until it is, they change nothing, and whoever merges both renumbers. */
+static const char schema_v6_reserved[] = "SELECT 1;";
+static const char schema_v7_reserved[] = "SELECT 1;";
+
+/* Version 8: what a shared cluster keeps per job (task-output.h, docs/design.md "Users"): where
+ * its tasks' output goes (NULL: the node's default), its wall-clock limit per task (NULL: none),
+ * who holds it back from placement (NULL: nobody; held_admin: an administrator, whom only an
+ * administrator can release), why it ended, and from which attempt on its tasks count after a
+ * requeue (earlier attempts are history). Per task: the output its node's cap discarded. */
+static const char schema_v8_users[] =
+        "ALTER TABLE jobs ADD COLUMN output TEXT;"
+        "ALTER TABLE jobs ADD COLUMN error TEXT;"
+        "ALTER TABLE jobs ADD COLUMN time_limit_s INTEGER;"
+        "ALTER TABLE jobs ADD COLUMN held_by TEXT;"
+        "ALTER TABLE jobs ADD COLUMN held_admin INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE jobs ADD COLUMN held_ms INTEGER;"
+        "ALTER TABLE jobs ADD COLUMN reason TEXT;"
+        "ALTER TABLE jobs ADD COLUMN attempt_base INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE jobs ADD COLUMN requeues INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE tasks ADD COLUMN output_dropped_bytes INTEGER NOT NULL DEFAULT 0;";
+
 /* Migration steps in order: step k takes a database of version k to version k + 1. A new
  * version appends its own step (and bumps STORE_SCHEMA_VERSION); steps are never edited. */
 static const struct {
@@ -167,6 +189,9 @@ static const struct {
         { schema_v3_orch, "add the orchestrator's adjustments" },
         { schema_v4_pids, "add the phases' pids limit" },
         { schema_v5_node_pids, "add whether a node's tasks get a pids limit" },
+        { schema_v6_reserved, "(reserved)" },
+        { schema_v7_reserved, "(reserved)" },
+        { schema_v8_users, "add jobs' output, time limit, hold, reason and requeues" },
 };
 
 static const char *const phase_state_table[_PHASE_STATE_MAX] = {

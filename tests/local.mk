@@ -12,6 +12,15 @@ tests_unit_test_config_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
 TESTS += tests/integration/test-e2e.sh
 EXTRA_DIST += tests/integration/test-e2e.sh tools/cluster-lib.sh tools/demo.sh
 
+# common: --output/--error patterns and base64 (task-output.c); the operator's time limits
+# (controller/job-params.c, pure).
+check_PROGRAMS += tests/unit/test-task-output
+TESTS += tests/unit/test-task-output
+tests_unit_test_task_output_SOURCES = tests/unit/test-task-output.c
+tests_unit_test_task_output_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/controller
+tests_unit_test_task_output_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_task_output_LDADD = $(SCHED_LIBS) $(COMMON_LIBS) $(CRITERION_LIBS)
+
 check_PROGRAMS += tests/unit/test-protocol
 TESTS += tests/unit/test-protocol
 tests_unit_test_protocol_SOURCES = tests/unit/test-protocol.c

@@ -113,7 +113,7 @@ fence_pid=$n1_pid
 [ "$fence_node" = n2 ] && fence_pid=$n2_pid
 kill -KILL "$fence_pid"
 wait "$fence_pid" 2>/dev/null || true
-"${CLUSTER_AGENT_EXEC[@]}" "$AGENT_BIN" --controller "${CLUSTER_AGENT_URL:-$CGORCH_SERVER}" --node "$fence_node" \
+"${CLUSTER_AGENT_EXEC[@]}" "$AGENT_BIN" --controller "${CLUSTER_AGENT_URL:-$CGORCH_SERVER}" --node "$fence_node" --output-dir "$CLUSTER_OUTPUT_DIR" \
         --cgroup-fs "$CGROUP_FS" --cgroup-root "$CLUSTER_CGROOT/$fence_node" \
         ${CLUSTER_SAMPLE_INTERVAL:+--sample-interval "$CLUSTER_SAMPLE_INTERVAL"} \
         --token-file "$(cluster_agent_token "$fence_node")" --cpus 2 --memory 1G \

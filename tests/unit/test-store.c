@@ -364,7 +364,10 @@ Test(store, version_1_is_upgraded) {
         }
         strv_free(later);
         cr_assert_eq(sqlite3_exec(db, "ALTER TABLE tasks DROP COLUMN preempted_ms; ALTER TABLE phases DROP COLUMN pids_max;"
-                                      " ALTER TABLE nodes DROP COLUMN pids_limit; PRAGMA user_version = 1",
+                                      " ALTER TABLE nodes DROP COLUMN pids_limit; ALTER TABLE jobs DROP COLUMN output; ALTER TABLE jobs DROP COLUMN error; ALTER TABLE jobs DROP COLUMN time_limit_s;"
+                                      " ALTER TABLE jobs DROP COLUMN held_by; ALTER TABLE jobs DROP COLUMN held_admin; ALTER TABLE jobs DROP COLUMN held_ms;"
+                                      " ALTER TABLE jobs DROP COLUMN reason; ALTER TABLE jobs DROP COLUMN attempt_base; ALTER TABLE jobs DROP COLUMN requeues;"
+                                      " ALTER TABLE tasks DROP COLUMN output_dropped_bytes; PRAGMA user_version = 1",
                                   NULL, NULL, NULL), SQLITE_OK);
         sqlite3_close(db);
 
