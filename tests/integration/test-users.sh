@@ -11,7 +11,8 @@
 # `sleep 60` ends timeout within a bound, one that ignores SIGTERM too (SIGKILL after the
 # grace); a limit of 0 is refused naming it. A held job stays queued while a node has room, B can
 # neither release nor hold A's jobs, A's release lets it run; a timed-out job is requeued as a
-# new attempt. Then a controller without tokens on loopback: A over TCP is A (the owner of the
+# new attempt. Across an agent's restart a task's output goes on into its file and its limit
+# counts from the task's start. Then a controller without tokens on loopback: A over TCP is A (the owner of the
 # connection, as the kernel says), not whoever A claims to be, and root is an administrator
 # there too.
 set -euo pipefail
@@ -277,6 +278,23 @@ ctl_a requeue "$id_t" >/dev/null || fail "A could not requeue the timed-out job 
 wait_for 20 job_is_final "$id_t" || fail "the requeued job $id_t did not end"
 [ "$(job_field "$id_t" .state)" = timeout ] || fail "the requeued job $id_t ended $(job_field "$id_t" .state)"
 pass "the timed-out job $id_t was requeued by A: attempt $id_t.0.0.1 ran, and timed out again"
+
+# ---- an agent restart: the task's output goes on into the same file, its time limit counts on ----
+started=$SECONDS
+id_r=$(ctl_a submit --name a-restart --time 6 --cpus 0.1 --memory 32M -- \
+        /bin/sh -c 'for i in 1 2 3 4 5; do echo tick-$i; sleep 1; done; trap "" TERM; sleep 60')
+wait_for 20 test -s "$CLUSTER_OUTPUT_DIR/$user_a/$id_r.0.0.out" || fail "job $id_r wrote nothing"
+kill -KILL "$CLUSTER_AGENT_PID"
+sleep 2
+cluster_start_agent n1 --cpus 2 --memory 2G
+wait_for 30 job_is_final "$id_r" || fail "job $id_r still $(job_field "$id_r" .state) after the agent's restart"
+took=$((SECONDS - started))
+[ "$(job_field "$id_r" .state)" = timeout ] || fail "job $id_r ended $(job_field "$id_r" .state) after the agent's restart"
+[ "$(cat "$CLUSTER_OUTPUT_DIR/$user_a/$id_r.0.0.out")" = $'tick-1\ntick-2\ntick-3\ntick-4\ntick-5' ] ||
+        fail "job $id_r's file after the restart: '$(cat "$CLUSTER_OUTPUT_DIR/$user_a/$id_r.0.0.out")'"
+[ $took -le 16 ] || fail "job $id_r (--time 6, grace 1 s) took $took s across the restart: the new agent counted from its own start?"
+grep -q "Task $id_r.0.0.0 re-adopted" "$CLUSTER_DIR/agent-n1.log" || fail "the new agent did not re-adopt job $id_r's task"
+pass "across an agent restart job $id_r's output went on into its file and its limit counted from the task's start ($took s)"
 
 # ---- no tokens, loopback TCP: the kernel names the owner of each connection ----
 "$CONTROLLER_BIN" --config /dev/null --listen 127.0.0.1:0 --port-file "$CLUSTER_DIR/open-port" \
