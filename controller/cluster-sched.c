@@ -359,6 +359,16 @@ static int phase_added(ClusterSched *cs, Store *store, const StoreSchedPhase *p,
         };
         StoreSchedRecord *rec = restore_take(cs, key);
         int r;
+        /* A phase that runs again (its job was requeued) while its earlier run still ages
+         * virtually: that run is over, and the new one is sized and aged afresh. */
+        PhaseEntry *old = entries_find(cs->done, cs->n_done, key);
+        if (old) {
+                (void) sched_job_remove(cs->sched, key, now_s);
+                json_decref(old->estimate);
+                size_t i = (size_t) (old - cs->done);
+                memmove(old, old + 1, (cs->n_done - i - 1) * sizeof *old);
+                cs->n_done--;
+        }
         if (rec) {
                 e.sz = sizing_of_record(rec, p->n_tasks);
                 e.sized_ms = rec->sized_ms;

@@ -1699,3 +1699,43 @@ Test(cluster, requeue_runs_every_task_again) {
         cr_assert_str_eq(error, "job 1 is succeeded: only a failed, timed-out or cancelled job can be requeued");
         free(error);
 }
+
+/* Under hfsp a phase that failed early stays in the virtual cluster no more, but one that
+ * succeeded ages on virtually after its job ended: a requeue while it still does starts the
+ * phase afresh — sized again, queued, not "done" — and checkpoints keep one row for it. */
+Test(cluster, requeue_while_the_last_run_still_ages_virtually) {
+        restart(SCHED_HFSP, SCHED_PREEMPT_WAIT, T0);
+        uint64_t id = submit(job_two_phases, T0);
+        Node n1 = node_new("n1", 4);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 100);
+        heartbeat_reply_free(ack_and_run(&n1, hr, T0 + 200));
+        heartbeat_reply_free(hr);
+        /* Phase 0 succeeds at once (it still ages virtually); phase 1 fails. */
+        TaskReport r[2] = { ended(task_id(id, 0, 0), TASK_SUCCEEDED, 0, 0, 0.1, MiB),
+                            ended(task_id(id, 0, 1), TASK_SUCCEEDED, 0, 0, 0.1, MiB) };
+        heartbeat_reply_free(beat(&n1, r, 2, NULL, 0, T0 + 300));
+        hr = beat_empty(&n1, T0 + 400);
+        heartbeat_reply_free(ack_and_run(&n1, hr, T0 + 500));
+        heartbeat_reply_free(hr);
+        TaskReport f = ended(task_id(id, 1, 0), TASK_FAILED, 1, 0, 0.1, MiB);
+        heartbeat_reply_free(beat(&n1, &f, 1, NULL, 0, T0 + 600));
+        assert_job_state(id, "failed");
+
+        json_t *job = NULL;
+        char *error = NULL;
+        cr_assert_eq(cluster_requeue(cluster, id, "ann", T0 + 700, &job, &error), 0, "%s", error ?: "");
+        json_t *sched = json_object_get(job, "scheduler");
+        cr_assert(json_is_object(sched), "the scheduler holds the requeued job");
+        cr_expect_eq(json_integer_value(json_object_get(sched, "phase")), 0);
+        cr_expect_str_neq(json_string_value(json_object_get(sched, "state")), "done");
+        json_decref(job);
+        cr_assert_eq(cluster_checkpoint(cluster, T0 + 800, true), 0);
+        /* One row per phase, not done: a restart brings the new run back, not the old one. */
+        restart(SCHED_HFSP, SCHED_PREEMPT_WAIT, T0 + 900);
+        json_t *j = NULL;
+        cr_assert_eq(cluster_job_to_json(cluster, id, T0 + 1000, &j), 0);
+        sched = json_object_get(j, "scheduler");
+        cr_assert(json_is_object(sched));
+        cr_expect_str_neq(json_string_value(json_object_get(sched, "state")), "done");
+        json_decref(j);
+}
