@@ -1016,39 +1016,35 @@ _noreturn_ static void shim_run(const LaunchSpec *spec, const Credentials *c, ch
 }
 
 /* The files of a task's output and error, as its user will open them: the patterns expanded
- * (task-output.h), the default in the user's directory under output_dir made first. */
-static int output_paths(const LaunchSpec *spec, const Credentials *c, char **ret_output, char **ret_error_path,
-                        char **ret_error) {
-        char out[TASK_OUTPUT_PATH_MAX], err[TASK_OUTPUT_PATH_MAX];
+ * (task-output.h), the default in the user's directory under output_dir made first. Into
+ * buffers of TASK_OUTPUT_PATH_MAX bytes, not the heap: the forks that use them never free. err
+ * is "" when error goes with the output. */
+static int output_paths(const LaunchSpec *spec, const Credentials *c, char *out, char *err, char **ret_error) {
         TaskId tid = {};
         int r;
 
         (void) task_id_parse(spec->task, &tid);
         TaskOutputIds ids = { .job = tid.job, .phase = tid.phase, .task = tid.task, .user = c->name };
         if (!spec->output_pattern && !spec->output_dir)
-                snprintf(out, sizeof out, "/dev/null");
+                snprintf(out, TASK_OUTPUT_PATH_MAX, "/dev/null");
         else {
                 if (!spec->output_pattern) {
                         r = launch_output_dir_ensure(spec->output_dir, c, ret_error);
                         if (r < 0)
                                 return r;
                 }
-                r = task_output_path(spec->output_pattern, spec->output_dir, &ids, out, sizeof out);
+                r = task_output_path(spec->output_pattern, spec->output_dir, &ids, out, TASK_OUTPUT_PATH_MAX);
                 if (r < 0)
                         return asprintf(ret_error, "the output file's name: %s", strerror(-r)) < 0 ? -ENOMEM : r;
         }
+        err[0] = '\0';
         if (spec->error_pattern) {
-                r = task_output_expand(spec->error_pattern, &ids, err, sizeof err);
+                r = task_output_expand(spec->error_pattern, &ids, err, TASK_OUTPUT_PATH_MAX);
                 if (r < 0)
                         return asprintf(ret_error, "the error file's name: %s", strerror(-r)) < 0 ? -ENOMEM : r;
-        }
-        *ret_output = strdup(out);
-        /* The same file twice would be two appending descriptors: one is enough. */
-        *ret_error_path = spec->error_pattern && !streq(err, out) ? strdup(err) : NULL;
-        if (!*ret_output || (spec->error_pattern && !streq(err, out) && !*ret_error_path)) {
-                free(*ret_output);
-                free(*ret_error_path);
-                return -ENOMEM;
+                /* The same file twice would be two appending descriptors: one is enough. */
+                if (streq(err, out))
+                        err[0] = '\0';
         }
         return 0;
 }
@@ -1060,7 +1056,9 @@ int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, l
                             prog_r = -EBADF, prog_w = -EBADF, out_r = -EBADF, out_w = -EBADF,
                             errp_r = -EBADF, errp_w = -EBADF, sock_shim = -EBADF, sock_task = -EBADF,
                             pid_r = -EBADF, pid_w = -EBADF, main_pidfd = -EBADF;
-        _cleanup_free_ char *error = NULL, *output_path = NULL, *error_path = NULL;
+        _cleanup_free_ char *error = NULL;
+        char output_path[TASK_OUTPUT_PATH_MAX], error_file[TASK_OUTPUT_PATH_MAX];
+        const char *error_path = NULL;
         Credentials cred = {};
         Launch *l = NULL;
         ChildError ce;
@@ -1081,9 +1079,10 @@ int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, l
         r = build_env(spec, &cred, &envp);
         if (r < 0)
                 goto fail;
-        r = output_paths(spec, &cred, &output_path, &error_path, &error);
+        r = output_paths(spec, &cred, output_path, error_file, &error);
         if (r < 0)
                 goto fail;
+        error_path = error_file[0] ? error_file : NULL;
 
         if (pipe2(fds, O_CLOEXEC) < 0)
                 goto fail_errno;
@@ -1226,8 +1225,12 @@ int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, l
                         .status_file = spec->status_fd >= 0, .on_exit = on_exit, .userdata = userdata };
         launch_pipes_init(l);
         l->output.max = spec->output_max_bytes;
-        l->output_path = TAKE_PTR(output_path);
-        l->error_path = TAKE_PTR(error_path);
+        l->output_path = strdup(output_path);
+        l->error_path = error_path ? strdup(error_path) : NULL;
+        if (!l->output_path || (error_path && !l->error_path)) {
+                r = -ENOMEM;
+                goto fail_kill;
+        }
         {
                 /* Sent before the exec we saw: one of the two messages is still there. */
                 int files[2];

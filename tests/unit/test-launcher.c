@@ -353,6 +353,13 @@ static void run_until_written(sd_event *e, Seen *seen, Launch *l, uint64_t bytes
         cr_assert_eq(seen->calls, 1);
 }
 
+/* Under valgrind --trace-children the traced shell's own banner lines come through its standard
+ * error too: exact contents are checked elsewhere. */
+static bool under_valgrind(void) {
+        const char *preload = getenv("LD_PRELOAD");
+        return preload && strstr(preload, "vgpreload");
+}
+
 /* As the agent is: SIGCHLD blocked (sd-event's child sources), a subreaper. */
 static void be_like_the_agent(void) {
         sigset_t chld;
@@ -396,10 +403,7 @@ Test(launcher, output_into_files) {
         cr_expect_str_eq(launch_error_path(l), err);
         run_until_written(e, &seen, l, strlen("out\nlast") + strlen("<0>err\n"));
         cr_expect_str_eq(read_all(out), "out\nlast");
-        /* Under valgrind --trace-children the shell's own banner lines come through its
-         * standard error too. */
-        const char *preload = getenv("LD_PRELOAD");
-        if (!preload || !strstr(preload, "vgpreload"))
+        if (!under_valgrind())
                 cr_expect_str_eq(read_all(err), "<0>err\n");
         struct stat st;
         cr_assert_eq(stat(out, &st), 0);
@@ -414,7 +418,10 @@ Test(launcher, output_into_files) {
         cr_expect_null(launch_error_path(l));
         run_until_written(e, &seen, l, strlen("out\nlast") + strlen("<0>err\n"));
         const char *both = read_all(out);
-        cr_expect(strncmp(both, "out\nlastout\n", strlen("out\nlastout\n")) == 0, "%s", both);
+        cr_expect(strncmp(both, "out\nlast", strlen("out\nlast")) == 0, "appended: %s", both);
+        if (!under_valgrind())
+                cr_expect_str_eq(both, "out\nlastout\n<0>err\nlast");
+        cr_expect(strstr(both + strlen("out\nlast"), "out\n"), "%s", both);
         cr_expect(strstr(both, "<0>err\n"), "%s", both);
         launch_free(l);
         unlink(out);
@@ -441,12 +448,15 @@ Test(launcher, output_capped_with_a_note) {
         cr_assert_eq(launch_start(e, &spec, attach_nothing, on_exit_cb, &seen, &l, &error), 0, "%s", error ?: "");
         run_until_written(e, &seen, l, 19);
         const char *text = read_all(pattern);
-        cr_expect(strncmp(text, "0123456789", 10) == 0, "%s", text);
+        if (!under_valgrind()) {
+                cr_expect(strncmp(text, "0123456789", 10) == 0, "%s", text);
+                cr_expect_eq(launch_output(l)->dropped, 9);
+        }
         cr_expect(strstr(text, "[cgorch: this task's output reached the node's limit of 10 bytes"), "%s", text);
         cr_expect_null(strstr(text, "abcdef"), "%s", text);
         cr_expect_null(strstr(text, "XYZ"), "%s", text);
         cr_expect_eq(launch_output(l)->written, 10);
-        cr_expect_eq(launch_output(l)->dropped, 9);
+        cr_expect_geq(launch_output(l)->dropped, 9);
         launch_free(l);
         unlink(pattern);
         rmdir(dir);
