@@ -393,6 +393,7 @@ void api_authorize(void *userdata, const HttpAuthRequest *req, HttpAuthResult *r
                 ret->challenge = SIGNATURE_SCHEME " realm=\"cgorch\", Bearer realm=\"cgorch\"";
         if (d.status != 0)
                 return;
+        ret->vouched = auth_principal_vouched(api->tokens, &d.principal);
         if (d.key) {
                 /* A copy: a SIGHUP may replace the tokens while a wait is held. */
                 ret->reply_key = strdup(d.key);

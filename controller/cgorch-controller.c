@@ -47,6 +47,8 @@ static uint64_t arg_max_body_bytes = 1024 * 1024;
 static uint64_t arg_max_header_bytes = 32 * 1024;
 static unsigned arg_max_connections = 1024;
 static unsigned arg_max_connections_per_ip = 0;
+static unsigned arg_max_anonymous_per_ip = 64;
+static uint64_t arg_client_timeout_us = HTTP_CLIENT_TIMEOUT_DEFAULT_US;
 static double arg_rate_limit = 2000;
 static char *arg_operator_token_file = NULL;
 static char *arg_reader_token_file = NULL;
@@ -88,7 +90,15 @@ static const Option options[] = {
         { "max-connections", 0, OPTION_UINT, &arg_max_connections, "N",
           "client connections open at once; more are refused (default: 1024; 1..100000)", 1, 100000 },
         { "max-connections-per-ip", 0, OPTION_UINT, &arg_max_connections_per_ip, "N",
-          "connections open at once from one client address, 0 for no limit (default: 0; 0..100000)", 0, 100000 },
+          "connections open at once from one client address, refused beyond, agents' included; 0 for no limit "
+          "(default: 0; 0..100000)", 0, 100000 },
+        { "max-anonymous-per-ip", 0, OPTION_UINT, &arg_max_anonymous_per_ip, "N",
+          "connections from one client address that have sent no credential yet (signature, token); beyond, the one "
+          "that waited longest is closed; all of them together hold at most 3/4 of --max-connections; 0 for no "
+          "per-address limit (default: 64; 0..100000)", 0, 100000 },
+        { "client-timeout", 0, OPTION_DURATION, &arg_client_timeout_us, "DURATION",
+          "a connection must send a whole request within this long of opening or of its previous answer, and is closed "
+          "after this long without traffic while answered (default: 30s; 1s..1h)", 1, 3600 },
         { "rate-limit", 0, OPTION_DOUBLE, &arg_rate_limit, "N",
           "requests per second from one client address (bursts of 2N), excess gets 429; 0 for none (default: 2000)", 0, 1e6 },
         { "operator-token-file", 0, OPTION_STRING, &arg_operator_token_file, "FILE",
@@ -657,6 +667,8 @@ static int run(Manager *m) {
                 .max_header_bytes = arg_max_header_bytes,
                 .max_connections = arg_max_connections,
                 .max_connections_per_ip = arg_max_connections_per_ip,
+                .max_anonymous_per_ip = arg_max_anonymous_per_ip,
+                .client_timeout_us = arg_client_timeout_us,
                 .rate_limit_per_s = arg_rate_limit,
                 .tls_cert_pem = tls_cert,
                 .tls_key_pem = tls_key,
