@@ -22,6 +22,7 @@
 #include "http-server.h"
 #include "log.h"
 #include "node-wait.h"
+#include "nonce-cache.h"
 #include "orchestrator.h"
 #include "runtime-config.h"
 #include "secret-file.h"
@@ -190,6 +191,7 @@ typedef struct Manager {
         HttpServer *http;
         Orchestrator *orchestrator;
         NodeWaits *waits;
+        NonceCache *nonces;
         RuntimeConfig config;
         sd_event_source *tick_source;
         StopGuard *stop_guard;
@@ -299,6 +301,7 @@ static void manager_done(Manager *m) {
                 store_set_action_hook(m->store, NULL, NULL);
         m->waits = node_waits_free(m->waits);
         m->http = http_server_free(m->http);
+        m->nonces = nonce_cache_free(m->nonces);
         m->orchestrator = orchestrator_free(m->orchestrator);
         m->cluster = cluster_free(m->cluster);
         m->store = store_close(m->store);
@@ -640,6 +643,9 @@ static int run(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Cannot set up the node waits: %m");
         store_set_action_hook(m->store, on_action_queued, m);
+        r = nonce_cache_new(NONCE_CACHE_PER_NODE, SIGNATURE_MAX_SKEW_S, &m->nonces);
+        if (r < 0)
+                return log_oom();
 
         m->api = (Api) {
                 .cluster = m->cluster,
@@ -655,6 +661,7 @@ static int run(Manager *m) {
                 .orchestrator = m->orchestrator,
                 .config = &m->config,
                 .waits = m->waits,
+                .nonces = m->nonces,
         };
         _cleanup_free_ char *tls_cert = NULL;
         _cleanup_secret_ char *tls_key = NULL;

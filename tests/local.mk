@@ -259,6 +259,13 @@ tests_unit_test_conn_slots_SOURCES = tests/unit/test-conn-slots.c controller/con
 tests_unit_test_conn_slots_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_conn_slots_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
 TESTS += tests/integration/test-conn-limits.sh
+
+# Signed requests accepted once: the nonces per node, bounded.
+check_PROGRAMS += tests/unit/test-nonce-cache
+TESTS += tests/unit/test-nonce-cache
+tests_unit_test_nonce_cache_SOURCES = tests/unit/test-nonce-cache.c controller/nonce-cache.c controller/nonce-cache.h
+tests_unit_test_nonce_cache_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_nonce_cache_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
 EXTRA_DIST += tests/integration/test-conn-limits.sh tests/integration/conn-flood.py
 tests_unit_test_node_wait_SOURCES = tests/unit/test-node-wait.c controller/node-wait.c controller/node-wait.h
 tests_unit_test_node_wait_CFLAGS = $(AM_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(CRITERION_CFLAGS)

@@ -115,7 +115,7 @@ run_case() {
                         via_unix=true
                         continue
                 fi
-                # "Test-Sign: NODE [key=NODE] [skew=S] [signed-body=TEXT] [signed-target=PATH]" is
+                # "Test-Sign: NODE [key=NODE] [skew=S] [signed-body=TEXT] [signed-target=PATH] [nonce=HEX]" is
                 # not sent: the case is signed as NODE's agent (README.md).
                 if [[ ${line,,} == test-sign:* ]]; then
                         sign_as=${line#*:}
@@ -152,6 +152,7 @@ run_case() {
                         signed-body=*) printf '%s' "${opt#signed-body=}" >"$tmp/signed-body"
                                 sign_opts+=(--signed-body "$tmp/signed-body") ;;
                         signed-target=*) target=${opt#signed-target=} ;;
+                        nonce=*) sign_opts+=(--nonce "${opt#nonce=}") ;;
                         *) fail "$name" "Test-Sign: unknown option $opt"; return ;;
                         esac
                 done
