@@ -431,10 +431,91 @@ admitted:
         return MHD_YES;
 }
 
+typedef struct HeaderCount {
+        const char *name;
+        unsigned n;
+} HeaderCount;
+
+static enum MHD_Result header_count_one(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+        HeaderCount *c = cls;
+        if (strcasecmp(key, c->name) == 0)
+                c->n++;
+        return MHD_YES;
+}
+
+/* How many times the header came (MHD's lookup sees the first one only). */
+static unsigned header_count(struct MHD_Connection *conn, const char *name) {
+        HeaderCount c = { .name = name };
+        (void) MHD_get_connection_values(conn, MHD_HEADER_KIND, header_count_one, &c);
+        return c.n;
+}
+
+static int hex_digit(char c) {
+        return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* The first escape of a control character in the target as received, or NULL: "%00" would cut
+ * the path or a query value short once unescaped into a C string (so that "/healthz%00junk"
+ * was "/healthz"), and no other control character belongs in a path or query either. */
+static const char *target_control_escape(const char *target) {
+        for (const char *p = strchr(target, '%'); p; p = strchr(p + 1, '%')) {
+                int hi = hex_digit(p[1]), lo = hi >= 0 ? hex_digit(p[2]) : -1;
+                if (lo >= 0 && (hi * 16 + lo < 0x20 || hi * 16 + lo == 0x7f))
+                        return p;
+        }
+        return NULL;
+}
+
+static bool transfer_encoding_is_chunked(const char *v) {
+        v += strspn(v, " \t");
+        size_t n = strlen(v);
+        while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+                n--;
+        return n == 7 && strncasecmp(v, "chunked", 7) == 0;
+}
+
+/* What HTTP/1.1 itself asks of a request (RFC 9112), checked before it is routed: libmicrohttpd
+ * serves a request without Host, and reads a body framed by a transfer coding it does not know
+ * until the client closes (no answer at all). */
+static enum MHD_Result request_check_protocol(struct MHD_Connection *conn, const char *version, const Request *req,
+                                              bool *ret_ok) {
+        *ret_ok = false;
+        unsigned hosts = header_count(conn, MHD_HTTP_HEADER_HOST);
+        if (hosts > 1)
+                return send_error(conn, NULL, MHD_HTTP_BAD_REQUEST, NULL, NULL,
+                                  "Host: sent %u times, a request carries one", hosts);
+        if (hosts == 0 && version && strcmp(version, MHD_HTTP_VERSION_1_0) != 0)
+                return send_error(conn, NULL, MHD_HTTP_BAD_REQUEST, NULL, NULL,
+                                  "Host: missing, an HTTP/1.1 request must carry one");
+
+        unsigned codings = header_count(conn, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+        if (codings > 0) {
+                const char *te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+                if (codings > 1 || !te || !transfer_encoding_is_chunked(te))
+                        return send_error(conn, NULL, MHD_HTTP_NOT_IMPLEMENTED, MHD_HTTP_HEADER_CONNECTION, "close",
+                                          "Transfer-Encoding: '%.64s'%s is not supported, only chunked", te ?: "",
+                                          codings > 1 ? " and more" : "");
+                if (header_count(conn, MHD_HTTP_HEADER_CONTENT_LENGTH) > 0)
+                        return send_error(conn, NULL, MHD_HTTP_BAD_REQUEST, MHD_HTTP_HEADER_CONNECTION, "close",
+                                          "Content-Length and Transfer-Encoding: one of them frames a body, not both");
+        }
+
+        const char *escape = req->target ? target_control_escape(req->target) : NULL;
+        if (escape)
+                return send_error(conn, NULL, MHD_HTTP_BAD_REQUEST, NULL, NULL,
+                                  "target: %.3s escapes a control character, which no path or query may hold", escape);
+        *ret_ok = true;
+        return MHD_YES;
+}
+
 static enum MHD_Result request_begin(HttpServer *s, struct MHD_Connection *conn, const char *url,
-                                     const char *method, Request *req) {
+                                     const char *method, const char *version, Request *req) {
         char allow[64] = "";
-        bool path_known = false, admitted;
+        bool path_known = false, admitted, well_formed;
+
+        enum MHD_Result checked = request_check_protocol(conn, version, req, &well_formed);
+        if (!well_formed)
+                return checked;
 
         for (size_t i = 0; i < s->n_routes; i++) {
                 const HttpRoute *route = &s->routes[i];
@@ -704,7 +785,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                         *con_cls = req;
                 }
                 req->begun = true;
-                return request_begin(s, conn, url, method, req);
+                return request_begin(s, conn, url, method, version, req);
         }
 
         /* A held request that MHD resumed: its answer, or the end of a connection whose client
