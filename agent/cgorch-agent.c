@@ -22,6 +22,7 @@
 #include "procfs.h"
 #include "reporter.h"
 #include "secret-file.h"
+#include "signature.h"
 #include "stop-guard.h"
 #include "task-user.h"
 
@@ -49,6 +50,7 @@ static uint64_t arg_memory_step_bytes = 256 * 1024 * 1024;
 static uint64_t arg_min_memory_bytes = 16 * 1024 * 1024;
 static double arg_min_cpus = 0.01;
 static char *arg_token_file = NULL;
+static char *arg_key_file = NULL;
 static char *arg_ca_cert = NULL;
 static int arg_log_level = LOG_INFO;
 static char *arg_bpf_sampling = (char *) "auto";
@@ -85,7 +87,11 @@ static const Option options[] = {
         { "push-hold", 0, OPTION_DURATION, &arg_push_hold_us, "DURATION",
           "how long the controller holds a wait before the agent opens the next one, 1s..60s (default: 25s)", 1, 60 },
         { "token-file", 0, OPTION_STRING, &arg_token_file, "FILE",
-          "file (mode 0600) holding this node's NODE:SECRET line of the controller's agent tokens (default: none)", 0, 0 },
+          "file (mode 0600) holding this node's NODE:SECRET line of the controller's agent tokens: the secret signs "
+          "every request and proves the controller's replies, and is never sent (default: none, --key-file)", 0, 0 },
+        { "key-file", 0, OPTION_STRING, &arg_key_file, "FILE",
+          "without --token-file: the agent key of a controller without agent tokens, which signs the same way; read "
+          "once it exists (default: " SIGNATURE_AGENT_KEY_DEFAULT ", which a controller on this host creates)", 0, 0 },
         { "ca-cert", 0, OPTION_STRING, &arg_ca_cert, "FILE",
           "verify an https:// controller with the CA certificate(s) in FILE (default: the system's CAs)", 0, 0 },
         { "detail-every", 0, OPTION_UINT, &arg_detail_every, "N",
@@ -140,6 +146,44 @@ static void kick_reporter(void *userdata) {
 
 static void samples_ready(void *userdata) {
         (void) reporter_samples_ready(userdata, arg_sample_interval_us);
+}
+
+/* The secret every request is signed with: this node's line of the controller's agent tokens
+ * (--token-file), else the install's agent key (--key-file), which a controller on this host
+ * creates at its first start: when it is not there yet, the reporter reads it once it is. */
+static int setup_key(Reporter *reporter, const char *node) {
+        _cleanup_secret_ char *token = NULL;
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        if (arg_token_file) {
+                r = secret_file_read_token(arg_token_file, &token, &error);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot read the token: %s", error ?: "out of memory");
+                /* The controller finds the secret by the node the signature names: catch a token
+                 * copied from another node here, not as a 401 on every heartbeat. */
+                size_t n = strlen(node);
+                if (strncmp(token, node, n) != 0 || token[n] != ':')
+                        return log_error_errno(EINVAL, "%s: the token must be this node's line NODE:SECRET, with NODE %s.",
+                                               arg_token_file, node);
+                if (strlen(token + n + 1) < SECRET_MIN_LENGTH)
+                        return log_error_errno(EINVAL, "%s: the secret after \"%s:\" must be at least %u characters.",
+                                               arg_token_file, node, SECRET_MIN_LENGTH);
+                r = reporter_set_key(reporter, token + n + 1, NULL);
+                return r < 0 ? log_oom() : 0;
+        }
+
+        const char *path = arg_key_file ?: SIGNATURE_AGENT_KEY_DEFAULT;
+        r = secret_file_read_key(path, &token, &error);
+        if (r == -ENOENT) {
+                log_notice("The agent key %s does not exist yet (a controller on this host creates it at its first "
+                           "start; for a controller elsewhere give --token-file): heartbeats wait for it.", path);
+                r = reporter_set_key(reporter, NULL, path);
+        } else if (r < 0)
+                return log_error_errno(r, "Cannot read the agent key: %s", error ?: "out of memory");
+        else
+                r = reporter_set_key(reporter, token, NULL);
+        return r < 0 ? log_oom() : 0;
 }
 
 static int default_capacity(double *cpus, uint64_t *memory_bytes) {
@@ -338,30 +382,19 @@ static int run(void) {
                 log_error_errno(r, "Cannot set up the heartbeat client: %m");
                 goto out;
         }
-        if (arg_token_file || arg_ca_cert) {
-                _cleanup_secret_ char *token = NULL;
-                _cleanup_free_ char *error = NULL;
-                if (arg_token_file) {
-                        r = secret_file_read_token(arg_token_file, &token, &error);
-                        if (r < 0) {
-                                log_error_errno(r, "Cannot read the token: %s", error ?: "out of memory");
-                                goto out;
-                        }
-                        /* The controller binds the token to the node it names: catch a token
-                         * copied from another node here, not as a 403 on every heartbeat. */
-                        size_t n = strlen(node);
-                        if (strncmp(token, node, n) != 0 || token[n] != ':') {
-                                r = log_error_errno(EINVAL, "%s: the token must be this node's line NODE:SECRET, with NODE %s.",
-                                                    arg_token_file, node);
-                                goto out;
-                        }
-                }
-                r = reporter_set_auth(reporter, token, arg_ca_cert);
-                if (r < 0) {
-                        log_oom();
-                        goto out;
-                }
+        r = setup_key(reporter, node);
+        if (r < 0)
+                goto out;
+        r = reporter_set_ca(reporter, arg_ca_cert);
+        if (r < 0) {
+                log_oom();
+                goto out;
         }
+        if (reporter_url_is_exposed(arg_controller))
+                log_warning("The controller URL %s is plain HTTP to another host: every reply is signed, so nobody on "
+                            "the way can make this agent run anything, but task commands and environments (in the "
+                            "replies) and heartbeats travel readable by anyone on the path. Use https:// with "
+                            "--ca-cert (cgorch-agent(8)).", arg_controller);
         r = reporter_set_push(reporter, arg_push, arg_push_hold_us / USEC_PER_MSEC);
         if (r < 0) {
                 log_oom();
@@ -430,6 +463,12 @@ int main(int argc, char **argv) {
                 return EXIT_FAILURE;
         }
         log_set_max_level(arg_log_level);
+        if (arg_token_file && arg_key_file) {
+                log_error("--token-file and --key-file exclude each other: the first is this node's line of the "
+                          "controller's --agent-tokens-file, the second its --agent-key-file.");
+                config_free(&spec);
+                return EXIT_FAILURE;
+        }
 
         r = run();
         config_free(&spec);

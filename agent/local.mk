@@ -24,7 +24,7 @@ agent_cgorch_agent_SOURCES = \
 agent_cgorch_agent_CFLAGS = $(AM_CFLAGS) $(LIBCGROUP_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(LIBCURL_CFLAGS)
 agent_cgorch_agent_LDADD = \
 	agent/libcgorch-agent-cgroup.a \
-	$(COMMON_LIBS) \
+	$(SIGN_LIBS) $(COMMON_LIBS) \
 	$(LIBCGROUP_LIBS) $(LIBSYSTEMD_LIBS) $(LIBCURL_LIBS)
 
 # cgorch-agent-bpf: loads the BPF cgroup iterator the agent reads its hot counters through

@@ -1,9 +1,11 @@
-/* reporter.c: heartbeat client — libcurl multi interface on sd-event, reply decoding, pacing —
- * and the wait held open beside it (push). */
+/* reporter.c: heartbeat client — libcurl multi interface on sd-event, signed requests, replies
+ * taken only when signed, reply decoding, pacing — and the wait held open beside it (push). */
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <time.h>
 
@@ -11,6 +13,7 @@
 #include "macro.h"
 #include "reporter.h"
 #include "secret-file.h"
+#include "signature.h"
 
 #define REPLY_MAX_BYTES (16u * 1024u * 1024u)
 /* The controller may hold a heartbeat open (long poll) before answering. */
@@ -24,10 +27,11 @@
  * time to leave with a sample tick (reporter_samples_ready()). */
 #define READY_SLACK_DIVISOR 4
 
-/* A reply as it comes in, bounded by REPLY_MAX_BYTES. */
+/* A reply as it comes in, bounded by REPLY_MAX_BYTES, with its signature header. */
 typedef struct ReplyBuf {
         char *data;                       /* NUL-terminated */
         size_t len;
+        char signature[SIGNATURE_HEX_LEN + 1]; /* Cgorch-Signature, "" when none came */
 } ReplyBuf;
 
 typedef struct SocketSource {
@@ -44,7 +48,12 @@ struct Reporter {
         size_t n_sockets;
 
         char *url;
-        char *authorization;              /* "Authorization: Bearer ..." or NULL */
+        char *node;
+        char *target;                     /* what the signature covers: /v1/nodes/NODE/heartbeat */
+        char *key;                        /* the node's secret, NULL until loaded */
+        char *key_file;                   /* where to load it from while it is NULL */
+        bool key_missing_told;
+        bool unsigned_told;               /* this run of unsigned replies was logged */
         char *ca_file;
         ReporterOps ops;
         void *userdata;
@@ -52,6 +61,7 @@ struct Reporter {
         CURL *easy;                       /* the heartbeat in flight, or NULL */
         struct curl_slist *headers;
         const char *body;                 /* of the heartbeat in flight, the builder's: curl reads it in place */
+        SignatureHex sig;                 /* of the heartbeat in flight: its reply is signed over it */
         ReplyBuf reply;
         bool send_after;                  /* reporter_send_now() came while one was in flight */
         bool in_reply;                    /* ops.reply() runs: a send_now waits for it to return */
@@ -68,8 +78,10 @@ struct Reporter {
         bool push;
         uint64_t push_hold_ms;
         char *wait_url;
+        char *wait_target;
         CURL *wait_easy;                  /* the wait in flight, or NULL */
         struct curl_slist *wait_headers;
+        SignatureHex wait_sig;
         ReplyBuf wait_reply;
         unsigned wait_failures;           /* consecutive failed waits */
         bool wait_failure_told;           /* this run of failures was logged at info */
@@ -158,6 +170,78 @@ static void reply_describe(long status, const ReplyBuf *b, char *buf, size_t siz
         snprintf(buf, size, "HTTP %ld: %.*s", status, (int) MIN(len, (size_t) 300), b->data ? b->data : "");
 }
 
+/* The node's key, read from key_file the first time it is there: the controller of this host
+ * creates the install's agent key at its first start, which may come after the agent's. */
+static int load_key(Reporter *r, char *why, size_t why_size) {
+        if (r->key)
+                return 0;
+        if (!r->key_file) {
+                snprintf(why, why_size, "no key to sign requests with");
+                return -ENOKEY;
+        }
+        _cleanup_free_ char *error = NULL;
+        int k = secret_file_read_key(r->key_file, &r->key, &error);
+        if (k < 0) {
+                snprintf(why, why_size, "no key to sign requests with: %s%s", error ?: strerror(-k),
+                         k == -ENOENT ? " (the controller creates it at its first start)" : "");
+                return k;
+        }
+        log_info("Loaded the agent key %s: requests are signed with it.", r->key_file);
+        return 0;
+}
+
+/* Signs a POST of body to target and adds its Authorization header to *headers; its signature
+ * goes to ret_sig (the reply must be signed over it). */
+static int sign_request(Reporter *r, const char *target, const char *body, size_t len, SignatureHex ret_sig,
+                        struct curl_slist **headers, char *why, size_t why_size) {
+        int k = load_key(r, why, why_size);
+        if (k < 0)
+                return k;
+        SignedRequest s;
+        k = signature_sign_request(r->key, strlen(r->key), "POST", target, r->node, (int64_t) time(NULL), NULL, body,
+                                   len, &s);
+        if (k < 0) {
+                snprintf(why, why_size, "cannot sign the request: %s", strerror(-k));
+                return k;
+        }
+        char header[sizeof "Authorization: " + SIGNATURE_HEADER_MAX];
+        int n = snprintf(header, sizeof header, "Authorization: ");
+        signature_format_request(&s, header + n, sizeof header - (size_t) n);
+        struct curl_slist *h = curl_slist_append(*headers, header);
+        if (!h) {
+                snprintf(why, why_size, "out of memory");
+                return -ENOMEM;
+        }
+        *headers = h;
+        memcpy(ret_sig, s.sig, sizeof(SignatureHex));
+        return 0;
+}
+
+/* Whether a reply is the controller's: signed with the node's key over the request it answers
+ * (request_sig), its status and its body. Anything else is taken for no reply at all, so that
+ * whoever else answers on the controller's address can start, stop or thaw nothing and renew
+ * no lease; said once per run of such replies. */
+static bool reply_is_signed(Reporter *r, const char *request_sig, long status, const ReplyBuf *b) {
+        if (status > 0 && status < 1000 &&
+            signature_verify_reply(r->key, strlen(r->key), request_sig, (unsigned) status, b->data ? b->data : "", b->len,
+                                   b->signature)) {
+                if (r->unsigned_told)
+                        log_info("Replies from %s are signed with this node's key again.", r->url);
+                r->unsigned_told = false;
+                return true;
+        }
+        if (!r->unsigned_told) {
+                char what[400];
+                reply_describe(status, b, what, sizeof what);
+                log_warning("A reply from %s is not signed with this node's key (%s; it says %s): ignored, as if none had "
+                            "come. Something else may answer on the controller's address, or the controller refused "
+                            "the request before checking its signature, or it holds another key for node %s.",
+                            r->url, b->signature[0] ? "wrong signature" : "no signature", what, r->node);
+                r->unsigned_told = true;
+        }
+        return false;
+}
+
 static double random01(Reporter *r) {
         return (double) rand_r(&r->random_state) / ((double) RAND_MAX + 1.0);
 }
@@ -173,11 +257,12 @@ uint64_t reporter_retry_ms(unsigned attempt, uint64_t interval_ms, double random
         return interval_ms > 0 ? MIN(ms, interval_ms) : ms;
 }
 
-static void heartbeat_failed(Reporter *r, const char *why) {
+/* told: the reason was logged already (an unsigned reply). */
+static void heartbeat_failed(Reporter *r, const char *why, bool told) {
         uint64_t delay = reporter_retry_ms(r->failures, r->interval_ms, random01(r));
 
         /* The first failure is worth a warning; the rest of an outage only at debug level. */
-        log_full(r->failures == 0 ? LOG_WARNING : LOG_DEBUG, "Heartbeat to %s failed: %s; retrying in %" PRIu64 " ms.",
+        log_full(r->failures == 0 && !told ? LOG_WARNING : LOG_DEBUG, "Heartbeat to %s failed: %s; retrying in %" PRIu64 " ms.",
                  r->url, why, delay);
         r->failures++;
         if (r->ops.failed)
@@ -199,6 +284,12 @@ static void heartbeat_finished(Reporter *r, CURLcode result) {
                 goto fail;
         }
         curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
+        if (!reply_is_signed(r, r->sig, status, &r->reply)) {
+                request_done(r);
+                r->send_after = false;
+                heartbeat_failed(r, "the reply is not signed with this node's key", true);
+                return;
+        }
         if (status != 200) {
                 reply_describe(status, &r->reply, why, sizeof why);
                 goto fail;
@@ -243,7 +334,7 @@ static void heartbeat_finished(Reporter *r, CURLcode result) {
 fail:
         request_done(r);
         r->send_after = false;
-        heartbeat_failed(r, why);
+        heartbeat_failed(r, why, false);
 }
 
 /* ---- the wait (push) ---- */
@@ -306,6 +397,10 @@ static void wait_finished(Reporter *r, CURLcode result) {
                 return wait_failed(r, REPORTER_WAIT_FAILED, why);
         }
         curl_easy_getinfo(r->wait_easy, CURLINFO_RESPONSE_CODE, &status);
+        if (!reply_is_signed(r, r->wait_sig, status, &r->wait_reply)) {
+                wait_done(r);
+                return wait_failed(r, REPORTER_WAIT_FAILED, "the reply is not signed with this node's key");
+        }
         ReporterWaitVerdict v = reporter_wait_verdict(status, r->wait_reply.data, r->wait_reply.len);
         reply_describe(status, &r->wait_reply, why, sizeof why);
         wait_done(r);
@@ -328,23 +423,35 @@ static void wait_finished(Reporter *r, CURLcode result) {
 }
 
 static size_t on_reply_data(char *data, size_t size, size_t nmemb, void *userdata);
+static size_t on_reply_header(char *data, size_t size, size_t nmemb, void *userdata);
 
 static void wait_start(Reporter *r) {
+        char why[512];
+
         if (!r->push || r->wait_easy || now_us(r) < r->wait_not_before_us)
                 return;
 
-        r->wait_easy = curl_easy_init();
         /* No body, so no Content-Type (curl would add a form's). */
         r->wait_headers = curl_slist_append(NULL, "Content-Type:");
-        if (r->wait_headers && r->authorization)
-                r->wait_headers = curl_slist_append(r->wait_headers, r->authorization);
-        if (!r->wait_easy || !r->wait_headers ||
+        if (!r->wait_headers) {
+                wait_failed(r, REPORTER_WAIT_FAILED, "out of memory");
+                return;
+        }
+        if (sign_request(r, r->wait_target, "", 0, r->wait_sig, &r->wait_headers, why, sizeof why) < 0) {
+                wait_done(r);
+                wait_failed(r, REPORTER_WAIT_FAILED, why);
+                return;
+        }
+        r->wait_easy = curl_easy_init();
+        if (!r->wait_easy ||
             curl_easy_setopt(r->wait_easy, CURLOPT_URL, r->wait_url) != CURLE_OK ||
             curl_easy_setopt(r->wait_easy, CURLOPT_HTTPHEADER, r->wait_headers) != CURLE_OK ||
             curl_easy_setopt(r->wait_easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) 0) != CURLE_OK ||
             curl_easy_setopt(r->wait_easy, CURLOPT_POSTFIELDS, "") != CURLE_OK ||
             curl_easy_setopt(r->wait_easy, CURLOPT_WRITEFUNCTION, on_reply_data) != CURLE_OK ||
             curl_easy_setopt(r->wait_easy, CURLOPT_WRITEDATA, &r->wait_reply) != CURLE_OK ||
+            curl_easy_setopt(r->wait_easy, CURLOPT_HEADERFUNCTION, on_reply_header) != CURLE_OK ||
+            curl_easy_setopt(r->wait_easy, CURLOPT_HEADERDATA, &r->wait_reply) != CURLE_OK ||
             curl_easy_setopt(r->wait_easy, CURLOPT_USERAGENT, "cgorch-agent/" PACKAGE_VERSION) != CURLE_OK ||
             curl_easy_setopt(r->wait_easy, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
             curl_easy_setopt(r->wait_easy, CURLOPT_TIMEOUT_MS, (long) (r->push_hold_ms + REPORTER_WAIT_SLACK_MS)) != CURLE_OK ||
@@ -362,14 +469,17 @@ static int on_wait_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 }
 
 int reporter_set_push(Reporter *r, bool on, uint64_t hold_ms) {
-        _cleanup_free_ char *url = NULL;
-        size_t len = strlen(r->url) - strlen("/heartbeat");
+        _cleanup_free_ char *url = NULL, *target = NULL;
+        size_t len = strlen(r->url) - strlen("/heartbeat"), target_len = strlen(r->target) - strlen("/heartbeat");
 
         /* The heartbeat URL is .../v1/nodes/NODE/heartbeat: the wait is its sibling. */
-        if (on && asprintf(&url, "%.*s/wait?hold_ms=%" PRIu64, (int) len, r->url, hold_ms) < 0)
+        if (on && (asprintf(&url, "%.*s/wait?hold_ms=%" PRIu64, (int) len, r->url, hold_ms) < 0 ||
+                   asprintf(&target, "%.*s/wait?hold_ms=%" PRIu64, (int) target_len, r->target, hold_ms) < 0))
                 return -ENOMEM;
         free(r->wait_url);
         r->wait_url = TAKE_PTR(url);
+        free(r->wait_target);
+        r->wait_target = TAKE_PTR(target);
         r->push = on;
         r->push_hold_ms = hold_ms;
         if (!on) {
@@ -476,6 +586,30 @@ static int curl_timer_cb(CURLM *multi, long timeout_ms, void *userdata) {
         return 0;
 }
 
+/* Keeps the reply's Cgorch-Signature (the last one of the final response). */
+static size_t on_reply_header(char *data, size_t size, size_t nmemb, void *userdata) {
+        static const char name[] = SIGNATURE_REPLY_HEADER ":";
+        ReplyBuf *b = userdata;
+        size_t n = size * nmemb, name_len = sizeof name - 1;
+
+        if (n >= 5 && memcmp(data, "HTTP/", 5) == 0)
+                /* The status line of a response: an interim one's headers do not count. */
+                b->signature[0] = '\0';
+        else if (n > name_len && strncasecmp(data, name, name_len) == 0) {
+                const char *v = data + name_len;
+                size_t len = n - name_len;
+                while (len > 0 && (*v == ' ' || *v == '\t'))
+                        v++, len--;
+                while (len > 0 && (v[len - 1] == '\r' || v[len - 1] == '\n' || v[len - 1] == ' ' || v[len - 1] == '\t'))
+                        len--;
+                /* Anything but 64 characters is no signature. */
+                len = len == SIGNATURE_HEX_LEN ? len : 0;
+                memcpy(b->signature, v, len);
+                b->signature[len] = '\0';
+        }
+        return n;
+}
+
 static size_t on_reply_data(char *data, size_t size, size_t nmemb, void *userdata) {
         ReplyBuf *b = userdata;
         size_t n = size * nmemb;
@@ -504,20 +638,30 @@ static int heartbeat_send(Reporter *r) {
 
         k = r->ops.build(r->userdata, &body);
         if (k < 0) {
-                heartbeat_failed(r, "cannot build the heartbeat");
+                heartbeat_failed(r, "cannot build the heartbeat", false);
                 return k;
         }
         /* Not copied (CURLOPT_COPYPOSTFIELDS would): with a thousand tasks a body is most of a
          * megabyte, and a second copy of it would be most of the agent's peak memory. */
         r->body = body;
 
-        r->easy = curl_easy_init();
+        char why[512];
         r->headers = curl_slist_append(NULL, "Content-Type: application/json");
-        if (r->headers && r->authorization)
-                r->headers = curl_slist_append(r->headers, r->authorization);
-        if (!r->easy || !r->headers) {
+        if (!r->headers) {
                 request_done(r);
-                heartbeat_failed(r, "out of memory");
+                heartbeat_failed(r, "out of memory", false);
+                return -ENOMEM;
+        }
+        k = sign_request(r, r->target, body, strlen(body), r->sig, &r->headers, why, sizeof why);
+        if (k < 0) {
+                request_done(r);
+                heartbeat_failed(r, why, false);
+                return k;
+        }
+        r->easy = curl_easy_init();
+        if (!r->easy) {
+                request_done(r);
+                heartbeat_failed(r, "out of memory", false);
                 return -ENOMEM;
         }
         if (curl_easy_setopt(r->easy, CURLOPT_URL, r->url) != CURLE_OK ||
@@ -526,6 +670,8 @@ static int heartbeat_send(Reporter *r) {
             curl_easy_setopt(r->easy, CURLOPT_POSTFIELDS, body) != CURLE_OK ||
             curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_reply_data) != CURLE_OK ||
             curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, &r->reply) != CURLE_OK ||
+            curl_easy_setopt(r->easy, CURLOPT_HEADERFUNCTION, on_reply_header) != CURLE_OK ||
+            curl_easy_setopt(r->easy, CURLOPT_HEADERDATA, &r->reply) != CURLE_OK ||
             curl_easy_setopt(r->easy, CURLOPT_USERAGENT, "cgorch-agent/" PACKAGE_VERSION) != CURLE_OK ||
             curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
             curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, r->request_timeout_ms) != CURLE_OK ||
@@ -533,7 +679,7 @@ static int heartbeat_send(Reporter *r) {
             (r->ca_file && curl_easy_setopt(r->easy, CURLOPT_CAINFO, r->ca_file) != CURLE_OK) ||
             curl_multi_add_handle(r->multi, r->easy) != CURLM_OK) {
                 request_done(r);
-                heartbeat_failed(r, "cannot set up the request");
+                heartbeat_failed(r, "cannot set up the request", false);
                 return -EIO;
         }
         return 0;
@@ -544,20 +690,67 @@ static int on_next_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-int reporter_set_auth(Reporter *r, const char *token, const char *ca_file) {
-        char *h = NULL, *ca = NULL;
+int reporter_set_key(Reporter *r, const char *key, const char *key_file) {
+        char *k = NULL, *f = NULL;
 
-        if (token && asprintf(&h, "Authorization: Bearer %s", token) < 0)
-                return -ENOMEM;
-        if (ca_file && !(ca = strdup(ca_file))) {
-                secret_free(h);
+        if ((key && !(k = strdup(key))) || (key_file && !(f = strdup(key_file)))) {
+                secret_free(k);
                 return -ENOMEM;
         }
-        secret_free(r->authorization);
+        secret_free(r->key);
+        free(r->key_file);
+        r->key = k;
+        r->key_file = f;
+        return 0;
+}
+
+int reporter_set_ca(Reporter *r, const char *ca_file) {
+        char *ca = NULL;
+
+        if (ca_file && !(ca = strdup(ca_file)))
+                return -ENOMEM;
         free(r->ca_file);
-        r->authorization = h;
         r->ca_file = ca;
         return 0;
+}
+
+bool reporter_url_is_exposed(const char *url) {
+        static const char http[] = "http://";
+        if (strncasecmp(url, http, sizeof http - 1) != 0)
+                return false;
+        const char *host = url + sizeof http - 1;
+        size_t len = strcspn(host, "/?#");
+        /* user:password@host */
+        const char *at = memchr(host, '@', len);
+        if (at) {
+                len -= (size_t) (at + 1 - host);
+                host = at + 1;
+        }
+        char name[256];
+        if (host[0] == '[') {
+                const char *end = memchr(host, ']', len);
+                if (!end || (size_t) (end - host - 1) >= sizeof name)
+                        return true;
+                memcpy(name, host + 1, (size_t) (end - host - 1));
+                name[end - host - 1] = '\0';
+        } else {
+                const char *colon = memchr(host, ':', len);
+                size_t n = colon ? (size_t) (colon - host) : len;
+                if (n >= sizeof name)
+                        return true;
+                memcpy(name, host, n);
+                name[n] = '\0';
+        }
+        if (strcasecmp(name, "localhost") == 0)
+                return false;
+        struct in_addr a4;
+        struct in6_addr a6;
+        if (inet_pton(AF_INET, name, &a4) == 1)
+                return (ntohl(a4.s_addr) >> 24) != 127;
+        if (inet_pton(AF_INET6, name, &a6) == 1)
+                return !IN6_IS_ADDR_LOOPBACK(&a6) && !(IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
+        /* Any other name may resolve to any address. */
+        return true;
 }
 
 int reporter_samples_ready(Reporter *r, uint64_t sample_interval_us) {
@@ -611,9 +804,17 @@ int reporter_new(sd_event *e, const char *controller_url, const char *node, cons
         while (len > 0 && controller_url[len - 1] == '/')
                 len--;
         k = escaped ? asprintf(&r->url, "%.*s/v1/nodes/%s/heartbeat", (int) len, controller_url, escaped) : -1;
-        curl_free(escaped);
-        if (k < 0) {
+        if (k < 0)
                 r->url = NULL;
+        /* The signature covers the target from /v1 on, whatever prefix the URL has. */
+        if (k >= 0 && asprintf(&r->target, "/v1/nodes/%s/heartbeat", escaped) < 0) {
+                r->target = NULL;
+                k = -1;
+        }
+        curl_free(escaped);
+        if (k >= 0 && !(r->node = strdup(node)))
+                k = -1;
+        if (k < 0) {
                 reporter_free(r);
                 return -ENOMEM;
         }
@@ -669,7 +870,11 @@ Reporter *reporter_free(Reporter *r) {
         sd_event_unref(r->event);
         free(r->url);
         free(r->wait_url);
-        secret_free(r->authorization);
+        free(r->node);
+        free(r->target);
+        free(r->wait_target);
+        secret_free(r->key);
+        free(r->key_file);
         free(r->ca_file);
         free(r);
         return NULL;

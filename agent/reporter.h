@@ -1,5 +1,6 @@
 /* reporter.h: the agent's heartbeat client — POSTs a heartbeat to the controller with libcurl
- * driven by sd-event (never blocking the loop), decodes the reply, and paces the next one:
+ * driven by sd-event (never blocking the loop), signed with the node's secret, takes the reply
+ * only when the controller signed it, decodes it, and paces the next one:
  * after the interval the controller asks for (right after the agent's sample tick when that
  * is near), or with exponential backoff (1 s doubling, jittered, never longer than that
  * interval) while the controller is unreachable or failing: an agent is back within an
@@ -40,10 +41,21 @@ static inline void reporter_freep(Reporter **r) {
                 reporter_free(*r);
 }
 
-/* Authenticates every heartbeat with "Authorization: Bearer token" (token may be NULL: none)
- * and verifies an https controller against the CA certificate(s) in ca_file (NULL: the
- * system's trust store). Copies both. Returns 0 or -ENOMEM. */
-int reporter_set_auth(Reporter *r, const char *token, const char *ca_file);
+/* Signs every request with key, the node's secret (signature.h), and takes a reply only when
+ * the controller signed it with the same key over that request: one that is not is logged
+ * once per run of them and counts as a failed heartbeat (or wait), so nobody but the
+ * controller can start, stop or thaw a task or renew the lease. key NULL: read it from
+ * key_file before a request, until it is there (secret_file_read_key()). Copies both. Returns
+ * 0 or -ENOMEM. Without a key every request fails. */
+int reporter_set_key(Reporter *r, const char *key, const char *key_file);
+/* Verifies an https controller against the CA certificate(s) in ca_file (NULL: the system's
+ * trust store). Copies it. Returns 0 or -ENOMEM. */
+int reporter_set_ca(Reporter *r, const char *ca_file);
+
+/* Pure: whether url is plain http:// to a host that may not be this one (anything but
+ * localhost and loopback addresses): signatures keep replies from being forged, not from being
+ * read, and a task's command and environment travel in them. */
+bool reporter_url_is_exposed(const char *url);
 
 /* Push: after each heartbeat that gets an answer, keep a wait of up to hold_ms open on the
  * controller (see above). Off by default. Returns 0 or -ENOMEM. */

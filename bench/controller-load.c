@@ -14,7 +14,9 @@
  * node with exactly --tasks-per-node tasks, the agents start them (ack the start actions and
  * report them running), then after --warmup-s of steady state the measurement runs for
  * --duration-s: each heartbeat reports every task running with two samples, built with the
- * protocol encoders the agent uses. With --burst-rate, a second pool of connections from
+ * protocol encoders the agent uses, signed with the node's secret as the agent signs it; every
+ * reply's signature is checked as the agent checks it. With --burst-rate, a second pool of
+ * connections from
  * 127.0.0.2 sends invalid and unauthenticated requests during the measurement, one second on,
  * one second off.
  *
@@ -44,6 +46,7 @@
 #include "macro.h"
 #include "protocol.h"
 #include "secret-file.h"
+#include "signature.h"
 
 #define BACKLOG_MAX 16u
 #define REQUEST_TIMEOUT_US (10 * USEC_PER_SEC)
@@ -85,6 +88,7 @@ struct Conn {
         ConnDone done;
         void *owner;
         unsigned retries;
+        char signature[SIGNATURE_HEX_LEN + 1]; /* the last reply's Cgorch-Signature, "" if none */
 };
 
 static int epoll_fd = -1;
@@ -171,6 +175,7 @@ static bool response_complete(Conn *c, bool eof, unsigned *ret_status, size_t *r
         char *end = memmem(c->in, c->in_len, "\r\n\r\n", 4);
         if (!end)
                 return false;
+        c->signature[0] = '\0';
         size_t head_len = (size_t) (end - c->in) + 4;
         unsigned status = 0;
         if (sscanf(c->in, "HTTP/1.%*c %u", &status) != 1)
@@ -179,8 +184,17 @@ static bool response_complete(Conn *c, bool eof, unsigned *ret_status, size_t *r
         bool close = false;
         for (char *p = strstr(c->in, "\r\n"); p && p < end; p = strstr(p + 2, "\r\n")) {
                 const char *h = p + 2;
+                static const char sig_name[] = SIGNATURE_REPLY_HEADER ":";
                 if (strncasecmp(h, "Content-Length:", 15) == 0)
                         content_length = strtoll(h + 15, NULL, 10);
+                else if (strncasecmp(h, sig_name, sizeof sig_name - 1) == 0) {
+                        const char *v = h + sizeof sig_name - 1;
+                        v += strspn(v, " ");
+                        size_t n = strcspn(v, " \r\n");
+                        n = n == SIGNATURE_HEX_LEN ? n : 0;
+                        memcpy(c->signature, v, n);
+                        c->signature[n] = '\0';
+                }
                 else if (strncasecmp(h, "Connection:", 11) == 0 && strncasecmp(h + 11 + strspn(h + 11, " "), "close", 5) == 0)
                         close = true;
         }
@@ -266,13 +280,14 @@ static void conn_on_event(Conn *c, uint32_t events) {
         }
 }
 
+/* authorization: a whole header value ("Bearer TOKEN", "CGORCH-HMAC ...") or NULL. */
 static char *http_request(const char *method, const char *path, const char *authorization, const char *body,
                           size_t body_len, size_t *ret_len) {
         char *s = NULL;
         int n = asprintf(&s,
                          "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: cgorch-controller-load\r\n"
                          "%s%s%s%s%zu\r\n\r\n",
-                         method, path, authorization ? "Authorization: Bearer " : "", authorization ?: "",
+                         method, path, authorization ? "Authorization: " : "", authorization ?: "",
                          authorization ? "\r\n" : "", body ? "Content-Type: application/json\r\nContent-Length: " : "Content-Length: ",
                          body_len);
         if (n < 0)
@@ -346,8 +361,9 @@ typedef struct Agent {
         Conn conn;
         size_t index;
         char *node;
-        char *token;               /* NODE:SECRET */
+        char *secret;              /* signs its requests */
         char *path;
+        SignatureHex sig;          /* of the heartbeat in flight: its reply must be signed over it */
         char boot_id[64];
         uint64_t seq;
         SimTask *tasks;
@@ -361,7 +377,7 @@ typedef struct Agent {
         bool in_burst;             /* the request in flight was scheduled during a burst */
         /* Reused from heartbeat to heartbeat: the generator must stay cheaper than what it
          * measures, so no tree, no per-heartbeat allocation once these have grown. */
-        TextBuf request;
+        TextBuf request, body;
         TaskReport *reports;
         TaskSample *samples;
         Ack *acks_buf;
@@ -387,6 +403,7 @@ typedef struct Load {
         unsigned jobs_submitted, jobs_total;
         Conn op;
         uint64_t dropped;          /* heartbeats that found BACKLOG_MAX already waiting */
+        uint64_t unsigned_replies; /* replies cgorch-agent would have ignored */
 
         Stats all, during_burst;
         /* The flood. */
@@ -452,6 +469,18 @@ static void sample_fill(TaskSample *s, SimTask *t, int64_t time_ms, bool detail)
  * every 5th sample. The body is written as the agent writes it (heartbeat_write_json(): the
  * document json_dumps(heartbeat_to_json()) gives), after headers with a Content-Length
  * patched in once the body's size is known. */
+/* The Authorization value of a's signature of a POST of body to path (its sig in ret_sig). */
+static void sign_as(const Agent *a, const char *path, const char *body, size_t len, char ret[SIGNATURE_HEADER_MAX],
+                    SignatureHex ret_sig) {
+        SignedRequest s;
+        if (signature_sign_request(a->secret, strlen(a->secret), "POST", path, a->node, (int64_t) time(NULL), NULL, body,
+                                   len, &s) < 0)
+                abort();
+        signature_format_request(&s, ret, SIGNATURE_HEADER_MAX);
+        if (ret_sig)
+                memcpy(ret_sig, s.sig, sizeof(SignatureHex));
+}
+
 static void agent_build_request(Agent *a) {
         int64_t now_ms = realtime_ms();
         if (a->reports_allocated < MAX(a->n_tasks, (size_t) 1)) {
@@ -493,21 +522,22 @@ static void agent_build_request(Agent *a) {
                 .tasks = a->reports, .n_tasks = a->n_tasks, .acks = a->acks_buf, .n_acks = a->n_acks,
         };
 
-        /* Headers with room for the length, then the body straight behind them. */
-        char head[512];
+        /* The body first: the signature covers its digest. */
+        a->body.len = 0;
+        if (heartbeat_write_json(&a->body, &hb) < 0)
+                abort();
+        char authorization[SIGNATURE_HEADER_MAX];
+        sign_as(a, a->path, a->body.data, a->body.len, authorization, a->sig);
+        char head[1024];
         int n = snprintf(head, sizeof head,
                          "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: cgorch-controller-load\r\n"
-                         "Authorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %10u\r\n\r\n",
-                         a->path, a->token, 0u);
+                         "Authorization: %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+                         a->path, authorization, a->body.len);
         if (n < 0 || (size_t) n >= sizeof head)
                 abort();
         a->request.len = 0;
         text_buf_add(&a->request, head, (size_t) n);
-        if (heartbeat_write_json(&a->request, &hb) < 0)
-                abort();
-        char length[16];
-        snprintf(length, sizeof length, "%10zu", a->request.len - (size_t) n);
-        memcpy(a->request.data + n - 14, length, 10);
+        text_buf_add(&a->request, a->body.data, a->body.len);
 
         if (a->n_acks > 0)
                 memcpy(a->acks_inflight, a->acks, a->n_acks * sizeof(uint64_t));
@@ -571,6 +601,13 @@ static void record(Agent *a, unsigned status, uint64_t now) {
 
 static void agent_on_done(Conn *c, unsigned status, const char *body, size_t len, uint64_t now) {
         Agent *a = c->owner;
+        /* cgorch-agent takes no reply that is not signed over its request: neither may we. */
+        if (status != 0 && !signature_verify_reply(a->secret, strlen(a->secret), a->sig, status, body ?: "", len,
+                                                   c->signature)) {
+                if (L.unsigned_replies++ == 0)
+                        fprintf(stderr, "%s: a reply (%u) without a valid signature\n", a->node, status);
+                status = 0;
+        }
         record(a, status, now);
         /* One more per heartbeat sent, answered or not, as cgorch-agent counts: the controller
          * refuses one whose seq is not above the last it took (409). */
@@ -648,7 +685,9 @@ static void operator_submit_next(void) {
                 abort();
         json_decref(j);
         size_t len;
-        char *req = http_request("POST", "/v1/jobs", L.operator_token, body, strlen(body), &len);
+        char auth[1100];
+        snprintf(auth, sizeof auth, "Bearer %s", L.operator_token);
+        char *req = http_request("POST", "/v1/jobs", auth, body, strlen(body), &len);
         free(body);
         conn_send(&L.op, req, len, now_us(), false, false);
 }
@@ -675,14 +714,21 @@ static void attacker_send(Conn *c) {
                 req = http_request("GET", "/v1/jobs", NULL, NULL, 0, &len);
                 break;
         case 1: /* a guessed token */
-                req = http_request("GET", "/v1/jobs", "guess-0123456789abcdef", NULL, 0, &len);
+                req = http_request("GET", "/v1/jobs", "Bearer guess-0123456789abcdef", NULL, 0, &len);
                 break;
-        case 2: /* a node's token for another node's heartbeat */
-                req = http_request("POST", victim->path, other->token, "{}", 2, &len);
+        case 2: { /* a node's signature on another node's heartbeat */
+                char auth[SIGNATURE_HEADER_MAX];
+                sign_as(other, victim->path, "{}", 2, auth, NULL);
+                req = http_request("POST", victim->path, auth, "{}", 2, &len);
                 break;
-        case 3: /* broken JSON with a good token */
-                req = http_request("POST", victim->path, victim->token, "{\"node\": \"x\", \"tasks\": [", 23, &len);
+        }
+        case 3: { /* broken JSON, signed */
+                static const char broken[] = "{\"node\": \"x\", \"tasks\": [";
+                char auth[SIGNATURE_HEADER_MAX];
+                sign_as(victim, victim->path, broken, sizeof broken - 1, auth, NULL);
+                req = http_request("POST", victim->path, auth, broken, sizeof broken - 1, &len);
                 break;
+        }
         case 4: { /* announces a body over the limit and never sends it */
                 char *s = NULL;
                 if (asprintf(&s, "POST /v1/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
@@ -696,9 +742,12 @@ static void attacker_send(Conn *c) {
         case 5: /* no such endpoint */
                 req = http_request("GET", "/v1/../../etc/passwd", NULL, NULL, 0, &len);
                 break;
-        default: /* nesting far beyond the parser's depth limit, with a good token */
-                req = http_request("POST", victim->path, victim->token, deep_json, strlen(deep_json), &len);
+        default: { /* nesting far beyond the parser's depth limit, signed */
+                char auth[SIGNATURE_HEADER_MAX];
+                sign_as(victim, victim->path, deep_json, strlen(deep_json), auth, NULL);
+                req = http_request("POST", victim->path, auth, deep_json, strlen(deep_json), &len);
                 break;
+        }
         }
         L.attack_sent++;
         conn_send(c, req, len, now_us(), close_after, false);
@@ -948,6 +997,8 @@ static int run(void) {
                                 printf(" s%u=%" PRIu64, s, L.all.status[s]);
                 printf(" dropped=%" PRIu64 "\n", L.dropped);
         }
+        if (L.unsigned_replies)
+                printf("unsigned_replies: %" PRIu64 "\n", L.unsigned_replies);
         return 0;
 }
 
@@ -1071,7 +1122,8 @@ int main(int argc, char **argv) {
                 Agent *a = &L.agents[i];
                 a->index = i;
                 a->node = tokens[i].node;
-                if (asprintf(&a->token, "%s:%s", tokens[i].node, tokens[i].secret) < 0 ||
+                a->secret = tokens[i].secret;
+                if (
                     asprintf(&a->path, "/v1/nodes/%s/heartbeat", a->node) < 0)
                         return EXIT_FAILURE;
                 snprintf(a->boot_id, sizeof a->boot_id, "load-boot-%zu-%ld", i, (long) getpid());

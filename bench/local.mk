@@ -39,7 +39,7 @@ bench-sched: bench/sched-decide
 noinst_PROGRAMS += bench/controller-load
 bench_controller_load_SOURCES = bench/controller-load.c controller/auth.c controller/auth.h
 bench_controller_load_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
-bench_controller_load_LDADD = $(COMMON_LIBS) -lm
+bench_controller_load_LDADD = $(SIGN_LIBS) $(COMMON_LIBS) -lm
 dist_noinst_SCRIPTS += bench/controller-load.sh
 bench-controller: bench/controller-load controller/cgorch-controller
 	$(BASH) $(srcdir)/bench/controller-load.sh $(builddir)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -42,7 +43,36 @@ int secret_file_read(const char *path, char **ret, size_t *ret_len, char **ret_e
         return secret_file_read_max(path, SECRET_FILE_MAX_BYTES, ret, ret_len, ret_error);
 }
 
+static int read_checked(const char *path, size_t max, bool other_owner_below_root, char **ret, size_t *ret_len,
+                        char **ret_error);
+
 int secret_file_read_max(const char *path, size_t max, char **ret, size_t *ret_len, char **ret_error) {
+        return read_checked(path, max, false, ret, ret_len, ret_error);
+}
+
+/* Whether the file open as fd lies below a directory that only root may enter (root's, closed
+ * to group and others): then whoever owns the file was let in by root — a service's private
+ * state directory, /var/lib/private/NAME under systemd's DynamicUser=. */
+static bool reached_only_through_root(int fd) {
+        char proc[64], real[4096];
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(proc, real, sizeof real - 1);
+        if (n <= 0 || real[0] != '/')
+                return false;
+        real[n] = '\0';
+        for (char *slash; (slash = strrchr(real, '/')) && slash != real;) {
+                *slash = '\0';
+                struct stat st;
+                if (stat(real, &st) < 0 || !S_ISDIR(st.st_mode))
+                        return false;
+                if (st.st_uid == 0 && !(st.st_mode & (S_IRWXG | S_IRWXO)))
+                        return true;
+        }
+        return false;
+}
+
+static int read_checked(const char *path, size_t max, bool other_owner_below_root, char **ret, size_t *ret_len,
+                        char **ret_error) {
         struct stat st;
 
         /* O_NOFOLLOW is not used: a symlink to a secret file is a normal way to install one,
@@ -60,9 +90,12 @@ int secret_file_read_max(const char *path, size_t max, char **ret, size_t *ret_l
                 return fail(ret_error, -EISDIR, path, "is a directory, expected a file");
         if (!S_ISREG(st.st_mode))
                 return fail(ret_error, -EINVAL, path, "not a regular file");
-        if (st.st_uid != geteuid() && st.st_uid != 0)
+        if (st.st_uid != geteuid() && st.st_uid != 0 && !(other_owner_below_root && reached_only_through_root(fd)))
                 return fail(ret_error, -EPERM, path,
-                            "owned by another user; a secret must belong to the user reading it (or root)");
+                            other_owner_below_root ?
+                                    "owned by another user; a key must belong to the user reading it or root, or lie "
+                                    "in a directory that only root may enter" :
+                                    "owned by another user; a secret must belong to the user reading it (or root)");
         if (st.st_mode & (S_IRWXG | S_IRWXO))
                 return fail(ret_error, -EPERM, path,
                             "readable or writable by group or others; run chmod 600 on it");
@@ -127,10 +160,10 @@ bool secret_token_is_valid(const char *s, size_t len) {
         return true;
 }
 
-int secret_file_read_token(const char *path, char **ret, char **ret_error) {
+static int read_token(const char *path, bool other_owner_below_root, char **ret, char **ret_error) {
         char *s = NULL;
         size_t len;
-        int r = secret_file_read(path, &s, &len, ret_error);
+        int r = read_checked(path, SECRET_FILE_MAX_BYTES, other_owner_below_root, &s, &len, ret_error);
         if (r < 0)
                 return r;
         if (len > 0 && s[len - 1] == '\n')
@@ -144,6 +177,74 @@ int secret_file_read_token(const char *path, char **ret, char **ret_error) {
         }
         *ret = s;
         return 0;
+}
+
+int secret_file_read_token(const char *path, char **ret, char **ret_error) {
+        return read_token(path, false, ret, ret_error);
+}
+
+int secret_file_read_key(const char *path, char **ret, char **ret_error) {
+        return read_token(path, true, ret, ret_error);
+}
+
+int secret_file_create_token(const char *path, char **ret_error) {
+        struct stat st;
+        if (lstat(path, &st) == 0)
+                return 0;
+        if (errno != ENOENT) {
+                char why[160];
+                snprintf(why, sizeof why, "cannot stat: %s", strerror(errno));
+                return fail(ret_error, -errno, path, why);
+        }
+
+        uint8_t random[32];
+        for (size_t got = 0; got < sizeof random;) {
+                ssize_t n = getrandom(random + got, sizeof random - got, 0);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return fail(ret_error, -errno, path, "getrandom() failed");
+                got += (size_t) n;
+        }
+        char token[2 * sizeof random + 2];
+        for (size_t i = 0; i < sizeof random; i++)
+                snprintf(token + 2 * i, 3, "%02x", random[i]);
+        explicit_bzero(random, sizeof random);
+        token[2 * sizeof random] = '\n';
+        token[2 * sizeof random + 1] = '\0';
+
+        /* Written whole under a temporary name, then linked to its own: link() never replaces
+         * an existing file, so of two controllers starting at once one key wins and both read it. */
+        _cleanup_free_ char *tmp = NULL;
+        if (asprintf(&tmp, "%s.XXXXXX", path) < 0) {
+                explicit_bzero(token, sizeof token);
+                return -ENOMEM;
+        }
+        _cleanup_close_ int fd = mkostemp(tmp, O_CLOEXEC);
+        if (fd < 0) {
+                int r = -errno;
+                explicit_bzero(token, sizeof token);
+                char why[160];
+                snprintf(why, sizeof why, "cannot create: %s", strerror(errno));
+                return fail(ret_error, r, path, why);
+        }
+        size_t len = strlen(token);
+        ssize_t w = write(fd, token, len);
+        explicit_bzero(token, sizeof token);
+        int r = 0;
+        if (w != (ssize_t) len || fchmod(fd, 0600) < 0 || fsync(fd) < 0)
+                r = -(errno ?: EIO);
+        else if (link(tmp, path) < 0)
+                r = errno == EEXIST ? 0 : -errno;
+        else
+                r = 1;
+        (void) unlink(tmp);
+        if (r < 0) {
+                char why[160];
+                snprintf(why, sizeof why, "cannot write: %s", strerror(-r));
+                return fail(ret_error, r, path, why);
+        }
+        return r;
 }
 
 bool secret_equal(const char *presented, size_t presented_len, const char *expected, size_t expected_len) {

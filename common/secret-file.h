@@ -28,6 +28,19 @@ int secret_file_read_max(const char *path, size_t max, char **ret, size_t *ret_l
  * rest must be SECRET_MIN_LENGTH..1024 printable ASCII characters without spaces. */
 int secret_file_read_token(const char *path, char **ret, char **ret_error);
 
+/* The same for the install's agent key (secret_file_create_token()) as an agent reads it: also
+ * accepted from another owner when a directory above it is root's and closed to everyone else
+ * — the controller's private state directory under systemd (DynamicUser=, StateDirectory=),
+ * where the controller's user owns the key and only root can reach it. */
+int secret_file_read_key(const char *path, char **ret, char **ret_error);
+
+/* Creates path holding a fresh random token (64 hex digits: 256 bits from getrandom()) and a
+ * newline, mode 0600, owned by the effective user, unless path exists: a key made once per
+ * install. Never replaces a file, also when another process creates one at the same time.
+ * Returns 1 when it created the file, 0 when one was there, or a negative errno with the reason
+ * in *ret_error (malloc'd). */
+int secret_file_create_token(const char *path, char **ret_error);
+
 /* Whether the presented bytes equal the expected ones. The time taken depends only on
  * presented_len, never on where the first difference is or on the expected secret. */
 bool secret_equal(const char *presented, size_t presented_len, const char *expected, size_t expected_len);

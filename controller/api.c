@@ -367,26 +367,51 @@ static int user_name(uid_t uid, char *buf, size_t size) {
         return 0;
 }
 
-unsigned api_authorize(void *userdata, const HttpRoute *route, const char *method, const char *authorization,
-                       const AuthPeer *peer, char *const params[HTTP_MAX_PARAMS], AuthPrincipal *ret_principal,
-                       char *message, size_t message_size) {
+void api_authorize(void *userdata, const HttpAuthRequest *req, HttpAuthResult *ret) {
         Api *api = userdata;
         if (!api->tokens) {
-                *ret_principal = (AuthPrincipal) { .role = AUTH_ROLE_OPERATOR };
-                return 0;
+                ret->principal = (AuthPrincipal) { .role = AUTH_ROLE_OPERATOR };
+                return;
         }
-        const char *node = route->access == AUTH_ACCESS_HEARTBEAT ? params[0] : NULL;
-        unsigned status = auth_decide(api->tokens, &api->policy, peer, authorization, (AuthAccess) route->access, method,
-                                      node, ret_principal, message, message_size);
-        if (status != 0 || ret_principal->role != AUTH_ROLE_USER || route->access == AUTH_ACCESS_PUBLIC)
-                return status;
-        int r = user_name(ret_principal->uid, ret_principal->user, sizeof ret_principal->user);
+        AuthAccess access = (AuthAccess) req->route->access;
+        AuthRequest a = {
+                .authorization = req->authorization,
+                .access = access,
+                .method = req->method,
+                .target = req->target,
+                .node = access == AUTH_ACCESS_HEARTBEAT ? req->params[0] : NULL,
+                .now_s = { (int64_t) time(NULL), now_ms() / 1000 },
+                .policy = &api->policy,
+                .peer = req->peer,
+        };
+        AuthDecision d;
+        auth_decide(api->tokens, &a, &d);
+        ret->status = d.status;
+        ret->principal = d.principal;
+        snprintf(ret->message, sizeof ret->message, "%s", d.message);
+        if (access == AUTH_ACCESS_HEARTBEAT)
+                ret->challenge = SIGNATURE_SCHEME " realm=\"cgorch\", Bearer realm=\"cgorch\"";
+        if (d.status != 0)
+                return;
+        if (d.key) {
+                /* A copy: a SIGHUP may replace the tokens while a wait is held. */
+                ret->reply_key = strdup(d.key);
+                if (!ret->reply_key) {
+                        ret->status = 503;
+                        snprintf(ret->message, sizeof ret->message, "out of memory");
+                        return;
+                }
+                memcpy(ret->request_sig, d.signed_request.sig, sizeof ret->request_sig);
+                memcpy(ret->body_sha256, d.signed_request.body_sha256, sizeof ret->body_sha256);
+        }
+        if (ret->principal.role != AUTH_ROLE_USER || access == AUTH_ACCESS_PUBLIC)
+                return;
+        int r = user_name(ret->principal.uid, ret->principal.user, sizeof ret->principal.user);
         if (r < 0) {
-                snprintf(message, message_size, "Authorization: uid %u has no user name on the controller's host (%s)",
-                         (unsigned) ret_principal->uid, strerror(-r));
-                return 403;
+                ret->status = 403;
+                snprintf(ret->message, sizeof ret->message, "Authorization: uid %u has no user name on the controller's "
+                         "host (%s)", (unsigned) ret->principal.uid, strerror(-r));
         }
-        return 0;
 }
 
 /* The last field says who may call a route (auth.h); left out, it means the operator only. */

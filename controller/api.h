@@ -40,11 +40,10 @@ void api_handle_adjustments(const HttpRequest *req, HttpResponse *resp, void *us
 void api_handle_config_get(const HttpRequest *req, HttpResponse *resp, void *userdata);
 void api_handle_config_put(const HttpRequest *req, HttpResponse *resp, void *userdata);
 
-/* The HttpAuthorize hook for api_routes, with an Api as userdata: auth_decide(), and the name of
- * a user principal's uid (403 when it has none on this host). */
-unsigned api_authorize(void *userdata, const HttpRoute *route, const char *method, const char *authorization,
-                       const AuthPeer *peer, char *const params[HTTP_MAX_PARAMS], AuthPrincipal *ret_principal,
-                       char *message, size_t message_size);
+/* The HttpAuthorize hook for api_routes, with an Api as userdata: auth_decide(), the name of a
+ * user principal's uid (403 when it has none on this host), and for a request signed by an
+ * agent the key and signature its answers are signed with. */
+void api_authorize(void *userdata, const HttpAuthRequest *req, HttpAuthResult *ret);
 
 extern const HttpRoute api_routes[];
 extern const size_t api_n_routes;

@@ -1,5 +1,8 @@
-/* auth.c: bearer tokens — loading them, naming who presents one, deciding what they may do. */
+/* auth.c: bearer tokens and agents' signatures — loading the tokens and keys, naming who
+ * presents them, deciding what they may do. */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +111,7 @@ void auth_tokens_done(AuthTokens *t) {
         secret_free(t->operator_token);
         secret_free(t->reader_token);
         agent_tokens_free(t->agents, t->n_agents);
+        secret_free(t->agent_key);
         *t = (AuthTokens) {};
 }
 
@@ -115,8 +119,17 @@ bool auth_tokens_enabled(const AuthTokens *t) {
         return t->operator_token || t->reader_token || t->n_agents > 0;
 }
 
+const char *auth_agent_key(const AuthTokens *t, const char *node) {
+        if (t->agent_key)
+                return t->agent_key;
+        AgentToken key = { .node = (char *) node };
+        const AgentToken *a = t->n_agents > 0 ?
+                bsearch(&key, t->agents, t->n_agents, sizeof(AgentToken), agent_token_cmp) : NULL;
+        return a ? a->secret : NULL;
+}
+
 int auth_tokens_load(const char *operator_file, const char *reader_file, const char *agents_file,
-                     AuthTokens *ret, char **ret_error) {
+                     const char *agent_key_file, AuthTokens *ret, char **ret_error) {
         AuthTokens t = {};
         int r = 0;
 
@@ -134,6 +147,8 @@ int auth_tokens_load(const char *operator_file, const char *reader_file, const c
                 if (r == -EINVAL && ret_error && asprintf(ret_error, "%s: %s", agents_file, why ?: "invalid") < 0)
                         *ret_error = NULL;
         }
+        if (r >= 0 && !agents_file && agent_key_file)
+                r = secret_file_read_token(agent_key_file, &t.agent_key, ret_error);
         if (r >= 0 && t.operator_token && t.reader_token && streq(t.operator_token, t.reader_token)) {
                 r = -EINVAL;
                 if (ret_error && asprintf(ret_error, "the operator and the read-only token must differ") < 0)
@@ -179,7 +194,7 @@ AuthRole auth_identify(const AuthTokens *t, const char *authorization, const cha
                 return AUTH_ROLE_READER;
 
         const char *colon = memchr(token, ':', len);
-        if (!colon || t->n_agents == 0)
+        if (!colon || (t->n_agents == 0 && !t->agent_key))
                 return AUTH_ROLE_NONE;
         /* Node names are not secret (GET /v1/nodes lists them), so looking one up by name may
          * take name-dependent time; only the secret is compared in constant time. */
@@ -189,12 +204,21 @@ AuthRole auth_identify(const AuthTokens *t, const char *authorization, const cha
                 return AUTH_ROLE_NONE;
         memcpy(node, token, node_len);
         node[node_len] = '\0';
-        AgentToken key = { .node = node };
-        const AgentToken *a = bsearch(&key, t->agents, t->n_agents, sizeof(AgentToken), agent_token_cmp);
-        if (!a || !token_equal(colon + 1, len - node_len - 1, a->secret))
+        const char *secret = NULL, *name = NULL;
+        if (t->agent_key) {
+                /* The install's key is every node's: the node is the one named. */
+                secret = t->agent_key;
+                name = token_node_is_valid(node, node_len) ? "" : NULL;
+        } else {
+                AgentToken key = { .node = node };
+                const AgentToken *a = bsearch(&key, t->agents, t->n_agents, sizeof(AgentToken), agent_token_cmp);
+                secret = a ? a->secret : NULL;
+                name = a ? a->node : NULL;
+        }
+        if (!name || !token_equal(colon + 1, len - node_len - 1, secret))
                 return AUTH_ROLE_NONE;
         if (ret_node)
-                *ret_node = a->node;
+                *ret_node = name;
         return AUTH_ROLE_AGENT;
 }
 
@@ -233,74 +257,137 @@ AuthRole auth_principal(const AuthTokens *t, const AuthPolicy *policy, const Aut
         return p.role;
 }
 
-unsigned auth_decide(const AuthTokens *t, const AuthPolicy *policy, const AuthPeer *peer, const char *authorization,
-                     AuthAccess access, const char *method, const char *node, AuthPrincipal *ret_principal,
-                     char *message, size_t message_size) {
-        AuthPrincipal p;
-        AuthRole role = auth_principal(t, policy, peer, authorization, &p);
-        if (ret_principal)
-                *ret_principal = p;
-        if (access == AUTH_ACCESS_PUBLIC)
-                return 0;
+_printf_(3, 4) static void refuse(AuthDecision *d, unsigned status, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(d->message, sizeof d->message, fmt, ap);
+        va_end(ap);
+        d->status = status;
+}
 
-        if (role == AUTH_ROLE_NONE) {
-                snprintf(message, message_size, "Authorization: %s",
-                         bearer_token(authorization) ? "invalid token" : "missing bearer token (Authorization: Bearer TOKEN)");
-                return 401;
+#define SIGNATURE_HINT "an agent signs its requests (Authorization: " SIGNATURE_SCHEME " node=..., ts=..., nonce=..., body=..., sig=...)"
+
+/* A request with a signature: whose, whether it is good and fresh, and whether it may do this. */
+static void decide_signed(const AuthTokens *t, const AuthRequest *req, AuthDecision *d) {
+        SignedRequest s;
+        const char *why = NULL;
+        if (signature_parse_request(req->authorization, &s, &why) < 0)
+                return refuse(d, 401, "Authorization: malformed " SIGNATURE_SCHEME " header: %s", why);
+        /* Node names are not secret (GET /v1/nodes lists them): saying which has no key is fine. */
+        const char *key = auth_agent_key(t, s.node);
+        if (!key)
+                return refuse(d, 401, "Authorization: node %s has no agent token here", s.node);
+        if (!signature_verify_request(&s, key, strlen(key), req->method, req->target))
+                return refuse(d, 401, "Authorization: invalid signature: not made with node %s's key over this "
+                              "method, path and body digest", s.node);
+        /* Only now, for a signature that is good: a stale time is news for the node's operator. */
+        int64_t nearest = 0;
+        bool fresh = false;
+        for (size_t i = 0; i < AUTH_CLOCKS; i++) {
+                int64_t off = s.ts_s - req->now_s[i];
+                if (i == 0 || llabs(off) < llabs(nearest))
+                        nearest = off;
+                fresh = fresh || signature_time_fresh(s.ts_s, req->now_s[i], SIGNATURE_MAX_SKEW_S);
         }
+        if (!fresh)
+                return refuse(d, 401, "Authorization: the signature's time is %" PRId64 " s %s the controller's clock "
+                              "(at most %u s): are the clocks of node %s and the controller in sync?",
+                              (int64_t) llabs(nearest), nearest < 0 ? "behind" : "ahead of",
+                              (unsigned) SIGNATURE_MAX_SKEW_S, s.node);
+        if (req->access != AUTH_ACCESS_HEARTBEAT)
+                return refuse(d, 403, "Authorization: an agent's signature is good for its node's heartbeats and waits only");
+        if (!req->node || !streq(req->node, s.node))
+                return refuse(d, 403, "Authorization: this signature is for node %s, not %s", s.node, req->node ?: "?");
+        /* req->node, not s.node: the path's node outlives the decision (it is the request's). */
+        d->principal = (AuthPrincipal) { .role = AUTH_ROLE_AGENT, .node = req->node };
+        d->key = key;
+        d->signed_request = s;
+}
+
+/* An agent's route without a signature: only an administrator the controller can name — the
+ * operator token, or root or its own uid as the kernel says — may stand in for an agent
+ * (both could read the agents' keys anyway); --insecure-no-auth's everyone may not. */
+static void decide_agent_route_unsigned(const AuthTokens *t, const AuthRequest *req, AuthDecision *d) {
+        const AuthPrincipal *p = &d->principal;
+
+        /* With tokens an operator without a uid presented the operator token; without tokens it
+         * is --insecure-no-auth's anyone. */
+        if (p->role == AUTH_ROLE_OPERATOR && (p->has_uid || auth_tokens_enabled(t)))
+                return;
+        switch (p->role) {
+        case AUTH_ROLE_READER:
+                return refuse(d, 403, "Authorization: the read-only token may only use GET, not %s", req->method);
+        case AUTH_ROLE_USER:
+                return refuse(d, 403, "Authorization: uid %u is a user, not an agent: " SIGNATURE_HINT "; only an "
+                              "administrator (the operator token, root) sends them unsigned",
+                              (unsigned) p->uid);
+        default:
+                return refuse(d, 401, "Authorization: %s; " SIGNATURE_HINT,
+                              req->authorization ? "not a signature" : "missing");
+        }
+}
+
+void auth_decide(const AuthTokens *t, const AuthRequest *req, AuthDecision *ret) {
+        AuthDecision *d = ret;
+        bool agent_route = req->access == AUTH_ACCESS_HEARTBEAT;
+        bool signed_request = signature_is_scheme(req->authorization);
+
+        *d = (AuthDecision) {};
+        if (req->access == AUTH_ACCESS_PUBLIC) {
+                if (!signed_request)
+                        (void) auth_principal(t, req->policy, req->peer, req->authorization, &d->principal);
+                return;
+        }
+        /* A signature says who this is, over either socket, with tokens or without. */
+        if (signed_request)
+                return decide_signed(t, req, d);
+
+        AuthRole role = auth_principal(t, req->policy, req->peer, req->authorization, &d->principal);
+        /* An agent's NODE:SECRET line is a key, never a bearer token: whoever sent it gave the
+         * secret to everyone on the way. (Without bearer tokens auth_principal() looks at none,
+         * but the install's agent key is still recognised.) */
+        if (role == AUTH_ROLE_AGENT ||
+            (!auth_tokens_enabled(t) && auth_identify(t, req->authorization, NULL) == AUTH_ROLE_AGENT)) {
+                d->principal = (AuthPrincipal) { .role = AUTH_ROLE_NONE };
+                return refuse(d, 401, "Authorization: an agent's secret is no bearer token (replace this one: it has "
+                              "been sent); " SIGNATURE_HINT);
+        }
+        if (role == AUTH_ROLE_NONE) {
+                if (agent_route)
+                        return refuse(d, 401, "Authorization: %s; " SIGNATURE_HINT ", the operator presents its bearer token",
+                                      bearer_token(req->authorization) ? "invalid token" : "missing");
+                return refuse(d, 401, "Authorization: %s",
+                              bearer_token(req->authorization) ? "invalid token" :
+                                                                 "missing bearer token (Authorization: Bearer TOKEN)");
+        }
+        if (agent_route)
+                return decide_agent_route_unsigned(t, req, d);
         if (role == AUTH_ROLE_OPERATOR)
-                return 0;
+                return;
 
         if (role == AUTH_ROLE_USER || role == AUTH_ROLE_ANONYMOUS) {
-                if (access == AUTH_ACCESS_READ || (access == AUTH_ACCESS_OWN_JOBS && role == AUTH_ROLE_USER))
-                        return 0;
+                if (req->access == AUTH_ACCESS_READ || (req->access == AUTH_ACCESS_OWN_JOBS && role == AUTH_ROLE_USER))
+                        return;
                 if (role == AUTH_ROLE_ANONYMOUS)
-                        snprintf(message, message_size,
-                                 "Authorization: the controller cannot tell who sent this (no token, and the kernel names "
-                                 "no local owner of this connection): only reading is open; use the controller's Unix "
-                                 "socket (cgorchctl does by default) or a token");
-                else if (access == AUTH_ACCESS_HEARTBEAT)
-                        snprintf(message, message_size,
-                                 "Authorization: uid %u is a user, not an agent: heartbeats need an agent token, root "
-                                 "or the controller's own user", (unsigned) p.uid);
-                else
-                        snprintf(message, message_size,
-                                 "Authorization: uid %u is a user: only an administrator (the operator token, root) may "
-                                 "do this", (unsigned) p.uid);
-                return 403;
+                        return refuse(d, 403, "Authorization: the controller cannot tell who sent this (no token, and the "
+                                      "kernel names no local owner of this connection): only reading is open; use the "
+                                      "controller's Unix socket (cgorchctl does by default) or a token");
+                return refuse(d, 403, "Authorization: uid %u is a user: only an administrator (the operator token, "
+                              "root) may do this", (unsigned) d->principal.uid);
         }
 
-        switch (access) {
+        /* The reader. */
+        switch (req->access) {
         case AUTH_ACCESS_READ:
-                if (role == AUTH_ROLE_READER)
-                        return 0;
-                snprintf(message, message_size, "Authorization: an agent token may only send heartbeats for its node");
-                return 403;
+                return;
         case AUTH_ACCESS_WRITE:
         case AUTH_ACCESS_OWN_JOBS:
-                if (role == AUTH_ROLE_READER && streq(method, "GET"))
+                if (streq(req->method, "GET"))
                         /* A GET for the operator only: GET /v1/backup. */
-                        snprintf(message, message_size, "Authorization: only the operator token may do this");
-                else if (role == AUTH_ROLE_READER)
-                        snprintf(message, message_size, "Authorization: the read-only token may only use GET, not %s",
-                                 method);
-                else
-                        snprintf(message, message_size,
-                                 "Authorization: an agent token may only send heartbeats for its node");
-                return 403;
-        case AUTH_ACCESS_HEARTBEAT:
-                if (role == AUTH_ROLE_AGENT && node && streq(node, p.node))
-                        return 0;
-                if (role == AUTH_ROLE_AGENT)
-                        snprintf(message, message_size, "Authorization: this agent token is for node %s, not %s",
-                                 p.node, node ?: "?");
-                else
-                        snprintf(message, message_size, "Authorization: the read-only token may only use GET, not %s",
-                                 method);
-                return 403;
+                        return refuse(d, 403, "Authorization: only the operator token may do this");
+                return refuse(d, 403, "Authorization: the read-only token may only use GET, not %s", req->method);
         default:
-                snprintf(message, message_size, "access denied");
-                return 403;
+                return refuse(d, 403, "access denied");
         }
 }
 

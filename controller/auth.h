@@ -1,12 +1,14 @@
-/* auth.h: who may call which endpoint — the operator, read-only and per-node agent bearer
- * tokens, the local users the kernel names (the peer of the Unix socket, the owner of a
- * loopback connection), and the pure decision from a request's Authorization header and peer
- * to a principal, or 401 or 403.
+/* auth.h: who may call which endpoint — the operator and read-only bearer tokens, the agents'
+ * signed requests, the local users the kernel names (the peer of the Unix socket, the owner
+ * of a loopback connection), and the pure decision from a request's Authorization header and
+ * peer to a principal, or 401 or 403.
  *
- * Agent tokens are bound to a node: the agent tokens file has one "NODE:SECRET" line per node,
- * and an agent presents that whole line as its bearer token, so the controller finds the
- * node's secret by name, compares it in constant time, and then lets the token send
- * heartbeats for that node only.
+ * An agent never sends its secret: it signs each request with HMAC-SHA256 (signature.h), keyed
+ * with its node's secret — its line "NODE:SECRET" of the agent tokens file, or, without that
+ * file, the install's agent key (one secret for every node, --agent-key-file). The controller
+ * finds the key by the node the signature names, verifies it in constant time, checks its
+ * time, and then lets it send heartbeats and waits for that node only; the decision hands
+ * the key back so that the reply is signed with it.
  *
  * A user is a uid the kernel vouches for, never a name a request claims: root and the
  * controller's own uid are administrators (as the operator token), any other uid may read,
@@ -15,14 +17,17 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
+
+#include "signature.h"
 
 /* What a route needs (HttpRoute.access). The operator-only level is 0, so a route added
  * without saying what it needs is closed rather than open. */
 typedef enum AuthAccess {
         AUTH_ACCESS_WRITE = 0,  /* operator */
         AUTH_ACCESS_READ,       /* reader or operator */
-        AUTH_ACCESS_HEARTBEAT,  /* the agent of the node in the path, or the operator */
+        AUTH_ACCESS_HEARTBEAT,  /* the agent of the node in the path (signed), or an administrator */
         AUTH_ACCESS_PUBLIC,     /* anyone: /healthz */
         AUTH_ACCESS_OWN_JOBS,   /* a user for their own jobs (the handler checks which), or the operator */
 } AuthAccess;
@@ -30,9 +35,9 @@ typedef enum AuthAccess {
 typedef enum AuthRole {
         AUTH_ROLE_NONE,         /* no valid token: refused */
         AUTH_ROLE_READER,
-        AUTH_ROLE_AGENT,
+        AUTH_ROLE_AGENT,        /* a node's agent, by its signature (as a bearer token: refused) */
         AUTH_ROLE_OPERATOR,     /* the operator token, root or the controller's uid, or anyone under
-                                 * --insecure-no-auth */
+                                 * --insecure-no-auth (but for the agents' routes) */
         AUTH_ROLE_USER,         /* a local uid the kernel named, not an administrator */
         AUTH_ROLE_ANONYMOUS,    /* no tokens configured and the peer's uid unknown: may read only */
 } AuthRole;
@@ -57,7 +62,7 @@ typedef struct AuthPrincipal {
         AuthRole role;
         bool has_uid;           /* named by the kernel (USER always, OPERATOR when root or self) */
         uid_t uid;
-        const char *node;       /* AGENT: its node (points into the tokens) */
+        const char *node;       /* AGENT: its node (the request's: AuthRequest.node) */
         char user[AUTH_USER_NAME_MAX + 1]; /* USER: uid's name, filled by the caller (api.c): NSS may block */
 } AuthPrincipal;
 
@@ -71,6 +76,7 @@ typedef struct AuthTokens {
         char *reader_token;
         AgentToken *agents;     /* sorted by node */
         size_t n_agents;
+        char *agent_key;        /* the install's key for every node; NULL with an agent tokens file */
 } AuthTokens;
 
 /* Parses an agent tokens file: one "NODE:SECRET" per line, blank lines and lines starting
@@ -80,31 +86,69 @@ typedef struct AuthTokens {
 int auth_parse_agent_tokens(const char *text, size_t len, AgentToken **ret, size_t *ret_n, char **ret_error);
 void agent_tokens_free(AgentToken *a, size_t n);
 
-/* Reads the files (any may be NULL) with secret_file_read*(): owner-only mode enforced. */
+/* Reads the files (any may be NULL) with secret_file_read*(): owner-only mode enforced. The
+ * agent key file is read only without an agents file. */
 int auth_tokens_load(const char *operator_file, const char *reader_file, const char *agents_file,
-                     AuthTokens *ret, char **ret_error);
+                     const char *agent_key_file, AuthTokens *ret, char **ret_error);
 void auth_tokens_done(AuthTokens *t);
-/* Whether any token is configured; without one, every request is allowed. */
+/* Whether a bearer token (operator, reader) or an agent token is configured; without one, a
+ * request is judged by who the kernel says sent it (auth_principal()). */
 bool auth_tokens_enabled(const AuthTokens *t);
+/* The key node's agent signs with (the install's key, or its line of the agents file), or
+ * NULL. Points into t. */
+const char *auth_agent_key(const AuthTokens *t, const char *node);
 
-/* Who presents this Authorization header value (NULL when absent): the role, and for an agent
- * its node (pointing into t). Constant time in the secrets. */
+/* Who presents this Authorization header value (NULL when absent) as a bearer token: the role
+ * (AUTH_ROLE_AGENT: an agent's NODE:SECRET, which auth_decide() refuses), and for an agent of
+ * the agents file its node (pointing into t; "" with the install's key). Constant time in the
+ * secrets. */
 AuthRole auth_identify(const AuthTokens *t, const char *authorization, const char **ret_node);
 
-/* Who the request is from, before what it may do: a bearer token when tokens are configured
- * and one is presented; else the Unix socket's peer; else, without tokens, the owner of a
- * loopback connection (or anyone, under --insecure-no-auth). Returns AUTH_ROLE_NONE when a
- * token is needed and missing or unknown. policy and peer may be NULL (no flag; a peer the
- * kernel does not name). Constant time in the secrets. */
+/* Who the request is from, before what it may do, for a request that is not signed: a bearer
+ * token when tokens are configured and one is presented; else the Unix socket's peer; else,
+ * without tokens, the owner of a loopback connection (or anyone, under --insecure-no-auth).
+ * Returns AUTH_ROLE_NONE when a token is needed and missing or unknown. policy and peer may
+ * be NULL (no flag; a peer the kernel does not name). Constant time in the secrets. */
 AuthRole auth_principal(const AuthTokens *t, const AuthPolicy *policy, const AuthPeer *peer,
                         const char *authorization, AuthPrincipal *ret);
 
-/* The whole decision. Returns 0 (go on, and *ret_principal says who; may be NULL), 401 (no or
- * unknown token) or 403 (a principal that may not do this), with the reason in message (which
- * never quotes the token). node is the {node} of a heartbeat path, else NULL. */
-unsigned auth_decide(const AuthTokens *t, const AuthPolicy *policy, const AuthPeer *peer, const char *authorization,
-                     AuthAccess access, const char *method, const char *node, AuthPrincipal *ret_principal,
-                     char *message, size_t message_size);
+/* The controller's two clocks a signature's time is checked against: the wall clock, and the
+ * controller's own (clock.h: the wall clock of its start plus the monotonic time since). A time
+ * near either is fresh, so a wall clock stepped on the controller alone does not lock every
+ * agent out, and one stepped on every host alike does not either. */
+#define AUTH_CLOCKS 2
+
+typedef struct AuthRequest {
+        const char *authorization;      /* the header's value, NULL when absent */
+        AuthAccess access;              /* of the route */
+        const char *method;
+        const char *target;             /* as received: path and query, not unescaped */
+        const char *node;               /* the {node} of an agent route, else NULL; must outlive the
+                                         * decision (AuthPrincipal.node points to it) */
+        int64_t now_s[AUTH_CLOCKS];     /* Unix seconds */
+        const AuthPolicy *policy;       /* NULL: no flag */
+        const AuthPeer *peer;           /* what the kernel says of the connection; NULL: nothing */
+} AuthRequest;
+
+typedef struct AuthDecision {
+        unsigned status;                /* 0 (go on), 401 (no or bad credentials), 403 (not allowed) */
+        char message[256];              /* why not; never quotes a secret */
+        /* Who sent it (for a refused request, as far as known): AUTH_ROLE_AGENT for a good
+         * signature; the user's name is the caller's to fill (NSS may block). */
+        AuthPrincipal principal;
+        /* A request signed by a node's agent: the key its reply is signed with (points into the
+         * tokens), and the signature it carried. NULL for everyone else. */
+        const char *key;
+        SignedRequest signed_request;
+} AuthDecision;
+
+/* The whole decision (pure). A signature decides alone: a good one is its node's agent, for
+ * that node's agent routes only. Unsigned, the agent routes are the administrators' (the
+ * operator token, root, the controller's uid); an agent's secret as a bearer token is 401;
+ * the other routes go by auth_principal(): the operator and administrators everything, the
+ * reader GET, a user reading and its own jobs (AUTH_ACCESS_OWN_JOBS), an anonymous peer
+ * reading. */
+void auth_decide(const AuthTokens *t, const AuthRequest *req, AuthDecision *ret);
 
 /* Whether principal may act for the jobs of user (NULL: a job without a user, which runs as
  * the agent's own): the operator always, a user for its own jobs only. */

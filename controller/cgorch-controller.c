@@ -51,6 +51,7 @@ static double arg_rate_limit = 2000;
 static char *arg_operator_token_file = NULL;
 static char *arg_reader_token_file = NULL;
 static char *arg_agent_tokens_file = NULL;
+static char *arg_agent_key_file = NULL;
 static bool arg_insecure_no_auth = false;
 static char *arg_tls_cert = NULL;
 static char *arg_tls_key = NULL;
@@ -95,10 +96,14 @@ static const Option options[] = {
         { "reader-token-file", 0, OPTION_STRING, &arg_reader_token_file, "FILE",
           "file (mode 0600) holding the read-only bearer token: GET only (default: none)", 0, 0 },
         { "agent-tokens-file", 0, OPTION_STRING, &arg_agent_tokens_file, "FILE",
-          "file (mode 0600) of NODE:SECRET lines, each agent's token, good for its node's heartbeats only (default: none)", 0, 0 },
+          "file (mode 0600) of NODE:SECRET lines: each agent's secret, which signs its node's heartbeats and waits and "
+          "nothing else (default: none, one agent key for every node)", 0, 0 },
+        { "agent-key-file", 0, OPTION_STRING, &arg_agent_key_file, "FILE",
+          "without --agent-tokens-file: the one key every agent signs with, created (mode 0600) if missing; agents on "
+          "this host read it by default (default: STATE-DIR/agent.key)", 0, 0 },
         { "insecure-no-auth", 0, OPTION_BOOL, &arg_insecure_no_auth, NULL,
           "allow running without any token on a non-loopback address: anyone who can connect is an administrator and may "
-          "run commands as any user (default: no)", 0, 0 },
+          "run commands as any user; agents still sign (default: no)", 0, 0 },
         { "tls-cert", 0, OPTION_STRING, &arg_tls_cert, "FILE",
           "serve HTTPS with this PEM certificate (chain); needs --tls-key (default: plain HTTP)", 0, 0 },
         { "tls-key", 0, OPTION_STRING, &arg_tls_key, "FILE",
@@ -181,6 +186,7 @@ typedef struct Manager {
         uint64_t last_tick_us;            /* CLOCK_MONOTONIC of the last node check */
         uint64_t last_status_us;          /* CLOCK_MONOTONIC of the last STATUS= after a request */
         AuthTokens tokens;
+        char *agent_key_file;             /* without an agent tokens file: the install's agent key */
         Api api;
 } Manager;
 
@@ -288,18 +294,53 @@ static void manager_done(Manager *m) {
         m->store = store_close(m->store);
         m->event = sd_event_unref(m->event);
         auth_tokens_done(&m->tokens);
+        free(m->agent_key_file);
+        m->agent_key_file = NULL;
+}
+
+/* Without an agent tokens file every agent signs with one key of this install, made here the
+ * first time: the agents on this host read it (cgorch-agent --key-file), so even a test machine
+ * without token files has no agent that obeys whoever answers on the controller's port. */
+static int setup_agent_key(Manager *m) {
+        if (arg_agent_tokens_file && arg_agent_key_file)
+                return log_error_errno(EINVAL, "--agent-key-file and --agent-tokens-file exclude each other: with a tokens "
+                                       "file each agent signs with its own line's secret.");
+        if (arg_agent_tokens_file)
+                return 0;
+        if (arg_agent_key_file)
+                m->agent_key_file = strdup(arg_agent_key_file);
+        else if (asprintf(&m->agent_key_file, "%s/agent.key", arg_state_dir) < 0)
+                m->agent_key_file = NULL;
+        if (!m->agent_key_file)
+                return log_oom();
+        _cleanup_free_ char *error = NULL;
+        int r = secret_file_create_token(m->agent_key_file, &error);
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0)
+                return log_error_errno(r, "Cannot create the agent key: %s (give --agent-key-file or --agent-tokens-file).",
+                                       error ?: "error");
+        if (r > 0)
+                log_info("Created the agent key %s: the agents of this host sign with it by default; give agents on "
+                         "other hosts a copy (--key-file) or use --agent-tokens-file.", m->agent_key_file);
+        return 0;
 }
 
 /* Tokens, and the refusal to serve a network without them: a controller that starts commands
  * on every node must not be open to whoever can reach its port by accident. */
 static int setup_auth(Manager *m) {
         _cleanup_free_ char *error = NULL;
-        int r = auth_tokens_load(arg_operator_token_file, arg_reader_token_file, arg_agent_tokens_file, &m->tokens,
-                                 &error);
+        int r = setup_agent_key(m);
+        if (r < 0)
+                return r;
+        r = auth_tokens_load(arg_operator_token_file, arg_reader_token_file, arg_agent_tokens_file, m->agent_key_file,
+                             &m->tokens, &error);
         if (r == -ENOMEM)
                 return log_oom();
         if (r < 0)
                 return log_error_errno(r, "Cannot load the tokens: %s", error ?: "invalid");
+        if (m->tokens.agent_key)
+                log_info("Agents sign their requests with the agent key %s (every node).", m->agent_key_file);
 
         if (auth_tokens_enabled(&m->tokens)) {
                 log_info("Authentication on: %s operator token, %s read-only token, %zu agent token(s).",
@@ -311,8 +352,8 @@ static int setup_auth(Manager *m) {
         if (r > 0 && !arg_insecure_no_auth) {
                 log_notice("No token file is configured: local users are told apart by the kernel (the peer of the Unix "
                            "socket, the owner of a loopback connection); each may submit and cancel only their own jobs, "
-                           "root and this process's user are administrators. Agents on other hosts need tokens: "
-                           "--operator-token-file, --agent-tokens-file (see cgorch-controller(8)).");
+                           "root and this process's user are administrators; agents sign with the agent key. Clients on other hosts "
+                           "need tokens: --operator-token-file, --agent-tokens-file (see cgorch-controller(8)).");
                 return 0;
         }
         if (r == 0 && !arg_insecure_no_auth)
@@ -322,7 +363,8 @@ static int setup_auth(Manager *m) {
                                        "--insecure-no-auth to accept that.", arg_listen);
         if (r >= 0)
                 log_warning("WARNING: listening on %s WITHOUT AUTHENTICATION (--insecure-no-auth): anyone who can "
-                            "connect is an administrator and can run commands as any user on every node.", arg_listen);
+                            "connect is an administrator and can run commands as any user on every node (agents still sign their "
+                            "requests).", arg_listen);
         return 0;
 }
 
@@ -333,7 +375,8 @@ static int on_sighup(sd_event_source *source, const struct signalfd_siginfo *si,
         _cleanup_free_ char *error = NULL;
         AuthTokens fresh;
 
-        int r = auth_tokens_load(arg_operator_token_file, arg_reader_token_file, arg_agent_tokens_file, &fresh, &error);
+        int r = auth_tokens_load(arg_operator_token_file, arg_reader_token_file, arg_agent_tokens_file, m->agent_key_file,
+                                 &fresh, &error);
         if (r < 0) {
                 log_error("Reloading the tokens failed, keeping the old ones: %s", error ?: strerror(-r));
                 return 0;
@@ -507,12 +550,12 @@ static int run(Manager *m) {
         int r;
 
         raise_nofile();
+        if (mkdir(arg_state_dir, 0750) < 0 && errno != EEXIST)
+                return log_error_errno(errno, "Cannot create state directory %s: %m", arg_state_dir);
         r = setup_auth(m);
         if (r < 0)
                 return r;
 
-        if (mkdir(arg_state_dir, 0750) < 0 && errno != EEXIST)
-                return log_error_errno(errno, "Cannot create state directory %s: %m", arg_state_dir);
         r = store_open(arg_state_dir, &m->store);
         if (r == -EUCLEAN)
                 return refuse_damaged_store(NULL);

@@ -1,8 +1,8 @@
 /* http-server.c: libmicrohttpd on an sd-event loop (one MHD daemon per listening socket, TCP
  * and the local Unix socket; each daemon's epoll fd watched by sd-event, its own timeout as a
  * timer), TLS, the peer as the kernel names it, per-address limits, authorization, request
- * bodies, the router, JSON responses, and requests held open for a later answer (suspended
- * connections). */
+ * bodies, the router, JSON responses (signed for a signed request), and requests held open for
+ * a later answer (suspended connections). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
@@ -25,6 +25,8 @@
 #include "peer.h"
 #include "protocol.h"
 #include "rate-limit.h"
+#include "secret-file.h"
+#include "signature.h"
 
 /* libmicrohttpd renamed its constant for 413 across versions; the number never changes. */
 #define HTTP_STATUS_CONTENT_TOO_LARGE 413
@@ -78,6 +80,8 @@ struct HttpServer {
 typedef struct Request {
         HttpServer *server;
         HttpListener *listener;
+        char *target;                     /* as received (MHD's URI callback); NULL: out of memory */
+        bool begun;                       /* request_begin() ran */
         const HttpRoute *route;
         AuthPrincipal principal;
         uint8_t key[RATE_LIMIT_KEY_MAX];  /* the client's address (or uid) for the per-client limits */
@@ -90,6 +94,10 @@ typedef struct Request {
         bool answered;                    /* held, then answered: answer goes out when MHD resumes it */
         bool abandoned;                   /* held, and its client went away: close the connection */
         HttpResponse answer;
+        /* Signed by an agent (HttpAuthResult): every answer is signed with reply_key. */
+        char *reply_key;
+        SignatureHex request_sig;
+        SignatureHex body_sha256;
 } Request;
 
 struct HttpHeld {
@@ -120,7 +128,9 @@ static void request_free(Request *r) {
         }
         for (size_t i = 0; i < HTTP_MAX_PARAMS; i++)
                 free(r->params[i]);
+        free(r->target);
         free(r->body);
+        secret_free(r->reply_key);
         http_response_done(&r->answer);
         free(r);
 }
@@ -174,9 +184,10 @@ no:
         return false;
 }
 
-/* header/value: one extra response header (Allow, WWW-Authenticate, Retry-After) or NULL. */
-static enum MHD_Result send_response(struct MHD_Connection *conn, HttpResponse *resp, const char *header,
-                                     const char *value) {
+/* header/value: one extra response header (Allow, WWW-Authenticate, Retry-After) or NULL. req
+ * (may be NULL) is the request answered: signed by an agent, so is the answer. */
+static enum MHD_Result send_response(struct MHD_Connection *conn, const Request *req, HttpResponse *resp,
+                                     const char *header, const char *value) {
         char *text = NULL;
         size_t len = 0;
 
@@ -226,6 +237,19 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, HttpResponse *
                 snprintf(retry, sizeof retry, "%u", resp->retry_after_s);
                 MHD_add_response_header(response, MHD_HTTP_HEADER_RETRY_AFTER, retry);
         }
+        /* Over the bytes sent (a file is never an answer to an agent). */
+        if (req && req->reply_key && !resp->has_file) {
+                SignatureHex sig;
+                if (signature_sign_reply(req->reply_key, strlen(req->reply_key), req->request_sig, resp->status, text,
+                                         len, sig) < 0 ||
+                    MHD_add_response_header(response, SIGNATURE_REPLY_HEADER, sig) == MHD_NO) {
+                        /* The agent takes an unsigned answer for none at all: better said here. */
+                        log_error("Cannot sign the answer to a signed request.");
+                        MHD_destroy_response(response);
+                        http_response_done(resp);
+                        return MHD_NO;
+                }
+        }
 
         enum MHD_Result ret = MHD_queue_response(conn, resp->status, response);
         MHD_destroy_response(response);
@@ -241,10 +265,10 @@ void http_response_done(HttpResponse *resp) {
         *resp = (HttpResponse) {};
 }
 
-static enum MHD_Result send_error(struct MHD_Connection *conn, unsigned status, const char *header,
-                                  const char *value, const char *fmt, ...) _printf_(5, 6);
-static enum MHD_Result send_error(struct MHD_Connection *conn, unsigned status, const char *header,
-                                  const char *value, const char *fmt, ...) {
+static enum MHD_Result send_error(struct MHD_Connection *conn, const Request *req, unsigned status,
+                                  const char *header, const char *value, const char *fmt, ...) _printf_(6, 7);
+static enum MHD_Result send_error(struct MHD_Connection *conn, const Request *req, unsigned status,
+                                  const char *header, const char *value, const char *fmt, ...) {
         char message[1024];
         va_list ap;
         va_start(ap, fmt);
@@ -252,7 +276,7 @@ static enum MHD_Result send_error(struct MHD_Connection *conn, unsigned status, 
         va_end(ap);
 
         HttpResponse resp = { .status = status, .body = error_to_json(status, message) };
-        return send_response(conn, &resp, header, value);
+        return send_response(conn, req, &resp, header, value);
 }
 
 static bool content_type_is_json(const char *v) {
@@ -302,7 +326,13 @@ static enum MHD_Result send_too_many(struct MHD_Connection *conn, RateLimit *rl,
                                      uint64_t now_us, const char *why) {
         char retry[32];
         snprintf(retry, sizeof retry, "%u", MAX(rate_limit_retry_after_s(rl, key, key_len, now_us), 1u));
-        return send_error(conn, HTTP_STATUS_TOO_MANY_REQUESTS, MHD_HTTP_HEADER_RETRY_AFTER, retry, "%s", why);
+        return send_error(conn, NULL, HTTP_STATUS_TOO_MANY_REQUESTS, MHD_HTTP_HEADER_RETRY_AFTER, retry, "%s", why);
+}
+
+/* A refused authentication counts toward the client's 429 (req->key: its address, or its uid). */
+static void count_auth_failure(HttpServer *s, const Request *req) {
+        if (req->key_len > 0)
+                (void) rate_limit_take(s->auth_failures, req->key, req->key_len, now_monotonic_us(s));
 }
 
 /* What the kernel says of the peer: its uid over the Unix socket (SO_PEERCRED), or the owner of
@@ -356,18 +386,31 @@ static enum MHD_Result request_admit(HttpServer *s, struct MHD_Connection *conn,
                 return send_too_many(conn, s->auth_failures, key, key_len, now_us,
                                      "Authorization: too many failed attempts from this address, retry later");
 
-        char message[256] = "";
-        const char *authorization = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-        unsigned status = s->authorize(s->userdata, req->route, method, authorization, &peer, req->params,
-                                       &req->principal, message, sizeof message);
-        if (status == MHD_HTTP_UNAUTHORIZED) {
-                if (key_len > 0)
-                        (void) rate_limit_take(s->auth_failures, key, key_len, now_us);
-                return send_error(conn, status, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"cgorch\"", "%s",
-                                  message);
+        /* Without the target as received (out of memory in on_request_uri()) no signature can
+         * be checked. */
+        if (!req->target)
+                return send_error(conn, NULL, MHD_HTTP_INTERNAL_SERVER_ERROR, NULL, NULL, "out of memory");
+        HttpAuthRequest auth = {
+                .route = req->route,
+                .method = method,
+                .target = req->target,
+                .authorization = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
+                .params = req->params,
+                .peer = &peer,
+        };
+        HttpAuthResult result = {};
+        s->authorize(s->userdata, &auth, &result);
+        req->principal = result.principal;
+        req->reply_key = result.reply_key;
+        memcpy(req->request_sig, result.request_sig, sizeof req->request_sig);
+        memcpy(req->body_sha256, result.body_sha256, sizeof req->body_sha256);
+        if (result.status == MHD_HTTP_UNAUTHORIZED) {
+                count_auth_failure(s, req);
+                return send_error(conn, NULL, result.status, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                                  result.challenge ?: "Bearer realm=\"cgorch\"", "%s", result.message);
         }
-        if (status != 0)
-                return send_error(conn, status, NULL, NULL, "%s", message);
+        if (result.status != 0)
+                return send_error(conn, NULL, result.status, NULL, NULL, "%s", result.message);
 admitted:
         *ret_admitted = true;
         return MHD_YES;
@@ -395,9 +438,9 @@ static enum MHD_Result request_begin(HttpServer *s, struct MHD_Connection *conn,
                 }
         }
         if (!path_known)
-                return send_error(conn, MHD_HTTP_NOT_FOUND, NULL, NULL, "%s: no such endpoint", url);
+                return send_error(conn, NULL, MHD_HTTP_NOT_FOUND, NULL, NULL, "%s: no such endpoint", url);
         if (!req->route)
-                return send_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, MHD_HTTP_HEADER_ALLOW, allow, "%s %s: method not allowed (allowed: %s)",
+                return send_error(conn, NULL, MHD_HTTP_METHOD_NOT_ALLOWED, MHD_HTTP_HEADER_ALLOW, allow, "%s %s: method not allowed (allowed: %s)",
                                   method, url, allow);
 
         enum MHD_Result ret = request_admit(s, conn, method, req, &admitted);
@@ -410,7 +453,7 @@ static enum MHD_Result request_begin(HttpServer *s, struct MHD_Connection *conn,
         if (req->route->takes_body != HTTP_BODY_NONE) {
                 const char *type = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
                 if (!content_type_is_json(type))
-                        return send_error(conn, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, NULL, NULL,
+                        return send_error(conn, req, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, NULL, NULL,
                                           "Content-Type: must be application/json, got %s", type ?: "none");
         }
 
@@ -420,7 +463,7 @@ static enum MHD_Result request_begin(HttpServer *s, struct MHD_Connection *conn,
                 errno = 0;
                 unsigned long long v = strtoull(length, &end, 10);
                 if (errno == 0 && *end == '\0' && v > s->max_body_bytes)
-                        return send_error(conn, HTTP_STATUS_CONTENT_TOO_LARGE, NULL, NULL,
+                        return send_error(conn, req, HTTP_STATUS_CONTENT_TOO_LARGE, NULL, NULL,
                                           "body: %llu bytes exceed the limit of %" PRIu64 " bytes", v, s->max_body_bytes);
         }
 
@@ -430,16 +473,29 @@ static enum MHD_Result request_begin(HttpServer *s, struct MHD_Connection *conn,
 static enum MHD_Result request_finish(HttpServer *s, struct MHD_Connection *conn, const char *url,
                                       const char *method, Request *req) {
         if (req->too_large)
-                return send_error(conn, HTTP_STATUS_CONTENT_TOO_LARGE, NULL, NULL,
+                return send_error(conn, req, HTTP_STATUS_CONTENT_TOO_LARGE, NULL, NULL,
                                   "body: exceeds the limit of %" PRIu64 " bytes", s->max_body_bytes);
+        /* The signature covered the body's digest: a body swapped on the way is refused, and
+         * its answer is not signed (the request is not the agent's). */
+        if (req->reply_key) {
+                SignedRequest signed_body = {};
+                memcpy(signed_body.body_sha256, req->body_sha256, sizeof signed_body.body_sha256);
+                if (!signature_body_matches(&signed_body, req->body, req->body_size)) {
+                        req->reply_key = (secret_free(req->reply_key), NULL);
+                        count_auth_failure(s, req);
+                        return send_error(conn, NULL, MHD_HTTP_UNAUTHORIZED, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                                          SIGNATURE_SCHEME " realm=\"cgorch\"",
+                                          "Authorization: the body is not the one signed (its SHA-256 differs from body=)");
+                }
+        }
 
         json_t *body = NULL;
         if (req->route->takes_body != HTTP_BODY_NONE && req->body_size == 0)
-                return send_error(conn, MHD_HTTP_BAD_REQUEST, NULL, NULL, "body: empty, expected a JSON object");
+                return send_error(conn, req, MHD_HTTP_BAD_REQUEST, NULL, NULL, "body: empty, expected a JSON object");
         if (req->route->takes_body == HTTP_BODY_JSON) {
                 _cleanup_free_ char *error = NULL;
                 if (json_body_load(req->body, req->body_size, &body, &error) < 0)
-                        return send_error(conn, MHD_HTTP_BAD_REQUEST, NULL, NULL, "%s", error ?: "body: invalid JSON");
+                        return send_error(conn, req, MHD_HTTP_BAD_REQUEST, NULL, NULL, "%s", error ?: "body: invalid JSON");
         }
 
         HttpRequest hreq = { .method = method, .path = url, .body = body, .connection = conn, .state = req,
@@ -462,7 +518,7 @@ static enum MHD_Result request_finish(HttpServer *s, struct MHD_Connection *conn
                 return MHD_YES;
         }
         log_debug("%s %s → %u", method, url, resp.status);
-        return send_response(conn, &resp, NULL, NULL);
+        return send_response(conn, req, &resp, NULL, NULL);
 }
 
 /* ---- Held requests ---- */
@@ -618,15 +674,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         HttpServer *s = l->server;
         Request *req = *con_cls;
 
-        if (!req) {
-                req = calloc(1, sizeof(Request));
+        if (!req || !req->begun) {
                 if (!req) {
-                        log_oom();
-                        return MHD_NO;
+                        req = calloc(1, sizeof(Request));
+                        if (!req) {
+                                log_oom();
+                                return MHD_NO;
+                        }
+                        req->server = s;
+                        req->listener = l;
+                        *con_cls = req;
                 }
-                req->server = s;
-                req->listener = l;
-                *con_cls = req;
+                req->begun = true;
                 return request_begin(s, conn, url, method, req);
         }
 
@@ -636,14 +695,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 /* Nobody will read it: MHD finds the connection closed when it writes. (MHD_NO
                  * would close it too, with a warning for every agent that went away.) */
                 HttpResponse gone = { .status = MHD_HTTP_GONE };
-                return send_response(conn, &gone, MHD_HTTP_HEADER_CONNECTION, "close");
+                return send_response(conn, req, &gone, MHD_HTTP_HEADER_CONNECTION, "close");
         }
         if (req->answered) {
                 HttpResponse answer = req->answer;
                 req->answer = (HttpResponse) {};
                 req->answered = false;
                 log_debug("%s %s → %u (held)", method, url, answer.status);
-                return send_response(conn, &answer, NULL, NULL);
+                return send_response(conn, req, &answer, NULL, NULL);
         }
 
         /* Refused in request_begin (its answer is queued): whatever body comes is dropped. */
@@ -676,6 +735,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         }
 
         return request_finish(s, conn, url, method, req);
+}
+
+/* MHD's first call for a request, with its target as received (path and query, not unescaped):
+ * what an agent's signature covers. Its return value is the request's con_cls from then on. */
+static void *on_request_uri(void *cls, const char *uri, struct MHD_Connection *conn) {
+        HttpListener *l = cls;
+        Request *req = calloc(1, sizeof(Request));
+        if (!req)
+                return NULL;
+        req->server = l->server;
+        req->listener = l;
+        req->target = strdup(uri); /* NULL: the request gets 500 (request_admit()) */
+        return req;
 }
 
 static void on_request_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -863,13 +935,14 @@ static int listener_start(HttpServer *s, HttpListener *l, const HttpServerConfig
         struct MHD_OptionItem options[16] = {
                 { MHD_OPTION_EXTERNAL_LOGGER, (intptr_t) on_mhd_log, s },
                 { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t) on_request_completed, s },
+                { MHD_OPTION_URI_LOG_CALLBACK, (intptr_t) on_request_uri, l },
                 { MHD_OPTION_CONNECTION_TIMEOUT, HTTP_CONNECTION_TIMEOUT_S, NULL },
                 /* MHD keeps the request line and headers in this per-connection pool (and reads
                  * the body through it in pieces): its size bounds the headers. */
                 { MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t) config->max_header_bytes, NULL },
                 { MHD_OPTION_CONNECTION_LIMIT, (intptr_t) config->max_connections, NULL },
         };
-        size_t n = 5;
+        size_t n = 6;
         /* MHD grows a connection's read buffer by 1 KiB at a time by default: a 75 KB heartbeat
          * then took dozens of passes of the event loop, and with a thousand agents those passes
          * queued up into seconds of latency at a fifth of a core. Half the pool per step reads

@@ -3,8 +3,9 @@
  * with a router from (method, path pattern) to handlers, and the limits every request passes
  * before a handler sees it: connections, header and body size, request rate and failed
  * authentications per client address (per uid on the Unix socket), and an authorization hook
- * that is told who the kernel says the peer is. A handler may also hold its request open and
- * answer it later (a long poll). */
+ * that is told who the kernel says the peer is. A request the hook found signed by an agent
+ * (signature.h) must come with the body it signed, and every answer to it is signed. A
+ * handler may also hold its request open and answer it later (a long poll). */
 #pragma once
 
 #include <jansson.h>
@@ -14,6 +15,7 @@
 
 #include "auth.h"
 #include "macro.h"
+#include "signature.h"
 
 #define HTTP_MAX_PARAMS 2
 
@@ -69,15 +71,32 @@ typedef struct HttpRoute {
         int access;                   /* passed to the authorize hook (an AuthAccess) */
 } HttpRoute;
 
-/* Decides whether a routed request may go on, before its body is read: returns 0 and who
- * sent it in *ret_principal (handed to the handler as req->principal), or the HTTP status to
- * refuse it with (401, 403) and the reason in message. authorization is the Authorization
- * header (NULL when absent); peer is what the kernel says of the connection; params are the
- * route's "{}" segments. */
-typedef unsigned (*HttpAuthorize)(void *userdata, const HttpRoute *route, const char *method,
-                                  const char *authorization, const AuthPeer *peer,
-                                  char *const params[HTTP_MAX_PARAMS], AuthPrincipal *ret_principal,
-                                  char *message, size_t message_size);
+/* What the authorize hook sees of a routed request, before its body is read. */
+typedef struct HttpAuthRequest {
+        const HttpRoute *route;
+        const char *method;
+        const char *target;             /* the request target as received: path and query, not unescaped */
+        const char *authorization;      /* the Authorization header, NULL when absent */
+        char *const *params;            /* the route's "{}" segments (they live as long as the request) */
+        const AuthPeer *peer;           /* what the kernel says of the connection */
+} HttpAuthRequest;
+
+/* Its verdict. */
+typedef struct HttpAuthResult {
+        unsigned status;                /* 0: go on; else 401 or 403 */
+        char message[256];              /* the reason of a refusal */
+        const char *challenge;          /* WWW-Authenticate of a 401 (a literal); NULL: Bearer realm="cgorch" */
+        AuthPrincipal principal;        /* who sent it: handed to the handler as req->principal */
+        /* A request signed by an agent: its body must hash to body_sha256 (else 401), and every
+         * answer to it carries SIGNATURE_REPLY_HEADER, signed with reply_key over request_sig.
+         * reply_key is malloc'd and NUL-terminated; the server wipes and frees it. */
+        char *reply_key;
+        SignatureHex request_sig;
+        SignatureHex body_sha256;
+} HttpAuthResult;
+
+/* Decides whether a routed request may go on (ret starts zeroed). */
+typedef void (*HttpAuthorize)(void *userdata, const HttpAuthRequest *req, HttpAuthResult *ret);
 
 typedef struct HttpServerConfig {
         const char *listen;             /* "ADDR:PORT" (IPv4, or "[IPv6]:PORT"); port 0 lets the kernel choose */

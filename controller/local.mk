@@ -18,7 +18,7 @@ CONTROLLER_SOURCES = \
 	controller/runtime-config.c controller/runtime-config.h \
 	controller/store-orch.c controller/api-orch.c controller/clock.c controller/clock.h
 CONTROLLER_CFLAGS = $(AM_CFLAGS) -pthread $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(LIBMICROHTTPD_CFLAGS) $(SQLITE3_CFLAGS)
-CONTROLLER_LIBS = controller/libcgorch-orch.a $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(LIBMICROHTTPD_LIBS) $(SQLITE3_LIBS) -lm
+CONTROLLER_LIBS = controller/libcgorch-orch.a $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(SIGN_LIBS) $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(LIBMICROHTTPD_LIBS) $(SQLITE3_LIBS) -lm
 
 controller_cgorch_controller_SOURCES = controller/cgorch-controller.c $(CONTROLLER_SOURCES)
 controller_cgorch_controller_CFLAGS = $(CONTROLLER_CFLAGS)

@@ -1,11 +1,14 @@
 /* fuzz-auth-tokens.c: the controller's agent tokens file parser and the Authorization header
- * check, on arbitrary bytes. The input is split at its first NUL: a tokens file before it, an
- * Authorization header after it. A header that is accepted must name a node of the file. */
+ * check (bearer tokens and agents' signatures), on arbitrary bytes. The input is split at its
+ * first NUL: a tokens file before it, an Authorization header after it. A bearer token taken
+ * for an agent's must name a node of the file, and is refused (an agent's secret is never a
+ * bearer token); a signature accepted (fuzzing cannot forge one, but the corpus holds good
+ * ones) is good for its node's heartbeats only; a local user never beats unsigned. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth.h"
+#include "controller/auth.h"
 #include "fuzz.h"
 #include "macro.h"
 
@@ -30,13 +33,43 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         AuthTokens t = { .agents = agents, .n_agents = n };
         const char *node = NULL;
         AuthRole role = auth_identify(&t, header, &node);
+        AuthDecision d;
+        AuthRequest req = { .authorization = header, .access = AUTH_ACCESS_HEARTBEAT, .method = "POST",
+                            .target = "/v1/nodes/n1/heartbeat", .node = node, .now_s = { 1700000000, 1700000000 } };
         if (role == AUTH_ROLE_AGENT) {
+                /* An agent's secret sent as a bearer token: refused everywhere. */
                 FUZZ_ASSERT(node);
-                char message[256];
-                FUZZ_ASSERT(auth_decide(&t, NULL, NULL, header, AUTH_ACCESS_HEARTBEAT, "POST", node, NULL, message, sizeof message) == 0);
-                FUZZ_ASSERT(auth_decide(&t, NULL, NULL, header, AUTH_ACCESS_WRITE, "POST", NULL, NULL, message, sizeof message) == 403);
+                auth_decide(&t, &req, &d);
+                FUZZ_ASSERT(d.status == 401 && !d.key);
+                req.access = AUTH_ACCESS_WRITE;
+                auth_decide(&t, &req, &d);
+                FUZZ_ASSERT(d.status == 401);
         } else
                 FUZZ_ASSERT(role == AUTH_ROLE_NONE);
+
+        /* As a signature, on n1's heartbeat route (the corpus signs that one). */
+        req = (AuthRequest) { .authorization = header, .access = AUTH_ACCESS_HEARTBEAT, .method = "POST",
+                              .target = "/v1/nodes/n1/heartbeat", .node = "n1", .now_s = { 1700000000, 1700000000 } };
+        auth_decide(&t, &req, &d);
+        FUZZ_ASSERT(d.status == 0 || d.status == 401 || d.status == 403);
+        FUZZ_ASSERT(d.message[sizeof d.message - 1] == '\0');
+        if (d.status == 0 && d.key) {
+                FUZZ_ASSERT(streq(d.signed_request.node, "n1"));
+                FUZZ_ASSERT(d.principal.role == AUTH_ROLE_AGENT && streq(d.principal.node, "n1"));
+                req.access = AUTH_ACCESS_READ;
+                auth_decide(&t, &req, &d);
+                FUZZ_ASSERT(d.status == 403 && !d.key);
+        }
+
+        /* From a local user the kernel names, over the Unix socket: the agent's route only with a
+         * good signature, whatever else the header says. */
+        AuthPeer user = { .unix_socket = true, .uid_known = true, .uid = 1000 };
+        AuthPolicy policy = { .self_uid = 999 };
+        req = (AuthRequest) { .authorization = header, .access = AUTH_ACCESS_HEARTBEAT, .method = "POST",
+                              .target = "/v1/nodes/n1/heartbeat", .node = "n1", .now_s = { 1700000000, 1700000000 },
+                              .policy = &policy, .peer = &user };
+        auth_decide(&t, &req, &d);
+        FUZZ_ASSERT(d.status != 0 || (d.key && d.principal.role == AUTH_ROLE_AGENT));
         free(header);
         auth_tokens_done(&t);
         return 0;

@@ -9,7 +9,7 @@ FUZZ_HARNESSES = protocol config cgroup-parsers auth-tokens
 FUZZ_PROTOCOL_SRC = $(abs_top_srcdir)/fuzz/fuzz-protocol.c $(abs_top_srcdir)/common/protocol.c $(abs_top_srcdir)/common/heartbeat-reader.c $(abs_top_srcdir)/common/strv.c $(abs_top_srcdir)/common/log.c
 FUZZ_CONFIG_SRC = $(abs_top_srcdir)/fuzz/fuzz-config.c $(abs_top_srcdir)/common/config.c $(abs_top_srcdir)/common/strv.c $(abs_top_srcdir)/common/log.c
 FUZZ_CGROUP_PARSERS_SRC = $(abs_top_srcdir)/fuzz/fuzz-cgroup-parsers.c $(abs_top_srcdir)/agent/cgroup-util.c $(abs_top_srcdir)/agent/procfs.c $(abs_top_srcdir)/common/protocol.c $(abs_top_srcdir)/common/strv.c $(abs_top_srcdir)/common/log.c
-FUZZ_AUTH_TOKENS_SRC = $(abs_top_srcdir)/fuzz/fuzz-auth-tokens.c $(abs_top_srcdir)/controller/auth.c $(abs_top_srcdir)/common/secret-file.c $(abs_top_srcdir)/common/log.c
+FUZZ_AUTH_TOKENS_SRC = $(abs_top_srcdir)/fuzz/fuzz-auth-tokens.c $(abs_top_srcdir)/controller/auth.c $(abs_top_srcdir)/common/secret-file.c $(abs_top_srcdir)/common/signature.c $(abs_top_srcdir)/common/log.c
 
 FUZZ_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/fuzz -I$(top_srcdir)/agent -I$(top_srcdir)/controller
 
@@ -28,15 +28,17 @@ fuzz_replay_cgroup_parsers_LDADD = agent/libcgorch-agent-cgroup.a $(COMMON_LIBS)
 fuzz_replay_auth_tokens_SOURCES = fuzz/replay.c fuzz/fuzz.h fuzz/fuzz-auth-tokens.c controller/auth.c controller/auth.h
 fuzz_replay_auth_tokens_CPPFLAGS = $(FUZZ_CPPFLAGS)
 fuzz_replay_auth_tokens_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
-fuzz_replay_auth_tokens_LDADD = $(COMMON_LIBS)
+fuzz_replay_auth_tokens_LDADD = $(SIGN_LIBS) $(COMMON_LIBS)
 
 TESTS += fuzz/test-fuzz-corpus.sh
 EXTRA_DIST += fuzz/test-fuzz-corpus.sh fuzz/run-fuzz.sh fuzz/corpus
 
 if HAVE_LIBFUZZER
+# No -I for controller/: its sched.h would stand in for the system's (libcrypto's headers
+# include pthread.h, which includes <sched.h>); the harnesses name controller/ headers by path.
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	-include $(abs_top_builddir)/cgorch-build.h -I$(abs_top_srcdir)/common -I$(abs_top_srcdir) \
-	-I$(abs_top_srcdir)/fuzz -I$(abs_top_srcdir)/agent -I$(abs_top_srcdir)/controller $(JANSSON_CFLAGS)
+	-I$(abs_top_srcdir)/fuzz -I$(abs_top_srcdir)/agent $(JANSSON_CFLAGS)
 FUZZ_BINARIES = $(FUZZ_HARNESSES:%=fuzz/fuzz-%)
 CLEANFILES += $(FUZZ_BINARIES)
 
@@ -51,7 +53,7 @@ fuzz/fuzz-cgroup-parsers: cgorch-build.h $(FUZZ_CGROUP_PARSERS_SRC)
 	$(AM_V_CCLD)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(FUZZ_CGROUP_PARSERS_SRC) $(JANSSON_LIBS) -lm
 fuzz/fuzz-auth-tokens: cgorch-build.h $(FUZZ_AUTH_TOKENS_SRC)
 	@$(MKDIR_P) fuzz
-	$(AM_V_CCLD)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(FUZZ_AUTH_TOKENS_SRC) -lm
+	$(AM_V_CCLD)$(FUZZ_CC) $(FUZZ_CFLAGS) $(LIBCRYPTO_CFLAGS) -o $@ $(FUZZ_AUTH_TOKENS_SRC) $(LIBCRYPTO_LIBS) -lm
 
 # make fuzz [FUZZ_SECONDS=N]: each harness for N seconds (default 30) from the committed
 # corpus; new inputs go to fuzz-corpus/HARNESS/ in the build directory, crashes to

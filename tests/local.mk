@@ -103,7 +103,7 @@ tests_unit_test_cluster_SOURCES = tests/unit/test-cluster.c tests/unit/store-dir
 	controller/store-jobs.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c
 tests_unit_test_cluster_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_cluster_LDADD = $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(COMMON_LIBS) $(SQLITE3_LIBS) $(CRITERION_LIBS) -lm
-EXTRA_DIST += tests/integration/test-api.sh tests/api
+EXTRA_DIST += tests/integration/test-api.sh tests/api tests/integration/cgorch_sign.py
 
 # The simulator's result is the daemon's: one trace through cgorch-sim and through the
 # controller's own path with a fake agent, job end times compared.
@@ -201,14 +201,14 @@ tests_unit_test_sched_incremental_LDADD = $(SCHED_LIBS) $(COMMON_LIBS) $(CRITERI
 # Trust and failure (issue 8): tokens and TLS end to end; controller and agent crashes, lost
 # nodes, a full or locked store; a read-only, garbled or damaged store, backup and restore; the HTTP limits and token checks as unit tests.
 TRUST_INTEGRATION_TESTS = tests/integration/test-auth.sh tests/integration/test-users.sh tests/integration/test-failure.sh \
-	tests/integration/test-clock.sh tests/integration/test-store-faults.sh
+	tests/integration/test-clock.sh tests/integration/test-store-faults.sh tests/integration/test-impostor.sh
 TESTS += $(TRUST_INTEGRATION_TESTS)
-EXTRA_DIST += $(TRUST_INTEGRATION_TESTS) tests/integration/clock-shift.c
+EXTRA_DIST += $(TRUST_INTEGRATION_TESTS) tests/integration/clock-shift.c tests/integration/impostor.py
 check_PROGRAMS += tests/unit/test-auth tests/unit/test-rate-limit tests/unit/test-secret-file
 TESTS += tests/unit/test-auth tests/unit/test-rate-limit tests/unit/test-secret-file
 tests_unit_test_auth_SOURCES = tests/unit/test-auth.c controller/auth.c controller/auth.h
 tests_unit_test_auth_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
-tests_unit_test_auth_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
+tests_unit_test_auth_LDADD = $(SIGN_LIBS) $(COMMON_LIBS) $(CRITERION_LIBS)
 # Local peers as the kernel names them (the Unix socket's, a loopback connection's owner).
 check_PROGRAMS += tests/unit/test-peer
 TESTS += tests/unit/test-peer
@@ -221,6 +221,13 @@ tests_unit_test_rate_limit_LDADD = $(CRITERION_LIBS) -lm
 tests_unit_test_secret_file_SOURCES = tests/unit/test-secret-file.c
 tests_unit_test_secret_file_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_secret_file_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
+# The agents' request and reply signatures: RFC 4231's HMAC-SHA256 vectors through the wrapper,
+# the scheme's known answer, every way a signature must fail, the header parser.
+check_PROGRAMS += tests/unit/test-signature
+TESTS += tests/unit/test-signature
+tests_unit_test_signature_SOURCES = tests/unit/test-signature.c
+tests_unit_test_signature_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_signature_LDADD = $(SIGN_LIBS) $(COMMON_LIBS) $(CRITERION_LIBS)
 # Which directory or file keeps a task's user from executing its command (agent and cgorchctl).
 check_PROGRAMS += tests/unit/test-exec-access
 TESTS += tests/unit/test-exec-access tests/integration/test-exec-access.sh
@@ -255,7 +262,7 @@ TESTS += tests/unit/test-reporter tests/integration/test-push.sh
 tests_unit_test_reporter_SOURCES = tests/unit/test-reporter.c agent/reporter.c agent/reporter.h
 tests_unit_test_reporter_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/agent
 tests_unit_test_reporter_CFLAGS = $(AM_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(LIBCURL_CFLAGS) $(CRITERION_CFLAGS)
-tests_unit_test_reporter_LDADD = $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(LIBCURL_LIBS) $(CRITERION_LIBS)
+tests_unit_test_reporter_LDADD = $(SIGN_LIBS) $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(LIBCURL_LIBS) $(CRITERION_LIBS)
 EXTRA_DIST += tests/integration/test-push.sh
 
 # Multi-node tests: a controller and three agents in network namespaces of their own over veth

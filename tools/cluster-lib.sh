@@ -179,11 +179,14 @@ cluster_cleanup() {
 
 # cluster_start_fake: the scripted controller (tests/integration/fake-controller.py) in
 # $CLUSTER_DIR/fake, its FAKE_* settings from the caller's environment; sets FAKE to that
-# directory and exports CGORCH_SERVER. Its stderr goes to $CLUSTER_DIR/fake.log.
+# directory and exports CGORCH_SERVER. Its stderr goes to $CLUSTER_DIR/fake.log. Like the real
+# one it checks the agents' signatures with the cluster's agent tokens (cluster_make_tokens
+# first) and signs its answers.
 cluster_start_fake() {
         FAKE=$CLUSTER_DIR/fake
         mkdir -p "$FAKE"
-        python3 "$CLUSTER_LIB_SRCDIR/tests/integration/fake-controller.py" "$FAKE" 2>"$CLUSTER_DIR/fake.log" &
+        FAKE_AGENT_TOKENS=$CLUSTER_DIR/tokens/agents \
+                python3 "$CLUSTER_LIB_SRCDIR/tests/integration/fake-controller.py" "$FAKE" 2>"$CLUSTER_DIR/fake.log" &
         CLUSTER_PIDS+=($!)
         wait_for 10 test -s "$FAKE/port" || { cluster_log "fake controller did not start"; return 1; }
         CGORCH_SERVER="http://127.0.0.1:$(cat "$FAKE/port")"
@@ -249,6 +252,11 @@ cluster_make_tokens() {
         CLUSTER_AUTH_HEADER=$d/operator.header
         export CGORCH_TOKEN_FILE CLUSTER_AUTH_HEADER
 }
+
+# cluster_sign KEY_FILE NODE METHOD TARGET [BODY_FILE]: the Authorization value with which
+# NODE's agent signs that request (tests/integration/cgorch_sign.py), for the tests that speak
+# for an agent; KEY_FILE is its token file (cluster_agent_token) or an agent key.
+cluster_sign() { python3 "$CLUSTER_LIB_SRCDIR/tests/integration/cgorch_sign.py" request "$@"; }
 
 # curl as the operator (verifying an https controller with $CGORCH_CA_CERT when set):
 # cluster_curl [curl options...] URL

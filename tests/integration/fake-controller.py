@@ -11,9 +11,16 @@ FAKE_LOG_ALL=0 (benchmarks) keeps only the last heartbeat, not heartbeats.jsonl.
 exists every heartbeat gets 503 (the controller is away). FAKE_KEEPALIVE=1 (benchmarks) speaks
 HTTP/1.1 and keeps connections open as cgorch-controller does; by default every reply closes its
 connection (HTTP/1.0).
+Like cgorch-controller, it checks every agent request's signature (cgorch_sign.py) with the
+node's secret from $FAKE_AGENT_TOKENS (the NODE:SECRET lines of the cluster's agent tokens,
+read at each request), answers 401 without a signature when it does not verify, and signs
+every other answer, so that the agent takes it.
 """
 import json, os, sys, threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cgorch_sign  # noqa: E402
 
 DIR = sys.argv[1]
 os.makedirs(os.path.join(DIR, "queue"), exist_ok=True)
@@ -22,6 +29,19 @@ nodes = {}
 MAX_BODY = int(os.environ.get("FAKE_MAX_BODY", "1048576"))
 LOG_ALL = os.environ.get("FAKE_LOG_ALL", "1") != "0"
 max_body = 0
+AGENT_TOKENS = os.environ.get("FAKE_AGENT_TOKENS", "")
+
+
+def node_secret(node):
+    try:
+        with open(AGENT_TOKENS) as f:
+            for line in f:
+                n, sep, secret = line.strip().partition(":")
+                if sep and n == node:
+                    return secret.encode()
+    except OSError:
+        pass
+    return None
 
 
 def write_atomic(path, text):
@@ -39,11 +59,25 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
+    signed = None  # (key, request sig) of a request whose signature verified
+
+    def check_signature(self, body):
+        """Whether the request is signed by its node's agent; its answer is signed then."""
+        self.signed = None
+        fields = cgorch_sign.parse_header(self.headers.get("Authorization"))
+        key = fields and node_secret(fields["node"])
+        if not key or not cgorch_sign.verify_request(key, fields, self.command, self.path, body):
+            return False
+        self.signed = (key, fields["sig"])
+        return True
+
     def reply(self, code, obj, close=False):
         body = json.dumps(obj).encode()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
+        if self.signed:
+            self.send_header(cgorch_sign.REPLY_HEADER, cgorch_sign.sign_reply(self.signed[0], self.signed[1], code, body))
         if close:
             # A request body left unread would be taken for the next request.
             self.send_header("Connection", "close")
@@ -52,6 +86,7 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_GET(self):
+        self.signed = None
         if self.path == "/healthz":
             return self.reply(200, {"status": "ok"})
         if self.path == "/v1/nodes":
@@ -59,14 +94,16 @@ class Handler(BaseHTTPRequestHandler):
         self.reply(404, {"error": {"status": 404, "message": "not found"}})
 
     def do_POST(self):
+        size = int(self.headers.get("Content-Length", "0"))
+        raw = self.rfile.read(size)
+        if not self.check_signature(raw):
+            return self.reply(401, {"error": {"status": 401, "message": "Authorization: invalid signature"}}, close=True)
         parts = self.path.split("/")
         if len(parts) != 5 or parts[1:3] != ["v1", "nodes"] or parts[4] != "heartbeat":
             return self.reply(404, {"error": {"status": 404, "message": "not found"}}, close=True)
-        size = int(self.headers.get("Content-Length", "0"))
         if os.path.exists(os.path.join(DIR, "down")):
-            self.rfile.read(size)
             return self.reply(503, {"error": {"status": 503, "message": "down"}})
-        text = self.rfile.read(size).decode()
+        text = raw.decode()
         global max_body
         if size > max_body:
             max_body = size

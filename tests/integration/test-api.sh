@@ -2,11 +2,13 @@
 # test-api.sh: the data-driven REST suite. Starts a real cgorch-controller on loopback with its
 # state in a temporary directory, replays every case of tests/api/ in name order with curl and
 # compares each answer (status line, listed headers, JSON body) with the case's expected
-# response; the file format and the comparison rules are in tests/api/README.md. Prints one
-# ok/FAIL line per case (with a diff on failure) and exits non-zero if any case failed.
-# Needs no root; the cases sent as another user over the Unix socket are skipped without it. CGORCH_TEST_WRAPPER, if set, is put in front of the controller's command
-# (e.g. "valgrind --leak-check=full --error-exitcode=99"); its exit status after SIGTERM is
-# checked, so a wrapper that reports errors through it fails the suite.
+# response; the file format and the comparison rules are in tests/api/README.md (a case may be
+# signed as an agent, cgorch_sign.py, and the reply's signature checked; a case may be sent over
+# the controller's Unix socket, as another user). Prints one ok/FAIL line per case (with a diff
+# on failure) and exits non-zero if any case failed. Needs no root; the cases sent as another
+# user over the Unix socket are skipped without it. CGORCH_TEST_WRAPPER, if set, is put in front
+# of the controller's command (e.g. "valgrind --leak-check=full --error-exitcode=99"); its exit
+# status after SIGTERM is checked, so a wrapper that reports errors through it fails the suite.
 set -uo pipefail
 
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -14,7 +16,7 @@ top_builddir=${top_builddir:-$top_srcdir}
 cases_dir=$top_srcdir/tests/api
 controller=$top_builddir/controller/cgorch-controller
 
-for tool in curl jq; do
+for tool in curl jq python3; do
         command -v "$tool" >/dev/null || { echo "SKIP: $tool is not installed (Debian package: $tool)"; exit 77; }
 done
 [ -x "$controller" ] || { echo "ERROR: $controller is not built"; exit 99; }
@@ -45,7 +47,10 @@ operator_token=test-operator-token-0123456789
         echo test-reader-token-0123456789 >"$tmp/reader-token"
         printf '# the agents of the suite\nn1:test-agent-token-n1-0123456789\nn2:test-agent-token-n2-0123456789\n' \
                 >"$tmp/agent-tokens"
+        # Each agent's key, for the cases that sign as one.
+        for n in n1 n2; do grep "^$n:" "$tmp/agent-tokens" >"$tmp/key-$n"; done
 )
+sign=$top_srcdir/tests/integration/cgorch_sign.py
 
 # A heartbeat interval of an hour: the suite must not see its node lost because a slow machine
 # (or valgrind) took more than three intervals between two cases. A 1 KiB body limit keeps the
@@ -92,7 +97,7 @@ normalize='walk(if type == "object" then with_entries(
 
 run_case() {
         local name=$1 dir=$2
-        local method path line has_type=false has_auth=false via_unix=false as_user=
+        local method path line has_type=false has_auth=false via_unix=false as_user= sign_as= authorization= key=
         local -a curl_args=() as_user_cmd=()
 
         # request: "METHOD PATH", header lines, an empty line, the body (the rest, byte for byte).
@@ -108,6 +113,13 @@ run_case() {
                         read -r _ via_peer as_user <<<"$line"
                         [ "$via_peer" = unix ] || { fail "$name" "X-Test-Peer: '$via_peer' is not 'unix'"; return; }
                         via_unix=true
+                        continue
+                fi
+                # "Test-Sign: NODE [key=NODE] [skew=S] [signed-body=TEXT] [signed-target=PATH]" is
+                # not sent: the case is signed as NODE's agent (README.md).
+                if [[ ${line,,} == test-sign:* ]]; then
+                        sign_as=${line#*:}
+                        has_auth=true
                         continue
                 fi
                 curl_args+=(-H "$line")
@@ -128,6 +140,25 @@ run_case() {
         $via_unix && curl_args+=(--unix-socket "$socket")
         # Everything after the first empty line; sed keeps a missing final newline missing.
         sed '1,/^$/d' "$dir/request" >"$tmp/body"
+        if [ -n "$sign_as" ]; then
+                local node opt opts target=$path
+                local -a sign_opts=()
+                read -r node opts <<<"$sign_as"
+                key=$node
+                for opt in $opts; do
+                        case $opt in
+                        key=*) key=${opt#key=} ;;
+                        skew=*) sign_opts+=(--skew "${opt#skew=}") ;;
+                        signed-body=*) printf '%s' "${opt#signed-body=}" >"$tmp/signed-body"
+                                sign_opts+=(--signed-body "$tmp/signed-body") ;;
+                        signed-target=*) target=${opt#signed-target=} ;;
+                        *) fail "$name" "Test-Sign: unknown option $opt"; return ;;
+                        esac
+                done
+                authorization=$(python3 "$sign" request "$tmp/key-$key" "$node" "$method" "$target" "$tmp/body" \
+                        "${sign_opts[@]}") || { fail "$name" "cannot sign"; return; }
+                curl_args+=(-H "Authorization: $authorization")
+        fi
         # Read from standard input, which the suite opens: another user cannot open its files.
         if [[ $method == POST || $method == PUT || $method == PATCH || -s $tmp/body ]]; then
                 curl_args+=(--data-binary @-)
@@ -145,9 +176,13 @@ run_case() {
                 fail "$name" "curl: $(cat "$tmp/curl.err")"
                 return
         fi
-        awk -v h="$tmp/headers" -v b="$tmp/answer" '
-                !body { print >h; if ($0 == "\r" || $0 == "") body = 1; next }
-                { print >b }' "$tmp/raw"
+        # Byte for byte: a reply's signature covers its body exactly as sent.
+        python3 -c 'import sys
+raw = open(sys.argv[1], "rb").read()
+end = raw.find(b"\r\n\r\n")
+end = len(raw) if end < 0 else end + 4
+open(sys.argv[2], "wb").write(raw[:end])
+open(sys.argv[3], "wb").write(raw[end:])' "$tmp/raw" "$tmp/headers" "$tmp/answer"
 
         # response: the status line, the headers that must be there, an empty line, the body.
         local want_status got_status
@@ -165,6 +200,17 @@ run_case() {
                 want=${want# }
                 got=$(tr -d '\r' <"$tmp/headers" | awk -v n="${hname,,}" '
                         { i = index($0, ":"); if (i && tolower(substr($0, 1, i - 1)) == n) { v = substr($0, i + 1); sub(/^ /, "", v); print v; exit } }')
+                # "Cgorch-Signature: valid": the reply is signed with the signing node's key
+                # over this request, its status and its body.
+                if [ "${hname,,}" = cgorch-signature ] && [ "$want" = valid ]; then
+                        if [ -z "$authorization" ] || [ -z "$got" ] ||
+                                ! python3 "$sign" check-reply "$tmp/key-$key" "$authorization" \
+                                        "$(awk 'NR == 1 { print $2 }' "$tmp/headers")" "$tmp/answer" "$got"; then
+                                fail "$name" "the reply's Cgorch-Signature is missing or does not verify: '$got'"
+                                return
+                        fi
+                        continue
+                fi
                 if [ "$want" != "$got" ]; then
                         fail "$name" "header $hname is '$got', want '$want'"
                         return

@@ -3,15 +3,16 @@
 # token file (refused when group- or world-readable, 401 without one, 403 with the read-only
 # one), the controller's refusal to serve a network address without tokens, HTTPS with a test
 # CA made by openssl (cgorchctl and curl verify it, and fail without the CA), an agent that
-# registers over HTTPS with its node-bound token (where cgroups can be created), no token in
-# any log, and a flood of bad tokens answered 429 while other clients are still served.
+# registers over HTTPS signing with its node's secret (where cgroups can be created), a
+# signature good for its own node only, an agent's secret refused as a bearer token, no token
+# in any log, and a flood of bad tokens answered 429 while other clients are still served.
 set -euo pipefail
 
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
 top_builddir=${top_builddir:-$top_srcdir/build}
 . "$top_srcdir/tools/cluster-lib.sh"
 
-for tool in curl jq openssl; do
+for tool in curl jq openssl python3; do
         command -v $tool >/dev/null || { echo "SKIP: $tool is not installed (Debian package: $tool)"; exit 77; }
 done
 
@@ -89,15 +90,24 @@ if [ -z "$reason" ]; then
         cluster_start_agent n1 --ca-cert "$d/ca.pem" || fail "the agent did not register over HTTPS"
         id=$("$CGORCHCTL" submit --wait --name tls --user nobody --tasks 1 --cpus 0.2 --memory 32M -- "$BURN_BIN" --cpu-seconds 0.2) ||
                 fail "a job over HTTPS did not succeed"
-        # n2's token cannot heartbeat for n1, and n1's cannot read jobs.
+        # n2's signature cannot send n1's heartbeat, n1's cannot read jobs, and a secret sent as a
+        # bearer token is refused, naming the scheme.
         token2=$(cluster_agent_token n2)
-        code=$(curl -sS -o /dev/null -w '%{http_code}' --cacert "$d/ca.pem" -H "Authorization: Bearer $(cat "$token2")" \
-                -H 'Content-Type: application/json' -d '{}' "$CGORCH_SERVER/v1/nodes/n1/heartbeat")
-        [ "$code" = 403 ] || fail "n2's token sent n1's heartbeat: $code"
-        code=$(curl -sS -o /dev/null -w '%{http_code}' --cacert "$d/ca.pem" -H "Authorization: Bearer $(cat "$token")" \
-                "$CGORCH_SERVER/v1/jobs")
-        [ "$code" = 403 ] || fail "an agent token read the jobs: $code"
-        pass "agent n1 registered over HTTPS with its token; job $id ran; agent tokens bound to their node"
+        printf '{}' >"$d/empty.json"
+        code=$(curl -sS -o /dev/null -w '%{http_code}' --cacert "$d/ca.pem" -H 'Content-Type: application/json' \
+                -H "Authorization: $(cluster_sign "$token2" n2 POST /v1/nodes/n1/heartbeat "$d/empty.json")" \
+                --data-binary "@$d/empty.json" "$CGORCH_SERVER/v1/nodes/n1/heartbeat")
+        [ "$code" = 403 ] || fail "n2's signature sent n1's heartbeat: $code"
+        code=$(curl -sS -o /dev/null -w '%{http_code}' --cacert "$d/ca.pem" \
+                -H "Authorization: $(cluster_sign "$token" n1 GET /v1/jobs)" "$CGORCH_SERVER/v1/jobs")
+        [ "$code" = 403 ] || fail "an agent's signature read the jobs: $code"
+        (umask 077 && printf 'Authorization: Bearer %s\n' "$(cat "$token")" >"$d/bearer.header")
+        curl -sS -o "$d/bearer.out" -w '%{http_code}' --cacert "$d/ca.pem" -H "@$d/bearer.header" \
+                -H 'Content-Type: application/json' -d '{}' "$CGORCH_SERVER/v1/nodes/n1/heartbeat" >"$d/bearer.code" 2>&1
+        [ "$(cat "$d/bearer.code")" = 401 ] && grep -q "CGORCH-HMAC" "$d/bearer.out" ||
+                fail "an agent's secret as a bearer token: $(cat "$d/bearer.code") $(cat "$d/bearer.out")"
+        rm -f "$d/bearer.header"
+        pass "agent n1 registered over HTTPS signing its requests; job $id ran; signatures bound to their node; a secret as a bearer token refused (401)"
 else
         echo "skipped: the agent over HTTPS: $reason"
 fi

@@ -20,15 +20,16 @@ cluster_init "$top_builddir" cgorch-test-config-load
 # No heartbeat comes after the first: the node must not be lost meanwhile. FIFO places every
 # task that fits at once.
 CLUSTER_HEARTBEAT_INTERVAL=1h cluster_start_controller --scheduler fifo
-token=$(cut -d: -f2 "$(cluster_agent_token big)")
+token=$(cluster_agent_token big)
 
 # The node: 4096 CPUs, 64 GiB.
 printf '{"node": "big", "boot_id": "b1", "seq": 1, "cgroup_mode": "v2", "pids_limit": false,
  "capacity": {"cpus": 4096, "memory_bytes": 68719476736},
  "node_sample": {"time_ms": %s, "cpu_busy": 0, "memory_available_bytes": 68719476736}, "tasks": [], "acks": []}\n' \
         "$(date +%s%3N)" >"$CLUSTER_DIR/hb.json"
-curl -fsS -o /dev/null -H "Authorization: Bearer big:$token" -H 'Content-Type: application/json' \
-        --data-binary "@$CLUSTER_DIR/hb.json" "$CGORCH_SERVER/v1/nodes/big/heartbeat" ||
+# Signed as the node's agent signs it.
+curl -fsS -o /dev/null -H "Authorization: $(cluster_sign "$token" big POST /v1/nodes/big/heartbeat "$CLUSTER_DIR/hb.json")" \
+        -H 'Content-Type: application/json' --data-binary "@$CLUSTER_DIR/hb.json" "$CGORCH_SERVER/v1/nodes/big/heartbeat" ||
         fail "the node's heartbeat was refused"
 # A node without the pids controller says so, and the node view shows it.
 "$CGORCHCTL" nodes | grep -qE '^big +ready +v2,no-pids ' || fail "cgorchctl nodes does not show the missing pids limit: $("$CGORCHCTL" nodes)"

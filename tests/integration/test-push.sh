@@ -110,7 +110,7 @@ wait "$CLUSTER_AGENT_PID" || true
 cluster_start_fake
 : >"$d/agent-old.log"
 "$AGENT_BIN" --controller "$CGORCH_SERVER" --node n1 --cgroup-fs "$CGROUP_FS" --cgroup-root "$CLUSTER_CGROOT/n1" \
-        --sample-interval 500ms --push-hold 2s >>"$d/agent-old.log" 2>&1 &
+        --sample-interval 500ms --push-hold 2s --token-file "$(cluster_agent_token n1)" >>"$d/agent-old.log" 2>&1 &
 CLUSTER_PIDS+=($!)
 heartbeats() { [ -f "$FAKE/heartbeats.jsonl" ] && [ "$(wc -l <"$FAKE/heartbeats.jsonl")" -ge "$1" ]; }
 wait_for 20 heartbeats 10 || fail "the agent did not keep sending heartbeats to a controller without waits"

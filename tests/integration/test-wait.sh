@@ -12,7 +12,7 @@ top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
 top_builddir=${top_builddir:-$top_srcdir/build}
 . "$top_srcdir/tools/cluster-lib.sh"
 
-for tool in curl jq; do
+for tool in curl jq python3; do
         command -v $tool >/dev/null || { echo "SKIP: $tool is not installed (Debian package: $tool)"; exit 77; }
 done
 
@@ -21,26 +21,30 @@ d=$CLUSTER_DIR
 # Four connections: two may be held waits, two stay for everyone else.
 cluster_start_controller --heartbeat-interval 1h --max-connections 4 --log-level debug
 
-# agent_curl NODE [curl options...] PATH: as NODE's agent.
+# agent_curl NODE [curl options...] PATH: a POST signed as NODE's agent, with the body in
+# $AGENT_BODY (none when unset).
 agent_curl() {
-        local node=$1 token; shift
+        local node=$1 token auth; shift
         token=$(cluster_agent_token "$node")
-        curl -sS -H "Authorization: Bearer $(cat "$token")" "${@:1:$#-1}" "$CGORCH_SERVER${!#}"
+        printf '%s' "${AGENT_BODY:-}" >"$d/body-$node"
+        auth=$(cluster_sign "$token" "$node" POST "${!#}" "$d/body-$node")
+        curl -sS -X POST -H "Authorization: $auth" --data-binary "@$d/body-$node" "${@:1:$#-1}" "$CGORCH_SERVER${!#}"
 }
 heartbeat() {
-        agent_curl "$1" -H "Content-Type: application/json" -d "{\"node\": \"$1\", \"boot_id\": \"b-$1\", \"seq\": ${2:-1},
+        AGENT_BODY="{\"node\": \"$1\", \"boot_id\": \"b-$1\", \"seq\": ${2:-1},
                 \"cgroup_mode\": \"hybrid\", \"capacity\": {\"cpus\": 1, \"memory_bytes\": 1073741824},
                 \"node_sample\": {\"time_ms\": 1795000000000, \"cpu_busy\": 0, \"memory_available_bytes\": 1073741824}}" \
-                "/v1/nodes/$1/heartbeat"
+                agent_curl "$1" -H "Content-Type: application/json" "/v1/nodes/$1/heartbeat"
 }
 # wait_bg NODE HOLD_MS NAME: a wait in the background; its answer and status line go to
 # $d/NAME.out, the time it took (s) to $d/NAME.time. Sets WAIT_PID.
 wait_bg() {
-        local token
+        local token auth
         token=$(cluster_agent_token "$1")
+        auth=$(cluster_sign "$token" "$1" POST "/v1/nodes/$1/wait?hold_ms=$2")
         # curl itself in the background (not a function's subshell), so that killing WAIT_PID
         # closes the connection.
-        curl -sS -H "Authorization: Bearer $(cat "$token")" -X POST -o "$d/$3.out" -w '%{http_code} %{time_total}\n' \
+        curl -sS -H "Authorization: $auth" -X POST -o "$d/$3.out" -w '%{http_code} %{time_total}\n' \
                 "$CGORCH_SERVER/v1/nodes/$1/wait?hold_ms=$2" >"$d/$3.status" 2>"$d/$3.err" &
         WAIT_PID=$!
 }

@@ -1,5 +1,6 @@
 /* test-secret-file.c: token and key files (common/secret-file.c) — owner and mode checks, size
- * and content limits, token syntax, and what the constant-time comparison answers. */
+ * and content limits, token syntax, creating a key once, and what the constant-time comparison
+ * answers. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +22,8 @@ static void setup(void) {
 }
 
 static void teardown(void) {
-        static const char *const names[] = { "t", "big", "fifo", "sub" };
+        static const char *const names[] = { "t", "big", "fifo", "sub", "key", "private/svc/key", "private/svc",
+                                             "private" };
         for (size_t i = 0; i < ELEMENTSOF(names); i++) {
                 char path[256];
                 snprintf(path, sizeof path, "%s/%s", dir, names[i]);
@@ -228,6 +230,82 @@ static bool equal(const char *presented, const char *expected) {
         free(p);
         free(e);
         return r;
+}
+
+Test(secret_file, token_created_once) {
+        char path[256], *error = NULL;
+        snprintf(path, sizeof path, "%s/key", dir);
+        cr_assert_eq(secret_file_create_token(path, &error), 1, "%s", error ?: "");
+        struct stat st;
+        cr_assert_eq(stat(path, &st), 0);
+        cr_assert_eq(st.st_mode & 07777, 0600u);
+        cr_assert_eq(st.st_uid, geteuid());
+        char *first = NULL, *again = NULL;
+        cr_assert_eq(secret_file_read_token(path, &first, &error), 0, "%s", error ?: "");
+        cr_assert_eq(strlen(first), 64u);
+        cr_assert_eq(strspn(first, "0123456789abcdef"), 64u);
+
+        /* There: left alone. */
+        cr_assert_eq(secret_file_create_token(path, &error), 0);
+        cr_assert_eq(secret_file_read_token(path, &again, &error), 0);
+        cr_assert_str_eq(first, again);
+        secret_free(again);
+
+        /* No temporary file is left next to it. */
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "test $(ls -A %s | wc -l) -eq 1", dir);
+        cr_assert_eq(system(cmd), 0, "a temporary file was left in %s", dir);
+
+        /* Another one is another key. */
+        cr_assert_eq(unlink(path), 0);
+        cr_assert_eq(secret_file_create_token(path, &error), 1);
+        cr_assert_eq(secret_file_read_token(path, &again, &error), 0);
+        cr_assert_str_neq(first, again);
+        secret_free(first);
+        secret_free(again);
+}
+
+Test(secret_file, token_not_created_where_it_cannot_be) {
+        char path[256], *error = NULL;
+        snprintf(path, sizeof path, "%s/no-such-dir/key", dir);
+        cr_assert_eq(secret_file_create_token(path, &error), -ENOENT);
+        assert_error(error, "no-such-dir/key");
+}
+
+/* The controller under systemd (DynamicUser=): its user owns the key, in a directory of its own
+ * below one that only root may enter. An agent (root) takes it there, and nowhere else. */
+Test(secret_file, key_of_another_owner_only_behind_root) {
+        if (geteuid() != 0)
+                cr_skip_test("needs root to give a file to another user");
+        char priv[256], svc[256], key[256];
+        snprintf(priv, sizeof priv, "%s/private", dir);
+        snprintf(svc, sizeof svc, "%s/private/svc", dir);
+        snprintf(key, sizeof key, "%s/private/svc/key", dir);
+        cr_assert_eq(mkdir(priv, 0700), 0);
+        cr_assert_eq(mkdir(svc, 0700), 0);
+        cr_assert_eq(chown(svc, 65534, 65534), 0);
+        const char *t = write_file("private/svc/key", token, strlen(token), 0600);
+        cr_assert_str_eq(t, key);
+        cr_assert_eq(chown(key, 65534, 65534), 0);
+
+        char *s = NULL, *error = NULL;
+        cr_assert_eq(secret_file_read_key(key, &s, &error), 0, "%s", error ?: "");
+        cr_assert_str_eq(s, token);
+        secret_free(s);
+        cr_assert_eq(secret_file_read_token(key, &s, &error), -EPERM, "a token is still its reader's or root's");
+        assert_error(error, "owned by another user");
+
+        /* The same file where others may pass (mkdtemp() made the test's directory 0700 too):
+         * refused. */
+        cr_assert_eq(chmod(priv, 0711), 0);
+        cr_assert_eq(chmod(dir, 0711), 0);
+        cr_assert_eq(secret_file_read_key(key, &s, &error), -EPERM);
+        assert_error(error, "a directory that only root may enter");
+        cr_assert_eq(chmod(priv, 0700), 0);
+        /* Still no group or other bits on the key itself. */
+        cr_assert_eq(chmod(key, 0640), 0);
+        cr_assert_eq(secret_file_read_key(key, &s, &error), -EPERM);
+        assert_error(error, "chmod 600");
 }
 
 Test(secret_file, equal_compares_every_byte) {

@@ -24,6 +24,10 @@ static pid_t child(int sig, bool stuck) {
         cr_assert_geq(pid, 0);
         if (pid > 0)
                 return pid;
+        /* The default actions, as a daemon has them under systemd: a shell that starts a job in
+         * the background without job control ignores SIGINT in it, and then nothing ends it. */
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGINT, SIG_DFL);
         sigset_t mask;
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
