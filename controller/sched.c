@@ -795,17 +795,29 @@ static int decide(Sched *s, double now_s) {
  * estimated remaining size with k phases ageing beside it (docs/design.md, "Overrun
  * estimates"). Only while it has tasks to start: one whose tasks have all started takes no more
  * than it runs, and its last tasks are no victims for it. */
-static int overrun_floors(Sched *s) {
+static int overrun_floors(Sched *s, double now_s) {
         for (size_t i = 0; i < s->n_overrun_keys; i++) {
                 SchedJob *j = sched_table_find(s, s->overrun_keys[i]);
-                if (!j || !s->ops->virtual_order || !j->in_virtual || j->real_done ||
-                    j->size.kind == SCHED_SIZE_TINY || j->n_pending == 0)
+                if (!j || !s->ops->virtual_order || j->real_done || j->size.kind == SCHED_SIZE_TINY ||
+                    j->n_pending == 0)
                         continue;
                 double over = j->service_s - sched_job_size(j);
                 if (!(over > sched_job_virtual_remaining(s, j)))
                         continue;
-                sched_vcluster_set_remaining(s, j, over);
-                int r = sched_order_update(s, j);
+                int r;
+                if (j->in_virtual) {
+                        sched_vcluster_set_remaining(s, j, over);
+                        r = sched_order_update(s, j);
+                } else {
+                        /* Late, and it has overrun further since (or since it went late
+                         * unfloored): its estimate is still short, and late phases come first.
+                         * Back into the virtual cluster with the new overrun left. */
+                        sched_vcluster_set_remaining(s, j, over);
+                        j->late = false;
+                        r = sched_vcluster_enter(s, j, now_s);
+                        if (r >= 0)
+                                r = job_changed(s, j);
+                }
                 if (r < 0)
                         return r;
         }
@@ -816,7 +828,7 @@ static int overrun_floors(Sched *s) {
 int sched_next(Sched *s, double now_s, const SchedDecision **ret, size_t *ret_n) {
         int r = sched_vcluster_advance(s, now_s);
         if (r >= 0)
-                r = overrun_floors(s);
+                r = overrun_floors(s, now_s);
         if (r < 0)
                 return r;
         if (s->n_reserved < s->n_nodes) {

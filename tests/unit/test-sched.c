@@ -1565,6 +1565,46 @@ Test(sched_hfsp, overrun_estimate_gives_way) {
         }
 }
 
+Test(sched_hfsp, late_phase_overrunning_again_gives_way) {
+        /* Job 1 (estimated 10, six tasks) runs alone on both CPUs and goes late at 5, as its
+         * first two tasks finish having used exactly its estimate. Job 2 (6) comes at 5 and ages
+         * alone: 2 left at 7. Late phases come first, so job 1 starts tasks 2 and 3; at 7 they
+         * have taken 4 more than its whole estimate. A phase late while it still overruns would
+         * keep every CPU until its last task (2.7 M CPU-s of a 2-CPU day estimated at 0.8 M, the
+         * whole tail of jobs behind it): it goes back to the virtual cluster with its overrun, 4,
+         * left, and job 2 (2 left) goes first. */
+        for (SchedPolicy pol = SCHED_HFSP; pol <= SCHED_PSBS; pol++) {
+                OverrunWorld w;
+                SchedDecision d[8];
+                overrun_world(&w, pol);
+                overrun_job(&w, 1, 0, 10, 6); /* ids 0..5 */
+                size_t n = overrun_next(&w, 0, d, 8);
+                cr_assert(n == 2 && has(d, n, SCHED_START, 0) && has(d, n, SCHED_START, 1));
+
+                cr_assert_eq(sched_task_remove(w.s, 0), 0);
+                cr_assert_eq(sched_task_remove(w.s, 1), 0);
+                cr_assert_eq(sched_job_set_service(w.s, 1, 10), 0);
+                overrun_job(&w, 2, 5, 6, 6); /* ids 6..11 */
+                n = overrun_next(&w, 5, d, 8);
+                cr_assert(n == 2 && has(d, n, SCHED_START, 2) && has(d, n, SCHED_START, 3),
+                          "%s: the late phase first", sched_policy_to_string(pol));
+                SchedJobInfo info;
+                cr_assert_eq(sched_job_info(w.s, 1, &info), 0);
+                cr_assert(info.late);
+
+                cr_assert_eq(sched_task_remove(w.s, 2), 0);
+                cr_assert_eq(sched_task_remove(w.s, 3), 0);
+                cr_assert_eq(sched_job_set_service(w.s, 1, 14), 0);
+                n = overrun_next(&w, 7, d, 8);
+                cr_assert(n == 2 && has(d, n, SCHED_START, 6) && has(d, n, SCHED_START, 7),
+                          "%s: the late phase that overran again gives way", sched_policy_to_string(pol));
+                cr_assert_eq(sched_job_info(w.s, 1, &info), 0);
+                cr_assert(!info.late, "%s", sched_policy_to_string(pol));
+                cr_assert_float_eq(info.virtual_size_s, 4, EPS, "%s", sched_policy_to_string(pol));
+                sched_free(w.s);
+        }
+}
+
 Test(sched_hfsp, overrun_floor_only_while_tasks_wait) {
         /* Job 1's two tasks have both started: what it has left runs already, and its overrun
          * makes no victims of them. Under fair and srpt service changes nothing virtual. */
