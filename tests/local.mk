@@ -40,6 +40,13 @@ tests_unit_test_store_SOURCES = tests/unit/test-store.c tests/unit/store-dir.h \
 tests_unit_test_store_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_store_LDADD = $(COMMON_LIBS) $(SQLITE3_LIBS) $(CRITERION_LIBS)
 
+# common: the Prometheus registry and its text format (GET /metrics).
+check_PROGRAMS += tests/unit/test-metrics
+TESTS += tests/unit/test-metrics
+tests_unit_test_metrics_SOURCES = tests/unit/test-metrics.c
+tests_unit_test_metrics_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_metrics_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
+
 # common: SIGTERM reaches a daemon (controller, agent) whose event loop is stuck in a callback.
 check_PROGRAMS += tests/unit/test-log
 TESTS += tests/unit/test-log
