@@ -50,7 +50,8 @@ tests_unit_test_metrics_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
 # controller: each node's use against its tasks' limits from heartbeats, and the controller's
 # metric families and scrape (GET /metrics).
 check_PROGRAMS += tests/unit/test-node-usage tests/unit/test-controller-metrics
-TESTS += tests/unit/test-node-usage tests/unit/test-controller-metrics
+TESTS += tests/unit/test-node-usage tests/unit/test-controller-metrics tests/integration/test-metrics.sh
+EXTRA_DIST += tests/integration/test-metrics.sh
 tests_unit_test_node_usage_SOURCES = tests/unit/test-node-usage.c controller/node-usage.c controller/node-usage.h
 tests_unit_test_node_usage_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_node_usage_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
