@@ -52,6 +52,10 @@ tests_unit_test_metrics_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
 check_PROGRAMS += tests/unit/test-node-usage tests/unit/test-controller-metrics
 TESTS += tests/unit/test-node-usage tests/unit/test-controller-metrics tests/integration/test-metrics.sh
 EXTRA_DIST += tests/integration/test-metrics.sh
+
+# Both daemons feed systemd's watchdog at half of WATCHDOG_USEC; both units set WatchdogSec=.
+TESTS += tests/integration/test-watchdog.sh
+EXTRA_DIST += tests/integration/test-watchdog.sh
 tests_unit_test_node_usage_SOURCES = tests/unit/test-node-usage.c controller/node-usage.c controller/node-usage.h
 tests_unit_test_node_usage_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_node_usage_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
