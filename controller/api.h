@@ -7,6 +7,7 @@
 #include "controller-metrics.h"
 #include "http-server.h"
 #include "node-wait.h"
+#include "nonce-cache.h"
 #include "orchestrator.h"
 #include "runtime-config.h"
 #include "store.h"
@@ -24,6 +25,7 @@ typedef struct Api {
         NodeWaits *waits;                    /* POST /v1/nodes/{id}/wait; NULL: answered at once */
         ControllerMetrics *metrics;          /* GET /metrics, and what the handlers count; NULL: none */
         uint64_t metrics_dropped_logged;     /* dropped observations already logged */
+        NonceCache *nonces;                  /* the signed requests' nonces; NULL: not remembered */
 } Api;
 
 /* A wait holds at most this long (?hold_ms=), 25 s when not given. */
