@@ -9,7 +9,8 @@ common_libcgorch_common_a_SOURCES = \
 	common/heartbeat-reader.c common/heartbeat-reader.h \
 	common/secret-file.c common/secret-file.h \
 	common/exec-access.c common/exec-access.h \
-	common/stop-guard.c common/stop-guard.h
+	common/stop-guard.c common/stop-guard.h \
+	common/metrics.c common/metrics.h
 common_libcgorch_common_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 
 # Link this into every program; add the program's own library flags after it.

@@ -200,11 +200,19 @@ static void handle_job_cancel(const HttpRequest *req, HttpResponse *resp, void *
         changed(api);
 }
 
+static double monotonic_s(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
 static void handle_heartbeat(const HttpRequest *req, HttpResponse *resp, void *userdata) {
         Api *api = userdata;
         _cleanup_free_ char *error = NULL;
+        double start_s = monotonic_s();
         int r = cluster_heartbeat_text(api->cluster, req->params[0], req->raw_body, req->raw_body_size, now_ms(),
                                        &resp->body, &error);
+        controller_metrics_heartbeat(api->metrics, r, monotonic_s() - start_s);
         if (r < 0)
                 return respond_errno(api, resp, r, error, req->path);
         /* The reply carries every action queued for the node so far: nothing to wake it for. */
@@ -461,5 +469,7 @@ const HttpRoute api_routes[] = {
          * store can write and why not. */
         { "GET", "/healthz", false, handle_healthz, AUTH_ACCESS_PUBLIC },
         { "GET", "/readyz", false, handle_readyz, AUTH_ACCESS_PUBLIC },
+        /* Prometheus: whoever may read, and the metrics token (that alone). */
+        { "GET", "/metrics", false, api_handle_metrics, AUTH_ACCESS_METRICS },
 };
 const size_t api_n_routes = ELEMENTSOF(api_routes);

@@ -4,6 +4,7 @@
 
 #include "auth.h"
 #include "cluster.h"
+#include "controller-metrics.h"
 #include "http-server.h"
 #include "node-wait.h"
 #include "nonce-cache.h"
@@ -22,6 +23,8 @@ typedef struct Api {
         Orchestrator *orchestrator;          /* GET /v1/contention */
         RuntimeConfig *config;               /* GET/PUT /v1/config */
         NodeWaits *waits;                    /* POST /v1/nodes/{id}/wait; NULL: answered at once */
+        ControllerMetrics *metrics;          /* GET /metrics, and what the handlers count; NULL: none */
+        uint64_t metrics_dropped_logged;     /* dropped observations already logged */
         NonceCache *nonces;                  /* the signed requests' nonces; NULL: not remembered */
 } Api;
 
@@ -41,6 +44,11 @@ void api_handle_contention(const HttpRequest *req, HttpResponse *resp, void *use
 void api_handle_adjustments(const HttpRequest *req, HttpResponse *resp, void *userdata);
 void api_handle_config_get(const HttpRequest *req, HttpResponse *resp, void *userdata);
 void api_handle_config_put(const HttpRequest *req, HttpResponse *resp, void *userdata);
+
+/* GET /metrics (api-metrics.c), userdata an Api. */
+void api_handle_metrics(const HttpRequest *req, HttpResponse *resp, void *userdata);
+/* HttpServerConfig.on_answered for api_routes: counts the request in api->metrics. */
+void api_answered(void *userdata, const HttpRoute *route, unsigned status);
 
 /* The HttpAuthorize hook for api_routes, with an Api as userdata: auth_decide(), the name of a
  * user principal's uid (403 when it has none on this host), and for a request signed by an

@@ -17,7 +17,9 @@ CONTROLLER_SOURCES = \
 	controller/store-jobs.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c \
 	controller/orchestrator.c controller/orchestrator.h \
 	controller/runtime-config.c controller/runtime-config.h \
-	controller/store-orch.c controller/api-orch.c controller/clock.c controller/clock.h
+	controller/store-orch.c controller/api-orch.c controller/clock.c controller/clock.h \
+	controller/api-metrics.c controller/controller-metrics.c controller/controller-metrics.h \
+	controller/node-usage.c controller/node-usage.h
 CONTROLLER_CFLAGS = $(AM_CFLAGS) -pthread $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(LIBMICROHTTPD_CFLAGS) $(SQLITE3_CFLAGS)
 CONTROLLER_LIBS = controller/libcgorch-orch.a $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(SIGN_LIBS) $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(LIBMICROHTTPD_LIBS) $(SQLITE3_LIBS) -lm
 

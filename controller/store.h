@@ -59,6 +59,20 @@ int store_backup(Store *s, const char *tmp_dir, int *ret_fd, uint64_t *ret_size)
 /* A cheap read that proves the database answers (GET /readyz). */
 int store_ping(Store *s);
 
+/* What the store tells an observer (GET /metrics), each callback optional. */
+typedef struct StoreObserver {
+        /* A COMMIT that succeeded, how long it took (µs, monotonic), and whether it was durable
+         * (store_begin_durable()). */
+        void (*commit)(void *userdata, bool durable, uint64_t took_us);
+        /* A job changed state to RUNNING (its first task was placed) or to a final state, in a
+         * transaction that committed (told right after the commit; a change made outside a
+         * transaction, at once). */
+        void (*job_state)(void *userdata, JobState state, int64_t submitted_ms, int64_t changed_ms);
+        void *userdata;
+} StoreObserver;
+/* NULL: none. */
+void store_set_observer(Store *s, const StoreObserver *o);
+
 /* ---- Whether the store can write (store.c) ---- */
 
 /* A write that failed for one of these makes it the store's state (logged once when it begins),
@@ -110,7 +124,8 @@ int store_job_insert(Store *s, const JobSpec *spec, int64_t now_ms, uint64_t *re
 int store_job_get_state(Store *s, uint64_t job, JobState *ret);
 /* The user the job runs as (NULL: none given, the agent's own); -ENOENT when there is no such job. */
 int store_job_get_user(Store *s, uint64_t job, char **ret_user);
-/* Sets the state; a final state sets finished_ms. (A job's start is its first task's: the views read it there.) */
+/* Sets the state; a final state sets finished_ms. (A job's start is its first task's: the views read it there.)
+ * Setting the state it has already changes nothing. */
 int store_job_set_state(Store *s, uint64_t job, JobState state, int64_t now_ms);
 int store_job_count_by_state(Store *s, unsigned ret_counts[static _JOB_STATE_MAX]);
 /* Tasks starting or running, on any node. */
