@@ -4,8 +4,10 @@
 
 #include "auth.h"
 #include "cluster.h"
+#include "controller-metrics.h"
 #include "http-server.h"
 #include "node-wait.h"
+#include "nonce-cache.h"
 #include "orchestrator.h"
 #include "runtime-config.h"
 #include "store.h"
@@ -25,6 +27,9 @@ typedef struct Api {
         RuntimeConfig *config;               /* GET/PUT /v1/config */
         NodeWaits *waits;                    /* POST /v1/nodes/{id}/wait; NULL: answered at once */
         OutputReads *reads;                  /* GET /v1/jobs/{id}/output; NULL: 503 */
+        ControllerMetrics *metrics;          /* GET /metrics, and what the handlers count; NULL: none */
+        uint64_t metrics_dropped_logged;     /* dropped observations already logged */
+        NonceCache *nonces;                  /* the signed requests' nonces; NULL: not remembered */
 } Api;
 
 /* A wait holds at most this long (?hold_ms=), 25 s when not given. */
@@ -53,6 +58,10 @@ OutputReads *output_reads_free(OutputReads *t);
 int output_reads_add_to_reply(OutputReads *t, const char *node, json_t *reply);
 void api_handle_job_output(const HttpRequest *req, HttpResponse *resp, void *userdata);
 void api_handle_node_output(const HttpRequest *req, HttpResponse *resp, void *userdata);
+/* GET /metrics (api-metrics.c), userdata an Api. */
+void api_handle_metrics(const HttpRequest *req, HttpResponse *resp, void *userdata);
+/* HttpServerConfig.on_answered for api_routes: counts the request in api->metrics. */
+void api_answered(void *userdata, const HttpRoute *route, unsigned status);
 
 /* The HttpAuthorize hook for api_routes, with an Api as userdata: auth_decide(), the name of a
  * user principal's uid (403 when it has none on this host), and for a request signed by an

@@ -55,6 +55,7 @@ struct Cluster {
         /* During one heartbeat: stray kills it may still queue (UINT_MAX: not counted yet), and
          * those it could not. */
         unsigned stray_budget, strays_skipped;
+        ClusterCounters counters;
 };
 
 /* json_decrefp() comes with jansson >= 2.11. */
@@ -506,6 +507,8 @@ static int place(Cluster *c, int64_t now_ms) {
         if (r < 0)
                 goto finish;
         r = store_tasks_placeable(c->store, &pending, &n_pending);
+        if (r >= 0)
+                c->counters.tasks_waiting = (unsigned) MIN(n_pending, (size_t) UINT_MAX);
         if (r < 0 || n_nodes == 0)
                 goto finish;
         r = store_tasks_find(c->store, 0, NULL, TASK_STATES_ACTIVE, &active, &n_active);
@@ -565,7 +568,7 @@ static int place(Cluster *c, int64_t now_ms) {
         const SchedDecision *decisions;
         const ClusterSchedWeight *weights;
         size_t n_decisions, n_weights;
-        r = cluster_sched_place(c->sched, (double) now_ms / 1000.0, pnodes, n_nodes, order, stasks, n_tasks,
+        r = cluster_sched_place(c->sched, c->store, (double) now_ms / 1000.0, pnodes, n_nodes, order, stasks, n_tasks,
                                 &decisions, &n_decisions, &weights, &n_weights);
         if (r < 0)
                 goto finish;
@@ -573,6 +576,8 @@ static int place(Cluster *c, int64_t now_ms) {
         for (size_t k = 0; k < n_decisions && r >= 0; k++) {
                 const SchedDecision *d = &decisions[k];
                 const StoreTask *t = order[d->task];
+                if ((unsigned) d->verb < _SCHED_VERB_MAX)
+                        c->counters.decisions[d->verb]++;
                 switch (d->verb) {
                 case SCHED_START:
                         r = start_task(c, t, nodes[d->node].id, now_ms);
@@ -584,6 +589,7 @@ static int place(Cluster *c, int64_t now_ms) {
                 case SCHED_KILL:
                         r = preempt_task(c, t, now_ms);
                         if (r > 0) {
+                                c->counters.preempted_withdrawn++;
                                 redo = true;
                                 r = 0;
                         }
@@ -618,6 +624,7 @@ static int place_if_needed(Cluster *c, int64_t now_ms) {
                 if (r < 0)
                         return r;
                 if (r == 0) {
+                        c->counters.tasks_waiting = 0;
                         /* Nothing to decide, but sizes still move on (training). */
                         StoreNode *nodes = NULL;
                         size_t n_nodes = 0;
@@ -1499,6 +1506,17 @@ int cluster_nodes_to_json(Cluster *c, int64_t now_ms, json_t **ret) {
         }
         *ret = TAKE_PTR(j);
         return 0;
+}
+
+const ClusterCounters *cluster_counters(const Cluster *c) {
+        return &c->counters;
+}
+
+ClusterNodeState cluster_node_state(const Cluster *c, const StoreNode *n, int64_t now_ms) {
+        if (n->lost)
+                return CLUSTER_NODE_LOST;
+        /* As cluster_nodes_to_json() shows it. */
+        return now_ms - n->last_heartbeat_ms > unreachable_after_ms(c) ? CLUSTER_NODE_UNREACHABLE : CLUSTER_NODE_READY;
 }
 
 void cluster_restart_node_timeouts(Cluster *c, int64_t now_ms) {

@@ -86,5 +86,33 @@ int cluster_checkpoint(Cluster *c, int64_t now_ms, bool force);
 int cluster_set_sched_params(Cluster *c, const SchedParams *params);
 /* PUT /v1/config: time limits and kill grace, for jobs submitted and tasks started from now. */
 void cluster_set_job_params(Cluster *c, const JobParams *params);
+/* What the cluster counted since the controller started, and what its last placement saw
+ * (GET /metrics). */
+typedef struct ClusterCounters {
+        uint64_t decisions[_SCHED_VERB_MAX];  /* the scheduler's decisions, by verb */
+        uint64_t preempted_withdrawn;         /* kill preemptions of a start not sent yet: withdrawn, not killed */
+        unsigned tasks_waiting;               /* tasks waiting for placement at the last placement */
+} ClusterCounters;
+const ClusterCounters *cluster_counters(const Cluster *c);
+
+/* A node's state as GET /v1/nodes shows it: lost, unreachable (ready, but silent for
+ * node_lost_after intervals), or ready. */
+typedef enum ClusterNodeState {
+        CLUSTER_NODE_READY,
+        CLUSTER_NODE_UNREACHABLE,
+        CLUSTER_NODE_LOST,
+        _CLUSTER_NODE_STATE_MAX,
+} ClusterNodeState;
+static inline const char *cluster_node_state_to_string(ClusterNodeState s) {
+        static const char *const names[_CLUSTER_NODE_STATE_MAX] = {
+                [CLUSTER_NODE_READY] = "ready",
+                [CLUSTER_NODE_UNREACHABLE] = "unreachable",
+                [CLUSTER_NODE_LOST] = "lost",
+        };
+        return (unsigned) s < _CLUSTER_NODE_STATE_MAX ? names[s] : NULL;
+}
+/* Of a node as store_nodes_capacity() reads it. */
+ClusterNodeState cluster_node_state(const Cluster *c, const StoreNode *n, int64_t now_ms);
+
 /* One line for sd_notify STATUS=. */
 int cluster_status(Cluster *c, char **ret);

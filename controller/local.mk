@@ -9,14 +9,17 @@ CONTROLLER_SOURCES = \
 	controller/cluster.c controller/cluster.h \
 	controller/cluster-sched.c controller/cluster-sched.h \
 	controller/http-server.c controller/http-server.h controller/peer.c controller/peer.h \
-	controller/addr-count.c controller/addr-count.h \
+	controller/addr-count.c controller/addr-count.h controller/conn-slots.c controller/conn-slots.h \
+	controller/nonce-cache.c controller/nonce-cache.h \
 	controller/node-wait.c controller/node-wait.h \
 	controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \
 	controller/store-jobs.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c \
 	controller/orchestrator.c controller/orchestrator.h \
 	controller/runtime-config.c controller/runtime-config.h \
-	controller/store-orch.c controller/api-orch.c controller/api-output.c controller/clock.c controller/clock.h
+	controller/store-orch.c controller/api-orch.c controller/api-output.c controller/clock.c controller/clock.h \
+	controller/api-metrics.c controller/controller-metrics.c controller/controller-metrics.h \
+	controller/node-usage.c controller/node-usage.h
 CONTROLLER_CFLAGS = $(AM_CFLAGS) -pthread $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(LIBMICROHTTPD_CFLAGS) $(SQLITE3_CFLAGS)
 CONTROLLER_LIBS = controller/libcgorch-orch.a $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(SIGN_LIBS) $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(LIBMICROHTTPD_LIBS) $(SQLITE3_LIBS) -lm
 

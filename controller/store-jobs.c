@@ -315,12 +315,28 @@ int store_task_set_output_dropped(Store *s, const char *id, uint64_t bytes) {
         return store_step_done(s, st, "record dropped output");
 }
 
+/* A job's submission time (ms), for the observer of its changes of state. */
+static int job_submitted_ms(Store *s, uint64_t job, int64_t *ret) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, "SELECT submitted_ms FROM jobs WHERE id = ?", &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, (int64_t) job);
+        r = store_step_row(s, st, "read job submission");
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return -ENOENT;
+        *ret = sqlite3_column_int64(st, 0);
+        return 0;
+}
+
 int store_job_set_state(Store *s, uint64_t job, JobState state, int64_t now_ms) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r = store_prepare(s,
                               "UPDATE jobs SET state = ?1,"
                               " finished_ms = CASE WHEN ?2 AND finished_ms IS NULL THEN ?3 ELSE finished_ms END "
-                              "WHERE id = ?4",
+                              "WHERE id = ?4 AND state != ?1",
                               &st);
         if (r < 0)
                 return r;
@@ -331,7 +347,18 @@ int store_job_set_state(Store *s, uint64_t job, JobState state, int64_t now_ms) 
         r = store_step_done(s, st, "update job state");
         if (r < 0)
                 return r;
-        return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
+        bool changed = sqlite3_changes(s->db) > 0;
+        bool observed = s->observer.job_state && (state == JOB_RUNNING || job_state_is_final(state));
+        if (changed && !observed)
+                return 0;
+        /* Unchanged: in that state already (every placement of a running job's task says
+         * RUNNING again), or no such job. */
+        int64_t submitted_ms = 0;
+        r = job_submitted_ms(s, job, &submitted_ms);
+        if (r < 0 || !changed)
+                return r;
+        store_note_job_state(s, state, submitted_ms, now_ms);
+        return 0;
 }
 
 int store_job_count_by_state(Store *s, unsigned ret_counts[static _JOB_STATE_MAX]) {

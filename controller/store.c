@@ -656,6 +656,7 @@ Store *store_close(Store *s) {
                         sqlite3_finalize(s->stmts[i].st);
         free(s->stmts);
         free(s->undecodable);
+        free(s->job_events);
         if (s->db)
                 sqlite3_close_v2(s->db);
         free(s->path);
@@ -696,12 +697,53 @@ int store_begin_durable(Store *s) {
         return r;
 }
 
+void store_set_observer(Store *s, const StoreObserver *o) {
+        s->observer = o ? *o : (StoreObserver) {};
+        s->n_job_events = 0;
+}
+
+/* The job events of a transaction that committed go to the observer; those of one rolled back
+ * never happened. */
+static void job_events_flush(Store *s, bool committed) {
+        size_t n = s->n_job_events;
+        s->n_job_events = 0;
+        for (size_t i = 0; committed && s->observer.job_state && i < n; i++)
+                s->observer.job_state(s->observer.userdata, s->job_events[i].state, s->job_events[i].submitted_ms,
+                                      s->job_events[i].changed_ms);
+}
+
+void store_note_job_state(Store *s, JobState state, int64_t submitted_ms, int64_t changed_ms) {
+        if (!s->observer.job_state)
+                return;
+        if (sqlite3_get_autocommit(s->db)) {
+                s->observer.job_state(s->observer.userdata, state, submitted_ms, changed_ms);
+                return;
+        }
+        if (s->n_job_events == s->job_events_allocated) {
+                size_t n = MAX(s->job_events_allocated * 2, (size_t) 16);
+                StoreJobEvent *p = realloc(s->job_events, n * sizeof(StoreJobEvent));
+                if (!p)
+                        return;
+                s->job_events = p;
+                s->job_events_allocated = n;
+        }
+        s->job_events[s->n_job_events++] = (StoreJobEvent) { state, submitted_ms, changed_ms };
+}
+
 int store_commit(Store *s) {
+        bool durable = s->durable;
+        uint64_t start_us = s->observer.commit ? now_monotonic_us() : 0;
         int r = store_run(s, "COMMIT", "commit");
+        if (r >= 0 && s->observer.commit)
+                s->observer.commit(s->observer.userdata, durable, now_monotonic_us() - start_us);
         if (r >= 0)
                 store_fault_leave(s);
         if (r >= 0 || sqlite3_get_autocommit(s->db))
                 store_end_durable(s);
+        /* A COMMIT that failed leaves the transaction open (SQLITE_BUSY) for a rollback to end,
+         * unless SQLite ended it already. */
+        if (r >= 0 || sqlite3_get_autocommit(s->db))
+                job_events_flush(s, r >= 0);
         return r;
 }
 
@@ -709,6 +751,7 @@ void store_rollback(Store *s) {
         if (!sqlite3_get_autocommit(s->db)) /* else SQLite already rolled back (e.g. on SQLITE_FULL) */
                 (void) store_run(s, "ROLLBACK", "rollback");
         store_end_durable(s);
+        job_events_flush(s, false);
 }
 
 int store_probe_write(Store *s) {

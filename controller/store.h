@@ -59,6 +59,20 @@ int store_backup(Store *s, const char *tmp_dir, int *ret_fd, uint64_t *ret_size)
 /* A cheap read that proves the database answers (GET /readyz). */
 int store_ping(Store *s);
 
+/* What the store tells an observer (GET /metrics), each callback optional. */
+typedef struct StoreObserver {
+        /* A COMMIT that succeeded, how long it took (µs, monotonic), and whether it was durable
+         * (store_begin_durable()). */
+        void (*commit)(void *userdata, bool durable, uint64_t took_us);
+        /* A job changed state to RUNNING (its first task was placed) or to a final state, in a
+         * transaction that committed (told right after the commit; a change made outside a
+         * transaction, at once). */
+        void (*job_state)(void *userdata, JobState state, int64_t submitted_ms, int64_t changed_ms);
+        void *userdata;
+} StoreObserver;
+/* NULL: none. */
+void store_set_observer(Store *s, const StoreObserver *o);
+
 /* ---- Whether the store can write (store.c) ---- */
 
 /* A write that failed for one of these makes it the store's state (logged once when it begins),
@@ -132,7 +146,8 @@ int store_job_set_reason(Store *s, uint64_t job, const char *reason);
  * number for all (its attempt_base, handed back), the first phase pending and the others
  * waiting, the job queued, its end and reason cleared. The earlier attempts stay as history. */
 int store_job_requeue(Store *s, uint64_t job, unsigned *ret_attempt);
-/* Sets the state; a final state sets finished_ms. (A job's start is its first task's: the views read it there.) */
+/* Sets the state; a final state sets finished_ms. (A job's start is its first task's: the views read it there.)
+ * Setting the state it has already changes nothing. */
 int store_job_set_state(Store *s, uint64_t job, JobState state, int64_t now_ms);
 int store_job_count_by_state(Store *s, unsigned ret_counts[static _JOB_STATE_MAX]);
 /* Tasks starting or running, on any node. */
@@ -330,6 +345,11 @@ int store_phase_usage(Store *s, uint64_t job, unsigned phase, StoreTaskUsage **r
 /* The same for the tasks with index < n_first only (the training tasks). */
 int store_phase_usage_first(Store *s, uint64_t job, unsigned phase, unsigned n_first, StoreTaskUsage **ret,
                             size_t *ret_n);
+/* The CPU-seconds the succeeded tasks of a phase used, summed: what the scheduler measures an
+ * estimate against (controller/sched-sizing.h, sched_sizing_served()). */
+int store_phase_succeeded_cpu(Store *s, uint64_t job, unsigned phase, double *ret_cpu_s);
+/* The CPU-seconds one task attempt used if it succeeded (returns 1), else 0; -ENOENT. */
+int store_task_succeeded_cpu(Store *s, const char *id, double *ret_cpu_s);
 
 /* Ids of active tasks whose last freeze/thaw action was a freeze, sorted (strcmp order). */
 int store_tasks_frozen(Store *s, char ***ret_ids);

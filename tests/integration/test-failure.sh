@@ -108,7 +108,10 @@ wait "$CONTROLLER_PID" 2>/dev/null || true
 # started here by hand, not waited for). It re-adopts the task and must fence it when the lease
 # it was given runs out; a lease counted from its own start would come too late, and without
 # the saved lease it would never fence until the controller answered.
-fence_node=$(echo "$task_paths" | head -1 | cut -d/ -f1)
+# (No pipe into head here: under pipefail, echo killed by SIGPIPE once head has its line ends the
+# script with status 141.)
+first_path=${task_paths%%$'\n'*}
+fence_node=${first_path%%/*}
 fence_pid=$n1_pid
 [ "$fence_node" = n2 ] && fence_pid=$n2_pid
 kill -KILL "$fence_pid"
