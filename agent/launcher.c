@@ -655,7 +655,10 @@ int launch_output_dir_ensure(const char *output_dir, const Credentials *c, char 
                         *ret_error = NULL;
                 return -e;
         }
-        if (made && st.st_uid != c->uid) {
+        /* Root's: made by an agent (this one, or another agent of this output directory that has
+         * not handed it over yet: two agents of one host race between mkdir and fchown), never
+         * by a user. Anyone else's is not used. */
+        if ((made || st.st_uid == 0) && st.st_uid != c->uid) {
                 if (fchown(fd, c->uid, c->gid) < 0 || fchmod(fd, 0700) < 0) {
                         int e = errno;
                         if (asprintf(ret_error, "giving %s/%s to %s: %s", output_dir, c->name, c->name, strerror(e)) < 0)
