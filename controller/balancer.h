@@ -176,9 +176,44 @@ typedef struct OrchDecision {
         char reason[ORCH_DECISION_REASON_MAX];
 } OrchDecision;
 
+/* What came of a finding this epoch: a change, or why there was none. */
+typedef enum OrchOutcome {
+        ORCH_OUTCOME_CHANGED,           /* a decision about its task and resource changes the limit */
+        ORCH_OUTCOME_DRY_RUN,           /* it would have: dry-run */
+        ORCH_OUTCOME_SIGNAL,            /* a raw signal, reported for visibility: acted on through deficit,
+                                         * straggler and hog findings, never by itself */
+        ORCH_OUTCOME_NOT_CONTROLLED,    /* the mode does not control this resource */
+        ORCH_OUTCOME_OUTRANKED,         /* another finding about the task and resource is acted on instead */
+        ORCH_OUTCOME_HYSTERESIS,        /* not yet seen hysteresis_epochs epochs in a row */
+        ORCH_OUTCOME_COOLDOWN,          /* its limit changed within cooldown_epochs */
+        ORCH_OUTCOME_UNLIMITED,         /* it has no limit of that resource to move */
+        ORCH_OUTCOME_AT_CEILING,        /* at its ceiling: the node's capacity or the ceiling knob */
+        ORCH_OUTCOME_SUFFICIENT,        /* the estimate is within the minimum change of its limit */
+        ORCH_OUTCOME_NO_ROOM,           /* no headroom on its node and no hog there to take from */
+        ORCH_OUTCOME_BELOW_MIN_CHANGE,  /* what its node could fund is below the minimum change */
+        ORCH_OUTCOME_COORDINATION,      /* Sec. II-B: a task of its job phase elsewhere stays short */
+        ORCH_OUTCOME_NOT_NEEDED,        /* a hog that funded no raise: nobody on its node needed it */
+        ORCH_OUTCOME_AT_FLOOR,          /* a hog with nothing to give above its floor and estimate */
+        _ORCH_OUTCOME_MAX,
+        _ORCH_OUTCOME_INVALID = -EINVAL,
+} OrchOutcome;
+
+/* "changed", "dry-run", "signal", "not-controlled", "outranked", "hysteresis", "cooldown",
+ * "unlimited", "at-ceiling", "sufficient", "no-room", "below-min-change", "coordination",
+ * "not-needed", "at-floor". */
+const char *orch_outcome_to_string(OrchOutcome o);
+
+typedef struct OrchExplanation {
+        OrchOutcome outcome;
+        char why[ORCH_DECISION_REASON_MAX];     /* in words, with the numbers */
+} OrchExplanation;
+
 typedef struct OrchDecisions {
         OrchDecision *items;
         size_t n, allocated;
+        /* One per finding given to orch_balance(), in the findings' order: what came of it. */
+        OrchExplanation *explained;
+        size_t n_explained;
 } OrchDecisions;
 
 void orch_decisions_done(OrchDecisions *d);

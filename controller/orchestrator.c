@@ -647,9 +647,16 @@ static int contention_json(Orchestrator *o, const OrchSnapshot *s, const OrchFin
         _cleanup_json_ json_t *findings = json_array(), *decisions = json_array();
         if (!findings || !decisions)
                 return -ENOMEM;
-        for (size_t i = 0; f && i < f->n; i++)
-                if (json_array_append_new(findings, finding_to_json(s, &f->items[i])) < 0)
+        for (size_t i = 0; f && i < f->n; i++) {
+                json_t *fj = finding_to_json(s, &f->items[i]);
+                /* What came of it: a change, or why none. */
+                const OrchExplanation *e = d && i < d->n_explained ? &d->explained[i] : NULL;
+                const char *outcome = e ? orch_outcome_to_string(e->outcome) : NULL;
+                if (!fj || json_object_set_new(fj, "outcome", outcome ? json_string(outcome) : json_null()) < 0 ||
+                    json_object_set_new(fj, "why", e && outcome ? json_string(e->why) : json_null()) < 0 ||
+                    json_array_append_new(findings, fj) < 0)
                         return -ENOMEM;
+        }
         for (size_t i = 0; d && i < d->n; i++)
                 if (json_array_append_new(decisions, decision_to_json(s, &d->items[i])) < 0)
                         return -ENOMEM;

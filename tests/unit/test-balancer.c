@@ -460,3 +460,246 @@ Test(balancer, bad_input) {
         cr_assert_null(d.items);
         cr_assert_eq(st.epoch, 0);
 }
+
+/* ---- Every finding says what came of it ---- */
+
+/* One epoch, with the findings kept, checking the explanations: one per finding, each with an
+ * outcome and words; "changed" (or "dry-run") exactly when a decision about that task and
+ * resource was applied (or dry-run). Marks every outcome seen. */
+static void explained_epoch(const OrchSnapshot *s, OrchFindings *f, double now_s, const OrchBalanceParams *p,
+                            OrchBalancerState *st, OrchDecisions *d, bool seen[_ORCH_OUTCOME_MAX]) {
+        cr_assert_eq(orch_balance(s, f, now_s, p, st, d), 0);
+        cr_assert_eq(d->n_explained, f->n);
+        for (size_t i = 0; i < f->n; i++) {
+                const OrchFinding *x = &f->items[i];
+                const OrchExplanation *e = &d->explained[i];
+
+                cr_assert(orch_outcome_to_string(e->outcome), "finding %zu (%s: %s) has no outcome", i,
+                          orch_finding_kind_to_string(x->kind), x->reason);
+                cr_assert_gt(strlen(e->why), 0, "finding %zu (%s) outcome %s has no words", i, x->reason,
+                             orch_outcome_to_string(e->outcome));
+                seen[e->outcome] = true;
+                if (x->task == ORCH_NO_TASK)
+                        continue;
+                const OrchDecision *dec = orch_decisions_find(d, x->task, x->resource);
+                bool changed = dec && dec->verdict != ORCH_VERDICT_SKIPPED && dec->evidence.kind == x->kind;
+                cr_assert_eq(changed, e->outcome == ORCH_OUTCOME_CHANGED || e->outcome == ORCH_OUTCOME_DRY_RUN,
+                             "finding %s: outcome %s (%s) against decision %s", x->reason,
+                             orch_outcome_to_string(e->outcome), e->why, dec ? dec->reason : "none");
+        }
+}
+
+static void detected_epoch(const OrchSnapshot *s, double now_s, const OrchBalanceParams *p, OrchBalancerState *st,
+                           OrchDecisions *d, bool seen[_ORCH_OUTCOME_MAX]) {
+        _cleanup_(orch_findings_done) OrchFindings f = {};
+
+        cr_assert_eq(orch_detect(s, now_s, &DP, &f), 0);
+        explained_epoch(s, &f, now_s, p, st, d, seen);
+}
+
+/* One epoch (detect, balance) whose findings stay in *f for why(). */
+static void run(const OrchSnapshot *s, double now_s, const OrchBalanceParams *p, OrchBalancerState *st,
+                OrchDecisions *d, bool seen[_ORCH_OUTCOME_MAX], OrchFindings *f) {
+        cr_assert_eq(orch_detect(s, now_s, &DP, f), 0);
+        explained_epoch(s, f, now_s, p, st, d, seen);
+}
+
+/* The explanation of the first finding of kind k about task t and resource r. */
+static const OrchExplanation *why(const OrchFindings *f, const OrchDecisions *d, OrchFindingKind k, size_t t,
+                                  OrchResource r) {
+        const OrchFinding *x = orch_findings_find(f, k, t, r);
+
+        cr_assert_not_null(x, "no %s finding about task %zu", orch_finding_kind_to_string(k), t);
+        return &d->explained[x - f->items];
+}
+
+#define EXPECT_OUTCOME(e, o, text)                                                                            \
+        do {                                                                                                  \
+                const OrchExplanation *e_ = (e);                                                              \
+                cr_assert_eq(e_->outcome, (o), "outcome %s (%s), expected %s", orch_outcome_to_string(e_->outcome), \
+                             e_->why, orch_outcome_to_string(o));                                             \
+                cr_assert(strstr(e_->why, (text)), "\"%s\" lacks \"%s\"", e_->why, (text));                  \
+        } while (0)
+
+/* A starved task (1.0.0.0, pinned at 0.5 on n1, 2 CPUs) next to b.0.0.0 using cores of quota
+ * `neighbour` (expected to use what it uses: no hog). */
+static OrchSnapshot *no_hog_scenario(double neighbour, size_t *ret_starved) {
+        OrchSnapshot *s = scenario_new();
+
+        scenario_node(s, "n1", 2, 4096, 0, 0);
+        *ret_starved = scenario_task(s, (OrchTaskInfo) { .id = "1.0.0.0", .job = 1, .node = "n1", .cpu_limit_cores = 0.5,
+                                                         .throttled_ratio = 0.7 }, 0.5, 100);
+        scenario_task(s, (OrchTaskInfo) { .id = "2.0.0.0", .job = 2, .node = "n1", .cpu_limit_cores = neighbour,
+                                          .expected_cpu_cores = neighbour }, neighbour, 100);
+        return s;
+}
+
+Test(balancer, every_no_change_says_why) {
+        _cleanup_(orch_balancer_state_done) OrchBalancerState st;
+        _cleanup_(orch_decisions_done) OrchDecisions d = {};
+        _cleanup_(orch_findings_done) OrchFindings f = {};
+        bool seen[_ORCH_OUTCOME_MAX] = {};
+        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        size_t starved, hog, t[6];
+
+        p.hysteresis_epochs = 2;
+        p.cooldown_epochs = 2;
+
+        /* Hysteresis, then the change, then cool-down; the throttling signal is only shown. */
+        {
+                _cleanup_(orch_snapshot_freep) OrchSnapshot *s = cpu_scenario(&starved, &hog, 0.7);
+                orch_balancer_state_init(&st);
+                run(s, 60, &p, &st, &d, seen, &f);
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_DEFICIT, starved, ORCH_CPU), ORCH_OUTCOME_HYSTERESIS,
+                               "1 epoch(s) in a row, acted on after 2");
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_HOG, hog, ORCH_CPU), ORCH_OUTCOME_HYSTERESIS, "acted on after 2");
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_THROTTLED, starved, ORCH_CPU), ORCH_OUTCOME_SIGNAL, "a signal");
+                run(s, 80, &p, &st, &d, seen, &f);
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_DEFICIT, starved, ORCH_CPU), ORCH_OUTCOME_CHANGED,
+                               "raised 0.500 cores -> 0.750 cores");
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_HOG, hog, ORCH_CPU), ORCH_OUTCOME_CHANGED,
+                               "lowered 1.500 cores -> 1.250 cores for 1.0.0.0");
+                run(s, 100, &p, &st, &d, seen, &f);
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_DEFICIT, starved, ORCH_CPU), ORCH_OUTCOME_COOLDOWN,
+                               "changed 1 epoch(s) ago; left alone for 2");
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_HOG, hog, ORCH_CPU), ORCH_OUTCOME_COOLDOWN, "left alone for 2");
+                orch_balancer_state_done(&st);
+
+                /* Dry-run; and a mode that leaves CPU alone. */
+                p.dry_run = true;
+                run(s, 60, &p, &st, &d, seen, &f);
+                run(s, 80, &p, &st, &d, seen, &f);
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_DEFICIT, starved, ORCH_CPU), ORCH_OUTCOME_DRY_RUN, "would raise");
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_HOG, hog, ORCH_CPU), ORCH_OUTCOME_DRY_RUN, "would lower");
+                orch_balancer_state_done(&st);
+                p.dry_run = false;
+                p.mode = ORCH_MODE_MEMORY;
+                run(s, 60, &p, &st, &d, seen, &f);
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_DEFICIT, starved, ORCH_CPU), ORCH_OUTCOME_NOT_CONTROLLED,
+                               "mode memory does not control cpu");
+                orch_balancer_state_done(&st);
+                p.mode = ORCH_MODE_CPU_MEMORY;
+        }
+        p.hysteresis_epochs = 1;
+
+        /* A full node, a neighbour that is no hog: no room; 0.005 cores free: below the minimum change. */
+        {
+                _cleanup_(orch_snapshot_freep) OrchSnapshot *full = no_hog_scenario(1.5, &starved);
+                _cleanup_(orch_snapshot_freep) OrchSnapshot *crumb = no_hog_scenario(1.495, &starved);
+                run(full, 60, &p, &st, &d, seen, &f);
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_DEFICIT, starved, ORCH_CPU), ORCH_OUTCOME_NO_ROOM,
+                               "node n1 has no cpu headroom");
+                orch_balancer_state_done(&st);
+                run(crumb, 60, &p, &st, &d, seen, &f);
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_DEFICIT, starved, ORCH_CPU), ORCH_OUTCOME_BELOW_MIN_CHANGE,
+                               "less than the minimum change 0.010 cores");
+                orch_balancer_state_done(&st);
+        }
+
+        /* Sec. II-B: MA1 could be raised from MB1, but MA2 stays short on N3: coordination; MB1
+         * is then cut for nobody: not needed. */
+        {
+                _cleanup_(orch_snapshot_freep) OrchSnapshot *s = sec2b(1.6, 0, 0, t);
+                run(s, 60, &p, &st, &d, seen, &f);
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_DEFICIT, t[0], ORCH_CPU), ORCH_OUTCOME_COORDINATION,
+                               "task 1.0.1.0 of the same job phase on node N3 stays short");
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_DEFICIT, t[4], ORCH_CPU), ORCH_OUTCOME_NO_ROOM, "node N3");
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_HOG, t[1], ORCH_CPU), ORCH_OUTCOME_NOT_NEEDED,
+                               "no raise on node N1 needed it");
+                orch_balancer_state_done(&st);
+        }
+
+        /* At the node's capacity; no limit at all; a quota above what the estimate asks; a hog
+         * at the floor. */
+        {
+                _cleanup_(orch_snapshot_freep) OrchSnapshot *s = scenario_new();
+                size_t at_cap, unlimited, roomy, tiny;
+
+                scenario_node(s, "one", 1, 4096, 0, 0);
+                scenario_node(s, "four", 4, 4096, 0, 0);
+                at_cap = scenario_task(s, (OrchTaskInfo) { .id = "1.0.0.0", .job = 1, .node = "one", .cpu_limit_cores = 1,
+                                                           .throttled_ratio = 0.7 }, 1, 100);
+                unlimited = scenario_task(s, (OrchTaskInfo) { .id = "2.0.0.0", .job = 2, .node = "four",
+                                                              .expected_cpu_cores = 1, .psi_cpu_some_avg10 = 50 }, 0.3, 100);
+                roomy = scenario_task(s, (OrchTaskInfo) { .id = "3.0.0.0", .job = 3, .node = "four", .cpu_limit_cores = 1.5,
+                                                          .expected_cpu_cores = 1, .psi_cpu_some_avg10 = 50 }, 0.3, 100);
+                tiny = scenario_task(s, (OrchTaskInfo) { .id = "4.0.0.0", .job = 4, .node = "four", .cpu_limit_cores = 0.1 },
+                                     0.05, 100);
+                run(s, 60, &p, &st, &d, seen, &f);
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_DEFICIT, at_cap, ORCH_CPU), ORCH_OUTCOME_AT_CEILING,
+                               "at its ceiling 1.000 cores");
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_DEFICIT, unlimited, ORCH_CPU), ORCH_OUTCOME_UNLIMITED,
+                               "no cpu limit to raise");
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_DEFICIT, roomy, ORCH_CPU), ORCH_OUTCOME_SUFFICIENT,
+                               "of its limit 1.500 cores");
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_HOG, tiny, ORCH_CPU), ORCH_OUTCOME_AT_FLOOR,
+                               "at its floor 0.100 cores");
+                orch_balancer_state_done(&st);
+        }
+
+        /* Two findings about one task and resource: the deficit is acted on, the straggler is
+         * outranked (the detector reports a straggler only without a deficit; the balancer does
+         * not rely on it). */
+        {
+                _cleanup_(orch_snapshot_freep) OrchSnapshot *s = cpu_scenario(&starved, &hog, 0.7);
+                _cleanup_(orch_findings_done) OrchFindings g = {};
+                cr_assert_eq(orch_detect(s, 60, &DP, &g), 0);
+                const OrchFinding *def = orch_findings_find(&g, ORCH_FINDING_DEFICIT, starved, ORCH_CPU);
+                cr_assert_not_null(def);
+                OrchFinding straggler = *def;
+                straggler.kind = ORCH_FINDING_STRAGGLER;
+                straggler.basis = ORCH_BASIS_TIME_LEFT;
+                OrchFinding *items = realloc(g.items, (g.n + 1) * sizeof(OrchFinding));
+                cr_assert_not_null(items);
+                g.items = items;
+                g.allocated = g.n + 1;
+                g.items[g.n++] = straggler;
+                explained_epoch(s, &g, 60, &p, &st, &d, seen);
+                EXPECT_OUTCOME(&d.explained[g.n - 1], ORCH_OUTCOME_OUTRANKED, "its deficit cpu finding is acted on instead");
+        }
+
+        for (OrchOutcome o = 0; o < _ORCH_OUTCOME_MAX; o++)
+                cr_expect(seen[o], "no scenario reaches outcome %s", orch_outcome_to_string(o));
+}
+
+/* Over random clusters and a few epochs each, every finding is explained (explained_epoch()). */
+Test(balancer, explanations_random) {
+        bool seen[_ORCH_OUTCOME_MAX] = {};
+        unsigned seed = 42;
+
+        for (int round = 0; round < 100; round++) {
+                _cleanup_(orch_snapshot_freep) OrchSnapshot *s = scenario_new();
+                _cleanup_(orch_balancer_state_done) OrchBalancerState st;
+                _cleanup_(orch_decisions_done) OrchDecisions d = {};
+                OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+                char names[3][24], ids[12][48];
+                size_t n_nodes = 1 + rand_r(&seed) % 3;
+
+                p.hysteresis_epochs = 1 + rand_r(&seed) % 2;
+                p.cooldown_epochs = rand_r(&seed) % 2;
+                for (size_t n = 0; n < n_nodes; n++) {
+                        snprintf(names[n], sizeof(names[n]), "n%zu", n);
+                        scenario_node(s, names[n], 1 + rand_r(&seed) % 4, 4096, rand_r(&seed) % 40, rand_r(&seed) % 30);
+                }
+                for (size_t i = 0; i < 12; i++) {
+                        size_t node = rand_r(&seed) % n_nodes;
+                        double cap = s->nodes[node].info.capacity_cpus, quota = (rand_r(&seed) % 100) / 100.0 * cap / 2;
+                        double use = (rand_r(&seed) % 100) / 100.0 * (quota > 0 ? quota : cap);
+                        double mem = 50 + rand_r(&seed) % 400, limit = rand_r(&seed) % 3 ? mem * (1 + (rand_r(&seed) % 50) / 100.0) : 0;
+
+                        snprintf(ids[i], sizeof(ids[i]), "%zu.0.%zu.0", 1 + i % 4, i);
+                        scenario_task(s, (OrchTaskInfo) { .id = ids[i], .job = 1 + i % 4, .node = names[node],
+                                                          .cpu_limit_cores = quota >= 0.1 ? quota : 0,
+                                                          .expected_cpu_cores = (rand_r(&seed) % 100) / 100.0,
+                                                          .throttled_ratio = (rand_r(&seed) % 100) / 100.0,
+                                                          .psi_cpu_some_avg10 = rand_r(&seed) % 30,
+                                                          .memory_max_bytes = (uint64_t) (limit * MIB),
+                                                          .memory_events_max = rand_r(&seed) % 3 }, use, mem);
+                }
+                orch_balancer_state_init(&st);
+                for (int e = 0; e < 3; e++)
+                        detected_epoch(s, 60 + 20 * e, &p, &st, &d, seen);
+        }
+        cr_expect(seen[ORCH_OUTCOME_CHANGED] && seen[ORCH_OUTCOME_HYSTERESIS] && seen[ORCH_OUTCOME_SIGNAL],
+                  "the random clusters reach changes, hysteresis and signals");
+}

@@ -172,16 +172,38 @@ Test(orchestrator, epoch_due) {
         cr_assert_eq(orch_epoch_due_after_ms(-1, 1, 0.3), INT64_MIN);
 }
 
+/* GET /v1/contention says what came of the hungry task's deficit finding, and why. */
+static void deficit_outcome_is(const char *outcome, const char *why) {
+        json_t *c = NULL, *f;
+        size_t i;
+        bool found = false;
+
+        cr_assert_eq(orchestrator_contention_to_json(orch, &c), 0);
+        json_array_foreach(json_object_get(c, "findings"), i, f) {
+                if (!streq(json_string_value(json_object_get(f, "kind")), "deficit"))
+                        continue;
+                const char *o = json_string_value(json_object_get(f, "outcome"));
+                const char *w = json_string_value(json_object_get(f, "why"));
+                cr_assert(o && streq(o, outcome), "outcome %s, expected %s", o ?: "(none)", outcome);
+                cr_assert(w && strstr(w, why), "why \"%s\" lacks \"%s\"", w ?: "(none)", why);
+                found = true;
+        }
+        json_decref(c);
+        cr_assert(found, "no deficit finding");
+}
+
 /* Hysteresis 2 at a 1 s epoch: the first sample with a rate is the first epoch, the next one a
  * second later the second, and the raise is in the reply to the heartbeat that carried it. */
 Test(orchestrator, raise_goes_back_in_the_reply_that_brought_the_samples) {
         start_hungry();
         cr_assert_not(beat_hungry(T0 + 1000), "one epoch is not hysteresis 2");
+        deficit_outcome_is("hysteresis", "acted on after 2");
         cr_assert(beat_hungry(T0 + 2000));
         json_t *c = NULL;
         cr_assert_eq(orchestrator_contention_to_json(orch, &c), 0);
         cr_assert_eq(json_integer_value(json_object_get(c, "epoch")), 2);
         json_decref(c);
+        deficit_outcome_is("changed", "raised");
 }
 
 /* Heartbeats four times an epoch (while contention is active) bring samples four times as
