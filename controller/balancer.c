@@ -211,6 +211,8 @@ typedef struct Receiver {
         double alloc, use, need, alpha, target;
         bool funded, useless;
         bool below_min;         /* its node could fund something, less than the minimum change */
+        bool headroom_only;     /* Sec. II-B: a peer elsewhere stays short, so only free capacity, which
+                                 * costs nobody, may fund it */
         size_t blocker;         /* the peer that made it useless */
         double granted;
         double from_headroom;
@@ -340,12 +342,42 @@ static bool peers_time_left(Balance *b, size_t t, double *ret) {
         return *ret > 0;
 }
 
+/* Whether every other task of t's job phase is short of r too (or it has none). Their use and
+ * progress then show the same starvation: Eq. 1 aiming t at their finish, or their mean use,
+ * anchors t where they all are. */
+static bool peers_all_short(const Balance *b, size_t t, OrchResource r) {
+        size_t g = b->ix.group_of[t];
+
+        for (size_t k = b->ix.group_start[g]; k < b->ix.group_start[g + 1]; k++) {
+                size_t u = b->ix.by_group[k];
+
+                if (u != t && !b->short_f[r][u])
+                        return false;
+        }
+        return true;
+}
+
+/* What a task pinned at its CPU quota would use without it, by its own evidence: the cores its
+ * threads spent throttled on top of those it used, and its own CPU stall (PSI some: the share of
+ * time some thread was runnable and waited, for the quota too), use / (1 − stall). 0: none. */
+static double own_cpu_demand(const OrchTask *task, double use) {
+        double demand = 0, stall = task->info.psi_cpu_some_avg10 / 100.0;
+
+        if (task->info.cpu_throttled_cores > 0)
+                demand = use + task->info.cpu_throttled_cores;
+        if (stall > 0)
+                demand = MAX(demand, use / (1 - MIN(stall, ORCH_CPU_STALL_MAX)));
+        return demand;
+}
+
 /* What task t needs of r (Algorithm 2), as a raise (short) or a take (hog) sees it. */
 static int estimate(Balance *b, size_t t, OrchResource r, bool short_side, const OrchFinding *f, double alloc,
                     double *ret_need) {
         const OrchTask *task = &b->s->tasks[t];
         double use = orch_task_usage(task, r), u, need, target;
         bool pinned = short_side && f->kind == ORCH_FINDING_DEFICIT && f->basis == ORCH_BASIS_LIMIT;
+        /* Pinned, and every peer as starved: its own throttling and stall say what it needs. */
+        bool own_evidence = pinned && r == ORCH_CPU && peers_all_short(b, t, r);
         bool by_progress = false;
         MroEstimate est;
         int k;
@@ -393,8 +425,10 @@ static int estimate(Balance *b, size_t t, OrchResource r, bool short_side, const
         }
 
         /* A task pinned at its limit shows the limit, not its demand. */
-        if (pinned && !by_progress)
+        if (pinned && (!by_progress || own_evidence))
                 need = MAX(need, alloc * (1 + (r == ORCH_CPU ? b->p->cpu_pinned_growth : b->p->memory_pinned_growth)));
+        if (own_evidence)
+                need = MAX(need, own_cpu_demand(task, use));
         if (r == ORCH_MEMORY)
                 need = MAX(need, use + memory_margin(b, use));
         *ret_need = need;
@@ -495,7 +529,7 @@ static size_t fund(Balance *b, OrchResource r, Receiver *rc, size_t n_rc, Donor 
                         pieces[n_pieces++] = (Piece) { .receiver = i, .donor = ORCH_NO_TASK, .amount = h };
                 }
                 /* Then the hogs next to it, biggest giver first. */
-                while (x->granted < want) {
+                while (x->granted < want && !x->headroom_only) {
                         size_t best = ORCH_NO_TASK;
 
                         for (size_t d = 0; d < n_dn; d++)
@@ -534,10 +568,14 @@ static size_t fund(Balance *b, OrchResource r, Receiver *rc, size_t n_rc, Donor 
         return n_pieces;
 }
 
-/* Sec. II-B: raising t helps its job only if no other task of its phase on another node stays
- * short of r at least as long (the job finishes with its slowest task). */
+/* Sec. II-B: raising t at a hog's expense helps its job only if no other task of its phase on
+ * another node stays short of r at least as long (the job finishes with its slowest task). A
+ * raise from the node's free capacity takes from nobody and can only help: never blocked. */
 static size_t blocking_peer(const Balance *b, OrchResource r, const Receiver *rc, size_t n_rc, const Receiver *x) {
         size_t g = b->ix.group_of[x->task], node = b->s->tasks[x->task].node;
+
+        if (x->granted <= x->from_headroom)
+                return ORCH_NO_TASK;
 
         for (size_t k = b->ix.group_start[g]; k < b->ix.group_start[g + 1]; k++) {
                 size_t u = b->ix.by_group[k];
@@ -703,7 +741,11 @@ static int balance_resource(Balance *b, OrchResource r) {
                         u = blocking_peer(b, r, rc, n_rc, &rc[i]);
                         if (u == ORCH_NO_TASK)
                                 continue;
-                        rc[i].useless = true;
+                        /* Keep what free capacity funds; drop the rest (or all, when that was all). */
+                        if (rc[i].from_headroom > 0 && !rc[i].headroom_only)
+                                rc[i].headroom_only = true;
+                        else
+                                rc[i].useless = true;
                         rc[i].blocker = u;
                         dropped = true;
                 }
@@ -753,7 +795,7 @@ static int balance_resource(Balance *b, OrchResource r) {
                         explain(b, x->finding, b->p->dry_run ? ORCH_OUTCOME_DRY_RUN : ORCH_OUTCOME_CHANGED,
                                 "%s %s -> %s", b->p->dry_run ? "would raise" : "raised", amount(r, x->alloc, a),
                                 amount(r, d->new_value, c));
-                } else if (x->useless) {
+                } else if (x->useless || x->headroom_only) {
                         d->verdict = ORCH_VERDICT_SKIPPED;
                         d->peer = x->blocker;
                         set_reason(d->reason, sizeof(d->reason),

@@ -96,6 +96,10 @@ typedef struct OrchBalanceParams {
 /* -EINVAL with the name of the first bad field in *ret_field (may be NULL). */
 int orch_balance_params_validate(const OrchBalanceParams *p, const char **ret_field);
 
+/* A pinned task's own CPU stall is counted up to this share of the time: its demand estimate is
+ * at most 10 × its use. */
+#define ORCH_CPU_STALL_MAX 0.9
+
 /* What the orchestrator may ask of the controller's one event loop, which also answers every
  * heartbeat and request. PUT /v1/config refuses an epoch below these limits for the cluster the
  * controller has (runtime-config.c), and the running orchestrator holds to them as the cluster

@@ -25,7 +25,7 @@ typedef struct TrackSample {
         uint64_t cpu_usage_ns;
         uint64_t memory_bytes;
         uint32_t has;                   /* SAMPLE_HAS_* */
-        uint64_t periods, throttled_periods;
+        uint64_t periods, throttled_periods, throttled_ns;
         uint64_t events_high, events_max, events_oom;
         double psi_cpu, psi_memory;
         double progress;                /* < 0: none */
@@ -42,12 +42,13 @@ typedef struct TaskTrack {
         /* The cumulative counters where the last window ended. */
         bool has_base, has_base_throttling, has_base_events;
         int64_t base_ms;
-        uint64_t base_cpu_ns, base_periods, base_throttled;
+        uint64_t base_cpu_ns, base_periods, base_throttled, base_throttled_ns;
+        int64_t base_throttling_ms;
         uint64_t base_events_high, base_events_max, base_events_oom;
         OrchWindow windows[ORCH_TRACK_WINDOWS];
         size_t n_windows;
         /* The latest window's signals. */
-        double throttled_ratio, psi_cpu, psi_memory, progress;
+        double throttled_ratio, throttled_cores, psi_cpu, psi_memory, progress;
         uint64_t events_high, events_max, events_oom;
         bool seen;                      /* reported since the last epoch */
         bool own_psi_cpu, own_psi_memory; /* its samples carry its cgroup's own PSI */
@@ -177,6 +178,7 @@ static TrackSample track_sample_from(const TaskSample *s) {
                 .has = s->has,
                 .periods = s->cpu_periods,
                 .throttled_periods = s->cpu_throttled_periods,
+                .throttled_ns = s->cpu_throttled_ns,
                 .events_high = s->memory_events_high,
                 .events_max = s->memory_events_max,
                 .events_oom = s->memory_events_oom,
@@ -198,6 +200,8 @@ static void track_set_base(TaskTrack *t, const TrackSample *s) {
                 t->has_base_throttling = true;
                 t->base_periods = s->periods;
                 t->base_throttled = s->throttled_periods;
+                t->base_throttled_ns = s->throttled_ns;
+                t->base_throttling_ms = s->time_ms;
         }
         if (s->has & SAMPLE_HAS_MEMORY_EVENTS) {
                 t->has_base_events = true;
@@ -329,6 +333,14 @@ static int track_close_window(TaskTrack *t) {
                 throttled = n > 0 ? sum / (double) n : 0;
         }
         t->throttled_ratio = isfinite(throttled) ? MAX(MIN(throttled, 1.0), 0.0) : 0;
+        /* Throttled time per second: the cores' worth its threads waited for quota. */
+        t->throttled_cores = 0;
+        if (thr_last && t->has_base_throttling && thr_last->time_ms > t->base_throttling_ms &&
+            thr_last->throttled_ns >= t->base_throttled_ns) {
+                double cores = (double) (thr_last->throttled_ns - t->base_throttled_ns) /
+                               ((double) (thr_last->time_ms - t->base_throttling_ms) * 1e6);
+                t->throttled_cores = isfinite(cores) ? MIN(cores, PROTO_MAX_CPU_CORES) : 0;
+        }
 
         uint64_t memory = 0;
         t->events_high = t->events_max = t->events_oom = 0;
@@ -622,6 +634,7 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
                         .expected_cpu_cores = st->cpu_cores,
                         .expected_memory_bytes = st->memory_bytes,
                         .throttled_ratio = t->throttled_ratio,
+                        .cpu_throttled_cores = t->throttled_cores,
                         .psi_cpu_some_avg10 = t->psi_cpu,
                         .psi_memory_some_avg10 = t->psi_memory,
                         .memory_events_high = t->events_high,

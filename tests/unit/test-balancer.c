@@ -222,6 +222,134 @@ Test(balancer, sec2b_known_bottleneck_is_raised) {
         cr_assert_float_eq(orch_decisions_find(&d, t[1], ORCH_CPU)->new_value, 1.1, 1e-9);
 }
 
+/* Sec. II-B keeps what costs nobody: with N1 at 2.1 CPUs (0.1 free), MA1 gets the free 0.1
+ * (0.4 → 0.5) although MA2 stays short on N3; MB1 is not cut. */
+Test(balancer, sec2b_headroom_part_kept) {
+        _cleanup_(orch_snapshot_freep) OrchSnapshot *s = NULL;
+        _cleanup_(orch_balancer_state_done) OrchBalancerState st;
+        _cleanup_(orch_decisions_done) OrchDecisions d = {};
+        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        size_t t[6];
+
+        p.hysteresis_epochs = 1;
+        orch_balancer_state_init(&st);
+        s = sec2b(1.6, 0, 0, t);
+        s->nodes[0].info.capacity_cpus = 2.1;
+        cr_assert_eq(epoch(s, 60, &p, &st, &d), 0);
+        const OrchDecision *ma1 = orch_decisions_find(&d, t[0], ORCH_CPU);
+        cr_assert_not_null(ma1);
+        cr_assert_eq(ma1->verdict, ORCH_VERDICT_APPLY, "%s", ma1->reason);
+        cr_assert_float_eq(ma1->new_value, 0.5, 1e-9);
+        cr_assert_eq(ma1->peer, ORCH_NO_TASK, "from headroom only");
+        cr_assert_null(orch_decisions_find(&d, t[1], ORCH_CPU), "MB1 is not cut for a raise that cannot help");
+}
+
+/* Job 1 has two tasks, on n1 and n2 (2 CPUs each, job 2 holding 1 CPU on each: 0.7 free), both
+ * pinned at 0.30 cores, throttled in 95% of periods, 0.7 cores' worth of throttled time a
+ * second, CPU stall (own PSI) 70%, both 20% done after 60 s. Aimed at its equally starved peer's
+ * finish (Eq. 1) or at the phase's mean use, a task is "right" at 0.30 (the issue's 0.30 → 0.314
+ * raises); its own evidence says it would use 0.30 + 0.70 = 1.0 = 0.30 / (1 − 0.7). Both are
+ * raised by the full step from their node's free capacity: 0.30 → 0.80. */
+static OrchSnapshot *all_starved(double throttled_cores, double psi) {
+        OrchSnapshot *s = scenario_new();
+
+        scenario_node(s, "n1", 2, 4096, 0, 0);
+        scenario_node(s, "n2", 2, 4096, 0, 0);
+        for (int i = 0; i < 2; i++) {
+                const char *node = i == 0 ? "n1" : "n2";
+                scenario_task(s, (OrchTaskInfo) { .id = i == 0 ? "1.0.0.0" : "1.0.1.0", .job = 1, .node = node,
+                                                  .cpu_limit_cores = 0.3, .throttled_ratio = 0.95,
+                                                  .cpu_throttled_cores = throttled_cores, .psi_cpu_some_avg10 = psi,
+                                                  .has_progress = true, .progress = 0.2 }, 0.3, 100);
+                scenario_task(s, (OrchTaskInfo) { .id = i == 0 ? "2.0.0.0" : "2.0.1.0", .job = 2, .node = node,
+                                                  .cpu_limit_cores = 1, .expected_cpu_cores = 1 }, 1, 100);
+        }
+        return s;
+}
+
+Test(balancer, all_peers_starved_raised_on_own_evidence) {
+        _cleanup_(orch_balancer_state_done) OrchBalancerState st;
+        _cleanup_(orch_decisions_done) OrchDecisions d = {};
+        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        struct { double throttled_cores, psi, need; } cases[] = {
+                { 0.7, 70, 1.0 },       /* both say 1.0 */
+                { 0.7, 0, 1.0 },        /* throttled time alone (no PSI in the cgroup) */
+                { 0, 70, 1.0 },         /* PSI alone (no throttled time reported) */
+                { 0, 0, 0.45 },         /* neither: pinned growth, 0.30 × 1.5 */
+        };
+
+        p.hysteresis_epochs = 1;
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(orch_snapshot_freep) OrchSnapshot *s = all_starved(cases[i].throttled_cores, cases[i].psi);
+                orch_balancer_state_init(&st);
+                cr_assert_eq(epoch(s, 60, &p, &st, &d), 0);
+                for (size_t t = 0; t < 4; t += 2) {
+                        const OrchDecision *x = orch_decisions_find(&d, t, ORCH_CPU);
+                        cr_assert_not_null(x, "case %zu: task %zu not raised", i, t);
+                        cr_assert_eq(x->verdict, ORCH_VERDICT_APPLY, "case %zu: %s", i, x->reason);
+                        cr_assert_float_eq(x->need, cases[i].need, 1e-6, "case %zu: need %g", i, x->need);
+                        cr_assert_float_eq(x->new_value, MIN(cases[i].need, 0.8), 1e-9, "case %zu", i);
+                        cr_assert_eq(x->peer, ORCH_NO_TASK, "from the node's free capacity");
+                }
+                orch_balancer_state_done(&st);
+        }
+}
+
+/* Aimed at a peer that is not starved, Eq. 1 still decides: 1.0.1.0 runs unthrottled at its
+ * 1-core quota and is 40% done, 1.0.0.0 (pinned at 0.3, 20% done, 240 s left at its pace)
+ * should finish with it (90 s left): 0.3 · 240 / 90 = 0.8 cores, not its own evidence's 1.0. */
+Test(balancer, peer_not_starved_keeps_eq1) {
+        _cleanup_(orch_snapshot_freep) OrchSnapshot *s = all_starved(0.7, 70);
+        _cleanup_(orch_balancer_state_done) OrchBalancerState st;
+        _cleanup_(orch_decisions_done) OrchDecisions d = {};
+        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+
+        p.hysteresis_epochs = 1;
+        OrchTask *peer = &s->tasks[2];
+        peer->info.cpu_limit_cores = 1;
+        peer->info.throttled_ratio = 0;
+        peer->info.cpu_throttled_cores = 0;
+        peer->info.psi_cpu_some_avg10 = 0;
+        peer->info.progress = 0.4;
+        for (size_t w = 0; w < peer->n_windows; w++)
+                peer->windows[w].cpu_cores = 1;
+        s->tasks[3].info.cpu_limit_cores = 0.5; /* n2 is not full */
+        orch_balancer_state_init(&st);
+        cr_assert_eq(epoch(s, 60, &p, &st, &d), 0);
+        const OrchDecision *x = orch_decisions_find(&d, 0, ORCH_CPU);
+        cr_assert_not_null(x);
+        cr_assert_float_eq(x->need, 0.8, 1e-6, "need %g: %s", x->need, x->reason);
+        cr_assert_null(orch_decisions_find(&d, 2, ORCH_CPU), "the peer is not short");
+}
+
+/* The first raise is not held back by coordination when free capacity funds it: job 1's task on
+ * n2 is found short one epoch later than the one on n1 (hysteresis 2), and the one on n1 is
+ * raised as soon as its own finding is old enough. */
+Test(balancer, headroom_raise_not_delayed_by_waiting_peer) {
+        _cleanup_(orch_snapshot_freep) OrchSnapshot *s = all_starved(0.7, 70), *late = all_starved(0.7, 70);
+        _cleanup_(orch_balancer_state_done) OrchBalancerState st;
+        _cleanup_(orch_decisions_done) OrchDecisions d = {};
+        _cleanup_(orch_findings_done) OrchFindings f = {};
+        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+
+        p.hysteresis_epochs = 2;
+        late->tasks[2].info.throttled_ratio = 0; /* 1.0.1.0 not yet throttled */
+        late->tasks[2].info.cpu_throttled_cores = 0;
+        late->tasks[2].info.psi_cpu_some_avg10 = 0;
+        orch_balancer_state_init(&st);
+        cr_assert_eq(epoch(late, 60, &p, &st, &d), 0);
+        cr_assert_eq(orch_decisions_count(&d, ORCH_VERDICT_APPLY), 0, "hysteresis");
+        cr_assert_eq(orch_detect(s, 61, &DP, &f), 0);
+        cr_assert_eq(orch_balance(s, &f, 61, &p, &st, &d), 0);
+        const OrchDecision *x = orch_decisions_find(&d, 0, ORCH_CPU);
+        cr_assert_not_null(x);
+        cr_assert_eq(x->verdict, ORCH_VERDICT_APPLY, "%s", x->reason);
+        cr_assert_float_eq(x->new_value, 0.8, 1e-9);
+        const OrchFinding *waiting = orch_findings_find(&f, ORCH_FINDING_DEFICIT, 2, ORCH_CPU);
+        cr_assert_not_null(waiting);
+        cr_assert_eq(d.explained[waiting - f.items].outcome, ORCH_OUTCOME_HYSTERESIS);
+}
+
 Test(balancer, hysteresis_and_cooldown) {
         _cleanup_(orch_snapshot_freep) OrchSnapshot *s = NULL, *calm = NULL;
         _cleanup_(orch_balancer_state_done) OrchBalancerState st;
