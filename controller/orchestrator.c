@@ -28,6 +28,7 @@ typedef struct TrackSample {
         uint64_t periods, throttled_periods, throttled_ns;
         uint64_t events_high, events_max, events_oom;
         double psi_cpu, psi_memory;
+        uint64_t psi_cpu_total_us, psi_memory_total_us;
         double progress;                /* < 0: none */
         double cpu_cores, throttled_ratio;
 } TrackSample;
@@ -44,6 +45,10 @@ typedef struct TaskTrack {
         int64_t base_ms;
         uint64_t base_cpu_ns, base_periods, base_throttled, base_throttled_ns;
         int64_t base_throttling_ms;
+        /* PSI some totals where the last window ended (details: not every sample has them). */
+        bool has_base_psi_cpu, has_base_psi_memory;
+        uint64_t base_psi_cpu_us, base_psi_memory_us;
+        int64_t base_psi_cpu_ms, base_psi_memory_ms;
         uint64_t base_events_high, base_events_max, base_events_oom;
         OrchWindow windows[ORCH_TRACK_WINDOWS];
         size_t n_windows;
@@ -184,6 +189,8 @@ static TrackSample track_sample_from(const TaskSample *s) {
                 .events_oom = s->memory_events_oom,
                 .psi_cpu = psi_ok(s->psi_cpu.some_avg10) ? s->psi_cpu.some_avg10 : 0,
                 .psi_memory = psi_ok(s->psi_memory.some_avg10) ? s->psi_memory.some_avg10 : 0,
+                .psi_cpu_total_us = s->psi_cpu.some_total_us,
+                .psi_memory_total_us = s->psi_memory.some_total_us,
                 .progress = s->progress,
                 .cpu_cores = s->cpu_cores,
                 .throttled_ratio = s->throttled_ratio,
@@ -202,6 +209,16 @@ static void track_set_base(TaskTrack *t, const TrackSample *s) {
                 t->base_throttled = s->throttled_periods;
                 t->base_throttled_ns = s->throttled_ns;
                 t->base_throttling_ms = s->time_ms;
+        }
+        if (s->has & SAMPLE_HAS_PSI_CPU) {
+                t->has_base_psi_cpu = true;
+                t->base_psi_cpu_us = s->psi_cpu_total_us;
+                t->base_psi_cpu_ms = s->time_ms;
+        }
+        if (s->has & SAMPLE_HAS_PSI_MEMORY) {
+                t->has_base_psi_memory = true;
+                t->base_psi_memory_us = s->psi_memory_total_us;
+                t->base_psi_memory_ms = s->time_ms;
         }
         if (s->has & SAMPLE_HAS_MEMORY_EVENTS) {
                 t->has_base_events = true;
@@ -342,6 +359,21 @@ static int track_close_window(TaskTrack *t) {
                 t->throttled_cores = isfinite(cores) ? MIN(cores, PROTO_MAX_CPU_CORES) : 0;
         }
 
+        /* Its own stall over the window, from the PSI totals (avg10 trails a change by seconds,
+         * a short job's whole life); avg10 where there is no earlier total. */
+        double psi_cpu = -1, psi_memory = -1;
+        for (size_t i = t->n_samples; i > 0; i--) {
+                const TrackSample *s = &t->samples[i - 1];
+                if (psi_cpu < 0 && s->has & SAMPLE_HAS_PSI_CPU && t->has_base_psi_cpu && s->time_ms > t->base_psi_cpu_ms &&
+                    s->psi_cpu_total_us >= t->base_psi_cpu_us)
+                        psi_cpu = 100.0 * (double) (s->psi_cpu_total_us - t->base_psi_cpu_us) /
+                                  ((double) (s->time_ms - t->base_psi_cpu_ms) * 1000.0);
+                if (psi_memory < 0 && s->has & SAMPLE_HAS_PSI_MEMORY && t->has_base_psi_memory &&
+                    s->time_ms > t->base_psi_memory_ms && s->psi_memory_total_us >= t->base_psi_memory_us)
+                        psi_memory = 100.0 * (double) (s->psi_memory_total_us - t->base_psi_memory_us) /
+                                     ((double) (s->time_ms - t->base_psi_memory_ms) * 1000.0);
+        }
+
         uint64_t memory = 0;
         t->events_high = t->events_max = t->events_oom = 0;
         for (size_t i = 0; i < t->n_samples; i++) {
@@ -363,6 +395,11 @@ static int track_close_window(TaskTrack *t) {
                         t->events_oom = s->events_oom > bo ? s->events_oom - bo : 0;
                 }
         }
+
+        if (psi_cpu >= 0 && isfinite(psi_cpu))
+                t->psi_cpu = MIN(psi_cpu, 100.0);
+        if (psi_memory >= 0 && isfinite(psi_memory))
+                t->psi_memory = MIN(psi_memory, 100.0);
 
         double run_time_s = (double) (last->time_ms - t->first_ms) / 1000.0;
         bool fresh = t->n_windows == 0 || run_time_s > t->windows[t->n_windows - 1].run_time_s;

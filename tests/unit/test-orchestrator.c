@@ -110,6 +110,17 @@ static TaskSample hungry_sample(int64_t now_ms, double cpu_s) {
         };
 }
 
+/* The same, with its own evidence: PSI cpu some totals growing by stall_share of the time (its
+ * avg10 left at 0, as it is in a task's first seconds) and throttled time of throttled_cores a
+ * second. */
+static TaskSample hungry_sample_evidence(int64_t now_ms, double cpu_s, double stall_share, double throttled_cores) {
+        TaskSample s = hungry_sample(now_ms, cpu_s);
+        s.has |= SAMPLE_HAS_PSI_CPU;
+        s.psi_cpu.some_total_us = (uint64_t) ((double) (now_ms - T0) * 1000.0 * stall_share);
+        s.cpu_throttled_ns = (uint64_t) ((double) (now_ms - T0) * 1e6 * throttled_cores);
+        return s;
+}
+
 static char task[TASK_ID_MAX];
 static const Limits quota_1 = { .cpu_quota_us = 100000, .cpu_period_us = 100000, .memory_max_bytes = 512 * 1024 * 1024 };
 
@@ -249,4 +260,35 @@ Test(orchestrator, dry_run_sends_nothing) {
         json_t *d = json_array_get(json_object_get(c, "decisions"), 0);
         cr_assert_str_eq(json_string_value(json_object_get(d, "verdict")), "dry-run");
         json_decref(c);
+}
+
+/* The controller turns the agent's cumulative counters into the task's own evidence over the
+ * window: PSI some totals (not avg10, which trails by seconds) and throttled time. The hungry
+ * task, alone in its job and pinned at 1 CPU, stalled 60% of the time: it would use
+ * 1 / (1 − 0.6) = 2.5 CPUs; throttled 1.2 s a second: 1 + 1.2 = 2.2. The estimate says so. */
+static double need_of_raise(double stall_share, double throttled_cores) {
+        start_hungry();
+        for (int64_t t = 1000; t <= 2000; t += 1000) {
+                TaskSample s = hungry_sample_evidence(T0 + t, (double) t / 1000.0, stall_share, throttled_cores);
+                TaskReport rep = report(&s, 1);
+                heartbeat_reply_free(beat(&rep, 1, NULL, 0, T0 + t));
+        }
+        json_t *c = NULL;
+        cr_assert_eq(orchestrator_contention_to_json(orch, &c), 0);
+        json_t *d = json_array_get(json_object_get(c, "decisions"), 0);
+        cr_assert_not_null(d, "no decision");
+        cr_assert_str_eq(json_string_value(json_object_get(d, "verdict")), "apply");
+        double need = json_real_value(json_object_get(d, "need"));
+        json_decref(c);
+        return need;
+}
+
+Test(orchestrator, own_stall_from_psi_totals) {
+        double need = need_of_raise(0.6, 0);
+        cr_assert_float_eq(need, 2.5, 1e-3);
+}
+
+Test(orchestrator, own_demand_from_throttled_time) {
+        double need = need_of_raise(0, 1.2);
+        cr_assert_float_eq(need, 2.2, 1e-3);
 }
