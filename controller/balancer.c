@@ -126,6 +126,7 @@ int orch_balance_params_validate(const OrchBalanceParams *p, const char **ret_fi
         CHECK(isfinite(p->cpu_overcommit) && p->cpu_overcommit >= 1, "cpu_overcommit");
         CHECK(isfinite(p->cpu_min_change_cores) && p->cpu_min_change_cores >= 0.001, "cpu_min_change_cores");
         CHECK(isfinite(p->cpu_pinned_growth) && p->cpu_pinned_growth >= 0, "cpu_pinned_growth");
+        CHECK(isfinite(p->cpu_margin_fraction) && p->cpu_margin_fraction >= -1, "cpu_margin_fraction");
         CHECK(p->memory_max_step_bytes > 0, "memory_max_step_bytes");
         CHECK(p->memory_floor_bytes >= ORCH_MIB, "memory_floor_bytes");
         CHECK(p->memory_ceiling_bytes == 0 || p->memory_ceiling_bytes >= p->memory_floor_bytes, "memory_ceiling_bytes");
@@ -710,6 +711,9 @@ static int balance_resource(Balance *b, OrchResource r) {
                                 d->need = MIN(d->need, d->finding->reference);
                         d->alpha = d->need / alloc;
                         d->floor = MAX(d->need, floor_of(b, r));
+                        /* Only what it does not use, with room for its bursts. */
+                        if (r == ORCH_CPU)
+                                d->floor = MAX(d->floor, use * (1 + b->p->cpu_margin_fraction));
                         d->give = quantize_down(MIN(max_step(b, r), alloc - d->floor), r);
                         if (d->give > 0)
                                 n_dn++;

@@ -53,6 +53,9 @@ typedef struct OrchBalanceParams {
         double cpu_overcommit;          /* node sum of quotas ≤ capacity × this */
         double cpu_min_change_cores;    /* smaller changes are not worth a write */
         double cpu_pinned_growth;       /* a task pinned at its quota asks for this fraction more */
+        /* A take never lowers a quota below use × (1 + this): only quota a task does not use moves,
+         * with room for its bursts. −1: no bound from use (the paper's hogs give what they use). */
+        double cpu_margin_fraction;
 
         uint64_t memory_max_step_bytes;
         uint64_t memory_floor_bytes;
@@ -82,6 +85,7 @@ typedef struct OrchBalanceParams {
                 .cpu_overcommit = 1.0,                                  \
                 .cpu_min_change_cores = 0.01,                           \
                 .cpu_pinned_growth = 0.5,                               \
+                .cpu_margin_fraction = 0.25,                            \
                 .memory_max_step_bytes = 256 * ORCH_MIB,                \
                 .memory_floor_bytes = 64 * ORCH_MIB,                    \
                 .memory_ceiling_bytes = 0,                              \

@@ -13,6 +13,19 @@
 
 static const OrchDetectParams DP = ORCH_DETECT_PARAMS_DEFAULT;
 
+/* The paper's settings, which most tests here show: hysteresis 2, cool-down 2, half a core a
+ * step, and hogs give what they use (no margin above use; the default keeps use + 25%,
+ * take_keeps_use_plus_margin). */
+static OrchBalanceParams paper_params(void) {
+        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+
+        p.hysteresis_epochs = 2;
+        p.cooldown_epochs = 2;
+        p.cpu_max_step_cores = 0.5;
+        p.cpu_margin_fraction = -1;
+        return p;
+}
+
 /* One epoch: detect, then balance. */
 static int epoch(const OrchSnapshot *s, double now_s, const OrchBalanceParams *p, OrchBalancerState *st,
                  OrchDecisions *d) {
@@ -48,7 +61,7 @@ Test(balancer, cpu_moves_from_hog_to_starved) {
         _cleanup_(orch_snapshot_freep) OrchSnapshot *s = NULL;
         _cleanup_(orch_balancer_state_done) OrchBalancerState st;
         _cleanup_(orch_decisions_done) OrchDecisions d = {};
-        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        OrchBalanceParams p = paper_params();
         size_t starved, hog;
 
         orch_balancer_state_init(&st);
@@ -92,7 +105,7 @@ Test(balancer, memory_from_overprovisioned_neighbour_never_below_use_plus_margin
         _cleanup_(orch_snapshot_freep) OrchSnapshot *s = scenario_new();
         _cleanup_(orch_balancer_state_done) OrchBalancerState st;
         _cleanup_(orch_decisions_done) OrchDecisions d = {};
-        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        OrchBalanceParams p = paper_params();
         size_t deficit, donor;
 
         orch_balancer_state_init(&st);
@@ -156,7 +169,7 @@ Test(balancer, sec2b_no_useless_change) {
         _cleanup_(orch_snapshot_freep) OrchSnapshot *s = NULL;
         _cleanup_(orch_balancer_state_done) OrchBalancerState st;
         _cleanup_(orch_decisions_done) OrchDecisions d = {};
-        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        OrchBalanceParams p = paper_params();
         size_t t[6];
 
         orch_balancer_state_init(&st);
@@ -185,7 +198,7 @@ Test(balancer, sec2b_both_sides_fixable) {
         _cleanup_(orch_snapshot_freep) OrchSnapshot *s = NULL;
         _cleanup_(orch_balancer_state_done) OrchBalancerState st;
         _cleanup_(orch_decisions_done) OrchDecisions d = {};
-        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        OrchBalanceParams p = paper_params();
         size_t t[6];
 
         orch_balancer_state_init(&st);
@@ -207,7 +220,7 @@ Test(balancer, sec2b_known_bottleneck_is_raised) {
         _cleanup_(orch_snapshot_freep) OrchSnapshot *s = NULL;
         _cleanup_(orch_balancer_state_done) OrchBalancerState st;
         _cleanup_(orch_decisions_done) OrchDecisions d = {};
-        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        OrchBalanceParams p = paper_params();
         size_t t[6];
 
         orch_balancer_state_init(&st);
@@ -228,7 +241,7 @@ Test(balancer, sec2b_headroom_part_kept) {
         _cleanup_(orch_snapshot_freep) OrchSnapshot *s = NULL;
         _cleanup_(orch_balancer_state_done) OrchBalancerState st;
         _cleanup_(orch_decisions_done) OrchDecisions d = {};
-        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        OrchBalanceParams p = paper_params();
         size_t t[6];
 
         p.hysteresis_epochs = 1;
@@ -270,7 +283,7 @@ static OrchSnapshot *all_starved(double throttled_cores, double psi) {
 Test(balancer, all_peers_starved_raised_on_own_evidence) {
         _cleanup_(orch_balancer_state_done) OrchBalancerState st;
         _cleanup_(orch_decisions_done) OrchDecisions d = {};
-        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        OrchBalanceParams p = paper_params();
         struct { double throttled_cores, psi, need; } cases[] = {
                 { 0.7, 70, 1.0 },       /* both say 1.0 */
                 { 0.7, 0, 1.0 },        /* throttled time alone (no PSI in the cgroup) */
@@ -302,7 +315,7 @@ Test(balancer, peer_not_starved_keeps_eq1) {
         _cleanup_(orch_snapshot_freep) OrchSnapshot *s = all_starved(0.7, 70);
         _cleanup_(orch_balancer_state_done) OrchBalancerState st;
         _cleanup_(orch_decisions_done) OrchDecisions d = {};
-        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        OrchBalanceParams p = paper_params();
 
         p.hysteresis_epochs = 1;
         OrchTask *peer = &s->tasks[2];
@@ -330,7 +343,7 @@ Test(balancer, headroom_raise_not_delayed_by_waiting_peer) {
         _cleanup_(orch_balancer_state_done) OrchBalancerState st;
         _cleanup_(orch_decisions_done) OrchDecisions d = {};
         _cleanup_(orch_findings_done) OrchFindings f = {};
-        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        OrchBalanceParams p = paper_params();
 
         p.hysteresis_epochs = 2;
         late->tasks[2].info.throttled_ratio = 0; /* 1.0.1.0 not yet throttled */
@@ -354,7 +367,7 @@ Test(balancer, hysteresis_and_cooldown) {
         _cleanup_(orch_snapshot_freep) OrchSnapshot *s = NULL, *calm = NULL;
         _cleanup_(orch_balancer_state_done) OrchBalancerState st;
         _cleanup_(orch_decisions_done) OrchDecisions d = {};
-        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        OrchBalanceParams p = paper_params();
         size_t starved, hog;
         double now = 60;
 
@@ -391,7 +404,7 @@ Test(balancer, dry_run_changes_nothing) {
         _cleanup_(orch_snapshot_freep) OrchSnapshot *s = NULL;
         _cleanup_(orch_balancer_state_done) OrchBalancerState st;
         _cleanup_(orch_decisions_done) OrchDecisions d = {};
-        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        OrchBalanceParams p = paper_params();
         size_t starved, hog;
 
         p.dry_run = true;
@@ -414,7 +427,7 @@ Test(balancer, dry_run_changes_nothing) {
 
 Test(balancer, modes) {
         _cleanup_(orch_snapshot_freep) OrchSnapshot *s = scenario_new();
-        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        OrchBalanceParams p = paper_params();
         const OrchMode modes[] = { ORCH_MODE_OFF, ORCH_MODE_CPU, ORCH_MODE_MEMORY, ORCH_MODE_CPU_MEMORY };
         const size_t expect_cpu[] = { 0, 2, 0, 2 }, expect_memory[] = { 0, 0, 2, 2 };
 
@@ -461,7 +474,7 @@ Test(balancer, uniform_estimator) {
         _cleanup_(orch_snapshot_freep) OrchSnapshot *s = NULL;
         _cleanup_(orch_balancer_state_done) OrchBalancerState st;
         _cleanup_(orch_decisions_done) OrchDecisions d = {};
-        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        OrchBalanceParams p = paper_params();
         size_t starved, hog;
 
         p.estimator = ORCH_ESTIMATOR_UNIFORM;
@@ -478,7 +491,7 @@ Test(balancer, uniform_estimator) {
  * before still fits after; no step exceeds the maximum; no take goes below its floor or, for
  * memory, below use + margin; no raise goes above the ceiling. */
 Test(balancer, node_sums_within_capacity_random) {
-        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        OrchBalanceParams p = paper_params();
         size_t n_changes = 0;
 
         p.hysteresis_epochs = 1;
@@ -571,7 +584,7 @@ Test(balancer, bad_input) {
         _cleanup_(orch_balancer_state_done) OrchBalancerState st;
         OrchDecisions d = {};
         OrchFindings f = {};
-        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        OrchBalanceParams p = paper_params();
         const char *field = NULL;
 
         orch_balancer_state_init(&st);
@@ -667,7 +680,7 @@ Test(balancer, every_no_change_says_why) {
         _cleanup_(orch_decisions_done) OrchDecisions d = {};
         _cleanup_(orch_findings_done) OrchFindings f = {};
         bool seen[_ORCH_OUTCOME_MAX] = {};
-        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        OrchBalanceParams p = paper_params();
         size_t starved, hog, t[6];
 
         p.hysteresis_epochs = 2;
@@ -799,7 +812,7 @@ Test(balancer, explanations_random) {
                 _cleanup_(orch_snapshot_freep) OrchSnapshot *s = scenario_new();
                 _cleanup_(orch_balancer_state_done) OrchBalancerState st;
                 _cleanup_(orch_decisions_done) OrchDecisions d = {};
-                OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+                OrchBalanceParams p = paper_params();
                 char names[3][24], ids[12][48];
                 size_t n_nodes = 1 + rand_r(&seed) % 3;
 
@@ -830,4 +843,34 @@ Test(balancer, explanations_random) {
         }
         cr_expect(seen[ORCH_OUTCOME_CHANGED] && seen[ORCH_OUTCOME_HYSTERESIS] && seen[ORCH_OUTCOME_SIGNAL],
                   "the random clusters reach changes, hysteresis and signals");
+}
+
+/* By default a take leaves a task what it uses plus a quarter: 2.0.0.0 holds 1.5 cores and uses
+ * 1.0, 1.7× what it was expected to use (a hog by expected use), next to 1.0.0.0 pinned at 0.5
+ * and stalled 80% of the time (it would use 2.5). The paper's rule takes 2.0.0.0 down to its
+ * expected 1.0 (a half-core step: 0.5 → 1.0 for 1.0.0.0); the default stops at 1.0 × 1.25. */
+Test(balancer, take_keeps_use_plus_margin) {
+        struct { double margin, starved_new, hog_new; } cases[] = { { -1, 1.0, 1.0 }, { 0.25, 0.75, 1.25 } };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(orch_snapshot_freep) OrchSnapshot *s = scenario_new();
+                _cleanup_(orch_balancer_state_done) OrchBalancerState st;
+                _cleanup_(orch_decisions_done) OrchDecisions d = {};
+                OrchBalanceParams p = paper_params();
+                size_t starved, hog;
+
+                p.hysteresis_epochs = 1;
+                p.cpu_margin_fraction = cases[i].margin;
+                scenario_node(s, "n1", 2, 4096, 0, 0);
+                starved = scenario_task(s, (OrchTaskInfo) { .id = "1.0.0.0", .job = 1, .node = "n1", .cpu_limit_cores = 0.5,
+                                                            .throttled_ratio = 0.9, .psi_cpu_some_avg10 = 80 }, 0.5, 100);
+                hog = scenario_task(s, (OrchTaskInfo) { .id = "2.0.0.0", .job = 2, .node = "n1", .cpu_limit_cores = 1.5,
+                                                        .expected_cpu_cores = 0.6 }, 1.0, 100);
+                orch_balancer_state_init(&st);
+                cr_assert_eq(epoch(s, 60, &p, &st, &d), 0);
+                const OrchDecision *up = orch_decisions_find(&d, starved, ORCH_CPU), *down = orch_decisions_find(&d, hog, ORCH_CPU);
+                cr_assert(up && down, "margin %g: a raise and a take", cases[i].margin);
+                cr_assert_float_eq(up->new_value, cases[i].starved_new, 1e-9, "margin %g: %s", cases[i].margin, up->reason);
+                cr_assert_float_eq(down->new_value, cases[i].hog_new, 1e-9, "margin %g: %s", cases[i].margin, down->reason);
+        }
 }
