@@ -52,6 +52,7 @@ static const char *const outcome_names[_ORCH_OUTCOME_MAX] = {
         [ORCH_OUTCOME_UNLIMITED] = "unlimited",
         [ORCH_OUTCOME_AT_CEILING] = "at-ceiling",
         [ORCH_OUTCOME_SUFFICIENT] = "sufficient",
+        [ORCH_OUTCOME_NOT_BINDING] = "not-binding",
         [ORCH_OUTCOME_NO_ROOM] = "no-room",
         [ORCH_OUTCOME_BELOW_MIN_CHANGE] = "below-min-change",
         [ORCH_OUTCOME_COORDINATION] = "coordination",
@@ -202,6 +203,7 @@ typedef enum Standing {
         STANDING_WAITING,       /* finding not yet hysteresis_epochs old */
         STANDING_COOLING,       /* changed within cooldown_epochs */
         STANDING_SATISFIED,     /* the estimator says its allocation suffices */
+        STANDING_NOT_BINDING,   /* CPU: its quota does not hold it back */
         STANDING_STUCK,         /* no limit to raise, or at its ceiling */
 } Standing;
 
@@ -622,6 +624,13 @@ static void explain_standing(Balance *b, const Receiver *x, OrchResource r) {
                         orch_estimator_to_string(b->p->estimator), amount(r, x->need, e), amount(r, min_change(b, r), c),
                         amount(r, x->alloc, a));
                 return;
+        case STANDING_NOT_BINDING:
+                explain(b, x->finding, ORCH_OUTCOME_NOT_BINDING,
+                        "its quota does not hold it back: uses %s of %s, throttled in %.0f%% of periods; a higher "
+                        "one would give it no cycles (%s estimates %s)", amount(r, x->use, e), amount(r, x->alloc, a),
+                        100 * task->info.throttled_ratio, orch_estimator_to_string(b->p->estimator),
+                        amount(r, x->need, c));
+                return;
         case STANDING_STUCK:
                 if (x->alloc <= 0)
                         explain(b, x->finding, ORCH_OUTCOME_UNLIMITED, "%s has no %s limit to raise", task->id, res);
@@ -667,6 +676,9 @@ static int balance_resource(Balance *b, OrchResource r) {
                                 x->standing = STANDING_WAITING;
                         else if (cooling(b, t, r))
                                 x->standing = STANDING_COOLING;
+                        else if (r == ORCH_CPU && use < ORCH_CPU_BINDING_USE * alloc &&
+                                 task->info.throttled_ratio < ORCH_CPU_BINDING_THROTTLED)
+                                x->standing = STANDING_NOT_BINDING;
                         if (alloc <= 0)
                                 continue;
                         k = estimate(b, t, r, true, x->finding, alloc, &x->need);

@@ -142,6 +142,7 @@ int sim_orch_epoch(Engine *e, double now_s) {
         bp.hysteresis_epochs = 2;
         bp.cooldown_epochs = 2;
         bp.cpu_max_step_cores = 0.5;
+        bp.cpu_pinned_growth = 0.5;
         bp.cpu_margin_fraction = -1;
         r = orch_detect(s, now_s, &dp, &findings);
         if (r < 0)

@@ -13,15 +13,17 @@
 
 static const OrchDetectParams DP = ORCH_DETECT_PARAMS_DEFAULT;
 
-/* The paper's settings, which most tests here show: hysteresis 2, cool-down 2, half a core a
- * step, and hogs give what they use (no margin above use; the default keeps use + 25%,
+/* The paper's settings, which most tests here show: both resources, hysteresis 2, cool-down 2, half a core a
+ * step, a pinned task asks for half again, and hogs give what they use (no margin above use; the default keeps use + 25%,
  * take_keeps_use_plus_margin). */
 static OrchBalanceParams paper_params(void) {
         OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
 
+        p.mode = ORCH_MODE_CPU_MEMORY;
         p.hysteresis_epochs = 2;
         p.cooldown_epochs = 2;
         p.cpu_max_step_cores = 0.5;
+        p.cpu_pinned_growth = 0.5;
         p.cpu_margin_fraction = -1;
         return p;
 }
@@ -750,11 +752,11 @@ Test(balancer, every_no_change_says_why) {
                 orch_balancer_state_done(&st);
         }
 
-        /* At the node's capacity; no limit at all; a quota above what the estimate asks; a hog
-         * at the floor. */
+        /* At the node's capacity; no limit at all; a quota above what the estimate asks (its
+         * bursts throttled); a quota that does not hold its task back; a hog at the floor. */
         {
                 _cleanup_(orch_snapshot_freep) OrchSnapshot *s = scenario_new();
-                size_t at_cap, unlimited, roomy, tiny;
+                size_t at_cap, unlimited, roomy, loose, tiny;
 
                 scenario_node(s, "one", 1, 4096, 0, 0);
                 scenario_node(s, "four", 4, 4096, 0, 0);
@@ -763,6 +765,9 @@ Test(balancer, every_no_change_says_why) {
                 unlimited = scenario_task(s, (OrchTaskInfo) { .id = "2.0.0.0", .job = 2, .node = "four",
                                                               .expected_cpu_cores = 1, .psi_cpu_some_avg10 = 50 }, 0.3, 100);
                 roomy = scenario_task(s, (OrchTaskInfo) { .id = "3.0.0.0", .job = 3, .node = "four", .cpu_limit_cores = 1.5,
+                                                          .expected_cpu_cores = 1, .psi_cpu_some_avg10 = 50,
+                                                          .throttled_ratio = 0.3 }, 0.3, 100);
+                loose = scenario_task(s, (OrchTaskInfo) { .id = "5.0.0.0", .job = 5, .node = "four", .cpu_limit_cores = 1,
                                                           .expected_cpu_cores = 1, .psi_cpu_some_avg10 = 50 }, 0.3, 100);
                 tiny = scenario_task(s, (OrchTaskInfo) { .id = "4.0.0.0", .job = 4, .node = "four", .cpu_limit_cores = 0.1 },
                                      0.05, 100);
@@ -773,6 +778,8 @@ Test(balancer, every_no_change_says_why) {
                                "no cpu limit to raise");
                 EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_DEFICIT, roomy, ORCH_CPU), ORCH_OUTCOME_SUFFICIENT,
                                "of its limit 1.500 cores");
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_DEFICIT, loose, ORCH_CPU), ORCH_OUTCOME_NOT_BINDING,
+                               "uses 0.300 cores of 1.000 cores, throttled in 0% of periods");
                 EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_HOG, tiny, ORCH_CPU), ORCH_OUTCOME_AT_FLOOR,
                                "at its floor 0.100 cores");
                 orch_balancer_state_done(&st);
