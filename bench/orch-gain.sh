@@ -148,6 +148,6 @@ for mix in "${mixes[@]}"; do
                                mix, -100 * gain, wname, worst, bad ? ", not succeeded:" bad : "",
                                (gain >= 0.25 && worst <= 1.05 && !bad) ? "met" : "not met"
                 }'
-        [ -s "$OUT/$mix.contention" ] && { echo "first epoch with a change (cgorchctl contention):"; sed 's/^/  /' "$OUT/$mix.contention"; }
+        [ -s "$OUT/$mix.contention" ] && { echo "an epoch with a change, as the run saw it (cgorchctl contention):"; sed 's/^/  /' "$OUT/$mix.contention"; }
 done
 exit $failed

@@ -795,12 +795,24 @@ static int run_epoch_work(Orchestrator *o, int64_t now_ms, const char *node, uns
         if (r < 0)
                 return r;
 
+        /* Samples come faster while a limit changed or a finding may change one soon; not for
+         * findings that stay as they are whatever the next samples say (a quota that does not
+         * bind, a task without a limit or at its ceiling). */
         bool active = orch_decisions_count(&decisions, ORCH_VERDICT_APPLY) > 0;
-        for (size_t i = 0; i < findings.n && !active; i++) {
-                OrchFindingKind k = findings.items[i].kind;
-                active = orch_mode_controls(o->balance.mode, findings.items[i].resource) &&
-                         (k == ORCH_FINDING_DEFICIT || k == ORCH_FINDING_STRAGGLER || k == ORCH_FINDING_HOG);
-        }
+        for (size_t i = 0; i < decisions.n_explained && !active; i++)
+                switch (decisions.explained[i].outcome) {
+                case ORCH_OUTCOME_CHANGED:
+                case ORCH_OUTCOME_DRY_RUN:
+                case ORCH_OUTCOME_HYSTERESIS:
+                case ORCH_OUTCOME_COOLDOWN:
+                case ORCH_OUTCOME_NO_ROOM:
+                case ORCH_OUTCOME_BELOW_MIN_CHANGE:
+                case ORCH_OUTCOME_COORDINATION:
+                        active = true;
+                        break;
+                default:
+                        break;
+                }
         o->active = active;
 
         size_t n_recorded = decisions.n - orch_decisions_count(&decisions, ORCH_VERDICT_SKIPPED);
