@@ -352,26 +352,46 @@ static int track_close_window(TaskTrack *t) {
         t->throttled_ratio = isfinite(throttled) ? MAX(MIN(throttled, 1.0), 0.0) : 0;
         /* Throttled time per second: the cores' worth its threads waited for quota. */
         t->throttled_cores = 0;
-        if (thr_last && t->has_base_throttling && thr_last->time_ms > t->base_throttling_ms &&
-            thr_last->throttled_ns >= t->base_throttled_ns) {
-                double cores = (double) (thr_last->throttled_ns - t->base_throttled_ns) /
-                               ((double) (thr_last->time_ms - t->base_throttling_ms) * 1e6);
+        const TrackSample *thr_first = NULL;
+        for (size_t i = 0; i < t->n_samples && !thr_first; i++)
+                if (t->samples[i].has & SAMPLE_HAS_THROTTLING)
+                        thr_first = &t->samples[i];
+        /* From where the last window ended, else from the window's first sample. */
+        int64_t thr_from_ms = t->has_base_throttling ? t->base_throttling_ms : thr_first ? thr_first->time_ms : 0;
+        uint64_t thr_from_ns = t->has_base_throttling ? t->base_throttled_ns : thr_first ? thr_first->throttled_ns : 0;
+        if (thr_last && thr_last->time_ms > thr_from_ms && thr_last->throttled_ns >= thr_from_ns) {
+                double cores = (double) (thr_last->throttled_ns - thr_from_ns) /
+                               ((double) (thr_last->time_ms - thr_from_ms) * 1e6);
                 t->throttled_cores = isfinite(cores) ? MIN(cores, PROTO_MAX_CPU_CORES) : 0;
         }
 
         /* Its own stall over the window, from the PSI totals (avg10 trails a change by seconds,
          * a short job's whole life); avg10 where there is no earlier total. */
         double psi_cpu = -1, psi_memory = -1;
-        for (size_t i = t->n_samples; i > 0; i--) {
-                const TrackSample *s = &t->samples[i - 1];
-                if (psi_cpu < 0 && s->has & SAMPLE_HAS_PSI_CPU && t->has_base_psi_cpu && s->time_ms > t->base_psi_cpu_ms &&
-                    s->psi_cpu_total_us >= t->base_psi_cpu_us)
-                        psi_cpu = 100.0 * (double) (s->psi_cpu_total_us - t->base_psi_cpu_us) /
-                                  ((double) (s->time_ms - t->base_psi_cpu_ms) * 1000.0);
-                if (psi_memory < 0 && s->has & SAMPLE_HAS_PSI_MEMORY && t->has_base_psi_memory &&
-                    s->time_ms > t->base_psi_memory_ms && s->psi_memory_total_us >= t->base_psi_memory_us)
-                        psi_memory = 100.0 * (double) (s->psi_memory_total_us - t->base_psi_memory_us) /
-                                     ((double) (s->time_ms - t->base_psi_memory_ms) * 1000.0);
+        {
+                /* From the total where the last window ended, else the window's first one. */
+                const TrackSample *first_cpu = NULL, *last_cpu = NULL, *first_mem = NULL, *last_mem = NULL;
+                for (size_t i = 0; i < t->n_samples; i++) {
+                        const TrackSample *s = &t->samples[i];
+                        if (s->has & SAMPLE_HAS_PSI_CPU) {
+                                first_cpu = first_cpu ?: s;
+                                last_cpu = s;
+                        }
+                        if (s->has & SAMPLE_HAS_PSI_MEMORY) {
+                                first_mem = first_mem ?: s;
+                                last_mem = s;
+                        }
+                }
+                int64_t from_ms = t->has_base_psi_cpu ? t->base_psi_cpu_ms : first_cpu ? first_cpu->time_ms : 0;
+                uint64_t from_us = t->has_base_psi_cpu ? t->base_psi_cpu_us : first_cpu ? first_cpu->psi_cpu_total_us : 0;
+                if (last_cpu && last_cpu->time_ms > from_ms && last_cpu->psi_cpu_total_us >= from_us)
+                        psi_cpu = 100.0 * (double) (last_cpu->psi_cpu_total_us - from_us) /
+                                  ((double) (last_cpu->time_ms - from_ms) * 1000.0);
+                from_ms = t->has_base_psi_memory ? t->base_psi_memory_ms : first_mem ? first_mem->time_ms : 0;
+                from_us = t->has_base_psi_memory ? t->base_psi_memory_us : first_mem ? first_mem->psi_memory_total_us : 0;
+                if (last_mem && last_mem->time_ms > from_ms && last_mem->psi_memory_total_us >= from_us)
+                        psi_memory = 100.0 * (double) (last_mem->psi_memory_total_us - from_us) /
+                                     ((double) (last_mem->time_ms - from_ms) * 1000.0);
         }
 
         uint64_t memory = 0;

@@ -265,14 +265,23 @@ Test(orchestrator, dry_run_sends_nothing) {
 /* The controller turns the agent's cumulative counters into the task's own evidence over the
  * window: PSI some totals (not avg10, which trails by seconds) and throttled time. The hungry
  * task, alone in its job and pinned at 1 CPU, stalled 60% of the time: it would use
- * 1 / (1 − 0.6) = 2.5 CPUs; throttled 1.2 s a second: 1 + 1.2 = 2.2. The estimate says so. */
+ * 1 / (1 − 0.6) = 2.5 CPUs; throttled 1.2 s a second: 1 + 1.2 = 2.2. The estimate says so. One
+ * heartbeat brings two samples (the first with PSI totals is the window's base), one epoch at
+ * hysteresis 1 decides. */
 static double need_of_raise(double stall_share, double throttled_cores) {
+        OrchBalanceParams bp = ORCH_BALANCE_PARAMS_DEFAULT;
+        bp.mode = ORCH_MODE_CPU;
+        bp.epoch_s = 1;
+        bp.hysteresis_epochs = 1;
+        OrchDetectParams dp = ORCH_DETECT_PARAMS_DEFAULT;
+        cr_assert_eq(orchestrator_set_params(orch, &bp, &dp), 0);
         start_hungry();
-        for (int64_t t = 1000; t <= 2000; t += 1000) {
-                TaskSample s = hungry_sample_evidence(T0 + t, (double) t / 1000.0, stall_share, throttled_cores);
-                TaskReport rep = report(&s, 1);
-                heartbeat_reply_free(beat(&rep, 1, NULL, 0, T0 + t));
-        }
+        TaskSample s[2] = {
+                hungry_sample_evidence(T0 + 1000, 1, stall_share, throttled_cores),
+                hungry_sample_evidence(T0 + 2000, 2, stall_share, throttled_cores),
+        };
+        TaskReport rep = report(s, 2);
+        heartbeat_reply_free(beat(&rep, 1, NULL, 0, T0 + 2000));
         json_t *c = NULL;
         cr_assert_eq(orchestrator_contention_to_json(orch, &c), 0);
         json_t *d = json_array_get(json_object_get(c, "decisions"), 0);
@@ -290,5 +299,5 @@ Test(orchestrator, own_stall_from_psi_totals) {
 
 Test(orchestrator, own_demand_from_throttled_time) {
         double need = need_of_raise(0, 1.2);
-        cr_assert_float_eq(need, 2.2, 1e-3);
+        cr_assert_float_eq(need, 2.2, 1e-3, "need %g", need);
 }
