@@ -34,6 +34,7 @@ static char *arg_node = NULL;
 static char *arg_cgroup_fs = (char *) "/sys/fs/cgroup";
 static char *arg_cgroup_root = NULL;
 static char *arg_proc_fs = (char *) "/proc";
+static char *arg_node_pids_max = (char *) "auto";
 static double arg_cpus = 0;
 static uint64_t arg_memory_bytes = 0;
 static uint64_t arg_sample_interval_us = USEC_PER_SEC;
@@ -69,6 +70,9 @@ static const Option options[] = {
           "the agent's subtree in every hierarchy, relative (default: cgorch.slice/NODE)", 0, 0 },
         { "proc-fs", 0, OPTION_STRING, &arg_proc_fs, "DIR",
           "procfs root for node samples (default: /proc)", 0, 0 },
+        { "node-pids-max", 0, OPTION_STRING, &arg_node_pids_max, "auto|max|N",
+          "pids.max of the agent's root: processes and threads of all tasks together; auto: 3/4 of the smaller of "
+          "kernel.pid_max and kernel.threads-max, leaving a quarter to the rest of the node (default: auto)", 0, 0 },
         { "cpus", 0, OPTION_DOUBLE, &arg_cpus, "N",
           "CPU capacity offered to the controller (default: CPUs in the agent's affinity mask)", 0, 4096 },
         { "memory", 0, OPTION_SIZE, &arg_memory_bytes, "SIZE",
@@ -244,6 +248,48 @@ static int move_self_to_leaf(const CgroupBackend *cgroups, const char *cgroup_ro
         return 0;
 }
 
+/* The pids.max of the agent root (--node-pids-max): each task has its own (the job's), but
+ * many tasks each at theirs could still take the node's whole pid space. */
+static int set_node_pids_max(CgroupBackend *cgroups, const char *cgroup_root) {
+        bool is_auto;
+        uint64_t value;
+        int r = cgroup_parse_node_pids_max(arg_node_pids_max, &is_auto, &value);
+        if (r < 0)
+                return log_error_errno(r, "--node-pids-max: \"%s\" is not auto, max or 1..%d.", arg_node_pids_max, INT_MAX);
+        if (is_auto) {
+                char buf[64];
+                uint64_t pid_max = 0, threads_max = 0;
+                if (procfs_read_file(arg_proc_fs, "sys/kernel/pid_max", buf, sizeof buf) >= 0)
+                        (void) cgroup_parse_uint64(buf, &pid_max);
+                if (procfs_read_file(arg_proc_fs, "sys/kernel/threads-max", buf, sizeof buf) >= 0)
+                        (void) cgroup_parse_uint64(buf, &threads_max);
+                value = cgroup_node_pids_max_default(pid_max, threads_max);
+                if (value == 0) {
+                        log_warning("Cannot read kernel.pid_max or kernel.threads-max under %s: no pids limit for all "
+                                    "tasks together (set --node-pids-max).", arg_proc_fs);
+                        return 0;
+                }
+        }
+        r = cgroup_root_set_pids_max(cgroups, value);
+        if (r == -EOPNOTSUPP)
+                return 0; /* said at the backend's start: no pids controller */
+        if (r == -ENOENT) {
+                log_warning("The agent root %s has no pids.max (its parent does not enable the pids controller for it): "
+                            "no pids limit for all tasks together.", cgroup_root);
+                return 0;
+        }
+        if (r < 0) {
+                log_warning_errno(r, "Cannot set pids.max of the agent root %s: %m", cgroup_root);
+                return 0;
+        }
+        if (value == UINT64_MAX)
+                log_info("All tasks together: no pids limit (--node-pids-max=max).");
+        else
+                log_info("All tasks together: at most %" PRIu64 " processes and threads (pids.max of %s%s).", value,
+                         cgroup_root, is_auto ? ", 3/4 of the kernel's pid space" : "");
+        return 0;
+}
+
 /* Every sampled task keeps a few cgroup files open: lift the soft descriptor limit to the hard one. */
 static void raise_nofile(void) {
         struct rlimit rl;
@@ -293,6 +339,11 @@ static int run(void) {
                 bpf_sampling = AGENT_BPF_NO;
         else
                 return log_error_errno(EINVAL, "--bpf-sampling: \"%s\" is not auto, yes or no.", arg_bpf_sampling);
+        bool pids_auto;
+        uint64_t pids_value;
+        if (cgroup_parse_node_pids_max(arg_node_pids_max, &pids_auto, &pids_value) < 0)
+                return log_error_errno(EINVAL, "--node-pids-max: \"%s\" is not auto, max or 1..%d.", arg_node_pids_max,
+                                       INT_MAX);
 
         r = default_capacity(&arg_cpus, &arg_memory_bytes);
         if (r < 0)
@@ -329,6 +380,9 @@ static int run(void) {
         if (r < 0)
                 goto out;
         (void) move_self_to_leaf(cgroups, cgroup_root);
+        r = set_node_pids_max(cgroups, cgroup_root);
+        if (r < 0)
+                goto out;
         raise_nofile();
 
         if (!arg_state_dir) {

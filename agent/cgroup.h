@@ -48,6 +48,10 @@ int cgroup_task_set_limits(CgroupBackend *b, const char *task, const Limits *wan
 bool cgroup_backend_has_pids(const CgroupBackend *b);
 /* pids.max of a task's cgroup (1..INT_MAX); -EOPNOTSUPP without the pids controller. */
 int cgroup_task_set_pids_max(CgroupBackend *b, const char *task, uint64_t pids_max);
+/* pids.max of the agent root itself: the processes of every task together (1..INT_MAX, or
+ * UINT64_MAX for "max"). -EOPNOTSUPP without a pids hierarchy; -ENOENT where the root has no
+ * pids.max (v2: its parent does not enable pids for it). */
+int cgroup_root_set_pids_max(CgroupBackend *b, uint64_t pids_max);
 int cgroup_task_read_usage(CgroupBackend *b, const char *task, CgroupUsage *ret);
 int cgroup_task_freeze(CgroupBackend *b, const char *task, bool frozen);
 /* 1 if the task's cgroup is frozen or freezing, 0 if not, < 0 if that cannot be read. */

@@ -393,6 +393,30 @@ void api_authorize(void *userdata, const HttpAuthRequest *req, HttpAuthResult *r
                 ret->challenge = SIGNATURE_SCHEME " realm=\"cgorch\", Bearer realm=\"cgorch\"";
         if (d.status != 0)
                 return;
+        ret->vouched = auth_principal_vouched(api->tokens, &d.principal);
+        if (d.key && api->nonces) {
+                /* Once: a copy of an agent's request replayed within the signature's window
+                 * (a wait would displace the node's held one) is refused. */
+                int64_t wall_s = (int64_t) time(NULL), own_s = now_ms() / 1000;
+                int v = nonce_cache_check(api->nonces, d.principal.node, d.signed_request.nonce, d.signed_request.ts_s,
+                                          MIN(wall_s, own_s));
+                if (v < 0 || v != NONCE_NEW) {
+                        uint64_t n;
+                        ret->status = v == -ENOMEM ? 503 : 401;
+                        snprintf(ret->message, sizeof ret->message, v == NONCE_REPLAYED ?
+                                 "Authorization: replayed: node %s's agent signed a request with this nonce already" :
+                                 v == NONCE_TOO_OLD ? "Authorization: replayed or stale: the signature's time is not "
+                                 "after that of a request of node %s already forgotten (did its clock go back?)" :
+                                 "Authorization: node %s's nonce cannot be checked", d.principal.node);
+                        if (v >= 0 && nonce_cache_log_refusal(api->nonces, d.principal.node, MAX(wall_s, own_s), &n))
+                                log_warning("Refused %" PRIu64 " signed request(s) of node %s as replayed (%s): someone "
+                                            "who saw its agent's traffic is sending it again (one line a minute at most).",
+                                            n, d.principal.node, v == NONCE_REPLAYED ? "nonce already used" :
+                                            "time not after a forgotten request's");
+                        ret->vouched = false;
+                        return;
+                }
+        }
         if (d.key) {
                 /* A copy: a SIGHUP may replace the tokens while a wait is held. */
                 ret->reply_key = strdup(d.key);

@@ -6,6 +6,7 @@
 #include "cluster.h"
 #include "http-server.h"
 #include "node-wait.h"
+#include "nonce-cache.h"
 #include "orchestrator.h"
 #include "runtime-config.h"
 #include "store.h"
@@ -21,6 +22,7 @@ typedef struct Api {
         Orchestrator *orchestrator;          /* GET /v1/contention */
         RuntimeConfig *config;               /* GET/PUT /v1/config */
         NodeWaits *waits;                    /* POST /v1/nodes/{id}/wait; NULL: answered at once */
+        NonceCache *nonces;                  /* the signed requests' nonces; NULL: not remembered */
 } Api;
 
 /* A wait holds at most this long (?hold_ms=), 25 s when not given. */

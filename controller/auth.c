@@ -391,6 +391,20 @@ void auth_decide(const AuthTokens *t, const AuthRequest *req, AuthDecision *ret)
         }
 }
 
+bool auth_principal_vouched(const AuthTokens *t, const AuthPrincipal *principal) {
+        switch (principal->role) {
+        case AUTH_ROLE_AGENT:
+        case AUTH_ROLE_READER:
+                return true;
+        case AUTH_ROLE_OPERATOR:
+                /* With tokens, an operator the kernel does not name presented the token; without,
+                 * it is --insecure-no-auth's anyone. */
+                return principal->has_uid || auth_tokens_enabled(t);
+        default:
+                return false;
+        }
+}
+
 bool auth_may_act_for(const AuthPrincipal *principal, const char *user) {
         if (principal->role == AUTH_ROLE_OPERATOR)
                 return true;

@@ -150,6 +150,12 @@ typedef struct AuthDecision {
  * reading. */
 void auth_decide(const AuthTokens *t, const AuthRequest *req, AuthDecision *ret);
 
+/* Whether an admitted request from principal proved who sent it: an agent's signature, a bearer
+ * token, or an administrator the kernel names (root, the controller's uid). Its connection is
+ * then no longer anonymous (conn-slots.h). A user the kernel names, an anonymous reader and
+ * --insecure-no-auth's everyone proved nothing that a flood could not. */
+bool auth_principal_vouched(const AuthTokens *t, const AuthPrincipal *principal);
+
 /* Whether principal may act for the jobs of user (NULL: a job without a user, which runs as
  * the agent's own): the operator always, a user for its own jobs only. */
 bool auth_may_act_for(const AuthPrincipal *principal, const char *user);

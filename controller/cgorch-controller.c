@@ -22,6 +22,7 @@
 #include "http-server.h"
 #include "log.h"
 #include "node-wait.h"
+#include "nonce-cache.h"
 #include "orchestrator.h"
 #include "runtime-config.h"
 #include "secret-file.h"
@@ -47,6 +48,8 @@ static uint64_t arg_max_body_bytes = 1024 * 1024;
 static uint64_t arg_max_header_bytes = 32 * 1024;
 static unsigned arg_max_connections = 1024;
 static unsigned arg_max_connections_per_ip = 0;
+static unsigned arg_max_anonymous_per_ip = 64;
+static uint64_t arg_client_timeout_us = HTTP_CLIENT_TIMEOUT_DEFAULT_US;
 static double arg_rate_limit = 2000;
 static char *arg_operator_token_file = NULL;
 static char *arg_reader_token_file = NULL;
@@ -88,7 +91,15 @@ static const Option options[] = {
         { "max-connections", 0, OPTION_UINT, &arg_max_connections, "N",
           "client connections open at once; more are refused (default: 1024; 1..100000)", 1, 100000 },
         { "max-connections-per-ip", 0, OPTION_UINT, &arg_max_connections_per_ip, "N",
-          "connections open at once from one client address, 0 for no limit (default: 0; 0..100000)", 0, 100000 },
+          "connections open at once from one client address, refused beyond, agents' included; 0 for no limit "
+          "(default: 0; 0..100000)", 0, 100000 },
+        { "max-anonymous-per-ip", 0, OPTION_UINT, &arg_max_anonymous_per_ip, "N",
+          "connections from one client address that have sent no credential yet (signature, token); beyond, the one "
+          "that waited longest is closed; all of them together hold at most 3/4 of --max-connections; 0 for no "
+          "per-address limit (default: 64; 0..100000)", 0, 100000 },
+        { "client-timeout", 0, OPTION_DURATION, &arg_client_timeout_us, "DURATION",
+          "a connection must send a whole request within this long of opening or of its previous answer, and is closed "
+          "after this long without traffic while answered (default: 30s; 1s..1h)", 1, 3600 },
         { "rate-limit", 0, OPTION_DOUBLE, &arg_rate_limit, "N",
           "requests per second from one client address (bursts of 2N), excess gets 429; 0 for none (default: 2000)", 0, 1e6 },
         { "operator-token-file", 0, OPTION_STRING, &arg_operator_token_file, "FILE",
@@ -180,6 +191,7 @@ typedef struct Manager {
         HttpServer *http;
         Orchestrator *orchestrator;
         NodeWaits *waits;
+        NonceCache *nonces;
         RuntimeConfig config;
         sd_event_source *tick_source;
         StopGuard *stop_guard;
@@ -289,6 +301,7 @@ static void manager_done(Manager *m) {
                 store_set_action_hook(m->store, NULL, NULL);
         m->waits = node_waits_free(m->waits);
         m->http = http_server_free(m->http);
+        m->nonces = nonce_cache_free(m->nonces);
         m->orchestrator = orchestrator_free(m->orchestrator);
         m->cluster = cluster_free(m->cluster);
         m->store = store_close(m->store);
@@ -630,6 +643,9 @@ static int run(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Cannot set up the node waits: %m");
         store_set_action_hook(m->store, on_action_queued, m);
+        r = nonce_cache_new(NONCE_CACHE_PER_NODE, SIGNATURE_MAX_SKEW_S, &m->nonces);
+        if (r < 0)
+                return log_oom();
 
         m->api = (Api) {
                 .cluster = m->cluster,
@@ -645,6 +661,7 @@ static int run(Manager *m) {
                 .orchestrator = m->orchestrator,
                 .config = &m->config,
                 .waits = m->waits,
+                .nonces = m->nonces,
         };
         _cleanup_free_ char *tls_cert = NULL;
         _cleanup_secret_ char *tls_key = NULL;
@@ -657,6 +674,8 @@ static int run(Manager *m) {
                 .max_header_bytes = arg_max_header_bytes,
                 .max_connections = arg_max_connections,
                 .max_connections_per_ip = arg_max_connections_per_ip,
+                .max_anonymous_per_ip = arg_max_anonymous_per_ip,
+                .client_timeout_us = arg_client_timeout_us,
                 .rate_limit_per_s = arg_rate_limit,
                 .tls_cert_pem = tls_cert,
                 .tls_key_pem = tls_key,

@@ -18,6 +18,8 @@ typedef struct PhaseEntry {
         uint64_t key;
         SizingPhase sz;            /* its size, as controller/sched-sizing.c keeps it */
         double weight, parallel_cpus;
+        double finished_s;         /* the CPU-seconds its succeeded tasks used */
+        bool served_changed;       /* finished_s grew since the scheduler was told */
         int64_t sized_ms;
         json_t *estimate;          /* how its size came about; owned, also in the store */
 } PhaseEntry;
@@ -100,13 +102,21 @@ static int64_t s_to_ms(double s) {
         return (int64_t) llround(s * 1000.0);
 }
 
-/* A phase's size as its checkpoint recorded it. */
+/* A phase's size as its checkpoint recorded it. S_f leaves out what its training tasks had used
+ * when it was set: their CPU-seconds then, as its estimate record keeps them. */
 static SizingPhase sizing_of_record(const StoreSchedRecord *rec, unsigned n_tasks) {
-        bool tiny = streq(rec->size_kind, "tiny");
+        bool tiny = streq(rec->size_kind, "tiny"), final = streq(rec->size_kind, "final");
+        double uncounted = 0;
+        json_t *t;
+        size_t i;
+        if (final)
+                json_array_foreach(json_object_get(rec->estimate, "training"), i, t)
+                        uncounted += json_number_value(json_object_get(t, "cpu_s"));
         return (SizingPhase) {
                 .n_tasks = n_tasks,
-                .size = { .size = rec->size_s, .tiny = tiny, .final = tiny || streq(rec->size_kind, "final") },
+                .size = { .size = rec->size_s, .tiny = tiny, .final = tiny || final },
                 .error = 1,
+                .uncounted_s = uncounted,
         };
 }
 
@@ -358,7 +368,10 @@ static int phase_added(ClusterSched *cs, Store *store, const StoreSchedPhase *p,
                 .sized_ms = now_ms,
         };
         StoreSchedRecord *rec = restore_take(cs, key);
-        int r;
+        /* Tasks that succeeded before: after a restart, what they used still counts. */
+        int r = store_phase_succeeded_cpu(store, p->job, p->phase, &e.finished_s);
+        if (r < 0)
+                return r;
         if (rec) {
                 e.sz = sizing_of_record(rec, p->n_tasks);
                 e.sized_ms = rec->sized_ms;
@@ -367,6 +380,10 @@ static int phase_added(ClusterSched *cs, Store *store, const StoreSchedPhase *p,
                 r = sched_job_add(cs->sched, key, now_s, e.weight, e.parallel_cpus, &size);
                 if (r == -EEXIST) /* finished phase still ageing virtually: cannot happen twice */
                         r = 0;
+                /* Before its virtual remaining size: a phase that had overrun its size kept more
+                 * than its size left. */
+                if (r >= 0 && e.finished_s > 0)
+                        r = sched_sizing_served(cs->sched, key, &e.sz, e.finished_s);
                 if (r >= 0)
                         r = sched_job_restore(cs->sched, key, now_s, rec->virtual_size_s,
                                               rec->late_since_ms >= 0 ? (double) rec->late_since_ms / 1000.0 : NAN);
@@ -379,6 +396,8 @@ static int phase_added(ClusterSched *cs, Store *store, const StoreSchedPhase *p,
                         e.sz = (SizingPhase) { .n_tasks = p->n_tasks, .error = 1 };
                         r = hfsp_phase_size_init(&e.sz.size, p->n_tasks, &cs->sizing.history, &cs->sizing.params);
                 }
+                if (r >= 0 && e.finished_s > 0)
+                        r = sched_sizing_served(cs->sched, key, &e.sz, e.finished_s);
                 if (r >= 0) {
                         e.estimate = estimate_initial(cs, &e, now_ms);
                         if (!e.estimate)
@@ -704,6 +723,38 @@ static bool task_same(const SchedTask *a, const SchedTask *b) {
                 a->memory_bytes == b->memory_bytes && a->started_s == b->started_s && a->lost_s == b->lost_s;
 }
 
+/* A told task went: if it succeeded, what it used counts for its phase (told to the scheduler
+ * before the decision, by phases_served()). */
+static int task_gone(ClusterSched *cs, Store *store, const TaskEntry *t) {
+        PhaseEntry *e = entries_find(cs->phases, cs->n_phases, sched_key(t->job, t->phase));
+        if (!e)
+                return 0; /* its phase ended, or is not the scheduler's */
+        char buf[TASK_ID_MAX];
+        TaskId id = { .job = t->job, .phase = t->phase, .task = t->index, .attempt = t->attempt };
+        double cpu_s;
+        int r = store_task_succeeded_cpu(store, task_id_format(&id, buf), &cpu_s);
+        if (r <= 0)
+                return r == -ENOENT ? 0 : r;
+        e->finished_s += cpu_s;
+        e->served_changed = true;
+        return 0;
+}
+
+/* The scheduler told what the succeeded tasks of phases used: how it knows a phase that has
+ * overrun its estimate (sched_sizing_served()). */
+static int phases_served(ClusterSched *cs) {
+        for (size_t i = 0; i < cs->n_phases; i++) {
+                PhaseEntry *e = &cs->phases[i];
+                if (!e->served_changed)
+                        continue;
+                e->served_changed = false;
+                int r = sched_sizing_served(cs->sched, e->key, &e->sz, e->finished_s);
+                if (r < 0 && r != -ENOENT)
+                        return r;
+        }
+        return 0;
+}
+
 static int id_take(ClusterSched *cs, size_t *ret) {
         if (cs->n_free > 0) {
                 *ret = cs->free_ids[--cs->n_free];
@@ -721,7 +772,7 @@ static int id_take(ClusterSched *cs, size_t *ret) {
         return 0;
 }
 
-int cluster_sched_place(ClusterSched *cs, double now_s, const PlacementNode *nodes, size_t n_nodes,
+int cluster_sched_place(ClusterSched *cs, Store *store, double now_s, const PlacementNode *nodes, size_t n_nodes,
                         const StoreTask *const *tasks, const SchedTask *view, size_t n_tasks,
                         const SchedDecision **ret, size_t *ret_n, const ClusterSchedWeight **ret_weights,
                         size_t *ret_n_weights) {
@@ -739,6 +790,9 @@ int cluster_sched_place(ClusterSched *cs, double now_s, const PlacementNode *nod
                 if (c < 0) { /* gone: ended, lost, or no longer placeable */
                         r = sched_task_remove(cs->sched, cs->tasks[i].id);
                         if (r < 0 && r != -ENOENT)
+                                return r;
+                        r = task_gone(cs, store, &cs->tasks[i]);
+                        if (r < 0)
                                 return r;
                         cs->free_ids[cs->n_free++] = cs->tasks[i++].id;
                         continue;
@@ -763,6 +817,9 @@ int cluster_sched_place(ClusterSched *cs, double now_s, const PlacementNode *nod
         free(cs->tasks);
         cs->tasks = TAKE_PTR(next);
         cs->n_tasks = n_tasks;
+        r = phases_served(cs);
+        if (r < 0)
+                return r;
 
         const SchedDecision *d;
         size_t n_d;

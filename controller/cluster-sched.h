@@ -24,7 +24,8 @@ int cluster_sched_sync(ClusterSched *cs, Store *store, const StoreNode *nodes, s
 /* One placement: tells the scheduler which tasks changed since the last one — tasks[i] (the
  * store's pending and active tasks in FIFO order: job, phase, index, attempt) as view[i] —
  * and which nodes there are, then decides (sched_next()). Decisions name tasks by their index
- * in tasks. The diff is a merge of two sorted lists, O(tasks) without lookups; the decision
+ * in tasks. The diff is a merge of two sorted lists, O(tasks) without lookups, but one store
+ * lookup per task gone (the CPU of one that succeeded counts for its phase); the decision
  * itself reads only the head of the scheduler's order. *ret is valid until the next call. */
 typedef struct ClusterSchedWeight {
         size_t task;               /* index in the caller's tasks */
@@ -34,7 +35,7 @@ typedef struct ClusterSchedWeight {
 
 /* ... and *ret_weights: the running tasks whose CFS weight must change (fair shares a job's
  * weight among its running tasks; set_limits carries it), also valid until the next call. */
-int cluster_sched_place(ClusterSched *cs, double now_s, const PlacementNode *nodes, size_t n_nodes,
+int cluster_sched_place(ClusterSched *cs, Store *store, double now_s, const PlacementNode *nodes, size_t n_nodes,
                         const StoreTask *const *tasks, const SchedTask *view, size_t n_tasks,
                         const SchedDecision **ret, size_t *ret_n, const ClusterSchedWeight **ret_weights,
                         size_t *ret_n_weights);

@@ -547,7 +547,7 @@ static int place(Cluster *c, int64_t now_ms) {
         const SchedDecision *decisions;
         const ClusterSchedWeight *weights;
         size_t n_decisions, n_weights;
-        r = cluster_sched_place(c->sched, (double) now_ms / 1000.0, pnodes, n_nodes, order, stasks, n_tasks,
+        r = cluster_sched_place(c->sched, c->store, (double) now_ms / 1000.0, pnodes, n_nodes, order, stasks, n_tasks,
                                 &decisions, &n_decisions, &weights, &n_weights);
         if (r < 0)
                 goto finish;

@@ -9,7 +9,8 @@ CONTROLLER_SOURCES = \
 	controller/cluster.c controller/cluster.h \
 	controller/cluster-sched.c controller/cluster-sched.h \
 	controller/http-server.c controller/http-server.h controller/peer.c controller/peer.h \
-	controller/addr-count.c controller/addr-count.h \
+	controller/addr-count.c controller/addr-count.h controller/conn-slots.c controller/conn-slots.h \
+	controller/nonce-cache.c controller/nonce-cache.h \
 	controller/node-wait.c controller/node-wait.h \
 	controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \

@@ -91,6 +91,38 @@ int store_phase_usage_first(Store *s, uint64_t job, unsigned phase, unsigned n_f
         return 0;
 }
 
+int store_phase_succeeded_cpu(Store *s, uint64_t job, unsigned phase, double *ret_cpu_s) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s,
+                              "SELECT COALESCE(SUM(cpu_s), 0) FROM tasks"
+                              " WHERE job = ? AND phase = ? AND state = 'succeeded'",
+                              &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, (int64_t) job);
+        sqlite3_bind_int(st, 2, (int) phase);
+        r = store_step_row(s, st, "sum a phase's CPU");
+        if (r <= 0)
+                return r < 0 ? r : -EIO;
+        *ret_cpu_s = sqlite3_column_double(st, 0);
+        return 0;
+}
+
+int store_task_succeeded_cpu(Store *s, const char *id, double *ret_cpu_s) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, "SELECT state = 'succeeded', cpu_s FROM tasks WHERE id = ?", &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+        r = store_step_row(s, st, "read a task's CPU");
+        if (r <= 0)
+                return r < 0 ? r : -ENOENT;
+        if (sqlite3_column_int(st, 0) == 0)
+                return 0;
+        *ret_cpu_s = sqlite3_column_double(st, 1);
+        return 1;
+}
+
 int store_tasks_frozen(Store *s, char ***ret_ids) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         _cleanup_strv_free_ char **ids = NULL;

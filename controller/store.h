@@ -304,6 +304,11 @@ int store_phase_usage(Store *s, uint64_t job, unsigned phase, StoreTaskUsage **r
 /* The same for the tasks with index < n_first only (the training tasks). */
 int store_phase_usage_first(Store *s, uint64_t job, unsigned phase, unsigned n_first, StoreTaskUsage **ret,
                             size_t *ret_n);
+/* The CPU-seconds the succeeded tasks of a phase used, summed: what the scheduler measures an
+ * estimate against (controller/sched-sizing.h, sched_sizing_served()). */
+int store_phase_succeeded_cpu(Store *s, uint64_t job, unsigned phase, double *ret_cpu_s);
+/* The CPU-seconds one task attempt used if it succeeded (returns 1), else 0; -ENOENT. */
+int store_task_succeeded_cpu(Store *s, const char *id, double *ret_cpu_s);
 
 /* Ids of active tasks whose last freeze/thaw action was a freeze, sorted (strcmp order). */
 int store_tasks_frozen(Store *s, char ***ret_ids);

@@ -250,6 +250,23 @@ TESTS += tests/unit/test-addr-count tests/unit/test-node-wait tests/integration/
 tests_unit_test_addr_count_SOURCES = tests/unit/test-addr-count.c controller/addr-count.c controller/addr-count.h
 tests_unit_test_addr_count_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_addr_count_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
+
+# Which connections the HTTP server closes: per-address and anonymous shares, the request deadline.
+check_PROGRAMS += tests/unit/test-conn-slots
+TESTS += tests/unit/test-conn-slots
+tests_unit_test_conn_slots_SOURCES = tests/unit/test-conn-slots.c controller/conn-slots.c controller/conn-slots.h \
+	controller/addr-count.c controller/addr-count.h
+tests_unit_test_conn_slots_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_conn_slots_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
+TESTS += tests/integration/test-conn-limits.sh
+
+# Signed requests accepted once: the nonces per node, bounded.
+check_PROGRAMS += tests/unit/test-nonce-cache
+TESTS += tests/unit/test-nonce-cache
+tests_unit_test_nonce_cache_SOURCES = tests/unit/test-nonce-cache.c controller/nonce-cache.c controller/nonce-cache.h
+tests_unit_test_nonce_cache_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_nonce_cache_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
+EXTRA_DIST += tests/integration/test-conn-limits.sh tests/integration/conn-flood.py
 tests_unit_test_node_wait_SOURCES = tests/unit/test-node-wait.c controller/node-wait.c controller/node-wait.h
 tests_unit_test_node_wait_CFLAGS = $(AM_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_node_wait_LDADD = $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(CRITERION_LIBS)

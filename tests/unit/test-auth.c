@@ -696,3 +696,35 @@ Test(decide, users_act_for_their_own_jobs_only) {
         cr_assert(auth_may_see_command(&op, "bob", true));
         cr_assert(auth_may_see_command(&reader, "bob", true), "the read-only token sees every command");
 }
+
+/* A connection stops counting as anonymous (conn-slots.h) only for a credential a flood cannot
+ * present: a signature, a token, an administrator the kernel names. */
+Test(decide, vouched_by_credentials_only) {
+        const AuthPolicy policy = { .self_uid = 4242 }, insecure = { .insecure_no_auth = true };
+        const AuthPeer unix_user = { .unix_socket = true, .uid_known = true, .uid = 1001 },
+                       unix_root = { .unix_socket = true, .uid_known = true, .uid = 0 },
+                       tcp_user = { .uid_known = true, .uid = 1001 };
+        AuthTokens none = {};
+        AuthDecision d;
+
+        cr_assert_eq(decide(&tokens, sign("n1", N1_SECRET, "POST", HB, NOW), AUTH_ACCESS_HEARTBEAT, "POST", HB, "n1", &d), 0u);
+        cr_assert(auth_principal_vouched(&tokens, &d.principal), "a signed agent");
+        cr_assert_eq(decide(&tokens, "Bearer " OPERATOR, AUTH_ACCESS_WRITE, "PUT", "/v1/config", NULL, &d), 0u);
+        cr_assert(auth_principal_vouched(&tokens, &d.principal), "the operator token");
+        cr_assert_eq(decide(&tokens, "Bearer " READER, AUTH_ACCESS_READ, "GET", "/v1/jobs", NULL, &d), 0u);
+        cr_assert(auth_principal_vouched(&tokens, &d.principal), "the read-only token");
+        cr_assert_eq(decide_from(&tokens, &policy, &unix_root, NULL, AUTH_ACCESS_WRITE, "PUT", "/v1/config", NULL, &d), 0u);
+        cr_assert(auth_principal_vouched(&tokens, &d.principal), "root on the Unix socket");
+
+        cr_assert_eq(decide_from(&tokens, &policy, &unix_user, NULL, AUTH_ACCESS_OWN_JOBS, "POST", "/v1/jobs", NULL, &d), 0u);
+        cr_assert_not(auth_principal_vouched(&tokens, &d.principal), "any local user");
+        cr_assert_eq(decide_from(&none, &policy, &tcp_user, NULL, AUTH_ACCESS_READ, "GET", "/v1/jobs", NULL, &d), 0u);
+        cr_assert_not(auth_principal_vouched(&none, &d.principal), "a loopback user without tokens");
+        cr_assert_eq(decide_from(&none, &policy, NULL, NULL, AUTH_ACCESS_READ, "GET", "/v1/jobs", NULL, &d), 0u);
+        cr_assert_not(auth_principal_vouched(&none, &d.principal), "an anonymous reader");
+        cr_assert_eq(decide_from(&none, &insecure, NULL, NULL, AUTH_ACCESS_WRITE, "PUT", "/v1/config", NULL, &d), 0u);
+        cr_assert_eq(d.principal.role, AUTH_ROLE_OPERATOR);
+        cr_assert_not(auth_principal_vouched(&none, &d.principal), "--insecure-no-auth's everyone");
+        cr_assert_eq(decide(&tokens, NULL, AUTH_ACCESS_PUBLIC, "GET", "/healthz", NULL, &d), 0u);
+        cr_assert_not(auth_principal_vouched(&tokens, &d.principal), "/healthz without a token");
+}
