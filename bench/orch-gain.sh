@@ -106,10 +106,15 @@ run() {
                 all_final=1
                 for id in "${ids[@]}"; do job_is_final "$id" || { all_final=0; break; }; done
                 [ $all_final = 1 ] && break
-                [ "$case" = on ] && [ ! -s "$OUT/$mix.contention" ] &&
-                        cluster_curl -fsS "$CGORCH_SERVER/v1/contention" |
-                        jq -e '[.decisions[] | select(.verdict == "apply")] | length > 0' >/dev/null 2>&1 &&
-                        "$CGORCHCTL" contention >"$OUT/$mix.contention" 2>&1
+                if [ "$case" = on ]; then
+                        # The first epoch that changed a limit, and the latest one with findings
+                        # (what it says when nothing changes).
+                        "$CGORCHCTL" contention >"$OUT/$mix.now" 2>&1 || true
+                        grep -q "finding(s)" "$OUT/$mix.now" && ! grep -q " 0 finding(s)" "$OUT/$mix.now" &&
+                                cp "$OUT/$mix.now" "$OUT/$mix.latest"
+                        [ ! -s "$OUT/$mix.contention" ] && grep -qE '^ *- .* apply ' "$OUT/$mix.now" &&
+                                cp "$OUT/$mix.now" "$OUT/$mix.contention"
+                fi
                 sleep 0.5
         done
         [ $all_final = 1 ] || { echo "orch-gain: $mix/$case: jobs still running after 300 s" >&2; return 1; }
@@ -148,6 +153,12 @@ for mix in "${mixes[@]}"; do
                                mix, -100 * gain, wname, worst, bad ? ", not succeeded:" bad : "",
                                (gain >= 0.25 && worst <= 1.05 && !bad) ? "met" : "not met"
                 }'
-        [ -s "$OUT/$mix.contention" ] && { echo "an epoch with a change, as the run saw it (cgorchctl contention):"; sed 's/^/  /' "$OUT/$mix.contention"; }
+        if [ -s "$OUT/$mix.contention" ]; then
+                echo "the first epoch with a change the run saw (cgorchctl contention):"
+                sed 's/^/  /' "$OUT/$mix.contention"
+        elif [ -s "$OUT/$mix.latest" ]; then
+                echo "no change; the latest epoch with findings (cgorchctl contention):"
+                sed 's/^/  /' "$OUT/$mix.latest"
+        fi
 done
 exit $failed
