@@ -13,6 +13,8 @@
 # and CPU-seconds off and on, then each job's ratio, and the goal of issue 15: mean completion
 # at least 25% shorter, no job more than 5% slower.
 # Usage (root): bench/orch-gain.sh BUILD_DIR [SEED] [MIX...]     (MIX: single, multi; both by default)
+# REPEAT=N (default 2) runs each case N times in the order off, on, on, off, ... (other work on
+# the machine drifts less into the comparison) and averages each job's times.
 # SHORT=1 halves every job's work (a quick correctness run, not a measurement).
 set -euo pipefail
 
@@ -34,6 +36,7 @@ OUT=$(mktemp -d "${TMPDIR:-/tmp}/cgorch-orch-gain.XXXXXX")
 trap 'rm -rf "$OUT"' EXIT
 scale=1
 [ -n "${SHORT:-}" ] && scale=0.5
+repeat=${REPEAT:-2}
 
 # The mix for a seed: one line per job, "NAME CLASS TASKS REQUEST_CPUS BURN_ARGS...", per node
 # pair. awk's srand(seed) makes it the same for the off and the on run.
@@ -80,7 +83,7 @@ favour_our_subtree() {
 # run MIX off|on: one cluster, the mix submitted at once, every job to its end. Writes
 # "NAME CLASS RESPONSE_S CPU_S STATE" lines to $OUT/MIX.CASE.
 run() {
-        local mix=$1 case=$2 flags=() ids=() name class tasks request args id
+        local mix=$1 case=$2 rep=$3 flags=() ids=() name class tasks request args id
         if [ "$case" = off ]; then
                 flags=(--orchestrate off)
         else
@@ -99,7 +102,7 @@ run() {
                 id=$("$CGORCHCTL" submit --name "$name" --user nobody --tasks "$tasks" --cpus "$request" --memory 32M -- \
                         "$BURN_BIN" $args)
                 ids+=("$id")
-                echo "$id $name $class" >>"$OUT/$mix.$case.ids"
+                echo "$id $name $class" >>"$OUT/$mix.$case.ids.$rep"
         done < <(make_mix "$mix" | sort -k2,2)
         local all_final
         for _ in $(seq 1 600); do
@@ -120,21 +123,32 @@ run() {
         [ $all_final = 1 ] || { echo "orch-gain: $mix/$case: jobs still running after 300 s" >&2; return 1; }
         while read -r id name class; do
                 cluster_curl -fsS "$CGORCH_SERVER/v1/jobs/$id" |
-                        jq -r --arg n "$name" --arg c "$class" '"\($n) \($c) \(.response_s) \(.cpu_s) \(.state)"' >>"$OUT/$mix.$case"
-        done <"$OUT/$mix.$case.ids"
-        cluster_curl -fsS "$CGORCH_SERVER/v1/adjustments?limit=10000" | jq '.adjustments | length' >"$OUT/$mix.$case.adjustments"
+                        jq -r --arg n "$name" --arg c "$class" '"\($n) \($c) \(.response_s) \(.cpu_s) \(.state)"' >>"$OUT/$mix.$case.raw"
+        done <"$OUT/$mix.$case.ids.$rep"
+        cluster_curl -fsS "$CGORCH_SERVER/v1/adjustments?limit=10000" | jq '.adjustments | length' >>"$OUT/$mix.$case.adjustments"
         cluster_cleanup 0
 }
 
 echo "orch-gain: seed $seed, 2 nodes x 1 CPU, scheduler fifo, on: controller defaults${ON_FLAGS:+ + $ON_FLAGS}; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 failed=0
 for mix in "${mixes[@]}"; do
+        for rep in $(seq 1 "$repeat"); do
+                order="off on"
+                [ $((rep % 2)) = 0 ] && order="on off"
+                for case in $order; do
+                        (run "$mix" "$case" "$rep") || { echo "orch-gain: $mix/$case failed" >&2; failed=1; }
+                done
+        done
+        # Each job's mean over the repeats; a job that did not succeed every time says how it ended.
         for case in off on; do
-                (run "$mix" "$case") || { echo "orch-gain: $mix/$case failed" >&2; failed=1; }
+                [ -s "$OUT/$mix.$case.raw" ] || continue
+                awk '{ n[$1]++; c[$1] = $2; t[$1] += $3; u[$1] += $4; if ($5 != "succeeded") s[$1] = $5 }
+                     END { for (j in n) printf "%s %s %.3f %.3f %s\n", j, c[j], t[j] / n[j], u[j] / n[j], s[j] ? s[j] : "succeeded" }' \
+                        "$OUT/$mix.$case.raw" >"$OUT/$mix.$case"
         done
         [ -s "$OUT/$mix.off" ] && [ -s "$OUT/$mix.on" ] || continue
         echo
-        echo "mix $mix: $(cat "$OUT/$mix.on.adjustments") adjustment(s) with the orchestrator on"
+        echo "mix $mix: $(awk '{ s += $1 } END { print s }' "$OUT/$mix.on.adjustments") adjustment(s) with the orchestrator on, over $repeat run(s); times are means"
         join <(sort "$OUT/$mix.off") <(sort "$OUT/$mix.on") | awk -v mix="$mix" '
                 { n[$2]++; off[$2] += $3; on[$2] += $7; coff[$2] += $4; con[$2] += $8
                   n["all"]++; off["all"] += $3; on["all"] += $7; coff["all"] += $4; con["all"] += $8
