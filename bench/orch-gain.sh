@@ -9,7 +9,7 @@
 #           rest of the node, busy 20-40% of the time);
 #   multi:  the same work as one 2-task job under-provisioned and one 2-task job
 #           over-provisioned, a task of each on each node.
-# Jobs run 10-60 s. Prints, per mix and class, the mean job completion (finished - submitted)
+# Jobs run 5-40 s with the orchestrator off. Prints, per mix and class, the mean job completion (finished - submitted)
 # and CPU-seconds off and on, then each job's ratio, and the goal of issue 15: mean completion
 # at least 25% shorter, no job more than 5% slower.
 # Usage (root): bench/orch-gain.sh BUILD_DIR [SEED] [MIX...]     (MIX: single, multi; both by default)
