@@ -18,7 +18,9 @@
 #include "cgroup.h"
 #include "config.h"
 #include "log.h"
+#include "launcher.h"
 #include "macro.h"
+#include "output-read.h"
 #include "procfs.h"
 #include "reporter.h"
 #include "secret-file.h"
@@ -58,6 +60,8 @@ static char *arg_bpf_sampling = (char *) "auto";
 static char *arg_bpf_helper = NULL;
 static bool arg_push = true;
 static uint64_t arg_push_hold_us = 25 * USEC_PER_SEC;
+static char *arg_output_dir = (char *) "/var/spool/cgorch/output";
+static uint64_t arg_output_max_bytes = LAUNCHER_OUTPUT_MAX_DEFAULT;
 
 static const Option options[] = {
         { "controller", 0, OPTION_STRING, &arg_controller, "URL",
@@ -105,6 +109,12 @@ static const Option options[] = {
         { "max-heartbeat-size", 0, OPTION_SIZE, &arg_max_heartbeat_bytes, "SIZE",
           "largest heartbeat body, no more than the controller's body limit; samples that do not fit wait (default: 1M)",
           16 * 1024, 1024.0 * 1024 * 1024 },
+        { "output-dir", 0, OPTION_STRING, &arg_output_dir, "DIR",
+          "where tasks' output goes when their job names no output pattern: DIR/USER/JOB.PHASE.TASK.out, each USER's "
+          "directory made for it, mode 0700 (default: /var/spool/cgorch/output)", 0, 0 },
+        { "output-max-size", 0, OPTION_SIZE, &arg_output_max_bytes, "SIZE",
+          "the most of a task's output and error the agent writes into its files, then a note and nothing more; 0: "
+          "no limit (default: 100M)", 0, 0 },
         { "state-dir", 0, OPTION_STRING, &arg_state_dir, "DIR",
           "per-task exit status and pid files, and the lease, for a restarted agent (default: /run/cgorch-agent/CGROUP-ROOT)", 0, 0 },
         { "memory-margin", 0, OPTION_SIZE, &arg_memory_margin_bytes, "SIZE",
@@ -136,8 +146,36 @@ static int reporter_build(void *userdata, const char **ret_body) {
         return agent_build_heartbeat(userdata, ret_body);
 }
 
+/* Where the answers to the controller's reads of tasks' output go. */
+static struct {
+        sd_event *event;
+        Reporter *reporter;
+        OutputReadConfig config;
+} output_reads;
+
+static void output_read_answer(uint64_t id, const OutputChunk *chunk, void *userdata) {
+        char suffix[64];
+        json_t *j = output_chunk_to_json(chunk);
+        char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
+
+        json_decref(j);
+        if (chunk->error)
+                log_info("Output read %" PRIu64 ": %s", id, chunk->error);
+        if (!body || !output_reads.reporter) {
+                free(body);
+                log_oom();
+                return;
+        }
+        snprintf(suffix, sizeof suffix, "output/%" PRIu64, id);
+        (void) reporter_post(output_reads.reporter, suffix, body);
+}
+
 static void reporter_reply(void *userdata, const HeartbeatReply *reply) {
         agent_handle_reply(userdata, reply);
+        for (size_t i = 0; i < reply->n_reads; i++)
+                if (output_read_start(output_reads.event, &output_reads.config, &reply->reads[i], output_read_answer,
+                                      NULL) < 0)
+                        log_oom();
 }
 
 static void reporter_failed(void *userdata) {
@@ -406,6 +444,8 @@ static int run(void) {
                 .min_uid = min_uid,
                 .kill_on_exit = arg_kill_on_exit,
                 .state_dir = arg_state_dir ? arg_state_dir : state_dir,
+                .output_dir = arg_output_dir,
+                .output_max_bytes = arg_output_max_bytes,
                 .detail_every = arg_detail_every,
                 .sample_buffer_bytes = arg_sample_buffer_bytes,
                 .max_heartbeat_bytes = arg_max_heartbeat_bytes,
@@ -454,6 +494,10 @@ static int run(void) {
                 log_oom();
                 goto out;
         }
+        output_reads.event = e;
+        output_reads.reporter = reporter;
+        output_reads.config = (OutputReadConfig) { .output_dir = arg_output_dir, .min_uid = min_uid,
+                                                   .allow_root = arg_allow_root_tasks };
         agent_set_kick(agent, kick_reporter, reporter);
         agent_set_on_sampled(agent, samples_ready, reporter);
         (void) reporter_send_now(reporter);
@@ -482,6 +526,7 @@ static int run(void) {
 out:
         stop_guard = stop_guard_stop(stop_guard);
         /* The reporter first: it must not call into a freed agent. */
+        output_reads.reporter = NULL;
         reporter = reporter_free(reporter);
         agent = agent_free(agent);
         cgroups = cgroup_backend_free(cgroups);

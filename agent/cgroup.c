@@ -910,6 +910,21 @@ int cgroup_task_kill(CgroupBackend *b, const char *task) {
         return n < 0 ? n : 0;
 }
 
+int cgroup_task_signal(CgroupBackend *b, const char *task, int sig) {
+        _cleanup_free_ pid_t *pids = NULL;
+        int n = task_pids(b, task, &pids), sent = 0;
+
+        /* A process forked after the list was read misses it: the SIGKILL after the grace (the
+         * cgroup's, atomic) does not. */
+        for (int i = 0; i < n; i++) {
+                if (kill(pids[i], sig) >= 0)
+                        sent++;
+                else if (errno != ESRCH)
+                        log_debug_errno(errno, "kill(%d, %d): %m", (int) pids[i], sig);
+        }
+        return n < 0 ? n : sent;
+}
+
 int cgroup_task_remove(CgroupBackend *b, const char *task) {
         _cleanup_free_ char *rel = NULL;
         int r;

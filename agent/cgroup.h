@@ -59,6 +59,8 @@ int cgroup_task_frozen(CgroupBackend *b, const char *task);
 /* SIGKILLs every process of the task (cgroup.kill where the kernel has it, else one by one
  * with the freezer holding forks). The cgroup empties once the kernel has reaped them. */
 int cgroup_task_kill(CgroupBackend *b, const char *task);
+/* Sends sig to every process of the task (SIGTERM at its time limit). Returns how many got it. */
+int cgroup_task_signal(CgroupBackend *b, const char *task, int sig);
 /* Number of processes in the task cgroup (0: empty), or negative errno. */
 int cgroup_task_count_procs(CgroupBackend *b, const char *task);
 /* rmdir in every hierarchy; -EBUSY while processes remain. A missing directory is not an error. */

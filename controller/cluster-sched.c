@@ -368,8 +368,19 @@ static int phase_added(ClusterSched *cs, Store *store, const StoreSchedPhase *p,
                 .sized_ms = now_ms,
         };
         StoreSchedRecord *rec = restore_take(cs, key);
-        /* Tasks that succeeded before: after a restart, what they used still counts. */
-        int r = store_phase_succeeded_cpu(store, p->job, p->phase, &e.finished_s);
+        int r;
+        /* A phase that runs again (its job was requeued) while its earlier run still ages
+         * virtually: that run is over, and the new one is sized and aged afresh. */
+        PhaseEntry *old = entries_find(cs->done, cs->n_done, key);
+        if (old) {
+                (void) sched_job_remove(cs->sched, key, now_s);
+                json_decref(old->estimate);
+                size_t i = (size_t) (old - cs->done);
+                memmove(old, old + 1, (cs->n_done - i - 1) * sizeof *old);
+                cs->n_done--;
+        }
+        /* Tasks of this run that succeeded before: after a restart, what they used still counts. */
+        r = store_phase_succeeded_cpu(store, p->job, p->phase, &e.finished_s);
         if (r < 0)
                 return r;
         if (rec) {

@@ -72,6 +72,7 @@ struct HttpServer {
         RateLimit *mhd_log;               /* libmicrohttpd's messages (on_mhd_log()) */
         uint64_t mhd_log_suppressed;
         HttpAuthorize authorize;
+        void (*on_answered)(void *userdata, const HttpRoute *route, unsigned status);
         const HttpRoute *routes;
         size_t n_routes;
         void *userdata;
@@ -90,6 +91,7 @@ typedef struct Request {
         ConnSlot *slot;                   /* its connection's (NULL: not accounted, out of memory) */
         char *target;                     /* as received (MHD's URI callback); NULL: out of memory */
         bool begun;                       /* request_begin() ran */
+        const HttpRoute *matched;         /* the route of its method and path, admitted or not */
         const HttpRoute *route;
         AuthPrincipal principal;
         uint8_t key[RATE_LIMIT_KEY_MAX];  /* the client's address (or uid) for the per-client limits */
@@ -525,7 +527,7 @@ static enum MHD_Result request_begin(HttpServer *s, struct MHD_Connection *conn,
                 if (streq(route->method, method)) {
                         if (!route_match(route->pattern, url, req->params))
                                 return MHD_NO; /* out of memory */
-                        req->route = route;
+                        req->route = req->matched = route;
                         break;
                 }
                 if (!strstr(allow, route->method)) {
@@ -854,6 +856,12 @@ static void *on_request_uri(void *cls, const char *uri, struct MHD_Connection *c
 static void on_request_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                                  enum MHD_RequestTerminationCode toe) {
         Request *req = *con_cls;
+        if (req && req->server->on_answered) {
+                /* NULL when no answer was queued (the client went away first). */
+                const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_HTTP_STATUS);
+                if (info && info->http_status > 0)
+                        req->server->on_answered(req->server->userdata, req->matched, info->http_status);
+        }
         if (req && req->slot) {
                 /* The exchange is over: its next request has the whole timeout again. */
                 conn_slots_idle(req->listener->slots, req->slot, now_monotonic_us(req->server));
@@ -1257,6 +1265,7 @@ int http_server_new(sd_event *event, const HttpServerConfig *config, const HttpR
                 .event = sd_event_ref(event),
                 .max_body_bytes = config->max_body_bytes,
                 .authorize = config->authorize,
+                .on_answered = config->on_answered,
                 .routes = routes,
                 .n_routes = n_routes,
                 .userdata = userdata,

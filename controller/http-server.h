@@ -127,6 +127,10 @@ typedef struct HttpServerConfig {
         bool unix_optional;             /* a Unix socket that cannot be set up is a warning, not an error */
         /* Look up the local owner of each loopback TCP connection (peer.h) for authorize. */
         bool identify_tcp_peers;
+        /* Told of every request answered, once libmicrohttpd is done with it, with the route its
+         * method and path matched (NULL: none) and the status sent; the server's userdata. May
+         * be NULL. */
+        void (*on_answered)(void *userdata, const HttpRoute *route, unsigned status);
 } HttpServerConfig;
 
 /* After this many refused authentications in a row (refilled at one per second) a client

@@ -81,6 +81,7 @@ struct Orchestrator {
         int64_t last_epoch_ms;          /* when the latest epoch ran (wall clock), -1: none yet */
         double last_epoch_took_s;       /* how long it took (monotonic); 0: none ran */
         bool slow;                      /* it took more than its share of the loop (said once) */
+        OrchCounters counters;
 };
 
 static void track_free(TaskTrack *t) {
@@ -774,6 +775,23 @@ double orchestrator_last_epoch_s(const Orchestrator *o) {
         return o->last_epoch_took_s;
 }
 
+const OrchCounters *orchestrator_counters(const Orchestrator *o) {
+        return &o->counters;
+}
+
+/* Counts an epoch's decisions once their fate is known (recorded: the transaction committed). */
+static void count_decisions(Orchestrator *o, const OrchDecisions *decisions, bool recorded) {
+        for (size_t i = 0; i < decisions->n; i++) {
+                const OrchDecision *d = &decisions->items[i];
+                OrchOutcome outcome = d->verdict == ORCH_VERDICT_SKIPPED ? ORCH_OUTCOME_SKIPPED :
+                        !recorded                          ? ORCH_OUTCOME_FAILED :
+                        d->verdict == ORCH_VERDICT_DRY_RUN  ? ORCH_OUTCOME_DRY_RUN :
+                                                             ORCH_OUTCOME_APPLIED;
+                if ((unsigned) d->resource < _ORCH_RESOURCE_MAX)
+                        o->counters.decisions[d->resource][d->raise ? 0 : 1][outcome]++;
+        }
+}
+
 static int run_epoch_work(Orchestrator *o, int64_t now_ms, const char *node, unsigned *ret_for_node);
 
 /* Returns the number of set_limits actions queued; *ret_for_node (when node is set) those of
@@ -814,6 +832,10 @@ static int run_epoch_work(Orchestrator *o, int64_t now_ms, const char *node, uns
         r = orch_balance(snap, &findings, now_s, &o->balance, &o->state, &decisions);
         if (r < 0)
                 return r;
+        o->counters.epochs++;
+        for (size_t i = 0; i < findings.n; i++)
+                if ((unsigned) findings.items[i].kind < _ORCH_FINDING_KIND_MAX)
+                        o->counters.findings[findings.items[i].kind]++;
 
         /* Samples come faster while a limit changed or a finding may change one soon; not for
          * findings that stay as they are whatever the next samples say (a quota that does not
@@ -858,6 +880,8 @@ static int run_epoch_work(Orchestrator *o, int64_t now_ms, const char *node, uns
                                         n_for_node++;
                         }
         }
+
+        count_decisions(o, &decisions, r >= 0);
 
         json_t *j = NULL;
         int k = contention_json(o, snap, &findings, &decisions, now_ms, &j);

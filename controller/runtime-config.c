@@ -105,6 +105,15 @@ const Knob runtime_knobs[] = {
         { "probe", KNOB_DOUBLE, SETTING(sched.probe_s), "SECONDS",
           "hfsp, psbs: a phase not yet sized starts its first task at once, kept from preemption this long, to learn its task size; 0: off (default: 1; 0..3600)",
           0, 3600, NULL, 0, "probe_s", KNOB_APPLY_SCHEDULER },
+        { "default-time", KNOB_DURATION, SETTING(jobs.default_time_s), "DURATION",
+          "the time limit of each task of a job that names none; 0: max-time, if set, else none (default: 0; 0..365d)",
+          0, 31536000, NULL, 0, "default_time_s", KNOB_APPLY_JOBS },
+        { "max-time", KNOB_DURATION, SETTING(jobs.max_time_s), "DURATION",
+          "the most time per task a job may ask for; 0: a year (default: 0; 0..365d)",
+          0, 31536000, NULL, 0, "max_time_s", KNOB_APPLY_JOBS },
+        { "kill-grace", KNOB_DURATION, SETTING(jobs.kill_grace_s), "DURATION",
+          "a task at its time limit gets SIGTERM, then SIGKILL this much later (default: 10s; 0..1h)",
+          0, 3600, NULL, 0, "kill_grace_s", KNOB_APPLY_JOBS },
 };
 const size_t runtime_n_knobs = ELEMENTSOF(runtime_knobs);
 
@@ -113,6 +122,7 @@ RuntimeSettings runtime_settings_default(void) {
                 .balance = ORCH_BALANCE_PARAMS_DEFAULT,
                 .detect = ORCH_DETECT_PARAMS_DEFAULT,
                 .sched = SCHED_PARAMS_DEFAULT,
+                .jobs = JOB_PARAMS_DEFAULT,
         };
         return s;
 }
@@ -389,6 +399,9 @@ int runtime_settings_validate(const RuntimeSettings *s, char **ret_error) {
         }
         if (orch_detect_params_validate(&s->detect, &field) < 0)
                 return knob_error(ret_error, "detector: invalid threshold %s", field ?: "?");
+        char why[256];
+        if (job_params_validate(&s->jobs, why, sizeof why) < 0)
+                return knob_error(ret_error, "%s", why);
         return 0;
 }
 

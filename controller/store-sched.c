@@ -15,7 +15,7 @@ int store_sched_phases(Store *s, StoreSchedPhase **ret, size_t *ret_n) {
                               "SELECT p.job, p.idx, p.n_tasks, p.cpu_cores, j.weight, j.submitted_ms"
                               " FROM phases p JOIN jobs j ON j.id = p.job"
                               " WHERE p.state IN ('pending', 'running') AND j.state IN ('queued', 'running')"
-                              " ORDER BY p.job, p.idx",
+                              " AND j.held_by IS NULL ORDER BY p.job, p.idx",
                               &st);
         if (r < 0)
                 return r;
@@ -95,7 +95,8 @@ int store_phase_succeeded_cpu(Store *s, uint64_t job, unsigned phase, double *re
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r = store_prepare(s,
                               "SELECT COALESCE(SUM(cpu_s), 0) FROM tasks"
-                              " WHERE job = ? AND phase = ? AND state = 'succeeded'",
+                              " WHERE job = ?1 AND phase = ?2 AND state = 'succeeded'"
+                              " AND attempt >= (SELECT attempt_base FROM jobs WHERE id = ?1)",
                               &st);
         if (r < 0)
                 return r;
@@ -198,7 +199,9 @@ int store_task_preempted(Store *s, const char *id) {
 int store_task_attempts_lost(Store *s, const StoreTask *t, unsigned *ret) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r = store_prepare(s,
-                              "SELECT COUNT(*) FROM tasks WHERE job = ? AND phase = ? AND idx = ? AND state = 'lost'",
+                              /* Since the job's last requeue: earlier runs are history. */
+                              "SELECT COUNT(*) FROM tasks WHERE job = ?1 AND phase = ? AND idx = ? AND state = 'lost'"
+                              " AND attempt >= (SELECT attempt_base FROM jobs WHERE id = ?1)",
                               &st);
         if (r < 0)
                 return r;

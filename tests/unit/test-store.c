@@ -364,7 +364,10 @@ Test(store, version_1_is_upgraded) {
         }
         strv_free(later);
         cr_assert_eq(sqlite3_exec(db, "ALTER TABLE tasks DROP COLUMN preempted_ms; ALTER TABLE phases DROP COLUMN pids_max;"
-                                      " ALTER TABLE nodes DROP COLUMN pids_limit; PRAGMA user_version = 1",
+                                      " ALTER TABLE nodes DROP COLUMN pids_limit; ALTER TABLE jobs DROP COLUMN output; ALTER TABLE jobs DROP COLUMN error; ALTER TABLE jobs DROP COLUMN time_limit_s;"
+                                      " ALTER TABLE jobs DROP COLUMN held_by; ALTER TABLE jobs DROP COLUMN held_admin; ALTER TABLE jobs DROP COLUMN held_ms;"
+                                      " ALTER TABLE jobs DROP COLUMN reason; ALTER TABLE jobs DROP COLUMN attempt_base; ALTER TABLE jobs DROP COLUMN requeues;"
+                                      " ALTER TABLE tasks DROP COLUMN output_dropped_bytes; PRAGMA user_version = 1",
                                   NULL, NULL, NULL), SQLITE_OK);
         sqlite3_close(db);
 
@@ -816,4 +819,75 @@ Test(store, backup_is_a_consistent_copy) {
                 snprintf(p, sizeof p, "%s%s", path, suffixes[i]);
                 (void) unlink(p);
         }
+}
+
+/* What the store tells its observer (GET /metrics): commits with their durability, and a job's
+ * changes of state to running or an end once they commit, never one rolled back or repeated. */
+typedef struct Observed {
+        unsigned commits, durable_commits;
+        JobState states[8];
+        int64_t waited_ms[8];
+        size_t n;
+} Observed;
+
+static void observe_commit(void *userdata, bool durable, uint64_t took_us) {
+        Observed *o = userdata;
+        o->commits++;
+        o->durable_commits += durable;
+        cr_assert_lt(took_us, 60 * USEC_PER_SEC);
+}
+
+static void observe_job(void *userdata, JobState state, int64_t submitted_ms, int64_t changed_ms) {
+        Observed *o = userdata;
+        cr_assert_lt(o->n, ELEMENTSOF(o->states));
+        o->states[o->n] = state;
+        o->waited_ms[o->n++] = changed_ms - submitted_ms;
+}
+
+Test(store, observer_sees_committed_changes_only) {
+        Store *s = NULL;
+        Observed o = {};
+        cr_assert_eq(store_open(dir, &s), 0);
+        store_set_observer(s, &(StoreObserver) { .commit = observe_commit, .job_state = observe_job, .userdata = &o });
+        uint64_t id = insert_job(s, 1000);
+        cr_assert_eq(o.commits, 1);
+        cr_assert_eq(o.n, 0, "a submission is no change of state");
+
+        /* Rolled back: never happened. */
+        cr_assert_eq(store_begin(s), 0);
+        cr_assert_eq(store_job_set_state(s, id, JOB_RUNNING, 1500), 0);
+        store_rollback(s);
+        cr_assert_eq(o.n, 0);
+
+        /* Told after the commit, once, however often the same state is set. */
+        cr_assert_eq(store_begin_durable(s), 0);
+        cr_assert_eq(store_job_set_state(s, id, JOB_RUNNING, 2500), 0);
+        cr_assert_eq(store_job_set_state(s, id, JOB_RUNNING, 2600), 0);
+        cr_assert_eq(o.n, 0, "not before the commit");
+        cr_assert_eq(store_commit(s), 0);
+        cr_assert_eq(o.n, 1);
+        cr_assert_eq(o.states[0], JOB_RUNNING);
+        cr_assert_eq(o.waited_ms[0], 1500);
+        cr_assert_eq(o.durable_commits, 1);
+
+        /* Outside a transaction: at once. */
+        cr_assert_eq(store_job_set_state(s, id, JOB_SUCCEEDED, 9000), 0);
+        cr_assert_eq(o.n, 2);
+        cr_assert_eq(o.states[1], JOB_SUCCEEDED);
+        cr_assert_eq(o.waited_ms[1], 8000);
+        cr_assert_eq(store_job_set_state(s, id, JOB_SUCCEEDED, 9500), 0);
+        cr_assert_eq(o.n, 2, "the same state again is no change");
+        cr_assert_eq(store_job_set_state(s, id + 1, JOB_FAILED, 9500), -ENOENT);
+        cr_assert_eq(store_job_set_state(s, id + 1, JOB_RUNNING, 9500), -ENOENT);
+
+        /* Without an observer nothing is kept for it. */
+        store_set_observer(s, NULL);
+        uint64_t other = insert_job(s, 10000);
+        cr_assert_eq(store_job_set_state(s, other, JOB_RUNNING, 11000), 0);
+        cr_assert_eq(o.n, 2);
+        unsigned commits = o.commits;
+        cr_assert_eq(store_begin(s), 0);
+        cr_assert_eq(store_commit(s), 0);
+        cr_assert_eq(o.commits, commits);
+        store_close(s);
 }
