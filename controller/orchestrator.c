@@ -783,10 +783,10 @@ const OrchCounters *orchestrator_counters(const Orchestrator *o) {
 static void count_decisions(Orchestrator *o, const OrchDecisions *decisions, bool recorded) {
         for (size_t i = 0; i < decisions->n; i++) {
                 const OrchDecision *d = &decisions->items[i];
-                OrchOutcome outcome = d->verdict == ORCH_VERDICT_SKIPPED ? ORCH_OUTCOME_SKIPPED :
-                        !recorded                          ? ORCH_OUTCOME_FAILED :
-                        d->verdict == ORCH_VERDICT_DRY_RUN  ? ORCH_OUTCOME_DRY_RUN :
-                                                             ORCH_OUTCOME_APPLIED;
+                OrchDecided outcome = d->verdict == ORCH_VERDICT_SKIPPED ? ORCH_DECIDED_SKIPPED :
+                        !recorded                          ? ORCH_DECIDED_FAILED :
+                        d->verdict == ORCH_VERDICT_DRY_RUN  ? ORCH_DECIDED_DRY_RUN :
+                                                             ORCH_DECIDED_APPLIED;
                 if ((unsigned) d->resource < _ORCH_RESOURCE_MAX)
                         o->counters.decisions[d->resource][d->raise ? 0 : 1][outcome]++;
         }
