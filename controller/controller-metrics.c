@@ -40,11 +40,11 @@ enum {
 };
 static const char *const heartbeat_results[_HEARTBEAT_RESULT_MAX] = { "accepted", "stale", "invalid", "failed" };
 
-static const char *const orch_outcomes[_ORCH_OUTCOME_MAX] = {
-        [ORCH_OUTCOME_APPLIED] = "applied",
-        [ORCH_OUTCOME_DRY_RUN] = "dry_run",
-        [ORCH_OUTCOME_SKIPPED] = "skipped",
-        [ORCH_OUTCOME_FAILED] = "failed",
+static const char *const orch_outcomes[_ORCH_DECIDED_MAX] = {
+        [ORCH_DECIDED_APPLIED] = "applied",
+        [ORCH_DECIDED_DRY_RUN] = "dry_run",
+        [ORCH_DECIDED_SKIPPED] = "skipped",
+        [ORCH_DECIDED_FAILED] = "failed",
 };
 static const char *const orch_directions[2] = { "grant", "take" };
 
@@ -243,7 +243,7 @@ static void render_orchestrator(ControllerMetrics *cm, const OrchCounters *o) {
                            (double) o->findings[k]);
         for (size_t r = 0; r < _ORCH_RESOURCE_MAX; r++)
                 for (size_t d = 0; d < 2; d++)
-                        for (size_t k = 0; k < _ORCH_OUTCOME_MAX; k++) {
+                        for (size_t k = 0; k < _ORCH_DECIDED_MAX; k++) {
                                 const char *values[] = { orch_resource_to_string((OrchResource) r), orch_directions[d],
                                                          orch_outcomes[k] };
                                 metric_set(metric_series(cm->orch_decisions, values), (double) o->decisions[r][d][k]);

@@ -105,8 +105,8 @@ Test(controller_metrics, a_scrape) {
                                .preempted_withdrawn = 1, .tasks_waiting = 4 };
         OrchCounters oc = { .epochs = 9 };
         oc.findings[ORCH_FINDING_DEFICIT] = 5;
-        oc.decisions[ORCH_CPU][0][ORCH_OUTCOME_APPLIED] = 2;
-        oc.decisions[ORCH_MEMORY][1][ORCH_OUTCOME_DRY_RUN] = 1;
+        oc.decisions[ORCH_CPU][0][ORCH_DECIDED_APPLIED] = 2;
+        oc.decisions[ORCH_MEMORY][1][ORCH_DECIDED_DRY_RUN] = 1;
         ControllerMetricsNode nodes[] = {
                 { "n1", CLUSTER_NODE_READY, 2, 4ULL << 30 },
                 { "n2", CLUSTER_NODE_UNREACHABLE, 1, 1ULL << 30 },
