@@ -308,6 +308,10 @@ static void manager_done(Manager *m) {
                 store_set_action_hook(m->store, NULL, NULL);
         m->waits = node_waits_free(m->waits);
         m->reads = output_reads_free(m->reads);
+        /* Freeing the server lets libmicrohttpd run once more, and a request that came in
+         * meanwhile (a heartbeat) reaches its handler: not with what was freed above. */
+        m->api.waits = NULL;
+        m->api.reads = NULL;
         m->http = http_server_free(m->http);
         m->nonces = nonce_cache_free(m->nonces);
         m->orchestrator = orchestrator_free(m->orchestrator);
