@@ -187,9 +187,11 @@ EXTRA_DIST += tests/fixtures/proc tests/integration/test-agent-actions.sh tests/
 # agent: the pids limit of every task on real cgroups (fork fails at the limit, the node lives on);
 # the budget of the agent's reads of a task's progress pipe (its CPU under a flood); what tasks
 # print and nodes report reaches the daemons' logs escaped.
-TESTS += tests/integration/test-pids.sh tests/integration/test-progress-flood.sh tests/integration/test-log-escape.sh
+# An agent out of file descriptors keeps a task running while its cgroup has processes.
+TESTS += tests/integration/test-pids.sh tests/integration/test-progress-flood.sh tests/integration/test-log-escape.sh \
+	tests/integration/test-agent-emfile.sh
 EXTRA_DIST += tests/integration/test-pids.sh tests/integration/test-progress-flood.sh \
-	tests/integration/test-log-escape.sh
+	tests/integration/test-log-escape.sh tests/integration/test-agent-emfile.sh
 # Both daemons: SIGTERM is a clean stop (status 0), at start-up, at work.
 TESTS += tests/integration/test-sigterm.sh
 EXTRA_DIST += tests/integration/test-sigterm.sh tests/integration/slow-open.c
