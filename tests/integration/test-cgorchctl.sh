@@ -183,5 +183,37 @@ run 0 --help && expect_out "^Usage: cgorchctl" "--help"
 run 0 jobs --help && expect_out "^Usage: cgorchctl" "jobs --help"
 run 0 --version && expect_out "^cgorchctl [0-9]" "--version"
 
+# --- config set is kept across a restart; config reset goes back to the flags ---------------------
+start_controller() {
+        rm -f "$tmp/port"
+        "$controller" --listen=127.0.0.1:0 --port-file="$tmp/port" --state-dir="$tmp/state" --config=/dev/null \
+                --unix-socket="$tmp/controller.sock" --probe 3 2>>"$tmp/controller.log" &
+        controller_pid=$!
+        for _ in $(seq 100); do
+                [ -s "$tmp/port" ] && break
+                sleep 0.1
+        done
+        export CGORCH_SERVER="http://127.0.0.1:$(cat "$tmp/port")"
+}
+restart_controller() {
+        kill "$controller_pid" && wait "$controller_pid"
+        start_controller
+}
+restart_controller
+run 0 config set epoch=5s scheduler=psbs && expect_out "^epoch: 1 -> 5$" "config set" &&
+        expect_out "^scheduler: hfsp -> psbs$" "config set" && expect_out "^Kept across controller restarts" "config set"
+restart_controller
+run 0 config get epoch && [ "$out" = 5 ] || fail "config set epoch=5s was not kept across a restart: $out"
+run 0 config get scheduler && [ "$out" = psbs ] || fail "config set scheduler=psbs was not kept: $out"
+grep -q 'Settings kept from run time.*"epoch":5' "$tmp/controller.log" || fail "the restarted controller did not say which settings it kept"
+run 0 config reset epoch && expect_out "^epoch: 5 -> 1$" "config reset" && expect_out "^Back to the controller's flags" "config reset"
+run 2 config reset epoch=1 && expect_err "name knobs only" "config reset KEY=VALUE"
+run 1 config reset bogus && expect_err "bogus: no such knob" "config reset bogus"
+run 0 config set probe=0 && run 0 config reset probe && expect_out "^probe: 0 -> 3$" "reset to the flag's value"
+restart_controller
+run 0 config get epoch && [ "$out" = 1 ] || fail "config reset epoch did not last: $out"
+run 0 config get scheduler && [ "$out" = psbs ] || fail "the knob not reset was lost: $out"
+run 0 config get probe && [ "$out" = 3 ] || fail "a reset knob is not the flag's after a restart: $out"
+
 [ "$failures" -eq 0 ] || exit 1
 echo "PASS: cgorchctl"
