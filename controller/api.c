@@ -398,11 +398,32 @@ static void handle_scheduler(const HttpRequest *req, HttpResponse *resp, void *u
         resp->status = 200;
 }
 
+/* What a node's tasks use and the limits in force on them (their sums, from its latest
+ * heartbeat: null before one), beside what they requested (allocated_*). */
+static int node_add_usage(Api *api, json_t *node) {
+        const NodeUsage *u = controller_metrics_node_usage(api->metrics, json_string_value(json_object_get(node, "id")));
+        if (json_object_set_new(node, "used_cpus", u ? json_real(u->cpu_cores) : json_null()) < 0 ||
+            json_object_set_new(node, "limit_cpus", u ? json_real(u->cpu_limit_cores) : json_null()) < 0 ||
+            json_object_set_new(node, "used_memory_bytes", u ? json_integer((json_int_t) u->memory_bytes) : json_null()) < 0 ||
+            json_object_set_new(node, "limit_memory_bytes",
+                                u ? json_integer((json_int_t) u->memory_limit_bytes) : json_null()) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
 static void handle_nodes_list(const HttpRequest *req, HttpResponse *resp, void *userdata) {
         Api *api = userdata;
         int r = cluster_nodes_to_json(api->cluster, now_ms(), &resp->body);
         if (r < 0)
                 return respond_errno(api, resp, r, NULL, "nodes");
+        size_t i;
+        json_t *node;
+        json_array_foreach(json_object_get(resp->body, "nodes"), i, node)
+                if (node_add_usage(api, node) < 0) {
+                        json_decref(resp->body);
+                        resp->body = NULL;
+                        return http_response_error(resp, 500, "internal error: out of memory");
+                }
         resp->status = 200;
 }
 

@@ -206,6 +206,10 @@ void controller_metrics_node_report(ControllerMetrics *cm, const Heartbeat *hb) 
                 (void) node_usage_observe(cm->usage, hb);
 }
 
+const NodeUsage *controller_metrics_node_usage(const ControllerMetrics *cm, const char *node) {
+        return cm ? node_usage_get(cm->usage, node) : NULL;
+}
+
 void controller_metrics_store_commit(ControllerMetrics *cm, bool durable, double seconds) {
         if (cm)
                 metric_observe(cm->commit[durable ? 1 : 0], seconds);

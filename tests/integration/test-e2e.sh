@@ -65,6 +65,16 @@ for pid in $burn_pids; do
 done
 pass "cgorch-burn (pid $burn_pids) runs as nobody inside $cpu_cg"
 
+# The node view: what the node's tasks use and the limits in force, beside what they requested.
+node_uses() {
+        "$CGORCHCTL" --json nodes | jq -e '.nodes[] | select(.id == "n1") |
+                .used_cpus > 0 and .limit_cpus >= 0.5 and .limit_memory_bytes == 67108864 and .used_memory_bytes > 0' >/dev/null
+}
+wait_for 10 node_uses || fail "the node view does not show the task's use and limits: $("$CGORCHCTL" --json nodes)"
+"$CGORCHCTL" nodes | grep -qE '^n1 +ready +[^ ]+ +[^ ]+ +[0-9.]+ +[0-9.]+ +' ||
+        fail "cgorchctl nodes shows no CPU limit and use: $("$CGORCHCTL" nodes)"
+pass "the node view shows the task's CPU use and its limits in force"
+
 wait_for 60 job_is_final "$id" || fail "job $id did not finish"
 state=$(job_field "$id" .state)
 [ "$state" = succeeded ] || fail "job $id ended $state, want succeeded"
