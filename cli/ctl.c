@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "ctl.h"
+#include "suggest.h"
 #include "json-field.h"
 #include "secret-file.h"
 #include "utf8.h"
@@ -85,6 +86,21 @@ void ctl_print_help(void) {
                "succeed, 2 on a usage error. See cgorchctl(1).\n");
 }
 
+/* The long option closest to "--nmae=x" among those being parsed, or NULL. */
+static const char *ctl_suggest_option(const Ctl *ctl, const char *given) {
+        const char *names[128];
+        size_t n = 0;
+        char word[64];
+
+        if (!ctl->options || strncmp(given, "--", 2) != 0)
+                return NULL;
+        snprintf(word, sizeof word, "%s", given + 2);
+        word[strcspn(word, "=")] = '\0';
+        for (const struct option *o = ctl->options; o->name && n < ELEMENTSOF(names); o++)
+                names[n++] = o->name;
+        return suggest(word, names, n);
+}
+
 int ctl_handle_option(Ctl *ctl, int c, int argc, char **argv) {
         switch (c) {
         case CTL_OPT_SERVER:
@@ -135,9 +151,15 @@ int ctl_handle_option(Ctl *ctl, int c, int argc, char **argv) {
                  * an unknown long one only through argv. */
                 if (optopt != 0)
                         fprintf(stderr, "cgorchctl: unknown option '-%c' (see --help)\n", optopt);
-                else
-                        fprintf(stderr, "cgorchctl: unknown option '%s' (see --help)\n",
-                                optind > 0 && optind <= argc ? argv[optind - 1] : "?");
+                else {
+                        const char *given = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+                        const char *close = ctl_suggest_option(ctl, given);
+                        if (close)
+                                fprintf(stderr, "cgorchctl: unknown option '%s' (did you mean '--%s'? see --help)\n",
+                                        given, close);
+                        else
+                                fprintf(stderr, "cgorchctl: unknown option '%s' (see --help)\n", given);
+                }
                 return -EINVAL;
         default:
                 return CTL_OPTION_NOT_MINE;
@@ -153,6 +175,7 @@ int ctl_parse_plain(Ctl *ctl, int argc, char **argv) {
 
         optind = 0;
         opterr = 0;
+        ctl->options = options;
         while ((c = getopt_long(argc, argv, ":h", options, NULL)) >= 0) {
                 int r = ctl_handle_option(ctl, c, argc, argv);
                 if (r < 0)

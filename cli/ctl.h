@@ -35,6 +35,7 @@ typedef struct Ctl {
         const char *ca_cert;    /* from --ca-cert or $CGORCH_CA_CERT; NULL: the system's CAs */
         bool json;
         HttpClient *http;       /* opened by the first request, once the options are final */
+        const struct option *options; /* the long options being parsed: for "did you mean" */
 } Ctl;
 
 /* Options every command accepts, before or after the command name. */

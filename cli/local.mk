@@ -16,6 +16,7 @@ cli_libcgorchctl_a_SOURCES = \
 	cli/human.c cli/human.h \
 	cli/table.c cli/table.h \
 	cli/utf8.c cli/utf8.h \
+	cli/suggest.c cli/suggest.h \
 	cli/http-client.c cli/http-client.h
 cli_libcgorchctl_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBCURL_CFLAGS)
 

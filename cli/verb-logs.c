@@ -82,6 +82,7 @@ int verb_logs(Ctl *ctl, int argc, char **argv) {
 
         optind = 0;
         opterr = 0;
+        ctl->options = options;
         while ((c = getopt_long(argc, argv, ":fh", options, NULL)) >= 0) {
                 switch (c) {
                 case ARG_TASK:

@@ -169,6 +169,7 @@ int verb_adjustments(Ctl *ctl, int argc, char **argv) {
 
         optind = 0;
         opterr = 0;
+        ctl->options = options;
         while ((c = getopt_long(argc, argv, ":h", options, NULL)) >= 0)
                 switch (c) {
                 case ARG_LIMIT:

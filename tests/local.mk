@@ -89,9 +89,13 @@ tests_unit_test_stop_guard_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
 # against a real controller, cgorch-burn measured by the kernel, the units through
 # systemd-analyze, and the man pages against groff and every program's --help.
 check_PROGRAMS += tests/unit/test-burn-options tests/unit/test-utf8 tests/unit/test-table \
-	tests/unit/test-human tests/unit/test-short-job tests/unit/test-job-view
+	tests/unit/test-human tests/unit/test-short-job tests/unit/test-job-view tests/unit/test-suggest
 TESTS += tests/unit/test-burn-options tests/unit/test-utf8 tests/unit/test-table \
-	tests/unit/test-human tests/unit/test-short-job tests/unit/test-job-view
+	tests/unit/test-human tests/unit/test-short-job tests/unit/test-job-view tests/unit/test-suggest
+tests_unit_test_suggest_SOURCES = tests/unit/test-suggest.c
+tests_unit_test_suggest_CPPFLAGS = $(CLI_TEST_CPPFLAGS)
+tests_unit_test_suggest_CFLAGS = $(CLI_TEST_CFLAGS)
+tests_unit_test_suggest_LDADD = $(CLI_TEST_LIBS)
 tests_unit_test_burn_options_SOURCES = tests/unit/test-burn-options.c \
 	tools/burn-options.c tools/burn-options.h
 tests_unit_test_burn_options_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools

@@ -158,7 +158,11 @@ run 0 --json jobs && [ "$(grep -c '"id"' <<<"$out")" -eq "$jobs_before" ] || fai
 # --- usage errors (2) and an unreachable controller (1) -----------------------------------------
 run 2 job abc && expect_err "'abc' is not a job id" "job abc"
 run 2 job && expect_err "missing the job ID" "job"
-run 2 frobnicate && expect_err "unknown command 'frobnicate'" "frobnicate"
+run 2 frobnicate && expect_err "unknown command 'frobnicate' (see --help)" "frobnicate"
+run 2 submt && expect_err "unknown command 'submt' (did you mean 'submit'? see --help)" "submt"
+run 2 jobs --jsn && expect_err "unknown option '--jsn' (did you mean '--json'? see --help)" "jobs --jsn"
+run 2 submit --taks=2 -- true && expect_err "unknown option '--taks=2' (did you mean '--tasks'?" "submit --taks"
+run 1 submit sleep && expect_err "to run a command rather than submit a job file: cgorchctl submit [OPTIONS] -- sleep" "submit sleep"
 run 2 && expect_err "missing a command" "no command"
 run 2 jobs --bogus && expect_err "unknown option '--bogus'" "jobs --bogus"
 run 2 submit --tasks 0 -- true && expect_err "--tasks=0: must be an integer in [1, 10000]" "--tasks 0"
