@@ -27,6 +27,7 @@ static const Verb verbs[] = {
         { "contention", verb_contention },
         { "adjustments", verb_adjustments },
         { "config", verb_config },
+        { "top", verb_top },
 };
 
 int main(int argc, char **argv) {
@@ -64,7 +65,7 @@ int main(int argc, char **argv) {
         }
 
         if (optind >= argc) {
-                fprintf(stderr, "cgorchctl: missing a command: submit, jobs, job, cancel, hold, release, requeue, logs, nodes, contention, adjustments, config or backup (see --help)\n");
+                fprintf(stderr, "cgorchctl: missing a command: submit, jobs, job, cancel, hold, release, requeue, logs, nodes, top, contention, adjustments, config or backup (see --help)\n");
                 return CTL_EXIT_USAGE;
         }
 

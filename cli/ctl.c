@@ -33,6 +33,8 @@ void ctl_print_help(void) {
                "  logs ID [--task=N] [--phase=P] [--attempt=A] [--error] [--tail=SIZE] [--follow]\n"
                "                                    a task's output (or error) file, read where it ran\n"
                "  nodes                             list nodes\n"
+               "  top [--interval=DURATION] [--once] [--rows=N]\n"
+               "                                    a live view: nodes, the busiest tasks, the queue\n"
                "  contention                        the orchestrator's findings and decisions now\n"
                "  adjustments [--limit=N] [--task=ID]\n"
                "                                    the history of limit adjustments, newest first\n"
@@ -164,6 +166,15 @@ int ctl_handle_option(Ctl *ctl, int c, int argc, char **argv) {
         default:
                 return CTL_OPTION_NOT_MINE;
         }
+}
+
+int ctl_global_option(Ctl *ctl, int c, int argc, char **argv) {
+        int r = ctl_handle_option(ctl, c, argc, argv);
+        if (r < 0)
+                return CTL_EXIT_USAGE;
+        if (r == CTL_OPTION_EXIT)
+                return EXIT_SUCCESS;
+        return CTL_CONTINUE;
 }
 
 int ctl_parse_plain(Ctl *ctl, int argc, char **argv) {

@@ -73,6 +73,12 @@ int ctl_handle_option(Ctl *ctl, int c, int argc, char **argv);
  * -EINVAL after printing the error. */
 int ctl_parse_plain(Ctl *ctl, int argc, char **argv);
 
+/* In a command's own option loop, for an option that is not the command's: the global
+ * options. CTL_CONTINUE to go on, else the exit status to return (usage error, or 0 after
+ * --help/--version). */
+#define CTL_CONTINUE (-1)
+int ctl_global_option(Ctl *ctl, int c, int argc, char **argv);
+
 void ctl_print_help(void);
 
 /* Sends the request. On a 2xx answer returns 0 and its JSON body (a new reference, never NULL).
@@ -122,3 +128,7 @@ int verb_nodes(Ctl *ctl, int argc, char **argv);
 int verb_contention(Ctl *ctl, int argc, char **argv);
 int verb_adjustments(Ctl *ctl, int argc, char **argv);
 int verb_config(Ctl *ctl, int argc, char **argv);
+int verb_top(Ctl *ctl, int argc, char **argv);
+
+/* The nodes table of "nodes" (and "top"). */
+int nodes_print_table(json_t *nodes);

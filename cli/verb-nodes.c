@@ -45,7 +45,7 @@ static char *node_amount(json_t *node, const char *key, bool bytes, char buf[sta
         return bytes ? human_bytes((uint64_t) v, buf) : human_cpus(v, buf);
 }
 
-static int nodes_print_table(json_t *nodes) {
+int nodes_print_table(json_t *nodes) {
         static const char *const headers[] = {
                 "ID", "STATE", "MODE", "CPUS", "CPU_LIMIT", "CPU_USED", "MEMORY", "MEM_LIMIT", "MEM_USED", "TASKS",
                 "LAST_HEARTBEAT",

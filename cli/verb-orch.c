@@ -186,11 +186,8 @@ int verb_adjustments(Ctl *ctl, int argc, char **argv) {
                         task = optarg;
                         break;
                 default:
-                        r = ctl_handle_option(ctl, c, argc, argv);
-                        if (r < 0)
-                                return CTL_EXIT_USAGE;
-                        if (r == CTL_OPTION_EXIT)
-                                return EXIT_SUCCESS;
+                        if ((r = ctl_global_option(ctl, c, argc, argv)) != CTL_CONTINUE)
+                                return r;
                 }
         if (optind < argc) {
                 fprintf(stderr, "cgorchctl: adjustments: unexpected argument '%s'\n", argv[optind]);

@@ -262,11 +262,8 @@ int verb_submit(Ctl *ctl, int argc, char **argv) {
                         check_command = false;
                         break;
                 default:
-                        r = ctl_handle_option(ctl, c, argc, argv);
-                        if (r < 0)
-                                return CTL_EXIT_USAGE;
-                        if (r == CTL_OPTION_EXIT)
-                                return EXIT_SUCCESS;
+                        if ((r = ctl_global_option(ctl, c, argc, argv)) != CTL_CONTINUE)
+                                return r;
                         continue;
                 }
                 /* Any option describing the job (not --wait or --no-check-command) selects the short form. */

@@ -9,6 +9,7 @@
 
 #include "api.h"
 #include "clock.h"
+#include "config.h"
 #include "log.h"
 #include "protocol.h"
 
@@ -411,15 +412,41 @@ static int node_add_usage(Api *api, json_t *node) {
         return 0;
 }
 
+/* ?tasks=true: each of its tasks not ended, as its latest heartbeat said (cgorchctl top). */
+static int node_add_tasks(Api *api, json_t *node) {
+        size_t n;
+        const NodeTaskUsage *t = controller_metrics_node_tasks(api->metrics, json_string_value(json_object_get(node, "id")), &n);
+        json_t *list = json_array();
+        if (!list || json_object_set_new(node, "tasks", list) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                json_t *o = json_pack("{s:s, s:f, s:f, s:I, s:I}", "id", t[i].id, "used_cpus", t[i].cpu_cores,
+                                      "limit_cpus", t[i].cpu_limit_cores, "used_memory_bytes",
+                                      (json_int_t) t[i].memory_bytes, "limit_memory_bytes",
+                                      (json_int_t) t[i].memory_limit_bytes);
+                if (!o || json_array_append_new(list, o) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 static void handle_nodes_list(const HttpRequest *req, HttpResponse *resp, void *userdata) {
+        static const char *const allowed[] = { "tasks", NULL };
         Api *api = userdata;
+        const char *unknown = http_request_query_unknown(req, allowed);
+        if (unknown)
+                return http_response_error(resp, 400, "%s: unknown query parameter", unknown);
+        const char *v = http_request_query(req, "tasks");
+        bool tasks = false;
+        if (v && parse_bool(v, &tasks) < 0)
+                return http_response_error(resp, 400, "tasks: must be true or false");
         int r = cluster_nodes_to_json(api->cluster, now_ms(), &resp->body);
         if (r < 0)
                 return respond_errno(api, resp, r, NULL, "nodes");
         size_t i;
         json_t *node;
         json_array_foreach(json_object_get(resp->body, "nodes"), i, node)
-                if (node_add_usage(api, node) < 0) {
+                if (node_add_usage(api, node) < 0 || (tasks && node_add_tasks(api, node) < 0)) {
                         json_decref(resp->body);
                         resp->body = NULL;
                         return http_response_error(resp, 500, "internal error: out of memory");

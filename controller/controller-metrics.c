@@ -210,6 +210,11 @@ const NodeUsage *controller_metrics_node_usage(const ControllerMetrics *cm, cons
         return cm ? node_usage_get(cm->usage, node) : NULL;
 }
 
+const NodeTaskUsage *controller_metrics_node_tasks(const ControllerMetrics *cm, const char *node, size_t *ret_n) {
+        *ret_n = 0;
+        return cm ? node_usage_tasks(cm->usage, node, ret_n) : NULL;
+}
+
 void controller_metrics_store_commit(ControllerMetrics *cm, bool durable, double seconds) {
         if (cm)
                 metric_observe(cm->commit[durable ? 1 : 0], seconds);

@@ -39,6 +39,8 @@ void controller_metrics_node_report(ControllerMetrics *cm, const Heartbeat *hb);
 /* The node's tasks' use and limits in force from its latest heartbeat; NULL before one (or
  * without metrics). */
 const NodeUsage *controller_metrics_node_usage(const ControllerMetrics *cm, const char *node);
+/* Its tasks one by one (node_usage_tasks()). */
+const NodeTaskUsage *controller_metrics_node_tasks(const ControllerMetrics *cm, const char *node, size_t *ret_n);
 /* A store commit that succeeded (StoreObserver.commit). */
 void controller_metrics_store_commit(ControllerMetrics *cm, bool durable, double seconds);
 /* A job's change of state (StoreObserver.job_state) under the policy in force: to RUNNING,

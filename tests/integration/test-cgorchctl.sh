@@ -187,6 +187,13 @@ run 0 --help && expect_out "^Usage: cgorchctl" "--help"
 run 0 jobs --help && expect_out "^Usage: cgorchctl" "jobs --help"
 run 0 --version && expect_out "^cgorchctl [0-9]" "--version"
 
+# --- top: one snapshot when the output is not a terminal -------------------------------------------
+run 0 top && expect_out "^Nodes: 0 ready of 0\." "top" && expect_out "^Scheduler hfsp \(preemption suspend\): [0-9]+ phases" "top" &&
+        expect_out "^Queue: [0-9]+ phases ranked" "top" && expect_out "^RANK +JOB +PHASE +STATE +KIND +EST_S +VIRT_S +LATE$" "top"
+run 0 --json top && jq -e '.nodes == [] and (.scheduler.jobs | length) > 0' <<<"$out" >/dev/null || fail "top --json: $out"
+run 2 top --interval 10ms && expect_err "--interval=10ms: must be a duration from 100ms to 1h" "top --interval"
+run 2 top now && expect_err "top: unexpected argument 'now'" "top now"
+
 # --- config set is kept across a restart; config reset goes back to the flags ---------------------
 start_controller() {
         rm -f "$tmp/port"

@@ -74,6 +74,11 @@ wait_for 10 node_uses || fail "the node view does not show the task's use and li
 "$CGORCHCTL" nodes | grep -qE '^n1 +ready +[^ ]+ +[^ ]+ +[0-9.]+ +[0-9.]+ +' ||
         fail "cgorchctl nodes shows no CPU limit and use: $("$CGORCHCTL" nodes)"
 pass "the node view shows the task's CPU use and its limits in force"
+top=$("$CGORCHCTL" top --once)
+grep -qE "^$task +n1 +[0-9.]+ +0.5 +[0-9.]+[KMG]?i?B +64MiB$" <<<"$top" ||
+        fail "cgorchctl top does not show the running task with its limits: $top"
+grep -qE "^ +1 +$id +0 +running " <<<"$top" || fail "cgorchctl top does not show the job first in the queue: $top"
+pass "cgorchctl top shows the task's use against its limits and the job at the head of the queue"
 
 wait_for 60 job_is_final "$id" || fail "job $id did not finish"
 state=$(job_field "$id" .state)
