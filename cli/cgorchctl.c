@@ -28,6 +28,7 @@ static const Verb verbs[] = {
         { "adjustments", verb_adjustments },
         { "config", verb_config },
         { "top", verb_top },
+        { "usage", verb_usage },
 };
 
 int main(int argc, char **argv) {
@@ -65,7 +66,7 @@ int main(int argc, char **argv) {
         }
 
         if (optind >= argc) {
-                fprintf(stderr, "cgorchctl: missing a command: submit, jobs, job, cancel, hold, release, requeue, logs, nodes, top, contention, adjustments, config or backup (see --help)\n");
+                fprintf(stderr, "cgorchctl: missing a command: submit, jobs, job, cancel, hold, release, requeue, logs, nodes, top, usage, contention, adjustments, config or backup (see --help)\n");
                 return CTL_EXIT_USAGE;
         }
 

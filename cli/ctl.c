@@ -35,6 +35,9 @@ void ctl_print_help(void) {
                "  nodes                             list nodes\n"
                "  top [--interval=DURATION] [--once] [--rows=N]\n"
                "                                    a live view: nodes, the busiest tasks, the queue\n"
+               "  usage [--user=USER] [--since=TIME] [--until=TIME]\n"
+               "                                    who used what: per user, jobs and their tasks' CPU,\n"
+               "                                    wall, wait and memory (TIME: 1d, 12h ago or 2026-11-25)\n"
                "  contention                        the orchestrator's findings and decisions now\n"
                "  adjustments [--limit=N] [--task=ID]\n"
                "                                    the history of limit adjustments, newest first\n"
@@ -168,6 +171,12 @@ int ctl_handle_option(Ctl *ctl, int c, int argc, char **argv) {
         }
 }
 
+void ctl_options_begin(Ctl *ctl, const struct option *options) {
+        optind = 0;
+        opterr = 0;
+        ctl->options = options;
+}
+
 int ctl_global_option(Ctl *ctl, int c, int argc, char **argv) {
         int r = ctl_handle_option(ctl, c, argc, argv);
         if (r < 0)
@@ -184,9 +193,7 @@ int ctl_parse_plain(Ctl *ctl, int argc, char **argv) {
         };
         int c;
 
-        optind = 0;
-        opterr = 0;
-        ctl->options = options;
+        ctl_options_begin(ctl, options);
         while ((c = getopt_long(argc, argv, ":h", options, NULL)) >= 0) {
                 int r = ctl_handle_option(ctl, c, argc, argv);
                 if (r < 0)

@@ -77,6 +77,8 @@ int ctl_parse_plain(Ctl *ctl, int argc, char **argv);
  * options. CTL_CONTINUE to go on, else the exit status to return (usage error, or 0 after
  * --help/--version). */
 #define CTL_CONTINUE (-1)
+/* Before a command's getopt_long() loop over options (its own and CTL_GLOBAL_OPTIONS). */
+void ctl_options_begin(Ctl *ctl, const struct option *options);
 int ctl_global_option(Ctl *ctl, int c, int argc, char **argv);
 
 void ctl_print_help(void);
@@ -129,6 +131,7 @@ int verb_contention(Ctl *ctl, int argc, char **argv);
 int verb_adjustments(Ctl *ctl, int argc, char **argv);
 int verb_config(Ctl *ctl, int argc, char **argv);
 int verb_top(Ctl *ctl, int argc, char **argv);
+int verb_usage(Ctl *ctl, int argc, char **argv);
 
 /* The nodes table of "nodes" (and "top"). */
 int nodes_print_table(json_t *nodes);

@@ -9,6 +9,7 @@ cli_libcgorchctl_a_SOURCES = \
 	cli/verb-logs.c \
 	cli/verb-nodes.c \
 	cli/verb-top.c \
+	cli/verb-usage.c \
 	cli/verb-orch.c \
 	cli/verb-backup.c \
 	cli/short-job.c cli/short-job.h \

@@ -80,9 +80,7 @@ int verb_logs(Ctl *ctl, int argc, char **argv) {
         uint64_t tail = 0, id;
         int c, r;
 
-        optind = 0;
-        opterr = 0;
-        ctl->options = options;
+        ctl_options_begin(ctl, options);
         while ((c = getopt_long(argc, argv, ":fh", options, NULL)) >= 0) {
                 switch (c) {
                 case ARG_TASK:

@@ -167,9 +167,7 @@ int verb_adjustments(Ctl *ctl, int argc, char **argv) {
         TaskId id;
         int c, r;
 
-        optind = 0;
-        opterr = 0;
-        ctl->options = options;
+        ctl_options_begin(ctl, options);
         while ((c = getopt_long(argc, argv, ":h", options, NULL)) >= 0)
                 switch (c) {
                 case ARG_LIMIT:

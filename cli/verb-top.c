@@ -207,9 +207,7 @@ int verb_top(Ctl *ctl, int argc, char **argv) {
         bool once = false, interval_given = false;
         int c, r;
 
-        optind = 0;
-        opterr = 0;
-        ctl->options = options;
+        ctl_options_begin(ctl, options);
         while ((c = getopt_long(argc, argv, ":h", options, NULL)) >= 0)
                 switch (c) {
                 case ARG_INTERVAL:

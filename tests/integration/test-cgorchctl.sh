@@ -187,6 +187,12 @@ run 0 --help && expect_out "^Usage: cgorchctl" "--help"
 run 0 jobs --help && expect_out "^Usage: cgorchctl" "jobs --help"
 run 0 --version && expect_out "^cgorchctl [0-9]" "--version"
 
+# --- usage: the window and the user checked before anything is asked ------------------------------
+run 0 usage && expect_out "^USER +JOBS +SUCCEEDED +FAILED +CANCELLED +TIMEOUT +ACTIVE +TASKS +CPU_S " "usage"
+run 2 usage --since yesterday && expect_err "--since=yesterday: must be a time ago (1d, 12h, 30m) or a date" "usage --since"
+run 2 usage --since 1h --until 2h && expect_err "--until must be after --since" "usage window"
+run 2 usage --user 'a b' && expect_err "--user=a b: must be a user name" "usage --user"
+
 # --- top: one snapshot when the output is not a terminal -------------------------------------------
 run 0 top && expect_out "^Nodes: 0 ready of 0\." "top" && expect_out "^Scheduler hfsp \(preemption suspend\): [0-9]+ phases" "top" &&
         expect_out "^Queue: [0-9]+ phases ranked" "top" && expect_out "^RANK +JOB +PHASE +STATE +KIND +EST_S +VIRT_S +LATE$" "top"

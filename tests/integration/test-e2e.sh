@@ -116,4 +116,13 @@ pass "job $id2 failed with exit code 3"
 "$CGORCHCTL" jobs | grep -q e2e-ok || fail "cgorchctl jobs does not list e2e-ok"
 "$CGORCHCTL" --json jobs | jq -e '.jobs | length == 2' >/dev/null || fail "cgorchctl --json jobs"
 pass "cgorchctl lists the jobs"
+
+# ---- who used what: one success and one failure of nobody's, with their CPU ----
+"$CGORCHCTL" --json usage --user nobody --since 1h | jq -e '.users | length == 1 and (.[0] |
+        .user == "nobody" and .jobs == 2 and .states.succeeded == 1 and .states.failed == 1 and .tasks == 2
+        and .cpu_s >= 1.4 and .task_wall_s > 0 and .mean_response_s > 0 and .memory_peak_bytes >= 8388608)' >/dev/null ||
+        fail "cgorchctl usage does not account nobody's jobs: $("$CGORCHCTL" --json usage --user nobody)"
+"$CGORCHCTL" usage | grep -qE '^nobody +2 +1 +1 +0 +0 +0 +2 +[0-9.]+ ' || fail "cgorchctl usage: $("$CGORCHCTL" usage)"
+"$CGORCHCTL" --json usage --until 2020-01-01 | jq -e '.users == []' >/dev/null || fail "a window before the jobs is not empty"
+pass "cgorchctl usage accounts nobody's two jobs and their CPU"
 echo "PASS"
