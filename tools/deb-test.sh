@@ -231,18 +231,24 @@ done
 dpkg-deb -f "${debs[0]}" Depends | grep -q libmicrohttpd || fail "cgorch-controller does not depend on libmicrohttpd"
 dpkg-deb -f "${debs[1]}" Depends | grep -q libcgroup || fail "cgorch-agent does not depend on libcgroup"
 dpkg-deb -f "${debs[2]}" Depends | grep -q libcurl || fail "cgorch-tools does not depend on libcurl"
-# Installing enables and starts nothing: the only enable in the scripts is the one that
-# re-creates the links of a unit the operator had enabled before (was-enabled).
+# Installing enables and starts nothing: postinst enables only a unit the operator had enabled
+# (dh_installsystemd --no-enable: inside "if deb-systemd-helper debian-installed"), and starts
+# nothing (no start, restart or $_dh_action; try-restart on upgrade only).
+maint_scripts_start_nothing() {
+        local dir=$1 name=$2
+        if grep -h -E 'deb-systemd-invoke +(start|restart|"?\$_dh_action)|systemctl +(--[a-z]+ +)*(start|enable|restart)' \
+                "$dir"/preinst "$dir"/postinst "$dir"/prerm "$dir"/postrm 2>/dev/null; then
+                fail "$name: a maintainer script starts a unit"
+        fi
+        if grep -q 'deb-systemd-helper enable' "$dir/postinst" 2>/dev/null &&
+                ! grep -q 'deb-systemd-helper debian-installed' "$dir/postinst"; then
+                fail "$name: postinst enables its unit on a first install"
+        fi
+}
 for deb in "${debs[@]:0:2}"; do
         scripts=$(mktemp -d)
         dpkg-deb -e "$deb" "$scripts"
-        if grep -h -E 'deb-systemd-invoke +(start|restart)|systemctl +(start|enable)' \
-                "$scripts"/preinst "$scripts"/postinst "$scripts"/prerm "$scripts"/postrm 2>/dev/null; then
-                fail "$(basename "$deb"): a maintainer script starts or enables a unit"
-        fi
-        if ! grep -B3 'deb-systemd-helper enable' "$scripts/postinst" | grep -q 'was-enabled'; then
-                fail "$(basename "$deb"): postinst enables its unit on a first install"
-        fi
+        maint_scripts_start_nothing "$scripts" "$(basename "$deb")"
         rm -rf "$scripts"
 done
 [ $failures -eq $failures_before ] && pass "package contents, units' paths, dependencies and maintainer scripts"
