@@ -282,10 +282,11 @@ mount_root() {
 }
 mount_root
 cp /etc/resolv.conf "$root/etc/resolv.conf"
-in_root() {
-        chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
-                DEBIAN_FRONTEND=noninteractive "$@"
-}
+# A command in the root. An array, not a function, so that "$!" of a daemon started in the
+# background is the daemon's pid (chroot and env exec it), not a subshell's.
+in_root_cmd=(chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8
+        DEBIAN_FRONTEND=noninteractive)
+in_root() { "${in_root_cmd[@]}" "$@"; }
 
 mkdir -p "$root/tmp/debs"
 cp "${debs[@]}" "$root/tmp/debs/"
@@ -321,12 +322,12 @@ pass "man finds every page ($(in_root man -w cgorchctl))"
 cgroot=cgorch-debtest-$$-$RANDOM
 cgroup_names+=("$cgroot")
 say "controller and agent in the root (cgroup subtree $cgroot)"
-in_root /usr/sbin/cgorch-controller --listen 127.0.0.1:0 --port-file /run/port >"$dir/controller.log" 2>&1 &
+"${in_root_cmd[@]}" /usr/sbin/cgorch-controller --listen 127.0.0.1:0 --port-file /run/port >"$dir/controller.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do [ -s "$root/run/port" ] && break; sleep 0.1; done
 [ -s "$root/run/port" ] || { tail "$dir/controller.log"; die "the controller did not start"; }
 port=$(cat "$root/run/port")
-in_root /usr/sbin/cgorch-agent --controller "http://127.0.0.1:$port" --node debtest --cgroup-root "$cgroot" \
+"${in_root_cmd[@]}" /usr/sbin/cgorch-agent --controller "http://127.0.0.1:$port" --node debtest --cgroup-root "$cgroot" \
         >"$dir/agent.log" 2>&1 &
 pids+=($!)
 node_ready() { in_root cgorchctl nodes 2>/dev/null | awk '$1 == "debtest"' | grep -qw ready; }
@@ -350,6 +351,10 @@ fi
 for pid in "${pids[@]}"; do stop_pid "$pid"; done
 pids=()
 remove_cgroups
+# Every process that ran from the root has ended.
+for p in /proc/[0-9]*; do
+        [ "$(readlink "$p/root" 2>/dev/null)" = "$root" ] && fail "process ${p#/proc/} still runs in $root"
+done
 # Part 3 starts from a fresh install again: without this run's job store, agent key and output.
 rm -rf "$root/var/lib/cgorch" "$root/var/spool/cgorch/output/nobody"
 
