@@ -507,9 +507,11 @@ nspawn_part() {
                 sleep 0.5
         done
         if [ "$new_pid" != 0 ] && [ "$new_pid" != "$agent_pid" ]; then
-                in_machine journalctl -u cgorch-agent.service --no-pager -o cat | grep -i 'watchdog' |
-                        sed 's/^/    journal: /' || true
-                in_machine journalctl -u cgorch-agent.service --no-pager -o cat | grep -qi 'watchdog timeout' &&
+                # Read whole first: grep -q ending early makes journalctl fail (SIGPIPE, pipefail).
+                local unit_log
+                unit_log=$(in_machine journalctl -u cgorch-agent.service --no-pager -o cat || true)
+                grep -i 'watchdog' <<<"$unit_log" | sed 's/^/    journal: /' || true
+                grep -qi 'watchdog timeout' <<<"$unit_log" &&
                         pass "the watchdog killed the hung agent; systemd restarted it (pid $agent_pid -> $new_pid, NRestarts=$(in_machine systemctl show -P NRestarts cgorch-agent.service))" ||
                         fail "the agent was restarted, but not by the watchdog"
                 # The new agent adopts the task, or, when the hang and RestartSec= outlasted the
