@@ -19,7 +19,7 @@ PACKAGES=(
         build-essential autoconf automake pkg-config
         libcgroup-dev libsystemd-dev libjansson-dev libcurl4-openssl-dev
         libmicrohttpd-dev libsqlite3-dev libssl-dev libcriterion-dev
-        systemd curl jq valgrind xz-utils groff-base man-db sqlite3 python3
+        systemd curl jq valgrind xz-utils groff-base man-db sqlite3 python3 python3-jsonschema
         openssl clang libclang-rt-dev liburing-dev libbpf-dev
         iproute2 nftables
 )
