@@ -27,6 +27,8 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/cgorch-test-api.XXXXXX") || exit 99
 # The Unix socket's directory: mode 0755 like /run/cgorch, so that another user reaches it.
 run_dir=$(mktemp -d "${TMPDIR:-/tmp}/cgorch-test-api-run.XXXXXX") || exit 99
 chmod 755 "$run_dir"
+# Every exchange, for the check against docs/openapi.json at the end.
+mkdir "$tmp/exchanges"
 socket=$run_dir/controller.sock
 pid=
 cleanup() {
@@ -80,7 +82,6 @@ base=http://127.0.0.1:$(cat "$tmp/port")
 
 failures=0
 n_cases=0
-mkdir "$tmp/exchanges"
 
 fail() {
         echo "FAIL $1: $2"
