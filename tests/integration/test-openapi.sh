@@ -78,7 +78,7 @@ if [ ! -x "$redocly" ] || ! grep -q "\"version\": \"$REDOCLY_VERSION\"" "$npm_ca
                 if ! flock "$npm_cache" timeout 600 npm install --prefix "$npm_cache" --no-audit --no-fund \
                         --no-update-notifier "@redocly/cli@$REDOCLY_VERSION" >"$CLUSTER_DIR/npm.log" 2>&1 ||
                         [ ! -x "$redocly" ]; then
-                        redocly_skip="npm could not install @redocly/cli@$REDOCLY_VERSION: $(tail -n 3 "$CLUSTER_DIR/npm.log" | tr '\n' ' ')"
+                        redocly_skip="npm could not install @redocly/cli@$REDOCLY_VERSION: $(grep -m 2 'error' "$CLUSTER_DIR/npm.log" | tr '\n' ' ')"
                 fi
         fi
 fi
@@ -106,6 +106,9 @@ if [ "$failures" -gt 0 ]; then
 fi
 if [ ${#skipped[@]} -gt 0 ]; then
         printf 'SKIP %s\n' "${skipped[@]}"
+        # Cleaned up as after a pass (cluster-lib keeps the logs of a failure only).
+        trap - EXIT
+        (cluster_cleanup 0)
         exit 77
 fi
 echo "PASS: docs/openapi.json is the controller's contract"
