@@ -9,7 +9,8 @@ test-api.sh. Needs python3-jsonschema (Draft 2020-12, which OpenAPI 3.1's schema
       ROUTES (cgorch-controller --list-routes: "METHOD PATTERN ACCESS" lines) and the document's
       operations are the same set, each with the same access (x-cgorch-access)
   openapi_check.py examples DOC URL TOKEN [PENDING...]
-      sends every operation's examples to the controller at URL (with the operator's token), in
+      sends every operation's examples to the controller at URL (with the operator's token, but
+      none for an operation whose security is empty), in
       the document's order: a request example is named by its body's and parameters' examples
       (an operation without a body or path parameters also has the plain request of each example
       of its 2xx answers); each must be answered with the status whose answer has an example of
@@ -275,7 +276,8 @@ def run_examples(doc, url, token, pending):
                 target += "?" + "&".join(query)
             data = None
             body = deref(doc, op.get("requestBody", {}))
-            headers = {"Authorization": "Bearer " + token}
+            # A public operation (no security requirement) is sent without a token.
+            headers = {"Authorization": "Bearer " + token} if op.get("security", doc.get("security")) != [] else {}
             if body:
                 ex = body["content"]["application/json"].get("examples", {}).get(name)
                 if ex is None and body.get("required"):

@@ -6,8 +6,9 @@
 #  - the document is valid: Redocly's linter (its recommended rules, warnings as errors, npm
 #    package @redocly/cli, installed on demand into a cache directory) and, with
 #    python3-jsonschema, every schema a valid JSON Schema and every example valid under its own;
-#  - every operation's example requests, sent in the document's order to a fresh controller,
-#    are answered with the documented status, Content-Type and schema (openapi_check.py).
+#  - every operation's example requests, sent in the document's order to a fresh controller
+#    (as the operator; the public ones without a token), are answered with the documented
+#    status, Content-Type and schema, an error word for word (openapi_check.py).
 # Without python3-jsonschema, or when the linter cannot be installed (no node or npm, no
 # registry), those parts are skipped saying why and the test ends SKIP after the others passed.
 # tests/integration/test-api.sh checks every answer of the data-driven suite against the
