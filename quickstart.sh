@@ -19,7 +19,7 @@ PACKAGES=(
         build-essential autoconf automake pkg-config
         libcgroup-dev libsystemd-dev libjansson-dev libcurl4-openssl-dev
         libmicrohttpd-dev libsqlite3-dev libssl-dev libcriterion-dev
-        systemd curl jq valgrind xz-utils groff-base man-db sqlite3 python3
+        systemd curl jq valgrind xz-utils groff-base man-db sqlite3 python3 python3-jsonschema
         openssl clang libclang-rt-dev liburing-dev libbpf-dev
         iproute2 nftables
 )
@@ -213,12 +213,12 @@ check() {
         fi
 
         # distcheck proves the tarball builds and its tests find their files from a read-only
-        # source tree; the unit tests and the API suite show that. The integration tests on real
+        # source tree; the unit tests, the API suite and the API's contract show that. The integration tests on real
         # cgroups already ran twice above (plain and sanitizer builds).
         local dist_tests
         dist_tests="$(cd build && find tests/unit -maxdepth 1 -type f -name 'test-*' -perm -u+x | sort | tr '\n' ' ')"
-        dist_tests+="tests/integration/test-api.sh"
-        say "make distcheck (unit tests and the API suite)"
+        dist_tests+="tests/integration/test-api.sh tests/integration/test-openapi.sh"
+        say "make distcheck (unit tests, the API suite and its contract)"
         if make -C build -s distcheck DISTCHECK_CONFIGURE_FLAGS= TESTS="$dist_tests" >build/distcheck.out 2>&1; then
                 summary+=("distcheck ok")
         else

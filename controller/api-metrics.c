@@ -12,10 +12,8 @@
 #include "log.h"
 #include "metrics.h"
 
-/* The text in an anonymous memory file: the server sends a file's bytes with their own
- * Content-Type, and its answers are otherwise JSON. */
-static int text_to_memfd(const char *text, size_t size, int *ret_fd) {
-        int fd = memfd_create("cgorch-metrics", MFD_CLOEXEC);
+int api_text_to_memfd(const char *name, const char *text, size_t size, int *ret_fd) {
+        int fd = memfd_create(name, MFD_CLOEXEC);
         if (fd < 0)
                 return -errno;
         for (size_t done = 0; done < size;) {
@@ -80,7 +78,7 @@ void api_handle_metrics(const HttpRequest *req, HttpResponse *resp, void *userda
         r = controller_metrics_render(api->metrics, &snap, &text, &size);
         store_nodes_free(nodes, n_nodes);
         if (r >= 0)
-                r = text_to_memfd(text, size, &fd);
+                r = api_text_to_memfd("cgorch-metrics", text, size, &fd);
         if (r < 0)
                 return api_respond_errno(api->store, resp, r, NULL, "metrics");
 

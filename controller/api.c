@@ -657,5 +657,24 @@ const HttpRoute api_routes[] = {
         { "GET", "/readyz", false, handle_readyz, AUTH_ACCESS_PUBLIC },
         /* Prometheus: whoever may read, and the metrics token (that alone). */
         { "GET", "/metrics", false, api_handle_metrics, AUTH_ACCESS_METRICS },
+        /* Public like /healthz: the API's description holds no secret, and tools fetch it bare. */
+        { "GET", "/openapi.json", false, api_handle_openapi, AUTH_ACCESS_PUBLIC },
 };
 const size_t api_n_routes = ELEMENTSOF(api_routes);
+
+int api_print_routes(FILE *f) {
+        /* docs/openapi.json's x-cgorch-access names. */
+        static const char *const access_names[] = {
+                [AUTH_ACCESS_WRITE] = "write",         [AUTH_ACCESS_READ] = "read",
+                [AUTH_ACCESS_HEARTBEAT] = "heartbeat", [AUTH_ACCESS_PUBLIC] = "public",
+                [AUTH_ACCESS_OWN_JOBS] = "own-jobs",   [AUTH_ACCESS_METRICS] = "metrics",
+        };
+        for (size_t i = 0; i < api_n_routes; i++) {
+                const HttpRoute *r = &api_routes[i];
+                if (r->access < 0 || (size_t) r->access >= ELEMENTSOF(access_names) || !access_names[r->access])
+                        return -EINVAL;
+                if (fprintf(f, "%s %s %s\n", r->method, r->pattern, access_names[r->access]) < 0)
+                        return -EIO;
+        }
+        return fflush(f) == 0 ? 0 : -errno;
+}

@@ -2,6 +2,8 @@
  * and store results into HTTP statuses and JSON. */
 #pragma once
 
+#include <stdio.h>
+
 #include "auth.h"
 #include "cluster.h"
 #include "controller-metrics.h"
@@ -58,8 +60,16 @@ OutputReads *output_reads_free(OutputReads *t);
 int output_reads_add_to_reply(OutputReads *t, const char *node, json_t *reply);
 void api_handle_job_output(const HttpRequest *req, HttpResponse *resp, void *userdata);
 void api_handle_node_output(const HttpRequest *req, HttpResponse *resp, void *userdata);
+/* Text in an anonymous memory file named name (api-metrics.c): the server sends a file's bytes
+ * with their own Content-Type, and its answers are otherwise JSON. */
+int api_text_to_memfd(const char *name, const char *text, size_t size, int *ret_fd);
 /* GET /metrics (api-metrics.c), userdata an Api. */
 void api_handle_metrics(const HttpRequest *req, HttpResponse *resp, void *userdata);
+/* GET /openapi.json (api-openapi.c): docs/openapi.json as built in (openapi-json.c, generated
+ * from it at build time), byte for byte. */
+void api_handle_openapi(const HttpRequest *req, HttpResponse *resp, void *userdata);
+extern const char api_openapi_json[];
+extern const size_t api_openapi_json_size;
 /* HttpServerConfig.on_answered for api_routes: counts the request in api->metrics. */
 void api_answered(void *userdata, const HttpRoute *route, unsigned status);
 
@@ -70,3 +80,7 @@ void api_authorize(void *userdata, const HttpAuthRequest *req, HttpAuthResult *r
 
 extern const HttpRoute api_routes[];
 extern const size_t api_n_routes;
+
+/* "METHOD PATTERN ACCESS" a line for every route (cgorch-controller --list-routes): what the
+ * OpenAPI contract test compares with docs/openapi.json (ACCESS: its x-cgorch-access). */
+int api_print_routes(FILE *f);

@@ -141,8 +141,9 @@ static Option all_options[ELEMENTSOF(options) + ELEMENTSOF(arg_knobs)];
 
 static ConfigSpec config_spec = {
         .program = "cgorch-controller",
-        .synopsis = "[OPTIONS]",
-        .summary = "Run the cgorch controller: the REST API, the job store, scheduling and the orchestrator.",
+        .synopsis = "[OPTIONS]\n   or: cgorch-controller --list-routes",
+        .summary = "Run the cgorch controller: the REST API, the job store, scheduling and the orchestrator.\n"
+                   "--list-routes (alone) prints the routes the API serves, METHOD PATTERN ACCESS a line, and exits.",
         .default_config = SYSCONFDIR "/cgorch/controller.conf",
         .options = all_options,
 };
@@ -937,6 +938,9 @@ int main(int argc, char *argv[]) {
         }
 
         log_set_ident("cgorch-controller");
+        /* Not an option of the table: no config key, nothing else on the line. */
+        if (argc == 2 && streq(argv[1], "--list-routes"))
+                return api_print_routes(stdout) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
         options_build();
         r = config_parse(&config_spec, argc, argv, &optind_);
         if (r != 0)

@@ -19,13 +19,31 @@ CONTROLLER_SOURCES = \
 	controller/runtime-config.c controller/runtime-config.h \
 	controller/store-orch.c controller/api-orch.c controller/api-output.c controller/clock.c controller/clock.h \
 	controller/api-metrics.c controller/controller-metrics.c controller/controller-metrics.h \
-	controller/node-usage.c controller/node-usage.h controller/store-accounting.c
+	controller/node-usage.c controller/node-usage.h controller/store-accounting.c \
+	controller/api-openapi.c
 CONTROLLER_CFLAGS = $(AM_CFLAGS) -pthread $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(LIBMICROHTTPD_CFLAGS) $(SQLITE3_CFLAGS)
 CONTROLLER_LIBS = controller/libcgorch-orch.a $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(SIGN_LIBS) $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(LIBMICROHTTPD_LIBS) $(SQLITE3_LIBS) -lm
 
 controller_cgorch_controller_SOURCES = controller/cgorch-controller.c $(CONTROLLER_SOURCES)
 controller_cgorch_controller_CFLAGS = $(CONTROLLER_CFLAGS)
 controller_cgorch_controller_LDADD = $(CONTROLLER_LIBS)
+
+# GET /openapi.json serves docs/openapi.json as it is at build time: its bytes as a C array
+# (od: nothing beyond coreutils), regenerated when the document changes.
+nodist_controller_cgorch_controller_SOURCES = controller/openapi-json.c
+CLEANFILES += controller/openapi-json.c
+EXTRA_DIST += docs/openapi.json
+controller/openapi-json.c: $(top_srcdir)/docs/openapi.json
+	$(AM_V_GEN)$(MKDIR_P) controller && { \
+		echo '/* Generated from docs/openapi.json by controller/local.mk: do not edit. */'; \
+		echo '#include <stddef.h>'; \
+		echo 'extern const char api_openapi_json[];'; \
+		echo 'extern const size_t api_openapi_json_size;'; \
+		echo 'const char api_openapi_json[] = {'; \
+		od -An -v -tx1 $(top_srcdir)/docs/openapi.json | sed 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+		echo '0x00 };'; \
+		echo 'const size_t api_openapi_json_size = sizeof api_openapi_json - 1;'; \
+	} >$@.tmp && mv $@.tmp $@
 
 # The scheduler: pure policy code (fifo, fair, hfsp, psbs, srpt; preemption), linked by the
 # controller, its tests, the benchmark and the simulator.

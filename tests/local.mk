@@ -142,6 +142,12 @@ tests_unit_test_cluster_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS
 tests_unit_test_cluster_LDADD = $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(COMMON_LIBS) $(SQLITE3_LIBS) $(CRITERION_LIBS) -lm
 EXTRA_DIST += tests/integration/test-api.sh tests/api tests/integration/cgorch_sign.py
 
+# The API's OpenAPI contract (docs/openapi.json): served, every route in it and no other, valid
+# (Redocly's linter, JSON Schema), its examples answered as documented; test-api.sh checks every
+# answer of the suite against it too (openapi_check.py).
+TESTS += tests/integration/test-openapi.sh
+EXTRA_DIST += tests/integration/test-openapi.sh tests/integration/openapi_check.py tests/integration/redocly.yaml
+
 # The simulator's result is the daemon's: one trace through cgorch-sim and through the
 # controller's own path with a fake agent, job end times compared.
 check_PROGRAMS += tests/unit/test-sim-controller

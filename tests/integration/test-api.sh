@@ -5,7 +5,8 @@
 # response; the file format and the comparison rules are in tests/api/README.md (a case may be
 # signed as an agent, cgorch_sign.py, and the reply's signature checked; a case may be sent over
 # the controller's Unix socket, as another user, or byte for byte over a plain socket). Prints one ok/FAIL line per case (with a diff
-# on failure) and exits non-zero if any case failed. Needs no root; the cases sent as another
+# on failure), checks every answer against the API's contract, docs/openapi.json (with
+# python3-jsonschema: openapi_check.py), and exits non-zero if any case failed. Needs no root; the cases sent as another
 # user over the Unix socket are skipped without it. CGORCH_TEST_WRAPPER, if set, is put in front
 # of the controller's command (e.g. "valgrind --leak-check=full --error-exitcode=99"); its exit
 # status after SIGTERM is checked, so a wrapper that reports errors through it fails the suite.
@@ -26,6 +27,8 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/cgorch-test-api.XXXXXX") || exit 99
 # The Unix socket's directory: mode 0755 like /run/cgorch, so that another user reaches it.
 run_dir=$(mktemp -d "${TMPDIR:-/tmp}/cgorch-test-api-run.XXXXXX") || exit 99
 chmod 755 "$run_dir"
+# Every exchange, for the check against docs/openapi.json at the end.
+mkdir "$tmp/exchanges"
 socket=$run_dir/controller.sock
 pid=
 cleanup() {
@@ -211,6 +214,11 @@ end = raw.find(b"\r\n\r\n")
 end = len(raw) if end < 0 else end + 4
 open(sys.argv[2], "wb").write(raw[:end])
 open(sys.argv[3], "wb").write(raw[end:])' "$tmp/raw" "$tmp/headers" "$tmp/answer"
+        # Kept for the check of every answer against docs/openapi.json at the end.
+        printf '%s\n%s\n%s\n%s\n' "$method" "$path" "$(awk 'NR == 1 { print $2 }' "$tmp/headers")" \
+                "$(tr -d '\r' <"$tmp/headers" | awk 'tolower($0) ~ /^content-type:/ { sub(/^[^:]*: */, ""); print; exit }')" \
+                >"$tmp/exchanges/$name.meta"
+        cp "$tmp/answer" "$tmp/exchanges/$name.body"
 
         # response: the status line, the headers that must be there, an empty line, the body.
         local want_status got_status
@@ -314,6 +322,27 @@ if [ "$status" -ne 0 ]; then
         cat "$tmp/controller.log"
 else
         echo "ok shutdown"
+fi
+
+# Every answer is one the API's contract describes: a status its operation lists, with that
+# answer's Content-Type and a body valid under its schema (docs/openapi.json; openapi_check.py).
+py=
+for p in python3 /usr/bin/python3; do
+        if command -v "$p" >/dev/null && "$p" -c 'import jsonschema; jsonschema.Draft202012Validator' 2>/dev/null; then
+                py=$p
+                break
+        fi
+done
+if [ -z "$py" ]; then
+        echo "skip openapi: python3-jsonschema is not installed (Debian package: python3-jsonschema)"
+else
+        PYTHONWARNINGS=ignore "$py" "$top_srcdir/tests/integration/openapi_check.py" answers \
+                "$top_srcdir/docs/openapi.json" "$tmp/exchanges" >"$tmp/openapi.out" 2>&1
+        status=$?
+        cat "$tmp/openapi.out"
+        n=$(grep -c '^FAIL' "$tmp/openapi.out")
+        [ "$status" -eq 0 ] || [ "$n" -gt 0 ] || n=1
+        failures=$((failures + n))
 fi
 
 echo "$n_cases cases, $failures failure(s)"
