@@ -2,7 +2,8 @@
 # deb-test.sh: build the Debian packages (debian/) and test them as an operator gets them.
 #
 #   tools/deb-test.sh [DIR]      as root; DIR (default ./build-deb) holds the build and the root.
-#                                `make deb-check` runs it with DIR = BUILDDIR/deb.
+#                                `make deb-check` runs it with DIR = BUILDDIR-deb (beside the
+#                                build tree: the tests would find the binaries built in it).
 #
 # 1. dpkg-buildpackage -us -uc -b on a copy of the source tree (DIR/src): the cgorch-controller,
 #    cgorch-agent and cgorch-tools packages land in DIR; lintian (a warning or an error fails),

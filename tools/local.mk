@@ -8,8 +8,9 @@ tools_cgorch_burn_LDADD = $(COMMON_LIBS) -lpthread
 
 # make deb-check: build the Debian packages (debian/) and test them installed in a clean Debian
 # root, and their units under systemd-nspawn (tools/deb-test.sh: root, Debian's archive, about
-# ten minutes, most of it the package build). Not part of make check.
+# ten minutes, most of it the package build). Not part of make check. Its directory is beside the
+# build tree, not in it: the binaries it builds and installs there would be found by the tests.
 EXTRA_DIST += tools/deb-test.sh debian
 deb-check:
-	$(BASH) $(srcdir)/tools/deb-test.sh $(abs_builddir)/deb
+	$(BASH) $(srcdir)/tools/deb-test.sh $(abs_top_builddir)-deb
 .PHONY: deb-check
