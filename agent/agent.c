@@ -477,10 +477,11 @@ static bool task_guard_near(Agent *a, const Task *t, uint64_t usage) {
         uint64_t limit = task_guard_limit(a, t);
         uint64_t high = cgroup_backend_mode(a->cgroups) == CGROUP_MODE_V2 && t->limits.memory_high_bytes > 0 ?
                 (uint64_t) t->limits.memory_high_bytes : 0;
-        uint64_t h = memory_guard_headroom(&a->guard_policy, usage, 0);
+        uint64_t h;
 
         if (high > 0 && (limit == 0 || high < limit))
                 limit = high;
+        h = memory_guard_headroom(&a->guard_policy, limit, usage, t->guard.growth_bytes_per_s);
         return a->memory_guard && limit > 0 && usage + h > limit;
 }
 

@@ -21,8 +21,12 @@ const char *memory_guard_outcome_to_string(MemoryGuardOutcome o) {
         return o >= 0 && o < _MEMORY_GUARD_OUTCOME_MAX ? outcome_names[o] : NULL;
 }
 
-uint64_t memory_guard_headroom(const MemoryGuardPolicy *p, uint64_t working_set_bytes, double growth_bytes_per_s) {
-        double h = MAX((double) p->margin_bytes, p->margin_fraction * (double) working_set_bytes);
+uint64_t memory_guard_headroom(const MemoryGuardPolicy *p, uint64_t limit_bytes, uint64_t working_set_bytes,
+                               double growth_bytes_per_s) {
+        /* The fixed part is at most a quarter of the limit: a task given 32 MiB that uses 1 MiB
+         * does not need 32 MiB more. */
+        double fixed = limit_bytes > 0 ? MIN((double) p->margin_bytes, (double) limit_bytes / 4) : (double) p->margin_bytes;
+        double h = MAX(fixed, p->margin_fraction * (double) working_set_bytes);
 
         if (isfinite(growth_bytes_per_s) && growth_bytes_per_s > 0)
                 h = MAX(h, growth_bytes_per_s * p->horizon_s);
@@ -66,7 +70,6 @@ void memory_guard_decide(const MemoryGuardPolicy *p, const MemoryGuardTask *t, c
         uint64_t limit = t->max_bytes > 0 ? (uint64_t) t->max_bytes : by_high ? (uint64_t) t->high_bytes : 0;
 
         d.working_set_bytes = t->working_set_bytes > 0 ? t->working_set_bytes : t->usage_bytes;
-        d.headroom_bytes = memory_guard_headroom(p, d.working_set_bytes, t->growth_bytes_per_s);
         d.room_bytes = memory_guard_room(p, n);
 
         if (limit == 0) {
@@ -76,6 +79,9 @@ void memory_guard_decide(const MemoryGuardPolicy *p, const MemoryGuardTask *t, c
                 return;
         }
 
+        /* Against the tighter of the limits that bind (v2: memory.high below the hard limit). */
+        uint64_t binding = high_binds && !by_high ? MIN(limit, (uint64_t) t->high_bytes) : limit;
+        d.headroom_bytes = memory_guard_headroom(p, binding, d.working_set_bytes, t->growth_bytes_per_s);
         uint64_t ws = d.working_set_bytes, h = d.headroom_bytes, new_limit = limit;
         uint64_t want = wanted(limit, ws, h, stalled && !(high_binds && !by_high));
 

@@ -16,7 +16,7 @@
 #define MEMORY_GUARD_WHY_MAX 256
 
 typedef struct MemoryGuardPolicy {
-        uint64_t margin_bytes;        /* headroom: at least this ... */
+        uint64_t margin_bytes;        /* headroom: at least this (at most a quarter of the limit) ... */
         double margin_fraction;       /* ... and this fraction of the working set ... */
         double horizon_s;             /* ... and this many seconds of its growth */
         double psi_threshold;         /* its memory PSI some avg10 (%) with limit hits: stalled in reclaim */
@@ -90,8 +90,10 @@ void memory_guard_track_init(MemoryGuardTrack *tr);
 void memory_guard_observe(MemoryGuardTrack *tr, const TaskSample *s, const Limits *limits, bool v2, uint64_t now_us,
                           MemoryGuardTask *ret);
 
-/* The headroom above a working set: max(margin, fraction × working set, growth × horizon). */
-uint64_t memory_guard_headroom(const MemoryGuardPolicy *p, uint64_t working_set_bytes, double growth_bytes_per_s);
+/* The headroom above a working set under a limit (0: none): max(min(margin, limit / 4),
+ * fraction × working set, growth × horizon), in whole pages. */
+uint64_t memory_guard_headroom(const MemoryGuardPolicy *p, uint64_t limit_bytes, uint64_t working_set_bytes,
+                               double growth_bytes_per_s);
 
 /* The room a raise may take on the node: capacity − the sum of hard limits (what every other task
  * may still claim stays claimable), and no more than MemAvailable − the reserve. */

@@ -136,6 +136,6 @@ grower() {
                 fail "full: the growing job was raised to $limit_max, beyond the node's room"
         grep -q "memory guard: wants .* the node has .* of room" "$CLUSTER_DIR/agent-n1.log" ||
                 fail "full: the agent did not say it had no room: $(grep 'memory guard' "$CLUSTER_DIR/agent-n1.log" | tail -3)"
-        pass "full: the growing job got at most the node's room ($((limit_max / MiB)) MiB) and was OOM-killed as with its static limit; no-room said"
+        pass "full: the growing job was raised to $((limit_max / MiB)) MiB at most (96 MiB + what the node had left) and was OOM-killed as with its static limit; no-room said"
         cluster_cleanup
 )

@@ -25,11 +25,12 @@ static const MemoryGuardPolicy policy = {
 static const MemoryGuardNode roomy = { .capacity_bytes = 1024 * MiB, .limits_sum_bytes = 512 * MiB };
 
 Test(memory_guard, headroom_is_margin_fraction_or_growth) {
-        cr_expect_eq(memory_guard_headroom(&policy, 100 * MiB, 0), 32 * MiB);
-        cr_expect_eq(memory_guard_headroom(&policy, 1000 * MiB, 0), 100 * MiB,
-                     "a tenth of the working set");
-        cr_expect_eq(memory_guard_headroom(&policy, 100 * MiB, 20 * MiB), 60 * MiB, "3 s of 20 MiB/s growth");
-        cr_expect_eq(memory_guard_headroom(&policy, 100 * MiB, -5), 32 * MiB, "shrinking counts as no growth");
+        cr_expect_eq(memory_guard_headroom(&policy, 0, 100 * MiB, 0), 32 * MiB);
+        cr_expect_eq(memory_guard_headroom(&policy, 4096 * MiB, 1000 * MiB, 0), 100 * MiB, "a tenth of the working set");
+        cr_expect_eq(memory_guard_headroom(&policy, 0, 100 * MiB, 20 * MiB), 60 * MiB, "3 s of 20 MiB/s growth");
+        cr_expect_eq(memory_guard_headroom(&policy, 0, 100 * MiB, -5), 32 * MiB, "shrinking counts as no growth");
+        cr_expect_eq(memory_guard_headroom(&policy, 32 * MiB, 1 * MiB, 0), 8 * MiB,
+                     "at most a quarter of a small limit: a 32 MiB task using 1 MiB needs no raise");
 }
 
 Test(memory_guard, room_keeps_other_claims_and_reserve) {
@@ -46,15 +47,20 @@ Test(memory_guard, room_keeps_other_claims_and_reserve) {
 /* The known case: a 96 MiB task whose anonymous working set grows toward its limit. */
 Test(memory_guard, growing_working_set_raised_before_the_limit) {
         MemoryGuardTask t = { .max_bytes = 96 * MiB, .usage_bytes = 70 * MiB, .working_set_bytes = 70 * MiB,
-                              .growth_bytes_per_s = 8 * MiB, .psi_memory = -1 };
+                              .growth_bytes_per_s = 10 * MiB, .psi_memory = -1 };
         MemoryGuardDecision d;
 
         memory_guard_decide(&policy, &t, &roomy, &d);
         cr_assert_eq(d.outcome, MEMORY_GUARD_RAISED, "%s", d.why);
-        cr_expect_eq(d.headroom_bytes, 32 * MiB);
-        cr_expect_eq(d.new_max_bytes, (int64_t) (134 * MiB), "70 + 2 x 32");
+        cr_expect_eq(d.headroom_bytes, 30 * MiB, "3 s of its growth, more than a quarter of the limit");
+        cr_expect_eq(d.new_max_bytes, (int64_t) (130 * MiB), "70 + 2 x 30");
         cr_expect_eq(d.new_high_bytes, 0, "v1: the soft limit is the controller's");
-        cr_expect(strstr(d.why, "hard limit 96.0 -> 134.0 MiB") != NULL, "%s", d.why);
+        cr_expect(strstr(d.why, "hard limit 96.0 -> 130.0 MiB") != NULL, "%s", d.why);
+
+        /* Growing at 8 MiB/s it still fits: 70 + 24 (a quarter of the limit) <= 96. */
+        t.growth_bytes_per_s = 8 * MiB;
+        memory_guard_decide(&policy, &t, &roomy, &d);
+        cr_expect_eq(d.outcome, MEMORY_GUARD_NOT_NEEDED, "%s", d.why);
 
         /* 60 MiB with the same headroom fits: nothing. */
         t.usage_bytes = t.working_set_bytes = 60 * MiB;
@@ -77,7 +83,7 @@ Test(memory_guard, page_cache_is_not_the_working_set) {
         t.psi_memory = 17;
         memory_guard_decide(&policy, &t, &roomy, &d);
         cr_assert_eq(d.outcome, MEMORY_GUARD_RAISED, "%s", d.why);
-        cr_expect_eq(d.new_max_bytes, (int64_t) (128 * MiB));
+        cr_expect_eq(d.new_max_bytes, (int64_t) (120 * MiB), "a headroom (24 MiB) above where it stalls");
         cr_expect(strstr(d.why, "stalled in reclaim") != NULL, "%s", d.why);
 }
 
@@ -86,11 +92,11 @@ Test(memory_guard, never_beyond_the_room) {
         MemoryGuardNode node = { .capacity_bytes = 1024 * MiB, .limits_sum_bytes = 1000 * MiB };
         MemoryGuardDecision d;
 
-        /* Wants 90 + 64 = 154 MiB; 24 MiB of room: takes those. */
+        /* Wants 90 + 2 x 24 = 138 MiB; 24 MiB of room: takes those. */
         memory_guard_decide(&policy, &t, &node, &d);
         cr_assert_eq(d.outcome, MEMORY_GUARD_RAISED, "%s", d.why);
         cr_expect_eq(d.new_max_bytes, (int64_t) (120 * MiB));
-        cr_expect_eq(d.wanted_bytes, 154 * MiB);
+        cr_expect_eq(d.wanted_bytes, 138 * MiB);
 
         /* Full node: no raise, and it says why. */
         node.limits_sum_bytes = 1024 * MiB;
@@ -130,14 +136,14 @@ Test(memory_guard, v2_high_raised_below_max) {
         memory_guard_decide(&policy, &t, &roomy, &d);
         cr_assert_eq(d.outcome, MEMORY_GUARD_RAISED, "%s", d.why);
         cr_expect_eq(d.new_max_bytes, 0, "the hard limit still has its headroom");
-        cr_expect_eq(d.new_high_bytes, (int64_t) (154 * MiB));
+        cr_expect_eq(d.new_high_bytes, (int64_t) (138 * MiB), "90 + 2 x 24 (a quarter of memory.high)");
 
         /* Close to max too: both go up, high never above max. */
         t.max_bytes = 110 * MiB;
         memory_guard_decide(&policy, &t, &roomy, &d);
         cr_assert_eq(d.outcome, MEMORY_GUARD_RAISED, "%s", d.why);
-        cr_expect_eq(d.new_max_bytes, (int64_t) (154 * MiB));
-        cr_expect_eq(d.new_high_bytes, (int64_t) (154 * MiB));
+        cr_expect_eq(d.new_max_bytes, (int64_t) (138 * MiB));
+        cr_expect_eq(d.new_high_bytes, (int64_t) (138 * MiB));
 
         /* No room for max: high still goes up to max (that needs no room). */
         MemoryGuardNode full = { .capacity_bytes = 1024 * MiB, .limits_sum_bytes = 1024 * MiB };
@@ -220,8 +226,9 @@ static long long get(const char *dir, const char *file) {
 }
 
 /* Pure v2: memory.high 48 MiB below a 256 MiB memory.max; anon 40 MiB + swap 1 MiB in use.
- * The working set plus its headroom (73 MiB) would be throttled at memory.high: the guard raises
- * memory.high to 41 + 2 x 32 = 105 MiB and leaves memory.max, which still has its headroom. */
+ * The working set plus its headroom (12 MiB, a quarter of memory.high) would be throttled at
+ * memory.high: the guard raises memory.high to 41 + 2 x 12 = 65 MiB and leaves memory.max,
+ * which still has its headroom. */
 Test(memory_guard_fixture, v2_memory_high_raised) {
         char *dir = fixture_copy("cgroup-v2");
         char task_dir[8192];
@@ -256,11 +263,11 @@ Test(memory_guard_fixture, v2_memory_high_raised) {
         memory_guard_decide(&policy, &in, &node, &d);
         cr_assert_eq(d.outcome, MEMORY_GUARD_RAISED, "%s", d.why);
         cr_expect_eq(d.new_max_bytes, 0);
-        cr_expect_eq(d.new_high_bytes, (int64_t) (105 * MiB));
+        cr_expect_eq(d.new_high_bytes, (int64_t) (65 * MiB));
 
         Limits step = { .memory_max_bytes = d.new_max_bytes, .memory_high_bytes = d.new_high_bytes }, applied;
         cr_assert_eq(cgroup_task_set_limits(b, TASK, &step, &cur, &applied), 0);
-        cr_expect_eq(get(task_dir, "memory.high"), (long long) (105 * MiB));
+        cr_expect_eq(get(task_dir, "memory.high"), (long long) (65 * MiB));
         cr_expect_eq(get(task_dir, "memory.max"), (long long) (256 * MiB), "untouched");
 
         task_sampler_done(&ts);
@@ -269,8 +276,9 @@ Test(memory_guard_fixture, v2_memory_high_raised) {
 }
 
 /* v1 (no memory.high, no swap): the hard limit. failcnt climbing 5 -> 900 between two ticks is
- * the limit hits; the anonymous working set (total_rss 40 MiB) + headroom does not fit 48 MiB:
- * memory.limit_in_bytes goes to 40 + 2 x 32 = 104 MiB, the soft limit is left as it is. */
+ * the limit hits; the anonymous working set (total_rss 40 MiB) + headroom (12 MiB, a quarter of
+ * the limit) does not fit 48 MiB: memory.limit_in_bytes goes to 40 + 2 x 12 = 64 MiB, the soft
+ * limit is left as it is. */
 Test(memory_guard_fixture, v1_hard_limit_raised) {
         char *dir = fixture_copy("cgroup-v1");
         char task_dir[8192];
@@ -304,13 +312,13 @@ Test(memory_guard_fixture, v1_hard_limit_raised) {
         MemoryGuardNode node = { .capacity_bytes = 1024 * MiB, .limits_sum_bytes = 48 * MiB };
         memory_guard_decide(&policy, &in, &node, &d);
         cr_assert_eq(d.outcome, MEMORY_GUARD_RAISED, "%s", d.why);
-        cr_expect_eq(d.new_max_bytes, (int64_t) (104 * MiB));
+        cr_expect_eq(d.new_max_bytes, (int64_t) (64 * MiB));
         cr_expect_eq(d.new_high_bytes, 0);
 
         long long soft = get(task_dir, "memory.soft_limit_in_bytes");
         Limits step = { .memory_max_bytes = d.new_max_bytes }, applied;
         cr_assert_eq(cgroup_task_set_limits(b, TASK, &step, &cur, &applied), 0);
-        cr_expect_eq(get(task_dir, "memory.limit_in_bytes"), (long long) (104 * MiB));
+        cr_expect_eq(get(task_dir, "memory.limit_in_bytes"), (long long) (64 * MiB));
         cr_expect_eq(get(task_dir, "memory.soft_limit_in_bytes"), soft);
 
         task_sampler_done(&ts);
