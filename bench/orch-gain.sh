@@ -67,7 +67,7 @@ make_mix() {
                                 u = u0 < under ? u0 : under
                                 printf "under-m under 2 %.2f 32M --cpu-seconds %g,%g\n", u, w0, work
                                 printf "over-m over 2 %.2f 32M --cpu-seconds %g,%g --duty-cycle %.2f\n", 1 - u - 0.1, l0, lwork, (d0 + duty) / 2
-                                printf "mem-m mem 2 0.10 64M --cpu-seconds %g,%g --memory %dM --memory-grow\n", m0, mwork, g0 > mgrow ? g0 : mgrow
+                                printf "mem-m mem 2 0.10 64M --cpu-seconds %g,%g --memory %dM --memory-grow\n", m0, mwork, (g0 > mgrow ? g0 : mgrow)
                         }
                 }
         }'
