@@ -20,6 +20,7 @@
 #include "limit-watch.h"
 #include "log.h"
 #include "macro.h"
+#include "memory-guard.h"
 #include "procfs.h"
 #include "sample-budget.h"
 #include "sampler.h"
@@ -56,6 +57,12 @@ struct Task {
         bool last_oom_kill;            /* its memory events counted an OOM kill */
         uint64_t last_cpu_usage_ns, last_memory_peak_bytes;
         bool external_sent;
+        /* The memory guard (memory-guard.h): what it saw at the previous tick, and its latest
+         * act, reported once (event_seq > sent_seq: not delivered yet). */
+        MemoryGuardTrack guard;
+        MemoryGuardOutcome guard_last;
+        MemoryGuardEvent guard_event;
+        unsigned guard_event_seq, guard_sent_seq, guard_in_flight;
         uint64_t start_mono_us, exit_mono_us;
         double start_wall_s;           /* adopted tasks: CLOCK_REALTIME of the main process start */
         bool main_exited;
@@ -122,6 +129,8 @@ struct Agent {
         TextBuf heartbeat_body;        /* the last heartbeat's, reused: see agent_build_heartbeat() */
         uint64_t cpu_busy_prev, cpu_total_prev;
         double cpu_busy;
+        bool memory_guard;             /* the controller lets the memory guard raise limits */
+        MemoryGuardPolicy guard_policy;
         char *state_dir;
         BpfHot *bpf;                   /* NULL: every hot counter from the files */
         int bpf_cpu_link, bpf_memory_link;  /* which link has which counter; -1: none */
@@ -278,6 +287,7 @@ static Task *task_find(Agent *a, const char *id) {
 static void task_free(Task *t) {
         if (!t)
                 return;
+        free(t->guard_event.why);
         if (t->agent->limit_watch)
                 limit_watch_remove(t->agent->limit_watch, t);
         launch_free(t->launch);
@@ -452,10 +462,34 @@ static void task_hot_values(Agent *a, Task *t, SamplerHotValues *ret) {
         }
 }
 
+/* The limit the guard watches: the hard limit, or memory.high where it throttles (v2) and there
+ * is no hard limit; 0: none. */
+static uint64_t task_guard_limit(Agent *a, const Task *t) {
+        if (t->limits.memory_max_bytes > 0)
+                return (uint64_t) t->limits.memory_max_bytes;
+        if (cgroup_backend_mode(a->cgroups) == CGROUP_MODE_V2 && t->limits.memory_high_bytes > 0)
+                return (uint64_t) t->limits.memory_high_bytes;
+        return 0;
+}
+
+/* Near its limit (memory.high on v2 included), by the hot counter: the guard wants its memory
+ * details this tick, not at its detail turn. */
+static bool task_guard_near(Agent *a, const Task *t, uint64_t usage) {
+        uint64_t limit = task_guard_limit(a, t);
+        uint64_t high = cgroup_backend_mode(a->cgroups) == CGROUP_MODE_V2 && t->limits.memory_high_bytes > 0 ?
+                (uint64_t) t->limits.memory_high_bytes : 0;
+        uint64_t h;
+
+        if (high > 0 && (limit == 0 || high < limit))
+                limit = high;
+        h = memory_guard_headroom(&a->guard_policy, limit, usage, t->guard.growth_bytes_per_s);
+        return a->memory_guard && limit > 0 && usage + h > limit;
+}
+
 /* from_walk: the hot counters of this tick's BPF walk, which only the tick's own loop, right
  * after the walk, may take. Samples between ticks (a task's first, the final one of a task that
  * ended) read the files: the last walk can be a whole interval old. */
-static int task_sample(Agent *a, Task *t, bool detail, bool from_walk) {
+static int task_sample(Agent *a, Task *t, bool detail, bool from_walk, TaskSample *ret) {
         SamplerHotValues pre = {};
         TaskSample s;
         int r;
@@ -468,8 +502,12 @@ static int task_sample(Agent *a, Task *t, bool detail, bool from_walk) {
                                   pre.has_cpu ? a->bpf_walk_mono_us : now_mono_us(), now_realtime_ms(), &s);
         if (r < 0)
                 return log_debug_errno(r, "Sampling task %s: %m", t->id);
+        if (!(s.has & SAMPLE_HAS_MEMORY_STAT) && task_guard_near(a, t, s.memory_current_bytes))
+                (void) task_sampler_read_memory(&t->sampler, a->cgroups, t->id, &s);
         s.progress = t->launch ? launch_progress(t->launch) : -1;
         task_push_sample(t, &s);
+        if (ret)
+                *ret = s;
         return 0;
 }
 
@@ -477,7 +515,7 @@ static int task_sample(Agent *a, Task *t, bool detail, bool from_walk) {
  * has a CPU rate, and the controller a window to judge, a whole sample interval sooner. */
 static void task_sample_baseline(Agent *a, Task *t) {
         t->sampler.quota_set = t->limits.cpu_quota_us > 0;
-        (void) task_sample(a, t, false, false);
+        (void) task_sample(a, t, false, false, NULL);
 }
 
 static uint64_t task_memory_usage(Agent *a, Task *t) {
@@ -498,7 +536,10 @@ static int task_limits_step(Agent *a, Task *t, const Limits *want) {
         Limits step, target, applied;
         int r;
 
-        limits_plan_step(&a->cfg.policy, &t->limits, want, task_memory_usage(a, t), &step, &target);
+        /* Never below use + margin, its growth over the guard's horizon included: a task whose
+         * memory grows is not lowered into the OOM killer. */
+        uint64_t usage = task_memory_usage(a, t) + (uint64_t) (t->guard.growth_bytes_per_s * a->guard_policy.horizon_s);
+        limits_plan_step(&a->cfg.policy, &t->limits, want, usage, &step, &target);
         r = cgroup_task_set_limits(a->cgroups, t->id, &step, &t->limits, &applied);
         /* The writes that went in are in force whatever failed after them. */
         limits_merge(&t->limits, &applied);
@@ -659,7 +700,7 @@ static void task_check_finished(Agent *a, Task *t) {
         }
 
         /* From the files, not the walk: its CPU time is the exit record's. */
-        (void) task_sample(a, t, true, false);
+        (void) task_sample(a, t, true, false, NULL);
         uint64_t now = now_mono_us();
 
         t->exit = (ExitRecord) {
@@ -775,6 +816,90 @@ static void task_check_time(Agent *a, Task *t, uint64_t now) {
         }
 }
 
+/* The hard memory limits of the node's running tasks together (an unlimited one counts the
+ * node's whole memory): what the node's room for a guard raise is counted against. */
+static uint64_t agent_memory_limits_sum(Agent *a) {
+        uint64_t sum = 0;
+
+        for (Task *t = a->tasks; t; t = t->next) {
+                if (!t->launch || t->has_exit)
+                        continue;
+                uint64_t l = task_guard_limit(a, t);
+                sum += l > 0 ? l : a->cfg.capacity_memory_bytes;
+        }
+        return sum;
+}
+
+static void task_guard_report(Task *t, bool raised, int64_t old_bytes, int64_t new_bytes, const char *why) {
+        char *w = strdup(why);
+
+        if (!w)
+                return (void) log_oom();
+        /* A raise not delivered yet and this one: one report from where it began. */
+        if (t->guard_event_seq > t->guard_sent_seq && t->guard_event.raised && raised)
+                old_bytes = t->guard_event.old_bytes;
+        free(t->guard_event.why);
+        t->guard_event = (MemoryGuardEvent) {
+                .time_ms = now_realtime_ms(),
+                .raised = raised,
+                .old_bytes = old_bytes,
+                .new_bytes = new_bytes,
+                .why = w,
+        };
+        t->guard_event_seq++;
+}
+
+/* The fast path for memory (memory-guard.h), at every sample of a running task. */
+static void task_memory_guard(Agent *a, Task *t, const TaskSample *s, uint64_t now_us, uint64_t *limits_sum) {
+        MemoryGuardTask in;
+
+        memory_guard_observe(&t->guard, s, &t->limits, cgroup_backend_mode(a->cgroups) == CGROUP_MODE_V2, now_us, &in);
+        if (!a->memory_guard)
+                return;
+
+        Meminfo mi = {};
+        MemoryGuardNode node = {
+                .capacity_bytes = a->cfg.capacity_memory_bytes,
+                .limits_sum_bytes = *limits_sum,
+        };
+        MemoryGuardDecision d;
+        uint64_t old = task_guard_limit(a, t);
+
+        memory_guard_decide(&a->guard_policy, &in, &node, &d);
+        if (d.outcome == MEMORY_GUARD_RAISED || d.outcome == MEMORY_GUARD_NO_ROOM) {
+                /* Only now the machine's memory: a read of /proc/meminfo per raise, not per tick. */
+                if (procfs_read_meminfo_all(a->proc_fs, &mi) >= 0) {
+                        node.available_bytes = MAX(mi.available_bytes, (uint64_t) 1);
+                        memory_guard_decide(&a->guard_policy, &in, &node, &d);
+                }
+        }
+        if (d.outcome == MEMORY_GUARD_RAISED) {
+                Limits step = { .memory_max_bytes = d.new_max_bytes, .memory_high_bytes = d.new_high_bytes }, applied;
+                int r = cgroup_task_set_limits(a->cgroups, t->id, &step, &t->limits, &applied);
+
+                limits_merge(&t->limits, &applied);
+                if (r < 0) {
+                        log_warning_errno(r, "Task %s: the memory guard could not raise its limit: %m", t->id);
+                        return;
+                }
+                /* A lowering still under way would undo what the task just showed it needs. */
+                t->target.memory_max_bytes = t->target.memory_high_bytes = LIMIT_UNSET;
+                uint64_t now_limit = task_guard_limit(a, t);
+                if (now_limit > old)
+                        *limits_sum += now_limit - old;
+                log_info("Task %s: memory guard: %s", t->id, d.why);
+                task_guard_report(t, true, (int64_t) old, (int64_t) now_limit, d.why);
+        } else if (d.outcome == MEMORY_GUARD_NO_ROOM && t->guard_last != MEMORY_GUARD_NO_ROOM) {
+                /* Said once per streak; the controller hears it at once, so that its epoch can
+                 * take the room from a neighbour. */
+                log_info("Task %s: memory guard: %s", t->id, d.why);
+                task_guard_report(t, false, (int64_t) old, (int64_t) d.wanted_bytes, d.why);
+                if (a->kick)
+                        a->kick(a->kick_userdata);
+        }
+        t->guard_last = d.outcome;
+}
+
 static int on_sample_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Agent *a = userdata;
         uint64_t busy, total;
@@ -789,6 +914,7 @@ static int on_sample_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         }
 
         unsigned every = sample_budget_detail_every(a->cfg.detail_every, a->n_tasks);
+        uint64_t limits_sum = agent_memory_limits_sum(a);
         bool sampled = false;
 
         if (a->bpf) {
@@ -822,10 +948,14 @@ static int on_sample_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                          * accounting them until the cgroup is empty. */
                         task_check_finished(a, t);
                         if (!t->has_exit)
-                                sampled |= task_sample(a, t, detail, true) >= 0;
+                                sampled |= task_sample(a, t, detail, true, NULL) >= 0;
                         continue;
                 }
-                sampled |= task_sample(a, t, detail, true) >= 0;
+                TaskSample sample;
+                bool ok = task_sample(a, t, detail, true, &sample) >= 0;
+                sampled |= ok;
+                if (ok)
+                        task_memory_guard(a, t, &sample, now_mono_us(), &limits_sum);
                 if (!limits_is_empty(&t->target)) {
                         Limits want = t->target;
                         int r = task_limits_step(a, t, &want);
@@ -865,6 +995,7 @@ static Task *task_new(Agent *a, const char *id) {
         /* Each tick does the detail reads of 1/every of the tasks, not all of them every
          * every ticks: the same work, without a spike. */
         t->detail_phase = a->n_created++;
+        memory_guard_track_init(&t->guard);
         task_sampler_init(&t->sampler);
         /* Hybrid with the BPF iterator: CPU time from the unified tree, the iterator's source,
          * also when a file is read instead, so that no rate mixes two counters. */
@@ -1100,6 +1231,7 @@ static TaskReport task_report(const Task *t) {
                 .exit = t->exit,
                 .error = t->error,
                 .output_dropped_bytes = t->launch ? launch_output(t->launch)->dropped : 0,
+                .memory_guard = t->guard_event_seq > t->guard_sent_seq ? t->guard_event : (MemoryGuardEvent) {},
         };
 }
 
@@ -1239,6 +1371,7 @@ int agent_build_heartbeat(Agent *a, const char **ret_body) {
                 t->n_sent = take[i];
                 t->final_sent = t->has_exit || (!t->launch && t->error);
                 t->external_sent = !limits_is_empty(&t->external);
+                t->guard_in_flight = t->guard_event_seq;
         }
         a->n_acks_sent = a->n_acks;
         *ret_body = body->data;
@@ -1424,6 +1557,7 @@ void agent_handle_reply(Agent *a, const HeartbeatReply *reply) {
                         t->external = (Limits) {};
                         t->external_sent = false;
                 }
+                t->guard_sent_seq = MAX(t->guard_sent_seq, t->guard_in_flight);
                 task_drop_samples(t, t->n_sent);
                 t->n_sent = 0;
                 /* After an outage the buffer shrinks back to its everyday size. */
@@ -1438,6 +1572,10 @@ void agent_handle_reply(Agent *a, const HeartbeatReply *reply) {
 
         for (size_t i = 0; i < reply->n_actions; i++)
                 agent_apply_action(a, &reply->actions[i]);
+        if (reply->has_memory_guard && reply->memory_guard != a->memory_guard) {
+                log_info("Memory guard %s by the controller.", reply->memory_guard ? "enabled" : "disabled");
+                a->memory_guard = reply->memory_guard;
+        }
         agent_lease_renew(a, reply->lease_ms);
         /* Samples wait that did not fit (after an outage): the next heartbeat goes now. */
         if (a->samples_deferred && a->kick)
@@ -1736,6 +1874,8 @@ int agent_new(sd_event *e, CgroupBackend *cgroups, const AgentConfig *cfg, Agent
                 return -ENOMEM;
         }
         a->cfg.state_dir = a->state_dir;
+        a->guard_policy = MEMORY_GUARD_POLICY_DEFAULT((double) cfg->sample_interval_us / 1e6);
+        a->guard_policy.margin_bytes = MAX(a->guard_policy.margin_bytes, cfg->policy.memory_margin_bytes);
         if (a->cfg.sample_buffer_bytes == 0)
                 a->cfg.sample_buffer_bytes = 8 * 1024 * 1024;
         if (a->cfg.max_heartbeat_bytes == 0)

@@ -8,6 +8,7 @@ agent_libcgorch_agent_cgroup_a_SOURCES = \
 	agent/cgroup.c agent/cgroup.h \
 	agent/limit-watch.c agent/limit-watch.h \
 	agent/limits-policy.c agent/limits-policy.h \
+	agent/memory-guard.c agent/memory-guard.h \
 	agent/procfs.c agent/procfs.h \
 	agent/bpf-hot.c agent/bpf-hot.h agent/bpf/hot-counters.h \
 	agent/sample-budget.c agent/sample-budget.h \

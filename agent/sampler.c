@@ -177,17 +177,12 @@ static void read_procs(TaskSampler *ts, CgroupBackend *b, const char *proc_fs, c
         s->has |= SAMPLE_HAS_PROCS;
 }
 
-static void read_details(TaskSampler *ts, CgroupBackend *b, const char *proc_fs, const char *task, TaskSample *s) {
+int task_sampler_read_memory(TaskSampler *ts, CgroupBackend *b, const char *task, TaskSample *s) {
         CgroupMode mode = cgroup_backend_mode(b);
         bool v2 = mode == CGROUP_MODE_V2;
         CgroupController mem = v2 ? CGROUP_UNIFIED : CGROUP_MEMORY;
         char buf[8192];
-        uint64_t v;
 
-        if (cgroup_task_read_at(b, &ts->dirs, mem, task, v2 ? "memory.peak" : "memory.max_usage_in_bytes", true, buf,
-                                sizeof buf) >= 0 &&
-            cgroup_parse_uint64(buf, &v) >= 0)
-                ts->peak_kernel_bytes = v;
         if (cgroup_task_read_at(b, &ts->dirs, mem, task, "memory.stat", true, buf, sizeof buf) >= 0)
                 (void) sampler_parse_memory_stat(mode, buf, s);
         if (v2) {
@@ -214,9 +209,25 @@ static void read_details(TaskSampler *ts, CgroupBackend *b, const char *proc_fs,
                 }
         }
         /* PSI: in v2 and in the unified tree of a hybrid node (per-cgroup pressure needs no controller). */
+        if (mode != CGROUP_MODE_V1)
+                read_pressure(ts, b, task, "memory.pressure", SAMPLE_HAS_PSI_MEMORY, &s->psi_memory, s);
+        return (s->has & (SAMPLE_HAS_MEMORY_STAT | SAMPLE_HAS_MEMORY_EVENTS)) ? 0 : -ENOENT;
+}
+
+static void read_details(TaskSampler *ts, CgroupBackend *b, const char *proc_fs, const char *task, TaskSample *s) {
+        CgroupMode mode = cgroup_backend_mode(b);
+        bool v2 = mode == CGROUP_MODE_V2;
+        CgroupController mem = v2 ? CGROUP_UNIFIED : CGROUP_MEMORY;
+        char buf[64];
+        uint64_t v;
+
+        if (cgroup_task_read_at(b, &ts->dirs, mem, task, v2 ? "memory.peak" : "memory.max_usage_in_bytes", true, buf,
+                                sizeof buf) >= 0 &&
+            cgroup_parse_uint64(buf, &v) >= 0)
+                ts->peak_kernel_bytes = v;
+        (void) task_sampler_read_memory(ts, b, task, s);
         if (mode != CGROUP_MODE_V1) {
                 read_pressure(ts, b, task, "cpu.pressure", SAMPLE_HAS_PSI_CPU, &s->psi_cpu, s);
-                read_pressure(ts, b, task, "memory.pressure", SAMPLE_HAS_PSI_MEMORY, &s->psi_memory, s);
                 read_pressure(ts, b, task, "io.pressure", SAMPLE_HAS_PSI_IO, &s->psi_io, s);
         }
         read_procs(ts, b, proc_fs, task, s);

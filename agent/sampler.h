@@ -52,6 +52,12 @@ int task_sampler_read(TaskSampler *s, CgroupBackend *b, const char *proc_fs, con
 int task_sampler_read_pre(TaskSampler *s, CgroupBackend *b, const char *proc_fs, const char *task, bool detail,
                           const SamplerHotValues *pre, uint64_t now_mono_us, int64_t now_ms, TaskSample *ret);
 
+/* The memory details of a sample, read now (the agent's memory guard reads them at once for a
+ * task near its limit rather than waiting for its detail turn): memory.stat, v2 swap and
+ * memory.events or v1 memory.failcnt and memory.oom_control, and memory PSI where the unified
+ * tree has it. Returns 0 when memory.stat or the events were read, else -ENOENT. */
+int task_sampler_read_memory(TaskSampler *s, CgroupBackend *b, const char *task, TaskSample *sample);
+
 /* Pure: the rates of cur against the previous hot values (cpu cores over dt, throttled
  * periods over periods), or nothing on the first sample or when counters went backwards. */
 void sample_compute_rates(TaskSampler *s, uint64_t now_mono_us, TaskSample *cur);

@@ -83,6 +83,34 @@ static int print_held(json_t *findings) {
         return r < 0 ? r : table_print(t, stdout);
 }
 
+/* What the agents' memory guards did on their own, newest first. */
+static int print_guard(json_t *acts) {
+        static const char *const headers[] = { "TASK", "NODE", "GUARD", "OLD", "NEW", "WHY" };
+        _cleanup_table_ Table *t = table_new(ELEMENTSOF(headers), headers);
+        json_t *g;
+        size_t i;
+        int r = 0;
+
+        if (!t)
+                return -ENOMEM;
+        json_array_foreach(acts, i, g) {
+                int64_t old = 0, new = 0;
+                char a[32], b[32];
+
+                (void) json_field_int(g, "old_bytes", &old);
+                (void) json_field_int(g, "new_bytes", &new);
+                snprintf(a, sizeof a, "%.1f MiB", (double) old / 1048576.0);
+                snprintf(b, sizeof b, "%.1f MiB", (double) new / 1048576.0);
+                r = r ?: table_add_cell(t, json_field_string(g, "task") ?: "-");
+                r = r ?: table_add_cell(t, json_field_string(g, "node") ?: "-");
+                r = r ?: table_add_cell(t, json_field_string(g, "outcome") ?: "-");
+                r = r ?: table_add_cell(t, a);
+                r = r ?: table_add_cell(t, b);
+                r = r ?: table_add_cell(t, json_field_string(g, "why") ?: "-");
+        }
+        return r < 0 ? r : table_print(t, stdout);
+}
+
 static int print_decisions(json_t *decisions, bool history) {
         static const char *const headers[] = { "ID", "TASK", "RESOURCE", "VERDICT", "OLD", "NEW", "STATUS", "REASON" };
         _cleanup_table_ Table *t = table_new(ELEMENTSOF(headers), headers);
@@ -148,6 +176,11 @@ int verb_contention(Ctl *ctl, int argc, char **argv) {
         if (r >= 0 && json_array_size(decisions) > 0) {
                 printf("\n");
                 r = print_decisions(decisions, false);
+        }
+        json_t *acts = json_field_array(answer, "memory_guard_acts");
+        if (r >= 0 && json_array_size(acts) > 0) {
+                printf("\nmemory guard (the agents' own raises, newest first):\n");
+                r = print_guard(acts);
         }
         return r < 0 ? CTL_EXIT_FAILURE : EXIT_SUCCESS;
 }

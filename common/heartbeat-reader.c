@@ -722,11 +722,47 @@ static int read_task_state(Reader *r, TaskState *ret) {
         return DECLINE;
 }
 
+static int read_memory_guard(Reader *r, MemoryGuardEvent *g) {
+        static const KeyName keys[] = { KEY("time_ms"), KEY("outcome"), KEY("old_bytes"), KEY("new_bytes"), KEY("why") };
+        static const Schema schema = { .head = keys, .n_head = ELEMENTSOF(keys) };
+        const uint64_t required = 0xf;
+        ObjectCursor c;
+        const char *s;
+        size_t i, len;
+        int k;
+
+        k = object_open(r, &schema, &c);
+        while (k >= 0 && (k = object_next(r, &c, &i)) > 0)
+                switch (i) {
+                case 0:
+                        k = read_int(r, 1, INT64_MAX, &g->time_ms);
+                        break;
+                case 1:
+                        k = read_string(r, &s, &len);
+                        if (k >= 0 && len == 6 && memcmp(s, "raised", 6) == 0)
+                                g->raised = true;
+                        else if (k >= 0 && !(len == 7 && memcmp(s, "no-room", 7) == 0))
+                                k = DECLINE;
+                        break;
+                case 2:
+                        k = read_int(r, 0, INT64_MAX, &g->old_bytes);
+                        break;
+                case 3:
+                        k = read_int(r, 0, INT64_MAX, &g->new_bytes);
+                        break;
+                default:
+                        k = read_text(r, &g->why);
+                }
+        if (k < 0)
+                return k;
+        return (c.seen & required) == required ? 0 : DECLINE;
+}
+
 static int read_task_report(Reader *r, TaskReport *t) {
         static const KeyName keys[] = {
                 KEY("id"), KEY("state"), KEY("pid"), KEY("samples"), KEY("limits"), KEY("limits_target"),
                 KEY("limits_external"), KEY("adopted"), KEY("fenced"), KEY("exit"), KEY("error"),
-                KEY("output_dropped_bytes"),
+                KEY("output_dropped_bytes"), KEY("memory_guard"),
         };
         static const Schema schema = { .head = keys, .n_head = ELEMENTSOF(keys) };
         ObjectCursor c;
@@ -774,8 +810,11 @@ static int read_task_report(Reader *r, TaskReport *t) {
                 case 10:
                         k = read_text(r, &t->error);
                         break;
-                default:
+                case 11:
                         k = read_uint64(r, &t->output_dropped_bytes);
+                        break;
+                default:
+                        k = read_memory_guard(r, &t->memory_guard);
                 }
         if (k < 0)
                 return k;

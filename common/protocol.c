@@ -946,6 +946,7 @@ void task_report_done(TaskReport *r) {
         free(r->id);
         free(r->samples);
         free(r->error);
+        free(r->memory_guard.why);
         *r = (TaskReport) {};
 }
 
@@ -1235,13 +1236,50 @@ static int exit_from_json(json_t *j, const char *path, ExitRecord *e, char **ret
         return get_bool(j, path, "status_unknown", false, &e->status_unknown, ret_error);
 }
 
+static int memory_guard_event_from_json(json_t *j, const char *path, MemoryGuardEvent *g, char **ret_error) {
+        static const char *const keys[] = { "time_ms", "outcome", "old_bytes", "new_bytes", "why", NULL };
+        const char *outcome;
+        int r;
+
+        r = check_keys(j, path, keys, ret_error);
+        if (r < 0)
+                return r;
+        r = get_int(j, path, "time_ms", true, 1, INT64_MAX, &g->time_ms, ret_error);
+        if (r < 0)
+                return r;
+        r = get_string(j, path, "outcome", true, SIZE_MAX, &outcome, ret_error);
+        if (r < 0)
+                return r;
+        if (!streq(outcome, "raised") && !streq(outcome, "no-room"))
+                return fail(ret_error, path, "outcome", "must be one of raised, no-room");
+        g->raised = streq(outcome, "raised");
+        r = get_int(j, path, "old_bytes", true, 0, INT64_MAX, &g->old_bytes, ret_error);
+        if (r < 0)
+                return r;
+        r = get_int(j, path, "new_bytes", true, 0, INT64_MAX, &g->new_bytes, ret_error);
+        if (r < 0)
+                return r;
+        return get_text(j, path, "why", &g->why, ret_error);
+}
+
+static json_t *memory_guard_event_to_json(const MemoryGuardEvent *g) {
+        json_auto_t *o = json_object();
+
+        if (!o || add(o, "time_ms", json_integer(g->time_ms)) < 0 ||
+            add(o, "outcome", json_string(g->raised ? "raised" : "no-room")) < 0 ||
+            add(o, "old_bytes", json_integer(g->old_bytes)) < 0 || add(o, "new_bytes", json_integer(g->new_bytes)) < 0 ||
+            (g->why && add(o, "why", json_text(g->why)) < 0))
+                return NULL;
+        return json_incref(o);
+}
+
 static int task_report_from_json(json_t *j, const char *path, TaskReport *t, char **ret_error) {
         static const char *const keys[] = {
                 "id", "state", "pid", "samples", "limits", "limits_target", "limits_external", "adopted", "fenced",
-                "exit", "error", "output_dropped_bytes", NULL,
+                "exit", "error", "output_dropped_bytes", "memory_guard", NULL,
         };
         const char *state;
-        json_t *samples, *exit;
+        json_t *samples, *exit, *guard;
         int64_t pid = 0;
         int r;
 
@@ -1319,6 +1357,16 @@ static int task_report_from_json(json_t *j, const char *path, TaskReport *t, cha
         r = get_uint64(j, path, "output_dropped_bytes", false, &t->output_dropped_bytes, ret_error);
         if (r < 0)
                 return r;
+        r = get_object(j, path, "memory_guard", false, &guard, ret_error);
+        if (r < 0)
+                return r;
+        if (r > 0) {
+                char p[PATH_BUF];
+                path_field(p, path, "memory_guard");
+                r = memory_guard_event_from_json(guard, p, &t->memory_guard, ret_error);
+                if (r < 0)
+                        return r;
+        }
 
         return get_text(j, path, "error", &t->error, ret_error);
 }
@@ -1549,6 +1597,8 @@ static json_t *task_report_to_json(const TaskReport *t) {
         if (t->error && add(o, "error", json_text(t->error)) < 0)
                 return NULL;
         if (t->output_dropped_bytes > 0 && add(o, "output_dropped_bytes", json_u64(t->output_dropped_bytes)) < 0)
+                return NULL;
+        if (t->memory_guard.time_ms > 0 && add(o, "memory_guard", memory_guard_event_to_json(&t->memory_guard)) < 0)
                 return NULL;
         return json_incref(o);
 }
@@ -1928,6 +1978,22 @@ static void task_report_write_tail(TextBuf *b, const TaskReport *t) {
                 text_lit(b, ",\"output_dropped_bytes\":");
                 text_u64(b, t->output_dropped_bytes);
         }
+        if (t->memory_guard.time_ms > 0) {
+                text_lit(b, ",\"memory_guard\":{\"time_ms\":");
+                text_i64(b, t->memory_guard.time_ms);
+                if (t->memory_guard.raised)
+                        text_lit(b, ",\"outcome\":\"raised\",\"old_bytes\":");
+                else
+                        text_lit(b, ",\"outcome\":\"no-room\",\"old_bytes\":");
+                text_i64(b, t->memory_guard.old_bytes);
+                text_lit(b, ",\"new_bytes\":");
+                text_i64(b, t->memory_guard.new_bytes);
+                if (t->memory_guard.why) {
+                        text_lit(b, ",\"why\":");
+                        text_string(b, t->memory_guard.why);
+                }
+                text_lit(b, "}");
+        }
         text_lit(b, "}");
 }
 
@@ -2262,7 +2328,7 @@ json_t *output_chunk_to_json(const OutputChunk *c) {
 }
 
 int heartbeat_reply_from_json(json_t *j, HeartbeatReply **ret, char **ret_error) {
-        static const char *const keys[] = { "interval_ms", "lease_ms", "actions", "reads", NULL };
+        static const char *const keys[] = { "interval_ms", "lease_ms", "actions", "reads", "memory_guard", NULL };
         _cleanup_(heartbeat_reply_freep) HeartbeatReply *h = NULL;
         json_t *a;
         int64_t i;
@@ -2288,6 +2354,10 @@ int heartbeat_reply_from_json(json_t *j, HeartbeatReply **ret, char **ret_error)
         if (r < 0)
                 return r;
         h->lease_ms = r > 0 ? (uint32_t) i : 0;
+        r = get_bool(j, "", "memory_guard", false, &h->memory_guard, ret_error);
+        if (r < 0)
+                return r;
+        h->has_memory_guard = r > 0;
 
         r = get_array(j, "", "actions", false, 0, PROTO_MAX_ACTIONS, "actions", &a, ret_error);
         if (r < 0)
@@ -2370,6 +2440,8 @@ json_t *heartbeat_reply_to_json(const HeartbeatReply *r) {
         if (add(o, "interval_ms", json_integer(r->interval_ms)) < 0)
                 return NULL;
         if (r->lease_ms > 0 && add(o, "lease_ms", json_integer(r->lease_ms)) < 0)
+                return NULL;
+        if (r->has_memory_guard && add(o, "memory_guard", json_boolean(r->memory_guard)) < 0)
                 return NULL;
         for (size_t i = 0; i < r->n_actions; i++)
                 if (append(actions, action_to_json(&r->actions[i])) < 0)

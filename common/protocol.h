@@ -208,6 +208,15 @@ typedef struct ExitRecord {
         uint64_t memory_peak_bytes;
 } ExitRecord;
 
+/* What the agent's memory guard did on its own for a task (agent/memory-guard.h), sent once. */
+typedef struct MemoryGuardEvent {
+        int64_t time_ms;             /* 0: nothing to report */
+        bool raised;                 /* raised old -> new; false: it could not (no room on the node) */
+        int64_t old_bytes;           /* the limit judged: the hard limit, or memory.high without one */
+        int64_t new_bytes;           /* raised: the limit now; not raised: what it asked for */
+        char *why;                   /* the guard's numbers in words */
+} MemoryGuardEvent;
+
 typedef struct TaskReport {
         char *id;                    /* task id */
         TaskState state;             /* RUNNING, SUCCEEDED, FAILED (or CANCELLED when killed by request, LOST
@@ -226,6 +235,7 @@ typedef struct TaskReport {
         /* Output the agent did not write to the task's files: what came beyond the node's cap
          * (--output-max-size). 0: none. */
         uint64_t output_dropped_bytes;
+        MemoryGuardEvent memory_guard;
 } TaskReport;
 
 typedef struct Ack {
@@ -349,6 +359,9 @@ typedef struct HeartbeatReply {
         size_t n_actions;
         OutputRead *reads;
         size_t n_reads;
+        /* Whether the agent's memory guard may raise memory limits on its own (the controller's
+         * orchestrator controls memory); has_: the reply said (absent: unchanged). */
+        bool has_memory_guard, memory_guard;
 } HeartbeatReply;
 
 int heartbeat_reply_from_json(json_t *j, HeartbeatReply **ret, char **ret_error);

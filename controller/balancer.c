@@ -487,8 +487,15 @@ static void fill_limits(const Balance *b, OrchDecision *d) {
         }
         if (t->info.memory_max_bytes > 0) {
                 d->memory_max_bytes = llround(d->new_value);
-                /* Keep the soft limit where it was relative to the hard one. */
-                if (t->info.memory_high_bytes > 0)
+                if (d->raise) {
+                        /* The soft target (v2 memory.high, which throttles; v1's soft limit, which
+                         * global reclaim goes to first) a headroom below the new hard limit, never
+                         * below use + headroom: on v2 a task outgrowing the estimate is slowed, and
+                         * its agent's memory guard sees it, before the hard limit kills it. */
+                        double use = orch_task_usage(t, ORCH_MEMORY), m = memory_margin(b, use);
+                        d->memory_high_bytes = llround(MIN(d->new_value, MAX(use + m, d->new_value - m)));
+                } else if (t->info.memory_high_bytes > 0)
+                        /* Keep the soft limit where it was relative to the hard one. */
                         d->memory_high_bytes = llround((double) t->info.memory_high_bytes * d->new_value /
                                                        (double) t->info.memory_max_bytes);
         } else
@@ -726,6 +733,11 @@ static int balance_resource(Balance *b, OrchResource r) {
                         /* Only what it does not use, with room for its bursts. */
                         if (r == ORCH_CPU)
                                 d->floor = MAX(d->floor, use * (1 + b->p->cpu_margin_fraction));
+                        /* Memory never below the limit it was given (its request): without swap a
+                         * task that later grows back would be OOM-killed where its static limit
+                         * would have held. Only what it was raised above it can be taken back. */
+                        if (r == ORCH_MEMORY)
+                                d->floor = MAX(d->floor, (double) b->s->tasks[t].info.expected_memory_bytes);
                         d->give = quantize_down(MIN(max_step(b, r), alloc - d->floor), r);
                         if (d->give > 0)
                                 n_dn++;

@@ -73,7 +73,7 @@ typedef struct OrchBalanceParams {
 #define ORCH_MIB (UINT64_C(1) << 20)
 #define ORCH_BALANCE_PARAMS_DEFAULT                                     \
         ((OrchBalanceParams) {                                          \
-                .mode = ORCH_MODE_CPU,                                  \
+                .mode = ORCH_MODE_CPU_MEMORY,                           \
                 .estimator = ORCH_ESTIMATOR_REGRESSION,                 \
                 .dry_run = false,                                       \
                 .epoch_s = 1.0,                                         \

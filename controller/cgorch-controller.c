@@ -551,6 +551,11 @@ static int on_heartbeat(void *userdata, const Heartbeat *hb, int64_t now, uint32
         return m->orchestrator ? orchestrator_observe(m->orchestrator, hb, now, interval_ms) : 0;
 }
 
+static bool memory_guard(void *userdata) {
+        Manager *m = userdata;
+        return m->orchestrator && orchestrator_memory_guard(m->orchestrator);
+}
+
 /* The store's observer: commit times, and jobs' waits and responses under the policy now. */
 static void on_store_commit(void *userdata, bool durable, uint64_t took_us) {
         Manager *m = userdata;
@@ -789,6 +794,7 @@ static int run(Manager *m) {
                 .jobs = m->config.current.jobs,
                 .sizes = HFSP_SIZE_PARAMS_DEFAULT,
                 .on_heartbeat = on_heartbeat,
+                .memory_guard = memory_guard,
                 .on_heartbeat_userdata = m,
         };
         r = cluster_new(m->store, &cc, now_ms(), &m->cluster);

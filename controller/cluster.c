@@ -1386,8 +1386,9 @@ static int heartbeat_handle(Cluster *c, const char *node, const Heartbeat *hb, i
                 } else
                         log_warning_errno(r, "Node %s: cannot add this heartbeat's new actions to its reply: %m", node);
         }
-        json_t *reply = json_pack("{s:I, s:I, s:O}", "interval_ms", (json_int_t) interval, "lease_ms",
-                                  (json_int_t) c->config.lease_ms, "actions", actions);
+        bool guard = c->config.memory_guard && c->config.memory_guard(c->config.on_heartbeat_userdata);
+        json_t *reply = json_pack("{s:I, s:I, s:O, s:b}", "interval_ms", (json_int_t) interval, "lease_ms",
+                                  (json_int_t) c->config.lease_ms, "actions", actions, "memory_guard", guard);
         if (!reply)
                 return -ENOMEM;
         *ret_reply = reply;

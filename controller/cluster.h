@@ -22,6 +22,9 @@ typedef struct ClusterConfig {
          * orchestrator's samples); may lower the interval_ms the reply tells the agent. Returns
          * > 0 when it queued actions for the heartbeat's node: the reply carries them. */
         int (*on_heartbeat)(void *userdata, const Heartbeat *hb, int64_t now_ms, uint32_t *interval_ms);
+        /* Whether the agents' memory guards may raise memory limits on their own (told in every
+         * heartbeat reply); NULL: they may not. Called with on_heartbeat_userdata. */
+        bool (*memory_guard)(void *userdata);
         void *on_heartbeat_userdata;
 } ClusterConfig;
 

@@ -59,6 +59,12 @@ typedef struct TaskTrack {
         bool own_psi_cpu, own_psi_memory; /* its samples carry its cgroup's own PSI */
 } TaskTrack;
 
+/* What an agent's memory guard did on its own (agent/memory-guard.h), as it reported it. */
+typedef struct GuardRecord {
+        char *task, *node;
+        MemoryGuardEvent event;         /* why: owned */
+} GuardRecord;
+
 typedef struct NodeTrack {
         char *name;
         double psi_cpu, psi_memory;
@@ -82,7 +88,16 @@ struct Orchestrator {
         double last_epoch_took_s;       /* how long it took (monotonic); 0: none ran */
         bool slow;                      /* it took more than its share of the loop (said once) */
         OrchCounters counters;
+        GuardRecord guard[ORCH_GUARD_RECORDS];  /* the agents' latest memory guard acts, a ring */
+        size_t n_guard, guard_next;
 };
+
+static void guard_record_done(GuardRecord *g) {
+        free(g->task);
+        free(g->node);
+        free(g->event.why);
+        *g = (GuardRecord) {};
+}
 
 static void track_free(TaskTrack *t) {
         if (!t)
@@ -257,6 +272,74 @@ static bool track_has_window(const TaskTrack *t) {
 static int run_epoch(Orchestrator *o, int64_t now_ms, const char *node, unsigned *ret_for_node);
 static int epoch_schedule(Orchestrator *o, int64_t now_ms, const char *node, unsigned *ret_for_node);
 
+bool orchestrator_memory_guard(const Orchestrator *o) {
+        return (o->balance.mode == ORCH_MODE_MEMORY || o->balance.mode == ORCH_MODE_CPU_MEMORY) && !o->balance.dry_run;
+}
+
+/* An agent raised a memory limit on its own (or could not, for want of room): kept for
+ * GET /v1/contention, and a raise recorded as an adjustment (estimator "agent", no action: it
+ * is already in force). */
+static void observe_guard(Orchestrator *o, const char *node, const TaskReport *rep) {
+        const MemoryGuardEvent *e = &rep->memory_guard;
+        GuardRecord *g = &o->guard[o->guard_next];
+        TaskId id = {};
+        int r;
+
+        guard_record_done(g);
+        *g = (GuardRecord) { .task = strdup(rep->id), .node = strdup(node), .event = *e };
+        g->event.why = e->why ? strdup(e->why) : NULL;
+        if (!g->task || !g->node || (e->why && !g->event.why)) {
+                guard_record_done(g);
+                log_oom();
+                return;
+        }
+        o->guard_next = (o->guard_next + 1) % ORCH_GUARD_RECORDS;
+        o->n_guard = MIN(o->n_guard + 1, (size_t) ORCH_GUARD_RECORDS);
+
+        if (!e->raised) {
+                log_info("Memory guard of %s: task %s: no raise: %s", node, rep->id, e->why ?: "");
+                return;
+        }
+        log_info("Memory guard of %s: task %s: %s", node, rep->id, e->why ?: "raised");
+        (void) task_id_parse(rep->id, &id);
+        _cleanup_json_ json_t *evidence = json_pack("{s:s, s:s, s:I, s:I}", "source", "memory-guard", "outcome", "raised",
+                                                    "old_bytes", (json_int_t) e->old_bytes, "new_bytes",
+                                                    (json_int_t) e->new_bytes);
+        if (!evidence) {
+                log_oom();
+                return;
+        }
+        StoreAdjustment a = {
+                .time_ms = e->time_ms,
+                .epoch = o->state.epoch,
+                .task = rep->id,
+                .job = id.job,
+                .node = node,
+                .resource = "memory",
+                .verdict = "apply",
+                .raise = true,
+                .old_value = (double) e->old_bytes,
+                .new_value = (double) e->new_bytes,
+                .wanted = (double) e->new_bytes,
+                .need = (double) e->new_bytes,
+                .alpha = e->old_bytes > 0 ? (double) e->new_bytes / (double) e->old_bytes : 0,
+                .estimator = "agent",
+                .reason = e->why ?: "raised by the agent's memory guard",
+                .evidence = evidence,
+        };
+        r = store_begin(o->store);
+        if (r >= 0) {
+                r = store_adjustment_insert(o->store, &a, NULL);
+                if (r >= 0)
+                        r = store_commit(o->store);
+                if (r < 0)
+                        store_rollback(o->store);
+        }
+        if (r < 0)
+                log_warning_errno(r, "Cannot record the memory guard's raise of task %s: %m", rep->id);
+        o->counters.decisions[ORCH_MEMORY][0][r >= 0 ? ORCH_DECIDED_APPLIED : ORCH_DECIDED_FAILED]++;
+}
+
 int orchestrator_observe(void *userdata, const Heartbeat *hb, int64_t now_ms, uint32_t *interval_ms) {
         Orchestrator *o = userdata;
         unsigned for_node = 0;
@@ -292,6 +375,8 @@ int orchestrator_observe(void *userdata, const Heartbeat *hb, int64_t now_ms, ui
                 }
                 t->limits = rep->limits;
                 t->seen = true;
+                if (rep->memory_guard.time_ms > 0)
+                        observe_guard(o, hb->node, rep);
                 bool added = false;
                 for (size_t k = 0; k < rep->n_samples; k++) {
                         added |= track_add_sample(t, &rep->samples[k]);
@@ -997,6 +1082,8 @@ Orchestrator *orchestrator_free(Orchestrator *o) {
                 free(o->nodes[i].name);
         free(o->nodes);
         json_decref(o->contention);
+        for (size_t i = 0; i < ORCH_GUARD_RECORDS; i++)
+                guard_record_done(&o->guard[i]);
         free(o);
         return NULL;
 }
@@ -1028,12 +1115,31 @@ int orchestrator_set_params(Orchestrator *o, const OrchBalanceParams *balance, c
         return 0;
 }
 
-int orchestrator_contention_to_json(Orchestrator *o, json_t **ret) {
-        if (o->contention) {
-                *ret = json_incref(o->contention);
-                return 0;
+/* The agents' memory guard acts, newest first. */
+static json_t *guard_json(const Orchestrator *o) {
+        _cleanup_json_ json_t *guard = json_array();
+        if (!guard)
+                return NULL;
+        for (size_t k = 0; k < o->n_guard; k++) {
+                const GuardRecord *g = &o->guard[(o->guard_next + ORCH_GUARD_RECORDS - 1 - k) % ORCH_GUARD_RECORDS];
+                if (json_array_append_new(guard, json_pack("{s:s, s:s, s:I, s:s, s:I, s:I, s:s}", "task", g->task, "node",
+                                                           g->node, "time_ms", (json_int_t) g->event.time_ms, "outcome",
+                                                           g->event.raised ? "raised" : "no-room", "old_bytes",
+                                                           (json_int_t) g->event.old_bytes, "new_bytes",
+                                                           (json_int_t) g->event.new_bytes, "why",
+                                                           g->event.why ?: "")) < 0)
+                        return NULL;
         }
-        json_t *j = json_pack("{s:s, s:b, s:f, s:I, s:n, s:b, s:[], s:[]}",
+        return json_incref(guard);
+}
+
+int orchestrator_contention_to_json(Orchestrator *o, json_t **ret) {
+        _cleanup_json_ json_t *j = NULL;
+
+        if (o->contention)
+                j = json_copy(o->contention);
+        else
+                j = json_pack("{s:s, s:b, s:f, s:I, s:n, s:b, s:[], s:[]}",
                               "mode", orch_mode_to_string(o->balance.mode),
                               "dry_run", o->balance.dry_run,
                               "epoch_s", o->balance.epoch_s,
@@ -1041,8 +1147,10 @@ int orchestrator_contention_to_json(Orchestrator *o, json_t **ret) {
                               "time_ms",
                               "active", false,
                               "findings", "decisions");
-        if (!j)
+        /* The guard acts as they come, not as of the latest epoch. */
+        if (!j || json_object_set_new(j, "memory_guard", json_boolean(orchestrator_memory_guard(o))) < 0 ||
+            json_object_set_new(j, "memory_guard_acts", guard_json(o)) < 0)
                 return -ENOMEM;
-        *ret = j;
+        *ret = TAKE_PTR(j);
         return 0;
 }

@@ -29,6 +29,9 @@
  * few milliseconds before the epoch is due must still get its epoch, not wait a whole interval. */
 #define ORCH_EPOCH_EARLY_DIVISOR 8
 
+/* The agents' memory guard acts kept for GET /v1/contention. */
+#define ORCH_GUARD_RECORDS 32
+
 typedef struct Orchestrator Orchestrator;
 
 /* event may be NULL (tests): then there is no timer, and epochs run only from heartbeats that
@@ -50,6 +53,11 @@ int orchestrator_set_params(Orchestrator *o, const OrchBalanceParams *balance, c
  * this heartbeat's node (they belong in this reply), else 0. Never fails: what cannot be kept is
  * dropped, an epoch that fails is logged. */
 int orchestrator_observe(void *userdata, const Heartbeat *hb, int64_t now_ms, uint32_t *interval_ms);
+
+/* Whether the agents' memory guards may raise memory limits on their own: the orchestrator
+ * controls memory (mode memory or cpu+memory) and is not in dry-run. Told to every agent in its
+ * heartbeat replies (ClusterConfig.memory_guard). */
+bool orchestrator_memory_guard(const Orchestrator *o);
 
 /* Pure: when (ms) the epoch after one run at last_ms is due: one epoch later, less
  * 1/ORCH_EPOCH_EARLY_DIVISOR of it. last_ms < 0 (no epoch ran yet): INT64_MIN, due at once. */

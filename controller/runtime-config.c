@@ -43,7 +43,7 @@ static const char *const preemption_choices[_SCHED_PREEMPTION_MAX] = {
 
 const Knob runtime_knobs[] = {
         { "orchestrate", KNOB_ENUM, SETTING(balance.mode), "MODE",
-          "control mode: which limits the orchestrator adjusts, off, cpu, memory or cpu+memory (default: cpu)",
+          "control mode: which limits the orchestrator adjusts, off, cpu, memory or cpu+memory (default: cpu+memory)",
           0, 0, ENUM_CHOICES(mode_choices), "mode", KNOB_APPLY_ORCHESTRATOR },
         { "dry-run", KNOB_BOOL, SETTING(balance.dry_run), NULL,
           "decide and record adjustments but do not apply them (default: no)",

@@ -53,6 +53,10 @@ static inline bool heq_report(const TaskReport *a, const TaskReport *b) {
             !heq_real(a->exit.wall_s, b->exit.wall_s) || !heq_real(a->exit.cpu_s, b->exit.cpu_s) ||
             a->exit.memory_peak_bytes != b->exit.memory_peak_bytes)
                 return false;
+        if (a->memory_guard.time_ms != b->memory_guard.time_ms || a->memory_guard.raised != b->memory_guard.raised ||
+            a->memory_guard.old_bytes != b->memory_guard.old_bytes || a->memory_guard.new_bytes != b->memory_guard.new_bytes ||
+            !heq_str(a->memory_guard.why, b->memory_guard.why))
+                return false;
         for (size_t i = 0; i < a->n_samples; i++)
                 if (!heq_sample(&a->samples[i], &b->samples[i]))
                         return false;

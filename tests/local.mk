@@ -174,8 +174,8 @@ EXTRA_DIST += tests/fixtures/cgroup-v1 tests/fixtures/cgroup-hybrid tests/fixtur
 # tests/fixtures/proc; the safety rules of limit changes; actuation and restart on real cgroups
 # driven by a scripted controller; the record of how tasks ended when the state directory or a
 # task's supervisor is lost.
-check_PROGRAMS += tests/unit/test-sampler tests/unit/test-limits-policy
-TESTS += tests/unit/test-sampler tests/unit/test-limits-policy tests/integration/test-agent-actions.sh \
+check_PROGRAMS += tests/unit/test-sampler tests/unit/test-limits-policy tests/unit/test-memory-guard
+TESTS += tests/unit/test-sampler tests/unit/test-limits-policy tests/unit/test-memory-guard tests/integration/test-agent-actions.sh \
 	tests/integration/test-agent-record.sh
 tests_unit_test_sampler_SOURCES = tests/unit/test-sampler.c
 tests_unit_test_sampler_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/agent
@@ -188,6 +188,10 @@ tests_unit_test_bpf_hot_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/agent
 tests_unit_test_bpf_hot_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_bpf_hot_LDADD = agent/libcgorch-agent-cgroup.a $(COMMON_LIBS) $(CRITERION_LIBS)
 EXTRA_DIST += tests/integration/test-agent-bpf.sh
+tests_unit_test_memory_guard_SOURCES = tests/unit/test-memory-guard.c
+tests_unit_test_memory_guard_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/agent
+tests_unit_test_memory_guard_CFLAGS = $(AM_CFLAGS) $(LIBCGROUP_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_memory_guard_LDADD = agent/libcgorch-agent-cgroup.a $(COMMON_LIBS) $(LIBCGROUP_LIBS) $(CRITERION_LIBS) -lm
 tests_unit_test_limits_policy_SOURCES = tests/unit/test-limits-policy.c
 tests_unit_test_limits_policy_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/agent
 tests_unit_test_limits_policy_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)

@@ -19,6 +19,8 @@ static void burn_print_help(const char *program) {
                "                                  gives each task its own: task K of CGORCH_TASK_ID\n"
                "                                  (JOB.PHASE.K.ATTEMPT) burns the K-th value, from 0\n"
                "  -m, --memory=SIZE               bytes of memory to touch and hold, e.g. 64M (default 0)\n"
+               "  -g, --memory-grow               touch the memory as the CPU work is done (half of it\n"
+               "                                  at half the work), not all before it starts\n"
                "  -t, --threads=N                 threads sharing the CPU work, 1..%u (default 1)\n"
                "  -d, --duty-cycle=FRACTION       busy fraction of every 100 ms per thread, the rest\n"
                "                                  asleep, in (0, 1] (default 1)\n"
@@ -164,6 +166,7 @@ int burn_options_parse(int argc, char **argv, BurnOptions *ret) {
         static const struct option long_options[] = {
                 { "cpu-seconds", required_argument, NULL, 'c' },
                 { "memory", required_argument, NULL, 'm' },
+                { "memory-grow", no_argument, NULL, 'g' },
                 { "threads", required_argument, NULL, 't' },
                 { "duty-cycle", required_argument, NULL, 'd' },
                 { "exit-code", required_argument, NULL, 'e' },
@@ -189,7 +192,7 @@ int burn_options_parse(int argc, char **argv, BurnOptions *ret) {
         /* 0 makes glibc reinitialise getopt, so the parser can run more than once (tests). */
         optind = 0;
         opterr = 0; /* our own messages name the program the same way as the rest */
-        while ((c = getopt_long(argc, argv, ":c:m:t:d:e:p:w:hV", long_options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, ":c:m:gt:d:e:p:w:hV", long_options, NULL)) >= 0)
                 switch (c) {
                 case 'c':
                         r = burn_parse_cpu_seconds(program, optarg, &o);
@@ -200,6 +203,9 @@ int burn_options_parse(int argc, char **argv, BurnOptions *ret) {
                         if (parse_size_bytes(optarg, &o.memory_bytes) < 0)
                                 return burn_bad_value(program, "memory", optarg,
                                                       "must be a size such as 4096, 64K, 256M or 2G");
+                        break;
+                case 'g':
+                        o.memory_grow = true;
                         break;
                 case 't':
                         if (parse_uint(optarg, &u) < 0 || u < 1 || u > BURN_MAX_THREADS)

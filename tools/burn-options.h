@@ -15,6 +15,8 @@
 /* The duty cycle's period: short against a 1 s sample, long against a 100 ms CFS period's
  * granularity of a few ms. */
 #define BURN_DUTY_PERIOD_US 100000ULL
+/* --memory-grow: how often the touched memory catches up with the work done. */
+#define BURN_GROW_INTERVAL_US 50000ULL
 
 typedef struct BurnOptions {
         double cpu_seconds;             /* total across all threads */
@@ -22,7 +24,8 @@ typedef struct BurnOptions {
          * tasks of one cgorch phase share one argv). NULL for a single value; owned. */
         double *cpu_seconds_per_task;
         size_t n_cpu_seconds_per_task;
-        uint64_t memory_bytes;          /* touched before burning, held until exit */
+        uint64_t memory_bytes;          /* touched before burning (or while, memory_grow), held until exit */
+        bool memory_grow;               /* touch memory_bytes as the CPU work is done, not before it */
         unsigned n_threads;
         double duty_cycle;              /* (0, 1]: busy fraction of every BURN_DUTY_PERIOD_US per thread */
         int exit_code;

@@ -160,9 +160,29 @@ static void progress_write(int *fd, double fraction, bool done) {
         }
 }
 
-/* Maps and writes every page, so the memory is really resident and charged to our cgroup,
- * not just reserved address space. Never unmapped: it is held until exit. */
-static int touch_memory(uint64_t bytes) {
+/* The memory to hold: mapped at once, written (made resident and charged to our cgroup, not
+ * just reserved address space) up to touched_bytes, all of it before the work or as it goes
+ * (--memory-grow). Never unmapped: it is held until exit. */
+typedef struct Memory {
+        char *p;
+        uint64_t bytes, touched_bytes;
+        long page;
+} Memory;
+
+static void touch_to(Memory *m, uint64_t upto) {
+        if (m->bytes == 0)
+                return;
+        upto = MIN(upto, m->bytes);
+        /* Non-zero bytes: a written zero page still allocates, but being explicit costs nothing. */
+        for (uint64_t off = m->touched_bytes; off < upto; off += (uint64_t) m->page)
+                m->p[off] = (char) (off / (uint64_t) m->page) | 1;
+        if (upto == m->bytes)
+                m->p[m->bytes - 1] = 1;
+        m->touched_bytes = MAX(m->touched_bytes, (upto + (uint64_t) m->page - 1) / (uint64_t) m->page * (uint64_t) m->page);
+}
+
+static int map_memory(uint64_t bytes, Memory *ret) {
+        *ret = (Memory) { .bytes = bytes };
         if (bytes == 0)
                 return 0;
         if (bytes > SIZE_MAX) {
@@ -178,20 +198,16 @@ static int touch_memory(uint64_t bytes) {
                         strerror(-r));
                 return r;
         }
-
-        long page = sysconf(_SC_PAGESIZE);
-        if (page <= 0)
-                page = 4096;
-        /* Non-zero bytes: a written zero page still allocates, but being explicit costs nothing. */
-        for (uint64_t off = 0; off < bytes; off += (uint64_t) page)
-                p[off] = (char) (off / (uint64_t) page) | 1;
-        p[bytes - 1] = 1;
+        ret->p = p;
+        ret->page = sysconf(_SC_PAGESIZE);
+        if (ret->page <= 0)
+                ret->page = 4096;
         return 0;
 }
 
 /* Burns the CPU work on n threads while the calling thread reports progress. Returns 0 when
  * all work is done, -ETIME when the wall timeout stopped it, or a negative errno. */
-static int burn_cpu(const BurnOptions *o, int *progress_fd) {
+static int burn_cpu(const BurnOptions *o, int *progress_fd, Memory *grow) {
         Burner b = {
                 .cpu_ns_per_thread = (uint64_t) (o->cpu_seconds * 1e9 / o->n_threads),
                 .busy_ns_per_period = o->duty_cycle < 1 ?
@@ -217,6 +233,7 @@ static int burn_cpu(const BurnOptions *o, int *progress_fd) {
         uint64_t now_ns = clock_ns(CLOCK_MONOTONIC);
         uint64_t timeout_at_ns = o->wall_timeout_us > 0 ? now_ns + o->wall_timeout_us * NSEC_PER_USEC : UINT64_MAX;
         uint64_t next_report_ns = now_ns + o->progress_interval_us * NSEC_PER_USEC;
+        uint64_t next_grow_ns = grow ? now_ns + BURN_GROW_INTERVAL_US * NSEC_PER_USEC : UINT64_MAX;
 
         for (; n_started < o->n_threads; n_started++) {
                 int k = pthread_create(&threads[n_started], NULL, burn_thread, &b);
@@ -230,7 +247,7 @@ static int burn_cpu(const BurnOptions *o, int *progress_fd) {
 
         pthread_mutex_lock(&b.lock);
         while (r == 0 && b.n_done < n_started) {
-                struct timespec until = timespec_from_ns(MIN(next_report_ns, timeout_at_ns));
+                struct timespec until = timespec_from_ns(MIN(MIN(next_report_ns, next_grow_ns), timeout_at_ns));
                 int k = pthread_cond_timedwait(&b.cond, &b.lock, &until);
                 if (k != ETIMEDOUT)
                         continue;
@@ -241,10 +258,16 @@ static int burn_cpu(const BurnOptions *o, int *progress_fd) {
                         r = -ETIME;
                         break;
                 }
+                double done = total_ns > 0
+                        ? (double) (clock_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu_start_ns) / (double) total_ns
+                        : 0;
+                if (now_ns >= next_grow_ns) {
+                        /* The lock is held: the burners only take it to say they are done. */
+                        touch_to(grow, (uint64_t) (MIN(MAX(done, 0.0), 1.0) * (double) grow->bytes));
+                        while (next_grow_ns <= now_ns)
+                                next_grow_ns += BURN_GROW_INTERVAL_US * NSEC_PER_USEC;
+                }
                 if (now_ns >= next_report_ns) {
-                        double done = total_ns > 0
-                                ? (double) (clock_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu_start_ns) / (double) total_ns
-                                : 0;
                         /* "1" is reserved for "finished", so a report before the end stays below. */
                         progress_write(progress_fd, MIN(MAX(done, 0.0), 0.999), false);
                         while (next_report_ns <= now_ns)
@@ -284,15 +307,21 @@ int main(int argc, char **argv) {
         /* Progress goes to a pipe whose reader (the agent) may restart; that must not kill us. */
         signal(SIGPIPE, SIG_IGN);
 
-        if (touch_memory(o.memory_bytes) < 0)
+        Memory mem;
+        if (map_memory(o.memory_bytes, &mem) < 0)
                 return EXIT_FAILURE;
+        bool grow = o.memory_grow && o.cpu_seconds > 0;
+        if (!grow)
+                touch_to(&mem, mem.bytes);
 
-        r = burn_cpu(&o, &progress_fd);
+        r = burn_cpu(&o, &progress_fd, grow ? &mem : NULL);
         if (r == -ETIME)
                 return BURN_EXIT_TIMEOUT;
         if (r < 0)
                 return EXIT_FAILURE;
 
+        /* All of it by the end, whatever the last catch-up saw. */
+        touch_to(&mem, mem.bytes);
         progress_write(&progress_fd, 1, true);
         return o.exit_code;
 }

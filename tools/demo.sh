@@ -95,8 +95,8 @@ echo "(the 'broken' job exits 7 on purpose: a failed task fails its job)"
 echo
 echo "== orchestration (cgorchctl adjustments; the first raise of a starved task, with its evidence)"
 cluster_curl -fsS "$CGORCH_SERVER/v1/adjustments?limit=10000" | jq -r '
-        ([.adjustments[] | select(.direction == "raise" and .evidence.basis == "limit")] | last) //
-        ([.adjustments[] | select(.direction == "raise")] | last) //
+        ([.adjustments[] | select(.resource == "cpu" and .direction == "raise" and .evidence.basis == "limit")] | last) //
+        ([.adjustments[] | select(.resource == "cpu" and .direction == "raise")] | last) //
         {none: true} | if .none then "no raise this run (no task was pinned at its quota long enough)" else
         "raised task \(.task) on \(.node): cpu \(.old_value * 1000 | round / 1000) -> \(.new_value * 1000 | round / 1000) cores (\(.status))\n" +
         "  evidence: \(.evidence.reason)\n" +

@@ -55,7 +55,7 @@ code=$(cluster_curl -sS -o "$CLUSTER_DIR/put.json" -w '%{http_code}' -X PUT -H '
 [ "$(jq -r .error.message "$CLUSTER_DIR/put.json")" = "$want" ] ||
         fail "unexpected refusal: $(jq -r .error.message "$CLUSTER_DIR/put.json")"
 config() { cluster_curl -fsS "$CGORCH_SERVER/v1/config" | jq -r "$1"; }
-[ "$(config .orchestrate)" = cpu ] && [ "$(config .epoch)" = 20 ] || fail "the refused PUT changed the settings"
+[ "$(config .orchestrate)" = cpu+memory ] && [ "$(config .epoch)" = 20 ] || fail "the refused PUT changed the settings"
 pass "PUT /v1/config refuses a 1 s epoch with 20 000 tasks: $want"
 
 # ---- refused: cgorchctl config set ----

@@ -130,12 +130,55 @@ Test(balancer, memory_from_overprovisioned_neighbour_never_below_use_plus_margin
         cr_assert_float_eq(g->wanted, 1280 * MIB, 1);
         cr_assert_float_eq(g->new_value, 1184 * MIB, 1e-3);
         cr_assert_eq(g->memory_max_bytes, (int64_t) (1184 * MIB));
+        /* Its soft target a headroom (10 % of its 1024 MiB) below, but not below use + headroom. */
+        cr_assert_eq(g->memory_high_bytes, llround(1126.4 * MIB));
         cr_assert_eq(g->cpu_quota_us, 0, "cpu untouched");
         cr_assert_float_eq(t->new_value, 440 * MIB, 1e-3);
         cr_assert_eq(t->memory_max_bytes, (int64_t) (440 * MIB));
         cr_assert_eq(t->memory_high_bytes, (int64_t) (352 * MIB));
         cr_assert_geq(t->new_value, 400 * MIB + 40 * MIB);
         cr_assert_null(orch_decisions_find(&d, deficit, ORCH_CPU));
+}
+
+/* A take never lowers a memory limit below the task's request (the limit it was given): without
+ * swap a neighbour that grows back to its request later would be OOM-killed where its static
+ * limit would have held. The same donor as above, requested 600 MiB: gives nothing, at-floor;
+ * requested 500 MiB (raised to 600 since): gives the 100 MiB it was raised by. */
+Test(balancer, memory_take_never_below_request) {
+        for (unsigned requested = 500; requested <= 600; requested += 100) {
+                _cleanup_(orch_snapshot_freep) OrchSnapshot *s = scenario_new();
+                _cleanup_(orch_balancer_state_done) OrchBalancerState st;
+                _cleanup_(orch_decisions_done) OrchDecisions d = {};
+                OrchBalanceParams p = paper_params();
+                size_t deficit, donor;
+
+                orch_balancer_state_init(&st);
+                scenario_node(s, "n1", 4, 1624, 0, 0);
+                deficit = scenario_task(s, (OrchTaskInfo) { .id = "1.0.0.0", .job = 1, .node = "n1", .cpu_limit_cores = 1,
+                                                            .memory_max_bytes = (uint64_t) (1024 * MIB),
+                                                            .memory_events_max = 12 }, 0.5, 1024);
+                donor = scenario_task(s, (OrchTaskInfo) { .id = "2.0.0.0", .job = 2, .node = "n1", .cpu_limit_cores = 1,
+                                                          .memory_max_bytes = (uint64_t) (600 * MIB),
+                                                          .expected_memory_bytes = (uint64_t) requested * MIB }, 0.5, 400);
+                cr_assert_eq(epoch(s, 60, &p, &st, &d), 0);
+                cr_assert_eq(epoch(s, 80, &p, &st, &d), 0);
+
+                const OrchDecision *t = orch_decisions_find(&d, donor, ORCH_MEMORY);
+                const OrchDecision *g = orch_decisions_find(&d, deficit, ORCH_MEMORY);
+                if (requested == 600) {
+                        cr_expect_null(t, "nothing taken below its request");
+                        bool at_floor = false;
+                        for (size_t i = 0; i < d.n_explained; i++)
+                                at_floor |= d.explained[i].outcome == ORCH_OUTCOME_AT_FLOOR;
+                        cr_expect(at_floor, "and it says why");
+                        cr_expect(!g || g->verdict == ORCH_VERDICT_SKIPPED, "no room, no donor: no raise");
+                } else {
+                        cr_assert_not_null(t);
+                        cr_expect_float_eq(t->new_value, 500 * MIB, 1e-3);
+                        cr_assert_not_null(g);
+                        cr_expect_float_eq(g->new_value, 1124 * MIB, 1e-3);
+                }
+        }
 }
 
 /* Sec. II-B: jobs A (1), B (2), C (3), two map tasks each. N1: MA1 + MB1; N2: MB2 + MC1; N3:

@@ -23,6 +23,7 @@ Test(burn_options, defaults) {
         cr_assert_eq(burn_options_parse(1, argv, &o), 0);
         cr_assert_float_eq(o.cpu_seconds, 0.0, 1e-12);
         cr_assert_eq(o.memory_bytes, 0);
+        cr_assert_not(o.memory_grow);
         cr_assert_eq(o.n_threads, 1);
         cr_assert_eq(o.exit_code, 0);
         cr_assert_eq(o.progress_interval_us, 1000000);
@@ -42,8 +43,15 @@ Test(burn_options, long_and_short_options) {
         cr_assert_eq(o.exit_code, 3);
         cr_assert_eq(o.progress_interval_us, 250000);
         cr_assert_eq(o.wall_timeout_us, 60000000);
+        cr_assert_not(o.memory_grow);
+        burn_options_done(&o);
 
-        cr_assert_eq(PARSE(&o, "-c", "1", "-m", "4096", "-t2", "-e", "255", "-p", "10ms", "-w", "0"), 0);
+        cr_assert_eq(PARSE(&o, "--memory=1G", "--memory-grow"), 0);
+        cr_assert(o.memory_grow);
+        burn_options_done(&o);
+
+        cr_assert_eq(PARSE(&o, "-c", "1", "-m", "4096", "-g", "-t2", "-e", "255", "-p", "10ms", "-w", "0"), 0);
+        cr_assert(o.memory_grow);
         cr_assert_float_eq(o.cpu_seconds, 1.0, 1e-12);
         cr_assert_eq(o.memory_bytes, 4096);
         cr_assert_eq(o.n_threads, 2);

@@ -133,6 +133,14 @@ static char *agent_heartbeat(unsigned n, bool pretty) {
                 .exit = { .signal = 15, .wall_s = 2, .cpu_s = 0.5, .memory_peak_bytes = 1 << 20 },
                 .error = (char *) "time limit of 2 s reached", .output_dropped_bytes = UINT64_C(5) << 40,
         };
+        /* The agent's memory guard raised the first task's limit on its own. */
+        reports[0].memory_guard = (MemoryGuardEvent) {
+                .time_ms = 1700000000456, .raised = true, .old_bytes = 96 << 20, .new_bytes = 160 << 20,
+                .why = (char *) "hard limit 96.0 -> 160.0 MiB: working set 90.0 MiB + headroom 32.0 MiB",
+        };
+        if (n > 1)
+                reports[1].memory_guard = (MemoryGuardEvent) { .time_ms = 1700000000457, .old_bytes = 1 << 30,
+                                                               .new_bytes = 3 << 29, .why = (char *) "no room on the node" };
         Ack acks[] = { { .action_id = 17, .ok = true }, { .action_id = 18, .ok = false, .error = (char *) "no such user" } };
         Heartbeat hb = {
                 .node = (char *) "node-17.example", .boot_id = (char *) "1b3c-boot", .seq = 99,

@@ -26,6 +26,10 @@ static Store *store;
 static Cluster *cluster;
 static Orchestrator *orch;
 
+static bool memory_guard_of(void *userdata) {
+        return orchestrator_memory_guard(userdata);
+}
+
 /* 1 s epochs, hysteresis 2, CPU only: the benchmark's settings. */
 static void setup(void) {
         log_set_max_level(LOG_WARNING);
@@ -41,6 +45,7 @@ static void setup(void) {
                 .heartbeat_interval_us = INTERVAL_MS * USEC_PER_MSEC,
                 .node_lost_after = 3,
                 .on_heartbeat = orchestrator_observe,
+                .memory_guard = memory_guard_of,
                 .on_heartbeat_userdata = orch,
         };
         cr_assert_eq(cluster_new(store, &cc, T0, &cluster), 0);
@@ -300,4 +305,59 @@ Test(orchestrator, own_stall_from_psi_totals) {
 Test(orchestrator, own_demand_from_throttled_time) {
         double need = need_of_raise(0, 1.2);
         cr_assert_float_eq(need, 2.2, 1e-3, "need %g", need);
+}
+
+/* The agents' memory guards: heartbeat replies say whether they may act (memory controlled, not
+ * dry-run), and a raise a task report carries is recorded as an applied adjustment of the
+ * estimator "agent" with its reason, and listed by GET /v1/contention. */
+Test(orchestrator, memory_guard_told_and_recorded) {
+        HeartbeatReply *hr = beat(NULL, 0, NULL, 0, T0 - 3000);
+        cr_assert(hr->has_memory_guard && !hr->memory_guard, "mode cpu: the guards may not act");
+        heartbeat_reply_free(hr);
+
+        OrchBalanceParams bp = ORCH_BALANCE_PARAMS_DEFAULT;
+        OrchDetectParams dp = ORCH_DETECT_PARAMS_DEFAULT;
+        cr_assert_eq(bp.mode, ORCH_MODE_CPU_MEMORY, "memory is controlled by default");
+        cr_assert_eq(orchestrator_set_params(orch, &bp, &dp), 0);
+        start_hungry();
+
+        TaskSample smp = hungry_sample(T0 + 1000, 1);
+        TaskReport rep = report(&smp, 1);
+        rep.memory_guard = (MemoryGuardEvent) { .time_ms = T0 + 900, .raised = true, .old_bytes = 512 * MiB,
+                                                .new_bytes = 640 * MiB,
+                                                .why = (char *) "hard limit 512.0 -> 640.0 MiB: working set 500.0 MiB" };
+        hr = beat(&rep, 1, NULL, 0, T0 + 1000);
+        cr_assert(hr->has_memory_guard && hr->memory_guard, "cpu+memory: the guards may act");
+        heartbeat_reply_free(hr);
+
+        json_t *adj = NULL, *a;
+        size_t i;
+        bool found = false;
+        cr_assert_eq(store_adjustments_to_json(store, task, 10, &adj), 0);
+        json_array_foreach(json_object_get(adj, "adjustments"), i, a) {
+                if (!streq(json_string_value(json_object_get(a, "estimator")), "agent"))
+                        continue;
+                cr_expect_str_eq(json_string_value(json_object_get(a, "status")), "applied");
+                cr_expect_str_eq(json_string_value(json_object_get(a, "direction")), "raise");
+                cr_expect_str_eq(json_string_value(json_object_get(a, "resource")), "memory");
+                cr_expect_eq(json_number_value(json_object_get(a, "new_value")), (double) (640 * MiB));
+                cr_expect(strstr(json_string_value(json_object_get(a, "reason")), "working set 500.0 MiB"));
+                found = true;
+        }
+        cr_assert(found, "no agent raise recorded: %s", json_dumps(adj, 0));
+        json_decref(adj);
+
+        json_t *c = NULL;
+        cr_assert_eq(orchestrator_contention_to_json(orch, &c), 0);
+        cr_expect(json_is_true(json_object_get(c, "memory_guard")));
+        json_t *act = json_array_get(json_object_get(c, "memory_guard_acts"), 0);
+        cr_assert_not_null(act);
+        cr_expect_str_eq(json_string_value(json_object_get(act, "task")), task);
+        cr_expect_str_eq(json_string_value(json_object_get(act, "outcome")), "raised");
+        cr_expect_eq(json_integer_value(json_object_get(act, "old_bytes")), (json_int_t) (512 * MiB));
+        json_decref(c);
+
+        bp.dry_run = true;
+        cr_assert_eq(orchestrator_set_params(orch, &bp, &dp), 0);
+        cr_expect_not(orchestrator_memory_guard(orch), "dry-run: the guards may not act");
 }

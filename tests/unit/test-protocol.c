@@ -602,7 +602,9 @@ static TaskSample samples[] = {
 static TaskReport reports[] = {
         { .id = "7.0.0.0", .state = TASK_RUNNING, .pid = 4242, .samples = samples, .n_samples = 2,
           .limits = { .cpu_quota_us = 50000, .memory_max_bytes = 268435456 },
-          .limits_target = { .memory_max_bytes = 134217728 }, .limits_external = { .cpu_weight = 200 }, .adopted = true, .fenced = true },
+          .limits_target = { .memory_max_bytes = 134217728 }, .limits_external = { .cpu_weight = 200 }, .adopted = true, .fenced = true,
+          .memory_guard = { .time_ms = 1795000000500, .raised = true, .old_bytes = 100663296, .new_bytes = 167772160,
+                            .why = "hard limit 96.0 -> 160.0 MiB" } },
         { .id = "7.0.1.1", .state = TASK_FAILED, .pid = 0, .has_exit = true,
           .exit = { .code = 0, .signal = 9, .oom_killed = true, .wall_s = 12.5, .cpu_s = 3.25,
                     .memory_peak_bytes = 268435456 },
@@ -671,6 +673,13 @@ static void assert_heartbeats_equal(const Heartbeat *a, const Heartbeat *b) {
                 if (r->error)
                         cr_assert_str_eq(r->error, s->error);
                 cr_assert_eq(r->output_dropped_bytes, s->output_dropped_bytes);
+                cr_assert_eq(r->memory_guard.time_ms, s->memory_guard.time_ms);
+                cr_assert_eq(r->memory_guard.raised, s->memory_guard.raised);
+                cr_assert_eq(r->memory_guard.old_bytes, s->memory_guard.old_bytes);
+                cr_assert_eq(r->memory_guard.new_bytes, s->memory_guard.new_bytes);
+                cr_assert((r->memory_guard.why == NULL) == (s->memory_guard.why == NULL));
+                if (r->memory_guard.why)
+                        cr_assert_str_eq(r->memory_guard.why, s->memory_guard.why);
         }
         cr_assert_eq(a->n_acks, b->n_acks);
         for (size_t i = 0; i < a->n_acks; i++) {
@@ -1082,7 +1091,7 @@ static OutputRead reads[] = {
 
 static const HeartbeatReply reply = {
         .interval_ms = 2000, .lease_ms = 30000, .actions = actions, .n_actions = ELEMENTSOF(actions),
-        .reads = reads, .n_reads = ELEMENTSOF(reads),
+        .reads = reads, .n_reads = ELEMENTSOF(reads), .has_memory_guard = true, .memory_guard = true,
 };
 
 static void assert_strv_equal(char **a, char **b) {
@@ -1106,6 +1115,7 @@ Test(heartbeat_reply, round_trip) {
 
         cr_assert_eq(r->interval_ms, 2000);
         cr_assert_eq(r->lease_ms, 30000);
+        cr_assert(r->has_memory_guard && r->memory_guard);
         cr_assert_eq(r->n_actions, ELEMENTSOF(actions));
         for (size_t i = 0; i < r->n_actions; i++) {
                 const Action *a = &actions[i], *b = &r->actions[i];
@@ -1155,6 +1165,7 @@ Test(heartbeat_reply, round_trip) {
         cr_assert_eq(rn->n_actions, 0);
         cr_assert_null(rn->actions);
         cr_assert_null(json_object_get(n, "reads"), "no reads, no field: an older agent's decoder accepts it");
+        cr_assert_not(rn->has_memory_guard, "absent: the agent's memory guard stays as it was");
 }
 
 static void expect_reply_error(const char *text, const char *message);

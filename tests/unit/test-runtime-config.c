@@ -63,13 +63,13 @@ static int put(RuntimeConfig *rc, const char *text, char **ret_error) {
         return r;
 }
 
-/* The orchestrator is on for CPU by default, with the settings bench/orch-gain.sh chose
- * (docs/orchestrator.md). */
-Test(runtime_config, defaults_are_valid_and_cpu) {
+/* The orchestrator is on for CPU and memory by default, with the settings bench/orch-gain.sh
+ * chose (docs/orchestrator.md). */
+Test(runtime_config, defaults_are_valid_and_cpu_memory) {
         RuntimeSettings s = runtime_settings_default();
         char *error = NULL;
         cr_assert_eq(runtime_settings_validate(&s, &error), 0, "%s", error ?: "");
-        cr_assert_eq(s.balance.mode, ORCH_MODE_CPU);
+        cr_assert_eq(s.balance.mode, ORCH_MODE_CPU_MEMORY);
         cr_assert_float_eq(s.balance.epoch_s, 1.0, 1e-12);
         cr_assert_eq(s.balance.hysteresis_epochs, 1);
         cr_assert_eq(s.balance.cooldown_epochs, 1);
@@ -78,7 +78,7 @@ Test(runtime_config, defaults_are_valid_and_cpu) {
 
         json_t *j = runtime_settings_to_json(&s);
         cr_assert_eq(json_object_size(j), runtime_n_knobs);
-        cr_assert_str_eq(json_string_value(json_object_get(j, "orchestrate")), "cpu");
+        cr_assert_str_eq(json_string_value(json_object_get(j, "orchestrate")), "cpu+memory");
         cr_assert_str_eq(json_string_value(json_object_get(j, "estimator")), "regression");
         cr_assert_eq(json_integer_value(json_object_get(j, "memory-max-step")), 256 << 20);
         cr_assert_float_eq(json_number_value(json_object_get(j, "epoch")), 1.0, 1e-12);
@@ -203,12 +203,12 @@ Test(runtime_config, failing_apply_restores_the_others) {
         RuntimeSettings before = rc.current;
         char *error = NULL;
 
-        cr_assert_eq(put(&rc, "{\"orchestrate\": \"memory\", \"scheduler\": \"fair\"}", &error), -EINVAL);
+        cr_assert_eq(put(&rc, "{\"orchestrate\": \"cpu\", \"scheduler\": \"fair\"}", &error), -EINVAL);
         cr_assert_str_eq(error, "scheduler: could not be applied: Input/output error");
         free(error);
         cr_assert(same(&rc.current, &before));
         cr_assert_eq(calls.orch, 2, "applied, then the old settings put back");
-        cr_assert_eq(calls.last_orch.balance.mode, ORCH_MODE_CPU);
+        cr_assert_eq(calls.last_orch.balance.mode, ORCH_MODE_CPU_MEMORY);
 }
 
 Test(runtime_config, json_round_trip) {
