@@ -104,11 +104,12 @@ int cluster_new(Store *store, const ClusterConfig *config, int64_t now_ms, Clust
         };
         if (c->config.sizes.timeout_s == 0)
                 c->config.sizes = HFSP_SIZE_PARAMS_DEFAULT;
-        int r = cluster_sched_new(&c->config.sched, &c->config.sizes, &c->sched);
+        int r = cluster_sched_new(store, &c->config.sched, &c->config.sizes, &c->sched);
         if (r < 0) {
                 free(c);
                 return r;
         }
+        cluster_sched_set_always_full(c->sched, c->config.sched_rebuild_always);
         /* The scheduler's checkpoint, then one sync: job views show the restored ranks and sizes
          * before the first heartbeat places anything. */
         StoreNode *nodes = NULL;
@@ -438,10 +439,6 @@ static int preempt_task(Cluster *c, const StoreTask *t, int64_t now_ms) {
         return queue_kill(c, t->node, t->id, now_ms);
 }
 
-static int node_cmp_id(const void *key, const void *elem) {
-        return strcmp(key, ((const StoreNode *) elem)->id);
-}
-
 static int str_cmp(const void *key, const void *elem) {
         return strcmp(key, *(char *const *) elem);
 }
@@ -451,28 +448,13 @@ static bool strv_sorted_contains(char **l, size_t n, const char *s) {
         return n > 0 && bsearch(s, l, n, sizeof(char *), str_cmp);
 }
 
-/* FIFO order (job, phase, index, attempt): the order the store lists tasks in. */
-static bool fifo_before(const StoreTask *a, const StoreTask *b) {
-        if (a->job != b->job)
-                return a->job < b->job;
-        if (a->phase != b->phase)
-                return a->phase < b->phase;
-        if (a->index != b->index)
-                return a->index < b->index;
-        return a->attempt < b->attempt;
-}
-
 /* One scheduling decision: the scheduler is told which runnable job phases, nodes and
  * pending, running and frozen tasks changed since the last one, and says what to start,
  * freeze and thaw. */
 static int place(Cluster *c, int64_t now_ms) {
-        StoreTask *pending = NULL, *active = NULL;
         StoreNode *nodes = NULL;
-        size_t n_pending = 0, n_active = 0, n_nodes = 0;
+        size_t n_nodes = 0;
         _cleanup_free_ PlacementNode *pnodes = NULL;
-        _cleanup_free_ SchedTask *stasks = NULL;
-        _cleanup_free_ const StoreTask **order = NULL;
-        _cleanup_strv_free_ char **frozen = NULL, **killing = NULL;
         bool redo = false; /* a decision freed room at once (a withdrawn start) */
 
         /* Capacities only: the scheduler derives the allocations from the tasks. */
@@ -485,26 +467,11 @@ static int place(Cluster *c, int64_t now_ms) {
                 if (now_ms - nodes[i].last_heartbeat_ms > unreachable_after_ms(c))
                         nodes[i].lost = true;
         r = cluster_sched_sync(c->sched, c->store, nodes, n_nodes, now_ms);
-        if (r < 0)
-                goto finish;
-        r = store_tasks_placeable(c->store, &pending, &n_pending);
         if (r < 0 || n_nodes == 0)
                 goto finish;
-        r = store_tasks_find(c->store, 0, NULL, TASK_STATES_ACTIVE, &active, &n_active);
-        if (r < 0)
-                goto finish;
-        r = store_tasks_frozen(c->store, &frozen);
-        if (r < 0)
-                goto finish;
-        r = store_tasks_kill_pending(c->store, &killing);
-        if (r < 0)
-                goto finish;
-        size_t n_frozen = strv_length(frozen), n_killing = strv_length(killing);
 
         pnodes = calloc(n_nodes, sizeof(PlacementNode));
-        stasks = calloc(MAX(n_pending + n_active, (size_t) 1), sizeof(SchedTask));
-        order = calloc(MAX(n_pending + n_active, (size_t) 1), sizeof(StoreTask *));
-        if (!pnodes || !stasks || !order) {
+        if (!pnodes) {
                 r = -ENOMEM;
                 goto finish;
         }
@@ -516,45 +483,18 @@ static int place(Cluster *c, int64_t now_ms) {
                         .capacity_memory_bytes = nodes[i].capacity_memory_bytes,
                         .no_freeze = strv_contains(c->no_freeze, nodes[i].id),
                 };
-        /* Active and pending tasks merged into one FIFO order (both lists come in it), which is
-         * how the scheduler's side tells what changed since the last placement. */
-        size_t n_tasks = 0;
-        for (size_t a = 0, p = 0; a < n_active || p < n_pending;) {
-                bool take_active = p >= n_pending || (a < n_active && fifo_before(&active[a], &pending[p]));
-                const StoreTask *t = take_active ? &active[a++] : &pending[p++];
-                SchedTask *st = &stasks[n_tasks];
-                *st = (SchedTask) {
-                        .key = sched_key(t->job, t->phase),
-                        .index = t->index,
-                        .state = SCHED_TASK_PENDING,
-                        .cpu_cores = t->cpu_cores,
-                        .memory_bytes = t->memory_bytes,
-                        .lost_s = t->lost_cpu_s,
-                };
-                if (take_active) {
-                        const StoreNode *n = t->node ? bsearch(t->node, nodes, n_nodes, sizeof(StoreNode), node_cmp_id) : NULL;
-                        st->node = n ? (size_t) (n - nodes) : SIZE_MAX;
-                        st->state = strv_sorted_contains(killing, n_killing, t->id) ? SCHED_TASK_STOPPING :
-                                strv_sorted_contains(frozen, n_frozen, t->id) ? SCHED_TASK_SUSPENDED :
-                                SCHED_TASK_RUNNING;
-                        /* When it started running, which preemption goes by (youngest first,
-                         * and what a kill would lose); one not running yet is the youngest. */
-                        st->started_s = t->started_ms >= 0 ? (double) t->started_ms / 1000.0 : 1e15;
-                }
-                order[n_tasks++] = t;
-        }
 
-        const SchedDecision *decisions;
+        const ClusterSchedDecision *decisions;
         const ClusterSchedWeight *weights;
         size_t n_decisions, n_weights;
-        r = cluster_sched_place(c->sched, (double) now_ms / 1000.0, pnodes, n_nodes, order, stasks, n_tasks,
-                                &decisions, &n_decisions, &weights, &n_weights);
+        r = cluster_sched_place(c->sched, c->store, now_ms, nodes, pnodes, n_nodes, &decisions, &n_decisions, &weights,
+                                &n_weights);
         if (r < 0)
                 goto finish;
 
         for (size_t k = 0; k < n_decisions && r >= 0; k++) {
-                const SchedDecision *d = &decisions[k];
-                const StoreTask *t = order[d->task];
+                const ClusterSchedDecision *d = &decisions[k];
+                const StoreTask *t = d->task;
                 switch (d->verb) {
                 case SCHED_START:
                         r = start_task(c, t, nodes[d->node].id, now_ms);
@@ -575,13 +515,11 @@ static int place(Cluster *c, int64_t now_ms) {
                 }
         }
         for (size_t k = 0; k < n_weights && r >= 0; k++) {
-                const StoreTask *t = order[weights[k].task];
+                const StoreTask *t = weights[k].task;
                 Action a = { .type = ACTION_SET_LIMITS, .task = t->id, .limits = { .cpu_weight = weights[k].cpu_weight } };
                 r = queue_action(c, weights[k].node, &a, now_ms, NULL);
         }
 finish:
-        store_tasks_free(pending, n_pending);
-        store_tasks_free(active, n_active);
         store_nodes_free(nodes, n_nodes);
         if (r < 0)
                 return r;
@@ -620,11 +558,12 @@ int cluster_scheduler_to_json(Cluster *c, int64_t now_ms, json_t **ret) {
         return cluster_sched_to_json(c->sched, now_ms, ret);
 }
 
-/* Adds the scheduler's view of the job ("scheduler") to a job object of the store. */
-static int job_add_scheduler(Cluster *c, json_t *job, bool detail, int64_t now_ms) {
+/* Adds the scheduler's view of the job ("scheduler") to a job object of the store; with rank,
+ * ranks first if the scheduler holds the job. */
+static int job_add_scheduler(Cluster *c, json_t *job, bool detail, bool rank, int64_t now_ms) {
         json_t *v;
         int r = cluster_sched_job_to_json(c->sched, c->store, (uint64_t) json_integer_value(json_object_get(job, "id")),
-                                          detail, now_ms, &v);
+                                          detail, rank, now_ms, &v);
         if (r < 0)
                 return r;
         return json_object_set_new(job, "scheduler", v) < 0 ? -ENOMEM : 0;
@@ -634,9 +573,7 @@ int cluster_job_to_json(Cluster *c, uint64_t job, int64_t now_ms, json_t **ret) 
         _cleanup_json_ json_t *o = NULL;
         int r = store_job_to_json(c->store, job, true, &o);
         if (r >= 0)
-                r = cluster_sched_rank(c->sched, now_ms);
-        if (r >= 0)
-                r = job_add_scheduler(c, o, true, now_ms);
+                r = job_add_scheduler(c, o, true, true, now_ms);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(o);
@@ -653,7 +590,7 @@ int cluster_jobs_to_json(Cluster *c, int64_t now_ms, json_t **ret) {
         size_t i;
         json_t *job;
         json_array_foreach(json_object_get(o, "jobs"), i, job) {
-                r = job_add_scheduler(c, job, false, now_ms);
+                r = job_add_scheduler(c, job, false, false, now_ms);
                 if (r < 0)
                         return r;
         }

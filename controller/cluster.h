@@ -21,6 +21,10 @@ typedef struct ClusterConfig {
          * > 0 when it queued actions for the heartbeat's node: the reply carries them. */
         int (*on_heartbeat)(void *userdata, const Heartbeat *hb, int64_t now_ms, uint32_t *interval_ms);
         void *on_heartbeat_userdata;
+        /* Tests only: the scheduler reads the whole store at every placement instead of what
+         * changed (cluster_sched_set_always_full()), the reference the incremental updates
+         * are compared with. */
+        bool sched_rebuild_always;
 } ClusterConfig;
 
 typedef struct Cluster Cluster;

@@ -35,6 +35,8 @@ struct Store {
         size_t n_undecodable;
         void (*action_queued)(void *userdata, const char *node);
         void *action_queued_userdata;
+        StoreChangeHooks change_hooks;
+        void *change_userdata;
 };
 
 /* Hands a statement back to the cache: reset (ending its read, if it was mid-way) and its
@@ -46,6 +48,16 @@ static inline void store_stmt_releasep(sqlite3_stmt **st) {
         }
 }
 #define _cleanup_stmt_ _cleanup_(store_stmt_releasep)
+
+/* A write changed rows of this job (the job, its phases or tasks, an action for one of its
+ * tasks): the change hooks hear of it. */
+static inline void store_job_changed(Store *s, uint64_t job) {
+        if (s->change_hooks.job_changed)
+                s->change_hooks.job_changed(s->change_userdata, job);
+}
+/* The same for a task named by its id (nothing for an id that names no task of ours, such as a
+ * stray's). */
+void store_task_changed(Store *s, const char *task);
 
 /* store-usage.c: loads the saved usage and registers the usage_*() SQL functions; frees it. */
 int store_usage_open(Store *s);

@@ -71,6 +71,7 @@ int store_job_insert(Store *s, const JobSpec *spec, int64_t now_ms, uint64_t *re
         if (r < 0)
                 return r;
         uint64_t id = (uint64_t) sqlite3_last_insert_rowid(s->db);
+        store_job_changed(s, id);
 
         _cleanup_stmt_ sqlite3_stmt *phase = NULL, *task = NULL;
         r = store_prepare(s,
@@ -181,6 +182,7 @@ int store_job_set_state(Store *s, uint64_t job, JobState state, int64_t now_ms) 
         r = store_step_done(s, st, "update job state");
         if (r < 0)
                 return r;
+        store_job_changed(s, job);
         return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
 }
 
@@ -270,6 +272,7 @@ int store_phase_set_state(Store *s, uint64_t job, unsigned phase, PhaseState sta
         r = store_step_done(s, st, "update phase state");
         if (r < 0)
                 return r;
+        store_job_changed(s, job);
         return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
 }
 
@@ -427,15 +430,20 @@ int store_tasks_find(Store *s, uint64_t job, const char *node, unsigned state_ma
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         /* A node's tasks through the index on node: "?2 IS NULL OR" would scan every task, once
          * per node when a thousand nodes are lost together. */
+        /* Likewise one job's through the unique (job, phase, idx, attempt) index. */
         int r = node ? store_prepare(s,
                                      "SELECT " TASK_COLUMNS " " TASK_FROM
                                      " WHERE t.node = ?2 AND (?1 = 0 OR t.job = ?1)"
                                      " ORDER BY t.job, t.phase, t.idx, t.attempt",
                                      &st)
-                     : store_prepare(s,
-                                     "SELECT " TASK_COLUMNS " " TASK_FROM " WHERE (?1 = 0 OR t.job = ?1)"
-                                     " ORDER BY t.job, t.phase, t.idx, t.attempt",
-                                     &st);
+                : job != 0 ? store_prepare(s,
+                                           "SELECT " TASK_COLUMNS " " TASK_FROM " WHERE t.job = ?1"
+                                           " ORDER BY t.job, t.phase, t.idx, t.attempt",
+                                           &st)
+                           : store_prepare(s,
+                                           "SELECT " TASK_COLUMNS " " TASK_FROM " WHERE ?1 = 0"
+                                           " ORDER BY t.job, t.phase, t.idx, t.attempt",
+                                           &st);
         if (r < 0)
                 return r;
         sqlite3_bind_int64(st, 1, (int64_t) job);
@@ -474,6 +482,21 @@ int store_tasks_placeable(Store *s, StoreTask **ret, size_t *ret_n) {
         return tasks_collect(s, st, ret, ret_n);
 }
 
+int store_tasks_schedulable_of_job(Store *s, uint64_t job, StoreTask **ret, size_t *ret_n) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s,
+                              "SELECT " TASK_COLUMNS " " TASK_FROM " JOIN jobs j ON j.id = t.job"
+                              " WHERE t.job = ? AND (t.state IN ('starting', 'running')"
+                              "  OR (t.state = 'pending' AND p.state IN ('pending', 'running')"
+                              "   AND j.state IN ('queued', 'running')))"
+                              " ORDER BY t.job, t.phase, t.idx, t.attempt",
+                              &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, (int64_t) job);
+        return tasks_collect(s, st, ret, ret_n);
+}
+
 int store_task_insert_retry(Store *s, const StoreTask *t, char **ret_id) {
         char buf[TASK_ID_MAX];
         TaskId tid = { .job = t->job, .phase = t->phase, .task = t->index, .attempt = t->attempt + 1 };
@@ -494,6 +517,7 @@ int store_task_insert_retry(Store *s, const StoreTask *t, char **ret_id) {
                 return -EEXIST;
         if (rc != SQLITE_DONE)
                 return store_error(s, rc, "insert task retry");
+        store_job_changed(s, t->job);
         char *id = strdup(buf);
         if (!id)
                 return -ENOMEM;
@@ -511,6 +535,7 @@ int store_task_place(Store *s, const char *id, const char *node) {
         r = store_step_done(s, st, "place task");
         if (r < 0)
                 return r;
+        store_task_changed(s, id);
         return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
 }
 
@@ -544,6 +569,7 @@ int store_task_set_state(Store *s, const char *id, TaskState state, int64_t star
         r = store_step_done(s, st, "update task state");
         if (r < 0)
                 return r;
+        store_task_changed(s, id);
         return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
 }
 
@@ -566,6 +592,7 @@ int store_task_update_usage(Store *s, const char *id, double cpu_s, uint64_t mem
         r = store_step_done(s, st, "update task usage");
         if (r < 0)
                 return r;
+        store_task_changed(s, id);
         return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
 }
 
@@ -595,6 +622,7 @@ int store_task_set_exit(Store *s, const char *id, const ExitRecord *e) {
         r = store_step_done(s, st, "record task exit");
         if (r < 0)
                 return r;
+        store_task_changed(s, id);
         return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
 }
 

@@ -7,18 +7,18 @@
 
 #include "store-internal.h"
 
-int store_sched_phases(Store *s, StoreSchedPhase **ret, size_t *ret_n) {
-        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+/* A runnable phase's row: pending or running, of a job queued or running; started: a task of
+ * it has run (its sizing may move with time, cluster-sched.c). */
+#define SCHED_PHASE_SELECT                                                                             \
+        "SELECT p.job, p.idx, p.n_tasks, p.cpu_cores, j.weight, j.submitted_ms,"                      \
+        " EXISTS (SELECT 1 FROM tasks t WHERE t.job = p.job AND t.phase = p.idx AND t.started_ms IS NOT NULL)" \
+        " FROM phases p JOIN jobs j ON j.id = p.job"                                                   \
+        " WHERE p.state IN ('pending', 'running') AND j.state IN ('queued', 'running')"
+
+static int sched_phases_collect(Store *s, sqlite3_stmt *st, StoreSchedPhase **ret, size_t *ret_n) {
         _cleanup_free_ StoreSchedPhase *v = NULL;
         size_t n = 0, allocated = 0;
-        int r = store_prepare(s,
-                              "SELECT p.job, p.idx, p.n_tasks, p.cpu_cores, j.weight, j.submitted_ms"
-                              " FROM phases p JOIN jobs j ON j.id = p.job"
-                              " WHERE p.state IN ('pending', 'running') AND j.state IN ('queued', 'running')"
-                              " ORDER BY p.job, p.idx",
-                              &st);
-        if (r < 0)
-                return r;
+        int r;
         while ((r = store_step_row(s, st, "list runnable phases")) > 0) {
                 if (n == allocated) {
                         allocated = MAX(allocated * 2, (size_t) 16);
@@ -34,6 +34,7 @@ int store_sched_phases(Store *s, StoreSchedPhase **ret, size_t *ret_n) {
                         .cpu_cores = sqlite3_column_double(st, 3),
                         .weight = sqlite3_column_double(st, 4),
                         .submitted_ms = sqlite3_column_int64(st, 5),
+                        .started = sqlite3_column_int(st, 6) != 0,
                 };
         }
         if (r < 0)
@@ -41,6 +42,23 @@ int store_sched_phases(Store *s, StoreSchedPhase **ret, size_t *ret_n) {
         *ret = TAKE_PTR(v);
         *ret_n = n;
         return 0;
+}
+
+int store_sched_phases(Store *s, StoreSchedPhase **ret, size_t *ret_n) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, SCHED_PHASE_SELECT " ORDER BY p.job, p.idx", &st);
+        if (r < 0)
+                return r;
+        return sched_phases_collect(s, st, ret, ret_n);
+}
+
+int store_sched_phases_of_job(Store *s, uint64_t job, StoreSchedPhase **ret, size_t *ret_n) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, SCHED_PHASE_SELECT " AND p.job = ? ORDER BY p.idx", &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, (int64_t) job);
+        return sched_phases_collect(s, st, ret, ret_n);
 }
 
 int store_phase_usage(Store *s, uint64_t job, unsigned phase, StoreTaskUsage **ret, size_t *ret_n) {
@@ -120,6 +138,22 @@ int store_tasks_frozen(Store *s, char ***ret_ids) {
         return 0;
 }
 
+int store_task_frozen(Store *s, const char *task) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        /* As store_tasks_frozen() decides it, for one task. */
+        int r = store_prepare(s,
+                              "SELECT type = 'freeze' AND ack_error IS NULL FROM actions"
+                              " WHERE task = ? AND type IN ('freeze', 'thaw') ORDER BY id DESC LIMIT 1",
+                              &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(st, 1, task, -1, SQLITE_TRANSIENT);
+        r = store_step_row(s, st, "find the last freeze or thaw");
+        if (r <= 0)
+                return r;
+        return sqlite3_column_int(st, 0) != 0;
+}
+
 int store_tasks_waiting(Store *s) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r = store_prepare(s,
@@ -146,6 +180,7 @@ int store_task_set_preempted(Store *s, const char *id, int64_t now_ms) {
         r = store_step_done(s, st, "mark task preempted");
         if (r < 0)
                 return r;
+        store_task_changed(s, id);
         return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
 }
 

@@ -646,6 +646,22 @@ static int store_run(Store *s, const char *sql, const char *what) {
         return store_step_done(s, st, what);
 }
 
+void store_set_change_hooks(Store *s, const StoreChangeHooks *hooks, void *userdata) {
+        s->change_hooks = hooks ? *hooks : (StoreChangeHooks) {};
+        s->change_userdata = userdata;
+}
+
+void store_task_changed(Store *s, const char *task) {
+        TaskId id;
+        if (s->change_hooks.job_changed && task && task_id_parse(task, &id) >= 0)
+                s->change_hooks.job_changed(s->change_userdata, id.job);
+}
+
+static void store_transaction_ended(Store *s, bool committed) {
+        if (s->change_hooks.transaction_ended)
+                s->change_hooks.transaction_ended(s->change_userdata, committed);
+}
+
 int store_begin(Store *s) {
         /* IMMEDIATE takes the write lock now, so a busy database fails here rather than halfway
          * through a request. */
@@ -673,8 +689,10 @@ int store_begin_durable(Store *s) {
 
 int store_commit(Store *s) {
         int r = store_run(s, "COMMIT", "commit");
-        if (r >= 0)
+        if (r >= 0) {
                 store_fault_leave(s);
+                store_transaction_ended(s, true);
+        }
         if (r >= 0 || sqlite3_get_autocommit(s->db))
                 store_end_durable(s);
         return r;
@@ -684,6 +702,7 @@ void store_rollback(Store *s) {
         if (!sqlite3_get_autocommit(s->db)) /* else SQLite already rolled back (e.g. on SQLITE_FULL) */
                 (void) store_run(s, "ROLLBACK", "rollback");
         store_end_durable(s);
+        store_transaction_ended(s, false);
 }
 
 int store_probe_write(Store *s) {

@@ -41,6 +41,17 @@ int store_start_checkpointer(Store *s, uint64_t period_ms);
 int store_start_checkpointer_full(Store *s, uint64_t period_ms, uint64_t restart_bytes);
 void store_stop_checkpointer(Store *s);
 
+/* What the controller's in-memory scheduling state hears of the store's writes, so that it
+ * re-reads only what changed (cluster-sched.c): every job whose rows a write changes (the job,
+ * its phases or tasks, an action for one of its tasks), told inside the write's transaction,
+ * which may still roll back; and the end of every transaction. One set per store; NULL hooks
+ * unset them. */
+typedef struct StoreChangeHooks {
+        void (*job_changed)(void *userdata, uint64_t job);
+        void (*transaction_ended)(void *userdata, bool committed);
+} StoreChangeHooks;
+void store_set_change_hooks(Store *s, const StoreChangeHooks *hooks, void *userdata);
+
 int store_begin(Store *s);
 /* A transaction whose commit is fsync'd before store_commit() returns (synchronous=FULL), for
  * what the API acknowledges to an operator; the others survive a crash of this process but an
@@ -175,6 +186,9 @@ int store_tasks_find(Store *s, uint64_t job, const char *node, unsigned state_ma
 
 /* Pending tasks whose phase may run and whose job is not final, in FIFO order. */
 int store_tasks_placeable(Store *s, StoreTask **ret, size_t *ret_n);
+/* Of one job, what the scheduler holds: its placeable pending tasks and its active ones (the
+ * two lists above, for that job), in FIFO order. */
+int store_tasks_schedulable_of_job(Store *s, uint64_t job, StoreTask **ret, size_t *ret_n);
 
 /* Inserts the next attempt of t's task (attempt t->attempt + 1), pending, and hands back its id
  * (malloc'd). -EEXIST if that attempt exists already. */
@@ -287,9 +301,12 @@ typedef struct StoreSchedPhase {
         double cpu_cores;      /* per task */
         double weight;         /* the job's */
         int64_t submitted_ms;
+        bool started;          /* a task of it (an attempt) has started running */
 } StoreSchedPhase;
 /* Ordered by job, then phase. */
 int store_sched_phases(Store *s, StoreSchedPhase **ret, size_t *ret_n);
+/* The same for one job. */
+int store_sched_phases_of_job(Store *s, uint64_t job, StoreSchedPhase **ret, size_t *ret_n);
 
 /* The latest attempt of each task of a phase, by index: what the size estimator needs. */
 typedef struct StoreTaskUsage {
@@ -307,6 +324,8 @@ int store_phase_usage_first(Store *s, uint64_t job, unsigned phase, unsigned n_f
 
 /* Ids of active tasks whose last freeze/thaw action was a freeze, sorted (strcmp order). */
 int store_tasks_frozen(Store *s, char ***ret_ids);
+/* 1 if the task's last freeze/thaw action was a freeze its agent did not refuse, else 0. */
+int store_task_frozen(Store *s, const char *task);
 /* 1 if any task waits for placement or any freeze or thaw was ever queued, else 0. */
 int store_tasks_waiting(Store *s);
 
