@@ -131,6 +131,18 @@ static void hide_private(const Api *api, const HttpRequest *req, json_t *job) {
                 (void) json_object_set_new(phase, "argv", json_null());
 }
 
+/* A submit's or cancel's answer goes out once its commit is on disk (durable-answers.h). */
+static void answer_durable(Api *api, const HttpRequest *req, HttpResponse *resp) {
+        int r = durable_answers_hold(api->durable, api->store, req, resp);
+        if (r >= 0)
+                return;
+        http_response_done(resp);
+        http_response_error(resp, 500,
+                            "internal error: the store could not sync its log to disk (%s); the change is recorded "
+                            "but may not survive a crash of the machine",
+                            strerror(-r));
+}
+
 static void handle_jobs_submit(const HttpRequest *req, HttpResponse *resp, void *userdata) {
         Api *api = userdata;
         _cleanup_free_ char *error = NULL;
@@ -148,6 +160,7 @@ static void handle_jobs_submit(const HttpRequest *req, HttpResponse *resp, void 
         resp->status = 201;
         resp->body = job;
         changed(api);
+        answer_durable(api, req, resp);
 }
 
 static void handle_jobs_list(const HttpRequest *req, HttpResponse *resp, void *userdata) {
@@ -198,6 +211,7 @@ static void handle_job_cancel(const HttpRequest *req, HttpResponse *resp, void *
                 return respond_errno(api, resp, r, NULL, what);
         resp->status = 200;
         changed(api);
+        answer_durable(api, req, resp);
 }
 
 static void handle_heartbeat(const HttpRequest *req, HttpResponse *resp, void *userdata) {

@@ -4,6 +4,7 @@
 
 #include "auth.h"
 #include "cluster.h"
+#include "durable-answers.h"
 #include "http-server.h"
 #include "node-wait.h"
 #include "orchestrator.h"
@@ -21,6 +22,8 @@ typedef struct Api {
         Orchestrator *orchestrator;          /* GET /v1/contention */
         RuntimeConfig *config;               /* GET/PUT /v1/config */
         NodeWaits *waits;                    /* POST /v1/nodes/{id}/wait; NULL: answered at once */
+        DurableAnswers *durable;             /* submits and cancels answered after one shared
+                                              * sync; NULL: the store syncs each commit */
 } Api;
 
 /* A wait holds at most this long (?hold_ms=), 25 s when not given. */

@@ -180,6 +180,7 @@ typedef struct Manager {
         HttpServer *http;
         Orchestrator *orchestrator;
         NodeWaits *waits;
+        DurableAnswers *durable;
         RuntimeConfig config;
         sd_event_source *tick_source;
         StopGuard *stop_guard;
@@ -288,6 +289,8 @@ static void manager_done(Manager *m) {
         if (m->store)
                 store_set_action_hook(m->store, NULL, NULL);
         m->waits = node_waits_free(m->waits);
+        /* Submits and cancels waiting for their sync: synced and answered. */
+        m->durable = durable_answers_free(m->durable);
         m->http = http_server_free(m->http);
         m->orchestrator = orchestrator_free(m->orchestrator);
         m->cluster = cluster_free(m->cluster);
@@ -630,6 +633,9 @@ static int run(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Cannot set up the node waits: %m");
         store_set_action_hook(m->store, on_action_queued, m);
+        r = durable_answers_new(m->event, m->store, &m->durable);
+        if (r < 0)
+                return log_error_errno(r, "Cannot set up the durable answers: %m");
 
         m->api = (Api) {
                 .cluster = m->cluster,
@@ -645,6 +651,7 @@ static int run(Manager *m) {
                 .orchestrator = m->orchestrator,
                 .config = &m->config,
                 .waits = m->waits,
+                .durable = m->durable,
         };
         _cleanup_free_ char *tls_cert = NULL;
         _cleanup_secret_ char *tls_key = NULL;

@@ -24,6 +24,9 @@ struct Store {
         StoreStmt *stmts;
         size_t n_stmts, stmts_size;    /* used slots; slots (a power of two) */
         bool durable;                  /* in a store_begin_durable() transaction */
+        bool deferred_sync;            /* store_set_deferred_sync() */
+        bool sync_owed;                /* a durable commit since the last store_sync() */
+        int wal_fd;                    /* the log, for store_sync(); -1 until then */
         StoreCheckpointer *checkpointer;
         StoreUsage *usage;             /* running tasks' usage (store-usage.c) */
         uint64_t busy_since_us;        /* when the current wait for a lock began */

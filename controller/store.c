@@ -555,6 +555,7 @@ int store_open(const char *dir, Store **ret) {
         _cleanup_store_ Store *s = calloc(1, sizeof(Store));
         if (!s)
                 return -ENOMEM;
+        s->wal_fd = -1;
         if (asprintf(&s->path, "%s/%s", dir, STORE_DB_FILENAME) < 0) {
                 s->path = NULL;
                 return -ENOMEM;
@@ -631,6 +632,8 @@ Store *store_close(Store *s) {
                         sqlite3_finalize(s->stmts[i].st);
         free(s->stmts);
         free(s->undecodable);
+        if (s->wal_fd >= 0)
+                close(s->wal_fd);
         if (s->db)
                 sqlite3_close_v2(s->db);
         free(s->path);
@@ -673,10 +676,46 @@ static void store_end_durable(Store *s) {
         if (!s->durable)
                 return;
         s->durable = false;
-        (void) store_run(s, "PRAGMA synchronous = NORMAL", "leave durable mode");
+        if (!s->deferred_sync)
+                (void) store_run(s, "PRAGMA synchronous = NORMAL", "leave durable mode");
+}
+
+void store_set_deferred_sync(Store *s, bool deferred) {
+        s->deferred_sync = deferred;
+}
+
+bool store_sync_owed(Store *s) {
+        return s->sync_owed;
+}
+
+int store_sync(Store *s) {
+        if (!s->sync_owed)
+                return 0;
+        /* The log file SQLite appends to: it lives as long as the database is open (checkpoints
+         * start it over, never remove it), and a commit is in it, written, once COMMIT
+         * returned. An fsync of it is what synchronous=FULL does at each commit; the frames it
+         * does not cover were checkpointed into the database file, which the checkpoint
+         * fsync'd before the log could start over. */
+        if (s->wal_fd < 0) {
+                _cleanup_free_ char *wal = NULL;
+                if (asprintf(&wal, "%s-wal", s->path) < 0)
+                        return -ENOMEM;
+                s->wal_fd = open(wal, O_RDONLY | O_CLOEXEC);
+                if (s->wal_fd < 0)
+                        return log_error_errno(errno, "Cannot open %s to sync it: %m", wal);
+        }
+        if (fdatasync(s->wal_fd) < 0)
+                return log_error_errno(errno, "Cannot sync %s-wal: %m", s->path);
+        s->sync_owed = false;
+        return 0;
 }
 
 int store_begin_durable(Store *s) {
+        if (s->deferred_sync) {
+                int r = store_begin(s);
+                s->durable = r >= 0;
+                return r;
+        }
         int r = store_run(s, "PRAGMA synchronous = FULL", "enter durable mode");
         if (r < 0)
                 return r;
@@ -691,6 +730,8 @@ int store_commit(Store *s) {
         int r = store_run(s, "COMMIT", "commit");
         if (r >= 0) {
                 store_fault_leave(s);
+                if (s->durable && s->deferred_sync)
+                        s->sync_owed = true;
                 store_transaction_ended(s, true);
         }
         if (r >= 0 || sqlite3_get_autocommit(s->db))

@@ -59,6 +59,15 @@ int store_begin(Store *s);
 int store_begin_durable(Store *s);
 int store_commit(Store *s);
 void store_rollback(Store *s);
+/* Group commit: with deferred sync on, a durable transaction commits without its fsync and
+ * leaves it owed; the caller acknowledges nothing of it before store_sync(), whose one fsync of
+ * the log makes every commit before it durable (controller/durable-answers.c answers a burst of
+ * submits after one). Off (the default), store_commit() of a durable transaction fsyncs. */
+void store_set_deferred_sync(Store *s, bool deferred);
+bool store_sync_owed(Store *s);
+/* Fsyncs the log if a durable commit is owed its sync. -EIO and the like when the disk fails
+ * (it stays owed). */
+int store_sync(Store *s);
 /* PRAGMA quick_check: every page and row of the file is read (indexes are not compared with
  * their tables). 0 when it is sound, -EUCLEAN and the first problem SQLite found (malloc'd) when
  * it is damaged, or another error. Seconds for a large store: see docs/operations.md. */

@@ -428,6 +428,43 @@ Test(store, durable_transactions_only_where_asked) {
         store_close(s);
 }
 
+/* Group commit (controller/durable-answers.c): with deferred sync a durable commit is made at
+ * synchronous=NORMAL and leaves its fsync owed until store_sync(), which pays it on the real
+ * log; other commits and rolled-back ones owe nothing; without it, durable commits fsync. */
+Test(store, deferred_sync_is_owed_until_synced) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        store_set_deferred_sync(s, true);
+        insert_job(s, 1000);
+        cr_assert_not(store_sync_owed(s), "an ordinary commit owes no sync");
+
+        JobSpec *spec = parse_job();
+        uint64_t id;
+        cr_assert_eq(store_begin_durable(s), 0);
+        cr_assert_eq(synchronous_level(s), 1, "no fsync at the commit itself");
+        cr_assert_eq(store_job_insert(s, spec, 2000, &id), 0);
+        cr_assert_eq(store_commit(s), 0);
+        cr_assert(store_sync_owed(s));
+        cr_assert_eq(synchronous_level(s), 1);
+        cr_assert_eq(store_sync(s), 0);
+        cr_assert_not(store_sync_owed(s));
+        cr_assert_eq(store_sync(s), 0, "nothing owed: nothing to do");
+
+        cr_assert_eq(store_begin_durable(s), 0);
+        store_rollback(s);
+        cr_assert_not(store_sync_owed(s), "a rollback owes nothing");
+
+        store_set_deferred_sync(s, false);
+        cr_assert_eq(store_begin_durable(s), 0);
+        cr_assert_eq(synchronous_level(s), 2);
+        cr_assert_eq(store_job_insert(s, spec, 3000, &id), 0);
+        cr_assert_eq(store_commit(s), 0);
+        cr_assert_not(store_sync_owed(s), "synced by its own commit");
+        cr_assert_eq(count_jobs(s), 3);
+        job_spec_free(spec);
+        store_close(s);
+}
+
 /* A cached statement is handed out again once released, never while a caller still steps it. */
 Test(store, statement_cache_reuses_and_nests) {
         static const char sql[] = "SELECT id FROM nodes ORDER BY id";
