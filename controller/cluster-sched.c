@@ -33,6 +33,11 @@ typedef struct PhaseEntry {
         /* A training task of it runs: its training may move with time and progress alone,
          * which no write to the store announces, so every sync looks at it. */
         bool watched;
+        /* Its row as last written (entry_save()): a checkpoint rewrites it only when a restart
+         * would not find its virtual state there. */
+        bool saved, saved_done;
+        double saved_remaining_s, saved_finish; /* saved_finish NAN: not ageing (absolute) */
+        int64_t saved_late_ms;
 } PhaseEntry;
 
 /* A task the scheduler was told about, as it was told. */
@@ -80,6 +85,7 @@ struct ClusterSched {
         StoreSchedRecord *restore; /* the checkpoint, until the first sync has used it; by key */
         bool *restore_taken;
         size_t n_restore;
+        double restore_ghost;      /* the checkpoint's ghost time (NAN: no checkpoint) */
         double capacity_cpus;
         uint64_t *watch;           /* keys of the watched phases */
         size_t n_watch, n_watch_allocated;
@@ -275,6 +281,7 @@ int cluster_sched_new(Store *store, const SchedParams *sched_params, const HfspS
         cs->sizing = sizing;
         cs->store = store;
         cs->full_phases = cs->full_tasks = true;
+        cs->restore_ghost = NAN;
         r = sched_new(sched_params, 0, &cs->sched);
         if (r < 0) {
                 free(cs);
@@ -349,8 +356,14 @@ static SizingPhase sizing_of_record(const StoreSchedRecord *rec, unsigned n_task
         };
 }
 
+/* Where a phase ages in the virtual cluster by the ghost time (info.virtual_finish stays put
+ * while the ghost time grows; uncapped phases): the ghost time it finishes at, else NAN. */
+static double virtual_finish(const SchedJobInfo *info) {
+        return info->virtual_size_s > 0 && !info->late ? info->virtual_finish : NAN;
+}
+
 /* Writes the entry's row: its size and how it came about, and its virtual state now. */
-static int entry_save(const ClusterSched *cs, Store *store, const PhaseEntry *e, bool done, int64_t now_ms) {
+static int entry_save(const ClusterSched *cs, Store *store, PhaseEntry *e, bool done, int64_t now_ms) {
         SchedJobInfo info;
         int r = sched_job_info(cs->sched, e->key, &info);
         if (r == -ENOENT) /* finished virtually too: nothing left to keep */
@@ -369,8 +382,50 @@ static int entry_save(const ClusterSched *cs, Store *store, const PhaseEntry *e,
                 .virtual_size_s = info.virtual_size_s,
                 .late_since_ms = info.late ? s_to_ms(info.late_since_s) : -1,
                 .done = done,
+                .virtual_finish = virtual_finish(&info),
         };
-        return store_sched_record_save(store, &rec, now_ms);
+        r = store_sched_record_save(store, &rec, now_ms);
+        if (r < 0)
+                return r;
+        e->saved = true;
+        e->saved_done = done;
+        e->saved_remaining_s = rec.virtual_size_s;
+        e->saved_finish = rec.virtual_finish;
+        e->saved_late_ms = rec.late_since_ms;
+        return 0;
+}
+
+/* A phase's remaining virtual size as a restart reads it from its row: as of the last checkpoint
+ * (its ghost time) for one ageing by the ghost time, unless the row was written since. */
+static double record_remaining(const ClusterSched *cs, const StoreSchedRecord *rec) {
+        if (isnan(rec->virtual_finish) || isnan(cs->restore_ghost))
+                return rec->virtual_size_s;
+        return MIN(rec->virtual_size_s, MAX(rec->weight * (rec->virtual_finish - cs->restore_ghost), 0.0));
+}
+
+/* The entry's row as read at the start: rewritten when the checkpoint finds it outdated. */
+static void entry_saved_as(PhaseEntry *e, const StoreSchedRecord *rec) {
+        e->saved = true;
+        e->saved_done = rec->done;
+        e->saved_remaining_s = rec->virtual_size_s;
+        e->saved_finish = rec->virtual_finish;
+        e->saved_late_ms = rec->late_since_ms;
+}
+
+/* Whether the entry's row still says what a restart needs: its lateness, and its remaining
+ * virtual size now (written as it is, or following from the ghost time the checkpoint saves
+ * with it). Most phases age by the ghost time: a checkpoint then writes one row, not one per
+ * phase (100 000 rows took 1.5 s every 10 s). */
+static bool entry_saved_current(const ClusterSched *cs, const PhaseEntry *e, bool done) {
+        SchedJobInfo info;
+        if (!e->saved || e->saved_done != done || sched_job_info(cs->sched, e->key, &info) < 0)
+                return false;
+        if (e->saved_late_ms != (info.late ? s_to_ms(info.late_since_s) : -1))
+                return false;
+        double expect = isnan(e->saved_finish) ? e->saved_remaining_s
+                                               : MIN(e->saved_remaining_s,
+                                                     MAX(e->weight * (e->saved_finish - sched_ghost_time(cs->sched)), 0.0));
+        return fabs(expect - info.virtual_size_s) <= 1e-9 * MAX(info.virtual_size_s, 1.0);
 }
 
 /* S_i and where it came from, as the phase's estimate record starts. */
@@ -607,8 +662,9 @@ static int phase_added(ClusterSched *cs, Store *store, const StoreSchedPhase *p,
                 if (r == -EEXIST) /* finished phase still ageing virtually: cannot happen twice */
                         r = 0;
                 if (r >= 0)
-                        r = sched_job_restore(cs->sched, key, now_s, rec->virtual_size_s,
+                        r = sched_job_restore(cs->sched, key, now_s, record_remaining(cs, rec),
                                               rec->late_since_ms >= 0 ? (double) rec->late_since_ms / 1000.0 : NAN);
+                entry_saved_as(&e, rec);
                 free(TAKE_PTR(rec->size_kind));
                 json_decref(TAKE_PTR(rec->estimate));
         } else {
@@ -638,10 +694,12 @@ int cluster_sched_load(ClusterSched *cs, Store *store, int64_t now_ms) {
         double now_s = (double) now_ms / 1000.0;
         StoreSchedState state;
         int r = store_sched_state_get(store, &state);
+        cs->restore_ghost = NAN;
         if (r >= 0) {
                 cs->sizing.history = (HfspHistory) { .n_tasks = state.history_tasks,
                                               .mean_task_size = state.history_mean_task_s };
                 r = sched_set_ghost_time(cs->sched, state.ghost_time);
+                cs->restore_ghost = state.ghost_time;
         }
         /* No checkpoint yet (a first start, or a crash before the first tick): sizes saved when
          * they were set are still there. */
@@ -674,10 +732,11 @@ int cluster_sched_load(ClusterSched *cs, Store *store, int64_t now_ms) {
                 free(rec->size_kind);
                 r = sched_job_add(cs->sched, e.key, now_s, e.weight, e.parallel_cpus, &size);
                 if (r >= 0)
-                        r = sched_job_restore(cs->sched, e.key, now_s, rec->virtual_size_s,
+                        r = sched_job_restore(cs->sched, e.key, now_s, record_remaining(cs, rec),
                                               rec->late_since_ms >= 0 ? (double) rec->late_since_ms / 1000.0 : NAN);
                 if (r >= 0)
                         r = sched_job_finish(cs->sched, e.key, now_s);
+                entry_saved_as(&e, rec);
                 if (r >= 0 && sched_job_info(cs->sched, e.key, &(SchedJobInfo) {}) >= 0) {
                         r = done_insert(cs, &e);
                         if (r >= 0)
@@ -713,15 +772,20 @@ int cluster_sched_checkpoint(ClusterSched *cs, Store *store, int64_t now_ms) {
                 return r;
         for (size_t i = 0; i < n_recs; i++)
                 for (size_t k = 0; k < recs[i]->n_phases; k++) {
-                        r = entry_save(cs, store, &recs[i]->phases[k], false, now_ms);
+                        PhaseEntry *e = &recs[i]->phases[k];
+                        if (entry_saved_current(cs, e, false))
+                                continue;
+                        r = entry_save(cs, store, e, false, now_ms);
                         if (r < 0)
                                 return r;
                 }
         size_t n_keep = 0;
         for (size_t i = 0; i < cs->n_done; i++) {
-                r = entry_save(cs, store, &cs->done[i], true, now_ms);
-                if (r < 0)
-                        return r;
+                if (!entry_saved_current(cs, &cs->done[i], true)) {
+                        r = entry_save(cs, store, &cs->done[i], true, now_ms);
+                        if (r < 0)
+                                return r;
+                }
                 if (sched_job_info(cs->sched, cs->done[i].key, &(SchedJobInfo) {}) < 0)
                         json_decref(cs->done[i].estimate); /* finished virtually: its row is gone */
                 else

@@ -2,6 +2,7 @@
  * them needs, their tasks' usage (the training stage), and which tasks are frozen. */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -231,7 +232,7 @@ int store_sched_records(Store *s, StoreSchedRecord **ret, size_t *ret_n) {
         size_t n = 0, allocated = 0;
         int r = store_prepare(s,
                               "SELECT job, phase, size_kind, size_s, weight, parallel_cpus, sized_ms, estimate,"
-                              " virtual_size_s, late_since_ms, done FROM sched_phases ORDER BY job, phase",
+                              " virtual_size_s, late_since_ms, done, virtual_finish FROM sched_phases ORDER BY job, phase",
                               &st);
         if (r < 0)
                 return r;
@@ -257,6 +258,7 @@ int store_sched_records(Store *s, StoreSchedRecord **ret, size_t *ret_n) {
                         .virtual_size_s = sqlite3_column_double(st, 8),
                         .late_since_ms = sqlite3_column_type(st, 9) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 9),
                         .done = sqlite3_column_int(st, 10) != 0,
+                        .virtual_finish = sqlite3_column_type(st, 11) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 11),
                 };
                 n++;
                 r = store_column_strdup(st, 2, &e->size_kind);
@@ -283,8 +285,8 @@ int store_sched_record_save(Store *s, const StoreSchedRecord *rec, int64_t now_m
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r = store_prepare(s,
                               "INSERT OR REPLACE INTO sched_phases (job, phase, size_kind, size_s, weight, parallel_cpus,"
-                              " sized_ms, estimate, virtual_size_s, late_since_ms, done, checkpoint_ms)"
-                              " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                              " sized_ms, estimate, virtual_size_s, late_since_ms, done, checkpoint_ms, virtual_finish)"
+                              " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                               &st);
         if (r < 0)
                 return r;
@@ -303,6 +305,10 @@ int store_sched_record_save(Store *s, const StoreSchedRecord *rec, int64_t now_m
                 sqlite3_bind_null(st, 10);
         sqlite3_bind_int(st, 11, rec->done);
         sqlite3_bind_int64(st, 12, now_ms);
+        if (isnan(rec->virtual_finish))
+                sqlite3_bind_null(st, 13);
+        else
+                sqlite3_bind_double(st, 13, rec->virtual_finish);
         return store_step_done(s, st, "save a phase's size");
 }
 

@@ -156,6 +156,12 @@ static const char schema_v4_pids[] = "ALTER TABLE phases ADD COLUMN pids_max INT
  * heartbeats say; NULL: not said. */
 static const char schema_v5_node_pids[] = "ALTER TABLE nodes ADD COLUMN pids_limit INTEGER;";
 
+/* Version 6: a checkpoint rewrites only the phases whose virtual state did not move as the
+ * ghost time says (cluster-sched.c): virtual_finish is the ghost time at which the phase finishes
+ * virtually (NULL: virtual_size_s as written, for a phase not ageing there), so its remaining
+ * size at the last checkpoint is weight × (virtual_finish − that checkpoint's ghost time). */
+static const char schema_v6_virtual_finish[] = "ALTER TABLE sched_phases ADD COLUMN virtual_finish REAL;";
+
 /* Migration steps in order: step k takes a database of version k to version k + 1. A new
  * version appends its own step (and bumps STORE_SCHEMA_VERSION); steps are never edited. */
 static const struct {
@@ -167,6 +173,7 @@ static const struct {
         { schema_v3_orch, "add the orchestrator's adjustments" },
         { schema_v4_pids, "add the phases' pids limit" },
         { schema_v5_node_pids, "add whether a node's tasks get a pids limit" },
+        { schema_v6_virtual_finish, "add the phases' virtual finish" },
 };
 
 static const char *const phase_state_table[_PHASE_STATE_MAX] = {

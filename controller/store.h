@@ -17,7 +17,7 @@
 #include "protocol.h"
 
 #define STORE_DB_FILENAME "controller.db"
-#define STORE_SCHEMA_VERSION 5
+#define STORE_SCHEMA_VERSION 6
 /* How long a write waits for a lock held by another process before failing with -EBUSY. */
 #define STORE_BUSY_TIMEOUT_MS 1000
 
@@ -360,7 +360,10 @@ typedef struct StoreSchedRecord {
         double parallel_cpus;
         int64_t sized_ms;          /* when the size was set */
         json_t *estimate;          /* how it came about (cluster-sched.c writes it) */
-        double virtual_size_s;     /* remaining in the virtual cluster at the checkpoint */
+        double virtual_size_s;     /* remaining in the virtual cluster when written */
+        double virtual_finish;     /* the ghost time it finishes at there (NAN: not ageing):
+                                    * remaining as of a later checkpoint is weight × (this −
+                                    * that checkpoint's ghost time) */
         int64_t late_since_ms;     /* -1: not late */
         bool done;                 /* finished in reality, still ageing virtually */
 } StoreSchedRecord;

@@ -98,7 +98,7 @@ Test(store_orch, fresh_database_is_current) {
         cr_assert_eq(store_open(dir, &s), 0);
         store_close(s);
         cr_assert_eq(user_version(), STORE_SCHEMA_VERSION);
-        cr_assert_eq(STORE_SCHEMA_VERSION, 5);
+        cr_assert_eq(STORE_SCHEMA_VERSION, 6);
 }
 
 Test(store_orch, record_and_status_from_the_ack) {
@@ -224,8 +224,10 @@ Test(store_orch, migrates_version_2) {
         sqlite3 *db = open_raw();
         cr_assert_eq(sqlite3_exec(db,
                                   "DROP TABLE adjustments; ALTER TABLE phases DROP COLUMN pids_max;"
-                                  " ALTER TABLE nodes DROP COLUMN pids_limit; PRAGMA user_version = 2;",
-                                  NULL, NULL, NULL), SQLITE_OK);
+                                  " ALTER TABLE nodes DROP COLUMN pids_limit;"
+                                  " ALTER TABLE sched_phases DROP COLUMN virtual_finish; PRAGMA user_version = 2;",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
         sqlite3_close(db);
         cr_assert_eq(store_open(dir, &s), 0);
         StoreAdjustment a = adjustment("1.0.0.0", 0, "dry-run");
