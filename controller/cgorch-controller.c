@@ -682,6 +682,12 @@ static int run(Manager *m) {
                                        on_tick, m);
         if (r < 0)
                 return log_error_errno(r, "Cannot add the node timer: %m");
+        /* Ahead of requests: at the same priority a stream of submits kept it from running for
+         * as long as the stream lasted (17 s at 2 000 submits a second), and it is what finds
+         * lost nodes and saves the scheduler's ageing. It is short. */
+        r = sd_event_source_set_priority(m->tick_source, SD_EVENT_PRIORITY_IMPORTANT);
+        if (r < 0)
+                return log_error_errno(r, "Cannot set the node timer's priority: %m");
 
         if (arg_port_file) {
                 r = write_port_file(arg_port_file, port);
