@@ -154,8 +154,9 @@ static void handle_jobs_submit(const HttpRequest *req, HttpResponse *resp, void 
         if (r < 0)
                 return respond_errno(api, resp, r, error, "job");
 
-        json_int_t id = json_integer_value(json_object_get(job, "id"));
-        if (asprintf(&resp->location, "/v1/jobs/%" JSON_INTEGER_FORMAT, id) < 0)
+        /* One job: where it is. An array or a list answers its ids. */
+        json_t *id = json_object_get(job, "id");
+        if (id && asprintf(&resp->location, "/v1/jobs/%" JSON_INTEGER_FORMAT, json_integer_value(id)) < 0)
                 resp->location = NULL;
         resp->status = 201;
         resp->body = job;

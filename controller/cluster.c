@@ -59,11 +59,6 @@ struct Cluster {
 /* json_decrefp() comes with jansson >= 2.11. */
 #define _cleanup_json_ _cleanup_(json_decrefp)
 
-static void job_spec_freep(JobSpec **s) {
-        if (*s)
-                job_spec_free(*s);
-}
-
 static void heartbeat_freep(Heartbeat **h) {
         if (*h)
                 heartbeat_free(*h);
@@ -630,30 +625,69 @@ static int transaction_end(Cluster *c, int r) {
         return r;
 }
 
-int cluster_submit(Cluster *c, json_t *body, int64_t now_ms, json_t **ret_job, char **ret_error) {
-        _cleanup_(job_spec_freep) JobSpec *spec = NULL;
-        uint64_t id;
+static void job_submission_freep(JobSubmission **s) {
+        job_submission_free(*s);
+}
 
-        int r = job_spec_from_json(body, &spec, ret_error);
+static size_t job_spec_tasks(const JobSpec *spec) {
+        size_t n = 0;
+        for (size_t k = 0; k < spec->n_phases; k++)
+                n += spec->phases[k].n_tasks;
+        return n;
+}
+
+int cluster_submit(Cluster *c, json_t *body, int64_t now_ms, json_t **ret_job, char **ret_error) {
+        _cleanup_(job_submission_freep) JobSubmission *sub = NULL;
+        int r = job_submission_from_json(body, &sub, ret_error);
         if (r < 0)
                 return r;
+        _cleanup_free_ uint64_t *ids = calloc(sub->n_jobs, sizeof(uint64_t));
+        if (!ids)
+                return -ENOMEM;
 
+        /* Every job in one transaction, one placement for all: all of them or none. */
         r = store_begin_durable(c->store);
         if (r < 0)
                 return r;
-        r = store_job_insert(c->store, spec, now_ms, &id);
+        size_t n = 0;
+        for (size_t k = 0; k < sub->n_specs && r >= 0; k++)
+                for (unsigned i = 0; i < sub->copies[k] && r >= 0; i++) {
+                        r = job_spec_set_array_index(sub->specs[k], i);
+                        if (r >= 0)
+                                r = store_job_insert(c->store, sub->specs[k], now_ms, &ids[n++]);
+                }
         if (r >= 0)
                 r = place(c, now_ms);
         r = transaction_end(c, r);
         if (r < 0)
                 return r;
 
-        size_t n_tasks = 0;
-        for (size_t k = 0; k < spec->n_phases; k++)
-                n_tasks += spec->phases[k].n_tasks;
-        log_info("Job %" PRIu64 " '%s' submitted: %zu phases, %zu tasks.", id, spec->name, spec->n_phases, n_tasks);
+        n = 0;
+        for (size_t k = 0; k < sub->n_specs; k++) {
+                const JobSpec *spec = sub->specs[k];
+                if (sub->copies[k] == 1)
+                        log_info("Job %" PRIu64 " '%s' submitted: %zu phases, %zu tasks.", ids[n], spec->name,
+                                 spec->n_phases, job_spec_tasks(spec));
+                else
+                        log_info("Jobs %" PRIu64 "-%" PRIu64 " '%s' submitted, an array of %u: %zu phases, %zu tasks each.",
+                                 ids[n], ids[n + sub->copies[k] - 1], spec->name, sub->copies[k], spec->n_phases,
+                                 job_spec_tasks(spec));
+                n += sub->copies[k];
+        }
 
-        return cluster_job_to_json(c, id, now_ms, ret_job);
+        if (!sub->many)
+                return cluster_job_to_json(c, ids[0], now_ms, ret_job);
+        _cleanup_json_ json_t *a = json_array();
+        if (!a)
+                return -ENOMEM;
+        for (size_t i = 0; i < sub->n_jobs; i++)
+                if (json_array_append_new(a, json_integer((json_int_t) ids[i])) < 0)
+                        return -ENOMEM;
+        json_t *o = json_pack("{s:O}", "ids", a);
+        if (!o)
+                return -ENOMEM;
+        *ret_job = o;
+        return 0;
 }
 
 int cluster_cancel(Cluster *c, uint64_t job, int64_t now_ms, json_t **ret_job) {

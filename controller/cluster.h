@@ -39,6 +39,8 @@ Cluster *cluster_free(Cluster *c);
  *   -ESTALE  a heartbeat older than one taken already (same boot id, seq not higher) (409)
  *   -EBUSY, -ENOSPC, -EROFS  the store cannot write now (503)
  *   others   internal errors (500) */
+/* One job, an array or a list of them (job_submission_from_json()), in one transaction: the
+ * job as GET /v1/jobs/{id} shows it, or for an array or list {"ids": [ID, ...]} in order. */
 int cluster_submit(Cluster *c, json_t *body, int64_t now_ms, json_t **ret_job, char **ret_error);
 int cluster_cancel(Cluster *c, uint64_t job, int64_t now_ms, json_t **ret_job);
 /* node is the {id} of the URL; the body's "node" must equal it. Places tasks (and puts the

@@ -145,6 +145,22 @@ expect_err "job $wait_id: queued, 0/4 tasks done" "submit --wait"
 expect_err "job $wait_id: cancelled, 0/4 tasks done" "submit --wait"
 expect_err "job $wait_id cancelled after" "submit --wait"
 
+# --- arrays and lists: many jobs in one request, their ids one a line ---------------------------
+run 0 submit --array 3 --tasks 1 --cpus 0.25 --memory 16M --name sweep -- true
+[ "$(grep -cE '^[0-9]+$' <<<"$out")" -eq 3 ] || fail "submit --array 3 printed:"$'\n'"$out"
+sweep_first=$(head -n 1 <<<"$out")
+run 0 job "$sweep_first" --json && expect_out '"name": "sweep"' "job of an array"
+run 0 --json submit --array 2 "$tmp/job.json" && expect_out '"ids": \[' "--json submit --array"
+printf '{"jobs": [%s, %s]}\n' "$(tr -d '\n' <"$tmp/job.json")" '{"name": "second", "phases": [{"tasks": 1, "argv": ["true"], "cpu_cores": 1, "memory_bytes": 1048576}]}' \
+        > "$tmp/list.json"
+run 0 submit "$tmp/list.json" && [ "$(grep -cE '^[0-9]+$' <<<"$out")" -eq 2 ] || fail "submit of a list of 2 printed:"$'\n'"$out"
+run 2 submit --array 2 "$tmp/list.json" && expect_err "--array makes copies of one job" "--array with a list"
+run 2 submit --array 0 -- true && expect_err "--array=0: must be an integer in [1, 10000]" "--array 0"
+run 2 submit --wait --array 2 -- true && expect_err "--wait follows one job" "--wait --array"
+printf '{"jobs": [%s, %s]}\n' "$(tr -d '\n' <"$tmp/job.json")" '{"name": "bad", "phases": [{"tasks": 1, "argv": ["true"], "cpu_cores": 0, "memory_bytes": 1048576}]}' \
+        > "$tmp/bad-list.json"
+run 1 submit "$tmp/bad-list.json" && expect_err "jobs[1].phases[0].cpu_cores: must be a number in (0, 4096]" "a list with a bad job"
+
 # --- local validation: nothing is sent ----------------------------------------------------------
 run 0 --json jobs && jobs_before=$(grep -c '"id"' <<<"$out")
 echo '{"name": "x", "phases": [{"tasks": 1, "argv": ["a"], "cpu_cores": 0, "memory_bytes": 1048576}]}' \
