@@ -24,7 +24,10 @@ void ctl_print_help(void) {
                "                                    (see cgorch-api(7))\n"
                "  submit [SUBMIT OPTIONS] -- COMMAND [ARGS...]\n"
                "                                    submit a one-phase job running N copies of COMMAND\n"
-               "  jobs                              list jobs\n"
+               "  jobs [--state=S[,S...]] [--user=U] [--name=N] [--limit=N]\n"
+               "                                    list jobs, those in one of the states S (queued,\n"
+               "                                    running, succeeded, failed, cancelled), of user U and\n"
+               "                                    name N, at most N of them\n"
                "  job ID                            show a job with its phases and tasks\n"
                "  cancel ID                         cancel a job\n"
                "  nodes                             list nodes\n"
@@ -346,16 +349,19 @@ int ctl_list_command(Ctl *ctl, int argc, char **argv, const char *command, const
                 r = -EPROTO;
         } else
                 r = print_table(list);
-        /* Jobs whose rows in the store are damaged are left out of the list and named here. */
-        json_t *unreadable = json_object_get(answer, "unreadable");
-        if (!ctl->json && json_array_size(unreadable) > 0) {
-                size_t i;
-                json_t *id;
-                fprintf(stderr, "cgorchctl: left out, their records in the controller's store cannot be decoded:");
-                json_array_foreach(unreadable, i, id)
-                        fprintf(stderr, " %s%" JSON_INTEGER_FORMAT, i > 0 ? "," : "", json_integer_value(id));
-                fprintf(stderr, " (see docs/operations.md)\n");
-        }
+        if (!ctl->json)
+                ctl_print_unreadable(json_object_get(answer, "unreadable"));
         json_decref(answer);
         return r < 0 ? CTL_EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+void ctl_print_unreadable(json_t *unreadable) {
+        if (json_array_size(unreadable) == 0)
+                return;
+        size_t i;
+        json_t *id;
+        fprintf(stderr, "cgorchctl: left out, their records in the controller's store cannot be decoded:");
+        json_array_foreach(unreadable, i, id)
+                fprintf(stderr, " %s%" JSON_INTEGER_FORMAT, i > 0 ? "," : "", json_integer_value(id));
+        fprintf(stderr, " (see docs/operations.md)\n");
 }

@@ -164,9 +164,64 @@ static void handle_jobs_submit(const HttpRequest *req, HttpResponse *resp, void 
         answer_durable(api, req, resp);
 }
 
+/* "queued,running": a mask of job states; false for a word that is none. */
+static bool parse_job_states(const char *s, unsigned *ret, char **ret_bad) {
+        unsigned mask = 0;
+        _cleanup_free_ char *copy = strdup(s);
+        if (!copy)
+                return false;
+        char *save = NULL;
+        for (char *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+                JobState st = job_state_from_string(w);
+                if (st < 0) {
+                        *ret_bad = strdup(w);
+                        return false;
+                }
+                mask |= 1u << st;
+        }
+        if (mask == 0) {
+                *ret_bad = strdup(s);
+                return false;
+        }
+        *ret = mask;
+        return true;
+}
+
+/* A page of jobs, oldest first: ?state=S[,S...]&user=U&name=N&limit=L&cursor=C. */
 static void handle_jobs_list(const HttpRequest *req, HttpResponse *resp, void *userdata) {
+        static const char *const allowed[] = { "state", "user", "name", "limit", "cursor", NULL };
         Api *api = userdata;
-        int r = cluster_jobs_to_json(api->cluster, now_ms(), &resp->body);
+        StoreJobFilter f = { .limit = API_JOBS_PAGE_DEFAULT };
+
+        const char *unknown = http_request_query_unknown(req, allowed);
+        if (unknown)
+                return http_response_error(resp, 400, "%s: unknown query parameter", unknown);
+        const char *v = http_request_query(req, "state");
+        if (v) {
+                _cleanup_free_ char *bad = NULL;
+                if (!parse_job_states(v, &f.state_mask, &bad))
+                        return http_response_error(resp, 400,
+                                                   "state: '%s' is not a job state (queued, running, succeeded, failed, "
+                                                   "cancelled; several separated by commas)",
+                                                   bad ?: v);
+        }
+        f.user = http_request_query(req, "user");
+        f.name = http_request_query(req, "name");
+        if ((f.user && !*f.user) || (f.name && !*f.name))
+                return http_response_error(resp, 400, "%s: must not be empty", f.user && !*f.user ? "user" : "name");
+        v = http_request_query(req, "limit");
+        if (v) {
+                uint64_t limit;
+                if (!parse_job_id(v, &limit) || limit > API_JOBS_PAGE_MAX)
+                        return http_response_error(resp, 400, "limit: must be an integer in [1, %u]", API_JOBS_PAGE_MAX);
+                f.limit = (unsigned) limit;
+        }
+        /* The cursor is the last id of the page before: opaque to clients, but only that. */
+        v = http_request_query(req, "cursor");
+        if (v && !parse_job_id(v, &f.after_id))
+                return http_response_error(resp, 400, "cursor: not a cursor this controller gave (next_cursor)");
+
+        int r = cluster_jobs_to_json(api->cluster, &f, now_ms(), &resp->body);
         if (r < 0)
                 return respond_errno(api, resp, r, NULL, "jobs");
         size_t i;

@@ -26,6 +26,11 @@ typedef struct Api {
                                               * sync; NULL: the store syncs each commit */
 } Api;
 
+/* GET /v1/jobs answers pages of this many jobs unless ?limit= says otherwise, and of at most
+ * API_JOBS_PAGE_MAX. */
+#define API_JOBS_PAGE_DEFAULT 500u
+#define API_JOBS_PAGE_MAX 5000u
+
 /* A wait holds at most this long (?hold_ms=), 25 s when not given. */
 #define API_WAIT_HOLD_MAX_MS 60000u
 #define API_WAIT_HOLD_DEFAULT_MS 25000u

@@ -1213,7 +1213,8 @@ int cluster_sched_job_to_json(ClusterSched *cs, Store *store, uint64_t job, bool
         bool done;
         const PhaseEntry *e = job_entry(cs, job, &done);
         SchedJobInfo info;
-        if (e && rank) {
+        bool ranked = e && rank;
+        if (ranked) {
                 int r = cluster_sched_rank(cs, now_ms);
                 if (r < 0)
                         return r;
@@ -1251,7 +1252,7 @@ int cluster_sched_job_to_json(ClusterSched *cs, Store *store, uint64_t job, bool
                         return -ENOMEM;
         }
         *ret = TAKE_PTR(o);
-        return 0;
+        return ranked;
 }
 
 /* ---- Placement: the tasks, told as they change ---- */

@@ -67,7 +67,7 @@ int cluster_sched_rank(ClusterSched *cs, int64_t now_ms);
 /* The "scheduler" object of a job view (json null when the scheduler does not hold the job):
  * its current phase's rank, state and sizes; with detail, "estimate": how the size came about
  * (S_i, the training stage, S_f), the training tasks live while it trains. With rank, ranks
- * first (cluster_sched_rank()) if it holds the job. */
+ * first (cluster_sched_rank()) if it holds the job, and returns 1 then. */
 int cluster_sched_job_to_json(ClusterSched *cs, Store *store, uint64_t job, bool detail, bool rank, int64_t now_ms,
                               json_t **ret);
 

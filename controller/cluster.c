@@ -554,14 +554,14 @@ int cluster_scheduler_to_json(Cluster *c, int64_t now_ms, json_t **ret) {
 }
 
 /* Adds the scheduler's view of the job ("scheduler") to a job object of the store; with rank,
- * ranks first if the scheduler holds the job. */
+ * ranks first if the scheduler holds the job (returns 1 then). */
 static int job_add_scheduler(Cluster *c, json_t *job, bool detail, bool rank, int64_t now_ms) {
         json_t *v;
         int r = cluster_sched_job_to_json(c->sched, c->store, (uint64_t) json_integer_value(json_object_get(job, "id")),
                                           detail, rank, now_ms, &v);
         if (r < 0)
                 return r;
-        return json_object_set_new(job, "scheduler", v) < 0 ? -ENOMEM : 0;
+        return json_object_set_new(job, "scheduler", v) < 0 ? -ENOMEM : r;
 }
 
 int cluster_job_to_json(Cluster *c, uint64_t job, int64_t now_ms, json_t **ret) {
@@ -575,19 +575,20 @@ int cluster_job_to_json(Cluster *c, uint64_t job, int64_t now_ms, json_t **ret) 
         return 0;
 }
 
-int cluster_jobs_to_json(Cluster *c, int64_t now_ms, json_t **ret) {
+int cluster_jobs_to_json(Cluster *c, const StoreJobFilter *filter, int64_t now_ms, json_t **ret) {
         _cleanup_json_ json_t *o = NULL;
-        int r = store_jobs_to_json(c->store, &o);
-        if (r >= 0)
-                r = cluster_sched_rank(c->sched, now_ms);
+        int r = store_jobs_page_to_json(c->store, filter ?: &(StoreJobFilter) {}, &o);
         if (r < 0)
                 return r;
+        /* Ranked once, at the first job the scheduler holds: a page of ended jobs needs none. */
+        bool ranked = false;
         size_t i;
         json_t *job;
         json_array_foreach(json_object_get(o, "jobs"), i, job) {
-                r = job_add_scheduler(c, job, false, false, now_ms);
+                r = job_add_scheduler(c, job, false, !ranked, now_ms);
                 if (r < 0)
                         return r;
+                ranked = ranked || r > 0;
         }
         *ret = TAKE_PTR(o);
         return 0;
@@ -1354,8 +1355,11 @@ void cluster_restart_node_timeouts(Cluster *c, int64_t now_ms) {
 }
 
 int cluster_status(Cluster *c, char **ret) {
-        unsigned jobs[_JOB_STATE_MAX], nodes;
-        int r = store_job_count_by_state(c->store, jobs);
+        unsigned jobs[_JOB_STATE_MAX] = {}, nodes;
+        /* Two states through their index: counting every job's state took a scan of them all. */
+        int r = store_job_count_in_state(c->store, JOB_QUEUED, &jobs[JOB_QUEUED]);
+        if (r >= 0)
+                r = store_job_count_in_state(c->store, JOB_RUNNING, &jobs[JOB_RUNNING]);
         if (r < 0)
                 return r;
         r = store_node_count_ready(c->store, &nodes);

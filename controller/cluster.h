@@ -67,7 +67,9 @@ int cluster_scheduler_to_json(Cluster *c, int64_t now_ms, json_t **ret);
 /* GET /v1/jobs/{id} and GET /v1/jobs: the store's job views, each job with its "scheduler"
  * object (cluster-sched.h; with the size estimate's explanation for one job). */
 int cluster_job_to_json(Cluster *c, uint64_t job, int64_t now_ms, json_t **ret);
-int cluster_jobs_to_json(Cluster *c, int64_t now_ms, json_t **ret);
+/* GET /v1/jobs: a page of the store's job list (filter NULL: every job), each job with its
+ * scheduler view. */
+int cluster_jobs_to_json(Cluster *c, const StoreJobFilter *filter, int64_t now_ms, json_t **ret);
 /* Saves what the scheduler must not lose in a restart (its own transaction): call it every
  * tick, it writes every 10 s; force writes now (at exit). */
 int cluster_checkpoint(Cluster *c, int64_t now_ms, bool force);

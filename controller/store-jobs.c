@@ -186,20 +186,16 @@ int store_job_set_state(Store *s, uint64_t job, JobState state, int64_t now_ms) 
         return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
 }
 
-int store_job_count_by_state(Store *s, unsigned ret_counts[static _JOB_STATE_MAX]) {
+int store_job_count_in_state(Store *s, JobState state, unsigned *ret) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        unsigned counts[_JOB_STATE_MAX] = {};
-        int r = store_prepare(s, "SELECT state, COUNT(*) FROM jobs GROUP BY state", &st);
+        int r = store_prepare(s, "SELECT COUNT(*) FROM jobs WHERE state = ?", &st);
         if (r < 0)
                 return r;
-        while ((r = store_step_row(s, st, "count jobs")) > 0) {
-                JobState state = job_state_from_string((const char *) sqlite3_column_text(st, 0));
-                if (state >= 0)
-                        counts[state] = (unsigned) sqlite3_column_int64(st, 1);
-        }
+        sqlite3_bind_text(st, 1, job_state_to_string(state), -1, SQLITE_STATIC);
+        r = store_step_row(s, st, "count jobs");
         if (r < 0)
                 return r;
-        memcpy(ret_counts, counts, sizeof counts);
+        *ret = r > 0 ? (unsigned) sqlite3_column_int64(st, 0) : 0;
         return 0;
 }
 
@@ -835,21 +831,75 @@ int store_job_to_json(Store *s, uint64_t job, bool with_tasks, json_t **ret) {
         return r;
 }
 
-int store_jobs_to_json(Store *s, json_t **ret) {
-        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+int store_jobs_page_to_json(Store *s, const StoreJobFilter *f, json_t **ret) {
         _cleanup_json_ json_t *a = json_array(), *unreadable = json_array();
         if (!a || !unreadable)
                 return -ENOMEM;
-        int r = store_prepare(s, "SELECT id FROM jobs ORDER BY id", &st);
+
+        /* Built for the filters given, so that each is a range of its index (a variable IN list
+         * or "? IS NULL OR" would scan every job); prepared afresh, as filters vary. */
+        char sql[512] = "SELECT id FROM jobs WHERE id > ?1";
+        size_t len = strlen(sql);
+        if (f->state_mask != 0) {
+                len += (size_t) snprintf(sql + len, sizeof sql - len, " AND state IN (");
+                bool first = true;
+                for (JobState st = 0; st < _JOB_STATE_MAX; st++)
+                        if (f->state_mask & (1u << st)) {
+                                len += (size_t) snprintf(sql + len, sizeof sql - len, "%s'%s'", first ? "" : ", ",
+                                                         job_state_to_string(st));
+                                first = false;
+                        }
+                len += (size_t) snprintf(sql + len, sizeof sql - len, ")");
+        }
+        if (f->user)
+                len += (size_t) snprintf(sql + len, sizeof sql - len, " AND user = ?2");
+        if (f->name)
+                len += (size_t) snprintf(sql + len, sizeof sql - len, " AND name = ?3");
+        len += (size_t) snprintf(sql + len, sizeof sql - len, " ORDER BY id%s", f->limit > 0 ? " LIMIT ?4" : "");
+        if (len >= sizeof sql)
+                return -EINVAL;
+
+        sqlite3_stmt *st = NULL;
+        int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return store_error(s, rc, "prepare the job list");
+        sqlite3_bind_int64(st, 1, (int64_t) MIN(f->after_id, (uint64_t) INT64_MAX));
+        if (f->user)
+                sqlite3_bind_text(st, 2, f->user, -1, SQLITE_TRANSIENT);
+        if (f->name)
+                sqlite3_bind_text(st, 3, f->name, -1, SQLITE_TRANSIENT);
+        if (f->limit > 0)
+                sqlite3_bind_int64(st, 4, (int64_t) f->limit + 1); /* one more: is there a next page? */
+
+        /* The ids first, then each job: job_to_json() steps statements of its own. */
+        _cleanup_free_ uint64_t *ids = NULL;
+        size_t n = 0, allocated = 0;
+        int r;
+        while ((r = store_step_row(s, st, "list jobs")) > 0) {
+                if (n == allocated) {
+                        allocated = MAX(allocated * 2, (size_t) 64);
+                        uint64_t *p = realloc(ids, allocated * sizeof(uint64_t));
+                        if (!p) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        ids = p;
+                }
+                ids[n++] = (uint64_t) sqlite3_column_int64(st, 0);
+        }
+        sqlite3_finalize(st);
         if (r < 0)
                 return r;
-        while ((r = store_step_row(s, st, "list jobs")) > 0) {
+
+        bool more = f->limit > 0 && n > f->limit;
+        if (more)
+                n = f->limit;
+        for (size_t i = 0; i < n; i++) {
                 json_t *j;
-                uint64_t id = (uint64_t) sqlite3_column_int64(st, 0);
-                r = store_job_to_json(s, id, false, &j);
+                r = store_job_to_json(s, ids[i], false, &j);
                 if (r == -EBADMSG) {
                         /* One damaged job does not take the list down: it is named apart. */
-                        if (json_array_append_new(unreadable, json_integer((json_int_t) id)) < 0)
+                        if (json_array_append_new(unreadable, json_integer((json_int_t) ids[i])) < 0)
                                 return -ENOMEM;
                         continue;
                 }
@@ -858,13 +908,21 @@ int store_jobs_to_json(Store *s, json_t **ret) {
                 if (json_array_append_new(a, j) < 0)
                         return -ENOMEM;
         }
-        if (r < 0)
-                return r;
-        json_t *o = json_array_size(unreadable) > 0 ?
-                json_pack("{s:o, s:O}", "jobs", TAKE_PTR(a), "unreadable", unreadable) :
-                json_pack("{s:o}", "jobs", TAKE_PTR(a));
+        _cleanup_json_ json_t *o = json_pack("{s:O}", "jobs", a);
         if (!o)
                 return -ENOMEM;
-        *ret = o;
+        if (json_array_size(unreadable) > 0 && json_object_set(o, "unreadable", unreadable) < 0)
+                return -ENOMEM;
+        if (more) {
+                char cursor[32];
+                snprintf(cursor, sizeof cursor, "%" PRIu64, ids[n - 1]);
+                if (json_object_set_new(o, "next_cursor", json_string(cursor)) < 0)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(o);
         return 0;
+}
+
+int store_jobs_to_json(Store *s, json_t **ret) {
+        return store_jobs_page_to_json(s, &(StoreJobFilter) {}, ret);
 }

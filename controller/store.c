@@ -162,6 +162,12 @@ static const char schema_v5_node_pids[] = "ALTER TABLE nodes ADD COLUMN pids_lim
  * size at the last checkpoint is weight × (virtual_finish − that checkpoint's ghost time). */
 static const char schema_v6_virtual_finish[] = "ALTER TABLE sched_phases ADD COLUMN virtual_finish REAL;";
 
+/* Version 7: GET /v1/jobs pages through jobs by id with filters on state, user and name. */
+static const char schema_v7_job_filters[] =
+        "CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state, id);"
+        "CREATE INDEX IF NOT EXISTS jobs_by_user ON jobs(user, id);"
+        "CREATE INDEX IF NOT EXISTS jobs_by_name ON jobs(name, id);";
+
 /* Migration steps in order: step k takes a database of version k to version k + 1. A new
  * version appends its own step (and bumps STORE_SCHEMA_VERSION); steps are never edited. */
 static const struct {
@@ -174,6 +180,7 @@ static const struct {
         { schema_v4_pids, "add the phases' pids limit" },
         { schema_v5_node_pids, "add whether a node's tasks get a pids limit" },
         { schema_v6_virtual_finish, "add the phases' virtual finish" },
+        { schema_v7_job_filters, "index jobs by state, user and name" },
 };
 
 static const char *const phase_state_table[_PHASE_STATE_MAX] = {

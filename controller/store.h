@@ -17,7 +17,7 @@
 #include "protocol.h"
 
 #define STORE_DB_FILENAME "controller.db"
-#define STORE_SCHEMA_VERSION 6
+#define STORE_SCHEMA_VERSION 7
 /* How long a write waits for a lock held by another process before failing with -EBUSY. */
 #define STORE_BUSY_TIMEOUT_MS 1000
 
@@ -132,7 +132,8 @@ int store_job_get_state(Store *s, uint64_t job, JobState *ret);
 int store_job_get_user(Store *s, uint64_t job, char **ret_user);
 /* Sets the state; a final state sets finished_ms. (A job's start is its first task's: the views read it there.) */
 int store_job_set_state(Store *s, uint64_t job, JobState state, int64_t now_ms);
-int store_job_count_by_state(Store *s, unsigned ret_counts[static _JOB_STATE_MAX]);
+/* The jobs in one state, counted through its index: O(those jobs), not O(all). */
+int store_job_count_in_state(Store *s, JobState state, unsigned *ret);
 /* Tasks starting or running, on any node. */
 int store_task_count_active(Store *s, unsigned *ret);
 
@@ -166,6 +167,17 @@ int store_job_to_json(Store *s, uint64_t job, bool with_tasks, json_t **ret);
 /* {"jobs": [...]} oldest first; a job a row of which cannot be decoded is left out, its id listed
  * in "unreadable": [...] (present only then), and logged once. */
 int store_jobs_to_json(Store *s, json_t **ret);
+
+/* A page of GET /v1/jobs: the jobs in one of the states of state_mask (0: any) of that user and
+ * name (NULL: any), with an id above after_id, oldest first, at most limit (0: all). With more
+ * to come, "next_cursor": the page's last id, as text, to pass as after_id. */
+typedef struct StoreJobFilter {
+        unsigned state_mask;       /* 1 << JobState */
+        const char *user, *name;
+        uint64_t after_id;
+        unsigned limit;
+} StoreJobFilter;
+int store_jobs_page_to_json(Store *s, const StoreJobFilter *f, json_t **ret);
 
 /* ---- Tasks ---- */
 

@@ -161,6 +161,22 @@ printf '{"jobs": [%s, %s]}\n' "$(tr -d '\n' <"$tmp/job.json")" '{"name": "bad", 
         > "$tmp/bad-list.json"
 run 1 submit "$tmp/bad-list.json" && expect_err "jobs[1].phases[0].cpu_cores: must be a number in (0, 4096]" "a list with a bad job"
 
+# --- jobs: filters, and pages followed to the end (the controller answers 500 jobs a page) -------
+run 0 jobs --name sweep
+[ "$(grep -c ' sweep ' <<<"$out")" -eq 3 ] || fail "jobs --name sweep should list the 3 jobs of the array:"$'\n'"$out"
+run 0 jobs --state cancelled && expect_out "^ +- +$short_id +short " "jobs --state cancelled"
+[ "$(grep -c queued <<<"$out")" -eq 0 ] || fail "jobs --state cancelled lists queued jobs:"$'\n'"$out"
+run 0 jobs --state queued,running --user "$(id -un)" --name big && expect_out " $big_id +big " "jobs with every filter"
+run 0 --json jobs --limit 1 && expect_out '"next_cursor": "[0-9]+"' "--json jobs --limit 1"
+[ "$(grep -c '"id"' <<<"$out")" -eq 1 ] || fail "jobs --limit 1 showed more than one job:"$'\n'"$out"
+run 0 submit --array 600 --tasks 1 --cpus 0.25 --memory 16M --name many -- true
+run 0 jobs --name many
+[ "$(grep -c ' many ' <<<"$out")" -eq 600 ] || fail "jobs --name many: $(grep -c ' many ' <<<"$out") of 600 jobs (two pages)"
+run 0 jobs --name many --limit 550
+[ "$(grep -c ' many ' <<<"$out")" -eq 550 ] || fail "jobs --name many --limit 550: $(grep -c ' many ' <<<"$out") jobs"
+run 2 jobs --state done && expect_err "--state=done: 'done' is not a job state" "jobs --state done"
+run 2 jobs --limit 0 && expect_err "--limit=0: must be a positive integer" "jobs --limit 0"
+
 # --- local validation: nothing is sent ----------------------------------------------------------
 run 0 --json jobs && jobs_before=$(grep -c '"id"' <<<"$out")
 echo '{"name": "x", "phases": [{"tasks": 1, "argv": ["a"], "cpu_cores": 0, "memory_bytes": 1048576}]}' \

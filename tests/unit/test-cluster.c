@@ -1360,7 +1360,7 @@ Test(cluster, job_views_show_the_scheduler) {
         json_decref(s);
 
         json_t *all = NULL;
-        cr_assert_eq(cluster_jobs_to_json(cluster, T0 + 3, &all), 0);
+        cr_assert_eq(cluster_jobs_to_json(cluster, NULL, T0 + 3, &all), 0);
         json_t *jobs = json_object_get(all, "jobs");
         cr_assert_eq(json_integer_value(json_object_get(json_object_get(json_array_get(jobs, 0), "scheduler"), "rank")), 2);
         cr_assert_null(json_object_get(json_object_get(json_array_get(jobs, 0), "scheduler"), "estimate"),

@@ -98,7 +98,7 @@ Test(store_orch, fresh_database_is_current) {
         cr_assert_eq(store_open(dir, &s), 0);
         store_close(s);
         cr_assert_eq(user_version(), STORE_SCHEMA_VERSION);
-        cr_assert_eq(STORE_SCHEMA_VERSION, 6);
+        cr_assert_eq(STORE_SCHEMA_VERSION, 7);
 }
 
 Test(store_orch, record_and_status_from_the_ack) {

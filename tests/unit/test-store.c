@@ -428,6 +428,50 @@ Test(store, durable_transactions_only_where_asked) {
         store_close(s);
 }
 
+static void page_ids(Store *s, const StoreJobFilter *f, const char *want_ids, const char *want_next) {
+        json_t *page = NULL;
+        cr_assert_eq(store_jobs_page_to_json(s, f, &page), 0);
+        char got[128] = "";
+        size_t i;
+        json_t *job;
+        json_array_foreach(json_object_get(page, "jobs"), i, job)
+                snprintf(got + strlen(got), sizeof got - strlen(got), "%s%" JSON_INTEGER_FORMAT, i ? "," : "",
+                         json_integer_value(json_object_get(job, "id")));
+        cr_assert_str_eq(got, want_ids);
+        json_t *next = json_object_get(page, "next_cursor");
+        if (want_next)
+                cr_assert_str_eq(json_string_value(next), want_next);
+        else
+                cr_assert_null(next, "no next page");
+        json_decref(page);
+}
+
+/* GET /v1/jobs: pages oldest first, the cursor the last id, filters as index ranges. */
+Test(store, job_pages_and_filters) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        for (int i = 0; i < 5; i++)
+                insert_job(s, 1000 + i);
+        cr_assert_eq(store_job_set_state(s, 2, JOB_CANCELLED, 2000), 0);
+        cr_assert_eq(store_job_set_state(s, 4, JOB_RUNNING, 2000), 0);
+
+        page_ids(s, &(StoreJobFilter) {}, "1,2,3,4,5", NULL);
+        page_ids(s, &(StoreJobFilter) { .limit = 2 }, "1,2", "2");
+        page_ids(s, &(StoreJobFilter) { .limit = 2, .after_id = 2 }, "3,4", "4");
+        page_ids(s, &(StoreJobFilter) { .limit = 2, .after_id = 4 }, "5", NULL);
+        page_ids(s, &(StoreJobFilter) { .limit = 1, .after_id = 5 }, "", NULL);
+        page_ids(s, &(StoreJobFilter) { .state_mask = 1u << JOB_QUEUED }, "1,3,5", NULL);
+        page_ids(s, &(StoreJobFilter) { .state_mask = (1u << JOB_CANCELLED) | (1u << JOB_RUNNING) }, "2,4", NULL);
+        page_ids(s, &(StoreJobFilter) { .state_mask = 1u << JOB_QUEUED, .limit = 2, .after_id = 1 }, "3,5", NULL);
+        page_ids(s, &(StoreJobFilter) { .user = "nobody", .name = "wordcount", .limit = 3 }, "1,2,3", "3");
+        page_ids(s, &(StoreJobFilter) { .user = "root" }, "", NULL);
+        page_ids(s, &(StoreJobFilter) { .name = "other" }, "", NULL);
+        unsigned n;
+        cr_assert_eq(store_job_count_in_state(s, JOB_QUEUED, &n), 0);
+        cr_assert_eq(n, 3);
+        store_close(s);
+}
+
 /* Group commit (controller/durable-answers.c): with deferred sync a durable commit is made at
  * synchronous=NORMAL and leaves its fsync owed until store_sync(), which pays it on the real
  * log; other commits and rolled-back ones owe nothing; without it, durable commits fsync. */
