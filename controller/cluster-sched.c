@@ -29,7 +29,8 @@ typedef struct PhaseEntry {
         SizingPhase sz;            /* its size, as controller/sched-sizing.c keeps it */
         double weight, parallel_cpus;
         int64_t sized_ms;
-        json_t *estimate;          /* how its size came about; owned, also in the store */
+        char *estimate;            /* how its size came about, a JSON object as text (a tenth of
+                                    * the memory of the object); owned, also in the store */
         /* A training task of it runs: its training may move with time and progress alone,
          * which no write to the store announces, so every sync looks at it. */
         bool watched;
@@ -301,14 +302,29 @@ void cluster_sched_set_always_full(ClusterSched *cs, bool always_full) {
 
 static void entries_free(PhaseEntry *v, size_t n) {
         for (size_t i = 0; i < n; i++)
-                json_decref(v[i].estimate);
+                free(v[i].estimate);
         free(v);
+}
+
+/* The estimate as an object (a new reference), NULL if its text is damaged or memory short. */
+static json_t *estimate_load(const PhaseEntry *e) {
+        return e->estimate ? json_loads(e->estimate, 0, NULL) : NULL;
+}
+
+/* Replaces the entry's estimate text with o's. */
+static int estimate_store(PhaseEntry *e, json_t *o) {
+        char *text = json_dumps(o, JSON_COMPACT);
+        if (!text)
+                return -ENOMEM;
+        free(e->estimate);
+        e->estimate = text;
+        return 0;
 }
 
 static void rec_free(void *p) {
         JobRec *rec = p;
         for (size_t i = 0; i < rec->n_phases; i++)
-                json_decref(rec->phases[i].estimate);
+                free(rec->phases[i].estimate);
         for (size_t i = 0; i < rec->n_tasks; i++)
                 store_task_done(&rec->tasks[i].t);
         free(rec->phases);
@@ -510,7 +526,7 @@ static int phase_ended(ClusterSched *cs, Store *store, PhaseEntry *e, double now
                 succeeded = succeeded && usage[i].state == TASK_SUCCEEDED;
         if (!succeeded) {
                 (void) sched_job_remove(cs->sched, e->key, now_s);
-                json_decref(TAKE_PTR(e->estimate));
+                free(TAKE_PTR(e->estimate));
                 return store_sched_record_delete(store, sched_key_job(e->key), sched_key_phase(e->key));
         }
         _cleanup_free_ double *sizes = malloc(n * sizeof(double));
@@ -526,7 +542,7 @@ static int phase_ended(ClusterSched *cs, Store *store, PhaseEntry *e, double now
         if (r < 0)
                 return r;
         if (sched_job_info(cs->sched, e->key, &(SchedJobInfo) {}) < 0) {
-                json_decref(TAKE_PTR(e->estimate));
+                free(TAKE_PTR(e->estimate));
                 return 0;
         }
         r = done_insert(cs, e);
@@ -580,13 +596,19 @@ static int phase_train(ClusterSched *cs, Store *store, PhaseEntry *e, double now
         if (r <= SCHED_SIZING_UNCHANGED)
                 return r;
         int64_t now_ms = s_to_ms(now_s);
+        _cleanup_json_ json_t *est = estimate_load(e);
+        if (!est)
+                return -EBADMSG;
         if (r == SCHED_SIZING_REFINED) {
                 /* S_i from the phase's own finished training tasks: recorded, so that a restart
                  * resumes from it. */
-                if (json_object_set_new(e->estimate, "refined_size_s", json_real(e->sz.size.size)) < 0 ||
-                    json_object_set_new(e->estimate, "refined_from_tasks", json_integer(e->sz.n_refined)) < 0 ||
-                    json_object_set_new(e->estimate, "refined_ms", json_integer(now_ms)) < 0)
+                if (json_object_set_new(est, "refined_size_s", json_real(e->sz.size.size)) < 0 ||
+                    json_object_set_new(est, "refined_from_tasks", json_integer(e->sz.n_refined)) < 0 ||
+                    json_object_set_new(est, "refined_ms", json_integer(now_ms)) < 0)
                         return -ENOMEM;
+                r = estimate_store(e, est);
+                if (r < 0)
+                        return r;
                 e->sized_ms = now_ms;
                 return entry_save(cs, store, e, false, now_ms);
         }
@@ -606,12 +628,15 @@ static int phase_train(ClusterSched *cs, Store *store, PhaseEntry *e, double now
         }
         /* S_f = s̄·[(n − t) + Σ(1 − p_k)]: s̄ as the estimator used it. */
         double parts = (double) e->sz.n_tasks - (double) t + unfinished;
-        if (json_object_set_new(e->estimate, "final_size_s", json_real(e->sz.size.size)) < 0 ||
-            json_object_set_new(e->estimate, "final_ms", json_integer(now_ms)) < 0 ||
-            json_object_set_new(e->estimate, "training_mean_task_s",
+        if (json_object_set_new(est, "final_size_s", json_real(e->sz.size.size)) < 0 ||
+            json_object_set_new(est, "final_ms", json_integer(now_ms)) < 0 ||
+            json_object_set_new(est, "training_mean_task_s",
                                 parts > 0 ? json_real(e->sz.size.size / parts) : json_null()) < 0 ||
-            json_object_set(e->estimate, "training", tasks) < 0)
+            json_object_set(est, "training", tasks) < 0)
                 return -ENOMEM;
+        r = estimate_store(e, est);
+        if (r < 0)
+                return r;
         e->sized_ms = now_ms;
         r = entry_save(cs, store, e, false, now_ms);
         if (r < 0)
@@ -656,7 +681,7 @@ static int phase_added(ClusterSched *cs, Store *store, const StoreSchedPhase *p,
         if (rec) {
                 e.sz = sizing_of_record(rec, p->n_tasks);
                 e.sized_ms = rec->sized_ms;
-                e.estimate = json_incref(rec->estimate);
+                e.estimate = TAKE_PTR(rec->estimate);
                 SchedSize size = sched_sizing_sched_size(&cs->sizing, &e.sz);
                 r = sched_job_add(cs->sched, key, now_s, e.weight, e.parallel_cpus, &size);
                 if (r == -EEXIST) /* finished phase still ageing virtually: cannot happen twice */
@@ -666,7 +691,6 @@ static int phase_added(ClusterSched *cs, Store *store, const StoreSchedPhase *p,
                                               rec->late_since_ms >= 0 ? (double) rec->late_since_ms / 1000.0 : NAN);
                 entry_saved_as(&e, rec);
                 free(TAKE_PTR(rec->size_kind));
-                json_decref(TAKE_PTR(rec->estimate));
         } else {
                 r = sched_sizing_add(&cs->sizing, cs->sched, key, p->n_tasks, 1.0, e.weight, e.parallel_cpus, now_s,
                                      &e.sz);
@@ -675,15 +699,14 @@ static int phase_added(ClusterSched *cs, Store *store, const StoreSchedPhase *p,
                         r = hfsp_phase_size_init(&e.sz.size, p->n_tasks, &cs->sizing.history, &cs->sizing.params);
                 }
                 if (r >= 0) {
-                        e.estimate = estimate_initial(cs, &e, now_ms);
-                        if (!e.estimate)
-                                r = -ENOMEM;
+                        _cleanup_json_ json_t *est = estimate_initial(cs, &e, now_ms);
+                        r = est ? estimate_store(&e, est) : -ENOMEM;
                 }
         }
         if (r >= 0 && !rec)
                 r = entry_save(cs, store, &e, false, now_ms);
         if (r < 0) {
-                json_decref(e.estimate);
+                free(e.estimate);
                 return r;
         }
         *ret = e;
@@ -726,7 +749,8 @@ int cluster_sched_load(ClusterSched *cs, Store *store, int64_t now_ms) {
                         .sized_ms = rec->sized_ms,
                         .estimate = TAKE_PTR(rec->estimate),
                 };
-                json_int_t tasks = json_integer_value(json_object_get(e.estimate, "tasks"));
+                _cleanup_json_ json_t *est = estimate_load(&e);
+                json_int_t tasks = json_integer_value(json_object_get(est, "tasks"));
                 e.sz = sizing_of_record(rec, (unsigned) MAX(tasks, (json_int_t) 0));
                 SchedSize size = sched_sizing_sched_size(&cs->sizing, &e.sz);
                 free(rec->size_kind);
@@ -742,7 +766,7 @@ int cluster_sched_load(ClusterSched *cs, Store *store, int64_t now_ms) {
                         if (r >= 0)
                                 e.estimate = NULL;
                 }
-                json_decref(e.estimate);
+                free(e.estimate);
         }
         if (r < 0) {
                 store_sched_records_free(recs, n_keep);
@@ -787,7 +811,7 @@ int cluster_sched_checkpoint(ClusterSched *cs, Store *store, int64_t now_ms) {
                                 return r;
                 }
                 if (sched_job_info(cs->sched, cs->done[i].key, &(SchedJobInfo) {}) < 0)
-                        json_decref(cs->done[i].estimate); /* finished virtually: its row is gone */
+                        free(cs->done[i].estimate); /* finished virtually: its row is gone */
                 else
                         cs->done[n_keep++] = cs->done[i];
         }
@@ -872,7 +896,7 @@ static int items_process(ClusterSched *cs, Store *store, PhaseItems *l, int64_t 
                          * estimate, unless it moved on to the done list, goes with it. */
                         PhaseEntry e = it->old;
                         r = phase_ended(cs, store, &e, now_s);
-                        json_decref(e.estimate);
+                        free(e.estimate);
                         it->keep = false;
                 } else if (!it->has_old) {
                         r = phase_added(cs, store, &it->new, it->key, now_ms, &it->result);
@@ -941,7 +965,7 @@ static int items_apply(ClusterSched *cs, PhaseItems *l) {
                                 /* The scheduler keeps these phases; the rebuild that follows
                                  * the error finds them there. */
                                 for (size_t k = 0; k < m; k++)
-                                        json_decref(v[k].estimate);
+                                        free(v[k].estimate);
                                 m = 0;
                                 r = -ENOMEM;
                         }
@@ -1236,9 +1260,9 @@ int cluster_sched_job_to_json(ClusterSched *cs, Store *store, uint64_t job, bool
         if (!o)
                 return -ENOMEM;
         if (detail) {
-                _cleanup_json_ json_t *est = json_deep_copy(e->estimate);
+                _cleanup_json_ json_t *est = estimate_load(e);
                 if (!est)
-                        return -ENOMEM;
+                        return -EBADMSG;
                 /* Still training: how far its training tasks have come, live. */
                 if (!e->sz.size.final && !done) {
                         json_t *training;

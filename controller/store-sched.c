@@ -221,7 +221,7 @@ int store_task_attempts_lost(Store *s, const StoreTask *t, unsigned *ret) {
 void store_sched_records_free(StoreSchedRecord *v, size_t n) {
         for (size_t i = 0; i < n; i++) {
                 free(v[i].size_kind);
-                json_decref(v[i].estimate);
+                free(v[i].estimate);
         }
         free(v);
 }
@@ -254,7 +254,6 @@ int store_sched_records(Store *s, StoreSchedRecord **ret, size_t *ret_n) {
                         .weight = sqlite3_column_double(st, 4),
                         .parallel_cpus = sqlite3_column_double(st, 5),
                         .sized_ms = sqlite3_column_int64(st, 6),
-                        .estimate = json_loads((const char *) sqlite3_column_text(st, 7), 0, NULL),
                         .virtual_size_s = sqlite3_column_double(st, 8),
                         .late_since_ms = sqlite3_column_type(st, 9) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 9),
                         .done = sqlite3_column_int(st, 10) != 0,
@@ -262,6 +261,8 @@ int store_sched_records(Store *s, StoreSchedRecord **ret, size_t *ret_n) {
                 };
                 n++;
                 r = store_column_strdup(st, 2, &e->size_kind);
+                if (r >= 0)
+                        r = store_column_strdup(st, 7, &e->estimate);
                 if (r < 0)
                         break;
                 if (!e->estimate || !e->size_kind) {
@@ -279,9 +280,6 @@ int store_sched_records(Store *s, StoreSchedRecord **ret, size_t *ret_n) {
 }
 
 int store_sched_record_save(Store *s, const StoreSchedRecord *rec, int64_t now_ms) {
-        _cleanup_free_ char *estimate = json_dumps(rec->estimate, JSON_COMPACT);
-        if (!estimate)
-                return -ENOMEM;
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r = store_prepare(s,
                               "INSERT OR REPLACE INTO sched_phases (job, phase, size_kind, size_s, weight, parallel_cpus,"
@@ -297,7 +295,7 @@ int store_sched_record_save(Store *s, const StoreSchedRecord *rec, int64_t now_m
         sqlite3_bind_double(st, 5, rec->weight);
         sqlite3_bind_double(st, 6, rec->parallel_cpus);
         sqlite3_bind_int64(st, 7, rec->sized_ms);
-        sqlite3_bind_text(st, 8, estimate, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 8, rec->estimate, -1, SQLITE_STATIC);
         sqlite3_bind_double(st, 9, rec->virtual_size_s);
         if (rec->late_since_ms >= 0)
                 sqlite3_bind_int64(st, 10, rec->late_since_ms);

@@ -371,7 +371,8 @@ typedef struct StoreSchedRecord {
         double weight;
         double parallel_cpus;
         int64_t sized_ms;          /* when the size was set */
-        json_t *estimate;          /* how it came about (cluster-sched.c writes it) */
+        char *estimate;            /* how it came about: a JSON object, as text (cluster-sched.c
+                                    * writes it) */
         double virtual_size_s;     /* remaining in the virtual cluster when written */
         double virtual_finish;     /* the ghost time it finishes at there (NAN: not ageing):
                                     * remaining as of a later checkpoint is weight × (this −
@@ -381,7 +382,7 @@ typedef struct StoreSchedRecord {
 } StoreSchedRecord;
 void store_sched_records_free(StoreSchedRecord *v, size_t n);
 int store_sched_records(Store *s, StoreSchedRecord **ret, size_t *ret_n);
-/* Inserts or replaces the phase's row (rec->estimate is copied). */
+/* Inserts or replaces the phase's row. */
 int store_sched_record_save(Store *s, const StoreSchedRecord *rec, int64_t now_ms);
 int store_sched_record_delete(Store *s, uint64_t job, unsigned phase);
 
