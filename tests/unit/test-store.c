@@ -1,6 +1,7 @@
 /* test-store.c: the controller's SQLite store (controller/store*.c) on a temporary directory. */
 #include <criterion/criterion.h>
 #include <inttypes.h>
+#include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -396,6 +397,71 @@ Test(store, version_1_is_upgraded) {
         cr_assert_eq(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
         cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
         cr_assert_eq(sqlite3_column_int(q, 0), STORE_SCHEMA_VERSION);
+        sqlite3_finalize(q);
+        sqlite3_close(db);
+}
+
+/* A database as a controller of version 5 left it (pids limits, no virtual finish, jobs not
+ * indexed by state, user and name), with a job and a scheduler row in it: opening it upgrades
+ * it to the current version, keeps both, and the new column and indexes are there. */
+Test(store, version_5_is_upgraded) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        uint64_t id = insert_job(s, 1000);
+        StoreSchedRecord rec = {
+                .job = id, .size_kind = (char *) "initial", .size_s = 60, .weight = 1, .parallel_cpus = 2,
+                .sized_ms = 1000, .estimate = (char *) "{}", .virtual_size_s = 40, .virtual_finish = NAN,
+                .late_since_ms = -1,
+        };
+        cr_assert_eq(store_sched_record_save(s, &rec, 2000), 0);
+        store_close(s);
+
+        char path[256];
+        sqlite3 *db;
+        snprintf(path, sizeof path, "%s/controller.db", dir);
+        cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+        cr_assert_eq(sqlite3_exec(db,
+                                  "DROP INDEX jobs_by_state; DROP INDEX jobs_by_user; DROP INDEX jobs_by_name;"
+                                  " ALTER TABLE sched_phases DROP COLUMN virtual_finish; PRAGMA user_version = 5",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+        sqlite3_close(db);
+
+        cr_assert_eq(store_open(dir, &s), 0);
+        StoreLaunch launch;
+        cr_assert_eq(store_phase_launch(s, id, 0, &launch), 0);
+        cr_assert_eq(launch.pids_max, 64, "version 4's column kept");
+        store_launch_done(&launch);
+        StoreSchedRecord *recs = NULL;
+        size_t n = 0;
+        cr_assert_eq(store_sched_records(s, &recs, &n), 0);
+        cr_assert_eq(n, 1);
+        cr_assert_float_eq(recs[0].virtual_size_s, 40, 1e-9);
+        cr_assert(isnan(recs[0].virtual_finish), "a row from before version 6 has no finish time");
+        store_sched_records_free(recs, n);
+        rec.virtual_finish = 12.5;
+        cr_assert_eq(store_sched_record_save(s, &rec, 3000), 0);
+        cr_assert_eq(store_sched_records(s, &recs, &n), 0);
+        cr_assert_float_eq(recs[0].virtual_finish, 12.5, 1e-9);
+        store_sched_records_free(recs, n);
+        unsigned queued;
+        cr_assert_eq(store_job_count_in_state(s, JOB_QUEUED, &queued), 0);
+        cr_assert_eq(queued, 1);
+        store_close(s);
+
+        cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+        sqlite3_stmt *q;
+        cr_assert_eq(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
+        cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
+        cr_assert_eq(sqlite3_column_int(q, 0), STORE_SCHEMA_VERSION);
+        sqlite3_finalize(q);
+        cr_assert_eq(sqlite3_prepare_v2(db,
+                                        "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'jobs'"
+                                        " AND name IN ('jobs_by_state', 'jobs_by_user', 'jobs_by_name')",
+                                        -1, &q, NULL),
+                     SQLITE_OK);
+        cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
+        cr_assert_eq(sqlite3_column_int(q, 0), 3, "version 7's indexes");
         sqlite3_finalize(q);
         sqlite3_close(db);
 }
