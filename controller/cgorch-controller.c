@@ -291,6 +291,10 @@ static void manager_done(Manager *m) {
         m->waits = node_waits_free(m->waits);
         /* Submits and cancels waiting for their sync: synced and answered. */
         m->durable = durable_answers_free(m->durable);
+        /* Freeing the server lets libmicrohttpd run once more, and a request that came in
+         * meanwhile (a heartbeat) reaches its handler: not with what was freed above. */
+        m->api.waits = NULL;
+        m->api.durable = NULL;
         m->http = http_server_free(m->http);
         m->orchestrator = orchestrator_free(m->orchestrator);
         m->cluster = cluster_free(m->cluster);
