@@ -67,6 +67,13 @@ struct Task {
         bool frozen;                   /* by a freeze action (the scheduler's suspend) */
         bool fenced;                   /* frozen by the self-fence: waits for the controller's thaw or kill */
         bool fence_killed;             /* the self-fence could not freeze it and killed it: ends lost */
+        /* The job's time limit, on the time it runs (frozen time not counted): SIGTERM when it
+         * is reached, SIGKILL a grace later; the task ends timeout. 0: no limit. */
+        uint64_t limit_us, grace_us;
+        uint64_t used_us;              /* running time counted before run_since_us */
+        uint64_t run_since_us;         /* CLOCK_MONOTONIC since when it runs unfrozen; 0: frozen */
+        uint64_t term_at_us;           /* when it got SIGTERM; 0: not yet */
+        bool timed_out, time_killed;
         bool has_exit;                 /* main exited and the cgroup is empty: exit is final */
         ExitRecord exit;
         TaskState final_state;
@@ -195,9 +202,44 @@ static void state_write_pids(Agent *a, const char *task, pid_t shim, pid_t main_
         }
 }
 
+/* "<limit µs> <grace µs> <used µs> <running since µs> <SIGTERM at µs>\n" (CLOCK_MONOTONIC, which runs
+ * on across an agent's restart within a boot, and a task does not outlive a boot): a restarted
+ * agent goes on counting the task's time from there. */
+static void state_write_limit(Agent *a, const Task *t) {
+        char path[4096], tmp[4200];
+        _cleanup_fclose_ FILE *f = NULL;
+
+        if (t->limit_us == 0 || state_path(a, t->id, "limit", path, sizeof path) < 0)
+                return;
+        snprintf(tmp, sizeof tmp, "%s.new", path);
+        f = fopen(tmp, "we");
+        bool ok = f && fprintf(f, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", t->limit_us, t->grace_us,
+                               t->used_us, t->run_since_us, t->term_at_us) > 0 && fflush(f) == 0;
+        if (ok)
+                ok = rename(tmp, path) >= 0;
+        if (!ok) {
+                log_warning_errno(errno, "Cannot write %s (%m): a restarted agent would not know task %s's time limit.",
+                                  path, t->id);
+                (void) unlink(tmp);
+        }
+}
+
+static void state_read_limit(Agent *a, Task *t) {
+        char path[4096], buf[160];
+
+        if (state_path(a, t->id, "limit", path, sizeof path) < 0 || procfs_read_file("/", path, buf, sizeof buf) < 0)
+                return;
+        if (sscanf(buf, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64, &t->limit_us, &t->grace_us,
+                   &t->used_us, &t->run_since_us, &t->term_at_us) != 5)
+                t->limit_us = 0;
+        t->timed_out = t->term_at_us > 0;
+}
+
 static void state_remove(Agent *a, const char *task) {
         char path[4096];
 
+        if (state_path(a, task, "limit", path, sizeof path) == 0)
+                (void) unlink(path);
         if (state_path(a, task, "exit", path, sizeof path) == 0)
                 (void) unlink(path);
         if (state_path(a, task, "pids", path, sizeof path) == 0)
@@ -632,6 +674,14 @@ static void task_check_finished(Agent *a, Task *t) {
                 t->final_state = TASK_LOST;
         else if (t->killed)
                 t->final_state = TASK_CANCELLED;
+        else if (t->timed_out) {
+                /* Whatever it exited with: it was told to stop. */
+                t->final_state = TASK_TIMEOUT;
+                free(t->error);
+                if (asprintf(&t->error, "time limit of %g s reached: SIGTERM, %s", (double) t->limit_us / USEC_PER_SEC,
+                             t->time_killed ? "then SIGKILL after the grace" : "and it ended within the grace") < 0)
+                        t->error = NULL;
+        }
         else if (t->exit.code == 0 && t->exit.signal == 0)
                 t->final_state = TASK_SUCCEEDED;
         else
@@ -681,6 +731,42 @@ static void agent_reap_orphans(Agent *a) {
         }
 }
 
+/* The time limit, on the task's running time: frozen (by the scheduler or the self-fence) it
+ * does not count. Checked every sample, so a limit is kept to within a sample interval. */
+static void task_check_time(Agent *a, Task *t, uint64_t now) {
+        bool paused = t->frozen || t->fenced;
+
+        if (t->limit_us == 0 || t->has_exit)
+                return;
+        if (paused && t->run_since_us) {
+                t->used_us += now - t->run_since_us;
+                t->run_since_us = 0;
+                state_write_limit(a, t);
+        } else if (!paused && !t->run_since_us) {
+                t->run_since_us = now;
+                state_write_limit(a, t);
+        }
+        if (!t->term_at_us) {
+                uint64_t used = t->used_us + (t->run_since_us ? now - t->run_since_us : 0);
+                if (used < t->limit_us)
+                        return;
+                t->timed_out = true;
+                t->term_at_us = now;
+                int n = cgroup_task_signal(a->cgroups, t->id, SIGTERM);
+                log_info("Task %s reached its time limit of %g s: SIGTERM to %d process%s, SIGKILL in %g s.", t->id,
+                         (double) t->limit_us / USEC_PER_SEC, MAX(n, 0), n == 1 ? "" : "es",
+                         (double) t->grace_us / USEC_PER_SEC);
+                state_write_limit(a, t);
+                if (t->grace_us > 0)
+                        return;
+        }
+        if (!t->time_killed && now - t->term_at_us >= t->grace_us) {
+                t->time_killed = true;
+                log_info("Task %s: still there after the grace: SIGKILL.", t->id);
+                (void) cgroup_task_kill(a->cgroups, t->id);
+        }
+}
+
 static int on_sample_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Agent *a = userdata;
         uint64_t busy, total;
@@ -722,6 +808,7 @@ static int on_sample_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 launch_poll(t->launch);
                 if (t->has_exit)
                         continue;
+                task_check_time(a, t, now_mono_us());
                 if (t->main_exited) {
                         /* Children the main process left behind are still the task's: keep
                          * accounting them until the cgroup is empty. */
@@ -860,6 +947,10 @@ static int action_start(Agent *a, const Action *act, char **ret_error) {
                 .env = act->env,
                 .cwd = act->cwd,
                 .user = act->user,
+                .output_pattern = act->output,
+                .error_pattern = act->error,
+                .output_dir = a->cfg.output_dir,
+                .output_max_bytes = a->cfg.output_max_bytes,
                 .allow_root = a->cfg.allow_root_tasks,
                 .min_uid = a->cfg.min_uid,
                 .status_fd = status_fd,
@@ -871,9 +962,17 @@ static int action_start(Agent *a, const Action *act, char **ret_error) {
         t->status_fd = TAKE_FD(status_fd);
         /* What a restarted agent needs to watch the task again: the shim and the main process. */
         state_write_pids(a, t->id, launch_shim_pid(t->launch), launch_pid(t->launch));
+        if (act->time_limit_ms > 0) {
+                t->limit_us = act->time_limit_ms * USEC_PER_MSEC;
+                t->grace_us = (uint64_t) act->kill_grace_ms * USEC_PER_MSEC;
+                t->run_since_us = t->start_mono_us;
+                state_write_limit(a, t);
+        }
 
         task_sample_baseline(a, t);
-        log_info("Task %s started as pid %d (user %s).", t->id, (int) launch_pid(t->launch), act->user ? act->user : "(agent's)");
+        log_info("Task %s started as pid %d (user %s, output %s%s%s).", t->id, (int) launch_pid(t->launch),
+                 act->user ? act->user : "(agent's)", launch_output_path(t->launch),
+                 launch_error_path(t->launch) ? ", error " : "", launch_error_path(t->launch) ?: "");
         agent_notify_status(a);
         return 0;
 
@@ -992,6 +1091,7 @@ static TaskReport task_report(const Task *t) {
                 .has_exit = t->has_exit,
                 .exit = t->exit,
                 .error = t->error,
+                .output_dropped_bytes = t->launch ? launch_output(t->launch)->dropped : 0,
         };
 }
 
@@ -1481,7 +1581,9 @@ static int agent_adopt_one(Agent *a, const char *id) {
         if (t->status_fd < 0 && state_path(a, id, "exit", path, sizeof path) >= 0)
                 t->status_fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 
-        r = launch_adopt(a->event, t->id, shim, main_pid, a->proc_fs, on_task_exit, t, &t->launch);
+        state_read_limit(a, t);
+        r = launch_adopt(a->event, t->id, shim, main_pid, a->proc_fs, a->cfg.output_max_bytes, on_task_exit, t,
+                         &t->launch);
         if (r < 0)
                 return log_error_errno(r, "Task %s: cannot watch its main process %d: %m", id, main_pid);
         if (launch_exited(t->launch)) {

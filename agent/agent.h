@@ -31,6 +31,8 @@ typedef struct AgentConfig {
         uid_t min_uid;                  /* tasks run as no uid below it (task-user.h) */
         bool kill_on_exit;
         const char *state_dir;         /* per-task status and pid files, for re-adoption */
+        const char *output_dir;        /* tasks' default output files: DIR/USER/... (task-output.h) */
+        uint64_t output_max_bytes;     /* of one task's output and error together; 0: no cap */
         unsigned detail_every;         /* read the detail files every this many samples (1: every sample; 0: auto) */
         uint64_t sample_buffer_bytes;  /* all tasks' undelivered samples together, at most */
         uint64_t max_heartbeat_bytes;  /* a heartbeat body, at most (the samples that do not fit wait) */

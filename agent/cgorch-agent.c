@@ -18,7 +18,9 @@
 #include "cgroup.h"
 #include "config.h"
 #include "log.h"
+#include "launcher.h"
 #include "macro.h"
+#include "output-read.h"
 #include "procfs.h"
 #include "reporter.h"
 #include "secret-file.h"
@@ -34,6 +36,7 @@ static char *arg_node = NULL;
 static char *arg_cgroup_fs = (char *) "/sys/fs/cgroup";
 static char *arg_cgroup_root = NULL;
 static char *arg_proc_fs = (char *) "/proc";
+static char *arg_node_pids_max = (char *) "auto";
 static double arg_cpus = 0;
 static uint64_t arg_memory_bytes = 0;
 static uint64_t arg_sample_interval_us = USEC_PER_SEC;
@@ -57,6 +60,8 @@ static char *arg_bpf_sampling = (char *) "auto";
 static char *arg_bpf_helper = NULL;
 static bool arg_push = true;
 static uint64_t arg_push_hold_us = 25 * USEC_PER_SEC;
+static char *arg_output_dir = (char *) "/var/spool/cgorch/output";
+static uint64_t arg_output_max_bytes = LAUNCHER_OUTPUT_MAX_DEFAULT;
 
 static const Option options[] = {
         { "controller", 0, OPTION_STRING, &arg_controller, "URL",
@@ -69,6 +74,9 @@ static const Option options[] = {
           "the agent's subtree in every hierarchy, relative (default: cgorch.slice/NODE)", 0, 0 },
         { "proc-fs", 0, OPTION_STRING, &arg_proc_fs, "DIR",
           "procfs root for node samples (default: /proc)", 0, 0 },
+        { "node-pids-max", 0, OPTION_STRING, &arg_node_pids_max, "auto|max|N",
+          "pids.max of the agent's root: processes and threads of all tasks together; auto: 3/4 of the smaller of "
+          "kernel.pid_max and kernel.threads-max, leaving a quarter to the rest of the node (default: auto)", 0, 0 },
         { "cpus", 0, OPTION_DOUBLE, &arg_cpus, "N",
           "CPU capacity offered to the controller (default: CPUs in the agent's affinity mask)", 0, 4096 },
         { "memory", 0, OPTION_SIZE, &arg_memory_bytes, "SIZE",
@@ -101,6 +109,12 @@ static const Option options[] = {
         { "max-heartbeat-size", 0, OPTION_SIZE, &arg_max_heartbeat_bytes, "SIZE",
           "largest heartbeat body, no more than the controller's body limit; samples that do not fit wait (default: 1M)",
           16 * 1024, 1024.0 * 1024 * 1024 },
+        { "output-dir", 0, OPTION_STRING, &arg_output_dir, "DIR",
+          "where tasks' output goes when their job names no output pattern: DIR/USER/JOB.PHASE.TASK.out, each USER's "
+          "directory made for it, mode 0700 (default: /var/spool/cgorch/output)", 0, 0 },
+        { "output-max-size", 0, OPTION_SIZE, &arg_output_max_bytes, "SIZE",
+          "the most of a task's output and error the agent writes into its files, then a note and nothing more; 0: "
+          "no limit (default: 100M)", 0, 0 },
         { "state-dir", 0, OPTION_STRING, &arg_state_dir, "DIR",
           "per-task exit status and pid files, and the lease, for a restarted agent (default: /run/cgorch-agent/CGROUP-ROOT)", 0, 0 },
         { "memory-margin", 0, OPTION_SIZE, &arg_memory_margin_bytes, "SIZE",
@@ -132,8 +146,36 @@ static int reporter_build(void *userdata, const char **ret_body) {
         return agent_build_heartbeat(userdata, ret_body);
 }
 
+/* Where the answers to the controller's reads of tasks' output go. */
+static struct {
+        sd_event *event;
+        Reporter *reporter;
+        OutputReadConfig config;
+} output_reads;
+
+static void output_read_answer(uint64_t id, const OutputChunk *chunk, void *userdata) {
+        char suffix[64];
+        json_t *j = output_chunk_to_json(chunk);
+        char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
+
+        json_decref(j);
+        if (chunk->error)
+                log_info("Output read %" PRIu64 ": %s", id, chunk->error);
+        if (!body || !output_reads.reporter) {
+                free(body);
+                log_oom();
+                return;
+        }
+        snprintf(suffix, sizeof suffix, "output/%" PRIu64, id);
+        (void) reporter_post(output_reads.reporter, suffix, body);
+}
+
 static void reporter_reply(void *userdata, const HeartbeatReply *reply) {
         agent_handle_reply(userdata, reply);
+        for (size_t i = 0; i < reply->n_reads; i++)
+                if (output_read_start(output_reads.event, &output_reads.config, &reply->reads[i], output_read_answer,
+                                      NULL) < 0)
+                        log_oom();
 }
 
 static void reporter_failed(void *userdata) {
@@ -244,6 +286,48 @@ static int move_self_to_leaf(const CgroupBackend *cgroups, const char *cgroup_ro
         return 0;
 }
 
+/* The pids.max of the agent root (--node-pids-max): each task has its own (the job's), but
+ * many tasks each at theirs could still take the node's whole pid space. */
+static int set_node_pids_max(CgroupBackend *cgroups, const char *cgroup_root) {
+        bool is_auto;
+        uint64_t value;
+        int r = cgroup_parse_node_pids_max(arg_node_pids_max, &is_auto, &value);
+        if (r < 0)
+                return log_error_errno(r, "--node-pids-max: \"%s\" is not auto, max or 1..%d.", arg_node_pids_max, INT_MAX);
+        if (is_auto) {
+                char buf[64];
+                uint64_t pid_max = 0, threads_max = 0;
+                if (procfs_read_file(arg_proc_fs, "sys/kernel/pid_max", buf, sizeof buf) >= 0)
+                        (void) cgroup_parse_uint64(buf, &pid_max);
+                if (procfs_read_file(arg_proc_fs, "sys/kernel/threads-max", buf, sizeof buf) >= 0)
+                        (void) cgroup_parse_uint64(buf, &threads_max);
+                value = cgroup_node_pids_max_default(pid_max, threads_max);
+                if (value == 0) {
+                        log_warning("Cannot read kernel.pid_max or kernel.threads-max under %s: no pids limit for all "
+                                    "tasks together (set --node-pids-max).", arg_proc_fs);
+                        return 0;
+                }
+        }
+        r = cgroup_root_set_pids_max(cgroups, value);
+        if (r == -EOPNOTSUPP)
+                return 0; /* said at the backend's start: no pids controller */
+        if (r == -ENOENT) {
+                log_warning("The agent root %s has no pids.max (its parent does not enable the pids controller for it): "
+                            "no pids limit for all tasks together.", cgroup_root);
+                return 0;
+        }
+        if (r < 0) {
+                log_warning_errno(r, "Cannot set pids.max of the agent root %s: %m", cgroup_root);
+                return 0;
+        }
+        if (value == UINT64_MAX)
+                log_info("All tasks together: no pids limit (--node-pids-max=max).");
+        else
+                log_info("All tasks together: at most %" PRIu64 " processes and threads (pids.max of %s%s).", value,
+                         cgroup_root, is_auto ? ", 3/4 of the kernel's pid space" : "");
+        return 0;
+}
+
 /* Every sampled task keeps a few cgroup files open: lift the soft descriptor limit to the hard one. */
 static void raise_nofile(void) {
         struct rlimit rl;
@@ -293,6 +377,11 @@ static int run(void) {
                 bpf_sampling = AGENT_BPF_NO;
         else
                 return log_error_errno(EINVAL, "--bpf-sampling: \"%s\" is not auto, yes or no.", arg_bpf_sampling);
+        bool pids_auto;
+        uint64_t pids_value;
+        if (cgroup_parse_node_pids_max(arg_node_pids_max, &pids_auto, &pids_value) < 0)
+                return log_error_errno(EINVAL, "--node-pids-max: \"%s\" is not auto, max or 1..%d.", arg_node_pids_max,
+                                       INT_MAX);
 
         r = default_capacity(&arg_cpus, &arg_memory_bytes);
         if (r < 0)
@@ -329,6 +418,9 @@ static int run(void) {
         if (r < 0)
                 goto out;
         (void) move_self_to_leaf(cgroups, cgroup_root);
+        r = set_node_pids_max(cgroups, cgroup_root);
+        if (r < 0)
+                goto out;
         raise_nofile();
 
         if (!arg_state_dir) {
@@ -352,6 +444,8 @@ static int run(void) {
                 .min_uid = min_uid,
                 .kill_on_exit = arg_kill_on_exit,
                 .state_dir = arg_state_dir ? arg_state_dir : state_dir,
+                .output_dir = arg_output_dir,
+                .output_max_bytes = arg_output_max_bytes,
                 .detail_every = arg_detail_every,
                 .sample_buffer_bytes = arg_sample_buffer_bytes,
                 .max_heartbeat_bytes = arg_max_heartbeat_bytes,
@@ -400,6 +494,10 @@ static int run(void) {
                 log_oom();
                 goto out;
         }
+        output_reads.event = e;
+        output_reads.reporter = reporter;
+        output_reads.config = (OutputReadConfig) { .output_dir = arg_output_dir, .min_uid = min_uid,
+                                                   .allow_root = arg_allow_root_tasks };
         agent_set_kick(agent, kick_reporter, reporter);
         agent_set_on_sampled(agent, samples_ready, reporter);
         (void) reporter_send_now(reporter);
@@ -428,6 +526,7 @@ static int run(void) {
 out:
         stop_guard = stop_guard_stop(stop_guard);
         /* The reporter first: it must not call into a freed agent. */
+        output_reads.reporter = NULL;
         reporter = reporter_free(reporter);
         agent = agent_free(agent);
         cgroups = cgroup_backend_free(cgroups);

@@ -1,5 +1,6 @@
 /* cgroup-util.c: pure cgroup logic — names, hierarchy selection, paths, limit translation, parsing. */
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -277,6 +278,30 @@ int cgroup_parse_uint64(const char *text, uint64_t *ret) {
         if (*end != '\0' && *end != '\n' && *end != ' ')
                 return -EINVAL;
         *ret = (uint64_t) v;
+        return 0;
+}
+
+uint64_t cgroup_node_pids_max_default(uint64_t pid_max, uint64_t threads_max) {
+        uint64_t space = pid_max == 0 ? threads_max : threads_max == 0 ? pid_max : MIN(pid_max, threads_max);
+        if (space == 0)
+                return 0;
+        return MAX(space / 4 * 3, (uint64_t) 1);
+}
+
+int cgroup_parse_node_pids_max(const char *text, bool *ret_auto, uint64_t *ret) {
+        if (!text)
+                return -EINVAL;
+        if (streq(text, "auto")) {
+                *ret_auto = true;
+                *ret = 0;
+                return 0;
+        }
+        uint64_t v;
+        int r = cgroup_parse_uint64(text, &v);
+        if (r < 0 || strchr(text, '\n') || strchr(text, ' ') || v == 0 || (v != UINT64_MAX && v > INT_MAX))
+                return -EINVAL;
+        *ret_auto = false;
+        *ret = v;
         return 0;
 }
 

@@ -81,6 +81,14 @@ int cgroup_parse_keyed(const char *text, const char *key, uint64_t *ret);
  * to only count. */
 int cgroup_parse_pids(const char *text, pid_t **ret);
 
+/* The node-wide pids.max of the agent root by default: three quarters of the smaller of the
+ * kernel's pid space (kernel.pid_max) and thread limit (kernel.threads-max), so that tasks
+ * that all fork up to their own limits leave a quarter for the rest of the node (sshd, the
+ * agent, systemd). 0 when neither is known (no limit). */
+uint64_t cgroup_node_pids_max_default(uint64_t pid_max, uint64_t threads_max);
+/* --node-pids-max: "auto" (*ret_auto), "max" (UINT64_MAX: no limit) or 1..INT_MAX. */
+int cgroup_parse_node_pids_max(const char *text, bool *ret_auto, uint64_t *ret);
+
 /* v1 cpu.shares → v2 weight, the inverse of cgroup_weight_to_shares for every weight 1..10000. */
 uint64_t cgroup_shares_to_weight(uint64_t shares);
 

@@ -778,6 +778,25 @@ bool cgroup_backend_has_pids(const CgroupBackend *b) {
         return b->hierarchy[CGROUP_PIDS];
 }
 
+int cgroup_root_set_pids_max(CgroupBackend *b, uint64_t pids_max) {
+        char value[32] = "max";
+        if (pids_max == 0 || (pids_max != UINT64_MAX && pids_max > INT_MAX))
+                return -EINVAL;
+        if (!b->hierarchy[CGROUP_PIDS])
+                return -EOPNOTSUPP;
+        if (pids_max != UINT64_MAX)
+                snprintf(value, sizeof value, "%" PRIu64, pids_max);
+        /* A file that is not there is never created (a fixture tree, or v2 without pids for the
+         * root): say so rather than make one. */
+        _cleanup_free_ char *path = NULL;
+        int r = task_file_path(b, CGROUP_PIDS, NULL, "pids.max", &path);
+        if (r < 0)
+                return r;
+        if (access(path, F_OK) < 0)
+                return -errno;
+        return backend_write(b, CGROUP_PIDS, NULL, "pids.max", value);
+}
+
 int cgroup_task_set_pids_max(CgroupBackend *b, const char *task, uint64_t pids_max) {
         char value[32];
 
@@ -889,6 +908,21 @@ int cgroup_task_kill(CgroupBackend *b, const char *task) {
         if (frozen)
                 (void) cgroup_task_freeze(b, task, false);
         return n < 0 ? n : 0;
+}
+
+int cgroup_task_signal(CgroupBackend *b, const char *task, int sig) {
+        _cleanup_free_ pid_t *pids = NULL;
+        int n = task_pids(b, task, &pids), sent = 0;
+
+        /* A process forked after the list was read misses it: the SIGKILL after the grace (the
+         * cgroup's, atomic) does not. */
+        for (int i = 0; i < n; i++) {
+                if (kill(pids[i], sig) >= 0)
+                        sent++;
+                else if (errno != ESRCH)
+                        log_debug_errno(errno, "kill(%d, %d): %m", (int) pids[i], sig);
+        }
+        return n < 0 ? n : sent;
 }
 
 int cgroup_task_remove(CgroupBackend *b, const char *task) {

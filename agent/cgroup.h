@@ -48,6 +48,10 @@ int cgroup_task_set_limits(CgroupBackend *b, const char *task, const Limits *wan
 bool cgroup_backend_has_pids(const CgroupBackend *b);
 /* pids.max of a task's cgroup (1..INT_MAX); -EOPNOTSUPP without the pids controller. */
 int cgroup_task_set_pids_max(CgroupBackend *b, const char *task, uint64_t pids_max);
+/* pids.max of the agent root itself: the processes of every task together (1..INT_MAX, or
+ * UINT64_MAX for "max"). -EOPNOTSUPP without a pids hierarchy; -ENOENT where the root has no
+ * pids.max (v2: its parent does not enable pids for it). */
+int cgroup_root_set_pids_max(CgroupBackend *b, uint64_t pids_max);
 int cgroup_task_read_usage(CgroupBackend *b, const char *task, CgroupUsage *ret);
 int cgroup_task_freeze(CgroupBackend *b, const char *task, bool frozen);
 /* 1 if the task's cgroup is frozen or freezing, 0 if not, < 0 if that cannot be read. */
@@ -55,6 +59,8 @@ int cgroup_task_frozen(CgroupBackend *b, const char *task);
 /* SIGKILLs every process of the task (cgroup.kill where the kernel has it, else one by one
  * with the freezer holding forks). The cgroup empties once the kernel has reaped them. */
 int cgroup_task_kill(CgroupBackend *b, const char *task);
+/* Sends sig to every process of the task (SIGTERM at its time limit). Returns how many got it. */
+int cgroup_task_signal(CgroupBackend *b, const char *task, int sig);
 /* Number of processes in the task cgroup (0: empty), or negative errno. */
 int cgroup_task_count_procs(CgroupBackend *b, const char *task);
 /* rmdir in every hierarchy; -EBUSY while processes remain. A missing directory is not an error. */

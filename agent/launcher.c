@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -20,7 +21,9 @@
 #include "launcher.h"
 #include "log.h"
 #include "macro.h"
+#include "protocol.h"
 #include "strv.h"
+#include "task-output.h"
 #include "task-user.h"
 
 /* A pipe from the task that the agent reads within a budget (ReadBudget), one read per wakeup. */
@@ -55,8 +58,13 @@ struct Launch {
         char *task;                   /* the task id, for the log */
         TaskPipe progress_pipe;       /* CGORCH_PROGRESS_FD */
         ProgressReader progress;
-        TaskPipe output_pipe;         /* standard output and error */
-        OutputLines output;
+        TaskPipe output_pipe;         /* standard output (and error, when they share a file) */
+        TaskPipe error_pipe;          /* standard error, when it has a file of its own */
+        int output_file, error_file;  /* opened by the task's user; -1: none (dropped) or shared */
+        bool output_noted, error_noted; /* the cap's note is in the file */
+        bool write_failed_told;       /* a write to a file failed: said once */
+        OutputCap output;
+        char *output_path, *error_path;
         launch_exit_fn on_exit;
         void *userdata;
 };
@@ -137,46 +145,20 @@ uint64_t read_budget_resume_us(const ReadBudget *b) {
         return b->window_start_us + b->window_us;
 }
 
-void output_lines_init(OutputLines *o, unsigned lines_per_window, uint64_t window_us) {
-        *o = (OutputLines) { .lines_per_window = lines_per_window, .window_us = window_us };
+size_t output_cap_take(OutputCap *c, size_t n) {
+        uint64_t room = c->max == 0 ? n : c->written >= c->max ? 0 : c->max - c->written;
+        size_t k = (size_t) MIN((uint64_t) n, room);
+
+        c->written += k;
+        c->dropped += n - k;
+        return k;
 }
 
-static void output_lines_end_line(OutputLines *o, uint64_t now_us, output_line_fn emit, void *userdata) {
-        if (!o->started || now_us - o->window_start_us >= o->window_us) {
-                o->started = true;
-                o->window_start_us = now_us;
-                o->logged_in_window = 0;
-        }
-        if (o->logged_in_window < o->lines_per_window) {
-                o->logged_in_window++;
-                o->lines_logged++;
-                emit(o->line, o->len, o->cut, userdata);
-        } else
-                o->lines_dropped++;
-        o->len = 0;
-        o->cut = 0;
-}
-
-void output_lines_feed(OutputLines *o, const char *data, size_t n, uint64_t now_us, output_line_fn emit, void *userdata) {
-        while (n > 0) {
-                const char *nl = memchr(data, '\n', n);
-                size_t k = nl ? (size_t) (nl - data) : n;
-                size_t room = sizeof o->line - o->len;
-
-                memcpy(o->line + o->len, data, MIN(k, room));
-                o->len += MIN(k, room);
-                o->cut += k - MIN(k, room);
-                if (!nl)
-                        return;
-                output_lines_end_line(o, now_us, emit, userdata);
-                data = nl + 1;
-                n -= k + 1;
-        }
-}
-
-void output_lines_flush(OutputLines *o, uint64_t now_us, output_line_fn emit, void *userdata) {
-        if (o->len > 0 || o->cut > 0)
-                output_lines_end_line(o, now_us, emit, userdata);
+int output_cap_note(const OutputCap *c, char *buf, size_t size) {
+        int n = snprintf(buf, size,
+                         "\n[cgorch: this task's output reached the node's limit of %" PRIu64 " bytes (cgorch-agent "
+                         "--output-max-size); the rest is not written]\n", c->max);
+        return n < 0 || (size_t) n >= size ? -ENOBUFS : n;
 }
 
 pid_t launch_pid(const Launch *l) {
@@ -217,8 +199,16 @@ const ReadBudget *launch_progress_budget(const Launch *l) {
         return &l->progress_pipe.budget;
 }
 
-const OutputLines *launch_output(const Launch *l) {
+const OutputCap *launch_output(const Launch *l) {
         return &l->output;
+}
+
+const char *launch_output_path(const Launch *l) {
+        return l->output_path;
+}
+
+const char *launch_error_path(const Launch *l) {
+        return l->error_path;
 }
 
 bool launch_exited(const Launch *l) {
@@ -250,9 +240,17 @@ Launch *launch_free(Launch *l) {
         sd_event_source_disable_unref(l->shim_source);
         task_pipe_close(&l->progress_pipe);
         task_pipe_close(&l->output_pipe);
-        if (l->output.lines_dropped > 0)
-                log_info("Task %s: output: %" PRIu64 " lines logged, %" PRIu64 " not (more than %u a second).",
-                         l->task ?: "?", l->output.lines_logged, l->output.lines_dropped, l->output.lines_per_window);
+        task_pipe_close(&l->error_pipe);
+        if (l->output_file >= 0)
+                close(l->output_file);
+        if (l->error_file >= 0)
+                close(l->error_file);
+        if (l->output.dropped > 0)
+                log_info("Task %s: %" PRIu64 " bytes of its output written to its files, %" PRIu64 " not (over the cap of "
+                         "%" PRIu64 " bytes, or refused by the file).", l->task ?: "?", l->output.written,
+                         l->output.dropped, l->output.max);
+        free(l->output_path);
+        free(l->error_path);
         free(l->task);
         if (l->pidfd >= 0)
                 close(l->pidfd);
@@ -423,33 +421,65 @@ static void progress_feed(Launch *l, const char *data, size_t n, uint64_t now_us
         progress_reader_feed(&l->progress, data, n);
 }
 
-static void output_line_log(const char *line, size_t len, uint64_t cut, void *userdata) {
-        Launch *l = userdata;
+/* Writes what the task printed into its file, within the cap; the first bytes past it leave a
+ * note in the file. The file was opened by the task's user; a failing one (disk full, a device
+ * that would block) loses the bytes, counted, rather than stall the agent. */
+static void output_write(Launch *l, int fd, bool *noted, const char *data, size_t n) {
+        size_t k = output_cap_take(&l->output, n);
+        bool capped = k < n;
 
-        /* The line reaches the log escaped (log_escape()): whatever it holds, it is one line
-         * of the agent's, at the agent's priority, after the task's id. */
-        if (cut > 0)
-                log_info("Task %s: %.*s [%" PRIu64 " more bytes]", l->task ?: "?", (int) len, line, cut);
-        else
-                log_info("Task %s: %.*s", l->task ?: "?", (int) len, line);
+        while (k > 0 && fd >= 0) {
+                ssize_t w = write(fd, data, k);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w <= 0) {
+                        if (!l->write_failed_told)
+                                log_warning("Task %s: writing its output to its file failed (%s): %zu bytes lost.",
+                                            l->task ?: "?", w < 0 ? strerror(errno) : "nothing written", k);
+                        l->write_failed_told = true;
+                        l->output.written -= k;
+                        l->output.dropped += k;
+                        break;
+                }
+                data += w;
+                k -= (size_t) w;
+        }
+        if (fd < 0) {
+                l->output.written -= k;
+                l->output.dropped += k;
+        }
+        if (capped && !*noted && fd >= 0) {
+                char note[256];
+                int len = output_cap_note(&l->output, note, sizeof note);
+                if (len > 0 && write(fd, note, (size_t) len) < 0)
+                        log_debug("Task %s: the output cap's note could not be written: %m", l->task ?: "?");
+                *noted = true;
+                log_info("Task %s: its output reached the cap of %" PRIu64 " bytes; the rest is not written.",
+                         l->task ?: "?", l->output.max);
+        }
 }
 
 static void output_feed(Launch *l, const char *data, size_t n, uint64_t now_us) {
-        output_lines_feed(&l->output, data, n, now_us, output_line_log, l);
+        output_write(l, l->output_file, &l->output_noted, data, n);
 }
 
-static void output_done(Launch *l, uint64_t now_us) {
-        output_lines_flush(&l->output, now_us, output_line_log, l);
+static void error_feed(Launch *l, const char *data, size_t n, uint64_t now_us) {
+        if (l->error_file >= 0)
+                output_write(l, l->error_file, &l->error_noted, data, n);
+        else
+                output_write(l, l->output_file, &l->output_noted, data, n);
 }
 
-/* Both pipes of a Launch, not yet open. */
+/* The pipes of a Launch, not yet open. */
 static void launch_pipes_init(Launch *l) {
         task_pipe_init(&l->progress_pipe, l, "progress", LAUNCHER_PROGRESS_BUDGET_BYTES, LAUNCHER_PROGRESS_BUDGET_READS,
                        4096, progress_feed, NULL);
         progress_reader_init(&l->progress);
         task_pipe_init(&l->output_pipe, l, "output", LAUNCHER_OUTPUT_BUDGET_BYTES, LAUNCHER_OUTPUT_BUDGET_READS,
-                       LAUNCHER_OUTPUT_READ_MAX, output_feed, output_done);
-        output_lines_init(&l->output, LAUNCHER_OUTPUT_LINES_PER_S, LAUNCHER_BUDGET_WINDOW_US);
+                       LAUNCHER_OUTPUT_READ_MAX, output_feed, NULL);
+        task_pipe_init(&l->error_pipe, l, "error", LAUNCHER_OUTPUT_BUDGET_BYTES, LAUNCHER_OUTPUT_BUDGET_READS,
+                       LAUNCHER_OUTPUT_READ_MAX, error_feed, NULL);
+        l->output_file = l->error_file = -1;
 }
 
 /* What the child writes to the error pipe before it dies: one write of less than PIPE_BUF
@@ -468,6 +498,7 @@ enum {
         STEP_SETGID,
         STEP_SETUID,
         STEP_NO_NEW_PRIVS,
+        STEP_OUTPUT,            /* opening an output file (path: which) */
         STEP_EXEC,
 };
 
@@ -478,28 +509,21 @@ static const char *const step_names[] = {
         [STEP_SETGID] = "setgid",
         [STEP_SETUID] = "setuid",
         [STEP_NO_NEW_PRIVS] = "prctl(PR_SET_NO_NEW_PRIVS)",
+        [STEP_OUTPUT] = "opening the output file",
         [STEP_EXEC] = "execvp",
 };
 
-typedef struct Credentials {
-        bool change;
-        uid_t uid;
-        gid_t gid;
-        gid_t *groups;
-        int n_groups;
-        char *home, *name, *shell;
-} Credentials;
-
-static void credentials_done(Credentials *c) {
+void credentials_done(Credentials *c) {
         free(c->groups);
         free(c->home);
         free(c->name);
         free(c->shell);
+        *c = (Credentials) {};
 }
 
 /* Resolved in the parent: NSS is not async-signal-safe and the child of a process that may
  * have threads (libcurl's resolver) must not call it. */
-static int resolve_user(const LaunchSpec *spec, Credentials *ret, char **ret_error) {
+int launch_resolve_user(const char *user, bool allow_root, uid_t min_uid, Credentials *ret, char **ret_error) {
         Credentials c = { .uid = geteuid(), .gid = getegid() };
         struct passwd pw, *result = NULL;
         _cleanup_free_ char *buf = NULL;
@@ -512,22 +536,22 @@ static int resolve_user(const LaunchSpec *spec, Credentials *ret, char **ret_err
         if (!buf)
                 return -ENOMEM;
 
-        if (!spec->user) {
-                if (geteuid() == 0 && !spec->allow_root) {
+        if (!user) {
+                if (geteuid() == 0 && !allow_root) {
                         *ret_error = strdup("no user given and the agent runs as root: refusing to run the task as root "
                                             "(start the agent with --allow-root-tasks to allow it)");
                         return -EPERM;
                 }
                 r = getpwuid_r(geteuid(), &pw, buf, (size_t) size, &result);
         } else
-                r = getpwnam_r(spec->user, &pw, buf, (size_t) size, &result);
+                r = getpwnam_r(user, &pw, buf, (size_t) size, &result);
         if (r != 0 || !result) {
-                if (asprintf(ret_error, "unknown user \"%s\"%s%s", spec->user ? spec->user : "(agent's own uid)",
+                if (asprintf(ret_error, "unknown user \"%s\"%s%s", user ? user : "(agent's own uid)",
                              r ? ": " : "", r ? strerror(r) : "") < 0)
                         *ret_error = NULL;
                 return r ? -r : -ESRCH;
         }
-        r = task_user_check(pw.pw_name, pw.pw_uid, spec->min_uid, spec->allow_root, geteuid(), ret_error);
+        r = task_user_check(pw.pw_name, pw.pw_uid, min_uid, allow_root, geteuid(), ret_error);
         if (r < 0)
                 return r;
 
@@ -566,6 +590,89 @@ static int resolve_user(const LaunchSpec *spec, Credentials *ret, char **ret_err
                 }
         }
         *ret = c;
+        return 0;
+}
+
+int launch_drop_privileges(const Credentials *c, int *ret_step) {
+        if (!c->change)
+                return 0;
+        if (setgroups((size_t) c->n_groups, c->groups) < 0) {
+                *ret_step = 1;
+                return -1;
+        }
+        if (setresgid(c->gid, c->gid, c->gid) < 0) {
+                *ret_step = 2;
+                return -1;
+        }
+        if (setresuid(c->uid, c->uid, c->uid) < 0) {
+                *ret_step = 3;
+                return -1;
+        }
+        return 0;
+}
+
+int launch_output_dir_ensure(const char *output_dir, const Credentials *c, char **ret_error) {
+        _cleanup_close_ int dir = -EBADF, fd = -EBADF;
+        struct stat st;
+        bool made = false;
+
+        dir = open(output_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dir < 0 && errno == ENOENT) {
+                /* Made at the first task that needs it: root's, mode 0755; inside, each user's
+                 * own directory is the user's. */
+                _cleanup_free_ char *p = strdup(output_dir);
+                if (!p)
+                        return -ENOMEM;
+                for (char *s = p + 1; *s; s++)
+                        if (*s == '/') {
+                                *s = '\0';
+                                (void) mkdir(p, 0755);
+                                *s = '/';
+                        }
+                (void) mkdir(p, 0755);
+                dir = open(output_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        }
+        if (dir < 0) {
+                int e = errno;
+                if (asprintf(ret_error, "the output directory %s: %s", output_dir, strerror(e)) < 0)
+                        *ret_error = NULL;
+                return -e;
+        }
+        /* Made by the agent, as root, in a directory of its own: no other user can have put a
+         * symlink there, and O_NOFOLLOW would refuse one anyway. */
+        if (mkdirat(dir, c->name, 0700) >= 0)
+                made = true;
+        else if (errno != EEXIST) {
+                int e = errno;
+                if (asprintf(ret_error, "making %s/%s: %s", output_dir, c->name, strerror(e)) < 0)
+                        *ret_error = NULL;
+                return -e;
+        }
+        fd = openat(dir, c->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &st) < 0) {
+                int e = errno;
+                if (asprintf(ret_error, "%s/%s: %s", output_dir, c->name, strerror(e)) < 0)
+                        *ret_error = NULL;
+                return -e;
+        }
+        /* Root's: made by an agent (this one, or another agent of this output directory that has
+         * not handed it over yet: two agents of one host race between mkdir and fchown), never
+         * by a user. Anyone else's is not used. */
+        if ((made || st.st_uid == 0) && st.st_uid != c->uid) {
+                if (fchown(fd, c->uid, c->gid) < 0 || fchmod(fd, 0700) < 0) {
+                        int e = errno;
+                        if (asprintf(ret_error, "giving %s/%s to %s: %s", output_dir, c->name, c->name, strerror(e)) < 0)
+                                *ret_error = NULL;
+                        return -e;
+                }
+                st.st_uid = c->uid;
+        }
+        if (st.st_uid != c->uid) {
+                if (asprintf(ret_error, "the output directory %s/%s belongs to uid %u, not to %s (uid %u): not used",
+                             output_dir, c->name, (unsigned) st.st_uid, c->name, (unsigned) c->uid) < 0)
+                        *ret_error = NULL;
+                return -EPERM;
+        }
         return 0;
 }
 
@@ -636,11 +743,101 @@ static const char *env_path(char **envp) {
 }
 
 /* In the child of fork(): only async-signal-safe calls from here on. */
-_noreturn_ static void child_run(const LaunchSpec *spec, const Credentials *c, char **envp,
-                                 int sync_fd, int err_fd, int progress_fd, int output_fd) {
+/* Copies s into the error's path (async-signal-safe). */
+static void child_error_path(ChildError *ce, const char *s) {
+        size_t i = 0;
+        for (; s && s[i] && i + 1 < sizeof ce->path; i++)
+                ce->path[i] = s[i];
+        ce->path[i] = '\0';
+}
+
+/* Opens an output file as the task's user (the caller dropped to it), for appending: a file of
+ * the user's, created mode 0600 when missing. A FIFO or socket would block the agent's writes:
+ * only regular files and character devices (/dev/null) are taken. */
+static int child_open_output(const char *path, int err_fd) {
+        struct stat st;
+        int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOCTTY | O_NONBLOCK | O_CLOEXEC, 0600);
+        ChildError ce = { .step = STEP_OUTPUT };
+
+        if (fd >= 0 && fstat(fd, &st) >= 0 && (S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)))
+                return fd;
+        ce.error = fd < 0 ? errno : 0;
+        ce.denial = fd >= 0;
+        child_error_path(&ce, path);
+        child_fail_with(err_fd, &ce);
+}
+
+/* Hands the open output files to whoever reads the other end of sock (the shim, the agent). */
+static int send_fds(int sock, const int *fds, int n) {
+        union {
+                char buf[CMSG_SPACE(2 * sizeof(int))];
+                struct cmsghdr align;
+        } u;
+        char byte = (char) n;
+        struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+        struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+                            .msg_controllen = CMSG_SPACE((size_t) n * sizeof(int)) };
+        struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+
+        memset(u.buf, 0, sizeof u.buf);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN((size_t) n * sizeof(int));
+        memcpy(CMSG_DATA(c), fds, (size_t) n * sizeof(int));
+        return sendmsg(sock, &m, MSG_NOSIGNAL) == 1 ? 0 : -1;
+}
+
+/* What send_fds() sent: up to 2 descriptors into fds (-1 for the others); 0 when the other end
+ * closed without sending. */
+static int recv_fds(int sock, int flags, int fds[2]) {
+        union {
+                char buf[CMSG_SPACE(2 * sizeof(int))];
+                struct cmsghdr align;
+        } u;
+        char byte;
+        struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+        struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
+        ssize_t k;
+        int n = 0;
+
+        fds[0] = fds[1] = -1;
+        do
+                k = recvmsg(sock, &m, flags);
+        while (k < 0 && errno == EINTR);
+        if (k <= 0)
+                return k < 0 ? -errno : 0;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+                        size_t have = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                        for (size_t i = 0; i < have; i++) {
+                                int fd;
+                                memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+                                if (n < 2)
+                                        fds[n++] = fd;
+                                else
+                                        close(fd);
+                        }
+                }
+        return n;
+}
+
+/* fd moved above the descriptors the task is given (0..3), if it is one of them. */
+static int child_move_up(int fd, int err_fd) {
+        if (fd < 0 || fd > LAUNCHER_PROGRESS_FD)
+                return fd;
+        int moved = fcntl(fd, F_DUPFD_CLOEXEC, LAUNCHER_PROGRESS_FD + 1);
+        if (moved < 0)
+                child_fail(err_fd, STEP_SETUP, errno);
+        return moved;
+}
+
+_noreturn_ static void child_run(const LaunchSpec *spec, const Credentials *c, char **envp, int sync_fd, int err_fd,
+                                 int progress_fd, int output_fd, int error_fd, int fds_sock, const char *output_path,
+                                 const char *error_path) {
         extern char **environ;
         sigset_t all;
         char x;
+        int step;
 
         /* The agent blocks SIGCHLD/SIGTERM and ignores SIGPIPE: none of that is the task's. */
         for (int sig = 1; sig < _NSIG; sig++) {
@@ -670,18 +867,16 @@ _noreturn_ static void child_run(const LaunchSpec *spec, const Credentials *c, c
                 if (err_fd < 0)
                         _exit(127);
         }
-        if (output_fd == LAUNCHER_PROGRESS_FD) {
-                output_fd = fcntl(output_fd, F_DUPFD_CLOEXEC, LAUNCHER_PROGRESS_FD + 1);
-                if (output_fd < 0)
-                        child_fail(err_fd, STEP_SETUP, errno);
-        }
+        output_fd = child_move_up(output_fd, err_fd);
+        error_fd = child_move_up(error_fd, err_fd);
+        fds_sock = child_move_up(fds_sock, err_fd);
         if (progress_fd == LAUNCHER_PROGRESS_FD) {
                 if (fcntl(progress_fd, F_SETFD, 0) < 0)
                         child_fail(err_fd, STEP_SETUP, errno);
         } else if (dup2(progress_fd, LAUNCHER_PROGRESS_FD) < 0)
                 child_fail(err_fd, STEP_SETUP, errno);
-        /* Standard output and error go to the agent, which logs them line by line. */
-        if (dup2(output_fd, STDOUT_FILENO) < 0 || dup2(output_fd, STDERR_FILENO) < 0)
+        /* Standard output and error go to the agent, which writes them into their files. */
+        if (dup2(output_fd, STDOUT_FILENO) < 0 || dup2(error_fd >= 0 ? error_fd : output_fd, STDERR_FILENO) < 0)
                 child_fail(err_fd, STEP_SETUP, errno);
 
         {
@@ -692,17 +887,27 @@ _noreturn_ static void child_run(const LaunchSpec *spec, const Credentials *c, c
         /* Whatever else the agent holds open (curl sockets...) must not leak into the task. */
         (void) close_range(LAUNCHER_PROGRESS_FD + 1, ~0U, CLOSE_RANGE_CLOEXEC);
 
-        if (c->change) {
-                if (setgroups((size_t) c->n_groups, c->groups) < 0)
-                        child_fail(err_fd, STEP_SETGROUPS, errno);
-                if (setresgid(c->gid, c->gid, c->gid) < 0)
-                        child_fail(err_fd, STEP_SETGID, errno);
-                if (setresuid(c->uid, c->uid, c->uid) < 0)
-                        child_fail(err_fd, STEP_SETUID, errno);
-        }
+        if (launch_drop_privileges(c, &step) < 0)
+                child_fail(err_fd, step == 1 ? STEP_SETGROUPS : step == 2 ? STEP_SETGID : STEP_SETUID, errno);
         /* After dropping privileges, so the directory is checked with the user's rights. */
         if (chdir(spec->cwd ? spec->cwd : "/") < 0)
                 child_fail(err_fd, STEP_CHDIR, errno);
+        /* As the user, from its working directory: whatever the pattern names (a symlink,
+         * "../", another user's directory) is opened only if the user could. Twice the same
+         * files: one message for the shim, one for the agent, whichever reads first. */
+        {
+                int files[2] = { child_open_output(output_path, err_fd), -1 };
+                int n = 1;
+                if (error_path) {
+                        files[1] = child_open_output(error_path, err_fd);
+                        n = 2;
+                }
+                if (send_fds(fds_sock, files, n) < 0 || send_fds(fds_sock, files, n) < 0)
+                        child_fail(err_fd, STEP_SETUP, errno);
+                close(files[0]);
+                if (files[1] >= 0)
+                        close(files[1]);
+        }
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
                 child_fail(err_fd, STEP_NO_NEW_PRIVS, errno);
 
@@ -735,15 +940,17 @@ static size_t format_int(char *buf, int v) {
 }
 
 /* The shim, in the child of fork(): only async-signal-safe calls. Forks the task, tells the
- * agent its pid, keeps the progress pipe open at fd 3, waits, records and mirrors the status. */
+ * agent its pid, keeps the progress pipe open at fd 3, the output pipes and files at 5..8,
+ * waits, records and mirrors the status. */
 _noreturn_ static void shim_run(const LaunchSpec *spec, const Credentials *c, char **envp, int sync_r, int err_w,
-                                int prog_r, int prog_w, int out_r, int out_w, int pid_w) {
+                                int prog_r, int prog_w, int out_r, int out_w, int errp_r, int errp_w, int sock_shim,
+                                int sock_task, int pid_w, const char *output_path, const char *error_path) {
         struct rlimit no_core = {};
         siginfo_t si = {};
         char line[48];
         size_t n;
         pid_t pid;
-        int keep[3];
+        int keep[6], files[2] = { -1, -1 };
 
         pid = fork();
         if (pid < 0)
@@ -752,9 +959,12 @@ _noreturn_ static void shim_run(const LaunchSpec *spec, const Credentials *c, ch
                 close(pid_w);
                 close(prog_r);
                 close(out_r);
+                if (errp_r >= 0)
+                        close(errp_r);
+                close(sock_shim);
                 if (spec->status_fd >= 0)
                         close(spec->status_fd);
-                child_run(spec, c, envp, sync_r, err_w, prog_w, out_w);
+                child_run(spec, c, envp, sync_r, err_w, prog_w, out_w, errp_w, sock_task, output_path, error_path);
         }
         n = (size_t) write(pid_w, &pid, sizeof pid);
         (void) n;
@@ -763,17 +973,27 @@ _noreturn_ static void shim_run(const LaunchSpec *spec, const Credentials *c, ch
         close(err_w);
         close(prog_w);
         close(out_w);
+        if (errp_w >= 0)
+                close(errp_w);
+        close(sock_task);
+        /* The output files the task opened as its user (none: it failed before, and exits). */
+        (void) recv_fds(sock_shim, 0, files);
+        close(sock_shim);
 
-        /* Keep only the progress pipe (fd 3), the status file (fd 4) and the output pipe (fd 5):
-         * each moved out of the way first, so that no dup2() lands on one not moved yet. */
+        /* Keep only the progress pipe (fd 3), the status file (fd 4), the output pipes (5, 6)
+         * and files (7, 8): each moved out of the way first, so that no dup2() lands on one not
+         * moved yet. */
         keep[0] = fcntl(prog_r, F_DUPFD, 10);
         keep[1] = spec->status_fd >= 0 ? fcntl(spec->status_fd, F_DUPFD, 10) : -1;
         keep[2] = fcntl(out_r, F_DUPFD, 10);
-        for (int i = 0; i < 3; i++) {
+        keep[3] = errp_r >= 0 ? fcntl(errp_r, F_DUPFD, 10) : -1;
+        keep[4] = files[0] >= 0 ? fcntl(files[0], F_DUPFD, 10) : -1;
+        keep[5] = files[1] >= 0 ? fcntl(files[1], F_DUPFD, 10) : -1;
+        for (int i = 0; i < 6; i++) {
                 if (keep[i] < 0 || dup2(keep[i], LAUNCHER_SHIM_PROGRESS_FD + i) < 0)
                         close(LAUNCHER_SHIM_PROGRESS_FD + i);
         }
-        (void) close_range(LAUNCHER_SHIM_OUTPUT_FD + 1, ~0U, 0);
+        (void) close_range(LAUNCHER_SHIM_ERROR_FILE_FD + 1, ~0U, 0);
         (void) setsid();
 
         while (waitid(P_PID, (id_t) pid, &si, WEXITED) < 0)
@@ -798,13 +1018,50 @@ _noreturn_ static void shim_run(const LaunchSpec *spec, const Credentials *c, ch
         _exit(128 + si.si_status);
 }
 
+/* The files of a task's output and error, as its user will open them: the patterns expanded
+ * (task-output.h), the default in the user's directory under output_dir made first. Into
+ * buffers of TASK_OUTPUT_PATH_MAX bytes, not the heap: the forks that use them never free. err
+ * is "" when error goes with the output. */
+static int output_paths(const LaunchSpec *spec, const Credentials *c, char *out, char *err, char **ret_error) {
+        TaskId tid = {};
+        int r;
+
+        (void) task_id_parse(spec->task, &tid);
+        TaskOutputIds ids = { .job = tid.job, .phase = tid.phase, .task = tid.task, .user = c->name };
+        if (!spec->output_pattern && !spec->output_dir)
+                snprintf(out, TASK_OUTPUT_PATH_MAX, "/dev/null");
+        else {
+                if (!spec->output_pattern) {
+                        r = launch_output_dir_ensure(spec->output_dir, c, ret_error);
+                        if (r < 0)
+                                return r;
+                }
+                r = task_output_path(spec->output_pattern, spec->output_dir, &ids, out, TASK_OUTPUT_PATH_MAX);
+                if (r < 0)
+                        return asprintf(ret_error, "the output file's name: %s", strerror(-r)) < 0 ? -ENOMEM : r;
+        }
+        err[0] = '\0';
+        if (spec->error_pattern) {
+                r = task_output_expand(spec->error_pattern, &ids, err, TASK_OUTPUT_PATH_MAX);
+                if (r < 0)
+                        return asprintf(ret_error, "the error file's name: %s", strerror(-r)) < 0 ? -ENOMEM : r;
+                /* The same file twice would be two appending descriptors: one is enough. */
+                if (streq(err, out))
+                        err[0] = '\0';
+        }
+        return 0;
+}
+
 int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, launch_exit_fn on_exit,
                  void *userdata, Launch **ret, char **ret_error) {
         _cleanup_strv_free_ char **envp = NULL;
         _cleanup_close_ int sync_r = -EBADF, sync_w = -EBADF, err_r = -EBADF, err_w = -EBADF,
                             prog_r = -EBADF, prog_w = -EBADF, out_r = -EBADF, out_w = -EBADF,
+                            errp_r = -EBADF, errp_w = -EBADF, sock_shim = -EBADF, sock_task = -EBADF,
                             pid_r = -EBADF, pid_w = -EBADF, main_pidfd = -EBADF;
         _cleanup_free_ char *error = NULL;
+        char output_path[TASK_OUTPUT_PATH_MAX], error_file[TASK_OUTPUT_PATH_MAX];
+        const char *error_path = NULL;
         Credentials cred = {};
         Launch *l = NULL;
         ChildError ce;
@@ -817,7 +1074,7 @@ int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, l
                 return -EINVAL;
         }
 
-        r = resolve_user(spec, &cred, &error);
+        r = launch_resolve_user(spec->user, spec->allow_root, spec->min_uid, &cred, &error);
         if (r < 0) {
                 *ret_error = TAKE_PTR(error);
                 return r;
@@ -825,6 +1082,10 @@ int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, l
         r = build_env(spec, &cred, &envp);
         if (r < 0)
                 goto fail;
+        r = output_paths(spec, &cred, output_path, error_file, &error);
+        if (r < 0)
+                goto fail;
+        error_path = error_file[0] ? error_file : NULL;
 
         if (pipe2(fds, O_CLOEXEC) < 0)
                 goto fail_errno;
@@ -837,12 +1098,23 @@ int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, l
         prog_r = fds[0], prog_w = fds[1];
         if (fcntl(prog_r, F_SETFL, O_NONBLOCK) < 0)
                 goto fail_errno;
-        /* The task's standard output and error: relayed line by line to the agent's log. */
+        /* The task's standard output and error: written by the agent into their files. */
         if (pipe2(fds, O_CLOEXEC) < 0)
                 goto fail_errno;
         out_r = fds[0], out_w = fds[1];
         if (fcntl(out_r, F_SETFL, O_NONBLOCK) < 0)
                 goto fail_errno;
+        if (error_path) {
+                if (pipe2(fds, O_CLOEXEC) < 0)
+                        goto fail_errno;
+                errp_r = fds[0], errp_w = fds[1];
+                if (fcntl(errp_r, F_SETFL, O_NONBLOCK) < 0)
+                        goto fail_errno;
+        }
+        /* The files the task opens as its user come back on this. */
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) < 0)
+                goto fail_errno;
+        sock_shim = fds[0], sock_task = fds[1];
 
         if (pipe2(fds, O_CLOEXEC) < 0)
                 goto fail_errno;
@@ -863,13 +1135,17 @@ int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, l
                 close(sync_w);
                 close(err_r);
                 close(pid_r);
-                shim_run(spec, &cred, envp, sync_r, err_w, prog_r, prog_w, out_r, out_w, pid_w);
+                shim_run(spec, &cred, envp, sync_r, err_w, prog_r, prog_w, out_r, out_w, errp_r, errp_w, sock_shim,
+                         sock_task, pid_w, output_path, error_path);
         }
 
         sync_r = (close(sync_r), -EBADF);
         err_w = (close(err_w), -EBADF);
         prog_w = (close(prog_w), -EBADF);
         out_w = (close(out_w), -EBADF);
+        errp_w = (close(errp_w), -EBADF);
+        /* Only the task holds its end now: the shim's reads see its end once it exec'd. */
+        sock_task = (close(sock_task), -EBADF);
         pid_w = (close(pid_w), -EBADF);
 
         do
@@ -927,6 +1203,11 @@ int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, l
                                              ce.step == STEP_SETUID ? (unsigned) cred.uid : (unsigned) cred.gid, strerror(ce.error));
                         else if (ce.step == STEP_CHDIR)
                                 k = asprintf(&error, "chdir(%s): %s", spec->cwd ? spec->cwd : "/", strerror(ce.error));
+                        else if (ce.step == STEP_OUTPUT) {
+                                ce.path[sizeof ce.path - 1] = '\0';
+                                k = asprintf(&error, "opening the output file %s as user %s: %s", ce.path, cred.name,
+                                             ce.denial ? "not a regular file or a device" : strerror(ce.error));
+                        }
                         else
                                 k = asprintf(&error, "%s: %s", step_names[ce.step], strerror(ce.error));
                 } else {
@@ -946,6 +1227,27 @@ int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, l
         *l = (Launch) { .pid = pid, .shim_pid = shim, .pidfd = main_pidfd >= 0 ? TAKE_FD(main_pidfd) : -1, .shim_pidfd = -1,
                         .status_file = spec->status_fd >= 0, .on_exit = on_exit, .userdata = userdata };
         launch_pipes_init(l);
+        l->output.max = spec->output_max_bytes;
+        l->output_path = strdup(output_path);
+        l->error_path = error_path ? strdup(error_path) : NULL;
+        if (!l->output_path || (error_path && !l->error_path)) {
+                r = -ENOMEM;
+                goto fail_kill;
+        }
+        {
+                /* Sent before the exec we saw: one of the two messages is still there. */
+                int files[2];
+                r = recv_fds(sock_shim, MSG_DONTWAIT | MSG_CMSG_CLOEXEC, files);
+                if (r <= 0) {
+                        if (r == 0)
+                                r = -EIO;
+                        if (asprintf(&error, "the task's output files did not come back: %s", strerror(-r)) < 0)
+                                error = NULL;
+                        goto fail_kill;
+                }
+                l->output_file = files[0];
+                l->error_file = files[1];
+        }
         if (spec->task && !(l->task = strdup(spec->task))) {
                 r = -ENOMEM;
                 goto fail_kill;
@@ -960,6 +1262,11 @@ int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, l
         r = task_pipe_open(&l->output_pipe, e, TAKE_FD(out_r));
         if (r < 0)
                 goto fail_kill;
+        if (errp_r >= 0) {
+                r = task_pipe_open(&l->error_pipe, e, TAKE_FD(errp_r));
+                if (r < 0)
+                        goto fail_kill;
+        }
 
         credentials_done(&cred);
         *ret = l;
@@ -969,6 +1276,8 @@ fail_kill:
         (void) kill(pid, SIGKILL);
         (void) waitpid(shim, NULL, 0);
         launch_free(l);
+        if (error)
+                goto fail_msg;
         goto fail;
 fail_errno:
         r = -errno;
@@ -1020,7 +1329,7 @@ void launch_poll(Launch *l) {
 }
 
 int launch_adopt(sd_event *e, const char *task, pid_t shim_pid, pid_t main_pid, const char *proc_fs,
-                 launch_exit_fn on_exit, void *userdata, Launch **ret) {
+                 uint64_t output_max_bytes, launch_exit_fn on_exit, void *userdata, Launch **ret) {
         Launch *l;
         char path[4096];
         int r;
@@ -1030,6 +1339,7 @@ int launch_adopt(sd_event *e, const char *task, pid_t shim_pid, pid_t main_pid, 
                 return -ENOMEM;
         *l = (Launch) { .pid = main_pid, .pidfd = -1, .shim_pidfd = -1, .on_exit = on_exit, .userdata = userdata };
         launch_pipes_init(l);
+        l->output.max = output_max_bytes;
         if (task && !(l->task = strdup(task))) {
                 free(l);
                 return -ENOMEM;
@@ -1069,10 +1379,30 @@ int launch_adopt(sd_event *e, const char *task, pid_t shim_pid, pid_t main_pid, 
 
         /* The progress and output pipes, through the shim that kept them open; opening a pipe
          * through /proc gives a new reader of the same pipe. Without the first progress stays
-         * unknown; the second is missing under a shim of an agent that did not relay output. */
+         * unknown; a shim of an agent that wrote no output files has only the output pipe, whose
+         * bytes then go nowhere. The files themselves are the shim's descriptors, taken as they
+         * are (pidfd_getfd: opened by the task's user); reopened through /proc without it. */
         if (shim_pid > 0) {
-                TaskPipe *pipes[] = { &l->progress_pipe, &l->output_pipe };
-                const int fds[] = { LAUNCHER_SHIM_PROGRESS_FD, LAUNCHER_SHIM_OUTPUT_FD };
+                int *files[] = { &l->output_file, &l->error_file };
+                const int file_fds[] = { LAUNCHER_SHIM_OUTPUT_FILE_FD, LAUNCHER_SHIM_ERROR_FILE_FD };
+
+                for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                        struct stat st;
+                        int fd = l->shim_pidfd >= 0 ? (int) syscall(SYS_pidfd_getfd, l->shim_pidfd, file_fds[i], 0) : -1;
+
+                        if (fd < 0) {
+                                snprintf(path, sizeof path, "%s/%d/fd/%d", proc_fs, (int) shim_pid, file_fds[i]);
+                                fd = open(path, O_WRONLY | O_APPEND | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+                        }
+                        if (fd >= 0 && fstat(fd, &st) >= 0 && (S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)))
+                                *files[i] = fd;
+                        else if (fd >= 0)
+                                close(fd);
+                }
+        }
+        if (shim_pid > 0) {
+                TaskPipe *pipes[] = { &l->progress_pipe, &l->output_pipe, &l->error_pipe };
+                const int fds[] = { LAUNCHER_SHIM_PROGRESS_FD, LAUNCHER_SHIM_OUTPUT_FD, LAUNCHER_SHIM_ERROR_FD };
 
                 for (size_t i = 0; i < ELEMENTSOF(pipes); i++) {
                         struct stat st;

@@ -1,14 +1,22 @@
 /* launcher.h: starting a task's main process — fork, attach to its cgroups before it runs a
  * single instruction of the task, drop to the job's user, exec — and watching it: exit through
  * sd_event_add_child, progress lines from the CGORCH_PROGRESS_FD pipe, its standard output and
- * error relayed to the agent's log; each pipe read within a budget.
+ * error written by the agent into files the task's user opened (task-output.h), up to a cap;
+ * each pipe read within a budget.
  *
  * Between the agent and the task sits a small supervisor, the shim: a fork of the agent that
  * forks the task, waits for it, writes its exit status to the task's status file and exits the
  * same way. It lives in the agent's cgroup, not the task's, and outlives an agent restart, so
  * that a new agent learns the exit status of a task it re-adopted (it is not the task's parent),
  * and it holds the progress pipe open so that the task's progress writes never fail while no
- * agent runs; the new agent reopens that pipe through /proc/SHIM/fd/3. */
+ * agent runs; the new agent reopens that pipe through /proc/SHIM/fd/3. It holds the output pipes
+ * and files the same way (LAUNCHER_SHIM_*_FD).
+ *
+ * Output files are opened by the task's own process, after it dropped to the job's user and
+ * before it execs, so the agent writes nowhere the user could not: a symlink, another user's
+ * directory, a file the user may not write are refused by the kernel as for the user. The
+ * process hands the open files to the shim and the agent (SCM_RIGHTS) and keeps only the pipes
+ * as its standard output and error. */
 #pragma once
 
 #include <signal.h>
@@ -29,6 +37,14 @@ typedef struct LaunchSpec {
         char **env;             /* "KEY=VALUE" added to a clean environment; may be NULL */
         const char *cwd;        /* NULL: "/" */
         const char *user;       /* NULL: the agent's own user */
+        /* Standard output and error: the job's patterns (task-output.h; relative to cwd), NULL
+         * for output: output_dir/USER/JOB.PHASE.TASK.out (USER's directory made for it, mode
+         * 0700); NULL for error: into the output's file. Without either and output_dir, the
+         * output goes to /dev/null. */
+        const char *output_pattern, *error_pattern;
+        const char *output_dir;
+        uint64_t output_max_bytes;  /* the agent writes at most this much of the task's output
+                                     * and error together (0: no cap), then a note, then nothing */
         bool allow_root;        /* run tasks as uid 0 when asked to */
         uid_t min_uid;          /* the lowest uid a task may run as (task-user.h: nobody and the agent's
                                  * own uid excepted) */
@@ -37,7 +53,10 @@ typedef struct LaunchSpec {
 
 #define LAUNCHER_SHIM_PROGRESS_FD 3   /* the progress pipe's read end in the shim */
 /* fd 4: the status file */
-#define LAUNCHER_SHIM_OUTPUT_FD 5     /* the output pipe's read end in the shim */
+#define LAUNCHER_SHIM_OUTPUT_FD 5     /* the output pipe's read end in the shim (output and error when they share a file) */
+#define LAUNCHER_SHIM_ERROR_FD 6      /* the error pipe's read end, when error has a file of its own */
+#define LAUNCHER_SHIM_OUTPUT_FILE_FD 7 /* the output file, as the task's user opened it */
+#define LAUNCHER_SHIM_ERROR_FILE_FD 8 /* the error file, when it has its own */
 
 /* Reads progress lines ("0.25\n"): keeps the last number in [0,1]. Pure, for tests. */
 typedef struct ProgressReader {
@@ -78,30 +97,18 @@ bool read_budget_spend(ReadBudget *b, size_t n);
 /* When the current window ends. */
 uint64_t read_budget_resume_us(const ReadBudget *b);
 
-/* A task's standard output and error, relayed by the agent to its log one line at a time:
- * lines beyond LAUNCHER_OUTPUT_LINE_MAX bytes are cut (the log says how many bytes were left
- * out), at most LAUNCHER_OUTPUT_LINES_PER_S lines a second are logged and the others counted.
- * Pure, for tests. */
-#define LAUNCHER_OUTPUT_LINE_MAX 1024
-typedef struct OutputLines {
-        char line[LAUNCHER_OUTPUT_LINE_MAX];
-        size_t len;
-        uint64_t cut;                  /* bytes of the current line beyond line[] */
-        unsigned lines_per_window;
-        uint64_t window_us;
-        bool started;
-        uint64_t window_start_us;
-        unsigned logged_in_window;
-        uint64_t lines_logged, lines_dropped;
-} OutputLines;
-
-typedef void (*output_line_fn)(const char *line, size_t len, uint64_t cut, void *userdata);
-void output_lines_init(OutputLines *o, unsigned lines_per_window, uint64_t window_us);
-/* Splits data into lines; emit gets each complete one (without its newline) while the window
- * has room, the others are counted in lines_dropped. */
-void output_lines_feed(OutputLines *o, const char *data, size_t n, uint64_t now_us, output_line_fn emit, void *userdata);
-/* The last line, at the end of the output, when it has no newline. */
-void output_lines_flush(OutputLines *o, uint64_t now_us, output_line_fn emit, void *userdata);
+/* What the agent writes of a task's output into its files: everything up to max bytes (0: no
+ * cap), output and error together; past it one note in the file, and the rest is counted, not
+ * written. Pure, for tests. */
+typedef struct OutputCap {
+        uint64_t max;
+        uint64_t written;              /* bytes taken for the files */
+        uint64_t dropped;              /* bytes past the cap, or that a file refused */
+} OutputCap;
+/* How many of n bytes may be written now; the rest counts as dropped. */
+size_t output_cap_take(OutputCap *c, size_t n);
+/* The note written into a file when its task's output reaches the cap, into buf. */
+int output_cap_note(const OutputCap *c, char *buf, size_t size);
 
 /* The progress pipe's budget: a progress line is a few bytes and the agent looks at the last
  * value once a sample, so 16 KiB in 64 reads a second is far more than any task needs, and
@@ -109,12 +116,14 @@ void output_lines_flush(OutputLines *o, uint64_t now_us, output_line_fn emit, vo
 #define LAUNCHER_PROGRESS_BUDGET_BYTES 16384
 #define LAUNCHER_PROGRESS_BUDGET_READS 64
 #define LAUNCHER_BUDGET_WINDOW_US 1000000
-/* The output pipe's: a task that prints more than this a second waits on its writes; the log
- * takes 32 lines a second of it at most. */
-#define LAUNCHER_OUTPUT_BUDGET_BYTES (256 * 1024)
+/* The output pipes': a task that prints more than this a second waits on its writes (a read
+ * and a write of up to 64 KiB each, 64 times a second: 0.002-0.003 of a CPU, measured by
+ * tests/integration/test-progress-flood.sh). */
+#define LAUNCHER_OUTPUT_BUDGET_BYTES (4 * 1024 * 1024)
 #define LAUNCHER_OUTPUT_BUDGET_READS 64
-#define LAUNCHER_OUTPUT_READ_MAX 16384
-#define LAUNCHER_OUTPUT_LINES_PER_S 32
+#define LAUNCHER_OUTPUT_READ_MAX 65536
+/* The default cap of a task's output (cgorch-agent --output-max-size). */
+#define LAUNCHER_OUTPUT_MAX_DEFAULT (UINT64_C(100) << 20)
 
 typedef struct Launch Launch;
 
@@ -143,8 +152,10 @@ int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, l
  * already (or main_pid is 0: unknown) the Launch is born exited (launch_exited()). shim_pid must
  * be the main process's parent (checked by the caller); once the main process ended, the exit is
  * reported when the shim has recorded it (it exits right after). */
+/* Its output goes on into the files its shim holds, within output_max_bytes counted from the
+ * adoption (what the earlier agent wrote is not known). */
 int launch_adopt(sd_event *e, const char *task, pid_t shim_pid, pid_t main_pid, const char *proc_fs,
-                 launch_exit_fn on_exit, void *userdata, Launch **ret);
+                 uint64_t output_max_bytes, launch_exit_fn on_exit, void *userdata, Launch **ret);
 /* Without pidfd_open (Linux before 5.3) an adopted task's main process is looked for at every
  * call: the agent calls this once per sample. A no-op otherwise. */
 void launch_poll(Launch *l);
@@ -160,8 +171,12 @@ pid_t launch_pid(const Launch *l);
 double launch_progress(const Launch *l);
 /* The account of the progress pipe's reads. */
 const ReadBudget *launch_progress_budget(const Launch *l);
-/* The account of the task's output lines. */
-const OutputLines *launch_output(const Launch *l);
+/* The account of what the agent wrote of the task's output and error, and dropped. */
+const OutputCap *launch_output(const Launch *l);
+/* Where they go, as the task's user named them (relative to its working directory). NULL
+ * for an adopted task (its files came from its shim) and for error with the output. */
+const char *launch_output_path(const Launch *l);
+const char *launch_error_path(const Launch *l);
 bool launch_exited(const Launch *l);
 bool launch_exit_mirrored(const Launch *l);
 /* No shim can still write the task's status file: what it holds now is final. False without
@@ -170,3 +185,25 @@ bool launch_status_settled(const Launch *l);
 /* pid is a child of ours this Launch waits for (its shim, or its main process once the shim died):
  * not to be reaped by anyone else. */
 bool launch_owns_child(const Launch *l, pid_t pid);
+
+/* The job's user as the launcher resolves it in the agent (NSS is not for the child of a fork),
+ * and drops to it in a child: for the task, and for a read of its output. */
+typedef struct Credentials {
+        bool change;
+        uid_t uid;
+        gid_t gid;
+        gid_t *groups;
+        int n_groups;
+        char *home, *name, *shell;
+} Credentials;
+/* user NULL: the agent's own (refused when it is root, unless allow_root). Checked against the
+ * agent's floor (task_user_check()). -errno and a malloc'd reason on failure. */
+int launch_resolve_user(const char *user, bool allow_root, uid_t min_uid, Credentials *ret, char **ret_error);
+void credentials_done(Credentials *c);
+/* In a child of fork(): setgroups, setresgid, setresuid (when c->change). Returns 0, or -1 with
+ * errno and the failed step in *ret_step (1 setgroups, 2 setgid, 3 setuid). Async-signal-safe. */
+int launch_drop_privileges(const Credentials *c, int *ret_step);
+/* The user's own directory under output_dir for its default output files: made (mode 0700,
+ * owned by the user) when missing; refused when it is not a directory or belongs to someone
+ * else. -errno and a malloc'd reason on failure. */
+int launch_output_dir_ensure(const char *output_dir, const Credentials *c, char **ret_error);

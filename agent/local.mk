@@ -19,6 +19,7 @@ agent_cgorch_agent_SOURCES = \
 	agent/cgorch-agent.c \
 	agent/agent.c agent/agent.h \
 	agent/launcher.c agent/launcher.h \
+	agent/output-read.c agent/output-read.h \
 	agent/task-user.c agent/task-user.h \
 	agent/reporter.c agent/reporter.h
 agent_cgorch_agent_CFLAGS = $(AM_CFLAGS) $(LIBCGROUP_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(LIBCURL_CFLAGS)

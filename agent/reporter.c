@@ -34,6 +34,17 @@ typedef struct ReplyBuf {
         char signature[SIGNATURE_HEX_LEN + 1]; /* Cgorch-Signature, "" when none came */
 } ReplyBuf;
 
+/* A one-off POST beside the heartbeats (reporter_post()). */
+typedef struct Post {
+        CURL *easy;
+        struct curl_slist *headers;
+        char *body;
+        char *url;
+        SignatureHex sig;
+        ReplyBuf reply;
+        struct Post *next;
+} Post;
+
 typedef struct SocketSource {
         curl_socket_t fd;
         sd_event_source *source;
@@ -87,6 +98,8 @@ struct Reporter {
         bool wait_failure_told;           /* this run of failures was logged at info */
         uint64_t wait_not_before_us;      /* no new wait before this (CLOCK_MONOTONIC) */
         sd_event_source *wait_timer;      /* opens the next wait at wait_not_before_us */
+
+        Post *posts;                      /* in flight */
 };
 
 uint64_t reporter_backoff_ms(unsigned attempt) {
@@ -489,6 +502,41 @@ int reporter_set_push(Reporter *r, bool on, uint64_t hold_ms) {
         return 0;
 }
 
+static void post_free(Reporter *r, Post *p) {
+        for (Post **q = &r->posts; *q; q = &(*q)->next)
+                if (*q == p) {
+                        *q = p->next;
+                        break;
+                }
+        if (p->easy) {
+                curl_multi_remove_handle(r->multi, p->easy);
+                curl_easy_cleanup(p->easy);
+        }
+        curl_slist_free_all(p->headers);
+        reply_buf_done(&p->reply);
+        free(p->body);
+        free(p->url);
+        free(p);
+}
+
+static void post_finished(Reporter *r, Post *p, CURLcode result) {
+        long status = 0;
+        char why[512];
+
+        if (result != CURLE_OK)
+                log_info("POST %s failed: %s.", p->url, curl_easy_strerror(result));
+        else {
+                curl_easy_getinfo(p->easy, CURLINFO_RESPONSE_CODE, &status);
+                if (!reply_is_signed(r, p->sig, status, &p->reply))
+                        log_info("POST %s: the reply is not signed with this node's key.", p->url);
+                else if (status != 200) {
+                        reply_describe(status, &p->reply, why, sizeof why);
+                        log_info("POST %s: %s.", p->url, why);
+                }
+        }
+        post_free(r, p);
+}
+
 static void check_finished(Reporter *r) {
         CURLMsg *msg;
         int left;
@@ -500,7 +548,60 @@ static void check_finished(Reporter *r) {
                         heartbeat_finished(r, msg->data.result);
                 else if (msg->easy_handle == r->wait_easy)
                         wait_finished(r, msg->data.result);
+                else
+                        for (Post *p = r->posts; p; p = p->next)
+                                if (p->easy == msg->easy_handle) {
+                                        post_finished(r, p, msg->data.result);
+                                        break;
+                                }
         }
+}
+
+int reporter_post(Reporter *r, const char *suffix, char *body) {
+        _cleanup_free_ char *target = NULL;
+        char why[512];
+        size_t len = strlen(r->url) - strlen("/heartbeat"), target_len = strlen(r->target) - strlen("/heartbeat");
+        Post *p = calloc(1, sizeof *p);
+
+        if (!p) {
+                free(body);
+                return -ENOMEM;
+        }
+        p->body = body;
+        p->next = r->posts;
+        r->posts = p;
+        /* The heartbeat URL is .../v1/nodes/NODE/heartbeat: the post is its sibling. */
+        if (asprintf(&p->url, "%.*s/%s", (int) len, r->url, suffix) < 0 ||
+            asprintf(&target, "%.*s/%s", (int) target_len, r->target, suffix) < 0) {
+                p->url = NULL;
+                post_free(r, p);
+                return -ENOMEM;
+        }
+        p->headers = curl_slist_append(NULL, "Content-Type: application/json");
+        if (!p->headers || sign_request(r, target, body, strlen(body), p->sig, &p->headers, why, sizeof why) < 0) {
+                log_info("POST %s not sent: %s.", p->url, p->headers ? why : "out of memory");
+                post_free(r, p);
+                return 0;
+        }
+        p->easy = curl_easy_init();
+        if (!p->easy || curl_easy_setopt(p->easy, CURLOPT_URL, p->url) != CURLE_OK ||
+            curl_easy_setopt(p->easy, CURLOPT_HTTPHEADER, p->headers) != CURLE_OK ||
+            curl_easy_setopt(p->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) strlen(body)) != CURLE_OK ||
+            curl_easy_setopt(p->easy, CURLOPT_POSTFIELDS, body) != CURLE_OK ||
+            curl_easy_setopt(p->easy, CURLOPT_WRITEFUNCTION, on_reply_data) != CURLE_OK ||
+            curl_easy_setopt(p->easy, CURLOPT_WRITEDATA, &p->reply) != CURLE_OK ||
+            curl_easy_setopt(p->easy, CURLOPT_HEADERFUNCTION, on_reply_header) != CURLE_OK ||
+            curl_easy_setopt(p->easy, CURLOPT_HEADERDATA, &p->reply) != CURLE_OK ||
+            curl_easy_setopt(p->easy, CURLOPT_USERAGENT, "cgorch-agent/" PACKAGE_VERSION) != CURLE_OK ||
+            curl_easy_setopt(p->easy, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
+            curl_easy_setopt(p->easy, CURLOPT_TIMEOUT_MS, 30000L) != CURLE_OK ||
+            curl_easy_setopt(p->easy, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS) != CURLE_OK ||
+            (r->ca_file && curl_easy_setopt(p->easy, CURLOPT_CAINFO, r->ca_file) != CURLE_OK) ||
+            curl_multi_add_handle(r->multi, p->easy) != CURLM_OK) {
+                log_info("POST %s not sent: cannot set up the request.", p->url);
+                post_free(r, p);
+        }
+        return 0;
 }
 
 static int on_curl_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -859,6 +960,8 @@ Reporter *reporter_free(Reporter *r) {
                 return NULL;
         request_done(r);
         wait_done(r);
+        while (r->posts)
+                post_free(r, r->posts);
         if (r->multi)
                 curl_multi_cleanup(r->multi);
         for (size_t i = 0; i < r->n_sockets; i++)

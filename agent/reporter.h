@@ -61,6 +61,12 @@ bool reporter_url_is_exposed(const char *url);
  * controller (see above). Off by default. Returns 0 or -ENOMEM. */
 int reporter_set_push(Reporter *r, bool on, uint64_t hold_ms);
 
+/* POSTs body (JSON, taken over) to the controller's /v1/nodes/NODE/SUFFIX, signed like a
+ * heartbeat, on a connection of its own: what was asked besides actions (a task's output, for
+ * a read in a heartbeat reply). Once: a failure is logged, not retried (the reader asks again).
+ * Returns 0 or -ENOMEM. */
+int reporter_post(Reporter *r, const char *suffix, char *body);
+
 /* Sends a heartbeat now unless one is in flight (then right after it). */
 int reporter_send_now(Reporter *r);
 

@@ -107,6 +107,11 @@ int sampler_parse_memory_events(const char *text, TaskSample *s) {
 void sample_compute_rates(TaskSampler *s, uint64_t now_mono_us, TaskSample *cur) {
         bool throttling = cur->has & SAMPLE_HAS_THROTTLING;
 
+        /* The BPF iterator gives nanoseconds, cpu.stat's usage_usec microseconds: an idle
+         * task read one way and then the other seems to go back by less than 1 µs. */
+        if (s->has_prev && cur->cpu_usage_ns < s->prev_cpu_ns && s->prev_cpu_ns - cur->cpu_usage_ns < NSEC_PER_USEC)
+                cur->cpu_usage_ns = s->prev_cpu_ns;
+
         if (s->has_prev && now_mono_us > s->prev_mono_us && cur->cpu_usage_ns >= s->prev_cpu_ns &&
             (!throttling || (cur->cpu_periods >= s->prev_periods && cur->cpu_throttled_periods >= s->prev_throttled))) {
                 uint64_t dperiods = throttling ? cur->cpu_periods - s->prev_periods : 0;

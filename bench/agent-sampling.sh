@@ -32,7 +32,7 @@ for n in "${NS[@]}"; do
         CLUSTER_SLEEPERS=()
         cluster_fake_tasks "$node" "$n" "$state"
         rm -f "$FAKE/max-body"
-        "$AGENT_BIN" --controller "$CGORCH_SERVER" --node "$node" --cgroup-fs "$CGROUP_FS" \
+        "$AGENT_BIN" --controller "$CGORCH_SERVER" --node "$node" --cgroup-fs "$CGROUP_FS" --output-dir "$CLUSTER_OUTPUT_DIR" \
                 --cgroup-root "$CLUSTER_CGROOT/$node" --sample-interval 1s --state-dir "$state" \
                 --token-file "$(cluster_agent_token "$node")" --log-level warning "${EXTRA[@]}" \
                 >"$CLUSTER_DIR/agent-$node.log" 2>&1 &

@@ -70,6 +70,14 @@ bench-orch: controller/cgorch-controller agent/cgorch-agent cli/cgorchctl tools/
 	$(BASH) $(srcdir)/bench/orch-latency.sh $(builddir) 10 2 1
 .PHONY: bench-orch
 
+# What the orchestrator gains with the controller's default flags on real cgroups (root): a seeded
+# mix of single- and multi-task CPU-bound jobs on two 1-CPU nodes, orchestrator off and on in one
+# run (see docs/orchestrator.md): `make bench-orch-gain`.
+dist_noinst_SCRIPTS += bench/orch-gain.sh
+bench-orch-gain: controller/cgorch-controller agent/cgorch-agent cli/cgorchctl tools/cgorch-burn
+	$(BASH) $(srcdir)/bench/orch-gain.sh $(builddir) 1
+.PHONY: bench-orch-gain
+
 # A cgorch-sim trace replayed on a real controller and agent on this machine's cgroups (root):
 # the real-cgroup leg of the scheduling benchmark (see docs/benchmarks.md). `make bench-replay`
 # replays the dev generator's first 20 jobs at a hundredth of their times.

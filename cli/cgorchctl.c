@@ -16,6 +16,10 @@ static const Verb verbs[] = {
         { "jobs", verb_jobs },
         { "job", verb_job },
         { "cancel", verb_cancel },
+        { "hold", verb_hold },
+        { "release", verb_release },
+        { "requeue", verb_requeue },
+        { "logs", verb_logs },
         { "backup", verb_backup },
         { "nodes", verb_nodes },
         { "contention", verb_contention },
@@ -57,7 +61,7 @@ int main(int argc, char **argv) {
         }
 
         if (optind >= argc) {
-                fprintf(stderr, "cgorchctl: missing a command: submit, jobs, job, cancel, nodes, contention, adjustments, config or backup (see --help)\n");
+                fprintf(stderr, "cgorchctl: missing a command: submit, jobs, job, cancel, hold, release, requeue, logs, nodes, contention, adjustments, config or backup (see --help)\n");
                 return CTL_EXIT_USAGE;
         }
 

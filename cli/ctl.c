@@ -30,6 +30,11 @@ void ctl_print_help(void) {
                "                                    name N, at most N of them\n"
                "  job ID                            show a job with its phases and tasks\n"
                "  cancel ID                         cancel a job\n"
+               "  hold ID                           keep a queued job from starting until released\n"
+               "  release ID                        let a held job start\n"
+               "  requeue ID                        run a failed, timed-out or cancelled job again\n"
+               "  logs ID [--task=N] [--phase=P] [--attempt=A] [--error] [--tail=SIZE] [--follow]\n"
+               "                                    a task's output (or error) file, read where it ran\n"
                "  nodes                             list nodes\n"
                "  contention                        the orchestrator's findings and decisions now\n"
                "  adjustments [--limit=N] [--task=ID]\n"
@@ -66,6 +71,14 @@ void ctl_print_help(void) {
                "      --cwd=DIR                     working directory of the tasks (default /)\n"
                "  -e, --env=NAME=VALUE              set an environment variable (repeatable)\n"
                "      --weight=W                    scheduling weight of the job (default 1)\n"
+               "      --time=DURATION               wall-clock limit of each task: 90 (seconds), 30m, 2h, 1d\n"
+               "                                    (default: the controller's default time limit)\n"
+               "      --output=PATTERN              each task's standard output (and error) goes to this file,\n"
+               "                                    opened as the job's user: %%j job id, %%p phase, %%t task,\n"
+               "                                    %%u user, %%%% '%%'; relative to --cwd (default: on its node,\n"
+               "                                    in the agent's output directory, USER/%%j.%%p.%%t.out)\n"
+               "      --error=PATTERN               standard error to a file of its own (default: with output)\n"
+               "      --hold                        submit the job held: it starts once released\n"
                "  -w, --wait                        wait for the job to end; exit 0 only if it succeeded\n"
                "      --no-check-command            submit even if USER cannot execute COMMAND on this machine\n"
                "                                    (a command or user missing here is never judged; the agent\n"
@@ -238,6 +251,10 @@ static void ctl_print_error(Ctl *ctl, const char *method, const char *path, long
 }
 
 int ctl_call(Ctl *ctl, const char *method, const char *path, json_t *body, json_t **ret) {
+        return ctl_call_unless(ctl, method, path, body, 0, ret);
+}
+
+int ctl_call_unless(Ctl *ctl, const char *method, const char *path, json_t *body, long quiet_status, json_t **ret) {
         _cleanup_free_ char *error = NULL;
         json_t *answer = NULL;
         long status = 0;
@@ -263,6 +280,10 @@ int ctl_call(Ctl *ctl, const char *method, const char *path, json_t *body, json_
                 return 0;
         }
 
+        if (quiet_status > 0 && status == quiet_status) {
+                json_decref(answer);
+                return -EAGAIN;
+        }
         ctl_print_error(ctl, method, path, status, answer);
         json_decref(answer);
         return -EPROTO;

@@ -79,6 +79,8 @@ void ctl_print_help(void);
  * reached — and returns -EIO (no answer), -EPROTO (an error answer), -EINVAL ($CGORCH_SERVER
  * is not an http(s) URL, or the token file cannot be used) or -ENOMEM. */
 int ctl_call(Ctl *ctl, const char *method, const char *path, json_t *body, json_t **ret);
+/* The same, but an answer with quiet_status is -EAGAIN, not printed (a wait for what may come). */
+int ctl_call_unless(Ctl *ctl, const char *method, const char *path, json_t *body, long quiet_status, json_t **ret);
 
 /* GETs path and writes the answer's body to fd. Returns 0 on 200; otherwise prints the reason
  * as ctl_call() does and returns its errors (fd then holds the error body). */
@@ -114,6 +116,10 @@ int verb_submit(Ctl *ctl, int argc, char **argv);
 int verb_jobs(Ctl *ctl, int argc, char **argv);
 int verb_job(Ctl *ctl, int argc, char **argv);
 int verb_cancel(Ctl *ctl, int argc, char **argv);
+int verb_hold(Ctl *ctl, int argc, char **argv);
+int verb_release(Ctl *ctl, int argc, char **argv);
+int verb_requeue(Ctl *ctl, int argc, char **argv);
+int verb_logs(Ctl *ctl, int argc, char **argv);
 int verb_backup(Ctl *ctl, int argc, char **argv);
 int verb_nodes(Ctl *ctl, int argc, char **argv);
 int verb_contention(Ctl *ctl, int argc, char **argv);

@@ -153,8 +153,19 @@ static int phase_print_tasks(json_t *tasks, FILE *f) {
         table_set_align(t, 6, TABLE_ALIGN_RIGHT);
 
         json_array_foreach(tasks, i, task) {
-                char a[HUMAN_MAX], b[HUMAN_MAX], c[HUMAN_MAX], d[HUMAN_MAX];
+                char a[HUMAN_MAX], b[HUMAN_MAX], c[HUMAN_MAX], d[HUMAN_MAX], e[HUMAN_MAX];
+                _cleanup_free_ char *error = NULL;
+                const char *why = json_field_string(task, "error");
+                int64_t dropped = 0;
 
+                /* Output past the node's cap is said beside the error: it is not in the file. */
+                if (json_field_int(task, "output_dropped_bytes", &dropped) && dropped > 0) {
+                        json_t *v = json_object_get(task, "output_dropped_bytes");
+                        if (asprintf(&error, "%s%soutput truncated, %s not written", why ?: "", why ? "; " : "",
+                                     human_bytes((uint64_t) json_integer_value(v), e)) < 0)
+                                return -ENOMEM;
+                        why = error;
+                }
                 r = r ?: table_add_cell(t, json_field_string(task, "id"));
                 r = r ?: table_add_cell(t, json_field_string(task, "state"));
                 r = r ?: table_add_cell(t, json_field_string(task, "node"));
@@ -162,7 +173,7 @@ static int phase_print_tasks(json_t *tasks, FILE *f) {
                 r = r ?: table_add_cell(t, job_view_seconds(task, "cpu_s", 2, b));
                 r = r ?: table_add_cell(t, job_view_bytes(task, "memory_peak_bytes", c));
                 r = r ?: table_add_cell(t, job_view_progress(task, d));
-                r = r ?: table_add_cell(t, json_field_string(task, "error"));
+                r = r ?: table_add_cell(t, why);
         }
         if (r < 0)
                 return r;
@@ -365,8 +376,23 @@ int job_view_print(json_t *job, FILE *f) {
         print_safe(f, json_field_string(job, "name"));
         fputs(")\n", f);
         print_field(f, "State:", json_field_string(job, "state"));
+        if (json_field_string(job, "reason"))
+                print_field(f, "Reason:", json_field_string(job, "reason"));
+        if (json_field_string(job, "held_by")) {
+                _cleanup_free_ char *held = NULL;
+                if (asprintf(&held, "by %s since %s", json_field_string(job, "held_by"),
+                             or_dash(job_view_time(job, "held_ms", a))) < 0)
+                        return -ENOMEM;
+                print_field(f, "Held:", held);
+        }
         print_field(f, "User:", json_field_string(job, "user"));
         print_field(f, "Weight:", job_view_number(job, "weight", a));
+        print_field(f, "Time limit:", job_view_duration(job, "time_limit_s", a) ?: "none");
+        print_field(f, "Output:", json_field_string(job, "output") ?: "the node's default file (cgorchctl logs)");
+        print_field(f, "Error:", json_field_string(job, "error") ?: "with the output");
+        int64_t requeues = 0;
+        if (json_field_int(job, "requeues", &requeues) && requeues > 0)
+                print_field(f, "Requeued:", job_view_int(job, "requeues", a));
         print_field(f, "Submitted:", job_view_time(job, "submitted_ms", a));
         print_field(f, "Started:", job_view_time(job, "started_ms", a));
         print_field(f, "Finished:", job_view_time(job, "finished_ms", a));
@@ -417,7 +443,8 @@ int job_view_print_outcome(json_t *job, FILE *f) {
         json_array_foreach(json_field_array(job, "phases"), i, phase)
                 json_array_foreach(json_field_array(phase, "tasks"), k, task) {
                         const char *state = json_field_string(task, "state");
-                        if (!state || (strcmp(state, "failed") != 0 && strcmp(state, "lost") != 0))
+                        if (!state || (strcmp(state, "failed") != 0 && strcmp(state, "lost") != 0 &&
+                                       strcmp(state, "timeout") != 0))
                                 continue;
                         fputs("  task ", f);
                         print_safe(f, json_field_string(task, "id"));

@@ -6,6 +6,7 @@ cli_libcgorchctl_a_SOURCES = \
 	cli/verb-submit.c \
 	cli/command-check.c cli/command-check.h \
 	cli/verb-jobs.c \
+	cli/verb-logs.c \
 	cli/verb-nodes.c \
 	cli/verb-orch.c \
 	cli/verb-backup.c \

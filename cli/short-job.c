@@ -94,6 +94,14 @@ int short_job_to_json(const ShortJob *s, json_t **ret, char **ret_error) {
                 return r;
         if (s->weight > 0 && json_object_set_new(job, "weight", json_real(s->weight)) < 0)
                 return -ENOMEM;
+        if (s->output && (r = set_string(job, "output", s->output, "--output", ret_error)) < 0)
+                return r;
+        if (s->error && (r = set_string(job, "error", s->error, "--error", ret_error)) < 0)
+                return r;
+        if (s->time_limit_s > 0 && json_object_set_new(job, "time_limit_s", json_integer(s->time_limit_s)) < 0)
+                return -ENOMEM;
+        if (s->hold && json_object_set_new(job, "hold", json_true()) < 0)
+                return -ENOMEM;
         if (json_object_set_new(job, "phases", json_pack("[O]", phase)) < 0)
                 return -ENOMEM;
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #define SHORT_JOB_DEFAULT_TASKS 1U
@@ -19,6 +20,10 @@ typedef struct ShortJob {
         uint64_t memory_bytes;
         unsigned pids_max;       /* 0: left to the controller (PROTO_DEFAULT_PIDS_MAX) */
         double weight;           /* 0: left to the controller (1) */
+        const char *output;      /* --output pattern; NULL: the node's default */
+        const char *error;       /* --error pattern; NULL: with the output */
+        uint32_t time_limit_s;   /* --time; 0: the controller's default */
+        bool hold;               /* --hold: submitted held */
         char **env;              /* "NAME=VALUE" entries; a later NAME wins */
         char **argv;             /* the command, at least one element */
 } ShortJob;

@@ -1,4 +1,5 @@
-/* verb-jobs.c: the "jobs", "job ID" and "cancel ID" commands of cgorchctl. */
+/* verb-jobs.c: the "jobs", "job ID", "cancel ID", "hold ID", "release ID" and "requeue ID"
+ * commands of cgorchctl. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -228,9 +229,9 @@ static int parse_job_id_command(Ctl *ctl, int argc, char **argv, uint64_t *ret_i
         return 0;
 }
 
-/* "COMMAND ID": sends METHOD /v1/jobs/ID and prints the answer with print(id, answer).
+/* "COMMAND ID": sends METHOD /v1/jobs/ID[/SUFFIX] and prints the answer with print(id, answer).
  * Returns the exit status. */
-static int job_id_command(Ctl *ctl, int argc, char **argv, const char *method,
+static int job_id_command(Ctl *ctl, int argc, char **argv, const char *method, const char *suffix,
                           int (*print)(uint64_t id, json_t *answer)) {
         char path[64];
         json_t *answer = NULL;
@@ -241,7 +242,7 @@ static int job_id_command(Ctl *ctl, int argc, char **argv, const char *method,
         if (r != 0)
                 return r < 0 ? EXIT_SUCCESS : r;
 
-        snprintf(path, sizeof path, "/v1/jobs/%" PRIu64, id);
+        snprintf(path, sizeof path, "/v1/jobs/%" PRIu64 "%s%s", id, suffix ? "/" : "", suffix ?: "");
         r = ctl_call(ctl, method, path, NULL, &answer);
         if (r < 0)
                 return ctl_call_exit_status(r);
@@ -257,7 +258,7 @@ static int job_print(uint64_t id, json_t *answer) {
 }
 
 int verb_job(Ctl *ctl, int argc, char **argv) {
-        return job_id_command(ctl, argc, argv, "GET", job_print);
+        return job_id_command(ctl, argc, argv, "GET", NULL, job_print);
 }
 
 static int cancel_print(uint64_t id, json_t *answer) {
@@ -268,5 +269,26 @@ static int cancel_print(uint64_t id, json_t *answer) {
 }
 
 int verb_cancel(Ctl *ctl, int argc, char **argv) {
-        return job_id_command(ctl, argc, argv, "DELETE", cancel_print);
+        return job_id_command(ctl, argc, argv, "DELETE", NULL, cancel_print);
+}
+
+/* "job 7: queued, held by alice" */
+static int state_print(uint64_t id, json_t *answer) {
+        const char *held = json_field_string(answer, "held_by");
+
+        printf("job %" PRIu64 ": %s%s%s\n", id, json_field_string(answer, "state") ?: "-", held ? ", held by " : "",
+               held ?: "");
+        return fflush(stdout) == 0 ? 0 : -EIO;
+}
+
+int verb_hold(Ctl *ctl, int argc, char **argv) {
+        return job_id_command(ctl, argc, argv, "POST", "hold", state_print);
+}
+
+int verb_release(Ctl *ctl, int argc, char **argv) {
+        return job_id_command(ctl, argc, argv, "POST", "release", state_print);
+}
+
+int verb_requeue(Ctl *ctl, int argc, char **argv) {
+        return job_id_command(ctl, argc, argv, "POST", "requeue", state_print);
 }

@@ -26,7 +26,7 @@ static char *amount(json_t *o, const char *key, char buf[static HUMAN_MAX]) {
 }
 
 static int print_findings(json_t *findings) {
-        static const char *const headers[] = { "KIND", "RESOURCE", "BASIS", "TASK", "NODE", "VALUE", "REFERENCE", "REASON" };
+        static const char *const headers[] = { "KIND", "RESOURCE", "BASIS", "TASK", "NODE", "VALUE", "REFERENCE", "OUTCOME", "REASON" };
         _cleanup_table_ Table *t = table_new(ELEMENTSOF(headers), headers);
         json_t *f;
         size_t i;
@@ -43,7 +43,42 @@ static int print_findings(json_t *findings) {
                 r = r ?: table_add_cell(t, json_field_string(f, "node"));
                 r = r ?: table_add_cell(t, amount(f, "value", a));
                 r = r ?: table_add_cell(t, amount(f, "reference", b));
+                r = r ?: table_add_cell(t, json_field_string(f, "outcome") ?: "-");
                 r = r ?: table_add_cell(t, json_field_string(f, "reason"));
+        }
+        return r < 0 ? r : table_print(t, stdout);
+}
+
+/* Findings about a task that changed nothing, and why (signals and dry-run decisions aside). */
+static size_t count_held(json_t *findings) {
+        json_t *f;
+        size_t i, n = 0;
+
+        json_array_foreach(findings, i, f) {
+                const char *o = json_field_string(f, "outcome");
+                n += o && !streq(o, "changed") && !streq(o, "dry-run") && !streq(o, "signal");
+        }
+        return n;
+}
+
+static int print_held(json_t *findings) {
+        static const char *const headers[] = { "TASK", "RESOURCE", "KIND", "OUTCOME", "WHY NOTHING CHANGED" };
+        _cleanup_table_ Table *t = table_new(ELEMENTSOF(headers), headers);
+        json_t *f;
+        size_t i;
+        int r = 0;
+
+        if (!t)
+                return -ENOMEM;
+        json_array_foreach(findings, i, f) {
+                const char *o = json_field_string(f, "outcome");
+                if (!o || streq(o, "changed") || streq(o, "dry-run") || streq(o, "signal"))
+                        continue;
+                r = r ?: table_add_cell(t, json_field_string(f, "task") ?: "-");
+                r = r ?: table_add_cell(t, json_field_string(f, "resource"));
+                r = r ?: table_add_cell(t, json_field_string(f, "kind"));
+                r = r ?: table_add_cell(t, o);
+                r = r ?: table_add_cell(t, json_field_string(f, "why") ?: "-");
         }
         return r < 0 ? r : table_print(t, stdout);
 }
@@ -105,6 +140,10 @@ int verb_contention(Ctl *ctl, int argc, char **argv) {
         if (json_array_size(findings) > 0) {
                 printf("\n");
                 r = print_findings(findings);
+        }
+        if (r >= 0 && count_held(findings) > 0) {
+                printf("\n");
+                r = print_held(findings);
         }
         if (r >= 0 && json_array_size(decisions) > 0) {
                 printf("\n");

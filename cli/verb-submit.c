@@ -134,6 +134,10 @@ int verb_submit(Ctl *ctl, int argc, char **argv) {
                 ARG_PIDS,
                 ARG_NO_CHECK_COMMAND,
                 ARG_ARRAY,
+                ARG_OUTPUT,
+                ARG_ERROR,
+                ARG_TIME,
+                ARG_HOLD,
         };
         static const struct option options[] = {
                 { "tasks", required_argument, NULL, 'n' },
@@ -146,6 +150,10 @@ int verb_submit(Ctl *ctl, int argc, char **argv) {
                 { "cwd", required_argument, NULL, ARG_CWD },
                 { "env", required_argument, NULL, 'e' },
                 { "weight", required_argument, NULL, ARG_WEIGHT },
+                { "output", required_argument, NULL, ARG_OUTPUT },
+                { "error", required_argument, NULL, ARG_ERROR },
+                { "time", required_argument, NULL, ARG_TIME },
+                { "hold", no_argument, NULL, ARG_HOLD },
                 { "wait", no_argument, NULL, 'w' },
                 { "no-check-command", no_argument, NULL, ARG_NO_CHECK_COMMAND },
                 { "array", required_argument, NULL, ARG_ARRAY },
@@ -227,6 +235,26 @@ int verb_submit(Ctl *ctl, int argc, char **argv) {
                                 return CTL_EXIT_USAGE;
                         }
                         break;
+                case ARG_OUTPUT:
+                        s.output = optarg;
+                        break;
+                case ARG_HOLD:
+                        s.hold = true;
+                        break;
+                case ARG_ERROR:
+                        s.error = optarg;
+                        break;
+                case ARG_TIME: {
+                        uint64_t us;
+                        if (parse_duration_us(optarg, &us) < 0 || us < USEC_PER_SEC ||
+                            us > (uint64_t) PROTO_MAX_TIME_LIMIT_S * USEC_PER_SEC) {
+                                fprintf(stderr, "cgorchctl: --time=%s: must be a duration from 1s to 365d, e.g. 90, "
+                                        "30m, 2h or 1d (a plain number is seconds)\n", optarg);
+                                return CTL_EXIT_USAGE;
+                        }
+                        s.time_limit_s = (uint32_t) ((us + USEC_PER_SEC - 1) / USEC_PER_SEC);
+                        break;
+                }
                 case 'w':
                         wait = true;
                         break;

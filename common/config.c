@@ -118,7 +118,7 @@ static int parse_with_units(const char *s, const Unit *units, size_t n_units, do
 int parse_duration_us(const char *s, uint64_t *ret) {
         static const Unit units[] = {
                 { "us", 1 }, { "ms", 1e3 }, { "s", 1e6 }, { "sec", 1e6 },
-                { "m", 60e6 }, { "min", 60e6 }, { "h", 3600e6 },
+                { "m", 60e6 }, { "min", 60e6 }, { "h", 3600e6 }, { "d", 86400e6 },
         };
         double us;
         int r = parse_with_units(s, units, ELEMENTSOF(units), 1e6, &us);

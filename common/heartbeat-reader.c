@@ -706,6 +706,7 @@ static int read_task_state(Reader *r, TaskState *ret) {
                 { KEY("failed"), TASK_FAILED },
                 { KEY("cancelled"), TASK_CANCELLED },
                 { KEY("lost"), TASK_LOST },
+                { KEY("timeout"), TASK_TIMEOUT },
         };
         const char *s;
         size_t len;
@@ -725,6 +726,7 @@ static int read_task_report(Reader *r, TaskReport *t) {
         static const KeyName keys[] = {
                 KEY("id"), KEY("state"), KEY("pid"), KEY("samples"), KEY("limits"), KEY("limits_target"),
                 KEY("limits_external"), KEY("adopted"), KEY("fenced"), KEY("exit"), KEY("error"),
+                KEY("output_dropped_bytes"),
         };
         static const Schema schema = { .head = keys, .n_head = ELEMENTSOF(keys) };
         ObjectCursor c;
@@ -769,8 +771,11 @@ static int read_task_report(Reader *r, TaskReport *t) {
                         k = read_exit(r, &t->exit);
                         t->has_exit = true;
                         break;
-                default:
+                case 10:
                         k = read_text(r, &t->error);
+                        break;
+                default:
+                        k = read_uint64(r, &t->output_dropped_bytes);
                 }
         if (k < 0)
                 return k;

@@ -9,7 +9,9 @@ common_libcgorch_common_a_SOURCES = \
 	common/heartbeat-reader.c common/heartbeat-reader.h \
 	common/secret-file.c common/secret-file.h \
 	common/exec-access.c common/exec-access.h \
-	common/stop-guard.c common/stop-guard.h
+	common/task-output.c common/task-output.h \
+	common/stop-guard.c common/stop-guard.h \
+	common/metrics.c common/metrics.h
 common_libcgorch_common_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 
 # Link this into every program; add the program's own library flags after it.

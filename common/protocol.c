@@ -13,6 +13,7 @@
 #include "macro.h"
 #include "protocol-internal.h"
 #include "protocol.h"
+#include "task-output.h"
 
 /* ---- Error messages ---- */
 
@@ -344,6 +345,26 @@ static int get_cwd(json_t *o, const char *path, const char *field, char **ret, c
         return strdup_to(s, ret) < 0 ? -ENOMEM : 1;
 }
 
+/* An --output/--error pattern (task-output.h). */
+static int get_output_pattern(json_t *o, const char *path, const char *field, char **ret, char **ret_error) {
+        const char *s, *why;
+        json_t *v = NULL;
+        int r = field_get(o, path, field, false, &v, ret_error);
+        if (r <= 0) {
+                if (r == 0)
+                        *ret = NULL;
+                return r;
+        }
+        if (!json_is_string(v))
+                return fail(ret_error, path, field, "must be a string");
+        s = json_string_value(v);
+        if (strlen(s) != json_string_length(v))
+                return fail(ret_error, path, field, "must not contain NUL bytes");
+        if (task_output_pattern_check(s, &why) < 0)
+                return fail(ret_error, path, field, "%s", why);
+        return strdup_to(s, ret) < 0 ? -ENOMEM : 1;
+}
+
 static int get_argv(json_t *o, const char *path, const char *field, bool required, char ***ret, char **ret_error) {
         json_t *a;
         int r = get_array(o, path, field, required, 1, PROTO_MAX_ARGV, "strings", &a, ret_error);
@@ -631,6 +652,8 @@ void job_spec_free(JobSpec *s) {
                 return;
         free(s->name);
         free(s->user);
+        free(s->output);
+        free(s->error);
         for (size_t i = 0; i < s->n_phases; i++)
                 phase_spec_done(&s->phases[i]);
         free(s->phases);
@@ -720,6 +743,20 @@ static int job_spec_parse(json_t *j, const char *path, const char *const *keys, 
         r = get_number(j, path, "weight", false, 0, true, PROTO_MAX_WEIGHT, &s->weight, ret_error);
         if (r < 0)
                 return r;
+        r = get_output_pattern(j, path, "output", &s->output, ret_error);
+        if (r < 0)
+                return r;
+        r = get_output_pattern(j, path, "error", &s->error, ret_error);
+        if (r < 0)
+                return r;
+        int64_t limit;
+        r = get_int(j, path, "time_limit_s", false, 1, PROTO_MAX_TIME_LIMIT_S, &limit, ret_error);
+        if (r < 0)
+                return r;
+        s->time_limit_s = r > 0 ? (uint32_t) limit : 0;
+        r = get_bool(j, path, "hold", false, &s->hold, ret_error);
+        if (r < 0)
+                return r;
         r = get_array(j, path, "phases", true, 1, PROTO_MAX_PHASES, "phases", &phases, ret_error);
         if (r < 0)
                 return r;
@@ -746,7 +783,9 @@ static int job_spec_parse(json_t *j, const char *path, const char *const *keys, 
 }
 
 int job_spec_from_json(json_t *j, JobSpec **ret, char **ret_error) {
-        static const char *const keys[] = { "name", "user", "weight", "phases", NULL };
+        static const char *const keys[] = {
+                "name", "user", "weight", "output", "error", "time_limit_s", "hold", "phases", NULL,
+        };
         return job_spec_parse(j, "", keys, ret, ret_error);
 }
 
@@ -814,7 +853,9 @@ int job_spec_set_array_index(JobSpec *spec, unsigned index) {
 
 /* One job of a submission at path, with its "array" if any; counts it in. */
 static int submission_add(JobSubmission *sub, json_t *j, const char *path, char **ret_error) {
-        static const char *const keys[] = { "name", "user", "weight", "phases", "array", NULL };
+        static const char *const keys[] = {
+                "name", "user", "weight", "output", "error", "time_limit_s", "hold", "phases", "array", NULL,
+        };
         _cleanup_(job_spec_freep) JobSpec *spec = NULL;
         int r = job_spec_parse(j, path, keys, &spec, ret_error);
         if (r < 0)
@@ -875,7 +916,7 @@ int job_submission_from_json(json_t *j, JobSubmission **ret, char **ret_error) {
         sub->copies = calloc(n, sizeof(unsigned));
         if (!sub->specs || !sub->copies)
                 return -ENOMEM;
-        sub->many = true;
+        sub->many = sub->list = true;
         for (size_t i = 0; i < n; i++) {
                 char p[PATH_BUF];
                 path_index(p, "", "jobs", i);
@@ -918,6 +959,14 @@ json_t *job_spec_to_json(const JobSpec *s) {
                 return NULL;
         if (add(o, "weight", json_double(s->weight)) < 0)
                 return NULL;
+        if (s->output && add(o, "output", json_text(s->output)) < 0)
+                return NULL;
+        if (s->error && add(o, "error", json_text(s->error)) < 0)
+                return NULL;
+        if (s->time_limit_s > 0 && add(o, "time_limit_s", json_integer(s->time_limit_s)) < 0)
+                return NULL;
+        if (s->hold && add(o, "hold", json_true()) < 0)
+                return NULL;
         for (size_t i = 0; i < s->n_phases; i++)
                 if (append(phases, phase_spec_to_json(&s->phases[i])) < 0)
                         return NULL;
@@ -931,12 +980,12 @@ json_t *job_spec_to_json(const JobSpec *s) {
 static const char *const task_state_table[_TASK_STATE_MAX] = {
         [TASK_PENDING] = "pending",     [TASK_STARTING] = "starting", [TASK_RUNNING] = "running",
         [TASK_SUCCEEDED] = "succeeded", [TASK_FAILED] = "failed",     [TASK_CANCELLED] = "cancelled",
-        [TASK_LOST] = "lost",
+        [TASK_LOST] = "lost",           [TASK_TIMEOUT] = "timeout",
 };
 
 static const char *const job_state_table[_JOB_STATE_MAX] = {
         [JOB_QUEUED] = "queued",       [JOB_RUNNING] = "running",     [JOB_SUCCEEDED] = "succeeded",
-        [JOB_FAILED] = "failed",       [JOB_CANCELLED] = "cancelled",
+        [JOB_FAILED] = "failed",       [JOB_CANCELLED] = "cancelled", [JOB_TIMEOUT] = "timeout",
 };
 
 static const char *const action_type_table[_ACTION_TYPE_MAX] = {
@@ -962,7 +1011,7 @@ TaskState task_state_from_string(const char *s) {
 }
 
 bool task_state_is_final(TaskState s) {
-        return s == TASK_SUCCEEDED || s == TASK_FAILED || s == TASK_CANCELLED || s == TASK_LOST;
+        return s == TASK_SUCCEEDED || s == TASK_FAILED || s == TASK_CANCELLED || s == TASK_LOST || s == TASK_TIMEOUT;
 }
 
 const char *job_state_to_string(JobState s) {
@@ -974,7 +1023,7 @@ JobState job_state_from_string(const char *s) {
 }
 
 bool job_state_is_final(JobState s) {
-        return s == JOB_SUCCEEDED || s == JOB_FAILED || s == JOB_CANCELLED;
+        return s == JOB_SUCCEEDED || s == JOB_FAILED || s == JOB_CANCELLED || s == JOB_TIMEOUT;
 }
 
 const char *action_type_to_string(ActionType t) {
@@ -1333,7 +1382,7 @@ static int exit_from_json(json_t *j, const char *path, ExitRecord *e, char **ret
 static int task_report_from_json(json_t *j, const char *path, TaskReport *t, char **ret_error) {
         static const char *const keys[] = {
                 "id", "state", "pid", "samples", "limits", "limits_target", "limits_external", "adopted", "fenced",
-                "exit", "error", NULL,
+                "exit", "error", "output_dropped_bytes", NULL,
         };
         const char *state;
         json_t *samples, *exit;
@@ -1357,8 +1406,9 @@ static int task_report_from_json(json_t *j, const char *path, TaskReport *t, cha
                 return r;
         t->state = task_state_from_string(state);
         if (t->state != TASK_RUNNING && t->state != TASK_SUCCEEDED && t->state != TASK_FAILED &&
-            t->state != TASK_CANCELLED && t->state != TASK_LOST)
-                return fail(ret_error, path, "state", "must be one of running, succeeded, failed, cancelled, lost");
+            t->state != TASK_CANCELLED && t->state != TASK_LOST && t->state != TASK_TIMEOUT)
+                return fail(ret_error, path, "state",
+                            "must be one of running, succeeded, failed, cancelled, lost, timeout");
 
         r = get_int(j, path, "pid", false, 0, PID_MAX_VALUE, &pid, ret_error);
         if (r < 0)
@@ -1410,6 +1460,9 @@ static int task_report_from_json(json_t *j, const char *path, TaskReport *t, cha
                         return r;
                 t->has_exit = true;
         }
+        r = get_uint64(j, path, "output_dropped_bytes", false, &t->output_dropped_bytes, ret_error);
+        if (r < 0)
+                return r;
 
         return get_text(j, path, "error", &t->error, ret_error);
 }
@@ -1638,6 +1691,8 @@ static json_t *task_report_to_json(const TaskReport *t) {
         if (t->has_exit && add(o, "exit", exit_to_json(&t->exit)) < 0)
                 return NULL;
         if (t->error && add(o, "error", json_text(t->error)) < 0)
+                return NULL;
+        if (t->output_dropped_bytes > 0 && add(o, "output_dropped_bytes", json_u64(t->output_dropped_bytes)) < 0)
                 return NULL;
         return json_incref(o);
 }
@@ -2013,6 +2068,10 @@ static void task_report_write_tail(TextBuf *b, const TaskReport *t) {
                 text_lit(b, ",\"error\":");
                 text_string(b, t->error);
         }
+        if (t->output_dropped_bytes > 0) {
+                text_lit(b, ",\"output_dropped_bytes\":");
+                text_u64(b, t->output_dropped_bytes);
+        }
         text_lit(b, "}");
 }
 
@@ -2109,7 +2168,20 @@ void action_done(Action *a) {
         strv_free(a->env);
         free(a->cwd);
         free(a->user);
+        free(a->output);
+        free(a->error);
         *a = (Action) {};
+}
+
+void output_read_done(OutputRead *r) {
+        if (!r)
+                return;
+        free(r->task);
+        free(r->output);
+        free(r->error);
+        free(r->cwd);
+        free(r->user);
+        *r = (OutputRead) {};
 }
 
 void heartbeat_reply_free(HeartbeatReply *r) {
@@ -2118,6 +2190,9 @@ void heartbeat_reply_free(HeartbeatReply *r) {
         for (size_t i = 0; i < r->n_actions; i++)
                 action_done(&r->actions[i]);
         free(r->actions);
+        for (size_t i = 0; i < r->n_reads; i++)
+                output_read_done(&r->reads[i]);
+        free(r->reads);
         free(r);
 }
 
@@ -2127,9 +2202,12 @@ static void heartbeat_reply_freep(HeartbeatReply **r) {
 
 static int action_from_json(json_t *j, const char *path, Action *a, char **ret_error) {
         static const char *const keys[] = {
-                "id", "type", "task", "argv", "env", "cwd", "user", "pids_max", "limits", NULL,
+                "id", "type", "task", "argv", "env", "cwd", "user", "pids_max", "output", "error", "time_limit_ms",
+                "kill_grace_ms", "limits", NULL,
         };
-        static const char *const start_only[] = { "argv", "env", "cwd", "user", "pids_max" };
+        static const char *const start_only[] = {
+                "argv", "env", "cwd", "user", "pids_max", "output", "error", "time_limit_ms", "kill_grace_ms",
+        };
         const char *type;
         int r;
 
@@ -2180,6 +2258,20 @@ static int action_from_json(json_t *j, const char *path, Action *a, char **ret_e
                 if (r < 0)
                         return r;
                 a->pids_max = r > 0 ? (unsigned) i : 0;
+                r = get_output_pattern(j, path, "output", &a->output, ret_error);
+                if (r < 0)
+                        return r;
+                r = get_output_pattern(j, path, "error", &a->error, ret_error);
+                if (r < 0)
+                        return r;
+                r = get_int(j, path, "time_limit_ms", false, 1, (int64_t) PROTO_MAX_TIME_LIMIT_S * 1000, &i, ret_error);
+                if (r < 0)
+                        return r;
+                a->time_limit_ms = r > 0 ? (uint64_t) i : 0;
+                r = get_int(j, path, "kill_grace_ms", false, 0, PROTO_MAX_KILL_GRACE_MS, &i, ret_error);
+                if (r < 0)
+                        return r;
+                a->kill_grace_ms = r > 0 ? (uint32_t) i : 0;
         }
         if (a->type == ACTION_START || a->type == ACTION_SET_LIMITS) {
                 r = get_limits(j, path, "limits", a->type == ACTION_SET_LIMITS, &a->limits, ret_error);
@@ -2189,8 +2281,132 @@ static int action_from_json(json_t *j, const char *path, Action *a, char **ret_e
         return 0;
 }
 
+static int output_read_from_json(json_t *j, const char *path, OutputRead *o, char **ret_error) {
+        static const char *const keys[] = {
+                "id", "task", "stream", "output", "error", "cwd", "user", "offset", "max", "tail", NULL,
+        };
+        const char *stream;
+        int64_t i;
+        int r;
+
+        if (!json_is_object(j))
+                return fail(ret_error, path, NULL, "must be an object");
+        r = check_keys(j, path, keys, ret_error);
+        if (r < 0)
+                return r;
+        r = get_uint64(j, path, "id", true, &o->id, ret_error);
+        if (r < 0)
+                return r;
+        r = get_task_id(j, path, "task", &o->task, ret_error);
+        if (r < 0)
+                return r;
+        r = get_string(j, path, "stream", true, SIZE_MAX, &stream, ret_error);
+        if (r < 0)
+                return r;
+        if (!streq(stream, "output") && !streq(stream, "error"))
+                return fail(ret_error, path, "stream", "must be output or error");
+        o->error_stream = streq(stream, "error");
+        r = get_output_pattern(j, path, "output", &o->output, ret_error);
+        if (r < 0)
+                return r;
+        r = get_output_pattern(j, path, "error", &o->error, ret_error);
+        if (r < 0)
+                return r;
+        r = get_cwd(j, path, "cwd", &o->cwd, ret_error);
+        if (r < 0)
+                return r;
+        r = get_user(j, path, "user", &o->user, ret_error);
+        if (r < 0)
+                return r;
+        r = get_uint64(j, path, "offset", false, &o->offset, ret_error);
+        if (r < 0)
+                return r;
+        r = get_int(j, path, "max", true, 1, PROTO_MAX_OUTPUT_READ, &i, ret_error);
+        if (r < 0)
+                return r;
+        o->max = (uint32_t) i;
+        r = get_bool(j, path, "tail", false, &o->tail, ret_error);
+        return r < 0 ? r : 0;
+}
+
+json_t *output_read_to_json(const OutputRead *r) {
+        json_auto_t *o = json_object();
+        if (!o)
+                return NULL;
+        if (add(o, "id", json_u64(r->id)) < 0 || add(o, "task", json_text(r->task ?: "")) < 0 ||
+            add(o, "stream", json_string(r->error_stream ? "error" : "output")) < 0)
+                return NULL;
+        if ((r->output && add(o, "output", json_text(r->output)) < 0) ||
+            (r->error && add(o, "error", json_text(r->error)) < 0) ||
+            (r->cwd && add(o, "cwd", json_text(r->cwd)) < 0) || (r->user && add(o, "user", json_text(r->user)) < 0))
+                return NULL;
+        if (add(o, "offset", json_u64(r->offset)) < 0 || add(o, "max", json_integer(r->max)) < 0 ||
+            (r->tail && add(o, "tail", json_true()) < 0))
+                return NULL;
+        return json_incref(o);
+}
+
+void output_chunk_done(OutputChunk *c) {
+        if (!c)
+                return;
+        free(c->path);
+        free(c->data);
+        free(c->error);
+        *c = (OutputChunk) {};
+}
+
+int output_chunk_from_json(json_t *j, OutputChunk *ret, char **ret_error) {
+        static const char *const keys[] = { "path", "offset", "size", "data_base64", "error", NULL };
+        OutputChunk c = {};
+        const char *path = NULL, *data = NULL;
+        int r;
+
+        if (!json_is_object(j))
+                return fail(ret_error, NULL, NULL, "must be a JSON object");
+        r = check_keys(j, "", keys, ret_error);
+        if (r >= 0)
+                r = get_string(j, "", "path", false, TASK_OUTPUT_PATH_MAX, &path, ret_error);
+        if (r >= 0)
+                r = get_uint64(j, "", "offset", true, &c.offset, ret_error);
+        if (r >= 0)
+                r = get_uint64(j, "", "size", true, &c.size, ret_error);
+        if (r >= 0)
+                r = get_string(j, "", "data_base64", false, base64_encoded_len(PROTO_MAX_OUTPUT_READ), &data, ret_error);
+        if (r >= 0)
+                r = get_text(j, "", "error", &c.error, ret_error);
+        if (r >= 0 && (strdup_to(path, &c.path) < 0 || !(c.data = malloc(data ? strlen(data) / 4 * 3 + 1 : 1))))
+                r = -ENOMEM;
+        if (r >= 0 && data) {
+                long n = base64_decode(data, strlen(data), c.data);
+                if (n < 0)
+                        r = fail(ret_error, "", "data_base64", "must be base64 (RFC 4648, padded)");
+                else
+                        c.len = (size_t) n;
+        }
+        if (r < 0) {
+                output_chunk_done(&c);
+                return r;
+        }
+        c.data[c.len] = '\0';
+        *ret = c;
+        return 0;
+}
+
+json_t *output_chunk_to_json(const OutputChunk *c) {
+        json_auto_t *o = json_object();
+        _cleanup_free_ char *text = malloc(base64_encoded_len(c->len) + 1);
+        if (!o || !text)
+                return NULL;
+        base64_encode(c->data ?: "", c->len, text);
+        if ((c->path && add(o, "path", json_text(c->path)) < 0) || add(o, "offset", json_u64(c->offset)) < 0 ||
+            add(o, "size", json_u64(c->size)) < 0 || add(o, "data_base64", json_string(text)) < 0 ||
+            (c->error && add(o, "error", json_text(c->error)) < 0))
+                return NULL;
+        return json_incref(o);
+}
+
 int heartbeat_reply_from_json(json_t *j, HeartbeatReply **ret, char **ret_error) {
-        static const char *const keys[] = { "interval_ms", "lease_ms", "actions", NULL };
+        static const char *const keys[] = { "interval_ms", "lease_ms", "actions", "reads", NULL };
         _cleanup_(heartbeat_reply_freep) HeartbeatReply *h = NULL;
         json_t *a;
         int64_t i;
@@ -2235,6 +2451,25 @@ int heartbeat_reply_from_json(json_t *j, HeartbeatReply **ret, char **ret_error)
                 }
         }
 
+        /* Optional: a controller without output reads sends none. */
+        r = get_array(j, "", "reads", false, 0, PROTO_MAX_OUTPUT_READS, "reads", &a, ret_error);
+        if (r < 0)
+                return r;
+        n = json_array_size(a);
+        if (n > 0) {
+                h->reads = calloc(n, sizeof *h->reads);
+                if (!h->reads)
+                        return -ENOMEM;
+                h->n_reads = n;
+                for (size_t k = 0; k < n; k++) {
+                        char p[PATH_BUF];
+                        path_index(p, "", "reads", k);
+                        r = output_read_from_json(json_array_get(a, k), p, &h->reads[k], ret_error);
+                        if (r < 0)
+                                return r;
+                }
+        }
+
         *ret = TAKE_PTR(h);
         return 0;
 }
@@ -2258,6 +2493,13 @@ static json_t *action_to_json(const Action *a) {
                         return NULL;
                 if (a->pids_max > 0 && add(o, "pids_max", json_integer(a->pids_max)) < 0)
                         return NULL;
+                if ((a->output && add(o, "output", json_text(a->output)) < 0) ||
+                    (a->error && add(o, "error", json_text(a->error)) < 0))
+                        return NULL;
+                if (a->time_limit_ms > 0 && add(o, "time_limit_ms", json_u64(a->time_limit_ms)) < 0)
+                        return NULL;
+                if (a->time_limit_ms > 0 && add(o, "kill_grace_ms", json_integer(a->kill_grace_ms)) < 0)
+                        return NULL;
         }
         if ((a->type == ACTION_START || a->type == ACTION_SET_LIMITS) && add(o, "limits", limits_to_json(&a->limits)) < 0)
                 return NULL;
@@ -2278,6 +2520,16 @@ json_t *heartbeat_reply_to_json(const HeartbeatReply *r) {
                         return NULL;
         if (add(o, "actions", json_incref(actions)) < 0)
                 return NULL;
+        if (r->n_reads > 0) {
+                json_auto_t *reads = json_array();
+                if (!reads)
+                        return NULL;
+                for (size_t i = 0; i < r->n_reads; i++)
+                        if (append(reads, output_read_to_json(&r->reads[i])) < 0)
+                                return NULL;
+                if (add(o, "reads", json_incref(reads)) < 0)
+                        return NULL;
+        }
         return json_incref(o);
 }
 

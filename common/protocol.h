@@ -34,6 +34,14 @@
  * reaches in milliseconds; docs/api.md says more. The most is the kernel's PID_MAX_LIMIT. */
 #define PROTO_DEFAULT_PIDS_MAX 4096
 #define PROTO_MAX_PIDS_MAX 4194304
+/* A job's wall-clock limit per task (time_limit_s): at most a year; the operator's --max-time
+ * may hold it lower. */
+#define PROTO_MAX_TIME_LIMIT_S 31536000
+/* How long a task told to stop at its time limit has between SIGTERM and SIGKILL. */
+#define PROTO_MAX_KILL_GRACE_MS 3600000
+/* A read of a task's output file (GET /v1/jobs/{id}/output): at most this many bytes. */
+#define PROTO_MAX_OUTPUT_READ 262144
+#define PROTO_MAX_OUTPUT_READS 64
 #define PROTO_MAX_SAMPLES_PER_TASK 3600
 #define PROTO_MAX_TASKS_PER_HEARTBEAT 100000
 #define PROTO_MAX_ACTIONS 100000
@@ -70,6 +78,13 @@ typedef struct JobSpec {
         char *name;           /* free text 1..PROTO_NAME_MAX, printable */
         char *user;           /* user the tasks run as; NULL: the controller decides */
         double weight;        /* > 0, default 1 */
+        /* Where each task's standard output and error go (task-output.h patterns); NULL: the
+         * node's default file for output, and error into the output's file. */
+        char *output, *error;
+        /* Wall-clock limit of each task, 1..PROTO_MAX_TIME_LIMIT_S; 0: not given (the operator's
+         * default applies). */
+        uint32_t time_limit_s;
+        bool hold;            /* held at submission: not placed until released */
         PhaseSpec *phases;    /* run in order: phase k+1 starts when every task of phase k succeeded */
         size_t n_phases;      /* 1..PROTO_MAX_PHASES */
 } JobSpec;
@@ -95,6 +110,7 @@ typedef struct JobSubmission {
         size_t n_specs;
         size_t n_jobs, n_tasks; /* in all */
         bool many;            /* a list or an array: answered with the ids, not one job */
+        bool list;            /* a list: specs[k] is at "jobs[k]" */
 } JobSubmission;
 
 int job_submission_from_json(json_t *j, JobSubmission **ret, char **ret_error);
@@ -112,6 +128,7 @@ typedef enum TaskState {
         TASK_FAILED,      /* non-zero exit, signal, or could not start */
         TASK_CANCELLED,   /* killed because its job was cancelled */
         TASK_LOST,        /* its node stopped reporting */
+        TASK_TIMEOUT,     /* stopped at its job's time limit */
         _TASK_STATE_MAX,
         _TASK_STATE_INVALID = -EINVAL,
 } TaskState;
@@ -122,6 +139,7 @@ typedef enum JobState {
         JOB_SUCCEEDED,
         JOB_FAILED,
         JOB_CANCELLED,
+        JOB_TIMEOUT,      /* a task reached the job's time limit */
         _JOB_STATE_MAX,
         _JOB_STATE_INVALID = -EINVAL,
 } JobState;
@@ -228,6 +246,9 @@ typedef struct TaskReport {
         bool has_exit;
         ExitRecord exit;
         char *error;                 /* why a start failed, or NULL */
+        /* Output the agent did not write to the task's files: what came beyond the node's cap
+         * (--output-max-size). 0: none. */
+        uint64_t output_dropped_bytes;
 } TaskReport;
 
 typedef struct Ack {
@@ -322,21 +343,57 @@ typedef struct Action {
         char *cwd;
         char *user;
         unsigned pids_max;           /* pids.max of the task's cgroup; 0: not given (the agent uses the default) */
+        char *output, *error;        /* the job's patterns (task-output.h); NULL: the node's default */
+        uint64_t time_limit_ms;      /* running time allowed (frozen time not counted); 0: none */
+        uint32_t kill_grace_ms;      /* SIGTERM at the limit, SIGKILL this much later */
         /* ACTION_START and ACTION_SET_LIMITS: */
         Limits limits;
 } Action;
+
+/* A read of a task's output file the controller asks for (a user's GET /v1/jobs/{id}/output):
+ * not an action (nothing changes, nothing is acked): the agent reads the file as the job's
+ * user and POSTs what it read to /v1/nodes/{node}/output/{id}. */
+typedef struct OutputRead {
+        uint64_t id;
+        char *task;                  /* task id */
+        bool error_stream;           /* the task's standard error (else its output) */
+        char *output, *error;        /* the job's patterns; NULL: the node's default */
+        char *cwd;                   /* the job's working directory (relative patterns); NULL: "/" */
+        char *user;                  /* the job's user; NULL: the agent's own */
+        uint64_t offset;             /* from here ... */
+        uint32_t max;                /* ... at most this many bytes, 1..PROTO_MAX_OUTPUT_READ */
+        bool tail;                   /* the last max bytes instead (offset ignored) */
+} OutputRead;
 
 typedef struct HeartbeatReply {
         uint32_t interval_ms;        /* when to send the next heartbeat */
         uint32_t lease_ms;           /* freeze every task when no heartbeat is answered for this long; 0: never */
         Action *actions;
         size_t n_actions;
+        OutputRead *reads;
+        size_t n_reads;
 } HeartbeatReply;
 
 int heartbeat_reply_from_json(json_t *j, HeartbeatReply **ret, char **ret_error);
 json_t *heartbeat_reply_to_json(const HeartbeatReply *r);
 void heartbeat_reply_free(HeartbeatReply *r);
 void action_done(Action *a);
+
+void output_read_done(OutputRead *r);
+json_t *output_read_to_json(const OutputRead *r);
+
+/* What the agent read (POST /v1/nodes/{node}/output/{id}): the bytes from offset of a file of
+ * size bytes now, at path; or error (the file could not be read: data empty). */
+typedef struct OutputChunk {
+        char *path;
+        uint64_t offset, size;
+        char *data;                  /* decoded (base64 on the wire): len bytes, NUL-terminated */
+        size_t len;
+        char *error;                 /* NULL when read */
+} OutputChunk;
+int output_chunk_from_json(json_t *j, OutputChunk *ret, char **ret_error);
+json_t *output_chunk_to_json(const OutputChunk *c);
+void output_chunk_done(OutputChunk *c);
 
 json_t *limits_to_json(const Limits *l);
 /* path is the JSON path used in error messages, e.g. "actions[3].limits". */

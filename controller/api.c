@@ -143,14 +143,20 @@ static void answer_durable(Api *api, const HttpRequest *req, HttpResponse *resp)
                             strerror(-r));
 }
 
+static void principal_name(const AuthPrincipal *p, char *buf, size_t size);
+static bool principal_is_admin(const AuthPrincipal *p);
+
 static void handle_jobs_submit(const HttpRequest *req, HttpResponse *resp, void *userdata) {
         Api *api = userdata;
         _cleanup_free_ char *error = NULL;
         json_t *job = NULL;
 
+        char by[AUTH_USER_NAME_MAX + 32];
         if (!submit_user_allowed(req, resp))
                 return;
-        int r = cluster_submit(api->cluster, req->body, now_ms(), &job, &error);
+        principal_name(req->principal, by, sizeof by);
+        int r = cluster_submit_as(api->cluster, req->body, by, principal_is_admin(req->principal), now_ms(), &job,
+                                  &error);
         if (r < 0)
                 return respond_errno(api, resp, r, error, "job");
 
@@ -246,23 +252,63 @@ static void handle_job_get(const HttpRequest *req, HttpResponse *resp, void *use
         resp->status = 200;
 }
 
-static void handle_job_cancel(const HttpRequest *req, HttpResponse *resp, void *userdata) {
-        Api *api = userdata;
+static int user_name(uid_t uid, char *buf, size_t size);
+
+/* Who sent a request, as a job's view says who held or cancelled it: the user, the
+ * administrator's account, or the token. */
+static void principal_name(const AuthPrincipal *p, char *buf, size_t size) {
+        char name[AUTH_USER_NAME_MAX + 1];
+        if (!p)
+                snprintf(buf, size, "an administrator");
+        else if (p->role == AUTH_ROLE_USER)
+                snprintf(buf, size, "%s", p->user);
+        else if (p->role == AUTH_ROLE_OPERATOR && p->has_uid && user_name(p->uid, name, sizeof name) >= 0)
+                snprintf(buf, size, "%s (administrator)", name);
+        else if (p->role == AUTH_ROLE_OPERATOR && p->has_uid)
+                snprintf(buf, size, "uid %u (administrator)", (unsigned) p->uid);
+        else
+                snprintf(buf, size, "the operator token");
+}
+
+static bool principal_is_admin(const AuthPrincipal *p) {
+        return !p || p->role == AUTH_ROLE_OPERATOR;
+}
+
+/* Parses the job id of the path and checks that the sender may act on the job (its user or an
+ * administrator); answers and returns false when not. */
+static bool own_job(Api *api, const HttpRequest *req, HttpResponse *resp, const char *verb, uint64_t *ret_id,
+                    char what[static 64]) {
         uint64_t id;
-        if (!parse_job_id(req->params[0], &id))
-                return http_response_error(resp, 404, "job %s: not found", req->params[0]);
-        char what[64];
-        snprintf(what, sizeof what, "job %" PRIu64, id);
+        if (!parse_job_id(req->params[0], &id)) {
+                http_response_error(resp, 404, "job %s: not found", req->params[0]);
+                return false;
+        }
+        snprintf(what, 64, "job %" PRIu64, id);
         if (req->principal && req->principal->role == AUTH_ROLE_USER) {
                 _cleanup_free_ char *owner = NULL;
                 int r = store_job_get_user(api->store, id, &owner);
-                if (r < 0)
-                        return respond_errno(api, resp, r, NULL, what);
-                if (!auth_may_act_for(req->principal, owner))
-                        return http_response_error(resp, 403, "%s runs as %s, not as %s: a user may cancel only their own jobs",
-                                                   what, owner ?: "the agent's own user", req->principal->user);
+                if (r < 0) {
+                        respond_errno(api, resp, r, NULL, what);
+                        return false;
+                }
+                if (!auth_may_act_for(req->principal, owner)) {
+                        http_response_error(resp, 403, "%s runs as %s, not as %s: a user may %s only their own jobs",
+                                            what, owner ?: "the agent's own user", req->principal->user, verb);
+                        return false;
+                }
         }
-        int r = cluster_cancel(api->cluster, id, now_ms(), &resp->body);
+        *ret_id = id;
+        return true;
+}
+
+static void handle_job_cancel(const HttpRequest *req, HttpResponse *resp, void *userdata) {
+        Api *api = userdata;
+        uint64_t id;
+        char what[64], by[AUTH_USER_NAME_MAX + 32];
+        if (!own_job(api, req, resp, "cancel", &id, what))
+                return;
+        principal_name(req->principal, by, sizeof by);
+        int r = cluster_cancel(api->cluster, id, by, now_ms(), &resp->body);
         if (r < 0)
                 return respond_errno(api, resp, r, NULL, what);
         resp->status = 200;
@@ -270,13 +316,73 @@ static void handle_job_cancel(const HttpRequest *req, HttpResponse *resp, void *
         answer_durable(api, req, resp);
 }
 
+/* The answer to hold, release and requeue: the job's view, or why not (409: its state; 403: an
+ * administrator's hold). */
+static void job_verb_done(Api *api, HttpResponse *resp, int r, const char *error, const char *what) {
+        if (r == -EALREADY && error)
+                return http_response_error(resp, 409, "%s", error);
+        if (r == -EPERM && error)
+                return http_response_error(resp, 403, "%s", error);
+        if (r < 0)
+                return respond_errno(api, resp, r, error, what);
+        resp->status = 200;
+        changed(api);
+}
+
+static void handle_job_hold(const HttpRequest *req, HttpResponse *resp, void *userdata) {
+        Api *api = userdata;
+        _cleanup_free_ char *error = NULL;
+        uint64_t id;
+        char what[64], by[AUTH_USER_NAME_MAX + 32];
+        if (!own_job(api, req, resp, "hold", &id, what))
+                return;
+        principal_name(req->principal, by, sizeof by);
+        int r = cluster_hold(api->cluster, id, by, principal_is_admin(req->principal), now_ms(), &resp->body, &error);
+        job_verb_done(api, resp, r, error, what);
+}
+
+static void handle_job_release(const HttpRequest *req, HttpResponse *resp, void *userdata) {
+        Api *api = userdata;
+        _cleanup_free_ char *error = NULL;
+        uint64_t id;
+        char what[64];
+        if (!own_job(api, req, resp, "release", &id, what))
+                return;
+        int r = cluster_release(api->cluster, id, principal_is_admin(req->principal), now_ms(), &resp->body, &error);
+        job_verb_done(api, resp, r, error, what);
+}
+
+static void handle_job_requeue(const HttpRequest *req, HttpResponse *resp, void *userdata) {
+        Api *api = userdata;
+        _cleanup_free_ char *error = NULL;
+        uint64_t id;
+        char what[64], by[AUTH_USER_NAME_MAX + 32];
+        if (!own_job(api, req, resp, "requeue", &id, what))
+                return;
+        principal_name(req->principal, by, sizeof by);
+        int r = cluster_requeue(api->cluster, id, by, now_ms(), &resp->body, &error);
+        job_verb_done(api, resp, r, error, what);
+}
+
+static double monotonic_s(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
 static void handle_heartbeat(const HttpRequest *req, HttpResponse *resp, void *userdata) {
         Api *api = userdata;
         _cleanup_free_ char *error = NULL;
+        double start_s = monotonic_s();
         int r = cluster_heartbeat_text(api->cluster, req->params[0], req->raw_body, req->raw_body_size, now_ms(),
                                        &resp->body, &error);
+        controller_metrics_heartbeat(api->metrics, r, monotonic_s() - start_s);
         if (r < 0)
                 return respond_errno(api, resp, r, error, req->path);
+        /* Reads of its tasks' output ride along (not actions: nothing to ack). */
+        r = output_reads_add_to_reply(api->reads, req->params[0], resp->body);
+        if (r < 0)
+                log_warning_errno(r, "Cannot add the output reads to node %s's reply: %m", req->params[0]);
         /* The reply carries every action queued for the node so far: nothing to wake it for. */
         if (api->waits)
                 node_waits_replied(api->waits, req->params[0]);
@@ -463,6 +569,30 @@ void api_authorize(void *userdata, const HttpAuthRequest *req, HttpAuthResult *r
                 ret->challenge = SIGNATURE_SCHEME " realm=\"cgorch\", Bearer realm=\"cgorch\"";
         if (d.status != 0)
                 return;
+        ret->vouched = auth_principal_vouched(api->tokens, &d.principal);
+        if (d.key && api->nonces) {
+                /* Once: a copy of an agent's request replayed within the signature's window
+                 * (a wait would displace the node's held one) is refused. */
+                int64_t wall_s = (int64_t) time(NULL), own_s = now_ms() / 1000;
+                int v = nonce_cache_check(api->nonces, d.principal.node, d.signed_request.nonce, d.signed_request.ts_s,
+                                          MIN(wall_s, own_s));
+                if (v < 0 || v != NONCE_NEW) {
+                        uint64_t n;
+                        ret->status = v == -ENOMEM ? 503 : 401;
+                        snprintf(ret->message, sizeof ret->message, v == NONCE_REPLAYED ?
+                                 "Authorization: replayed: node %s's agent signed a request with this nonce already" :
+                                 v == NONCE_TOO_OLD ? "Authorization: replayed or stale: the signature's time is not "
+                                 "after that of a request of node %s already forgotten (did its clock go back?)" :
+                                 "Authorization: node %s's nonce cannot be checked", d.principal.node);
+                        if (v >= 0 && nonce_cache_log_refusal(api->nonces, d.principal.node, MAX(wall_s, own_s), &n))
+                                log_warning("Refused %" PRIu64 " signed request(s) of node %s as replayed (%s): someone "
+                                            "who saw its agent's traffic is sending it again (one line a minute at most).",
+                                            n, d.principal.node, v == NONCE_REPLAYED ? "nonce already used" :
+                                            "time not after a forgotten request's");
+                        ret->vouched = false;
+                        return;
+                }
+        }
         if (d.key) {
                 /* A copy: a SIGHUP may replace the tokens while a wait is held. */
                 ret->reply_key = strdup(d.key);
@@ -491,10 +621,17 @@ const HttpRoute api_routes[] = {
         { "GET", "/v1/jobs", false, handle_jobs_list, AUTH_ACCESS_READ },
         { "GET", "/v1/jobs/{}", false, handle_job_get, AUTH_ACCESS_READ },
         { "DELETE", "/v1/jobs/{}", false, handle_job_cancel, AUTH_ACCESS_OWN_JOBS },
+        { "POST", "/v1/jobs/{}/hold", false, handle_job_hold, AUTH_ACCESS_OWN_JOBS },
+        { "POST", "/v1/jobs/{}/release", false, handle_job_release, AUTH_ACCESS_OWN_JOBS },
+        { "POST", "/v1/jobs/{}/requeue", false, handle_job_requeue, AUTH_ACCESS_OWN_JOBS },
+        /* Held until the node's agent sent the bytes (api-output.c); the job's user's only. */
+        { "GET", "/v1/jobs/{}/output", false, api_handle_job_output, AUTH_ACCESS_OWN_JOBS },
         /* Raw: heartbeats are decoded from their text (heartbeat-reader.h), not a jansson tree. */
         { "POST", "/v1/nodes/{}/heartbeat", HTTP_BODY_RAW, handle_heartbeat, AUTH_ACCESS_HEARTBEAT },
         /* Held open until an action waits for the node (node-wait.h): the agent's push path. */
         { "POST", "/v1/nodes/{}/wait", false, handle_node_wait, AUTH_ACCESS_HEARTBEAT },
+        /* What the agent read of a task's output, for the read it names. */
+        { "POST", "/v1/nodes/{}/output/{}", true, api_handle_node_output, AUTH_ACCESS_HEARTBEAT },
         { "GET", "/v1/nodes", false, handle_nodes_list, AUTH_ACCESS_READ },
         { "GET", "/v1/scheduler", false, handle_scheduler, AUTH_ACCESS_READ },
         { "GET", "/v1/contention", false, api_handle_contention, AUTH_ACCESS_READ },
@@ -507,5 +644,7 @@ const HttpRoute api_routes[] = {
          * store can write and why not. */
         { "GET", "/healthz", false, handle_healthz, AUTH_ACCESS_PUBLIC },
         { "GET", "/readyz", false, handle_readyz, AUTH_ACCESS_PUBLIC },
+        /* Prometheus: whoever may read, and the metrics token (that alone). */
+        { "GET", "/metrics", false, api_handle_metrics, AUTH_ACCESS_METRICS },
 };
 const size_t api_n_routes = ELEMENTSOF(api_routes);

@@ -5,11 +5,16 @@
 #include "auth.h"
 #include "cluster.h"
 #include "durable-answers.h"
+#include "controller-metrics.h"
 #include "http-server.h"
 #include "node-wait.h"
+#include "nonce-cache.h"
 #include "orchestrator.h"
 #include "runtime-config.h"
 #include "store.h"
+
+/* Reads of tasks' output waiting for their node's agent (api-output.c). */
+typedef struct OutputReads OutputReads;
 
 typedef struct Api {
         Cluster *cluster;
@@ -24,6 +29,10 @@ typedef struct Api {
         NodeWaits *waits;                    /* POST /v1/nodes/{id}/wait; NULL: answered at once */
         DurableAnswers *durable;             /* submits and cancels answered after one shared
                                               * sync; NULL: the store syncs each commit */
+        OutputReads *reads;                  /* GET /v1/jobs/{id}/output; NULL: 503 */
+        ControllerMetrics *metrics;          /* GET /metrics, and what the handlers count; NULL: none */
+        uint64_t metrics_dropped_logged;     /* dropped observations already logged */
+        NonceCache *nonces;                  /* the signed requests' nonces; NULL: not remembered */
 } Api;
 
 /* GET /v1/jobs answers pages of this many jobs unless ?limit= says otherwise, and of at most
@@ -47,6 +56,20 @@ void api_handle_contention(const HttpRequest *req, HttpResponse *resp, void *use
 void api_handle_adjustments(const HttpRequest *req, HttpResponse *resp, void *userdata);
 void api_handle_config_get(const HttpRequest *req, HttpResponse *resp, void *userdata);
 void api_handle_config_put(const HttpRequest *req, HttpResponse *resp, void *userdata);
+
+/* Tasks' output (api-output.c): the reads waiting for their node, each holding its client's
+ * request for up to 10 s; waits (may be NULL) wakes the node of a new read. */
+int output_reads_new(sd_event *e, Store *store, NodeWaits *waits, OutputReads **ret);
+/* Answers every waiting read 503. */
+OutputReads *output_reads_free(OutputReads *t);
+/* Adds the node's reads not sent yet to its heartbeat reply ("reads"), marking them sent. */
+int output_reads_add_to_reply(OutputReads *t, const char *node, json_t *reply);
+void api_handle_job_output(const HttpRequest *req, HttpResponse *resp, void *userdata);
+void api_handle_node_output(const HttpRequest *req, HttpResponse *resp, void *userdata);
+/* GET /metrics (api-metrics.c), userdata an Api. */
+void api_handle_metrics(const HttpRequest *req, HttpResponse *resp, void *userdata);
+/* HttpServerConfig.on_answered for api_routes: counts the request in api->metrics. */
+void api_answered(void *userdata, const HttpRoute *route, unsigned status);
 
 /* The HttpAuthorize hook for api_routes, with an Api as userdata: auth_decide(), the name of a
  * user principal's uid (403 when it has none on this host), and for a request signed by an

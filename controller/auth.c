@@ -110,13 +110,14 @@ int auth_parse_agent_tokens(const char *text, size_t len, AgentToken **ret, size
 void auth_tokens_done(AuthTokens *t) {
         secret_free(t->operator_token);
         secret_free(t->reader_token);
+        secret_free(t->metrics_token);
         agent_tokens_free(t->agents, t->n_agents);
         secret_free(t->agent_key);
         *t = (AuthTokens) {};
 }
 
 bool auth_tokens_enabled(const AuthTokens *t) {
-        return t->operator_token || t->reader_token || t->n_agents > 0;
+        return t->operator_token || t->reader_token || t->metrics_token || t->n_agents > 0;
 }
 
 const char *auth_agent_key(const AuthTokens *t, const char *node) {
@@ -128,8 +129,8 @@ const char *auth_agent_key(const AuthTokens *t, const char *node) {
         return a ? a->secret : NULL;
 }
 
-int auth_tokens_load(const char *operator_file, const char *reader_file, const char *agents_file,
-                     const char *agent_key_file, AuthTokens *ret, char **ret_error) {
+int auth_tokens_load(const char *operator_file, const char *reader_file, const char *metrics_file,
+                     const char *agents_file, const char *agent_key_file, AuthTokens *ret, char **ret_error) {
         AuthTokens t = {};
         int r = 0;
 
@@ -137,6 +138,8 @@ int auth_tokens_load(const char *operator_file, const char *reader_file, const c
                 r = secret_file_read_token(operator_file, &t.operator_token, ret_error);
         if (r >= 0 && reader_file)
                 r = secret_file_read_token(reader_file, &t.reader_token, ret_error);
+        if (r >= 0 && metrics_file)
+                r = secret_file_read_token(metrics_file, &t.metrics_token, ret_error);
         if (r >= 0 && agents_file) {
                 _cleanup_secret_ char *text = NULL;
                 size_t len;
@@ -149,9 +152,11 @@ int auth_tokens_load(const char *operator_file, const char *reader_file, const c
         }
         if (r >= 0 && !agents_file && agent_key_file)
                 r = secret_file_read_token(agent_key_file, &t.agent_key, ret_error);
-        if (r >= 0 && t.operator_token && t.reader_token && streq(t.operator_token, t.reader_token)) {
+        if (r >= 0 && ((t.operator_token && t.reader_token && streq(t.operator_token, t.reader_token)) ||
+                       (t.metrics_token && t.operator_token && streq(t.metrics_token, t.operator_token)) ||
+                       (t.metrics_token && t.reader_token && streq(t.metrics_token, t.reader_token)))) {
                 r = -EINVAL;
-                if (ret_error && asprintf(ret_error, "the operator and the read-only token must differ") < 0)
+                if (ret_error && asprintf(ret_error, "the operator, read-only and metrics tokens must differ") < 0)
                         *ret_error = NULL;
         }
         if (r < 0) {
@@ -188,10 +193,13 @@ AuthRole auth_identify(const AuthTokens *t, const char *authorization, const cha
         /* Both compared every time, so the timing does not say which one nearly matched. */
         bool op = token_equal(token, len, t->operator_token);
         bool reader = token_equal(token, len, t->reader_token);
+        bool metrics = token_equal(token, len, t->metrics_token);
         if (op)
                 return AUTH_ROLE_OPERATOR;
         if (reader)
                 return AUTH_ROLE_READER;
+        if (metrics)
+                return AUTH_ROLE_METRICS;
 
         const char *colon = memchr(token, ':', len);
         if (!colon || (t->n_agents == 0 && !t->agent_key))
@@ -317,6 +325,8 @@ static void decide_agent_route_unsigned(const AuthTokens *t, const AuthRequest *
         switch (p->role) {
         case AUTH_ROLE_READER:
                 return refuse(d, 403, "Authorization: the read-only token may only use GET, not %s", req->method);
+        case AUTH_ROLE_METRICS:
+                return refuse(d, 403, "Authorization: the metrics token may only read GET /metrics");
         case AUTH_ROLE_USER:
                 return refuse(d, 403, "Authorization: uid %u is a user, not an agent: " SIGNATURE_HINT "; only an "
                               "administrator (the operator token, root) sends them unsigned",
@@ -364,9 +374,16 @@ void auth_decide(const AuthTokens *t, const AuthRequest *req, AuthDecision *ret)
                 return decide_agent_route_unsigned(t, req, d);
         if (role == AUTH_ROLE_OPERATOR)
                 return;
+        if (role == AUTH_ROLE_METRICS) {
+                if (req->access == AUTH_ACCESS_METRICS)
+                        return;
+                return refuse(d, 403, "Authorization: the metrics token may only read GET /metrics");
+        }
 
+        /* Whoever may read may read the metrics: counts, never a job's or a user's name. */
+        bool read = req->access == AUTH_ACCESS_READ || req->access == AUTH_ACCESS_METRICS;
         if (role == AUTH_ROLE_USER || role == AUTH_ROLE_ANONYMOUS) {
-                if (req->access == AUTH_ACCESS_READ || (req->access == AUTH_ACCESS_OWN_JOBS && role == AUTH_ROLE_USER))
+                if (read || (req->access == AUTH_ACCESS_OWN_JOBS && role == AUTH_ROLE_USER))
                         return;
                 if (role == AUTH_ROLE_ANONYMOUS)
                         return refuse(d, 403, "Authorization: the controller cannot tell who sent this (no token, and the "
@@ -379,6 +396,7 @@ void auth_decide(const AuthTokens *t, const AuthRequest *req, AuthDecision *ret)
         /* The reader. */
         switch (req->access) {
         case AUTH_ACCESS_READ:
+        case AUTH_ACCESS_METRICS:
                 return;
         case AUTH_ACCESS_WRITE:
         case AUTH_ACCESS_OWN_JOBS:
@@ -388,6 +406,20 @@ void auth_decide(const AuthTokens *t, const AuthRequest *req, AuthDecision *ret)
                 return refuse(d, 403, "Authorization: the read-only token may only use GET, not %s", req->method);
         default:
                 return refuse(d, 403, "access denied");
+        }
+}
+
+bool auth_principal_vouched(const AuthTokens *t, const AuthPrincipal *principal) {
+        switch (principal->role) {
+        case AUTH_ROLE_AGENT:
+        case AUTH_ROLE_READER:
+                return true;
+        case AUTH_ROLE_OPERATOR:
+                /* With tokens, an operator the kernel does not name presented the token; without,
+                 * it is --insecure-no-auth's anyone. */
+                return principal->has_uid || auth_tokens_enabled(t);
+        default:
+                return false;
         }
 }
 

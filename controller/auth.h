@@ -30,6 +30,7 @@ typedef enum AuthAccess {
         AUTH_ACCESS_HEARTBEAT,  /* the agent of the node in the path (signed), or an administrator */
         AUTH_ACCESS_PUBLIC,     /* anyone: /healthz */
         AUTH_ACCESS_OWN_JOBS,   /* a user for their own jobs (the handler checks which), or the operator */
+        AUTH_ACCESS_METRICS,    /* whoever may read, and the metrics token: GET /metrics */
 } AuthAccess;
 
 typedef enum AuthRole {
@@ -40,6 +41,7 @@ typedef enum AuthRole {
                                  * --insecure-no-auth (but for the agents' routes) */
         AUTH_ROLE_USER,         /* a local uid the kernel named, not an administrator */
         AUTH_ROLE_ANONYMOUS,    /* no tokens configured and the peer's uid unknown: may read only */
+        AUTH_ROLE_METRICS,      /* the metrics token: GET /metrics and nothing else (a Prometheus server's) */
 } AuthRole;
 
 /* The other end of a connection, as the kernel tells it (http-server.c). */
@@ -74,6 +76,7 @@ typedef struct AgentToken {
 typedef struct AuthTokens {
         char *operator_token;   /* NULL: none configured */
         char *reader_token;
+        char *metrics_token;
         AgentToken *agents;     /* sorted by node */
         size_t n_agents;
         char *agent_key;        /* the install's key for every node; NULL with an agent tokens file */
@@ -87,11 +90,12 @@ int auth_parse_agent_tokens(const char *text, size_t len, AgentToken **ret, size
 void agent_tokens_free(AgentToken *a, size_t n);
 
 /* Reads the files (any may be NULL) with secret_file_read*(): owner-only mode enforced. The
- * agent key file is read only without an agents file. */
-int auth_tokens_load(const char *operator_file, const char *reader_file, const char *agents_file,
-                     const char *agent_key_file, AuthTokens *ret, char **ret_error);
+ * agent key file is read only without an agents file. The operator, read-only and metrics
+ * tokens must differ (-EINVAL). */
+int auth_tokens_load(const char *operator_file, const char *reader_file, const char *metrics_file,
+                     const char *agents_file, const char *agent_key_file, AuthTokens *ret, char **ret_error);
 void auth_tokens_done(AuthTokens *t);
-/* Whether a bearer token (operator, reader) or an agent token is configured; without one, a
+/* Whether a bearer token (operator, reader, metrics) or an agent token is configured; without one, a
  * request is judged by who the kernel says sent it (auth_principal()). */
 bool auth_tokens_enabled(const AuthTokens *t);
 /* The key node's agent signs with (the install's key, or its line of the agents file), or
@@ -99,7 +103,7 @@ bool auth_tokens_enabled(const AuthTokens *t);
 const char *auth_agent_key(const AuthTokens *t, const char *node);
 
 /* Who presents this Authorization header value (NULL when absent) as a bearer token: the role
- * (AUTH_ROLE_AGENT: an agent's NODE:SECRET, which auth_decide() refuses), and for an agent of
+ * (operator, reader, metrics; AUTH_ROLE_AGENT: an agent's NODE:SECRET, which auth_decide() refuses), and for an agent of
  * the agents file its node (pointing into t; "" with the install's key). Constant time in the
  * secrets. */
 AuthRole auth_identify(const AuthTokens *t, const char *authorization, const char **ret_node);
@@ -147,8 +151,14 @@ typedef struct AuthDecision {
  * operator token, root, the controller's uid); an agent's secret as a bearer token is 401;
  * the other routes go by auth_principal(): the operator and administrators everything, the
  * reader GET, a user reading and its own jobs (AUTH_ACCESS_OWN_JOBS), an anonymous peer
- * reading. */
+ * reading, the metrics token GET /metrics (AUTH_ACCESS_METRICS) only. */
 void auth_decide(const AuthTokens *t, const AuthRequest *req, AuthDecision *ret);
+
+/* Whether an admitted request from principal proved who sent it: an agent's signature, a bearer
+ * token, or an administrator the kernel names (root, the controller's uid). Its connection is
+ * then no longer anonymous (conn-slots.h). A user the kernel names, an anonymous reader and
+ * --insecure-no-auth's everyone proved nothing that a flood could not. */
+bool auth_principal_vouched(const AuthTokens *t, const AuthPrincipal *principal);
 
 /* Whether principal may act for the jobs of user (NULL: a job without a user, which runs as
  * the agent's own): the operator always, a user for its own jobs only. */

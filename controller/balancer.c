@@ -41,6 +41,29 @@ static const char *const verdict_names[_ORCH_VERDICT_MAX] = {
         [ORCH_VERDICT_SKIPPED] = "skipped",
 };
 
+static const char *const outcome_names[_ORCH_OUTCOME_MAX] = {
+        [ORCH_OUTCOME_CHANGED] = "changed",
+        [ORCH_OUTCOME_DRY_RUN] = "dry-run",
+        [ORCH_OUTCOME_SIGNAL] = "signal",
+        [ORCH_OUTCOME_NOT_CONTROLLED] = "not-controlled",
+        [ORCH_OUTCOME_OUTRANKED] = "outranked",
+        [ORCH_OUTCOME_HYSTERESIS] = "hysteresis",
+        [ORCH_OUTCOME_COOLDOWN] = "cooldown",
+        [ORCH_OUTCOME_UNLIMITED] = "unlimited",
+        [ORCH_OUTCOME_AT_CEILING] = "at-ceiling",
+        [ORCH_OUTCOME_SUFFICIENT] = "sufficient",
+        [ORCH_OUTCOME_NOT_BINDING] = "not-binding",
+        [ORCH_OUTCOME_NO_ROOM] = "no-room",
+        [ORCH_OUTCOME_BELOW_MIN_CHANGE] = "below-min-change",
+        [ORCH_OUTCOME_COORDINATION] = "coordination",
+        [ORCH_OUTCOME_NOT_NEEDED] = "not-needed",
+        [ORCH_OUTCOME_AT_FLOOR] = "at-floor",
+};
+
+const char *orch_outcome_to_string(OrchOutcome o) {
+        return (unsigned) o < _ORCH_OUTCOME_MAX ? outcome_names[o] : NULL;
+}
+
 const char *orch_mode_to_string(OrchMode m) {
         return (unsigned) m < _ORCH_MODE_MAX ? mode_names[m] : NULL;
 }
@@ -104,6 +127,7 @@ int orch_balance_params_validate(const OrchBalanceParams *p, const char **ret_fi
         CHECK(isfinite(p->cpu_overcommit) && p->cpu_overcommit >= 1, "cpu_overcommit");
         CHECK(isfinite(p->cpu_min_change_cores) && p->cpu_min_change_cores >= 0.001, "cpu_min_change_cores");
         CHECK(isfinite(p->cpu_pinned_growth) && p->cpu_pinned_growth >= 0, "cpu_pinned_growth");
+        CHECK(isfinite(p->cpu_margin_fraction) && p->cpu_margin_fraction >= -1, "cpu_margin_fraction");
         CHECK(p->memory_max_step_bytes > 0, "memory_max_step_bytes");
         CHECK(p->memory_floor_bytes >= ORCH_MIB, "memory_floor_bytes");
         CHECK(p->memory_ceiling_bytes == 0 || p->memory_ceiling_bytes >= p->memory_floor_bytes, "memory_ceiling_bytes");
@@ -152,6 +176,7 @@ const OrchBalancerEntry *orch_balancer_state_find(const OrchBalancerState *st, c
 
 void orch_decisions_done(OrchDecisions *d) {
         free(d->items);
+        free(d->explained);
         *d = (OrchDecisions) {};
 }
 
@@ -178,6 +203,7 @@ typedef enum Standing {
         STANDING_WAITING,       /* finding not yet hysteresis_epochs old */
         STANDING_COOLING,       /* changed within cooldown_epochs */
         STANDING_SATISFIED,     /* the estimator says its allocation suffices */
+        STANDING_NOT_BINDING,   /* CPU: its quota does not hold it back */
         STANDING_STUCK,         /* no limit to raise, or at its ceiling */
 } Standing;
 
@@ -187,6 +213,9 @@ typedef struct Receiver {
         Standing standing;
         double alloc, use, need, alpha, target;
         bool funded, useless;
+        bool below_min;         /* its node could fund something, less than the minimum change */
+        bool headroom_only;     /* Sec. II-B: a peer elsewhere stays short, so only free capacity, which
+                                 * costs nobody, may fund it */
         size_t blocker;         /* the peer that made it useless */
         double granted;
         double from_headroom;
@@ -218,8 +247,20 @@ typedef struct Balance {
         const OrchFinding **hog_f[_ORCH_RESOURCE_MAX];
         double *values, *times;         /* scratch, for the estimator */
         size_t n_values;
+        const OrchFindings *findings;
+        OrchExplanation *explained;     /* one per finding */
         OrchDecisions out;
 } Balance;
+
+static _printf_(4, 5) void explain(Balance *b, const OrchFinding *f, OrchOutcome o, const char *fmt, ...) {
+        OrchExplanation *e = &b->explained[f - b->findings->items];
+        va_list ap;
+
+        e->outcome = o;
+        va_start(ap, fmt);
+        (void) vsnprintf(e->why, sizeof(e->why), fmt, ap);
+        va_end(ap);
+}
 
 static double quantum(OrchResource r) {
         /* A millicore is 100 µs of quota per default period; memory moves in bytes. */
@@ -304,12 +345,42 @@ static bool peers_time_left(Balance *b, size_t t, double *ret) {
         return *ret > 0;
 }
 
+/* Whether every other task of t's job phase is short of r too (or it has none). Their use and
+ * progress then show the same starvation: Eq. 1 aiming t at their finish, or their mean use,
+ * anchors t where they all are. */
+static bool peers_all_short(const Balance *b, size_t t, OrchResource r) {
+        size_t g = b->ix.group_of[t];
+
+        for (size_t k = b->ix.group_start[g]; k < b->ix.group_start[g + 1]; k++) {
+                size_t u = b->ix.by_group[k];
+
+                if (u != t && !b->short_f[r][u])
+                        return false;
+        }
+        return true;
+}
+
+/* What a task pinned at its CPU quota would use without it, by its own evidence: the cores its
+ * threads spent throttled on top of those it used, and its own CPU stall (PSI some: the share of
+ * time some thread was runnable and waited, for the quota too), use / (1 − stall). 0: none. */
+static double own_cpu_demand(const OrchTask *task, double use) {
+        double demand = 0, stall = task->info.psi_cpu_some_avg10 / 100.0;
+
+        if (task->info.cpu_throttled_cores > 0)
+                demand = use + task->info.cpu_throttled_cores;
+        if (stall > 0)
+                demand = MAX(demand, use / (1 - MIN(stall, ORCH_CPU_STALL_MAX)));
+        return demand;
+}
+
 /* What task t needs of r (Algorithm 2), as a raise (short) or a take (hog) sees it. */
 static int estimate(Balance *b, size_t t, OrchResource r, bool short_side, const OrchFinding *f, double alloc,
                     double *ret_need) {
         const OrchTask *task = &b->s->tasks[t];
         double use = orch_task_usage(task, r), u, need, target;
         bool pinned = short_side && f->kind == ORCH_FINDING_DEFICIT && f->basis == ORCH_BASIS_LIMIT;
+        /* Pinned, and every peer as starved: its own throttling and stall say what it needs. */
+        bool own_evidence = pinned && r == ORCH_CPU && peers_all_short(b, t, r);
         bool by_progress = false;
         MroEstimate est;
         int k;
@@ -357,8 +428,10 @@ static int estimate(Balance *b, size_t t, OrchResource r, bool short_side, const
         }
 
         /* A task pinned at its limit shows the limit, not its demand. */
-        if (pinned && !by_progress)
+        if (pinned && (!by_progress || own_evidence))
                 need = MAX(need, alloc * (1 + (r == ORCH_CPU ? b->p->cpu_pinned_growth : b->p->memory_pinned_growth)));
+        if (own_evidence)
+                need = MAX(need, own_cpu_demand(task, use));
         if (r == ORCH_MEMORY)
                 need = MAX(need, use + memory_margin(b, use));
         *ret_need = need;
@@ -446,7 +519,7 @@ static size_t fund(Balance *b, OrchResource r, Receiver *rc, size_t n_rc, Donor 
                 size_t node = b->s->tasks[x->task].node, first = n_pieces;
                 double want = quantize_down(x->target - x->alloc, r);
 
-                x->funded = false;
+                x->funded = x->below_min = false;
                 x->granted = x->from_headroom = 0;
                 x->first_donor = ORCH_NO_TASK;
                 if (x->standing != STANDING_ELIGIBLE || x->useless)
@@ -459,7 +532,7 @@ static size_t fund(Balance *b, OrchResource r, Receiver *rc, size_t n_rc, Donor 
                         pieces[n_pieces++] = (Piece) { .receiver = i, .donor = ORCH_NO_TASK, .amount = h };
                 }
                 /* Then the hogs next to it, biggest giver first. */
-                while (x->granted < want) {
+                while (x->granted < want && !x->headroom_only) {
                         size_t best = ORCH_NO_TASK;
 
                         for (size_t d = 0; d < n_dn; d++)
@@ -484,6 +557,7 @@ static size_t fund(Balance *b, OrchResource r, Receiver *rc, size_t n_rc, Donor 
                         continue;
                 }
                 /* Not worth a write: give everything back. */
+                x->below_min = x->granted > 0;
                 for (size_t k = first; k < n_pieces; k++) {
                         if (pieces[k].donor == ORCH_NO_TASK)
                                 headroom[node] += pieces[k].amount;
@@ -497,10 +571,14 @@ static size_t fund(Balance *b, OrchResource r, Receiver *rc, size_t n_rc, Donor 
         return n_pieces;
 }
 
-/* Sec. II-B: raising t helps its job only if no other task of its phase on another node stays
- * short of r at least as long (the job finishes with its slowest task). */
+/* Sec. II-B: raising t at a hog's expense helps its job only if no other task of its phase on
+ * another node stays short of r at least as long (the job finishes with its slowest task). A
+ * raise from the node's free capacity takes from nobody and can only help: never blocked. */
 static size_t blocking_peer(const Balance *b, OrchResource r, const Receiver *rc, size_t n_rc, const Receiver *x) {
         size_t g = b->ix.group_of[x->task], node = b->s->tasks[x->task].node;
+
+        if (x->granted <= x->from_headroom)
+                return ORCH_NO_TASK;
 
         for (size_t k = b->ix.group_start[g]; k < b->ix.group_start[g + 1]; k++) {
                 size_t u = b->ix.by_group[k];
@@ -519,6 +597,51 @@ static size_t blocking_peer(const Balance *b, OrchResource r, const Receiver *rc
                 return u;
         }
         return ORCH_NO_TASK;
+}
+
+/* Why a short task that was not eligible is not raised. */
+static void explain_standing(Balance *b, const Receiver *x, OrchResource r) {
+        const OrchTask *task = &b->s->tasks[x->task];
+        const char *res = orch_resource_to_string(r);
+        char a[32], c[32], e[32];
+
+        switch (x->standing) {
+        case STANDING_WAITING:
+                explain(b, x->finding, ORCH_OUTCOME_HYSTERESIS,
+                        "short of %s for %u epoch(s) in a row, acted on after %u (%s estimates %s, limit %s)", res,
+                        b->entries[x->task].short_streak[r], b->p->hysteresis_epochs,
+                        orch_estimator_to_string(b->p->estimator), amount(r, x->need, e), amount(r, x->alloc, a));
+                return;
+        case STANDING_COOLING:
+                explain(b, x->finding, ORCH_OUTCOME_COOLDOWN,
+                        "its %s limit changed %" PRIu64 " epoch(s) ago; left alone for %u after a change (%s estimates %s)",
+                        res, b->epoch - b->entries[x->task].changed_epoch[r], b->p->cooldown_epochs,
+                        orch_estimator_to_string(b->p->estimator), amount(r, x->need, e));
+                return;
+        case STANDING_SATISFIED:
+                explain(b, x->finding, ORCH_OUTCOME_SUFFICIENT,
+                        "%s estimates %s, within the minimum change %s of its limit %s",
+                        orch_estimator_to_string(b->p->estimator), amount(r, x->need, e), amount(r, min_change(b, r), c),
+                        amount(r, x->alloc, a));
+                return;
+        case STANDING_NOT_BINDING:
+                explain(b, x->finding, ORCH_OUTCOME_NOT_BINDING,
+                        "its quota does not hold it back: uses %s of %s, throttled in %.0f%% of periods; a higher "
+                        "one would give it no cycles (%s estimates %s)", amount(r, x->use, e), amount(r, x->alloc, a),
+                        100 * task->info.throttled_ratio, orch_estimator_to_string(b->p->estimator),
+                        amount(r, x->need, c));
+                return;
+        case STANDING_STUCK:
+                if (x->alloc <= 0)
+                        explain(b, x->finding, ORCH_OUTCOME_UNLIMITED, "%s has no %s limit to raise", task->id, res);
+                else
+                        explain(b, x->finding, ORCH_OUTCOME_AT_CEILING,
+                                "its limit %s is at its ceiling %s (node %s's capacity or the %s ceiling)",
+                                amount(r, x->alloc, a), amount(r, ceiling_of(b, task->node, r), c), task->info.node, res);
+                return;
+        case STANDING_ELIGIBLE:
+                break;
+        }
 }
 
 static int balance_resource(Balance *b, OrchResource r) {
@@ -553,6 +676,9 @@ static int balance_resource(Balance *b, OrchResource r) {
                                 x->standing = STANDING_WAITING;
                         else if (cooling(b, t, r))
                                 x->standing = STANDING_COOLING;
+                        else if (r == ORCH_CPU && use < ORCH_CPU_BINDING_USE * alloc &&
+                                 task->info.throttled_ratio < ORCH_CPU_BINDING_THROTTLED)
+                                x->standing = STANDING_NOT_BINDING;
                         if (alloc <= 0)
                                 continue;
                         k = estimate(b, t, r, true, x->finding, alloc, &x->need);
@@ -562,8 +688,28 @@ static int balance_resource(Balance *b, OrchResource r) {
                         x->target = MIN(MIN(x->need, ceiling_of(b, task->node, r)), alloc + max_step(b, r));
                         if (x->standing == STANDING_ELIGIBLE && x->target - alloc < min_change(b, r))
                                 x->standing = alloc >= ceiling_of(b, task->node, r) ? STANDING_STUCK : STANDING_SATISFIED;
-                } else if (b->hog_f[r][t] && alloc > 0 && b->entries[t].hog_streak[r] >= k_epochs && !cooling(b, t, r)) {
+                } else if (b->hog_f[r][t]) {
+                        const OrchFinding *hf = b->hog_f[r][t];
                         Donor *d = &dn[n_dn];
+
+                        if (alloc <= 0) {
+                                explain(b, hf, ORCH_OUTCOME_UNLIMITED, "%s has no %s limit to lower", task->id,
+                                        orch_resource_to_string(r));
+                                continue;
+                        }
+                        if (b->entries[t].hog_streak[r] < k_epochs) {
+                                explain(b, hf, ORCH_OUTCOME_HYSTERESIS,
+                                        "hogging %s for %u epoch(s) in a row, acted on after %u", orch_resource_to_string(r),
+                                        b->entries[t].hog_streak[r], k_epochs);
+                                continue;
+                        }
+                        if (cooling(b, t, r)) {
+                                explain(b, hf, ORCH_OUTCOME_COOLDOWN,
+                                        "its %s limit changed %" PRIu64 " epoch(s) ago; left alone for %u after a change",
+                                        orch_resource_to_string(r), b->epoch - b->entries[t].changed_epoch[r],
+                                        b->p->cooldown_epochs);
+                                continue;
+                        }
 
                         *d = (Donor) { .task = t, .finding = b->hog_f[r][t], .alloc = alloc, .use = use,
                                        .first_for = ORCH_NO_TASK };
@@ -577,9 +723,16 @@ static int balance_resource(Balance *b, OrchResource r) {
                                 d->need = MIN(d->need, d->finding->reference);
                         d->alpha = d->need / alloc;
                         d->floor = MAX(d->need, floor_of(b, r));
+                        /* Only what it does not use, with room for its bursts. */
+                        if (r == ORCH_CPU)
+                                d->floor = MAX(d->floor, use * (1 + b->p->cpu_margin_fraction));
                         d->give = quantize_down(MIN(max_step(b, r), alloc - d->floor), r);
                         if (d->give > 0)
                                 n_dn++;
+                        else
+                                explain(b, hf, ORCH_OUTCOME_AT_FLOOR, "nothing to give: its limit %s is at its floor %s "
+                                        "(%s estimates %s)", amount(r, alloc, a), amount(r, d->floor, c),
+                                        orch_estimator_to_string(b->p->estimator), amount(r, d->need, e));
                 }
         }
         qsort(rc, n_rc, sizeof(Receiver), compare_receivers);
@@ -604,7 +757,11 @@ static int balance_resource(Balance *b, OrchResource r) {
                         u = blocking_peer(b, r, rc, n_rc, &rc[i]);
                         if (u == ORCH_NO_TASK)
                                 continue;
-                        rc[i].useless = true;
+                        /* Keep what free capacity funds; drop the rest (or all, when that was all). */
+                        if (rc[i].from_headroom > 0 && !rc[i].headroom_only)
+                                rc[i].headroom_only = true;
+                        else
+                                rc[i].useless = true;
                         rc[i].blocker = u;
                         dropped = true;
                 }
@@ -624,8 +781,10 @@ static int balance_resource(Balance *b, OrchResource r) {
                 Receiver *x = &rc[i];
                 OrchDecision *d;
 
-                if (x->standing != STANDING_ELIGIBLE)
+                if (x->standing != STANDING_ELIGIBLE) {
+                        explain_standing(b, x, r);
                         continue;
+                }
                 d = decision_add(b);
                 if (!d)
                         return -ENOMEM;
@@ -649,7 +808,10 @@ static int balance_resource(Balance *b, OrchResource r) {
                                 b->entries[x->task].changed[r] = true;
                                 b->entries[x->task].changed_epoch[r] = b->epoch;
                         }
-                } else if (x->useless) {
+                        explain(b, x->finding, b->p->dry_run ? ORCH_OUTCOME_DRY_RUN : ORCH_OUTCOME_CHANGED,
+                                "%s %s -> %s", b->p->dry_run ? "would raise" : "raised", amount(r, x->alloc, a),
+                                amount(r, d->new_value, c));
+                } else if (x->useless || x->headroom_only) {
                         d->verdict = ORCH_VERDICT_SKIPPED;
                         d->peer = x->blocker;
                         set_reason(d->reason, sizeof(d->reason),
@@ -657,6 +819,10 @@ static int balance_resource(Balance *b, OrchResource r) {
                                  b->s->tasks[x->task].id, orch_resource_to_string(r), b->s->tasks[x->task].info.job,
                                  b->s->tasks[x->task].info.phase, b->s->tasks[x->blocker].id,
                                  b->s->tasks[x->blocker].info.node, b->short_f[r][x->blocker]->reason);
+                        explain(b, x->finding, ORCH_OUTCOME_COORDINATION,
+                                "not raised toward %s: task %s of the same job phase on node %s stays short of %s, "
+                                "so this raise cannot speed up the job", amount(r, x->target, a),
+                                b->s->tasks[x->blocker].id, b->s->tasks[x->blocker].info.node, orch_resource_to_string(r));
                 } else {
                         d->verdict = ORCH_VERDICT_SKIPPED;
                         set_reason(d->reason, sizeof(d->reason),
@@ -664,6 +830,16 @@ static int balance_resource(Balance *b, OrchResource r) {
                                  b->s->tasks[x->task].id, orch_resource_to_string(r), amount(r, x->target, a),
                                  b->s->tasks[x->task].info.node, orch_resource_to_string(r),
                                  r == ORCH_CPU ? b->p->cpu_overcommit : b->p->memory_overcommit);
+                        if (x->below_min)
+                                explain(b, x->finding, ORCH_OUTCOME_BELOW_MIN_CHANGE,
+                                        "not raised toward %s: node %s could fund less than the minimum change %s",
+                                        amount(r, x->target, a), b->s->tasks[x->task].info.node,
+                                        amount(r, min_change(b, r), c));
+                        else
+                                explain(b, x->finding, ORCH_OUTCOME_NO_ROOM,
+                                        "not raised toward %s: node %s has no %s headroom within overcommit %.2f and no hog to take from",
+                                        amount(r, x->target, a), b->s->tasks[x->task].info.node, orch_resource_to_string(r),
+                                        r == ORCH_CPU ? b->p->cpu_overcommit : b->p->memory_overcommit);
                 }
         }
 
@@ -671,8 +847,12 @@ static int balance_resource(Balance *b, OrchResource r) {
                 Donor *x = &dn[i];
                 OrchDecision *d;
 
-                if (taken[i] <= 0)
+                if (taken[i] <= 0) {
+                        explain(b, x->finding, ORCH_OUTCOME_NOT_NEEDED,
+                                "could give %s, but no raise on node %s needed it this epoch (a hog is cut only to fund a raise)",
+                                amount(r, x->give, a), b->s->tasks[x->task].info.node);
                         continue;
+                }
                 d = decision_add(b);
                 if (!d)
                         return -ENOMEM;
@@ -692,6 +872,9 @@ static int balance_resource(Balance *b, OrchResource r) {
                         b->entries[x->task].changed[r] = true;
                         b->entries[x->task].changed_epoch[r] = b->epoch;
                 }
+                explain(b, x->finding, b->p->dry_run ? ORCH_OUTCOME_DRY_RUN : ORCH_OUTCOME_CHANGED, "%s %s -> %s for %s",
+                        b->p->dry_run ? "would lower" : "lowered", amount(r, x->alloc, a), amount(r, d->new_value, c),
+                        b->s->tasks[x->first_for].id);
         }
         return 0;
 }
@@ -710,6 +893,7 @@ static void balance_done(Balance *b) {
         }
         free(b->values);
         free(b->times);
+        free(b->explained);
         orch_decisions_done(&b->out);
 }
 
@@ -717,7 +901,7 @@ int orch_balance(const OrchSnapshot *s, const OrchFindings *findings, double now
                  const OrchBalanceParams *params, OrchBalancerState *st, OrchDecisions *ret) {
         _cleanup_free_ char **ids = NULL;
         size_t n = MAX(s->n_tasks, (size_t) 1), n_values = 1;
-        Balance b = { .s = s, .p = params, .now_s = now_s, .epoch = st->epoch + 1 };
+        Balance b = { .s = s, .p = params, .now_s = now_s, .epoch = st->epoch + 1, .findings = findings };
         int r;
 
         if (!isfinite(now_s) || now_s < st->last_now_s || orch_balance_params_validate(params, NULL) < 0)
@@ -742,13 +926,14 @@ int orch_balance(const OrchSnapshot *s, const OrchFindings *findings, double now
         b.values = calloc(n_values, sizeof(double));
         b.times = calloc(n_values, sizeof(double));
         b.entries = calloc(n, sizeof(OrchBalancerEntry));
+        b.explained = calloc(MAX(findings->n, (size_t) 1), sizeof(OrchExplanation));
         for (OrchResource res = 0; res < _ORCH_RESOURCE_MAX; res++) {
                 b.short_f[res] = calloc(n, sizeof(OrchFinding *));
                 b.hog_f[res] = calloc(n, sizeof(OrchFinding *));
                 if (!b.short_f[res] || !b.hog_f[res])
                         r = -ENOMEM;
         }
-        if (r < 0 || !b.values || !b.times || !b.entries) {
+        if (r < 0 || !b.values || !b.times || !b.entries || !b.explained) {
                 r = -ENOMEM;
                 goto finish;
         }
@@ -789,6 +974,27 @@ int orch_balance(const OrchSnapshot *s, const OrchFindings *findings, double now
                 }
         }
 
+        /* What the resource balancing below does not explain: signals, resources the mode leaves
+         * alone, and findings another one about the same task and resource outranks. */
+        for (size_t i = 0; i < findings->n; i++) {
+                const OrchFinding *f = &findings->items[i];
+                const char *res = orch_resource_to_string(f->resource);
+
+                b.explained[i].outcome = _ORCH_OUTCOME_INVALID;
+                if (f->task == ORCH_NO_TASK ||
+                    (f->kind != ORCH_FINDING_DEFICIT && f->kind != ORCH_FINDING_STRAGGLER && f->kind != ORCH_FINDING_HOG))
+                        explain(&b, f, ORCH_OUTCOME_SIGNAL,
+                                "a signal, shown for visibility: limits move on deficit, straggler and hog findings");
+                else if (!orch_mode_controls(params->mode, f->resource))
+                        explain(&b, f, ORCH_OUTCOME_NOT_CONTROLLED, "mode %s does not control %s",
+                                orch_mode_to_string(params->mode), res);
+                else if (b.short_f[f->resource][f->task] && b.short_f[f->resource][f->task] != f)
+                        explain(&b, f, ORCH_OUTCOME_OUTRANKED, "its %s %s finding is acted on instead",
+                                orch_finding_kind_to_string(b.short_f[f->resource][f->task]->kind), res);
+                else if (f->kind == ORCH_FINDING_HOG && b.hog_f[f->resource][f->task] != f)
+                        explain(&b, f, ORCH_OUTCOME_OUTRANKED, "an earlier hog finding about %s is acted on instead", res);
+        }
+
         for (OrchResource res = 0; res < _ORCH_RESOURCE_MAX; res++) {
                 if (!orch_mode_controls(params->mode, res))
                         continue;
@@ -826,6 +1032,8 @@ int orch_balance(const OrchSnapshot *s, const OrchFindings *findings, double now
 
         orch_decisions_done(ret);
         *ret = b.out;
+        ret->explained = TAKE_PTR(b.explained);
+        ret->n_explained = findings->n;
         b.out = (OrchDecisions) {};
         r = 0;
 finish:

@@ -53,6 +53,9 @@ typedef struct OrchBalanceParams {
         double cpu_overcommit;          /* node sum of quotas ≤ capacity × this */
         double cpu_min_change_cores;    /* smaller changes are not worth a write */
         double cpu_pinned_growth;       /* a task pinned at its quota asks for this fraction more */
+        /* A take never lowers a quota below use × (1 + this): only quota a task does not use moves,
+         * with room for its bursts. −1: no bound from use (the paper's hogs give what they use). */
+        double cpu_margin_fraction;
 
         uint64_t memory_max_step_bytes;
         uint64_t memory_floor_bytes;
@@ -70,18 +73,19 @@ typedef struct OrchBalanceParams {
 #define ORCH_MIB (UINT64_C(1) << 20)
 #define ORCH_BALANCE_PARAMS_DEFAULT                                     \
         ((OrchBalanceParams) {                                          \
-                .mode = ORCH_MODE_CPU_MEMORY,                           \
+                .mode = ORCH_MODE_CPU,                                  \
                 .estimator = ORCH_ESTIMATOR_REGRESSION,                 \
                 .dry_run = false,                                       \
-                .epoch_s = 20.0,                                        \
-                .hysteresis_epochs = 2,                                 \
-                .cooldown_epochs = 2,                                   \
-                .cpu_max_step_cores = 0.5,                              \
+                .epoch_s = 1.0,                                         \
+                .hysteresis_epochs = 1,                                 \
+                .cooldown_epochs = 1,                                   \
+                .cpu_max_step_cores = 1.0,                              \
                 .cpu_floor_cores = 0.1,                                 \
                 .cpu_ceiling_cores = 0,                                 \
                 .cpu_overcommit = 1.0,                                  \
                 .cpu_min_change_cores = 0.01,                           \
-                .cpu_pinned_growth = 0.5,                               \
+                .cpu_pinned_growth = 1.0,                               \
+                .cpu_margin_fraction = 0.25,                            \
                 .memory_max_step_bytes = 256 * ORCH_MIB,                \
                 .memory_floor_bytes = 64 * ORCH_MIB,                    \
                 .memory_ceiling_bytes = 0,                              \
@@ -95,6 +99,15 @@ typedef struct OrchBalanceParams {
 
 /* -EINVAL with the name of the first bad field in *ret_field (may be NULL). */
 int orch_balance_params_validate(const OrchBalanceParams *p, const char **ret_field);
+
+/* A pinned task's own CPU stall is counted up to this share of the time: its demand estimate is
+ * at most 10 × its use. */
+#define ORCH_CPU_STALL_MAX 0.9
+/* A CPU quota holds a task back when it uses at least this share of it or is throttled in at
+ * least ORCH_CPU_BINDING_THROTTLED of its periods; a task short of CPU under a quota that does
+ * not is short of the node's CPUs, which a higher quota does not give it. */
+#define ORCH_CPU_BINDING_USE 0.9
+#define ORCH_CPU_BINDING_THROTTLED 0.1
 
 /* What the orchestrator may ask of the controller's one event loop, which also answers every
  * heartbeat and request. PUT /v1/config refuses an epoch below these limits for the cluster the
@@ -176,9 +189,46 @@ typedef struct OrchDecision {
         char reason[ORCH_DECISION_REASON_MAX];
 } OrchDecision;
 
+/* What came of a finding this epoch: a change, or why there was none. */
+typedef enum OrchOutcome {
+        ORCH_OUTCOME_CHANGED,           /* a decision about its task and resource changes the limit */
+        ORCH_OUTCOME_DRY_RUN,           /* it would have: dry-run */
+        ORCH_OUTCOME_SIGNAL,            /* a raw signal, reported for visibility: acted on through deficit,
+                                         * straggler and hog findings, never by itself */
+        ORCH_OUTCOME_NOT_CONTROLLED,    /* the mode does not control this resource */
+        ORCH_OUTCOME_OUTRANKED,         /* another finding about the task and resource is acted on instead */
+        ORCH_OUTCOME_HYSTERESIS,        /* not yet seen hysteresis_epochs epochs in a row */
+        ORCH_OUTCOME_COOLDOWN,          /* its limit changed within cooldown_epochs */
+        ORCH_OUTCOME_UNLIMITED,         /* it has no limit of that resource to move */
+        ORCH_OUTCOME_AT_CEILING,        /* at its ceiling: the node's capacity or the ceiling knob */
+        ORCH_OUTCOME_SUFFICIENT,        /* the estimate is within the minimum change of its limit */
+        ORCH_OUTCOME_NOT_BINDING,       /* CPU: its quota does not hold it back (neither near it nor
+                                         * throttled): a higher one gives it no cycles */
+        ORCH_OUTCOME_NO_ROOM,           /* no headroom on its node and no hog there to take from */
+        ORCH_OUTCOME_BELOW_MIN_CHANGE,  /* what its node could fund is below the minimum change */
+        ORCH_OUTCOME_COORDINATION,      /* Sec. II-B: a task of its job phase elsewhere stays short */
+        ORCH_OUTCOME_NOT_NEEDED,        /* a hog that funded no raise: nobody on its node needed it */
+        ORCH_OUTCOME_AT_FLOOR,          /* a hog with nothing to give above its floor and estimate */
+        _ORCH_OUTCOME_MAX,
+        _ORCH_OUTCOME_INVALID = -EINVAL,
+} OrchOutcome;
+
+/* "changed", "dry-run", "signal", "not-controlled", "outranked", "hysteresis", "cooldown",
+ * "unlimited", "at-ceiling", "sufficient", "not-binding", "no-room", "below-min-change", "coordination",
+ * "not-needed", "at-floor". */
+const char *orch_outcome_to_string(OrchOutcome o);
+
+typedef struct OrchExplanation {
+        OrchOutcome outcome;
+        char why[ORCH_DECISION_REASON_MAX];     /* in words, with the numbers */
+} OrchExplanation;
+
 typedef struct OrchDecisions {
         OrchDecision *items;
         size_t n, allocated;
+        /* One per finding given to orch_balance(), in the findings' order: what came of it. */
+        OrchExplanation *explained;
+        size_t n_explained;
 } OrchDecisions;
 
 void orch_decisions_done(OrchDecisions *d);

@@ -19,9 +19,11 @@
 #include "clock.h"
 #include "cluster.h"
 #include "config.h"
+#include "controller-metrics.h"
 #include "http-server.h"
 #include "log.h"
 #include "node-wait.h"
+#include "nonce-cache.h"
 #include "orchestrator.h"
 #include "runtime-config.h"
 #include "secret-file.h"
@@ -47,9 +49,12 @@ static uint64_t arg_max_body_bytes = 1024 * 1024;
 static uint64_t arg_max_header_bytes = 32 * 1024;
 static unsigned arg_max_connections = 1024;
 static unsigned arg_max_connections_per_ip = 0;
+static unsigned arg_max_anonymous_per_ip = 64;
+static uint64_t arg_client_timeout_us = HTTP_CLIENT_TIMEOUT_DEFAULT_US;
 static double arg_rate_limit = 2000;
 static char *arg_operator_token_file = NULL;
 static char *arg_reader_token_file = NULL;
+static char *arg_metrics_token_file = NULL;
 static char *arg_agent_tokens_file = NULL;
 static char *arg_agent_key_file = NULL;
 static bool arg_insecure_no_auth = false;
@@ -88,13 +93,24 @@ static const Option options[] = {
         { "max-connections", 0, OPTION_UINT, &arg_max_connections, "N",
           "client connections open at once; more are refused (default: 1024; 1..100000)", 1, 100000 },
         { "max-connections-per-ip", 0, OPTION_UINT, &arg_max_connections_per_ip, "N",
-          "connections open at once from one client address, 0 for no limit (default: 0; 0..100000)", 0, 100000 },
+          "connections open at once from one client address, refused beyond, agents' included; 0 for no limit "
+          "(default: 0; 0..100000)", 0, 100000 },
+        { "max-anonymous-per-ip", 0, OPTION_UINT, &arg_max_anonymous_per_ip, "N",
+          "connections from one client address that have sent no credential yet (signature, token); beyond, the one "
+          "that waited longest is closed; all of them together hold at most 3/4 of --max-connections; 0 for no "
+          "per-address limit (default: 64; 0..100000)", 0, 100000 },
+        { "client-timeout", 0, OPTION_DURATION, &arg_client_timeout_us, "DURATION",
+          "a connection must send a whole request within this long of opening or of its previous answer, and is closed "
+          "after this long without traffic while answered (default: 30s; 1s..1h)", 1, 3600 },
         { "rate-limit", 0, OPTION_DOUBLE, &arg_rate_limit, "N",
           "requests per second from one client address (bursts of 2N), excess gets 429; 0 for none (default: 2000)", 0, 1e6 },
         { "operator-token-file", 0, OPTION_STRING, &arg_operator_token_file, "FILE",
           "file (mode 0600) holding the operator's bearer token: may do everything (default: none)", 0, 0 },
         { "reader-token-file", 0, OPTION_STRING, &arg_reader_token_file, "FILE",
           "file (mode 0600) holding the read-only bearer token: GET only (default: none)", 0, 0 },
+        { "metrics-token-file", 0, OPTION_STRING, &arg_metrics_token_file, "FILE",
+          "file (mode 0600) holding the metrics bearer token: GET /metrics and nothing else, for a Prometheus server "
+          "(default: none)", 0, 0 },
         { "agent-tokens-file", 0, OPTION_STRING, &arg_agent_tokens_file, "FILE",
           "file (mode 0600) of NODE:SECRET lines: each agent's secret, which signs its node's heartbeats and waits and "
           "nothing else (default: none, one agent key for every node)", 0, 0 },
@@ -181,6 +197,9 @@ typedef struct Manager {
         Orchestrator *orchestrator;
         NodeWaits *waits;
         DurableAnswers *durable;
+        OutputReads *reads;             /* tasks' output being read on their nodes */
+        ControllerMetrics *metrics;
+        NonceCache *nonces;
         RuntimeConfig config;
         sd_event_source *tick_source;
         StopGuard *stop_guard;
@@ -289,16 +308,20 @@ static void manager_done(Manager *m) {
         if (m->store)
                 store_set_action_hook(m->store, NULL, NULL);
         m->waits = node_waits_free(m->waits);
+        m->reads = output_reads_free(m->reads);
         /* Submits and cancels waiting for their sync: synced and answered. */
         m->durable = durable_answers_free(m->durable);
         /* Freeing the server lets libmicrohttpd run once more, and a request that came in
          * meanwhile (a heartbeat) reaches its handler: not with what was freed above. */
         m->api.waits = NULL;
+        m->api.reads = NULL;
         m->api.durable = NULL;
         m->http = http_server_free(m->http);
+        m->nonces = nonce_cache_free(m->nonces);
         m->orchestrator = orchestrator_free(m->orchestrator);
         m->cluster = cluster_free(m->cluster);
         m->store = store_close(m->store);
+        m->metrics = controller_metrics_free(m->metrics);
         m->event = sd_event_unref(m->event);
         auth_tokens_done(&m->tokens);
         free(m->agent_key_file);
@@ -340,8 +363,8 @@ static int setup_auth(Manager *m) {
         int r = setup_agent_key(m);
         if (r < 0)
                 return r;
-        r = auth_tokens_load(arg_operator_token_file, arg_reader_token_file, arg_agent_tokens_file, m->agent_key_file,
-                             &m->tokens, &error);
+        r = auth_tokens_load(arg_operator_token_file, arg_reader_token_file, arg_metrics_token_file,
+                             arg_agent_tokens_file, m->agent_key_file, &m->tokens, &error);
         if (r == -ENOMEM)
                 return log_oom();
         if (r < 0)
@@ -350,9 +373,9 @@ static int setup_auth(Manager *m) {
                 log_info("Agents sign their requests with the agent key %s (every node).", m->agent_key_file);
 
         if (auth_tokens_enabled(&m->tokens)) {
-                log_info("Authentication on: %s operator token, %s read-only token, %zu agent token(s).",
+                log_info("Authentication on: %s operator token, %s read-only token, %s metrics token, %zu agent token(s).",
                          m->tokens.operator_token ? "an" : "no", m->tokens.reader_token ? "a" : "no",
-                         m->tokens.n_agents);
+                         m->tokens.metrics_token ? "a" : "no", m->tokens.n_agents);
                 return 0;
         }
         r = http_listen_is_loopback(arg_listen);
@@ -382,8 +405,8 @@ static int on_sighup(sd_event_source *source, const struct signalfd_siginfo *si,
         _cleanup_free_ char *error = NULL;
         AuthTokens fresh;
 
-        int r = auth_tokens_load(arg_operator_token_file, arg_reader_token_file, arg_agent_tokens_file, m->agent_key_file,
-                                 &fresh, &error);
+        int r = auth_tokens_load(arg_operator_token_file, arg_reader_token_file, arg_metrics_token_file,
+                                 arg_agent_tokens_file, m->agent_key_file, &fresh, &error);
         if (r < 0) {
                 log_error("Reloading the tokens failed, keeping the old ones: %s", error ?: strerror(-r));
                 return 0;
@@ -396,8 +419,9 @@ static int on_sighup(sd_event_source *source, const struct signalfd_siginfo *si,
         }
         auth_tokens_done(&m->tokens);
         m->tokens = fresh;
-        log_info("Tokens reloaded: %s operator token, %s read-only token, %zu agent token(s).",
-                 m->tokens.operator_token ? "an" : "no", m->tokens.reader_token ? "a" : "no", m->tokens.n_agents);
+        log_info("Tokens reloaded: %s operator token, %s read-only token, %s metrics token, %zu agent token(s).",
+                 m->tokens.operator_token ? "an" : "no", m->tokens.reader_token ? "a" : "no",
+                 m->tokens.metrics_token ? "a" : "no", m->tokens.n_agents);
         return 0;
 }
 
@@ -443,7 +467,20 @@ static int read_tls(char **ret_cert, char **ret_key) {
 
 static int on_heartbeat(void *userdata, const Heartbeat *hb, int64_t now, uint32_t *interval_ms) {
         Manager *m = userdata;
+        controller_metrics_node_report(m->metrics, hb);
         return m->orchestrator ? orchestrator_observe(m->orchestrator, hb, now, interval_ms) : 0;
+}
+
+/* The store's observer: commit times, and jobs' waits and responses under the policy now. */
+static void on_store_commit(void *userdata, bool durable, uint64_t took_us) {
+        Manager *m = userdata;
+        controller_metrics_store_commit(m->metrics, durable, (double) took_us / USEC_PER_SEC);
+}
+
+static void on_job_state(void *userdata, JobState state, int64_t submitted_ms, int64_t changed_ms) {
+        Manager *m = userdata;
+        controller_metrics_job_state(m->metrics, sched_policy_to_string(m->config.current.sched.policy), state,
+                                     (double) (changed_ms - submitted_ms) / 1000.0);
 }
 
 /* The store's hook: an action was queued for node, wake its agent's wait. */
@@ -484,6 +521,14 @@ static const char *training_text(const SchedParams *p) {
         else
                 snprintf(buf, sizeof buf, "no training priority");
         return buf;
+}
+
+static int apply_jobs(void *userdata, const RuntimeSettings *s) {
+        Manager *m = userdata;
+        cluster_set_job_params(m->cluster, &s->jobs);
+        log_info("Jobs: time limit %g s by default, %g s at most (0: none), kill grace %g s.", s->jobs.default_time_s,
+                 s->jobs.max_time_s, s->jobs.kill_grace_s);
+        return 0;
 }
 
 static int apply_scheduler(void *userdata, const RuntimeSettings *s) {
@@ -586,12 +631,19 @@ static int run(Manager *m) {
         r = knobs_from_args(&m->config.current);
         if (r < 0)
                 return r;
+        r = controller_metrics_new(PACKAGE_VERSION, &m->metrics);
+        if (r < 0)
+                return log_error_errno(r, "Cannot set up the metrics: %m");
+        /* After the knobs: a job's wait is counted under the policy in force. */
+        store_set_observer(m->store, &(StoreObserver) { .commit = on_store_commit, .job_state = on_job_state,
+                                                        .userdata = m });
         SchedParams sp = m->config.current.sched;
         ClusterConfig cc = {
                 .heartbeat_interval_us = arg_heartbeat_interval_us,
                 .node_lost_after = arg_node_lost_after,
                 .lease_ms = (uint32_t) (arg_lease_us / USEC_PER_MSEC),
                 .sched = sp,
+                .jobs = m->config.current.jobs,
                 .sizes = HFSP_SIZE_PARAMS_DEFAULT,
                 .on_heartbeat = on_heartbeat,
                 .on_heartbeat_userdata = m,
@@ -625,6 +677,7 @@ static int run(Manager *m) {
                 return log_error_errno(r, "Cannot set up the orchestrator: %m");
         m->config.apply[KNOB_APPLY_ORCHESTRATOR] = apply_orchestrator;
         m->config.apply[KNOB_APPLY_SCHEDULER] = apply_scheduler;
+        m->config.apply[KNOB_APPLY_JOBS] = apply_jobs;
         m->config.load = config_load;
         m->config.userdata = m;
         log_info("Orchestrator: mode %s%s, epoch %g s, estimator %s, hysteresis %u, cool-down %u.",
@@ -637,6 +690,12 @@ static int run(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Cannot set up the node waits: %m");
         store_set_action_hook(m->store, on_action_queued, m);
+        r = output_reads_new(m->event, m->store, m->waits, &m->reads);
+        if (r < 0)
+                return log_error_errno(r, "Cannot set up output reads: %m");
+        r = nonce_cache_new(NONCE_CACHE_PER_NODE, SIGNATURE_MAX_SKEW_S, &m->nonces);
+        if (r < 0)
+                return log_oom();
         r = durable_answers_new(m->event, m->store, &m->durable);
         if (r < 0)
                 return log_error_errno(r, "Cannot set up the durable answers: %m");
@@ -656,6 +715,9 @@ static int run(Manager *m) {
                 .config = &m->config,
                 .waits = m->waits,
                 .durable = m->durable,
+                .reads = m->reads,
+                .metrics = m->metrics,
+                .nonces = m->nonces,
         };
         _cleanup_free_ char *tls_cert = NULL;
         _cleanup_secret_ char *tls_key = NULL;
@@ -668,10 +730,13 @@ static int run(Manager *m) {
                 .max_header_bytes = arg_max_header_bytes,
                 .max_connections = arg_max_connections,
                 .max_connections_per_ip = arg_max_connections_per_ip,
+                .max_anonymous_per_ip = arg_max_anonymous_per_ip,
+                .client_timeout_us = arg_client_timeout_us,
                 .rate_limit_per_s = arg_rate_limit,
                 .tls_cert_pem = tls_cert,
                 .tls_key_pem = tls_key,
                 .authorize = api_authorize,
+                .on_answered = api_answered,
                 .unix_path = unix_socket_path(),
                 .unix_optional = arg_unix_socket && streq(arg_unix_socket, UNIX_SOCKET_DEFAULT),
                 /* Without tokens, a loopback connection's owner is the principal (auth.h). */

@@ -28,6 +28,8 @@ typedef struct PhaseEntry {
         uint64_t key;
         SizingPhase sz;            /* its size, as controller/sched-sizing.c keeps it */
         double weight, parallel_cpus;
+        double finished_s;         /* the CPU-seconds its succeeded tasks used */
+        bool served_changed;       /* finished_s grew since the scheduler was told */
         int64_t sized_ms;
         char *estimate;            /* how its size came about, a JSON object as text (a tenth of
                                     * the memory of the object); owned, also in the store */
@@ -57,6 +59,7 @@ typedef struct JobRec {
         TaskEntry *tasks;          /* told, in FIFO order (phase, index, attempt) */
         size_t n_tasks;
         size_t n_running;          /* tasks told running */
+        size_t n_pending;          /* tasks told pending */
         size_t running_pos;        /* in cs->running_jobs, or SIZE_MAX */
 } JobRec;
 
@@ -76,6 +79,8 @@ struct ClusterSched {
         size_t *free_ids;          /* task ids to reuse; ids below n_ids are in use or free */
         size_t n_free, n_ids;
         size_t n_weighted;         /* entries with a CFS weight asked for */
+        size_t n_pending;          /* tasks told pending, in all */
+        size_t n_waiting;          /* n_pending before the last placement's decisions */
         ClusterSchedDecision *out;
         size_t n_out_allocated;
         ClusterSchedWeight *weights;
@@ -91,6 +96,7 @@ struct ClusterSched {
         uint64_t *watch;           /* keys of the watched phases */
         size_t n_watch, n_watch_allocated;
         JobList dirty_phases, dirty_tasks;
+        JobList served;            /* jobs with a phase whose finished_s grew (phases_served()) */
         bool full_phases, full_tasks; /* rebuild that part from the whole store next time */
         bool always_full;
         bool touched;              /* read the store since the last commit */
@@ -349,6 +355,7 @@ ClusterSched *cluster_sched_free(ClusterSched *cs) {
         free(cs->watch);
         joblist_done(&cs->dirty_phases);
         joblist_done(&cs->dirty_tasks);
+        joblist_done(&cs->served);
         strv_free(cs->node_ids);
         free(cs);
         return NULL;
@@ -362,13 +369,21 @@ static int64_t s_to_ms(double s) {
         return (int64_t) llround(s * 1000.0);
 }
 
-/* A phase's size as its checkpoint recorded it. */
+/* A phase's size as its checkpoint recorded it. S_f leaves out what its training tasks had used
+ * when it was set: their CPU-seconds then, as its estimate record keeps them. */
 static SizingPhase sizing_of_record(const StoreSchedRecord *rec, unsigned n_tasks) {
-        bool tiny = streq(rec->size_kind, "tiny");
+        bool tiny = streq(rec->size_kind, "tiny"), final = streq(rec->size_kind, "final");
+        double uncounted = 0;
+        json_t *t;
+        size_t i;
+        _cleanup_json_ json_t *est = final && rec->estimate ? json_loads(rec->estimate, 0, NULL) : NULL;
+        json_array_foreach(json_object_get(est, "training"), i, t)
+                uncounted += json_number_value(json_object_get(t, "cpu_s"));
         return (SizingPhase) {
                 .n_tasks = n_tasks,
-                .size = { .size = rec->size_s, .tiny = tiny, .final = tiny || streq(rec->size_kind, "final") },
+                .size = { .size = rec->size_s, .tiny = tiny, .final = tiny || final },
                 .error = 1,
+                .uncounted_s = uncounted,
         };
 }
 
@@ -646,6 +661,8 @@ static int phase_train(ClusterSched *cs, Store *store, PhaseEntry *e, double now
         return 0;
 }
 
+static PhaseEntry *entries_find(PhaseEntry *v, size_t n, uint64_t key);
+
 static StoreSchedRecord *restore_take(ClusterSched *cs, uint64_t key) {
         size_t lo = 0, hi = cs->n_restore;
         while (lo < hi) {
@@ -678,6 +695,20 @@ static int phase_added(ClusterSched *cs, Store *store, const StoreSchedPhase *p,
         };
         StoreSchedRecord *rec = restore_take(cs, key);
         int r;
+        /* A phase that runs again (its job was requeued) while its earlier run still ages
+         * virtually: that run is over, and the new one is sized and aged afresh. */
+        PhaseEntry *old = entries_find(cs->done, cs->n_done, key);
+        if (old) {
+                (void) sched_job_remove(cs->sched, key, now_s);
+                free(old->estimate);
+                size_t i = (size_t) (old - cs->done);
+                memmove(old, old + 1, (cs->n_done - i - 1) * sizeof *old);
+                cs->n_done--;
+        }
+        /* Tasks of this run that succeeded before: after a restart, what they used still counts. */
+        r = store_phase_succeeded_cpu(store, p->job, p->phase, &e.finished_s);
+        if (r < 0)
+                return r;
         if (rec) {
                 e.sz = sizing_of_record(rec, p->n_tasks);
                 e.sized_ms = rec->sized_ms;
@@ -686,6 +717,10 @@ static int phase_added(ClusterSched *cs, Store *store, const StoreSchedPhase *p,
                 r = sched_job_add(cs->sched, key, now_s, e.weight, e.parallel_cpus, &size);
                 if (r == -EEXIST) /* finished phase still ageing virtually: cannot happen twice */
                         r = 0;
+                /* Before its virtual remaining size: a phase that had overrun its size kept more
+                 * than its size left. */
+                if (r >= 0 && e.finished_s > 0)
+                        r = sched_sizing_served(cs->sched, key, &e.sz, e.finished_s);
                 if (r >= 0)
                         r = sched_job_restore(cs->sched, key, now_s, record_remaining(cs, rec),
                                               rec->late_since_ms >= 0 ? (double) rec->late_since_ms / 1000.0 : NAN);
@@ -698,6 +733,8 @@ static int phase_added(ClusterSched *cs, Store *store, const StoreSchedPhase *p,
                         e.sz = (SizingPhase) { .n_tasks = p->n_tasks, .error = 1 };
                         r = hfsp_phase_size_init(&e.sz.size, p->n_tasks, &cs->sizing.history, &cs->sizing.params);
                 }
+                if (r >= 0 && e.finished_s > 0)
+                        r = sched_sizing_served(cs->sched, key, &e.sz, e.finished_s);
                 if (r >= 0) {
                         _cleanup_json_ json_t *est = estimate_initial(cs, &e, now_ms);
                         r = est ? estimate_store(&e, est) : -ENOMEM;
@@ -1299,6 +1336,44 @@ static bool task_same(const SchedTask *a, const SchedTask *b) {
                 a->memory_bytes == b->memory_bytes && a->started_s == b->started_s && a->lost_s == b->lost_s;
 }
 
+/* A told task of rec went: if it succeeded, what it used counts for its phase (told to the
+ * scheduler before the decision, by phases_served()). */
+static int task_gone(ClusterSched *cs, JobRec *rec, const TaskEntry *t) {
+        PhaseEntry *e = rec_phase(rec, sched_key(t->t.job, t->t.phase));
+        if (!e)
+                return 0; /* its phase ended, or is not the scheduler's */
+        double cpu_s;
+        int r = store_task_succeeded_cpu(cs->store, t->t.id, &cpu_s);
+        if (r <= 0)
+                return r == -ENOENT ? 0 : r;
+        e->finished_s += cpu_s;
+        if (!e->served_changed && joblist_add(&cs->served, t->t.job) < 0)
+                return -ENOMEM;
+        e->served_changed = true;
+        return 0;
+}
+
+/* The scheduler told what the succeeded tasks of phases used, in key order: how it knows a
+ * phase that has overrun its estimate (sched_sizing_served()). */
+static int phases_served(ClusterSched *cs) {
+        joblist_sort_unique(&cs->served);
+        int r = 0;
+        for (size_t i = 0; i < cs->served.n; i++) {
+                JobRec *rec = rec_find(cs, cs->served.v[i]);
+                for (size_t k = 0; rec && k < rec->n_phases; k++) {
+                        PhaseEntry *e = &rec->phases[k];
+                        if (!e->served_changed)
+                                continue;
+                        e->served_changed = false;
+                        int q = sched_sizing_served(cs->sched, e->key, &e->sz, e->finished_s);
+                        if (q < 0 && q != -ENOENT && r >= 0)
+                                r = q;
+                }
+        }
+        cs->served.n = cs->served.compacted = 0;
+        return r;
+}
+
 static int id_take(ClusterSched *cs, size_t *ret) {
         if (cs->n_free > 0) {
                 *ret = cs->free_ids[--cs->n_free];
@@ -1364,9 +1439,13 @@ static SchedTask task_view(const StoreTask *t, bool active, const StoreNode *nod
 }
 
 static void rec_recount(ClusterSched *cs, JobRec *rec) {
-        rec->n_running = 0;
-        for (size_t i = 0; i < rec->n_tasks; i++)
+        cs->n_pending -= rec->n_pending;
+        rec->n_running = rec->n_pending = 0;
+        for (size_t i = 0; i < rec->n_tasks; i++) {
                 rec->n_running += rec->tasks[i].told.state == SCHED_TASK_RUNNING;
+                rec->n_pending += rec->tasks[i].told.state == SCHED_TASK_PENDING;
+        }
+        cs->n_pending += rec->n_pending;
         running_set(cs, rec);
 }
 
@@ -1401,7 +1480,10 @@ static int job_tasks_merge(ClusterSched *cs, uint64_t job, StoreTask *tasks, con
         while (r >= 0 && (i < rec->n_tasks || k < n)) {
                 int c = i >= rec->n_tasks ? 1 : k >= n ? -1 : task_cmp(&rec->tasks[i].t, &tasks[k]);
                 if (c < 0) { /* gone: ended, lost, or no longer placeable */
+                        r = task_gone(cs, rec, &rec->tasks[i]);
                         entry_forget(cs, &rec->tasks[i++]);
+                        if (r < 0)
+                                break;
                         continue;
                 }
                 TaskEntry *e = &next[m];
@@ -1609,7 +1691,11 @@ int cluster_sched_place(ClusterSched *cs, Store *store, int64_t now_ms, const St
                 return r;
         if (full)
                 cs->full_tasks = false;
+        r = phases_served(cs);
+        if (r < 0)
+                return r;
 
+        cs->n_waiting = cs->n_pending;
         const SchedDecision *d;
         size_t n_d;
         r = sched_next(cs->sched, now_s, &d, &n_d);
@@ -1634,6 +1720,9 @@ int cluster_sched_place(ClusterSched *cs, Store *store, int64_t now_ms, const St
                 if (rec) {
                         rec->n_running -= t->state == SCHED_TASK_RUNNING;
                         rec->n_running += after[d[q].verb] == SCHED_TASK_RUNNING;
+                        bool pending = t->state == SCHED_TASK_PENDING;
+                        rec->n_pending -= pending;
+                        cs->n_pending -= pending;
                         running_set(cs, rec);
                 }
                 t->state = after[d[q].verb];
@@ -1679,4 +1768,8 @@ int cluster_sched_place(ClusterSched *cs, Store *store, int64_t now_ms, const St
         *ret = cs->out;
         *ret_n = n_d;
         return 0;
+}
+
+size_t cluster_sched_tasks_waiting(const ClusterSched *cs) {
+        return cs->n_waiting;
 }

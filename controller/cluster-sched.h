@@ -33,7 +33,8 @@ int cluster_sched_sync(ClusterSched *cs, Store *store, const StoreNode *nodes, s
  * get nothing new; pnodes: the same as the scheduler sees them) and the tasks that changed
  * since the last placement (the pending tasks whose phase may run and the active ones), then
  * decides (sched_next()). A decision names the task as the store had it and the node by its
- * index in nodes. The arrays are valid until the next call. */
+ * index in nodes. A task gone since costs one store lookup (the CPU of one that succeeded
+ * counts for its phase). The arrays are valid until the next call. */
 typedef struct ClusterSchedDecision {
         SchedVerb verb;
         const StoreTask *task;
@@ -51,6 +52,10 @@ typedef struct ClusterSchedWeight {
 int cluster_sched_place(ClusterSched *cs, Store *store, int64_t now_ms, const StoreNode *nodes,
                         const PlacementNode *pnodes, size_t n_nodes, const ClusterSchedDecision **ret, size_t *ret_n,
                         const ClusterSchedWeight **ret_weights, size_t *ret_n_weights);
+
+/* The tasks waiting to be placed as the last placement found them (before its decisions): the
+ * pending tasks of runnable phases of jobs not held. */
+size_t cluster_sched_tasks_waiting(const ClusterSched *cs);
 
 /* Brings back the checkpoint at start (before the first sync): s̄'s history, the ghost time,
  * the phases still ageing after they finished, and the sizes and virtual remaining sizes of the

@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,7 @@ struct Cluster {
         /* During one heartbeat: stray kills it may still queue (UINT_MAX: not counted yet), and
          * those it could not. */
         unsigned stray_budget, strays_skipped;
+        ClusterCounters counters;
 };
 
 /* json_decrefp() comes with jansson >= 2.11. */
@@ -249,14 +251,17 @@ static int job_stop(Cluster *c, uint64_t job, JobState state, const char *reason
                 if (phase_state_is_final(phases[k].state))
                         continue;
                 const unsigned *by = phases[k].tasks_by_state;
-                bool broke = by[TASK_FAILED] + by[TASK_LOST] > 0;
+                bool broke = by[TASK_FAILED] + by[TASK_LOST] + by[TASK_TIMEOUT] > 0;
                 r = store_phase_set_state(c->store, job, phases[k].index,
-                                          state == JOB_FAILED && broke ? PHASE_FAILED : PHASE_CANCELLED);
+                                          (state == JOB_FAILED || state == JOB_TIMEOUT) && broke ? PHASE_FAILED
+                                                                                                : PHASE_CANCELLED);
                 if (r < 0)
                         return r;
         }
 
         r = store_job_set_state(c->store, job, state, now_ms);
+        if (r >= 0)
+                r = store_job_set_reason(c->store, job, reason);
         if (r < 0)
                 return r;
         log_info("Job %" PRIu64 " %s: %s.", job, job_state_to_string(state), reason);
@@ -282,6 +287,16 @@ static int job_roll_up(Cluster *c, uint64_t job, int64_t now_ms) {
 
         for (size_t k = 0; k < n_phases; k++) {
                 const unsigned *by = phases[k].tasks_by_state;
+                if (by[TASK_TIMEOUT] > 0) {
+                        _cleanup_(store_job_done) StoreJob j = {};
+                        char reason[128];
+                        r = store_job_get(c->store, job, &j);
+                        if (r < 0)
+                                return r;
+                        snprintf(reason, sizeof reason, "a task of phase %u reached the time limit of %u s",
+                                 phases[k].index, j.time_limit_s);
+                        return job_stop(c, job, JOB_TIMEOUT, reason, now_ms);
+                }
                 /* A task cancelled while its job still runs was killed behind our back. */
                 if (by[TASK_FAILED] + by[TASK_LOST] + by[TASK_CANCELLED] > 0) {
                         char reason[96];
@@ -367,6 +382,10 @@ static int start_task(Cluster *c, const StoreTask *t, const char *node, int64_t 
                 .cwd = launch.cwd,
                 .user = launch.user,
                 .pids_max = launch.pids_max,
+                .output = launch.output,
+                .error = launch.error,
+                .time_limit_ms = (uint64_t) launch.time_limit_s * 1000,
+                .kill_grace_ms = (uint32_t) MIN(llround(c->config.jobs.kill_grace_s * 1000), PROTO_MAX_KILL_GRACE_MS),
                 .limits = {
                         .cpu_quota_us = MAX(llround(launch.cpu_cores * CPU_PERIOD_US), 1000),
                         .cpu_period_us = CPU_PERIOD_US,
@@ -462,6 +481,14 @@ static int place(Cluster *c, int64_t now_ms) {
                 if (now_ms - nodes[i].last_heartbeat_ms > unreachable_after_ms(c))
                         nodes[i].lost = true;
         r = cluster_sched_sync(c->sched, c->store, nodes, n_nodes, now_ms);
+        if (r >= 0 && n_nodes == 0) {
+                /* Nothing is placed, and the scheduler's picture of the tasks waits for a node:
+                 * the queue as the store has it. */
+                unsigned n_waiting = 0;
+                r = store_tasks_placeable_count(c->store, &n_waiting);
+                if (r >= 0)
+                        c->counters.tasks_waiting = n_waiting;
+        }
         if (r < 0 || n_nodes == 0)
                 goto finish;
 
@@ -484,12 +511,16 @@ static int place(Cluster *c, int64_t now_ms) {
         size_t n_decisions, n_weights;
         r = cluster_sched_place(c->sched, c->store, now_ms, nodes, pnodes, n_nodes, &decisions, &n_decisions, &weights,
                                 &n_weights);
+        if (r >= 0)
+                c->counters.tasks_waiting = (unsigned) MIN(cluster_sched_tasks_waiting(c->sched), (size_t) UINT_MAX);
         if (r < 0)
                 goto finish;
 
         for (size_t k = 0; k < n_decisions && r >= 0; k++) {
                 const ClusterSchedDecision *d = &decisions[k];
                 const StoreTask *t = d->task;
+                if ((unsigned) d->verb < _SCHED_VERB_MAX)
+                        c->counters.decisions[d->verb]++;
                 switch (d->verb) {
                 case SCHED_START:
                         r = start_task(c, t, nodes[d->node].id, now_ms);
@@ -501,6 +532,7 @@ static int place(Cluster *c, int64_t now_ms) {
                 case SCHED_KILL:
                         r = preempt_task(c, t, now_ms);
                         if (r > 0) {
+                                c->counters.preempted_withdrawn++;
                                 redo = true;
                                 r = 0;
                         }
@@ -533,6 +565,7 @@ static int place_if_needed(Cluster *c, int64_t now_ms) {
                 if (r < 0)
                         return r;
                 if (r == 0) {
+                        c->counters.tasks_waiting = 0;
                         /* Nothing to decide, but sizes still move on (training). */
                         StoreNode *nodes = NULL;
                         size_t n_nodes = 0;
@@ -638,10 +671,26 @@ static size_t job_spec_tasks(const JobSpec *spec) {
 }
 
 int cluster_submit(Cluster *c, json_t *body, int64_t now_ms, json_t **ret_job, char **ret_error) {
+        return cluster_submit_as(c, body, NULL, true, now_ms, ret_job, ret_error);
+}
+
+int cluster_submit_as(Cluster *c, json_t *body, const char *by, bool admin, int64_t now_ms, json_t **ret_job,
+                      char **ret_error) {
         _cleanup_(job_submission_freep) JobSubmission *sub = NULL;
         int r = job_submission_from_json(body, &sub, ret_error);
         if (r < 0)
                 return r;
+        /* The cluster's time limits, checked for every job before any is stored. */
+        for (size_t k = 0; k < sub->n_specs; k++) {
+                JobSpec *spec = sub->specs[k];
+                char why[256];
+                r = job_params_time_limit(&c->config.jobs, spec->time_limit_s, &spec->time_limit_s, why, sizeof why);
+                if (r < 0) {
+                        if (!sub->list)
+                                return (*ret_error = strdup(why)) ? r : -ENOMEM;
+                        return asprintf(ret_error, "jobs[%zu].%s", k, why) >= 0 ? r : -ENOMEM;
+                }
+        }
         _cleanup_free_ uint64_t *ids = calloc(sub->n_jobs, sizeof(uint64_t));
         if (!ids)
                 return -ENOMEM;
@@ -655,7 +704,10 @@ int cluster_submit(Cluster *c, json_t *body, int64_t now_ms, json_t **ret_job, c
                 for (unsigned i = 0; i < sub->copies[k] && r >= 0; i++) {
                         r = job_spec_set_array_index(sub->specs[k], i);
                         if (r >= 0)
-                                r = store_job_insert(c->store, sub->specs[k], now_ms, &ids[n++]);
+                                r = store_job_insert(c->store, sub->specs[k], now_ms, &ids[n]);
+                        if (r >= 0 && sub->specs[k]->hold)
+                                r = store_job_set_hold(c->store, ids[n], by ?: "an administrator", admin, now_ms);
+                        n++;
                 }
         if (r >= 0)
                 r = place(c, now_ms);
@@ -691,22 +743,111 @@ int cluster_submit(Cluster *c, json_t *body, int64_t now_ms, json_t **ret_job, c
         return 0;
 }
 
-int cluster_cancel(Cluster *c, uint64_t job, int64_t now_ms, json_t **ret_job) {
+int cluster_cancel(Cluster *c, uint64_t job, const char *by, int64_t now_ms, json_t **ret_job) {
         JobState state;
+        char reason[320];
         int r = store_begin_durable(c->store);
         if (r < 0)
                 return r;
+        snprintf(reason, sizeof reason, "cancelled by %s", by ?: "request");
         r = store_job_get_state(c->store, job, &state);
         if (r >= 0 && job_state_is_final(state))
                 r = -EALREADY;
         if (r >= 0)
-                r = job_stop(c, job, JOB_CANCELLED, "cancelled by request", now_ms);
+                r = job_stop(c, job, JOB_CANCELLED, reason, now_ms);
         /* The scheduler forgets the job now, and what it held back may run. */
         if (r >= 0)
                 r = place(c, now_ms);
         r = transaction_end(c, r);
         if (r < 0)
                 return r;
+        return cluster_job_to_json(c, job, now_ms, ret_job);
+}
+
+static int refuse(char **ret_error, const char *fmt, ...) _printf_(2, 3);
+static int refuse(char **ret_error, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        int k = vasprintf(ret_error, fmt, ap);
+        va_end(ap);
+        if (k < 0) {
+                *ret_error = NULL;
+                return -ENOMEM;
+        }
+        return -EALREADY;
+}
+
+int cluster_hold(Cluster *c, uint64_t job, const char *by, bool admin, int64_t now_ms, json_t **ret_job,
+                 char **ret_error) {
+        _cleanup_(store_job_done) StoreJob j = {};
+        int r = store_begin_durable(c->store);
+        if (r < 0)
+                return r;
+        r = store_job_get(c->store, job, &j);
+        if (r >= 0 && j.held_by)
+                r = refuse(ret_error, "job %" PRIu64 " is held already (by %s)", job, j.held_by);
+        else if (r >= 0 && j.state != JOB_QUEUED)
+                r = refuse(ret_error, "job %" PRIu64 " is %s: only a queued job can be held", job,
+                           job_state_to_string(j.state));
+        if (r >= 0)
+                r = store_job_set_hold(c->store, job, by, admin, now_ms);
+        /* The scheduler lets go of it, and what it held back may run. */
+        if (r >= 0)
+                r = place(c, now_ms);
+        r = transaction_end(c, r);
+        if (r < 0)
+                return r;
+        log_info("Job %" PRIu64 " held by %s.", job, by);
+        return cluster_job_to_json(c, job, now_ms, ret_job);
+}
+
+int cluster_release(Cluster *c, uint64_t job, bool admin, int64_t now_ms, json_t **ret_job, char **ret_error) {
+        _cleanup_(store_job_done) StoreJob j = {};
+        int r = store_begin_durable(c->store);
+        if (r < 0)
+                return r;
+        r = store_job_get(c->store, job, &j);
+        if (r >= 0 && !j.held_by)
+                r = refuse(ret_error, "job %" PRIu64 " is not held", job);
+        else if (r >= 0 && j.held_admin && !admin) {
+                r = -EPERM;
+                if (asprintf(ret_error, "job %" PRIu64 " is held by an administrator (%s): only an administrator may "
+                             "release it", job, j.held_by) < 0)
+                        *ret_error = NULL;
+        }
+        if (r >= 0)
+                r = store_job_set_hold(c->store, job, NULL, false, now_ms);
+        if (r >= 0)
+                r = place(c, now_ms);
+        r = transaction_end(c, r);
+        if (r < 0)
+                return r;
+        log_info("Job %" PRIu64 " released.", job);
+        return cluster_job_to_json(c, job, now_ms, ret_job);
+}
+
+int cluster_requeue(Cluster *c, uint64_t job, const char *by, int64_t now_ms, json_t **ret_job, char **ret_error) {
+        _cleanup_(store_job_done) StoreJob j = {};
+        unsigned attempt = 0;
+        int r = store_begin_durable(c->store);
+        if (r < 0)
+                return r;
+        r = store_job_get(c->store, job, &j);
+        if (r >= 0 && j.state != JOB_FAILED && j.state != JOB_TIMEOUT && j.state != JOB_CANCELLED)
+                r = refuse(ret_error, "job %" PRIu64 " is %s: only a failed, timed-out or cancelled job can be requeued",
+                           job, job_state_to_string(j.state));
+        else if (r >= 0 && j.tasks_active > 0)
+                /* Its old attempts would run beside the new ones. */
+                r = refuse(ret_error, "job %" PRIu64 " still has %u task(s) ending: requeue it once they have ended", job,
+                           j.tasks_active);
+        if (r >= 0)
+                r = store_job_requeue(c->store, job, &attempt);
+        if (r >= 0)
+                r = place(c, now_ms);
+        r = transaction_end(c, r);
+        if (r < 0)
+                return r;
+        log_info("Job %" PRIu64 " requeued by %s: its tasks run again as attempt %u.", job, by ?: "request", attempt);
         return cluster_job_to_json(c, job, now_ms, ret_job);
 }
 
@@ -838,6 +979,11 @@ static int merge_report(Cluster *c, const Heartbeat *hb, const TaskReport *rep, 
         }
         if (rep->has_exit) {
                 r = store_task_set_exit(c->store, t.id, &rep->exit);
+                if (r < 0)
+                        return r;
+        }
+        if (rep->output_dropped_bytes > 0) {
+                r = store_task_set_output_dropped(c->store, t.id, rep->output_dropped_bytes);
                 if (r < 0)
                         return r;
         }
@@ -1350,6 +1496,17 @@ int cluster_nodes_to_json(Cluster *c, int64_t now_ms, json_t **ret) {
         return 0;
 }
 
+const ClusterCounters *cluster_counters(const Cluster *c) {
+        return &c->counters;
+}
+
+ClusterNodeState cluster_node_state(const Cluster *c, const StoreNode *n, int64_t now_ms) {
+        if (n->lost)
+                return CLUSTER_NODE_LOST;
+        /* As cluster_nodes_to_json() shows it. */
+        return now_ms - n->last_heartbeat_ms > unreachable_after_ms(c) ? CLUSTER_NODE_UNREACHABLE : CLUSTER_NODE_READY;
+}
+
 void cluster_restart_node_timeouts(Cluster *c, int64_t now_ms) {
         c->started_ms = now_ms;
 }
@@ -1369,6 +1526,10 @@ int cluster_status(Cluster *c, char **ret) {
                      nodes) < 0)
                 return -ENOMEM;
         return 0;
+}
+
+void cluster_set_job_params(Cluster *c, const JobParams *params) {
+        c->config.jobs = *params;
 }
 
 int cluster_set_sched_params(Cluster *c, const SchedParams *params) {

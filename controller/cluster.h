@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "estimator/hfsp-size.h"
+#include "job-params.h"
 #include "sched.h"
 #include "store.h"
 
@@ -16,6 +17,7 @@ typedef struct ClusterConfig {
                                            * its agent froze its tasks, they run again elsewhere */
         SchedParams sched;                /* all zero: fifo, wait */
         HfspSizeParams sizes;             /* timeout_s 0: HFSP_SIZE_PARAMS_DEFAULT */
+        JobParams jobs;                   /* time limits and kill grace (all zero: none, SIGKILL at once) */
         /* Called with every accepted heartbeat after its changes are committed (the
          * orchestrator's samples); may lower the interval_ms the reply tells the agent. Returns
          * > 0 when it queued actions for the heartbeat's node: the reply carries them. */
@@ -42,7 +44,22 @@ Cluster *cluster_free(Cluster *c);
 /* One job, an array or a list of them (job_submission_from_json()), in one transaction: the
  * job as GET /v1/jobs/{id} shows it, or for an array or list {"ids": [ID, ...]} in order. */
 int cluster_submit(Cluster *c, json_t *body, int64_t now_ms, json_t **ret_job, char **ret_error);
-int cluster_cancel(Cluster *c, uint64_t job, int64_t now_ms, json_t **ret_job);
+/* The same for a sender: a job submitted with "hold" is held by it (by: its name; admin: an
+ * administrator) before placement can see it. */
+int cluster_submit_as(Cluster *c, json_t *body, const char *by, bool admin, int64_t now_ms, json_t **ret_job,
+                      char **ret_error);
+/* by: who asked, for the job's reason ("cancelled by alice"); NULL: "by request". */
+int cluster_cancel(Cluster *c, uint64_t job, const char *by, int64_t now_ms, json_t **ret_job);
+/* Hold: a queued job is not placed until released (by: who holds it, shown in its view; admin:
+ * an administrator, whom only an administrator may release). Release: it may be placed again.
+ * Requeue: an ended job that did not succeed (failed, timeout, cancelled) runs again, every task
+ * as a new attempt, once none of its tasks is still ending. Errors as above, and -EPERM (403)
+ * for a user releasing an administrator's hold; a job in the wrong state is -EALREADY with
+ * *ret_error saying why (409). */
+int cluster_hold(Cluster *c, uint64_t job, const char *by, bool admin, int64_t now_ms, json_t **ret_job,
+                 char **ret_error);
+int cluster_release(Cluster *c, uint64_t job, bool admin, int64_t now_ms, json_t **ret_job, char **ret_error);
+int cluster_requeue(Cluster *c, uint64_t job, const char *by, int64_t now_ms, json_t **ret_job, char **ret_error);
 /* node is the {id} of the URL; the body's "node" must equal it. Places tasks (and puts the
  * starts in this reply) only when something placement depends on changed since it last ran,
  * or a heartbeat interval passed: most heartbeats only record usage. */
@@ -75,5 +92,35 @@ int cluster_jobs_to_json(Cluster *c, const StoreJobFilter *filter, int64_t now_m
 int cluster_checkpoint(Cluster *c, int64_t now_ms, bool force);
 /* PUT /v1/config: the scheduler's knobs at run time (sched_set_params()). */
 int cluster_set_sched_params(Cluster *c, const SchedParams *params);
+/* PUT /v1/config: time limits and kill grace, for jobs submitted and tasks started from now. */
+void cluster_set_job_params(Cluster *c, const JobParams *params);
+/* What the cluster counted since the controller started, and what its last placement saw
+ * (GET /metrics). */
+typedef struct ClusterCounters {
+        uint64_t decisions[_SCHED_VERB_MAX];  /* the scheduler's decisions, by verb */
+        uint64_t preempted_withdrawn;         /* kill preemptions of a start not sent yet: withdrawn, not killed */
+        unsigned tasks_waiting;               /* tasks waiting for placement at the last placement */
+} ClusterCounters;
+const ClusterCounters *cluster_counters(const Cluster *c);
+
+/* A node's state as GET /v1/nodes shows it: lost, unreachable (ready, but silent for
+ * node_lost_after intervals), or ready. */
+typedef enum ClusterNodeState {
+        CLUSTER_NODE_READY,
+        CLUSTER_NODE_UNREACHABLE,
+        CLUSTER_NODE_LOST,
+        _CLUSTER_NODE_STATE_MAX,
+} ClusterNodeState;
+static inline const char *cluster_node_state_to_string(ClusterNodeState s) {
+        static const char *const names[_CLUSTER_NODE_STATE_MAX] = {
+                [CLUSTER_NODE_READY] = "ready",
+                [CLUSTER_NODE_UNREACHABLE] = "unreachable",
+                [CLUSTER_NODE_LOST] = "lost",
+        };
+        return (unsigned) s < _CLUSTER_NODE_STATE_MAX ? names[s] : NULL;
+}
+/* Of a node as store_nodes_capacity() reads it. */
+ClusterNodeState cluster_node_state(const Cluster *c, const StoreNode *n, int64_t now_ms);
+
 /* One line for sd_notify STATUS=. */
 int cluster_status(Cluster *c, char **ret);

@@ -106,6 +106,7 @@ typedef struct Detect {
         double *time_left_s;                    /* per task, < 0 unknown */
         double *rate;                           /* progress rate per task, < 0 unknown or too young */
         bool *short_of[_ORCH_RESOURCE_MAX];     /* per task: deficit or straggler for r */
+        bool *quotas_guaranteed;                /* per node: its CPU quotas sum to at most its CPUs */
 } Detect;
 
 static OrchFinding *finding_add(Detect *d, OrchFindingKind kind, OrchResource r, OrchBasis basis,
@@ -315,6 +316,13 @@ static int deficit(Detect *d, size_t t, OrchResource r) {
         }
         if (!under)
                 return 0;
+        /* Under a CPU quota it neither nears nor is throttled by, on a node whose quotas are
+         * guarantees (they sum to at most its CPUs), no task of ours takes its cycles: whatever
+         * slows it (work outside cgorch, its own sleeps), no quota here would give it more, and
+         * it may well hold quota a starved neighbour needs (then it is a hog by allocation). */
+        if (r == ORCH_CPU && limit > 0 && use < d->p->near_limit_fraction * limit &&
+            task->info.throttled_ratio < d->p->throttled_ratio_threshold && d->quotas_guaranteed[task->node])
+                return 0;
 
         if (group_size(d, t) >= d->p->peer_min_tasks &&
             (n = peer_stats(d, t, r, false, &m, &sigma)) > 0 && m > 0 &&
@@ -504,6 +512,7 @@ static void detect_done(Detect *d) {
         free(d->rate);
         for (OrchResource r = 0; r < _ORCH_RESOURCE_MAX; r++)
                 free(d->short_of[r]);
+        free(d->quotas_guaranteed);
 }
 
 int orch_detect(const OrchSnapshot *s, double now_s, const OrchDetectParams *params, OrchFindings *ret) {
@@ -522,9 +531,21 @@ int orch_detect(const OrchSnapshot *s, double now_s, const OrchDetectParams *par
         d.rate = calloc(n, sizeof(double));
         for (OrchResource res = 0; res < _ORCH_RESOURCE_MAX; res++)
                 d.short_of[res] = calloc(n, sizeof(bool));
-        if (!d.scratch || !d.time_left_s || !d.rate || !d.short_of[ORCH_CPU] || !d.short_of[ORCH_MEMORY]) {
+        d.quotas_guaranteed = calloc(MAX(s->n_nodes, (size_t) 1), sizeof(bool));
+        if (!d.scratch || !d.time_left_s || !d.rate || !d.short_of[ORCH_CPU] || !d.short_of[ORCH_MEMORY] ||
+            !d.quotas_guaranteed) {
                 r = -ENOMEM;
                 goto finish;
+        }
+        for (size_t k = 0; k < s->n_nodes; k++) {
+                double cap = s->nodes[k].info.capacity_cpus, sum = 0;
+
+                /* An unlimited task may take the whole node. */
+                for (size_t i = d.ix.node_start[k]; i < d.ix.node_start[k + 1]; i++) {
+                        double q = s->tasks[d.ix.by_node[i]].info.cpu_limit_cores;
+                        sum += q > 0 ? q : cap;
+                }
+                d.quotas_guaranteed[k] = sum <= cap * (1 + 1e-9);
         }
 
         for (size_t t = 0; t < s->n_tasks; t++) {

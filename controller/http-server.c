@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "addr-count.h"
+#include "conn-slots.h"
 #include "heartbeat-reader.h"
 #include "http-server.h"
 #include "log.h"
@@ -33,9 +34,9 @@
 
 #define HTTP_STATUS_TOO_MANY_REQUESTS 429
 
-/* Idle connections are dropped after this long; agents reconnect for every heartbeat anyway,
- * and a client that trickles its request in (slowloris) holds a slot no longer than this. */
-#define HTTP_CONNECTION_TIMEOUT_S 30u
+/* At most one summary of the connections closed to keep the limits (conn-slots.h) this often:
+ * a flood must not become a flood of log lines. */
+#define HTTP_CLOSED_LOG_INTERVAL_US (60 * USEC_PER_SEC)
 
 /* Client addresses whose buckets are remembered; an address beyond that starts afresh. */
 #define HTTP_RATE_LIMIT_SLOTS 4096u
@@ -49,6 +50,10 @@ typedef struct HttpListener {
         sd_event_source *defer_source;
         bool is_unix;
         bool resumed;                     /* a held request was answered: MHD must run to send it */
+        ConnSlots *slots;                 /* its connections: shares and deadlines */
+        sd_event_source *deadline_source; /* the earliest request deadline */
+        uint64_t closed_logged[_CONN_SLOTS_REASON_MAX];
+        uint64_t closed_logged_us;        /* CLOCK_MONOTONIC of the last summary, 0: none yet */
 } HttpListener;
 
 enum { HTTP_LISTENER_TCP, HTTP_LISTENER_UNIX, _HTTP_LISTENER_MAX };
@@ -64,7 +69,10 @@ struct HttpServer {
         uint64_t max_body_bytes;
         RateLimit *requests;              /* NULL: no request-rate limit */
         RateLimit *auth_failures;
+        RateLimit *mhd_log;               /* libmicrohttpd's messages (on_mhd_log()) */
+        uint64_t mhd_log_suppressed;
         HttpAuthorize authorize;
+        void (*on_answered)(void *userdata, const HttpRoute *route, unsigned status);
         const HttpRoute *routes;
         size_t n_routes;
         void *userdata;
@@ -80,8 +88,10 @@ struct HttpServer {
 typedef struct Request {
         HttpServer *server;
         HttpListener *listener;
+        ConnSlot *slot;                   /* its connection's (NULL: not accounted, out of memory) */
         char *target;                     /* as received (MHD's URI callback); NULL: out of memory */
         bool begun;                       /* request_begin() ran */
+        const HttpRoute *matched;         /* the route of its method and path, admitted or not */
         const HttpRoute *route;
         AuthPrincipal principal;
         uint8_t key[RATE_LIMIT_KEY_MAX];  /* the client's address (or uid) for the per-client limits */
@@ -113,6 +123,11 @@ struct HttpHeld {
 };
 
 static void held_unlink(HttpHeld *h);
+static void deadline_arm(HttpListener *l);
+static void on_slot_close(void *conn, ConnSlotsReason why, void *userdata);
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe);
+static int on_deadline(sd_event_source *source, uint64_t usec, void *userdata);
 
 static void request_free(Request *r) {
         if (!r)
@@ -411,15 +426,98 @@ static enum MHD_Result request_admit(HttpServer *s, struct MHD_Connection *conn,
         }
         if (result.status != 0)
                 return send_error(conn, NULL, result.status, NULL, NULL, "%s", result.message);
+        if (result.vouched && req->slot)
+                conn_slots_vouch(req->listener->slots, req->slot);
 admitted:
         *ret_admitted = true;
         return MHD_YES;
 }
 
+typedef struct HeaderCount {
+        const char *name;
+        unsigned n;
+} HeaderCount;
+
+static enum MHD_Result header_count_one(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+        HeaderCount *c = cls;
+        if (strcasecmp(key, c->name) == 0)
+                c->n++;
+        return MHD_YES;
+}
+
+/* How many times the header came (MHD's lookup sees the first one only). */
+static unsigned header_count(struct MHD_Connection *conn, const char *name) {
+        HeaderCount c = { .name = name };
+        (void) MHD_get_connection_values(conn, MHD_HEADER_KIND, header_count_one, &c);
+        return c.n;
+}
+
+static int hex_digit(char c) {
+        return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* The first escape of a control character in the target as received, or NULL: "%00" would cut
+ * the path or a query value short once unescaped into a C string (so that "/healthz%00junk"
+ * was "/healthz"), and no other control character belongs in a path or query either. */
+static const char *target_control_escape(const char *target) {
+        for (const char *p = strchr(target, '%'); p; p = strchr(p + 1, '%')) {
+                int hi = hex_digit(p[1]), lo = hi >= 0 ? hex_digit(p[2]) : -1;
+                if (lo >= 0 && (hi * 16 + lo < 0x20 || hi * 16 + lo == 0x7f))
+                        return p;
+        }
+        return NULL;
+}
+
+static bool transfer_encoding_is_chunked(const char *v) {
+        v += strspn(v, " \t");
+        size_t n = strlen(v);
+        while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+                n--;
+        return n == 7 && strncasecmp(v, "chunked", 7) == 0;
+}
+
+/* What HTTP/1.1 itself asks of a request (RFC 9112), checked before it is routed: libmicrohttpd
+ * serves a request without Host, and reads a body framed by a transfer coding it does not know
+ * until the client closes (no answer at all). */
+static enum MHD_Result request_check_protocol(struct MHD_Connection *conn, const char *version, const Request *req,
+                                              bool *ret_ok) {
+        *ret_ok = false;
+        unsigned hosts = header_count(conn, MHD_HTTP_HEADER_HOST);
+        if (hosts > 1)
+                return send_error(conn, NULL, MHD_HTTP_BAD_REQUEST, NULL, NULL,
+                                  "Host: sent %u times, a request carries one", hosts);
+        if (hosts == 0 && version && strcmp(version, MHD_HTTP_VERSION_1_0) != 0)
+                return send_error(conn, NULL, MHD_HTTP_BAD_REQUEST, NULL, NULL,
+                                  "Host: missing, an HTTP/1.1 request must carry one");
+
+        unsigned codings = header_count(conn, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+        if (codings > 0) {
+                const char *te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+                if (codings > 1 || !te || !transfer_encoding_is_chunked(te))
+                        return send_error(conn, NULL, MHD_HTTP_NOT_IMPLEMENTED, MHD_HTTP_HEADER_CONNECTION, "close",
+                                          "Transfer-Encoding: '%.64s'%s is not supported, only chunked", te ?: "",
+                                          codings > 1 ? " and more" : "");
+                if (header_count(conn, MHD_HTTP_HEADER_CONTENT_LENGTH) > 0)
+                        return send_error(conn, NULL, MHD_HTTP_BAD_REQUEST, MHD_HTTP_HEADER_CONNECTION, "close",
+                                          "Content-Length and Transfer-Encoding: one of them frames a body, not both");
+        }
+
+        const char *escape = req->target ? target_control_escape(req->target) : NULL;
+        if (escape)
+                return send_error(conn, NULL, MHD_HTTP_BAD_REQUEST, NULL, NULL,
+                                  "target: %.3s escapes a control character, which no path or query may hold", escape);
+        *ret_ok = true;
+        return MHD_YES;
+}
+
 static enum MHD_Result request_begin(HttpServer *s, struct MHD_Connection *conn, const char *url,
-                                     const char *method, Request *req) {
+                                     const char *method, const char *version, Request *req) {
         char allow[64] = "";
-        bool path_known = false, admitted;
+        bool path_known = false, admitted, well_formed;
+
+        enum MHD_Result checked = request_check_protocol(conn, version, req, &well_formed);
+        if (!well_formed)
+                return checked;
 
         for (size_t i = 0; i < s->n_routes; i++) {
                 const HttpRoute *route = &s->routes[i];
@@ -429,7 +527,7 @@ static enum MHD_Result request_begin(HttpServer *s, struct MHD_Connection *conn,
                 if (streq(route->method, method)) {
                         if (!route_match(route->pattern, url, req->params))
                                 return MHD_NO; /* out of memory */
-                        req->route = route;
+                        req->route = req->matched = route;
                         break;
                 }
                 if (!strstr(allow, route->method)) {
@@ -472,6 +570,9 @@ static enum MHD_Result request_begin(HttpServer *s, struct MHD_Connection *conn,
 
 static enum MHD_Result request_finish(HttpServer *s, struct MHD_Connection *conn, const char *url,
                                       const char *method, Request *req) {
+        /* Read whole: no deadline while it is answered (or held). */
+        if (req->slot)
+                conn_slots_busy(req->listener->slots, req->slot);
         if (req->too_large)
                 return send_error(conn, req, HTTP_STATUS_CONTENT_TOO_LARGE, NULL, NULL,
                                   "body: exceeds the limit of %" PRIu64 " bytes", s->max_body_bytes);
@@ -686,7 +787,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                         *con_cls = req;
                 }
                 req->begun = true;
-                return request_begin(s, conn, url, method, req);
+                return request_begin(s, conn, url, method, version, req);
         }
 
         /* A held request that MHD resumed: its answer, or the end of a connection whose client
@@ -747,22 +848,157 @@ static void *on_request_uri(void *cls, const char *uri, struct MHD_Connection *c
         req->server = l->server;
         req->listener = l;
         req->target = strdup(uri); /* NULL: the request gets 500 (request_admit()) */
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        req->slot = info ? info->socket_context : NULL;
         return req;
 }
 
 static void on_request_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                                  enum MHD_RequestTerminationCode toe) {
-        request_free(*con_cls);
+        Request *req = *con_cls;
+        if (req && req->server->on_answered) {
+                /* NULL when no answer was queued (the client went away first). */
+                const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_HTTP_STATUS);
+                if (info && info->http_status > 0)
+                        req->server->on_answered(req->server->userdata, req->matched, info->http_status);
+        }
+        if (req && req->slot) {
+                /* The exchange is over: its next request has the whole timeout again. */
+                conn_slots_idle(req->listener->slots, req->slot, now_monotonic_us(req->server));
+                deadline_arm(req->listener);
+        }
+        request_free(req);
         *con_cls = NULL;
 }
 
+/* ---- Connection slots (conn-slots.h) ---- */
+
+/* The earliest deadline only ever moves later (a connection begins to wait now, after every
+ * other), so the timer is armed only when it is off, and re-armed when it fires: no timerfd
+ * update per request. */
+static void deadline_arm(HttpListener *l) {
+        int enabled = SD_EVENT_OFF;
+        if (!l->deadline_source || sd_event_source_get_enabled(l->deadline_source, &enabled) < 0 ||
+            enabled != SD_EVENT_OFF)
+                return;
+        uint64_t next = conn_slots_next_deadline(l->slots);
+        if (next == UINT64_MAX)
+                return;
+        int r = sd_event_source_set_time(l->deadline_source, next);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(l->deadline_source, SD_EVENT_ONESHOT);
+        if (r < 0)
+                log_warning_errno(r, "Cannot arm the HTTP request deadline timer: %m");
+}
+
+static int on_deadline(sd_event_source *source, uint64_t usec, void *userdata) {
+        HttpListener *l = userdata;
+        (void) conn_slots_expire(l->slots, now_monotonic_us(l->server));
+        deadline_arm(l);
+        return 0;
+}
+
+/* What was closed since the last summary, at most once per HTTP_CLOSED_LOG_INTERVAL_US. */
+static void closed_log(HttpListener *l, uint64_t now_us, bool force) {
+        if (!force && l->closed_logged_us != 0 && now_us < l->closed_logged_us + HTTP_CLOSED_LOG_INTERVAL_US)
+                return;
+        ConnSlotsStats st;
+        conn_slots_stats(l->slots, &st);
+        char text[256] = "";
+        size_t len = 0;
+        uint64_t total = 0;
+        for (int i = 0; i < _CONN_SLOTS_REASON_MAX; i++) {
+                uint64_t n = st.closed[i] - l->closed_logged[i];
+                if (n == 0)
+                        continue;
+                total += n;
+                len += (size_t) snprintf(text + len, sizeof text - MIN(len, sizeof text), "%s%" PRIu64 " %s",
+                                         len ? ", " : "", n, conn_slots_reason_to_string(i));
+                len = MIN(len, sizeof text - 1);
+        }
+        if (total == 0)
+                return;
+        log_notice("%s: closed %" PRIu64 " connection(s) to keep the connection limits (%s); %u open, %u of them "
+                   "anonymous.", l->is_unix ? "Unix socket" : "HTTP", total, text, st.open, st.anonymous);
+        memcpy(l->closed_logged, st.closed, sizeof l->closed_logged);
+        l->closed_logged_us = now_us;
+}
+
+/* ConnSlotsClose: MHD has no call to close a connection from outside its callbacks; shutting
+ * its socket down makes MHD read the end of it at its next run and close it the usual way
+ * (its CLOSED notification then frees the slot). */
+static void on_slot_close(void *conn, ConnSlotsReason why, void *userdata) {
+        HttpListener *l = userdata;
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (info && shutdown(info->connect_fd, SHUT_RDWR) < 0 && errno != ENOTCONN)
+                log_debug_errno(errno, "Cannot shut a connection down: %m");
+        closed_log(l, now_monotonic_us(l->server), false);
+}
+
+/* The client's key for the per-address share: its address over TCP, its uid (as request_peer()
+ * makes it) over the Unix socket; 0 when unknown. */
+static size_t connection_key(HttpListener *l, struct MHD_Connection *conn, uint8_t key[RATE_LIMIT_KEY_MAX]) {
+        if (!l->is_unix)
+                return client_key(conn, key);
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        uid_t uid;
+        if (!info || peer_unix_uid(info->connect_fd, &uid) < 0)
+                return 0;
+        key[0] = 'u';
+        memcpy(key + 1, &uid, sizeof uid);
+        return 1 + sizeof uid;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe) {
+        HttpListener *l = cls;
+        if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+                if (*socket_context)
+                        conn_slots_gone(l->slots, *socket_context);
+                *socket_context = NULL;
+                return;
+        }
+        uint8_t key[RATE_LIMIT_KEY_MAX];
+        size_t key_len = connection_key(l, conn, key);
+        ConnSlot *slot = NULL;
+        /* Out of memory: the connection goes unaccounted, within MHD's own limit still. */
+        if (conn_slots_open(l->slots, key, key_len, conn, now_monotonic_us(l->server), &slot) < 0) {
+                log_oom();
+                return;
+        }
+        *socket_context = slot;
+        deadline_arm(l);
+}
+
+/* libmicrohttpd's own messages. Those about one connection ("Connection was closed by remote
+ * side with incomplete request", "... closed when reading request") are a client's doing —
+ * every connection closed to keep the limits makes one — and go to debug; the others at most
+ * HTTP_MHD_LOG_BURST at once, then one per HTTP_MHD_LOG_EVERY_S, the rest counted. */
+#define HTTP_MHD_LOG_BURST 20.0
+#define HTTP_MHD_LOG_EVERY_S 6.0
+
 static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
+        HttpServer *s = cls;
         char msg[1024];
         vsnprintf(msg, sizeof msg, fmt, ap);
         size_t len = strlen(msg);
         while (len > 0 && msg[len - 1] == '\n')
                 msg[--len] = '\0';
-        log_warning("libmicrohttpd: %s", msg);
+        if (strncmp(msg, "Connection ", 11) == 0) {
+                log_debug("libmicrohttpd: %s", msg);
+                return;
+        }
+        static const uint8_t key = 'm';
+        if (s->mhd_log && !rate_limit_take(s->mhd_log, &key, 1, now_monotonic_us(s))) {
+                s->mhd_log_suppressed++;
+                return;
+        }
+        if (s->mhd_log_suppressed > 0) {
+                log_warning("libmicrohttpd: %s (and %" PRIu64 " more of its messages not logged)", msg,
+                            s->mhd_log_suppressed);
+                s->mhd_log_suppressed = 0;
+        } else
+                log_warning("libmicrohttpd: %s", msg);
 }
 
 /* MHD knows when it next needs to run even without socket activity (timeouts, and requests it
@@ -931,18 +1167,38 @@ static int listener_start(HttpServer *s, HttpListener *l, const HttpServerConfig
         int r;
 
         l->server = s;
+        uint64_t timeout_us = config->client_timeout_us ?: HTTP_CLIENT_TIMEOUT_DEFAULT_US;
+        ConnSlotsLimits limits = {
+                .max_total = config->max_connections,
+                .max_anonymous = config->max_connections - config->max_connections / HTTP_RESERVED_SHARE_DIVISOR,
+                .max_anonymous_per_key = config->max_anonymous_per_ip,
+                .timeout_us = timeout_us,
+        };
+        r = conn_slots_new(&limits, on_slot_close, l, &l->slots);
+        if (r < 0)
+                return log_oom();
+        r = sd_event_add_time(s->event, &l->deadline_source, CLOCK_MONOTONIC, UINT64_MAX,
+                              MAX(MIN(timeout_us / 16, HTTP_TIMER_ACCURACY_MAX_US), (uint64_t) 1), on_deadline, l);
+        if (r < 0)
+                return log_error_errno(r, "Cannot add the HTTP request deadline timer: %m");
+        (void) sd_event_source_set_enabled(l->deadline_source, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(l->deadline_source, l->is_unix ? "http-unix-deadline" : "http-deadline");
+
         /* The logger goes first so that MHD reports problems with the other options through it. */
         struct MHD_OptionItem options[16] = {
                 { MHD_OPTION_EXTERNAL_LOGGER, (intptr_t) on_mhd_log, s },
                 { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t) on_request_completed, s },
                 { MHD_OPTION_URI_LOG_CALLBACK, (intptr_t) on_request_uri, l },
-                { MHD_OPTION_CONNECTION_TIMEOUT, HTTP_CONNECTION_TIMEOUT_S, NULL },
+                { MHD_OPTION_NOTIFY_CONNECTION, (intptr_t) on_connection, l },
+                /* Without traffic while a request is answered (a client that does not read);
+                 * conn-slots.h's deadline covers the wait for a request, trickled or not. */
+                { MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t) MAX((timeout_us + USEC_PER_SEC - 1) / USEC_PER_SEC, 1u), NULL },
                 /* MHD keeps the request line and headers in this per-connection pool (and reads
                  * the body through it in pieces): its size bounds the headers. */
                 { MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t) config->max_header_bytes, NULL },
                 { MHD_OPTION_CONNECTION_LIMIT, (intptr_t) config->max_connections, NULL },
         };
-        size_t n = 6;
+        size_t n = 7;
         /* MHD grows a connection's read buffer by 1 KiB at a time by default: a 75 KB heartbeat
          * then took dozens of passes of the event loop, and with a thousand agents those passes
          * queued up into seconds of latency at a fifth of a core. Half the pool per step reads
@@ -1009,6 +1265,7 @@ int http_server_new(sd_event *event, const HttpServerConfig *config, const HttpR
                 .event = sd_event_ref(event),
                 .max_body_bytes = config->max_body_bytes,
                 .authorize = config->authorize,
+                .on_answered = config->on_answered,
                 .routes = routes,
                 .n_routes = n_routes,
                 .userdata = userdata,
@@ -1021,6 +1278,10 @@ int http_server_new(sd_event *event, const HttpServerConfig *config, const HttpR
                         return log_oom();
         }
         r = rate_limit_new(HTTP_AUTH_FAILURE_RATE_PER_S, HTTP_AUTH_FAILURE_BURST, HTTP_RATE_LIMIT_SLOTS, &s->auth_failures);
+        if (r < 0)
+                return log_oom();
+        /* One key: the table's smallest size will do. */
+        r = rate_limit_new(1.0 / HTTP_MHD_LOG_EVERY_S, HTTP_MHD_LOG_BURST, 8, &s->mhd_log);
         if (r < 0)
                 return log_oom();
         s->uids_partial = peer_uid_map_is_partial(&s->overflow_uid);
@@ -1116,8 +1377,13 @@ HttpServer *http_server_free(HttpServer *s) {
                 sd_event_source_disable_unref(l->io_source);
                 sd_event_source_disable_unref(l->timer_source);
                 sd_event_source_disable_unref(l->defer_source);
+                l->deadline_source = sd_event_source_disable_unref(l->deadline_source);
+                if (l->slots)
+                        closed_log(l, now_monotonic_us(s), true);
+                /* Its CLOSED notifications free the slots. */
                 if (l->daemon)
                         MHD_stop_daemon(l->daemon);
+                conn_slots_free(l->slots);
         }
         if (s->unix_path) {
                 /* Only our own: a newer server may have replaced the file since. */
@@ -1130,6 +1396,7 @@ HttpServer *http_server_free(HttpServer *s) {
         addr_count_free(s->held_by_address);
         rate_limit_free(s->requests);
         rate_limit_free(s->auth_failures);
+        rate_limit_free(s->mhd_log);
         sd_event_unref(s->event);
         free(s);
         return NULL;

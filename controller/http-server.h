@@ -93,6 +93,9 @@ typedef struct HttpAuthResult {
         char *reply_key;
         SignatureHex request_sig;
         SignatureHex body_sha256;
+        /* Admitted with a credential (auth_principal_vouched()): the connection is no longer
+         * anonymous (HttpServerConfig.max_anonymous_per_ip). */
+        bool vouched;
 } HttpAuthResult;
 
 /* Decides whether a routed request may go on (ret starts zeroed). */
@@ -104,6 +107,14 @@ typedef struct HttpServerConfig {
         uint64_t max_header_bytes;      /* request line + headers; larger ones get 431 */
         unsigned max_connections;       /* open at once; more are refused at accept */
         unsigned max_connections_per_ip;/* 0: no per-address limit */
+        /* Connections not yet vouched for (conn-slots.h: no request with a credential yet) take
+         * at most all but a quarter of max_connections, and this many per client address (0: no
+         * limit); past either, the one that has waited longest for its request is closed. */
+        unsigned max_anonymous_per_ip;
+        /* A connection gets this long, from its opening or its previous answer, to send a whole
+         * request (however slowly it trickles), and is closed after this long without traffic
+         * while it is answered. 0: HTTP_CLIENT_TIMEOUT_DEFAULT_US. */
+        uint64_t client_timeout_us;
         double rate_limit_per_s;        /* requests per second per client address, 0: none; excess gets 429 */
         const char *tls_cert_pem;       /* both or neither: serve HTTPS */
         const char *tls_key_pem;
@@ -116,12 +127,21 @@ typedef struct HttpServerConfig {
         bool unix_optional;             /* a Unix socket that cannot be set up is a warning, not an error */
         /* Look up the local owner of each loopback TCP connection (peer.h) for authorize. */
         bool identify_tcp_peers;
+        /* Told of every request answered, once libmicrohttpd is done with it, with the route its
+         * method and path matched (NULL: none) and the status sent; the server's userdata. May
+         * be NULL. */
+        void (*on_answered)(void *userdata, const HttpRoute *route, unsigned status);
 } HttpServerConfig;
 
 /* After this many refused authentications in a row (refilled at one per second) a client
  * address gets 429 for every request until its bucket refills: guessing tokens stays slow. */
 #define HTTP_AUTH_FAILURE_BURST 20
 #define HTTP_AUTH_FAILURE_RATE_PER_S 1.0
+
+/* A quarter of max_connections is kept for connections vouched for: agents, tokens,
+ * administrators. */
+#define HTTP_RESERVED_SHARE_DIVISOR 4u
+#define HTTP_CLIENT_TIMEOUT_DEFAULT_US (30 * USEC_PER_SEC)
 
 typedef struct HttpServer HttpServer;
 

@@ -9,7 +9,8 @@ CONTROLLER_SOURCES = \
 	controller/cluster.c controller/cluster.h \
 	controller/cluster-sched.c controller/cluster-sched.h \
 	controller/http-server.c controller/http-server.h controller/peer.c controller/peer.h \
-	controller/addr-count.c controller/addr-count.h \
+	controller/addr-count.c controller/addr-count.h controller/conn-slots.c controller/conn-slots.h \
+	controller/nonce-cache.c controller/nonce-cache.h \
 	controller/node-wait.c controller/node-wait.h \
 	controller/durable-answers.c controller/durable-answers.h \
 	controller/store-sched.c \
@@ -17,7 +18,9 @@ CONTROLLER_SOURCES = \
 	controller/store-jobs.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c \
 	controller/orchestrator.c controller/orchestrator.h \
 	controller/runtime-config.c controller/runtime-config.h \
-	controller/store-orch.c controller/api-orch.c controller/clock.c controller/clock.h
+	controller/store-orch.c controller/api-orch.c controller/api-output.c controller/clock.c controller/clock.h \
+	controller/api-metrics.c controller/controller-metrics.c controller/controller-metrics.h \
+	controller/node-usage.c controller/node-usage.h
 CONTROLLER_CFLAGS = $(AM_CFLAGS) -pthread $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(LIBMICROHTTPD_CFLAGS) $(SQLITE3_CFLAGS)
 CONTROLLER_LIBS = controller/libcgorch-orch.a $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(SIGN_LIBS) $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(LIBMICROHTTPD_LIBS) $(SQLITE3_LIBS) -lm
 
@@ -35,7 +38,8 @@ controller_libcgorch_sched_a_SOURCES = \
 	controller/sched-fifo.c controller/sched-fair.c controller/sched-hfsp.c \
 	controller/sched-psbs.c controller/sched-srpt.c \
 	controller/sched-sizing.c controller/sched-sizing.h \
-	controller/placement-fifo.c controller/placement-fifo.h
+	controller/placement-fifo.c controller/placement-fifo.h \
+	controller/job-params.c controller/job-params.h
 SCHED_LIBS = controller/libcgorch-sched.a $(ESTIMATOR_LIBS)
 
 # The orchestrator (MROrchestrator's Contention Detector and Performance Balancer): pure policy

@@ -115,6 +115,7 @@ int orch_snapshot_add_task(OrchSnapshot *s, const OrchTaskInfo *info, size_t *re
             (info->has_progress && !fraction_ok(info->progress)) || !isfinite(info->cpu_limit_cores) ||
             info->cpu_limit_cores < 0 || info->cpu_period_us < 0 || !isfinite(info->expected_cpu_cores) ||
             info->expected_cpu_cores < 0 || !fraction_ok(info->throttled_ratio) ||
+            !(isfinite(info->cpu_throttled_cores) && info->cpu_throttled_cores >= 0) ||
             !percent_ok(info->psi_cpu_some_avg10) || !percent_ok(info->psi_memory_some_avg10))
                 return -EINVAL;
         r = find_node(s, info->node, &node);

@@ -42,6 +42,10 @@ typedef struct OrchTaskInfo {
         double expected_cpu_cores;
         uint64_t expected_memory_bytes;
         double throttled_ratio;             /* throttled periods / periods, latest epoch, [0, 1] */
+        /* Throttled time over the latest epoch per second (cpu.stat throttled_time, summed over the
+         * CPUs where its threads waited for quota): the cores' worth it wanted beyond its quota.
+         * 0: none or unknown. */
+        double cpu_throttled_cores;
         double psi_cpu_some_avg10;          /* the task cgroup's own PSI, % (0 where unavailable) */
         double psi_memory_some_avg10;
         /* memory.events counters' increase over the latest epoch (v1: failcnt as max). */

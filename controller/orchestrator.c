@@ -25,9 +25,10 @@ typedef struct TrackSample {
         uint64_t cpu_usage_ns;
         uint64_t memory_bytes;
         uint32_t has;                   /* SAMPLE_HAS_* */
-        uint64_t periods, throttled_periods;
+        uint64_t periods, throttled_periods, throttled_ns;
         uint64_t events_high, events_max, events_oom;
         double psi_cpu, psi_memory;
+        uint64_t psi_cpu_total_us, psi_memory_total_us;
         double progress;                /* < 0: none */
         double cpu_cores, throttled_ratio;
 } TrackSample;
@@ -42,12 +43,17 @@ typedef struct TaskTrack {
         /* The cumulative counters where the last window ended. */
         bool has_base, has_base_throttling, has_base_events;
         int64_t base_ms;
-        uint64_t base_cpu_ns, base_periods, base_throttled;
+        uint64_t base_cpu_ns, base_periods, base_throttled, base_throttled_ns;
+        int64_t base_throttling_ms;
+        /* PSI some totals where the last window ended (details: not every sample has them). */
+        bool has_base_psi_cpu, has_base_psi_memory;
+        uint64_t base_psi_cpu_us, base_psi_memory_us;
+        int64_t base_psi_cpu_ms, base_psi_memory_ms;
         uint64_t base_events_high, base_events_max, base_events_oom;
         OrchWindow windows[ORCH_TRACK_WINDOWS];
         size_t n_windows;
         /* The latest window's signals. */
-        double throttled_ratio, psi_cpu, psi_memory, progress;
+        double throttled_ratio, throttled_cores, psi_cpu, psi_memory, progress;
         uint64_t events_high, events_max, events_oom;
         bool seen;                      /* reported since the last epoch */
         bool own_psi_cpu, own_psi_memory; /* its samples carry its cgroup's own PSI */
@@ -75,6 +81,7 @@ struct Orchestrator {
         int64_t last_epoch_ms;          /* when the latest epoch ran (wall clock), -1: none yet */
         double last_epoch_took_s;       /* how long it took (monotonic); 0: none ran */
         bool slow;                      /* it took more than its share of the loop (said once) */
+        OrchCounters counters;
 };
 
 static void track_free(TaskTrack *t) {
@@ -177,11 +184,14 @@ static TrackSample track_sample_from(const TaskSample *s) {
                 .has = s->has,
                 .periods = s->cpu_periods,
                 .throttled_periods = s->cpu_throttled_periods,
+                .throttled_ns = s->cpu_throttled_ns,
                 .events_high = s->memory_events_high,
                 .events_max = s->memory_events_max,
                 .events_oom = s->memory_events_oom,
                 .psi_cpu = psi_ok(s->psi_cpu.some_avg10) ? s->psi_cpu.some_avg10 : 0,
                 .psi_memory = psi_ok(s->psi_memory.some_avg10) ? s->psi_memory.some_avg10 : 0,
+                .psi_cpu_total_us = s->psi_cpu.some_total_us,
+                .psi_memory_total_us = s->psi_memory.some_total_us,
                 .progress = s->progress,
                 .cpu_cores = s->cpu_cores,
                 .throttled_ratio = s->throttled_ratio,
@@ -198,6 +208,18 @@ static void track_set_base(TaskTrack *t, const TrackSample *s) {
                 t->has_base_throttling = true;
                 t->base_periods = s->periods;
                 t->base_throttled = s->throttled_periods;
+                t->base_throttled_ns = s->throttled_ns;
+                t->base_throttling_ms = s->time_ms;
+        }
+        if (s->has & SAMPLE_HAS_PSI_CPU) {
+                t->has_base_psi_cpu = true;
+                t->base_psi_cpu_us = s->psi_cpu_total_us;
+                t->base_psi_cpu_ms = s->time_ms;
+        }
+        if (s->has & SAMPLE_HAS_PSI_MEMORY) {
+                t->has_base_psi_memory = true;
+                t->base_psi_memory_us = s->psi_memory_total_us;
+                t->base_psi_memory_ms = s->time_ms;
         }
         if (s->has & SAMPLE_HAS_MEMORY_EVENTS) {
                 t->has_base_events = true;
@@ -329,6 +351,49 @@ static int track_close_window(TaskTrack *t) {
                 throttled = n > 0 ? sum / (double) n : 0;
         }
         t->throttled_ratio = isfinite(throttled) ? MAX(MIN(throttled, 1.0), 0.0) : 0;
+        /* Throttled time per second: the cores' worth its threads waited for quota. */
+        t->throttled_cores = 0;
+        const TrackSample *thr_first = NULL;
+        for (size_t i = 0; i < t->n_samples && !thr_first; i++)
+                if (t->samples[i].has & SAMPLE_HAS_THROTTLING)
+                        thr_first = &t->samples[i];
+        /* From where the last window ended, else from the window's first sample. */
+        int64_t thr_from_ms = t->has_base_throttling ? t->base_throttling_ms : thr_first ? thr_first->time_ms : 0;
+        uint64_t thr_from_ns = t->has_base_throttling ? t->base_throttled_ns : thr_first ? thr_first->throttled_ns : 0;
+        if (thr_last && thr_last->time_ms > thr_from_ms && thr_last->throttled_ns >= thr_from_ns) {
+                double cores = (double) (thr_last->throttled_ns - thr_from_ns) /
+                               ((double) (thr_last->time_ms - thr_from_ms) * 1e6);
+                t->throttled_cores = isfinite(cores) ? MIN(cores, PROTO_MAX_CPU_CORES) : 0;
+        }
+
+        /* Its own stall over the window, from the PSI totals (avg10 trails a change by seconds,
+         * a short job's whole life); avg10 where there is no earlier total. */
+        double psi_cpu = -1, psi_memory = -1;
+        {
+                /* From the total where the last window ended, else the window's first one. */
+                const TrackSample *first_cpu = NULL, *last_cpu = NULL, *first_mem = NULL, *last_mem = NULL;
+                for (size_t i = 0; i < t->n_samples; i++) {
+                        const TrackSample *s = &t->samples[i];
+                        if (s->has & SAMPLE_HAS_PSI_CPU) {
+                                first_cpu = first_cpu ?: s;
+                                last_cpu = s;
+                        }
+                        if (s->has & SAMPLE_HAS_PSI_MEMORY) {
+                                first_mem = first_mem ?: s;
+                                last_mem = s;
+                        }
+                }
+                int64_t from_ms = t->has_base_psi_cpu ? t->base_psi_cpu_ms : first_cpu ? first_cpu->time_ms : 0;
+                uint64_t from_us = t->has_base_psi_cpu ? t->base_psi_cpu_us : first_cpu ? first_cpu->psi_cpu_total_us : 0;
+                if (last_cpu && last_cpu->time_ms > from_ms && last_cpu->psi_cpu_total_us >= from_us)
+                        psi_cpu = 100.0 * (double) (last_cpu->psi_cpu_total_us - from_us) /
+                                  ((double) (last_cpu->time_ms - from_ms) * 1000.0);
+                from_ms = t->has_base_psi_memory ? t->base_psi_memory_ms : first_mem ? first_mem->time_ms : 0;
+                from_us = t->has_base_psi_memory ? t->base_psi_memory_us : first_mem ? first_mem->psi_memory_total_us : 0;
+                if (last_mem && last_mem->time_ms > from_ms && last_mem->psi_memory_total_us >= from_us)
+                        psi_memory = 100.0 * (double) (last_mem->psi_memory_total_us - from_us) /
+                                     ((double) (last_mem->time_ms - from_ms) * 1000.0);
+        }
 
         uint64_t memory = 0;
         t->events_high = t->events_max = t->events_oom = 0;
@@ -351,6 +416,11 @@ static int track_close_window(TaskTrack *t) {
                         t->events_oom = s->events_oom > bo ? s->events_oom - bo : 0;
                 }
         }
+
+        if (psi_cpu >= 0 && isfinite(psi_cpu))
+                t->psi_cpu = MIN(psi_cpu, 100.0);
+        if (psi_memory >= 0 && isfinite(psi_memory))
+                t->psi_memory = MIN(psi_memory, 100.0);
 
         double run_time_s = (double) (last->time_ms - t->first_ms) / 1000.0;
         bool fresh = t->n_windows == 0 || run_time_s > t->windows[t->n_windows - 1].run_time_s;
@@ -622,6 +692,7 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
                         .expected_cpu_cores = st->cpu_cores,
                         .expected_memory_bytes = st->memory_bytes,
                         .throttled_ratio = t->throttled_ratio,
+                        .cpu_throttled_cores = t->throttled_cores,
                         .psi_cpu_some_avg10 = t->psi_cpu,
                         .psi_memory_some_avg10 = t->psi_memory,
                         .memory_events_high = t->events_high,
@@ -647,9 +718,16 @@ static int contention_json(Orchestrator *o, const OrchSnapshot *s, const OrchFin
         _cleanup_json_ json_t *findings = json_array(), *decisions = json_array();
         if (!findings || !decisions)
                 return -ENOMEM;
-        for (size_t i = 0; f && i < f->n; i++)
-                if (json_array_append_new(findings, finding_to_json(s, &f->items[i])) < 0)
+        for (size_t i = 0; f && i < f->n; i++) {
+                json_t *fj = finding_to_json(s, &f->items[i]);
+                /* What came of it: a change, or why none. */
+                const OrchExplanation *e = d && i < d->n_explained ? &d->explained[i] : NULL;
+                const char *outcome = e ? orch_outcome_to_string(e->outcome) : NULL;
+                if (!fj || json_object_set_new(fj, "outcome", outcome ? json_string(outcome) : json_null()) < 0 ||
+                    json_object_set_new(fj, "why", e && outcome ? json_string(e->why) : json_null()) < 0 ||
+                    json_array_append_new(findings, fj) < 0)
                         return -ENOMEM;
+        }
         for (size_t i = 0; d && i < d->n; i++)
                 if (json_array_append_new(decisions, decision_to_json(s, &d->items[i])) < 0)
                         return -ENOMEM;
@@ -697,6 +775,23 @@ double orchestrator_last_epoch_s(const Orchestrator *o) {
         return o->last_epoch_took_s;
 }
 
+const OrchCounters *orchestrator_counters(const Orchestrator *o) {
+        return &o->counters;
+}
+
+/* Counts an epoch's decisions once their fate is known (recorded: the transaction committed). */
+static void count_decisions(Orchestrator *o, const OrchDecisions *decisions, bool recorded) {
+        for (size_t i = 0; i < decisions->n; i++) {
+                const OrchDecision *d = &decisions->items[i];
+                OrchDecided outcome = d->verdict == ORCH_VERDICT_SKIPPED ? ORCH_DECIDED_SKIPPED :
+                        !recorded                          ? ORCH_DECIDED_FAILED :
+                        d->verdict == ORCH_VERDICT_DRY_RUN  ? ORCH_DECIDED_DRY_RUN :
+                                                             ORCH_DECIDED_APPLIED;
+                if ((unsigned) d->resource < _ORCH_RESOURCE_MAX)
+                        o->counters.decisions[d->resource][d->raise ? 0 : 1][outcome]++;
+        }
+}
+
 static int run_epoch_work(Orchestrator *o, int64_t now_ms, const char *node, unsigned *ret_for_node);
 
 /* Returns the number of set_limits actions queued; *ret_for_node (when node is set) those of
@@ -737,13 +832,29 @@ static int run_epoch_work(Orchestrator *o, int64_t now_ms, const char *node, uns
         r = orch_balance(snap, &findings, now_s, &o->balance, &o->state, &decisions);
         if (r < 0)
                 return r;
+        o->counters.epochs++;
+        for (size_t i = 0; i < findings.n; i++)
+                if ((unsigned) findings.items[i].kind < _ORCH_FINDING_KIND_MAX)
+                        o->counters.findings[findings.items[i].kind]++;
 
+        /* Samples come faster while a limit changed or a finding may change one soon; not for
+         * findings that stay as they are whatever the next samples say (a quota that does not
+         * bind, a task without a limit or at its ceiling). */
         bool active = orch_decisions_count(&decisions, ORCH_VERDICT_APPLY) > 0;
-        for (size_t i = 0; i < findings.n && !active; i++) {
-                OrchFindingKind k = findings.items[i].kind;
-                active = orch_mode_controls(o->balance.mode, findings.items[i].resource) &&
-                         (k == ORCH_FINDING_DEFICIT || k == ORCH_FINDING_STRAGGLER || k == ORCH_FINDING_HOG);
-        }
+        for (size_t i = 0; i < decisions.n_explained && !active; i++)
+                switch (decisions.explained[i].outcome) {
+                case ORCH_OUTCOME_CHANGED:
+                case ORCH_OUTCOME_DRY_RUN:
+                case ORCH_OUTCOME_HYSTERESIS:
+                case ORCH_OUTCOME_COOLDOWN:
+                case ORCH_OUTCOME_NO_ROOM:
+                case ORCH_OUTCOME_BELOW_MIN_CHANGE:
+                case ORCH_OUTCOME_COORDINATION:
+                        active = true;
+                        break;
+                default:
+                        break;
+                }
         o->active = active;
 
         size_t n_recorded = decisions.n - orch_decisions_count(&decisions, ORCH_VERDICT_SKIPPED);
@@ -769,6 +880,8 @@ static int run_epoch_work(Orchestrator *o, int64_t now_ms, const char *node, uns
                                         n_for_node++;
                         }
         }
+
+        count_decisions(o, &decisions, r >= 0);
 
         json_t *j = NULL;
         int k = contention_json(o, snap, &findings, &decisions, now_ms, &j);

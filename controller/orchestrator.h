@@ -65,5 +65,25 @@ int orchestrator_run_epoch(Orchestrator *o, int64_t now_ms);
 /* How long (s, monotonic) the latest epoch took; 0 when none ran since the mode was set. */
 double orchestrator_last_epoch_s(const Orchestrator *o);
 
+/* What became of a balancer decision: sent to its agent, recorded in dry-run, wanted but not
+ * done (no room, no use), or lost with a store transaction that failed. */
+typedef enum OrchDecided {
+        ORCH_DECIDED_APPLIED,
+        ORCH_DECIDED_DRY_RUN,
+        ORCH_DECIDED_SKIPPED,
+        ORCH_DECIDED_FAILED,
+        _ORCH_DECIDED_MAX,
+} OrchDecided;
+
+/* What the orchestrator did since the controller started (GET /metrics). */
+typedef struct OrchCounters {
+        uint64_t epochs;
+        uint64_t findings[_ORCH_FINDING_KIND_MAX];
+        /* By resource, by direction (0: a grant to a short task, 1: a take from a hog), by outcome. */
+        uint64_t decisions[_ORCH_RESOURCE_MAX][2][_ORCH_DECIDED_MAX];
+} OrchCounters;
+
+const OrchCounters *orchestrator_counters(const Orchestrator *o);
+
 /* GET /v1/contention: the latest epoch's findings and decisions, with their evidence. */
 int orchestrator_contention_to_json(Orchestrator *o, json_t **ret);

@@ -43,25 +43,25 @@ static const char *const preemption_choices[_SCHED_PREEMPTION_MAX] = {
 
 const Knob runtime_knobs[] = {
         { "orchestrate", KNOB_ENUM, SETTING(balance.mode), "MODE",
-          "control mode: which limits the orchestrator adjusts, off, cpu, memory or cpu+memory (default: off)",
+          "control mode: which limits the orchestrator adjusts, off, cpu, memory or cpu+memory (default: cpu)",
           0, 0, ENUM_CHOICES(mode_choices), "mode", KNOB_APPLY_ORCHESTRATOR },
         { "dry-run", KNOB_BOOL, SETTING(balance.dry_run), NULL,
           "decide and record adjustments but do not apply them (default: no)",
           0, 0, NULL, 0, "dry_run", KNOB_APPLY_ORCHESTRATOR },
         { "epoch", KNOB_DURATION, SETTING(balance.epoch_s), "DURATION",
-          "how often the orchestrator detects contention and balances (default: 20s; 1s..1h)",
+          "how often the orchestrator detects contention and balances (default: 1s; 1s..1h)",
           1, 3600, NULL, 0, "epoch_s", KNOB_APPLY_ORCHESTRATOR },
         { "estimator", KNOB_ENUM, SETTING(balance.estimator), "NAME",
           "how the balancer estimates what a task needs, regression or uniform (default: regression)",
           0, 0, ENUM_CHOICES(estimator_choices), "estimator", KNOB_APPLY_ORCHESTRATOR },
         { "hysteresis", KNOB_UINT, SETTING(balance.hysteresis_epochs), "EPOCHS",
-          "act on a finding present this many epochs in a row (default: 2; 1..100)",
+          "act on a finding present this many epochs in a row (default: 1; 1..100)",
           1, 100, NULL, 0, "hysteresis_epochs", KNOB_APPLY_ORCHESTRATOR },
         { "cooldown", KNOB_UINT, SETTING(balance.cooldown_epochs), "EPOCHS",
-          "leave a changed limit alone this many epochs (default: 2; 0..100)",
+          "leave a changed limit alone this many epochs (default: 1; 0..100)",
           0, 100, NULL, 0, "cooldown_epochs", KNOB_APPLY_ORCHESTRATOR },
         { "cpu-max-step", KNOB_DOUBLE, SETTING(balance.cpu_max_step_cores), "CPUS",
-          "most a task's CPU quota moves in one epoch (default: 0.5; 0.01..4096)",
+          "most a task's CPU quota moves in one epoch (default: 1; 0.01..4096)",
           0.01, 4096, NULL, 0, "cpu_max_step_cores", KNOB_APPLY_ORCHESTRATOR },
         { "cpu-floor", KNOB_DOUBLE, SETTING(balance.cpu_floor_cores), "CPUS",
           "never lower a CPU quota below this (default: 0.1; 0.01..4096)",
@@ -105,6 +105,15 @@ const Knob runtime_knobs[] = {
         { "probe", KNOB_DOUBLE, SETTING(sched.probe_s), "SECONDS",
           "hfsp, psbs: a phase not yet sized starts its first task at once, kept from preemption this long, to learn its task size; 0: off (default: 1; 0..3600)",
           0, 3600, NULL, 0, "probe_s", KNOB_APPLY_SCHEDULER },
+        { "default-time", KNOB_DURATION, SETTING(jobs.default_time_s), "DURATION",
+          "the time limit of each task of a job that names none; 0: max-time, if set, else none (default: 0; 0..365d)",
+          0, 31536000, NULL, 0, "default_time_s", KNOB_APPLY_JOBS },
+        { "max-time", KNOB_DURATION, SETTING(jobs.max_time_s), "DURATION",
+          "the most time per task a job may ask for; 0: a year (default: 0; 0..365d)",
+          0, 31536000, NULL, 0, "max_time_s", KNOB_APPLY_JOBS },
+        { "kill-grace", KNOB_DURATION, SETTING(jobs.kill_grace_s), "DURATION",
+          "a task at its time limit gets SIGTERM, then SIGKILL this much later (default: 10s; 0..1h)",
+          0, 3600, NULL, 0, "kill_grace_s", KNOB_APPLY_JOBS },
 };
 const size_t runtime_n_knobs = ELEMENTSOF(runtime_knobs);
 
@@ -113,8 +122,8 @@ RuntimeSettings runtime_settings_default(void) {
                 .balance = ORCH_BALANCE_PARAMS_DEFAULT,
                 .detect = ORCH_DETECT_PARAMS_DEFAULT,
                 .sched = SCHED_PARAMS_DEFAULT,
+                .jobs = JOB_PARAMS_DEFAULT,
         };
-        s.balance.mode = ORCH_MODE_OFF;
         return s;
 }
 
@@ -390,6 +399,9 @@ int runtime_settings_validate(const RuntimeSettings *s, char **ret_error) {
         }
         if (orch_detect_params_validate(&s->detect, &field) < 0)
                 return knob_error(ret_error, "detector: invalid threshold %s", field ?: "?");
+        char why[256];
+        if (job_params_validate(&s->jobs, why, sizeof why) < 0)
+                return knob_error(ret_error, "%s", why);
         return 0;
 }
 

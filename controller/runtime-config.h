@@ -13,6 +13,7 @@
 
 #include "balancer.h"
 #include "detector.h"
+#include "job-params.h"
 #include "sched.h"
 
 /* Everything a knob can change. */
@@ -20,6 +21,7 @@ typedef struct RuntimeSettings {
         OrchBalanceParams balance;      /* mode, dry_run, epoch_s, estimator, ... */
         OrchDetectParams detect;
         SchedParams sched;
+        JobParams jobs;                 /* time limits, kill grace */
 } RuntimeSettings;
 
 /* The controller's defaults: the balancer's and the detector's documented defaults, but
@@ -40,6 +42,7 @@ typedef enum KnobType {
 typedef enum KnobApply {
         KNOB_APPLY_ORCHESTRATOR,
         KNOB_APPLY_SCHEDULER,
+        KNOB_APPLY_JOBS,
         _KNOB_APPLY_MAX,
 } KnobApply;
 

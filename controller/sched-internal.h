@@ -202,6 +202,10 @@ struct Sched {
          * probe_head (entries whose phase was probed or is gone are dropped when reached). */
         uint64_t *probe_keys;
         size_t probe_head, n_probe_keys, n_probe_keys_allocated;
+        /* Keys of the phases whose service passed their size since the last decision (hfsp,
+         * psbs): the next decision floors what they have left (sched.c, overrun_floors()). */
+        uint64_t *overrun_keys;
+        size_t n_overrun_keys, n_overrun_keys_allocated;
 
         /* Nodes: capacity from the caller, allocations kept from the tasks. */
         PlacementNode *nodes;

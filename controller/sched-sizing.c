@@ -61,6 +61,13 @@ int sched_sizing_train(const SchedSizing *z, Sched *s, uint64_t key, SizingPhase
         if (r < 0)
                 return r;
         if (r > 0) {
+                /* S_f counts what the phase's tasks have left, not what the training tasks used
+                 * so far (Σ p_k·s̃_k): the service it is measured against starts from here. */
+                ph->uncounted_s = 0;
+                for (size_t i = 0; i < n_training; i++)
+                        ph->uncounted_s += training[i].finished ? finished_size(z, &training[i])
+                                : z->params.unit == HFSP_SIZE_CPU_SECONDS ? training[i].cpu_s
+                                                                         : now_s - training[i].start_s;
                 SchedSize size = sched_sizing_sched_size(z, ph);
                 r = sched_job_training_done(s, key, now_s, &size);
                 return r < 0 ? r : SCHED_SIZING_FINAL;
@@ -86,6 +93,12 @@ int sched_sizing_train(const SchedSizing *z, Sched *s, uint64_t key, SizingPhase
         SchedSize size = sched_sizing_sched_size(z, ph);
         r = sched_job_set_size(s, key, now_s, &size);
         return r < 0 ? r : SCHED_SIZING_REFINED;
+}
+
+int sched_sizing_served(Sched *s, uint64_t key, const SizingPhase *ph, double finished_s) {
+        if (!(finished_s >= 0) || !isfinite(finished_s))
+                return -EINVAL;
+        return sched_job_set_service(s, key, MAX(finished_s - ph->uncounted_s, 0.0));
 }
 
 int sched_sizing_finish(SchedSizing *z, Sched *s, uint64_t key, const double *task_sizes_s, size_t n, double now_s) {

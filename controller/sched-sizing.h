@@ -25,6 +25,8 @@ typedef struct SizingPhase {
         unsigned n_refined;    /* finished training tasks S_i rests on (0: s̄) */
         double error;          /* every size the scheduler hears is multiplied by this: the
                                 * simulator's injected estimation error, 1 in the controller */
+        double uncounted_s;    /* what its tasks had used when S_f was set, which S_f leaves
+                                * out (the training tasks' CPU-seconds then); 0 before */
 } SizingPhase;
 
 int sched_sizing_init(SchedSizing *z, const HfspSizeParams *params);
@@ -51,6 +53,12 @@ bool sched_sizing_learning(const SizingPhase *ph);
  * Phases that no longer learn (sched_sizing_learning()) are left alone. */
 int sched_sizing_train(const SchedSizing *z, Sched *s, uint64_t key, SizingPhase *ph, const HfspTrainingTask *training,
                        size_t n_training, double now_s);
+
+/* The summed sizes of the phase's finished tasks so far (in the unit sched_sizing_finish() takes
+ * them): the scheduler is told the part its size counts (sched_job_set_service()), which is how
+ * it knows a phase that has overrun its estimate. A fact, not an estimate: the simulator's
+ * injected error does not apply. */
+int sched_sizing_served(Sched *s, uint64_t key, const SizingPhase *ph, double finished_s);
 
 /* The phase finished in reality: its tasks' sizes join s̄, and the scheduler is told. */
 int sched_sizing_finish(SchedSizing *z, Sched *s, uint64_t key, const double *task_sizes_s, size_t n, double now_s);

@@ -106,6 +106,7 @@ Sched *sched_free(Sched *s) {
         free(s->out);
         free(s->reserved);
         free(s->probe_keys);
+        free(s->overrun_keys);
         free(s);
         return NULL;
 }
@@ -160,6 +161,19 @@ static int job_changed(Sched *s, SchedJob *j) {
         return sched_order_update(s, j);
 }
 
+static int key_push(uint64_t **keys, size_t *n, size_t *allocated, uint64_t key) {
+        if (*n == *allocated) {
+                size_t m = MAX(*allocated * 2, (size_t) 16);
+                uint64_t *p = realloc(*keys, m * sizeof(uint64_t));
+                if (!p)
+                        return -ENOMEM;
+                *keys = p;
+                *allocated = m;
+        }
+        (*keys)[(*n)++] = key;
+        return 0;
+}
+
 static int probe_push(Sched *s, uint64_t key) {
         if (s->probe_head > 0 && s->probe_head * 2 >= s->n_probe_keys) {
                 /* Mostly dropped entries before the head: move the live ones down. */
@@ -167,16 +181,7 @@ static int probe_push(Sched *s, uint64_t key) {
                 s->n_probe_keys -= s->probe_head;
                 s->probe_head = 0;
         }
-        if (s->n_probe_keys == s->n_probe_keys_allocated) {
-                size_t m = MAX(s->n_probe_keys_allocated * 2, (size_t) 16);
-                uint64_t *p = realloc(s->probe_keys, m * sizeof(uint64_t));
-                if (!p)
-                        return -ENOMEM;
-                s->probe_keys = p;
-                s->n_probe_keys_allocated = m;
-        }
-        s->probe_keys[s->n_probe_keys++] = key;
-        return 0;
+        return key_push(&s->probe_keys, &s->n_probe_keys, &s->n_probe_keys_allocated, key);
 }
 
 int sched_job_add(Sched *s, uint64_t key, double now_s, double weight, double parallel_cpus,
@@ -275,6 +280,13 @@ int sched_job_set_service(Sched *s, uint64_t key, double service_s) {
         if (j->service_s == service_s)
                 return 0;
         j->service_s = service_s;
+        /* An overrun estimate: the next decision sees to it (overrun_floors()), once it knows
+         * the phase's tasks as they are then. */
+        if (s->ops->virtual_order && service_s > sched_job_size(j)) {
+                int r = key_push(&s->overrun_keys, &s->n_overrun_keys, &s->n_overrun_keys_allocated, key);
+                if (r < 0)
+                        return r;
+        }
         return sched_order_update(s, j); /* srpt's key */
 }
 
@@ -314,8 +326,9 @@ int sched_job_restore(Sched *s, uint64_t key, double now_s, double virtual_size_
         SchedJob *j = sched_table_find(s, key);
         if (!j)
                 return -ENOENT;
-        /* Never more left than its size: a checkpoint of an older, larger size ages no less. */
-        sched_vcluster_set_remaining(s, j, MIN(virtual_size_s, sched_job_size(j)));
+        /* Never more left than its size, or than it has overrun it: a checkpoint of an older,
+         * larger size ages no less. */
+        sched_vcluster_set_remaining(s, j, MIN(virtual_size_s, MAX(sched_job_size(j), j->service_s - sched_job_size(j))));
         if (!nothing_left(s, j)) {
                 j->late = false;
                 if (!j->real_done) {
@@ -774,8 +787,48 @@ static int decide(Sched *s, double now_s) {
         return stop ? thaw_backfill(s) : 0;
 }
 
+/* What a phase that has overrun its estimate still has left in the virtual cluster: at least as
+ * much as it has overrun it (the CPU-seconds it had beyond its size). An estimate the phase has
+ * outrun is known to be short, by an unknown amount; its virtual remaining size, counting down
+ * from that estimate, kept it ahead of every phase with more left while it started task after
+ * task: an under-estimated giant held the whole cluster until it went late, up to k times its
+ * estimated remaining size with k phases ageing beside it (docs/design.md, "Overrun
+ * estimates"). Only while it has tasks to start: one whose tasks have all started takes no more
+ * than it runs, and its last tasks are no victims for it. */
+static int overrun_floors(Sched *s, double now_s) {
+        for (size_t i = 0; i < s->n_overrun_keys; i++) {
+                SchedJob *j = sched_table_find(s, s->overrun_keys[i]);
+                if (!j || !s->ops->virtual_order || j->real_done || j->size.kind == SCHED_SIZE_TINY ||
+                    j->n_pending == 0)
+                        continue;
+                double over = j->service_s - sched_job_size(j);
+                if (!(over > sched_job_virtual_remaining(s, j)))
+                        continue;
+                int r;
+                if (j->in_virtual) {
+                        sched_vcluster_set_remaining(s, j, over);
+                        r = sched_order_update(s, j);
+                } else {
+                        /* Late, and it has overrun further since (or since it went late
+                         * unfloored): its estimate is still short, and late phases come first.
+                         * Back into the virtual cluster with the new overrun left. */
+                        sched_vcluster_set_remaining(s, j, over);
+                        j->late = false;
+                        r = sched_vcluster_enter(s, j, now_s);
+                        if (r >= 0)
+                                r = job_changed(s, j);
+                }
+                if (r < 0)
+                        return r;
+        }
+        s->n_overrun_keys = 0;
+        return 0;
+}
+
 int sched_next(Sched *s, double now_s, const SchedDecision **ret, size_t *ret_n) {
         int r = sched_vcluster_advance(s, now_s);
+        if (r >= 0)
+                r = overrun_floors(s, now_s);
         if (r < 0)
                 return r;
         if (s->n_reserved < s->n_nodes) {

@@ -129,7 +129,10 @@ int sched_job_set_size(Sched *s, uint64_t key, double now_s, const SchedSize *si
  * becomes S_f itself, not S_f minus the aging it got on its initial size (that would subtract
  * the training work twice). Returns 1 if applied, 0 if a final size was already set, -ENOENT. */
 int sched_job_training_done(Sched *s, uint64_t key, double now_s, const SchedSize *final_size);
-/* CPU-seconds the job phase has received so far in reality (srpt's remaining size). */
+/* CPU-seconds the job phase has received in reality that its size counts (srpt's remaining size
+ * is size − service). hfsp and psbs: from the next decision, a phase with tasks still to start
+ * whose service has passed its size has at least the overrun (service − size) left in the
+ * virtual cluster; its virtual remaining size may then exceed its size. -ENOENT, -EINVAL. */
 int sched_job_set_service(Sched *s, uint64_t key, double service_s);
 /* The phase finished in reality. It stays in the virtual cluster until it finishes there too
  * (it still slows the others' aging, as in FSP and PSBS), whatever the policy, so that

@@ -9,6 +9,11 @@
 typedef struct StoreCheckpointer StoreCheckpointer;
 typedef struct StoreUsage StoreUsage;
 
+typedef struct StoreJobEvent {
+        JobState state;
+        int64_t submitted_ms, changed_ms;
+} StoreJobEvent;
+
 /* One prepared statement kept for reuse, keyed by the address of its SQL literal. */
 typedef struct StoreStmt {
         const char *sql;
@@ -40,7 +45,14 @@ struct Store {
         void *action_queued_userdata;
         StoreChangeHooks change_hooks;
         void *change_userdata;
+        StoreObserver observer;
+        StoreJobEvent *job_events;     /* changes of job state in the open transaction, for observer.job_state */
+        size_t n_job_events, job_events_allocated;
 };
+
+/* Tells the observer of a job's change of state once its transaction commits (store.c); out
+ * of memory, it does not (a metric is not worth failing a request for). */
+void store_note_job_state(Store *s, JobState state, int64_t submitted_ms, int64_t changed_ms);
 
 /* Hands a statement back to the cache: reset (ending its read, if it was mid-way) and its
  * bindings cleared, never finalized (store_close() does that). */

@@ -1,6 +1,7 @@
 /* store-jobs.c: jobs, phases and tasks in the store, and the job JSON the API serves. */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,8 +58,8 @@ int store_job_insert(Store *s, const JobSpec *spec, int64_t now_ms, uint64_t *re
 
         _cleanup_stmt_ sqlite3_stmt *job = NULL;
         int r = store_prepare(s,
-                              "INSERT INTO jobs (name, user, weight, spec, state, submitted_ms) "
-                              "VALUES (?, ?, ?, ?, 'queued', ?)",
+                              "INSERT INTO jobs (name, user, weight, spec, state, submitted_ms, output, error, time_limit_s) "
+                              "VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?)",
                               &job);
         if (r < 0)
                 return r;
@@ -67,6 +68,12 @@ int store_job_insert(Store *s, const JobSpec *spec, int64_t now_ms, uint64_t *re
         sqlite3_bind_double(job, 3, spec->weight);
         sqlite3_bind_text(job, 4, spec_text, -1, SQLITE_TRANSIENT);
         sqlite3_bind_int64(job, 5, now_ms);
+        store_bind_text_or_null(job, 6, spec->output);
+        store_bind_text_or_null(job, 7, spec->error);
+        if (spec->time_limit_s > 0)
+                sqlite3_bind_int64(job, 8, spec->time_limit_s);
+        else
+                sqlite3_bind_null(job, 8);
         r = store_step_done(s, job, "insert job");
         if (r < 0)
                 return r;
@@ -166,12 +173,178 @@ int store_job_get_user(Store *s, uint64_t job, char **ret_user) {
         return store_column_strdup(st, 0, ret_user);
 }
 
+void store_job_done(StoreJob *j) {
+        free(j->user);
+        free(j->output);
+        free(j->error);
+        free(j->held_by);
+        *j = (StoreJob) {};
+}
+
+int store_job_get(Store *s, uint64_t job, StoreJob *ret) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s,
+                              "SELECT state, user, output, error, time_limit_s, held_by, held_admin, attempt_base,"
+                              " (SELECT COUNT(*) FROM tasks t WHERE t.job = j.id AND t.state IN ('starting', 'running'))"
+                              " FROM jobs j WHERE id = ?",
+                              &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, (int64_t) job);
+        r = store_step_row(s, st, "read job");
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return -ENOENT;
+        StoreJob j = {
+                .id = job,
+                .state = job_state_from_string((const char *) sqlite3_column_text(st, 0)),
+                .time_limit_s = sqlite3_column_type(st, 4) == SQLITE_NULL ? 0 : (uint32_t) sqlite3_column_int64(st, 4),
+                .held_admin = sqlite3_column_int(st, 6) != 0,
+                .attempt_base = (unsigned) sqlite3_column_int(st, 7),
+                .tasks_active = (unsigned) sqlite3_column_int(st, 8),
+        };
+        if (j.state < 0)
+                return -EBADMSG;
+        r = store_column_strdup(st, 1, &j.user);
+        if (r >= 0)
+                r = store_column_strdup(st, 2, &j.output);
+        if (r >= 0)
+                r = store_column_strdup(st, 3, &j.error);
+        if (r >= 0)
+                r = store_column_strdup(st, 5, &j.held_by);
+        if (r < 0) {
+                store_job_done(&j);
+                return r;
+        }
+        *ret = j;
+        return 0;
+}
+
+int store_job_set_hold(Store *s, uint64_t job, const char *by, bool admin, int64_t now_ms) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, "UPDATE jobs SET held_by = ?1, held_admin = ?2, held_ms = CASE WHEN ?1 IS NULL THEN NULL"
+                                 " ELSE ?3 END WHERE id = ?4",
+                              &st);
+        if (r < 0)
+                return r;
+        store_bind_text_or_null(st, 1, by);
+        sqlite3_bind_int(st, 2, by && admin);
+        sqlite3_bind_int64(st, 3, now_ms);
+        sqlite3_bind_int64(st, 4, (int64_t) job);
+        r = store_step_done(s, st, "hold job");
+        if (r < 0)
+                return r;
+        store_job_changed(s, job);
+        return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
+}
+
+int store_job_set_reason(Store *s, uint64_t job, const char *reason) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, "UPDATE jobs SET reason = ? WHERE id = ?", &st);
+        if (r < 0)
+                return r;
+        store_bind_text_or_null(st, 1, reason);
+        sqlite3_bind_int64(st, 2, (int64_t) job);
+        r = store_step_done(s, st, "record why the job ended");
+        if (r < 0)
+                return r;
+        store_job_changed(s, job);
+        return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
+}
+
+int store_job_requeue(Store *s, uint64_t job, unsigned *ret_attempt) {
+        _cleanup_stmt_ sqlite3_stmt *base = NULL, *jobs = NULL, *phases = NULL, *tasks = NULL;
+        int r = store_prepare(s, "SELECT COALESCE(MAX(attempt), -1) + 1 FROM tasks WHERE job = ?", &base);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(base, 1, (int64_t) job);
+        r = store_step_row(s, base, "read the job's attempts");
+        if (r < 0)
+                return r;
+        unsigned attempt = r > 0 ? (unsigned) sqlite3_column_int(base, 0) : 0;
+
+        r = store_prepare(s,
+                          "UPDATE jobs SET state = 'queued', finished_ms = NULL, reason = NULL, attempt_base = ?1,"
+                          " requeues = requeues + 1 WHERE id = ?2",
+                          &jobs);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int(jobs, 1, (int) attempt);
+        sqlite3_bind_int64(jobs, 2, (int64_t) job);
+        r = store_step_done(s, jobs, "requeue job");
+        if (r < 0)
+                return r;
+        if (sqlite3_changes(s->db) == 0)
+                return -ENOENT;
+        store_job_changed(s, job);
+
+        r = store_prepare(s, "UPDATE phases SET state = CASE WHEN idx = 0 THEN 'pending' ELSE 'waiting' END WHERE job = ?",
+                          &phases);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(phases, 1, (int64_t) job);
+        r = store_step_done(s, phases, "requeue phases");
+        if (r < 0)
+                return r;
+
+        /* Every task again, as one new attempt number for the whole job: from it on, attempts
+         * count (store_job_phases(), lost attempts). */
+        r = store_prepare(s,
+                          "WITH RECURSIVE k(phase, idx, n) AS ("
+                          "  SELECT idx, 0, n_tasks FROM phases WHERE job = ?1 AND n_tasks > 0"
+                          "  UNION ALL SELECT phase, idx + 1, n FROM k WHERE idx + 1 < n) "
+                          "INSERT INTO tasks (id, job, phase, idx, attempt, state) "
+                          "SELECT ?1 || '.' || phase || '.' || idx || '.' || ?2, ?1, phase, idx, ?2, 'pending' FROM k",
+                          &tasks);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(tasks, 1, (int64_t) job);
+        sqlite3_bind_int(tasks, 2, (int) attempt);
+        r = store_step_done(s, tasks, "requeue tasks");
+        if (r < 0)
+                return r;
+        if (ret_attempt)
+                *ret_attempt = attempt;
+        return 0;
+}
+
+int store_task_set_output_dropped(Store *s, const char *id, uint64_t bytes) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, "UPDATE tasks SET output_dropped_bytes = ? WHERE id = ? AND output_dropped_bytes != ?1",
+                              &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, (int64_t) MIN(bytes, (uint64_t) INT64_MAX));
+        sqlite3_bind_text(st, 2, id, -1, SQLITE_TRANSIENT);
+        r = store_step_done(s, st, "record dropped output");
+        if (r >= 0 && sqlite3_changes(s->db) > 0)
+                store_task_changed(s, id);
+        return r;
+}
+
+/* A job's submission time (ms), for the observer of its changes of state. */
+static int job_submitted_ms(Store *s, uint64_t job, int64_t *ret) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, "SELECT submitted_ms FROM jobs WHERE id = ?", &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, (int64_t) job);
+        r = store_step_row(s, st, "read job submission");
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return -ENOENT;
+        *ret = sqlite3_column_int64(st, 0);
+        return 0;
+}
+
 int store_job_set_state(Store *s, uint64_t job, JobState state, int64_t now_ms) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r = store_prepare(s,
                               "UPDATE jobs SET state = ?1,"
                               " finished_ms = CASE WHEN ?2 AND finished_ms IS NULL THEN ?3 ELSE finished_ms END "
-                              "WHERE id = ?4",
+                              "WHERE id = ?4 AND state != ?1",
                               &st);
         if (r < 0)
                 return r;
@@ -183,7 +356,18 @@ int store_job_set_state(Store *s, uint64_t job, JobState state, int64_t now_ms) 
         if (r < 0)
                 return r;
         store_job_changed(s, job);
-        return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
+        bool changed = sqlite3_changes(s->db) > 0;
+        bool observed = s->observer.job_state && (state == JOB_RUNNING || job_state_is_final(state));
+        if (changed && !observed)
+                return 0;
+        /* Unchanged: in that state already (every placement of a running job's task says
+         * RUNNING again), or no such job. */
+        int64_t submitted_ms = 0;
+        r = job_submitted_ms(s, job, &submitted_ms);
+        if (r < 0 || !changed)
+                return r;
+        store_note_job_state(s, state, submitted_ms, now_ms);
+        return 0;
 }
 
 int store_job_count_in_state(Store *s, JobState state, unsigned *ret) {
@@ -196,6 +380,17 @@ int store_job_count_in_state(Store *s, JobState state, unsigned *ret) {
         if (r < 0)
                 return r;
         *ret = r > 0 ? (unsigned) sqlite3_column_int64(st, 0) : 0;
+        return 0;
+}
+
+int store_job_count_by_state(Store *s, unsigned ret_counts[static _JOB_STATE_MAX]) {
+        unsigned counts[_JOB_STATE_MAX] = {};
+        for (JobState state = 0; state < _JOB_STATE_MAX; state++) {
+                int r = store_job_count_in_state(s, state, &counts[state]);
+                if (r < 0)
+                        return r;
+        }
+        memcpy(ret_counts, counts, sizeof counts);
         return 0;
 }
 
@@ -236,7 +431,9 @@ int store_job_phases(Store *s, uint64_t job, StorePhase **ret, size_t *ret_n) {
          * given up on with its node may succeed after all: cluster.c). */
         r = store_prepare(s,
                           "SELECT phase, CASE WHEN EXISTS (SELECT 1 FROM tasks u WHERE u.job = t.job AND u.phase = t.phase"
-                          "  AND u.idx = t.idx AND u.state = 'succeeded') THEN 'succeeded' ELSE state END AS outcome,"
+                          "  AND u.idx = t.idx AND u.state = 'succeeded'"
+                          "  AND u.attempt >= (SELECT attempt_base FROM jobs WHERE id = ?1)) THEN 'succeeded' ELSE state END"
+                          " AS outcome,"
                           " COUNT(*) FROM tasks t WHERE job = ?1 AND " LATEST_ATTEMPT " GROUP BY phase, outcome",
                           &counts);
         if (r < 0)
@@ -289,13 +486,16 @@ void store_launch_done(StoreLaunch *l) {
         strv_free(l->env);
         free(l->cwd);
         free(l->user);
+        free(l->output);
+        free(l->error);
         *l = (StoreLaunch) {};
 }
 
 int store_phase_launch(Store *s, uint64_t job, unsigned phase, StoreLaunch *ret) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r = store_prepare(s,
-                              "SELECT p.argv, p.env, p.cwd, j.user, p.cpu_cores, p.memory_bytes, p.pids_max "
+                              "SELECT p.argv, p.env, p.cwd, j.user, p.cpu_cores, p.memory_bytes, p.pids_max, j.output,"
+                              " j.error, j.time_limit_s "
                               "FROM phases p JOIN jobs j ON j.id = p.job WHERE p.job = ? AND p.idx = ?",
                               &st);
         if (r < 0)
@@ -313,6 +513,7 @@ int store_phase_launch(Store *s, uint64_t job, unsigned phase, StoreLaunch *ret)
                 .memory_bytes = (uint64_t) sqlite3_column_int64(st, 5),
                 .pids_max = sqlite3_column_type(st, 6) == SQLITE_NULL ? PROTO_DEFAULT_PIDS_MAX
                                                                        : (unsigned) sqlite3_column_int64(st, 6),
+                .time_limit_s = sqlite3_column_type(st, 9) == SQLITE_NULL ? 0 : (uint32_t) sqlite3_column_int64(st, 9),
         };
         r = json_array_to_strv((const char *) sqlite3_column_text(st, 0), &l.argv);
         if (r >= 0)
@@ -321,6 +522,10 @@ int store_phase_launch(Store *s, uint64_t job, unsigned phase, StoreLaunch *ret)
                 r = store_column_strdup(st, 2, &l.cwd);
         if (r >= 0)
                 r = store_column_strdup(st, 3, &l.user);
+        if (r >= 0)
+                r = store_column_strdup(st, 7, &l.output);
+        if (r >= 0)
+                r = store_column_strdup(st, 8, &l.error);
         if (r < 0) {
                 store_launch_done(&l);
                 return r;
@@ -470,12 +675,28 @@ int store_tasks_placeable(Store *s, StoreTask **ret, size_t *ret_n) {
         int r = store_prepare(s,
                               "SELECT " TASK_COLUMNS " " TASK_FROM " JOIN jobs j ON j.id = t.job"
                               " WHERE t.state = 'pending' AND p.state IN ('pending', 'running')"
-                              " AND j.state IN ('queued', 'running')"
+                              " AND j.state IN ('queued', 'running') AND j.held_by IS NULL"
                               " ORDER BY t.job, t.phase, t.idx, t.attempt",
                               &st);
         if (r < 0)
                 return r;
         return tasks_collect(s, st, ret, ret_n);
+}
+
+int store_tasks_placeable_count(Store *s, unsigned *ret) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s,
+                              "SELECT COUNT(*) " TASK_FROM " JOIN jobs j ON j.id = t.job"
+                              " WHERE t.state = 'pending' AND p.state IN ('pending', 'running')"
+                              " AND j.state IN ('queued', 'running') AND j.held_by IS NULL",
+                              &st);
+        if (r < 0)
+                return r;
+        r = store_step_row(s, st, "count placeable tasks");
+        if (r < 0)
+                return r;
+        *ret = r > 0 ? (unsigned) MIN(sqlite3_column_int64(st, 0), (int64_t) UINT_MAX) : 0;
+        return 0;
 }
 
 int store_tasks_schedulable_of_job(Store *s, uint64_t job, StoreTask **ret, size_t *ret_n) {
@@ -484,7 +705,7 @@ int store_tasks_schedulable_of_job(Store *s, uint64_t job, StoreTask **ret, size
                               "SELECT " TASK_COLUMNS " " TASK_FROM " JOIN jobs j ON j.id = t.job"
                               " WHERE t.job = ? AND (t.state IN ('starting', 'running')"
                               "  OR (t.state = 'pending' AND p.state IN ('pending', 'running')"
-                              "   AND j.state IN ('queued', 'running')))"
+                              "   AND j.state IN ('queued', 'running') AND j.held_by IS NULL))"
                               " ORDER BY t.job, t.phase, t.idx, t.attempt",
                               &st);
         if (r < 0)
@@ -656,7 +877,7 @@ static int json_set_argv(json_t *o, sqlite3_stmt *st, int i) {
 
 static int task_to_json(sqlite3_stmt *st, json_t **ret) {
         /* Columns: id, state, node, exit_code, signal, oom_killed, cpu_s, memory_peak_bytes,
-         * progress, started_ms, finished_ms, error, placed_ms */
+         * progress, started_ms, finished_ms, error, placed_ms, output_dropped_bytes */
         _cleanup_json_ json_t *o = json_object();
         if (!o)
                 return -ENOMEM;
@@ -676,6 +897,7 @@ static int task_to_json(sqlite3_stmt *st, json_t **ret) {
         r = r ?: json_set_column(o, "started_ms", st, 9);
         r = r ?: json_set_column(o, "finished_ms", st, 10);
         r = r ?: json_set_column(o, "error", st, 11);
+        r = r ?: json_set_column(o, "output_dropped_bytes", st, 13);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(o);
@@ -692,7 +914,8 @@ static int phase_tasks_to_json(Store *s, uint64_t job, unsigned phase, json_t **
                               " " USAGE_MEMORY_PEAK("") ", " USAGE_PROGRESS("") ", started_ms, finished_ms, error,"
                               /* Placed: when its start action was queued (started_ms is when the
                                * agent saw its process start). */
-                              " (SELECT MIN(a.created_ms) FROM actions a WHERE a.task = t.id AND a.type = 'start') "
+                              " (SELECT MIN(a.created_ms) FROM actions a WHERE a.task = t.id AND a.type = 'start'),"
+                              " output_dropped_bytes "
                               "FROM tasks t WHERE job = ? AND phase = ? ORDER BY idx, attempt",
                               &st);
         if (r < 0)
@@ -776,7 +999,8 @@ static int job_to_json(Store *s, uint64_t job, bool with_tasks, json_t **ret) {
                               "                      ELSE COALESCE(" USAGE_PROGRESS("") ", 0) END), 0)"
                               "  FROM tasks t WHERE job = j.id AND " LATEST_ATTEMPT "),"
                               " (SELECT COALESCE(SUM(" USAGE_CPU_S("") "), 0) FROM tasks WHERE job = j.id),"
-                              " (SELECT COALESCE(MAX(" USAGE_MEMORY_PEAK("") "), 0) FROM tasks WHERE job = j.id) "
+                              " (SELECT COALESCE(MAX(" USAGE_MEMORY_PEAK("") "), 0) FROM tasks WHERE job = j.id),"
+                              " j.time_limit_s, j.output, j.error, j.held_by, j.held_ms, j.reason, j.requeues "
                               "FROM jobs j WHERE j.id = ?",
                               &st);
         if (r < 0)
@@ -809,6 +1033,13 @@ static int job_to_json(Store *s, uint64_t job, bool with_tasks, json_t **ret) {
         r = r ?: json_set(o, "progress", json_real(sqlite3_column_double(st, 10)));
         r = r ?: json_set(o, "cpu_s", json_real(sqlite3_column_double(st, 11)));
         r = r ?: json_set_column(o, "memory_peak_bytes", st, 12);
+        r = r ?: json_set_column(o, "time_limit_s", st, 13);
+        r = r ?: json_set_column(o, "output", st, 14);
+        r = r ?: json_set_column(o, "error", st, 15);
+        r = r ?: json_set_column(o, "held_by", st, 16);
+        r = r ?: json_set_column(o, "held_ms", st, 17);
+        r = r ?: json_set_column(o, "reason", st, 18);
+        r = r ?: json_set_column(o, "requeues", st, 19);
         if (r < 0)
                 return r;
 

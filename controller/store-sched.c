@@ -14,7 +14,8 @@
         "SELECT p.job, p.idx, p.n_tasks, p.cpu_cores, j.weight, j.submitted_ms,"                      \
         " EXISTS (SELECT 1 FROM tasks t WHERE t.job = p.job AND t.phase = p.idx AND t.started_ms IS NOT NULL)" \
         " FROM phases p JOIN jobs j ON j.id = p.job"                                                   \
-        " WHERE p.state IN ('pending', 'running') AND j.state IN ('queued', 'running')"
+        " WHERE p.state IN ('pending', 'running') AND j.state IN ('queued', 'running')"         \
+        " AND j.held_by IS NULL"
 
 static int sched_phases_collect(Store *s, sqlite3_stmt *st, StoreSchedPhase **ret, size_t *ret_n) {
         _cleanup_free_ StoreSchedPhase *v = NULL;
@@ -110,6 +111,39 @@ int store_phase_usage_first(Store *s, uint64_t job, unsigned phase, unsigned n_f
         return 0;
 }
 
+int store_phase_succeeded_cpu(Store *s, uint64_t job, unsigned phase, double *ret_cpu_s) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s,
+                              "SELECT COALESCE(SUM(cpu_s), 0) FROM tasks"
+                              " WHERE job = ?1 AND phase = ?2 AND state = 'succeeded'"
+                              " AND attempt >= (SELECT attempt_base FROM jobs WHERE id = ?1)",
+                              &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, (int64_t) job);
+        sqlite3_bind_int(st, 2, (int) phase);
+        r = store_step_row(s, st, "sum a phase's CPU");
+        if (r <= 0)
+                return r < 0 ? r : -EIO;
+        *ret_cpu_s = sqlite3_column_double(st, 0);
+        return 0;
+}
+
+int store_task_succeeded_cpu(Store *s, const char *id, double *ret_cpu_s) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, "SELECT state = 'succeeded', cpu_s FROM tasks WHERE id = ?", &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+        r = store_step_row(s, st, "read a task's CPU");
+        if (r <= 0)
+                return r < 0 ? r : -ENOENT;
+        if (sqlite3_column_int(st, 0) == 0)
+                return 0;
+        *ret_cpu_s = sqlite3_column_double(st, 1);
+        return 1;
+}
+
 int store_tasks_frozen(Store *s, char ***ret_ids) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         _cleanup_strv_free_ char **ids = NULL;
@@ -202,7 +236,9 @@ int store_task_preempted(Store *s, const char *id) {
 int store_task_attempts_lost(Store *s, const StoreTask *t, unsigned *ret) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r = store_prepare(s,
-                              "SELECT COUNT(*) FROM tasks WHERE job = ? AND phase = ? AND idx = ? AND state = 'lost'",
+                              /* Since the job's last requeue: earlier runs are history. */
+                              "SELECT COUNT(*) FROM tasks WHERE job = ?1 AND phase = ? AND idx = ? AND state = 'lost'"
+                              " AND attempt >= (SELECT attempt_base FROM jobs WHERE id = ?1)",
                               &st);
         if (r < 0)
                 return r;

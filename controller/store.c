@@ -156,14 +156,36 @@ static const char schema_v4_pids[] = "ALTER TABLE phases ADD COLUMN pids_max INT
  * heartbeats say; NULL: not said. */
 static const char schema_v5_node_pids[] = "ALTER TABLE nodes ADD COLUMN pids_limit INTEGER;";
 
-/* Version 6: a checkpoint rewrites only the phases whose virtual state did not move as the
+/* Versions 6 and 7 change nothing: their numbers were held for the scheduler's incremental
+ * picture, which came after 8 as 9 and 10. Stores exist at 6 and 7, so the steps stay. */
+static const char schema_v6_reserved[] = "SELECT 1;";
+static const char schema_v7_reserved[] = "SELECT 1;";
+
+/* Version 8: what a shared cluster keeps per job (task-output.h, docs/design.md "Users"): where
+ * its tasks' output goes (NULL: the node's default), its wall-clock limit per task (NULL: none),
+ * who holds it back from placement (NULL: nobody; held_admin: an administrator, whom only an
+ * administrator can release), why it ended, and from which attempt on its tasks count after a
+ * requeue (earlier attempts are history). Per task: the output its node's cap discarded. */
+static const char schema_v8_users[] =
+        "ALTER TABLE jobs ADD COLUMN output TEXT;"
+        "ALTER TABLE jobs ADD COLUMN error TEXT;"
+        "ALTER TABLE jobs ADD COLUMN time_limit_s INTEGER;"
+        "ALTER TABLE jobs ADD COLUMN held_by TEXT;"
+        "ALTER TABLE jobs ADD COLUMN held_admin INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE jobs ADD COLUMN held_ms INTEGER;"
+        "ALTER TABLE jobs ADD COLUMN reason TEXT;"
+        "ALTER TABLE jobs ADD COLUMN attempt_base INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE jobs ADD COLUMN requeues INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE tasks ADD COLUMN output_dropped_bytes INTEGER NOT NULL DEFAULT 0;";
+
+/* Version 9: a checkpoint rewrites only the phases whose virtual state did not move as the
  * ghost time says (cluster-sched.c): virtual_finish is the ghost time at which the phase finishes
  * virtually (NULL: virtual_size_s as written, for a phase not ageing there), so its remaining
  * size at the last checkpoint is weight × (virtual_finish − that checkpoint's ghost time). */
-static const char schema_v6_virtual_finish[] = "ALTER TABLE sched_phases ADD COLUMN virtual_finish REAL;";
+static const char schema_v9_virtual_finish[] = "ALTER TABLE sched_phases ADD COLUMN virtual_finish REAL;";
 
-/* Version 7: GET /v1/jobs pages through jobs by id with filters on state, user and name. */
-static const char schema_v7_job_filters[] =
+/* Version 10: GET /v1/jobs pages through jobs by id with filters on state, user and name. */
+static const char schema_v10_job_filters[] =
         "CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state, id);"
         "CREATE INDEX IF NOT EXISTS jobs_by_user ON jobs(user, id);"
         "CREATE INDEX IF NOT EXISTS jobs_by_name ON jobs(name, id);";
@@ -179,8 +201,11 @@ static const struct {
         { schema_v3_orch, "add the orchestrator's adjustments" },
         { schema_v4_pids, "add the phases' pids limit" },
         { schema_v5_node_pids, "add whether a node's tasks get a pids limit" },
-        { schema_v6_virtual_finish, "add the phases' virtual finish" },
-        { schema_v7_job_filters, "index jobs by state, user and name" },
+        { schema_v6_reserved, "(reserved)" },
+        { schema_v7_reserved, "(reserved)" },
+        { schema_v8_users, "add jobs' output, time limit, hold, reason and requeues" },
+        { schema_v9_virtual_finish, "add the phases' virtual finish" },
+        { schema_v10_job_filters, "index jobs by state, user and name" },
 };
 
 static const char *const phase_state_table[_PHASE_STATE_MAX] = {
@@ -646,6 +671,7 @@ Store *store_close(Store *s) {
                         sqlite3_finalize(s->stmts[i].st);
         free(s->stmts);
         free(s->undecodable);
+        free(s->job_events);
         if (s->wal_fd >= 0)
                 close(s->wal_fd);
         if (s->db)
@@ -740,8 +766,45 @@ int store_begin_durable(Store *s) {
         return r;
 }
 
+void store_set_observer(Store *s, const StoreObserver *o) {
+        s->observer = o ? *o : (StoreObserver) {};
+        s->n_job_events = 0;
+}
+
+/* The job events of a transaction that committed go to the observer; those of one rolled back
+ * never happened. */
+static void job_events_flush(Store *s, bool committed) {
+        size_t n = s->n_job_events;
+        s->n_job_events = 0;
+        for (size_t i = 0; committed && s->observer.job_state && i < n; i++)
+                s->observer.job_state(s->observer.userdata, s->job_events[i].state, s->job_events[i].submitted_ms,
+                                      s->job_events[i].changed_ms);
+}
+
+void store_note_job_state(Store *s, JobState state, int64_t submitted_ms, int64_t changed_ms) {
+        if (!s->observer.job_state)
+                return;
+        if (sqlite3_get_autocommit(s->db)) {
+                s->observer.job_state(s->observer.userdata, state, submitted_ms, changed_ms);
+                return;
+        }
+        if (s->n_job_events == s->job_events_allocated) {
+                size_t n = MAX(s->job_events_allocated * 2, (size_t) 16);
+                StoreJobEvent *p = realloc(s->job_events, n * sizeof(StoreJobEvent));
+                if (!p)
+                        return;
+                s->job_events = p;
+                s->job_events_allocated = n;
+        }
+        s->job_events[s->n_job_events++] = (StoreJobEvent) { state, submitted_ms, changed_ms };
+}
+
 int store_commit(Store *s) {
+        bool durable = s->durable;
+        uint64_t start_us = s->observer.commit ? now_monotonic_us() : 0;
         int r = store_run(s, "COMMIT", "commit");
+        if (r >= 0 && s->observer.commit)
+                s->observer.commit(s->observer.userdata, durable, now_monotonic_us() - start_us);
         if (r >= 0) {
                 store_fault_leave(s);
                 if (s->durable && s->deferred_sync)
@@ -750,6 +813,10 @@ int store_commit(Store *s) {
         }
         if (r >= 0 || sqlite3_get_autocommit(s->db))
                 store_end_durable(s);
+        /* A COMMIT that failed leaves the transaction open (SQLITE_BUSY) for a rollback to end,
+         * unless SQLite ended it already. */
+        if (r >= 0 || sqlite3_get_autocommit(s->db))
+                job_events_flush(s, r >= 0);
         return r;
 }
 
@@ -758,6 +825,7 @@ void store_rollback(Store *s) {
                 (void) store_run(s, "ROLLBACK", "rollback");
         store_end_durable(s);
         store_transaction_ended(s, false);
+        job_events_flush(s, false);
 }
 
 int store_probe_write(Store *s) {

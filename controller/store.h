@@ -17,7 +17,7 @@
 #include "protocol.h"
 
 #define STORE_DB_FILENAME "controller.db"
-#define STORE_SCHEMA_VERSION 7
+#define STORE_SCHEMA_VERSION 10
 /* How long a write waits for a lock held by another process before failing with -EBUSY. */
 #define STORE_BUSY_TIMEOUT_MS 1000
 
@@ -79,6 +79,20 @@ int store_backup(Store *s, const char *tmp_dir, int *ret_fd, uint64_t *ret_size)
 /* A cheap read that proves the database answers (GET /readyz). */
 int store_ping(Store *s);
 
+/* What the store tells an observer (GET /metrics), each callback optional. */
+typedef struct StoreObserver {
+        /* A COMMIT that succeeded, how long it took (µs, monotonic), and whether it was durable
+         * (store_begin_durable()). */
+        void (*commit)(void *userdata, bool durable, uint64_t took_us);
+        /* A job changed state to RUNNING (its first task was placed) or to a final state, in a
+         * transaction that committed (told right after the commit; a change made outside a
+         * transaction, at once). */
+        void (*job_state)(void *userdata, JobState state, int64_t submitted_ms, int64_t changed_ms);
+        void *userdata;
+} StoreObserver;
+/* NULL: none. */
+void store_set_observer(Store *s, const StoreObserver *o);
+
 /* ---- Whether the store can write (store.c) ---- */
 
 /* A write that failed for one of these makes it the store's state (logged once when it begins),
@@ -130,10 +144,35 @@ int store_job_insert(Store *s, const JobSpec *spec, int64_t now_ms, uint64_t *re
 int store_job_get_state(Store *s, uint64_t job, JobState *ret);
 /* The user the job runs as (NULL: none given, the agent's own); -ENOENT when there is no such job. */
 int store_job_get_user(Store *s, uint64_t job, char **ret_user);
-/* Sets the state; a final state sets finished_ms. (A job's start is its first task's: the views read it there.) */
+/* What the lifecycle needs to know of a job. */
+typedef struct StoreJob {
+        uint64_t id;
+        JobState state;
+        char *user;            /* NULL: the agent's own */
+        char *output, *error;  /* patterns; NULL: the node's default */
+        uint32_t time_limit_s; /* per task; 0: none */
+        char *held_by;         /* who holds it back from placement; NULL: nobody */
+        bool held_admin;       /* held by an administrator: only one may release it */
+        unsigned attempt_base; /* tasks' attempts from this one on count (since the last requeue) */
+        unsigned tasks_active; /* starting or running (attempts still ending, too) */
+} StoreJob;
+int store_job_get(Store *s, uint64_t job, StoreJob *ret);
+void store_job_done(StoreJob *j);
+/* Holds the job back from placement (by: who, shown in its view) or releases it (by NULL). */
+int store_job_set_hold(Store *s, uint64_t job, const char *by, bool admin, int64_t now_ms);
+/* Why the job ended (NULL clears it), shown in its view. */
+int store_job_set_reason(Store *s, uint64_t job, const char *reason);
+/* Queues an ended job again: every task of every phase gets a new pending attempt, one attempt
+ * number for all (its attempt_base, handed back), the first phase pending and the others
+ * waiting, the job queued, its end and reason cleared. The earlier attempts stay as history. */
+int store_job_requeue(Store *s, uint64_t job, unsigned *ret_attempt);
+/* Sets the state; a final state sets finished_ms. (A job's start is its first task's: the views read it there.)
+ * Setting the state it has already changes nothing. */
 int store_job_set_state(Store *s, uint64_t job, JobState state, int64_t now_ms);
 /* The jobs in one state, counted through its index: O(those jobs), not O(all). */
 int store_job_count_in_state(Store *s, JobState state, unsigned *ret);
+/* The same for every state (a scrape's cgorch_jobs): O(all jobs) in the index. */
+int store_job_count_by_state(Store *s, unsigned ret_counts[static _JOB_STATE_MAX]);
 /* Tasks starting or running, on any node. */
 int store_task_count_active(Store *s, unsigned *ret);
 
@@ -158,6 +197,8 @@ typedef struct StoreLaunch {
         double cpu_cores;
         uint64_t memory_bytes;
         unsigned pids_max;
+        char *output, *error;  /* the job's patterns; NULL: the node's default */
+        uint32_t time_limit_s; /* the job's, per task; 0: none */
 } StoreLaunch;
 int store_phase_launch(Store *s, uint64_t job, unsigned phase, StoreLaunch *ret);
 void store_launch_done(StoreLaunch *l);
@@ -205,8 +246,10 @@ int store_task_get(Store *s, const char *id, StoreTask *ret);
 int store_tasks_find(Store *s, uint64_t job, const char *node, unsigned state_mask,
                      StoreTask **ret, size_t *ret_n);
 
-/* Pending tasks whose phase may run and whose job is not final, in FIFO order. */
+/* Pending tasks whose phase may run and whose job is neither final nor held, in FIFO order;
+ * and how many there are. */
 int store_tasks_placeable(Store *s, StoreTask **ret, size_t *ret_n);
+int store_tasks_placeable_count(Store *s, unsigned *ret);
 /* Of one job, what the scheduler holds: its placeable pending tasks and its active ones (the
  * two lists above, for that job), in FIFO order. */
 int store_tasks_schedulable_of_job(Store *s, uint64_t job, StoreTask **ret, size_t *ret_n);
@@ -225,6 +268,8 @@ int store_task_set_state(Store *s, const char *id, TaskState state, int64_t star
 int store_task_update_usage(Store *s, const char *id, double cpu_s, uint64_t memory_peak_bytes,
                             double progress);
 int store_task_set_exit(Store *s, const char *id, const ExitRecord *e);
+/* The output the task's node could not write to its files (over its cap), as its agent says. */
+int store_task_set_output_dropped(Store *s, const char *id, uint64_t bytes);
 
 /* ---- Usage of running tasks (store-usage.c) ---- */
 
@@ -342,6 +387,11 @@ int store_phase_usage(Store *s, uint64_t job, unsigned phase, StoreTaskUsage **r
 /* The same for the tasks with index < n_first only (the training tasks). */
 int store_phase_usage_first(Store *s, uint64_t job, unsigned phase, unsigned n_first, StoreTaskUsage **ret,
                             size_t *ret_n);
+/* The CPU-seconds the succeeded tasks of a phase used, summed: what the scheduler measures an
+ * estimate against (controller/sched-sizing.h, sched_sizing_served()). */
+int store_phase_succeeded_cpu(Store *s, uint64_t job, unsigned phase, double *ret_cpu_s);
+/* The CPU-seconds one task attempt used if it succeeded (returns 1), else 0; -ENOENT. */
+int store_task_succeeded_cpu(Store *s, const char *id, double *ret_cpu_s);
 
 /* Ids of active tasks whose last freeze/thaw action was a freeze, sorted (strcmp order). */
 int store_tasks_frozen(Store *s, char ***ret_ids);

@@ -65,6 +65,7 @@ typedef struct Phase {
         unsigned n_done, n_running;
         double size_s, error;
         double finished_work_s;
+        double finished_cpu_s;          /* hfsp, psbs: the CPU-seconds its finished tasks used */
         double estimate_s;
         bool training;
         size_t active_slot;

@@ -511,9 +511,17 @@ static int task_finish(Engine *e, uint32_t slot) {
                 ph->training_done[index] = (TrainingRecord) {
                         .done = true, .started_s = t->started_s, .finished_s = e->now, .cpu_used_s = e->cpu_used_s[slot],
                 };
+        ph->finished_cpu_s += e->cpu_used_s[slot];
         pool_remove(e, slot);
         ph->n_running--;
-        return sim_engine_phase_task_done(e, pi, index);
+        r = sim_engine_phase_task_done(e, pi, index);
+        if (r < 0 || ph->state == PHASE_DONE || (e->p.policy != SIM_POLICY_HFSP && e->p.policy != SIM_POLICY_PSBS))
+                return r;
+        /* What the phase's finished tasks used: the scheduler's measure of a phase that has
+         * overrun its estimate (sched_job_set_service()). */
+        if (e->p.estimator == SIM_ESTIMATOR_ORACLE)
+                return sim_sched_set_service(e->sched, phase_key(e, pi), ph->finished_cpu_s);
+        return sim_sched_phase_served(e->sched, pi, phase_key(e, pi), ph->finished_cpu_s);
 }
 
 /* ---- Scheduling ---- */

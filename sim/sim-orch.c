@@ -136,6 +136,14 @@ int sim_orch_epoch(Engine *e, double now_s) {
         bp.mode = (OrchMode) e->p.orch_mode;
         bp.estimator = (OrchEstimator) e->p.orch_estimator;
         bp.epoch_s = epoch;
+        /* The paper's balancer (Sec. IV): hogs give what they use, two epochs of hysteresis and
+         * of cool-down, half a core a step — what the simulated MRO experiments reproduce. The
+         * controller's defaults are for 10–60 s jobs on real cgroups (docs/orchestrator.md). */
+        bp.hysteresis_epochs = 2;
+        bp.cooldown_epochs = 2;
+        bp.cpu_max_step_cores = 0.5;
+        bp.cpu_pinned_growth = 0.5;
+        bp.cpu_margin_fraction = -1;
         r = orch_detect(s, now_s, &dp, &findings);
         if (r < 0)
                 return r;

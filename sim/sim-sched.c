@@ -195,6 +195,12 @@ int sim_sched_set_service(SimSched *s, uint64_t key, double service_s) {
         return sched_job_set_service(s->sched, key, service_s);
 }
 
+int sim_sched_phase_served(SimSched *s, size_t phase, uint64_t key, double finished_s) {
+        if (phase >= s->allocated_phases)
+                return -ENOENT;
+        return sched_sizing_served(s->sched, key, &s->phases[phase], finished_s);
+}
+
 static const SchedTaskState task_states[] = {
         [SIM_TASK_PENDING] = SCHED_TASK_PENDING, [SIM_TASK_RUNNING] = SCHED_TASK_RUNNING,
         [SIM_TASK_SUSPENDED] = SCHED_TASK_SUSPENDED, [SIM_TASK_DONE] = SCHED_TASK_STOPPING,

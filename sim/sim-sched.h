@@ -113,11 +113,14 @@ enum { SIM_SIZING_UNCHANGED, SIM_SIZING_REFINED, SIM_SIZING_FINAL };
 int sim_sched_phase_train(SimSched *s, size_t phase, uint64_t key, const HfspTrainingTask *training, size_t n,
                           double now_s, double *ret_estimate_s);
 int sim_sched_phase_finish(SimSched *s, uint64_t key, const double *task_sizes_s, size_t n, double now_s);
+/* The CPU-seconds of the phase's finished tasks so far (sched_sizing_served()). */
+int sim_sched_phase_served(SimSched *s, size_t phase, uint64_t key, double finished_s);
 
 /* At most how many tasks of this size the scheduler can hold placed at once (on the empty
  * cluster, time slicing's over-commit counted whatever the policy): an upper bound. */
 size_t sim_sched_max_placed(const SimSched *s, double cpus, double memory_bytes);
 
+/* What the phase has received that its size counts (sched_job_set_service()). */
 int sim_sched_set_service(SimSched *s, uint64_t key, double service_s);
 
 /* The incremental interface the engine drives (controller/sched.h: sched_task_set/remove and

@@ -12,6 +12,15 @@ tests_unit_test_config_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
 TESTS += tests/integration/test-e2e.sh
 EXTRA_DIST += tests/integration/test-e2e.sh tools/cluster-lib.sh tools/demo.sh
 
+# common: --output/--error patterns and base64 (task-output.c); the operator's time limits
+# (controller/job-params.c, pure).
+check_PROGRAMS += tests/unit/test-task-output
+TESTS += tests/unit/test-task-output
+tests_unit_test_task_output_SOURCES = tests/unit/test-task-output.c
+tests_unit_test_task_output_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/controller
+tests_unit_test_task_output_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_task_output_LDADD = $(SCHED_LIBS) $(COMMON_LIBS) $(CRITERION_LIBS)
+
 check_PROGRAMS += tests/unit/test-protocol
 TESTS += tests/unit/test-protocol
 tests_unit_test_protocol_SOURCES = tests/unit/test-protocol.c
@@ -39,6 +48,30 @@ tests_unit_test_store_SOURCES = tests/unit/test-store.c tests/unit/store-dir.h \
 	controller/store-jobs.c controller/store-nodes.c controller/store-sched.c controller/store-checkpoint.c controller/store-usage.c
 tests_unit_test_store_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_store_LDADD = $(COMMON_LIBS) $(SQLITE3_LIBS) $(CRITERION_LIBS)
+
+# common: the Prometheus registry and its text format (GET /metrics).
+check_PROGRAMS += tests/unit/test-metrics
+TESTS += tests/unit/test-metrics
+tests_unit_test_metrics_SOURCES = tests/unit/test-metrics.c
+tests_unit_test_metrics_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_metrics_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
+
+# controller: each node's use against its tasks' limits from heartbeats, and the controller's
+# metric families and scrape (GET /metrics).
+check_PROGRAMS += tests/unit/test-node-usage tests/unit/test-controller-metrics
+TESTS += tests/unit/test-node-usage tests/unit/test-controller-metrics tests/integration/test-metrics.sh
+EXTRA_DIST += tests/integration/test-metrics.sh
+
+# Both daemons feed systemd's watchdog at half of WATCHDOG_USEC; both units set WatchdogSec=.
+TESTS += tests/integration/test-watchdog.sh
+EXTRA_DIST += tests/integration/test-watchdog.sh
+tests_unit_test_node_usage_SOURCES = tests/unit/test-node-usage.c controller/node-usage.c controller/node-usage.h
+tests_unit_test_node_usage_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_node_usage_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
+tests_unit_test_controller_metrics_SOURCES = tests/unit/test-controller-metrics.c \
+	controller/controller-metrics.c controller/controller-metrics.h controller/node-usage.c controller/node-usage.h
+tests_unit_test_controller_metrics_CFLAGS = $(AM_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_controller_metrics_LDADD = $(ORCH_LIBS) $(SCHED_LIBS) $(COMMON_LIBS) $(CRITERION_LIBS) -lm
 
 # common: SIGTERM reaches a daemon (controller, agent) whose event loop is stuck in a callback.
 check_PROGRAMS += tests/unit/test-log
@@ -260,6 +293,23 @@ TESTS += tests/unit/test-addr-count tests/unit/test-node-wait tests/integration/
 tests_unit_test_addr_count_SOURCES = tests/unit/test-addr-count.c controller/addr-count.c controller/addr-count.h
 tests_unit_test_addr_count_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_addr_count_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
+
+# Which connections the HTTP server closes: per-address and anonymous shares, the request deadline.
+check_PROGRAMS += tests/unit/test-conn-slots
+TESTS += tests/unit/test-conn-slots
+tests_unit_test_conn_slots_SOURCES = tests/unit/test-conn-slots.c controller/conn-slots.c controller/conn-slots.h \
+	controller/addr-count.c controller/addr-count.h
+tests_unit_test_conn_slots_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_conn_slots_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
+TESTS += tests/integration/test-conn-limits.sh
+
+# Signed requests accepted once: the nonces per node, bounded.
+check_PROGRAMS += tests/unit/test-nonce-cache
+TESTS += tests/unit/test-nonce-cache
+tests_unit_test_nonce_cache_SOURCES = tests/unit/test-nonce-cache.c controller/nonce-cache.c controller/nonce-cache.h
+tests_unit_test_nonce_cache_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_nonce_cache_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
+EXTRA_DIST += tests/integration/test-conn-limits.sh tests/integration/conn-flood.py
 tests_unit_test_node_wait_SOURCES = tests/unit/test-node-wait.c controller/node-wait.c controller/node-wait.h
 tests_unit_test_node_wait_CFLAGS = $(AM_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_node_wait_LDADD = $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(CRITERION_LIBS)

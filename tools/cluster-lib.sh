@@ -81,8 +81,11 @@ cluster_init() {
         BURN_BIN=$(cluster_find_bin cgorch-burn)
         trap cluster_cleanup EXIT
         trap 'exit 130' INT TERM
+        # The agents' --output-dir: mode 755 under /tmp (CLUSTER_DIR is mode 700), so that the
+        # tasks' users reach their own directories in it, as in /var/spool/cgorch/output.
+        CLUSTER_OUTPUT_DIR=$(mktemp -d /tmp/cgorch-output.XXXXXX) && chmod 755 "$CLUSTER_OUTPUT_DIR"
         cluster_stage_task_bin BURN_BIN
-        export CLUSTER_BUILD CLUSTER_DIR CLUSTER_CGROOT CONTROLLER_BIN AGENT_BIN CGORCHCTL BURN_BIN
+        export CLUSTER_BUILD CLUSTER_DIR CLUSTER_CGROOT CONTROLLER_BIN AGENT_BIN CGORCHCTL BURN_BIN CLUSTER_OUTPUT_DIR
 }
 
 # Why real-cgroup work cannot run here, or nothing when it can.
@@ -163,6 +166,7 @@ cluster_cleanup() {
         for d in "${CLUSTER_CLEANUP_HOOKS[@]}"; do "$d" || cluster_log "cluster-lib: cleanup step $d failed"; done
         [ -n "${CLUSTER_BIN_DIR:-}" ] && rm -rf "$CLUSTER_BIN_DIR"
         [ -n "${CLUSTER_RUN_DIR:-}" ] && rm -rf "$CLUSTER_RUN_DIR"
+        [ -n "${CLUSTER_OUTPUT_DIR:-}" ] && rm -rf "$CLUSTER_OUTPUT_DIR"
         if [ -n "${CLUSTER_DIR:-}" ] && [ -d "$CLUSTER_DIR" ]; then
                 if [ $rc -ne 0 ] || [ -n "${CLUSTER_KEEP:-}" ]; then
                         cluster_log "cluster-lib: logs kept in $CLUSTER_DIR"
@@ -324,7 +328,7 @@ cluster_start_agent() {
         local node=$1 token; shift
         token=$(cluster_agent_token "$node")
         "${CLUSTER_AGENT_EXEC[@]}" "$AGENT_BIN" --controller "${CLUSTER_AGENT_URL:-$CGORCH_SERVER}" --node "$node" --cgroup-fs "$CGROUP_FS" \
-                --cgroup-root "$CLUSTER_CGROOT/$node" \
+                --cgroup-root "$CLUSTER_CGROOT/$node" --output-dir "$CLUSTER_OUTPUT_DIR" \
                 ${CLUSTER_SAMPLE_INTERVAL:+--sample-interval "$CLUSTER_SAMPLE_INTERVAL"} --token-file "$token" "$@" \
                 >>"$CLUSTER_DIR/agent-$node.log" 2>&1 &
         CLUSTER_PIDS+=($!)
@@ -339,5 +343,5 @@ job_field() {
 }
 
 job_is_final() {
-        case $(job_field "$1" .state) in succeeded|failed|cancelled) return 0 ;; *) return 1 ;; esac
+        case $(job_field "$1" .state) in succeeded|failed|cancelled|timeout) return 0 ;; *) return 1 ;; esac
 }

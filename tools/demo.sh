@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # demo.sh: the main demo. A controller (SQLite state in a temp dir) and two agents on this
 # machine acting as two nodes, each in its own cgroup subtree; a few cgorch-burn jobs flow
-# through; their progress is shown; a summary per job is printed; then everything is stopped
-# and every cgroup the demo created is removed.
+# through; their progress is shown; a summary per job is printed, with one decision of the
+# orchestrator (on by default: the 'starved' job asks for a quarter of a CPU and keeps one busy)
+# and its evidence; then everything is stopped and every cgroup the demo created is removed.
 #
 # Usage: tools/demo.sh [BUILD_DIR]   (./quickstart.sh demo builds and runs it)
 set -euo pipefail
@@ -55,6 +56,8 @@ jobs+=("$("$CGORCHCTL" submit "$CLUSTER_DIR/wordcount.json")")
 jobs+=("$(submit sort 2 0.5 128M --cpu-seconds 2 --memory 16M)")
 jobs+=("$(submit grep 1 1 64M --cpu-seconds 1)")
 jobs+=("$(submit broken 1 0.25 64M --cpu-seconds 0.2 --exit-code 7)")
+# Asks for a quarter of a CPU but keeps a whole one busy: pinned at its quota, throttled.
+jobs+=("$(submit starved 1 0.25 64M --cpu-seconds 3)")
 echo "submitted jobs ${jobs[*]}"
 
 all_final() {
@@ -86,6 +89,15 @@ for id in "${jobs[@]}"; do
 done
 echo
 echo "(the 'broken' job exits 7 on purpose: a failed task fails its job)"
+echo
+echo "== orchestration (cgorchctl adjustments; the first raise of a starved task, with its evidence)"
+cluster_curl -fsS "$CGORCH_SERVER/v1/adjustments?limit=10000" | jq -r '
+        ([.adjustments[] | select(.direction == "raise" and .evidence.basis == "limit")] | last) //
+        ([.adjustments[] | select(.direction == "raise")] | last) //
+        {none: true} | if .none then "no raise this run (no task was pinned at its quota long enough)" else
+        "raised task \(.task) on \(.node): cpu \(.old_value * 1000 | round / 1000) -> \(.new_value * 1000 | round / 1000) cores (\(.status))\n" +
+        "  evidence: \(.evidence.reason)\n" +
+        "  estimate: \(.estimator) \(.need * 1000 | round / 1000) cores" end' 
 
 # The demo worked only if every job ended as it should: 'broken' failed with its exit code 7,
 # every other job succeeded.

@@ -5,9 +5,11 @@ suite, test-wait.sh) or for a controller (fake-controller.py). Two implementatio
 are a check on both.
 
   cgorch_sign.py request KEY_FILE NODE METHOD TARGET [BODY_FILE] [--skew S] [--signed-body FILE]
+                 [--nonce HEX]
       prints the Authorization value of NODE's agent signing the request with the key in
       KEY_FILE (a key alone, or a NODE:SECRET line), at the current time plus S seconds; with
-      --signed-body, over that body's digest instead of BODY_FILE's.
+      --signed-body, over that body's digest instead of BODY_FILE's; with --nonce, with that
+      nonce (32 lower-case hex digits) instead of a fresh one.
   cgorch_sign.py check-reply KEY_FILE AUTHORIZATION STATUS BODY_FILE SIGNATURE
       exits 0 when SIGNATURE (the Cgorch-Signature header) signs that reply to that request.
 """
@@ -78,19 +80,23 @@ def sign_reply(key, request_sig_hex, status, body):
 def main(argv):
     if len(argv) >= 5 and argv[1] == "request":
         args = argv[2:]
-        skew, signed_body = 0, None
-        while "--skew" in args or "--signed-body" in args:
-            i = args.index("--skew") if "--skew" in args else args.index("--signed-body")
-            if args[i] == "--skew":
-                skew = int(args[i + 1])
-            else:
-                signed_body = args[i + 1]
-            del args[i:i + 2]
+        skew, signed_body, nonce = 0, None, None
+        for opt in ("--skew", "--signed-body", "--nonce"):
+            while opt in args:
+                i = args.index(opt)
+                if opt == "--skew":
+                    skew = int(args[i + 1])
+                elif opt == "--signed-body":
+                    signed_body = args[i + 1]
+                else:
+                    nonce = args[i + 1]
+                del args[i:i + 2]
         key_file, node, method, target = args[:4]
         body = open(args[4], "rb").read() if len(args) > 4 else b""
         if signed_body is not None:
             body = open(signed_body, "rb").read()
-        print(header(sign_request(read_key(key_file), method, target, node, body, ts=int(time.time()) + skew)))
+        print(header(sign_request(read_key(key_file), method, target, node, body, ts=int(time.time()) + skew,
+                                  nonce=nonce)))
         return 0
     if len(argv) == 7 and argv[1] == "check-reply":
         key_file, authorization, status, body_file, signature = argv[2:]

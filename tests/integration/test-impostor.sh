@@ -131,13 +131,13 @@ key=$state/agent.key
 "$AGENT_BIN" --node solo --token-file "$token" --key-file "$key" >"$d/both.log" 2>&1 &&
         fail "an agent started with both --token-file and --key-file"
 grep -q 'exclude each other' "$d/both.log" || fail "no reason for refusing --token-file with --key-file: $(cat "$d/both.log")"
-"$AGENT_BIN" --controller "http://127.0.0.1:$open_port" --node solo --cgroup-fs "$CGROUP_FS" \
+"$AGENT_BIN" --controller "http://127.0.0.1:$open_port" --node solo --cgroup-fs "$CGROUP_FS" --output-dir "$CLUSTER_OUTPUT_DIR" \
         --cgroup-root "$CLUSTER_CGROOT/solo" --sample-interval 500ms --key-file "$key" --min-uid 1 >>"$d/agent-solo.log" 2>&1 &
 CLUSTER_PIDS+=($!)
 solo_ready() { curl -fsS "http://127.0.0.1:$open_port/v1/nodes" | jq -e '.nodes[] | select(.id == "solo" and .state == "ready")' >/dev/null; }
 wait_for 15 solo_ready || fail "the agent did not register with the agent key: $(tail -5 "$d/agent-solo.log")"
 # An agent that starts before its key exists reads it once it is there.
-"$AGENT_BIN" --controller "http://127.0.0.1:$open_port" --node late --cgroup-fs "$CGROUP_FS" \
+"$AGENT_BIN" --controller "http://127.0.0.1:$open_port" --node late --cgroup-fs "$CGROUP_FS" --output-dir "$CLUSTER_OUTPUT_DIR" \
         --cgroup-root "$CLUSTER_CGROOT/late" --sample-interval 500ms --key-file "$d/late.key" --min-uid 1 \
         >>"$d/agent-late.log" 2>&1 &
 CLUSTER_PIDS+=($!)

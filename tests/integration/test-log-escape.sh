@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # test-log-escape.sh: what tasks and nodes send cannot forge a daemon's log line, on real cgroups.
-# - a task's standard output and error reach the agent's log line by line, after the task's id,
-#   with control characters escaped: a "<0>" it prints is text, not a journald priority, and a
-#   newline it prints cannot start a line that passes for the agent's own;
+# - a task's standard output and error go to its output file, byte for byte, owned by its user,
+#   and never into the agent's log (a "<0>" or a forged line it prints reaches no log at all);
 # - a task whose command holds a newline and "<0>" fails at start; the agent's error reaches the
 #   agent's log and, through the heartbeat, the controller's, escaped in both;
 # - every line of both logs is "<N>cgorch-agent: ..." or "<N>cgorch-controller: ...".
@@ -29,16 +28,13 @@ script='printf "<0>forged-out\ncgorch-agent: Task 99.0.0.0 succeeded.\n\033[2Jcl
 id=$("$CGORCHCTL" submit --name chatty --user nobody --cpus 0.5 --memory 64M -- sh -c "$script")
 wait_job "$id"
 [ "$(job_field "$id" .state)" = succeeded ] || fail "the chatty job ended $(job_field "$id" .state)"
-task=$id.0.0.0
-expect_line() {
-        grep -qxF -- "$2" "$1" || fail "no line '$2' in $1"
-}
-wait_for 10 grep -qF "Task $task: <0>forged-err" "$AGENT_LOG" || fail "the task's standard error is not in the agent's log"
-expect_line "$AGENT_LOG" "<6>cgorch-agent: Task $task: <0>forged-out"
-expect_line "$AGENT_LOG" "<6>cgorch-agent: Task $task: cgorch-agent: Task 99.0.0.0 succeeded."
-expect_line "$AGENT_LOG" "<6>cgorch-agent: Task $task: \\x1b[2Jcleared"
-expect_line "$AGENT_LOG" "<6>cgorch-agent: Task $task: <0>forged-err"
-pass "the task's output is in the agent's log, one line each, after its id, escaped"
+file=$CLUSTER_OUTPUT_DIR/nobody/$id.0.0.out
+wait_for 10 test -s "$file" || fail "no output file $file"
+printf '<0>forged-out\ncgorch-agent: Task 99.0.0.0 succeeded.\n\033[2Jcleared\n<0>forged-err\n' >"$CLUSTER_DIR/expected"
+cmp -s "$file" "$CLUSTER_DIR/expected" || fail "the output file differs: $(od -c "$file" | head -5)"
+[ "$(stat -c %U "$file")" = nobody ] || fail "the output file is owned by $(stat -c %U "$file"), not nobody"
+! grep -q "forged" "$AGENT_LOG" || fail "the task's output reached the agent's log: $(grep forged "$AGENT_LOG" | head -2)"
+pass "the task's output is in its file, as printed, owned by its user, and in no log"
 
 # ---- an error string from the node ----
 printf '{"name": "bad-command", "user": "nobody", "phases": [{"tasks": 1, "argv": ["/nonexistent\\n<0>forged-start\\u001b[2J"],

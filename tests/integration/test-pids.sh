@@ -4,7 +4,10 @@
 #   gets EAGAIN at fork N (its own process counts), while the agent and the node carry on;
 # - a job that names no limit gets the default (4096);
 # - the task's pids cgroup is gone once the task ended;
-# - the node view says the node's tasks get a pids limit.
+# - the node view says the node's tasks get a pids limit;
+# - the agent root's pids.max bounds all tasks together (--node-pids-max): two tasks that each
+#   may fork 19 children fork no more than 24 processes together, and an agent without the flag
+#   sets 3/4 of the smaller of kernel.pid_max and kernel.threads-max.
 # The limit here is small on purpose: a fork bomb up to the default would take thousands of
 # pids from a machine other people use.
 set -euo pipefail
@@ -26,7 +29,10 @@ fi
 
 cluster_init "$top_builddir" cgorch-test-pids
 cluster_start_controller
-cluster_start_agent n1 --cpus 1 --memory 1G
+NODE_LIMIT=24
+cluster_start_agent n1 --cpus 1 --memory 1G --node-pids-max $NODE_LIMIT
+[ "$(cat "$PIDS_DIR/$CLUSTER_CGROOT/n1/pids.max")" = $NODE_LIMIT ] ||
+        fail "the agent root's pids.max is $(cat "$PIDS_DIR/$CLUSTER_CGROOT/n1/pids.max"), not $NODE_LIMIT"
 
 # The tasks (as nobody) write their findings here.
 OUT=$CLUSTER_DIR/out
@@ -106,3 +112,56 @@ wait_job "$id"
 [ "$(cat "$OUT/default")" = 4096 ] || fail "a job without --pids ran under pids.max $(cat "$OUT/default"), not 4096"
 [ "$(job_field "$id" '.phases[0].pids_max')" = 4096 ] || fail "the job shows pids_max $(job_field "$id" '.phases[0].pids_max')"
 pass "a job without --pids runs under pids.max 4096, on the node that hit the limit before"
+
+# ---- all tasks together: the agent root's pids.max ----
+# Two tasks of 0.5 CPU run side by side; each forks until fork fails (its own limit allows 19
+# children), then waits for the other before it lets its children go.
+cat >"$OUT/forks-together.py" <<'EOF'
+import errno, glob, os, sys, time
+out, cap = sys.argv[1], int(sys.argv[2])
+kids, err = [], None
+for _ in range(cap):
+    try:
+        pid = os.fork()
+    except OSError as e:
+        err = e.errno
+        break
+    if pid == 0:
+        time.sleep(60)
+        os._exit(0)
+    kids.append(pid)
+with open("%s.%d" % (out, os.getpid()), "w") as f:
+    f.write("%d %s\n" % (len(kids), errno.errorcode.get(err, "none")))
+deadline = time.time() + 30
+while len(glob.glob(out + ".*")) < 2 and time.time() < deadline:
+    time.sleep(0.1)
+for k in kids:
+    os.kill(k, 9)
+for k in kids:
+    os.waitpid(k, 0)
+EOF
+chmod 644 "$OUT/forks-together.py"
+id=$("$CGORCHCTL" submit --name together --user nobody --tasks 2 --cpus 0.5 --memory 128M --pids 20 --no-check-command -- \
+        python3 "$OUT/forks-together.py" "$OUT/together" 64)
+wait_job "$id"
+[ "$(job_field "$id" .state)" = succeeded ] || fail "the job of two forking tasks ended $(job_field "$id" .state)"
+set -- "$OUT"/together.*
+[ $# -eq 2 ] || fail "$# of the two tasks wrote their result"
+read -r k1 e1 <"$1"
+read -r k2 e2 <"$2"
+[ "$e1" = EAGAIN ] && [ "$e2" = EAGAIN ] || fail "fork failed with $e1 and $e2 (after $k1 and $k2 children), not EAGAIN"
+# Each task's own process is in the count too; alone each could have had 19 children.
+[ $((k1 + k2 + 2)) -le $NODE_LIMIT ] || fail "two tasks forked $k1 + $k2 children under the node's pids.max $NODE_LIMIT"
+[ "$k1" -lt 19 ] || [ "$k2" -lt 19 ] || fail "both tasks forked 19 children: the node's limit did not bind"
+pass "two tasks of pids.max 20 each forked $k1 + $k2 children under the node's pids.max $NODE_LIMIT"
+kill -0 "$CLUSTER_AGENT_PID" || fail "the agent died"
+node_is_ready n1 || fail "node n1 is not ready after its node-wide pids limit was hit"
+
+# ---- the default: 3/4 of the kernel's pid space ----
+pid_max=$(cat /proc/sys/kernel/pid_max)
+threads_max=$(cat /proc/sys/kernel/threads-max)
+space=$((pid_max < threads_max ? pid_max : threads_max))
+cluster_start_agent n2 --cpus 1 --memory 1G
+[ "$(cat "$PIDS_DIR/$CLUSTER_CGROOT/n2/pids.max")" = $((space / 4 * 3)) ] ||
+        fail "an agent without --node-pids-max set its root's pids.max to $(cat "$PIDS_DIR/$CLUSTER_CGROOT/n2/pids.max"), want $((space / 4 * 3))"
+pass "an agent without --node-pids-max sets its root's pids.max to $((space / 4 * 3)) (3/4 of $space)"

@@ -4,7 +4,10 @@
 # second of valid progress lines); the agent's CPU time over a few seconds comes from its own
 # /proc/PID/stat (utime + stime), as a share of the same wall time, next to the same share
 # measured while no task runs. Also: the progress still arrives (0.5), the agent says once that
-# the task writes faster than it reads, and it accounts the bytes when the task ends.
+# the task writes faster than it reads, and it accounts the bytes when the task ends. Then the
+# same for a task printing to its standard output as fast as it can (`yes`): the agent writes
+# it into the task's file within its budget (4 MiB a second) at a bounded share of a CPU, and,
+# with a cap, writes no more than the cap.
 set -euo pipefail
 
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -65,3 +68,20 @@ wait_for 10 grep -q "Task $id.0.0.0: progress: read [0-9]* bytes, budget ran out
         "$CLUSTER_DIR/agent-n1.log" || fail "no account of the task's progress reads in the agent's log"
 pass "$(grep -o "Task $id.0.0.0: progress: read .*" "$CLUSTER_DIR/agent-n1.log")"
 kill -0 "$agent" || fail "the agent died"
+
+# ---- a task flooding its standard output: written to its file, within the budget ----
+id=$("$CGORCHCTL" submit --name out-flood --user nobody --cpus 1 --memory 64M -- yes output-flood)
+wait_for 30 task_running || fail "the printing task did not start"
+file=$CLUSTER_OUTPUT_DIR/nobody/$id.0.0.out
+s0=$(stat -c %s "$file")
+read -r busy busy_ticks busy_s < <(agent_cpu_share "$agent" "$FLOOD_SECONDS")
+s1=$(stat -c %s "$file")
+rate=$(awk -v a="$s0" -v b="$s1" -v t="$busy_s" 'BEGIN { printf "%.2f", (b - a) / t / 1048576 }')
+echo "agent while a task floods its output: $busy of a CPU ($busy_ticks ticks in ${busy_s}s), file written at $rate MiB/s"
+awk -v b="$busy" -v i="$idle" 'BEGIN { exit !(b <= i + 0.05) }' ||
+        fail "the agent used $busy of a CPU writing a task's output (idle: $idle)"
+awk -v r="$rate" 'BEGIN { exit !(r > 0 && r <= 4.2) }' || fail "the file grew at $rate MiB/s, outside (0, 4] MiB/s"
+"$CGORCHCTL" cancel "$id" >/dev/null
+wait_for 30 job_is_final "$id" || fail "the printing job did not end after cancel"
+! grep -q "output-flood" "$CLUSTER_DIR/agent-n1.log" || fail "the task's output reached the agent's log"
+pass "the agent wrote a flooding task's output at $rate MiB/s using $busy of a CPU (idle: $idle)"

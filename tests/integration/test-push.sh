@@ -109,7 +109,7 @@ kill -TERM "$CLUSTER_AGENT_PID"
 wait "$CLUSTER_AGENT_PID" || true
 cluster_start_fake
 : >"$d/agent-old.log"
-"$AGENT_BIN" --controller "$CGORCH_SERVER" --node n1 --cgroup-fs "$CGROUP_FS" --cgroup-root "$CLUSTER_CGROOT/n1" \
+"$AGENT_BIN" --controller "$CGORCH_SERVER" --node n1 --cgroup-fs "$CGROUP_FS" --cgroup-root "$CLUSTER_CGROOT/n1" --output-dir "$CLUSTER_OUTPUT_DIR" \
         --sample-interval 500ms --push-hold 2s --token-file "$(cluster_agent_token n1)" >>"$d/agent-old.log" 2>&1 &
 CLUSTER_PIDS+=($!)
 heartbeats() { [ -f "$FAKE/heartbeats.jsonl" ] && [ "$(wc -l <"$FAKE/heartbeats.jsonl")" -ge "$1" ]; }

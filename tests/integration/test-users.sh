@@ -4,9 +4,17 @@
 # submit as B (403 naming both), cannot cancel B's job, and sees B's job without its command or
 # environment; A's job runs with A's uid (the task writes the uid it has); root over the socket,
 # with no token, acts for anyone; cgorchctl finds the socket at its default path by itself; a
-# job as sys is refused by the agent's --min-uid floor. Then a controller without tokens on
-# loopback: A over TCP is A (the owner of the connection, as the kernel says), not whoever A
-# claims to be, and root is an administrator there too.
+# job as sys is refused by the agent's --min-uid floor. A task's output lands in files owned by
+# its user (the default per-user directory, or a pattern), never where the user could not write
+# (another user's directory, a link to root's file) and never in the agent's log; B cannot read
+# A's output, A and root can (also following a running task). A job with --time 2 running
+# `sleep 60` ends timeout within a bound, one that ignores SIGTERM too (SIGKILL after the
+# grace); a limit of 0 is refused naming it. A held job stays queued while a node has room, B can
+# neither release nor hold A's jobs, A's release lets it run; a timed-out job is requeued as a
+# new attempt. Across an agent's restart a task's output goes on into its file and its limit
+# counts from the task's start. Then a controller without tokens on loopback: A over TCP is A (the owner of the
+# connection, as the kernel says), not whoever A claims to be, and root is an administrator
+# there too.
 set -euo pipefail
 
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -162,6 +170,131 @@ if [ -n "$sys_uid" ] && [ "$sys_uid" -lt "$min_uid" ]; then
 else
         echo "skipped: the floor for sys (no user sys below uid $min_uid here)"
 fi
+
+# ---- task output: files of the job's user, where the user could write, nowhere else ----
+id_o=$(ctl_a submit --wait --name a-out --cpus 0.1 --memory 32M -- /bin/sh -c 'echo OUT-$0; echo ERR-$0 >&2' "$prefix" \
+        2>/dev/null) || fail "A's output job did not succeed"
+f=$CLUSTER_OUTPUT_DIR/$user_a/$id_o.0.0.out
+[ -f "$f" ] || fail "no default output file $f: $(ls -lR "$CLUSTER_OUTPUT_DIR" 2>&1)"
+[ "$(stat -c '%u %a' "$f")" = "$uid_a 600" ] || fail "$f is $(stat -c '%u %a' "$f"), want A's ($uid_a), mode 600"
+[ "$(stat -c '%u %a' "$CLUSTER_OUTPUT_DIR/$user_a")" = "$uid_a 700" ] ||
+        fail "A's output directory is $(stat -c '%u %a' "$CLUSTER_OUTPUT_DIR/$user_a"), want A's, mode 700"
+[ "$(cat "$f")" = "OUT-$prefix"$'\n'"ERR-$prefix" ] || fail "A's output file holds '$(cat "$f")'"
+! grep -q "OUT-$prefix\|ERR-$prefix" "$CLUSTER_DIR/agent-n1.log" || fail "A's output reached the agent's log"
+[ "$(ctl_a logs "$id_o")" = "OUT-$prefix"$'\n'"ERR-$prefix" ] || fail "A's logs show '$(ctl_a logs "$id_o" 2>&1)'"
+[ "$(root_ctl logs "$id_o")" = "OUT-$prefix"$'\n'"ERR-$prefix" ] || fail "root cannot read A's output"
+[ "$(root_ctl logs --tail 4 "$id_o")" = "$(printf '%s\n' "ERR-$prefix" | tail -c 4)" ] || fail "logs --tail 4: '$(root_ctl logs --tail 4 "$id_o")'"
+status=0
+ctl_b logs "$id_o" >"$CLUSTER_DIR/b-logs" 2>"$CLUSTER_DIR/err" || status=$?
+[ $status -eq 1 ] || fail "B reading A's output: exit status $status, want 1"
+grep -qF "job $id_o runs as $user_a: only that user or an administrator may read its output, not $user_b" "$CLUSTER_DIR/err" ||
+        fail "no 403 naming both for B's read of A's output: $(cat "$CLUSTER_DIR/err")"
+! grep -q "OUT-$prefix" "$CLUSTER_DIR/b-logs" || fail "B read A's output"
+pass "A's job $id_o wrote its output to $f (A's, mode 600, in A's 0700 directory), not to the agent's log; A and root read it, B may not (403)"
+
+# A pattern: separate files for output and error, %j and %t expanded, relative to --cwd.
+id_p=$(ctl_a submit --wait --name a-pattern --cwd "$out/$user_a" --output 'o-%j-%t.txt' --error "$out/$user_a/e-%j.txt" \
+        --cpus 0.1 --memory 32M -- /bin/sh -c 'echo to-out; echo to-err >&2' 2>/dev/null) || fail "A's pattern job failed"
+[ "$(cat "$out/$user_a/o-$id_p-0.txt" 2>/dev/null)" = to-out ] && [ "$(cat "$out/$user_a/e-$id_p.txt" 2>/dev/null)" = to-err ] ||
+        fail "the pattern's files: $(ls -l "$out/$user_a" 2>&1)"
+[ "$(stat -c %u "$out/$user_a/o-$id_p-0.txt")" = "$uid_a" ] || fail "the pattern's output file is not A's"
+[ "$(ctl_a logs --error "$id_p")" = to-err ] || fail "logs --error shows '$(ctl_a logs --error "$id_p" 2>&1)'"
+pass "A's pattern job $id_p: o-$id_p-0.txt and e-$id_p.txt, A's"
+
+# Where A may not write: B's directory, and a link to a file of root's. The task does not start,
+# its error names the file, and nothing was written there.
+chmod 755 "$out/$user_b"
+echo root-only >"$out/victim"
+chmod 644 "$out/victim"
+ln -s "$out/victim" "$out/$user_a/link"
+for target in "$out/$user_b/stolen" "$out/$user_a/link"; do
+        id_x=$(ctl_a submit --name a-hostile --output "$target" --cpus 0.1 --memory 32M -- /bin/sh -c 'echo overwritten')
+        wait_for 30 job_is_final "$id_x" || fail "the hostile output job $id_x did not end"
+        [ "$(job_field "$id_x" .state)" = failed ] || fail "output to $target: job ended $(job_field "$id_x" .state)"
+        err=$(job_field "$id_x" '.phases[0].tasks[0].error')
+        [[ $err == "start failed: opening the output file $target as user $user_a: Permission denied" ]] || fail "output to $target: $err"
+done
+[ ! -e "$out/$user_b/stolen" ] || fail "A created a file in B's directory"
+[ "$(cat "$out/victim")" = root-only ] || fail "root's file behind A's link was written: $(cat "$out/victim")"
+pass "output into B's directory or through a link to root's file: refused as for A ($err)"
+
+# Following a running task: the lines as they come, then the end.
+id_f=$(ctl_a submit --name a-follow --cpus 0.1 --memory 32M -- /bin/sh -c 'for i in 1 2 3; do echo line-$i; sleep 1; done')
+timeout 60 env -u CGORCH_TOKEN_FILE -u CGORCH_SERVER setpriv --reuid="$user_a" --regid="$(id -g "$user_a")" --init-groups \
+        "$CGORCHCTL" --socket "$S" logs --follow "$id_f" >"$CLUSTER_DIR/follow" 2>"$CLUSTER_DIR/err" ||
+        fail "logs --follow did not end with the task: $(cat "$CLUSTER_DIR/err")"
+[ "$(cat "$CLUSTER_DIR/follow")" = $'line-1\nline-2\nline-3' ] || fail "logs --follow printed '$(cat "$CLUSTER_DIR/follow")'"
+pass "logs --follow printed job $id_f's lines and ended with it"
+
+# ---- the wall-clock limit ----
+ans=$(as "$user_a" curl -sS --unix-socket "$S" -w ' %{http_code}' -H 'Content-Type: application/json' \
+        -d '{"name": "zero", "time_limit_s": 0, "phases": [{"tasks": 1, "argv": ["/bin/true"], "cpu_cores": 0.1, "memory_bytes": 33554432}]}' \
+        http://localhost/v1/jobs)
+[[ $ans == *"time_limit_s: must be an integer in [1, 31536000]"*" 400" ]] || fail "a limit of 0: $ans"
+started=$SECONDS
+id_t=$(ctl_a submit --name a-slow --time 2 --cpus 0.1 --memory 32M -- sleep 60)
+wait_for 20 job_is_final "$id_t" || fail "job $id_t with --time 2 still $(job_field "$id_t" .state) after 20 s"
+took=$((SECONDS - started))
+[ "$(job_field "$id_t" .state)" = timeout ] || fail "job $id_t ended $(job_field "$id_t" .state), want timeout"
+[ "$(job_field "$id_t" .reason)" = "a task of phase 0 reached the time limit of 2 s" ] ||
+        fail "job $id_t's reason: $(job_field "$id_t" .reason)"
+[ "$(job_field "$id_t" '.phases[0].tasks[0].signal')" = 15 ] || fail "sleep did not die of SIGTERM: $(job_field "$id_t" '.phases[0].tasks[0]')"
+[ $took -le 10 ] || fail "job $id_t took $took s to end timeout, more than 10 s"
+ctl_a job "$id_t" | grep -q "Reason:  *a task of phase 0 reached the time limit of 2 s" || fail "cgorchctl job shows no reason"
+pass "job $id_t (--time 2, sleep 60) ended timeout in $took s, its task by SIGTERM, the reason shown"
+
+root_ctl config set kill-grace=1s >/dev/null || fail "root could not set kill-grace"
+started=$SECONDS
+id_k=$(ctl_a submit --name a-stubborn --time 2 --cpus 0.1 --memory 32M -- /bin/sh -c 'trap "" TERM; while :; do sleep 1; done')
+wait_for 20 job_is_final "$id_k" || fail "job $id_k that ignores SIGTERM still $(job_field "$id_k" .state) after 20 s"
+took=$((SECONDS - started))
+[ "$(job_field "$id_k" .state)" = timeout ] || fail "job $id_k ended $(job_field "$id_k" .state)"
+[[ $(job_field "$id_k" '.phases[0].tasks[0].error') == *"then SIGKILL after the grace"* ]] ||
+        fail "job $id_k's task: $(job_field "$id_k" '.phases[0].tasks[0].error')"
+[ $took -le 12 ] || fail "job $id_k took $took s with a grace of 1 s"
+pass "job $id_k ignoring SIGTERM was killed after the 1 s grace ($took s), timeout"
+
+# ---- hold and release, requeue ----
+id_h=$(ctl_a submit --hold --name a-held --cpus 0.1 --memory 32M -- /bin/true)
+sleep 3
+[ "$(job_field "$id_h" .state)" = queued ] || fail "held job $id_h is $(job_field "$id_h" .state) with a node free"
+[ "$(job_field "$id_h" .held_by)" = "$user_a" ] || fail "held job $id_h: held_by $(job_field "$id_h" .held_by)"
+ctl_a job "$id_h" | grep -q "Held:  *by $user_a since" || fail "cgorchctl job does not say who holds $id_h"
+for verb in release hold requeue; do
+        status=0
+        ctl_b "$verb" "$id_h" >/dev/null 2>"$CLUSTER_DIR/err" || status=$?
+        [ $status -eq 1 ] && grep -qF "job $id_h runs as $user_a, not as $user_b: a user may $verb only their own jobs" "$CLUSTER_DIR/err" ||
+                fail "B's $verb of A's job: status $status, $(cat "$CLUSTER_DIR/err")"
+done
+[ "$(job_field "$id_h" .state)" = queued ] || fail "job $id_h left the queue after B's attempts"
+ctl_a release "$id_h" >/dev/null || fail "A could not release job $id_h"
+wait_for 30 job_is_final "$id_h" || fail "released job $id_h did not end"
+[ "$(job_field "$id_h" .state)" = succeeded ] || fail "released job $id_h ended $(job_field "$id_h" .state)"
+pass "held job $id_h stayed queued beside a free node; B could not release, hold or requeue it (403); A's release ran it"
+
+ctl_a requeue "$id_t" >/dev/null || fail "A could not requeue the timed-out job $id_t"
+[ "$(job_field "$id_t" .requeues)" = 1 ] || fail "job $id_t requeues: $(job_field "$id_t" .requeues)"
+[ "$(job_field "$id_t" '.phases[0].tasks[1].id')" = "$id_t.0.0.1" ] || fail "no new attempt of job $id_t: $(job_field "$id_t" '.phases[0].tasks')"
+wait_for 20 job_is_final "$id_t" || fail "the requeued job $id_t did not end"
+[ "$(job_field "$id_t" .state)" = timeout ] || fail "the requeued job $id_t ended $(job_field "$id_t" .state)"
+pass "the timed-out job $id_t was requeued by A: attempt $id_t.0.0.1 ran, and timed out again"
+
+# ---- an agent restart: the task's output goes on into the same file, its time limit counts on ----
+started=$SECONDS
+id_r=$(ctl_a submit --name a-restart --time 6 --cpus 0.1 --memory 32M -- \
+        /bin/sh -c 'for i in 1 2 3 4 5; do echo tick-$i; sleep 1; done; trap "" TERM; sleep 60')
+wait_for 20 test -s "$CLUSTER_OUTPUT_DIR/$user_a/$id_r.0.0.out" || fail "job $id_r wrote nothing"
+kill -KILL "$CLUSTER_AGENT_PID"
+sleep 2
+cluster_start_agent n1 --cpus 2 --memory 2G
+wait_for 30 job_is_final "$id_r" || fail "job $id_r still $(job_field "$id_r" .state) after the agent's restart"
+took=$((SECONDS - started))
+[ "$(job_field "$id_r" .state)" = timeout ] || fail "job $id_r ended $(job_field "$id_r" .state) after the agent's restart"
+[ "$(cat "$CLUSTER_OUTPUT_DIR/$user_a/$id_r.0.0.out")" = $'tick-1\ntick-2\ntick-3\ntick-4\ntick-5' ] ||
+        fail "job $id_r's file after the restart: '$(cat "$CLUSTER_OUTPUT_DIR/$user_a/$id_r.0.0.out")'"
+[ $took -le 16 ] || fail "job $id_r (--time 6, grace 1 s) took $took s across the restart: the new agent counted from its own start?"
+grep -q "Task $id_r.0.0.0 re-adopted" "$CLUSTER_DIR/agent-n1.log" || fail "the new agent did not re-adopt job $id_r's task"
+pass "across an agent restart job $id_r's output went on into its file and its limit counted from the task's start ($took s)"
 
 # ---- no tokens, loopback TCP: the kernel names the owner of each connection ----
 "$CONTROLLER_BIN" --config /dev/null --listen 127.0.0.1:0 --port-file "$CLUSTER_DIR/open-port" \

@@ -5,7 +5,7 @@
 # actions its heartbeats have not fetched, timed out, replaced (409) by a newer wait, freed at once
 # when its client goes away, bounded to half of --max-connections (and of
 # --max-connections-per-ip per address) so that operators and heartbeats still get through,
-# and answered 503 when the controller stops.
+# and answered 503 when the controller stops; a replayed wait is refused and displaces nothing.
 set -euo pipefail
 
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -108,6 +108,26 @@ grep -q '^409 ' "$d/old.status" && grep -q "a newer wait of this node replaced t
 answered new && fail "the newer wait was answered at once"
 wait_for 5 answered new || fail "the newer wait was not answered after its hold time"
 pass "a wait times out after its hold time, and a newer wait of the node replaces the held one"
+
+# ---- a wait replayed (the very request, signature and all) is refused, the held one stays ----
+auth=$(cluster_sign "$(cluster_agent_token n2)" n2 POST "/v1/nodes/n2/wait?hold_ms=20000")
+curl -sS -H "Authorization: $auth" -X POST -o "$d/orig.out" -w '%{http_code}\n' \
+        "$CGORCH_SERVER/v1/nodes/n2/wait?hold_ms=20000" >"$d/orig.status" 2>/dev/null &
+orig=$!
+wait_for 5 held 1 || fail "n2's wait was not held (held: $(held_count))"
+for _ in 1 2; do
+        code=$(curl -sS -H "Authorization: $auth" -X POST -o "$d/replay.out" -w '%{http_code}' \
+                "$CGORCH_SERVER/v1/nodes/n2/wait?hold_ms=20000")
+        [ "$code" = 401 ] || fail "a replayed wait got $code: $(cat "$d/replay.out")"
+done
+grep -q "replayed: node n2's agent signed a request with this nonce already" "$d/replay.out" ||
+        fail "the replay's 401 does not say why: $(cat "$d/replay.out")"
+held 1 && [ ! -s "$d/orig.status" ] || fail "the replay displaced n2's held wait: $(cat "$d/orig.status" "$d/orig.out")"
+[ "$(grep -c 'as replayed' "$d/controller.log")" = 1 ] || fail "two replays were not logged in one line"
+kill "$orig" 2>/dev/null || true
+wait "$orig" 2>/dev/null || true
+wait_for 5 held 0 || fail "n2's wait, whose client left, is still held (held: $(held_count))"
+pass "a wait replayed within the signature's window is refused (401) and logged once; the held wait stays"
 
 # ---- at most half of --max-connections held; a client that goes frees its slot at once ----
 wait_bg n1 20000 c1

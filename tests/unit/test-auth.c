@@ -18,11 +18,12 @@
 
 #define OPERATOR "operator-secret-0123456789"
 #define READER "reader-secret-0123456789ab"
+#define METRICS "metrics-secret-0123456789a"
 #define N1_SECRET "n1-secret-0123456789abcdef"
 #define N2_SECRET "n2-secret-0123456789abcdef"
 #define AGENTS "# agents of the test cluster\n\nn2:" N2_SECRET "\r\nn1:" N1_SECRET "\n"
 
-static const char *const secrets[] = { OPERATOR, READER, N1_SECRET, N2_SECRET };
+static const char *const secrets[] = { OPERATOR, READER, METRICS, N1_SECRET, N2_SECRET };
 
 static void assert_no_secret(const char *s) {
         for (size_t i = 0; i < ELEMENTSOF(secrets); i++)
@@ -117,7 +118,7 @@ static void setup(void) {
 }
 
 static void teardown(void) {
-        static const char *const names[] = { "operator", "reader", "agents", "agent.key" };
+        static const char *const names[] = { "operator", "reader", "metrics", "agents", "agent.key" };
         for (size_t i = 0; i < ELEMENTSOF(names); i++) {
                 char path[256];
                 snprintf(path, sizeof path, "%s/%s", dir, names[i]);
@@ -140,24 +141,29 @@ static char *write_file(const char *name, const char *content, mode_t mode) {
 Test(auth, load_token_files, .init = setup, .fini = teardown) {
         _cleanup_free_ char *op = write_file("operator", OPERATOR "\n", 0600);
         _cleanup_free_ char *rd = write_file("reader", READER "\n", 0400);
+        _cleanup_free_ char *mt = write_file("metrics", METRICS "\n", 0600);
         _cleanup_free_ char *ag = write_file("agents", AGENTS, 0600);
         AuthTokens t = {};
         char *error = NULL;
-        cr_assert_eq(auth_tokens_load(op, rd, ag, NULL, &t, &error), 0);
+        cr_assert_eq(auth_tokens_load(op, rd, mt, ag, NULL, &t, &error), 0);
         cr_assert_null(error);
         cr_assert_str_eq(t.operator_token, OPERATOR);
         cr_assert_str_eq(t.reader_token, READER);
+        cr_assert_str_eq(t.metrics_token, METRICS);
         cr_assert_eq(t.n_agents, 2u);
         cr_assert(auth_tokens_enabled(&t));
         auth_tokens_done(&t);
         cr_assert_not(auth_tokens_enabled(&t), "done leaves no token behind");
 
         /* Any subset, or none at all. */
-        cr_assert_eq(auth_tokens_load(NULL, NULL, ag, NULL, &t, NULL), 0);
+        cr_assert_eq(auth_tokens_load(NULL, NULL, NULL, ag, NULL, &t, NULL), 0);
         cr_assert_null(t.operator_token);
         cr_assert(auth_tokens_enabled(&t));
         auth_tokens_done(&t);
-        cr_assert_eq(auth_tokens_load(NULL, NULL, NULL, NULL, &t, NULL), 0);
+        cr_assert_eq(auth_tokens_load(NULL, NULL, mt, NULL, NULL, &t, NULL), 0);
+        cr_assert(auth_tokens_enabled(&t), "a metrics token alone turns authentication on");
+        auth_tokens_done(&t);
+        cr_assert_eq(auth_tokens_load(NULL, NULL, NULL, NULL, NULL, &t, NULL), 0);
         cr_assert_not(auth_tokens_enabled(&t));
         auth_tokens_done(&t);
 }
@@ -166,14 +172,14 @@ Test(auth, load_agent_key_only_without_agents_file, .init = setup, .fini = teard
         _cleanup_free_ char *key = write_file("agent.key", N1_SECRET "\n", 0600);
         _cleanup_free_ char *ag = write_file("agents", AGENTS, 0600);
         AuthTokens t = {};
-        cr_assert_eq(auth_tokens_load(NULL, NULL, NULL, key, &t, NULL), 0);
+        cr_assert_eq(auth_tokens_load(NULL, NULL, NULL, NULL, key, &t, NULL), 0);
         cr_assert_str_eq(t.agent_key, N1_SECRET);
         cr_assert_not(auth_tokens_enabled(&t), "an agent key alone leaves the bearer routes open");
         cr_assert_str_eq(auth_agent_key(&t, "any-node"), N1_SECRET);
         auth_tokens_done(&t);
         cr_assert_null(t.agent_key);
 
-        cr_assert_eq(auth_tokens_load(NULL, NULL, ag, key, &t, NULL), 0);
+        cr_assert_eq(auth_tokens_load(NULL, NULL, NULL, ag, key, &t, NULL), 0);
         cr_assert_null(t.agent_key, "an agents file wins over the key");
         cr_assert_str_eq(auth_agent_key(&t, "n2"), N2_SECRET);
         cr_assert_null(auth_agent_key(&t, "n3"));
@@ -181,7 +187,7 @@ Test(auth, load_agent_key_only_without_agents_file, .init = setup, .fini = teard
 
         free(write_file("agent.key", N1_SECRET "\n", 0644));
         char *error = NULL;
-        cr_assert_eq(auth_tokens_load(NULL, NULL, NULL, key, &t, &error), -EPERM, "a key others may read");
+        cr_assert_eq(auth_tokens_load(NULL, NULL, NULL, NULL, key, &t, &error), -EPERM, "a key others may read");
         assert_no_secret(error);
         free(error);
 }
@@ -192,25 +198,36 @@ Test(auth, load_refuses_bad_files, .init = setup, .fini = teardown) {
 
         _cleanup_free_ char *rd = write_file("reader", OPERATOR "\n", 0600);
         _cleanup_free_ char *op = write_file("operator", OPERATOR "\n", 0600);
-        cr_assert_eq(auth_tokens_load(op, rd, NULL, NULL, &t, &error), -EINVAL, "operator and reader tokens equal");
+        cr_assert_eq(auth_tokens_load(op, rd, NULL, NULL, NULL, &t, &error), -EINVAL, "operator and reader tokens equal");
         cr_assert(strstr(error, "must differ"));
+        free(error);
+        _cleanup_free_ char *mt = write_file("metrics", OPERATOR "\n", 0600);
+        error = NULL;
+        cr_assert_eq(auth_tokens_load(op, NULL, mt, NULL, NULL, &t, &error), -EINVAL, "operator and metrics tokens equal");
+        free(error);
+        free(write_file("reader", READER "\n", 0600));
+        free(write_file("metrics", READER "\n", 0600));
+        error = NULL;
+        cr_assert_eq(auth_tokens_load(NULL, rd, mt, NULL, NULL, &t, &error), -EINVAL, "reader and metrics tokens equal");
+        cr_assert(strstr(error, "must differ"));
+        assert_no_secret(error);
         free(error);
 
         free(write_file("operator", OPERATOR "\n", 0644));
         error = NULL;
-        cr_assert_eq(auth_tokens_load(op, NULL, NULL, NULL, &t, &error), -EPERM);
+        cr_assert_eq(auth_tokens_load(op, NULL, NULL, NULL, NULL, &t, &error), -EPERM);
         cr_assert(strstr(error, "chmod 600"));
         assert_no_secret(error);
         free(error);
 
         _cleanup_free_ char *ag = write_file("agents", AGENTS, 0640);
         error = NULL;
-        cr_assert_eq(auth_tokens_load(NULL, NULL, ag, NULL, &t, &error), -EPERM, "agents file group-readable");
+        cr_assert_eq(auth_tokens_load(NULL, NULL, NULL, ag, NULL, &t, &error), -EPERM, "agents file group-readable");
         free(error);
 
         free(write_file("agents", "n1:" N1_SECRET "\nbroken\n", 0600));
         error = NULL;
-        cr_assert_eq(auth_tokens_load(NULL, NULL, ag, NULL, &t, &error), -EINVAL);
+        cr_assert_eq(auth_tokens_load(NULL, NULL, NULL, ag, NULL, &t, &error), -EINVAL);
         cr_assert(strstr(error, ag), "'%s' does not name the file", error);
         cr_assert(strstr(error, "line 2"), "'%s' does not name the line", error);
         assert_no_secret(error);
@@ -223,7 +240,8 @@ Test(auth, load_refuses_bad_files, .init = setup, .fini = teardown) {
 static AuthTokens tokens;
 
 static void tokens_setup(void) {
-        tokens = (AuthTokens) { .operator_token = strdup(OPERATOR), .reader_token = strdup(READER) };
+        tokens = (AuthTokens) { .operator_token = strdup(OPERATOR), .reader_token = strdup(READER),
+                                .metrics_token = strdup(METRICS) };
         cr_assert_eq(auth_parse_agent_tokens(AGENTS, strlen(AGENTS), &tokens.agents, &tokens.n_agents, NULL), 0);
 }
 
@@ -237,6 +255,7 @@ Test(decide, identify_each_role) {
         const char *node = "untouched";
         cr_assert_eq(auth_identify(&tokens, "Bearer " OPERATOR, &node), AUTH_ROLE_OPERATOR);
         cr_assert_eq(auth_identify(&tokens, "Bearer " READER, &node), AUTH_ROLE_READER);
+        cr_assert_eq(auth_identify(&tokens, "Bearer " METRICS, &node), AUTH_ROLE_METRICS);
         cr_assert_str_eq(node, "untouched", "only an agent names its node");
         cr_assert_eq(auth_identify(&tokens, "Bearer n1:" N1_SECRET, &node), AUTH_ROLE_AGENT);
         cr_assert_str_eq(node, "n1");
@@ -345,11 +364,12 @@ static Case callers[] = {
         { "agent n1 bearer", "Bearer n1:" N1_SECRET },
         { "agent n1 signed", NULL /* set by the test */ },
         { "operator", "Bearer " OPERATOR },
+        { "metrics", "Bearer " METRICS },
 };
 
 static const AuthAccess accesses[] = { AUTH_ACCESS_WRITE, AUTH_ACCESS_READ, AUTH_ACCESS_HEARTBEAT, AUTH_ACCESS_PUBLIC,
-                                       AUTH_ACCESS_OWN_JOBS };
-static const char *const access_names[] = { "write", "read", "heartbeat", "public", "own jobs" };
+                                       AUTH_ACCESS_OWN_JOBS, AUTH_ACCESS_METRICS };
+static const char *const access_names[] = { "write", "read", "heartbeat", "public", "own jobs", "metrics" };
 
 /* Every caller × every route class, a heartbeat path for n1 (the agent's own node). Expected
  * status and a piece of the message. */
@@ -359,22 +379,28 @@ static const struct {
 } expected[ELEMENTSOF(callers)][ELEMENTSOF(accesses)] = {
         /* missing */ { { 401, "missing bearer token" }, { 401, "missing bearer token" },
                         { 401, "missing; an agent signs its requests (Authorization: CGORCH-HMAC" }, { 0, "" },
-                        { 401, "missing bearer token" } },
+                        { 401, "missing bearer token" }, { 401, "missing bearer token" } },
         /* unknown */ { { 401, "invalid token" }, { 401, "invalid token" }, { 401, "invalid token; an agent signs" },
-                        { 0, "" }, { 401, "invalid token" } },
+                        { 0, "" }, { 401, "invalid token" }, { 401, "invalid token" } },
         /* reader */ { { 403, "read-only token may only use GET, not POST" }, { 0, "" },
                        { 403, "read-only token may only use GET, not POST" }, { 0, "" },
-                       { 403, "read-only token may only use GET, not POST" } },
+                       { 403, "read-only token may only use GET, not POST" }, { 0, "" } },
         /* agent n1 bearer */ { { 401, "an agent's secret is no bearer token" },
                                 { 401, "an agent's secret is no bearer token" },
                                 { 401, "an agent's secret is no bearer token (replace this one: it has been sent); an agent "
                                        "signs its requests (Authorization: CGORCH-HMAC" }, { 0, "" },
+                                { 401, "an agent's secret is no bearer token" },
                                 { 401, "an agent's secret is no bearer token" } },
         /* agent n1 signed */ { { 403, "an agent's signature is good for its node's heartbeats and waits only" },
                                 { 403, "an agent's signature is good for its node's heartbeats and waits only" },
                                 { 0, "" }, { 0, "" },
+                                { 403, "an agent's signature is good for its node's heartbeats and waits only" },
                                 { 403, "an agent's signature is good for its node's heartbeats and waits only" } },
-        /* operator */ { { 0, "" }, { 0, "" }, { 0, "" }, { 0, "" }, { 0, "" } },
+        /* operator */ { { 0, "" }, { 0, "" }, { 0, "" }, { 0, "" }, { 0, "" }, { 0, "" } },
+        /* metrics */ { { 403, "metrics token may only read GET /metrics" },
+                        { 403, "metrics token may only read GET /metrics" },
+                        { 403, "metrics token may only read GET /metrics" }, { 0, "" },
+                        { 403, "metrics token may only read GET /metrics" }, { 0, "" } },
 };
 
 Test(decide, every_role_and_route_class) {
@@ -552,12 +578,12 @@ Test(decide, no_tokens_the_peer_decides) {
         static const struct {
                 const AuthPeer *peer;
                 AuthRole role;
-                unsigned status[ELEMENTSOF(accesses)]; /* write, read, heartbeat, public, own jobs */
+                unsigned status[ELEMENTSOF(accesses)]; /* write, read, heartbeat, public, own jobs, metrics */
         } cases[] = {
-                { &unknown, AUTH_ROLE_ANONYMOUS, { 403, 0, 401, 0, 403 } },
-                { &root, AUTH_ROLE_OPERATOR, { 0, 0, 0, 0, 0 } },
-                { &self, AUTH_ROLE_OPERATOR, { 0, 0, 0, 0, 0 } },
-                { &user, AUTH_ROLE_USER, { 403, 0, 403, 0, 0 } },
+                { &unknown, AUTH_ROLE_ANONYMOUS, { 403, 0, 401, 0, 403, 0 } },
+                { &root, AUTH_ROLE_OPERATOR, { 0, 0, 0, 0, 0, 0 } },
+                { &self, AUTH_ROLE_OPERATOR, { 0, 0, 0, 0, 0, 0 } },
+                { &user, AUTH_ROLE_USER, { 403, 0, 403, 0, 0, 0 } },
         };
         for (size_t c = 0; c < ELEMENTSOF(cases); c++)
                 for (size_t i = 0; i < ELEMENTSOF(callers); i++)
@@ -695,4 +721,36 @@ Test(decide, users_act_for_their_own_jobs_only) {
         cr_assert_not(auth_may_see_command(&anonymous, "bob", true));
         cr_assert(auth_may_see_command(&op, "bob", true));
         cr_assert(auth_may_see_command(&reader, "bob", true), "the read-only token sees every command");
+}
+
+/* A connection stops counting as anonymous (conn-slots.h) only for a credential a flood cannot
+ * present: a signature, a token, an administrator the kernel names. */
+Test(decide, vouched_by_credentials_only) {
+        const AuthPolicy policy = { .self_uid = 4242 }, insecure = { .insecure_no_auth = true };
+        const AuthPeer unix_user = { .unix_socket = true, .uid_known = true, .uid = 1001 },
+                       unix_root = { .unix_socket = true, .uid_known = true, .uid = 0 },
+                       tcp_user = { .uid_known = true, .uid = 1001 };
+        AuthTokens none = {};
+        AuthDecision d;
+
+        cr_assert_eq(decide(&tokens, sign("n1", N1_SECRET, "POST", HB, NOW), AUTH_ACCESS_HEARTBEAT, "POST", HB, "n1", &d), 0u);
+        cr_assert(auth_principal_vouched(&tokens, &d.principal), "a signed agent");
+        cr_assert_eq(decide(&tokens, "Bearer " OPERATOR, AUTH_ACCESS_WRITE, "PUT", "/v1/config", NULL, &d), 0u);
+        cr_assert(auth_principal_vouched(&tokens, &d.principal), "the operator token");
+        cr_assert_eq(decide(&tokens, "Bearer " READER, AUTH_ACCESS_READ, "GET", "/v1/jobs", NULL, &d), 0u);
+        cr_assert(auth_principal_vouched(&tokens, &d.principal), "the read-only token");
+        cr_assert_eq(decide_from(&tokens, &policy, &unix_root, NULL, AUTH_ACCESS_WRITE, "PUT", "/v1/config", NULL, &d), 0u);
+        cr_assert(auth_principal_vouched(&tokens, &d.principal), "root on the Unix socket");
+
+        cr_assert_eq(decide_from(&tokens, &policy, &unix_user, NULL, AUTH_ACCESS_OWN_JOBS, "POST", "/v1/jobs", NULL, &d), 0u);
+        cr_assert_not(auth_principal_vouched(&tokens, &d.principal), "any local user");
+        cr_assert_eq(decide_from(&none, &policy, &tcp_user, NULL, AUTH_ACCESS_READ, "GET", "/v1/jobs", NULL, &d), 0u);
+        cr_assert_not(auth_principal_vouched(&none, &d.principal), "a loopback user without tokens");
+        cr_assert_eq(decide_from(&none, &policy, NULL, NULL, AUTH_ACCESS_READ, "GET", "/v1/jobs", NULL, &d), 0u);
+        cr_assert_not(auth_principal_vouched(&none, &d.principal), "an anonymous reader");
+        cr_assert_eq(decide_from(&none, &insecure, NULL, NULL, AUTH_ACCESS_WRITE, "PUT", "/v1/config", NULL, &d), 0u);
+        cr_assert_eq(d.principal.role, AUTH_ROLE_OPERATOR);
+        cr_assert_not(auth_principal_vouched(&none, &d.principal), "--insecure-no-auth's everyone");
+        cr_assert_eq(decide(&tokens, NULL, AUTH_ACCESS_PUBLIC, "GET", "/healthz", NULL, &d), 0u);
+        cr_assert_not(auth_principal_vouched(&tokens, &d.principal), "/healthz without a token");
 }

@@ -13,6 +13,21 @@
 
 static const OrchDetectParams DP = ORCH_DETECT_PARAMS_DEFAULT;
 
+/* The paper's settings, which most tests here show: both resources, hysteresis 2, cool-down 2, half a core a
+ * step, a pinned task asks for half again, and hogs give what they use (no margin above use; the default keeps use + 25%,
+ * take_keeps_use_plus_margin). */
+static OrchBalanceParams paper_params(void) {
+        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+
+        p.mode = ORCH_MODE_CPU_MEMORY;
+        p.hysteresis_epochs = 2;
+        p.cooldown_epochs = 2;
+        p.cpu_max_step_cores = 0.5;
+        p.cpu_pinned_growth = 0.5;
+        p.cpu_margin_fraction = -1;
+        return p;
+}
+
 /* One epoch: detect, then balance. */
 static int epoch(const OrchSnapshot *s, double now_s, const OrchBalanceParams *p, OrchBalancerState *st,
                  OrchDecisions *d) {
@@ -48,7 +63,7 @@ Test(balancer, cpu_moves_from_hog_to_starved) {
         _cleanup_(orch_snapshot_freep) OrchSnapshot *s = NULL;
         _cleanup_(orch_balancer_state_done) OrchBalancerState st;
         _cleanup_(orch_decisions_done) OrchDecisions d = {};
-        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        OrchBalanceParams p = paper_params();
         size_t starved, hog;
 
         orch_balancer_state_init(&st);
@@ -92,7 +107,7 @@ Test(balancer, memory_from_overprovisioned_neighbour_never_below_use_plus_margin
         _cleanup_(orch_snapshot_freep) OrchSnapshot *s = scenario_new();
         _cleanup_(orch_balancer_state_done) OrchBalancerState st;
         _cleanup_(orch_decisions_done) OrchDecisions d = {};
-        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        OrchBalanceParams p = paper_params();
         size_t deficit, donor;
 
         orch_balancer_state_init(&st);
@@ -156,7 +171,7 @@ Test(balancer, sec2b_no_useless_change) {
         _cleanup_(orch_snapshot_freep) OrchSnapshot *s = NULL;
         _cleanup_(orch_balancer_state_done) OrchBalancerState st;
         _cleanup_(orch_decisions_done) OrchDecisions d = {};
-        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        OrchBalanceParams p = paper_params();
         size_t t[6];
 
         orch_balancer_state_init(&st);
@@ -185,7 +200,7 @@ Test(balancer, sec2b_both_sides_fixable) {
         _cleanup_(orch_snapshot_freep) OrchSnapshot *s = NULL;
         _cleanup_(orch_balancer_state_done) OrchBalancerState st;
         _cleanup_(orch_decisions_done) OrchDecisions d = {};
-        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        OrchBalanceParams p = paper_params();
         size_t t[6];
 
         orch_balancer_state_init(&st);
@@ -207,7 +222,7 @@ Test(balancer, sec2b_known_bottleneck_is_raised) {
         _cleanup_(orch_snapshot_freep) OrchSnapshot *s = NULL;
         _cleanup_(orch_balancer_state_done) OrchBalancerState st;
         _cleanup_(orch_decisions_done) OrchDecisions d = {};
-        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        OrchBalanceParams p = paper_params();
         size_t t[6];
 
         orch_balancer_state_init(&st);
@@ -222,11 +237,139 @@ Test(balancer, sec2b_known_bottleneck_is_raised) {
         cr_assert_float_eq(orch_decisions_find(&d, t[1], ORCH_CPU)->new_value, 1.1, 1e-9);
 }
 
+/* Sec. II-B keeps what costs nobody: with N1 at 2.1 CPUs (0.1 free), MA1 gets the free 0.1
+ * (0.4 → 0.5) although MA2 stays short on N3; MB1 is not cut. */
+Test(balancer, sec2b_headroom_part_kept) {
+        _cleanup_(orch_snapshot_freep) OrchSnapshot *s = NULL;
+        _cleanup_(orch_balancer_state_done) OrchBalancerState st;
+        _cleanup_(orch_decisions_done) OrchDecisions d = {};
+        OrchBalanceParams p = paper_params();
+        size_t t[6];
+
+        p.hysteresis_epochs = 1;
+        orch_balancer_state_init(&st);
+        s = sec2b(1.6, 0, 0, t);
+        s->nodes[0].info.capacity_cpus = 2.1;
+        cr_assert_eq(epoch(s, 60, &p, &st, &d), 0);
+        const OrchDecision *ma1 = orch_decisions_find(&d, t[0], ORCH_CPU);
+        cr_assert_not_null(ma1);
+        cr_assert_eq(ma1->verdict, ORCH_VERDICT_APPLY, "%s", ma1->reason);
+        cr_assert_float_eq(ma1->new_value, 0.5, 1e-9);
+        cr_assert_eq(ma1->peer, ORCH_NO_TASK, "from headroom only");
+        cr_assert_null(orch_decisions_find(&d, t[1], ORCH_CPU), "MB1 is not cut for a raise that cannot help");
+}
+
+/* Job 1 has two tasks, on n1 and n2 (2 CPUs each, job 2 holding 1 CPU on each: 0.7 free), both
+ * pinned at 0.30 cores, throttled in 95% of periods, 0.7 cores' worth of throttled time a
+ * second, CPU stall (own PSI) 70%, both 20% done after 60 s. Aimed at its equally starved peer's
+ * finish (Eq. 1) or at the phase's mean use, a task is "right" at 0.30 (the issue's 0.30 → 0.314
+ * raises); its own evidence says it would use 0.30 + 0.70 = 1.0 = 0.30 / (1 − 0.7). Both are
+ * raised by the full step from their node's free capacity: 0.30 → 0.80. */
+static OrchSnapshot *all_starved(double throttled_cores, double psi) {
+        OrchSnapshot *s = scenario_new();
+
+        scenario_node(s, "n1", 2, 4096, 0, 0);
+        scenario_node(s, "n2", 2, 4096, 0, 0);
+        for (int i = 0; i < 2; i++) {
+                const char *node = i == 0 ? "n1" : "n2";
+                scenario_task(s, (OrchTaskInfo) { .id = i == 0 ? "1.0.0.0" : "1.0.1.0", .job = 1, .node = node,
+                                                  .cpu_limit_cores = 0.3, .throttled_ratio = 0.95,
+                                                  .cpu_throttled_cores = throttled_cores, .psi_cpu_some_avg10 = psi,
+                                                  .has_progress = true, .progress = 0.2 }, 0.3, 100);
+                scenario_task(s, (OrchTaskInfo) { .id = i == 0 ? "2.0.0.0" : "2.0.1.0", .job = 2, .node = node,
+                                                  .cpu_limit_cores = 1, .expected_cpu_cores = 1 }, 1, 100);
+        }
+        return s;
+}
+
+Test(balancer, all_peers_starved_raised_on_own_evidence) {
+        _cleanup_(orch_balancer_state_done) OrchBalancerState st;
+        _cleanup_(orch_decisions_done) OrchDecisions d = {};
+        OrchBalanceParams p = paper_params();
+        struct { double throttled_cores, psi, need; } cases[] = {
+                { 0.7, 70, 1.0 },       /* both say 1.0 */
+                { 0.7, 0, 1.0 },        /* throttled time alone (no PSI in the cgroup) */
+                { 0, 70, 1.0 },         /* PSI alone (no throttled time reported) */
+                { 0, 0, 0.45 },         /* neither: pinned growth, 0.30 × 1.5 */
+        };
+
+        p.hysteresis_epochs = 1;
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(orch_snapshot_freep) OrchSnapshot *s = all_starved(cases[i].throttled_cores, cases[i].psi);
+                orch_balancer_state_init(&st);
+                cr_assert_eq(epoch(s, 60, &p, &st, &d), 0);
+                for (size_t t = 0; t < 4; t += 2) {
+                        const OrchDecision *x = orch_decisions_find(&d, t, ORCH_CPU);
+                        cr_assert_not_null(x, "case %zu: task %zu not raised", i, t);
+                        cr_assert_eq(x->verdict, ORCH_VERDICT_APPLY, "case %zu: %s", i, x->reason);
+                        cr_assert_float_eq(x->need, cases[i].need, 1e-6, "case %zu: need %g", i, x->need);
+                        cr_assert_float_eq(x->new_value, MIN(cases[i].need, 0.8), 1e-9, "case %zu", i);
+                        cr_assert_eq(x->peer, ORCH_NO_TASK, "from the node's free capacity");
+                }
+                orch_balancer_state_done(&st);
+        }
+}
+
+/* Aimed at a peer that is not starved, Eq. 1 still decides: 1.0.1.0 runs unthrottled at its
+ * 1-core quota and is 40% done, 1.0.0.0 (pinned at 0.3, 20% done, 240 s left at its pace)
+ * should finish with it (90 s left): 0.3 · 240 / 90 = 0.8 cores, not its own evidence's 1.0. */
+Test(balancer, peer_not_starved_keeps_eq1) {
+        _cleanup_(orch_snapshot_freep) OrchSnapshot *s = all_starved(0.7, 70);
+        _cleanup_(orch_balancer_state_done) OrchBalancerState st;
+        _cleanup_(orch_decisions_done) OrchDecisions d = {};
+        OrchBalanceParams p = paper_params();
+
+        p.hysteresis_epochs = 1;
+        OrchTask *peer = &s->tasks[2];
+        peer->info.cpu_limit_cores = 1;
+        peer->info.throttled_ratio = 0;
+        peer->info.cpu_throttled_cores = 0;
+        peer->info.psi_cpu_some_avg10 = 0;
+        peer->info.progress = 0.4;
+        for (size_t w = 0; w < peer->n_windows; w++)
+                peer->windows[w].cpu_cores = 1;
+        s->tasks[3].info.cpu_limit_cores = 0.5; /* n2 is not full */
+        orch_balancer_state_init(&st);
+        cr_assert_eq(epoch(s, 60, &p, &st, &d), 0);
+        const OrchDecision *x = orch_decisions_find(&d, 0, ORCH_CPU);
+        cr_assert_not_null(x);
+        cr_assert_float_eq(x->need, 0.8, 1e-6, "need %g: %s", x->need, x->reason);
+        cr_assert_null(orch_decisions_find(&d, 2, ORCH_CPU), "the peer is not short");
+}
+
+/* The first raise is not held back by coordination when free capacity funds it: job 1's task on
+ * n2 is found short one epoch later than the one on n1 (hysteresis 2), and the one on n1 is
+ * raised as soon as its own finding is old enough. */
+Test(balancer, headroom_raise_not_delayed_by_waiting_peer) {
+        _cleanup_(orch_snapshot_freep) OrchSnapshot *s = all_starved(0.7, 70), *late = all_starved(0.7, 70);
+        _cleanup_(orch_balancer_state_done) OrchBalancerState st;
+        _cleanup_(orch_decisions_done) OrchDecisions d = {};
+        _cleanup_(orch_findings_done) OrchFindings f = {};
+        OrchBalanceParams p = paper_params();
+
+        p.hysteresis_epochs = 2;
+        late->tasks[2].info.throttled_ratio = 0; /* 1.0.1.0 not yet throttled */
+        late->tasks[2].info.cpu_throttled_cores = 0;
+        late->tasks[2].info.psi_cpu_some_avg10 = 0;
+        orch_balancer_state_init(&st);
+        cr_assert_eq(epoch(late, 60, &p, &st, &d), 0);
+        cr_assert_eq(orch_decisions_count(&d, ORCH_VERDICT_APPLY), 0, "hysteresis");
+        cr_assert_eq(orch_detect(s, 61, &DP, &f), 0);
+        cr_assert_eq(orch_balance(s, &f, 61, &p, &st, &d), 0);
+        const OrchDecision *x = orch_decisions_find(&d, 0, ORCH_CPU);
+        cr_assert_not_null(x);
+        cr_assert_eq(x->verdict, ORCH_VERDICT_APPLY, "%s", x->reason);
+        cr_assert_float_eq(x->new_value, 0.8, 1e-9);
+        const OrchFinding *waiting = orch_findings_find(&f, ORCH_FINDING_DEFICIT, 2, ORCH_CPU);
+        cr_assert_not_null(waiting);
+        cr_assert_eq(d.explained[waiting - f.items].outcome, ORCH_OUTCOME_HYSTERESIS);
+}
+
 Test(balancer, hysteresis_and_cooldown) {
         _cleanup_(orch_snapshot_freep) OrchSnapshot *s = NULL, *calm = NULL;
         _cleanup_(orch_balancer_state_done) OrchBalancerState st;
         _cleanup_(orch_decisions_done) OrchDecisions d = {};
-        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        OrchBalanceParams p = paper_params();
         size_t starved, hog;
         double now = 60;
 
@@ -263,7 +406,7 @@ Test(balancer, dry_run_changes_nothing) {
         _cleanup_(orch_snapshot_freep) OrchSnapshot *s = NULL;
         _cleanup_(orch_balancer_state_done) OrchBalancerState st;
         _cleanup_(orch_decisions_done) OrchDecisions d = {};
-        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        OrchBalanceParams p = paper_params();
         size_t starved, hog;
 
         p.dry_run = true;
@@ -286,7 +429,7 @@ Test(balancer, dry_run_changes_nothing) {
 
 Test(balancer, modes) {
         _cleanup_(orch_snapshot_freep) OrchSnapshot *s = scenario_new();
-        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        OrchBalanceParams p = paper_params();
         const OrchMode modes[] = { ORCH_MODE_OFF, ORCH_MODE_CPU, ORCH_MODE_MEMORY, ORCH_MODE_CPU_MEMORY };
         const size_t expect_cpu[] = { 0, 2, 0, 2 }, expect_memory[] = { 0, 0, 2, 2 };
 
@@ -333,7 +476,7 @@ Test(balancer, uniform_estimator) {
         _cleanup_(orch_snapshot_freep) OrchSnapshot *s = NULL;
         _cleanup_(orch_balancer_state_done) OrchBalancerState st;
         _cleanup_(orch_decisions_done) OrchDecisions d = {};
-        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        OrchBalanceParams p = paper_params();
         size_t starved, hog;
 
         p.estimator = ORCH_ESTIMATOR_UNIFORM;
@@ -350,7 +493,7 @@ Test(balancer, uniform_estimator) {
  * before still fits after; no step exceeds the maximum; no take goes below its floor or, for
  * memory, below use + margin; no raise goes above the ceiling. */
 Test(balancer, node_sums_within_capacity_random) {
-        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        OrchBalanceParams p = paper_params();
         size_t n_changes = 0;
 
         p.hysteresis_epochs = 1;
@@ -443,7 +586,7 @@ Test(balancer, bad_input) {
         _cleanup_(orch_balancer_state_done) OrchBalancerState st;
         OrchDecisions d = {};
         OrchFindings f = {};
-        OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+        OrchBalanceParams p = paper_params();
         const char *field = NULL;
 
         orch_balancer_state_init(&st);
@@ -459,4 +602,282 @@ Test(balancer, bad_input) {
         cr_assert_eq(orch_balance(s, &f, 0, &p, &st, &d), -EINVAL, "duplicate ids");
         cr_assert_null(d.items);
         cr_assert_eq(st.epoch, 0);
+}
+
+/* ---- Every finding says what came of it ---- */
+
+/* One epoch, with the findings kept, checking the explanations: one per finding, each with an
+ * outcome and words; "changed" (or "dry-run") exactly when a decision about that task and
+ * resource was applied (or dry-run). Marks every outcome seen. */
+static void explained_epoch(const OrchSnapshot *s, OrchFindings *f, double now_s, const OrchBalanceParams *p,
+                            OrchBalancerState *st, OrchDecisions *d, bool seen[_ORCH_OUTCOME_MAX]) {
+        cr_assert_eq(orch_balance(s, f, now_s, p, st, d), 0);
+        cr_assert_eq(d->n_explained, f->n);
+        for (size_t i = 0; i < f->n; i++) {
+                const OrchFinding *x = &f->items[i];
+                const OrchExplanation *e = &d->explained[i];
+
+                cr_assert(orch_outcome_to_string(e->outcome), "finding %zu (%s: %s) has no outcome", i,
+                          orch_finding_kind_to_string(x->kind), x->reason);
+                cr_assert_gt(strlen(e->why), 0, "finding %zu (%s) outcome %s has no words", i, x->reason,
+                             orch_outcome_to_string(e->outcome));
+                seen[e->outcome] = true;
+                if (x->task == ORCH_NO_TASK)
+                        continue;
+                const OrchDecision *dec = orch_decisions_find(d, x->task, x->resource);
+                bool changed = dec && dec->verdict != ORCH_VERDICT_SKIPPED && dec->evidence.kind == x->kind;
+                cr_assert_eq(changed, e->outcome == ORCH_OUTCOME_CHANGED || e->outcome == ORCH_OUTCOME_DRY_RUN,
+                             "finding %s: outcome %s (%s) against decision %s", x->reason,
+                             orch_outcome_to_string(e->outcome), e->why, dec ? dec->reason : "none");
+        }
+}
+
+static void detected_epoch(const OrchSnapshot *s, double now_s, const OrchBalanceParams *p, OrchBalancerState *st,
+                           OrchDecisions *d, bool seen[_ORCH_OUTCOME_MAX]) {
+        _cleanup_(orch_findings_done) OrchFindings f = {};
+
+        cr_assert_eq(orch_detect(s, now_s, &DP, &f), 0);
+        explained_epoch(s, &f, now_s, p, st, d, seen);
+}
+
+/* One epoch (detect, balance) whose findings stay in *f for why(). */
+static void run(const OrchSnapshot *s, double now_s, const OrchBalanceParams *p, OrchBalancerState *st,
+                OrchDecisions *d, bool seen[_ORCH_OUTCOME_MAX], OrchFindings *f) {
+        cr_assert_eq(orch_detect(s, now_s, &DP, f), 0);
+        explained_epoch(s, f, now_s, p, st, d, seen);
+}
+
+/* The explanation of the first finding of kind k about task t and resource r. */
+static const OrchExplanation *why(const OrchFindings *f, const OrchDecisions *d, OrchFindingKind k, size_t t,
+                                  OrchResource r) {
+        const OrchFinding *x = orch_findings_find(f, k, t, r);
+
+        cr_assert_not_null(x, "no %s finding about task %zu", orch_finding_kind_to_string(k), t);
+        return &d->explained[x - f->items];
+}
+
+#define EXPECT_OUTCOME(e, o, text)                                                                            \
+        do {                                                                                                  \
+                const OrchExplanation *e_ = (e);                                                              \
+                cr_assert_eq(e_->outcome, (o), "outcome %s (%s), expected %s", orch_outcome_to_string(e_->outcome), \
+                             e_->why, orch_outcome_to_string(o));                                             \
+                cr_assert(strstr(e_->why, (text)), "\"%s\" lacks \"%s\"", e_->why, (text));                  \
+        } while (0)
+
+/* A starved task (1.0.0.0, pinned at 0.5 on n1, 2 CPUs) next to b.0.0.0 using cores of quota
+ * `neighbour` (expected to use what it uses: no hog). */
+static OrchSnapshot *no_hog_scenario(double neighbour, size_t *ret_starved) {
+        OrchSnapshot *s = scenario_new();
+
+        scenario_node(s, "n1", 2, 4096, 0, 0);
+        *ret_starved = scenario_task(s, (OrchTaskInfo) { .id = "1.0.0.0", .job = 1, .node = "n1", .cpu_limit_cores = 0.5,
+                                                         .throttled_ratio = 0.7 }, 0.5, 100);
+        scenario_task(s, (OrchTaskInfo) { .id = "2.0.0.0", .job = 2, .node = "n1", .cpu_limit_cores = neighbour,
+                                          .expected_cpu_cores = neighbour }, neighbour, 100);
+        return s;
+}
+
+Test(balancer, every_no_change_says_why) {
+        _cleanup_(orch_balancer_state_done) OrchBalancerState st;
+        _cleanup_(orch_decisions_done) OrchDecisions d = {};
+        _cleanup_(orch_findings_done) OrchFindings f = {};
+        bool seen[_ORCH_OUTCOME_MAX] = {};
+        OrchBalanceParams p = paper_params();
+        size_t starved, hog, t[6];
+
+        p.hysteresis_epochs = 2;
+        p.cooldown_epochs = 2;
+
+        /* Hysteresis, then the change, then cool-down; the throttling signal is only shown. */
+        {
+                _cleanup_(orch_snapshot_freep) OrchSnapshot *s = cpu_scenario(&starved, &hog, 0.7);
+                orch_balancer_state_init(&st);
+                run(s, 60, &p, &st, &d, seen, &f);
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_DEFICIT, starved, ORCH_CPU), ORCH_OUTCOME_HYSTERESIS,
+                               "1 epoch(s) in a row, acted on after 2");
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_HOG, hog, ORCH_CPU), ORCH_OUTCOME_HYSTERESIS, "acted on after 2");
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_THROTTLED, starved, ORCH_CPU), ORCH_OUTCOME_SIGNAL, "a signal");
+                run(s, 80, &p, &st, &d, seen, &f);
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_DEFICIT, starved, ORCH_CPU), ORCH_OUTCOME_CHANGED,
+                               "raised 0.500 cores -> 0.750 cores");
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_HOG, hog, ORCH_CPU), ORCH_OUTCOME_CHANGED,
+                               "lowered 1.500 cores -> 1.250 cores for 1.0.0.0");
+                run(s, 100, &p, &st, &d, seen, &f);
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_DEFICIT, starved, ORCH_CPU), ORCH_OUTCOME_COOLDOWN,
+                               "changed 1 epoch(s) ago; left alone for 2");
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_HOG, hog, ORCH_CPU), ORCH_OUTCOME_COOLDOWN, "left alone for 2");
+                orch_balancer_state_done(&st);
+
+                /* Dry-run; and a mode that leaves CPU alone. */
+                p.dry_run = true;
+                run(s, 60, &p, &st, &d, seen, &f);
+                run(s, 80, &p, &st, &d, seen, &f);
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_DEFICIT, starved, ORCH_CPU), ORCH_OUTCOME_DRY_RUN, "would raise");
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_HOG, hog, ORCH_CPU), ORCH_OUTCOME_DRY_RUN, "would lower");
+                orch_balancer_state_done(&st);
+                p.dry_run = false;
+                p.mode = ORCH_MODE_MEMORY;
+                run(s, 60, &p, &st, &d, seen, &f);
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_DEFICIT, starved, ORCH_CPU), ORCH_OUTCOME_NOT_CONTROLLED,
+                               "mode memory does not control cpu");
+                orch_balancer_state_done(&st);
+                p.mode = ORCH_MODE_CPU_MEMORY;
+        }
+        p.hysteresis_epochs = 1;
+
+        /* A full node, a neighbour that is no hog: no room; 0.005 cores free: below the minimum change. */
+        {
+                _cleanup_(orch_snapshot_freep) OrchSnapshot *full = no_hog_scenario(1.5, &starved);
+                _cleanup_(orch_snapshot_freep) OrchSnapshot *crumb = no_hog_scenario(1.495, &starved);
+                run(full, 60, &p, &st, &d, seen, &f);
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_DEFICIT, starved, ORCH_CPU), ORCH_OUTCOME_NO_ROOM,
+                               "node n1 has no cpu headroom");
+                orch_balancer_state_done(&st);
+                run(crumb, 60, &p, &st, &d, seen, &f);
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_DEFICIT, starved, ORCH_CPU), ORCH_OUTCOME_BELOW_MIN_CHANGE,
+                               "less than the minimum change 0.010 cores");
+                orch_balancer_state_done(&st);
+        }
+
+        /* Sec. II-B: MA1 could be raised from MB1, but MA2 stays short on N3: coordination; MB1
+         * is then cut for nobody: not needed. */
+        {
+                _cleanup_(orch_snapshot_freep) OrchSnapshot *s = sec2b(1.6, 0, 0, t);
+                run(s, 60, &p, &st, &d, seen, &f);
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_DEFICIT, t[0], ORCH_CPU), ORCH_OUTCOME_COORDINATION,
+                               "task 1.0.1.0 of the same job phase on node N3 stays short");
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_DEFICIT, t[4], ORCH_CPU), ORCH_OUTCOME_NO_ROOM, "node N3");
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_HOG, t[1], ORCH_CPU), ORCH_OUTCOME_NOT_NEEDED,
+                               "no raise on node N1 needed it");
+                orch_balancer_state_done(&st);
+        }
+
+        /* At the node's capacity; no limit at all; a quota above what the estimate asks (its
+         * bursts throttled); a quota that does not hold its task back; a hog at the floor. */
+        {
+                _cleanup_(orch_snapshot_freep) OrchSnapshot *s = scenario_new();
+                size_t at_cap, unlimited, roomy, loose, tiny;
+
+                scenario_node(s, "one", 1, 4096, 0, 0);
+                scenario_node(s, "four", 4, 4096, 0, 0);
+                at_cap = scenario_task(s, (OrchTaskInfo) { .id = "1.0.0.0", .job = 1, .node = "one", .cpu_limit_cores = 1,
+                                                           .throttled_ratio = 0.7 }, 1, 100);
+                unlimited = scenario_task(s, (OrchTaskInfo) { .id = "2.0.0.0", .job = 2, .node = "four",
+                                                              .expected_cpu_cores = 1, .psi_cpu_some_avg10 = 50 }, 0.3, 100);
+                roomy = scenario_task(s, (OrchTaskInfo) { .id = "3.0.0.0", .job = 3, .node = "four", .cpu_limit_cores = 1.5,
+                                                          .expected_cpu_cores = 1, .psi_cpu_some_avg10 = 50,
+                                                          .throttled_ratio = 0.3 }, 0.3, 100);
+                loose = scenario_task(s, (OrchTaskInfo) { .id = "5.0.0.0", .job = 5, .node = "four", .cpu_limit_cores = 1,
+                                                          .expected_cpu_cores = 1, .psi_cpu_some_avg10 = 50 }, 0.3, 100);
+                tiny = scenario_task(s, (OrchTaskInfo) { .id = "4.0.0.0", .job = 4, .node = "four", .cpu_limit_cores = 0.1 },
+                                     0.05, 100);
+                run(s, 60, &p, &st, &d, seen, &f);
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_DEFICIT, at_cap, ORCH_CPU), ORCH_OUTCOME_AT_CEILING,
+                               "at its ceiling 1.000 cores");
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_DEFICIT, unlimited, ORCH_CPU), ORCH_OUTCOME_UNLIMITED,
+                               "no cpu limit to raise");
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_DEFICIT, roomy, ORCH_CPU), ORCH_OUTCOME_SUFFICIENT,
+                               "of its limit 1.500 cores");
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_DEFICIT, loose, ORCH_CPU), ORCH_OUTCOME_NOT_BINDING,
+                               "uses 0.300 cores of 1.000 cores, throttled in 0% of periods");
+                EXPECT_OUTCOME(why(&f, &d, ORCH_FINDING_HOG, tiny, ORCH_CPU), ORCH_OUTCOME_AT_FLOOR,
+                               "at its floor 0.100 cores");
+                orch_balancer_state_done(&st);
+        }
+
+        /* Two findings about one task and resource: the deficit is acted on, the straggler is
+         * outranked (the detector reports a straggler only without a deficit; the balancer does
+         * not rely on it). */
+        {
+                _cleanup_(orch_snapshot_freep) OrchSnapshot *s = cpu_scenario(&starved, &hog, 0.7);
+                _cleanup_(orch_findings_done) OrchFindings g = {};
+                cr_assert_eq(orch_detect(s, 60, &DP, &g), 0);
+                const OrchFinding *def = orch_findings_find(&g, ORCH_FINDING_DEFICIT, starved, ORCH_CPU);
+                cr_assert_not_null(def);
+                OrchFinding straggler = *def;
+                straggler.kind = ORCH_FINDING_STRAGGLER;
+                straggler.basis = ORCH_BASIS_TIME_LEFT;
+                OrchFinding *items = realloc(g.items, (g.n + 1) * sizeof(OrchFinding));
+                cr_assert_not_null(items);
+                g.items = items;
+                g.allocated = g.n + 1;
+                g.items[g.n++] = straggler;
+                explained_epoch(s, &g, 60, &p, &st, &d, seen);
+                EXPECT_OUTCOME(&d.explained[g.n - 1], ORCH_OUTCOME_OUTRANKED, "its deficit cpu finding is acted on instead");
+        }
+
+        for (OrchOutcome o = 0; o < _ORCH_OUTCOME_MAX; o++)
+                cr_expect(seen[o], "no scenario reaches outcome %s", orch_outcome_to_string(o));
+}
+
+/* Over random clusters and a few epochs each, every finding is explained (explained_epoch()). */
+Test(balancer, explanations_random) {
+        bool seen[_ORCH_OUTCOME_MAX] = {};
+        unsigned seed = 42;
+
+        for (int round = 0; round < 100; round++) {
+                _cleanup_(orch_snapshot_freep) OrchSnapshot *s = scenario_new();
+                _cleanup_(orch_balancer_state_done) OrchBalancerState st;
+                _cleanup_(orch_decisions_done) OrchDecisions d = {};
+                OrchBalanceParams p = paper_params();
+                char names[3][24], ids[12][48];
+                size_t n_nodes = 1 + rand_r(&seed) % 3;
+
+                p.hysteresis_epochs = 1 + rand_r(&seed) % 2;
+                p.cooldown_epochs = rand_r(&seed) % 2;
+                for (size_t n = 0; n < n_nodes; n++) {
+                        snprintf(names[n], sizeof(names[n]), "n%zu", n);
+                        scenario_node(s, names[n], 1 + rand_r(&seed) % 4, 4096, rand_r(&seed) % 40, rand_r(&seed) % 30);
+                }
+                for (size_t i = 0; i < 12; i++) {
+                        size_t node = rand_r(&seed) % n_nodes;
+                        double cap = s->nodes[node].info.capacity_cpus, quota = (rand_r(&seed) % 100) / 100.0 * cap / 2;
+                        double use = (rand_r(&seed) % 100) / 100.0 * (quota > 0 ? quota : cap);
+                        double mem = 50 + rand_r(&seed) % 400, limit = rand_r(&seed) % 3 ? mem * (1 + (rand_r(&seed) % 50) / 100.0) : 0;
+
+                        snprintf(ids[i], sizeof(ids[i]), "%zu.0.%zu.0", 1 + i % 4, i);
+                        scenario_task(s, (OrchTaskInfo) { .id = ids[i], .job = 1 + i % 4, .node = names[node],
+                                                          .cpu_limit_cores = quota >= 0.1 ? quota : 0,
+                                                          .expected_cpu_cores = (rand_r(&seed) % 100) / 100.0,
+                                                          .throttled_ratio = (rand_r(&seed) % 100) / 100.0,
+                                                          .psi_cpu_some_avg10 = rand_r(&seed) % 30,
+                                                          .memory_max_bytes = (uint64_t) (limit * MIB),
+                                                          .memory_events_max = rand_r(&seed) % 3 }, use, mem);
+                }
+                orch_balancer_state_init(&st);
+                for (int e = 0; e < 3; e++)
+                        detected_epoch(s, 60 + 20 * e, &p, &st, &d, seen);
+        }
+        cr_expect(seen[ORCH_OUTCOME_CHANGED] && seen[ORCH_OUTCOME_HYSTERESIS] && seen[ORCH_OUTCOME_SIGNAL],
+                  "the random clusters reach changes, hysteresis and signals");
+}
+
+/* By default a take leaves a task what it uses plus a quarter: 2.0.0.0 holds 1.5 cores and uses
+ * 1.0, 1.7× what it was expected to use (a hog by expected use), next to 1.0.0.0 pinned at 0.5
+ * and stalled 80% of the time (it would use 2.5). The paper's rule takes 2.0.0.0 down to its
+ * expected 1.0 (a half-core step: 0.5 → 1.0 for 1.0.0.0); the default stops at 1.0 × 1.25. */
+Test(balancer, take_keeps_use_plus_margin) {
+        struct { double margin, starved_new, hog_new; } cases[] = { { -1, 1.0, 1.0 }, { 0.25, 0.75, 1.25 } };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(orch_snapshot_freep) OrchSnapshot *s = scenario_new();
+                _cleanup_(orch_balancer_state_done) OrchBalancerState st;
+                _cleanup_(orch_decisions_done) OrchDecisions d = {};
+                OrchBalanceParams p = paper_params();
+                size_t starved, hog;
+
+                p.hysteresis_epochs = 1;
+                p.cpu_margin_fraction = cases[i].margin;
+                scenario_node(s, "n1", 2, 4096, 0, 0);
+                starved = scenario_task(s, (OrchTaskInfo) { .id = "1.0.0.0", .job = 1, .node = "n1", .cpu_limit_cores = 0.5,
+                                                            .throttled_ratio = 0.9, .psi_cpu_some_avg10 = 80 }, 0.5, 100);
+                hog = scenario_task(s, (OrchTaskInfo) { .id = "2.0.0.0", .job = 2, .node = "n1", .cpu_limit_cores = 1.5,
+                                                        .expected_cpu_cores = 0.6 }, 1.0, 100);
+                orch_balancer_state_init(&st);
+                cr_assert_eq(epoch(s, 60, &p, &st, &d), 0);
+                const OrchDecision *up = orch_decisions_find(&d, starved, ORCH_CPU), *down = orch_decisions_find(&d, hog, ORCH_CPU);
+                cr_assert(up && down, "margin %g: a raise and a take", cases[i].margin);
+                cr_assert_float_eq(up->new_value, cases[i].starved_new, 1e-9, "margin %g: %s", cases[i].margin, up->reason);
+                cr_assert_float_eq(down->new_value, cases[i].hog_new, 1e-9, "margin %g: %s", cases[i].margin, down->reason);
+        }
 }

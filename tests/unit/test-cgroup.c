@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,6 +245,81 @@ Test(cgroup, set_pids_max) {
                 cgroup_backend_free(b);
                 fixture_remove(dir);
         }
+}
+
+/* The agent root's own pids.max (--node-pids-max): every task's processes together. */
+Test(cgroup, root_pids_max) {
+        static const struct {
+                const char *fixture, *file;
+        } cases[] = {
+                { "cgroup-v1", "pids/" ROOT "/pids.max" },
+                { "cgroup-hybrid", "pids/" ROOT "/pids.max" },
+                { "cgroup-v2", ROOT "/pids.max" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                char *dir = fixture_copy(cases[i].fixture);
+                CgroupBackend *b = NULL;
+
+                cr_assert_eq(cgroup_backend_new(dir, ROOT, &b), 0);
+                cr_expect_eq(cgroup_root_set_pids_max(b, 24576), 0, "%s", cases[i].fixture);
+                expect_file(dir, cases[i].file, "24576\n");
+                cr_expect_eq(cgroup_root_set_pids_max(b, UINT64_MAX), 0);
+                expect_file(dir, cases[i].file, "max\n");
+                cr_expect_eq(cgroup_root_set_pids_max(b, 0), -EINVAL);
+                cr_expect_eq(cgroup_root_set_pids_max(b, (uint64_t) INT_MAX + 1), -EINVAL);
+                /* The tasks' own limits are elsewhere: untouched. */
+                expect_file(dir, cases[i].file[0] == 'p' ? "pids/" ROOT "/" TASK "/pids.max" : ROOT "/" TASK "/pids.max",
+                            "max\n");
+                cgroup_backend_free(b);
+                fixture_remove(dir);
+        }
+}
+
+/* v2: a root whose parent does not enable pids for it has no pids.max; none is made up. */
+Test(cgroup, root_pids_max_not_delegated) {
+        char *dir = fixture_copy("cgroup-v2");
+        CgroupBackend *b = NULL;
+        char path[8192];
+
+        snprintf(path, sizeof path, "%s/%s/pids.max", dir, ROOT);
+        cr_assert_eq(unlink(path), 0);
+        cr_assert_eq(cgroup_backend_new(dir, ROOT, &b), 0);
+        cr_expect_eq(cgroup_root_set_pids_max(b, 100), -ENOENT);
+        cr_expect(!exists(dir, ROOT "/pids.max"), "a pids.max was created");
+        cgroup_backend_free(b);
+        fixture_remove(dir);
+
+        dir = fixture_copy("cgroup-v2");
+        write_fixture_file(dir, ROOT "/cgroup.controllers", "cpu memory\n");
+        cr_assert_eq(cgroup_backend_new(dir, ROOT, &b), 0);
+        cr_expect_eq(cgroup_root_set_pids_max(b, 100), -EOPNOTSUPP);
+        cgroup_backend_free(b);
+        fixture_remove(dir);
+}
+
+Test(cgroup, node_pids_max_default_and_flag) {
+        /* This machine's kind: pid_max 32768 is the smaller. */
+        cr_expect_eq(cgroup_node_pids_max_default(32768, 192730), 24576);
+        /* systemd's 4194304 pid_max on a small machine: threads-max is the smaller. */
+        cr_expect_eq(cgroup_node_pids_max_default(4194304, 63154), 47364);
+        cr_expect_eq(cgroup_node_pids_max_default(0, 100), 75);
+        cr_expect_eq(cgroup_node_pids_max_default(0, 0), 0, "nothing known: no limit");
+        cr_expect_eq(cgroup_node_pids_max_default(1, 1), 1);
+
+        bool is_auto = false;
+        uint64_t v = 7;
+        cr_expect_eq(cgroup_parse_node_pids_max("auto", &is_auto, &v), 0);
+        cr_expect(is_auto);
+        cr_expect_eq(cgroup_parse_node_pids_max("max", &is_auto, &v), 0);
+        cr_expect(!is_auto);
+        cr_expect_eq(v, UINT64_MAX);
+        cr_expect_eq(cgroup_parse_node_pids_max("24", &is_auto, &v), 0);
+        cr_expect_eq(v, 24);
+        cr_expect_eq(cgroup_parse_node_pids_max("2147483647", &is_auto, &v), 0);
+        static const char *const bad[] = { "", "0", "-1", "2147483648", "24 ", "24\n", "x", "auto2", "maxi" };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                cr_expect_eq(cgroup_parse_node_pids_max(bad[i], &is_auto, &v), -EINVAL, "'%s' accepted", bad[i]);
 }
 
 Test(cgroup, detect_nothing) {

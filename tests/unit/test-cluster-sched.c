@@ -311,7 +311,7 @@ static void cancel_random(unsigned step, int64_t now_ms) {
         json_t *job[2] = {};
         int r[2];
         for (int i = 0; i < 2; i++)
-                r[i] = cluster_cancel(sides[i].cluster, id, now_ms, &job[i]);
+                r[i] = cluster_cancel(sides[i].cluster, id, "test", now_ms, &job[i]);
         json_decref(same("cancel", step, r[0], job[0], r[1], job[1]));
 }
 

@@ -378,7 +378,7 @@ Test(cluster, failed_task_fails_job_and_kills_sibling) {
 Test(cluster, cancel_queued_job) {
         uint64_t id = submit(job_one_phase_two_tasks, T0);
         json_t *job = NULL;
-        cr_assert_eq(cluster_cancel(cluster, id, T0 + 1000, &job), 0);
+        cr_assert_eq(cluster_cancel(cluster, id, NULL, T0 + 1000, &job), 0);
         cr_assert_str_eq(json_string_value(json_object_get(job, "state")), "cancelled");
         json_decref(job);
         assert_task_state(id, 0, 0, "cancelled");
@@ -408,10 +408,10 @@ Test(cluster, cancel_running_job) {
         assert_task_state(id2, 0, 0, "starting");
 
         json_t *job = NULL;
-        cr_assert_eq(cluster_cancel(cluster, id, T0 + 3000, &job), 0);
+        cr_assert_eq(cluster_cancel(cluster, id, NULL, T0 + 3000, &job), 0);
         cr_assert_str_eq(json_string_value(json_object_get(job, "state")), "cancelled");
         json_decref(job);
-        cr_assert_eq(cluster_cancel(cluster, id2, T0 + 3000, &job), 0);
+        cr_assert_eq(cluster_cancel(cluster, id2, NULL, T0 + 3000, &job), 0);
         json_decref(job);
         assert_task_state(id, 0, 0, "running");
         assert_task_state(id2, 0, 0, "cancelled");
@@ -435,13 +435,13 @@ Test(cluster, cancel_running_job) {
 Test(cluster, cancel_finished_or_unknown_job) {
         uint64_t id = submit(job_one_task, T0);
         json_t *job = NULL;
-        cr_assert_eq(cluster_cancel(cluster, id, T0 + 1000, &job), 0);
+        cr_assert_eq(cluster_cancel(cluster, id, NULL, T0 + 1000, &job), 0);
         json_decref(job);
         job = NULL;
-        cr_assert_eq(cluster_cancel(cluster, id, T0 + 2000, &job), -EALREADY);
+        cr_assert_eq(cluster_cancel(cluster, id, NULL, T0 + 2000, &job), -EALREADY);
         cr_assert_null(job);
         cr_assert_eq(number(id, -1, -1, "finished_ms"), T0 + 1000, "a refused cancel changes nothing");
-        cr_assert_eq(cluster_cancel(cluster, id + 1, T0 + 2000, &job), -ENOENT);
+        cr_assert_eq(cluster_cancel(cluster, id + 1, NULL, T0 + 2000, &job), -ENOENT);
 
         /* A job that succeeded is as final as a cancelled one. */
         uint64_t ok = submit(job_one_task, T0 + 3000);
@@ -453,7 +453,7 @@ Test(cluster, cancel_finished_or_unknown_job) {
         TaskReport done = ended(task_id(ok, 0, 0), TASK_SUCCEEDED, 0, 0, 1, MiB);
         heartbeat_reply_free(beat(&n1, &done, 1, NULL, 0, T0 + 6000));
         assert_job_state(ok, "succeeded");
-        cr_assert_eq(cluster_cancel(cluster, ok, T0 + 7000, &job), -EALREADY);
+        cr_assert_eq(cluster_cancel(cluster, ok, NULL, T0 + 7000, &job), -EALREADY);
         assert_job_state(ok, "succeeded");
 }
 
@@ -1055,7 +1055,7 @@ Test(cluster, kill_acked_before_task_ran_cancels_it) {
         HeartbeatReply *hr = beat_empty(&n1, T0 + 1000); /* the start goes out */
         heartbeat_reply_free(hr);
         json_t *job = NULL;
-        cr_assert_eq(cluster_cancel(cluster, id, T0 + 1500, &job), 0);
+        cr_assert_eq(cluster_cancel(cluster, id, NULL, T0 + 1500, &job), 0);
         json_decref(job);
         assert_task_state(id, 0, 0, "starting");
 
@@ -1368,7 +1368,7 @@ Test(cluster, job_views_show_the_scheduler) {
         json_decref(all);
 
         json_t *j = NULL;
-        cr_assert_eq(cluster_cancel(cluster, tiny, T0 + 4, &j), 0);
+        cr_assert_eq(cluster_cancel(cluster, tiny, NULL, T0 + 4, &j), 0);
         cr_assert(json_is_null(json_object_get(j, "scheduler")), "a cancelled job leaves the scheduler");
         json_decref(j);
 }
@@ -1587,4 +1587,208 @@ Test(cluster, kill_preemption_withdraws_a_start_never_sent) {
         cr_assert_eq(count_actions(hr, ACTION_START), 5);
         heartbeat_reply_free(hr);
         assert_job_state(long_id, "running");
+}
+
+/* ---- a shared cluster: time limits, hold, release, requeue ---- */
+
+/* The start carries the job's limit, the operator's grace and the job's output patterns; a task
+ * the agent stopped at its limit ends the job "timeout", with the reason. */
+Test(cluster, time_limit_reaches_the_agent_and_ends_the_job_timeout) {
+        JobParams jp = { .kill_grace_s = 7 };
+        cluster_set_job_params(cluster, &jp);
+        uint64_t id = submit("{\"name\": \"t\", \"time_limit_s\": 2, \"output\": \"/o/%j.%t\", \"error\": \"e%t\","
+                             " \"phases\": [{\"tasks\": 2, \"argv\": [\"sleep\", \"60\"], \"cpu_cores\": 0.5,"
+                             " \"memory_bytes\": 16777216}]}", T0);
+        cr_assert_eq(number(id, -1, -1, "time_limit_s"), 2);
+        Node n1 = node_new("n1", 2);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        const Action *s = find_action(hr, ACTION_START, task_id(id, 0, 0));
+        cr_assert_not_null(s);
+        cr_assert_eq(s->time_limit_ms, 2000);
+        cr_assert_eq(s->kill_grace_ms, 7000);
+        cr_assert_str_eq(s->output, "/o/%j.%t");
+        cr_assert_str_eq(s->error, "e%t");
+        heartbeat_reply_free(ack_and_run(&n1, hr, T0 + 1100));
+        heartbeat_reply_free(hr);
+
+        TaskReport r = ended(task_id(id, 0, 0), TASK_TIMEOUT, 0, 15, 0.1, MiB);
+        r.error = (char *) "time limit of 2 s reached";
+        r.output_dropped_bytes = 4096;
+        hr = beat(&n1, &r, 1, NULL, 0, T0 + 3500);
+        cr_assert_not_null(find_action(hr, ACTION_KILL, task_id(id, 0, 1)), "its other task is stopped");
+        heartbeat_reply_free(hr);
+        assert_job_state(id, "timeout");
+        assert_task_state(id, 0, 0, "timeout");
+        assert_field(id, -1, -1, "reason", "a task of phase 0 reached the time limit of 2 s");
+        cr_assert_eq(number(id, 0, 0, "output_dropped_bytes"), 4096);
+}
+
+/* The operator's maximum refuses more, naming the field and the limit; the default applies to a
+ * job that names none. */
+Test(cluster, time_limit_default_and_maximum) {
+        JobParams jp = { .default_time_s = 60, .max_time_s = 3600 };
+        cluster_set_job_params(cluster, &jp);
+        uint64_t id = submit(job_one_task, T0);
+        cr_assert_eq(number(id, -1, -1, "time_limit_s"), 60);
+
+        json_t *body = json_loads("{\"name\": \"long\", \"time_limit_s\": 3601, \"phases\": [{\"tasks\": 1, \"argv\": "
+                                  "[\"x\"], \"cpu_cores\": 1, \"memory_bytes\": 16777216}]}", 0, NULL);
+        json_t *job = NULL;
+        char *error = NULL;
+        cr_assert_eq(cluster_submit(cluster, body, T0, &job, &error), -EINVAL);
+        cr_assert_str_eq(error, "time_limit_s: 3601 s is more than this cluster's maximum of 3600 s (the controller's "
+                                "--max-time)");
+        cr_assert_null(job);
+        free(error);
+        json_decref(body);
+}
+
+/* A held job is not placed while a node has room; released, it is. Only a queued job can be
+ * held, and an administrator's hold is an administrator's to release. */
+Test(cluster, hold_and_release) {
+        Node n1 = node_new("n1", 2);
+        heartbeat_reply_free(beat_empty(&n1, T0));
+        json_t *body = json_loads(job_one_task, 0, NULL), *job = NULL;
+        json_object_set_new(body, "hold", json_true());
+        char *error = NULL;
+        cr_assert_eq(cluster_submit_as(cluster, body, "ann", false, T0 + 10, &job, &error), 0);
+        uint64_t id = (uint64_t) json_integer_value(json_object_get(job, "id"));
+        json_decref(job);
+        json_decref(body);
+        assert_field(id, -1, -1, "held_by", "ann");
+
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 3000);
+        cr_assert_eq(count_actions(hr, ACTION_START), 0, "held: not placed, though the node is empty");
+        heartbeat_reply_free(hr);
+        assert_job_state(id, "queued");
+
+        cr_assert_eq(cluster_hold(cluster, id, "ann", false, T0 + 3100, &job, &error), -EALREADY);
+        cr_assert_str_eq(error, "job 1 is held already (by ann)");
+        free(TAKE_PTR(error));
+        cr_assert_eq(cluster_release(cluster, id, false, T0 + 3200, &job, &error), 0);
+        json_decref(TAKE_PTR(job));
+        assert_field(id, -1, -1, "held_by", "(null)");
+        hr = beat_empty(&n1, T0 + 3300);
+        cr_assert_not_null(find_action(hr, ACTION_START, task_id(id, 0, 0)), "released: placed");
+        heartbeat_reply_free(hr);
+        assert_job_state(id, "running");
+        cr_assert_eq(cluster_hold(cluster, id, "ann", false, T0 + 3400, &job, &error), -EALREADY);
+        cr_assert_str_eq(error, "job 1 is running: only a queued job can be held");
+        free(TAKE_PTR(error));
+        cr_assert_eq(cluster_release(cluster, id, true, T0 + 3400, &job, &error), -EALREADY);
+        cr_assert_str_eq(error, "job 1 is not held");
+        free(TAKE_PTR(error));
+
+        /* 2 CPUs: no room beside the first job's task, so it stays queued. */
+        uint64_t other = submit("{\"name\": \"big\", \"phases\": [{\"tasks\": 1, \"argv\": [\"x\"], \"cpu_cores\": 2,"
+                                " \"memory_bytes\": 16777216}]}", T0 + 4000);
+        assert_job_state(other, "queued");
+        cr_assert_eq(cluster_hold(cluster, other, "root (administrator)", true, T0 + 4001, &job, &error), 0);
+        json_decref(TAKE_PTR(job));
+        cr_assert_eq(cluster_release(cluster, other, false, T0 + 4002, &job, &error), -EPERM);
+        cr_assert_str_eq(error, "job 2 is held by an administrator (root (administrator)): only an administrator may "
+                                "release it");
+        free(TAKE_PTR(error));
+        cr_assert_eq(cluster_release(cluster, other, true, T0 + 4003, &job, &error), 0);
+        json_decref(job);
+}
+
+/* A failed job runs again: every task as a new attempt, the earlier ones kept as history; its
+ * lost attempts count again from zero; refused while a task is still ending and for a job that
+ * succeeded. */
+Test(cluster, requeue_runs_every_task_again) {
+        uint64_t id = submit(job_two_phases, T0);
+        Node n1 = node_new("n1", 4);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        heartbeat_reply_free(ack_and_run(&n1, hr, T0 + 1100));
+        heartbeat_reply_free(hr);
+        json_t *job = NULL;
+        char *error = NULL;
+        cr_assert_eq(cluster_requeue(cluster, id, "ann", T0 + 1200, &job, &error), -EALREADY);
+        cr_assert_str_eq(error, "job 1 is running: only a failed, timed-out or cancelled job can be requeued");
+        free(TAKE_PTR(error));
+
+        /* Task 0 succeeds, task 1 fails: the job fails, and the kill of nothing else is needed. */
+        TaskReport r[2] = { ended(task_id(id, 0, 0), TASK_SUCCEEDED, 0, 0, 1, MiB),
+                            ended(task_id(id, 0, 1), TASK_FAILED, 3, 0, 1, MiB) };
+        heartbeat_reply_free(beat(&n1, r, 2, NULL, 0, T0 + 2000));
+        assert_job_state(id, "failed");
+        assert_field(id, -1, -1, "reason", "a task of phase 0 failed");
+
+        cr_assert_eq(cluster_requeue(cluster, id, "ann", T0 + 3000, &job, &error), 0, "%s", error ?: "");
+        json_decref(TAKE_PTR(job));
+        /* Placed at once: the node has room. */
+        assert_job_state(id, "running");
+        assert_field(id, -1, -1, "reason", "(null)");
+        cr_assert_eq(number(id, -1, -1, "requeues"), 1);
+        assert_field(id, 0, -1, "state", "running");
+        assert_field(id, 1, -1, "state", "waiting");
+        /* Phase 0: attempts 0 (history) and 1 of each task; the one that succeeded runs again. */
+        assert_task_state(id, 0, 0, "succeeded");
+        assert_field(id, 0, 1, "id", task_id_attempt(id, 0, 0, 1));
+        assert_task_state(id, 0, 1, "starting");
+        assert_task_state(id, 0, 3, "starting");
+        assert_field(id, 1, 1, "id", task_id_attempt(id, 1, 0, 1));
+
+        hr = beat_empty(&n1, T0 + 4000);
+        cr_assert_not_null(find_action(hr, ACTION_START, task_id_attempt(id, 0, 0, 1)));
+        cr_assert_not_null(find_action(hr, ACTION_START, task_id_attempt(id, 0, 1, 1)));
+        cr_assert_null(find_action(hr, ACTION_START, task_id_attempt(id, 1, 0, 1)), "phase 1 waits for phase 0");
+        heartbeat_reply_free(ack_and_run(&n1, hr, T0 + 4100));
+        heartbeat_reply_free(hr);
+        TaskReport ok[2] = { ended(task_id_attempt(id, 0, 0, 1), TASK_SUCCEEDED, 0, 0, 1, MiB),
+                             ended(task_id_attempt(id, 0, 1, 1), TASK_SUCCEEDED, 0, 0, 1, MiB) };
+        hr = beat(&n1, ok, 2, NULL, 0, T0 + 5000);
+        heartbeat_reply_free(hr);
+        hr = beat_empty(&n1, T0 + 5100);
+        const Action *reduce = find_action(hr, ACTION_START, task_id_attempt(id, 1, 0, 1));
+        cr_assert_not_null(reduce, "phase 0 done again: phase 1 starts");
+        heartbeat_reply_free(ack_and_run(&n1, hr, T0 + 5200));
+        heartbeat_reply_free(hr);
+        TaskReport done = ended(task_id_attempt(id, 1, 0, 1), TASK_SUCCEEDED, 0, 0, 1, MiB);
+        heartbeat_reply_free(beat(&n1, &done, 1, NULL, 0, T0 + 6000));
+        assert_job_state(id, "succeeded");
+        cr_assert_eq(cluster_requeue(cluster, id, "ann", T0 + 7000, &job, &error), -EALREADY);
+        cr_assert_str_eq(error, "job 1 is succeeded: only a failed, timed-out or cancelled job can be requeued");
+        free(error);
+}
+
+/* Under hfsp a phase that failed early stays in the virtual cluster no more, but one that
+ * succeeded ages on virtually after its job ended: a requeue while it still does starts the
+ * phase afresh — sized again, queued, not "done" — and checkpoints keep one row for it. */
+Test(cluster, requeue_while_the_last_run_still_ages_virtually) {
+        restart(SCHED_HFSP, SCHED_PREEMPT_WAIT, T0);
+        uint64_t id = submit(job_two_phases, T0);
+        Node n1 = node_new("n1", 4);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 100);
+        heartbeat_reply_free(ack_and_run(&n1, hr, T0 + 200));
+        heartbeat_reply_free(hr);
+        /* Phase 0 succeeds at once (it still ages virtually); phase 1 fails. */
+        TaskReport r[2] = { ended(task_id(id, 0, 0), TASK_SUCCEEDED, 0, 0, 0.1, MiB),
+                            ended(task_id(id, 0, 1), TASK_SUCCEEDED, 0, 0, 0.1, MiB) };
+        heartbeat_reply_free(beat(&n1, r, 2, NULL, 0, T0 + 300));
+        hr = beat_empty(&n1, T0 + 400);
+        heartbeat_reply_free(ack_and_run(&n1, hr, T0 + 500));
+        heartbeat_reply_free(hr);
+        TaskReport f = ended(task_id(id, 1, 0), TASK_FAILED, 1, 0, 0.1, MiB);
+        heartbeat_reply_free(beat(&n1, &f, 1, NULL, 0, T0 + 600));
+        assert_job_state(id, "failed");
+
+        json_t *job = NULL;
+        char *error = NULL;
+        cr_assert_eq(cluster_requeue(cluster, id, "ann", T0 + 700, &job, &error), 0, "%s", error ?: "");
+        json_t *sched = json_object_get(job, "scheduler");
+        cr_assert(json_is_object(sched), "the scheduler holds the requeued job");
+        cr_expect_eq(json_integer_value(json_object_get(sched, "phase")), 0);
+        cr_expect_str_neq(json_string_value(json_object_get(sched, "state")), "done");
+        json_decref(job);
+        cr_assert_eq(cluster_checkpoint(cluster, T0 + 800, true), 0);
+        /* One row per phase, not done: a restart brings the new run back, not the old one. */
+        restart(SCHED_HFSP, SCHED_PREEMPT_WAIT, T0 + 900);
+        json_t *j = NULL;
+        cr_assert_eq(cluster_job_to_json(cluster, id, T0 + 1000, &j), 0);
+        sched = json_object_get(j, "scheduler");
+        cr_assert(json_is_object(sched));
+        cr_expect_str_neq(json_string_value(json_object_get(sched, "state")), "done");
+        json_decref(j);
 }

@@ -232,3 +232,36 @@ Test(detector, bad_input) {
         cr_assert_eq(orch_snapshot_add_window(s, i, 20, 1, 1), -EINVAL, "run times must increase");
         cr_assert_eq(orch_snapshot_add_window(s, i + 1, 40, 1, 1), -ERANGE);
 }
+
+/* On a node whose CPU quotas sum to its CPUs, a task below a quota it neither nears nor is
+ * throttled by is not short of CPU quota, even stalled (work outside cgorch): 1.0.0.0 holds 0.6,
+ * uses 0.3 of its expected 0.6, its own CPU PSI 30%. Next to 2.0.0.0, pinned at 0.4, it is the
+ * hog by allocation. On an overcommitted node (quotas 0.6 + 1.6 on 2 CPUs) the same task is a
+ * deficit by expected use: a neighbour's quota may take its cycles there. */
+Test(detector, quota_that_does_not_bind_is_no_deficit) {
+        for (int overcommitted = 0; overcommitted <= 1; overcommitted++) {
+                _cleanup_(orch_snapshot_freep) OrchSnapshot *s = scenario_new();
+                _cleanup_(orch_findings_done) OrchFindings f = {};
+                size_t light, pinned;
+
+                scenario_node(s, "n1", overcommitted ? 2 : 1, 4096, 0, 0);
+                light = scenario_task(s, (OrchTaskInfo) { .id = "1.0.0.0", .job = 1, .node = "n1", .cpu_limit_cores = 0.6,
+                                                          .expected_cpu_cores = 0.6, .psi_cpu_some_avg10 = 30 }, 0.3, 100);
+                pinned = scenario_task(s, (OrchTaskInfo) { .id = "2.0.0.0", .job = 2, .node = "n1",
+                                                           .cpu_limit_cores = overcommitted ? 1.6 : 0.4,
+                                                           .throttled_ratio = 0.9 },
+                                       overcommitted ? 1.6 : 0.4, 100);
+                detect(s, 60, &f);
+                cr_assert_not_null(orch_findings_find(&f, ORCH_FINDING_DEFICIT, pinned, ORCH_CPU));
+                const OrchFinding *d = orch_findings_find(&f, ORCH_FINDING_DEFICIT, light, ORCH_CPU);
+                const OrchFinding *h = orch_findings_find(&f, ORCH_FINDING_HOG, light, ORCH_CPU);
+                if (overcommitted) {
+                        cr_assert_not_null(d, "overcommitted: a deficit by expected use");
+                        cr_assert_eq(d->basis, ORCH_BASIS_EXPECTED);
+                } else {
+                        cr_assert_null(d, "%s", d ? d->reason : "");
+                        cr_assert_not_null(h, "the light task holds what the pinned one needs");
+                        cr_assert_eq(h->basis, ORCH_BASIS_ALLOCATION);
+                }
+        }
+}

@@ -96,7 +96,7 @@ static TaskSample sample_of(unsigned i, bool detail) {
 /* A heartbeat as the agent writes it: n tasks with two samples each, one ended task with an
  * exit record and an error, acks. Returned as text (free it). */
 static char *agent_heartbeat(unsigned n, bool pretty) {
-        TaskReport *reports = calloc(n + 2, sizeof(TaskReport));
+        TaskReport *reports = calloc(n + 3, sizeof(TaskReport));
         TaskSample *samples = calloc(2 * (n + 1), sizeof(TaskSample));
         char (*ids)[TASK_ID_MAX] = calloc(n + 1, TASK_ID_MAX);
         cr_assert(reports && samples && ids);
@@ -127,6 +127,12 @@ static char *agent_heartbeat(unsigned n, bool pretty) {
                 .exit = { .status_unknown = true, .wall_s = 30, .cpu_s = 1.5, .memory_peak_bytes = 1 << 20 },
                 .error = (char *) "exit status unknown: its supervisor died before the task",
         };
+        /* Stopped at its time limit, with output its node did not write. */
+        reports[n + 2] = (TaskReport) {
+                .id = (char *) "9.1.1.0", .state = TASK_TIMEOUT, .has_exit = true,
+                .exit = { .signal = 15, .wall_s = 2, .cpu_s = 0.5, .memory_peak_bytes = 1 << 20 },
+                .error = (char *) "time limit of 2 s reached", .output_dropped_bytes = UINT64_C(5) << 40,
+        };
         Ack acks[] = { { .action_id = 17, .ok = true }, { .action_id = 18, .ok = false, .error = (char *) "no such user" } };
         Heartbeat hb = {
                 .node = (char *) "node-17.example", .boot_id = (char *) "1b3c-boot", .seq = 99,
@@ -136,7 +142,7 @@ static char *agent_heartbeat(unsigned n, bool pretty) {
                                  .has = SAMPLE_HAS_MEMINFO | SAMPLE_HAS_PSI_CPU, .memory_total_bytes = UINT64_C(64) << 30,
                                  .swap_total_bytes = 0, .swap_free_bytes = 0,
                                  .psi_cpu = { .some_avg10 = 3.5, .some_total_us = 123456 } },
-                .tasks = reports, .n_tasks = n + 2, .acks = acks, .n_acks = ELEMENTSOF(acks),
+                .tasks = reports, .n_tasks = n + 3, .acks = acks, .n_acks = ELEMENTSOF(acks),
         };
         char *text;
         if (pretty) {

@@ -74,6 +74,26 @@ static const char job_json[] =
         "      \"oom_killed\": false, \"cpu_s\": null, \"memory_peak_bytes\": null, \"progress\": null,"
         "      \"error\": \"node n2 lost\\nreally\"}]}]}";
 
+/* What a shared cluster adds: why it ended, who holds it, its limit, where its output goes, and
+ * a task whose output was cut at its node's cap. */
+Test(job_view, page_held_timed_out_truncated) {
+        json_t *j = load("{\"id\": 4, \"name\": \"n\", \"user\": \"ann\", \"weight\": 1, \"state\": \"timeout\","
+                         " \"reason\": \"a task of phase 0 reached the time limit of 2 s\", \"held_by\": \"root (administrator)\","
+                         " \"held_ms\": null, \"time_limit_s\": 90, \"output\": \"/home/ann/%j.out\", \"error\": null,"
+                         " \"requeues\": 2, \"phases\": [{\"index\": 0, \"name\": \"p\", \"tasks\": ["
+                         "   {\"id\": \"4.0.0.0\", \"state\": \"timeout\", \"error\": \"time limit of 2 s reached\","
+                         "    \"output_dropped_bytes\": 2048}]}]}");
+        char *out = render(job_view_print, j);
+
+        cr_expect(strstr(out, "  State:       timeout\n  Reason:      a task of phase 0 reached the time limit of 2 s\n"
+                              "  Held:        by root (administrator) since -\n"), "%s", out);
+        cr_expect(strstr(out, "  Time limit:  1m30s\n  Output:      /home/ann/%j.out\n  Error:       with the output\n"
+                              "  Requeued:    2\n"), "%s", out);
+        cr_expect(strstr(out, "time limit of 2 s reached; output truncated, 2KiB not written"), "%s", out);
+        free(out);
+        json_decref(j);
+}
+
 Test(job_view, page) {
         json_t *j = load(job_json);
         char *out = render(job_view_print, j);
@@ -83,6 +103,9 @@ Test(job_view, page) {
                          "  State:       failed\n"
                          "  User:        ann\n"
                          "  Weight:      1\n"
+                         "  Time limit:  none\n"
+                         "  Output:      the node's default file (cgorchctl logs)\n"
+                         "  Error:       with the output\n"
                          "  Submitted:   -\n"
                          "  Started:     -\n"
                          "  Finished:    -\n"
@@ -180,6 +203,9 @@ Test(job_view, page_explains_the_size_estimate) {
                          "  State:       running\n"
                          "  User:        -\n"
                          "  Weight:      1\n"
+                         "  Time limit:  none\n"
+                         "  Output:      the node's default file (cgorchctl logs)\n"
+                         "  Error:       with the output\n"
                          "  Submitted:   -\n"
                          "  Started:     -\n"
                          "  Finished:    -\n"

@@ -110,6 +110,17 @@ static TaskSample hungry_sample(int64_t now_ms, double cpu_s) {
         };
 }
 
+/* The same, with its own evidence: PSI cpu some totals growing by stall_share of the time (its
+ * avg10 left at 0, as it is in a task's first seconds) and throttled time of throttled_cores a
+ * second. */
+static TaskSample hungry_sample_evidence(int64_t now_ms, double cpu_s, double stall_share, double throttled_cores) {
+        TaskSample s = hungry_sample(now_ms, cpu_s);
+        s.has |= SAMPLE_HAS_PSI_CPU;
+        s.psi_cpu.some_total_us = (uint64_t) ((double) (now_ms - T0) * 1000.0 * stall_share);
+        s.cpu_throttled_ns = (uint64_t) ((double) (now_ms - T0) * 1e6 * throttled_cores);
+        return s;
+}
+
 static char task[TASK_ID_MAX];
 static const Limits quota_1 = { .cpu_quota_us = 100000, .cpu_period_us = 100000, .memory_max_bytes = 512 * 1024 * 1024 };
 
@@ -172,16 +183,38 @@ Test(orchestrator, epoch_due) {
         cr_assert_eq(orch_epoch_due_after_ms(-1, 1, 0.3), INT64_MIN);
 }
 
+/* GET /v1/contention says what came of the hungry task's deficit finding, and why. */
+static void deficit_outcome_is(const char *outcome, const char *why) {
+        json_t *c = NULL, *f;
+        size_t i;
+        bool found = false;
+
+        cr_assert_eq(orchestrator_contention_to_json(orch, &c), 0);
+        json_array_foreach(json_object_get(c, "findings"), i, f) {
+                if (!streq(json_string_value(json_object_get(f, "kind")), "deficit"))
+                        continue;
+                const char *o = json_string_value(json_object_get(f, "outcome"));
+                const char *w = json_string_value(json_object_get(f, "why"));
+                cr_assert(o && streq(o, outcome), "outcome %s, expected %s", o ?: "(none)", outcome);
+                cr_assert(w && strstr(w, why), "why \"%s\" lacks \"%s\"", w ?: "(none)", why);
+                found = true;
+        }
+        json_decref(c);
+        cr_assert(found, "no deficit finding");
+}
+
 /* Hysteresis 2 at a 1 s epoch: the first sample with a rate is the first epoch, the next one a
  * second later the second, and the raise is in the reply to the heartbeat that carried it. */
 Test(orchestrator, raise_goes_back_in_the_reply_that_brought_the_samples) {
         start_hungry();
         cr_assert_not(beat_hungry(T0 + 1000), "one epoch is not hysteresis 2");
+        deficit_outcome_is("hysteresis", "acted on after 2");
         cr_assert(beat_hungry(T0 + 2000));
         json_t *c = NULL;
         cr_assert_eq(orchestrator_contention_to_json(orch, &c), 0);
         cr_assert_eq(json_integer_value(json_object_get(c, "epoch")), 2);
         json_decref(c);
+        deficit_outcome_is("changed", "raised");
 }
 
 /* Heartbeats four times an epoch (while contention is active) bring samples four times as
@@ -227,4 +260,44 @@ Test(orchestrator, dry_run_sends_nothing) {
         json_t *d = json_array_get(json_object_get(c, "decisions"), 0);
         cr_assert_str_eq(json_string_value(json_object_get(d, "verdict")), "dry-run");
         json_decref(c);
+}
+
+/* The controller turns the agent's cumulative counters into the task's own evidence over the
+ * window: PSI some totals (not avg10, which trails by seconds) and throttled time. The hungry
+ * task, alone in its job and pinned at 1 CPU, stalled 60% of the time: it would use
+ * 1 / (1 − 0.6) = 2.5 CPUs; throttled 1.2 s a second: 1 + 1.2 = 2.2. The estimate says so. One
+ * heartbeat brings two samples (the first with PSI totals is the window's base), one epoch at
+ * hysteresis 1 decides. */
+static double need_of_raise(double stall_share, double throttled_cores) {
+        OrchBalanceParams bp = ORCH_BALANCE_PARAMS_DEFAULT;
+        bp.mode = ORCH_MODE_CPU;
+        bp.epoch_s = 1;
+        bp.hysteresis_epochs = 1;
+        OrchDetectParams dp = ORCH_DETECT_PARAMS_DEFAULT;
+        cr_assert_eq(orchestrator_set_params(orch, &bp, &dp), 0);
+        start_hungry();
+        TaskSample s[2] = {
+                hungry_sample_evidence(T0 + 1000, 1, stall_share, throttled_cores),
+                hungry_sample_evidence(T0 + 2000, 2, stall_share, throttled_cores),
+        };
+        TaskReport rep = report(s, 2);
+        heartbeat_reply_free(beat(&rep, 1, NULL, 0, T0 + 2000));
+        json_t *c = NULL;
+        cr_assert_eq(orchestrator_contention_to_json(orch, &c), 0);
+        json_t *d = json_array_get(json_object_get(c, "decisions"), 0);
+        cr_assert_not_null(d, "no decision");
+        cr_assert_str_eq(json_string_value(json_object_get(d, "verdict")), "apply");
+        double need = json_real_value(json_object_get(d, "need"));
+        json_decref(c);
+        return need;
+}
+
+Test(orchestrator, own_stall_from_psi_totals) {
+        double need = need_of_raise(0.6, 0);
+        cr_assert_float_eq(need, 2.5, 1e-3);
+}
+
+Test(orchestrator, own_demand_from_throttled_time) {
+        double need = need_of_raise(0, 1.2);
+        cr_assert_float_eq(need, 2.2, 1e-3, "need %g", need);
 }

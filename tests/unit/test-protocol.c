@@ -8,6 +8,7 @@
 #include "macro.h"
 #include "heartbeat-reader.h"
 #include "protocol.h"
+#include "task-output.h"
 
 /* Decoders must leave *ret alone on failure: they start from this and are checked against it. */
 #define UNTOUCHED ((void *) 0x5a5a)
@@ -319,6 +320,46 @@ Test(job_spec, errors_top_level) {
         expect_job_error("{'phases': 3, 'x\\n': 1}", "x?: unknown field");
 }
 
+Test(job_spec, users_fields) {
+        char long_pattern[TASK_OUTPUT_PATTERN_MAX + 2];
+        memset(long_pattern, 'o', sizeof long_pattern - 1);
+        long_pattern[sizeof long_pattern - 1] = '\0';
+
+        expect_job_field_error("time_limit_s", json_integer(0), "time_limit_s: must be an integer in [1, 31536000]");
+        expect_job_field_error("time_limit_s", json_integer(-5), "time_limit_s: must be an integer in [1, 31536000]");
+        /* 100 years. */
+        expect_job_field_error("time_limit_s", json_integer(INT64_C(3153600000)),
+                               "time_limit_s: must be an integer in [1, 31536000]");
+        expect_job_field_error("time_limit_s", json_real(1.5), "time_limit_s: must be an integer in [1, 31536000]");
+        expect_job_field_error("time_limit_s", json_string("1h"), "time_limit_s: must be an integer in [1, 31536000]");
+        expect_job_field_ok("time_limit_s", json_integer(PROTO_MAX_TIME_LIMIT_S));
+        expect_job_field_error("output", json_string(""), "output: must not be empty");
+        expect_job_field_error("output", json_stringn("a\0b", 3), "output: must not contain NUL bytes");
+        expect_job_field_error("output", json_string("out\n"), "output: must not contain control characters");
+        expect_job_field_error("error", json_string("\x1b[2J"), "error: must not contain control characters");
+        expect_job_field_error("output", json_string(long_pattern), "output: must be at most 1024 bytes long");
+        expect_job_field_error("output", json_integer(1), "output: must be a string");
+        expect_job_field_error("error", json_string("x%"), "error: ends with a lone '%': use %% for a '%'");
+        expect_job_field_ok("output", json_string("../../%u/%j.%p.%t.out"));
+        expect_job_field_error("hold", json_string("yes"), "hold: must be true or false");
+
+        json_auto_t *j = job_json();
+        cr_assert_eq(json_object_set_new(j, "output", json_string("/o/%j")), 0);
+        cr_assert_eq(json_object_set_new(j, "time_limit_s", json_integer(90)), 0);
+        cr_assert_eq(json_object_set_new(j, "hold", json_true()), 0);
+        _cleanup_(job_spec_freep) JobSpec *s = NULL, *t = NULL;
+        cr_assert_eq(job_spec_from_json(j, &s, NULL), 0);
+        cr_assert_str_eq(s->output, "/o/%j");
+        cr_assert_null(s->error);
+        cr_assert_eq(s->time_limit_s, 90);
+        cr_assert(s->hold);
+        json_auto_t *k = job_spec_to_json(s);
+        cr_assert_eq(job_spec_from_json(k, &t, NULL), 0);
+        cr_assert_str_eq(t->output, "/o/%j");
+        cr_assert_eq(t->time_limit_s, 90);
+        cr_assert(t->hold);
+}
+
 Test(job_spec, errors_phases) {
         expect_job_field_error("phases", NULL, "phases: is required");
         expect_job_field_error("phases", json_array(), "phases: must hold 1..64 phases");
@@ -440,7 +481,7 @@ Test(job_spec, errors_cpu_memory) {
 /* ---- States and task ids ---- */
 
 Test(states, task_states) {
-        const char *names[] = { "pending", "starting", "running", "succeeded", "failed", "cancelled", "lost" };
+        const char *names[] = { "pending", "starting", "running", "succeeded", "failed", "cancelled", "lost", "timeout" };
         cr_assert_eq(ELEMENTSOF(names), _TASK_STATE_MAX);
         for (int s = 0; s < _TASK_STATE_MAX; s++) {
                 cr_assert_str_eq(task_state_to_string(s), names[s]);
@@ -458,10 +499,11 @@ Test(states, task_states) {
         cr_assert(task_state_is_final(TASK_FAILED));
         cr_assert(task_state_is_final(TASK_CANCELLED));
         cr_assert(task_state_is_final(TASK_LOST));
+        cr_assert(task_state_is_final(TASK_TIMEOUT));
 }
 
 Test(states, job_states) {
-        const char *names[] = { "queued", "running", "succeeded", "failed", "cancelled" };
+        const char *names[] = { "queued", "running", "succeeded", "failed", "cancelled", "timeout" };
         cr_assert_eq(ELEMENTSOF(names), _JOB_STATE_MAX);
         for (int s = 0; s < _JOB_STATE_MAX; s++) {
                 cr_assert_str_eq(job_state_to_string(s), names[s]);
@@ -476,6 +518,7 @@ Test(states, job_states) {
         cr_assert(job_state_is_final(JOB_SUCCEEDED));
         cr_assert(job_state_is_final(JOB_FAILED));
         cr_assert(job_state_is_final(JOB_CANCELLED));
+        cr_assert(job_state_is_final(JOB_TIMEOUT));
 }
 
 Test(states, action_types) {
@@ -628,6 +671,10 @@ static TaskReport reports[] = {
         { .id = "7.0.2.0", .state = TASK_LOST, .pid = 0, .adopted = true, .has_exit = true,
           .exit = { .status_unknown = true, .wall_s = 30, .cpu_s = 1.5, .memory_peak_bytes = 1048576 },
           .error = "exit status unknown: its supervisor died before the task" },
+        /* Stopped at its job's time limit, its output cut at its node's cap. */
+        { .id = "7.0.3.0", .state = TASK_TIMEOUT, .pid = 0, .has_exit = true,
+          .exit = { .signal = 15, .wall_s = 2.5, .cpu_s = 0.01, .memory_peak_bytes = 4096 },
+          .error = "time limit of 2 s reached", .output_dropped_bytes = 123456789012 },
 };
 
 static Ack acks[] = {
@@ -683,6 +730,7 @@ static void assert_heartbeats_equal(const Heartbeat *a, const Heartbeat *b) {
                 cr_assert((r->error == NULL) == (s->error == NULL));
                 if (r->error)
                         cr_assert_str_eq(r->error, s->error);
+                cr_assert_eq(r->output_dropped_bytes, s->output_dropped_bytes);
         }
         cr_assert_eq(a->n_acks, b->n_acks);
         for (size_t i = 0; i < a->n_acks; i++) {
@@ -765,6 +813,8 @@ Test(heartbeat, text_writer_equals_jansson) {
         task_report_write_json(&c, &reports[1], NULL, 0);
         text_buf_add(&c, ",", 1);
         task_report_write_json(&c, &reports[2], NULL, 0);
+        text_buf_add(&c, ",", 1);
+        task_report_write_json(&c, &reports[3], NULL, 0);
         heartbeat_write_json_tail(&c, &heartbeat);
         cr_assert_str_eq(c.data, b.data);
 }
@@ -1025,8 +1075,8 @@ Test(heartbeat, errors) {
         expect_heartbeat_error(task_not_object, "tasks[1]: must be an object");
         expect_heartbeat_error(bad_task_id, "tasks[0].id: must be a task id <job>.<phase>.<task>.<attempt>");
         expect_heartbeat_error(no_task_id, "tasks[0].id: is required");
-        expect_heartbeat_error(pending_state, "tasks[0].state: must be one of running, succeeded, failed, cancelled, lost");
-        expect_heartbeat_error(unknown_state, "tasks[0].state: must be one of running, succeeded, failed, cancelled, lost");
+        expect_heartbeat_error(pending_state, "tasks[0].state: must be one of running, succeeded, failed, cancelled, lost, timeout");
+        expect_heartbeat_error(unknown_state, "tasks[0].state: must be one of running, succeeded, failed, cancelled, lost, timeout");
         expect_heartbeat_error(negative_pid, "tasks[0].pid: must be an integer in [0, 4194304]");
         expect_heartbeat_error(progress_high, "tasks[0].samples[1].progress: must be null or a number in [0, 1]");
         expect_heartbeat_error(progress_minus_one, "tasks[0].samples[1].progress: must be null or a number in [0, 1]");
@@ -1080,10 +1130,19 @@ static Action actions[] = {
         { .id = 4, .type = ACTION_THAW, .task = "7.0.1.0" },
         { .id = 5, .type = ACTION_KILL, .task = "8.1.2.3" },
         { .id = 6, .type = ACTION_START, .task = "9.0.0.0", .argv = start_argv },
+        { .id = 7, .type = ACTION_START, .task = "9.0.1.0", .argv = start_argv, .output = "/home/ann/%j.%t.out",
+          .error = "err-%u", .time_limit_ms = (uint64_t) PROTO_MAX_TIME_LIMIT_S * 1000, .kill_grace_ms = 10000 },
+};
+
+static OutputRead reads[] = {
+        { .id = 1, .task = "9.0.1.0", .output = "/home/ann/%j.%t.out", .cwd = "/home/ann", .user = "ann",
+          .offset = 1ull << 40, .max = PROTO_MAX_OUTPUT_READ },
+        { .id = 2, .task = "9.0.1.0", .error_stream = true, .max = 1, .tail = true },
 };
 
 static const HeartbeatReply reply = {
         .interval_ms = 2000, .lease_ms = 30000, .actions = actions, .n_actions = ELEMENTSOF(actions),
+        .reads = reads, .n_reads = ELEMENTSOF(reads),
 };
 
 static void assert_strv_equal(char **a, char **b) {
@@ -1118,7 +1177,25 @@ Test(heartbeat_reply, round_trip) {
                 assert_opt_str_equal(a->cwd, b->cwd);
                 assert_opt_str_equal(a->user, b->user);
                 cr_assert_eq(a->pids_max, b->pids_max);
+                assert_opt_str_equal(a->output, b->output);
+                assert_opt_str_equal(a->error, b->error);
+                cr_assert_eq(a->time_limit_ms, b->time_limit_ms);
+                cr_assert_eq(a->kill_grace_ms, b->kill_grace_ms);
                 cr_assert_eq(memcmp(&a->limits, &b->limits, sizeof a->limits), 0);
+        }
+        cr_assert_eq(r->n_reads, ELEMENTSOF(reads));
+        for (size_t i = 0; i < r->n_reads; i++) {
+                const OutputRead *a = &reads[i], *b = &r->reads[i];
+                cr_assert_eq(a->id, b->id);
+                cr_assert_str_eq(a->task, b->task);
+                cr_assert_eq(a->error_stream, b->error_stream);
+                assert_opt_str_equal(a->output, b->output);
+                assert_opt_str_equal(a->error, b->error);
+                assert_opt_str_equal(a->cwd, b->cwd);
+                assert_opt_str_equal(a->user, b->user);
+                cr_assert_eq(a->offset, b->offset);
+                cr_assert_eq(a->max, b->max);
+                cr_assert_eq(a->tail, b->tail);
         }
 
         json_auto_t *k = heartbeat_reply_to_json(r);
@@ -1137,6 +1214,64 @@ Test(heartbeat_reply, round_trip) {
         cr_assert_eq(rn->lease_ms, 0, "a controller without a lease never makes the agent fence");
         cr_assert_eq(rn->n_actions, 0);
         cr_assert_null(rn->actions);
+        cr_assert_null(json_object_get(n, "reads"), "no reads, no field: an older agent's decoder accepts it");
+}
+
+static void expect_reply_error(const char *text, const char *message);
+
+Test(heartbeat_reply, read_errors) {
+        expect_reply_error("{'interval_ms': 2000, 'reads': [{'id': 1, 'task': '1.0.0.0', 'stream': 'both', 'max': 1}]}",
+                           "reads[0].stream: must be output or error");
+        expect_reply_error("{'interval_ms': 2000, 'reads': [{'id': 1, 'task': '1.0.0.0', 'stream': 'output', 'max': 0}]}",
+                           "reads[0].max: must be an integer in [1, 262144]");
+        expect_reply_error("{'interval_ms': 2000, 'reads': [{'id': 1, 'task': '1.0.0.0', 'stream': 'output', 'max': 1,"
+                           " 'output': 'a\\u0000b'}]}",
+                           "reads[0].output: must not contain NUL bytes");
+        expect_reply_error("{'interval_ms': 2000, 'reads': [{'id': 1, 'task': '1.0.0.0', 'stream': 'output', 'max': 1,"
+                           " 'cwd': 'rel'}]}",
+                           "reads[0].cwd: must be an absolute path");
+        expect_reply_error("{'interval_ms': 2000, 'actions': [{'id': 1, 'type': 'kill', 'task': '1.0.0.0',"
+                           " 'time_limit_ms': 10}]}",
+                           "actions[0].time_limit_ms: only allowed in start actions");
+        expect_reply_error("{'interval_ms': 2000, 'actions': [{'id': 1, 'type': 'start', 'task': '1.0.0.0',"
+                           " 'argv': ['x'], 'time_limit_ms': 0}]}",
+                           "actions[0].time_limit_ms: must be an integer in [1, 31536000000]");
+        expect_reply_error("{'interval_ms': 2000, 'actions': [{'id': 1, 'type': 'start', 'task': '1.0.0.0',"
+                           " 'argv': ['x'], 'output': '%z'}]}",
+                           "actions[0].output: has an unknown escape: use %j (job id), %p (phase index), %t (task index), "
+                           "%u (user) or %% ('%')");
+}
+
+Test(output_chunk, round_trip_and_errors) {
+        char bytes[] = { 'a', 0, '\n', (char) 0xff, 'z' };
+        OutputChunk c = { .path = "/o/ann/1.0.0.out", .offset = 10, .size = 15, .data = bytes, .len = sizeof bytes };
+        json_auto_t *j = output_chunk_to_json(&c);
+        cr_assert_not_null(j);
+        cr_assert_str_eq(json_string_value(json_object_get(j, "data_base64")), "YQAK/3o=");
+        OutputChunk d = {};
+        _cleanup_free_ char *err = NULL;
+        cr_assert_eq(output_chunk_from_json(j, &d, &err), 0, "%s", err ?: "");
+        cr_assert_eq(d.len, sizeof bytes);
+        cr_assert(memcmp(d.data, bytes, sizeof bytes) == 0, "any bytes, NUL included");
+        cr_assert_eq(d.offset, 10);
+        cr_assert_eq(d.size, 15);
+        cr_assert_str_eq(d.path, "/o/ann/1.0.0.out");
+        cr_assert_null(d.error);
+        output_chunk_done(&d);
+
+        json_auto_t *bad = parse("{'offset': 0, 'size': 0, 'data_base64': 'YQ='}");
+        cr_assert_eq(output_chunk_from_json(bad, &d, &err), -EINVAL);
+        cr_assert_str_eq(err, "data_base64: must be base64 (RFC 4648, padded)");
+        free(TAKE_PTR(err));
+        json_auto_t *none = parse("{'offset': 0, 'error': 'open: Permission denied'}");
+        cr_assert_eq(output_chunk_from_json(none, &d, &err), -EINVAL);
+        cr_assert_str_eq(err, "size: is required");
+        free(TAKE_PTR(err));
+        json_auto_t *failed = parse("{'offset': 0, 'size': 0, 'error': 'open: Permission denied'}");
+        cr_assert_eq(output_chunk_from_json(failed, &d, &err), 0);
+        cr_assert_str_eq(d.error, "open: Permission denied");
+        cr_assert_eq(d.len, 0);
+        output_chunk_done(&d);
 }
 
 Test(heartbeat_reply, action_done) {

@@ -51,20 +51,25 @@ static int put(RuntimeConfig *rc, const char *text, char **ret_error) {
         return r;
 }
 
-Test(runtime_config, defaults_are_valid_and_off) {
+/* The orchestrator is on for CPU by default, with the settings bench/orch-gain.sh chose
+ * (docs/orchestrator.md). */
+Test(runtime_config, defaults_are_valid_and_cpu) {
         RuntimeSettings s = runtime_settings_default();
         char *error = NULL;
         cr_assert_eq(runtime_settings_validate(&s, &error), 0, "%s", error ?: "");
-        cr_assert_eq(s.balance.mode, ORCH_MODE_OFF);
-        cr_assert_float_eq(s.balance.epoch_s, 20.0, 1e-12, "the paper's epoch");
+        cr_assert_eq(s.balance.mode, ORCH_MODE_CPU);
+        cr_assert_float_eq(s.balance.epoch_s, 1.0, 1e-12);
+        cr_assert_eq(s.balance.hysteresis_epochs, 1);
+        cr_assert_eq(s.balance.cooldown_epochs, 1);
+        cr_assert_float_eq(s.balance.cpu_max_step_cores, 1.0, 1e-12);
         cr_assert_eq(s.sched.policy, SCHED_HFSP);
 
         json_t *j = runtime_settings_to_json(&s);
         cr_assert_eq(json_object_size(j), runtime_n_knobs);
-        cr_assert_str_eq(json_string_value(json_object_get(j, "orchestrate")), "off");
+        cr_assert_str_eq(json_string_value(json_object_get(j, "orchestrate")), "cpu");
         cr_assert_str_eq(json_string_value(json_object_get(j, "estimator")), "regression");
         cr_assert_eq(json_integer_value(json_object_get(j, "memory-max-step")), 256 << 20);
-        cr_assert_float_eq(json_number_value(json_object_get(j, "epoch")), 20.0, 1e-12);
+        cr_assert_float_eq(json_number_value(json_object_get(j, "epoch")), 1.0, 1e-12);
         cr_assert(json_is_false(json_object_get(j, "dry-run")));
         cr_assert_str_eq(json_string_value(json_object_get(j, "scheduler")), "hfsp");
         json_decref(j);
@@ -186,12 +191,12 @@ Test(runtime_config, failing_apply_restores_the_others) {
         RuntimeSettings before = rc.current;
         char *error = NULL;
 
-        cr_assert_eq(put(&rc, "{\"orchestrate\": \"cpu\", \"scheduler\": \"fair\"}", &error), -EINVAL);
+        cr_assert_eq(put(&rc, "{\"orchestrate\": \"memory\", \"scheduler\": \"fair\"}", &error), -EINVAL);
         cr_assert_str_eq(error, "scheduler: could not be applied: Input/output error");
         free(error);
         cr_assert(same(&rc.current, &before));
         cr_assert_eq(calls.orch, 2, "applied, then the old settings put back");
-        cr_assert_eq(calls.last_orch.balance.mode, ORCH_MODE_OFF);
+        cr_assert_eq(calls.last_orch.balance.mode, ORCH_MODE_CPU);
 }
 
 Test(runtime_config, json_round_trip) {
@@ -254,7 +259,7 @@ Test(runtime_config, epoch_within_what_the_loop_sustains) {
                             "may take at most 1/10 of the epoch, the controller's loop the rest");
         expect_load_accepted(&big, "{\"orchestrate\": \"cpu\", \"epoch\": \"5s\"}");
         /* Off, any epoch: nothing runs. */
-        expect_load_accepted(&big, "{\"epoch\": \"1s\"}");
+        expect_load_accepted(&big, "{\"orchestrate\": \"off\", \"epoch\": \"1s\"}");
         /* The latest epoch took longer than the estimate: that counts. */
         RuntimeLoad slow = { .nodes = 2, .running_tasks = 100, .last_epoch_s = 0.25 };
         expect_load_refused(&slow, "{\"orchestrate\": \"memory\", \"epoch\": 2}",

@@ -236,6 +236,26 @@ Test(sampler, rates) {
         task_sampler_done(&ts);
 }
 
+/* An idle task read once through BPF (ns) and then from cpu.stat's usage_usec: the
+ * truncated value is up to 999 ns lower, and that is no CPU used, not a reset. */
+Test(sampler, rates_across_microsecond_truncation) {
+        TaskSampler ts;
+        TaskSample a = { .cpu_usage_ns = 1315374 };
+        TaskSample b = { .cpu_usage_ns = 1315000 };
+        TaskSample c = { .cpu_usage_ns = 1315374 + 500000000 };
+
+        task_sampler_init(&ts);
+        sample_compute_rates(&ts, 10 * USEC_PER_SEC, &a);
+        sample_compute_rates(&ts, 11 * USEC_PER_SEC, &b);
+        cr_assert(b.has & SAMPLE_HAS_RATES);
+        cr_expect_float_eq(b.cpu_cores, 0, 1e-12);
+        cr_expect_eq(b.cpu_usage_ns, 1315374);
+        sample_compute_rates(&ts, 12 * USEC_PER_SEC, &c);
+        cr_assert(c.has & SAMPLE_HAS_RATES);
+        cr_expect_float_eq(c.cpu_cores, 0.5, 1e-9);
+        task_sampler_done(&ts);
+}
+
 static void write_file(const char *dir, const char *rel, const char *text) {
         _cleanup_free_ char *p = NULL;
         FILE *f;

@@ -1,9 +1,10 @@
 /* test-sched-incremental.c: the scheduler's incremental interface (sched_task_set/remove,
  * sched_set_nodes, sched_next) against its full-picture entry (sched_decide(), which the
  * papers' examples in test-sched.c replay): two schedulers see the same random workload —
- * arrivals, size updates, training, finishes, kills, capacity changes — one told of each
- * change, one given every task each time, and must decide exactly the same, for every policy
- * and preemption mode. */
+ * arrivals, size updates, training, finishes (and the service they add: hfsp and psbs floor
+ * what an overrun phase has left), kills, capacity changes — one told of each change, one given
+ * every task each time, and must decide exactly the same, for every policy and preemption
+ * mode. */
 #include <criterion/criterion.h>
 #include <math.h>
 
@@ -17,7 +18,7 @@
 typedef struct Task {
         bool used;
         SchedTask t;
-        double left_s;
+        double work_s, left_s;
 } Task;
 
 typedef struct World {
@@ -27,7 +28,8 @@ typedef struct World {
         PlacementNode nodes[N_NODES];
         uint64_t rng;
         unsigned next_job;
-        unsigned n_decisions, n_verbs[_SCHED_VERB_MAX];
+        double served_s[MAX_TASKS];   /* by job: the work of its finished tasks */
+        unsigned n_decisions, n_verbs[_SCHED_VERB_MAX], n_overruns;
 } World;
 
 static double uniform(World *w) {
@@ -60,6 +62,7 @@ static void both_job_add(World *w, double now) {
                                .memory_bytes = (uint64_t) (1 + 3 * uniform(w)) * 1024 * MiB },
                         .left_s = 1 + 10 * uniform(w),
                 };
+                t->work_s = t->left_s;
                 cr_assert_eq(sched_task_set(w->inc, w->n_ids, &t->t), 0);
                 w->n_ids++;
         }
@@ -166,6 +169,16 @@ static void run_world(SchedPolicy policy, SchedPreemption preemption, uint64_t s
                                 continue;
                         t->used = false;
                         cr_assert_eq(sched_task_remove(w->inc, i), 0);
+                        /* What the job's finished tasks did: hfsp and psbs floor what an
+                         * overrun phase has left at the next decision, from the tasks as they
+                         * are then. */
+                        unsigned job = (unsigned) sched_key_job(t->t.key);
+                        w->served_s[job] += t->work_s;
+                        cr_assert_eq(sched_job_set_service(w->inc, t->t.key, w->served_s[job]), 0);
+                        cr_assert_eq(sched_job_set_service(w->full, t->t.key, w->served_s[job]), 0);
+                        SchedJobInfo info;
+                        cr_assert_eq(sched_job_info(w->inc, t->t.key, &info), 0);
+                        w->n_overruns += info.size.kind != SCHED_SIZE_TINY && w->served_s[job] > info.size.size_s;
                         maybe_job_done(w, t->t.key, now);
                 }
                 if (uniform(w) < 0.35)
@@ -192,6 +205,7 @@ static void run_world(SchedPolicy policy, SchedPreemption preemption, uint64_t s
         cr_assert_float_eq(sched_ghost_time(w->inc), sched_ghost_time(w->full), 1e-9);
         cr_assert_eq(sched_n_jobs(w->inc), sched_n_jobs(w->full));
         cr_assert_gt(w->n_verbs[SCHED_START], 100, "the workload must keep the scheduler busy");
+        cr_assert_gt(w->n_overruns, 0, "phases must overrun their estimates");
         /* Size-based and fair policies preempt in this workload: the paths are exercised. */
         if (policy != SCHED_FIFO && policy != SCHED_SRPT && preemption == SCHED_PREEMPT_SUSPEND)
                 cr_assert_gt(w->n_verbs[SCHED_FREEZE], 0, "%s", sched_policy_to_string(policy));

@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <math.h>
 
+#include "controller/sched-sizing.h"
 #include "controller/sched.h"
 #include "macro.h"
 
@@ -1482,4 +1483,179 @@ Test(sched_probe, off_with_zero_and_never_ahead_of_tiny_phases) {
         probe_tasks(&w, 2, 6);
         cr_assert_eq(probe_next(&w, 5, d, 8), 0);
         sched_free(w.s);
+}
+
+/* ---- Overrun estimates: a phase served past its size gives way ---- */
+
+typedef struct OverrunWorld {
+        Sched *s;
+        SchedTask t[16];
+        size_t n;
+} OverrunWorld;
+
+/* One 2-CPU node, no probes, no training priority; job keys 1.. with n tasks of one CPU each. */
+static void overrun_world(OverrunWorld *w, SchedPolicy policy) {
+        SchedParams p = params(policy);
+        p.training_cpus = 0;
+        p.training_share = 0;
+        p.preemption = SCHED_PREEMPT_SUSPEND;
+        *w = (OverrunWorld) {};
+        cr_assert_eq(sched_new(&p, 2, &w->s), 0);
+        PlacementNode n = node(2);
+        cr_assert_eq(sched_set_nodes(w->s, &n, 1), 0);
+}
+
+static void overrun_job(OverrunWorld *w, uint64_t key, double now, double size, unsigned n) {
+        SchedSize sz = final_size(size);
+        cr_assert_eq(sched_job_add(w->s, key, now, 1, n, &sz), 0);
+        for (unsigned i = 0; i < n; i++) {
+                w->t[w->n] = (SchedTask) { .key = key, .index = i, .state = SCHED_TASK_PENDING, .cpu_cores = 1,
+                                           .memory_bytes = MiB };
+                cr_assert_eq(sched_task_set(w->s, w->n, &w->t[w->n]), 0);
+                w->n++;
+        }
+}
+
+/* The decisions at now, applied to the world's copy. */
+static size_t overrun_next(OverrunWorld *w, double now, SchedDecision *out, size_t max) {
+        const SchedDecision *d;
+        size_t n_d;
+        cr_assert_eq(sched_next(w->s, now, &d, &n_d), 0);
+        cr_assert_leq(n_d, max);
+        for (size_t k = 0; k < n_d; k++) {
+                out[k] = d[k];
+                w->t[d[k].task].state = d[k].verb == SCHED_FREEZE ? SCHED_TASK_SUSPENDED : SCHED_TASK_RUNNING;
+        }
+        return n_d;
+}
+
+Test(sched_hfsp, overrun_estimate_gives_way) {
+        /* Job 1 is estimated at 10 CPU-seconds, job 2 at 12; both age at one CPU each, and job 1
+         * (less left) runs on both CPUs. At 8 its first two tasks have taken 16 CPU-seconds: its
+         * estimate is 6 short at least, while the virtual cluster says 2 are left. It has at
+         * least its overrun, 6, left: job 2 (4 left) goes first. Counting down from an estimate
+         * already outrun kept an under-estimated phase on every CPU until it went late. */
+        for (SchedPolicy pol = SCHED_HFSP; pol <= SCHED_PSBS; pol++) {
+                OverrunWorld w;
+                SchedDecision d[8];
+                overrun_world(&w, pol);
+                overrun_job(&w, 1, 0, 10, 6); /* ids 0..5 */
+                overrun_job(&w, 2, 0, 12, 6); /* ids 6..11 */
+                size_t n = overrun_next(&w, 0, d, 8);
+                cr_assert_eq(n, 2);
+                cr_assert(has(d, n, SCHED_START, 0) && has(d, n, SCHED_START, 1));
+
+                cr_assert_eq(sched_task_remove(w.s, 0), 0);
+                cr_assert_eq(sched_task_remove(w.s, 1), 0);
+                cr_assert_eq(sched_job_set_service(w.s, 1, 16), 0);
+                n = overrun_next(&w, 8, d, 8);
+                cr_assert_eq(n, 2, "%s", sched_policy_to_string(pol));
+                cr_assert(has(d, n, SCHED_START, 6) && has(d, n, SCHED_START, 7),
+                          "%s: the overrun phase gives way", sched_policy_to_string(pol));
+                SchedJobInfo info;
+                cr_assert_eq(sched_job_info(w.s, 1, &info), 0);
+                cr_assert_float_eq(info.virtual_size_s, 6, EPS);
+                cr_assert_float_eq(info.size.size_s, 10, EPS, "the estimate itself stays");
+                cr_assert(!info.late);
+                /* It keeps ageing from there: at 12 (one CPU each) 2 left against job 2's 0. */
+                cr_assert_eq(sched_rank(w.s, 12), 0);
+                cr_assert_eq(sched_job_info(w.s, 1, &info), 0);
+                cr_assert_float_eq(info.virtual_size_s, 2, EPS);
+                sched_free(w.s);
+        }
+}
+
+Test(sched_hfsp, late_phase_overrunning_again_gives_way) {
+        /* Job 1 (estimated 10, six tasks) runs alone on both CPUs and goes late at 5, as its
+         * first two tasks finish having used exactly its estimate. Job 2 (6) comes at 5 and ages
+         * alone: 2 left at 7. Late phases come first, so job 1 starts tasks 2 and 3; at 7 they
+         * have taken 4 more than its whole estimate. A phase late while it still overruns would
+         * keep every CPU until its last task (2.7 M CPU-s of a 2-CPU day estimated at 0.8 M, the
+         * whole tail of jobs behind it): it goes back to the virtual cluster with its overrun, 4,
+         * left, and job 2 (2 left) goes first. */
+        for (SchedPolicy pol = SCHED_HFSP; pol <= SCHED_PSBS; pol++) {
+                OverrunWorld w;
+                SchedDecision d[8];
+                overrun_world(&w, pol);
+                overrun_job(&w, 1, 0, 10, 6); /* ids 0..5 */
+                size_t n = overrun_next(&w, 0, d, 8);
+                cr_assert(n == 2 && has(d, n, SCHED_START, 0) && has(d, n, SCHED_START, 1));
+
+                cr_assert_eq(sched_task_remove(w.s, 0), 0);
+                cr_assert_eq(sched_task_remove(w.s, 1), 0);
+                cr_assert_eq(sched_job_set_service(w.s, 1, 10), 0);
+                overrun_job(&w, 2, 5, 6, 6); /* ids 6..11 */
+                n = overrun_next(&w, 5, d, 8);
+                cr_assert(n == 2 && has(d, n, SCHED_START, 2) && has(d, n, SCHED_START, 3),
+                          "%s: the late phase first", sched_policy_to_string(pol));
+                SchedJobInfo info;
+                cr_assert_eq(sched_job_info(w.s, 1, &info), 0);
+                cr_assert(info.late);
+
+                cr_assert_eq(sched_task_remove(w.s, 2), 0);
+                cr_assert_eq(sched_task_remove(w.s, 3), 0);
+                cr_assert_eq(sched_job_set_service(w.s, 1, 14), 0);
+                n = overrun_next(&w, 7, d, 8);
+                cr_assert(n == 2 && has(d, n, SCHED_START, 6) && has(d, n, SCHED_START, 7),
+                          "%s: the late phase that overran again gives way", sched_policy_to_string(pol));
+                cr_assert_eq(sched_job_info(w.s, 1, &info), 0);
+                cr_assert(!info.late, "%s", sched_policy_to_string(pol));
+                cr_assert_float_eq(info.virtual_size_s, 4, EPS, "%s", sched_policy_to_string(pol));
+                sched_free(w.s);
+        }
+}
+
+Test(sched_hfsp, overrun_floor_only_while_tasks_wait) {
+        /* Job 1's two tasks have both started: what it has left runs already, and its overrun
+         * makes no victims of them. Under fair and srpt service changes nothing virtual. */
+        for (SchedPolicy pol = 0; pol < _SCHED_POLICY_MAX; pol++) {
+                OverrunWorld w;
+                SchedDecision d[8];
+                overrun_world(&w, pol);
+                overrun_job(&w, 1, 0, 10, 2); /* ids 0, 1 */
+                overrun_job(&w, 2, 0, 12, 6); /* ids 2..7 */
+                size_t n = overrun_next(&w, 0, d, 8);
+                if (pol == SCHED_FAIR) {
+                        sched_free(w.s);
+                        continue; /* shares the node: nothing waits on job 1 */
+                }
+                cr_assert(has(d, n, SCHED_START, 0) && has(d, n, SCHED_START, 1), "%s", sched_policy_to_string(pol));
+                cr_assert_eq(sched_job_set_service(w.s, 1, 16), 0);
+                n = overrun_next(&w, 8, d, 8);
+                cr_assert_eq(n, 0, "%s: no freeze", sched_policy_to_string(pol));
+                SchedJobInfo info;
+                cr_assert_eq(sched_job_info(w.s, 1, &info), 0);
+                cr_assert_float_eq(info.virtual_size_s, 2, EPS, "%s", sched_policy_to_string(pol));
+                sched_free(w.s);
+        }
+}
+
+Test(sched_hfsp, served_counts_from_the_final_size) {
+        /* S_f leaves out what the training tasks had used when it was set (here 5 × 2
+         * CPU-seconds): the service told is what the finished tasks used beyond that. */
+        HfspSizeParams hp = HFSP_SIZE_PARAMS_DEFAULT;
+        SchedSizing z;
+        cr_assert_eq(sched_sizing_init(&z, &hp), 0);
+        SchedParams p = params(SCHED_HFSP);
+        Sched *s;
+        cr_assert_eq(sched_new(&p, 4, &s), 0);
+        SizingPhase ph;
+        cr_assert_eq(sched_sizing_add(&z, s, 1, 20, 1.0, 1, 20, 0, &ph), 0);
+        cr_assert_eq(ph.size.final, false);
+        HfspTrainingTask training[5];
+        for (size_t i = 0; i < 5; i++)
+                training[i] = (HfspTrainingTask) { .start_s = 0, .finished = true, .finish_s = 2, .cpu_s = 2,
+                                                   .progress = 1 };
+        cr_assert_eq(sched_sizing_train(&z, s, 1, &ph, training, 5, 2), SCHED_SIZING_FINAL);
+        cr_assert_float_eq(ph.size.size, 30, EPS, "S_f = 2 × (20 − 5)");
+        cr_assert_float_eq(ph.uncounted_s, 10, EPS);
+        cr_assert_eq(sched_sizing_served(s, 1, &ph, 16), 0);
+        SchedJobInfo info;
+        cr_assert_eq(sched_job_info(s, 1, &info), 0);
+        cr_assert_float_eq(info.remaining_s, 24, EPS, "30 − (16 − 10)");
+        cr_assert_eq(sched_sizing_served(s, 1, &ph, 8), 0);
+        cr_assert_eq(sched_job_info(s, 1, &info), 0);
+        cr_assert_float_eq(info.remaining_s, 30, EPS, "nothing counted yet");
+        cr_assert_eq(sched_sizing_served(s, 1, &ph, -1), -EINVAL);
+        sched_free(s);
 }

@@ -98,7 +98,7 @@ Test(store_orch, fresh_database_is_current) {
         cr_assert_eq(store_open(dir, &s), 0);
         store_close(s);
         cr_assert_eq(user_version(), STORE_SCHEMA_VERSION);
-        cr_assert_eq(STORE_SCHEMA_VERSION, 7);
+        cr_assert_eq(STORE_SCHEMA_VERSION, 10);
 }
 
 Test(store_orch, record_and_status_from_the_ack) {
@@ -191,7 +191,12 @@ Test(store_orch, migrates_version_1) {
         int rc = sqlite3_exec(db,
                               "DROP TABLE adjustments; DROP TABLE sched_phases; DROP TABLE sched_state;"
                               "ALTER TABLE tasks DROP COLUMN preempted_ms; ALTER TABLE phases DROP COLUMN pids_max;"
-                              " ALTER TABLE nodes DROP COLUMN pids_limit; PRAGMA user_version = 1;",
+                              " ALTER TABLE nodes DROP COLUMN pids_limit; ALTER TABLE jobs DROP COLUMN output; ALTER TABLE jobs DROP COLUMN error; ALTER TABLE jobs DROP COLUMN time_limit_s;"
+                              " ALTER TABLE jobs DROP COLUMN held_by; ALTER TABLE jobs DROP COLUMN held_admin; ALTER TABLE jobs DROP COLUMN held_ms;"
+                              " ALTER TABLE jobs DROP COLUMN reason; ALTER TABLE jobs DROP COLUMN attempt_base; ALTER TABLE jobs DROP COLUMN requeues;"
+                              " ALTER TABLE tasks DROP COLUMN output_dropped_bytes;"
+                              " DROP INDEX jobs_by_state; DROP INDEX jobs_by_user; DROP INDEX jobs_by_name;"
+                              " PRAGMA user_version = 1;",
                               NULL, NULL, &err);
         cr_assert_eq(rc, SQLITE_OK, "downgrade: %s", err ?: "?");
         sqlite3_close(db);
@@ -224,10 +229,15 @@ Test(store_orch, migrates_version_2) {
         sqlite3 *db = open_raw();
         cr_assert_eq(sqlite3_exec(db,
                                   "DROP TABLE adjustments; ALTER TABLE phases DROP COLUMN pids_max;"
-                                  " ALTER TABLE nodes DROP COLUMN pids_limit;"
-                                  " ALTER TABLE sched_phases DROP COLUMN virtual_finish; PRAGMA user_version = 2;",
-                                  NULL, NULL, NULL),
-                     SQLITE_OK);
+                                  " ALTER TABLE nodes DROP COLUMN pids_limit; ALTER TABLE jobs DROP COLUMN output;"
+                                  " ALTER TABLE jobs DROP COLUMN error; ALTER TABLE jobs DROP COLUMN time_limit_s;"
+                                  " ALTER TABLE jobs DROP COLUMN held_by; ALTER TABLE jobs DROP COLUMN held_admin;"
+                                  " ALTER TABLE jobs DROP COLUMN held_ms; ALTER TABLE jobs DROP COLUMN reason;"
+                                  " ALTER TABLE jobs DROP COLUMN attempt_base; ALTER TABLE jobs DROP COLUMN requeues;"
+                                  " ALTER TABLE tasks DROP COLUMN output_dropped_bytes;"
+                                  " ALTER TABLE sched_phases DROP COLUMN virtual_finish; DROP INDEX jobs_by_state;"
+                                  " DROP INDEX jobs_by_user; DROP INDEX jobs_by_name; PRAGMA user_version = 2;",
+                                  NULL, NULL, NULL), SQLITE_OK);
         sqlite3_close(db);
         cr_assert_eq(store_open(dir, &s), 0);
         StoreAdjustment a = adjustment("1.0.0.0", 0, "dry-run");

@@ -365,7 +365,12 @@ Test(store, version_1_is_upgraded) {
         }
         strv_free(later);
         cr_assert_eq(sqlite3_exec(db, "ALTER TABLE tasks DROP COLUMN preempted_ms; ALTER TABLE phases DROP COLUMN pids_max;"
-                                      " ALTER TABLE nodes DROP COLUMN pids_limit; PRAGMA user_version = 1",
+                                      " ALTER TABLE nodes DROP COLUMN pids_limit; ALTER TABLE jobs DROP COLUMN output; ALTER TABLE jobs DROP COLUMN error; ALTER TABLE jobs DROP COLUMN time_limit_s;"
+                                      " ALTER TABLE jobs DROP COLUMN held_by; ALTER TABLE jobs DROP COLUMN held_admin; ALTER TABLE jobs DROP COLUMN held_ms;"
+                                      " ALTER TABLE jobs DROP COLUMN reason; ALTER TABLE jobs DROP COLUMN attempt_base; ALTER TABLE jobs DROP COLUMN requeues;"
+                                      " ALTER TABLE tasks DROP COLUMN output_dropped_bytes;"
+                                      " DROP INDEX jobs_by_state; DROP INDEX jobs_by_user; DROP INDEX jobs_by_name;"
+                                      " PRAGMA user_version = 1",
                                   NULL, NULL, NULL), SQLITE_OK);
         sqlite3_close(db);
 
@@ -401,33 +406,86 @@ Test(store, version_1_is_upgraded) {
         sqlite3_close(db);
 }
 
-/* A database as a controller of version 5 left it (pids limits, no virtual finish, jobs not
- * indexed by state, user and name), with a job and a scheduler row in it: opening it upgrades
- * it to the current version, keeps both, and the new column and indexes are there. */
-Test(store, version_5_is_upgraded) {
-        Store *s = NULL;
-        cr_assert_eq(store_open(dir, &s), 0);
-        uint64_t id = insert_job(s, 1000);
-        StoreSchedRecord rec = {
-                .job = id, .size_kind = (char *) "initial", .size_s = 60, .weight = 1, .parallel_cpus = 2,
-                .sized_ms = 1000, .estimate = (char *) "{}", .virtual_size_s = 40, .virtual_finish = NAN,
-                .late_since_ms = -1,
-        };
-        cr_assert_eq(store_sched_record_save(s, &rec, 2000), 0);
-        store_close(s);
-
+/* Takes the database in dir back to version `to` (8 or 5) with the SQL of the steps after it
+ * undone: 10's job indexes, 9's virtual finish, and for 5 also 8's job and task columns (6 and 7
+ * change nothing). */
+static void downgrade(unsigned to) {
         char path[256];
         sqlite3 *db;
         snprintf(path, sizeof path, "%s/controller.db", dir);
         cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
         cr_assert_eq(sqlite3_exec(db,
                                   "DROP INDEX jobs_by_state; DROP INDEX jobs_by_user; DROP INDEX jobs_by_name;"
-                                  " ALTER TABLE sched_phases DROP COLUMN virtual_finish; PRAGMA user_version = 5",
+                                  " ALTER TABLE sched_phases DROP COLUMN virtual_finish;",
                                   NULL, NULL, NULL),
                      SQLITE_OK);
+        if (to < 8)
+                cr_assert_eq(sqlite3_exec(db,
+                                          "ALTER TABLE jobs DROP COLUMN output; ALTER TABLE jobs DROP COLUMN error;"
+                                          " ALTER TABLE jobs DROP COLUMN time_limit_s; ALTER TABLE jobs DROP COLUMN held_by;"
+                                          " ALTER TABLE jobs DROP COLUMN held_admin; ALTER TABLE jobs DROP COLUMN held_ms;"
+                                          " ALTER TABLE jobs DROP COLUMN reason; ALTER TABLE jobs DROP COLUMN attempt_base;"
+                                          " ALTER TABLE jobs DROP COLUMN requeues;"
+                                          " ALTER TABLE tasks DROP COLUMN output_dropped_bytes;",
+                                          NULL, NULL, NULL),
+                             SQLITE_OK);
+        char sql[64];
+        snprintf(sql, sizeof sql, "PRAGMA user_version = %u", to);
+        cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
         sqlite3_close(db);
+}
 
+/* The version and the job indexes of the database in dir, read directly. */
+static void assert_current(void) {
+        char path[256];
+        sqlite3 *db;
+        sqlite3_stmt *q;
+        snprintf(path, sizeof path, "%s/controller.db", dir);
+        cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+        cr_assert_eq(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
+        cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
+        cr_assert_eq(sqlite3_column_int(q, 0), STORE_SCHEMA_VERSION);
+        cr_assert_eq(STORE_SCHEMA_VERSION, 10);
+        sqlite3_finalize(q);
+        cr_assert_eq(sqlite3_prepare_v2(db,
+                                        "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'jobs'"
+                                        " AND name IN ('jobs_by_state', 'jobs_by_user', 'jobs_by_name')",
+                                        -1, &q, NULL),
+                     SQLITE_OK);
+        cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
+        cr_assert_eq(sqlite3_column_int(q, 0), 3, "version 10's indexes");
+        sqlite3_finalize(q);
+        sqlite3_close(db);
+}
+
+/* A job with a time limit, held, and a scheduler row for it, in a new store. */
+static uint64_t insert_held_job_with_sched_row(StoreSchedRecord *ret_rec) {
+        Store *s = NULL;
         cr_assert_eq(store_open(dir, &s), 0);
+        json_t *j = json_pack("{s:s, s:s, s:i, s:[{s:i, s:[s], s:f, s:i, s:i}]}", "name", "old", "user", "alice",
+                              "time_limit_s", 90, "phases", "tasks", 2, "argv", "true", "cpu_cores", 1.0,
+                              "memory_bytes", 64 << 20, "pids_max", 64);
+        JobSpec *spec = NULL;
+        _cleanup_free_ char *error = NULL;
+        cr_assert_eq(job_spec_from_json(j, &spec, &error), 0, "%s", error ?: "");
+        json_decref(j);
+        uint64_t id = 0;
+        cr_assert_eq(store_job_insert(s, spec, 1000, &id), 0);
+        job_spec_free(spec);
+        cr_assert_eq(store_job_set_hold(s, id, "alice", false, 1500), 0);
+        *ret_rec = (StoreSchedRecord) {
+                .job = id, .size_kind = (char *) "initial", .size_s = 60, .weight = 1, .parallel_cpus = 2,
+                .sized_ms = 1000, .estimate = (char *) "{}", .virtual_size_s = 40, .virtual_finish = NAN,
+                .late_since_ms = -1,
+        };
+        cr_assert_eq(store_sched_record_save(s, ret_rec, 2000), 0);
+        store_close(s);
+        return id;
+}
+
+/* After an upgrade: the job's pids limit (version 4) and its scheduler row are kept; the row has
+ * no virtual finish (version 9) until the next save; the jobs index by state (version 10). */
+static void assert_upgraded(Store *s, uint64_t id, StoreSchedRecord *rec) {
         StoreLaunch launch;
         cr_assert_eq(store_phase_launch(s, id, 0, &launch), 0);
         cr_assert_eq(launch.pids_max, 64, "version 4's column kept");
@@ -437,33 +495,54 @@ Test(store, version_5_is_upgraded) {
         cr_assert_eq(store_sched_records(s, &recs, &n), 0);
         cr_assert_eq(n, 1);
         cr_assert_float_eq(recs[0].virtual_size_s, 40, 1e-9);
-        cr_assert(isnan(recs[0].virtual_finish), "a row from before version 6 has no finish time");
+        cr_assert(isnan(recs[0].virtual_finish), "a row from before version 9 has no finish time");
         store_sched_records_free(recs, n);
-        rec.virtual_finish = 12.5;
-        cr_assert_eq(store_sched_record_save(s, &rec, 3000), 0);
+        rec->virtual_finish = 12.5;
+        cr_assert_eq(store_sched_record_save(s, rec, 3000), 0);
         cr_assert_eq(store_sched_records(s, &recs, &n), 0);
         cr_assert_float_eq(recs[0].virtual_finish, 12.5, 1e-9);
         store_sched_records_free(recs, n);
         unsigned queued;
         cr_assert_eq(store_job_count_in_state(s, JOB_QUEUED, &queued), 0);
         cr_assert_eq(queued, 1);
-        store_close(s);
+}
 
-        cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
-        sqlite3_stmt *q;
-        cr_assert_eq(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
-        cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
-        cr_assert_eq(sqlite3_column_int(q, 0), STORE_SCHEMA_VERSION);
-        sqlite3_finalize(q);
-        cr_assert_eq(sqlite3_prepare_v2(db,
-                                        "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'jobs'"
-                                        " AND name IN ('jobs_by_state', 'jobs_by_user', 'jobs_by_name')",
-                                        -1, &q, NULL),
-                     SQLITE_OK);
-        cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
-        cr_assert_eq(sqlite3_column_int(q, 0), 3, "version 7's indexes");
-        sqlite3_finalize(q);
-        sqlite3_close(db);
+/* A database as main's version 8 left it (output files, time limits, holds; no virtual finish,
+ * jobs not indexed by state, user and name), with a held job with a time limit and a scheduler
+ * row: opening it takes it to 10 and keeps them all. */
+Test(store, version_8_is_upgraded) {
+        StoreSchedRecord rec;
+        uint64_t id = insert_held_job_with_sched_row(&rec);
+        downgrade(8);
+
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        assert_upgraded(s, id, &rec);
+        _cleanup_(store_job_done) StoreJob j = {};
+        cr_assert_eq(store_job_get(s, id, &j), 0);
+        cr_assert_eq(j.time_limit_s, 90, "version 8's time limit kept");
+        cr_assert_str_eq(j.held_by ?: "(null)", "alice", "version 8's hold kept");
+        store_close(s);
+        assert_current();
+}
+
+/* A database of version 5 (pids limits, before 6 and 7, which change nothing, and 8's columns)
+ * goes through every step to 10: its job is neither held nor limited. */
+Test(store, version_5_is_upgraded) {
+        StoreSchedRecord rec;
+        uint64_t id = insert_held_job_with_sched_row(&rec);
+        downgrade(5);
+
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        assert_upgraded(s, id, &rec);
+        _cleanup_(store_job_done) StoreJob j = {};
+        cr_assert_eq(store_job_get(s, id, &j), 0);
+        cr_assert_eq(j.time_limit_s, 0);
+        cr_assert_null(j.held_by);
+        cr_assert_eq(j.attempt_base, 0);
+        store_close(s);
+        assert_current();
 }
 
 static int synchronous_level(Store *s) {
@@ -963,4 +1042,75 @@ Test(store, backup_is_a_consistent_copy) {
                 snprintf(p, sizeof p, "%s%s", path, suffixes[i]);
                 (void) unlink(p);
         }
+}
+
+/* What the store tells its observer (GET /metrics): commits with their durability, and a job's
+ * changes of state to running or an end once they commit, never one rolled back or repeated. */
+typedef struct Observed {
+        unsigned commits, durable_commits;
+        JobState states[8];
+        int64_t waited_ms[8];
+        size_t n;
+} Observed;
+
+static void observe_commit(void *userdata, bool durable, uint64_t took_us) {
+        Observed *o = userdata;
+        o->commits++;
+        o->durable_commits += durable;
+        cr_assert_lt(took_us, 60 * USEC_PER_SEC);
+}
+
+static void observe_job(void *userdata, JobState state, int64_t submitted_ms, int64_t changed_ms) {
+        Observed *o = userdata;
+        cr_assert_lt(o->n, ELEMENTSOF(o->states));
+        o->states[o->n] = state;
+        o->waited_ms[o->n++] = changed_ms - submitted_ms;
+}
+
+Test(store, observer_sees_committed_changes_only) {
+        Store *s = NULL;
+        Observed o = {};
+        cr_assert_eq(store_open(dir, &s), 0);
+        store_set_observer(s, &(StoreObserver) { .commit = observe_commit, .job_state = observe_job, .userdata = &o });
+        uint64_t id = insert_job(s, 1000);
+        cr_assert_eq(o.commits, 1);
+        cr_assert_eq(o.n, 0, "a submission is no change of state");
+
+        /* Rolled back: never happened. */
+        cr_assert_eq(store_begin(s), 0);
+        cr_assert_eq(store_job_set_state(s, id, JOB_RUNNING, 1500), 0);
+        store_rollback(s);
+        cr_assert_eq(o.n, 0);
+
+        /* Told after the commit, once, however often the same state is set. */
+        cr_assert_eq(store_begin_durable(s), 0);
+        cr_assert_eq(store_job_set_state(s, id, JOB_RUNNING, 2500), 0);
+        cr_assert_eq(store_job_set_state(s, id, JOB_RUNNING, 2600), 0);
+        cr_assert_eq(o.n, 0, "not before the commit");
+        cr_assert_eq(store_commit(s), 0);
+        cr_assert_eq(o.n, 1);
+        cr_assert_eq(o.states[0], JOB_RUNNING);
+        cr_assert_eq(o.waited_ms[0], 1500);
+        cr_assert_eq(o.durable_commits, 1);
+
+        /* Outside a transaction: at once. */
+        cr_assert_eq(store_job_set_state(s, id, JOB_SUCCEEDED, 9000), 0);
+        cr_assert_eq(o.n, 2);
+        cr_assert_eq(o.states[1], JOB_SUCCEEDED);
+        cr_assert_eq(o.waited_ms[1], 8000);
+        cr_assert_eq(store_job_set_state(s, id, JOB_SUCCEEDED, 9500), 0);
+        cr_assert_eq(o.n, 2, "the same state again is no change");
+        cr_assert_eq(store_job_set_state(s, id + 1, JOB_FAILED, 9500), -ENOENT);
+        cr_assert_eq(store_job_set_state(s, id + 1, JOB_RUNNING, 9500), -ENOENT);
+
+        /* Without an observer nothing is kept for it. */
+        store_set_observer(s, NULL);
+        uint64_t other = insert_job(s, 10000);
+        cr_assert_eq(store_job_set_state(s, other, JOB_RUNNING, 11000), 0);
+        cr_assert_eq(o.n, 2);
+        unsigned commits = o.commits;
+        cr_assert_eq(store_begin(s), 0);
+        cr_assert_eq(store_commit(s), 0);
+        cr_assert_eq(o.commits, commits);
+        store_close(s);
 }

@@ -1,0 +1,116 @@
+/* test-node-usage.c: per-node sums of task use against the limits in force
+ * (controller/node-usage.c) — CPU rates and memory from the latest sample, quotas over their
+ * periods, tasks without a limit, ended tasks left out, use carried over a heartbeat without
+ * samples, nodes kept apart and found whatever order they came in. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+
+#include "controller/node-usage.h"
+#include "macro.h"
+
+#define MiB (UINT64_C(1) << 20)
+
+static TaskSample sample(double cpu_cores, bool rate, uint64_t memory) {
+        return (TaskSample) { .time_ms = 1000, .memory_current_bytes = memory, .progress = -1,
+                              .has = rate ? SAMPLE_HAS_RATES : 0, .cpu_cores = cpu_cores };
+}
+
+static TaskReport task(const char *id, TaskState state, TaskSample *samples, size_t n, int64_t quota_us,
+                       int64_t period_us, int64_t memory_max) {
+        return (TaskReport) { .id = (char *) id, .state = state, .samples = samples, .n_samples = n,
+                              .limits = { .cpu_quota_us = quota_us, .cpu_period_us = period_us,
+                                          .memory_max_bytes = memory_max } };
+}
+
+static void observe(NodeUsageTable *t, const char *node, TaskReport *tasks, size_t n) {
+        Heartbeat hb = { .node = (char *) node, .tasks = tasks, .n_tasks = n };
+        cr_assert_eq(node_usage_observe(t, &hb), 0);
+}
+
+Test(node_usage, sums_use_and_limits) {
+        NodeUsageTable *t = NULL;
+        cr_assert_eq(node_usage_table_new(&t), 0);
+        cr_assert_null(node_usage_get(t, "n1"));
+
+        TaskSample a[] = { sample(0.9, true, 100 * MiB), sample(0.5, true, 120 * MiB) };
+        TaskSample b[] = { sample(0.25, true, 50 * MiB), sample(0, false, 60 * MiB) }; /* no rate in the last */
+        TaskSample c[] = { sample(0, false, 10 * MiB) };                               /* its first sample */
+        TaskSample d[] = { sample(2, true, 999 * MiB) };
+        TaskReport tasks[] = {
+                task("1.0.0.0", TASK_RUNNING, a, 2, 50000, 100000, 256 * MiB),   /* 0.5 CPU */
+                task("1.0.1.0", TASK_RUNNING, b, 2, 150000, 0, LIMIT_UNLIMITED),  /* period 0: the kernel's 100 ms */
+                task("2.0.0.0", TASK_RUNNING, c, 1, LIMIT_UNLIMITED, 100000, 64 * MiB),
+                task("3.0.0.0", TASK_SUCCEEDED, d, 1, 100000, 100000, 512 * MiB), /* ended: not counted */
+        };
+        observe(t, "n1", tasks, ELEMENTSOF(tasks));
+
+        const NodeUsage *u = node_usage_get(t, "n1");
+        cr_assert_not_null(u);
+        cr_assert_eq(u->tasks, 3);
+        cr_assert_float_eq(u->cpu_cores, 0.5 + 0.25 + 0, 1e-12, "the latest rate of each task");
+        cr_assert_float_eq(u->cpu_limit_cores, 0.5 + 1.5, 1e-12, "the unlimited task adds nothing");
+        cr_assert_eq(u->memory_bytes, (120 + 60 + 10) * MiB, "memory.current of the last sample");
+        cr_assert_eq(u->memory_limit_bytes, (256 + 64) * MiB);
+        node_usage_table_free(t);
+}
+
+Test(node_usage, carries_over_a_heartbeat_without_samples) {
+        NodeUsageTable *t = NULL;
+        cr_assert_eq(node_usage_table_new(&t), 0);
+        TaskSample a[] = { sample(0.75, true, 30 * MiB) }, b[] = { sample(0.5, true, 20 * MiB) };
+        TaskReport first[] = { task("1.0.0.0", TASK_RUNNING, a, 1, 100000, 100000, 64 * MiB),
+                               task("1.0.1.0", TASK_RUNNING, b, 1, 100000, 100000, 64 * MiB) };
+        observe(t, "n1", first, ELEMENTSOF(first));
+
+        /* Woken for an action: both tasks reported again before their next sample, the second
+         * with its limit lowered; a third new without any sample yet. */
+        TaskReport second[] = { task("1.0.1.0", TASK_RUNNING, NULL, 0, 50000, 100000, 32 * MiB),
+                                task("1.0.0.0", TASK_RUNNING, NULL, 0, 100000, 100000, 64 * MiB),
+                                task("4.0.0.0", TASK_RUNNING, NULL, 0, 100000, 100000, 64 * MiB) };
+        observe(t, "n1", second, ELEMENTSOF(second));
+        const NodeUsage *u = node_usage_get(t, "n1");
+        cr_assert_eq(u->tasks, 3);
+        cr_assert_float_eq(u->cpu_cores, 1.25, 1e-12, "what the previous heartbeat said");
+        cr_assert_eq(u->memory_bytes, 50 * MiB);
+        cr_assert_float_eq(u->cpu_limit_cores, 2.5, 1e-12, "limits are those in force now");
+        cr_assert_eq(u->memory_limit_bytes, 160 * MiB);
+
+        /* The first task ended and is gone from the report: its use goes with it. */
+        TaskSample b2[] = { sample(0.25, true, 25 * MiB) };
+        TaskReport third[] = { task("1.0.1.0", TASK_RUNNING, b2, 1, 50000, 100000, 32 * MiB) };
+        observe(t, "n1", third, ELEMENTSOF(third));
+        u = node_usage_get(t, "n1");
+        cr_assert_eq(u->tasks, 1);
+        cr_assert_float_eq(u->cpu_cores, 0.25, 1e-12);
+        cr_assert_eq(u->memory_bytes, 25 * MiB);
+
+        /* A heartbeat without tasks: all zero. */
+        observe(t, "n1", NULL, 0);
+        u = node_usage_get(t, "n1");
+        cr_assert_eq(u->tasks, 0);
+        cr_assert_eq(u->cpu_cores, 0);
+        cr_assert_eq(u->memory_limit_bytes, 0);
+        node_usage_table_free(t);
+}
+
+Test(node_usage, nodes_apart_in_any_order) {
+        NodeUsageTable *t = NULL;
+        cr_assert_eq(node_usage_table_new(&t), 0);
+        static const char *const names[] = { "n5", "n1", "n9", "n3", "n7", "n2" };
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                TaskSample s[] = { sample((double) (i + 1), true, (i + 1) * MiB) };
+                TaskReport r[] = { task("1.0.0.0", TASK_RUNNING, s, 1, 100000, 100000, 8 * MiB) };
+                observe(t, names[i], r, 1);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                const NodeUsage *u = node_usage_get(t, names[i]);
+                cr_assert_not_null(u, "%s", names[i]);
+                cr_assert_float_eq(u->cpu_cores, (double) (i + 1), 1e-12, "%s", names[i]);
+                cr_assert_eq(u->memory_bytes, (i + 1) * MiB, "%s", names[i]);
+        }
+        cr_assert_null(node_usage_get(t, "n4"));
+        cr_assert_null(node_usage_get(t, "n0"));
+        cr_assert_null(node_usage_get(t, "n99"));
+        node_usage_table_free(t);
+        cr_assert_null(node_usage_get(NULL, "n1"));
+}
