@@ -1,13 +1,15 @@
 /* test-cluster-sched.c: the scheduler's picture kept in memory and updated from the jobs the
  * store says changed (controller/cluster-sched.c) decides as the picture rebuilt from the whole
  * store at every placement does. Two controllers, each on its own store, one of them rebuilding
- * (ClusterConfig.sched_rebuild_always), are driven with the same random sequence of submits,
- * cancels, heartbeats from simulated agents (starting, running, freezing, finishing, failing and
- * killing tasks), node losses, agent and controller restarts and policy changes, at the same
- * times: every answer, every heartbeat reply, every job view and the scheduler's view must be
+ * (ClusterConfig.sched_rebuild_always), are driven with the same random sequence of submits
+ * (some held, some with a time limit), cancels, holds, releases, requeues, heartbeats from
+ * simulated agents (starting, running, freezing, finishing, failing, killing tasks and ending
+ * them at their time limit), node losses, agent and controller restarts and policy changes, at
+ * the same times: every answer, every heartbeat reply, every job view and the scheduler's view must be
  * the same byte for byte. */
 #include <criterion/criterion.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,6 +126,7 @@ typedef struct SimTask {
         char id[TASK_ID_MAX];
         double work_s, cpu_s;
         int64_t started_ms;
+        uint64_t time_limit_ms, ran_ms; /* ran_ms: running time, frozen time not counted */
         bool frozen, fail, killed;
 } SimTask;
 
@@ -175,7 +178,8 @@ static void node_apply(SimNode *n, const HeartbeatReply *hr, int64_t now_ms) {
                         if (t || n->n_tasks == MAX_TASKS)
                                 break;
                         t = &n->tasks[n->n_tasks++];
-                        *t = (SimTask) { .work_s = 0.5 + 6 * rng_unit(), .started_ms = now_ms, .fail = rng_below(25) == 0 };
+                        *t = (SimTask) { .work_s = 0.5 + 6 * rng_unit(), .started_ms = now_ms, .fail = rng_below(25) == 0,
+                                         .time_limit_ms = a->time_limit_ms };
                         snprintf(t->id, sizeof t->id, "%s", a->task);
                         break;
                 case ACTION_FREEZE:
@@ -200,14 +204,20 @@ static void node_beat(unsigned step, size_t k, int64_t now_ms, bool restarted) {
         size_t n_reports = 0, n_ended = 0;
         for (size_t i = 0; i < n->n_tasks; i++) {
                 SimTask *t = &n->tasks[i];
-                if (!t->frozen)
+                if (!t->frozen) {
                         t->cpu_s += MIN(dt_s, 1.0) * 0.9;
-                bool done = t->cpu_s >= t->work_s;
+                        t->ran_ms += (uint64_t) llround(dt_s * 1000);
+                }
+                /* The agent ends a task at its time limit (SIGTERM), before it finishes. */
+                bool timeout = !t->killed && t->time_limit_ms > 0 && t->ran_ms >= t->time_limit_ms && t->cpu_s < t->work_s;
+                bool done = timeout || t->cpu_s >= t->work_s;
                 if (done) {
-                        TaskState state = t->killed ? TASK_CANCELLED : t->fail ? TASK_FAILED : TASK_SUCCEEDED;
+                        TaskState state = t->killed ? TASK_CANCELLED : timeout ? TASK_TIMEOUT : t->fail ? TASK_FAILED
+                                                                                               : TASK_SUCCEEDED;
                         reports[n_reports] = (TaskReport) {
                                 .id = ended_ids[n_ended], .state = state, .has_exit = true,
-                                .exit = { .code = t->fail && !t->killed ? 1 : 0, .signal = t->killed ? 9 : 0, .wall_s = 1,
+                                .exit = { .code = t->fail && !t->killed && !timeout ? 1 : 0,
+                                          .signal = t->killed ? 9 : timeout ? 15 : 0, .wall_s = 1,
                                           .cpu_s = t->cpu_s, .memory_peak_bytes = 8 * MiB },
                         };
                         snprintf(ended_ids[n_ended++], TASK_ID_MAX, "%s", t->id);
@@ -278,8 +288,12 @@ static void node_beat(unsigned step, size_t k, int64_t now_ms, bool restarted) {
 static void submit_random(unsigned step, int64_t now_ms) {
         unsigned n_phases = 1 + (rng_below(4) == 0) + (rng_below(8) == 0);
         char body[2048];
-        int len = snprintf(body, sizeof body, "{\"name\": \"r%u\", \"weight\": %u, \"phases\": [", step,
-                           1 + (rng_below(5) == 0));
+        int len = snprintf(body, sizeof body, "{\"name\": \"r%u\", \"weight\": %u, ", step, 1 + (rng_below(5) == 0));
+        if (rng_below(8) == 0)
+                len += snprintf(body + len, sizeof body - (size_t) len, "\"hold\": true, ");
+        if (rng_below(4) == 0)
+                len += snprintf(body + len, sizeof body - (size_t) len, "\"time_limit_s\": %u, ", 1 + rng_below(4));
+        len += snprintf(body + len, sizeof body - (size_t) len, "\"phases\": [");
         for (unsigned k = 0; k < n_phases; k++) {
                 static const double cpus[] = { 0.25, 0.5, 1, 1.5 };
                 unsigned tasks = rng_below(3) == 0 ? 5 + rng_below(8) : 1 + rng_below(4);
@@ -315,6 +329,28 @@ static void cancel_random(unsigned step, int64_t now_ms) {
         json_decref(same("cancel", step, r[0], job[0], r[1], job[1]));
 }
 
+typedef enum { VERB_HOLD, VERB_RELEASE, VERB_REQUEUE } JobVerb;
+
+/* Hold, release or requeue a random job: refused alike (not queued, not held, not ended) or
+ * done alike. */
+static void verb_random(unsigned step, int64_t now_ms, JobVerb verb) {
+        static const char *const names[] = { "hold", "release", "requeue" };
+        if (n_jobs == 0)
+                return;
+        uint64_t id = jobs[rng_below((unsigned) n_jobs)];
+        json_t *job[2] = {};
+        char *error[2] = {};
+        int r[2];
+        for (int i = 0; i < 2; i++)
+                r[i] = verb == VERB_HOLD      ? cluster_hold(sides[i].cluster, id, "test", true, now_ms, &job[i], &error[i])
+                       : verb == VERB_RELEASE ? cluster_release(sides[i].cluster, id, true, now_ms, &job[i], &error[i])
+                                              : cluster_requeue(sides[i].cluster, id, "test", now_ms, &job[i], &error[i]);
+        cr_assert_str_eq(error[0] ?: "", error[1] ?: "", "step %u, %s: refused differently", step, names[verb]);
+        free(error[0]);
+        free(error[1]);
+        json_decref(same(names[verb], step, r[0], job[0], r[1], job[1]));
+}
+
 /* The scheduler's view, and the views of every job (all) or of a few. */
 static void compare_views(unsigned step, int64_t now_ms, bool all) {
         json_t *v[2] = {};
@@ -343,10 +379,12 @@ static void run(uint64_t seed, unsigned steps) {
         for (unsigned step = 0; step < steps; step++) {
                 now += 50 + rng_below(700);
                 unsigned what = rng_below(100);
-                if (what < 28)
+                if (what < 26)
                         submit_random(step, now);
-                else if (what < 33)
+                else if (what < 30)
                         cancel_random(step, now);
+                else if (what < 42)
+                        verb_random(step, now, (JobVerb) ((what - 30) / 4));
                 else if (what < 90) {
                         size_t k = rng_below(N_NODES);
                         if (!nodes[k].silent)
