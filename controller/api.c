@@ -131,7 +131,8 @@ static void hide_private(const Api *api, const HttpRequest *req, json_t *job) {
                 (void) json_object_set_new(phase, "argv", json_null());
 }
 
-/* A submit's or cancel's answer goes out once its commit is on disk (durable-answers.h). */
+/* The answer to a change the API acknowledges (submit, cancel, hold, release, requeue) goes out
+ * once its commit is on disk (durable-answers.h). */
 static void answer_durable(Api *api, const HttpRequest *req, HttpResponse *resp) {
         int r = durable_answers_hold(api->durable, api->store, req, resp);
         if (r >= 0)
@@ -316,9 +317,10 @@ static void handle_job_cancel(const HttpRequest *req, HttpResponse *resp, void *
         answer_durable(api, req, resp);
 }
 
-/* The answer to hold, release and requeue: the job's view, or why not (409: its state; 403: an
- * administrator's hold). */
-static void job_verb_done(Api *api, HttpResponse *resp, int r, const char *error, const char *what) {
+/* The answer to hold, release and requeue: the job's view once its commit is on disk, or why
+ * not (409: its state; 403: an administrator's hold). */
+static void job_verb_done(Api *api, const HttpRequest *req, HttpResponse *resp, int r, const char *error,
+                          const char *what) {
         if (r == -EALREADY && error)
                 return http_response_error(resp, 409, "%s", error);
         if (r == -EPERM && error)
@@ -327,6 +329,7 @@ static void job_verb_done(Api *api, HttpResponse *resp, int r, const char *error
                 return respond_errno(api, resp, r, error, what);
         resp->status = 200;
         changed(api);
+        answer_durable(api, req, resp);
 }
 
 static void handle_job_hold(const HttpRequest *req, HttpResponse *resp, void *userdata) {
@@ -338,7 +341,7 @@ static void handle_job_hold(const HttpRequest *req, HttpResponse *resp, void *us
                 return;
         principal_name(req->principal, by, sizeof by);
         int r = cluster_hold(api->cluster, id, by, principal_is_admin(req->principal), now_ms(), &resp->body, &error);
-        job_verb_done(api, resp, r, error, what);
+        job_verb_done(api, req, resp, r, error, what);
 }
 
 static void handle_job_release(const HttpRequest *req, HttpResponse *resp, void *userdata) {
@@ -349,7 +352,7 @@ static void handle_job_release(const HttpRequest *req, HttpResponse *resp, void 
         if (!own_job(api, req, resp, "release", &id, what))
                 return;
         int r = cluster_release(api->cluster, id, principal_is_admin(req->principal), now_ms(), &resp->body, &error);
-        job_verb_done(api, resp, r, error, what);
+        job_verb_done(api, req, resp, r, error, what);
 }
 
 static void handle_job_requeue(const HttpRequest *req, HttpResponse *resp, void *userdata) {
@@ -361,7 +364,7 @@ static void handle_job_requeue(const HttpRequest *req, HttpResponse *resp, void 
                 return;
         principal_name(req->principal, by, sizeof by);
         int r = cluster_requeue(api->cluster, id, by, now_ms(), &resp->body, &error);
-        job_verb_done(api, resp, r, error, what);
+        job_verb_done(api, req, resp, r, error, what);
 }
 
 static double monotonic_s(void) {

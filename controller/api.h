@@ -27,7 +27,7 @@ typedef struct Api {
         Orchestrator *orchestrator;          /* GET /v1/contention */
         RuntimeConfig *config;               /* GET/PUT /v1/config */
         NodeWaits *waits;                    /* POST /v1/nodes/{id}/wait; NULL: answered at once */
-        DurableAnswers *durable;             /* submits and cancels answered after one shared
+        DurableAnswers *durable;             /* acknowledged changes answered after one shared
                                               * sync; NULL: the store syncs each commit */
         OutputReads *reads;                  /* GET /v1/jobs/{id}/output; NULL: 503 */
         ControllerMetrics *metrics;          /* GET /metrics, and what the handlers count; NULL: none */

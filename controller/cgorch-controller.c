@@ -309,7 +309,8 @@ static void manager_done(Manager *m) {
                 store_set_action_hook(m->store, NULL, NULL);
         m->waits = node_waits_free(m->waits);
         m->reads = output_reads_free(m->reads);
-        /* Submits and cancels waiting for their sync: synced and answered. */
+        /* Submits, cancels, holds, releases and requeues waiting for their sync: synced and
+         * answered. */
         m->durable = durable_answers_free(m->durable);
         /* Freeing the server lets libmicrohttpd run once more, and a request that came in
          * meanwhile (a heartbeat) reaches its handler: not with what was freed above. */

@@ -1,6 +1,6 @@
-/* durable-answers.h: the answers to submits and cancels, sent once their commit is on disk —
- * one fsync of the store's log for all the requests a turn of the event loop answered (group
- * commit), instead of one each. The store commits them without the fsync
+/* durable-answers.h: the answers to submits, cancels, holds, releases and requeues, sent once
+ * their commit is on disk — one fsync of the store's log for all the requests a turn of the
+ * event loop answered (group commit), instead of one each. The store commits them without the fsync
  * (store_set_deferred_sync()); the requests are held (http_request_hold()) until the next sync,
  * which a defer source runs when the turn ends. */
 #pragma once

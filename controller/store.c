@@ -614,8 +614,8 @@ int store_open(const char *dir, Store **ret) {
         /* WAL: readers never block the writer, and a commit is one append to the log.
          * synchronous=NORMAL: a commit is in the kernel (so it survives SIGKILL of this
          * process) but not fsync'd; the log is fsync'd at each checkpoint and at every durable
-         * transaction (store_begin_durable(): submits and cancels, which the API acknowledges
-         * to an operator), which also makes every commit before it durable. So an OS crash or
+         * transaction (store_begin_durable(): submits, cancels, holds, releases and requeues,
+         * which the API acknowledges to an operator), which also makes every commit before it durable. So an OS crash or
          * power loss can take back only the last heartbeats' commits since then — state the
          * agents report again — never a job the API acknowledged, and never corrupts the
          * database. An fsync per heartbeat would cap the controller at the disk's fsync rate. */
