@@ -119,7 +119,7 @@ int verb_jobs(Ctl *ctl, int argc, char **argv) {
                         for (char *w = copy ? strtok_r(copy, ",", &save) : NULL; w; w = strtok_r(NULL, ",", &save)) {
                                 if (job_state_from_string(w) < 0) {
                                         fprintf(stderr, "cgorchctl: --state=%s: '%s' is not a job state (queued, running, "
-                                                "succeeded, failed, cancelled; several separated by commas)\n", optarg, w);
+                                                "succeeded, failed, cancelled, timeout; several separated by commas)\n", optarg, w);
                                         return CTL_EXIT_USAGE;
                                 }
                                 any = true;

@@ -209,7 +209,7 @@ static void handle_jobs_list(const HttpRequest *req, HttpResponse *resp, void *u
                 if (!parse_job_states(v, &f.state_mask, &bad))
                         return http_response_error(resp, 400,
                                                    "state: '%s' is not a job state (queued, running, succeeded, failed, "
-                                                   "cancelled; several separated by commas)",
+                                                   "cancelled, timeout; several separated by commas)",
                                                    bad ?: v);
         }
         f.user = http_request_query(req, "user");
