@@ -464,8 +464,8 @@ static bool strv_sorted_contains(char **l, size_t n, const char *s) {
 
 /* One scheduling decision: the scheduler is told which runnable job phases, nodes and
  * pending, running and frozen tasks changed since the last one, and says what to start,
- * freeze and thaw. */
-static int place(Cluster *c, int64_t now_ms) {
+ * freeze and thaw. *ret_froze: it froze a task (whose CPU is free at once). */
+static int place_once(Cluster *c, int64_t now_ms, bool *ret_froze) {
         StoreNode *nodes = NULL;
         size_t n_nodes = 0;
         _cleanup_free_ PlacementNode *pnodes = NULL;
@@ -528,6 +528,7 @@ static int place(Cluster *c, int64_t now_ms) {
                 case SCHED_FREEZE:
                 case SCHED_THAW:
                         r = queue_freeze(c, t, d->verb == SCHED_FREEZE, now_ms);
+                        *ret_froze = *ret_froze || d->verb == SCHED_FREEZE;
                         break;
                 case SCHED_KILL:
                         r = preempt_task(c, t, now_ms);
@@ -552,6 +553,19 @@ finish:
                 return r;
         c->placement_dirty = redo;
         c->placed_ms = now_ms;
+        return 0;
+}
+
+/* A decision stops at its first preemption. A frozen task's CPU is free at once: decide
+ * again now, as cgorch-sim does, rather than at the next event (a tiny phase of two tasks
+ * on a full 2-CPU node started its second task only when some task ended). */
+static int place(Cluster *c, int64_t now_ms) {
+        for (unsigned round = 0; round < 64; round++) {
+                bool froze = false;
+                int r = place_once(c, now_ms, &froze);
+                if (r < 0 || !froze)
+                        return r;
+        }
         return 0;
 }
 

@@ -55,6 +55,7 @@ typedef struct SchedJob {
         size_t vpos;               /* in the tag heap (uncapped) or the finish heap (capped) */
         size_t rpos;               /* in the ratio heap of its side */
         bool late;                 /* finished virtually, not in reality */
+        bool tiny_overrun;         /* tiny, but it has had more than its estimate */
         double late_since_s;
         bool real_done;
 

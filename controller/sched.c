@@ -390,7 +390,7 @@ double sched_ghost_time(const Sched *s) {
 /* ---- Ordering ---- */
 
 bool sched_job_is_tiny(SchedJob *j) {
-        if (j->size.kind != SCHED_SIZE_TINY)
+        if (j->size.kind != SCHED_SIZE_TINY || j->tiny_overrun)
                 return false;
         /* "the job must be scheduled as soon as possible" (HFSP Sec. III-C): ahead of late
          * phases too, or a one-task job waits behind every phase that went late before it came.
@@ -795,29 +795,29 @@ static int decide(Sched *s, double now_s) {
  * estimated remaining size with k phases ageing beside it (docs/design.md, "Overrun
  * estimates"). Only while it has tasks to start: one whose tasks have all started takes no more
  * than it runs, and its last tasks are no victims for it. */
+static int floor_remaining(Sched *s, SchedJob *j, double over, double now_s) {
+        if (!(over > sched_job_virtual_remaining(s, j)))
+                return 0;
+        if (j->in_virtual) {
+                sched_vcluster_set_remaining(s, j, over);
+                return sched_order_update(s, j);
+        }
+        /* Late, and it has overrun further since (or since it went late unfloored): its
+         * estimate is still short, and late phases come first. Back into the virtual cluster
+         * with the new overrun left. */
+        sched_vcluster_set_remaining(s, j, over);
+        j->late = false;
+        int r = sched_vcluster_enter(s, j, now_s);
+        return r < 0 ? r : job_changed(s, j);
+}
+
 static int overrun_floors(Sched *s, double now_s) {
         for (size_t i = 0; i < s->n_overrun_keys; i++) {
                 SchedJob *j = sched_table_find(s, s->overrun_keys[i]);
                 if (!j || !s->ops->virtual_order || j->real_done || j->size.kind == SCHED_SIZE_TINY ||
                     j->n_pending == 0)
                         continue;
-                double over = j->service_s - sched_job_size(j);
-                if (!(over > sched_job_virtual_remaining(s, j)))
-                        continue;
-                int r;
-                if (j->in_virtual) {
-                        sched_vcluster_set_remaining(s, j, over);
-                        r = sched_order_update(s, j);
-                } else {
-                        /* Late, and it has overrun further since (or since it went late
-                         * unfloored): its estimate is still short, and late phases come first.
-                         * Back into the virtual cluster with the new overrun left. */
-                        sched_vcluster_set_remaining(s, j, over);
-                        j->late = false;
-                        r = sched_vcluster_enter(s, j, now_s);
-                        if (r >= 0)
-                                r = job_changed(s, j);
-                }
+                int r = floor_remaining(s, j, j->service_s - sched_job_size(j), now_s);
                 if (r < 0)
                         return r;
         }
@@ -825,10 +825,46 @@ static int overrun_floors(Sched *s, double now_s) {
         return 0;
 }
 
+/* A tiny phase of two or more tasks whose tasks have had more than its estimate (what its
+ * finished tasks used, and wall time × CPUs since each running one started) is not tiny: it
+ * leaves the tiny tier, once, and ranks as any overrun phase, its overrun left in the virtual
+ * cluster. A phase of long tasks estimated at n·ξ·s̄ otherwise held every CPU it could take
+ * ahead of everything, probes included, to its end (docs/design.md, "Tiny phases"). A one-task
+ * phase holds one CPU and stays tiny. The scheduler does not see how long a task was frozen:
+ * a tiny task frozen and thawed counts its frozen time as served. */
+static int tiny_overruns(Sched *s, double now_s) {
+        if (!s->ops->virtual_order)
+                return 0;
+        for (uint32_t js = s->active_jobs_head; js != SCHED_NIL; js = s->jobs[js].jnext) {
+                SchedJob *j = &s->jobs[js];
+                if (j->size.kind != SCHED_SIZE_TINY || j->tiny_overrun || j->real_done ||
+                    j->n_active + j->n_pending + j->n_suspended < 2)
+                        continue;
+                double served = j->service_s;
+                for (uint32_t i = j->active_head; i != SCHED_NIL; i = sched_meta_at(s, i)->next) {
+                        const SchedTask *t = sched_task_at(s, i);
+                        if (t->state == SCHED_TASK_RUNNING && now_s > t->started_s)
+                                served += (now_s - t->started_s) * t->cpu_cores;
+                }
+                double over = served - sched_job_size(j);
+                if (!(over > 0))
+                        continue;
+                j->tiny_overrun = true;
+                int r = job_changed(s, j);
+                if (r >= 0)
+                        r = floor_remaining(s, j, over, now_s);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 int sched_next(Sched *s, double now_s, const SchedDecision **ret, size_t *ret_n) {
         int r = sched_vcluster_advance(s, now_s);
         if (r >= 0)
                 r = overrun_floors(s, now_s);
+        if (r >= 0)
+                r = tiny_overruns(s, now_s);
         if (r < 0)
                 return r;
         if (s->n_reserved < s->n_nodes) {

@@ -1278,6 +1278,33 @@ Test(cluster, suspend_on_a_node_without_freezer) {
         heartbeat_reply_free(hr);
 }
 
+static const char job_two_small[] =
+        "{\"name\": \"short2\", \"phases\": ["
+        " {\"tasks\": 2, \"argv\": [\"true\"], \"cpu_cores\": 0.2, \"memory_bytes\": 16777216}]}";
+
+/* A decision stops at its first preemption; a frozen task's CPU is free at once, so the
+ * controller decides again in the same heartbeat (as cgorch-sim does): a tiny job of two tasks
+ * on a full node has both started in one reply, not the second at the next event. */
+Test(cluster, freezes_for_every_task_in_one_reply) {
+        restart(SCHED_HFSP, SCHED_PREEMPT_SUSPEND, T0);
+        Node n1 = node_new("n1", 1);
+        uint64_t long_id = submit(job_five_small, T0);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        heartbeat_reply_free(ack_and_run(&n1, hr, T0 + 2000));
+        heartbeat_reply_free(hr);
+
+        uint64_t short_id = submit(job_two_small, T0 + 3000);
+        TaskReport reps[5];
+        for (unsigned i = 0; i < 5; i++)
+                reps[i] = running(task_id(long_id, 0, i), NULL, 0);
+        hr = beat(&n1, reps, 5, NULL, 0, T0 + 4000);
+        cr_assert_eq(count_actions(hr, ACTION_FREEZE), 2, "two of the long job's tasks frozen");
+        cr_assert_not_null(find_action(hr, ACTION_FREEZE, task_id(long_id, 0, 4)), "the youngest first");
+        cr_assert_not_null(find_action(hr, ACTION_START, task_id(short_id, 0, 0)));
+        cr_assert_not_null(find_action(hr, ACTION_START, task_id(short_id, 0, 1)), "both tasks in one reply");
+        heartbeat_reply_free(hr);
+}
+
 /* The CFS weight the reply leaves the task with: the last set_limits for it (unacked ones are
  * sent again, and the agent applies them in order). */
 static int64_t weight_of(const HeartbeatReply *hr, const char *task) {

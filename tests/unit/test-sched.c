@@ -1350,8 +1350,9 @@ typedef struct ProbeWorld {
         size_t n;
 } ProbeWorld;
 
-static void probe_world(ProbeWorld *w, double probe_s, SchedPreemption m) {
+static void probe_world_policy(ProbeWorld *w, double probe_s, SchedPreemption m, SchedPolicy pol) {
         SchedParams p = SCHED_PARAMS_DEFAULT; /* hfsp, T = 5 % of 2 CPUs: 0 */
+        p.policy = pol;
         p.preemption = m;
         p.probe_s = probe_s;
         *w = (ProbeWorld) {};
@@ -1359,6 +1360,10 @@ static void probe_world(ProbeWorld *w, double probe_s, SchedPreemption m) {
         PlacementNode n = node(2);
         cr_assert_eq(sched_set_nodes(w->s, &n, 1), 0);
         cr_assert_eq(sched_training_limit(w->s), 0);
+}
+
+static void probe_world(ProbeWorld *w, double probe_s, SchedPreemption m) {
+        probe_world_policy(w, probe_s, m, SCHED_HFSP);
 }
 
 static void probe_tasks(ProbeWorld *w, uint64_t key, unsigned n) {
@@ -1434,6 +1439,51 @@ Test(sched_probe, first_task_runs_at_once_and_is_no_victim_while_it_probes) {
         /* One probe per phase: job 2's other tasks wait for its turn. */
         for (size_t id = 3; id < 8; id++)
                 cr_assert_eq(w.t[id].state, SCHED_TASK_PENDING);
+        sched_free(w.s);
+}
+
+Test(sched_probe, tiny_phase_past_its_estimate_gives_way) {
+        /* Job 1: two tasks, tiny at 6 CPU-s (n·ξ·s̄), on both CPUs from 0. Job 2 comes at 2,
+         * at S_i: job 1 has had 4 of its 6, it is tiny, the probe waits. At 5 it has had 10:
+         * not tiny any more, 4 over its estimate left, and job 2's probe takes a CPU from it.
+         * (The whole of `-w mixed -n 60 --seed 3`'s worst wait: a 4-task tiny phase of 76
+         * CPU-s held both CPUs for 36 s while a 5-task phase of 1.6 CPU-s waited.) */
+        for (SchedPolicy pol = SCHED_HFSP; pol <= SCHED_PSBS; pol++) {
+                ProbeWorld w;
+                SchedDecision d[8];
+                probe_world_policy(&w, 1, SCHED_PREEMPT_SUSPEND, pol);
+                SchedSize tiny = { .kind = SCHED_SIZE_TINY, .size_s = 6 };
+                SchedSize init = { .kind = SCHED_SIZE_INITIAL, .size_s = 20, .n_training = 5 };
+                cr_assert_eq(sched_job_add(w.s, 1, 0, 1, 2, &tiny), 0);
+                probe_tasks(&w, 1, 2); /* ids 0, 1 */
+                cr_assert_eq(probe_next(&w, 0, d, 8), 2);
+                cr_assert_eq(sched_job_add(w.s, 2, 2, 1, 6, &init), 0);
+                probe_tasks(&w, 2, 6); /* ids 2..7 */
+                cr_assert_eq(probe_next(&w, 2, d, 8), 0, "%s: tiny within its estimate", sched_policy_to_string(pol));
+                size_t n = probe_next(&w, 5, d, 8);
+                cr_assert(n == 2 && has(d, n, SCHED_START, 2) && (has(d, n, SCHED_FREEZE, 0) || has(d, n, SCHED_FREEZE, 1)),
+                          "%s: the probe preempts the overrun tiny phase", sched_policy_to_string(pol));
+                SchedJobInfo info;
+                cr_assert_eq(sched_job_info(w.s, 1, &info), 0);
+                cr_assert_eq(info.size.kind, SCHED_SIZE_TINY);
+                cr_assert_geq(info.virtual_size_s, 4 - EPS, "%s", sched_policy_to_string(pol));
+                sched_free(w.s);
+        }
+
+        /* A one-task tiny phase holds one CPU: it stays tiny past its estimate. */
+        ProbeWorld w;
+        SchedDecision d[8];
+        probe_world(&w, 1, SCHED_PREEMPT_SUSPEND);
+        SchedSize tiny = { .kind = SCHED_SIZE_TINY, .size_s = 2 }, tiny2 = { .kind = SCHED_SIZE_TINY, .size_s = 3 };
+        SchedSize init = { .kind = SCHED_SIZE_INITIAL, .size_s = 20, .n_training = 5 };
+        cr_assert_eq(sched_job_add(w.s, 1, 0, 1, 1, &tiny), 0);
+        probe_tasks(&w, 1, 1); /* id 0 */
+        cr_assert_eq(sched_job_add(w.s, 3, 0, 1, 1, &tiny2), 0);
+        probe_tasks(&w, 3, 1); /* id 1 */
+        cr_assert_eq(probe_next(&w, 0, d, 8), 2);
+        cr_assert_eq(sched_job_add(w.s, 2, 5, 1, 6, &init), 0);
+        probe_tasks(&w, 2, 6);
+        cr_assert_eq(probe_next(&w, 5, d, 8), 0);
         sched_free(w.s);
 }
 
