@@ -62,6 +62,7 @@ struct Task {
         int main_code, main_status;    /* of the main process's end (siginfo si_code, si_status; 0: adopted) */
         bool exit_mirrored;            /* main_code/status are its shim's own exit (launch_exit_mirrored()) */
         unsigned status_waits;         /* samples spent waiting for an adopted task's status file */
+        bool count_error_logged;       /* its processes could not be counted (said once) */
         int status_fd;                 /* its status file, open: read even once the state dir is gone (-1: none) */
         bool killed;                   /* by a kill action: ends cancelled */
         bool frozen;                   /* by a freeze action (the scheduler's suspend) */
@@ -620,8 +621,15 @@ static void task_check_finished(Agent *a, Task *t) {
                         (void) cgroup_task_kill(a->cgroups, t->id);
                 return;
         }
-        if (n < 0 && n != -ENOENT)
-                log_warning_errno(n, "Cannot count the processes of task %s, taking it as finished: %m", t->id);
+        if (n < 0 && n != -ENOENT) {
+                /* Out of file descriptors, or an I/O error: that says nothing of the task, whose
+                 * children may run on. It ends once its cgroup is seen empty (or gone). */
+                if (!t->count_error_logged)
+                        log_warning_errno(n, "Cannot count the processes of task %s (%m): it stays running until "
+                                          "its cgroup can be read.", t->id);
+                t->count_error_logged = true;
+                return;
+        }
 
         _cleanup_free_ char *unknown = NULL;
         if (t->main_code != 0 && !t->exit_mirrored) {

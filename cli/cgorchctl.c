@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "ctl.h"
+#include "macro.h"
+#include "suggest.h"
 
 typedef struct Verb {
         const char *name;
@@ -25,6 +27,8 @@ static const Verb verbs[] = {
         { "contention", verb_contention },
         { "adjustments", verb_adjustments },
         { "config", verb_config },
+        { "top", verb_top },
+        { "usage", verb_usage },
 };
 
 int main(int argc, char **argv) {
@@ -52,6 +56,7 @@ int main(int argc, char **argv) {
 
         opterr = 0;
         /* '+': options up to the command name are global; the command parses the rest. */
+        ctl.options = options;
         while ((c = getopt_long(argc, argv, "+:h", options, NULL)) >= 0) {
                 r = ctl_handle_option(&ctl, c, argc, argv);
                 if (r < 0)
@@ -61,7 +66,7 @@ int main(int argc, char **argv) {
         }
 
         if (optind >= argc) {
-                fprintf(stderr, "cgorchctl: missing a command: submit, jobs, job, cancel, hold, release, requeue, logs, nodes, contention, adjustments, config or backup (see --help)\n");
+                fprintf(stderr, "cgorchctl: missing a command: submit, jobs, job, cancel, hold, release, requeue, logs, nodes, top, usage, contention, adjustments, config or backup (see --help)\n");
                 return CTL_EXIT_USAGE;
         }
 
@@ -72,6 +77,13 @@ int main(int argc, char **argv) {
                         return r;
                 }
 
-        fprintf(stderr, "cgorchctl: unknown command '%s' (see --help)\n", argv[optind]);
+        const char *names[ELEMENTSOF(verbs)];
+        for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
+                names[i] = verbs[i].name;
+        const char *close = suggest(argv[optind], names, ELEMENTSOF(verbs));
+        if (close)
+                fprintf(stderr, "cgorchctl: unknown command '%s' (did you mean '%s'? see --help)\n", argv[optind], close);
+        else
+                fprintf(stderr, "cgorchctl: unknown command '%s' (see --help)\n", argv[optind]);
         return CTL_EXIT_USAGE;
 }

@@ -10,6 +10,7 @@
 
 #include "config.h"
 #include "ctl.h"
+#include "suggest.h"
 #include "json-field.h"
 #include "secret-file.h"
 #include "utf8.h"
@@ -36,11 +37,17 @@ void ctl_print_help(void) {
                "  logs ID [--task=N] [--phase=P] [--attempt=A] [--error] [--tail=SIZE] [--follow]\n"
                "                                    a task's output (or error) file, read where it ran\n"
                "  nodes                             list nodes\n"
+               "  top [--interval=DURATION] [--once] [--rows=N]\n"
+               "                                    a live view: nodes, the busiest tasks, the queue\n"
+               "  usage [--user=USER] [--since=TIME] [--until=TIME]\n"
+               "                                    who used what: per user, jobs and their tasks' CPU,\n"
+               "                                    wall, wait and memory (TIME: 1d, 12h ago or 2026-11-25)\n"
                "  contention                        the orchestrator's findings and decisions now\n"
                "  adjustments [--limit=N] [--task=ID]\n"
                "                                    the history of limit adjustments, newest first\n"
                "  config get [KEY]                  the controller's runtime knobs\n"
-               "  config set KEY=VALUE...           change knobs at run time, all or none\n"
+               "  config set KEY=VALUE...           change knobs at run time, all or none; kept across restarts\n"
+               "  config reset KEY...               back to the controller's flags and config file\n"
                "  backup FILE                       write an online backup of the controller's store to FILE\n"
                "\n"
                "Options:\n"
@@ -88,6 +95,21 @@ void ctl_print_help(void) {
                "\n"
                "Exit status: 0 on success, 1 when a request failed or the waited-for job did not\n"
                "succeed, 2 on a usage error. See cgorchctl(1).\n");
+}
+
+/* The long option closest to "--nmae=x" among those being parsed, or NULL. */
+static const char *ctl_suggest_option(const Ctl *ctl, const char *given) {
+        const char *names[128];
+        size_t n = 0;
+        char word[64];
+
+        if (!ctl->options || strncmp(given, "--", 2) != 0)
+                return NULL;
+        snprintf(word, sizeof word, "%s", given + 2);
+        word[strcspn(word, "=")] = '\0';
+        for (const struct option *o = ctl->options; o->name && n < ELEMENTSOF(names); o++)
+                names[n++] = o->name;
+        return suggest(word, names, n);
 }
 
 int ctl_handle_option(Ctl *ctl, int c, int argc, char **argv) {
@@ -140,13 +162,34 @@ int ctl_handle_option(Ctl *ctl, int c, int argc, char **argv) {
                  * an unknown long one only through argv. */
                 if (optopt != 0)
                         fprintf(stderr, "cgorchctl: unknown option '-%c' (see --help)\n", optopt);
-                else
-                        fprintf(stderr, "cgorchctl: unknown option '%s' (see --help)\n",
-                                optind > 0 && optind <= argc ? argv[optind - 1] : "?");
+                else {
+                        const char *given = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+                        const char *close = ctl_suggest_option(ctl, given);
+                        if (close)
+                                fprintf(stderr, "cgorchctl: unknown option '%s' (did you mean '--%s'? see --help)\n",
+                                        given, close);
+                        else
+                                fprintf(stderr, "cgorchctl: unknown option '%s' (see --help)\n", given);
+                }
                 return -EINVAL;
         default:
                 return CTL_OPTION_NOT_MINE;
         }
+}
+
+void ctl_options_begin(Ctl *ctl, const struct option *options) {
+        optind = 0;
+        opterr = 0;
+        ctl->options = options;
+}
+
+int ctl_global_option(Ctl *ctl, int c, int argc, char **argv) {
+        int r = ctl_handle_option(ctl, c, argc, argv);
+        if (r < 0)
+                return CTL_EXIT_USAGE;
+        if (r == CTL_OPTION_EXIT)
+                return EXIT_SUCCESS;
+        return CTL_CONTINUE;
 }
 
 int ctl_parse_plain(Ctl *ctl, int argc, char **argv) {
@@ -156,8 +199,7 @@ int ctl_parse_plain(Ctl *ctl, int argc, char **argv) {
         };
         int c;
 
-        optind = 0;
-        opterr = 0;
+        ctl_options_begin(ctl, options);
         while ((c = getopt_long(argc, argv, ":h", options, NULL)) >= 0) {
                 int r = ctl_handle_option(ctl, c, argc, argv);
                 if (r < 0)

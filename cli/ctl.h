@@ -35,6 +35,7 @@ typedef struct Ctl {
         const char *ca_cert;    /* from --ca-cert or $CGORCH_CA_CERT; NULL: the system's CAs */
         bool json;
         HttpClient *http;       /* opened by the first request, once the options are final */
+        const struct option *options; /* the long options being parsed: for "did you mean" */
 } Ctl;
 
 /* Options every command accepts, before or after the command name. */
@@ -71,6 +72,14 @@ int ctl_handle_option(Ctl *ctl, int c, int argc, char **argv);
  * first positional argument, -ECANCELED when --help or --version was printed (exit 0), or
  * -EINVAL after printing the error. */
 int ctl_parse_plain(Ctl *ctl, int argc, char **argv);
+
+/* In a command's own option loop, for an option that is not the command's: the global
+ * options. CTL_CONTINUE to go on, else the exit status to return (usage error, or 0 after
+ * --help/--version). */
+#define CTL_CONTINUE (-1)
+/* Before a command's getopt_long() loop over options (its own and CTL_GLOBAL_OPTIONS). */
+void ctl_options_begin(Ctl *ctl, const struct option *options);
+int ctl_global_option(Ctl *ctl, int c, int argc, char **argv);
 
 void ctl_print_help(void);
 
@@ -125,3 +134,8 @@ int verb_nodes(Ctl *ctl, int argc, char **argv);
 int verb_contention(Ctl *ctl, int argc, char **argv);
 int verb_adjustments(Ctl *ctl, int argc, char **argv);
 int verb_config(Ctl *ctl, int argc, char **argv);
+int verb_top(Ctl *ctl, int argc, char **argv);
+int verb_usage(Ctl *ctl, int argc, char **argv);
+
+/* The nodes table of "nodes" (and "top"). */
+int nodes_print_table(json_t *nodes);

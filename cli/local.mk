@@ -8,6 +8,8 @@ cli_libcgorchctl_a_SOURCES = \
 	cli/verb-jobs.c \
 	cli/verb-logs.c \
 	cli/verb-nodes.c \
+	cli/verb-top.c \
+	cli/verb-usage.c \
 	cli/verb-orch.c \
 	cli/verb-backup.c \
 	cli/short-job.c cli/short-job.h \
@@ -16,6 +18,7 @@ cli_libcgorchctl_a_SOURCES = \
 	cli/human.c cli/human.h \
 	cli/table.c cli/table.h \
 	cli/utf8.c cli/utf8.h \
+	cli/suggest.c cli/suggest.h \
 	cli/http-client.c cli/http-client.h
 cli_libcgorchctl_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBCURL_CFLAGS)
 

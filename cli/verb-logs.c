@@ -80,8 +80,7 @@ int verb_logs(Ctl *ctl, int argc, char **argv) {
         uint64_t tail = 0, id;
         int c, r;
 
-        optind = 0;
-        opterr = 0;
+        ctl_options_begin(ctl, options);
         while ((c = getopt_long(argc, argv, ":fh", options, NULL)) >= 0) {
                 switch (c) {
                 case ARG_TASK:
@@ -120,11 +119,8 @@ int verb_logs(Ctl *ctl, int argc, char **argv) {
                         follow = true;
                         break;
                 default:
-                        r = ctl_handle_option(ctl, c, argc, argv);
-                        if (r < 0)
-                                return CTL_EXIT_USAGE;
-                        if (r == CTL_OPTION_EXIT)
-                                return EXIT_SUCCESS;
+                        if ((r = ctl_global_option(ctl, c, argc, argv)) != CTL_CONTINUE)
+                                return r;
                 }
         }
         if (optind >= argc) {

@@ -36,9 +36,19 @@ static const char *node_mode(json_t *node, char buf[static HUMAN_MAX]) {
         return buf;
 }
 
-static int nodes_print_table(json_t *nodes) {
+/* What the node's tasks use, or the limits in force on them: "1.2" CPUs or "300MiB"; "-"
+ * before the node's first report of them. */
+static char *node_amount(json_t *node, const char *key, bool bytes, char buf[static HUMAN_MAX]) {
+        double v;
+        if (!json_field_number(node, key, &v) || v < 0)
+                return (char *) "-";
+        return bytes ? human_bytes((uint64_t) v, buf) : human_cpus(v, buf);
+}
+
+int nodes_print_table(json_t *nodes) {
         static const char *const headers[] = {
-                "ID", "STATE", "MODE", "CPUS", "MEMORY", "TASKS", "LAST_HEARTBEAT",
+                "ID", "STATE", "MODE", "CPUS", "CPU_LIMIT", "CPU_USED", "MEMORY", "MEM_LIMIT", "MEM_USED", "TASKS",
+                "LAST_HEARTBEAT",
         };
         _cleanup_table_ Table *t = table_new(ELEMENTSOF(headers), headers);
         int64_t now_ms = ctl_now_ms();
@@ -48,19 +58,23 @@ static int nodes_print_table(json_t *nodes) {
 
         if (!t)
                 return -ENOMEM;
-        table_set_align(t, 3, TABLE_ALIGN_RIGHT);
-        table_set_align(t, 4, TABLE_ALIGN_RIGHT);
-        table_set_align(t, 5, TABLE_ALIGN_RIGHT);
+        for (size_t col = 3; col <= 9; col++)
+                table_set_align(t, col, TABLE_ALIGN_RIGHT);
 
         json_array_foreach(nodes, i, node) {
                 char a[HUMAN_MAX], b[HUMAN_MAX], c[HUMAN_MAX], d[HUMAN_MAX], e[HUMAN_MAX];
+                char f[HUMAN_MAX], g[HUMAN_MAX], h[HUMAN_MAX], k[HUMAN_MAX];
                 int64_t last_ms;
 
                 r = r ?: table_add_cell(t, json_field_string(node, "id"));
                 r = r ?: table_add_cell(t, json_field_string(node, "state"));
                 r = r ?: table_add_cell(t, node_mode(node, e));
                 r = r ?: table_add_cell(t, alloc_of_cap(node, "allocated_cpus", "capacity_cpus", false, a));
+                r = r ?: table_add_cell(t, node_amount(node, "limit_cpus", false, f));
+                r = r ?: table_add_cell(t, node_amount(node, "used_cpus", false, g));
                 r = r ?: table_add_cell(t, alloc_of_cap(node, "allocated_memory_bytes", "capacity_memory_bytes", true, b));
+                r = r ?: table_add_cell(t, node_amount(node, "limit_memory_bytes", true, h));
+                r = r ?: table_add_cell(t, node_amount(node, "used_memory_bytes", true, k));
                 r = r ?: table_add_cell(t, job_view_int(node, "tasks_running", c));
                 /* An age says more than a timestamp here: "is this node still talking to us?" */
                 r = r ?: table_add_cell(t, json_field_int(node, "last_heartbeat_ms", &last_ms)

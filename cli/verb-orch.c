@@ -167,8 +167,7 @@ int verb_adjustments(Ctl *ctl, int argc, char **argv) {
         TaskId id;
         int c, r;
 
-        optind = 0;
-        opterr = 0;
+        ctl_options_begin(ctl, options);
         while ((c = getopt_long(argc, argv, ":h", options, NULL)) >= 0)
                 switch (c) {
                 case ARG_LIMIT:
@@ -185,11 +184,8 @@ int verb_adjustments(Ctl *ctl, int argc, char **argv) {
                         task = optarg;
                         break;
                 default:
-                        r = ctl_handle_option(ctl, c, argc, argv);
-                        if (r < 0)
-                                return CTL_EXIT_USAGE;
-                        if (r == CTL_OPTION_EXIT)
-                                return EXIT_SUCCESS;
+                        if ((r = ctl_global_option(ctl, c, argc, argv)) != CTL_CONTINUE)
+                                return r;
                 }
         if (optind < argc) {
                 fprintf(stderr, "cgorchctl: adjustments: unexpected argument '%s'\n", argv[optind]);
@@ -272,8 +268,47 @@ static int print_config(json_t *config, const char *key) {
         return 0;
 }
 
+/* "KEY...": each reset to what the controller's flags and config file say (a null). */
+static int config_reset_body(int argc, char **argv, json_t **ret) {
+        _cleanup_(json_decrefp) json_t *body = json_object();
+        if (!body)
+                return -ENOMEM;
+        for (int i = 0; i < argc; i++) {
+                if (strchr(argv[i], '=')) {
+                        fprintf(stderr, "cgorchctl: config reset: '%s': name knobs only (config set KEY=VALUE sets one)\n",
+                                argv[i]);
+                        return -EINVAL;
+                }
+                if (json_object_set_new(body, argv[i], json_null()) < 0) {
+                        fprintf(stderr, "cgorchctl: config reset: %s: not valid UTF-8\n", argv[i]);
+                        return -EINVAL;
+                }
+        }
+        *ret = TAKE_PTR(body);
+        return 0;
+}
+
+/* What a set or reset changed: "KEY: OLD -> NEW" for each knob named (or "unchanged"). */
+static void print_changes(json_t *before, json_t *after, json_t *body, bool reset) {
+        const char *key;
+        json_t *v;
+        json_object_foreach(body, key, v) {
+                _cleanup_free_ char *old = knob_text(json_object_get(before, key));
+                _cleanup_free_ char *now = knob_text(json_object_get(after, key));
+                if (old && now && streq(old, now))
+                        printf("%s: %s (unchanged)\n", key, now);
+                else
+                        printf("%s: %s -> %s\n", key, old ?: "?", now ?: "?");
+        }
+        if (reset)
+                printf("Back to the controller's flags and config file.\n");
+        else
+                printf("Kept across controller restarts (in its state directory); "
+                       "'cgorchctl config reset KEY' goes back to its flags and config file.\n");
+}
+
 int verb_config(Ctl *ctl, int argc, char **argv) {
-        _cleanup_(json_decrefp) json_t *answer = NULL, *body = NULL;
+        _cleanup_(json_decrefp) json_t *answer = NULL, *body = NULL, *before = NULL;
         int k = ctl_parse_plain(ctl, argc, argv);
         int r;
 
@@ -281,30 +316,40 @@ int verb_config(Ctl *ctl, int argc, char **argv) {
                 return EXIT_SUCCESS;
         if (k < 0)
                 return CTL_EXIT_USAGE;
-        if (k >= argc || (!streq(argv[k], "get") && !streq(argv[k], "set"))) {
-                fprintf(stderr, "cgorchctl: config: expected 'get [KEY]' or 'set KEY=VALUE...'\n");
+        if (k >= argc || (!streq(argv[k], "get") && !streq(argv[k], "set") && !streq(argv[k], "reset"))) {
+                fprintf(stderr, "cgorchctl: config: expected 'get [KEY]', 'set KEY=VALUE...' or 'reset KEY...'\n");
                 return CTL_EXIT_USAGE;
         }
-        bool set = streq(argv[k], "set");
-        if (set) {
+        bool set = streq(argv[k], "set"), reset = streq(argv[k], "reset");
+        if (set || reset) {
                 if (k + 1 >= argc) {
-                        fprintf(stderr, "cgorchctl: config set: expected at least one KEY=VALUE\n");
+                        fprintf(stderr, "cgorchctl: config %s: expected at least one %s\n", argv[k],
+                                set ? "KEY=VALUE" : "KEY");
                         return CTL_EXIT_USAGE;
                 }
-                r = config_set_body(argc - k - 1, argv + k + 1, &body);
+                r = set ? config_set_body(argc - k - 1, argv + k + 1, &body) :
+                          config_reset_body(argc - k - 1, argv + k + 1, &body);
                 if (r < 0)
                         return r == -ENOMEM ? CTL_EXIT_FAILURE : CTL_EXIT_USAGE;
+                /* What it was, to say what changed. */
+                if (!ctl->json) {
+                        r = ctl_call(ctl, "GET", "/v1/config", NULL, &before);
+                        if (r < 0)
+                                return ctl_call_exit_status(r);
+                }
         } else if (k + 2 < argc) {
                 fprintf(stderr, "cgorchctl: config get: unexpected argument '%s'\n", argv[k + 2]);
                 return CTL_EXIT_USAGE;
         }
 
-        r = ctl_call(ctl, set ? "PUT" : "GET", "/v1/config", body, &answer);
+        r = ctl_call(ctl, body ? "PUT" : "GET", "/v1/config", body, &answer);
         if (r < 0)
                 return ctl_call_exit_status(r);
         if (ctl->json)
                 return ctl_print_json(answer) < 0 ? CTL_EXIT_FAILURE : EXIT_SUCCESS;
-        if (set)
+        if (body) {
+                print_changes(before, answer, body, reset);
                 return EXIT_SUCCESS;
+        }
         return print_config(answer, k + 1 < argc ? argv[k + 1] : NULL) < 0 ? CTL_EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <pwd.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -37,6 +38,13 @@ static int job_load_file(const char *path, json_t **ret) {
                         fprintf(stderr, "cgorchctl: %s:%d:%d: %s\n", shown, e.line, e.column, e.text);
                 else
                         fprintf(stderr, "cgorchctl: %s: %s\n", shown, e.text);
+                /* "submit sleep" or "submit ./run.sh": a command meant, not a job file. */
+                struct stat st;
+                bool file = !streq(path, "-") && stat(path, &st) >= 0;
+                if (!streq(path, "-") && !strchr(path, '{') &&
+                    ((file && S_ISREG(st.st_mode) && access(path, X_OK) >= 0) || (!file && !strchr(path, '/'))))
+                        fprintf(stderr, "cgorchctl: to run a command rather than submit a job file: "
+                                "cgorchctl submit [OPTIONS] -- %s [ARGS...]\n", path);
                 return -EINVAL;
         }
         *ret = j;
@@ -177,6 +185,7 @@ int verb_submit(Ctl *ctl, int argc, char **argv) {
         opterr = 0;
         /* GNU getopt permutes, so "submit job.json --wait" works; "--" ends the options and
          * everything after it is the command with its own options. */
+        ctl->options = options;
         while ((c = getopt_long(argc, argv, ":n:c:m:u:e:wh", options, NULL)) >= 0) {
                 switch (c) {
                 case 'n':
@@ -269,11 +278,8 @@ int verb_submit(Ctl *ctl, int argc, char **argv) {
                         }
                         break;
                 default:
-                        r = ctl_handle_option(ctl, c, argc, argv);
-                        if (r < 0)
-                                return CTL_EXIT_USAGE;
-                        if (r == CTL_OPTION_EXIT)
-                                return EXIT_SUCCESS;
+                        if ((r = ctl_global_option(ctl, c, argc, argv)) != CTL_CONTINUE)
+                                return r;
                         continue;
                 }
                 /* Any option describing the job (not --wait, --no-check-command or --array) selects

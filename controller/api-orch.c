@@ -87,8 +87,15 @@ void api_handle_config_put(const HttpRequest *req, HttpResponse *resp, void *use
         const char *key;
         json_t *value;
         json_object_foreach(req->body, key, value) {
-                _cleanup_free_ char *text = json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT);
-                log_notice("Configuration changed at run time: %s = %s.", key, text ?: "?");
+                const Knob *k = runtime_knob_find(key);
+                _cleanup_(json_decrefp) json_t *now = k ? runtime_knob_to_json(&api->config->current, k) : NULL;
+                _cleanup_free_ char *text = now ? json_dumps(now, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+                if (json_is_null(value))
+                        log_notice("Configuration reset at run time: %s = %s, as the flags and the config file say.",
+                                   key, text ?: "?");
+                else
+                        log_notice("Configuration changed at run time: %s = %s (kept across restarts).", key,
+                                   text ?: "?");
         }
         resp->body = runtime_settings_to_json(&api->config->current);
         if (!resp->body)

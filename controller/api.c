@@ -9,6 +9,7 @@
 
 #include "api.h"
 #include "clock.h"
+#include "config.h"
 #include "log.h"
 #include "protocol.h"
 
@@ -471,11 +472,90 @@ static void handle_scheduler(const HttpRequest *req, HttpResponse *resp, void *u
         resp->status = 200;
 }
 
+/* What a node's tasks use and the limits in force on them (their sums, from its latest
+ * heartbeat: null before one), beside what they requested (allocated_*). */
+static int node_add_usage(Api *api, json_t *node) {
+        const NodeUsage *u = controller_metrics_node_usage(api->metrics, json_string_value(json_object_get(node, "id")));
+        if (json_object_set_new(node, "used_cpus", u ? json_real(u->cpu_cores) : json_null()) < 0 ||
+            json_object_set_new(node, "limit_cpus", u ? json_real(u->cpu_limit_cores) : json_null()) < 0 ||
+            json_object_set_new(node, "used_memory_bytes", u ? json_integer((json_int_t) u->memory_bytes) : json_null()) < 0 ||
+            json_object_set_new(node, "limit_memory_bytes",
+                                u ? json_integer((json_int_t) u->memory_limit_bytes) : json_null()) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+/* ?tasks=true: each of its tasks not ended, as its latest heartbeat said (cgorchctl top). */
+static int node_add_tasks(Api *api, json_t *node) {
+        size_t n;
+        const NodeTaskUsage *t = controller_metrics_node_tasks(api->metrics, json_string_value(json_object_get(node, "id")), &n);
+        json_t *list = json_array();
+        if (!list || json_object_set_new(node, "tasks", list) < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                json_t *o = json_pack("{s:s, s:f, s:f, s:I, s:I}", "id", t[i].id, "used_cpus", t[i].cpu_cores,
+                                      "limit_cpus", t[i].cpu_limit_cores, "used_memory_bytes",
+                                      (json_int_t) t[i].memory_bytes, "limit_memory_bytes",
+                                      (json_int_t) t[i].memory_limit_bytes);
+                if (!o || json_array_append_new(list, o) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 static void handle_nodes_list(const HttpRequest *req, HttpResponse *resp, void *userdata) {
+        static const char *const allowed[] = { "tasks", NULL };
         Api *api = userdata;
+        const char *unknown = http_request_query_unknown(req, allowed);
+        if (unknown)
+                return http_response_error(resp, 400, "%s: unknown query parameter", unknown);
+        const char *v = http_request_query(req, "tasks");
+        bool tasks = false;
+        if (v && parse_bool(v, &tasks) < 0)
+                return http_response_error(resp, 400, "tasks: must be true or false");
         int r = cluster_nodes_to_json(api->cluster, now_ms(), &resp->body);
         if (r < 0)
                 return respond_errno(api, resp, r, NULL, "nodes");
+        size_t i;
+        json_t *node;
+        json_array_foreach(json_object_get(resp->body, "nodes"), i, node)
+                if (node_add_usage(api, node) < 0 || (tasks && node_add_tasks(api, node) < 0)) {
+                        json_decref(resp->body);
+                        resp->body = NULL;
+                        return http_response_error(resp, 500, "internal error: out of memory");
+                }
+        resp->status = 200;
+}
+
+/* Who used what: GET /v1/usage?since_ms=&until_ms=&user= (store_usage_to_json()). With private
+ * data, a user sees their own usage only. */
+static void handle_usage(const HttpRequest *req, HttpResponse *resp, void *userdata) {
+        static const char *const allowed[] = { "since_ms", "until_ms", "user", NULL };
+        Api *api = userdata;
+        int64_t now = now_ms();
+        uint64_t since = 0, until = (uint64_t) now + 1;
+        const char *unknown = http_request_query_unknown(req, allowed), *v;
+        if (unknown)
+                return http_response_error(resp, 400, "%s: unknown query parameter", unknown);
+        if ((v = http_request_query(req, "since_ms")) && (parse_uint64(v, &since) < 0 || since > INT64_MAX))
+                return http_response_error(resp, 400, "since_ms: must be milliseconds since the epoch");
+        if ((v = http_request_query(req, "until_ms")) && (parse_uint64(v, &until) < 0 || until > INT64_MAX))
+                return http_response_error(resp, 400, "until_ms: must be milliseconds since the epoch");
+        if (until <= since)
+                return http_response_error(resp, 400, "until_ms: must be after since_ms");
+        const char *user = http_request_query(req, "user");
+        if (user && (!*user || strlen(user) > AUTH_USER_NAME_MAX))
+                return http_response_error(resp, 400, "user: must be a user name");
+        /* A user who may not see others' commands sees only their own usage. */
+        if (req->principal && req->principal->role == AUTH_ROLE_USER && api->private_data) {
+                if (user && !streq(user, req->principal->user))
+                        return http_response_error(resp, 403, "user %s: you may see your own usage only (%s)", user,
+                                                   req->principal->user);
+                user = req->principal->user;
+        }
+        int r = store_usage_to_json(api->store, (int64_t) since, (int64_t) until, user, now, &resp->body);
+        if (r < 0)
+                return respond_errno(api, resp, r, NULL, "usage");
         resp->status = 200;
 }
 
@@ -636,6 +716,7 @@ const HttpRoute api_routes[] = {
         /* What the agent read of a task's output, for the read it names. */
         { "POST", "/v1/nodes/{}/output/{}", true, api_handle_node_output, AUTH_ACCESS_HEARTBEAT },
         { "GET", "/v1/nodes", false, handle_nodes_list, AUTH_ACCESS_READ },
+        { "GET", "/v1/usage", false, handle_usage, AUTH_ACCESS_READ },
         { "GET", "/v1/scheduler", false, handle_scheduler, AUTH_ACCESS_READ },
         { "GET", "/v1/contention", false, api_handle_contention, AUTH_ACCESS_READ },
         { "GET", "/v1/adjustments", false, api_handle_adjustments, AUTH_ACCESS_READ },

@@ -320,6 +320,7 @@ static void manager_done(Manager *m) {
         m->http = http_server_free(m->http);
         m->nonces = nonce_cache_free(m->nonces);
         m->orchestrator = orchestrator_free(m->orchestrator);
+        runtime_config_done(&m->config);
         m->cluster = cluster_free(m->cluster);
         m->store = store_close(m->store);
         m->metrics = controller_metrics_free(m->metrics);
@@ -490,6 +491,65 @@ static void on_action_queued(void *userdata, const char *node) {
         node_waits_action_queued(m->waits, node);
 }
 
+/* The knobs set at run time (PUT /v1/config, cgorchctl config set) are kept in the state
+ * directory, over what the flags and the config file say, until reset (a null). */
+#define RUNTIME_SETTINGS_FILE "runtime.json"
+
+static int runtime_settings_save(void *userdata, const json_t *saved) {
+        _cleanup_free_ char *path = NULL, *tmp = NULL;
+        (void) userdata;
+        if (asprintf(&path, "%s/" RUNTIME_SETTINGS_FILE, arg_state_dir) < 0 ||
+            asprintf(&tmp, "%s/." RUNTIME_SETTINGS_FILE ".tmp", arg_state_dir) < 0)
+                return -ENOMEM;
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0640);
+        if (fd < 0)
+                return log_warning_errno(errno, "Cannot write %s: %m", tmp);
+        _cleanup_free_ char *text = json_dumps(saved, JSON_SORT_KEYS | JSON_INDENT(1));
+        int r = text ? 0 : -ENOMEM;
+        if (r >= 0) {
+                size_t n = strlen(text);
+                ssize_t w = write(fd, text, n);
+                r = w == (ssize_t) n && write(fd, "\n", 1) == 1 && fsync(fd) == 0 ? 0 : -(errno ?: EIO);
+        }
+        if (close(fd) < 0 && r >= 0)
+                r = -errno;
+        if (r >= 0 && rename(tmp, path) < 0)
+                r = -errno;
+        if (r < 0) {
+                (void) unlink(tmp);
+                return log_warning_errno(r, "Cannot save the runtime settings in %s: %m", path);
+        }
+        _cleanup_close_ int dfd = open(arg_state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0)
+                (void) fsync(dfd);
+        return 0;
+}
+
+static int runtime_settings_restore(Manager *m) {
+        _cleanup_free_ char *path = NULL, *error = NULL;
+        if (asprintf(&path, "%s/" RUNTIME_SETTINGS_FILE, arg_state_dir) < 0)
+                return log_oom();
+        json_error_t e;
+        _cleanup_(json_decrefp) json_t *saved = json_load_file(path, JSON_REJECT_DUPLICATES, &e);
+        if (!saved) {
+                if (access(path, F_OK) < 0 && errno == ENOENT)
+                        return 0;
+                log_warning("%s: %s (line %d): the settings kept from run time are not restored.", path, e.text, e.line);
+                return 0;
+        }
+        int r = runtime_config_restore(&m->config, saved, &error);
+        if (r < 0)
+                return log_error_errno(r, "Cannot restore the runtime settings: %m");
+        if (error)
+                log_warning("%s: %s.", path, error);
+        if (m->config.saved && json_object_size(m->config.saved) > 0) {
+                _cleanup_free_ char *text = json_dumps(m->config.saved, JSON_SORT_KEYS | JSON_COMPACT);
+                log_notice("Settings kept from run time (%s), over the flags and the config file: %s; "
+                           "cgorchctl config reset KNOB goes back to them.", path, text ?: "?");
+        }
+        return 0;
+}
+
 /* What PUT /v1/config checks an epoch against (runtime_settings_check_load()). */
 static int config_load(void *userdata, RuntimeLoad *ret) {
         Manager *m = userdata;
@@ -632,6 +692,10 @@ static int run(Manager *m) {
         r = knobs_from_args(&m->config.current);
         if (r < 0)
                 return r;
+        m->config.initial = m->config.current;
+        r = runtime_settings_restore(m);
+        if (r < 0)
+                return r;
         r = controller_metrics_new(PACKAGE_VERSION, &m->metrics);
         if (r < 0)
                 return log_error_errno(r, "Cannot set up the metrics: %m");
@@ -680,6 +744,7 @@ static int run(Manager *m) {
         m->config.apply[KNOB_APPLY_SCHEDULER] = apply_scheduler;
         m->config.apply[KNOB_APPLY_JOBS] = apply_jobs;
         m->config.load = config_load;
+        m->config.save = runtime_settings_save;
         m->config.userdata = m;
         log_info("Orchestrator: mode %s%s, epoch %g s, estimator %s, hysteresis %u, cool-down %u.",
                  orch_mode_to_string(m->config.current.balance.mode), m->config.current.balance.dry_run ? " (dry-run)" : "",

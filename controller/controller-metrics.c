@@ -206,6 +206,15 @@ void controller_metrics_node_report(ControllerMetrics *cm, const Heartbeat *hb) 
                 (void) node_usage_observe(cm->usage, hb);
 }
 
+const NodeUsage *controller_metrics_node_usage(const ControllerMetrics *cm, const char *node) {
+        return cm ? node_usage_get(cm->usage, node) : NULL;
+}
+
+const NodeTaskUsage *controller_metrics_node_tasks(const ControllerMetrics *cm, const char *node, size_t *ret_n) {
+        *ret_n = 0;
+        return cm ? node_usage_tasks(cm->usage, node, ret_n) : NULL;
+}
+
 void controller_metrics_store_commit(ControllerMetrics *cm, bool durable, double seconds) {
         if (cm)
                 metric_observe(cm->commit[durable ? 1 : 0], seconds);

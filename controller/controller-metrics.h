@@ -10,6 +10,8 @@
  * nodes the store knows. No job, task or user ever becomes a label. */
 #pragma once
 
+#include "node-usage.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -34,6 +36,11 @@ void controller_metrics_http(ControllerMetrics *cm, const char *method, const ch
 void controller_metrics_heartbeat(ControllerMetrics *cm, int result, double seconds);
 /* An accepted heartbeat's task reports: its node's use and limits (node-usage.h). */
 void controller_metrics_node_report(ControllerMetrics *cm, const Heartbeat *hb);
+/* The node's tasks' use and limits in force from its latest heartbeat; NULL before one (or
+ * without metrics). */
+const NodeUsage *controller_metrics_node_usage(const ControllerMetrics *cm, const char *node);
+/* Its tasks one by one (node_usage_tasks()). */
+const NodeTaskUsage *controller_metrics_node_tasks(const ControllerMetrics *cm, const char *node, size_t *ret_n);
 /* A store commit that succeeded (StoreObserver.commit). */
 void controller_metrics_store_commit(ControllerMetrics *cm, bool durable, double seconds);
 /* A job's change of state (StoreObserver.job_state) under the policy in force: to RUNNING,

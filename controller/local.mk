@@ -20,7 +20,7 @@ CONTROLLER_SOURCES = \
 	controller/runtime-config.c controller/runtime-config.h \
 	controller/store-orch.c controller/api-orch.c controller/api-output.c controller/clock.c controller/clock.h \
 	controller/api-metrics.c controller/controller-metrics.c controller/controller-metrics.h \
-	controller/node-usage.c controller/node-usage.h
+	controller/node-usage.c controller/node-usage.h controller/store-accounting.c
 CONTROLLER_CFLAGS = $(AM_CFLAGS) -pthread $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(LIBMICROHTTPD_CFLAGS) $(SQLITE3_CFLAGS)
 CONTROLLER_LIBS = controller/libcgorch-orch.a $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(SIGN_LIBS) $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(LIBMICROHTTPD_LIBS) $(SQLITE3_LIBS) -lm
 

@@ -9,11 +9,7 @@
 /* The kernel's CFS period when a limit names none. */
 #define NODE_USAGE_CPU_PERIOD_DEFAULT_US 100000
 
-typedef struct TaskUse {
-        char *id;
-        double cpu_cores;
-        uint64_t memory_bytes;
-} TaskUse;
+typedef NodeTaskUsage TaskUse;
 
 typedef struct NodeEntry {
         char *node;
@@ -125,12 +121,13 @@ int node_usage_observe(NodeUsageTable *t, const Heartbeat *hb) {
                 }
                 n++;
                 task_use(rep, old, u);
+                u->cpu_limit_cores = cpu_limit_cores(&rep->limits);
+                u->memory_limit_bytes = rep->limits.memory_max_bytes > 0 ? (uint64_t) rep->limits.memory_max_bytes : 0;
                 sum.tasks++;
                 sum.cpu_cores += u->cpu_cores;
                 sum.memory_bytes += u->memory_bytes;
-                sum.cpu_limit_cores += cpu_limit_cores(&rep->limits);
-                if (rep->limits.memory_max_bytes > 0)
-                        sum.memory_limit_bytes += (uint64_t) rep->limits.memory_max_bytes;
+                sum.cpu_limit_cores += u->cpu_limit_cores;
+                sum.memory_limit_bytes += u->memory_limit_bytes;
         }
         if (n > 1)
                 qsort(tasks, n, sizeof(TaskUse), task_use_cmp);
@@ -160,4 +157,15 @@ const NodeUsage *node_usage_get(const NodeUsageTable *t, const char *node) {
         bool found;
         size_t at = t ? node_find(t, node, &found) : 0;
         return t && found ? &t->nodes[at].usage : NULL;
+}
+
+const NodeTaskUsage *node_usage_tasks(const NodeUsageTable *t, const char *node, size_t *ret_n) {
+        bool found;
+        size_t at = t ? node_find(t, node, &found) : 0;
+        if (!t || !found) {
+                *ret_n = 0;
+                return NULL;
+        }
+        *ret_n = t->nodes[at].n_tasks;
+        return t->nodes[at].tasks;
 }

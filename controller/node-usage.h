@@ -15,6 +15,15 @@ typedef struct NodeUsage {
         uint64_t memory_limit_bytes;    /* their hard memory limits in force, summed over the tasks with one */
 } NodeUsage;
 
+/* One task of a node, as its latest heartbeat said. */
+typedef struct NodeTaskUsage {
+        char *id;
+        double cpu_cores;               /* its latest rate */
+        double cpu_limit_cores;         /* its CFS quota in force (quota / period), 0: none */
+        uint64_t memory_bytes;          /* memory.current */
+        uint64_t memory_limit_bytes;    /* its hard memory limit in force, 0: none */
+} NodeTaskUsage;
+
 typedef struct NodeUsageTable NodeUsageTable;
 
 int node_usage_table_new(NodeUsageTable **ret);
@@ -28,3 +37,5 @@ NodeUsageTable *node_usage_table_free(NodeUsageTable *t);
 int node_usage_observe(NodeUsageTable *t, const Heartbeat *hb);
 /* The node's sums, or NULL for a node that sent none. */
 const NodeUsage *node_usage_get(const NodeUsageTable *t, const char *node);
+/* The node's tasks not ended, sorted by id (*ret_n of them); NULL for a node that sent none. */
+const NodeTaskUsage *node_usage_tasks(const NodeUsageTable *t, const char *node, size_t *ret_n);

@@ -432,6 +432,43 @@ int runtime_settings_check_load(const RuntimeSettings *s, const RuntimeLoad *loa
                           ORCH_TASK_REPORTS_PER_S_MAX);
 }
 
+static size_t knob_size(const Knob *k) {
+        switch (k->type) {
+        case KNOB_ENUM:
+                return sizeof(int);
+        case KNOB_BOOL:
+                return sizeof(bool);
+        case KNOB_UINT:
+                return sizeof(unsigned);
+        case KNOB_DOUBLE:
+        case KNOB_DURATION:
+                return sizeof(double);
+        case KNOB_SIZE:
+                return sizeof(uint64_t);
+        default:
+                return 0;
+        }
+}
+
+/* The knobs set at run time after body: its values as they now are, its nulls gone. */
+static json_t *saved_after(const RuntimeConfig *rc, const RuntimeSettings *next, json_t *body) {
+        json_t *saved = rc->saved ? json_deep_copy(rc->saved) : json_object();
+        const char *key;
+        json_t *v;
+        if (!saved)
+                return NULL;
+        json_object_foreach(body, key, v) {
+                const Knob *k = runtime_knob_find(key);
+                if (json_is_null(v))
+                        (void) json_object_del(saved, key);
+                else if (json_object_set_new(saved, key, runtime_knob_to_json(next, k)) < 0) {
+                        json_decref(saved);
+                        return NULL;
+                }
+        }
+        return saved;
+}
+
 int runtime_config_update(RuntimeConfig *rc, json_t *body, char **ret_error) {
         RuntimeSettings next = rc->current;
         bool touched[_KNOB_APPLY_MAX] = {};
@@ -447,9 +484,14 @@ int runtime_config_update(RuntimeConfig *rc, json_t *body, char **ret_error) {
                 const Knob *k = runtime_knob_find(key);
                 if (!k)
                         return knob_error(ret_error, "%s: no such knob (GET /v1/config lists them)", key);
-                r = runtime_knob_set_json(&next, k, v, ret_error);
-                if (r < 0)
-                        return r;
+                if (json_is_null(v))
+                        /* Back to what the flags and the config file said. */
+                        memcpy(knob_ptr(&next, k), knob_cptr(&rc->initial, k), knob_size(k));
+                else {
+                        r = runtime_knob_set_json(&next, k, v, ret_error);
+                        if (r < 0)
+                                return r;
+                }
                 touched[k->apply] = true;
         }
         r = runtime_settings_validate(&next, ret_error);
@@ -462,6 +504,13 @@ int runtime_config_update(RuntimeConfig *rc, json_t *body, char **ret_error) {
                         return r;
         }
 
+        json_t *saved = NULL;
+        if (rc->save) {
+                saved = saved_after(rc, &next, body);
+                if (!saved)
+                        return -ENOMEM;
+        }
+
         RuntimeSettings old = rc->current;
         size_t applied = 0;
         for (; applied < _KNOB_APPLY_MAX; applied++) {
@@ -471,13 +520,76 @@ int runtime_config_update(RuntimeConfig *rc, json_t *body, char **ret_error) {
                 if (r < 0)
                         break;
         }
-        if (applied < _KNOB_APPLY_MAX) {
+        bool kept = applied == _KNOB_APPLY_MAX;
+        if (kept && rc->save) {
+                r = rc->save(rc->userdata, saved);
+                kept = r >= 0;
+        }
+        if (!kept) {
                 for (size_t i = 0; i < applied; i++)
                         if (touched[i] && rc->apply[i])
                                 (void) rc->apply[i](rc->userdata, &old);
+                json_decref(saved);
+                if (applied == _KNOB_APPLY_MAX)
+                        return knob_error(ret_error, "the change could not be saved: %s", strerror(-r));
                 return knob_error(ret_error, "%s: could not be applied: %s",
                                   applied == KNOB_APPLY_SCHEDULER ? "scheduler" : "orchestrator", strerror(-r));
         }
         rc->current = next;
+        if (rc->save) {
+                json_decref(rc->saved);
+                rc->saved = saved;
+        }
         return 0;
+}
+
+int runtime_config_restore(RuntimeConfig *rc, json_t *saved, char **ret_error) {
+        RuntimeSettings next = rc->initial;
+        _cleanup_(json_decrefp) json_t *kept = json_object();
+        _cleanup_free_ char *dropped = NULL;
+        const char *key;
+        json_t *v;
+
+        if (!kept)
+                return -ENOMEM;
+        if (!json_is_object(saved))
+                return knob_error(ret_error, "not a JSON object of knob: value: nothing restored");
+        json_object_foreach(saved, key, v) {
+                const Knob *k = runtime_knob_find(key);
+                _cleanup_free_ char *error = NULL;
+                int r = k ? runtime_knob_set_json(&next, k, v, &error) : -EINVAL;
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0) {
+                        char *d = NULL;
+                        if (asprintf(&d, "%s%s%s%s", dropped ?: "", dropped ? "; " : "", error ?: key,
+                                     error ? "" : ": no such knob") < 0)
+                                return -ENOMEM;
+                        free(dropped);
+                        dropped = d;
+                        continue;
+                }
+                if (json_object_set_new(kept, key, runtime_knob_to_json(&next, k)) < 0)
+                        return -ENOMEM;
+        }
+        _cleanup_free_ char *invalid = NULL;
+        if (runtime_settings_validate(&next, &invalid) < 0) {
+                (void) knob_error(ret_error, "%s%s%s: nothing restored", dropped ?: "", dropped ? "; " : "",
+                                  invalid ?: "invalid settings");
+                rc->current = rc->initial;
+                json_decref(rc->saved);
+                rc->saved = NULL;
+                return 0;
+        }
+        if (dropped)
+                (void) knob_error(ret_error, "left out: %s", dropped);
+        rc->current = next;
+        json_decref(rc->saved);
+        rc->saved = TAKE_PTR(kept);
+        return 0;
+}
+
+void runtime_config_done(RuntimeConfig *rc) {
+        json_decref(rc->saved);
+        rc->saved = NULL;
 }

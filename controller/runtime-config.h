@@ -100,15 +100,28 @@ typedef int (*KnobApplyFn)(void *userdata, const RuntimeSettings *s);
 
 typedef struct RuntimeConfig {
         RuntimeSettings current;
+        RuntimeSettings initial;                /* from the flags and the config file: what null resets to */
         KnobApplyFn apply[_KNOB_APPLY_MAX];     /* NULL: nothing to tell */
         /* The load now, for runtime_settings_check_load(); NULL or failing: not checked. */
         int (*load)(void *userdata, RuntimeLoad *ret);
+        /* Keeps the knobs set at run time ({"knob": value}, as GET shows them) across restarts;
+         * called before an update is answered. NULL: nothing is kept (nor tracked in saved). */
+        int (*save)(void *userdata, const json_t *saved);
+        json_t *saved;                          /* the knobs set at run time and not reset */
         void *userdata;
 } RuntimeConfig;
 
-/* PUT /v1/config: body is a JSON object of knob → value. Every knob is parsed and the result
- * validated as a whole, and against the load now, before anything changes; then the apply
- * function of every part whose knobs changed is called (once each). A failing apply puts the
- * old settings back into the parts already applied. -EINVAL with a message naming the knob:
- * nothing changed. */
+/* PUT /v1/config: body is a JSON object of knob → value; null resets a knob to its initial
+ * value and forgets it. Every knob is parsed and the result validated as a whole, and against
+ * the load now, before anything changes; then the apply function of every part whose knobs
+ * changed is called (once each), then save. A failing apply or save puts the old settings back
+ * into the parts already applied. -EINVAL with a message naming the knob: nothing changed. */
 int runtime_config_update(RuntimeConfig *rc, json_t *body, char **ret_error);
+
+/* At start, before any apply: the knobs a save kept ({"knob": value}) over rc->initial, each
+ * checked as PUT checks it. One that no longer parses is left out, and so is the whole if it
+ * does not validate (a message in *ret_error, malloc'd, for the log; 0 returned). Sets
+ * rc->current and rc->saved. */
+int runtime_config_restore(RuntimeConfig *rc, json_t *saved, char **ret_error);
+
+void runtime_config_done(RuntimeConfig *rc);

@@ -316,6 +316,12 @@ int store_nodes_capacity(Store *s, StoreNode **ret, size_t *ret_n);
 int store_nodes_overdue(Store *s, int64_t before_ms, char ***ret_ids);
 /* {"nodes": [...]}. */
 int store_nodes_to_json(Store *s, json_t **ret);
+
+/* Accounting (GET /v1/usage): per user (one, or every one with user NULL), the jobs submitted
+ * in [since_ms, until_ms) by state with their mean wait and response, and their tasks' (every
+ * attempt's) CPU-seconds, wall time, largest memory peak and peak × wall; running tasks count
+ * to now_ms. {"since_ms", "until_ms", "users": [...]} in user order. */
+int store_usage_to_json(Store *s, int64_t since_ms, int64_t until_ms, const char *user, int64_t now_ms, json_t **ret);
 int store_node_count_ready(Store *s, unsigned *ret);
 
 /* ---- Actions ---- */

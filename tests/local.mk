@@ -89,9 +89,13 @@ tests_unit_test_stop_guard_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
 # against a real controller, cgorch-burn measured by the kernel, the units through
 # systemd-analyze, and the man pages against groff and every program's --help.
 check_PROGRAMS += tests/unit/test-burn-options tests/unit/test-utf8 tests/unit/test-table \
-	tests/unit/test-human tests/unit/test-short-job tests/unit/test-job-view
+	tests/unit/test-human tests/unit/test-short-job tests/unit/test-job-view tests/unit/test-suggest
 TESTS += tests/unit/test-burn-options tests/unit/test-utf8 tests/unit/test-table \
-	tests/unit/test-human tests/unit/test-short-job tests/unit/test-job-view
+	tests/unit/test-human tests/unit/test-short-job tests/unit/test-job-view tests/unit/test-suggest
+tests_unit_test_suggest_SOURCES = tests/unit/test-suggest.c
+tests_unit_test_suggest_CPPFLAGS = $(CLI_TEST_CPPFLAGS)
+tests_unit_test_suggest_CFLAGS = $(CLI_TEST_CFLAGS)
+tests_unit_test_suggest_LDADD = $(CLI_TEST_LIBS)
 tests_unit_test_burn_options_SOURCES = tests/unit/test-burn-options.c \
 	tools/burn-options.c tools/burn-options.h
 tests_unit_test_burn_options_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
@@ -197,9 +201,11 @@ EXTRA_DIST += tests/fixtures/proc tests/integration/test-agent-actions.sh tests/
 # agent: the pids limit of every task on real cgroups (fork fails at the limit, the node lives on);
 # the budget of the agent's reads of a task's progress pipe (its CPU under a flood); what tasks
 # print and nodes report reaches the daemons' logs escaped.
-TESTS += tests/integration/test-pids.sh tests/integration/test-progress-flood.sh tests/integration/test-log-escape.sh
+# An agent out of file descriptors keeps a task running while its cgroup has processes.
+TESTS += tests/integration/test-pids.sh tests/integration/test-progress-flood.sh tests/integration/test-log-escape.sh \
+	tests/integration/test-agent-emfile.sh
 EXTRA_DIST += tests/integration/test-pids.sh tests/integration/test-progress-flood.sh \
-	tests/integration/test-log-escape.sh
+	tests/integration/test-log-escape.sh tests/integration/test-agent-emfile.sh
 # Both daemons: SIGTERM is a clean stop (status 0), at start-up, at work.
 TESTS += tests/integration/test-sigterm.sh
 EXTRA_DIST += tests/integration/test-sigterm.sh tests/integration/slow-open.c

@@ -59,6 +59,9 @@ jobs+=("$(submit broken 1 0.25 64M --cpu-seconds 0.2 --exit-code 7)")
 # Asks for a quarter of a CPU but keeps a whole one busy: pinned at its quota, throttled.
 jobs+=("$(submit starved 1 0.25 64M --cpu-seconds 3)")
 echo "submitted jobs ${jobs[*]}"
+sleep 2
+echo "---- the live view (cgorchctl top; on a terminal it redraws every 2 s)"
+"$CGORCHCTL" top --once
 
 all_final() {
         local id

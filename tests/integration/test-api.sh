@@ -93,7 +93,7 @@ fail() {
 # is late yet and its share of the virtual cluster are left out (both in the expected body and
 # the answer): a slow run ages a small phase to its end, late with no share.
 normalize='walk(if type == "object" then with_entries(
-        if (.key | test("^(submitted|placed|started|finished|last_heartbeat|initial|final|held)_ms$|^response_s$"))
+        if (.key | test("^(submitted|placed|started|finished|last_heartbeat|initial|final|held|since|until)_ms$|^(response|mean_wait|mean_response|task_wall)_s$|^memory_peak_byte_s$"))
            and (.value | type) == "number" then .value = "<time>" else . end)
         | if ((.virtual_size_s | type) == "number" and (.estimated_size_s | type) == "number"
               and .virtual_size_s != .estimated_size_s) or .virtual_size_s == "<ageing>"

@@ -65,7 +65,7 @@ expect_out() { grep -qE -- "$1" <<<"$out" || fail "expected /$1/ in the output o
 expect_err() { grep -qF -- "$1" <<<"$err" || fail "expected '$1' on stderr of: $2"$'\n'"$err"; }
 
 # --- empty cluster ----------------------------------------------------------------------------
-run 0 nodes && expect_out '^ID +STATE +MODE +CPUS +MEMORY +TASKS +LAST_HEARTBEAT$' "nodes"
+run 0 nodes && expect_out '^ID +STATE +MODE +CPUS +CPU_LIMIT +CPU_USED +MEMORY +MEM_LIMIT +MEM_USED +TASKS +LAST_HEARTBEAT$' "nodes"
 run 0 jobs && expect_out '^RANK +ID +NAME +USER +STATE +SCHED +EST_S +VIRT_S +TASKS +PROGRESS +CPU_S +PEAK_MEM +SUBMITTED +RESPONSE$' "jobs"
 run 0 --json jobs && expect_out '"jobs": \[\]' "--json jobs"
 
@@ -190,7 +190,11 @@ run 0 --json jobs && [ "$(grep -c '"id"' <<<"$out")" -eq "$jobs_before" ] || fai
 # --- usage errors (2) and an unreachable controller (1) -----------------------------------------
 run 2 job abc && expect_err "'abc' is not a job id" "job abc"
 run 2 job && expect_err "missing the job ID" "job"
-run 2 frobnicate && expect_err "unknown command 'frobnicate'" "frobnicate"
+run 2 frobnicate && expect_err "unknown command 'frobnicate' (see --help)" "frobnicate"
+run 2 submt && expect_err "unknown command 'submt' (did you mean 'submit'? see --help)" "submt"
+run 2 jobs --jsn && expect_err "unknown option '--jsn' (did you mean '--json'? see --help)" "jobs --jsn"
+run 2 submit --taks=2 -- true && expect_err "unknown option '--taks=2' (did you mean '--tasks'?" "submit --taks"
+run 1 submit sleep && expect_err "to run a command rather than submit a job file: cgorchctl submit [OPTIONS] -- sleep" "submit sleep"
 run 2 && expect_err "missing a command" "no command"
 run 2 jobs --bogus && expect_err "unknown option '--bogus'" "jobs --bogus"
 run 2 submit --tasks 0 -- true && expect_err "--tasks=0: must be an integer in [1, 10000]" "--tasks 0"
@@ -214,6 +218,51 @@ CGORCH_SOCKET=$tmp/no-such.sock run 1 jobs && expect_err "at unix:$tmp/no-such.s
 run 0 --help && expect_out "^Usage: cgorchctl" "--help"
 run 0 jobs --help && expect_out "^Usage: cgorchctl" "jobs --help"
 run 0 --version && expect_out "^cgorchctl [0-9]" "--version"
+
+# --- usage: the window and the user checked before anything is asked ------------------------------
+run 0 usage && expect_out "^USER +JOBS +SUCCEEDED +FAILED +CANCELLED +TIMEOUT +ACTIVE +TASKS +CPU_S " "usage"
+run 2 usage --since yesterday && expect_err "--since=yesterday: must be a time ago (1d, 12h, 30m) or a date" "usage --since"
+run 2 usage --since 1h --until 2h && expect_err "--until must be after --since" "usage window"
+run 2 usage --user 'a b' && expect_err "--user=a b: must be a user name" "usage --user"
+
+# --- top: one snapshot when the output is not a terminal -------------------------------------------
+run 0 top && expect_out "^Nodes: 0 ready of 0\." "top" && expect_out "^Scheduler hfsp \(preemption suspend\): [0-9]+ phases" "top" &&
+        expect_out "^Queue: [0-9]+ phases ranked" "top" && expect_out "^RANK +JOB +PHASE +STATE +KIND +EST_S +VIRT_S +LATE$" "top"
+run 0 --json top && jq -e '.nodes == [] and (.scheduler.jobs | length) > 0' <<<"$out" >/dev/null || fail "top --json: $out"
+run 2 top --interval 10ms && expect_err "--interval=10ms: must be a duration from 100ms to 1h" "top --interval"
+run 2 top now && expect_err "top: unexpected argument 'now'" "top now"
+
+# --- config set is kept across a restart; config reset goes back to the flags ---------------------
+start_controller() {
+        rm -f "$tmp/port"
+        "$controller" --listen=127.0.0.1:0 --port-file="$tmp/port" --state-dir="$tmp/state" --config=/dev/null \
+                --unix-socket="$tmp/controller.sock" --probe 3 2>>"$tmp/controller.log" &
+        controller_pid=$!
+        for _ in $(seq 100); do
+                [ -s "$tmp/port" ] && break
+                sleep 0.1
+        done
+        export CGORCH_SERVER="http://127.0.0.1:$(cat "$tmp/port")"
+}
+restart_controller() {
+        kill "$controller_pid" && wait "$controller_pid"
+        start_controller
+}
+restart_controller
+run 0 config set epoch=5s scheduler=psbs && expect_out "^epoch: 1 -> 5$" "config set" &&
+        expect_out "^scheduler: hfsp -> psbs$" "config set" && expect_out "^Kept across controller restarts" "config set"
+restart_controller
+run 0 config get epoch && [ "$out" = 5 ] || fail "config set epoch=5s was not kept across a restart: $out"
+run 0 config get scheduler && [ "$out" = psbs ] || fail "config set scheduler=psbs was not kept: $out"
+grep -q 'Settings kept from run time.*"epoch":5' "$tmp/controller.log" || fail "the restarted controller did not say which settings it kept"
+run 0 config reset epoch && expect_out "^epoch: 5 -> 1$" "config reset" && expect_out "^Back to the controller's flags" "config reset"
+run 2 config reset epoch=1 && expect_err "name knobs only" "config reset KEY=VALUE"
+run 1 config reset bogus && expect_err "bogus: no such knob" "config reset bogus"
+run 0 config set probe=0 && run 0 config reset probe && expect_out "^probe: 0 -> 3$" "reset to the flag's value"
+restart_controller
+run 0 config get epoch && [ "$out" = 1 ] || fail "config reset epoch did not last: $out"
+run 0 config get scheduler && [ "$out" = psbs ] || fail "the knob not reset was lost: $out"
+run 0 config get probe && [ "$out" = 3 ] || fail "a reset knob is not the flag's after a restart: $out"
 
 [ "$failures" -eq 0 ] || exit 1
 echo "PASS: cgorchctl"

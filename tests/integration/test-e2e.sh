@@ -65,6 +65,21 @@ for pid in $burn_pids; do
 done
 pass "cgorch-burn (pid $burn_pids) runs as nobody inside $cpu_cg"
 
+# The node view: what the node's tasks use and the limits in force, beside what they requested.
+node_uses() {
+        "$CGORCHCTL" --json nodes | jq -e '.nodes[] | select(.id == "n1") |
+                .used_cpus > 0 and .limit_cpus >= 0.5 and .limit_memory_bytes == 67108864 and .used_memory_bytes > 0' >/dev/null
+}
+wait_for 10 node_uses || fail "the node view does not show the task's use and limits: $("$CGORCHCTL" --json nodes)"
+"$CGORCHCTL" nodes | grep -qE '^n1 +ready +[^ ]+ +[^ ]+ +[0-9.]+ +[0-9.]+ +' ||
+        fail "cgorchctl nodes shows no CPU limit and use: $("$CGORCHCTL" nodes)"
+pass "the node view shows the task's CPU use and its limits in force"
+top=$("$CGORCHCTL" top --once)
+grep -qE "^$task +n1 +[0-9.]+ +0.5 +[0-9.]+[KMG]?i?B +64MiB$" <<<"$top" ||
+        fail "cgorchctl top does not show the running task with its limits: $top"
+grep -qE "^ +1 +$id +0 +running " <<<"$top" || fail "cgorchctl top does not show the job first in the queue: $top"
+pass "cgorchctl top shows the task's use against its limits and the job at the head of the queue"
+
 wait_for 60 job_is_final "$id" || fail "job $id did not finish"
 state=$(job_field "$id" .state)
 [ "$state" = succeeded ] || fail "job $id ended $state, want succeeded"
@@ -101,4 +116,13 @@ pass "job $id2 failed with exit code 3"
 "$CGORCHCTL" jobs | grep -q e2e-ok || fail "cgorchctl jobs does not list e2e-ok"
 "$CGORCHCTL" --json jobs | jq -e '.jobs | length == 2' >/dev/null || fail "cgorchctl --json jobs"
 pass "cgorchctl lists the jobs"
+
+# ---- who used what: one success and one failure of nobody's, with their CPU ----
+"$CGORCHCTL" --json usage --user nobody --since 1h | jq -e '.users | length == 1 and (.[0] |
+        .user == "nobody" and .jobs == 2 and .states.succeeded == 1 and .states.failed == 1 and .tasks == 2
+        and .cpu_s >= 1.4 and .task_wall_s > 0 and .mean_response_s > 0 and .memory_peak_bytes >= 8388608)' >/dev/null ||
+        fail "cgorchctl usage does not account nobody's jobs: $("$CGORCHCTL" --json usage --user nobody)"
+"$CGORCHCTL" usage | grep -qE '^nobody +2 +1 +1 +0 +0 +0 +2 +[0-9.]+ ' || fail "cgorchctl usage: $("$CGORCHCTL" usage)"
+"$CGORCHCTL" --json usage --until 2020-01-01 | jq -e '.users == []' >/dev/null || fail "a window before the jobs is not empty"
+pass "cgorchctl usage accounts nobody's two jobs and their CPU"
 echo "PASS"

@@ -51,6 +51,22 @@ Test(node_usage, sums_use_and_limits) {
         cr_assert_float_eq(u->cpu_limit_cores, 0.5 + 1.5, 1e-12, "the unlimited task adds nothing");
         cr_assert_eq(u->memory_bytes, (120 + 60 + 10) * MiB, "memory.current of the last sample");
         cr_assert_eq(u->memory_limit_bytes, (256 + 64) * MiB);
+
+        /* One by one, by id (cgorchctl top): the ended task left out, no limit as 0. */
+        size_t n;
+        const NodeTaskUsage *each = node_usage_tasks(t, "n1", &n);
+        cr_assert_eq(n, 3);
+        cr_assert_str_eq(each[0].id, "1.0.0.0");
+        cr_assert_float_eq(each[0].cpu_cores, 0.5, 1e-12);
+        cr_assert_float_eq(each[0].cpu_limit_cores, 0.5, 1e-12);
+        cr_assert_eq(each[0].memory_limit_bytes, 256 * MiB);
+        cr_assert_float_eq(each[1].cpu_limit_cores, 1.5, 1e-12);
+        cr_assert_eq(each[1].memory_limit_bytes, 0, "unlimited");
+        cr_assert_str_eq(each[2].id, "2.0.0.0");
+        cr_assert_float_eq(each[2].cpu_limit_cores, 0, 1e-12, "unlimited");
+        cr_assert_eq(each[2].memory_bytes, 10 * MiB);
+        cr_assert_null(node_usage_tasks(t, "n2", &n));
+        cr_assert_eq(n, 0);
         node_usage_table_free(t);
 }
 

@@ -8,10 +8,22 @@
 #include "controller/runtime-config.h"
 
 typedef struct Calls {
-        unsigned orch, sched;
+        unsigned orch, sched, saves;
         int fail_sched;                 /* the scheduler's apply returns this */
+        int fail_save;                  /* and the save this */
         RuntimeSettings last_orch;
+        char *last_saved;               /* what the save was given, as compact sorted JSON */
 } Calls;
+
+static int save(void *userdata, const json_t *saved) {
+        Calls *c = userdata;
+        c->saves++;
+        if (c->fail_save < 0)
+                return c->fail_save;
+        free(c->last_saved);
+        c->last_saved = json_dumps(saved, JSON_COMPACT | JSON_SORT_KEYS);
+        return 0;
+}
 
 static int apply_orch(void *userdata, const RuntimeSettings *s) {
         Calls *c = userdata;
@@ -285,4 +297,78 @@ Test(runtime_config, load_limits) {
         cr_expect_eq(orch_fast_heartbeat_ms(20, 10, 100), 5000);
         cr_expect_eq(orch_fast_heartbeat_ms(1, 10, 100), 250);
         cr_expect_eq(orch_fast_heartbeat_ms(1, 1000, 50000), 1020, "51000 reports at most 50000 a second");
+}
+
+/* Knobs set at run time are saved before the answer; null puts a knob back to its initial
+ * value (the flags' and config file's) and forgets it; a save that fails undoes the change. */
+Test(runtime_config, saved_across_restarts_and_reset) {
+        Calls calls = {};
+        RuntimeConfig rc = make(&calls);
+        rc.initial = rc.current;
+        rc.initial.balance.epoch_s = 20; /* as if --epoch 20s */
+        rc.current = rc.initial;
+        rc.save = save;
+        char *error = NULL;
+
+        cr_assert_eq(put(&rc, "{\"epoch\": \"5s\", \"scheduler\": \"fair\"}", &error), 0, "%s", error ?: "");
+        cr_assert_eq(calls.saves, 1);
+        cr_assert_str_eq(calls.last_saved, "{\"epoch\":5.0,\"scheduler\":\"fair\"}");
+        cr_assert_eq(put(&rc, "{\"epoch\": null}", &error), 0, "%s", error ?: "");
+        cr_assert_float_eq(rc.current.balance.epoch_s, 20, 1e-12, "back to the initial value");
+        cr_assert_eq(rc.current.sched.policy, SCHED_FAIR, "the other knob stays");
+        cr_assert_str_eq(calls.last_saved, "{\"scheduler\":\"fair\"}");
+
+        /* A failing save: nothing changed, the applies undone, the message says why. */
+        calls.fail_save = -ENOSPC;
+        unsigned orch = calls.orch;
+        cr_assert_eq(put(&rc, "{\"epoch\": 2}", &error), -EINVAL);
+        cr_assert_str_eq(error, "the change could not be saved: No space left on device");
+        free(error);
+        error = NULL;
+        cr_assert_float_eq(rc.current.balance.epoch_s, 20, 1e-12);
+        cr_assert_eq(calls.orch, orch + 2, "applied, then put back");
+        cr_assert_float_eq(calls.last_orch.balance.epoch_s, 20, 1e-12);
+        cr_assert_str_eq(calls.last_saved, "{\"scheduler\":\"fair\"}");
+        calls.fail_save = 0;
+
+        /* A restart: the saved knobs over the initial ones, checked as PUT checks them. */
+        RuntimeConfig again = make(&calls);
+        again.initial = rc.initial;
+        json_t *saved = json_loads(calls.last_saved, 0, NULL);
+        cr_assert_eq(runtime_config_restore(&again, saved, &error), 0);
+        cr_assert_null(error);
+        cr_assert_eq(again.current.sched.policy, SCHED_FAIR);
+        cr_assert_float_eq(again.current.balance.epoch_s, 20, 1e-12);
+        json_decref(saved);
+        runtime_config_done(&again);
+        runtime_config_done(&rc);
+        free(calls.last_saved);
+}
+
+Test(runtime_config, restore_leaves_out_what_no_longer_parses) {
+        Calls calls = {};
+        RuntimeConfig rc = make(&calls);
+        rc.initial = rc.current;
+        char *error = NULL;
+
+        /* One unknown knob and one bad value are left out; the rest is restored. */
+        json_t *saved = json_loads("{\"epoch\": 7, \"gone\": 1, \"hysteresis\": 0, \"scheduler\": \"psbs\"}", 0, NULL);
+        cr_assert_eq(runtime_config_restore(&rc, saved, &error), 0);
+        cr_assert_str_eq(error, "left out: gone: no such knob; hysteresis: must be an integer in [1, 100]");
+        free(error);
+        error = NULL;
+        cr_assert_float_eq(rc.current.balance.epoch_s, 7, 1e-12);
+        cr_assert_eq(rc.current.sched.policy, SCHED_PSBS);
+        cr_assert_eq(json_object_size(rc.saved), 2);
+        json_decref(saved);
+
+        /* A whole that does not validate: nothing restored. */
+        saved = json_loads("{\"cpu-floor\": 2, \"cpu-ceiling\": 1}", 0, NULL);
+        cr_assert_eq(runtime_config_restore(&rc, saved, &error), 0);
+        cr_assert_str_eq(error, "cpu-ceiling: must be 0 or at least cpu-floor (2): nothing restored");
+        free(error);
+        cr_assert(same(&rc.current, &rc.initial));
+        cr_assert_null(rc.saved, "nothing kept either");
+        json_decref(saved);
+        runtime_config_done(&rc);
 }
