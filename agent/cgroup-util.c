@@ -122,6 +122,29 @@ int cgroup_path_join(const char *fsroot, const char *hierarchy, const char *relp
         return 0;
 }
 
+/* Whether a component of n bytes is the name of a file the kernel puts in a cgroup directory:
+ * cgroup v1's "tasks", "notify_on_release" and "release_agent", and CONTROLLER.KNOB (cgroup.*,
+ * cpu.*, memory.*, ...). Creating a cgroup of that name fails (EEXIST, then ENOTDIR below it),
+ * and in v1 every cgroup has "tasks" (systemd makes the unit's cgroups under Delegate=yes). */
+static bool cgroup_name_is_kernel_file(const char *name, size_t n) {
+        static const char *const files[] = { "tasks", "notify_on_release", "release_agent" };
+        static const char *const prefixes[] = {
+                "cgroup", "cpu", "cpuacct", "cpuset", "memory", "io", "blkio", "pids", "freezer",
+                "devices", "hugetlb", "net_cls", "net_prio", "perf_event", "rdma", "misc",
+        };
+
+        for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+                if (n == strlen(files[i]) && memcmp(name, files[i], n) == 0)
+                        return true;
+        const char *dot = memchr(name, '.', n);
+        if (!dot)
+                return false;
+        for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+                if ((size_t) (dot - name) == strlen(prefixes[i]) && memcmp(name, prefixes[i], dot - name) == 0)
+                        return true;
+        return false;
+}
+
 bool cgroup_relpath_is_valid(const char *relpath) {
         if (!relpath || !*relpath || relpath[0] == '/')
                 return false;
@@ -133,6 +156,8 @@ bool cgroup_relpath_is_valid(const char *relpath) {
                 if (n == 0)
                         return false;
                 if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+                        return false;
+                if (cgroup_name_is_kernel_file(p, n))
                         return false;
                 for (const char *q = p; q < end; q++)
                         if ((unsigned char) *q < 0x20 || *q == 0x7f)

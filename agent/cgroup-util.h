@@ -47,7 +47,8 @@ int cgroup_path_join(const char *fsroot, const char *hierarchy, const char *relp
 
 /* A cgroup root or task relpath must be relative, without "." or ".." components and
  * without empty components, so that no configuration can make the agent write outside
- * its own subtree. */
+ * its own subtree; and no component may be the name of a file of the kernel's in a cgroup
+ * ("tasks", "notify_on_release", "release_agent", cgroup.*, CONTROLLER.*). */
 bool cgroup_relpath_is_valid(const char *relpath);
 
 /* One write the kernel must see, in order. */

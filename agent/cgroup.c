@@ -549,7 +549,9 @@ int cgroup_backend_new(const char *fsroot, const char *root_relpath, CgroupBacke
         int r;
 
         if (!cgroup_relpath_is_valid(root_relpath))
-                return log_error_errno(EINVAL, "Invalid cgroup root \"%s\": must be a relative path without . or .. components.",
+                return log_error_errno(EINVAL, "Invalid cgroup root \"%s\": must be a relative path without . or .. components, "
+                                       "none of them named as a cgroup's own files (tasks, notify_on_release, release_agent, "
+                                       "cgroup.*, CONTROLLER.*).",
                                        root_relpath);
 
         b = calloc(1, sizeof *b);

@@ -2,6 +2,7 @@
  * timer and sd_notify. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,6 +205,8 @@ typedef struct Manager {
         sd_event_source *tick_source;
         StopGuard *stop_guard;
         uint64_t last_tick_us;            /* CLOCK_MONOTONIC of the last node check */
+        uint64_t nonces_saved_us;         /* CLOCK_MONOTONIC of the last save of the nonce floors */
+        char *nonces_saved;               /* what was saved then */
         uint64_t last_status_us;          /* CLOCK_MONOTONIC of the last STATUS= after a request */
         AuthTokens tokens;
         char *agent_key_file;             /* without an agent tokens file: the install's agent key */
@@ -244,6 +247,77 @@ static int tick_error_level(Manager *m, int r) {
         return fault_errno && store_fault(m->store, NULL, NULL) != STORE_FAULT_NONE ? LOG_DEBUG : LOG_WARNING;
 }
 
+/* The agents' signed requests are accepted once each (nonce-cache.h); the newest time each
+ * node has used is kept in the state directory every NONCE_FLOORS_PERIOD_US and at exit, so
+ * that a restarted controller does not accept again what it accepted before (only what came
+ * in the last period before a crash could be). One "NODE SECONDS" line per node. */
+#define NONCE_FLOORS_FILE "nonce-floors"
+#define NONCE_FLOORS_PERIOD_US (10 * USEC_PER_SEC)
+
+static int nonce_floors_save(Manager *m) {
+        _cleanup_free_ char *text = NULL, *path = NULL, *tmp = NULL;
+        size_t size = 0;
+        _cleanup_fclose_ FILE *f = open_memstream(&text, &size);
+        if (!f)
+                return log_oom();
+        for (size_t i = 0; i < nonce_cache_n_nodes(m->nonces); i++) {
+                int64_t newest;
+                const char *node = nonce_cache_mark(m->nonces, i, &newest);
+                if (newest != INT64_MIN)
+                        fprintf(f, "%s %" PRId64 "\n", node, newest);
+        }
+        if (fclose(TAKE_PTR(f)) != 0)
+                return log_oom();
+        if (m->nonces_saved && streq(m->nonces_saved, text))
+                return 0;
+        if (asprintf(&path, "%s/" NONCE_FLOORS_FILE, arg_state_dir) < 0 ||
+            asprintf(&tmp, "%s/." NONCE_FLOORS_FILE ".tmp", arg_state_dir) < 0)
+                return log_oom();
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0640);
+        int r = fd < 0 ? -errno : 0;
+        if (r >= 0 && (write(fd, text, size) != (ssize_t) size || fsync(fd) < 0))
+                r = -(errno ?: EIO);
+        if (fd >= 0 && close(fd) < 0 && r >= 0)
+                r = -errno;
+        if (r >= 0 && rename(tmp, path) < 0)
+                r = -errno;
+        if (r < 0) {
+                (void) unlink(tmp);
+                return log_warning_errno(r, "Cannot save the agents' nonce floors in %s (a restart may accept a "
+                                         "request replayed from before it): %m", path);
+        }
+        free(m->nonces_saved);
+        m->nonces_saved = TAKE_PTR(text);
+        return 0;
+}
+
+static int nonce_floors_load(Manager *m) {
+        _cleanup_free_ char *path = NULL, *line = NULL;
+        size_t size = 0;
+        unsigned n = 0, bad = 0;
+        if (asprintf(&path, "%s/" NONCE_FLOORS_FILE, arg_state_dir) < 0)
+                return log_oom();
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        if (!f)
+                return errno == ENOENT ? 0 : log_warning_errno(errno, "Cannot read %s: %m", path);
+        while (getline(&line, &size, f) > 0) {
+                char node[256];
+                long long ts;
+                if (sscanf(line, "%255s %lld", node, &ts) != 2) {
+                        bad++;
+                        continue;
+                }
+                int r = nonce_cache_raise_floor(m->nonces, node, (int64_t) ts);
+                if (r < 0)
+                        return log_oom();
+                n++;
+        }
+        if (bad > 0)
+                log_warning("%s: %u line(s) not understood, left out.", path, bad);
+        log_debug("Nonce floors of %u node(s) restored from %s.", n, path);
+        return 0;
+}
+
 /* Every heartbeat interval: find lost nodes and refresh STATUS=. */
 static int on_tick(sd_event_source *source, uint64_t usec, void *userdata) {
         Manager *m = userdata;
@@ -265,6 +339,10 @@ static int on_tick(sd_event_source *source, uint64_t usec, void *userdata) {
         int r = cluster_check_nodes(m->cluster, now_ms());
         if (r < 0)
                 log_full_errno(tick_error_level(m, r), r, "Checking for lost nodes failed, will retry: %m");
+        if (now_us >= m->nonces_saved_us + NONCE_FLOORS_PERIOD_US) {
+                (void) nonce_floors_save(m);
+                m->nonces_saved_us = now_us;
+        }
         /* The scheduler's aging survives a restart up to the last checkpoint (every 10 s). */
         r = cluster_checkpoint(m->cluster, now_ms(), false);
         if (r < 0)
@@ -318,7 +396,11 @@ static void manager_done(Manager *m) {
         m->api.reads = NULL;
         m->api.durable = NULL;
         m->http = http_server_free(m->http);
+        if (m->nonces)
+                (void) nonce_floors_save(m);
         m->nonces = nonce_cache_free(m->nonces);
+        free(m->nonces_saved);
+        m->nonces_saved = NULL;
         m->orchestrator = orchestrator_free(m->orchestrator);
         runtime_config_done(&m->config);
         m->cluster = cluster_free(m->cluster);
@@ -762,6 +844,9 @@ static int run(Manager *m) {
         r = nonce_cache_new(NONCE_CACHE_PER_NODE, SIGNATURE_MAX_SKEW_S, &m->nonces);
         if (r < 0)
                 return log_oom();
+        r = nonce_floors_load(m);
+        if (r < 0)
+                return r;
         r = durable_answers_new(m->event, m->store, &m->durable);
         if (r < 0)
                 return log_error_errno(r, "Cannot set up the durable answers: %m");

@@ -195,6 +195,28 @@ size_t nonce_cache_size(const NonceCache *c, const char *node) {
         return n ? n->n : 0;
 }
 
+size_t nonce_cache_n_nodes(const NonceCache *c) {
+        return c->n_nodes;
+}
+
+const char *nonce_cache_mark(const NonceCache *c, size_t i, int64_t *ret_newest_s) {
+        NodeNonces *n = &c->nodes[i];
+        int64_t newest = n->floor_s;
+        for (size_t k = 0; k < n->n; k++)
+                newest = MAX(newest, ring_at(n, k)->ts_s);
+        *ret_newest_s = newest;
+        return n->node;
+}
+
+int nonce_cache_raise_floor(NonceCache *c, const char *node, int64_t floor_s) {
+        NodeNonces *n;
+        int r = node_get(c, node, &n);
+        if (r < 0)
+                return r;
+        n->floor_s = MAX(n->floor_s, floor_s);
+        return 0;
+}
+
 bool nonce_cache_log_refusal(NonceCache *c, const char *node, int64_t now_s, uint64_t *ret_count) {
         NodeNonces *n;
         if (node_get(c, node, &n) < 0)

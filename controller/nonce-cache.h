@@ -45,6 +45,15 @@ int nonce_cache_check(NonceCache *c, const char *node, const char *nonce, int64_
 int64_t nonce_cache_floor(const NonceCache *c, const char *node);
 size_t nonce_cache_size(const NonceCache *c, const char *node);
 
+/* What survives a restart: per node, the newest time it has used (its floor, or a later nonce's
+ * time). A restarted controller raises each node's floor to it, so that no request it accepted
+ * before can be accepted again (an honest agent signs anew, later). n: the nodes it holds;
+ * nonce_cache_mark() the i-th (names in order). */
+size_t nonce_cache_n_nodes(const NonceCache *c);
+const char *nonce_cache_mark(const NonceCache *c, size_t i, int64_t *ret_newest_s);
+/* Raises node's floor to floor_s (never lowers it). */
+int nonce_cache_raise_floor(NonceCache *c, const char *node, int64_t floor_s);
+
 /* After a refusal for node at now_s: whether to log it — the node's first, then at most one a
  * minute — and how many refusals the line stands for (this one and those not logged since). */
 bool nonce_cache_log_refusal(NonceCache *c, const char *node, int64_t now_s, uint64_t *ret_count);

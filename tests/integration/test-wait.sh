@@ -160,6 +160,14 @@ CLUSTER_PIDS=()
 rm -f "$d/port"
 mv "$d/controller.log" "$d/controller-1.log"
 cluster_start_controller --heartbeat-interval 1h --max-connections-per-ip 2 --log-level debug
+# The wait replayed above, accepted before the restart: the restarted controller kept the
+# newest time each node used (STATE_DIR/nonce-floors) and refuses it.
+code=$(curl -sS -m 5 -H "Authorization: $auth" -X POST -o "$d/replay2.out" -w '%{http_code}' \
+        "$CGORCH_SERVER/v1/nodes/n2/wait?hold_ms=20000" || true)
+[ "$code" = 401 ] || fail "a request accepted before the restart was accepted again after it: $code $(cat "$d/replay2.out")"
+grep -q "replayed or stale" "$d/replay2.out" || fail "the 401 does not say why: $(cat "$d/replay2.out")"
+grep -q "^n2 [0-9]" "$CLUSTER_DIR/state/nonce-floors" || fail "no nonce floor of n2 kept: $(cat "$CLUSTER_DIR/state/nonce-floors")"
+pass "a signed request accepted before a restart is refused after it (401)"
 for n in n1 n2; do heartbeat $n 10 >/dev/null; done
 wait_bg n1 20000 p1
 wait_for 5 held 1 || fail "n1's wait was not held"

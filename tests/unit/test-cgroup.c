@@ -650,6 +650,17 @@ Test(cgroup_util, relpath_is_valid) {
         cr_expect(cgroup_relpath_is_valid("cgorch.slice/n1"));
         cr_expect(cgroup_relpath_is_valid("a"));
         cr_expect(cgroup_relpath_is_valid("7.0.0.0"));
+        cr_expect(cgroup_relpath_is_valid("system.slice/cgorch-agent.service/work"));
+        cr_expect(cgroup_relpath_is_valid("cpus/taskset/memoryhog.1"));
+        /* Names of the kernel's files in a cgroup: in v1 every cgroup has "tasks", so a root
+         * ending in it cannot be created below a unit's cgroup (EEXIST, then ENOTDIR). */
+        cr_expect(!cgroup_relpath_is_valid("system.slice/cgorch-agent.service/tasks"));
+        cr_expect(!cgroup_relpath_is_valid("tasks/n1"));
+        cr_expect(!cgroup_relpath_is_valid("a/notify_on_release"));
+        cr_expect(!cgroup_relpath_is_valid("a/release_agent"));
+        cr_expect(!cgroup_relpath_is_valid("a/cgroup.procs"));
+        cr_expect(!cgroup_relpath_is_valid("memory.high/a"));
+        cr_expect(!cgroup_relpath_is_valid("a/cpu.max"));
         cr_expect(!cgroup_relpath_is_valid(""));
         cr_expect(!cgroup_relpath_is_valid(NULL));
         cr_expect(!cgroup_relpath_is_valid("/a"));

@@ -97,3 +97,30 @@ Test(nonce_cache, refusals_logged_once_a_minute) {
         cr_assert_eq(n, 3, "the line counts those not logged");
         nonce_cache_free(c);
 }
+
+/* What a restart keeps: per node, the newest time used; raised back as the node's floor, it
+ * refuses what was accepted before, and the agent's next request (signed later) passes. */
+Test(nonce_cache, newest_times_survive_a_restart) {
+        NonceCache *c = cache(NONCE_CACHE_PER_NODE);
+        cr_assert_eq(nonce_cache_check(c, "n2", nonce(1), T0 + 5, T0), NONCE_NEW);
+        cr_assert_eq(nonce_cache_check(c, "n1", nonce(2), T0 + 3, T0), NONCE_NEW);
+        cr_assert_eq(nonce_cache_check(c, "n1", nonce(3), T0 + 7, T0), NONCE_NEW);
+        cr_assert_eq(nonce_cache_check(c, "n1", nonce(4), T0 + 6, T0), NONCE_NEW, "not in order: still new");
+        cr_assert_eq(nonce_cache_n_nodes(c), 2);
+        int64_t newest[2];
+        cr_assert_str_eq(nonce_cache_mark(c, 0, &newest[0]), "n1", "in name order");
+        cr_assert_str_eq(nonce_cache_mark(c, 1, &newest[1]), "n2");
+        cr_assert_eq(newest[0], T0 + 7);
+        cr_assert_eq(newest[1], T0 + 5);
+        nonce_cache_free(c);
+
+        c = cache(NONCE_CACHE_PER_NODE);
+        cr_assert_eq(nonce_cache_raise_floor(c, "n1", newest[0]), 0);
+        cr_assert_eq(nonce_cache_raise_floor(c, "n1", T0), 0, "never lowered");
+        cr_assert_eq(nonce_cache_floor(c, "n1"), T0 + 7);
+        cr_assert_eq(nonce_cache_check(c, "n1", nonce(3), T0 + 7, T0), NONCE_TOO_OLD, "accepted before the restart");
+        cr_assert_eq(nonce_cache_check(c, "n1", nonce(2), T0 + 3, T0), NONCE_TOO_OLD);
+        cr_assert_eq(nonce_cache_check(c, "n1", nonce(1), T0 + 8, T0), NONCE_NEW, "the agent's next request");
+        cr_assert_eq(nonce_cache_check(c, "n2", nonce(1), T0 + 5, T0), NONCE_NEW, "n2's floor was not restored here");
+        nonce_cache_free(c);
+}
