@@ -20,8 +20,12 @@
  * 127.0.0.2 sends invalid and unauthenticated requests during the measurement, one second on,
  * one second off.
  *
+ * `submit` measures submission instead: C operator clients submitting (and with --cancel then
+ * cancelling) jobs as fast as the controller answers (bench/controller-scale.sh).
+ *
  * Usage: controller-load tokens M FILE     write an agent tokens file (NODE:SECRET, 0600)
- *        controller-load run --port P --agent-tokens FILE --operator-token FILE [options] */
+ *        controller-load run --port P --agent-tokens FILE --operator-token FILE [options]
+ *        controller-load submit --port P --operator-token FILE [options] */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -1002,6 +1006,297 @@ static int run(void) {
         return 0;
 }
 
+static uint64_t parse_u64(const char *s, const char *what) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno || *end || end == s) {
+                fprintf(stderr, "%s: not a number: %s\n", what, s);
+                exit(2);
+        }
+        return v;
+}
+
+/* ---- Submission throughput: `controller-load submit` ---- */
+
+/* C operator clients, each a keep-alive connection from its own loopback address (127.0.3.x, so
+ * that the per-address request limit sees C clients), closed loop: a client sends its next
+ * request when the last one is answered. Each request submits one job, or K jobs at once with
+ * --array K; with --cancel, every job submitted is then cancelled by the same clients. */
+typedef struct Submitter {
+        unsigned clients, tasks, array;
+        double cpus;
+        uint64_t jobs_total;
+        const char *name;
+        bool cancel;
+        char *operator_auth;       /* "Bearer TOKEN" */
+        char *body;                /* one job (with its "array" when K > 1) */
+        size_t body_len;
+
+        bool cancelling;
+        uint64_t next, answered;   /* requests sent, answered in this stage */
+        uint64_t n_requests;
+        uint64_t ended;            /* cancels answered 409: the job had ended */
+        uint64_t *ids;             /* of the jobs submitted, for --cancel */
+        size_t n_ids, cap_ids;
+        Conn *conns;
+        Stats stats;
+        /* --node NAME:SECRET: one node that heartbeats every second (empty heartbeats: what
+         * is placed on it stays starting), so that jobs queue behind a full cluster that is
+         * not lost, whatever the controller's --heartbeat-interval. */
+        char *node, *node_secret, *node_path;
+        Conn node_conn;
+        uint64_t node_seq, node_next_us;
+} Submitter;
+
+static Submitter S;
+
+static void submitter_send(Conn *c);
+
+static void submitter_record_ids(const char *body, size_t len) {
+        json_t *j = json_loadb(body, len, 0, NULL);
+        json_t *ids = json_object_get(j, "ids"), *v;
+        size_t i;
+        if (json_is_array(ids))
+                json_array_foreach(ids, i, v) {
+                        if (S.n_ids == S.cap_ids) {
+                                S.cap_ids = MAX(S.cap_ids * 2, (size_t) 1024);
+                                S.ids = realloc(S.ids, S.cap_ids * sizeof(uint64_t));
+                                if (!S.ids)
+                                        abort();
+                        }
+                        S.ids[S.n_ids++] = (uint64_t) json_integer_value(v);
+                }
+        else if (json_is_integer(json_object_get(j, "id"))) {
+                if (S.n_ids == S.cap_ids) {
+                        S.cap_ids = MAX(S.cap_ids * 2, (size_t) 1024);
+                        S.ids = realloc(S.ids, S.cap_ids * sizeof(uint64_t));
+                        if (!S.ids)
+                                abort();
+                }
+                S.ids[S.n_ids++] = (uint64_t) json_integer_value(json_object_get(j, "id"));
+        }
+        json_decref(j);
+}
+
+static void submitter_on_done(Conn *c, unsigned status, const char *body, size_t len, uint64_t now) {
+        S.answered++;
+        S.stats.status[MIN(status, 599u)]++;
+        push(&S.stats.latency_ms, &S.stats.n, &S.stats.cap, (double) (now - c->sent_us) / 1000.0);
+        unsigned want = S.cancelling ? 200 : 201;
+        /* A range of ids to cancel may hold jobs that ended already: not an error. */
+        if (S.cancelling && status == 409)
+                S.ended++;
+        else if (status != want) {
+                S.stats.errors++;
+                if (S.stats.errors <= 5)
+                        fprintf(stderr, "%s answered %u: %.300s\n", S.cancelling ? "cancel" : "submit", status,
+                                body ?: "");
+        } else if (!S.cancelling && S.cancel)
+                submitter_record_ids(body, len);
+        submitter_send(c);
+}
+
+static void submitter_send(Conn *c) {
+        if (S.next >= S.n_requests)
+                return;
+        size_t len;
+        char *req;
+        if (S.cancelling) {
+                char path[64];
+                snprintf(path, sizeof path, "/v1/jobs/%" PRIu64, S.ids[S.next]);
+                req = http_request("DELETE", path, S.operator_auth, NULL, 0, &len);
+        } else
+                req = http_request("POST", "/v1/jobs", S.operator_auth, S.body, S.body_len, &len);
+        S.next++;
+        conn_send(c, req, len, now_us(), false, false);
+}
+
+static void node_on_done(Conn *c, unsigned status, const char *body, size_t len, uint64_t now) {
+        if (status != 200)
+                fprintf(stderr, "%s: heartbeat answered %u: %.200s\n", S.node, status, body ?: "");
+}
+
+static void node_beat_if_due(uint64_t now) {
+        if (!S.node || S.node_conn.busy || now < S.node_next_us)
+                return;
+        S.node_next_us = now + USEC_PER_SEC;
+        char body[512];
+        snprintf(body, sizeof body,
+                 "{\"node\": \"%s\", \"boot_id\": \"bench-%ld\", \"seq\": %" PRIu64 ", \"cgroup_mode\": \"hybrid\","
+                 " \"capacity\": {\"cpus\": 2, \"memory_bytes\": 4294967296}, \"node_sample\": {\"time_ms\": %" PRIi64 ","
+                 " \"cpu_busy\": 0.5, \"memory_available_bytes\": 2147483648}}",
+                 S.node, (long) getpid(), ++S.node_seq, realtime_ms());
+        /* Signed with the node's secret, as its agent signs (a secret is no bearer token). */
+        SignedRequest signed_req;
+        char authorization[SIGNATURE_HEADER_MAX];
+        if (signature_sign_request(S.node_secret, strlen(S.node_secret), "POST", S.node_path, S.node,
+                                   (int64_t) time(NULL), NULL, body, strlen(body), &signed_req) < 0)
+                abort();
+        signature_format_request(&signed_req, authorization, sizeof authorization);
+        size_t len;
+        char *req = http_request("POST", S.node_path, authorization, body, strlen(body), &len);
+        conn_send(&S.node_conn, req, len, now, false, false);
+}
+
+/* Sends n requests over the clients and waits for every answer; prints the stage's line. */
+static int submitter_stage(const char *label, uint64_t n, uint64_t jobs_per_request) {
+        S.next = S.answered = 0;
+        S.n_requests = n;
+        free(S.stats.latency_ms);
+        S.stats = (Stats) {};
+        S.ended = 0;
+        uint64_t t0 = now_us();
+        uint64_t ticks0 = L.controller_pid > 0 ? cpu_ticks_of(L.controller_pid) : 0;
+        for (unsigned i = 0; i < S.clients; i++)
+                submitter_send(&S.conns[i]);
+        while (S.answered < S.n_requests || S.node_conn.busy) {
+                node_beat_if_due(now_us());
+                struct epoll_event events[64];
+                int k = epoll_wait(epoll_fd, events, (int) ELEMENTSOF(events), 100);
+                if (k < 0 && errno != EINTR)
+                        return -errno;
+                for (int i = 0; i < k; i++)
+                        conn_on_event(events[i].data.ptr, events[i].events);
+                uint64_t now = now_us();
+                for (unsigned i = 0; i < S.clients; i++)
+                        if (conn_overdue(&S.conns[i], now))
+                                conn_finish(&S.conns[i], 0, NULL, 0, now);
+        }
+        double wall_s = (double) (now_us() - t0) / 1e6;
+        /* The controller's CPU per job: a ratio that holds on a shared machine, where the
+         * rate depends on what else runs. */
+        double ctl_s = L.controller_pid > 0 ?
+                (double) (cpu_ticks_of(L.controller_pid) - ticks0) / (double) sysconf(_SC_CLK_TCK) : NAN;
+        qsort(S.stats.latency_ms, S.stats.n, sizeof(double), cmp_double);
+        printf("%s: jobs=%" PRIu64 " requests=%" PRIu64 " clients=%u wall_s=%.3f jobs_per_s=%.1f requests_per_s=%.1f"
+               " p50_ms=%.2f p99_ms=%.2f max_ms=%.2f controller_cpu_us_per_job=%.0f ended=%" PRIu64 " errors=%" PRIu64 "\n",
+               label, n * jobs_per_request, n, S.clients, wall_s, (double) (n * jobs_per_request) / wall_s,
+               (double) n / wall_s, percentile(S.stats.latency_ms, S.stats.n, 50),
+               percentile(S.stats.latency_ms, S.stats.n, 99), S.stats.n ? S.stats.latency_ms[S.stats.n - 1] : NAN,
+               1e6 * ctl_s / (double) (n * jobs_per_request), S.ended, S.stats.errors);
+        fflush(stdout);
+        return S.stats.errors == 0 ? 0 : -EIO;
+}
+
+static int submit_main(int argc, char **argv) {
+        static const struct option options[] = {
+                { "port", required_argument, NULL, 'p' },
+                { "operator-token", required_argument, NULL, 'o' },
+                { "clients", required_argument, NULL, 'c' },
+                { "jobs", required_argument, NULL, 'n' },
+                { "array", required_argument, NULL, 'a' },
+                { "tasks", required_argument, NULL, 't' },
+                { "cpus", required_argument, NULL, 'C' },
+                { "name", required_argument, NULL, 'N' },
+                { "cancel", no_argument, NULL, 'x' },
+                { "node", required_argument, NULL, 'D' },
+                { "controller-pid", required_argument, NULL, 'P' },
+                { "cancel-ids", required_argument, NULL, 'I' },
+                {}
+        };
+        uint64_t port = 0, cancel_first = 0, cancel_last = 0;
+        const char *operator_file = NULL;
+        S = (Submitter) { .clients = 16, .tasks = 4, .array = 1, .cpus = 1, .jobs_total = 1000, .name = "queued" };
+        int c;
+        optind = 2;
+        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
+                switch (c) {
+                case 'p': port = parse_u64(optarg, "--port"); break;
+                case 'o': operator_file = optarg; break;
+                case 'c': S.clients = (unsigned) parse_u64(optarg, "--clients"); break;
+                case 'n': S.jobs_total = parse_u64(optarg, "--jobs"); break;
+                case 'a': S.array = (unsigned) parse_u64(optarg, "--array"); break;
+                case 't': S.tasks = (unsigned) parse_u64(optarg, "--tasks"); break;
+                case 'C': S.cpus = (double) parse_u64(optarg, "--cpus"); break;
+                case 'N': S.name = optarg; break;
+                case 'x': S.cancel = true; break;
+                case 'P': L.controller_pid = (pid_t) parse_u64(optarg, "--controller-pid"); break;
+                case 'I': {
+                        /* FIRST-LAST: cancel those jobs, submit nothing. */
+                        char *dash = strchr(optarg, '-');
+                        if (!dash) {
+                                fprintf(stderr, "--cancel-ids: FIRST-LAST\n");
+                                return 2;
+                        }
+                        *dash = '\0';
+                        cancel_first = parse_u64(optarg, "--cancel-ids");
+                        cancel_last = parse_u64(dash + 1, "--cancel-ids");
+                        break;
+                }
+                case 'D': {
+                        const char *colon = strchr(optarg, ':');
+                        if (!colon || colon == optarg) {
+                                fprintf(stderr, "--node: NAME:SECRET\n");
+                                return 2;
+                        }
+                        S.node = strndup(optarg, (size_t) (colon - optarg));
+                        S.node_secret = strdup(colon + 1);
+                        if (!S.node || !S.node_secret || asprintf(&S.node_path, "/v1/nodes/%s/heartbeat", S.node) < 0)
+                                return EXIT_FAILURE;
+                        break;
+                }
+                default: return 2;
+                }
+        if (port == 0 || port > 65535 || !operator_file || S.clients == 0 || S.clients > 250 || S.array == 0 ||
+            S.tasks == 0 || S.jobs_total % S.array != 0) {
+                fprintf(stderr, "--port and --operator-token are required; --clients in 1..250; --jobs a multiple "
+                                "of --array\n");
+                return 2;
+        }
+        char *error = NULL;
+        if (secret_file_read_token(operator_file, &L.operator_token, &error) < 0) {
+                fprintf(stderr, "%s\n", error);
+                return EXIT_FAILURE;
+        }
+        if (asprintf(&S.operator_auth, "Bearer %s", L.operator_token) < 0)
+                return EXIT_FAILURE;
+        server = (struct sockaddr_in) { .sin_family = AF_INET, .sin_port = htons((uint16_t) port),
+                                        .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+        if (epoll_fd < 0)
+                return EXIT_FAILURE;
+
+        char *job_argv[] = { (char *) "true", NULL };
+        PhaseSpec phase = { .n_tasks = S.tasks, .argv = job_argv, .cpu_cores = S.cpus, .memory_bytes = UINT64_C(1) << 20 };
+        JobSpec spec = { .name = (char *) S.name, .user = (char *) "nobody", .weight = 1, .phases = &phase, .n_phases = 1 };
+        json_t *j = job_spec_to_json(&spec);
+        if (!j || (S.array > 1 && json_object_set_new(j, "array", json_integer(S.array)) < 0))
+                abort();
+        S.body = json_dumps(j, JSON_COMPACT);
+        json_decref(j);
+        if (!S.body)
+                abort();
+        S.body_len = strlen(S.body);
+
+        S.conns = calloc(S.clients, sizeof(Conn));
+        if (!S.conns)
+                return EXIT_FAILURE;
+        for (unsigned i = 0; i < S.clients; i++)
+                S.conns[i] = (Conn) { .fd = -1, .done = submitter_on_done,
+                                      .source.s_addr = htonl(0x7f000300u + i + 1) };
+        S.node_conn = (Conn) { .fd = -1, .done = node_on_done, .source.s_addr = htonl(0x7f000400u + 1) };
+
+        int r;
+        if (cancel_first > 0 && cancel_last >= cancel_first) {
+                S.cap_ids = S.n_ids = cancel_last - cancel_first + 1;
+                S.ids = calloc(S.n_ids, sizeof(uint64_t));
+                if (!S.ids)
+                        return EXIT_FAILURE;
+                for (size_t i = 0; i < S.n_ids; i++)
+                        S.ids[i] = cancel_first + i;
+                S.cancelling = true;
+                r = submitter_stage("cancel", S.n_ids, 1);
+                return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+        }
+        r = submitter_stage(S.array > 1 ? "submit_array" : "submit", S.jobs_total / S.array, S.array);
+        if (r >= 0 && S.cancel) {
+                S.cancelling = true;
+                r = submitter_stage("cancel", S.n_ids, 1);
+        }
+        return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
 static int make_tokens(unsigned m, const char *path) {
         _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         if (fd < 0 || fchmod(fd, 0600) < 0)
@@ -1021,16 +1316,6 @@ static int make_tokens(unsigned m, const char *path) {
         return fflush(f) == 0 ? 0 : -errno;
 }
 
-static uint64_t parse_u64(const char *s, const char *what) {
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(s, &end, 10);
-        if (errno || *end || end == s) {
-                fprintf(stderr, "%s: not a number: %s\n", what, s);
-                exit(2);
-        }
-        return v;
-}
 
 int main(int argc, char **argv) {
         if (argc == 4 && streq(argv[1], "tokens")) {
@@ -1039,12 +1324,17 @@ int main(int argc, char **argv) {
                         fprintf(stderr, "%s: %s\n", argv[3], strerror(-r));
                 return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
         }
+        if (argc >= 2 && streq(argv[1], "submit"))
+                return submit_main(argc, argv);
         if (argc < 2 || !streq(argv[1], "run")) {
                 fprintf(stderr, "Usage: %s tokens M FILE\n"
                                 "       %s run --port P --agent-tokens FILE --operator-token FILE [--tasks-per-node 50]\n"
                                 "           [--tasks-per-job 250] [--interval-ms 2000] [--warmup-s 10] [--duration-s 30]\n"
-                                "           [--burst-rate REQ_PER_S] [--burst-conns 32] [--controller-pid PID]\n",
-                        argv[0], argv[0]);
+                                "           [--burst-rate REQ_PER_S] [--burst-conns 32] [--controller-pid PID]\n"
+                                "       %s submit --port P --operator-token FILE [--clients 16] [--jobs 1000]\n"
+                                "           [--array K] [--tasks 4] [--cpus 1] [--name queued] [--cancel]\n"
+                                "           [--node NAME:SECRET] [--controller-pid PID] [--cancel-ids FIRST-LAST]\n",
+                        argv[0], argv[0], argv[0]);
                 return 2;
         }
         static const struct option options[] = {

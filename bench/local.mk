@@ -132,3 +132,11 @@ dist_noinst_SCRIPTS += bench/sim-speed.sh
 bench-sim: sim/cgorch-sim
 	$(BASH) $(srcdir)/bench/sim-speed.sh $(builddir)/sim/cgorch-sim
 .PHONY: bench-sim
+
+# Submitting, cancelling and listing jobs with 0, 10 000 and 100 000 queued, the controller's
+# memory, and Slurm's sbatch beside it when it can run here (see docs/benchmarks.md):
+# `make bench-scale`.
+dist_noinst_SCRIPTS += bench/controller-scale.sh
+bench-scale: bench/controller-load controller/cgorch-controller cli/cgorchctl
+	$(BASH) $(srcdir)/bench/controller-scale.sh $(builddir)
+.PHONY: bench-scale

@@ -20,11 +20,15 @@ void ctl_print_help(void) {
                "Submit, list and cancel jobs and list nodes of a cgorch cluster.\n"
                "\n"
                "Commands:\n"
-               "  submit [--wait] [--no-check-command] FILE|-\n"
-               "                                    submit the job described in JSON (see cgorch-api(7))\n"
+               "  submit [--wait] [--no-check-command] [--array=N] FILE|-\n"
+               "                                    submit the job (or list of jobs) described in JSON\n"
+               "                                    (see cgorch-api(7))\n"
                "  submit [SUBMIT OPTIONS] -- COMMAND [ARGS...]\n"
                "                                    submit a one-phase job running N copies of COMMAND\n"
-               "  jobs                              list jobs\n"
+               "  jobs [--state=S[,S...]] [--user=U] [--name=N] [--limit=N]\n"
+               "                                    list jobs, those in one of the states S (queued,\n"
+               "                                    running, succeeded, failed, cancelled, timeout), of\n"
+               "                                    user U and name N, at most N of them\n"
                "  job ID                            show a job with its phases and tasks\n"
                "  cancel ID                         cancel a job\n"
                "  hold ID                           keep a queued job from starting until released\n"
@@ -87,6 +91,8 @@ void ctl_print_help(void) {
                "      --no-check-command            submit even if USER cannot execute COMMAND on this machine\n"
                "                                    (a command or user missing here is never judged; the agent\n"
                "                                    checks again when it starts each task)\n"
+               "      --array=N                     submit N copies of the job at once (1..10000), told apart by\n"
+               "                                    $CGORCH_ARRAY_INDEX (0..N-1); prints their ids\n"
                "\n"
                "Exit status: 0 on success, 1 when a request failed or the waited-for job did not\n"
                "succeed, 2 on a usage error. See cgorchctl(1).\n");
@@ -407,16 +413,19 @@ int ctl_list_command(Ctl *ctl, int argc, char **argv, const char *command, const
                 r = -EPROTO;
         } else
                 r = print_table(list);
-        /* Jobs whose rows in the store are damaged are left out of the list and named here. */
-        json_t *unreadable = json_object_get(answer, "unreadable");
-        if (!ctl->json && json_array_size(unreadable) > 0) {
-                size_t i;
-                json_t *id;
-                fprintf(stderr, "cgorchctl: left out, their records in the controller's store cannot be decoded:");
-                json_array_foreach(unreadable, i, id)
-                        fprintf(stderr, " %s%" JSON_INTEGER_FORMAT, i > 0 ? "," : "", json_integer_value(id));
-                fprintf(stderr, " (see docs/operations.md)\n");
-        }
+        if (!ctl->json)
+                ctl_print_unreadable(json_object_get(answer, "unreadable"));
         json_decref(answer);
         return r < 0 ? CTL_EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+void ctl_print_unreadable(json_t *unreadable) {
+        if (json_array_size(unreadable) == 0)
+                return;
+        size_t i;
+        json_t *id;
+        fprintf(stderr, "cgorchctl: left out, their records in the controller's store cannot be decoded:");
+        json_array_foreach(unreadable, i, id)
+                fprintf(stderr, " %s%" JSON_INTEGER_FORMAT, i > 0 ? "," : "", json_integer_value(id));
+        fprintf(stderr, " (see docs/operations.md)\n");
 }

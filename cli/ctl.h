@@ -105,6 +105,10 @@ static inline int ctl_call_exit_status(int r) {
 int ctl_list_command(Ctl *ctl, int argc, char **argv, const char *command, const char *path, const char *key,
                      int (*print_table)(json_t *list));
 
+/* Names on stderr the jobs a list left out because their rows in the store cannot be decoded
+ * (the answer's "unreadable" ids); nothing when there are none. */
+void ctl_print_unreadable(json_t *unreadable);
+
 /* Prints j to stdout the way --json shows everything: indented, one document. */
 int ctl_print_json(json_t *j);
 

@@ -6,10 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "ctl.h"
 #include "human.h"
 #include "job-view.h"
 #include "json-field.h"
+#include "protocol.h"
 #include "table.h"
 
 /* The queue in priority order: what the scheduler serves first on top. */
@@ -55,8 +57,154 @@ static int jobs_print_table(json_t *list) {
         return table_print(t, stdout);
 }
 
+/* Percent-encodes s for a query string (RFC 3986: unreserved characters stay). */
+static char *query_escape(const char *s) {
+        static const char hex[] = "0123456789ABCDEF";
+        char *out = malloc(strlen(s) * 3 + 1), *p = out;
+        if (!out)
+                return NULL;
+        for (const unsigned char *c = (const unsigned char *) s; *c; c++)
+                if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+                    strchr("-._~", *c))
+                        *p++ = (char) *c;
+                else {
+                        *p++ = '%';
+                        *p++ = hex[*c >> 4];
+                        *p++ = hex[*c & 15];
+                }
+        *p = '\0';
+        return out;
+}
+
+/* Appends "&key=value" (value escaped) to *query. */
+static int query_add(char **query, const char *key, const char *value) {
+        _cleanup_free_ char *v = query_escape(value);
+        char *q = NULL;
+        if (!v || asprintf(&q, "%s&%s=%s", *query ?: "", key, v) < 0)
+                return -ENOMEM;
+        free(*query);
+        *query = q;
+        return 0;
+}
+
+/* The controller answers pages (GET /v1/jobs, 500 jobs unless asked otherwise): "jobs" follows
+ * next_cursor to the end, or to --limit jobs, and shows them as one list. */
 int verb_jobs(Ctl *ctl, int argc, char **argv) {
-        return ctl_list_command(ctl, argc, argv, "jobs", "/v1/jobs", "jobs", jobs_print_table);
+        enum { ARG_STATE = CTL_OPT_FIRST_LOCAL, ARG_USER, ARG_NAME, ARG_LIMIT };
+        static const struct option options[] = {
+                CTL_GLOBAL_OPTIONS,
+                { "state", required_argument, NULL, ARG_STATE },
+                { "user", required_argument, NULL, ARG_USER },
+                { "name", required_argument, NULL, ARG_NAME },
+                { "limit", required_argument, NULL, ARG_LIMIT },
+                {}
+        };
+        _cleanup_free_ char *filters = NULL;
+        _cleanup_(json_decrefp) json_t *all = json_array(), *unreadable = json_array();
+        _cleanup_free_ char *cursor = NULL;
+        uint64_t limit = 0;
+        int c, r;
+
+        if (!all || !unreadable)
+                return CTL_EXIT_FAILURE;
+        optind = 0;
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, ":h", options, NULL)) >= 0)
+                switch (c) {
+                case ARG_STATE: {
+                        /* Checked here too, for a usage error that names the option. */
+                        _cleanup_free_ char *copy = strdup(optarg);
+                        char *save = NULL;
+                        bool any = false;
+                        for (char *w = copy ? strtok_r(copy, ",", &save) : NULL; w; w = strtok_r(NULL, ",", &save)) {
+                                if (job_state_from_string(w) < 0) {
+                                        fprintf(stderr, "cgorchctl: --state=%s: '%s' is not a job state (queued, running, "
+                                                "succeeded, failed, cancelled, timeout; several separated by commas)\n", optarg, w);
+                                        return CTL_EXIT_USAGE;
+                                }
+                                any = true;
+                        }
+                        if (!any) {
+                                fprintf(stderr, "cgorchctl: --state=%s: no job state given\n", optarg);
+                                return CTL_EXIT_USAGE;
+                        }
+                        if (query_add(&filters, "state", optarg) < 0)
+                                return CTL_EXIT_FAILURE;
+                        break;
+                }
+                case ARG_USER:
+                case ARG_NAME:
+                        if (!*optarg) {
+                                fprintf(stderr, "cgorchctl: --%s: must not be empty\n", c == ARG_USER ? "user" : "name");
+                                return CTL_EXIT_USAGE;
+                        }
+                        if (query_add(&filters, c == ARG_USER ? "user" : "name", optarg) < 0)
+                                return CTL_EXIT_FAILURE;
+                        break;
+                case ARG_LIMIT:
+                        if (parse_uint64(optarg, &limit) < 0 || limit < 1) {
+                                fprintf(stderr, "cgorchctl: --limit=%s: must be a positive integer\n", optarg);
+                                return CTL_EXIT_USAGE;
+                        }
+                        break;
+                default:
+                        r = ctl_handle_option(ctl, c, argc, argv);
+                        if (r < 0)
+                                return CTL_EXIT_USAGE;
+                        if (r == CTL_OPTION_EXIT)
+                                return EXIT_SUCCESS;
+                }
+        if (optind < argc) {
+                fprintf(stderr, "cgorchctl: jobs: unexpected argument '%s'\n", argv[optind]);
+                return CTL_EXIT_USAGE;
+        }
+
+        for (;;) {
+                _cleanup_(json_decrefp) json_t *answer = NULL;
+                _cleanup_free_ char *path = NULL;
+                size_t got = json_array_size(all);
+                char page[64] = "";
+                if (limit > 0)
+                        snprintf(page, sizeof page, "&limit=%" PRIu64, MIN(limit - got, (uint64_t) 5000));
+                _cleanup_free_ char *query = NULL;
+                if (asprintf(&query, "%s%s%s%s", filters ?: "", page, cursor ? "&cursor=" : "", cursor ?: "") < 0)
+                        return CTL_EXIT_FAILURE;
+                /* Every part starts with '&': the first becomes '?'. */
+                if (asprintf(&path, "/v1/jobs%s%s", query[0] ? "?" : "", query[0] ? query + 1 : "") < 0)
+                        return CTL_EXIT_FAILURE;
+                r = ctl_call(ctl, "GET", path, NULL, &answer);
+                if (r < 0)
+                        return ctl_call_exit_status(r);
+                json_t *jobs = json_field_array(answer, "jobs");
+                if (!jobs) {
+                        fprintf(stderr, "cgorchctl: the controller's answer to %s has no \"jobs\" array\n", path);
+                        return CTL_EXIT_FAILURE;
+                }
+                if (json_array_extend(all, jobs) < 0 ||
+                    (json_is_array(json_object_get(answer, "unreadable")) &&
+                     json_array_extend(unreadable, json_object_get(answer, "unreadable")) < 0))
+                        return CTL_EXIT_FAILURE;
+                const char *next = json_field_string(answer, "next_cursor");
+                free(cursor);
+                cursor = next ? strdup(next) : NULL;
+                if (next && !cursor)
+                        return CTL_EXIT_FAILURE;
+                /* A cursor is the controller's own: it goes back as it came, digits only. */
+                if (!cursor || strspn(cursor, "0123456789") != strlen(cursor) ||
+                    (limit > 0 && json_array_size(all) >= limit))
+                        break;
+        }
+
+        if (ctl->json) {
+                _cleanup_(json_decrefp) json_t *o = json_pack("{s:O}", "jobs", all);
+                if (!o || (json_array_size(unreadable) > 0 && json_object_set(o, "unreadable", unreadable) < 0) ||
+                    (cursor && json_object_set_new(o, "next_cursor", json_string(cursor)) < 0))
+                        return CTL_EXIT_FAILURE;
+                return ctl_print_json(o) < 0 ? CTL_EXIT_FAILURE : EXIT_SUCCESS;
+        }
+        r = jobs_print_table(all);
+        ctl_print_unreadable(unreadable);
+        return r < 0 ? CTL_EXIT_FAILURE : EXIT_SUCCESS;
 }
 
 /* Parses "COMMAND ID" and returns 0 with the id, or the exit status to return (> 0), or -1

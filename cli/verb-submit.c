@@ -20,8 +20,8 @@
 
 #define SUBMIT_WAIT_POLL_NS (500 * 1000 * 1000L)
 
-static void job_spec_freep(JobSpec **s) {
-        job_spec_free(*s);
+static void job_submission_freep(JobSubmission **s) {
+        job_submission_free(*s);
 }
 
 /* Reads the job JSON from path ("-": standard input). Prints the error, with line and column
@@ -51,14 +51,15 @@ static int job_load_file(const char *path, json_t **ret) {
         return 0;
 }
 
-/* Checks the job exactly as the controller will, so a mistake is reported before anything is
- * sent and names the field ("phases[0].cpu_cores: ..."); then, unless told not to, that its
- * user can execute its commands, where this machine can tell (command-check.h). */
+/* Checks the submission (a job, an array, a list of jobs) exactly as the controller will, so a
+ * mistake is reported before anything is sent and names the field ("phases[0].cpu_cores: ...",
+ * "jobs[3].name: ..."); then, unless told not to, that each job's user can execute its
+ * commands, where this machine can tell (command-check.h). */
 static int job_check(json_t *job, const char *source, bool check_command) {
-        _cleanup_(job_spec_freep) JobSpec *spec = NULL;
+        _cleanup_(job_submission_freep) JobSubmission *sub = NULL;
         _cleanup_free_ char *error = NULL;
 
-        int r = job_spec_from_json(job, &spec, &error);
+        int r = job_submission_from_json(job, &sub, &error);
         if (r == -ENOMEM || (r < 0 && !error)) {
                 fprintf(stderr, "cgorchctl: %s: %s\n", source, r == -ENOMEM ? "out of memory" : strerror(-r));
                 return r;
@@ -67,7 +68,12 @@ static int job_check(json_t *job, const char *source, bool check_command) {
                 fprintf(stderr, "cgorchctl: %s: %s\n", source, error);
                 return r;
         }
-        return check_command ? command_check_job(spec) : 0;
+        for (size_t i = 0; check_command && i < sub->n_specs; i++) {
+                r = command_check_job(sub->specs[i]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 static int invoking_user_name(char **ret) {
@@ -135,6 +141,7 @@ int verb_submit(Ctl *ctl, int argc, char **argv) {
                 ARG_WEIGHT,
                 ARG_PIDS,
                 ARG_NO_CHECK_COMMAND,
+                ARG_ARRAY,
                 ARG_OUTPUT,
                 ARG_ERROR,
                 ARG_TIME,
@@ -157,6 +164,7 @@ int verb_submit(Ctl *ctl, int argc, char **argv) {
                 { "hold", no_argument, NULL, ARG_HOLD },
                 { "wait", no_argument, NULL, 'w' },
                 { "no-check-command", no_argument, NULL, ARG_NO_CHECK_COMMAND },
+                { "array", required_argument, NULL, ARG_ARRAY },
                 CTL_GLOBAL_OPTIONS,
                 {}
         };
@@ -169,6 +177,7 @@ int verb_submit(Ctl *ctl, int argc, char **argv) {
         _cleanup_(json_decrefp) json_t *job = NULL, *answer = NULL;
         _cleanup_free_ char *user = NULL;
         bool short_form = false, wait = false, check_command = true;
+        unsigned array = 0;
         const char *source;
         int c, r;
 
@@ -261,13 +270,21 @@ int verb_submit(Ctl *ctl, int argc, char **argv) {
                 case ARG_NO_CHECK_COMMAND:
                         check_command = false;
                         break;
+                case ARG_ARRAY:
+                        if (parse_uint(optarg, &array) < 0 || array < 1 || array > PROTO_MAX_JOBS_PER_SUBMISSION) {
+                                fprintf(stderr, "cgorchctl: --array=%s: must be an integer in [1, %d]\n", optarg,
+                                        PROTO_MAX_JOBS_PER_SUBMISSION);
+                                return CTL_EXIT_USAGE;
+                        }
+                        break;
                 default:
                         if ((r = ctl_global_option(ctl, c, argc, argv)) != CTL_CONTINUE)
                                 return r;
                         continue;
                 }
-                /* Any option describing the job (not --wait or --no-check-command) selects the short form. */
-                if (c != 'w' && c != ARG_NO_CHECK_COMMAND)
+                /* Any option describing the job (not --wait, --no-check-command or --array) selects
+                 * the short form. */
+                if (c != 'w' && c != ARG_NO_CHECK_COMMAND && c != ARG_ARRAY)
                         short_form = true;
         }
         if (optind > 1 && streq(argv[optind - 1], "--"))
@@ -313,12 +330,46 @@ int verb_submit(Ctl *ctl, int argc, char **argv) {
                 source = "submit";
         }
 
+        if (array > 0) {
+                if (!json_is_object(job) || json_object_get(job, "jobs") || json_object_get(job, "array")) {
+                        fprintf(stderr, "cgorchctl: %s: --array makes copies of one job; this is a list of jobs or "
+                                "an array already\n", source);
+                        return CTL_EXIT_USAGE;
+                }
+                if (json_object_set_new(job, "array", json_integer(array)) < 0) {
+                        fprintf(stderr, "cgorchctl: out of memory\n");
+                        return CTL_EXIT_FAILURE;
+                }
+        }
+
         if (job_check(job, source, check_command) < 0)
                 return CTL_EXIT_FAILURE;
+
+        /* Several jobs: --wait follows one. */
+        if (wait && (json_object_get(job, "array") || json_object_get(job, "jobs"))) {
+                fprintf(stderr, "cgorchctl: submit: --wait follows one job, not an array or a list "
+                        "(follow them with 'cgorchctl jobs --name NAME')\n");
+                return CTL_EXIT_USAGE;
+        }
 
         r = ctl_call(ctl, "POST", "/v1/jobs", job, &answer);
         if (r < 0)
                 return ctl_call_exit_status(r);
+
+        /* An array or a list: the ids, one a line, in order. */
+        json_t *ids = json_object_get(answer, "ids");
+        if (json_is_array(ids)) {
+                if (ctl->json)
+                        r = ctl_print_json(answer);
+                else {
+                        size_t i;
+                        json_t *v;
+                        json_array_foreach(ids, i, v)
+                                printf("%" JSON_INTEGER_FORMAT "\n", json_integer_value(v));
+                        r = fflush(stdout) == 0 ? 0 : -EIO;
+                }
+                return r < 0 ? CTL_EXIT_FAILURE : EXIT_SUCCESS;
+        }
 
         int64_t id;
         if (!json_field_int(answer, "id", &id) || id < 0) {

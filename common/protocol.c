@@ -714,18 +714,16 @@ static int phase_spec_from_json(json_t *j, const char *path, size_t index, Phase
         return 0;
 }
 
-int job_spec_from_json(json_t *j, JobSpec **ret, char **ret_error) {
-        static const char *const keys[] = {
-                "name", "user", "weight", "output", "error", "time_limit_s", "hold", "phases", NULL,
-        };
+/* A job at path ("" for the body itself); keys may add "array" (a submission's). */
+static int job_spec_parse(json_t *j, const char *path, const char *const *keys, JobSpec **ret, char **ret_error) {
         _cleanup_(job_spec_freep) JobSpec *s = NULL;
         const char *name;
         json_t *phases;
         int r;
 
         if (!json_is_object(j))
-                return fail(ret_error, NULL, NULL, "must be a JSON object");
-        r = check_keys(j, "", keys, ret_error);
+                return fail(ret_error, path, NULL, "must be a JSON object");
+        r = check_keys(j, path, keys, ret_error);
         if (r < 0)
                 return r;
 
@@ -734,32 +732,32 @@ int job_spec_from_json(json_t *j, JobSpec **ret, char **ret_error) {
                 return -ENOMEM;
         s->weight = 1;
 
-        r = get_name(j, "", "name", true, &name, ret_error);
+        r = get_name(j, path, "name", true, &name, ret_error);
         if (r < 0)
                 return r;
         if (strdup_to(name, &s->name) < 0)
                 return -ENOMEM;
-        r = get_user(j, "", "user", &s->user, ret_error);
+        r = get_user(j, path, "user", &s->user, ret_error);
         if (r < 0)
                 return r;
-        r = get_number(j, "", "weight", false, 0, true, PROTO_MAX_WEIGHT, &s->weight, ret_error);
+        r = get_number(j, path, "weight", false, 0, true, PROTO_MAX_WEIGHT, &s->weight, ret_error);
         if (r < 0)
                 return r;
-        r = get_output_pattern(j, "", "output", &s->output, ret_error);
+        r = get_output_pattern(j, path, "output", &s->output, ret_error);
         if (r < 0)
                 return r;
-        r = get_output_pattern(j, "", "error", &s->error, ret_error);
+        r = get_output_pattern(j, path, "error", &s->error, ret_error);
         if (r < 0)
                 return r;
         int64_t limit;
-        r = get_int(j, "", "time_limit_s", false, 1, PROTO_MAX_TIME_LIMIT_S, &limit, ret_error);
+        r = get_int(j, path, "time_limit_s", false, 1, PROTO_MAX_TIME_LIMIT_S, &limit, ret_error);
         if (r < 0)
                 return r;
         s->time_limit_s = r > 0 ? (uint32_t) limit : 0;
-        r = get_bool(j, "", "hold", false, &s->hold, ret_error);
+        r = get_bool(j, path, "hold", false, &s->hold, ret_error);
         if (r < 0)
                 return r;
-        r = get_array(j, "", "phases", true, 1, PROTO_MAX_PHASES, "phases", &phases, ret_error);
+        r = get_array(j, path, "phases", true, 1, PROTO_MAX_PHASES, "phases", &phases, ret_error);
         if (r < 0)
                 return r;
 
@@ -770,7 +768,7 @@ int job_spec_from_json(json_t *j, JobSpec **ret, char **ret_error) {
         s->n_phases = n;
         for (size_t i = 0; i < n; i++) {
                 char p[PATH_BUF];
-                path_index(p, "", "phases", i);
+                path_index(p, path, "phases", i);
                 r = phase_spec_from_json(json_array_get(phases, i), p, i, &s->phases[i], ret_error);
                 if (r < 0)
                         return r;
@@ -781,6 +779,152 @@ int job_spec_from_json(json_t *j, JobSpec **ret, char **ret_error) {
         }
 
         *ret = TAKE_PTR(s);
+        return 0;
+}
+
+int job_spec_from_json(json_t *j, JobSpec **ret, char **ret_error) {
+        static const char *const keys[] = {
+                "name", "user", "weight", "output", "error", "time_limit_s", "hold", "phases", NULL,
+        };
+        return job_spec_parse(j, "", keys, ret, ret_error);
+}
+
+/* ---- Submissions: one job, an array, a list ---- */
+
+void job_submission_free(JobSubmission *s) {
+        if (!s)
+                return;
+        for (size_t i = 0; i < s->n_specs; i++)
+                job_spec_free(s->specs[i]);
+        free(s->specs);
+        free(s->copies);
+        free(s);
+}
+
+static void job_submission_freep(JobSubmission **s) {
+        job_submission_free(*s);
+}
+
+/* An array job's copies find their index in their environment: a slot for it in every phase,
+ * filled in by job_spec_set_array_index(). */
+static int add_array_slot(JobSpec *spec, const char *path, char **ret_error) {
+        static const char prefix[] = PROTO_ARRAY_INDEX_ENV "=";
+        for (size_t k = 0; k < spec->n_phases; k++) {
+                PhaseSpec *p = &spec->phases[k];
+                char where[PATH_BUF];
+                path_index(where, path, "phases", k);
+                size_t n = 0;
+                for (; p->env && p->env[n]; n++)
+                        if (strncmp(p->env[n], prefix, sizeof prefix - 1) == 0) {
+                                char env_path[PATH_BUF];
+                                path_field(env_path, where, "env");
+                                return fail(ret_error, env_path, PROTO_ARRAY_INDEX_ENV,
+                                            "is set by the controller in each job of an array");
+                        }
+                if (n >= PROTO_MAX_ENV)
+                        return fail(ret_error, where, "env", "must hold at most %d variables in an array job",
+                                    PROTO_MAX_ENV - 1);
+                char **e = realloc(p->env, (n + 2) * sizeof(char *));
+                if (!e)
+                        return -ENOMEM;
+                p->env = e;
+                if (asprintf(&e[n], "%s0", prefix) < 0) {
+                        e[n] = NULL;
+                        return -ENOMEM;
+                }
+                e[n + 1] = NULL;
+        }
+        return 0;
+}
+
+int job_spec_set_array_index(JobSpec *spec, unsigned index) {
+        static const char prefix[] = PROTO_ARRAY_INDEX_ENV "=";
+        for (size_t k = 0; k < spec->n_phases; k++)
+                for (char **e = spec->phases[k].env; e && *e; e++)
+                        if (strncmp(*e, prefix, sizeof prefix - 1) == 0) {
+                                char *v;
+                                if (asprintf(&v, "%s%u", prefix, index) < 0)
+                                        return -ENOMEM;
+                                free(*e);
+                                *e = v;
+                        }
+        return 0;
+}
+
+/* One job of a submission at path, with its "array" if any; counts it in. */
+static int submission_add(JobSubmission *sub, json_t *j, const char *path, char **ret_error) {
+        static const char *const keys[] = {
+                "name", "user", "weight", "output", "error", "time_limit_s", "hold", "phases", "array", NULL,
+        };
+        _cleanup_(job_spec_freep) JobSpec *spec = NULL;
+        int r = job_spec_parse(j, path, keys, &spec, ret_error);
+        if (r < 0)
+                return r;
+        int64_t copies = 1;
+        r = get_int(j, path, "array", false, 1, PROTO_MAX_JOBS_PER_SUBMISSION, &copies, ret_error);
+        if (r < 0)
+                return r;
+        bool array = r > 0;
+        if (array) {
+                sub->many = true;
+                r = add_array_slot(spec, path, ret_error);
+                if (r < 0)
+                        return r;
+        }
+        size_t tasks = 0;
+        for (size_t k = 0; k < spec->n_phases; k++)
+                tasks += spec->phases[k].n_tasks;
+        if (sub->n_jobs + (size_t) copies > PROTO_MAX_JOBS_PER_SUBMISSION)
+                return fail(ret_error, path, array ? "array" : NULL, "the submission holds more than %d jobs in all",
+                            PROTO_MAX_JOBS_PER_SUBMISSION);
+        if (sub->n_tasks + tasks * (size_t) copies > PROTO_MAX_TASKS_PER_SUBMISSION)
+                return fail(ret_error, path, array ? "array" : NULL, "the submission holds more than %d tasks in all",
+                            PROTO_MAX_TASKS_PER_SUBMISSION);
+        sub->n_jobs += (size_t) copies;
+        sub->n_tasks += tasks * (size_t) copies;
+        sub->specs[sub->n_specs] = TAKE_PTR(spec);
+        sub->copies[sub->n_specs++] = (unsigned) copies;
+        return 0;
+}
+
+int job_submission_from_json(json_t *j, JobSubmission **ret, char **ret_error) {
+        _cleanup_(job_submission_freep) JobSubmission *sub = calloc(1, sizeof(JobSubmission));
+        if (!sub)
+                return -ENOMEM;
+        json_t *list = json_is_object(j) ? json_object_get(j, "jobs") : NULL;
+        if (!list) {
+                sub->specs = calloc(1, sizeof(JobSpec *));
+                sub->copies = calloc(1, sizeof(unsigned));
+                if (!sub->specs || !sub->copies)
+                        return -ENOMEM;
+                int r = submission_add(sub, j, "", ret_error);
+                if (r < 0)
+                        return r;
+                *ret = TAKE_PTR(sub);
+                return 0;
+        }
+
+        static const char *const keys[] = { "jobs", NULL };
+        int r = check_keys(j, "", keys, ret_error);
+        if (r < 0)
+                return r;
+        r = get_array(j, "", "jobs", true, 1, PROTO_MAX_JOBS_PER_SUBMISSION, "jobs", &list, ret_error);
+        if (r < 0)
+                return r;
+        size_t n = json_array_size(list);
+        sub->specs = calloc(n, sizeof(JobSpec *));
+        sub->copies = calloc(n, sizeof(unsigned));
+        if (!sub->specs || !sub->copies)
+                return -ENOMEM;
+        sub->many = sub->list = true;
+        for (size_t i = 0; i < n; i++) {
+                char p[PATH_BUF];
+                path_index(p, "", "jobs", i);
+                r = submission_add(sub, json_array_get(list, i), p, ret_error);
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(sub);
         return 0;
 }
 

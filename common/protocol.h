@@ -95,6 +95,29 @@ int job_spec_from_json(json_t *j, JobSpec **ret, char **ret_error);
 json_t *job_spec_to_json(const JobSpec *s);
 void job_spec_free(JobSpec *s);
 
+/* What one POST /v1/jobs submits: a job; an array (the job with "array": N, 1..N: N jobs, the
+ * same but for PROTO_ARRAY_INDEX_ENV=0..N-1 in every phase's environment); or a list
+ * {"jobs": [JOB, ...]} whose jobs may be arrays. Validated as a whole: the first job that is
+ * not valid refuses all, its message naming it ("jobs[3].phases[0].cpu_cores: ..."). At most
+ * PROTO_MAX_JOBS_PER_SUBMISSION jobs and PROTO_MAX_TASKS_PER_SUBMISSION tasks in all. */
+#define PROTO_MAX_JOBS_PER_SUBMISSION 10000
+#define PROTO_MAX_TASKS_PER_SUBMISSION 200000
+#define PROTO_ARRAY_INDEX_ENV "CGORCH_ARRAY_INDEX"
+
+typedef struct JobSubmission {
+        JobSpec **specs;      /* the jobs as given; an array's holds PROTO_ARRAY_INDEX_ENV=0 */
+        unsigned *copies;     /* of each: 1, or its array's N */
+        size_t n_specs;
+        size_t n_jobs, n_tasks; /* in all */
+        bool many;            /* a list or an array: answered with the ids, not one job */
+        bool list;            /* a list: specs[k] is at "jobs[k]" */
+} JobSubmission;
+
+int job_submission_from_json(json_t *j, JobSubmission **ret, char **ret_error);
+void job_submission_free(JobSubmission *s);
+/* Sets PROTO_ARRAY_INDEX_ENV in every phase of an array's job to index. */
+int job_spec_set_array_index(JobSpec *spec, unsigned index);
+
 /* ---- Task and job states ---- */
 
 typedef enum TaskState {

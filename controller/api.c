@@ -132,6 +132,19 @@ static void hide_private(const Api *api, const HttpRequest *req, json_t *job) {
                 (void) json_object_set_new(phase, "argv", json_null());
 }
 
+/* The answer to a change the API acknowledges (submit, cancel, hold, release, requeue) goes out
+ * once its commit is on disk (durable-answers.h). */
+static void answer_durable(Api *api, const HttpRequest *req, HttpResponse *resp) {
+        int r = durable_answers_hold(api->durable, api->store, req, resp);
+        if (r >= 0)
+                return;
+        http_response_done(resp);
+        http_response_error(resp, 500,
+                            "internal error: the store could not sync its log to disk (%s); the change is recorded "
+                            "but may not survive a crash of the machine",
+                            strerror(-r));
+}
+
 static void principal_name(const AuthPrincipal *p, char *buf, size_t size);
 static bool principal_is_admin(const AuthPrincipal *p);
 
@@ -149,17 +162,74 @@ static void handle_jobs_submit(const HttpRequest *req, HttpResponse *resp, void 
         if (r < 0)
                 return respond_errno(api, resp, r, error, "job");
 
-        json_int_t id = json_integer_value(json_object_get(job, "id"));
-        if (asprintf(&resp->location, "/v1/jobs/%" JSON_INTEGER_FORMAT, id) < 0)
+        /* One job: where it is. An array or a list answers its ids. */
+        json_t *id = json_object_get(job, "id");
+        if (id && asprintf(&resp->location, "/v1/jobs/%" JSON_INTEGER_FORMAT, json_integer_value(id)) < 0)
                 resp->location = NULL;
         resp->status = 201;
         resp->body = job;
         changed(api);
+        answer_durable(api, req, resp);
 }
 
+/* "queued,running": a mask of job states; false for a word that is none. */
+static bool parse_job_states(const char *s, unsigned *ret, char **ret_bad) {
+        unsigned mask = 0;
+        _cleanup_free_ char *copy = strdup(s);
+        if (!copy)
+                return false;
+        char *save = NULL;
+        for (char *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+                JobState st = job_state_from_string(w);
+                if (st < 0) {
+                        *ret_bad = strdup(w);
+                        return false;
+                }
+                mask |= 1u << st;
+        }
+        if (mask == 0) {
+                *ret_bad = strdup(s);
+                return false;
+        }
+        *ret = mask;
+        return true;
+}
+
+/* A page of jobs, oldest first: ?state=S[,S...]&user=U&name=N&limit=L&cursor=C. */
 static void handle_jobs_list(const HttpRequest *req, HttpResponse *resp, void *userdata) {
+        static const char *const allowed[] = { "state", "user", "name", "limit", "cursor", NULL };
         Api *api = userdata;
-        int r = cluster_jobs_to_json(api->cluster, now_ms(), &resp->body);
+        StoreJobFilter f = { .limit = API_JOBS_PAGE_DEFAULT };
+
+        const char *unknown = http_request_query_unknown(req, allowed);
+        if (unknown)
+                return http_response_error(resp, 400, "%s: unknown query parameter", unknown);
+        const char *v = http_request_query(req, "state");
+        if (v) {
+                _cleanup_free_ char *bad = NULL;
+                if (!parse_job_states(v, &f.state_mask, &bad))
+                        return http_response_error(resp, 400,
+                                                   "state: '%s' is not a job state (queued, running, succeeded, failed, "
+                                                   "cancelled, timeout; several separated by commas)",
+                                                   bad ?: v);
+        }
+        f.user = http_request_query(req, "user");
+        f.name = http_request_query(req, "name");
+        if ((f.user && !*f.user) || (f.name && !*f.name))
+                return http_response_error(resp, 400, "%s: must not be empty", f.user && !*f.user ? "user" : "name");
+        v = http_request_query(req, "limit");
+        if (v) {
+                uint64_t limit;
+                if (!parse_job_id(v, &limit) || limit > API_JOBS_PAGE_MAX)
+                        return http_response_error(resp, 400, "limit: must be an integer in [1, %u]", API_JOBS_PAGE_MAX);
+                f.limit = (unsigned) limit;
+        }
+        /* The cursor is the last id of the page before: opaque to clients, but only that. */
+        v = http_request_query(req, "cursor");
+        if (v && !parse_job_id(v, &f.after_id))
+                return http_response_error(resp, 400, "cursor: not a cursor this controller gave (next_cursor)");
+
+        int r = cluster_jobs_to_json(api->cluster, &f, now_ms(), &resp->body);
         if (r < 0)
                 return respond_errno(api, resp, r, NULL, "jobs");
         size_t i;
@@ -245,11 +315,13 @@ static void handle_job_cancel(const HttpRequest *req, HttpResponse *resp, void *
                 return respond_errno(api, resp, r, NULL, what);
         resp->status = 200;
         changed(api);
+        answer_durable(api, req, resp);
 }
 
-/* The answer to hold, release and requeue: the job's view, or why not (409: its state; 403: an
- * administrator's hold). */
-static void job_verb_done(Api *api, HttpResponse *resp, int r, const char *error, const char *what) {
+/* The answer to hold, release and requeue: the job's view once its commit is on disk, or why
+ * not (409: its state; 403: an administrator's hold). */
+static void job_verb_done(Api *api, const HttpRequest *req, HttpResponse *resp, int r, const char *error,
+                          const char *what) {
         if (r == -EALREADY && error)
                 return http_response_error(resp, 409, "%s", error);
         if (r == -EPERM && error)
@@ -258,6 +330,7 @@ static void job_verb_done(Api *api, HttpResponse *resp, int r, const char *error
                 return respond_errno(api, resp, r, error, what);
         resp->status = 200;
         changed(api);
+        answer_durable(api, req, resp);
 }
 
 static void handle_job_hold(const HttpRequest *req, HttpResponse *resp, void *userdata) {
@@ -269,7 +342,7 @@ static void handle_job_hold(const HttpRequest *req, HttpResponse *resp, void *us
                 return;
         principal_name(req->principal, by, sizeof by);
         int r = cluster_hold(api->cluster, id, by, principal_is_admin(req->principal), now_ms(), &resp->body, &error);
-        job_verb_done(api, resp, r, error, what);
+        job_verb_done(api, req, resp, r, error, what);
 }
 
 static void handle_job_release(const HttpRequest *req, HttpResponse *resp, void *userdata) {
@@ -280,7 +353,7 @@ static void handle_job_release(const HttpRequest *req, HttpResponse *resp, void 
         if (!own_job(api, req, resp, "release", &id, what))
                 return;
         int r = cluster_release(api->cluster, id, principal_is_admin(req->principal), now_ms(), &resp->body, &error);
-        job_verb_done(api, resp, r, error, what);
+        job_verb_done(api, req, resp, r, error, what);
 }
 
 static void handle_job_requeue(const HttpRequest *req, HttpResponse *resp, void *userdata) {
@@ -292,7 +365,7 @@ static void handle_job_requeue(const HttpRequest *req, HttpResponse *resp, void 
                 return;
         principal_name(req->principal, by, sizeof by);
         int r = cluster_requeue(api->cluster, id, by, now_ms(), &resp->body, &error);
-        job_verb_done(api, resp, r, error, what);
+        job_verb_done(api, req, resp, r, error, what);
 }
 
 static double monotonic_s(void) {

@@ -6,6 +6,7 @@
 
 #include "auth.h"
 #include "cluster.h"
+#include "durable-answers.h"
 #include "controller-metrics.h"
 #include "http-server.h"
 #include "node-wait.h"
@@ -28,11 +29,18 @@ typedef struct Api {
         Orchestrator *orchestrator;          /* GET /v1/contention */
         RuntimeConfig *config;               /* GET/PUT /v1/config */
         NodeWaits *waits;                    /* POST /v1/nodes/{id}/wait; NULL: answered at once */
+        DurableAnswers *durable;             /* acknowledged changes answered after one shared
+                                              * sync; NULL: the store syncs each commit */
         OutputReads *reads;                  /* GET /v1/jobs/{id}/output; NULL: 503 */
         ControllerMetrics *metrics;          /* GET /metrics, and what the handlers count; NULL: none */
         uint64_t metrics_dropped_logged;     /* dropped observations already logged */
         NonceCache *nonces;                  /* the signed requests' nonces; NULL: not remembered */
 } Api;
+
+/* GET /v1/jobs answers pages of this many jobs unless ?limit= says otherwise, and of at most
+ * API_JOBS_PAGE_MAX. */
+#define API_JOBS_PAGE_DEFAULT 500u
+#define API_JOBS_PAGE_MAX 5000u
 
 /* A wait holds at most this long (?hold_ms=), 25 s when not given. */
 #define API_WAIT_HOLD_MAX_MS 60000u

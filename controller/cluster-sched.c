@@ -1,7 +1,12 @@
-/* cluster-sched.c: keeps the scheduler's job phases in line with the store and sizes them with
- * the HFSP estimator, in CPU-seconds as cgroups measure them. */
+/* cluster-sched.c: the scheduler's picture of the store, kept in memory — the runnable job
+ * phases, sized with the HFSP estimator in CPU-seconds as cgroups measure them, and the tasks
+ * it holds — and brought in line with the store at each placement by re-reading only the jobs
+ * the store says changed (store_set_change_hooks()). The store stays the record: at a start,
+ * and after a transaction that rolled back what a placement had read, the picture is rebuilt
+ * from all of it once. */
 #include <inttypes.h>
 #include <math.h>
+#include <search.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,7 +18,12 @@
 /* json_decrefp() comes with jansson >= 2.11. */
 #define _cleanup_json_ _cleanup_(json_decrefp)
 
-/* What the estimator knows of one phase the scheduler holds; kept sorted by key. */
+/* Ranks are computed exactly for every view while the scheduler holds at most this many job
+ * phases; beyond, a ranking (O(n log n)) serves the views of the next RANK_MAX_AGE_MS. */
+#define RANK_EXACT_MAX 1000u
+#define RANK_MAX_AGE_MS 1000
+
+/* What the estimator knows of one phase the scheduler holds. */
 typedef struct PhaseEntry {
         uint64_t key;
         SizingPhase sz;            /* its size, as controller/sched-sizing.c keeps it */
@@ -21,46 +31,253 @@ typedef struct PhaseEntry {
         double finished_s;         /* the CPU-seconds its succeeded tasks used */
         bool served_changed;       /* finished_s grew since the scheduler was told */
         int64_t sized_ms;
-        json_t *estimate;          /* how its size came about; owned, also in the store */
+        char *estimate;            /* how its size came about, a JSON object as text (a tenth of
+                                    * the memory of the object); owned, also in the store */
+        /* A training task of it runs: its training may move with time and progress alone,
+         * which no write to the store announces, so every sync looks at it. */
+        bool watched;
+        /* Its row as last written (entry_save()): a checkpoint rewrites it only when a restart
+         * would not find its virtual state there. */
+        bool saved, saved_done;
+        double saved_remaining_s, saved_finish; /* saved_finish NAN: not ageing (absolute) */
+        int64_t saved_late_ms;
 } PhaseEntry;
 
-/* A task the scheduler was told about, as it was told; kept in FIFO order. */
+/* A task the scheduler was told about, as it was told. */
 typedef struct TaskEntry {
-        uint64_t job;
-        unsigned phase, index, attempt;
+        StoreTask t;               /* as the store had it when its job was last read */
         size_t id;                 /* the scheduler's task id */
         SchedTask told;
         int64_t cpu_weight;        /* the CFS weight last asked for it; 0: the agent's default */
 } TaskEntry;
 
+/* One job as the scheduler holds it. */
+typedef struct JobRec {
+        uint64_t job;
+        PhaseEntry *phases;        /* runnable, by phase */
+        size_t n_phases;
+        TaskEntry *tasks;          /* told, in FIFO order (phase, index, attempt) */
+        size_t n_tasks;
+        size_t n_running;          /* tasks told running */
+        size_t n_pending;          /* tasks told pending */
+        size_t running_pos;        /* in cs->running_jobs, or SIZE_MAX */
+} JobRec;
+
+/* Job ids the store changed since they were last read (duplicates allowed until drained). */
+typedef struct JobList {
+        uint64_t *v;
+        size_t n, allocated, compacted;
+} JobList;
+
 struct ClusterSched {
         Sched *sched;
-        TaskEntry *tasks;          /* as of the last placement */
-        size_t n_tasks;
+        Store *store;
+        void *jobs;                /* tsearch() tree of JobRec by job */
+        JobRec **running_jobs;     /* jobs with tasks told running (any order) */
+        size_t n_running_jobs, n_running_jobs_allocated;
+        TaskEntry **by_id;         /* the scheduler's task id → its entry */
         size_t *free_ids;          /* task ids to reuse; ids below n_ids are in use or free */
         size_t n_free, n_ids;
-        size_t *position;          /* task id → index in the caller's array, this placement */
-        SchedDecision *out;
+        size_t n_weighted;         /* entries with a CFS weight asked for */
+        size_t n_pending;          /* tasks told pending, in all */
+        size_t n_waiting;          /* n_pending before the last placement's decisions */
+        ClusterSchedDecision *out;
         size_t n_out_allocated;
         ClusterSchedWeight *weights;
         size_t n_weights_allocated;
         SchedSizing sizing;        /* s̄ and the estimator's parameters */
-        PhaseEntry *phases;        /* runnable */
-        size_t n_phases;
-        PhaseEntry *done;          /* finished in reality, still ageing virtually */
+        PhaseEntry *done;          /* finished in reality, still ageing virtually; by key */
         size_t n_done;
-        StoreSchedRecord *restore; /* the checkpoint, until the first sync has used it */
+        StoreSchedRecord *restore; /* the checkpoint, until the first sync has used it; by key */
+        bool *restore_taken;
         size_t n_restore;
+        double restore_ghost;      /* the checkpoint's ghost time (NAN: no checkpoint) */
         double capacity_cpus;
+        uint64_t *watch;           /* keys of the watched phases */
+        size_t n_watch, n_watch_allocated;
+        JobList dirty_phases, dirty_tasks;
+        JobList served;            /* jobs with a phase whose finished_s grew (phases_served()) */
+        bool full_phases, full_tasks; /* rebuild that part from the whole store next time */
+        bool always_full;
+        bool touched;              /* read the store since the last commit */
+        char **node_ids;           /* of the last placement, in its order */
+        bool ranked;
+        int64_t ranked_ms;
 };
 
-static void entries_free(PhaseEntry *v, size_t n) {
-        for (size_t i = 0; i < n; i++)
-                json_decref(v[i].estimate);
-        free(v);
+/* ---- Small containers ---- */
+
+static int joblist_add(JobList *l, uint64_t job) {
+        if (l->n > 0 && l->v[l->n - 1] == job)
+                return 0;
+        if (l->n == l->allocated) {
+                size_t m = MAX(l->allocated * 2, (size_t) 64);
+                uint64_t *p = realloc(l->v, m * sizeof(uint64_t));
+                if (!p)
+                        return -ENOMEM;
+                l->v = p;
+                l->allocated = m;
+        }
+        l->v[l->n++] = job;
+        return 0;
 }
 
-int cluster_sched_new(const SchedParams *sched_params, const HfspSizeParams *size_params, ClusterSched **ret) {
+static int cmp_u64(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+static void joblist_sort_unique(JobList *l) {
+        if (l->n == 0)
+                return;
+        qsort(l->v, l->n, sizeof(uint64_t), cmp_u64);
+        size_t k = 1;
+        for (size_t i = 1; i < l->n; i++)
+                if (l->v[i] != l->v[k - 1])
+                        l->v[k++] = l->v[i];
+        l->n = k;
+        l->compacted = k;
+}
+
+static bool joblist_contains_sorted(const JobList *l, uint64_t job) {
+        return l->n > 0 && bsearch(&job, l->v, l->n, sizeof(uint64_t), cmp_u64);
+}
+
+static void joblist_done(JobList *l) {
+        free(l->v);
+        *l = (JobList) {};
+}
+
+static int rec_cmp(const void *a, const void *b) {
+        uint64_t x = ((const JobRec *) a)->job, y = ((const JobRec *) b)->job;
+        return x < y ? -1 : x > y;
+}
+
+static JobRec *rec_find(const ClusterSched *cs, uint64_t job) {
+        JobRec key = { .job = job };
+        JobRec **p = tfind(&key, &cs->jobs, rec_cmp);
+        return p ? *p : NULL;
+}
+
+static JobRec *rec_get(ClusterSched *cs, uint64_t job) {
+        JobRec *rec = rec_find(cs, job);
+        if (rec)
+                return rec;
+        rec = calloc(1, sizeof(JobRec));
+        if (!rec)
+                return NULL;
+        *rec = (JobRec) { .job = job, .running_pos = SIZE_MAX };
+        JobRec **p = tsearch(rec, &cs->jobs, rec_cmp);
+        if (!p) {
+                free(rec);
+                return NULL;
+        }
+        return rec;
+}
+
+static void running_set(ClusterSched *cs, JobRec *rec) {
+        bool want = rec->n_running > 0, have = rec->running_pos != SIZE_MAX;
+        if (want == have)
+                return;
+        if (have) {
+                JobRec *last = cs->running_jobs[--cs->n_running_jobs];
+                cs->running_jobs[rec->running_pos] = last;
+                last->running_pos = rec->running_pos;
+                rec->running_pos = SIZE_MAX;
+                return;
+        }
+        if (cs->n_running_jobs == cs->n_running_jobs_allocated) {
+                size_t m = MAX(cs->n_running_jobs_allocated * 2, (size_t) 16);
+                JobRec **p = realloc(cs->running_jobs, m * sizeof(JobRec *));
+                if (!p)
+                        return; /* then its weights wait for the next placement that finds room */
+                cs->running_jobs = p;
+                cs->n_running_jobs_allocated = m;
+        }
+        rec->running_pos = cs->n_running_jobs;
+        cs->running_jobs[cs->n_running_jobs++] = rec;
+}
+
+/* Forgets a job that holds nothing any more. */
+static void rec_drop_if_empty(ClusterSched *cs, JobRec *rec) {
+        if (!rec || rec->n_phases > 0 || rec->n_tasks > 0)
+                return;
+        rec->n_running = 0;
+        running_set(cs, rec);
+        tdelete(rec, &cs->jobs, rec_cmp);
+        free(rec->phases);
+        free(rec->tasks);
+        free(rec);
+}
+
+/* The records in job order (for the rebuilds and the views of all phases). */
+typedef struct RecWalk {
+        JobRec **v;
+        size_t n, allocated;
+        int error;
+} RecWalk;
+
+static void rec_walk_visit(const void *node, VISIT which, void *userdata) {
+        RecWalk *w = userdata;
+        if (which != postorder && which != leaf)
+                return;
+        if (w->n == w->allocated) {
+                size_t m = MAX(w->allocated * 2, (size_t) 64);
+                JobRec **p = realloc(w->v, m * sizeof(JobRec *));
+                if (!p) {
+                        w->error = -ENOMEM;
+                        return;
+                }
+                w->v = p;
+                w->allocated = m;
+        }
+        w->v[w->n++] = *(JobRec *const *) node;
+}
+
+static int recs_in_order(const ClusterSched *cs, JobRec ***ret, size_t *ret_n) {
+        RecWalk w = {};
+        twalk_r(cs->jobs, rec_walk_visit, &w);
+        if (w.error < 0) {
+                free(w.v);
+                return w.error;
+        }
+        *ret = w.v;
+        *ret_n = w.n;
+        return 0;
+}
+
+static PhaseEntry *rec_phase(JobRec *rec, uint64_t key) {
+        for (size_t i = 0; rec && i < rec->n_phases; i++)
+                if (rec->phases[i].key == key)
+                        return &rec->phases[i];
+        return NULL;
+}
+
+/* ---- The store's change hooks ---- */
+
+static void on_job_changed(void *userdata, uint64_t job) {
+        ClusterSched *cs = userdata;
+        if (joblist_add(&cs->dirty_phases, job) < 0)
+                cs->full_phases = true;
+        if (joblist_add(&cs->dirty_tasks, job) < 0)
+                cs->full_tasks = true;
+        /* Bounded without a placement to drain them (no nodes): duplicates go now and then. */
+        if (cs->dirty_tasks.n > 2 * cs->dirty_tasks.compacted + 4096)
+                joblist_sort_unique(&cs->dirty_tasks);
+        if (cs->dirty_phases.n > 2 * cs->dirty_phases.compacted + 4096)
+                joblist_sort_unique(&cs->dirty_phases);
+}
+
+static void on_transaction_ended(void *userdata, bool committed) {
+        ClusterSched *cs = userdata;
+        /* What this transaction's placement read is gone with it: rebuild from the store. */
+        if (!committed && cs->touched)
+                cs->full_phases = cs->full_tasks = true;
+        cs->touched = false;
+}
+
+int cluster_sched_new(Store *store, const SchedParams *sched_params, const HfspSizeParams *size_params,
+                      ClusterSched **ret) {
         SchedSizing sizing;
         int r = sched_sizing_init(&sizing, size_params);
         if (r < 0)
@@ -69,27 +286,77 @@ int cluster_sched_new(const SchedParams *sched_params, const HfspSizeParams *siz
         if (!cs)
                 return -ENOMEM;
         cs->sizing = sizing;
+        cs->store = store;
+        cs->full_phases = cs->full_tasks = true;
+        cs->restore_ghost = NAN;
         r = sched_new(sched_params, 0, &cs->sched);
         if (r < 0) {
                 free(cs);
                 return r;
         }
+        store_set_change_hooks(store,
+                               &(StoreChangeHooks) { .job_changed = on_job_changed,
+                                                     .transaction_ended = on_transaction_ended },
+                               cs);
         *ret = cs;
         return 0;
+}
+
+void cluster_sched_set_always_full(ClusterSched *cs, bool always_full) {
+        cs->always_full = always_full;
+}
+
+static void entries_free(PhaseEntry *v, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free(v[i].estimate);
+        free(v);
+}
+
+/* The estimate as an object (a new reference), NULL if its text is damaged or memory short. */
+static json_t *estimate_load(const PhaseEntry *e) {
+        return e->estimate ? json_loads(e->estimate, 0, NULL) : NULL;
+}
+
+/* Replaces the entry's estimate text with o's. */
+static int estimate_store(PhaseEntry *e, json_t *o) {
+        char *text = json_dumps(o, JSON_COMPACT);
+        if (!text)
+                return -ENOMEM;
+        free(e->estimate);
+        e->estimate = text;
+        return 0;
+}
+
+static void rec_free(void *p) {
+        JobRec *rec = p;
+        for (size_t i = 0; i < rec->n_phases; i++)
+                free(rec->phases[i].estimate);
+        for (size_t i = 0; i < rec->n_tasks; i++)
+                store_task_done(&rec->tasks[i].t);
+        free(rec->phases);
+        free(rec->tasks);
+        free(rec);
 }
 
 ClusterSched *cluster_sched_free(ClusterSched *cs) {
         if (!cs)
                 return NULL;
+        store_set_change_hooks(cs->store, NULL, NULL);
         sched_free(cs->sched);
-        free(cs->tasks);
+        tdestroy(cs->jobs, rec_free);
+        free(cs->running_jobs);
+        free(cs->by_id);
         free(cs->free_ids);
-        free(cs->position);
         free(cs->out);
         free(cs->weights);
-        entries_free(cs->phases, cs->n_phases);
         entries_free(cs->done, cs->n_done);
         store_sched_records_free(cs->restore, cs->n_restore);
+        free(cs->restore_taken);
+        free(cs->watch);
+        joblist_done(&cs->dirty_phases);
+        joblist_done(&cs->dirty_tasks);
+        joblist_done(&cs->served);
+        strv_free(cs->node_ids);
         free(cs);
         return NULL;
 }
@@ -109,9 +376,9 @@ static SizingPhase sizing_of_record(const StoreSchedRecord *rec, unsigned n_task
         double uncounted = 0;
         json_t *t;
         size_t i;
-        if (final)
-                json_array_foreach(json_object_get(rec->estimate, "training"), i, t)
-                        uncounted += json_number_value(json_object_get(t, "cpu_s"));
+        _cleanup_json_ json_t *est = final && rec->estimate ? json_loads(rec->estimate, 0, NULL) : NULL;
+        json_array_foreach(json_object_get(est, "training"), i, t)
+                uncounted += json_number_value(json_object_get(t, "cpu_s"));
         return (SizingPhase) {
                 .n_tasks = n_tasks,
                 .size = { .size = rec->size_s, .tiny = tiny, .final = tiny || final },
@@ -120,8 +387,14 @@ static SizingPhase sizing_of_record(const StoreSchedRecord *rec, unsigned n_task
         };
 }
 
+/* Where a phase ages in the virtual cluster by the ghost time (info.virtual_finish stays put
+ * while the ghost time grows; uncapped phases): the ghost time it finishes at, else NAN. */
+static double virtual_finish(const SchedJobInfo *info) {
+        return info->virtual_size_s > 0 && !info->late ? info->virtual_finish : NAN;
+}
+
 /* Writes the entry's row: its size and how it came about, and its virtual state now. */
-static int entry_save(const ClusterSched *cs, Store *store, const PhaseEntry *e, bool done, int64_t now_ms) {
+static int entry_save(const ClusterSched *cs, Store *store, PhaseEntry *e, bool done, int64_t now_ms) {
         SchedJobInfo info;
         int r = sched_job_info(cs->sched, e->key, &info);
         if (r == -ENOENT) /* finished virtually too: nothing left to keep */
@@ -140,8 +413,50 @@ static int entry_save(const ClusterSched *cs, Store *store, const PhaseEntry *e,
                 .virtual_size_s = info.virtual_size_s,
                 .late_since_ms = info.late ? s_to_ms(info.late_since_s) : -1,
                 .done = done,
+                .virtual_finish = virtual_finish(&info),
         };
-        return store_sched_record_save(store, &rec, now_ms);
+        r = store_sched_record_save(store, &rec, now_ms);
+        if (r < 0)
+                return r;
+        e->saved = true;
+        e->saved_done = done;
+        e->saved_remaining_s = rec.virtual_size_s;
+        e->saved_finish = rec.virtual_finish;
+        e->saved_late_ms = rec.late_since_ms;
+        return 0;
+}
+
+/* A phase's remaining virtual size as a restart reads it from its row: as of the last checkpoint
+ * (its ghost time) for one ageing by the ghost time, unless the row was written since. */
+static double record_remaining(const ClusterSched *cs, const StoreSchedRecord *rec) {
+        if (isnan(rec->virtual_finish) || isnan(cs->restore_ghost))
+                return rec->virtual_size_s;
+        return MIN(rec->virtual_size_s, MAX(rec->weight * (rec->virtual_finish - cs->restore_ghost), 0.0));
+}
+
+/* The entry's row as read at the start: rewritten when the checkpoint finds it outdated. */
+static void entry_saved_as(PhaseEntry *e, const StoreSchedRecord *rec) {
+        e->saved = true;
+        e->saved_done = rec->done;
+        e->saved_remaining_s = rec->virtual_size_s;
+        e->saved_finish = rec->virtual_finish;
+        e->saved_late_ms = rec->late_since_ms;
+}
+
+/* Whether the entry's row still says what a restart needs: its lateness, and its remaining
+ * virtual size now (written as it is, or following from the ghost time the checkpoint saves
+ * with it). Most phases age by the ghost time: a checkpoint then writes one row, not one per
+ * phase (100 000 rows took 1.5 s every 10 s). */
+static bool entry_saved_current(const ClusterSched *cs, const PhaseEntry *e, bool done) {
+        SchedJobInfo info;
+        if (!e->saved || e->saved_done != done || sched_job_info(cs->sched, e->key, &info) < 0)
+                return false;
+        if (e->saved_late_ms != (info.late ? s_to_ms(info.late_since_s) : -1))
+                return false;
+        double expect = isnan(e->saved_finish) ? e->saved_remaining_s
+                                               : MIN(e->saved_remaining_s,
+                                                     MAX(e->weight * (e->saved_finish - sched_ghost_time(cs->sched)), 0.0));
+        return fabs(expect - info.virtual_size_s) <= 1e-9 * MAX(info.virtual_size_s, 1.0);
 }
 
 /* S_i and where it came from, as the phase's estimate record starts. */
@@ -197,20 +512,6 @@ static int training_json(const ClusterSched *cs, Store *store, uint64_t key, dou
         return 0;
 }
 
-static PhaseEntry *entries_find(PhaseEntry *v, size_t n, uint64_t key) {
-        size_t lo = 0, hi = n;
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (v[mid].key == key)
-                        return &v[mid];
-                if (v[mid].key < key)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return NULL;
-}
-
 /* Keeps cs->done sorted by key. */
 static int done_insert(ClusterSched *cs, const PhaseEntry *e) {
         PhaseEntry *p = realloc(cs->done, (cs->n_done + 1) * sizeof(PhaseEntry));
@@ -240,7 +541,7 @@ static int phase_ended(ClusterSched *cs, Store *store, PhaseEntry *e, double now
                 succeeded = succeeded && usage[i].state == TASK_SUCCEEDED;
         if (!succeeded) {
                 (void) sched_job_remove(cs->sched, e->key, now_s);
-                json_decref(TAKE_PTR(e->estimate));
+                free(TAKE_PTR(e->estimate));
                 return store_sched_record_delete(store, sched_key_job(e->key), sched_key_phase(e->key));
         }
         _cleanup_free_ double *sizes = malloc(n * sizeof(double));
@@ -256,7 +557,7 @@ static int phase_ended(ClusterSched *cs, Store *store, PhaseEntry *e, double now
         if (r < 0)
                 return r;
         if (sched_job_info(cs->sched, e->key, &(SchedJobInfo) {}) < 0) {
-                json_decref(TAKE_PTR(e->estimate));
+                free(TAKE_PTR(e->estimate));
                 return 0;
         }
         r = done_insert(cs, e);
@@ -270,6 +571,7 @@ static int phase_ended(ClusterSched *cs, Store *store, PhaseEntry *e, double now
  * S_f is set, once. A tiny phase's estimate is refined as its tasks finish
  * (controller/sched-sizing.c). */
 static int phase_train(ClusterSched *cs, Store *store, PhaseEntry *e, double now_s) {
+        e->watched = false;
         if (!sched_sizing_learning(&e->sz))
                 return 0;
         size_t t = MIN(cs->sizing.params.training_tasks, (size_t) e->sz.n_tasks);
@@ -284,10 +586,12 @@ static int phase_train(ClusterSched *cs, Store *store, PhaseEntry *e, double now
         if (r < 0)
                 return r;
         size_t have = 0;
+        bool running = false;
         for (size_t i = 0; i < n && have < t; i++) {
                 const StoreTaskUsage *u = &usage[i];
                 if (u->index >= t)
                         continue;
+                running = running || (u->started_ms >= 0 && u->state != TASK_SUCCEEDED);
                 bool finished = u->state == TASK_SUCCEEDED;
                 training[have++] = u->started_ms < 0 ? (HfspTrainingTask) { .start_s = now_s } : (HfspTrainingTask) {
                         .start_s = (double) u->started_ms / 1000.0,
@@ -297,19 +601,29 @@ static int phase_train(ClusterSched *cs, Store *store, PhaseEntry *e, double now
                         .progress = finished ? 1.0 : MAX(u->progress, 0.0),
                 };
         }
+        /* Only a training task that runs makes this move with time (hfsp-size.c): the rest
+         * changes with writes to the store, which mark its job changed. */
+        e->watched = running;
         if (have < t)
                 return 0;
         r = sched_sizing_train(&cs->sizing, cs->sched, e->key, &e->sz, training, t, now_s);
+        e->watched = running && sched_sizing_learning(&e->sz);
         if (r <= SCHED_SIZING_UNCHANGED)
                 return r;
         int64_t now_ms = s_to_ms(now_s);
+        _cleanup_json_ json_t *est = estimate_load(e);
+        if (!est)
+                return -EBADMSG;
         if (r == SCHED_SIZING_REFINED) {
                 /* S_i from the phase's own finished training tasks: recorded, so that a restart
                  * resumes from it. */
-                if (json_object_set_new(e->estimate, "refined_size_s", json_real(e->sz.size.size)) < 0 ||
-                    json_object_set_new(e->estimate, "refined_from_tasks", json_integer(e->sz.n_refined)) < 0 ||
-                    json_object_set_new(e->estimate, "refined_ms", json_integer(now_ms)) < 0)
+                if (json_object_set_new(est, "refined_size_s", json_real(e->sz.size.size)) < 0 ||
+                    json_object_set_new(est, "refined_from_tasks", json_integer(e->sz.n_refined)) < 0 ||
+                    json_object_set_new(est, "refined_ms", json_integer(now_ms)) < 0)
                         return -ENOMEM;
+                r = estimate_store(e, est);
+                if (r < 0)
+                        return r;
                 e->sized_ms = now_ms;
                 return entry_save(cs, store, e, false, now_ms);
         }
@@ -329,12 +643,15 @@ static int phase_train(ClusterSched *cs, Store *store, PhaseEntry *e, double now
         }
         /* S_f = s̄·[(n − t) + Σ(1 − p_k)]: s̄ as the estimator used it. */
         double parts = (double) e->sz.n_tasks - (double) t + unfinished;
-        if (json_object_set_new(e->estimate, "final_size_s", json_real(e->sz.size.size)) < 0 ||
-            json_object_set_new(e->estimate, "final_ms", json_integer(now_ms)) < 0 ||
-            json_object_set_new(e->estimate, "training_mean_task_s",
+        if (json_object_set_new(est, "final_size_s", json_real(e->sz.size.size)) < 0 ||
+            json_object_set_new(est, "final_ms", json_integer(now_ms)) < 0 ||
+            json_object_set_new(est, "training_mean_task_s",
                                 parts > 0 ? json_real(e->sz.size.size / parts) : json_null()) < 0 ||
-            json_object_set(e->estimate, "training", tasks) < 0)
+            json_object_set(est, "training", tasks) < 0)
                 return -ENOMEM;
+        r = estimate_store(e, est);
+        if (r < 0)
+                return r;
         e->sized_ms = now_ms;
         r = entry_save(cs, store, e, false, now_ms);
         if (r < 0)
@@ -344,15 +661,24 @@ static int phase_train(ClusterSched *cs, Store *store, PhaseEntry *e, double now
         return 0;
 }
 
+static PhaseEntry *entries_find(PhaseEntry *v, size_t n, uint64_t key);
+
 static StoreSchedRecord *restore_take(ClusterSched *cs, uint64_t key) {
-        for (size_t i = 0; i < cs->n_restore; i++)
-                if (sched_key(cs->restore[i].job, cs->restore[i].phase) == key) {
-                        /* Move it to the end and shrink: the caller frees it. */
-                        StoreSchedRecord tmp = cs->restore[i];
-                        cs->restore[i] = cs->restore[--cs->n_restore];
-                        cs->restore[cs->n_restore] = tmp;
-                        return &cs->restore[cs->n_restore];
+        size_t lo = 0, hi = cs->n_restore;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                uint64_t k = sched_key(cs->restore[mid].job, cs->restore[mid].phase);
+                if (k == key) {
+                        if (cs->restore_taken[mid])
+                                return NULL;
+                        cs->restore_taken[mid] = true;
+                        return &cs->restore[mid];
                 }
+                if (k < key)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
         return NULL;
 }
 
@@ -374,7 +700,7 @@ static int phase_added(ClusterSched *cs, Store *store, const StoreSchedPhase *p,
         PhaseEntry *old = entries_find(cs->done, cs->n_done, key);
         if (old) {
                 (void) sched_job_remove(cs->sched, key, now_s);
-                json_decref(old->estimate);
+                free(old->estimate);
                 size_t i = (size_t) (old - cs->done);
                 memmove(old, old + 1, (cs->n_done - i - 1) * sizeof *old);
                 cs->n_done--;
@@ -386,7 +712,7 @@ static int phase_added(ClusterSched *cs, Store *store, const StoreSchedPhase *p,
         if (rec) {
                 e.sz = sizing_of_record(rec, p->n_tasks);
                 e.sized_ms = rec->sized_ms;
-                e.estimate = json_incref(rec->estimate);
+                e.estimate = TAKE_PTR(rec->estimate);
                 SchedSize size = sched_sizing_sched_size(&cs->sizing, &e.sz);
                 r = sched_job_add(cs->sched, key, now_s, e.weight, e.parallel_cpus, &size);
                 if (r == -EEXIST) /* finished phase still ageing virtually: cannot happen twice */
@@ -396,10 +722,10 @@ static int phase_added(ClusterSched *cs, Store *store, const StoreSchedPhase *p,
                 if (r >= 0 && e.finished_s > 0)
                         r = sched_sizing_served(cs->sched, key, &e.sz, e.finished_s);
                 if (r >= 0)
-                        r = sched_job_restore(cs->sched, key, now_s, rec->virtual_size_s,
+                        r = sched_job_restore(cs->sched, key, now_s, record_remaining(cs, rec),
                                               rec->late_since_ms >= 0 ? (double) rec->late_since_ms / 1000.0 : NAN);
-                free(rec->size_kind);
-                json_decref(rec->estimate);
+                entry_saved_as(&e, rec);
+                free(TAKE_PTR(rec->size_kind));
         } else {
                 r = sched_sizing_add(&cs->sizing, cs->sched, key, p->n_tasks, 1.0, e.weight, e.parallel_cpus, now_s,
                                      &e.sz);
@@ -410,15 +736,14 @@ static int phase_added(ClusterSched *cs, Store *store, const StoreSchedPhase *p,
                 if (r >= 0 && e.finished_s > 0)
                         r = sched_sizing_served(cs->sched, key, &e.sz, e.finished_s);
                 if (r >= 0) {
-                        e.estimate = estimate_initial(cs, &e, now_ms);
-                        if (!e.estimate)
-                                r = -ENOMEM;
+                        _cleanup_json_ json_t *est = estimate_initial(cs, &e, now_ms);
+                        r = est ? estimate_store(&e, est) : -ENOMEM;
                 }
         }
         if (r >= 0 && !rec)
                 r = entry_save(cs, store, &e, false, now_ms);
         if (r < 0) {
-                json_decref(e.estimate);
+                free(e.estimate);
                 return r;
         }
         *ret = e;
@@ -429,10 +754,12 @@ int cluster_sched_load(ClusterSched *cs, Store *store, int64_t now_ms) {
         double now_s = (double) now_ms / 1000.0;
         StoreSchedState state;
         int r = store_sched_state_get(store, &state);
+        cs->restore_ghost = NAN;
         if (r >= 0) {
                 cs->sizing.history = (HfspHistory) { .n_tasks = state.history_tasks,
                                               .mean_task_size = state.history_mean_task_s };
                 r = sched_set_ghost_time(cs->sched, state.ghost_time);
+                cs->restore_ghost = state.ghost_time;
         }
         /* No checkpoint yet (a first start, or a crash before the first tick): sizes saved when
          * they were set are still there. */
@@ -459,27 +786,35 @@ int cluster_sched_load(ClusterSched *cs, Store *store, int64_t now_ms) {
                         .sized_ms = rec->sized_ms,
                         .estimate = TAKE_PTR(rec->estimate),
                 };
-                json_int_t tasks = json_integer_value(json_object_get(e.estimate, "tasks"));
+                _cleanup_json_ json_t *est = estimate_load(&e);
+                json_int_t tasks = json_integer_value(json_object_get(est, "tasks"));
                 e.sz = sizing_of_record(rec, (unsigned) MAX(tasks, (json_int_t) 0));
                 SchedSize size = sched_sizing_sched_size(&cs->sizing, &e.sz);
                 free(rec->size_kind);
                 r = sched_job_add(cs->sched, e.key, now_s, e.weight, e.parallel_cpus, &size);
                 if (r >= 0)
-                        r = sched_job_restore(cs->sched, e.key, now_s, rec->virtual_size_s,
+                        r = sched_job_restore(cs->sched, e.key, now_s, record_remaining(cs, rec),
                                               rec->late_since_ms >= 0 ? (double) rec->late_since_ms / 1000.0 : NAN);
                 if (r >= 0)
                         r = sched_job_finish(cs->sched, e.key, now_s);
+                entry_saved_as(&e, rec);
                 if (r >= 0 && sched_job_info(cs->sched, e.key, &(SchedJobInfo) {}) >= 0) {
                         r = done_insert(cs, &e);
                         if (r >= 0)
                                 e.estimate = NULL;
                 }
-                json_decref(e.estimate);
+                free(e.estimate);
         }
         if (r < 0) {
                 store_sched_records_free(recs, n_keep);
                 return r;
         }
+        cs->restore_taken = calloc(MAX(n_keep, (size_t) 1), sizeof(bool));
+        if (!cs->restore_taken) {
+                store_sched_records_free(recs, n_keep);
+                return -ENOMEM;
+        }
+        /* In (job, phase) order, as read: phase_added() finds them by key. */
         cs->restore = recs;
         cs->n_restore = n_keep;
         log_info("Scheduler state restored: %zu phase(s) sized before the restart, %zu still ageing, "
@@ -491,18 +826,29 @@ int cluster_sched_checkpoint(ClusterSched *cs, Store *store, int64_t now_ms) {
         int r = sched_set_capacity(cs->sched, (double) now_ms / 1000.0, cs->capacity_cpus);
         if (r < 0)
                 return r;
-        for (size_t i = 0; i < cs->n_phases; i++) {
-                r = entry_save(cs, store, &cs->phases[i], false, now_ms);
-                if (r < 0)
-                        return r;
-        }
+        _cleanup_free_ JobRec **recs = NULL;
+        size_t n_recs = 0;
+        r = recs_in_order(cs, &recs, &n_recs);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n_recs; i++)
+                for (size_t k = 0; k < recs[i]->n_phases; k++) {
+                        PhaseEntry *e = &recs[i]->phases[k];
+                        if (entry_saved_current(cs, e, false))
+                                continue;
+                        r = entry_save(cs, store, e, false, now_ms);
+                        if (r < 0)
+                                return r;
+                }
         size_t n_keep = 0;
         for (size_t i = 0; i < cs->n_done; i++) {
-                r = entry_save(cs, store, &cs->done[i], true, now_ms);
-                if (r < 0)
-                        return r;
+                if (!entry_saved_current(cs, &cs->done[i], true)) {
+                        r = entry_save(cs, store, &cs->done[i], true, now_ms);
+                        if (r < 0)
+                                return r;
+                }
                 if (sched_job_info(cs->sched, cs->done[i].key, &(SchedJobInfo) {}) < 0)
-                        json_decref(cs->done[i].estimate); /* finished virtually: its row is gone */
+                        free(cs->done[i].estimate); /* finished virtually: its row is gone */
                 else
                         cs->done[n_keep++] = cs->done[i];
         }
@@ -515,6 +861,256 @@ int cluster_sched_checkpoint(ClusterSched *cs, Store *store, int64_t now_ms) {
         return store_sched_state_save(store, &state, now_ms);
 }
 
+/* ---- Phases: the sync ---- */
+
+/* One phase key a sync looks at: what the scheduler held (old) and what the store says now
+ * (new), and what came of it. */
+typedef struct PhaseItem {
+        uint64_t key;
+        bool has_old, has_new;
+        bool partial;              /* its job is not re-read: only this entry, trained in place */
+        bool done, keep;           /* processed; then whether result stays runnable */
+        PhaseEntry old, result;
+        StoreSchedPhase new;
+} PhaseItem;
+
+typedef struct PhaseItems {
+        PhaseItem *v;
+        size_t n, allocated;
+} PhaseItems;
+
+static PhaseItem *items_add(PhaseItems *l) {
+        if (l->n == l->allocated) {
+                size_t m = MAX(l->allocated * 2, (size_t) 64);
+                PhaseItem *p = realloc(l->v, m * sizeof(PhaseItem));
+                if (!p)
+                        return NULL;
+                l->v = p;
+                l->allocated = m;
+        }
+        PhaseItem *it = &l->v[l->n++];
+        *it = (PhaseItem) {};
+        return it;
+}
+
+static int cmp_item(const void *a, const void *b) {
+        uint64_t x = ((const PhaseItem *) a)->key, y = ((const PhaseItem *) b)->key;
+        return x < y ? -1 : x > y;
+}
+
+/* Merges what a job held (rec's entries, by phase) with what the store says of it (new, by
+ * phase) into items. */
+static int items_merge_job(PhaseItems *l, JobRec *rec, const StoreSchedPhase *new, size_t n_new) {
+        size_t i = 0, k = 0, n_old = rec ? rec->n_phases : 0;
+        while (i < n_old || k < n_new) {
+                uint64_t key_old = i < n_old ? rec->phases[i].key : UINT64_MAX;
+                uint64_t key_new = k < n_new ? sched_key(new[k].job, new[k].phase) : UINT64_MAX;
+                PhaseItem *it = items_add(l);
+                if (!it)
+                        return -ENOMEM;
+                it->key = MIN(key_old, key_new);
+                if (key_old <= key_new) {
+                        it->has_old = true;
+                        it->old = rec->phases[i++];
+                }
+                if (key_new <= key_old) {
+                        it->has_new = true;
+                        it->new = new[k++];
+                }
+        }
+        return 0;
+}
+
+/* Ends, adds and trains the phases in key order (history and the scheduler see the same
+ * sequence of events a sync of every phase would make: the others' calls change nothing). */
+static int items_process(ClusterSched *cs, Store *store, PhaseItems *l, int64_t now_ms) {
+        double now_s = (double) now_ms / 1000.0;
+        int r = 0;
+        for (size_t i = 0; i < l->n && r >= 0; i++) {
+                PhaseItem *it = &l->v[i];
+                if (it->has_old && !it->has_new) {
+                        /* Gone from the runnable set whatever happens: what is left of its
+                         * estimate, unless it moved on to the done list, goes with it. */
+                        PhaseEntry e = it->old;
+                        r = phase_ended(cs, store, &e, now_s);
+                        free(e.estimate);
+                        it->keep = false;
+                } else if (!it->has_old) {
+                        r = phase_added(cs, store, &it->new, it->key, now_ms, &it->result);
+                        it->keep = r >= 0;
+                        /* A task of it ran before (a restart): its training moves with time. */
+                        it->result.watched = r >= 0 && it->new.started;
+                } else {
+                        it->result = it->old;
+                        r = phase_train(cs, store, &it->result, now_s);
+                        it->keep = true;
+                }
+                it->done = true;
+        }
+        return r;
+}
+
+static int watch_add(ClusterSched *cs, uint64_t key) {
+        if (cs->n_watch == cs->n_watch_allocated) {
+                size_t m = MAX(cs->n_watch_allocated * 2, (size_t) 16);
+                uint64_t *p = realloc(cs->watch, m * sizeof(uint64_t));
+                if (!p)
+                        return -ENOMEM;
+                cs->watch = p;
+                cs->n_watch_allocated = m;
+        }
+        cs->watch[cs->n_watch++] = key;
+        return 0;
+}
+
+/* Puts the outcome of the items into the records; items not processed (an error came first)
+ * leave their entry as it was. The watched keys are those of the items (every watched phase is
+ * one of them). */
+static int items_apply(ClusterSched *cs, PhaseItems *l) {
+        int r = 0;
+        cs->n_watch = 0;
+        for (size_t i = 0; i < l->n;) {
+                uint64_t job = sched_key_job(l->v[i].key);
+                size_t end = i;
+                while (end < l->n && sched_key_job(l->v[end].key) == job)
+                        end++;
+                JobRec *rec = rec_find(cs, job);
+                if (l->v[i].partial) {
+                        for (size_t k = i; k < end; k++) {
+                                PhaseEntry *e = rec_phase(rec, l->v[k].key);
+                                if (e && l->v[k].done)
+                                        *e = l->v[k].result;
+                        }
+                } else {
+                        size_t n = 0;
+                        for (size_t k = i; k < end; k++)
+                                n += l->v[k].done ? l->v[k].keep : l->v[k].has_old;
+                        PhaseEntry *v = n > 0 ? calloc(n, sizeof(PhaseEntry)) : NULL;
+                        if (n > 0 && !v) {
+                                /* Keep the old list; its ended entries' estimates may be gone:
+                                 * drop them rather than point at freed memory. */
+                                r = -ENOMEM;
+                                n = 0;
+                        }
+                        size_t m = 0;
+                        for (size_t k = i; k < end && v; k++) {
+                                const PhaseItem *it = &l->v[k];
+                                if (it->done ? it->keep : it->has_old)
+                                        v[m++] = it->done ? it->result : it->old;
+                        }
+                        if (!rec && m > 0 && !(rec = rec_get(cs, job))) {
+                                /* The scheduler keeps these phases; the rebuild that follows
+                                 * the error finds them there. */
+                                for (size_t k = 0; k < m; k++)
+                                        free(v[k].estimate);
+                                m = 0;
+                                r = -ENOMEM;
+                        }
+                        if (rec) {
+                                free(rec->phases);
+                                rec->phases = v;
+                                rec->n_phases = m;
+                                rec_drop_if_empty(cs, rec);
+                        } else
+                                free(v);
+                }
+                for (size_t k = i; k < end; k++) {
+                        const PhaseItem *it = &l->v[k];
+                        bool watched = it->done ? it->keep && it->result.watched : it->has_old && it->old.watched;
+                        if (watched && watch_add(cs, it->key) < 0)
+                                r = -ENOMEM;
+                }
+                i = end;
+        }
+        return r;
+}
+
+/* Every runnable phase against every entry: at a start, and after a rollback. */
+static int sync_full(ClusterSched *cs, Store *store, int64_t now_ms) {
+        _cleanup_free_ StoreSchedPhase *runnable = NULL;
+        _cleanup_free_ JobRec **recs = NULL;
+        size_t n_runnable = 0, n_recs = 0;
+        int r = store_sched_phases(store, &runnable, &n_runnable);
+        if (r < 0)
+                return r;
+        r = recs_in_order(cs, &recs, &n_recs);
+        if (r < 0)
+                return r;
+
+        PhaseItems l = {};
+        size_t i = 0, k = 0;
+        while (r >= 0 && (i < n_recs || k < n_runnable)) {
+                uint64_t job_old = i < n_recs ? recs[i]->job : UINT64_MAX;
+                uint64_t job_new = k < n_runnable ? runnable[k].job : UINT64_MAX;
+                uint64_t job = MIN(job_old, job_new);
+                size_t k_end = k;
+                while (k_end < n_runnable && runnable[k_end].job == job)
+                        k_end++;
+                r = items_merge_job(&l, job_old == job ? recs[i] : NULL, &runnable[k], k_end - k);
+                if (job_old == job)
+                        i++;
+                k = k_end;
+        }
+        if (r >= 0)
+                r = items_process(cs, store, &l, now_ms);
+        int q = items_apply(cs, &l);
+        free(l.v);
+        if (r < 0 || q < 0)
+                return r < 0 ? r : q;
+
+        /* Checkpointed phases that did not come back runnable ended while we were away. */
+        for (size_t p = 0; p < cs->n_restore; p++) {
+                if (cs->restore_taken[p])
+                        continue;
+                r = store_sched_record_delete(store, cs->restore[p].job, cs->restore[p].phase);
+                if (r < 0)
+                        return r;
+        }
+        cs->restore = (store_sched_records_free(cs->restore, cs->n_restore), NULL);
+        free(TAKE_PTR(cs->restore_taken));
+        cs->n_restore = 0;
+        return 0;
+}
+
+/* Only the jobs the store changed since the last sync, and the watched phases. */
+static int sync_changed(ClusterSched *cs, Store *store, int64_t now_ms) {
+        joblist_sort_unique(&cs->dirty_phases);
+        JobList dirty = cs->dirty_phases;
+        cs->dirty_phases = (JobList) {};
+        PhaseItems l = {};
+        int r = 0;
+        for (size_t i = 0; i < dirty.n && r >= 0; i++) {
+                _cleanup_free_ StoreSchedPhase *runnable = NULL;
+                size_t n = 0;
+                r = store_sched_phases_of_job(store, dirty.v[i], &runnable, &n);
+                if (r >= 0)
+                        r = items_merge_job(&l, rec_find(cs, dirty.v[i]), runnable, n);
+        }
+        for (size_t i = 0; i < cs->n_watch && r >= 0; i++) {
+                uint64_t key = cs->watch[i];
+                if (joblist_contains_sorted(&dirty, sched_key_job(key)))
+                        continue;
+                PhaseEntry *e = rec_phase(rec_find(cs, sched_key_job(key)), key);
+                if (!e)
+                        continue;
+                PhaseItem *it = items_add(&l);
+                if (!it) {
+                        r = -ENOMEM;
+                        break;
+                }
+                *it = (PhaseItem) { .key = key, .has_old = true, .has_new = true, .partial = true, .old = *e };
+        }
+        if (r >= 0) {
+                if (l.n > 0) /* l.v is NULL then: not for qsort() */
+                        qsort(l.v, l.n, sizeof(PhaseItem), cmp_item);
+                r = items_process(cs, store, &l, now_ms);
+        }
+        int q = r >= 0 || l.n > 0 ? items_apply(cs, &l) : 0;
+        free(l.v);
+        joblist_done(&dirty);
+        return r < 0 ? r : q;
+}
+
 int cluster_sched_sync(ClusterSched *cs, Store *store, const StoreNode *nodes, size_t n_nodes, int64_t now_ms) {
         double now_s = (double) now_ms / 1000.0;
         double capacity = 0;
@@ -525,54 +1121,21 @@ int cluster_sched_sync(ClusterSched *cs, Store *store, const StoreNode *nodes, s
         if (r < 0)
                 return r;
         cs->capacity_cpus = capacity;
+        cs->touched = true;
+        bool full = cs->full_phases || cs->always_full;
+        if (full)
+                /* Everything is read again: what the hooks said so far is in it. */
+                cs->dirty_phases.n = cs->dirty_phases.compacted = 0;
+        r = full ? sync_full(cs, store, now_ms) : sync_changed(cs, store, now_ms);
+        cs->full_phases = r < 0;
+        return r;
+}
 
-        _cleanup_free_ StoreSchedPhase *runnable = NULL;
-        size_t n_runnable = 0;
-        r = store_sched_phases(store, &runnable, &n_runnable);
-        if (r < 0)
-                return r;
+/* ---- Views ---- */
 
-        /* Merge the two sorted lists into the new entry list. */
-        _cleanup_free_ PhaseEntry *next = calloc(MAX(n_runnable, (size_t) 1), sizeof(PhaseEntry));
-        if (!next)
-                return -ENOMEM;
-        size_t n_next = 0, i = 0, k = 0;
-        while (i < cs->n_phases || k < n_runnable) {
-                uint64_t key_old = i < cs->n_phases ? cs->phases[i].key : UINT64_MAX;
-                uint64_t key_new = k < n_runnable ? sched_key(runnable[k].job, runnable[k].phase) : UINT64_MAX;
-                if (key_old < key_new) {
-                        r = phase_ended(cs, store, &cs->phases[i++], now_s);
-                        if (r < 0)
-                                return r;
-                        continue;
-                }
-                if (key_new < key_old) {
-                        const StoreSchedPhase *p = &runnable[k++];
-                        r = phase_added(cs, store, p, key_new, now_ms, &next[n_next]);
-                        if (r < 0)
-                                return r;
-                        n_next++;
-                        continue;
-                }
-                next[n_next] = cs->phases[i++];
-                k++;
-                r = phase_train(cs, store, &next[n_next++], now_s);
-                if (r < 0)
-                        return r;
-        }
-        free(cs->phases);
-        cs->phases = TAKE_PTR(next);
-        cs->n_phases = n_next;
-
-        /* Checkpointed phases that did not come back runnable ended while we were away. */
-        for (size_t q = 0; q < cs->n_restore; q++) {
-                r = store_sched_record_delete(store, cs->restore[q].job, cs->restore[q].phase);
-                if (r < 0)
-                        return r;
-        }
-        cs->restore = (store_sched_records_free(cs->restore, cs->n_restore), NULL);
-        cs->n_restore = 0;
-        return 0;
+/* A rank for the views: null for a phase that came after the last ranking. */
+static json_t *rank_json(const SchedJobInfo *info) {
+        return info->rank > 0 || info->real_done ? json_integer((json_int_t) info->rank) : json_null();
 }
 
 static json_t *entry_to_json(const ClusterSched *cs, const PhaseEntry *e) {
@@ -590,10 +1153,10 @@ static json_t *entry_to_json(const ClusterSched *cs, const PhaseEntry *e) {
                                 "history_mean_task_s", cs->sizing.history.mean_task_size);
         if (!est)
                 return NULL;
-        return json_pack("{s:I, s:I, s:I, s:s, s:s, s:f, s:f, s:f, s:f, s:b, s:f, s:o}",
+        return json_pack("{s:I, s:I, s:o, s:s, s:s, s:f, s:f, s:f, s:f, s:b, s:f, s:o}",
                          "job", (json_int_t) sched_key_job(e->key),
                          "phase", (json_int_t) sched_key_phase(e->key),
-                         "rank", (json_int_t) info.rank,
+                         "rank", rank_json(&info),
                          "state", sched_job_state_to_string(info.state),
                          "size_kind", sched_size_kind_to_string(info.size.kind),
                          "estimated_size_s", info.size.size_s,
@@ -606,24 +1169,34 @@ static json_t *entry_to_json(const ClusterSched *cs, const PhaseEntry *e) {
 }
 
 static int cmp_rank(const void *a, const void *b) {
-        json_int_t x = json_integer_value(json_object_get(*(json_t *const *) a, "rank"));
-        json_int_t y = json_integer_value(json_object_get(*(json_t *const *) b, "rank"));
+        /* Not ranked yet (rank null: came after the last ranking): last. */
+        json_t *ra = json_object_get(*(json_t *const *) a, "rank"), *rb = json_object_get(*(json_t *const *) b, "rank");
+        json_int_t x = json_is_integer(ra) ? json_integer_value(ra) : INT64_MAX;
+        json_int_t y = json_is_integer(rb) ? json_integer_value(rb) : INT64_MAX;
         return x < y ? -1 : x > y;
 }
 
 int cluster_sched_to_json(ClusterSched *cs, int64_t now_ms, json_t **ret) {
-        int r = sched_rank(cs->sched, (double) now_ms / 1000.0);
+        int r = cluster_sched_rank(cs, now_ms);
         if (r < 0)
                 return r;
-        _cleanup_free_ json_t **v = calloc(MAX(cs->n_phases, (size_t) 1), sizeof(json_t *));
+        _cleanup_free_ JobRec **recs = NULL;
+        size_t n_recs = 0, n_phases = 0;
+        r = recs_in_order(cs, &recs, &n_recs);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n_recs; i++)
+                n_phases += recs[i]->n_phases;
+        _cleanup_free_ json_t **v = calloc(MAX(n_phases, (size_t) 1), sizeof(json_t *));
         if (!v)
                 return -ENOMEM;
         size_t n = 0;
-        for (size_t i = 0; i < cs->n_phases; i++) {
-                json_t *j = entry_to_json(cs, &cs->phases[i]);
-                if (j)
-                        v[n++] = j;
-        }
+        for (size_t i = 0; i < n_recs; i++)
+                for (size_t k = 0; k < recs[i]->n_phases; k++) {
+                        json_t *j = entry_to_json(cs, &recs[i]->phases[k]);
+                        if (j)
+                                v[n++] = j;
+                }
         /* Priority order: rank 1 first. */
         qsort(v, n, sizeof(json_t *), cmp_rank);
         json_t *jobs = json_array();
@@ -650,15 +1223,27 @@ int cluster_sched_to_json(ClusterSched *cs, int64_t now_ms, json_t **ret) {
         return 0;
 }
 
+static PhaseEntry *entries_find(PhaseEntry *v, size_t n, uint64_t key) {
+        size_t lo = 0, hi = n;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (v[mid].key == key)
+                        return &v[mid];
+                if (v[mid].key < key)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return NULL;
+}
+
 /* The phase of a job the scheduler speaks for: its runnable phase (phases run one after the
  * other), else its latest phase still ageing virtually. */
 static const PhaseEntry *job_entry(const ClusterSched *cs, uint64_t job, bool *ret_done) {
-        for (unsigned k = 64; k-- > 0;) {
-                PhaseEntry *e = entries_find(cs->phases, cs->n_phases, sched_key(job, k));
-                if (e) {
-                        *ret_done = false;
-                        return e;
-                }
+        JobRec *rec = rec_find(cs, job);
+        if (rec && rec->n_phases > 0) {
+                *ret_done = false;
+                return &rec->phases[rec->n_phases - 1];
         }
         for (unsigned k = 64; k-- > 0;) {
                 PhaseEntry *e = entries_find(cs->done, cs->n_done, sched_key(job, k));
@@ -671,20 +1256,37 @@ static const PhaseEntry *job_entry(const ClusterSched *cs, uint64_t job, bool *r
 }
 
 int cluster_sched_rank(ClusterSched *cs, int64_t now_ms) {
-        return sched_rank(cs->sched, (double) now_ms / 1000.0);
+        /* Past RANK_EXACT_MAX phases a ranking is reused for a while: it costs O(n log n), and
+         * every submit's answer and every job view asks for one. */
+        if (sched_n_jobs(cs->sched) > RANK_EXACT_MAX && cs->ranked && now_ms >= cs->ranked_ms &&
+            now_ms - cs->ranked_ms < RANK_MAX_AGE_MS)
+                return 0;
+        int r = sched_rank(cs->sched, (double) now_ms / 1000.0);
+        if (r < 0)
+                return r;
+        cs->ranked = true;
+        cs->ranked_ms = now_ms;
+        return 0;
 }
 
-int cluster_sched_job_to_json(ClusterSched *cs, Store *store, uint64_t job, bool detail, int64_t now_ms, json_t **ret) {
+int cluster_sched_job_to_json(ClusterSched *cs, Store *store, uint64_t job, bool detail, bool rank, int64_t now_ms,
+                              json_t **ret) {
         bool done;
         const PhaseEntry *e = job_entry(cs, job, &done);
         SchedJobInfo info;
+        bool ranked = e && rank;
+        if (ranked) {
+                int r = cluster_sched_rank(cs, now_ms);
+                if (r < 0)
+                        return r;
+        }
         if (!e || sched_job_info(cs->sched, e->key, &info) < 0) {
                 *ret = json_null();
                 return 0;
         }
-        _cleanup_json_ json_t *o = json_pack("{s:I, s:I, s:s, s:s, s:f, s:f, s:f, s:b, s:f}",
+        _cleanup_json_ json_t *o = json_pack("{s:I, s:o, s:s, s:s, s:f, s:f, s:f, s:b, s:f}",
                                              "phase", (json_int_t) sched_key_phase(e->key),
-                                             "rank", (json_int_t) info.rank,
+                                             "rank", rank_json(&info),
                                              "state", sched_job_state_to_string(info.state),
                                              "size_kind", sched_size_kind_to_string(info.size.kind),
                                              "estimated_size_s", info.size.size_s,
@@ -695,9 +1297,9 @@ int cluster_sched_job_to_json(ClusterSched *cs, Store *store, uint64_t job, bool
         if (!o)
                 return -ENOMEM;
         if (detail) {
-                _cleanup_json_ json_t *est = json_deep_copy(e->estimate);
+                _cleanup_json_ json_t *est = estimate_load(e);
                 if (!est)
-                        return -ENOMEM;
+                        return -EBADMSG;
                 /* Still training: how far its training tasks have come, live. */
                 if (!e->sz.size.final && !done) {
                         json_t *training;
@@ -711,12 +1313,12 @@ int cluster_sched_job_to_json(ClusterSched *cs, Store *store, uint64_t job, bool
                         return -ENOMEM;
         }
         *ret = TAKE_PTR(o);
-        return 0;
+        return ranked;
 }
 
 /* ---- Placement: the tasks, told as they change ---- */
 
-static int task_cmp(const TaskEntry *a, const StoreTask *b) {
+static int task_cmp(const StoreTask *a, const StoreTask *b) {
         if (a->job != b->job)
                 return a->job < b->job ? -1 : 1;
         if (a->phase != b->phase)
@@ -734,36 +1336,42 @@ static bool task_same(const SchedTask *a, const SchedTask *b) {
                 a->memory_bytes == b->memory_bytes && a->started_s == b->started_s && a->lost_s == b->lost_s;
 }
 
-/* A told task went: if it succeeded, what it used counts for its phase (told to the scheduler
- * before the decision, by phases_served()). */
-static int task_gone(ClusterSched *cs, Store *store, const TaskEntry *t) {
-        PhaseEntry *e = entries_find(cs->phases, cs->n_phases, sched_key(t->job, t->phase));
+/* A told task of rec went: if it succeeded, what it used counts for its phase (told to the
+ * scheduler before the decision, by phases_served()). */
+static int task_gone(ClusterSched *cs, JobRec *rec, const TaskEntry *t) {
+        PhaseEntry *e = rec_phase(rec, sched_key(t->t.job, t->t.phase));
         if (!e)
                 return 0; /* its phase ended, or is not the scheduler's */
-        char buf[TASK_ID_MAX];
-        TaskId id = { .job = t->job, .phase = t->phase, .task = t->index, .attempt = t->attempt };
         double cpu_s;
-        int r = store_task_succeeded_cpu(store, task_id_format(&id, buf), &cpu_s);
+        int r = store_task_succeeded_cpu(cs->store, t->t.id, &cpu_s);
         if (r <= 0)
                 return r == -ENOENT ? 0 : r;
         e->finished_s += cpu_s;
+        if (!e->served_changed && joblist_add(&cs->served, t->t.job) < 0)
+                return -ENOMEM;
         e->served_changed = true;
         return 0;
 }
 
-/* The scheduler told what the succeeded tasks of phases used: how it knows a phase that has
- * overrun its estimate (sched_sizing_served()). */
+/* The scheduler told what the succeeded tasks of phases used, in key order: how it knows a
+ * phase that has overrun its estimate (sched_sizing_served()). */
 static int phases_served(ClusterSched *cs) {
-        for (size_t i = 0; i < cs->n_phases; i++) {
-                PhaseEntry *e = &cs->phases[i];
-                if (!e->served_changed)
-                        continue;
-                e->served_changed = false;
-                int r = sched_sizing_served(cs->sched, e->key, &e->sz, e->finished_s);
-                if (r < 0 && r != -ENOENT)
-                        return r;
+        joblist_sort_unique(&cs->served);
+        int r = 0;
+        for (size_t i = 0; i < cs->served.n; i++) {
+                JobRec *rec = rec_find(cs, cs->served.v[i]);
+                for (size_t k = 0; rec && k < rec->n_phases; k++) {
+                        PhaseEntry *e = &rec->phases[k];
+                        if (!e->served_changed)
+                                continue;
+                        e->served_changed = false;
+                        int q = sched_sizing_served(cs->sched, e->key, &e->sz, e->finished_s);
+                        if (q < 0 && q != -ENOENT && r >= 0)
+                                r = q;
+                }
         }
-        return 0;
+        cs->served.n = cs->served.compacted = 0;
+        return r;
 }
 
 static int id_take(ClusterSched *cs, size_t *ret) {
@@ -775,70 +1383,326 @@ static int id_take(ClusterSched *cs, size_t *ret) {
         if (!p)
                 return -ENOMEM;
         cs->free_ids = p; /* room for every id to come back */
-        size_t *q = realloc(cs->position, (cs->n_ids + 1) * sizeof(size_t));
+        TaskEntry **q = realloc(cs->by_id, (cs->n_ids + 1) * sizeof(TaskEntry *));
         if (!q)
                 return -ENOMEM;
-        cs->position = q;
+        cs->by_id = q;
+        cs->by_id[cs->n_ids] = NULL;
         *ret = cs->n_ids++;
         return 0;
 }
 
-int cluster_sched_place(ClusterSched *cs, Store *store, double now_s, const PlacementNode *nodes, size_t n_nodes,
-                        const StoreTask *const *tasks, const SchedTask *view, size_t n_tasks,
-                        const SchedDecision **ret, size_t *ret_n, const ClusterSchedWeight **ret_weights,
-                        size_t *ret_n_weights) {
-        int r = sched_set_nodes(cs->sched, nodes, n_nodes);
-        if (r < 0)
-                return r;
-        _cleanup_free_ TaskEntry *next = calloc(MAX(n_tasks, (size_t) 1), sizeof(TaskEntry));
-        if (!next)
-                return -ENOMEM;
+static void id_give_back(ClusterSched *cs, size_t id) {
+        cs->by_id[id] = NULL;
+        cs->free_ids[cs->n_free++] = id;
+}
 
-        /* Merge the last placement's tasks with this one's (both in FIFO order). */
-        size_t i = 0, k = 0;
-        while (i < cs->n_tasks || k < n_tasks) {
-                int c = i >= cs->n_tasks ? 1 : k >= n_tasks ? -1 : task_cmp(&cs->tasks[i], tasks[k]);
+/* FIFO order (job, phase, index, attempt): the order the store lists tasks in. */
+static bool fifo_before(const StoreTask *a, const StoreTask *b) {
+        return task_cmp(a, b) < 0;
+}
+
+static int node_cmp_id(const void *key, const void *elem) {
+        return strcmp(key, ((const StoreNode *) elem)->id);
+}
+
+static int str_cmp(const void *key, const void *elem) {
+        return strcmp(key, *(char *const *) elem);
+}
+
+/* l (n strings) sorted by strcmp (SQL's ORDER BY on text). */
+static bool strv_sorted_contains(char **l, size_t n, const char *s) {
+        return n > 0 && bsearch(s, l, n, sizeof(char *), str_cmp);
+}
+
+/* What the scheduler is told of a task: pending, or placed on its node (stopping when a kill
+ * is on its way, suspended when frozen). */
+static SchedTask task_view(const StoreTask *t, bool active, const StoreNode *nodes, size_t n_nodes, bool stopping,
+                           bool frozen) {
+        SchedTask st = {
+                .key = sched_key(t->job, t->phase),
+                .index = t->index,
+                .state = SCHED_TASK_PENDING,
+                .cpu_cores = t->cpu_cores,
+                .memory_bytes = t->memory_bytes,
+                .lost_s = t->lost_cpu_s,
+        };
+        if (active) {
+                const StoreNode *n = t->node ? bsearch(t->node, nodes, n_nodes, sizeof(StoreNode), node_cmp_id) : NULL;
+                st.node = n ? (size_t) (n - nodes) : SIZE_MAX;
+                st.state = stopping ? SCHED_TASK_STOPPING : frozen ? SCHED_TASK_SUSPENDED : SCHED_TASK_RUNNING;
+                /* When it started running, which preemption goes by (youngest first, and what a
+                 * kill would lose); one not running yet is the youngest. */
+                st.started_s = t->started_ms >= 0 ? (double) t->started_ms / 1000.0 : 1e15;
+        }
+        return st;
+}
+
+static void rec_recount(ClusterSched *cs, JobRec *rec) {
+        cs->n_pending -= rec->n_pending;
+        rec->n_running = rec->n_pending = 0;
+        for (size_t i = 0; i < rec->n_tasks; i++) {
+                rec->n_running += rec->tasks[i].told.state == SCHED_TASK_RUNNING;
+                rec->n_pending += rec->tasks[i].told.state == SCHED_TASK_PENDING;
+        }
+        cs->n_pending += rec->n_pending;
+        running_set(cs, rec);
+}
+
+/* Forgets a task: out of the scheduler, its id free again. */
+static void entry_forget(ClusterSched *cs, TaskEntry *e) {
+        (void) sched_task_remove(cs->sched, e->id);
+        id_give_back(cs, e->id);
+        if (e->cpu_weight != 0)
+                cs->n_weighted--;
+        store_task_done(&e->t);
+}
+
+/* Tells the scheduler what changed among one job's tasks: the store's list now (tasks, with
+ * what to tell of each in views; taken over) against what it was told. Removes, adds and
+ * changes go out in FIFO order, as a merge of every task would send them. */
+static int job_tasks_merge(ClusterSched *cs, uint64_t job, StoreTask *tasks, const SchedTask *views, size_t n) {
+        JobRec *rec = rec_find(cs, job);
+        if (!rec && n == 0)
+                return 0;
+        if (!rec)
+                rec = rec_get(cs, job);
+        TaskEntry *next = n > 0 ? calloc(n, sizeof(TaskEntry)) : NULL;
+        if (!rec || (n > 0 && !next)) {
+                free(next);
+                for (size_t k = 0; k < n; k++)
+                        store_task_done(&tasks[k]);
+                cs->full_tasks = true;
+                return -ENOMEM;
+        }
+        int r = 0;
+        size_t i = 0, k = 0, m = 0;
+        while (r >= 0 && (i < rec->n_tasks || k < n)) {
+                int c = i >= rec->n_tasks ? 1 : k >= n ? -1 : task_cmp(&rec->tasks[i].t, &tasks[k]);
                 if (c < 0) { /* gone: ended, lost, or no longer placeable */
-                        r = sched_task_remove(cs->sched, cs->tasks[i].id);
-                        if (r < 0 && r != -ENOENT)
-                                return r;
-                        r = task_gone(cs, store, &cs->tasks[i]);
+                        r = task_gone(cs, rec, &rec->tasks[i]);
+                        entry_forget(cs, &rec->tasks[i++]);
                         if (r < 0)
-                                return r;
-                        cs->free_ids[cs->n_free++] = cs->tasks[i++].id;
+                                break;
                         continue;
                 }
-                TaskEntry *e = &next[k];
+                TaskEntry *e = &next[m];
+                bool tell = c > 0;
                 if (c > 0) {
-                        *e = (TaskEntry) { .job = tasks[k]->job, .phase = tasks[k]->phase, .index = tasks[k]->index,
-                                           .attempt = tasks[k]->attempt };
+                        *e = (TaskEntry) {};
                         r = id_take(cs, &e->id);
                         if (r < 0)
-                                return r;
-                } else
-                        *e = cs->tasks[i++];
-                if (c > 0 || !task_same(&e->told, &view[k])) {
-                        e->told = view[k];
-                        r = sched_task_set(cs->sched, e->id, &e->told);
-                        if (r < 0)
-                                return r;
+                                break;
+                } else {
+                        *e = rec->tasks[i++];
+                        store_task_done(&e->t);
+                        tell = !task_same(&e->told, &views[k]);
                 }
-                cs->position[e->id] = k++;
+                e->t = tasks[k];
+                tasks[k] = (StoreTask) {};
+                m++;
+                if (tell) {
+                        e->told = views[k];
+                        r = sched_task_set(cs->sched, e->id, &e->told);
+                }
+                k++;
         }
-        free(cs->tasks);
-        cs->tasks = TAKE_PTR(next);
-        cs->n_tasks = n_tasks;
+        if (r < 0) {
+                /* Out of memory or refused: the job's tasks leave the scheduler, and the next
+                 * placement tells them again from the whole store. */
+                for (size_t q = 0; q < m; q++)
+                        entry_forget(cs, &next[q]);
+                for (; i < rec->n_tasks; i++)
+                        entry_forget(cs, &rec->tasks[i]);
+                m = 0;
+                cs->full_tasks = true;
+        }
+        for (; k < n; k++)
+                store_task_done(&tasks[k]);
+        free(rec->tasks);
+        rec->tasks = next;
+        rec->n_tasks = m;
+        for (size_t q = 0; q < m; q++)
+                cs->by_id[next[q].id] = &next[q];
+        rec_recount(cs, rec);
+        rec_drop_if_empty(cs, rec);
+        return r;
+}
+
+/* Every task against every entry: at a start, when the nodes changed, after a rollback. */
+static int tasks_full(ClusterSched *cs, Store *store, const StoreNode *nodes, size_t n_nodes) {
+        StoreTask *pending = NULL, *active = NULL;
+        size_t n_pending = 0, n_active = 0;
+        _cleanup_strv_free_ char **frozen = NULL, **killing = NULL;
+        _cleanup_free_ StoreTask *all = NULL;
+        _cleanup_free_ SchedTask *views = NULL;
+        _cleanup_free_ JobRec **recs = NULL;
+        size_t n_recs = 0;
+
+        int r = store_tasks_placeable(store, &pending, &n_pending);
+        if (r >= 0)
+                r = store_tasks_find(store, 0, NULL, TASK_STATES_ACTIVE, &active, &n_active);
+        if (r >= 0)
+                r = store_tasks_frozen(store, &frozen);
+        if (r >= 0)
+                r = store_tasks_kill_pending(store, &killing);
+        if (r >= 0)
+                r = recs_in_order(cs, &recs, &n_recs);
+        size_t n = n_pending + n_active;
+        if (r >= 0) {
+                all = calloc(MAX(n, (size_t) 1), sizeof(StoreTask));
+                views = calloc(MAX(n, (size_t) 1), sizeof(SchedTask));
+                if (!all || !views)
+                        r = -ENOMEM;
+        }
+        if (r < 0) {
+                store_tasks_free(pending, n_pending);
+                store_tasks_free(active, n_active);
+                return r;
+        }
+        size_t n_frozen = strv_length(frozen), n_killing = strv_length(killing);
+
+        /* Active and pending tasks merged into one FIFO order (both lists come in it). */
+        for (size_t a = 0, p = 0, q = 0; a < n_active || p < n_pending; q++) {
+                bool take_active = p >= n_pending || (a < n_active && fifo_before(&active[a], &pending[p]));
+                all[q] = take_active ? active[a++] : pending[p++];
+                views[q] = task_view(&all[q], take_active, nodes, n_nodes,
+                                     take_active && strv_sorted_contains(killing, n_killing, all[q].id),
+                                     take_active && strv_sorted_contains(frozen, n_frozen, all[q].id));
+        }
+        free(pending);
+        free(active);
+
+        /* Job by job, in job order: the jobs held and the jobs listed. */
+        size_t i = 0, k = 0;
+        while (i < n_recs || k < n) {
+                uint64_t job_old = i < n_recs ? recs[i]->job : UINT64_MAX;
+                uint64_t job_new = k < n ? all[k].job : UINT64_MAX;
+                uint64_t job = MIN(job_old, job_new);
+                size_t end = k;
+                while (end < n && all[end].job == job)
+                        end++;
+                if (job_old == job)
+                        i++;
+                if (r >= 0)
+                        r = job_tasks_merge(cs, job, &all[k], &views[k], end - k);
+                else
+                        for (size_t q = k; q < end; q++)
+                                store_task_done(&all[q]);
+                k = end;
+        }
+        return r;
+}
+
+/* Only the jobs the store changed since the last placement. */
+static int tasks_changed(ClusterSched *cs, Store *store, const StoreNode *nodes, size_t n_nodes) {
+        joblist_sort_unique(&cs->dirty_tasks);
+        JobList dirty = cs->dirty_tasks;
+        cs->dirty_tasks = (JobList) {};
+        int r = 0;
+        for (size_t i = 0; i < dirty.n && r >= 0; i++) {
+                StoreTask *tasks = NULL;
+                size_t n = 0;
+                r = store_tasks_schedulable_of_job(store, dirty.v[i], &tasks, &n);
+                if (r < 0)
+                        break;
+                _cleanup_free_ SchedTask *views = calloc(MAX(n, (size_t) 1), sizeof(SchedTask));
+                if (!views)
+                        r = -ENOMEM;
+                for (size_t q = 0; q < n && r >= 0; q++) {
+                        bool active = tasks[q].state != TASK_PENDING, stopping = false, frozen = false;
+                        if (active) {
+                                r = store_action_pending(store, tasks[q].id, ACTION_KILL);
+                                stopping = r > 0;
+                                if (r >= 0 && !stopping) {
+                                        r = store_task_frozen(store, tasks[q].id);
+                                        frozen = r > 0;
+                                }
+                        }
+                        views[q] = task_view(&tasks[q], active, nodes, n_nodes, stopping, frozen);
+                }
+                if (r < 0) {
+                        store_tasks_free(tasks, n);
+                        break;
+                }
+                r = job_tasks_merge(cs, dirty.v[i], tasks, views, n);
+                free(tasks);
+        }
+        joblist_done(&dirty);
+        return r;
+}
+
+/* Whether the nodes (and so the node numbers tasks are told with) are those of the last
+ * placement; keeps them for the next. */
+static int nodes_same(ClusterSched *cs, const StoreNode *nodes, size_t n_nodes) {
+        size_t n_old = strv_length(cs->node_ids);
+        bool same = n_old == n_nodes;
+        for (size_t i = 0; same && i < n_nodes; i++)
+                same = streq(cs->node_ids[i], nodes[i].id);
+        if (same)
+                return 1;
+        char **ids = calloc(n_nodes + 1, sizeof(char *));
+        if (!ids)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_nodes; i++)
+                if (!(ids[i] = strdup(nodes[i].id))) {
+                        strv_free(ids);
+                        return -ENOMEM;
+                }
+        strv_free(cs->node_ids);
+        cs->node_ids = ids;
+        return 0;
+}
+
+static int weight_add(ClusterSched *cs, size_t *n_w, const TaskEntry *e, const char *node, int64_t weight) {
+        if (*n_w == cs->n_weights_allocated) {
+                size_t m = MAX(cs->n_weights_allocated * 2, (size_t) 16);
+                ClusterSchedWeight *p = realloc(cs->weights, m * sizeof(ClusterSchedWeight));
+                if (!p)
+                        return -ENOMEM;
+                cs->weights = p;
+                cs->n_weights_allocated = m;
+        }
+        cs->weights[(*n_w)++] = (ClusterSchedWeight) { .task = &e->t, .node = node, .cpu_weight = weight };
+        return 0;
+}
+
+static int cmp_rec_job(const void *a, const void *b) {
+        return rec_cmp(*(JobRec *const *) a, *(JobRec *const *) b);
+}
+
+int cluster_sched_place(ClusterSched *cs, Store *store, int64_t now_ms, const StoreNode *nodes,
+                        const PlacementNode *pnodes, size_t n_nodes, const ClusterSchedDecision **ret, size_t *ret_n,
+                        const ClusterSchedWeight **ret_weights, size_t *ret_n_weights) {
+        double now_s = (double) now_ms / 1000.0;
+        cs->touched = true;
+        int r = sched_set_nodes(cs->sched, pnodes, n_nodes);
+        if (r < 0)
+                return r;
+        r = nodes_same(cs, nodes, n_nodes);
+        if (r < 0)
+                return r;
+        bool full = r == 0 || cs->full_tasks || cs->always_full;
+        if (full)
+                cs->dirty_tasks.n = cs->dirty_tasks.compacted = 0;
+        r = full ? tasks_full(cs, store, nodes, n_nodes) : tasks_changed(cs, store, nodes, n_nodes);
+        cs->full_tasks = cs->full_tasks || r < 0;
+        if (r < 0)
+                return r;
+        if (full)
+                cs->full_tasks = false;
         r = phases_served(cs);
         if (r < 0)
                 return r;
 
+        cs->n_waiting = cs->n_pending;
         const SchedDecision *d;
         size_t n_d;
         r = sched_next(cs->sched, now_s, &d, &n_d);
         if (r < 0)
                 return r;
         if (n_d > cs->n_out_allocated) {
-                SchedDecision *p = realloc(cs->out, n_d * sizeof(SchedDecision));
+                ClusterSchedDecision *p = realloc(cs->out, n_d * sizeof(ClusterSchedDecision));
                 if (!p)
                         return -ENOMEM;
                 cs->out = p;
@@ -850,41 +1714,62 @@ int cluster_sched_place(ClusterSched *cs, Store *store, double now_s, const Plac
                 [SCHED_FREEZE] = SCHED_TASK_SUSPENDED, [SCHED_KILL] = SCHED_TASK_STOPPING,
         };
         for (size_t q = 0; q < n_d; q++) {
-                size_t pos = cs->position[d[q].task];
-                SchedTask *t = &cs->tasks[pos].told;
+                TaskEntry *e = cs->by_id[d[q].task];
+                SchedTask *t = &e->told;
+                JobRec *rec = rec_find(cs, e->t.job);
+                if (rec) {
+                        rec->n_running -= t->state == SCHED_TASK_RUNNING;
+                        rec->n_running += after[d[q].verb] == SCHED_TASK_RUNNING;
+                        bool pending = t->state == SCHED_TASK_PENDING;
+                        rec->n_pending -= pending;
+                        cs->n_pending -= pending;
+                        running_set(cs, rec);
+                }
                 t->state = after[d[q].verb];
                 t->node = d[q].node;
                 if (d[q].verb == SCHED_START)
                         t->started_s = now_s;
-                cs->out[q] = (SchedDecision) { .verb = d[q].verb, .task = pos, .node = d[q].node };
+                cs->out[q] = (ClusterSchedDecision) { .verb = d[q].verb, .task = &e->t, .node = d[q].node };
+                /* Read its job again next time, whether or not the caller carries it out. */
+                if (joblist_add(&cs->dirty_tasks, e->t.job) < 0)
+                        cs->full_tasks = true;
         }
 
         /* CFS weights: under a time-slicing policy (fair) a job's running tasks share its
          * weight, on the cgroup v2 scale where 100 is the default; elsewhere back to the
-         * default what was changed. Only changes go out. */
+         * default what was changed. Only changes go out, in FIFO order. */
         size_t n_w = 0;
-        for (size_t q = 0; q < cs->n_tasks; q++) {
-                TaskEntry *e = &cs->tasks[q];
-                if (e->told.state != SCHED_TASK_RUNNING || e->told.node >= n_nodes)
-                        continue;
-                double w = sched_task_cpu_weight(cs->sched, e->id);
-                int64_t want = w > 0 ? MIN(MAX(llround(100.0 * w), 1LL), 10000LL) : 100;
-                if (want == (e->cpu_weight ?: 100))
-                        continue;
-                if (n_w == cs->n_weights_allocated) {
-                        size_t m = MAX(cs->n_weights_allocated * 2, (size_t) 16);
-                        ClusterSchedWeight *p = realloc(cs->weights, m * sizeof(ClusterSchedWeight));
-                        if (!p)
-                                return -ENOMEM;
-                        cs->weights = p;
-                        cs->n_weights_allocated = m;
+        if (sched_params(cs->sched)->policy == SCHED_FAIR || cs->n_weighted > 0) {
+                if (cs->n_running_jobs > 0)
+                        qsort(cs->running_jobs, cs->n_running_jobs, sizeof(JobRec *), cmp_rec_job);
+                for (size_t j = 0; j < cs->n_running_jobs; j++) {
+                        JobRec *rec = cs->running_jobs[j];
+                        rec->running_pos = j;
+                        for (size_t q = 0; q < rec->n_tasks; q++) {
+                                TaskEntry *e = &rec->tasks[q];
+                                if (e->told.state != SCHED_TASK_RUNNING || e->told.node >= n_nodes)
+                                        continue;
+                                double w = sched_task_cpu_weight(cs->sched, e->id);
+                                int64_t want = w > 0 ? MIN(MAX(llround(100.0 * w), 1LL), 10000LL) : 100;
+                                if (want == (e->cpu_weight ?: 100))
+                                        continue;
+                                r = weight_add(cs, &n_w, e, nodes[e->told.node].id, want);
+                                if (r < 0)
+                                        return r;
+                                /* 0 stands for the default, 100: what n_weighted counts is the rest. */
+                                bool was = e->cpu_weight != 0, is = want != 100;
+                                cs->n_weighted = cs->n_weighted + is - was;
+                                e->cpu_weight = is ? want : 0;
+                        }
                 }
-                e->cpu_weight = want;
-                cs->weights[n_w++] = (ClusterSchedWeight) { .task = q, .node = nodes[e->told.node].id, .cpu_weight = want };
         }
         *ret_weights = cs->weights;
         *ret_n_weights = n_w;
         *ret = cs->out;
         *ret_n = n_d;
         return 0;
+}
+
+size_t cluster_sched_tasks_waiting(const ClusterSched *cs) {
+        return cs->n_waiting;
 }

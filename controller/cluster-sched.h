@@ -12,33 +12,50 @@
 
 typedef struct ClusterSched ClusterSched;
 
-int cluster_sched_new(const SchedParams *sched_params, const HfspSizeParams *size_params, ClusterSched **ret);
+/* Registers with the store's change hooks (store_set_change_hooks()): the scheduler's picture is
+ * kept in memory and each sync and placement re-reads only the jobs the store changed since,
+ * besides the phases whose training moves with time; the first of each after the start, and
+ * the next after a transaction that rolled back one of them, read the whole store. */
+int cluster_sched_new(Store *store, const SchedParams *sched_params, const HfspSizeParams *size_params,
+                      ClusterSched **ret);
 ClusterSched *cluster_sched_free(ClusterSched *cs);
 Sched *cluster_sched_scheduler(ClusterSched *cs);
+/* Test knob: read the whole store at every sync and placement (what the incremental updates
+ * are checked against: they must decide the same). */
+void cluster_sched_set_always_full(ClusterSched *cs, bool always_full);
 
 /* Brings the scheduler in line with the store at now_ms: the ready nodes' CPUs as capacity,
  * new runnable phases added with their initial size, training phases re-estimated, ended
  * phases finished (their task sizes join the history s̄ is computed from). */
 int cluster_sched_sync(ClusterSched *cs, Store *store, const StoreNode *nodes, size_t n_nodes, int64_t now_ms);
 
-/* One placement: tells the scheduler which tasks changed since the last one — tasks[i] (the
- * store's pending and active tasks in FIFO order: job, phase, index, attempt) as view[i] —
- * and which nodes there are, then decides (sched_next()). Decisions name tasks by their index
- * in tasks. The diff is a merge of two sorted lists, O(tasks) without lookups, but one store
- * lookup per task gone (the CPU of one that succeeded counts for its phase); the decision
- * itself reads only the head of the scheduler's order. *ret is valid until the next call. */
+/* One placement: tells the scheduler the nodes (nodes: the store's, by id, lost for those that
+ * get nothing new; pnodes: the same as the scheduler sees them) and the tasks that changed
+ * since the last placement (the pending tasks whose phase may run and the active ones), then
+ * decides (sched_next()). A decision names the task as the store had it and the node by its
+ * index in nodes. A task gone since costs one store lookup (the CPU of one that succeeded
+ * counts for its phase). The arrays are valid until the next call. */
+typedef struct ClusterSchedDecision {
+        SchedVerb verb;
+        const StoreTask *task;
+        size_t node;
+} ClusterSchedDecision;
+
 typedef struct ClusterSchedWeight {
-        size_t task;               /* index in the caller's tasks */
+        const StoreTask *task;
         const char *node;          /* where it runs (the id of one of the caller's nodes) */
         int64_t cpu_weight;        /* cgroup v2 scale, 1..10000 */
 } ClusterSchedWeight;
 
 /* ... and *ret_weights: the running tasks whose CFS weight must change (fair shares a job's
- * weight among its running tasks; set_limits carries it), also valid until the next call. */
-int cluster_sched_place(ClusterSched *cs, Store *store, double now_s, const PlacementNode *nodes, size_t n_nodes,
-                        const StoreTask *const *tasks, const SchedTask *view, size_t n_tasks,
-                        const SchedDecision **ret, size_t *ret_n, const ClusterSchedWeight **ret_weights,
-                        size_t *ret_n_weights);
+ * weight among its running tasks; set_limits carries it). */
+int cluster_sched_place(ClusterSched *cs, Store *store, int64_t now_ms, const StoreNode *nodes,
+                        const PlacementNode *pnodes, size_t n_nodes, const ClusterSchedDecision **ret, size_t *ret_n,
+                        const ClusterSchedWeight **ret_weights, size_t *ret_n_weights);
+
+/* The tasks waiting to be placed as the last placement found them (before its decisions): the
+ * pending tasks of runnable phases of jobs not held. */
+size_t cluster_sched_tasks_waiting(const ClusterSched *cs);
 
 /* Brings back the checkpoint at start (before the first sync): s̄'s history, the ghost time,
  * the phases still ageing after they finished, and the sizes and virtual remaining sizes of the
@@ -48,12 +65,16 @@ int cluster_sched_load(ClusterSched *cs, Store *store, int64_t now_ms);
  * are written when they are set). Call inside a transaction, every few seconds and at exit. */
 int cluster_sched_checkpoint(ClusterSched *cs, Store *store, int64_t now_ms);
 
-/* Ages the virtual cluster to now_ms and ranks every phase: once before job views. */
+/* Ages the virtual cluster to now_ms and ranks every phase, once before job views. With more
+ * than a thousand phases a ranking serves the views of the next second (it costs O(n log n)):
+ * a phase that came since has no rank (null) until the next. */
 int cluster_sched_rank(ClusterSched *cs, int64_t now_ms);
 /* The "scheduler" object of a job view (json null when the scheduler does not hold the job):
  * its current phase's rank, state and sizes; with detail, "estimate": how the size came about
- * (S_i, the training stage, S_f), the training tasks live while it trains. */
-int cluster_sched_job_to_json(ClusterSched *cs, Store *store, uint64_t job, bool detail, int64_t now_ms, json_t **ret);
+ * (S_i, the training stage, S_f), the training tasks live while it trains. With rank, ranks
+ * first (cluster_sched_rank()) if it holds the job, and returns 1 then. */
+int cluster_sched_job_to_json(ClusterSched *cs, Store *store, uint64_t job, bool detail, bool rank, int64_t now_ms,
+                              json_t **ret);
 
 /* GET /v1/scheduler: the policy, and every runnable job phase in priority order with its
  * rank, state and sizes (estimated, virtual) and how its size estimate came about. */

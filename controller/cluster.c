@@ -61,11 +61,6 @@ struct Cluster {
 /* json_decrefp() comes with jansson >= 2.11. */
 #define _cleanup_json_ _cleanup_(json_decrefp)
 
-static void job_spec_freep(JobSpec **s) {
-        if (*s)
-                job_spec_free(*s);
-}
-
 static void heartbeat_freep(Heartbeat **h) {
         if (*h)
                 heartbeat_free(*h);
@@ -106,11 +101,12 @@ int cluster_new(Store *store, const ClusterConfig *config, int64_t now_ms, Clust
         };
         if (c->config.sizes.timeout_s == 0)
                 c->config.sizes = HFSP_SIZE_PARAMS_DEFAULT;
-        int r = cluster_sched_new(&c->config.sched, &c->config.sizes, &c->sched);
+        int r = cluster_sched_new(store, &c->config.sched, &c->config.sizes, &c->sched);
         if (r < 0) {
                 free(c);
                 return r;
         }
+        cluster_sched_set_always_full(c->sched, c->config.sched_rebuild_always);
         /* The scheduler's checkpoint, then one sync: job views show the restored ranks and sizes
          * before the first heartbeat places anything. */
         StoreNode *nodes = NULL;
@@ -457,10 +453,6 @@ static int preempt_task(Cluster *c, const StoreTask *t, int64_t now_ms) {
         return queue_kill(c, t->node, t->id, now_ms);
 }
 
-static int node_cmp_id(const void *key, const void *elem) {
-        return strcmp(key, ((const StoreNode *) elem)->id);
-}
-
 static int str_cmp(const void *key, const void *elem) {
         return strcmp(key, *(char *const *) elem);
 }
@@ -470,28 +462,13 @@ static bool strv_sorted_contains(char **l, size_t n, const char *s) {
         return n > 0 && bsearch(s, l, n, sizeof(char *), str_cmp);
 }
 
-/* FIFO order (job, phase, index, attempt): the order the store lists tasks in. */
-static bool fifo_before(const StoreTask *a, const StoreTask *b) {
-        if (a->job != b->job)
-                return a->job < b->job;
-        if (a->phase != b->phase)
-                return a->phase < b->phase;
-        if (a->index != b->index)
-                return a->index < b->index;
-        return a->attempt < b->attempt;
-}
-
 /* One scheduling decision: the scheduler is told which runnable job phases, nodes and
  * pending, running and frozen tasks changed since the last one, and says what to start,
  * freeze and thaw. *ret_froze: it froze a task (whose CPU is free at once). */
 static int place_once(Cluster *c, int64_t now_ms, bool *ret_froze) {
-        StoreTask *pending = NULL, *active = NULL;
         StoreNode *nodes = NULL;
-        size_t n_pending = 0, n_active = 0, n_nodes = 0;
+        size_t n_nodes = 0;
         _cleanup_free_ PlacementNode *pnodes = NULL;
-        _cleanup_free_ SchedTask *stasks = NULL;
-        _cleanup_free_ const StoreTask **order = NULL;
-        _cleanup_strv_free_ char **frozen = NULL, **killing = NULL;
         bool redo = false; /* a decision freed room at once (a withdrawn start) */
 
         /* Capacities only: the scheduler derives the allocations from the tasks. */
@@ -504,28 +481,19 @@ static int place_once(Cluster *c, int64_t now_ms, bool *ret_froze) {
                 if (now_ms - nodes[i].last_heartbeat_ms > unreachable_after_ms(c))
                         nodes[i].lost = true;
         r = cluster_sched_sync(c->sched, c->store, nodes, n_nodes, now_ms);
-        if (r < 0)
-                goto finish;
-        r = store_tasks_placeable(c->store, &pending, &n_pending);
-        if (r >= 0)
-                c->counters.tasks_waiting = (unsigned) MIN(n_pending, (size_t) UINT_MAX);
+        if (r >= 0 && n_nodes == 0) {
+                /* Nothing is placed, and the scheduler's picture of the tasks waits for a node:
+                 * the queue as the store has it. */
+                unsigned n_waiting = 0;
+                r = store_tasks_placeable_count(c->store, &n_waiting);
+                if (r >= 0)
+                        c->counters.tasks_waiting = n_waiting;
+        }
         if (r < 0 || n_nodes == 0)
                 goto finish;
-        r = store_tasks_find(c->store, 0, NULL, TASK_STATES_ACTIVE, &active, &n_active);
-        if (r < 0)
-                goto finish;
-        r = store_tasks_frozen(c->store, &frozen);
-        if (r < 0)
-                goto finish;
-        r = store_tasks_kill_pending(c->store, &killing);
-        if (r < 0)
-                goto finish;
-        size_t n_frozen = strv_length(frozen), n_killing = strv_length(killing);
 
         pnodes = calloc(n_nodes, sizeof(PlacementNode));
-        stasks = calloc(MAX(n_pending + n_active, (size_t) 1), sizeof(SchedTask));
-        order = calloc(MAX(n_pending + n_active, (size_t) 1), sizeof(StoreTask *));
-        if (!pnodes || !stasks || !order) {
+        if (!pnodes) {
                 r = -ENOMEM;
                 goto finish;
         }
@@ -537,45 +505,20 @@ static int place_once(Cluster *c, int64_t now_ms, bool *ret_froze) {
                         .capacity_memory_bytes = nodes[i].capacity_memory_bytes,
                         .no_freeze = strv_contains(c->no_freeze, nodes[i].id),
                 };
-        /* Active and pending tasks merged into one FIFO order (both lists come in it), which is
-         * how the scheduler's side tells what changed since the last placement. */
-        size_t n_tasks = 0;
-        for (size_t a = 0, p = 0; a < n_active || p < n_pending;) {
-                bool take_active = p >= n_pending || (a < n_active && fifo_before(&active[a], &pending[p]));
-                const StoreTask *t = take_active ? &active[a++] : &pending[p++];
-                SchedTask *st = &stasks[n_tasks];
-                *st = (SchedTask) {
-                        .key = sched_key(t->job, t->phase),
-                        .index = t->index,
-                        .state = SCHED_TASK_PENDING,
-                        .cpu_cores = t->cpu_cores,
-                        .memory_bytes = t->memory_bytes,
-                        .lost_s = t->lost_cpu_s,
-                };
-                if (take_active) {
-                        const StoreNode *n = t->node ? bsearch(t->node, nodes, n_nodes, sizeof(StoreNode), node_cmp_id) : NULL;
-                        st->node = n ? (size_t) (n - nodes) : SIZE_MAX;
-                        st->state = strv_sorted_contains(killing, n_killing, t->id) ? SCHED_TASK_STOPPING :
-                                strv_sorted_contains(frozen, n_frozen, t->id) ? SCHED_TASK_SUSPENDED :
-                                SCHED_TASK_RUNNING;
-                        /* When it started running, which preemption goes by (youngest first,
-                         * and what a kill would lose); one not running yet is the youngest. */
-                        st->started_s = t->started_ms >= 0 ? (double) t->started_ms / 1000.0 : 1e15;
-                }
-                order[n_tasks++] = t;
-        }
 
-        const SchedDecision *decisions;
+        const ClusterSchedDecision *decisions;
         const ClusterSchedWeight *weights;
         size_t n_decisions, n_weights;
-        r = cluster_sched_place(c->sched, c->store, (double) now_ms / 1000.0, pnodes, n_nodes, order, stasks, n_tasks,
-                                &decisions, &n_decisions, &weights, &n_weights);
+        r = cluster_sched_place(c->sched, c->store, now_ms, nodes, pnodes, n_nodes, &decisions, &n_decisions, &weights,
+                                &n_weights);
+        if (r >= 0)
+                c->counters.tasks_waiting = (unsigned) MIN(cluster_sched_tasks_waiting(c->sched), (size_t) UINT_MAX);
         if (r < 0)
                 goto finish;
 
         for (size_t k = 0; k < n_decisions && r >= 0; k++) {
-                const SchedDecision *d = &decisions[k];
-                const StoreTask *t = order[d->task];
+                const ClusterSchedDecision *d = &decisions[k];
+                const StoreTask *t = d->task;
                 if ((unsigned) d->verb < _SCHED_VERB_MAX)
                         c->counters.decisions[d->verb]++;
                 switch (d->verb) {
@@ -600,13 +543,11 @@ static int place_once(Cluster *c, int64_t now_ms, bool *ret_froze) {
                 }
         }
         for (size_t k = 0; k < n_weights && r >= 0; k++) {
-                const StoreTask *t = order[weights[k].task];
+                const StoreTask *t = weights[k].task;
                 Action a = { .type = ACTION_SET_LIMITS, .task = t->id, .limits = { .cpu_weight = weights[k].cpu_weight } };
                 r = queue_action(c, weights[k].node, &a, now_ms, NULL);
         }
 finish:
-        store_tasks_free(pending, n_pending);
-        store_tasks_free(active, n_active);
         store_nodes_free(nodes, n_nodes);
         if (r < 0)
                 return r;
@@ -659,42 +600,42 @@ int cluster_scheduler_to_json(Cluster *c, int64_t now_ms, json_t **ret) {
         return cluster_sched_to_json(c->sched, now_ms, ret);
 }
 
-/* Adds the scheduler's view of the job ("scheduler") to a job object of the store. */
-static int job_add_scheduler(Cluster *c, json_t *job, bool detail, int64_t now_ms) {
+/* Adds the scheduler's view of the job ("scheduler") to a job object of the store; with rank,
+ * ranks first if the scheduler holds the job (returns 1 then). */
+static int job_add_scheduler(Cluster *c, json_t *job, bool detail, bool rank, int64_t now_ms) {
         json_t *v;
         int r = cluster_sched_job_to_json(c->sched, c->store, (uint64_t) json_integer_value(json_object_get(job, "id")),
-                                          detail, now_ms, &v);
+                                          detail, rank, now_ms, &v);
         if (r < 0)
                 return r;
-        return json_object_set_new(job, "scheduler", v) < 0 ? -ENOMEM : 0;
+        return json_object_set_new(job, "scheduler", v) < 0 ? -ENOMEM : r;
 }
 
 int cluster_job_to_json(Cluster *c, uint64_t job, int64_t now_ms, json_t **ret) {
         _cleanup_json_ json_t *o = NULL;
         int r = store_job_to_json(c->store, job, true, &o);
         if (r >= 0)
-                r = cluster_sched_rank(c->sched, now_ms);
-        if (r >= 0)
-                r = job_add_scheduler(c, o, true, now_ms);
+                r = job_add_scheduler(c, o, true, true, now_ms);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(o);
         return 0;
 }
 
-int cluster_jobs_to_json(Cluster *c, int64_t now_ms, json_t **ret) {
+int cluster_jobs_to_json(Cluster *c, const StoreJobFilter *filter, int64_t now_ms, json_t **ret) {
         _cleanup_json_ json_t *o = NULL;
-        int r = store_jobs_to_json(c->store, &o);
-        if (r >= 0)
-                r = cluster_sched_rank(c->sched, now_ms);
+        int r = store_jobs_page_to_json(c->store, filter ?: &(StoreJobFilter) {}, &o);
         if (r < 0)
                 return r;
+        /* Ranked once, at the first job the scheduler holds: a page of ended jobs needs none. */
+        bool ranked = false;
         size_t i;
         json_t *job;
         json_array_foreach(json_object_get(o, "jobs"), i, job) {
-                r = job_add_scheduler(c, job, false, now_ms);
+                r = job_add_scheduler(c, job, false, !ranked, now_ms);
                 if (r < 0)
                         return r;
+                ranked = ranked || r > 0;
         }
         *ret = TAKE_PTR(o);
         return 0;
@@ -732,41 +673,88 @@ static int transaction_end(Cluster *c, int r) {
         return r;
 }
 
+static void job_submission_freep(JobSubmission **s) {
+        job_submission_free(*s);
+}
+
+static size_t job_spec_tasks(const JobSpec *spec) {
+        size_t n = 0;
+        for (size_t k = 0; k < spec->n_phases; k++)
+                n += spec->phases[k].n_tasks;
+        return n;
+}
+
 int cluster_submit(Cluster *c, json_t *body, int64_t now_ms, json_t **ret_job, char **ret_error) {
         return cluster_submit_as(c, body, NULL, true, now_ms, ret_job, ret_error);
 }
 
 int cluster_submit_as(Cluster *c, json_t *body, const char *by, bool admin, int64_t now_ms, json_t **ret_job,
                       char **ret_error) {
-        _cleanup_(job_spec_freep) JobSpec *spec = NULL;
-        uint64_t id;
-
-        int r = job_spec_from_json(body, &spec, ret_error);
+        _cleanup_(job_submission_freep) JobSubmission *sub = NULL;
+        int r = job_submission_from_json(body, &sub, ret_error);
         if (r < 0)
                 return r;
-        char why[256];
-        r = job_params_time_limit(&c->config.jobs, spec->time_limit_s, &spec->time_limit_s, why, sizeof why);
-        if (r < 0)
-                return (*ret_error = strdup(why)) ? r : -ENOMEM;
+        /* The cluster's time limits, checked for every job before any is stored. */
+        for (size_t k = 0; k < sub->n_specs; k++) {
+                JobSpec *spec = sub->specs[k];
+                char why[256];
+                r = job_params_time_limit(&c->config.jobs, spec->time_limit_s, &spec->time_limit_s, why, sizeof why);
+                if (r < 0) {
+                        if (!sub->list)
+                                return (*ret_error = strdup(why)) ? r : -ENOMEM;
+                        return asprintf(ret_error, "jobs[%zu].%s", k, why) >= 0 ? r : -ENOMEM;
+                }
+        }
+        _cleanup_free_ uint64_t *ids = calloc(sub->n_jobs, sizeof(uint64_t));
+        if (!ids)
+                return -ENOMEM;
 
+        /* Every job in one transaction, one placement for all: all of them or none. */
         r = store_begin_durable(c->store);
         if (r < 0)
                 return r;
-        r = store_job_insert(c->store, spec, now_ms, &id);
-        if (r >= 0 && spec->hold)
-                r = store_job_set_hold(c->store, id, by ?: "an administrator", admin, now_ms);
+        size_t n = 0;
+        for (size_t k = 0; k < sub->n_specs && r >= 0; k++)
+                for (unsigned i = 0; i < sub->copies[k] && r >= 0; i++) {
+                        r = job_spec_set_array_index(sub->specs[k], i);
+                        if (r >= 0)
+                                r = store_job_insert(c->store, sub->specs[k], now_ms, &ids[n]);
+                        if (r >= 0 && sub->specs[k]->hold)
+                                r = store_job_set_hold(c->store, ids[n], by ?: "an administrator", admin, now_ms);
+                        n++;
+                }
         if (r >= 0)
                 r = place(c, now_ms);
         r = transaction_end(c, r);
         if (r < 0)
                 return r;
 
-        size_t n_tasks = 0;
-        for (size_t k = 0; k < spec->n_phases; k++)
-                n_tasks += spec->phases[k].n_tasks;
-        log_info("Job %" PRIu64 " '%s' submitted: %zu phases, %zu tasks.", id, spec->name, spec->n_phases, n_tasks);
+        n = 0;
+        for (size_t k = 0; k < sub->n_specs; k++) {
+                const JobSpec *spec = sub->specs[k];
+                if (sub->copies[k] == 1)
+                        log_info("Job %" PRIu64 " '%s' submitted: %zu phases, %zu tasks.", ids[n], spec->name,
+                                 spec->n_phases, job_spec_tasks(spec));
+                else
+                        log_info("Jobs %" PRIu64 "-%" PRIu64 " '%s' submitted, an array of %u: %zu phases, %zu tasks each.",
+                                 ids[n], ids[n + sub->copies[k] - 1], spec->name, sub->copies[k], spec->n_phases,
+                                 job_spec_tasks(spec));
+                n += sub->copies[k];
+        }
 
-        return cluster_job_to_json(c, id, now_ms, ret_job);
+        if (!sub->many)
+                return cluster_job_to_json(c, ids[0], now_ms, ret_job);
+        _cleanup_json_ json_t *a = json_array();
+        if (!a)
+                return -ENOMEM;
+        for (size_t i = 0; i < sub->n_jobs; i++)
+                if (json_array_append_new(a, json_integer((json_int_t) ids[i])) < 0)
+                        return -ENOMEM;
+        json_t *o = json_pack("{s:O}", "ids", a);
+        if (!o)
+                return -ENOMEM;
+        *ret_job = o;
+        return 0;
 }
 
 int cluster_cancel(Cluster *c, uint64_t job, const char *by, int64_t now_ms, json_t **ret_job) {
@@ -1539,8 +1527,11 @@ void cluster_restart_node_timeouts(Cluster *c, int64_t now_ms) {
 }
 
 int cluster_status(Cluster *c, char **ret) {
-        unsigned jobs[_JOB_STATE_MAX], nodes;
-        int r = store_job_count_by_state(c->store, jobs);
+        unsigned jobs[_JOB_STATE_MAX] = {}, nodes;
+        /* Two states through their index: counting every job's state took a scan of them all. */
+        int r = store_job_count_in_state(c->store, JOB_QUEUED, &jobs[JOB_QUEUED]);
+        if (r >= 0)
+                r = store_job_count_in_state(c->store, JOB_RUNNING, &jobs[JOB_RUNNING]);
         if (r < 0)
                 return r;
         r = store_node_count_ready(c->store, &nodes);

@@ -26,6 +26,10 @@ typedef struct ClusterConfig {
          * heartbeat reply); NULL: they may not. Called with on_heartbeat_userdata. */
         bool (*memory_guard)(void *userdata);
         void *on_heartbeat_userdata;
+        /* Tests only: the scheduler reads the whole store at every placement instead of what
+         * changed (cluster_sched_set_always_full()), the reference the incremental updates
+         * are compared with. */
+        bool sched_rebuild_always;
 } ClusterConfig;
 
 typedef struct Cluster Cluster;
@@ -40,6 +44,8 @@ Cluster *cluster_free(Cluster *c);
  *   -ESTALE  a heartbeat older than one taken already (same boot id, seq not higher) (409)
  *   -EBUSY, -ENOSPC, -EROFS  the store cannot write now (503)
  *   others   internal errors (500) */
+/* One job, an array or a list of them (job_submission_from_json()), in one transaction: the
+ * job as GET /v1/jobs/{id} shows it, or for an array or list {"ids": [ID, ...]} in order. */
 int cluster_submit(Cluster *c, json_t *body, int64_t now_ms, json_t **ret_job, char **ret_error);
 /* The same for a sender: a job submitted with "hold" is held by it (by: its name; admin: an
  * administrator) before placement can see it. */
@@ -81,7 +87,9 @@ int cluster_scheduler_to_json(Cluster *c, int64_t now_ms, json_t **ret);
 /* GET /v1/jobs/{id} and GET /v1/jobs: the store's job views, each job with its "scheduler"
  * object (cluster-sched.h; with the size estimate's explanation for one job). */
 int cluster_job_to_json(Cluster *c, uint64_t job, int64_t now_ms, json_t **ret);
-int cluster_jobs_to_json(Cluster *c, int64_t now_ms, json_t **ret);
+/* GET /v1/jobs: a page of the store's job list (filter NULL: every job), each job with its
+ * scheduler view. */
+int cluster_jobs_to_json(Cluster *c, const StoreJobFilter *filter, int64_t now_ms, json_t **ret);
 /* Saves what the scheduler must not lose in a restart (its own transaction): call it every
  * tick, it writes every 10 s; force writes now (at exit). */
 int cluster_checkpoint(Cluster *c, int64_t now_ms, bool force);

@@ -12,6 +12,7 @@ CONTROLLER_SOURCES = \
 	controller/addr-count.c controller/addr-count.h controller/conn-slots.c controller/conn-slots.h \
 	controller/nonce-cache.c controller/nonce-cache.h \
 	controller/node-wait.c controller/node-wait.h \
+	controller/durable-answers.c controller/durable-answers.h \
 	controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \
 	controller/store-jobs.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c \

@@ -29,6 +29,9 @@ struct Store {
         StoreStmt *stmts;
         size_t n_stmts, stmts_size;    /* used slots; slots (a power of two) */
         bool durable;                  /* in a store_begin_durable() transaction */
+        bool deferred_sync;            /* store_set_deferred_sync() */
+        bool sync_owed;                /* a durable commit since the last store_sync() */
+        int wal_fd;                    /* the log, for store_sync(); -1 until then */
         StoreCheckpointer *checkpointer;
         StoreUsage *usage;             /* running tasks' usage (store-usage.c) */
         uint64_t busy_since_us;        /* when the current wait for a lock began */
@@ -40,6 +43,8 @@ struct Store {
         size_t n_undecodable;
         void (*action_queued)(void *userdata, const char *node);
         void *action_queued_userdata;
+        StoreChangeHooks change_hooks;
+        void *change_userdata;
         StoreObserver observer;
         StoreJobEvent *job_events;     /* changes of job state in the open transaction, for observer.job_state */
         size_t n_job_events, job_events_allocated;
@@ -58,6 +63,16 @@ static inline void store_stmt_releasep(sqlite3_stmt **st) {
         }
 }
 #define _cleanup_stmt_ _cleanup_(store_stmt_releasep)
+
+/* A write changed rows of this job (the job, its phases or tasks, an action for one of its
+ * tasks): the change hooks hear of it. */
+static inline void store_job_changed(Store *s, uint64_t job) {
+        if (s->change_hooks.job_changed)
+                s->change_hooks.job_changed(s->change_userdata, job);
+}
+/* The same for a task named by its id (nothing for an id that names no task of ours, such as a
+ * stray's). */
+void store_task_changed(Store *s, const char *task);
 
 /* store-usage.c: loads the saved usage and registers the usage_*() SQL functions; frees it. */
 int store_usage_open(Store *s);

@@ -1,6 +1,7 @@
 /* store-jobs.c: jobs, phases and tasks in the store, and the job JSON the API serves. */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +78,7 @@ int store_job_insert(Store *s, const JobSpec *spec, int64_t now_ms, uint64_t *re
         if (r < 0)
                 return r;
         uint64_t id = (uint64_t) sqlite3_last_insert_rowid(s->db);
+        store_job_changed(s, id);
 
         _cleanup_stmt_ sqlite3_stmt *phase = NULL, *task = NULL;
         r = store_prepare(s,
@@ -233,6 +235,7 @@ int store_job_set_hold(Store *s, uint64_t job, const char *by, bool admin, int64
         r = store_step_done(s, st, "hold job");
         if (r < 0)
                 return r;
+        store_job_changed(s, job);
         return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
 }
 
@@ -246,6 +249,7 @@ int store_job_set_reason(Store *s, uint64_t job, const char *reason) {
         r = store_step_done(s, st, "record why the job ended");
         if (r < 0)
                 return r;
+        store_job_changed(s, job);
         return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
 }
 
@@ -273,6 +277,7 @@ int store_job_requeue(Store *s, uint64_t job, unsigned *ret_attempt) {
                 return r;
         if (sqlite3_changes(s->db) == 0)
                 return -ENOENT;
+        store_job_changed(s, job);
 
         r = store_prepare(s, "UPDATE phases SET state = CASE WHEN idx = 0 THEN 'pending' ELSE 'waiting' END WHERE job = ?",
                           &phases);
@@ -312,7 +317,10 @@ int store_task_set_output_dropped(Store *s, const char *id, uint64_t bytes) {
                 return r;
         sqlite3_bind_int64(st, 1, (int64_t) MIN(bytes, (uint64_t) INT64_MAX));
         sqlite3_bind_text(st, 2, id, -1, SQLITE_TRANSIENT);
-        return store_step_done(s, st, "record dropped output");
+        r = store_step_done(s, st, "record dropped output");
+        if (r >= 0 && sqlite3_changes(s->db) > 0)
+                store_task_changed(s, id);
+        return r;
 }
 
 /* A job's submission time (ms), for the observer of its changes of state. */
@@ -347,6 +355,7 @@ int store_job_set_state(Store *s, uint64_t job, JobState state, int64_t now_ms) 
         r = store_step_done(s, st, "update job state");
         if (r < 0)
                 return r;
+        store_job_changed(s, job);
         bool changed = sqlite3_changes(s->db) > 0;
         bool observed = s->observer.job_state && (state == JOB_RUNNING || job_state_is_final(state));
         if (changed && !observed)
@@ -361,19 +370,26 @@ int store_job_set_state(Store *s, uint64_t job, JobState state, int64_t now_ms) 
         return 0;
 }
 
-int store_job_count_by_state(Store *s, unsigned ret_counts[static _JOB_STATE_MAX]) {
+int store_job_count_in_state(Store *s, JobState state, unsigned *ret) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, "SELECT COUNT(*) FROM jobs WHERE state = ?", &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(st, 1, job_state_to_string(state), -1, SQLITE_STATIC);
+        r = store_step_row(s, st, "count jobs");
+        if (r < 0)
+                return r;
+        *ret = r > 0 ? (unsigned) sqlite3_column_int64(st, 0) : 0;
+        return 0;
+}
+
+int store_job_count_by_state(Store *s, unsigned ret_counts[static _JOB_STATE_MAX]) {
         unsigned counts[_JOB_STATE_MAX] = {};
-        int r = store_prepare(s, "SELECT state, COUNT(*) FROM jobs GROUP BY state", &st);
-        if (r < 0)
-                return r;
-        while ((r = store_step_row(s, st, "count jobs")) > 0) {
-                JobState state = job_state_from_string((const char *) sqlite3_column_text(st, 0));
-                if (state >= 0)
-                        counts[state] = (unsigned) sqlite3_column_int64(st, 1);
+        for (JobState state = 0; state < _JOB_STATE_MAX; state++) {
+                int r = store_job_count_in_state(s, state, &counts[state]);
+                if (r < 0)
+                        return r;
         }
-        if (r < 0)
-                return r;
         memcpy(ret_counts, counts, sizeof counts);
         return 0;
 }
@@ -449,6 +465,7 @@ int store_phase_set_state(Store *s, uint64_t job, unsigned phase, PhaseState sta
         r = store_step_done(s, st, "update phase state");
         if (r < 0)
                 return r;
+        store_job_changed(s, job);
         return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
 }
 
@@ -614,15 +631,20 @@ int store_tasks_find(Store *s, uint64_t job, const char *node, unsigned state_ma
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         /* A node's tasks through the index on node: "?2 IS NULL OR" would scan every task, once
          * per node when a thousand nodes are lost together. */
+        /* Likewise one job's through the unique (job, phase, idx, attempt) index. */
         int r = node ? store_prepare(s,
                                      "SELECT " TASK_COLUMNS " " TASK_FROM
                                      " WHERE t.node = ?2 AND (?1 = 0 OR t.job = ?1)"
                                      " ORDER BY t.job, t.phase, t.idx, t.attempt",
                                      &st)
-                     : store_prepare(s,
-                                     "SELECT " TASK_COLUMNS " " TASK_FROM " WHERE (?1 = 0 OR t.job = ?1)"
-                                     " ORDER BY t.job, t.phase, t.idx, t.attempt",
-                                     &st);
+                : job != 0 ? store_prepare(s,
+                                           "SELECT " TASK_COLUMNS " " TASK_FROM " WHERE t.job = ?1"
+                                           " ORDER BY t.job, t.phase, t.idx, t.attempt",
+                                           &st)
+                           : store_prepare(s,
+                                           "SELECT " TASK_COLUMNS " " TASK_FROM " WHERE ?1 = 0"
+                                           " ORDER BY t.job, t.phase, t.idx, t.attempt",
+                                           &st);
         if (r < 0)
                 return r;
         sqlite3_bind_int64(st, 1, (int64_t) job);
@@ -661,6 +683,37 @@ int store_tasks_placeable(Store *s, StoreTask **ret, size_t *ret_n) {
         return tasks_collect(s, st, ret, ret_n);
 }
 
+int store_tasks_placeable_count(Store *s, unsigned *ret) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s,
+                              "SELECT COUNT(*) " TASK_FROM " JOIN jobs j ON j.id = t.job"
+                              " WHERE t.state = 'pending' AND p.state IN ('pending', 'running')"
+                              " AND j.state IN ('queued', 'running') AND j.held_by IS NULL",
+                              &st);
+        if (r < 0)
+                return r;
+        r = store_step_row(s, st, "count placeable tasks");
+        if (r < 0)
+                return r;
+        *ret = r > 0 ? (unsigned) MIN(sqlite3_column_int64(st, 0), (int64_t) UINT_MAX) : 0;
+        return 0;
+}
+
+int store_tasks_schedulable_of_job(Store *s, uint64_t job, StoreTask **ret, size_t *ret_n) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s,
+                              "SELECT " TASK_COLUMNS " " TASK_FROM " JOIN jobs j ON j.id = t.job"
+                              " WHERE t.job = ? AND (t.state IN ('starting', 'running')"
+                              "  OR (t.state = 'pending' AND p.state IN ('pending', 'running')"
+                              "   AND j.state IN ('queued', 'running') AND j.held_by IS NULL))"
+                              " ORDER BY t.job, t.phase, t.idx, t.attempt",
+                              &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, (int64_t) job);
+        return tasks_collect(s, st, ret, ret_n);
+}
+
 int store_task_insert_retry(Store *s, const StoreTask *t, char **ret_id) {
         char buf[TASK_ID_MAX];
         TaskId tid = { .job = t->job, .phase = t->phase, .task = t->index, .attempt = t->attempt + 1 };
@@ -681,6 +734,7 @@ int store_task_insert_retry(Store *s, const StoreTask *t, char **ret_id) {
                 return -EEXIST;
         if (rc != SQLITE_DONE)
                 return store_error(s, rc, "insert task retry");
+        store_job_changed(s, t->job);
         char *id = strdup(buf);
         if (!id)
                 return -ENOMEM;
@@ -698,6 +752,7 @@ int store_task_place(Store *s, const char *id, const char *node) {
         r = store_step_done(s, st, "place task");
         if (r < 0)
                 return r;
+        store_task_changed(s, id);
         return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
 }
 
@@ -731,6 +786,7 @@ int store_task_set_state(Store *s, const char *id, TaskState state, int64_t star
         r = store_step_done(s, st, "update task state");
         if (r < 0)
                 return r;
+        store_task_changed(s, id);
         return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
 }
 
@@ -753,6 +809,7 @@ int store_task_update_usage(Store *s, const char *id, double cpu_s, uint64_t mem
         r = store_step_done(s, st, "update task usage");
         if (r < 0)
                 return r;
+        store_task_changed(s, id);
         return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
 }
 
@@ -782,6 +839,7 @@ int store_task_set_exit(Store *s, const char *id, const ExitRecord *e) {
         r = store_step_done(s, st, "record task exit");
         if (r < 0)
                 return r;
+        store_task_changed(s, id);
         return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
 }
 
@@ -1004,21 +1062,75 @@ int store_job_to_json(Store *s, uint64_t job, bool with_tasks, json_t **ret) {
         return r;
 }
 
-int store_jobs_to_json(Store *s, json_t **ret) {
-        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+int store_jobs_page_to_json(Store *s, const StoreJobFilter *f, json_t **ret) {
         _cleanup_json_ json_t *a = json_array(), *unreadable = json_array();
         if (!a || !unreadable)
                 return -ENOMEM;
-        int r = store_prepare(s, "SELECT id FROM jobs ORDER BY id", &st);
+
+        /* Built for the filters given, so that each is a range of its index (a variable IN list
+         * or "? IS NULL OR" would scan every job); prepared afresh, as filters vary. */
+        char sql[512] = "SELECT id FROM jobs WHERE id > ?1";
+        size_t len = strlen(sql);
+        if (f->state_mask != 0) {
+                len += (size_t) snprintf(sql + len, sizeof sql - len, " AND state IN (");
+                bool first = true;
+                for (JobState st = 0; st < _JOB_STATE_MAX; st++)
+                        if (f->state_mask & (1u << st)) {
+                                len += (size_t) snprintf(sql + len, sizeof sql - len, "%s'%s'", first ? "" : ", ",
+                                                         job_state_to_string(st));
+                                first = false;
+                        }
+                len += (size_t) snprintf(sql + len, sizeof sql - len, ")");
+        }
+        if (f->user)
+                len += (size_t) snprintf(sql + len, sizeof sql - len, " AND user = ?2");
+        if (f->name)
+                len += (size_t) snprintf(sql + len, sizeof sql - len, " AND name = ?3");
+        len += (size_t) snprintf(sql + len, sizeof sql - len, " ORDER BY id%s", f->limit > 0 ? " LIMIT ?4" : "");
+        if (len >= sizeof sql)
+                return -EINVAL;
+
+        sqlite3_stmt *st = NULL;
+        int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+        if (rc != SQLITE_OK)
+                return store_error(s, rc, "prepare the job list");
+        sqlite3_bind_int64(st, 1, (int64_t) MIN(f->after_id, (uint64_t) INT64_MAX));
+        if (f->user)
+                sqlite3_bind_text(st, 2, f->user, -1, SQLITE_TRANSIENT);
+        if (f->name)
+                sqlite3_bind_text(st, 3, f->name, -1, SQLITE_TRANSIENT);
+        if (f->limit > 0)
+                sqlite3_bind_int64(st, 4, (int64_t) f->limit + 1); /* one more: is there a next page? */
+
+        /* The ids first, then each job: job_to_json() steps statements of its own. */
+        _cleanup_free_ uint64_t *ids = NULL;
+        size_t n = 0, allocated = 0;
+        int r;
+        while ((r = store_step_row(s, st, "list jobs")) > 0) {
+                if (n == allocated) {
+                        allocated = MAX(allocated * 2, (size_t) 64);
+                        uint64_t *p = realloc(ids, allocated * sizeof(uint64_t));
+                        if (!p) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        ids = p;
+                }
+                ids[n++] = (uint64_t) sqlite3_column_int64(st, 0);
+        }
+        sqlite3_finalize(st);
         if (r < 0)
                 return r;
-        while ((r = store_step_row(s, st, "list jobs")) > 0) {
+
+        bool more = f->limit > 0 && n > f->limit;
+        if (more)
+                n = f->limit;
+        for (size_t i = 0; i < n; i++) {
                 json_t *j;
-                uint64_t id = (uint64_t) sqlite3_column_int64(st, 0);
-                r = store_job_to_json(s, id, false, &j);
+                r = store_job_to_json(s, ids[i], false, &j);
                 if (r == -EBADMSG) {
                         /* One damaged job does not take the list down: it is named apart. */
-                        if (json_array_append_new(unreadable, json_integer((json_int_t) id)) < 0)
+                        if (json_array_append_new(unreadable, json_integer((json_int_t) ids[i])) < 0)
                                 return -ENOMEM;
                         continue;
                 }
@@ -1027,13 +1139,21 @@ int store_jobs_to_json(Store *s, json_t **ret) {
                 if (json_array_append_new(a, j) < 0)
                         return -ENOMEM;
         }
-        if (r < 0)
-                return r;
-        json_t *o = json_array_size(unreadable) > 0 ?
-                json_pack("{s:o, s:O}", "jobs", TAKE_PTR(a), "unreadable", unreadable) :
-                json_pack("{s:o}", "jobs", TAKE_PTR(a));
+        _cleanup_json_ json_t *o = json_pack("{s:O}", "jobs", a);
         if (!o)
                 return -ENOMEM;
-        *ret = o;
+        if (json_array_size(unreadable) > 0 && json_object_set(o, "unreadable", unreadable) < 0)
+                return -ENOMEM;
+        if (more) {
+                char cursor[32];
+                snprintf(cursor, sizeof cursor, "%" PRIu64, ids[n - 1]);
+                if (json_object_set_new(o, "next_cursor", json_string(cursor)) < 0)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(o);
         return 0;
+}
+
+int store_jobs_to_json(Store *s, json_t **ret) {
+        return store_jobs_page_to_json(s, &(StoreJobFilter) {}, ret);
 }

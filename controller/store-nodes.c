@@ -286,6 +286,7 @@ int store_action_insert(Store *s, const char *node, const char *task, ActionType
                 return r;
         if (ret_id)
                 *ret_id = (uint64_t) sqlite3_last_insert_rowid(s->db);
+        store_task_changed(s, task);
         if (s->action_queued)
                 s->action_queued(s->action_queued_userdata, node);
         return 0;
@@ -323,6 +324,7 @@ int store_action_ack(Store *s, const char *node, uint64_t id, const char *error,
                 r = store_step_done(s, set, "ack action");
                 if (r < 0)
                         return r;
+                store_task_changed(s, task);
         }
 
         if (ret_type)
@@ -356,9 +358,25 @@ int store_node_kills_pending(Store *s, const char *node, unsigned *ret) {
         return 0;
 }
 
+/* Tells the change hooks of the task of action id (rare paths: deletes, obsolete starts). */
+static int action_changed(Store *s, uint64_t id) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, "SELECT task FROM actions WHERE id = ?", &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, (int64_t) id);
+        r = store_step_row(s, st, "read action");
+        if (r > 0)
+                store_task_changed(s, (const char *) sqlite3_column_text(st, 0));
+        return r < 0 ? r : 0;
+}
+
 int store_action_delete(Store *s, uint64_t id) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r = store_prepare(s, "DELETE FROM actions WHERE id = ?", &st);
+        int r = action_changed(s, id);
+        if (r < 0)
+                return r;
+        r = store_prepare(s, "DELETE FROM actions WHERE id = ?", &st);
         if (r < 0)
                 return r;
         sqlite3_bind_int64(st, 1, (int64_t) id);
@@ -426,7 +444,10 @@ int store_action_withdraw_unsent(Store *s, const char *task, ActionType type) {
         r = store_step_done(s, st, "withdraw action");
         if (r < 0)
                 return r;
-        return sqlite3_changes(s->db) > 0;
+        if (sqlite3_changes(s->db) == 0)
+                return 0;
+        store_task_changed(s, task);
+        return 1;
 }
 
 void store_actions_free(StoreAction *a, size_t n) {
@@ -496,7 +517,10 @@ int store_actions_unacked(Store *s, const char *node, int64_t now_ms, StoreActio
 
 int store_action_obsolete(Store *s, uint64_t id, int64_t now_ms) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r = store_prepare(s, "UPDATE actions SET acked_ms = ?, ack_error = 'obsolete' WHERE id = ? AND acked_ms IS NULL",
+        int r = action_changed(s, id);
+        if (r < 0)
+                return r;
+        r = store_prepare(s, "UPDATE actions SET acked_ms = ?, ack_error = 'obsolete' WHERE id = ? AND acked_ms IS NULL",
                               &st);
         if (r < 0)
                 return r;

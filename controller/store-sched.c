@@ -2,23 +2,25 @@
  * them needs, their tasks' usage (the training stage), and which tasks are frozen. */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "store-internal.h"
 
-int store_sched_phases(Store *s, StoreSchedPhase **ret, size_t *ret_n) {
-        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+/* A runnable phase's row: pending or running, of a job queued or running; started: a task of
+ * it has run (its sizing may move with time, cluster-sched.c). */
+#define SCHED_PHASE_SELECT                                                                             \
+        "SELECT p.job, p.idx, p.n_tasks, p.cpu_cores, j.weight, j.submitted_ms,"                      \
+        " EXISTS (SELECT 1 FROM tasks t WHERE t.job = p.job AND t.phase = p.idx AND t.started_ms IS NOT NULL)" \
+        " FROM phases p JOIN jobs j ON j.id = p.job"                                                   \
+        " WHERE p.state IN ('pending', 'running') AND j.state IN ('queued', 'running')"         \
+        " AND j.held_by IS NULL"
+
+static int sched_phases_collect(Store *s, sqlite3_stmt *st, StoreSchedPhase **ret, size_t *ret_n) {
         _cleanup_free_ StoreSchedPhase *v = NULL;
         size_t n = 0, allocated = 0;
-        int r = store_prepare(s,
-                              "SELECT p.job, p.idx, p.n_tasks, p.cpu_cores, j.weight, j.submitted_ms"
-                              " FROM phases p JOIN jobs j ON j.id = p.job"
-                              " WHERE p.state IN ('pending', 'running') AND j.state IN ('queued', 'running')"
-                              " AND j.held_by IS NULL ORDER BY p.job, p.idx",
-                              &st);
-        if (r < 0)
-                return r;
+        int r;
         while ((r = store_step_row(s, st, "list runnable phases")) > 0) {
                 if (n == allocated) {
                         allocated = MAX(allocated * 2, (size_t) 16);
@@ -34,6 +36,7 @@ int store_sched_phases(Store *s, StoreSchedPhase **ret, size_t *ret_n) {
                         .cpu_cores = sqlite3_column_double(st, 3),
                         .weight = sqlite3_column_double(st, 4),
                         .submitted_ms = sqlite3_column_int64(st, 5),
+                        .started = sqlite3_column_int(st, 6) != 0,
                 };
         }
         if (r < 0)
@@ -41,6 +44,23 @@ int store_sched_phases(Store *s, StoreSchedPhase **ret, size_t *ret_n) {
         *ret = TAKE_PTR(v);
         *ret_n = n;
         return 0;
+}
+
+int store_sched_phases(Store *s, StoreSchedPhase **ret, size_t *ret_n) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, SCHED_PHASE_SELECT " ORDER BY p.job, p.idx", &st);
+        if (r < 0)
+                return r;
+        return sched_phases_collect(s, st, ret, ret_n);
+}
+
+int store_sched_phases_of_job(Store *s, uint64_t job, StoreSchedPhase **ret, size_t *ret_n) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, SCHED_PHASE_SELECT " AND p.job = ? ORDER BY p.idx", &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, (int64_t) job);
+        return sched_phases_collect(s, st, ret, ret_n);
 }
 
 int store_phase_usage(Store *s, uint64_t job, unsigned phase, StoreTaskUsage **ret, size_t *ret_n) {
@@ -153,6 +173,22 @@ int store_tasks_frozen(Store *s, char ***ret_ids) {
         return 0;
 }
 
+int store_task_frozen(Store *s, const char *task) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        /* As store_tasks_frozen() decides it, for one task. */
+        int r = store_prepare(s,
+                              "SELECT type = 'freeze' AND ack_error IS NULL FROM actions"
+                              " WHERE task = ? AND type IN ('freeze', 'thaw') ORDER BY id DESC LIMIT 1",
+                              &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(st, 1, task, -1, SQLITE_TRANSIENT);
+        r = store_step_row(s, st, "find the last freeze or thaw");
+        if (r <= 0)
+                return r;
+        return sqlite3_column_int(st, 0) != 0;
+}
+
 int store_tasks_waiting(Store *s) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r = store_prepare(s,
@@ -179,6 +215,7 @@ int store_task_set_preempted(Store *s, const char *id, int64_t now_ms) {
         r = store_step_done(s, st, "mark task preempted");
         if (r < 0)
                 return r;
+        store_task_changed(s, id);
         return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
 }
 
@@ -220,7 +257,7 @@ int store_task_attempts_lost(Store *s, const StoreTask *t, unsigned *ret) {
 void store_sched_records_free(StoreSchedRecord *v, size_t n) {
         for (size_t i = 0; i < n; i++) {
                 free(v[i].size_kind);
-                json_decref(v[i].estimate);
+                free(v[i].estimate);
         }
         free(v);
 }
@@ -231,7 +268,7 @@ int store_sched_records(Store *s, StoreSchedRecord **ret, size_t *ret_n) {
         size_t n = 0, allocated = 0;
         int r = store_prepare(s,
                               "SELECT job, phase, size_kind, size_s, weight, parallel_cpus, sized_ms, estimate,"
-                              " virtual_size_s, late_since_ms, done FROM sched_phases ORDER BY job, phase",
+                              " virtual_size_s, late_since_ms, done, virtual_finish FROM sched_phases ORDER BY job, phase",
                               &st);
         if (r < 0)
                 return r;
@@ -253,13 +290,15 @@ int store_sched_records(Store *s, StoreSchedRecord **ret, size_t *ret_n) {
                         .weight = sqlite3_column_double(st, 4),
                         .parallel_cpus = sqlite3_column_double(st, 5),
                         .sized_ms = sqlite3_column_int64(st, 6),
-                        .estimate = json_loads((const char *) sqlite3_column_text(st, 7), 0, NULL),
                         .virtual_size_s = sqlite3_column_double(st, 8),
                         .late_since_ms = sqlite3_column_type(st, 9) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 9),
                         .done = sqlite3_column_int(st, 10) != 0,
+                        .virtual_finish = sqlite3_column_type(st, 11) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 11),
                 };
                 n++;
                 r = store_column_strdup(st, 2, &e->size_kind);
+                if (r >= 0)
+                        r = store_column_strdup(st, 7, &e->estimate);
                 if (r < 0)
                         break;
                 if (!e->estimate || !e->size_kind) {
@@ -277,14 +316,11 @@ int store_sched_records(Store *s, StoreSchedRecord **ret, size_t *ret_n) {
 }
 
 int store_sched_record_save(Store *s, const StoreSchedRecord *rec, int64_t now_ms) {
-        _cleanup_free_ char *estimate = json_dumps(rec->estimate, JSON_COMPACT);
-        if (!estimate)
-                return -ENOMEM;
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r = store_prepare(s,
                               "INSERT OR REPLACE INTO sched_phases (job, phase, size_kind, size_s, weight, parallel_cpus,"
-                              " sized_ms, estimate, virtual_size_s, late_since_ms, done, checkpoint_ms)"
-                              " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                              " sized_ms, estimate, virtual_size_s, late_since_ms, done, checkpoint_ms, virtual_finish)"
+                              " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                               &st);
         if (r < 0)
                 return r;
@@ -295,7 +331,7 @@ int store_sched_record_save(Store *s, const StoreSchedRecord *rec, int64_t now_m
         sqlite3_bind_double(st, 5, rec->weight);
         sqlite3_bind_double(st, 6, rec->parallel_cpus);
         sqlite3_bind_int64(st, 7, rec->sized_ms);
-        sqlite3_bind_text(st, 8, estimate, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 8, rec->estimate, -1, SQLITE_STATIC);
         sqlite3_bind_double(st, 9, rec->virtual_size_s);
         if (rec->late_since_ms >= 0)
                 sqlite3_bind_int64(st, 10, rec->late_since_ms);
@@ -303,6 +339,10 @@ int store_sched_record_save(Store *s, const StoreSchedRecord *rec, int64_t now_m
                 sqlite3_bind_null(st, 10);
         sqlite3_bind_int(st, 11, rec->done);
         sqlite3_bind_int64(st, 12, now_ms);
+        if (isnan(rec->virtual_finish))
+                sqlite3_bind_null(st, 13);
+        else
+                sqlite3_bind_double(st, 13, rec->virtual_finish);
         return store_step_done(s, st, "save a phase's size");
 }
 

@@ -156,8 +156,8 @@ static const char schema_v4_pids[] = "ALTER TABLE phases ADD COLUMN pids_max INT
  * heartbeats say; NULL: not said. */
 static const char schema_v5_node_pids[] = "ALTER TABLE nodes ADD COLUMN pids_limit INTEGER;";
 
-/* Versions 6 and 7 belong to other work not merged here (the scheduler's incremental picture);
- * until it is, they change nothing, and whoever merges both renumbers. */
+/* Versions 6 and 7 change nothing: their numbers were held for the scheduler's incremental
+ * picture, which came after 8 as 9 and 10. Stores exist at 6 and 7, so the steps stay. */
 static const char schema_v6_reserved[] = "SELECT 1;";
 static const char schema_v7_reserved[] = "SELECT 1;";
 
@@ -178,6 +178,18 @@ static const char schema_v8_users[] =
         "ALTER TABLE jobs ADD COLUMN requeues INTEGER NOT NULL DEFAULT 0;"
         "ALTER TABLE tasks ADD COLUMN output_dropped_bytes INTEGER NOT NULL DEFAULT 0;";
 
+/* Version 9: a checkpoint rewrites only the phases whose virtual state did not move as the
+ * ghost time says (cluster-sched.c): virtual_finish is the ghost time at which the phase finishes
+ * virtually (NULL: virtual_size_s as written, for a phase not ageing there), so its remaining
+ * size at the last checkpoint is weight × (virtual_finish − that checkpoint's ghost time). */
+static const char schema_v9_virtual_finish[] = "ALTER TABLE sched_phases ADD COLUMN virtual_finish REAL;";
+
+/* Version 10: GET /v1/jobs pages through jobs by id with filters on state, user and name. */
+static const char schema_v10_job_filters[] =
+        "CREATE INDEX IF NOT EXISTS jobs_by_state ON jobs(state, id);"
+        "CREATE INDEX IF NOT EXISTS jobs_by_user ON jobs(user, id);"
+        "CREATE INDEX IF NOT EXISTS jobs_by_name ON jobs(name, id);";
+
 /* Migration steps in order: step k takes a database of version k to version k + 1. A new
  * version appends its own step (and bumps STORE_SCHEMA_VERSION); steps are never edited. */
 static const struct {
@@ -192,6 +204,8 @@ static const struct {
         { schema_v6_reserved, "(reserved)" },
         { schema_v7_reserved, "(reserved)" },
         { schema_v8_users, "add jobs' output, time limit, hold, reason and requeues" },
+        { schema_v9_virtual_finish, "add the phases' virtual finish" },
+        { schema_v10_job_filters, "index jobs by state, user and name" },
 };
 
 static const char *const phase_state_table[_PHASE_STATE_MAX] = {
@@ -580,6 +594,7 @@ int store_open(const char *dir, Store **ret) {
         _cleanup_store_ Store *s = calloc(1, sizeof(Store));
         if (!s)
                 return -ENOMEM;
+        s->wal_fd = -1;
         if (asprintf(&s->path, "%s/%s", dir, STORE_DB_FILENAME) < 0) {
                 s->path = NULL;
                 return -ENOMEM;
@@ -599,8 +614,8 @@ int store_open(const char *dir, Store **ret) {
         /* WAL: readers never block the writer, and a commit is one append to the log.
          * synchronous=NORMAL: a commit is in the kernel (so it survives SIGKILL of this
          * process) but not fsync'd; the log is fsync'd at each checkpoint and at every durable
-         * transaction (store_begin_durable(): submits and cancels, which the API acknowledges
-         * to an operator), which also makes every commit before it durable. So an OS crash or
+         * transaction (store_begin_durable(): submits, cancels, holds, releases and requeues,
+         * which the API acknowledges to an operator), which also makes every commit before it durable. So an OS crash or
          * power loss can take back only the last heartbeats' commits since then — state the
          * agents report again — never a job the API acknowledged, and never corrupts the
          * database. An fsync per heartbeat would cap the controller at the disk's fsync rate. */
@@ -657,6 +672,8 @@ Store *store_close(Store *s) {
         free(s->stmts);
         free(s->undecodable);
         free(s->job_events);
+        if (s->wal_fd >= 0)
+                close(s->wal_fd);
         if (s->db)
                 sqlite3_close_v2(s->db);
         free(s->path);
@@ -672,6 +689,22 @@ static int store_run(Store *s, const char *sql, const char *what) {
         return store_step_done(s, st, what);
 }
 
+void store_set_change_hooks(Store *s, const StoreChangeHooks *hooks, void *userdata) {
+        s->change_hooks = hooks ? *hooks : (StoreChangeHooks) {};
+        s->change_userdata = userdata;
+}
+
+void store_task_changed(Store *s, const char *task) {
+        TaskId id;
+        if (s->change_hooks.job_changed && task && task_id_parse(task, &id) >= 0)
+                s->change_hooks.job_changed(s->change_userdata, id.job);
+}
+
+static void store_transaction_ended(Store *s, bool committed) {
+        if (s->change_hooks.transaction_ended)
+                s->change_hooks.transaction_ended(s->change_userdata, committed);
+}
+
 int store_begin(Store *s) {
         /* IMMEDIATE takes the write lock now, so a busy database fails here rather than halfway
          * through a request. */
@@ -683,10 +716,46 @@ static void store_end_durable(Store *s) {
         if (!s->durable)
                 return;
         s->durable = false;
-        (void) store_run(s, "PRAGMA synchronous = NORMAL", "leave durable mode");
+        if (!s->deferred_sync)
+                (void) store_run(s, "PRAGMA synchronous = NORMAL", "leave durable mode");
+}
+
+void store_set_deferred_sync(Store *s, bool deferred) {
+        s->deferred_sync = deferred;
+}
+
+bool store_sync_owed(Store *s) {
+        return s->sync_owed;
+}
+
+int store_sync(Store *s) {
+        if (!s->sync_owed)
+                return 0;
+        /* The log file SQLite appends to: it lives as long as the database is open (checkpoints
+         * start it over, never remove it), and a commit is in it, written, once COMMIT
+         * returned. An fsync of it is what synchronous=FULL does at each commit; the frames it
+         * does not cover were checkpointed into the database file, which the checkpoint
+         * fsync'd before the log could start over. */
+        if (s->wal_fd < 0) {
+                _cleanup_free_ char *wal = NULL;
+                if (asprintf(&wal, "%s-wal", s->path) < 0)
+                        return -ENOMEM;
+                s->wal_fd = open(wal, O_RDONLY | O_CLOEXEC);
+                if (s->wal_fd < 0)
+                        return log_error_errno(errno, "Cannot open %s to sync it: %m", wal);
+        }
+        if (fdatasync(s->wal_fd) < 0)
+                return log_error_errno(errno, "Cannot sync %s-wal: %m", s->path);
+        s->sync_owed = false;
+        return 0;
 }
 
 int store_begin_durable(Store *s) {
+        if (s->deferred_sync) {
+                int r = store_begin(s);
+                s->durable = r >= 0;
+                return r;
+        }
         int r = store_run(s, "PRAGMA synchronous = FULL", "enter durable mode");
         if (r < 0)
                 return r;
@@ -736,8 +805,12 @@ int store_commit(Store *s) {
         int r = store_run(s, "COMMIT", "commit");
         if (r >= 0 && s->observer.commit)
                 s->observer.commit(s->observer.userdata, durable, now_monotonic_us() - start_us);
-        if (r >= 0)
+        if (r >= 0) {
                 store_fault_leave(s);
+                if (s->durable && s->deferred_sync)
+                        s->sync_owed = true;
+                store_transaction_ended(s, true);
+        }
         if (r >= 0 || sqlite3_get_autocommit(s->db))
                 store_end_durable(s);
         /* A COMMIT that failed leaves the transaction open (SQLITE_BUSY) for a rollback to end,
@@ -751,6 +824,7 @@ void store_rollback(Store *s) {
         if (!sqlite3_get_autocommit(s->db)) /* else SQLite already rolled back (e.g. on SQLITE_FULL) */
                 (void) store_run(s, "ROLLBACK", "rollback");
         store_end_durable(s);
+        store_transaction_ended(s, false);
         job_events_flush(s, false);
 }
 

@@ -17,7 +17,7 @@
 #include "protocol.h"
 
 #define STORE_DB_FILENAME "controller.db"
-#define STORE_SCHEMA_VERSION 8
+#define STORE_SCHEMA_VERSION 10
 /* How long a write waits for a lock held by another process before failing with -EBUSY. */
 #define STORE_BUSY_TIMEOUT_MS 1000
 
@@ -41,6 +41,17 @@ int store_start_checkpointer(Store *s, uint64_t period_ms);
 int store_start_checkpointer_full(Store *s, uint64_t period_ms, uint64_t restart_bytes);
 void store_stop_checkpointer(Store *s);
 
+/* What the controller's in-memory scheduling state hears of the store's writes, so that it
+ * re-reads only what changed (cluster-sched.c): every job whose rows a write changes (the job,
+ * its phases or tasks, an action for one of its tasks), told inside the write's transaction,
+ * which may still roll back; and the end of every transaction. One set per store; NULL hooks
+ * unset them. */
+typedef struct StoreChangeHooks {
+        void (*job_changed)(void *userdata, uint64_t job);
+        void (*transaction_ended)(void *userdata, bool committed);
+} StoreChangeHooks;
+void store_set_change_hooks(Store *s, const StoreChangeHooks *hooks, void *userdata);
+
 int store_begin(Store *s);
 /* A transaction whose commit is fsync'd before store_commit() returns (synchronous=FULL), for
  * what the API acknowledges to an operator; the others survive a crash of this process but an
@@ -48,6 +59,15 @@ int store_begin(Store *s);
 int store_begin_durable(Store *s);
 int store_commit(Store *s);
 void store_rollback(Store *s);
+/* Group commit: with deferred sync on, a durable transaction commits without its fsync and
+ * leaves it owed; the caller acknowledges nothing of it before store_sync(), whose one fsync of
+ * the log makes every commit before it durable (controller/durable-answers.c answers a burst of
+ * submits after one). Off (the default), store_commit() of a durable transaction fsyncs. */
+void store_set_deferred_sync(Store *s, bool deferred);
+bool store_sync_owed(Store *s);
+/* Fsyncs the log if a durable commit is owed its sync. -EIO and the like when the disk fails
+ * (it stays owed). */
+int store_sync(Store *s);
 /* PRAGMA quick_check: every page and row of the file is read (indexes are not compared with
  * their tables). 0 when it is sound, -EUCLEAN and the first problem SQLite found (malloc'd) when
  * it is damaged, or another error. Seconds for a large store: see docs/operations.md. */
@@ -149,6 +169,9 @@ int store_job_requeue(Store *s, uint64_t job, unsigned *ret_attempt);
 /* Sets the state; a final state sets finished_ms. (A job's start is its first task's: the views read it there.)
  * Setting the state it has already changes nothing. */
 int store_job_set_state(Store *s, uint64_t job, JobState state, int64_t now_ms);
+/* The jobs in one state, counted through its index: O(those jobs), not O(all). */
+int store_job_count_in_state(Store *s, JobState state, unsigned *ret);
+/* The same for every state (a scrape's cgorch_jobs): O(all jobs) in the index. */
 int store_job_count_by_state(Store *s, unsigned ret_counts[static _JOB_STATE_MAX]);
 /* Tasks starting or running, on any node. */
 int store_task_count_active(Store *s, unsigned *ret);
@@ -186,6 +209,17 @@ int store_job_to_json(Store *s, uint64_t job, bool with_tasks, json_t **ret);
  * in "unreadable": [...] (present only then), and logged once. */
 int store_jobs_to_json(Store *s, json_t **ret);
 
+/* A page of GET /v1/jobs: the jobs in one of the states of state_mask (0: any) of that user and
+ * name (NULL: any), with an id above after_id, oldest first, at most limit (0: all). With more
+ * to come, "next_cursor": the page's last id, as text, to pass as after_id. */
+typedef struct StoreJobFilter {
+        unsigned state_mask;       /* 1 << JobState */
+        const char *user, *name;
+        uint64_t after_id;
+        unsigned limit;
+} StoreJobFilter;
+int store_jobs_page_to_json(Store *s, const StoreJobFilter *f, json_t **ret);
+
 /* ---- Tasks ---- */
 
 typedef struct StoreTask {
@@ -212,8 +246,13 @@ int store_task_get(Store *s, const char *id, StoreTask *ret);
 int store_tasks_find(Store *s, uint64_t job, const char *node, unsigned state_mask,
                      StoreTask **ret, size_t *ret_n);
 
-/* Pending tasks whose phase may run and whose job is not final, in FIFO order. */
+/* Pending tasks whose phase may run and whose job is neither final nor held, in FIFO order;
+ * and how many there are. */
 int store_tasks_placeable(Store *s, StoreTask **ret, size_t *ret_n);
+int store_tasks_placeable_count(Store *s, unsigned *ret);
+/* Of one job, what the scheduler holds: its placeable pending tasks and its active ones (the
+ * two lists above, for that job), in FIFO order. */
+int store_tasks_schedulable_of_job(Store *s, uint64_t job, StoreTask **ret, size_t *ret_n);
 
 /* Inserts the next attempt of t's task (attempt t->attempt + 1), pending, and hands back its id
  * (malloc'd). -EEXIST if that attempt exists already. */
@@ -334,9 +373,12 @@ typedef struct StoreSchedPhase {
         double cpu_cores;      /* per task */
         double weight;         /* the job's */
         int64_t submitted_ms;
+        bool started;          /* a task of it (an attempt) has started running */
 } StoreSchedPhase;
 /* Ordered by job, then phase. */
 int store_sched_phases(Store *s, StoreSchedPhase **ret, size_t *ret_n);
+/* The same for one job. */
+int store_sched_phases_of_job(Store *s, uint64_t job, StoreSchedPhase **ret, size_t *ret_n);
 
 /* The latest attempt of each task of a phase, by index: what the size estimator needs. */
 typedef struct StoreTaskUsage {
@@ -359,6 +401,8 @@ int store_task_succeeded_cpu(Store *s, const char *id, double *ret_cpu_s);
 
 /* Ids of active tasks whose last freeze/thaw action was a freeze, sorted (strcmp order). */
 int store_tasks_frozen(Store *s, char ***ret_ids);
+/* 1 if the task's last freeze/thaw action was a freeze its agent did not refuse, else 0. */
+int store_task_frozen(Store *s, const char *task);
 /* 1 if any task waits for placement or any freeze or thaw was ever queued, else 0. */
 int store_tasks_waiting(Store *s);
 
@@ -383,14 +427,18 @@ typedef struct StoreSchedRecord {
         double weight;
         double parallel_cpus;
         int64_t sized_ms;          /* when the size was set */
-        json_t *estimate;          /* how it came about (cluster-sched.c writes it) */
-        double virtual_size_s;     /* remaining in the virtual cluster at the checkpoint */
+        char *estimate;            /* how it came about: a JSON object, as text (cluster-sched.c
+                                    * writes it) */
+        double virtual_size_s;     /* remaining in the virtual cluster when written */
+        double virtual_finish;     /* the ghost time it finishes at there (NAN: not ageing):
+                                    * remaining as of a later checkpoint is weight × (this −
+                                    * that checkpoint's ghost time) */
         int64_t late_since_ms;     /* -1: not late */
         bool done;                 /* finished in reality, still ageing virtually */
 } StoreSchedRecord;
 void store_sched_records_free(StoreSchedRecord *v, size_t n);
 int store_sched_records(Store *s, StoreSchedRecord **ret, size_t *ret_n);
-/* Inserts or replaces the phase's row (rec->estimate is copied). */
+/* Inserts or replaces the phase's row. */
 int store_sched_record_save(Store *s, const StoreSchedRecord *rec, int64_t now_ms);
 int store_sched_record_delete(Store *s, uint64_t job, unsigned phase);
 

@@ -107,6 +107,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         free(error);
         error = NULL;
 
+        /* A submission accepts what job_spec_from_json() accepts, and more (arrays, lists). */
+        JobSubmission *sub = NULL;
+        int r_sub = job_submission_from_json(j, &sub, &error);
+        if (r_sub >= 0) {
+                FUZZ_ASSERT(sub->n_jobs >= 1 && sub->n_jobs <= PROTO_MAX_JOBS_PER_SUBMISSION);
+                FUZZ_ASSERT(sub->n_tasks <= PROTO_MAX_TASKS_PER_SUBMISSION);
+                job_submission_free(sub);
+        } else
+                FUZZ_ASSERT(error && *error);
+        free(error);
+        error = NULL;
+
         Heartbeat *hb = NULL;
         if (heartbeat_from_json(j, &hb, &error) >= 0) {
                 round_trip(enc_hb, dec_hb, rel_hb, hb);

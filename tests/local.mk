@@ -140,6 +140,16 @@ tests_unit_test_cluster_SOURCES = tests/unit/test-cluster.c tests/unit/store-dir
 	controller/store-jobs.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c
 tests_unit_test_cluster_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_cluster_LDADD = $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(COMMON_LIBS) $(SQLITE3_LIBS) $(CRITERION_LIBS) -lm
+# The scheduler's picture kept in memory decides as the one rebuilt from the store each time.
+check_PROGRAMS += tests/unit/test-cluster-sched
+TESTS += tests/unit/test-cluster-sched
+tests_unit_test_cluster_sched_SOURCES = tests/unit/test-cluster-sched.c tests/unit/store-dir.h \
+	controller/cluster.c controller/cluster.h \
+	controller/cluster-sched.c controller/cluster-sched.h controller/store-sched.c \
+	controller/store.c controller/store.h controller/store-internal.h \
+	controller/store-jobs.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c
+tests_unit_test_cluster_sched_CFLAGS = $(tests_unit_test_cluster_CFLAGS)
+tests_unit_test_cluster_sched_LDADD = $(tests_unit_test_cluster_LDADD)
 EXTRA_DIST += tests/integration/test-api.sh tests/api tests/integration/cgorch_sign.py
 
 # The API's OpenAPI contract (docs/openapi.json): served, every route in it and no other, valid

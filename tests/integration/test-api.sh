@@ -82,6 +82,8 @@ base=http://127.0.0.1:$(cat "$tmp/port")
 
 failures=0
 n_cases=0
+# The cases skipped so far (X-Test-Peer as another user without root, X-Test-Needs).
+declare -A skipped=()
 
 fail() {
         echo "FAIL $1: $2"
@@ -103,7 +105,7 @@ normalize='walk(if type == "object" then with_entries(
 
 run_case() {
         local name=$1 dir=$2
-        local method path line has_type=false has_auth=false via_unix=false raw=false as_user= sign_as= authorization= key=
+        local method path line has_type=false has_auth=false via_unix=false raw=false as_user= sign_as= authorization= key= needs=
         local -a curl_args=() as_user_cmd=() raw_headers=()
 
         # request: "METHOD PATH", header lines, an empty line, the body (the rest, byte for byte).
@@ -128,6 +130,17 @@ run_case() {
                         via_unix=true
                         continue
                 fi
+                # "X-Test-Needs: CASE" is the suite's, not sent: the case sees what CASE made, and
+                # is skipped when CASE was.
+                if [[ ${line,,} == x-test-needs:* ]]; then
+                        read -r _ needs <<<"$line"
+                        if [ -n "${skipped[$needs]:-}" ]; then
+                                echo "skip $name: needs $needs, which was skipped"
+                                skipped[$name]=1
+                                return
+                        fi
+                        continue
+                fi
                 # "Test-Sign: NODE [key=NODE] [skew=S] [signed-body=TEXT] [signed-target=PATH] [nonce=HEX]" is
                 # not sent: the case is signed as NODE's agent (README.md).
                 if [[ ${line,,} == test-sign:* ]]; then
@@ -143,6 +156,7 @@ run_case() {
         if [ -n "$as_user" ]; then
                 if [ "$(id -u)" -ne 0 ]; then
                         echo "skip $name: needs root to connect as $as_user"
+                        skipped[$name]=1
                         return
                 fi
                 as_user_cmd=(setpriv --reuid="$as_user" --regid="$(id -g "$as_user")" --clear-groups)

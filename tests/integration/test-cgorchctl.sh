@@ -145,6 +145,38 @@ expect_err "job $wait_id: queued, 0/4 tasks done" "submit --wait"
 expect_err "job $wait_id: cancelled, 0/4 tasks done" "submit --wait"
 expect_err "job $wait_id cancelled after" "submit --wait"
 
+# --- arrays and lists: many jobs in one request, their ids one a line ---------------------------
+run 0 submit --array 3 --tasks 1 --cpus 0.25 --memory 16M --name sweep -- true
+[ "$(grep -cE '^[0-9]+$' <<<"$out")" -eq 3 ] || fail "submit --array 3 printed:"$'\n'"$out"
+sweep_first=$(head -n 1 <<<"$out")
+run 0 job "$sweep_first" --json && expect_out '"name": "sweep"' "job of an array"
+run 0 --json submit --array 2 "$tmp/job.json" && expect_out '"ids": \[' "--json submit --array"
+printf '{"jobs": [%s, %s]}\n' "$(tr -d '\n' <"$tmp/job.json")" '{"name": "second", "phases": [{"tasks": 1, "argv": ["true"], "cpu_cores": 1, "memory_bytes": 1048576}]}' \
+        > "$tmp/list.json"
+run 0 submit "$tmp/list.json" && [ "$(grep -cE '^[0-9]+$' <<<"$out")" -eq 2 ] || fail "submit of a list of 2 printed:"$'\n'"$out"
+run 2 submit --array 2 "$tmp/list.json" && expect_err "--array makes copies of one job" "--array with a list"
+run 2 submit --array 0 -- true && expect_err "--array=0: must be an integer in [1, 10000]" "--array 0"
+run 2 submit --wait --array 2 -- true && expect_err "--wait follows one job" "--wait --array"
+printf '{"jobs": [%s, %s]}\n' "$(tr -d '\n' <"$tmp/job.json")" '{"name": "bad", "phases": [{"tasks": 1, "argv": ["true"], "cpu_cores": 0, "memory_bytes": 1048576}]}' \
+        > "$tmp/bad-list.json"
+run 1 submit "$tmp/bad-list.json" && expect_err "jobs[1].phases[0].cpu_cores: must be a number in (0, 4096]" "a list with a bad job"
+
+# --- jobs: filters, and pages followed to the end (the controller answers 500 jobs a page) -------
+run 0 jobs --name sweep
+[ "$(grep -c ' sweep ' <<<"$out")" -eq 3 ] || fail "jobs --name sweep should list the 3 jobs of the array:"$'\n'"$out"
+run 0 jobs --state cancelled && expect_out "^ +- +$short_id +short " "jobs --state cancelled"
+[ "$(grep -c queued <<<"$out")" -eq 0 ] || fail "jobs --state cancelled lists queued jobs:"$'\n'"$out"
+run 0 jobs --state queued,running --user "$(id -un)" --name big && expect_out " $big_id +big " "jobs with every filter"
+run 0 --json jobs --limit 1 && expect_out '"next_cursor": "[0-9]+"' "--json jobs --limit 1"
+[ "$(grep -c '"id"' <<<"$out")" -eq 1 ] || fail "jobs --limit 1 showed more than one job:"$'\n'"$out"
+run 0 submit --array 600 --tasks 1 --cpus 0.25 --memory 16M --name many -- true
+run 0 jobs --name many
+[ "$(grep -c ' many ' <<<"$out")" -eq 600 ] || fail "jobs --name many: $(grep -c ' many ' <<<"$out") of 600 jobs (two pages)"
+run 0 jobs --name many --limit 550
+[ "$(grep -c ' many ' <<<"$out")" -eq 550 ] || fail "jobs --name many --limit 550: $(grep -c ' many ' <<<"$out") jobs"
+run 2 jobs --state done && expect_err "--state=done: 'done' is not a job state" "jobs --state done"
+run 2 jobs --limit 0 && expect_err "--limit=0: must be a positive integer" "jobs --limit 0"
+
 # --- local validation: nothing is sent ----------------------------------------------------------
 run 0 --json jobs && jobs_before=$(grep -c '"id"' <<<"$out")
 echo '{"name": "x", "phases": [{"tasks": 1, "argv": ["a"], "cpu_cores": 0, "memory_bytes": 1048576}]}' \

@@ -1387,7 +1387,7 @@ Test(cluster, job_views_show_the_scheduler) {
         json_decref(s);
 
         json_t *all = NULL;
-        cr_assert_eq(cluster_jobs_to_json(cluster, T0 + 3, &all), 0);
+        cr_assert_eq(cluster_jobs_to_json(cluster, NULL, T0 + 3, &all), 0);
         json_t *jobs = json_object_get(all, "jobs");
         cr_assert_eq(json_integer_value(json_object_get(json_object_get(json_array_get(jobs, 0), "scheduler"), "rank")), 2);
         cr_assert_null(json_object_get(json_object_get(json_array_get(jobs, 0), "scheduler"), "estimate"),
@@ -1453,6 +1453,59 @@ Test(cluster, restart_keeps_sizes_and_aging) {
         s = sched_view(other, T0 + 80000);
         cr_assert_float_eq(sched_number(s, "estimated_size_s"), 18, 1e-9);
         json_decref(s);
+}
+
+/* Rows of the scheduler's checkpoint written at checkpoint_ms. */
+static unsigned sched_rows_written_at(int64_t checkpoint_ms) {
+        sqlite3 *db = NULL;
+        sqlite3_stmt *st = NULL;
+        char path[256];
+        snprintf(path, sizeof path, "%s/%s", dir, STORE_DB_FILENAME);
+        cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+        cr_assert_eq(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM sched_phases WHERE checkpoint_ms = ?", -1, &st, NULL),
+                     SQLITE_OK);
+        sqlite3_bind_int64(st, 1, checkpoint_ms);
+        cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+        unsigned n = (unsigned) sqlite3_column_int(st, 0);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        return n;
+}
+
+/* A checkpoint rewrites only the phases whose virtual state did not move as the ghost time
+ * says: forty queued phases ageing side by side are one row of state (the ghost time), not
+ * forty rows; a restart still finds each where it was. */
+Test(cluster, checkpoint_writes_only_what_moved) {
+        enum { N = 40 };
+        restart(SCHED_HFSP, SCHED_PREEMPT_WAIT, T0);
+        Node n1 = node_new("n1", 2);
+        uint64_t ids[N];
+        for (unsigned i = 0; i < N; i++)
+                ids[i] = submit("{\"name\": \"wide\", \"phases\": [{\"tasks\": 6, \"argv\": [\"true\"],"
+                                " \"cpu_cores\": 2, \"memory_bytes\": 16777216}]}", T0);
+        /* The node makes the virtual cluster age them (2 CPUs shared by forty: none capped). */
+        heartbeat_reply_free(beat_empty(&n1, T0 + 1000));
+        heartbeat_reply_free(beat_empty(&n1, T0 + 9000));
+        cr_assert_eq(cluster_checkpoint(cluster, T0 + 10000, true), 0);
+        heartbeat_reply_free(beat_empty(&n1, T0 + 17000));
+        cr_assert_eq(cluster_checkpoint(cluster, T0 + 20000, true), 0);
+        unsigned written = sched_rows_written_at(T0 + 20000);
+        cr_assert_leq(written, 2, "%u of %u rows rewritten: only a phase whose tasks run moves otherwise", written, N);
+
+        double remaining[N];
+        for (unsigned i = 0; i < N; i++) {
+                json_t *v = sched_view(ids[i], T0 + 20000);
+                remaining[i] = sched_number(v, "virtual_size_s");
+                json_decref(v);
+        }
+        cr_assert_lt(remaining[N - 1], HFSP_S0_DEFAULT * 6 - 1, "they aged");
+        restart(SCHED_HFSP, SCHED_PREEMPT_WAIT, T0 + 80000);
+        for (unsigned i = 0; i < N; i++) {
+                json_t *v = sched_view(ids[i], T0 + 80000);
+                cr_assert_float_eq(sched_number(v, "virtual_size_s"), remaining[i], 1e-6,
+                                   "job %" PRIu64 " resumes where the last checkpoint left it", ids[i]);
+                json_decref(v);
+        }
 }
 
 /* While a phase trains, S_i is refined from the training tasks that finished: n × their mean.

@@ -95,6 +95,66 @@ static void job_spec_freep(JobSpec **s) {
         job_spec_free(*s);
 }
 
+static void job_submission_freep(JobSubmission **s) {
+        job_submission_free(*s);
+}
+
+static const char *env_get(char **env, const char *name) {
+        size_t n = strlen(name);
+        for (; env && *env; env++)
+                if (strncmp(*env, name, n) == 0 && (*env)[n] == '=')
+                        return *env + n + 1;
+        return NULL;
+}
+
+/* One job answers as one job; "array": N makes N jobs told apart by CGORCH_ARRAY_INDEX in every
+ * phase; a list may hold arrays; the limits count every job and task of the submission. */
+Test(job_submission, one_array_and_list) {
+        json_auto_t *one = job_json();
+        _cleanup_(job_submission_freep) JobSubmission *s = NULL;
+        _cleanup_free_ char *err = NULL;
+        cr_assert_eq(job_submission_from_json(one, &s, &err), 0, "%s", err);
+        cr_assert_not(s->many);
+        cr_assert_eq(s->n_jobs, 1);
+        cr_assert_null(env_get(s->specs[0]->phases[0].env, PROTO_ARRAY_INDEX_ENV));
+        job_submission_free(TAKE_PTR(s));
+
+        json_auto_t *array = job_json();
+        cr_assert_eq(json_object_set_new(array, "array", json_integer(3)), 0);
+        cr_assert_eq(job_submission_from_json(array, &s, &err), 0, "%s", err);
+        cr_assert(s->many);
+        cr_assert_eq(s->n_specs, 1);
+        cr_assert_eq(s->copies[0], 3);
+        cr_assert_eq(s->n_jobs, 3);
+        cr_assert_eq(s->n_tasks, 3 * (4 + 1), "three copies of a job of 4 + 1 tasks");
+        cr_assert_eq(job_spec_set_array_index(s->specs[0], 2), 0);
+        for (size_t k = 0; k < s->specs[0]->n_phases; k++)
+                cr_assert_str_eq(env_get(s->specs[0]->phases[k].env, PROTO_ARRAY_INDEX_ENV), "2");
+        cr_assert_str_eq(env_get(s->specs[0]->phases[0].env, "LANG"), "C", "its own variables stay");
+        job_submission_free(TAKE_PTR(s));
+
+        json_auto_t *list = json_pack("{s:[O, O]}", "jobs", one, array);
+        cr_assert_not_null(list);
+        cr_assert_eq(job_submission_from_json(list, &s, &err), 0, "%s", err);
+        cr_assert(s->many);
+        cr_assert_eq(s->n_specs, 2);
+        cr_assert_eq(s->n_jobs, 4);
+        job_submission_free(TAKE_PTR(s));
+
+        /* One bad job refuses all, named by its place in the list. */
+        cr_assert_eq(json_object_set_new(phase0(json_array_get(json_object_get(list, "jobs"), 1)), "tasks",
+                                         json_integer(0)), 0);
+        cr_assert_eq(job_submission_from_json(list, &s, &err), -EINVAL);
+        cr_assert_str_eq(err, "jobs[1].phases[0].tasks: must be an integer in [1, 10000]");
+        cr_assert_null(s);
+        free(TAKE_PTR(err));
+
+        json_auto_t *huge = job_json();
+        cr_assert_eq(json_object_set_new(huge, "array", json_integer(PROTO_MAX_JOBS_PER_SUBMISSION + 1)), 0);
+        cr_assert_eq(job_submission_from_json(huge, &s, &err), -EINVAL);
+        cr_assert_str_eq(err, "array: must be an integer in [1, 10000]");
+}
+
 Test(job_spec, decode) {
         json_auto_t *j = job_json();
         _cleanup_(job_spec_freep) JobSpec *s = NULL;

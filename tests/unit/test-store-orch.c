@@ -98,7 +98,7 @@ Test(store_orch, fresh_database_is_current) {
         cr_assert_eq(store_open(dir, &s), 0);
         store_close(s);
         cr_assert_eq(user_version(), STORE_SCHEMA_VERSION);
-        cr_assert_eq(STORE_SCHEMA_VERSION, 8);
+        cr_assert_eq(STORE_SCHEMA_VERSION, 10);
 }
 
 Test(store_orch, record_and_status_from_the_ack) {
@@ -194,7 +194,9 @@ Test(store_orch, migrates_version_1) {
                               " ALTER TABLE nodes DROP COLUMN pids_limit; ALTER TABLE jobs DROP COLUMN output; ALTER TABLE jobs DROP COLUMN error; ALTER TABLE jobs DROP COLUMN time_limit_s;"
                               " ALTER TABLE jobs DROP COLUMN held_by; ALTER TABLE jobs DROP COLUMN held_admin; ALTER TABLE jobs DROP COLUMN held_ms;"
                               " ALTER TABLE jobs DROP COLUMN reason; ALTER TABLE jobs DROP COLUMN attempt_base; ALTER TABLE jobs DROP COLUMN requeues;"
-                              " ALTER TABLE tasks DROP COLUMN output_dropped_bytes; PRAGMA user_version = 1;",
+                              " ALTER TABLE tasks DROP COLUMN output_dropped_bytes;"
+                              " DROP INDEX jobs_by_state; DROP INDEX jobs_by_user; DROP INDEX jobs_by_name;"
+                              " PRAGMA user_version = 1;",
                               NULL, NULL, &err);
         cr_assert_eq(rc, SQLITE_OK, "downgrade: %s", err ?: "?");
         sqlite3_close(db);
@@ -232,7 +234,9 @@ Test(store_orch, migrates_version_2) {
                                   " ALTER TABLE jobs DROP COLUMN held_by; ALTER TABLE jobs DROP COLUMN held_admin;"
                                   " ALTER TABLE jobs DROP COLUMN held_ms; ALTER TABLE jobs DROP COLUMN reason;"
                                   " ALTER TABLE jobs DROP COLUMN attempt_base; ALTER TABLE jobs DROP COLUMN requeues;"
-                                  " ALTER TABLE tasks DROP COLUMN output_dropped_bytes; PRAGMA user_version = 2;",
+                                  " ALTER TABLE tasks DROP COLUMN output_dropped_bytes;"
+                                  " ALTER TABLE sched_phases DROP COLUMN virtual_finish; DROP INDEX jobs_by_state;"
+                                  " DROP INDEX jobs_by_user; DROP INDEX jobs_by_name; PRAGMA user_version = 2;",
                                   NULL, NULL, NULL), SQLITE_OK);
         sqlite3_close(db);
         cr_assert_eq(store_open(dir, &s), 0);

@@ -1,6 +1,7 @@
 /* test-store.c: the controller's SQLite store (controller/store*.c) on a temporary directory. */
 #include <criterion/criterion.h>
 #include <inttypes.h>
+#include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -367,7 +368,9 @@ Test(store, version_1_is_upgraded) {
                                       " ALTER TABLE nodes DROP COLUMN pids_limit; ALTER TABLE jobs DROP COLUMN output; ALTER TABLE jobs DROP COLUMN error; ALTER TABLE jobs DROP COLUMN time_limit_s;"
                                       " ALTER TABLE jobs DROP COLUMN held_by; ALTER TABLE jobs DROP COLUMN held_admin; ALTER TABLE jobs DROP COLUMN held_ms;"
                                       " ALTER TABLE jobs DROP COLUMN reason; ALTER TABLE jobs DROP COLUMN attempt_base; ALTER TABLE jobs DROP COLUMN requeues;"
-                                      " ALTER TABLE tasks DROP COLUMN output_dropped_bytes; PRAGMA user_version = 1",
+                                      " ALTER TABLE tasks DROP COLUMN output_dropped_bytes;"
+                                      " DROP INDEX jobs_by_state; DROP INDEX jobs_by_user; DROP INDEX jobs_by_name;"
+                                      " PRAGMA user_version = 1",
                                   NULL, NULL, NULL), SQLITE_OK);
         sqlite3_close(db);
 
@@ -403,6 +406,145 @@ Test(store, version_1_is_upgraded) {
         sqlite3_close(db);
 }
 
+/* Takes the database in dir back to version `to` (8 or 5) with the SQL of the steps after it
+ * undone: 10's job indexes, 9's virtual finish, and for 5 also 8's job and task columns (6 and 7
+ * change nothing). */
+static void downgrade(unsigned to) {
+        char path[256];
+        sqlite3 *db;
+        snprintf(path, sizeof path, "%s/controller.db", dir);
+        cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+        cr_assert_eq(sqlite3_exec(db,
+                                  "DROP INDEX jobs_by_state; DROP INDEX jobs_by_user; DROP INDEX jobs_by_name;"
+                                  " ALTER TABLE sched_phases DROP COLUMN virtual_finish;",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+        if (to < 8)
+                cr_assert_eq(sqlite3_exec(db,
+                                          "ALTER TABLE jobs DROP COLUMN output; ALTER TABLE jobs DROP COLUMN error;"
+                                          " ALTER TABLE jobs DROP COLUMN time_limit_s; ALTER TABLE jobs DROP COLUMN held_by;"
+                                          " ALTER TABLE jobs DROP COLUMN held_admin; ALTER TABLE jobs DROP COLUMN held_ms;"
+                                          " ALTER TABLE jobs DROP COLUMN reason; ALTER TABLE jobs DROP COLUMN attempt_base;"
+                                          " ALTER TABLE jobs DROP COLUMN requeues;"
+                                          " ALTER TABLE tasks DROP COLUMN output_dropped_bytes;",
+                                          NULL, NULL, NULL),
+                             SQLITE_OK);
+        char sql[64];
+        snprintf(sql, sizeof sql, "PRAGMA user_version = %u", to);
+        cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(db);
+}
+
+/* The version and the job indexes of the database in dir, read directly. */
+static void assert_current(void) {
+        char path[256];
+        sqlite3 *db;
+        sqlite3_stmt *q;
+        snprintf(path, sizeof path, "%s/controller.db", dir);
+        cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+        cr_assert_eq(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
+        cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
+        cr_assert_eq(sqlite3_column_int(q, 0), STORE_SCHEMA_VERSION);
+        cr_assert_eq(STORE_SCHEMA_VERSION, 10);
+        sqlite3_finalize(q);
+        cr_assert_eq(sqlite3_prepare_v2(db,
+                                        "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'jobs'"
+                                        " AND name IN ('jobs_by_state', 'jobs_by_user', 'jobs_by_name')",
+                                        -1, &q, NULL),
+                     SQLITE_OK);
+        cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
+        cr_assert_eq(sqlite3_column_int(q, 0), 3, "version 10's indexes");
+        sqlite3_finalize(q);
+        sqlite3_close(db);
+}
+
+/* A job with a time limit, held, and a scheduler row for it, in a new store. */
+static uint64_t insert_held_job_with_sched_row(StoreSchedRecord *ret_rec) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        json_t *j = json_pack("{s:s, s:s, s:i, s:[{s:i, s:[s], s:f, s:i, s:i}]}", "name", "old", "user", "alice",
+                              "time_limit_s", 90, "phases", "tasks", 2, "argv", "true", "cpu_cores", 1.0,
+                              "memory_bytes", 64 << 20, "pids_max", 64);
+        JobSpec *spec = NULL;
+        _cleanup_free_ char *error = NULL;
+        cr_assert_eq(job_spec_from_json(j, &spec, &error), 0, "%s", error ?: "");
+        json_decref(j);
+        uint64_t id = 0;
+        cr_assert_eq(store_job_insert(s, spec, 1000, &id), 0);
+        job_spec_free(spec);
+        cr_assert_eq(store_job_set_hold(s, id, "alice", false, 1500), 0);
+        *ret_rec = (StoreSchedRecord) {
+                .job = id, .size_kind = (char *) "initial", .size_s = 60, .weight = 1, .parallel_cpus = 2,
+                .sized_ms = 1000, .estimate = (char *) "{}", .virtual_size_s = 40, .virtual_finish = NAN,
+                .late_since_ms = -1,
+        };
+        cr_assert_eq(store_sched_record_save(s, ret_rec, 2000), 0);
+        store_close(s);
+        return id;
+}
+
+/* After an upgrade: the job's pids limit (version 4) and its scheduler row are kept; the row has
+ * no virtual finish (version 9) until the next save; the jobs index by state (version 10). */
+static void assert_upgraded(Store *s, uint64_t id, StoreSchedRecord *rec) {
+        StoreLaunch launch;
+        cr_assert_eq(store_phase_launch(s, id, 0, &launch), 0);
+        cr_assert_eq(launch.pids_max, 64, "version 4's column kept");
+        store_launch_done(&launch);
+        StoreSchedRecord *recs = NULL;
+        size_t n = 0;
+        cr_assert_eq(store_sched_records(s, &recs, &n), 0);
+        cr_assert_eq(n, 1);
+        cr_assert_float_eq(recs[0].virtual_size_s, 40, 1e-9);
+        cr_assert(isnan(recs[0].virtual_finish), "a row from before version 9 has no finish time");
+        store_sched_records_free(recs, n);
+        rec->virtual_finish = 12.5;
+        cr_assert_eq(store_sched_record_save(s, rec, 3000), 0);
+        cr_assert_eq(store_sched_records(s, &recs, &n), 0);
+        cr_assert_float_eq(recs[0].virtual_finish, 12.5, 1e-9);
+        store_sched_records_free(recs, n);
+        unsigned queued;
+        cr_assert_eq(store_job_count_in_state(s, JOB_QUEUED, &queued), 0);
+        cr_assert_eq(queued, 1);
+}
+
+/* A database as main's version 8 left it (output files, time limits, holds; no virtual finish,
+ * jobs not indexed by state, user and name), with a held job with a time limit and a scheduler
+ * row: opening it takes it to 10 and keeps them all. */
+Test(store, version_8_is_upgraded) {
+        StoreSchedRecord rec;
+        uint64_t id = insert_held_job_with_sched_row(&rec);
+        downgrade(8);
+
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        assert_upgraded(s, id, &rec);
+        _cleanup_(store_job_done) StoreJob j = {};
+        cr_assert_eq(store_job_get(s, id, &j), 0);
+        cr_assert_eq(j.time_limit_s, 90, "version 8's time limit kept");
+        cr_assert_str_eq(j.held_by ?: "(null)", "alice", "version 8's hold kept");
+        store_close(s);
+        assert_current();
+}
+
+/* A database of version 5 (pids limits, before 6 and 7, which change nothing, and 8's columns)
+ * goes through every step to 10: its job is neither held nor limited. */
+Test(store, version_5_is_upgraded) {
+        StoreSchedRecord rec;
+        uint64_t id = insert_held_job_with_sched_row(&rec);
+        downgrade(5);
+
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        assert_upgraded(s, id, &rec);
+        _cleanup_(store_job_done) StoreJob j = {};
+        cr_assert_eq(store_job_get(s, id, &j), 0);
+        cr_assert_eq(j.time_limit_s, 0);
+        cr_assert_null(j.held_by);
+        cr_assert_eq(j.attempt_base, 0);
+        store_close(s);
+        assert_current();
+}
+
 static int synchronous_level(Store *s) {
         sqlite3_stmt *q = NULL;
         cr_assert_eq(sqlite3_prepare_v2(s->db, "PRAGMA synchronous", -1, &q, NULL), SQLITE_OK);
@@ -428,6 +570,87 @@ Test(store, durable_transactions_only_where_asked) {
         cr_assert_eq(store_begin(s), 0);
         cr_assert_eq(synchronous_level(s), 1);
         cr_assert_eq(store_commit(s), 0);
+        store_close(s);
+}
+
+static void page_ids(Store *s, const StoreJobFilter *f, const char *want_ids, const char *want_next) {
+        json_t *page = NULL;
+        cr_assert_eq(store_jobs_page_to_json(s, f, &page), 0);
+        char got[128] = "";
+        size_t i;
+        json_t *job;
+        json_array_foreach(json_object_get(page, "jobs"), i, job)
+                snprintf(got + strlen(got), sizeof got - strlen(got), "%s%" JSON_INTEGER_FORMAT, i ? "," : "",
+                         json_integer_value(json_object_get(job, "id")));
+        cr_assert_str_eq(got, want_ids);
+        json_t *next = json_object_get(page, "next_cursor");
+        if (want_next)
+                cr_assert_str_eq(json_string_value(next), want_next);
+        else
+                cr_assert_null(next, "no next page");
+        json_decref(page);
+}
+
+/* GET /v1/jobs: pages oldest first, the cursor the last id, filters as index ranges. */
+Test(store, job_pages_and_filters) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        for (int i = 0; i < 5; i++)
+                insert_job(s, 1000 + i);
+        cr_assert_eq(store_job_set_state(s, 2, JOB_CANCELLED, 2000), 0);
+        cr_assert_eq(store_job_set_state(s, 4, JOB_RUNNING, 2000), 0);
+
+        page_ids(s, &(StoreJobFilter) {}, "1,2,3,4,5", NULL);
+        page_ids(s, &(StoreJobFilter) { .limit = 2 }, "1,2", "2");
+        page_ids(s, &(StoreJobFilter) { .limit = 2, .after_id = 2 }, "3,4", "4");
+        page_ids(s, &(StoreJobFilter) { .limit = 2, .after_id = 4 }, "5", NULL);
+        page_ids(s, &(StoreJobFilter) { .limit = 1, .after_id = 5 }, "", NULL);
+        page_ids(s, &(StoreJobFilter) { .state_mask = 1u << JOB_QUEUED }, "1,3,5", NULL);
+        page_ids(s, &(StoreJobFilter) { .state_mask = (1u << JOB_CANCELLED) | (1u << JOB_RUNNING) }, "2,4", NULL);
+        page_ids(s, &(StoreJobFilter) { .state_mask = 1u << JOB_QUEUED, .limit = 2, .after_id = 1 }, "3,5", NULL);
+        page_ids(s, &(StoreJobFilter) { .user = "nobody", .name = "wordcount", .limit = 3 }, "1,2,3", "3");
+        page_ids(s, &(StoreJobFilter) { .user = "root" }, "", NULL);
+        page_ids(s, &(StoreJobFilter) { .name = "other" }, "", NULL);
+        unsigned n;
+        cr_assert_eq(store_job_count_in_state(s, JOB_QUEUED, &n), 0);
+        cr_assert_eq(n, 3);
+        store_close(s);
+}
+
+/* Group commit (controller/durable-answers.c): with deferred sync a durable commit is made at
+ * synchronous=NORMAL and leaves its fsync owed until store_sync(), which pays it on the real
+ * log; other commits and rolled-back ones owe nothing; without it, durable commits fsync. */
+Test(store, deferred_sync_is_owed_until_synced) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        store_set_deferred_sync(s, true);
+        insert_job(s, 1000);
+        cr_assert_not(store_sync_owed(s), "an ordinary commit owes no sync");
+
+        JobSpec *spec = parse_job();
+        uint64_t id;
+        cr_assert_eq(store_begin_durable(s), 0);
+        cr_assert_eq(synchronous_level(s), 1, "no fsync at the commit itself");
+        cr_assert_eq(store_job_insert(s, spec, 2000, &id), 0);
+        cr_assert_eq(store_commit(s), 0);
+        cr_assert(store_sync_owed(s));
+        cr_assert_eq(synchronous_level(s), 1);
+        cr_assert_eq(store_sync(s), 0);
+        cr_assert_not(store_sync_owed(s));
+        cr_assert_eq(store_sync(s), 0, "nothing owed: nothing to do");
+
+        cr_assert_eq(store_begin_durable(s), 0);
+        store_rollback(s);
+        cr_assert_not(store_sync_owed(s), "a rollback owes nothing");
+
+        store_set_deferred_sync(s, false);
+        cr_assert_eq(store_begin_durable(s), 0);
+        cr_assert_eq(synchronous_level(s), 2);
+        cr_assert_eq(store_job_insert(s, spec, 3000, &id), 0);
+        cr_assert_eq(store_commit(s), 0);
+        cr_assert_not(store_sync_owed(s), "synced by its own commit");
+        cr_assert_eq(count_jobs(s), 3);
+        job_spec_free(spec);
         store_close(s);
 }
 
