@@ -29,7 +29,7 @@ API_MIN_MEMORY_BYTES = 1 << 20
 FINAL_STATES = ("succeeded", "failed", "cancelled")
 SIZE_SUFFIXES = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 TRACE_COLUMNS = ["arrival_s", "job", "phase", "tasks", "work_s", "cpu_request", "memory_request",
-                 "cpu_demand", "memory_ws", "weight", "class"]
+                 "cpu_demand", "memory_ws", "weight", "class", "user"]
 TRACE_REQUIRED = 9
 
 
@@ -66,7 +66,7 @@ def read_trace(path):
                 if fields[:TRACE_REQUIRED] != TRACE_COLUMNS[:TRACE_REQUIRED] or \
                         fields != TRACE_COLUMNS[:len(fields)]:
                     raise ReplayError(f"{path}:{lineno}: the header must be "
-                                      f"{','.join(TRACE_COLUMNS[:TRACE_REQUIRED])}[,weight[,class]]")
+                                      f"{','.join(TRACE_COLUMNS[:TRACE_REQUIRED])}[,weight[,class[,user]]]")
                 header = fields
                 continue
             if len(fields) != len(header):
@@ -114,7 +114,8 @@ def read_trace(path):
                 if phase != 0:
                     raise ReplayError(f"{path}:{lineno}: job {job_id} starts with phase {phase}, not 0")
                 jobs.append({"id": job_id, "arrival_s": arrival, "weight": weight,
-                             "class": fields[10] if len(header) > 10 else "", "phases": []})
+                             "class": fields[10] if len(header) > 10 else "",
+                             "user": fields[11] if len(header) > 11 else "", "phases": []})
             job = jobs[-1]
             if arrival != job["arrival_s"]:
                 raise ReplayError(f"{path}:{lineno}: job {job_id} has two arrival times")
@@ -165,8 +166,10 @@ def job_request(job, args):
             "memory_bytes": max(int(round(memory)), API_MIN_MEMORY_BYTES),
         })
     request = {"name": name[:128], "weight": job["weight"], "phases": phases}
-    if args.user:
-        request["user"] = args.user
+    # The trace's user, as --user-map names its account; jobs that name none run as --user.
+    user = args.user_map.get(job["user"], job["user"]) if job["user"] else args.user
+    if user:
+        request["user"] = user
     return request
 
 
@@ -255,7 +258,10 @@ def parse_args(argv):
                     help="the operator's token (default: $CGORCH_TOKEN_FILE)")
     ap.add_argument("--time-scale", type=float, default=1.0, metavar="X",
                     help="multiplies every arrival and every task's work (default 1)")
-    ap.add_argument("--user", default="nobody", help="account the tasks run as (default nobody)")
+    ap.add_argument("--user", default="nobody",
+                    help="account the tasks of jobs with no user in the trace run as (default nobody)")
+    ap.add_argument("--user-map", default="", metavar="NAME=ACCOUNT,...",
+                    help="the account each user of the trace's user column runs as (default: its name)")
     ap.add_argument("--memory", metavar="SIZE",
                     help="memory request of every task instead of the trace's, e.g. 64M")
     ap.add_argument("--timeout", type=float, metavar="S",
@@ -268,6 +274,10 @@ def parse_args(argv):
                     help="also write every job's final record (GET /v1/jobs/ID) with its trace "
                          "job id, as a JSON array")
     args = ap.parse_args(argv)
+    try:
+        args.user_map = dict(x.split("=", 1) for x in args.user_map.split(",") if x)
+    except ValueError:
+        ap.error("--user-map takes NAME=ACCOUNT,...")
     if not (args.time_scale > 0 and math.isfinite(args.time_scale)):
         ap.error("--time-scale must be a number > 0")
     if args.memory is not None:

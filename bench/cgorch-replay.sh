@@ -12,7 +12,8 @@
 #   CPUS (2), MEMORY (4G)      the agent's node
 #   TIME_SCALE (1)             multiplies every arrival and every task's work
 #   TASK_MEMORY                every task's memory request instead of the trace's, e.g. 64M
-#   TASK_USER (nobody)         the account the tasks run as
+#   TASK_USER (nobody)         the account the tasks run as (jobs with no user in the trace)
+#   USER_MAP                   NAME=ACCOUNT,...: the account each user of the trace runs as
 #   OUT (cgorch-replay.csv)    job,arrival_s,start_s,end_s,response_s per trace job
 #   JOBS_JSON                  also keep every job's final record there (JSON)
 #   HEARTBEAT_INTERVAL, SAMPLE_INTERVAL   empty (the defaults, 2s and 1s) unless set
@@ -55,6 +56,7 @@ echo "cgorch-replay: $(basename "$trace") on one node of ${CPUS:-2} CPUs and ${M
 replay_args=(--burn "$task_burn" --server "$CGORCH_SERVER" --token-file "$CGORCH_TOKEN_FILE"
         --time-scale "${TIME_SCALE:-1}" --user "${TASK_USER:-nobody}")
 [ -z "${TASK_MEMORY:-}" ] || replay_args+=(--memory "$TASK_MEMORY")
+[ -z "${USER_MAP:-}" ] || replay_args+=(--user-map "$USER_MAP")
 [ -z "${JOBS_JSON:-}" ] || replay_args+=(--jobs-json "$JOBS_JSON")
 [ -z "${REPLAY_TIMEOUT:-}" ] || replay_args+=(--timeout "$REPLAY_TIMEOUT")
 # In the background, so that a signal to this script is handled at once (bash defers traps

@@ -103,6 +103,13 @@ bench-sched-scale: sim/cgorch-sim
 	$(BASH) $(srcdir)/bench/sched-scale.sh $(builddir)
 .PHONY: bench-sched-workload bench-sched-scale
 
+# Users as a level: one user's flood of small jobs against another user's job (cgorch-sim per
+# policy, and a real run as root with two accounts made for it).
+dist_noinst_SCRIPTS += bench/user-fairness.sh
+bench-user-fairness: sim/cgorch-sim controller/cgorch-controller agent/cgorch-agent tools/cgorch-burn
+	$(BASH) $(srcdir)/bench/user-fairness.sh $(builddir)
+.PHONY: bench-user-fairness
+
 # Submit → process start of a one-task job on an idle node, push on and off (root, real
 # cgroups; see docs/benchmarks.md): `make bench-start`.
 dist_noinst_SCRIPTS += bench/start-latency.sh

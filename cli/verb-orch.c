@@ -242,7 +242,7 @@ int verb_adjustments(Ctl *ctl, int argc, char **argv) {
 }
 
 /* "KEY=VALUE": the value goes as a JSON string (the controller parses units and numbers from
- * text like a config file), except true/false for the boolean knobs. */
+ * text like a config file), except true/false for the boolean knobs (dry-run, user-shares). */
 static int config_set_body(int argc, char **argv, json_t **ret) {
         _cleanup_(json_decrefp) json_t *body = json_object();
         if (!body)
@@ -261,7 +261,8 @@ static int config_set_body(int argc, char **argv, json_t **ret) {
                         return -EINVAL;
                 }
                 bool b;
-                json_t *v = parse_bool(eq + 1, &b) >= 0 && streq(key, "dry-run") ? json_boolean(b) : json_string(eq + 1);
+                bool is_bool = streq(key, "dry-run") || streq(key, "user-shares");
+                json_t *v = is_bool && parse_bool(eq + 1, &b) >= 0 ? json_boolean(b) : json_string(eq + 1);
                 if (!v || json_object_set_new(body, key, v) < 0) {
                         fprintf(stderr, "cgorchctl: config set: %s: the value is not valid UTF-8\n", key);
                         return -EINVAL;

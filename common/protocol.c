@@ -304,7 +304,7 @@ bool node_name_is_valid(const char *s) {
 }
 
 /* The portable user name set (POSIX plus '.'), as accepted by useradd on Debian by default. */
-static bool user_name_is_valid(const char *s) {
+bool proto_user_name_is_valid(const char *s) {
         size_t len = strlen(s);
         if (len < 1 || len > USER_NAME_MAX || s[0] == '-')
                 return false;
@@ -325,7 +325,7 @@ static int get_user(json_t *o, const char *path, const char *field, char **ret, 
                         *ret = NULL;
                 return r;
         }
-        if (!user_name_is_valid(s))
+        if (!proto_user_name_is_valid(s))
                 return fail(ret_error, path, field,
                             "must be a user name of 1..%d characters [A-Za-z0-9._-], not starting with '-'",
                             USER_NAME_MAX);

@@ -114,6 +114,8 @@ typedef struct JobSubmission {
 } JobSubmission;
 
 int job_submission_from_json(json_t *j, JobSubmission **ret, char **ret_error);
+/* A user name as jobs may name one: 1..32 of [A-Za-z0-9._-], not starting with '-'. */
+bool proto_user_name_is_valid(const char *s);
 void job_submission_free(JobSubmission *s);
 /* Sets PROTO_ARRAY_INDEX_ENV in every phase of an array's job to index. */
 int job_spec_set_array_index(JobSpec *spec, unsigned index);

@@ -57,6 +57,10 @@ void api_respond_errno(Store *store, HttpResponse *resp, int r, const char *mess
         case -EALREADY:
                 http_response_error(resp, 409, "%s: already ended", what);
                 break;
+        case -EDQUOT:
+                /* A per-user limit: the message names it. */
+                http_response_error(resp, 429, "%s", message ?: "a per-user limit was reached");
+                break;
         case -ESTALE:
                 http_response_error(resp, 409, "%s: stale: a newer heartbeat of this agent was taken", what);
                 break;

@@ -136,7 +136,7 @@ static const Option options[] = {
  * config keys too, made from the registry: parsed as text here, then set through the registry,
  * so a flag, a config line and PUT /v1/config accept the same values with the same checks. */
 static char *arg_knobs[64];
-static bool arg_dry_run = false;
+static bool arg_knob_bools[64];   /* the boolean knobs' flags, by knob index */
 static Option all_options[ELEMENTSOF(options) + ELEMENTSOF(arg_knobs)];
 
 static ConfigSpec config_spec = {
@@ -152,13 +152,16 @@ static void options_build(void) {
         size_t n = 0;
         for (size_t i = 0; i < ELEMENTSOF(options); i++)
                 all_options[n++] = options[i];
+        RuntimeSettings defaults = runtime_settings_default();
         for (size_t i = 0; i < runtime_n_knobs && i < ELEMENTSOF(arg_knobs); i++) {
                 const Knob *k = &runtime_knobs[i];
                 bool is_bool = k->type == KNOB_BOOL;
+                if (is_bool) /* the option holds its default beforehand */
+                        arg_knob_bools[i] = *(const bool *) ((const char *) &defaults + k->offset);
                 all_options[n++] = (Option) {
                         .name = k->name,
                         .type = is_bool ? OPTION_BOOL : OPTION_STRING,
-                        .value = is_bool ? (void *) &arg_dry_run : (void *) &arg_knobs[i],
+                        .value = is_bool ? (void *) &arg_knob_bools[i] : (void *) &arg_knobs[i],
                         .metavar = k->metavar,
                         .help = k->help,
                 };
@@ -177,7 +180,7 @@ static int knobs_from_args(RuntimeSettings *ret) {
                 _cleanup_free_ char *error = NULL;
                 int r = 0;
                 if (k->type == KNOB_BOOL)
-                        *(bool *) ((char *) &s + k->offset) = arg_dry_run;
+                        *(bool *) ((char *) &s + k->offset) = arg_knob_bools[i];
                 else if (arg_knobs[i])
                         r = runtime_knob_set_text(&s, k, arg_knobs[i], &error);
                 if (r < 0)
@@ -683,6 +686,8 @@ static int apply_jobs(void *userdata, const RuntimeSettings *s) {
 static int apply_scheduler(void *userdata, const RuntimeSettings *s) {
         Manager *m = userdata;
         int r = cluster_set_sched_params(m->cluster, &s->sched);
+        if (r >= 0)
+                r = cluster_set_user_weights(m->cluster, s->user_weights);
         if (r >= 0)
                 log_info("Scheduler %s, preemption %s, %s.", sched_policy_to_string(s->sched.policy),
                          sched_preemption_to_string(s->sched.preemption), training_text(&s->sched));

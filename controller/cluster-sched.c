@@ -742,6 +742,9 @@ static int phase_added(ClusterSched *cs, Store *store, const StoreSchedPhase *p,
         }
         if (r >= 0 && !rec)
                 r = entry_save(cs, store, &e, false, now_ms);
+        /* Users are a level of the scheduler (controller/sched.h). */
+        if (r >= 0 && p->user > 0)
+                r = sched_job_set_user(cs->sched, key, p->user);
         if (r < 0) {
                 free(e.estimate);
                 return r;

@@ -11,6 +11,7 @@
 
 #include "cluster-sched.h"
 #include "cluster.h"
+#include "user-weights.h"
 #include "heartbeat-reader.h"
 #include "log.h"
 #include "macro.h"
@@ -688,6 +689,34 @@ int cluster_submit(Cluster *c, json_t *body, int64_t now_ms, json_t **ret_job, c
         return cluster_submit_as(c, body, NULL, true, now_ms, ret_job, ret_error);
 }
 
+/* --user-max-jobs: each user the submission names, with what it has and what it adds. */
+static int user_jobs_check(Cluster *c, const JobSubmission *sub, char **ret_error) {
+        unsigned limit = c->config.jobs.user_max_jobs;
+        if (limit == 0)
+                return 0;
+        for (size_t k = 0; k < sub->n_specs; k++) {
+                const char *user = sub->specs[k]->user;
+                bool seen = false;
+                for (size_t i = 0; i < k && !seen; i++)
+                        seen = sub->specs[i]->user && user && streq(sub->specs[i]->user, user);
+                if (!user || seen)
+                        continue;
+                uint64_t adding = 0, has;
+                for (size_t i = k; i < sub->n_specs; i++)
+                        if (sub->specs[i]->user && streq(sub->specs[i]->user, user))
+                                adding += sub->copies[i];
+                int r = store_user_jobs_unfinished(c->store, user, &has);
+                if (r < 0)
+                        return r;
+                if (has + adding > limit)
+                        return asprintf(ret_error,
+                                        "user-max-jobs: %s has %" PRIu64 " jobs queued, held or running; %" PRIu64
+                                        " more would pass the limit of %u per user",
+                                        user, has, adding, limit) >= 0 ? -EDQUOT : -ENOMEM;
+        }
+        return 0;
+}
+
 int cluster_submit_as(Cluster *c, json_t *body, const char *by, bool admin, int64_t now_ms, json_t **ret_job,
                       char **ret_error) {
         _cleanup_(job_submission_freep) JobSubmission *sub = NULL;
@@ -713,6 +742,9 @@ int cluster_submit_as(Cluster *c, json_t *body, const char *by, bool admin, int6
         r = store_begin_durable(c->store);
         if (r < 0)
                 return r;
+        r = user_jobs_check(c, sub, ret_error);
+        if (r < 0)
+                return transaction_end(c, r);
         size_t n = 0;
         for (size_t k = 0; k < sub->n_specs && r >= 0; k++)
                 for (unsigned i = 0; i < sub->copies[k] && r >= 0; i++) {
@@ -1545,6 +1577,32 @@ int cluster_status(Cluster *c, char **ret) {
 
 void cluster_set_job_params(Cluster *c, const JobParams *params) {
         c->config.jobs = *params;
+}
+
+int cluster_set_user_weights(Cluster *c, const char *text) {
+        _cleanup_free_ UserWeight *v = NULL;
+        size_t n = 0;
+        char why[256];
+        int r = user_weights_parse(text, &v, &n, why, sizeof why);
+        if (r < 0)
+                return r;
+        Sched *s = cluster_sched_scheduler(c->sched);
+        /* Every user the store knows weighs 1 again but those named. */
+        for (uint32_t u = 1; store_user_name(c->store, u); u++) {
+                r = sched_user_set(s, u, 1, 0);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < n; i++) {
+                uint32_t u;
+                r = store_user_index(c->store, v[i].name, &u);
+                if (r >= 0)
+                        r = sched_user_set(s, u, v[i].weight, 0);
+                if (r < 0)
+                        return r;
+        }
+        c->placement_dirty = true;
+        return 0;
 }
 
 int cluster_set_sched_params(Cluster *c, const SchedParams *params) {

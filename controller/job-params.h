@@ -9,6 +9,7 @@ typedef struct JobParams {
         double default_time_s;  /* a job that names no time_limit_s gets this; 0: none (then max_time_s) */
         double max_time_s;      /* the most a job may ask for; 0: PROTO_MAX_TIME_LIMIT_S */
         double kill_grace_s;    /* SIGTERM at a task's limit, SIGKILL this much later */
+        unsigned user_max_jobs; /* the most unfinished jobs (queued, held, running) a user may have; 0: no limit */
 } JobParams;
 
 #define JOB_KILL_GRACE_DEFAULT_S 10.0

@@ -54,10 +54,11 @@ controller_libcgorch_sched_a_SOURCES = \
 	controller/sched-table.c controller/sched-vcluster.c controller/sched-preempt.c \
 	controller/sched-heap.c controller/sched-order.c controller/sched-tasks.c \
 	controller/sched-fifo.c controller/sched-fair.c controller/sched-hfsp.c \
-	controller/sched-psbs.c controller/sched-srpt.c \
+	controller/sched-psbs.c controller/sched-srpt.c controller/sched-users.c \
 	controller/sched-sizing.c controller/sched-sizing.h \
 	controller/placement-fifo.c controller/placement-fifo.h \
-	controller/job-params.c controller/job-params.h
+	controller/job-params.c controller/job-params.h \
+	controller/user-weights.c controller/user-weights.h
 SCHED_LIBS = controller/libcgorch-sched.a $(ESTIMATOR_LIBS)
 
 # The orchestrator (MROrchestrator's Contention Detector and Performance Balancer): pure policy

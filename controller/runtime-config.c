@@ -39,6 +39,15 @@ static const char *const preemption_choices[_SCHED_PREEMPTION_MAX] = {
 };
 
 #define ENUM_CHOICES(c) .choices = (c), .n_choices = ELEMENTSOF(c)
+
+/* A text knob's own check (the only one: user-weights). */
+static int check_text(const Knob *k, const char *text, char *why, size_t why_size) {
+        _cleanup_free_ UserWeight *v = NULL;
+        size_t n;
+        if (streq(k->field, "user_weights"))
+                return user_weights_parse(text, &v, &n, why, why_size);
+        return 0;
+}
 #define GIB (1024.0 * 1024 * 1024)
 
 const Knob runtime_knobs[] = {
@@ -105,6 +114,21 @@ const Knob runtime_knobs[] = {
         { "probe", KNOB_DOUBLE, SETTING(sched.probe_s), "SECONDS",
           "hfsp, psbs: a phase not yet sized starts its first task at once, kept from preemption this long, to learn its task size; 0: off (default: 1; 0..3600)",
           0, 3600, NULL, 0, "probe_s", KNOB_APPLY_SCHEDULER },
+        { "user-shares", KNOB_BOOL, SETTING(sched.user_shares), NULL,
+          "while two or more users have tasks, each gets a max-min fair share of the CPUs, the policy's order within it (default: yes)",
+          0, 0, NULL, 0, "user_shares", KNOB_APPLY_SCHEDULER },
+        { "user-grace", KNOB_DURATION, SETTING(sched.user_grace_s), "DURATION",
+          "a user below its share goes ahead of the others once it has fallen this many seconds of its share behind (default: 30s; 0..1d)",
+          0, 86400, NULL, 0, "user_grace_s", KNOB_APPLY_SCHEDULER },
+        { "user-weights", KNOB_TEXT, SETTING(user_weights), "NAME=WEIGHT,...",
+          "each named user's weight in the users' shares, (0, 1000]; users not named weigh 1 (default: none)",
+          0, 0, NULL, 0, "user_weights", KNOB_APPLY_SCHEDULER },
+        { "user-max-cpus", KNOB_DOUBLE, SETTING(sched.user_max_cpus), "CPUS",
+          "the most CPUs one user's running tasks may hold; 0: no limit (default: 0; 0..1000000)",
+          0, 1e6, NULL, 0, "user_max_cpus", KNOB_APPLY_SCHEDULER },
+        { "user-max-jobs", KNOB_UINT, SETTING(jobs.user_max_jobs), "JOBS",
+          "the most jobs one user may have queued, held or running; a submission past it is refused; 0: no limit (default: 0; 0..10000000)",
+          0, 1e7, NULL, 0, "user_max_jobs", KNOB_APPLY_JOBS },
         { "default-time", KNOB_DURATION, SETTING(jobs.default_time_s), "DURATION",
           "the time limit of each task of a job that names none; 0: max-time, if set, else none (default: 0; 0..365d)",
           0, 31536000, NULL, 0, "default_time_s", KNOB_APPLY_JOBS },
@@ -134,6 +158,7 @@ static const char *const knob_type_table[_KNOB_TYPE_MAX] = {
         [KNOB_DOUBLE] = "double",
         [KNOB_DURATION] = "duration",
         [KNOB_SIZE] = "size",
+        [KNOB_TEXT] = "text",
 };
 
 const char *knob_type_to_string(KnobType t) {
@@ -187,8 +212,9 @@ static bool in_range(const Knob *k, double v) {
 }
 
 static int range_error(const Knob *k, char **ret_error, const char *unit) {
-        return knob_error(ret_error, "%s: must be %s in [%g, %g]%s", k->name,
-                          k->type == KNOB_UINT ? "an integer" : "a number", k->min, k->max, unit);
+        if (k->type == KNOB_UINT)
+                return knob_error(ret_error, "%s: must be an integer in [%.0f, %.0f]%s", k->name, k->min, k->max, unit);
+        return knob_error(ret_error, "%s: must be a number in [%g, %g]%s", k->name, k->min, k->max, unit);
 }
 
 /* Stores a numeric value after the range check; v in the knob's base unit. */
@@ -260,6 +286,17 @@ int runtime_knob_set_text(RuntimeSettings *s, const Knob *k, const char *text, c
                 if (parse_size_bytes(text, &u64) < 0)
                         return knob_error(ret_error, "%s: must be a size such as 512K, 256M or 2G", k->name);
                 return knob_set_number(s, k, (double) u64, ret_error);
+        case KNOB_TEXT: {
+                char why[256];
+                if (check_text(k, text, why, sizeof why) < 0)
+                        return knob_error(ret_error, "%s: %s", k->name, why);
+                char *p = knob_ptr(s, k);
+                if (strlen(text) >= USER_WEIGHTS_TEXT_MAX)
+                        return knob_error(ret_error, "%s: longer than %d characters", k->name, USER_WEIGHTS_TEXT_MAX - 1);
+                memset(p, 0, USER_WEIGHTS_TEXT_MAX); /* compared whole */
+                memcpy(p, text, strlen(text));
+                return 0;
+        }
         default:
                 return -EINVAL;
         }
@@ -281,6 +318,8 @@ int runtime_knob_set_json(RuntimeSettings *s, const Knob *k, json_t *v, char **r
                 choices_list(k, list, sizeof list);
                 return knob_error(ret_error, "%s: must be a string, one of %s", k->name, list);
         }
+        case KNOB_TEXT:
+                return knob_error(ret_error, "%s: must be a string", k->name);
         case KNOB_BOOL:
                 if (!json_is_boolean(v))
                         return knob_error(ret_error, "%s: must be true or false", k->name);
@@ -324,6 +363,8 @@ json_t *runtime_knob_to_json(const RuntimeSettings *s, const Knob *k) {
                 return json_real(*(const double *) p);
         case KNOB_SIZE:
                 return json_integer((json_int_t) *(const uint64_t *) p);
+        case KNOB_TEXT:
+                return json_string((const char *) p);
         default:
                 return NULL;
         }
@@ -368,6 +409,15 @@ int runtime_settings_validate(const RuntimeSettings *s, char **ret_error) {
                 }
                 case KNOB_BOOL:
                         continue;
+                case KNOB_TEXT: {
+                        char why[256];
+                        const char *text = p;
+                        if (memchr(text, '\0', USER_WEIGHTS_TEXT_MAX) == NULL)
+                                return knob_error(ret_error, "%s: too long", k->name);
+                        if (check_text(k, text, why, sizeof why) < 0)
+                                return knob_error(ret_error, "%s: %s", k->name, why);
+                        continue;
+                }
                 case KNOB_UINT:
                         v = *(const unsigned *) p;
                         break;
@@ -445,6 +495,8 @@ static size_t knob_size(const Knob *k) {
                 return sizeof(double);
         case KNOB_SIZE:
                 return sizeof(uint64_t);
+        case KNOB_TEXT:
+                return USER_WEIGHTS_TEXT_MAX;
         default:
                 return 0;
         }

@@ -15,6 +15,7 @@
 #include "detector.h"
 #include "job-params.h"
 #include "sched.h"
+#include "user-weights.h"
 
 /* Everything a knob can change. */
 typedef struct RuntimeSettings {
@@ -22,6 +23,7 @@ typedef struct RuntimeSettings {
         OrchDetectParams detect;
         SchedParams sched;
         JobParams jobs;                 /* time limits, kill grace */
+        char user_weights[USER_WEIGHTS_TEXT_MAX]; /* user-weights.h; zero-filled past its end */
 } RuntimeSettings;
 
 /* The controller's defaults: the balancer's and the detector's documented defaults, but
@@ -35,6 +37,7 @@ typedef enum KnobType {
         KNOB_DOUBLE,        /* double; JSON number */
         KNOB_DURATION,      /* double seconds; JSON number of seconds or "500ms", "20s", "1m" */
         KNOB_SIZE,          /* uint64_t bytes; JSON integer or "256M" */
+        KNOB_TEXT,          /* char[USER_WEIGHTS_TEXT_MAX]; JSON string, checked by its parser */
         _KNOB_TYPE_MAX,
 } KnobType;
 

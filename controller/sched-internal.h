@@ -38,6 +38,7 @@ typedef enum SchedPlace {
 typedef struct SchedJob {
         uint64_t key;
         bool used;                 /* table slot in use */
+        uint32_t user;             /* its user (sched-users.c) */
         double arrival_s;
         double weight;
         double parallel_cpus;
@@ -152,6 +153,22 @@ typedef struct SchedOrder {
         size_t n_capped, n_capped_allocated;
 } SchedOrder;
 
+/* A user: its weight and limit from the caller, the rest kept from its tasks (sched-users.c). */
+typedef struct SchedUser {
+        double weight;             /* > 0 */
+        double max_cpus;           /* 0: no limit */
+        double alloc_cpus;         /* CPUs its running tasks hold */
+        double demand_cpus;        /* CPUs of its running, pending and frozen tasks */
+        double active_weight;      /* Σ weight of its jobs with running or stopping tasks */
+        size_t n_tasks;            /* its tasks held, in any state */
+        size_t n_waiting;          /* its pending and frozen tasks */
+        size_t n_active_jobs;      /* its jobs with running or stopping tasks */
+        double share;              /* its max-min share in the current decision */
+        double lag_cpu_s;          /* CPU-seconds it fell behind its share (decaying) */
+        bool armed;                /* fell user_grace_s of its share behind: keeps its share */
+        bool hungry;               /* below its share with work waiting (this decision) */
+} SchedUser;
+
 typedef struct SchedPolicyOps {
         const char *name;
         bool training_priority;    /* HFSP Sec. III-C: training tasks first, up to T */
@@ -213,6 +230,16 @@ struct Sched {
         size_t n_nodes, n_nodes_allocated;
         SchedNodeTasks *node_tasks; /* per node (n_nodes_allocated) */
         struct SchedPreemptScratch *preempt; /* sched-preempt.c's scratch */
+
+        /* Users (sched-users.c), by the caller's id. */
+        SchedUser *users;
+        size_t n_users;            /* entries (at least 1 once a job is added) */
+        size_t n_users_active;     /* users with tasks */
+        size_t n_hungry;           /* hungry users in this decision */
+        bool users_fair;           /* two or more users with tasks in this decision */
+        double users_last_s;       /* when the shares were last computed (NAN: never) */
+        uint32_t *deferred;        /* job slots deferred in this decision, in order */
+        size_t n_deferred, n_deferred_allocated;
 
         SchedOrder orders[_SCHED_ORDER_MAX];
         uint64_t epoch;            /* decisions so far */
@@ -321,6 +348,23 @@ void sched_tasks_reset(Sched *s);
 void sched_nodes_recount(Sched *s);
 int sched_nodes_set(Sched *s, const PlacementNode *nodes, size_t n_nodes);
 void sched_tasks_done(Sched *s);
+
+/* sched-users.c */
+int sched_users_reserve(Sched *s, uint32_t user);
+void sched_users_done(Sched *s);
+void sched_users_reset_counts(Sched *s);
+void sched_user_count(Sched *s, const SchedJob *j, const SchedTask *t, int sign);
+void sched_user_active_job(Sched *s, const SchedJob *j, int sign);
+void sched_user_refresh(Sched *s, uint32_t user);
+/* Computes this decision's shares and hungry users. */
+int sched_users_share(Sched *s, double now_s);
+/* Whether starting or thawing cpus more would take the user past its limit. */
+bool sched_user_at_limit(const Sched *s, uint32_t user, double cpus);
+/* The job waits until no user is hungry: its user is not, and another is. */
+bool sched_job_deferred(const Sched *s, const SchedJob *j);
+bool sched_users_may_take(const Sched *s, uint32_t a, double a_cpus, uint32_t b, double b_cpus);
+/* Whether the user may give up cpus by rank: it has not fallen behind, or keeps its share. */
+bool sched_user_keeps_share(const Sched *s, uint32_t user, double cpus);
 
 /* sched-preempt.c: victims for a task that fits nowhere now. */
 typedef struct SchedBlocked {

@@ -145,6 +145,14 @@ static bool task_may_yield(const Sched *s, const SchedBlocked *b, const SchedJob
         if (c->state != SCHED_TASK_RUNNING || sched_meta_at(s, i)->seen == s->epoch || sched_task_is_training(cj, c) ||
             sched_task_is_probing(s, cj, c))
                 return false;
+        /* Across users: towards their fair shares whatever the jobs' ranks; else by rank, as
+         * long as the giver keeps its share. */
+        if (s->users_fair && cj->user != b->job->user) {
+                if (sched_users_may_take(s, b->job->user, t->cpu_cores, cj->user, c->cpu_cores))
+                        return true;
+                if (!sched_user_keeps_share(s, cj->user, c->cpu_cores))
+                        return false;
+        }
         if (b->training)
                 return true;
         if (m->job != cj || m->cpus != c->cpu_cores)
@@ -159,6 +167,12 @@ static bool job_may_yield(const Sched *s, const SchedBlocked *b, SchedJob *cj) {
         if (cj->key == b->job->key || cj->real_done)
                 return false;
         s->ops->order(s, cj);
+        if (s->users_fair && cj->user != b->job->user) {
+                if (sched_users_may_take(s, b->job->user, t->cpu_cores, cj->user, cj->active_min_cpus))
+                        return true;
+                if (!sched_user_keeps_share(s, cj->user, cj->active_min_cpus))
+                        return false;
+        }
         /* Training tasks preempt anything but tiny jobs. */
         if (b->training)
                 return cj->tier != SCHED_TIER_TINY;

@@ -119,6 +119,7 @@ static void node_add(Sched *s, const SchedTask *t, double sign) {
 static void active_jobs_update(Sched *s, SchedJob *j) {
         uint32_t slot = sched_job_slot(s, j);
         if (j->n_active > 0 && !j->in_active_jobs) {
+                sched_user_active_job(s, j, 1);
                 j->jprev = SCHED_NIL;
                 j->jnext = s->active_jobs_head;
                 if (s->active_jobs_head != SCHED_NIL)
@@ -126,6 +127,7 @@ static void active_jobs_update(Sched *s, SchedJob *j) {
                 s->active_jobs_head = slot;
                 j->in_active_jobs = true;
         } else if (j->n_active == 0 && j->in_active_jobs) {
+                sched_user_active_job(s, j, -1);
                 if (j->jprev == SCHED_NIL)
                         s->active_jobs_head = j->jnext;
                 else
@@ -140,6 +142,7 @@ static void active_jobs_update(Sched *s, SchedJob *j) {
 /* Adds (sign 1) or takes away (sign −1) what one task counts for in its job. */
 static void job_count(Sched *s, SchedJob *j, const SchedTask *t, int sign) {
         bool train_index = t->index < j->size.n_training;
+        sched_user_count(s, j, t, sign);
         switch (t->state) {
         case SCHED_TASK_PENDING:
                 j->n_pending += sign;
@@ -340,6 +343,7 @@ void sched_tasks_reset(Sched *s) {
                 j->jprev = j->jnext = SCHED_NIL;
         }
         s->active_jobs_head = SCHED_NIL;
+        sched_users_reset_counts(s);
         pages_free(s);
         s->n_stopping = s->n_active_tasks = 0;
         s->training_cpus = 0;

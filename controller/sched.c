@@ -88,8 +88,12 @@ int sched_new(const SchedParams *params, double capacity_cpus, Sched **ret) {
         s->ops = policy_ops[params->policy];
         s->capacity_cpus = capacity_cpus;
         s->active_jobs_head = SCHED_NIL;
+        s->users_last_s = NAN;
         sched_vcluster_init(s);
         sched_order_init(s);
+        int r = sched_users_reserve(s, 0);
+        if (r < 0)
+                return r == -ENOMEM ? (free(s), -ENOMEM) : r;
         *ret = s;
         return 0;
 }
@@ -102,6 +106,8 @@ Sched *sched_free(Sched *s) {
         sched_tasks_done(s);
         sched_preempt_free(s);
         sched_table_clear(s);
+        sched_users_done(s);
+        free(s->deferred);
         free(s->popped);
         free(s->out);
         free(s->reserved);
@@ -491,6 +497,10 @@ static int try_start(Sched *s, double now_s, SchedJob *j, uint32_t ti, bool trai
                 *ret_outcome = UNIT_SKIPPED; /* waits for a bigger node; blocking on it would stall all */
                 return 0;
         }
+        if (sched_user_at_limit(s, j->user, t->cpu_cores)) {
+                *ret_outcome = UNIT_SKIPPED; /* its user's limit: the others go on */
+                return 0;
+        }
         size_t node = best_node(s, t);
         bool preempted = false;
         if (node == PLACEMENT_NONE) {
@@ -516,7 +526,7 @@ static int try_thaw(Sched *s, SchedJob *j, uint32_t ti, int *ret_outcome) {
         const SchedTask *t = sched_task_at(s, ti);
         size_t node = t->node;
         PlacementNode *n = &s->nodes[node];
-        if (s->reserved[node] || n->lost) {
+        if (s->reserved[node] || n->lost || sched_user_at_limit(s, j->user, t->cpu_cores)) {
                 *ret_outcome = UNIT_SKIPPED;
                 return 0;
         }
@@ -580,6 +590,8 @@ static int training_pass(Sched *s, double now_s, bool *ret_stop) {
                 if (slot == SCHED_NIL)
                         return 0;
                 SchedJob *j = sched_job_at(s, slot);
+                if (sched_job_deferred(s, j))
+                        continue; /* another user is hungry: no training priority for this one now */
                 size_t left = j->n_pending_training;
                 for (uint32_t ti = j->pending_head; ti != SCHED_NIL && left > 0;) {
                         const SchedTask *t = sched_task_at(s, ti);
@@ -622,8 +634,9 @@ static int probe_pass(Sched *s, double now_s, bool *ret_stop) {
                         s->probe_head++; /* its first task was placed and is pending again */
                         continue;
                 }
-                if (sched_meta_at(s, ti)->seen == s->epoch)
-                        return 0; /* tried in this decision already and could not start */
+                if (sched_meta_at(s, ti)->seen == s->epoch || sched_job_deferred(s, j))
+                        return 0; /* tried in this decision already and could not start, or
+                                   * another user is hungry: probes wait in order */
                 sched_meta_at(s, ti)->seen = s->epoch;
                 int outcome;
                 int r = try_start(s, now_s, j, ti, true, &outcome);
@@ -729,16 +742,65 @@ static int serve_job(Sched *s, double now_s, SchedJob *j, bool *stop) {
         }
 }
 
+static int defer(Sched *s, SchedJob *j) {
+        if (s->n_deferred == s->n_deferred_allocated) {
+                size_t n = MAX(s->n_deferred_allocated * 2, (size_t) 16);
+                uint32_t *p = realloc(s->deferred, n * sizeof(uint32_t));
+                if (!p)
+                        return -ENOMEM;
+                s->deferred = p;
+                s->n_deferred_allocated = n;
+        }
+        s->deferred[s->n_deferred++] = sched_job_slot(s, j);
+        return 0;
+}
+
+/* The jobs deferred while a user was hungry, in the order they were met (each was taken out of
+ * the order when it was deferred). */
+static int serve_deferred(Sched *s, double now_s, bool *stop) {
+        size_t k = 0;
+        for (; k < s->n_deferred && !*stop; k++) {
+                int r = serve_job(s, now_s, sched_job_at(s, s->deferred[k]), stop);
+                if (r < 0)
+                        return r;
+        }
+        s->n_deferred = 0;
+        return 0;
+}
+
+/* The job is next in its pass: whether to serve it now. Not while another user is hungry and
+ * its own is not (it is deferred: served once no user is hungry, before anything after it);
+ * deferred jobs are served first once no user is hungry. */
+static int take_turn(Sched *s, double now_s, SchedJob *j, bool *serve, bool *stop) {
+        *serve = false;
+        if (sched_job_deferred(s, j))
+                return defer(s, j);
+        if (s->n_deferred > 0 && s->n_hungry == 0) {
+                int r = serve_deferred(s, now_s, stop);
+                if (r < 0 || *stop)
+                        return r;
+        }
+        *serve = true;
+        return 0;
+}
+
 static int decide(Sched *s, double now_s) {
-        bool stop = false;
+        bool stop = false, serve;
         int r;
+
+        s->n_deferred = 0;
+        r = sched_users_share(s, now_s);
+        if (r < 0)
+                return r;
 
         /* Tiny jobs first, strictly in order: they are served as soon as possible. */
         while (!stop) {
                 uint32_t slot = sched_order_next_tiny(s, SCHED_ORDER_MAIN);
                 if (slot == SCHED_NIL)
                         break;
-                r = serve_job(s, now_s, sched_job_at(s, slot), &stop);
+                r = take_turn(s, now_s, sched_job_at(s, slot), &serve, &stop);
+                if (r >= 0 && serve && !stop)
+                        r = serve_job(s, now_s, sched_job_at(s, slot), &stop);
                 if (r < 0)
                         return r;
         }
@@ -761,6 +823,20 @@ static int decide(Sched *s, double now_s) {
                 if (slot == SCHED_NIL)
                         break;
                 SchedJob *j = sched_job_at(s, slot);
+                if (sched_job_deferred(s, j)) {
+                        r = sched_order_take(s, j, SCHED_ORDER_MAIN);
+                        if (r >= 0)
+                                r = defer(s, j);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                if (s->n_deferred > 0 && s->n_hungry == 0) {
+                        r = serve_deferred(s, now_s, &stop);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
                 bool had_work;
                 int outcome = UNIT_DONE;
                 r = job_step(s, now_s, j, &had_work, &outcome);
@@ -780,10 +856,19 @@ static int decide(Sched *s, double now_s) {
                 uint32_t slot = sched_order_next(s, SCHED_ORDER_MAIN, true);
                 if (slot == SCHED_NIL)
                         break;
-                r = serve_job(s, now_s, sched_job_at(s, slot), &stop);
+                r = take_turn(s, now_s, sched_job_at(s, slot), &serve, &stop);
+                if (r >= 0 && serve && !stop)
+                        r = serve_job(s, now_s, sched_job_at(s, slot), &stop);
                 if (r < 0)
                         return r;
         }
+        /* What waited for hungry users that are served now, or could not be. */
+        if (!stop) {
+                r = serve_deferred(s, now_s, &stop);
+                if (r < 0)
+                        return r;
+        }
+        s->n_deferred = 0;
         return stop ? thaw_backfill(s) : 0;
 }
 
@@ -947,8 +1032,13 @@ double sched_task_cpu_weight(const Sched *s, size_t id) {
         if (!s->ops->time_slices || !(j->alloc_cpus > 0))
                 return 0;
         /* The job's weight split over its running tasks by their requests: CFS then shares a
-         * node among jobs, not tasks (processor sharing of jobs). */
-        return j->weight * t->cpu_cores / j->alloc_cpus;
+         * node among jobs, not tasks (processor sharing of jobs); with two users or more, the
+         * user's weight split over its running jobs first (users share, then their jobs). */
+        double w = j->weight * t->cpu_cores / j->alloc_cpus;
+        const SchedUser *u = &s->users[j->user];
+        if (s->n_users_active >= 2 && u->active_weight > 0)
+                w *= u->weight / u->active_weight;
+        return w;
 }
 
 /* ---- Ranking ---- */

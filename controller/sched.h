@@ -66,6 +66,16 @@ typedef struct SchedParams {
          * times a node's CPUs in requests, and CFS weights (sched_task_cpu_weight()) share the
          * CPUs among jobs by weight. 1: slots, as Hadoop's Fair scheduler; 0: the default. */
         double fair_overcommit;
+        /* Users as a level (sched_user_set()): while two or more users have tasks, each gets a
+         * max-min fair share of the CPUs. Off: jobs only, whoever they belong to. */
+        bool user_shares;
+        /* A user below its share goes first only once it has fallen this many seconds of its
+         * share behind (its lag, in CPU-seconds, over its share): short imbalances are left to
+         * the policy's order, which serves small jobs first whoever submits them. */
+        double user_grace_s;
+        /* The most CPUs one user's running tasks may hold, for users with no limit of their
+         * own (sched_user_set()); 0: none. */
+        double user_max_cpus;
         /* Ablation for Fig. 2 of the HFSP paper: let every size update replace a final size
          * (flapping). Off in production: a final size is set once. */
         bool continuous_size_updates;
@@ -74,6 +84,7 @@ typedef struct SchedParams {
 #define SCHED_KILL_MAX_LOST_S_DEFAULT 60.0
 #define SCHED_FAIR_OVERCOMMIT_DEFAULT 8.0
 #define SCHED_PROBE_S_DEFAULT 1.0
+#define SCHED_USER_GRACE_S_DEFAULT 30.0
 
 /* The defaults, chosen by measurement (docs/design.md, "Scheduling defaults"): hfsp, suspend
  * (freeze lower-priority tasks; the agent has a freezer wherever cgroups do), T = 5 % of the
@@ -81,7 +92,9 @@ typedef struct SchedParams {
 #define SCHED_PARAMS_DEFAULT                                                                   \
         ((SchedParams) { .policy = SCHED_HFSP, .preemption = SCHED_PREEMPT_SUSPEND, .training_cpus = 0, \
                          .training_share = 0.05, .kill_max_lost_s = SCHED_KILL_MAX_LOST_S_DEFAULT,  \
-                         .fair_overcommit = SCHED_FAIR_OVERCOMMIT_DEFAULT, .probe_s = SCHED_PROBE_S_DEFAULT })
+                         .fair_overcommit = SCHED_FAIR_OVERCOMMIT_DEFAULT, .probe_s = SCHED_PROBE_S_DEFAULT, \
+                         .user_shares = true, \
+                         .user_grace_s = SCHED_USER_GRACE_S_DEFAULT })
 
 /* What the estimator says about one job phase. */
 typedef enum SchedSizeKind {
@@ -159,6 +172,29 @@ static inline uint64_t sched_key_job(uint64_t key) {
 static inline unsigned sched_key_phase(uint64_t key) {
         return (unsigned) (key % 64);
 }
+
+/* ---- Users (sched-users.c) ---- */
+
+/* Users are a level above jobs: while two or more users have tasks, each gets a max-min fair
+ * share of the CPUs by weight (capped by what it asks for and its limit); a user below its share
+ * with work waiting is served before the others, and across users a task gives way only towards
+ * that fairness. Within a user, the policy's order. user is the caller's small integer (0: the
+ * default user every job has until told otherwise). */
+/* weight > 0 (default 1); max_cpus: the most CPUs its running tasks may hold (0: no limit).
+ * -EINVAL, -ENOMEM. */
+int sched_user_set(Sched *s, uint32_t user, double weight, double max_cpus);
+/* The job phase's user (its tasks move with it). -ENOENT, -EINVAL, -ENOMEM. */
+int sched_job_set_user(Sched *s, uint64_t key, uint32_t user);
+
+typedef struct SchedUserInfo {
+        double weight, max_cpus;
+        double alloc_cpus;         /* CPUs its running tasks hold */
+        double demand_cpus;        /* CPUs of its running, pending and frozen tasks */
+        double share_cpus;         /* its share in the last decision (NAN: one user only) */
+        double lag_cpu_s;          /* how far it fell behind its share (user_grace_s) */
+        size_t n_tasks;
+} SchedUserInfo;
+int sched_user_info(const Sched *s, uint32_t user, SchedUserInfo *ret);
 
 /* ---- Decisions ---- */
 

@@ -48,6 +48,10 @@ struct Store {
         StoreObserver observer;
         StoreJobEvent *job_events;     /* changes of job state in the open transaction, for observer.job_state */
         size_t n_job_events, job_events_allocated;
+        /* User names met by the scheduler's views, by index − 1 (store_user_index()). */
+        char **user_names;
+        size_t n_user_names, user_names_allocated;
+        size_t user_last;              /* the last index found: jobs come user by user */
 };
 
 /* Tells the observer of a job's change of state once its transaction commits (store.c); out

@@ -48,6 +48,19 @@ static char *json_dump_compact(json_t *j) {
         return json_dumps(j, JSON_COMPACT);
 }
 
+int store_user_jobs_unfinished(Store *s, const char *user, uint64_t *ret) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, "SELECT COUNT(*) FROM jobs WHERE user = ? AND state IN ('queued', 'running')", &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(st, 1, user, -1, SQLITE_STATIC);
+        r = store_step_row(s, st, "count a user's jobs");
+        if (r < 0)
+                return r;
+        *ret = r > 0 ? (uint64_t) sqlite3_column_int64(st, 0) : 0;
+        return 0;
+}
+
 int store_job_insert(Store *s, const JobSpec *spec, int64_t now_ms, uint64_t *ret_id) {
         _cleanup_json_ json_t *spec_json = job_spec_to_json(spec);
         if (!spec_json)

@@ -12,7 +12,7 @@
  * it has run (its sizing may move with time, cluster-sched.c). */
 #define SCHED_PHASE_SELECT                                                                             \
         "SELECT p.job, p.idx, p.n_tasks, p.cpu_cores, j.weight, j.submitted_ms,"                      \
-        " EXISTS (SELECT 1 FROM tasks t WHERE t.job = p.job AND t.phase = p.idx AND t.started_ms IS NOT NULL)" \
+        " EXISTS (SELECT 1 FROM tasks t WHERE t.job = p.job AND t.phase = p.idx AND t.started_ms IS NOT NULL), j.user" \
         " FROM phases p JOIN jobs j ON j.id = p.job"                                                   \
         " WHERE p.state IN ('pending', 'running') AND j.state IN ('queued', 'running')"         \
         " AND j.held_by IS NULL"
@@ -38,12 +38,47 @@ static int sched_phases_collect(Store *s, sqlite3_stmt *st, StoreSchedPhase **re
                         .submitted_ms = sqlite3_column_int64(st, 5),
                         .started = sqlite3_column_int(st, 6) != 0,
                 };
+                const char *user = (const char *) sqlite3_column_text(st, 7);
+                if (user && (r = store_user_index(s, user, &v[n - 1].user)) < 0)
+                        return r;
         }
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(v);
         *ret_n = n;
         return 0;
+}
+
+int store_user_index(Store *s, const char *name, uint32_t *ret) {
+        if (s->user_last < s->n_user_names && streq(s->user_names[s->user_last], name)) {
+                *ret = (uint32_t) s->user_last + 1;
+                return 0;
+        }
+        for (size_t i = 0; i < s->n_user_names; i++)
+                if (streq(s->user_names[i], name)) {
+                        s->user_last = i;
+                        *ret = (uint32_t) i + 1;
+                        return 0;
+                }
+        if (s->n_user_names == s->user_names_allocated) {
+                size_t m = MAX(s->user_names_allocated * 2, (size_t) 8);
+                char **p = realloc(s->user_names, m * sizeof(char *));
+                if (!p)
+                        return -ENOMEM;
+                s->user_names = p;
+                s->user_names_allocated = m;
+        }
+        char *copy = strdup(name);
+        if (!copy)
+                return -ENOMEM;
+        s->user_names[s->n_user_names] = copy;
+        s->user_last = s->n_user_names++;
+        *ret = (uint32_t) s->n_user_names;
+        return 0;
+}
+
+const char *store_user_name(const Store *s, uint32_t index) {
+        return index > 0 && index <= s->n_user_names ? s->user_names[index - 1] : NULL;
 }
 
 int store_sched_phases(Store *s, StoreSchedPhase **ret, size_t *ret_n) {

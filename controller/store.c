@@ -671,6 +671,9 @@ Store *store_close(Store *s) {
                         sqlite3_finalize(s->stmts[i].st);
         free(s->stmts);
         free(s->undecodable);
+        for (size_t i = 0; i < s->n_user_names; i++)
+                free(s->user_names[i]);
+        free(s->user_names);
         free(s->job_events);
         if (s->wal_fd >= 0)
                 close(s->wal_fd);

@@ -141,6 +141,8 @@ bool phase_state_is_final(PhaseState s);
 /* Inserts the job, its phases (the first pending, the rest waiting) and one pending task per
  * task index (attempt 0), with the spec kept as JSON. Use inside a transaction. */
 int store_job_insert(Store *s, const JobSpec *spec, int64_t now_ms, uint64_t *ret_id);
+/* The user's jobs that have not ended (queued, held or running). */
+int store_user_jobs_unfinished(Store *s, const char *user, uint64_t *ret);
 int store_job_get_state(Store *s, uint64_t job, JobState *ret);
 /* The user the job runs as (NULL: none given, the agent's own); -ENOENT when there is no such job. */
 int store_job_get_user(Store *s, uint64_t job, char **ret_user);
@@ -374,7 +376,13 @@ typedef struct StoreSchedPhase {
         double weight;         /* the job's */
         int64_t submitted_ms;
         bool started;          /* a task of it (an attempt) has started running */
+        uint32_t user;         /* its job's user: store_user_index() */
 } StoreSchedPhase;
+/* A small integer for a user name, the same for the store's lifetime (1, 2, …; names are few):
+ * the scheduler's user level keys users by it. -ENOMEM. */
+int store_user_index(Store *s, const char *name, uint32_t *ret);
+/* The name of an index store_user_index() gave (NULL: none). */
+const char *store_user_name(const Store *s, uint32_t index);
 /* Ordered by job, then phase. */
 int store_sched_phases(Store *s, StoreSchedPhase **ret, size_t *ret_n);
 /* The same for one job. */

@@ -37,6 +37,9 @@ static void help(void) {
                "     --kill-max-lost=CPU_S  kills throw away at most this much CPU of a task, all attempts  [60]\n"
                "     --fair-overcommit=F    fair hands out F times a node's CPUs, shared by CFS  [8]\n"
                "     --reschedule=SECONDS   with kill/suspend, decide at least this often  [3]\n"
+               "     --user-shares=yes|no   users of the trace's user column share the CPUs max-min  [yes]\n"
+               "     --user-max-cpus=CPUS   the most CPUs one user's running tasks hold; 0: none  [0]\n"
+               "     --user-grace=SECONDS   a user below its share goes first once this far behind  [30]\n"
                "Orchestration:\n"
                "  -o --orchestration=MODE   off, cpu, memory, cpu+memory  [off]\n"
                "     --orch-estimator=NAME  regression or uniform  [regression]\n"
@@ -60,6 +63,9 @@ enum {
         ARG_TRAINING_CPUS,
         ARG_TRAINING_SHARE,
         ARG_PROBE,
+        ARG_USER_SHARES,
+        ARG_USER_MAX_CPUS,
+        ARG_USER_GRACE,
         ARG_KILL_MAX_LOST,
         ARG_FAIR_OVERCOMMIT,
         ARG_RESCHEDULE,
@@ -88,6 +94,9 @@ static const struct option options[] = {
         { "training-cpus", required_argument, NULL, ARG_TRAINING_CPUS },
         { "training-share", required_argument, NULL, ARG_TRAINING_SHARE },
         { "probe", required_argument, NULL, ARG_PROBE },
+        { "user-shares", required_argument, NULL, ARG_USER_SHARES },
+        { "user-max-cpus", required_argument, NULL, ARG_USER_MAX_CPUS },
+        { "user-grace", required_argument, NULL, ARG_USER_GRACE },
         { "kill-max-lost", required_argument, NULL, ARG_KILL_MAX_LOST },
         { "fair-overcommit", required_argument, NULL, ARG_FAIR_OVERCOMMIT },
         { "reschedule", required_argument, NULL, ARG_RESCHEDULE },
@@ -230,6 +239,21 @@ int main(int argc, char *argv[]) {
                         break;
                 case ARG_TRAINING_CPUS:
                         if (parse_number("training-cpus", optarg, 0, &params.training_cpus) < 0)
+                                return 2;
+                        break;
+                case ARG_USER_SHARES:
+                        if (!streq(optarg, "yes") && !streq(optarg, "no")) {
+                                fprintf(stderr, "cgorch-sim: --user-shares=%s: yes or no\n", optarg);
+                                return 2;
+                        }
+                        params.user_shares = streq(optarg, "yes");
+                        break;
+                case ARG_USER_GRACE:
+                        if (parse_number("user-grace", optarg, 0, &params.user_grace_s) < 0)
+                                return 2;
+                        break;
+                case ARG_USER_MAX_CPUS:
+                        if (parse_number("user-max-cpus", optarg, 0, &params.user_max_cpus) < 0)
                                 return 2;
                         break;
                 case ARG_PROBE:
@@ -408,6 +432,7 @@ int main(int argc, char *argv[]) {
                         sim_summary_print_csv(stdout, &s, &res, true);
                 else {
                         sim_summary_print_text(stdout, &s, &res);
+                        sim_report_users_print(stdout, &w, &res);
                         printf("wall time            %.3f s (%.0f events/s)\n", wall,
                                wall > 0 ? (double) res.events / wall : 0.0);
                 }

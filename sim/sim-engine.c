@@ -384,6 +384,8 @@ static int phase_activate(Engine *e, size_t pi) {
                 /* HFSP's estimation module, as the controller runs it. */
                 r = sim_sched_phase_add(e->sched, pi, phase_key(e, pi), spec->n_tasks, ph->error, job->weight, parallel,
                                         e->now, &ph->estimate_s, &ph->training);
+        if (r >= 0 && job->user > 0)
+                r = sim_sched_set_user(e->sched, phase_key(e, pi), job->user);
         if (r < 0)
                 return r;
 
@@ -849,6 +851,8 @@ static int engine_init(Engine *e, const SimWorkload *w, const SimNodeSpec *nodes
                         .policy = p->policy, .preemption = p->preemption, .training_cpus = p->training_cpus,
                         .training_share = p->training_share, .kill_max_lost_s = p->kill_max_lost_s,
                         .fair_overcommit = p->fair_overcommit, .probe_s = p->probe_s, .sizing = e->hfsp,
+                        .user_shares = p->user_shares, .user_max_cpus = p->user_max_cpus,
+                        .user_grace_s = p->user_grace_s,
                 };
                 int r = sim_sched_new(&sp, cpus, memory, n_nodes, &e->sched);
                 if (r < 0)

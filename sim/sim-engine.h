@@ -34,6 +34,9 @@ typedef struct SimParams {
         double fair_overcommit;         /* fair: a node's CPUs handed out this many times over */
         double thrash_exponent;
         double reschedule_s;            /* with kill/suspend: decide at least this often */
+        bool user_shares;               /* users share the CPUs max-min (controller/sched.h) */
+        double user_max_cpus;           /* per user; 0: none */
+        double user_grace_s;            /* a user below its share goes first once this far behind */
         /* Orchestration (off when orch_mode is 0). */
         int orch_mode;                  /* OrchMode: 0 off, 1 cpu, 2 memory, 3 cpu+memory */
         int orch_estimator;             /* OrchEstimator: 0 regression, 1 uniform */
@@ -52,6 +55,8 @@ typedef struct SimParams {
                 .fair_overcommit = 8,                           \
                 .thrash_exponent = SIM_THRASH_EXPONENT_DEFAULT, \
                 .reschedule_s = 3,                              \
+                .user_shares = true,                            \
+                .user_grace_s = SCHED_USER_GRACE_S_DEFAULT,     \
                 .epoch_s = 20,                                  \
                 .sample_s = 60,                                 \
         })

@@ -43,13 +43,14 @@ int sim_summarize(const SimResult *r, SimSummary *ret) {
 }
 
 int sim_report_jobs_csv(FILE *f, const SimWorkload *w, const SimResult *r) {
-        fprintf(f, "job,class,arrival_s,start_s,end_s,response_s,slowdown,size_s,estimate_s,isolated_s,kills,wasted_s\n");
+        fprintf(f, "job,class,arrival_s,start_s,end_s,response_s,slowdown,size_s,estimate_s,isolated_s,kills,wasted_s,user\n");
         for (size_t i = 0; i < r->n_jobs; i++) {
                 const SimJobResult *j = &r->jobs[i];
                 const SimJobSpec *spec = &w->jobs[j->job];
-                fprintf(f, "%" PRIu64 ",%s,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%u,%.6f\n", spec->id, spec->class_name,
-                        j->arrival_s, j->start_s, j->end_s, j->end_s - j->arrival_s, sim_job_slowdown(j), j->size_s,
-                        j->estimate_s, j->isolated_s, j->kills, j->wasted_s);
+                fprintf(f, "%" PRIu64 ",%s,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%u,%.6f,%s\n", spec->id,
+                        spec->class_name, j->arrival_s, j->start_s, j->end_s, j->end_s - j->arrival_s,
+                        sim_job_slowdown(j), j->size_s, j->estimate_s, j->isolated_s, j->kills, j->wasted_s,
+                        sim_job_user(w, spec));
         }
         return fflush(f) == 0 && !ferror(f) ? 0 : -EIO;
 }
@@ -61,6 +62,27 @@ int sim_report_timeline_csv(FILE *f, const SimResult *r) {
                 fprintf(f, "%.3f,%.6f,%.6f,%u,%u\n", s->t_s, s->cpu_util, s->memory_util, s->running_tasks, s->active_jobs);
         }
         return fflush(f) == 0 && !ferror(f) ? 0 : -EIO;
+}
+
+void sim_report_users_print(FILE *f, const SimWorkload *w, const SimResult *r) {
+        if (w->n_users < 2)
+                return;
+        for (size_t u = 0; u < w->n_users; u++) {
+                size_t n = 0;
+                double sum = 0, first_start = INFINITY, last_end = 0;
+                for (size_t i = 0; i < r->n_jobs; i++) {
+                        const SimJobResult *j = &r->jobs[i];
+                        if (w->jobs[j->job].user != u)
+                                continue;
+                        n++;
+                        sum += j->end_s - j->arrival_s;
+                        first_start = MIN(first_start, j->start_s);
+                        last_end = MAX(last_end, j->end_s);
+                }
+                if (n > 0)
+                        fprintf(f, "user %-15s jobs %zu, response mean %.2f s, first start %.2f s, last end %.2f s\n",
+                                u == 0 ? "(none)" : w->user_names[u], n, sum / (double) n, first_start, last_end);
+        }
 }
 
 void sim_summary_print_text(FILE *f, const SimSummary *s, const SimResult *r) {

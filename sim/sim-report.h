@@ -21,4 +21,7 @@ int sim_summarize(const SimResult *r, SimSummary *ret);
 int sim_report_jobs_csv(FILE *f, const SimWorkload *w, const SimResult *r);
 int sim_report_timeline_csv(FILE *f, const SimResult *r);
 void sim_summary_print_text(FILE *f, const SimSummary *s, const SimResult *r);
+/* One line per user when the trace names two or more: jobs, mean response, the first start and
+ * the last end of its jobs. */
+void sim_report_users_print(FILE *f, const SimWorkload *w, const SimResult *r);
 void sim_summary_print_csv(FILE *f, const SimSummary *s, const SimResult *r, bool header);

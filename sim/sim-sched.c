@@ -99,6 +99,9 @@ int sim_sched_new(const SimSchedParams *params,
         p.kill_max_lost_s = params->kill_max_lost_s;
         p.fair_overcommit = params->fair_overcommit;
         p.probe_s = params->probe_s;
+        p.user_shares = params->user_shares;
+        p.user_max_cpus = params->user_max_cpus;
+        p.user_grace_s = params->user_grace_s;
         r = sched_new(&p, capacity, &s->sched);
         if (r >= 0)
                 r = sched_set_nodes(s->sched, s->nodes, n_nodes);
@@ -140,6 +143,10 @@ int sim_sched_add(SimSched *s, uint64_t key, double now_s, double weight, double
                   double size_s) {
         SchedSize size = to_size(kind, size_s, 0);
         return sched_job_add(s->sched, key, now_s, weight, parallel_cpus, &size);
+}
+
+int sim_sched_set_user(SimSched *s, uint64_t key, uint32_t user) {
+        return sched_job_set_user(s->sched, key, user);
 }
 
 int sim_sched_phase_add(SimSched *s, size_t phase, uint64_t key, unsigned n_tasks, double error, double weight,

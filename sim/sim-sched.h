@@ -88,6 +88,8 @@ typedef struct SimSchedParams {
         SimPolicy policy;
         SimPreemption preemption;
         double training_cpus, training_share, kill_max_lost_s, fair_overcommit, probe_s; /* as in controller/sched.h */
+        bool user_shares;
+        double user_max_cpus, user_grace_s;
         HfspSizeParams sizing;
 } SimSchedParams;
 
@@ -107,6 +109,8 @@ int sim_sched_add(SimSched *s, uint64_t key, double now_s, double weight, double
  * *ret_training while it learns from its first tasks: a training stage, or a tiny phase's
  * refinement); what those tasks have done (returns SIM_SIZING_*, with the estimate now;
  * SIM_SIZING_FINAL once it has nothing more to learn); it finished (its tasks' sizes feed s̄). */
+/* The phase's user (the scheduler's user level: controller/sched.h). */
+int sim_sched_set_user(SimSched *s, uint64_t key, uint32_t user);
 int sim_sched_phase_add(SimSched *s, size_t phase, uint64_t key, unsigned n_tasks, double error, double weight,
                         double parallel_cpus, double now_s, double *ret_estimate_s, bool *ret_training);
 enum { SIM_SIZING_UNCHANGED, SIM_SIZING_REFINED, SIM_SIZING_FINAL };

@@ -12,6 +12,7 @@
 #include "sim-workload.h"
 
 void sim_workload_done(SimWorkload *w) {
+        free(w->user_names);
         free(w->jobs);
         free(w->phases);
         free(w->work_s);
@@ -43,6 +44,34 @@ int sim_workload_add_job(SimWorkload *w, uint64_t id, double arrival_s, double w
         *j = (SimJobSpec) { .id = id, .arrival_s = arrival_s, .weight = weight, .first_phase = w->n_phases };
         snprintf(j->class_name, sizeof j->class_name, "%s", class_name ?: "");
         return 0;
+}
+
+int sim_workload_set_user(SimWorkload *w, const char *name) {
+        if (w->n_jobs == 0 || strlen(name) >= SIM_USER_MAX)
+                return -EINVAL;
+        size_t i = 0;
+        if (*name) {
+                for (i = 1; i < w->n_users; i++)
+                        if (streq(w->user_names[i], name))
+                                break;
+                if (i >= w->n_users) {
+                        /* Entry 0 is the default user. */
+                        i = MAX(w->n_users, (size_t) 1);
+                        int r = grow((void **) &w->user_names, &w->allocated_users, i + 1, SIM_USER_MAX);
+                        if (r < 0)
+                                return r;
+                        w->user_names[0][0] = '\0';
+                        w->n_users = i;
+                        snprintf(w->user_names[i], SIM_USER_MAX, "%s", name);
+                        w->n_users++;
+                }
+        }
+        w->jobs[w->n_jobs - 1].user = (uint32_t) i;
+        return 0;
+}
+
+const char *sim_job_user(const SimWorkload *w, const SimJobSpec *j) {
+        return j->user > 0 && j->user < w->n_users ? w->user_names[j->user] : "";
 }
 
 int sim_workload_add_phase(SimWorkload *w, double cpu_request, double memory_request_bytes) {
@@ -192,7 +221,7 @@ double sim_job_size_s(const SimWorkload *w, const SimJobSpec *j) {
 
 static const char *const trace_columns[] = {
         "arrival_s", "job", "phase", "tasks", "work_s", "cpu_request", "memory_request", "cpu_demand", "memory_ws",
-        "weight", "class",
+        "weight", "class", "user",
 };
 #define TRACE_REQUIRED 9
 
@@ -372,6 +401,13 @@ int sim_trace_read(FILE *f, SimWorkload *ret, char *error, size_t error_size) {
                         goto fail;
                 }
 
+                const char *user = n_columns > 11 ? fields[11] : "";
+                if (strlen(user) >= SIM_USER_MAX) {
+                        r = trace_error(error, error_size, line, "user \"%s\" is longer than %d characters", user,
+                                        SIM_USER_MAX - 1);
+                        goto fail;
+                }
+
                 if (!have_job || id != job_id) {
                         for (size_t i = 0; i < w.n_jobs; i++)
                                 if (w.jobs[i].id == id) {
@@ -385,6 +421,8 @@ int sim_trace_read(FILE *f, SimWorkload *ret, char *error, size_t error_size) {
                                 goto fail;
                         }
                         r = sim_workload_add_job(&w, id, arrival, weight, class_name);
+                        if (r >= 0)
+                                r = sim_workload_set_user(&w, user);
                         if (r < 0)
                                 goto fail;
                         have_job = true;
@@ -395,6 +433,11 @@ int sim_trace_read(FILE *f, SimWorkload *ret, char *error, size_t error_size) {
                         if (r < 0)
                                 goto fail;
                 } else {
+                        if (!streq(user, sim_job_user(&w, &w.jobs[w.n_jobs - 1]))) {
+                                r = trace_error(error, error_size, line, "job %" PRIu64 " has user \"%s\" here, \"%s\" before",
+                                                id, user, sim_job_user(&w, &w.jobs[w.n_jobs - 1]));
+                                goto fail;
+                        }
                         if (arrival != job_arrival) {
                                 r = trace_error(error, error_size, line, "job %" PRIu64 " has arrival %g here, %g before",
                                                 id, arrival, job_arrival);
@@ -467,7 +510,7 @@ int sim_trace_write(FILE *f, const SimWorkload *w) {
                                 write_profile(f, sim_task_cpu_demand(w, t));
                                 fputc(',', f);
                                 write_profile(f, sim_task_memory_ws(w, t));
-                                fprintf(f, ",%.17g,%s\n", j->weight, j->class_name);
+                                fprintf(f, ",%.17g,%s,%s\n", j->weight, j->class_name, sim_job_user(w, j));
                         }
                 }
         }

@@ -39,6 +39,7 @@ typedef struct SimJobSpec {
         size_t first_phase;             /* into SimWorkload.phases */
         unsigned n_phases;
         char class_name[SIM_CLASS_MAX]; /* bin or job type, for reports and --job-class */
+        uint32_t user;                  /* into SimWorkload.user_names (0: "", the default user) */
 } SimJobSpec;
 
 typedef struct SimNodeSpec {
@@ -47,7 +48,12 @@ typedef struct SimNodeSpec {
         double speed;                   /* work done per CPU-second received */
 } SimNodeSpec;
 
+#define SIM_USER_MAX 32
+
 typedef struct SimWorkload {
+        /* Users by index; entry 0 is "" (jobs that name none). */
+        char (*user_names)[SIM_USER_MAX];
+        size_t n_users, allocated_users;
         SimJobSpec *jobs;
         size_t n_jobs, allocated_jobs;
         SimPhaseSpec *phases;
@@ -73,6 +79,11 @@ static inline const SimProfile *sim_task_memory_ws(const SimWorkload *w, size_t 
 
 /* Building blocks (the parser and the generators use them). */
 int sim_workload_add_job(SimWorkload *w, uint64_t id, double arrival_s, double weight, const char *class_name);
+/* The last job added runs as user `name` (at most SIM_USER_MAX − 1 bytes; "" is the default
+ * user). -EINVAL, -ENOMEM. */
+int sim_workload_set_user(SimWorkload *w, const char *name);
+/* The job's user name ("" for the default user). */
+const char *sim_job_user(const SimWorkload *w, const SimJobSpec *j);
 int sim_workload_add_phase(SimWorkload *w, double cpu_request, double memory_request_bytes);
 int sim_workload_add_task(SimWorkload *w, const SimTaskSpec *t);
 int sim_workload_set_cluster(SimWorkload *w, size_t n, double cpus, double memory_bytes, double speed);

@@ -251,6 +251,18 @@ tests_unit_test_sched_SOURCES = tests/unit/test-sched.c
 tests_unit_test_sched_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_sched_LDADD = $(SCHED_LIBS) $(COMMON_LIBS) $(CRITERION_LIBS)
 
+check_PROGRAMS += tests/unit/test-user-weights
+TESTS += tests/unit/test-user-weights
+tests_unit_test_user_weights_SOURCES = tests/unit/test-user-weights.c
+tests_unit_test_user_weights_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_user_weights_LDADD = $(SCHED_LIBS) $(COMMON_LIBS) $(CRITERION_LIBS)
+
+check_PROGRAMS += tests/unit/test-sched-users
+TESTS += tests/unit/test-sched-users
+tests_unit_test_sched_users_SOURCES = tests/unit/test-sched-users.c
+tests_unit_test_sched_users_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_sched_users_LDADD = $(SCHED_LIBS) $(COMMON_LIBS) $(CRITERION_LIBS)
+
 check_PROGRAMS += tests/unit/test-sched-incremental
 TESTS += tests/unit/test-sched-incremental
 tests_unit_test_sched_incremental_SOURCES = tests/unit/test-sched-incremental.c
@@ -259,7 +271,8 @@ tests_unit_test_sched_incremental_LDADD = $(SCHED_LIBS) $(COMMON_LIBS) $(CRITERI
 
 # Trust and failure (issue 8): tokens and TLS end to end; controller and agent crashes, lost
 # nodes, a full or locked store; a read-only, garbled or damaged store, backup and restore; the HTTP limits and token checks as unit tests.
-TRUST_INTEGRATION_TESTS = tests/integration/test-auth.sh tests/integration/test-users.sh tests/integration/test-failure.sh \
+TRUST_INTEGRATION_TESTS = tests/integration/test-auth.sh tests/integration/test-users.sh tests/integration/test-user-shares.sh \
+	tests/integration/test-failure.sh \
 	tests/integration/test-clock.sh tests/integration/test-store-faults.sh tests/integration/test-impostor.sh
 TESTS += $(TRUST_INTEGRATION_TESTS)
 EXTRA_DIST += $(TRUST_INTEGRATION_TESTS) tests/integration/clock-shift.c tests/integration/impostor.py

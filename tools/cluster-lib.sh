@@ -204,6 +204,31 @@ cluster_ctl_exec() { "${CLUSTER_CTL_EXEC[@]}" "$@"; }
 # cgroups are gone.
 cluster_on_cleanup() { CLUSTER_CLEANUP_HOOKS+=("$1"); }
 
+# Unix accounts made by the test (cluster_make_user), removed at cleanup, also on failure.
+CLUSTER_USERS_MADE=()
+cluster_remove_users() {
+        local u
+        for u in "${CLUSTER_USERS_MADE[@]}"; do
+                # Their tasks ran in our cgroups, which cleanup has emptied before this hook runs.
+                userdel --force "$u" 2>/dev/null || cluster_log "could not remove user $u"
+        done
+}
+# cluster_make_user NAME: a new account with a group of its own, no home, no login shell.
+cluster_make_user() {
+        getent passwd "$1" >/dev/null && fail "user $1 exists already"
+        [ ${#CLUSTER_USERS_MADE[@]} -gt 0 ] || cluster_on_cleanup cluster_remove_users
+        useradd --no-create-home --shell /usr/sbin/nologin --user-group --comment "cgorch test" "$1" ||
+                fail "useradd $1 failed"
+        CLUSTER_USERS_MADE+=("$1")
+}
+# cluster_as USER CMD...: CMD as USER, with none of the operator's settings (token, server URL).
+cluster_as() {
+        local u=$1
+        shift
+        env -u CGORCH_TOKEN_FILE -u CGORCH_SERVER -u CGORCH_CA_CERT -u CGORCH_SOCKET \
+                setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups "$@"
+}
+
 # Polls a shell condition every 0.1 s up to a timeout in seconds.
 wait_for() {
         local timeout=$1; shift

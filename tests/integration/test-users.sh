@@ -31,32 +31,11 @@ cluster_stage_task_bin CGORCHCTL
 prefix="cgt-$$-$RANDOM"
 user_a=$prefix-a
 user_b=$prefix-b
-USERS_MADE=()
-remove_users() {
-        local u
-        for u in "${USERS_MADE[@]}"; do
-                # Their tasks ran in our cgroups, which cleanup has emptied before this hook runs.
-                userdel --force "$u" 2>/dev/null || cluster_log "test-users: could not remove user $u"
-        done
-}
-cluster_on_cleanup remove_users
-for u in "$user_a" "$user_b"; do
-        getent passwd "$u" >/dev/null && fail "user $u exists already"
-        useradd --no-create-home --shell /usr/sbin/nologin --user-group --comment "cgorch test-users" "$u" ||
-                fail "useradd $u failed"
-        USERS_MADE+=("$u")
-done
+for u in "$user_a" "$user_b"; do cluster_make_user "$u"; done
 uid_a=$(id -u "$user_a")
 uid_b=$(id -u "$user_b")
 echo "users: $user_a ($uid_a), $user_b ($uid_b)"
-
-# as USER CMD...: CMD as USER, with none of the operator's settings (token, server URL).
-as() {
-        local u=$1
-        shift
-        env -u CGORCH_TOKEN_FILE -u CGORCH_SERVER -u CGORCH_CA_CERT -u CGORCH_SOCKET \
-                setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups "$@"
-}
+as() { cluster_as "$@"; }
 
 # A directory each task writes its uid into, owned by its user.
 out=$(mktemp -d /tmp/cgorch-test-users-out.XXXXXX)

@@ -95,10 +95,35 @@ Test(runtime_config, every_knob_is_unique_and_typed) {
                 cr_assert(k->help && strstr(k->help, "default"), "%s: help names its default", k->name);
                 if (k->type == KNOB_ENUM)
                         cr_assert_gt(k->n_choices, 0);
-                else if (k->type != KNOB_BOOL)
+                else if (k->type != KNOB_BOOL && k->type != KNOB_TEXT)
                         cr_assert_lt(k->min, k->max, "%s has a range", k->name);
         }
         cr_assert_null(runtime_knob_find("no-such-knob"));
+}
+
+Test(runtime_config, user_weights_is_checked_text) {
+        RuntimeSettings s = runtime_settings_default();
+        const Knob *k = runtime_knob_find("user-weights");
+        char *error = NULL;
+        cr_assert_not_null(k);
+        cr_assert_eq(runtime_knob_set_text(&s, k, "alice=2,bob=0.5", &error), 0);
+        cr_assert_str_eq(s.user_weights, "alice=2,bob=0.5");
+        json_t *j = runtime_knob_to_json(&s, k);
+        cr_assert_str_eq(json_string_value(j), "alice=2,bob=0.5");
+        json_decref(j);
+        cr_assert_eq(runtime_knob_set_text(&s, k, "alice=0", &error), -EINVAL);
+        cr_assert_str_eq(error, "user-weights: alice: the weight must be a number in (0, 1000]");
+        free(error);
+        error = NULL;
+        cr_assert_str_eq(s.user_weights, "alice=2,bob=0.5", "a refused value changes nothing");
+        j = json_integer(3);
+        cr_assert_eq(runtime_knob_set_json(&s, k, j, &error), -EINVAL);
+        cr_assert_str_eq(error, "user-weights: must be a string");
+        free(error);
+        json_decref(j);
+        cr_assert_eq(runtime_knob_set_text(&s, k, "", &error), 0);
+        cr_assert_str_eq(s.user_weights, "");
+        cr_assert_eq(runtime_settings_validate(&s, &error), 0);
 }
 
 Test(runtime_config, text_values) {
