@@ -45,10 +45,23 @@ static char *count(json_t *states, const char *key, char buf[static HUMAN_MAX]) 
         return buf;
 }
 
+/* "1.0 of 1.0 (ahead)": the CPUs the user's running tasks hold, of its share in the scheduler's
+ * user level ("of -" while it is the only user with tasks); NULL without tasks. */
+static const char *cpus_now(json_t *now, char buf[static HUMAN_MAX]) {
+        double held, share;
+        if (!json_field_number(now, "held_cpus", &held))
+                return NULL;
+        bool has_share = json_field_number(now, "share_cpus", &share);
+        snprintf(buf, HUMAN_MAX, "%.1f of %s%s", held, has_share ? "" : "-", json_is_true(json_object_get(now, "ahead")) ? " (ahead)" : "");
+        if (has_share)
+                snprintf(buf, HUMAN_MAX, "%.1f of %.1f%s", held, share, json_is_true(json_object_get(now, "ahead")) ? " (ahead)" : "");
+        return buf;
+}
+
 static int usage_print_table(json_t *users) {
         static const char *const headers[] = {
                 "USER", "JOBS", "SUCCEEDED", "FAILED", "CANCELLED", "TIMEOUT", "ACTIVE", "TASKS", "CPU_S",
-                "TASK_WALL", "MEAN_WAIT", "MEAN_RESPONSE", "PEAK_MEM", "PEAK_MEM_MIB_S",
+                "TASK_WALL", "MEAN_WAIT", "MEAN_RESPONSE", "PEAK_MEM", "PEAK_MEM_MIB_S", "CPUS_NOW",
         };
         _cleanup_table_ Table *t = table_new(ELEMENTSOF(headers), headers);
         json_t *u;
@@ -61,7 +74,8 @@ static int usage_print_table(json_t *users) {
                 table_set_align(t, c, TABLE_ALIGN_RIGHT);
         json_array_foreach(users, i, u) {
                 char a[HUMAN_MAX], b[HUMAN_MAX], c[HUMAN_MAX], d[HUMAN_MAX], e[HUMAN_MAX], f[HUMAN_MAX], g[HUMAN_MAX],
-                        h[HUMAN_MAX], k[HUMAN_MAX], l[HUMAN_MAX], m[HUMAN_MAX], n[HUMAN_MAX], p[HUMAN_MAX];
+                        h[HUMAN_MAX], k[HUMAN_MAX], l[HUMAN_MAX], m[HUMAN_MAX], n[HUMAN_MAX], p[HUMAN_MAX],
+                        q[HUMAN_MAX];
                 json_t *states = json_object_get(u, "states");
                 int64_t queued, running;
                 double byte_s;
@@ -85,6 +99,7 @@ static int usage_print_table(json_t *users) {
                 if (json_field_number(u, "memory_peak_byte_s", &byte_s))
                         snprintf(p, HUMAN_MAX, "%.0f", byte_s / 1048576.0);
                 r = r ?: table_add_cell(t, json_field_number(u, "memory_peak_byte_s", &byte_s) ? p : NULL);
+                r = r ?: table_add_cell(t, cpus_now(json_object_get(u, "now"), q));
         }
         if (r < 0)
                 return r;

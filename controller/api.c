@@ -1,6 +1,7 @@
 /* api.c: the REST endpoints of docs/api.md: routes, handlers, errno → HTTP status. */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -560,6 +561,21 @@ static void handle_usage(const HttpRequest *req, HttpResponse *resp, void *userd
         int r = store_usage_to_json(api->store, (int64_t) since, (int64_t) until, user, now, &resp->body);
         if (r < 0)
                 return respond_errno(api, resp, r, NULL, "usage");
+        /* Where each user with tasks stands in the scheduler's user level now. */
+        json_t *users = json_object_get(resp->body, "users"), *e;
+        size_t i;
+        json_array_foreach(users, i, e) {
+                SchedUserInfo info;
+                const char *name = json_string_value(json_object_get(e, "user"));
+                if (!name || cluster_user_now(api->cluster, name, &info) < 0)
+                        continue;
+                json_t *o = json_pack("{s:f, s:f, s:o, s:f, s:b}", "held_cpus", info.alloc_cpus, "asked_cpus",
+                                      info.demand_cpus, "share_cpus",
+                                      isnan(info.share_cpus) ? json_null() : json_real(info.share_cpus), "lag_cpu_s",
+                                      info.lag_cpu_s, "ahead", info.ahead);
+                if (!o || json_object_set_new(e, "now", o) < 0)
+                        return http_response_error(resp, 500, "internal error: out of memory");
+        }
         resp->status = 200;
 }
 

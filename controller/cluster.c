@@ -1579,6 +1579,17 @@ void cluster_set_job_params(Cluster *c, const JobParams *params) {
         c->config.jobs = *params;
 }
 
+int cluster_user_now(Cluster *c, const char *user, SchedUserInfo *ret) {
+        uint32_t u;
+        int r = store_user_find(c->store, user, &u);
+        if (r < 0)
+                return r;
+        r = sched_user_info(cluster_sched_scheduler(c->sched), u, ret);
+        if (r < 0)
+                return r;
+        return ret->n_tasks > 0 ? 0 : -ENOENT;
+}
+
 int cluster_set_user_weights(Cluster *c, const char *text) {
         _cleanup_free_ UserWeight *v = NULL;
         size_t n = 0;

@@ -95,6 +95,8 @@ int cluster_jobs_to_json(Cluster *c, const StoreJobFilter *filter, int64_t now_m
 int cluster_checkpoint(Cluster *c, int64_t now_ms, bool force);
 /* PUT /v1/config: the scheduler's knobs at run time (sched_set_params()). */
 int cluster_set_sched_params(Cluster *c, const SchedParams *params);
+/* The user's standing in the scheduler's user level now; -ENOENT when it has no task. */
+int cluster_user_now(Cluster *c, const char *user, SchedUserInfo *ret);
 /* --user-weights: the users' weights in the scheduler's user level (user-weights.h). */
 int cluster_set_user_weights(Cluster *c, const char *text);
 /* PUT /v1/config: time limits and kill grace, for jobs submitted and tasks started from now. */

@@ -260,6 +260,7 @@ int sched_user_info(const Sched *s, uint32_t user, SchedUserInfo *ret) {
                 .demand_cpus = u->demand_cpus,
                 .share_cpus = s->users_fair ? u->share : NAN,
                 .lag_cpu_s = u->lag_cpu_s,
+                .ahead = armed(s, u),
                 .n_tasks = u->n_tasks,
         };
         return 0;

@@ -192,6 +192,7 @@ typedef struct SchedUserInfo {
         double demand_cpus;        /* CPUs of its running, pending and frozen tasks */
         double share_cpus;         /* its share in the last decision (NAN: one user only) */
         double lag_cpu_s;          /* how far it fell behind its share (user_grace_s) */
+        bool ahead;                /* fell user_grace_s behind: its jobs go first, it keeps its share */
         size_t n_tasks;
 } SchedUserInfo;
 int sched_user_info(const Sched *s, uint32_t user, SchedUserInfo *ret);

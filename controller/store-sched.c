@@ -77,6 +77,15 @@ int store_user_index(Store *s, const char *name, uint32_t *ret) {
         return 0;
 }
 
+int store_user_find(const Store *s, const char *name, uint32_t *ret) {
+        for (size_t i = 0; i < s->n_user_names; i++)
+                if (streq(s->user_names[i], name)) {
+                        *ret = (uint32_t) i + 1;
+                        return 0;
+                }
+        return -ENOENT;
+}
+
 const char *store_user_name(const Store *s, uint32_t index) {
         return index > 0 && index <= s->n_user_names ? s->user_names[index - 1] : NULL;
 }

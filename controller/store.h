@@ -381,6 +381,8 @@ typedef struct StoreSchedPhase {
 /* A small integer for a user name, the same for the store's lifetime (1, 2, …; names are few):
  * the scheduler's user level keys users by it. -ENOMEM. */
 int store_user_index(Store *s, const char *name, uint32_t *ret);
+/* The index of a name store_user_index() has seen; -ENOENT. */
+int store_user_find(const Store *s, const char *name, uint32_t *ret);
 /* The name of an index store_user_index() gave (NULL: none). */
 const char *store_user_name(const Store *s, uint32_t index);
 /* Ordered by job, then phase. */

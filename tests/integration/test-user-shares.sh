@@ -4,7 +4,7 @@
 # queues more; B's one-task job, which every one of A's jobs outranks (same size, submitted
 # later), starts within the grace (2 s here) and a few heartbeats, taking one of A's CPUs. With
 # the user level turned off at run time, B's next job waits behind A's; turned on again, it
-# starts. A's fifth job is refused by --user-max-jobs 4 (429 naming the limit), and nothing of
+# starts, and GET /v1/usage shows B ahead of the others. A's fifth job is refused by --user-max-jobs 4 (429 naming the limit), and nothing of
 # it is stored.
 set -euo pipefail
 
@@ -68,7 +68,10 @@ sleep 10
 [ "$(job_field "$id_b2" .state)" = queued ] ||
         fail "with user-shares off B's job is $(job_field "$id_b2" .state) while A's jobs outrank it (want queued)"
 root_ctl config set user-shares=true >/dev/null || fail "config set user-shares=true failed"
+b_ahead() { root_ctl --json usage --user "$user_b" | jq -e '.users[0].now | .ahead and .share_cpus == 1' >/dev/null; }
+wait_for 20 b_ahead || fail "GET /v1/usage does not show B ahead with a share of 1 CPU: $(root_ctl --json usage)"
 wait_for 20 started "$id_b2" || fail "B's second job did not start once user-shares was on again"
-pass "with user-shares off B's job $id_b2 waited 10 s behind A's; on again, it started"
+root_ctl usage | grep -E "^$user_a .* of 1\.0\$" >/dev/null || fail "cgorchctl usage has no CPUS_NOW for A: $(root_ctl usage)"
+pass "with user-shares off B's job $id_b2 waited 10 s behind A's; on again, B was ahead (usage says so) and it started"
 
 for id in "${a_ids[@]}"; do root_ctl cancel "$id" >/dev/null 2>&1 || true; done
