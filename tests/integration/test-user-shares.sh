@@ -4,7 +4,7 @@
 # queues more; B's one-task job, which every one of A's jobs outranks (same size, submitted
 # later), starts within the grace (2 s here) and a few heartbeats, taking one of A's CPUs. With
 # the user level turned off at run time, B's next job waits behind A's; turned on again, it
-# starts, and GET /v1/usage shows B ahead of the others. A's fifth job is refused by --user-max-jobs 4 (429 naming the limit), and nothing of
+# starts, and GET /v1/usage shows B ahead of the others; A sees only its own usage. A's fifth job is refused by --user-max-jobs 4 (429 naming the limit), and nothing of
 # it is stored.
 set -euo pipefail
 
@@ -73,5 +73,16 @@ wait_for 20 b_ahead || fail "GET /v1/usage does not show B ahead with a share of
 wait_for 20 started "$id_b2" || fail "B's second job did not start once user-shares was on again"
 root_ctl usage | grep -E "^$user_a .* of 1\.0\$" >/dev/null || fail "cgorchctl usage has no CPUS_NOW for A: $(root_ctl usage)"
 pass "with user-shares off B's job $id_b2 waited 10 s behind A's; on again, B was ahead (usage says so) and it started"
+
+# ---- private data: a user sees their own usage only ----
+ctl_a --json usage | jq -e --arg a "$user_a" '[.users[].user] == [$a]' >/dev/null ||
+        fail "A's usage shows other users: $(ctl_a --json usage)"
+status=0
+ctl_a usage --user "$user_b" >/dev/null 2>"$CLUSTER_DIR/err" || status=$?
+[ $status -eq 1 ] && grep -qF "user $user_b: you may see your own usage only ($user_a)" "$CLUSTER_DIR/err" ||
+        fail "A asking for B's usage: exit $status, $(cat "$CLUSTER_DIR/err")"
+root_ctl --json usage | jq -e --arg a "$user_a" --arg b "$user_b" '[.users[].user] | index($a) != null and index($b) != null' \
+        >/dev/null || fail "root's usage does not show both users"
+pass "A sees its own usage only (403 for B's); root sees both"
 
 for id in "${a_ids[@]}"; do root_ctl cancel "$id" >/dev/null 2>&1 || true; done
