@@ -197,3 +197,34 @@ Test(sched_users, a_job_moved_to_another_user_takes_its_tasks) {
         cr_assert_eq(u.n_tasks, 0);
         sched_free(w.s);
 }
+
+/* Weights split the shares: 3 to 1 on 4 CPUs, both users asking for more. */
+Test(sched_users, weights_split_the_shares) {
+        World w;
+        SchedDecision d[16];
+        world(&w, 4, true, 0);
+        cr_assert_eq(sched_user_set(w.s, 1, 3, 0), 0);
+        for (uint64_t k = 1; k <= 4; k++)
+                job(&w, k, 2, 0, 1, 1, true); /* user 2's jobs first by rank */
+        for (uint64_t k = 5; k <= 8; k++)
+                job(&w, k, 1, 0, 1, 5, true);
+        cr_assert_eq(next(&w, 0, d, 16), 4);
+        SchedUserInfo u1, u2;
+        cr_assert_eq(sched_user_info(w.s, 1, &u1), 0);
+        cr_assert_eq(sched_user_info(w.s, 2, &u2), 0);
+        cr_assert_float_eq(u1.share_cpus, 3, 1e-9);
+        cr_assert_float_eq(u2.share_cpus, 1, 1e-9);
+        cr_assert_float_eq(u2.alloc_cpus, 4, 1e-9, "by rank at first");
+        /* After a moment user 1 is behind its share: it takes three CPUs back, one freeze a
+         * decision (a decision stops at its first preemption), and no more. */
+        size_t freezes = 0;
+        for (double now = 0.5; now < 1.5; now += 0.1) {
+                size_t n = next(&w, now, d, 16);
+                freezes += count_verb(d, n, SCHED_FREEZE);
+        }
+        cr_assert_eq(freezes, 3);
+        cr_assert_eq(sched_user_info(w.s, 1, &u1), 0);
+        cr_assert_float_eq(u1.alloc_cpus, 3, 1e-9);
+        cr_assert(u1.ahead);
+        sched_free(w.s);
+}
