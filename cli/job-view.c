@@ -203,6 +203,46 @@ char *job_view_sched_virtual(json_t *job, char buf[static HUMAN_MAX]) {
         return job_view_seconds(sched_object(job), "virtual_size_s", 1, buf);
 }
 
+const char *job_view_sched_state(json_t *job) {
+        const char *state = json_field_string(sched_object(job), "state");
+        json_t *d;
+        size_t i;
+
+        if (state)
+                return state;
+        if (!streq(json_field_string(job, "state") ?: "", "queued"))
+                return NULL;
+        if (json_field_string(job, "held_by"))
+                return "held";
+        json_array_foreach(json_field_array(job, "dependencies"), i, d)
+                if (streq(json_field_string(d, "state") ?: "", "waiting"))
+                        return "dependency";
+        return NULL;
+}
+
+char *job_view_dependencies(json_t *job) {
+        json_t *deps = json_field_array(job, "dependencies"), *d;
+        char *text = NULL;
+        size_t i;
+
+        json_array_foreach(deps, i, d) {
+                char id[HUMAN_MAX];
+                const char *type = json_field_string(d, "type") ?: "?", *state = json_field_string(d, "state") ?: "?";
+                const char *job_state = json_field_string(d, "job_state");
+                char *more;
+                if (!job_view_int(d, "job", id))
+                        strcpy(id, "?");
+                if (asprintf(&more, "%s%s%s:%s %s (job %s %s)", text ?: "", text ? ", " : "", type, id, state, id,
+                             job_state ?: "unknown") < 0) {
+                        free(text);
+                        return NULL;
+                }
+                free(text);
+                text = more;
+        }
+        return text;
+}
+
 static int64_t queue_rank(json_t *job) {
         int64_t rank;
         if (!json_field_int(sched_object(job), "rank", &rank) || rank <= 0)
@@ -385,6 +425,9 @@ int job_view_print(json_t *job, FILE *f) {
                         return -ENOMEM;
                 print_field(f, "Held:", held);
         }
+        _cleanup_free_ char *deps = job_view_dependencies(job);
+        if (deps)
+                print_field(f, "Depends on:", deps);
         print_field(f, "User:", json_field_string(job, "user"));
         print_field(f, "Weight:", job_view_number(job, "weight", a));
         print_field(f, "Time limit:", job_view_duration(job, "time_limit_s", a) ?: "none");

@@ -29,6 +29,12 @@ char *job_view_exit(json_t *task, char buf[static HUMAN_MAX]);
  * initial one, "tiny" for a tiny phase) and its virtual remaining size. */
 char *job_view_sched_size(json_t *job, char buf[static HUMAN_MAX]);
 char *job_view_sched_virtual(json_t *job, char buf[static HUMAN_MAX]);
+/* The SCHED cell of "jobs": the scheduler's state of the job, or for a queued job it does not
+ * hold, why: "held", or "dependency" while a dependency of it waits. NULL otherwise. */
+const char *job_view_sched_state(json_t *job);
+/* "afterok:12 met (job 12 succeeded), afterany:13 waiting (job 13 running)" from the job's
+ * "dependencies"; NULL when it has none or out of memory. */
+char *job_view_dependencies(json_t *job);
 /* The jobs of a GET /v1/jobs answer in priority order: the ones the scheduler ranks first, by
  * rank, then the others as listed (oldest first). A new array holding references. */
 json_t *job_view_queue_order(json_t *jobs);

@@ -42,7 +42,7 @@ static int jobs_print_table(json_t *list) {
                 r = r ?: table_add_cell(t, json_field_string(job, "name"));
                 r = r ?: table_add_cell(t, json_field_string(job, "user"));
                 r = r ?: table_add_cell(t, json_field_string(job, "state"));
-                r = r ?: table_add_cell(t, json_field_string(sched, "state"));
+                r = r ?: table_add_cell(t, job_view_sched_state(job));
                 r = r ?: table_add_cell(t, job_view_sched_size(job, k));
                 r = r ?: table_add_cell(t, job_view_sched_virtual(job, l));
                 r = r ?: table_add_cell(t, job_view_tasks(job, b));

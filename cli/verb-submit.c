@@ -13,6 +13,7 @@
 #include "command-check.h"
 #include "config.h"
 #include "ctl.h"
+#include "dependency.h"
 #include "job-view.h"
 #include "json-field.h"
 #include "protocol.h"
@@ -146,6 +147,7 @@ int verb_submit(Ctl *ctl, int argc, char **argv) {
                 ARG_ERROR,
                 ARG_TIME,
                 ARG_HOLD,
+                ARG_DEPENDENCY,
         };
         static const struct option options[] = {
                 { "tasks", required_argument, NULL, 'n' },
@@ -162,6 +164,7 @@ int verb_submit(Ctl *ctl, int argc, char **argv) {
                 { "error", required_argument, NULL, ARG_ERROR },
                 { "time", required_argument, NULL, ARG_TIME },
                 { "hold", no_argument, NULL, ARG_HOLD },
+                { "dependency", required_argument, NULL, ARG_DEPENDENCY },
                 { "wait", no_argument, NULL, 'w' },
                 { "no-check-command", no_argument, NULL, ARG_NO_CHECK_COMMAND },
                 { "array", required_argument, NULL, ARG_ARRAY },
@@ -178,6 +181,7 @@ int verb_submit(Ctl *ctl, int argc, char **argv) {
         _cleanup_free_ char *user = NULL;
         bool short_form = false, wait = false, check_command = true;
         unsigned array = 0;
+        const char *dependency = NULL;
         const char *source;
         int c, r;
 
@@ -277,14 +281,30 @@ int verb_submit(Ctl *ctl, int argc, char **argv) {
                                 return CTL_EXIT_USAGE;
                         }
                         break;
+                case ARG_DEPENDENCY: {
+                        _cleanup_free_ Dependency *deps = NULL;
+                        _cleanup_free_ char *why = NULL;
+                        size_t n;
+                        r = dependency_parse(optarg, &deps, &n, &why);
+                        if (r == -ENOMEM) {
+                                fprintf(stderr, "cgorchctl: out of memory\n");
+                                return CTL_EXIT_FAILURE;
+                        }
+                        if (r < 0) {
+                                fprintf(stderr, "cgorchctl: --dependency=%s: %s\n", optarg, why);
+                                return CTL_EXIT_USAGE;
+                        }
+                        dependency = optarg;
+                        break;
+                }
                 default:
                         if ((r = ctl_global_option(ctl, c, argc, argv)) != CTL_CONTINUE)
                                 return r;
                         continue;
                 }
-                /* Any option describing the job (not --wait, --no-check-command or --array) selects
-                 * the short form. */
-                if (c != 'w' && c != ARG_NO_CHECK_COMMAND && c != ARG_ARRAY)
+                /* Any option describing the job (not --wait, --no-check-command, --array or
+                 * --dependency, which apply to a job file too) selects the short form. */
+                if (c != 'w' && c != ARG_NO_CHECK_COMMAND && c != ARG_ARRAY && c != ARG_DEPENDENCY)
                         short_form = true;
         }
         if (optind > 1 && streq(argv[optind - 1], "--"))
@@ -337,6 +357,18 @@ int verb_submit(Ctl *ctl, int argc, char **argv) {
                         return CTL_EXIT_USAGE;
                 }
                 if (json_object_set_new(job, "array", json_integer(array)) < 0) {
+                        fprintf(stderr, "cgorchctl: out of memory\n");
+                        return CTL_EXIT_FAILURE;
+                }
+        }
+
+        if (dependency) {
+                if (!json_is_object(job) || json_object_get(job, "jobs") || json_object_get(job, "dependency")) {
+                        fprintf(stderr, "cgorchctl: %s: --dependency applies to one job (or array); this is a list of "
+                                "jobs or a job that names its dependency already\n", source);
+                        return CTL_EXIT_USAGE;
+                }
+                if (json_object_set_new(job, "dependency", json_string(dependency)) < 0) {
                         fprintf(stderr, "cgorchctl: out of memory\n");
                         return CTL_EXIT_FAILURE;
                 }

@@ -11,7 +11,8 @@ common_libcgorch_common_a_SOURCES = \
 	common/exec-access.c common/exec-access.h \
 	common/task-output.c common/task-output.h \
 	common/stop-guard.c common/stop-guard.h \
-	common/metrics.c common/metrics.h
+	common/metrics.c common/metrics.h \
+	common/dependency.c common/dependency.h
 common_libcgorch_common_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 
 # Link this into every program; add the program's own library flags after it.

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dependency.h"
 #include "macro.h"
 #include "protocol-internal.h"
 #include "protocol.h"
@@ -654,6 +655,7 @@ void job_spec_free(JobSpec *s) {
         free(s->user);
         free(s->output);
         free(s->error);
+        free(s->dependencies);
         for (size_t i = 0; i < s->n_phases; i++)
                 phase_spec_done(&s->phases[i]);
         free(s->phases);
@@ -757,6 +759,18 @@ static int job_spec_parse(json_t *j, const char *path, const char *const *keys, 
         r = get_bool(j, path, "hold", false, &s->hold, ret_error);
         if (r < 0)
                 return r;
+        const char *dependency;
+        r = get_string(j, path, "dependency", false, PROTO_MAX_DEPENDENCY_LEN, &dependency, ret_error);
+        if (r < 0)
+                return r;
+        if (dependency) {
+                _cleanup_free_ char *why = NULL;
+                r = dependency_parse(dependency, &s->dependencies, &s->n_dependencies, &why);
+                if (r == -EINVAL)
+                        return fail(ret_error, path, "dependency", "%s", why);
+                if (r < 0)
+                        return r;
+        }
         r = get_array(j, path, "phases", true, 1, PROTO_MAX_PHASES, "phases", &phases, ret_error);
         if (r < 0)
                 return r;
@@ -784,7 +798,7 @@ static int job_spec_parse(json_t *j, const char *path, const char *const *keys, 
 
 int job_spec_from_json(json_t *j, JobSpec **ret, char **ret_error) {
         static const char *const keys[] = {
-                "name", "user", "weight", "output", "error", "time_limit_s", "hold", "phases", NULL,
+                "name", "user", "weight", "output", "error", "time_limit_s", "hold", "dependency", "phases", NULL,
         };
         return job_spec_parse(j, "", keys, ret, ret_error);
 }
@@ -854,7 +868,8 @@ int job_spec_set_array_index(JobSpec *spec, unsigned index) {
 /* One job of a submission at path, with its "array" if any; counts it in. */
 static int submission_add(JobSubmission *sub, json_t *j, const char *path, char **ret_error) {
         static const char *const keys[] = {
-                "name", "user", "weight", "output", "error", "time_limit_s", "hold", "phases", "array", NULL,
+                "name", "user", "weight", "output", "error", "time_limit_s", "hold", "dependency", "phases", "array",
+                NULL,
         };
         _cleanup_(job_spec_freep) JobSpec *spec = NULL;
         int r = job_spec_parse(j, path, keys, &spec, ret_error);
@@ -967,6 +982,11 @@ json_t *job_spec_to_json(const JobSpec *s) {
                 return NULL;
         if (s->hold && add(o, "hold", json_true()) < 0)
                 return NULL;
+        if (s->n_dependencies > 0) {
+                _cleanup_free_ char *d = dependency_format(s->dependencies, s->n_dependencies);
+                if (!d || add(o, "dependency", json_text(d)) < 0)
+                        return NULL;
+        }
         for (size_t i = 0; i < s->n_phases; i++)
                 if (append(phases, phase_spec_to_json(&s->phases[i])) < 0)
                         return NULL;

@@ -85,6 +85,9 @@ typedef struct JobSpec {
          * default applies). */
         uint32_t time_limit_s;
         bool hold;            /* held at submission: not placed until released */
+        /* Jobs it waits for (dependency.h), in the order given; none: NULL and 0. */
+        struct Dependency *dependencies;
+        size_t n_dependencies;
         PhaseSpec *phases;    /* run in order: phase k+1 starts when every task of phase k succeeded */
         size_t n_phases;      /* 1..PROTO_MAX_PHASES */
 } JobSpec;

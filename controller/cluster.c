@@ -90,6 +90,26 @@ static void job_set_done(JobSet *set) {
         *set = (JobSet) {};
 }
 
+static int dependents_settle(Cluster *c, uint64_t job, JobState state, int64_t now_ms);
+
+/* Dependencies still waiting on jobs that ended: the lifecycle settles them in the transaction
+ * that ends the job, so only a store written otherwise (an older controller's, an edited one)
+ * has any; they are settled before the scheduler's first look. */
+static int dependencies_sweep(Cluster *c, int64_t now_ms) {
+        _cleanup_free_ uint64_t *ended = NULL;
+        size_t n = 0;
+        int r = store_dependencies_stale(c->store, &ended, &n);
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                JobState state;
+                r = store_job_get_state(c->store, ended[i], &state);
+                if (r >= 0)
+                        r = dependents_settle(c, ended[i], state, now_ms);
+        }
+        if (r >= 0 && n > 0)
+                log_notice("Settled the dependencies on %zu job(s) that had ended.", n);
+        return r;
+}
+
 int cluster_new(Store *store, const ClusterConfig *config, int64_t now_ms, Cluster **ret) {
         Cluster *c = calloc(1, sizeof(Cluster));
         if (!c)
@@ -116,7 +136,9 @@ int cluster_new(Store *store, const ClusterConfig *config, int64_t now_ms, Clust
         if (r >= 0)
                 r = store_begin(store);
         if (r >= 0) {
-                r = store_nodes_list(store, &nodes, &n_nodes);
+                r = dependencies_sweep(c, now_ms);
+                if (r >= 0)
+                        r = store_nodes_list(store, &nodes, &n_nodes);
                 if (r >= 0)
                         r = cluster_sched_sync(c->sched, store, nodes, n_nodes, now_ms);
                 store_nodes_free(nodes, n_nodes);
@@ -229,8 +251,9 @@ static int stop_task(Cluster *c, const StoreTask *t, const char *reason, int64_t
         return queue_kill(c, t->node, t->id, now_ms);
 }
 
-/* Ends a job that has not ended: stops its tasks, closes its phases. */
-static int job_stop(Cluster *c, uint64_t job, JobState state, const char *reason, int64_t now_ms) {
+/* Ends a job that has not ended: stops its tasks, closes its phases. Its dependents are not
+ * told: job_stop() does that. */
+static int job_stop_one(Cluster *c, uint64_t job, JobState state, const char *reason, int64_t now_ms) {
         StoreTask *tasks = NULL;
         size_t n_tasks = 0;
         int r = store_tasks_find(c->store, job, NULL, TASK_STATE_MASK(TASK_PENDING) | TASK_STATES_ACTIVE, &tasks,
@@ -267,6 +290,62 @@ static int job_stop(Cluster *c, uint64_t job, JobState state, const char *reason
                 return r;
         log_info("Job %" PRIu64 " %s: %s.", job, job_state_to_string(state), reason);
         return 0;
+}
+
+/* A job ended in state: each dependency still waiting on it is met or can never be. A job whose
+ * last waiting dependency is met is queued for placement (JOB_SCHEDULABLE lets the scheduler see
+ * it, as a release does); one with a dependency that can never be met is cancelled with that as
+ * its reason, and the jobs waiting on it are settled in turn. A worklist, not recursion: a chain
+ * may be thousands of jobs long. */
+static int dependents_settle(Cluster *c, uint64_t job, JobState state, int64_t now_ms) {
+        _cleanup_(job_set_done) JobSet ended = {};
+        int r = job_set_add(&ended, job);
+        for (size_t k = 0; k < ended.n && r >= 0; k++) {
+                uint64_t on = ended.ids[k];
+                JobState on_state = state;
+                if (k > 0) {
+                        r = store_job_get_state(c->store, on, &on_state);
+                        if (r < 0)
+                                return r;
+                }
+                _cleanup_free_ StoreDependency *deps = NULL;
+                size_t n = 0;
+                r = store_dependencies_waiting_on(c->store, on, &deps, &n);
+                for (size_t i = 0; i < n && r >= 0; i++) {
+                        const StoreDependency *d = &deps[i];
+                        DependencyState outcome = dependency_outcome(d->type, on_state);
+                        if (outcome == DEPENDENCY_WAITING || outcome < 0)
+                                continue; /* it has not ended after all */
+                        unsigned waiting = 0;
+                        JobState dependent = JOB_QUEUED;
+                        r = store_dependency_set_state(c->store, d->job, d->index, outcome, now_ms, &waiting);
+                        if (r >= 0)
+                                r = store_job_get_state(c->store, d->job, &dependent);
+                        /* Ended already: by another of its dependencies, or by request. */
+                        if (r < 0 || job_state_is_final(dependent))
+                                continue;
+                        if (outcome == DEPENDENCY_NEVER) {
+                                char reason[192];
+                                snprintf(reason, sizeof reason, "dependency %s:%" PRIu64 " can never be met: job %" PRIu64 " %s",
+                                         dependency_type_to_string(d->type), on, on, job_state_to_string(on_state));
+                                r = job_stop_one(c, d->job, JOB_CANCELLED, reason, now_ms);
+                                if (r >= 0)
+                                        r = job_set_add(&ended, d->job);
+                        } else if (waiting == 0) {
+                                log_info("Job %" PRIu64 ": its dependencies are met (the last: %s:%" PRIu64 ", job %s); it "
+                                         "may be placed.", d->job, dependency_type_to_string(d->type), on,
+                                         job_state_to_string(on_state));
+                                c->placement_dirty = true;
+                        }
+                }
+        }
+        return r < 0 ? r : 0;
+}
+
+/* Ends a job that has not ended, and settles the jobs that wait for it. */
+static int job_stop(Cluster *c, uint64_t job, JobState state, const char *reason, int64_t now_ms) {
+        int r = job_stop_one(c, job, state, reason, now_ms);
+        return r < 0 ? r : dependents_settle(c, job, state, now_ms);
 }
 
 /* Derives phase and job states from the task states after a change: a failed or lost task
@@ -344,7 +423,7 @@ static int job_roll_up(Cluster *c, uint64_t job, int64_t now_ms) {
                 if (r < 0)
                         return r;
                 log_info("Job %" PRIu64 " succeeded.", job);
-                return 0;
+                return dependents_settle(c, job, JOB_SUCCEEDED, now_ms);
         }
         if (state == JOB_QUEUED && started)
                 return store_job_set_state(c->store, job, JOB_RUNNING, now_ms);
@@ -685,6 +764,60 @@ static size_t job_spec_tasks(const JobSpec *spec) {
         return n;
 }
 
+_printf_(2, 3) static int invalid(char **ret_error, const char *fmt, ...) {
+        if (!ret_error)
+                return -EINVAL;
+        va_list ap;
+        va_start(ap, fmt);
+        int k = vasprintf(ret_error, fmt, ap);
+        va_end(ap);
+        if (k < 0) {
+                *ret_error = NULL;
+                return -ENOMEM;
+        }
+        return -EINVAL;
+}
+
+/* Records the dependencies of a job just inserted (its spec at where: "" or "jobs[K]."). Each
+ * names a job submitted before this request (first: the first id this request got; a job cannot
+ * wait for itself or for a job submitted with it, and later ones do not exist yet: no cycle can
+ * form). A dependency on a job that ended is settled at once; one that can never be met refuses
+ * the submission (400), as one on a job that does not exist does. Any user may wait for any
+ * job: a job's state is in every user's view of it (docs/security.md). */
+static int dependencies_register(Cluster *c, uint64_t job, uint64_t first, const JobSpec *spec, const char *where,
+                                 int64_t now_ms, char **ret_error) {
+        unsigned waiting = 0;
+        for (size_t i = 0; i < spec->n_dependencies; i++) {
+                const Dependency *d = &spec->dependencies[i];
+                const char *type = dependency_type_to_string(d->type);
+                if (d->job == job)
+                        return invalid(ret_error, "%sdependency: %s:%" PRIu64 ": job %" PRIu64 " is this job itself: a job "
+                                       "cannot depend on itself", where, type, d->job, d->job);
+                if (d->job >= first && d->job < job)
+                        return invalid(ret_error, "%sdependency: %s:%" PRIu64 ": job %" PRIu64 " is submitted in this same "
+                                       "request: a job may depend only on jobs submitted before it", where, type, d->job,
+                                       d->job);
+                JobState state;
+                int r = store_job_get_state(c->store, d->job, &state);
+                if (r == -ENOENT)
+                        return invalid(ret_error, "%sdependency: %s:%" PRIu64 ": job %" PRIu64 " does not exist", where, type,
+                                       d->job, d->job);
+                if (r < 0)
+                        return r;
+                DependencyState outcome = dependency_outcome(d->type, state);
+                if (outcome == DEPENDENCY_NEVER)
+                        return invalid(ret_error, "%sdependency: %s:%" PRIu64 " can never be met: job %" PRIu64 " %s", where,
+                                       type, d->job, d->job, job_state_to_string(state));
+                r = store_dependency_insert(c->store, job, (unsigned) i, d, outcome, now_ms);
+                if (r < 0)
+                        return r;
+                waiting += outcome == DEPENDENCY_WAITING;
+        }
+        if (waiting > 0)
+                log_info("Job %" PRIu64 " waits for %u of its %zu dependencies.", job, waiting, spec->n_dependencies);
+        return 0;
+}
+
 int cluster_submit(Cluster *c, json_t *body, int64_t now_ms, json_t **ret_job, char **ret_error) {
         return cluster_submit_as(c, body, NULL, true, now_ms, ret_job, ret_error);
 }
@@ -751,6 +884,12 @@ int cluster_submit_as(Cluster *c, json_t *body, const char *by, bool admin, int6
                         r = job_spec_set_array_index(sub->specs[k], i);
                         if (r >= 0)
                                 r = store_job_insert(c->store, sub->specs[k], now_ms, &ids[n]);
+                        if (r >= 0 && sub->specs[k]->n_dependencies > 0) {
+                                char where[32] = "";
+                                if (sub->list)
+                                        snprintf(where, sizeof where, "jobs[%zu].", k);
+                                r = dependencies_register(c, ids[n], ids[0], sub->specs[k], where, now_ms, ret_error);
+                        }
                         if (r >= 0 && sub->specs[k]->hold)
                                 r = store_job_set_hold(c->store, ids[n], by ?: "an administrator", admin, now_ms);
                         n++;
@@ -872,6 +1011,41 @@ int cluster_release(Cluster *c, uint64_t job, bool admin, int64_t now_ms, json_t
         return cluster_job_to_json(c, job, now_ms, ret_job);
 }
 
+/* A requeued job waits again for what its dependencies say now of their jobs: met, waiting, or,
+ * for one that can never be met (an afterok job that failed and was not requeued itself), the
+ * requeue is refused (409) naming it. */
+static int dependencies_renew(Cluster *c, uint64_t job, int64_t now_ms, char **ret_error) {
+        _cleanup_free_ StoreDependency *deps = NULL;
+        size_t n = 0;
+        int r = store_job_dependencies(c->store, job, &deps, &n);
+        if (r < 0)
+                return r;
+        _cleanup_free_ DependencyState *outcome = calloc(MAX(n, (size_t) 1), sizeof(DependencyState));
+        if (!outcome)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                JobState state;
+                r = store_job_get_state(c->store, deps[i].on_job, &state);
+                if (r == -ENOENT)
+                        return refuse(ret_error, "job %" PRIu64 " depends on %s:%" PRIu64 ", a job that no longer exists",
+                                      job, dependency_type_to_string(deps[i].type), deps[i].on_job);
+                if (r < 0)
+                        return r;
+                outcome[i] = dependency_outcome(deps[i].type, state);
+                if (outcome[i] == DEPENDENCY_NEVER)
+                        return refuse(ret_error, "job %" PRIu64 " depends on %s:%" PRIu64 ", which can never be met now: job "
+                                      "%" PRIu64 " %s (requeue job %" PRIu64 " first)", job,
+                                      dependency_type_to_string(deps[i].type), deps[i].on_job, deps[i].on_job,
+                                      job_state_to_string(state), deps[i].on_job);
+        }
+        for (size_t i = 0; i < n; i++) {
+                r = store_dependency_set_state(c->store, job, deps[i].index, outcome[i], now_ms, NULL);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 int cluster_requeue(Cluster *c, uint64_t job, const char *by, int64_t now_ms, json_t **ret_job, char **ret_error) {
         _cleanup_(store_job_done) StoreJob j = {};
         unsigned attempt = 0;
@@ -886,6 +1060,8 @@ int cluster_requeue(Cluster *c, uint64_t job, const char *by, int64_t now_ms, js
                 /* Its old attempts would run beside the new ones. */
                 r = refuse(ret_error, "job %" PRIu64 " still has %u task(s) ending: requeue it once they have ended", job,
                            j.tasks_active);
+        if (r >= 0)
+                r = dependencies_renew(c, job, now_ms, ret_error);
         if (r >= 0)
                 r = store_job_requeue(c->store, job, &attempt);
         if (r >= 0)

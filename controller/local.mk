@@ -15,7 +15,7 @@ CONTROLLER_SOURCES = \
 	controller/durable-answers.c controller/durable-answers.h \
 	controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \
-	controller/store-jobs.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c \
+	controller/store-jobs.c controller/store-deps.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c \
 	controller/orchestrator.c controller/orchestrator.h \
 	controller/runtime-config.c controller/runtime-config.h \
 	controller/store-orch.c controller/api-orch.c controller/api-output.c controller/clock.c controller/clock.h \
@@ -93,7 +93,7 @@ tests_unit_test_runtime_config_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CRITERI
 tests_unit_test_runtime_config_LDADD = $(ORCH_LIBS) $(SCHED_LIBS) $(COMMON_LIBS) $(CRITERION_LIBS) -lm
 tests_unit_test_store_orch_SOURCES = tests/unit/test-store-orch.c tests/unit/store-dir.h \
 	controller/store.c controller/store.h controller/store-internal.h \
-	controller/store-jobs.c controller/store-nodes.c controller/store-orch.c controller/store-checkpoint.c controller/store-usage.c
+	controller/store-jobs.c controller/store-deps.c controller/store-nodes.c controller/store-orch.c controller/store-checkpoint.c controller/store-usage.c
 tests_unit_test_store_orch_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_store_orch_LDADD = $(COMMON_LIBS) $(SQLITE3_LIBS) $(CRITERION_LIBS)
 
@@ -106,6 +106,6 @@ tests_unit_test_orchestrator_SOURCES = tests/unit/test-orchestrator.c tests/unit
 	controller/cluster.c controller/cluster.h \
 	controller/cluster-sched.c controller/cluster-sched.h controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \
-	controller/store-jobs.c controller/store-nodes.c controller/store-orch.c controller/store-checkpoint.c controller/store-usage.c
+	controller/store-jobs.c controller/store-deps.c controller/store-nodes.c controller/store-orch.c controller/store-checkpoint.c controller/store-usage.c
 tests_unit_test_orchestrator_CFLAGS = $(AM_CFLAGS) -pthread $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_orchestrator_LDADD = $(ORCH_LIBS) $(SCHED_LIBS) $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(SQLITE3_LIBS) $(CRITERION_LIBS) -lm

@@ -54,6 +54,12 @@ struct Store {
         size_t user_last;              /* the last index found: jobs come user by user */
 };
 
+/* SQL: the job "j" is one the scheduler may see — queued or running, neither held (held_by) nor
+ * waiting for a dependency (dependencies_waiting). Every view the scheduler and placement read
+ * (store-sched.c, store-jobs.c) filters with it, so a hold and a dependency keep a job out
+ * alike, and a change of either is a change of the job (store_job_changed()). */
+#define JOB_SCHEDULABLE "j.state IN ('queued', 'running') AND j.held_by IS NULL AND j.dependencies_waiting = 0"
+
 /* Tells the observer of a job's change of state once its transaction commits (store.c); out
  * of memory, it does not (a metric is not worth failing a request for). */
 void store_note_job_state(Store *s, JobState state, int64_t submitted_ms, int64_t changed_ms);

@@ -69,10 +69,15 @@ int store_job_insert(Store *s, const JobSpec *spec, int64_t now_ms, uint64_t *re
         if (!spec_text)
                 return -ENOMEM;
 
+        _cleanup_free_ char *dependency = spec->n_dependencies > 0 ?
+                dependency_format(spec->dependencies, spec->n_dependencies) : NULL;
+        if (spec->n_dependencies > 0 && !dependency)
+                return -ENOMEM;
+
         _cleanup_stmt_ sqlite3_stmt *job = NULL;
         int r = store_prepare(s,
-                              "INSERT INTO jobs (name, user, weight, spec, state, submitted_ms, output, error, time_limit_s) "
-                              "VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?)",
+                              "INSERT INTO jobs (name, user, weight, spec, state, submitted_ms, output, error, time_limit_s,"
+                              " dependency) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?)",
                               &job);
         if (r < 0)
                 return r;
@@ -87,6 +92,7 @@ int store_job_insert(Store *s, const JobSpec *spec, int64_t now_ms, uint64_t *re
                 sqlite3_bind_int64(job, 8, spec->time_limit_s);
         else
                 sqlite3_bind_null(job, 8);
+        store_bind_text_or_null(job, 9, dependency);
         r = store_step_done(s, job, "insert job");
         if (r < 0)
                 return r;
@@ -198,8 +204,8 @@ int store_job_get(Store *s, uint64_t job, StoreJob *ret) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r = store_prepare(s,
                               "SELECT state, user, output, error, time_limit_s, held_by, held_admin, attempt_base,"
-                              " (SELECT COUNT(*) FROM tasks t WHERE t.job = j.id AND t.state IN ('starting', 'running'))"
-                              " FROM jobs j WHERE id = ?",
+                              " (SELECT COUNT(*) FROM tasks t WHERE t.job = j.id AND t.state IN ('starting', 'running')),"
+                              " dependencies_waiting FROM jobs j WHERE id = ?",
                               &st);
         if (r < 0)
                 return r;
@@ -216,6 +222,7 @@ int store_job_get(Store *s, uint64_t job, StoreJob *ret) {
                 .held_admin = sqlite3_column_int(st, 6) != 0,
                 .attempt_base = (unsigned) sqlite3_column_int(st, 7),
                 .tasks_active = (unsigned) sqlite3_column_int(st, 8),
+                .dependencies_waiting = (unsigned) sqlite3_column_int(st, 9),
         };
         if (j.state < 0)
                 return -EBADMSG;
@@ -688,7 +695,7 @@ int store_tasks_placeable(Store *s, StoreTask **ret, size_t *ret_n) {
         int r = store_prepare(s,
                               "SELECT " TASK_COLUMNS " " TASK_FROM " JOIN jobs j ON j.id = t.job"
                               " WHERE t.state = 'pending' AND p.state IN ('pending', 'running')"
-                              " AND j.state IN ('queued', 'running') AND j.held_by IS NULL"
+                              " AND " JOB_SCHEDULABLE
                               " ORDER BY t.job, t.phase, t.idx, t.attempt",
                               &st);
         if (r < 0)
@@ -701,7 +708,7 @@ int store_tasks_placeable_count(Store *s, unsigned *ret) {
         int r = store_prepare(s,
                               "SELECT COUNT(*) " TASK_FROM " JOIN jobs j ON j.id = t.job"
                               " WHERE t.state = 'pending' AND p.state IN ('pending', 'running')"
-                              " AND j.state IN ('queued', 'running') AND j.held_by IS NULL",
+                              " AND " JOB_SCHEDULABLE,
                               &st);
         if (r < 0)
                 return r;
@@ -718,7 +725,7 @@ int store_tasks_schedulable_of_job(Store *s, uint64_t job, StoreTask **ret, size
                               "SELECT " TASK_COLUMNS " " TASK_FROM " JOIN jobs j ON j.id = t.job"
                               " WHERE t.job = ? AND (t.state IN ('starting', 'running')"
                               "  OR (t.state = 'pending' AND p.state IN ('pending', 'running')"
-                              "   AND j.state IN ('queued', 'running') AND j.held_by IS NULL))"
+                              "   AND " JOB_SCHEDULABLE "))"
                               " ORDER BY t.job, t.phase, t.idx, t.attempt",
                               &st);
         if (r < 0)
@@ -1013,7 +1020,8 @@ static int job_to_json(Store *s, uint64_t job, bool with_tasks, json_t **ret) {
                               "  FROM tasks t WHERE job = j.id AND " LATEST_ATTEMPT "),"
                               " (SELECT COALESCE(SUM(" USAGE_CPU_S("") "), 0) FROM tasks WHERE job = j.id),"
                               " (SELECT COALESCE(MAX(" USAGE_MEMORY_PEAK("") "), 0) FROM tasks WHERE job = j.id),"
-                              " j.time_limit_s, j.output, j.error, j.held_by, j.held_ms, j.reason, j.requeues "
+                              " j.time_limit_s, j.output, j.error, j.held_by, j.held_ms, j.reason, j.requeues,"
+                              " j.dependency "
                               "FROM jobs j WHERE j.id = ?",
                               &st);
         if (r < 0)
@@ -1053,6 +1061,18 @@ static int job_to_json(Store *s, uint64_t job, bool with_tasks, json_t **ret) {
         r = r ?: json_set_column(o, "held_ms", st, 17);
         r = r ?: json_set_column(o, "reason", st, 18);
         r = r ?: json_set_column(o, "requeues", st, 19);
+        r = r ?: json_set_column(o, "dependency", st, 20);
+        if (r < 0)
+                return r;
+        json_t *dependencies;
+        if (sqlite3_column_type(st, 20) == SQLITE_NULL)
+                dependencies = json_array();
+        else {
+                r = store_job_dependencies_to_json(s, job, &dependencies);
+                if (r < 0)
+                        return r;
+        }
+        r = json_set(o, "dependencies", dependencies);
         if (r < 0)
                 return r;
 

@@ -14,8 +14,7 @@
         "SELECT p.job, p.idx, p.n_tasks, p.cpu_cores, j.weight, j.submitted_ms,"                      \
         " EXISTS (SELECT 1 FROM tasks t WHERE t.job = p.job AND t.phase = p.idx AND t.started_ms IS NOT NULL), j.user" \
         " FROM phases p JOIN jobs j ON j.id = p.job"                                                   \
-        " WHERE p.state IN ('pending', 'running') AND j.state IN ('queued', 'running')"         \
-        " AND j.held_by IS NULL"
+        " WHERE p.state IN ('pending', 'running') AND " JOB_SCHEDULABLE
 
 static int sched_phases_collect(Store *s, sqlite3_stmt *st, StoreSchedPhase **ret, size_t *ret_n) {
         _cleanup_free_ StoreSchedPhase *v = NULL;

@@ -190,6 +190,24 @@ static const char schema_v10_job_filters[] =
         "CREATE INDEX IF NOT EXISTS jobs_by_user ON jobs(user, id);"
         "CREATE INDEX IF NOT EXISTS jobs_by_name ON jobs(name, id);";
 
+/* Version 11: job dependencies (common/dependency.h): one row per job a job waits for, in the
+ * order its spec named them, with what became of it (waiting, met, never) and when; the job keeps
+ * its spec as given and how many of its dependencies still wait. A job with any waiting is out of
+ * the scheduler's sight as a held one is (store-internal.h, JOB_SCHEDULABLE). */
+static const char schema_v11_dependencies[] =
+        "CREATE TABLE dependencies ("
+        "  job INTEGER NOT NULL,"
+        "  idx INTEGER NOT NULL,"
+        "  type TEXT NOT NULL CHECK (type IN ('afterok', 'afternotok', 'afterany')),"
+        "  on_job INTEGER NOT NULL,"
+        "  state TEXT NOT NULL CHECK (state IN ('waiting', 'met', 'never')),"
+        "  resolved_ms INTEGER,"
+        "  PRIMARY KEY (job, idx)"
+        ");"
+        "CREATE INDEX dependencies_by_on_job ON dependencies(on_job, state);"
+        "ALTER TABLE jobs ADD COLUMN dependency TEXT;"
+        "ALTER TABLE jobs ADD COLUMN dependencies_waiting INTEGER NOT NULL DEFAULT 0;";
+
 /* Migration steps in order: step k takes a database of version k to version k + 1. A new
  * version appends its own step (and bumps STORE_SCHEMA_VERSION); steps are never edited. */
 static const struct {
@@ -206,6 +224,7 @@ static const struct {
         { schema_v8_users, "add jobs' output, time limit, hold, reason and requeues" },
         { schema_v9_virtual_finish, "add the phases' virtual finish" },
         { schema_v10_job_filters, "index jobs by state, user and name" },
+        { schema_v11_dependencies, "add job dependencies" },
 };
 
 static const char *const phase_state_table[_PHASE_STATE_MAX] = {

@@ -14,10 +14,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dependency.h"
 #include "protocol.h"
 
 #define STORE_DB_FILENAME "controller.db"
-#define STORE_SCHEMA_VERSION 10
+#define STORE_SCHEMA_VERSION 11
 /* How long a write waits for a lock held by another process before failing with -EBUSY. */
 #define STORE_BUSY_TIMEOUT_MS 1000
 
@@ -157,6 +158,7 @@ typedef struct StoreJob {
         bool held_admin;       /* held by an administrator: only one may release it */
         unsigned attempt_base; /* tasks' attempts from this one on count (since the last requeue) */
         unsigned tasks_active; /* starting or running (attempts still ending, too) */
+        unsigned dependencies_waiting; /* its dependencies not met yet: while > 0 it is not scheduled */
 } StoreJob;
 int store_job_get(Store *s, uint64_t job, StoreJob *ret);
 void store_job_done(StoreJob *j);
@@ -221,6 +223,35 @@ typedef struct StoreJobFilter {
         unsigned limit;
 } StoreJobFilter;
 int store_jobs_page_to_json(Store *s, const StoreJobFilter *f, json_t **ret);
+
+/* ---- Job dependencies (store-deps.c) ---- */
+
+/* One job a job waits for (its spec's dependency index, in the order given). */
+typedef struct StoreDependency {
+        uint64_t job;            /* the job that waits */
+        unsigned index;
+        DependencyType type;
+        uint64_t on_job;         /* the job it waits for */
+        DependencyState state;
+} StoreDependency;
+/* Records a dependency of job in state (resolved at now_ms unless waiting), and counts it among
+ * the job's waiting ones if it waits. store_job_insert() kept the job's spec. */
+int store_dependency_insert(Store *s, uint64_t job, unsigned index, const Dependency *d, DependencyState state,
+                            int64_t now_ms);
+/* Sets one dependency's state (resolved at now_ms; waiting: not resolved) and the job's count
+ * of waiting ones; hands back that count. -ENOENT when there is no such dependency. */
+int store_dependency_set_state(Store *s, uint64_t job, unsigned index, DependencyState state, int64_t now_ms,
+                               unsigned *ret_waiting);
+/* A job's dependencies, in its spec's order. */
+int store_job_dependencies(Store *s, uint64_t job, StoreDependency **ret, size_t *ret_n);
+/* The dependencies on on_job that still wait, of whichever jobs, by job and index. */
+int store_dependencies_waiting_on(Store *s, uint64_t on_job, StoreDependency **ret, size_t *ret_n);
+/* The jobs that ended while a dependency on them still waits (the lifecycle resolves them as
+ * the job ends, in the same transaction: this finds what a store written otherwise left), in
+ * id order. */
+int store_dependencies_stale(Store *s, uint64_t **ret, size_t *ret_n);
+/* {"type", "job", "state", "job_state"} of each of the job's dependencies, in order. */
+int store_job_dependencies_to_json(Store *s, uint64_t job, json_t **ret);
 
 /* ---- Tasks ---- */
 

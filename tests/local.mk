@@ -27,6 +27,13 @@ tests_unit_test_protocol_SOURCES = tests/unit/test-protocol.c
 tests_unit_test_protocol_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_protocol_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
 
+# common: job dependency specs (dependency.c, pure).
+check_PROGRAMS += tests/unit/test-dependency
+TESTS += tests/unit/test-dependency
+tests_unit_test_dependency_SOURCES = tests/unit/test-dependency.c
+tests_unit_test_dependency_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_dependency_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
+
 # The controller's heartbeat reader against the jansson decoder (its differential fuzzing is
 # fuzz/fuzz-protocol.c).
 check_PROGRAMS += tests/unit/test-heartbeat-reader
@@ -45,7 +52,7 @@ tests_unit_test_placement_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_placement_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
 tests_unit_test_store_SOURCES = tests/unit/test-store.c tests/unit/store-dir.h \
 	controller/store.c controller/store.h controller/store-internal.h \
-	controller/store-jobs.c controller/store-nodes.c controller/store-sched.c controller/store-checkpoint.c controller/store-usage.c
+	controller/store-jobs.c controller/store-deps.c controller/store-nodes.c controller/store-sched.c controller/store-checkpoint.c controller/store-usage.c
 tests_unit_test_store_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_store_LDADD = $(COMMON_LIBS) $(SQLITE3_LIBS) $(CRITERION_LIBS)
 
@@ -137,7 +144,7 @@ tests_unit_test_cluster_SOURCES = tests/unit/test-cluster.c tests/unit/store-dir
 	controller/cluster.c controller/cluster.h \
 	controller/cluster-sched.c controller/cluster-sched.h controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \
-	controller/store-jobs.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c
+	controller/store-jobs.c controller/store-deps.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c
 tests_unit_test_cluster_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_cluster_LDADD = $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(COMMON_LIBS) $(SQLITE3_LIBS) $(CRITERION_LIBS) -lm
 # The scheduler's picture kept in memory decides as the one rebuilt from the store each time.
@@ -147,7 +154,7 @@ tests_unit_test_cluster_sched_SOURCES = tests/unit/test-cluster-sched.c tests/un
 	controller/cluster.c controller/cluster.h \
 	controller/cluster-sched.c controller/cluster-sched.h controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \
-	controller/store-jobs.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c
+	controller/store-jobs.c controller/store-deps.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c
 tests_unit_test_cluster_sched_CFLAGS = $(tests_unit_test_cluster_CFLAGS)
 tests_unit_test_cluster_sched_LDADD = $(tests_unit_test_cluster_LDADD)
 EXTRA_DIST += tests/integration/test-api.sh tests/api tests/integration/cgorch_sign.py
@@ -166,7 +173,7 @@ tests_unit_test_sim_controller_SOURCES = tests/unit/test-sim-controller.c tests/
 	controller/cluster.c controller/cluster.h \
 	controller/cluster-sched.c controller/cluster-sched.h controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \
-	controller/store-jobs.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c
+	controller/store-jobs.c controller/store-deps.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c
 tests_unit_test_sim_controller_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_sim_controller_LDADD = $(SIM_LIBS) $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(COMMON_LIBS) $(SQLITE3_LIBS) \
 	$(CRITERION_LIBS) -lm
@@ -309,6 +316,10 @@ tests_unit_test_exec_access_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_exec_access_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
 TESTS += tests/integration/test-sched.sh
 EXTRA_DIST += tests/integration/test-sched.sh
+# Job dependencies on real cgroups: afterok chains, afternotok, cancels that cascade, a
+# controller restart while jobs wait.
+TESTS += tests/integration/test-dependency.sh
+EXTRA_DIST += tests/integration/test-dependency.sh
 
 # bench/cgorch-replay.sh: a tiny trace replayed on a real controller and agent (the real-cgroup
 # leg of the scheduling benchmark), checked job by job and task by task.

@@ -1819,3 +1819,252 @@ Test(cluster, requeue_while_the_last_run_still_ages_virtually) {
         cr_expect_str_neq(json_string_value(json_object_get(sched, "state")), "done");
         json_decref(j);
 }
+
+/* ---- dependencies ---- */
+
+/* A one-task job (0.5 CPU) waiting for the given spec. */
+static uint64_t submit_after(const char *dependency, int64_t now_ms) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "{\"name\": \"after\", \"dependency\": \"%s\", \"phases\": ["
+                 " {\"tasks\": 1, \"argv\": [\"sleep\", \"1\"], \"cpu_cores\": 0.5, \"memory_bytes\": 16777216}]}",
+                 dependency);
+        return submit(text, now_ms);
+}
+
+/* The state of the job's dependency k, as its view says. */
+static char *dependency_state(uint64_t id, size_t k) {
+        json_t *j = job_get(id);
+        json_t *d = json_array_get(json_object_get(j, "dependencies"), k);
+        cr_assert(json_is_object(d), "job %" PRIu64 " has no dependency %zu", id, k);
+        char *s = strdup(json_string_value(json_object_get(d, "state")));
+        json_decref(j);
+        return s;
+}
+
+#define assert_dependency(id, k, want)                                                                          \
+        do {                                                                                                   \
+                char *_got = dependency_state((id), (k));                                                     \
+                cr_assert_str_eq(_got, (want), "job %" PRIu64 " dependency %d: %s, want %s", (uint64_t) (id), (int) (k), \
+                                 _got, (want));                                                               \
+                free(_got);                                                                                    \
+        } while (0)
+
+/* Runs the task the reply starts for job and ends it in state (exit code 0 or 1): the reply to
+ * that end is handed back. */
+static HeartbeatReply *run_to_end(Node *n, HeartbeatReply *hr, uint64_t job, TaskState state, int64_t now_ms) {
+        const Action *start = find_action(hr, ACTION_START, task_id(job, 0, 0));
+        cr_assert_not_null(start, "job %" PRIu64 " was started", job);
+        Ack a = ack_ok(start);
+        TaskReport run = running(task_id(job, 0, 0), NULL, 0);
+        heartbeat_reply_free(beat(n, &run, 1, &a, 1, now_ms));
+        TaskReport end = ended(task_id(job, 0, 0), state, state == TASK_SUCCEEDED ? 0 : 1, 0, 0.1, MiB);
+        return beat(n, &end, 1, NULL, 0, now_ms + 100);
+}
+
+/* afterok: a chain of three runs one after another, each placed in the reply to the heartbeat
+ * that ended the one before; a waiting job is out of the scheduler's sight, as a held one. */
+Test(cluster, dependency_chain_runs_in_order) {
+        restart(SCHED_HFSP, SCHED_PREEMPT_WAIT, T0);
+        uint64_t a = submit(job_one_task, T0);
+        uint64_t b = submit_after("afterok:1", T0 + 1);
+        uint64_t c = submit_after("afterok:2", T0 + 2);
+        assert_field(b, -1, -1, "dependency", "afterok:1");
+        assert_dependency(b, 0, "waiting");
+        json_t *view = NULL;
+        cr_assert_eq(cluster_job_to_json(cluster, b, T0 + 3, &view), 0);
+        cr_assert(json_is_null(json_object_get(view, "scheduler")), "a waiting job is not the scheduler's");
+        json_t *d = json_array_get(json_object_get(view, "dependencies"), 0);
+        cr_assert_str_eq(json_string_value(json_object_get(d, "type")), "afterok");
+        cr_assert_eq(json_integer_value(json_object_get(d, "job")), (json_int_t) a);
+        cr_assert_str_eq(json_string_value(json_object_get(d, "job_state")), "queued");
+        json_decref(view);
+
+        Node n1 = node_new("n1", 4);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        cr_assert_eq(count_actions(hr, ACTION_START), 1, "only the first of the chain starts, with room for all");
+        HeartbeatReply *next = run_to_end(&n1, hr, a, TASK_SUCCEEDED, T0 + 2000);
+        heartbeat_reply_free(hr);
+        assert_job_state(a, "succeeded");
+        assert_dependency(b, 0, "met");
+        cr_assert_eq(count_actions(next, ACTION_START), 1);
+        cr_assert_not_null(find_action(next, ACTION_START, task_id(b, 0, 0)), "b starts as a ends");
+        assert_job_state(c, "queued");
+        hr = run_to_end(&n1, next, b, TASK_SUCCEEDED, T0 + 3000);
+        heartbeat_reply_free(next);
+        cr_assert_not_null(find_action(hr, ACTION_START, task_id(c, 0, 0)), "c starts as b ends");
+        heartbeat_reply_free(hr);
+        assert_job_state(c, "running");
+}
+
+/* afterok on a job that fails can never be met: the job is cancelled with the reason, at once,
+ * and so are the afterok jobs waiting on it; afterany and afternotok ones are released. */
+Test(cluster, dependency_never_met_cancels_and_cascades) {
+        uint64_t a = submit(job_one_task, T0);
+        uint64_t b = submit_after("afterok:1", T0 + 1);
+        uint64_t c = submit_after("afterany:2", T0 + 2);
+        uint64_t d = submit_after("afterok:2", T0 + 3);
+        uint64_t e = submit_after("afternotok:1", T0 + 4);
+        uint64_t f = submit_after("afterok:4,afterany:3", T0 + 5);
+        assert_field(f, -1, -1, "dependency", "afterok:4,afterany:3");
+
+        Node n1 = node_new("n1", 4);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        HeartbeatReply *next = run_to_end(&n1, hr, a, TASK_FAILED, T0 + 2000);
+        heartbeat_reply_free(hr);
+        assert_job_state(a, "failed");
+        assert_job_state(b, "cancelled");
+        assert_field(b, -1, -1, "reason", "dependency afterok:1 can never be met: job 1 failed");
+        assert_dependency(b, 0, "never");
+        assert_task_state(b, 0, 0, "cancelled");
+        assert_job_state(d, "cancelled");
+        assert_field(d, -1, -1, "reason", "dependency afterok:2 can never be met: job 2 cancelled");
+        assert_job_state(f, "cancelled");
+        assert_field(f, -1, -1, "reason", "dependency afterok:4 can never be met: job 4 cancelled");
+        /* c (afterany on the cancelled b) and e (afternotok on the failed a) run. */
+        cr_assert_not_null(find_action(next, ACTION_START, task_id(c, 0, 0)));
+        cr_assert_not_null(find_action(next, ACTION_START, task_id(e, 0, 0)));
+        cr_assert_eq(count_actions(next, ACTION_START), 2);
+        heartbeat_reply_free(next);
+        assert_dependency(c, 0, "met");
+        assert_dependency(e, 0, "met");
+}
+
+/* Cancelling a job ends the jobs that wait for its success. */
+Test(cluster, cancel_ends_afterok_dependents) {
+        uint64_t a = submit(job_one_task, T0);
+        uint64_t b = submit_after("afterok:1", T0 + 1);
+        uint64_t c = submit_after("afternotok:1", T0 + 2);
+        json_t *job = NULL;
+        cr_assert_eq(cluster_cancel(cluster, a, "ann", T0 + 10, &job), 0);
+        json_decref(job);
+        assert_job_state(b, "cancelled");
+        assert_field(b, -1, -1, "reason", "dependency afterok:1 can never be met: job 1 cancelled");
+        assert_job_state(c, "queued");
+        assert_dependency(c, 0, "met");
+}
+
+static int submit_error(const char *text, char **ret_error) {
+        json_t *body = json_loads(text, 0, NULL), *job = NULL;
+        cr_assert_not_null(body);
+        int r = cluster_submit(cluster, body, T0 + 100, &job, ret_error);
+        json_decref(body);
+        json_decref(job);
+        return r;
+}
+
+#define assert_refused(text, message)                                                                          \
+        do {                                                                                                   \
+                char *_error = NULL;                                                                           \
+                cr_assert_eq(submit_error((text), &_error), -EINVAL);                                         \
+                cr_assert_str_eq(_error ?: "(null)", (message));                                              \
+                free(_error);                                                                                  \
+        } while (0)
+
+/* Refused at submit, naming the dependency, nothing stored: a job that does not exist, the job
+ * itself, a job of the same request, one that can never be met; malformed specs. */
+Test(cluster, dependency_refusals) {
+        uint64_t a = submit(job_one_task, T0);
+        json_t *job = NULL;
+        cr_assert_eq(cluster_cancel(cluster, a, NULL, T0 + 1, &job), 0);
+        json_decref(job);
+#define ONE(dep) "{\"name\": \"x\", \"dependency\": \"" dep "\", \"phases\": [{\"tasks\": 1, \"argv\": [\"x\"]," \
+                 " \"cpu_cores\": 1, \"memory_bytes\": 1048576}]}"
+        assert_refused(ONE("afterok:7"), "dependency: afterok:7: job 7 does not exist");
+        assert_refused(ONE("afterok:2"), "dependency: afterok:2: job 2 is this job itself: a job cannot depend on itself");
+        assert_refused(ONE("afterok:1"), "dependency: afterok:1 can never be met: job 1 cancelled");
+        assert_refused(ONE("after:1"), "dependency: unknown type 'after' (afterok, afternotok, afterany)");
+        assert_refused(ONE("afterok:1?afterany:1"), "dependency: '?' (any one of them) is not supported: every "
+                                                    "dependency must be met, separated by ','");
+        assert_refused("{\"jobs\": [" ONE("afterany:1") ", " ONE("afterany:2") "]}",
+                       "jobs[1].dependency: afterany:2: job 2 is submitted in this same request: a job may depend only on "
+                       "jobs submitted before it");
+        /* Nothing of them was stored: the next job is job 2. */
+        cr_assert_eq(submit(ONE("afternotok:1"), T0 + 200), 2);
+        assert_job_state(2, "queued");
+        assert_dependency(2, 0, "met");
+#undef ONE
+}
+
+/* A requeued job waits again for what its dependencies say now; one that can never be met
+ * refuses the requeue until its job is requeued itself. */
+Test(cluster, requeue_with_dependencies) {
+        uint64_t a = submit(job_one_task, T0);
+        uint64_t b = submit_after("afterok:1", T0 + 1);
+        Node n1 = node_new("n1", 4);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        heartbeat_reply_free(run_to_end(&n1, hr, a, TASK_FAILED, T0 + 2000));
+        heartbeat_reply_free(hr);
+        assert_job_state(b, "cancelled");
+
+        json_t *job = NULL;
+        char *error = NULL;
+        cr_assert_eq(cluster_requeue(cluster, b, "ann", T0 + 3000, &job, &error), -EALREADY);
+        cr_assert_str_eq(error, "job 2 depends on afterok:1, which can never be met now: job 1 failed (requeue job 1 first)");
+        free(TAKE_PTR(error));
+        assert_job_state(b, "cancelled");
+
+        /* a again: one attempt more, not started yet (n1 heard nothing new). */
+        cr_assert_eq(cluster_requeue(cluster, a, "ann", T0 + 3100, &job, &error), 0, "%s", error ?: "");
+        json_decref(TAKE_PTR(job));
+        cr_assert_eq(cluster_requeue(cluster, b, "ann", T0 + 3200, &job, &error), 0, "%s", error ?: "");
+        json_decref(TAKE_PTR(job));
+        assert_job_state(b, "queued");
+        assert_field(b, -1, -1, "reason", "(null)");
+        assert_dependency(b, 0, "waiting");
+
+        /* a's new attempt succeeds: b runs. */
+        Ack acks[1];
+        hr = beat_empty(&n1, T0 + 4000);
+        const Action *start = find_action(hr, ACTION_START, task_id_attempt(a, 0, 0, 1));
+        cr_assert_not_null(start, "a runs again");
+        cr_assert_null(find_action(hr, ACTION_START, task_id_attempt(b, 0, 0, 1)), "b still waits");
+        acks[0] = ack_ok(start);
+        TaskReport run = running(task_id_attempt(a, 0, 0, 1), NULL, 0);
+        heartbeat_reply_free(beat(&n1, &run, 1, acks, 1, T0 + 4100));
+        heartbeat_reply_free(hr);
+        TaskReport end = ended(task_id_attempt(a, 0, 0, 1), TASK_SUCCEEDED, 0, 0, 0.1, MiB);
+        hr = beat(&n1, &end, 1, NULL, 0, T0 + 4200);
+        cr_assert_not_null(find_action(hr, ACTION_START, task_id_attempt(b, 0, 0, 1)), "b starts as a succeeds");
+        heartbeat_reply_free(hr);
+}
+
+/* A restart keeps a waiting job waiting, and the end of its dependency after the restart
+ * releases it; a dependency on a job that ended without being settled (a store written
+ * otherwise) is settled when the controller starts. */
+Test(cluster, restart_keeps_dependencies) {
+        uint64_t a = submit(job_one_task, T0);
+        uint64_t b = submit_after("afterok:1", T0 + 1);
+        uint64_t c = submit(job_one_task, T0 + 2);
+        uint64_t d = submit_after("afterok:3", T0 + 3);
+        uint64_t e = submit_after("afterok:3", T0 + 4);
+        restart(SCHED_FIFO, SCHED_PREEMPT_WAIT, T0 + 10);
+        assert_dependency(b, 0, "waiting");
+
+        /* c "succeeds" and e's dependency "fails" behind the controller's back. */
+        sqlite3 *db = NULL;
+        char path[256], sql[256];
+        snprintf(path, sizeof path, "%s/%s", dir, STORE_DB_FILENAME);
+        cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+        snprintf(sql, sizeof sql,
+                 "UPDATE jobs SET state = 'succeeded', finished_ms = 1 WHERE id = %" PRIu64 ";"
+                 " UPDATE tasks SET state = 'succeeded' WHERE job = %" PRIu64 ";"
+                 " UPDATE dependencies SET type = 'afternotok' WHERE job = %" PRIu64,
+                 c, c, e);
+        cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(db);
+        restart(SCHED_FIFO, SCHED_PREEMPT_WAIT, T0 + 20);
+        assert_dependency(d, 0, "met");
+        assert_job_state(e, "cancelled");
+        assert_field(e, -1, -1, "reason", "dependency afternotok:3 can never be met: job 3 succeeded");
+
+        Node n1 = node_new("n1", 4);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        cr_assert_not_null(find_action(hr, ACTION_START, task_id(a, 0, 0)));
+        cr_assert_not_null(find_action(hr, ACTION_START, task_id(d, 0, 0)), "d was released at the start");
+        cr_assert_null(find_action(hr, ACTION_START, task_id(b, 0, 0)), "b still waits for a");
+        HeartbeatReply *next = run_to_end(&n1, hr, a, TASK_SUCCEEDED, T0 + 2000);
+        heartbeat_reply_free(hr);
+        cr_assert_not_null(find_action(next, ACTION_START, task_id(b, 0, 0)));
+        heartbeat_reply_free(next);
+}

@@ -94,6 +94,35 @@ Test(job_view, page_held_timed_out_truncated) {
         json_decref(j);
 }
 
+/* A job waiting for others: each dependency with its state and its job's on the page; "jobs"
+ * says why the scheduler leaves a queued job out (held, or a dependency still waiting). */
+Test(job_view, dependencies) {
+        json_t *j = load("{\"id\": 9, \"name\": \"n\", \"state\": \"queued\", \"held_by\": null,"
+                         " \"scheduler\": null, \"dependency\": \"afterok:7,afterany:8\", \"dependencies\": ["
+                         "   {\"type\": \"afterok\", \"job\": 7, \"state\": \"met\", \"job_state\": \"succeeded\"},"
+                         "   {\"type\": \"afterany\", \"job\": 8, \"state\": \"waiting\", \"job_state\": \"running\"}],"
+                         " \"phases\": []}");
+        char *out = render(job_view_print, j);
+        cr_expect(strstr(out, "  State:       queued\n  Depends on:  afterok:7 met (job 7 succeeded), afterany:8 waiting "
+                              "(job 8 running)\n  User:"), "%s", out);
+        free(out);
+        cr_assert_str_eq(job_view_sched_state(j), "dependency");
+        json_object_set_new(j, "held_by", json_string("ann"));
+        cr_assert_str_eq(job_view_sched_state(j), "held");
+        json_object_set_new(j, "held_by", json_null());
+        json_object_set_new(json_array_get(json_object_get(j, "dependencies"), 1), "state", json_string("met"));
+        cr_assert_null(job_view_sched_state(j), "every dependency met: nothing to say before the scheduler sees it");
+        json_object_set_new(j, "scheduler", json_pack("{s:s}", "state", "training"));
+        cr_assert_str_eq(job_view_sched_state(j), "training");
+        json_object_set_new(j, "scheduler", json_null());
+        json_object_set_new(j, "state", json_string("cancelled"));
+        json_object_set_new(json_array_get(json_object_get(j, "dependencies"), 1), "state", json_string("never"));
+        cr_assert_null(job_view_sched_state(j));
+        json_object_set_new(j, "dependencies", json_array());
+        cr_assert_null(job_view_dependencies(j), "no dependency: no line");
+        json_decref(j);
+}
+
 Test(job_view, page) {
         json_t *j = load(job_json);
         char *out = render(job_view_print, j);

@@ -370,6 +370,7 @@ Test(store, version_1_is_upgraded) {
                                       " ALTER TABLE jobs DROP COLUMN reason; ALTER TABLE jobs DROP COLUMN attempt_base; ALTER TABLE jobs DROP COLUMN requeues;"
                                       " ALTER TABLE tasks DROP COLUMN output_dropped_bytes;"
                                       " DROP INDEX jobs_by_state; DROP INDEX jobs_by_user; DROP INDEX jobs_by_name;"
+                                      " ALTER TABLE jobs DROP COLUMN dependency; ALTER TABLE jobs DROP COLUMN dependencies_waiting;"
                                       " PRAGMA user_version = 1",
                                   NULL, NULL, NULL), SQLITE_OK);
         sqlite3_close(db);
@@ -406,19 +407,25 @@ Test(store, version_1_is_upgraded) {
         sqlite3_close(db);
 }
 
-/* Takes the database in dir back to version `to` (8 or 5) with the SQL of the steps after it
- * undone: 10's job indexes, 9's virtual finish, and for 5 also 8's job and task columns (6 and 7
- * change nothing). */
+/* Takes the database in dir back to version `to` (10, 8 or 5) with the SQL of the steps after
+ * it undone: 11's dependencies, 10's job indexes, 9's virtual finish, and for 5 also 8's job and
+ * task columns (6 and 7 change nothing). */
 static void downgrade(unsigned to) {
         char path[256];
         sqlite3 *db;
         snprintf(path, sizeof path, "%s/controller.db", dir);
         cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
         cr_assert_eq(sqlite3_exec(db,
-                                  "DROP INDEX jobs_by_state; DROP INDEX jobs_by_user; DROP INDEX jobs_by_name;"
-                                  " ALTER TABLE sched_phases DROP COLUMN virtual_finish;",
+                                  "DROP TABLE dependencies; ALTER TABLE jobs DROP COLUMN dependency;"
+                                  " ALTER TABLE jobs DROP COLUMN dependencies_waiting;",
                                   NULL, NULL, NULL),
                      SQLITE_OK);
+        if (to < 10)
+                cr_assert_eq(sqlite3_exec(db,
+                                          "DROP INDEX jobs_by_state; DROP INDEX jobs_by_user; DROP INDEX jobs_by_name;"
+                                          " ALTER TABLE sched_phases DROP COLUMN virtual_finish;",
+                                          NULL, NULL, NULL),
+                             SQLITE_OK);
         if (to < 8)
                 cr_assert_eq(sqlite3_exec(db,
                                           "ALTER TABLE jobs DROP COLUMN output; ALTER TABLE jobs DROP COLUMN error;"
@@ -445,7 +452,13 @@ static void assert_current(void) {
         cr_assert_eq(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
         cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
         cr_assert_eq(sqlite3_column_int(q, 0), STORE_SCHEMA_VERSION);
-        cr_assert_eq(STORE_SCHEMA_VERSION, 10);
+        cr_assert_eq(STORE_SCHEMA_VERSION, 11);
+        sqlite3_finalize(q);
+        cr_assert_eq(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM sqlite_master WHERE name IN ('dependencies',"
+                                            " 'dependencies_by_on_job')", -1, &q, NULL),
+                     SQLITE_OK);
+        cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
+        cr_assert_eq(sqlite3_column_int(q, 0), 2, "version 11's table and index");
         sqlite3_finalize(q);
         cr_assert_eq(sqlite3_prepare_v2(db,
                                         "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'jobs'"
@@ -541,6 +554,52 @@ Test(store, version_5_is_upgraded) {
         cr_assert_eq(j.time_limit_s, 0);
         cr_assert_null(j.held_by);
         cr_assert_eq(j.attempt_base, 0);
+        store_close(s);
+        assert_current();
+}
+
+/* A database of version 10 (before dependencies) gets the dependencies table: its job waits for
+ * nothing and its view says so; a new job's dependencies are kept. */
+Test(store, version_10_is_upgraded) {
+        StoreSchedRecord rec;
+        uint64_t id = insert_held_job_with_sched_row(&rec);
+        downgrade(10);
+
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        _cleanup_(store_job_done) StoreJob j = {};
+        cr_assert_eq(store_job_get(s, id, &j), 0);
+        cr_assert_eq(j.dependencies_waiting, 0);
+        cr_assert_str_eq(j.held_by ?: "(null)", "alice", "version 8's hold kept");
+        json_t *job = NULL;
+        cr_assert_eq(store_job_to_json(s, id, false, &job), 0);
+        cr_assert(json_is_null(json_object_get(job, "dependency")));
+        cr_assert_eq(json_array_size(json_object_get(job, "dependencies")), 0);
+        json_decref(job);
+
+        json_t *spec_json = json_pack("{s:s, s:s, s:[{s:i, s:[s], s:f, s:i}]}", "name", "after", "dependency",
+                                      "afterok:1", "phases", "tasks", 1, "argv", "true", "cpu_cores", 1.0,
+                                      "memory_bytes", 64 << 20);
+        JobSpec *spec = NULL;
+        cr_assert_eq(job_spec_from_json(spec_json, &spec, NULL), 0);
+        json_decref(spec_json);
+        uint64_t after = 0;
+        cr_assert_eq(store_job_insert(s, spec, 4000, &after), 0);
+        cr_assert_eq(store_dependency_insert(s, after, 0, &spec->dependencies[0], DEPENDENCY_WAITING, 4000), 0);
+        job_spec_free(spec);
+        _cleanup_(store_job_done) StoreJob k = {};
+        cr_assert_eq(store_job_get(s, after, &k), 0);
+        cr_assert_eq(k.dependencies_waiting, 1);
+        unsigned waiting = 9;
+        cr_assert_eq(store_dependency_set_state(s, after, 0, DEPENDENCY_MET, 5000, &waiting), 0);
+        cr_assert_eq(waiting, 0);
+        cr_assert_eq(store_dependency_set_state(s, after, 1, DEPENDENCY_MET, 5000, &waiting), -ENOENT);
+        cr_assert_eq(store_job_to_json(s, after, false, &job), 0);
+        cr_assert_str_eq(json_string_value(json_object_get(job, "dependency")), "afterok:1");
+        json_t *d = json_array_get(json_object_get(job, "dependencies"), 0);
+        cr_assert_str_eq(json_string_value(json_object_get(d, "state")), "met");
+        cr_assert_str_eq(json_string_value(json_object_get(d, "job_state")), "queued");
+        json_decref(job);
         store_close(s);
         assert_current();
 }
