@@ -287,6 +287,12 @@ TESTS += tests/unit/test-signature
 tests_unit_test_signature_SOURCES = tests/unit/test-signature.c
 tests_unit_test_signature_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_signature_LDADD = $(SIGN_LIBS) $(COMMON_LIBS) $(CRITERION_LIBS)
+# The payload that binds a MUNGE credential to its request, and the header's shape.
+check_PROGRAMS += tests/unit/test-munge-binding
+TESTS += tests/unit/test-munge-binding
+tests_unit_test_munge_binding_SOURCES = tests/unit/test-munge-binding.c
+tests_unit_test_munge_binding_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_munge_binding_LDADD = $(SIGN_LIBS) $(COMMON_LIBS) $(CRITERION_LIBS)
 # Which directory or file keeps a task's user from executing its command (agent and cgorchctl).
 check_PROGRAMS += tests/unit/test-exec-access
 TESTS += tests/unit/test-exec-access tests/integration/test-exec-access.sh
