@@ -259,7 +259,8 @@ tests_unit_test_sched_incremental_LDADD = $(SCHED_LIBS) $(COMMON_LIBS) $(CRITERI
 
 # Trust and failure (issue 8): tokens and TLS end to end; controller and agent crashes, lost
 # nodes, a full or locked store; a read-only, garbled or damaged store, backup and restore; the HTTP limits and token checks as unit tests.
-TRUST_INTEGRATION_TESTS = tests/integration/test-auth.sh tests/integration/test-users.sh tests/integration/test-failure.sh \
+TRUST_INTEGRATION_TESTS = tests/integration/test-auth.sh tests/integration/test-users.sh tests/integration/test-munge.sh \
+	tests/integration/test-failure.sh \
 	tests/integration/test-clock.sh tests/integration/test-store-faults.sh tests/integration/test-impostor.sh
 TESTS += $(TRUST_INTEGRATION_TESTS)
 EXTRA_DIST += $(TRUST_INTEGRATION_TESTS) tests/integration/clock-shift.c tests/integration/impostor.py
