@@ -22,6 +22,7 @@ PACKAGES=(
         systemd curl jq valgrind xz-utils groff-base man-db sqlite3 python3 python3-jsonschema
         openssl clang libclang-rt-dev liburing-dev libbpf-dev
         iproute2 nftables
+        libmunge-dev munge
 )
 
 # Each step says how long the run has taken so far, so a slow CI run shows where it went.

@@ -40,6 +40,8 @@ int main(int argc, char **argv) {
         const char *token_env = getenv(CTL_TOKEN_FILE_ENV);
         const char *ca_env = getenv(CTL_CA_CERT_ENV);
         const char *socket_env = getenv(CTL_SOCKET_ENV);
+        const char *auth_env = getenv(CTL_AUTH_ENV);
+        const char *munge_env = getenv(CTL_MUNGE_SOCKET_ENV);
         Ctl ctl = {
                 .server = env && *env ? env : CTL_DEFAULT_SERVER,
                 .server_env = env && *env,
@@ -47,8 +49,15 @@ int main(int argc, char **argv) {
                 .timeout_us = CTL_DEFAULT_TIMEOUT_US,
                 .token_file = token_env && *token_env ? token_env : NULL,
                 .ca_cert = ca_env && *ca_env ? ca_env : NULL,
+                .auth = auth_env && *auth_env ? ctl_auth_from_string(auth_env) : CTL_AUTH_AUTO,
+                .munge_socket = munge_env && *munge_env ? munge_env : NULL,
         };
         int c, r;
+
+        if (ctl.auth == _CTL_AUTH_INVALID) {
+                fprintf(stderr, "cgorchctl: %s=%s: must be auto, munge or none\n", CTL_AUTH_ENV, auth_env);
+                return CTL_EXIT_USAGE;
+        }
 
         /* Only the character type: wide characters in names get their width in tables, while
          * numbers keep their '.' whatever LC_NUMERIC says. */

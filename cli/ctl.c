@@ -12,6 +12,7 @@
 #include "ctl.h"
 #include "suggest.h"
 #include "json-field.h"
+#include "munge-encode.h"
 #include "secret-file.h"
 #include "utf8.h"
 
@@ -63,6 +64,12 @@ void ctl_print_help(void) {
                CTL_TOKEN_FILE_ENV ", else none)\n"
                "      --ca-cert=FILE                verify an https:// server with the CA certificate(s) in FILE\n"
                "                                    (default $" CTL_CA_CERT_ENV ", else the system's CAs)\n"
+               "      --auth=MODE                   how to say who you are: auto (the token file if any; else\n"
+               "                                    over TCP a MUNGE credential when munged's socket exists),\n"
+               "                                    munge (a MUNGE credential with every request) or none\n"
+               "                                    (the kernel's word only) (default $" CTL_AUTH_ENV ", else auto)\n"
+               "      --munge-socket=PATH           munged's socket (default $" CTL_MUNGE_SOCKET_ENV ", else\n"
+               "                                    libmunge's, /run/munge/munge.socket.2)\n"
                "  -h, --help                        show this help and exit\n"
                "      --version                     show the version and exit\n"
                "\n"
@@ -141,6 +148,21 @@ int ctl_handle_option(Ctl *ctl, int c, int argc, char **argv) {
                 return CTL_OPTION_HANDLED;
         case CTL_OPT_TOKEN_FILE:
                 ctl->token_file = optarg;
+                ctl->token_file_flag = true;
+                return CTL_OPTION_HANDLED;
+        case CTL_OPT_AUTH:
+                ctl->auth = ctl_auth_from_string(optarg);
+                if (ctl->auth == _CTL_AUTH_INVALID) {
+                        fprintf(stderr, "cgorchctl: --auth=%s: must be auto, munge or none\n", optarg);
+                        return -EINVAL;
+                }
+                return CTL_OPTION_HANDLED;
+        case CTL_OPT_MUNGE_SOCKET:
+                if (!*optarg) {
+                        fprintf(stderr, "cgorchctl: --munge-socket: needs the path of munged's socket\n");
+                        return -EINVAL;
+                }
+                ctl->munge_socket = optarg;
                 return CTL_OPTION_HANDLED;
         case CTL_OPT_CA_CERT:
                 ctl->ca_cert = optarg;
@@ -216,6 +238,17 @@ int ctl_parse_plain(Ctl *ctl, int argc, char **argv) {
         return optind;
 }
 
+CtlAuth ctl_auth_from_string(const char *s) {
+        return streq(s, "auto") ? CTL_AUTH_AUTO : streq(s, "munge") ? CTL_AUTH_MUNGE : streq(s, "none") ? CTL_AUTH_NONE :
+                                                                                                        _CTL_AUTH_INVALID;
+}
+
+/* The token file sent, or NULL: --auth=munge and none send none (a $CGORCH_TOKEN_FILE set for
+ * everyone is ignored then; --token-file with them is a usage error, ctl_connect()). */
+static const char *ctl_token_file(const Ctl *ctl) {
+        return ctl->auth == CTL_AUTH_AUTO ? ctl->token_file : NULL;
+}
+
 /* The Unix socket to use, or NULL for the server URL: a flag beats the environment, which
  * beats the defaults; the default socket is used when it exists and nothing names a server or
  * a token (a token is for TCP). */
@@ -226,9 +259,26 @@ static const char *ctl_socket(const Ctl *ctl) {
                 return NULL;
         if (ctl->socket)
                 return ctl->socket;
-        if (ctl->server_env || ctl->token_file)
+        if (ctl->server_env || ctl_token_file(ctl))
                 return NULL;
         return access(CTL_DEFAULT_SOCKET, F_OK) == 0 ? CTL_DEFAULT_SOCKET : NULL;
+}
+
+/* Whether requests carry a MUNGE credential, and whether they may go without one: always with
+ * --auth=munge; with auto, over TCP without a token when munged's socket exists (the controller
+ * ignores one unless it runs with --munge, and then the kernel's word or a 401 stands as before). */
+static int ctl_setup_munge(Ctl *ctl, const char *unix_socket) {
+        if (ctl->auth == CTL_AUTH_MUNGE)
+                return http_client_set_munge(ctl->http, ctl->munge_socket, true);
+        if (ctl->auth != CTL_AUTH_AUTO || ctl_token_file(ctl) || unix_socket)
+                return 0;
+        _cleanup_free_ char *fallback = ctl->munge_socket ? NULL : munge_default_socket();
+        const char *path = ctl->munge_socket ?: fallback;
+        if (!path)
+                return -ENOMEM;
+        if (access(path, F_OK) < 0)
+                return 0;
+        return http_client_set_munge(ctl->http, ctl->munge_socket, false);
 }
 
 static int ctl_connect(Ctl *ctl) {
@@ -236,6 +286,11 @@ static int ctl_connect(Ctl *ctl) {
                 return 0;
         if (ctl->server_flag && ctl->socket_flag) {
                 fprintf(stderr, "cgorchctl: --server and --socket exclude each other\n");
+                return -EINVAL;
+        }
+        if (ctl->token_file_flag && ctl->auth != CTL_AUTH_AUTO) {
+                fprintf(stderr, "cgorchctl: --token-file and --auth=%s exclude each other\n",
+                        ctl->auth == CTL_AUTH_MUNGE ? "munge" : "none");
                 return -EINVAL;
         }
         const char *socket = ctl_socket(ctl);
@@ -252,7 +307,7 @@ static int ctl_connect(Ctl *ctl) {
         if (r < 0)
                 return r;
 
-        if (ctl->token_file) {
+        if (ctl_token_file(ctl)) {
                 _cleanup_secret_ char *token = NULL;
                 _cleanup_free_ char *error = NULL;
                 r = secret_file_read_token(ctl->token_file, &token, &error);
@@ -268,6 +323,8 @@ static int ctl_connect(Ctl *ctl) {
         }
         if (r >= 0 && ctl->ca_cert)
                 r = http_client_set_ca_file(ctl->http, ctl->ca_cert);
+        if (r >= 0)
+                r = ctl_setup_munge(ctl, socket);
         if (r < 0)
                 fprintf(stderr, "cgorchctl: out of memory\n");
         return r;
@@ -317,6 +374,10 @@ int ctl_call_unless(Ctl *ctl, const char *method, const char *path, json_t *body
                 fprintf(stderr, "cgorchctl: out of memory\n");
                 return r;
         }
+        if (r == -EACCES) {
+                fprintf(stderr, "cgorchctl: %s %s: %s\n", method, path, error);
+                return -EIO;
+        }
         if (r < 0) {
                 fprintf(stderr, "cgorchctl: cannot reach the controller at %s: %s\n",
                         http_client_base_url(ctl->http), error);
@@ -348,6 +409,10 @@ int ctl_download(Ctl *ctl, const char *path, int fd) {
         if (r == -ENOMEM) {
                 fprintf(stderr, "cgorchctl: out of memory\n");
                 return r;
+        }
+        if (r == -EACCES) {
+                fprintf(stderr, "cgorchctl: GET %s: %s\n", path, error);
+                return -EIO;
         }
         if (r < 0) {
                 fprintf(stderr, "cgorchctl: GET %s from %s: %s\n", path, http_client_base_url(ctl->http), error);

@@ -18,11 +18,24 @@
 #define CTL_SOCKET_ENV "CGORCH_SOCKET"
 #define CTL_TOKEN_FILE_ENV "CGORCH_TOKEN_FILE"
 #define CTL_CA_CERT_ENV "CGORCH_CA_CERT"
+#define CTL_AUTH_ENV "CGORCH_AUTH"
+#define CTL_MUNGE_SOCKET_ENV "CGORCH_MUNGE_SOCKET"
 #define CTL_DEFAULT_TIMEOUT_US (10 * USEC_PER_SEC)
 
 /* Exit statuses: 0 success, 1 the request failed (or the waited-for job did not succeed). */
 #define CTL_EXIT_FAILURE 1
 #define CTL_EXIT_USAGE 2
+
+/* How cgorchctl says who it is (--auth). */
+typedef enum CtlAuth {
+        CTL_AUTH_AUTO,          /* the token file if any; else over TCP a MUNGE credential when munged's
+                                 * socket exists; else nothing (the kernel's word, where it is asked) */
+        CTL_AUTH_MUNGE,         /* a MUNGE credential with every request, or no request */
+        CTL_AUTH_NONE,          /* nothing: the Unix socket's or a loopback connection's owner */
+        _CTL_AUTH_INVALID = -1,
+} CtlAuth;
+
+CtlAuth ctl_auth_from_string(const char *s);
 
 typedef struct Ctl {
         const char *server;     /* from --server, $CGORCH_SERVER or the default */
@@ -32,6 +45,9 @@ typedef struct Ctl {
         bool socket_flag;       /* --socket given */
         uint64_t timeout_us;
         const char *token_file; /* from --token-file or $CGORCH_TOKEN_FILE; NULL: no token */
+        bool token_file_flag;   /* --token-file given */
+        CtlAuth auth;           /* from --auth or $CGORCH_AUTH */
+        const char *munge_socket; /* from --munge-socket or $CGORCH_MUNGE_SOCKET; NULL: libmunge's default */
         const char *ca_cert;    /* from --ca-cert or $CGORCH_CA_CERT; NULL: the system's CAs */
         bool json;
         HttpClient *http;       /* opened by the first request, once the options are final */
@@ -47,6 +63,8 @@ enum {
         CTL_OPT_TOKEN_FILE,
         CTL_OPT_CA_CERT,
         CTL_OPT_SOCKET,
+        CTL_OPT_AUTH,
+        CTL_OPT_MUNGE_SOCKET,
         CTL_OPT_FIRST_LOCAL, /* commands number their own long-only options from here */
 };
 #define CTL_GLOBAL_OPTIONS                                              \
@@ -56,6 +74,8 @@ enum {
         { "timeout", required_argument, NULL, CTL_OPT_TIMEOUT },        \
         { "token-file", required_argument, NULL, CTL_OPT_TOKEN_FILE },  \
         { "ca-cert", required_argument, NULL, CTL_OPT_CA_CERT },        \
+        { "auth", required_argument, NULL, CTL_OPT_AUTH },              \
+        { "munge-socket", required_argument, NULL, CTL_OPT_MUNGE_SOCKET }, \
         { "help", no_argument, NULL, 'h' },                             \
         { "version", no_argument, NULL, CTL_OPT_VERSION }
 

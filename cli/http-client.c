@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "http-client.h"
+#include "munge-encode.h"
 #include "secret-file.h"
 
 /* Far above any answer the controller gives (a job list of thousands of jobs is a few MiB);
@@ -24,6 +25,10 @@ struct HttpClient {
         char *unix_socket;      /* NULL: TCP to base_url's host */
         char *display;          /* "unix:PATH" with a Unix socket */
         long retry_after_s;     /* of the last answer, 0 when it had none */
+        bool munge;             /* a MUNGE credential with every request (instead of authorization) */
+        bool munge_required;    /* ... or no request at all */
+        bool munge_warned;      /* said once that a request went without one */
+        char *munge_socket;     /* NULL: libmunge's default */
 };
 
 typedef struct Buffer {
@@ -92,6 +97,7 @@ void http_client_free(HttpClient *c) {
         curl_global_cleanup();
         free(c->base_url);
         secret_free(c->authorization);
+        free(c->munge_socket);
         free(c->ca_file);
         free(c->unix_socket);
         free(c->display);
@@ -117,6 +123,50 @@ int http_client_set_token(HttpClient *c, const char *token) {
                 return -ENOMEM;
         secret_free(c->authorization);
         c->authorization = h;
+        return 0;
+}
+
+int http_client_set_munge(HttpClient *c, const char *socket, bool required) {
+        char *p = NULL;
+        if (socket && !(p = strdup(socket)))
+                return -ENOMEM;
+        free(c->munge_socket);
+        c->munge_socket = p;
+        c->munge = true;
+        c->munge_required = required;
+        return 0;
+}
+
+/* The Authorization header line of this request: the bearer token's, or a fresh MUNGE
+ * credential bound to it (NULL: none). Returns 0, or -EACCES with the reason in *ret_error
+ * when a required credential cannot be made. */
+static int request_authorization(HttpClient *c, const char *method, const char *path, const char *body,
+                                 size_t body_len, char **ret_header, char **ret_error) {
+        *ret_header = NULL;
+        if (!c->munge) {
+                if (c->authorization && !(*ret_header = strdup(c->authorization)))
+                        return -ENOMEM;
+                return 0;
+        }
+        _cleanup_free_ char *why = NULL;
+        int r = munge_encode_request(c->munge_socket, method, path, body, body_len, ret_header, &why);
+        if (r == -ENOMEM)
+                return r;
+        if (r >= 0)
+                return 0;
+        const char *socket = c->munge_socket ?: "libmunge's default socket";
+        if (c->munge_required) {
+                if (asprintf(ret_error, "cannot make a MUNGE credential with munged at %s: %s", socket,
+                             why ?: strerror(-r)) < 0)
+                        return -ENOMEM;
+                return -EACCES;
+        }
+        /* --auth=auto: the credential was a guess (munged's socket exists); the request may
+         * well do without one (the kernel names a loopback connection's owner). */
+        if (!c->munge_warned)
+                fprintf(stderr, "cgorchctl: no MUNGE credential (munged at %s: %s): sending requests without one\n",
+                        socket, why ?: strerror(-r));
+        c->munge_warned = true;
         return 0;
 }
 
@@ -146,6 +196,7 @@ int http_client_request(HttpClient *c, const char *method, const char *path, jso
         _cleanup_free_ char *url = NULL, *payload = NULL;
         _cleanup_(curl_slist_freep) struct curl_slist *headers = NULL;
         _cleanup_free_ char *received = NULL;
+        _cleanup_secret_ char *authorization = NULL;
         char curl_error[CURL_ERROR_SIZE] = "";
         Buffer buf = {};
         long status = 0;
@@ -157,14 +208,18 @@ int http_client_request(HttpClient *c, const char *method, const char *path, jso
                 if (!payload)
                         return -ENOMEM;
         }
+        int r = request_authorization(c, method, path, payload ?: "", payload ? strlen(payload) : 0, &authorization,
+                                      ret_error);
+        if (r < 0)
+                return r;
 
         headers = curl_slist_append(headers, "Accept: application/json");
         if (body)
                 headers = curl_slist_append(headers, "Content-Type: application/json");
         /* Small bodies: waiting for "100 Continue" would only add a round trip. */
         headers = curl_slist_append(headers, "Expect:");
-        if (headers && c->authorization)
-                headers = curl_slist_append(headers, c->authorization);
+        if (headers && authorization)
+                headers = curl_slist_append(headers, authorization);
         if (!headers)
                 return -ENOMEM;
 
@@ -239,13 +294,17 @@ static size_t fd_write(char *data, size_t size, size_t n, void *userdata) {
 int http_client_download(HttpClient *c, const char *path, int fd, long *ret_status, char **ret_error) {
         _cleanup_free_ char *url = NULL;
         _cleanup_(curl_slist_freep) struct curl_slist *headers = NULL;
+        _cleanup_secret_ char *authorization = NULL;
         char curl_error[CURL_ERROR_SIZE] = "";
 
         if (asprintf(&url, "%s%s", c->base_url, path) < 0)
                 return -ENOMEM;
-        if (c->authorization)
-                headers = curl_slist_append(headers, c->authorization);
-        if (c->authorization && !headers)
+        int r = request_authorization(c, "GET", path, "", 0, &authorization, ret_error);
+        if (r < 0)
+                return r;
+        if (authorization)
+                headers = curl_slist_append(headers, authorization);
+        if (authorization && !headers)
                 return -ENOMEM;
 
         CURL *e = c->curl;

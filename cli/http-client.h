@@ -31,6 +31,11 @@ int http_client_set_unix_socket(HttpClient *c, const char *path);
 /* Sends "Authorization: Bearer TOKEN" with every request (the client keeps a copy, wiped on
  * free). Returns 0 or -ENOMEM. */
 int http_client_set_token(HttpClient *c, const char *token);
+/* Sends a fresh MUNGE credential with every request instead of a token, made by the munged at
+ * socket (NULL: libmunge's default) and bound to the request's method, path and body
+ * (munge-binding.h). When one cannot be made, a request fails with -EACCES if required, else
+ * goes without one (said once on stderr). Returns 0 or -ENOMEM. */
+int http_client_set_munge(HttpClient *c, const char *socket, bool required);
 /* Verifies an https server against the PEM CA certificate(s) in ca_file instead of the
  * system's trust store. Returns 0 or -ENOMEM. */
 int http_client_set_ca_file(HttpClient *c, const char *ca_file);
@@ -38,7 +43,8 @@ int http_client_set_ca_file(HttpClient *c, const char *ca_file);
 /* Sends METHOD base_url + path, with body as JSON when not NULL. When the server answered (any
  * status) returns 0, the status, and the body parsed as JSON (NULL when empty or not JSON).
  * When no answer came (refused, unreachable, timed out) returns -EIO, or -ENOMEM, and a
- * malloc'd reason in *ret_error. */
+ * malloc'd reason in *ret_error; -EACCES and the reason when a required MUNGE credential
+ * could not be made (nothing was sent). */
 int http_client_request(HttpClient *c, const char *method, const char *path, json_t *body,
                         long *ret_status, json_t **ret_body, char **ret_error);
 /* GETs base_url + path and writes the answer's body, whatever its status, to fd (no size

@@ -19,10 +19,11 @@ cli_libcgorchctl_a_SOURCES = \
 	cli/table.c cli/table.h \
 	cli/utf8.c cli/utf8.h \
 	cli/suggest.c cli/suggest.h \
-	cli/http-client.c cli/http-client.h
-cli_libcgorchctl_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBCURL_CFLAGS)
+	cli/http-client.c cli/http-client.h \
+	cli/munge-encode.c cli/munge-encode.h
+cli_libcgorchctl_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBCURL_CFLAGS) $(MUNGE_CFLAGS)
 
-CGORCHCTL_LIBS = cli/libcgorchctl.a $(COMMON_LIBS) $(LIBCURL_LIBS) -lm
+CGORCHCTL_LIBS = cli/libcgorchctl.a $(SIGN_LIBS) $(COMMON_LIBS) $(LIBCURL_LIBS) $(MUNGE_LIBS) -lm
 
 bin_PROGRAMS += cli/cgorchctl
 cli_cgorchctl_SOURCES = cli/cgorchctl.c

@@ -18,9 +18,10 @@ common_libcgorch_common_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 # Link this into every program; add the program's own library flags after it.
 COMMON_LIBS = common/libcgorch-common.a $(JANSSON_LIBS) -lm
 
-# The agents' request and reply signatures (HMAC-SHA256, libcrypto): the controller, the agent
-# and their tests link it; the other programs do without libcrypto.
+# The agents' request and reply signatures (HMAC-SHA256, libcrypto) and the payload binding a
+# MUNGE credential to its request (a SHA-256): the controller, the agent, cgorchctl and their
+# tests link it; the other programs do without libcrypto.
 noinst_LIBRARIES += common/libcgorch-sign.a
-common_libcgorch_sign_a_SOURCES = common/signature.c common/signature.h
+common_libcgorch_sign_a_SOURCES = common/signature.c common/signature.h common/munge-binding.c common/munge-binding.h
 common_libcgorch_sign_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(LIBCRYPTO_CFLAGS)
 SIGN_LIBS = common/libcgorch-sign.a $(LIBCRYPTO_LIBS)

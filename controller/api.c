@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "config.h"
 #include "log.h"
+#include "munge-binding.h"
 #include "protocol.h"
 
 static int64_t now_ms(void) {
@@ -653,6 +654,12 @@ void api_authorize(void *userdata, const HttpAuthRequest *req, HttpAuthResult *r
                 return;
         }
         AuthAccess access = (AuthAccess) req->route->access;
+        /* munged is asked only where a credential matters: not for /healthz and the like. */
+        bool munge = api->munge && access != AUTH_ACCESS_PUBLIC && munge_is_scheme(req->authorization);
+        AuthMunge decoded = {};
+        if (munge)
+                munge_auth_decode(api->munge, munge_credential(req->authorization), &decoded);
+        _cleanup_free_ void *payload = decoded.payload;
         AuthRequest a = {
                 .authorization = req->authorization,
                 .access = access,
@@ -662,6 +669,8 @@ void api_authorize(void *userdata, const HttpAuthRequest *req, HttpAuthResult *r
                 .now_s = { (int64_t) time(NULL), now_ms() / 1000 },
                 .policy = &api->policy,
                 .peer = req->peer,
+                .munge_accepted = api->munge != NULL,
+                .munge = munge ? &decoded : NULL,
         };
         AuthDecision d;
         auth_decide(api->tokens, &a, &d);
@@ -670,8 +679,14 @@ void api_authorize(void *userdata, const HttpAuthRequest *req, HttpAuthResult *r
         snprintf(ret->message, sizeof ret->message, "%s", d.message);
         if (access == AUTH_ACCESS_HEARTBEAT)
                 ret->challenge = SIGNATURE_SCHEME " realm=\"cgorch\", Bearer realm=\"cgorch\"";
+        else if (munge)
+                ret->challenge = MUNGE_SCHEME " realm=\"cgorch\", Bearer realm=\"cgorch\"";
         if (d.status != 0)
                 return;
+        if (d.bind_body) {
+                ret->bind_body = true;
+                memcpy(ret->body_sha256, d.bound_body_sha256, sizeof ret->body_sha256);
+        }
         ret->vouched = auth_principal_vouched(api->tokens, &d.principal);
         if (d.key && api->nonces) {
                 /* Once: a copy of an agent's request replayed within the signature's window

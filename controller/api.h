@@ -9,6 +9,7 @@
 #include "durable-answers.h"
 #include "controller-metrics.h"
 #include "http-server.h"
+#include "munge-auth.h"
 #include "node-wait.h"
 #include "nonce-cache.h"
 #include "orchestrator.h"
@@ -35,6 +36,7 @@ typedef struct Api {
         ControllerMetrics *metrics;          /* GET /metrics, and what the handlers count; NULL: none */
         uint64_t metrics_dropped_logged;     /* dropped observations already logged */
         NonceCache *nonces;                  /* the signed requests' nonces; NULL: not remembered */
+        MungeAuth *munge;                    /* MUNGE credentials accepted (--munge); NULL: not */
 } Api;
 
 /* GET /v1/jobs answers pages of this many jobs unless ?limit= says otherwise, and of at most
@@ -81,9 +83,10 @@ extern const size_t api_openapi_json_size;
 /* HttpServerConfig.on_answered for api_routes: counts the request in api->metrics. */
 void api_answered(void *userdata, const HttpRoute *route, unsigned status);
 
-/* The HttpAuthorize hook for api_routes, with an Api as userdata: auth_decide(), the name of a
- * user principal's uid (403 when it has none on this host), and for a request signed by an
- * agent the key and signature its answers are signed with. */
+/* The HttpAuthorize hook for api_routes, with an Api as userdata: a MUNGE credential decoded by
+ * munged (when accepted), auth_decide(), the name of a user principal's uid (403 when it has
+ * none on this host), for a request signed by an agent the key and signature its answers are
+ * signed with, and for a MUNGE credential the body digest it was made for. */
 void api_authorize(void *userdata, const HttpAuthRequest *req, HttpAuthResult *ret);
 
 extern const HttpRoute api_routes[];

@@ -1,5 +1,5 @@
-/* auth.c: bearer tokens and agents' signatures — loading the tokens and keys, naming who
- * presents them, deciding what they may do. */
+/* auth.c: bearer tokens, agents' signatures and MUNGE credentials — loading the tokens and
+ * keys, naming who presents them, deciding what they may do. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -10,6 +10,7 @@
 
 #include "auth.h"
 #include "macro.h"
+#include "munge-binding.h"
 #include "protocol.h"
 #include "secret-file.h"
 
@@ -312,6 +313,55 @@ static void decide_signed(const AuthTokens *t, const AuthRequest *req, AuthDecis
         d->signed_request = s;
 }
 
+/* A request with a MUNGE credential, as munged decoded it: whose, and whether it was made for
+ * this request. Returns false when refused (d says why). */
+static bool decide_munge(const AuthRequest *req, AuthDecision *d) {
+        const AuthMunge *m = req->munge;
+        MungeBinding b;
+
+        switch (m ? m->status : AUTH_MUNGE_NONE) {
+        case AUTH_MUNGE_DECODED:
+                break;
+        case AUTH_MUNGE_MALFORMED:
+                refuse(d, 401, "Authorization: not a MUNGE credential (expected MUNGE MUNGE:BASE64:, as munge(1) "
+                       "prints it)");
+                return false;
+        case AUTH_MUNGE_REFUSED:
+                refuse(d, 401, "Authorization: munged refused the MUNGE credential: %s", m->error);
+                return false;
+        case AUTH_MUNGE_UNAVAILABLE:
+                refuse(d, 503, "Authorization: the MUNGE credential cannot be checked now, munged does not answer (%s): "
+                       "try again later", m->error);
+                return false;
+        default:
+                refuse(d, 503, "Authorization: the MUNGE credential was not checked");
+                return false;
+        }
+        if (munge_binding_parse(m->payload, m->payload_len, &b) < 0) {
+                refuse(d, 401, "Authorization: the MUNGE credential of uid %u was not made for a request to cgorch (its "
+                       "payload is not \"" MUNGE_BINDING_PREFIX "\", the method, the target and the body's SHA-256)",
+                       (unsigned) m->uid);
+                return false;
+        }
+        if (!munge_binding_matches(&b, req->method, req->target)) {
+                refuse(d, 401, "Authorization: the MUNGE credential of uid %u was made for another request, not this %s "
+                       "(a credential is bound to its request's method, target and body)", (unsigned) m->uid,
+                       req->method);
+                return false;
+        }
+        /* Root on a host of the realm is root here, as on the Unix socket; the controller's own
+         * uid is not: another host's account of that number is someone else. */
+        d->principal = (AuthPrincipal) {
+                .role = m->uid == 0 ? AUTH_ROLE_OPERATOR : AUTH_ROLE_USER,
+                .has_uid = true,
+                .uid = m->uid,
+                .by_munge = true,
+        };
+        d->bind_body = true;
+        memcpy(d->bound_body_sha256, b.body_sha256, sizeof d->bound_body_sha256);
+        return true;
+}
+
 /* An agent's route without a signature: only an administrator the controller can name — the
  * operator token, or root or its own uid as the kernel says — may stand in for an agent
  * (both could read the agents' keys anyway); --insecure-no-auth's everyone may not. */
@@ -352,7 +402,14 @@ void auth_decide(const AuthTokens *t, const AuthRequest *req, AuthDecision *ret)
         if (signed_request)
                 return decide_signed(t, req, d);
 
-        AuthRole role = auth_principal(t, req->policy, req->peer, req->authorization, &d->principal);
+        AuthRole role;
+        bool munge = req->munge_accepted && munge_is_scheme(req->authorization);
+        if (munge) {
+                if (!decide_munge(req, d))
+                        return;
+                role = d->principal.role;
+        } else
+                role = auth_principal(t, req->policy, req->peer, req->authorization, &d->principal);
         /* An agent's NODE:SECRET line is a key, never a bearer token: whoever sent it gave the
          * secret to everyone on the way. (Without bearer tokens auth_principal() looks at none,
          * but the install's agent key is still recognised.) */
@@ -366,7 +423,9 @@ void auth_decide(const AuthTokens *t, const AuthRequest *req, AuthDecision *ret)
                 if (agent_route)
                         return refuse(d, 401, "Authorization: %s; " SIGNATURE_HINT ", the operator presents its bearer token",
                                       bearer_token(req->authorization) ? "invalid token" : "missing");
-                return refuse(d, 401, "Authorization: %s",
+                return refuse(d, 401, "Authorization: %s%s",
+                              munge_is_scheme(req->authorization) ? "this controller does not accept MUNGE credentials "
+                                                                    "(cgorch-controller --munge); " : "",
                               bearer_token(req->authorization) ? "invalid token" :
                                                                  "missing bearer token (Authorization: Bearer TOKEN)");
         }
@@ -410,6 +469,8 @@ void auth_decide(const AuthTokens *t, const AuthRequest *req, AuthDecision *ret)
 }
 
 bool auth_principal_vouched(const AuthTokens *t, const AuthPrincipal *principal) {
+        if (principal->by_munge)
+                return true;
         switch (principal->role) {
         case AUTH_ROLE_AGENT:
         case AUTH_ROLE_READER:

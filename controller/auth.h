@@ -10,9 +10,10 @@
  * time, and then lets it send heartbeats and waits for that node only; the decision hands
  * the key back so that the reply is signed with it.
  *
- * A user is a uid the kernel vouches for, never a name a request claims: root and the
- * controller's own uid are administrators (as the operator token), any other uid may read,
- * and submit and cancel its own jobs (api.c checks the job's owner). */
+ * A user is a uid the kernel vouches for (or munged, for a MUNGE credential made on any host of
+ * its realm), never a name a request claims: root and the controller's own uid are
+ * administrators (as the operator token; over MUNGE root only), any other uid may read, and
+ * submit and cancel its own jobs (api.c checks the job's owner). */
 #pragma once
 
 #include <stdbool.h>
@@ -62,8 +63,9 @@ typedef struct AuthPolicy {
 #define AUTH_USER_NAME_MAX 255  /* LOGIN_NAME_MAX - 1; a job's user is held to 32 (useradd's) */
 typedef struct AuthPrincipal {
         AuthRole role;
-        bool has_uid;           /* named by the kernel (USER always, OPERATOR when root or self) */
+        bool has_uid;           /* named by the kernel or munged (USER always, OPERATOR when root or self) */
         uid_t uid;
+        bool by_munge;          /* uid is a MUNGE credential's (munged's word, from any host of its realm) */
         const char *node;       /* AGENT: its node (the request's: AuthRequest.node) */
         char user[AUTH_USER_NAME_MAX + 1]; /* USER: uid's name, filled by the caller (api.c): NSS may block */
 } AuthPrincipal;
@@ -116,6 +118,24 @@ AuthRole auth_identify(const AuthTokens *t, const char *authorization, const cha
 AuthRole auth_principal(const AuthTokens *t, const AuthPolicy *policy, const AuthPeer *peer,
                         const char *authorization, AuthPrincipal *ret);
 
+/* A MUNGE credential ("Authorization: MUNGE CREDENTIAL", munge-binding.h) as munged decoded it
+ * (munge-auth.h): what auth_decide() judges, without doing I/O itself. */
+typedef enum AuthMungeStatus {
+        AUTH_MUNGE_NONE,        /* not decoded: no MUNGE credential, or MUNGE not accepted here */
+        AUTH_MUNGE_DECODED,     /* munged vouches for uid; payload says what the credential is for */
+        AUTH_MUNGE_MALFORMED,   /* not "MUNGE:base64:": munged was not asked */
+        AUTH_MUNGE_REFUSED,     /* munged refused it (invalid, expired, rewound, replayed...): 401 */
+        AUTH_MUNGE_UNAVAILABLE, /* munged could not be asked: 503 */
+} AuthMungeStatus;
+
+typedef struct AuthMunge {
+        AuthMungeStatus status;
+        uid_t uid;              /* DECODED: the uid of the process that made it, on its host */
+        void *payload;          /* DECODED: malloc'd (the decoder's caller frees it) */
+        size_t payload_len;
+        char error[192];        /* REFUSED, UNAVAILABLE: the MUNGE error, named, with what it means */
+} AuthMunge;
+
 /* The controller's two clocks a signature's time is checked against: the wall clock, and the
  * controller's own (clock.h: the wall clock of its start plus the monotonic time since). A time
  * near either is fresh, so a wall clock stepped on the controller alone does not lock every
@@ -132,6 +152,11 @@ typedef struct AuthRequest {
         int64_t now_s[AUTH_CLOCKS];     /* Unix seconds */
         const AuthPolicy *policy;       /* NULL: no flag */
         const AuthPeer *peer;           /* what the kernel says of the connection; NULL: nothing */
+        /* MUNGE credentials are accepted (cgorch-controller --munge); munge is what munged said of
+         * this request's (NULL: nothing decoded). When they are not, a MUNGE header is no
+         * credential at all: the request is judged as if it had none. */
+        bool munge_accepted;
+        const AuthMunge *munge;
 } AuthRequest;
 
 typedef struct AuthDecision {
@@ -144,10 +169,17 @@ typedef struct AuthDecision {
          * tokens), and the signature it carried. NULL for everyone else. */
         const char *key;
         SignedRequest signed_request;
+        /* A request with a MUNGE credential: its body must hash to bound_body_sha256 (the
+         * credential's payload said so), else 401. */
+        bool bind_body;
+        SignatureHex bound_body_sha256;
 } AuthDecision;
 
 /* The whole decision (pure). A signature decides alone: a good one is its node's agent, for
- * that node's agent routes only. Unsigned, the agent routes are the administrators' (the
+ * that node's agent routes only. So does an accepted MUNGE credential: munged's uid, if the
+ * credential was made for this method and target (its body is checked once in), is a user, or
+ * for uid 0 an administrator; a credential munged refused is 401 naming the MUNGE error, one it
+ * could not be asked about 503. Unsigned, the agent routes are the administrators' (the
  * operator token, root, the controller's uid); an agent's secret as a bearer token is 401;
  * the other routes go by auth_principal(): the operator and administrators everything, the
  * reader GET, a user reading and its own jobs (AUTH_ACCESS_OWN_JOBS), an anonymous peer
@@ -155,7 +187,7 @@ typedef struct AuthDecision {
 void auth_decide(const AuthTokens *t, const AuthRequest *req, AuthDecision *ret);
 
 /* Whether an admitted request from principal proved who sent it: an agent's signature, a bearer
- * token, or an administrator the kernel names (root, the controller's uid). Its connection is
+ * token, a MUNGE credential, or an administrator the kernel names (root, the controller's uid). Its connection is
  * then no longer anonymous (conn-slots.h). A user the kernel names, an anonymous reader and
  * --insecure-no-auth's everyone proved nothing that a flood could not. */
 bool auth_principal_vouched(const AuthTokens *t, const AuthPrincipal *principal);

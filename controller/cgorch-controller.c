@@ -23,6 +23,7 @@
 #include "controller-metrics.h"
 #include "http-server.h"
 #include "log.h"
+#include "munge-auth.h"
 #include "node-wait.h"
 #include "nonce-cache.h"
 #include "orchestrator.h"
@@ -59,6 +60,8 @@ static char *arg_metrics_token_file = NULL;
 static char *arg_agent_tokens_file = NULL;
 static char *arg_agent_key_file = NULL;
 static bool arg_insecure_no_auth = false;
+static bool arg_munge = false;
+static char *arg_munge_socket = NULL;
 static char *arg_tls_cert = NULL;
 static char *arg_tls_key = NULL;
 static int arg_log_level = LOG_INFO;
@@ -121,6 +124,12 @@ static const Option options[] = {
         { "insecure-no-auth", 0, OPTION_BOOL, &arg_insecure_no_auth, NULL,
           "allow running without any token on a non-loopback address: anyone who can connect is an administrator and may "
           "run commands as any user; agents still sign (default: no)", 0, 0 },
+        { "munge", 0, OPTION_BOOL, &arg_munge, NULL,
+          "accept MUNGE credentials (Authorization: MUNGE) on every socket: the uid munged decodes is a user, uid 0 an "
+          "administrator; root of every host that holds the MUNGE key can then act as anyone (default: no)", 0, 0 },
+        { "munge-socket", 0, OPTION_STRING, &arg_munge_socket, "PATH",
+          "the socket of the munged that checks MUNGE credentials (default: libmunge's, /run/munge/munge.socket.2)",
+          0, 0 },
         { "tls-cert", 0, OPTION_STRING, &arg_tls_cert, "FILE",
           "serve HTTPS with this PEM certificate (chain); needs --tls-key (default: plain HTTP)", 0, 0 },
         { "tls-key", 0, OPTION_STRING, &arg_tls_key, "FILE",
@@ -214,6 +223,7 @@ typedef struct Manager {
         uint64_t last_status_us;          /* CLOCK_MONOTONIC of the last STATUS= after a request */
         AuthTokens tokens;
         char *agent_key_file;             /* without an agent tokens file: the install's agent key */
+        MungeAuth *munge;                 /* --munge: MUNGE credentials accepted */
         Api api;
 } Manager;
 
@@ -412,6 +422,7 @@ static void manager_done(Manager *m) {
         m->metrics = controller_metrics_free(m->metrics);
         m->event = sd_event_unref(m->event);
         auth_tokens_done(&m->tokens);
+        m->munge = munge_auth_free(m->munge);
         free(m->agent_key_file);
         m->agent_key_file = NULL;
 }
@@ -444,11 +455,37 @@ static int setup_agent_key(Manager *m) {
         return 0;
 }
 
+/* --munge: MUNGE credentials, checked by the local munged. Its socket need not exist yet (munged
+ * may start after us): until it answers, requests with a MUNGE credential get 503. */
+static int setup_munge(Manager *m) {
+        if (!arg_munge) {
+                if (arg_munge_socket)
+                        log_warning("--munge-socket is given without --munge: MUNGE credentials are not accepted.");
+                return 0;
+        }
+        int r = munge_auth_new(arg_munge_socket, &m->munge);
+        if (r < 0)
+                return log_oom();
+        struct stat st;
+        const char *path = munge_auth_socket(m->munge);
+        r = stat(path, &st) < 0 ? -errno : S_ISSOCK(st.st_mode) ? 0 : -ENOTSOCK;
+        if (r < 0)
+                log_warning_errno(r, "MUNGE credentials are accepted, but munged's socket %s cannot be used (%m): requests "
+                                  "with one get 503 until munged answers there.", path);
+        else
+                log_info("MUNGE credentials are accepted, checked by munged at %s: a credential's uid is that user, "
+                         "uid 0 an administrator.", path);
+        return 0;
+}
+
 /* Tokens, and the refusal to serve a network without them: a controller that starts commands
  * on every node must not be open to whoever can reach its port by accident. */
 static int setup_auth(Manager *m) {
         _cleanup_free_ char *error = NULL;
         int r = setup_agent_key(m);
+        if (r < 0)
+                return r;
+        r = setup_munge(m);
         if (r < 0)
                 return r;
         r = auth_tokens_load(arg_operator_token_file, arg_reader_token_file, arg_metrics_token_file,
@@ -881,6 +918,7 @@ static int run(Manager *m) {
                 .reads = m->reads,
                 .metrics = m->metrics,
                 .nonces = m->nonces,
+                .munge = m->munge,
         };
         _cleanup_free_ char *tls_cert = NULL;
         _cleanup_secret_ char *tls_key = NULL;

@@ -108,6 +108,7 @@ typedef struct Request {
         char *reply_key;
         SignatureHex request_sig;
         SignatureHex body_sha256;
+        bool bind_body;                   /* HttpAuthResult.bind_body: the body must hash to body_sha256 */
 } Request;
 
 struct HttpHeld {
@@ -419,6 +420,7 @@ static enum MHD_Result request_admit(HttpServer *s, struct MHD_Connection *conn,
         req->reply_key = result.reply_key;
         memcpy(req->request_sig, result.request_sig, sizeof req->request_sig);
         memcpy(req->body_sha256, result.body_sha256, sizeof req->body_sha256);
+        req->bind_body = result.bind_body && result.status == 0;
         if (result.status == MHD_HTTP_UNAUTHORIZED) {
                 count_auth_failure(s, req);
                 return send_error(conn, NULL, result.status, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
@@ -587,6 +589,16 @@ static enum MHD_Result request_finish(HttpServer *s, struct MHD_Connection *conn
                         return send_error(conn, NULL, MHD_HTTP_UNAUTHORIZED, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                                           SIGNATURE_SCHEME " realm=\"cgorch\"",
                                           "Authorization: the body is not the one signed (its SHA-256 differs from body=)");
+                }
+        } else if (req->bind_body) {
+                SignedRequest bound = {};
+                memcpy(bound.body_sha256, req->body_sha256, sizeof bound.body_sha256);
+                if (!signature_body_matches(&bound, req->body, req->body_size)) {
+                        count_auth_failure(s, req);
+                        return send_error(conn, NULL, MHD_HTTP_UNAUTHORIZED, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                                          "MUNGE realm=\"cgorch\"",
+                                          "Authorization: the body is not the one the credential was made for (its "
+                                          "SHA-256 differs from the credential's)");
                 }
         }
 

@@ -4,7 +4,8 @@
  * before a handler sees it: connections, header and body size, request rate and failed
  * authentications per client address (per uid on the Unix socket), and an authorization hook
  * that is told who the kernel says the peer is. A request the hook found signed by an agent
- * (signature.h) must come with the body it signed, and every answer to it is signed. A
+ * (signature.h) must come with the body it signed, and every answer to it is signed; one with
+ * a credential made for a body (MUNGE) must come with that body. A
  * handler may also hold its request open and answer it later (a long poll). */
 #pragma once
 
@@ -96,6 +97,9 @@ typedef struct HttpAuthResult {
         /* Admitted with a credential (auth_principal_vouched()): the connection is no longer
          * anonymous (HttpServerConfig.max_anonymous_per_ip). */
         bool vouched;
+        /* A credential made for one body (a MUNGE credential's payload): the body must hash to
+         * body_sha256, else 401. Its answers are not signed. */
+        bool bind_body;
 } HttpAuthResult;
 
 /* Decides whether a routed request may go on (ret starts zeroed). */

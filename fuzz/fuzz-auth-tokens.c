@@ -3,7 +3,8 @@
  * first NUL: a tokens file before it, an Authorization header after it. A bearer token taken
  * for an agent's must name a node of the file, and is refused (an agent's secret is never a
  * bearer token); a signature accepted (fuzzing cannot forge one, but the corpus holds good
- * ones) is good for its node's heartbeats only; a local user never beats unsigned. */
+ * ones) is good for its node's heartbeats only; a local user never beats unsigned; as the payload
+ * of a MUNGE credential, the bytes admit a user only when they bind exactly the request. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "controller/auth.h"
 #include "fuzz.h"
 #include "macro.h"
+#include "munge-binding.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const char *text = (const char *) data;
@@ -70,6 +72,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                               .policy = &policy, .peer = &user };
         auth_decide(&t, &req, &d);
         FUZZ_ASSERT(d.status != 0 || (d.key && d.principal.role == AUTH_ROLE_AGENT));
+
+        /* The same bytes as the payload of a MUNGE credential munged vouched for: admitted only
+         * when they bind exactly this method and target, as a user whose body is then checked. */
+        const char *cred = munge_credential(header);
+        if (cred && munge_credential_is_well_formed(cred))
+                FUZZ_ASSERT(strlen(cred) <= MUNGE_CREDENTIAL_MAX && strncmp(cred, "MUNGE:", 6) == 0);
+        size_t header_len = strlen(header);
+        AuthMunge decoded = { .status = AUTH_MUNGE_DECODED, .uid = 1000, .payload = header,
+                              .payload_len = header_len };
+        req = (AuthRequest) { .authorization = "MUNGE MUNGE:AAAA:", .access = AUTH_ACCESS_OWN_JOBS, .method = "POST",
+                              .target = "/v1/jobs", .now_s = { 1700000000, 1700000000 }, .policy = &policy,
+                              .munge_accepted = true, .munge = &decoded };
+        auth_decide(&t, &req, &d);
+        MungeBinding b;
+        bool bound = munge_binding_parse(header, header_len, &b) == 0 && munge_binding_matches(&b, "POST", "/v1/jobs");
+        FUZZ_ASSERT(d.status == (bound ? 0u : 401u));
+        FUZZ_ASSERT(!bound || (d.principal.role == AUTH_ROLE_USER && d.principal.by_munge && d.bind_body &&
+                               strlen(d.bound_body_sha256) == SIGNATURE_HEX_LEN));
         free(header);
         auth_tokens_done(&t);
         return 0;

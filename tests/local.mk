@@ -279,6 +279,7 @@ tests_unit_test_sched_incremental_LDADD = $(SCHED_LIBS) $(COMMON_LIBS) $(CRITERI
 # Trust and failure (issue 8): tokens and TLS end to end; controller and agent crashes, lost
 # nodes, a full or locked store; a read-only, garbled or damaged store, backup and restore; the HTTP limits and token checks as unit tests.
 TRUST_INTEGRATION_TESTS = tests/integration/test-auth.sh tests/integration/test-users.sh tests/integration/test-user-shares.sh \
+	tests/integration/test-munge.sh \
 	tests/integration/test-failure.sh \
 	tests/integration/test-clock.sh tests/integration/test-store-faults.sh tests/integration/test-impostor.sh
 TESTS += $(TRUST_INTEGRATION_TESTS)
@@ -307,6 +308,12 @@ TESTS += tests/unit/test-signature
 tests_unit_test_signature_SOURCES = tests/unit/test-signature.c
 tests_unit_test_signature_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_signature_LDADD = $(SIGN_LIBS) $(COMMON_LIBS) $(CRITERION_LIBS)
+# The payload that binds a MUNGE credential to its request, and the header's shape.
+check_PROGRAMS += tests/unit/test-munge-binding
+TESTS += tests/unit/test-munge-binding
+tests_unit_test_munge_binding_SOURCES = tests/unit/test-munge-binding.c
+tests_unit_test_munge_binding_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_munge_binding_LDADD = $(SIGN_LIBS) $(COMMON_LIBS) $(CRITERION_LIBS)
 # Which directory or file keeps a task's user from executing its command (agent and cgorchctl).
 check_PROGRAMS += tests/unit/test-exec-access
 TESTS += tests/unit/test-exec-access tests/integration/test-exec-access.sh

@@ -57,13 +57,15 @@ sign=$top_srcdir/tests/integration/cgorch_sign.py
 
 # A heartbeat interval of an hour: the suite must not see its node lost because a slow machine
 # (or valgrind) took more than three intervals between two cases. A 1 KiB body limit keeps the
-# 413 cases small, a 4 KiB header limit the 431 case. --config /dev/null: an installed
-# controller.conf must not change the answers.
+# 413 cases small, a 4 KiB header limit the 431 case. MUNGE credentials are accepted, checked by a
+# munged that is not there: the MUNGE cases are refused before munged is asked, or get 503.
+# --config /dev/null: an installed controller.conf must not change the answers.
 # shellcheck disable=SC2086 # the wrapper is a command line
 ${CGORCH_TEST_WRAPPER:-} "$controller" --config /dev/null --listen 127.0.0.1:0 --port-file "$tmp/port" \
         --state-dir "$tmp/state" --heartbeat-interval 1h --max-body-size 1K --max-header-size 4K --max-time 30d \
         --operator-token-file "$tmp/operator-token" --reader-token-file "$tmp/reader-token" \
         --agent-tokens-file "$tmp/agent-tokens" --unix-socket "$socket" --log-level warning \
+        --munge --munge-socket "$run_dir/no-munged.socket" \
         2>"$tmp/controller.log" &
 pid=$!
 

@@ -2,7 +2,9 @@
  * loading token and key files, who a header identifies, local users named by the kernel, and
  * the decision for every role and route class: a signature bound to its node, key, request and
  * time, the install's one agent key, an agent's secret refused as a bearer token, a user
- * acting for their own jobs only and never beating unsigned, and the commands a user may see. */
+ * acting for their own jobs only and never beating unsigned, the commands a user may see, and
+ * MUNGE credentials as munged decoded them: bound to their request, refusals naming the MUNGE
+ * error, ignored where not accepted. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +16,7 @@
 
 #include "controller/auth.h"
 #include "macro.h"
+#include "munge-binding.h"
 #include "protocol.h"
 
 #define OPERATOR "operator-secret-0123456789"
@@ -753,4 +756,116 @@ Test(decide, vouched_by_credentials_only) {
         cr_assert_not(auth_principal_vouched(&none, &d.principal), "--insecure-no-auth's everyone");
         cr_assert_eq(decide(&tokens, NULL, AUTH_ACCESS_PUBLIC, "GET", "/healthz", NULL, &d), 0u);
         cr_assert_not(auth_principal_vouched(&tokens, &d.principal), "/healthz without a token");
+}
+
+/* ---- MUNGE credentials, as munged decoded them ---- */
+
+#define JOB_BODY_SHA256 "9c1185a5c5e9fc54612808977ee8f548b2258d31d3d4bf4bfd0f1d1e3f8d4d5a"
+
+static unsigned decide_munge(const AuthTokens *t, const AuthPeer *peer, bool accepted, const AuthMunge *m,
+                             AuthAccess access, const char *method, const char *target, const char *node,
+                             AuthDecision *ret) {
+        const AuthPolicy policy = { .self_uid = 4242 };
+        AuthRequest req = { .authorization = "MUNGE MUNGE:AAAA:", .access = access, .method = method, .target = target,
+                            .node = node, .now_s = { NOW, NOW }, .policy = &policy, .peer = peer,
+                            .munge_accepted = accepted, .munge = m };
+        auth_decide(t, &req, ret);
+        return ret->status;
+}
+
+/* munged's word on a credential of uid whose payload is text. */
+static AuthMunge decoded(uid_t uid, const char *text) {
+        return (AuthMunge) { .status = AUTH_MUNGE_DECODED, .uid = uid, .payload = (void *) text,
+                             .payload_len = strlen(text) };
+}
+
+Test(decide, munge_credential_names_a_user_bound_to_its_request) {
+        AuthMunge m = decoded(1001, MUNGE_BINDING_PREFIX "\nPOST\n/v1/jobs\n" JOB_BODY_SHA256);
+        AuthDecision d;
+
+        cr_assert_eq(decide_munge(&tokens, NULL, true, &m, AUTH_ACCESS_OWN_JOBS, "POST", "/v1/jobs", NULL, &d), 0u, "%s",
+                     d.message);
+        cr_assert_eq(d.principal.role, AUTH_ROLE_USER);
+        cr_assert(d.principal.has_uid);
+        cr_assert(d.principal.by_munge);
+        cr_assert_eq(d.principal.uid, 1001u);
+        cr_assert(d.bind_body, "the body is checked once it is in");
+        cr_assert_str_eq(d.bound_body_sha256, JOB_BODY_SHA256);
+        cr_assert(auth_principal_vouched(&tokens, &d.principal), "a MUNGE credential is a credential");
+
+        /* Made for another method or target: refused, naming neither the payload nor a secret. */
+        cr_assert_eq(decide_munge(&tokens, NULL, true, &m, AUTH_ACCESS_OWN_JOBS, "DELETE", "/v1/jobs", NULL, &d), 401u);
+        cr_assert(strstr(d.message, "uid 1001 was made for another request, not this DELETE"), "%s", d.message);
+        cr_assert_eq(decide_munge(&tokens, NULL, true, &m, AUTH_ACCESS_OWN_JOBS, "POST", "/v1/jobs?array=2", NULL, &d),
+                     401u);
+        cr_assert_eq(decide_munge(&tokens, NULL, true, &m, AUTH_ACCESS_OWN_JOBS, "POST", "/v1/job", NULL, &d), 401u);
+        cr_assert_not(d.bind_body);
+
+        /* A user is a user: no configuration, no heartbeat. */
+        m = decoded(1001, MUNGE_BINDING_PREFIX "\nPUT\n/v1/config\n" JOB_BODY_SHA256);
+        cr_assert_eq(decide_munge(&tokens, NULL, true, &m, AUTH_ACCESS_WRITE, "PUT", "/v1/config", NULL, &d), 403u);
+        cr_assert(strstr(d.message, "uid 1001 is a user"), "%s", d.message);
+        m = decoded(1001, MUNGE_BINDING_PREFIX "\nPOST\n" HB "\n" JOB_BODY_SHA256);
+        cr_assert_eq(decide_munge(&tokens, NULL, true, &m, AUTH_ACCESS_HEARTBEAT, "POST", HB, "n1", &d), 403u);
+
+        /* uid 0 is an administrator; the controller's own uid over MUNGE is not (another host's
+         * account of that number is someone else). */
+        m = decoded(0, MUNGE_BINDING_PREFIX "\nPUT\n/v1/config\n" JOB_BODY_SHA256);
+        cr_assert_eq(decide_munge(&tokens, NULL, true, &m, AUTH_ACCESS_WRITE, "PUT", "/v1/config", NULL, &d), 0u);
+        cr_assert_eq(d.principal.role, AUTH_ROLE_OPERATOR);
+        cr_assert_eq(d.principal.uid, 0u);
+        m = decoded(4242, MUNGE_BINDING_PREFIX "\nPUT\n/v1/config\n" JOB_BODY_SHA256);
+        cr_assert_eq(decide_munge(&tokens, NULL, true, &m, AUTH_ACCESS_WRITE, "PUT", "/v1/config", NULL, &d), 403u);
+
+        /* The credential decides over the Unix socket too, whoever connected. */
+        const AuthPeer unix_root = { .unix_socket = true, .uid_known = true, .uid = 0 };
+        m = decoded(1001, MUNGE_BINDING_PREFIX "\nPUT\n/v1/config\n" JOB_BODY_SHA256);
+        cr_assert_eq(decide_munge(&tokens, &unix_root, true, &m, AUTH_ACCESS_WRITE, "PUT", "/v1/config", NULL, &d), 403u);
+}
+
+Test(decide, munge_refusals_name_the_munge_error) {
+        AuthMunge m = { .status = AUTH_MUNGE_REFUSED };
+        snprintf(m.error, sizeof m.error, "Replayed credential (EMUNGE_CRED_REPLAYED)");
+        AuthDecision d;
+
+        cr_assert_eq(decide_munge(&tokens, NULL, true, &m, AUTH_ACCESS_READ, "GET", "/v1/jobs", NULL, &d), 401u);
+        cr_assert_str_eq(d.message, "Authorization: munged refused the MUNGE credential: Replayed credential "
+                                    "(EMUNGE_CRED_REPLAYED)");
+        cr_assert_eq(d.principal.role, AUTH_ROLE_NONE);
+
+        m.status = AUTH_MUNGE_MALFORMED;
+        cr_assert_eq(decide_munge(&tokens, NULL, true, &m, AUTH_ACCESS_READ, "GET", "/v1/jobs", NULL, &d), 401u);
+        cr_assert(strstr(d.message, "not a MUNGE credential"), "%s", d.message);
+
+        m.status = AUTH_MUNGE_UNAVAILABLE;
+        cr_assert_eq(decide_munge(&tokens, NULL, true, &m, AUTH_ACCESS_READ, "GET", "/v1/jobs", NULL, &d), 503u);
+        cr_assert(strstr(d.message, "munged does not answer"), "%s", d.message);
+
+        /* Accepted but not decoded (a caller's bug) is no credential either. */
+        cr_assert_eq(decide_munge(&tokens, NULL, true, NULL, AUTH_ACCESS_READ, "GET", "/v1/jobs", NULL, &d), 503u);
+
+        /* A payload that is not ours: a credential made for another service. */
+        m = decoded(1001, "slurm says hello");
+        cr_assert_eq(decide_munge(&tokens, NULL, true, &m, AUTH_ACCESS_READ, "GET", "/v1/jobs", NULL, &d), 401u);
+        cr_assert(strstr(d.message, "was not made for a request to cgorch"), "%s", d.message);
+        m = decoded(1001, "");
+        cr_assert_eq(decide_munge(&tokens, NULL, true, &m, AUTH_ACCESS_READ, "GET", "/v1/jobs", NULL, &d), 401u);
+}
+
+/* Without --munge a MUNGE header is no credential: the request is judged as if it had none. */
+Test(decide, munge_not_accepted_is_no_credential) {
+        AuthMunge m = decoded(0, MUNGE_BINDING_PREFIX "\nPUT\n/v1/config\n" JOB_BODY_SHA256);
+        const AuthPeer unix_user = { .unix_socket = true, .uid_known = true, .uid = 1001 };
+        AuthTokens none = {};
+        AuthDecision d;
+
+        cr_assert_eq(decide_munge(&tokens, NULL, false, &m, AUTH_ACCESS_WRITE, "PUT", "/v1/config", NULL, &d), 401u);
+        cr_assert_str_eq(d.message, "Authorization: this controller does not accept MUNGE credentials (cgorch-controller "
+                                    "--munge); missing bearer token (Authorization: Bearer TOKEN)");
+        cr_assert_eq(decide_munge(&tokens, &unix_user, false, &m, AUTH_ACCESS_OWN_JOBS, "POST", "/v1/jobs", NULL, &d), 0u);
+        cr_assert_eq(d.principal.role, AUTH_ROLE_USER, "the kernel's word stands");
+        cr_assert_not(d.principal.by_munge);
+        cr_assert_not(d.bind_body);
+        cr_assert_eq(decide_munge(&none, NULL, false, &m, AUTH_ACCESS_WRITE, "PUT", "/v1/config", NULL, &d), 403u,
+                     "an anonymous peer may only read");
 }
