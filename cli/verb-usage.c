@@ -51,10 +51,11 @@ static const char *cpus_now(json_t *now, char buf[static HUMAN_MAX]) {
         double held, share;
         if (!json_field_number(now, "held_cpus", &held))
                 return NULL;
-        bool has_share = json_field_number(now, "share_cpus", &share);
-        snprintf(buf, HUMAN_MAX, "%.1f of %s%s", held, has_share ? "" : "-", json_is_true(json_object_get(now, "ahead")) ? " (ahead)" : "");
-        if (has_share)
-                snprintf(buf, HUMAN_MAX, "%.1f of %.1f%s", held, share, json_is_true(json_object_get(now, "ahead")) ? " (ahead)" : "");
+        const char *ahead = json_is_true(json_object_get(now, "ahead")) ? " (ahead)" : "";
+        if (json_field_number(now, "share_cpus", &share))
+                snprintf(buf, HUMAN_MAX, "%.1f of %.1f%s", held, share, ahead);
+        else
+                snprintf(buf, HUMAN_MAX, "%.1f of -%s", held, ahead);
         return buf;
 }
 
