@@ -788,6 +788,9 @@ static off_t wal_size(void) {
  * commit, and SQLite starts the log over only when a commit finds all of it copied back: the
  * log grew by everything ever written. The thread starts it over once it passes the limit, so
  * it stays near the limit however much is written. */
+/* The bound is what is written while one checkpoint runs, and a checkpoint fsyncs: on a disk
+ * busy with other work that takes long enough to let the log grow past any fixed bound. On
+ * tmpfs (where fsync costs nothing) what is left is the thread's wait for a CPU. */
 Test(store, checkpoint_thread_bounds_the_log) {
         static const uint64_t restart_bytes = 256 * 1024;
         Store *s = NULL;
@@ -796,6 +799,12 @@ Test(store, checkpoint_thread_bounds_the_log) {
         uint64_t written_bytes = 0;
         off_t max_wal = 0;
 
+        char shm[] = "/dev/shm/cgorch-store-XXXXXX";
+        _Static_assert(sizeof shm <= sizeof dir, "the tmpfs directory's name fits in dir");
+        if (mkdtemp(shm)) {
+                cr_assert_eq(rmdir(dir), 0);
+                memcpy(dir, shm, sizeof shm); /* teardown removes it */
+        }
         cr_assert_eq(store_open(dir, &s), 0);
         cr_assert_eq(store_start_checkpointer_full(s, 5, restart_bytes), 0);
         /* Each commit appends at least one 4 KiB page: 5000 commits are 20 MB of log. */
@@ -813,8 +822,10 @@ Test(store, checkpoint_thread_bounds_the_log) {
         }
         store_stop_checkpointer(s);
         cr_assert_geq(written_bytes, 64 * restart_bytes);
-        /* The limit, what a period's commits add, and the journal size limit's slack. */
-        cr_assert_lt((uint64_t) max_wal, 8 * restart_bytes, "the log grew to %lld bytes, %" PRIu64 " written",
+        /* The limit, what a period's commits add, and the journal size limit's slack (the
+         * file is a high-water mark: one late wake-up of the thread stays in it); a log that
+         * grew by everything would be 80 times the limit. */
+        cr_assert_lt((uint64_t) max_wal, 16 * restart_bytes, "the log grew to %lld bytes, %" PRIu64 " written",
                      (long long) max_wal, written_bytes);
         store_close(s);
 }
