@@ -119,21 +119,25 @@ uint64_t reporter_jitter_ms(uint64_t ms, double random01) {
 /* When the timer sends a heartbeat due at due_us. While the agent's samples drive the
  * heartbeats, the timer is only the fallback: when one of the agent's next two sample ticks
  * comes about then, it fires a little after that tick, which sends the heartbeat with its
- * samples (reporter_samples_ready()) instead of a timer just before it sending one without. */
-static uint64_t timer_for(const Reporter *r, uint64_t due_us) {
-        uint64_t p = r->sample_interval_us, slack = p / READY_SLACK_DIVISOR;
+ * samples (reporter_samples_ready()) instead of a timer just before it sending one without.
+ * An urgent one (a task ended, the controller asked for the next at once) goes when due: moved
+ * to the tick it would reach the controller up to half a sample interval late. */
+uint64_t reporter_timer_for(uint64_t ready_us, uint64_t sample_interval_us, unsigned failures, uint64_t due_us,
+                            bool urgent) {
+        uint64_t p = sample_interval_us, slack = p / READY_SLACK_DIVISOR;
 
-        if (r->failures > 0 || r->ready_us == 0 || p == 0 || due_us <= r->ready_us)
+        if (urgent || failures > 0 || ready_us == 0 || p == 0 || due_us <= ready_us)
                 return due_us;
-        uint64_t k = (due_us - r->ready_us + p / 2) / p; /* the tick nearest to due */
-        uint64_t tick = r->ready_us + k * p;
+        uint64_t k = (due_us - ready_us + p / 2) / p; /* the tick nearest to due */
+        uint64_t tick = ready_us + k * p;
         if (k >= 1 && k <= 2 && due_us + slack >= tick && due_us <= tick + slack)
                 return tick + slack;
         return due_us;
 }
 
-static void arm_next(Reporter *r) {
-        int k = sd_event_source_set_time(r->next_timer, timer_for(r, r->due_us));
+static void arm_next(Reporter *r, bool urgent) {
+        int k = sd_event_source_set_time(r->next_timer, reporter_timer_for(r->ready_us, r->sample_interval_us,
+                                                                           r->failures, r->due_us, urgent));
         if (k >= 0)
                 k = sd_event_source_set_enabled(r->next_timer, SD_EVENT_ONESHOT);
         if (k < 0)
@@ -146,7 +150,7 @@ static void schedule_next(Reporter *r, uint64_t delay_ms) {
         if (sd_event_now(r->event, CLOCK_MONOTONIC, &now_us) < 0)
                 return;
         r->due_us = now_us + delay_ms * USEC_PER_MSEC;
-        arm_next(r);
+        arm_next(r, delay_ms == 0);
 }
 
 static void reply_buf_done(ReplyBuf *b) {
@@ -870,7 +874,7 @@ int reporter_samples_ready(Reporter *r, uint64_t sample_interval_us) {
                 schedule_next(r, 0);
         else
                 /* Due about when the next tick comes: that tick sends it, the timer waits. */
-                arm_next(r);
+                arm_next(r, false);
         return 0;
 }
 

@@ -82,6 +82,11 @@ int reporter_samples_ready(Reporter *r, uint64_t sample_interval_us);
  * drawn from random01 in [0,1): 80%..120% of it, capped at the maximum. */
 uint64_t reporter_backoff_ms(unsigned attempt);
 uint64_t reporter_jitter_ms(uint64_t ms, double random01);
+/* When the heartbeat timer fires for a heartbeat due at due_us (CLOCK_MONOTONIC), given the
+ * agent's last sample tick and interval: near one of the next two ticks, just after it (the
+ * tick's samples go with it), unless urgent, failing, or no tick is known. */
+uint64_t reporter_timer_for(uint64_t ready_us, uint64_t sample_interval_us, unsigned failures, uint64_t due_us,
+                            bool urgent);
 /* The pause before heartbeat retry number attempt (0-based): the backoff, jittered, at most
  * interval_ms (0: no cap). */
 uint64_t reporter_retry_ms(unsigned attempt, uint64_t interval_ms, double random01);

@@ -1,6 +1,6 @@
 /* test-reporter.c: the pure parts of the agent's heartbeat client (agent/reporter.c) — the
- * retry backoff and its jitter, what an answered wait means and when the next one goes, and
- * which controller URLs are plain HTTP to another host. */
+ * retry backoff and its jitter, when the heartbeat timer fires, what an answered wait means and
+ * when the next one goes, and which controller URLs are plain HTTP to another host. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -21,6 +21,20 @@ Test(reporter, retries_come_at_least_every_interval) {
         cr_assert_eq(reporter_retry_ms(10, 2000, 0.0), 1600, "capped ones still spread out");
         /* No interval known: the plain backoff. */
         cr_assert_eq(reporter_retry_ms(10, 0, 0.5), REPORTER_BACKOFF_MAX_MS);
+}
+
+Test(reporter, heartbeats_wait_for_the_sample_tick_unless_urgent) {
+        const uint64_t s = 1000000, p = 1000000; /* a tick at 1 s, every second */
+
+        /* Due 0.1 s before the next tick: just after the tick, with its samples. */
+        cr_assert_eq(reporter_timer_for(s, p, 0, s + 900000, false), s + p + p / 4);
+        /* Far from a tick, failing, or no tick known: when due. */
+        cr_assert_eq(reporter_timer_for(s, p, 0, s + 500000, false), s + 500000);
+        cr_assert_eq(reporter_timer_for(s, p, 1, s + 900000, false), s + 900000);
+        cr_assert_eq(reporter_timer_for(0, p, 0, s + 900000, false), s + 900000);
+        /* A task ended 0.1 s before the tick: its heartbeat goes now, not 0.35 s later. */
+        for (uint64_t d = 0; d < 3 * p; d += p / 20)
+                cr_assert_eq(reporter_timer_for(s, p, 0, s + d, true), s + d);
 }
 
 Test(reporter, backoff_doubles_to_its_cap) {
