@@ -14,7 +14,7 @@
 #   CLUSTERS ["1x2x4G 36x3x4G 100x8x16G"]   cgorch-sim --cluster specs (2, 108, 800 CPUs)
 #   LOADS [0.9]         offered loads (--load)
 #   SEEDS [1 2 3]
-#   POLICIES ["fifo fair hfsp psbs"]   MODES ["wait suspend kill"]   (plus each policy's default)
+#   POLICIES ["fifo fair hfsp psbs"]   MODES ["wait suspend suspend-kill kill"]   (plus each policy's default)
 #   EXTRA                more cgorch-sim flags for every policy run (e.g. "-e oracle -s 0.5")
 #   OUT_DIR              keep the per-run summaries and per-job CSVs there
 set -euo pipefail
@@ -27,7 +27,7 @@ clusters=${CLUSTERS:-1x2x4G 36x3x4G 100x8x16G}
 loads=${LOADS:-0.9}
 seeds=${SEEDS:-1 2 3}
 policies=${POLICIES:-fifo fair hfsp psbs}
-modes=${MODES:-wait suspend kill}
+modes=${MODES:-wait suspend suspend-kill kill}
 if [ -n "${OUT_DIR:-}" ]; then
         out=$OUT_DIR
         mkdir -p "$out"

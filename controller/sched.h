@@ -81,16 +81,17 @@ typedef struct SchedParams {
         bool continuous_size_updates;
 } SchedParams;
 
-#define SCHED_KILL_MAX_LOST_S_DEFAULT 60.0
+#define SCHED_KILL_MAX_LOST_S_DEFAULT 2.0
 #define SCHED_FAIR_OVERCOMMIT_DEFAULT 8.0
 #define SCHED_PROBE_S_DEFAULT 1.0
 #define SCHED_USER_GRACE_S_DEFAULT 30.0
 
-/* The defaults, chosen by measurement (docs/design.md, "Scheduling defaults"): hfsp, suspend
- * (freeze lower-priority tasks; the agent has a freezer wherever cgroups do), T = 5 % of the
+/* The defaults, chosen by measurement (docs/design.md, "The defaults, measured"): hfsp,
+ * suspend-kill (freeze lower-priority tasks, the agent has a freezer wherever cgroups do; where
+ * memory is short, kill the youngest ones that have had at most 2 CPU-seconds), T = 5 % of the
  * CPUs. */
 #define SCHED_PARAMS_DEFAULT                                                                   \
-        ((SchedParams) { .policy = SCHED_HFSP, .preemption = SCHED_PREEMPT_SUSPEND, .training_cpus = 0, \
+        ((SchedParams) { .policy = SCHED_HFSP, .preemption = SCHED_PREEMPT_SUSPEND_KILL, .training_cpus = 0, \
                          .training_share = 0.05, .kill_max_lost_s = SCHED_KILL_MAX_LOST_S_DEFAULT,  \
                          .fair_overcommit = SCHED_FAIR_OVERCOMMIT_DEFAULT, .probe_s = SCHED_PROBE_S_DEFAULT, \
                          .user_shares = true, \

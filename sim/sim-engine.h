@@ -47,12 +47,12 @@ typedef struct SimParams {
 #define SIM_PARAMS_DEFAULT                                      \
         ((SimParams) {                                          \
                 .policy = SIM_POLICY_HFSP,                      \
-                .preemption = SIM_PREEMPT_SUSPEND,              \
+                .preemption = SIM_PREEMPT_SUSPEND_KILL,         \
                 .estimator = SIM_ESTIMATOR_HFSP,                \
                 .training_share = 0.05,                         \
                 .probe_s = SCHED_PROBE_S_DEFAULT,               \
-                .kill_max_lost_s = 60,                          \
-                .fair_overcommit = 8,                           \
+                .kill_max_lost_s = SCHED_KILL_MAX_LOST_S_DEFAULT, \
+                .fair_overcommit = SCHED_FAIR_OVERCOMMIT_DEFAULT, \
                 .thrash_exponent = SIM_THRASH_EXPONENT_DEFAULT, \
                 .reschedule_s = 3,                              \
                 .user_shares = true,                            \

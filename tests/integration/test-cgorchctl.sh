@@ -226,7 +226,7 @@ run 2 usage --since 1h --until 2h && expect_err "--until must be after --since" 
 run 2 usage --user 'a b' && expect_err "--user=a b: must be a user name" "usage --user"
 
 # --- top: one snapshot when the output is not a terminal -------------------------------------------
-run 0 top && expect_out "^Nodes: 0 ready of 0\." "top" && expect_out "^Scheduler hfsp \(preemption suspend\): [0-9]+ phases" "top" &&
+run 0 top && expect_out "^Nodes: 0 ready of 0\." "top" && expect_out "^Scheduler hfsp \(preemption suspend-kill\): [0-9]+ phases" "top" &&
         expect_out "^Queue: [0-9]+ phases ranked" "top" && expect_out "^RANK +JOB +PHASE +STATE +KIND +EST_S +VIRT_S +LATE$" "top"
 run 0 --json top && jq -e '.nodes == [] and (.scheduler.jobs | length) > 0' <<<"$out" >/dev/null || fail "top --json: $out"
 run 2 top --interval 10ms && expect_err "--interval=10ms: must be a duration from 100ms to 1h" "top --interval"

@@ -146,6 +146,7 @@ static void run_world(SchedPolicy policy, SchedPreemption preemption, uint64_t s
         SchedParams p = SCHED_PARAMS_DEFAULT;
         p.policy = policy;
         p.preemption = preemption;
+        p.kill_max_lost_s = 60; /* tasks here run for minutes: kills must happen to be compared */
         p.training_cpus = 3;
         /* fair with one task per CPU: time-slicing would leave its preemption paths idle here. */
         p.fair_overcommit = 1;

@@ -212,6 +212,7 @@ static SchedParams params(SchedPolicy p) {
         sp.training_cpus = 10;
         sp.fair_overcommit = 1;
         sp.probe_s = 0; /* not in the papers */
+        sp.kill_max_lost_s = 60; /* the kill mechanics below are written for this bound */
         return sp;
 }
 
@@ -1011,6 +1012,25 @@ Test(sched_preempt, suspend_cannot_free_memory) {
         size_t n;
         cr_assert_eq(sched_decide(p.s, 10, p.nodes, 1, p.tasks, 3, &d, &n), 0);
         cr_assert_eq(n, 0, "suspend falls back to waiting");
+        sched_free(p.s);
+
+        /* The default bound (2 CPU-seconds): the young task has had 5, it is not thrown away. */
+        preempt_setup(&p, SCHED_PREEMPT_SUSPEND_KILL, 2 * GiB);
+        SchedParams dp = *sched_params(p.s);
+        dp.kill_max_lost_s = SCHED_PARAMS_DEFAULT.kill_max_lost_s;
+        cr_assert_eq(sched_set_params(p.s, &dp), 0);
+        cr_assert_eq(sched_decide(p.s, 10, p.nodes, 1, p.tasks, 3, &d, &n), 0);
+        cr_assert_eq(n, 0, "no kill past the default bound");
+        sched_free(p.s);
+        /* One that started 1 s ago is within it: killed. */
+        preempt_setup(&p, SCHED_PREEMPT_SUSPEND_KILL, 2 * GiB);
+        cr_assert_eq(sched_set_params(p.s, &dp), 0);
+        p.tasks[1].started_s = 9;
+        cr_assert_eq(sched_decide(p.s, 10, p.nodes, 1, p.tasks, 3, &d, &n), 0);
+        cr_assert_eq(n, 1);
+        cr_assert_eq(d[0].verb, SCHED_KILL, "suspend-kill kills where memory is short");
+        cr_assert_eq(d[0].task, 1);
+        free(d);
         sched_free(p.s);
 
         preempt_setup(&p, SCHED_PREEMPT_SUSPEND_KILL, 2 * GiB);

@@ -393,3 +393,18 @@ Test(sim_engine, training_size_is_what_is_left) {
         cr_assert_eq(d[0].task, 1, "B (60 left) before A (70 left after training)");
         sim_sched_free(s);
 }
+
+/* cgorch-sim with no flags schedules as the controller with no flags. */
+Test(sim_engine, scheduling_defaults_are_the_controllers) {
+        SimParams p = SIM_PARAMS_DEFAULT;
+        SchedParams c = SCHED_PARAMS_DEFAULT;
+
+        cr_assert_str_eq(sim_preemption_to_string(p.preemption), sched_preemption_to_string(c.preemption));
+        cr_assert_str_eq(sim_policy_to_string(p.policy), sched_policy_to_string(c.policy));
+        cr_assert_eq(p.kill_max_lost_s, c.kill_max_lost_s);
+        cr_assert_eq(p.fair_overcommit, c.fair_overcommit);
+        cr_assert_eq(p.training_share, c.training_share);
+        cr_assert_eq(p.probe_s, c.probe_s);
+        cr_assert_eq(p.user_shares, c.user_shares);
+        cr_assert_eq(p.user_grace_s, c.user_grace_s);
+}
