@@ -208,7 +208,7 @@ static void advance_nodes(Engine *e, double now) {
                 done[k] += rate[k] * dt;
                 used[k] += got[k] * dt;
         }
-        if (e->p.orch_mode != 0)
+        if (e->p.orch.mode != ORCH_MODE_OFF)
                 advance_epoch(e, dt);
         /* The totals in locals: the same additions in the same order, without a store and a
          * load between each two (a node's fields might be the result's, for the compiler). */
@@ -868,7 +868,7 @@ int sim_run(const SimWorkload *w, const SimNodeSpec *nodes, size_t n_nodes, cons
         int r;
 
         if (n_nodes == 0 || params->policy < 0 || params->policy >= _SIM_POLICY_MAX || !(params->error_sigma >= 0) ||
-            !(params->epoch_s > 0) || !(params->sample_s >= 0) || !(params->thrash_exponent >= 0))
+            orch_balance_params_validate(&params->orch, NULL) < 0 || !(params->sample_s >= 0) || !(params->thrash_exponent >= 0))
                 return -EINVAL;
         r = engine_init(&e, w, nodes, n_nodes, params, &res);
         if (r < 0)
@@ -880,8 +880,8 @@ int sim_run(const SimWorkload *w, const SimNodeSpec *nodes, size_t n_nodes, cons
         e.last_sample_s = first;
         if (params->sample_s > 0)
                 r = timer_push(&e, first + params->sample_s, TIMER_SAMPLE, 0);
-        if (r >= 0 && params->orch_mode != 0 && !sim_policy_is_fluid(params->policy))
-                r = timer_push(&e, first + params->epoch_s, TIMER_EPOCH, 0);
+        if (r >= 0 && params->orch.mode != ORCH_MODE_OFF && !sim_policy_is_fluid(params->policy))
+                r = timer_push(&e, first + params->orch.epoch_s, TIMER_EPOCH, 0);
         if (r >= 0 && params->preemption != SIM_PREEMPT_WAIT && params->reschedule_s > 0 &&
             !sim_policy_is_fluid(params->policy))
                 r = timer_push(&e, first + params->reschedule_s, TIMER_RESCHEDULE, 0);
@@ -950,7 +950,7 @@ int sim_run(const SimWorkload *w, const SimNodeSpec *nodes, size_t n_nodes, cons
                         case TIMER_EPOCH:
                                 r = sim_orch_epoch(&e, t);
                                 if (r >= 0)
-                                        r = timer_push(&e, t + params->epoch_s, TIMER_EPOCH, 0);
+                                        r = timer_push(&e, t + params->orch.epoch_s, TIMER_EPOCH, 0);
                                 break;
                         case TIMER_SAMPLE:
                                 r = sample(&e);

@@ -21,6 +21,15 @@ void sim_orch_free(Engine *e) {
         e->orch_state = NULL;
 }
 
+void sim_orch_paper_params(OrchBalanceParams *p) {
+        p->epoch_s = 20;
+        p->hysteresis_epochs = 2;
+        p->cooldown_epochs = 2;
+        p->cpu_max_step_cores = 0.5;
+        p->cpu_pinned_growth = 0.5;
+        p->cpu_margin_fraction = -1;
+}
+
 static int task_window(Task *t) {
         if (!(t->ep_run_s > 0) || (t->n_windows > 0 && t->windows[t->n_windows - 1].run_time_s >= t->run_time_s))
                 return 0;
@@ -46,7 +55,7 @@ int sim_orch_epoch(Engine *e, double now_s) {
         OrchFindings findings = { 0 };
         OrchDecisions decisions = { 0 };
         size_t n_map = 0;
-        double epoch = e->p.epoch_s;
+        double epoch = e->p.orch.epoch_s;
         int r;
 
         if (!e->orch_state) {
@@ -132,22 +141,10 @@ int sim_orch_epoch(Engine *e, double now_s) {
         }
 
         OrchDetectParams dp = ORCH_DETECT_PARAMS_DEFAULT;
-        OrchBalanceParams bp = ORCH_BALANCE_PARAMS_DEFAULT;
-        bp.mode = (OrchMode) e->p.orch_mode;
-        bp.estimator = (OrchEstimator) e->p.orch_estimator;
-        bp.epoch_s = epoch;
-        /* The paper's balancer (Sec. IV): hogs give what they use, two epochs of hysteresis and
-         * of cool-down, half a core a step — what the simulated MRO experiments reproduce. The
-         * controller's defaults are for 10–60 s jobs on real cgroups (docs/orchestrator.md). */
-        bp.hysteresis_epochs = 2;
-        bp.cooldown_epochs = 2;
-        bp.cpu_max_step_cores = 0.5;
-        bp.cpu_pinned_growth = 0.5;
-        bp.cpu_margin_fraction = -1;
         r = orch_detect(s, now_s, &dp, &findings);
         if (r < 0)
                 return r;
-        r = orch_balance(s, &findings, now_s, &bp, e->orch_state, &decisions);
+        r = orch_balance(s, &findings, now_s, &e->p.orch, e->orch_state, &decisions);
         if (r < 0) {
                 orch_findings_done(&findings);
                 return r;
