@@ -74,6 +74,8 @@ static void help(void) {
                "                            balancer (hogs give what they use, 0.5 CPU steps, a pinned\n"
                "                            task asks for half more, hysteresis and cool-down 2, 20 s\n"
                "                            epoch); knobs given as flags still apply  [daemon]\n"
+               "     --memory-guard=yes|no  the agents' memory guard at every 1 s sample when the mode\n"
+               "                            controls memory, as the controller lets it  [yes]\n"
                "     --thrash-exponent=K    slow-down (limit/working set)^K when memory is short  [4]\n"
                "Output:\n"
                "     --seed=N               seed for the generator and the estimation errors  [1]\n"
@@ -100,6 +102,7 @@ enum {
         ARG_FAIR_OVERCOMMIT,
         ARG_RESCHEDULE,
         ARG_BALANCER,
+        ARG_MEMORY_GUARD,
         ARG_THRASH,
         ARG_SEED,
         ARG_SAMPLE,
@@ -131,6 +134,7 @@ static const struct option base_options[] = {
         { "fair-overcommit", required_argument, NULL, ARG_FAIR_OVERCOMMIT },
         { "reschedule", required_argument, NULL, ARG_RESCHEDULE },
         { "balancer", required_argument, NULL, ARG_BALANCER },
+        { "memory-guard", required_argument, NULL, ARG_MEMORY_GUARD },
         { "thrash-exponent", required_argument, NULL, ARG_THRASH },
         { "seed", required_argument, NULL, ARG_SEED },
         { "jobs-csv", required_argument, NULL, 'j' },
@@ -342,6 +346,13 @@ int main(int argc, char *argv[]) {
                                 return 2;
                         }
                         paper = streq(optarg, "paper");
+                        break;
+                case ARG_MEMORY_GUARD:
+                        if (!streq(optarg, "yes") && !streq(optarg, "no")) {
+                                fprintf(stderr, "cgorch-sim: --memory-guard=%s: yes or no\n", optarg);
+                                return 2;
+                        }
+                        params.memory_guard = streq(optarg, "yes");
                         break;
                 case ARG_THRASH:
                         if (parse_number("thrash-exponent", optarg, 0, &params.thrash_exponent) < 0)

@@ -1,6 +1,6 @@
 # sim/: cgorch-sim, the trace-driven simulator. It links the scheduler, estimator, orchestrator and
-# knob (its orchestration flags and their defaults) libraries the controller links; sim-sched.c
-# and sim-orch.c are its only doors to them.
+# knob (its orchestration flags and their defaults) libraries the controller links, and the
+# agent's memory guard; sim-sched.c and sim-orch.c are its only doors to them.
 bin_PROGRAMS += sim/cgorch-sim
 
 noinst_LIBRARIES += sim/libcgorch-sim.a
@@ -13,7 +13,7 @@ sim_libcgorch_sim_a_SOURCES = \
 	sim/sim-engine.c sim/sim-engine.h sim/sim-engine-internal.h sim/sim-fluid.c \
 	sim/sim-report.c sim/sim-report.h
 SIM_LIBS = sim/libcgorch-sim.a controller/libcgorch-knobs.a controller/libcgorch-orch.a $(SCHED_LIBS) $(ESTIMATOR_LIBS) \
-	$(COMMON_LIBS) -lm
+	$(MEMORY_GUARD_LIBS) $(COMMON_LIBS) -lm
 
 sim_cgorch_sim_SOURCES = sim/cgorch-sim.c
 sim_cgorch_sim_LDADD = $(SIM_LIBS)

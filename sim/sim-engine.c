@@ -12,7 +12,7 @@
 #include "sim-engine-internal.h"
 #include "sim-rng.h"
 
-enum { TIMER_TRAINING, TIMER_EPOCH, TIMER_SAMPLE, TIMER_RESCHEDULE };
+enum { TIMER_TRAINING, TIMER_EPOCH, TIMER_SAMPLE, TIMER_RESCHEDULE, TIMER_GUARD };
 
 static const char *const estimator_names[_SIM_ESTIMATOR_MAX] = {
         [SIM_ESTIMATOR_HFSP] = "hfsp", [SIM_ESTIMATOR_ORACLE] = "oracle",
@@ -127,6 +127,7 @@ static int pool_add(Engine *e, size_t pi, unsigned index, uint32_t *ret_slot) {
                 .state = SIM_TASK_RUNNING, .started_s = e->now,
                 .cpu_limit = spec->cpu_request, .memory_limit = spec->memory_request_bytes,
         };
+        memory_guard_track_init(&e->tasks[slot].guard);
         e->done_s[slot] = e->rate[slot] = e->got[slot] = e->cpu_used_s[slot] = 0;
         e->phases[pi].slot_of[index] = slot;
         *ret_slot = slot;
@@ -189,8 +190,10 @@ static void advance_epoch(Engine *e, double dt) {
                                 t->ep_throttled_s += dt;
                         if (e->got[slot] < t->demand - 1e-9)
                                 t->ep_stall_s += dt;
-                        if (t->penalty < 1)
+                        if (t->penalty < 1) {
                                 t->ep_thrash_s += dt;
+                                t->guard_thrash_s += dt;
+                        }
                 }
         }
 }
@@ -882,6 +885,8 @@ int sim_run(const SimWorkload *w, const SimNodeSpec *nodes, size_t n_nodes, cons
                 r = timer_push(&e, first + params->sample_s, TIMER_SAMPLE, 0);
         if (r >= 0 && params->orch.mode != ORCH_MODE_OFF && !sim_policy_is_fluid(params->policy))
                 r = timer_push(&e, first + params->orch.epoch_s, TIMER_EPOCH, 0);
+        if (r >= 0 && sim_memory_guard_on(params) && !sim_policy_is_fluid(params->policy))
+                r = timer_push(&e, first + AGENT_SAMPLE_INTERVAL_S_DEFAULT, TIMER_GUARD, 0);
         if (r >= 0 && params->preemption != SIM_PREEMPT_WAIT && params->reschedule_s > 0 &&
             !sim_policy_is_fluid(params->policy))
                 r = timer_push(&e, first + params->reschedule_s, TIMER_RESCHEDULE, 0);
@@ -951,6 +956,11 @@ int sim_run(const SimWorkload *w, const SimNodeSpec *nodes, size_t n_nodes, cons
                                 r = sim_orch_epoch(&e, t);
                                 if (r >= 0)
                                         r = timer_push(&e, t + params->orch.epoch_s, TIMER_EPOCH, 0);
+                                break;
+                        case TIMER_GUARD:
+                                r = sim_memory_guard_tick(&e, t);
+                                if (r >= 0)
+                                        r = timer_push(&e, t + AGENT_SAMPLE_INTERVAL_S_DEFAULT, TIMER_GUARD, 0);
                                 break;
                         case TIMER_SAMPLE:
                                 r = sample(&e);

@@ -39,8 +39,12 @@ typedef struct SimParams {
         double user_max_cpus;           /* per user; 0: none */
         double user_grace_s;            /* a user below its share goes first once this far behind */
         /* Orchestration: the controller's balancer parameters, its defaults unless told
-         * otherwise (off when orch.mode is ORCH_MODE_OFF). */
+         * otherwise (off when orch.mode is ORCH_MODE_OFF). The agents' memory guard raises
+         * memory limits at every agent sample (AGENT_SAMPLE_INTERVAL_S_DEFAULT) when the mode
+         * controls memory, as the controller lets it (orchestrator_memory_guard());
+         * memory_guard false leaves it out. */
         OrchBalanceParams orch;
+        bool memory_guard;
         double sample_s;                /* utilisation time series; 0: none */
 } SimParams;
 
@@ -58,6 +62,7 @@ typedef struct SimParams {
                 .user_shares = true,                            \
                 .user_grace_s = SCHED_USER_GRACE_S_DEFAULT,     \
                 .orch = ORCH_BALANCE_PARAMS_DEFAULT,            \
+                .memory_guard = true,                           \
                 .sample_s = 60,                                 \
         })
 
@@ -95,6 +100,7 @@ typedef struct SimResult {
         uint64_t events, decisions;
         unsigned kills, freezes, thaws;
         unsigned orch_epochs, orch_changes;
+        unsigned guard_raises;          /* memory limits the agents' memory guard raised */
 } SimResult;
 
 void sim_result_done(SimResult *r);

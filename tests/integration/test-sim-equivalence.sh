@@ -35,8 +35,8 @@ cases() {
         echo "test-sigma/hfsp/suspend -w test -s 1 --seed 3 -p hfsp -P suspend -o off"
         echo "test-sigma/psbs/kill -w test -s 1 --seed 3 -p psbs -P kill -o off"
         echo "test-oracle/hfsp/suspend-kill -w test -e oracle -p hfsp -P suspend-kill -o off"
-        echo "contention-orch/hfsp/suspend -w contention -o cpu+memory --balancer paper -p hfsp -P suspend"
-        echo "contention-orch/fair/wait -w contention -o cpu+memory --balancer paper --orch-estimator uniform -p fair -P wait"
+        echo "contention-orch/hfsp/suspend -w contention -o cpu+memory --balancer paper --memory-guard no -p hfsp -P suspend"
+        echo "contention-orch/fair/wait -w contention -o cpu+memory --balancer paper --memory-guard no --orch-estimator uniform -p fair -P wait"
         echo "mapreduce-500-orch/fifo/wait -w mapreduce -n 500 -c 8x4x8G -o cpu --balancer paper -p fifo -P wait"
         # The controller's defaults.
         echo "contention-defaults/hfsp/suspend -w contention -p hfsp -P suspend"

@@ -427,3 +427,31 @@ Test(sim_engine, orchestration_defaults_are_the_controllers) {
         cr_assert_eq(c->mro.memory_fallback_fraction, s->mro.memory_fallback_fraction);
         cr_assert_neq(s->mode, ORCH_MODE_OFF);
 }
+
+/* The agents' memory guard in the simulator (the agent's own memory_guard_decide()): a task
+ * whose 2 GiB working set is over its 1 GiB limit thrashes at (1/2)^4 speed until its limit is
+ * raised. With a 20 s epoch the balancer raises it at t = 20 at the earliest; the guard, at
+ * every 1 s agent sample, within seconds, from its node's 3 GiB of room. Without memory in the
+ * mode the controller does not let the guard act, and neither does the simulator. */
+Test(sim_engine, memory_guard_raises_before_the_epoch) {
+        SimWorkload w = trace(HEADER "0,1,0,1,10,1,1G,1,2G\n");
+        SimParams p = SIM_PARAMS_DEFAULT;
+        p.orch.epoch_s = 20;
+        SimResult with = run(&w, 1, 4 * GiB, &p);
+        p.memory_guard = false;
+        SimResult without = run(&w, 1, 4 * GiB, &p);
+        p.memory_guard = true;
+        p.orch.mode = ORCH_MODE_CPU;
+        SimResult cpu_only = run(&w, 1, 4 * GiB, &p);
+
+        cr_assert_gt(with.guard_raises, 0);
+        cr_assert_eq(without.guard_raises, 0);
+        cr_assert_eq(cpu_only.guard_raises, 0);
+        cr_assert_lt(with.jobs[0].end_s, 15, "with the guard: %g", with.jobs[0].end_s);
+        cr_assert_gt(without.jobs[0].end_s, 20, "without: %g", without.jobs[0].end_s);
+        cr_assert_float_eq(cpu_only.jobs[0].end_s, 160, 1e-6);
+        sim_result_done(&with);
+        sim_result_done(&without);
+        sim_result_done(&cpu_only);
+        sim_workload_done(&w);
+}
