@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "controller/balancer.h"
 #include "controller/detector.h"
@@ -31,9 +32,15 @@ void sim_orch_paper_params(OrchBalanceParams *p) {
         p->cpu_margin_fraction = -1;
 }
 
+/* A new window for the epoch that ended; the oldest goes past ORCH_TRACK_WINDOWS, as in the
+ * controller (orchestrator.c). */
 static int task_window(Task *t) {
         if (!(t->ep_run_s > 0) || (t->n_windows > 0 && t->windows[t->n_windows - 1].run_time_s >= t->run_time_s))
                 return 0;
+        if (t->n_windows == ORCH_TRACK_WINDOWS) {
+                memmove(t->windows, t->windows + 1, (ORCH_TRACK_WINDOWS - 1) * sizeof(SimWindow));
+                t->n_windows--;
+        }
         if (t->n_windows == t->allocated_windows) {
                 size_t m = MAX(t->allocated_windows * 2, (size_t) 8);
                 SimWindow *p = realloc(t->windows, m * sizeof(SimWindow));
