@@ -20,6 +20,7 @@
 #include "log.h"
 #include "launcher.h"
 #include "macro.h"
+#include "memory-guard.h"
 #include "output-read.h"
 #include "procfs.h"
 #include "reporter.h"
@@ -39,7 +40,7 @@ static char *arg_proc_fs = (char *) "/proc";
 static char *arg_node_pids_max = (char *) "auto";
 static double arg_cpus = 0;
 static uint64_t arg_memory_bytes = 0;
-static uint64_t arg_sample_interval_us = USEC_PER_SEC;
+static uint64_t arg_sample_interval_us = AGENT_SAMPLE_INTERVAL_S_DEFAULT * USEC_PER_SEC;
 static bool arg_allow_root_tasks = false;
 /* UINT_MAX: not given, UID_MIN of /etc/login.defs. */
 static unsigned arg_min_uid = UINT_MAX;

@@ -8,12 +8,18 @@ agent_libcgorch_agent_cgroup_a_SOURCES = \
 	agent/cgroup.c agent/cgroup.h \
 	agent/limit-watch.c agent/limit-watch.h \
 	agent/limits-policy.c agent/limits-policy.h \
-	agent/memory-guard.c agent/memory-guard.h \
 	agent/procfs.c agent/procfs.h \
 	agent/bpf-hot.c agent/bpf-hot.h agent/bpf/hot-counters.h \
 	agent/sample-budget.c agent/sample-budget.h \
 	agent/sampler.c agent/sampler.h
 agent_libcgorch_agent_cgroup_a_CFLAGS = $(AM_CFLAGS) $(LIBCGROUP_CFLAGS) $(JANSSON_CFLAGS)
+
+# The memory guard's decision (pure: numbers in, a decision out), a library of its own so that
+# cgorch-sim runs the agent's own rule (sim/sim-orch.c).
+noinst_LIBRARIES += agent/libcgorch-memory-guard.a
+agent_libcgorch_memory_guard_a_SOURCES = agent/memory-guard.c agent/memory-guard.h
+agent_libcgorch_memory_guard_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+MEMORY_GUARD_LIBS = agent/libcgorch-memory-guard.a -lm
 
 sbin_PROGRAMS += agent/cgorch-agent
 agent_cgorch_agent_SOURCES = \
@@ -25,7 +31,7 @@ agent_cgorch_agent_SOURCES = \
 	agent/reporter.c agent/reporter.h
 agent_cgorch_agent_CFLAGS = $(AM_CFLAGS) $(LIBCGROUP_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(LIBCURL_CFLAGS)
 agent_cgorch_agent_LDADD = \
-	agent/libcgorch-agent-cgroup.a \
+	agent/libcgorch-agent-cgroup.a $(MEMORY_GUARD_LIBS) \
 	$(SIGN_LIBS) $(COMMON_LIBS) \
 	$(LIBCGROUP_LIBS) $(LIBSYSTEMD_LIBS) $(LIBCURL_LIBS)
 

@@ -24,6 +24,10 @@ typedef struct MemoryGuardPolicy {
         uint64_t min_change_bytes;    /* a raise smaller than this is not worth a write */
 } MemoryGuardPolicy;
 
+/* The agent's default sample interval (cgorch-agent --sample-interval): the guard decides at
+ * every sample, and cgorch-sim runs it this often. */
+#define AGENT_SAMPLE_INTERVAL_S_DEFAULT 1
+
 /* The agent's defaults (docs/orchestrator.md, "The agent's memory guard"). */
 #define MEMORY_GUARD_POLICY_DEFAULT(interval_s)                                                        \
         ((MemoryGuardPolicy) {                                                                        \

@@ -78,6 +78,15 @@ bench-orch-gain: controller/cgorch-controller agent/cgorch-agent cli/cgorchctl t
 	$(BASH) $(srcdir)/bench/orch-gain.sh $(builddir) 1
 .PHONY: bench-orch-gain
 
+# The simulated MROrchestrator gain as a curve over the thrash exponent K = 1, 2, 4, 8 and the
+# orchestrator's setting (the controller's defaults, without the memory guard, a 20 s epoch, the
+# paper's balancer), off vs on, single and multiple jobs (docs/evaluation.md §4; seconds, no
+# root): `make bench-orch-curve`.
+dist_noinst_SCRIPTS += bench/orch-curve.sh
+bench-orch-curve: sim/cgorch-sim
+	$(BASH) $(srcdir)/bench/orch-curve.sh $(builddir)
+.PHONY: bench-orch-curve
+
 # A cgorch-sim trace replayed on a real controller and agent on this machine's cgroups (root):
 # the real-cgroup leg of the scheduling benchmark (see docs/benchmarks.md). `make bench-replay`
 # replays the dev generator's first 20 jobs at a hundredth of their times.

@@ -41,7 +41,8 @@ echo "sched-scale: load average $(cut -d' ' -f1-3 /proc/loadavg) at $(date -u +%
 run() { # name args...
         local name=$1; shift
         local t0=$SECONDS
-        "$sim" -w mapreduce -n "$jobs" "$@" -j "$out/$name.csv" --summary csv >"$out/$name.sum"
+        # The scheduler alone: orchestration off (cgorch-sim's default is the controller's).
+        "$sim" -w mapreduce -n "$jobs" -o off "$@" -j "$out/$name.csv" --summary csv >"$out/$name.sum"
         echo "$((SECONDS - t0))" >"$out/$name.time"
 }
 for c in $clusters; do

@@ -35,7 +35,8 @@ fi
 echo "sched-sigma: mapreduce day, $jobs jobs, $cluster; loads: $loads; σ: $sigmas; seeds: $seeds"
 echo "sched-sigma: load average $(cut -d' ' -f1-3 /proc/loadavg) at $(date -u +%H:%M) UTC"
 
-mean() { "$sim" -w mapreduce -n "$jobs" -c "$cluster" "$@" --summary csv | awk -F, 'NR == 2 { print $2 }'; }
+# The scheduler alone: orchestration off (cgorch-sim's default is the controller's).
+mean() { "$sim" -w mapreduce -n "$jobs" -c "$cluster" -o off "$@" --summary csv | awk -F, 'NR == 2 { print $2 }'; }
 csv=$out/runs.csv
 echo "load,sigma,seed,policy,mean_response_s" >"$csv"
 for load in $loads; do

@@ -9,7 +9,8 @@
 # (space-separated; a cluster is "default" or "SPEC@LOAD") narrow the matrix; TIMEOUT_S (default
 # 600) stops a run that takes longer. Each line: workload, cluster, policy, mode, wall s,
 # user+sys CPU s, peak RSS MiB, and the md5 of the per-job CSV and of the summary (so that two
-# binaries can be compared for identical results as well as for speed).
+# binaries can be compared for identical results as well as for speed). The scheduler alone:
+# orchestration off (-o off; cgorch-sim's default is the controller's, cpu+memory).
 set -euo pipefail
 
 sim=${1:?usage: sim-speed.sh SIM [OUT_TSV]}
@@ -35,7 +36,7 @@ for cluster in $clusters; do
                 for mode in $modes; do
                         rc=0
                         timeout "$timeout_s" /usr/bin/time -f '%e %U %S %M' -o "$tmp/time" \
-                                "$sim" -w mapreduce -n "$jobs" "${args[@]}" -p "$policy" -P "$mode" \
+                                "$sim" -w mapreduce -n "$jobs" -o off "${args[@]}" -p "$policy" -P "$mode" \
                                 -j "$tmp/jobs.csv" --summary csv >"$tmp/summary.csv" 2>"$tmp/err" || rc=$?
                         if [ "$rc" -ne 0 ]; then
                                 printf 'mapreduce-%s\t%s\t%s\t%s\tfailed (exit %d)\t\t\t\t\n' "$jobs" "$cluster" \

@@ -51,9 +51,10 @@ echo "user-fairness: $(uname -r), load average $(cut -d' ' -f1-3 /proc/loadavg) 
 trace "$out/two.csv" "$a_jobs" 1
 trace "$out/alone.csv" "$a_jobs" 0
 for p in $policies; do
-        "$sim" -t "$out/two.csv" -c "$cluster" -p "$p" -j "$out/sim-$p-users.csv" >/dev/null
-        "$sim" -t "$out/two.csv" -c "$cluster" -p "$p" --user-shares=no -j "$out/sim-$p-nousers.csv" >/dev/null
-        "$sim" -t "$out/alone.csv" -c "$cluster" -p "$p" -j "$out/sim-$p-alone.csv" >/dev/null
+        # The scheduler alone: orchestration off (cgorch-sim's default is the controller's).
+        "$sim" -o off -t "$out/two.csv" -c "$cluster" -p "$p" -j "$out/sim-$p-users.csv" >/dev/null
+        "$sim" -o off -t "$out/two.csv" -c "$cluster" -p "$p" --user-shares=no -j "$out/sim-$p-nousers.csv" >/dev/null
+        "$sim" -o off -t "$out/alone.csv" -c "$cluster" -p "$p" -j "$out/sim-$p-alone.csv" >/dev/null
 done
 
 if [ "$real" = 1 ]; then

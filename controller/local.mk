@@ -17,13 +17,12 @@ CONTROLLER_SOURCES = \
 	controller/store.c controller/store.h controller/store-internal.h \
 	controller/store-jobs.c controller/store-deps.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c \
 	controller/orchestrator.c controller/orchestrator.h \
-	controller/runtime-config.c controller/runtime-config.h \
 	controller/store-orch.c controller/api-orch.c controller/api-output.c controller/clock.c controller/clock.h \
 	controller/api-metrics.c controller/controller-metrics.c controller/controller-metrics.h \
 	controller/node-usage.c controller/node-usage.h controller/store-accounting.c \
 	controller/api-openapi.c controller/munge-auth.c controller/munge-auth.h
 CONTROLLER_CFLAGS = $(AM_CFLAGS) -pthread $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(LIBMICROHTTPD_CFLAGS) $(SQLITE3_CFLAGS) $(MUNGE_CFLAGS)
-CONTROLLER_LIBS = controller/libcgorch-orch.a $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(SIGN_LIBS) $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(LIBMICROHTTPD_LIBS) $(SQLITE3_LIBS) $(MUNGE_LIBS) -lm
+CONTROLLER_LIBS = controller/libcgorch-knobs.a controller/libcgorch-orch.a $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(SIGN_LIBS) $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(LIBMICROHTTPD_LIBS) $(SQLITE3_LIBS) $(MUNGE_LIBS) -lm
 
 controller_cgorch_controller_SOURCES = controller/cgorch-controller.c $(CONTROLLER_SOURCES)
 controller_cgorch_controller_CFLAGS = $(CONTROLLER_CFLAGS)
@@ -69,6 +68,14 @@ controller_libcgorch_orch_a_SOURCES = \
 	controller/detector.c controller/detector.h \
 	controller/balancer.c controller/balancer.h
 ORCH_LIBS = controller/libcgorch-orch.a $(ESTIMATOR_LIBS)
+
+# The runtime knob registry (runtime-config.h: the orchestrator's and the scheduler's knobs,
+# their defaults, parsing and checks), linked by the controller and by the simulator, which
+# takes its orchestration flags and their defaults from it.
+noinst_LIBRARIES += controller/libcgorch-knobs.a
+controller_libcgorch_knobs_a_SOURCES = controller/runtime-config.c controller/runtime-config.h
+controller_libcgorch_knobs_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+KNOB_LIBS = controller/libcgorch-knobs.a $(ORCH_LIBS) $(SCHED_LIBS) $(COMMON_LIBS)
 EXTRA_DIST += docs/orchestrator.md
 
 ORCH_TESTS = tests/unit/test-detector tests/unit/test-balancer
@@ -87,10 +94,9 @@ ORCH_RUNTIME_TESTS = tests/unit/test-runtime-config tests/unit/test-store-orch
 check_PROGRAMS += $(ORCH_RUNTIME_TESTS)
 TESTS += $(ORCH_RUNTIME_TESTS) tests/integration/test-orchestrate.sh tests/integration/test-memory-guard.sh
 EXTRA_DIST += tests/integration/test-orchestrate.sh tests/integration/test-memory-guard.sh
-tests_unit_test_runtime_config_SOURCES = tests/unit/test-runtime-config.c \
-	controller/runtime-config.c controller/runtime-config.h
+tests_unit_test_runtime_config_SOURCES = tests/unit/test-runtime-config.c
 tests_unit_test_runtime_config_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
-tests_unit_test_runtime_config_LDADD = $(ORCH_LIBS) $(SCHED_LIBS) $(COMMON_LIBS) $(CRITERION_LIBS) -lm
+tests_unit_test_runtime_config_LDADD = $(KNOB_LIBS) $(CRITERION_LIBS) -lm
 tests_unit_test_store_orch_SOURCES = tests/unit/test-store-orch.c tests/unit/store-dir.h \
 	controller/store.c controller/store.h controller/store-internal.h \
 	controller/store-jobs.c controller/store-deps.c controller/store-nodes.c controller/store-orch.c controller/store-checkpoint.c controller/store-usage.c

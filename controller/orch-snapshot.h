@@ -15,6 +15,10 @@ typedef enum OrchResource {
 
 const char *orch_resource_to_string(OrchResource r);
 
+/* Epoch windows a snapshot's builder keeps per task, the newest: Algorithm 2's history. The
+ * controller (orchestrator.c) and cgorch-sim (sim-orch.c) both hold to it. */
+#define ORCH_TRACK_WINDOWS 64
+
 /* What the caller knows about a node. Zero means "no signal" for every pressure field. */
 typedef struct OrchNodeInfo {
         const char *name;

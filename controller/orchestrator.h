@@ -18,8 +18,7 @@
 /* Raw samples kept per task between two epochs (older ones are folded into the baseline: the
  * counters are cumulative, so nothing is lost but the memory peak of the dropped ones). */
 #define ORCH_TRACK_SAMPLES 64
-/* Epoch windows kept per task: Algorithm 2's history. */
-#define ORCH_TRACK_WINDOWS 64
+/* Epoch windows kept per task: ORCH_TRACK_WINDOWS (orch-snapshot.h). */
 /* While contention is active, agents are asked for a heartbeat every epoch /
  * ORCH_FAST_HEARTBEAT_DIVISOR (balancer.h: at least ORCH_FAST_HEARTBEAT_MIN_MS apart, and within
  * the heartbeat budget), so that samples and set_limits actions travel within a fraction of an

@@ -26,8 +26,9 @@ typedef struct RuntimeSettings {
         char user_weights[USER_WEIGHTS_TEXT_MAX]; /* user-weights.h; zero-filled past its end */
 } RuntimeSettings;
 
-/* The controller's defaults: the balancer's and the detector's documented defaults, but
- * control mode off (a controller changes limits only when told to), and the scheduler's. */
+/* The controller's defaults: the balancer's and the detector's (balancer.h, detector.h;
+ * orchestration on, cpu+memory), the scheduler's and the jobs'. cgorch-sim orchestrates with
+ * the same (SIM_PARAMS_DEFAULT, and its flags through this registry). */
 RuntimeSettings runtime_settings_default(void);
 
 typedef enum KnobType {

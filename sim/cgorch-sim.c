@@ -9,9 +9,26 @@
 #include <unistd.h>
 
 #include "controller/balancer.h"
+#include "controller/runtime-config.h"
 #include "macro.h"
 #include "sim-engine.h"
 #include "sim-report.h"
+
+/* The controller's orchestrator knobs are the simulator's orchestration flags, with the same
+ * names, values, ranges and defaults (runtime-config.h), so that no flag simulates what no flag
+ * runs in the controller. Two are renamed where cgorch-sim's own flags had the name first; the
+ * boolean dry-run has no simulated meaning. */
+static bool sim_knob_offered(const Knob *k) {
+        return k->apply == KNOB_APPLY_ORCHESTRATOR && k->type != KNOB_BOOL;
+}
+
+static const char *sim_knob_flag(const Knob *k) {
+        if (streq(k->name, "orchestrate"))
+                return "orchestration";
+        if (streq(k->name, "estimator"))
+                return "orch-estimator";
+        return k->name;
+}
 
 static void help(void) {
         printf("Usage: cgorch-sim [OPTIONS]\n"
@@ -40,10 +57,25 @@ static void help(void) {
                "     --user-shares=yes|no   users of the trace's user column share the CPUs max-min  [yes]\n"
                "     --user-max-cpus=CPUS   the most CPUs one user's running tasks hold; 0: none  [0]\n"
                "     --user-grace=SECONDS   a user below its share goes first once this far behind  [30]\n"
-               "Orchestration:\n"
-               "  -o --orchestration=MODE   off, cpu, memory, cpu+memory  [off]\n"
-               "     --orch-estimator=NAME  regression or uniform  [regression]\n"
-               "     --epoch=SECONDS        orchestration epoch  [20]\n"
+               "Orchestration (the controller's knobs and defaults, see cgorch-controller(8)):\n");
+        for (size_t i = 0; i < runtime_n_knobs; i++) {
+                const Knob *k = &runtime_knobs[i];
+                char flag[64];
+                if (!sim_knob_offered(k))
+                        continue;
+                snprintf(flag, sizeof flag, "%s --%s=%s", streq(k->name, "orchestrate") ? "-o" : "  ", sim_knob_flag(k),
+                         k->metavar);
+                if (strlen(flag) > 24)
+                        printf("  %s\n  %-24s  %s\n", flag, "", k->help);
+                else
+                        printf("  %-24s  %s\n", flag, k->help);
+        }
+        printf("     --balancer=NAME        daemon (the knobs above) or paper: MROrchestrator's Sec. IV\n"
+               "                            balancer (hogs give what they use, 0.5 CPU steps, a pinned\n"
+               "                            task asks for half more, hysteresis and cool-down 2, 20 s\n"
+               "                            epoch); knobs given as flags still apply  [daemon]\n"
+               "     --memory-guard=yes|no  the agents' memory guard at every 1 s sample when the mode\n"
+               "                            controls memory, as the controller lets it  [yes]\n"
                "     --thrash-exponent=K    slow-down (limit/working set)^K when memory is short  [4]\n"
                "Output:\n"
                "     --seed=N               seed for the generator and the estimation errors  [1]\n"
@@ -69,17 +101,18 @@ enum {
         ARG_KILL_MAX_LOST,
         ARG_FAIR_OVERCOMMIT,
         ARG_RESCHEDULE,
-        ARG_ORCH_ESTIMATOR,
-        ARG_EPOCH,
+        ARG_BALANCER,
+        ARG_MEMORY_GUARD,
         ARG_THRASH,
         ARG_SEED,
         ARG_SAMPLE,
         ARG_SUMMARY,
         ARG_PROGRESS,
         ARG_VERSION,
+        ARG_KNOB, /* + the knob's index in runtime_knobs */
 };
 
-static const struct option options[] = {
+static const struct option base_options[] = {
         { "workload", required_argument, NULL, 'w' },
         { "trace", required_argument, NULL, 't' },
         { "jobs", required_argument, NULL, 'n' },
@@ -100,9 +133,8 @@ static const struct option options[] = {
         { "kill-max-lost", required_argument, NULL, ARG_KILL_MAX_LOST },
         { "fair-overcommit", required_argument, NULL, ARG_FAIR_OVERCOMMIT },
         { "reschedule", required_argument, NULL, ARG_RESCHEDULE },
-        { "orchestration", required_argument, NULL, 'o' },
-        { "orch-estimator", required_argument, NULL, ARG_ORCH_ESTIMATOR },
-        { "epoch", required_argument, NULL, ARG_EPOCH },
+        { "balancer", required_argument, NULL, ARG_BALANCER },
+        { "memory-guard", required_argument, NULL, ARG_MEMORY_GUARD },
         { "thrash-exponent", required_argument, NULL, ARG_THRASH },
         { "seed", required_argument, NULL, ARG_SEED },
         { "jobs-csv", required_argument, NULL, 'j' },
@@ -112,8 +144,26 @@ static const struct option options[] = {
         { "progress", no_argument, NULL, ARG_PROGRESS },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, ARG_VERSION },
-        {},
 };
+
+/* base_options and the offered knobs, terminated. */
+static struct option options[ELEMENTSOF(base_options) + 64 + 1];
+
+static int options_build(void) {
+        size_t n = 0;
+        for (size_t i = 0; i < ELEMENTSOF(base_options); i++)
+                options[n++] = base_options[i];
+        for (size_t i = 0; i < runtime_n_knobs; i++) {
+                if (!sim_knob_offered(&runtime_knobs[i]))
+                        continue;
+                if (n + 1 >= ELEMENTSOF(options))
+                        return -E2BIG;
+                options[n++] = (struct option) { sim_knob_flag(&runtime_knobs[i]), required_argument, NULL,
+                                                 ARG_KNOB + (int) i };
+        }
+        options[n] = (struct option) {};
+        return 0;
+}
 
 static int parse_number(const char *name, const char *s, double min, double *ret) {
         char *end;
@@ -176,8 +226,15 @@ int main(int argc, char *argv[]) {
         double n_jobs = 0, seed = 1, load = 0;
         bool summary_csv = false;
         Progress progress = { .enabled = isatty(STDERR_FILENO) };
+        RuntimeSettings knobs = runtime_settings_default();
+        const char *knob_text[64] = {};
+        bool paper = false;
         int c, k;
 
+        if (options_build() < 0 || runtime_n_knobs > ELEMENTSOF(knob_text)) {
+                fprintf(stderr, "cgorch-sim: more controller knobs than flag slots\n");
+                return 1;
+        }
         params.seed = 1;
         while ((c = getopt_long(argc, argv, "w:t:n:c:p:P:e:s:o:j:T:h", options, NULL)) >= 0) {
                 switch (c) {
@@ -280,27 +337,22 @@ int main(int argc, char *argv[]) {
                         if (parse_number("reschedule", optarg, 0, &params.reschedule_s) < 0)
                                 return 2;
                         break;
-                case 'o': {
-                        OrchMode m = orch_mode_from_string(optarg);
-                        if (m < 0) {
-                                fprintf(stderr, "cgorch-sim: --orchestration: unknown mode \"%s\"\n", optarg);
+                case 'o':
+                        knob_text[runtime_knob_find("orchestrate") - runtime_knobs] = optarg;
+                        break;
+                case ARG_BALANCER:
+                        if (!streq(optarg, "daemon") && !streq(optarg, "paper")) {
+                                fprintf(stderr, "cgorch-sim: --balancer: \"%s\" is neither daemon nor paper\n", optarg);
                                 return 2;
                         }
-                        params.orch_mode = (int) m;
+                        paper = streq(optarg, "paper");
                         break;
-                }
-                case ARG_ORCH_ESTIMATOR: {
-                        OrchEstimator oe = orch_estimator_from_string(optarg);
-                        if (oe < 0) {
-                                fprintf(stderr, "cgorch-sim: --orch-estimator: unknown estimator \"%s\"\n", optarg);
+                case ARG_MEMORY_GUARD:
+                        if (!streq(optarg, "yes") && !streq(optarg, "no")) {
+                                fprintf(stderr, "cgorch-sim: --memory-guard=%s: yes or no\n", optarg);
                                 return 2;
                         }
-                        params.orch_estimator = (int) oe;
-                        break;
-                }
-                case ARG_EPOCH:
-                        if (parse_number("epoch", optarg, 0.001, &params.epoch_s) < 0)
-                                return 2;
+                        params.memory_guard = streq(optarg, "yes");
                         break;
                 case ARG_THRASH:
                         if (parse_number("thrash-exponent", optarg, 0, &params.thrash_exponent) < 0)
@@ -339,10 +391,30 @@ int main(int argc, char *argv[]) {
                         printf("cgorch-sim %s\n", PACKAGE_VERSION);
                         return 0;
                 default:
+                        if (c >= ARG_KNOB && (size_t) (c - ARG_KNOB) < runtime_n_knobs) {
+                                knob_text[c - ARG_KNOB] = optarg;
+                                break;
+                        }
                         fprintf(stderr, "Try 'cgorch-sim --help'.\n");
                         return 2;
                 }
         }
+        /* The preset first, then the knobs given, whatever their order on the command line. */
+        if (paper)
+                sim_orch_paper_params(&knobs.balance);
+        for (size_t i = 0; i < runtime_n_knobs; i++) {
+                _cleanup_free_ char *error = NULL;
+                if (knob_text[i] && runtime_knob_set_text(&knobs, &runtime_knobs[i], knob_text[i], &error) < 0) {
+                        fprintf(stderr, "cgorch-sim: --%s\n", error ?: runtime_knobs[i].name);
+                        return 2;
+                }
+        }
+        const char *bad;
+        if (orch_balance_params_validate(&knobs.balance, &bad) < 0) {
+                fprintf(stderr, "cgorch-sim: the orchestration flags are not valid together (%s)\n", bad);
+                return 2;
+        }
+        params.orch = knobs.balance;
         if (optind < argc) {
                 fprintf(stderr, "cgorch-sim: unexpected argument \"%s\"\n", argv[optind]);
                 return 2;

@@ -8,8 +8,10 @@ set -euo pipefail
 sim_bin=${1:?usage: evaluate.sh CGORCH_SIM DOCS_DIR [SECTION...]}
 # The papers' experiments run in the papers' setting: HFSP's T = 10 CPUs, Hadoop's Fair with one
 # task per slot and, unless a section says otherwise, WAIT preemption (cgorch's own defaults
-# are measured in docs/design.md).
-sim() { "$sim_bin" --training-cpus 10 --fair-overcommit 1 "$@"; }
+# are measured in docs/design.md), orchestration off unless a section turns it on (the
+# orchestration section runs MROrchestrator's balancer as the paper did, --balancer paper,
+# without the agents' memory guard, which MROrchestrator did not have).
+sim() { "$sim_bin" --training-cpus 10 --fair-overcommit 1 -o off "$@"; }
 docs=${2:?usage: evaluate.sh CGORCH_SIM DOCS_DIR [SECTION...]}
 shift 2
 sections=${*:-hfsp sigma preempt orch speed}
@@ -168,11 +170,11 @@ section_orch() {
                                 for c in $classes; do
                                         local t
                                         if [ $scenario = single ]; then
-                                                sim -P wait -w contention -p fair --job-class $c -o $mode --orch-estimator $est -j "$tmp/o.csv" > /dev/null
+                                                sim -P wait -w contention -p fair --job-class $c -o $mode --balancer paper --memory-guard no --orch-estimator $est -j "$tmp/o.csv" > /dev/null
                                                 t=$(awk -F, 'NR == 2 { print $6 }' "$tmp/o.csv")
                                         else
                                                 if [ $c = sort ]; then
-                                                        sim -P wait -w contention -p fair -o $mode --orch-estimator $est -j "$tmp/m.csv" \
+                                                        sim -P wait -w contention -p fair -o $mode --balancer paper --memory-guard no --orch-estimator $est -j "$tmp/m.csv" \
                                                                 -T "$plots/orch-$est-$mode.timeline" --sample 10 --summary csv > "$tmp/s"
                                                         [ $mode = cpu+memory ] && ucpu1=$(field cpu_util < "$tmp/s") && umem1=$(field memory_util < "$tmp/s")
                                                 fi

@@ -1,5 +1,6 @@
-# sim/: cgorch-sim, the trace-driven simulator. It links the scheduler, estimator and orchestrator
-# libraries the controller links; sim-sched.c and sim-orch.c are its only doors to them.
+# sim/: cgorch-sim, the trace-driven simulator. It links the scheduler, estimator, orchestrator and
+# knob (its orchestration flags and their defaults) libraries the controller links, and the
+# agent's memory guard; sim-sched.c and sim-orch.c are its only doors to them.
 bin_PROGRAMS += sim/cgorch-sim
 
 noinst_LIBRARIES += sim/libcgorch-sim.a
@@ -11,7 +12,8 @@ sim_libcgorch_sim_a_SOURCES = \
 	sim/sim-orch.c \
 	sim/sim-engine.c sim/sim-engine.h sim/sim-engine-internal.h sim/sim-fluid.c \
 	sim/sim-report.c sim/sim-report.h
-SIM_LIBS = sim/libcgorch-sim.a controller/libcgorch-orch.a $(SCHED_LIBS) $(ESTIMATOR_LIBS) -lm
+SIM_LIBS = sim/libcgorch-sim.a controller/libcgorch-knobs.a controller/libcgorch-orch.a $(SCHED_LIBS) $(ESTIMATOR_LIBS) \
+	$(MEMORY_GUARD_LIBS) $(COMMON_LIBS) -lm
 
 sim_cgorch_sim_SOURCES = sim/cgorch-sim.c
 sim_cgorch_sim_LDADD = $(SIM_LIBS)
@@ -28,7 +30,7 @@ tests_unit_test_sim_trace_SOURCES = tests/unit/test-sim-trace.c
 tests_unit_test_sim_trace_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_sim_trace_LDADD = $(SIM_LIBS) $(CRITERION_LIBS)
 tests_unit_test_sim_engine_SOURCES = tests/unit/test-sim-engine.c
-tests_unit_test_sim_engine_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_sim_engine_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_sim_engine_LDADD = $(SIM_LIBS) $(CRITERION_LIBS)
 
 # The evaluation (docs/evaluation.md) and its plots: `make sim-eval` (minutes, on demand; writes

@@ -2,6 +2,7 @@
  * epoch in sim-orch.c. */
 #pragma once
 
+#include "agent/memory-guard.h"
 #include "estimator/hfsp-size.h"
 #include "macro.h"
 #include "sim-engine.h"
@@ -30,6 +31,11 @@ typedef struct Task {
         double ep_cpu_s, ep_run_s, ep_throttled_s, ep_stall_s, ep_thrash_s, ep_memory_peak; /* this epoch */
         SimWindow *windows;
         size_t n_windows, allocated_windows;
+        /* The agent's memory guard (memory guard only): what it kept of the task, and what the
+         * task's cgroup would count since the guard last looked. */
+        MemoryGuardTrack guard;
+        double guard_thrash_s;
+        uint64_t guard_limit_hits;      /* cumulative, as memory.failcnt */
 } Task;
 
 #define SIM_NO_SLOT UINT32_MAX
@@ -165,6 +171,11 @@ int sim_fluid_complete(Engine *e);
 
 /* sim-orch.c: one MROrchestrator epoch over the running tasks; applies the balancer's changes. */
 int sim_orch_epoch(Engine *e, double now_s);
+/* Whether the agents' memory guard runs: the mode controls memory and it is not left out. */
+bool sim_memory_guard_on(const SimParams *p);
+/* One agent sample of every running task: the agent's memory guard decides (agent/memory-guard.c)
+ * and its raises are applied. */
+int sim_memory_guard_tick(Engine *e, double now_s);
 void sim_orch_free(Engine *e);
 /* sim-engine.c: the node's shares after a limit changed. */
 void sim_engine_node_refresh(Engine *e, size_t node);

@@ -12,7 +12,7 @@
 #include "sim-engine-internal.h"
 #include "sim-rng.h"
 
-enum { TIMER_TRAINING, TIMER_EPOCH, TIMER_SAMPLE, TIMER_RESCHEDULE };
+enum { TIMER_TRAINING, TIMER_EPOCH, TIMER_SAMPLE, TIMER_RESCHEDULE, TIMER_GUARD };
 
 static const char *const estimator_names[_SIM_ESTIMATOR_MAX] = {
         [SIM_ESTIMATOR_HFSP] = "hfsp", [SIM_ESTIMATOR_ORACLE] = "oracle",
@@ -127,6 +127,7 @@ static int pool_add(Engine *e, size_t pi, unsigned index, uint32_t *ret_slot) {
                 .state = SIM_TASK_RUNNING, .started_s = e->now,
                 .cpu_limit = spec->cpu_request, .memory_limit = spec->memory_request_bytes,
         };
+        memory_guard_track_init(&e->tasks[slot].guard);
         e->done_s[slot] = e->rate[slot] = e->got[slot] = e->cpu_used_s[slot] = 0;
         e->phases[pi].slot_of[index] = slot;
         *ret_slot = slot;
@@ -189,8 +190,10 @@ static void advance_epoch(Engine *e, double dt) {
                                 t->ep_throttled_s += dt;
                         if (e->got[slot] < t->demand - 1e-9)
                                 t->ep_stall_s += dt;
-                        if (t->penalty < 1)
+                        if (t->penalty < 1) {
                                 t->ep_thrash_s += dt;
+                                t->guard_thrash_s += dt;
+                        }
                 }
         }
 }
@@ -208,7 +211,7 @@ static void advance_nodes(Engine *e, double now) {
                 done[k] += rate[k] * dt;
                 used[k] += got[k] * dt;
         }
-        if (e->p.orch_mode != 0)
+        if (e->p.orch.mode != ORCH_MODE_OFF)
                 advance_epoch(e, dt);
         /* The totals in locals: the same additions in the same order, without a store and a
          * load between each two (a node's fields might be the result's, for the compiler). */
@@ -868,7 +871,7 @@ int sim_run(const SimWorkload *w, const SimNodeSpec *nodes, size_t n_nodes, cons
         int r;
 
         if (n_nodes == 0 || params->policy < 0 || params->policy >= _SIM_POLICY_MAX || !(params->error_sigma >= 0) ||
-            !(params->epoch_s > 0) || !(params->sample_s >= 0) || !(params->thrash_exponent >= 0))
+            orch_balance_params_validate(&params->orch, NULL) < 0 || !(params->sample_s >= 0) || !(params->thrash_exponent >= 0))
                 return -EINVAL;
         r = engine_init(&e, w, nodes, n_nodes, params, &res);
         if (r < 0)
@@ -880,8 +883,10 @@ int sim_run(const SimWorkload *w, const SimNodeSpec *nodes, size_t n_nodes, cons
         e.last_sample_s = first;
         if (params->sample_s > 0)
                 r = timer_push(&e, first + params->sample_s, TIMER_SAMPLE, 0);
-        if (r >= 0 && params->orch_mode != 0 && !sim_policy_is_fluid(params->policy))
-                r = timer_push(&e, first + params->epoch_s, TIMER_EPOCH, 0);
+        if (r >= 0 && params->orch.mode != ORCH_MODE_OFF && !sim_policy_is_fluid(params->policy))
+                r = timer_push(&e, first + params->orch.epoch_s, TIMER_EPOCH, 0);
+        if (r >= 0 && sim_memory_guard_on(params) && !sim_policy_is_fluid(params->policy))
+                r = timer_push(&e, first + AGENT_SAMPLE_INTERVAL_S_DEFAULT, TIMER_GUARD, 0);
         if (r >= 0 && params->preemption != SIM_PREEMPT_WAIT && params->reschedule_s > 0 &&
             !sim_policy_is_fluid(params->policy))
                 r = timer_push(&e, first + params->reschedule_s, TIMER_RESCHEDULE, 0);
@@ -950,7 +955,12 @@ int sim_run(const SimWorkload *w, const SimNodeSpec *nodes, size_t n_nodes, cons
                         case TIMER_EPOCH:
                                 r = sim_orch_epoch(&e, t);
                                 if (r >= 0)
-                                        r = timer_push(&e, t + params->epoch_s, TIMER_EPOCH, 0);
+                                        r = timer_push(&e, t + params->orch.epoch_s, TIMER_EPOCH, 0);
+                                break;
+                        case TIMER_GUARD:
+                                r = sim_memory_guard_tick(&e, t);
+                                if (r >= 0)
+                                        r = timer_push(&e, t + AGENT_SAMPLE_INTERVAL_S_DEFAULT, TIMER_GUARD, 0);
                                 break;
                         case TIMER_SAMPLE:
                                 r = sample(&e);

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "controller/balancer.h"
 #include "controller/sched.h"
 #include "sim-sched.h"
 #include "sim-workload.h"
@@ -37,10 +38,13 @@ typedef struct SimParams {
         bool user_shares;               /* users share the CPUs max-min (controller/sched.h) */
         double user_max_cpus;           /* per user; 0: none */
         double user_grace_s;            /* a user below its share goes first once this far behind */
-        /* Orchestration (off when orch_mode is 0). */
-        int orch_mode;                  /* OrchMode: 0 off, 1 cpu, 2 memory, 3 cpu+memory */
-        int orch_estimator;             /* OrchEstimator: 0 regression, 1 uniform */
-        double epoch_s;
+        /* Orchestration: the controller's balancer parameters, its defaults unless told
+         * otherwise (off when orch.mode is ORCH_MODE_OFF). The agents' memory guard raises
+         * memory limits at every agent sample (AGENT_SAMPLE_INTERVAL_S_DEFAULT) when the mode
+         * controls memory, as the controller lets it (orchestrator_memory_guard());
+         * memory_guard false leaves it out. */
+        OrchBalanceParams orch;
+        bool memory_guard;
         double sample_s;                /* utilisation time series; 0: none */
 } SimParams;
 
@@ -57,9 +61,16 @@ typedef struct SimParams {
                 .reschedule_s = 3,                              \
                 .user_shares = true,                            \
                 .user_grace_s = SCHED_USER_GRACE_S_DEFAULT,     \
-                .epoch_s = 20,                                  \
+                .orch = ORCH_BALANCE_PARAMS_DEFAULT,            \
+                .memory_guard = true,                           \
                 .sample_s = 60,                                 \
         })
+
+/* MROrchestrator's balancer as its Sec. IV experiments ran it, over the controller's defaults:
+ * hogs give what they use (no margin above their use), a task pinned at its quota asks for half
+ * more, CPU moves at most half a core an epoch, two epochs of hysteresis and of cool-down, a
+ * 20 s epoch (cgorch-sim --balancer=paper; docs/evaluation.md §4). */
+void sim_orch_paper_params(OrchBalanceParams *p);
 
 typedef struct SimJobResult {
         size_t job;                     /* index into the workload's jobs */
@@ -89,6 +100,7 @@ typedef struct SimResult {
         uint64_t events, decisions;
         unsigned kills, freezes, thaws;
         unsigned orch_epochs, orch_changes;
+        unsigned guard_raises;          /* memory limits the agents' memory guard raised */
 } SimResult;
 
 void sim_result_done(SimResult *r);

@@ -1,11 +1,13 @@
 /* sim-orch.c: one MROrchestrator epoch in the simulator — the running tasks' epoch (usage
  * windows, throttling, thrashing, pressure) into the same snapshot the controller builds, then
  * the library's detector and balancer (controller/libcgorch-orch.a), then the changed limits
- * back onto the simulated tasks. Nothing here decides anything. */
+ * back onto the simulated tasks — and the agents' memory guard at every agent sample, by the
+ * agent's own code (agent/libcgorch-memory-guard.a). Nothing here decides anything. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "controller/balancer.h"
 #include "controller/detector.h"
@@ -21,9 +23,24 @@ void sim_orch_free(Engine *e) {
         e->orch_state = NULL;
 }
 
+void sim_orch_paper_params(OrchBalanceParams *p) {
+        p->epoch_s = 20;
+        p->hysteresis_epochs = 2;
+        p->cooldown_epochs = 2;
+        p->cpu_max_step_cores = 0.5;
+        p->cpu_pinned_growth = 0.5;
+        p->cpu_margin_fraction = -1;
+}
+
+/* A new window for the epoch that ended; the oldest goes past ORCH_TRACK_WINDOWS, as in the
+ * controller (orchestrator.c). */
 static int task_window(Task *t) {
         if (!(t->ep_run_s > 0) || (t->n_windows > 0 && t->windows[t->n_windows - 1].run_time_s >= t->run_time_s))
                 return 0;
+        if (t->n_windows == ORCH_TRACK_WINDOWS) {
+                memmove(t->windows, t->windows + 1, (ORCH_TRACK_WINDOWS - 1) * sizeof(SimWindow));
+                t->n_windows--;
+        }
         if (t->n_windows == t->allocated_windows) {
                 size_t m = MAX(t->allocated_windows * 2, (size_t) 8);
                 SimWindow *p = realloc(t->windows, m * sizeof(SimWindow));
@@ -46,7 +63,7 @@ int sim_orch_epoch(Engine *e, double now_s) {
         OrchFindings findings = { 0 };
         OrchDecisions decisions = { 0 };
         size_t n_map = 0;
-        double epoch = e->p.epoch_s;
+        double epoch = e->p.orch.epoch_s;
         int r;
 
         if (!e->orch_state) {
@@ -132,22 +149,10 @@ int sim_orch_epoch(Engine *e, double now_s) {
         }
 
         OrchDetectParams dp = ORCH_DETECT_PARAMS_DEFAULT;
-        OrchBalanceParams bp = ORCH_BALANCE_PARAMS_DEFAULT;
-        bp.mode = (OrchMode) e->p.orch_mode;
-        bp.estimator = (OrchEstimator) e->p.orch_estimator;
-        bp.epoch_s = epoch;
-        /* The paper's balancer (Sec. IV): hogs give what they use, two epochs of hysteresis and
-         * of cool-down, half a core a step — what the simulated MRO experiments reproduce. The
-         * controller's defaults are for 10–60 s jobs on real cgroups (docs/orchestrator.md). */
-        bp.hysteresis_epochs = 2;
-        bp.cooldown_epochs = 2;
-        bp.cpu_max_step_cores = 0.5;
-        bp.cpu_pinned_growth = 0.5;
-        bp.cpu_margin_fraction = -1;
         r = orch_detect(s, now_s, &dp, &findings);
         if (r < 0)
                 return r;
-        r = orch_balance(s, &findings, now_s, &bp, e->orch_state, &decisions);
+        r = orch_balance(s, &findings, now_s, &e->p.orch, e->orch_state, &decisions);
         if (r < 0) {
                 orch_findings_done(&findings);
                 return r;
@@ -170,5 +175,64 @@ int sim_orch_epoch(Engine *e, double now_s) {
         for (size_t k = 0; k < e->n_nodes; k++)
                 if (e->nodes[k].dirty)
                         sim_engine_node_refresh(e, k);
+        return 0;
+}
+
+bool sim_memory_guard_on(const SimParams *p) {
+        return p->memory_guard && orch_mode_controls(p->orch.mode, ORCH_MEMORY) && !p->orch.dry_run;
+}
+
+/* What the agent would read of a task (v1: memory.usage_in_bytes, memory.stat's anonymous
+ * memory, memory.failcnt, its own memory PSI) and what the agent does with it
+ * (agent.c, task_memory_guard()): memory_guard_observe(), then memory_guard_decide() against
+ * its node's room, MemAvailable known. A thrashing task sits at its limit and keeps hitting it. */
+int sim_memory_guard_tick(Engine *e, double now_s) {
+        MemoryGuardPolicy policy = MEMORY_GUARD_POLICY_DEFAULT(AGENT_SAMPLE_INTERVAL_S_DEFAULT);
+        uint64_t now_us = (uint64_t) llround(now_s * 1e6);
+
+        for (size_t k = 0; k < e->n_nodes; k++) {
+                Node *node = &e->nodes[k];
+                double capacity = node->spec.memory_bytes, limits_sum = 0, used = 0;
+                for (size_t q = 0; q < node->n_tasks; q++) {
+                        const Task *t = &e->tasks[node->tasks[q]];
+                        limits_sum += t->memory_limit > 0 ? t->memory_limit : capacity;
+                        used += t->memory_used;
+                }
+                for (size_t q = 0; q < node->n_tasks; q++) {
+                        Task *t = &e->tasks[node->tasks[q]];
+                        double thrash = t->guard_thrash_s;
+                        t->guard_thrash_s = 0;
+                        if (t->state != SIM_TASK_RUNNING)
+                                continue;
+                        if (thrash > 0)
+                                t->guard_limit_hits += (uint64_t) ceil(thrash);
+                        TaskSample s = {
+                                .has = SAMPLE_HAS_MEMORY_STAT | SAMPLE_HAS_MEMORY_EVENTS | SAMPLE_HAS_PSI_MEMORY,
+                                .memory_current_bytes = (uint64_t) t->memory_used,
+                                .memory_anon_bytes = (uint64_t) t->memory_used,
+                                .memory_events_max = t->guard_limit_hits,
+                                .psi_memory.some_avg10 = MIN(100.0 * thrash / AGENT_SAMPLE_INTERVAL_S_DEFAULT, 100.0),
+                        };
+                        Limits limits = { .memory_max_bytes = t->memory_limit > 0 ? (int64_t) t->memory_limit : 0 };
+                        MemoryGuardTask in;
+                        memory_guard_observe(&t->guard, &s, &limits, false, now_us, &in);
+                        MemoryGuardNode ni = {
+                                .capacity_bytes = (uint64_t) capacity,
+                                .limits_sum_bytes = (uint64_t) limits_sum,
+                                .available_bytes = (uint64_t) MAX(capacity - used, 1.0),
+                        };
+                        MemoryGuardDecision d;
+                        memory_guard_decide(&policy, &in, &ni, &d);
+                        if (d.outcome != MEMORY_GUARD_RAISED || d.new_max_bytes <= 0 ||
+                            (double) d.new_max_bytes <= t->memory_limit)
+                                continue;
+                        limits_sum += (double) d.new_max_bytes - t->memory_limit;
+                        t->memory_limit = (double) d.new_max_bytes;
+                        node->dirty = true;
+                        e->res->guard_raises++;
+                }
+                if (node->dirty)
+                        sim_engine_node_refresh(e, k);
+        }
         return 0;
 }

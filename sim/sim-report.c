@@ -98,7 +98,8 @@ void sim_summary_print_text(FILE *f, const SimSummary *s, const SimResult *r) {
         fprintf(f, "makespan             %.2f s\n", s->makespan_s);
         fprintf(f, "kills                %u (%.1f CPU-s of work lost)\n", r->kills, s->wasted_s);
         fprintf(f, "freezes / thaws      %u / %u\n", r->freezes, r->thaws);
-        fprintf(f, "orchestration        %u epochs, %u limit changes\n", r->orch_epochs, r->orch_changes);
+        fprintf(f, "orchestration        %u epochs, %u limit changes, %u memory guard raises\n", r->orch_epochs,
+                r->orch_changes, r->guard_raises);
         fprintf(f, "events               %" PRIu64 " (%" PRIu64 " scheduling decisions)\n", r->events, r->decisions);
 }
 

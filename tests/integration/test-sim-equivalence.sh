@@ -3,8 +3,9 @@
 # (-j) and the CSV summary of every policy and preemption mode on small workloads (dev, test,
 # mixed at load 0.85, 2000 jobs of the production-like day, and a few runs with the estimation
 # error, the oracle estimator and the orchestrator) have the checksums recorded in
-# tests/fixtures/sim/equivalence.md5. A change that moves any result, even a tie broken the
-# other way, fails here; one that is meant to change results records the new checksums with
+# tests/fixtures/sim/equivalence.md5. The scheduling cases run with orchestration off (-o off),
+# the MRO ones with the paper's balancer and with the controller's defaults. A change that moves
+# any result, even a tie broken the other way, fails here; one that is meant to change results records the new checksums with
 #   SIM_EQUIVALENCE_WRITE=1 top_srcdir=. top_builddir=build tests/integration/test-sim-equivalence.sh
 # and says why in its commit. SIM_REF=/path/to/cgorch-sim compares with another binary instead.
 # Checksums hold for one platform (Debian 12 x86-64, glibc's libm): the numbers are printed to
@@ -27,19 +28,22 @@ cases() {
         for w in "dev:-w dev" "test:-w test" "mixed:-w mixed --load 0.85" "mapreduce-2000:-w mapreduce -n 2000"; do
                 for p in $policies; do
                         for m in $modes; do
-                                echo "${w%%:*}/$p/$m ${w#*:} -p $p -P $m"
+                                echo "${w%%:*}/$p/$m ${w#*:} -p $p -P $m -o off"
                         done
                 done
         done
-        echo "test-sigma/hfsp/suspend -w test -s 1 --seed 3 -p hfsp -P suspend"
-        echo "test-sigma/psbs/kill -w test -s 1 --seed 3 -p psbs -P kill"
-        echo "test-oracle/hfsp/suspend-kill -w test -e oracle -p hfsp -P suspend-kill"
-        echo "contention-orch/hfsp/suspend -w contention -o cpu+memory -p hfsp -P suspend"
-        echo "contention-orch/fair/wait -w contention -o cpu+memory --orch-estimator uniform -p fair -P wait"
-        echo "mapreduce-500-orch/fifo/wait -w mapreduce -n 500 -c 8x4x8G -o cpu -p fifo -P wait"
+        echo "test-sigma/hfsp/suspend -w test -s 1 --seed 3 -p hfsp -P suspend -o off"
+        echo "test-sigma/psbs/kill -w test -s 1 --seed 3 -p psbs -P kill -o off"
+        echo "test-oracle/hfsp/suspend-kill -w test -e oracle -p hfsp -P suspend-kill -o off"
+        echo "contention-orch/hfsp/suspend -w contention -o cpu+memory --balancer paper --memory-guard no -p hfsp -P suspend"
+        echo "contention-orch/fair/wait -w contention -o cpu+memory --balancer paper --memory-guard no --orch-estimator uniform -p fair -P wait"
+        echo "mapreduce-500-orch/fifo/wait -w mapreduce -n 500 -c 8x4x8G -o cpu --balancer paper -p fifo -P wait"
+        # The controller's defaults.
+        echo "contention-defaults/hfsp/suspend -w contention -p hfsp -P suspend"
+        echo "contention-defaults/fair/wait -w contention -p fair -P wait"
         # Jobs that arrive together: ties in every order by arrival.
         for p in $policies; do
-                echo "ties/$p/suspend -t $tmp/ties.csv -c 1x2x4G -p $p -P suspend"
+                echo "ties/$p/suspend -t $tmp/ties.csv -c 1x2x4G -p $p -P suspend -o off"
         done
 }
 

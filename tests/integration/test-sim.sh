@@ -1,7 +1,9 @@
 #!/bin/bash
 # test-sim.sh: cgorch-sim end to end — HFSP's Fig. 3 from a trace file gives the hand-computed
 # response times in the per-job CSV; a broken trace is refused with its line number; a generated
-# workload written as a trace and read back gives the same summary; bad flags exit 2.
+# workload written as a trace and read back gives the same summary; bad flags exit 2; with no
+# orchestration flag it runs what the controller runs with none (the controller's --help
+# defaults, spelled out as flags, give the same jobs).
 set -uo pipefail
 
 : "${top_srcdir:?top_srcdir must be set (run through make check)}"
@@ -35,11 +37,44 @@ b=$("$sim" --trace "$tmp/test.csv" --cluster 20x3x8G --seed 4 --policy fair --su
 # Late in a long run (now ≈ 1.7e7 s) a task's last nanoseconds of work took less time than the
 # clock could tell from now: the next event came at now again, for ever, in the fluid and in
 # the scheduler's engine alike. 4 000 jobs of the production-like day on 2 CPUs ran into it; each
-# run takes a second or two.
+# run takes a second or two (the scheduler alone: orchestration off).
 for p in fluid-srpt ps fluid-fifo hfsp; do
         timeout 60 "$sim" --workload mapreduce --jobs 4000 --cluster 1x2x4G --load 0.9 --policy "$p" \
-                --summary csv > /dev/null || fail "$p on 4000 mapreduce jobs on 2 CPUs did not finish within 60 s"
+                -o off --summary csv > /dev/null || fail "$p on 4000 mapreduce jobs on 2 CPUs did not finish within 60 s"
 done
+
+# Default parity with the controller: every orchestrator knob of cgorch-controller --help is a
+# cgorch-sim flag with the same help (so the same default), and a run with each of those
+# defaults given explicitly is the run with none. Different flags (-o off, a 20 s epoch) must
+# give different jobs, or the comparison proves nothing.
+ctl="$top_builddir/controller/cgorch-controller"
+"$ctl" --help > "$tmp/ctl-help" || fail "cgorch-controller --help failed"
+"$sim" --help > "$tmp/sim-help" || fail "cgorch-sim --help failed"
+explicit=()
+for knob in orchestrate epoch estimator hysteresis cooldown cpu-max-step cpu-floor cpu-ceiling cpu-overcommit \
+        memory-max-step memory-floor memory-ceiling memory-overcommit; do
+        line=$(grep -E -- "^ +--$knob=" "$tmp/ctl-help") || { fail "cgorch-controller --help lacks --$knob"; continue; }
+        help=$(sed -E 's/^ +--[a-z+-]+=[A-Z-]+ +//' <<< "$line")
+        flag=$knob
+        [ "$knob" = orchestrate ] && flag=orchestration
+        [ "$knob" = estimator ] && flag=orch-estimator
+        grep -qF -- "--$flag=" "$tmp/sim-help" || fail "cgorch-sim --help lacks --$flag"
+        grep -qF -- "$help" "$tmp/sim-help" || fail "cgorch-sim --$flag: not the controller's help: $help"
+        value=$(sed -nE 's/.*\(default: ([^;)]+)[;)].*/\1/p' <<< "$help")
+        [ -n "$value" ] || { fail "--$knob: no default in: $help"; continue; }
+        explicit+=("--$flag=$value")
+done
+[ "${#explicit[@]}" -eq 13 ] || fail "${#explicit[@]} of 13 knob defaults read from cgorch-controller --help"
+parity() { "$sim" -w contention -p fair --job-class kmeans -j "$tmp/$1.csv" "${@:2}" > /dev/null || fail "run $1 failed"; }
+parity none
+parity explicit "${explicit[@]}"
+parity off -o off
+parity epoch20 --epoch 20
+cmp -s "$tmp/none.csv" "$tmp/explicit.csv" || fail "cgorch-sim with no flags differs from the controller's defaults (${explicit[*]})"
+cmp -s "$tmp/none.csv" "$tmp/off.csv" && fail "orchestration on by default changed nothing: the parity run proves nothing"
+cmp -s "$tmp/none.csv" "$tmp/epoch20.csv" && fail "--epoch 20 changed nothing: the parity run proves nothing"
+"$sim" --epoch 0.5 > /dev/null 2>&1
+[ $? -eq 2 ] || fail "--epoch 0.5 (below the controller's 1s) did not exit 2"
 
 "$sim" --policy nonsense > /dev/null 2>&1
 [ $? -eq 2 ] || fail "--policy nonsense did not exit 2"

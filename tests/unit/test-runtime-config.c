@@ -87,6 +87,32 @@ Test(runtime_config, defaults_are_valid_and_cpu_memory) {
         json_decref(j);
 }
 
+/* The "(default: X" of every knob's help (what cgorch-controller --help, cgorch-sim --help and
+ * the man pages show) is the default in force: X set over the defaults changes nothing. */
+Test(runtime_config, help_names_the_default_in_force) {
+        RuntimeSettings d = runtime_settings_default();
+        for (size_t i = 0; i < runtime_n_knobs; i++) {
+                const Knob *k = &runtime_knobs[i];
+                const char *p = strstr(k->help, "(default: ");
+                cr_assert_not_null(p, "%s: help names its default", k->name);
+                p += strlen("(default: ");
+                char text[64];
+                size_t n = strcspn(p, ";)");
+                cr_assert_lt(n, sizeof text);
+                memcpy(text, p, n);
+                text[n] = 0;
+                if (k->type == KNOB_TEXT && strcmp(text, "none") == 0)
+                        continue; /* user-weights: the empty list */
+                RuntimeSettings s = runtime_settings_default();
+                char *error = NULL;
+                cr_assert_eq(runtime_knob_set_text(&s, k, text, &error), 0, "%s: \"%s\": %s", k->name, text, error ?: "");
+                json_t *want = runtime_knob_to_json(&d, k), *got = runtime_knob_to_json(&s, k);
+                cr_assert(json_equal(want, got), "%s: help says %s", k->name, text);
+                json_decref(want);
+                json_decref(got);
+        }
+}
+
 Test(runtime_config, every_knob_is_unique_and_typed) {
         for (size_t i = 0; i < runtime_n_knobs; i++) {
                 const Knob *k = &runtime_knobs[i];

@@ -1,11 +1,13 @@
 /* test-sim-engine.c: whole simulations (sim/sim-engine.c on the real scheduler) whose results
  * are computed by hand — HFSP's Fig. 3 end to end, the three preemption primitives, the memory
  * thrashing penalty, a CPU demand profile, processor sharing — and determinism for a seed;
- * and how the simulator hands HFSP's S_f to the scheduler. */
+ * and how the simulator hands HFSP's S_f to the scheduler; its orchestration defaults are the
+ * controller's. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <string.h>
 
+#include "controller/runtime-config.h"
 #include "macro.h"
 #include "sim/sim-engine.h"
 #include "sim/sim-sched.h"
@@ -104,8 +106,10 @@ Test(sim_engine, preemption_wait_kill_suspend) {
 
 Test(sim_engine, memory_thrashing_penalty) {
         /* Working set 2 GiB under a 1 GiB limit: (1/2)^4 = 1/16 speed, 10 CPU-s take 160 s. With
-         * a 2 GiB limit it fits: 10 s. At 0.9 of the working set: 10 / 0.9^4. */
+         * a 2 GiB limit it fits: 10 s. At 0.9 of the working set: 10 / 0.9^4. The model alone:
+         * orchestration off (the default is the controller's, which would raise the limit). */
         SimParams p = SIM_PARAMS_DEFAULT;
+        p.orch.mode = ORCH_MODE_OFF;
         const char *cases[] = {
                 HEADER "0,1,0,1,10,1,1G,1,2G\n", HEADER "0,1,0,1,10,1,2G,1,2G\n", HEADER "0,1,0,1,10,1,0.9G,1,1G\n",
         };
@@ -121,9 +125,11 @@ Test(sim_engine, memory_thrashing_penalty) {
 
 Test(sim_engine, demand_profile_and_quota) {
         /* Wants 2 cores for the first half, 0.5 after; quota 1 (its request): 5 CPU-s at 1 core,
-         * then 5 at 0.5 — done at 15. On a half-speed node: 30. */
+         * then 5 at 0.5 — done at 15. On a half-speed node: 30. Orchestration off: it would
+         * raise the quota of a task pinned at it. */
         SimWorkload w = trace(HEADER "0,1,0,1,10,1,1G,2;0.5@0.5,512M\n");
         SimParams p = SIM_PARAMS_DEFAULT;
+        p.orch.mode = ORCH_MODE_OFF;
         SimResult r = run(&w, 2, 4 * GiB, &p);
         cr_assert_float_eq(r.jobs[0].end_s, 15, EPS);
         cr_assert_float_eq(r.cpu_used_s, 10, EPS);
@@ -299,9 +305,10 @@ Test(sim_engine, every_policy_finishes_and_orchestration_acts) {
          * that leave theirs idle: the balancer moves CPU, and the mix finishes sooner. */
         SimParams p = SIM_PARAMS_DEFAULT;
         p.policy = SIM_POLICY_FAIR;
+        p.orch.mode = ORCH_MODE_OFF;
         SimResult off, on;
         run_gen(SIM_GEN_CONTENTION, 0, 1, &p, &off);
-        p.orch_mode = 3;
+        p.orch.mode = ORCH_MODE_CPU_MEMORY;
         run_gen(SIM_GEN_CONTENTION, 0, 1, &p, &on);
         cr_assert_gt(on.orch_changes, 0);
         cr_assert_eq(off.orch_changes, 0);
@@ -407,4 +414,59 @@ Test(sim_engine, scheduling_defaults_are_the_controllers) {
         cr_assert_eq(p.probe_s, c.probe_s);
         cr_assert_eq(p.user_shares, c.user_shares);
         cr_assert_eq(p.user_grace_s, c.user_grace_s);
+}
+
+/* The simulator orchestrates as the controller does with no flags: every orchestrator knob and
+ * the balancer's other parameters are the controller's defaults (one definition, balancer.h). */
+Test(sim_engine, orchestration_defaults_are_the_controllers) {
+        RuntimeSettings ctl = runtime_settings_default(), sim = runtime_settings_default();
+        sim.balance = SIM_PARAMS_DEFAULT.orch;
+        for (size_t i = 0; i < runtime_n_knobs; i++) {
+                const Knob *k = &runtime_knobs[i];
+                if (k->apply != KNOB_APPLY_ORCHESTRATOR)
+                        continue;
+                json_t *a = runtime_knob_to_json(&ctl, k), *b = runtime_knob_to_json(&sim, k);
+                cr_assert(json_equal(a, b), "%s differs", k->name);
+                json_decref(a);
+                json_decref(b);
+        }
+        const OrchBalanceParams *c = &ctl.balance, *s = &sim.balance;
+        cr_assert_eq(c->cpu_min_change_cores, s->cpu_min_change_cores);
+        cr_assert_eq(c->cpu_pinned_growth, s->cpu_pinned_growth);
+        cr_assert_eq(c->cpu_margin_fraction, s->cpu_margin_fraction);
+        cr_assert_eq(c->memory_min_change_bytes, s->memory_min_change_bytes);
+        cr_assert_eq(c->memory_pinned_growth, s->memory_pinned_growth);
+        cr_assert_eq(c->memory_margin_bytes, s->memory_margin_bytes);
+        cr_assert_eq(c->memory_margin_fraction, s->memory_margin_fraction);
+        cr_assert_eq(c->mro.memory_min_windows, s->mro.memory_min_windows);
+        cr_assert_eq(c->mro.memory_fallback_fraction, s->mro.memory_fallback_fraction);
+        cr_assert_neq(s->mode, ORCH_MODE_OFF);
+}
+
+/* The agents' memory guard in the simulator (the agent's own memory_guard_decide()): a task
+ * whose 2 GiB working set is over its 1 GiB limit thrashes at (1/2)^4 speed until its limit is
+ * raised. With a 20 s epoch the balancer raises it at t = 20 at the earliest; the guard, at
+ * every 1 s agent sample, within seconds, from its node's 3 GiB of room. Without memory in the
+ * mode the controller does not let the guard act, and neither does the simulator. */
+Test(sim_engine, memory_guard_raises_before_the_epoch) {
+        SimWorkload w = trace(HEADER "0,1,0,1,10,1,1G,1,2G\n");
+        SimParams p = SIM_PARAMS_DEFAULT;
+        p.orch.epoch_s = 20;
+        SimResult with = run(&w, 1, 4 * GiB, &p);
+        p.memory_guard = false;
+        SimResult without = run(&w, 1, 4 * GiB, &p);
+        p.memory_guard = true;
+        p.orch.mode = ORCH_MODE_CPU;
+        SimResult cpu_only = run(&w, 1, 4 * GiB, &p);
+
+        cr_assert_gt(with.guard_raises, 0);
+        cr_assert_eq(without.guard_raises, 0);
+        cr_assert_eq(cpu_only.guard_raises, 0);
+        cr_assert_lt(with.jobs[0].end_s, 15, "with the guard: %g", with.jobs[0].end_s);
+        cr_assert_gt(without.jobs[0].end_s, 20, "without: %g", without.jobs[0].end_s);
+        cr_assert_float_eq(cpu_only.jobs[0].end_s, 160, 1e-6);
+        sim_result_done(&with);
+        sim_result_done(&without);
+        sim_result_done(&cpu_only);
+        sim_workload_done(&w);
 }
