@@ -110,9 +110,11 @@ netns_remove() {
 }
 
 # netns_start_controller [options...]: the controller in its namespace on every address
-# (127.0.0.1 for the clients there, 10.231.i.1 for agent i), with the cluster's tokens.
+# (127.0.0.1 for the clients there, 10.231.i.1 for agent i), with the cluster's tokens, in plain
+# HTTP (--tls=no; the agents --plain-http): the links are the test's own, and what is measured
+# is the lease and the fencing, which TLS does not change.
 netns_start_controller() {
-        cluster_start_controller --listen 0.0.0.0:0 "$@"
+        cluster_start_controller --listen 0.0.0.0:0 --tls=no "$@"
         NETNS_PORT=$(cat "$CLUSTER_DIR/port")
 }
 
@@ -138,7 +140,7 @@ netns_start_agent() {
         fi
         CLUSTER_AGENT_EXEC=(nsenter --net="/run/netns/$(netns_name "$i")" --)
         CLUSTER_AGENT_URL=$url
-        cluster_start_agent "$node" --state-dir "$CLUSTER_DIR/agent-state-$node" "$@"
+        cluster_start_agent "$node" --state-dir "$CLUSTER_DIR/agent-state-$node" --plain-http "$@"
         local r=$?
         CLUSTER_AGENT_EXEC=()
         CLUSTER_AGENT_URL=
