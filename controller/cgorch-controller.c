@@ -605,8 +605,8 @@ static int generated_cert(char **ret_cert_path, char **ret_key_path) {
                 return log_oom();
         bool have_cert = stat(cert, &st) == 0, have_key = stat(key, &st) == 0;
         if (have_cert != have_key)
-                return log_error_errno(ENOENT, "%s is there but %s is not: remove the one left (agents pinned its "
-                                       "certificate must be given the new one) or give --tls-cert and --tls-key.",
+                return log_error_errno(ENOENT, "%s is there but %s is not: remove the one left (agents that pinned the "
+                                       "certificate need the new one) or give --tls-cert and --tls-key.",
                                        have_cert ? cert : key, have_cert ? key : cert);
         if (!have_cert) {
                 char hostname[256] = "";
@@ -653,22 +653,20 @@ static int setup_tls(Manager *m) {
         if (loopback < 0)
                 return log_error_errno(loopback, "--listen=%s: not an address and port.", arg_listen);
         bool given = arg_tls_cert || arg_tls_key;
-
-        if (!streq(arg_tls, "auto") && !streq(arg_tls, "yes") && !streq(arg_tls, "no"))
+        TlsMode mode = tls_mode_from_string(arg_tls);
+        if (mode == _TLS_MODE_INVALID)
                 return log_error_errno(EINVAL, "--tls: \"%s\" is not auto, yes or no.", arg_tls);
-        if (streq(arg_tls, "no")) {
-                if (given)
-                        return log_error_errno(EINVAL, "--tls=no and --tls-cert/--tls-key exclude each other.");
-                if (!loopback)
-                        log_warning("WARNING: serving PLAIN HTTP on %s (--tls=no): task commands and environments, tokens "
-                                    "and heartbeats cross the network readable by anyone on the path, who can also cut "
-                                    "them off. Agents sign and check every exchange, so nobody on the way can make one "
-                                    "run anything. Serve HTTPS (--tls=auto, the default) unless the network is trusted.",
-                                    arg_listen);
-                return 0;
-        }
-        if (!given && streq(arg_tls, "auto") && loopback)
-                return 0; /* one host: replies are signed, peers are named by the kernel */
+        TlsServe serve;
+        if (tls_serve_decide(mode, loopback, given, &serve) < 0)
+                return log_error_errno(EINVAL, "--tls=no and --tls-cert/--tls-key exclude each other.");
+        if (serve == TLS_SERVE_PLAIN_EXPOSED)
+                log_warning("WARNING: serving PLAIN HTTP on %s (--tls=no): task commands and environments, tokens "
+                            "and heartbeats cross the network readable by anyone on the path, who can also cut "
+                            "them off. Agents sign and check every exchange, so nobody on the way can make one "
+                            "run anything. Serve HTTPS (--tls=auto, the default) unless the network is trusted.",
+                            arg_listen);
+        if (serve != TLS_SERVE_HTTPS)
+                return 0; /* loopback (replies signed, peers named by the kernel), or as asked and warned */
         if (arg_tls_cert && !arg_tls_key)
                 return log_error_errno(EINVAL, "--tls-cert needs --tls-key.");
         if (arg_tls_key && !arg_tls_cert)

@@ -71,6 +71,36 @@ int tls_listen_host(const char *listen, char **ret) {
         return 0;
 }
 
+TlsMode tls_mode_from_string(const char *s) {
+        if (!s)
+                return _TLS_MODE_INVALID;
+        if (strcmp(s, "auto") == 0)
+                return TLS_MODE_AUTO;
+        if (strcmp(s, "yes") == 0)
+                return TLS_MODE_YES;
+        if (strcmp(s, "no") == 0)
+                return TLS_MODE_NO;
+        return _TLS_MODE_INVALID;
+}
+
+int tls_serve_decide(TlsMode mode, bool loopback, bool cert_given, TlsServe *ret) {
+        switch (mode) {
+        case TLS_MODE_NO:
+                if (cert_given)
+                        return -EINVAL;
+                *ret = loopback ? TLS_SERVE_PLAIN : TLS_SERVE_PLAIN_EXPOSED;
+                return 0;
+        case TLS_MODE_AUTO:
+                *ret = loopback && !cert_given ? TLS_SERVE_PLAIN : TLS_SERVE_HTTPS;
+                return 0;
+        case TLS_MODE_YES:
+                *ret = TLS_SERVE_HTTPS;
+                return 0;
+        default:
+                return -EINVAL;
+        }
+}
+
 static int names_add(char ***names, const char *name) {
         if (!name || !(is_ip_address(name) || is_dns_name(name)) || tls_host_is_wildcard(name) ||
             strv_contains(*names, name))

@@ -14,6 +14,26 @@
  * revocation, so its lifetime is that of the key. */
 #define TLS_CERT_DAYS_DEFAULT 3650
 
+/* --tls: whether the TCP address serves HTTPS. */
+typedef enum TlsMode {
+        TLS_MODE_AUTO,          /* on any address but loopback, or wherever a certificate is given */
+        TLS_MODE_YES,
+        TLS_MODE_NO,
+        _TLS_MODE_INVALID = -1,
+} TlsMode;
+
+TlsMode tls_mode_from_string(const char *s);
+
+typedef enum TlsServe {
+        TLS_SERVE_PLAIN,        /* plain HTTP on loopback: nothing crosses a network */
+        TLS_SERVE_PLAIN_EXPOSED, /* plain HTTP beyond loopback, as asked (--tls=no): warned about */
+        TLS_SERVE_HTTPS,
+} TlsServe;
+
+/* What the TCP address serves, from --tls, whether the address is loopback and whether a
+ * certificate was given. Pure. -EINVAL: --tls=no with a certificate. */
+int tls_serve_decide(TlsMode mode, bool loopback, bool cert_given, TlsServe *ret);
+
 /* The names a generated certificate is valid for (DNS names and IP addresses as text, malloc'd,
  * NULL-terminated), from the host part of --listen (an address or a name), this host's name,
  * and, when listen_host is a wildcard address (0.0.0.0, ::), "localhost" and every one of

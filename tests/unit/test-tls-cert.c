@@ -32,6 +32,46 @@ static const char fixture_pem[] =
 static const char fixture_fingerprint[] =
         "BD:BD:50:FC:6F:8B:98:3B:79:41:F4:CB:7D:36:DF:1F:09:1D:23:7C:3F:C4:2E:7F:65:A1:87:E8:2A:7D:3A:E3";
 
+Test(tls_cert, mode) {
+        cr_assert_eq(tls_mode_from_string("auto"), TLS_MODE_AUTO);
+        cr_assert_eq(tls_mode_from_string("yes"), TLS_MODE_YES);
+        cr_assert_eq(tls_mode_from_string("no"), TLS_MODE_NO);
+        cr_assert_eq(tls_mode_from_string("off"), _TLS_MODE_INVALID);
+        cr_assert_eq(tls_mode_from_string(""), _TLS_MODE_INVALID);
+        cr_assert_eq(tls_mode_from_string(NULL), _TLS_MODE_INVALID);
+}
+
+/* HTTPS beyond loopback unless --tls=no, which is then the exposed kind of plain HTTP. */
+Test(tls_cert, what_is_served) {
+        static const struct {
+                TlsMode mode;
+                bool loopback, given;
+                int r;
+                TlsServe serve;
+        } cases[] = {
+                { TLS_MODE_AUTO, true, false, 0, TLS_SERVE_PLAIN },
+                { TLS_MODE_AUTO, true, true, 0, TLS_SERVE_HTTPS },
+                { TLS_MODE_AUTO, false, false, 0, TLS_SERVE_HTTPS },
+                { TLS_MODE_AUTO, false, true, 0, TLS_SERVE_HTTPS },
+                { TLS_MODE_YES, true, false, 0, TLS_SERVE_HTTPS },
+                { TLS_MODE_YES, false, true, 0, TLS_SERVE_HTTPS },
+                { TLS_MODE_NO, true, false, 0, TLS_SERVE_PLAIN },
+                { TLS_MODE_NO, false, false, 0, TLS_SERVE_PLAIN_EXPOSED },
+                { TLS_MODE_NO, false, true, -EINVAL, 0 },
+                { TLS_MODE_NO, true, true, -EINVAL, 0 },
+                { _TLS_MODE_INVALID, true, false, -EINVAL, 0 },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                TlsServe serve = 99;
+                cr_assert_eq(tls_serve_decide(cases[i].mode, cases[i].loopback, cases[i].given, &serve), cases[i].r,
+                             "case %zu", i);
+                if (cases[i].r == 0)
+                        cr_assert_eq(serve, cases[i].serve, "case %zu", i);
+                else
+                        cr_assert_eq(serve, 99, "case %zu: untouched", i);
+        }
+}
+
 Test(tls_cert, fingerprint_is_openssl_s) {
         char fp[TLS_FINGERPRINT_MAX + 1];
         cr_assert_eq(tls_cert_fingerprint(fixture_pem, fp), 0);
