@@ -372,8 +372,15 @@ static int run(void) {
                             "--ca-cert.", arg_controller);
         }
         const char *ca_file = controller_ca_file(arg_ca_cert);
-        if (strncasecmp(arg_controller, "https://", 8) == 0)
+        if (strncasecmp(arg_controller, "https://", 8) == 0) {
+                /* Said now, not as a failure of every heartbeat. */
+                if (ca_file && access(ca_file, R_OK) < 0)
+                        return log_error_errno(errno, "Cannot read the controller's certificate %s (--ca-cert): %m",
+                                               ca_file);
                 log_info("The controller's certificate is verified with %s.", ca_file ?: "the system's CAs");
+        } else if (arg_ca_cert)
+                log_warning("--ca-cert=%s is not used: the controller URL %s is not https://.", arg_ca_cert,
+                            arg_controller);
 
         if (!arg_node) {
                 char buf[256] = "";

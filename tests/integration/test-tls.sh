@@ -130,6 +130,27 @@ id=$("$CGORCHCTL" --plain-http submit --wait --name plain --user nobody --cpus 0
 grep -q "plain HTTP to another host (--plain-http)" "$CLUSTER_DIR/err" || fail "cgorchctl --plain-http does not warn"
 pass "with --plain-http the agent (warning) and cgorchctl (warning) run job $id over plain HTTP"
 
+# ---- a pin that cannot be read is refused at start ----
+status=0
+timeout 10 "$AGENT_BIN" --controller "https://$host_ip:$port" --node n6 --cgroup-fs "$CGROUP_FS" \
+        --cgroup-root "$CLUSTER_CGROOT/n6" --ca-cert "$CLUSTER_DIR/missing.crt" \
+        --token-file "$(cluster_agent_token n6)" >"$CLUSTER_DIR/agent-n6.log" 2>&1 || status=$?
+[ $status -eq 1 ] && grep -q "Cannot read the controller's certificate $CLUSTER_DIR/missing.crt" "$CLUSTER_DIR/agent-n6.log" ||
+        fail "agent with a missing --ca-cert: status $status, $(cat "$CLUSTER_DIR/agent-n6.log")"
+pass "an agent whose --ca-cert cannot be read refuses at start"
+
+# ---- a certificate given that does not name the listen address is warned about ----
+"$CONTROLLER_BIN" --config /dev/null --listen 127.0.0.1:0 --port-file "$CLUSTER_DIR/port3" --state-dir "$CLUSTER_DIR/state3" \
+        --unix-socket= --tls-cert "$CLUSTER_DIR/other.crt" --tls-key "$CLUSTER_DIR/other.key" >"$CLUSTER_DIR/other.log" 2>&1 &
+CLUSTER_PIDS+=($!)
+other_pid=$!
+wait_for 10 test -s "$CLUSTER_DIR/port3" || fail "the controller with another certificate did not start: $(cat "$CLUSTER_DIR/other.log")"
+kill -TERM "$other_pid"
+wait "$other_pid" || fail "the controller with another certificate did not stop cleanly"
+grep -q "The TLS certificate $CLUSTER_DIR/other.crt is not valid for 127.0.0.1" "$CLUSTER_DIR/other.log" ||
+        fail "no warning for a certificate that does not name 127.0.0.1: $(grep -i tls "$CLUSTER_DIR/other.log")"
+pass "a configured certificate that does not name the listen address is warned about"
+
 # ---- --tls=no and a certificate exclude each other ----
 status=0
 "$CONTROLLER_BIN" --config /dev/null --listen 127.0.0.1:0 --state-dir "$CLUSTER_DIR/state2" --unix-socket= --tls=no \
