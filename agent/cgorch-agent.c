@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@
 #include "output-read.h"
 #include "procfs.h"
 #include "reporter.h"
+#include "url-host.h"
 #include "secret-file.h"
 #include "signature.h"
 #include "stop-guard.h"
@@ -56,6 +58,7 @@ static double arg_min_cpus = 0.01;
 static char *arg_token_file = NULL;
 static char *arg_key_file = NULL;
 static char *arg_ca_cert = NULL;
+static bool arg_plain_http = false;
 static int arg_log_level = LOG_INFO;
 static char *arg_bpf_sampling = (char *) "auto";
 static char *arg_bpf_helper = NULL;
@@ -102,7 +105,11 @@ static const Option options[] = {
           "without --token-file: the agent key of a controller without agent tokens, which signs the same way; read "
           "once it exists (default: " SIGNATURE_AGENT_KEY_DEFAULT ", which a controller on this host creates)", 0, 0 },
         { "ca-cert", 0, OPTION_STRING, &arg_ca_cert, "FILE",
-          "verify an https:// controller with the CA certificate(s) in FILE (default: the system's CAs)", 0, 0 },
+          "verify an https:// controller with the CA certificate(s) or the controller's own certificate in FILE "
+          "(default: " CONTROLLER_CERT_DEFAULT " when it exists, else the system's CAs)", 0, 0 },
+        { "plain-http", 0, OPTION_BOOL, &arg_plain_http, NULL,
+          "accept an http:// controller URL to another host (not loopback): commands, environments and heartbeats "
+          "then cross the network readable, with a warning at every start (default: no, refused)", 0, 0 },
         { "detail-every", 0, OPTION_UINT, &arg_detail_every, "N",
           "read memory.stat, events, PSI and /proc per process every N samples; 0: every 5, or for 20 tasks per sample beyond 100 tasks (default: 0)", 0, 3600 },
         { "sample-buffer", 0, OPTION_SIZE, &arg_sample_buffer_bytes, "SIZE",
@@ -352,6 +359,30 @@ static int run(void) {
 
         (void) signal(SIGPIPE, SIG_IGN);
 
+        /* Before anything else: an agent that will not talk to its controller touches no cgroup. */
+        if (url_is_plain_http_to_another_host(arg_controller)) {
+                if (!arg_plain_http)
+                        return log_error_errno(EPERM, "Refusing the plain HTTP controller URL %s: task commands and "
+                                               "environments (in the replies) and heartbeats would cross the network "
+                                               "readable by anyone on the path. Use https:// with --ca-cert (the "
+                                               "controller's certificate, cgorch-agent(8)), or accept plain HTTP with "
+                                               "--plain-http.", arg_controller);
+                log_warning("WARNING: the controller URL %s is PLAIN HTTP to another host (--plain-http): every reply is "
+                            "signed, so nobody on the way can make this agent run anything, but task commands and "
+                            "environments and heartbeats travel readable by anyone on the path. Use https:// with "
+                            "--ca-cert.", arg_controller);
+        }
+        const char *ca_file = controller_ca_file(arg_ca_cert);
+        if (strncasecmp(arg_controller, "https://", 8) == 0) {
+                /* Said now, not as a failure of every heartbeat. */
+                if (ca_file && access(ca_file, R_OK) < 0)
+                        return log_error_errno(errno, "Cannot read the controller's certificate %s (--ca-cert): %m",
+                                               ca_file);
+                log_info("The controller's certificate is verified with %s.", ca_file ?: "the system's CAs");
+        } else if (arg_ca_cert)
+                log_warning("--ca-cert=%s is not used: the controller URL %s is not https://.", arg_ca_cert,
+                            arg_controller);
+
         if (!arg_node) {
                 char buf[256] = "";
 
@@ -480,16 +511,11 @@ static int run(void) {
         r = setup_key(reporter, node);
         if (r < 0)
                 goto out;
-        r = reporter_set_ca(reporter, arg_ca_cert);
+        r = reporter_set_ca(reporter, ca_file);
         if (r < 0) {
                 log_oom();
                 goto out;
         }
-        if (reporter_url_is_exposed(arg_controller))
-                log_warning("The controller URL %s is plain HTTP to another host: every reply is signed, so nobody on "
-                            "the way can make this agent run anything, but task commands and environments (in the "
-                            "replies) and heartbeats travel readable by anyone on the path. Use https:// with "
-                            "--ca-cert (cgorch-agent(8)).", arg_controller);
         r = reporter_set_push(reporter, arg_push, arg_push_hold_us / USEC_PER_MSEC);
         if (r < 0) {
                 log_oom();

@@ -70,6 +70,7 @@ struct Reporter {
         void *userdata;
 
         CURL *easy;                       /* the heartbeat in flight, or NULL */
+        char easy_error[CURL_ERROR_SIZE]; /* its failure as curl details it (a certificate's) */
         struct curl_slist *headers;
         const char *body;                 /* of the heartbeat in flight, the builder's: curl reads it in place */
         SignatureHex sig;                 /* of the heartbeat in flight: its reply is signed over it */
@@ -297,7 +298,9 @@ static void heartbeat_finished(Reporter *r, CURLcode result) {
         int k;
 
         if (result != CURLE_OK) {
-                snprintf(why, sizeof why, "%s", curl_easy_strerror(result));
+                /* "SSL certificate problem: self-signed certificate" says more than "SSL peer
+                 * certificate or SSH remote key was not OK". */
+                snprintf(why, sizeof why, "%s", r->easy_error[0] ? r->easy_error : curl_easy_strerror(result));
                 goto fail;
         }
         curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
@@ -782,6 +785,7 @@ static int heartbeat_send(Reporter *r) {
             curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, r->request_timeout_ms) != CURLE_OK ||
             curl_easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT_MS, MIN(CONNECT_TIMEOUT_MS, r->request_timeout_ms)) != CURLE_OK ||
             (r->ca_file && curl_easy_setopt(r->easy, CURLOPT_CAINFO, r->ca_file) != CURLE_OK) ||
+            curl_easy_setopt(r->easy, CURLOPT_ERRORBUFFER, r->easy_error) != CURLE_OK ||
             curl_multi_add_handle(r->multi, r->easy) != CURLM_OK) {
                 request_done(r);
                 heartbeat_failed(r, "cannot set up the request", false);
@@ -817,45 +821,6 @@ int reporter_set_ca(Reporter *r, const char *ca_file) {
         free(r->ca_file);
         r->ca_file = ca;
         return 0;
-}
-
-bool reporter_url_is_exposed(const char *url) {
-        static const char http[] = "http://";
-        if (strncasecmp(url, http, sizeof http - 1) != 0)
-                return false;
-        const char *host = url + sizeof http - 1;
-        size_t len = strcspn(host, "/?#");
-        /* user:password@host */
-        const char *at = memchr(host, '@', len);
-        if (at) {
-                len -= (size_t) (at + 1 - host);
-                host = at + 1;
-        }
-        char name[256];
-        if (host[0] == '[') {
-                const char *end = memchr(host, ']', len);
-                if (!end || (size_t) (end - host - 1) >= sizeof name)
-                        return true;
-                memcpy(name, host + 1, (size_t) (end - host - 1));
-                name[end - host - 1] = '\0';
-        } else {
-                const char *colon = memchr(host, ':', len);
-                size_t n = colon ? (size_t) (colon - host) : len;
-                if (n >= sizeof name)
-                        return true;
-                memcpy(name, host, n);
-                name[n] = '\0';
-        }
-        if (strcasecmp(name, "localhost") == 0)
-                return false;
-        struct in_addr a4;
-        struct in6_addr a6;
-        if (inet_pton(AF_INET, name, &a4) == 1)
-                return (ntohl(a4.s_addr) >> 24) != 127;
-        if (inet_pton(AF_INET6, name, &a6) == 1)
-                return !IN6_IS_ADDR_LOOPBACK(&a6) && !(IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127);
-        /* Any other name may resolve to any address. */
-        return true;
 }
 
 int reporter_samples_ready(Reporter *r, uint64_t sample_interval_us) {

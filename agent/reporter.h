@@ -52,11 +52,6 @@ int reporter_set_key(Reporter *r, const char *key, const char *key_file);
  * trust store). Copies it. Returns 0 or -ENOMEM. */
 int reporter_set_ca(Reporter *r, const char *ca_file);
 
-/* Pure: whether url is plain http:// to a host that may not be this one (anything but
- * localhost and loopback addresses): signatures keep replies from being forged, not from being
- * read, and a task's command and environment travel in them. */
-bool reporter_url_is_exposed(const char *url);
-
 /* Push: after each heartbeat that gets an answer, keep a wait of up to hold_ms open on the
  * controller (see above). Off by default. Returns 0 or -ENOMEM. */
 int reporter_set_push(Reporter *r, bool on, uint64_t hold_ms);

@@ -156,3 +156,10 @@ dist_noinst_SCRIPTS += bench/controller-scale.sh
 bench-scale: bench/controller-load controller/cgorch-controller cli/cgorchctl
 	$(BASH) $(srcdir)/bench/controller-scale.sh $(builddir)
 .PHONY: bench-scale
+
+# What HTTPS costs the controller, per request on a kept-alive connection and per full
+# handshake, against plain HTTP in the same run: `make bench-tls`.
+dist_noinst_SCRIPTS += bench/tls-cost.sh
+bench-tls: controller/cgorch-controller
+	$(BASH) $(srcdir)/bench/tls-cost.sh $(builddir)
+.PHONY: bench-tls

@@ -14,6 +14,7 @@
 #include "json-field.h"
 #include "munge-encode.h"
 #include "secret-file.h"
+#include "url-host.h"
 #include "utf8.h"
 
 void ctl_print_help(void) {
@@ -62,8 +63,13 @@ void ctl_print_help(void) {
                "      --timeout=DURATION            give up on a request after DURATION (default 10s)\n"
                "      --token-file=FILE             send the bearer token in FILE, mode 0600 (default $"
                CTL_TOKEN_FILE_ENV ", else none)\n"
-               "      --ca-cert=FILE                verify an https:// server with the CA certificate(s) in FILE\n"
-               "                                    (default $" CTL_CA_CERT_ENV ", else the system's CAs)\n"
+               "      --ca-cert=FILE                verify an https:// server with the CA certificate(s), or the\n"
+               "                                    controller's own certificate, in FILE (default $" CTL_CA_CERT_ENV ",\n"
+               "                                    else " CONTROLLER_CERT_DEFAULT " when it exists, else\n"
+               "                                    the system's CAs)\n"
+               "      --plain-http                  accept an http:// server on another host (not loopback): the\n"
+               "                                    token, commands and answers cross the network readable\n"
+               "                                    (default: refused)\n"
                "      --auth=MODE                   how to say who you are: auto (the token file if any; else\n"
                "                                    over TCP a MUNGE credential when munged's socket exists),\n"
                "                                    munge (a MUNGE credential with every request) or none\n"
@@ -166,6 +172,9 @@ int ctl_handle_option(Ctl *ctl, int c, int argc, char **argv) {
                 return CTL_OPTION_HANDLED;
         case CTL_OPT_CA_CERT:
                 ctl->ca_cert = optarg;
+                return CTL_OPTION_HANDLED;
+        case CTL_OPT_PLAIN_HTTP:
+                ctl->plain_http = true;
                 return CTL_OPTION_HANDLED;
         case CTL_OPT_TIMEOUT:
                 if (parse_duration_us(optarg, &ctl->timeout_us) < 0 || ctl->timeout_us < USEC_PER_MSEC) {
@@ -294,6 +303,19 @@ static int ctl_connect(Ctl *ctl) {
                 return -EINVAL;
         }
         const char *socket = ctl_socket(ctl);
+        /* What a request carries (the token, commands, environments, output) is not for the
+         * network to read: plain HTTP stays on this host unless asked for. */
+        if (!socket && url_is_plain_http_to_another_host(ctl->server)) {
+                if (!ctl->plain_http) {
+                        fprintf(stderr, "cgorchctl: refusing the plain HTTP server %s: the token, commands and "
+                                "answers would cross the network readable by anyone on the path; use https:// "
+                                "with --ca-cert (the controller's certificate), or --plain-http to accept it\n",
+                                ctl->server);
+                        return -EPERM;
+                }
+                fprintf(stderr, "cgorchctl: warning: %s is plain HTTP to another host (--plain-http): what is sent "
+                        "and answered can be read on the way\n", ctl->server);
+        }
         /* Over the socket the URL gives the Host header and nothing else. */
         int r = http_client_new(socket ? "http://localhost" : ctl->server, ctl->timeout_us, &ctl->http);
         if (r >= 0 && socket && http_client_set_unix_socket(ctl->http, socket) < 0)
@@ -321,8 +343,9 @@ static int ctl_connect(Ctl *ctl) {
                 }
                 r = http_client_set_token(ctl->http, token);
         }
-        if (r >= 0 && ctl->ca_cert)
-                r = http_client_set_ca_file(ctl->http, ctl->ca_cert);
+        const char *ca_file = socket ? NULL : controller_ca_file(ctl->ca_cert);
+        if (r >= 0 && ca_file)
+                r = http_client_set_ca_file(ctl->http, ca_file);
         if (r >= 0)
                 r = ctl_setup_munge(ctl, socket);
         if (r < 0)

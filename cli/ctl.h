@@ -49,6 +49,7 @@ typedef struct Ctl {
         CtlAuth auth;           /* from --auth or $CGORCH_AUTH */
         const char *munge_socket; /* from --munge-socket or $CGORCH_MUNGE_SOCKET; NULL: libmunge's default */
         const char *ca_cert;    /* from --ca-cert or $CGORCH_CA_CERT; NULL: the system's CAs */
+        bool plain_http;        /* --plain-http: an http:// server beyond loopback is accepted */
         bool json;
         HttpClient *http;       /* opened by the first request, once the options are final */
         const struct option *options; /* the long options being parsed: for "did you mean" */
@@ -65,6 +66,7 @@ enum {
         CTL_OPT_SOCKET,
         CTL_OPT_AUTH,
         CTL_OPT_MUNGE_SOCKET,
+        CTL_OPT_PLAIN_HTTP,
         CTL_OPT_FIRST_LOCAL, /* commands number their own long-only options from here */
 };
 #define CTL_GLOBAL_OPTIONS                                              \
@@ -74,6 +76,7 @@ enum {
         { "timeout", required_argument, NULL, CTL_OPT_TIMEOUT },        \
         { "token-file", required_argument, NULL, CTL_OPT_TOKEN_FILE },  \
         { "ca-cert", required_argument, NULL, CTL_OPT_CA_CERT },        \
+        { "plain-http", no_argument, NULL, CTL_OPT_PLAIN_HTTP },        \
         { "auth", required_argument, NULL, CTL_OPT_AUTH },              \
         { "munge-socket", required_argument, NULL, CTL_OPT_MUNGE_SOCKET }, \
         { "help", no_argument, NULL, 'h' },                             \

@@ -12,7 +12,8 @@ common_libcgorch_common_a_SOURCES = \
 	common/task-output.c common/task-output.h \
 	common/stop-guard.c common/stop-guard.h \
 	common/metrics.c common/metrics.h \
-	common/dependency.c common/dependency.h
+	common/dependency.c common/dependency.h \
+	common/url-host.c common/url-host.h
 common_libcgorch_common_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 
 # Link this into every program; add the program's own library flags after it.

@@ -30,11 +30,17 @@
 #include "runtime-config.h"
 #include "secret-file.h"
 #include "stop-guard.h"
+#include "strv.h"
 #include "store.h"
+#include "tls-cert.h"
 
 /* How long SIGTERM or SIGINT may wait for a stuck event loop (stop-guard.c): every callback
  * returns within about a second (the store waits 1 s for a lock at most). */
 #define CONTROLLER_STOP_GRACE_MS 5000
+
+/* The certificate and key made for HTTPS when none is configured, in the state directory. */
+#define TLS_GENERATED_CERT "tls.crt"
+#define TLS_GENERATED_KEY "tls.key"
 
 static char *arg_listen = (char *) "127.0.0.1:7070";
 #define UNIX_SOCKET_DEFAULT "/run/cgorch/controller.sock"
@@ -62,6 +68,7 @@ static char *arg_agent_key_file = NULL;
 static bool arg_insecure_no_auth = false;
 static bool arg_munge = false;
 static char *arg_munge_socket = NULL;
+static char *arg_tls = (char *) "auto";
 static char *arg_tls_cert = NULL;
 static char *arg_tls_key = NULL;
 static int arg_log_level = LOG_INFO;
@@ -130,10 +137,14 @@ static const Option options[] = {
         { "munge-socket", 0, OPTION_STRING, &arg_munge_socket, "PATH",
           "the socket of the munged that checks MUNGE credentials (default: libmunge's, /run/munge/munge.socket.2)",
           0, 0 },
+        { "tls", 0, OPTION_STRING, &arg_tls, "auto|yes|no",
+          "serve HTTPS on the TCP address; auto: on any address but loopback; no: plain HTTP, with a warning at every "
+          "start when the address is not loopback (default: auto)", 0, 0 },
         { "tls-cert", 0, OPTION_STRING, &arg_tls_cert, "FILE",
-          "serve HTTPS with this PEM certificate (chain); needs --tls-key (default: plain HTTP)", 0, 0 },
+          "the PEM certificate (chain) to serve HTTPS with; needs --tls-key (default: STATE-DIR/" TLS_GENERATED_CERT
+          ", a self-signed one made at the first start that needs it)", 0, 0 },
         { "tls-key", 0, OPTION_STRING, &arg_tls_key, "FILE",
-          "the PEM private key of --tls-cert, mode 0600 (default: none)", 0, 0 },
+          "the PEM private key of --tls-cert, mode 0600 (default: STATE-DIR/" TLS_GENERATED_KEY ")", 0, 0 },
         { "store-check", 0, OPTION_BOOL, &arg_store_check, NULL,
           "read the whole store at start (PRAGMA quick_check) and refuse a damaged one; --store-check=no skips it "
           "(default: yes)", 0, 0 },
@@ -224,6 +235,8 @@ typedef struct Manager {
         AuthTokens tokens;
         char *agent_key_file;             /* without an agent tokens file: the install's agent key */
         MungeAuth *munge;                 /* --munge: MUNGE credentials accepted */
+        char *tls_cert_pem;               /* HTTPS: the certificate (chain) and its key; NULL: plain HTTP */
+        char *tls_key_pem;
         Api api;
 } Manager;
 
@@ -425,6 +438,10 @@ static void manager_done(Manager *m) {
         m->munge = munge_auth_free(m->munge);
         free(m->agent_key_file);
         m->agent_key_file = NULL;
+        free(m->tls_cert_pem);
+        m->tls_cert_pem = NULL;
+        secret_free(m->tls_key_pem);
+        m->tls_key_pem = NULL;
 }
 
 /* Without an agent tokens file every agent signs with one key of this install, made here the
@@ -550,20 +567,11 @@ static int on_sighup(sd_event_source *source, const struct signalfd_siginfo *si,
         return 0;
 }
 
-static int read_tls(char **ret_cert, char **ret_key) {
-        _cleanup_free_ char *error = NULL;
-        int r;
-
-        if (!arg_tls_cert && !arg_tls_key)
-                return 0;
-        if (!arg_tls_cert || !arg_tls_key)
-                return log_error_errno(EINVAL, "--tls-cert and --tls-key go together.");
-        if (!http_server_tls_supported())
-                return log_error_errno(EOPNOTSUPP, "--tls-cert: this libmicrohttpd was built without TLS (GnuTLS).");
-        /* The certificate is public: any readable file will do. */
-        _cleanup_fclose_ FILE *f = fopen(arg_tls_cert, "re");
+/* The certificate, read whole: it is public, any readable file will do. */
+static int read_cert(const char *path, char **ret) {
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
         if (!f)
-                return log_error_errno(errno, "Cannot open %s: %m", arg_tls_cert);
+                return log_error_errno(errno, "Cannot open the TLS certificate %s: %m", path);
         char *cert = NULL;
         size_t cert_size = 0;
         FILE *mem = open_memstream(&cert, &cert_size);
@@ -577,17 +585,133 @@ static int read_tls(char **ret_cert, char **ret_key) {
         fclose(mem);
         if (bad || cert_size == 0 || cert_size >= SECRET_FILE_MAX_BYTES) {
                 free(cert);
-                return log_error_errno(EINVAL, "%s: empty, unreadable or larger than 64 KiB.", arg_tls_cert);
+                return log_error_errno(EINVAL, "%s: empty, unreadable or larger than 64 KiB.", path);
         }
-        char *key = NULL;
-        r = secret_file_read(arg_tls_key, &key, NULL, &error);
-        if (r < 0) {
-                free(cert);
+        *ret = cert;
+        return 0;
+}
+
+/* Without a configured certificate: the one made in the state directory at the first start
+ * that served HTTPS, made now if there is none. It is valid for the listen address and this
+ * host's name (for a wildcard address, every address of the host): what agents are given as
+ * their URL. Never replaced: agents pin it. */
+static int generated_cert(char **ret_cert_path, char **ret_key_path) {
+        _cleanup_free_ char *cert = NULL, *key = NULL, *host = NULL, *error = NULL;
+        _cleanup_strv_free_ char **addrs = NULL, **names = NULL;
+        struct stat st;
+
+        if (asprintf(&cert, "%s/" TLS_GENERATED_CERT, arg_state_dir) < 0 ||
+            asprintf(&key, "%s/" TLS_GENERATED_KEY, arg_state_dir) < 0)
+                return log_oom();
+        bool have_cert = stat(cert, &st) == 0, have_key = stat(key, &st) == 0;
+        if (have_cert != have_key)
+                return log_error_errno(ENOENT, "%s is there but %s is not: remove the one left (agents that pinned the "
+                                       "certificate need the new one) or give --tls-cert and --tls-key.",
+                                       have_cert ? cert : key, have_cert ? key : cert);
+        if (!have_cert) {
+                char hostname[256] = "";
+                int r = tls_listen_host(arg_listen, &host);
+                if (r == -ENOMEM)
+                        return log_oom();
+                if (r < 0)
+                        return log_error_errno(r, "--listen=%s: not ADDR:PORT.", arg_listen);
+                (void) gethostname(hostname, sizeof hostname - 1);
+                if (tls_host_is_wildcard(host)) {
+                        r = tls_host_addresses(&addrs);
+                        if (r < 0)
+                                log_warning_errno(r, "Cannot list this host's addresses (%m): the certificate names only "
+                                                  "%s.", hostname);
+                }
+                if (tls_cert_names(host, hostname, addrs, &names) < 0)
+                        return log_oom();
+                r = tls_cert_generate(cert, key, names, TLS_CERT_DAYS_DEFAULT, &error);
+                if (r == -ENOMEM && !error)
+                        return log_oom();
+                if (r < 0)
+                        return log_error_errno(r, "Cannot make a TLS certificate: %s (give --tls-cert and --tls-key).",
+                                               error ?: "error");
+                _cleanup_free_ char *list = NULL;
+                size_t size = 0;
+                FILE *f = open_memstream(&list, &size);
+                for (size_t i = 0; f && names[i]; i++)
+                        fprintf(f, "%s%s", i ? ", " : "", names[i]);
+                if (f)
+                        fclose(f);
+                log_notice("Made the self-signed TLS certificate %s (key %s, mode 0600), valid for %s, for %u days.",
+                           cert, key, list ?: "?", TLS_CERT_DAYS_DEFAULT);
+        }
+        *ret_cert_path = TAKE_PTR(cert);
+        *ret_key_path = TAKE_PTR(key);
+        return 0;
+}
+
+/* HTTPS or plain HTTP on the TCP address (--tls), and the certificate and key to serve it with:
+ * what crosses a network (task commands and environments, tokens) is not to be read on the way,
+ * so plain HTTP beyond loopback takes --tls=no and is warned about at every start. */
+static int setup_tls(Manager *m) {
+        int loopback = http_listen_is_loopback(arg_listen);
+        if (loopback < 0)
+                return log_error_errno(loopback, "--listen=%s: not an address and port.", arg_listen);
+        bool given = arg_tls_cert || arg_tls_key;
+        TlsMode mode = tls_mode_from_string(arg_tls);
+        if (mode == _TLS_MODE_INVALID)
+                return log_error_errno(EINVAL, "--tls: \"%s\" is not auto, yes or no.", arg_tls);
+        TlsServe serve;
+        if (tls_serve_decide(mode, loopback, given, &serve) < 0)
+                return log_error_errno(EINVAL, "--tls=no and --tls-cert/--tls-key exclude each other.");
+        if (serve == TLS_SERVE_PLAIN_EXPOSED)
+                log_warning("WARNING: serving PLAIN HTTP on %s (--tls=no): task commands and environments, tokens "
+                            "and heartbeats cross the network readable by anyone on the path, who can also cut "
+                            "them off. Agents sign and check every exchange, so nobody on the way can make one "
+                            "run anything. Serve HTTPS (--tls=auto, the default) unless the network is trusted.",
+                            arg_listen);
+        if (serve != TLS_SERVE_HTTPS)
+                return 0; /* loopback (replies signed, peers named by the kernel), or as asked and warned */
+        if (arg_tls_cert && !arg_tls_key)
+                return log_error_errno(EINVAL, "--tls-cert needs --tls-key.");
+        if (arg_tls_key && !arg_tls_cert)
+                return log_error_errno(EINVAL, "--tls-key needs --tls-cert.");
+        if (!http_server_tls_supported())
+                return log_error_errno(EOPNOTSUPP, "This libmicrohttpd was built without TLS (GnuTLS): cannot serve HTTPS "
+                                       "on %s. Use one built with it (Debian's is), listen on loopback, or accept plain "
+                                       "HTTP with --tls=no.", arg_listen);
+
+        _cleanup_free_ char *cert_path = NULL, *key_path = NULL, *error = NULL;
+        if (given) {
+                cert_path = strdup(arg_tls_cert);
+                key_path = strdup(arg_tls_key);
+                if (!cert_path || !key_path)
+                        return log_oom();
+        } else {
+                int r = generated_cert(&cert_path, &key_path);
+                if (r < 0)
+                        return r;
+        }
+        int r = read_cert(cert_path, &m->tls_cert_pem);
+        if (r < 0)
+                return r;
+        r = secret_file_read(key_path, &m->tls_key_pem, NULL, &error);
+        if (r < 0)
                 return log_error_errno(r, "Cannot read the TLS key: %s", error ?: "error");
-        }
-        *ret_cert = cert;
-        *ret_key = key;
-        return 1;
+
+        char fingerprint[TLS_FINGERPRINT_MAX + 1];
+        r = tls_cert_fingerprint(m->tls_cert_pem, fingerprint);
+        if (r < 0)
+                return log_error_errno(r, "%s: no PEM certificate.", cert_path);
+        log_info("TLS certificate %s, SHA-256 fingerprint %s%s", cert_path, fingerprint,
+                 given ? "." : " (agents and clients on other hosts pin a copy of it with --ca-cert).");
+        int64_t left_s;
+        if (tls_cert_seconds_left(m->tls_cert_pem, &left_s) >= 0 && left_s < 30 * 86400)
+                log_warning("The TLS certificate %s %s: clients that verify it refuse it%s.", cert_path,
+                            left_s < 0 ? "has expired" : "expires within 30 days",
+                            given ? "" : " (remove it and its key to make a new one, and give agents the new one)");
+        /* A certificate not valid for the address agents are given is refused by every one. */
+        _cleanup_free_ char *host = NULL;
+        if (tls_listen_host(arg_listen, &host) >= 0 && !tls_host_is_wildcard(host) &&
+            tls_cert_valid_for(m->tls_cert_pem, host) == 0)
+                log_warning("The TLS certificate %s is not valid for %s: agents and clients that connect to that address "
+                            "refuse it.", cert_path, host);
+        return 0;
 }
 
 static int on_heartbeat(void *userdata, const Heartbeat *hb, int64_t now, uint32_t *interval_ms) {
@@ -798,6 +922,9 @@ static int run(Manager *m) {
         r = setup_auth(m);
         if (r < 0)
                 return r;
+        r = setup_tls(m);
+        if (r < 0)
+                return r;
 
         r = store_open(arg_state_dir, &m->store);
         if (r == -EUCLEAN)
@@ -920,11 +1047,6 @@ static int run(Manager *m) {
                 .nonces = m->nonces,
                 .munge = m->munge,
         };
-        _cleanup_free_ char *tls_cert = NULL;
-        _cleanup_secret_ char *tls_key = NULL;
-        r = read_tls(&tls_cert, &tls_key);
-        if (r < 0)
-                return r;
         HttpServerConfig hc = {
                 .listen = arg_listen,
                 .max_body_bytes = arg_max_body_bytes,
@@ -934,8 +1056,8 @@ static int run(Manager *m) {
                 .max_anonymous_per_ip = arg_max_anonymous_per_ip,
                 .client_timeout_us = arg_client_timeout_us,
                 .rate_limit_per_s = arg_rate_limit,
-                .tls_cert_pem = tls_cert,
-                .tls_key_pem = tls_key,
+                .tls_cert_pem = m->tls_cert_pem,
+                .tls_key_pem = m->tls_key_pem,
                 .authorize = api_authorize,
                 .on_answered = api_answered,
                 .unix_path = unix_socket_path(),
@@ -967,7 +1089,7 @@ static int run(Manager *m) {
 
         log_info("Listening on %s%s (port %u)%s%s, state in %s/%s, heartbeat every %" PRIu64 " ms, node unreachable after %u missed, "
                  "lease %" PRIu64 " ms.",
-                 arg_listen, arg_tls_cert ? " with TLS" : "", port, http_server_unix_path(m->http) ? " and " : "",
+                 arg_listen, m->tls_cert_pem ? " with TLS" : "", port, http_server_unix_path(m->http) ? " and " : "",
                  http_server_unix_path(m->http) ?: "", arg_state_dir, STORE_DB_FILENAME, (uint64_t) (arg_heartbeat_interval_us / USEC_PER_MSEC),
                  arg_node_lost_after, (uint64_t) (arg_lease_us / USEC_PER_MSEC));
         (void) sd_notify(false, "READY=1");

@@ -20,8 +20,9 @@ CONTROLLER_SOURCES = \
 	controller/store-orch.c controller/api-orch.c controller/api-output.c controller/clock.c controller/clock.h \
 	controller/api-metrics.c controller/controller-metrics.c controller/controller-metrics.h \
 	controller/node-usage.c controller/node-usage.h controller/store-accounting.c \
-	controller/api-openapi.c controller/munge-auth.c controller/munge-auth.h
-CONTROLLER_CFLAGS = $(AM_CFLAGS) -pthread $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(LIBMICROHTTPD_CFLAGS) $(SQLITE3_CFLAGS) $(MUNGE_CFLAGS)
+	controller/api-openapi.c controller/munge-auth.c controller/munge-auth.h \
+	controller/tls-cert.c controller/tls-cert.h
+CONTROLLER_CFLAGS = $(AM_CFLAGS) -pthread $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(LIBMICROHTTPD_CFLAGS) $(SQLITE3_CFLAGS) $(MUNGE_CFLAGS) $(LIBCRYPTO_CFLAGS)
 CONTROLLER_LIBS = controller/libcgorch-knobs.a controller/libcgorch-orch.a $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(SIGN_LIBS) $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(LIBMICROHTTPD_LIBS) $(SQLITE3_LIBS) $(MUNGE_LIBS) -lm
 
 controller_cgorch_controller_SOURCES = controller/cgorch-controller.c $(CONTROLLER_SOURCES)

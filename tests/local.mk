@@ -281,11 +281,12 @@ tests_unit_test_sched_incremental_LDADD = $(SCHED_LIBS) $(COMMON_LIBS) $(CRITERI
 TRUST_INTEGRATION_TESTS = tests/integration/test-auth.sh tests/integration/test-users.sh tests/integration/test-user-shares.sh \
 	tests/integration/test-munge.sh \
 	tests/integration/test-failure.sh \
-	tests/integration/test-clock.sh tests/integration/test-store-faults.sh tests/integration/test-impostor.sh
+	tests/integration/test-clock.sh tests/integration/test-store-faults.sh tests/integration/test-impostor.sh \
+	tests/integration/test-tls.sh
 TESTS += $(TRUST_INTEGRATION_TESTS)
 EXTRA_DIST += $(TRUST_INTEGRATION_TESTS) tests/integration/clock-shift.c tests/integration/impostor.py
-check_PROGRAMS += tests/unit/test-auth tests/unit/test-rate-limit tests/unit/test-secret-file
-TESTS += tests/unit/test-auth tests/unit/test-rate-limit tests/unit/test-secret-file
+check_PROGRAMS += tests/unit/test-auth tests/unit/test-rate-limit tests/unit/test-secret-file tests/unit/test-url-host
+TESTS += tests/unit/test-auth tests/unit/test-rate-limit tests/unit/test-secret-file tests/unit/test-url-host
 tests_unit_test_auth_SOURCES = tests/unit/test-auth.c controller/auth.c controller/auth.h
 tests_unit_test_auth_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_auth_LDADD = $(SIGN_LIBS) $(COMMON_LIBS) $(CRITERION_LIBS)
@@ -301,6 +302,16 @@ tests_unit_test_rate_limit_LDADD = $(CRITERION_LIBS) -lm
 tests_unit_test_secret_file_SOURCES = tests/unit/test-secret-file.c
 tests_unit_test_secret_file_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_secret_file_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
+tests_unit_test_url_host_SOURCES = tests/unit/test-url-host.c
+tests_unit_test_url_host_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_url_host_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
+
+# The controller's generated TLS certificate (libcrypto).
+check_PROGRAMS += tests/unit/test-tls-cert
+TESTS += tests/unit/test-tls-cert
+tests_unit_test_tls_cert_SOURCES = tests/unit/test-tls-cert.c controller/tls-cert.c controller/tls-cert.h
+tests_unit_test_tls_cert_CFLAGS = $(AM_CFLAGS) $(LIBCRYPTO_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_tls_cert_LDADD = $(COMMON_LIBS) $(LIBCRYPTO_LIBS) $(CRITERION_LIBS)
 # The agents' request and reply signatures: RFC 4231's HMAC-SHA256 vectors through the wrapper,
 # the scheme's known answer, every way a signature must fail, the header parser.
 check_PROGRAMS += tests/unit/test-signature

@@ -21,6 +21,8 @@ CLUSTER_CLEANUP_HOOKS=()
 CLUSTER_CTL_EXEC=()
 CLUSTER_AGENT_EXEC=()
 CLUSTER_AGENT_URL=
+# The address the controller's clients connect to (one it listens on: --listen gives it).
+CLUSTER_CTL_HOST=${CLUSTER_CTL_HOST:-127.0.0.1}
 CLUSTER_LIB_SRCDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 cluster_log() { printf '%s\n' "$*" >&2; }
@@ -308,6 +310,10 @@ cluster_start_controller() {
         fi
         CLUSTER_SOCKET=$CLUSTER_RUN_DIR/controller.sock
         export CLUSTER_SOCKET
+        local lines=0
+        [ -f "$CLUSTER_DIR/controller.log" ] && lines=$(wc -l <"$CLUSTER_DIR/controller.log")
+        # A port file of a previous start would be taken for this one's.
+        rm -f "$CLUSTER_DIR/port"
         "${CLUSTER_CTL_EXEC[@]}" "$CONTROLLER_BIN" --listen 127.0.0.1:0 --port-file "$CLUSTER_DIR/port" \
                 --state-dir "$CLUSTER_DIR/state" --unix-socket "$CLUSTER_SOCKET" \
                 ${CLUSTER_HEARTBEAT_INTERVAL:+--heartbeat-interval "$CLUSTER_HEARTBEAT_INTERVAL"} \
@@ -317,9 +323,21 @@ cluster_start_controller() {
         CLUSTER_PIDS+=($!)
         CONTROLLER_PID=$!
         wait_for 10 test -s "$CLUSTER_DIR/port" || { cluster_log "controller did not start"; return 1; }
-        CGORCH_SERVER="http://127.0.0.1:$(cat "$CLUSTER_DIR/port")"
-        export CGORCH_SERVER
-        wait_for 10 cluster_ctl_exec curl -fsS -o /dev/null "$CGORCH_SERVER/healthz" ||
+        # HTTPS when this start logged its certificate (--tls-cert, --tls=yes, or an address other
+        # than loopback): every client pins it, as an operator would pin the logged one.
+        CLUSTER_TLS_CERT=$(tail -n +$((lines + 1)) "$CLUSTER_DIR/controller.log" |
+                sed -n 's/.*TLS certificate \(.*\), SHA-256 fingerprint .*/\1/p' | tail -n 1)
+        if [ -n "$CLUSTER_TLS_CERT" ]; then
+                CGORCH_SERVER="https://$CLUSTER_CTL_HOST:$(cat "$CLUSTER_DIR/port")"
+                CGORCH_CA_CERT=$CLUSTER_TLS_CERT
+                export CGORCH_CA_CERT
+        else
+                CGORCH_SERVER="http://$CLUSTER_CTL_HOST:$(cat "$CLUSTER_DIR/port")"
+                [ "${CGORCH_CA_CERT:-}" = "${CLUSTER_TLS_CERT_OLD:-}" ] && unset CGORCH_CA_CERT
+        fi
+        CLUSTER_TLS_CERT_OLD=$CLUSTER_TLS_CERT
+        export CGORCH_SERVER CLUSTER_TLS_CERT
+        wait_for 10 cluster_ctl_exec curl -fsS ${CLUSTER_TLS_CERT:+--cacert "$CLUSTER_TLS_CERT"} -o /dev/null "$CGORCH_SERVER/healthz" ||
                 { cluster_log "controller does not answer /healthz"; return 1; }
 }
 
@@ -354,7 +372,8 @@ cluster_start_agent() {
         token=$(cluster_agent_token "$node")
         "${CLUSTER_AGENT_EXEC[@]}" "$AGENT_BIN" --controller "${CLUSTER_AGENT_URL:-$CGORCH_SERVER}" --node "$node" --cgroup-fs "$CGROUP_FS" \
                 --cgroup-root "$CLUSTER_CGROOT/$node" --output-dir "$CLUSTER_OUTPUT_DIR" \
-                ${CLUSTER_SAMPLE_INTERVAL:+--sample-interval "$CLUSTER_SAMPLE_INTERVAL"} --token-file "$token" "$@" \
+                ${CLUSTER_SAMPLE_INTERVAL:+--sample-interval "$CLUSTER_SAMPLE_INTERVAL"} --token-file "$token" \
+                ${CLUSTER_TLS_CERT:+--ca-cert "$CLUSTER_TLS_CERT"} "$@" \
                 >>"$CLUSTER_DIR/agent-$node.log" 2>&1 &
         CLUSTER_PIDS+=($!)
         CLUSTER_AGENT_PID=$!

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# demo.sh: the main demo. A controller (SQLite state in a temp dir) and two agents on this
-# machine acting as two nodes, each in its own cgroup subtree; a few cgorch-burn jobs flow
+# demo.sh: the main demo. A controller (SQLite state in a temp dir) serving HTTPS with the
+# certificate it makes, and two agents on this machine that pin it, acting as two nodes, each in
+# its own cgroup subtree; a few cgorch-burn jobs flow
 # through; their progress is shown; a summary per job is printed, with one decision of the
 # orchestrator (on by default: the 'starved' job asks for a quarter of a CPU and keeps one busy)
 # and its evidence; then everything is stopped and every cgroup the demo created is removed.
@@ -24,8 +25,13 @@ fi
 cluster_init "$build" cgorch-demo
 echo "== cgorch demo: state in $CLUSTER_DIR, cgroups under $CGROUP_FS/*/$CLUSTER_CGROOT"
 
-cluster_start_controller
+# HTTPS as between hosts (--tls=yes: loopback alone would be plain HTTP), with the certificate
+# the controller makes; the agents and cgorchctl pin it (--ca-cert, CGORCH_CA_CERT).
+cluster_start_controller --tls=yes
+[ -n "$CLUSTER_TLS_CERT" ] || { echo "demo: the controller does not serve HTTPS" >&2; exit 1; }
 echo "controller listening on $CGORCH_SERVER (pid $CONTROLLER_PID)"
+echo "  $(sed -n 's/.*\(TLS certificate .*, SHA-256 fingerprint [0-9A-F:]*[0-9A-F]\).*/\1/p' "$CLUSTER_DIR/controller.log" |
+        tail -n 1); the agents and cgorchctl pin it"
 # Two "nodes" on one 2-core machine: one core and 1 GiB each.
 cluster_start_agent node-a --cpus 1 --memory 1G
 cluster_start_agent node-b --cpus 1 --memory 1G

@@ -110,7 +110,9 @@ netns_remove() {
 }
 
 # netns_start_controller [options...]: the controller in its namespace on every address
-# (127.0.0.1 for the clients there, 10.231.i.1 for agent i), with the cluster's tokens.
+# (127.0.0.1 for the clients there, 10.231.i.1 for agent i), with the cluster's tokens, in HTTPS
+# as between real hosts: the certificate it makes names every address it has at its first
+# start (the links exist by then), and every agent pins it (cluster-lib.sh).
 netns_start_controller() {
         cluster_start_controller --listen 0.0.0.0:0 "$@"
         NETNS_PORT=$(cat "$CLUSTER_DIR/port")
@@ -121,8 +123,9 @@ netns_start_controller() {
 # (tests/integration/delay-proxy.py) started on 127.0.0.1 in that namespace, its delay 0 until
 # netns_delay sets it.
 netns_start_agent() {
-        local i=$1 node=$2 url; shift 2
-        url="http://10.231.$i.1:$NETNS_PORT"
+        local i=$1 node=$2 url scheme=http; shift 2
+        [ -n "${CLUSTER_TLS_CERT:-}" ] && scheme=https
+        url="$scheme://10.231.$i.1:$NETNS_PORT"
         if [ "${1:-}" = --delay-proxy ]; then
                 shift
                 echo 0 >"$CLUSTER_DIR/delay-$i"
@@ -134,7 +137,7 @@ netns_start_agent() {
                 CLUSTER_PIDS+=($!)
                 wait_for 10 test -s "$CLUSTER_DIR/proxy-port-$i" ||
                         { cluster_log "netns-lib: the delay proxy of link $i did not start"; return 1; }
-                url="http://127.0.0.1:$(cat "$CLUSTER_DIR/proxy-port-$i")"
+                url="$scheme://127.0.0.1:$(cat "$CLUSTER_DIR/proxy-port-$i")"
         fi
         CLUSTER_AGENT_EXEC=(nsenter --net="/run/netns/$(netns_name "$i")" --)
         CLUSTER_AGENT_URL=$url

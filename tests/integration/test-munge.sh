@@ -89,7 +89,9 @@ as() {
 
 # ---- the controller: tokens (TCP names nobody without a credential), MUNGE accepted, every
 # address; two agents of two CPUs each ----
-cluster_start_controller --listen 0.0.0.0:0 --munge --munge-socket "$MS"
+# In plain HTTP (--tls=no, cgorchctl --plain-http below): a MUNGE credential is bound to its
+# request whether or not anyone can read it on the way.
+cluster_start_controller --listen 0.0.0.0:0 --tls=no --munge --munge-socket "$MS"
 grep -q "MUNGE credentials are accepted, checked by munged at $MS" "$CLUSTER_DIR/controller.log" ||
         fail "the controller does not say it accepts MUNGE: $(grep -i munge "$CLUSTER_DIR/controller.log")"
 cluster_start_agent n1 --cpus 2 --memory 2G
@@ -118,7 +120,7 @@ pass "A's job $id_a, sent over TCP with a MUNGE credential, ran with uid $uid_a 
 
 if [ -n "$host_ip" ]; then
         port=${U##*:}
-        id_h=$(as "$user_a" "$CGORCHCTL" --server "http://$host_ip:$port" --auth munge --munge-socket "$MS" submit \
+        id_h=$(as "$user_a" "$CGORCHCTL" --server "http://$host_ip:$port" --plain-http --auth munge --munge-socket "$MS" submit \
                 --name a-by-address --cpus 0.1 --memory 32M -- /bin/true) || fail "A through $host_ip:$port was refused"
         [ "$(job_field "$id_h" .user)" = "$user_a" ] || fail "A's job through $host_ip runs as $(job_field "$id_h" .user)"
         pass "through $host_ip:$port, not loopback, A's job $id_h is A's"

@@ -62,11 +62,16 @@ ctl() { cluster_ctl_exec "$CGORCHCTL" "$@"; }
 start_controller() { netns_start_controller --scheduler fifo $CONTROLLER_EXTRA_ARGS "$@"; }
 
 start_controller
-say "controller in $NETNS_CTL, port $NETNS_PORT, extra arguments: '${CONTROLLER_EXTRA_ARGS}'"
+# HTTPS, as between hosts: the controller's own certificate, which every agent pins.
+[ -n "$CLUSTER_TLS_CERT" ] || fail "the controller on 0.0.0.0 does not serve HTTPS"
+say "controller in $NETNS_CTL, port $NETNS_PORT (HTTPS, certificate $CLUSTER_TLS_CERT), extra arguments: '${CONTROLLER_EXTRA_ARGS}'"
 netns_start_agent 1 n1 --cpus 1
 netns_start_agent 2 n2 --cpus 1
 netns_start_agent 3 n3 --delay-proxy --cpus 1
-say "agents n1, n2 over veth to 10.231.{1,2}.1, n3 through a delay proxy to 10.231.3.1: ready"
+for n in 1 2 3; do
+        grep -q "certificate is verified with $CLUSTER_TLS_CERT" "$CLUSTER_DIR/agent-n$n.log" || fail "agent n$n does not pin it"
+done
+say "agents n1, n2 over veth to https://10.231.{1,2}.1, n3 through a delay proxy to 10.231.3.1, pinning it: ready"
 
 # submit NAME SECONDS: a job of one task that runs about SECONDS, busy a quarter of the time
 # (three tasks at once fit on this project's two-core test machines with room to spare, so

@@ -79,20 +79,3 @@ Test(reporter, wait_retries) {
         cr_assert_eq(reporter_wait_retry_ms(REPORTER_WAIT_UNSUPPORTED, 1, 0.5), REPORTER_WAIT_UNSUPPORTED_RETRY_MS);
         cr_assert_eq(reporter_wait_retry_ms(REPORTER_WAIT_UNSUPPORTED, 9, 0.0), REPORTER_WAIT_UNSUPPORTED_RETRY_MS);
 }
-
-Test(reporter, plain_http_to_another_host_is_exposed) {
-        static const char *const exposed[] = {
-                "http://10.0.0.1:7070", "http://controller.example:7070/", "HTTP://192.168.1.2",
-                "http://[2001:db8::1]:7070", "http://user:pw@10.0.0.1:7070", "http://128.0.0.1:7070",
-                "http://localhost.example:7070", "http://127.0.0.1.example:7070",
-        };
-        static const char *const not_exposed[] = {
-                "http://127.0.0.1:7070", "http://127.8.9.10", "http://localhost:7070/", "http://LOCALHOST",
-                "http://[::1]:7070", "http://[::ffff:127.0.0.1]:7070", "https://10.0.0.1:7070",
-                "https://controller.example", "http://user@127.0.0.1:7070/x",
-        };
-        for (size_t i = 0; i < sizeof exposed / sizeof exposed[0]; i++)
-                cr_assert(reporter_url_is_exposed(exposed[i]), "%s", exposed[i]);
-        for (size_t i = 0; i < sizeof not_exposed / sizeof not_exposed[0]; i++)
-                cr_assert_not(reporter_url_is_exposed(not_exposed[i]), "%s", not_exposed[i]);
-}

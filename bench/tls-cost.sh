@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# tls-cost.sh: what HTTPS costs the controller. Two controllers on loopback in one run, one in
+# plain HTTP (--tls=no), one in HTTPS with the certificate it makes (--tls=yes); curl sends each
+# the same GET /healthz requests, first N on one kept-alive connection, then M each on a
+# connection of its own (a full TLS handshake each: no session reuse). Prints the controller's
+# CPU time (user + system, /proc/PID/stat) per request in each case: /healthz does next to
+# nothing, so the difference is the TLS cost itself, to set beside a heartbeat's ≈ 0.5 ms
+# (docs/benchmarks.md, controller-load).
+#
+# Usage: bench/tls-cost.sh BUILD_DIR [N [M]]   (defaults: N = 20000, M = 1000)
+set -euo pipefail
+build=$(cd "${1:?usage: bench/tls-cost.sh BUILD_DIR [N [M]]}" && pwd)
+n=${2:-20000}
+m=${3:-1000}
+command -v curl >/dev/null || { echo "tls-cost: curl is needed (apt-get install curl)" >&2; exit 1; }
+controller=$build/controller/cgorch-controller
+[ -x "$controller" ] || { echo "tls-cost: $controller is not built" >&2; exit 1; }
+
+dir=$(mktemp -d /tmp/cgorch-tls-cost.XXXXXX)
+pids=()
+cleanup() {
+        local p
+        for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+        for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+        rm -rf "$dir"
+}
+trap cleanup EXIT
+
+start() { # NAME TLS: starts a controller, sets PID_NAME and PORT_NAME
+        "$controller" --config /dev/null --listen 127.0.0.1:0 --port-file "$dir/$1.port" --state-dir "$dir/$1" \
+                --unix-socket= --tls="$2" --rate-limit 0 --log-level warning >"$dir/$1.log" 2>&1 &
+        pids+=($!)
+        printf -v "PID_$1" '%s' "$!"
+        local i
+        for i in $(seq 100); do [ -s "$dir/$1.port" ] && break; sleep 0.1; done
+        [ -s "$dir/$1.port" ] || { echo "tls-cost: the $1 controller did not start: $(cat "$dir/$1.log")" >&2; exit 1; }
+        printf -v "PORT_$1" '%s' "$(cat "$dir/$1.port")"
+}
+start plain no
+start tls yes
+# shellcheck disable=SC2154 # set by start
+urls_plain="http://127.0.0.1:$PORT_plain/healthz"
+# shellcheck disable=SC2154
+urls_tls="https://127.0.0.1:$PORT_tls/healthz"
+ca=$dir/tls/tls.crt
+
+ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+hz=$(getconf CLK_TCK)
+
+# config URL COUNT: a curl config of COUNT requests of URL, each written to /dev/null.
+config() {
+        local i
+        for ((i = 0; i < $2; i++)); do printf 'url = "%s"\noutput = "/dev/null"\n' "$1"; done
+}
+config "$urls_plain" "$n" >"$dir/keep-plain.cfg"
+config "$urls_tls" "$n" >"$dir/keep-tls.cfg"
+config "$urls_plain" "$m" >"$dir/new-plain.cfg"
+config "$urls_tls" "$m" >"$dir/new-tls.cfg"
+
+# run PID COUNT CURL_ARGS...: controller CPU µs per request while curl runs.
+run() {
+        local pid=$1 count=$2 before after
+        shift 2
+        before=$(ticks "$pid")
+        curl -sSf "$@" >/dev/null
+        after=$(ticks "$pid")
+        awk -v t=$((after - before)) -v hz="$hz" -v c="$count" 'BEGIN { printf "%.1f", t / hz * 1e6 / c }'
+}
+
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+# Interleaved, twice, so that a change of load hits both alike.
+for round in 1 2; do
+        # shellcheck disable=SC2154
+        kp=$(run "$PID_plain" "$n" -K "$dir/keep-plain.cfg")
+        # shellcheck disable=SC2154
+        kt=$(run "$PID_tls" "$n" --cacert "$ca" -K "$dir/keep-tls.cfg")
+        np=$(run "$PID_plain" "$m" -H 'Connection: close' -K "$dir/new-plain.cfg")
+        nt=$(run "$PID_tls" "$m" --no-sessionid --cacert "$ca" -H 'Connection: close' -K "$dir/new-tls.cfg")
+        echo "round $round: controller CPU µs per request: kept-alive plain $kp, HTTPS $kt ($n requests);" \
+                "a connection each plain $np, HTTPS (full handshake) $nt ($m requests)"
+done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
