@@ -28,6 +28,7 @@
 #include "rate-limit.h"
 #include "secret-file.h"
 #include "signature.h"
+#include "tls-cert.h"
 
 /* libmicrohttpd renamed its constant for 413 across versions; the number never changes. */
 #define HTTP_STATUS_CONTENT_TOO_LARGE 413
@@ -1084,19 +1085,11 @@ static int on_timer(sd_event_source *source, uint64_t usec, void *userdata) {
 }
 
 static int parse_listen(const char *listen, struct sockaddr_storage *ret, socklen_t *ret_len) {
-        const char *colon = strrchr(listen, ':');
-        if (!colon || colon == listen || !colon[1])
-                return -EINVAL;
-
         _cleanup_free_ char *host = NULL;
-        if (listen[0] == '[') {
-                if (colon[-1] != ']')
-                        return -EINVAL;
-                host = strndup(listen + 1, (size_t) (colon - listen - 2));
-        } else
-                host = strndup(listen, (size_t) (colon - listen));
-        if (!host)
-                return -ENOMEM;
+        int k = tls_listen_host(listen, &host);
+        if (k < 0)
+                return k;
+        const char *port = strrchr(listen, ':') + 1; /* tls_listen_host() found it */
 
         struct addrinfo hints = {
                 .ai_flags = AI_PASSIVE | AI_NUMERICSERV,
@@ -1104,7 +1097,7 @@ static int parse_listen(const char *listen, struct sockaddr_storage *ret, sockle
                 .ai_socktype = SOCK_STREAM,
         };
         struct addrinfo *res = NULL;
-        if (getaddrinfo(host, colon + 1, &hints, &res) != 0 || !res)
+        if (getaddrinfo(host, port, &hints, &res) != 0 || !res)
                 return -EINVAL;
         memcpy(ret, res->ai_addr, res->ai_addrlen);
         *ret_len = res->ai_addrlen;
