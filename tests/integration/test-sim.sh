@@ -78,7 +78,10 @@ cmp -s "$tmp/none.csv" "$tmp/epoch20.csv" && fail "--epoch 20 changed nothing: t
 
 "$sim" --policy nonsense > /dev/null 2>&1
 [ $? -eq 2 ] || fail "--policy nonsense did not exit 2"
-"$sim" --help | grep -q -- "--error-sigma" || fail "--help lacks --error-sigma"
+# Not piped into grep -q: under pipefail, the help's later writes after grep has quit end the
+# simulator with SIGPIPE and fail the pipeline.
+help=$("$sim" --help)
+grep -q -- "--error-sigma" <<<"$help" || fail "--help lacks --error-sigma"
 
 [ "$failures" -eq 0 ] || exit 1
 echo "PASS: cgorch-sim"
