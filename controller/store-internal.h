@@ -35,6 +35,8 @@ struct Store {
         StoreCheckpointer *checkpointer;
         StoreUsage *usage;             /* running tasks' usage (store-usage.c) */
         uint64_t busy_since_us;        /* when the current wait for a lock began */
+        bool held_long;                /* the last wait for the lock timed out, none succeeded
+                                        * since: waits are short (STORE_BUSY_HELD_WAIT_MS) */
         bool opened;                   /* store_open() succeeded: errors from now on are the controller's state */
         StoreFault fault;              /* why the store cannot write, STORE_FAULT_NONE while it can */
         char fault_reason[512];

@@ -597,14 +597,24 @@ fail:
  * milliseconds: polling every 100 µs for the first 5 ms ends the wait within 100 µs of its
  * release instead of up to 8 ms late, with a heartbeat queue behind it. Longer holds (an
  * sqlite3 shell) are polled every millisecond, up to STORE_BUSY_TIMEOUT_MS. */
+/* Once a wait has timed out (someone holds the lock), the next ones are short until the lock
+ * is had again: each heartbeat waiting the whole timeout behind a lock held for minutes left
+ * the event loop more waiting to do than time to do it (agents retry faster than 1 s), so a
+ * request queued behind them was not answered, not even with its 503, before its client gave
+ * up. */
+#define STORE_BUSY_HELD_WAIT_MS 20
+
 static int store_busy_wait(void *userdata, int tries) {
         Store *s = userdata;
         uint64_t now_us = now_monotonic_us();
 
         if (tries == 0)
                 s->busy_since_us = now_us;
-        if (now_us - s->busy_since_us >= (uint64_t) STORE_BUSY_TIMEOUT_MS * USEC_PER_MSEC)
+        uint64_t budget_ms = s->held_long ? STORE_BUSY_HELD_WAIT_MS : STORE_BUSY_TIMEOUT_MS;
+        if (now_us - s->busy_since_us >= budget_ms * USEC_PER_MSEC) {
+                s->held_long = true;
                 return 0;
+        }
         (void) usleep(tries < 50 ? 100 : 1000);
         return 1;
 }
@@ -730,7 +740,10 @@ static void store_transaction_ended(Store *s, bool committed) {
 int store_begin(Store *s) {
         /* IMMEDIATE takes the write lock now, so a busy database fails here rather than halfway
          * through a request. */
-        return store_run(s, "BEGIN IMMEDIATE", "begin transaction");
+        int r = store_run(s, "BEGIN IMMEDIATE", "begin transaction");
+        if (r >= 0)
+                s->held_long = false;
+        return r;
 }
 
 /* SQLite refuses to change the safety level inside a transaction: it is set around it. */
