@@ -63,11 +63,11 @@ for seed in $seeds; do
         d=$out/seed$seed
         mkdir -p "$d"
         "$sim" -w mixed -n "$jobs" --seed "$seed" -c "$cluster" --load "$load" --write-trace "$d/trace.csv"
-        # The bounds, and every policy simulated with default flags but orchestration off: the
-        # scheduler alone (the traces' tasks use what they ask for; the orchestrator has nothing
-        # to move).
+        # The bounds, and every policy simulated with default flags, as the real run (the traces'
+        # tasks use what they ask for: the orchestrator has nothing to move, and `-o off` gives
+        # the same numbers).
         for p in fluid-srpt ps fluid-fifo $policies; do
-                "$sim" -t "$d/trace.csv" -c "$cluster" -o off -p "$p" -j "$d/sim-$p.csv" >/dev/null
+                "$sim" -t "$d/trace.csv" -c "$cluster" -p "$p" -j "$d/sim-$p.csv" >/dev/null
         done
         if [ "$real" = 1 ]; then
                 for p in $policies; do
