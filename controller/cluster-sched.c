@@ -1505,7 +1505,12 @@ static int job_tasks_merge(ClusterSched *cs, uint64_t job, StoreTask *tasks, con
                 tasks[k] = (StoreTask) {};
                 m++;
                 if (tell) {
+                        /* The store does not keep when a task was frozen: the decision that
+                         * froze it does (a kill bound reads it). */
+                        double frozen_s = e->told.state == SCHED_TASK_SUSPENDED ? e->told.frozen_s : 0;
                         e->told = views[k];
+                        if (e->told.state == SCHED_TASK_SUSPENDED)
+                                e->told.frozen_s = frozen_s;
                         r = sched_task_set(cs->sched, e->id, &e->told);
                 }
                 k++;
@@ -1732,6 +1737,8 @@ int cluster_sched_place(ClusterSched *cs, Store *store, int64_t now_ms, const St
                 t->node = d[q].node;
                 if (d[q].verb == SCHED_START)
                         t->started_s = now_s;
+                if (d[q].verb == SCHED_FREEZE)
+                        t->frozen_s = now_s;
                 cs->out[q] = (ClusterSchedDecision) { .verb = d[q].verb, .task = &e->t, .node = d[q].node };
                 /* Read its job again next time, whether or not the caller carries it out. */
                 if (joblist_add(&cs->dirty_tasks, e->t.job) < 0)

@@ -11,6 +11,7 @@
  * sorted once, each job's tasks taken youngest first from a heap as the walk reaches it. The
  * order is total (ties fall to the job key, then the task id), so it is the one a full sort of
  * every victim gives. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "sched-internal.h"
@@ -43,6 +44,8 @@ struct SchedPreemptScratch {
         size_t n_ordered, allocated_ordered;
         SchedNodeFree *freed;      /* by node */
         size_t n_freed;
+        Victim *frozen;            /* a node's frozen tasks that may be killed, cheapest first */
+        size_t allocated_frozen;
 };
 
 /* Lowest priority first. */
@@ -86,6 +89,7 @@ void sched_preempt_free(Sched *s) {
         free(s->preempt->jobs);
         free(s->preempt->ordered);
         free(s->preempt->freed);
+        free(s->preempt->frozen);
         free(s->preempt);
         s->preempt = NULL;
 }
@@ -182,13 +186,18 @@ static bool job_may_yield(const Sched *s, const SchedBlocked *b, SchedJob *cj) {
                 sched_job_outranks(b->job, t->cpu_cores, cj, cj->active_min_cpus);
 }
 
+/* What killing the task throws away: the CPU time it has had (at most its request over the
+ * time it ran: since it started, or until it was frozen), on top of what earlier kills of the
+ * task threw away. */
+static double kill_loses_s(const Sched *s, const SchedTask *c) {
+        double until_s = c->state == SCHED_TASK_SUSPENDED && c->frozen_s > 0 ? c->frozen_s : s->last_s;
+        return c->lost_s + MAX(until_s - c->started_s, 0.0) * c->cpu_cores;
+}
+
 static void victim_add(const Sched *s, struct SchedPreemptScratch *q, uint32_t i) {
         const SchedTask *c = sched_task_at(s, i);
-        /* What a kill throws away: the CPU time it has had (at most its request over the time
-         * since it started), on top of what earlier kills of the task threw away. */
-        double lost_s = MAX(s->last_s - c->started_s, 0.0) * c->cpu_cores;
         q->victims[q->n_victims++] = (Victim) {
-                .task = i, .started_s = c->started_s, .killable = c->lost_s + lost_s <= s->params.kill_max_lost_s,
+                .task = i, .started_s = c->started_s, .killable = kill_loses_s(s, c) <= s->params.kill_max_lost_s,
                 .freezable = !s->nodes[c->node].no_freeze,
         };
 }
@@ -376,6 +385,110 @@ static int victims_collect(Sched *s, const SchedBlocked *b, struct SchedPreemptS
         return 0;
 }
 
+/* ---- Frozen tasks that hold the memory ---- */
+
+/* A frozen task of another job may be killed for the blocked one: it holds memory and no CPU,
+ * so the question is only whether the blocked job comes first. */
+static bool frozen_may_yield(const Sched *s, const SchedBlocked *b, SchedJob *cj) {
+        const SchedTask *t = sched_task_at(s, (uint32_t) b->task);
+        if (cj->key == b->job->key || cj->real_done)
+                return false;
+        s->ops->order(s, cj);
+        if (s->users_fair && cj->user != b->job->user) {
+                if (sched_users_may_take(s, b->job->user, t->cpu_cores, cj->user, 0))
+                        return true;
+                if (!sched_user_keeps_share(s, cj->user, 0))
+                        return false;
+        }
+        if (b->training)
+                return cj->tier != SCHED_TIER_TINY;
+        return sched_job_outranks(b->job, t->cpu_cores, cj, 0);
+}
+
+static bool cheaper(const Victim *a, const Victim *b) {
+        return a->started_s != b->started_s ? a->started_s < b->started_s : a->task < b->task;
+}
+
+/* The node's frozen tasks that may be killed, cheapest first (started_s holds what a kill of
+ * each loses). The bound: kill_max_lost_s, or, for a tiny phase that has waited longer, what
+ * its waiting has cost (SCHED_FROZEN_KILL_WAIT_SHARE) — a frozen task holds memory and does
+ * nothing, and on nodes full of long running tasks it may hold it for hours. */
+static int frozen_collect(Sched *s, struct SchedPreemptScratch *q, const SchedBlocked *b, size_t node, size_t *ret_n) {
+        const SchedTask *t = sched_task_at(s, (uint32_t) b->task);
+        double bound_s = s->params.kill_max_lost_s;
+        if (b->job->tier == SCHED_TIER_TINY)
+                bound_s = MAX(bound_s, SCHED_FROZEN_KILL_WAIT_SHARE * MAX(s->last_s - b->job->arrival_s, 0.0) * t->cpu_cores);
+        size_t n = 0;
+        for (uint32_t i = s->node_tasks[node].placed; i != SCHED_NIL; i = sched_meta_at(s, i)->gnext) {
+                const SchedTask *c = sched_task_at(s, i);
+                double lost_s = kill_loses_s(s, c);
+                if (c->state != SCHED_TASK_SUSPENDED || lost_s > bound_s ||
+                    !frozen_may_yield(s, b, sched_job_at(s, sched_meta_at(s, i)->job)))
+                        continue;
+                int r = grow((void **) &q->frozen, &q->allocated_frozen, n + 1, sizeof(Victim));
+                if (r < 0)
+                        return r;
+                size_t k = n++;
+                Victim v = { .task = i, .started_s = lost_s };
+                for (; k > 0 && cheaper(&v, &q->frozen[k - 1]); k--)
+                        q->frozen[k] = q->frozen[k - 1];
+                q->frozen[k] = v;
+        }
+        *ret_n = n;
+        return 0;
+}
+
+/* Suspend-kill where memory is short and no running task may be killed: the frozen tasks are
+ * what holds the memory. On the node where killing the fewest CPU-seconds of frozen tasks frees
+ * the blocked task's memory and freezing running victims frees its CPUs, kills them; the
+ * freeze follows once they are gone. Returns whether it killed. */
+static int frozen_kill(Sched *s, struct SchedPreemptScratch *q, const SchedBlocked *b) {
+        const SchedTask *t = sched_task_at(s, (uint32_t) b->task);
+        SchedNodeFree *freed = q->freed;
+        for (size_t i = 0; i < s->n_nodes; i++)
+                freed[i] = (SchedNodeFree) {};
+        const Victim *v;
+        for (size_t k = 0; (v = victim_at(s, q, k)); k++)
+                if (v->freezable)
+                        freed[sched_task_at(s, (uint32_t) v->task)->node].cpus += sched_task_at(s, (uint32_t) v->task)->cpu_cores;
+
+        size_t best = SCHED_NONE, best_n = 0;
+        double best_lost = INFINITY;
+        for (size_t i = 0; i < s->n_nodes; i++) {
+                const PlacementNode *n = &s->nodes[i];
+                int64_t need = (int64_t) t->memory_bytes - ((int64_t) n->capacity_memory_bytes - (int64_t) n->allocated_memory_bytes);
+                if (s->node_tasks[i].n_frozen == 0 || need <= 0 || !node_eligible(b, t, n, i) ||
+                    !room(s, n, freed[i].cpus, INT64_MAX / 2, t, false))
+                        continue;
+                size_t n_frozen;
+                int r = frozen_collect(s, q, b, i, &n_frozen);
+                if (r < 0)
+                        return r;
+                double lost = 0;
+                size_t k = 0;
+                for (int64_t got = 0; k < n_frozen && got < need; k++) {
+                        got += (int64_t) sched_task_at(s, (uint32_t) q->frozen[k].task)->memory_bytes;
+                        lost += q->frozen[k].started_s;
+                        if (got >= need && lost < best_lost) {
+                                best = i;
+                                best_n = k + 1;
+                                best_lost = lost;
+                        }
+                }
+        }
+        if (best == SCHED_NONE)
+                return 0;
+        size_t n_frozen;
+        int r = frozen_collect(s, q, b, best, &n_frozen);
+        for (size_t k = 0; r >= 0 && k < best_n; k++) {
+                const SchedTask *vt = sched_task_at(s, (uint32_t) q->frozen[k].task);
+                r = sched_emit(s, SCHED_KILL, q->frozen[k].task, best);
+                if (r >= 0)
+                        r = sched_task_move(s, (uint32_t) q->frozen[k].task, SCHED_TASK_STOPPING, best, vt->started_s);
+        }
+        return r < 0 ? r : 1;
+}
+
 size_t sched_preempt(Sched *s, const SchedBlocked *b, int *ret_error) {
         SchedPreemption mode = s->params.preemption;
         *ret_error = 0;
@@ -405,6 +518,12 @@ size_t sched_preempt(Sched *s, const SchedBlocked *b, int *ret_error) {
                 /* Freezing cannot free memory: what is short here is memory. */
                 kill = true;
                 node = walk_if_room(s, q, b, kill, &end);
+                if (node == SCHED_NONE && !b->thaw) {
+                        r = frozen_kill(s, q, b);
+                        if (r < 0)
+                                *ret_error = r;
+                        return SCHED_NONE;
+                }
         }
         if (node == SCHED_NONE)
                 return SCHED_NONE;
@@ -420,6 +539,8 @@ size_t sched_preempt(Sched *s, const SchedBlocked *b, int *ret_error) {
                 if (r >= 0)
                         r = sched_task_move(s, (uint32_t) v->task, kill ? SCHED_TASK_STOPPING : SCHED_TASK_SUSPENDED,
                                             node, vt->started_s);
+                if (r >= 0 && !kill)
+                        sched_task_at(s, (uint32_t) v->task)->frozen_s = s->last_s;
                 if (r < 0) {
                         *ret_error = r;
                         return SCHED_NONE;

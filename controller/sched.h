@@ -82,6 +82,11 @@ typedef struct SchedParams {
 } SchedParams;
 
 #define SCHED_KILL_MAX_LOST_S_DEFAULT 2.0
+/* Suspend-kill: a frozen task that holds the memory a waiting task of a tiny phase needs may
+ * also be killed when it ran at most this share of the CPU-seconds the tiny phase's task has
+ * waited: never more work thrown away than the waiting has cost (docs/design.md, "The
+ * defaults, measured"). */
+#define SCHED_FROZEN_KILL_WAIT_SHARE 1.0
 #define SCHED_FAIR_OVERCOMMIT_DEFAULT 8.0
 #define SCHED_PROBE_S_DEFAULT 1.0
 #define SCHED_USER_GRACE_S_DEFAULT 30.0
@@ -218,13 +223,16 @@ typedef struct SchedTask {
         double started_s;      /* when it started: the youngest are preempted first */
         double lost_s;         /* CPU-seconds its earlier attempts lost to kills by preemption:
                                 * with what this attempt would lose, at most kill_max_lost_s */
+        double frozen_s;       /* SUSPENDED: when it was frozen (what it ran is the time from
+                                * started_s to this); 0 when not known (then counted as running
+                                * until now, which a kill bound errs safe with) */
 } SchedTask;
 
 typedef enum SchedVerb {
         SCHED_START,           /* place task on node */
         SCHED_THAW,            /* resume a suspended task on its node */
         SCHED_FREEZE,          /* suspend a running task */
-        SCHED_KILL,            /* kill a running task (it will be run again later) */
+        SCHED_KILL,            /* kill a running or frozen task (it will be run again later) */
         _SCHED_VERB_MAX,
 } SchedVerb;
 
