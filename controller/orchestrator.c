@@ -900,12 +900,7 @@ static int run_epoch_work(Orchestrator *o, int64_t now_ms, const char *node, uns
         if (r < 0)
                 return r;
 
-        /* The balancer wants time never to go back; the wall clock may. */
-        double now_s = MAX((double) now_ms / 1000.0, o->state.last_now_s);
-        r = orch_detect(snap, now_s, &o->detect, &findings);
-        if (r < 0)
-                return r;
-        r = orch_balance(snap, &findings, now_s, &o->balance, &o->state, &decisions);
+        r = orch_epoch_decide(snap, (double) now_ms / 1000.0, &o->detect, &o->balance, &o->state, &findings, &decisions);
         if (r < 0)
                 return r;
         o->counters.epochs++;

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 
 #include "controller/balancer.h"
-#include "controller/detector.h"
 #include "controller/orch-snapshot.h"
 #include "macro.h"
 #include "sim-engine-internal.h"
@@ -139,15 +138,9 @@ int sim_orch_epoch(Engine *e, double now_s) {
                 }
         }
 
-        OrchDetectParams dp = ORCH_DETECT_PARAMS_DEFAULT;
-        r = orch_detect(s, now_s, &dp, &findings);
+        r = orch_epoch_decide(s, now_s, &ORCH_DETECT_PARAMS_DEFAULT, &e->p.orch, e->orch_state, &findings, &decisions);
         if (r < 0)
                 return r;
-        r = orch_balance(s, &findings, now_s, &e->p.orch, e->orch_state, &decisions);
-        if (r < 0) {
-                orch_findings_done(&findings);
-                return r;
-        }
         e->res->orch_epochs++;
         for (size_t k = 0; k < decisions.n; k++) {
                 const OrchDecision *d = &decisions.items[k];
