@@ -832,10 +832,10 @@ static int user_jobs_check(Cluster *c, const JobSubmission *sub, char **ret_erro
                 if (r < 0)
                         return r;
                 if (has + adding > limit)
-                        return asprintf(ret_error,
-                                        "user-max-jobs: %s has %" PRIu64 " jobs queued, held or running; %" PRIu64
-                                        " more would pass the limit of %u per user",
-                                        user, has, adding, limit) >= 0 ? -EDQUOT : -ENOMEM;
+                        return error_message_set(ret_error, -EDQUOT,
+                                                 "user-max-jobs: %s has %" PRIu64 " jobs queued, held or running; "
+                                                 "%" PRIu64 " more would pass the limit of %u per user",
+                                                 user, has, adding, limit);
         }
         return 0;
 }
@@ -854,7 +854,7 @@ int cluster_submit_as(Cluster *c, json_t *body, const char *by, bool admin, int6
                 if (r < 0) {
                         if (!sub->list)
                                 return (*ret_error = strdup(why)) ? r : -ENOMEM;
-                        return asprintf(ret_error, "jobs[%zu].%s", k, why) >= 0 ? r : -ENOMEM;
+                        return error_message_set(ret_error, r, "jobs[%zu].%s", k, why);
                 }
         }
         _cleanup_free_ uint64_t *ids = calloc(sub->n_jobs, sizeof(uint64_t));
@@ -972,12 +972,10 @@ int cluster_release(Cluster *c, uint64_t job, bool admin, int64_t now_ms, json_t
         r = store_job_get(c->store, job, &j);
         if (r >= 0 && !j.held_by)
                 r = error_message_set(ret_error, -EALREADY, "job %" PRIu64 " is not held", job);
-        else if (r >= 0 && j.held_admin && !admin) {
-                r = -EPERM;
-                if (asprintf(ret_error, "job %" PRIu64 " is held by an administrator (%s): only an administrator may "
-                             "release it", job, j.held_by) < 0)
-                        *ret_error = NULL;
-        }
+        else if (r >= 0 && j.held_admin && !admin)
+                r = error_message_set(ret_error, -EPERM,
+                                      "job %" PRIu64 " is held by an administrator (%s): only an administrator may "
+                                      "release it", job, j.held_by);
         if (r >= 0)
                 r = store_job_set_hold(c->store, job, NULL, false, now_ms);
         if (r >= 0)
@@ -1512,11 +1510,8 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
 static int heartbeat_handle(Cluster *c, const char *node, const Heartbeat *hb, int64_t now_ms, json_t **ret_reply,
                             char **ret_error) {
         int r;
-        if (!streq(hb->node, node)) {
-                if (ret_error && asprintf(ret_error, "node: must equal the node id in the URL ('%s')", node) < 0)
-                        *ret_error = NULL;
-                return -EINVAL;
-        }
+        if (!streq(hb->node, node))
+                return error_message_set(ret_error, -EINVAL, "node: must equal the node id in the URL ('%s')", node);
 
         _cleanup_json_ json_t *actions = json_array();
         if (!actions)
