@@ -1,13 +1,13 @@
 /* dependency.c: job dependency specs ("afterok:12:13,afterany:14") parsed and written, and what
  * each type makes of the state of the job it names. */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dependency.h"
+#include "error-message.h"
 #include "macro.h"
 
 static const char *const dependency_type_table[_DEPENDENCY_TYPE_MAX] = {
@@ -59,20 +59,6 @@ DependencyState dependency_outcome(DependencyType type, JobState job_state) {
         }
 }
 
-_printf_(2, 3) static int refuse(char **ret_error, const char *fmt, ...) {
-        if (!ret_error)
-                return -EINVAL;
-        va_list ap;
-        va_start(ap, fmt);
-        int k = vasprintf(ret_error, fmt, ap);
-        va_end(ap);
-        if (k < 0) {
-                *ret_error = NULL;
-                return -ENOMEM;
-        }
-        return -EINVAL;
-}
-
 /* A piece of the user's text for a message: at most 32 bytes, printable ASCII ('?' for the rest),
  * so that the message stays one readable line of valid UTF-8. */
 static const char *shown(const char *s, size_t len, char buf[static 40]) {
@@ -109,38 +95,46 @@ int dependency_parse(const char *spec, Dependency **ret, size_t *ret_n, char **r
         char a[40], b[40];
 
         if (len == 0)
-                return refuse(ret_error, "must not be empty (TYPE:ID[:ID...][,TYPE:ID...], e.g. afterok:12)");
+                return error_message_set(ret_error, -EINVAL,
+                                         "must not be empty (TYPE:ID[:ID...][,TYPE:ID...], e.g. afterok:12)");
         if (len > PROTO_MAX_DEPENDENCY_LEN)
-                return refuse(ret_error, "must be at most %d bytes long", PROTO_MAX_DEPENDENCY_LEN);
+                return error_message_set(ret_error, -EINVAL, "must be at most %d bytes long",
+                                         PROTO_MAX_DEPENDENCY_LEN);
         if (strchr(spec, '?'))
-                return refuse(ret_error, "'?' (any one of them) is not supported: every dependency must be met, "
-                              "separated by ','");
+                return error_message_set(ret_error, -EINVAL,
+                                         "'?' (any one of them) is not supported: every dependency must be met, "
+                                         "separated by ','");
 
         for (const char *group = spec;;) {
                 size_t glen = strcspn(group, ",");
                 const char *colon = memchr(group, ':', glen);
                 if (!colon)
-                        return refuse(ret_error, "'%s' is not TYPE:ID[:ID...] (e.g. afterok:12)", shown(group, glen, a));
+                        return error_message_set(ret_error, -EINVAL, "'%s' is not TYPE:ID[:ID...] (e.g. afterok:12)",
+                                                 shown(group, glen, a));
                 DependencyType type = _DEPENDENCY_TYPE_INVALID;
                 for (int t = 0; t < _DEPENDENCY_TYPE_MAX; t++)
                         if ((size_t) (colon - group) == strlen(dependency_type_table[t]) &&
                             strncmp(group, dependency_type_table[t], (size_t) (colon - group)) == 0)
                                 type = (DependencyType) t;
                 if (type < 0)
-                        return refuse(ret_error, "unknown type '%s' (afterok, afternotok, afterany)",
-                                      shown(group, (size_t) (colon - group), a));
+                        return error_message_set(ret_error, -EINVAL,
+                                                 "unknown type '%s' (afterok, afternotok, afterany)",
+                                                 shown(group, (size_t) (colon - group), a));
 
                 for (const char *id = colon + 1;;) {
                         size_t ilen = strcspn(id, ":,");
                         uint64_t job;
                         if (!parse_id(id, ilen, &job))
-                                return refuse(ret_error, "'%s' in '%s' is not a job id (a positive integer)",
-                                              shown(id, ilen, a), shown(group, glen, b));
+                                return error_message_set(ret_error, -EINVAL,
+                                                         "'%s' in '%s' is not a job id (a positive integer)",
+                                                         shown(id, ilen, a), shown(group, glen, b));
                         for (size_t i = 0; i < n; i++)
                                 if (v[i].job == job)
-                                        return refuse(ret_error, "job %" PRIu64 " is named twice", job);
+                                        return error_message_set(ret_error, -EINVAL, "job %" PRIu64 " is named twice",
+                                                                 job);
                         if (n == PROTO_MAX_DEPENDENCIES)
-                                return refuse(ret_error, "names more than %d jobs", PROTO_MAX_DEPENDENCIES);
+                                return error_message_set(ret_error, -EINVAL, "names more than %d jobs",
+                                                         PROTO_MAX_DEPENDENCIES);
                         Dependency *p = realloc(v, (n + 1) * sizeof(Dependency));
                         if (!p)
                                 return -ENOMEM;

@@ -13,6 +13,7 @@ common_libcgorch_common_a_SOURCES = \
 	common/stop-guard.c common/stop-guard.h \
 	common/metrics.c common/metrics.h \
 	common/dependency.c common/dependency.h \
+	common/error-message.c common/error-message.h \
 	common/url-host.c common/url-host.h
 common_libcgorch_common_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 

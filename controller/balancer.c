@@ -1052,3 +1052,22 @@ finish:
         balance_done(&b);
         return r;
 }
+
+int orch_epoch_decide(const OrchSnapshot *s, double now_s, const OrchDetectParams *detect,
+                      const OrchBalanceParams *balance, OrchBalancerState *st, OrchFindings *ret_findings,
+                      OrchDecisions *ret_decisions) {
+        OrchFindings findings = {};
+        OrchDecisions decisions = {};
+        now_s = MAX(now_s, st->last_now_s);
+        int r = orch_detect(s, now_s, detect, &findings);
+        if (r < 0)
+                return r;
+        r = orch_balance(s, &findings, now_s, balance, st, &decisions);
+        if (r < 0) {
+                orch_findings_done(&findings);
+                return r;
+        }
+        *ret_findings = findings;
+        *ret_decisions = decisions;
+        return 0;
+}

@@ -242,3 +242,11 @@ const OrchDecision *orch_decisions_find(const OrchDecisions *d, size_t task, Orc
  * then takes, then skipped ones. -EINVAL for bad params, time going back or duplicate task ids. */
 int orch_balance(const OrchSnapshot *s, const OrchFindings *findings, double now_s,
                  const OrchBalanceParams *params, OrchBalancerState *st, OrchDecisions *ret);
+
+/* One epoch from its snapshot, for the controller and cgorch-sim alike: orch_detect(), then
+ * orch_balance() on its findings, at now_s or, where the clock went back (a wall clock may), at
+ * the state's latest epoch. On success *ret_findings and *ret_decisions are set (free them with
+ * orch_findings_done() and orch_decisions_done()); on failure they and st are untouched. */
+int orch_epoch_decide(const OrchSnapshot *s, double now_s, const OrchDetectParams *detect,
+                      const OrchBalanceParams *balance, OrchBalancerState *st, OrchFindings *ret_findings,
+                      OrchDecisions *ret_decisions);

@@ -592,14 +592,9 @@ static int phase_train(ClusterSched *cs, Store *store, PhaseEntry *e, double now
                 if (u->index >= t)
                         continue;
                 running = running || (u->started_ms >= 0 && u->state != TASK_SUCCEEDED);
-                bool finished = u->state == TASK_SUCCEEDED;
-                training[have++] = u->started_ms < 0 ? (HfspTrainingTask) { .start_s = now_s } : (HfspTrainingTask) {
-                        .start_s = (double) u->started_ms / 1000.0,
-                        .finished = finished,
-                        .finish_s = finished && u->finished_ms >= 0 ? (double) u->finished_ms / 1000.0 : now_s,
-                        .cpu_s = u->cpu_s,
-                        .progress = finished ? 1.0 : MAX(u->progress, 0.0),
-                };
+                training[have++] = hfsp_training_task_at(
+                        u->started_ms >= 0, u->state == TASK_SUCCEEDED, (double) u->started_ms / 1000.0,
+                        u->finished_ms >= 0 ? (double) u->finished_ms / 1000.0 : now_s, u->cpu_s, u->progress, now_s);
         }
         /* Only a training task that runs makes this move with time (hfsp-size.c): the rest
          * changes with writes to the store, which mark its job changed. */

@@ -4,13 +4,13 @@
 #include <limits.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cluster-sched.h"
 #include "cluster.h"
+#include "error-message.h"
 #include "user-weights.h"
 #include "heartbeat-reader.h"
 #include "log.h"
@@ -764,20 +764,6 @@ static size_t job_spec_tasks(const JobSpec *spec) {
         return n;
 }
 
-_printf_(2, 3) static int invalid(char **ret_error, const char *fmt, ...) {
-        if (!ret_error)
-                return -EINVAL;
-        va_list ap;
-        va_start(ap, fmt);
-        int k = vasprintf(ret_error, fmt, ap);
-        va_end(ap);
-        if (k < 0) {
-                *ret_error = NULL;
-                return -ENOMEM;
-        }
-        return -EINVAL;
-}
-
 /* Records the dependencies of a job just inserted (its spec at where: "" or "jobs[K]."). Each
  * names a job submitted before this request (first: the first id this request got; a job cannot
  * wait for itself or for a job submitted with it, and later ones do not exist yet: no cycle can
@@ -791,23 +777,27 @@ static int dependencies_register(Cluster *c, uint64_t job, uint64_t first, const
                 const Dependency *d = &spec->dependencies[i];
                 const char *type = dependency_type_to_string(d->type);
                 if (d->job == job)
-                        return invalid(ret_error, "%sdependency: %s:%" PRIu64 ": job %" PRIu64 " is this job itself: a job "
-                                       "cannot depend on itself", where, type, d->job, d->job);
+                        return error_message_set(ret_error, -EINVAL,
+                                                 "%sdependency: %s:%" PRIu64 ": job %" PRIu64 " is this job itself: "
+                                                 "a job cannot depend on itself", where, type, d->job, d->job);
                 if (d->job >= first && d->job < job)
-                        return invalid(ret_error, "%sdependency: %s:%" PRIu64 ": job %" PRIu64 " is submitted in this same "
-                                       "request: a job may depend only on jobs submitted before it", where, type, d->job,
-                                       d->job);
+                        return error_message_set(ret_error, -EINVAL,
+                                                 "%sdependency: %s:%" PRIu64 ": job %" PRIu64 " is submitted in this "
+                                                 "same request: a job may depend only on jobs submitted before it",
+                                                 where, type, d->job, d->job);
                 JobState state;
                 int r = store_job_get_state(c->store, d->job, &state);
                 if (r == -ENOENT)
-                        return invalid(ret_error, "%sdependency: %s:%" PRIu64 ": job %" PRIu64 " does not exist", where, type,
-                                       d->job, d->job);
+                        return error_message_set(ret_error, -EINVAL,
+                                                 "%sdependency: %s:%" PRIu64 ": job %" PRIu64 " does not exist", where,
+                                                 type, d->job, d->job);
                 if (r < 0)
                         return r;
                 DependencyState outcome = dependency_outcome(d->type, state);
                 if (outcome == DEPENDENCY_NEVER)
-                        return invalid(ret_error, "%sdependency: %s:%" PRIu64 " can never be met: job %" PRIu64 " %s", where,
-                                       type, d->job, d->job, job_state_to_string(state));
+                        return error_message_set(ret_error, -EINVAL,
+                                                 "%sdependency: %s:%" PRIu64 " can never be met: job %" PRIu64 " %s",
+                                                 where, type, d->job, d->job, job_state_to_string(state));
                 r = store_dependency_insert(c->store, job, (unsigned) i, d, outcome, now_ms);
                 if (r < 0)
                         return r;
@@ -842,10 +832,10 @@ static int user_jobs_check(Cluster *c, const JobSubmission *sub, char **ret_erro
                 if (r < 0)
                         return r;
                 if (has + adding > limit)
-                        return asprintf(ret_error,
-                                        "user-max-jobs: %s has %" PRIu64 " jobs queued, held or running; %" PRIu64
-                                        " more would pass the limit of %u per user",
-                                        user, has, adding, limit) >= 0 ? -EDQUOT : -ENOMEM;
+                        return error_message_set(ret_error, -EDQUOT,
+                                                 "user-max-jobs: %s has %" PRIu64 " jobs queued, held or running; "
+                                                 "%" PRIu64 " more would pass the limit of %u per user",
+                                                 user, has, adding, limit);
         }
         return 0;
 }
@@ -864,7 +854,7 @@ int cluster_submit_as(Cluster *c, json_t *body, const char *by, bool admin, int6
                 if (r < 0) {
                         if (!sub->list)
                                 return (*ret_error = strdup(why)) ? r : -ENOMEM;
-                        return asprintf(ret_error, "jobs[%zu].%s", k, why) >= 0 ? r : -ENOMEM;
+                        return error_message_set(ret_error, r, "jobs[%zu].%s", k, why);
                 }
         }
         _cleanup_free_ uint64_t *ids = calloc(sub->n_jobs, sizeof(uint64_t));
@@ -949,19 +939,6 @@ int cluster_cancel(Cluster *c, uint64_t job, const char *by, int64_t now_ms, jso
         return cluster_job_to_json(c, job, now_ms, ret_job);
 }
 
-static int refuse(char **ret_error, const char *fmt, ...) _printf_(2, 3);
-static int refuse(char **ret_error, const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        int k = vasprintf(ret_error, fmt, ap);
-        va_end(ap);
-        if (k < 0) {
-                *ret_error = NULL;
-                return -ENOMEM;
-        }
-        return -EALREADY;
-}
-
 int cluster_hold(Cluster *c, uint64_t job, const char *by, bool admin, int64_t now_ms, json_t **ret_job,
                  char **ret_error) {
         _cleanup_(store_job_done) StoreJob j = {};
@@ -970,10 +947,11 @@ int cluster_hold(Cluster *c, uint64_t job, const char *by, bool admin, int64_t n
                 return r;
         r = store_job_get(c->store, job, &j);
         if (r >= 0 && j.held_by)
-                r = refuse(ret_error, "job %" PRIu64 " is held already (by %s)", job, j.held_by);
+                r = error_message_set(ret_error, -EALREADY, "job %" PRIu64 " is held already (by %s)", job,
+                                      j.held_by);
         else if (r >= 0 && j.state != JOB_QUEUED)
-                r = refuse(ret_error, "job %" PRIu64 " is %s: only a queued job can be held", job,
-                           job_state_to_string(j.state));
+                r = error_message_set(ret_error, -EALREADY, "job %" PRIu64 " is %s: only a queued job can be held",
+                                      job, job_state_to_string(j.state));
         if (r >= 0)
                 r = store_job_set_hold(c->store, job, by, admin, now_ms);
         /* The scheduler lets go of it, and what it held back may run. */
@@ -993,13 +971,11 @@ int cluster_release(Cluster *c, uint64_t job, bool admin, int64_t now_ms, json_t
                 return r;
         r = store_job_get(c->store, job, &j);
         if (r >= 0 && !j.held_by)
-                r = refuse(ret_error, "job %" PRIu64 " is not held", job);
-        else if (r >= 0 && j.held_admin && !admin) {
-                r = -EPERM;
-                if (asprintf(ret_error, "job %" PRIu64 " is held by an administrator (%s): only an administrator may "
-                             "release it", job, j.held_by) < 0)
-                        *ret_error = NULL;
-        }
+                r = error_message_set(ret_error, -EALREADY, "job %" PRIu64 " is not held", job);
+        else if (r >= 0 && j.held_admin && !admin)
+                r = error_message_set(ret_error, -EPERM,
+                                      "job %" PRIu64 " is held by an administrator (%s): only an administrator may "
+                                      "release it", job, j.held_by);
         if (r >= 0)
                 r = store_job_set_hold(c->store, job, NULL, false, now_ms);
         if (r >= 0)
@@ -1027,16 +1003,18 @@ static int dependencies_renew(Cluster *c, uint64_t job, int64_t now_ms, char **r
                 JobState state;
                 r = store_job_get_state(c->store, deps[i].on_job, &state);
                 if (r == -ENOENT)
-                        return refuse(ret_error, "job %" PRIu64 " depends on %s:%" PRIu64 ", a job that no longer exists",
-                                      job, dependency_type_to_string(deps[i].type), deps[i].on_job);
+                        return error_message_set(ret_error, -EALREADY,
+                                                 "job %" PRIu64 " depends on %s:%" PRIu64 ", a job that no longer exists",
+                                                 job, dependency_type_to_string(deps[i].type), deps[i].on_job);
                 if (r < 0)
                         return r;
                 outcome[i] = dependency_outcome(deps[i].type, state);
                 if (outcome[i] == DEPENDENCY_NEVER)
-                        return refuse(ret_error, "job %" PRIu64 " depends on %s:%" PRIu64 ", which can never be met now: job "
-                                      "%" PRIu64 " %s (requeue job %" PRIu64 " first)", job,
-                                      dependency_type_to_string(deps[i].type), deps[i].on_job, deps[i].on_job,
-                                      job_state_to_string(state), deps[i].on_job);
+                        return error_message_set(ret_error, -EALREADY,
+                                                 "job %" PRIu64 " depends on %s:%" PRIu64 ", which can never be met now: "
+                                                 "job %" PRIu64 " %s (requeue job %" PRIu64 " first)", job,
+                                                 dependency_type_to_string(deps[i].type), deps[i].on_job, deps[i].on_job,
+                                                 job_state_to_string(state), deps[i].on_job);
         }
         for (size_t i = 0; i < n; i++) {
                 r = store_dependency_set_state(c->store, job, deps[i].index, outcome[i], now_ms, NULL);
@@ -1054,12 +1032,14 @@ int cluster_requeue(Cluster *c, uint64_t job, const char *by, int64_t now_ms, js
                 return r;
         r = store_job_get(c->store, job, &j);
         if (r >= 0 && j.state != JOB_FAILED && j.state != JOB_TIMEOUT && j.state != JOB_CANCELLED)
-                r = refuse(ret_error, "job %" PRIu64 " is %s: only a failed, timed-out or cancelled job can be requeued",
-                           job, job_state_to_string(j.state));
+                r = error_message_set(ret_error, -EALREADY,
+                                      "job %" PRIu64 " is %s: only a failed, timed-out or cancelled job can be requeued",
+                                      job, job_state_to_string(j.state));
         else if (r >= 0 && j.tasks_active > 0)
                 /* Its old attempts would run beside the new ones. */
-                r = refuse(ret_error, "job %" PRIu64 " still has %u task(s) ending: requeue it once they have ended", job,
-                           j.tasks_active);
+                r = error_message_set(ret_error, -EALREADY,
+                                      "job %" PRIu64 " still has %u task(s) ending: requeue it once they have ended",
+                                      job, j.tasks_active);
         if (r >= 0)
                 r = dependencies_renew(c, job, now_ms, ret_error);
         if (r >= 0)
@@ -1530,11 +1510,8 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
 static int heartbeat_handle(Cluster *c, const char *node, const Heartbeat *hb, int64_t now_ms, json_t **ret_reply,
                             char **ret_error) {
         int r;
-        if (!streq(hb->node, node)) {
-                if (ret_error && asprintf(ret_error, "node: must equal the node id in the URL ('%s')", node) < 0)
-                        *ret_error = NULL;
-                return -EINVAL;
-        }
+        if (!streq(hb->node, node))
+                return error_message_set(ret_error, -EINVAL, "node: must equal the node id in the URL ('%s')", node);
 
         _cleanup_json_ json_t *actions = json_array();
         if (!actions)

@@ -166,6 +166,27 @@ int orch_snapshot_add_window(OrchSnapshot *s, size_t task, double run_time_s, do
         return 0;
 }
 
+int orch_snapshot_add_windows(OrchSnapshot *s, size_t task, const OrchWindow *windows, size_t n) {
+        for (size_t w = 0; w < n; w++) {
+                int r = orch_snapshot_add_window(s, task, windows[w].run_time_s, windows[w].cpu_cores,
+                                                 windows[w].memory_bytes);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int orch_window_push(OrchWindow *windows, size_t *n, const OrchWindow *w) {
+        if (*n > 0 && !(w->run_time_s > windows[*n - 1].run_time_s))
+                return 0;
+        if (*n >= ORCH_TRACK_WINDOWS) {
+                memmove(windows, windows + 1, (ORCH_TRACK_WINDOWS - 1) * sizeof(OrchWindow));
+                *n = ORCH_TRACK_WINDOWS - 1;
+        }
+        windows[(*n)++] = *w;
+        return 1;
+}
+
 const OrchWindow *orch_task_last_window(const OrchTask *t) {
         return t->n_windows > 0 ? &t->windows[t->n_windows - 1] : NULL;
 }

@@ -15,8 +15,8 @@ typedef enum OrchResource {
 
 const char *orch_resource_to_string(OrchResource r);
 
-/* Epoch windows a snapshot's builder keeps per task, the newest: Algorithm 2's history. The
- * controller (orchestrator.c) and cgorch-sim (sim-orch.c) both hold to it. */
+/* Epoch windows a snapshot's builder keeps per task, the newest: Algorithm 2's history, kept by
+ * orch_window_push() for the controller (orchestrator.c) and cgorch-sim (sim-orch.c) alike. */
 #define ORCH_TRACK_WINDOWS 64
 
 /* What the caller knows about a node. Zero means "no signal" for every pressure field. */
@@ -102,6 +102,15 @@ int orch_snapshot_add_task(OrchSnapshot *s, const OrchTaskInfo *info, size_t *re
 /* Appends a window; run times must increase. -EINVAL otherwise, -ERANGE for a bad task. */
 int orch_snapshot_add_window(OrchSnapshot *s, size_t task, double run_time_s, double cpu_cores,
                              double memory_bytes);
+
+/* Appends windows[0..n), oldest first, to the task (orch_snapshot_add_window() each). */
+int orch_snapshot_add_windows(OrchSnapshot *s, size_t task, const OrchWindow *windows, size_t n);
+
+/* What a snapshot's builder keeps of a task between epochs: appends the window of the epoch that
+ * ended to the task's history windows[0..*n), oldest first, where windows has room for
+ * min(*n + 1, ORCH_TRACK_WINDOWS); the oldest goes once ORCH_TRACK_WINDOWS are kept. A window
+ * whose run time is not past the latest one's adds nothing. Returns 1 when added, 0 when not. */
+int orch_window_push(OrchWindow *windows, size_t *n, const OrchWindow *w);
 
 /* The task's latest window, or NULL before its first. */
 const OrchWindow *orch_task_last_window(const OrchTask *t);

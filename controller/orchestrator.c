@@ -507,19 +507,11 @@ static int track_close_window(TaskTrack *t) {
         if (psi_memory >= 0 && isfinite(psi_memory))
                 t->psi_memory = MIN(psi_memory, 100.0);
 
-        double run_time_s = (double) (last->time_ms - t->first_ms) / 1000.0;
-        bool fresh = t->n_windows == 0 || run_time_s > t->windows[t->n_windows - 1].run_time_s;
-        if (fresh) {
-                if (t->n_windows == ORCH_TRACK_WINDOWS) {
-                        memmove(t->windows, t->windows + 1, (ORCH_TRACK_WINDOWS - 1) * sizeof(OrchWindow));
-                        t->n_windows--;
-                }
-                t->windows[t->n_windows++] = (OrchWindow) {
-                        .run_time_s = run_time_s,
-                        .cpu_cores = isfinite(cpu_cores) ? MIN(cpu_cores, PROTO_MAX_CPU_CORES) : 0,
-                        .memory_bytes = (double) memory,
-                };
-        }
+        int fresh = orch_window_push(t->windows, &t->n_windows, &(OrchWindow) {
+                .run_time_s = (double) (last->time_ms - t->first_ms) / 1000.0,
+                .cpu_cores = isfinite(cpu_cores) ? MIN(cpu_cores, PROTO_MAX_CPU_CORES) : 0,
+                .memory_bytes = (double) memory,
+        });
         for (size_t i = 0; i < t->n_samples; i++)
                 track_set_base(t, &t->samples[i]);
         t->n_samples = 0;
@@ -790,9 +782,8 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
                         r = 0; /* its node is lost or unknown: not ours to balance */
                         continue;
                 }
-                for (size_t w = 0; w < t->n_windows && r >= 0; w++)
-                        r = orch_snapshot_add_window(snap, index, t->windows[w].run_time_s, t->windows[w].cpu_cores,
-                                                     t->windows[w].memory_bytes);
+                if (r >= 0)
+                        r = orch_snapshot_add_windows(snap, index, t->windows, t->n_windows);
         }
         store_tasks_free(tasks, n_tasks);
         return r;
@@ -909,12 +900,7 @@ static int run_epoch_work(Orchestrator *o, int64_t now_ms, const char *node, uns
         if (r < 0)
                 return r;
 
-        /* The balancer wants time never to go back; the wall clock may. */
-        double now_s = MAX((double) now_ms / 1000.0, o->state.last_now_s);
-        r = orch_detect(snap, now_s, &o->detect, &findings);
-        if (r < 0)
-                return r;
-        r = orch_balance(snap, &findings, now_s, &o->balance, &o->state, &decisions);
+        r = orch_epoch_decide(snap, (double) now_ms / 1000.0, &o->detect, &o->balance, &o->state, &findings, &decisions);
         if (r < 0)
                 return r;
         o->counters.epochs++;

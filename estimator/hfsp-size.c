@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "hfsp-size.h"
+#include "macro.h"
 
 int hfsp_size_params_validate(const HfspSizeParams *params) {
         if (params->training_tasks < 1 || !isfinite(params->timeout_s) || params->timeout_s <= 0 ||
@@ -39,6 +40,19 @@ int hfsp_size_initial(size_t n_tasks, const HfspHistory *history, const HfspSize
                 /* S_i = n · ξ · s̄ */
                 *ret_size = (double) n_tasks * params->xi * history->mean_task_size;
         return 0;
+}
+
+HfspTrainingTask hfsp_training_task_at(bool started, bool finished, double start_s, double finish_s, double cpu_s,
+                                       double progress, double now_s) {
+        if (!started)
+                return (HfspTrainingTask) { .start_s = now_s };
+        return (HfspTrainingTask) {
+                .start_s = start_s,
+                .finished = finished,
+                .finish_s = finished ? finish_s : now_s,
+                .cpu_s = cpu_s,
+                .progress = finished ? 1.0 : MIN(MAX(progress, 0.0), 1.0),
+        };
 }
 
 int hfsp_size_final(size_t n_tasks, const HfspTrainingTask *training, size_t n_training,

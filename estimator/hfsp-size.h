@@ -64,6 +64,13 @@ typedef struct HfspTrainingTask {
         double progress;        /* p_k ∈ [0, 1]: the fraction of its input processed */
 } HfspTrainingTask;
 
+/* One of the t training tasks as it stands at now_s, from what its caller knows: one not started
+ * yet has start_s = now_s and nothing done; one that finished (at finish_s) has p_k = 1; one that
+ * runs has its CPU-seconds and progress so far, the progress kept within [0, 1] (below 0: none
+ * known). */
+HfspTrainingTask hfsp_training_task_at(bool started, bool finished, double start_s, double finish_s, double cpu_s,
+                                       double progress, double now_s);
+
 /* S_f = s̄·[(n − t) + Σ_k (1 − p_k)],  s̄ = (1/t)·Σ_k s̃_k,  s̃_k = s_k if t_k finished,
  * Δ/p_k otherwise — evaluated once every unfinished training task has run for Δ.
  * In CPU-seconds the Δ/p_k term becomes cpu_k/p_k (the CPU used up to now over the fraction

@@ -3,13 +3,10 @@
 #pragma once
 
 #include "agent/memory-guard.h"
+#include "controller/orch-snapshot.h"
 #include "estimator/hfsp-size.h"
 #include "macro.h"
 #include "sim-engine.h"
-
-typedef struct SimWindow {
-        double run_time_s, cpu_cores, memory_bytes;
-} SimWindow;
 
 /* A task on a node, running or frozen. Only placed tasks have one: the engine's pool holds as
  * many as the cluster runs at once, not one per task of the workload. Its progress, which moves
@@ -29,7 +26,7 @@ typedef struct Task {
         /* Orchestration only (kept up to date when it is on). */
         double run_time_s;              /* this attempt */
         double ep_cpu_s, ep_run_s, ep_throttled_s, ep_stall_s, ep_thrash_s, ep_memory_peak; /* this epoch */
-        SimWindow *windows;
+        OrchWindow *windows;            /* the newest ORCH_TRACK_WINDOWS epochs, oldest first */
         size_t n_windows, allocated_windows;
         /* The agent's memory guard (memory guard only): what it kept of the task, and what the
          * task's cgroup would count since the guard last looked. */

@@ -469,16 +469,14 @@ static int training_check(Engine *e, size_t pi) {
                 uint32_t slot = ph->slot_of[k];
                 const TrainingRecord *done = &ph->training_done[k];
                 if (slot != SIM_NO_SLOT)
-                        tt[k] = (HfspTrainingTask) {
-                                .start_s = e->tasks[slot].started_s, .cpu_s = e->cpu_used_s[slot],
-                                .progress = MIN(e->done_s[slot] / e->w->work_s[e->tasks[slot].id], 1.0),
-                        };
+                        tt[k] = hfsp_training_task_at(true, false, e->tasks[slot].started_s, e->now,
+                                                      e->cpu_used_s[slot],
+                                                      e->done_s[slot] / e->w->work_s[e->tasks[slot].id], e->now);
                 else if (done->done)
-                        tt[k] = (HfspTrainingTask) { .start_s = done->started_s, .finished = true,
-                                                     .finish_s = done->finished_s, .cpu_s = done->cpu_used_s,
-                                                     .progress = 1 };
+                        tt[k] = hfsp_training_task_at(true, true, done->started_s, done->finished_s,
+                                                      done->cpu_used_s, 1, e->now);
                 else
-                        tt[k] = (HfspTrainingTask) { .start_s = e->now };
+                        tt[k] = hfsp_training_task_at(false, false, 0, 0, 0, 0, e->now);
         }
         int r = sim_sched_phase_train(e->sched, pi, phase_key(e, pi), tt, n, e->now, &ph->estimate_s);
         if (r < 0)

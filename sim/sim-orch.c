@@ -7,10 +7,8 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "controller/balancer.h"
-#include "controller/detector.h"
 #include "controller/orch-snapshot.h"
 #include "macro.h"
 #include "sim-engine-internal.h"
@@ -32,28 +30,23 @@ void sim_orch_paper_params(OrchBalanceParams *p) {
         p->cpu_margin_fraction = -1;
 }
 
-/* A new window for the epoch that ended; the oldest goes past ORCH_TRACK_WINDOWS, as in the
- * controller (orchestrator.c). */
+/* A new window for the epoch that ended, kept as the controller keeps it (orch_window_push()). */
 static int task_window(Task *t) {
-        if (!(t->ep_run_s > 0) || (t->n_windows > 0 && t->windows[t->n_windows - 1].run_time_s >= t->run_time_s))
-                return 0;
-        if (t->n_windows == ORCH_TRACK_WINDOWS) {
-                memmove(t->windows, t->windows + 1, (ORCH_TRACK_WINDOWS - 1) * sizeof(SimWindow));
-                t->n_windows--;
-        }
-        if (t->n_windows == t->allocated_windows) {
-                size_t m = MAX(t->allocated_windows * 2, (size_t) 8);
-                SimWindow *p = realloc(t->windows, m * sizeof(SimWindow));
+        if (!(t->ep_run_s > 0))
+                return 0; /* it did not run: nothing says what it used */
+        if (t->n_windows == t->allocated_windows && t->n_windows < ORCH_TRACK_WINDOWS) {
+                size_t m = MIN(MAX(t->allocated_windows * 2, (size_t) 8), (size_t) ORCH_TRACK_WINDOWS);
+                OrchWindow *p = realloc(t->windows, m * sizeof(OrchWindow));
                 if (!p)
                         return -ENOMEM;
                 t->windows = p;
                 t->allocated_windows = m;
         }
-        t->windows[t->n_windows++] = (SimWindow) {
+        (void) orch_window_push(t->windows, &t->n_windows, &(OrchWindow) {
                 .run_time_s = t->run_time_s,
                 .cpu_cores = t->ep_cpu_s / t->ep_run_s,
                 .memory_bytes = t->ep_memory_peak,
-        };
+        });
         return 0;
 }
 
@@ -138,25 +131,16 @@ int sim_orch_epoch(Engine *e, double now_s) {
                         r = orch_snapshot_add_task(s, &ti_info, &idx);
                         if (r < 0)
                                 return r;
-                        for (size_t w = 0; w < t->n_windows; w++) {
-                                r = orch_snapshot_add_window(s, idx, t->windows[w].run_time_s, t->windows[w].cpu_cores,
-                                                             t->windows[w].memory_bytes);
-                                if (r < 0)
-                                        return r;
-                        }
+                        r = orch_snapshot_add_windows(s, idx, t->windows, t->n_windows);
+                        if (r < 0)
+                                return r;
                         map[n_map++] = slot;
                 }
         }
 
-        OrchDetectParams dp = ORCH_DETECT_PARAMS_DEFAULT;
-        r = orch_detect(s, now_s, &dp, &findings);
+        r = orch_epoch_decide(s, now_s, &ORCH_DETECT_PARAMS_DEFAULT, &e->p.orch, e->orch_state, &findings, &decisions);
         if (r < 0)
                 return r;
-        r = orch_balance(s, &findings, now_s, &e->p.orch, e->orch_state, &decisions);
-        if (r < 0) {
-                orch_findings_done(&findings);
-                return r;
-        }
         e->res->orch_epochs++;
         for (size_t k = 0; k < decisions.n; k++) {
                 const OrchDecision *d = &decisions.items[k];

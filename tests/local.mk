@@ -254,7 +254,7 @@ tests_unit_test_launcher_LDADD = $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(CRITERION_L
 # discrete-event driver, preemption, FIFO and FAIR.
 check_PROGRAMS += tests/unit/test-sched
 TESTS += tests/unit/test-sched
-tests_unit_test_sched_SOURCES = tests/unit/test-sched.c
+tests_unit_test_sched_SOURCES = tests/unit/test-sched.c tests/unit/sched-world.h
 tests_unit_test_sched_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_sched_LDADD = $(SCHED_LIBS) $(COMMON_LIBS) $(CRITERION_LIBS)
 
@@ -266,7 +266,7 @@ tests_unit_test_user_weights_LDADD = $(SCHED_LIBS) $(COMMON_LIBS) $(CRITERION_LI
 
 check_PROGRAMS += tests/unit/test-sched-users
 TESTS += tests/unit/test-sched-users
-tests_unit_test_sched_users_SOURCES = tests/unit/test-sched-users.c
+tests_unit_test_sched_users_SOURCES = tests/unit/test-sched-users.c tests/unit/sched-world.h
 tests_unit_test_sched_users_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_sched_users_LDADD = $(SCHED_LIBS) $(COMMON_LIBS) $(CRITERION_LIBS)
 

@@ -174,3 +174,24 @@ Test(hfsp_size, rejects_bad_input) {
         cr_assert_eq(hfsp_size_final(20, tasks, 5, 60, &params, &size), -EINVAL);
         cr_assert_eq(size, -1, "untouched on failure");
 }
+
+Test(hfsp_size, training_task_as_it_stands) {
+        /* Not started: it starts now, nothing done; what the caller passed besides is ignored. */
+        HfspTrainingTask t = hfsp_training_task_at(false, false, -1, 7, 3, 0.5, 10);
+        cr_assert(t.start_s == 10 && !t.finished && t.cpu_s == 0 && t.progress == 0);
+        /* Finished: p_k = 1 whatever progress was last reported. */
+        t = hfsp_training_task_at(true, true, 2, 8, 5, 0.4, 10);
+        cr_assert(t.start_s == 2 && t.finished && t.finish_s == 8 && t.cpu_s == 5 && t.progress == 1);
+        /* Running: its progress within [0, 1] (none known: 0; rounding past the end: 1). */
+        t = hfsp_training_task_at(true, false, 2, 0, 4, 0.25, 10);
+        cr_assert(t.start_s == 2 && !t.finished && t.cpu_s == 4 && t.progress == 0.25);
+        cr_assert_eq(hfsp_training_task_at(true, false, 2, 0, 4, -1, 10).progress, 0);
+        cr_assert_eq(hfsp_training_task_at(true, false, 2, 0, 4, 1 + 1e-12, 10).progress, 1);
+        /* What it gives is what hfsp_size_final() takes: a task over 1 would be refused. */
+        HfspTrainingTask tasks[5];
+        training_stage(tasks);
+        tasks[2] = hfsp_training_task_at(true, false, 0, 0, 30, 0.5, 60);
+        HfspSizeParams p = HFSP_SIZE_PARAMS_DEFAULT;
+        double size;
+        cr_assert_eq(hfsp_size_final(20, tasks, 5, 60, &p, &size), 0);
+}

@@ -8,56 +8,25 @@
 #include "controller/sched.h"
 #include "macro.h"
 
-#define MiB (1024.0 * 1024)
+#include "sched-world.h"
 
-typedef struct World {
-        Sched *s;
-        SchedTask t[32];
-        size_t n;
-} World;
-
-static void world(World *w, double cpus, bool shares, double grace_s) {
+static void world(SchedWorld *w, double cpus, bool shares, double grace_s) {
         SchedParams p = SCHED_PARAMS_DEFAULT; /* hfsp, suspend; T = 0 on so few CPUs */
         p.user_shares = shares;
         p.user_grace_s = grace_s;
         p.probe_s = 0;
-        *w = (World) {};
-        cr_assert_eq(sched_new(&p, cpus, &w->s), 0);
-        PlacementNode n = { .id = "n", .capacity_cpus = cpus, .capacity_memory_bytes = (uint64_t) (64 * 1024 * MiB) };
-        cr_assert_eq(sched_set_nodes(w->s, &n, 1), 0);
+        sched_world_new(w, &p, cpus);
 }
 
 /* A job of n one-CPU tasks for user, sized `size` (tiny when tiny). */
-static void job(World *w, uint64_t key, uint32_t user, double now, unsigned n, double size, bool tiny) {
+static void job(SchedWorld *w, uint64_t key, uint32_t user, double now, unsigned n, double size, bool tiny) {
         SchedSize sz = { .kind = tiny ? SCHED_SIZE_TINY : SCHED_SIZE_FINAL, .size_s = size };
         cr_assert_eq(sched_job_add(w->s, key, now, 1, n, &sz), 0);
         cr_assert_eq(sched_job_set_user(w->s, key, user), 0);
-        for (unsigned i = 0; i < n; i++) {
-                w->t[w->n] = (SchedTask) { .key = key, .index = i, .state = SCHED_TASK_PENDING, .cpu_cores = 1,
-                                           .memory_bytes = (uint64_t) MiB };
-                cr_assert_eq(sched_task_set(w->s, w->n, &w->t[w->n]), 0);
-                w->n++;
-        }
+        sched_world_tasks(w, key, n);
 }
 
-/* The decisions at now, applied to the world's copy; returns how many. */
-static size_t next(World *w, double now, SchedDecision *out, size_t max) {
-        const SchedDecision *d;
-        size_t n_d;
-        cr_assert_eq(sched_next(w->s, now, &d, &n_d), 0);
-        cr_assert_leq(n_d, max);
-        for (size_t k = 0; k < n_d; k++) {
-                SchedTask *t = &w->t[d[k].task];
-                out[k] = d[k];
-                t->state = d[k].verb == SCHED_FREEZE ? SCHED_TASK_SUSPENDED : SCHED_TASK_RUNNING;
-                t->node = d[k].node;
-                if (d[k].verb == SCHED_START)
-                        t->started_s = now;
-        }
-        return n_d;
-}
-
-static size_t count(const World *w, const SchedDecision *d, size_t n, SchedVerb v, uint64_t key) {
+static size_t count(const SchedWorld *w, const SchedDecision *d, size_t n, SchedVerb v, uint64_t key) {
         size_t c = 0;
         for (size_t k = 0; k < n; k++)
                 c += d[k].verb == v && w->t[d[k].task].key == key;
@@ -73,7 +42,7 @@ static size_t count_verb(const SchedDecision *d, size_t n, SchedVerb v) {
 
 /* User 1: six one-task tiny jobs (keys 1..6) on a node of 2 CPUs; user 2: one job of four tasks
  * (key 10), larger, behind every tiny job by rank. */
-static void flood(World *w, bool shares) {
+static void flood(SchedWorld *w, bool shares) {
         world(w, 2, shares, 2);
         for (uint64_t k = 1; k <= 6; k++)
                 job(w, k, 1, 0, 1, 1, true);
@@ -81,15 +50,15 @@ static void flood(World *w, bool shares) {
 }
 
 Test(sched_users, a_user_kept_below_its_share_gets_it_after_the_grace) {
-        World w;
+        SchedWorld w;
         SchedDecision d[16];
         flood(&w, true);
         /* At 0 the tiny jobs go first, by rank: both CPUs to user 1. */
-        size_t n = next(&w, 0, d, 16);
+        size_t n = sched_world_next(&w, 0, d, 16);
         cr_assert_eq(count_verb(d, n, SCHED_START), 2);
         cr_assert_eq(count(&w, d, n, SCHED_START, 10), 0);
         /* At 1 user 2 is 1 CPU-s behind its share of 1 CPU: under the grace of 2 s. */
-        n = next(&w, 1, d, 16);
+        n = sched_world_next(&w, 1, d, 16);
         cr_assert_eq(n, 0, "nothing changes within the grace");
         SchedUserInfo u;
         cr_assert_eq(sched_user_info(w.s, 2, &u), 0);
@@ -97,30 +66,30 @@ Test(sched_users, a_user_kept_below_its_share_gets_it_after_the_grace) {
         cr_assert_float_eq(u.lag_cpu_s, 1, 1e-9);
         /* At 3 it is past it (1·e^(−2/4) + 2 ≈ 2.6 ≥ 2): its job goes first and a task of user 1
          * is frozen for it, though user 1's tiny jobs outrank it. */
-        n = next(&w, 3, d, 16);
+        n = sched_world_next(&w, 3, d, 16);
         cr_assert_eq(count(&w, d, n, SCHED_START, 10), 1, "user 2 starts one task (its share)");
         cr_assert_eq(count_verb(d, n, SCHED_FREEZE), 1);
         cr_assert_eq(count_verb(d, n, SCHED_START), 1, "user 1's tiny jobs wait");
         cr_assert_eq(sched_user_info(w.s, 2, &u), 0);
         cr_assert_float_eq(u.alloc_cpus, 1, 1e-9);
         /* At 4 user 1's tiny jobs outrank user 2's task, but user 2 keeps its share. */
-        n = next(&w, 4, d, 16);
+        n = sched_world_next(&w, 4, d, 16);
         cr_assert_eq(count_verb(d, n, SCHED_FREEZE), 0, "no task of user 2 is frozen for user 1");
         sched_free(w.s);
 }
 
 Test(sched_users, without_user_shares_the_flood_keeps_the_other_user_waiting) {
-        World w;
+        SchedWorld w;
         SchedDecision d[16];
         flood(&w, false);
-        cr_assert_eq(next(&w, 0, d, 16), 2);
-        cr_assert_eq(next(&w, 3, d, 16), 0);
-        cr_assert_eq(next(&w, 60, d, 16), 0, "user 2 waits for user 1's tiny jobs whatever the time");
+        cr_assert_eq(sched_world_next(&w, 0, d, 16), 2);
+        cr_assert_eq(sched_world_next(&w, 3, d, 16), 0);
+        cr_assert_eq(sched_world_next(&w, 60, d, 16), 0, "user 2 waits for user 1's tiny jobs whatever the time");
         sched_free(w.s);
 }
 
 Test(sched_users, a_limit_caps_the_users_cpus_and_the_others_go_on) {
-        World w;
+        SchedWorld w;
         SchedDecision d[16];
         world(&w, 4, true, 30);
         cr_assert_eq(sched_user_set(w.s, 1, 1, 1), 0);
@@ -128,7 +97,7 @@ Test(sched_users, a_limit_caps_the_users_cpus_and_the_others_go_on) {
                 job(&w, k, 1, 0, 1, 1, true); /* ahead by rank */
         for (uint64_t k = 4; k <= 6; k++)
                 job(&w, k, 2, 0, 1, 5, true);
-        size_t n = next(&w, 0, d, 16);
+        size_t n = sched_world_next(&w, 0, d, 16);
         cr_assert_eq(n, 4);
         cr_assert_eq(count(&w, d, n, SCHED_START, 1) + count(&w, d, n, SCHED_START, 2) + count(&w, d, n, SCHED_START, 3), 1,
                      "user 1 runs one task (its limit of 1 CPU)");
@@ -142,17 +111,17 @@ Test(sched_users, a_limit_caps_the_users_cpus_and_the_others_go_on) {
         p.user_max_cpus = 2;
         cr_assert_eq(sched_new(&p, 4, &w.s), 0);
         w.n = 0;
-        PlacementNode node = { .id = "n", .capacity_cpus = 4, .capacity_memory_bytes = (uint64_t) (1024 * MiB) };
+        PlacementNode node = { .id = "n", .capacity_cpus = 4, .capacity_memory_bytes = UINT64_C(1) << 30 };
         cr_assert_eq(sched_set_nodes(w.s, &node, 1), 0);
         job(&w, 1, 7, 0, 4, 10, false);
-        cr_assert_eq(next(&w, 0, d, 16), 2, "two CPUs at most for the only user");
+        cr_assert_eq(sched_world_next(&w, 0, d, 16), 2, "two CPUs at most for the only user");
         sched_free(w.s);
 }
 
 /* One user alone: the same decisions as with no users at all, whatever its id. */
 Test(sched_users, one_user_alone_decides_as_without_users) {
         for (uint32_t user = 0; user < 3; user += 2) {
-                World a, b;
+                SchedWorld a, b;
                 SchedDecision da[16], db[16];
                 world(&a, 2, true, 0);
                 world(&b, 2, false, 0);
@@ -161,7 +130,7 @@ Test(sched_users, one_user_alone_decides_as_without_users) {
                         job(&b, k, user, k, k % 2 ? 1 : 3, (double) (10 - k), k % 2);
                 }
                 for (double now = 4; now < 10; now += 1.5) {
-                        size_t na = next(&a, now, da, 16), nb = next(&b, now, db, 16);
+                        size_t na = sched_world_next(&a, now, da, 16), nb = sched_world_next(&b, now, db, 16);
                         cr_assert_eq(na, nb);
                         for (size_t k = 0; k < na; k++)
                                 cr_assert(da[k].verb == db[k].verb && da[k].task == db[k].task);
@@ -172,11 +141,11 @@ Test(sched_users, one_user_alone_decides_as_without_users) {
 }
 
 Test(sched_users, a_job_moved_to_another_user_takes_its_tasks) {
-        World w;
+        SchedWorld w;
         SchedDecision d[16];
         world(&w, 4, true, 30);
         job(&w, 1, 1, 0, 3, 10, false);
-        cr_assert_eq(next(&w, 0, d, 16), 3);
+        cr_assert_eq(sched_world_next(&w, 0, d, 16), 3);
         SchedUserInfo u;
         cr_assert_eq(sched_user_info(w.s, 1, &u), 0);
         cr_assert_float_eq(u.alloc_cpus, 3, 1e-9);
@@ -200,7 +169,7 @@ Test(sched_users, a_job_moved_to_another_user_takes_its_tasks) {
 
 /* Weights split the shares: 3 to 1 on 4 CPUs, both users asking for more. */
 Test(sched_users, weights_split_the_shares) {
-        World w;
+        SchedWorld w;
         SchedDecision d[16];
         world(&w, 4, true, 0);
         cr_assert_eq(sched_user_set(w.s, 1, 3, 0), 0);
@@ -208,7 +177,7 @@ Test(sched_users, weights_split_the_shares) {
                 job(&w, k, 2, 0, 1, 1, true); /* user 2's jobs first by rank */
         for (uint64_t k = 5; k <= 8; k++)
                 job(&w, k, 1, 0, 1, 5, true);
-        cr_assert_eq(next(&w, 0, d, 16), 4);
+        cr_assert_eq(sched_world_next(&w, 0, d, 16), 4);
         SchedUserInfo u1, u2;
         cr_assert_eq(sched_user_info(w.s, 1, &u1), 0);
         cr_assert_eq(sched_user_info(w.s, 2, &u2), 0);
@@ -219,7 +188,7 @@ Test(sched_users, weights_split_the_shares) {
          * decision (a decision stops at its first preemption), and no more. */
         size_t freezes = 0;
         for (double now = 0.5; now < 1.5; now += 0.1) {
-                size_t n = next(&w, now, d, 16);
+                size_t n = sched_world_next(&w, now, d, 16);
                 freezes += count_verb(d, n, SCHED_FREEZE);
         }
         cr_assert_eq(freezes, 3);

@@ -9,6 +9,7 @@
 #include "controller/sched-sizing.h"
 #include "controller/sched.h"
 #include "macro.h"
+#include "sched-world.h"
 
 #define GiB (UINT64_C(1) << 30)
 #define MiB (UINT64_C(1) << 20)
@@ -1416,52 +1417,17 @@ Test(sched_misc, sub_ulp_virtual_work_at_epoch_time, .timeout = 20) {
 
 /* ---- Probes (SchedParams.probe_s): a phase at S_i runs its first task at once ---- */
 
-typedef struct ProbeWorld {
-        Sched *s;
-        SchedTask t[16];
-        size_t n;
-} ProbeWorld;
-
-static void probe_world_policy(ProbeWorld *w, double probe_s, SchedPreemption m, SchedPolicy pol) {
+static void probe_world_policy(SchedWorld *w, double probe_s, SchedPreemption m, SchedPolicy pol) {
         SchedParams p = SCHED_PARAMS_DEFAULT; /* hfsp, T = 5 % of 2 CPUs: 0 */
         p.policy = pol;
         p.preemption = m;
         p.probe_s = probe_s;
-        *w = (ProbeWorld) {};
-        cr_assert_eq(sched_new(&p, 2, &w->s), 0);
-        PlacementNode n = node(2);
-        cr_assert_eq(sched_set_nodes(w->s, &n, 1), 0);
+        sched_world_new(w, &p, 2);
         cr_assert_eq(sched_training_limit(w->s), 0);
 }
 
-static void probe_world(ProbeWorld *w, double probe_s, SchedPreemption m) {
+static void probe_world(SchedWorld *w, double probe_s, SchedPreemption m) {
         probe_world_policy(w, probe_s, m, SCHED_HFSP);
-}
-
-static void probe_tasks(ProbeWorld *w, uint64_t key, unsigned n) {
-        for (unsigned i = 0; i < n; i++) {
-                w->t[w->n] = (SchedTask) { .key = key, .index = i, .state = SCHED_TASK_PENDING, .cpu_cores = 1,
-                                           .memory_bytes = MiB };
-                cr_assert_eq(sched_task_set(w->s, w->n, &w->t[w->n]), 0);
-                w->n++;
-        }
-}
-
-/* The decisions at now, applied to the world's copy; returns how many. */
-static size_t probe_next(ProbeWorld *w, double now, SchedDecision *out, size_t max) {
-        const SchedDecision *d;
-        size_t n_d;
-        cr_assert_eq(sched_next(w->s, now, &d, &n_d), 0);
-        cr_assert_leq(n_d, max);
-        for (size_t k = 0; k < n_d; k++) {
-                SchedTask *t = &w->t[d[k].task];
-                out[k] = d[k];
-                t->state = d[k].verb == SCHED_FREEZE ? SCHED_TASK_SUSPENDED : SCHED_TASK_RUNNING;
-                t->node = d[k].node;
-                if (d[k].verb == SCHED_START)
-                        t->started_s = now;
-        }
-        return n_d;
 }
 
 static bool has(const SchedDecision *d, size_t n, SchedVerb v, size_t task) {
@@ -1472,20 +1438,20 @@ static bool has(const SchedDecision *d, size_t n, SchedVerb v, size_t task) {
 }
 
 Test(sched_probe, first_task_runs_at_once_and_is_no_victim_while_it_probes) {
-        ProbeWorld w;
+        SchedWorld w;
         SchedDecision d[8];
         probe_world(&w, 1, SCHED_PREEMPT_SUSPEND);
         /* Job 1 (100 CPU-s) holds both CPUs. */
         SchedSize big = final_size(100);
         cr_assert_eq(sched_job_add(w.s, 1, 0, 1, 2, &big), 0);
-        probe_tasks(&w, 1, 2); /* ids 0, 1 */
-        cr_assert_eq(probe_next(&w, 0, d, 8), 2);
+        sched_world_tasks(&w, 1, 2); /* ids 0, 1 */
+        cr_assert_eq(sched_world_next(&w, 0, d, 8), 2);
 
         /* Job 2 comes at S_i = 200, ranked below job 1: its first task probes anyway. */
         SchedSize init = { .kind = SCHED_SIZE_INITIAL, .size_s = 200, .n_training = 5 };
         cr_assert_eq(sched_job_add(w.s, 2, 5, 1, 6, &init), 0);
-        probe_tasks(&w, 2, 6); /* ids 2..7 */
-        size_t n = probe_next(&w, 5, d, 8);
+        sched_world_tasks(&w, 2, 6); /* ids 2..7 */
+        size_t n = sched_world_next(&w, 5, d, 8);
         cr_assert_eq(n, 2, "one of job 1's tasks frozen, job 2's first task started");
         cr_assert(has(d, n, SCHED_START, 2));
         cr_assert(has(d, n, SCHED_FREEZE, 0) || has(d, n, SCHED_FREEZE, 1));
@@ -1496,16 +1462,16 @@ Test(sched_probe, first_task_runs_at_once_and_is_no_victim_while_it_probes) {
         /* Within probe_s, a job that outranks everything takes job 1's CPU, not the probe's. */
         SchedSize small = final_size(1);
         cr_assert_eq(sched_job_add(w.s, 3, 5.5, 1, 1, &small), 0);
-        probe_tasks(&w, 3, 1); /* id 8 */
-        n = probe_next(&w, 5.5, d, 8);
+        sched_world_tasks(&w, 3, 1); /* id 8 */
+        n = sched_world_next(&w, 5.5, d, 8);
         cr_assert(has(d, n, SCHED_START, 8));
         cr_assert(!has(d, n, SCHED_FREEZE, 2), "the probe is no victim for probe_s");
         cr_assert_eq(w.t[2].state, SCHED_TASK_RUNNING);
 
         /* Past probe_s it is an ordinary task of the lowest-ranked job: the next to give way. */
         cr_assert_eq(sched_job_add(w.s, 4, 6.5, 1, 1, &small), 0);
-        probe_tasks(&w, 4, 1); /* id 9 */
-        n = probe_next(&w, 6.5, d, 8);
+        sched_world_tasks(&w, 4, 1); /* id 9 */
+        n = sched_world_next(&w, 6.5, d, 8);
         cr_assert(has(d, n, SCHED_FREEZE, 2), "probe_s is over: the probe gives way");
         cr_assert(has(d, n, SCHED_START, 9));
         /* One probe per phase: job 2's other tasks wait for its turn. */
@@ -1521,18 +1487,19 @@ Test(sched_probe, tiny_phase_past_its_estimate_gives_way) {
          * (The whole of `-w mixed -n 60 --seed 3`'s worst wait: a 4-task tiny phase of 76
          * CPU-s held both CPUs for 36 s while a 5-task phase of 1.6 CPU-s waited.) */
         for (SchedPolicy pol = SCHED_HFSP; pol <= SCHED_PSBS; pol++) {
-                ProbeWorld w;
+                SchedWorld w;
                 SchedDecision d[8];
                 probe_world_policy(&w, 1, SCHED_PREEMPT_SUSPEND, pol);
                 SchedSize tiny = { .kind = SCHED_SIZE_TINY, .size_s = 6 };
                 SchedSize init = { .kind = SCHED_SIZE_INITIAL, .size_s = 20, .n_training = 5 };
                 cr_assert_eq(sched_job_add(w.s, 1, 0, 1, 2, &tiny), 0);
-                probe_tasks(&w, 1, 2); /* ids 0, 1 */
-                cr_assert_eq(probe_next(&w, 0, d, 8), 2);
+                sched_world_tasks(&w, 1, 2); /* ids 0, 1 */
+                cr_assert_eq(sched_world_next(&w, 0, d, 8), 2);
                 cr_assert_eq(sched_job_add(w.s, 2, 2, 1, 6, &init), 0);
-                probe_tasks(&w, 2, 6); /* ids 2..7 */
-                cr_assert_eq(probe_next(&w, 2, d, 8), 0, "%s: tiny within its estimate", sched_policy_to_string(pol));
-                size_t n = probe_next(&w, 5, d, 8);
+                sched_world_tasks(&w, 2, 6); /* ids 2..7 */
+                cr_assert_eq(sched_world_next(&w, 2, d, 8), 0, "%s: tiny within its estimate",
+                             sched_policy_to_string(pol));
+                size_t n = sched_world_next(&w, 5, d, 8);
                 cr_assert(n == 2 && has(d, n, SCHED_START, 2) && (has(d, n, SCHED_FREEZE, 0) || has(d, n, SCHED_FREEZE, 1)),
                           "%s: the probe preempts the overrun tiny phase", sched_policy_to_string(pol));
                 SchedJobInfo info;
@@ -1543,49 +1510,49 @@ Test(sched_probe, tiny_phase_past_its_estimate_gives_way) {
         }
 
         /* A one-task tiny phase holds one CPU: it stays tiny past its estimate. */
-        ProbeWorld w;
+        SchedWorld w;
         SchedDecision d[8];
         probe_world(&w, 1, SCHED_PREEMPT_SUSPEND);
         SchedSize tiny = { .kind = SCHED_SIZE_TINY, .size_s = 2 }, tiny2 = { .kind = SCHED_SIZE_TINY, .size_s = 3 };
         SchedSize init = { .kind = SCHED_SIZE_INITIAL, .size_s = 20, .n_training = 5 };
         cr_assert_eq(sched_job_add(w.s, 1, 0, 1, 1, &tiny), 0);
-        probe_tasks(&w, 1, 1); /* id 0 */
+        sched_world_tasks(&w, 1, 1); /* id 0 */
         cr_assert_eq(sched_job_add(w.s, 3, 0, 1, 1, &tiny2), 0);
-        probe_tasks(&w, 3, 1); /* id 1 */
-        cr_assert_eq(probe_next(&w, 0, d, 8), 2);
+        sched_world_tasks(&w, 3, 1); /* id 1 */
+        cr_assert_eq(sched_world_next(&w, 0, d, 8), 2);
         cr_assert_eq(sched_job_add(w.s, 2, 5, 1, 6, &init), 0);
-        probe_tasks(&w, 2, 6);
-        cr_assert_eq(probe_next(&w, 5, d, 8), 0);
+        sched_world_tasks(&w, 2, 6);
+        cr_assert_eq(sched_world_next(&w, 5, d, 8), 0);
         sched_free(w.s);
 }
 
 Test(sched_probe, off_with_zero_and_never_ahead_of_tiny_phases) {
-        ProbeWorld w;
+        SchedWorld w;
         SchedDecision d[8];
         SchedSize big = final_size(100), init = { .kind = SCHED_SIZE_INITIAL, .size_s = 200, .n_training = 5 };
 
         /* probe_s = 0: the paper's order; job 2 waits behind job 1. */
         probe_world(&w, 0, SCHED_PREEMPT_SUSPEND);
         cr_assert_eq(sched_job_add(w.s, 1, 0, 1, 2, &big), 0);
-        probe_tasks(&w, 1, 2);
-        cr_assert_eq(probe_next(&w, 0, d, 8), 2);
+        sched_world_tasks(&w, 1, 2);
+        cr_assert_eq(sched_world_next(&w, 0, d, 8), 2);
         cr_assert_eq(sched_job_add(w.s, 2, 5, 1, 6, &init), 0);
-        probe_tasks(&w, 2, 6);
-        cr_assert_eq(probe_next(&w, 5, d, 8), 0);
+        sched_world_tasks(&w, 2, 6);
+        cr_assert_eq(sched_world_next(&w, 5, d, 8), 0);
         sched_free(w.s);
 
         /* A tiny phase on both CPUs: a probe does not preempt it. */
         probe_world(&w, 1, SCHED_PREEMPT_SUSPEND);
         SchedSize tiny = { .kind = SCHED_SIZE_TINY, .size_s = 50 };
         cr_assert_eq(sched_job_add(w.s, 1, 0, 1, 2, &tiny), 0);
-        probe_tasks(&w, 1, 2);
-        cr_assert_eq(probe_next(&w, 0, d, 8), 2);
+        sched_world_tasks(&w, 1, 2);
+        cr_assert_eq(sched_world_next(&w, 0, d, 8), 2);
         cr_assert_eq(sched_job_add(w.s, 2, 5, 1, 6, &init), 0);
-        probe_tasks(&w, 2, 6);
-        cr_assert_eq(probe_next(&w, 5, d, 8), 0);
+        sched_world_tasks(&w, 2, 6);
+        cr_assert_eq(sched_world_next(&w, 5, d, 8), 0);
         /* When a CPU frees, the probe comes before job 2's rank would have it. */
         cr_assert_eq(sched_task_remove(w.s, 0), 0);
-        size_t n = probe_next(&w, 6, d, 8);
+        size_t n = sched_world_next(&w, 6, d, 8);
         cr_assert_eq(n, 1);
         cr_assert(has(d, n, SCHED_START, 2));
         sched_free(w.s);
@@ -1594,61 +1561,31 @@ Test(sched_probe, off_with_zero_and_never_ahead_of_tiny_phases) {
         SchedParams p = SCHED_PARAMS_DEFAULT;
         p.policy = SCHED_FIFO;
         p.probe_s = 1;
-        w = (ProbeWorld) {};
-        cr_assert_eq(sched_new(&p, 2, &w.s), 0);
-        PlacementNode one = node(2);
-        cr_assert_eq(sched_set_nodes(w.s, &one, 1), 0);
+        sched_world_new(&w, &p, 2);
         cr_assert_eq(sched_job_add(w.s, 1, 0, 1, 2, &big), 0);
-        probe_tasks(&w, 1, 2);
-        cr_assert_eq(probe_next(&w, 0, d, 8), 2);
+        sched_world_tasks(&w, 1, 2);
+        cr_assert_eq(sched_world_next(&w, 0, d, 8), 2);
         cr_assert_eq(sched_job_add(w.s, 2, 5, 1, 6, &init), 0);
-        probe_tasks(&w, 2, 6);
-        cr_assert_eq(probe_next(&w, 5, d, 8), 0);
+        sched_world_tasks(&w, 2, 6);
+        cr_assert_eq(sched_world_next(&w, 5, d, 8), 0);
         sched_free(w.s);
 }
 
 /* ---- Overrun estimates: a phase served past its size gives way ---- */
 
-typedef struct OverrunWorld {
-        Sched *s;
-        SchedTask t[16];
-        size_t n;
-} OverrunWorld;
-
 /* One 2-CPU node, no probes, no training priority; job keys 1.. with n tasks of one CPU each. */
-static void overrun_world(OverrunWorld *w, SchedPolicy policy) {
+static void overrun_world(SchedWorld *w, SchedPolicy policy) {
         SchedParams p = params(policy);
         p.training_cpus = 0;
         p.training_share = 0;
         p.preemption = SCHED_PREEMPT_SUSPEND;
-        *w = (OverrunWorld) {};
-        cr_assert_eq(sched_new(&p, 2, &w->s), 0);
-        PlacementNode n = node(2);
-        cr_assert_eq(sched_set_nodes(w->s, &n, 1), 0);
+        sched_world_new(w, &p, 2);
 }
 
-static void overrun_job(OverrunWorld *w, uint64_t key, double now, double size, unsigned n) {
+static void overrun_job(SchedWorld *w, uint64_t key, double now, double size, unsigned n) {
         SchedSize sz = final_size(size);
         cr_assert_eq(sched_job_add(w->s, key, now, 1, n, &sz), 0);
-        for (unsigned i = 0; i < n; i++) {
-                w->t[w->n] = (SchedTask) { .key = key, .index = i, .state = SCHED_TASK_PENDING, .cpu_cores = 1,
-                                           .memory_bytes = MiB };
-                cr_assert_eq(sched_task_set(w->s, w->n, &w->t[w->n]), 0);
-                w->n++;
-        }
-}
-
-/* The decisions at now, applied to the world's copy. */
-static size_t overrun_next(OverrunWorld *w, double now, SchedDecision *out, size_t max) {
-        const SchedDecision *d;
-        size_t n_d;
-        cr_assert_eq(sched_next(w->s, now, &d, &n_d), 0);
-        cr_assert_leq(n_d, max);
-        for (size_t k = 0; k < n_d; k++) {
-                out[k] = d[k];
-                w->t[d[k].task].state = d[k].verb == SCHED_FREEZE ? SCHED_TASK_SUSPENDED : SCHED_TASK_RUNNING;
-        }
-        return n_d;
+        sched_world_tasks(w, key, n);
 }
 
 Test(sched_hfsp, overrun_estimate_gives_way) {
@@ -1658,19 +1595,19 @@ Test(sched_hfsp, overrun_estimate_gives_way) {
          * least its overrun, 6, left: job 2 (4 left) goes first. Counting down from an estimate
          * already outrun kept an under-estimated phase on every CPU until it went late. */
         for (SchedPolicy pol = SCHED_HFSP; pol <= SCHED_PSBS; pol++) {
-                OverrunWorld w;
+                SchedWorld w;
                 SchedDecision d[8];
                 overrun_world(&w, pol);
                 overrun_job(&w, 1, 0, 10, 6); /* ids 0..5 */
                 overrun_job(&w, 2, 0, 12, 6); /* ids 6..11 */
-                size_t n = overrun_next(&w, 0, d, 8);
+                size_t n = sched_world_next(&w, 0, d, 8);
                 cr_assert_eq(n, 2);
                 cr_assert(has(d, n, SCHED_START, 0) && has(d, n, SCHED_START, 1));
 
                 cr_assert_eq(sched_task_remove(w.s, 0), 0);
                 cr_assert_eq(sched_task_remove(w.s, 1), 0);
                 cr_assert_eq(sched_job_set_service(w.s, 1, 16), 0);
-                n = overrun_next(&w, 8, d, 8);
+                n = sched_world_next(&w, 8, d, 8);
                 cr_assert_eq(n, 2, "%s", sched_policy_to_string(pol));
                 cr_assert(has(d, n, SCHED_START, 6) && has(d, n, SCHED_START, 7),
                           "%s: the overrun phase gives way", sched_policy_to_string(pol));
@@ -1696,18 +1633,18 @@ Test(sched_hfsp, late_phase_overrunning_again_gives_way) {
          * whole tail of jobs behind it): it goes back to the virtual cluster with its overrun, 4,
          * left, and job 2 (2 left) goes first. */
         for (SchedPolicy pol = SCHED_HFSP; pol <= SCHED_PSBS; pol++) {
-                OverrunWorld w;
+                SchedWorld w;
                 SchedDecision d[8];
                 overrun_world(&w, pol);
                 overrun_job(&w, 1, 0, 10, 6); /* ids 0..5 */
-                size_t n = overrun_next(&w, 0, d, 8);
+                size_t n = sched_world_next(&w, 0, d, 8);
                 cr_assert(n == 2 && has(d, n, SCHED_START, 0) && has(d, n, SCHED_START, 1));
 
                 cr_assert_eq(sched_task_remove(w.s, 0), 0);
                 cr_assert_eq(sched_task_remove(w.s, 1), 0);
                 cr_assert_eq(sched_job_set_service(w.s, 1, 10), 0);
                 overrun_job(&w, 2, 5, 6, 6); /* ids 6..11 */
-                n = overrun_next(&w, 5, d, 8);
+                n = sched_world_next(&w, 5, d, 8);
                 cr_assert(n == 2 && has(d, n, SCHED_START, 2) && has(d, n, SCHED_START, 3),
                           "%s: the late phase first", sched_policy_to_string(pol));
                 SchedJobInfo info;
@@ -1717,7 +1654,7 @@ Test(sched_hfsp, late_phase_overrunning_again_gives_way) {
                 cr_assert_eq(sched_task_remove(w.s, 2), 0);
                 cr_assert_eq(sched_task_remove(w.s, 3), 0);
                 cr_assert_eq(sched_job_set_service(w.s, 1, 14), 0);
-                n = overrun_next(&w, 7, d, 8);
+                n = sched_world_next(&w, 7, d, 8);
                 cr_assert(n == 2 && has(d, n, SCHED_START, 6) && has(d, n, SCHED_START, 7),
                           "%s: the late phase that overran again gives way", sched_policy_to_string(pol));
                 cr_assert_eq(sched_job_info(w.s, 1, &info), 0);
@@ -1731,19 +1668,19 @@ Test(sched_hfsp, overrun_floor_only_while_tasks_wait) {
         /* Job 1's two tasks have both started: what it has left runs already, and its overrun
          * makes no victims of them. Under fair and srpt service changes nothing virtual. */
         for (SchedPolicy pol = 0; pol < _SCHED_POLICY_MAX; pol++) {
-                OverrunWorld w;
+                SchedWorld w;
                 SchedDecision d[8];
                 overrun_world(&w, pol);
                 overrun_job(&w, 1, 0, 10, 2); /* ids 0, 1 */
                 overrun_job(&w, 2, 0, 12, 6); /* ids 2..7 */
-                size_t n = overrun_next(&w, 0, d, 8);
+                size_t n = sched_world_next(&w, 0, d, 8);
                 if (pol == SCHED_FAIR) {
                         sched_free(w.s);
                         continue; /* shares the node: nothing waits on job 1 */
                 }
                 cr_assert(has(d, n, SCHED_START, 0) && has(d, n, SCHED_START, 1), "%s", sched_policy_to_string(pol));
                 cr_assert_eq(sched_job_set_service(w.s, 1, 16), 0);
-                n = overrun_next(&w, 8, d, 8);
+                n = sched_world_next(&w, 8, d, 8);
                 cr_assert_eq(n, 0, "%s: no freeze", sched_policy_to_string(pol));
                 SchedJobInfo info;
                 cr_assert_eq(sched_job_info(w.s, 1, &info), 0);
