@@ -282,7 +282,7 @@ TRUST_INTEGRATION_TESTS = tests/integration/test-auth.sh tests/integration/test-
 	tests/integration/test-munge.sh \
 	tests/integration/test-failure.sh \
 	tests/integration/test-clock.sh tests/integration/test-store-faults.sh tests/integration/test-impostor.sh \
-	tests/integration/test-tls.sh
+	tests/integration/test-tls.sh tests/integration/test-tls-rotate.sh
 TESTS += $(TRUST_INTEGRATION_TESTS)
 EXTRA_DIST += $(TRUST_INTEGRATION_TESTS) tests/integration/clock-shift.c tests/integration/impostor.py
 check_PROGRAMS += tests/unit/test-auth tests/unit/test-rate-limit tests/unit/test-secret-file tests/unit/test-url-host
