@@ -23,13 +23,13 @@ cert=$state/tls.crt
 log=$d/controller.log
 PID=
 PORT=
-# start LISTEN: the controller with --tls=yes on LISTEN; sets PID, PORT, and FROM (the first
-# line of its log).
+# start LISTEN [OPTIONS]: the controller with --tls=yes on LISTEN; sets PID, PORT, and FROM (the
+# first line of its log).
 start() {
         rm -f "$d/port"
         FROM=$(($( [ -f "$log" ] && wc -l <"$log" || echo 0) + 1))
         "$CONTROLLER_BIN" --config /dev/null --listen "$1" --port-file "$d/port" --state-dir "$state" --unix-socket= \
-                --tls=yes >>"$log" 2>&1 &
+                --tls=yes "${@:2}" >>"$log" 2>&1 &
         PID=$!
         CLUSTER_PIDS+=("$PID")
         wait_for 10 test -s "$d/port" || fail "the controller on $1 did not start: $(tail -n 5 "$log")"
@@ -106,6 +106,17 @@ healthz "$d/both.crt" 127.0.0.2 || fail "a pin of both does not trust the new ce
 healthz "$d/old.crt" 127.0.0.2 && fail "the old certificate alone trusted the new one"
 pass "after the restart: the new certificate served, no warning, trusted by the new pin and by the pin of both"
 stop
+
+# ---- a wildcard address: every address of the host named, no warning while they stay ----
+state=$d/state-any
+(umask 077; openssl rand -hex 32 >"$d/operator.token")
+start 0.0.0.0:0 --operator-token-file "$d/operator.token"
+stop
+start 0.0.0.0:0 --operator-token-file "$d/operator.token"
+! this_start | grep -q 'is not valid for' || fail "a warning on 0.0.0.0 with the host's addresses unchanged: $(this_start | grep 'not valid')"
+stop
+state=$d/state
+pass "on 0.0.0.0 the certificate names every address of the host: no warning at the next start"
 
 # ---- a state directory of another owner keeps its owner ----
 cp -a "$state" "$d/state-nobody"
