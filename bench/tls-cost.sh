@@ -5,13 +5,22 @@
 # connection of its own (a full TLS handshake each: no session reuse). Prints the controller's
 # CPU time (user + system, /proc/PID/stat) per request in each case: /healthz does next to
 # nothing, so the difference is the TLS cost itself, to set beside a heartbeat's ≈ 0.5 ms
-# (docs/benchmarks.md, controller-load).
+# (docs/benchmarks.md, controller-load). Then a handshake flood: tests/integration/tls-flood.py
+# opens new TLS connections from one address (127.0.0.3, W processes) as fast as it can for F
+# seconds, against the HTTPS controller with --handshake-rate 0 and against a third one with the
+# default bound; prints the controller's CPU in each (a share of one core, and per connection
+# opened) and their ratios. The flood's client shares the machine: on a small one it, not the
+# controller, sets how fast connections come.
 #
-# Usage: bench/tls-cost.sh BUILD_DIR [N [M]]   (defaults: N = 20000, M = 1000)
+# Usage: bench/tls-cost.sh BUILD_DIR [N [M [F [W]]]]   (defaults: N = 20000, M = 1000, F = 5, W = 3)
 set -euo pipefail
-build=$(cd "${1:?usage: bench/tls-cost.sh BUILD_DIR [N [M]]}" && pwd)
+build=$(cd "${1:?usage: bench/tls-cost.sh BUILD_DIR [N [M [F [W]]]]}" && pwd)
 n=${2:-20000}
 m=${3:-1000}
+f=${4:-5}
+workers=${5:-3}
+flood_py=$(cd "$(dirname "$0")/.." && pwd)/tests/integration/tls-flood.py
+command -v python3 >/dev/null || { echo "tls-cost: python3 is needed" >&2; exit 1; }
 command -v curl >/dev/null || { echo "tls-cost: curl is needed (apt-get install curl)" >&2; exit 1; }
 controller=$build/controller/cgorch-controller
 [ -x "$controller" ] || { echo "tls-cost: $controller is not built" >&2; exit 1; }
@@ -26,9 +35,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-start() { # NAME TLS: starts a controller, sets PID_NAME and PORT_NAME
+start() { # NAME TLS HANDSHAKE_RATE: starts a controller, sets PID_NAME and PORT_NAME
         "$controller" --config /dev/null --listen 127.0.0.1:0 --port-file "$dir/$1.port" --state-dir "$dir/$1" \
-                --unix-socket= --tls="$2" --rate-limit 0 --log-level warning >"$dir/$1.log" 2>&1 &
+                --unix-socket= --tls="$2" --rate-limit 0 --handshake-rate "$3" --log-level warning >"$dir/$1.log" 2>&1 &
         pids+=($!)
         printf -v "PID_$1" '%s' "$!"
         local i
@@ -36,8 +45,9 @@ start() { # NAME TLS: starts a controller, sets PID_NAME and PORT_NAME
         [ -s "$dir/$1.port" ] || { echo "tls-cost: the $1 controller did not start: $(cat "$dir/$1.log")" >&2; exit 1; }
         printf -v "PORT_$1" '%s' "$(cat "$dir/$1.port")"
 }
-start plain no
-start tls yes
+start plain no 0
+start tls yes 0
+start bounded yes 20
 # shellcheck disable=SC2154 # set by start
 urls_plain="http://127.0.0.1:$PORT_plain/healthz"
 # shellcheck disable=SC2154
@@ -79,4 +89,24 @@ for round in 1 2; do
         echo "round $round: controller CPU µs per request: kept-alive plain $kp, HTTPS $kt ($n requests);" \
                 "a connection each plain $np, HTTPS (full handshake) $nt ($m requests)"
 done
+# flood PID PORT CA: the controller's CPU while tls-flood.py floods it: a share of one core, µs
+# per connection the client opened (handshaken or refused), and the flood's counts.
+flood() {
+        local before after out
+        before=$(ticks "$1")
+        out=$(python3 "$flood_py" flood 127.0.0.1 "$2" "$3" 127.0.0.3 "$f" "$workers")
+        after=$(ticks "$1")
+        echo "$out" | awk -v t=$((after - before)) -v hz="$hz" -F'[:,}]' '{
+                h = $2; r = $4; s = $8
+                printf "%.3f %.0f %s\n", t / hz / s, t / hz * 1e6 / (h + r > 0 ? h + r : 1), $0 }'
+}
+# shellcheck disable=SC2154
+read -r cpu_open per_open out_open < <(flood "$PID_tls" "$PORT_tls" "$ca")
+# shellcheck disable=SC2154
+read -r cpu_bound per_bound out_bound < <(flood "$PID_bounded" "$PORT_bounded" "$dir/bounded/tls.crt")
+echo "handshake flood from one address ($f s, $workers client processes): controller CPU" \
+        "with --handshake-rate 0: $cpu_open of a core, $per_open µs a connection, $out_open;" \
+        "with --handshake-rate 20: $cpu_bound of a core, $per_bound µs a connection, $out_bound;" \
+        "ratio of CPU $(awk -v a="$cpu_open" -v b="$cpu_bound" 'BEGIN { printf "%.1f", (b > 0 ? a / b : 0) }')," \
+        "of CPU per connection $(awk -v a="$per_open" -v b="$per_bound" 'BEGIN { printf "%.0f", (b > 0 ? a / b : 0) }')"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -99,3 +99,8 @@ void api_answered(void *userdata, const HttpRoute *route, unsigned status) {
         Api *api = userdata;
         controller_metrics_http(api->metrics, route ? route->method : NULL, route ? route->pattern : NULL, status);
 }
+
+void api_connection_refused(void *userdata) {
+        Api *api = userdata;
+        controller_metrics_connection_refused(api->metrics);
+}

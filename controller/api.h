@@ -82,6 +82,8 @@ extern const char api_openapi_json[];
 extern const size_t api_openapi_json_size;
 /* HttpServerConfig.on_answered for api_routes: counts the request in api->metrics. */
 void api_answered(void *userdata, const HttpRoute *route, unsigned status);
+/* HttpServerConfig.on_refused (api-metrics.c): counts a connection refused at accept. */
+void api_connection_refused(void *userdata);
 
 /* The HttpAuthorize hook for api_routes, with an Api as userdata: a MUNGE credential decoded by
  * munged (when accepted), auth_decide(), the name of a user principal's uid (403 when it has

@@ -60,6 +60,7 @@ static unsigned arg_max_connections_per_ip = 0;
 static unsigned arg_max_anonymous_per_ip = 64;
 static uint64_t arg_client_timeout_us = HTTP_CLIENT_TIMEOUT_DEFAULT_US;
 static double arg_rate_limit = 2000;
+static double arg_handshake_rate = 20;
 static char *arg_operator_token_file = NULL;
 static char *arg_reader_token_file = NULL;
 static char *arg_metrics_token_file = NULL;
@@ -115,6 +116,9 @@ static const Option options[] = {
           "after this long without traffic while answered (default: 30s; 1s..1h)", 1, 3600 },
         { "rate-limit", 0, OPTION_DOUBLE, &arg_rate_limit, "N",
           "requests per second from one client address (bursts of 2N), excess gets 429; 0 for none (default: 2000)", 0, 1e6 },
+        { "handshake-rate", 0, OPTION_DOUBLE, &arg_handshake_rate, "N",
+          "with HTTPS, new connections per second from one client address (bursts of 5N); more are closed as they are "
+          "accepted, before their TLS handshake (about 1.5 ms of CPU each); 0 for none (default: 20)", 0, 1e6 },
         { "operator-token-file", 0, OPTION_STRING, &arg_operator_token_file, "FILE",
           "file (mode 0600) holding the operator's bearer token: may do everything (default: none)", 0, 0 },
         { "reader-token-file", 0, OPTION_STRING, &arg_reader_token_file, "FILE",
@@ -161,8 +165,10 @@ static Option all_options[ELEMENTSOF(options) + ELEMENTSOF(arg_knobs)];
 
 static ConfigSpec config_spec = {
         .program = "cgorch-controller",
-        .synopsis = "[OPTIONS]\n   or: cgorch-controller --list-routes",
+        .synopsis = "[OPTIONS]\n   or: cgorch-controller --tls-rotate [OPTIONS]\n   or: cgorch-controller --list-routes",
         .summary = "Run the cgorch controller: the REST API, the job store, scheduling and the orchestrator.\n"
+                   "--tls-rotate makes a new certificate and key in the state directory, for the names of --listen and\n"
+                   "this host now, in place of those made before (kept as .old), and exits.\n"
                    "--list-routes (alone) prints the routes the API serves, METHOD PATTERN ACCESS a line, and exits.",
         .default_config = SYSCONFDIR "/cgorch/controller.conf",
         .options = all_options,
@@ -591,57 +597,142 @@ static int read_cert(const char *path, char **ret) {
         return 0;
 }
 
+/* The names a certificate made now would hold (tls_cert_names()): the host part of --listen,
+ * this host's name and, for a wildcard address, every address the host has now. */
+static int generated_cert_names(char ***ret_names) {
+        _cleanup_free_ char *host = NULL;
+        _cleanup_strv_free_ char **addrs = NULL;
+        char hostname[256] = "";
+
+        int r = tls_listen_host(arg_listen, &host);
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0)
+                return log_error_errno(r, "--listen=%s: not ADDR:PORT.", arg_listen);
+        (void) gethostname(hostname, sizeof hostname - 1);
+        if (tls_host_is_wildcard(host)) {
+                r = tls_host_addresses(&addrs);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot list this host's addresses (%m): a certificate made now names only "
+                                          "%s.", hostname);
+        }
+        if (tls_cert_names(host, hostname, addrs, ret_names) < 0)
+                return log_oom();
+        return 0;
+}
+
+/* names as "a, b, c" (malloc'd; NULL out of memory). */
+static char *names_list(char *const *names) {
+        char *list = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&list, &size);
+        for (size_t i = 0; f && names && names[i]; i++)
+                fprintf(f, "%s%s", i ? ", " : "", names[i]);
+        if (f)
+                fclose(f);
+        return list;
+}
+
+static int generated_cert_paths(char **ret_cert_path, char **ret_key_path) {
+        if (asprintf(ret_cert_path, "%s/" TLS_GENERATED_CERT, arg_state_dir) < 0)
+                return log_oom();
+        if (asprintf(ret_key_path, "%s/" TLS_GENERATED_KEY, arg_state_dir) < 0) {
+                free(*ret_cert_path);
+                return log_oom();
+        }
+        return 0;
+}
+
 /* Without a configured certificate: the one made in the state directory at the first start
  * that served HTTPS, made now if there is none. It is valid for the listen address and this
  * host's name (for a wildcard address, every address of the host): what agents are given as
- * their URL. Never replaced: agents pin it. */
+ * their URL. Never replaced on its own, since agents pin it: a start that finds it does not
+ * name what it would name now says so, with the command that replaces it (--tls-rotate). */
 static int generated_cert(char **ret_cert_path, char **ret_key_path) {
-        _cleanup_free_ char *cert = NULL, *key = NULL, *host = NULL, *error = NULL;
-        _cleanup_strv_free_ char **addrs = NULL, **names = NULL;
+        _cleanup_free_ char *cert = NULL, *key = NULL, *error = NULL;
+        _cleanup_strv_free_ char **names = NULL;
         struct stat st;
 
-        if (asprintf(&cert, "%s/" TLS_GENERATED_CERT, arg_state_dir) < 0 ||
-            asprintf(&key, "%s/" TLS_GENERATED_KEY, arg_state_dir) < 0)
-                return log_oom();
+        int r = generated_cert_paths(&cert, &key);
+        if (r < 0)
+                return r;
         bool have_cert = stat(cert, &st) == 0, have_key = stat(key, &st) == 0;
         if (have_cert != have_key)
                 return log_error_errno(ENOENT, "%s is there but %s is not: remove the one left (agents that pinned the "
                                        "certificate need the new one) or give --tls-cert and --tls-key.",
                                        have_cert ? cert : key, have_cert ? key : cert);
         if (!have_cert) {
-                char hostname[256] = "";
-                int r = tls_listen_host(arg_listen, &host);
-                if (r == -ENOMEM)
-                        return log_oom();
+                r = generated_cert_names(&names);
                 if (r < 0)
-                        return log_error_errno(r, "--listen=%s: not ADDR:PORT.", arg_listen);
-                (void) gethostname(hostname, sizeof hostname - 1);
-                if (tls_host_is_wildcard(host)) {
-                        r = tls_host_addresses(&addrs);
-                        if (r < 0)
-                                log_warning_errno(r, "Cannot list this host's addresses (%m): the certificate names only "
-                                                  "%s.", hostname);
-                }
-                if (tls_cert_names(host, hostname, addrs, &names) < 0)
-                        return log_oom();
+                        return r;
                 r = tls_cert_generate(cert, key, names, TLS_CERT_DAYS_DEFAULT, &error);
                 if (r == -ENOMEM && !error)
                         return log_oom();
                 if (r < 0)
                         return log_error_errno(r, "Cannot make a TLS certificate: %s (give --tls-cert and --tls-key).",
                                                error ?: "error");
-                _cleanup_free_ char *list = NULL;
-                size_t size = 0;
-                FILE *f = open_memstream(&list, &size);
-                for (size_t i = 0; f && names[i]; i++)
-                        fprintf(f, "%s%s", i ? ", " : "", names[i]);
-                if (f)
-                        fclose(f);
+                _cleanup_free_ char *list = names_list(names);
                 log_notice("Made the self-signed TLS certificate %s (key %s, mode 0600), valid for %s, for %u days.",
                            cert, key, list ?: "?", TLS_CERT_DAYS_DEFAULT);
         }
         *ret_cert_path = TAKE_PTR(cert);
         *ret_key_path = TAKE_PTR(key);
+        return 0;
+}
+
+/* The generated certificate pem does not name some of what a certificate made now would (an
+ * address the host gained, another --listen, a new host name): agents given those refuse it.
+ * Regenerating it here would break every agent that pinned it, all at once and silently, so
+ * the operator is told, with the command that makes a new one for the changeover. */
+static void generated_cert_check_names(const char *cert_path, const char *pem) {
+        _cleanup_strv_free_ char **names = NULL, **missing = NULL;
+        if (generated_cert_names(&names) < 0 || tls_cert_names_missing(pem, names, &missing) < 0 || !missing[0])
+                return;
+        _cleanup_free_ char *list = names_list(missing);
+        log_warning("The TLS certificate %s made by this controller is not valid for %s (named by --listen=%s or this "
+                    "host now): agents and clients that connect to %s refuse it. It is not replaced on its own, since "
+                    "every agent pins it. To make a new one, run: cgorch-controller --tls-rotate --state-dir=%s "
+                    "--listen=%s, give every agent and client the new certificate, and restart the controller "
+                    "(docs/operations.md, \"Rotating the TLS certificate\").",
+                    cert_path, list ?: "?", arg_listen, strv_length(missing) > 1 ? "them" : "it", arg_state_dir,
+                    arg_listen);
+}
+
+/* --tls-rotate: a new generated certificate and key in place of the old ones (kept as .old),
+ * for the names of now; the running controller serves the old ones until it restarts. */
+static int tls_rotate(void) {
+        _cleanup_free_ char *cert = NULL, *key = NULL, *error = NULL, *pem = NULL;
+        _cleanup_strv_free_ char **names = NULL;
+        char fingerprint[TLS_FINGERPRINT_MAX + 1];
+
+        if (arg_tls_cert || arg_tls_key)
+                return log_error_errno(EINVAL, "--tls-rotate replaces the certificate the controller makes; the one "
+                                       "given with --tls-cert is replaced by whoever issued it.");
+        int r = generated_cert_paths(&cert, &key);
+        if (r < 0)
+                return r;
+        r = generated_cert_names(&names);
+        if (r < 0)
+                return r;
+        r = tls_cert_rotate(cert, key, names, TLS_CERT_DAYS_DEFAULT, &error);
+        if (r == -ENOMEM && !error)
+                return log_oom();
+        if (r < 0)
+                return log_error_errno(r, "Cannot make a new TLS certificate: %s", error ?: "error");
+        r = read_cert(cert, &pem);
+        if (r < 0)
+                return r;
+        if (tls_cert_fingerprint(pem, fingerprint) < 0)
+                return log_error_errno(EINVAL, "%s: no PEM certificate.", cert);
+        _cleanup_free_ char *list = names_list(names);
+        printf("Made a new TLS certificate %s (key %s), valid for %s, for %u days.\n"
+               "SHA-256 fingerprint %s\n"
+               "The previous ones, if any, are kept as %s" TLS_CERT_OLD_SUFFIX " and %s" TLS_CERT_OLD_SUFFIX
+               ". A running controller serves the previous certificate until it restarts.\n"
+               "Next: give every agent and client the new certificate (a --ca-cert file holding both, "
+               "cat %s" TLS_CERT_OLD_SUFFIX " %s, is trusted before and after the restart), then restart the "
+               "controller.\n",
+               cert, key, list ?: "?", TLS_CERT_DAYS_DEFAULT, fingerprint, cert, key, cert, cert);
         return 0;
 }
 
@@ -704,8 +795,12 @@ static int setup_tls(Manager *m) {
         if (tls_cert_seconds_left(m->tls_cert_pem, &left_s) >= 0 && left_s < 30 * 86400)
                 log_warning("The TLS certificate %s %s: clients that verify it refuse it%s.", cert_path,
                             left_s < 0 ? "has expired" : "expires within 30 days",
-                            given ? "" : " (remove it and its key to make a new one, and give agents the new one)");
+                            given ? "" : " (cgorch-controller --tls-rotate makes a new one; give agents the new one)");
         /* A certificate not valid for the address agents are given is refused by every one. */
+        if (!given) {
+                generated_cert_check_names(cert_path, m->tls_cert_pem);
+                return 0;
+        }
         _cleanup_free_ char *host = NULL;
         if (tls_listen_host(arg_listen, &host) >= 0 && !tls_host_is_wildcard(host) &&
             tls_cert_valid_for(m->tls_cert_pem, host) == 0)
@@ -1056,6 +1151,8 @@ static int run(Manager *m) {
                 .max_anonymous_per_ip = arg_max_anonymous_per_ip,
                 .client_timeout_us = arg_client_timeout_us,
                 .rate_limit_per_s = arg_rate_limit,
+                .handshake_rate_per_s = arg_handshake_rate,
+                .on_refused = api_connection_refused,
                 .tls_cert_pem = m->tls_cert_pem,
                 .tls_key_pem = m->tls_key_pem,
                 .authorize = api_authorize,
@@ -1127,6 +1224,16 @@ int main(int argc, char *argv[]) {
         /* Not an option of the table: no config key, nothing else on the line. */
         if (argc == 2 && streq(argv[1], "--list-routes"))
                 return api_print_routes(stdout) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+        /* A command, not an option of the table: no config key (a config file that rotated at
+         * every start would break every agent's pin at every start). */
+        bool rotate = false;
+        for (int i = 1; i < argc; i++)
+                if (streq(argv[i], "--tls-rotate")) {
+                        rotate = true;
+                        memmove(argv + i, argv + i + 1, (size_t) (argc - i) * sizeof(char *));
+                        argc--;
+                        i--;
+                }
         options_build();
         r = config_parse(&config_spec, argc, argv, &optind_);
         if (r != 0)
@@ -1137,6 +1244,11 @@ int main(int argc, char *argv[]) {
                 return EXIT_FAILURE;
         }
         log_set_max_level(arg_log_level);
+        if (rotate) {
+                r = tls_rotate();
+                config_free(&config_spec);
+                return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+        }
         if (arg_lease_us == 0)
                 arg_lease_us = MAX(LEASE_DEFAULT_US, 2 * arg_heartbeat_interval_us);
         if (arg_lease_us < 2 * arg_heartbeat_interval_us) {

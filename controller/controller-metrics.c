@@ -58,10 +58,11 @@ struct ControllerMetrics {
         MetricFamily *build_info, *jobs, *queue_tasks, *job_wait, *job_response, *decisions, *preemptions,
                 *orch_epochs, *orch_findings, *orch_decisions, *heartbeats, *heartbeat_duration, *nodes, *node_cpus,
                 *node_memory, *node_tasks, *node_cpu_used, *node_cpu_limit, *node_memory_used, *node_memory_limit,
-                *waits_held, *wait_wakeups, *store_commit, *store_writable, *http;
+                *waits_held, *wait_wakeups, *store_commit, *store_writable, *http, *refused;
         MetricSeries *heartbeat_result[_HEARTBEAT_RESULT_MAX];
         MetricSeries *heartbeat_seconds;
         MetricSeries *commit[2];
+        MetricSeries *refused_total;
 };
 
 typedef struct FamilyDef {
@@ -133,6 +134,9 @@ static const FamilyDef families[] = {
         FAMILY(http, "cgorch_http_requests_total",
                "HTTP requests answered, by route (\"other\": none matched) and status class.", METRIC_COUNTER,
                LABELS(l_http)),
+        FAMILY(refused, "cgorch_http_connections_refused_total",
+               "New HTTPS connections closed as they were accepted, before their TLS handshake: their client address "
+               "opened connections faster than --handshake-rate.", METRIC_COUNTER),
 };
 
 ControllerMetrics *controller_metrics_free(ControllerMetrics *cm) {
@@ -173,6 +177,7 @@ int controller_metrics_new(const char *version, ControllerMetrics **ret) {
         ok = ok && (cm->heartbeat_seconds = metric_series(cm->heartbeat_duration, NULL));
         ok = ok && (cm->commit[0] = series1(cm->store_commit, "normal"));
         ok = ok && (cm->commit[1] = series1(cm->store_commit, "full"));
+        ok = ok && (cm->refused_total = metric_series(cm->refused, NULL));
         if (!ok) {
                 controller_metrics_free(cm);
                 return -ENOMEM;
@@ -187,6 +192,11 @@ void controller_metrics_http(ControllerMetrics *cm, const char *method, const ch
                 return;
         const char *values[] = { pattern ? method : "other", pattern ?: "other", classes[status / 100 - 1] };
         metric_add(metric_series(cm->http, values), 1);
+}
+
+void controller_metrics_connection_refused(ControllerMetrics *cm) {
+        if (cm)
+                metric_add(cm->refused_total, 1);
 }
 
 void controller_metrics_heartbeat(ControllerMetrics *cm, int result, double seconds) {

@@ -30,6 +30,9 @@ ControllerMetrics *controller_metrics_free(ControllerMetrics *cm);
 /* An answered HTTP request: its route's method and pattern ("GET", "/v1/jobs/{}"; NULL when
  * no route matched the path and method) and the status sent. */
 void controller_metrics_http(ControllerMetrics *cm, const char *method, const char *pattern, unsigned status);
+/* A new connection closed as it was accepted, before its TLS handshake: its client address
+ * opened connections faster than --handshake-rate. */
+void controller_metrics_connection_refused(ControllerMetrics *cm);
 /* A heartbeat handled: the handler's result (0 accepted, -ESTALE an older one, -EINVAL
  * refused as invalid, anything else failed: a store that cannot write, out of memory) and how
  * long it took. */

@@ -1,6 +1,7 @@
 /* http-server.c: libmicrohttpd on an sd-event loop (one MHD daemon per listening socket, TCP
  * and the local Unix socket; each daemon's epoll fd watched by sd-event, its own timeout as a
- * timer), TLS, the peer as the kernel names it, per-address limits, authorization, request
+ * timer), TLS (new connections bounded per address before their handshake), the peer as the
+ * kernel names it, per-address limits, authorization, request
  * bodies, the router, JSON responses (signed for a signed request), and requests held open for
  * a later answer (suspended connections). */
 #include <arpa/inet.h>
@@ -70,6 +71,12 @@ struct HttpServer {
         uint64_t max_body_bytes;
         RateLimit *requests;              /* NULL: no request-rate limit */
         RateLimit *auth_failures;
+        RateLimit *handshakes;            /* NULL: no limit on new connections (handshake_rate_per_s) */
+        double handshake_rate_per_s;
+        void (*on_refused)(void *userdata);
+        uint64_t refused, refused_logged; /* connections refused by handshakes, logged of them */
+        uint64_t refused_logged_us;       /* CLOCK_MONOTONIC of the last summary, 0: none yet */
+        char refused_last[INET6_ADDRSTRLEN]; /* the address refused last */
         RateLimit *mhd_log;               /* libmicrohttpd's messages (on_mhd_log()) */
         uint64_t mhd_log_suppressed;
         HttpAuthorize authorize;
@@ -310,18 +317,16 @@ static bool content_type_is_json(const char *v) {
 /* First call for a request: route it and check its headers before any body is read, so a
  * refused request costs us no body bytes. Either queues an error response or leaves req->route
  * set for the calls that follow. */
-/* The client's address as a rate-limit key: the 4 bytes of IPv4 (also when mapped into IPv6),
- * the first 8 bytes (the /64 a host usually gets) of IPv6. */
-static size_t client_key(struct MHD_Connection *conn, uint8_t key[RATE_LIMIT_KEY_MAX]) {
-        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-        if (!info || !info->client_addr)
+/* An address as a rate-limit key: the 4 bytes of IPv4 (also when mapped into IPv6), the first
+ * 8 bytes (the /64 a host usually gets) of IPv6. */
+static size_t sockaddr_key(const struct sockaddr *sa, socklen_t sa_len, uint8_t key[RATE_LIMIT_KEY_MAX]) {
+        if (!sa)
                 return 0;
-        const struct sockaddr *sa = info->client_addr;
-        if (sa->sa_family == AF_INET) {
+        if (sa->sa_family == AF_INET && sa_len >= (socklen_t) sizeof(struct sockaddr_in)) {
                 memcpy(key, &((const struct sockaddr_in *) (const void *) sa)->sin_addr, 4);
                 return 4;
         }
-        if (sa->sa_family == AF_INET6) {
+        if (sa->sa_family == AF_INET6 && sa_len >= (socklen_t) sizeof(struct sockaddr_in6)) {
                 const struct in6_addr *a = &((const struct sockaddr_in6 *) (const void *) sa)->sin6_addr;
                 if (IN6_IS_ADDR_V4MAPPED(a)) {
                         memcpy(key, a->s6_addr + 12, 4);
@@ -331,6 +336,15 @@ static size_t client_key(struct MHD_Connection *conn, uint8_t key[RATE_LIMIT_KEY
                 return 8;
         }
         return 0;
+}
+
+/* The client's address of conn as a rate-limit key (sockaddr_key()). */
+static size_t client_key(struct MHD_Connection *conn, uint8_t key[RATE_LIMIT_KEY_MAX]) {
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        if (!info || !info->client_addr)
+                return 0;
+        const struct sockaddr *sa = info->client_addr;
+        return sockaddr_key(sa, sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in), key);
 }
 
 static uint64_t now_monotonic_us(HttpServer *s) {
@@ -983,6 +997,45 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         deadline_arm(l);
 }
 
+/* What the handshake rate refused since the last summary: the first refusal at once, then at
+ * most once per HTTP_CLOSED_LOG_INTERVAL_US. */
+static void refused_log(HttpServer *s, uint64_t now_us, bool force) {
+        uint64_t n = s->refused - s->refused_logged;
+        if (n == 0)
+                return;
+        if (!force && s->refused_logged_us != 0 && now_us < s->refused_logged_us + HTTP_CLOSED_LOG_INTERVAL_US)
+                return;
+        log_notice("HTTPS: refused %" PRIu64 " new connection(s) from addresses opening more than %g a second (bursts "
+                   "of %g), before their TLS handshake; the latest from %s.",
+                   n, s->handshake_rate_per_s, MAX(s->handshake_rate_per_s * HTTP_HANDSHAKE_BURST_S, 1.0),
+                   s->refused_last);
+        s->refused_logged = s->refused;
+        s->refused_logged_us = now_us;
+}
+
+/* MHD's accept policy, right after accept(): before MHD makes a connection of the socket, so
+ * before any TLS handshake. A client address past its rate gets its socket closed (the client
+ * sees a reset), which costs a fraction of what a handshake would. */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addr_len) {
+        HttpServer *s = cls;
+        uint8_t key[RATE_LIMIT_KEY_MAX];
+        size_t key_len = sockaddr_key(addr, addr_len, key);
+        uint64_t now_us = now_monotonic_us(s);
+
+        if (key_len == 0 || rate_limit_take(s->handshakes, key, key_len, now_us))
+                return MHD_YES;
+        s->refused++;
+        if (key_len == 4)
+                (void) inet_ntop(AF_INET, key, s->refused_last, sizeof s->refused_last);
+        else
+                (void) inet_ntop(AF_INET6, &((const struct sockaddr_in6 *) (const void *) addr)->sin6_addr,
+                                 s->refused_last, sizeof s->refused_last);
+        if (s->on_refused)
+                s->on_refused(s->userdata);
+        refused_log(s, now_us, false);
+        return MHD_NO;
+}
+
 /* libmicrohttpd's own messages. Those about one connection ("Connection was closed by remote
  * side with incomplete request", "... closed when reading request") are a client's doing —
  * every connection closed to keep the limits makes one — and go to debug; the others at most
@@ -1215,8 +1268,10 @@ static int listener_start(HttpServer *s, HttpListener *l, const HttpServerConfig
                 options[n++] = extra[i];
         options[n++] = (struct MHD_OptionItem) { MHD_OPTION_END, 0, NULL };
 
-        l->daemon = MHD_start_daemon(flags | MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL,
-                                     on_request, l, MHD_OPTION_ARRAY, options, MHD_OPTION_END);
+        bool bounded = (flags & MHD_USE_TLS) && s->handshakes;
+        l->daemon = MHD_start_daemon(flags | MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME, 0,
+                                     bounded ? on_accept : NULL, bounded ? s : NULL, on_request, l, MHD_OPTION_ARRAY,
+                                     options, MHD_OPTION_END);
         if (!l->daemon)
                 return log_error_errno(EADDRNOTAVAIL, "Cannot listen on %s (address in use or not local%s?).", what,
                                        flags & MHD_USE_TLS ? ", or the TLS certificate and key do not load or match" : "");
@@ -1285,6 +1340,15 @@ int http_server_new(sd_event *event, const HttpServerConfig *config, const HttpR
         r = rate_limit_new(HTTP_AUTH_FAILURE_RATE_PER_S, HTTP_AUTH_FAILURE_BURST, HTTP_RATE_LIMIT_SLOTS, &s->auth_failures);
         if (r < 0)
                 return log_oom();
+        if (tls && config->handshake_rate_per_s > 0) {
+                r = rate_limit_new(config->handshake_rate_per_s,
+                                   MAX(config->handshake_rate_per_s * HTTP_HANDSHAKE_BURST_S, 1.0), HTTP_RATE_LIMIT_SLOTS,
+                                   &s->handshakes);
+                if (r < 0)
+                        return log_oom();
+                s->handshake_rate_per_s = config->handshake_rate_per_s;
+                s->on_refused = config->on_refused;
+        }
         /* One key: the table's smallest size will do. */
         r = rate_limit_new(1.0 / HTTP_MHD_LOG_EVERY_S, HTTP_MHD_LOG_BURST, 8, &s->mhd_log);
         if (r < 0)
@@ -1397,9 +1461,11 @@ HttpServer *http_server_free(HttpServer *s) {
                         (void) unlink(s->unix_path);
                 free(s->unix_path);
         }
+        refused_log(s, now_monotonic_us(s), true);
         peer_finder_free(s->peers);
         addr_count_free(s->held_by_address);
         rate_limit_free(s->requests);
+        rate_limit_free(s->handshakes);
         rate_limit_free(s->auth_failures);
         rate_limit_free(s->mhd_log);
         sd_event_unref(s->event);

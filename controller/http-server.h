@@ -1,8 +1,8 @@
 /* http-server.h: a small JSON-over-HTTP(S) server — libmicrohttpd driven by an sd-event loop
  * through MHD's epoll fds — on a TCP address and, optionally, a local Unix socket (plain HTTP),
  * with a router from (method, path pattern) to handlers, and the limits every request passes
- * before a handler sees it: connections, header and body size, request rate and failed
- * authentications per client address (per uid on the Unix socket), and an authorization hook
+ * before a handler sees it: connections, header and body size, request rate, new HTTPS
+ * connections (TLS handshakes) and failed authentications per client address (per uid on the Unix socket), and an authorization hook
  * that is told who the kernel says the peer is. A request the hook found signed by an agent
  * (signature.h) must come with the body it signed, and every answer to it is signed; one with
  * a credential made for a body (MUNGE) must come with that body. A
@@ -120,6 +120,14 @@ typedef struct HttpServerConfig {
          * while it is answered. 0: HTTP_CLIENT_TIMEOUT_DEFAULT_US. */
         uint64_t client_timeout_us;
         double rate_limit_per_s;        /* requests per second per client address, 0: none; excess gets 429 */
+        /* With TLS: new connections per second one client address may open to the TCP address
+         * (bursts of HTTP_HANDSHAKE_BURST_S seconds' worth); more are closed as they are
+         * accepted, before their TLS handshake, which costs far more than a request and comes
+         * before any credential. 0: no limit. Without TLS there is none: a plain connection
+         * costs about what its request does, which rate_limit_per_s bounds. */
+        double handshake_rate_per_s;
+        /* Told of every connection closed so, with the server's userdata. May be NULL. */
+        void (*on_refused)(void *userdata);
         const char *tls_cert_pem;       /* both or neither: serve HTTPS */
         const char *tls_key_pem;
         HttpAuthorize authorize;        /* may be NULL: everything allowed */
@@ -141,6 +149,10 @@ typedef struct HttpServerConfig {
  * address gets 429 for every request until its bucket refills: guessing tokens stays slow. */
 #define HTTP_AUTH_FAILURE_BURST 20
 #define HTTP_AUTH_FAILURE_RATE_PER_S 1.0
+
+/* handshake_rate_per_s's bucket holds this many seconds' worth: a client that reconnects
+ * after a pause (a restart, a script's first calls) is not refused. */
+#define HTTP_HANDSHAKE_BURST_S 5.0
 
 /* A quarter of max_connections is kept for connections vouched for: agents, tokens,
  * administrators. */

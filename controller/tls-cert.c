@@ -340,6 +340,103 @@ int tls_cert_generate(const char *cert_path, const char *key_path, char *const *
         return 0;
 }
 
+/* The owner of path, or without it of the directory that holds it. */
+static int owner_of(const char *path, uid_t *ret_uid, gid_t *ret_gid) {
+        struct stat st;
+        if (stat(path, &st) < 0) {
+                _cleanup_free_ char *dir = strdup(path);
+                if (!dir)
+                        return -ENOMEM;
+                char *slash = strrchr(dir, '/');
+                if (slash == dir)
+                        slash[1] = '\0';
+                else if (slash)
+                        *slash = '\0';
+                else
+                        strcpy(dir, ".");
+                if (stat(dir, &st) < 0)
+                        return -errno;
+        }
+        *ret_uid = st.st_uid;
+        *ret_gid = st.st_gid;
+        return 0;
+}
+
+/* Links path to path.old (an older one removed first); nothing to do without path. */
+static int keep_old(const char *path, char **ret_error) {
+        _cleanup_free_ char *old = NULL;
+        if (asprintf(&old, "%s" TLS_CERT_OLD_SUFFIX, path) < 0)
+                return -ENOMEM;
+        if (unlink(old) < 0 && errno != ENOENT) {
+                int r = -errno;
+                (void) asprintf(ret_error, "cannot remove %s: %s", old, strerror(errno));
+                return r;
+        }
+        if (link(path, old) < 0 && errno != ENOENT) {
+                int r = -errno;
+                (void) asprintf(ret_error, "cannot keep %s as %s: %s", path, old, strerror(errno));
+                return r;
+        }
+        return 0;
+}
+
+int tls_cert_rotate(const char *cert_path, const char *key_path, char *const *names, unsigned days, char **ret_error) {
+        _cleanup_free_ char *new_cert = NULL, *new_key = NULL;
+        uid_t uid = 0;
+        gid_t gid = 0;
+        int r;
+
+        if (asprintf(&new_cert, "%s.new", cert_path) < 0 || asprintf(&new_key, "%s.new", key_path) < 0)
+                return -ENOMEM;
+        r = owner_of(key_path, &uid, &gid);
+        if (r < 0) {
+                (void) asprintf(ret_error, "cannot tell who owns %s or its directory: %s", key_path, strerror(-r));
+                return r;
+        }
+        /* Left by a rotation cut short: never in use. */
+        (void) unlink(new_cert);
+        (void) unlink(new_key);
+        r = tls_cert_generate(new_cert, new_key, names, days, ret_error);
+        if (r < 0)
+                return r;
+        if (chown(new_key, uid, gid) < 0 || chown(new_cert, uid, gid) < 0) {
+                r = -errno;
+                (void) asprintf(ret_error, "cannot give the new files to uid %u: %s", (unsigned) uid, strerror(errno));
+                goto fail;
+        }
+        r = keep_old(cert_path, ret_error);
+        if (r >= 0)
+                r = keep_old(key_path, ret_error);
+        if (r < 0)
+                goto fail;
+        /* The key first: a reader that sees the new certificate finds its key there already. */
+        if (rename(new_key, key_path) < 0 || rename(new_cert, cert_path) < 0) {
+                r = -errno;
+                (void) asprintf(ret_error, "cannot put the new pair in place: %s", strerror(errno));
+                goto fail;
+        }
+        return 0;
+fail:
+        (void) unlink(new_cert);
+        (void) unlink(new_key);
+        return r;
+}
+
+int tls_cert_names_missing(const char *pem, char *const *names, char ***ret_missing) {
+        _cleanup_strv_free_ char **missing = calloc(1, sizeof(char *));
+        if (!missing)
+                return -ENOMEM;
+        for (size_t i = 0; names && names[i]; i++) {
+                int r = tls_cert_valid_for(pem, names[i]);
+                if (r < 0)
+                        return r;
+                if (r == 0 && strv_extend(&missing, names[i]) < 0)
+                        return -ENOMEM;
+        }
+        *ret_missing = TAKE_PTR(missing);
+        return 0;
+}
+
 int tls_cert_fingerprint(const char *pem, char ret[static TLS_FINGERPRINT_MAX + 1]) {
         _cleanup_(X509_freep) X509 *x = cert_from_pem(pem);
         unsigned char md[EVP_MAX_MD_SIZE];

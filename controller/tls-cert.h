@@ -56,6 +56,23 @@ bool tls_host_is_wildcard(const char *host);
 int tls_cert_generate(const char *cert_path, const char *key_path, char *const *names, unsigned days,
                       char **ret_error);
 
+/* Where tls_cert_rotate() keeps the pair it replaced: the path with this appended. */
+#define TLS_CERT_OLD_SUFFIX ".old"
+
+/* Makes a new key and certificate as tls_cert_generate() does and puts them in place of those
+ * at cert_path and key_path (each replaced at once by rename(), a reader sees the old file or
+ * the new one), keeping the pair replaced as cert_path.old and key_path.old (an older .old pair
+ * is removed). The new files get the owner of the key replaced, or with none that of the
+ * directory: a root who rotates the certificate of a controller that runs as another user
+ * leaves it a key it can read. Nothing is replaced when the new pair cannot be made. Returns 0,
+ * or a negative errno with the reason in *ret_error (malloc'd). */
+int tls_cert_rotate(const char *cert_path, const char *key_path, char *const *names, unsigned days, char **ret_error);
+
+/* Those of names (NULL-terminated) the first certificate in pem is not valid for
+ * (tls_cert_valid_for()), malloc'd, NULL-terminated, empty when it is valid for every one.
+ * -EINVAL when pem holds no certificate, -ENOMEM. */
+int tls_cert_names_missing(const char *pem, char *const *names, char ***ret_missing);
+
 /* The SHA-256 fingerprint of the first certificate in pem (the DER encoding's digest), into
  * ret (TLS_FINGERPRINT_MAX + 1 bytes). -EINVAL when pem holds no certificate. */
 int tls_cert_fingerprint(const char *pem, char ret[static TLS_FINGERPRINT_MAX + 1]);

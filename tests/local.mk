@@ -282,7 +282,7 @@ TRUST_INTEGRATION_TESTS = tests/integration/test-auth.sh tests/integration/test-
 	tests/integration/test-munge.sh \
 	tests/integration/test-failure.sh \
 	tests/integration/test-clock.sh tests/integration/test-store-faults.sh tests/integration/test-impostor.sh \
-	tests/integration/test-tls.sh
+	tests/integration/test-tls.sh tests/integration/test-tls-rotate.sh
 TESTS += $(TRUST_INTEGRATION_TESTS)
 EXTRA_DIST += $(TRUST_INTEGRATION_TESTS) tests/integration/clock-shift.c tests/integration/impostor.py
 check_PROGRAMS += tests/unit/test-auth tests/unit/test-rate-limit tests/unit/test-secret-file tests/unit/test-url-host
@@ -359,7 +359,7 @@ tests_unit_test_conn_slots_SOURCES = tests/unit/test-conn-slots.c controller/con
 	controller/addr-count.c controller/addr-count.h
 tests_unit_test_conn_slots_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_conn_slots_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
-TESTS += tests/integration/test-conn-limits.sh
+TESTS += tests/integration/test-conn-limits.sh tests/integration/test-handshake-rate.sh
 
 # Signed requests accepted once: the nonces per node, bounded.
 check_PROGRAMS += tests/unit/test-nonce-cache
@@ -367,7 +367,8 @@ TESTS += tests/unit/test-nonce-cache
 tests_unit_test_nonce_cache_SOURCES = tests/unit/test-nonce-cache.c controller/nonce-cache.c controller/nonce-cache.h
 tests_unit_test_nonce_cache_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_nonce_cache_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
-EXTRA_DIST += tests/integration/test-conn-limits.sh tests/integration/conn-flood.py
+EXTRA_DIST += tests/integration/test-conn-limits.sh tests/integration/conn-flood.py \
+	tests/integration/test-handshake-rate.sh tests/integration/tls-flood.py
 tests_unit_test_node_wait_SOURCES = tests/unit/test-node-wait.c controller/node-wait.c controller/node-wait.h
 tests_unit_test_node_wait_CFLAGS = $(AM_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_node_wait_LDADD = $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(CRITERION_LIBS)

@@ -92,8 +92,8 @@ conf_keys() {
 }
 for daemon in agent controller; do
         [ -s "$tmp/cgorch-$daemon.help" ] || continue
-        # --list-routes (the controller's) is a command of its own, not a config key.
-        grep -vx -e config -e help -e version -e list-routes "$tmp/cgorch-$daemon.help" > "$tmp/$daemon.keys"
+        # --list-routes and --tls-rotate (the controller's) are commands of their own, not config keys.
+        grep -vx -e config -e help -e version -e list-routes -e tls-rotate "$tmp/cgorch-$daemon.help" > "$tmp/$daemon.keys"
         conf_keys "$daemon.conf" > "$tmp/$daemon.conf"
         diff=$(diff "$tmp/$daemon.keys" "$tmp/$daemon.conf")
         [ -z "$diff" ] || fail "cgorch.conf.5: the keys of $daemon.conf differ from cgorch-$daemon --help:"$'\n'"$diff"

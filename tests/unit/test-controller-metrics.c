@@ -47,6 +47,8 @@ Test(controller_metrics, counted_as_it_happens) {
         controller_metrics_job_state(cm, "hfsp", JOB_FAILED, 4000);
         controller_metrics_job_state(cm, "hfsp", JOB_CANCELLED, 5); /* not a response */
         controller_metrics_job_state(cm, "fifo", JOB_RUNNING, -1);  /* a clock step: counted as 0 */
+        controller_metrics_connection_refused(cm);
+        controller_metrics_connection_refused(cm);
 
         _cleanup_free_ char *text = scrape(cm, &(ControllerMetricsSnapshot) { .store_writable = true });
         assert_line(text, "cgorch_build_info{version=\"1.2.3\"} 1");
@@ -75,6 +77,7 @@ Test(controller_metrics, counted_as_it_happens) {
         assert_line(text, "cgorch_job_response_seconds_bucket{policy=\"hfsp\",le=\"3600\"} 1");
         assert_no(text, "cgorch_job_response_seconds_count{policy=\"fifo\"}");
         assert_line(text, "cgorch_store_writable 1");
+        assert_line(text, "cgorch_http_connections_refused_total 2");
         /* Left out of the snapshot: the scheduler's labelled families are not rendered, the
          * families without labels read 0. */
         assert_no(text, "cgorch_scheduler_decisions_total");
@@ -205,6 +208,6 @@ Test(controller_metrics, every_family_has_help_and_type_once) {
                 }
                 line = end + 1;
         }
-        cr_assert_eq(n_families, 25, "families: %zu", n_families);
+        cr_assert_eq(n_families, 26, "families: %zu", n_families);
         controller_metrics_free(cm);
 }

@@ -89,6 +89,27 @@ Test(tls_cert, valid_for_its_names_only) {
         cr_assert_eq(tls_cert_valid_for("", "ctl.example"), -EINVAL);
 }
 
+Test(tls_cert, names_missing) {
+        _cleanup_strv_free_ char **missing = NULL;
+        char *all[] = { (char *) "ctl.example", (char *) "10.1.2.3", NULL };
+        cr_assert_eq(tls_cert_names_missing(fixture_pem, all, &missing), 0);
+        cr_assert_not_null(missing);
+        cr_assert_null(missing[0], "every name is in it");
+        strv_free(missing);
+        missing = NULL;
+
+        char *more[] = { (char *) "10.1.2.3", (char *) "10.9.9.9", (char *) "ctl.example", (char *) "new.example", NULL };
+        cr_assert_eq(tls_cert_names_missing(fixture_pem, more, &missing), 0);
+        cr_assert_eq(strv_length(missing), 2);
+        cr_assert_str_eq(missing[0], "10.9.9.9");
+        cr_assert_str_eq(missing[1], "new.example");
+        strv_free(missing);
+        missing = NULL;
+
+        cr_assert_eq(tls_cert_names_missing("", all, &missing), -EINVAL);
+        cr_assert_null(missing);
+}
+
 Test(tls_cert, listen_host) {
         static const struct {
                 const char *listen, *host;
@@ -224,6 +245,84 @@ Test(tls_cert, generated_once_with_its_names_and_modes) {
         cr_assert_neq(access(cert, F_OK), 0);
 
         cr_assert_eq(unlink(key), 0);
+        cr_assert_eq(rmdir(dir), 0, "no temporary file left behind");
+}
+
+static void fingerprint_of(const char *path, char fp[static TLS_FINGERPRINT_MAX + 1]) {
+        _cleanup_free_ char *pem = read_all(path);
+        cr_assert_eq(tls_cert_fingerprint(pem, fp), 0, "%s", path);
+}
+
+static char *path_in(const char *dir, const char *name) {
+        char *p = NULL;
+        cr_assert(asprintf(&p, "%s/%s", dir, name) > 0);
+        return p;
+}
+
+Test(tls_cert, rotated_keeps_the_old_pair) {
+        char dir[] = "/tmp/test-tls-cert.XXXXXX";
+        cr_assert_not_null(mkdtemp(dir));
+        _cleanup_free_ char *cert = path_in(dir, "tls.crt"), *key = path_in(dir, "tls.key");
+        _cleanup_free_ char *old_cert = path_in(dir, "tls.crt.old"), *old_key = path_in(dir, "tls.key.old");
+        _cleanup_free_ char *error = NULL;
+        char *names[] = { (char *) "10.0.0.1", NULL };
+        char *names2[] = { (char *) "10.0.0.1", (char *) "10.0.0.2", NULL };
+        char fp1[TLS_FINGERPRINT_MAX + 1], fp2[TLS_FINGERPRINT_MAX + 1], fp_old[TLS_FINGERPRINT_MAX + 1];
+
+        /* Nothing to replace: a first pair, no .old. */
+        cr_assert_eq(tls_cert_rotate(cert, key, names, 10, &error), 0, "%s", error ?: "");
+        cr_assert_neq(access(old_cert, F_OK), 0);
+        fingerprint_of(cert, fp1);
+        _cleanup_free_ char *key1 = read_all(key);
+
+        cr_assert_eq(tls_cert_rotate(cert, key, names2, 10, &error), 0, "%s", error ?: "");
+        fingerprint_of(cert, fp2);
+        fingerprint_of(old_cert, fp_old);
+        cr_assert_str_neq(fp1, fp2, "a new certificate");
+        cr_assert_str_eq(fp1, fp_old, "the old one kept as .old");
+        _cleanup_free_ char *key_old = read_all(old_key);
+        cr_assert_str_eq(key1, key_old, "the old key kept as .old");
+
+        /* The new pair: its names, its modes, a key that is the certificate's. */
+        _cleanup_free_ char *pem = read_all(cert), *key_pem = read_all(key);
+        cr_assert_eq(tls_cert_valid_for(pem, "10.0.0.2"), 1);
+        struct stat st;
+        cr_assert_eq(stat(key, &st), 0);
+        cr_assert_eq(st.st_mode & 07777, 0600);
+        cr_assert_eq(st.st_uid, getuid(), "the owner of the key replaced");
+        cr_assert_eq(stat(cert, &st), 0);
+        cr_assert_eq(st.st_mode & 07777, 0644);
+        BIO *b = BIO_new_mem_buf(pem, -1), *kb = BIO_new_mem_buf(key_pem, -1);
+        X509 *x = PEM_read_bio_X509(b, NULL, NULL, NULL);
+        EVP_PKEY *k = PEM_read_bio_PrivateKey(kb, NULL, NULL, NULL);
+        cr_assert(x && k);
+        cr_assert_eq(X509_check_private_key(x, k), 1);
+        X509_free(x);
+        EVP_PKEY_free(k);
+        BIO_free(b);
+        BIO_free(kb);
+
+        /* A third rotation replaces the .old pair with the second one. */
+        cr_assert_eq(tls_cert_rotate(cert, key, names, 10, &error), 0, "%s", error ?: "");
+        fingerprint_of(old_cert, fp_old);
+        cr_assert_str_eq(fp2, fp_old);
+
+        /* A rotation that cannot write replaces nothing. */
+        char fp3[TLS_FINGERPRINT_MAX + 1], fp4[TLS_FINGERPRINT_MAX + 1];
+        fingerprint_of(cert, fp3);
+        if (geteuid() != 0) {
+                cr_assert_eq(chmod(dir, 0500), 0);
+                cr_assert_lt(tls_cert_rotate(cert, key, names, 10, &error), 0);
+                cr_assert_not_null(error);
+                cr_assert_eq(chmod(dir, 0700), 0);
+                fingerprint_of(cert, fp4);
+                cr_assert_str_eq(fp3, fp4);
+        }
+
+        cr_assert_eq(unlink(cert), 0);
+        cr_assert_eq(unlink(key), 0);
+        cr_assert_eq(unlink(old_cert), 0);
+        cr_assert_eq(unlink(old_key), 0);
         cr_assert_eq(rmdir(dir), 0, "no temporary file left behind");
 }
 
