@@ -1566,15 +1566,9 @@ static int entry_task(ClusterSched *cs, uint64_t job, const TaskEntry *e, const 
         return 0;
 }
 
-/* An entry against a task of the same job: FIFO order (phase, index, attempt). */
+/* An entry against a task of the same job, in FIFO order. */
 static int entry_cmp(const TaskEntry *e, const StoreTask *t) {
-        if (e->phase != t->phase)
-                return e->phase < t->phase ? -1 : 1;
-        if (e->index != t->index)
-                return e->index < t->index ? -1 : 1;
-        if (e->attempt != t->attempt)
-                return e->attempt < t->attempt ? -1 : 1;
-        return 0;
+        return task_cmp(&(StoreTask) { .job = t->job, .phase = e->phase, .index = e->index, .attempt = e->attempt }, t);
 }
 
 /* Keeps the store's row of a task that is not pending (taken over), lets go of a pending one's. */
