@@ -31,8 +31,12 @@ typedef struct PhaseEntry {
         double finished_s;         /* the CPU-seconds its succeeded tasks used */
         bool served_changed;       /* finished_s grew since the scheduler was told */
         int64_t sized_ms;
-        char *estimate;            /* how its size came about, a JSON object as text (a tenth of
-                                    * the memory of the object); owned, also in the store */
+        /* How its size came about, a JSON object as text (owned, also in the store) once it is
+         * more than S_i; NULL while it is S_i as set here, made again when asked from sized_ms
+         * and s̄ then (estimate_initial()): a queued phase's text would be most of its memory. */
+        char *estimate;
+        size_t initial_history_tasks;
+        double initial_history_mean_s;
         /* A training task of it runs: its training may move with time and progress alone,
          * which no write to the store announces, so every sync looks at it. */
         bool watched;
@@ -43,12 +47,16 @@ typedef struct PhaseEntry {
         int64_t saved_late_ms;
 } PhaseEntry;
 
-/* A task the scheduler was told about, as it was told. */
+/* A task the scheduler was told about. What it was told is the scheduler's own copy
+ * (sched_task_get()), and the store's row is kept only for a task read placed: a queued job's
+ * pending tasks cost a few bytes each here (a decision on one makes its row, entry_task()). */
 typedef struct TaskEntry {
-        StoreTask t;               /* as the store had it when its job was last read */
-        size_t id;                 /* the scheduler's task id */
-        SchedTask told;
-        int64_t cpu_weight;        /* the CFS weight last asked for it; 0: the agent's default */
+        uint32_t id;               /* the scheduler's task id */
+        uint32_t index, attempt;
+        uint8_t phase;
+        uint8_t told_state;        /* SchedTaskState as told, decisions applied */
+        int16_t cpu_weight;        /* the CFS weight last asked for it; 0: the agent's default */
+        StoreTask *placed;         /* as the store had it when its job was last read, unless pending */
 } TaskEntry;
 
 /* One job as the scheduler holds it. */
@@ -76,7 +84,7 @@ struct ClusterSched {
         JobRec **running_jobs;     /* jobs with tasks told running (any order) */
         size_t n_running_jobs, n_running_jobs_allocated;
         TaskEntry **by_id;         /* the scheduler's task id → its entry */
-        size_t *free_ids;          /* task ids to reuse; ids below n_ids are in use or free */
+        uint32_t *free_ids;        /* task ids to reuse; ids below n_ids are in use or free */
         size_t n_free, n_ids;
         size_t n_weighted;         /* entries with a CFS weight asked for */
         size_t n_pending;          /* tasks told pending, in all */
@@ -85,6 +93,8 @@ struct ClusterSched {
         size_t n_out_allocated;
         ClusterSchedWeight *weights;
         size_t n_weights_allocated;
+        StoreTask **made;          /* rows made for pending tasks the last placement named */
+        size_t n_made, n_made_allocated;
         SchedSizing sizing;        /* s̄ and the estimator's parameters */
         PhaseEntry *done;          /* finished in reality, still ageing virtually; by key */
         size_t n_done;
@@ -196,6 +206,27 @@ static void running_set(ClusterSched *cs, JobRec *rec) {
         }
         rec->running_pos = cs->n_running_jobs;
         cs->running_jobs[cs->n_running_jobs++] = rec;
+}
+
+/* A task entry's copy of the store's row, if it has one. */
+static void placed_free(StoreTask **p) {
+        if (!*p)
+                return;
+        store_task_done(*p);
+        free(*p);
+        *p = NULL;
+}
+
+/* The task's id in the store (the store makes it the same way). */
+static const char *entry_id(uint64_t job, const TaskEntry *e, char buf[static TASK_ID_MAX]) {
+        return task_id_format(&(TaskId) { .job = job, .phase = e->phase, .task = e->index, .attempt = e->attempt },
+                              buf);
+}
+
+static void made_clear(ClusterSched *cs) {
+        for (size_t i = 0; i < cs->n_made; i++)
+                placed_free(&cs->made[i]);
+        cs->n_made = 0;
 }
 
 /* Forgets a job that holds nothing any more. */
@@ -312,9 +343,11 @@ static void entries_free(PhaseEntry *v, size_t n) {
         free(v);
 }
 
+static json_t *estimate_initial(const ClusterSched *cs, const PhaseEntry *e);
+
 /* The estimate as an object (a new reference), NULL if its text is damaged or memory short. */
-static json_t *estimate_load(const PhaseEntry *e) {
-        return e->estimate ? json_loads(e->estimate, 0, NULL) : NULL;
+static json_t *estimate_load(const ClusterSched *cs, const PhaseEntry *e) {
+        return e->estimate ? json_loads(e->estimate, 0, NULL) : estimate_initial(cs, e);
 }
 
 /* Replaces the entry's estimate text with o's. */
@@ -332,7 +365,7 @@ static void rec_free(void *p) {
         for (size_t i = 0; i < rec->n_phases; i++)
                 free(rec->phases[i].estimate);
         for (size_t i = 0; i < rec->n_tasks; i++)
-                store_task_done(&rec->tasks[i].t);
+                placed_free(&rec->tasks[i].placed);
         free(rec->phases);
         free(rec->tasks);
         free(rec);
@@ -349,6 +382,8 @@ ClusterSched *cluster_sched_free(ClusterSched *cs) {
         free(cs->free_ids);
         free(cs->out);
         free(cs->weights);
+        made_clear(cs);
+        free(cs->made);
         entries_free(cs->done, cs->n_done);
         store_sched_records_free(cs->restore, cs->n_restore);
         free(cs->restore_taken);
@@ -401,6 +436,13 @@ static int entry_save(const ClusterSched *cs, Store *store, PhaseEntry *e, bool 
                 return store_sched_record_delete(store, sched_key_job(e->key), sched_key_phase(e->key));
         if (r < 0)
                 return r;
+        _cleanup_free_ char *initial = NULL;
+        if (!e->estimate) {
+                _cleanup_json_ json_t *est = estimate_initial(cs, e);
+                initial = est ? json_dumps(est, JSON_COMPACT) : NULL;
+                if (!initial)
+                        return -ENOMEM;
+        }
         StoreSchedRecord rec = {
                 .job = sched_key_job(e->key),
                 .phase = sched_key_phase(e->key),
@@ -409,7 +451,7 @@ static int entry_save(const ClusterSched *cs, Store *store, PhaseEntry *e, bool 
                 .weight = e->weight,
                 .parallel_cpus = e->parallel_cpus,
                 .sized_ms = e->sized_ms,
-                .estimate = e->estimate,
+                .estimate = e->estimate ?: initial,
                 .virtual_size_s = info.virtual_size_s,
                 .late_since_ms = info.late ? s_to_ms(info.late_since_s) : -1,
                 .done = done,
@@ -459,9 +501,10 @@ static bool entry_saved_current(const ClusterSched *cs, const PhaseEntry *e, boo
         return fabs(expect - info.virtual_size_s) <= 1e-9 * MAX(info.virtual_size_s, 1.0);
 }
 
-/* S_i and where it came from, as the phase's estimate record starts. */
-static json_t *estimate_initial(const ClusterSched *cs, const PhaseEntry *e, int64_t now_ms) {
-        const char *from = e->sz.size.tiny ? "tiny" : cs->sizing.history.n_tasks == 0 ? "s0" : "history";
+/* S_i and where it came from, as the phase's estimate record starts: S_i as set at sized_ms,
+ * from s̄ as it was then. */
+static json_t *estimate_initial(const ClusterSched *cs, const PhaseEntry *e) {
+        const char *from = e->sz.size.tiny ? "tiny" : e->initial_history_tasks == 0 ? "s0" : "history";
         return json_pack("{s:I, s:I, s:f, s:f, s:f, s:s, s:f, s:I, s:f, s:I, s:n, s:n, s:n, s:n}",
                          "tasks", (json_int_t) e->sz.n_tasks,
                          "training_tasks", (json_int_t) cs->sizing.params.training_tasks,
@@ -470,9 +513,9 @@ static json_t *estimate_initial(const ClusterSched *cs, const PhaseEntry *e, int
                          "s0_s", cs->sizing.params.s0,
                          "initial_from", from,
                          "initial_size_s", e->sz.size.size,
-                         "history_tasks", (json_int_t) cs->sizing.history.n_tasks,
-                         "history_mean_task_s", cs->sizing.history.mean_task_size,
-                         "initial_ms", (json_int_t) now_ms,
+                         "history_tasks", (json_int_t) e->initial_history_tasks,
+                         "history_mean_task_s", e->initial_history_mean_s,
+                         "initial_ms", (json_int_t) e->sized_ms,
                          "final_size_s", "final_ms", "training_mean_task_s", "training");
 }
 
@@ -601,12 +644,13 @@ static int phase_train(ClusterSched *cs, Store *store, PhaseEntry *e, double now
         e->watched = running;
         if (have < t)
                 return 0;
+        PhaseEntry before = *e; /* S_i as set, for an estimate that is still S_i's */
         r = sched_sizing_train(&cs->sizing, cs->sched, e->key, &e->sz, training, t, now_s);
         e->watched = running && sched_sizing_learning(&e->sz);
         if (r <= SCHED_SIZING_UNCHANGED)
                 return r;
         int64_t now_ms = s_to_ms(now_s);
-        _cleanup_json_ json_t *est = estimate_load(e);
+        _cleanup_json_ json_t *est = estimate_load(cs, &before);
         if (!est)
                 return -EBADMSG;
         if (r == SCHED_SIZING_REFINED) {
@@ -658,6 +702,24 @@ static int phase_train(ClusterSched *cs, Store *store, PhaseEntry *e, double now
 
 static PhaseEntry *entries_find(PhaseEntry *v, size_t n, uint64_t key);
 
+/* A restored estimate that says only S_i, as estimate_initial() would make it: kept as the
+ * fields it is made from rather than as text (a restart with a long queue keeps it small). */
+static void estimate_compact(const ClusterSched *cs, PhaseEntry *e) {
+        _cleanup_json_ json_t *o = e->estimate ? json_loads(e->estimate, 0, NULL) : NULL;
+        json_t *tasks = json_object_get(o, "history_tasks");
+        if (!json_is_integer(tasks) || json_integer_value(tasks) < 0)
+                return;
+        PhaseEntry c = *e;
+        c.estimate = NULL;
+        c.initial_history_tasks = (size_t) json_integer_value(tasks);
+        c.initial_history_mean_s = json_number_value(json_object_get(o, "history_mean_task_s"));
+        _cleanup_json_ json_t *made = estimate_initial(cs, &c);
+        if (!made || !json_equal(o, made))
+                return;
+        free(e->estimate);
+        *e = c;
+}
+
 static StoreSchedRecord *restore_take(ClusterSched *cs, uint64_t key) {
         size_t lo = 0, hi = cs->n_restore;
         while (lo < hi) {
@@ -708,6 +770,7 @@ static int phase_added(ClusterSched *cs, Store *store, const StoreSchedPhase *p,
                 e.sz = sizing_of_record(rec, p->n_tasks);
                 e.sized_ms = rec->sized_ms;
                 e.estimate = TAKE_PTR(rec->estimate);
+                estimate_compact(cs, &e);
                 SchedSize size = sched_sizing_sched_size(&cs->sizing, &e.sz);
                 r = sched_job_add(cs->sched, key, now_s, e.weight, e.parallel_cpus, &size);
                 if (r == -EEXIST) /* finished phase still ageing virtually: cannot happen twice */
@@ -730,10 +793,8 @@ static int phase_added(ClusterSched *cs, Store *store, const StoreSchedPhase *p,
                 }
                 if (r >= 0 && e.finished_s > 0)
                         r = sched_sizing_served(cs->sched, key, &e.sz, e.finished_s);
-                if (r >= 0) {
-                        _cleanup_json_ json_t *est = estimate_initial(cs, &e, now_ms);
-                        r = est ? estimate_store(&e, est) : -ENOMEM;
-                }
+                e.initial_history_tasks = cs->sizing.history.n_tasks;
+                e.initial_history_mean_s = cs->sizing.history.mean_task_size;
         }
         if (r >= 0 && !rec)
                 r = entry_save(cs, store, &e, false, now_ms);
@@ -784,7 +845,7 @@ int cluster_sched_load(ClusterSched *cs, Store *store, int64_t now_ms) {
                         .sized_ms = rec->sized_ms,
                         .estimate = TAKE_PTR(rec->estimate),
                 };
-                _cleanup_json_ json_t *est = estimate_load(&e);
+                _cleanup_json_ json_t *est = estimate_load(cs, &e);
                 json_int_t tasks = json_integer_value(json_object_get(est, "tasks"));
                 e.sz = sizing_of_record(rec, (unsigned) MAX(tasks, (json_int_t) 0));
                 SchedSize size = sched_sizing_sched_size(&cs->sizing, &e.sz);
@@ -1295,7 +1356,7 @@ int cluster_sched_job_to_json(ClusterSched *cs, Store *store, uint64_t job, bool
         if (!o)
                 return -ENOMEM;
         if (detail) {
-                _cleanup_json_ json_t *est = estimate_load(e);
+                _cleanup_json_ json_t *est = estimate_load(cs, e);
                 if (!est)
                         return -EBADMSG;
                 /* Still training: how far its training tasks have come, live. */
@@ -1337,15 +1398,16 @@ static bool task_same(const SchedTask *a, const SchedTask *b) {
 /* A told task of rec went: if it succeeded, what it used counts for its phase (told to the
  * scheduler before the decision, by phases_served()). */
 static int task_gone(ClusterSched *cs, JobRec *rec, const TaskEntry *t) {
-        PhaseEntry *e = rec_phase(rec, sched_key(t->t.job, t->t.phase));
+        PhaseEntry *e = rec_phase(rec, sched_key(rec->job, t->phase));
         if (!e)
                 return 0; /* its phase ended, or is not the scheduler's */
         double cpu_s;
-        int r = store_task_succeeded_cpu(cs->store, t->t.id, &cpu_s);
+        char id[TASK_ID_MAX];
+        int r = store_task_succeeded_cpu(cs->store, entry_id(rec->job, t, id), &cpu_s);
         if (r <= 0)
                 return r == -ENOENT ? 0 : r;
         e->finished_s += cpu_s;
-        if (!e->served_changed && joblist_add(&cs->served, t->t.job) < 0)
+        if (!e->served_changed && joblist_add(&cs->served, rec->job) < 0)
                 return -ENOMEM;
         e->served_changed = true;
         return 0;
@@ -1372,12 +1434,14 @@ static int phases_served(ClusterSched *cs) {
         return r;
 }
 
-static int id_take(ClusterSched *cs, size_t *ret) {
+static int id_take(ClusterSched *cs, uint32_t *ret) {
         if (cs->n_free > 0) {
                 *ret = cs->free_ids[--cs->n_free];
                 return 0;
         }
-        size_t *p = realloc(cs->free_ids, (cs->n_ids + 1) * sizeof(size_t));
+        if (cs->n_ids >= UINT32_MAX - 1) /* the scheduler's limit (sched_task_set()) */
+                return -E2BIG;
+        uint32_t *p = realloc(cs->free_ids, (cs->n_ids + 1) * sizeof(uint32_t));
         if (!p)
                 return -ENOMEM;
         cs->free_ids = p; /* room for every id to come back */
@@ -1386,11 +1450,11 @@ static int id_take(ClusterSched *cs, size_t *ret) {
                 return -ENOMEM;
         cs->by_id = q;
         cs->by_id[cs->n_ids] = NULL;
-        *ret = cs->n_ids++;
+        *ret = (uint32_t) cs->n_ids++;
         return 0;
 }
 
-static void id_give_back(ClusterSched *cs, size_t id) {
+static void id_give_back(ClusterSched *cs, uint32_t id) {
         cs->by_id[id] = NULL;
         cs->free_ids[cs->n_free++] = id;
 }
@@ -1440,8 +1504,8 @@ static void rec_recount(ClusterSched *cs, JobRec *rec) {
         cs->n_pending -= rec->n_pending;
         rec->n_running = rec->n_pending = 0;
         for (size_t i = 0; i < rec->n_tasks; i++) {
-                rec->n_running += rec->tasks[i].told.state == SCHED_TASK_RUNNING;
-                rec->n_pending += rec->tasks[i].told.state == SCHED_TASK_PENDING;
+                rec->n_running += rec->tasks[i].told_state == SCHED_TASK_RUNNING;
+                rec->n_pending += rec->tasks[i].told_state == SCHED_TASK_PENDING;
         }
         cs->n_pending += rec->n_pending;
         running_set(cs, rec);
@@ -1453,7 +1517,68 @@ static void entry_forget(ClusterSched *cs, TaskEntry *e) {
         id_give_back(cs, e->id);
         if (e->cpu_weight != 0)
                 cs->n_weighted--;
-        store_task_done(&e->t);
+        placed_free(&e->placed);
+}
+
+/* The store's row of an entry's task as the store had it when its job was last read: kept
+ * for a placed task; made for a pending one from what the scheduler was told (all a pending
+ * row says), valid until the next placement. */
+static int entry_task(ClusterSched *cs, uint64_t job, const TaskEntry *e, const StoreTask **ret) {
+        if (e->placed) {
+                *ret = e->placed;
+                return 0;
+        }
+        const SchedTask *told = sched_task_get(cs->sched, e->id);
+        if (!told)
+                return -ESTALE;
+        if (cs->n_made == cs->n_made_allocated) {
+                size_t m = MAX(cs->n_made_allocated * 2, (size_t) 16);
+                StoreTask **p = realloc(cs->made, m * sizeof(StoreTask *));
+                if (!p)
+                        return -ENOMEM;
+                cs->made = p;
+                cs->n_made_allocated = m;
+        }
+        char id[TASK_ID_MAX];
+        _cleanup_free_ StoreTask *t = malloc(sizeof(StoreTask));
+        if (!t)
+                return -ENOMEM;
+        *t = (StoreTask) {
+                .id = strdup(entry_id(job, e, id)),
+                .job = job,
+                .phase = e->phase,
+                .index = e->index,
+                .attempt = e->attempt,
+                .state = TASK_PENDING,
+                .cpu_cores = told->cpu_cores,
+                .memory_bytes = told->memory_bytes,
+                .started_ms = -1,
+                .lost_cpu_s = told->lost_s,
+        };
+        if (!t->id)
+                return -ENOMEM;
+        *ret = cs->made[cs->n_made++] = TAKE_PTR(t);
+        return 0;
+}
+
+/* An entry against a task of the same job, in FIFO order. */
+static int entry_cmp(const TaskEntry *e, const StoreTask *t) {
+        return task_cmp(&(StoreTask) { .job = t->job, .phase = e->phase, .index = e->index, .attempt = e->attempt }, t);
+}
+
+/* Keeps the store's row of a task that is not pending (taken over), lets go of a pending one's. */
+static int entry_keep_row(TaskEntry *e, StoreTask *t) {
+        if (t->state == TASK_PENDING) {
+                store_task_done(t);
+                *t = (StoreTask) {};
+                return 0;
+        }
+        e->placed = malloc(sizeof(StoreTask));
+        if (!e->placed)
+                return -ENOMEM;
+        *e->placed = *t;
+        *t = (StoreTask) {};
+        return 0;
 }
 
 /* Tells the scheduler what changed among one job's tasks: the store's list now (tasks, with
@@ -1476,7 +1601,7 @@ static int job_tasks_merge(ClusterSched *cs, uint64_t job, StoreTask *tasks, con
         int r = 0;
         size_t i = 0, k = 0, m = 0;
         while (r >= 0 && (i < rec->n_tasks || k < n)) {
-                int c = i >= rec->n_tasks ? 1 : k >= n ? -1 : task_cmp(&rec->tasks[i].t, &tasks[k]);
+                int c = i >= rec->n_tasks ? 1 : k >= n ? -1 : entry_cmp(&rec->tasks[i], &tasks[k]);
                 if (c < 0) { /* gone: ended, lost, or no longer placeable */
                         r = task_gone(cs, rec, &rec->tasks[i]);
                         entry_forget(cs, &rec->tasks[i++]);
@@ -1487,26 +1612,28 @@ static int job_tasks_merge(ClusterSched *cs, uint64_t job, StoreTask *tasks, con
                 TaskEntry *e = &next[m];
                 bool tell = c > 0;
                 if (c > 0) {
-                        *e = (TaskEntry) {};
+                        *e = (TaskEntry) { .index = tasks[k].index, .attempt = tasks[k].attempt,
+                                           .phase = (uint8_t) tasks[k].phase };
                         r = id_take(cs, &e->id);
                         if (r < 0)
                                 break;
                 } else {
                         *e = rec->tasks[i++];
-                        store_task_done(&e->t);
-                        tell = !task_same(&e->told, &views[k]);
+                        placed_free(&e->placed);
+                        const SchedTask *told = sched_task_get(cs->sched, e->id);
+                        tell = !told || !task_same(told, &views[k]);
                 }
-                e->t = tasks[k];
-                tasks[k] = (StoreTask) {};
                 m++;
-                if (tell) {
-                        /* The store does not keep when a task was frozen: the decision that
-                         * froze it does (a kill bound reads it). */
-                        double frozen_s = e->told.state == SCHED_TASK_SUSPENDED ? e->told.frozen_s : 0;
-                        e->told = views[k];
-                        if (e->told.state == SCHED_TASK_SUSPENDED)
-                                e->told.frozen_s = frozen_s;
-                        r = sched_task_set(cs->sched, e->id, &e->told);
+                r = entry_keep_row(e, &tasks[k]);
+                if (r >= 0 && tell) {
+                        /* The store does not keep when a task was frozen: the scheduler's copy
+                         * does (the decision that froze it set it; a kill bound reads it). */
+                        SchedTask view = views[k];
+                        const SchedTask *told = c == 0 ? sched_task_get(cs->sched, e->id) : NULL;
+                        if (told && told->state == SCHED_TASK_SUSPENDED && view.state == SCHED_TASK_SUSPENDED)
+                                view.frozen_s = told->frozen_s;
+                        e->told_state = (uint8_t) view.state;
+                        r = sched_task_set(cs->sched, e->id, &view);
                 }
                 k++;
         }
@@ -1657,7 +1784,7 @@ static int nodes_same(ClusterSched *cs, const StoreNode *nodes, size_t n_nodes) 
         return 0;
 }
 
-static int weight_add(ClusterSched *cs, size_t *n_w, const TaskEntry *e, const char *node, int64_t weight) {
+static int weight_add(ClusterSched *cs, size_t *n_w, const StoreTask *t, const char *node, int64_t weight) {
         if (*n_w == cs->n_weights_allocated) {
                 size_t m = MAX(cs->n_weights_allocated * 2, (size_t) 16);
                 ClusterSchedWeight *p = realloc(cs->weights, m * sizeof(ClusterSchedWeight));
@@ -1666,7 +1793,7 @@ static int weight_add(ClusterSched *cs, size_t *n_w, const TaskEntry *e, const c
                 cs->weights = p;
                 cs->n_weights_allocated = m;
         }
-        cs->weights[(*n_w)++] = (ClusterSchedWeight) { .task = &e->t, .node = node, .cpu_weight = weight };
+        cs->weights[(*n_w)++] = (ClusterSchedWeight) { .task = t, .node = node, .cpu_weight = weight };
         return 0;
 }
 
@@ -1679,6 +1806,7 @@ int cluster_sched_place(ClusterSched *cs, Store *store, int64_t now_ms, const St
                         const ClusterSchedWeight **ret_weights, size_t *ret_n_weights) {
         double now_s = (double) now_ms / 1000.0;
         cs->touched = true;
+        made_clear(cs);
         int r = sched_set_nodes(cs->sched, pnodes, n_nodes);
         if (r < 0)
                 return r;
@@ -1718,25 +1846,27 @@ int cluster_sched_place(ClusterSched *cs, Store *store, int64_t now_ms, const St
         };
         for (size_t q = 0; q < n_d; q++) {
                 TaskEntry *e = cs->by_id[d[q].task];
-                SchedTask *t = &e->told;
-                JobRec *rec = rec_find(cs, e->t.job);
+                const SchedTask *t = sched_task_get(cs->sched, d[q].task);
+                if (!e || !t)
+                        return -ESTALE;
+                uint64_t job = sched_key_job(t->key);
+                JobRec *rec = rec_find(cs, job);
                 if (rec) {
-                        rec->n_running -= t->state == SCHED_TASK_RUNNING;
+                        rec->n_running -= e->told_state == SCHED_TASK_RUNNING;
                         rec->n_running += after[d[q].verb] == SCHED_TASK_RUNNING;
-                        bool pending = t->state == SCHED_TASK_PENDING;
+                        bool pending = e->told_state == SCHED_TASK_PENDING;
                         rec->n_pending -= pending;
                         cs->n_pending -= pending;
                         running_set(cs, rec);
                 }
-                t->state = after[d[q].verb];
-                t->node = d[q].node;
-                if (d[q].verb == SCHED_START)
-                        t->started_s = now_s;
-                if (d[q].verb == SCHED_FREEZE)
-                        t->frozen_s = now_s;
-                cs->out[q] = (ClusterSchedDecision) { .verb = d[q].verb, .task = &e->t, .node = d[q].node };
+                e->told_state = (uint8_t) after[d[q].verb];
+                const StoreTask *row;
+                r = entry_task(cs, job, e, &row);
+                if (r < 0)
+                        return r;
+                cs->out[q] = (ClusterSchedDecision) { .verb = d[q].verb, .task = row, .node = d[q].node };
                 /* Read its job again next time, whether or not the caller carries it out. */
-                if (joblist_add(&cs->dirty_tasks, e->t.job) < 0)
+                if (joblist_add(&cs->dirty_tasks, job) < 0)
                         cs->full_tasks = true;
         }
 
@@ -1752,19 +1882,24 @@ int cluster_sched_place(ClusterSched *cs, Store *store, int64_t now_ms, const St
                         rec->running_pos = j;
                         for (size_t q = 0; q < rec->n_tasks; q++) {
                                 TaskEntry *e = &rec->tasks[q];
-                                if (e->told.state != SCHED_TASK_RUNNING || e->told.node >= n_nodes)
+                                const SchedTask *t = e->told_state == SCHED_TASK_RUNNING ?
+                                        sched_task_get(cs->sched, e->id) : NULL;
+                                if (!t || t->node >= n_nodes)
                                         continue;
                                 double w = sched_task_cpu_weight(cs->sched, e->id);
                                 int64_t want = w > 0 ? MIN(MAX(llround(100.0 * w), 1LL), 10000LL) : 100;
                                 if (want == (e->cpu_weight ?: 100))
                                         continue;
-                                r = weight_add(cs, &n_w, e, nodes[e->told.node].id, want);
+                                const StoreTask *row;
+                                r = entry_task(cs, rec->job, e, &row);
+                                if (r >= 0)
+                                        r = weight_add(cs, &n_w, row, nodes[t->node].id, want);
                                 if (r < 0)
                                         return r;
                                 /* 0 stands for the default, 100: what n_weighted counts is the rest. */
                                 bool was = e->cpu_weight != 0, is = want != 100;
                                 cs->n_weighted = cs->n_weighted + is - was;
-                                e->cpu_weight = is ? want : 0;
+                                e->cpu_weight = (int16_t) (is ? want : 0);
                         }
                 }
         }

@@ -291,6 +291,10 @@ int sched_task_remove(Sched *s, size_t id) {
         return r;
 }
 
+const SchedTask *sched_task_get(const Sched *s, size_t id) {
+        return sched_task_held(s, id) ? sched_task_at(s, (uint32_t) id) : NULL;
+}
+
 int sched_task_move(Sched *s, uint32_t id, SchedTaskState state, size_t node, double started_s) {
         int r = detach(s, id);
         if (r < 0)

@@ -1493,9 +1493,11 @@ Test(cluster, checkpoint_writes_only_what_moved) {
         cr_assert_leq(written, 2, "%u of %u rows rewritten: only a phase whose tasks run moves otherwise", written, N);
 
         double remaining[N];
+        json_t *estimate[N];
         for (unsigned i = 0; i < N; i++) {
                 json_t *v = sched_view(ids[i], T0 + 20000);
                 remaining[i] = sched_number(v, "virtual_size_s");
+                estimate[i] = json_incref(json_object_get(v, "estimate"));
                 json_decref(v);
         }
         cr_assert_lt(remaining[N - 1], HFSP_S0_DEFAULT * 6 - 1, "they aged");
@@ -1504,6 +1506,9 @@ Test(cluster, checkpoint_writes_only_what_moved) {
                 json_t *v = sched_view(ids[i], T0 + 80000);
                 cr_assert_float_eq(sched_number(v, "virtual_size_s"), remaining[i], 1e-6,
                                    "job %" PRIu64 " resumes where the last checkpoint left it", ids[i]);
+                cr_assert(json_equal(json_object_get(v, "estimate"), estimate[i]),
+                          "job %" PRIu64 ": how its size came about reads the same after a restart", ids[i]);
+                json_decref(estimate[i]);
                 json_decref(v);
         }
 }
@@ -1534,6 +1539,9 @@ Test(cluster, training_refines_initial_size) {
         json_t *est = json_object_get(s, "estimate");
         cr_assert_float_eq(json_number_value(json_object_get(est, "refined_size_s")), 30, 1e-6);
         cr_assert_eq(json_integer_value(json_object_get(est, "refined_from_tasks")), 2);
+        cr_assert_float_eq(json_number_value(json_object_get(est, "initial_size_s")), HFSP_S0_DEFAULT, 1e-9,
+                           "the record keeps S_i as it was set");
+        cr_assert_eq(json_integer_value(json_object_get(est, "initial_ms")), T0);
         json_decref(s);
 
         cr_assert_eq(cluster_checkpoint(cluster, T0 + 5000, true), 0);
@@ -1578,6 +1586,7 @@ Test(cluster, restart_keeps_final_size) {
         json_t *est = json_object_get(s, "estimate");
         cr_assert_float_eq(json_number_value(json_object_get(est, "final_size_s")), 90, 1e-6);
         cr_assert_float_eq(json_number_value(json_object_get(est, "training_mean_task_s")), 12, 1e-6);
+        cr_assert_float_eq(json_number_value(json_object_get(est, "initial_size_s")), HFSP_S0_DEFAULT, 1e-9);
         cr_assert_float_eq(json_number_value(json_object_get(json_array_get(json_object_get(est, "training"), 0),
                                                              "size_s")), 12, 1e-6);
         json_decref(s);
