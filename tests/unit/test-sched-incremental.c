@@ -126,6 +126,7 @@ static void decide_both(World *w, double now) {
                         break;
                 case SCHED_FREEZE:
                         t->t.state = SCHED_TASK_SUSPENDED;
+                        t->t.frozen_s = now; /* as the scheduler keeps it (a kill bound reads it) */
                         break;
                 case SCHED_KILL:
                         t->t.state = SCHED_TASK_PENDING;

@@ -1040,19 +1040,24 @@ Test(sched_preempt, suspend_cannot_free_memory) {
         }
 }
 
+/* preempt_setup() with suspend-kill and the default kill bound on a 3 GiB node, and a third
+ * task of the long job (started at 6) frozen at frozen_s, holding the last GiB. */
+static void frozen_setup(Preempt *p, double frozen_s) {
+        preempt_setup(p, SCHED_PREEMPT_SUSPEND_KILL, 3 * GiB);
+        SchedParams dp = *sched_params(p->s);
+        dp.kill_max_lost_s = SCHED_PARAMS_DEFAULT.kill_max_lost_s;
+        cr_assert_eq(sched_set_params(p->s, &dp), 0);
+        p->tasks[3] = (SchedTask) { .key = 1, .index = 2, .state = SCHED_TASK_SUSPENDED, .node = 0, .cpu_cores = 1,
+                                    .memory_bytes = GiB, .started_s = 6, .frozen_s = frozen_s };
+}
+
 Test(sched_preempt, suspend_kill_kills_a_frozen_task_that_holds_the_memory) {
         /* A 3 GiB node: the long job runs two tasks past the bound and a third, frozen after
          * 1 s of running, holds the last GiB. The short job's task needs that GiB: the frozen
          * task is killed (it loses 1 CPU-second), and no running one. */
         for (int known = 1; known >= 0; known--) {
                 Preempt p;
-                preempt_setup(&p, SCHED_PREEMPT_SUSPEND_KILL, 3 * GiB);
-                SchedParams dp = *sched_params(p.s);
-                dp.kill_max_lost_s = SCHED_PARAMS_DEFAULT.kill_max_lost_s;
-                cr_assert_eq(sched_set_params(p.s, &dp), 0);
-                p.tasks[3] = (SchedTask) { .key = 1, .index = 2, .state = SCHED_TASK_SUSPENDED, .node = 0,
-                                           .cpu_cores = 1, .memory_bytes = GiB, .started_s = 6,
-                                           .frozen_s = known ? 7 : 0 };
+                frozen_setup(&p, known ? 7 : 0);
                 SchedDecision *d;
                 size_t n;
                 cr_assert_eq(sched_decide(p.s, 10, p.nodes, 1, p.tasks, 4, &d, &n), 0);
@@ -1073,12 +1078,7 @@ Test(sched_preempt, suspend_kill_kills_a_frozen_task_that_holds_the_memory) {
          * tiny phase) has waited longer than that (3 s: no; 5 s: yes). */
         for (int k = 0; k < 2; k++) {
                 Preempt p;
-                preempt_setup(&p, SCHED_PREEMPT_SUSPEND_KILL, 3 * GiB);
-                SchedParams dp = *sched_params(p.s);
-                dp.kill_max_lost_s = SCHED_PARAMS_DEFAULT.kill_max_lost_s;
-                cr_assert_eq(sched_set_params(p.s, &dp), 0);
-                p.tasks[3] = (SchedTask) { .key = 1, .index = 2, .state = SCHED_TASK_SUSPENDED, .node = 0,
-                                           .cpu_cores = 1, .memory_bytes = GiB, .started_s = 6, .frozen_s = 10 };
+                frozen_setup(&p, 10);
                 /* The short job as a tiny phase (one task, fewer than t). */
                 cr_assert_eq(sched_job_remove(p.s, 2, 10), 0);
                 cr_assert_eq(sched_job_add(p.s, 2, 10, 1, 1, &(SchedSize) { .kind = SCHED_SIZE_TINY, .size_s = 5 }), 0);
