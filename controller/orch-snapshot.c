@@ -78,6 +78,12 @@ static int find_node(const OrchSnapshot *s, const char *name, size_t *ret) {
         return -ENOENT;
 }
 
+void orch_node_info_set_psi(OrchNodeInfo *info, double psi_cpu, double psi_memory, bool tasks_own_cpu,
+                            bool tasks_own_memory) {
+        info->psi_cpu_some_avg10 = tasks_own_cpu ? 0 : psi_cpu;
+        info->psi_memory_some_avg10 = tasks_own_memory ? 0 : psi_memory;
+}
+
 int orch_snapshot_add_node(OrchSnapshot *s, const OrchNodeInfo *info, size_t *ret_index) {
         size_t unused;
         char *name;

@@ -93,6 +93,14 @@ static inline void orch_snapshot_freep(OrchSnapshot **s) {
                 orch_snapshot_free(*s);
 }
 
+/* Sets the node's pressure the detector judges by, for the controller and cgorch-sim alike: its
+ * /proc/pressure reading (psi_cpu, psi_memory), or 0 for a resource where any of its tasks reports
+ * its own cgroup's PSI (tasks_own_cpu, tasks_own_memory). /proc/pressure also counts work outside
+ * cgorch, which moving limits between cgorch's tasks cannot relieve; the tasks' own PSI and
+ * throttling are then the pressure that counts. */
+void orch_node_info_set_psi(OrchNodeInfo *info, double psi_cpu, double psi_memory, bool tasks_own_cpu,
+                            bool tasks_own_memory);
+
 /* -EINVAL on a missing name or a non-positive capacity, -EEXIST for a second node of a name. */
 int orch_snapshot_add_node(OrchSnapshot *s, const OrchNodeInfo *info, size_t *ret_index);
 /* -EINVAL on bad values (negative limits, progress outside [0, 1], ratios outside [0, 1]),

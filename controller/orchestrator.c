@@ -665,9 +665,8 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
         if (r < 0)
                 return r;
         /* Where a node's tasks report their own PSI, that (and their throttling) is the
-         * pressure the detector judges by: /proc/pressure also counts work outside cgorch,
-         * which moving limits between cgorch's tasks cannot relieve (a shared box read 90%
-         * there while our two tasks read 0.4% and 9%). One pass over the tracks, each finding
+         * pressure the detector judges by (orch_node_info_set_psi(): a shared box read 90% in
+         * /proc/pressure while our two tasks read 0.4% and 9%). One pass over the tracks, each finding
          * its node by binary search (the store lists nodes by id): every loop of an epoch is
          * O(tasks log tasks), since one over all tasks for each task or node took seconds at
          * tens of thousands of tasks and stalled the controller's loop for as long. */
@@ -694,8 +693,8 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
                 };
                 for (size_t k = 0; k < o->n_nodes; k++)
                         if (streq(o->nodes[k].name, nodes[i].id)) {
-                                info.psi_cpu_some_avg10 = own_cpu[i] ? 0 : o->nodes[k].psi_cpu;
-                                info.psi_memory_some_avg10 = own_memory[i] ? 0 : o->nodes[k].psi_memory;
+                                orch_node_info_set_psi(&info, o->nodes[k].psi_cpu, o->nodes[k].psi_memory,
+                                                       own_cpu[i], own_memory[i]);
                         }
                 r = orch_snapshot_add_node(snap, &info, NULL);
         }

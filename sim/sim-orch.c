@@ -79,14 +79,17 @@ int sim_orch_epoch(Engine *e, double now_s) {
                 Node *node = &e->nodes[k];
                 char name[32];
                 snprintf(name, sizeof name, "n%zu", k);
-                /* PSI some: the share of the epoch in which some task on the node waited. */
                 OrchNodeInfo ni = {
                         .name = name,
                         .capacity_cpus = node->spec.cpus,
                         .capacity_memory_bytes = (uint64_t) node->spec.memory_bytes,
-                        .psi_cpu_some_avg10 = MIN(100.0 * node->ep_cpu_some_s / epoch, 100.0),
-                        .psi_memory_some_avg10 = MIN(100.0 * node->ep_memory_some_s / epoch, 100.0),
                 };
+                /* PSI some: the share of the epoch in which some task on the node waited; left out,
+                 * as the controller leaves it out, where the node has tasks: each reports its own
+                 * (a suspended one too, as a frozen cgroup's agent samples do). */
+                orch_node_info_set_psi(&ni, MIN(100.0 * node->ep_cpu_some_s / epoch, 100.0),
+                                       MIN(100.0 * node->ep_memory_some_s / epoch, 100.0), node->n_tasks > 0,
+                                       node->n_tasks > 0);
                 node->ep_cpu_some_s = node->ep_memory_some_s = 0;
                 r = orch_snapshot_add_node(s, &ni, NULL);
                 if (r < 0)

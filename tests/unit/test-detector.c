@@ -233,6 +233,24 @@ Test(detector, bad_input) {
         cr_assert_eq(orch_snapshot_add_window(s, i + 1, 40, 1, 1), -ERANGE);
 }
 
+/* The node's /proc/pressure counts for a resource only where none of its tasks reports its own
+ * PSI for it, in the controller and cgorch-sim alike. */
+Test(detector, node_psi_only_where_tasks_report_none) {
+        OrchNodeInfo n = { .name = "n1", .capacity_cpus = 1, .capacity_memory_bytes = 1 };
+
+        orch_node_info_set_psi(&n, 90, 40, false, false);
+        cr_assert_float_eq(n.psi_cpu_some_avg10, 90, 1e-9);
+        cr_assert_float_eq(n.psi_memory_some_avg10, 40, 1e-9);
+        orch_node_info_set_psi(&n, 90, 40, true, false);
+        cr_assert_float_eq(n.psi_cpu_some_avg10, 0, 1e-9, "its tasks' own CPU PSI counts instead");
+        cr_assert_float_eq(n.psi_memory_some_avg10, 40, 1e-9);
+        orch_node_info_set_psi(&n, 90, 40, false, true);
+        cr_assert_float_eq(n.psi_cpu_some_avg10, 90, 1e-9);
+        cr_assert_float_eq(n.psi_memory_some_avg10, 0, 1e-9, "its tasks' own memory PSI counts instead");
+        cr_assert_str_eq(n.name, "n1");
+        cr_assert_float_eq(n.capacity_cpus, 1, 1e-9, "the rest untouched");
+}
+
 /* On a node whose CPU quotas sum to its CPUs, a task below a quota it neither nears nor is
  * throttled by is not short of CPU quota, even stalled (work outside cgorch): 1.0.0.0 holds 0.6,
  * uses 0.3 of its expected 0.6, its own CPU PSI 30%. Next to 2.0.0.0, pinned at 0.4, it is the
