@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <inttypes.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -46,10 +47,23 @@ static const TraceRow overrun_trace[] = {
         { 0, 1, 0, 5, 0.5 }, { 3.31, 2, 0, 5, 0.25 }, { 3.31, 2, 0, 30, 0.5 }, { 4.47, 3, 0, 6, 1.3 },
 };
 
+/* Memory short: 1 GiB tasks on a node of 3 GiB. Job 1 gives the size history a task of 0.5 s,
+ * so job 3 (one task) outranks job 2 (four tasks of 20 s) and freezes one of its tasks at 5 s,
+ * after 4 CPU-seconds (past the kill bound of 2). The frozen task and the two running ones hold
+ * all the memory when job 4 (one task) arrives at 6 s: under suspend-kill it waits until it has
+ * waited longer than the frozen task ran, and at job 5's arrival (11.5 s) the frozen task is
+ * killed, a running one of job 2 frozen, and job 4 started. */
+static const TraceRow frozen_memory_trace[] = {
+        { 0, 1, 0, 1, 0.5 }, { 1, 2, 0, 4, 20 }, { 5, 3, 0, 1, 20 }, { 6, 4, 0, 1, 1 }, { 11.5, 5, 0, 1, 1 },
+};
+
 #define N_JOBS_MAX 16
 static const TraceRow *trace;
 static size_t n_trace;
 static unsigned n_jobs;
+/* What every task asks for and what the node has. */
+static uint64_t task_memory_bytes = 64 * MiB, node_memory_bytes = 4 * GiB;
+static unsigned n_kills; /* kills the fake agent carried out */
 
 static void use_trace(const TraceRow *rows, size_t n) {
         trace = rows;
@@ -63,8 +77,9 @@ static SimWorkload sim_trace(void) {
         size_t k = (size_t) snprintf(text, sizeof text,
                                      "arrival_s,job,phase,tasks,work_s,cpu_request,memory_request,cpu_demand,memory_ws\n");
         for (size_t i = 0; i < n_trace; i++)
-                k += (size_t) snprintf(text + k, sizeof text - k, "%g,%u,%u,%u,%g,1,64M,1,32M\n", trace[i].arrival_s,
-                                       trace[i].job, trace[i].phase, trace[i].tasks, trace[i].work_s);
+                k += (size_t) snprintf(text + k, sizeof text - k, "%g,%u,%u,%u,%g,1,%" PRIu64 ",1,%" PRIu64 "\n",
+                                       trace[i].arrival_s, trace[i].job, trace[i].phase, trace[i].tasks,
+                                       trace[i].work_s, task_memory_bytes, task_memory_bytes / 2);
         SimWorkload w = { 0 };
         char error[256] = "";
         FILE *f = fmemopen(text, strlen(text), "r");
@@ -79,7 +94,7 @@ static SimWorkload sim_trace(void) {
 typedef struct Run {
         char id[TASK_ID_MAX];
         double left_s;
-        bool frozen, ended;
+        bool frozen, killed, ended;
 } Run;
 
 typedef struct Fake {
@@ -114,7 +129,15 @@ static bool beat(Fake *f, double now_s) {
                 Run *r = &f->runs[i];
                 if (r->ended)
                         continue;
-                if (r->left_s <= 1e-9) {
+                if (r->killed) {
+                        /* Gone, as the agent reports a task it killed: what it ran is lost. */
+                        TaskId id;
+                        cr_assert_eq(task_id_parse(r->id, &id), 0);
+                        double ran = task_work(&id) - r->left_s;
+                        reports[n++] = (TaskReport) { .id = r->id, .state = TASK_FAILED, .has_exit = true,
+                                                      .exit = { .signal = SIGKILL, .cpu_s = ran, .wall_s = ran } };
+                        r->ended = true;
+                } else if (r->left_s <= 1e-9) {
                         TaskId id;
                         cr_assert_eq(task_id_parse(r->id, &id), 0);
                         double work = task_work(&id);
@@ -126,7 +149,7 @@ static bool beat(Fake *f, double now_s) {
         }
         Heartbeat hb = {
                 .node = (char *) "n1", .boot_id = (char *) "boot-1", .seq = ++f->seq, .cgroup_mode = (char *) "hybrid",
-                .capacity_cpus = 2, .capacity_memory_bytes = 4 * GiB,
+                .capacity_cpus = 2, .capacity_memory_bytes = node_memory_bytes,
                 .node_sample = { .time_ms = T0 + llround(now_s * 1000), .memory_available_bytes = 2 * GiB },
                 .tasks = reports, .n_tasks = n, .acks = f->acks, .n_acks = f->n_acks,
         };
@@ -167,7 +190,11 @@ static bool beat(Fake *f, double now_s) {
                         r->frozen = a->type == ACTION_FREEZE;
                         break;
                 case ACTION_KILL:
-                        cr_assert_fail("no kill expected");
+                        cr_assert_not_null(r);
+                        if (!r->killed) {
+                                r->killed = changed = true;
+                                n_kills++;
+                        }
                         break;
                 default:
                         break;
@@ -214,8 +241,8 @@ static void run_controller(SchedPolicy policy, SchedPreemption preemption, doubl
                                         tasks += trace[p].tasks;
                                 k += (size_t) snprintf(body + k, sizeof body - k,
                                                        "%s{\"tasks\": %u, \"argv\": [\"burn\"], \"cpu_cores\": 1,"
-                                                       " \"memory_bytes\": 67108864}",
-                                                       phase > 0 ? ", " : "", tasks);
+                                                       " \"memory_bytes\": %" PRIu64 "}",
+                                                       phase > 0 ? ", " : "", tasks, task_memory_bytes);
                         }
                         snprintf(body + k, sizeof body - k, "]}");
                         json_t *b = json_loads(body, 0, NULL), *job = NULL;
@@ -233,12 +260,12 @@ static void run_controller(SchedPolicy policy, SchedPreemption preemption, doubl
                 (void) beat(&f, now); /* the acks of the last actions */
                 double t = next < n_trace ? trace[next].arrival_s : INFINITY;
                 for (size_t i = 0; i < f.n_runs; i++)
-                        if (!f.runs[i].ended && !f.runs[i].frozen)
+                        if (!f.runs[i].ended && !f.runs[i].frozen && !f.runs[i].killed)
                                 t = MIN(t, now + f.runs[i].left_s);
                 if (t == INFINITY)
                         break;
                 for (size_t i = 0; i < f.n_runs; i++)
-                        if (!f.runs[i].ended && !f.runs[i].frozen)
+                        if (!f.runs[i].ended && !f.runs[i].frozen && !f.runs[i].killed)
                                 f.runs[i].left_s -= t - now;
                 now = t;
         }
@@ -251,7 +278,7 @@ static void run_controller(SchedPolicy policy, SchedPreemption preemption, doubl
 
 static void run_sim(SimPolicy policy, SimPreemption preemption, double ends[N_JOBS_MAX]) {
         SimWorkload w = sim_trace();
-        SimNodeSpec node = { .cpus = 2, .memory_bytes = 4.0 * GiB, .speed = 1 };
+        SimNodeSpec node = { .cpus = 2, .memory_bytes = (double) node_memory_bytes, .speed = 1 };
         SimParams p = SIM_PARAMS_DEFAULT;
         p.policy = policy;
         p.preemption = preemption;
@@ -303,4 +330,14 @@ Test(sim_controller, overrun_estimate) {
         /* wait: with suspend, job 3's arrival preempts twice at that instant in the simulator
          * (it decides again after a freeze), once in the controller (until the next event). */
         same_ends(SIM_POLICY_HFSP, SCHED_HFSP, SIM_PREEMPT_WAIT, SCHED_PREEMPT_WAIT);
+}
+
+Test(sim_controller, suspend_kill_kills_a_frozen_task) {
+        log_set_max_level(LOG_WARNING);
+        use_trace(frozen_memory_trace, ELEMENTSOF(frozen_memory_trace));
+        task_memory_bytes = GiB;
+        node_memory_bytes = 3 * GiB;
+        n_kills = 0;
+        same_ends(SIM_POLICY_HFSP, SCHED_HFSP, SIM_PREEMPT_SUSPEND_KILL, SCHED_PREEMPT_SUSPEND_KILL);
+        cr_assert_eq(n_kills, 1, "the controller killed %u tasks", n_kills);
 }
