@@ -651,122 +651,102 @@ static void explain_standing(Balance *b, const Receiver *x, OrchResource r) {
         }
 }
 
-static int balance_resource(Balance *b, OrchResource r) {
-        _cleanup_free_ Receiver *rc = NULL;
-        _cleanup_free_ Donor *dn = NULL;
-        _cleanup_free_ Piece *pieces = NULL;
-        _cleanup_free_ double *headroom = NULL, *taken = NULL;
-        size_t n_rc = 0, n_dn = 0, n_pieces;
+/* A task short of r: a receiver, with its standing (whether it may be raised now) and, where
+ * it has a limit, the estimator's need and the target one epoch's step may reach. */
+static int receiver_init(Balance *b, OrchResource r, size_t t, Receiver *x) {
+        const OrchTask *task = &b->s->tasks[t];
+        double alloc = orch_task_allocation(task, r), use = orch_task_usage(task, r);
+
+        *x = (Receiver) { .task = t, .finding = b->short_f[r][t], .alloc = alloc, .use = use,
+                          .blocker = ORCH_NO_TASK, .first_donor = ORCH_NO_TASK };
+        if (alloc <= 0)
+                x->standing = STANDING_STUCK;
+        else if (b->entries[t].short_streak[r] < b->p->hysteresis_epochs)
+                x->standing = STANDING_WAITING;
+        else if (cooling(b, t, r))
+                x->standing = STANDING_COOLING;
+        else if (r == ORCH_CPU && use < ORCH_CPU_BINDING_USE * alloc &&
+                 task->info.throttled_ratio < ORCH_CPU_BINDING_THROTTLED)
+                x->standing = STANDING_NOT_BINDING;
+        if (alloc <= 0)
+                return 0;
+        int k = estimate(b, t, r, true, x->finding, alloc, &x->need);
+        if (k < 0)
+                return k;
+        x->alpha = x->need / alloc;
+        x->target = MIN(MIN(x->need, ceiling_of(b, task->node, r)), alloc + max_step(b, r));
+        if (x->standing == STANDING_ELIGIBLE && x->target - alloc < min_change(b, r))
+                x->standing = alloc >= ceiling_of(b, task->node, r) ? STANDING_STUCK : STANDING_SATISFIED;
+        return 0;
+}
+
+/* A hog of r: a donor if it may be cut now and has something above its floor to give
+ * (returns 1), else its finding says why not (returns 0). */
+static int donor_init(Balance *b, OrchResource r, size_t t, Donor *d) {
+        const OrchTask *task = &b->s->tasks[t];
+        const OrchFinding *hf = b->hog_f[r][t];
+        double alloc = orch_task_allocation(task, r), use = orch_task_usage(task, r);
         unsigned k_epochs = b->p->hysteresis_epochs;
-        char a[32], c[32], e[32], h[32];
-        int k;
+        char limit[32], floor[32], need[32];
 
-        rc = calloc(MAX(b->s->n_tasks, (size_t) 1), sizeof(Receiver));
-        dn = calloc(MAX(b->s->n_tasks, (size_t) 1), sizeof(Donor));
-        headroom = calloc(MAX(b->s->n_nodes, (size_t) 1), sizeof(double));
-        taken = calloc(MAX(b->s->n_tasks, (size_t) 1), sizeof(double));
-        if (!rc || !dn || !headroom || !taken)
-                return -ENOMEM;
-
-        for (size_t t = 0; t < b->s->n_tasks; t++) {
-                const OrchTask *task = &b->s->tasks[t];
-                double alloc = orch_task_allocation(task, r), use = orch_task_usage(task, r);
-
-                if (b->short_f[r][t]) {
-                        Receiver *x = &rc[n_rc++];
-
-                        *x = (Receiver) { .task = t, .finding = b->short_f[r][t], .alloc = alloc, .use = use,
-                                          .blocker = ORCH_NO_TASK, .first_donor = ORCH_NO_TASK };
-                        if (alloc <= 0)
-                                x->standing = STANDING_STUCK;
-                        else if (b->entries[t].short_streak[r] < k_epochs)
-                                x->standing = STANDING_WAITING;
-                        else if (cooling(b, t, r))
-                                x->standing = STANDING_COOLING;
-                        else if (r == ORCH_CPU && use < ORCH_CPU_BINDING_USE * alloc &&
-                                 task->info.throttled_ratio < ORCH_CPU_BINDING_THROTTLED)
-                                x->standing = STANDING_NOT_BINDING;
-                        if (alloc <= 0)
-                                continue;
-                        k = estimate(b, t, r, true, x->finding, alloc, &x->need);
-                        if (k < 0)
-                                return k;
-                        x->alpha = x->need / alloc;
-                        x->target = MIN(MIN(x->need, ceiling_of(b, task->node, r)), alloc + max_step(b, r));
-                        if (x->standing == STANDING_ELIGIBLE && x->target - alloc < min_change(b, r))
-                                x->standing = alloc >= ceiling_of(b, task->node, r) ? STANDING_STUCK : STANDING_SATISFIED;
-                } else if (b->hog_f[r][t]) {
-                        const OrchFinding *hf = b->hog_f[r][t];
-                        Donor *d = &dn[n_dn];
-
-                        if (alloc <= 0) {
-                                explain(b, hf, ORCH_OUTCOME_UNLIMITED, "%s has no %s limit to lower", task->id,
-                                        orch_resource_to_string(r));
-                                continue;
-                        }
-                        if (b->entries[t].hog_streak[r] < k_epochs) {
-                                explain(b, hf, ORCH_OUTCOME_HYSTERESIS,
-                                        "hogging %s for %u epoch(s) in a row, acted on after %u", orch_resource_to_string(r),
-                                        b->entries[t].hog_streak[r], k_epochs);
-                                continue;
-                        }
-                        if (cooling(b, t, r)) {
-                                explain(b, hf, ORCH_OUTCOME_COOLDOWN,
-                                        "its %s limit changed %" PRIu64 " epoch(s) ago; left alone for %u after a change",
-                                        orch_resource_to_string(r), b->epoch - b->entries[t].changed_epoch[r],
-                                        b->p->cooldown_epochs);
-                                continue;
-                        }
-
-                        *d = (Donor) { .task = t, .finding = b->hog_f[r][t], .alloc = alloc, .use = use,
-                                       .first_for = ORCH_NO_TASK };
-                        k = estimate(b, t, r, false, d->finding, alloc, &d->need);
-                        if (k < 0)
-                                return k;
-                        /* A hog's own history shows what it grabbed, not what it needs: what its
-                         * peers use or what it was expected to use bounds that (memory: never
-                         * below use + margin, already in need). */
-                        if (r == ORCH_CPU && (d->finding->basis == ORCH_BASIS_PEERS || d->finding->basis == ORCH_BASIS_EXPECTED))
-                                d->need = MIN(d->need, d->finding->reference);
-                        d->alpha = d->need / alloc;
-                        d->floor = MAX(d->need, floor_of(b, r));
-                        /* Only what it does not use, with room for its bursts. */
-                        if (r == ORCH_CPU)
-                                d->floor = MAX(d->floor, use * (1 + b->p->cpu_margin_fraction));
-                        /* Memory never below the limit it was given (its request): without swap a
-                         * task that later grows back would be OOM-killed where its static limit
-                         * would have held. Only what it was raised above it can be taken back. */
-                        if (r == ORCH_MEMORY)
-                                d->floor = MAX(d->floor, (double) b->s->tasks[t].info.expected_memory_bytes);
-                        d->give = quantize_down(MIN(max_step(b, r), alloc - d->floor), r);
-                        if (d->give > 0)
-                                n_dn++;
-                        else
-                                explain(b, hf, ORCH_OUTCOME_AT_FLOOR, "nothing to give: its limit %s is at its floor %s "
-                                        "(%s estimates %s)", amount(r, alloc, a), amount(r, d->floor, c),
-                                        orch_estimator_to_string(b->p->estimator), amount(r, d->need, e));
-                }
+        if (alloc <= 0) {
+                explain(b, hf, ORCH_OUTCOME_UNLIMITED, "%s has no %s limit to lower", task->id,
+                        orch_resource_to_string(r));
+                return 0;
         }
-        qsort(rc, n_rc, sizeof(Receiver), compare_receivers);
+        if (b->entries[t].hog_streak[r] < k_epochs) {
+                explain(b, hf, ORCH_OUTCOME_HYSTERESIS, "hogging %s for %u epoch(s) in a row, acted on after %u",
+                        orch_resource_to_string(r), b->entries[t].hog_streak[r], k_epochs);
+                return 0;
+        }
+        if (cooling(b, t, r)) {
+                explain(b, hf, ORCH_OUTCOME_COOLDOWN,
+                        "its %s limit changed %" PRIu64 " epoch(s) ago; left alone for %u after a change",
+                        orch_resource_to_string(r), b->epoch - b->entries[t].changed_epoch[r], b->p->cooldown_epochs);
+                return 0;
+        }
 
-        size_t max_pieces = n_rc * (n_dn + 1) + 1;
-        pieces = calloc(max_pieces, sizeof(Piece));
-        if (!pieces)
-                return -ENOMEM;
+        *d = (Donor) { .task = t, .finding = hf, .alloc = alloc, .use = use, .first_for = ORCH_NO_TASK };
+        int k = estimate(b, t, r, false, d->finding, alloc, &d->need);
+        if (k < 0)
+                return k;
+        /* A hog's own history shows what it grabbed, not what it needs: what its peers use or
+         * what it was expected to use bounds that (memory: never below use + margin, already in
+         * need). */
+        if (r == ORCH_CPU && (d->finding->basis == ORCH_BASIS_PEERS || d->finding->basis == ORCH_BASIS_EXPECTED))
+                d->need = MIN(d->need, d->finding->reference);
+        d->alpha = d->need / alloc;
+        d->floor = MAX(d->need, floor_of(b, r));
+        /* Only what it does not use, with room for its bursts. */
+        if (r == ORCH_CPU)
+                d->floor = MAX(d->floor, use * (1 + b->p->cpu_margin_fraction));
+        /* Memory never below the limit it was given (its request): without swap a task that
+         * later grows back would be OOM-killed where its static limit would have held. Only
+         * what it was raised above it can be taken back. */
+        if (r == ORCH_MEMORY)
+                d->floor = MAX(d->floor, (double) task->info.expected_memory_bytes);
+        d->give = quantize_down(MIN(max_step(b, r), alloc - d->floor), r);
+        if (d->give > 0)
+                return 1;
+        explain(b, hf, ORCH_OUTCOME_AT_FLOOR, "nothing to give: its limit %s is at its floor %s (%s estimates %s)",
+                amount(r, alloc, limit), amount(r, d->floor, floor), orch_estimator_to_string(b->p->estimator),
+                amount(r, d->need, need));
+        return 0;
+}
 
-        /* Fund, drop the raises that cannot help, fund again without them: each round drops at
-         * least one, and a dropped raise only frees capacity on its own node, which cannot
-         * unblock a peer on another node. */
+/* Fund, drop the raises that cannot help, fund again without them: each round drops at least
+ * one, and a dropped raise only frees capacity on its own node, which cannot unblock a peer on
+ * another node. Returns the pieces of funding of the last round. */
+static size_t fund_useful(Balance *b, OrchResource r, Receiver *rc, size_t n_rc, Donor *dn, size_t n_dn,
+                          double *headroom, Piece *pieces) {
         for (;;) {
                 bool dropped = false;
+                size_t n_pieces = fund(b, r, rc, n_rc, dn, n_dn, headroom, pieces);
 
-                n_pieces = fund(b, r, rc, n_rc, dn, n_dn, headroom, pieces);
                 for (size_t i = 0; i < n_rc; i++) {
-                        size_t u;
-
                         if (!rc[i].funded)
                                 continue;
-                        u = blocking_peer(b, r, rc, n_rc, &rc[i]);
+                        size_t u = blocking_peer(b, r, rc, n_rc, &rc[i]);
                         if (u == ORCH_NO_TASK)
                                 continue;
                         /* Keep what free capacity funds; drop the rest (or all, when that was all). */
@@ -778,26 +758,86 @@ static int balance_resource(Balance *b, OrchResource r) {
                         dropped = true;
                 }
                 if (!dropped)
-                        break;
+                        return n_pieces;
         }
+}
 
-        OrchVerdict verdict = b->p->dry_run ? ORCH_VERDICT_DRY_RUN : ORCH_VERDICT_APPLY;
-        for (size_t k2 = 0; k2 < n_pieces; k2++)
-                if (pieces[k2].donor != ORCH_NO_TASK) {
-                        taken[pieces[k2].donor] += pieces[k2].amount;
-                        if (dn[pieces[k2].donor].first_for == ORCH_NO_TASK)
-                                dn[pieces[k2].donor].first_for = rc[pieces[k2].receiver].task;
-                }
+static void mark_changed(Balance *b, size_t t, OrchResource r) {
+        if (b->p->dry_run)
+                return;
+        b->entries[t].changed[r] = true;
+        b->entries[t].changed_epoch[r] = b->epoch;
+}
 
+/* A funded raise: the decision applied (or, in dry-run, recorded). */
+static void decide_raise(Balance *b, OrchResource r, const Receiver *x, const Donor *dn, OrchDecision *d) {
+        const OrchTask *task = &b->s->tasks[x->task];
+        char old[32], new[32], need[32], headroom[32];
+
+        d->verdict = b->p->dry_run ? ORCH_VERDICT_DRY_RUN : ORCH_VERDICT_APPLY;
+        d->new_value = x->alloc + x->granted;
+        d->peer = x->first_donor == ORCH_NO_TASK ? ORCH_NO_TASK : dn[x->first_donor].task;
+        fill_limits(b, d);
+        set_reason(d->reason, sizeof(d->reason), "raise %s %s %s -> %s (%s estimates %s; %s of it from node headroom%s%s): %s",
+                   task->id, orch_resource_to_string(r), amount(r, x->alloc, old), amount(r, d->new_value, new),
+                   orch_estimator_to_string(b->p->estimator), amount(r, x->need, need),
+                   amount(r, x->from_headroom, headroom), d->peer != ORCH_NO_TASK ? ", the rest from " : "",
+                   d->peer != ORCH_NO_TASK ? b->s->tasks[d->peer].id : "", x->finding->reason);
+        mark_changed(b, x->task, r);
+        explain(b, x->finding, b->p->dry_run ? ORCH_OUTCOME_DRY_RUN : ORCH_OUTCOME_CHANGED, "%s %s -> %s",
+                b->p->dry_run ? "would raise" : "raised", amount(r, x->alloc, old), amount(r, d->new_value, new));
+}
+
+/* A raise global coordination dropped (Sec. II-B): a peer of its job phase elsewhere stays
+ * short, so this raise cannot speed the job up. */
+static void decide_coordinated(Balance *b, OrchResource r, const Receiver *x, OrchDecision *d) {
+        const OrchTask *task = &b->s->tasks[x->task], *blocker = &b->s->tasks[x->blocker];
+        char target[32];
+
+        d->verdict = ORCH_VERDICT_SKIPPED;
+        d->peer = x->blocker;
+        set_reason(d->reason, sizeof(d->reason),
+                   "not raising %s %s: it cannot speed up job %" PRIu64 " phase %u, whose task %s on node %s stays short of it (%s)",
+                   task->id, orch_resource_to_string(r), task->info.job, task->info.phase, blocker->id,
+                   blocker->info.node, b->short_f[r][x->blocker]->reason);
+        explain(b, x->finding, ORCH_OUTCOME_COORDINATION,
+                "not raised toward %s: task %s of the same job phase on node %s stays short of %s, "
+                "so this raise cannot speed up the job", amount(r, x->target, target), blocker->id, blocker->info.node,
+                orch_resource_to_string(r));
+}
+
+/* A raise its node could not fund. */
+static void decide_unfunded(Balance *b, OrchResource r, const Receiver *x, OrchDecision *d) {
+        const OrchTask *task = &b->s->tasks[x->task];
+        double overcommit = r == ORCH_CPU ? b->p->cpu_overcommit : b->p->memory_overcommit;
+        char target[32], min[32];
+
+        d->verdict = ORCH_VERDICT_SKIPPED;
+        set_reason(d->reason, sizeof(d->reason),
+                   "not raising %s %s toward %s: node %s has no %s to spare (no headroom within overcommit %.2f, no hog to take from)",
+                   task->id, orch_resource_to_string(r), amount(r, x->target, target), task->info.node,
+                   orch_resource_to_string(r), overcommit);
+        if (x->below_min)
+                explain(b, x->finding, ORCH_OUTCOME_BELOW_MIN_CHANGE,
+                        "not raised toward %s: node %s could fund less than the minimum change %s",
+                        amount(r, x->target, target), task->info.node, amount(r, min_change(b, r), min));
+        else
+                explain(b, x->finding, ORCH_OUTCOME_NO_ROOM,
+                        "not raised toward %s: node %s has no %s headroom within overcommit %.2f and no hog to take from",
+                        amount(r, x->target, target), task->info.node, orch_resource_to_string(r), overcommit);
+}
+
+/* What became of each receiver: raised, or a skipped decision that says why not; an
+ * ineligible one only has its finding explained. */
+static int decide_receivers(Balance *b, OrchResource r, const Receiver *rc, size_t n_rc, const Donor *dn) {
         for (size_t i = 0; i < n_rc; i++) {
-                Receiver *x = &rc[i];
-                OrchDecision *d;
+                const Receiver *x = &rc[i];
 
                 if (x->standing != STANDING_ELIGIBLE) {
                         explain_standing(b, x, r);
                         continue;
                 }
-                d = decision_add(b);
+                OrchDecision *d = decision_add(b);
                 if (!d)
                         return -ENOMEM;
                 *d = (OrchDecision) {
@@ -805,90 +845,99 @@ static int balance_resource(Balance *b, OrchResource r) {
                         .new_value = x->alloc, .wanted = x->target, .need = x->need, .alpha = x->alpha,
                         .estimator = b->p->estimator, .evidence = *x->finding, .peer = ORCH_NO_TASK,
                 };
-                if (x->funded) {
-                        d->verdict = verdict;
-                        d->new_value = x->alloc + x->granted;
-                        d->peer = x->first_donor == ORCH_NO_TASK ? ORCH_NO_TASK : dn[x->first_donor].task;
-                        fill_limits(b, d);
-                        set_reason(d->reason, sizeof(d->reason), "raise %s %s %s -> %s (%s estimates %s; %s of it from node headroom%s%s): %s",
-                                 b->s->tasks[x->task].id, orch_resource_to_string(r), amount(r, x->alloc, a),
-                                 amount(r, d->new_value, c), orch_estimator_to_string(b->p->estimator),
-                                 amount(r, x->need, e), amount(r, x->from_headroom, h),
-                                 d->peer != ORCH_NO_TASK ? ", the rest from " : "",
-                                 d->peer != ORCH_NO_TASK ? b->s->tasks[d->peer].id : "", x->finding->reason);
-                        if (!b->p->dry_run) {
-                                b->entries[x->task].changed[r] = true;
-                                b->entries[x->task].changed_epoch[r] = b->epoch;
-                        }
-                        explain(b, x->finding, b->p->dry_run ? ORCH_OUTCOME_DRY_RUN : ORCH_OUTCOME_CHANGED,
-                                "%s %s -> %s", b->p->dry_run ? "would raise" : "raised", amount(r, x->alloc, a),
-                                amount(r, d->new_value, c));
-                } else if (x->useless || x->headroom_only) {
-                        d->verdict = ORCH_VERDICT_SKIPPED;
-                        d->peer = x->blocker;
-                        set_reason(d->reason, sizeof(d->reason),
-                                 "not raising %s %s: it cannot speed up job %" PRIu64 " phase %u, whose task %s on node %s stays short of it (%s)",
-                                 b->s->tasks[x->task].id, orch_resource_to_string(r), b->s->tasks[x->task].info.job,
-                                 b->s->tasks[x->task].info.phase, b->s->tasks[x->blocker].id,
-                                 b->s->tasks[x->blocker].info.node, b->short_f[r][x->blocker]->reason);
-                        explain(b, x->finding, ORCH_OUTCOME_COORDINATION,
-                                "not raised toward %s: task %s of the same job phase on node %s stays short of %s, "
-                                "so this raise cannot speed up the job", amount(r, x->target, a),
-                                b->s->tasks[x->blocker].id, b->s->tasks[x->blocker].info.node, orch_resource_to_string(r));
-                } else {
-                        d->verdict = ORCH_VERDICT_SKIPPED;
-                        set_reason(d->reason, sizeof(d->reason),
-                                 "not raising %s %s toward %s: node %s has no %s to spare (no headroom within overcommit %.2f, no hog to take from)",
-                                 b->s->tasks[x->task].id, orch_resource_to_string(r), amount(r, x->target, a),
-                                 b->s->tasks[x->task].info.node, orch_resource_to_string(r),
-                                 r == ORCH_CPU ? b->p->cpu_overcommit : b->p->memory_overcommit);
-                        if (x->below_min)
-                                explain(b, x->finding, ORCH_OUTCOME_BELOW_MIN_CHANGE,
-                                        "not raised toward %s: node %s could fund less than the minimum change %s",
-                                        amount(r, x->target, a), b->s->tasks[x->task].info.node,
-                                        amount(r, min_change(b, r), c));
-                        else
-                                explain(b, x->finding, ORCH_OUTCOME_NO_ROOM,
-                                        "not raised toward %s: node %s has no %s headroom within overcommit %.2f and no hog to take from",
-                                        amount(r, x->target, a), b->s->tasks[x->task].info.node, orch_resource_to_string(r),
-                                        r == ORCH_CPU ? b->p->cpu_overcommit : b->p->memory_overcommit);
-                }
+                if (x->funded)
+                        decide_raise(b, r, x, dn, d);
+                else if (x->useless || x->headroom_only)
+                        decide_coordinated(b, r, x, d);
+                else
+                        decide_unfunded(b, r, x, d);
         }
+        return 0;
+}
 
+/* What became of each donor: lowered by what the raises took from it, or left alone. */
+static int decide_donors(Balance *b, OrchResource r, const Donor *dn, size_t n_dn, const double *taken) {
         for (size_t i = 0; i < n_dn; i++) {
-                Donor *x = &dn[i];
-                OrchDecision *d;
+                const Donor *x = &dn[i];
+                const OrchTask *task = &b->s->tasks[x->task];
+                char old[32], new[32], need[32], floor[32];
 
                 if (taken[i] <= 0) {
                         explain(b, x->finding, ORCH_OUTCOME_NOT_NEEDED,
                                 "could give %s, but no raise on node %s needed it this epoch (a hog is cut only to fund a raise)",
-                                amount(r, x->give, a), b->s->tasks[x->task].info.node);
+                                amount(r, x->give, old), task->info.node);
                         continue;
                 }
-                d = decision_add(b);
+                OrchDecision *d = decision_add(b);
                 if (!d)
                         return -ENOMEM;
                 *d = (OrchDecision) {
-                        .task = x->task, .resource = r, .verdict = verdict, .raise = false,
-                        .old_value = x->alloc, .new_value = x->alloc - taken[i], .wanted = x->alloc - x->give,
-                        .need = x->need, .alpha = x->alpha, .estimator = b->p->estimator,
-                        .evidence = *x->finding, .peer = x->first_for,
+                        .task = x->task, .resource = r, .verdict = b->p->dry_run ? ORCH_VERDICT_DRY_RUN : ORCH_VERDICT_APPLY,
+                        .raise = false, .old_value = x->alloc, .new_value = x->alloc - taken[i],
+                        .wanted = x->alloc - x->give, .need = x->need, .alpha = x->alpha,
+                        .estimator = b->p->estimator, .evidence = *x->finding, .peer = x->first_for,
                 };
                 fill_limits(b, d);
                 set_reason(d->reason, sizeof(d->reason), "lower %s %s %s -> %s for %s (%s estimates %s, floor %s): %s",
-                         b->s->tasks[x->task].id, orch_resource_to_string(r), amount(r, x->alloc, a),
-                         amount(r, d->new_value, c), b->s->tasks[x->first_for].id,
-                         orch_estimator_to_string(b->p->estimator), amount(r, x->need, e),
-                         amount(r, x->floor, h), x->finding->reason);
-                if (!b->p->dry_run) {
-                        b->entries[x->task].changed[r] = true;
-                        b->entries[x->task].changed_epoch[r] = b->epoch;
-                }
+                           task->id, orch_resource_to_string(r), amount(r, x->alloc, old), amount(r, d->new_value, new),
+                           b->s->tasks[x->first_for].id, orch_estimator_to_string(b->p->estimator),
+                           amount(r, x->need, need), amount(r, x->floor, floor), x->finding->reason);
+                mark_changed(b, x->task, r);
                 explain(b, x->finding, b->p->dry_run ? ORCH_OUTCOME_DRY_RUN : ORCH_OUTCOME_CHANGED, "%s %s -> %s for %s",
-                        b->p->dry_run ? "would lower" : "lowered", amount(r, x->alloc, a), amount(r, d->new_value, c),
+                        b->p->dry_run ? "would lower" : "lowered", amount(r, x->alloc, old), amount(r, d->new_value, new),
                         b->s->tasks[x->first_for].id);
         }
         return 0;
+}
+
+/* One resource's balancing (MROrchestrator Sec. II-B): the tasks short of r are receivers,
+ * its hogs donors; node headroom and what donors give fund the receivers, most starved first;
+ * raises that cannot speed up their job are dropped; then every receiver and donor gets its
+ * decision or its explanation. */
+static int balance_resource(Balance *b, OrchResource r) {
+        _cleanup_free_ Receiver *rc = NULL;
+        _cleanup_free_ Donor *dn = NULL;
+        _cleanup_free_ Piece *pieces = NULL;
+        _cleanup_free_ double *headroom = NULL, *taken = NULL;
+        size_t n_rc = 0, n_dn = 0, n_pieces;
+        int k;
+
+        rc = calloc(MAX(b->s->n_tasks, (size_t) 1), sizeof(Receiver));
+        dn = calloc(MAX(b->s->n_tasks, (size_t) 1), sizeof(Donor));
+        headroom = calloc(MAX(b->s->n_nodes, (size_t) 1), sizeof(double));
+        taken = calloc(MAX(b->s->n_tasks, (size_t) 1), sizeof(double));
+        if (!rc || !dn || !headroom || !taken)
+                return -ENOMEM;
+
+        for (size_t t = 0; t < b->s->n_tasks; t++) {
+                if (b->short_f[r][t]) {
+                        k = receiver_init(b, r, t, &rc[n_rc++]);
+                        if (k < 0)
+                                return k;
+                } else if (b->hog_f[r][t]) {
+                        k = donor_init(b, r, t, &dn[n_dn]);
+                        if (k < 0)
+                                return k;
+                        n_dn += k;
+                }
+        }
+        qsort(rc, n_rc, sizeof(Receiver), compare_receivers);
+
+        pieces = calloc(n_rc * (n_dn + 1) + 1, sizeof(Piece));
+        if (!pieces)
+                return -ENOMEM;
+        n_pieces = fund_useful(b, r, rc, n_rc, dn, n_dn, headroom, pieces);
+        for (size_t i = 0; i < n_pieces; i++) {
+                const Piece *piece = &pieces[i];
+                if (piece->donor == ORCH_NO_TASK)
+                        continue;
+                taken[piece->donor] += piece->amount;
+                if (dn[piece->donor].first_for == ORCH_NO_TASK)
+                        dn[piece->donor].first_for = rc[piece->receiver].task;
+        }
+
+        k = decide_receivers(b, r, rc, n_rc, dn);
+        return k < 0 ? k : decide_donors(b, r, dn, n_dn, taken);
 }
 
 static int task_id_ptr_compare(const void *a, const void *b) {
