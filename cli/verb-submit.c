@@ -134,183 +134,211 @@ static int job_wait(Ctl *ctl, uint64_t id, json_t **ret_job) {
         }
 }
 
-int verb_submit(Ctl *ctl, int argc, char **argv) {
-        enum {
-                ARG_NAME = CTL_OPT_FIRST_LOCAL,
-                ARG_PHASE_NAME,
-                ARG_CWD,
-                ARG_WEIGHT,
-                ARG_PIDS,
-                ARG_NO_CHECK_COMMAND,
-                ARG_ARRAY,
-                ARG_OUTPUT,
-                ARG_ERROR,
-                ARG_TIME,
-                ARG_HOLD,
-                ARG_DEPENDENCY,
-        };
-        static const struct option options[] = {
-                { "tasks", required_argument, NULL, 'n' },
-                { "name", required_argument, NULL, ARG_NAME },
-                { "phase-name", required_argument, NULL, ARG_PHASE_NAME },
-                { "cpus", required_argument, NULL, 'c' },
-                { "memory", required_argument, NULL, 'm' },
-                { "pids", required_argument, NULL, ARG_PIDS },
-                { "user", required_argument, NULL, 'u' },
-                { "cwd", required_argument, NULL, ARG_CWD },
-                { "env", required_argument, NULL, 'e' },
-                { "weight", required_argument, NULL, ARG_WEIGHT },
-                { "output", required_argument, NULL, ARG_OUTPUT },
-                { "error", required_argument, NULL, ARG_ERROR },
-                { "time", required_argument, NULL, ARG_TIME },
-                { "hold", no_argument, NULL, ARG_HOLD },
-                { "dependency", required_argument, NULL, ARG_DEPENDENCY },
-                { "wait", no_argument, NULL, 'w' },
-                { "no-check-command", no_argument, NULL, ARG_NO_CHECK_COMMAND },
-                { "array", required_argument, NULL, ARG_ARRAY },
-                CTL_GLOBAL_OPTIONS,
-                {}
-        };
-        ShortJob s = {
-                .n_tasks = SHORT_JOB_DEFAULT_TASKS,
-                .cpu_cores = SHORT_JOB_DEFAULT_CPUS,
-                .memory_bytes = SHORT_JOB_DEFAULT_MEMORY_BYTES,
-        };
-        _cleanup_strv_free_ char **env = NULL;
-        _cleanup_(json_decrefp) json_t *job = NULL, *answer = NULL;
-        _cleanup_free_ char *user = NULL;
-        bool short_form = false, wait = false, check_command = true;
-        unsigned array = 0;
-        const char *dependency = NULL;
-        const char *source;
+enum {
+        ARG_NAME = CTL_OPT_FIRST_LOCAL,
+        ARG_PHASE_NAME,
+        ARG_CWD,
+        ARG_WEIGHT,
+        ARG_PIDS,
+        ARG_NO_CHECK_COMMAND,
+        ARG_ARRAY,
+        ARG_OUTPUT,
+        ARG_ERROR,
+        ARG_TIME,
+        ARG_HOLD,
+        ARG_DEPENDENCY,
+};
+
+static const struct option submit_options[] = {
+        { "tasks", required_argument, NULL, 'n' },
+        { "name", required_argument, NULL, ARG_NAME },
+        { "phase-name", required_argument, NULL, ARG_PHASE_NAME },
+        { "cpus", required_argument, NULL, 'c' },
+        { "memory", required_argument, NULL, 'm' },
+        { "pids", required_argument, NULL, ARG_PIDS },
+        { "user", required_argument, NULL, 'u' },
+        { "cwd", required_argument, NULL, ARG_CWD },
+        { "env", required_argument, NULL, 'e' },
+        { "weight", required_argument, NULL, ARG_WEIGHT },
+        { "output", required_argument, NULL, ARG_OUTPUT },
+        { "error", required_argument, NULL, ARG_ERROR },
+        { "time", required_argument, NULL, ARG_TIME },
+        { "hold", no_argument, NULL, ARG_HOLD },
+        { "dependency", required_argument, NULL, ARG_DEPENDENCY },
+        { "wait", no_argument, NULL, 'w' },
+        { "no-check-command", no_argument, NULL, ARG_NO_CHECK_COMMAND },
+        { "array", required_argument, NULL, ARG_ARRAY },
+        CTL_GLOBAL_OPTIONS,
+        {}
+};
+
+/* What the command line says: the job in short form (options and a command) or the name of a
+ * job file, and what to do with it. */
+typedef struct SubmitArgs {
+        ShortJob job;
+        char **env;
+        bool short_form, wait, check_command;
+        unsigned array;
+        const char *dependency;
+} SubmitArgs;
+
+static void submit_args_done(SubmitArgs *a) {
+        strv_free(a->env);
+}
+
+/* One option of the job's short form (or --wait, --array, ...) into a. CTL_CONTINUE or an exit
+ * status. */
+static int submit_option(SubmitArgs *a, int c, const char *arg) {
+        ShortJob *s = &a->job;
+        int r;
+
+        switch (c) {
+        case 'n':
+                if (parse_uint(arg, &s->n_tasks) < 0 || s->n_tasks < 1 || s->n_tasks > PROTO_MAX_TASKS_PER_PHASE) {
+                        fprintf(stderr, "cgorchctl: --tasks=%s: must be an integer in [1, %u]\n", arg,
+                                PROTO_MAX_TASKS_PER_PHASE);
+                        return CTL_EXIT_USAGE;
+                }
+                return CTL_CONTINUE;
+        case ARG_NAME:
+                s->name = arg;
+                return CTL_CONTINUE;
+        case ARG_PHASE_NAME:
+                s->phase_name = arg;
+                return CTL_CONTINUE;
+        case 'c':
+                if (parse_double(arg, &s->cpu_cores) < 0 || !(s->cpu_cores > 0) || s->cpu_cores > PROTO_MAX_CPU_CORES) {
+                        fprintf(stderr, "cgorchctl: --cpus=%s: must be a number of CPU cores in (0, %g], "
+                                "e.g. 0.5 or 2\n", arg, PROTO_MAX_CPU_CORES);
+                        return CTL_EXIT_USAGE;
+                }
+                return CTL_CONTINUE;
+        case 'm':
+                if (parse_size_bytes(arg, &s->memory_bytes) < 0 || s->memory_bytes < PROTO_MIN_MEMORY_BYTES ||
+                    s->memory_bytes > PROTO_MAX_MEMORY_BYTES) {
+                        fprintf(stderr, "cgorchctl: --memory=%s: must be a size from 1M to 1024T, "
+                                "e.g. 256M or 2G\n", arg);
+                        return CTL_EXIT_USAGE;
+                }
+                return CTL_CONTINUE;
+        case ARG_PIDS:
+                if (parse_uint(arg, &s->pids_max) < 0 || s->pids_max < 1 || s->pids_max > PROTO_MAX_PIDS_MAX) {
+                        fprintf(stderr, "cgorchctl: --pids=%s: must be an integer in [1, %u]\n", arg,
+                                PROTO_MAX_PIDS_MAX);
+                        return CTL_EXIT_USAGE;
+                }
+                return CTL_CONTINUE;
+        case 'u':
+                s->user = arg;
+                return CTL_CONTINUE;
+        case ARG_CWD:
+                s->cwd = arg;
+                return CTL_CONTINUE;
+        case 'e':
+                if (strv_extend(&a->env, arg) < 0) {
+                        fprintf(stderr, "cgorchctl: out of memory\n");
+                        return CTL_EXIT_FAILURE;
+                }
+                return CTL_CONTINUE;
+        case ARG_WEIGHT:
+                if (parse_double(arg, &s->weight) < 0 || !(s->weight > 0) || s->weight > PROTO_MAX_WEIGHT) {
+                        fprintf(stderr, "cgorchctl: --weight=%s: must be a number in (0, %g]\n", arg,
+                                PROTO_MAX_WEIGHT);
+                        return CTL_EXIT_USAGE;
+                }
+                return CTL_CONTINUE;
+        case ARG_OUTPUT:
+                s->output = arg;
+                return CTL_CONTINUE;
+        case ARG_HOLD:
+                s->hold = true;
+                return CTL_CONTINUE;
+        case ARG_ERROR:
+                s->error = arg;
+                return CTL_CONTINUE;
+        case ARG_TIME: {
+                uint64_t us;
+                if (parse_duration_us(arg, &us) < 0 || us < USEC_PER_SEC ||
+                    us > (uint64_t) PROTO_MAX_TIME_LIMIT_S * USEC_PER_SEC) {
+                        fprintf(stderr, "cgorchctl: --time=%s: must be a duration from 1s to 365d, e.g. 90, "
+                                "30m, 2h or 1d (a plain number is seconds)\n", arg);
+                        return CTL_EXIT_USAGE;
+                }
+                s->time_limit_s = (uint32_t) ((us + USEC_PER_SEC - 1) / USEC_PER_SEC);
+                return CTL_CONTINUE;
+        }
+        case 'w':
+                a->wait = true;
+                return CTL_CONTINUE;
+        case ARG_NO_CHECK_COMMAND:
+                a->check_command = false;
+                return CTL_CONTINUE;
+        case ARG_ARRAY:
+                if (parse_uint(arg, &a->array) < 0 || a->array < 1 || a->array > PROTO_MAX_JOBS_PER_SUBMISSION) {
+                        fprintf(stderr, "cgorchctl: --array=%s: must be an integer in [1, %d]\n", arg,
+                                PROTO_MAX_JOBS_PER_SUBMISSION);
+                        return CTL_EXIT_USAGE;
+                }
+                return CTL_CONTINUE;
+        case ARG_DEPENDENCY: {
+                _cleanup_free_ Dependency *deps = NULL;
+                _cleanup_free_ char *why = NULL;
+                size_t n;
+                r = dependency_parse(arg, &deps, &n, &why);
+                if (r == -ENOMEM) {
+                        fprintf(stderr, "cgorchctl: out of memory\n");
+                        return CTL_EXIT_FAILURE;
+                }
+                if (r < 0) {
+                        fprintf(stderr, "cgorchctl: --dependency=%s: %s\n", arg, why);
+                        return CTL_EXIT_USAGE;
+                }
+                a->dependency = arg;
+                return CTL_CONTINUE;
+        }
+        default:
+                return -EINVAL; /* not one of submit's own */
+        }
+}
+
+/* The command line into a; optind is left at the first non-option. CTL_CONTINUE or an exit
+ * status. */
+static int submit_parse(Ctl *ctl, int argc, char **argv, SubmitArgs *a) {
         int c, r;
 
         optind = 0;
         opterr = 0;
         /* GNU getopt permutes, so "submit job.json --wait" works; "--" ends the options and
          * everything after it is the command with its own options. */
-        ctl->options = options;
-        while ((c = getopt_long(argc, argv, ":n:c:m:u:e:wh", options, NULL)) >= 0) {
-                switch (c) {
-                case 'n':
-                        if (parse_uint(optarg, &s.n_tasks) < 0 || s.n_tasks < 1 ||
-                            s.n_tasks > PROTO_MAX_TASKS_PER_PHASE) {
-                                fprintf(stderr, "cgorchctl: --tasks=%s: must be an integer in [1, %u]\n", optarg,
-                                        PROTO_MAX_TASKS_PER_PHASE);
-                                return CTL_EXIT_USAGE;
-                        }
-                        break;
-                case ARG_NAME:
-                        s.name = optarg;
-                        break;
-                case ARG_PHASE_NAME:
-                        s.phase_name = optarg;
-                        break;
-                case 'c':
-                        if (parse_double(optarg, &s.cpu_cores) < 0 || !(s.cpu_cores > 0) ||
-                            s.cpu_cores > PROTO_MAX_CPU_CORES) {
-                                fprintf(stderr, "cgorchctl: --cpus=%s: must be a number of CPU cores in (0, %g], "
-                                        "e.g. 0.5 or 2\n", optarg, PROTO_MAX_CPU_CORES);
-                                return CTL_EXIT_USAGE;
-                        }
-                        break;
-                case 'm':
-                        if (parse_size_bytes(optarg, &s.memory_bytes) < 0 || s.memory_bytes < PROTO_MIN_MEMORY_BYTES ||
-                            s.memory_bytes > PROTO_MAX_MEMORY_BYTES) {
-                                fprintf(stderr, "cgorchctl: --memory=%s: must be a size from 1M to 1024T, "
-                                        "e.g. 256M or 2G\n", optarg);
-                                return CTL_EXIT_USAGE;
-                        }
-                        break;
-                case ARG_PIDS:
-                        if (parse_uint(optarg, &s.pids_max) < 0 || s.pids_max < 1 || s.pids_max > PROTO_MAX_PIDS_MAX) {
-                                fprintf(stderr, "cgorchctl: --pids=%s: must be an integer in [1, %u]\n", optarg,
-                                        PROTO_MAX_PIDS_MAX);
-                                return CTL_EXIT_USAGE;
-                        }
-                        break;
-                case 'u':
-                        s.user = optarg;
-                        break;
-                case ARG_CWD:
-                        s.cwd = optarg;
-                        break;
-                case 'e':
-                        if (strv_extend(&env, optarg) < 0) {
-                                fprintf(stderr, "cgorchctl: out of memory\n");
-                                return CTL_EXIT_FAILURE;
-                        }
-                        break;
-                case ARG_WEIGHT:
-                        if (parse_double(optarg, &s.weight) < 0 || !(s.weight > 0) || s.weight > PROTO_MAX_WEIGHT) {
-                                fprintf(stderr, "cgorchctl: --weight=%s: must be a number in (0, %g]\n", optarg,
-                                        PROTO_MAX_WEIGHT);
-                                return CTL_EXIT_USAGE;
-                        }
-                        break;
-                case ARG_OUTPUT:
-                        s.output = optarg;
-                        break;
-                case ARG_HOLD:
-                        s.hold = true;
-                        break;
-                case ARG_ERROR:
-                        s.error = optarg;
-                        break;
-                case ARG_TIME: {
-                        uint64_t us;
-                        if (parse_duration_us(optarg, &us) < 0 || us < USEC_PER_SEC ||
-                            us > (uint64_t) PROTO_MAX_TIME_LIMIT_S * USEC_PER_SEC) {
-                                fprintf(stderr, "cgorchctl: --time=%s: must be a duration from 1s to 365d, e.g. 90, "
-                                        "30m, 2h or 1d (a plain number is seconds)\n", optarg);
-                                return CTL_EXIT_USAGE;
-                        }
-                        s.time_limit_s = (uint32_t) ((us + USEC_PER_SEC - 1) / USEC_PER_SEC);
-                        break;
-                }
-                case 'w':
-                        wait = true;
-                        break;
-                case ARG_NO_CHECK_COMMAND:
-                        check_command = false;
-                        break;
-                case ARG_ARRAY:
-                        if (parse_uint(optarg, &array) < 0 || array < 1 || array > PROTO_MAX_JOBS_PER_SUBMISSION) {
-                                fprintf(stderr, "cgorchctl: --array=%s: must be an integer in [1, %d]\n", optarg,
-                                        PROTO_MAX_JOBS_PER_SUBMISSION);
-                                return CTL_EXIT_USAGE;
-                        }
-                        break;
-                case ARG_DEPENDENCY: {
-                        _cleanup_free_ Dependency *deps = NULL;
-                        _cleanup_free_ char *why = NULL;
-                        size_t n;
-                        r = dependency_parse(optarg, &deps, &n, &why);
-                        if (r == -ENOMEM) {
-                                fprintf(stderr, "cgorchctl: out of memory\n");
-                                return CTL_EXIT_FAILURE;
-                        }
-                        if (r < 0) {
-                                fprintf(stderr, "cgorchctl: --dependency=%s: %s\n", optarg, why);
-                                return CTL_EXIT_USAGE;
-                        }
-                        dependency = optarg;
-                        break;
-                }
-                default:
+        ctl->options = submit_options;
+        while ((c = getopt_long(argc, argv, ":n:c:m:u:e:wh", submit_options, NULL)) >= 0) {
+                r = submit_option(a, c, optarg);
+                if (r == -EINVAL) {
                         if ((r = ctl_global_option(ctl, c, argc, argv)) != CTL_CONTINUE)
                                 return r;
                         continue;
                 }
+                if (r != CTL_CONTINUE)
+                        return r;
                 /* Any option describing the job (not --wait, --no-check-command, --array or
                  * --dependency, which apply to a job file too) selects the short form. */
                 if (c != 'w' && c != ARG_NO_CHECK_COMMAND && c != ARG_ARRAY && c != ARG_DEPENDENCY)
-                        short_form = true;
+                        a->short_form = true;
         }
         if (optind > 1 && streq(argv[optind - 1], "--"))
-                short_form = true;
+                a->short_form = true;
+        return CTL_CONTINUE;
+}
 
-        if (!short_form) {
+/* The job to send: the job file named, or the short form's job, with --array and
+ * --dependency applied; *ret_source names it in messages. CTL_CONTINUE or an exit status. */
+static int submit_job(SubmitArgs *a, int argc, char **argv, json_t **ret, const char **ret_source) {
+        _cleanup_(json_decrefp) json_t *job = NULL;
+        _cleanup_free_ char *user = NULL;
+        const char *source;
+        int r;
+
+        if (!a->short_form) {
                 if (optind >= argc) {
                         fprintf(stderr, "cgorchctl: submit: missing the job FILE ('-' for standard input), "
                                 "or '-- COMMAND' for a one-phase job\n");
@@ -326,6 +354,7 @@ int verb_submit(Ctl *ctl, int argc, char **argv) {
                 source = streq(argv[optind], "-") ? "<stdin>" : argv[optind];
         } else {
                 _cleanup_free_ char *error = NULL;
+                ShortJob s = a->job;
 
                 if (optind >= argc) {
                         fprintf(stderr, "cgorchctl: submit: missing the COMMAND to run (after '--')\n");
@@ -336,7 +365,7 @@ int verb_submit(Ctl *ctl, int argc, char **argv) {
                                 return CTL_EXIT_FAILURE;
                         s.user = user;
                 }
-                s.env = env;
+                s.env = a->env;
                 s.argv = argv + optind;
                 r = short_job_to_json(&s, &job, &error);
                 if (r == -ENOMEM) {
@@ -350,45 +379,39 @@ int verb_submit(Ctl *ctl, int argc, char **argv) {
                 source = "submit";
         }
 
-        if (array > 0) {
+        if (a->array > 0) {
                 if (!json_is_object(job) || json_object_get(job, "jobs") || json_object_get(job, "array")) {
                         fprintf(stderr, "cgorchctl: %s: --array makes copies of one job; this is a list of jobs or "
                                 "an array already\n", source);
                         return CTL_EXIT_USAGE;
                 }
-                if (json_object_set_new(job, "array", json_integer(array)) < 0) {
+                if (json_object_set_new(job, "array", json_integer(a->array)) < 0) {
                         fprintf(stderr, "cgorchctl: out of memory\n");
                         return CTL_EXIT_FAILURE;
                 }
         }
 
-        if (dependency) {
+        if (a->dependency) {
                 if (!json_is_object(job) || json_object_get(job, "jobs") || json_object_get(job, "dependency")) {
                         fprintf(stderr, "cgorchctl: %s: --dependency applies to one job (or array); this is a list of "
                                 "jobs or a job that names its dependency already\n", source);
                         return CTL_EXIT_USAGE;
                 }
-                if (json_object_set_new(job, "dependency", json_string(dependency)) < 0) {
+                if (json_object_set_new(job, "dependency", json_string(a->dependency)) < 0) {
                         fprintf(stderr, "cgorchctl: out of memory\n");
                         return CTL_EXIT_FAILURE;
                 }
         }
+        *ret = TAKE_PTR(job);
+        *ret_source = source;
+        return CTL_CONTINUE;
+}
 
-        if (job_check(job, source, check_command) < 0)
-                return CTL_EXIT_FAILURE;
+/* The controller's answer: the ids of an array or a list one a line, or the job's id, and with
+ * --wait the job's outcome (the exit status says whether it succeeded). */
+static int submit_answer(Ctl *ctl, json_t *answer, bool wait) {
+        int r;
 
-        /* Several jobs: --wait follows one. */
-        if (wait && (json_object_get(job, "array") || json_object_get(job, "jobs"))) {
-                fprintf(stderr, "cgorchctl: submit: --wait follows one job, not an array or a list "
-                        "(follow them with 'cgorchctl jobs --name NAME')\n");
-                return CTL_EXIT_USAGE;
-        }
-
-        r = ctl_call(ctl, "POST", "/v1/jobs", job, &answer);
-        if (r < 0)
-                return ctl_call_exit_status(r);
-
-        /* An array or a list: the ids, one a line, in order. */
         json_t *ids = json_object_get(answer, "ids");
         if (json_is_array(ids)) {
                 if (ctl->json)
@@ -435,4 +458,37 @@ int verb_submit(Ctl *ctl, int argc, char **argv) {
 
         const char *state = json_field_string(final, "state");
         return state && job_state_from_string(state) == JOB_SUCCEEDED ? EXIT_SUCCESS : CTL_EXIT_FAILURE;
+}
+
+int verb_submit(Ctl *ctl, int argc, char **argv) {
+        _cleanup_(submit_args_done) SubmitArgs a = {
+                .job = {
+                        .n_tasks = SHORT_JOB_DEFAULT_TASKS,
+                        .cpu_cores = SHORT_JOB_DEFAULT_CPUS,
+                        .memory_bytes = SHORT_JOB_DEFAULT_MEMORY_BYTES,
+                },
+                .check_command = true,
+        };
+        _cleanup_(json_decrefp) json_t *job = NULL, *answer = NULL;
+        const char *source;
+        int r;
+
+        if ((r = submit_parse(ctl, argc, argv, &a)) != CTL_CONTINUE)
+                return r;
+        if ((r = submit_job(&a, argc, argv, &job, &source)) != CTL_CONTINUE)
+                return r;
+        if (job_check(job, source, a.check_command) < 0)
+                return CTL_EXIT_FAILURE;
+
+        /* Several jobs: --wait follows one. */
+        if (a.wait && (json_object_get(job, "array") || json_object_get(job, "jobs"))) {
+                fprintf(stderr, "cgorchctl: submit: --wait follows one job, not an array or a list "
+                        "(follow them with 'cgorchctl jobs --name NAME')\n");
+                return CTL_EXIT_USAGE;
+        }
+
+        r = ctl_call(ctl, "POST", "/v1/jobs", job, &answer);
+        if (r < 0)
+                return ctl_call_exit_status(r);
+        return submit_answer(ctl, answer, a.wait);
 }
