@@ -293,15 +293,141 @@ static int parse_bytes(const char *s, double *ret) {
         return 0;
 }
 
+/* The header line: the columns in trace_columns' order, at least the required ones. Returns
+ * how many, or a negative errno with the error written. */
+static int trace_header(char **fields, size_t n, unsigned line, char *error, size_t error_size) {
+        if (n == SIZE_MAX || n < TRACE_REQUIRED)
+                return trace_error(error, error_size, line, "the header must name the columns %s,...,%s",
+                                   trace_columns[0], trace_columns[TRACE_REQUIRED - 1]);
+        for (size_t i = 0; i < n; i++)
+                if (!streq(fields[i], trace_columns[i]))
+                        return trace_error(error, error_size, line, "column %zu is \"%s\", expected \"%s\"", i + 1,
+                                           fields[i], trace_columns[i]);
+        return (int) n;
+}
+
+/* One row of the trace: `tasks` alike tasks of one phase of one job. */
+typedef struct TraceRow {
+        double arrival, cpu_request, memory_request, weight;
+        uint64_t id, phase, tasks;
+        SimTaskSpec task;
+        const char *class_name, *user;
+} TraceRow;
+
+static int trace_row_parse(char **fields, unsigned n_columns, unsigned line, TraceRow *ret, char *error,
+                           size_t error_size) {
+        TraceRow row = { .weight = 1 };
+        SimTaskSpec *t = &row.task;
+
+        if (parse_double(fields[0], &row.arrival) < 0 || row.arrival < 0)
+                return trace_error(error, error_size, line, "arrival_s \"%s\" is not a time ≥ 0", fields[0]);
+        if (parse_u64(fields[1], &row.id) < 0)
+                return trace_error(error, error_size, line, "job \"%s\" is not an unsigned integer", fields[1]);
+        if (parse_u64(fields[2], &row.phase) < 0 || row.phase >= 64)
+                return trace_error(error, error_size, line, "phase \"%s\" is not an integer in 0..63", fields[2]);
+        if (parse_u64(fields[3], &row.tasks) < 0 || row.tasks == 0 || row.tasks > 1000000)
+                return trace_error(error, error_size, line, "tasks \"%s\" is not an integer in 1..1000000", fields[3]);
+        if (parse_double(fields[4], &t->work_s) < 0 || !(t->work_s > 0))
+                return trace_error(error, error_size, line, "work_s \"%s\" is not a number > 0", fields[4]);
+        if (parse_double(fields[5], &row.cpu_request) < 0 || !(row.cpu_request > 0))
+                return trace_error(error, error_size, line, "cpu_request \"%s\" is not a number > 0", fields[5]);
+        if (parse_bytes(fields[6], &row.memory_request) < 0 || !(row.memory_request > 0))
+                return trace_error(error, error_size, line, "memory_request \"%s\" is not a size > 0 (e.g. 512M)",
+                                   fields[6]);
+        bool demand_ok = sim_profile_parse(fields[7], 1.0, &t->cpu_demand) >= 0;
+        for (unsigned k = 0; demand_ok && k < t->cpu_demand.n; k++)
+                demand_ok = t->cpu_demand.value[k] > 0; /* a task that wants no CPU never ends */
+        if (!demand_ok)
+                return trace_error(error, error_size, line,
+                                   "cpu_demand \"%s\" is not cores > 0 or a profile CORES@PROGRESS;... (at most %d steps)",
+                                   fields[7], SIM_PROFILE_MAX);
+        if (sim_profile_parse(fields[8], 1.0, &t->memory_ws) < 0)
+                return trace_error(error, error_size, line,
+                                   "memory_ws \"%s\" is not a size or a profile SIZE@PROGRESS;... (at most %d steps)",
+                                   fields[8], SIM_PROFILE_MAX);
+        if (n_columns > 9 && *fields[9] && (parse_double(fields[9], &row.weight) < 0 || !(row.weight > 0)))
+                return trace_error(error, error_size, line, "weight \"%s\" is not a number > 0", fields[9]);
+        row.class_name = n_columns > 10 ? fields[10] : "";
+        if (strlen(row.class_name) >= SIM_CLASS_MAX)
+                return trace_error(error, error_size, line, "class \"%s\" is longer than %d characters", row.class_name,
+                                   SIM_CLASS_MAX - 1);
+        row.user = n_columns > 11 ? fields[11] : "";
+        if (strlen(row.user) >= SIM_USER_MAX)
+                return trace_error(error, error_size, line, "user \"%s\" is longer than %d characters", row.user,
+                                   SIM_USER_MAX - 1);
+        *ret = row;
+        return 0;
+}
+
+/* Where the rows read so far left off: the job being read and its phase. */
+typedef struct TraceCursor {
+        bool have_job;
+        uint64_t job_id;
+        double job_arrival;
+        unsigned job_phase;
+} TraceCursor;
+
+/* The row's tasks into w: a new job (starting at phase 0, its id not seen before), the next
+ * phase of the current one, or more tasks of its current phase (same requests). */
+static int trace_row_add(SimWorkload *w, TraceCursor *c, const TraceRow *row, unsigned line, char *error,
+                         size_t error_size) {
+        int r;
+
+        if (!c->have_job || row->id != c->job_id) {
+                for (size_t i = 0; i < w->n_jobs; i++)
+                        if (w->jobs[i].id == row->id)
+                                return trace_error(error, error_size, line,
+                                                   "job %" PRIu64 " appears again (a job's rows must be contiguous)", row->id);
+                if (row->phase != 0)
+                        return trace_error(error, error_size, line, "job %" PRIu64 " starts with phase %" PRIu64 ", not 0",
+                                           row->id, row->phase);
+                r = sim_workload_add_job(w, row->id, row->arrival, row->weight, row->class_name);
+                if (r >= 0)
+                        r = sim_workload_set_user(w, row->user);
+                if (r < 0)
+                        return r;
+                *c = (TraceCursor) { .have_job = true, .job_id = row->id, .job_arrival = row->arrival };
+                r = sim_workload_add_phase(w, row->cpu_request, row->memory_request);
+                if (r < 0)
+                        return r;
+        } else {
+                const char *user = sim_job_user(w, &w->jobs[w->n_jobs - 1]);
+                if (!streq(row->user, user))
+                        return trace_error(error, error_size, line, "job %" PRIu64 " has user \"%s\" here, \"%s\" before",
+                                           row->id, row->user, user);
+                if (row->arrival != c->job_arrival)
+                        return trace_error(error, error_size, line, "job %" PRIu64 " has arrival %g here, %g before",
+                                           row->id, row->arrival, c->job_arrival);
+                if (row->phase == c->job_phase + 1) {
+                        r = sim_workload_add_phase(w, row->cpu_request, row->memory_request);
+                        if (r < 0)
+                                return r;
+                        c->job_phase++;
+                } else if (row->phase != c->job_phase)
+                        return trace_error(error, error_size, line, "job %" PRIu64 " goes from phase %u to %" PRIu64
+                                           " (phases are 0, 1, ... in order)", row->id, c->job_phase, row->phase);
+                else {
+                        const SimPhaseSpec *p = &w->phases[w->n_phases - 1];
+                        if (p->cpu_request != row->cpu_request || p->memory_request_bytes != row->memory_request)
+                                return trace_error(error, error_size, line,
+                                                   "cpu_request and memory_request differ within phase %" PRIu64
+                                                   " of job %" PRIu64, row->phase, row->id);
+                }
+        }
+        for (uint64_t k = 0; k < row->tasks; k++) {
+                r = sim_workload_add_task(w, &row->task);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 int sim_trace_read(FILE *f, SimWorkload *ret, char *error, size_t error_size) {
         SimWorkload w = { 0 };
         _cleanup_free_ char *buf = NULL;
         size_t buf_size = 0;
         unsigned line = 0, n_columns = 0;
-        bool have_job = false;
-        uint64_t job_id = 0;
-        double job_arrival = 0;
-        unsigned job_phase = 0;
+        TraceCursor cursor = { 0 };
         int r;
 
         for (;;) {
@@ -321,18 +447,10 @@ int sim_trace_read(FILE *f, SimWorkload *ret, char *error, size_t error_size) {
                 char *fields[ELEMENTSOF(trace_columns)];
                 size_t n = split_csv(s, fields, ELEMENTSOF(trace_columns));
                 if (n_columns == 0) {
-                        if (n == SIZE_MAX || n < TRACE_REQUIRED) {
-                                r = trace_error(error, error_size, line, "the header must name the columns %s,...,%s",
-                                                trace_columns[0], trace_columns[TRACE_REQUIRED - 1]);
+                        r = trace_header(fields, n, line, error, error_size);
+                        if (r < 0)
                                 goto fail;
-                        }
-                        for (size_t i = 0; i < n; i++)
-                                if (!streq(fields[i], trace_columns[i])) {
-                                        r = trace_error(error, error_size, line, "column %zu is \"%s\", expected \"%s\"",
-                                                        i + 1, fields[i], trace_columns[i]);
-                                        goto fail;
-                                }
-                        n_columns = (unsigned) n;
+                        n_columns = (unsigned) r;
                         continue;
                 }
                 if (n != n_columns) {
@@ -342,132 +460,12 @@ int sim_trace_read(FILE *f, SimWorkload *ret, char *error, size_t error_size) {
                                 snprintf(error + strlen(error), error_size - strlen(error), " (got %zu)", n);
                         goto fail;
                 }
-
-                double arrival, work, cpu_request, memory_request, weight = 1;
-                uint64_t id, phase, tasks;
-                SimTaskSpec t = { 0 };
-                if (parse_double(fields[0], &arrival) < 0 || arrival < 0) {
-                        r = trace_error(error, error_size, line, "arrival_s \"%s\" is not a time ≥ 0", fields[0]);
+                TraceRow row;
+                r = trace_row_parse(fields, n_columns, line, &row, error, error_size);
+                if (r >= 0)
+                        r = trace_row_add(&w, &cursor, &row, line, error, error_size);
+                if (r < 0)
                         goto fail;
-                }
-                if (parse_u64(fields[1], &id) < 0) {
-                        r = trace_error(error, error_size, line, "job \"%s\" is not an unsigned integer", fields[1]);
-                        goto fail;
-                }
-                if (parse_u64(fields[2], &phase) < 0 || phase >= 64) {
-                        r = trace_error(error, error_size, line, "phase \"%s\" is not an integer in 0..63", fields[2]);
-                        goto fail;
-                }
-                if (parse_u64(fields[3], &tasks) < 0 || tasks == 0 || tasks > 1000000) {
-                        r = trace_error(error, error_size, line, "tasks \"%s\" is not an integer in 1..1000000", fields[3]);
-                        goto fail;
-                }
-                if (parse_double(fields[4], &work) < 0 || !(work > 0)) {
-                        r = trace_error(error, error_size, line, "work_s \"%s\" is not a number > 0", fields[4]);
-                        goto fail;
-                }
-                if (parse_double(fields[5], &cpu_request) < 0 || !(cpu_request > 0)) {
-                        r = trace_error(error, error_size, line, "cpu_request \"%s\" is not a number > 0", fields[5]);
-                        goto fail;
-                }
-                if (parse_bytes(fields[6], &memory_request) < 0 || !(memory_request > 0)) {
-                        r = trace_error(error, error_size, line, "memory_request \"%s\" is not a size > 0 (e.g. 512M)",
-                                        fields[6]);
-                        goto fail;
-                }
-                bool demand_ok = sim_profile_parse(fields[7], 1.0, &t.cpu_demand) >= 0;
-                for (unsigned k = 0; demand_ok && k < t.cpu_demand.n; k++)
-                        demand_ok = t.cpu_demand.value[k] > 0; /* a task that wants no CPU never ends */
-                if (!demand_ok) {
-                        r = trace_error(error, error_size, line,
-                                        "cpu_demand \"%s\" is not cores > 0 or a profile CORES@PROGRESS;... (at most %d steps)",
-                                        fields[7], SIM_PROFILE_MAX);
-                        goto fail;
-                }
-                if (sim_profile_parse(fields[8], 1.0, &t.memory_ws) < 0) {
-                        r = trace_error(error, error_size, line,
-                                        "memory_ws \"%s\" is not a size or a profile SIZE@PROGRESS;... (at most %d steps)",
-                                        fields[8], SIM_PROFILE_MAX);
-                        goto fail;
-                }
-                if (n_columns > 9 && *fields[9] && (parse_double(fields[9], &weight) < 0 || !(weight > 0))) {
-                        r = trace_error(error, error_size, line, "weight \"%s\" is not a number > 0", fields[9]);
-                        goto fail;
-                }
-                const char *class_name = n_columns > 10 ? fields[10] : "";
-                if (strlen(class_name) >= SIM_CLASS_MAX) {
-                        r = trace_error(error, error_size, line, "class \"%s\" is longer than %d characters", class_name,
-                                        SIM_CLASS_MAX - 1);
-                        goto fail;
-                }
-
-                const char *user = n_columns > 11 ? fields[11] : "";
-                if (strlen(user) >= SIM_USER_MAX) {
-                        r = trace_error(error, error_size, line, "user \"%s\" is longer than %d characters", user,
-                                        SIM_USER_MAX - 1);
-                        goto fail;
-                }
-
-                if (!have_job || id != job_id) {
-                        for (size_t i = 0; i < w.n_jobs; i++)
-                                if (w.jobs[i].id == id) {
-                                        r = trace_error(error, error_size, line,
-                                                        "job %" PRIu64 " appears again (a job's rows must be contiguous)", id);
-                                        goto fail;
-                                }
-                        if (phase != 0) {
-                                r = trace_error(error, error_size, line, "job %" PRIu64 " starts with phase %" PRIu64
-                                                ", not 0", id, phase);
-                                goto fail;
-                        }
-                        r = sim_workload_add_job(&w, id, arrival, weight, class_name);
-                        if (r >= 0)
-                                r = sim_workload_set_user(&w, user);
-                        if (r < 0)
-                                goto fail;
-                        have_job = true;
-                        job_id = id;
-                        job_arrival = arrival;
-                        job_phase = 0;
-                        r = sim_workload_add_phase(&w, cpu_request, memory_request);
-                        if (r < 0)
-                                goto fail;
-                } else {
-                        if (!streq(user, sim_job_user(&w, &w.jobs[w.n_jobs - 1]))) {
-                                r = trace_error(error, error_size, line, "job %" PRIu64 " has user \"%s\" here, \"%s\" before",
-                                                id, user, sim_job_user(&w, &w.jobs[w.n_jobs - 1]));
-                                goto fail;
-                        }
-                        if (arrival != job_arrival) {
-                                r = trace_error(error, error_size, line, "job %" PRIu64 " has arrival %g here, %g before",
-                                                id, arrival, job_arrival);
-                                goto fail;
-                        }
-                        if (phase == job_phase + 1) {
-                                r = sim_workload_add_phase(&w, cpu_request, memory_request);
-                                if (r < 0)
-                                        goto fail;
-                                job_phase++;
-                        } else if (phase != job_phase) {
-                                r = trace_error(error, error_size, line, "job %" PRIu64 " goes from phase %u to %" PRIu64
-                                                " (phases are 0, 1, ... in order)", id, job_phase, phase);
-                                goto fail;
-                        } else {
-                                const SimPhaseSpec *p = &w.phases[w.n_phases - 1];
-                                if (p->cpu_request != cpu_request || p->memory_request_bytes != memory_request) {
-                                        r = trace_error(error, error_size, line,
-                                                        "cpu_request and memory_request differ within phase %" PRIu64
-                                                        " of job %" PRIu64, phase, id);
-                                        goto fail;
-                                }
-                        }
-                }
-                t.work_s = work;
-                for (uint64_t k = 0; k < tasks; k++) {
-                        r = sim_workload_add_task(&w, &t);
-                        if (r < 0)
-                                goto fail;
-                }
         }
         if (n_columns == 0) {
                 r = trace_error(error, error_size, line, "no header line");
