@@ -900,6 +900,21 @@ static void task_memory_guard(Agent *a, Task *t, const TaskSample *s, uint64_t n
         t->guard_last = d.outcome;
 }
 
+/* A task pinned at its CPU quota that gets a larger one runs faster from now on, and memory that
+ * grows with its work grows faster too: the guard looks at it now (a sample of its own, as at a
+ * task's start or end), expecting that pace, not at the next tick — by then a fast grower would
+ * have met its limit. */
+static void task_guard_after_cpu_raise(Agent *a, Task *t, int64_t quota_before) {
+        bool raised = quota_before > 0 && (t->limits.cpu_quota_us <= 0 || t->limits.cpu_quota_us > quota_before);
+        if (!raised || !a->memory_guard || t->main_exited)
+                return;
+        TaskSample sample;
+        if (task_sample(a, t, true, false, &sample) < 0)
+                return;
+        uint64_t limits_sum = agent_memory_limits_sum(a);
+        task_memory_guard(a, t, &sample, now_mono_us(), &limits_sum);
+}
+
 static int on_sample_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Agent *a = userdata;
         uint64_t busy, total;
@@ -1179,7 +1194,10 @@ void agent_apply_action(Agent *a, const Action *act) {
                         }
                         /* A new request replaces the steps still pending from the previous one. */
                         t->target = (Limits) {};
+                        int64_t quota_before = t->limits.cpu_quota_us;
                         r = task_limits_step(a, t, &want);
+                        if (r >= 0)
+                                task_guard_after_cpu_raise(a, t, quota_before);
                         if (r == -ENOENT || r == -EOPNOTSUPP) {
                                 if (asprintf(&error, "set_limits: this node cannot honour it (%s cgroups lack the file): %s",
                                              cgroup_mode_to_string(cgroup_backend_mode(a->cgroups)), strerror(-r)) < 0)

@@ -146,11 +146,29 @@ void memory_guard_track_init(MemoryGuardTrack *tr) {
         *tr = (MemoryGuardTrack) { .psi = -1 };
 }
 
+static double quota_cores(const Limits *limits) {
+        if (limits->cpu_quota_us <= 0)
+                return 0;
+        return (double) limits->cpu_quota_us / (double) (limits->cpu_period_us > 0 ? limits->cpu_period_us : 100000);
+}
+
+/* How much faster the task may run from now on than over the last interval: its new quota over
+ * the rate it had while pinned at the old one; 1 when it was not held back by a quota, or the
+ * quota did not grow (or is gone: then nothing says how fast it may go). */
+static double cpu_speedup(const MemoryGuardTrack *tr, uint64_t cpu_ns, double dt, double quota) {
+        if (dt <= 0 || cpu_ns < tr->prev_cpu_ns || tr->prev_quota_cores <= 0 || !(quota > tr->prev_quota_cores))
+                return 1;
+        double rate = (double) (cpu_ns - tr->prev_cpu_ns) / 1e9 / dt;
+        if (!(rate >= MEMORY_GUARD_CPU_PINNED_SHARE * tr->prev_quota_cores))
+                return 1;
+        return MAX(quota / MAX(rate, tr->prev_quota_cores), 1.0);
+}
+
 void memory_guard_observe(MemoryGuardTrack *tr, const TaskSample *s, const Limits *limits, bool v2, uint64_t now_us,
                           MemoryGuardTask *ret) {
         uint64_t usage = s->memory_current_bytes, ws = 0, hits = 0;
         bool has_ws = s->has & SAMPLE_HAS_MEMORY_STAT, has_hits = s->has & SAMPLE_HAS_MEMORY_EVENTS;
-        double growth = 0;
+        double growth = 0, quota = quota_cores(limits);
 
         if (has_ws)
                 ws = s->memory_anon_bytes + (s->has & SAMPLE_HAS_SWAP ? s->memory_swap_bytes : 0);
@@ -164,6 +182,7 @@ void memory_guard_observe(MemoryGuardTrack *tr, const TaskSample *s, const Limit
                         growth = (double) (usage - tr->prev_usage) / dt;
                 if (has_ws && tr->has_ws && ws > tr->prev_ws)
                         growth = MAX(growth, (double) (ws - tr->prev_ws) / dt);
+                growth *= cpu_speedup(tr, s->cpu_usage_ns, dt, quota);
         }
         *ret = (MemoryGuardTask) {
                 .max_bytes = limits->memory_max_bytes,
@@ -181,6 +200,8 @@ void memory_guard_observe(MemoryGuardTrack *tr, const TaskSample *s, const Limit
         tr->has_prev = true;
         tr->prev_us = now_us;
         tr->prev_usage = usage;
+        tr->prev_cpu_ns = s->cpu_usage_ns;
+        tr->prev_quota_cores = quota;
         if (has_ws) {
                 tr->has_ws = true;
                 tr->prev_ws = ws;

@@ -83,14 +83,23 @@ const char *memory_guard_outcome_to_string(MemoryGuardOutcome o);
 typedef struct MemoryGuardTrack {
         bool has_prev, has_ws, has_hits;
         uint64_t prev_us, prev_usage, prev_ws, prev_hits;
+        uint64_t prev_cpu_ns;
+        double prev_quota_cores;      /* the CPU quota at the previous tick; 0: none */
         double psi;                   /* -1: unknown */
-        double growth_bytes_per_s;    /* at the latest tick */
+        double growth_bytes_per_s;    /* at the latest tick, as expected from now on */
 } MemoryGuardTrack;
+
+/* A task that used at least this share of its CPU quota was held back by it: a larger quota lets
+ * it run (and grow its memory) that much faster. */
+#define MEMORY_GUARD_CPU_PINNED_SHARE 0.8
 
 void memory_guard_track_init(MemoryGuardTrack *tr);
 
 /* One tick of a task: its sample and limits in force in, the guard's view of the task out (v2:
- * memory.high throttles). Updates tr. */
+ * memory.high throttles). Updates tr. The growth it expects is the working set's since the
+ * previous tick, scaled up when the task was pinned at its CPU quota then and the quota has been
+ * raised since (memory that grows with the work done grows as much faster as the work): the
+ * guard's headroom is ready for the new pace before the next tick measures it. */
 void memory_guard_observe(MemoryGuardTrack *tr, const TaskSample *s, const Limits *limits, bool v2, uint64_t now_us,
                           MemoryGuardTask *ret);
 

@@ -195,12 +195,20 @@ int sim_memory_guard_tick(Engine *e, double now_s) {
                                 t->guard_limit_hits += (uint64_t) ceil(thrash);
                         TaskSample s = {
                                 .has = SAMPLE_HAS_MEMORY_STAT | SAMPLE_HAS_MEMORY_EVENTS | SAMPLE_HAS_PSI_MEMORY,
+                                .cpu_usage_ns = (uint64_t) llround(e->cpu_used_s[node->tasks[q]] * 1e9),
                                 .memory_current_bytes = (uint64_t) t->memory_used,
                                 .memory_anon_bytes = (uint64_t) t->memory_used,
                                 .memory_events_max = t->guard_limit_hits,
                                 .psi_memory.some_avg10 = MIN(100.0 * thrash / AGENT_SAMPLE_INTERVAL_S_DEFAULT, 100.0),
                         };
-                        Limits limits = { .memory_max_bytes = t->memory_limit > 0 ? (int64_t) t->memory_limit : 0 };
+                        /* The quota as the agent has it: a raise this epoch took (epochs run first
+                         * at a tick) lets the guard expect the faster growth at once, as the agent's
+                         * guard does when a set_limits raises the quota. */
+                        Limits limits = {
+                                .cpu_quota_us = t->cpu_limit > 0 ? (int64_t) llround(t->cpu_limit * 100000) : 0,
+                                .cpu_period_us = 100000,
+                                .memory_max_bytes = t->memory_limit > 0 ? (int64_t) t->memory_limit : 0,
+                        };
                         MemoryGuardTask in;
                         memory_guard_observe(&t->guard, &s, &limits, false, now_us, &in);
                         MemoryGuardNode ni = {

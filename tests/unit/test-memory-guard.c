@@ -33,6 +33,60 @@ Test(memory_guard, headroom_is_margin_fraction_or_growth) {
                      "at most a quarter of a small limit: a 32 MiB task using 1 MiB needs no raise");
 }
 
+/* A task pinned at a 0.1-CPU quota whose memory grows 10 MiB a second with its work gets a
+ * 0.5-CPU quota: the guard looks at once (the agent samples it at the raise) and expects five
+ * times the growth, 50 MiB/s, so its headroom is 3 s of that (150 MiB), not of the old pace
+ * (32 MiB): a limit of 64 MiB with 40 MiB in use is raised to 40 + 2 x 150 MiB before the faster
+ * growth can reach it. Not pinned (0.02 of 0.1 CPU), or no larger quota: the growth as measured. */
+Test(memory_guard, growth_expected_to_follow_a_cpu_raise) {
+        MemoryGuardTrack tr;
+        MemoryGuardTask in;
+        MemoryGuardDecision d;
+        Limits old = { .cpu_quota_us = 10000, .cpu_period_us = 100000, .memory_max_bytes = 64 * MiB };
+        Limits raised = old;
+        raised.cpu_quota_us = 50000;
+        TaskSample s = { .has = SAMPLE_HAS_MEMORY_STAT, .cpu_usage_ns = 0, .memory_current_bytes = 30 * MiB,
+                         .memory_anon_bytes = 30 * MiB };
+
+        memory_guard_track_init(&tr);
+        memory_guard_observe(&tr, &s, &old, false, 1000000, &in);
+        /* One second later: 0.1 CPU-second used, 10 MiB more; the raise has just come. */
+        s.cpu_usage_ns = 100000000;
+        s.memory_current_bytes = s.memory_anon_bytes = 40 * MiB;
+        memory_guard_observe(&tr, &s, &raised, false, 2000000, &in);
+        cr_expect_float_eq(in.growth_bytes_per_s, 50.0 * MiB, 1, "growth %.0f", in.growth_bytes_per_s);
+        memory_guard_decide(&policy, &in, &roomy, &d);
+        cr_assert_eq(d.outcome, MEMORY_GUARD_RAISED, "%s", d.why);
+        cr_expect_eq(d.headroom_bytes, 150 * MiB);
+        cr_expect_eq(d.new_max_bytes, (int64_t) (340 * MiB));
+
+        /* The next second at the new pace: measured, no longer scaled (the quota did not grow). */
+        s.cpu_usage_ns += 500000000;
+        s.memory_current_bytes = s.memory_anon_bytes = 90 * MiB;
+        memory_guard_observe(&tr, &s, &raised, false, 3000000, &in);
+        cr_expect_float_eq(in.growth_bytes_per_s, 50.0 * MiB, 1);
+
+        /* Not held back by its quota: 0.02 CPU of 0.1. */
+        memory_guard_track_init(&tr);
+        s = (TaskSample) { .has = SAMPLE_HAS_MEMORY_STAT, .cpu_usage_ns = 0, .memory_current_bytes = 30 * MiB,
+                           .memory_anon_bytes = 30 * MiB };
+        memory_guard_observe(&tr, &s, &old, false, 1000000, &in);
+        s.cpu_usage_ns = 20000000;
+        s.memory_current_bytes = s.memory_anon_bytes = 40 * MiB;
+        memory_guard_observe(&tr, &s, &raised, false, 2000000, &in);
+        cr_expect_float_eq(in.growth_bytes_per_s, 10.0 * MiB, 1);
+
+        /* Pinned, the quota unchanged: measured. */
+        memory_guard_track_init(&tr);
+        s = (TaskSample) { .has = SAMPLE_HAS_MEMORY_STAT, .cpu_usage_ns = 0, .memory_current_bytes = 30 * MiB,
+                           .memory_anon_bytes = 30 * MiB };
+        memory_guard_observe(&tr, &s, &old, false, 1000000, &in);
+        s.cpu_usage_ns = 100000000;
+        s.memory_current_bytes = s.memory_anon_bytes = 40 * MiB;
+        memory_guard_observe(&tr, &s, &old, false, 2000000, &in);
+        cr_expect_float_eq(in.growth_bytes_per_s, 10.0 * MiB, 1);
+}
+
 Test(memory_guard, room_keeps_other_claims_and_reserve) {
         cr_expect_eq(memory_guard_room(&policy, &roomy), 512 * MiB);
         MemoryGuardNode full = { .capacity_bytes = 1024 * MiB, .limits_sum_bytes = 1100 * MiB };
