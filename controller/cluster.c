@@ -499,6 +499,11 @@ static int queue_freeze(Cluster *c, const StoreTask *t, bool freeze, int64_t now
 
 static int task_retry(Cluster *c, const StoreTask *t, const char *why) {
         _cleanup_free_ char *retry = NULL;
+        if (t->is_copy) {
+                /* A copy is never run again: its original carries the task. */
+                log_info("Speculative copy %s %s; dropped.", t->id, why);
+                return 0;
+        }
         int r = store_task_insert_retry(c->store, t, &retry);
         if (r == -EEXIST)
                 return 0;
@@ -1053,6 +1058,98 @@ int cluster_requeue(Cluster *c, uint64_t job, const char *by, int64_t now_ms, js
         return cluster_job_to_json(c, job, now_ms, ret_job);
 }
 
+/* The other attempts of t's task since its job's last requeue, in attempt order. */
+static int task_siblings(Cluster *c, const StoreTask *t, StoreTask **ret, size_t *ret_n) {
+        _cleanup_(store_job_done) StoreJob j = {};
+        int r = store_job_get(c->store, t->job, &j);
+        if (r < 0)
+                return r;
+        StoreTask *tasks = NULL;
+        size_t n_all = 0, n = 0;
+        r = store_tasks_find(c->store, t->job, NULL, ~0u, &tasks, &n_all);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n_all; i++) {
+                if (tasks[i].phase == t->phase && tasks[i].index == t->index && tasks[i].attempt != t->attempt &&
+                    tasks[i].attempt >= j.attempt_base)
+                        tasks[n++] = tasks[i];
+                else
+                        store_task_done(&tasks[i]);
+        }
+        *ret = tasks;
+        *ret_n = n;
+        return 0;
+}
+
+/* An attempt of a task that has a speculative copy, or is one, ended while its job runs
+ * (controller/speculate.h: the first attempt to succeed wins):
+ *   - another attempt succeeded already: this one lost the race and is cancelled;
+ *   - it succeeded: it wins, the attempts still active are killed;
+ *   - it did not succeed and is a copy: it is dropped (never run again), its original runs on;
+ *   - it did not succeed and a copy of it is active: the copy carries the task from now on.
+ * Returns 1 when it settled the attempt, 0 when the task has no other attempt that matters
+ * (the ordinary rules apply). */
+static int task_end_speculated(Cluster *c, const StoreTask *t, TaskState outcome, const char *why, int64_t now_ms) {
+        StoreTask *sib = NULL;
+        size_t n = 0;
+        int r = task_siblings(c, t, &sib, &n);
+        if (r < 0)
+                return r;
+        const StoreTask *winner = NULL, *copy = NULL;
+        size_t n_active = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (sib[i].state == TASK_SUCCEEDED && !winner)
+                        winner = &sib[i];
+                if ((TASK_STATES_ACTIVE & TASK_STATE_MASK(sib[i].state))) {
+                        n_active++;
+                        if (sib[i].is_copy && sib[i].copy_of == t->attempt)
+                                copy = &sib[i];
+                }
+        }
+
+        char reason[320];
+        if (winner) {
+                snprintf(reason, sizeof reason, "stopped: attempt %s succeeded first", winner->id);
+                r = store_task_set_state(c->store, t->id, TASK_CANCELLED, 0, now_ms, reason);
+                if (r >= 0) {
+                        log_info("Task %s %s; %s.", t->id, task_state_to_string(outcome), reason);
+                        r = 1;
+                }
+        } else if (outcome == TASK_SUCCEEDED && n_active > 0) {
+                r = store_task_set_state(c->store, t->id, TASK_SUCCEEDED, 0, now_ms, NULL);
+                snprintf(reason, sizeof reason, "attempt %s succeeded first", t->id);
+                for (size_t i = 0; i < n && r >= 0; i++)
+                        if ((TASK_STATES_ACTIVE & TASK_STATE_MASK(sib[i].state))) {
+                                log_info("Task %s succeeded%s: stopping attempt %s.", t->id,
+                                         t->is_copy ? " (speculative copy)" : "", sib[i].id);
+                                r = stop_task(c, &sib[i], reason, now_ms);
+                        }
+                r = r < 0 ? r : 1;
+        } else if (outcome != TASK_SUCCEEDED && t->is_copy) {
+                snprintf(reason, sizeof reason, "speculative copy dropped%s%s", why ? ": " : "", why ?: "");
+                r = store_task_set_state(c->store, t->id, outcome, 0, now_ms, reason);
+                if (r >= 0) {
+                        log_info("Task %s %s: %s; its original runs on.", t->id, task_state_to_string(outcome), reason);
+                        r = 1;
+                }
+        } else if (outcome != TASK_SUCCEEDED && copy) {
+                char note[192];
+                snprintf(note, sizeof note, "carries the task since attempt %s ended %s", t->id,
+                         task_state_to_string(outcome));
+                r = store_task_promote_copy(c->store, copy->id, note);
+                if (r >= 0)
+                        r = store_task_set_state(c->store, t->id, outcome, 0, now_ms, why);
+                if (r >= 0) {
+                        log_info("Task %s %s%s%s; its speculative copy %s carries the task.", t->id,
+                                 task_state_to_string(outcome), why ? ": " : "", why ?: "", copy->id);
+                        r = 1;
+                }
+        } else
+                r = 0;
+        store_tasks_free(sib, n);
+        return r;
+}
+
 /* A task ended (its agent said so, or its start failed). Tasks of a job that already ended
  * were stopped by us: whatever their exit, they count as cancelled unless they made it. */
 static int task_end(Cluster *c, const StoreTask *t, TaskState outcome, const char *error, int64_t now_ms) {
@@ -1073,10 +1170,20 @@ static int task_end(Cluster *c, const StoreTask *t, TaskState outcome, const cha
                         return r;
                 preempted = r > 0;
         }
+        char preempted_reason[320];
         if (preempted) {
-                char reason[320];
-                snprintf(reason, sizeof reason, "preempted (scheduler: kill)%s%s", error ? ": " : "", error ?: "");
-                r = store_task_set_state(c->store, t->id, TASK_CANCELLED, 0, now_ms, reason);
+                snprintf(preempted_reason, sizeof preempted_reason, "preempted (scheduler: kill)%s%s", error ? ": " : "",
+                         error ?: "");
+                outcome = TASK_CANCELLED;
+                error = preempted_reason;
+        }
+        if (!job_state_is_final(job_state)) {
+                r = task_end_speculated(c, t, outcome, error, now_ms);
+                if (r != 0)
+                        return r < 0 ? r : 0;
+        }
+        if (preempted) {
+                r = store_task_set_state(c->store, t->id, TASK_CANCELLED, 0, now_ms, preempted_reason);
                 return r < 0 ? r : task_retry(c, t, "preempted");
         }
 
@@ -1352,15 +1459,21 @@ static int reply_actions(Cluster *c, const char *node, int64_t now_ms, json_t *r
  * task that is final here but running there. */
 static int task_lose(Cluster *c, const StoreTask *t, const char *reason, int64_t now_ms, JobSet *jobs) {
         c->placement_dirty = true;
-        int r = store_task_set_state(c->store, t->id, TASK_LOST, 0, now_ms, reason);
-        if (r < 0)
-                return r;
-        r = job_set_add(jobs, t->job);
+        int r = job_set_add(jobs, t->job);
         if (r < 0)
                 return r;
 
         JobState job_state;
         r = store_job_get_state(c->store, t->job, &job_state);
+        if (r < 0)
+                return r;
+        /* A copy lost is dropped; an attempt lost beside its copy leaves the task to the copy. */
+        if (!job_state_is_final(job_state)) {
+                r = task_end_speculated(c, t, TASK_LOST, reason, now_ms);
+                if (r != 0)
+                        return r < 0 ? r : 0;
+        }
+        r = store_task_set_state(c->store, t->id, TASK_LOST, 0, now_ms, reason);
         if (r < 0)
                 return r;
         unsigned lost = 0;

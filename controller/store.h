@@ -18,7 +18,7 @@
 #include "protocol.h"
 
 #define STORE_DB_FILENAME "controller.db"
-#define STORE_SCHEMA_VERSION 11
+#define STORE_SCHEMA_VERSION 12
 /* How long a write waits for a lock held by another process before failing with -EBUSY. */
 #define STORE_BUSY_TIMEOUT_MS 1000
 
@@ -188,7 +188,9 @@ typedef struct StorePhase {
 } StorePhase;
 
 /* The phases of a job in order, with their task counts per state: of each task, only its
- * latest attempt counts (an attempt lost and retried is history, not a lost task). */
+ * latest ordinary attempt counts (an attempt lost and retried is history, not a lost task; a
+ * speculative copy counts only once it succeeded or was promoted), and a task with an attempt
+ * that succeeded is succeeded. */
 int store_job_phases(Store *s, uint64_t job, StorePhase **ret, size_t *ret_n);
 int store_phase_set_state(Store *s, uint64_t job, unsigned phase, PhaseState state);
 
@@ -265,6 +267,8 @@ typedef struct StoreTask {
         uint64_t memory_bytes;
         int64_t started_ms;    /* when it started running, -1 before */
         double lost_cpu_s;     /* CPU-seconds its earlier attempts lost to preemption kills */
+        bool is_copy;          /* a speculative copy of attempt copy_of, running beside it */
+        unsigned copy_of;
 } StoreTask;
 void store_task_done(StoreTask *t);
 void store_tasks_free(StoreTask *t, size_t n);
@@ -287,9 +291,16 @@ int store_tasks_placeable_count(Store *s, unsigned *ret);
  * two lists above, for that job), in FIFO order. */
 int store_tasks_schedulable_of_job(Store *s, uint64_t job, StoreTask **ret, size_t *ret_n);
 
-/* Inserts the next attempt of t's task (attempt t->attempt + 1), pending, and hands back its id
- * (malloc'd). -EEXIST if that attempt exists already. */
+/* Inserts the next attempt of t's task (the task's highest attempt number + 1: a speculative copy
+ * may hold t->attempt + 1), pending, and hands back its id (malloc'd). -EEXIST if an ordinary
+ * attempt after t's exists already (t was retried before). */
 int store_task_insert_retry(Store *s, const StoreTask *t, char **ret_id);
+/* Inserts a speculative copy of the running attempt t (the task's highest attempt number + 1),
+ * pending, with why it is launched (controller/speculate.h); hands back its id (malloc'd). */
+int store_task_insert_copy(Store *s, const StoreTask *t, const char *why, char **ret_id);
+/* A copy carries its task from now on (its original was lost or preempted): it counts as the
+ * task's attempt, and why is added to its record. */
+int store_task_promote_copy(Store *s, const char *id, const char *why);
 
 /* pending → starting on node. */
 int store_task_place(Store *s, const char *id, const char *node);
