@@ -737,6 +737,48 @@ int store_tasks_schedulable_of_job(Store *s, uint64_t job, StoreTask **ret, size
         return tasks_collect(s, st, ret, ret_n);
 }
 
+void store_tasks_progress_free(StoreTaskProgress *v, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                store_task_done(&v[i].task);
+        free(v);
+}
+
+int store_tasks_running_progress(Store *s, StoreTaskProgress **ret, size_t *ret_n) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        /* Through the index of running tasks by node (tasks_running_on_node). */
+        int r = store_prepare(s,
+                              "SELECT " TASK_COLUMNS ", " USAGE_CPU_S("t.") ", " USAGE_PROGRESS("t.") " " TASK_FROM
+                              " JOIN jobs j ON j.id = t.job"
+                              " WHERE t.state = 'running' AND t.node IS NOT NULL AND " JOB_SCHEDULABLE
+                              " ORDER BY t.job, t.phase, t.idx, t.attempt",
+                              &st);
+        if (r < 0)
+                return r;
+        StoreTaskProgress *v = NULL;
+        size_t n = 0;
+        while ((r = store_step_row(s, st, "read running tasks")) > 0) {
+                StoreTaskProgress *p = realloc(v, (n + 1) * sizeof(StoreTaskProgress));
+                if (!p) {
+                        r = -ENOMEM;
+                        break;
+                }
+                v = p;
+                r = task_from_row(st, &v[n].task);
+                if (r < 0)
+                        break;
+                v[n].cpu_s = sqlite3_column_double(st, 12);
+                v[n].progress = sqlite3_column_type(st, 13) == SQLITE_NULL ? -1 : sqlite3_column_double(st, 13);
+                n++;
+        }
+        if (r < 0) {
+                store_tasks_progress_free(v, n);
+                return r;
+        }
+        *ret = v;
+        *ret_n = n;
+        return 0;
+}
+
 /* Inserts attempt max + 1 of t's task, pending; a copy of attempt copy_of (< 0: an ordinary
  * attempt) launched for why. */
 static int task_insert_attempt(Store *s, const StoreTask *t, int copy_of, const char *why, char **ret_id) {

@@ -291,6 +291,16 @@ int store_tasks_placeable_count(Store *s, unsigned *ret);
  * two lists above, for that job), in FIFO order. */
 int store_tasks_schedulable_of_job(Store *s, uint64_t job, StoreTask **ret, size_t *ret_n);
 
+/* A running attempt and its usage as every view shows it: what speculation weighs. */
+typedef struct StoreTaskProgress {
+        StoreTask task;
+        double cpu_s;
+        double progress;       /* as the task reports it (CGORCH_PROGRESS_FD); -1: it reports none */
+} StoreTaskProgress;
+void store_tasks_progress_free(StoreTaskProgress *v, size_t n);
+/* The running attempts of the jobs the scheduler may see (running, not held), in FIFO order. */
+int store_tasks_running_progress(Store *s, StoreTaskProgress **ret, size_t *ret_n);
+
 /* Inserts the next attempt of t's task (the task's highest attempt number + 1: a speculative copy
  * may hold t->attempt + 1), pending, and hands back its id (malloc'd). -EEXIST if an ordinary
  * attempt after t's exists already (t was retried before). */
