@@ -2077,3 +2077,109 @@ Test(cluster, restart_keeps_dependencies) {
         cr_assert_not_null(find_action(next, ACTION_START, task_id(b, 0, 0)));
         heartbeat_reply_free(next);
 }
+
+/* ---- speculative copies: the first attempt to succeed wins ---- */
+
+/* Job of one task running on n1 (1 CPU) and a speculative copy of it placed on n2, both
+ * reported running. Hands back the job. */
+static uint64_t run_with_copy(Node *n1, Node *n2, int64_t now_ms) {
+        uint64_t id = submit(job_one_task, now_ms);
+        HeartbeatReply *hr = beat_empty(n1, now_ms + 1000);
+        heartbeat_reply_free(ack_and_run(n1, hr, now_ms + 2000));
+        heartbeat_reply_free(hr);
+        heartbeat_reply_free(beat_empty(n2, now_ms + 2000));
+
+        StoreTask t = {};
+        char *copy = NULL;
+        cr_assert_eq(store_task_get(store, task_id(id, 0, 0), &t), 0);
+        cr_assert_eq(store_begin(store), 0);
+        cr_assert_eq(store_task_insert_copy(store, &t, "test: a copy", &copy), 0);
+        cr_assert_eq(store_task_place(store, copy, n2->name), 0);
+        cr_assert_eq(store_commit(store), 0);
+        cr_assert_str_eq(copy, task_id_attempt(id, 0, 0, 1));
+        store_task_done(&t);
+        TaskReport rc = running(copy, NULL, 0);
+        heartbeat_reply_free(beat(n2, &rc, 1, NULL, 0, now_ms + 3000));
+        assert_task_state(id, 0, 1, "running");
+        assert_field(id, 0, 1, "copy_of", task_id(id, 0, 0));
+        assert_field(id, 0, 1, "speculation", "test: a copy");
+        assert_field(id, 0, 0, "copy_of", "(null)");
+        free(copy);
+        return id;
+}
+
+Test(cluster, speculative_copy_that_succeeds_first_wins_and_the_original_is_killed) {
+        Node n1 = node_new("n1", 1), n2 = node_new("n2", 1);
+        uint64_t id = run_with_copy(&n1, &n2, T0);
+        const char *orig = task_id(id, 0, 0), *copy = task_id_attempt(id, 0, 0, 1);
+
+        TaskReport won = ended(copy, TASK_SUCCEEDED, 0, 0, 2.0, MiB);
+        heartbeat_reply_free(beat(&n2, &won, 1, NULL, 0, T0 + 5000));
+        assert_task_state(id, 0, 1, "succeeded");
+        assert_job_state(id, "succeeded");
+        /* The original is killed on its node, and counts as cancelled when it is gone. */
+        TaskReport still = running(orig, NULL, 0);
+        HeartbeatReply *hr = beat(&n1, &still, 1, NULL, 0, T0 + 5500);
+        const Action *kill = find_action(hr, ACTION_KILL, orig);
+        cr_assert_not_null(kill, "the losing attempt is killed");
+        Ack a = ack_ok(kill);
+        TaskReport gone = ended(orig, TASK_FAILED, 0, 9, 0.5, MiB);
+        heartbeat_reply_free(beat(&n1, &gone, 1, &a, 1, T0 + 6000));
+        heartbeat_reply_free(hr);
+        assert_task_state(id, 0, 0, "cancelled");
+        assert_job_state(id, "succeeded");
+        cr_assert_float_eq(number(id, -1, -1, "cpu_s"), 2.5, 1e-9, "both attempts' CPU counts");
+        cr_assert_eq(number(id, -1, -1, "tasks_done"), 1);
+        StoreTask *left = NULL;
+        size_t n = 0;
+        cr_assert_eq(store_tasks_find(store, id, NULL, TASK_STATE_MASK(TASK_PENDING) | TASK_STATES_ACTIVE, &left, &n), 0);
+        cr_assert_eq(n, 0, "nothing runs or waits after the job ended");
+        store_tasks_free(left, n);
+}
+
+Test(cluster, speculative_copy_that_fails_is_dropped_and_the_original_carries_on) {
+        Node n1 = node_new("n1", 1), n2 = node_new("n2", 1);
+        uint64_t id = run_with_copy(&n1, &n2, T0);
+        const char *orig = task_id(id, 0, 0), *copy = task_id_attempt(id, 0, 0, 1);
+
+        TaskReport failed = ended(copy, TASK_FAILED, 1, 0, 0.3, MiB);
+        heartbeat_reply_free(beat(&n2, &failed, 1, NULL, 0, T0 + 5000));
+        assert_task_state(id, 0, 1, "failed");
+        assert_field(id, 0, 1, "error", "speculative copy dropped: exited with code 1");
+        assert_job_state(id, "running");
+        TaskReport done = ended(orig, TASK_SUCCEEDED, 0, 0, 2.0, MiB);
+        heartbeat_reply_free(beat(&n1, &done, 1, NULL, 0, T0 + 7000));
+        assert_job_state(id, "succeeded");
+        json_t *j = job_get(id);
+        cr_assert_eq(json_array_size(json_object_get(json_array_get(json_object_get(j, "phases"), 0), "tasks")), 2,
+                     "a dropped copy is never run again");
+        json_decref(j);
+}
+
+Test(cluster, speculative_copy_carries_its_task_when_the_original_is_lost) {
+        Node n1 = node_new("n1", 1), n2 = node_new("n2", 1);
+        uint64_t id = run_with_copy(&n1, &n2, T0);
+        const char *copy = task_id_attempt(id, 0, 0, 1);
+
+        /* n1 falls silent past its lease: its attempt is lost, the copy on n2 carries the task
+         * (no new attempt). */
+        int64_t deadline = T0 + 2000 + LOST_MS + 1;
+        TaskReport rc = running(copy, NULL, 0);
+        heartbeat_reply_free(beat(&n2, &rc, 1, NULL, 0, deadline - 1000));
+        cr_assert_eq(cluster_check_nodes(cluster, deadline), 0);
+        assert_task_state(id, 0, 0, "lost");
+        assert_task_state(id, 0, 1, "running");
+        assert_field(id, 0, 1, "copy_of", "(null)");
+        char note[256];
+        snprintf(note, sizeof note, "test: a copy; carries the task since attempt %s ended lost", task_id(id, 0, 0));
+        assert_field(id, 0, 1, "speculation", note);
+        assert_job_state(id, "running");
+
+        TaskReport done = ended(copy, TASK_SUCCEEDED, 0, 0, 2.0, MiB);
+        heartbeat_reply_free(beat(&n2, &done, 1, NULL, 0, deadline + 1000));
+        assert_job_state(id, "succeeded");
+        json_t *j = job_get(id);
+        cr_assert_eq(json_array_size(json_object_get(json_array_get(json_object_get(j, "phases"), 0), "tasks")), 2,
+                     "the lost attempt was not run again: its copy carried the task");
+        json_decref(j);
+}
