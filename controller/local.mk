@@ -46,7 +46,7 @@ controller/openapi-json.c: $(top_srcdir)/docs/openapi.json
 		echo 'const size_t api_openapi_json_size = sizeof api_openapi_json - 1;'; \
 	} >$@.tmp && mv $@.tmp $@
 
-# The scheduler: pure policy code (fifo, fair, hfsp, psbs, srpt; preemption), linked by the
+# The scheduler: pure policy code (fifo, fair, hfsp, psbs, srpt; preemption; speculation), linked by the
 # controller, its tests, the benchmark and the simulator.
 noinst_LIBRARIES += controller/libcgorch-sched.a
 controller_libcgorch_sched_a_SOURCES = \
@@ -58,7 +58,8 @@ controller_libcgorch_sched_a_SOURCES = \
 	controller/sched-sizing.c controller/sched-sizing.h \
 	controller/placement-fifo.c controller/placement-fifo.h \
 	controller/job-params.c controller/job-params.h \
-	controller/user-weights.c controller/user-weights.h
+	controller/user-weights.c controller/user-weights.h \
+	controller/speculate.c controller/speculate.h
 SCHED_LIBS = controller/libcgorch-sched.a $(ESTIMATOR_LIBS)
 
 # The orchestrator (MROrchestrator's Contention Detector and Performance Balancer): pure policy

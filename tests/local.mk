@@ -264,6 +264,12 @@ tests_unit_test_user_weights_SOURCES = tests/unit/test-user-weights.c
 tests_unit_test_user_weights_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_user_weights_LDADD = $(SCHED_LIBS) $(COMMON_LIBS) $(CRITERION_LIBS)
 
+check_PROGRAMS += tests/unit/test-speculate
+TESTS += tests/unit/test-speculate
+tests_unit_test_speculate_SOURCES = tests/unit/test-speculate.c
+tests_unit_test_speculate_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_speculate_LDADD = $(SCHED_LIBS) $(COMMON_LIBS) $(CRITERION_LIBS)
+
 check_PROGRAMS += tests/unit/test-sched-users
 TESTS += tests/unit/test-sched-users
 tests_unit_test_sched_users_SOURCES = tests/unit/test-sched-users.c tests/unit/sched-world.h
