@@ -51,7 +51,8 @@ noinst_PROGRAMS += bench/orch-epoch
 bench_orch_epoch_SOURCES = bench/orch-epoch.c tests/unit/store-dir.h \
 	controller/orchestrator.c controller/orchestrator.h controller/clock.c controller/clock.h \
 	controller/cluster.c controller/cluster.h \
-	controller/cluster-sched.c controller/cluster-sched.h controller/store-sched.c \
+	controller/cluster-sched.c controller/cluster-sched.h controller/cluster-speculate.c controller/cluster-speculate.h \
+	controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \
 	controller/store-jobs.c controller/store-deps.c controller/store-nodes.c controller/store-orch.c controller/store-checkpoint.c controller/store-usage.c
 bench_orch_epoch_CFLAGS = $(AM_CFLAGS) -pthread $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cluster-sched.h"
+#include "cluster-speculate.h"
 #include "cluster.h"
 #include "error-message.h"
 #include "user-weights.h"
@@ -39,6 +40,7 @@ struct Cluster {
         ClusterConfig config;
         int64_t started_ms;
         ClusterSched *sched;
+        ClusterSpec *spec;                /* speculative copies (cluster-speculate.h) */
         int64_t checkpoint_ms;            /* last scheduler checkpoint */
         /* Placement runs when something it depends on changed since it last ran (a task or
          * node came or went, a job or phase opened or ended, an ack), and once an interval
@@ -122,8 +124,16 @@ int cluster_new(Store *store, const ClusterConfig *config, int64_t now_ms, Clust
         };
         if (c->config.sizes.timeout_s == 0)
                 c->config.sizes = HFSP_SIZE_PARAMS_DEFAULT;
-        int r = cluster_sched_new(store, &c->config.sched, &c->config.sizes, &c->sched);
+        if (c->config.speculation.finished_window == 0)
+                c->config.speculation = SPECULATION_PARAMS_DEFAULT;
+        int r = cluster_spec_new(&c->config.speculation, &c->spec);
         if (r < 0) {
+                free(c);
+                return r;
+        }
+        r = cluster_sched_new(store, &c->config.sched, &c->config.sizes, &c->sched);
+        if (r < 0) {
+                cluster_spec_free(c->spec);
                 free(c);
                 return r;
         }
@@ -161,6 +171,7 @@ Cluster *cluster_free(Cluster *c) {
         if (!c)
                 return NULL;
         cluster_sched_free(c->sched);
+        cluster_spec_free(c->spec);
         strv_free(c->no_freeze);
         strv_free(c->unreachable);
         free(c);
@@ -439,6 +450,8 @@ static int roll_up_all(Cluster *c, const JobSet *jobs, int64_t now_ms) {
         return 0;
 }
 
+/* Places a pending task on node and queues its start. 1 when its command in the store cannot be
+ * decoded: it failed its job instead. */
 static int start_task(Cluster *c, const StoreTask *t, const char *node, int64_t now_ms) {
         StoreLaunch launch;
         int r = store_phase_launch(c->store, t->job, t->phase, &launch);
@@ -449,7 +462,9 @@ static int start_task(Cluster *c, const StoreTask *t, const char *node, int64_t 
                 log_error("Job %" PRIu64 " phase %u: %s.", t->job, t->phase, why);
                 c->placement_dirty = true;
                 r = store_task_set_state(c->store, t->id, TASK_FAILED, 0, now_ms, why);
-                return r < 0 ? r : job_stop(c, t->job, JOB_FAILED, why, now_ms);
+                if (r >= 0)
+                        r = job_stop(c, t->job, JOB_FAILED, why, now_ms);
+                return r < 0 ? r : 1;
         }
         if (r < 0)
                 return r;
@@ -547,6 +562,33 @@ static bool strv_sorted_contains(char **l, size_t n, const char *s) {
         return n > 0 && bsearch(s, l, n, sizeof(char *), str_cmp);
 }
 
+typedef struct LaunchContext {
+        Cluster *c;
+        const StoreNode *nodes;
+        int64_t now_ms;
+} LaunchContext;
+
+/* Launches a speculative copy of the running attempt original on nodes[node], as the speculator
+ * chose (cluster-speculate.h): one more attempt of its task, started there like any task. */
+static int launch_copy(void *userdata, const StoreTask *original, size_t node, const char *why, char **ret_copy) {
+        LaunchContext *ctx = userdata;
+        Cluster *c = ctx->c;
+        _cleanup_free_ char *id = NULL;
+        int r = store_task_insert_copy(c->store, original, why, &id);
+        if (r < 0)
+                return r;
+        _cleanup_(store_task_done) StoreTask copy = {};
+        r = store_task_get(c->store, id, &copy);
+        if (r >= 0)
+                r = start_task(c, &copy, ctx->nodes[node].id, ctx->now_ms);
+        if (r != 0)
+                return MIN(r, 0); /* > 0: its command cannot be decoded, its job failed */
+        log_info("Task %s on node %s: speculative copy %s launched on node %s (%s).", original->id, original->node, id,
+                 ctx->nodes[node].id, why);
+        *ret_copy = TAKE_PTR(id);
+        return 1;
+}
+
 /* One scheduling decision: the scheduler is told which runnable job phases, nodes and
  * pending, running and frozen tasks changed since the last one, and says what to start,
  * freeze and thaw. *ret_froze: it froze a task (whose CPU is free at once). */
@@ -612,6 +654,14 @@ static int place_once(Cluster *c, int64_t now_ms, bool *ret_froze) {
                         break;
                 case SCHED_FREEZE:
                 case SCHED_THAW:
+                        if (d->verb == SCHED_FREEZE && t->is_copy) {
+                                /* A copy is not worth its memory while frozen: it is dropped,
+                                 * its original runs on (or is frozen in its turn). */
+                                r = preempt_task(c, t, now_ms);
+                                redo = redo || r > 0;
+                                r = MIN(r, 0);
+                                break;
+                        }
                         r = queue_freeze(c, t, d->verb == SCHED_FREEZE, now_ms);
                         *ret_froze = *ret_froze || d->verb == SCHED_FREEZE;
                         break;
@@ -631,6 +681,12 @@ static int place_once(Cluster *c, int64_t now_ms, bool *ret_froze) {
                 const StoreTask *t = weights[k].task;
                 Action a = { .type = ACTION_SET_LIMITS, .task = t->id, .limits = { .cpu_weight = weights[k].cpu_weight } };
                 r = queue_action(c, weights[k].node, &a, now_ms, NULL);
+        }
+        /* What the scheduler placed went first; room it left may hold speculative copies. */
+        if (r >= 0) {
+                LaunchContext ctx = { .c = c, .nodes = nodes, .now_ms = now_ms };
+                r = cluster_spec_run(c->spec, c->store, c->sched, nodes, n_nodes, now_ms, launch_copy, &ctx);
+                r = MIN(r, 0);
         }
 finish:
         store_nodes_free(nodes, n_nodes);
@@ -655,7 +711,8 @@ static int place(Cluster *c, int64_t now_ms) {
 }
 
 /* Placement when its inputs changed; else once an interval while work waits (pending or
- * frozen tasks), for what time alone changes: ageing, training timeouts, preemption. */
+ * frozen tasks) or speculation is on, for what time alone changes: ageing, training timeouts,
+ * preemption, attempts old enough to be judged. */
 static int place_if_needed(Cluster *c, int64_t now_ms) {
         if (!c->placement_dirty) {
                 if (now_ms - c->placed_ms < (int64_t) interval_ms(c))
@@ -663,7 +720,9 @@ static int place_if_needed(Cluster *c, int64_t now_ms) {
                 int r = store_tasks_waiting(c->store);
                 if (r < 0)
                         return r;
-                if (r == 0) {
+                /* Speculation asks once an interval too: attempts become candidates as they
+                 * age past the minimum runtime, which no write announces. */
+                if (r == 0 && cluster_spec_params(c->spec)->policy == SPECULATION_OFF) {
                         c->counters.tasks_waiting = 0;
                         /* Nothing to decide, but sizes still move on (training). */
                         StoreNode *nodes = NULL;
@@ -701,6 +760,8 @@ int cluster_job_to_json(Cluster *c, uint64_t job, int64_t now_ms, json_t **ret) 
         int r = store_job_to_json(c->store, job, true, &o);
         if (r >= 0)
                 r = job_add_scheduler(c, o, true, true, now_ms);
+        if (r >= 0)
+                r = cluster_spec_annotate_job(c->sched, o);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(o);
@@ -1058,41 +1119,21 @@ int cluster_requeue(Cluster *c, uint64_t job, const char *by, int64_t now_ms, js
         return cluster_job_to_json(c, job, now_ms, ret_job);
 }
 
-/* The other attempts of t's task since its job's last requeue, in attempt order. */
-static int task_siblings(Cluster *c, const StoreTask *t, StoreTask **ret, size_t *ret_n) {
-        _cleanup_(store_job_done) StoreJob j = {};
-        int r = store_job_get(c->store, t->job, &j);
-        if (r < 0)
-                return r;
-        StoreTask *tasks = NULL;
-        size_t n_all = 0, n = 0;
-        r = store_tasks_find(c->store, t->job, NULL, ~0u, &tasks, &n_all);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < n_all; i++) {
-                if (tasks[i].phase == t->phase && tasks[i].index == t->index && tasks[i].attempt != t->attempt &&
-                    tasks[i].attempt >= j.attempt_base)
-                        tasks[n++] = tasks[i];
-                else
-                        store_task_done(&tasks[i]);
-        }
-        *ret = tasks;
-        *ret_n = n;
-        return 0;
-}
-
-/* An attempt of a task that has a speculative copy, or is one, ended while its job runs
- * (controller/speculate.h: the first attempt to succeed wins):
- *   - another attempt succeeded already: this one lost the race and is cancelled;
+/* An attempt of a task that has a speculative copy, or is one, ended (controller/speculate.h:
+ * the first attempt to succeed wins):
+ *   - another attempt succeeded already: this one lost the race and is cancelled (also once
+ *     the job ended: the win may have ended it);
+ * and while its job runs:
  *   - it succeeded: it wins, the attempts still active are killed;
  *   - it did not succeed and is a copy: it is dropped (never run again), its original runs on;
  *   - it did not succeed and a copy of it is active: the copy carries the task from now on.
  * Returns 1 when it settled the attempt, 0 when the task has no other attempt that matters
  * (the ordinary rules apply). */
-static int task_end_speculated(Cluster *c, const StoreTask *t, TaskState outcome, const char *why, int64_t now_ms) {
+static int task_end_speculated(Cluster *c, const StoreTask *t, TaskState outcome, const char *why, bool job_final,
+                               int64_t now_ms) {
         StoreTask *sib = NULL;
         size_t n = 0;
-        int r = task_siblings(c, t, &sib, &n);
+        int r = store_task_siblings(c->store, t, &sib, &n);
         if (r < 0)
                 return r;
         const StoreTask *winner = NULL, *copy = NULL;
@@ -1115,7 +1156,9 @@ static int task_end_speculated(Cluster *c, const StoreTask *t, TaskState outcome
                         log_info("Task %s %s; %s.", t->id, task_state_to_string(outcome), reason);
                         r = 1;
                 }
-        } else if (outcome == TASK_SUCCEEDED && n_active > 0) {
+        } else if (job_final)
+                r = 0;
+        else if (outcome == TASK_SUCCEEDED && n_active > 0) {
                 r = store_task_set_state(c->store, t->id, TASK_SUCCEEDED, 0, now_ms, NULL);
                 snprintf(reason, sizeof reason, "attempt %s succeeded first", t->id);
                 for (size_t i = 0; i < n && r >= 0; i++)
@@ -1177,11 +1220,10 @@ static int task_end(Cluster *c, const StoreTask *t, TaskState outcome, const cha
                 outcome = TASK_CANCELLED;
                 error = preempted_reason;
         }
-        if (!job_state_is_final(job_state)) {
-                r = task_end_speculated(c, t, outcome, error, now_ms);
-                if (r != 0)
-                        return r < 0 ? r : 0;
-        }
+        cluster_spec_attempt_ended(c->spec, t, outcome, now_ms);
+        r = task_end_speculated(c, t, outcome, error, job_state_is_final(job_state), now_ms);
+        if (r != 0)
+                return r < 0 ? r : 0;
         if (preempted) {
                 r = store_task_set_state(c->store, t->id, TASK_CANCELLED, 0, now_ms, preempted_reason);
                 return r < 0 ? r : task_retry(c, t, "preempted");
@@ -1468,11 +1510,10 @@ static int task_lose(Cluster *c, const StoreTask *t, const char *reason, int64_t
         if (r < 0)
                 return r;
         /* A copy lost is dropped; an attempt lost beside its copy leaves the task to the copy. */
-        if (!job_state_is_final(job_state)) {
-                r = task_end_speculated(c, t, TASK_LOST, reason, now_ms);
-                if (r != 0)
-                        return r < 0 ? r : 0;
-        }
+        cluster_spec_attempt_ended(c->spec, t, TASK_LOST, now_ms);
+        r = task_end_speculated(c, t, TASK_LOST, reason, job_state_is_final(job_state), now_ms);
+        if (r != 0)
+                return r < 0 ? r : 0;
         r = store_task_set_state(c->store, t->id, TASK_LOST, 0, now_ms, reason);
         if (r < 0)
                 return r;
@@ -1888,5 +1929,14 @@ int cluster_set_sched_params(Cluster *c, const SchedParams *params) {
                 return r;
         c->config.sched = *params;
         c->placement_dirty = true;
+        return 0;
+}
+
+int cluster_set_speculation_params(Cluster *c, const SpeculationParams *params) {
+        int r = cluster_spec_set_params(c->spec, params);
+        if (r < 0)
+                return r;
+        c->config.speculation = *params;
+        c->placement_dirty = true; /* copies may be due at once */
         return 0;
 }

@@ -8,6 +8,7 @@ CONTROLLER_SOURCES = \
 	controller/rate-limit.c controller/rate-limit.h \
 	controller/cluster.c controller/cluster.h \
 	controller/cluster-sched.c controller/cluster-sched.h \
+	controller/cluster-speculate.c controller/cluster-speculate.h \
 	controller/http-server.c controller/http-server.h controller/peer.c controller/peer.h \
 	controller/addr-count.c controller/addr-count.h controller/conn-slots.c controller/conn-slots.h \
 	controller/nonce-cache.c controller/nonce-cache.h \
@@ -112,7 +113,8 @@ TESTS += tests/unit/test-orchestrator
 tests_unit_test_orchestrator_SOURCES = tests/unit/test-orchestrator.c tests/unit/store-dir.h \
 	controller/orchestrator.c controller/orchestrator.h controller/clock.c controller/clock.h \
 	controller/cluster.c controller/cluster.h \
-	controller/cluster-sched.c controller/cluster-sched.h controller/store-sched.c \
+	controller/cluster-sched.c controller/cluster-sched.h controller/cluster-speculate.c controller/cluster-speculate.h \
+	controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \
 	controller/store-jobs.c controller/store-deps.c controller/store-nodes.c controller/store-orch.c controller/store-checkpoint.c controller/store-usage.c
 tests_unit_test_orchestrator_CFLAGS = $(AM_CFLAGS) -pthread $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)

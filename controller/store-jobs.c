@@ -693,6 +693,20 @@ int store_tasks_find(Store *s, uint64_t job, const char *node, unsigned state_ma
         return 0;
 }
 
+int store_task_siblings(Store *s, const StoreTask *t, StoreTask **ret, size_t *ret_n) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s,
+                              "SELECT " TASK_COLUMNS " " TASK_FROM
+                              " WHERE t.job = ?1 AND t.phase = ?2 AND t.idx = ?3 AND t.attempt != ?4"
+                              " AND t.attempt >= (SELECT attempt_base FROM jobs WHERE id = ?1)"
+                              " ORDER BY t.attempt",
+                              &st);
+        if (r < 0)
+                return r;
+        store_bind_task_key(st, t);
+        return tasks_collect(s, st, ret, ret_n);
+}
+
 int store_tasks_placeable(Store *s, StoreTask **ret, size_t *ret_n) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r = store_prepare(s,
@@ -750,6 +764,11 @@ int store_tasks_running_progress(Store *s, StoreTaskProgress **ret, size_t *ret_
                               "SELECT " TASK_COLUMNS ", " USAGE_CPU_S("t.") ", " USAGE_PROGRESS("t.") " " TASK_FROM
                               " JOIN jobs j ON j.id = t.job"
                               " WHERE t.state = 'running' AND t.node IS NOT NULL AND " JOB_SCHEDULABLE
+                              /* Not on its way out: preempted, or its task won by another attempt
+                               * (killed, and perhaps acked already, but not yet reported gone). */
+                              " AND t.preempted_ms IS NULL AND NOT EXISTS (SELECT 1 FROM tasks u"
+                              "  WHERE u.job = t.job AND u.phase = t.phase AND u.idx = t.idx"
+                              "  AND u.state = 'succeeded' AND u.attempt >= j.attempt_base)"
                               " ORDER BY t.job, t.phase, t.idx, t.attempt",
                               &st);
         if (r < 0)
@@ -790,10 +809,7 @@ static int task_insert_attempt(Store *s, const StoreTask *t, int copy_of, const 
                               &next);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(next, 1, (int64_t) t->job);
-        sqlite3_bind_int(next, 2, (int) t->phase);
-        sqlite3_bind_int(next, 3, (int) t->index);
-        sqlite3_bind_int(next, 4, (int) t->attempt);
+        store_bind_task_key(next, t);
         r = store_step_row(s, next, "find the next attempt");
         if (r < 0)
                 return r;

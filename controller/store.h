@@ -283,6 +283,10 @@ int store_task_get(Store *s, const char *id, StoreTask *ret);
 int store_tasks_find(Store *s, uint64_t job, const char *node, unsigned state_mask,
                      StoreTask **ret, size_t *ret_n);
 
+/* The other attempts of t's task since its job's last requeue, in attempt order (through the
+ * task's key: O(its attempts)). */
+int store_task_siblings(Store *s, const StoreTask *t, StoreTask **ret, size_t *ret_n);
+
 /* Pending tasks whose phase may run and whose job is neither final nor held, in FIFO order;
  * and how many there are. */
 int store_tasks_placeable(Store *s, StoreTask **ret, size_t *ret_n);
@@ -298,7 +302,8 @@ typedef struct StoreTaskProgress {
         double progress;       /* as the task reports it (CGORCH_PROGRESS_FD); -1: it reports none */
 } StoreTaskProgress;
 void store_tasks_progress_free(StoreTaskProgress *v, size_t n);
-/* The running attempts of the jobs the scheduler may see (running, not held), in FIFO order. */
+/* The running attempts of the jobs the scheduler may see (running, not held), in FIFO order,
+ * but those on their way out: preempted, or of a task another attempt won. */
 int store_tasks_running_progress(Store *s, StoreTaskProgress **ret, size_t *ret_n);
 
 /* Inserts the next attempt of t's task (the task's highest attempt number + 1: a speculative copy
