@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# test-speculation.sh: LATE speculative execution on real cgroups. Two nodes; n1's subtree gets a
-# tight CPU quota (10 % of a CPU, written by this test into the cgroup the agent made for it), so
-# a task placed there straggles. A job of three 1-CPU tasks puts one on n1 and two on n2; when
-# n2's finish, its free slot gets a speculative copy of the straggler, which finishes first and
-# wins: the straggler is killed and its cgroup removed, the job succeeds, both attempts' CPU time
-# counts, and nothing of the job runs or is started again after it ended. With speculation off,
-# the same job waits for its straggler (the case that shows the feature is what made the
-# difference).
+# test-speculation.sh: LATE speculative execution on real cgroups. Two nodes; n1 is slowed (its
+# subtree gets the least CPU weight against a CPU hog this test starts and kills), so a task
+# placed there straggles. A job of three 1-CPU tasks puts one on n1 and two on n2; when n2's
+# finish, its free room gets a speculative copy of the straggler (the minimum runtime is 1 s
+# here), which finishes first and wins: the straggler is killed and its cgroup removed, the job
+# succeeds, both attempts' CPU time counts, nothing of the job runs or is started again after it
+# ended, and cgorchctl job shows the copy, why and who won. With speculation off the straggler
+# gets no copy and holds the job until the hog stops (the case that shows the feature is what
+# made the difference). Skips with the reason where cgroups cannot be created.
 set -euo pipefail
 
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
