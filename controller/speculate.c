@@ -365,7 +365,11 @@ int speculator_attempt_end(Speculator *sp, size_t id, double now_s, SpeculationE
         sibling = t->sibling;
         if (end != SPECULATION_END_SUCCEEDED) {
                 attempt_drop(sp, id);
-                return sibling != SIZE_MAX;
+                if (sibling == SIZE_MAX)
+                        return 0;
+                if (ret_kill)
+                        ret_kill[0] = sibling;
+                return 1;
         }
 
         Phase *ph = phase_get(sp, t->a.key);
