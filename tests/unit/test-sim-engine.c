@@ -470,3 +470,77 @@ Test(sim_engine, memory_guard_raises_before_the_epoch) {
         sim_result_done(&cpu_only);
         sim_workload_done(&w);
 }
+
+/* Speculation: three one-CPU nodes, node 0 four times slower; one phase of three 100 s tasks
+ * (FIFO places them on nodes 0, 1, 2). At 100 s two are done and the third has done 25 %: LATE
+ * (slow for its phase, fast free node) and Hadoop (0.25 < the phase average 0.75 − 0.2) copy it
+ * onto node 1, where it finishes at 200 s instead of 400 s. The original's 200 CPU-seconds are
+ * the job's as well as the copy's 100. */
+Test(sim_engine, speculative_copy_overtakes_a_straggler) {
+        SimWorkload w = trace(HEADER "0,1,0,3,100,1,256M,1,128M\n");
+        SimNodeSpec nodes[3] = {
+                { .cpus = 1, .memory_bytes = 4 * GiB, .speed = 0.25 },
+                { .cpus = 1, .memory_bytes = 4 * GiB, .speed = 1 },
+                { .cpus = 1, .memory_bytes = 4 * GiB, .speed = 1 },
+        };
+        const struct {
+                SpeculationPolicy policy;
+                double min_runtime_s, end_s;
+                unsigned copies;
+        } cases[] = {
+                { SPECULATION_OFF, 60, 400, 0 },
+                { SPECULATION_LATE, 60, 200, 1 },
+                { SPECULATION_HADOOP, 60, 200, 1 },
+                /* Judged only from 150 s (the speculator is asked every 3 s): done at 250 s. */
+                { SPECULATION_LATE, 150, 250, 1 },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                SimParams p = SIM_PARAMS_DEFAULT;
+                SimResult r = { 0 };
+                p.policy = SIM_POLICY_FIFO;
+                p.preemption = SIM_PREEMPT_WAIT;
+                p.estimator = SIM_ESTIMATOR_ORACLE;
+                p.speculation.policy = cases[i].policy;
+                p.speculation.late.min_runtime_s = cases[i].min_runtime_s;
+                cr_assert_eq(sim_run(&w, nodes, 3, &p, NULL, NULL, &r), 0);
+                cr_assert_float_eq(end_of(&w, &r, 1), cases[i].end_s, EPS, "case %zu", i);
+                cr_assert_eq(r.copies, cases[i].copies, "case %zu", i);
+                cr_assert_eq(r.copies_won, cases[i].copies, "case %zu", i);
+                cr_assert_eq(r.copies_lost, 0);
+                /* The original ran on one CPU until the copy won. */
+                double original_cpu_s = cases[i].copies ? cases[i].end_s : 400;
+                cr_assert_float_eq(r.speculation_lost_cpu_s, cases[i].copies ? original_cpu_s : 0, EPS, "case %zu", i);
+                cr_assert_float_eq(r.cpu_used_s, 200 + original_cpu_s + (cases[i].copies ? 100 : 0), EPS, "case %zu", i);
+                sim_result_done(&r);
+        }
+        sim_workload_done(&w);
+}
+
+/* A copy that loses: node 0 at 0.6 speed; at 100 s its task has done 60 % (rate 0.006/s, below
+ * the phase's 25th percentile 0.008/s with its two finished peers) and gets a copy on node 1,
+ * which would finish at 200 s. The original finishes first, at 166.7 s: the copy is dropped after
+ * 66.7 CPU-seconds, which count. */
+Test(sim_engine, speculative_copy_that_loses_is_dropped) {
+        SimWorkload w = trace(HEADER "0,1,0,3,100,1,256M,1,128M\n");
+        SimNodeSpec nodes[3] = {
+                { .cpus = 1, .memory_bytes = 4 * GiB, .speed = 0.6 },
+                { .cpus = 1, .memory_bytes = 4 * GiB, .speed = 1 },
+                { .cpus = 1, .memory_bytes = 4 * GiB, .speed = 1 },
+        };
+        SimParams p = SIM_PARAMS_DEFAULT;
+        SimResult r = { 0 };
+        p.policy = SIM_POLICY_FIFO;
+        p.preemption = SIM_PREEMPT_WAIT;
+        p.estimator = SIM_ESTIMATOR_ORACLE;
+        p.speculation.policy = SPECULATION_LATE;
+        cr_assert_eq(sim_run(&w, nodes, 3, &p, NULL, NULL, &r), 0);
+        cr_assert_float_eq(end_of(&w, &r, 1), 100 / 0.6, EPS);
+        cr_assert_eq(r.copies, 1);
+        cr_assert_eq(r.copies_won, 0);
+        cr_assert_eq(r.copies_lost, 1);
+        cr_assert_float_eq(r.speculation_lost_cpu_s, 100 / 0.6 - 100, EPS);
+        cr_assert_float_eq(r.cpu_used_s, 200 + 100 / 0.6 + (100 / 0.6 - 100), EPS);
+        sim_result_done(&r);
+        sim_workload_done(&w);
+}
