@@ -544,3 +544,35 @@ Test(sim_engine, speculative_copy_that_loses_is_dropped) {
         sim_result_done(&r);
         sim_workload_done(&w);
 }
+
+/* Preemption drops a copy, never requeues it. As above, job 1's task on the slow node (0.25) gets
+ * a copy on node 1 at 100 s. At 110 s job 2 (two 10 s tasks) comes, and SRPT puts it first: one
+ * task takes node 2, the other needs a CPU and kill preemption takes the youngest task, the
+ * copy. The original runs on; job 2 ends at 120 s, when a new copy starts on node 1 and wins at
+ * 220 s (the original would have ended at 400 s). */
+Test(sim_engine, preemption_drops_a_copy) {
+        SimWorkload w = trace(HEADER "0,1,0,3,100,1,256M,1,128M\n110,2,0,2,10,1,256M,1,128M\n");
+        SimNodeSpec nodes[3] = {
+                { .cpus = 1, .memory_bytes = 4 * GiB, .speed = 0.25 },
+                { .cpus = 1, .memory_bytes = 4 * GiB, .speed = 1 },
+                { .cpus = 1, .memory_bytes = 4 * GiB, .speed = 1 },
+        };
+        SimParams p = SIM_PARAMS_DEFAULT;
+        SimResult r = { 0 };
+        p.policy = SIM_POLICY_SRPT;
+        p.preemption = SIM_PREEMPT_KILL;
+        p.kill_max_lost_s = INFINITY;
+        p.estimator = SIM_ESTIMATOR_ORACLE;
+        p.speculation.policy = SPECULATION_LATE;
+        cr_assert_eq(sim_run(&w, nodes, 3, &p, NULL, NULL, &r), 0);
+        cr_assert_float_eq(end_of(&w, &r, 2), 120, EPS);
+        cr_assert_float_eq(end_of(&w, &r, 1), 220, EPS);
+        cr_assert_eq(r.copies, 2);
+        cr_assert_eq(r.copies_won, 1);
+        cr_assert_eq(r.copies_lost, 1);
+        cr_assert_eq(r.kills, 0, "a dropped copy is not a task killed to be run again");
+        /* The dropped copy's 10 s and the original's 220 s. */
+        cr_assert_float_eq(r.speculation_lost_cpu_s, 10 + 220, EPS);
+        sim_result_done(&r);
+        sim_workload_done(&w);
+}
