@@ -2,7 +2,7 @@
  * are computed by hand — HFSP's Fig. 3 end to end, the three preemption primitives, the memory
  * thrashing penalty, a CPU demand profile, processor sharing — and determinism for a seed;
  * and how the simulator hands HFSP's S_f to the scheduler; its orchestration defaults are the
- * controller's. */
+ * controller's; speculative copies that win, lose and are dropped by preemption. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <string.h>
@@ -471,6 +471,26 @@ Test(sim_engine, memory_guard_raises_before_the_epoch) {
         sim_workload_done(&w);
 }
 
+/* Three one-CPU nodes, node 0 at slow_speed; FIFO (SRPT when srpt) by the true sizes. */
+static SimResult speculation_run(const SimWorkload *w, double slow_speed, SpeculationPolicy policy, bool srpt,
+                                 double min_runtime_s) {
+        SimNodeSpec nodes[3] = {
+                { .cpus = 1, .memory_bytes = 4 * GiB, .speed = slow_speed },
+                { .cpus = 1, .memory_bytes = 4 * GiB, .speed = 1 },
+                { .cpus = 1, .memory_bytes = 4 * GiB, .speed = 1 },
+        };
+        SimParams p = SIM_PARAMS_DEFAULT;
+        SimResult r = { 0 };
+        p.policy = srpt ? SIM_POLICY_SRPT : SIM_POLICY_FIFO;
+        p.preemption = srpt ? SIM_PREEMPT_KILL : SIM_PREEMPT_WAIT;
+        p.kill_max_lost_s = INFINITY;
+        p.estimator = SIM_ESTIMATOR_ORACLE;
+        p.speculation.policy = policy;
+        p.speculation.late.min_runtime_s = min_runtime_s;
+        cr_assert_eq(sim_run(w, nodes, 3, &p, NULL, NULL, &r), 0);
+        return r;
+}
+
 /* Speculation: three one-CPU nodes, node 0 four times slower; one phase of three 100 s tasks
  * (FIFO places them on nodes 0, 1, 2). At 100 s two are done and the third has done 25 %: LATE
  * (slow for its phase, fast free node) and Hadoop (0.25 < the phase average 0.75 − 0.2) copy it
@@ -478,11 +498,6 @@ Test(sim_engine, memory_guard_raises_before_the_epoch) {
  * the job's as well as the copy's 100. */
 Test(sim_engine, speculative_copy_overtakes_a_straggler) {
         SimWorkload w = trace(HEADER "0,1,0,3,100,1,256M,1,128M\n");
-        SimNodeSpec nodes[3] = {
-                { .cpus = 1, .memory_bytes = 4 * GiB, .speed = 0.25 },
-                { .cpus = 1, .memory_bytes = 4 * GiB, .speed = 1 },
-                { .cpus = 1, .memory_bytes = 4 * GiB, .speed = 1 },
-        };
         const struct {
                 SpeculationPolicy policy;
                 double min_runtime_s, end_s;
@@ -496,14 +511,7 @@ Test(sim_engine, speculative_copy_overtakes_a_straggler) {
         };
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
-                SimParams p = SIM_PARAMS_DEFAULT;
-                SimResult r = { 0 };
-                p.policy = SIM_POLICY_FIFO;
-                p.preemption = SIM_PREEMPT_WAIT;
-                p.estimator = SIM_ESTIMATOR_ORACLE;
-                p.speculation.policy = cases[i].policy;
-                p.speculation.late.min_runtime_s = cases[i].min_runtime_s;
-                cr_assert_eq(sim_run(&w, nodes, 3, &p, NULL, NULL, &r), 0);
+                SimResult r = speculation_run(&w, 0.25, cases[i].policy, false, cases[i].min_runtime_s);
                 cr_assert_float_eq(end_of(&w, &r, 1), cases[i].end_s, EPS, "case %zu", i);
                 cr_assert_eq(r.copies, cases[i].copies, "case %zu", i);
                 cr_assert_eq(r.copies_won, cases[i].copies, "case %zu", i);
@@ -523,18 +531,7 @@ Test(sim_engine, speculative_copy_overtakes_a_straggler) {
  * 66.7 CPU-seconds, which count. */
 Test(sim_engine, speculative_copy_that_loses_is_dropped) {
         SimWorkload w = trace(HEADER "0,1,0,3,100,1,256M,1,128M\n");
-        SimNodeSpec nodes[3] = {
-                { .cpus = 1, .memory_bytes = 4 * GiB, .speed = 0.6 },
-                { .cpus = 1, .memory_bytes = 4 * GiB, .speed = 1 },
-                { .cpus = 1, .memory_bytes = 4 * GiB, .speed = 1 },
-        };
-        SimParams p = SIM_PARAMS_DEFAULT;
-        SimResult r = { 0 };
-        p.policy = SIM_POLICY_FIFO;
-        p.preemption = SIM_PREEMPT_WAIT;
-        p.estimator = SIM_ESTIMATOR_ORACLE;
-        p.speculation.policy = SPECULATION_LATE;
-        cr_assert_eq(sim_run(&w, nodes, 3, &p, NULL, NULL, &r), 0);
+        SimResult r = speculation_run(&w, 0.6, SPECULATION_LATE, false, SPECULATION_MIN_RUNTIME_S_DEFAULT);
         cr_assert_float_eq(end_of(&w, &r, 1), 100 / 0.6, EPS);
         cr_assert_eq(r.copies, 1);
         cr_assert_eq(r.copies_won, 0);
@@ -552,19 +549,7 @@ Test(sim_engine, speculative_copy_that_loses_is_dropped) {
  * 220 s (the original would have ended at 400 s). */
 Test(sim_engine, preemption_drops_a_copy) {
         SimWorkload w = trace(HEADER "0,1,0,3,100,1,256M,1,128M\n110,2,0,2,10,1,256M,1,128M\n");
-        SimNodeSpec nodes[3] = {
-                { .cpus = 1, .memory_bytes = 4 * GiB, .speed = 0.25 },
-                { .cpus = 1, .memory_bytes = 4 * GiB, .speed = 1 },
-                { .cpus = 1, .memory_bytes = 4 * GiB, .speed = 1 },
-        };
-        SimParams p = SIM_PARAMS_DEFAULT;
-        SimResult r = { 0 };
-        p.policy = SIM_POLICY_SRPT;
-        p.preemption = SIM_PREEMPT_KILL;
-        p.kill_max_lost_s = INFINITY;
-        p.estimator = SIM_ESTIMATOR_ORACLE;
-        p.speculation.policy = SPECULATION_LATE;
-        cr_assert_eq(sim_run(&w, nodes, 3, &p, NULL, NULL, &r), 0);
+        SimResult r = speculation_run(&w, 0.25, SPECULATION_LATE, true, SPECULATION_MIN_RUNTIME_S_DEFAULT);
         cr_assert_float_eq(end_of(&w, &r, 2), 120, EPS);
         cr_assert_float_eq(end_of(&w, &r, 1), 220, EPS);
         cr_assert_eq(r.copies, 2);
