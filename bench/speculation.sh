@@ -9,6 +9,8 @@
 #   heterogeneous  node speeds 1, 0.7, 0.5 and 0.35, five nodes each (LATE Sec. 5.2.1's 1–8 VMs
 #                  per host)
 #   both           heterogeneous and 10 % of the nodes 4× slower on top
+#   both-hfsp      the same under cgorch's default scheduler (hfsp, suspend-kill preemption:
+#                  copies in the way of a preemption are dropped)
 # Loads (--load, offered against the cluster's speed-weighted CPUs): 0.2, where a job mostly has
 # the cluster to itself as in the paper's single-job runs, then 0.5 and 0.8.
 # Prints one Markdown table: per cluster and load, the mean job response of each policy averaged
@@ -37,6 +39,7 @@ cluster() {
         stragglers) echo "-c 20x3x8G --stragglers 0.1x4" ;;
         heterogeneous) echo "-c $hetero" ;;
         both) echo "-c $hetero --stragglers 0.1x4" ;;
+        both-hfsp) echo "-c $hetero --stragglers 0.1x4 -p hfsp -P suspend-kill" ;;
         *) echo "speculation: unknown cluster $1" >&2; exit 2 ;;
         esac
 }
@@ -83,6 +86,7 @@ for load in 0.5 0.8; do
         table_row "homogeneous, $load" homogeneous "$load" ""
         table_row "both, $load" both "$load" ""
 done
+table_row "both, 0.5, hfsp + suspend-kill" both-hfsp 0.5 ""
 echo
 echo "| both, 0.2, minimum runtime $header"
 echo "|---|---|---|---|---|---|---|---|"
