@@ -88,6 +88,14 @@ bench-orch-curve: sim/cgorch-sim
 	$(BASH) $(srcdir)/bench/orch-curve.sh $(builddir)
 .PHONY: bench-orch-curve
 
+# LATE against Hadoop's rule and no speculation in cgorch-sim: uniform, straggling and
+# heterogeneous clusters, three loads, five seeds (docs/evaluation.md §7; seconds, no root):
+# `make bench-speculation`.
+dist_noinst_SCRIPTS += bench/speculation.sh
+bench-speculation: sim/cgorch-sim
+	$(BASH) $(srcdir)/bench/speculation.sh $(builddir)
+.PHONY: bench-speculation
+
 # A cgorch-sim trace replayed on a real controller and agent on this machine's cgroups (root):
 # the real-cgroup leg of the scheduling benchmark (see docs/benchmarks.md). `make bench-replay`
 # replays the dev generator's first 20 jobs at a hundredth of their times.

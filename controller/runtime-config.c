@@ -148,7 +148,7 @@ const Knob runtime_knobs[] = {
           "speculative copies of stragglers: off, late (LATE: the slowest task with the most time left, onto a fast node) or hadoop (progress 0.2 below its phase's average) (default: off)",
           0, 0, ENUM_CHOICES(speculation_choices), "speculation", KNOB_APPLY_SPECULATION },
         { "speculation-min-runtime", KNOB_DURATION, SETTING(speculation.late.min_runtime_s), "DURATION",
-          "a task is judged for a copy only once it has run this long (default: 1m; 0..1d)",
+          "a task is judged for a copy only once it has run this long (default: 20s; 0..1d)",
           0, 86400, NULL, 0, "min_runtime_s", KNOB_APPLY_SPECULATION },
         { "speculative-cap", KNOB_DOUBLE, SETTING(speculation.late.speculative_cap_fraction), "FRACTION",
           "late: copies running at once, at most this share of the ready CPUs (at least 1) (default: 0.1; 0..1)",

@@ -365,7 +365,11 @@ int speculator_attempt_end(Speculator *sp, size_t id, double now_s, SpeculationE
         sibling = t->sibling;
         if (end != SPECULATION_END_SUCCEEDED) {
                 attempt_drop(sp, id);
-                return sibling != SIZE_MAX;
+                if (sibling == SIZE_MAX)
+                        return 0;
+                if (ret_kill)
+                        ret_kill[0] = sibling;
+                return 1;
         }
 
         Phase *ph = phase_get(sp, t->a.key);
@@ -416,6 +420,25 @@ static bool candidate(const Speculator *sp, const Attempt *t, double now_s) {
                 now_s - t->start_s >= sp->params.late.min_runtime_s;
 }
 
+/* Appends the live attempt id to the candidates: its rate, time left and the phase's threshold. */
+static int candidate_push(Speculator *sp, size_t id, double now_s, double threshold, size_t *n) {
+        const Attempt *t = &sp->attempts[id];
+        Candidate *c;
+        int r;
+
+        r = grow((void **) &sp->candidates, &sp->n_candidates_alloc, *n + 1, sizeof(Candidate));
+        if (r < 0)
+                return r;
+        c = &sp->candidates[(*n)++];
+        *c = (Candidate) {
+                .id = id, .key = t->a.key, .index = t->a.index,
+                .rate = t->progress / (now_s - t->start_s), .threshold = threshold,
+        };
+        /* judged(): time has passed, progress in [0, 1] */
+        (void) late_time_left_s(t->progress, t->start_s, now_s, &c->left);
+        return 0;
+}
+
 /* LATE: per phase, SlowTaskThreshold over its running and recently finished rates; every
  * original below it is a candidate. */
 static int late_candidates(Speculator *sp, double now_s, size_t *ret_n) {
@@ -443,22 +466,12 @@ static int late_candidates(Speculator *sp, double now_s, size_t *ret_n) {
 
                 for (size_t i = 0; i < ph->n_live; i++) {
                         const Attempt *t = &sp->attempts[ph->live[i]];
-                        double rate, left;
 
-                        if (!candidate(sp, t, now_s))
+                        if (!candidate(sp, t, now_s) || !(t->progress / (now_s - t->start_s) < threshold))
                                 continue;
-                        rate = t->progress / (now_s - t->start_s);
-                        if (!(rate < threshold))
-                                continue;
-                        if (late_time_left_s(t->progress, t->start_s, now_s, &left) < 0)
-                                continue;
-                        r = grow((void **) &sp->candidates, &sp->n_candidates_alloc, n + 1, sizeof(Candidate));
+                        r = candidate_push(sp, ph->live[i], now_s, threshold, &n);
                         if (r < 0)
                                 return r;
-                        sp->candidates[n++] = (Candidate) {
-                                .id = ph->live[i], .key = t->a.key, .index = t->a.index,
-                                .rate = rate, .left = left, .threshold = threshold,
-                        };
                 }
         }
         *ret_n = n;
@@ -492,15 +505,9 @@ static int hadoop_candidates(Speculator *sp, double now_s, size_t *ret_n) {
 
                         if (!candidate(sp, t, now_s) || !(t->progress < threshold))
                                 continue;
-                        r = grow((void **) &sp->candidates, &sp->n_candidates_alloc, n + 1, sizeof(Candidate));
+                        r = candidate_push(sp, ph->live[i], now_s, threshold, &n);
                         if (r < 0)
                                 return r;
-                        sp->candidates[n++] = (Candidate) {
-                                .id = ph->live[i], .key = t->a.key, .index = t->a.index,
-                                .rate = t->progress / (now_s - t->start_s),
-                                .threshold = threshold,
-                        };
-                        (void) late_time_left_s(t->progress, t->start_s, now_s, &sp->candidates[n - 1].left);
                 }
         }
         *ret_n = n;
