@@ -51,7 +51,8 @@ noinst_PROGRAMS += bench/orch-epoch
 bench_orch_epoch_SOURCES = bench/orch-epoch.c tests/unit/store-dir.h \
 	controller/orchestrator.c controller/orchestrator.h controller/clock.c controller/clock.h \
 	controller/cluster.c controller/cluster.h \
-	controller/cluster-sched.c controller/cluster-sched.h controller/store-sched.c \
+	controller/cluster-sched.c controller/cluster-sched.h controller/cluster-speculate.c controller/cluster-speculate.h \
+	controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \
 	controller/store-jobs.c controller/store-deps.c controller/store-nodes.c controller/store-orch.c controller/store-checkpoint.c controller/store-usage.c
 bench_orch_epoch_CFLAGS = $(AM_CFLAGS) -pthread $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS)
@@ -86,6 +87,14 @@ dist_noinst_SCRIPTS += bench/orch-curve.sh
 bench-orch-curve: sim/cgorch-sim
 	$(BASH) $(srcdir)/bench/orch-curve.sh $(builddir)
 .PHONY: bench-orch-curve
+
+# LATE against Hadoop's rule and no speculation in cgorch-sim: uniform, straggling and
+# heterogeneous clusters, three loads, five seeds (docs/evaluation.md §7; seconds, no root):
+# `make bench-speculation`.
+dist_noinst_SCRIPTS += bench/speculation.sh
+bench-speculation: sim/cgorch-sim
+	$(BASH) $(srcdir)/bench/speculation.sh $(builddir)
+.PHONY: bench-speculation
 
 # A cgorch-sim trace replayed on a real controller and agent on this machine's cgroups (root):
 # the real-cgroup leg of the scheduling benchmark (see docs/benchmarks.md). `make bench-replay`

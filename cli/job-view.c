@@ -67,11 +67,14 @@ char *job_view_tasks(json_t *o, char buf[static HUMAN_MAX]) {
 
 char *job_view_progress(json_t *o, char buf[static HUMAN_MAX]) {
         double p;
+        const char *source = json_field_string(o, "progress_source");
 
         if (!json_field_number(o, "progress", &p) || !isfinite(p) || p < 0)
                 return NULL;
-        /* Floor, not round: "100%" must mean done, not 99.6% along. */
-        snprintf(buf, HUMAN_MAX, "%d%%", (int) floor(MIN(p, 1.0) * 100));
+        /* Floor, not round: "100%" must mean done, not 99.6% along. "~": estimated from its
+         * CPU-seconds against its phase's estimated task size, not reported by the task. */
+        snprintf(buf, HUMAN_MAX, "%s%d%%", source && strcmp(source, "cpu") == 0 ? "~" : "",
+                 (int) floor(MIN(p, 1.0) * 100));
         return buf;
 }
 
@@ -178,6 +181,61 @@ static int phase_print_tasks(json_t *tasks, FILE *f) {
         if (r < 0)
                 return r;
         return table_print(t, f);
+}
+
+/* The attempt of the task of attempt id that succeeded, if one did. */
+static const char *task_winner(json_t *tasks, const char *id) {
+        const char *dot = strrchr(id, '.');
+        size_t prefix = dot ? (size_t) (dot - id) + 1 : 0;
+        json_t *task;
+        size_t i;
+
+        json_array_foreach(tasks, i, task) {
+                const char *other = json_field_string(task, "id"), *state = json_field_string(task, "state");
+                if (other && state && strncmp(other, id, prefix) == 0 && strchr(other + prefix, '.') == NULL &&
+                    strcmp(state, "succeeded") == 0)
+                        return other;
+        }
+        return NULL;
+}
+
+/* The speculative copies of a phase: which attempt each copies, why it was launched, and which
+ * attempt of its task won. */
+static void phase_print_copies(json_t *tasks, FILE *f) {
+        json_t *task;
+        size_t i;
+        bool header = false;
+
+        json_array_foreach(tasks, i, task) {
+                const char *id = json_field_string(task, "id"), *why = json_field_string(task, "speculation");
+                if (!id || !why)
+                        continue;
+                if (!header) {
+                        fputs("\n  Speculative copies:\n", f);
+                        header = true;
+                }
+                const char *of = json_field_string(task, "copy_of"), *winner = task_winner(tasks, id);
+                fputs("    ", f);
+                print_safe(f, id);
+                if (of) {
+                        fputs(" copies ", f);
+                        print_safe(f, of);
+                } else
+                        fputs(" (carries its task)", f);
+                fputs(" on ", f);
+                print_safe(f, json_field_string(task, "node"));
+                fputs(": ", f);
+                print_safe(f, why);
+                if (winner) {
+                        fputs("; won by ", f);
+                        print_safe(f, winner);
+                        fputs(strcmp(winner, id) == 0 ? " (the copy)" : " (not the copy)", f);
+                } else {
+                        fputs("; ", f);
+                        print_safe(f, json_field_string(task, "state"));
+                }
+                fputc('\n', f);
+        }
 }
 
 static json_t *sched_object(json_t *job) {
@@ -467,6 +525,7 @@ int job_view_print(json_t *job, FILE *f) {
                         r = phase_print_tasks(tasks, f);
                         if (r < 0)
                                 return r;
+                        phase_print_copies(tasks, f);
                 }
         }
 

@@ -950,6 +950,19 @@ static int apply_scheduler(void *userdata, const RuntimeSettings *s) {
         return r;
 }
 
+static int apply_speculation(void *userdata, const RuntimeSettings *s) {
+        Manager *m = userdata;
+        const SpeculationParams *p = &s->speculation;
+        int r = cluster_set_speculation_params(m->cluster, p);
+        if (r >= 0)
+                log_info("Speculation %s: tasks judged after %g s, copies at most %g%% of the CPUs, slow nodes below "
+                         "p%g, slow tasks below p%g (late), progress gap %g (hadoop).",
+                         speculation_policy_to_string(p->policy), p->late.min_runtime_s,
+                         100 * p->late.speculative_cap_fraction, 100 * p->late.slow_node_quantile,
+                         100 * p->late.slow_task_quantile, p->late.hadoop_progress_gap);
+        return r;
+}
+
 /* One descriptor per connection (--max-connections) besides the store's, the listening socket
  * and the event loop's: lift the soft limit toward the hard one as far as they need, and say
  * so when even the hard limit is short (the unit sets LimitNOFILE=). */
@@ -1061,6 +1074,7 @@ static int run(Manager *m) {
                 .lease_ms = (uint32_t) (arg_lease_us / USEC_PER_MSEC),
                 .sched = sp,
                 .jobs = m->config.current.jobs,
+                .speculation = m->config.current.speculation,
                 .sizes = HFSP_SIZE_PARAMS_DEFAULT,
                 .on_heartbeat = on_heartbeat,
                 .memory_guard = memory_guard,
@@ -1096,6 +1110,7 @@ static int run(Manager *m) {
         m->config.apply[KNOB_APPLY_ORCHESTRATOR] = apply_orchestrator;
         m->config.apply[KNOB_APPLY_SCHEDULER] = apply_scheduler;
         m->config.apply[KNOB_APPLY_JOBS] = apply_jobs;
+        m->config.apply[KNOB_APPLY_SPECULATION] = apply_speculation;
         m->config.load = config_load;
         m->config.save = runtime_settings_save;
         m->config.userdata = m;

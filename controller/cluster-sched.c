@@ -1913,3 +1913,21 @@ int cluster_sched_place(ClusterSched *cs, Store *store, int64_t now_ms, const St
 size_t cluster_sched_tasks_waiting(const ClusterSched *cs) {
         return cs->n_waiting;
 }
+
+size_t cluster_sched_tasks_pending(const ClusterSched *cs) {
+        return cs->n_pending;
+}
+
+int cluster_sched_task_size_s(const ClusterSched *cs, uint64_t job, unsigned phase, double *ret_size_s) {
+        JobRec *rec = rec_find(cs, job);
+        PhaseEntry *e = rec ? entries_find(rec->phases, rec->n_phases, sched_key(job, phase)) : NULL;
+        if (!e || e->sz.n_tasks == 0)
+                return -ENOENT;
+        /* S_f leaves out what the training tasks had used when it was set: a task's share of
+         * the whole is the two together. */
+        double size_s = (sched_sizing_sched_size(&cs->sizing, &e->sz).size_s + e->sz.uncounted_s) / e->sz.n_tasks;
+        if (!(size_s > 0) || !isfinite(size_s))
+                return -ENODATA;
+        *ret_size_s = size_s;
+        return 0;
+}

@@ -56,6 +56,14 @@ int cluster_sched_place(ClusterSched *cs, Store *store, int64_t now_ms, const St
 /* The tasks waiting to be placed as the last placement found them (before its decisions): the
  * pending tasks of runnable phases of jobs not held. */
 size_t cluster_sched_tasks_waiting(const ClusterSched *cs);
+/* The same after the last placement's decisions: what still waits (speculation launches no copy
+ * while anything does). */
+size_t cluster_sched_tasks_pending(const ClusterSched *cs);
+/* A task's estimated size in CPU-seconds: its phase's size as the scheduler holds it now (S_i,
+ * S_f with what its training tasks had used, a tiny phase's estimate) over its tasks. -ENOENT when the scheduler does not hold the
+ * phase, -ENODATA when its size is not known (0). Speculation's progress for a task that reports
+ * none is its CPU-seconds against this. */
+int cluster_sched_task_size_s(const ClusterSched *cs, uint64_t job, unsigned phase, double *ret_size_s);
 
 /* Brings back the checkpoint at start (before the first sync): s̄'s history, the ghost time,
  * the phases still ageing after they finished, and the sizes and virtual remaining sizes of the

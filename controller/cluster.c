@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cluster-sched.h"
+#include "cluster-speculate.h"
 #include "cluster.h"
 #include "error-message.h"
 #include "user-weights.h"
@@ -39,6 +40,7 @@ struct Cluster {
         ClusterConfig config;
         int64_t started_ms;
         ClusterSched *sched;
+        ClusterSpec *spec;                /* speculative copies (cluster-speculate.h) */
         int64_t checkpoint_ms;            /* last scheduler checkpoint */
         /* Placement runs when something it depends on changed since it last ran (a task or
          * node came or went, a job or phase opened or ended, an ack), and once an interval
@@ -122,8 +124,16 @@ int cluster_new(Store *store, const ClusterConfig *config, int64_t now_ms, Clust
         };
         if (c->config.sizes.timeout_s == 0)
                 c->config.sizes = HFSP_SIZE_PARAMS_DEFAULT;
-        int r = cluster_sched_new(store, &c->config.sched, &c->config.sizes, &c->sched);
+        if (c->config.speculation.finished_window == 0)
+                c->config.speculation = SPECULATION_PARAMS_DEFAULT;
+        int r = cluster_spec_new(&c->config.speculation, &c->spec);
         if (r < 0) {
+                free(c);
+                return r;
+        }
+        r = cluster_sched_new(store, &c->config.sched, &c->config.sizes, &c->sched);
+        if (r < 0) {
+                cluster_spec_free(c->spec);
                 free(c);
                 return r;
         }
@@ -161,6 +171,7 @@ Cluster *cluster_free(Cluster *c) {
         if (!c)
                 return NULL;
         cluster_sched_free(c->sched);
+        cluster_spec_free(c->spec);
         strv_free(c->no_freeze);
         strv_free(c->unreachable);
         free(c);
@@ -439,6 +450,8 @@ static int roll_up_all(Cluster *c, const JobSet *jobs, int64_t now_ms) {
         return 0;
 }
 
+/* Places a pending task on node and queues its start. 1 when its command in the store cannot be
+ * decoded: it failed its job instead. */
 static int start_task(Cluster *c, const StoreTask *t, const char *node, int64_t now_ms) {
         StoreLaunch launch;
         int r = store_phase_launch(c->store, t->job, t->phase, &launch);
@@ -449,7 +462,9 @@ static int start_task(Cluster *c, const StoreTask *t, const char *node, int64_t 
                 log_error("Job %" PRIu64 " phase %u: %s.", t->job, t->phase, why);
                 c->placement_dirty = true;
                 r = store_task_set_state(c->store, t->id, TASK_FAILED, 0, now_ms, why);
-                return r < 0 ? r : job_stop(c, t->job, JOB_FAILED, why, now_ms);
+                if (r >= 0)
+                        r = job_stop(c, t->job, JOB_FAILED, why, now_ms);
+                return r < 0 ? r : 1;
         }
         if (r < 0)
                 return r;
@@ -499,6 +514,11 @@ static int queue_freeze(Cluster *c, const StoreTask *t, bool freeze, int64_t now
 
 static int task_retry(Cluster *c, const StoreTask *t, const char *why) {
         _cleanup_free_ char *retry = NULL;
+        if (t->is_copy) {
+                /* A copy is never run again: its original carries the task. */
+                log_info("Speculative copy %s %s; dropped.", t->id, why);
+                return 0;
+        }
         int r = store_task_insert_retry(c->store, t, &retry);
         if (r == -EEXIST)
                 return 0;
@@ -540,6 +560,33 @@ static int str_cmp(const void *key, const void *elem) {
 /* l (n strings) sorted by strcmp (SQL's ORDER BY on text). */
 static bool strv_sorted_contains(char **l, size_t n, const char *s) {
         return n > 0 && bsearch(s, l, n, sizeof(char *), str_cmp);
+}
+
+typedef struct LaunchContext {
+        Cluster *c;
+        const StoreNode *nodes;
+        int64_t now_ms;
+} LaunchContext;
+
+/* Launches a speculative copy of the running attempt original on nodes[node], as the speculator
+ * chose (cluster-speculate.h): one more attempt of its task, started there like any task. */
+static int launch_copy(void *userdata, const StoreTask *original, size_t node, const char *why, char **ret_copy) {
+        LaunchContext *ctx = userdata;
+        Cluster *c = ctx->c;
+        _cleanup_free_ char *id = NULL;
+        int r = store_task_insert_copy(c->store, original, why, &id);
+        if (r < 0)
+                return r;
+        _cleanup_(store_task_done) StoreTask copy = {};
+        r = store_task_get(c->store, id, &copy);
+        if (r >= 0)
+                r = start_task(c, &copy, ctx->nodes[node].id, ctx->now_ms);
+        if (r != 0)
+                return MIN(r, 0); /* > 0: its command cannot be decoded, its job failed */
+        log_info("Task %s on node %s: speculative copy %s launched on node %s (%s).", original->id, original->node, id,
+                 ctx->nodes[node].id, why);
+        *ret_copy = TAKE_PTR(id);
+        return 1;
 }
 
 /* One scheduling decision: the scheduler is told which runnable job phases, nodes and
@@ -607,6 +654,14 @@ static int place_once(Cluster *c, int64_t now_ms, bool *ret_froze) {
                         break;
                 case SCHED_FREEZE:
                 case SCHED_THAW:
+                        if (d->verb == SCHED_FREEZE && t->is_copy) {
+                                /* A copy is not worth its memory while frozen: it is dropped,
+                                 * its original runs on (or is frozen in its turn). */
+                                r = preempt_task(c, t, now_ms);
+                                redo = redo || r > 0;
+                                r = MIN(r, 0);
+                                break;
+                        }
                         r = queue_freeze(c, t, d->verb == SCHED_FREEZE, now_ms);
                         *ret_froze = *ret_froze || d->verb == SCHED_FREEZE;
                         break;
@@ -626,6 +681,12 @@ static int place_once(Cluster *c, int64_t now_ms, bool *ret_froze) {
                 const StoreTask *t = weights[k].task;
                 Action a = { .type = ACTION_SET_LIMITS, .task = t->id, .limits = { .cpu_weight = weights[k].cpu_weight } };
                 r = queue_action(c, weights[k].node, &a, now_ms, NULL);
+        }
+        /* What the scheduler placed went first; room it left may hold speculative copies. */
+        if (r >= 0) {
+                LaunchContext ctx = { .c = c, .nodes = nodes, .now_ms = now_ms };
+                r = cluster_spec_run(c->spec, c->store, c->sched, nodes, n_nodes, now_ms, launch_copy, &ctx);
+                r = MIN(r, 0);
         }
 finish:
         store_nodes_free(nodes, n_nodes);
@@ -650,7 +711,8 @@ static int place(Cluster *c, int64_t now_ms) {
 }
 
 /* Placement when its inputs changed; else once an interval while work waits (pending or
- * frozen tasks), for what time alone changes: ageing, training timeouts, preemption. */
+ * frozen tasks) or speculation is on, for what time alone changes: ageing, training timeouts,
+ * preemption, attempts old enough to be judged. */
 static int place_if_needed(Cluster *c, int64_t now_ms) {
         if (!c->placement_dirty) {
                 if (now_ms - c->placed_ms < (int64_t) interval_ms(c))
@@ -658,7 +720,9 @@ static int place_if_needed(Cluster *c, int64_t now_ms) {
                 int r = store_tasks_waiting(c->store);
                 if (r < 0)
                         return r;
-                if (r == 0) {
+                /* Speculation asks once an interval too: attempts become candidates as they
+                 * age past the minimum runtime, which no write announces. */
+                if (r == 0 && cluster_spec_params(c->spec)->policy == SPECULATION_OFF) {
                         c->counters.tasks_waiting = 0;
                         /* Nothing to decide, but sizes still move on (training). */
                         StoreNode *nodes = NULL;
@@ -696,6 +760,8 @@ int cluster_job_to_json(Cluster *c, uint64_t job, int64_t now_ms, json_t **ret) 
         int r = store_job_to_json(c->store, job, true, &o);
         if (r >= 0)
                 r = job_add_scheduler(c, o, true, true, now_ms);
+        if (r >= 0)
+                r = cluster_spec_annotate_job(c->sched, o);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(o);
@@ -1053,6 +1119,80 @@ int cluster_requeue(Cluster *c, uint64_t job, const char *by, int64_t now_ms, js
         return cluster_job_to_json(c, job, now_ms, ret_job);
 }
 
+/* An attempt of a task that has a speculative copy, or is one, ended (controller/speculate.h:
+ * the first attempt to succeed wins):
+ *   - another attempt succeeded already: this one lost the race and is cancelled (also once
+ *     the job ended: the win may have ended it);
+ * and while its job runs:
+ *   - it succeeded: it wins, the attempts still active are killed;
+ *   - it did not succeed and is a copy: it is dropped (never run again), its original runs on;
+ *   - it did not succeed and a copy of it is active: the copy carries the task from now on.
+ * Returns 1 when it settled the attempt, 0 when the task has no other attempt that matters
+ * (the ordinary rules apply). */
+static int task_end_speculated(Cluster *c, const StoreTask *t, TaskState outcome, const char *why, bool job_final,
+                               int64_t now_ms) {
+        StoreTask *sib = NULL;
+        size_t n = 0;
+        int r = store_task_siblings(c->store, t, &sib, &n);
+        if (r < 0)
+                return r;
+        const StoreTask *winner = NULL, *copy = NULL;
+        size_t n_active = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (sib[i].state == TASK_SUCCEEDED && !winner)
+                        winner = &sib[i];
+                if ((TASK_STATES_ACTIVE & TASK_STATE_MASK(sib[i].state))) {
+                        n_active++;
+                        if (sib[i].is_copy && sib[i].copy_of == t->attempt)
+                                copy = &sib[i];
+                }
+        }
+
+        char reason[320];
+        if (winner) {
+                snprintf(reason, sizeof reason, "stopped: attempt %s succeeded first", winner->id);
+                r = store_task_set_state(c->store, t->id, TASK_CANCELLED, 0, now_ms, reason);
+                if (r >= 0) {
+                        log_info("Task %s %s; %s.", t->id, task_state_to_string(outcome), reason);
+                        r = 1;
+                }
+        } else if (job_final)
+                r = 0;
+        else if (outcome == TASK_SUCCEEDED && n_active > 0) {
+                r = store_task_set_state(c->store, t->id, TASK_SUCCEEDED, 0, now_ms, NULL);
+                snprintf(reason, sizeof reason, "attempt %s succeeded first", t->id);
+                for (size_t i = 0; i < n && r >= 0; i++)
+                        if ((TASK_STATES_ACTIVE & TASK_STATE_MASK(sib[i].state))) {
+                                log_info("Task %s succeeded%s: stopping attempt %s.", t->id,
+                                         t->is_copy ? " (speculative copy)" : "", sib[i].id);
+                                r = stop_task(c, &sib[i], reason, now_ms);
+                        }
+                r = r < 0 ? r : 1;
+        } else if (outcome != TASK_SUCCEEDED && t->is_copy) {
+                snprintf(reason, sizeof reason, "speculative copy dropped%s%s", why ? ": " : "", why ?: "");
+                r = store_task_set_state(c->store, t->id, outcome, 0, now_ms, reason);
+                if (r >= 0) {
+                        log_info("Task %s %s: %s; its original runs on.", t->id, task_state_to_string(outcome), reason);
+                        r = 1;
+                }
+        } else if (outcome != TASK_SUCCEEDED && copy) {
+                char note[192];
+                snprintf(note, sizeof note, "carries the task since attempt %s ended %s", t->id,
+                         task_state_to_string(outcome));
+                r = store_task_promote_copy(c->store, copy->id, note);
+                if (r >= 0)
+                        r = store_task_set_state(c->store, t->id, outcome, 0, now_ms, why);
+                if (r >= 0) {
+                        log_info("Task %s %s%s%s; its speculative copy %s carries the task.", t->id,
+                                 task_state_to_string(outcome), why ? ": " : "", why ?: "", copy->id);
+                        r = 1;
+                }
+        } else
+                r = 0;
+        store_tasks_free(sib, n);
+        return r;
+}
+
 /* A task ended (its agent said so, or its start failed). Tasks of a job that already ended
  * were stopped by us: whatever their exit, they count as cancelled unless they made it. */
 static int task_end(Cluster *c, const StoreTask *t, TaskState outcome, const char *error, int64_t now_ms) {
@@ -1073,10 +1213,19 @@ static int task_end(Cluster *c, const StoreTask *t, TaskState outcome, const cha
                         return r;
                 preempted = r > 0;
         }
+        char preempted_reason[320];
         if (preempted) {
-                char reason[320];
-                snprintf(reason, sizeof reason, "preempted (scheduler: kill)%s%s", error ? ": " : "", error ?: "");
-                r = store_task_set_state(c->store, t->id, TASK_CANCELLED, 0, now_ms, reason);
+                snprintf(preempted_reason, sizeof preempted_reason, "preempted (scheduler: kill)%s%s", error ? ": " : "",
+                         error ?: "");
+                outcome = TASK_CANCELLED;
+                error = preempted_reason;
+        }
+        cluster_spec_attempt_ended(c->spec, t, outcome, now_ms);
+        r = task_end_speculated(c, t, outcome, error, job_state_is_final(job_state), now_ms);
+        if (r != 0)
+                return r < 0 ? r : 0;
+        if (preempted) {
+                r = store_task_set_state(c->store, t->id, TASK_CANCELLED, 0, now_ms, preempted_reason);
                 return r < 0 ? r : task_retry(c, t, "preempted");
         }
 
@@ -1352,15 +1501,20 @@ static int reply_actions(Cluster *c, const char *node, int64_t now_ms, json_t *r
  * task that is final here but running there. */
 static int task_lose(Cluster *c, const StoreTask *t, const char *reason, int64_t now_ms, JobSet *jobs) {
         c->placement_dirty = true;
-        int r = store_task_set_state(c->store, t->id, TASK_LOST, 0, now_ms, reason);
-        if (r < 0)
-                return r;
-        r = job_set_add(jobs, t->job);
+        int r = job_set_add(jobs, t->job);
         if (r < 0)
                 return r;
 
         JobState job_state;
         r = store_job_get_state(c->store, t->job, &job_state);
+        if (r < 0)
+                return r;
+        /* A copy lost is dropped; an attempt lost beside its copy leaves the task to the copy. */
+        cluster_spec_attempt_ended(c->spec, t, TASK_LOST, now_ms);
+        r = task_end_speculated(c, t, TASK_LOST, reason, job_state_is_final(job_state), now_ms);
+        if (r != 0)
+                return r < 0 ? r : 0;
+        r = store_task_set_state(c->store, t->id, TASK_LOST, 0, now_ms, reason);
         if (r < 0)
                 return r;
         unsigned lost = 0;
@@ -1775,5 +1929,14 @@ int cluster_set_sched_params(Cluster *c, const SchedParams *params) {
                 return r;
         c->config.sched = *params;
         c->placement_dirty = true;
+        return 0;
+}
+
+int cluster_set_speculation_params(Cluster *c, const SpeculationParams *params) {
+        int r = cluster_spec_set_params(c->spec, params);
+        if (r < 0)
+                return r;
+        c->config.speculation = *params;
+        c->placement_dirty = true; /* copies may be due at once */
         return 0;
 }

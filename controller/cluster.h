@@ -8,6 +8,7 @@
 #include "estimator/hfsp-size.h"
 #include "job-params.h"
 #include "sched.h"
+#include "speculate.h"
 #include "store.h"
 
 typedef struct ClusterConfig {
@@ -16,6 +17,7 @@ typedef struct ClusterConfig {
         uint32_t lease_ms;                /* silent this long (plus an interval), a node is lost:
                                            * its agent froze its tasks, they run again elsewhere */
         SchedParams sched;                /* all zero: fifo, wait */
+        SpeculationParams speculation;    /* finished_window 0: SPECULATION_PARAMS_DEFAULT */
         HfspSizeParams sizes;             /* timeout_s 0: HFSP_SIZE_PARAMS_DEFAULT */
         JobParams jobs;                   /* time limits and kill grace (all zero: none, SIGKILL at once) */
         /* Called with every accepted heartbeat after its changes are committed (the
@@ -93,6 +95,8 @@ int cluster_jobs_to_json(Cluster *c, const StoreJobFilter *filter, int64_t now_m
 /* Saves what the scheduler must not lose in a restart (its own transaction): call it every
  * tick, it writes every 10 s; force writes now (at exit). */
 int cluster_checkpoint(Cluster *c, int64_t now_ms, bool force);
+/* PUT /v1/config: speculation's knobs at run time (speculation=, cluster-speculate.h). */
+int cluster_set_speculation_params(Cluster *c, const SpeculationParams *params);
 /* PUT /v1/config: the scheduler's knobs at run time (sched_set_params()). */
 int cluster_set_sched_params(Cluster *c, const SchedParams *params);
 /* The user's standing in the scheduler's user level now; -ENOENT when it has no task. */

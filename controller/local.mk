@@ -8,6 +8,7 @@ CONTROLLER_SOURCES = \
 	controller/rate-limit.c controller/rate-limit.h \
 	controller/cluster.c controller/cluster.h \
 	controller/cluster-sched.c controller/cluster-sched.h \
+	controller/cluster-speculate.c controller/cluster-speculate.h \
 	controller/http-server.c controller/http-server.h controller/peer.c controller/peer.h \
 	controller/addr-count.c controller/addr-count.h controller/conn-slots.c controller/conn-slots.h \
 	controller/nonce-cache.c controller/nonce-cache.h \
@@ -46,7 +47,7 @@ controller/openapi-json.c: $(top_srcdir)/docs/openapi.json
 		echo 'const size_t api_openapi_json_size = sizeof api_openapi_json - 1;'; \
 	} >$@.tmp && mv $@.tmp $@
 
-# The scheduler: pure policy code (fifo, fair, hfsp, psbs, srpt; preemption), linked by the
+# The scheduler: pure policy code (fifo, fair, hfsp, psbs, srpt; preemption; speculation), linked by the
 # controller, its tests, the benchmark and the simulator.
 noinst_LIBRARIES += controller/libcgorch-sched.a
 controller_libcgorch_sched_a_SOURCES = \
@@ -58,7 +59,8 @@ controller_libcgorch_sched_a_SOURCES = \
 	controller/sched-sizing.c controller/sched-sizing.h \
 	controller/placement-fifo.c controller/placement-fifo.h \
 	controller/job-params.c controller/job-params.h \
-	controller/user-weights.c controller/user-weights.h
+	controller/user-weights.c controller/user-weights.h \
+	controller/speculate.c controller/speculate.h
 SCHED_LIBS = controller/libcgorch-sched.a $(ESTIMATOR_LIBS)
 
 # The orchestrator (MROrchestrator's Contention Detector and Performance Balancer): pure policy
@@ -111,7 +113,8 @@ TESTS += tests/unit/test-orchestrator
 tests_unit_test_orchestrator_SOURCES = tests/unit/test-orchestrator.c tests/unit/store-dir.h \
 	controller/orchestrator.c controller/orchestrator.h controller/clock.c controller/clock.h \
 	controller/cluster.c controller/cluster.h \
-	controller/cluster-sched.c controller/cluster-sched.h controller/store-sched.c \
+	controller/cluster-sched.c controller/cluster-sched.h controller/cluster-speculate.c controller/cluster-speculate.h \
+	controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \
 	controller/store-jobs.c controller/store-deps.c controller/store-nodes.c controller/store-orch.c controller/store-checkpoint.c controller/store-usage.c
 tests_unit_test_orchestrator_CFLAGS = $(AM_CFLAGS) -pthread $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)

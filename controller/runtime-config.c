@@ -38,6 +38,12 @@ static const char *const preemption_choices[_SCHED_PREEMPTION_MAX] = {
         [SCHED_PREEMPT_SUSPEND_KILL] = "suspend-kill",
 };
 
+static const char *const speculation_choices[_SPECULATION_POLICY_MAX] = {
+        [SPECULATION_OFF] = "off",
+        [SPECULATION_LATE] = "late",
+        [SPECULATION_HADOOP] = "hadoop",
+};
+
 #define ENUM_CHOICES(c) .choices = (c), .n_choices = ELEMENTSOF(c)
 
 /* A text knob's own check (the only one: user-weights). */
@@ -138,6 +144,24 @@ const Knob runtime_knobs[] = {
         { "kill-grace", KNOB_DURATION, SETTING(jobs.kill_grace_s), "DURATION",
           "a task at its time limit gets SIGTERM, then SIGKILL this much later (default: 10s; 0..1h)",
           0, 3600, NULL, 0, "kill_grace_s", KNOB_APPLY_JOBS },
+        { "speculation", KNOB_ENUM, SETTING(speculation.policy), "POLICY",
+          "speculative copies of stragglers: off, late (LATE: the slowest task with the most time left, onto a fast node) or hadoop (progress 0.2 below its phase's average) (default: off)",
+          0, 0, ENUM_CHOICES(speculation_choices), "speculation", KNOB_APPLY_SPECULATION },
+        { "speculation-min-runtime", KNOB_DURATION, SETTING(speculation.late.min_runtime_s), "DURATION",
+          "a task is judged for a copy only once it has run this long (default: 20s; 0..1d)",
+          0, 86400, NULL, 0, "min_runtime_s", KNOB_APPLY_SPECULATION },
+        { "speculative-cap", KNOB_DOUBLE, SETTING(speculation.late.speculative_cap_fraction), "FRACTION",
+          "late: copies running at once, at most this share of the ready CPUs (at least 1) (default: 0.1; 0..1)",
+          0, 1, NULL, 0, "speculative_cap_fraction", KNOB_APPLY_SPECULATION },
+        { "slow-node-threshold", KNOB_DOUBLE, SETTING(speculation.late.slow_node_quantile), "QUANTILE",
+          "late: a node whose total progress is below this quantile of all nodes' gets no copy (default: 0.25; 0..1)",
+          0, 1, NULL, 0, "slow_node_quantile", KNOB_APPLY_SPECULATION },
+        { "slow-task-threshold", KNOB_DOUBLE, SETTING(speculation.late.slow_task_quantile), "QUANTILE",
+          "late: a task is slow when its progress rate is below this quantile of its phase's (default: 0.25; 0..1)",
+          0, 1, NULL, 0, "slow_task_quantile", KNOB_APPLY_SPECULATION },
+        { "speculation-progress-gap", KNOB_DOUBLE, SETTING(speculation.late.hadoop_progress_gap), "FRACTION",
+          "hadoop: a task is a straggler when its progress is this far below its phase's average (default: 0.2; 0..1)",
+          0, 1, NULL, 0, "hadoop_progress_gap", KNOB_APPLY_SPECULATION },
 };
 const size_t runtime_n_knobs = ELEMENTSOF(runtime_knobs);
 
@@ -147,6 +171,7 @@ RuntimeSettings runtime_settings_default(void) {
                 .detect = ORCH_DETECT_PARAMS_DEFAULT,
                 .sched = SCHED_PARAMS_DEFAULT,
                 .jobs = JOB_PARAMS_DEFAULT,
+                .speculation = SPECULATION_PARAMS_DEFAULT,
         };
         return s;
 }
@@ -452,6 +477,8 @@ int runtime_settings_validate(const RuntimeSettings *s, char **ret_error) {
         char why[256];
         if (job_params_validate(&s->jobs, why, sizeof why) < 0)
                 return knob_error(ret_error, "%s", why);
+        if (speculation_params_check(&s->speculation) < 0)
+                return knob_error(ret_error, "speculation: invalid with the other settings");
         return 0;
 }
 

@@ -15,6 +15,7 @@
 #include "detector.h"
 #include "job-params.h"
 #include "sched.h"
+#include "speculate.h"
 #include "user-weights.h"
 
 /* Everything a knob can change. */
@@ -23,11 +24,12 @@ typedef struct RuntimeSettings {
         OrchDetectParams detect;
         SchedParams sched;
         JobParams jobs;                 /* time limits, kill grace */
+        SpeculationParams speculation;  /* speculative copies (speculate.h) */
         char user_weights[USER_WEIGHTS_TEXT_MAX]; /* user-weights.h; zero-filled past its end */
 } RuntimeSettings;
 
 /* The controller's defaults: the balancer's and the detector's (balancer.h, detector.h;
- * orchestration on, cpu+memory), the scheduler's and the jobs'. cgorch-sim orchestrates with
+ * orchestration on, cpu+memory), the scheduler's, the jobs' and speculation's (speculate.h). cgorch-sim orchestrates with
  * the same (SIM_PARAMS_DEFAULT, and its flags through this registry). */
 RuntimeSettings runtime_settings_default(void);
 
@@ -47,6 +49,7 @@ typedef enum KnobApply {
         KNOB_APPLY_ORCHESTRATOR,
         KNOB_APPLY_SCHEDULER,
         KNOB_APPLY_JOBS,
+        KNOB_APPLY_SPECULATION,
         _KNOB_APPLY_MAX,
 } KnobApply;
 

@@ -112,6 +112,13 @@ int store_step_done(Store *s, sqlite3_stmt *st, const char *what);
 int store_step_row(Store *s, sqlite3_stmt *st, const char *what);
 
 int store_bind_text_or_null(sqlite3_stmt *st, int i, const char *v);
+/* Binds ?1 job, ?2 phase, ?3 task index and ?4 attempt of t: the tasks' unique key. */
+static inline void store_bind_task_key(sqlite3_stmt *st, const StoreTask *t) {
+        sqlite3_bind_int64(st, 1, (int64_t) t->job);
+        sqlite3_bind_int(st, 2, (int) t->phase);
+        sqlite3_bind_int(st, 3, (int) t->index);
+        sqlite3_bind_int(st, 4, (int) t->attempt);
+}
 /* strdup of a text column; *ret = NULL for SQL NULL. */
 int store_column_strdup(sqlite3_stmt *st, int i, char **ret);
 /* json_t of a column: integer, real, text, or null. */

@@ -414,10 +414,11 @@ int store_job_count_by_state(Store *s, unsigned ret_counts[static _JOB_STATE_MAX
         return 0;
 }
 
-/* Of each task (job, phase, index), the row of its latest attempt; "t" names the tasks row. */
+/* Of each task (job, phase, index), the row of its latest ordinary attempt (not a speculative
+ * copy); "t" names the tasks row. */
 #define LATEST_ATTEMPT                                                                                   \
-        "t.attempt = (SELECT MAX(u.attempt) FROM tasks u WHERE u.job = t.job AND u.phase = t.phase"     \
-        " AND u.idx = t.idx)"
+        "t.copy_of IS NULL AND t.attempt = (SELECT MAX(u.attempt) FROM tasks u WHERE u.job = t.job"    \
+        " AND u.phase = t.phase AND u.idx = t.idx AND u.copy_of IS NULL)"
 
 int store_job_phases(Store *s, uint64_t job, StorePhase **ret, size_t *ret_n) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL, *counts = NULL;
@@ -566,7 +567,7 @@ int store_phase_launch(Store *s, uint64_t job, unsigned phase, StoreLaunch *ret)
         "t.id, t.job, t.phase, t.idx, t.attempt, t.state, t.node, p.cpu_cores, p.memory_bytes, t.started_ms," \
         " CASE WHEN t.attempt > 0 THEN (SELECT COALESCE(SUM(" USAGE_CPU_S("e.") "), 0) FROM tasks e"      \
         "  WHERE e.job = t.job AND e.phase = t.phase AND e.idx = t.idx AND e.attempt < t.attempt"          \
-        "  AND e.preempted_ms IS NOT NULL) ELSE 0 END"
+        "  AND e.preempted_ms IS NOT NULL) ELSE 0 END, t.copy_of"
 #define TASK_FROM "FROM tasks t JOIN phases p ON p.job = t.job AND p.idx = t.phase"
 
 void store_task_done(StoreTask *t) {
@@ -592,6 +593,8 @@ static int task_from_row(sqlite3_stmt *st, StoreTask *ret) {
                 .memory_bytes = (uint64_t) sqlite3_column_int64(st, 8),
                 .started_ms = sqlite3_column_type(st, 9) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 9),
                 .lost_cpu_s = sqlite3_column_double(st, 10),
+                .is_copy = sqlite3_column_type(st, 11) != SQLITE_NULL,
+                .copy_of = (unsigned) sqlite3_column_int(st, 11),
         };
         if (t.state < 0)
                 return -EBADMSG;
@@ -690,6 +693,20 @@ int store_tasks_find(Store *s, uint64_t job, const char *node, unsigned state_ma
         return 0;
 }
 
+int store_task_siblings(Store *s, const StoreTask *t, StoreTask **ret, size_t *ret_n) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s,
+                              "SELECT " TASK_COLUMNS " " TASK_FROM
+                              " WHERE t.job = ?1 AND t.phase = ?2 AND t.idx = ?3 AND t.attempt != ?4"
+                              " AND t.attempt >= (SELECT attempt_base FROM jobs WHERE id = ?1)"
+                              " ORDER BY t.attempt",
+                              &st);
+        if (r < 0)
+                return r;
+        store_bind_task_key(st, t);
+        return tasks_collect(s, st, ret, ret_n);
+}
+
 int store_tasks_placeable(Store *s, StoreTask **ret, size_t *ret_n) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r = store_prepare(s,
@@ -734,13 +751,80 @@ int store_tasks_schedulable_of_job(Store *s, uint64_t job, StoreTask **ret, size
         return tasks_collect(s, st, ret, ret_n);
 }
 
-int store_task_insert_retry(Store *s, const StoreTask *t, char **ret_id) {
-        char buf[TASK_ID_MAX];
-        TaskId tid = { .job = t->job, .phase = t->phase, .task = t->index, .attempt = t->attempt + 1 };
+void store_tasks_progress_free(StoreTaskProgress *v, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                store_task_done(&v[i].task);
+        free(v);
+}
+
+int store_tasks_running_progress(Store *s, StoreTaskProgress **ret, size_t *ret_n) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        /* Through the index of running tasks by node (tasks_running_on_node). */
         int r = store_prepare(s,
-                              "INSERT INTO tasks (id, job, phase, idx, attempt, state) VALUES (?, ?, ?, ?, ?, 'pending')",
+                              "SELECT " TASK_COLUMNS ", " USAGE_CPU_S("t.") ", " USAGE_PROGRESS("t.") " " TASK_FROM
+                              " JOIN jobs j ON j.id = t.job"
+                              " WHERE t.state = 'running' AND t.node IS NOT NULL AND " JOB_SCHEDULABLE
+                              /* Not on its way out: preempted, or its task won by another attempt
+                               * (killed, and perhaps acked already, but not yet reported gone). */
+                              " AND t.preempted_ms IS NULL AND NOT EXISTS (SELECT 1 FROM tasks u"
+                              "  WHERE u.job = t.job AND u.phase = t.phase AND u.idx = t.idx"
+                              "  AND u.state = 'succeeded' AND u.attempt >= j.attempt_base)"
+                              " ORDER BY t.job, t.phase, t.idx, t.attempt",
                               &st);
+        if (r < 0)
+                return r;
+        StoreTaskProgress *v = NULL;
+        size_t n = 0;
+        while ((r = store_step_row(s, st, "read running tasks")) > 0) {
+                StoreTaskProgress *p = realloc(v, (n + 1) * sizeof(StoreTaskProgress));
+                if (!p) {
+                        r = -ENOMEM;
+                        break;
+                }
+                v = p;
+                r = task_from_row(st, &v[n].task);
+                if (r < 0)
+                        break;
+                v[n].cpu_s = sqlite3_column_double(st, 12);
+                v[n].progress = sqlite3_column_type(st, 13) == SQLITE_NULL ? -1 : sqlite3_column_double(st, 13);
+                n++;
+        }
+        if (r < 0) {
+                store_tasks_progress_free(v, n);
+                return r;
+        }
+        *ret = v;
+        *ret_n = n;
+        return 0;
+}
+
+/* Inserts attempt max + 1 of t's task, pending; a copy of attempt copy_of (< 0: an ordinary
+ * attempt) launched for why. */
+static int task_insert_attempt(Store *s, const StoreTask *t, int copy_of, const char *why, char **ret_id) {
+        _cleanup_stmt_ sqlite3_stmt *next = NULL, *st = NULL;
+        int r = store_prepare(s,
+                              "SELECT MAX(attempt) + 1, EXISTS (SELECT 1 FROM tasks WHERE job = ?1 AND phase = ?2"
+                              "  AND idx = ?3 AND attempt > ?4 AND copy_of IS NULL)"
+                              " FROM tasks WHERE job = ?1 AND phase = ?2 AND idx = ?3",
+                              &next);
+        if (r < 0)
+                return r;
+        store_bind_task_key(next, t);
+        r = store_step_row(s, next, "find the next attempt");
+        if (r < 0)
+                return r;
+        if (r == 0 || sqlite3_column_type(next, 0) == SQLITE_NULL)
+                return -ENOENT;
+        if (copy_of < 0 && sqlite3_column_int(next, 1))
+                return -EEXIST;
+
+        char buf[TASK_ID_MAX];
+        TaskId tid = { .job = t->job, .phase = t->phase, .task = t->index,
+                       .attempt = (unsigned) sqlite3_column_int(next, 0) };
+        r = store_prepare(s,
+                          "INSERT INTO tasks (id, job, phase, idx, attempt, state, copy_of, speculation)"
+                          " VALUES (?, ?, ?, ?, ?, 'pending', ?, ?)",
+                          &st);
         if (r < 0)
                 return r;
         task_id_format(&tid, buf);
@@ -749,17 +833,50 @@ int store_task_insert_retry(Store *s, const StoreTask *t, char **ret_id) {
         sqlite3_bind_int(st, 3, (int) t->phase);
         sqlite3_bind_int(st, 4, (int) t->index);
         sqlite3_bind_int(st, 5, (int) tid.attempt);
+        if (copy_of >= 0)
+                sqlite3_bind_int(st, 6, copy_of);
+        else
+                sqlite3_bind_null(st, 6);
+        store_bind_text_or_null(st, 7, why);
         int rc = sqlite3_step(st);
         if ((rc & 0xff) == SQLITE_CONSTRAINT)
                 return -EEXIST;
         if (rc != SQLITE_DONE)
-                return store_error(s, rc, "insert task retry");
+                return store_error(s, rc, "insert task attempt");
         store_job_changed(s, t->job);
         char *id = strdup(buf);
         if (!id)
                 return -ENOMEM;
         *ret_id = id;
         return 0;
+}
+
+int store_task_insert_retry(Store *s, const StoreTask *t, char **ret_id) {
+        return task_insert_attempt(s, t, -1, NULL, ret_id);
+}
+
+int store_task_insert_copy(Store *s, const StoreTask *t, const char *why, char **ret_id) {
+        if (t->is_copy || t->state != TASK_RUNNING)
+                return -EINVAL;
+        return task_insert_attempt(s, t, (int) t->attempt, why, ret_id);
+}
+
+int store_task_promote_copy(Store *s, const char *id, const char *why) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s,
+                              "UPDATE tasks SET copy_of = NULL,"
+                              " speculation = COALESCE(speculation || '; ', '') || ?1"
+                              " WHERE id = ?2 AND copy_of IS NOT NULL",
+                              &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(st, 1, why, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 2, id, -1, SQLITE_TRANSIENT);
+        r = store_step_done(s, st, "promote a speculative copy");
+        if (r < 0)
+                return r;
+        store_task_changed(s, id);
+        return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
 }
 
 int store_task_place(Store *s, const char *id, const char *node) {
@@ -895,9 +1012,10 @@ static int json_set_argv(json_t *o, sqlite3_stmt *st, int i) {
         return json_set(o, "argv", a);
 }
 
-static int task_to_json(sqlite3_stmt *st, json_t **ret) {
+static int task_to_json(sqlite3_stmt *st, uint64_t job, unsigned phase, json_t **ret) {
         /* Columns: id, state, node, exit_code, signal, oom_killed, cpu_s, memory_peak_bytes,
-         * progress, started_ms, finished_ms, error, placed_ms, output_dropped_bytes */
+         * progress, started_ms, finished_ms, error, placed_ms, output_dropped_bytes, idx,
+         * attempt, copy_of, speculation */
         _cleanup_json_ json_t *o = json_object();
         if (!o)
                 return -ENOMEM;
@@ -918,6 +1036,20 @@ static int task_to_json(sqlite3_stmt *st, json_t **ret) {
         r = r ?: json_set_column(o, "finished_ms", st, 10);
         r = r ?: json_set_column(o, "error", st, 11);
         r = r ?: json_set_column(o, "output_dropped_bytes", st, 13);
+        r = r ?: json_set_column(o, "attempt", st, 15);
+        if (r < 0)
+                return r;
+        /* A speculative copy names the attempt it copies; why it was launched stays in its record
+         * (also once it was promoted to carry its task). */
+        json_t *copy_of = json_null();
+        if (sqlite3_column_type(st, 16) != SQLITE_NULL) {
+                char buf[TASK_ID_MAX];
+                TaskId tid = { .job = job, .phase = phase, .task = (unsigned) sqlite3_column_int(st, 14),
+                               .attempt = (unsigned) sqlite3_column_int(st, 16) };
+                copy_of = json_string(task_id_format(&tid, buf));
+        }
+        r = json_set(o, "copy_of", copy_of);
+        r = r ?: json_set_column(o, "speculation", st, 17);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(o);
@@ -935,7 +1067,7 @@ static int phase_tasks_to_json(Store *s, uint64_t job, unsigned phase, json_t **
                               /* Placed: when its start action was queued (started_ms is when the
                                * agent saw its process start). */
                               " (SELECT MIN(a.created_ms) FROM actions a WHERE a.task = t.id AND a.type = 'start'),"
-                              " output_dropped_bytes "
+                              " output_dropped_bytes, idx, attempt, copy_of, speculation "
                               "FROM tasks t WHERE job = ? AND phase = ? ORDER BY idx, attempt",
                               &st);
         if (r < 0)
@@ -944,7 +1076,7 @@ static int phase_tasks_to_json(Store *s, uint64_t job, unsigned phase, json_t **
         sqlite3_bind_int(st, 2, (int) phase);
         while ((r = store_step_row(s, st, "read tasks")) > 0) {
                 json_t *t;
-                r = task_to_json(st, &t);
+                r = task_to_json(st, job, phase, &t);
                 if (r < 0)
                         return r;
                 if (json_array_append_new(a, t) < 0)

@@ -115,12 +115,17 @@ int store_phase_usage_first(Store *s, uint64_t job, unsigned phase, unsigned n_f
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         _cleanup_free_ StoreTaskUsage *v = NULL;
         size_t n = 0, allocated = 0;
-        /* The latest attempt of each task: a retried task's clock starts again. */
+        /* The latest ordinary attempt of each task: a retried task's clock starts again. A
+         * speculative copy is not the task unless it won: then the task is the copy that
+         * succeeded (its original was stopped). */
         int r = store_prepare(s,
                               "SELECT t.idx, t.state, t.started_ms, t.finished_ms, " USAGE_CPU_S("t.") ", "
                               USAGE_PROGRESS("t.") " FROM tasks t"
-                              " WHERE t.job = ? AND t.phase = ? AND t.idx < ? AND t.attempt = (SELECT MAX(u.attempt)"
-                              " FROM tasks u WHERE u.job = t.job AND u.phase = t.phase AND u.idx = t.idx) ORDER BY t.idx",
+                              " WHERE t.job = ? AND t.phase = ? AND t.idx < ? AND t.attempt = COALESCE("
+                              "  (SELECT MAX(u.attempt) FROM tasks u WHERE u.job = t.job AND u.phase = t.phase"
+                              "   AND u.idx = t.idx AND u.copy_of IS NOT NULL AND u.state = 'succeeded'),"
+                              "  (SELECT MAX(u.attempt) FROM tasks u WHERE u.job = t.job AND u.phase = t.phase"
+                              "   AND u.idx = t.idx AND u.copy_of IS NULL)) ORDER BY t.idx",
                               &st);
         if (r < 0)
                 return r;
@@ -281,7 +286,7 @@ int store_task_attempts_lost(Store *s, const StoreTask *t, unsigned *ret) {
         int r = store_prepare(s,
                               /* Since the job's last requeue: earlier runs are history. */
                               "SELECT COUNT(*) FROM tasks WHERE job = ?1 AND phase = ? AND idx = ? AND state = 'lost'"
-                              " AND attempt >= (SELECT attempt_base FROM jobs WHERE id = ?1)",
+                              " AND attempt >= (SELECT attempt_base FROM jobs WHERE id = ?1) AND copy_of IS NULL",
                               &st);
         if (r < 0)
                 return r;

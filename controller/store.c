@@ -208,6 +208,15 @@ static const char schema_v11_dependencies[] =
         "ALTER TABLE jobs ADD COLUMN dependency TEXT;"
         "ALTER TABLE jobs ADD COLUMN dependencies_waiting INTEGER NOT NULL DEFAULT 0;";
 
+/* Version 12: speculative copies (controller/speculate.h): a copy is one more attempt row of its
+ * task that runs beside the attempt it copies. copy_of: the number of that attempt (NULL: an
+ * ordinary attempt, which counts for its task); speculation: why the copy was launched, kept
+ * for the record. A copy that fails is dropped; one promoted to carry its task (its original was
+ * lost or preempted) has copy_of cleared and keeps speculation. */
+static const char schema_v12_speculation[] =
+        "ALTER TABLE tasks ADD COLUMN copy_of INTEGER;"
+        "ALTER TABLE tasks ADD COLUMN speculation TEXT;";
+
 /* Migration steps in order: step k takes a database of version k to version k + 1. A new
  * version appends its own step (and bumps STORE_SCHEMA_VERSION); steps are never edited. */
 static const struct {
@@ -225,6 +234,7 @@ static const struct {
         { schema_v9_virtual_finish, "add the phases' virtual finish" },
         { schema_v10_job_filters, "index jobs by state, user and name" },
         { schema_v11_dependencies, "add job dependencies" },
+        { schema_v12_speculation, "add speculative copies" },
 };
 
 static const char *const phase_state_table[_PHASE_STATE_MAX] = {

@@ -18,7 +18,7 @@
 #include "protocol.h"
 
 #define STORE_DB_FILENAME "controller.db"
-#define STORE_SCHEMA_VERSION 11
+#define STORE_SCHEMA_VERSION 12
 /* How long a write waits for a lock held by another process before failing with -EBUSY. */
 #define STORE_BUSY_TIMEOUT_MS 1000
 
@@ -188,7 +188,9 @@ typedef struct StorePhase {
 } StorePhase;
 
 /* The phases of a job in order, with their task counts per state: of each task, only its
- * latest attempt counts (an attempt lost and retried is history, not a lost task). */
+ * latest ordinary attempt counts (an attempt lost and retried is history, not a lost task; a
+ * speculative copy counts only once it succeeded or was promoted), and a task with an attempt
+ * that succeeded is succeeded. */
 int store_job_phases(Store *s, uint64_t job, StorePhase **ret, size_t *ret_n);
 int store_phase_set_state(Store *s, uint64_t job, unsigned phase, PhaseState state);
 
@@ -265,6 +267,8 @@ typedef struct StoreTask {
         uint64_t memory_bytes;
         int64_t started_ms;    /* when it started running, -1 before */
         double lost_cpu_s;     /* CPU-seconds its earlier attempts lost to preemption kills */
+        bool is_copy;          /* a speculative copy of attempt copy_of, running beside it */
+        unsigned copy_of;
 } StoreTask;
 void store_task_done(StoreTask *t);
 void store_tasks_free(StoreTask *t, size_t n);
@@ -279,6 +283,10 @@ int store_task_get(Store *s, const char *id, StoreTask *ret);
 int store_tasks_find(Store *s, uint64_t job, const char *node, unsigned state_mask,
                      StoreTask **ret, size_t *ret_n);
 
+/* The other attempts of t's task since its job's last requeue, in attempt order (through the
+ * task's key: O(its attempts)). */
+int store_task_siblings(Store *s, const StoreTask *t, StoreTask **ret, size_t *ret_n);
+
 /* Pending tasks whose phase may run and whose job is neither final nor held, in FIFO order;
  * and how many there are. */
 int store_tasks_placeable(Store *s, StoreTask **ret, size_t *ret_n);
@@ -287,9 +295,27 @@ int store_tasks_placeable_count(Store *s, unsigned *ret);
  * two lists above, for that job), in FIFO order. */
 int store_tasks_schedulable_of_job(Store *s, uint64_t job, StoreTask **ret, size_t *ret_n);
 
-/* Inserts the next attempt of t's task (attempt t->attempt + 1), pending, and hands back its id
- * (malloc'd). -EEXIST if that attempt exists already. */
+/* A running attempt and its usage as every view shows it: what speculation weighs. */
+typedef struct StoreTaskProgress {
+        StoreTask task;
+        double cpu_s;
+        double progress;       /* as the task reports it (CGORCH_PROGRESS_FD); -1: it reports none */
+} StoreTaskProgress;
+void store_tasks_progress_free(StoreTaskProgress *v, size_t n);
+/* The running attempts of the jobs the scheduler may see (running, not held), in FIFO order,
+ * but those on their way out: preempted, or of a task another attempt won. */
+int store_tasks_running_progress(Store *s, StoreTaskProgress **ret, size_t *ret_n);
+
+/* Inserts the next attempt of t's task (the task's highest attempt number + 1: a speculative copy
+ * may hold t->attempt + 1), pending, and hands back its id (malloc'd). -EEXIST if an ordinary
+ * attempt after t's exists already (t was retried before). */
 int store_task_insert_retry(Store *s, const StoreTask *t, char **ret_id);
+/* Inserts a speculative copy of the running attempt t (the task's highest attempt number + 1),
+ * pending, with why it is launched (controller/speculate.h); hands back its id (malloc'd). */
+int store_task_insert_copy(Store *s, const StoreTask *t, const char *why, char **ret_id);
+/* A copy carries its task from now on (its original was lost or preempted): it counts as the
+ * task's attempt, and why is added to its record. */
+int store_task_promote_copy(Store *s, const char *id, const char *why);
 
 /* pending → starting on node. */
 int store_task_place(Store *s, const char *id, const char *node);

@@ -57,7 +57,17 @@ static void help(void) {
                "     --user-shares=yes|no   users of the trace's user column share the CPUs max-min  [yes]\n"
                "     --user-max-cpus=CPUS   the most CPUs one user's running tasks hold; 0: none  [0]\n"
                "     --user-grace=SECONDS   a user below its share goes first once this far behind  [30]\n"
-               "Orchestration (the controller's knobs and defaults, see cgorch-controller(8)):\n");
+               "Speculative execution (the controller's speculation=, see cgorch-controller(8)):\n"
+               "     --speculation=NAME     off, late (LATE: slow tasks with the most time left, on fast\n"
+               "                            nodes, at most 10 %% of the CPUs) or hadoop (Hadoop's native\n"
+               "                            rule: progress 0.2 below the phase's average)  [%s]\n"
+               "     --speculation-min-runtime=SECONDS\n"
+               "                            judge an attempt only once it has run this long  [%g]\n"
+               "     --stragglers=FRACTIONxSLOWDOWN\n"
+               "                            slow that fraction of the nodes (at least one), chosen by\n"
+               "                            --seed, by that factor, e.g. 0.1x4  [none]\n"
+               "Orchestration (the controller's knobs and defaults, see cgorch-controller(8)):\n",
+               speculation_policy_to_string(SPECULATION_POLICY_DEFAULT), SPECULATION_PARAMS_DEFAULT.late.min_runtime_s);
         for (size_t i = 0; i < runtime_n_knobs; i++) {
                 const Knob *k = &runtime_knobs[i];
                 char flag[64];
@@ -104,6 +114,9 @@ enum {
         ARG_BALANCER,
         ARG_MEMORY_GUARD,
         ARG_THRASH,
+        ARG_SPECULATION,
+        ARG_SPECULATION_MIN_RUNTIME,
+        ARG_STRAGGLERS,
         ARG_SEED,
         ARG_SAMPLE,
         ARG_SUMMARY,
@@ -136,6 +149,9 @@ static const struct option base_options[] = {
         { "balancer", required_argument, NULL, ARG_BALANCER },
         { "memory-guard", required_argument, NULL, ARG_MEMORY_GUARD },
         { "thrash-exponent", required_argument, NULL, ARG_THRASH },
+        { "speculation", required_argument, NULL, ARG_SPECULATION },
+        { "speculation-min-runtime", required_argument, NULL, ARG_SPECULATION_MIN_RUNTIME },
+        { "stragglers", required_argument, NULL, ARG_STRAGGLERS },
         { "seed", required_argument, NULL, ARG_SEED },
         { "jobs-csv", required_argument, NULL, 'j' },
         { "timeline", required_argument, NULL, 'T' },
@@ -229,6 +245,7 @@ int main(int argc, char *argv[]) {
         RuntimeSettings knobs = runtime_settings_default();
         const char *knob_text[64] = {};
         bool paper = false;
+        double straggler_fraction = 0, straggler_slowdown = 1;
         int c, k;
 
         if (options_build() < 0 || runtime_n_knobs > ELEMENTSOF(knob_text)) {
@@ -358,6 +375,32 @@ int main(int argc, char *argv[]) {
                         if (parse_number("thrash-exponent", optarg, 0, &params.thrash_exponent) < 0)
                                 return 2;
                         break;
+                case ARG_SPECULATION:
+                        params.speculation.policy = speculation_policy_from_string(optarg);
+                        if (params.speculation.policy < 0) {
+                                fprintf(stderr, "cgorch-sim: --speculation: \"%s\" is not off, late or hadoop\n", optarg);
+                                return 2;
+                        }
+                        break;
+                case ARG_SPECULATION_MIN_RUNTIME:
+                        if (parse_number("speculation-min-runtime", optarg, 0, &params.speculation.late.min_runtime_s) < 0)
+                                return 2;
+                        break;
+                case ARG_STRAGGLERS: {
+                        char *x = strchr(optarg, 'x');
+                        if (!x)
+                                x = optarg + strlen(optarg);
+                        _cleanup_free_ char *fraction = strndup(optarg, (size_t) (x - optarg));
+                        if (!fraction || parse_number("stragglers", fraction, 0, &straggler_fraction) < 0 ||
+                            (*x && parse_number("stragglers", x + 1, 1, &straggler_slowdown) < 0))
+                                return 2;
+                        if (straggler_fraction > 1 || !*x) {
+                                fprintf(stderr, "cgorch-sim: --stragglers: \"%s\" is not FRACTIONxSLOWDOWN (fraction at most 1)\n",
+                                        optarg);
+                                return 2;
+                        }
+                        break;
+                }
                 case ARG_SEED:
                         if (parse_number("seed", optarg, 0, &seed) < 0)
                                 return 2;
@@ -464,6 +507,10 @@ int main(int argc, char *argv[]) {
                 fprintf(stderr, "cgorch-sim: a trace needs --cluster\n");
                 return 2;
         }
+
+        if (straggler_fraction > 0 &&
+            sim_cluster_add_stragglers(nodes, n_nodes, straggler_fraction, straggler_slowdown, params.seed) < 0)
+                return 1;
 
         if (load > 0 && sim_workload_set_load(&w, nodes, n_nodes, load) < 0) {
                 fprintf(stderr, "cgorch-sim: --load: needs at least two jobs arriving at different times\n");

@@ -1,6 +1,6 @@
 #!/bin/bash
 # evaluate.sh: regenerates the numbers and plots of docs/evaluation.md with cgorch-sim —
-#   bash sim/evaluate.sh BUILD/sim/cgorch-sim docs [hfsp|sigma|preempt|orch|speed ...]
+#   bash sim/evaluate.sh BUILD/sim/cgorch-sim docs [hfsp|sigma|preempt|orch|speculation|speed ...]
 # (`make sim-eval` runs every section). Writes docs/plots/*.{csv,png} and prints the report's
 # tables in Markdown on stdout. Needs gnuplot (Debian: gnuplot-nox) for the plots.
 set -euo pipefail
@@ -14,7 +14,7 @@ sim_bin=${1:?usage: evaluate.sh CGORCH_SIM DOCS_DIR [SECTION...]}
 sim() { "$sim_bin" --training-cpus 10 --fair-overcommit 1 -o off "$@"; }
 docs=${2:?usage: evaluate.sh CGORCH_SIM DOCS_DIR [SECTION...]}
 shift 2
-sections=${*:-hfsp sigma preempt orch speed}
+sections=${*:-hfsp sigma preempt orch speculation speed}
 plots="$docs/plots"
 mkdir -p "$plots"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/cgorch-sim-eval.XXXXXX")
@@ -204,6 +204,14 @@ section_orch() {
 	plot "$plots/orch-off.timeline" u 1:2 w l lw 2 t "off", "$plots/orch-uniform-cpu+memory.timeline" u 1:2 w l lw 2 t "UNIFORM cpu+memory", \
 	     "$plots/orch-regression-cpu+memory.timeline" u 1:2 w l lw 2 t "REGRESSION cpu+memory"
 	GP
+}
+
+# ---- Speculative execution (LATE TR 2008, Sec. 5): bench/speculation.sh's tables ----
+section_speculation() {
+        echo "### Speculation: LATE vs Hadoop's rule vs none, seeds 1–5"
+        echo
+        bash "$(dirname "$0")/../bench/speculation.sh" "$(dirname "$(dirname "$sim_bin")")" | tail -n +3
+        echo
 }
 
 # ---- Speed ----

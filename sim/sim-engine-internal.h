@@ -17,6 +17,11 @@ typedef struct Task {
         uint32_t index;                 /* within the phase */
         uint32_t node;
         uint32_t node_slot;             /* position in the node's list */
+        /* Speculation only: its attempt id in the speculator (SIM_NO_SLOT without), and whether
+         * it is a copy — then the scheduler knows it as w->n_tasks + spec_id, and the phase's
+         * slot_of[] names the other attempt. */
+        uint32_t spec_id;
+        bool copy;
         SimTaskState state;             /* RUNNING or SUSPENDED */
         unsigned step_cpu, step_mem;    /* profile steps in force */
         double started_s;
@@ -129,6 +134,12 @@ typedef struct Engine {
         double *share_got;
         size_t allocated_share;
         struct OrchBalancerState *orch_state;
+        /* Speculation (NULL: off): attempt ids in use are small, reused from a free list; the
+         * pool slot of each. */
+        Speculator *spec;
+        uint32_t *spec_slot;
+        uint32_t *spec_free;
+        size_t n_spec_ids, n_spec_free, allocated_spec_ids;
         /* The fluid (sim-fluid.c). */
         double fluid_cross_s;           /* fluid-srpt: when two jobs' remaining sizes cross next */
         uint32_t fifo_head, fifo_tail;  /* fluid-fifo: the active phases in job (arrival) order */
@@ -151,6 +162,11 @@ static inline const SimPhaseSpec *sim_phase_spec(const Engine *e, size_t pi) {
 /* A task is done when what is left is rounding. */
 static inline bool sim_work_done(double done_s, double work_s) {
         return work_s - done_s <= 1e-9 * MAX(work_s, 1.0);
+}
+
+/* The scheduler's id of the task in the slot: its workload id, or past them for a copy. */
+static inline size_t sim_task_sched_id(const Engine *e, const Task *t) {
+        return t->copy ? e->w->n_tasks + t->spec_id : t->id;
 }
 
 /* sim-engine.c */

@@ -12,7 +12,7 @@
 #include "sim-engine-internal.h"
 #include "sim-rng.h"
 
-enum { TIMER_TRAINING, TIMER_EPOCH, TIMER_SAMPLE, TIMER_RESCHEDULE, TIMER_GUARD };
+enum { TIMER_TRAINING, TIMER_EPOCH, TIMER_SAMPLE, TIMER_RESCHEDULE, TIMER_GUARD, TIMER_SPECULATE };
 
 static const char *const estimator_names[_SIM_ESTIMATOR_MAX] = {
         [SIM_ESTIMATOR_HFSP] = "hfsp", [SIM_ESTIMATOR_ORACLE] = "oracle",
@@ -114,9 +114,10 @@ static int pool_grow(Engine *e) {
         return 0;
 }
 
-/* A pool slot for the phase's task, which starts now (not yet on a node). Moves the pool:
- * Task pointers taken before are stale. */
-static int pool_add(Engine *e, size_t pi, unsigned index, uint32_t *ret_slot) {
+/* A pool slot for the phase's task, which starts now (not yet on a node): its attempt, or a
+ * speculative copy (the phase's slot_of[] keeps naming the other attempt). Moves the pool: Task
+ * pointers taken before are stale. */
+static int pool_add(Engine *e, size_t pi, unsigned index, bool copy, uint32_t *ret_slot) {
         int r = pool_grow(e);
         if (r < 0)
                 return r;
@@ -126,10 +127,12 @@ static int pool_add(Engine *e, size_t pi, unsigned index, uint32_t *ret_slot) {
                 .id = (uint32_t) (spec->first_task + index), .phase = (uint32_t) pi, .index = index,
                 .state = SIM_TASK_RUNNING, .started_s = e->now,
                 .cpu_limit = spec->cpu_request, .memory_limit = spec->memory_request_bytes,
+                .spec_id = SIM_NO_SLOT, .copy = copy,
         };
         memory_guard_track_init(&e->tasks[slot].guard);
         e->done_s[slot] = e->rate[slot] = e->got[slot] = e->cpu_used_s[slot] = 0;
-        e->phases[pi].slot_of[index] = slot;
+        if (!copy)
+                e->phases[pi].slot_of[index] = slot;
         *ret_slot = slot;
         return 0;
 }
@@ -137,7 +140,9 @@ static int pool_add(Engine *e, size_t pi, unsigned index, uint32_t *ret_slot) {
 /* Frees the slot of a task that left its node; the last slot moves into it. */
 static void pool_remove(Engine *e, uint32_t slot) {
         Task *t = &e->tasks[slot];
-        e->phases[t->phase].slot_of[t->index] = SIM_NO_SLOT;
+        uint32_t *slot_of = e->phases[t->phase].slot_of;
+        if (slot_of && slot_of[t->index] == slot)
+                slot_of[t->index] = SIM_NO_SLOT;
         free(t->windows);
         uint32_t last = (uint32_t) --e->n_placed;
         if (slot == last)
@@ -148,7 +153,11 @@ static void pool_remove(Engine *e, uint32_t slot) {
         e->got[slot] = e->got[last];
         e->cpu_used_s[slot] = e->cpu_used_s[last];
         e->nodes[t->node].tasks[t->node_slot] = slot;
-        e->phases[t->phase].slot_of[t->index] = slot;
+        slot_of = e->phases[t->phase].slot_of;
+        if (slot_of && slot_of[t->index] == last)
+                slot_of[t->index] = slot;
+        if (t->spec_id != SIM_NO_SLOT)
+                e->spec_slot[t->spec_id] = slot;
 }
 
 /* ---- Nodes ---- */
@@ -264,7 +273,7 @@ void sim_engine_node_refresh(Engine *e, size_t n) {
                 if (t->penalty < 1)
                         node->thrashing = true;
                 /* CFS weights: the scheduler's when it time-slices (fair), else alike. */
-                double w = sim_sched_task_weight(e->sched, t->id);
+                double w = sim_sched_task_weight(e->sched, sim_task_sched_id(e, t));
                 e->share_req[k_run] = (SimShareReq) { .demand_cpus = t->demand, .weight = w > 0 ? w : 1.0 };
                 e->scratch[node->n_tasks + k_run] = k; /* which task each request is */
                 demand += t->demand;
@@ -442,6 +451,11 @@ static int phase_done(Engine *e, size_t pi) {
         phase_free(ph);
 
         e->res->jobs[ph->job].estimate_s += ph->estimate_s;
+        if (e->spec) {
+                int r = speculator_phase_forget(e->spec, phase_key(e, pi));
+                if (r < 0)
+                        return r;
+        }
         if (e->sched) {
                 /* s̄ for the next phases' S_i: the sizes of this phase's tasks. */
                 int r = sim_sched_phase_finish(e->sched, phase_key(e, pi), &e->w->work_s[spec->first_task], spec->n_tasks,
@@ -501,13 +515,142 @@ int sim_engine_phase_task_done(Engine *e, size_t pi, unsigned index) {
         return 0;
 }
 
+/* ---- Speculation: attempt ids, copies, losers ---- */
+
+static int spec_id_take(Engine *e, uint32_t slot) {
+        uint32_t id;
+        if (e->n_spec_free > 0)
+                id = e->spec_free[--e->n_spec_free];
+        else {
+                if (e->n_spec_ids == e->allocated_spec_ids) {
+                        size_t m = MAX(e->allocated_spec_ids * 2, (size_t) 64);
+                        uint32_t *a = realloc(e->spec_slot, m * sizeof(uint32_t));
+                        if (a)
+                                e->spec_slot = a;
+                        uint32_t *f = realloc(e->spec_free, m * sizeof(uint32_t));
+                        if (f)
+                                e->spec_free = f;
+                        if (!a || !f)
+                                return -ENOMEM;
+                        e->allocated_spec_ids = m;
+                }
+                id = (uint32_t) e->n_spec_ids++;
+        }
+        e->spec_slot[id] = slot;
+        e->tasks[slot].spec_id = id;
+        return 0;
+}
+
+static void spec_id_put(Engine *e, uint32_t id) {
+        if (id != SIM_NO_SLOT)
+                e->spec_free[e->n_spec_free++] = id;
+}
+
+/* The attempt in the slot, placed on its node just now, to the speculator. */
+static int spec_attempt_start(Engine *e, uint32_t slot) {
+        int r = spec_id_take(e, slot);
+        if (r < 0)
+                return r;
+        const Task *t = &e->tasks[slot];
+        const SimPhaseSpec *spec = sim_phase_spec(e, t->phase);
+        return speculator_attempt_start(e->spec, t->spec_id, e->now, &(SpeculationAttempt) {
+                .key = phase_key(e, t->phase), .index = t->index, .node = t->node,
+                .cpu_cores = spec->cpu_request, .memory_bytes = (uint64_t) spec->memory_request_bytes,
+                .copy = t->copy,
+        });
+}
+
+/* An attempt that did not win leaves its node for good (off the node, the scheduler, the pool):
+ * its CPU-seconds stay its job's, and are the price of speculation. Moves the pool. */
+static int attempt_drop(Engine *e, uint32_t slot) {
+        Task *t = &e->tasks[slot];
+        uint32_t spec_id = t->spec_id;
+        e->res->speculation_lost_cpu_s += e->cpu_used_s[slot];
+        e->phases[t->phase].finished_cpu_s += e->cpu_used_s[slot];
+        if (t->copy)
+                e->res->copies_lost++;
+        node_remove(e, slot);
+        int r = sim_sched_task_remove(e->sched, sim_task_sched_id(e, t));
+        if (r < 0)
+                return r;
+        pool_remove(e, slot);
+        spec_id_put(e, spec_id);
+        return 0;
+}
+
+/* A copy of the task the speculator chose, on the node it chose: a task of its own for the
+ * scheduler, holding CPU and memory there. */
+static int copy_start(Engine *e, const SpeculationChoice *c) {
+        const Task *original = &e->tasks[e->spec_slot[c->original]];
+        size_t pi = original->phase;
+        unsigned index = original->index;
+        const SimPhaseSpec *spec = sim_phase_spec(e, pi);
+        uint32_t slot;
+        int r = pool_add(e, pi, index, true, &slot);
+        if (r < 0)
+                return r;
+        r = node_add(e, c->node, slot);
+        if (r < 0)
+                return r;
+        r = spec_attempt_start(e, slot);
+        if (r < 0)
+                return r;
+        e->res->copies++;
+        return sim_sched_task_set(e->sched, sim_task_sched_id(e, &e->tasks[slot]), &(SimSchedTask) {
+                .key = phase_key(e, pi), .index = index, .state = SIM_TASK_RUNNING, .node = c->node,
+                .cpus = spec->cpu_request, .memory_bytes = spec->memory_request_bytes, .started_s = e->now,
+        });
+}
+
+/* When no task waits for a node (nothing better to run), copies of the tasks the speculator
+ * picks, each attempt's progress told first. */
+static int speculate(Engine *e) {
+        int r;
+        for (size_t a = 0; a < e->n_active; a++) {
+                const Phase *ph = &e->phases[e->active[a]];
+                if (ph->n_done + ph->n_running < sim_phase_spec(e, e->active[a])->n_tasks)
+                        return 0;
+        }
+        for (size_t k = 0; k < e->n_placed; k++) {
+                const Task *t = &e->tasks[k];
+                if (t->state != SIM_TASK_RUNNING)
+                        continue;
+                r = speculator_attempt_progress(e->spec, t->spec_id, MIN(e->done_s[k] / e->w->work_s[t->id], 1.0),
+                                                SPECULATION_PROGRESS_TASK);
+                if (r < 0)
+                        return r;
+        }
+        for (;;) {
+                SpeculationChoice c;
+                r = sim_sched_speculate(e->sched, e->spec, e->now, &c);
+                if (r <= 0)
+                        return r;
+                r = copy_start(e, &c);
+                if (r < 0)
+                        return r;
+        }
+}
+
 static int task_finish(Engine *e, uint32_t slot) {
         const Task *t = &e->tasks[slot];
-        uint32_t pi = t->phase, index = t->index;
+        uint32_t pi = t->phase, index = t->index, spec_id = t->spec_id;
         Phase *ph = &e->phases[pi];
+        size_t loser = SIZE_MAX;
+        int r;
 
+        if (spec_id != SIM_NO_SLOT) {
+                /* First to finish wins: the task's other attempt is killed. */
+                size_t kill[SPECULATION_MAX_ATTEMPTS - 1];
+                r = speculator_attempt_end(e->spec, spec_id, e->now, SPECULATION_END_SUCCEEDED, kill);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        loser = kill[0];
+                if (t->copy)
+                        e->res->copies_won++;
+        }
         node_remove(e, slot);
-        int r = sim_sched_task_remove(e->sched, t->id);
+        r = sim_sched_task_remove(e->sched, sim_task_sched_id(e, t));
         if (r < 0)
                 return r;
         if (index < ph->n_training)
@@ -516,6 +659,12 @@ static int task_finish(Engine *e, uint32_t slot) {
                 };
         ph->finished_cpu_s += e->cpu_used_s[slot];
         pool_remove(e, slot);
+        spec_id_put(e, spec_id);
+        if (loser != SIZE_MAX) {
+                r = attempt_drop(e, e->spec_slot[loser]);
+                if (r < 0)
+                        return r;
+        }
         ph->n_running--;
         r = sim_engine_phase_task_done(e, pi, index);
         if (r < 0 || ph->state == PHASE_DONE || (e->p.policy != SIM_POLICY_HFSP && e->p.policy != SIM_POLICY_PSBS))
@@ -532,7 +681,7 @@ static int task_finish(Engine *e, uint32_t slot) {
 static int task_start(Engine *e, size_t pi, unsigned index, size_t node) {
         Phase *ph = &e->phases[pi];
         uint32_t slot;
-        int r = pool_add(e, pi, index, &slot);
+        int r = pool_add(e, pi, index, false, &slot);
         if (r < 0)
                 return r;
         ph->n_running++;
@@ -541,6 +690,11 @@ static int task_start(Engine *e, size_t pi, unsigned index, size_t node) {
         r = node_add(e, node, slot);
         if (r < 0)
                 return r;
+        if (e->spec) {
+                r = spec_attempt_start(e, slot);
+                if (r < 0)
+                        return r;
+        }
         ph->n_told_pending--;
         r = tell_window(e, pi);
         if (r < 0)
@@ -551,9 +705,37 @@ static int task_start(Engine *e, size_t pi, unsigned index, size_t node) {
         return 0;
 }
 
-static int task_kill(Engine *e, size_t pi, unsigned index) {
+/* Preemption kills the attempt in the slot (or would freeze a copy: a copy is dropped, never
+ * frozen). A task that goes on in its other attempt loses only this one; otherwise it is
+ * pending again, the work thrown away counted against it. */
+static int task_kill(Engine *e, uint32_t slot) {
+        Task *t = &e->tasks[slot];
+        size_t pi = t->phase;
+        unsigned index = t->index;
         Phase *ph = &e->phases[pi];
-        uint32_t slot = ph->slot_of[index];
+        uint32_t spec_id = t->spec_id;
+        bool copy = t->copy;
+
+        if (spec_id != SIM_NO_SLOT) {
+                size_t other[SPECULATION_MAX_ATTEMPTS - 1];
+                int r = speculator_attempt_end(e->spec, spec_id, e->now, SPECULATION_END_KILLED, other);
+                if (r < 0)
+                        return r;
+                if (r > 0) {
+                        /* The other attempt is the task's from now on. */
+                        if (!copy)
+                                ph->slot_of[index] = e->spec_slot[other[0]];
+                        return attempt_drop(e, slot);
+                }
+                if (copy) {
+                        /* The task's last attempt: the scheduler holds it as pending again,
+                         * under its own id. */
+                        e->res->copies_lost++;
+                        r = sim_sched_task_remove(e->sched, sim_task_sched_id(e, t));
+                        if (r < 0)
+                                return r;
+                }
+        }
         double lost = e->done_s[slot];
         if (!ph->lost_s) {
                 ph->lost_s = calloc(sim_phase_spec(e, pi)->n_tasks, sizeof(double));
@@ -568,6 +750,7 @@ static int task_kill(Engine *e, size_t pi, unsigned index) {
         e->res->kills++;
         node_remove(e, slot);
         pool_remove(e, slot);
+        spec_id_put(e, spec_id);
         ph->n_running--;
         /* Gone at once here: pending again for the scheduler too. */
         ph->n_told_pending++;
@@ -575,6 +758,12 @@ static int task_kill(Engine *e, size_t pi, unsigned index) {
 }
 
 static int apply_decision(Engine *e, const SimSchedDecision *d) {
+        if (d->task >= e->w->n_tasks) {
+                /* A copy: preemption drops it. */
+                if (d->verb != SIM_FREEZE && d->verb != SIM_KILL)
+                        return -EINVAL;
+                return task_kill(e, e->spec_slot[d->task - e->w->n_tasks]);
+        }
         size_t pi = phase_of_task(e, d->task);
         unsigned index = (unsigned) (d->task - sim_phase_spec(e, pi)->first_task);
         uint32_t slot = e->phases[pi].slot_of[index];
@@ -586,14 +775,18 @@ static int apply_decision(Engine *e, const SimSchedDecision *d) {
                 e->tasks[slot].state = SIM_TASK_RUNNING;
                 e->nodes[e->tasks[slot].node].dirty = true;
                 e->res->thaws++;
+                if (e->tasks[slot].spec_id != SIM_NO_SLOT)
+                        return speculator_attempt_suspend(e->spec, e->tasks[slot].spec_id, false);
                 return 0;
         case SIM_FREEZE:
                 e->tasks[slot].state = SIM_TASK_SUSPENDED;
                 e->nodes[e->tasks[slot].node].dirty = true;
                 e->res->freezes++;
+                if (e->tasks[slot].spec_id != SIM_NO_SLOT)
+                        return speculator_attempt_suspend(e->spec, e->tasks[slot].spec_id, true);
                 return 0;
         case SIM_KILL:
-                return task_kill(e, pi, index);
+                return task_kill(e, slot);
         }
         return -EINVAL;
 }
@@ -660,6 +853,11 @@ static int schedule(Engine *e) {
                 }
                 if (!preempted)
                         break;
+        }
+        if (e->spec) {
+                r = speculate(e);
+                if (r < 0)
+                        return r;
         }
         for (size_t k = 0; k < e->n_nodes; k++)
                 if (e->nodes[k].dirty)
@@ -769,6 +967,9 @@ static void engine_free(Engine *e) {
                         free(e->nodes[i].tasks);
         sim_orch_free(e);
         sim_sched_free(e->sched);
+        speculator_free(e->spec);
+        free(e->spec_slot);
+        free(e->spec_free);
         free(e->tasks);
         free(e->done_s);
         free(e->rate);
@@ -858,6 +1059,11 @@ static int engine_init(Engine *e, const SimWorkload *w, const SimNodeSpec *nodes
                 int r = sim_sched_new(&sp, cpus, memory, n_nodes, &e->sched);
                 if (r < 0)
                         return r;
+                if (p->speculation.policy != SPECULATION_OFF) {
+                        r = speculator_new(&p->speculation, &e->spec);
+                        if (r < 0)
+                                return r;
+                }
         }
         return 0;
 }
@@ -869,7 +1075,9 @@ int sim_run(const SimWorkload *w, const SimNodeSpec *nodes, size_t n_nodes, cons
         int r;
 
         if (n_nodes == 0 || params->policy < 0 || params->policy >= _SIM_POLICY_MAX || !(params->error_sigma >= 0) ||
-            orch_balance_params_validate(&params->orch, NULL) < 0 || !(params->sample_s >= 0) || !(params->thrash_exponent >= 0))
+            orch_balance_params_validate(&params->orch, NULL) < 0 || !(params->sample_s >= 0) || !(params->thrash_exponent >= 0) ||
+            speculation_params_check(&params->speculation) < 0 ||
+            (params->speculation.policy != SPECULATION_OFF && !(params->speculation_interval_s > 0)))
                 return -EINVAL;
         r = engine_init(&e, w, nodes, n_nodes, params, &res);
         if (r < 0)
@@ -888,6 +1096,8 @@ int sim_run(const SimWorkload *w, const SimNodeSpec *nodes, size_t n_nodes, cons
         if (r >= 0 && params->preemption != SIM_PREEMPT_WAIT && params->reschedule_s > 0 &&
             !sim_policy_is_fluid(params->policy))
                 r = timer_push(&e, first + params->reschedule_s, TIMER_RESCHEDULE, 0);
+        if (r >= 0 && e.spec)
+                r = timer_push(&e, first + params->speculation_interval_s, TIMER_SPECULATE, 0);
         if (r < 0)
                 goto finish;
 
@@ -968,6 +1178,10 @@ int sim_run(const SimWorkload *w, const SimNodeSpec *nodes, size_t n_nodes, cons
                         case TIMER_RESCHEDULE:
                                 changed = true;
                                 r = timer_push(&e, t + params->reschedule_s, TIMER_RESCHEDULE, 0);
+                                break;
+                        case TIMER_SPECULATE:
+                                changed = true;
+                                r = timer_push(&e, t + params->speculation_interval_s, TIMER_SPECULATE, 0);
                                 break;
                         default:
                                 r = -EINVAL;

@@ -9,6 +9,7 @@
 
 #include "controller/balancer.h"
 #include "controller/sched.h"
+#include "controller/speculate.h"
 #include "sim-sched.h"
 #include "sim-workload.h"
 
@@ -46,7 +47,16 @@ typedef struct SimParams {
         OrchBalanceParams orch;
         bool memory_guard;
         double sample_s;                /* utilisation time series; 0: none */
+        /* Speculative execution (controller/speculate.h): copies of slow tasks on other nodes
+         * when the scheduler has nothing pending; the speculator is asked after every
+         * scheduling round and at least every speculation_interval_s. The fluid policies place
+         * no tasks: nothing to copy. */
+        SpeculationParams speculation;
+        double speculation_interval_s;
 } SimParams;
+
+/* How often the speculator is asked at least: a heartbeat (Hadoop's is 3 s). */
+#define SIM_SPECULATION_INTERVAL_S_DEFAULT 3.0
 
 #define SIM_PARAMS_DEFAULT                                      \
         ((SimParams) {                                          \
@@ -64,6 +74,8 @@ typedef struct SimParams {
                 .orch = ORCH_BALANCE_PARAMS_DEFAULT,            \
                 .memory_guard = true,                           \
                 .sample_s = 60,                                 \
+                .speculation = SPECULATION_PARAMS_DEFAULT,      \
+                .speculation_interval_s = SIM_SPECULATION_INTERVAL_S_DEFAULT, \
         })
 
 /* MROrchestrator's balancer as its Sec. IV experiments ran it, over the controller's defaults:
@@ -101,6 +113,11 @@ typedef struct SimResult {
         unsigned kills, freezes, thaws;
         unsigned orch_epochs, orch_changes;
         unsigned guard_raises;          /* memory limits the agents' memory guard raised */
+        /* Speculation: copies launched, copies that finished first, copies dropped (their
+         * original won, or preemption took them), and the CPU-seconds of every attempt that did
+         * not win (losing originals and copies): the price of the copies. */
+        unsigned copies, copies_won, copies_lost;
+        double speculation_lost_cpu_s;
 } SimResult;
 
 void sim_result_done(SimResult *r);

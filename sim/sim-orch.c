@@ -111,7 +111,8 @@ int sim_orch_epoch(Engine *e, double now_s) {
                         if (t->state != SIM_TASK_RUNNING || t->n_windows == 0)
                                 continue;
                         char id[64];
-                        snprintf(id, sizeof id, "%" PRIu64 ".%u.%u.0", e->w->jobs[ph->job].id, ph->number, t->index);
+                        snprintf(id, sizeof id, "%" PRIu64 ".%u.%u.%u", e->w->jobs[ph->job].id, ph->number, t->index,
+                                 t->copy ? 1u : 0u);
                         OrchTaskInfo ti_info = {
                                 .id = id,
                                 .job = e->w->jobs[ph->job].id,

@@ -100,6 +100,9 @@ void sim_summary_print_text(FILE *f, const SimSummary *s, const SimResult *r) {
         fprintf(f, "freezes / thaws      %u / %u\n", r->freezes, r->thaws);
         fprintf(f, "orchestration        %u epochs, %u limit changes, %u memory guard raises\n", r->orch_epochs,
                 r->orch_changes, r->guard_raises);
+        fprintf(f, "speculation          %u copies (%u won, %u lost), %.1f CPU-s by attempts that lost (%.1f %% of all)\n",
+                r->copies, r->copies_won, r->copies_lost, r->speculation_lost_cpu_s,
+                r->cpu_used_s > 0 ? 100 * r->speculation_lost_cpu_s / r->cpu_used_s : 0.0);
         fprintf(f, "events               %" PRIu64 " (%" PRIu64 " scheduling decisions)\n", r->events, r->decisions);
 }
 

@@ -262,6 +262,16 @@ int sim_sched_next(SimSched *s, double now_s, const SimSchedDecision **ret, size
         return out_copy(s, d, n_d, ret, ret_n);
 }
 
+int sim_sched_speculate(SimSched *s, Speculator *sp, double now_s, SpeculationChoice *ret) {
+        size_t n;
+        const PlacementNode *nodes = sched_nodes(s->sched, &n);
+        bool room = false;
+
+        for (size_t j = 0; j < n && !room; j++)
+                room = !nodes[j].lost && nodes[j].allocated_cpus < nodes[j].capacity_cpus - 1e-9;
+        return room ? speculator_next(sp, now_s, nodes, n, ret) : 0;
+}
+
 int sim_sched_decide(SimSched *s, double now_s, const SimSchedTask *tasks, size_t n_tasks,
                      const SimSchedDecision **ret, size_t *ret_n) {
         if (n_tasks > s->allocated_tasks) {

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "controller/speculate.h"
 #include "estimator/hfsp-size.h"
 
 typedef enum SimPolicy {
@@ -135,6 +136,9 @@ int sim_sched_task_remove(SimSched *s, size_t id);
 /* The CFS weight of a running task (controller/sched.h: sched_task_cpu_weight()). */
 double sim_sched_task_weight(SimSched *s, size_t id);
 int sim_sched_next(SimSched *s, double now_s, const SimSchedDecision **ret, size_t *ret_n);
+/* The speculator's next copy (speculator_next()) over the nodes as the scheduler holds them:
+ * capacities and allocations, copies included. 0 at once when no node has a free CPU. */
+int sim_sched_speculate(SimSched *s, Speculator *sp, double now_s, SpeculationChoice *ret);
 
 /* One decision over the tasks given (the full-picture entry). *ret points into s (valid until
  * the next call). */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "sim-rng.h"
 #include "sim-workload.h"
 
 void sim_workload_done(SimWorkload *w) {
@@ -513,6 +514,30 @@ int sim_trace_write(FILE *f, const SimWorkload *w) {
                 }
         }
         return fflush(f) == 0 && !ferror(f) ? 0 : -EIO;
+}
+
+int sim_cluster_add_stragglers(SimNodeSpec *nodes, size_t n, double fraction, double slowdown, uint64_t seed) {
+        if (!(fraction >= 0 && fraction <= 1) || !(slowdown >= 1) || !isfinite(slowdown))
+                return -EINVAL;
+        size_t k = fraction > 0 ? MAX((size_t) 1, (size_t) lround(fraction * (double) n)) : 0;
+        k = MIN(k, n);
+        _cleanup_free_ size_t *order = malloc(MAX(n, (size_t) 1) * sizeof(size_t));
+        if (!order)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                order[i] = i;
+        /* The first k of a seeded Fisher–Yates shuffle: the same nodes for every policy. */
+        SimRng rng;
+        sim_rng_init(&rng, seed, 3);
+        for (size_t i = 0; i < k; i++) {
+                size_t j = i + (size_t) (sim_rng_uniform(&rng) * (double) (n - i));
+                j = MIN(j, n - 1);
+                size_t tmp = order[i];
+                order[i] = order[j];
+                order[j] = tmp;
+                nodes[order[i]].speed /= slowdown;
+        }
+        return (int) k;
 }
 
 int sim_cluster_parse(const char *s, SimNodeSpec **ret, size_t *ret_n) {

@@ -105,6 +105,11 @@ int sim_trace_write(FILE *f, const SimWorkload *w);
 
 /* Cluster spec "COUNTxCPUSxMEMORY[@SPEED][,...]", e.g. "20x3x8G" or "18x4x8G,2x4x8G@0.5". */
 int sim_cluster_parse(const char *s, SimNodeSpec **ret, size_t *ret_n);
+/* Stragglers, as LATE's evaluation made them (background load on a few machines): round(fraction
+ * × n) nodes, at least one when fraction > 0, chosen by the seed, run slowdown times slower
+ * (their speed divided by it). Returns how many; -EINVAL for a fraction outside [0, 1] or a
+ * slowdown below 1. */
+int sim_cluster_add_stragglers(SimNodeSpec *nodes, size_t n, double fraction, double slowdown, uint64_t seed);
 
 /* Scales the arrival times (from the first) so that the offered load — the work of every job
  * over the capacity (CPUs × speed) times the span of the arrivals — is `load`. -EINVAL with

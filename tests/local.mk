@@ -142,7 +142,8 @@ check_PROGRAMS += tests/unit/test-cluster
 TESTS += tests/unit/test-cluster tests/integration/test-api.sh
 tests_unit_test_cluster_SOURCES = tests/unit/test-cluster.c tests/unit/store-dir.h \
 	controller/cluster.c controller/cluster.h \
-	controller/cluster-sched.c controller/cluster-sched.h controller/store-sched.c \
+	controller/cluster-sched.c controller/cluster-sched.h controller/cluster-speculate.c controller/cluster-speculate.h \
+	controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \
 	controller/store-jobs.c controller/store-deps.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c
 tests_unit_test_cluster_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)
@@ -152,7 +153,8 @@ check_PROGRAMS += tests/unit/test-cluster-sched
 TESTS += tests/unit/test-cluster-sched
 tests_unit_test_cluster_sched_SOURCES = tests/unit/test-cluster-sched.c tests/unit/store-dir.h \
 	controller/cluster.c controller/cluster.h \
-	controller/cluster-sched.c controller/cluster-sched.h controller/store-sched.c \
+	controller/cluster-sched.c controller/cluster-sched.h controller/cluster-speculate.c controller/cluster-speculate.h \
+	controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \
 	controller/store-jobs.c controller/store-deps.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c
 tests_unit_test_cluster_sched_CFLAGS = $(tests_unit_test_cluster_CFLAGS)
@@ -171,7 +173,8 @@ check_PROGRAMS += tests/unit/test-sim-controller
 TESTS += tests/unit/test-sim-controller
 tests_unit_test_sim_controller_SOURCES = tests/unit/test-sim-controller.c tests/unit/store-dir.h \
 	controller/cluster.c controller/cluster.h \
-	controller/cluster-sched.c controller/cluster-sched.h controller/store-sched.c \
+	controller/cluster-sched.c controller/cluster-sched.h controller/cluster-speculate.c controller/cluster-speculate.h \
+	controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \
 	controller/store-jobs.c controller/store-deps.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c
 tests_unit_test_sim_controller_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)
@@ -264,6 +267,12 @@ tests_unit_test_user_weights_SOURCES = tests/unit/test-user-weights.c
 tests_unit_test_user_weights_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_user_weights_LDADD = $(SCHED_LIBS) $(COMMON_LIBS) $(CRITERION_LIBS)
 
+check_PROGRAMS += tests/unit/test-speculate
+TESTS += tests/unit/test-speculate
+tests_unit_test_speculate_SOURCES = tests/unit/test-speculate.c
+tests_unit_test_speculate_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_speculate_LDADD = $(SCHED_LIBS) $(COMMON_LIBS) $(CRITERION_LIBS)
+
 check_PROGRAMS += tests/unit/test-sched-users
 TESTS += tests/unit/test-sched-users
 tests_unit_test_sched_users_SOURCES = tests/unit/test-sched-users.c tests/unit/sched-world.h
@@ -334,6 +343,9 @@ tests_unit_test_exec_access_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_exec_access_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
 TESTS += tests/integration/test-sched.sh
 EXTRA_DIST += tests/integration/test-sched.sh
+# Speculative execution on real cgroups: a straggler on a slowed node gets a copy that wins.
+TESTS += tests/integration/test-speculation.sh
+EXTRA_DIST += tests/integration/test-speculation.sh
 # Job dependencies on real cgroups: afterok chains, afternotok, cancels that cascade, a
 # controller restart while jobs wait.
 TESTS += tests/integration/test-dependency.sh

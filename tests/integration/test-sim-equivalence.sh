@@ -38,6 +38,12 @@ cases() {
         echo "contention-orch/hfsp/suspend -w contention -o cpu+memory --balancer paper --memory-guard no -p hfsp -P suspend"
         echo "contention-orch/fair/wait -w contention -o cpu+memory --balancer paper --memory-guard no --orch-estimator uniform -p fair -P wait"
         echo "mapreduce-500-orch/fifo/wait -w mapreduce -n 500 -c 8x4x8G -o cpu --balancer paper -p fifo -P wait"
+        # Speculation (off above: the default): copies on a cluster with slow nodes, with and
+        # without preemption.
+        for sp in late hadoop; do
+                echo "speculation/fifo/wait/$sp -w test -n 40 -c 5x3x8G@1,5x3x8G@0.5 --stragglers 0.1x4 --load 0.3 -p fifo -P wait -o off --speculation $sp"
+                echo "speculation/hfsp/suspend-kill/$sp -w test -n 40 -c 5x3x8G@1,5x3x8G@0.5 --stragglers 0.1x4 --load 0.6 -p hfsp -P suspend-kill -o off --speculation $sp"
+        done
         # The controller's defaults.
         echo "contention-defaults/hfsp/suspend -w contention -p hfsp -P suspend"
         echo "contention-defaults/fair/wait -w contention -p fair -P wait"

@@ -78,10 +78,26 @@ cmp -s "$tmp/none.csv" "$tmp/epoch20.csv" && fail "--epoch 20 changed nothing: t
 
 "$sim" --policy nonsense > /dev/null 2>&1
 [ $? -eq 2 ] || fail "--policy nonsense did not exit 2"
+for bad in "--speculation fast" "--stragglers 2x4" "--stragglers 0.1x0.5" "--stragglers 0.1" "--speculation-min-runtime -1"; do
+        # shellcheck disable=SC2086 # the flag and its value are words
+        "$sim" $bad > /dev/null 2>&1
+        [ $? -eq 2 ] || fail "$bad did not exit 2"
+done
+
+# Speculation: off by default (the controller's default) and the same as --speculation off; with
+# slowed nodes, late launches copies and some win.
+"$sim" -w test -n 20 --stragglers 0.2x4 -o off > "$tmp/spec-default" || fail "speculation default run failed"
+"$sim" -w test -n 20 --stragglers 0.2x4 -o off --speculation off > "$tmp/spec-off" || fail "speculation off run failed"
+"$sim" -w test -n 20 --stragglers 0.2x4 -o off --speculation late > "$tmp/spec-late" || fail "speculation late run failed"
+grep -q '^speculation  *0 copies' "$tmp/spec-default" || fail "speculation not off by default: $(grep speculation "$tmp/spec-default")"
+diff <(grep -v '^wall' "$tmp/spec-default") <(grep -v '^wall' "$tmp/spec-off") > /dev/null ||
+        fail "--speculation off differs from the default"
+grep -Eq '^speculation  *[1-9][0-9]* copies \([1-9]' "$tmp/spec-late" || fail "late made no winning copy: $(grep speculation "$tmp/spec-late")"
 # Not piped into grep -q: under pipefail, the help's later writes after grep has quit end the
 # simulator with SIGPIPE and fail the pipeline.
 help=$("$sim" --help)
 grep -q -- "--error-sigma" <<<"$help" || fail "--help lacks --error-sigma"
+grep -q -- "--speculation=NAME .*\[off\]" <<<"$(tr -s ' \n' ' ' <<<"$help")" || fail "--help lacks --speculation or its default"
 
 [ "$failures" -eq 0 ] || exit 1
 echo "PASS: cgorch-sim"

@@ -2077,3 +2077,273 @@ Test(cluster, restart_keeps_dependencies) {
         cr_assert_not_null(find_action(next, ACTION_START, task_id(b, 0, 0)));
         heartbeat_reply_free(next);
 }
+
+/* ---- speculative copies: the first attempt to succeed wins ---- */
+
+/* Job of one task running on n1 (1 CPU) and a speculative copy of it placed on n2, both
+ * reported running. Hands back the job. */
+static uint64_t run_with_copy(Node *n1, Node *n2, int64_t now_ms) {
+        uint64_t id = submit(job_one_task, now_ms);
+        HeartbeatReply *hr = beat_empty(n1, now_ms + 1000);
+        heartbeat_reply_free(ack_and_run(n1, hr, now_ms + 2000));
+        heartbeat_reply_free(hr);
+        heartbeat_reply_free(beat_empty(n2, now_ms + 2000));
+
+        StoreTask t = {};
+        char *copy = NULL;
+        cr_assert_eq(store_task_get(store, task_id(id, 0, 0), &t), 0);
+        cr_assert_eq(store_begin(store), 0);
+        cr_assert_eq(store_task_insert_copy(store, &t, "test: a copy", &copy), 0);
+        cr_assert_eq(store_task_place(store, copy, n2->name), 0);
+        cr_assert_eq(store_commit(store), 0);
+        cr_assert_str_eq(copy, task_id_attempt(id, 0, 0, 1));
+        store_task_done(&t);
+        TaskReport rc = running(copy, NULL, 0);
+        heartbeat_reply_free(beat(n2, &rc, 1, NULL, 0, now_ms + 3000));
+        assert_task_state(id, 0, 1, "running");
+        assert_field(id, 0, 1, "copy_of", task_id(id, 0, 0));
+        assert_field(id, 0, 1, "speculation", "test: a copy");
+        assert_field(id, 0, 0, "copy_of", "(null)");
+        free(copy);
+        return id;
+}
+
+Test(cluster, speculative_copy_that_succeeds_first_wins_and_the_original_is_killed) {
+        Node n1 = node_new("n1", 1), n2 = node_new("n2", 1);
+        uint64_t id = run_with_copy(&n1, &n2, T0);
+        const char *orig = task_id(id, 0, 0), *copy = task_id_attempt(id, 0, 0, 1);
+
+        TaskReport won = ended(copy, TASK_SUCCEEDED, 0, 0, 2.0, MiB);
+        heartbeat_reply_free(beat(&n2, &won, 1, NULL, 0, T0 + 5000));
+        assert_task_state(id, 0, 1, "succeeded");
+        assert_job_state(id, "succeeded");
+        /* The original is killed on its node, and counts as cancelled when it is gone. */
+        TaskReport still = running(orig, NULL, 0);
+        HeartbeatReply *hr = beat(&n1, &still, 1, NULL, 0, T0 + 5500);
+        const Action *kill = find_action(hr, ACTION_KILL, orig);
+        cr_assert_not_null(kill, "the losing attempt is killed");
+        Ack a = ack_ok(kill);
+        TaskReport gone = ended(orig, TASK_FAILED, 0, 9, 0.5, MiB);
+        heartbeat_reply_free(beat(&n1, &gone, 1, &a, 1, T0 + 6000));
+        heartbeat_reply_free(hr);
+        assert_task_state(id, 0, 0, "cancelled");
+        char why[128];
+        snprintf(why, sizeof why, "stopped: attempt %s succeeded first", copy);
+        assert_field(id, 0, 0, "error", why);
+        assert_job_state(id, "succeeded");
+        cr_assert_float_eq(number(id, -1, -1, "cpu_s"), 2.5, 1e-9, "both attempts' CPU counts");
+        cr_assert_eq(number(id, -1, -1, "tasks_done"), 1);
+        StoreTask *left = NULL;
+        size_t n = 0;
+        cr_assert_eq(store_tasks_find(store, id, NULL, TASK_STATE_MASK(TASK_PENDING) | TASK_STATES_ACTIVE, &left, &n), 0);
+        cr_assert_eq(n, 0, "nothing runs or waits after the job ended");
+        store_tasks_free(left, n);
+}
+
+Test(cluster, speculative_copy_that_fails_is_dropped_and_the_original_carries_on) {
+        Node n1 = node_new("n1", 1), n2 = node_new("n2", 1);
+        uint64_t id = run_with_copy(&n1, &n2, T0);
+        const char *orig = task_id(id, 0, 0), *copy = task_id_attempt(id, 0, 0, 1);
+
+        TaskReport failed = ended(copy, TASK_FAILED, 1, 0, 0.3, MiB);
+        heartbeat_reply_free(beat(&n2, &failed, 1, NULL, 0, T0 + 5000));
+        assert_task_state(id, 0, 1, "failed");
+        assert_field(id, 0, 1, "error", "speculative copy dropped: exited with code 1");
+        assert_job_state(id, "running");
+        TaskReport done = ended(orig, TASK_SUCCEEDED, 0, 0, 2.0, MiB);
+        heartbeat_reply_free(beat(&n1, &done, 1, NULL, 0, T0 + 7000));
+        assert_job_state(id, "succeeded");
+        json_t *j = job_get(id);
+        cr_assert_eq(json_array_size(json_object_get(json_array_get(json_object_get(j, "phases"), 0), "tasks")), 2,
+                     "a dropped copy is never run again");
+        json_decref(j);
+}
+
+Test(cluster, speculative_copy_carries_its_task_when_the_original_is_lost) {
+        Node n1 = node_new("n1", 1), n2 = node_new("n2", 1);
+        uint64_t id = run_with_copy(&n1, &n2, T0);
+        const char *copy = task_id_attempt(id, 0, 0, 1);
+
+        /* n1 falls silent past its lease: its attempt is lost, the copy on n2 carries the task
+         * (no new attempt). */
+        int64_t deadline = T0 + 2000 + LOST_MS + 1;
+        TaskReport rc = running(copy, NULL, 0);
+        heartbeat_reply_free(beat(&n2, &rc, 1, NULL, 0, deadline - 1000));
+        cr_assert_eq(cluster_check_nodes(cluster, deadline), 0);
+        assert_task_state(id, 0, 0, "lost");
+        assert_task_state(id, 0, 1, "running");
+        assert_field(id, 0, 1, "copy_of", "(null)");
+        char note[256];
+        snprintf(note, sizeof note, "test: a copy; carries the task since attempt %s ended lost", task_id(id, 0, 0));
+        assert_field(id, 0, 1, "speculation", note);
+        assert_job_state(id, "running");
+
+        TaskReport done = ended(copy, TASK_SUCCEEDED, 0, 0, 2.0, MiB);
+        heartbeat_reply_free(beat(&n2, &done, 1, NULL, 0, deadline + 1000));
+        assert_job_state(id, "succeeded");
+        json_t *j = job_get(id);
+        cr_assert_eq(json_array_size(json_object_get(json_array_get(json_object_get(j, "phases"), 0), "tasks")), 2,
+                     "the lost attempt was not run again: its copy carried the task");
+        json_decref(j);
+}
+
+/* ---- speculation end to end: the speculator (controller/speculate.h) asked after placements ---- */
+
+static const char job_three_whole_cpus[] =
+        "{\"name\": \"straggle\", \"phases\": ["
+        " {\"tasks\": 3, \"argv\": [\"sleep\", \"100\"], \"cpu_cores\": 1, \"memory_bytes\": 16777216}]}";
+
+static void cluster_restart(SpeculationPolicy policy, int64_t now_ms) {
+        cluster = cluster_free(cluster);
+        SpeculationParams sp = SPECULATION_PARAMS_DEFAULT;
+        sp.policy = policy;
+        sp.late.min_runtime_s = 1;
+        ClusterConfig cc = {
+                .heartbeat_interval_us = INTERVAL_MS * USEC_PER_MSEC, .node_lost_after = LOST_AFTER, .lease_ms = LEASE_MS,
+                .speculation = sp,
+        };
+        cr_assert_eq(cluster_new(store, &cc, now_ms, &cluster), 0);
+}
+
+/* n1 (1 CPU) and n2 (2 CPUs) registered, a job of three 1-CPU tasks placed and running: task 1
+ * on n1 reports 5 % at T0 + 1 s, tasks 0 and 2 on n2 (or task 0 only, with one_ends) succeed at
+ * T0 + 3 s; a job waiting submitted at T0 + 2 s (its id in *ret_waiting). Returns the reply n2
+ * got to that report. */
+static HeartbeatReply *straggle_ends(Node *n1, Node *n2, bool one_ends, const char *waiting, uint64_t *ret_id,
+                                     uint64_t *ret_waiting) {
+        heartbeat_reply_free(beat_empty(n1, T0));
+        heartbeat_reply_free(beat_empty(n2, T0));
+        uint64_t id = submit(job_three_whole_cpus, T0 + 10);
+        HeartbeatReply *h2 = beat_empty(n2, T0 + 100), *h1 = beat_empty(n1, T0 + 100);
+        cr_assert_not_null(find_action(h1, ACTION_START, task_id(id, 0, 1)), "task 1 goes to n1");
+        cr_assert_eq(count_actions(h2, ACTION_START), 2);
+        Ack a1 = ack_ok(find_action(h1, ACTION_START, task_id(id, 0, 1)));
+        TaskSample s1 = { .time_ms = T0 + 1000, .cpu_usage_ns = 50000000, .progress = 0.05 };
+        TaskReport r1 = running(task_id(id, 0, 1), &s1, 1);
+        heartbeat_reply_free(beat(n1, &r1, 1, &a1, 1, T0 + 1000));
+        Ack a2[] = { ack_ok(find_action(h2, ACTION_START, task_id(id, 0, 0))),
+                     ack_ok(find_action(h2, ACTION_START, task_id(id, 0, 2))) };
+        TaskSample s2 = { .time_ms = T0 + 1000, .cpu_usage_ns = 500000000, .progress = 0.5 };
+        TaskReport r2[] = { running(task_id(id, 0, 0), &s2, 1), running(task_id(id, 0, 2), &s2, 1) };
+        heartbeat_reply_free(beat(n2, r2, 2, a2, 2, T0 + 1000));
+        heartbeat_reply_free(h1);
+        heartbeat_reply_free(h2);
+        if (waiting)
+                *ret_waiting = submit(waiting, T0 + 2000);
+        TaskReport done[] = { ended(task_id(id, 0, 0), TASK_SUCCEEDED, 0, 0, 1, MiB),
+                              ended(task_id(id, 0, 2), TASK_SUCCEEDED, 0, 0, 1, MiB) };
+        *ret_id = id;
+        return beat(n2, done, one_ends ? 1 : 2, NULL, 0, T0 + 3000);
+}
+
+static HeartbeatReply *straggle(Node *n1, Node *n2, uint64_t *ret_id) {
+        return straggle_ends(n1, n2, false, NULL, ret_id, NULL);
+}
+
+Test(cluster, late_launches_a_copy_of_the_straggler_on_the_fast_node_and_it_wins) {
+        cluster_restart(SPECULATION_LATE, T0);
+        Node n1 = node_new("n1", 1), n2 = node_new("n2", 2);
+        uint64_t id;
+        HeartbeatReply *hr = straggle(&n1, &n2, &id);
+        const char *copy = task_id_attempt(id, 0, 1, 1);
+        const Action *start = find_action(hr, ACTION_START, copy);
+        cr_assert_not_null(start, "the straggler's copy starts on n2 when its tasks are done");
+        assert_field(id, 0, 2, "copy_of", task_id(id, 0, 1));
+        char *why = field(id, 0, 2, "speculation");
+        cr_assert(strncmp(why, "late: ", 6) == 0, "why: %s", why);
+        free(why);
+        json_t *view = NULL;
+        cr_assert_eq(cluster_job_to_json(cluster, id, T0 + 3000, &view), 0);
+        json_t *orig = json_array_get(json_object_get(json_array_get(json_object_get(view, "phases"), 0), "tasks"), 1);
+        cr_assert_str_eq(json_string_value(json_object_get(orig, "progress_source")), "task", "it reports its progress");
+        json_decref(view);
+
+        /* A controller restart mid-speculation: the store has both attempts; the copy still
+         * wins, and the original is killed. */
+        Ack a = ack_ok(start);
+        heartbeat_reply_free(hr);
+        cluster_restart(SPECULATION_LATE, T0 + 3500);
+        TaskSample sc = { .time_ms = T0 + 3500, .cpu_usage_ns = 10000000, .progress = 0.1 };
+        TaskReport rc = running(copy, &sc, 1);
+        heartbeat_reply_free(beat(&n2, &rc, 1, &a, 1, T0 + 3500));
+        TaskReport won = ended(copy, TASK_SUCCEEDED, 0, 0, 1, MiB);
+        heartbeat_reply_free(beat(&n2, &won, 1, NULL, 0, T0 + 5000));
+        assert_job_state(id, "succeeded");
+        TaskSample s1 = { .time_ms = T0 + 5000, .cpu_usage_ns = 100000000, .progress = 0.1 };
+        TaskReport r1 = running(task_id(id, 0, 1), &s1, 1);
+        hr = beat(&n1, &r1, 1, NULL, 0, T0 + 5100);
+        cr_assert_not_null(find_action(hr, ACTION_KILL, task_id(id, 0, 1)), "the original is killed");
+        heartbeat_reply_free(hr);
+        json_t *j = job_get(id);
+        cr_assert_eq(json_array_size(json_object_get(json_array_get(json_object_get(j, "phases"), 0), "tasks")), 4,
+                     "one copy, nothing more");
+        json_decref(j);
+}
+
+Test(cluster, no_copy_while_speculation_is_off) {
+        cluster_restart(SPECULATION_OFF, T0);
+        Node n1 = node_new("n1", 1), n2 = node_new("n2", 2);
+        uint64_t id;
+        HeartbeatReply *hr = straggle(&n1, &n2, &id);
+        cr_assert_eq(count_actions(hr, ACTION_START), 0, "off: no copy");
+        heartbeat_reply_free(hr);
+        TaskSample s1 = { .time_ms = T0 + 9000, .cpu_usage_ns = 100000000, .progress = 0.1 };
+        TaskReport r1 = running(task_id(id, 0, 1), &s1, 1);
+        heartbeat_reply_free(beat(&n1, &r1, 1, NULL, 0, T0 + 9000));
+        hr = beat_empty(&n2, T0 + 9000);
+        cr_assert_eq(count_actions(hr, ACTION_START), 0, "off: no copy, later either");
+        heartbeat_reply_free(hr);
+}
+
+/* A job waiting for room holds it: no copy takes room while the scheduler has a task waiting,
+ * even room the waiting task cannot use yet; once it is gone, the copy comes. */
+Test(cluster, no_copy_while_work_waits) {
+        cluster_restart(SPECULATION_LATE, T0);
+        Node n1 = node_new("n1", 1), n2 = node_new("n2", 2);
+        uint64_t id;
+        /* A job of one 2-CPU task arrives while n2 is full, and one of n2's tasks ends: one CPU
+         * free there, where a copy of the straggler fits and the waiting task does not. */
+        uint64_t big = 0;
+        HeartbeatReply *hr = straggle_ends(&n1, &n2, true,
+                                           "{\"name\": \"big\", \"phases\": [{\"tasks\": 1, \"argv\": [\"true\"],"
+                                           " \"cpu_cores\": 2, \"memory_bytes\": 16777216}]}", &id, &big);
+        cr_assert_eq(count_actions(hr, ACTION_START), 0, "no copy while a task waits");
+        heartbeat_reply_free(hr);
+        assert_task_state(big, 0, 0, "pending");
+        hr = beat_empty(&n2, T0 + 4000);
+        cr_assert_eq(count_actions(hr, ACTION_START), 0, "no copy while a task waits, later either");
+        heartbeat_reply_free(hr);
+
+        /* The waiting job is cancelled: the room goes to a copy. */
+        json_t *j = NULL;
+        cr_assert_eq(cluster_cancel(cluster, big, NULL, T0 + 4100, &j), 0);
+        json_decref(j);
+        hr = beat_empty(&n2, T0 + 4500);
+        cr_assert_not_null(find_action(hr, ACTION_START, task_id_attempt(id, 0, 1, 1)), "the copy, once nothing waits");
+        heartbeat_reply_free(hr);
+}
+
+/* A running task that reports no progress: its view estimates it from its CPU-seconds against
+ * its phase's estimated task size (S_i from s0 here), and says so. */
+Test(cluster, progress_from_cpu_seconds_where_the_task_reports_none) {
+        uint64_t id = submit("{\"name\": \"quiet\", \"phases\": [{\"tasks\": 5, \"argv\": [\"sleep\", \"100\"],"
+                             " \"cpu_cores\": 0.1, \"memory_bytes\": 16777216}]}", T0);
+        Node n1 = node_new("n1", 1);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        Ack a = ack_ok(find_action(hr, ACTION_START, task_id(id, 0, 0)));
+        TaskSample s = { .time_ms = T0 + 1500, .cpu_usage_ns = 3000000000, .progress = -1 };
+        TaskReport r = running(task_id(id, 0, 0), &s, 1);
+        heartbeat_reply_free(beat(&n1, &r, 1, &a, 1, T0 + 2000));
+        heartbeat_reply_free(hr);
+
+        json_t *view = NULL;
+        cr_assert_eq(cluster_job_to_json(cluster, id, T0 + 2000, &view), 0);
+        json_t *tasks = json_object_get(json_array_get(json_object_get(view, "phases"), 0), "tasks");
+        json_t *t0 = json_array_get(tasks, 0), *t1 = json_array_get(tasks, 1);
+        cr_assert_str_eq(json_string_value(json_object_get(t0, "progress_source")), "cpu");
+        double p = json_number_value(json_object_get(t0, "progress"));
+        cr_assert(p > 0 && p < 1, "progress %g from 3 CPU-seconds", p);
+        cr_assert(json_is_null(json_object_get(t1, "progress_source")), "a pending task has none");
+        cr_assert(json_is_null(json_object_get(t1, "progress")));
+        json_decref(view);
+}

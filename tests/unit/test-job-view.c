@@ -271,3 +271,25 @@ Test(job_view, page_explains_the_size_estimate) {
         free(out);
         json_decref(j);
 }
+
+/* A task with a speculative copy: both attempts in the table, the copy's progress marked as
+ * estimated from its CPU-seconds, and under the table what it copies, why and who won. */
+Test(job_view, speculative_copies) {
+        json_t *j = load("{\"id\": 5, \"name\": \"n\", \"state\": \"succeeded\", \"phases\": [{\"index\": 0, \"name\": \"p\","
+                         " \"tasks\": ["
+                         "   {\"id\": \"5.0.0.0\", \"state\": \"cancelled\", \"node\": \"n1\", \"progress\": 0.25,"
+                         "    \"progress_source\": \"cpu\", \"error\": \"stopped: attempt 5.0.0.1 succeeded first\","
+                         "    \"copy_of\": null, \"speculation\": null},"
+                         "   {\"id\": \"5.0.0.1\", \"state\": \"succeeded\", \"node\": \"n2\", \"progress\": 1,"
+                         "    \"progress_source\": \"task\", \"copy_of\": \"5.0.0.0\","
+                         "    \"speculation\": \"late: longest time left 30 s\"},"
+                         "   {\"id\": \"5.0.1.0\", \"state\": \"succeeded\", \"node\": \"n2\", \"progress\": 1}]}]}");
+        char *out = render(job_view_print, j);
+
+        cr_expect(strstr(out, "~25%"), "%s", out);
+        cr_expect(strstr(out, "  Speculative copies:\n    5.0.0.1 copies 5.0.0.0 on n2: late: longest time left 30 s;"
+                              " won by 5.0.0.1 (the copy)\n"), "%s", out);
+        cr_expect(!strstr(out, "5.0.1.0 copies"), "%s", out);
+        free(out);
+        json_decref(j);
+}

@@ -423,3 +423,27 @@ Test(runtime_config, restore_leaves_out_what_no_longer_parses) {
         json_decref(saved);
         runtime_config_done(&rc);
 }
+
+/* Speculation's knobs: the policy by name (off by default, as speculate.h says), the LATE and
+ * Hadoop parameters within their ranges, checked as the speculator checks them. */
+Test(runtime_config, speculation_knobs) {
+        RuntimeSettings s = runtime_settings_default();
+        char *error = NULL;
+
+        cr_assert_eq(s.speculation.policy, SPECULATION_POLICY_DEFAULT);
+        cr_assert_eq(runtime_knob_set_text(&s, runtime_knob_find("speculation"), "late", &error), 0);
+        cr_assert_eq(s.speculation.policy, SPECULATION_LATE);
+        cr_assert_eq(runtime_knob_set_text(&s, runtime_knob_find("speculation-min-runtime"), "2s", &error), 0);
+        cr_assert_float_eq(s.speculation.late.min_runtime_s, 2.0, 1e-12);
+        cr_assert_eq(runtime_knob_set_text(&s, runtime_knob_find("slow-task-threshold"), "0.5", &error), 0);
+        cr_assert_float_eq(s.speculation.late.slow_task_quantile, 0.5, 1e-12);
+        cr_assert_eq(runtime_settings_validate(&s, &error), 0);
+
+        cr_assert_eq(runtime_knob_set_text(&s, runtime_knob_find("speculation"), "always", &error), -EINVAL);
+        cr_assert_str_eq(error, "speculation: must be one of off, late or hadoop");
+        free(error);
+        error = NULL;
+        cr_assert_eq(runtime_knob_set_text(&s, runtime_knob_find("speculative-cap"), "1.5", &error), -EINVAL);
+        cr_assert_str_eq(error, "speculative-cap: must be a number in [0, 1]");
+        free(error);
+}

@@ -2,7 +2,7 @@
  * are computed by hand — HFSP's Fig. 3 end to end, the three preemption primitives, the memory
  * thrashing penalty, a CPU demand profile, processor sharing — and determinism for a seed;
  * and how the simulator hands HFSP's S_f to the scheduler; its orchestration defaults are the
- * controller's. */
+ * controller's; speculative copies that win, lose and are dropped by preemption. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <string.h>
@@ -468,5 +468,96 @@ Test(sim_engine, memory_guard_raises_before_the_epoch) {
         sim_result_done(&with);
         sim_result_done(&without);
         sim_result_done(&cpu_only);
+        sim_workload_done(&w);
+}
+
+/* Three one-CPU nodes, node 0 at slow_speed; FIFO (SRPT when srpt) by the true sizes. */
+static SimResult speculation_run(const SimWorkload *w, double slow_speed, SpeculationPolicy policy, bool srpt,
+                                 double min_runtime_s) {
+        SimNodeSpec nodes[3] = {
+                { .cpus = 1, .memory_bytes = 4 * GiB, .speed = slow_speed },
+                { .cpus = 1, .memory_bytes = 4 * GiB, .speed = 1 },
+                { .cpus = 1, .memory_bytes = 4 * GiB, .speed = 1 },
+        };
+        SimParams p = SIM_PARAMS_DEFAULT;
+        SimResult r = { 0 };
+        p.policy = srpt ? SIM_POLICY_SRPT : SIM_POLICY_FIFO;
+        p.preemption = srpt ? SIM_PREEMPT_KILL : SIM_PREEMPT_WAIT;
+        p.kill_max_lost_s = INFINITY;
+        p.estimator = SIM_ESTIMATOR_ORACLE;
+        p.speculation.policy = policy;
+        p.speculation.late.min_runtime_s = min_runtime_s;
+        cr_assert_eq(sim_run(w, nodes, 3, &p, NULL, NULL, &r), 0);
+        return r;
+}
+
+/* Speculation: three one-CPU nodes, node 0 four times slower; one phase of three 100 s tasks
+ * (FIFO places them on nodes 0, 1, 2). At 100 s two are done and the third has done 25 %: LATE
+ * (slow for its phase, fast free node) and Hadoop (0.25 < the phase average 0.75 − 0.2) copy it
+ * onto node 1, where it finishes at 200 s instead of 400 s. The original's 200 CPU-seconds are
+ * the job's as well as the copy's 100. */
+Test(sim_engine, speculative_copy_overtakes_a_straggler) {
+        SimWorkload w = trace(HEADER "0,1,0,3,100,1,256M,1,128M\n");
+        const struct {
+                SpeculationPolicy policy;
+                double min_runtime_s, end_s;
+                unsigned copies;
+        } cases[] = {
+                { SPECULATION_OFF, 60, 400, 0 },
+                { SPECULATION_LATE, 60, 200, 1 },
+                { SPECULATION_HADOOP, 60, 200, 1 },
+                /* Judged only from 150 s (the speculator is asked every 3 s): done at 250 s. */
+                { SPECULATION_LATE, 150, 250, 1 },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                SimResult r = speculation_run(&w, 0.25, cases[i].policy, false, cases[i].min_runtime_s);
+                cr_assert_float_eq(end_of(&w, &r, 1), cases[i].end_s, EPS, "case %zu", i);
+                cr_assert_eq(r.copies, cases[i].copies, "case %zu", i);
+                cr_assert_eq(r.copies_won, cases[i].copies, "case %zu", i);
+                cr_assert_eq(r.copies_lost, 0);
+                /* The original ran on one CPU until the copy won. */
+                double original_cpu_s = cases[i].copies ? cases[i].end_s : 400;
+                cr_assert_float_eq(r.speculation_lost_cpu_s, cases[i].copies ? original_cpu_s : 0, EPS, "case %zu", i);
+                cr_assert_float_eq(r.cpu_used_s, 200 + original_cpu_s + (cases[i].copies ? 100 : 0), EPS, "case %zu", i);
+                sim_result_done(&r);
+        }
+        sim_workload_done(&w);
+}
+
+/* A copy that loses: node 0 at 0.6 speed; at 100 s its task has done 60 % (rate 0.006/s, below
+ * the phase's 25th percentile 0.008/s with its two finished peers) and gets a copy on node 1,
+ * which would finish at 200 s. The original finishes first, at 166.7 s: the copy is dropped after
+ * 66.7 CPU-seconds, which count. */
+Test(sim_engine, speculative_copy_that_loses_is_dropped) {
+        SimWorkload w = trace(HEADER "0,1,0,3,100,1,256M,1,128M\n");
+        SimResult r = speculation_run(&w, 0.6, SPECULATION_LATE, false, SPECULATION_MIN_RUNTIME_S_DEFAULT);
+        cr_assert_float_eq(end_of(&w, &r, 1), 100 / 0.6, EPS);
+        cr_assert_eq(r.copies, 1);
+        cr_assert_eq(r.copies_won, 0);
+        cr_assert_eq(r.copies_lost, 1);
+        cr_assert_float_eq(r.speculation_lost_cpu_s, 100 / 0.6 - 100, EPS);
+        cr_assert_float_eq(r.cpu_used_s, 200 + 100 / 0.6 + (100 / 0.6 - 100), EPS);
+        sim_result_done(&r);
+        sim_workload_done(&w);
+}
+
+/* Preemption drops a copy, never requeues it. As above, job 1's task on the slow node (0.25) gets
+ * a copy on node 1 at 100 s. At 110 s job 2 (two 10 s tasks) comes, and SRPT puts it first: one
+ * task takes node 2, the other needs a CPU and kill preemption takes the youngest task, the
+ * copy. The original runs on; job 2 ends at 120 s, when a new copy starts on node 1 and wins at
+ * 220 s (the original would have ended at 400 s). */
+Test(sim_engine, preemption_drops_a_copy) {
+        SimWorkload w = trace(HEADER "0,1,0,3,100,1,256M,1,128M\n110,2,0,2,10,1,256M,1,128M\n");
+        SimResult r = speculation_run(&w, 0.25, SPECULATION_LATE, true, SPECULATION_MIN_RUNTIME_S_DEFAULT);
+        cr_assert_float_eq(end_of(&w, &r, 2), 120, EPS);
+        cr_assert_float_eq(end_of(&w, &r, 1), 220, EPS);
+        cr_assert_eq(r.copies, 2);
+        cr_assert_eq(r.copies_won, 1);
+        cr_assert_eq(r.copies_lost, 1);
+        cr_assert_eq(r.kills, 0, "a dropped copy is not a task killed to be run again");
+        /* The dropped copy's 10 s and the original's 220 s. */
+        cr_assert_float_eq(r.speculation_lost_cpu_s, 10 + 220, EPS);
+        sim_result_done(&r);
         sim_workload_done(&w);
 }

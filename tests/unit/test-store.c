@@ -371,6 +371,7 @@ Test(store, version_1_is_upgraded) {
                                       " ALTER TABLE tasks DROP COLUMN output_dropped_bytes;"
                                       " DROP INDEX jobs_by_state; DROP INDEX jobs_by_user; DROP INDEX jobs_by_name;"
                                       " ALTER TABLE jobs DROP COLUMN dependency; ALTER TABLE jobs DROP COLUMN dependencies_waiting;"
+                                      " ALTER TABLE tasks DROP COLUMN copy_of; ALTER TABLE tasks DROP COLUMN speculation;"
                                       " PRAGMA user_version = 1",
                                   NULL, NULL, NULL), SQLITE_OK);
         sqlite3_close(db);
@@ -408,7 +409,7 @@ Test(store, version_1_is_upgraded) {
 }
 
 /* Takes the database in dir back to version `to` (10, 8 or 5) with the SQL of the steps after
- * it undone: 11's dependencies, 10's job indexes, 9's virtual finish, and for 5 also 8's job and
+ * it undone: 12's speculative copies, 11's dependencies, 10's job indexes, 9's virtual finish, and for 5 also 8's job and
  * task columns (6 and 7 change nothing). */
 static void downgrade(unsigned to) {
         char path[256];
@@ -416,7 +417,8 @@ static void downgrade(unsigned to) {
         snprintf(path, sizeof path, "%s/controller.db", dir);
         cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
         cr_assert_eq(sqlite3_exec(db,
-                                  "DROP TABLE dependencies; ALTER TABLE jobs DROP COLUMN dependency;"
+                                  "ALTER TABLE tasks DROP COLUMN copy_of; ALTER TABLE tasks DROP COLUMN speculation;"
+                                  " DROP TABLE dependencies; ALTER TABLE jobs DROP COLUMN dependency;"
                                   " ALTER TABLE jobs DROP COLUMN dependencies_waiting;",
                                   NULL, NULL, NULL),
                      SQLITE_OK);
@@ -452,7 +454,13 @@ static void assert_current(void) {
         cr_assert_eq(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
         cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
         cr_assert_eq(sqlite3_column_int(q, 0), STORE_SCHEMA_VERSION);
-        cr_assert_eq(STORE_SCHEMA_VERSION, 11);
+        cr_assert_eq(STORE_SCHEMA_VERSION, 12);
+        sqlite3_finalize(q);
+        cr_assert_eq(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM pragma_table_info('tasks')"
+                                            " WHERE name IN ('copy_of', 'speculation')", -1, &q, NULL),
+                     SQLITE_OK);
+        cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
+        cr_assert_eq(sqlite3_column_int(q, 0), 2, "version 12's columns");
         sqlite3_finalize(q);
         cr_assert_eq(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM sqlite_master WHERE name IN ('dependencies',"
                                             " 'dependencies_by_on_job')", -1, &q, NULL),
