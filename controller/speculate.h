@@ -29,7 +29,8 @@
  *     0 means the task has no attempt left (requeue or fail it as without speculation), more
  *     means it goes on in those, named in ret_kill (drop this attempt, do not requeue the task).
  *   - Preemption. A copy the scheduler would freeze or kill is dropped (killed,
- *     speculator_attempt_end(KILLED)), never requeued: the original still runs. A frozen
+ *     speculator_attempt_end(KILLED)), never requeued: the original still runs (and where it
+ *     does not, the end's 0 says the task is to be requeued, as for any attempt). A frozen
  *     original is told with speculator_attempt_suspend(): it is neither a candidate nor part of
  *     the statistics until thawed.
  *   - Phases. speculator_phase_forget() when a phase is done: the speculator keeps, per phase
@@ -52,9 +53,9 @@
  * index) order (Hadoop's job order; no data locality here), onto any node other than their
  * own where they fit (most free CPU first), no cap.
  *
- * Cost: start/progress/suspend are O(1) amortised; end is O(1) plus O(phases) for a new phase;
- * speculator_next() is O(running attempts · log + nodes) plus O(nodes) per candidate it cannot
- * place. */
+ * Cost: progress and suspend are O(1); start is O(its phase's running attempts + log phases),
+ * plus O(phases) for a new phase; end is O(log phases); speculator_next() is O(running attempts
+ * · log + nodes) plus O(nodes) per candidate it cannot place. */
 #pragma once
 
 #include <errno.h>
