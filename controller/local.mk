@@ -58,7 +58,7 @@ controller_libcgorch_sched_a_SOURCES = \
 	controller/sched-psbs.c controller/sched-srpt.c controller/sched-users.c \
 	controller/sched-sizing.c controller/sched-sizing.h \
 	controller/placement-fifo.c controller/placement-fifo.h \
-	controller/coshh.c controller/coshh.h \
+	controller/coshh.c controller/coshh.h controller/sched-coshh.c \
 	controller/job-params.c controller/job-params.h \
 	controller/user-weights.c controller/user-weights.h
 SCHED_LIBS = controller/libcgorch-sched.a $(ESTIMATOR_LIBS) $(GLPK_LIBS)

@@ -208,6 +208,13 @@ static const char schema_v11_dependencies[] =
         "ALTER TABLE jobs ADD COLUMN dependency TEXT;"
         "ALTER TABLE jobs ADD COLUMN dependencies_waiting INTEGER NOT NULL DEFAULT 0;";
 
+/* Version 12 is held for another change in flight; it changes nothing here. */
+static const char schema_v12_reserved[] = "SELECT 1;";
+
+/* Version 13: a node's speed class as its heartbeats say (COSHH placement's node types); NULL:
+ * not said, counted as 1. */
+static const char schema_v13_node_speed[] = "ALTER TABLE nodes ADD COLUMN speed REAL;";
+
 /* Migration steps in order: step k takes a database of version k to version k + 1. A new
  * version appends its own step (and bumps STORE_SCHEMA_VERSION); steps are never edited. */
 static const struct {
@@ -225,6 +232,8 @@ static const struct {
         { schema_v9_virtual_finish, "add the phases' virtual finish" },
         { schema_v10_job_filters, "index jobs by state, user and name" },
         { schema_v11_dependencies, "add job dependencies" },
+        { schema_v12_reserved, "(reserved)" },
+        { schema_v13_node_speed, "add the nodes' speed class" },
 };
 
 static const char *const phase_state_table[_PHASE_STATE_MAX] = {

@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "controller/coshh.h"
@@ -243,4 +244,74 @@ Test(coshh, example_a_completion_times) {
         cr_assert_float_eq(done[1], 10, 1e-9);
         cr_assert_float_eq(done[2], 17.5, 1e-9);
         coshh_plan_done(&p);
+}
+
+/* ---- Inside the scheduler (SchedParams.placement) ---- */
+
+#include "controller/sched.h"
+
+#define GiB (UINT64_C(1) << 30)
+#define MiB (UINT64_C(1) << 20)
+
+/* Two node types alike in CPUs, not in memory; a CPU job submitted first (8 tasks of 1 CPU,
+ * 256 MiB and 10 CPU-seconds) and a memory job (4 tasks of 1 CPU, 16 GiB, which only node B
+ * holds, and 40 CPU-seconds). First fit spreads the CPU job over both nodes and the memory job
+ * waits; COSHH's program needs all of B for the memory class (it runs nowhere else, and its
+ * rate there, 1/40 jobs/s, is the smaller) and gives A to the CPU class, so both run. Returns
+ * the tasks started per job and node. */
+static void place_two_types(SchedPlacement placement, unsigned ret_started[2][2]) {
+        SchedParams params = SCHED_PARAMS_DEFAULT;
+        params.policy = SCHED_FIFO;
+        params.preemption = SCHED_PREEMPT_WAIT;
+        params.placement = placement;
+        params.probe_s = 0;
+        params.user_shares = false;
+        PlacementNode nodes[2] = {
+                { .id = "a", .capacity_cpus = 4, .capacity_memory_bytes = 4 * GiB, .speed = 1 },
+                { .id = "b", .capacity_cpus = 4, .capacity_memory_bytes = 64 * GiB, .speed = 1 },
+        };
+        Sched *s;
+        cr_assert_eq(sched_new(&params, 8, &s), 0);
+        SchedTask tasks[12];
+        size_t n = 0;
+        for (unsigned job = 0; job < 2; job++) {
+                uint64_t key = sched_key(job + 1, 0);
+                unsigned count = job == 0 ? 8 : 4;
+                SchedSize size = { .kind = SCHED_SIZE_FINAL, .size_s = (job == 0 ? 10.0 : 40.0) * count };
+                cr_assert_eq(sched_job_add(s, key, job, 1, count, &size), 0);
+                for (unsigned i = 0; i < count; i++)
+                        tasks[n++] = (SchedTask) { .key = key, .index = i, .state = SCHED_TASK_PENDING,
+                                                   .cpu_cores = 1,
+                                                   .memory_bytes = job == 0 ? 256 * MiB : 16 * GiB };
+        }
+        SchedDecision *out;
+        size_t n_out;
+        cr_assert_eq(sched_decide(s, 2, nodes, 2, tasks, n, &out, &n_out), 0);
+        memset(ret_started, 0, 4 * sizeof(unsigned));
+        for (size_t i = 0; i < n_out; i++) {
+                cr_assert_eq(out[i].verb, SCHED_START);
+                ret_started[out[i].task < 8 ? 0 : 1][out[i].node]++;
+        }
+        free(out);
+        sched_free(s);
+}
+
+Test(coshh, scheduler_placement_by_node_type) {
+        unsigned started[2][2];
+        place_two_types(SCHED_PLACEMENT_FIRST_FIT, started);
+        cr_assert_eq(started[0][0], 4);
+        cr_assert_eq(started[0][1], 4);
+        cr_assert_eq(started[1][1], 0);
+
+        place_two_types(SCHED_PLACEMENT_COSHH, started);
+        cr_assert_eq(started[0][0], 4, "CPU job on A: %u", started[0][0]);
+        cr_assert_eq(started[0][1], 0, "CPU job on B: %u", started[0][1]);
+        cr_assert_eq(started[1][0], 0);
+        cr_assert_eq(started[1][1], 4, "memory job on B: %u", started[1][1]);
+}
+
+Test(coshh, placement_names) {
+        cr_assert_str_eq(sched_placement_to_string(SCHED_PLACEMENT_COSHH), "coshh");
+        cr_assert_eq(sched_placement_from_string("first-fit"), SCHED_PLACEMENT_FIRST_FIT);
+        cr_assert_eq(sched_placement_from_string("best"), -EINVAL);
 }
