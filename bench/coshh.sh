@@ -3,7 +3,8 @@
 # (McMaster 2013), Sec. 7.5.1 "Heterogeneous-Small": a Yahoo!-like mix of the eight job
 # categories of Table 7.1 (mostly small jobs), one user per category, on the six heterogeneous
 # resources of Table 7.2. For each seed, a trace of JOBS jobs drawn with the categories'
-# frequencies, then cgorch-sim with fifo and fair, each with first-fit and with COSHH placement
+# frequencies, then cgorch-sim with fifo, fair and hfsp (the default, with its default
+# preemption), each with first-fit and with COSHH placement
 # (orchestration off: the scheduler alone). Prints one table: mean and p95 job completion time
 # (response: end − arrival) per configuration and seed, and COSHH's change against first-fit.
 # Deterministic (the trace from the seed, the simulator without randomness): numbers, not timings.
@@ -18,14 +19,14 @@
 # users have weights and max-min shares, not Hadoop's minimum shares (all users weigh 1).
 #
 # Usage: bench/coshh.sh BUILD_DIR
-# Environment: SEEDS ("1 2 3"), JOBS (100), LOAD (0.9), SCALE (1000), TASK_S (60), SLOW (0.1),
+# Environment: SEEDS ("1 2 3 4 5"), POLICIES ("fifo fair hfsp"), JOBS (100), LOAD (0.9), SCALE (1000), TASK_S (60), SLOW (0.1),
 #   OUT_DIR (keep traces and CSVs; default a temp dir, removed)
 set -euo pipefail
 
 build=$(cd "${1:?usage: coshh.sh BUILD_DIR}" && pwd)
 sim=$build/sim/cgorch-sim
 [ -x "$sim" ] || { echo "coshh: $sim is not built" >&2; exit 2; }
-seeds=${SEEDS:-1 2 3} jobs=${JOBS:-100} load=${LOAD:-0.9} scale=${SCALE:-1000} task_s=${TASK_S:-60}
+seeds=${SEEDS:-1 2 3 4 5} policies=${POLICIES:-fifo fair hfsp} jobs=${JOBS:-100} load=${LOAD:-0.9} scale=${SCALE:-1000} task_s=${TASK_S:-60}
 slow=${SLOW:-0.1}
 cluster="1x2x64G@$slow,1x16x2G,1x16x64G,1x2x64G@$slow,1x16x2G,1x2x2G@$slow"
 
@@ -83,7 +84,7 @@ echo "coshh: cluster $cluster"
 printf '%-5s %-6s %12s %10s %12s %10s %9s\n' seed policy first-fit-mean p95 coshh-mean p95 change
 for seed in $seeds; do
         trace "$out/trace-$seed.csv" "$seed"
-        for p in fifo fair; do
+        for p in $policies; do
                 for pl in first-fit coshh; do
                         "$sim" -o off -t "$out/trace-$seed.csv" -c "$cluster" -p "$p" --placement="$pl" \
                                 -j "$out/jobs-$seed-$p-$pl.csv" >/dev/null
@@ -95,6 +96,7 @@ for seed in $seeds; do
         done
 done
 # The thesis's comparison: COSHH (its routing serves jobs by fair share) against FIFO.
+[[ " $policies " == *" fifo "* && " $policies " == *" fair "* ]] || exit 0
 echo "coshh: fair order with COSHH placement against fifo with first-fit (the thesis's COSHH vs FIFO):"
 for seed in $seeds; do
         read -r fifo _ < <(stats "$out/jobs-$seed-fifo-first-fit.csv")

@@ -335,6 +335,7 @@ int sched_job_training_done(Sched *s, uint64_t key, double now_s, const SchedSiz
         int r = sched_job_set_size(s, key, now_s, final_size);
         if (r <= 0)
                 return r;
+        s->coshh_generation++; /* its class may change with its size */
         r = sched_job_restore(s, key, now_s, final_size->size_s, NAN);
         return r < 0 ? r : 1;
 }
