@@ -101,7 +101,9 @@ static int plan(Sched *s) {
         for (size_t slot = 0; slot < s->n_slots; slot++) {
                 const SchedJob *j = &s->jobs[slot];
                 const SchedTask *t = j->used && !j->real_done ? job_task(s, j) : NULL;
-                if (!t)
+                /* A job with no size estimate yet has no class: its rate would be infinite, and
+                 * the program would pin it to one type for a sliver of it. It goes anywhere. */
+                if (!t || !(sched_job_size(j) > 0))
                         continue;
                 double x = t->cpu_cores > 0 && memory_per_cpu > 0 ?
                         (double) t->memory_bytes / t->cpu_cores / memory_per_cpu : 1;
@@ -131,7 +133,7 @@ static int plan(Sched *s) {
                 return -ENOMEM;
         for (size_t i = 0; i < (size_t) k; i++) {
                 sigma[i] = sum[i].n;
-                double size_s = MAX(sum[i].size_s / sum[i].n, 1e-6);
+                double size_s = sum[i].size_s / sum[i].n;
                 double cpus = MAX(sum[i].cpus / sum[i].n, 1e-3), memory = sum[i].memory_bytes / sum[i].n;
                 for (size_t t = 0; t < s->n_coshh_types; t++) {
                         const PlacementNode *ty = &s->coshh_types[t];
