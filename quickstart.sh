@@ -23,6 +23,7 @@ PACKAGES=(
         openssl clang libclang-rt-dev liburing-dev libbpf-dev
         iproute2 nftables
         libmunge-dev munge
+        libglpk-dev
 )
 
 # Each step says how long the run has taken so far, so a slow CI run shows where it went.

@@ -1305,6 +1305,7 @@ int agent_build_heartbeat(Agent *a, const char **ret_body) {
                 .pids_limit = cgroup_backend_has_pids(a->cgroups),
                 .capacity_cpus = a->cfg.capacity_cpus,
                 .capacity_memory_bytes = a->cfg.capacity_memory_bytes,
+                .speed = a->cfg.speed,
                 .node_sample = ns,
                 .acks = a->acks,
                 .n_acks = a->n_acks,

@@ -26,6 +26,7 @@ typedef struct AgentConfig {
         const char *proc_fs;
         double capacity_cpus;
         uint64_t capacity_memory_bytes;
+        double speed;                   /* the node's speed class (1: the reference) */
         uint64_t sample_interval_us;
         bool allow_root_tasks;
         uid_t min_uid;                  /* tasks run as no uid below it (task-user.h) */

@@ -41,6 +41,7 @@ static char *arg_cgroup_root = NULL;
 static char *arg_proc_fs = (char *) "/proc";
 static char *arg_node_pids_max = (char *) "auto";
 static double arg_cpus = 0;
+static double arg_speed = 1;
 static uint64_t arg_memory_bytes = 0;
 static uint64_t arg_sample_interval_us = AGENT_SAMPLE_INTERVAL_S_DEFAULT * USEC_PER_SEC;
 static bool arg_allow_root_tasks = false;
@@ -83,6 +84,9 @@ static const Option options[] = {
           "kernel.pid_max and kernel.threads-max, leaving a quarter to the rest of the node (default: auto)", 0, 0 },
         { "cpus", 0, OPTION_DOUBLE, &arg_cpus, "N",
           "CPU capacity offered to the controller (default: CPUs in the agent's affinity mask)", 0, 4096 },
+        { "speed", 0, OPTION_DOUBLE, &arg_speed, "FACTOR",
+          "the node's speed class: work per CPU-second against the reference node's, for COSHH placement "
+          "(default: 1)", 0.001, 1000 },
         { "memory", 0, OPTION_SIZE, &arg_memory_bytes, "SIZE",
           "memory capacity offered, e.g. 8G (default: MemTotal minus 5%)", 0, 0 },
         { "sample-interval", 0, OPTION_DURATION, &arg_sample_interval_us, "DURATION",
@@ -471,6 +475,7 @@ static int run(void) {
                 .proc_fs = arg_proc_fs,
                 .capacity_cpus = arg_cpus,
                 .capacity_memory_bytes = arg_memory_bytes,
+                .speed = arg_speed,
                 .sample_interval_us = arg_sample_interval_us,
                 .allow_root_tasks = arg_allow_root_tasks,
                 .min_uid = min_uid,

@@ -123,6 +123,10 @@ bench-sched-scale: sim/cgorch-sim
 
 # Users as a level: one user's flood of small jobs against another user's job (cgorch-sim per
 # policy, and a real run as root with two accounts made for it).
+dist_noinst_SCRIPTS += bench/coshh.sh
+bench-coshh: sim/cgorch-sim
+	$(BASH) $(srcdir)/bench/coshh.sh $(builddir)
+.PHONY: bench-coshh
 dist_noinst_SCRIPTS += bench/user-fairness.sh
 bench-user-fairness: sim/cgorch-sim controller/cgorch-controller agent/cgorch-agent tools/cgorch-burn
 	$(BASH) $(srcdir)/bench/user-fairness.sh $(builddir)

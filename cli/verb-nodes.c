@@ -36,6 +36,15 @@ static const char *node_mode(json_t *node, char buf[static HUMAN_MAX]) {
         return buf;
 }
 
+/* The node's speed class ("1", "2.5"); "-" from a controller that does not say it. */
+static const char *node_speed(json_t *node, char buf[static HUMAN_MAX]) {
+        double v;
+        if (!json_field_number(node, "speed", &v) || !(v > 0))
+                return "-";
+        snprintf(buf, HUMAN_MAX, "%g", v);
+        return buf;
+}
+
 /* What the node's tasks use, or the limits in force on them: "1.2" CPUs or "300MiB"; "-"
  * before the node's first report of them. */
 static char *node_amount(json_t *node, const char *key, bool bytes, char buf[static HUMAN_MAX]) {
@@ -47,7 +56,7 @@ static char *node_amount(json_t *node, const char *key, bool bytes, char buf[sta
 
 int nodes_print_table(json_t *nodes) {
         static const char *const headers[] = {
-                "ID", "STATE", "MODE", "CPUS", "CPU_LIMIT", "CPU_USED", "MEMORY", "MEM_LIMIT", "MEM_USED", "TASKS",
+                "ID", "STATE", "MODE", "SPEED", "CPUS", "CPU_LIMIT", "CPU_USED", "MEMORY", "MEM_LIMIT", "MEM_USED", "TASKS",
                 "LAST_HEARTBEAT",
         };
         _cleanup_table_ Table *t = table_new(ELEMENTSOF(headers), headers);
@@ -58,17 +67,18 @@ int nodes_print_table(json_t *nodes) {
 
         if (!t)
                 return -ENOMEM;
-        for (size_t col = 3; col <= 9; col++)
+        for (size_t col = 3; col <= 10; col++)
                 table_set_align(t, col, TABLE_ALIGN_RIGHT);
 
         json_array_foreach(nodes, i, node) {
                 char a[HUMAN_MAX], b[HUMAN_MAX], c[HUMAN_MAX], d[HUMAN_MAX], e[HUMAN_MAX];
-                char f[HUMAN_MAX], g[HUMAN_MAX], h[HUMAN_MAX], k[HUMAN_MAX];
+                char f[HUMAN_MAX], g[HUMAN_MAX], h[HUMAN_MAX], k[HUMAN_MAX], sp[HUMAN_MAX];
                 int64_t last_ms;
 
                 r = r ?: table_add_cell(t, json_field_string(node, "id"));
                 r = r ?: table_add_cell(t, json_field_string(node, "state"));
                 r = r ?: table_add_cell(t, node_mode(node, e));
+                r = r ?: table_add_cell(t, node_speed(node, sp));
                 r = r ?: table_add_cell(t, alloc_of_cap(node, "allocated_cpus", "capacity_cpus", false, a));
                 r = r ?: table_add_cell(t, node_amount(node, "limit_cpus", false, f));
                 r = r ?: table_add_cell(t, node_amount(node, "used_cpus", false, g));

@@ -854,7 +854,7 @@ static int read_ack_element(Reader *r, void *element) {
 }
 
 static int read_capacity(Reader *r, Heartbeat *h) {
-        static const KeyName keys[] = { KEY("cpus"), KEY("memory_bytes") };
+        static const KeyName keys[] = { KEY("cpus"), KEY("memory_bytes"), KEY("speed") };
         static const Schema schema = { .head = keys, .n_head = ELEMENTSOF(keys) };
         ObjectCursor c;
         size_t i;
@@ -865,6 +865,8 @@ static int read_capacity(Reader *r, Heartbeat *h) {
         while (k >= 0 && (k = object_next(r, &c, &i)) > 0)
                 if (i == 0)
                         k = read_real(r, 0, true, PROTO_MAX_CPU_CORES, &h->capacity_cpus);
+                else if (i == 2)
+                        k = read_real(r, 0, true, PROTO_MAX_NODE_SPEED, &h->speed);
                 else {
                         k = read_int(r, PROTO_MIN_MEMORY_BYTES, PROTO_MAX_MEMORY_BYTES, &v);
                         if (k >= 0)

@@ -1554,7 +1554,7 @@ static int ack_from_json(json_t *j, const char *path, Ack *a, char **ret_error) 
 }
 
 static int capacity_from_json(json_t *j, const char *path, Heartbeat *h, char **ret_error) {
-        static const char *const keys[] = { "cpus", "memory_bytes", NULL };
+        static const char *const keys[] = { "cpus", "memory_bytes", "speed", NULL };
         int64_t i;
         int r;
 
@@ -1568,7 +1568,7 @@ static int capacity_from_json(json_t *j, const char *path, Heartbeat *h, char **
         if (r < 0)
                 return r;
         h->capacity_memory_bytes = (uint64_t) i;
-        return 0;
+        return get_number(j, path, "speed", false, 0, true, PROTO_MAX_NODE_SPEED, &h->speed, ret_error);
 }
 
 static int node_sample_from_json(json_t *j, const char *path, NodeSample *s, char **ret_error) {
@@ -1784,6 +1784,7 @@ json_t *heartbeat_to_json(const Heartbeat *h) {
 
         if (add(capacity, "cpus", json_double(h->capacity_cpus)) < 0 ||
             add(capacity, "memory_bytes", json_u64(h->capacity_memory_bytes)) < 0 ||
+            (h->speed > 0 && add(capacity, "speed", json_double(h->speed)) < 0) ||
             add(o, "capacity", json_incref(capacity)) < 0)
                 return NULL;
 
@@ -2202,6 +2203,10 @@ void heartbeat_write_json_head(TextBuf *b, const Heartbeat *h) {
         text_double(b, h->capacity_cpus);
         text_lit(b, ",\"memory_bytes\":");
         text_u64(b, h->capacity_memory_bytes);
+        if (h->speed > 0) {
+                text_lit(b, ",\"speed\":");
+                text_double(b, h->speed);
+        }
         text_lit(b, "},\"node_sample\":{\"time_ms\":");
         text_i64(b, ns->time_ms);
         text_lit(b, ",\"cpu_busy\":");

@@ -25,6 +25,8 @@
 #define PROTO_MAX_ARG_LEN 4096
 #define PROTO_MAX_ENV 1024
 #define PROTO_MAX_CPU_CORES 4096.0
+/* A node's speed class: work per CPU-second against the reference node's (1). */
+#define PROTO_MAX_NODE_SPEED 1000.0
 #define PROTO_MAX_MEMORY_BYTES (UINT64_C(1) << 50) /* 1 PiB */
 #define PROTO_MIN_MEMORY_BYTES (UINT64_C(1) << 20) /* 1 MiB: below this a task cannot even exec */
 #define PROTO_MAX_WEIGHT 1000.0
@@ -294,6 +296,9 @@ typedef struct Heartbeat {
         bool pids_limit;
         double capacity_cpus;
         uint64_t capacity_memory_bytes;
+        /* Optional ("capacity": {"speed": ...}): the node's speed class, (0, 1000], 1 the
+         * reference node; 0: not said (an agent from before speed classes), counted as 1. */
+        double speed;
         NodeSample node_sample;
         TaskReport *tasks;
         size_t n_tasks;

@@ -630,6 +630,7 @@ static int place_once(Cluster *c, int64_t now_ms, bool *ret_froze) {
                         .lost = nodes[i].lost,
                         .capacity_cpus = nodes[i].capacity_cpus,
                         .capacity_memory_bytes = nodes[i].capacity_memory_bytes,
+                        .speed = nodes[i].speed,
                         .no_freeze = strv_contains(c->no_freeze, nodes[i].id),
                 };
 
@@ -1589,7 +1590,7 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
                 if (!restarted && hb->seq <= old.last_seq)
                         return -ESTALE;
                 changed = changed || restarted || old.lost || old.capacity_cpus != hb->capacity_cpus ||
-                        old.capacity_memory_bytes != hb->capacity_memory_bytes;
+                        old.capacity_memory_bytes != hb->capacity_memory_bytes || old.speed != hb->speed;
                 if (restarted)
                         log_notice("Node %s: agent restarted (boot id %s, was %s).", hb->node, hb->boot_id,
                                    old.boot_id);

@@ -47,7 +47,8 @@ controller/openapi-json.c: $(top_srcdir)/docs/openapi.json
 		echo 'const size_t api_openapi_json_size = sizeof api_openapi_json - 1;'; \
 	} >$@.tmp && mv $@.tmp $@
 
-# The scheduler: pure policy code (fifo, fair, hfsp, psbs, srpt; preemption; speculation), linked by the
+# The scheduler: pure policy code (fifo, fair, hfsp, psbs, srpt; preemption; speculation;
+# first-fit and COSHH placement), linked by the
 # controller, its tests, the benchmark and the simulator.
 noinst_LIBRARIES += controller/libcgorch-sched.a
 controller_libcgorch_sched_a_SOURCES = \
@@ -58,10 +59,11 @@ controller_libcgorch_sched_a_SOURCES = \
 	controller/sched-psbs.c controller/sched-srpt.c controller/sched-users.c \
 	controller/sched-sizing.c controller/sched-sizing.h \
 	controller/placement-fifo.c controller/placement-fifo.h \
+	controller/coshh.c controller/coshh.h controller/sched-coshh.c \
 	controller/job-params.c controller/job-params.h \
 	controller/user-weights.c controller/user-weights.h \
 	controller/speculate.c controller/speculate.h
-SCHED_LIBS = controller/libcgorch-sched.a $(ESTIMATOR_LIBS)
+SCHED_LIBS = controller/libcgorch-sched.a $(ESTIMATOR_LIBS) $(GLPK_LIBS)
 
 # The orchestrator (MROrchestrator's Contention Detector and Performance Balancer): pure policy
 # code over a cluster snapshot, linked by the controller, its tests and the simulator.

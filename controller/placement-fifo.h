@@ -15,6 +15,9 @@ typedef struct PlacementNode {
         bool no_freeze;                   /* its agent cannot freeze tasks: suspend waits there */
         double capacity_cpus;
         uint64_t capacity_memory_bytes;
+        double speed;                     /* work per CPU-second against the reference node's
+                                           * (its agent's speed class); 0 counts as 1. Only
+                                           * COSHH placement reads it */
         double allocated_cpus;            /* updated by placement_fifo() as tasks are placed */
         uint64_t allocated_memory_bytes;
 } PlacementNode;

@@ -31,6 +31,10 @@ static const char *const policy_choices[_SCHED_POLICY_MAX] = {
         [SCHED_HFSP] = "hfsp",
         [SCHED_PSBS] = "psbs",
 };
+static const char *const placement_choices[_SCHED_PLACEMENT_MAX] = {
+        [SCHED_PLACEMENT_FIRST_FIT] = "first-fit",
+        [SCHED_PLACEMENT_COSHH] = "coshh",
+};
 static const char *const preemption_choices[_SCHED_PREEMPTION_MAX] = {
         [SCHED_PREEMPT_WAIT] = "wait",
         [SCHED_PREEMPT_KILL] = "kill",
@@ -105,6 +109,9 @@ const Knob runtime_knobs[] = {
         { "preemption", KNOB_ENUM, SETTING(sched.preemption), "MODE",
           "wait, kill, suspend or suspend-kill: how a higher-priority job gets CPUs held by lower ones (default: suspend-kill)",
           0, 0, ENUM_CHOICES(preemption_choices), "preemption", KNOB_APPLY_SCHEDULER },
+        { "placement", KNOB_ENUM, SETTING(sched.placement), "POLICY",
+          "first-fit (the node with the most free CPU) or coshh (the same among the node types COSHH's program suggests for the job's class) (default: first-fit)",
+          0, 0, ENUM_CHOICES(placement_choices), "placement", KNOB_APPLY_SCHEDULER },
         { "fair-overcommit", KNOB_DOUBLE, SETTING(sched.fair_overcommit), "FACTOR",
           "fair runs every task whose memory fits, up to this many times a node's CPUs, sharing them by job weight (CFS); 1: one task per CPU (default: 8; 1..1000)",
           1, 1000, NULL, 0, "fair_overcommit", KNOB_APPLY_SCHEDULER },

@@ -3,6 +3,7 @@
  * callers: they use sched.h. */
 #pragma once
 
+#include "coshh.h"
 #include "macro.h"
 #include "sched.h"
 
@@ -74,6 +75,7 @@ typedef struct SchedJob {
         bool training_now;
         bool probed;               /* a task of it has been placed: no probe (SchedParams.probe_s) */
         uint64_t added_epoch;      /* decisions before it came */
+        size_t coshh_class;        /* its class in the COSHH plan (COSHH_NONE: none) */
 
         /* Its place in each order (sched-order.c). */
         SchedPlace place[_SCHED_ORDER_MAX];
@@ -253,6 +255,16 @@ struct Sched {
         size_t n_out, n_out_allocated;
         bool *reserved;
         size_t n_reserved;
+
+        /* COSHH placement (sched-coshh.c): the plan, each node's type in it, and what it was
+         * computed from (jobs came, went or changed size: coshh_generation moves). */
+        CoshhPlan coshh_plan;
+        bool coshh_valid;
+        size_t *coshh_node_type;
+        size_t n_coshh_node_type;
+        PlacementNode *coshh_types;   /* one node of each type */
+        size_t n_coshh_types;
+        uint64_t coshh_generation, coshh_plan_generation;
 };
 
 static inline SchedJob *sched_job_at(const Sched *s, uint32_t slot) {
@@ -395,3 +407,11 @@ int sched_emit(Sched *s, SchedVerb verb, size_t task, size_t node);
 double sched_job_size(const SchedJob *j);
 /* Forgets a job everywhere: virtual cluster, orders, its tasks' accounting, the table. */
 void sched_job_forget(Sched *s, SchedJob *j);
+
+/* sched-coshh.c */
+/* Classifies the jobs and solves COSHH's program again when jobs or node types changed since
+ * the last plan (placement coshh only). */
+int sched_coshh_prepare(Sched *s);
+/* Whether COSHH lets j's tasks go to node i (always, but under a valid coshh plan). */
+bool sched_coshh_allows(const Sched *s, const SchedJob *j, size_t node);
+void sched_coshh_done(Sched *s);

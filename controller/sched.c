@@ -21,6 +21,9 @@ static const char *const preemption_names[_SCHED_PREEMPTION_MAX] = {
         [SCHED_PREEMPT_WAIT] = "wait", [SCHED_PREEMPT_KILL] = "kill",
         [SCHED_PREEMPT_SUSPEND] = "suspend", [SCHED_PREEMPT_SUSPEND_KILL] = "suspend-kill",
 };
+static const char *const placement_names[_SCHED_PLACEMENT_MAX] = {
+        [SCHED_PLACEMENT_FIRST_FIT] = "first-fit", [SCHED_PLACEMENT_COSHH] = "coshh",
+};
 static const char *const size_kind_names[_SCHED_SIZE_KIND_MAX] = {
         [SCHED_SIZE_INITIAL] = "initial", [SCHED_SIZE_FINAL] = "final",
         [SCHED_SIZE_TINY] = "tiny", [SCHED_SIZE_ORACLE] = "oracle",
@@ -54,6 +57,12 @@ const char *sched_preemption_to_string(SchedPreemption p) {
 SchedPreemption sched_preemption_from_string(const char *s) {
         return (SchedPreemption) lookup(preemption_names, _SCHED_PREEMPTION_MAX, s);
 }
+const char *sched_placement_to_string(SchedPlacement p) {
+        return p >= 0 && p < _SCHED_PLACEMENT_MAX ? placement_names[p] : NULL;
+}
+SchedPlacement sched_placement_from_string(const char *s) {
+        return (SchedPlacement) lookup(placement_names, _SCHED_PLACEMENT_MAX, s);
+}
 const char *sched_size_kind_to_string(SchedSizeKind k) {
         return k < _SCHED_SIZE_KIND_MAX ? size_kind_names[k] : NULL;
 }
@@ -66,7 +75,8 @@ const char *sched_job_state_to_string(SchedJobState st) {
 
 static bool params_valid(const SchedParams *p) {
         return p->policy >= 0 && p->policy < _SCHED_POLICY_MAX && p->preemption >= 0 &&
-                p->preemption < _SCHED_PREEMPTION_MAX && p->training_cpus >= 0 && isfinite(p->training_cpus) &&
+                p->preemption < _SCHED_PREEMPTION_MAX && p->placement >= 0 &&
+                p->placement < _SCHED_PLACEMENT_MAX && p->training_cpus >= 0 && isfinite(p->training_cpus) &&
                 p->training_share >= 0 && p->training_share <= 1 && p->kill_max_lost_s >= 0 &&
                 p->probe_s >= 0 && isfinite(p->probe_s) &&
                 (p->fair_overcommit == 0 || (p->fair_overcommit >= 1 && p->fair_overcommit <= 1000));
@@ -107,6 +117,7 @@ Sched *sched_free(Sched *s) {
         sched_preempt_free(s);
         sched_table_clear(s);
         sched_users_done(s);
+        sched_coshh_done(s);
         free(s->deferred);
         free(s->popped);
         free(s->out);
@@ -126,6 +137,7 @@ int sched_set_params(Sched *s, const SchedParams *params) {
                 return -EINVAL;
         s->params = *params;
         s->ops = policy_ops[params->policy];
+        s->coshh_generation++;
         /* Another order, and training priority may have come or gone: every job again. */
         return sched_order_rebuild(s);
 }
@@ -155,6 +167,7 @@ static bool nothing_left(const Sched *s, const SchedJob *j) {
 }
 
 void sched_job_forget(Sched *s, SchedJob *j) {
+        s->coshh_generation++;
         sched_vcluster_leave(s, j);
         sched_job_detach_tasks(s, j);
         sched_order_remove(s, j);
@@ -218,6 +231,8 @@ int sched_job_add(Sched *s, uint64_t key, double now_s, double weight, double pa
         if (r < 0)
                 return r;
         j->vrem_s = sched_job_size(j);
+        j->coshh_class = COSHH_NONE;
+        s->coshh_generation++;
         r = sched_vcluster_enter(s, j, now_s);
         if (r < 0)
                 return r;
@@ -306,6 +321,7 @@ int sched_job_finish(Sched *s, uint64_t key, double now_s) {
         j->real_done = true;
         j->late = false;
         j->rank = 0;
+        s->coshh_generation++;
         if (!j->in_virtual) {
                 sched_job_forget(s, j);
                 return 0;
@@ -319,6 +335,7 @@ int sched_job_training_done(Sched *s, uint64_t key, double now_s, const SchedSiz
         int r = sched_job_set_size(s, key, now_s, final_size);
         if (r <= 0)
                 return r;
+        s->coshh_generation++; /* its class may change with its size */
         r = sched_job_restore(s, key, now_s, final_size->size_s, NAN);
         return r < 0 ? r : 1;
 }
@@ -460,14 +477,15 @@ static bool node_fits(const Sched *s, const PlacementNode *n, const SchedTask *t
                 t->memory_bytes <= n->capacity_memory_bytes - MIN(n->allocated_memory_bytes, n->capacity_memory_bytes);
 }
 
-static size_t best_node(const Sched *s, const SchedTask *t) {
+/* j: only the nodes COSHH placement suggests for it; NULL: any. */
+static size_t best_node(const Sched *s, const SchedJob *j, const SchedTask *t) {
         size_t best = PLACEMENT_NONE;
         double best_free = 0;
         uint64_t best_mem = 0;
         /* placement_best_node() with reserved nodes left out. */
         for (size_t i = 0; i < s->n_nodes; i++) {
                 const PlacementNode *n = &s->nodes[i];
-                if (s->reserved[i] || !node_fits(s, n, t))
+                if (s->reserved[i] || !node_fits(s, n, t) || (j && !sched_coshh_allows(s, j, i)))
                         continue;
                 double f = sched_node_cpus(s, n) - n->allocated_cpus;
                 uint64_t m = n->capacity_memory_bytes - MIN(n->allocated_memory_bytes, n->capacity_memory_bytes);
@@ -501,7 +519,13 @@ static int try_start(Sched *s, double now_s, SchedJob *j, uint32_t ti, bool trai
                 *ret_outcome = UNIT_SKIPPED; /* its user's limit: the others go on */
                 return 0;
         }
-        size_t node = best_node(s, t);
+        size_t node = best_node(s, j, t);
+        if (node == PLACEMENT_NONE && best_node(s, NULL, t) != PLACEMENT_NONE) {
+                /* Room only where COSHH does not send its class: it waits for a node that
+                 * serves its class, the jobs behind it go on. */
+                *ret_outcome = UNIT_SKIPPED;
+                return 0;
+        }
         bool preempted = false;
         if (node == PLACEMENT_NONE) {
                 s->ops->order(s, j);
@@ -961,6 +985,9 @@ int sched_next(Sched *s, double now_s, const SchedDecision **ret, size_t *ret_n)
         }
         if (s->n_nodes > 0)
                 memset(s->reserved, 0, s->n_nodes * sizeof(bool));
+        r = sched_coshh_prepare(s);
+        if (r < 0)
+                return r;
         s->n_out = 0;
         s->epoch++;
         s->deciding = true;

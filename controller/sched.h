@@ -37,6 +37,17 @@ typedef enum SchedPreemption {
         _SCHED_PREEMPTION_INVALID = -EINVAL,
 } SchedPreemption;
 
+/* Which node a task goes to among those where it fits (sched-coshh.c). */
+typedef enum SchedPlacement {
+        SCHED_PLACEMENT_FIRST_FIT,  /* the node with the most free CPU */
+        SCHED_PLACEMENT_COSHH,      /* the same, among the node types COSHH suggests for the
+                                     * job's class (controller/coshh.h) */
+        _SCHED_PLACEMENT_MAX,
+        _SCHED_PLACEMENT_INVALID = -EINVAL,
+} SchedPlacement;
+
+const char *sched_placement_to_string(SchedPlacement p);
+SchedPlacement sched_placement_from_string(const char *s);
 const char *sched_policy_to_string(SchedPolicy p);
 SchedPolicy sched_policy_from_string(const char *s);
 const char *sched_preemption_to_string(SchedPreemption p);
@@ -45,6 +56,7 @@ SchedPreemption sched_preemption_from_string(const char *s);
 typedef struct SchedParams {
         SchedPolicy policy;
         SchedPreemption preemption;
+        SchedPlacement placement;
         /* T, the CPUs that running training tasks may hold with top priority (HFSP Sec. III-C):
          * training_cpus when above 0 (HFSP's own T = 10), else training_share of the virtual
          * cluster's capacity rounded down to whole CPUs — 0, training priority off, on clusters

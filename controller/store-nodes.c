@@ -27,7 +27,7 @@ void store_nodes_free(StoreNode *n, size_t n_nodes) {
 #define NODE_SELECT                                                                                 \
         "SELECT n.id, n.state, n.boot_id, n.cgroup_mode, n.capacity_cpus, n.capacity_memory_bytes," \
         " n.last_heartbeat_ms, COALESCE(SUM(p.cpu_cores), 0), COALESCE(SUM(p.memory_bytes), 0),"    \
-        " COUNT(t.id), n.last_seq, n.pids_limit "                                                   \
+        " COUNT(t.id), n.last_seq, n.pids_limit, n.speed "                                          \
         "FROM nodes n"                                                                              \
         " LEFT JOIN tasks t ON t.node = n.id AND t.state IN ('starting', 'running')"                \
         " LEFT JOIN phases p ON p.job = t.job AND p.idx = t.phase "
@@ -42,6 +42,7 @@ static int node_from_row(sqlite3_stmt *st, StoreNode *ret) {
                 .allocated_memory_bytes = (uint64_t) sqlite3_column_int64(st, 8),
                 .tasks_active = (unsigned) sqlite3_column_int(st, 9),
                 .last_seq = (uint64_t) sqlite3_column_int64(st, 10),
+                .speed = sqlite3_column_double(st, 12),
         };
         int r = store_column_strdup(st, 0, &n.id);
         if (r >= 0)
@@ -74,7 +75,7 @@ int store_node_peek(Store *s, const char *id, StoreNode *ret) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r = store_prepare(s,
                               "SELECT id, state, boot_id, cgroup_mode, capacity_cpus, capacity_memory_bytes,"
-                              " last_heartbeat_ms, 0, 0, 0, last_seq FROM nodes WHERE id = ?",
+                              " last_heartbeat_ms, 0, 0, 0, last_seq, pids_limit, speed FROM nodes WHERE id = ?",
                               &st);
         if (r < 0)
                 return r;
@@ -126,20 +127,21 @@ int store_nodes_list(Store *s, StoreNode **ret, size_t *ret_n) {
         return nodes_collect(s, st, "list nodes", node_from_row, ret, ret_n);
 }
 
-/* id, state, capacity_cpus, capacity_memory_bytes, last_heartbeat_ms */
+/* id, state, capacity_cpus, capacity_memory_bytes, last_heartbeat_ms, speed */
 static int node_capacity_from_row(sqlite3_stmt *st, StoreNode *ret) {
         *ret = (StoreNode) {
                 .lost = streq((const char *) sqlite3_column_text(st, 1), "lost"),
                 .capacity_cpus = sqlite3_column_double(st, 2),
                 .capacity_memory_bytes = (uint64_t) sqlite3_column_int64(st, 3),
                 .last_heartbeat_ms = sqlite3_column_int64(st, 4),
+                .speed = sqlite3_column_double(st, 5),
         };
         return store_column_strdup(st, 0, &ret->id);
 }
 
 int store_nodes_capacity(Store *s, StoreNode **ret, size_t *ret_n) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r = store_prepare(s, "SELECT id, state, capacity_cpus, capacity_memory_bytes, last_heartbeat_ms FROM nodes ORDER BY id",
+        int r = store_prepare(s, "SELECT id, state, capacity_cpus, capacity_memory_bytes, last_heartbeat_ms, speed FROM nodes ORDER BY id",
                               &st);
         if (r < 0)
                 return r;
@@ -151,11 +153,11 @@ int store_node_upsert(Store *s, const Heartbeat *hb, int64_t now_ms) {
         int r = store_prepare(s,
                               "INSERT INTO nodes (id, state, boot_id, cgroup_mode, capacity_cpus,"
                               " capacity_memory_bytes, last_seq, cpu_busy, memory_available_bytes,"
-                              " registered_ms, last_heartbeat_ms, pids_limit) "
-                              "VALUES (?1, 'ready', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10) "
+                              " registered_ms, last_heartbeat_ms, pids_limit, speed) "
+                              "VALUES (?1, 'ready', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10, ?11) "
                               "ON CONFLICT (id) DO UPDATE SET state = 'ready', boot_id = ?2, cgroup_mode = ?3,"
                               " capacity_cpus = ?4, capacity_memory_bytes = ?5, last_seq = ?6, cpu_busy = ?7,"
-                              " memory_available_bytes = ?8, last_heartbeat_ms = ?9, pids_limit = ?10",
+                              " memory_available_bytes = ?8, last_heartbeat_ms = ?9, pids_limit = ?10, speed = ?11",
                               &st);
         if (r < 0)
                 return r;
@@ -172,6 +174,10 @@ int store_node_upsert(Store *s, const Heartbeat *hb, int64_t now_ms) {
                 sqlite3_bind_int(st, 10, hb->pids_limit);
         else
                 sqlite3_bind_null(st, 10);
+        if (hb->speed > 0)
+                sqlite3_bind_double(st, 11, hb->speed);
+        else
+                sqlite3_bind_null(st, 11);
         return store_step_done(s, st, "update node");
 }
 
@@ -241,6 +247,8 @@ int store_nodes_to_json(Store *s, json_t **ret) {
                 r = r ?: json_set(o, "boot_id", store_column_json(st, 2));
                 r = r ?: json_set(o, "capacity_cpus", json_real(sqlite3_column_double(st, 4)));
                 r = r ?: json_set(o, "capacity_memory_bytes", store_column_json(st, 5));
+                r = r ?: json_set(o, "speed", json_real(sqlite3_column_type(st, 12) == SQLITE_NULL ? 1 :
+                                                        sqlite3_column_double(st, 12)));
                 r = r ?: json_set(o, "allocated_cpus", json_real(sqlite3_column_double(st, 7)));
                 r = r ?: json_set(o, "allocated_memory_bytes", json_integer(sqlite3_column_int64(st, 8)));
                 r = r ?: json_set(o, "tasks_running", store_column_json(st, 9));

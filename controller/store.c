@@ -217,6 +217,10 @@ static const char schema_v12_speculation[] =
         "ALTER TABLE tasks ADD COLUMN copy_of INTEGER;"
         "ALTER TABLE tasks ADD COLUMN speculation TEXT;";
 
+/* Version 13: a node's speed class as its heartbeats say (COSHH placement's node types); NULL:
+ * not said, counted as 1. */
+static const char schema_v13_node_speed[] = "ALTER TABLE nodes ADD COLUMN speed REAL;";
+
 /* Migration steps in order: step k takes a database of version k to version k + 1. A new
  * version appends its own step (and bumps STORE_SCHEMA_VERSION); steps are never edited. */
 static const struct {
@@ -235,6 +239,7 @@ static const struct {
         { schema_v10_job_filters, "index jobs by state, user and name" },
         { schema_v11_dependencies, "add job dependencies" },
         { schema_v12_speculation, "add speculative copies" },
+        { schema_v13_node_speed, "add the nodes' speed class" },
 };
 
 static const char *const phase_state_table[_PHASE_STATE_MAX] = {

@@ -18,7 +18,7 @@
 #include "protocol.h"
 
 #define STORE_DB_FILENAME "controller.db"
-#define STORE_SCHEMA_VERSION 12
+#define STORE_SCHEMA_VERSION 13
 /* How long a write waits for a lock held by another process before failing with -EBUSY. */
 #define STORE_BUSY_TIMEOUT_MS 1000
 
@@ -357,6 +357,7 @@ typedef struct StoreNode {
         unsigned tasks_active;
         int64_t last_heartbeat_ms;
         uint64_t last_seq;                /* of the last heartbeat taken (store_node_get/peek) */
+        double speed;                     /* its speed class as its agent said; 0: not said (1) */
 } StoreNode;
 void store_node_done(StoreNode *n);
 void store_nodes_free(StoreNode *n, size_t n_nodes);

@@ -46,6 +46,7 @@ static void help(void) {
                "  -p --policy=NAME          fifo, fair, hfsp, psbs, srpt-oracle; the fluid bounds\n"
                "                            ps, fluid-srpt, fluid-fifo  [hfsp]\n"
                "  -P --preemption=NAME      wait, kill, suspend, suspend-kill  [suspend-kill]\n"
+               "     --placement=NAME       first-fit or coshh (COSHH's classes and node types)  [first-fit]\n"
                "  -e --estimator=NAME       hfsp (training tasks) or oracle (true size at arrival)  [hfsp]\n"
                "  -s --error-sigma=SIGMA    multiply size estimates by LogN(0, SIGMA^2)  [0]\n"
                "     --training-share=F     HFSP's T as a share of the CPUs, rounded down  [0.05]\n"
@@ -110,6 +111,7 @@ enum {
         ARG_USER_GRACE,
         ARG_KILL_MAX_LOST,
         ARG_FAIR_OVERCOMMIT,
+        ARG_PLACEMENT,
         ARG_RESCHEDULE,
         ARG_BALANCER,
         ARG_MEMORY_GUARD,
@@ -145,6 +147,7 @@ static const struct option base_options[] = {
         { "user-grace", required_argument, NULL, ARG_USER_GRACE },
         { "kill-max-lost", required_argument, NULL, ARG_KILL_MAX_LOST },
         { "fair-overcommit", required_argument, NULL, ARG_FAIR_OVERCOMMIT },
+        { "placement", required_argument, NULL, ARG_PLACEMENT },
         { "reschedule", required_argument, NULL, ARG_RESCHEDULE },
         { "balancer", required_argument, NULL, ARG_BALANCER },
         { "memory-guard", required_argument, NULL, ARG_MEMORY_GUARD },
@@ -337,6 +340,13 @@ int main(int argc, char *argv[]) {
                 case ARG_KILL_MAX_LOST:
                         if (parse_number("kill-max-lost", optarg, 0, &params.kill_max_lost_s) < 0)
                                 return 2;
+                        break;
+                case ARG_PLACEMENT:
+                        params.placement = sched_placement_from_string(optarg);
+                        if (params.placement < 0) {
+                                fprintf(stderr, "cgorch-sim: --placement: unknown placement \"%s\"\n", optarg);
+                                return 2;
+                        }
                         break;
                 case ARG_FAIR_OVERCOMMIT:
                         if (parse_number("fair-overcommit", optarg, 1, &params.fair_overcommit) < 0)

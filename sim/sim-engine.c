@@ -1039,18 +1039,21 @@ static int engine_init(Engine *e, const SimWorkload *w, const SimNodeSpec *nodes
 
         _cleanup_free_ double *cpus = calloc(MAX(n_nodes, (size_t) 1), sizeof(double));
         _cleanup_free_ double *memory = calloc(MAX(n_nodes, (size_t) 1), sizeof(double));
-        if (!cpus || !memory)
+        _cleanup_free_ double *speed = calloc(MAX(n_nodes, (size_t) 1), sizeof(double));
+        if (!cpus || !memory || !speed)
                 return -ENOMEM;
         for (size_t k = 0; k < n_nodes; k++) {
                 e->nodes[k] = (Node) { .spec = nodes[k], .next_s = INFINITY };
                 cpus[k] = nodes[k].cpus;
                 memory[k] = nodes[k].memory_bytes;
+                speed[k] = nodes[k].speed;
                 res->capacity_cpus += nodes[k].cpus;
                 res->capacity_memory_bytes += nodes[k].memory_bytes;
         }
         if (!sim_policy_is_fluid(p->policy)) {
                 SimSchedParams sp = {
-                        .policy = p->policy, .preemption = p->preemption, .training_cpus = p->training_cpus,
+                        .policy = p->policy, .preemption = p->preemption, .placement = p->placement,
+                        .node_speed = speed, .training_cpus = p->training_cpus,
                         .training_share = p->training_share, .kill_max_lost_s = p->kill_max_lost_s,
                         .fair_overcommit = p->fair_overcommit, .probe_s = p->probe_s, .sizing = e->hfsp,
                         .user_shares = p->user_shares, .user_max_cpus = p->user_max_cpus,

@@ -26,6 +26,7 @@ SimEstimator sim_estimator_from_string(const char *s);
 typedef struct SimParams {
         SimPolicy policy;
         SimPreemption preemption;
+        SchedPlacement placement;       /* first-fit or coshh (controller/sched.h) */
         SimEstimator estimator;
         double error_sigma;             /* estimates × LogN(0, σ²), one draw per job phase */
         uint64_t seed;                  /* for the estimation errors */

@@ -87,6 +87,7 @@ int sim_sched_new(const SimSchedParams *params,
                         .id = "sim",
                         .capacity_cpus = node_cpus[i],
                         .capacity_memory_bytes = (uint64_t) node_memory_bytes[i],
+                        .speed = params->node_speed ? params->node_speed[i] : 1,
                 };
                 capacity += node_cpus[i];
         }
@@ -94,6 +95,7 @@ int sim_sched_new(const SimSchedParams *params,
         SchedParams p = SCHED_PARAMS_DEFAULT;
         p.policy = sched_policies[policy];
         p.preemption = sched_preemptions[preemption];
+        p.placement = params->placement;
         p.training_cpus = params->training_cpus;
         p.training_share = params->training_share;
         p.kill_max_lost_s = params->kill_max_lost_s;

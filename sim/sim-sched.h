@@ -88,6 +88,8 @@ typedef struct SimSched SimSched;
 typedef struct SimSchedParams {
         SimPolicy policy;
         SimPreemption preemption;
+        SchedPlacement placement;
+        const double *node_speed;        /* per node (NULL: all 1): COSHH's node types */
         double training_cpus, training_share, kill_max_lost_s, fair_overcommit, probe_s; /* as in controller/sched.h */
         bool user_shares;
         double user_max_cpus, user_grace_s;

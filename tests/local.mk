@@ -50,6 +50,12 @@ tests_unit_test_placement_SOURCES = tests/unit/test-placement.c \
 	controller/placement-fifo.c controller/placement-fifo.h
 tests_unit_test_placement_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_placement_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
+# controller: COSHH classification, class-to-node-type program (GLPK) and routing.
+check_PROGRAMS += tests/unit/test-coshh
+TESTS += tests/unit/test-coshh
+tests_unit_test_coshh_SOURCES = tests/unit/test-coshh.c
+tests_unit_test_coshh_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_coshh_LDADD = $(SCHED_LIBS) $(COMMON_LIBS) $(CRITERION_LIBS) -lm
 tests_unit_test_store_SOURCES = tests/unit/test-store.c tests/unit/store-dir.h \
 	controller/store.c controller/store.h controller/store-internal.h \
 	controller/store-jobs.c controller/store-deps.c controller/store-nodes.c controller/store-sched.c controller/store-checkpoint.c controller/store-usage.c

@@ -71,7 +71,7 @@ node_uses() {
                 .used_cpus > 0 and .limit_cpus >= 0.5 and .limit_memory_bytes == 67108864 and .used_memory_bytes > 0' >/dev/null
 }
 wait_for 10 node_uses || fail "the node view does not show the task's use and limits: $("$CGORCHCTL" --json nodes)"
-"$CGORCHCTL" nodes | grep -qE '^n1 +ready +[^ ]+ +[^ ]+ +[0-9.]+ +[0-9.]+ +' ||
+"$CGORCHCTL" nodes | grep -qE '^n1 +ready +[^ ]+ +1 +[^ ]+ +[0-9.]+ +[0-9.]+ +' ||
         fail "cgorchctl nodes shows no CPU limit and use: $("$CGORCHCTL" nodes)"
 pass "the node view shows the task's CPU use and its limits in force"
 top=$("$CGORCHCTL" top --once)

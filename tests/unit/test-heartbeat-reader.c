@@ -145,7 +145,7 @@ static char *agent_heartbeat(unsigned n, bool pretty) {
         Heartbeat hb = {
                 .node = (char *) "node-17.example", .boot_id = (char *) "1b3c-boot", .seq = 99,
                 .cgroup_mode = (char *) "hybrid", .has_pids_limit = true, .pids_limit = true,
-                .capacity_cpus = 6.25, .capacity_memory_bytes = UINT64_C(64) << 30,
+                .capacity_cpus = 6.25, .capacity_memory_bytes = UINT64_C(64) << 30, .speed = 2.5,
                 .node_sample = { .time_ms = 1700000000123, .cpu_busy = 0.8, .memory_available_bytes = UINT64_C(40) << 30,
                                  .has = SAMPLE_HAS_MEMINFO | SAMPLE_HAS_PSI_CPU, .memory_total_bytes = UINT64_C(64) << 30,
                                  .swap_total_bytes = 0, .swap_free_bytes = 0,

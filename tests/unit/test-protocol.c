@@ -687,6 +687,7 @@ static Ack acks[] = {
 static const Heartbeat heartbeat = {
         .node = "n1", .boot_id = "6f1c2f0e9a6b4b4e8f1d2c3b4a596877", .seq = 41, .cgroup_mode = "hybrid",
         .has_pids_limit = true, .pids_limit = false, .capacity_cpus = 2, .capacity_memory_bytes = 25000000000,
+        .speed = 1.5,
         .node_sample = { .time_ms = 1795000001000, .cpu_busy = 0.75, .memory_available_bytes = 1 << 30,
                          .has = SAMPLE_HAS_MEMINFO | SAMPLE_HAS_PSI_CPU | SAMPLE_HAS_PSI_IO,
                          .memory_total_bytes = 4ull << 30, .swap_total_bytes = 1 << 30, .swap_free_bytes = 1 << 29,
@@ -704,6 +705,7 @@ static void assert_heartbeats_equal(const Heartbeat *a, const Heartbeat *b) {
         cr_assert_eq(a->pids_limit, b->pids_limit);
         cr_assert_eq(a->capacity_cpus, b->capacity_cpus);
         cr_assert_eq(a->capacity_memory_bytes, b->capacity_memory_bytes);
+        cr_assert_eq(a->speed, b->speed);
         cr_assert_eq(memcmp(&a->node_sample, &b->node_sample, sizeof a->node_sample), 0);
         cr_assert_eq(a->n_tasks, b->n_tasks);
         for (size_t i = 0; i < a->n_tasks; i++) {
@@ -921,6 +923,9 @@ Test(heartbeat, minimal) {
         /* pids_limit is said or not: an agent from before pids limits does not. */
         cr_assert_null(json_object_get(j, "pids_limit"));
         cr_assert_not(h->has_pids_limit);
+        /* So is the speed class: 0, not said (an agent from before speed classes). */
+        cr_assert_null(json_object_get(json_object_get(j, "capacity"), "speed"));
+        cr_assert_eq(h->speed, 0);
 
         /* tasks and acks may be left out. */
         json_object_del(j, "tasks");
@@ -1056,6 +1061,8 @@ static void bad_target(json_t *j) {
 }
 static void adopted_string(json_t *j) { json_object_set_new(task0(j), "adopted", json_string("yes")); }
 static void pids_limit_number(json_t *j) { json_object_set_new(j, "pids_limit", json_integer(1)); }
+static void zero_speed(json_t *j) { json_object_set_new(json_object_get(j, "capacity"), "speed", json_integer(0)); }
+static void fast_speed(json_t *j) { json_object_set_new(json_object_get(j, "capacity"), "speed", json_real(1000.5)); }
 
 Test(heartbeat, errors) {
         json_auto_t *arr = json_array();
@@ -1078,6 +1085,8 @@ Test(heartbeat, errors) {
         expect_heartbeat_error(no_capacity, "capacity: is required");
         expect_heartbeat_error(zero_cpus, "capacity.cpus: must be a number in (0, 4096]");
         expect_heartbeat_error(small_memory, "capacity.memory_bytes: must be an integer in [1048576, 1125899906842624]");
+        expect_heartbeat_error(zero_speed, "capacity.speed: must be a number in (0, 1000]");
+        expect_heartbeat_error(fast_speed, "capacity.speed: must be a number in (0, 1000]");
         expect_heartbeat_error(busy_high, "node_sample.cpu_busy: must be a number in [0, 1]");
         expect_heartbeat_error(node_sample_array, "node_sample: must be an object");
         expect_heartbeat_error(tasks_object, "tasks: must be an array");

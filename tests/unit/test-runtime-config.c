@@ -170,6 +170,12 @@ Test(runtime_config, text_values) {
         cr_assert_eq(s.balance.hysteresis_epochs, 3);
         cr_assert_eq(runtime_knob_set_text(&s, runtime_knob_find("preemption"), "suspend", &error), 0);
         cr_assert_eq(s.sched.preemption, SCHED_PREEMPT_SUSPEND);
+        cr_assert_eq(s.sched.placement, SCHED_PLACEMENT_FIRST_FIT, "the default");
+        cr_assert_eq(runtime_knob_set_text(&s, runtime_knob_find("placement"), "coshh", &error), 0);
+        cr_assert_eq(s.sched.placement, SCHED_PLACEMENT_COSHH);
+        cr_assert_eq(runtime_knob_set_text(&s, runtime_knob_find("placement"), "best-fit", &error), -EINVAL);
+        free(error);
+        error = NULL;
 
         RuntimeSettings before = s;
         cr_assert_eq(runtime_knob_set_text(&s, runtime_knob_find("epoch"), "500ms", &error), -EINVAL,

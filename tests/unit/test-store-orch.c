@@ -98,7 +98,7 @@ Test(store_orch, fresh_database_is_current) {
         cr_assert_eq(store_open(dir, &s), 0);
         store_close(s);
         cr_assert_eq(user_version(), STORE_SCHEMA_VERSION);
-        cr_assert_eq(STORE_SCHEMA_VERSION, 11);
+        cr_assert_eq(STORE_SCHEMA_VERSION, 13);
 }
 
 Test(store_orch, record_and_status_from_the_ack) {
@@ -192,7 +192,7 @@ Test(store_orch, migrates_version_1) {
                               "DROP TABLE adjustments; DROP TABLE sched_phases; DROP TABLE sched_state; DROP TABLE dependencies;"
                               " ALTER TABLE jobs DROP COLUMN dependency; ALTER TABLE jobs DROP COLUMN dependencies_waiting;"
                               "ALTER TABLE tasks DROP COLUMN preempted_ms; ALTER TABLE phases DROP COLUMN pids_max;"
-                              " ALTER TABLE nodes DROP COLUMN pids_limit; ALTER TABLE jobs DROP COLUMN output; ALTER TABLE jobs DROP COLUMN error; ALTER TABLE jobs DROP COLUMN time_limit_s;"
+                              " ALTER TABLE nodes DROP COLUMN pids_limit; ALTER TABLE nodes DROP COLUMN speed; ALTER TABLE jobs DROP COLUMN output; ALTER TABLE jobs DROP COLUMN error; ALTER TABLE jobs DROP COLUMN time_limit_s;"
                               " ALTER TABLE jobs DROP COLUMN held_by; ALTER TABLE jobs DROP COLUMN held_admin; ALTER TABLE jobs DROP COLUMN held_ms;"
                               " ALTER TABLE jobs DROP COLUMN reason; ALTER TABLE jobs DROP COLUMN attempt_base; ALTER TABLE jobs DROP COLUMN requeues;"
                               " ALTER TABLE tasks DROP COLUMN output_dropped_bytes;"
@@ -231,7 +231,8 @@ Test(store_orch, migrates_version_2) {
         cr_assert_eq(sqlite3_exec(db,
                                   "DROP TABLE adjustments; ALTER TABLE phases DROP COLUMN pids_max; DROP TABLE dependencies;"
                                   " ALTER TABLE jobs DROP COLUMN dependency; ALTER TABLE jobs DROP COLUMN dependencies_waiting;"
-                                  " ALTER TABLE nodes DROP COLUMN pids_limit; ALTER TABLE jobs DROP COLUMN output;"
+                                  " ALTER TABLE nodes DROP COLUMN pids_limit; ALTER TABLE nodes DROP COLUMN speed;"
+                                  " ALTER TABLE jobs DROP COLUMN output;"
                                   " ALTER TABLE jobs DROP COLUMN error; ALTER TABLE jobs DROP COLUMN time_limit_s;"
                                   " ALTER TABLE jobs DROP COLUMN held_by; ALTER TABLE jobs DROP COLUMN held_admin;"
                                   " ALTER TABLE jobs DROP COLUMN held_ms; ALTER TABLE jobs DROP COLUMN reason;"

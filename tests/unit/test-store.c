@@ -214,6 +214,39 @@ Test(store, newer_schema_is_refused) {
         cr_assert_eq(store_open(dir, &s), -EPROTONOSUPPORT);
 }
 
+Test(store, node_speed) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        Heartbeat hb = make_heartbeat((char *) "n1");
+        cr_assert_eq(store_node_upsert(s, &hb, 1000), 0);
+        Heartbeat fast = make_heartbeat((char *) "n2");
+        fast.speed = 2.5;
+        cr_assert_eq(store_node_upsert(s, &fast, 1000), 0);
+
+        StoreNode *nodes;
+        size_t n;
+        cr_assert_eq(store_nodes_list(s, &nodes, &n), 0);
+        cr_assert_eq(n, 2);
+        cr_assert_eq(nodes[0].speed, 0, "not said");
+        cr_assert_eq(nodes[1].speed, 2.5);
+        store_nodes_free(nodes, n);
+        cr_assert_eq(store_nodes_capacity(s, &nodes, &n), 0);
+        cr_assert_eq(nodes[1].speed, 2.5);
+        store_nodes_free(nodes, n);
+        StoreNode one = {};
+        cr_assert_eq(store_node_peek(s, "n2", &one), 0);
+        cr_assert_eq(one.speed, 2.5);
+        store_node_done(&one);
+
+        json_t *j = NULL;
+        cr_assert_eq(store_nodes_to_json(s, &j), 0);
+        json_t *a = json_object_get(j, "nodes");
+        cr_assert_eq(json_real_value(json_object_get(json_array_get(a, 0), "speed")), 1, "not said: 1");
+        cr_assert_eq(json_real_value(json_object_get(json_array_get(a, 1), "speed")), 2.5);
+        json_decref(j);
+        store_close(s);
+}
+
 Test(store, action_ack) {
         Store *s = NULL;
         cr_assert_eq(store_open(dir, &s), 0);
@@ -365,7 +398,7 @@ Test(store, version_1_is_upgraded) {
         }
         strv_free(later);
         cr_assert_eq(sqlite3_exec(db, "ALTER TABLE tasks DROP COLUMN preempted_ms; ALTER TABLE phases DROP COLUMN pids_max;"
-                                      " ALTER TABLE nodes DROP COLUMN pids_limit; ALTER TABLE jobs DROP COLUMN output; ALTER TABLE jobs DROP COLUMN error; ALTER TABLE jobs DROP COLUMN time_limit_s;"
+                                      " ALTER TABLE nodes DROP COLUMN pids_limit; ALTER TABLE nodes DROP COLUMN speed; ALTER TABLE jobs DROP COLUMN output; ALTER TABLE jobs DROP COLUMN error; ALTER TABLE jobs DROP COLUMN time_limit_s;"
                                       " ALTER TABLE jobs DROP COLUMN held_by; ALTER TABLE jobs DROP COLUMN held_admin; ALTER TABLE jobs DROP COLUMN held_ms;"
                                       " ALTER TABLE jobs DROP COLUMN reason; ALTER TABLE jobs DROP COLUMN attempt_base; ALTER TABLE jobs DROP COLUMN requeues;"
                                       " ALTER TABLE tasks DROP COLUMN output_dropped_bytes;"
@@ -409,7 +442,7 @@ Test(store, version_1_is_upgraded) {
 }
 
 /* Takes the database in dir back to version `to` (10, 8 or 5) with the SQL of the steps after
- * it undone: 12's speculative copies, 11's dependencies, 10's job indexes, 9's virtual finish, and for 5 also 8's job and
+ * it undone: 13's node speed, 12's speculative copies, 11's dependencies, 10's job indexes, 9's virtual finish, and for 5 also 8's job and
  * task columns (6 and 7 change nothing). */
 static void downgrade(unsigned to) {
         char path[256];
@@ -419,7 +452,7 @@ static void downgrade(unsigned to) {
         cr_assert_eq(sqlite3_exec(db,
                                   "ALTER TABLE tasks DROP COLUMN copy_of; ALTER TABLE tasks DROP COLUMN speculation;"
                                   " DROP TABLE dependencies; ALTER TABLE jobs DROP COLUMN dependency;"
-                                  " ALTER TABLE jobs DROP COLUMN dependencies_waiting;",
+                                  " ALTER TABLE jobs DROP COLUMN dependencies_waiting; ALTER TABLE nodes DROP COLUMN speed;",
                                   NULL, NULL, NULL),
                      SQLITE_OK);
         if (to < 10)
@@ -454,7 +487,7 @@ static void assert_current(void) {
         cr_assert_eq(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
         cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
         cr_assert_eq(sqlite3_column_int(q, 0), STORE_SCHEMA_VERSION);
-        cr_assert_eq(STORE_SCHEMA_VERSION, 12);
+        cr_assert_eq(STORE_SCHEMA_VERSION, 13);
         sqlite3_finalize(q);
         cr_assert_eq(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM pragma_table_info('tasks')"
                                             " WHERE name IN ('copy_of', 'speculation')", -1, &q, NULL),
