@@ -196,6 +196,7 @@ Test(store_orch, migrates_version_1) {
                               " ALTER TABLE jobs DROP COLUMN held_by; ALTER TABLE jobs DROP COLUMN held_admin; ALTER TABLE jobs DROP COLUMN held_ms;"
                               " ALTER TABLE jobs DROP COLUMN reason; ALTER TABLE jobs DROP COLUMN attempt_base; ALTER TABLE jobs DROP COLUMN requeues;"
                               " ALTER TABLE tasks DROP COLUMN output_dropped_bytes;"
+                              " ALTER TABLE tasks DROP COLUMN copy_of; ALTER TABLE tasks DROP COLUMN speculation;"
                               " DROP INDEX jobs_by_state; DROP INDEX jobs_by_user; DROP INDEX jobs_by_name;"
                               " PRAGMA user_version = 1;",
                               NULL, NULL, &err);
@@ -238,6 +239,7 @@ Test(store_orch, migrates_version_2) {
                                   " ALTER TABLE jobs DROP COLUMN held_ms; ALTER TABLE jobs DROP COLUMN reason;"
                                   " ALTER TABLE jobs DROP COLUMN attempt_base; ALTER TABLE jobs DROP COLUMN requeues;"
                                   " ALTER TABLE tasks DROP COLUMN output_dropped_bytes;"
+                                  " ALTER TABLE tasks DROP COLUMN copy_of; ALTER TABLE tasks DROP COLUMN speculation;"
                                   " ALTER TABLE sched_phases DROP COLUMN virtual_finish; DROP INDEX jobs_by_state;"
                                   " DROP INDEX jobs_by_user; DROP INDEX jobs_by_name; PRAGMA user_version = 2;",
                                   NULL, NULL, NULL), SQLITE_OK);
