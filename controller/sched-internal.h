@@ -71,6 +71,15 @@ typedef struct SchedJob {
         double training_cpus;      /* CPUs its running and stopping training tasks hold */
         double active_min_cpus;    /* at most the smallest request of its running and stopping
                                     * tasks (∞ when none): preemption's bound */
+        /* Pending tasks told alike, one after the other, and not looked at one by one since
+         * (sched-tasks.c): run_n tasks with indices from run_index, ids from run_id going up (or
+         * down with run_down), each with run_cpu_cores and run_memory_bytes and nothing else
+         * told. They are counted like the tasks in the lists but have no record: a queued job
+         * costs no task records until a decision reaches it. */
+        uint32_t run_id, run_n, run_index;
+        bool run_down;
+        double run_cpu_cores;
+        uint64_t run_memory_bytes;
         bool training_now;
         bool probed;               /* a task of it has been placed: no probe (SchedParams.probe_s) */
         uint64_t added_epoch;      /* decisions before it came */
@@ -211,6 +220,9 @@ struct Sched {
         /* Tasks the caller told about (sched_task_set()), by the caller's id. */
         SchedTaskPage **task_pages;
         size_t n_task_pages;       /* ids below n_task_pages × SCHED_TASK_PAGE have a page entry */
+        uint32_t *run_job;         /* by id: the job slot whose run holds it, or SCHED_NIL */
+        size_t n_run_job;
+        SchedTask *run_view;       /* sched_task_get()'s copy of a task in a run */
         size_t n_stopping;         /* STOPPING tasks in the jobs' active lists */
         size_t n_active_tasks;     /* Σ n_active of the jobs: their running and stopping tasks */
         uint32_t active_jobs_head; /* jobs with running or stopping tasks (preemption's victims) */
@@ -265,10 +277,18 @@ static inline SchedTask *sched_task_at(const Sched *s, uint32_t id) {
 static inline SchedTaskMeta *sched_meta_at(const Sched *s, uint32_t id) {
         return &s->task_pages[id >> SCHED_TASK_PAGE_SHIFT]->meta[id & (SCHED_TASK_PAGE - 1)];
 }
-/* Whether the caller told about the task and has not removed it. */
-static inline bool sched_task_held(const Sched *s, size_t id) {
+/* Whether the task has a record (sched_task_at()): told, not removed, and not in a run. */
+static inline bool sched_task_paged(const Sched *s, size_t id) {
         return (id >> SCHED_TASK_PAGE_SHIFT) < s->n_task_pages && s->task_pages[id >> SCHED_TASK_PAGE_SHIFT] &&
                 sched_meta_at(s, (uint32_t) id)->used;
+}
+/* The job whose run holds the task, or NULL. */
+static inline SchedJob *sched_task_run_job(const Sched *s, size_t id) {
+        return id < s->n_run_job && s->run_job[id] != SCHED_NIL ? &s->jobs[s->run_job[id]] : NULL;
+}
+/* Whether the caller told about the task and has not removed it. */
+static inline bool sched_task_held(const Sched *s, size_t id) {
+        return sched_task_paged(s, id) || sched_task_run_job(s, id);
 }
 static inline uint32_t sched_job_slot(const Sched *s, const SchedJob *j) {
         return (uint32_t) (j - s->jobs);
@@ -337,6 +357,9 @@ bool sched_task_is_training(const SchedJob *j, const SchedTask *t);
 bool sched_task_is_probing(const Sched *s, const SchedJob *j, const SchedTask *t);
 /* Recomputes the job's training state and its training counts (size or policy changed). */
 void sched_job_training_refresh(Sched *s, SchedJob *j);
+/* Gives every task of the job's run its record, in its place in the pending list: before
+ * anything reads the list. -ENOMEM (the tasks not reached stay in the run). */
+int sched_job_materialize(Sched *s, SchedJob *j);
 /* Moves a task to a new state (and node) with all the accounting; used by decisions. */
 int sched_task_move(Sched *s, uint32_t id, SchedTaskState state, size_t node, double started_s);
 /* The job is going away: its tasks stay, unaccounted, as tasks of an unknown job. */

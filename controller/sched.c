@@ -558,6 +558,9 @@ static int try_thaw(Sched *s, SchedJob *j, uint32_t ti, int *ret_outcome) {
  * training pass already tried are not tried again) and tries it. */
 static int job_step(Sched *s, double now_s, SchedJob *j, bool *ret_had_work, int *ret_outcome) {
         if (j->cursor_epoch != s->epoch) {
+                int r = sched_job_materialize(s, j);
+                if (r < 0)
+                        return r;
                 j->cursor_epoch = s->epoch;
                 j->cursor_suspended = j->suspended_head;
                 j->cursor_pending = j->pending_head;
@@ -592,6 +595,9 @@ static int training_pass(Sched *s, double now_s, bool *ret_stop) {
                 SchedJob *j = sched_job_at(s, slot);
                 if (sched_job_deferred(s, j))
                         continue; /* another user is hungry: no training priority for this one now */
+                int r = sched_job_materialize(s, j);
+                if (r < 0)
+                        return r;
                 size_t left = j->n_pending_training;
                 for (uint32_t ti = j->pending_head; ti != SCHED_NIL && left > 0;) {
                         const SchedTask *t = sched_task_at(s, ti);
@@ -606,7 +612,7 @@ static int training_pass(Sched *s, double now_s, bool *ret_stop) {
                         /* Placed or skipped, the main pass must not try it again. */
                         sched_meta_at(s, ti)->seen = s->epoch;
                         int outcome;
-                        int r = try_start(s, now_s, j, ti, true, &outcome);
+                        r = try_start(s, now_s, j, ti, true, &outcome);
                         if (r < 0)
                                 return r;
                         if (outcome == UNIT_STOP) {
@@ -625,10 +631,13 @@ static int probe_pass(Sched *s, double now_s, bool *ret_stop) {
         while (s->probe_head < s->n_probe_keys) {
                 SchedJob *j = sched_table_find(s, s->probe_keys[s->probe_head]);
                 if (!j || j->probed || j->real_done || j->size.kind != SCHED_SIZE_INITIAL ||
-                    j->pending_head == SCHED_NIL) {
+                    (j->pending_head == SCHED_NIL && j->run_n == 0)) {
                         s->probe_head++;
                         continue;
                 }
+                int r = sched_job_materialize(s, j);
+                if (r < 0)
+                        return r;
                 uint32_t ti = j->pending_head;
                 if (sched_task_at(s, ti)->index != 0) {
                         s->probe_head++; /* its first task was placed and is pending again */
@@ -639,7 +648,7 @@ static int probe_pass(Sched *s, double now_s, bool *ret_stop) {
                                    * another user is hungry: probes wait in order */
                 sched_meta_at(s, ti)->seen = s->epoch;
                 int outcome;
-                int r = try_start(s, now_s, j, ti, true, &outcome);
+                r = try_start(s, now_s, j, ti, true, &outcome);
                 if (r < 0)
                         return r;
                 if (sched_task_at(s, ti)->state == SCHED_TASK_RUNNING)
@@ -1023,7 +1032,7 @@ int sched_decide(Sched *s, double now_s, PlacementNode *nodes, size_t n_nodes,
 }
 
 double sched_task_cpu_weight(const Sched *s, size_t id) {
-        if (!sched_task_held(s, id) || sched_meta_at(s, (uint32_t) id)->job == SCHED_NIL)
+        if (!sched_task_paged(s, id) || sched_meta_at(s, (uint32_t) id)->job == SCHED_NIL)
                 return 0;
         const SchedTask *t = sched_task_at(s, (uint32_t) id);
         if (t->state != SCHED_TASK_RUNNING)
