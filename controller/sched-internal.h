@@ -36,9 +36,8 @@ typedef enum SchedPlace {
 } SchedPlace;
 
 typedef struct SchedJob {
+        /* Fields by size, largest first (a queued job is one of these and nothing more here). */
         uint64_t key;
-        bool used;                 /* table slot in use */
-        uint32_t user;             /* its user (sched-users.c) */
         double arrival_s;
         double weight;
         double parallel_cpus;
@@ -49,57 +48,58 @@ typedef struct SchedJob {
          * the ghost time reaches vtag (its remaining size is weight × (vtag − ghost)); capped, it
          * had vrem_s left at vat_s and loses parallel_cpus per second (finishing at vfinish_s);
          * out of it, vrem_s is what is left (0 once virtually done). */
-        bool in_virtual;
-        bool capped;
         double vtag;
         double vrem_s, vat_s, vfinish_s;
-        size_t vpos;               /* in the tag heap (uncapped) or the finish heap (capped) */
-        size_t rpos;               /* in the ratio heap of its side */
-        bool late;                 /* finished virtually, not in reality */
-        bool tiny_overrun;         /* tiny, but it has had more than its estimate */
         double late_since_s;
-        bool real_done;
 
-        /* Tasks the scheduler holds, linked through SchedTaskMeta (sched-tasks.c). */
-        uint32_t pending_head, pending_tail;
-        uint32_t suspended_head, suspended_tail;
-        uint32_t active_head;      /* running and stopping */
-        uint32_t jprev, jnext;     /* in the list of jobs with running or stopping tasks */
-        bool in_active_jobs;
-        size_t n_pending, n_suspended, n_active, n_pending_training;
+        /* Tasks the scheduler holds (sched-tasks.c). */
         double alloc_cpus;         /* CPUs its running tasks hold */
         double training_cpus;      /* CPUs its running and stopping training tasks hold */
         double active_min_cpus;    /* at most the smallest request of its running and stopping
                                     * tasks (∞ when none): preemption's bound */
-        /* Pending tasks told alike, one after the other, and not looked at one by one since
-         * (sched-tasks.c): run_n tasks with indices from run_index, ids from run_id going up (or
-         * down with run_down), each with run_cpu_cores and run_memory_bytes and nothing else
-         * told. They are counted like the tasks in the lists but have no record: a queued job
-         * costs no task records until a decision reaches it. */
-        uint32_t run_id, run_n, run_index;
-        bool run_down;
+        /* Pending tasks told alike, one after the other, and not looked at one by one since:
+         * run_n tasks with indices from run_index, ids from run_id going up (or down with
+         * run_down), each with run_cpu_cores and run_memory_bytes and nothing else told. They
+         * are counted like the tasks in the lists but have no record: a queued job costs no
+         * task records until a decision reaches it. */
         double run_cpu_cores;
         uint64_t run_memory_bytes;
-        bool training_now;
-        bool probed;               /* a task of it has been placed: no probe (SchedParams.probe_s) */
         uint64_t added_epoch;      /* decisions before it came */
 
-        /* Its place in each order (sched-order.c). */
-        SchedPlace place[_SCHED_ORDER_MAX];
-        size_t cpos[_SCHED_ORDER_MAX];
-        size_t cclass[_SCHED_ORDER_MAX];
-        double ckey[_SCHED_ORDER_MAX];
-
-        /* Computed when needed: for ranking, comparisons and preemption. */
-        SchedTier tier;
-        double prio;               /* lower first within a tier */
-        unsigned rank;
+        double ckey[_SCHED_ORDER_MAX]; /* its key in each order (sched-order.c) */
+        double prio;               /* lower first within its tier; computed when needed */
 
         /* Per decision. */
         uint64_t epoch;            /* the decision that last took it out of an order */
-        bool out_main, out_training;
         uint64_t cursor_epoch;     /* the decision its cursors are for */
+
+        uint32_t user;             /* its user (sched-users.c) */
+        uint32_t vpos;             /* in the tag heap (uncapped) or the finish heap (capped) */
+        uint32_t rpos;             /* in the ratio heap of its side */
+        uint32_t cpos[_SCHED_ORDER_MAX]; /* in each order's heap or capped list */
+        /* Its tasks with records, linked through SchedTaskMeta. */
+        uint32_t pending_head, pending_tail;
+        uint32_t suspended_head, suspended_tail;
+        uint32_t active_head;      /* running and stopping */
+        uint32_t jprev, jnext;     /* in the list of jobs with running or stopping tasks */
+        uint32_t n_pending, n_suspended, n_active, n_pending_training; /* with the run's */
+        uint32_t run_id, run_n, run_index;
         uint32_t cursor_pending, cursor_suspended;
+        unsigned rank;             /* computed when needed: for ranking */
+
+        uint8_t place[_SCHED_ORDER_MAX]; /* SchedPlace: where it sits in each order */
+        uint8_t tier;              /* SchedTier; computed when needed */
+        bool used;                 /* table slot in use */
+        bool in_virtual;
+        bool capped;
+        bool late;                 /* finished virtually, not in reality */
+        bool tiny_overrun;         /* tiny, but it has had more than its estimate */
+        bool real_done;
+        bool in_active_jobs;
+        bool run_down;
+        bool training_now;
+        bool probed;               /* a task of it has been placed: no probe (SchedParams.probe_s) */
+        bool out_main, out_training;
 } SchedJob;
 
 /* What the scheduler keeps beside each task. */
@@ -136,7 +136,7 @@ typedef struct SchedTaskPage {
 typedef struct SchedHeap {
         uint32_t *slot;
         size_t n, allocated;
-        size_t pos_offset;         /* offsetof(SchedJob, …) of a size_t position */
+        size_t pos_offset;         /* offsetof(SchedJob, …) of a uint32_t position */
         int which;                 /* key: see heap_key() in sched-heap.c */
         bool max;                  /* a max-heap */
 } SchedHeap;
