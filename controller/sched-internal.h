@@ -36,27 +36,43 @@ typedef enum SchedPlace {
 } SchedPlace;
 
 typedef struct SchedJob {
-        /* Fields by size, largest first (a queued job is one of these and nothing more here). */
+        /* What orders and comparisons read (heaps, ranks, preemption) comes first, together;
+         * the rest by size, largest first (a queued job is one of these). */
         uint64_t key;
-        double arrival_s;
+        double prio;               /* lower first within its tier; computed when needed */
         double weight;
-        double parallel_cpus;
-        SchedSize size;
-        double service_s;          /* real CPU-seconds so far (srpt) */
-
+        double alloc_cpus;         /* CPUs its running tasks hold */
+        uint8_t tier;              /* SchedTier; computed when needed */
+        uint8_t place[_SCHED_ORDER_MAX]; /* SchedPlace: where it sits in each order */
+        bool used;                 /* table slot in use */
+        bool in_virtual;
+        bool capped;
+        bool late;                 /* finished virtually, not in reality */
+        bool real_done;
+        double ckey[_SCHED_ORDER_MAX]; /* its key in each order (sched-order.c) */
         /* Virtual cluster (sched-vcluster.c). In it and uncapped, the job finishes virtually when
          * the ghost time reaches vtag (its remaining size is weight × (vtag − ghost)); capped, it
          * had vrem_s left at vat_s and loses parallel_cpus per second (finishing at vfinish_s);
          * out of it, vrem_s is what is left (0 once virtually done). */
-        double vtag;
-        double vrem_s, vat_s, vfinish_s;
-        double late_since_s;
-
-        /* Tasks the scheduler holds (sched-tasks.c). */
-        double alloc_cpus;         /* CPUs its running tasks hold */
-        double training_cpus;      /* CPUs its running and stopping training tasks hold */
+        double vtag, vfinish_s;
+        double parallel_cpus;
+        uint32_t cpos[_SCHED_ORDER_MAX]; /* in each order's heap or capped list */
+        uint32_t vpos;             /* in the tag heap (uncapped) or the finish heap (capped) */
+        uint32_t rpos;             /* in the ratio heap of its side */
+        uint32_t user;             /* its user (sched-users.c) */
+        bool tiny_overrun;         /* tiny, but it has had more than its estimate */
+        bool in_active_jobs;
+        bool training_now;
+        bool probed;               /* a task of it has been placed: no probe (SchedParams.probe_s) */
+        double vrem_s, vat_s;
+        SchedSize size;
         double active_min_cpus;    /* at most the smallest request of its running and stopping
                                     * tasks (∞ when none): preemption's bound */
+
+        double late_since_s;
+        double arrival_s;
+        double service_s;          /* real CPU-seconds so far (srpt) */
+        double training_cpus;      /* CPUs its running and stopping training tasks hold */
         /* Pending tasks told alike, one after the other, and not looked at one by one since:
          * run_n tasks with indices from run_index, ids from run_id going up (or down with
          * run_down), each with run_cpu_cores and run_memory_bytes and nothing else told. They
@@ -66,18 +82,11 @@ typedef struct SchedJob {
         uint64_t run_memory_bytes;
         uint64_t added_epoch;      /* decisions before it came */
 
-        double ckey[_SCHED_ORDER_MAX]; /* its key in each order (sched-order.c) */
-        double prio;               /* lower first within its tier; computed when needed */
-
         /* Per decision. */
         uint64_t epoch;            /* the decision that last took it out of an order */
         uint64_t cursor_epoch;     /* the decision its cursors are for */
 
-        uint32_t user;             /* its user (sched-users.c) */
-        uint32_t vpos;             /* in the tag heap (uncapped) or the finish heap (capped) */
-        uint32_t rpos;             /* in the ratio heap of its side */
-        uint32_t cpos[_SCHED_ORDER_MAX]; /* in each order's heap or capped list */
-        /* Its tasks with records, linked through SchedTaskMeta. */
+        /* Its tasks with records, linked through SchedTaskMeta (sched-tasks.c). */
         uint32_t pending_head, pending_tail;
         uint32_t suspended_head, suspended_tail;
         uint32_t active_head;      /* running and stopping */
@@ -87,18 +96,7 @@ typedef struct SchedJob {
         uint32_t cursor_pending, cursor_suspended;
         unsigned rank;             /* computed when needed: for ranking */
 
-        uint8_t place[_SCHED_ORDER_MAX]; /* SchedPlace: where it sits in each order */
-        uint8_t tier;              /* SchedTier; computed when needed */
-        bool used;                 /* table slot in use */
-        bool in_virtual;
-        bool capped;
-        bool late;                 /* finished virtually, not in reality */
-        bool tiny_overrun;         /* tiny, but it has had more than its estimate */
-        bool real_done;
-        bool in_active_jobs;
         bool run_down;
-        bool training_now;
-        bool probed;               /* a task of it has been placed: no probe (SchedParams.probe_s) */
         bool out_main, out_training;
 } SchedJob;
 
@@ -358,8 +356,10 @@ bool sched_task_is_probing(const Sched *s, const SchedJob *j, const SchedTask *t
 /* Recomputes the job's training state and its training counts (size or policy changed). */
 void sched_job_training_refresh(Sched *s, SchedJob *j);
 /* Gives every task of the job's run its record, in its place in the pending list: before
- * anything reads the list. -ENOMEM (the tasks not reached stay in the run). */
+ * anything reads the whole list. -ENOMEM (the tasks not reached stay in the run). */
 int sched_job_materialize(Sched *s, SchedJob *j);
+/* Only the run's first: *ret_id, the pending list's new last (SCHED_NIL: no run). */
+int sched_job_materialize_next(Sched *s, SchedJob *j, uint32_t *ret_id);
 /* Moves a task to a new state (and node) with all the accounting; used by decisions. */
 int sched_task_move(Sched *s, uint32_t id, SchedTaskState state, size_t node, double started_s);
 /* The job is going away: its tasks stay, unaccounted, as tasks of an unknown job. */

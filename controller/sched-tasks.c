@@ -324,26 +324,39 @@ static int run_add(Sched *s, size_t id, const SchedTask *t, uint64_t order) {
         return r < 0 ? r : 1;
 }
 
+/* The first task of the run gets its record, at the end of the pending list (every listed
+ * pending task comes before the run's: see attach()). */
+int sched_job_materialize_next(Sched *s, SchedJob *j, uint32_t *ret_id) {
+        if (j->run_n == 0) {
+                *ret_id = SCHED_NIL;
+                return 0;
+        }
+        uint32_t id = j->run_id;
+        SchedTaskPage *page;
+        int r = page_get(s, id, &page);
+        if (r < 0)
+                return r;
+        page->n_used++;
+        *sched_meta_at(s, id) = (SchedTaskMeta) { .used = true, .counted = true, .job = sched_job_slot(s, j),
+                                                  .prev = SCHED_NIL, .next = SCHED_NIL, .gprev = SCHED_NIL,
+                                                  .gnext = SCHED_NIL, .order = j->run_index };
+        *sched_task_at(s, id) = (SchedTask) { .key = j->key, .index = j->run_index, .state = SCHED_TASK_PENDING,
+                                              .cpu_cores = j->run_cpu_cores, .memory_bytes = j->run_memory_bytes };
+        list_insert(s, j, id);
+        s->run_job[id] = SCHED_NIL;
+        j->run_id = run_task_id(j, 1);
+        j->run_index++;
+        j->run_n--;
+        *ret_id = id;
+        return 0;
+}
+
 int sched_job_materialize(Sched *s, SchedJob *j) {
-        /* From the first: what is left stays a run of its own. */
         while (j->run_n > 0) {
-                uint32_t id = j->run_id;
-                SchedTaskPage *page;
-                int r = page_get(s, id, &page);
+                uint32_t id;
+                int r = sched_job_materialize_next(s, j, &id);
                 if (r < 0)
                         return r;
-                page->n_used++;
-                *sched_meta_at(s, id) = (SchedTaskMeta) { .used = true, .counted = true, .job = sched_job_slot(s, j),
-                                                          .prev = SCHED_NIL, .next = SCHED_NIL, .gprev = SCHED_NIL,
-                                                          .gnext = SCHED_NIL, .order = j->run_index };
-                *sched_task_at(s, id) = (SchedTask) { .key = j->key, .index = j->run_index, .state = SCHED_TASK_PENDING,
-                                                      .cpu_cores = j->run_cpu_cores,
-                                                      .memory_bytes = j->run_memory_bytes };
-                list_insert(s, j, id);
-                s->run_job[id] = SCHED_NIL;
-                j->run_id = run_task_id(j, 1);
-                j->run_index++;
-                j->run_n--;
         }
         return 0;
 }

@@ -558,9 +558,6 @@ static int try_thaw(Sched *s, SchedJob *j, uint32_t ti, int *ret_outcome) {
  * training pass already tried are not tried again) and tries it. */
 static int job_step(Sched *s, double now_s, SchedJob *j, bool *ret_had_work, int *ret_outcome) {
         if (j->cursor_epoch != s->epoch) {
-                int r = sched_job_materialize(s, j);
-                if (r < 0)
-                        return r;
                 j->cursor_epoch = s->epoch;
                 j->cursor_suspended = j->suspended_head;
                 j->cursor_pending = j->pending_head;
@@ -573,6 +570,13 @@ static int job_step(Sched *s, double now_s, SchedJob *j, bool *ret_had_work, int
         }
         while (j->cursor_pending != SCHED_NIL && sched_meta_at(s, j->cursor_pending)->seen == s->epoch)
                 j->cursor_pending = sched_meta_at(s, j->cursor_pending)->next;
+        if (j->cursor_pending == SCHED_NIL) {
+                /* Past the listed ones: the run's tasks follow, each given its record when
+                 * reached (the passes before this one give a job all of them or none). */
+                int r = sched_job_materialize_next(s, j, &j->cursor_pending);
+                if (r < 0)
+                        return r;
+        }
         if (j->cursor_pending != SCHED_NIL) {
                 uint32_t ti = j->cursor_pending;
                 j->cursor_pending = sched_meta_at(s, ti)->next;
