@@ -572,7 +572,7 @@ static int job_step(Sched *s, double now_s, SchedJob *j, bool *ret_had_work, int
                 j->cursor_pending = sched_meta_at(s, j->cursor_pending)->next;
         if (j->cursor_pending == SCHED_NIL) {
                 /* Past the listed ones: the run's tasks follow, each given its record when
-                 * reached (the passes before this one give a job all of them or none). */
+                 * reached (no pass after this one's first step on a job gives it more). */
                 int r = sched_job_materialize_next(s, j, &j->cursor_pending);
                 if (r < 0)
                         return r;
@@ -599,11 +599,17 @@ static int training_pass(Sched *s, double now_s, bool *ret_stop) {
                 SchedJob *j = sched_job_at(s, slot);
                 if (sched_job_deferred(s, j))
                         continue; /* another user is hungry: no training priority for this one now */
-                int r = sched_job_materialize(s, j);
-                if (r < 0)
-                        return r;
+                int r;
                 size_t left = j->n_pending_training;
-                for (uint32_t ti = j->pending_head; ti != SCHED_NIL && left > 0;) {
+                for (uint32_t ti = j->pending_head; left > 0;) {
+                        if (ti == SCHED_NIL) {
+                                /* Past the listed ones: the run's next, given its record. */
+                                r = sched_job_materialize_next(s, j, &ti);
+                                if (r < 0)
+                                        return r;
+                                if (ti == SCHED_NIL)
+                                        break;
+                        }
                         const SchedTask *t = sched_task_at(s, ti);
                         uint32_t next = sched_meta_at(s, ti)->next;
                         if (!sched_task_is_training(j, t)) {
@@ -639,10 +645,10 @@ static int probe_pass(Sched *s, double now_s, bool *ret_stop) {
                         s->probe_head++;
                         continue;
                 }
-                int r = sched_job_materialize(s, j);
+                uint32_t ti = j->pending_head;
+                int r = ti == SCHED_NIL ? sched_job_materialize_next(s, j, &ti) : 0;
                 if (r < 0)
                         return r;
-                uint32_t ti = j->pending_head;
                 if (sched_task_at(s, ti)->index != 0) {
                         s->probe_head++; /* its first task was placed and is pending again */
                         continue;
