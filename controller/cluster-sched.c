@@ -23,28 +23,29 @@
 #define RANK_EXACT_MAX 1000u
 #define RANK_MAX_AGE_MS 1000
 
-/* What the estimator knows of one phase the scheduler holds. */
+/* What the estimator knows of one phase the scheduler holds (fields by size: a queued job's
+ * phase is one of these). */
 typedef struct PhaseEntry {
         uint64_t key;
         SizingPhase sz;            /* its size, as controller/sched-sizing.c keeps it */
         double weight, parallel_cpus;
         double finished_s;         /* the CPU-seconds its succeeded tasks used */
-        bool served_changed;       /* finished_s grew since the scheduler was told */
         int64_t sized_ms;
         /* How its size came about, a JSON object as text (owned, also in the store) once it is
          * more than S_i; NULL while it is S_i as set here, made again when asked from sized_ms
          * and s̄ then (estimate_initial()): a queued phase's text would be most of its memory. */
         char *estimate;
-        size_t initial_history_tasks;
         double initial_history_mean_s;
+        /* Its row as last written (entry_save()): a checkpoint rewrites it only when a restart
+         * would not find its virtual state there. */
+        double saved_remaining_s, saved_finish; /* saved_finish NAN: not ageing (absolute) */
+        int64_t saved_late_ms;
+        uint32_t initial_history_tasks;
+        bool served_changed;       /* finished_s grew since the scheduler was told */
         /* A training task of it runs: its training may move with time and progress alone,
          * which no write to the store announces, so every sync looks at it. */
         bool watched;
-        /* Its row as last written (entry_save()): a checkpoint rewrites it only when a restart
-         * would not find its virtual state there. */
         bool saved, saved_done;
-        double saved_remaining_s, saved_finish; /* saved_finish NAN: not ageing (absolute) */
-        int64_t saved_late_ms;
 } PhaseEntry;
 
 /* A task the scheduler was told about. What it was told is the scheduler's own copy
@@ -60,15 +61,16 @@ typedef struct TaskEntry {
 } TaskEntry;
 
 /* One job as the scheduler holds it. */
+#define RUNNING_NONE UINT32_MAX
 typedef struct JobRec {
         uint64_t job;
         PhaseEntry *phases;        /* runnable, by phase */
-        size_t n_phases;
         TaskEntry *tasks;          /* told, in FIFO order (phase, index, attempt) */
-        size_t n_tasks;
-        size_t n_running;          /* tasks told running */
-        size_t n_pending;          /* tasks told pending */
-        size_t running_pos;        /* in cs->running_jobs, or SIZE_MAX */
+        uint32_t n_phases;
+        uint32_t n_tasks;
+        uint32_t n_running;        /* tasks told running */
+        uint32_t n_pending;        /* tasks told pending */
+        uint32_t running_pos;      /* in cs->running_jobs, or RUNNING_NONE */
 } JobRec;
 
 /* Job ids the store changed since they were last read (duplicates allowed until drained). */
@@ -176,7 +178,7 @@ static JobRec *rec_get(ClusterSched *cs, uint64_t job) {
         rec = calloc(1, sizeof(JobRec));
         if (!rec)
                 return NULL;
-        *rec = (JobRec) { .job = job, .running_pos = SIZE_MAX };
+        *rec = (JobRec) { .job = job, .running_pos = RUNNING_NONE };
         JobRec **p = tsearch(rec, &cs->jobs, rec_cmp);
         if (!p) {
                 free(rec);
@@ -186,14 +188,14 @@ static JobRec *rec_get(ClusterSched *cs, uint64_t job) {
 }
 
 static void running_set(ClusterSched *cs, JobRec *rec) {
-        bool want = rec->n_running > 0, have = rec->running_pos != SIZE_MAX;
+        bool want = rec->n_running > 0, have = rec->running_pos != RUNNING_NONE;
         if (want == have)
                 return;
         if (have) {
                 JobRec *last = cs->running_jobs[--cs->n_running_jobs];
                 cs->running_jobs[rec->running_pos] = last;
                 last->running_pos = rec->running_pos;
-                rec->running_pos = SIZE_MAX;
+                rec->running_pos = RUNNING_NONE;
                 return;
         }
         if (cs->n_running_jobs == cs->n_running_jobs_allocated) {
@@ -204,7 +206,7 @@ static void running_set(ClusterSched *cs, JobRec *rec) {
                 cs->running_jobs = p;
                 cs->n_running_jobs_allocated = m;
         }
-        rec->running_pos = cs->n_running_jobs;
+        rec->running_pos = (uint32_t) cs->n_running_jobs;
         cs->running_jobs[cs->n_running_jobs++] = rec;
 }
 
@@ -711,7 +713,7 @@ static void estimate_compact(const ClusterSched *cs, PhaseEntry *e) {
                 return;
         PhaseEntry c = *e;
         c.estimate = NULL;
-        c.initial_history_tasks = (size_t) json_integer_value(tasks);
+        c.initial_history_tasks = (uint32_t) json_integer_value(tasks);
         c.initial_history_mean_s = json_number_value(json_object_get(o, "history_mean_task_s"));
         _cleanup_json_ json_t *made = estimate_initial(cs, &c);
         if (!made || !json_equal(o, made))
@@ -793,7 +795,7 @@ static int phase_added(ClusterSched *cs, Store *store, const StoreSchedPhase *p,
                 }
                 if (r >= 0 && e.finished_s > 0)
                         r = sched_sizing_served(cs->sched, key, &e.sz, e.finished_s);
-                e.initial_history_tasks = cs->sizing.history.n_tasks;
+                e.initial_history_tasks = (uint32_t) cs->sizing.history.n_tasks;
                 e.initial_history_mean_s = cs->sizing.history.mean_task_size;
         }
         if (r >= 0 && !rec)
@@ -1879,7 +1881,7 @@ int cluster_sched_place(ClusterSched *cs, Store *store, int64_t now_ms, const St
                         qsort(cs->running_jobs, cs->n_running_jobs, sizeof(JobRec *), cmp_rec_job);
                 for (size_t j = 0; j < cs->n_running_jobs; j++) {
                         JobRec *rec = cs->running_jobs[j];
-                        rec->running_pos = j;
+                        rec->running_pos = (uint32_t) j;
                         for (size_t q = 0; q < rec->n_tasks; q++) {
                                 TaskEntry *e = &rec->tasks[q];
                                 const SchedTask *t = e->told_state == SCHED_TASK_RUNNING ?

@@ -14,8 +14,8 @@ void sched_heap_done(SchedHeap *h) {
         h->n = h->allocated = 0;
 }
 
-static size_t *pos_of(const Sched *s, const SchedHeap *h, uint32_t slot) {
-        return (size_t *) ((char *) sched_job_at(s, slot) + h->pos_offset);
+static uint32_t *pos_of(const Sched *s, const SchedHeap *h, uint32_t slot) {
+        return (uint32_t *) ((char *) sched_job_at(s, slot) + h->pos_offset);
 }
 
 static double heap_key(const SchedHeap *h, const SchedJob *j) {
@@ -44,7 +44,7 @@ static bool before(const Sched *s, const SchedHeap *h, uint32_t a, uint32_t b) {
 
 static void put(Sched *s, SchedHeap *h, size_t i, uint32_t slot) {
         h->slot[i] = slot;
-        *pos_of(s, h, slot) = i;
+        *pos_of(s, h, slot) = (uint32_t) i;
 }
 
 static void sift_up(Sched *s, SchedHeap *h, size_t i) {

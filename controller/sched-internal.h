@@ -37,62 +37,69 @@ typedef enum SchedPlace {
 } SchedPlace;
 
 typedef struct SchedJob {
+        /* What orders and comparisons read (heaps, ranks, preemption) comes first, together;
+         * the rest by size, largest first (a queued job is one of these). */
         uint64_t key;
-        bool used;                 /* table slot in use */
-        uint32_t user;             /* its user (sched-users.c) */
-        double arrival_s;
+        double prio;               /* lower first within its tier; computed when needed */
         double weight;
-        double parallel_cpus;
-        SchedSize size;
-        double service_s;          /* real CPU-seconds so far (srpt) */
-
+        double alloc_cpus;         /* CPUs its running tasks hold */
+        uint8_t tier;              /* SchedTier; computed when needed */
+        uint8_t place[_SCHED_ORDER_MAX]; /* SchedPlace: where it sits in each order */
+        bool used;                 /* table slot in use */
+        bool in_virtual;
+        bool capped;
+        bool late;                 /* finished virtually, not in reality */
+        bool real_done;
+        double ckey[_SCHED_ORDER_MAX]; /* its key in each order (sched-order.c) */
         /* Virtual cluster (sched-vcluster.c). In it and uncapped, the job finishes virtually when
          * the ghost time reaches vtag (its remaining size is weight × (vtag − ghost)); capped, it
          * had vrem_s left at vat_s and loses parallel_cpus per second (finishing at vfinish_s);
          * out of it, vrem_s is what is left (0 once virtually done). */
-        bool in_virtual;
-        bool capped;
-        double vtag;
-        double vrem_s, vat_s, vfinish_s;
-        size_t vpos;               /* in the tag heap (uncapped) or the finish heap (capped) */
-        size_t rpos;               /* in the ratio heap of its side */
-        bool late;                 /* finished virtually, not in reality */
+        double vtag, vfinish_s;
+        double parallel_cpus;
+        uint32_t cpos[_SCHED_ORDER_MAX]; /* in each order's heap or capped list */
+        uint32_t vpos;             /* in the tag heap (uncapped) or the finish heap (capped) */
+        uint32_t rpos;             /* in the ratio heap of its side */
+        uint32_t user;             /* its user (sched-users.c) */
         bool tiny_overrun;         /* tiny, but it has had more than its estimate */
-        double late_since_s;
-        bool real_done;
+        bool in_active_jobs;
+        bool training_now;
+        bool probed;               /* a task of it has been placed: no probe (SchedParams.probe_s) */
+        double vrem_s, vat_s;
+        SchedSize size;
+        double active_min_cpus;    /* at most the smallest request of its running and stopping
+                                    * tasks (∞ when none): preemption's bound */
 
-        /* Tasks the scheduler holds, linked through SchedTaskMeta (sched-tasks.c). */
+        double late_since_s;
+        double arrival_s;
+        double service_s;          /* real CPU-seconds so far (srpt) */
+        double training_cpus;      /* CPUs its running and stopping training tasks hold */
+        /* Pending tasks told alike, one after the other, and not looked at one by one since:
+         * run_n tasks with indices from run_index, ids from run_id going up (or down with
+         * run_down), each with run_cpu_cores and run_memory_bytes and nothing else told. They
+         * are counted like the tasks in the lists but have no record: a queued job costs no
+         * task records until a decision reaches it. */
+        double run_cpu_cores;
+        uint64_t run_memory_bytes;
+        uint64_t added_epoch;      /* decisions before it came */
+        size_t coshh_class;        /* its class in the COSHH plan (COSHH_NONE: none) */
+
+        /* Per decision. */
+        uint64_t epoch;            /* the decision that last took it out of an order */
+        uint64_t cursor_epoch;     /* the decision its cursors are for */
+
+        /* Its tasks with records, linked through SchedTaskMeta (sched-tasks.c). */
         uint32_t pending_head, pending_tail;
         uint32_t suspended_head, suspended_tail;
         uint32_t active_head;      /* running and stopping */
         uint32_t jprev, jnext;     /* in the list of jobs with running or stopping tasks */
-        bool in_active_jobs;
-        size_t n_pending, n_suspended, n_active, n_pending_training;
-        double alloc_cpus;         /* CPUs its running tasks hold */
-        double training_cpus;      /* CPUs its running and stopping training tasks hold */
-        double active_min_cpus;    /* at most the smallest request of its running and stopping
-                                    * tasks (∞ when none): preemption's bound */
-        bool training_now;
-        bool probed;               /* a task of it has been placed: no probe (SchedParams.probe_s) */
-        uint64_t added_epoch;      /* decisions before it came */
-        size_t coshh_class;        /* its class in the COSHH plan (COSHH_NONE: none) */
-
-        /* Its place in each order (sched-order.c). */
-        SchedPlace place[_SCHED_ORDER_MAX];
-        size_t cpos[_SCHED_ORDER_MAX];
-        size_t cclass[_SCHED_ORDER_MAX];
-        double ckey[_SCHED_ORDER_MAX];
-
-        /* Computed when needed: for ranking, comparisons and preemption. */
-        SchedTier tier;
-        double prio;               /* lower first within a tier */
-        unsigned rank;
-
-        /* Per decision. */
-        uint64_t epoch;            /* the decision that last took it out of an order */
-        bool out_main, out_training;
-        uint64_t cursor_epoch;     /* the decision its cursors are for */
+        uint32_t n_pending, n_suspended, n_active, n_pending_training; /* with the run's */
+        uint32_t run_id, run_n, run_index;
         uint32_t cursor_pending, cursor_suspended;
+        unsigned rank;             /* computed when needed: for ranking */
+
+        bool run_down;
+        bool out_main, out_training;
 } SchedJob;
 
 /* What the scheduler keeps beside each task. */
@@ -129,7 +136,7 @@ typedef struct SchedTaskPage {
 typedef struct SchedHeap {
         uint32_t *slot;
         size_t n, allocated;
-        size_t pos_offset;         /* offsetof(SchedJob, …) of a size_t position */
+        size_t pos_offset;         /* offsetof(SchedJob, …) of a uint32_t position */
         int which;                 /* key: see heap_key() in sched-heap.c */
         bool max;                  /* a max-heap */
 } SchedHeap;
@@ -213,6 +220,9 @@ struct Sched {
         /* Tasks the caller told about (sched_task_set()), by the caller's id. */
         SchedTaskPage **task_pages;
         size_t n_task_pages;       /* ids below n_task_pages × SCHED_TASK_PAGE have a page entry */
+        uint32_t *run_job;         /* by id: the job slot whose run holds it, or SCHED_NIL */
+        size_t n_run_job;
+        SchedTask *run_view;       /* sched_task_get()'s copy of a task in a run */
         size_t n_stopping;         /* STOPPING tasks in the jobs' active lists */
         size_t n_active_tasks;     /* Σ n_active of the jobs: their running and stopping tasks */
         uint32_t active_jobs_head; /* jobs with running or stopping tasks (preemption's victims) */
@@ -277,10 +287,18 @@ static inline SchedTask *sched_task_at(const Sched *s, uint32_t id) {
 static inline SchedTaskMeta *sched_meta_at(const Sched *s, uint32_t id) {
         return &s->task_pages[id >> SCHED_TASK_PAGE_SHIFT]->meta[id & (SCHED_TASK_PAGE - 1)];
 }
-/* Whether the caller told about the task and has not removed it. */
-static inline bool sched_task_held(const Sched *s, size_t id) {
+/* Whether the task has a record (sched_task_at()): told, not removed, and not in a run. */
+static inline bool sched_task_paged(const Sched *s, size_t id) {
         return (id >> SCHED_TASK_PAGE_SHIFT) < s->n_task_pages && s->task_pages[id >> SCHED_TASK_PAGE_SHIFT] &&
                 sched_meta_at(s, (uint32_t) id)->used;
+}
+/* The job whose run holds the task, or NULL. */
+static inline SchedJob *sched_task_run_job(const Sched *s, size_t id) {
+        return id < s->n_run_job && s->run_job[id] != SCHED_NIL ? &s->jobs[s->run_job[id]] : NULL;
+}
+/* Whether the caller told about the task and has not removed it. */
+static inline bool sched_task_held(const Sched *s, size_t id) {
+        return sched_task_paged(s, id) || sched_task_run_job(s, id);
 }
 static inline uint32_t sched_job_slot(const Sched *s, const SchedJob *j) {
         return (uint32_t) (j - s->jobs);
@@ -349,6 +367,11 @@ bool sched_task_is_training(const SchedJob *j, const SchedTask *t);
 bool sched_task_is_probing(const Sched *s, const SchedJob *j, const SchedTask *t);
 /* Recomputes the job's training state and its training counts (size or policy changed). */
 void sched_job_training_refresh(Sched *s, SchedJob *j);
+/* Gives every task of the job's run its record, in its place in the pending list: before
+ * anything reads the whole list. -ENOMEM (the tasks not reached stay in the run). */
+int sched_job_materialize(Sched *s, SchedJob *j);
+/* Only the run's first: *ret_id, the pending list's new last (SCHED_NIL: no run). */
+int sched_job_materialize_next(Sched *s, SchedJob *j, uint32_t *ret_id);
 /* Moves a task to a new state (and node) with all the accounting; used by decisions. */
 int sched_task_move(Sched *s, uint32_t id, SchedTaskState state, size_t node, double started_s);
 /* The job is going away: its tasks stay, unaccounted, as tasks of an unknown job. */

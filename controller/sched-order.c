@@ -18,7 +18,7 @@
 #include "sched-internal.h"
 
 static size_t pos_offset(int o) {
-        return offsetof(SchedJob, cpos) + (size_t) o * sizeof(size_t);
+        return offsetof(SchedJob, cpos) + (size_t) o * sizeof(uint32_t);
 }
 
 static int key_which(int o) {
@@ -100,7 +100,7 @@ static void take_out(Sched *s, SchedJob *j, int o) {
                 size_t i = j->cpos[o];
                 uint32_t last = ord->capped[--ord->n_capped];
                 ord->capped[i] = last;
-                s->jobs[last].cpos[o] = i;
+                s->jobs[last].cpos[o] = (uint32_t) i;
                 break;
         }
         default:
@@ -169,7 +169,7 @@ static int put_in_at(Sched *s, SchedJob *j, int o, SchedPlace place, double key,
                         ord->capped = p;
                         ord->n_capped_allocated = n;
                 }
-                j->cpos[o] = ord->n_capped;
+                j->cpos[o] = (uint32_t) ord->n_capped;
                 ord->capped[ord->n_capped++] = slot;
                 j->place[o] = place;
                 return 0;

@@ -20,8 +20,8 @@ typedef struct SchedSizing {
 
 /* What the sizing keeps of one phase; the caller keeps it with the phase. */
 typedef struct SizingPhase {
-        unsigned n_tasks;
         HfspPhaseSize size;    /* S_i (or its refinement), S_f, or a tiny phase's estimate */
+        unsigned n_tasks;
         unsigned n_refined;    /* finished training tasks S_i rests on (0: s̄) */
         double error;          /* every size the scheduler hears is multiplied by this: the
                                 * simulator's injected estimation error, 1 in the controller */

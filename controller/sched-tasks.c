@@ -1,7 +1,8 @@
 /* sched-tasks.c: the tasks the scheduler holds — each job's pending, suspended and active lists
- * (pending and suspended in the caller's order), the counts and CPU sums a decision needs, the
- * nodes' allocations, and the list of placed tasks preemption looks at. Every change of a task
- * is O(1) plus moving its job in the orders (O(log n)). */
+ * (pending and suspended in the caller's order), the run of pending tasks told alike that stand
+ * for themselves until a decision reaches their job, the counts and CPU sums a decision needs,
+ * the nodes' allocations, and the list of placed tasks preemption looks at. Every change of a
+ * task is O(1) plus moving its job in the orders (O(log n)). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,6 +193,12 @@ static int attach(Sched *s, uint32_t id) {
         /* Unknown jobs and tasks on nodes the scheduler does not know are ignored. */
         if (!j || (t->state != SCHED_TASK_PENDING && t->node >= s->n_nodes))
                 return 0;
+        if (t->state == SCHED_TASK_PENDING && j->run_n > 0) {
+                /* Its run's tasks were told first: they go into the list first. */
+                int r = sched_job_materialize(s, j);
+                if (r < 0)
+                        return r;
+        }
         m->counted = true;
         m->job = sched_job_slot(s, j);
         s->find_hint = m->job;
@@ -251,9 +258,130 @@ static void pages_free(Sched *s) {
         }
 }
 
+/* ---- Runs: a job's pending tasks told alike, kept as a count ---- */
+
+static uint32_t run_task_id(const SchedJob *j, uint32_t k) {
+        return j->run_down ? j->run_id - k : j->run_id + k;
+}
+
+/* Whether the task is one its job's run can take as its next: pending with nothing told but
+ * its requests, the index after the run's last (in list order) and the id next to its last's. */
+static bool run_extends(const SchedJob *j, size_t id, const SchedTask *t, uint64_t order) {
+        if (t->state != SCHED_TASK_PENDING || t->node != 0 || t->started_s != 0 || t->lost_s != 0 ||
+            t->frozen_s != 0 || order != t->index)
+                return false;
+        if (j->run_n == 0)
+                return j->pending_head == SCHED_NIL;
+        if (t->index != (uint64_t) j->run_index + j->run_n || t->cpu_cores != j->run_cpu_cores ||
+            t->memory_bytes != j->run_memory_bytes)
+                return false;
+        if (j->run_n == 1)
+                return id == (size_t) j->run_id + 1 || id + 1 == j->run_id;
+        return id == run_task_id(j, j->run_n);
+}
+
+static int run_job_reserve(Sched *s, size_t id) {
+        if (id < s->n_run_job)
+                return 0;
+        size_t m = MAX(id + 1, MAX(s->n_run_job * 2, (size_t) 1024));
+        uint32_t *p = realloc(s->run_job, m * sizeof(uint32_t));
+        if (!p)
+                return -ENOMEM;
+        for (size_t i = s->n_run_job; i < m; i++)
+                p[i] = SCHED_NIL;
+        s->run_job = p;
+        s->n_run_job = m;
+        return 0;
+}
+
+/* Tells a new pending task into its job's run, as attach() would count it. 1: taken; 0: not
+ * for a run (attach() it). */
+static int run_add(Sched *s, size_t id, const SchedTask *t, uint64_t order) {
+        SchedJob *j = s->find_hint < s->n_slots && s->jobs[s->find_hint].used && s->jobs[s->find_hint].key == t->key ?
+                &s->jobs[s->find_hint] : sched_table_find(s, t->key);
+        if (!j || !run_extends(j, id, t, order))
+                return 0;
+        if (!s->run_view) {
+                s->run_view = malloc(sizeof(SchedTask));
+                if (!s->run_view)
+                        return 0;
+        }
+        if (run_job_reserve(s, id) < 0)
+                return 0;
+        if (j->run_n == 0) {
+                j->run_id = (uint32_t) id;
+                j->run_index = t->index;
+                j->run_cpu_cores = t->cpu_cores;
+                j->run_memory_bytes = t->memory_bytes;
+        } else if (j->run_n == 1)
+                j->run_down = id < j->run_id;
+        j->run_n++;
+        s->run_job[id] = s->find_hint = sched_job_slot(s, j);
+        job_count(s, j, t, 1);
+        if (s->bulk)
+                return 1;
+        int r = sched_order_update(s, j);
+        return r < 0 ? r : 1;
+}
+
+/* The first task of the run gets its record, at the end of the pending list (every listed
+ * pending task comes before the run's: see attach()). */
+int sched_job_materialize_next(Sched *s, SchedJob *j, uint32_t *ret_id) {
+        if (j->run_n == 0) {
+                *ret_id = SCHED_NIL;
+                return 0;
+        }
+        uint32_t id = j->run_id;
+        SchedTaskPage *page;
+        int r = page_get(s, id, &page);
+        if (r < 0)
+                return r;
+        page->n_used++;
+        *sched_meta_at(s, id) = (SchedTaskMeta) { .used = true, .counted = true, .job = sched_job_slot(s, j),
+                                                  .prev = SCHED_NIL, .next = SCHED_NIL, .gprev = SCHED_NIL,
+                                                  .gnext = SCHED_NIL, .order = j->run_index };
+        *sched_task_at(s, id) = (SchedTask) { .key = j->key, .index = j->run_index, .state = SCHED_TASK_PENDING,
+                                              .cpu_cores = j->run_cpu_cores, .memory_bytes = j->run_memory_bytes };
+        list_insert(s, j, id);
+        s->run_job[id] = SCHED_NIL;
+        j->run_id = run_task_id(j, 1);
+        j->run_index++;
+        j->run_n--;
+        *ret_id = id;
+        return 0;
+}
+
+int sched_job_materialize(Sched *s, SchedJob *j) {
+        while (j->run_n > 0) {
+                uint32_t id;
+                int r = sched_job_materialize_next(s, j, &id);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Forgets the job's run without its accounting (sched_tasks_reset()). */
+static void run_clear(Sched *s, SchedJob *j) {
+        for (uint32_t k = 0; k < j->run_n; k++)
+                s->run_job[run_task_id(j, k)] = SCHED_NIL;
+        j->run_n = 0;
+}
+
 int sched_task_set_ordered(Sched *s, size_t id, const SchedTask *task, uint64_t order) {
         if (id >= UINT32_MAX - 1 || task->state >= _SCHED_TASK_STATE_MAX || !(task->cpu_cores >= 0))
                 return -EINVAL;
+        SchedJob *run = sched_task_run_job(s, id);
+        if (run) {
+                /* Told again: it is looked at one by one from now on. */
+                int r = sched_job_materialize(s, run);
+                if (r < 0)
+                        return r;
+        } else if (!sched_task_paged(s, id)) {
+                int r = run_add(s, id, task, order);
+                if (r != 0)
+                        return r < 0 ? r : 0;
+        }
         SchedTaskPage *page;
         int r = page_get(s, id, &page);
         if (r < 0)
@@ -279,7 +407,13 @@ int sched_task_set(Sched *s, size_t id, const SchedTask *task) {
 }
 
 int sched_task_remove(Sched *s, size_t id) {
-        if (!sched_task_held(s, id))
+        SchedJob *run = sched_task_run_job(s, id);
+        if (run) {
+                int k = sched_job_materialize(s, run);
+                if (k < 0)
+                        return k;
+        }
+        if (!sched_task_paged(s, id))
                 return -ENOENT;
         int r = detach(s, (uint32_t) id);
         sched_meta_at(s, (uint32_t) id)->used = false;
@@ -292,7 +426,15 @@ int sched_task_remove(Sched *s, size_t id) {
 }
 
 const SchedTask *sched_task_get(const Sched *s, size_t id) {
-        return sched_task_held(s, id) ? sched_task_at(s, (uint32_t) id) : NULL;
+        if (sched_task_paged(s, id))
+                return sched_task_at(s, (uint32_t) id);
+        const SchedJob *j = sched_task_run_job(s, id);
+        if (!j)
+                return NULL;
+        uint32_t k = j->run_down ? j->run_id - (uint32_t) id : (uint32_t) id - j->run_id;
+        *s->run_view = (SchedTask) { .key = j->key, .index = j->run_index + k, .state = SCHED_TASK_PENDING,
+                                     .cpu_cores = j->run_cpu_cores, .memory_bytes = j->run_memory_bytes };
+        return s->run_view;
 }
 
 int sched_task_move(Sched *s, uint32_t id, SchedTaskState state, size_t node, double started_s) {
@@ -317,6 +459,8 @@ void sched_job_training_refresh(Sched *s, SchedJob *j) {
         for (uint32_t id = j->pending_head; id != SCHED_NIL; id = sched_meta_at(s, id)->next)
                 if (sched_task_at(s, id)->index < j->size.n_training)
                         j->n_pending_training++;
+        if (j->run_n > 0 && j->run_index < j->size.n_training)
+                j->n_pending_training += MIN(j->run_n, j->size.n_training - j->run_index);
         /* T = 0 turns training priority off altogether (and training tasks lose their
          * protection from preemption with it). */
         j->training_now = s->ops->training_priority && sched_training_limit(s) > 0 && !j->real_done &&
@@ -326,6 +470,13 @@ void sched_job_training_refresh(Sched *s, SchedJob *j) {
 }
 
 void sched_job_detach_tasks(Sched *s, SchedJob *j) {
+        /* Its tasks stay held: with records. Short of memory, those of its run are dropped. */
+        if (sched_job_materialize(s, j) < 0) {
+                for (uint32_t k = 0; k < j->run_n; k++)
+                        job_count(s, j, &(SchedTask) { .index = j->run_index + k, .state = SCHED_TASK_PENDING,
+                                                       .cpu_cores = j->run_cpu_cores }, -1);
+                run_clear(s, j);
+        }
         uint32_t *heads[] = { &j->pending_head, &j->suspended_head, &j->active_head };
         for (size_t k = 0; k < ELEMENTSOF(heads); k++)
                 while (*heads[k] != SCHED_NIL)
@@ -337,6 +488,7 @@ void sched_tasks_reset(Sched *s) {
                 SchedJob *j = &s->jobs[i];
                 if (!j->used)
                         continue;
+                run_clear(s, j);
                 j->pending_head = j->pending_tail = SCHED_NIL;
                 j->suspended_head = j->suspended_tail = SCHED_NIL;
                 j->active_head = SCHED_NIL;
@@ -391,7 +543,7 @@ int sched_nodes_set(Sched *s, const PlacementNode *nodes, size_t n_nodes) {
         if (fewer || n_nodes > old) {
                 /* Tasks on nodes that came or went are counted again, or no longer. */
                 for (size_t id = 0; id < s->n_task_pages * SCHED_TASK_PAGE; id++) {
-                        if (!sched_task_held(s, id))
+                        if (!sched_task_paged(s, id))
                                 continue;
                         SchedTaskMeta *m = sched_meta_at(s, (uint32_t) id);
                         const SchedTask *t = sched_task_at(s, (uint32_t) id);
@@ -410,6 +562,11 @@ int sched_nodes_set(Sched *s, const PlacementNode *nodes, size_t n_nodes) {
 
 void sched_tasks_done(Sched *s) {
         pages_free(s);
+        free(s->run_job);
+        free(s->run_view);
+        s->run_job = NULL;
+        s->run_view = NULL;
+        s->n_run_job = 0;
         free(s->task_pages);
         free(s->nodes);
         free(s->node_tasks);

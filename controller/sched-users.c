@@ -241,6 +241,9 @@ int sched_job_set_user(Sched *s, uint64_t key, uint32_t user) {
                 for (size_t k = 0; k < ELEMENTSOF(heads); k++)
                         for (uint32_t id = heads[k]; id != SCHED_NIL; id = sched_meta_at(s, id)->next)
                                 sched_user_count(s, j, sched_task_at(s, id), pass == 0 ? -1 : 1);
+                for (uint32_t k = 0; k < j->run_n; k++)
+                        sched_user_count(s, j, &(SchedTask) { .state = SCHED_TASK_PENDING, .cpu_cores = j->run_cpu_cores },
+                                         pass == 0 ? -1 : 1);
                 if (j->in_active_jobs)
                         sched_user_active_job(s, j, pass == 0 ? -1 : 1);
         }

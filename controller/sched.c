@@ -594,6 +594,13 @@ static int job_step(Sched *s, double now_s, SchedJob *j, bool *ret_had_work, int
         }
         while (j->cursor_pending != SCHED_NIL && sched_meta_at(s, j->cursor_pending)->seen == s->epoch)
                 j->cursor_pending = sched_meta_at(s, j->cursor_pending)->next;
+        if (j->cursor_pending == SCHED_NIL) {
+                /* Past the listed ones: the run's tasks follow, each given its record when
+                 * reached (no pass after this one's first step on a job gives it more). */
+                int r = sched_job_materialize_next(s, j, &j->cursor_pending);
+                if (r < 0)
+                        return r;
+        }
         if (j->cursor_pending != SCHED_NIL) {
                 uint32_t ti = j->cursor_pending;
                 j->cursor_pending = sched_meta_at(s, ti)->next;
@@ -616,8 +623,17 @@ static int training_pass(Sched *s, double now_s, bool *ret_stop) {
                 SchedJob *j = sched_job_at(s, slot);
                 if (sched_job_deferred(s, j))
                         continue; /* another user is hungry: no training priority for this one now */
+                int r;
                 size_t left = j->n_pending_training;
-                for (uint32_t ti = j->pending_head; ti != SCHED_NIL && left > 0;) {
+                for (uint32_t ti = j->pending_head; left > 0;) {
+                        if (ti == SCHED_NIL) {
+                                /* Past the listed ones: the run's next, given its record. */
+                                r = sched_job_materialize_next(s, j, &ti);
+                                if (r < 0)
+                                        return r;
+                                if (ti == SCHED_NIL)
+                                        break;
+                        }
                         const SchedTask *t = sched_task_at(s, ti);
                         uint32_t next = sched_meta_at(s, ti)->next;
                         if (!sched_task_is_training(j, t)) {
@@ -630,7 +646,7 @@ static int training_pass(Sched *s, double now_s, bool *ret_stop) {
                         /* Placed or skipped, the main pass must not try it again. */
                         sched_meta_at(s, ti)->seen = s->epoch;
                         int outcome;
-                        int r = try_start(s, now_s, j, ti, true, &outcome);
+                        r = try_start(s, now_s, j, ti, true, &outcome);
                         if (r < 0)
                                 return r;
                         if (outcome == UNIT_STOP) {
@@ -649,11 +665,14 @@ static int probe_pass(Sched *s, double now_s, bool *ret_stop) {
         while (s->probe_head < s->n_probe_keys) {
                 SchedJob *j = sched_table_find(s, s->probe_keys[s->probe_head]);
                 if (!j || j->probed || j->real_done || j->size.kind != SCHED_SIZE_INITIAL ||
-                    j->pending_head == SCHED_NIL) {
+                    (j->pending_head == SCHED_NIL && j->run_n == 0)) {
                         s->probe_head++;
                         continue;
                 }
                 uint32_t ti = j->pending_head;
+                int r = ti == SCHED_NIL ? sched_job_materialize_next(s, j, &ti) : 0;
+                if (r < 0)
+                        return r;
                 if (sched_task_at(s, ti)->index != 0) {
                         s->probe_head++; /* its first task was placed and is pending again */
                         continue;
@@ -663,7 +682,7 @@ static int probe_pass(Sched *s, double now_s, bool *ret_stop) {
                                    * another user is hungry: probes wait in order */
                 sched_meta_at(s, ti)->seen = s->epoch;
                 int outcome;
-                int r = try_start(s, now_s, j, ti, true, &outcome);
+                r = try_start(s, now_s, j, ti, true, &outcome);
                 if (r < 0)
                         return r;
                 if (sched_task_at(s, ti)->state == SCHED_TASK_RUNNING)
@@ -1050,7 +1069,7 @@ int sched_decide(Sched *s, double now_s, PlacementNode *nodes, size_t n_nodes,
 }
 
 double sched_task_cpu_weight(const Sched *s, size_t id) {
-        if (!sched_task_held(s, id) || sched_meta_at(s, (uint32_t) id)->job == SCHED_NIL)
+        if (!sched_task_paged(s, id) || sched_meta_at(s, (uint32_t) id)->job == SCHED_NIL)
                 return 0;
         const SchedTask *t = sched_task_at(s, (uint32_t) id);
         if (t->state != SCHED_TASK_RUNNING)

@@ -273,7 +273,7 @@ int sched_task_set(Sched *s, size_t id, const SchedTask *task);
 /* The task is gone (finished, failed, cancelled). -ENOENT. */
 int sched_task_remove(Sched *s, size_t id);
 /* The task as the scheduler holds it: as told, with its decisions applied; NULL if it holds
- * none by that id. Valid until the next call that tells or removes a task. */
+ * none by that id. Valid until the next call that tells or removes a task, or gets another. */
 const SchedTask *sched_task_get(const Sched *s, size_t id);
 /* Ages the virtual cluster to now and fits work onto nodes in the policy's order. Placement is
  * strict: the highest-priority task that fits on no node right now stops placement (with

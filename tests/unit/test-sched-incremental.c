@@ -224,3 +224,65 @@ Test(sched_incremental, same_decisions_every_policy) {
                         for (uint64_t seed = 1; seed <= 3; seed++)
                                 run_world(p, m, seed * 0x9e3779b97f4a7c15ULL);
 }
+
+/* A job's pending tasks told alike one after the other stand as a count until a decision
+ * reaches the job (sched-tasks.c): with ids going down as well as up, each is still held, got
+ * and removed by its own id, and decisions name the right ones in index order. */
+Test(sched_incremental, pending_tasks_told_alike) {
+        SchedParams params = SCHED_PARAMS_DEFAULT;
+        params.policy = SCHED_FIFO;
+        params.preemption = SCHED_PREEMPT_WAIT;
+        Sched *s;
+        cr_assert_eq(sched_new(&params, 2, &s), 0);
+        PlacementNode node = { .id = "n1", .capacity_cpus = 2, .capacity_memory_bytes = 1024 * MiB };
+        cr_assert_eq(sched_set_nodes(s, &node, 1), 0);
+        SchedSize size = { .kind = SCHED_SIZE_FINAL, .size_s = 40 };
+        uint64_t down = sched_key(1, 0), up = sched_key(2, 0);
+        cr_assert_eq(sched_job_add(s, down, 0, 1, 4, &size), 0);
+        cr_assert_eq(sched_job_add(s, up, 0, 1, 4, &size), 0);
+        for (unsigned i = 0; i < 4; i++) {
+                SchedTask t = { .key = down, .index = i, .state = SCHED_TASK_PENDING, .cpu_cores = 1,
+                                .memory_bytes = MiB };
+                cr_assert_eq(sched_task_set(s, 7 - i, &t), 0);
+                t.key = up;
+                cr_assert_eq(sched_task_set(s, 20 + i, &t), 0);
+        }
+        for (unsigned i = 0; i < 4; i++) {
+                const SchedTask *t = sched_task_get(s, 7 - i);
+                cr_assert_not_null(t);
+                cr_assert_eq(t->key, down);
+                cr_assert_eq(t->index, i);
+                cr_assert_eq(t->state, SCHED_TASK_PENDING);
+                cr_assert_float_eq(t->cpu_cores, 1, 1e-12);
+                cr_assert_eq(t->memory_bytes, MiB);
+                cr_assert_eq(sched_task_get(s, 20 + i)->index, i);
+        }
+        cr_assert_null(sched_task_get(s, 3));
+        cr_assert_null(sched_task_get(s, 8));
+        cr_assert_eq(sched_task_remove(s, 8), -ENOENT);
+        /* Index 1 of the first job goes: indices 0 and 2 start, by their ids. */
+        cr_assert_eq(sched_task_remove(s, 6), 0);
+        cr_assert_null(sched_task_get(s, 6));
+        const SchedDecision *d;
+        size_t n;
+        cr_assert_eq(sched_next(s, 1, &d, &n), 0);
+        cr_assert_eq(n, 2);
+        cr_assert_eq(d[0].verb, SCHED_START);
+        cr_assert_eq(d[0].task, 7);
+        cr_assert_eq(d[1].task, 5);
+        cr_assert_eq(sched_task_get(s, 5)->state, SCHED_TASK_RUNNING);
+        /* Told again with a new request, a task of the second job stands for itself. */
+        SchedTask t = { .key = up, .index = 2, .state = SCHED_TASK_PENDING, .cpu_cores = 2, .memory_bytes = MiB };
+        cr_assert_eq(sched_task_set(s, 22, &t), 0);
+        cr_assert_float_eq(sched_task_get(s, 22)->cpu_cores, 2, 1e-12);
+        cr_assert_float_eq(sched_task_get(s, 23)->cpu_cores, 1, 1e-12);
+        cr_assert_eq(sched_task_remove(s, 7), 0);
+        cr_assert_eq(sched_task_remove(s, 5), 0);
+        cr_assert_eq(sched_task_remove(s, 4), 0);
+        cr_assert_eq(sched_job_remove(s, down, 2), 0);
+        cr_assert_eq(sched_next(s, 2, &d, &n), 0);
+        cr_assert_eq(n, 2);
+        cr_assert_eq(d[0].task, 20);
+        cr_assert_eq(d[1].task, 21);
+        sched_free(s);
+}
