@@ -410,14 +410,17 @@ static bool cheaper(const Victim *a, const Victim *b) {
 }
 
 /* The node's frozen tasks that may be killed, cheapest first (started_s holds what a kill of
- * each loses). The bound: kill_max_lost_s, or, for a tiny phase that has waited longer, what
- * its waiting has cost (SCHED_FROZEN_KILL_WAIT_SHARE) — a frozen task holds memory and does
- * nothing, and on nodes full of long running tasks it may hold it for hours. */
+ * each loses). The bound: kill_max_lost_s, or, for a tiny phase, the larger of its estimated
+ * size and what its waiting has cost (SCHED_FROZEN_KILL_WAIT_SHARE) — never more work thrown
+ * away than the phase served is expected to take or has lost waiting. A frozen task holds
+ * memory and does nothing, and on nodes full of long running tasks it may hold it for hours. */
 static int frozen_collect(Sched *s, struct SchedPreemptScratch *q, const SchedBlocked *b, size_t node, size_t *ret_n) {
         const SchedTask *t = sched_task_at(s, (uint32_t) b->task);
         double bound_s = s->params.kill_max_lost_s;
-        if (b->job->tier == SCHED_TIER_TINY)
+        if (b->job->tier == SCHED_TIER_TINY) {
                 bound_s = MAX(bound_s, SCHED_FROZEN_KILL_WAIT_SHARE * MAX(s->last_s - b->job->arrival_s, 0.0) * t->cpu_cores);
+                bound_s = MAX(bound_s, b->job->size.size_s);
+        }
         size_t n = 0;
         for (uint32_t i = s->node_tasks[node].placed; i != SCHED_NIL; i = sched_meta_at(s, i)->gnext) {
                 const SchedTask *c = sched_task_at(s, i);

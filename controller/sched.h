@@ -95,9 +95,9 @@ typedef struct SchedParams {
 
 #define SCHED_KILL_MAX_LOST_S_DEFAULT 2.0
 /* Suspend-kill: a frozen task that holds the memory a waiting task of a tiny phase needs may
- * also be killed when it ran at most this share of the CPU-seconds the tiny phase's task has
- * waited: never more work thrown away than the waiting has cost (docs/design.md, "The
- * defaults, measured"). */
+ * also be killed when it ran at most the tiny phase's estimated size, or this share of the
+ * CPU-seconds the tiny phase's task has waited: never more work thrown away than the phase
+ * served is expected to take or has lost waiting (docs/design.md, "The defaults, measured"). */
 #define SCHED_FROZEN_KILL_WAIT_SHARE 1.0
 #define SCHED_FAIR_OVERCOMMIT_DEFAULT 8.0
 #define SCHED_PROBE_S_DEFAULT 1.0
