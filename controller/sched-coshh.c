@@ -65,11 +65,22 @@ static int node_types(Sched *s) {
         return 1;
 }
 
-/* A job's task request: its first task the scheduler holds (tasks of a phase ask alike). */
-static const SchedTask *job_task(const Sched *s, const SchedJob *j) {
+/* A job's task request (tasks of a phase ask alike): its pending tasks kept as a count, or the
+ * first task the scheduler holds a record of. Returns false when it holds none. */
+static bool job_request(const Sched *s, const SchedJob *j, double *ret_cpus, uint64_t *ret_memory) {
+        if (j->run_n > 0) {
+                *ret_cpus = j->run_cpu_cores;
+                *ret_memory = j->run_memory_bytes;
+                return true;
+        }
         uint32_t ti = j->pending_head != SCHED_NIL ? j->pending_head :
                 j->suspended_head != SCHED_NIL ? j->suspended_head : j->active_head;
-        return ti == SCHED_NIL ? NULL : sched_task_at(s, ti);
+        if (ti == SCHED_NIL)
+                return false;
+        const SchedTask *t = sched_task_at(s, ti);
+        *ret_cpus = t->cpu_cores;
+        *ret_memory = t->memory_bytes;
+        return true;
 }
 
 typedef struct ClassSum {
@@ -100,13 +111,13 @@ static int plan(Sched *s) {
         size_t n = 0;
         for (size_t slot = 0; slot < s->n_slots; slot++) {
                 const SchedJob *j = &s->jobs[slot];
-                const SchedTask *t = j->used && !j->real_done ? job_task(s, j) : NULL;
+                double cpus;
+                uint64_t memory;
                 /* A job with no size estimate yet has no class: its rate would be infinite, and
                  * the program would pin it to one type for a sliver of it. It goes anywhere. */
-                if (!t || !(sched_job_size(j) > 0))
+                if (!j->used || j->real_done || !job_request(s, j, &cpus, &memory) || !(sched_job_size(j) > 0))
                         continue;
-                double x = t->cpu_cores > 0 && memory_per_cpu > 0 ?
-                        (double) t->memory_bytes / t->cpu_cores / memory_per_cpu : 1;
+                double x = cpus > 0 && memory_per_cpu > 0 ? (double) memory / cpus / memory_per_cpu : 1;
                 slots[n] = (uint32_t) slot;
                 features[n++] = (CoshhJob) { .size_s = sched_job_size(j), .mix = x / (1 + x) };
         }
@@ -118,13 +129,14 @@ static int plan(Sched *s) {
 
         ClassSum sum[SCHED_COSHH_MAX_CLASSES] = {};
         for (size_t i = 0; i < n; i++) {
-                const SchedJob *j = &s->jobs[slots[i]];
-                const SchedTask *t = job_task(s, j);
+                double cpus = 0;
+                uint64_t memory = 0;
+                (void) job_request(s, &s->jobs[slots[i]], &cpus, &memory);
                 ClassSum *c = &sum[cls[i]];
                 c->n++;
                 c->size_s += features[i].size_s;
-                c->cpus += t->cpu_cores;
-                c->memory_bytes += (double) t->memory_bytes;
+                c->cpus += cpus;
+                c->memory_bytes += (double) memory;
         }
         /* σ: the jobs of each class in the system, as the thesis re-plans when they change. */
         double sigma[SCHED_COSHH_MAX_CLASSES];
