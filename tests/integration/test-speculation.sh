@@ -113,8 +113,10 @@ case_late() {
         case $why in late:*) ;; *) fail "late: the copy $copy does not say why LATE launched it: $why" ;; esac
         pass "late: straggler $straggler on n1 got the copy $copy on n2, which won ($why)"
 
-        [ "$(job_field "$JOB" ".phases[0].tasks[] | select(.id == \"$straggler\") | .state")" = cancelled ] ||
-                fail "late: the straggler $straggler was not stopped: $(tasks "$JOB")"
+        # The loser is killed once the copy has won: SIGTERM, then SIGKILL --kill-grace later,
+        # its end reported with the next heartbeat.
+        stopped() { [ "$(job_field "$JOB" ".phases[0].tasks[] | select(.id == \"$straggler\") | .state")" = cancelled ]; }
+        wait_for 20 stopped || fail "late: the straggler $straggler was not stopped: $(tasks "$JOB")"
         job_field "$JOB" ".phases[0].tasks[] | select(.id == \"$straggler\") | .error" |
                 grep -q "^stopped: attempt $copy succeeded first" || fail "late: the straggler does not say the copy won: $(tasks "$JOB")"
         gone() { [ -z "$(task_cgroups n1 "$straggler")" ]; }
