@@ -177,8 +177,11 @@ assert_once "$id" 1
 pass "agent SIGKILLed mid-run: task $task kept running and was re-adopted"
 
 # ---- 3. node lost, rescheduled, duplicate killed on return ----
+# Long enough that the old attempt still runs when its node comes back, also when the
+# orchestrator has raised it to a whole core (an attempt that had already succeeded would count,
+# and its retry would be the one stopped).
 id=$("$CGORCHCTL" submit --name lost --user nobody --tasks 1 --cpus 0.5 --memory 64M -- \
-        "$BURN_BIN" --cpu-seconds 4 --memory 4M)
+        "$BURN_BIN" --cpu-seconds 16 --memory 4M)
 wait_for 20 all_running "$id" 1 || fail "job $id never ran"
 node=$(job_field "$id" '.phases[0].tasks[0].node')
 task=$(job_field "$id" '.phases[0].tasks[0].id')
