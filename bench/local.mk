@@ -96,6 +96,13 @@ bench-speculation: sim/cgorch-sim
 	$(BASH) $(srcdir)/bench/speculation.sh $(builddir)
 .PHONY: bench-speculation
 
+# Speculation on real cgroups: two agents, one slowed, LATE on against off (as root, minutes):
+# `make bench-speculation-real`.
+dist_noinst_SCRIPTS += bench/speculation-real.sh
+bench-speculation-real: controller/cgorch-controller agent/cgorch-agent cli/cgorchctl tools/cgorch-burn
+	$(BASH) $(srcdir)/bench/speculation-real.sh $(builddir)
+.PHONY: bench-speculation-real
+
 # A cgorch-sim trace replayed on a real controller and agent on this machine's cgroups (root):
 # the real-cgroup leg of the scheduling benchmark (see docs/benchmarks.md). `make bench-replay`
 # replays the dev generator's first 20 jobs at a hundredth of their times.
