@@ -237,339 +237,356 @@ static int timeline_writer(FILE *f, const SimWorkload *w, const SimResult *r) {
         return sim_report_timeline_csv(f, r);
 }
 
-int main(int argc, char *argv[]) {
-        SimParams params = SIM_PARAMS_DEFAULT;
-        SimGenerator gen = SIM_GEN_DEV;
-        const char *trace = NULL, *job_class = NULL, *cluster = NULL, *write_trace = NULL;
-        const char *jobs_csv = NULL, *timeline = NULL;
-        double n_jobs = 0, seed = 1, load = 0;
-        bool summary_csv = false;
-        Progress progress = { .enabled = isatty(STDERR_FILENO) };
-        RuntimeSettings knobs = runtime_settings_default();
-        const char *knob_text[64] = {};
-        bool paper = false;
-        double straggler_fraction = 0, straggler_slowdown = 1;
-        int c, k;
+/* What the command line asked for. */
+typedef struct SimCli {
+        SimParams params;
+        SimGenerator gen;
+        const char *trace, *job_class, *cluster, *write_trace, *jobs_csv, *timeline;
+        double n_jobs, seed, load;
+        bool summary_csv, paper;
+        double straggler_fraction, straggler_slowdown;
+        const char *knob_text[64];
+        Progress progress;
+} SimCli;
 
-        if (options_build() < 0 || runtime_n_knobs > ELEMENTSOF(knob_text)) {
-                fprintf(stderr, "cgorch-sim: more controller knobs than flag slots\n");
-                return 1;
+/* The flags that take one number: the field it goes to and its least value. */
+static const struct {
+        int id;
+        const char *name;
+        double min;
+        size_t offset;
+} number_flags[] = {
+        { 'n', "jobs", 0, offsetof(SimCli, n_jobs) },
+        { ARG_LOAD, "load", 0, offsetof(SimCli, load) },
+        { 's', "error-sigma", 0, offsetof(SimCli, params.error_sigma) },
+        { ARG_TRAINING_CPUS, "training-cpus", 0, offsetof(SimCli, params.training_cpus) },
+        { ARG_TRAINING_SHARE, "training-share", 0, offsetof(SimCli, params.training_share) },
+        { ARG_USER_GRACE, "user-grace", 0, offsetof(SimCli, params.user_grace_s) },
+        { ARG_USER_MAX_CPUS, "user-max-cpus", 0, offsetof(SimCli, params.user_max_cpus) },
+        { ARG_PROBE, "probe", 0, offsetof(SimCli, params.probe_s) },
+        { ARG_KILL_MAX_LOST, "kill-max-lost", 0, offsetof(SimCli, params.kill_max_lost_s) },
+        { ARG_FAIR_OVERCOMMIT, "fair-overcommit", 1, offsetof(SimCli, params.fair_overcommit) },
+        { ARG_RESCHEDULE, "reschedule", 0, offsetof(SimCli, params.reschedule_s) },
+        { ARG_THRASH, "thrash-exponent", 0, offsetof(SimCli, params.thrash_exponent) },
+        { ARG_SPECULATION_MIN_RUNTIME, "speculation-min-runtime", 0,
+          offsetof(SimCli, params.speculation.late.min_runtime_s) },
+        { ARG_SEED, "seed", 0, offsetof(SimCli, seed) },
+        { ARG_SAMPLE, "sample", 0, offsetof(SimCli, params.sample_s) },
+};
+
+/* 1: a number flag, parsed; 0: not one; < 0: not a valid number (said). */
+static int parse_number_flag(SimCli *o, int c, const char *arg) {
+        for (size_t i = 0; i < ELEMENTSOF(number_flags); i++)
+                if (number_flags[i].id == c)
+                        return parse_number(number_flags[i].name, arg, number_flags[i].min,
+                                            (double *) ((char *) o + number_flags[i].offset)) < 0 ? -EINVAL : 1;
+        return 0;
+}
+
+static int parse_yes_no(const char *name, const char *arg, bool *ret) {
+        if (!streq(arg, "yes") && !streq(arg, "no")) {
+                fprintf(stderr, "cgorch-sim: --%s=%s: yes or no\n", name, arg);
+                return -EINVAL;
         }
-        params.seed = 1;
-        while ((c = getopt_long(argc, argv, "w:t:n:c:p:P:e:s:o:j:T:h", options, NULL)) >= 0) {
-                switch (c) {
-                case 'w':
-                        gen = sim_generator_from_string(optarg);
-                        if (gen < 0) {
-                                fprintf(stderr, "cgorch-sim: --workload: unknown workload \"%s\"\n", optarg);
-                                return 2;
-                        }
-                        break;
-                case 't':
-                        trace = optarg;
-                        break;
-                case 'n':
-                        if (parse_number("jobs", optarg, 0, &n_jobs) < 0)
-                                return 2;
-                        break;
-                case ARG_JOB_CLASS:
-                        job_class = optarg;
-                        break;
-                case 'c':
-                        cluster = optarg;
-                        break;
-                case ARG_WRITE_TRACE:
-                        write_trace = optarg;
-                        break;
-                case ARG_LOAD:
-                        if (parse_number("load", optarg, 0, &load) < 0)
-                                return 2;
-                        if (!(load > 0)) {
-                                fprintf(stderr, "cgorch-sim: --load: must be above 0\n");
-                                return 2;
-                        }
-                        break;
-                case 'p':
-                        params.policy = sim_policy_from_string(optarg);
-                        if (params.policy < 0) {
-                                fprintf(stderr, "cgorch-sim: --policy: unknown policy \"%s\"\n", optarg);
-                                return 2;
-                        }
-                        break;
-                case 'P':
-                        params.preemption = sim_preemption_from_string(optarg);
-                        if (params.preemption < 0) {
-                                fprintf(stderr, "cgorch-sim: --preemption: unknown primitive \"%s\"\n", optarg);
-                                return 2;
-                        }
-                        break;
-                case 'e':
-                        params.estimator = sim_estimator_from_string(optarg);
-                        if (params.estimator < 0) {
-                                fprintf(stderr, "cgorch-sim: --estimator: unknown estimator \"%s\"\n", optarg);
-                                return 2;
-                        }
-                        break;
-                case 's':
-                        if (parse_number("error-sigma", optarg, 0, &params.error_sigma) < 0)
-                                return 2;
-                        break;
-                case ARG_TRAINING_CPUS:
-                        if (parse_number("training-cpus", optarg, 0, &params.training_cpus) < 0)
-                                return 2;
-                        break;
-                case ARG_USER_SHARES:
-                        if (!streq(optarg, "yes") && !streq(optarg, "no")) {
-                                fprintf(stderr, "cgorch-sim: --user-shares=%s: yes or no\n", optarg);
-                                return 2;
-                        }
-                        params.user_shares = streq(optarg, "yes");
-                        break;
-                case ARG_USER_GRACE:
-                        if (parse_number("user-grace", optarg, 0, &params.user_grace_s) < 0)
-                                return 2;
-                        break;
-                case ARG_USER_MAX_CPUS:
-                        if (parse_number("user-max-cpus", optarg, 0, &params.user_max_cpus) < 0)
-                                return 2;
-                        break;
-                case ARG_PROBE:
-                        if (parse_number("probe", optarg, 0, &params.probe_s) < 0)
-                                return 2;
-                        break;
-                case ARG_KILL_MAX_LOST:
-                        if (parse_number("kill-max-lost", optarg, 0, &params.kill_max_lost_s) < 0)
-                                return 2;
-                        break;
-                case ARG_PLACEMENT:
-                        params.placement = sched_placement_from_string(optarg);
-                        if (params.placement < 0) {
-                                fprintf(stderr, "cgorch-sim: --placement: unknown placement \"%s\"\n", optarg);
-                                return 2;
-                        }
-                        break;
-                case ARG_FAIR_OVERCOMMIT:
-                        if (parse_number("fair-overcommit", optarg, 1, &params.fair_overcommit) < 0)
-                                return 2;
-                        break;
-                case ARG_TRAINING_SHARE:
-                        if (parse_number("training-share", optarg, 0, &params.training_share) < 0)
-                                return 2;
-                        if (params.training_share > 1) {
-                                fprintf(stderr, "cgorch-sim: --training-share: must be at most 1\n");
-                                return 2;
-                        }
-                        break;
-                case ARG_RESCHEDULE:
-                        if (parse_number("reschedule", optarg, 0, &params.reschedule_s) < 0)
-                                return 2;
-                        break;
-                case 'o':
-                        knob_text[runtime_knob_find("orchestrate") - runtime_knobs] = optarg;
-                        break;
-                case ARG_BALANCER:
-                        if (!streq(optarg, "daemon") && !streq(optarg, "paper")) {
-                                fprintf(stderr, "cgorch-sim: --balancer: \"%s\" is neither daemon nor paper\n", optarg);
-                                return 2;
-                        }
-                        paper = streq(optarg, "paper");
-                        break;
-                case ARG_MEMORY_GUARD:
-                        if (!streq(optarg, "yes") && !streq(optarg, "no")) {
-                                fprintf(stderr, "cgorch-sim: --memory-guard=%s: yes or no\n", optarg);
-                                return 2;
-                        }
-                        params.memory_guard = streq(optarg, "yes");
-                        break;
-                case ARG_THRASH:
-                        if (parse_number("thrash-exponent", optarg, 0, &params.thrash_exponent) < 0)
-                                return 2;
-                        break;
-                case ARG_SPECULATION:
-                        params.speculation.policy = speculation_policy_from_string(optarg);
-                        if (params.speculation.policy < 0) {
-                                fprintf(stderr, "cgorch-sim: --speculation: \"%s\" is not off, late or hadoop\n", optarg);
-                                return 2;
-                        }
-                        break;
-                case ARG_SPECULATION_MIN_RUNTIME:
-                        if (parse_number("speculation-min-runtime", optarg, 0, &params.speculation.late.min_runtime_s) < 0)
-                                return 2;
-                        break;
-                case ARG_STRAGGLERS: {
-                        char *x = strchr(optarg, 'x');
-                        if (!x)
-                                x = optarg + strlen(optarg);
-                        _cleanup_free_ char *fraction = strndup(optarg, (size_t) (x - optarg));
-                        if (!fraction || parse_number("stragglers", fraction, 0, &straggler_fraction) < 0 ||
-                            (*x && parse_number("stragglers", x + 1, 1, &straggler_slowdown) < 0))
-                                return 2;
-                        if (straggler_fraction > 1 || !*x) {
-                                fprintf(stderr, "cgorch-sim: --stragglers: \"%s\" is not FRACTIONxSLOWDOWN (fraction at most 1)\n",
-                                        optarg);
-                                return 2;
-                        }
-                        break;
-                }
-                case ARG_SEED:
-                        if (parse_number("seed", optarg, 0, &seed) < 0)
-                                return 2;
-                        params.seed = (uint64_t) seed;
-                        break;
-                case 'j':
-                        jobs_csv = optarg;
-                        break;
-                case 'T':
-                        timeline = optarg;
-                        break;
-                case ARG_SAMPLE:
-                        if (parse_number("sample", optarg, 0, &params.sample_s) < 0)
-                                return 2;
-                        break;
-                case ARG_SUMMARY:
-                        if (streq(optarg, "csv"))
-                                summary_csv = true;
-                        else if (!streq(optarg, "text")) {
-                                fprintf(stderr, "cgorch-sim: --summary: \"%s\" is neither text nor csv\n", optarg);
-                                return 2;
-                        }
-                        break;
-                case ARG_PROGRESS:
-                        progress.enabled = true;
-                        break;
-                case 'h':
-                        help();
-                        return 0;
-                case ARG_VERSION:
-                        printf("cgorch-sim %s\n", PACKAGE_VERSION);
-                        return 0;
-                default:
-                        if (c >= ARG_KNOB && (size_t) (c - ARG_KNOB) < runtime_n_knobs) {
-                                knob_text[c - ARG_KNOB] = optarg;
-                                break;
-                        }
-                        fprintf(stderr, "Try 'cgorch-sim --help'.\n");
-                        return 2;
-                }
+        *ret = streq(arg, "yes");
+        return 0;
+}
+
+/* The name flags: -1 from the parser is an unknown name. */
+static int check_name(const char *flag, const char *arg, int parsed) {
+        if (parsed < 0) {
+                fprintf(stderr, "cgorch-sim: --%s: unknown %s \"%s\"\n", flag, flag, arg);
+                return -EINVAL;
         }
-        /* The preset first, then the knobs given, whatever their order on the command line. */
-        if (paper)
+        return 0;
+}
+
+static int parse_stragglers(SimCli *o, const char *arg) {
+        const char *x = strchr(arg, 'x');
+        if (!x)
+                x = arg + strlen(arg);
+        _cleanup_free_ char *fraction = strndup(arg, (size_t) (x - arg));
+        if (!fraction || parse_number("stragglers", fraction, 0, &o->straggler_fraction) < 0 ||
+            (*x && parse_number("stragglers", x + 1, 1, &o->straggler_slowdown) < 0))
+                return -EINVAL;
+        if (o->straggler_fraction > 1 || !*x) {
+                fprintf(stderr, "cgorch-sim: --stragglers: \"%s\" is not FRACTIONxSLOWDOWN (fraction at most 1)\n", arg);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/* One flag that is neither a number nor a knob; < 0 on a bad value (said). */
+static int parse_flag(SimCli *o, int c, const char *arg) {
+        switch (c) {
+        case 'w':
+                o->gen = sim_generator_from_string(arg);
+                return check_name("workload", arg, o->gen);
+        case 'p':
+                o->params.policy = sim_policy_from_string(arg);
+                return check_name("policy", arg, o->params.policy);
+        case 'P':
+                o->params.preemption = sim_preemption_from_string(arg);
+                return check_name("preemption", arg, o->params.preemption);
+        case 'e':
+                o->params.estimator = sim_estimator_from_string(arg);
+                return check_name("estimator", arg, o->params.estimator);
+        case ARG_PLACEMENT:
+                o->params.placement = sched_placement_from_string(arg);
+                return check_name("placement", arg, o->params.placement);
+        case ARG_SPECULATION:
+                o->params.speculation.policy = speculation_policy_from_string(arg);
+                if (o->params.speculation.policy < 0) {
+                        fprintf(stderr, "cgorch-sim: --speculation: \"%s\" is not off, late or hadoop\n", arg);
+                        return -EINVAL;
+                }
+                return 0;
+        case 't':
+                o->trace = arg;
+                return 0;
+        case ARG_JOB_CLASS:
+                o->job_class = arg;
+                return 0;
+        case 'c':
+                o->cluster = arg;
+                return 0;
+        case ARG_WRITE_TRACE:
+                o->write_trace = arg;
+                return 0;
+        case 'j':
+                o->jobs_csv = arg;
+                return 0;
+        case 'T':
+                o->timeline = arg;
+                return 0;
+        case 'o':
+                o->knob_text[runtime_knob_find("orchestrate") - runtime_knobs] = arg;
+                return 0;
+        case ARG_USER_SHARES:
+                return parse_yes_no("user-shares", arg, &o->params.user_shares);
+        case ARG_MEMORY_GUARD:
+                return parse_yes_no("memory-guard", arg, &o->params.memory_guard);
+        case ARG_BALANCER:
+                if (!streq(arg, "daemon") && !streq(arg, "paper")) {
+                        fprintf(stderr, "cgorch-sim: --balancer: \"%s\" is neither daemon nor paper\n", arg);
+                        return -EINVAL;
+                }
+                o->paper = streq(arg, "paper");
+                return 0;
+        case ARG_STRAGGLERS:
+                return parse_stragglers(o, arg);
+        case ARG_SUMMARY:
+                if (!streq(arg, "csv") && !streq(arg, "text")) {
+                        fprintf(stderr, "cgorch-sim: --summary: \"%s\" is neither text nor csv\n", arg);
+                        return -EINVAL;
+                }
+                o->summary_csv = streq(arg, "csv");
+                return 0;
+        case ARG_PROGRESS:
+                o->progress.enabled = true;
+                return 0;
+        default:
+                if (c >= ARG_KNOB && (size_t) (c - ARG_KNOB) < runtime_n_knobs) {
+                        o->knob_text[c - ARG_KNOB] = arg;
+                        return 0;
+                }
+                fprintf(stderr, "Try 'cgorch-sim --help'.\n");
+                return -EINVAL;
+        }
+}
+
+/* The orchestrator's knobs: the preset first, then the knobs given, whatever their order on the
+ * command line. */
+static int apply_knobs(SimCli *o) {
+        RuntimeSettings knobs = runtime_settings_default();
+        const char *bad;
+
+        if (o->paper)
                 sim_orch_paper_params(&knobs.balance);
         for (size_t i = 0; i < runtime_n_knobs; i++) {
                 _cleanup_free_ char *error = NULL;
-                if (knob_text[i] && runtime_knob_set_text(&knobs, &runtime_knobs[i], knob_text[i], &error) < 0) {
+                if (o->knob_text[i] && runtime_knob_set_text(&knobs, &runtime_knobs[i], o->knob_text[i], &error) < 0) {
                         fprintf(stderr, "cgorch-sim: --%s\n", error ?: runtime_knobs[i].name);
-                        return 2;
+                        return -EINVAL;
                 }
         }
-        const char *bad;
         if (orch_balance_params_validate(&knobs.balance, &bad) < 0) {
                 fprintf(stderr, "cgorch-sim: the orchestration flags are not valid together (%s)\n", bad);
-                return 2;
+                return -EINVAL;
         }
-        params.orch = knobs.balance;
+        o->params.orch = knobs.balance;
+        return 0;
+}
+
+/* Returns 1 to run, 0 to exit successfully (--help, --version), or the exit code negated. */
+static int parse_args(int argc, char *argv[], SimCli *o) {
+        int c, k;
+
+        while ((c = getopt_long(argc, argv, "w:t:n:c:p:P:e:s:o:j:T:h", options, NULL)) >= 0) {
+                if (c == 'h') {
+                        help();
+                        return 0;
+                }
+                if (c == ARG_VERSION) {
+                        printf("cgorch-sim %s\n", PACKAGE_VERSION);
+                        return 0;
+                }
+                k = parse_number_flag(o, c, optarg);
+                if (k == 0)
+                        k = parse_flag(o, c, optarg);
+                if (k < 0)
+                        return -2;
+                if (c == ARG_LOAD && !(o->load > 0)) {
+                        fprintf(stderr, "cgorch-sim: --load: must be above 0\n");
+                        return -2;
+                }
+                if (c == ARG_TRAINING_SHARE && o->params.training_share > 1) {
+                        fprintf(stderr, "cgorch-sim: --training-share: must be at most 1\n");
+                        return -2;
+                }
+        }
+        o->params.seed = (uint64_t) o->seed;
         if (optind < argc) {
                 fprintf(stderr, "cgorch-sim: unexpected argument \"%s\"\n", argv[optind]);
-                return 2;
+                return -2;
         }
+        return apply_knobs(o) < 0 ? -2 : 1;
+}
 
-        _cleanup_(sim_workload_done) SimWorkload w = { 0 };
-        if (trace) {
-                _cleanup_fclose_ FILE *f = streq(trace, "-") ? NULL : fopen(trace, "re");
-                if (!f && !streq(trace, "-")) {
-                        fprintf(stderr, "cgorch-sim: %s: %m\n", trace);
+/* The jobs: a trace read or a workload generated, then filtered. Returns an exit code or 0. */
+static int load_workload(const SimCli *o, SimWorkload *w) {
+        int k;
+
+        if (o->trace) {
+                _cleanup_fclose_ FILE *f = streq(o->trace, "-") ? NULL : fopen(o->trace, "re");
+                if (!f && !streq(o->trace, "-")) {
+                        fprintf(stderr, "cgorch-sim: %s: %m\n", o->trace);
                         return 1;
                 }
                 char error[256] = "";
-                k = sim_trace_read(f ?: stdin, &w, error, sizeof error);
+                k = sim_trace_read(f ?: stdin, w, error, sizeof error);
                 if (k < 0) {
-                        fprintf(stderr, "cgorch-sim: %s: %s\n", trace, *error ? error : strerror(-k));
+                        fprintf(stderr, "cgorch-sim: %s: %s\n", o->trace, *error ? error : strerror(-k));
                         return 1;
                 }
         } else {
-                k = sim_generate(gen, (size_t) n_jobs, params.seed, &w);
+                k = sim_generate(o->gen, (size_t) o->n_jobs, o->params.seed, w);
                 if (k < 0) {
-                        fprintf(stderr, "cgorch-sim: generating %s: %s\n", sim_generator_to_string(gen), strerror(-k));
+                        fprintf(stderr, "cgorch-sim: generating %s: %s\n", sim_generator_to_string(o->gen), strerror(-k));
                         return 1;
                 }
         }
-        if (job_class && sim_workload_filter_class(&w, job_class) == 0) {
-                fprintf(stderr, "cgorch-sim: --job-class: no job of class \"%s\"\n", job_class);
+        if (o->job_class && sim_workload_filter_class(w, o->job_class) == 0) {
+                fprintf(stderr, "cgorch-sim: --job-class: no job of class \"%s\"\n", o->job_class);
                 return 1;
         }
-        if (trace && n_jobs > 0 && (size_t) n_jobs < w.n_jobs)
-                w.n_jobs = (size_t) n_jobs;
+        if (o->trace && o->n_jobs > 0 && (size_t) o->n_jobs < w->n_jobs)
+                w->n_jobs = (size_t) o->n_jobs;
+        return 0;
+}
 
+/* The nodes: --cluster or the trace's own, with stragglers; then the load scaled to them.
+ * Returns an exit code or 0. */
+static int load_cluster(const SimCli *o, SimWorkload *w, SimNodeSpec **ret, size_t *ret_n) {
         _cleanup_free_ SimNodeSpec *nodes = NULL;
         size_t n_nodes = 0;
-        if (cluster) {
-                if (sim_cluster_parse(cluster, &nodes, &n_nodes) < 0) {
-                        fprintf(stderr, "cgorch-sim: --cluster: \"%s\" is not COUNTxCPUSxMEMORY[@SPEED][,...]\n", cluster);
+
+        if (o->cluster) {
+                if (sim_cluster_parse(o->cluster, &nodes, &n_nodes) < 0) {
+                        fprintf(stderr, "cgorch-sim: --cluster: \"%s\" is not COUNTxCPUSxMEMORY[@SPEED][,...]\n", o->cluster);
                         return 2;
                 }
-        } else if (w.n_nodes > 0) {
-                nodes = malloc(w.n_nodes * sizeof(SimNodeSpec));
+        } else if (w->n_nodes > 0) {
+                nodes = malloc(w->n_nodes * sizeof(SimNodeSpec));
                 if (!nodes)
                         return 1;
-                memcpy(nodes, w.nodes, w.n_nodes * sizeof(SimNodeSpec));
-                n_nodes = w.n_nodes;
+                memcpy(nodes, w->nodes, w->n_nodes * sizeof(SimNodeSpec));
+                n_nodes = w->n_nodes;
         } else {
                 fprintf(stderr, "cgorch-sim: a trace needs --cluster\n");
                 return 2;
         }
-
-        if (straggler_fraction > 0 &&
-            sim_cluster_add_stragglers(nodes, n_nodes, straggler_fraction, straggler_slowdown, params.seed) < 0)
+        if (o->straggler_fraction > 0 &&
+            sim_cluster_add_stragglers(nodes, n_nodes, o->straggler_fraction, o->straggler_slowdown, o->params.seed) < 0)
                 return 1;
-
-        if (load > 0 && sim_workload_set_load(&w, nodes, n_nodes, load) < 0) {
+        if (o->load > 0 && sim_workload_set_load(w, nodes, n_nodes, o->load) < 0) {
                 fprintf(stderr, "cgorch-sim: --load: needs at least two jobs arriving at different times\n");
                 return 2;
         }
+        *ret = TAKE_PTR(nodes);
+        *ret_n = n_nodes;
+        return 0;
+}
 
-        if (write_trace) {
-                _cleanup_fclose_ FILE *f = fopen(write_trace, "we");
+/* The summary on stdout and the files asked for. Returns an exit code. */
+static int report(SimCli *o, const SimWorkload *w, const SimResult *res, const struct timespec *end) {
+        int ret = 0;
+        SimSummary s;
+
+        if (sim_summarize(res, &s) < 0) {
+                fprintf(stderr, "cgorch-sim: no job to summarise\n");
+                ret = 1;
+        } else if (o->summary_csv)
+                sim_summary_print_csv(stdout, &s, res, true);
+        else {
+                double wall = elapsed_s(&o->progress.start, end);
+                sim_summary_print_text(stdout, &s, res);
+                sim_report_users_print(stdout, w, res);
+                printf("wall time            %.3f s (%.0f events/s)\n", wall, wall > 0 ? (double) res->events / wall : 0.0);
+        }
+        if (o->jobs_csv && write_file(o->jobs_csv, sim_report_jobs_csv, w, res) < 0)
+                ret = 1;
+        if (o->timeline && write_file(o->timeline, timeline_writer, w, res) < 0)
+                ret = 1;
+        return ret;
+}
+
+int main(int argc, char *argv[]) {
+        SimCli o = {
+                .params = SIM_PARAMS_DEFAULT,
+                .gen = SIM_GEN_DEV,
+                .seed = 1,
+                .straggler_slowdown = 1,
+                .progress = { .enabled = isatty(STDERR_FILENO) },
+        };
+        _cleanup_(sim_workload_done) SimWorkload w = { 0 };
+        _cleanup_free_ SimNodeSpec *nodes = NULL;
+        size_t n_nodes = 0;
+        int k;
+
+        if (options_build() < 0 || runtime_n_knobs > ELEMENTSOF(o.knob_text)) {
+                fprintf(stderr, "cgorch-sim: more controller knobs than flag slots\n");
+                return 1;
+        }
+        k = parse_args(argc, argv, &o);
+        if (k <= 0)
+                return -k;
+        k = load_workload(&o, &w);
+        if (k == 0)
+                k = load_cluster(&o, &w, &nodes, &n_nodes);
+        if (k != 0)
+                return k;
+        if (o.write_trace) {
+                _cleanup_fclose_ FILE *f = fopen(o.write_trace, "we");
                 if (!f || sim_trace_write(f, &w) < 0) {
-                        fprintf(stderr, "cgorch-sim: %s: cannot write the trace\n", write_trace);
+                        fprintf(stderr, "cgorch-sim: %s: cannot write the trace\n", o.write_trace);
                         return 1;
                 }
                 return 0;
         }
 
         SimResult res = { 0 };
-        clock_gettime(CLOCK_MONOTONIC, &progress.start);
-        progress.last = progress.start;
-        k = sim_run(&w, nodes, n_nodes, &params, on_progress, &progress, &res);
         struct timespec end;
+        clock_gettime(CLOCK_MONOTONIC, &o.progress.start);
+        o.progress.last = o.progress.start;
+        k = sim_run(&w, nodes, n_nodes, &o.params, on_progress, &o.progress, &res);
         clock_gettime(CLOCK_MONOTONIC, &end);
-        if (k == -EDEADLK) {
+        if (k == -EDEADLK)
                 fprintf(stderr, "cgorch-sim: some task fits on no node of the cluster: it can never run\n");
-                return 1;
-        }
-        if (k < 0) {
+        else if (k < 0)
                 fprintf(stderr, "cgorch-sim: simulation failed: %s\n", strerror(-k));
-                return 1;
-        }
-        int ret = 0;
-        SimSummary s;
-        if (sim_summarize(&res, &s) < 0) {
-                fprintf(stderr, "cgorch-sim: no job to summarise\n");
-                ret = 1;
-        } else {
-                double wall = elapsed_s(&progress.start, &end);
-                if (summary_csv)
-                        sim_summary_print_csv(stdout, &s, &res, true);
-                else {
-                        sim_summary_print_text(stdout, &s, &res);
-                        sim_report_users_print(stdout, &w, &res);
-                        printf("wall time            %.3f s (%.0f events/s)\n", wall,
-                               wall > 0 ? (double) res.events / wall : 0.0);
-                }
-        }
-        if (jobs_csv && write_file(jobs_csv, sim_report_jobs_csv, &w, &res) < 0)
-                ret = 1;
-        if (timeline && write_file(timeline, timeline_writer, &w, &res) < 0)
-                ret = 1;
+        else
+                k = report(&o, &w, &res, &end);
         sim_result_done(&res);
-        return ret;
+        return k < 0 ? 1 : k;
 }
