@@ -350,20 +350,9 @@ static void raise_nofile(void) {
         }
 }
 
-static int run(void) {
-        _cleanup_(cgroup_backend_freep) CgroupBackend *cgroups = NULL;
-        _cleanup_(reporter_freep) Reporter *reporter = NULL;
-        _cleanup_free_ char *hostname = NULL, *root = NULL, *state_dir = NULL;
-        sd_event *e = NULL;
-        Agent *agent = NULL;
-        StopGuard *stop_guard = NULL;
-        AgentConfig cfg;
-        int r;
-        uid_t min_uid = arg_min_uid != UINT_MAX ? (uid_t) arg_min_uid : task_user_default_min_uid(TASK_USER_LOGIN_DEFS);
-
-        (void) signal(SIGPIPE, SIG_IGN);
-
-        /* Before anything else: an agent that will not talk to its controller touches no cgroup. */
+/* Before anything else: an agent that will not talk to its controller touches no cgroup. Returns
+ * the CA file to verify the controller with (NULL: the system's). */
+static int check_controller_url(const char **ret_ca_file) {
         if (url_is_plain_http_to_another_host(arg_controller)) {
                 if (!arg_plain_http)
                         return log_error_errno(EPERM, "Refusing the plain HTTP controller URL %s: task commands and "
@@ -386,91 +375,95 @@ static int run(void) {
         } else if (arg_ca_cert)
                 log_warning("--ca-cert=%s is not used: the controller URL %s is not https://.", arg_ca_cert,
                             arg_controller);
+        *ret_ca_file = ca_file;
+        return 0;
+}
 
-        if (!arg_node) {
+/* The node's name (--node or the host name) and its cgroup subtree (--cgroup-root or
+ * cgorch.slice/NODE), in allocated strings. */
+static int node_identity(char **ret_node, char **ret_root) {
+        _cleanup_free_ char *node = NULL, *root = NULL;
+
+        if (arg_node)
+                node = strdup(arg_node);
+        else {
                 char buf[256] = "";
-
                 if (gethostname(buf, sizeof buf - 1) < 0)
                         return log_error_errno(errno, "gethostname: %m");
-                hostname = strdup(buf);
-                if (!hostname)
-                        return log_oom();
+                node = strdup(buf);
         }
-        const char *node = arg_node ? arg_node : hostname;
+        if (!node)
+                return log_oom();
+        if (arg_cgroup_root)
+                root = strdup(arg_cgroup_root);
+        else if (asprintf(&root, "cgorch.slice/%s", node) < 0)
+                root = NULL;
+        if (!root)
+                return log_oom();
+        *ret_node = TAKE_PTR(node);
+        *ret_root = TAKE_PTR(root);
+        return 0;
+}
 
-        if (!arg_cgroup_root) {
-                if (asprintf(&root, "cgorch.slice/%s", node) < 0)
-                        return log_oom();
-        }
-        const char *cgroup_root = arg_cgroup_root ? arg_cgroup_root : root;
-
-        AgentBpfSampling bpf_sampling;
-        if (streq(arg_bpf_sampling, "auto"))
-                bpf_sampling = AGENT_BPF_AUTO;
-        else if (streq(arg_bpf_sampling, "yes"))
-                bpf_sampling = AGENT_BPF_YES;
-        else if (streq(arg_bpf_sampling, "no"))
-                bpf_sampling = AGENT_BPF_NO;
-        else
-                return log_error_errno(EINVAL, "--bpf-sampling: \"%s\" is not auto, yes or no.", arg_bpf_sampling);
+/* The flags checked before any cgroup is touched. */
+static int check_flags(AgentBpfSampling *ret_bpf) {
         bool pids_auto;
         uint64_t pids_value;
+
+        if (streq(arg_bpf_sampling, "auto"))
+                *ret_bpf = AGENT_BPF_AUTO;
+        else if (streq(arg_bpf_sampling, "yes"))
+                *ret_bpf = AGENT_BPF_YES;
+        else if (streq(arg_bpf_sampling, "no"))
+                *ret_bpf = AGENT_BPF_NO;
+        else
+                return log_error_errno(EINVAL, "--bpf-sampling: \"%s\" is not auto, yes or no.", arg_bpf_sampling);
         if (cgroup_parse_node_pids_max(arg_node_pids_max, &pids_auto, &pids_value) < 0)
                 return log_error_errno(EINVAL, "--node-pids-max: \"%s\" is not auto, max or 1..%d.", arg_node_pids_max,
                                        INT_MAX);
+        return default_capacity(&arg_cpus, &arg_memory_bytes);
+}
 
-        r = default_capacity(&arg_cpus, &arg_memory_bytes);
-        if (r < 0)
-                return r;
-
-        /* A fixed threshold: heartbeat bodies (a megabyte at 1000 tasks) are mapped and
-         * unmapped each time. glibc's sliding default moves the threshold above the first body
-         * freed, and the later ones come from the heap, which keeps the space after them and
-         * grows around the small allocations made in between (measured: 1.4 MB of free heap). */
-        (void) mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-                return log_error_errno(EIO, "curl_global_init failed.");
+/* SIGTERM and SIGINT end the loop; the stop guard ends the agent should the loop not. */
+static int event_loop_new(sd_event **ret, StopGuard **ret_guard) {
+        sd_event *e = NULL;
+        int r;
 
         r = sd_event_default(&e);
         if (r < 0)
                 return log_error_errno(r, "sd_event_default: %m");
+        *ret = e;
         r = sd_event_add_signal(e, NULL, SIGTERM, NULL, NULL);
         if (r >= 0)
                 r = sd_event_add_signal(e, NULL, SIGINT, NULL, NULL);
-        if (r < 0) {
-                log_error_errno(r, "sd_event_add_signal: %m");
-                goto out;
-        }
+        if (r < 0)
+                return log_error_errno(r, "sd_event_add_signal: %m");
         /* Should a callback never return (a write to a cgroup file that blocks, a bug), SIGTERM
          * still ends the agent, as SIGTERM always does: its tasks keep running and the next
          * agent re-adopts them. */
-        r = stop_guard_start(AGENT_STOP_GRACE_MS, &stop_guard);
-        if (r < 0) {
-                log_error_errno(r, "Cannot start the stop guard: %m");
-                goto out;
-        }
-
-        r = cgroup_backend_new(arg_cgroup_fs, cgroup_root, &cgroups);
+        r = stop_guard_start(AGENT_STOP_GRACE_MS, ret_guard);
         if (r < 0)
-                goto out;
-        (void) move_self_to_leaf(cgroups, cgroup_root);
-        r = set_node_pids_max(cgroups, cgroup_root);
-        if (r < 0)
-                goto out;
-        raise_nofile();
+                return log_error_errno(r, "Cannot start the stop guard: %m");
+        return 0;
+}
 
-        if (!arg_state_dir) {
-                /* One directory per subtree: several agents on one machine never share one. */
-                if (asprintf(&state_dir, "/run/cgorch-agent/%s", cgroup_root) < 0) {
-                        r = log_oom();
-                        goto out;
-                }
-                for (char *p = state_dir + strlen("/run/cgorch-agent/"); *p; p++)
-                        if (*p == '/')
-                                *p = '-';
+/* The agent's state directory: --state-dir, or one per subtree under /run/cgorch-agent, so that
+ * several agents on one machine never share one. */
+static int state_dir_for(const char *cgroup_root, char **ret) {
+        if (arg_state_dir) {
+                *ret = NULL;
+                return 0;
         }
+        if (asprintf(ret, "/run/cgorch-agent/%s", cgroup_root) < 0)
+                return log_oom();
+        for (char *p = *ret + strlen("/run/cgorch-agent/"); *p; p++)
+                if (*p == '/')
+                        *p = '-';
+        return 0;
+}
 
-        cfg = (AgentConfig) {
+static AgentConfig agent_config(const char *node, const char *state_dir, AgentBpfSampling bpf_sampling, uid_t min_uid) {
+        return (AgentConfig) {
                 .node = node,
                 .proc_fs = arg_proc_fs,
                 .capacity_cpus = arg_cpus,
@@ -497,35 +490,27 @@ static int run(void) {
                         .cpu_ceiling_cores = arg_cpus,
                 },
         };
-        r = agent_new(e, cgroups, &cfg, &agent);
-        if (r < 0) {
-                log_error_errno(r, "Cannot set up the agent: %m");
-                goto out;
-        }
+}
 
+/* The heartbeat client of the agent, signing with the node's key, pushed starts on. */
+static int reporter_start(sd_event *e, Agent *agent, const char *node, const char *ca_file, uid_t min_uid,
+                          Reporter **ret) {
         static const ReporterOps ops = {
                 .build = reporter_build,
                 .reply = reporter_reply,
                 .failed = reporter_failed,
         };
+        _cleanup_(reporter_freep) Reporter *reporter = NULL;
+        int r;
+
         r = reporter_new(e, arg_controller, node, &ops, agent, &reporter);
-        if (r < 0) {
-                log_error_errno(r, "Cannot set up the heartbeat client: %m");
-                goto out;
-        }
+        if (r < 0)
+                return log_error_errno(r, "Cannot set up the heartbeat client: %m");
         r = setup_key(reporter, node);
         if (r < 0)
-                goto out;
-        r = reporter_set_ca(reporter, ca_file);
-        if (r < 0) {
-                log_oom();
-                goto out;
-        }
-        r = reporter_set_push(reporter, arg_push, arg_push_hold_us / USEC_PER_MSEC);
-        if (r < 0) {
-                log_oom();
-                goto out;
-        }
+                return r;
+        if (reporter_set_ca(reporter, ca_file) < 0 || reporter_set_push(reporter, arg_push, arg_push_hold_us / USEC_PER_MSEC) < 0)
+                return log_oom();
         output_reads.event = e;
         output_reads.reporter = reporter;
         output_reads.config = (OutputReadConfig) { .output_dir = arg_output_dir, .min_uid = min_uid,
@@ -533,6 +518,13 @@ static int run(void) {
         agent_set_kick(agent, kick_reporter, reporter);
         agent_set_on_sampled(agent, samples_ready, reporter);
         (void) reporter_send_now(reporter);
+        *ret = TAKE_PTR(reporter);
+        return 0;
+}
+
+static void announce_ready(sd_event *e, Agent *agent, CgroupBackend *cgroups, const char *node,
+                           const char *cgroup_root, uid_t min_uid) {
+        int r;
 
         log_info("cgorch-agent %s: node %s, controller %s, cgroups %s at %s/%s (%s), capacity %.1f CPUs, %" PRIu64 " bytes, push %s, "
                  "tasks as uid %u and above (and nobody)%s.",
@@ -546,6 +538,64 @@ static int run(void) {
                 log_warning_errno(r, "Cannot enable the watchdog: %m");
         (void) sd_notifyf(false, "READY=1\nSTATUS=%zu task%s running (re-adopted at start), heartbeats to %s",
                           agent_n_running(agent), agent_n_running(agent) == 1 ? "" : "s", arg_controller);
+}
+
+static int run(void) {
+        _cleanup_(cgroup_backend_freep) CgroupBackend *cgroups = NULL;
+        _cleanup_(reporter_freep) Reporter *reporter = NULL;
+        _cleanup_free_ char *node = NULL, *cgroup_root = NULL, *state_dir = NULL;
+        sd_event *e = NULL;
+        Agent *agent = NULL;
+        StopGuard *stop_guard = NULL;
+        AgentBpfSampling bpf_sampling = AGENT_BPF_AUTO;
+        AgentConfig cfg;
+        const char *ca_file = NULL;
+        int r;
+        uid_t min_uid = arg_min_uid != UINT_MAX ? (uid_t) arg_min_uid : task_user_default_min_uid(TASK_USER_LOGIN_DEFS);
+
+        (void) signal(SIGPIPE, SIG_IGN);
+
+        r = check_controller_url(&ca_file);
+        if (r >= 0)
+                r = node_identity(&node, &cgroup_root);
+        if (r >= 0)
+                r = check_flags(&bpf_sampling);
+        if (r < 0)
+                return r;
+
+        /* A fixed threshold: heartbeat bodies (a megabyte at 1000 tasks) are mapped and
+         * unmapped each time. glibc's sliding default moves the threshold above the first body
+         * freed, and the later ones come from the heap, which keeps the space after them and
+         * grows around the small allocations made in between (measured: 1.4 MB of free heap). */
+        (void) mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+                return log_error_errno(EIO, "curl_global_init failed.");
+
+        r = event_loop_new(&e, &stop_guard);
+        if (r < 0)
+                goto out;
+        r = cgroup_backend_new(arg_cgroup_fs, cgroup_root, &cgroups);
+        if (r < 0)
+                goto out;
+        (void) move_self_to_leaf(cgroups, cgroup_root);
+        r = set_node_pids_max(cgroups, cgroup_root);
+        if (r < 0)
+                goto out;
+        raise_nofile();
+        r = state_dir_for(cgroup_root, &state_dir);
+        if (r < 0)
+                goto out;
+
+        cfg = agent_config(node, state_dir, bpf_sampling, min_uid);
+        r = agent_new(e, cgroups, &cfg, &agent);
+        if (r < 0) {
+                log_error_errno(r, "Cannot set up the agent: %m");
+                goto out;
+        }
+        r = reporter_start(e, agent, node, ca_file, min_uid, &reporter);
+        if (r < 0)
+                goto out;
+        announce_ready(e, agent, cgroups, node, cgroup_root, min_uid);
 
         r = sd_event_loop(e);
         if (r < 0)
