@@ -1021,18 +1021,9 @@ static const char *unix_socket_path(void) {
         return arg_unix_socket;
 }
 
-static int run(Manager *m) {
+/* The store, opened and (--store-check) checked, its checkpoints started. */
+static int open_store(Manager *m) {
         int r;
-
-        raise_nofile();
-        if (mkdir(arg_state_dir, 0750) < 0 && errno != EEXIST)
-                return log_error_errno(errno, "Cannot create state directory %s: %m", arg_state_dir);
-        r = setup_auth(m);
-        if (r < 0)
-                return r;
-        r = setup_tls(m);
-        if (r < 0)
-                return r;
 
         r = store_open(arg_state_dir, &m->store);
         if (r == -EUCLEAN)
@@ -1053,6 +1044,12 @@ static int run(Manager *m) {
         r = store_start_checkpointer(m->store, STORE_CHECKPOINT_PERIOD_MS);
         if (r < 0)
                 return log_error_errno(r, "Cannot start the store's checkpoint thread: %m");
+        return 0;
+}
+
+/* The knobs (flags, then what was saved at runtime), the metrics and the cluster. */
+static int setup_cluster(Manager *m) {
+        int r;
 
         r = knobs_from_args(&m->config.current);
         if (r < 0)
@@ -1085,6 +1082,12 @@ static int run(Manager *m) {
                 return log_error_errno(r, "Cannot set up the cluster: %m");
         log_info("Scheduler %s, preemption %s, %s.", sched_policy_to_string(sp.policy),
                  sched_preemption_to_string(sp.preemption), training_text(&sp));
+        return 0;
+}
+
+/* The event loop: SIGTERM and SIGINT end it, SIGHUP reloads; the stop guard and the watchdog. */
+static int setup_event_loop(Manager *m) {
+        int r;
 
         r = sd_event_default(&m->event);
         if (r < 0)
@@ -1102,6 +1105,12 @@ static int run(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Cannot start the stop guard: %m");
         (void) sd_event_set_watchdog(m->event, true);
+        return 0;
+}
+
+/* The orchestrator and the runtime configuration's appliers. */
+static int setup_orchestrator(Manager *m) {
+        int r;
 
         r = orchestrator_new(m->event, m->store, &m->config.current.balance, &m->config.current.detect,
                              &m->orchestrator);
@@ -1118,6 +1127,12 @@ static int run(Manager *m) {
                  orch_mode_to_string(m->config.current.balance.mode), m->config.current.balance.dry_run ? " (dry-run)" : "",
                  m->config.current.balance.epoch_s, orch_estimator_to_string(m->config.current.balance.estimator),
                  m->config.current.balance.hysteresis_epochs, m->config.current.balance.cooldown_epochs);
+        return 0;
+}
+
+/* What answers wait for: node waits, output reads, nonces, durable answers. */
+static int setup_answers(Manager *m) {
+        int r;
 
         static const NodeWaitOps wait_ops = { .answer = api_wait_answer };
         r = node_waits_new(m->event, &wait_ops, NULL, &m->waits);
@@ -1136,6 +1151,12 @@ static int run(Manager *m) {
         r = durable_answers_new(m->event, m->store, &m->durable);
         if (r < 0)
                 return log_error_errno(r, "Cannot set up the durable answers: %m");
+        return 0;
+}
+
+/* The API and its HTTP server. */
+static int start_http(Manager *m) {
+        int r;
 
         m->api = (Api) {
                 .cluster = m->cluster,
@@ -1180,7 +1201,12 @@ static int run(Manager *m) {
         r = http_server_new(m->event, &hc, api_routes, api_n_routes, &m->api, &m->http);
         if (r < 0)
                 return r;
-        uint16_t port = http_server_port(m->http);
+        return 0;
+}
+
+/* The node timer. */
+static int start_tick(Manager *m) {
+        int r;
 
         r = sd_event_add_time_relative(m->event, &m->tick_source, CLOCK_MONOTONIC, arg_heartbeat_interval_us, 0,
                                        on_tick, m);
@@ -1192,6 +1218,35 @@ static int run(Manager *m) {
         r = sd_event_source_set_priority(m->tick_source, SD_EVENT_PRIORITY_IMPORTANT);
         if (r < 0)
                 return log_error_errno(r, "Cannot set the node timer's priority: %m");
+        return 0;
+}
+
+static int run(Manager *m) {
+        int r;
+
+        raise_nofile();
+        if (mkdir(arg_state_dir, 0750) < 0 && errno != EEXIST)
+                return log_error_errno(errno, "Cannot create state directory %s: %m", arg_state_dir);
+        r = setup_auth(m);
+        if (r >= 0)
+                r = setup_tls(m);
+        if (r >= 0)
+                r = open_store(m);
+        if (r >= 0)
+                r = setup_cluster(m);
+        if (r >= 0)
+                r = setup_event_loop(m);
+        if (r >= 0)
+                r = setup_orchestrator(m);
+        if (r >= 0)
+                r = setup_answers(m);
+        if (r >= 0)
+                r = start_http(m);
+        if (r >= 0)
+                r = start_tick(m);
+        if (r < 0)
+                return r;
+        uint16_t port = http_server_port(m->http);
 
         if (arg_port_file) {
                 r = write_port_file(arg_port_file, port);
