@@ -4,7 +4,7 @@
  * then ROUNDS rounds of one heartbeat per node with a new sample of every task, each followed by
  * an epoch run by hand. Prints the CPU time (of this process) of each round's heartbeats, which
  * include the epoch the first heartbeat of a round runs when it is due, and of the epoch alone,
- * per task. The limits in controller/balancer.h (ORCH_EPOCH_US_PER_TASK, the reports a second)
+ * per task. The limits in orchestrator/balancer.h (ORCH_EPOCH_US_PER_TASK, the reports a second)
  * come from these numbers.
  *
  * Usage: bench/orch-epoch M K [ROUNDS]       e.g. bench/orch-epoch 1000 50 */

@@ -21,7 +21,7 @@
 #include <time.h>
 
 #include "bench/bench-rng.h"
-#include "controller/sched.h"
+#include "scheduler/sched.h"
 #include "macro.h"
 
 #define NODES 10

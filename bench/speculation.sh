@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # speculation.sh: LATE's headline setting in cgorch-sim — heterogeneous nodes and stragglers,
-# speculation off, Hadoop's native rule and LATE (controller/speculate.c, the code the controller
+# speculation off, Hadoop's native rule and LATE (scheduler/speculate.c, the code the controller
 # runs), several seeds. Workload: HFSP's TEST mix (--workload test: map tasks ≈ 30 s, reduce
 # tasks ≈ 60 s of CPU, one CPU each) under FIFO without preemption, as Hadoop ran it. Clusters
 # (20 nodes of 3 CPUs, 8 GiB):

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "cluster-sched.h"
-#include "sched-sizing.h"
+#include "scheduler/sched-sizing.h"
 #include "log.h"
 #include "macro.h"
 
@@ -27,7 +27,7 @@
  * phase is one of these). */
 typedef struct PhaseEntry {
         uint64_t key;
-        SizingPhase sz;            /* its size, as controller/sched-sizing.c keeps it */
+        SizingPhase sz;            /* its size, as scheduler/sched-sizing.c keeps it */
         double weight, parallel_cpus;
         double finished_s;         /* the CPU-seconds its succeeded tasks used */
         int64_t sized_ms;
@@ -614,7 +614,7 @@ static int phase_ended(ClusterSched *cs, Store *store, PhaseEntry *e, double now
 
 /* Training: S_i refined as its t training tasks finish; once they have run for Δ (or finished),
  * S_f is set, once. A tiny phase's estimate is refined as its tasks finish
- * (controller/sched-sizing.c). */
+ * (scheduler/sched-sizing.c). */
 static int phase_train(ClusterSched *cs, Store *store, PhaseEntry *e, double now_s) {
         e->watched = false;
         if (!sched_sizing_learning(&e->sz))
@@ -800,7 +800,7 @@ static int phase_added(ClusterSched *cs, Store *store, const StoreSchedPhase *p,
         }
         if (r >= 0 && !rec)
                 r = entry_save(cs, store, &e, false, now_ms);
-        /* Users are a level of the scheduler (controller/sched.h). */
+        /* Users are a level of the scheduler (scheduler/sched.h). */
         if (r >= 0 && p->user > 0)
                 r = sched_job_set_user(cs->sched, key, p->user);
         if (r < 0) {

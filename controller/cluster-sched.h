@@ -7,7 +7,7 @@
 #include <jansson.h>
 
 #include "estimator/hfsp-size.h"
-#include "sched.h"
+#include "scheduler/sched.h"
 #include "store.h"
 
 typedef struct ClusterSched ClusterSched;

@@ -1,5 +1,5 @@
 /* cluster-speculate.h: the controller's side of speculative execution — keeps the speculator
- * (controller/speculate.h, which makes every decision) told of the running attempts the store
+ * (scheduler/speculate.h, which makes every decision) told of the running attempts the store
  * holds, their progress (the task's own, or its CPU-seconds against its phase's estimated task
  * size), freezes and ends, and after each placement asks it which copies to launch where. */
 #pragma once
@@ -7,7 +7,7 @@
 #include <jansson.h>
 
 #include "cluster-sched.h"
-#include "speculate.h"
+#include "scheduler/speculate.h"
 #include "store.h"
 
 typedef struct ClusterSpec ClusterSpec;

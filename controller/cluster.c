@@ -12,11 +12,11 @@
 #include "cluster-speculate.h"
 #include "cluster.h"
 #include "error-message.h"
-#include "user-weights.h"
+#include "scheduler/user-weights.h"
 #include "heartbeat-reader.h"
 #include "log.h"
 #include "macro.h"
-#include "placement-fifo.h"
+#include "scheduler/placement-fifo.h"
 
 /* The CFS period every start action uses; the quota scales the request to it. */
 #define CPU_PERIOD_US 100000
@@ -1120,7 +1120,7 @@ int cluster_requeue(Cluster *c, uint64_t job, const char *by, int64_t now_ms, js
         return cluster_job_to_json(c, job, now_ms, ret_job);
 }
 
-/* An attempt of a task that has a speculative copy, or is one, ended (controller/speculate.h:
+/* An attempt of a task that has a speculative copy, or is one, ended (scheduler/speculate.h:
  * the first attempt to succeed wins):
  *   - another attempt succeeded already: this one lost the race and is cancelled (also once
  *     the job ended: the win may have ended it);

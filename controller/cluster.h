@@ -6,9 +6,9 @@
 #include <stdint.h>
 
 #include "estimator/hfsp-size.h"
-#include "job-params.h"
-#include "sched.h"
-#include "speculate.h"
+#include "scheduler/job-params.h"
+#include "scheduler/sched.h"
+#include "scheduler/speculate.h"
 #include "store.h"
 
 typedef struct ClusterConfig {

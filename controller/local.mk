@@ -1,4 +1,5 @@
-# controller/: cgorch-controller — REST API, SQLite store, job lifecycle, the scheduler.
+# controller/: cgorch-controller — REST API, SQLite store, job lifecycle, the daemon side of the
+# scheduler and the orchestrator (their policy cores are in scheduler/ and orchestrator/).
 sbin_PROGRAMS += controller/cgorch-controller
 
 # The parts without main(), shared with the unit tests.
@@ -24,7 +25,7 @@ CONTROLLER_SOURCES = \
 	controller/api-openapi.c controller/munge-auth.c controller/munge-auth.h \
 	controller/tls-cert.c controller/tls-cert.h
 CONTROLLER_CFLAGS = $(AM_CFLAGS) -pthread $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(LIBMICROHTTPD_CFLAGS) $(SQLITE3_CFLAGS) $(MUNGE_CFLAGS) $(LIBCRYPTO_CFLAGS)
-CONTROLLER_LIBS = controller/libcgorch-knobs.a controller/libcgorch-orch.a $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(SIGN_LIBS) $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(LIBMICROHTTPD_LIBS) $(SQLITE3_LIBS) $(MUNGE_LIBS) -lm
+CONTROLLER_LIBS = controller/libcgorch-knobs.a orchestrator/libcgorch-orch.a $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(SIGN_LIBS) $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(LIBMICROHTTPD_LIBS) $(SQLITE3_LIBS) $(MUNGE_LIBS) -lm
 
 controller_cgorch_controller_SOURCES = controller/cgorch-controller.c $(CONTROLLER_SOURCES)
 controller_cgorch_controller_CFLAGS = $(CONTROLLER_CFLAGS)
@@ -46,33 +47,6 @@ controller/openapi-json.c: $(top_srcdir)/docs/openapi.json
 		echo '0x00 };'; \
 		echo 'const size_t api_openapi_json_size = sizeof api_openapi_json - 1;'; \
 	} >$@.tmp && mv $@.tmp $@
-
-# The scheduler: pure policy code (fifo, fair, hfsp, psbs, srpt; preemption; speculation;
-# first-fit and COSHH placement), linked by the
-# controller, its tests, the benchmark and the simulator.
-noinst_LIBRARIES += controller/libcgorch-sched.a
-controller_libcgorch_sched_a_SOURCES = \
-	controller/sched.c controller/sched.h controller/sched-internal.h \
-	controller/sched-table.c controller/sched-vcluster.c controller/sched-preempt.c \
-	controller/sched-heap.c controller/sched-order.c controller/sched-tasks.c \
-	controller/sched-fifo.c controller/sched-fair.c controller/sched-hfsp.c \
-	controller/sched-psbs.c controller/sched-srpt.c controller/sched-users.c \
-	controller/sched-sizing.c controller/sched-sizing.h \
-	controller/placement-fifo.c controller/placement-fifo.h \
-	controller/coshh.c controller/coshh.h controller/sched-coshh.c \
-	controller/job-params.c controller/job-params.h \
-	controller/user-weights.c controller/user-weights.h \
-	controller/speculate.c controller/speculate.h
-SCHED_LIBS = controller/libcgorch-sched.a $(ESTIMATOR_LIBS) $(GLPK_LIBS)
-
-# The orchestrator (MROrchestrator's Contention Detector and Performance Balancer): pure policy
-# code over a cluster snapshot, linked by the controller, its tests and the simulator.
-noinst_LIBRARIES += controller/libcgorch-orch.a
-controller_libcgorch_orch_a_SOURCES = \
-	controller/orch-snapshot.c controller/orch-snapshot.h \
-	controller/detector.c controller/detector.h \
-	controller/balancer.c controller/balancer.h
-ORCH_LIBS = controller/libcgorch-orch.a $(ESTIMATOR_LIBS)
 
 # The runtime knob registry (runtime-config.h: the orchestrator's and the scheduler's knobs,
 # their defaults, parsing and checks), linked by the controller and by the simulator, which

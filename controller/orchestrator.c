@@ -12,7 +12,7 @@
 #include "clock.h"
 #include "log.h"
 #include "macro.h"
-#include "orch-snapshot.h"
+#include "orchestrator/orch-snapshot.h"
 #include "orchestrator.h"
 #include "strv.h"
 

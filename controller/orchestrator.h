@@ -10,8 +10,8 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
-#include "balancer.h"
-#include "detector.h"
+#include "orchestrator/balancer.h"
+#include "orchestrator/detector.h"
 #include "protocol.h"
 #include "store.h"
 

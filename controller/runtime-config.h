@@ -11,12 +11,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "balancer.h"
-#include "detector.h"
-#include "job-params.h"
-#include "sched.h"
-#include "speculate.h"
-#include "user-weights.h"
+#include "orchestrator/balancer.h"
+#include "orchestrator/detector.h"
+#include "scheduler/job-params.h"
+#include "scheduler/sched.h"
+#include "scheduler/speculate.h"
+#include "scheduler/user-weights.h"
 
 /* Everything a knob can change. */
 typedef struct RuntimeSettings {

@@ -208,7 +208,7 @@ static const char schema_v11_dependencies[] =
         "ALTER TABLE jobs ADD COLUMN dependency TEXT;"
         "ALTER TABLE jobs ADD COLUMN dependencies_waiting INTEGER NOT NULL DEFAULT 0;";
 
-/* Version 12: speculative copies (controller/speculate.h): a copy is one more attempt row of its
+/* Version 12: speculative copies (scheduler/speculate.h): a copy is one more attempt row of its
  * task that runs beside the attempt it copies. copy_of: the number of that attempt (NULL: an
  * ordinary attempt, which counts for its task); speculation: why the copy was launched, kept
  * for the record. A copy that fails is dropped; one promoted to carry its task (its original was

@@ -311,7 +311,7 @@ int store_tasks_running_progress(Store *s, StoreTaskProgress **ret, size_t *ret_
  * attempt after t's exists already (t was retried before). */
 int store_task_insert_retry(Store *s, const StoreTask *t, char **ret_id);
 /* Inserts a speculative copy of the running attempt t (the task's highest attempt number + 1),
- * pending, with why it is launched (controller/speculate.h); hands back its id (malloc'd). */
+ * pending, with why it is launched (scheduler/speculate.h); hands back its id (malloc'd). */
 int store_task_insert_copy(Store *s, const StoreTask *t, const char *why, char **ret_id);
 /* A copy carries its task from now on (its original was lost or preempted): it counts as the
  * task's attempt, and why is added to its record. */
@@ -462,7 +462,7 @@ int store_phase_usage(Store *s, uint64_t job, unsigned phase, StoreTaskUsage **r
 int store_phase_usage_first(Store *s, uint64_t job, unsigned phase, unsigned n_first, StoreTaskUsage **ret,
                             size_t *ret_n);
 /* The CPU-seconds the succeeded tasks of a phase used, summed: what the scheduler measures an
- * estimate against (controller/sched-sizing.h, sched_sizing_served()). */
+ * estimate against (scheduler/sched-sizing.h, sched_sizing_served()). */
 int store_phase_succeeded_cpu(Store *s, uint64_t job, unsigned phase, double *ret_cpu_s);
 /* The CPU-seconds one task attempt used if it succeeded (returns 1), else 0; -ENOENT. */
 int store_task_succeeded_cpu(Store *s, const char *id, double *ret_cpu_s);

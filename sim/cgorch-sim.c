@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "controller/balancer.h"
+#include "orchestrator/balancer.h"
 #include "controller/runtime-config.h"
 #include "macro.h"
 #include "sim-engine.h"

@@ -12,7 +12,7 @@ sim_libcgorch_sim_a_SOURCES = \
 	sim/sim-orch.c \
 	sim/sim-engine.c sim/sim-engine.h sim/sim-engine-internal.h sim/sim-fluid.c \
 	sim/sim-report.c sim/sim-report.h
-SIM_LIBS = sim/libcgorch-sim.a controller/libcgorch-knobs.a controller/libcgorch-orch.a $(SCHED_LIBS) $(ESTIMATOR_LIBS) \
+SIM_LIBS = sim/libcgorch-sim.a controller/libcgorch-knobs.a orchestrator/libcgorch-orch.a $(SCHED_LIBS) $(ESTIMATOR_LIBS) \
 	$(MEMORY_GUARD_LIBS) $(COMMON_LIBS) -lm
 
 sim_cgorch_sim_SOURCES = sim/cgorch-sim.c

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "agent/memory-guard.h"
-#include "controller/orch-snapshot.h"
+#include "orchestrator/orch-snapshot.h"
 #include "estimator/hfsp-size.h"
 #include "macro.h"
 #include "sim-engine.h"

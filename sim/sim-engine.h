@@ -7,9 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "controller/balancer.h"
-#include "controller/sched.h"
-#include "controller/speculate.h"
+#include "orchestrator/balancer.h"
+#include "scheduler/sched.h"
+#include "scheduler/speculate.h"
 #include "sim-sched.h"
 #include "sim-workload.h"
 
@@ -26,7 +26,7 @@ SimEstimator sim_estimator_from_string(const char *s);
 typedef struct SimParams {
         SimPolicy policy;
         SimPreemption preemption;
-        SchedPlacement placement;       /* first-fit or coshh (controller/sched.h) */
+        SchedPlacement placement;       /* first-fit or coshh (scheduler/sched.h) */
         SimEstimator estimator;
         double error_sigma;             /* estimates × LogN(0, σ²), one draw per job phase */
         uint64_t seed;                  /* for the estimation errors */
@@ -37,7 +37,7 @@ typedef struct SimParams {
         double fair_overcommit;         /* fair: a node's CPUs handed out this many times over */
         double thrash_exponent;
         double reschedule_s;            /* with kill/suspend: decide at least this often */
-        bool user_shares;               /* users share the CPUs max-min (controller/sched.h) */
+        bool user_shares;               /* users share the CPUs max-min (scheduler/sched.h) */
         double user_max_cpus;           /* per user; 0: none */
         double user_grace_s;            /* a user below its share goes first once this far behind */
         /* Orchestration: the controller's balancer parameters, its defaults unless told
@@ -48,7 +48,7 @@ typedef struct SimParams {
         OrchBalanceParams orch;
         bool memory_guard;
         double sample_s;                /* utilisation time series; 0: none */
-        /* Speculative execution (controller/speculate.h): copies of slow tasks on other nodes
+        /* Speculative execution (scheduler/speculate.h): copies of slow tasks on other nodes
          * when the scheduler has nothing pending; the speculator is asked after every
          * scheduling round and at least every speculation_interval_s. The fluid policies place
          * no tasks: nothing to copy. */

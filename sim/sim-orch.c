@@ -8,8 +8,8 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "controller/balancer.h"
-#include "controller/orch-snapshot.h"
+#include "orchestrator/balancer.h"
+#include "orchestrator/orch-snapshot.h"
 #include "macro.h"
 #include "sim-engine-internal.h"
 

@@ -1,12 +1,12 @@
-/* sim-sched.c: the simulator's adapter onto controller/sched.h — the same scheduler library the
+/* sim-sched.c: the simulator's adapter onto scheduler/sched.h — the same scheduler library the
  * controller links, driven with the simulator's clock. Nothing here decides anything. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "controller/sched-sizing.h"
-#include "controller/sched.h"
+#include "scheduler/sched-sizing.h"
+#include "scheduler/sched.h"
 #include "macro.h"
 #include "sim-sched.h"
 

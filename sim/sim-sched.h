@@ -1,4 +1,4 @@
-/* sim-sched.h: the simulator's only door to the scheduler (controller/sched.h). The engine speaks
+/* sim-sched.h: the simulator's only door to the scheduler (scheduler/sched.h). The engine speaks
  * these small types; sim-sched.c translates them to the scheduler's, so that a change in the
  * scheduler's interface is adapted here and nowhere else. */
 #pragma once
@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "controller/speculate.h"
+#include "scheduler/speculate.h"
 #include "estimator/hfsp-size.h"
 
 typedef enum SimPolicy {
@@ -90,7 +90,7 @@ typedef struct SimSchedParams {
         SimPreemption preemption;
         SchedPlacement placement;
         const double *node_speed;        /* per node (NULL: all 1): COSHH's node types */
-        double training_cpus, training_share, kill_max_lost_s, fair_overcommit, probe_s; /* as in controller/sched.h */
+        double training_cpus, training_share, kill_max_lost_s, fair_overcommit, probe_s; /* as in scheduler/sched.h */
         bool user_shares;
         double user_max_cpus, user_grace_s;
         HfspSizeParams sizing;
@@ -107,12 +107,12 @@ uint64_t sim_sched_key(size_t job, unsigned phase);
 int sim_sched_add(SimSched *s, uint64_t key, double now_s, double weight, double parallel_cpus, SimSizeKind kind,
                   double size_s);
 
-/* The controller's sizing (controller/sched-sizing.h), by the engine's phase index: a phase
+/* The controller's sizing (scheduler/sched-sizing.h), by the engine's phase index: a phase
  * sized by HFSP's estimation module came (its estimate, times error, in *ret_estimate_s;
  * *ret_training while it learns from its first tasks: a training stage, or a tiny phase's
  * refinement); what those tasks have done (returns SIM_SIZING_*, with the estimate now;
  * SIM_SIZING_FINAL once it has nothing more to learn); it finished (its tasks' sizes feed s̄). */
-/* The phase's user (the scheduler's user level: controller/sched.h). */
+/* The phase's user (the scheduler's user level: scheduler/sched.h). */
 int sim_sched_set_user(SimSched *s, uint64_t key, uint32_t user);
 int sim_sched_phase_add(SimSched *s, size_t phase, uint64_t key, unsigned n_tasks, double error, double weight,
                         double parallel_cpus, double now_s, double *ret_estimate_s, bool *ret_training);
@@ -130,12 +130,12 @@ size_t sim_sched_max_placed(const SimSched *s, double cpus, double memory_bytes)
 /* What the phase has received that its size counts (sched_job_set_service()). */
 int sim_sched_set_service(SimSched *s, uint64_t key, double service_s);
 
-/* The incremental interface the engine drives (controller/sched.h: sched_task_set/remove and
+/* The incremental interface the engine drives (scheduler/sched.h: sched_task_set/remove and
  * sched_next): tasks by the engine's task id. A decision's starts, thaws, freezes and kills are
  * applied to the scheduler's view; a killed task is PENDING again when the engine says so. */
 int sim_sched_task_set(SimSched *s, size_t id, const SimSchedTask *t);
 int sim_sched_task_remove(SimSched *s, size_t id);
-/* The CFS weight of a running task (controller/sched.h: sched_task_cpu_weight()). */
+/* The CFS weight of a running task (scheduler/sched.h: sched_task_cpu_weight()). */
 double sim_sched_task_weight(SimSched *s, size_t id);
 int sim_sched_next(SimSched *s, double now_s, const SimSchedDecision **ret, size_t *ret_n);
 /* The speculator's next copy (speculator_next()) over the nodes as the scheduler holds them:

@@ -13,7 +13,7 @@ TESTS += tests/integration/test-e2e.sh
 EXTRA_DIST += tests/integration/test-e2e.sh tools/cluster-lib.sh tools/demo.sh
 
 # common: --output/--error patterns and base64 (task-output.c); the operator's time limits
-# (controller/job-params.c, pure).
+# (scheduler/job-params.c, pure).
 check_PROGRAMS += tests/unit/test-task-output
 TESTS += tests/unit/test-task-output
 tests_unit_test_task_output_SOURCES = tests/unit/test-task-output.c
@@ -47,7 +47,7 @@ tests_unit_test_heartbeat_reader_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
 check_PROGRAMS += tests/unit/test-placement tests/unit/test-store
 TESTS += tests/unit/test-placement tests/unit/test-store
 tests_unit_test_placement_SOURCES = tests/unit/test-placement.c \
-	controller/placement-fifo.c controller/placement-fifo.h
+	scheduler/placement-fifo.c scheduler/placement-fifo.h
 tests_unit_test_placement_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_placement_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
 # controller: COSHH classification, class-to-node-type program (GLPK) and routing.

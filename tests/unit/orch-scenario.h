@@ -4,7 +4,7 @@
 
 #include <criterion/criterion.h>
 
-#include "controller/orch-snapshot.h"
+#include "orchestrator/orch-snapshot.h"
 #include "estimator/stats.h"
 #include "macro.h"
 

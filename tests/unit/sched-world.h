@@ -4,7 +4,7 @@
 
 #include <criterion/criterion.h>
 
-#include "controller/sched.h"
+#include "scheduler/sched.h"
 
 typedef struct SchedWorld {
         Sched *s;

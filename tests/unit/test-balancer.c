@@ -1,4 +1,4 @@
-/* test-balancer.c: the Performance Balancer (controller/balancer.c) on synthetic snapshots:
+/* test-balancer.c: the Performance Balancer (orchestrator/balancer.c) on synthetic snapshots:
  * CPU moved from a hog to a starved neighbour, memory from an over-provisioned neighbour never
  * below its use + margin, the N1/N2/N3 example of Sec. II-B, node sums within capacity (also
  * over random clusters), hysteresis, cool-down, dry-run and the control modes. */
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controller/balancer.h"
+#include "orchestrator/balancer.h"
 #include "orch-scenario.h"
 
 static const OrchDetectParams DP = ORCH_DETECT_PARAMS_DEFAULT;

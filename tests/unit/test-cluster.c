@@ -2187,7 +2187,7 @@ Test(cluster, speculative_copy_carries_its_task_when_the_original_is_lost) {
         json_decref(j);
 }
 
-/* ---- speculation end to end: the speculator (controller/speculate.h) asked after placements ---- */
+/* ---- speculation end to end: the speculator (scheduler/speculate.h) asked after placements ---- */
 
 static const char job_three_whole_cpus[] =
         "{\"name\": \"straggle\", \"phases\": ["

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controller/coshh.h"
+#include "scheduler/coshh.h"
 
 Test(coshh, thesis_lp_example) {
         /* Sec. 6.3.2: σ = [2.45 2.45], ψ = [[9 5] [2 1]] gives γ = 1.0204 and
@@ -248,7 +248,7 @@ Test(coshh, example_a_completion_times) {
 
 /* ---- Inside the scheduler (SchedParams.placement) ---- */
 
-#include "controller/sched.h"
+#include "scheduler/sched.h"
 
 #define GiB (UINT64_C(1) << 30)
 #define MiB (UINT64_C(1) << 20)

@@ -1,4 +1,4 @@
-/* test-detector.c: the Contention Detector (controller/detector.c) on synthetic snapshots: peer
+/* test-detector.c: the Contention Detector (orchestrator/detector.c) on synthetic snapshots: peer
  * comparison (the paper's 60% vs 25% memory example), deficit at its own limit, stragglers by
  * LATE time left, hogs only next to a deficit task, and the raw node and task signals. */
 #include <criterion/criterion.h>
@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "controller/detector.h"
+#include "orchestrator/detector.h"
 #include "orch-scenario.h"
 
 static const OrchDetectParams P = ORCH_DETECT_PARAMS_DEFAULT;

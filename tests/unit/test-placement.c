@@ -1,7 +1,7 @@
-/* test-placement.c: FIFO placement by CPU and memory request (controller/placement-fifo.c). */
+/* test-placement.c: FIFO placement by CPU and memory request (scheduler/placement-fifo.c). */
 #include <criterion/criterion.h>
 
-#include "controller/placement-fifo.h"
+#include "scheduler/placement-fifo.h"
 #include "macro.h"
 
 #define GiB (UINT64_C(1) << 30)

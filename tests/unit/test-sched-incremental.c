@@ -8,7 +8,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
-#include "controller/sched.h"
+#include "scheduler/sched.h"
 #include "macro.h"
 
 #define MiB (UINT64_C(1) << 20)

@@ -1,11 +1,11 @@
-/* test-sched-users.c: users as a level of the scheduler (controller/sched-users.c): a user kept
+/* test-sched-users.c: users as a level of the scheduler (scheduler/sched-users.c): a user kept
  * below its share gets it once it is user_grace_s of it behind, keeps it against other users'
  * ranks, a user's limit caps its running CPUs without stopping the others, and one user alone
  * sees exactly the decisions it would without users. */
 #include <criterion/criterion.h>
 #include <math.h>
 
-#include "controller/sched.h"
+#include "scheduler/sched.h"
 #include "macro.h"
 
 #include "sched-world.h"

@@ -6,8 +6,8 @@
 #include <inttypes.h>
 #include <math.h>
 
-#include "controller/sched-sizing.h"
-#include "controller/sched.h"
+#include "scheduler/sched-sizing.h"
+#include "scheduler/sched.h"
 #include "macro.h"
 #include "sched-world.h"
 

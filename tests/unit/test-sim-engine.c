@@ -323,7 +323,7 @@ Test(sim_engine, every_policy_finishes_and_orchestration_acts) {
  * trains on S_i = 100 (s̄ = 10 from a finished phase). At t = 40 both have aged 40; A's five
  * training tasks finished at 14 CPU-seconds each: S_f = 14 × 5 = 70 is left. A has 70 to go, B
  * 60: B goes first. Subtracting A's 40 s of aging from S_f again (30 left) put A first. The
- * simulator sizes phases through the controller's own sizing (controller/sched-sizing.c). */
+ * simulator sizes phases through the controller's own sizing (scheduler/sched-sizing.c). */
 /* A tiny phase has no training stage, but the tasks of it that finished say more than s̄: a
  * two-task phase whose first task took 10 s falls behind a three-task phase of s̄-sized tasks. */
 Test(sim_engine, tiny_estimate_refined_by_its_tasks) {

@@ -1,10 +1,10 @@
-/* test-speculate.c: the speculator (controller/speculate.c): LATE's choice (slow task with the
+/* test-speculate.c: the speculator (scheduler/speculate.c): LATE's choice (slow task with the
  * longest time left, fast node, cap, minimum runtime, one copy per task), Hadoop's native rule,
  * first finisher wins, failures and kills of one attempt of two, suspension, phase statistics. */
 #include <criterion/criterion.h>
 #include <math.h>
 
-#include "controller/speculate.h"
+#include "scheduler/speculate.h"
 #include "macro.h"
 
 #define GIB (UINT64_C(1) << 30)

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "job-params.h"
+#include "scheduler/job-params.h"
 #include "protocol.h"
 #include "task-output.h"
 

@@ -1,10 +1,10 @@
-/* test-user-weights.c: the --user-weights knob's parser (controller/user-weights.c). */
+/* test-user-weights.c: the --user-weights knob's parser (scheduler/user-weights.c). */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "controller/user-weights.h"
+#include "scheduler/user-weights.h"
 #include "macro.h"
 
 Test(user_weights, parses_names_and_weights) {

@@ -1,5 +1,5 @@
 /* user-weights.h: the --user-weights knob, "NAME=WEIGHT[,NAME=WEIGHT...]": each user's weight
- * in the scheduler's user level (controller/sched.h, sched_user_set()); users not named weigh 1.
+ * in the scheduler's user level (scheduler/sched.h, sched_user_set()); users not named weigh 1.
  * Pure. */
 #pragma once
 

@@ -41,7 +41,7 @@ typedef enum SchedPreemption {
 typedef enum SchedPlacement {
         SCHED_PLACEMENT_FIRST_FIT,  /* the node with the most free CPU */
         SCHED_PLACEMENT_COSHH,      /* the same, among the node types COSHH suggests for the
-                                     * job's class (controller/coshh.h) */
+                                     * job's class (scheduler/coshh.h) */
         _SCHED_PLACEMENT_MAX,
         _SCHED_PLACEMENT_INVALID = -EINVAL,
 } SchedPlacement;
