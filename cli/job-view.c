@@ -14,58 +14,58 @@
 #include "table.h"
 #include "utf8.h"
 
-char *job_view_int(json_t *o, const char *key, char buf[static HUMAN_MAX]) {
+char *job_view_int(json_t *o, const char *key, char buf[static FORMAT_MAX]) {
         int64_t v;
 
         if (!json_field_int(o, key, &v))
                 return NULL;
-        snprintf(buf, HUMAN_MAX, "%" PRIi64, v);
+        snprintf(buf, FORMAT_MAX, "%" PRIi64, v);
         return buf;
 }
 
-char *job_view_seconds(json_t *o, const char *key, int decimals, char buf[static HUMAN_MAX]) {
+char *job_view_seconds(json_t *o, const char *key, int decimals, char buf[static FORMAT_MAX]) {
         double v;
 
         if (!json_field_number(o, key, &v) || !isfinite(v))
                 return NULL;
-        snprintf(buf, HUMAN_MAX, "%.*f", decimals, v);
+        snprintf(buf, FORMAT_MAX, "%.*f", decimals, v);
         return buf;
 }
 
-char *job_view_bytes(json_t *o, const char *key, char buf[static HUMAN_MAX]) {
+char *job_view_bytes(json_t *o, const char *key, char buf[static FORMAT_MAX]) {
         int64_t v;
 
         if (!json_field_int(o, key, &v) || v < 0)
                 return NULL;
-        return human_bytes((uint64_t) v, buf);
+        return format_bytes((uint64_t) v, buf);
 }
 
-char *job_view_time(json_t *o, const char *key, char buf[static HUMAN_MAX]) {
+char *job_view_time(json_t *o, const char *key, char buf[static FORMAT_MAX]) {
         int64_t v;
 
         if (!json_field_int(o, key, &v) || v < 0)
                 return NULL;
-        return human_timestamp_ms(v, buf);
+        return format_timestamp_ms(v, buf);
 }
 
-char *job_view_duration(json_t *o, const char *key, char buf[static HUMAN_MAX]) {
+char *job_view_duration(json_t *o, const char *key, char buf[static FORMAT_MAX]) {
         double v;
 
         if (!json_field_number(o, key, &v) || !isfinite(v) || v < 0)
                 return NULL;
-        return human_duration_s(v, buf);
+        return format_duration_s(v, buf);
 }
 
-char *job_view_tasks(json_t *o, char buf[static HUMAN_MAX]) {
+char *job_view_tasks(json_t *o, char buf[static FORMAT_MAX]) {
         int64_t done, total;
 
         if (!json_field_int(o, "tasks_done", &done) || !json_field_int(o, "tasks_total", &total))
                 return NULL;
-        snprintf(buf, HUMAN_MAX, "%" PRIi64 "/%" PRIi64, done, total);
+        snprintf(buf, FORMAT_MAX, "%" PRIi64 "/%" PRIi64, done, total);
         return buf;
 }
 
-char *job_view_progress(json_t *o, char buf[static HUMAN_MAX]) {
+char *job_view_progress(json_t *o, char buf[static FORMAT_MAX]) {
         double p;
         const char *source = json_field_string(o, "progress_source");
 
@@ -73,12 +73,12 @@ char *job_view_progress(json_t *o, char buf[static HUMAN_MAX]) {
                 return NULL;
         /* Floor, not round: "100%" must mean done, not 99.6% along. "~": estimated from its
          * CPU-seconds against its phase's estimated task size, not reported by the task. */
-        snprintf(buf, HUMAN_MAX, "%s%d%%", source && strcmp(source, "cpu") == 0 ? "~" : "",
+        snprintf(buf, FORMAT_MAX, "%s%d%%", source && strcmp(source, "cpu") == 0 ? "~" : "",
                  (int) floor(MIN(p, 1.0) * 100));
         return buf;
 }
 
-char *job_view_exit(json_t *task, char buf[static HUMAN_MAX]) {
+char *job_view_exit(json_t *task, char buf[static FORMAT_MAX]) {
         int64_t code, sig = 0;
         bool oom = false;
 
@@ -88,14 +88,14 @@ char *job_view_exit(json_t *task, char buf[static HUMAN_MAX]) {
         if (sig > 0) {
                 const char *name = sig < NSIG ? sigabbrev_np((int) sig) : NULL;
                 if (name)
-                        snprintf(buf, HUMAN_MAX, "SIG%s%s", name, oom ? "(oom)" : "");
+                        snprintf(buf, FORMAT_MAX, "SIG%s%s", name, oom ? "(oom)" : "");
                 else
-                        snprintf(buf, HUMAN_MAX, "signal %" PRIi64 "%s", sig, oom ? "(oom)" : "");
+                        snprintf(buf, FORMAT_MAX, "signal %" PRIi64 "%s", sig, oom ? "(oom)" : "");
                 return buf;
         }
         if (!json_field_int(task, "exit_code", &code))
                 return oom ? strcpy(buf, "oom") : NULL;
-        snprintf(buf, HUMAN_MAX, "%" PRIi64 "%s", code, oom ? "(oom)" : "");
+        snprintf(buf, FORMAT_MAX, "%" PRIi64 "%s", code, oom ? "(oom)" : "");
         return buf;
 }
 
@@ -116,12 +116,12 @@ static void print_field(FILE *f, const char *label, const char *value) {
         fputc('\n', f);
 }
 
-char *job_view_number(json_t *o, const char *key, char buf[static HUMAN_MAX]) {
+char *job_view_number(json_t *o, const char *key, char buf[static FORMAT_MAX]) {
         double v;
 
         if (!json_field_number(o, key, &v))
                 return NULL;
-        return human_cpus(v, buf);
+        return format_cpus(v, buf);
 }
 
 /* The phase's argv from JSON as one shell-quoted line; NULL when missing or out of memory. The
@@ -137,7 +137,7 @@ static char *phase_command_line(json_t *phase) {
         json_array_foreach(a, i, v)
                 if (strv_extend(&argv, json_is_string(v) ? json_string_value(v) : "?") < 0)
                         return NULL;
-        return argv ? human_argv(argv) : NULL;
+        return argv ? format_argv(argv) : NULL;
 }
 
 static int phase_print_tasks(json_t *tasks, FILE *f) {
@@ -156,7 +156,7 @@ static int phase_print_tasks(json_t *tasks, FILE *f) {
         table_set_align(t, 6, TABLE_ALIGN_RIGHT);
 
         json_array_foreach(tasks, i, task) {
-                char a[HUMAN_MAX], b[HUMAN_MAX], c[HUMAN_MAX], d[HUMAN_MAX], e[HUMAN_MAX];
+                char a[FORMAT_MAX], b[FORMAT_MAX], c[FORMAT_MAX], d[FORMAT_MAX], e[FORMAT_MAX];
                 _cleanup_free_ char *error = NULL;
                 const char *why = json_field_string(task, "error");
                 int64_t dropped = 0;
@@ -165,7 +165,7 @@ static int phase_print_tasks(json_t *tasks, FILE *f) {
                 if (json_field_int(task, "output_dropped_bytes", &dropped) && dropped > 0) {
                         json_t *v = json_object_get(task, "output_dropped_bytes");
                         if (asprintf(&error, "%s%soutput truncated, %s not written", why ?: "", why ? "; " : "",
-                                     human_bytes((uint64_t) json_integer_value(v), e)) < 0)
+                                     format_bytes((uint64_t) json_integer_value(v), e)) < 0)
                                 return -ENOMEM;
                         why = error;
                 }
@@ -243,7 +243,7 @@ static json_t *sched_object(json_t *job) {
         return json_is_object(s) ? s : NULL;
 }
 
-char *job_view_sched_size(json_t *job, char buf[static HUMAN_MAX]) {
+char *job_view_sched_size(json_t *job, char buf[static FORMAT_MAX]) {
         json_t *s = sched_object(job);
         const char *kind = json_field_string(s, "size_kind");
         double v;
@@ -253,11 +253,11 @@ char *job_view_sched_size(json_t *job, char buf[static HUMAN_MAX]) {
         if (strcmp(kind, "tiny") == 0)
                 return strcpy(buf, "tiny");
         /* "~": the initial guess, before training has measured the job. */
-        snprintf(buf, HUMAN_MAX, "%s%.1f", strcmp(kind, "initial") == 0 ? "~" : "", v);
+        snprintf(buf, FORMAT_MAX, "%s%.1f", strcmp(kind, "initial") == 0 ? "~" : "", v);
         return buf;
 }
 
-char *job_view_sched_virtual(json_t *job, char buf[static HUMAN_MAX]) {
+char *job_view_sched_virtual(json_t *job, char buf[static FORMAT_MAX]) {
         return job_view_seconds(sched_object(job), "virtual_size_s", 1, buf);
 }
 
@@ -284,7 +284,7 @@ char *job_view_dependencies(json_t *job) {
         size_t i;
 
         json_array_foreach(deps, i, d) {
-                char id[HUMAN_MAX];
+                char id[FORMAT_MAX];
                 const char *type = json_field_string(d, "type") ?: "?", *state = json_field_string(d, "state") ?: "?";
                 const char *job_state = json_field_string(d, "job_state");
                 char *more;
@@ -370,7 +370,7 @@ static int training_print(json_t *training, FILE *f) {
         for (size_t c = 2; c < ELEMENTSOF(headers); c++)
                 table_set_align(t, c, TABLE_ALIGN_RIGHT);
         json_array_foreach(training, i, task) {
-                char a[HUMAN_MAX], b[HUMAN_MAX], c[HUMAN_MAX], d[HUMAN_MAX], e[HUMAN_MAX];
+                char a[FORMAT_MAX], b[FORMAT_MAX], c[FORMAT_MAX], d[FORMAT_MAX], e[FORMAT_MAX];
 
                 r = r ?: table_add_cell(t, job_view_int(task, "index", a));
                 r = r ?: table_add_cell(t, json_field_string(task, "state"));
@@ -387,7 +387,7 @@ static int training_print(json_t *training, FILE *f) {
 /* How the size came about, in the paper's terms (HFSP Sec. III-A; docs/api.md). */
 static int estimate_print(json_t *sched, FILE *f) {
         json_t *est = json_object_get(sched, "estimate");
-        char a[HUMAN_MAX];
+        char a[FORMAT_MAX];
         if (!json_is_object(est))
                 return 0;
 
@@ -447,7 +447,7 @@ static int estimate_print(json_t *sched, FILE *f) {
 
 static int sched_print(json_t *job, FILE *f) {
         json_t *sched = sched_object(job);
-        char a[HUMAN_MAX], b[HUMAN_MAX];
+        char a[FORMAT_MAX], b[FORMAT_MAX];
 
         if (!sched)
                 return 0;
@@ -465,7 +465,7 @@ static int sched_print(json_t *job, FILE *f) {
 }
 
 int job_view_print(json_t *job, FILE *f) {
-        char a[HUMAN_MAX], b[HUMAN_MAX];
+        char a[FORMAT_MAX], b[FORMAT_MAX];
         json_t *phase;
         size_t i;
         int r;
@@ -533,7 +533,7 @@ int job_view_print(json_t *job, FILE *f) {
 }
 
 int job_view_print_outcome(json_t *job, FILE *f) {
-        char a[HUMAN_MAX], b[HUMAN_MAX], c[HUMAN_MAX], d[HUMAN_MAX];
+        char a[FORMAT_MAX], b[FORMAT_MAX], c[FORMAT_MAX], d[FORMAT_MAX];
         json_t *phase, *task;
         size_t i, k;
 

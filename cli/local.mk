@@ -12,10 +12,10 @@ cli_libcgorchctl_a_SOURCES = \
 	cli/verb-usage.c \
 	cli/verb-orch.c \
 	cli/verb-backup.c \
-	cli/short-job.c cli/short-job.h \
+	cli/submit-spec.c cli/submit-spec.h \
 	cli/job-view.c cli/job-view.h \
 	cli/json-field.c cli/json-field.h \
-	cli/human.c cli/human.h \
+	cli/format.c cli/format.h \
 	cli/table.c cli/table.h \
 	cli/utf8.c cli/utf8.h \
 	cli/suggest.c cli/suggest.h \

@@ -8,7 +8,7 @@
 
 #include "config.h"
 #include "ctl.h"
-#include "human.h"
+#include "format.h"
 #include "job-view.h"
 #include "json-field.h"
 #include "protocol.h"
@@ -33,8 +33,8 @@ static int jobs_print_table(json_t *list) {
                         table_set_align(t, c, TABLE_ALIGN_RIGHT);
 
         json_array_foreach(jobs, i, job) {
-                char a[HUMAN_MAX], b[HUMAN_MAX], c[HUMAN_MAX], d[HUMAN_MAX], e[HUMAN_MAX], f[HUMAN_MAX],
-                        g[HUMAN_MAX], h[HUMAN_MAX], k[HUMAN_MAX], l[HUMAN_MAX];
+                char a[FORMAT_MAX], b[FORMAT_MAX], c[FORMAT_MAX], d[FORMAT_MAX], e[FORMAT_MAX], f[FORMAT_MAX],
+                        g[FORMAT_MAX], h[FORMAT_MAX], k[FORMAT_MAX], l[FORMAT_MAX];
                 json_t *sched = json_object_get(job, "scheduler");
 
                 r = r ?: table_add_cell(t, job_view_int(sched, "rank", h));

@@ -8,20 +8,20 @@
 
 #include "config.h"
 #include "ctl.h"
-#include "human.h"
+#include "format.h"
 #include "json-field.h"
 #include "protocol.h"
 #include "table.h"
 
 /* "1.5" cores or "768MiB", by the row's resource. */
-static char *amount(json_t *o, const char *key, char buf[static HUMAN_MAX]) {
+static char *amount(json_t *o, const char *key, char buf[static FORMAT_MAX]) {
         double v;
         if (!json_field_number(o, key, &v))
                 return NULL;
         const char *resource = json_field_string(o, "resource");
         if (resource && streq(resource, "memory"))
-                return human_bytes(v > 0 ? (uint64_t) v : 0, buf);
-        snprintf(buf, HUMAN_MAX, "%.3g", v);
+                return format_bytes(v > 0 ? (uint64_t) v : 0, buf);
+        snprintf(buf, FORMAT_MAX, "%.3g", v);
         return buf;
 }
 
@@ -35,7 +35,7 @@ static int print_findings(json_t *findings) {
         if (!t)
                 return -ENOMEM;
         json_array_foreach(findings, i, f) {
-                char a[HUMAN_MAX], b[HUMAN_MAX];
+                char a[FORMAT_MAX], b[FORMAT_MAX];
                 r = r ?: table_add_cell(t, json_field_string(f, "kind"));
                 r = r ?: table_add_cell(t, json_field_string(f, "resource"));
                 r = r ?: table_add_cell(t, json_field_string(f, "basis"));
@@ -121,7 +121,7 @@ static int print_decisions(json_t *decisions, bool history) {
         if (!t)
                 return -ENOMEM;
         json_array_foreach(decisions, i, d) {
-                char a[HUMAN_MAX], b[HUMAN_MAX];
+                char a[FORMAT_MAX], b[FORMAT_MAX];
                 int64_t id;
                 r = r ?: (history && json_field_int(d, "id", &id) ? table_add_cellf(t, "%lld", (long long) id) :
                                                                    table_add_cell(t, "-"));

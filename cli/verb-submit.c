@@ -17,7 +17,7 @@
 #include "job-view.h"
 #include "json-field.h"
 #include "protocol.h"
-#include "short-job.h"
+#include "submit-spec.h"
 
 #define SUBMIT_WAIT_POLL_NS (500 * 1000 * 1000L)
 
@@ -101,7 +101,7 @@ static int job_wait(Ctl *ctl, uint64_t id, json_t **ret_job) {
         for (;;) {
                 _cleanup_(json_decrefp) json_t *job = NULL;
                 _cleanup_free_ char *now = NULL;
-                char tasks[HUMAN_MAX];
+                char tasks[FORMAT_MAX];
                 int r;
 
                 r = ctl_call(ctl, "GET", path, NULL, &job);
@@ -175,7 +175,7 @@ static const struct option submit_options[] = {
 /* What the command line says: the job in short form (options and a command) or the name of a
  * job file, and what to do with it. */
 typedef struct SubmitArgs {
-        ShortJob job;
+        SubmitSpec job;
         char **env;
         bool short_form, wait, check_command;
         unsigned array;
@@ -189,7 +189,7 @@ static void submit_args_done(SubmitArgs *a) {
 /* One option of the job's short form (or --wait, --array, ...) into a. CTL_CONTINUE or an exit
  * status. */
 static int submit_option(SubmitArgs *a, int c, const char *arg) {
-        ShortJob *s = &a->job;
+        SubmitSpec *s = &a->job;
         int r;
 
         switch (c) {
@@ -354,7 +354,7 @@ static int submit_job(SubmitArgs *a, int argc, char **argv, json_t **ret, const 
                 source = streq(argv[optind], "-") ? "<stdin>" : argv[optind];
         } else {
                 _cleanup_free_ char *error = NULL;
-                ShortJob s = a->job;
+                SubmitSpec s = a->job;
 
                 if (optind >= argc) {
                         fprintf(stderr, "cgorchctl: submit: missing the COMMAND to run (after '--')\n");
@@ -367,7 +367,7 @@ static int submit_job(SubmitArgs *a, int argc, char **argv, json_t **ret, const 
                 }
                 s.env = a->env;
                 s.argv = argv + optind;
-                r = short_job_to_json(&s, &job, &error);
+                r = submit_spec_to_json(&s, &job, &error);
                 if (r == -ENOMEM) {
                         fprintf(stderr, "cgorchctl: out of memory\n");
                         return CTL_EXIT_FAILURE;
@@ -463,9 +463,9 @@ static int submit_answer(Ctl *ctl, json_t *answer, bool wait) {
 int verb_submit(Ctl *ctl, int argc, char **argv) {
         _cleanup_(submit_args_done) SubmitArgs a = {
                 .job = {
-                        .n_tasks = SHORT_JOB_DEFAULT_TASKS,
-                        .cpu_cores = SHORT_JOB_DEFAULT_CPUS,
-                        .memory_bytes = SHORT_JOB_DEFAULT_MEMORY_BYTES,
+                        .n_tasks = SUBMIT_SPEC_DEFAULT_TASKS,
+                        .cpu_cores = SUBMIT_SPEC_DEFAULT_CPUS,
+                        .memory_bytes = SUBMIT_SPEC_DEFAULT_MEMORY_BYTES,
                 },
                 .check_command = true,
         };

@@ -11,7 +11,7 @@
 
 #include "config.h"
 #include "ctl.h"
-#include "human.h"
+#include "format.h"
 #include "job-view.h"
 #include "json-field.h"
 #include "table.h"
@@ -42,7 +42,7 @@ static void print_summary(json_t *nodes, json_t *sched) {
         double cap = 0, req = 0, lim = 0, used = 0, mcap = 0, mreq = 0, mlim = 0, mused = 0;
         size_t ready = 0, i;
         json_t *n;
-        char a[HUMAN_MAX], b[HUMAN_MAX], c[HUMAN_MAX], d[HUMAN_MAX];
+        char a[FORMAT_MAX], b[FORMAT_MAX], c[FORMAT_MAX], d[FORMAT_MAX];
 
         json_array_foreach(nodes, i, n) {
                 const char *state = json_field_string(n, "state");
@@ -56,11 +56,11 @@ static void print_summary(json_t *nodes, json_t *sched) {
                 mlim += number_or(n, "limit_memory_bytes", 0);
                 mused += number_or(n, "used_memory_bytes", 0);
         }
-        printf("Nodes: %zu ready of %zu. CPUs: %s requested, ", ready, json_array_size(nodes), human_cpus(req, a));
-        printf("%s limit, ", human_cpus(lim, a));
-        printf("%s used of %s.\n", human_cpus(used, a), human_cpus(cap, b));
-        printf("Memory: %s requested, %s limit, %s used of %s.\n", human_bytes((uint64_t) mreq, a),
-               human_bytes((uint64_t) mlim, b), human_bytes((uint64_t) mused, c), human_bytes((uint64_t) mcap, d));
+        printf("Nodes: %zu ready of %zu. CPUs: %s requested, ", ready, json_array_size(nodes), format_cpus(req, a));
+        printf("%s limit, ", format_cpus(lim, a));
+        printf("%s used of %s.\n", format_cpus(used, a), format_cpus(cap, b));
+        printf("Memory: %s requested, %s limit, %s used of %s.\n", format_bytes((uint64_t) mreq, a),
+               format_bytes((uint64_t) mlim, b), format_bytes((uint64_t) mused, c), format_bytes((uint64_t) mcap, d));
 
         /* The phases the scheduler holds, by state. */
         static const char *const states[] = { "running", "suspended", "training", "queued", "done" };
@@ -105,14 +105,14 @@ static int print_tasks(json_t *nodes, unsigned rows) {
         for (size_t c = 2; c < ELEMENTSOF(headers); c++)
                 table_set_align(t, c, TABLE_ALIGN_RIGHT);
         for (i = 0; i < n_all && i < rows; i++) {
-                char a[HUMAN_MAX], b[HUMAN_MAX], c[HUMAN_MAX], d[HUMAN_MAX];
+                char a[FORMAT_MAX], b[FORMAT_MAX], c[FORMAT_MAX], d[FORMAT_MAX];
                 double lim = number_or(all[i].task, "limit_cpus", 0), mlim = number_or(all[i].task, "limit_memory_bytes", 0);
                 r = r ?: table_add_cell(t, json_field_string(all[i].task, "id"));
                 r = r ?: table_add_cell(t, all[i].node);
-                r = r ?: table_add_cell(t, human_cpus(all[i].used_cpus, a));
-                r = r ?: table_add_cell(t, lim > 0 ? human_cpus(lim, b) : "none");
-                r = r ?: table_add_cell(t, human_bytes((uint64_t) number_or(all[i].task, "used_memory_bytes", 0), c));
-                r = r ?: table_add_cell(t, mlim > 0 ? human_bytes((uint64_t) mlim, d) : "none");
+                r = r ?: table_add_cell(t, format_cpus(all[i].used_cpus, a));
+                r = r ?: table_add_cell(t, lim > 0 ? format_cpus(lim, b) : "none");
+                r = r ?: table_add_cell(t, format_bytes((uint64_t) number_or(all[i].task, "used_memory_bytes", 0), c));
+                r = r ?: table_add_cell(t, mlim > 0 ? format_bytes((uint64_t) mlim, d) : "none");
         }
         if (r < 0)
                 return r;
@@ -141,7 +141,7 @@ static int print_queue(json_t *sched, unsigned rows) {
                 if (shown >= rows)
                         continue;
                 shown++;
-                char a[HUMAN_MAX], b[HUMAN_MAX], c[HUMAN_MAX], d[HUMAN_MAX], e[HUMAN_MAX];
+                char a[FORMAT_MAX], b[FORMAT_MAX], c[FORMAT_MAX], d[FORMAT_MAX], e[FORMAT_MAX];
                 bool late = false;
                 r = r ?: table_add_cell(t, job_view_int(j, "rank", a));
                 r = r ?: table_add_cell(t, job_view_int(j, "job", b));
@@ -174,10 +174,10 @@ static int top_once(Ctl *ctl, unsigned rows, bool clear) {
                 _cleanup_(json_decrefp) json_t *both = json_pack("{s:O, s:O}", "nodes", nodes, "scheduler", sched);
                 return both ? ctl_print_json(both) : -ENOMEM;
         }
-        char ts[HUMAN_MAX];
+        char ts[FORMAT_MAX];
         if (clear)
                 fputs("\033[H\033[2J", stdout);
-        printf("cgorchctl top, %s\n", human_timestamp_ms(ctl_now_ms(), ts));
+        printf("cgorchctl top, %s\n", format_timestamp_ms(ctl_now_ms(), ts));
         print_summary(nodes, sched);
         printf("\n");
         r = nodes_print_table(nodes);

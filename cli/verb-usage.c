@@ -8,7 +8,7 @@
 
 #include "config.h"
 #include "ctl.h"
-#include "human.h"
+#include "format.h"
 #include "job-view.h"
 #include "json-field.h"
 #include "table.h"
@@ -39,23 +39,23 @@ static int usage_parse_time(const char *text, int64_t now_ms, int64_t *ret_ms) {
         return -EINVAL;
 }
 
-static char *count(json_t *states, const char *key, char buf[static HUMAN_MAX]) {
+static char *count(json_t *states, const char *key, char buf[static FORMAT_MAX]) {
         int64_t v;
-        snprintf(buf, HUMAN_MAX, "%lld", json_field_int(states, key, &v) ? (long long) v : 0LL);
+        snprintf(buf, FORMAT_MAX, "%lld", json_field_int(states, key, &v) ? (long long) v : 0LL);
         return buf;
 }
 
 /* "1.0 of 1.0 (ahead)": the CPUs the user's running tasks hold, of its share in the scheduler's
  * user level ("of -" while it is the only user with tasks); NULL without tasks. */
-static const char *cpus_now(json_t *now, char buf[static HUMAN_MAX]) {
+static const char *cpus_now(json_t *now, char buf[static FORMAT_MAX]) {
         double held, share;
         if (!json_field_number(now, "held_cpus", &held))
                 return NULL;
         const char *ahead = json_is_true(json_object_get(now, "ahead")) ? " (ahead)" : "";
         if (json_field_number(now, "share_cpus", &share))
-                snprintf(buf, HUMAN_MAX, "%.1f of %.1f%s", held, share, ahead);
+                snprintf(buf, FORMAT_MAX, "%.1f of %.1f%s", held, share, ahead);
         else
-                snprintf(buf, HUMAN_MAX, "%.1f of -%s", held, ahead);
+                snprintf(buf, FORMAT_MAX, "%.1f of -%s", held, ahead);
         return buf;
 }
 
@@ -74,13 +74,13 @@ static int usage_print_table(json_t *users) {
         for (size_t c = 1; c < ELEMENTSOF(headers); c++)
                 table_set_align(t, c, TABLE_ALIGN_RIGHT);
         json_array_foreach(users, i, u) {
-                char a[HUMAN_MAX], b[HUMAN_MAX], c[HUMAN_MAX], d[HUMAN_MAX], e[HUMAN_MAX], f[HUMAN_MAX], g[HUMAN_MAX],
-                        h[HUMAN_MAX], k[HUMAN_MAX], l[HUMAN_MAX], m[HUMAN_MAX], n[HUMAN_MAX], p[HUMAN_MAX],
-                        q[HUMAN_MAX];
+                char a[FORMAT_MAX], b[FORMAT_MAX], c[FORMAT_MAX], d[FORMAT_MAX], e[FORMAT_MAX], f[FORMAT_MAX], g[FORMAT_MAX],
+                        h[FORMAT_MAX], k[FORMAT_MAX], l[FORMAT_MAX], m[FORMAT_MAX], n[FORMAT_MAX], p[FORMAT_MAX],
+                        q[FORMAT_MAX];
                 json_t *states = json_object_get(u, "states");
                 int64_t queued, running;
                 double byte_s;
-                snprintf(g, HUMAN_MAX, "%lld",
+                snprintf(g, FORMAT_MAX, "%lld",
                          (long long) ((json_field_int(states, "queued", &queued) ? queued : 0) +
                                       (json_field_int(states, "running", &running) ? running : 0)));
                 const char *user = json_field_string(u, "user");
@@ -98,7 +98,7 @@ static int usage_print_table(json_t *users) {
                 r = r ?: table_add_cell(t, job_view_duration(u, "mean_response_s", m));
                 r = r ?: table_add_cell(t, job_view_bytes(u, "memory_peak_bytes", n));
                 if (json_field_number(u, "memory_peak_byte_s", &byte_s))
-                        snprintf(p, HUMAN_MAX, "%.0f", byte_s / 1048576.0);
+                        snprintf(p, FORMAT_MAX, "%.0f", byte_s / 1048576.0);
                 r = r ?: table_add_cell(t, json_field_number(u, "memory_peak_byte_s", &byte_s) ? p : NULL);
                 r = r ?: table_add_cell(t, cpus_now(json_object_get(u, "now"), q));
         }
@@ -173,8 +173,8 @@ int verb_usage(Ctl *ctl, int argc, char **argv) {
                 fprintf(stderr, "cgorchctl: the controller's answer to %s has no \"users\" array\n", path);
                 return CTL_EXIT_FAILURE;
         }
-        char a[HUMAN_MAX], b[HUMAN_MAX];
-        printf("Jobs submitted from %s to %s.\n", since >= 0 ? human_timestamp_ms(since, a) : "the start",
-               human_timestamp_ms(until >= 0 ? until : now, b));
+        char a[FORMAT_MAX], b[FORMAT_MAX];
+        printf("Jobs submitted from %s to %s.\n", since >= 0 ? format_timestamp_ms(since, a) : "the start",
+               format_timestamp_ms(until >= 0 ? until : now, b));
         return usage_print_table(users) < 0 ? CTL_EXIT_FAILURE : EXIT_SUCCESS;
 }

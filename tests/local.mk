@@ -102,9 +102,9 @@ tests_unit_test_stop_guard_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
 # against a real controller, cgorch-burn measured by the kernel, the units through
 # systemd-analyze, and the man pages against groff and every program's --help.
 check_PROGRAMS += tests/unit/test-burn-options tests/unit/test-utf8 tests/unit/test-table \
-	tests/unit/test-human tests/unit/test-short-job tests/unit/test-job-view tests/unit/test-suggest
+	tests/unit/test-format tests/unit/test-submit-spec tests/unit/test-job-view tests/unit/test-suggest
 TESTS += tests/unit/test-burn-options tests/unit/test-utf8 tests/unit/test-table \
-	tests/unit/test-human tests/unit/test-short-job tests/unit/test-job-view tests/unit/test-suggest
+	tests/unit/test-format tests/unit/test-submit-spec tests/unit/test-job-view tests/unit/test-suggest
 tests_unit_test_suggest_SOURCES = tests/unit/test-suggest.c
 tests_unit_test_suggest_CPPFLAGS = $(CLI_TEST_CPPFLAGS)
 tests_unit_test_suggest_CFLAGS = $(CLI_TEST_CFLAGS)
@@ -125,14 +125,14 @@ tests_unit_test_table_SOURCES = tests/unit/test-table.c
 tests_unit_test_table_CPPFLAGS = $(CLI_TEST_CPPFLAGS)
 tests_unit_test_table_CFLAGS = $(CLI_TEST_CFLAGS)
 tests_unit_test_table_LDADD = $(CLI_TEST_LIBS)
-tests_unit_test_human_SOURCES = tests/unit/test-human.c
-tests_unit_test_human_CPPFLAGS = $(CLI_TEST_CPPFLAGS)
-tests_unit_test_human_CFLAGS = $(CLI_TEST_CFLAGS)
-tests_unit_test_human_LDADD = $(CLI_TEST_LIBS)
-tests_unit_test_short_job_SOURCES = tests/unit/test-short-job.c
-tests_unit_test_short_job_CPPFLAGS = $(CLI_TEST_CPPFLAGS)
-tests_unit_test_short_job_CFLAGS = $(CLI_TEST_CFLAGS)
-tests_unit_test_short_job_LDADD = $(CLI_TEST_LIBS)
+tests_unit_test_format_SOURCES = tests/unit/test-format.c
+tests_unit_test_format_CPPFLAGS = $(CLI_TEST_CPPFLAGS)
+tests_unit_test_format_CFLAGS = $(CLI_TEST_CFLAGS)
+tests_unit_test_format_LDADD = $(CLI_TEST_LIBS)
+tests_unit_test_submit_spec_SOURCES = tests/unit/test-submit-spec.c
+tests_unit_test_submit_spec_CPPFLAGS = $(CLI_TEST_CPPFLAGS)
+tests_unit_test_submit_spec_CFLAGS = $(CLI_TEST_CFLAGS)
+tests_unit_test_submit_spec_LDADD = $(CLI_TEST_LIBS)
 tests_unit_test_job_view_SOURCES = tests/unit/test-job-view.c
 tests_unit_test_job_view_CPPFLAGS = $(CLI_TEST_CPPFLAGS)
 tests_unit_test_job_view_CFLAGS = $(CLI_TEST_CFLAGS)

@@ -27,7 +27,7 @@ Test(job_view, cells) {
         json_t *j = load("{\"id\": 7, \"cpu_s\": 3.25, \"memory_peak_bytes\": 1048576, \"tasks_done\": 1,"
                          " \"tasks_total\": 4, \"progress\": 0.999, \"response_s\": 12.3, \"weight\": 0.5,"
                          " \"finished_ms\": null, \"bad\": \"x\"}");
-        char b[HUMAN_MAX];
+        char b[FORMAT_MAX];
 
         cr_assert_str_eq(job_view_int(j, "id", b), "7");
         cr_assert_str_eq(job_view_seconds(j, "cpu_s", 1, b), "3.2");
@@ -44,7 +44,7 @@ Test(job_view, cells) {
 }
 
 Test(job_view, exit_column) {
-        char b[HUMAN_MAX];
+        char b[FORMAT_MAX];
         json_t *j;
 
         j = load("{\"exit_code\": 3, \"signal\": 0, \"oom_killed\": false}");
@@ -190,7 +190,7 @@ Test(job_view, queue_order_and_sched_columns) {
                             "  \"virtual_size_s\": 0}},"
                             " {\"id\": 5}]");
         json_t *q = job_view_queue_order(jobs);
-        char b[HUMAN_MAX];
+        char b[FORMAT_MAX];
         static const int64_t want[] = { 4, 2, 1, 3, 5 };
 
         cr_assert_not_null(q);

@@ -1,4 +1,4 @@
-/* human.c: sizes, durations, times and command lines as people read them in cgorchctl's output. */
+/* format.c: sizes, durations, times and command lines as people read them in cgorchctl's output. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -6,13 +6,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "human.h"
+#include "format.h"
 
-char *human_bytes(uint64_t bytes, char buf[static HUMAN_MAX]) {
+char *format_bytes(uint64_t bytes, char buf[static FORMAT_MAX]) {
         static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
 
         if (bytes < 1024) {
-                snprintf(buf, HUMAN_MAX, "%lluB", (unsigned long long) bytes);
+                snprintf(buf, FORMAT_MAX, "%lluB", (unsigned long long) bytes);
                 return buf;
         }
 
@@ -30,15 +30,15 @@ char *human_bytes(uint64_t bytes, char buf[static HUMAN_MAX]) {
                 u++;
         }
         if (shown == floor(shown))
-                snprintf(buf, HUMAN_MAX, "%.0f%s", shown, units[u]);
+                snprintf(buf, FORMAT_MAX, "%.0f%s", shown, units[u]);
         else
-                snprintf(buf, HUMAN_MAX, "%.1f%s", shown, units[u]);
+                snprintf(buf, FORMAT_MAX, "%.1f%s", shown, units[u]);
         return buf;
 }
 
-char *human_duration_s(double s, char buf[static HUMAN_MAX]) {
+char *format_duration_s(double s, char buf[static FORMAT_MAX]) {
         if (!isfinite(s) || s < 0) {
-                snprintf(buf, HUMAN_MAX, "-");
+                snprintf(buf, FORMAT_MAX, "-");
                 return buf;
         }
 
@@ -46,58 +46,58 @@ char *human_duration_s(double s, char buf[static HUMAN_MAX]) {
          * the next unit, so 59.96s shows as "1m00s", never "60.0s". */
         long long ms = llround(s * 1000);
         if (ms < 1000) {
-                snprintf(buf, HUMAN_MAX, "%lldms", ms);
+                snprintf(buf, FORMAT_MAX, "%lldms", ms);
                 return buf;
         }
         long long ds = llround(s * 10);
         if (ds < 600) {
-                snprintf(buf, HUMAN_MAX, "%lld.%llds", ds / 10, ds % 10);
+                snprintf(buf, FORMAT_MAX, "%lld.%llds", ds / 10, ds % 10);
                 return buf;
         }
         long long sec = llround(s);
         if (sec < 3600) {
-                snprintf(buf, HUMAN_MAX, "%lldm%02llds", sec / 60, sec % 60);
+                snprintf(buf, FORMAT_MAX, "%lldm%02llds", sec / 60, sec % 60);
                 return buf;
         }
         long long min = llround(s / 60);
         if (min < 24 * 60) {
-                snprintf(buf, HUMAN_MAX, "%lldh%02lldm", min / 60, min % 60);
+                snprintf(buf, FORMAT_MAX, "%lldh%02lldm", min / 60, min % 60);
                 return buf;
         }
         long long h = llround(s / 3600);
-        snprintf(buf, HUMAN_MAX, "%lldd%02lldh", h / 24, h % 24);
+        snprintf(buf, FORMAT_MAX, "%lldd%02lldh", h / 24, h % 24);
         return buf;
 }
 
-char *human_timestamp_ms(int64_t ms, char buf[static HUMAN_MAX]) {
+char *format_timestamp_ms(int64_t ms, char buf[static FORMAT_MAX]) {
         time_t t = (time_t) (ms / 1000);
         struct tm tm;
 
-        if (ms < 0 || !localtime_r(&t, &tm) || strftime(buf, HUMAN_MAX, "%Y-%m-%dT%H:%M:%S", &tm) == 0)
-                snprintf(buf, HUMAN_MAX, "-");
+        if (ms < 0 || !localtime_r(&t, &tm) || strftime(buf, FORMAT_MAX, "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+                snprintf(buf, FORMAT_MAX, "-");
         return buf;
 }
 
-char *human_age_ms(int64_t now_ms, int64_t then_ms, char buf[static HUMAN_MAX]) {
-        char d[HUMAN_MAX];
+char *format_age_ms(int64_t now_ms, int64_t then_ms, char buf[static FORMAT_MAX]) {
+        char d[FORMAT_MAX];
 
         if (then_ms < 0)
-                snprintf(buf, HUMAN_MAX, "-");
+                snprintf(buf, FORMAT_MAX, "-");
         else if (then_ms >= now_ms)
-                snprintf(buf, HUMAN_MAX, "just now");
+                snprintf(buf, FORMAT_MAX, "just now");
         else
                 /* A duration is far shorter than 43 characters; the bound lets the compiler see
                  * that the whole line fits (gcc -D_FORTIFY_SOURCE warns otherwise). */
-                snprintf(buf, HUMAN_MAX, "%.43s ago", human_duration_s((double) (now_ms - then_ms) / 1000.0, d));
+                snprintf(buf, FORMAT_MAX, "%.43s ago", format_duration_s((double) (now_ms - then_ms) / 1000.0, d));
         return buf;
 }
 
-char *human_cpus(double cpus, char buf[static HUMAN_MAX]) {
+char *format_cpus(double cpus, char buf[static FORMAT_MAX]) {
         if (!isfinite(cpus))
-                snprintf(buf, HUMAN_MAX, "-");
+                snprintf(buf, FORMAT_MAX, "-");
         else
                 /* Requests are fractions like 0.5 or 0.25; %g drops the zeros %f would print. */
-                snprintf(buf, HUMAN_MAX, "%.4g", cpus);
+                snprintf(buf, FORMAT_MAX, "%.4g", cpus);
         return buf;
 }
 
@@ -111,7 +111,7 @@ static bool arg_needs_quotes(const char *a) {
         return false;
 }
 
-char *human_argv(char *const *argv) {
+char *format_argv(char *const *argv) {
         char *buf = NULL;
         size_t size = 0;
         FILE *f = open_memstream(&buf, &size);

@@ -1,29 +1,29 @@
-/* test-short-job.c: the job "cgorchctl submit ... -- COMMAND" builds, checked against the
+/* test-submit-spec.c: the job "cgorchctl submit ... -- COMMAND" builds, checked against the
  * protocol's own validation. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdlib.h>
 
 #include "protocol.h"
-#include "short-job.h"
+#include "submit-spec.h"
 
-static ShortJob defaults(char **argv) {
-        return (ShortJob) {
-                .n_tasks = SHORT_JOB_DEFAULT_TASKS,
-                .cpu_cores = SHORT_JOB_DEFAULT_CPUS,
-                .memory_bytes = SHORT_JOB_DEFAULT_MEMORY_BYTES,
+static SubmitSpec defaults(char **argv) {
+        return (SubmitSpec) {
+                .n_tasks = SUBMIT_SPEC_DEFAULT_TASKS,
+                .cpu_cores = SUBMIT_SPEC_DEFAULT_CPUS,
+                .memory_bytes = SUBMIT_SPEC_DEFAULT_MEMORY_BYTES,
                 .argv = argv,
         };
 }
 
-Test(short_job, minimal_job_is_valid) {
+Test(submit_spec, minimal_job_is_valid) {
         char *argv[] = { (char *) "/usr/bin/cgorch-burn", (char *) "--cpu-seconds", (char *) "5", NULL };
-        ShortJob s = defaults(argv);
+        SubmitSpec s = defaults(argv);
         json_t *j = NULL;
         char *error = NULL;
         JobSpec *spec = NULL;
 
-        cr_assert_eq(short_job_to_json(&s, &j, &error), 0);
+        cr_assert_eq(submit_spec_to_json(&s, &j, &error), 0);
         cr_assert_eq(job_spec_from_json(j, &spec, &error), 0, "invalid: %s", error);
         cr_assert_str_eq(spec->name, "cgorch-burn");
         cr_assert_null(spec->user);
@@ -45,10 +45,10 @@ Test(short_job, minimal_job_is_valid) {
         json_decref(j);
 }
 
-Test(short_job, every_option) {
+Test(submit_spec, every_option) {
         char *argv[] = { (char *) "sleep", (char *) "1", NULL };
         char *env[] = { (char *) "LANG=C", (char *) "EMPTY=", (char *) "X=a=b", (char *) "LANG=de_DE", NULL };
-        ShortJob s = defaults(argv);
+        SubmitSpec s = defaults(argv);
         json_t *j = NULL;
         char *error = NULL;
         JobSpec *spec = NULL;
@@ -63,7 +63,7 @@ Test(short_job, every_option) {
         s.weight = 2.5;
         s.pids_max = 100;
         s.env = env;
-        cr_assert_eq(short_job_to_json(&s, &j, &error), 0);
+        cr_assert_eq(submit_spec_to_json(&s, &j, &error), 0);
         cr_assert_eq(job_spec_from_json(j, &spec, &error), 0, "invalid: %s", error);
         cr_assert_str_eq(spec->name, "nap");
         cr_assert_str_eq(spec->user, "nobody");
@@ -86,39 +86,39 @@ Test(short_job, every_option) {
 
 static void check_name(const char *command, const char *expected) {
         char *argv[] = { (char *) command, NULL };
-        ShortJob s = defaults(argv);
+        SubmitSpec s = defaults(argv);
         json_t *j = NULL;
         char *error = NULL;
 
-        cr_assert_eq(short_job_to_json(&s, &j, &error), 0);
+        cr_assert_eq(submit_spec_to_json(&s, &j, &error), 0);
         cr_assert_str_eq(json_string_value(json_object_get(j, "name")), expected, "name of %s", command);
         json_decref(j);
 }
 
-Test(short_job, default_name_is_the_base_name) {
+Test(submit_spec, default_name_is_the_base_name) {
         check_name("cgorch-burn", "cgorch-burn");
         check_name("/usr/bin/cgorch-burn", "cgorch-burn");
         check_name("./tools/", "tools");
         check_name("/", "/");
 }
 
-static void check_error(ShortJob *s, const char *expected) {
+static void check_error(SubmitSpec *s, const char *expected) {
         json_t *j = NULL;
         char *error = NULL;
 
-        cr_assert_eq(short_job_to_json(s, &j, &error), -EINVAL);
+        cr_assert_eq(submit_spec_to_json(s, &j, &error), -EINVAL);
         cr_assert_null(j);
         cr_assert_str_eq(error, expected);
         free(error);
 }
 
-Test(short_job, errors) {
+Test(submit_spec, errors) {
         char *none[] = { NULL };
         char *argv[] = { (char *) "true", NULL };
         char *bad_arg[] = { (char *) "echo", (char *) "\xff", NULL };
         char *no_eq[] = { (char *) "FOO", NULL };
         char *no_key[] = { (char *) "=x", NULL };
-        ShortJob s;
+        SubmitSpec s;
 
         s = defaults(none);
         check_error(&s, "no command given after '--'");

@@ -1,4 +1,4 @@
-/* short-job.h: the job that "cgorchctl submit ... -- COMMAND" describes — one phase of N copies
+/* submit-spec.h: the job that "cgorchctl submit ... -- COMMAND" describes — one phase of N copies
  * of a command — built as the JSON of POST /v1/jobs. */
 #pragma once
 
@@ -6,11 +6,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define SHORT_JOB_DEFAULT_TASKS 1U
-#define SHORT_JOB_DEFAULT_CPUS 1.0
-#define SHORT_JOB_DEFAULT_MEMORY_BYTES (UINT64_C(256) << 20)
+#define SUBMIT_SPEC_DEFAULT_TASKS 1U
+#define SUBMIT_SPEC_DEFAULT_CPUS 1.0
+#define SUBMIT_SPEC_DEFAULT_MEMORY_BYTES (UINT64_C(256) << 20)
 
-typedef struct ShortJob {
+typedef struct SubmitSpec {
         const char *name;        /* NULL: the base name of argv[0] */
         const char *phase_name;  /* NULL: left to the controller ("phase0") */
         const char *user;        /* NULL: left to the controller */
@@ -26,9 +26,9 @@ typedef struct ShortJob {
         bool hold;               /* --hold: submitted held */
         char **env;              /* "NAME=VALUE" entries; a later NAME wins */
         char **argv;             /* the command, at least one element */
-} ShortJob;
+} SubmitSpec;
 
 /* Builds the job JSON. Does not check ranges: job_spec_from_json() does that for every job the
  * CLI sends. Returns 0, or -EINVAL with a malloc'd message (a malformed --env entry, an empty
  * command), or -ENOMEM. */
-int short_job_to_json(const ShortJob *s, json_t **ret, char **ret_error);
+int submit_spec_to_json(const SubmitSpec *s, json_t **ret, char **ret_error);

@@ -1,4 +1,4 @@
-/* short-job.c: the one-phase job of "cgorchctl submit ... -- COMMAND" as POST /v1/jobs JSON. */
+/* submit-spec.c: the one-phase job of "cgorchctl submit ... -- COMMAND" as POST /v1/jobs JSON. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "macro.h"
-#include "short-job.h"
+#include "submit-spec.h"
 
 _printf_(2, 3) static int fail(char **ret_error, const char *fmt, ...) {
         va_list ap;
@@ -38,7 +38,7 @@ static int set_string(json_t *o, const char *key, const char *value, const char 
         return 0;
 }
 
-int short_job_to_json(const ShortJob *s, json_t **ret, char **ret_error) {
+int submit_spec_to_json(const SubmitSpec *s, json_t **ret, char **ret_error) {
         _cleanup_(json_decrefp) json_t *job = NULL, *phase = NULL, *argv = NULL, *env = NULL;
         _cleanup_free_ char *name = NULL;
         int r;
