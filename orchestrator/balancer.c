@@ -13,16 +13,6 @@
 #include "estimator/stats.h"
 #include "macro.h"
 
-/* Reasons are for people: a long one is cut, never an error (vsnprintf, unlike snprintf, is not
- * checked for truncation at compile time). */
-static _printf_(3, 4) void set_reason(char *buf, size_t size, const char *fmt, ...) {
-        va_list ap;
-
-        va_start(ap, fmt);
-        (void) vsnprintf(buf, size, fmt, ap);
-        va_end(ap);
-}
-
 static const char *const mode_names[_ORCH_MODE_MAX] = {
         [ORCH_MODE_OFF] = "off",
         [ORCH_MODE_CPU] = "cpu",
@@ -469,14 +459,6 @@ static OrchDecision *decision_add(Balance *b) {
         return &b->out.items[b->out.n++];
 }
 
-static const char *amount(OrchResource r, double v, char buf[static 32]) {
-        if (r == ORCH_CPU)
-                snprintf(buf, 32, "%.3f cores", v);
-        else
-                snprintf(buf, 32, "%.1f MiB", v / (double) ORCH_MIB);
-        return buf;
-}
-
 static void fill_limits(const Balance *b, OrchDecision *d) {
         const OrchTask *t = &b->s->tasks[d->task];
 
@@ -617,26 +599,26 @@ static void explain_standing(Balance *b, const Receiver *x, OrchResource r) {
                 explain(b, x->finding, ORCH_OUTCOME_HYSTERESIS,
                         "short of %s for %u epoch(s) in a row, acted on after %u (%s estimates %s, limit %s)", res,
                         b->entries[x->task].short_streak[r], b->p->hysteresis_epochs,
-                        orch_estimator_to_string(b->p->estimator), amount(r, x->need, e), amount(r, x->alloc, a));
+                        orch_estimator_to_string(b->p->estimator), orch_amount(r, 3, x->need, e), orch_amount(r, 3, x->alloc, a));
                 return;
         case STANDING_COOLING:
                 explain(b, x->finding, ORCH_OUTCOME_COOLDOWN,
                         "its %s limit changed %" PRIu64 " epoch(s) ago; left alone for %u after a change (%s estimates %s)",
                         res, b->epoch - b->entries[x->task].changed_epoch[r], b->p->cooldown_epochs,
-                        orch_estimator_to_string(b->p->estimator), amount(r, x->need, e));
+                        orch_estimator_to_string(b->p->estimator), orch_amount(r, 3, x->need, e));
                 return;
         case STANDING_SATISFIED:
                 explain(b, x->finding, ORCH_OUTCOME_SUFFICIENT,
                         "%s estimates %s, within the minimum change %s of its limit %s",
-                        orch_estimator_to_string(b->p->estimator), amount(r, x->need, e), amount(r, min_change(b, r), c),
-                        amount(r, x->alloc, a));
+                        orch_estimator_to_string(b->p->estimator), orch_amount(r, 3, x->need, e), orch_amount(r, 3, min_change(b, r), c),
+                        orch_amount(r, 3, x->alloc, a));
                 return;
         case STANDING_NOT_BINDING:
                 explain(b, x->finding, ORCH_OUTCOME_NOT_BINDING,
                         "its quota does not hold it back: uses %s of %s, throttled in %.0f%% of periods; a higher "
-                        "one would give it no cycles (%s estimates %s)", amount(r, x->use, e), amount(r, x->alloc, a),
+                        "one would give it no cycles (%s estimates %s)", orch_amount(r, 3, x->use, e), orch_amount(r, 3, x->alloc, a),
                         100 * task->info.throttled_ratio, orch_estimator_to_string(b->p->estimator),
-                        amount(r, x->need, c));
+                        orch_amount(r, 3, x->need, c));
                 return;
         case STANDING_STUCK:
                 if (x->alloc <= 0)
@@ -644,7 +626,7 @@ static void explain_standing(Balance *b, const Receiver *x, OrchResource r) {
                 else
                         explain(b, x->finding, ORCH_OUTCOME_AT_CEILING,
                                 "its limit %s is at its ceiling %s (node %s's capacity or the %s ceiling)",
-                                amount(r, x->alloc, a), amount(r, ceiling_of(b, task->node, r), c), task->info.node, res);
+                                orch_amount(r, 3, x->alloc, a), orch_amount(r, 3, ceiling_of(b, task->node, r), c), task->info.node, res);
                 return;
         case STANDING_ELIGIBLE:
                 break;
@@ -729,8 +711,8 @@ static int donor_init(Balance *b, OrchResource r, size_t t, Donor *d) {
         if (d->give > 0)
                 return 1;
         explain(b, hf, ORCH_OUTCOME_AT_FLOOR, "nothing to give: its limit %s is at its floor %s (%s estimates %s)",
-                amount(r, alloc, limit), amount(r, d->floor, floor), orch_estimator_to_string(b->p->estimator),
-                amount(r, d->need, need));
+                orch_amount(r, 3, alloc, limit), orch_amount(r, 3, d->floor, floor), orch_estimator_to_string(b->p->estimator),
+                orch_amount(r, 3, d->need, need));
         return 0;
 }
 
@@ -778,14 +760,14 @@ static void decide_raise(Balance *b, OrchResource r, const Receiver *x, const Do
         d->new_value = x->alloc + x->granted;
         d->peer = x->first_donor == ORCH_NO_TASK ? ORCH_NO_TASK : dn[x->first_donor].task;
         fill_limits(b, d);
-        set_reason(d->reason, sizeof(d->reason), "raise %s %s %s -> %s (%s estimates %s; %s of it from node headroom%s%s): %s",
-                   task->id, orch_resource_to_string(r), amount(r, x->alloc, old), amount(r, d->new_value, new),
-                   orch_estimator_to_string(b->p->estimator), amount(r, x->need, need),
-                   amount(r, x->from_headroom, headroom), d->peer != ORCH_NO_TASK ? ", the rest from " : "",
+        orch_reason_set(d->reason, sizeof(d->reason), "raise %s %s %s -> %s (%s estimates %s; %s of it from node headroom%s%s): %s",
+                   task->id, orch_resource_to_string(r), orch_amount(r, 3, x->alloc, old), orch_amount(r, 3, d->new_value, new),
+                   orch_estimator_to_string(b->p->estimator), orch_amount(r, 3, x->need, need),
+                   orch_amount(r, 3, x->from_headroom, headroom), d->peer != ORCH_NO_TASK ? ", the rest from " : "",
                    d->peer != ORCH_NO_TASK ? b->s->tasks[d->peer].id : "", x->finding->reason);
         mark_changed(b, x->task, r);
         explain(b, x->finding, b->p->dry_run ? ORCH_OUTCOME_DRY_RUN : ORCH_OUTCOME_CHANGED, "%s %s -> %s",
-                b->p->dry_run ? "would raise" : "raised", amount(r, x->alloc, old), amount(r, d->new_value, new));
+                b->p->dry_run ? "would raise" : "raised", orch_amount(r, 3, x->alloc, old), orch_amount(r, 3, d->new_value, new));
 }
 
 /* A raise global coordination dropped (Sec. II-B): a peer of its job phase elsewhere stays
@@ -796,13 +778,13 @@ static void decide_coordinated(Balance *b, OrchResource r, const Receiver *x, Or
 
         d->verdict = ORCH_VERDICT_SKIPPED;
         d->peer = x->blocker;
-        set_reason(d->reason, sizeof(d->reason),
+        orch_reason_set(d->reason, sizeof(d->reason),
                    "not raising %s %s: it cannot speed up job %" PRIu64 " phase %u, whose task %s on node %s stays short of it (%s)",
                    task->id, orch_resource_to_string(r), task->info.job, task->info.phase, blocker->id,
                    blocker->info.node, b->short_f[r][x->blocker]->reason);
         explain(b, x->finding, ORCH_OUTCOME_COORDINATION,
                 "not raised toward %s: task %s of the same job phase on node %s stays short of %s, "
-                "so this raise cannot speed up the job", amount(r, x->target, target), blocker->id, blocker->info.node,
+                "so this raise cannot speed up the job", orch_amount(r, 3, x->target, target), blocker->id, blocker->info.node,
                 orch_resource_to_string(r));
 }
 
@@ -813,18 +795,18 @@ static void decide_unfunded(Balance *b, OrchResource r, const Receiver *x, OrchD
         char target[32], min[32];
 
         d->verdict = ORCH_VERDICT_SKIPPED;
-        set_reason(d->reason, sizeof(d->reason),
+        orch_reason_set(d->reason, sizeof(d->reason),
                    "not raising %s %s toward %s: node %s has no %s to spare (no headroom within overcommit %.2f, no hog to take from)",
-                   task->id, orch_resource_to_string(r), amount(r, x->target, target), task->info.node,
+                   task->id, orch_resource_to_string(r), orch_amount(r, 3, x->target, target), task->info.node,
                    orch_resource_to_string(r), overcommit);
         if (x->below_min)
                 explain(b, x->finding, ORCH_OUTCOME_BELOW_MIN_CHANGE,
                         "not raised toward %s: node %s could fund less than the minimum change %s",
-                        amount(r, x->target, target), task->info.node, amount(r, min_change(b, r), min));
+                        orch_amount(r, 3, x->target, target), task->info.node, orch_amount(r, 3, min_change(b, r), min));
         else
                 explain(b, x->finding, ORCH_OUTCOME_NO_ROOM,
                         "not raised toward %s: node %s has no %s headroom within overcommit %.2f and no hog to take from",
-                        amount(r, x->target, target), task->info.node, orch_resource_to_string(r), overcommit);
+                        orch_amount(r, 3, x->target, target), task->info.node, orch_resource_to_string(r), overcommit);
 }
 
 /* What became of each receiver: raised, or a skipped decision that says why not; an
@@ -865,7 +847,7 @@ static int decide_donors(Balance *b, OrchResource r, const Donor *dn, size_t n_d
                 if (taken[i] <= 0) {
                         explain(b, x->finding, ORCH_OUTCOME_NOT_NEEDED,
                                 "could give %s, but no raise on node %s needed it this epoch (a hog is cut only to fund a raise)",
-                                amount(r, x->give, old), task->info.node);
+                                orch_amount(r, 3, x->give, old), task->info.node);
                         continue;
                 }
                 OrchDecision *d = decision_add(b);
@@ -878,13 +860,13 @@ static int decide_donors(Balance *b, OrchResource r, const Donor *dn, size_t n_d
                         .estimator = b->p->estimator, .evidence = *x->finding, .peer = x->first_for,
                 };
                 fill_limits(b, d);
-                set_reason(d->reason, sizeof(d->reason), "lower %s %s %s -> %s for %s (%s estimates %s, floor %s): %s",
-                           task->id, orch_resource_to_string(r), amount(r, x->alloc, old), amount(r, d->new_value, new),
+                orch_reason_set(d->reason, sizeof(d->reason), "lower %s %s %s -> %s for %s (%s estimates %s, floor %s): %s",
+                           task->id, orch_resource_to_string(r), orch_amount(r, 3, x->alloc, old), orch_amount(r, 3, d->new_value, new),
                            b->s->tasks[x->first_for].id, orch_estimator_to_string(b->p->estimator),
-                           amount(r, x->need, need), amount(r, x->floor, floor), x->finding->reason);
+                           orch_amount(r, 3, x->need, need), orch_amount(r, 3, x->floor, floor), x->finding->reason);
                 mark_changed(b, x->task, r);
                 explain(b, x->finding, b->p->dry_run ? ORCH_OUTCOME_DRY_RUN : ORCH_OUTCOME_CHANGED, "%s %s -> %s for %s",
-                        b->p->dry_run ? "would lower" : "lowered", amount(r, x->alloc, old), amount(r, d->new_value, new),
+                        b->p->dry_run ? "would lower" : "lowered", orch_amount(r, 3, x->alloc, old), orch_amount(r, 3, d->new_value, new),
                         b->s->tasks[x->first_for].id);
         }
         return 0;

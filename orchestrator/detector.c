@@ -12,16 +12,6 @@
 #include "estimator/stats.h"
 #include "macro.h"
 
-/* Reasons are for people: a long one is cut, never an error (vsnprintf, unlike snprintf, is not
- * checked for truncation at compile time). */
-static _printf_(3, 4) void set_reason(char *buf, size_t size, const char *fmt, ...) {
-        va_list ap;
-
-        va_start(ap, fmt);
-        (void) vsnprintf(buf, size, fmt, ap);
-        va_end(ap);
-}
-
 static const char *const kind_names[_ORCH_FINDING_KIND_MAX] = {
         [ORCH_FINDING_DEFICIT] = "deficit",
         [ORCH_FINDING_STRAGGLER] = "straggler",
@@ -133,15 +123,6 @@ static OrchFinding *finding_add(Detect *d, OrchFindingKind kind, OrchResource r,
         return f;
 }
 
-/* "0.40 cores" or "512.0 MiB". */
-static const char *amount(OrchResource r, double v, char buf[static 32]) {
-        if (r == ORCH_CPU)
-                snprintf(buf, 32, "%.2f cores", v);
-        else
-                snprintf(buf, 32, "%.1f MiB", v / (1024.0 * 1024.0));
-        return buf;
-}
-
 /* Is the task's node or cgroup under pressure for r? Sets *ret_pressure and a short text. */
 static bool pressured(const Detect *d, size_t t, OrchResource r, double *ret_pressure, char *text, size_t size) {
         const OrchTask *task = &d->s->tasks[t];
@@ -150,17 +131,17 @@ static bool pressured(const Detect *d, size_t t, OrchResource r, double *ret_pre
         if (r == ORCH_CPU) {
                 if (node->info.psi_cpu_some_avg10 >= d->p->psi_cpu_threshold) {
                         *ret_pressure = node->info.psi_cpu_some_avg10;
-                        set_reason(text, size, "node %s cpu PSI is %.1f%%", node->name, *ret_pressure);
+                        orch_reason_set(text, size, "node %s cpu PSI is %.1f%%", node->name, *ret_pressure);
                         return true;
                 }
                 if (task->info.throttled_ratio >= d->p->throttled_ratio_threshold) {
                         *ret_pressure = task->info.throttled_ratio;
-                        set_reason(text, size, "it is throttled in %.0f%% of periods", 100 * *ret_pressure);
+                        orch_reason_set(text, size, "it is throttled in %.0f%% of periods", 100 * *ret_pressure);
                         return true;
                 }
                 if (task->info.psi_cpu_some_avg10 >= d->p->psi_cpu_threshold) {
                         *ret_pressure = task->info.psi_cpu_some_avg10;
-                        set_reason(text, size, "its cpu PSI is %.1f%%", *ret_pressure);
+                        orch_reason_set(text, size, "its cpu PSI is %.1f%%", *ret_pressure);
                         return true;
                 }
                 return false;
@@ -169,17 +150,17 @@ static bool pressured(const Detect *d, size_t t, OrchResource r, double *ret_pre
         uint64_t events = task->info.memory_events_high + task->info.memory_events_max + task->info.memory_events_oom;
         if (node->info.psi_memory_some_avg10 >= d->p->psi_memory_threshold) {
                 *ret_pressure = node->info.psi_memory_some_avg10;
-                set_reason(text, size, "node %s memory PSI is %.1f%%", node->name, *ret_pressure);
+                orch_reason_set(text, size, "node %s memory PSI is %.1f%%", node->name, *ret_pressure);
                 return true;
         }
         if (task->info.psi_memory_some_avg10 >= d->p->psi_memory_threshold) {
                 *ret_pressure = task->info.psi_memory_some_avg10;
-                set_reason(text, size, "its memory PSI is %.1f%%", *ret_pressure);
+                orch_reason_set(text, size, "its memory PSI is %.1f%%", *ret_pressure);
                 return true;
         }
         if (events > 0) {
                 *ret_pressure = (double) events;
-                set_reason(text, size, "its memory events rose by %" PRIu64, events);
+                orch_reason_set(text, size, "its memory events rose by %" PRIu64, events);
                 return true;
         }
         return false;
@@ -207,7 +188,7 @@ static int node_signals(Detect *d) {
                                 return -ENOMEM;
                         f->value = f->pressure = psi[r];
                         f->threshold = threshold[r];
-                        set_reason(f->reason, sizeof(f->reason), "node %s %s PSI some avg10 is %.1f%% (threshold %.1f%%)",
+                        orch_reason_set(f->reason, sizeof(f->reason), "node %s %s PSI some avg10 is %.1f%% (threshold %.1f%%)",
                                  node->name, orch_resource_to_string(r), psi[r], threshold[r]);
                 }
         }
@@ -227,7 +208,7 @@ static int task_signals(Detect *d, size_t t) {
                         return -ENOMEM;
                 f->value = f->pressure = task->info.throttled_ratio;
                 f->threshold = d->p->throttled_ratio_threshold;
-                set_reason(f->reason, sizeof(f->reason), "%s is throttled in %.0f%% of CFS periods (threshold %.0f%%)",
+                orch_reason_set(f->reason, sizeof(f->reason), "%s is throttled in %.0f%% of CFS periods (threshold %.0f%%)",
                          task->id, 100 * f->value, 100 * f->threshold);
         }
         if (limit > 0 && use >= d->p->near_limit_fraction * limit) {
@@ -237,15 +218,15 @@ static int task_signals(Detect *d, size_t t) {
                 f->value = use;
                 f->reference = limit;
                 f->threshold = d->p->near_limit_fraction * limit;
-                set_reason(f->reason, sizeof(f->reason), "%s uses %s, %.0f%% of its %s memory limit",
-                         task->id, amount(ORCH_MEMORY, use, a), 100 * use / limit, amount(ORCH_MEMORY, limit, b));
+                orch_reason_set(f->reason, sizeof(f->reason), "%s uses %s, %.0f%% of its %s memory limit",
+                         task->id, orch_amount(ORCH_MEMORY, 2, use, a), 100 * use / limit, orch_amount(ORCH_MEMORY, 2, limit, b));
         }
         if (events > 0) {
                 f = finding_add(d, ORCH_FINDING_MEMORY_EVENTS, ORCH_MEMORY, ORCH_BASIS_SIGNAL, t, task->node);
                 if (!f)
                         return -ENOMEM;
                 f->value = f->pressure = (double) events;
-                set_reason(f->reason, sizeof(f->reason), "%s memory events rose: high +%" PRIu64 ", max +%" PRIu64 ", oom +%" PRIu64,
+                orch_reason_set(f->reason, sizeof(f->reason), "%s memory events rose: high +%" PRIu64 ", max +%" PRIu64 ", oom +%" PRIu64,
                          task->id, task->info.memory_events_high, task->info.memory_events_max,
                          task->info.memory_events_oom);
         }
@@ -309,8 +290,8 @@ static int deficit(Detect *d, size_t t, OrchResource r) {
                         f->pressure = task->info.throttled_ratio;
                 else
                         (void) pressured(d, t, r, &f->pressure, why, sizeof(why));
-                set_reason(f->reason, sizeof(f->reason), "%s is pinned at its %s limit: uses %s of %s and %s",
-                         task->id, orch_resource_to_string(r), amount(r, use, a), amount(r, limit, b),
+                orch_reason_set(f->reason, sizeof(f->reason), "%s is pinned at its %s limit: uses %s of %s and %s",
+                         task->id, orch_resource_to_string(r), orch_amount(r, 2, use, a), orch_amount(r, 2, limit, b),
                          r == ORCH_CPU ? "is throttled" : "its memory events rose");
                 goto found;
         }
@@ -336,8 +317,8 @@ static int deficit(Detect *d, size_t t, OrchResource r) {
                 f->spread = sigma;
                 f->n_peers = n;
                 f->pressure = pressure;
-                set_reason(f->reason, sizeof(f->reason), "%s uses %s, below its %zu peers' median %s (threshold %s), while %s",
-                         task->id, amount(r, use, a), n, amount(r, m, b), amount(r, threshold, c), why);
+                orch_reason_set(f->reason, sizeof(f->reason), "%s uses %s, below its %zu peers' median %s (threshold %s), while %s",
+                         task->id, orch_amount(r, 2, use, a), n, orch_amount(r, 2, m, b), orch_amount(r, 2, threshold, c), why);
                 goto found;
         }
 
@@ -350,8 +331,8 @@ static int deficit(Detect *d, size_t t, OrchResource r) {
                 f->reference = expected;
                 f->threshold = threshold;
                 f->pressure = pressure;
-                set_reason(f->reason, sizeof(f->reason), "%s uses %s, below its expected %s (threshold %s), while %s",
-                         task->id, amount(r, use, a), amount(r, expected, b), amount(r, threshold, c), why);
+                orch_reason_set(f->reason, sizeof(f->reason), "%s uses %s, below its expected %s (threshold %s), while %s",
+                         task->id, orch_amount(r, 2, use, a), orch_amount(r, 2, expected, b), orch_amount(r, 2, threshold, c), why);
                 goto found;
         }
 
@@ -367,7 +348,7 @@ static int deficit(Detect *d, size_t t, OrchResource r) {
                 f->spread = sigma;
                 f->n_peers = n;
                 f->pressure = pressure;
-                set_reason(f->reason, sizeof(f->reason),
+                orch_reason_set(f->reason, sizeof(f->reason),
                          "%s progresses at %.4f/s, below its %zu peers' median %.4f/s (threshold %.4f/s), while %s",
                          task->id, d->rate[t], n, m, threshold, why);
                 goto found;
@@ -425,7 +406,7 @@ static int straggler(Detect *d, size_t t, OrchResource r) {
         f->threshold = d->p->straggler_time_left_factor * m;
         f->n_peers = n_left;
         f->pressure = pressure;
-        set_reason(f->reason, sizeof(f->reason),
+        orch_reason_set(f->reason, sizeof(f->reason),
                  "%s is a straggler: %.1f s left at %.4f/s (SlowTaskThreshold %.4f/s), its %zu peers' median %.1f s, while %s",
                  task->id, d->time_left_s[t], d->rate[t], slow, n_left, m, why);
         d->short_of[r][t] = true;
@@ -480,13 +461,13 @@ static int hog(Detect *d, size_t t, OrchResource r) {
         f->n_peers = n;
         f->pressure = r == ORCH_CPU ? node->info.psi_cpu_some_avg10 : node->info.psi_memory_some_avg10;
         if (basis == ORCH_BASIS_ALLOCATION)
-                set_reason(f->reason, sizeof(f->reason), "%s holds %s of %s but uses %s, next to %s which is short of it",
-                         task->id, amount(r, alloc, a), orch_resource_to_string(r), amount(r, use, b),
+                orch_reason_set(f->reason, sizeof(f->reason), "%s holds %s of %s but uses %s, next to %s which is short of it",
+                         task->id, orch_amount(r, 2, alloc, a), orch_resource_to_string(r), orch_amount(r, 2, use, b),
                          d->s->tasks[victim].id);
         else
-                set_reason(f->reason, sizeof(f->reason), "%s uses %s of %s, %.1f× its %s %s, next to %s which is short of it",
-                         task->id, amount(r, use, a), orch_resource_to_string(r), use / m,
-                         basis == ORCH_BASIS_PEERS ? "peers' median" : "expected", amount(r, m, b),
+                orch_reason_set(f->reason, sizeof(f->reason), "%s uses %s of %s, %.1f× its %s %s, next to %s which is short of it",
+                         task->id, orch_amount(r, 2, use, a), orch_resource_to_string(r), use / m,
+                         basis == ORCH_BASIS_PEERS ? "peers' median" : "expected", orch_amount(r, 2, m, b),
                          d->s->tasks[victim].id);
         return 0;
 }

@@ -1,5 +1,7 @@
 /* orch-snapshot.c: building the detector's and balancer's cluster snapshot, and its indices. */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -290,4 +292,20 @@ int orch_index_build(const OrchSnapshot *s, OrchIndex *ret) {
 
         *ret = ix;
         return 0;
+}
+
+void orch_reason_set(char *buf, size_t size, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        (void) vsnprintf(buf, size, fmt, ap);
+        va_end(ap);
+}
+
+const char *orch_amount(OrchResource r, int cpu_digits, double v, char buf[static 32]) {
+        if (r == ORCH_CPU)
+                snprintf(buf, 32, "%.*f cores", cpu_digits, v);
+        else
+                snprintf(buf, 32, "%.1f MiB", v / (1024.0 * 1024.0));
+        return buf;
 }

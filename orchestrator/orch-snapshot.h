@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "macro.h"
+
 typedef enum OrchResource {
         ORCH_CPU,
         ORCH_MEMORY,
@@ -142,3 +144,10 @@ typedef struct OrchIndex {
 
 int orch_index_build(const OrchSnapshot *s, OrchIndex *ret);
 void orch_index_done(OrchIndex *ix);
+
+/* A reason for people, cut to size (never an error: vsnprintf, unlike snprintf, is not checked
+ * for truncation at compile time). */
+_printf_(3, 4) void orch_reason_set(char *buf, size_t size, const char *fmt, ...);
+
+/* "0.40 cores" (cpu_digits decimals) or "512.0 MiB". */
+const char *orch_amount(OrchResource r, int cpu_digits, double v, char buf[static 32]);
