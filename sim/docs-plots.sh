@@ -40,6 +40,26 @@ mean() { # column csv
         awk -F, -v name="$1" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == name) c = i; next } { s += $c; n++ } END { printf "%.3f\n", s / n }' "$2"
 }
 svg='set terminal svg size 900,360 dynamic font "sans,11"; set grid; set key bottom right'
+# ecdf_panels SVG TITLE XLABEL PANELS PREFIX SERIES...: one panel per word of PANELS, in each one
+# line per SERIES (SUFFIX=LABEL) from PREFIX-PANEL-SUFFIX.ecdf, log x.
+ecdf_panels() {
+        local out=$1 title=$2 xlabel=$3 panels=$4 prefix=$5 lines="" series
+        shift 5
+        for series in "$@"; do
+                lines+="${lines:+, }\"$prefix-\".p.\"-${series%%=*}.ecdf\" w steps lw 2 t \"${series#*=}\""
+        done
+        gnuplot <<GP
+$svg
+set output "$out"
+set multiplot layout 1,$(wc -w <<<"$panels") title "$title"
+set logscale x; set xlabel "$xlabel"; set ylabel "fraction of jobs"; set yrange [0:1]
+do for [p in "$panels"] {
+        set title p
+        plot $lines
+}
+unset multiplot
+GP
+}
 
 # ---- Speculation (bench/speculation.sh's workload and clusters, load 0.2) ----
 hetero="5x3x8G@1,5x3x8G@0.7,5x3x8G@0.5,5x3x8G@0.35"
@@ -68,19 +88,9 @@ for c in $clusters; do
         done
 done
 sed -i '1i # cluster seed mean-response-off-s hadoop-s late-s (load 0.2, TEST mix, fifo)' "$plots/speculation-seeds.dat"
-gnuplot <<GP
-$svg
-set output "$plots/speculation-response.svg"
-set multiplot layout 1,3 title "Job response, LATE vs Hadoop's rule vs none (cgorch-sim, TEST mix, load 0.2, seeds ${seeds// /,} pooled)"
-set logscale x; set xlabel "response (s)"; set ylabel "fraction of jobs"; set yrange [0:1]
-do for [c in "$clusters"] {
-        set title c
-        plot "$plots/speculation-".c."-off.ecdf" w steps lw 2 t "off", \
-             "$plots/speculation-".c."-hadoop.ecdf" w steps lw 2 t "hadoop", \
-             "$plots/speculation-".c."-late.ecdf" w steps lw 2 t "late"
-}
-unset multiplot
-GP
+ecdf_panels "$plots/speculation-response.svg" \
+        "Job response, LATE vs Hadoop's rule vs none (cgorch-sim, TEST mix, load 0.2, seeds ${seeds// /,} pooled)" \
+        "response (s)" "$clusters" "$plots/speculation" off=off hadoop=hadoop late=late
 gnuplot <<GP
 $svg
 set output "$plots/speculation-seeds.svg"
@@ -103,17 +113,9 @@ for p in $policies; do
 done
 awk '$1 ~ /^[0-9]+$/ && NF == 7 { sub(/%/, "", $7); print $1, $2, $3, $5, $7 }' "$tmp/coshh.txt" >"$plots/coshh-seeds.dat"
 sed -i '1i # seed policy first-fit-mean-s coshh-mean-s change-%' "$plots/coshh-seeds.dat"
-gnuplot <<GP
-$svg
-set output "$plots/coshh-completion.svg"
-set multiplot layout 1,3 title "Job completion, COSHH vs first-fit placement (cgorch-sim, Heterogeneous-Small, seeds ${seeds// /,} pooled)"
-set logscale x; set xlabel "completion (s)"; set ylabel "fraction of jobs"; set yrange [0:1]
-do for [p in "$policies"] {
-        set title p
-        plot "$plots/coshh-".p."-first-fit.ecdf" w steps lw 2 t "first-fit", "$plots/coshh-".p."-coshh.ecdf" w steps lw 2 t "COSHH"
-}
-unset multiplot
-GP
+ecdf_panels "$plots/coshh-completion.svg" \
+        "Job completion, COSHH vs first-fit placement (cgorch-sim, Heterogeneous-Small, seeds ${seeds// /,} pooled)" \
+        "completion (s)" "$policies" "$plots/coshh" first-fit=first-fit coshh=COSHH
 gnuplot <<GP
 $svg
 set output "$plots/coshh-seeds.svg"
