@@ -28,6 +28,7 @@
 #include "url-host.h"
 #include "secret-file.h"
 #include "signature.h"
+#include "speed-calibrate.h"
 #include "stop-guard.h"
 #include "task-user.h"
 
@@ -41,7 +42,7 @@ static char *arg_cgroup_root = NULL;
 static char *arg_proc_fs = (char *) "/proc";
 static char *arg_node_pids_max = (char *) "auto";
 static double arg_cpus = 0;
-static double arg_speed = 1;
+static char *arg_speed = (char *) "1";
 static uint64_t arg_memory_bytes = 0;
 static uint64_t arg_sample_interval_us = AGENT_SAMPLE_INTERVAL_S_DEFAULT * USEC_PER_SEC;
 static bool arg_allow_root_tasks = false;
@@ -84,9 +85,10 @@ static const Option options[] = {
           "kernel.pid_max and kernel.threads-max, leaving a quarter to the rest of the node (default: auto)", 0, 0 },
         { "cpus", 0, OPTION_DOUBLE, &arg_cpus, "N",
           "CPU capacity offered to the controller (default: CPUs in the agent's affinity mask)", 0, 4096 },
-        { "speed", 0, OPTION_DOUBLE, &arg_speed, "FACTOR",
-          "the node's speed class: work per CPU-second against the reference node's, for COSHH placement "
-          "(default: 1)", 0.001, 1000 },
+        { "speed", 0, OPTION_STRING, &arg_speed, "auto|FACTOR",
+          "the node's speed class: work per CPU-second against the reference node's, for COSHH placement, "
+          "0.001..1000; auto: measured at start by a short burn in CPU time, rounded to a quarter octave "
+          "(default: 1)", 0, 0 },
         { "memory", 0, OPTION_SIZE, &arg_memory_bytes, "SIZE",
           "memory capacity offered, e.g. 8G (default: MemTotal minus 5%)", 0, 0 },
         { "sample-interval", 0, OPTION_DURATION, &arg_sample_interval_us, "DURATION",
@@ -298,6 +300,26 @@ static int move_self_to_leaf(const CgroupBackend *cgroups, const char *cgroup_ro
         return 0;
 }
 
+/* The speed class of --speed: the configured factor, or with auto the calibration burn's. */
+static int node_speed(double *ret_speed) {
+        bool is_auto;
+        double rate;
+        int r = speed_parse(arg_speed, &is_auto, ret_speed);
+        if (r < 0)
+                return log_error_errno(r, "--speed: \"%s\" is not auto or a factor in %g..%g.", arg_speed,
+                                       SPEED_CLASS_MIN, (double) SPEED_CLASS_MAX);
+        if (!is_auto)
+                return 0;
+        r = speed_measure(SPEED_ROUNDS, &rate);
+        if (r >= 0)
+                r = speed_class(rate, ret_speed);
+        if (r < 0)
+                return log_error_errno(r, "--speed=auto: cannot time the calibration burn: %m");
+        log_info("Measured speed class %g: %.0f million burn iterations per CPU-second, the reference node %.0f "
+                 "million (--speed=auto).", *ret_speed, rate / 1e6, SPEED_REFERENCE_ITERATIONS_PER_S / 1e6);
+        return 0;
+}
+
 /* The pids.max of the agent root (--node-pids-max): each task has its own (the job's), but
  * many tasks each at theirs could still take the node's whole pid space. */
 static int set_node_pids_max(CgroupBackend *cgroups, const char *cgroup_root) {
@@ -462,13 +484,14 @@ static int state_dir_for(const char *cgroup_root, char **ret) {
         return 0;
 }
 
-static AgentConfig agent_config(const char *node, const char *state_dir, AgentBpfSampling bpf_sampling, uid_t min_uid) {
+static AgentConfig agent_config(const char *node, const char *state_dir, AgentBpfSampling bpf_sampling, uid_t min_uid,
+                                double speed) {
         return (AgentConfig) {
                 .node = node,
                 .proc_fs = arg_proc_fs,
                 .capacity_cpus = arg_cpus,
                 .capacity_memory_bytes = arg_memory_bytes,
-                .speed = arg_speed,
+                .speed = speed,
                 .sample_interval_us = arg_sample_interval_us,
                 .allow_root_tasks = arg_allow_root_tasks,
                 .min_uid = min_uid,
@@ -550,6 +573,7 @@ static int run(void) {
         AgentBpfSampling bpf_sampling = AGENT_BPF_AUTO;
         AgentConfig cfg;
         const char *ca_file = NULL;
+        double speed = 1;
         int r;
         uid_t min_uid = arg_min_uid != UINT_MAX ? (uid_t) arg_min_uid : task_user_default_min_uid(TASK_USER_LOGIN_DEFS);
 
@@ -560,6 +584,8 @@ static int run(void) {
                 r = node_identity(&node, &cgroup_root);
         if (r >= 0)
                 r = check_flags(&bpf_sampling);
+        if (r >= 0)
+                r = node_speed(&speed);
         if (r < 0)
                 return r;
 
@@ -586,7 +612,7 @@ static int run(void) {
         if (r < 0)
                 goto out;
 
-        cfg = agent_config(node, state_dir, bpf_sampling, min_uid);
+        cfg = agent_config(node, state_dir, bpf_sampling, min_uid, speed);
         r = agent_new(e, cgroups, &cfg, &agent);
         if (r < 0) {
                 log_error_errno(r, "Cannot set up the agent: %m");

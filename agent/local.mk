@@ -28,7 +28,8 @@ agent_cgorch_agent_SOURCES = \
 	agent/launcher.c agent/launcher.h \
 	agent/output-read.c agent/output-read.h \
 	agent/task-user.c agent/task-user.h \
-	agent/reporter.c agent/reporter.h
+	agent/reporter.c agent/reporter.h \
+	agent/speed-calibrate.c agent/speed-calibrate.h
 agent_cgorch_agent_CFLAGS = $(AM_CFLAGS) $(LIBCGROUP_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(JANSSON_CFLAGS) $(LIBCURL_CFLAGS)
 agent_cgorch_agent_LDADD = \
 	agent/libcgorch-agent-cgroup.a $(MEMORY_GUARD_LIBS) \

@@ -96,6 +96,14 @@ bench-speculation: sim/cgorch-sim
 	$(BASH) $(srcdir)/bench/speculation.sh $(builddir)
 .PHONY: bench-speculation
 
+# Speculation against the orchestrator raising a straggler's limits, in cgorch-sim: off or on ×
+# off or late, the straggler setting and the contention mix with a slow node (docs/evaluation.md
+# §7; seconds, no root): `make bench-speculation-orch`.
+dist_noinst_SCRIPTS += bench/speculation-orch.sh
+bench-speculation-orch: sim/cgorch-sim
+	$(BASH) $(srcdir)/bench/speculation-orch.sh $(builddir)
+.PHONY: bench-speculation-orch
+
 # Speculation on real cgroups: two agents, one slowed, LATE on against off (as root, minutes):
 # `make bench-speculation-real`.
 dist_noinst_SCRIPTS += bench/speculation-real.sh

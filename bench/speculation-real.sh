@@ -32,40 +32,15 @@ CLUSTER_SAMPLE_INTERVAL=
 OUT=$(mktemp -d "${TMPDIR:-/tmp}/cgorch-speculation-real.XXXXXX")
 trap 'rm -rf "$OUT"' EXIT
 
-HOG_PIDS=()
-slow_node() {
-        local node=$1 d hog
-        if [ -f "$CGROUP_FS/cgroup.controllers" ]; then
-                d=$CGROUP_FS/$CLUSTER_CGROOT
-                echo "$slow_weight" >"$d/$node/cpu.weight"
-        else
-                d=$CGROUP_FS/cpu/$CLUSTER_CGROOT
-                echo $((slow_weight * 1024 / 100)) >"$d/$node/cpu.shares"
-        fi
-        hog=$d/hog
-        mkdir "$hog"
-        sh -c 'while :; do :; done' &
-        HOG_PIDS+=($!)
-        echo $! >"$hog/cgroup.procs"
-}
-stop_hog() {
-        local pid
-        for pid in "${HOG_PIDS[@]}"; do
-                { kill -KILL "$pid" && wait "$pid"; } 2>/dev/null || true
-        done
-        HOG_PIDS=()
-}
-
 # run CASE REP: one cluster, the jobs submitted INTERVAL s apart, every job to its end. Appends
 # "JOB RESPONSE_S CPU_S LOST_CPU_S COPIES STATE" lines to $OUT/CASE.
 run() {
         local case=$1 rep=$2 ids=() id i all_final
         cluster_init "$build" "cgorch-bench-spec"
-        cluster_on_cleanup stop_hog
         cluster_start_controller --orchestrate off --speculation "$([ "$case" = on ] && echo "$mode" || echo off)"
         cluster_start_agent n1 --cpus 1 --memory 1G
         cluster_start_agent n2 --cpus 1 --memory 1G
-        slow_node n1
+        cluster_slow_node n1 "$slow_weight" 1 || { echo "speculation-real: cannot slow n1 down under $CGROUP_FS" >&2; return 1; }
         for i in $(seq 1 "$jobs"); do
                 id=$("$CGORCHCTL" submit --name "spec$i" --user nobody --tasks 2 --cpus 1 --memory 64M -- \
                         "$BURN_BIN" --cpu-seconds "$work" --progress-interval 500ms)

@@ -40,3 +40,13 @@ EXTRA_DIST += docs/evaluation.md docs/trace-format.md
 sim-eval: sim/cgorch-sim
 	$(BASH) $(srcdir)/sim/evaluate.sh $(builddir)/sim/cgorch-sim $(srcdir)/docs
 .PHONY: sim-eval
+
+# The SVG plots of docs/evaluation.md §7 and §8 (speculation, COSHH): `make docs-plots` (about a
+# minute; writes docs/plots/ in the source tree, committed). Needs gnuplot, which it does not
+# install: it says how (Debian: apt-get install gnuplot-nox) and stops.
+dist_noinst_SCRIPTS += sim/docs-plots.sh
+docs-plots: sim/cgorch-sim
+	@command -v gnuplot >/dev/null || { \
+		echo "make docs-plots: gnuplot is not installed; on Debian or Ubuntu: apt-get install gnuplot-nox" >&2; exit 1; }
+	$(BASH) $(srcdir)/sim/docs-plots.sh $(builddir) $(srcdir)/docs
+.PHONY: docs-plots

@@ -232,6 +232,9 @@ TESTS += tests/integration/test-pids.sh tests/integration/test-progress-flood.sh
 	tests/integration/test-agent-emfile.sh
 EXTRA_DIST += tests/integration/test-pids.sh tests/integration/test-progress-flood.sh \
 	tests/integration/test-log-escape.sh tests/integration/test-agent-emfile.sh
+# agent: its speed class measured by a calibration burn (--speed auto) or configured.
+TESTS += tests/integration/test-agent-speed.sh
+EXTRA_DIST += tests/integration/test-agent-speed.sh
 # Both daemons: SIGTERM is a clean stop (status 0), at start-up, at work.
 TESTS += tests/integration/test-sigterm.sh
 EXTRA_DIST += tests/integration/test-sigterm.sh tests/integration/slow-open.c
@@ -240,6 +243,13 @@ TESTS += tests/integration/test-config-load.sh
 EXTRA_DIST += tests/integration/test-config-load.sh
 # agent: the sample budget (pure); the launcher's status lines and re-adoption of a running
 # process (pidfd, or polling where the kernel has none).
+check_PROGRAMS += tests/unit/test-speed-calibrate
+TESTS += tests/unit/test-speed-calibrate
+tests_unit_test_speed_calibrate_SOURCES = tests/unit/test-speed-calibrate.c agent/speed-calibrate.c
+tests_unit_test_speed_calibrate_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/agent
+tests_unit_test_speed_calibrate_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_speed_calibrate_LDADD = $(CRITERION_LIBS) -lm
+
 check_PROGRAMS += tests/unit/test-sample-budget tests/unit/test-launcher
 TESTS += tests/unit/test-sample-budget tests/unit/test-launcher
 tests_unit_test_sample_budget_SOURCES = tests/unit/test-sample-budget.c

@@ -206,6 +206,43 @@ cluster_ctl_exec() { "${CLUSTER_CTL_EXEC[@]}" "$@"; }
 # cgroups are gone.
 cluster_on_cleanup() { CLUSTER_CLEANUP_HOOKS+=("$1"); }
 
+# cluster_slow_node NODE WEIGHT HOGS: makes NODE a slow node for the speculation test and bench.
+# Its subtree gets CPU weight WEIGHT (the v2 scale, 1..10000; on v1 cpu.shares WEIGHT × 1024 / 100,
+# at least 2), and HOGS busy loops of the caller's, in a cgroup "hog" next to the nodes' with the
+# default weight, take the rest: NODE's tasks get about WEIGHT / 100 of what the hog's get. (A
+# CPU quota on NODE's subtree would not do on cgroup v1: a task's quota may not exceed its
+# parent's, so its start would fail.) The hogs end with cluster_stop_hog, and at cleanup.
+CLUSTER_HOG_PIDS=()
+cluster_slow_node() {
+        local node=$1 weight=$2 hogs=$3 d hog i shares
+        if [ -f "$CGROUP_FS/cgroup.controllers" ]; then
+                d=$CGROUP_FS/$CLUSTER_CGROOT
+                [ -f "$d/$node/cpu.weight" ] || return 1
+                echo "$weight" >"$d/$node/cpu.weight" || return 1
+        else
+                d=$CGROUP_FS/cpu/$CLUSTER_CGROOT
+                [ -f "$d/$node/cpu.shares" ] || return 1
+                shares=$((weight * 1024 / 100))
+                [ "$shares" -ge 2 ] || shares=2
+                echo "$shares" >"$d/$node/cpu.shares" || return 1
+        fi
+        hog=$d/hog
+        [ -d "$hog" ] || mkdir "$hog" || return 1
+        [ ${#CLUSTER_HOG_PIDS[@]} -gt 0 ] || cluster_on_cleanup cluster_stop_hog
+        for i in $(seq "$hogs"); do
+                sh -c 'while :; do :; done' &
+                CLUSTER_HOG_PIDS+=($!)
+                echo $! >"$hog/cgroup.procs" || return 1
+        done
+}
+cluster_stop_hog() {
+        local pid
+        for pid in "${CLUSTER_HOG_PIDS[@]}"; do
+                { kill -KILL "$pid" && wait "$pid"; } 2>/dev/null || true
+        done
+        CLUSTER_HOG_PIDS=()
+}
+
 # Unix accounts made by the test (cluster_make_user), removed at cleanup, also on failure.
 CLUSTER_USERS_MADE=()
 cluster_remove_users() {

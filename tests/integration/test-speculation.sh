@@ -16,39 +16,6 @@ top_builddir=${top_builddir:-$top_srcdir/build}
 
 cluster_require curl jq
 
-# n1 is made slow: its subtree (the cgroup the agent made for it) gets the least CPU weight, and
-# a CPU hog of this test's own — one busy loop per CPU, in a cgroup of its own next to the
-# nodes' — gets the default: n1's tasks get a few thousandths of a CPU while the hog runs, n2's
-# about half of one. (A CPU quota on n1's subtree would not do on cgroup v1: a task's quota may
-# not exceed its parent's, so its start would fail.)
-HOG_PIDS=()
-slow_node() {
-        local node=$1 d hog i
-        if [ -f "$CGROUP_FS/cgroup.controllers" ]; then
-                d=$CGROUP_FS/$CLUSTER_CGROOT
-                [ -f "$d/$node/cpu.weight" ] || return 1
-                echo 1 >"$d/$node/cpu.weight"
-        else
-                d=$CGROUP_FS/cpu/$CLUSTER_CGROOT
-                [ -f "$d/$node/cpu.shares" ] || return 1
-                echo 2 >"$d/$node/cpu.shares"
-        fi
-        hog=$d/hog
-        mkdir "$hog" || return 1
-        for i in $(seq "$(nproc)"); do
-                sh -c 'while :; do :; done' &
-                HOG_PIDS+=($!)
-                echo $! >"$hog/cgroup.procs" || return 1
-        done
-}
-stop_hog() {
-        local pid
-        for pid in "${HOG_PIDS[@]}"; do
-                { kill -KILL "$pid" && wait "$pid"; } 2>/dev/null || true
-        done
-        HOG_PIDS=()
-}
-
 # Directories of the task's cgroup in any hierarchy (none once the agent removed it).
 task_cgroups() {
         local node=$1 task=$2 d
@@ -76,14 +43,16 @@ on_n1_running() {
 start_case() {
         local mode=$1
         cluster_init "$top_builddir" "cgorch-test-speculation-$mode"
-        cluster_on_cleanup stop_hog
         # Orchestration off: it would raise the straggler's CPU limit, which does not help against
         # a weight, and its adjustments would only lengthen the log. A short LATE minimum runtime:
         # seconds, not the paper's minute.
         cluster_start_controller --speculation "$mode" --speculation-min-runtime 1s --orchestrate off
         cluster_start_agent n1 --cpus 1 --memory 1G
         cluster_start_agent n2 --cpus 2 --memory 1G
-        slow_node n1 || fail "cannot slow n1 down: no CPU weight for its subtree under $CGROUP_FS, or no cgroup for the hog"
+        # n1 gets the least CPU weight against one busy loop per CPU: a few thousandths of a CPU
+        # while the hog runs, n2's tasks about half of one.
+        cluster_slow_node n1 1 "$(nproc)" ||
+                fail "cannot slow n1 down: no CPU weight for its subtree under $CGROUP_FS, or no cgroup for the hog"
 
         JOB=$("$CGORCHCTL" submit --name straggle --user nobody --tasks 3 --cpus 1 --memory 64M -- \
                 "$BURN_BIN" --cpu-seconds 0.6 --progress-interval 200ms)
@@ -140,7 +109,7 @@ case_late() {
         "$CGORCHCTL" job "$JOB" | grep -q "$copy copies $straggler on n2: late: .*won by $copy (the copy)" ||
                 fail "late: cgorchctl job does not show the copy and who won: $("$CGORCHCTL" job "$JOB")"
         pass "late: job $JOB succeeded in $(job_field "$JOB" .response_s)s, nothing ran after it ended, cgorchctl job shows the copy"
-        stop_hog
+        cluster_stop_hog
         cluster_cleanup
 }
 
@@ -153,7 +122,7 @@ case_off() {
         [ "$(job_field "$JOB" '[.phases[0].tasks[]] | length')" = 3 ] || fail "off: a copy was launched: $(tasks "$JOB")"
         [ "$(job_field "$JOB" '.phases[0].tasks[] | select(.node == "n1") | .state')" = running ] ||
                 fail "off: the straggler does not run on: $(tasks "$JOB")"
-        stop_hog
+        cluster_stop_hog
         wait_for 60 job_is_final "$JOB" || fail "off: job $JOB did not end once n1 was fast again: $(tasks "$JOB")"
         succeeded "$JOB"
         [ "$(job_field "$JOB" '[.phases[0].tasks[]] | length')" = 3 ] || fail "off: more than one attempt per task: $(tasks "$JOB")"
