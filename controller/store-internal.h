@@ -110,6 +110,11 @@ int store_prepare(Store *s, const char *sql, sqlite3_stmt **ret);
 int store_step_done(Store *s, sqlite3_stmt *st, const char *what);
 /* Steps once: 1 = a row, 0 = done, <0 = error. */
 int store_step_row(Store *s, sqlite3_stmt *st, const char *what);
+/* Steps st to its end, one element of size bytes per row, read by from_row into an array that
+ * grows by doubling; on failure free_rows frees the n elements read. */
+int store_rows_collect(Store *s, sqlite3_stmt *st, const char *what, size_t size,
+                       int (*from_row)(sqlite3_stmt *st, void *ret), void (*free_rows)(void *rows, size_t n),
+                       void **ret, size_t *ret_n);
 
 int store_bind_text_or_null(sqlite3_stmt *st, int i, const char *v);
 /* Binds ?1 job, ?2 phase, ?3 task index and ?4 attempt of t: the tasks' unique key. */

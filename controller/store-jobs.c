@@ -609,30 +609,17 @@ static int task_from_row(sqlite3_stmt *st, StoreTask *ret) {
         return 0;
 }
 
-static int tasks_collect(Store *s, sqlite3_stmt *st, StoreTask **ret, size_t *ret_n) {
-        StoreTask *tasks = NULL;
-        size_t n = 0;
-        int r;
+static int task_from_row_any(sqlite3_stmt *st, void *ret) {
+        return task_from_row(st, ret);
+}
 
-        while ((r = store_step_row(s, st, "read tasks")) > 0) {
-                StoreTask *p = realloc(tasks, (n + 1) * sizeof(StoreTask));
-                if (!p) {
-                        r = -ENOMEM;
-                        break;
-                }
-                tasks = p;
-                r = task_from_row(st, &tasks[n]);
-                if (r < 0)
-                        break;
-                n++;
-        }
-        if (r < 0) {
-                store_tasks_free(tasks, n);
-                return r;
-        }
-        *ret = tasks;
-        *ret_n = n;
-        return 0;
+static void tasks_free_any(void *rows, size_t n) {
+        store_tasks_free(rows, n);
+}
+
+static int tasks_collect(Store *s, sqlite3_stmt *st, StoreTask **ret, size_t *ret_n) {
+        return store_rows_collect(s, st, "read tasks", sizeof(StoreTask), task_from_row_any, tasks_free_any,
+                                  (void **) ret, ret_n);
 }
 
 int store_task_get(Store *s, const char *id, StoreTask *ret) {

@@ -32,7 +32,8 @@ void store_nodes_free(StoreNode *n, size_t n_nodes) {
         " LEFT JOIN tasks t ON t.node = n.id AND t.state IN ('starting', 'running')"                \
         " LEFT JOIN phases p ON p.job = t.job AND p.idx = t.phase "
 
-static int node_from_row(sqlite3_stmt *st, StoreNode *ret) {
+static int node_from_row(sqlite3_stmt *st, void *ret_node) {
+        StoreNode *ret = ret_node;
         StoreNode n = {
                 .lost = streq((const char *) sqlite3_column_text(st, 1), "lost"),
                 .capacity_cpus = sqlite3_column_double(st, 4),
@@ -88,35 +89,14 @@ int store_node_peek(Store *s, const char *id, StoreNode *ret) {
         return node_from_row(st, ret);
 }
 
-/* Steps st to its end, one StoreNode per row read by from_row (the caller's columns). */
-static int nodes_collect(Store *s, sqlite3_stmt *st, const char *what,
-                         int (*from_row)(sqlite3_stmt *st, StoreNode *ret), StoreNode **ret, size_t *ret_n) {
-        StoreNode *nodes = NULL;
-        size_t n = 0, allocated = 0;
-        int r;
+static void nodes_free_any(void *rows, size_t n) {
+        store_nodes_free(rows, n);
+}
 
-        while ((r = store_step_row(s, st, what)) > 0) {
-                if (n == allocated) {
-                        allocated = MAX(allocated * 2, (size_t) 16);
-                        StoreNode *p = realloc(nodes, allocated * sizeof(StoreNode));
-                        if (!p) {
-                                r = -ENOMEM;
-                                break;
-                        }
-                        nodes = p;
-                }
-                r = from_row(st, &nodes[n]);
-                if (r < 0)
-                        break;
-                n++;
-        }
-        if (r < 0) {
-                store_nodes_free(nodes, n);
-                return r;
-        }
-        *ret = nodes;
-        *ret_n = n;
-        return 0;
+/* Steps st to its end, one StoreNode per row read by from_row (the caller's columns). */
+static int nodes_collect(Store *s, sqlite3_stmt *st, const char *what, int (*from_row)(sqlite3_stmt *st, void *ret),
+                         StoreNode **ret, size_t *ret_n) {
+        return store_rows_collect(s, st, what, sizeof(StoreNode), from_row, nodes_free_any, (void **) ret, ret_n);
 }
 
 int store_nodes_list(Store *s, StoreNode **ret, size_t *ret_n) {
@@ -128,7 +108,8 @@ int store_nodes_list(Store *s, StoreNode **ret, size_t *ret_n) {
 }
 
 /* id, state, capacity_cpus, capacity_memory_bytes, last_heartbeat_ms, speed */
-static int node_capacity_from_row(sqlite3_stmt *st, StoreNode *ret) {
+static int node_capacity_from_row(sqlite3_stmt *st, void *ret_node) {
+        StoreNode *ret = ret_node;
         *ret = (StoreNode) {
                 .lost = streq((const char *) sqlite3_column_text(st, 1), "lost"),
                 .capacity_cpus = sqlite3_column_double(st, 2),

@@ -490,6 +490,37 @@ int store_bind_text_or_null(sqlite3_stmt *st, int i, const char *v) {
         return v ? sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, i);
 }
 
+int store_rows_collect(Store *s, sqlite3_stmt *st, const char *what, size_t size,
+                       int (*from_row)(sqlite3_stmt *st, void *ret), void (*free_rows)(void *rows, size_t n),
+                       void **ret, size_t *ret_n) {
+        char *rows = NULL;
+        size_t n = 0, allocated = 0;
+        int r;
+
+        while ((r = store_step_row(s, st, what)) > 0) {
+                if (n == allocated) {
+                        allocated = MAX(allocated * 2, (size_t) 16);
+                        char *p = reallocarray(rows, allocated, size);
+                        if (!p) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        rows = p;
+                }
+                r = from_row(st, rows + n * size);
+                if (r < 0)
+                        break;
+                n++;
+        }
+        if (r < 0) {
+                free_rows(rows, n);
+                return r;
+        }
+        *ret = rows;
+        *ret_n = n;
+        return 0;
+}
+
 int store_column_strdup(sqlite3_stmt *st, int i, char **ret) {
         const unsigned char *v = sqlite3_column_text(st, i);
         if (!v) {
