@@ -1,5 +1,6 @@
 /* balancer.c: the Performance Balancer — estimate needs, fund raises from headroom and hogs,
  * drop raises that cannot help their job (Sec. II-B), hysteresis and cool-down. */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -103,6 +104,7 @@ uint32_t orch_fast_heartbeat_ms(double epoch_s, size_t nodes, size_t running_tas
 }
 
 int orch_balance_params_validate(const OrchBalanceParams *p, const char **ret_field) {
+        assert(p);
         const char *bad = NULL;
 
 #define CHECK(cond, name) if (!bad && !(cond)) bad = name
@@ -157,6 +159,7 @@ static int entry_compare(const void *a, const void *b) {
 }
 
 const OrchBalancerEntry *orch_balancer_state_find(const OrchBalancerState *st, const char *task_id) {
+        assert(st);
         OrchBalancerEntry key = { .task_id = (char *) task_id };
 
         if (st->n_entries == 0)
@@ -171,6 +174,7 @@ void orch_decisions_done(OrchDecisions *d) {
 }
 
 size_t orch_decisions_count(const OrchDecisions *d, OrchVerdict v) {
+        assert(d);
         size_t n = 0;
 
         for (size_t i = 0; i < d->n; i++)
@@ -179,6 +183,7 @@ size_t orch_decisions_count(const OrchDecisions *d, OrchVerdict v) {
 }
 
 const OrchDecision *orch_decisions_find(const OrchDecisions *d, size_t task, OrchResource r) {
+        assert(d);
         for (size_t i = 0; i < d->n; i++)
                 if (d->items[i].task == task && d->items[i].resource == r)
                         return &d->items[i];
@@ -942,6 +947,7 @@ static void balance_done(Balance *b) {
 
 int orch_balance(const OrchSnapshot *s, const OrchFindings *findings, double now_s,
                  const OrchBalanceParams *params, OrchBalancerState *st, OrchDecisions *ret) {
+        assert(s);
         _cleanup_free_ char **ids = NULL;
         size_t n = MAX(s->n_tasks, (size_t) 1), n_values = 1;
         Balance b = { .s = s, .p = params, .now_s = now_s, .epoch = st->epoch + 1, .findings = findings };
@@ -1087,6 +1093,7 @@ finish:
 int orch_epoch_decide(const OrchSnapshot *s, double now_s, const OrchDetectParams *detect,
                       const OrchBalanceParams *balance, OrchBalancerState *st, OrchFindings *ret_findings,
                       OrchDecisions *ret_decisions) {
+        assert(s);
         OrchFindings findings = {};
         OrchDecisions decisions = {};
         now_s = MAX(now_s, st->last_now_s);

@@ -1,4 +1,5 @@
 /* detector.c: the Contention Detector — peer comparison, stragglers, hogs and raw signals. */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -41,6 +42,7 @@ const char *orch_basis_to_string(OrchBasis b) {
 }
 
 int orch_detect_params_validate(const OrchDetectParams *p, const char **ret_field) {
+        assert(p);
         const char *bad = NULL;
 
 #define CHECK(cond, name) if (!bad && !(cond)) bad = name
@@ -71,6 +73,7 @@ void orch_findings_done(OrchFindings *f) {
 }
 
 const OrchFinding *orch_findings_find(const OrchFindings *f, OrchFindingKind k, size_t task, OrchResource r) {
+        assert(f);
         for (size_t i = 0; i < f->n; i++)
                 if (f->items[i].kind == k && f->items[i].task == task && f->items[i].resource == r)
                         return &f->items[i];
@@ -78,6 +81,7 @@ const OrchFinding *orch_findings_find(const OrchFindings *f, OrchFindingKind k, 
 }
 
 size_t orch_findings_count(const OrchFindings *f, OrchFindingKind k) {
+        assert(f);
         size_t n = 0;
 
         for (size_t i = 0; i < f->n; i++)
@@ -497,6 +501,7 @@ static void detect_done(Detect *d) {
 }
 
 int orch_detect(const OrchSnapshot *s, double now_s, const OrchDetectParams *params, OrchFindings *ret) {
+        assert(s);
         size_t n = MAX(s->n_tasks, (size_t) 1);
         Detect d = { .s = s, .p = params, .now_s = now_s };
         int r;

@@ -1,4 +1,5 @@
 /* orch-snapshot.c: building the detector's and balancer's cluster snapshot, and its indices. */
+#include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -82,11 +83,13 @@ static int find_node(const OrchSnapshot *s, const char *name, size_t *ret) {
 
 void orch_node_info_set_psi(OrchNodeInfo *info, double psi_cpu, double psi_memory, bool tasks_own_cpu,
                             bool tasks_own_memory) {
+        assert(info);
         info->psi_cpu_some_avg10 = tasks_own_cpu ? 0 : psi_cpu;
         info->psi_memory_some_avg10 = tasks_own_memory ? 0 : psi_memory;
 }
 
 int orch_snapshot_add_node(OrchSnapshot *s, const OrchNodeInfo *info, size_t *ret_index) {
+        assert(s);
         size_t unused;
         char *name;
         int r;
@@ -114,6 +117,7 @@ int orch_snapshot_add_node(OrchSnapshot *s, const OrchNodeInfo *info, size_t *re
 }
 
 int orch_snapshot_add_task(OrchSnapshot *s, const OrchTaskInfo *info, size_t *ret_index) {
+        assert(s);
         size_t node;
         OrchTask *t;
         char *id;
@@ -151,6 +155,7 @@ int orch_snapshot_add_task(OrchSnapshot *s, const OrchTaskInfo *info, size_t *re
 
 int orch_snapshot_add_window(OrchSnapshot *s, size_t task, double run_time_s, double cpu_cores,
                              double memory_bytes) {
+        assert(s);
         OrchTask *t;
         int r;
 
@@ -175,6 +180,7 @@ int orch_snapshot_add_window(OrchSnapshot *s, size_t task, double run_time_s, do
 }
 
 int orch_snapshot_add_windows(OrchSnapshot *s, size_t task, const OrchWindow *windows, size_t n) {
+        assert(s);
         for (size_t w = 0; w < n; w++) {
                 int r = orch_snapshot_add_window(s, task, windows[w].run_time_s, windows[w].cpu_cores,
                                                  windows[w].memory_bytes);
@@ -200,6 +206,7 @@ const OrchWindow *orch_task_last_window(const OrchTask *t) {
 }
 
 double orch_task_allocation(const OrchTask *t, OrchResource r) {
+        assert(t);
         if (r == ORCH_CPU)
                 return t->info.cpu_limit_cores;
         if (t->info.memory_max_bytes > 0)
@@ -208,6 +215,7 @@ double orch_task_allocation(const OrchTask *t, OrchResource r) {
 }
 
 double orch_task_usage(const OrchTask *t, OrchResource r) {
+        assert(t);
         const OrchWindow *w = orch_task_last_window(t);
 
         if (!w)
@@ -244,6 +252,7 @@ void orch_index_done(OrchIndex *ix) {
 }
 
 int orch_index_build(const OrchSnapshot *s, OrchIndex *ret) {
+        assert(s);
         _cleanup_free_ GroupKey *keys = NULL;
         _cleanup_free_ size_t *fill = NULL;
         size_t n = s->n_tasks;

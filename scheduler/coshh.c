@@ -1,6 +1,7 @@
 /* coshh.c: COSHH's classification (k-means), class-to-node-type program (GLPK) and routing. */
 #include "coshh.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <glpk.h>
 #include <math.h>

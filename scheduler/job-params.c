@@ -1,4 +1,5 @@
 /* job-params.c: the operator's limits for every job and the time limit a job gets. */
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@ static uint32_t seconds(double s) {
 }
 
 int job_params_time_limit(const JobParams *p, uint32_t asked_s, uint32_t *ret_s, char *why, size_t why_size) {
+        assert(p);
         uint32_t max = seconds(p->max_time_s), def = seconds(p->default_time_s);
 
         if (asked_s > 0 && max > 0 && asked_s > max) {
@@ -24,6 +26,7 @@ int job_params_time_limit(const JobParams *p, uint32_t asked_s, uint32_t *ret_s,
 }
 
 int job_params_validate(const JobParams *p, char *why, size_t why_size) {
+        assert(p);
         uint32_t max = seconds(p->max_time_s), def = seconds(p->default_time_s);
 
         if (max > 0 && def > max) {

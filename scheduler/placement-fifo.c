@@ -1,4 +1,6 @@
 /* placement-fifo.c: strict FIFO placement of tasks onto nodes by CPU and memory request. */
+#include <assert.h>
+
 #include "placement-fifo.h"
 
 static double node_free_cpus(const PlacementNode *n) {
@@ -11,6 +13,7 @@ static uint64_t node_free_memory_bytes(const PlacementNode *n) {
 }
 
 bool placement_node_fits(const PlacementNode *node, double cpu_cores, uint64_t memory_bytes) {
+        assert(node);
         if (node->lost)
                 return false;
         return cpu_cores <= node_free_cpus(node) + PLACEMENT_CPU_EPSILON &&

@@ -1,10 +1,12 @@
 /* sched-heap.c: the scheduler's indexed binary heaps of job slots — each job records where it
  * sits, so a job whose key changed moves in O(log n) and any job can leave in O(log n). */
+#include <assert.h>
 #include <stdlib.h>
 
 #include "sched-internal.h"
 
 void sched_heap_init(SchedHeap *h, size_t pos_offset, int which, bool max) {
+        assert(h);
         *h = (SchedHeap) { .pos_offset = pos_offset, .which = which, .max = max };
 }
 
@@ -77,6 +79,7 @@ static void sift_down(Sched *s, SchedHeap *h, size_t i) {
 }
 
 int sched_heap_push(Sched *s, SchedHeap *h, uint32_t slot) {
+        assert(s);
         if (h->n == h->allocated) {
                 size_t n = MAX(h->allocated * 2, (size_t) 16);
                 uint32_t *p = realloc(h->slot, n * sizeof(uint32_t));
@@ -91,6 +94,7 @@ int sched_heap_push(Sched *s, SchedHeap *h, uint32_t slot) {
 }
 
 void sched_heap_remove(Sched *s, SchedHeap *h, uint32_t slot) {
+        assert(s);
         size_t i = *pos_of(s, h, slot);
         uint32_t last = h->slot[--h->n];
         if (i == h->n)
@@ -100,6 +104,7 @@ void sched_heap_remove(Sched *s, SchedHeap *h, uint32_t slot) {
 }
 
 void sched_heap_update(Sched *s, SchedHeap *h, uint32_t slot) {
+        assert(s);
         size_t i = *pos_of(s, h, slot);
         if (i > 0 && before(s, h, slot, h->slot[(i - 1) / 2]))
                 sift_up(s, h, i);
@@ -108,6 +113,7 @@ void sched_heap_update(Sched *s, SchedHeap *h, uint32_t slot) {
 }
 
 int sched_heap_append(Sched *s, SchedHeap *h, uint32_t slot) {
+        assert(s);
         if (h->n == h->allocated) {
                 size_t n = MAX(h->allocated * 2, (size_t) 16);
                 uint32_t *p = realloc(h->slot, n * sizeof(uint32_t));
@@ -121,6 +127,7 @@ int sched_heap_append(Sched *s, SchedHeap *h, uint32_t slot) {
 }
 
 void sched_heap_heapify(Sched *s, SchedHeap *h) {
+        assert(s);
         for (size_t i = h->n / 2; i-- > 0;)
                 sift_down(s, h, i);
 }

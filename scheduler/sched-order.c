@@ -11,6 +11,7 @@
  *     caps add up to at most the capacity, so they are few.
  * Two such orders are kept: every job with work waiting, and the jobs in training with a
  * training task waiting (HFSP Algorithm 1's pass). */
+#include <assert.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -229,6 +230,7 @@ int sched_order_bulk(Sched *s) {
 }
 
 int sched_order_update(Sched *s, SchedJob *j) {
+        assert(s);
         for (int o = 0; o < _SCHED_ORDER_MAX; o++) {
                 if (out_now(s, j, o))
                         continue; /* taken out by this decision: sched_order_restore() puts it back */
@@ -251,6 +253,7 @@ int sched_order_update(Sched *s, SchedJob *j) {
 }
 
 void sched_order_remove(Sched *s, SchedJob *j) {
+        assert(s);
         for (int o = 0; o < _SCHED_ORDER_MAX; o++)
                 take_out(s, j, o);
         j->out_main = j->out_training = false;
@@ -280,6 +283,7 @@ static bool ordered_before(const SchedJob *a, const SchedJob *b) {
 }
 
 uint32_t sched_order_next(Sched *s, int o, bool skip_shared) {
+        assert(s);
         SchedOrder *ord = &s->orders[o];
         uint32_t best = sched_heap_top(&ord->tiny);
         if (best == SCHED_NIL && !skip_shared)
@@ -314,6 +318,7 @@ uint32_t sched_order_next(Sched *s, int o, bool skip_shared) {
 }
 
 uint32_t sched_order_next_tiny(Sched *s, int o) {
+        assert(s);
         uint32_t best = sched_heap_top(&s->orders[o].tiny);
         if (best == SCHED_NIL)
                 return SCHED_NIL;
@@ -321,10 +326,12 @@ uint32_t sched_order_next_tiny(Sched *s, int o) {
 }
 
 uint32_t sched_order_peek_shared(const Sched *s, int o) {
+        assert(s);
         return sched_heap_top(&s->orders[o].shared);
 }
 
 int sched_order_take(Sched *s, SchedJob *j, int o) {
+        assert(s);
         if (s->n_popped == s->n_popped_allocated) {
                 size_t n = MAX(s->n_popped_allocated * 2, (size_t) 64);
                 uint32_t *p = realloc(s->popped, n * sizeof(uint32_t));

@@ -11,6 +11,7 @@
  * sorted once, each job's tasks taken youngest first from a heap as the walk reaches it. The
  * order is total (ties fall to the job key, then the task id), so it is the one a full sort of
  * every victim gives. */
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -493,6 +494,7 @@ static int frozen_kill(Sched *s, struct SchedPreemptScratch *q, const SchedBlock
 }
 
 size_t sched_preempt(Sched *s, const SchedBlocked *b, int *ret_error) {
+        assert(s);
         SchedPreemption mode = s->params.preemption;
         *ret_error = 0;
         if (mode == SCHED_PREEMPT_WAIT || s->ops->never_preempts || s->n_nodes == 0)

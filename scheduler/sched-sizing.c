@@ -1,5 +1,6 @@
 /* sched-sizing.c: HFSP's estimation module wired to the scheduler, for the controller and the
  * simulator alike (sched-sizing.h). */
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 
@@ -7,6 +8,7 @@
 #include "sched-sizing.h"
 
 int sched_sizing_init(SchedSizing *z, const HfspSizeParams *params) {
+        assert(z);
         int r = hfsp_size_params_validate(params);
         if (r < 0)
                 return r;
@@ -15,6 +17,7 @@ int sched_sizing_init(SchedSizing *z, const HfspSizeParams *params) {
 }
 
 SchedSize sched_sizing_sched_size(const SchedSizing *z, const SizingPhase *ph) {
+        assert(z);
         double size = ph->size.size * ph->error;
         if (ph->size.tiny)
                 return (SchedSize) { .kind = SCHED_SIZE_TINY, .size_s = size };
@@ -26,6 +29,7 @@ SchedSize sched_sizing_sched_size(const SchedSizing *z, const SizingPhase *ph) {
 
 int sched_sizing_add(const SchedSizing *z, Sched *s, uint64_t key, unsigned n_tasks, double error, double weight,
                      double parallel_cpus, double now_s, SizingPhase *ret) {
+        assert(z);
         if (!(error > 0) || !isfinite(error))
                 return -EINVAL;
         SizingPhase ph = { .n_tasks = n_tasks, .error = error };
@@ -53,6 +57,7 @@ bool sched_sizing_learning(const SizingPhase *ph) {
 
 int sched_sizing_train(const SchedSizing *z, Sched *s, uint64_t key, SizingPhase *ph, const HfspTrainingTask *training,
                        size_t n_training, double now_s) {
+        assert(z);
         if (!sched_sizing_learning(ph))
                 return SCHED_SIZING_UNCHANGED;
         /* A tiny phase has no training stage (its estimate is final), only the refinement. */
@@ -96,12 +101,14 @@ int sched_sizing_train(const SchedSizing *z, Sched *s, uint64_t key, SizingPhase
 }
 
 int sched_sizing_served(Sched *s, uint64_t key, const SizingPhase *ph, double finished_s) {
+        assert(s);
         if (!(finished_s >= 0) || !isfinite(finished_s))
                 return -EINVAL;
         return sched_job_set_service(s, key, MAX(finished_s - ph->uncounted_s, 0.0));
 }
 
 int sched_sizing_finish(SchedSizing *z, Sched *s, uint64_t key, const double *task_sizes_s, size_t n, double now_s) {
+        assert(z);
         for (size_t i = 0; i < n; i++) {
                 int r = hfsp_history_add(&z->history, task_sizes_s[i]);
                 if (r < 0)

@@ -1,5 +1,6 @@
 /* sched-table.c: the scheduler's job table — slots that never move (the heaps and tasks hold
  * them) with a free list, and an open-addressing hash index from key to slot. */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,7 @@ static size_t index_probe(const Sched *s, uint64_t key) {
 }
 
 SchedJob *sched_table_find(const Sched *s, uint64_t key) {
+        assert(s);
         if (s->index_size == 0)
                 return NULL;
         size_t i = index_probe(s, key);
@@ -45,6 +47,7 @@ static int index_rebuild(Sched *s, size_t size) {
 }
 
 int sched_table_insert(Sched *s, const SchedJob *job, SchedJob **ret) {
+        assert(s);
         if (s->n_jobs >= UINT32_MAX - 1)
                 return -ENOSPC;
         if (s->n_free == 0 && s->n_slots == s->n_jobs_allocated) {
@@ -101,6 +104,7 @@ static void index_delete(Sched *s, size_t i) {
 }
 
 void sched_table_delete(Sched *s, SchedJob *job) {
+        assert(s);
         size_t slot = (size_t) (job - s->jobs);
         index_delete(s, index_probe(s, job->key));
         job->used = false;

@@ -3,6 +3,7 @@
  * for themselves until a decision reaches their job, the counts and CPU sums a decision needs,
  * the nodes' allocations, and the list of placed tasks preemption looks at. Every change of a
  * task is O(1) plus moving its job in the orders (O(log n)). */
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,10 +11,12 @@
 #include "sched-internal.h"
 
 bool sched_task_is_training(const SchedJob *j, const SchedTask *t) {
+        assert(j);
         return j->training_now && t->index < j->size.n_training;
 }
 
 bool sched_task_is_probing(const Sched *s, const SchedJob *j, const SchedTask *t) {
+        assert(s);
         return t->index == 0 && t->state == SCHED_TASK_RUNNING && j->size.kind == SCHED_SIZE_INITIAL &&
                 s->ops->training_priority && s->last_s < t->started_s + s->params.probe_s;
 }
@@ -327,6 +330,7 @@ static int run_add(Sched *s, size_t id, const SchedTask *t, uint64_t order) {
 /* The first task of the run gets its record, at the end of the pending list (every listed
  * pending task comes before the run's: see attach()). */
 int sched_job_materialize_next(Sched *s, SchedJob *j, uint32_t *ret_id) {
+        assert(s);
         if (j->run_n == 0) {
                 *ret_id = SCHED_NIL;
                 return 0;
@@ -352,6 +356,7 @@ int sched_job_materialize_next(Sched *s, SchedJob *j, uint32_t *ret_id) {
 }
 
 int sched_job_materialize(Sched *s, SchedJob *j) {
+        assert(s);
         while (j->run_n > 0) {
                 uint32_t id;
                 int r = sched_job_materialize_next(s, j, &id);
@@ -369,6 +374,7 @@ static void run_clear(Sched *s, SchedJob *j) {
 }
 
 int sched_task_set_ordered(Sched *s, size_t id, const SchedTask *task, uint64_t order) {
+        assert(s);
         if (id >= UINT32_MAX - 1 || task->state >= _SCHED_TASK_STATE_MAX || !(task->cpu_cores >= 0))
                 return -EINVAL;
         SchedJob *run = sched_task_run_job(s, id);
@@ -402,11 +408,13 @@ int sched_task_set_ordered(Sched *s, size_t id, const SchedTask *task, uint64_t 
 }
 
 int sched_task_set(Sched *s, size_t id, const SchedTask *task) {
+        assert(s);
         /* Within a job, pending and frozen tasks are tried by index. */
         return sched_task_set_ordered(s, id, task, task->index);
 }
 
 int sched_task_remove(Sched *s, size_t id) {
+        assert(s);
         SchedJob *run = sched_task_run_job(s, id);
         if (run) {
                 int k = sched_job_materialize(s, run);
@@ -426,6 +434,7 @@ int sched_task_remove(Sched *s, size_t id) {
 }
 
 const SchedTask *sched_task_get(const Sched *s, size_t id) {
+        assert(s);
         if (sched_task_paged(s, id))
                 return sched_task_at(s, (uint32_t) id);
         const SchedJob *j = sched_task_run_job(s, id);
@@ -438,6 +447,7 @@ const SchedTask *sched_task_get(const Sched *s, size_t id) {
 }
 
 int sched_task_move(Sched *s, uint32_t id, SchedTaskState state, size_t node, double started_s) {
+        assert(s);
         int r = detach(s, id);
         if (r < 0)
                 return r;
@@ -449,6 +459,7 @@ int sched_task_move(Sched *s, uint32_t id, SchedTaskState state, size_t node, do
 }
 
 void sched_job_training_refresh(Sched *s, SchedJob *j) {
+        assert(s);
         if (j->training_now)
                 s->training_cpus -= j->training_cpus;
         j->training_cpus = 0;
@@ -470,6 +481,7 @@ void sched_job_training_refresh(Sched *s, SchedJob *j) {
 }
 
 void sched_job_detach_tasks(Sched *s, SchedJob *j) {
+        assert(s);
         /* Its tasks stay held: with records. Short of memory, those of its run are dropped. */
         if (sched_job_materialize(s, j) < 0) {
                 for (uint32_t k = 0; k < j->run_n; k++)
@@ -519,6 +531,7 @@ void sched_nodes_recount(Sched *s) {
 }
 
 int sched_nodes_set(Sched *s, const PlacementNode *nodes, size_t n_nodes) {
+        assert(s);
         if (n_nodes > s->n_nodes_allocated) {
                 PlacementNode *p = realloc(s->nodes, n_nodes * sizeof(PlacementNode));
                 if (!p)

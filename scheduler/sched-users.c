@@ -12,6 +12,7 @@
  *     share;
  *   - a user at its limit (max_cpus) starts and thaws nothing more.
  * With one user none of this changes a decision: the level only acts between users. */
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@ static double lag_decay_s(const Sched *s) {
 #define SCHED_USERS_MAX (1u << 20)
 
 int sched_users_reserve(Sched *s, uint32_t user) {
+        assert(s);
         if (user >= SCHED_USERS_MAX)
                 return -EINVAL;
         if (user < s->n_users)
@@ -70,6 +72,7 @@ static double user_limit(const Sched *s, const SchedUser *u) {
 }
 
 bool sched_user_at_limit(const Sched *s, uint32_t user, double cpus) {
+        assert(s);
         const SchedUser *u = &s->users[user];
         return u->alloc_cpus + cpus > user_limit(s, u) + PLACEMENT_CPU_EPSILON;
 }
@@ -86,6 +89,7 @@ static bool hungry_now(const Sched *s, const SchedUser *u) {
 }
 
 void sched_user_refresh(Sched *s, uint32_t user) {
+        assert(s);
         SchedUser *u = &s->users[user];
         bool h = hungry_now(s, u);
         if (h != u->hungry) {
@@ -99,6 +103,7 @@ void sched_user_refresh(Sched *s, uint32_t user) {
 
 /* What one task counts for in its user (sign 1 or −1); called with the job's own counts. */
 void sched_user_count(Sched *s, const SchedJob *j, const SchedTask *t, int sign) {
+        assert(s);
         SchedUser *u = &s->users[j->user];
         switch (t->state) {
         case SCHED_TASK_PENDING:
@@ -125,6 +130,7 @@ void sched_user_count(Sched *s, const SchedJob *j, const SchedTask *t, int sign)
 
 /* A job of the user started or stopped having running tasks (fair's CFS weights). */
 void sched_user_active_job(Sched *s, const SchedJob *j, int sign) {
+        assert(s);
         SchedUser *u = &s->users[j->user];
         u->n_active_jobs += sign;
         u->active_weight = u->n_active_jobs > 0 ? u->active_weight + sign * j->weight : 0;
@@ -140,6 +146,7 @@ static int cmp_ratio(const void *a, const void *b, void *userdata) {
 /* Max-min fair shares of the CPUs among the users with tasks, by weight, each capped by its
  * demand and limit (water filling over the users sorted by cap per weight). */
 int sched_users_share(Sched *s, double now_s) {
+        assert(s);
         /* What each user fell behind (or made up) since the last decision, at the shares of
          * that decision and what it holds: allocations change at the events that decide. */
         double dt = isnan(s->users_last_s) ? 0 : MAX(now_s - s->users_last_s, 0.0);
@@ -195,23 +202,27 @@ int sched_users_share(Sched *s, double now_s) {
 }
 
 bool sched_job_deferred(const Sched *s, const SchedJob *j) {
+        assert(s);
         return s->users_fair && s->n_hungry > 0 && !s->users[j->user].hungry;
 }
 
 /* Across users, whether hungry user a taking a_cpus from user b (giving up b_cpus) moves
  * towards fairness: a stays at or below b's level after the move, and is below it now. */
 bool sched_users_may_take(const Sched *s, uint32_t a, double a_cpus, uint32_t b, double b_cpus) {
+        assert(s);
         const SchedUser *x = &s->users[a], *y = &s->users[b];
         return x->hungry && (x->alloc_cpus + a_cpus) / x->weight <= (y->alloc_cpus - b_cpus) / y->weight + 1e-9 &&
                 x->alloc_cpus / x->weight < y->alloc_cpus / y->weight;
 }
 
 bool sched_user_keeps_share(const Sched *s, uint32_t user, double cpus) {
+        assert(s);
         const SchedUser *u = &s->users[user];
         return !armed(s, u) || u->alloc_cpus - cpus >= u->share - PLACEMENT_CPU_EPSILON;
 }
 
 int sched_user_set(Sched *s, uint32_t user, double weight, double max_cpus) {
+        assert(s);
         if (!(weight > 0) || !isfinite(weight) || !(max_cpus >= 0) || !isfinite(max_cpus))
                 return -EINVAL;
         int r = sched_users_reserve(s, user);
@@ -225,6 +236,7 @@ int sched_user_set(Sched *s, uint32_t user, double weight, double max_cpus) {
 }
 
 int sched_job_set_user(Sched *s, uint64_t key, uint32_t user) {
+        assert(s);
         SchedJob *j = sched_table_find(s, key);
         if (!j)
                 return -ENOENT;
@@ -251,6 +263,7 @@ int sched_job_set_user(Sched *s, uint64_t key, uint32_t user) {
 }
 
 int sched_user_info(const Sched *s, uint32_t user, SchedUserInfo *ret) {
+        assert(s);
         if (user >= s->n_users) {
                 *ret = (SchedUserInfo) { .weight = 1 };
                 return 0;

@@ -12,6 +12,7 @@
  * kept as what it had left at some time. Heaps give the next virtual completion (smallest tag,
  * earliest capped finish) and the jobs that cross the level (smallest cap/weight uncapped,
  * largest capped), so each arrival, departure, completion or capacity change costs O(log n). */
+#include <assert.h>
 #include <math.h>
 #include <stddef.h>
 
@@ -39,6 +40,7 @@ void sched_vcluster_done(Sched *s) {
 }
 
 double sched_job_virtual_remaining(const Sched *s, const SchedJob *j) {
+        assert(s);
         if (!j->in_virtual)
                 return j->vrem_s;
         if (j->capped)
@@ -51,6 +53,7 @@ static bool virtually_done(const Sched *s, const SchedJob *j) {
 }
 
 double sched_job_virtual_rate(const Sched *s, const SchedJob *j) {
+        assert(s);
         if (!j->in_virtual)
                 return 0;
         return j->capped ? j->parallel_cpus : j->weight * s->ghost_rate;
@@ -147,6 +150,7 @@ int sched_vcluster_reshare(Sched *s) {
 }
 
 int sched_vcluster_enter(Sched *s, SchedJob *j, double now_s) {
+        assert(s);
         if (j->in_virtual)
                 return 0;
         if (virtually_done(s, j)) {
@@ -167,6 +171,7 @@ int sched_vcluster_enter(Sched *s, SchedJob *j, double now_s) {
 }
 
 void sched_vcluster_leave(Sched *s, SchedJob *j) {
+        assert(s);
         if (!j->in_virtual)
                 return;
         j->vrem_s = side_remove(s, j);
@@ -176,6 +181,7 @@ void sched_vcluster_leave(Sched *s, SchedJob *j) {
 }
 
 void sched_vcluster_set_remaining(Sched *s, SchedJob *j, double remaining_s) {
+        assert(s);
         if (!j->in_virtual) {
                 j->vrem_s = remaining_s;
                 return;
@@ -200,6 +206,7 @@ static int complete(Sched *s, SchedJob *j) {
 
 /* Ages to now, one virtual completion at a time: each completion changes the level. */
 int sched_vcluster_advance(Sched *s, double now_s) {
+        assert(s);
         while (s->last_s < now_s) {
                 if (s->n_virtual == 0 || s->capacity_cpus <= 0) {
                         s->last_s = now_s;

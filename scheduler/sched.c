@@ -3,6 +3,7 @@
  * priority order, preempting when the policy says so. The scheduler keeps the tasks and the
  * order itself (sched-tasks.c, sched-order.c), so a decision reads the jobs at the head of the
  * order and the nodes, never the whole queue. */
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +90,7 @@ double sched_training_limit(const Sched *s) {
 }
 
 int sched_new(const SchedParams *params, double capacity_cpus, Sched **ret) {
+        assert(params);
         if (!params_valid(params) || !(capacity_cpus >= 0) || !isfinite(capacity_cpus))
                 return -EINVAL;
         Sched *s = calloc(1, sizeof(Sched));
@@ -133,6 +135,7 @@ const SchedParams *sched_params(const Sched *s) {
 }
 
 int sched_set_params(Sched *s, const SchedParams *params) {
+        assert(s);
         if (!params_valid(params))
                 return -EINVAL;
         s->params = *params;
@@ -143,6 +146,7 @@ int sched_set_params(Sched *s, const SchedParams *params) {
 }
 
 int sched_set_capacity(Sched *s, double now_s, double capacity_cpus) {
+        assert(s);
         if (!(capacity_cpus >= 0) || !isfinite(capacity_cpus))
                 return -EINVAL;
         int r = sched_vcluster_advance(s, now_s);
@@ -167,6 +171,7 @@ static bool nothing_left(const Sched *s, const SchedJob *j) {
 }
 
 void sched_job_forget(Sched *s, SchedJob *j) {
+        assert(s);
         s->coshh_generation++;
         sched_vcluster_leave(s, j);
         sched_job_detach_tasks(s, j);
@@ -205,6 +210,7 @@ static int probe_push(Sched *s, uint64_t key) {
 
 int sched_job_add(Sched *s, uint64_t key, double now_s, double weight, double parallel_cpus,
                   const SchedSize *size) {
+        assert(s);
         if (!(weight > 0) || !isfinite(weight) || !(parallel_cpus >= 0) || !isfinite(parallel_cpus) ||
             !size_valid(size))
                 return -EINVAL;
@@ -257,6 +263,7 @@ static int job_virtually_done(Sched *s, SchedJob *j, double now_s) {
 }
 
 int sched_job_set_size(Sched *s, uint64_t key, double now_s, const SchedSize *size) {
+        assert(s);
         if (!size_valid(size))
                 return -EINVAL;
         SchedJob *j = sched_table_find(s, key);
@@ -293,6 +300,7 @@ int sched_job_set_size(Sched *s, uint64_t key, double now_s, const SchedSize *si
 }
 
 int sched_job_set_service(Sched *s, uint64_t key, double service_s) {
+        assert(s);
         if (!(service_s >= 0) || !isfinite(service_s))
                 return -EINVAL;
         SchedJob *j = sched_table_find(s, key);
@@ -312,6 +320,7 @@ int sched_job_set_service(Sched *s, uint64_t key, double service_s) {
 }
 
 int sched_job_finish(Sched *s, uint64_t key, double now_s) {
+        assert(s);
         int r = sched_vcluster_advance(s, now_s);
         if (r < 0)
                 return r;
@@ -341,6 +350,7 @@ int sched_job_training_done(Sched *s, uint64_t key, double now_s, const SchedSiz
 }
 
 int sched_job_restore(Sched *s, uint64_t key, double now_s, double virtual_size_s, double late_since_s) {
+        assert(s);
         if (!(virtual_size_s >= 0) || !isfinite(virtual_size_s) || isinf(late_since_s))
                 return -EINVAL;
         int r = sched_vcluster_advance(s, now_s);
@@ -372,6 +382,7 @@ int sched_job_restore(Sched *s, uint64_t key, double now_s, double virtual_size_
 }
 
 int sched_set_ghost_time(Sched *s, double ghost) {
+        assert(s);
         if (!(ghost >= 0) || !isfinite(ghost))
                 return -EINVAL;
         /* Tags are ghost times: moving the ghost time moves them, or every job would age. */
@@ -392,6 +403,7 @@ int sched_set_ghost_time(Sched *s, double ghost) {
 }
 
 int sched_job_remove(Sched *s, uint64_t key, double now_s) {
+        assert(s);
         int r = sched_vcluster_advance(s, now_s);
         if (r < 0)
                 return r;
@@ -429,6 +441,7 @@ static double fair_level(const SchedJob *j, double extra_cpus) {
 }
 
 bool sched_job_outranks(const SchedJob *a, double a_extra_cpus, const SchedJob *b, double b_less_cpus) {
+        assert(a);
         if (a->tier != b->tier)
                 return a->tier < b->tier;
         if (a->tier == SCHED_TIER_SHARED)
@@ -452,6 +465,7 @@ static int job_cmp(const SchedJob *a, const SchedJob *b) {
 }
 
 int sched_emit(Sched *s, SchedVerb verb, size_t task, size_t node) {
+        assert(s);
         if (s->n_out == s->n_out_allocated) {
                 size_t n = MAX(s->n_out_allocated * 2, (size_t) 8);
                 SchedDecision *p = realloc(s->out, n * sizeof(SchedDecision));
@@ -988,6 +1002,7 @@ static int tiny_overruns(Sched *s, double now_s) {
 }
 
 int sched_next(Sched *s, double now_s, const SchedDecision **ret, size_t *ret_n) {
+        assert(s);
         int r = sched_vcluster_advance(s, now_s);
         if (r >= 0)
                 r = overrun_floors(s, now_s);
@@ -1020,16 +1035,19 @@ int sched_next(Sched *s, double now_s, const SchedDecision **ret, size_t *ret_n)
 }
 
 int sched_set_nodes(Sched *s, const PlacementNode *nodes, size_t n_nodes) {
+        assert(s);
         return sched_nodes_set(s, nodes, n_nodes);
 }
 
 const PlacementNode *sched_nodes(const Sched *s, size_t *ret_n) {
+        assert(s);
         *ret_n = s->n_nodes;
         return s->nodes;
 }
 
 int sched_decide(Sched *s, double now_s, PlacementNode *nodes, size_t n_nodes,
                  const SchedTask *tasks, size_t n_tasks, SchedDecision **ret, size_t *ret_n) {
+        assert(s);
         /* Age first: jobs that finish virtually now are gone before their tasks are read. */
         int r = sched_vcluster_advance(s, now_s);
         if (r < 0)
@@ -1069,6 +1087,7 @@ int sched_decide(Sched *s, double now_s, PlacementNode *nodes, size_t n_nodes,
 }
 
 double sched_task_cpu_weight(const Sched *s, size_t id) {
+        assert(s);
         if (!sched_task_paged(s, id) || sched_meta_at(s, (uint32_t) id)->job == SCHED_NIL)
                 return 0;
         const SchedTask *t = sched_task_at(s, (uint32_t) id);
@@ -1095,6 +1114,7 @@ static int cmp_slots(const void *a, const void *b, void *userdata) {
 }
 
 int sched_rank(Sched *s, double now_s) {
+        assert(s);
         int r = sched_vcluster_advance(s, now_s);
         if (r < 0)
                 return r;
@@ -1134,6 +1154,7 @@ static SchedJobState job_state(const Sched *s, const SchedJob *j) {
 }
 
 int sched_job_info(const Sched *s, uint64_t key, SchedJobInfo *ret) {
+        assert(s);
         const SchedJob *j = sched_table_find(s, key);
         if (!j)
                 return -ENOENT;

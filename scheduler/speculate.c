@@ -1,5 +1,6 @@
 /* speculate.c: the speculator — attempts, per-phase rate statistics, node progress, and the
  * LATE and Hadoop choices of which copy to launch where. */
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +98,7 @@ int speculation_params_check(const SpeculationParams *p) {
 }
 
 int speculation_choice_format(const SpeculationChoice *c, char *buf, size_t size) {
+        assert(c);
         if (c->policy == SPECULATION_HADOOP)
                 return snprintf(buf, size, "hadoop: progress %.2f < %.2f (phase average - gap)",
                                 c->progress, c->threshold);
@@ -124,6 +126,7 @@ static int grow(void **p, size_t *alloc, size_t need, size_t size) {
 }
 
 int speculator_new(const SpeculationParams *params, Speculator **ret) {
+        assert(params);
         Speculator *sp;
 
         if (speculation_params_check(params) < 0)
@@ -154,6 +157,7 @@ Speculator *speculator_free(Speculator *sp) {
 }
 
 int speculator_set_params(Speculator *sp, const SpeculationParams *params) {
+        assert(sp);
         if (speculation_params_check(params) < 0)
                 return -EINVAL;
         sp->params = *params;
@@ -202,6 +206,7 @@ static Phase *phase_get_or_add(Speculator *sp, uint64_t key) {
 }
 
 int speculator_phase_forget(Speculator *sp, uint64_t key) {
+        assert(sp);
         bool found;
         size_t i = phase_find(sp, key, &found);
 
@@ -236,6 +241,7 @@ static int nodes_reserve(Speculator *sp, size_t n) {
 }
 
 int speculator_attempt_start(Speculator *sp, size_t id, double now_s, const SpeculationAttempt *a) {
+        assert(sp);
         size_t sibling = SIZE_MAX;
         Phase *ph;
         Attempt *t;
@@ -290,6 +296,7 @@ int speculator_attempt_start(Speculator *sp, size_t id, double now_s, const Spec
 }
 
 int speculator_attempt_progress(Speculator *sp, size_t id, double progress, SpeculationProgressSource source) {
+        assert(sp);
         Attempt *t = attempt_get(sp, id);
 
         if (!t)
@@ -304,6 +311,7 @@ int speculator_attempt_progress(Speculator *sp, size_t id, double progress, Spec
 }
 
 int speculator_attempt_suspend(Speculator *sp, size_t id, bool suspended) {
+        assert(sp);
         Attempt *t = attempt_get(sp, id);
 
         if (!t)
@@ -354,6 +362,7 @@ static int window_add(Phase *ph, unsigned window, double rate) {
 }
 
 int speculator_attempt_end(Speculator *sp, size_t id, double now_s, SpeculationEnd end, size_t *ret_kill) {
+        assert(sp);
         Attempt *t = attempt_get(sp, id);
         size_t sibling;
 
@@ -393,6 +402,7 @@ int speculator_attempt_end(Speculator *sp, size_t id, double now_s, SpeculationE
 
 const SpeculationAttempt *speculator_attempt_get(const Speculator *sp, size_t id,
                                                  SpeculationProgressSource *ret_source) {
+        assert(sp);
         const Attempt *t = attempt_get(sp, id);
 
         if (!t)
@@ -572,6 +582,7 @@ static size_t pick_node(const Speculator *sp, const Attempt *t, const PlacementN
 
 int speculator_next(Speculator *sp, double now_s, const PlacementNode *nodes, size_t n_nodes,
                     SpeculationChoice *ret) {
+        assert(sp);
         double node_threshold = 0, slots = 0;
         size_t n_candidates = 0, m = 0;
         int r;
