@@ -45,7 +45,7 @@ sleep 2
 b0=$(cluster_task_cpu_usage_us n1 "$B") s0=$(cluster_task_cpu_usage_us n1 "$S") t0=$(date +%s%N)
 sleep 4
 b1=$(cluster_task_cpu_usage_us n1 "$B") s1=$(cluster_task_cpu_usage_us n1 "$S") t1=$(date +%s%N)
-[ -n "$b1" ] && [ -n "$s1" ] || fail "a task ended during the measurement"
+if [ -z "$b1" ] || [ -z "$s1" ]; then fail "a task ended during the measurement"; fi
 read -r big_rate small_rate big_share < <(awk -v b="$((b1 - b0))" -v s="$((s1 - s0))" -v ns="$((t1 - t0))" \
         'BEGIN { us = ns / 1000; printf "%.3f %.3f %.3f\n", b / us, s / us, (b + s > 0) ? b / (b + s) : 0 }')
 echo "quotas now: big $(cluster_task_quota_cores n1 "$B"), small $(cluster_task_quota_cores n1 "$S") CPU;" \
