@@ -1382,6 +1382,31 @@ Test(cluster, start_weight_follows_the_request) {
         heartbeat_reply_free(hr);
 }
 
+/* A task fair gave its job's weight goes back to its request's when the policy changes at run
+ * time (the weight its start set, not the kernel's default 100). */
+Test(cluster, leaving_fair_restores_the_request_weight) {
+        restart(SCHED_FAIR, SCHED_PREEMPT_WAIT, T0);
+        Node n1 = node_new("n1", 1);
+        uint64_t small = submit(job_request_03, T0);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        cr_assert_eq(find_action(hr, ACTION_START, task_id(small, 0, 0))->limits.cpu_weight, 30);
+        heartbeat_reply_free(ack_and_run(&n1, hr, T0 + 2000));
+        heartbeat_reply_free(hr);
+        TaskReport rep = running(task_id(small, 0, 0), NULL, 0);
+        hr = beat(&n1, &rep, 1, NULL, 0, T0 + 3000);
+        cr_assert_eq(weight_of(hr, task_id(small, 0, 0)), 100, "fair: the whole job's weight");
+        heartbeat_reply_free(ack_and_run(&n1, hr, T0 + 4000));
+        heartbeat_reply_free(hr);
+
+        SchedParams p = SCHED_PARAMS_DEFAULT;
+        p.policy = SCHED_FIFO;
+        p.training_share = 0;
+        cr_assert_eq(cluster_set_sched_params(cluster, &p), 0);
+        hr = beat(&n1, &rep, 1, NULL, 0, T0 + 5000);
+        cr_assert_eq(weight_of(hr, task_id(small, 0, 0)), 30, "back to its request's weight");
+        heartbeat_reply_free(hr);
+}
+
 Test(cluster, preempted_attempts_do_not_count_as_lost) {
         restart(SCHED_HFSP, SCHED_PREEMPT_KILL, T0);
         uint64_t id = submit(job_one_task, T0);
