@@ -73,20 +73,6 @@ make_mix() {
         }'
 }
 
-# Our subtree gets the highest CPU weight there is, so that inside it the quotas decide and
-# not other work on this machine (as in tests/integration/test-orchestrate.sh).
-favour_our_subtree() {
-        local f
-        if [ -f "$CGROUP_FS/cgroup.controllers" ]; then
-                f=$CGROUP_FS/$CLUSTER_CGROOT/cpu.weight
-                [ -f "$f" ] && echo 10000 >"$f"
-        else
-                f=$CGROUP_FS/cpu/$CLUSTER_CGROOT/cpu.shares
-                [ -f "$f" ] && echo 262144 >"$f"
-        fi
-        return 0
-}
-
 # run MIX off|on: one cluster, the mix submitted at once, every job to its end. Writes
 # "NAME CLASS RESPONSE_S CPU_S STATE OOM_KILLS" lines to $OUT/MIX.CASE.
 run() {
@@ -101,7 +87,7 @@ run() {
         cluster_start_controller --scheduler fifo "${flags[@]}"
         cluster_start_agent n1 --cpus 1 --memory 2G
         cluster_start_agent n2 --cpus 1 --memory 2G
-        favour_our_subtree
+        cluster_favour_subtree
         # The over-provisioned jobs first: first fit puts one on each node, then one
         # under-provisioned task next to each, then a memory-growing one in what is left.
         while read -r name class tasks request memory args; do

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "balancer.h"
 #include "cluster-sched.h"
 #include "scheduler/sched-sizing.h"
 #include "log.h"
@@ -56,7 +57,7 @@ typedef struct TaskEntry {
         uint32_t index, attempt;
         uint8_t phase;
         uint8_t told_state;        /* SchedTaskState as told, decisions applied */
-        int16_t cpu_weight;        /* the CFS weight last asked for it; 0: the agent's default */
+        int16_t cpu_weight;        /* the CFS weight last asked for it; 0: its request's, set at its start */
         StoreTask *placed;         /* as the store had it when its job was last read, unless pending */
 } TaskEntry;
 
@@ -1873,8 +1874,9 @@ int cluster_sched_place(ClusterSched *cs, Store *store, int64_t now_ms, const St
         }
 
         /* CFS weights: under a time-slicing policy (fair) a job's running tasks share its
-         * weight, on the cgroup v2 scale where 100 is the default; elsewhere back to the
-         * default what was changed. Only changes go out, in FIFO order. */
+         * weight, on the cgroup v2 scale where 100 is one job's; elsewhere a task runs at the
+         * weight of its CPU request, which its start set (orch_cpu_weight_for_request()), and
+         * what was changed goes back to it. Only changes go out, in FIFO order. */
         size_t n_w = 0;
         if (sched_params(cs->sched)->policy == SCHED_FAIR || cs->n_weighted > 0) {
                 if (cs->n_running_jobs > 0)
@@ -1889,8 +1891,9 @@ int cluster_sched_place(ClusterSched *cs, Store *store, int64_t now_ms, const St
                                 if (!t || t->node >= n_nodes)
                                         continue;
                                 double w = sched_task_cpu_weight(cs->sched, e->id);
-                                int64_t want = w > 0 ? MIN(MAX(llround(100.0 * w), 1LL), 10000LL) : 100;
-                                if (want == (e->cpu_weight ?: 100))
+                                int64_t base = orch_cpu_weight_for_request(t->cpu_cores);
+                                int64_t want = w > 0 ? MIN(MAX(llround(100.0 * w), 1LL), 10000LL) : base;
+                                if (want == (e->cpu_weight ?: base))
                                         continue;
                                 const StoreTask *row;
                                 r = entry_task(cs, rec->job, e, &row);
@@ -1898,8 +1901,8 @@ int cluster_sched_place(ClusterSched *cs, Store *store, int64_t now_ms, const St
                                         r = weight_add(cs, &n_w, row, nodes[t->node].id, want);
                                 if (r < 0)
                                         return r;
-                                /* 0 stands for the default, 100: what n_weighted counts is the rest. */
-                                bool was = e->cpu_weight != 0, is = want != 100;
+                                /* 0 stands for the request's weight: what n_weighted counts is the rest. */
+                                bool was = e->cpu_weight != 0, is = want != base;
                                 cs->n_weighted = cs->n_weighted + is - was;
                                 e->cpu_weight = (int16_t) (is ? want : 0);
                         }

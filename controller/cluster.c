@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "balancer.h"
 #include "cluster-sched.h"
 #include "cluster-speculate.h"
 #include "cluster.h"
@@ -484,6 +485,9 @@ static int start_task(Cluster *c, const StoreTask *t, const char *node, int64_t 
                 .limits = {
                         .cpu_quota_us = MAX(llround(launch.cpu_cores * CPU_PERIOD_US), 1000),
                         .cpu_period_us = CPU_PERIOD_US,
+                        /* The quota caps, the weight guarantees: under contention the task gets
+                         * its request whatever quota the orchestrator gives its neighbours. */
+                        .cpu_weight = orch_cpu_weight_for_request(launch.cpu_cores),
                         .memory_max_bytes = (int64_t) launch.memory_bytes,
                 },
         };

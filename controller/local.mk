@@ -71,8 +71,10 @@ tests_unit_test_balancer_LDADD = $(ORCH_LIBS) $(CRITERION_LIBS)
 # all or nothing) and the store's adjustments with the schema migration.
 ORCH_RUNTIME_TESTS = tests/unit/test-runtime-config tests/unit/test-store-orch
 check_PROGRAMS += $(ORCH_RUNTIME_TESTS)
-TESTS += $(ORCH_RUNTIME_TESTS) tests/integration/test-orchestrate.sh tests/integration/test-memory-guard.sh
-EXTRA_DIST += tests/integration/test-orchestrate.sh tests/integration/test-memory-guard.sh
+TESTS += $(ORCH_RUNTIME_TESTS) tests/integration/test-orchestrate.sh tests/integration/test-memory-guard.sh \
+	tests/integration/test-cpu-weight.sh
+EXTRA_DIST += tests/integration/test-orchestrate.sh tests/integration/test-memory-guard.sh \
+	tests/integration/test-cpu-weight.sh
 tests_unit_test_runtime_config_SOURCES = tests/unit/test-runtime-config.c
 tests_unit_test_runtime_config_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_runtime_config_LDADD = $(KNOB_LIBS) $(CRITERION_LIBS) -lm

@@ -89,7 +89,7 @@ const Knob runtime_knobs[] = {
           "never raise a CPU quota above this; 0: the node's CPUs (default: 0; 0..4096)",
           0, 4096, NULL, 0, "cpu_ceiling_cores", KNOB_APPLY_ORCHESTRATOR },
         { "cpu-overcommit", KNOB_DOUBLE, SETTING(balance.cpu_overcommit), "FACTOR",
-          "a node's CPU quotas sum to at most its CPUs times this (default: 1.0; 0.1..100)",
+          "a node's CPU quotas sum to at most its CPUs times this (default: 1.5; 0.1..100)",
           0.1, 100, NULL, 0, "cpu_overcommit", KNOB_APPLY_ORCHESTRATOR },
         { "memory-max-step", KNOB_SIZE, SETTING(balance.memory_max_step_bytes), "SIZE",
           "most a task's memory limit moves in one epoch (default: 256M; 1M..1T)",

@@ -103,6 +103,12 @@ uint32_t orch_fast_heartbeat_ms(double epoch_s, size_t nodes, size_t running_tas
         return (uint32_t) MIN(ceil(ms), (double) UINT32_MAX);
 }
 
+int64_t orch_cpu_weight_for_request(double cpu_cores) {
+        if (!(cpu_cores > 0))
+                return 1;
+        return (int64_t) fmin(fmax(round(cpu_cores * 100.0), 1.0), 10000.0);
+}
+
 int orch_balance_params_validate(const OrchBalanceParams *p, const char **ret_field) {
         assert(p);
         const char *bad = NULL;

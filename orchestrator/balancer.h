@@ -82,7 +82,7 @@ typedef struct OrchBalanceParams {
                 .cpu_max_step_cores = 1.0,                              \
                 .cpu_floor_cores = 0.1,                                 \
                 .cpu_ceiling_cores = 0,                                 \
-                .cpu_overcommit = 1.0,                                  \
+                .cpu_overcommit = 1.5,                                  \
                 .cpu_min_change_cores = 0.01,                           \
                 .cpu_pinned_growth = 1.0,                               \
                 .cpu_margin_fraction = 0.25,                            \
@@ -96,6 +96,13 @@ typedef struct OrchBalanceParams {
                 .memory_margin_fraction = 0.10,                         \
                 .mro = MRO_PARAMS_DEFAULT,                              \
         })
+
+/* The CFS weight (cgroup v2 scale, 1..10000; v1 shares = weight × 1024 / 100) a task with this
+ * CPU request runs at: 100 per requested CPU, so that on a contended node every task gets at
+ * least its request (CFS shares a CPU in proportion to weight) and a quota raised above the
+ * request, which cpu_overcommit > 1 allows, only buys CPU the others leave idle. Requests above
+ * 100 CPUs all get 10000; a non-positive or non-finite request gets 1. */
+int64_t orch_cpu_weight_for_request(double cpu_cores);
 
 /* -EINVAL with the name of the first bad field in *ret_field (may be NULL). */
 int orch_balance_params_validate(const OrchBalanceParams *p, const char **ret_field);

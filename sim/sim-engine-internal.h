@@ -190,5 +190,8 @@ bool sim_memory_guard_on(const SimParams *p);
  * and its raises are applied. */
 int sim_memory_guard_tick(Engine *e, double now_s);
 void sim_orch_free(Engine *e);
+/* The CFS weight a task with this CPU request runs at, relative to 1 for one CPU (the
+ * controller's orch_cpu_weight_for_request() / 100). */
+double sim_orch_cpu_weight(double cpu_request);
 /* sim-engine.c: the node's shares after a limit changed. */
 void sim_engine_node_refresh(Engine *e, size_t node);

@@ -272,9 +272,13 @@ void sim_engine_node_refresh(Engine *e, size_t n) {
                 t->demand = t->throttled ? t->cpu_limit : want;
                 if (t->penalty < 1)
                         node->thrashing = true;
-                /* CFS weights: the scheduler's when it time-slices (fair), else alike. */
+                /* CFS weights: the scheduler's when it time-slices (fair), else the request's, as
+                 * the controller starts a task. */
                 double w = sim_sched_task_weight(e->sched, sim_task_sched_id(e, t));
-                e->share_req[k_run] = (SimShareReq) { .demand_cpus = t->demand, .weight = w > 0 ? w : 1.0 };
+                e->share_req[k_run] = (SimShareReq) {
+                        .demand_cpus = t->demand,
+                        .weight = w > 0 ? w : sim_orch_cpu_weight(sim_phase_spec(e, t->phase)->cpu_request),
+                };
                 e->scratch[node->n_tasks + k_run] = k; /* which task each request is */
                 demand += t->demand;
                 k_run++;

@@ -82,7 +82,7 @@ typedef struct SimParams {
 /* MROrchestrator's balancer as its Sec. IV experiments ran it, over the controller's defaults:
  * hogs give what they use (no margin above their use), a task pinned at its quota asks for half
  * more, CPU moves at most half a core an epoch, two epochs of hysteresis and of cool-down, a
- * 20 s epoch (cgorch-sim --balancer=paper; docs/evaluation.md §4). */
+ * 20 s epoch, quotas never over-committed (cgorch-sim --balancer=paper; docs/evaluation.md §4). */
 void sim_orch_paper_params(OrchBalanceParams *p);
 
 typedef struct SimJobResult {

@@ -21,6 +21,10 @@ void sim_orch_free(Engine *e) {
         e->orch_state = NULL;
 }
 
+double sim_orch_cpu_weight(double cpu_request) {
+        return (double) orch_cpu_weight_for_request(cpu_request) / 100.0;
+}
+
 void sim_orch_paper_params(OrchBalanceParams *p) {
         p->epoch_s = 20;
         p->hysteresis_epochs = 2;
@@ -28,6 +32,7 @@ void sim_orch_paper_params(OrchBalanceParams *p) {
         p->cpu_max_step_cores = 0.5;
         p->cpu_pinned_growth = 0.5;
         p->cpu_margin_fraction = -1;
+        p->cpu_overcommit = 1.0; /* the paper's slots are never over-committed */
 }
 
 /* A new window for the epoch that ended, kept as the controller keeps it (orch_window_push()). */

@@ -153,7 +153,7 @@ tests_unit_test_cluster_SOURCES = tests/unit/test-cluster.c tests/unit/store-dir
 	controller/store.c controller/store.h controller/store-internal.h \
 	controller/store-jobs.c controller/store-deps.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c
 tests_unit_test_cluster_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)
-tests_unit_test_cluster_LDADD = $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(COMMON_LIBS) $(SQLITE3_LIBS) $(CRITERION_LIBS) -lm
+tests_unit_test_cluster_LDADD = $(ORCH_LIBS) $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(COMMON_LIBS) $(SQLITE3_LIBS) $(CRITERION_LIBS) -lm
 # The scheduler's picture kept in memory decides as the one rebuilt from the store each time.
 check_PROGRAMS += tests/unit/test-cluster-sched
 TESTS += tests/unit/test-cluster-sched
@@ -194,7 +194,7 @@ TESTS += tests/unit/test-cgroup
 tests_unit_test_cgroup_SOURCES = tests/unit/test-cgroup.c
 tests_unit_test_cgroup_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/agent
 tests_unit_test_cgroup_CFLAGS = $(AM_CFLAGS) $(LIBCGROUP_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
-tests_unit_test_cgroup_LDADD = agent/libcgorch-agent-cgroup.a $(COMMON_LIBS) $(LIBCGROUP_LIBS) $(CRITERION_LIBS)
+tests_unit_test_cgroup_LDADD = agent/libcgorch-agent-cgroup.a $(ORCH_LIBS) $(COMMON_LIBS) $(LIBCGROUP_LIBS) $(CRITERION_LIBS)
 EXTRA_DIST += tests/fixtures/cgroup-v1 tests/fixtures/cgroup-hybrid tests/fixtures/cgroup-v2
 # agent: sampling (procfs parsers, per-mode samples, rates) on the fixture trees and
 # tests/fixtures/proc; the safety rules of limit changes; actuation and restart on real cgroups

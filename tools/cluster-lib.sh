@@ -134,6 +134,75 @@ cluster_cgroup_dirs() {
         return 0
 }
 
+# This box runs other work too (builds, other tests): inside our subtree, quotas and weights
+# should decide, not neighbours outside it. Our own subtree (created by our agent) gets the
+# highest CPU weight there is; nothing outside it is touched.
+cluster_favour_subtree() {
+        local f
+        if [ -f "$CGROUP_FS/cgroup.controllers" ]; then
+                f=$CGROUP_FS/$CLUSTER_CGROOT/cpu.weight
+                [ -f "$f" ] && echo 10000 >"$f"
+        else
+                f=$CGROUP_FS/cpu/$CLUSTER_CGROOT/cpu.shares
+                [ -f "$f" ] && echo 262144 >"$f"
+        fi
+        return 0
+}
+
+# cluster_task_cpu_dir NODE TASK: the task's cgroup that holds its CPU files (v2: the unified
+# tree; v1 and hybrid: the cpu hierarchy, co-mounted with cpuacct).
+cluster_task_cpu_dir() {
+        if [ -f "$CGROUP_FS/cgroup.controllers" ]; then
+                echo "$CGROUP_FS/$CLUSTER_CGROOT/$1/$2"
+        else
+                echo "$CGROUP_FS/cpu/$CLUSTER_CGROOT/$1/$2"
+        fi
+}
+
+# cluster_task_quota_cores NODE TASK: the task's CPU quota in cores from its cgroup (v1
+# cpu.cfs_quota_us / period, v2 cpu.max), "none" when unlimited; empty while the cgroup does
+# not exist.
+cluster_task_quota_cores() {
+        local d
+        d=$(cluster_task_cpu_dir "$1" "$2")
+        if [ -f "$CGROUP_FS/cgroup.controllers" ]; then
+                [ -f "$d/cpu.max" ] || return 0
+                awk '$1 == "max" { print "none"; next } { printf "%.3f\n", $1 / $2 }' "$d/cpu.max"
+        else
+                [ -f "$d/cpu.cfs_quota_us" ] || return 0
+                awk -v q="$(cat "$d/cpu.cfs_quota_us" 2>/dev/null)" '{ if (q < 0) print "none"; else printf "%.3f\n", q / $1 }' \
+                        "$d/cpu.cfs_period_us" 2>/dev/null || true
+        fi
+}
+
+# cluster_task_cpu_usage_us NODE TASK: the CPU time the task's cgroup has used, in µs (v1
+# cpuacct.usage, co-mounted with cpu or not; v2 cpu.stat usage_usec); empty while the cgroup
+# does not exist.
+cluster_task_cpu_usage_us() {
+        local d
+        if [ -f "$CGROUP_FS/cgroup.controllers" ]; then
+                d=$CGROUP_FS/$CLUSTER_CGROOT/$1/$2
+                [ -f "$d/cpu.stat" ] && awk '$1 == "usage_usec" { print $2 }' "$d/cpu.stat"
+        else
+                d=$CGROUP_FS/cpuacct/$CLUSTER_CGROOT/$1/$2
+                [ -f "$d/cpuacct.usage" ] && awk '{ printf "%d\n", $1 / 1000 }' "$d/cpuacct.usage"
+        fi
+        return 0
+}
+
+# cluster_task_cpu_weight NODE TASK: the task's CFS weight on the v2 scale (v1 cpu.shares
+# converted as the agent converts: weight × 1024 / 100 shares).
+cluster_task_cpu_weight() {
+        local d
+        d=$(cluster_task_cpu_dir "$1" "$2")
+        if [ -f "$CGROUP_FS/cgroup.controllers" ]; then
+                [ -f "$d/cpu.weight" ] && cat "$d/cpu.weight"
+        else
+                [ -f "$d/cpu.shares" ] && awk '{ printf "%d\n", int(($1 * 100 + 512) / 1024) }' "$d/cpu.shares"
+        fi
+        return 0
+}
+
 # cluster_cleanup [RC]: ends everything the run started and exits with RC (default: $?). A
 # trap handler that runs steps of its own first passes the status it saw on entry as RC.
 cluster_cleanup() {

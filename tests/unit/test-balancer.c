@@ -14,8 +14,9 @@
 static const OrchDetectParams DP = ORCH_DETECT_PARAMS_DEFAULT;
 
 /* The paper's settings, which most tests here show: both resources, hysteresis 2, cool-down 2, half a core a
- * step, a pinned task asks for half again, and hogs give what they use (no margin above use; the default keeps use + 25%,
- * take_keeps_use_plus_margin). */
+ * step, a pinned task asks for half again, hogs give what they use (no margin above use; the default keeps use + 25%,
+ * take_keeps_use_plus_margin), and quotas never over-committed (the default 1.5 funds raises from headroom first,
+ * overcommit_funds_raise_from_headroom). */
 static OrchBalanceParams paper_params(void) {
         OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
 
@@ -25,6 +26,7 @@ static OrchBalanceParams paper_params(void) {
         p.cpu_max_step_cores = 0.5;
         p.cpu_pinned_growth = 0.5;
         p.cpu_margin_fraction = -1;
+        p.cpu_overcommit = 1.0;
         return p;
 }
 
@@ -97,6 +99,32 @@ Test(balancer, cpu_moves_from_hog_to_starved) {
         cr_assert_eq(t->cpu_quota_us, 125000);
         cr_assert_eq(t->peer, starved);
         cr_assert_eq(t->evidence.kind, ORCH_FINDING_HOG);
+}
+
+/* The same with the default overcommit 1.5: n1's quotas (2 of 2 CPUs) leave 1 CPU of headroom,
+ * which funds the raise to 0.75 alone; the hog keeps its quota (nothing needs a take), and its
+ * CFS weight, not its quota, is what keeps 1.0.0.0 at its request under contention. */
+Test(balancer, overcommit_funds_raise_from_headroom) {
+        _cleanup_(orch_snapshot_freep) OrchSnapshot *s = NULL;
+        _cleanup_(orch_balancer_state_done) OrchBalancerState st;
+        _cleanup_(orch_decisions_done) OrchDecisions d = {};
+        OrchBalanceParams p = paper_params();
+        size_t starved, hog;
+
+        p.cpu_overcommit = ORCH_BALANCE_PARAMS_DEFAULT.cpu_overcommit;
+        cr_assert_float_eq(p.cpu_overcommit, 1.5, 1e-12);
+        orch_balancer_state_init(&st);
+        s = cpu_scenario(&starved, &hog, 0.7);
+        cr_assert_eq(epoch(s, 60, &p, &st, &d), 0);
+        cr_assert_eq(epoch(s, 80, &p, &st, &d), 0);
+        cr_assert_eq(orch_decisions_count(&d, ORCH_VERDICT_APPLY), 1);
+        const OrchDecision *g = &d.items[0];
+        cr_assert_eq(g->task, starved);
+        cr_assert(g->raise);
+        cr_assert_float_eq(g->new_value, 0.75, 1e-9);
+        cr_assert(strstr(g->reason, "node headroom"), "%s", g->reason);
+        for (size_t i = 0; i < d.n; i++)
+                cr_assert(!(d.items[i].task == hog && d.items[i].verdict == ORCH_VERDICT_APPLY), "the hog is not cut");
 }
 
 /* n1 has 1624 MiB; 1.0.0.0 sits at its 1024 MiB limit with memory.events max rising; its

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cgroup-util.h"
+#include "controller/balancer.h"
 #include "cgroup.h"
 #include "limit-watch.h"
 #include "macro.h"
@@ -516,6 +517,44 @@ Test(cgroup, read_usage) {
 }
 
 /* ---- freeze, create, remove ---- */
+
+/* A task starts with the limits the controller derives from its request (quota and CFS weight,
+ * controller/cluster.c) and is then raised by the balancer, which sends the quota alone: the
+ * weight written at the start, its request's, stays in force, so that under contention the
+ * raise only takes idle CPU. */
+static void start_weight_kept_by_raise(const char *fixture, const char *cpu_dir, const char *weight_file,
+                                       const char *want_weight) {
+        char *dir = fixture_copy(fixture);
+        CgroupBackend *b = NULL;
+        Limits current = {};
+        char rel[512];
+        bool v2 = streq(fixture, "cgroup-v2");
+
+        cr_assert_eq(cgroup_backend_new(dir, ROOT, &b), 0);
+        Limits start = { .cpu_quota_us = 30000, .cpu_period_us = 100000, .cpu_weight = orch_cpu_weight_for_request(0.3) };
+        cr_assert_eq(cgroup_task_set_limits(b, TASK, &start, &current, NULL), 0);
+        limits_merge(&current, &start);
+        snprintf(rel, sizeof rel, "%s" ROOT "/" TASK "/%s", cpu_dir, weight_file);
+        expect_file(dir, rel, want_weight);
+
+        Limits raise = { .cpu_quota_us = 80000, .cpu_period_us = 100000 };
+        cr_assert_eq(cgroup_task_set_limits(b, TASK, &raise, &current, NULL), 0);
+        snprintf(rel, sizeof rel, "%s" ROOT "/" TASK "/%s", cpu_dir, v2 ? "cpu.max" : "cpu.cfs_quota_us");
+        expect_file(dir, rel, v2 ? "80000 100000\n" : "80000\n");
+        snprintf(rel, sizeof rel, "%s" ROOT "/" TASK "/%s", cpu_dir, weight_file);
+        expect_file(dir, rel, want_weight);
+
+        cgroup_backend_free(b);
+        fixture_remove(dir);
+}
+
+Test(cgroup, start_weight_of_request_v2) {
+        start_weight_kept_by_raise("cgroup-v2", "", "cpu.weight", "30\n");
+}
+
+Test(cgroup, start_weight_of_request_hybrid) {
+        start_weight_kept_by_raise("cgroup-hybrid", "cpu/", "cpu.shares", "307\n"); /* 30 × 1024 / 100 */
+}
 
 Test(cgroup, freeze_v1_and_v2) {
         char *dir = fixture_copy("cgroup-hybrid");

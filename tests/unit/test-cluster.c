@@ -1325,6 +1325,9 @@ Test(cluster, fair_shares_cpus_among_jobs_by_weight) {
         uint64_t one = submit(job_one_small, T0);
         HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
         cr_assert_eq(count_actions(hr, ACTION_START), 6, "all six start: 1.2 of 0.2 x 8 CPUs");
+        for (unsigned i = 0; i < 5; i++)
+                cr_assert_eq(find_action(hr, ACTION_START, task_id(five, 0, i))->limits.cpu_weight, 20,
+                             "started at their request's weight (0.2 CPU)");
         heartbeat_reply_free(ack_and_run(&n1, hr, T0 + 2000));
         heartbeat_reply_free(hr);
         TaskReport reps[6];
@@ -1333,8 +1336,8 @@ Test(cluster, fair_shares_cpus_among_jobs_by_weight) {
         reps[5] = running(task_id(one, 0, 0), NULL, 0);
         hr = beat(&n1, reps, 6, NULL, 0, T0 + 3000);
         for (unsigned i = 0; i < 5; i++)
-                cr_assert_eq(weight_of(hr, task_id(five, 0, i)), 20, "a fifth of the job's weight each");
-        cr_assert_eq(weight_of(hr, task_id(one, 0, 0)), -1, "the one-task job keeps the default 100");
+                cr_assert_eq(weight_of(hr, task_id(five, 0, i)), -1, "a fifth of the job's weight each: 20, as started");
+        cr_assert_eq(weight_of(hr, task_id(one, 0, 0)), 100, "the one-task job has a whole job's weight");
         heartbeat_reply_free(hr);
 
         /* Three of the five end: the two left get half the job's weight each. */
@@ -1343,6 +1346,64 @@ Test(cluster, fair_shares_cpus_among_jobs_by_weight) {
         hr = beat(&n1, reps, 6, NULL, 0, T0 + 4000);
         cr_assert_eq(weight_of(hr, task_id(five, 0, 3)), 50);
         cr_assert_eq(weight_of(hr, task_id(five, 0, 4)), 50);
+        heartbeat_reply_free(hr);
+}
+
+static const char job_request_07[] =
+        "{\"name\": \"big\", \"phases\": ["
+        " {\"tasks\": 1, \"argv\": [\"sleep\", \"100\"], \"cpu_cores\": 0.7, \"memory_bytes\": 16777216}]}";
+static const char job_request_03[] =
+        "{\"name\": \"small\", \"phases\": ["
+        " {\"tasks\": 1, \"argv\": [\"sleep\", \"100\"], \"cpu_cores\": 0.3, \"memory_bytes\": 16777216}]}";
+
+/* Outside fair a task starts at the CFS weight of its CPU request (100 per CPU), its quota the
+ * request too: with quotas over-committed by the orchestrator, each still gets its request on a
+ * contended node. Nothing changes the weight afterwards. */
+Test(cluster, start_weight_follows_the_request) {
+        restart(SCHED_FIFO, SCHED_PREEMPT_WAIT, T0);
+        Node n1 = node_new("n1", 1);
+        uint64_t big = submit(job_request_07, T0);
+        uint64_t small = submit(job_request_03, T0);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        const Action *a = find_action(hr, ACTION_START, task_id(big, 0, 0));
+        cr_assert_not_null(a);
+        cr_assert_eq(a->limits.cpu_weight, 70);
+        cr_assert_eq(a->limits.cpu_quota_us, 70000);
+        a = find_action(hr, ACTION_START, task_id(small, 0, 0));
+        cr_assert_not_null(a);
+        cr_assert_eq(a->limits.cpu_weight, 30);
+        cr_assert_eq(a->limits.cpu_quota_us, 30000);
+        heartbeat_reply_free(ack_and_run(&n1, hr, T0 + 2000));
+        heartbeat_reply_free(hr);
+        TaskReport reps[2] = { running(task_id(big, 0, 0), NULL, 0), running(task_id(small, 0, 0), NULL, 0) };
+        hr = beat(&n1, reps, 2, NULL, 0, T0 + 3000);
+        cr_assert_eq(weight_of(hr, task_id(big, 0, 0)), -1, "no weight change outside fair");
+        cr_assert_eq(weight_of(hr, task_id(small, 0, 0)), -1, "no weight change outside fair");
+        heartbeat_reply_free(hr);
+}
+
+/* A task fair gave its job's weight goes back to its request's when the policy changes at run
+ * time (the weight its start set, not the kernel's default 100). */
+Test(cluster, leaving_fair_restores_the_request_weight) {
+        restart(SCHED_FAIR, SCHED_PREEMPT_WAIT, T0);
+        Node n1 = node_new("n1", 1);
+        uint64_t small = submit(job_request_03, T0);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        cr_assert_eq(find_action(hr, ACTION_START, task_id(small, 0, 0))->limits.cpu_weight, 30);
+        heartbeat_reply_free(ack_and_run(&n1, hr, T0 + 2000));
+        heartbeat_reply_free(hr);
+        TaskReport rep = running(task_id(small, 0, 0), NULL, 0);
+        hr = beat(&n1, &rep, 1, NULL, 0, T0 + 3000);
+        cr_assert_eq(weight_of(hr, task_id(small, 0, 0)), 100, "fair: the whole job's weight");
+        heartbeat_reply_free(ack_and_run(&n1, hr, T0 + 4000));
+        heartbeat_reply_free(hr);
+
+        SchedParams p = SCHED_PARAMS_DEFAULT;
+        p.policy = SCHED_FIFO;
+        p.training_share = 0;
+        cr_assert_eq(cluster_set_sched_params(cluster, &p), 0);
+        hr = beat(&n1, &rep, 1, NULL, 0, T0 + 5000);
+        cr_assert_eq(weight_of(hr, task_id(small, 0, 0)), 30, "back to its request's weight");
         heartbeat_reply_free(hr);
 }
 
