@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "balancer.h"
+#include "orchestrator/balancer.h"
 #include "cluster-sched.h"
 #include "scheduler/sched-sizing.h"
 #include "log.h"

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "balancer.h"
+#include "orchestrator/balancer.h"
 #include "cluster-sched.h"
 #include "cluster-speculate.h"
 #include "cluster.h"

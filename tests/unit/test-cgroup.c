@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "cgroup-util.h"
-#include "controller/balancer.h"
+#include "orchestrator/balancer.h"
 #include "cgroup.h"
 #include "limit-watch.h"
 #include "macro.h"
