@@ -1629,12 +1629,15 @@ static int job_tasks_merge(ClusterSched *cs, uint64_t job, StoreTask *tasks, con
                 m++;
                 r = entry_keep_row(e, &tasks[k]);
                 if (r >= 0 && tell) {
-                        /* The store does not keep when a task was frozen: the scheduler's copy
-                         * does (the decision that froze it set it; a kill bound reads it). */
+                        /* The store does not keep when a task was frozen, nor how long it was
+                         * frozen before: the scheduler's copy does (the decisions that froze and
+                         * thawed it set them; a kill bound and the running floors read them). */
                         SchedTask view = views[k];
                         const SchedTask *told = c == 0 ? sched_task_get(cs->sched, e->id) : NULL;
                         if (told && told->state == SCHED_TASK_SUSPENDED && view.state == SCHED_TASK_SUSPENDED)
                                 view.frozen_s = told->frozen_s;
+                        if (told && told->started_s == view.started_s && view.state != SCHED_TASK_PENDING)
+                                view.paused_s = told->paused_s;
                         e->told_state = (uint8_t) view.state;
                         r = sched_task_set(cs->sched, e->id, &view);
                 }

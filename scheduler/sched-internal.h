@@ -236,6 +236,10 @@ struct Sched {
          * psbs): the next decision floors what they have left (sched.c, overrun_floors()). */
         uint64_t *overrun_keys;
         size_t n_overrun_keys, n_overrun_keys_allocated;
+        /* A task went or a phase came or went since the last decision: the next one judges
+         * the phases by their running tasks (sched.c, running_floors()). Only then, so that the
+         * result depends on those events, not on how often the caller decides in between. */
+        bool floors_due;
 
         /* Nodes: capacity from the caller, allocations kept from the tasks. */
         PlacementNode *nodes;
@@ -365,6 +369,17 @@ bool sched_task_is_training(const SchedJob *j, const SchedTask *t);
  * probe (started by the probe pass, or in the phase's own turn), not a victim yet. Told by the
  * task alone, so a caller that gives the whole picture each time sees the same. */
 bool sched_task_is_probing(const Sched *s, const SchedJob *j, const SchedTask *t);
+/* running_floors() judges only phases with at most this many started, unfinished tasks. */
+#define SCHED_FLOOR_MAX_STARTED 16u
+/* ... and counts at most this many of a phase's tasks still to start: a caller may tell a
+ * large phase's pending tasks a window at a time (cgorch-sim tells at least HFSP's t = 5). */
+#define SCHED_FLOOR_MAX_PENDING 5u
+
+/* The scheduler thaws the task now: the time since it was frozen was no service. */
+void sched_task_thawed(Sched *s, uint32_t id, double now_s);
+/* The CPU-seconds the task has run in its attempt: its CPUs × the time since it started (until
+ * it was frozen, if it is), less the time it was frozen before (SchedTask.paused_s). */
+double sched_task_ran_s(const Sched *s, uint32_t id);
 /* Recomputes the job's training state and its training counts (size or policy changed). */
 void sched_job_training_refresh(Sched *s, SchedJob *j);
 /* Gives every task of the job's run its record, in its place in the pending list: before

@@ -21,6 +21,18 @@ bool sched_task_is_probing(const Sched *s, const SchedJob *j, const SchedTask *t
                 s->ops->training_priority && s->last_s < t->started_s + s->params.probe_s;
 }
 
+void sched_task_thawed(Sched *s, uint32_t id, double now_s) {
+        SchedTask *t = sched_task_at(s, id);
+        if (t->frozen_s > 0 && now_s > t->frozen_s)
+                t->paused_s += now_s - t->frozen_s;
+}
+
+double sched_task_ran_s(const Sched *s, uint32_t id) {
+        const SchedTask *t = sched_task_at(s, id);
+        double until_s = t->state == SCHED_TASK_SUSPENDED && t->frozen_s > 0 ? t->frozen_s : s->last_s;
+        return MAX(until_s - t->started_s - t->paused_s, 0.0) * t->cpu_cores;
+}
+
 static bool holds_node(const SchedTask *t) {
         return t->state == SCHED_TASK_RUNNING || t->state == SCHED_TASK_STOPPING || t->state == SCHED_TASK_SUSPENDED;
 }
@@ -271,7 +283,7 @@ static uint32_t run_task_id(const SchedJob *j, uint32_t k) {
  * its requests, the index after the run's last (in list order) and the id next to its last's. */
 static bool run_extends(const SchedJob *j, size_t id, const SchedTask *t, uint64_t order) {
         if (t->state != SCHED_TASK_PENDING || t->node != 0 || t->started_s != 0 || t->lost_s != 0 ||
-            t->frozen_s != 0 || order != t->index)
+            t->frozen_s != 0 || t->paused_s != 0 || order != t->index)
                 return false;
         if (j->run_n == 0)
                 return j->pending_head == SCHED_NIL;
@@ -425,6 +437,7 @@ int sched_task_remove(Sched *s, size_t id) {
                 return -ENOENT;
         int r = detach(s, (uint32_t) id);
         sched_meta_at(s, (uint32_t) id)->used = false;
+        s->floors_due = true;
         SchedTaskPage **page = &s->task_pages[id >> SCHED_TASK_PAGE_SHIFT];
         if (--(*page)->n_used == 0) {
                 free(*page);

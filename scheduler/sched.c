@@ -216,6 +216,7 @@ int sched_job_add(Sched *s, uint64_t key, double now_s, double weight, double pa
                 return -EINVAL;
         if (sched_table_find(s, key))
                 return -EEXIST;
+        s->floors_due = true;
         /* Age the others first: the newcomer must not be charged for the past. */
         int r = sched_vcluster_advance(s, now_s);
         if (r < 0)
@@ -321,6 +322,7 @@ int sched_job_set_service(Sched *s, uint64_t key, double service_s) {
 
 int sched_job_finish(Sched *s, uint64_t key, double now_s) {
         assert(s);
+        s->floors_due = true;
         int r = sched_vcluster_advance(s, now_s);
         if (r < 0)
                 return r;
@@ -589,6 +591,7 @@ static int try_thaw(Sched *s, SchedJob *j, uint32_t ti, int *ret_outcome) {
         int r = sched_emit(s, SCHED_THAW, ti, node);
         if (r < 0)
                 return r;
+        sched_task_thawed(s, ti, s->last_s);
         return sched_task_move(s, ti, SCHED_TASK_RUNNING, node, t->started_s); /* its memory never left */
 }
 
@@ -774,6 +777,7 @@ static int thaw_backfill(Sched *s) {
                         continue;
                 sched_meta_at(s, c[k])->seen = s->epoch;
                 int r = sched_emit(s, SCHED_THAW, c[k], t->node);
+                sched_task_thawed(s, c[k], s->last_s);
                 if (r >= 0)
                         r = sched_task_move(s, c[k], SCHED_TASK_RUNNING, t->node, t->started_s);
                 if (r < 0)
@@ -972,8 +976,8 @@ static int overrun_floors(Sched *s, double now_s) {
  * leaves the tiny tier, once, and ranks as any overrun phase, its overrun left in the virtual
  * cluster. A phase of long tasks estimated at n·ξ·s̄ otherwise held every CPU it could take
  * ahead of everything, probes included, to its end (docs/design.md, "Tiny phases"). A one-task
- * phase holds one CPU and stays tiny. The scheduler does not see how long a task was frozen:
- * a tiny task frozen and thawed counts its frozen time as served. */
+ * phase holds one CPU and stays tiny. A running task counts what it has run, its frozen time
+ * left out (sched_task_ran_s()). */
 static int tiny_overruns(Sched *s, double now_s) {
         if (!s->ops->virtual_order)
                 return 0;
@@ -985,8 +989,8 @@ static int tiny_overruns(Sched *s, double now_s) {
                 double served = j->service_s;
                 for (uint32_t i = j->active_head; i != SCHED_NIL; i = sched_meta_at(s, i)->next) {
                         const SchedTask *t = sched_task_at(s, i);
-                        if (t->state == SCHED_TASK_RUNNING && now_s > t->started_s)
-                                served += (now_s - t->started_s) * t->cpu_cores;
+                        if (t->state == SCHED_TASK_RUNNING)
+                                served += sched_task_ran_s(s, i);
                 }
                 double over = served - sched_job_size(j);
                 if (!(over > 0))
@@ -1001,6 +1005,55 @@ static int tiny_overruns(Sched *s, double now_s) {
         return 0;
 }
 
+/* Whether the task counts as started for running_floors(): running, or frozen when known. */
+static bool started_unfinished(const SchedTask *t) {
+        return t->state == SCHED_TASK_RUNNING || (t->state == SCHED_TASK_SUSPENDED && t->frozen_s > 0);
+}
+
+/* What a phase with tasks still to start is seen to have left from its started tasks: the
+ * tasks of a phase are alike, so each task still to start (at most SCHED_FLOOR_MAX_PENDING
+ * counted: the caller may tell only a window of them) is taken to need at least τ, the mean
+ * of what its started, unfinished tasks have run so far (CPU-seconds, frozen time left out), and
+ * each of those to run to τ. Where that is more than the phase's virtual remaining size, it is
+ * raised to it, as an overrun floor is. Without it a phase's estimate (from s̄, or a short probe)
+ * was corrected only when its tasks finished: on one node a phase of long tasks estimated short
+ * held the CPUs ahead of phases several times smaller until its first tasks ended, and went late
+ * (ahead of everything) meanwhile (docs/design.md, "Running tasks as evidence"). Tiny phases
+ * only once they have overrun their estimate: until then they come first whatever their size.
+ * Phases with more than SCHED_FLOOR_MAX_STARTED started tasks are left out: a decision reads
+ * at most that many tasks per phase (on a cluster that runs more, training measures them).
+ * Judged at the first decision after a task went or a phase came or went (Sched.floors_due). */
+static int running_floors(Sched *s, double now_s) {
+        if (!s->ops->virtual_order)
+                return 0;
+        for (uint32_t js = s->active_jobs_head; js != SCHED_NIL; js = s->jobs[js].jnext) {
+                SchedJob *j = &s->jobs[js];
+                if (j->real_done || j->n_pending == 0 || (j->size.kind == SCHED_SIZE_TINY && !j->tiny_overrun))
+                        continue;
+                double sum = 0;
+                unsigned n = 0;
+                for (int l = 0; l < 2 && n <= SCHED_FLOOR_MAX_STARTED; l++)
+                        for (uint32_t i = l == 0 ? j->active_head : j->suspended_head;
+                             i != SCHED_NIL && n <= SCHED_FLOOR_MAX_STARTED; i = sched_meta_at(s, i)->next)
+                                if (started_unfinished(sched_task_at(s, i))) {
+                                        sum += sched_task_ran_s(s, i);
+                                        n++;
+                                }
+                if (n == 0 || n > SCHED_FLOOR_MAX_STARTED || !(sum > 0))
+                        continue;
+                double tau = sum / n, left = MIN(j->n_pending, SCHED_FLOOR_MAX_PENDING) * tau;
+                for (int l = 0; l < 2; l++)
+                        for (uint32_t i = l == 0 ? j->active_head : j->suspended_head; i != SCHED_NIL;
+                             i = sched_meta_at(s, i)->next)
+                                if (started_unfinished(sched_task_at(s, i)))
+                                        left += MAX(tau - sched_task_ran_s(s, i), 0.0);
+                int r = floor_remaining(s, j, left, now_s);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 int sched_next(Sched *s, double now_s, const SchedDecision **ret, size_t *ret_n) {
         assert(s);
         int r = sched_vcluster_advance(s, now_s);
@@ -1008,6 +1061,10 @@ int sched_next(Sched *s, double now_s, const SchedDecision **ret, size_t *ret_n)
                 r = overrun_floors(s, now_s);
         if (r >= 0)
                 r = tiny_overruns(s, now_s);
+        if (r >= 0 && s->floors_due) {
+                r = running_floors(s, now_s);
+                s->floors_due = false;
+        }
         if (r < 0)
                 return r;
         if (s->n_reserved < s->n_nodes) {
@@ -1045,6 +1102,15 @@ const PlacementNode *sched_nodes(const Sched *s, size_t *ret_n) {
         return s->nodes;
 }
 
+/* The tasks the jobs hold (pending, frozen, running and stopping). */
+static size_t held_tasks(const Sched *s) {
+        size_t n = 0;
+        for (size_t i = 0; i < s->n_slots; i++)
+                if (s->jobs[i].used)
+                        n += s->jobs[i].n_pending + s->jobs[i].n_suspended + s->jobs[i].n_active;
+        return n;
+}
+
 int sched_decide(Sched *s, double now_s, PlacementNode *nodes, size_t n_nodes,
                  const SchedTask *tasks, size_t n_tasks, SchedDecision **ret, size_t *ret_n) {
         assert(s);
@@ -1052,7 +1118,9 @@ int sched_decide(Sched *s, double now_s, PlacementNode *nodes, size_t n_nodes,
         int r = sched_vcluster_advance(s, now_s);
         if (r < 0)
                 return r;
-        /* All tasks anew, each job put in the orders once. */
+        /* All tasks anew, each job put in the orders once. Fewer than were held: some went
+         * (sched_task_remove() would have said so). */
+        size_t held = held_tasks(s);
         sched_tasks_reset(s);
         r = sched_set_nodes(s, nodes, n_nodes);
         if (r < 0)
@@ -1065,6 +1133,8 @@ int sched_decide(Sched *s, double now_s, PlacementNode *nodes, size_t n_nodes,
                 r = sched_order_bulk(s);
         if (r < 0)
                 return r;
+        if (held_tasks(s) < held)
+                s->floors_due = true;
         const SchedDecision *d;
         size_t n_d;
         r = sched_next(s, now_s, &d, &n_d);

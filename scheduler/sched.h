@@ -238,6 +238,11 @@ typedef struct SchedTask {
         double frozen_s;       /* SUSPENDED: when it was frozen (what it ran is the time from
                                 * started_s to this); 0 when not known (then counted as running
                                 * until now, which a kill bound errs safe with) */
+        double paused_s;       /* RUNNING or SUSPENDED: how long this attempt was frozen before
+                                * its last thaw, which sched_task_ran_s() leaves out. The
+                                * scheduler adds to its copy at each thaw it decides (from
+                                * frozen_s); a caller that tells the task again passes it on, as
+                                * frozen_s. 0: never thawed, or not known */
 } SchedTask;
 
 typedef enum SchedVerb {

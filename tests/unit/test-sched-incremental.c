@@ -123,6 +123,7 @@ static void decide_both(World *w, double now) {
                         break;
                 case SCHED_THAW:
                         t->t.state = SCHED_TASK_RUNNING;
+                        t->t.paused_s += now - t->t.frozen_s; /* as the scheduler keeps it */
                         break;
                 case SCHED_FREEZE:
                         t->t.state = SCHED_TASK_SUSPENDED;

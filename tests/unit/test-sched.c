@@ -1692,6 +1692,75 @@ Test(sched_hfsp, overrun_floor_only_while_tasks_wait) {
         }
 }
 
+Test(sched_hfsp, running_tasks_raise_the_floor) {
+        /* Job 1 is estimated at 4 CPU-seconds over six tasks and runs alone on both CPUs: it
+         * finishes virtually at 2 and goes late. Job 2 (8) comes at 3, when job 1's first two
+         * tasks have run 3 s each and none has finished: each of its four waiting tasks is
+         * taken to need at least 3, so it has at least 12 left, back in the virtual cluster,
+         * and job 2 takes the node. Late, job 1 came first and kept both CPUs until its first
+         * tasks finished. */
+        for (SchedPolicy pol = SCHED_HFSP; pol <= SCHED_PSBS; pol++) {
+                SchedWorld w;
+                SchedDecision d[8];
+                overrun_world(&w, pol);
+                overrun_job(&w, 1, 0, 4, 6); /* ids 0..5 */
+                size_t n = sched_world_next(&w, 0, d, 8);
+                cr_assert(n == 2 && has(d, n, SCHED_START, 0) && has(d, n, SCHED_START, 1));
+
+                overrun_job(&w, 2, 3, 8, 6); /* ids 6..11 */
+                /* One preemption per decision: the youngest (by id) first. */
+                n = sched_world_next(&w, 3, d, 8);
+                cr_assert(n == 2 && has(d, n, SCHED_FREEZE, 1) && has(d, n, SCHED_START, 6),
+                          "%s: the phase whose tasks outran its estimate gives way", sched_policy_to_string(pol));
+                n = sched_world_next(&w, 3, d, 8);
+                cr_assert(n == 2 && has(d, n, SCHED_FREEZE, 0) && has(d, n, SCHED_START, 7), "%s",
+                          sched_policy_to_string(pol));
+                SchedJobInfo info;
+                cr_assert_eq(sched_job_info(w.s, 1, &info), 0);
+                cr_assert(!info.late, "%s", sched_policy_to_string(pol));
+                cr_assert_float_eq(info.virtual_size_s, 12, EPS, "%s", sched_policy_to_string(pol));
+                cr_assert_float_eq(info.size.size_s, 4, EPS, "the estimate itself stays");
+                sched_free(w.s);
+        }
+}
+
+Test(sched_hfsp, frozen_time_is_no_service) {
+        /* Job 1's tasks 0 and 1 run from 0, are frozen at 1 for job 2 (smaller), thawed at 3
+         * when it is done: the scheduler's copy keeps the 2 s they were frozen, and at 4 they
+         * have run 2 s, not 4. Counted as run, the 2 s frozen would make job 1's waiting tasks
+         * look 4 s long (12 left, behind job 3's 9.5) instead of 2 (6 left, ahead of it). */
+        for (SchedPolicy pol = SCHED_HFSP; pol <= SCHED_PSBS; pol++) {
+                SchedWorld w;
+                SchedDecision d[8];
+                overrun_world(&w, pol);
+                overrun_job(&w, 1, 0, 6, 5); /* ids 0..4 */
+                size_t n = sched_world_next(&w, 0, d, 8);
+                cr_assert(n == 2 && has(d, n, SCHED_START, 0) && has(d, n, SCHED_START, 1));
+                overrun_job(&w, 2, 1, 1, 2); /* ids 5, 6 */
+                for (int k = 0; k < 2; k++) {
+                        n = sched_world_next(&w, 1, d, 8);
+                        cr_assert(n == 2 && has(d, n, SCHED_FREEZE, 1 - k) && has(d, n, SCHED_START, 5 + k), "%s",
+                                  sched_policy_to_string(pol));
+                }
+                cr_assert_eq(sched_task_remove(w.s, 5), 0);
+                cr_assert_eq(sched_task_remove(w.s, 6), 0);
+                cr_assert_eq(sched_job_finish(w.s, 2, 3), 0);
+                n = sched_world_next(&w, 3, d, 8);
+                cr_assert(n == 2 && has(d, n, SCHED_THAW, 0) && has(d, n, SCHED_THAW, 1), "%s",
+                          sched_policy_to_string(pol));
+                cr_assert_float_eq(sched_task_get(w.s, 0)->paused_s, 2, EPS, "%s", sched_policy_to_string(pol));
+                cr_assert_float_eq(sched_task_get(w.s, 1)->paused_s, 2, EPS, "%s", sched_policy_to_string(pol));
+
+                overrun_job(&w, 3, 3.5, 10, 5); /* ids 7..11 */
+                n = sched_world_next(&w, 4, d, 8);
+                cr_assert_eq(n, 0, "%s: job 1 keeps the node", sched_policy_to_string(pol));
+                SchedJobInfo info;
+                cr_assert_eq(sched_job_info(w.s, 1, &info), 0);
+                cr_assert_leq(info.virtual_size_s, 6 + EPS, "%s", sched_policy_to_string(pol));
+                sched_free(w.s);
+        }
+}
+
 Test(sched_hfsp, served_counts_from_the_final_size) {
         /* S_f leaves out what the training tasks had used when it was set (here 5 × 2
          * CPU-seconds): the service told is what the finished tasks used beyond that. */
