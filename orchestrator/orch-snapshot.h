@@ -84,6 +84,8 @@ typedef struct OrchTask {
 typedef struct OrchSnapshot {
         OrchNode *nodes;
         size_t n_nodes, allocated_nodes;
+        uint32_t *node_slots;           /* open addressing by name: node index + 1, 0 free */
+        size_t n_node_slots;            /* a power of two, at least twice n_nodes */
         OrchTask *tasks;
         size_t n_tasks, allocated_tasks;
 } OrchSnapshot;
