@@ -74,6 +74,7 @@ static char *arg_tls_cert = NULL;
 static char *arg_tls_key = NULL;
 static int arg_log_level = LOG_INFO;
 static bool arg_store_check = true;
+static uint64_t arg_store_cache_bytes = STORE_CACHE_DEFAULT_BYTES;
 
 static const Option options[] = {
         { "listen", 'l', OPTION_STRING, &arg_listen, "ADDR:PORT",
@@ -152,6 +153,9 @@ static const Option options[] = {
         { "store-check", 0, OPTION_BOOL, &arg_store_check, NULL,
           "read the whole store at start (PRAGMA quick_check) and refuse a damaged one; --store-check=no skips it "
           "(default: yes)", 0, 0 },
+        { "store-cache", 0, OPTION_SIZE, &arg_store_cache_bytes, "SIZE",
+          "the most memory SQLite's page cache of the store takes (default: 8M; 1M..16G)", 1024.0 * 1024,
+          16.0 * 1024 * 1024 * 1024 },
         { "log-level", 0, OPTION_LOG_LEVEL, &arg_log_level, "LEVEL",
           "err, warning, notice, info or debug (default: info)", 0, 0 },
 };
@@ -1030,6 +1034,9 @@ static int open_store(Manager *m) {
                 return refuse_damaged_store(NULL);
         if (r < 0)
                 return log_error_errno(r, "Cannot open the store in %s: %m", arg_state_dir);
+        r = store_set_cache_size(m->store, arg_store_cache_bytes);
+        if (r < 0)
+                return log_error_errno(r, "Cannot size the store's page cache: %m");
         if (arg_store_check) {
                 _cleanup_free_ char *problem = NULL;
                 uint64_t start_us = now_monotonic_us();

@@ -697,11 +697,11 @@ int store_open(const char *dir, Store **ret) {
         int r = store_exec(s,
                            "PRAGMA journal_mode = WAL;"
                            "PRAGMA synchronous = NORMAL;"
-                           /* 64 MiB of page cache (default 2 MiB): a thousand nodes' tasks
-                            * are tens of MiB, and every heartbeat touches pages all over. */
-                           "PRAGMA cache_size = -65536;"
                            "PRAGMA foreign_keys = ON;",
                            "configure");
+        if (r < 0)
+                return r;
+        r = store_set_cache_size(s, STORE_CACHE_DEFAULT_BYTES);
         if (r < 0)
                 return r;
 
@@ -734,6 +734,18 @@ int store_open(const char *dir, Store **ret) {
         s->opened = true;
         *ret = TAKE_PTR(s);
         return 0;
+}
+
+/* The kernel's page cache holds the file too: a page missed here is a pread() from it, so a
+ * few MiB serve a heartbeat or a submit about as well as 64 MiB, which would be most of the
+ * controller's memory at 100 000 queued jobs (docs/design.md). */
+int store_set_cache_size(Store *s, uint64_t bytes) {
+        char sql[64];
+        if (bytes < STORE_CACHE_MIN_BYTES)
+                return -EINVAL;
+        /* A negative cache_size is in KiB. */
+        snprintf(sql, sizeof sql, "PRAGMA cache_size = -%" PRIu64, bytes / 1024);
+        return store_exec(s, sql, "set cache size");
 }
 
 Store *store_close(Store *s) {

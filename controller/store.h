@@ -27,6 +27,11 @@ typedef struct Store Store;
 /* Opens (creating if needed) dir/controller.db; dir must exist. */
 int store_open(const char *dir, Store **ret);
 Store *store_close(Store *s);
+/* The most memory SQLite's page cache of the store may take (at least STORE_CACHE_MIN_BYTES):
+ * pages read or written stay in it until it is full, so a large store fills it. */
+int store_set_cache_size(Store *s, uint64_t bytes);
+#define STORE_CACHE_DEFAULT_BYTES (UINT64_C(8) << 20)
+#define STORE_CACHE_MIN_BYTES (UINT64_C(1) << 20)
 static inline void store_closep(Store **s) {
         if (*s)
                 store_close(*s);

@@ -645,13 +645,18 @@ Test(store, version_10_is_upgraded) {
         assert_current();
 }
 
-static int synchronous_level(Store *s) {
+/* The value a PRAGMA that reads a setting answers. */
+static int64_t pragma_value(Store *s, const char *sql) {
         sqlite3_stmt *q = NULL;
-        cr_assert_eq(sqlite3_prepare_v2(s->db, "PRAGMA synchronous", -1, &q, NULL), SQLITE_OK);
+        cr_assert_eq(sqlite3_prepare_v2(s->db, sql, -1, &q, NULL), SQLITE_OK);
         cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
-        int level = sqlite3_column_int(q, 0);
+        int64_t v = sqlite3_column_int64(q, 0);
         sqlite3_finalize(q);
-        return level;
+        return v;
+}
+
+static int synchronous_level(Store *s) {
+        return (int) pragma_value(s, "PRAGMA synchronous");
 }
 
 /* Submits and cancels are fsync'd (FULL = 2), everything else only written (NORMAL = 1), and
@@ -1223,5 +1228,35 @@ Test(store, observer_sees_committed_changes_only) {
         cr_assert_eq(store_begin(s), 0);
         cr_assert_eq(store_commit(s), 0);
         cr_assert_eq(o.commits, commits);
+        store_close(s);
+}
+
+/* The page cache stays within its size however large the store grows (8 MiB by default; here
+ * 1 MiB against a store of several), and a size below the minimum is refused. */
+Test(store, page_cache_bounded) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        cr_assert_eq(pragma_value(s, "PRAGMA cache_size"), -(int64_t) (STORE_CACHE_DEFAULT_BYTES / 1024));
+        cr_assert_eq(store_set_cache_size(s, STORE_CACHE_MIN_BYTES / 2), -EINVAL);
+        cr_assert_eq(store_set_cache_size(s, STORE_CACHE_MIN_BYTES), 0);
+        cr_assert_eq(pragma_value(s, "PRAGMA cache_size"), -(int64_t) (STORE_CACHE_MIN_BYTES / 1024));
+
+        JobSpec *spec = parse_job();
+        for (int batch = 0; batch < 40; batch++) {
+                cr_assert_eq(store_begin(s), 0);
+                for (int k = 0; k < 100; k++) {
+                        uint64_t id;
+                        cr_assert_eq(store_job_insert(s, spec, 1000 + batch, &id), 0);
+                }
+                cr_assert_eq(store_commit(s), 0);
+        }
+        job_spec_free(spec);
+
+        int64_t store_bytes = pragma_value(s, "SELECT page_count * page_size FROM pragma_page_count, pragma_page_size");
+        cr_assert_gt((uint64_t) store_bytes, 3 * STORE_CACHE_MIN_BYTES, "the store is %" PRId64 " bytes", store_bytes);
+        int used = 0, highwater = 0;
+        cr_assert_eq(sqlite3_db_status(s->db, SQLITE_DBSTATUS_CACHE_USED, &used, &highwater, 0), SQLITE_OK);
+        /* Each page also carries SQLite's header, well under a quarter of a page. */
+        cr_assert_leq((uint64_t) used, STORE_CACHE_MIN_BYTES * 5 / 4, "the cache holds %d bytes", used);
         store_close(s);
 }
