@@ -359,6 +359,9 @@ typedef struct SimTask {
         pid_t pid;
         int64_t started_ms;
         uint64_t cpu_usage_ns;
+        /* Protocol 2: its full report went in an answered heartbeat (then it goes unchanged),
+         * or in the one in flight. */
+        bool reported, reported_inflight;
 } SimTask;
 
 typedef struct Agent {
@@ -397,6 +400,7 @@ typedef struct Load {
         uint64_t interval_us, warmup_us, duration_us;
         double burst_rate;
         unsigned burst_conns;
+        unsigned protocol;         /* of the heartbeats: 1 objects, 2 rows and unchanged tasks */
         pid_t controller_pid;
         char *operator_token;
 
@@ -508,10 +512,12 @@ static void agent_build_request(Agent *a) {
                 SimTask *t = &a->tasks[i];
                 sample_fill(&a->samples[2 * i], t, now_ms - 1000, (a->seq * 2) % 5 == 0);
                 sample_fill(&a->samples[2 * i + 1], t, now_ms, (a->seq * 2 + 1) % 5 == 0);
+                bool unchanged = L.protocol >= PROTO_VERSION_COMPACT && t->reported;
                 a->reports[i] = (TaskReport) {
                         .id = t->id, .state = TASK_RUNNING, .pid = t->pid,
-                        .samples = &a->samples[2 * i], .n_samples = 2, .limits = limits,
+                        .samples = &a->samples[2 * i], .n_samples = 2, .limits = limits, .unchanged = unchanged,
                 };
+                t->reported_inflight = !unchanged;
         }
         for (size_t i = 0; i < a->n_acks; i++)
                 a->acks_buf[i] = (Ack) { .action_id = a->acks[i], .ok = true };
@@ -524,6 +530,7 @@ static void agent_build_request(Agent *a) {
                                  .memory_total_bytes = UINT64_C(64) << 30, .swap_total_bytes = 0,
                                  .psi_cpu = { .some_avg10 = 3.5, .some_total_us = 123456 } },
                 .tasks = a->reports, .n_tasks = a->n_tasks, .acks = a->acks_buf, .n_acks = a->n_acks,
+                .protocol = L.protocol,
         };
 
         /* The body first: the signature covers its digest. */
@@ -620,6 +627,8 @@ static void agent_on_done(Conn *c, unsigned status, const char *body, size_t len
                 if (a->successes++ == 0)
                         L.n_registered++;
                 a->n_acks_inflight = 0;
+                for (size_t i = 0; i < a->n_tasks; i++)
+                        a->tasks[i].reported |= a->tasks[i].reported_inflight;
                 agent_apply_reply(a, body, len);
         } else {
                 /* Not delivered: the acks go again with the next heartbeat. */
@@ -1349,6 +1358,7 @@ int main(int argc, char **argv) {
                 { "burst-rate", required_argument, NULL, 'b' },
                 { "burst-conns", required_argument, NULL, 'c' },
                 { "controller-pid", required_argument, NULL, 'P' },
+                { "protocol", required_argument, NULL, 'V' },
                 {}
         };
         const char *agents_file = NULL, *operator_file = NULL;
@@ -1359,6 +1369,7 @@ int main(int argc, char **argv) {
         L.warmup_us = 10 * USEC_PER_SEC;
         L.duration_us = 30 * USEC_PER_SEC;
         L.burst_conns = 32;
+        L.protocol = PROTO_VERSION_COMPACT;
         int c;
         optind = 2;
         while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
@@ -1368,6 +1379,7 @@ int main(int argc, char **argv) {
                 case 'o': operator_file = optarg; break;
                 case 't': L.tasks_per_node = (unsigned) parse_u64(optarg, "--tasks-per-node"); break;
                 case 'j': L.tasks_per_job = (unsigned) parse_u64(optarg, "--tasks-per-job"); break;
+                case 'V': L.protocol = (unsigned) parse_u64(optarg, "--protocol"); break;
                 case 'i': L.interval_us = parse_u64(optarg, "--interval-ms") * USEC_PER_MSEC; break;
                 case 'w': L.warmup_us = parse_u64(optarg, "--warmup-s") * USEC_PER_SEC; break;
                 case 'd': L.duration_us = parse_u64(optarg, "--duration-s") * USEC_PER_SEC; break;

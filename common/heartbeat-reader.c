@@ -647,7 +647,7 @@ static int read_sample_element(Reader *r, void *element) {
 
 static int read_task_id(Reader *r, char **ret);
 
-/* An element of "unchanged" (protocol 2): [task id, sample row...]. */
+/* An element of "unchanged" (protocol 2): [task id, sample...]. */
 static int read_unchanged(Reader *r, TaskReport *t) {
         size_t allocated = 0;
         int k;
@@ -662,7 +662,7 @@ static int read_unchanged(Reader *r, TaskReport *t) {
                         return DECLINE;
                 k = array_grow((void **) &t->samples, &t->n_samples, &allocated, sizeof(TaskSample));
                 if (k >= 0)
-                        k = read_sample_row(r, &t->samples[t->n_samples - 1]);
+                        k = read_sample_element(r, &t->samples[t->n_samples - 1]);
         }
         if (k < 0)
                 return k;

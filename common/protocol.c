@@ -1697,7 +1697,7 @@ static int task_report_from_json(json_t *j, const char *path, TaskReport *t, cha
         return get_text(j, path, "error", &t->error, ret_error);
 }
 
-/* An element of "unchanged" (protocol 2): [task id, sample row...]. */
+/* An element of "unchanged" (protocol 2): [task id, sample...], each sample a row or an object. */
 static int unchanged_from_json(json_t *j, const char *path, TaskReport *t, char **ret_error) {
         char p[PATH_BUF];
         int r;
@@ -1716,10 +1716,7 @@ static int unchanged_from_json(json_t *j, const char *path, TaskReport *t, char 
                 return -ENOMEM;
         t->n_samples = n;
         for (size_t i = 0; i < n; i++) {
-                json_t *v = row_at(j, path, 1 + i, p);
-                if (!json_is_array(v))
-                        return fail(ret_error, p, NULL, "must be a sample row (an array)");
-                r = sample_from_row(v, p, &t->samples[i], ret_error);
+                r = sample_any_from_json(row_at(j, path, 1 + i, p), p, &t->samples[i], ret_error);
                 if (r < 0)
                         return r;
         }

@@ -6,7 +6,7 @@ CONTROLLER_SOURCES = \
 	controller/api.c controller/api.h \
 	controller/auth.c controller/auth.h \
 	controller/rate-limit.c controller/rate-limit.h \
-	controller/cluster.c controller/cluster.h \
+	controller/cluster.c controller/cluster.h controller/report-cache.c controller/report-cache.h \
 	controller/cluster-sched.c controller/cluster-sched.h \
 	controller/cluster-speculate.c controller/cluster-speculate.h \
 	controller/http-server.c controller/http-server.h controller/peer.c controller/peer.h \

@@ -329,6 +329,10 @@ Test(heartbeat_reader, protocol_2) {
                  "[[1,2,3,4,null,0],{\"time_ms\":1,\"cpu_usage_ns\":2,\"memory_current_bytes\":3,\"memory_peak_bytes\":4},"
                  "[5,6,7,8,0.5,257,9,10,11,0.25,0.5]]}]}", head);
         check(text, true);
+        /* An object among an unchanged task's rows (buffered before the agent learnt protocol 2). */
+        snprintf(text, sizeof text, "%s\"protocol\":2,\"unchanged\":[[\"1.0.0.0\",{\"time_ms\":1,\"cpu_usage_ns\":2,"
+                 "\"memory_current_bytes\":3,\"memory_peak_bytes\":4},[1,2,3,4,null,0]]]}", head);
+        check(text, true);
         /* PSI in a row: full both or neither. */
         snprintf(text, sizeof text, "%s\"unchanged\":[[\"1.0.0.0\",[1,2,3,4,null,80,1.5,2,null,null,0,1,0.5,7]]]}", head);
         check(text, true);
@@ -340,7 +344,7 @@ Test(heartbeat_reader, protocol_2) {
                 "\"unchanged\":[[\"1.0.0.0\",[1,2,3,4,null,16,1,2,null,3]]]}",    /* half a "full" */
                 "\"unchanged\":[[\"1.0.0\"]]}",                                   /* not a task id */
                 "\"unchanged\":[[]]}",
-                "\"unchanged\":[[\"1.0.0.0\",{\"time_ms\":1}]]}",               /* objects only in "tasks" */
+                "\"unchanged\":[[\"1.0.0.0\",{\"time_ms\":1}]]}",               /* an object short */
                 "\"protocol\":3}",
                 "\"unchanged\":[[\"1.0.0.0\"]],\"tasks\":[]}",                   /* valid: the reader leaves it */
         };
