@@ -194,6 +194,10 @@ static void reporter_failed(void *userdata) {
         agent_heartbeat_failed(userdata);
 }
 
+static void reporter_protocol(void *userdata, unsigned version) {
+        agent_set_protocol(userdata, version);
+}
+
 static void kick_reporter(void *userdata) {
         (void) reporter_send_now(userdata);
 }
@@ -507,6 +511,7 @@ static int run(void) {
                 .build = reporter_build,
                 .reply = reporter_reply,
                 .failed = reporter_failed,
+                .protocol = reporter_protocol,
         };
         r = reporter_new(e, arg_controller, node, &ops, agent, &reporter);
         if (r < 0) {

@@ -648,12 +648,13 @@ static int read_sample_element(Reader *r, void *element) {
 static int read_task_id(Reader *r, char **ret);
 
 /* An element of "unchanged" (protocol 2): [task id, sample...]. */
-static int read_unchanged(Reader *r, TaskReport *t) {
+static int read_unchanged(Reader *r, TaskReport *t, bool held) {
         size_t allocated = 0;
         int k;
 
         t->state = TASK_RUNNING;
         t->unchanged = true;
+        t->held = held;
         if (!take(r, '['))
                 return DECLINE;
         k = read_task_id(r, &t->id);
@@ -669,8 +670,9 @@ static int read_unchanged(Reader *r, TaskReport *t) {
         return take(r, ']') ? 0 : DECLINE;
 }
 
-/* "unchanged": its entries follow the full reports in h->tasks (which came first in the text). */
-static int read_unchanged_array(Reader *r, Heartbeat *h) {
+/* "unchanged" or "held": their entries follow the full reports in h->tasks, in this order, as
+ * they came in the text. */
+static int read_unchanged_array(Reader *r, Heartbeat *h, bool held) {
         size_t allocated = h->n_tasks, n = 0;
         int k;
 
@@ -686,7 +688,7 @@ static int read_unchanged_array(Reader *r, Heartbeat *h) {
                 if (k < 0)
                         return k;
                 n++;
-                k = read_unchanged(r, &h->tasks[h->n_tasks - 1]);
+                k = read_unchanged(r, &h->tasks[h->n_tasks - 1], held);
                 if (k < 0)
                         return k;
         }
@@ -1032,6 +1034,7 @@ static int read_heartbeat(Reader *r, Heartbeat *h) {
         static const KeyName keys[] = {
                 KEY("node"), KEY("boot_id"), KEY("seq"), KEY("cgroup_mode"), KEY("capacity"), KEY("node_sample"),
                 KEY("tasks"), KEY("acks"), KEY("pids_limit"), KEY("protocol"), KEY("unchanged"),
+                KEY("held"),
         };
         static const Schema schema = { .head = keys, .n_head = ELEMENTSOF(keys) };
         ObjectCursor c;
@@ -1076,7 +1079,7 @@ static int read_heartbeat(Reader *r, Heartbeat *h) {
                         break;
                 case 6:
                         /* The unchanged entries come after the full reports, as agents write them. */
-                        if (seen(&c, 10))
+                        if (seen(&c, 10) || seen(&c, 11))
                                 k = DECLINE;
                         else
                                 k = read_array(r, (void **) &h->tasks, &h->n_tasks, PROTO_MAX_TASKS_PER_HEARTBEAT,
@@ -1097,8 +1100,12 @@ static int read_heartbeat(Reader *r, Heartbeat *h) {
                                 h->protocol = (unsigned) v;
                         break;
                 }
+                case 10:
+                        /* After the full reports, before the held entries, as agents write them. */
+                        k = seen(&c, 11) ? DECLINE : read_unchanged_array(r, h, false);
+                        break;
                 default:
-                        k = read_unchanged_array(r, h);
+                        k = read_unchanged_array(r, h, true);
                 }
         if (k < 0)
                 return k;

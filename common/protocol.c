@@ -1787,7 +1787,7 @@ static int node_sample_from_json(json_t *j, const char *path, NodeSample *s, cha
 int heartbeat_from_json(json_t *j, Heartbeat **ret, char **ret_error) {
         static const char *const keys[] = {
                 "node", "boot_id", "seq", "cgroup_mode", "capacity", "node_sample", "tasks", "acks", "pids_limit",
-                "protocol", "unchanged", NULL,
+                "protocol", "unchanged", "held", NULL,
         };
         _cleanup_(heartbeat_freep) Heartbeat *h = NULL;
         const char *s;
@@ -1875,7 +1875,9 @@ int heartbeat_from_json(json_t *j, Heartbeat **ret, char **ret_error) {
                 }
         }
 
-        r = get_array(j, "", "unchanged", false, 0, PROTO_MAX_TASKS_PER_HEARTBEAT, "tasks", &a, ret_error);
+        for (int held = 0; held < 2; held++) {
+        const char *list = held ? "held" : "unchanged";
+        r = get_array(j, "", list, false, 0, PROTO_MAX_TASKS_PER_HEARTBEAT, "tasks", &a, ret_error);
         if (r < 0)
                 return r;
         n = json_array_size(a);
@@ -1886,14 +1888,15 @@ int heartbeat_from_json(json_t *j, Heartbeat **ret, char **ret_error) {
                 h->tasks = t;
                 for (size_t i = 0; i < n; i++) {
                         char p[PATH_BUF];
-                        path_index(p, "", "unchanged", i);
+                        path_index(p, "", list, i);
                         t = &h->tasks[h->n_tasks];
-                        *t = (TaskReport) { .state = TASK_RUNNING, .unchanged = true };
+                        *t = (TaskReport) { .state = TASK_RUNNING, .unchanged = true, .held = held };
                         h->n_tasks++;
                         r = unchanged_from_json(json_array_get(a, i), p, t, ret_error);
                         if (r < 0)
                                 return r;
                 }
+        }
         }
 
         r = get_array(j, "", "acks", false, 0, PROTO_MAX_ACTIONS, "acks", &a, ret_error);
@@ -2061,8 +2064,8 @@ json_t *heartbeat_to_json(const Heartbeat *h) {
                 return NULL;
 
         bool compact = h->protocol >= PROTO_VERSION_COMPACT;
-        json_auto_t *unchanged = json_array();
-        if (!unchanged)
+        json_auto_t *unchanged = json_array(), *held = json_array();
+        if (!unchanged || !held)
                 return NULL;
         for (size_t i = 0; i < h->n_tasks; i++) {
                 const TaskReport *t = &h->tasks[i];
@@ -2077,12 +2080,14 @@ json_t *heartbeat_to_json(const Heartbeat *h) {
                 for (size_t k = 0; k < t->n_samples; k++)
                         if (append(e, sample_to_row(&t->samples[k])) < 0)
                                 return NULL;
-                if (append(unchanged, json_incref(e)) < 0)
+                if (append(t->held ? held : unchanged, json_incref(e)) < 0)
                         return NULL;
         }
         if (add(o, "tasks", json_incref(tasks)) < 0)
                 return NULL;
         if (json_array_size(unchanged) > 0 && add(o, "unchanged", json_incref(unchanged)) < 0)
+                return NULL;
+        if (json_array_size(held) > 0 && add(o, "held", json_incref(held)) < 0)
                 return NULL;
 
         for (size_t i = 0; i < h->n_acks; i++) {
@@ -2585,6 +2590,10 @@ void heartbeat_write_json_unchanged(TextBuf *b) {
         text_lit(b, "],\"unchanged\":[");
 }
 
+void heartbeat_write_json_held(TextBuf *b) {
+        text_lit(b, "],\"held\":[");
+}
+
 void unchanged_write_json(TextBuf *b, const TaskReport *t, const char *rows, size_t len) {
         text_lit(b, "[");
         text_string(b, t->id);
@@ -2634,12 +2643,13 @@ int heartbeat_write_json(TextBuf *b, const Heartbeat *h) {
                         b->len += rows.len;
                 }
         }
-        if (n_unchanged > 0) {
-                heartbeat_write_json_unchanged(b);
+        for (int held = 0; held < 2; held++) {
                 first = true;
-                for (size_t i = 0; i < h->n_tasks; i++)
-                        if (h->tasks[i].unchanged) {
-                                if (!first)
+                for (size_t i = 0; n_unchanged > 0 && i < h->n_tasks; i++)
+                        if (h->tasks[i].unchanged && h->tasks[i].held == held) {
+                                if (first)
+                                        (held ? heartbeat_write_json_held : heartbeat_write_json_unchanged)(b);
+                                else
                                         text_lit(b, ",");
                                 first = false;
                                 unchanged_write_json(b, &h->tasks[i], NULL, 0);

@@ -266,6 +266,10 @@ typedef struct TaskReport {
          * runs on, and the rest of its report is the one the agent last sent in full in a
          * heartbeat that got an answer. The controller fills the rest in from that report. */
         bool unchanged;
+        /* Protocol 2, with unchanged: an entry of "held" instead: the task runs on, and its
+         * report (changed, or not known to have reached the controller) follows in a later
+         * heartbeat that has room for it. */
+        bool held;
         /* Controller only, never on the wire: an unchanged entry whose earlier full report the
          * controller does not have (it restarted): its limits and pid are not known. */
         bool report_unknown;
@@ -315,7 +319,7 @@ typedef struct Heartbeat {
          * tasks (PROTO_VERSION_COMPACT); 0 or 1: the first form. The decoders take both forms
          * either way; the controller answers protocol 2's reply fields only to a 2. */
         unsigned protocol;
-        TaskReport *tasks;           /* full reports first, then the unchanged entries */
+        TaskReport *tasks;           /* full reports first, then the unchanged entries, then the held */
         size_t n_tasks;
         Ack *acks;
         size_t n_acks;
@@ -350,8 +354,10 @@ void task_report_write_json(TextBuf *b, const TaskReport *t, const char *samples
 void task_report_write_json_split(TextBuf *b, const TaskReport *t, size_t *ret_samples_at);
 /* Protocol 2, after the full reports when any task is unchanged: the "unchanged" entries follow,
  * separated by ',', each written by unchanged_write_json() (rows: task_sample_write_row()
- * elements joined by ',', or NULL for t->samples as rows). */
+ * elements joined by ',', or NULL for t->samples as rows); then, when any is held,
+ * heartbeat_write_json_held() and the held entries, written the same way. */
 void heartbeat_write_json_unchanged(TextBuf *b);
+void heartbeat_write_json_held(TextBuf *b);
 void unchanged_write_json(TextBuf *b, const TaskReport *t, const char *rows, size_t len);
 void heartbeat_write_json_tail(TextBuf *b, const Heartbeat *h);
 /* All of it (protocol 2 when h->protocol says so: samples as rows, unchanged entries apart).

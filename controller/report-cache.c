@@ -97,6 +97,11 @@ int report_cache_fill(const ReportCache *c, Heartbeat *hb, char ***ret_missing) 
                 TaskReport *t = &hb->tasks[i];
                 if (!t->unchanged)
                         continue;
+                /* Held: its report follows, the agent knows. */
+                if (t->held) {
+                        t->report_unknown = true;
+                        continue;
+                }
                 const CachedReport *e = task_find(n, t->id);
                 if (e) {
                         t->pid = e->pid;
@@ -149,7 +154,7 @@ int report_cache_update(ReportCache *c, const Heartbeat *hb) {
 
         for (size_t i = 0; i < hb->n_tasks; i++) {
                 const TaskReport *t = &hb->tasks[i];
-                if (t->state != TASK_RUNNING || t->has_exit)
+                if (t->state != TASK_RUNNING || t->has_exit || t->held)
                         continue;
                 CachedReport *e = &tasks[n];
                 if (t->unchanged) {

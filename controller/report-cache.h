@@ -15,11 +15,13 @@ void report_cache_free(ReportCache *c);
 
 /* Fills in hb's unchanged entries from the node's cache (same boot_id): pid, limits, limits
  * target, adopted and output_dropped_bytes of its last full report. An entry the cache lacks gets
- * report_unknown, and its id in *ret_missing (a strv, NULL when none). */
+ * report_unknown, and its id in *ret_missing (a strv, NULL when none); a held entry gets
+ * report_unknown alone (its report follows). */
 int report_cache_fill(const ReportCache *c, Heartbeat *hb, char ***ret_missing);
 
 /* After the controller has taken hb: the node's cache becomes the running tasks hb names, each
- * with its full report, or with what the cache had for an unchanged entry. */
+ * with its full report, or with what the cache had for an unchanged entry (held ones are not
+ * kept: their report is to come). */
 int report_cache_update(ReportCache *c, const Heartbeat *hb);
 
 /* Tasks cached for node (for tests and metrics). */

@@ -46,7 +46,7 @@ static inline bool heq_report(const TaskReport *a, const TaskReport *b) {
             memcmp(&a->limits, &b->limits, sizeof(Limits)) != 0 ||
             memcmp(&a->limits_target, &b->limits_target, sizeof(Limits)) != 0 ||
             memcmp(&a->limits_external, &b->limits_external, sizeof(Limits)) != 0 || a->adopted != b->adopted || a->fenced != b->fenced ||
-            a->unchanged != b->unchanged || a->report_unknown != b->report_unknown ||
+            a->unchanged != b->unchanged || a->held != b->held || a->report_unknown != b->report_unknown ||
             a->has_exit != b->has_exit || !heq_str(a->error, b->error) || a->output_dropped_bytes != b->output_dropped_bytes)
                 return false;
         if (a->exit.code != b->exit.code || a->exit.signal != b->exit.signal || a->exit.oom_killed != b->exit.oom_killed ||
