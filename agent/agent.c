@@ -1376,6 +1376,13 @@ int agent_build_heartbeat(Agent *a, const char **ret_body) {
                 _cleanup_(text_buf_done) TextBuf one = {};
                 size_t named = 0, full = 0, budget = a->cfg.max_heartbeat_bytes / 2;
 
+                /* The head and the acks (all of them) count against the half too. */
+                heartbeat_write_json_head(&one, &h);
+                heartbeat_write_json_tail(&one, &h);
+                if (one.failed)
+                        return -ENOMEM;
+                full = one.len;
+
                 i = 0;
                 for (Task *t = a->tasks; t; t = t->next, i++) {
                         TaskReport r = task_report(t);
@@ -1388,8 +1395,12 @@ int agent_build_heartbeat(Agent *a, const char **ret_body) {
                         if (one.failed)
                                 return -ENOMEM;
                         if (!report_is_baseable(&r)) {
+                                /* The controller keeps this one: what the agent had sent
+                                 * before is no base any more. */
                                 kind[i] = REPORT_FULL;
                                 full += one.len + 1;
+                                free(t->base);
+                                t->base = NULL;
                         } else if (t->base && streq(t->base, one.data))
                                 kind[i] = REPORT_UNCHANGED;
                         else {
@@ -1405,13 +1416,18 @@ int agent_build_heartbeat(Agent *a, const char **ret_body) {
                 i = 0;
                 for (Task *t = a->tasks; t; t = t->next, i++)
                         if (kind[i] == REPORT_CHANGED) {
-                                size_t len = strlen(t->base_inflight) + 1;
-                                if (full + named + len <= budget)
+                                size_t len = strlen(t->base_inflight) + 1, entry = strlen(t->id) + 5;
+                                if (full + named - entry + len <= budget) {
                                         full += len;
+                                        named -= entry;
+                                }
                                 else {
+                                        /* The controller forgets a held task's report. */
                                         kind[i] = REPORT_HELD;
                                         free(t->base_inflight);
                                         t->base_inflight = NULL;
+                                        free(t->base);
+                                        t->base = NULL;
                                 }
                         }
         }

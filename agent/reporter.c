@@ -305,15 +305,16 @@ static void heartbeat_finished(Reporter *r, CURLcode result) {
                 goto fail;
         }
         curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
+        /* Any answer says which heartbeat protocol the controller speaks, signed or not (a 413
+         * of a body too large for the first protocol must lead to the second). */
+        if (status > 0 && r->ops.protocol)
+                r->ops.protocol(r->userdata, r->reply.protocol);
         if (!reply_is_signed(r, r->sig, status, &r->reply)) {
                 request_done(r);
                 r->send_after = false;
                 heartbeat_failed(r, "the reply is not signed with this node's key", true);
                 return;
         }
-        /* Any answer of the controller says which heartbeat protocol it speaks. */
-        if (r->ops.protocol)
-                r->ops.protocol(r->userdata, r->reply.protocol);
         if (status != 200) {
                 reply_describe(status, &r->reply, why, sizeof why);
                 goto fail;

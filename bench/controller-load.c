@@ -13,8 +13,9 @@
  * The run: every agent registers (first heartbeat), the operator submits jobs that fill every
  * node with exactly --tasks-per-node tasks, the agents start them (ack the start actions and
  * report them running), then after --warmup-s of steady state the measurement runs for
- * --duration-s: each heartbeat reports every task running with two samples, built with the
- * protocol encoders the agent uses, signed with the node's secret as the agent signs it; every
+ * --duration-s: each heartbeat reports every task running with two samples (--protocol 2, the
+ * default: samples as rows, a task reported in full once and by its id after; --protocol 1:
+ * every report in full, samples as objects), built with the protocol encoders the agent uses, signed with the node's secret as the agent signs it; every
  * reply's signature is checked as the agent checks it. With --burst-rate, a second pool of
  * connections from
  * 127.0.0.2 sends invalid and unauthenticated requests during the measurement, one second on,

@@ -232,6 +232,10 @@ TESTS += tests/integration/test-pids.sh tests/integration/test-progress-flood.sh
 	tests/integration/test-agent-emfile.sh
 EXTRA_DIST += tests/integration/test-pids.sh tests/integration/test-progress-flood.sh \
 	tests/integration/test-log-escape.sh tests/integration/test-agent-emfile.sh
+# Heartbeat protocol 2: a node whose reports are over the body bound stays within it, and no
+# task is lost across either daemon's restart.
+TESTS += tests/integration/test-heartbeat-delta.sh
+EXTRA_DIST += tests/integration/test-heartbeat-delta.sh
 # Both daemons: SIGTERM is a clean stop (status 0), at start-up, at work.
 TESTS += tests/integration/test-sigterm.sh
 EXTRA_DIST += tests/integration/test-sigterm.sh tests/integration/slow-open.c
