@@ -11,7 +11,8 @@
  * waits for it, as a real agent's would.
  *
  * The run: every agent registers (first heartbeat), the operator submits jobs that fill every
- * node with exactly --tasks-per-node tasks, the agents start them (ack the start actions and
+ * node with exactly --tasks-per-node tasks (one at a time, waiting up to 120 s for each answer;
+ * a submission that gets none is looked up by its job's name before it is sent again), the agents start them (ack the start actions and
  * report them running), then after --warmup-s of steady state the measurement runs for
  * --duration-s: each heartbeat reports every task running with two samples (--protocol 2, the
  * default: samples as rows, a task reported in full once and by its id after; --protocol 1:
@@ -55,6 +56,9 @@
 
 #define BACKLOG_MAX 16u
 #define REQUEST_TIMEOUT_US (10 * USEC_PER_SEC)
+/* The operator's requests wait longer: a submission given up on may still go in, and the
+ * controller that stalls under load answers it late rather than never. */
+#define OPERATOR_TIMEOUT_US (120 * USEC_PER_SEC)
 #define DRAIN_TIMEOUT_US (15 * USEC_PER_SEC)
 #define RAMP_TIMEOUT_US (300 * USEC_PER_SEC)
 #define TASK_CPU_CORES 0.125                     /* exact in binary: 50 tasks fill 6.25 CPUs exactly */
@@ -666,13 +670,52 @@ static void agent_due(Agent *a, uint64_t scheduled_us) {
 /* ---- The operator: submits the jobs ---- */
 
 static void operator_submit_next(void);
+static void operator_look_up(void);
+static void operator_on_done(Conn *c, unsigned status, const char *body, size_t len, uint64_t now);
+
+/* The operator's Authorization value. */
+static void operator_auth(char ret[static 1100]) {
+        snprintf(ret, 1100, "Bearer %s", L.operator_token);
+}
+
+/* After a submission that got no answer: whether its job went in after all (a POST is not
+ * idempotent: sending it again would add a second job, more tasks than the nodes hold, and a
+ * ramp that never ends). status 0 again: ask again. */
+static void operator_on_looked_up(Conn *c, unsigned status, const char *body, size_t len, uint64_t now) {
+        if (status == 0) {
+                operator_look_up();
+                return;
+        }
+        json_error_t err;
+        json_t *j = status == 200 ? json_loadb(body, len, 0, &err) : NULL;
+        json_t *jobs = json_object_get(j, "jobs");
+        if (!json_is_array(jobs)) {
+                fprintf(stderr, "looking up job %u: %u %.300s\n", L.jobs_submitted + 1, status, body ?: "");
+                exit(EXIT_FAILURE);
+        }
+        bool in = json_array_size(jobs) > 0;
+        json_decref(j);
+        fprintf(stderr, "submitting job %u: %s\n", L.jobs_submitted + 1, in ? "it went in" : "it did not go in, sending it again");
+        L.op.done = operator_on_done;
+        if (in)
+                L.jobs_submitted++;
+        operator_submit_next();
+}
+
+static void operator_look_up(void) {
+        char path[96], auth[1100];
+        snprintf(path, sizeof path, "/v1/jobs?name=load-%u", L.jobs_submitted + 1);
+        operator_auth(auth);
+        size_t len;
+        char *req = http_request("GET", path, auth, NULL, 0, &len);
+        L.op.done = operator_on_looked_up;
+        conn_send(&L.op, req, len, now_us(), false, false);
+}
 
 static void operator_on_done(Conn *c, unsigned status, const char *body, size_t len, uint64_t now) {
         if (status == 0) {
-                /* A timeout: the job may or may not be in; the run only needs the tasks placed, and
-                 * the ramp's own check catches a count that never adds up. */
-                fprintf(stderr, "submitting job %u: no answer, trying again\n", L.jobs_submitted + 1);
-                operator_submit_next();
+                fprintf(stderr, "submitting job %u: no answer, looking it up\n", L.jobs_submitted + 1);
+                operator_look_up();
                 return;
         }
         if (status != 201 && status != 200) {
@@ -700,7 +743,7 @@ static void operator_submit_next(void) {
         json_decref(j);
         size_t len;
         char auth[1100];
-        snprintf(auth, sizeof auth, "Bearer %s", L.operator_token);
+        operator_auth(auth);
         char *req = http_request("POST", "/v1/jobs", auth, body, strlen(body), &len);
         free(body);
         conn_send(&L.op, req, len, now_us(), false, false);
@@ -877,8 +920,12 @@ static void advance_phase(uint64_t now) {
 /* now was read at the top of the loop iteration; a request sent later in that iteration has
  * sent_us > now and is not overdue (unsigned now - sent_us would wrap and time it out at once,
  * never sending it). */
+static bool conn_overdue_after(const Conn *c, uint64_t now, uint64_t timeout_us) {
+        return c->busy && now > c->sent_us && now - c->sent_us > timeout_us;
+}
+
 static bool conn_overdue(const Conn *c, uint64_t now) {
-        return c->busy && now > c->sent_us && now - c->sent_us > REQUEST_TIMEOUT_US;
+        return conn_overdue_after(c, now, REQUEST_TIMEOUT_US);
 }
 
 static void check_timeouts(uint64_t now) {
@@ -887,7 +934,7 @@ static void check_timeouts(uint64_t now) {
                 if (conn_overdue(c, now))
                         conn_finish(c, 0, NULL, 0, now);
         }
-        if (conn_overdue(&L.op, now))
+        if (conn_overdue_after(&L.op, now, OPERATOR_TIMEOUT_US))
                 conn_finish(&L.op, 0, NULL, 0, now);
         for (unsigned i = 0; i < L.burst_conns; i++)
                 if (conn_overdue(&L.attackers[i], now))
