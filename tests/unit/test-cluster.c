@@ -2413,3 +2413,44 @@ Test(cluster, unchanged_and_held_tasks) {
         assert_task_state(id, 0, 0, "running");
         beat_protocol = 0;
 }
+
+/* Protocol 2: tasks whose starts are not acked yet, named only as held (their reports to come)
+ * and as unchanged with reports the controller lacks (it restarted): both run, neither start is
+ * sent again, nothing is killed, and only the unchanged one is asked for. */
+Test(cluster, held_and_unknown_tasks_before_their_starts_are_acked) {
+        beat_protocol = PROTO_VERSION_COMPACT;
+        Node n1 = node_new("n1", 1);
+        uint64_t id = submit(job_one_phase_two_tasks, T0);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        cr_assert_eq(count_actions(hr, ACTION_START), 2);
+        Ack acks[2] = { ack_ok(find_action(hr, ACTION_START, task_id(id, 0, 0))),
+                        ack_ok(find_action(hr, ACTION_START, task_id(id, 0, 1))) };
+        heartbeat_reply_free(hr);
+
+        restart(SCHED_HFSP, SCHED_PREEMPT_WAIT, T0 + 1500);
+        TaskReport u[2] = {
+                { .id = task_id(id, 0, 0), .state = TASK_RUNNING, .unchanged = true, .held = true },
+                { .id = task_id(id, 0, 1), .state = TASK_RUNNING, .unchanged = true },
+        };
+        hr = beat(&n1, u, 2, NULL, 0, T0 + 2000);
+        cr_assert_eq(hr->n_actions, 0, "no start again, no kill");
+        cr_assert_eq(hr->n_resend, 1);
+        cr_assert_str_eq(hr->resend[0], task_id(id, 0, 1));
+        heartbeat_reply_free(hr);
+        assert_task_state(id, 0, 0, "running");
+        assert_task_state(id, 0, 1, "running");
+
+        /* Their starts acked late and their reports in full: nothing more. */
+        TaskReport full[2] = { running(task_id(id, 0, 0), NULL, 0), running(task_id(id, 0, 1), NULL, 0) };
+        hr = beat(&n1, full, 2, acks, 2, T0 + 4000);
+        cr_assert_eq(hr->n_actions, 0);
+        cr_assert_eq(hr->n_resend, 0);
+        heartbeat_reply_free(hr);
+        hr = beat(&n1, u, 2, NULL, 0, T0 + 6000);
+        cr_assert_eq(hr->n_actions, 0);
+        cr_assert_eq(hr->n_resend, 0);
+        heartbeat_reply_free(hr);
+        assert_task_state(id, 0, 0, "running");
+        assert_task_state(id, 0, 1, "running");
+        beat_protocol = 0;
+}
