@@ -51,6 +51,11 @@ struct Task {
         uint32_t *sample_ends;         /* where each sample's text ends in samples.data */
         size_t n_samples, n_ends_allocated;
         size_t n_sent;                 /* samples [0..n_sent) are in the heartbeat in flight */
+        bool samples_rows;             /* some are rows (protocol 2), which a first-protocol controller refuses */
+        /* Protocol 2: the text of its last full report (samples aside) in an answered heartbeat,
+         * and of the one in flight: while its report writes the same, it goes by its id alone
+         * ("unchanged"). NULL: none (its report goes in full, or is held for want of room). */
+        char *base, *base_inflight;
         /* Of the newest sample, what the exit record takes (not the whole sample: 300 bytes a
          * task, a third of the struct). */
         bool has_last;
@@ -124,6 +129,7 @@ struct Agent {
         sd_event_source *limit_watch_source;
         uint64_t n_ticks;
         unsigned n_created;            /* tasks ever added, to spread their detail samples */
+        unsigned protocol;             /* the controller's heartbeat protocol (agent_set_protocol()); 0: the first */
         bool warned_heartbeat_size;
         bool samples_deferred;         /* the last heartbeat left samples out: send the next at once */
         TextBuf heartbeat_body;        /* the last heartbeat's, reused: see agent_build_heartbeat() */
@@ -296,6 +302,8 @@ static void task_free(Task *t) {
         task_sampler_done(&t->sampler);
         text_buf_done(&t->samples);
         free(t->sample_ends);
+        free(t->base);
+        free(t->base_inflight);
         free(t->id);
         free(t->error);
         free(t);
@@ -364,6 +372,7 @@ static void task_drop_samples(Task *t, size_t k) {
                 t->samples.len = 0;
                 t->n_samples = 0;
                 t->n_sent = 0;
+                t->samples_rows = false;
                 /* One detail sample grows the buffer to 2 KiB, where the next ones (without
                  * details) need 256 bytes: at 1000 tasks, kept buffers would hold 2 MB. */
                 if (t->samples.allocated > SAMPLE_TEXT_KEEP_BYTES)
@@ -400,7 +409,11 @@ static void task_push_sample(Task *t, const TaskSample *s) {
         }
         if (t->n_samples > 0)
                 text_buf_add(&t->samples, ",", 1);
-        task_sample_write_json(&t->samples, s);
+        if (t->agent->protocol >= PROTO_VERSION_COMPACT) {
+                task_sample_write_row(&t->samples, s);
+                t->samples_rows = true;
+        } else
+                task_sample_write_json(&t->samples, s);
         if (t->samples.failed) {
                 log_oom();
                 t->samples.failed = false;
@@ -1253,8 +1266,37 @@ static TaskReport task_report(const Task *t) {
         };
 }
 
+/* How a task's report goes in a heartbeat. */
+typedef enum ReportKind {
+        REPORT_FULL,                   /* in full (always, in the first protocol) */
+        REPORT_CHANGED,                /* protocol 2: in full, changed since the last answered one */
+        REPORT_UNCHANGED,              /* protocol 2: by its id: as in the last answered heartbeat */
+        REPORT_HELD,                   /* protocol 2: by its id: changed, in full when there is room */
+} ReportKind;
+
+/* Protocol 2: whether t's report may go by its id while it does not change — it runs, and says
+ * nothing that is said once. */
+static bool report_is_baseable(const TaskReport *r) {
+        return r->state == TASK_RUNNING && !r->fenced && !r->has_exit && !r->error &&
+               limits_is_empty(&r->limits_external) && r->memory_guard.time_ms == 0;
+}
+
+/* Whether the report at samples_at in body is an entry (its id, then its samples after a ','),
+ * not a full report (its samples in its "samples":[...]). */
+static bool report_entry(size_t samples_at, const TextBuf *body) {
+        return samples_at > 0 && body->data[samples_at - 1] == '"';
+}
+
+/* The bytes of t's first n samples in the body (and the ',' before them in an entry). */
+static size_t sample_text_bytes(const Task *t, size_t n, bool entry) {
+        if (n == 0)
+                return 0;
+        return t->sample_ends[n - 1] + (entry ? 1 : 0);
+}
+
 int agent_build_heartbeat(Agent *a, const char **ret_body) {
         _cleanup_free_ size_t *take = NULL, *n_samples = NULL, *samples_at = NULL;
+        _cleanup_free_ ReportKind *kind = NULL;
         _cleanup_free_ Task **order = NULL;
         _cleanup_free_ const size_t **sample_bytes = NULL;
         _cleanup_free_ size_t *bytes = NULL;
@@ -1315,21 +1357,112 @@ int agent_build_heartbeat(Agent *a, const char **ret_body) {
          * first heartbeat must name every task it has, or the controller takes the rest for
          * lost), exit records, and the acks. Samples fill what the size bound leaves, oldest
          * first; the rest waits for the next heartbeat. That much is written once, remembering
-         * where each report's samples go; they are spliced in after, in the same buffer. */
+         * where each report's samples go; they are spliced in after, in the same buffer.
+         *
+         * Protocol 2 names a task whose report writes as in the last answered heartbeat by its
+         * id alone (unchanged); reports that changed go in full while they take at most half
+         * the bound, the others are held (named, their report in a later heartbeat), so that a
+         * node of many tasks stays within the bound when all of them change at once (its
+         * agent's or the controller's restart). */
+        bool compact = a->protocol >= PROTO_VERSION_COMPACT;
+        if (compact)
+                h.protocol = PROTO_VERSION_COMPACT;
         samples_at = calloc(MAX(a->n_tasks, (size_t) 1), sizeof(size_t));
         order = calloc(MAX(a->n_tasks, (size_t) 1), sizeof(Task *));
-        if (!samples_at || !order)
+        kind = calloc(MAX(a->n_tasks, (size_t) 1), sizeof(ReportKind));
+        if (!samples_at || !order || !kind)
                 return -ENOMEM;
+        if (compact) {
+                _cleanup_(text_buf_done) TextBuf one = {};
+                size_t named = 0, full = 0, budget = a->cfg.max_heartbeat_bytes / 2;
+
+                /* The head and the acks (all of them) count against the half too. */
+                heartbeat_write_json_head(&one, &h);
+                heartbeat_write_json_tail(&one, &h);
+                if (one.failed)
+                        return -ENOMEM;
+                full = one.len;
+
+                i = 0;
+                for (Task *t = a->tasks; t; t = t->next, i++) {
+                        TaskReport r = task_report(t);
+                        size_t at;
+
+                        free(t->base_inflight);
+                        t->base_inflight = NULL;
+                        one.len = 0;
+                        task_report_write_json_split(&one, &r, &at);
+                        if (one.failed)
+                                return -ENOMEM;
+                        if (!report_is_baseable(&r)) {
+                                /* The controller keeps this one: what the agent had sent
+                                 * before is no base any more. */
+                                kind[i] = REPORT_FULL;
+                                full += one.len + 1;
+                                free(t->base);
+                                t->base = NULL;
+                        } else if (t->base && streq(t->base, one.data))
+                                kind[i] = REPORT_UNCHANGED;
+                        else {
+                                kind[i] = REPORT_CHANGED;
+                                t->base_inflight = strdup(one.data);
+                                if (!t->base_inflight)
+                                        return -ENOMEM;
+                        }
+                        if (kind[i] != REPORT_FULL)
+                                named += strlen(t->id) + 5; /* ["ID"], */
+                }
+                /* Changed reports in task order while they fit; a held one is named instead. */
+                i = 0;
+                for (Task *t = a->tasks; t; t = t->next, i++)
+                        if (kind[i] == REPORT_CHANGED) {
+                                size_t len = strlen(t->base_inflight) + 1, entry = strlen(t->id) + 5;
+                                if (full + named - entry + len <= budget) {
+                                        full += len;
+                                        named -= entry;
+                                }
+                                else {
+                                        /* The controller forgets a held task's report. */
+                                        kind[i] = REPORT_HELD;
+                                        free(t->base_inflight);
+                                        t->base_inflight = NULL;
+                                        free(t->base);
+                                        t->base = NULL;
+                                }
+                        }
+        }
+
         heartbeat_write_json_head(body, &h);
+        size_t n_order = 0;
+        /* The full reports in task order, then the unchanged entries, then the held. */
         i = 0;
         for (Task *t = a->tasks; t; t = t->next, i++) {
+                if (kind[i] != REPORT_FULL && kind[i] != REPORT_CHANGED)
+                        continue;
                 TaskReport r = task_report(t);
-
-                if (t != a->tasks)
+                if (n_order > 0)
                         text_buf_add(body, ",", 1);
-                task_report_write_json_split(body, &r, &samples_at[i]);
-                order[i] = t;
+                task_report_write_json_split(body, &r, &samples_at[n_order]);
+                order[n_order++] = t;
                 n_bytes += t->n_samples;
+        }
+        for (ReportKind k = REPORT_UNCHANGED; k <= REPORT_HELD; k++) {
+                bool first = true;
+                i = 0;
+                for (Task *t = a->tasks; t; t = t->next, i++) {
+                        if (kind[i] != k)
+                                continue;
+                        if (first)
+                                (k == REPORT_UNCHANGED ? heartbeat_write_json_unchanged : heartbeat_write_json_held)(body);
+                        else
+                                text_buf_add(body, ",", 1);
+                        first = false;
+                        TaskReport r = { .id = t->id };
+                        unchanged_write_json(body, &r, "", 0);
+                        samples_at[n_order] = body->len - 1; /* before its ']' */
+                        order[n_order++] = t;
+                        n_bytes += t->n_samples;
+                }
         }
         heartbeat_write_json_tail(body, &h);
         if (body->failed)
@@ -1342,51 +1475,59 @@ int agent_build_heartbeat(Agent *a, const char **ret_body) {
                 a->warned_heartbeat_size = true;
         }
 
+        /* From here on, tasks by their place in the body (order). */
         take = calloc(MAX(a->n_tasks, (size_t) 1), sizeof(size_t));
         n_samples = calloc(MAX(a->n_tasks, (size_t) 1), sizeof(size_t));
         sample_bytes = calloc(MAX(a->n_tasks, (size_t) 1), sizeof(size_t *));
         bytes = calloc(MAX(n_bytes, (size_t) 1), sizeof(size_t));
         if (!take || !n_samples || !sample_bytes || !bytes)
                 return -ENOMEM;
-        i = 0;
         n_bytes = 0;
-        for (Task *t = a->tasks; t; t = t->next, i++) {
+        for (i = 0; i < n_order; i++) {
+                Task *t = order[i];
+                /* An entry's samples follow its id after a ','. */
+                bool entry = report_entry(samples_at[i], body);
                 sample_bytes[i] = bytes + n_bytes;
                 n_samples[i] = t->n_samples;
                 for (size_t k = 0; k < t->n_samples; k++)
-                        bytes[n_bytes++] = t->sample_ends[k] - (k > 0 ? t->sample_ends[k - 1] + 1 : 0);
+                        bytes[n_bytes++] = t->sample_ends[k] - (k > 0 ? t->sample_ends[k - 1] + 1 : 0) +
+                                (k == 0 && entry ? 1 : 0);
                 waiting += t->n_samples;
         }
-        taken = sample_budget_pack(sample_bytes, n_samples, a->n_tasks,
+        taken = sample_budget_pack(sample_bytes, n_samples, n_order,
                                      fixed < a->cfg.max_heartbeat_bytes ? a->cfg.max_heartbeat_bytes - fixed : 0, take);
         a->samples_deferred = taken < waiting;
         if (taken < waiting)
                 log_debug("Heartbeat %" PRIu64 ": %zu of %zu samples fit in %" PRIu64 " bytes, the rest waits.", h.seq, taken,
                           waiting, a->cfg.max_heartbeat_bytes);
 
-        i = 0;
-        for (Task *t = a->tasks; t; t = t->next, i++)
-                extra += take[i] > 0 ? t->sample_ends[take[i] - 1] : 0;
+        for (i = 0; i < n_order; i++)
+                extra += sample_text_bytes(order[i], take[i], report_entry(samples_at[i], body));
         /* One allocation: the body of a large node is a megabyte. From the last report to the
-         * first, what follows a report's '[' moves up by the samples of it and of the reports
-         * before it, and its samples go into the gap. */
+         * first, what follows a report's '[' (an entry's id) moves up by the samples of it and
+         * of the reports before it, and its samples go into the gap. */
         if (!text_buf_reserve(body, extra))
                 return -ENOMEM;
         body->len = fixed + extra;
         body->data[body->len] = '\0';
         end = fixed;
-        for (i = a->n_tasks; i > 0; i--) {
+        for (i = n_order; i > 0; i--) {
                 Task *t = order[i - 1];
-                size_t at = samples_at[i - 1], n = take[i - 1] > 0 ? t->sample_ends[take[i - 1] - 1] : 0;
+                size_t at = samples_at[i - 1];
+                bool entry = report_entry(at, body);
+                size_t n = sample_text_bytes(t, take[i - 1], entry);
 
                 memmove(body->data + at + extra, body->data + at, end - at);
                 extra -= n;
-                if (n > 0)
-                        memcpy(body->data + at + extra, t->samples.data, n);
+                if (n > 0) {
+                        if (entry)
+                                body->data[at + extra] = ',';
+                        memcpy(body->data + at + extra + (entry ? 1 : 0), t->samples.data, n - (entry ? 1 : 0));
+                }
                 end = at;
         }
-        i = 0;
-        for (Task *t = a->tasks; t; t = t->next, i++) {
+        for (i = 0; i < n_order; i++) {
+                Task *t = order[i];
                 t->n_sent = take[i];
                 t->final_sent = t->has_exit || (!t->launch && t->error);
                 t->external_sent = !limits_is_empty(&t->external);
@@ -1554,6 +1695,10 @@ size_t agent_n_fenced(const Agent *a) {
         return n;
 }
 
+static int id_cmp(const void *x, const void *y) {
+        return strcmp(*(char *const *) x, *(char *const *) y);
+}
+
 void agent_handle_reply(Agent *a, const HeartbeatReply *reply) {
         Task *next;
 
@@ -1579,6 +1724,10 @@ void agent_handle_reply(Agent *a, const HeartbeatReply *reply) {
                 t->guard_sent_seq = MAX(t->guard_sent_seq, t->guard_in_flight);
                 task_drop_samples(t, t->n_sent);
                 t->n_sent = 0;
+                if (t->base_inflight) {
+                        free(t->base);
+                        t->base = TAKE_PTR(t->base_inflight);
+                }
                 /* After an outage the buffer shrinks back to its everyday size. */
                 if (t->samples.allocated > 16384 && t->samples.len < t->samples.allocated / 4) {
                         char *p = realloc(t->samples.data, t->samples.len * 2 + 1);
@@ -1587,6 +1736,25 @@ void agent_handle_reply(Agent *a, const HeartbeatReply *reply) {
                                 t->samples.allocated = t->samples.len * 2 + 1;
                         }
                 }
+        }
+
+        /* Unchanged tasks the controller has no report of (it restarted): in full next time. */
+        if (reply->n_resend > 0) {
+                _cleanup_free_ char **ids = malloc(reply->n_resend * sizeof(char *));
+                if (ids) {
+                        memcpy(ids, reply->resend, reply->n_resend * sizeof(char *));
+                        qsort(ids, reply->n_resend, sizeof(char *), id_cmp);
+                        for (Task *t = a->tasks; t; t = t->next)
+                                if (t->base && bsearch(&t->id, ids, reply->n_resend, sizeof(char *), id_cmp)) {
+                                        free(t->base);
+                                        t->base = NULL;
+                                }
+                } else
+                        for (Task *t = a->tasks; t; t = t->next) {
+                                free(t->base);
+                                t->base = NULL;
+                        }
+                log_info("The controller asks for %zu task report(s) in full.", reply->n_resend);
         }
 
         for (size_t i = 0; i < reply->n_actions; i++)
@@ -1608,7 +1776,38 @@ void agent_heartbeat_failed(Agent *a) {
                 t->n_sent = 0;
                 t->final_sent = false;
                 t->external_sent = false;
+                /* The controller may or may not have taken that report: in full again. */
+                if (t->base_inflight) {
+                        free(t->base);
+                        t->base = NULL;
+                        free(t->base_inflight);
+                        t->base_inflight = NULL;
+                }
         }
+}
+
+void agent_set_protocol(Agent *a, unsigned version) {
+        unsigned p = version >= PROTO_VERSION_COMPACT ? PROTO_VERSION_COMPACT : 1;
+        size_t dropped = 0;
+
+        if (p == MAX(a->protocol, 1u))
+                return;
+        log_info("The controller speaks heartbeat protocol %u: %s.", p,
+                 p >= PROTO_VERSION_COMPACT ? "samples go as rows, unchanged tasks by their id" :
+                                              "samples go as objects, every task's report in full");
+        a->protocol = p;
+        for (Task *t = a->tasks; t; t = t->next) {
+                free(t->base);
+                free(t->base_inflight);
+                t->base = t->base_inflight = NULL;
+                /* A controller of the first protocol refuses rows (it was rolled back). */
+                if (p < PROTO_VERSION_COMPACT && t->samples_rows) {
+                        dropped += t->n_samples;
+                        task_drop_samples(t, t->n_samples);
+                }
+        }
+        if (dropped > 0)
+                log_warning("Dropped %zu samples written as rows, which this controller does not take.", dropped);
 }
 
 /* ---- life cycle ---- */

@@ -61,6 +61,10 @@ void agent_set_on_sampled(Agent *a, void (*sampled)(void *userdata), void *userd
 int agent_build_heartbeat(Agent *a, const char **ret_body);
 void agent_handle_reply(Agent *a, const HeartbeatReply *reply);
 void agent_heartbeat_failed(Agent *a);
+/* The heartbeat protocol the controller speaks (its latest answer's Cgorch-Protocol; 0: none
+ * named): from PROTO_VERSION_COMPACT on, heartbeats carry samples as rows and name tasks whose
+ * report has not changed since an answered heartbeat by their id alone. */
+void agent_set_protocol(Agent *a, unsigned version);
 
 void agent_apply_action(Agent *a, const Action *action);
 

@@ -196,6 +196,10 @@ static void reporter_failed(void *userdata) {
         agent_heartbeat_failed(userdata);
 }
 
+static void reporter_protocol(void *userdata, unsigned version) {
+        agent_set_protocol(userdata, version);
+}
+
 static void kick_reporter(void *userdata) {
         (void) reporter_send_now(userdata);
 }
@@ -522,6 +526,7 @@ static int reporter_start(sd_event *e, Agent *agent, const char *node, const cha
                 .build = reporter_build,
                 .reply = reporter_reply,
                 .failed = reporter_failed,
+                .protocol = reporter_protocol,
         };
         _cleanup_(reporter_freep) Reporter *reporter = NULL;
         int r;

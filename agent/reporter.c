@@ -32,6 +32,7 @@ typedef struct ReplyBuf {
         char *data;                       /* NUL-terminated */
         size_t len;
         char signature[SIGNATURE_HEX_LEN + 1]; /* Cgorch-Signature, "" when none came */
+        unsigned protocol;                /* Cgorch-Protocol, 0 when none came */
 } ReplyBuf;
 
 /* A one-off POST beside the heartbeats (reporter_post()). */
@@ -304,6 +305,10 @@ static void heartbeat_finished(Reporter *r, CURLcode result) {
                 goto fail;
         }
         curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
+        /* Any answer says which heartbeat protocol the controller speaks, signed or not (a 413
+         * of a body too large for the first protocol must lead to the second). */
+        if (status > 0 && r->ops.protocol)
+                r->ops.protocol(r->userdata, r->reply.protocol);
         if (!reply_is_signed(r, r->sig, status, &r->reply)) {
                 request_done(r);
                 r->send_after = false;
@@ -694,16 +699,26 @@ static int curl_timer_cb(CURLM *multi, long timeout_ms, void *userdata) {
         return 0;
 }
 
-/* Keeps the reply's Cgorch-Signature (the last one of the final response). */
+/* Keeps the reply's Cgorch-Signature (the last one of the final response) and Cgorch-Protocol. */
 static size_t on_reply_header(char *data, size_t size, size_t nmemb, void *userdata) {
         static const char name[] = SIGNATURE_REPLY_HEADER ":";
+        static const char protocol_name[] = PROTO_VERSION_HEADER ":";
         ReplyBuf *b = userdata;
         size_t n = size * nmemb, name_len = sizeof name - 1;
 
-        if (n >= 5 && memcmp(data, "HTTP/", 5) == 0)
+        if (n >= 5 && memcmp(data, "HTTP/", 5) == 0) {
                 /* The status line of a response: an interim one's headers do not count. */
                 b->signature[0] = '\0';
-        else if (n > name_len && strncasecmp(data, name, name_len) == 0) {
+                b->protocol = 0;
+        } else if (n > sizeof protocol_name - 1 && strncasecmp(data, protocol_name, sizeof protocol_name - 1) == 0) {
+                char v[16];
+                size_t len = MIN(n - (sizeof protocol_name - 1), sizeof v - 1);
+                memcpy(v, data + sizeof protocol_name - 1, len);
+                v[len] = '\0';
+                char *end;
+                unsigned long p = strtoul(v, &end, 10);
+                b->protocol = end != v && p <= 1000 ? (unsigned) p : 0;
+        } else if (n > name_len && strncasecmp(data, name, name_len) == 0) {
                 const char *v = data + name_len;
                 size_t len = n - name_len;
                 while (len > 0 && (*v == ' ' || *v == '\t'))

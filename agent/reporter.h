@@ -31,6 +31,10 @@ typedef struct ReporterOps {
         void (*reply)(void *userdata, const HeartbeatReply *reply);
         /* The heartbeat failed: the agent keeps what it sent and sends it again next time. */
         void (*failed)(void *userdata);
+        /* Optional: the controller answered (any status), naming the highest heartbeat protocol
+         * it speaks in its Cgorch-Protocol header (0: none named, the first), before reply or
+         * failed. */
+        void (*protocol)(void *userdata, unsigned version);
 } ReporterOps;
 
 int reporter_new(sd_event *e, const char *controller_url, const char *node, const ReporterOps *ops,

@@ -11,10 +11,12 @@
  * waits for it, as a real agent's would.
  *
  * The run: every agent registers (first heartbeat), the operator submits jobs that fill every
- * node with exactly --tasks-per-node tasks, the agents start them (ack the start actions and
+ * node with exactly --tasks-per-node tasks (one at a time, waiting up to 120 s for each answer;
+ * a submission that gets none is looked up by its job's name before it is sent again), the agents start them (ack the start actions and
  * report them running), then after --warmup-s of steady state the measurement runs for
- * --duration-s: each heartbeat reports every task running with two samples, built with the
- * protocol encoders the agent uses, signed with the node's secret as the agent signs it; every
+ * --duration-s: each heartbeat reports every task running with two samples (--protocol 2, the
+ * default: samples as rows, a task reported in full once and by its id after; --protocol 1:
+ * every report in full, samples as objects), built with the protocol encoders the agent uses, signed with the node's secret as the agent signs it; every
  * reply's signature is checked as the agent checks it. With --burst-rate, a second pool of
  * connections from
  * 127.0.0.2 sends invalid and unauthenticated requests during the measurement, one second on,
@@ -54,6 +56,9 @@
 
 #define BACKLOG_MAX 16u
 #define REQUEST_TIMEOUT_US (10 * USEC_PER_SEC)
+/* The operator's requests wait longer: a submission given up on may still go in, and the
+ * controller that stalls under load answers it late rather than never. */
+#define OPERATOR_TIMEOUT_US (120 * USEC_PER_SEC)
 #define DRAIN_TIMEOUT_US (15 * USEC_PER_SEC)
 #define RAMP_TIMEOUT_US (300 * USEC_PER_SEC)
 #define TASK_CPU_CORES 0.125                     /* exact in binary: 50 tasks fill 6.25 CPUs exactly */
@@ -359,6 +364,9 @@ typedef struct SimTask {
         pid_t pid;
         int64_t started_ms;
         uint64_t cpu_usage_ns;
+        /* Protocol 2: its full report went in an answered heartbeat (then it goes unchanged),
+         * or in the one in flight. */
+        bool reported, reported_inflight;
 } SimTask;
 
 typedef struct Agent {
@@ -397,6 +405,7 @@ typedef struct Load {
         uint64_t interval_us, warmup_us, duration_us;
         double burst_rate;
         unsigned burst_conns;
+        unsigned protocol;         /* of the heartbeats: 1 objects, 2 rows and unchanged tasks */
         pid_t controller_pid;
         char *operator_token;
 
@@ -508,10 +517,12 @@ static void agent_build_request(Agent *a) {
                 SimTask *t = &a->tasks[i];
                 sample_fill(&a->samples[2 * i], t, now_ms - 1000, (a->seq * 2) % 5 == 0);
                 sample_fill(&a->samples[2 * i + 1], t, now_ms, (a->seq * 2 + 1) % 5 == 0);
+                bool unchanged = L.protocol >= PROTO_VERSION_COMPACT && t->reported;
                 a->reports[i] = (TaskReport) {
                         .id = t->id, .state = TASK_RUNNING, .pid = t->pid,
-                        .samples = &a->samples[2 * i], .n_samples = 2, .limits = limits,
+                        .samples = &a->samples[2 * i], .n_samples = 2, .limits = limits, .unchanged = unchanged,
                 };
+                t->reported_inflight = !unchanged;
         }
         for (size_t i = 0; i < a->n_acks; i++)
                 a->acks_buf[i] = (Ack) { .action_id = a->acks[i], .ok = true };
@@ -524,6 +535,7 @@ static void agent_build_request(Agent *a) {
                                  .memory_total_bytes = UINT64_C(64) << 30, .swap_total_bytes = 0,
                                  .psi_cpu = { .some_avg10 = 3.5, .some_total_us = 123456 } },
                 .tasks = a->reports, .n_tasks = a->n_tasks, .acks = a->acks_buf, .n_acks = a->n_acks,
+                .protocol = L.protocol,
         };
 
         /* The body first: the signature covers its digest. */
@@ -620,6 +632,8 @@ static void agent_on_done(Conn *c, unsigned status, const char *body, size_t len
                 if (a->successes++ == 0)
                         L.n_registered++;
                 a->n_acks_inflight = 0;
+                for (size_t i = 0; i < a->n_tasks; i++)
+                        a->tasks[i].reported |= a->tasks[i].reported_inflight;
                 agent_apply_reply(a, body, len);
         } else {
                 /* Not delivered: the acks go again with the next heartbeat. */
@@ -656,13 +670,52 @@ static void agent_due(Agent *a, uint64_t scheduled_us) {
 /* ---- The operator: submits the jobs ---- */
 
 static void operator_submit_next(void);
+static void operator_look_up(void);
+static void operator_on_done(Conn *c, unsigned status, const char *body, size_t len, uint64_t now);
+
+/* The operator's Authorization value. */
+static void operator_auth(char ret[static 1100]) {
+        snprintf(ret, 1100, "Bearer %s", L.operator_token);
+}
+
+/* After a submission that got no answer: whether its job went in after all (a POST is not
+ * idempotent: sending it again would add a second job, more tasks than the nodes hold, and a
+ * ramp that never ends). status 0 again: ask again. */
+static void operator_on_looked_up(Conn *c, unsigned status, const char *body, size_t len, uint64_t now) {
+        if (status == 0) {
+                operator_look_up();
+                return;
+        }
+        json_error_t err;
+        json_t *j = status == 200 ? json_loadb(body, len, 0, &err) : NULL;
+        json_t *jobs = json_object_get(j, "jobs");
+        if (!json_is_array(jobs)) {
+                fprintf(stderr, "looking up job %u: %u %.300s\n", L.jobs_submitted + 1, status, body ?: "");
+                exit(EXIT_FAILURE);
+        }
+        bool in = json_array_size(jobs) > 0;
+        json_decref(j);
+        fprintf(stderr, "submitting job %u: %s\n", L.jobs_submitted + 1, in ? "it went in" : "it did not go in, sending it again");
+        L.op.done = operator_on_done;
+        if (in)
+                L.jobs_submitted++;
+        operator_submit_next();
+}
+
+static void operator_look_up(void) {
+        char path[96], auth[1100];
+        snprintf(path, sizeof path, "/v1/jobs?name=load-%u", L.jobs_submitted + 1);
+        operator_auth(auth);
+        size_t len;
+        char *req = http_request("GET", path, auth, NULL, 0, &len);
+        L.op.done = operator_on_looked_up;
+        conn_send(&L.op, req, len, now_us(), false, false);
+}
 
 static void operator_on_done(Conn *c, unsigned status, const char *body, size_t len, uint64_t now) {
         if (status == 0) {
-                /* A timeout: the job may or may not be in; the run only needs the tasks placed, and
-                 * the ramp's own check catches a count that never adds up. */
-                fprintf(stderr, "submitting job %u: no answer, trying again\n", L.jobs_submitted + 1);
-                operator_submit_next();
+                fprintf(stderr, "submitting job %u: no answer, looking it up\n", L.jobs_submitted + 1);
+                operator_look_up();
                 return;
         }
         if (status != 201 && status != 200) {
@@ -690,7 +743,7 @@ static void operator_submit_next(void) {
         json_decref(j);
         size_t len;
         char auth[1100];
-        snprintf(auth, sizeof auth, "Bearer %s", L.operator_token);
+        operator_auth(auth);
         char *req = http_request("POST", "/v1/jobs", auth, body, strlen(body), &len);
         free(body);
         conn_send(&L.op, req, len, now_us(), false, false);
@@ -867,8 +920,12 @@ static void advance_phase(uint64_t now) {
 /* now was read at the top of the loop iteration; a request sent later in that iteration has
  * sent_us > now and is not overdue (unsigned now - sent_us would wrap and time it out at once,
  * never sending it). */
+static bool conn_overdue_after(const Conn *c, uint64_t now, uint64_t timeout_us) {
+        return c->busy && now > c->sent_us && now - c->sent_us > timeout_us;
+}
+
 static bool conn_overdue(const Conn *c, uint64_t now) {
-        return c->busy && now > c->sent_us && now - c->sent_us > REQUEST_TIMEOUT_US;
+        return conn_overdue_after(c, now, REQUEST_TIMEOUT_US);
 }
 
 static void check_timeouts(uint64_t now) {
@@ -877,7 +934,7 @@ static void check_timeouts(uint64_t now) {
                 if (conn_overdue(c, now))
                         conn_finish(c, 0, NULL, 0, now);
         }
-        if (conn_overdue(&L.op, now))
+        if (conn_overdue_after(&L.op, now, OPERATOR_TIMEOUT_US))
                 conn_finish(&L.op, 0, NULL, 0, now);
         for (unsigned i = 0; i < L.burst_conns; i++)
                 if (conn_overdue(&L.attackers[i], now))
@@ -1349,6 +1406,7 @@ int main(int argc, char **argv) {
                 { "burst-rate", required_argument, NULL, 'b' },
                 { "burst-conns", required_argument, NULL, 'c' },
                 { "controller-pid", required_argument, NULL, 'P' },
+                { "protocol", required_argument, NULL, 'V' },
                 {}
         };
         const char *agents_file = NULL, *operator_file = NULL;
@@ -1359,6 +1417,7 @@ int main(int argc, char **argv) {
         L.warmup_us = 10 * USEC_PER_SEC;
         L.duration_us = 30 * USEC_PER_SEC;
         L.burst_conns = 32;
+        L.protocol = PROTO_VERSION_COMPACT;
         int c;
         optind = 2;
         while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
@@ -1368,6 +1427,7 @@ int main(int argc, char **argv) {
                 case 'o': operator_file = optarg; break;
                 case 't': L.tasks_per_node = (unsigned) parse_u64(optarg, "--tasks-per-node"); break;
                 case 'j': L.tasks_per_job = (unsigned) parse_u64(optarg, "--tasks-per-job"); break;
+                case 'V': L.protocol = (unsigned) parse_u64(optarg, "--protocol"); break;
                 case 'i': L.interval_us = parse_u64(optarg, "--interval-ms") * USEC_PER_MSEC; break;
                 case 'w': L.warmup_us = parse_u64(optarg, "--warmup-s") * USEC_PER_SEC; break;
                 case 'd': L.duration_us = parse_u64(optarg, "--duration-s") * USEC_PER_SEC; break;

@@ -8,7 +8,8 @@
 # Usage: bench/controller-load.sh BUILD_DIR [M...]        (default M: 100 1000)
 # Environment: DURATION_S (30), WARMUP_S (10), BURST_RATE (requests/s while a burst is on,
 # default 5000; 0 skips the flood run), SCHEDULER (controller default), KEEP=1 keeps the logs,
-# TMPDIR (/tmp) holds the state directory, EXTRA_CONTROLLER_ARGS are added to the controller's,
+# PROTOCOL=1 makes the agents write heartbeats in the first form (objects, every report in full)
+# instead of protocol 2 (rows, unchanged tasks by id), TMPDIR (/tmp) holds the state directory, EXTRA_CONTROLLER_ARGS are added to the controller's,
 # HOGS=N runs N CPU-bound processes (`yes >/dev/null`) for the whole run, so that the controller
 # competes for the CPUs as it would next to batch work on a shared node, and CONTROLLER_NICE=N
 # starts the controller under `nice -n N` (as the unit's Nice= would) — and the load generator
@@ -93,7 +94,7 @@ run() {
         # In the background, so that an interrupt reaches the trap (and the cleanup) at once.
         ${CONTROLLER_NICE:+nice -n "$CONTROLLER_NICE"} "$load" run --port "$(cat "$dir/port")" --agent-tokens "$dir/agents" --operator-token "$dir/operator" \
                 --warmup-s "$warmup" --duration-s "$duration" --burst-rate "$rate" \
-                --controller-pid "$controller_pid" &
+                --controller-pid "$controller_pid" ${PROTOCOL:+--protocol "$PROTOCOL"} &
         load_pid=$!
         wait "$load_pid" || status=$?
         load_pid=

@@ -574,8 +574,124 @@ static int read_sample(Reader *r, TaskSample *s) {
         return sample_groups_check(&c, &s->has);
 }
 
+/* The rest of a PSI resource in a sample row, after its ',': four values, "full" both or neither. */
+static int read_pressure_row(Reader *r, Pressure *p) {
+        int k = read_real(r, 0, false, 100, &p->some_avg10);
+        if (k >= 0 && !take(r, ','))
+                k = DECLINE;
+        if (k >= 0)
+                k = read_uint64(r, &p->some_total_us);
+        if (k >= 0 && !take(r, ','))
+                k = DECLINE;
+        if (k < 0)
+                return k;
+        if (take_word(r, "null", 4))
+                return take(r, ',') && take_word(r, "null", 4) ? 0 : DECLINE;
+        k = read_real(r, 0, false, 100, &p->full_avg10);
+        if (k >= 0 && !take(r, ','))
+                k = DECLINE;
+        if (k >= 0)
+                k = read_uint64(r, &p->full_total_us);
+        p->has_full = true;
+        return k;
+}
+
+/* A sample as a row (protocol-internal.h). */
+static int read_sample_row(Reader *r, TaskSample *s) {
+        uint64_t *hot[] = { &s->cpu_usage_ns, &s->memory_current_bytes, &s->memory_peak_bytes };
+        int64_t has;
+        int k;
+
+        if (!take(r, '['))
+                return DECLINE;
+        k = read_int(r, 0, INT64_MAX, &s->time_ms);
+        for (size_t i = 0; k >= 0 && i < ELEMENTSOF(hot); i++)
+                k = take(r, ',') ? read_uint64(r, hot[i]) : DECLINE;
+        if (k >= 0 && !take(r, ','))
+                k = DECLINE;
+        if (k < 0)
+                return k;
+        s->progress = -1;
+        if (!take_word(r, "null", 4)) {
+                k = read_real(r, 0, false, 1, &s->progress);
+                if (k < 0)
+                        return k;
+        }
+        k = take(r, ',') ? read_int(r, 0, SAMPLE_ROW_HAS_MASK, &has) : DECLINE;
+        if (k < 0)
+                return k;
+        s->has = (uint32_t) has;
+        for (size_t i = 0; k >= 0 && i < n_task_sample_fields; i++)
+                if (s->has & task_sample_fields[i].group)
+                        k = take(r, ',') ? sample_field_read(r, &task_sample_fields[i], s) : DECLINE;
+        const struct {
+                uint32_t flag;
+                Pressure *p;
+        } psi[] = { { SAMPLE_HAS_PSI_CPU, &s->psi_cpu }, { SAMPLE_HAS_PSI_MEMORY, &s->psi_memory },
+                    { SAMPLE_HAS_PSI_IO, &s->psi_io } };
+        for (size_t i = 0; k >= 0 && i < ELEMENTSOF(psi); i++)
+                if (s->has & psi[i].flag)
+                        k = take(r, ',') ? read_pressure_row(r, psi[i].p) : DECLINE;
+        if (k < 0)
+                return k;
+        return take(r, ']') ? 0 : DECLINE;
+}
+
+/* A task report's sample: an object, or a row (protocol 2). */
 static int read_sample_element(Reader *r, void *element) {
+        skip_ws(r);
+        if (r->p < r->end && *r->p == '[')
+                return read_sample_row(r, element);
         return read_sample(r, element);
+}
+
+static int read_task_id(Reader *r, char **ret);
+
+/* An element of "unchanged" (protocol 2): [task id, sample...]. */
+static int read_unchanged(Reader *r, TaskReport *t, bool held) {
+        size_t allocated = 0;
+        int k;
+
+        t->state = TASK_RUNNING;
+        t->unchanged = true;
+        t->held = held;
+        if (!take(r, '['))
+                return DECLINE;
+        k = read_task_id(r, &t->id);
+        while (k >= 0 && take(r, ',')) {
+                if (t->n_samples == PROTO_MAX_SAMPLES_PER_TASK)
+                        return DECLINE;
+                k = array_grow((void **) &t->samples, &t->n_samples, &allocated, sizeof(TaskSample));
+                if (k >= 0)
+                        k = read_sample_element(r, &t->samples[t->n_samples - 1]);
+        }
+        if (k < 0)
+                return k;
+        return take(r, ']') ? 0 : DECLINE;
+}
+
+/* "unchanged" or "held": their entries follow the full reports in h->tasks, in this order, as
+ * they came in the text. */
+static int read_unchanged_array(Reader *r, Heartbeat *h, bool held) {
+        size_t allocated = h->n_tasks, n = 0;
+        int k;
+
+        if (!take(r, '['))
+                return DECLINE;
+        for (size_t i = 0;; i++) {
+                k = array_next(r, i);
+                if (k <= 0)
+                        return k;
+                if (n == PROTO_MAX_TASKS_PER_HEARTBEAT)
+                        return DECLINE;
+                k = array_grow((void **) &h->tasks, &h->n_tasks, &allocated, sizeof(TaskReport));
+                if (k < 0)
+                        return k;
+                n++;
+                k = read_unchanged(r, &h->tasks[h->n_tasks - 1], held);
+                if (k < 0)
+                        return k;
+        }
 }
 
 /* get_limit(): 0 (unset), -1 where unlimited is allowed, or an integer in [min, max]. */
@@ -917,7 +1033,8 @@ static int read_node_sample(Reader *r, NodeSample *s) {
 static int read_heartbeat(Reader *r, Heartbeat *h) {
         static const KeyName keys[] = {
                 KEY("node"), KEY("boot_id"), KEY("seq"), KEY("cgroup_mode"), KEY("capacity"), KEY("node_sample"),
-                KEY("tasks"), KEY("acks"), KEY("pids_limit"),
+                KEY("tasks"), KEY("acks"), KEY("pids_limit"), KEY("protocol"), KEY("unchanged"),
+                KEY("held"),
         };
         static const Schema schema = { .head = keys, .n_head = ELEMENTSOF(keys) };
         ObjectCursor c;
@@ -961,16 +1078,34 @@ static int read_heartbeat(Reader *r, Heartbeat *h) {
                         k = read_node_sample(r, &h->node_sample);
                         break;
                 case 6:
-                        k = read_array(r, (void **) &h->tasks, &h->n_tasks, PROTO_MAX_TASKS_PER_HEARTBEAT,
-                                       sizeof(TaskReport), read_task_report_element);
+                        /* The unchanged entries come after the full reports, as agents write them. */
+                        if (seen(&c, 10) || seen(&c, 11))
+                                k = DECLINE;
+                        else
+                                k = read_array(r, (void **) &h->tasks, &h->n_tasks, PROTO_MAX_TASKS_PER_HEARTBEAT,
+                                               sizeof(TaskReport), read_task_report_element);
                         break;
                 case 7:
                         k = read_array(r, (void **) &h->acks, &h->n_acks, PROTO_MAX_ACTIONS, sizeof(Ack),
                                        read_ack_element);
                         break;
-                default:
+                case 8:
                         k = read_bool(r, &h->pids_limit);
                         h->has_pids_limit = k >= 0;
+                        break;
+                case 9: {
+                        int64_t v;
+                        k = read_int(r, 1, PROTO_VERSION_COMPACT, &v);
+                        if (k >= 0)
+                                h->protocol = (unsigned) v;
+                        break;
+                }
+                case 10:
+                        /* After the full reports, before the held entries, as agents write them. */
+                        k = seen(&c, 11) ? DECLINE : read_unchanged_array(r, h, false);
+                        break;
+                default:
+                        k = read_unchanged_array(r, h, true);
                 }
         if (k < 0)
                 return k;

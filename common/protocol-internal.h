@@ -47,3 +47,13 @@ extern const SampleField task_sample_fields[];
 extern const size_t n_task_sample_fields;
 extern const SampleField node_sample_fields[];
 extern const size_t n_node_sample_fields;
+
+/* A sample as a row (protocol 2): [time_ms, cpu_usage_ns, memory_current_bytes,
+ * memory_peak_bytes, progress or null, has], then the fields of each group set in has in
+ * task_sample_fields' order, then for each of PSI cpu, memory, io set in has: some_avg10,
+ * some_total_us, full_avg10 and full_total_us (both null without "full"). */
+#define SAMPLE_ROW_HEAD 6
+#define SAMPLE_ROW_HAS_MASK (SAMPLE_HAS_MEMINFO - 1u) /* the groups a task sample has */
+#define SAMPLE_ROW_PRESSURE 4
+/* The row's length for has (SAMPLE_ROW_HAS_MASK bits only). */
+size_t sample_row_length(uint32_t has);

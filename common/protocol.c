@@ -146,12 +146,8 @@ static int int_range_error(char **ret_error, const char *path, const char *field
 
 /* Integers only: 2.0 and 1e3 are reals in JSON terms, and a count or a byte size given as a real
  * is more likely a mistake than a convenience. */
-static int get_int(json_t *o, const char *path, const char *field, bool required, int64_t min, int64_t max,
-                   int64_t *ret, char **ret_error) {
-        json_t *v = NULL;
-        int r = field_get(o, path, field, required, &v, ret_error);
-        if (r <= 0)
-                return r;
+static int check_int(json_t *v, const char *path, const char *field, int64_t min, int64_t max, int64_t *ret,
+                     char **ret_error) {
         if (!json_is_integer(v))
                 return int_range_error(ret_error, path, field, min, max);
         json_int_t i = json_integer_value(v);
@@ -159,6 +155,15 @@ static int get_int(json_t *o, const char *path, const char *field, bool required
                 return int_range_error(ret_error, path, field, min, max);
         *ret = i;
         return 1;
+}
+
+static int get_int(json_t *o, const char *path, const char *field, bool required, int64_t min, int64_t max,
+                   int64_t *ret, char **ret_error) {
+        json_t *v = NULL;
+        int r = field_get(o, path, field, required, &v, ret_error);
+        if (r <= 0)
+                return r;
+        return check_int(v, path, field, min, max, ret, ret_error);
 }
 
 static int get_uint64(json_t *o, const char *path, const char *field, bool required, uint64_t *ret,
@@ -171,12 +176,8 @@ static int get_uint64(json_t *o, const char *path, const char *field, bool requi
 }
 
 /* A number in [min, max], or (min, max] when min_open. */
-static int get_number(json_t *o, const char *path, const char *field, bool required, double min, bool min_open,
-                      double max, double *ret, char **ret_error) {
-        json_t *v = NULL;
-        int r = field_get(o, path, field, required, &v, ret_error);
-        if (r <= 0)
-                return r;
+static int check_number(json_t *v, const char *path, const char *field, double min, bool min_open, double max,
+                        double *ret, char **ret_error) {
         double d = json_is_number(v) ? json_number_value(v) : NAN;
         if (!isfinite(d) || d < min || (min_open && d == min) || d > max) {
                 if (isinf(max) && min == 0 && !min_open)
@@ -185,6 +186,15 @@ static int get_number(json_t *o, const char *path, const char *field, bool requi
         }
         *ret = d;
         return 1;
+}
+
+static int get_number(json_t *o, const char *path, const char *field, bool required, double min, bool min_open,
+                      double max, double *ret, char **ret_error) {
+        json_t *v = NULL;
+        int r = field_get(o, path, field, required, &v, ret_error);
+        if (r <= 0)
+                return r;
+        return check_number(v, path, field, min, min_open, max, ret, ret_error);
 }
 
 static int get_bool(json_t *o, const char *path, const char *field, bool required, bool *ret, char **ret_error) {
@@ -452,6 +462,22 @@ static int get_env(json_t *o, const char *path, const char *field, char ***ret, 
         }
         *ret = TAKE_PTR(l);
         return 1;
+}
+
+static int task_id_check(const char *s, const char *path, const char *field, char **ret, char **ret_error) {
+        TaskId id;
+        if (task_id_parse(s, &id) < 0)
+                return fail(ret_error, path, field, "must be a task id <job>.<phase>.<task>.<attempt>");
+        return strdup_to(s, ret) < 0 ? -ENOMEM : 1;
+}
+
+/* A task id as an element of an array (path names the element). */
+static int check_task_id(json_t *v, const char *path, char **ret, char **ret_error) {
+        const char *s;
+        int r = check_string(v, path, NULL, TASK_ID_MAX, &s, ret_error);
+        if (r < 0)
+                return r;
+        return task_id_check(s, path, NULL, ret, ret_error);
 }
 
 static int get_task_id(json_t *o, const char *path, const char *field, char **ret, char **ret_error) {
@@ -1367,6 +1393,142 @@ static int sample_from_json(json_t *j, const char *path, TaskSample *s, char **r
         return psi_from_json(j, path, &s->has, &s->psi_cpu, &s->psi_memory, &s->psi_io, ret_error);
 }
 
+size_t sample_row_length(uint32_t has) {
+        size_t n = SAMPLE_ROW_HEAD;
+        for (size_t i = 0; i < ELEMENTSOF(task_sample_fields); i++)
+                if (has & task_sample_fields[i].group)
+                        n++;
+        if (has & SAMPLE_HAS_PSI_CPU)
+                n += SAMPLE_ROW_PRESSURE;
+        if (has & SAMPLE_HAS_PSI_MEMORY)
+                n += SAMPLE_ROW_PRESSURE;
+        if (has & SAMPLE_HAS_PSI_IO)
+                n += SAMPLE_ROW_PRESSURE;
+        return n;
+}
+
+/* Element i of a row, with its path ("tasks[0].samples[1][3]") for messages. */
+static json_t *row_at(json_t *row, const char *path, size_t i, char p[static PATH_BUF]) {
+        path_truncated(p, snprintf(p, PATH_BUF, "%s[%zu]", path, i));
+        return json_array_get(row, i);
+}
+
+static int row_pressure(json_t *row, const char *path, size_t *at, Pressure *ret, char **ret_error) {
+        char p[PATH_BUF];
+        json_t *v;
+        int64_t i;
+        int r;
+
+        r = check_number(row_at(row, path, (*at)++, p), p, NULL, 0, false, 100, &ret->some_avg10, ret_error);
+        if (r < 0)
+                return r;
+        r = check_int(row_at(row, path, (*at)++, p), p, NULL, 0, INT64_MAX, &i, ret_error);
+        if (r < 0)
+                return r;
+        ret->some_total_us = (uint64_t) i;
+        v = row_at(row, path, *at, p);
+        ret->has_full = !json_is_null(v);
+        if (ret->has_full) {
+                r = check_number(v, p, NULL, 0, false, 100, &ret->full_avg10, ret_error);
+                if (r < 0)
+                        return r;
+        }
+        (*at)++;
+        v = row_at(row, path, (*at)++, p);
+        if (json_is_null(v) != !ret->has_full)
+                return fail(ret_error, p, NULL, "must be null exactly when full_avg10 is");
+        if (ret->has_full) {
+                r = check_int(v, p, NULL, 0, INT64_MAX, &i, ret_error);
+                if (r < 0)
+                        return r;
+                ret->full_total_us = (uint64_t) i;
+        }
+        return 0;
+}
+
+/* A sample as a row (protocol-internal.h). */
+static int sample_from_row(json_t *j, const char *path, TaskSample *s, char **ret_error) {
+        char p[PATH_BUF];
+        json_t *v;
+        int64_t i;
+        int r;
+
+        if (json_array_size(j) < SAMPLE_ROW_HEAD)
+                return fail(ret_error, path, NULL, "must be an array of at least %d values", SAMPLE_ROW_HEAD);
+        r = check_int(row_at(j, path, 0, p), p, NULL, 0, INT64_MAX, &s->time_ms, ret_error);
+        if (r < 0)
+                return r;
+        uint64_t *hot[] = { &s->cpu_usage_ns, &s->memory_current_bytes, &s->memory_peak_bytes };
+        for (size_t k = 0; k < ELEMENTSOF(hot); k++) {
+                r = check_int(row_at(j, path, 1 + k, p), p, NULL, 0, INT64_MAX, &i, ret_error);
+                if (r < 0)
+                        return r;
+                *hot[k] = (uint64_t) i;
+        }
+        s->progress = -1;
+        v = row_at(j, path, 4, p);
+        if (!json_is_null(v)) {
+                double d = json_is_number(v) ? json_number_value(v) : NAN;
+                if (!(d >= 0 && d <= 1))
+                        return fail(ret_error, p, NULL, "must be null or a number in [0, 1]");
+                s->progress = d;
+        }
+        r = check_int(row_at(j, path, 5, p), p, NULL, 0, SAMPLE_ROW_HAS_MASK, &i, ret_error);
+        if (r < 0)
+                return r;
+        s->has = (uint32_t) i;
+        size_t n = sample_row_length(s->has);
+        if (json_array_size(j) != n)
+                return fail(ret_error, path, NULL, "must hold %zu values for the groups %" PRIu32 " it has", n, s->has);
+
+        size_t at = SAMPLE_ROW_HEAD;
+        for (size_t k = 0; k < ELEMENTSOF(task_sample_fields); k++) {
+                const SampleField *f = &task_sample_fields[k];
+                void *q = (char *) s + f->offset;
+                if (!(s->has & f->group))
+                        continue;
+                v = row_at(j, path, at++, p);
+                switch (f->type) {
+                case SF_U64:
+                        r = check_int(v, p, NULL, 0, INT64_MAX, &i, ret_error);
+                        if (r > 0)
+                                *(uint64_t *) q = (uint64_t) i;
+                        break;
+                case SF_U32:
+                        r = check_int(v, p, NULL, 0, UINT32_MAX, &i, ret_error);
+                        if (r > 0)
+                                *(uint32_t *) q = (uint32_t) i;
+                        break;
+                case SF_CORES:
+                        r = check_number(v, p, NULL, 0, false, PROTO_MAX_CPU_CORES, (double *) q, ret_error);
+                        break;
+                default:
+                        r = check_number(v, p, NULL, 0, false, 1, (double *) q, ret_error);
+                }
+                if (r < 0)
+                        return r;
+        }
+        const struct {
+                uint32_t flag;
+                Pressure *p;
+        } psi[] = { { SAMPLE_HAS_PSI_CPU, &s->psi_cpu }, { SAMPLE_HAS_PSI_MEMORY, &s->psi_memory },
+                    { SAMPLE_HAS_PSI_IO, &s->psi_io } };
+        for (size_t k = 0; k < ELEMENTSOF(psi); k++)
+                if (s->has & psi[k].flag) {
+                        r = row_pressure(j, path, &at, psi[k].p, ret_error);
+                        if (r < 0)
+                                return r;
+                }
+        return 0;
+}
+
+/* A sample in either form: an object (every protocol) or a row (protocol 2). */
+static int sample_any_from_json(json_t *j, const char *path, TaskSample *s, char **ret_error) {
+        if (json_is_array(j))
+                return sample_from_row(j, path, s, ret_error);
+        return sample_from_json(j, path, s, ret_error);
+}
+
 static int exit_from_json(json_t *j, const char *path, ExitRecord *e, char **ret_error) {
         static const char *const keys[] = {
                 "code", "signal", "oom_killed", "wall_s", "cpu_s", "memory_peak_bytes", "status_unknown", NULL,
@@ -1485,7 +1647,7 @@ static int task_report_from_json(json_t *j, const char *path, TaskReport *t, cha
                 for (size_t i = 0; i < n; i++) {
                         char p[PATH_BUF];
                         path_index(p, path, "samples", i);
-                        r = sample_from_json(json_array_get(samples, i), p, &t->samples[i], ret_error);
+                        r = sample_any_from_json(json_array_get(samples, i), p, &t->samples[i], ret_error);
                         if (r < 0)
                                 return r;
                 }
@@ -1533,6 +1695,32 @@ static int task_report_from_json(json_t *j, const char *path, TaskReport *t, cha
         }
 
         return get_text(j, path, "error", &t->error, ret_error);
+}
+
+/* An element of "unchanged" (protocol 2): [task id, sample...], each sample a row or an object. */
+static int unchanged_from_json(json_t *j, const char *path, TaskReport *t, char **ret_error) {
+        char p[PATH_BUF];
+        int r;
+
+        if (!json_is_array(j) || json_array_size(j) < 1 || json_array_size(j) > 1 + PROTO_MAX_SAMPLES_PER_TASK)
+                return fail(ret_error, path, NULL, "must be an array of a task id and at most %d samples",
+                            PROTO_MAX_SAMPLES_PER_TASK);
+        r = check_task_id(row_at(j, path, 0, p), p, &t->id, ret_error);
+        if (r < 0)
+                return r;
+        size_t n = json_array_size(j) - 1;
+        if (n == 0)
+                return 0;
+        t->samples = calloc(n, sizeof *t->samples);
+        if (!t->samples)
+                return -ENOMEM;
+        t->n_samples = n;
+        for (size_t i = 0; i < n; i++) {
+                r = sample_any_from_json(row_at(j, path, 1 + i, p), p, &t->samples[i], ret_error);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 static int ack_from_json(json_t *j, const char *path, Ack *a, char **ret_error) {
@@ -1598,7 +1786,8 @@ static int node_sample_from_json(json_t *j, const char *path, NodeSample *s, cha
 
 int heartbeat_from_json(json_t *j, Heartbeat **ret, char **ret_error) {
         static const char *const keys[] = {
-                "node", "boot_id", "seq", "cgroup_mode", "capacity", "node_sample", "tasks", "acks", "pids_limit", NULL,
+                "node", "boot_id", "seq", "cgroup_mode", "capacity", "node_sample", "tasks", "acks", "pids_limit",
+                "protocol", "unchanged", "held", NULL,
         };
         _cleanup_(heartbeat_freep) Heartbeat *h = NULL;
         const char *s;
@@ -1648,6 +1837,12 @@ int heartbeat_from_json(json_t *j, Heartbeat **ret, char **ret_error) {
                 return r;
         h->has_pids_limit = r > 0;
 
+        int64_t version = 1;
+        r = get_int(j, "", "protocol", false, 1, PROTO_VERSION_COMPACT, &version, ret_error);
+        if (r < 0)
+                return r;
+        h->protocol = r > 0 ? (unsigned) version : 0;
+
         r = get_object(j, "", "capacity", true, &o, ret_error);
         if (r < 0)
                 return r;
@@ -1678,6 +1873,30 @@ int heartbeat_from_json(json_t *j, Heartbeat **ret, char **ret_error) {
                         if (r < 0)
                                 return r;
                 }
+        }
+
+        for (int held = 0; held < 2; held++) {
+        const char *list = held ? "held" : "unchanged";
+        r = get_array(j, "", list, false, 0, PROTO_MAX_TASKS_PER_HEARTBEAT, "tasks", &a, ret_error);
+        if (r < 0)
+                return r;
+        n = json_array_size(a);
+        if (n > 0) {
+                TaskReport *t = reallocarray(h->tasks, h->n_tasks + n, sizeof *h->tasks);
+                if (!t)
+                        return -ENOMEM;
+                h->tasks = t;
+                for (size_t i = 0; i < n; i++) {
+                        char p[PATH_BUF];
+                        path_index(p, "", list, i);
+                        t = &h->tasks[h->n_tasks];
+                        *t = (TaskReport) { .state = TASK_RUNNING, .unchanged = true, .held = held };
+                        h->n_tasks++;
+                        r = unchanged_from_json(json_array_get(a, i), p, t, ret_error);
+                        if (r < 0)
+                                return r;
+                }
+        }
         }
 
         r = get_array(j, "", "acks", false, 0, PROTO_MAX_ACTIONS, "acks", &a, ret_error);
@@ -1717,6 +1936,50 @@ static json_t *sample_to_json(const TaskSample *s) {
         return json_incref(o);
 }
 
+static int pressure_to_row(json_t *row, const Pressure *p) {
+        if (append(row, json_double(p->some_avg10)) < 0 || append(row, json_u64(p->some_total_us)) < 0 ||
+            append(row, p->has_full ? json_double(p->full_avg10) : json_null()) < 0 ||
+            append(row, p->has_full ? json_u64(p->full_total_us) : json_null()) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+static json_t *sample_to_row(const TaskSample *s) {
+        uint32_t has = s->has & SAMPLE_ROW_HAS_MASK;
+        json_auto_t *row = json_array();
+        if (!row)
+                return NULL;
+        if (append(row, json_integer(s->time_ms)) < 0 || append(row, json_u64(s->cpu_usage_ns)) < 0 ||
+            append(row, json_u64(s->memory_current_bytes)) < 0 || append(row, json_u64(s->memory_peak_bytes)) < 0 ||
+            append(row, s->progress < 0 ? json_null() : json_double(s->progress)) < 0 ||
+            append(row, json_integer(has)) < 0)
+                return NULL;
+        for (size_t i = 0; i < ELEMENTSOF(task_sample_fields); i++) {
+                const SampleField *f = &task_sample_fields[i];
+                const void *p = (const char *) s + f->offset;
+                json_t *v;
+                if (!(has & f->group))
+                        continue;
+                switch (f->type) {
+                case SF_U64:
+                        v = json_u64(*(const uint64_t *) p);
+                        break;
+                case SF_U32:
+                        v = json_integer(*(const uint32_t *) p);
+                        break;
+                default:
+                        v = json_double(*(const double *) p);
+                }
+                if (append(row, v) < 0)
+                        return NULL;
+        }
+        if (((has & SAMPLE_HAS_PSI_CPU) && pressure_to_row(row, &s->psi_cpu) < 0) ||
+            ((has & SAMPLE_HAS_PSI_MEMORY) && pressure_to_row(row, &s->psi_memory) < 0) ||
+            ((has & SAMPLE_HAS_PSI_IO) && pressure_to_row(row, &s->psi_io) < 0))
+                return NULL;
+        return json_incref(row);
+}
+
 static json_t *exit_to_json(const ExitRecord *e) {
         json_auto_t *o = json_object();
         if (!o)
@@ -1731,7 +1994,7 @@ static json_t *exit_to_json(const ExitRecord *e) {
         return json_incref(o);
 }
 
-static json_t *task_report_to_json(const TaskReport *t) {
+static json_t *task_report_to_json(const TaskReport *t, bool rows) {
         json_auto_t *o = json_object();
         json_auto_t *samples = json_array();
         if (!o || !samples)
@@ -1741,7 +2004,7 @@ static json_t *task_report_to_json(const TaskReport *t) {
             add(o, "pid", json_integer(t->pid)) < 0)
                 return NULL;
         for (size_t i = 0; i < t->n_samples; i++)
-                if (append(samples, sample_to_json(&t->samples[i])) < 0)
+                if (append(samples, rows ? sample_to_row(&t->samples[i]) : sample_to_json(&t->samples[i])) < 0)
                         return NULL;
         if (add(o, "samples", json_incref(samples)) < 0 || add(o, "limits", limits_to_json(&t->limits)) < 0)
                 return NULL;
@@ -1781,6 +2044,8 @@ json_t *heartbeat_to_json(const Heartbeat *h) {
                 return NULL;
         if (h->has_pids_limit && add(o, "pids_limit", json_boolean(h->pids_limit)) < 0)
                 return NULL;
+        if (h->protocol > 0 && add(o, "protocol", json_integer(h->protocol)) < 0)
+                return NULL;
 
         if (add(capacity, "cpus", json_double(h->capacity_cpus)) < 0 ||
             add(capacity, "memory_bytes", json_u64(h->capacity_memory_bytes)) < 0 ||
@@ -1798,10 +2063,31 @@ json_t *heartbeat_to_json(const Heartbeat *h) {
             add(o, "node_sample", json_incref(node_sample)) < 0)
                 return NULL;
 
-        for (size_t i = 0; i < h->n_tasks; i++)
-                if (append(tasks, task_report_to_json(&h->tasks[i])) < 0)
+        bool compact = h->protocol >= PROTO_VERSION_COMPACT;
+        json_auto_t *unchanged = json_array(), *held = json_array();
+        if (!unchanged || !held)
+                return NULL;
+        for (size_t i = 0; i < h->n_tasks; i++) {
+                const TaskReport *t = &h->tasks[i];
+                if (!compact || !t->unchanged) {
+                        if (append(tasks, task_report_to_json(t, compact)) < 0)
+                                return NULL;
+                        continue;
+                }
+                json_auto_t *e = json_array();
+                if (!e || append(e, json_text(t->id ?: "")) < 0)
                         return NULL;
+                for (size_t k = 0; k < t->n_samples; k++)
+                        if (append(e, sample_to_row(&t->samples[k])) < 0)
+                                return NULL;
+                if (append(t->held ? held : unchanged, json_incref(e)) < 0)
+                        return NULL;
+        }
         if (add(o, "tasks", json_incref(tasks)) < 0)
+                return NULL;
+        if (json_array_size(unchanged) > 0 && add(o, "unchanged", json_incref(unchanged)) < 0)
+                return NULL;
+        if (json_array_size(held) > 0 && add(o, "held", json_incref(held)) < 0)
                 return NULL;
 
         for (size_t i = 0; i < h->n_acks; i++) {
@@ -2062,6 +2348,64 @@ void task_sample_write_json(TextBuf *b, const TaskSample *s) {
         text_lit(b, "}");
 }
 
+static void text_pressure_row(TextBuf *b, const Pressure *p) {
+        text_lit(b, ",");
+        text_double(b, p->some_avg10);
+        text_lit(b, ",");
+        text_u64(b, p->some_total_us);
+        if (p->has_full) {
+                text_lit(b, ",");
+                text_double(b, p->full_avg10);
+                text_lit(b, ",");
+                text_u64(b, p->full_total_us);
+        } else
+                text_lit(b, ",null,null");
+}
+
+void task_sample_write_row(TextBuf *b, const TaskSample *s) {
+        uint32_t has = s->has & SAMPLE_ROW_HAS_MASK;
+
+        text_lit(b, "[");
+        text_i64(b, s->time_ms);
+        text_lit(b, ",");
+        text_u64(b, s->cpu_usage_ns);
+        text_lit(b, ",");
+        text_u64(b, s->memory_current_bytes);
+        text_lit(b, ",");
+        text_u64(b, s->memory_peak_bytes);
+        text_lit(b, ",");
+        if (s->progress < 0)
+                text_lit(b, "null");
+        else
+                text_double(b, s->progress);
+        text_lit(b, ",");
+        text_u64(b, has);
+        for (size_t i = 0; i < ELEMENTSOF(task_sample_fields); i++) {
+                const SampleField *f = &task_sample_fields[i];
+                const void *p = (const char *) s + f->offset;
+                if (!(has & f->group))
+                        continue;
+                text_lit(b, ",");
+                switch (f->type) {
+                case SF_U64:
+                        text_u64(b, *(const uint64_t *) p);
+                        break;
+                case SF_U32:
+                        text_u64(b, *(const uint32_t *) p);
+                        break;
+                default:
+                        text_double(b, *(const double *) p);
+                }
+        }
+        if (has & SAMPLE_HAS_PSI_CPU)
+                text_pressure_row(b, &s->psi_cpu);
+        if (has & SAMPLE_HAS_PSI_MEMORY)
+                text_pressure_row(b, &s->psi_memory);
+        if (has & SAMPLE_HAS_PSI_IO)
+                text_pressure_row(b, &s->psi_io);
+        text_lit(b, "]");
+}
+
 static void text_limits(TextBuf *b, const Limits *l) {
         const struct {
                 const char *key;
@@ -2199,6 +2543,10 @@ void heartbeat_write_json_head(TextBuf *b, const Heartbeat *h) {
                 else
                         text_lit(b, "false");
         }
+        if (h->protocol > 0) {
+                text_lit(b, ",\"protocol\":");
+                text_u64(b, h->protocol);
+        }
         text_lit(b, ",\"capacity\":{\"cpus\":");
         text_double(b, h->capacity_cpus);
         text_lit(b, ",\"memory_bytes\":");
@@ -2238,12 +2586,74 @@ void heartbeat_write_json_tail(TextBuf *b, const Heartbeat *h) {
         text_lit(b, "]}");
 }
 
+void heartbeat_write_json_unchanged(TextBuf *b) {
+        text_lit(b, "],\"unchanged\":[");
+}
+
+void heartbeat_write_json_held(TextBuf *b) {
+        text_lit(b, "],\"held\":[");
+}
+
+void unchanged_write_json(TextBuf *b, const TaskReport *t, const char *rows, size_t len) {
+        text_lit(b, "[");
+        text_string(b, t->id);
+        if (rows) {
+                if (len > 0)
+                        text_lit(b, ",");
+                text_add(b, rows, len);
+        } else
+                for (size_t i = 0; i < t->n_samples; i++) {
+                        text_lit(b, ",");
+                        task_sample_write_row(b, &t->samples[i]);
+                }
+        text_lit(b, "]");
+}
+
 int heartbeat_write_json(TextBuf *b, const Heartbeat *h) {
+        bool compact = h->protocol >= PROTO_VERSION_COMPACT, first = true;
+        size_t n_unchanged = 0;
+
         heartbeat_write_json_head(b, h);
         for (size_t i = 0; i < h->n_tasks; i++) {
-                if (i > 0)
+                const TaskReport *t = &h->tasks[i];
+                if (compact && t->unchanged) {
+                        n_unchanged++;
+                        continue;
+                }
+                if (!first)
                         text_lit(b, ",");
-                task_report_write_json(b, &h->tasks[i], NULL, 0);
+                first = false;
+                if (!compact) {
+                        task_report_write_json(b, t, NULL, 0);
+                        continue;
+                }
+                size_t at;
+                task_report_write_json_split(b, t, &at);
+                _cleanup_(text_buf_done) TextBuf rows = {};
+                for (size_t k = 0; k < t->n_samples; k++) {
+                        if (k > 0)
+                                text_lit(&rows, ",");
+                        task_sample_write_row(&rows, &t->samples[k]);
+                }
+                if (rows.failed)
+                        b->failed = true;
+                else if (rows.len > 0 && text_reserve(b, rows.len)) {
+                        memmove(b->data + at + rows.len, b->data + at, b->len - at + 1);
+                        memcpy(b->data + at, rows.data, rows.len);
+                        b->len += rows.len;
+                }
+        }
+        for (int held = 0; held < 2; held++) {
+                first = true;
+                for (size_t i = 0; n_unchanged > 0 && i < h->n_tasks; i++)
+                        if (h->tasks[i].unchanged && h->tasks[i].held == held) {
+                                if (first)
+                                        (held ? heartbeat_write_json_held : heartbeat_write_json_unchanged)(b);
+                                else
+                                        text_lit(b, ",");
+                                first = false;
+                                unchanged_write_json(b, &h->tasks[i], NULL, 0);
+                        }
         }
         heartbeat_write_json_tail(b, h);
         return b->failed ? -ENOMEM : 0;
@@ -2284,6 +2694,9 @@ void heartbeat_reply_free(HeartbeatReply *r) {
         for (size_t i = 0; i < r->n_reads; i++)
                 output_read_done(&r->reads[i]);
         free(r->reads);
+        for (size_t i = 0; i < r->n_resend; i++)
+                free(r->resend[i]);
+        free(r->resend);
         free(r);
 }
 
@@ -2497,7 +2910,9 @@ json_t *output_chunk_to_json(const OutputChunk *c) {
 }
 
 int heartbeat_reply_from_json(json_t *j, HeartbeatReply **ret, char **ret_error) {
-        static const char *const keys[] = { "interval_ms", "lease_ms", "actions", "reads", "memory_guard", NULL };
+        static const char *const keys[] = {
+                "interval_ms", "lease_ms", "actions", "reads", "memory_guard", "resend", NULL,
+        };
         _cleanup_(heartbeat_reply_freep) HeartbeatReply *h = NULL;
         json_t *a;
         int64_t i;
@@ -2565,6 +2980,25 @@ int heartbeat_reply_from_json(json_t *j, HeartbeatReply **ret, char **ret_error)
                 }
         }
 
+        /* Protocol 2 only: what the controller lacks of the agent's unchanged tasks. */
+        r = get_array(j, "", "resend", false, 0, PROTO_MAX_TASKS_PER_HEARTBEAT, "task ids", &a, ret_error);
+        if (r < 0)
+                return r;
+        n = json_array_size(a);
+        if (n > 0) {
+                h->resend = calloc(n, sizeof *h->resend);
+                if (!h->resend)
+                        return -ENOMEM;
+                h->n_resend = n;
+                for (size_t k = 0; k < n; k++) {
+                        char p[PATH_BUF];
+                        path_index(p, "", "resend", k);
+                        r = check_task_id(json_array_get(a, k), p, &h->resend[k], ret_error);
+                        if (r < 0)
+                                return r;
+                }
+        }
+
         *ret = TAKE_PTR(h);
         return 0;
 }
@@ -2625,6 +3059,16 @@ json_t *heartbeat_reply_to_json(const HeartbeatReply *r) {
                         if (append(reads, output_read_to_json(&r->reads[i])) < 0)
                                 return NULL;
                 if (add(o, "reads", json_incref(reads)) < 0)
+                        return NULL;
+        }
+        if (r->n_resend > 0) {
+                json_auto_t *resend = json_array();
+                if (!resend)
+                        return NULL;
+                for (size_t i = 0; i < r->n_resend; i++)
+                        if (append(resend, json_text(r->resend[i])) < 0)
+                                return NULL;
+                if (add(o, "resend", json_incref(resend)) < 0)
                         return NULL;
         }
         return json_incref(o);

@@ -46,6 +46,10 @@
 #define PROTO_MAX_OUTPUT_READS 64
 #define PROTO_MAX_SAMPLES_PER_TASK 3600
 #define PROTO_MAX_TASKS_PER_HEARTBEAT 100000
+/* The heartbeat protocol version with samples as rows and unchanged tasks (docs/api.md); the
+ * controller names the highest it speaks in the PROTO_VERSION_HEADER of every answer. */
+#define PROTO_VERSION_COMPACT 2
+#define PROTO_VERSION_HEADER "Cgorch-Protocol"
 #define PROTO_MAX_ACTIONS 100000
 
 /* JSON nesting jansson must refuse before we look at a body (see JSON_PARSER_MAX_DEPTH). */
@@ -258,6 +262,17 @@ typedef struct TaskReport {
         Limits limits_target;        /* set_limits values not reached yet (bounded steps); all unset when none */
         Limits limits_external;      /* fields someone else changed in the cgroup, with their values now */
         bool adopted;                /* the agent found this task running when it started */
+        /* Protocol 2: an entry of the heartbeat's "unchanged" (id and new samples only): the task
+         * runs on, and the rest of its report is the one the agent last sent in full in a
+         * heartbeat that got an answer. The controller fills the rest in from that report. */
+        bool unchanged;
+        /* Protocol 2, with unchanged: an entry of "held" instead: the task runs on, and its
+         * report (changed, or not known to have reached the controller) follows in a later
+         * heartbeat that has room for it. */
+        bool held;
+        /* Controller only, never on the wire: an unchanged entry whose earlier full report the
+         * controller does not have (it restarted): its limits and pid are not known. */
+        bool report_unknown;
         bool fenced;                 /* frozen by the agent's self-fence: the controller says thaw or kill */
         bool has_exit;
         ExitRecord exit;
@@ -300,7 +315,11 @@ typedef struct Heartbeat {
          * reference node; 0: not said (an agent from before speed classes), counted as 1. */
         double speed;
         NodeSample node_sample;
-        TaskReport *tasks;
+        /* Optional ("protocol"): 2 when the agent writes samples as rows and lists unchanged
+         * tasks (PROTO_VERSION_COMPACT); 0 or 1: the first form. The decoders take both forms
+         * either way; the controller answers protocol 2's reply fields only to a 2. */
+        unsigned protocol;
+        TaskReport *tasks;           /* full reports first, then the unchanged entries, then the held */
         size_t n_tasks;
         Ack *acks;
         size_t n_acks;
@@ -323,6 +342,8 @@ void text_buf_add(TextBuf *b, const char *s, size_t n);
 bool text_buf_reserve(TextBuf *b, size_t n);
 /* One sample as a JSON object: an element of a task report's "samples". */
 void task_sample_write_json(TextBuf *b, const TaskSample *s);
+/* One sample as a row (protocol 2): the same element in the compact form. */
+void task_sample_write_row(TextBuf *b, const TaskSample *s);
 /* {"node":...,"tasks":[  — then the reports, separated by ',' — then the tail: ],"acks":[...]} */
 void heartbeat_write_json_head(TextBuf *b, const Heartbeat *h);
 /* One task report; its samples are samples_json (len bytes: task_sample_write_json() objects
@@ -331,8 +352,16 @@ void task_report_write_json(TextBuf *b, const TaskReport *t, const char *samples
 /* The same report with no samples; *ret_samples_at is the offset in b where they go (after the
  * '['): a caller sizes the heartbeat first and splices the samples in after, encoding once. */
 void task_report_write_json_split(TextBuf *b, const TaskReport *t, size_t *ret_samples_at);
+/* Protocol 2, after the full reports when any task is unchanged: the "unchanged" entries follow,
+ * separated by ',', each written by unchanged_write_json() (rows: task_sample_write_row()
+ * elements joined by ',', or NULL for t->samples as rows); then, when any is held,
+ * heartbeat_write_json_held() and the held entries, written the same way. */
+void heartbeat_write_json_unchanged(TextBuf *b);
+void heartbeat_write_json_held(TextBuf *b);
+void unchanged_write_json(TextBuf *b, const TaskReport *t, const char *rows, size_t len);
 void heartbeat_write_json_tail(TextBuf *b, const Heartbeat *h);
-/* All of it. Returns 0, or -ENOMEM when b->failed. */
+/* All of it (protocol 2 when h->protocol says so: samples as rows, unchanged entries apart).
+ * Returns 0, or -ENOMEM when b->failed. */
 int heartbeat_write_json(TextBuf *b, const Heartbeat *h);
 void heartbeat_free(Heartbeat *h);
 /* Frees what a TaskReport owns (not the struct itself), for agents building reports. */
@@ -395,6 +424,10 @@ typedef struct HeartbeatReply {
         /* Whether the agent's memory guard may raise memory limits on its own (the controller's
          * orchestrator controls memory); has_: the reply said (absent: unchanged). */
         bool has_memory_guard, memory_guard;
+        /* Protocol 2: unchanged tasks whose full report the controller lacks (it restarted): the
+         * agent sends them in full again. */
+        char **resend;
+        size_t n_resend;
 } HeartbeatReply;
 
 int heartbeat_reply_from_json(json_t *j, HeartbeatReply **ret, char **ret_error);

@@ -17,6 +17,7 @@
 #include "heartbeat-reader.h"
 #include "log.h"
 #include "macro.h"
+#include "report-cache.h"
 #include "scheduler/placement-fifo.h"
 
 /* The CFS period every start action uses; the quota scales the request to it. */
@@ -60,6 +61,8 @@ struct Cluster {
          * those it could not. */
         unsigned stray_budget, strays_skipped;
         ClusterCounters counters;
+        /* The last full report of each node's tasks, for protocol 2's unchanged entries. */
+        ReportCache *reports;
 };
 
 /* json_decrefp() comes with jansson >= 2.11. */
@@ -127,14 +130,21 @@ int cluster_new(Store *store, const ClusterConfig *config, int64_t now_ms, Clust
                 c->config.sizes = HFSP_SIZE_PARAMS_DEFAULT;
         if (c->config.speculation.finished_window == 0)
                 c->config.speculation = SPECULATION_PARAMS_DEFAULT;
+        c->reports = report_cache_new();
+        if (!c->reports) {
+                free(c);
+                return -ENOMEM;
+        }
         int r = cluster_spec_new(&c->config.speculation, &c->spec);
         if (r < 0) {
+                report_cache_free(c->reports);
                 free(c);
                 return r;
         }
         r = cluster_sched_new(store, &c->config.sched, &c->config.sizes, &c->sched);
         if (r < 0) {
                 cluster_spec_free(c->spec);
+                report_cache_free(c->reports);
                 free(c);
                 return r;
         }
@@ -173,6 +183,7 @@ Cluster *cluster_free(Cluster *c) {
                 return NULL;
         cluster_sched_free(c->sched);
         cluster_spec_free(c->spec);
+        report_cache_free(c->reports);
         strv_free(c->no_freeze);
         strv_free(c->unreachable);
         free(c);
@@ -1628,8 +1639,10 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
                 /* Nearly every report says: still running, here is its usage. When the store
                  * agrees (running, on this node) that is all, and it stays in memory until the
                  * node's usage row below; anything else takes the full path. */
-                if (rep->state == TASK_RUNNING && !rep->has_exit && !rep->fenced && rep->n_samples > 0 &&
-                    strv_sorted_contains(running, n_running, rep->id)) {
+                if (rep->state == TASK_RUNNING && !rep->has_exit && !rep->fenced &&
+                    (rep->n_samples > 0 || rep->unchanged) && strv_sorted_contains(running, n_running, rep->id)) {
+                        if (rep->n_samples == 0)
+                                continue; /* unchanged, nothing new */
                         double cpu_s, progress;
                         uint64_t peak;
                         report_usage(rep, &cpu_s, &peak, &progress);
@@ -1666,8 +1679,8 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
         return reply_actions(c, hb->node, now_ms, actions);
 }
 
-static int heartbeat_handle(Cluster *c, const char *node, const Heartbeat *hb, int64_t now_ms, json_t **ret_reply,
-                            char **ret_error) {
+static int heartbeat_handle(Cluster *c, const char *node, const Heartbeat *hb, char **resend, int64_t now_ms,
+                            json_t **ret_reply, char **ret_error) {
         int r;
         if (!streq(hb->node, node))
                 return error_message_set(ret_error, -EINVAL, "node: must equal the node id in the URL ('%s')", node);
@@ -1719,11 +1732,41 @@ static int heartbeat_handle(Cluster *c, const char *node, const Heartbeat *hb, i
                         log_warning_errno(r, "Node %s: cannot add this heartbeat's new actions to its reply: %m", node);
         }
         bool guard = c->config.memory_guard && c->config.memory_guard(c->config.on_heartbeat_userdata);
-        json_t *reply = json_pack("{s:I, s:I, s:O, s:b}", "interval_ms", (json_int_t) interval, "lease_ms",
-                                  (json_int_t) c->config.lease_ms, "actions", actions, "memory_guard", guard);
+        _cleanup_json_ json_t *reply = json_pack("{s:I, s:I, s:O, s:b}", "interval_ms", (json_int_t) interval,
+                                                 "lease_ms", (json_int_t) c->config.lease_ms, "actions", actions,
+                                                 "memory_guard", guard);
         if (!reply)
                 return -ENOMEM;
-        *ret_reply = reply;
+        /* Only an agent that speaks protocol 2 knows the field. */
+        if (resend && hb->protocol >= PROTO_VERSION_COMPACT) {
+                json_t *a = json_array();
+                if (!a || json_object_set_new(reply, "resend", a) < 0)
+                        return -ENOMEM;
+                for (char **id = resend; *id; id++)
+                        if (json_array_append_new(a, json_string(*id)) < 0)
+                                return -ENOMEM;
+        }
+        *ret_reply = TAKE_PTR(reply);
+        return 0;
+}
+
+/* Fills in the unchanged entries of a protocol 2 heartbeat from the node's last full reports,
+ * handles it, and keeps its full reports for the next one. */
+static int heartbeat_receive(Cluster *c, const char *node, Heartbeat *hb, int64_t now_ms, json_t **ret_reply,
+                             char **ret_error) {
+        _cleanup_strv_free_ char **missing = NULL;
+        int r = report_cache_fill(c->reports, hb, &missing);
+        if (r < 0)
+                return r;
+        if (missing)
+                log_info("Node %s: %zu unchanged task(s) without an earlier full report here: asking for them in "
+                         "full.", hb->node, strv_length(missing));
+        r = heartbeat_handle(c, node, hb, missing, now_ms, ret_reply, ret_error);
+        if (r < 0)
+                return r;
+        /* Out of memory, unchanged tasks of the next heartbeat are asked for again. */
+        if (report_cache_update(c->reports, hb) < 0)
+                log_oom();
         return 0;
 }
 
@@ -1733,7 +1776,7 @@ int cluster_heartbeat(Cluster *c, const char *node, json_t *body, int64_t now_ms
         int r = heartbeat_from_json(body, &hb, ret_error);
         if (r < 0)
                 return r;
-        return heartbeat_handle(c, node, hb, now_ms, ret_reply, ret_error);
+        return heartbeat_receive(c, node, hb, now_ms, ret_reply, ret_error);
 }
 
 int cluster_heartbeat_text(Cluster *c, const char *node, const char *body, size_t body_size, int64_t now_ms,
@@ -1742,7 +1785,7 @@ int cluster_heartbeat_text(Cluster *c, const char *node, const char *body, size_
         int r = heartbeat_parse(body, body_size, &hb, ret_error);
         if (r < 0)
                 return r;
-        return heartbeat_handle(c, node, hb, now_ms, ret_reply, ret_error);
+        return heartbeat_receive(c, node, hb, now_ms, ret_reply, ret_error);
 }
 
 /* Node loss: its active tasks are lost and run again elsewhere as new attempts (task_lose()),

@@ -248,8 +248,14 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, const Request 
                 log_oom();
                 return MHD_NO;
         }
-        if (text)
+        if (text) {
                 MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+                /* The highest heartbeat protocol spoken here: agents write the compact one after
+                 * an answer that names it, and go back to the first on one that does not. */
+                char version[16];
+                snprintf(version, sizeof version, "%d", PROTO_VERSION_COMPACT);
+                MHD_add_response_header(response, PROTO_VERSION_HEADER, version);
+        }
         else if (resp->file_content_type)
                 MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, resp->file_content_type);
         if (resp->location)

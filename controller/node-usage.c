@@ -89,6 +89,14 @@ static void task_use(const TaskReport *rep, const NodeEntry *old, TaskUse *u) {
                 u->cpu_cores = prev->cpu_cores;
                 u->memory_bytes = prev->memory_bytes;
         }
+        /* An unchanged task whose report the controller lacks: its limits as before. */
+        if (rep->report_unknown) {
+                u->cpu_limit_cores = prev ? prev->cpu_limit_cores : 0;
+                u->memory_limit_bytes = prev ? prev->memory_limit_bytes : 0;
+        } else {
+                u->cpu_limit_cores = cpu_limit_cores(&rep->limits);
+                u->memory_limit_bytes = rep->limits.memory_max_bytes > 0 ? (uint64_t) rep->limits.memory_max_bytes : 0;
+        }
         if (rep->n_samples == 0)
                 return;
         u->memory_bytes = rep->samples[rep->n_samples - 1].memory_current_bytes;
@@ -121,8 +129,6 @@ int node_usage_observe(NodeUsageTable *t, const Heartbeat *hb) {
                 }
                 n++;
                 task_use(rep, old, u);
-                u->cpu_limit_cores = cpu_limit_cores(&rep->limits);
-                u->memory_limit_bytes = rep->limits.memory_max_bytes > 0 ? (uint64_t) rep->limits.memory_max_bytes : 0;
                 sum.tasks++;
                 sum.cpu_cores += u->cpu_cores;
                 sum.memory_bytes += u->memory_bytes;

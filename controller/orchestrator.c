@@ -373,7 +373,10 @@ int orchestrator_observe(void *userdata, const Heartbeat *hb, int64_t now_ms, ui
                         /* The same id on another node: the store decides which is real. */
                         continue;
                 }
-                t->limits = rep->limits;
+                /* An unchanged task the controller has no full report of (it restarted): its
+                 * limits are what the track had, and come in full with the next heartbeat. */
+                if (!rep->report_unknown)
+                        t->limits = rep->limits;
                 t->seen = true;
                 if (rep->memory_guard.time_ms > 0)
                         observe_guard(o, hb->node, rep);

@@ -46,6 +46,7 @@ static inline bool heq_report(const TaskReport *a, const TaskReport *b) {
             memcmp(&a->limits, &b->limits, sizeof(Limits)) != 0 ||
             memcmp(&a->limits_target, &b->limits_target, sizeof(Limits)) != 0 ||
             memcmp(&a->limits_external, &b->limits_external, sizeof(Limits)) != 0 || a->adopted != b->adopted || a->fenced != b->fenced ||
+            a->unchanged != b->unchanged || a->held != b->held || a->report_unknown != b->report_unknown ||
             a->has_exit != b->has_exit || !heq_str(a->error, b->error) || a->output_dropped_bytes != b->output_dropped_bytes)
                 return false;
         if (a->exit.code != b->exit.code || a->exit.signal != b->exit.signal || a->exit.oom_killed != b->exit.oom_killed ||
@@ -72,6 +73,8 @@ static inline const char *heartbeat_difference(const Heartbeat *a, const Heartbe
                 return "node, boot_id, seq or cgroup_mode";
         if (a->has_pids_limit != b->has_pids_limit || (a->has_pids_limit && a->pids_limit != b->pids_limit))
                 return "pids_limit";
+        if (a->protocol != b->protocol)
+                return "protocol";
         if (!heq_real(a->capacity_cpus, b->capacity_cpus) || a->capacity_memory_bytes != b->capacity_memory_bytes)
                 return "capacity";
         if (x->time_ms != y->time_ms || !heq_real(x->cpu_busy, y->cpu_busy) ||

@@ -147,7 +147,7 @@ EXTRA_DIST += $(CLI_INTEGRATION_TESTS)
 check_PROGRAMS += tests/unit/test-cluster
 TESTS += tests/unit/test-cluster tests/integration/test-api.sh
 tests_unit_test_cluster_SOURCES = tests/unit/test-cluster.c tests/unit/store-dir.h \
-	controller/cluster.c controller/cluster.h \
+	controller/cluster.c controller/cluster.h controller/report-cache.c controller/report-cache.h \
 	controller/cluster-sched.c controller/cluster-sched.h controller/cluster-speculate.c controller/cluster-speculate.h \
 	controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \
@@ -158,7 +158,7 @@ tests_unit_test_cluster_LDADD = $(ORCH_LIBS) $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(C
 check_PROGRAMS += tests/unit/test-cluster-sched
 TESTS += tests/unit/test-cluster-sched
 tests_unit_test_cluster_sched_SOURCES = tests/unit/test-cluster-sched.c tests/unit/store-dir.h \
-	controller/cluster.c controller/cluster.h \
+	controller/cluster.c controller/cluster.h controller/report-cache.c controller/report-cache.h \
 	controller/cluster-sched.c controller/cluster-sched.h controller/cluster-speculate.c controller/cluster-speculate.h \
 	controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \
@@ -178,7 +178,7 @@ EXTRA_DIST += tests/integration/test-openapi.sh tests/integration/openapi_check.
 check_PROGRAMS += tests/unit/test-sim-controller
 TESTS += tests/unit/test-sim-controller
 tests_unit_test_sim_controller_SOURCES = tests/unit/test-sim-controller.c tests/unit/store-dir.h \
-	controller/cluster.c controller/cluster.h \
+	controller/cluster.c controller/cluster.h controller/report-cache.c controller/report-cache.h \
 	controller/cluster-sched.c controller/cluster-sched.h controller/cluster-speculate.c controller/cluster-speculate.h \
 	controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \
@@ -235,6 +235,10 @@ EXTRA_DIST += tests/integration/test-pids.sh tests/integration/test-progress-flo
 # agent: its speed class measured by a calibration burn (--speed auto) or configured.
 TESTS += tests/integration/test-agent-speed.sh
 EXTRA_DIST += tests/integration/test-agent-speed.sh
+# Heartbeat protocol 2: a node whose reports are over the body bound stays within it, and no
+# task is lost across either daemon's restart.
+TESTS += tests/integration/test-heartbeat-delta.sh
+EXTRA_DIST += tests/integration/test-heartbeat-delta.sh
 # Both daemons: SIGTERM is a clean stop (status 0), at start-up, at work.
 TESTS += tests/integration/test-sigterm.sh
 EXTRA_DIST += tests/integration/test-sigterm.sh tests/integration/slow-open.c

@@ -137,6 +137,9 @@ static Node node_new(const char *name, double cpus) {
         return (Node) { .name = name, .boot_id = "boot-1", .cpus = cpus, .memory_bytes = 8192 * MiB };
 }
 
+/* The heartbeat protocol beat() writes (0: the first). */
+static unsigned beat_protocol;
+
 /* Sends one heartbeat (encoded by the protocol's own encoder, as an agent does) and returns
  * the reply after checking that the agent's decoder accepts it. */
 static HeartbeatReply *beat(Node *n, TaskReport *reports, size_t n_reports, Ack *acks, size_t n_acks, int64_t now_ms) {
@@ -152,6 +155,7 @@ static HeartbeatReply *beat(Node *n, TaskReport *reports, size_t n_reports, Ack 
                 .n_tasks = n_reports,
                 .acks = acks,
                 .n_acks = n_acks,
+                .protocol = beat_protocol,
         };
         json_t *body = heartbeat_to_json(&hb);
         cr_assert_not_null(body);
@@ -2407,4 +2411,107 @@ Test(cluster, progress_from_cpu_seconds_where_the_task_reports_none) {
         cr_assert(json_is_null(json_object_get(t1, "progress_source")), "a pending task has none");
         cr_assert(json_is_null(json_object_get(t1, "progress")));
         json_decref(view);
+}
+
+/* Protocol 2: a task named by its id alone keeps the report the controller had of it; after a
+ * controller restart the controller asks for it in full, after an agent restart a held task is
+ * not lost; neither an unchanged nor a held task is ever taken for gone. */
+Test(cluster, unchanged_and_held_tasks) {
+        beat_protocol = PROTO_VERSION_COMPACT;
+        Node n1 = node_new("n1", 1);
+        uint64_t id = one_task_running(&n1);
+        const char *tid = task_id(id, 0, 0);
+
+        TaskSample s = { .time_ms = T0 + 2500, .cpu_usage_ns = 1500000000, .memory_current_bytes = MiB,
+                         .memory_peak_bytes = 2 * MiB, .progress = -1 };
+        TaskReport u = { .id = (char *) tid, .state = TASK_RUNNING, .unchanged = true, .samples = &s, .n_samples = 1 };
+        HeartbeatReply *hr = beat(&n1, &u, 1, NULL, 0, T0 + 3000);
+        cr_assert_eq(hr->n_resend, 0, "the controller has its report");
+        heartbeat_reply_free(hr);
+        cr_assert_float_eq(number(id, 0, 0, "cpu_s"), 1.5, 1e-9);
+
+        /* Nothing but its id, twice: still running. */
+        u.n_samples = 0;
+        heartbeat_reply_free(beat(&n1, &u, 1, NULL, 0, T0 + 5000));
+        heartbeat_reply_free(beat(&n1, &u, 1, NULL, 0, T0 + 7000));
+        assert_task_state(id, 0, 0, "running");
+
+        /* The controller restarts: it asks for the report in full, and keeps the task. */
+        restart(SCHED_HFSP, SCHED_PREEMPT_WAIT, T0 + 8000);
+        s.time_ms = T0 + 8500;
+        s.cpu_usage_ns = 3000000000;
+        u.n_samples = 1;
+        hr = beat(&n1, &u, 1, NULL, 0, T0 + 9000);
+        cr_assert_eq(hr->n_resend, 1);
+        cr_assert_str_eq(hr->resend[0], tid);
+        heartbeat_reply_free(hr);
+        assert_task_state(id, 0, 0, "running");
+        cr_assert_float_eq(number(id, 0, 0, "cpu_s"), 3.0, 1e-9);
+        TaskReport full = running(tid, NULL, 0);
+        full.limits = (Limits) { .cpu_quota_us = 50000, .cpu_period_us = 100000 };
+        hr = beat(&n1, &full, 1, NULL, 0, T0 + 10000);
+        cr_assert_eq(hr->n_resend, 0);
+        heartbeat_reply_free(hr);
+        hr = beat(&n1, &u, 1, NULL, 0, T0 + 11000);
+        cr_assert_eq(hr->n_resend, 0, "known again");
+        heartbeat_reply_free(hr);
+
+        /* The agent restarts and holds the task's report for want of room: not lost, and not
+         * asked for (it comes). */
+        n1.boot_id = "boot-2";
+        n1.seq = 0;
+        TaskReport held = u;
+        held.held = true;
+        hr = beat(&n1, &held, 1, NULL, 0, T0 + 12000);
+        cr_assert_eq(hr->n_resend, 0);
+        cr_assert_eq(hr->n_actions, 0, "nothing to kill or restart");
+        heartbeat_reply_free(hr);
+        assert_task_state(id, 0, 0, "running");
+        /* An unchanged entry of the new boot before any full report: asked for. */
+        hr = beat(&n1, &u, 1, NULL, 0, T0 + 13000);
+        cr_assert_eq(hr->n_resend, 1);
+        heartbeat_reply_free(hr);
+        assert_task_state(id, 0, 0, "running");
+        beat_protocol = 0;
+}
+
+/* Protocol 2: tasks whose starts are not acked yet, named only as held (their reports to come)
+ * and as unchanged with reports the controller lacks (it restarted): both run, neither start is
+ * sent again, nothing is killed, and only the unchanged one is asked for. */
+Test(cluster, held_and_unknown_tasks_before_their_starts_are_acked) {
+        beat_protocol = PROTO_VERSION_COMPACT;
+        Node n1 = node_new("n1", 1);
+        uint64_t id = submit(job_one_phase_two_tasks, T0);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        cr_assert_eq(count_actions(hr, ACTION_START), 2);
+        Ack acks[2] = { ack_ok(find_action(hr, ACTION_START, task_id(id, 0, 0))),
+                        ack_ok(find_action(hr, ACTION_START, task_id(id, 0, 1))) };
+        heartbeat_reply_free(hr);
+
+        restart(SCHED_HFSP, SCHED_PREEMPT_WAIT, T0 + 1500);
+        TaskReport u[2] = {
+                { .id = task_id(id, 0, 0), .state = TASK_RUNNING, .unchanged = true, .held = true },
+                { .id = task_id(id, 0, 1), .state = TASK_RUNNING, .unchanged = true },
+        };
+        hr = beat(&n1, u, 2, NULL, 0, T0 + 2000);
+        cr_assert_eq(hr->n_actions, 0, "no start again, no kill");
+        cr_assert_eq(hr->n_resend, 1);
+        cr_assert_str_eq(hr->resend[0], task_id(id, 0, 1));
+        heartbeat_reply_free(hr);
+        assert_task_state(id, 0, 0, "running");
+        assert_task_state(id, 0, 1, "running");
+
+        /* Their starts acked late and their reports in full: nothing more. */
+        TaskReport full[2] = { running(task_id(id, 0, 0), NULL, 0), running(task_id(id, 0, 1), NULL, 0) };
+        hr = beat(&n1, full, 2, acks, 2, T0 + 4000);
+        cr_assert_eq(hr->n_actions, 0);
+        cr_assert_eq(hr->n_resend, 0);
+        heartbeat_reply_free(hr);
+        hr = beat(&n1, u, 2, NULL, 0, T0 + 6000);
+        cr_assert_eq(hr->n_actions, 0);
+        cr_assert_eq(hr->n_resend, 0);
+        heartbeat_reply_free(hr);
+        assert_task_state(id, 0, 0, "running");
+        assert_task_state(id, 0, 1, "running");
+        beat_protocol = 0;
 }

@@ -95,7 +95,7 @@ static TaskSample sample_of(unsigned i, bool detail) {
 
 /* A heartbeat as the agent writes it: n tasks with two samples each, one ended task with an
  * exit record and an error, acks. Returned as text (free it). */
-static char *agent_heartbeat(unsigned n, bool pretty) {
+static char *agent_heartbeat_in(unsigned n, bool pretty, unsigned protocol) {
         TaskReport *reports = calloc(n + 3, sizeof(TaskReport));
         TaskSample *samples = calloc(2 * (n + 1), sizeof(TaskSample));
         char (*ids)[TASK_ID_MAX] = calloc(n + 1, TASK_ID_MAX);
@@ -151,7 +151,16 @@ static char *agent_heartbeat(unsigned n, bool pretty) {
                                  .swap_total_bytes = 0, .swap_free_bytes = 0,
                                  .psi_cpu = { .some_avg10 = 3.5, .some_total_us = 123456 } },
                 .tasks = reports, .n_tasks = n + 3, .acks = acks, .n_acks = ELEMENTSOF(acks),
+                .protocol = protocol,
         };
+        /* Protocol 2: every third running task but the first is unchanged, one without samples. */
+        for (unsigned i = 2; protocol >= PROTO_VERSION_COMPACT && i < n; i += 3) {
+                reports[i].unchanged = true;
+                reports[i].pid = 0;
+                reports[i].limits = (Limits) {};
+                if (i == 2)
+                        reports[i].n_samples = 0;
+        }
         char *text;
         if (pretty) {
                 json_t *j = heartbeat_to_json(&hb);
@@ -167,6 +176,10 @@ static char *agent_heartbeat(unsigned n, bool pretty) {
         free(samples);
         free(ids);
         return text;
+}
+
+static char *agent_heartbeat(unsigned n, bool pretty) {
+        return agent_heartbeat_in(n, pretty, 0);
 }
 
 Test(heartbeat_reader, agent_heartbeats) {
@@ -297,6 +310,49 @@ Test(heartbeat_reader, reals_as_strtod) {
                           h->tasks[0].exit.wall_s, expected);
                 if (i % 100 == 0)
                         check(doc, true);
+        }
+}
+
+Test(heartbeat_reader, protocol_2) {
+        _cleanup_free_ char *small = agent_heartbeat_in(3, false, 2), *big = agent_heartbeat_in(50, false, 2),
+                            *pretty = agent_heartbeat_in(6, true, 2);
+        cr_assert_not_null(strstr(big, "\"unchanged\":[[\"7.0.2.2\"],[\"7.0.5.2\",[1700000010000,"));
+        check(small, true);
+        check(big, true);
+        check(pretty, true);
+        /* Rows and objects side by side, "protocol" 1. */
+        static const char head[] = "{\"node\":\"n\",\"boot_id\":\"b\",\"seq\":1,\"cgroup_mode\":\"v2\",\"capacity\":"
+                                   "{\"cpus\":1,\"memory_bytes\":1048576},\"node_sample\":{\"time_ms\":0,\"cpu_busy\":0,"
+                                   "\"memory_available_bytes\":0},";
+        char text[1024];
+        snprintf(text, sizeof text, "%s\"protocol\":1,\"tasks\":[{\"id\":\"1.0.0.0\",\"state\":\"running\",\"samples\":"
+                 "[[1,2,3,4,null,0],{\"time_ms\":1,\"cpu_usage_ns\":2,\"memory_current_bytes\":3,\"memory_peak_bytes\":4},"
+                 "[5,6,7,8,0.5,257,9,10,11,0.25,0.5]]}]}", head);
+        check(text, true);
+        /* An object among an unchanged task's rows (buffered before the agent learnt protocol 2). */
+        snprintf(text, sizeof text, "%s\"protocol\":2,\"unchanged\":[[\"1.0.0.0\",{\"time_ms\":1,\"cpu_usage_ns\":2,"
+                 "\"memory_current_bytes\":3,\"memory_peak_bytes\":4},[1,2,3,4,null,0]]]}", head);
+        check(text, true);
+        /* PSI in a row: full both or neither. */
+        snprintf(text, sizeof text, "%s\"unchanged\":[[\"1.0.0.0\",[1,2,3,4,null,80,1.5,2,null,null,0,1,0.5,7]]]}", head);
+        check(text, true);
+        /* Declined by the reader, judged by jansson (with the element's path). */
+        static const char *const bad[] = {
+                "\"unchanged\":[[\"1.0.0.0\",[1,2,3,4,null,1,5]]]}",              /* a group short */
+                "\"unchanged\":[[\"1.0.0.0\",[1,2,3,4,null,0,5]]]}",              /* one too many */
+                "\"unchanged\":[[\"1.0.0.0\",[1,2,3,4,null,512]]]}",              /* a node-only group */
+                "\"unchanged\":[[\"1.0.0.0\",[1,2,3,4,null,16,1,2,null,3]]]}",    /* half a "full" */
+                "\"unchanged\":[[\"1.0.0\"]]}",                                   /* not a task id */
+                "\"unchanged\":[[]]}",
+                "\"unchanged\":[[\"1.0.0.0\",{\"time_ms\":1}]]}",               /* an object short */
+                "\"protocol\":3}",
+                "\"unchanged\":[[\"1.0.0.0\"]],\"tasks\":[]}",                   /* valid: the reader leaves it */
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                snprintf(text, sizeof text, "%s%s", head, bad[i]);
+                check(text, false);
+                _cleanup_(heartbeat_freep) Heartbeat *h = NULL;
+                cr_assert_eq(heartbeat_from_text(text, strlen(text), &h), -EINVAL, "%s", text);
         }
 }
 

@@ -796,6 +796,45 @@ Test(heartbeat, round_trip) {
         assert_heartbeats_equal(&heartbeat, h2);
 }
 
+/* Protocol 2: samples as rows, an unchanged task as its id and rows; the text writer and
+ * jansson agree, and both decode back to the same heartbeat (the unchanged entry last). */
+Test(heartbeat, protocol_2_rows_and_unchanged) {
+        TaskReport r[] = { reports[1], { .id = "7.0.4.0", .state = TASK_RUNNING, .unchanged = true, .samples = samples,
+                                         .n_samples = 2 }, reports[0] };
+        Heartbeat hb = heartbeat;
+        hb.tasks = r;
+        hb.n_tasks = ELEMENTSOF(r);
+        hb.protocol = PROTO_VERSION_COMPACT;
+        _cleanup_(text_buf_done) TextBuf b = {};
+        cr_assert_eq(heartbeat_write_json(&b, &hb), 0);
+        json_auto_t *j = heartbeat_to_json(&hb);
+        json_auto_t *k = json_loads(b.data, JSON_REJECT_DUPLICATES, NULL);
+        cr_assert_not_null(k, "%s", b.data);
+        cr_assert(json_equal(j, k), "%s", b.data);
+        cr_assert_eq(json_integer_value(json_object_get(j, "protocol")), 2);
+        /* The first sample has no optional group: six values; the second all of them. */
+        json_t *rows = json_object_get(json_array_get(json_object_get(j, "tasks"), 1), "samples");
+        cr_assert_eq(json_array_size(json_array_get(rows, 0)), 6);
+        cr_assert(json_is_null(json_array_get(json_array_get(rows, 0), 4)));
+        cr_assert_eq(json_array_size(json_array_get(rows, 1)), 6 + 17 + 3 * 4);
+        json_t *u = json_object_get(j, "unchanged");
+        cr_assert_eq(json_array_size(u), 1);
+        cr_assert_str_eq(json_string_value(json_array_get(json_array_get(u, 0), 0)), "7.0.4.0");
+        json_auto_t *v1 = heartbeat_to_json(&heartbeat);
+        _cleanup_free_ char *v1_text = json_dumps(v1, JSON_COMPACT);
+        cr_assert_lt(b.len, strlen(v1_text));
+
+        _cleanup_(heartbeat_freep) Heartbeat *h = NULL;
+        _cleanup_free_ char *err = NULL;
+        cr_assert_eq(heartbeat_from_json(k, &h, &err), 0, "%s", err);
+        cr_assert_eq(h->protocol, 2);
+        Heartbeat want = hb;
+        TaskReport order[] = { r[0], r[2], r[1] };
+        want.tasks = order;
+        assert_heartbeats_equal(&want, h);
+        cr_assert(h->tasks[2].unchanged && !h->tasks[0].unchanged && !h->tasks[1].unchanged);
+}
+
 /* The agent's writer (no jansson tree) gives the document heartbeat_to_json() gives. */
 Test(heartbeat, text_writer_equals_jansson) {
         _cleanup_(text_buf_done) TextBuf b = {};
