@@ -135,16 +135,19 @@ cluster_cgroup_dirs() {
 }
 
 # This box runs other work too (builds, other tests): inside our subtree, quotas and weights
-# should decide, not neighbours outside it. Our own subtree (created by our agent) gets the
-# highest CPU weight there is; nothing outside it is touched.
+# should decide, not neighbours outside it. Our own subtree (created by our agent) gets ten times
+# the default CPU weight; nothing outside it is touched. Not more: our controller and agents run
+# outside it at the default weight, and with the highest weight (262144 shares) tasks that kept
+# both CPUs busy left them 0.4 % of a CPU — the controller stalled for seconds, and an agent's
+# memory guard sampled too late to save a growing task.
 cluster_favour_subtree() {
         local f
         if [ -f "$CGROUP_FS/cgroup.controllers" ]; then
                 f=$CGROUP_FS/$CLUSTER_CGROOT/cpu.weight
-                [ -f "$f" ] && echo 10000 >"$f"
+                [ -f "$f" ] && echo 1000 >"$f"
         else
                 f=$CGROUP_FS/cpu/$CLUSTER_CGROOT/cpu.shares
-                [ -f "$f" ] && echo 262144 >"$f"
+                [ -f "$f" ] && echo 10240 >"$f"
         fi
         return 0
 }
