@@ -50,7 +50,7 @@ bench-controller: bench/controller-load controller/cgorch-controller
 noinst_PROGRAMS += bench/orch-epoch
 bench_orch_epoch_SOURCES = bench/orch-epoch.c tests/unit/store-dir.h \
 	controller/orchestrator.c controller/orchestrator.h controller/clock.c controller/clock.h \
-	controller/cluster.c controller/cluster.h controller/report-cache.c controller/report-cache.h \
+	controller/cluster.c controller/cluster-lifecycle.c controller/cluster-heartbeat.c controller/cluster-internal.h controller/cluster.h controller/report-cache.c controller/report-cache.h \
 	controller/cluster-sched.c controller/cluster-sched.h controller/cluster-speculate.c controller/cluster-speculate.h \
 	controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \

@@ -1,7 +1,7 @@
 /* dependency.h: job dependencies (Slurm's --dependency) — the spec a user writes,
  * "afterok:12:13,afterany:14", as a list of (type, job), and what a dependency makes of the
  * state of the job it names. Pure: the controller keeps them (controller/store-deps.c) and acts
- * on them (controller/cluster.c); the CLI checks a spec before sending it. */
+ * on them (controller/cluster-lifecycle.c); the CLI checks a spec before sending it. */
 #pragma once
 
 #include <errno.h>

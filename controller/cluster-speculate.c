@@ -191,7 +191,7 @@ void cluster_spec_attempt_ended(ClusterSpec *cs, const StoreTask *t, TaskState o
         if (r < 0)
                 log_debug("Speculation: ending attempt %s: %s", t->id, strerror(-r));
         /* The losers of a success are forgotten by the speculator at once: the lifecycle kills
-         * them (cluster.c), and a sync must not tell them again while they are being killed. */
+         * them (cluster-heartbeat.c), and a sync must not tell them again while they are being killed. */
         if (outcome == TASK_SUCCEEDED)
                 for (int i = 0; i < r; i++)
                         if (kill[i] < cs->n_ids && cs->by_id[kill[i]])

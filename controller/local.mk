@@ -7,7 +7,7 @@ CONTROLLER_SOURCES = \
 	controller/api.c controller/api.h \
 	controller/auth.c controller/auth.h \
 	controller/rate-limit.c controller/rate-limit.h \
-	controller/cluster.c controller/cluster.h controller/report-cache.c controller/report-cache.h \
+	controller/cluster.c controller/cluster-lifecycle.c controller/cluster-heartbeat.c controller/cluster-internal.h controller/cluster.h controller/report-cache.c controller/report-cache.h \
 	controller/cluster-sched.c controller/cluster-sched.h \
 	controller/cluster-speculate.c controller/cluster-speculate.h \
 	controller/http-server.c controller/http-server.h controller/peer.c controller/peer.h \
@@ -90,7 +90,7 @@ check_PROGRAMS += tests/unit/test-orchestrator
 TESTS += tests/unit/test-orchestrator
 tests_unit_test_orchestrator_SOURCES = tests/unit/test-orchestrator.c tests/unit/store-dir.h \
 	controller/orchestrator.c controller/orchestrator.h controller/clock.c controller/clock.h \
-	controller/cluster.c controller/cluster.h controller/report-cache.c controller/report-cache.h \
+	controller/cluster.c controller/cluster-lifecycle.c controller/cluster-heartbeat.c controller/cluster-internal.h controller/cluster.h controller/report-cache.c controller/report-cache.h \
 	controller/cluster-sched.c controller/cluster-sched.h controller/cluster-speculate.c controller/cluster-speculate.h \
 	controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \

@@ -449,7 +449,7 @@ int store_job_phases(Store *s, uint64_t job, StorePhase **ret, size_t *ret_n) {
                 return -ENOENT;
 
         /* A task is its latest attempt, or an attempt that succeeded if one did (an attempt
-         * given up on with its node may succeed after all: cluster.c). */
+         * given up on with its node may succeed after all: cluster-heartbeat.c). */
         r = store_prepare(s,
                           "SELECT phase, CASE WHEN EXISTS (SELECT 1 FROM tasks u WHERE u.job = t.job AND u.phase = t.phase"
                           "  AND u.idx = t.idx AND u.state = 'succeeded'"

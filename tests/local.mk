@@ -147,7 +147,7 @@ EXTRA_DIST += $(CLI_INTEGRATION_TESTS)
 check_PROGRAMS += tests/unit/test-cluster
 TESTS += tests/unit/test-cluster tests/integration/test-api.sh
 tests_unit_test_cluster_SOURCES = tests/unit/test-cluster.c tests/unit/store-dir.h \
-	controller/cluster.c controller/cluster.h controller/report-cache.c controller/report-cache.h \
+	controller/cluster.c controller/cluster-lifecycle.c controller/cluster-heartbeat.c controller/cluster-internal.h controller/cluster.h controller/report-cache.c controller/report-cache.h \
 	controller/cluster-sched.c controller/cluster-sched.h controller/cluster-speculate.c controller/cluster-speculate.h \
 	controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \
@@ -158,7 +158,7 @@ tests_unit_test_cluster_LDADD = $(ORCH_LIBS) $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(C
 check_PROGRAMS += tests/unit/test-cluster-sched
 TESTS += tests/unit/test-cluster-sched
 tests_unit_test_cluster_sched_SOURCES = tests/unit/test-cluster-sched.c tests/unit/store-dir.h \
-	controller/cluster.c controller/cluster.h controller/report-cache.c controller/report-cache.h \
+	controller/cluster.c controller/cluster-lifecycle.c controller/cluster-heartbeat.c controller/cluster-internal.h controller/cluster.h controller/report-cache.c controller/report-cache.h \
 	controller/cluster-sched.c controller/cluster-sched.h controller/cluster-speculate.c controller/cluster-speculate.h \
 	controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \
@@ -178,7 +178,7 @@ EXTRA_DIST += tests/integration/test-openapi.sh tests/integration/openapi_check.
 check_PROGRAMS += tests/unit/test-sim-controller
 TESTS += tests/unit/test-sim-controller
 tests_unit_test_sim_controller_SOURCES = tests/unit/test-sim-controller.c tests/unit/store-dir.h \
-	controller/cluster.c controller/cluster.h controller/report-cache.c controller/report-cache.h \
+	controller/cluster.c controller/cluster-lifecycle.c controller/cluster-heartbeat.c controller/cluster-internal.h controller/cluster.h controller/report-cache.c controller/report-cache.h \
 	controller/cluster-sched.c controller/cluster-sched.h controller/cluster-speculate.c controller/cluster-speculate.h \
 	controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \

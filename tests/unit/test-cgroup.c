@@ -519,7 +519,7 @@ Test(cgroup, read_usage) {
 /* ---- freeze, create, remove ---- */
 
 /* A task starts with the limits the controller derives from its request (quota and CFS weight,
- * controller/cluster.c) and is then raised by the balancer, which sends the quota alone: the
+ * controller/cluster-lifecycle.c) and is then raised by the balancer, which sends the quota alone: the
  * weight written at the start, its request's, stays in force, so that under contention the
  * raise only takes idle CPU. */
 static void start_weight_kept_by_raise(const char *fixture, const char *cpu_dir, const char *weight_file,

@@ -1,4 +1,4 @@
-/* test-cluster.c: the job lifecycle (controller/cluster.c) driven directly on a store in a
+/* test-cluster.c: the job lifecycle (controller/cluster*.c) driven directly on a store in a
  * temporary directory — submits, synthetic heartbeats built from the protocol types, cancels
  * and node loss, each at an explicit `now` — without HTTP. */
 #include <criterion/criterion.h>

@@ -1,5 +1,5 @@
 /* test-sim-controller.c: the simulator's result is the daemon's. Small traces go through
- * cgorch-sim (sim_run) and through the controller's own path (controller/cluster.c on a store, a
+ * cgorch-sim (sim_run) and through the controller's own path (controller/cluster*.c on a store, a
  * fake agent that runs each started task at its one CPU and reports it at the instant it
  * ends, submissions at their arrival, on a clock the test moves): every job must end at the same
  * time, for every policy whose node model the fake agent reproduces. */

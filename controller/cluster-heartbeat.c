@@ -1,0 +1,661 @@
+/* cluster-heartbeat.c: what an agent's heartbeat does to the store (task reports merged, acks
+ * applied, actions returned) and what a silent node's loss does to its tasks. */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster-internal.h"
+#include "error-message.h"
+#include "heartbeat-reader.h"
+#include "log.h"
+#include "orchestrator/balancer.h"
+#include "scheduler/placement-fifo.h"
+#include "scheduler/user-weights.h"
+
+/* A task lost with its node (or its agent) runs again as a new attempt, up to this many
+ * attempts lost in all; one lost more often than that fails its job rather than hopping from
+ * node to node for ever. Attempts killed by preemption do not count: being preempted says
+ * nothing about the task. */
+#define CLUSTER_MAX_ATTEMPTS 4u
+
+/* Kills a node may have outstanding for tasks the store does not place there (strays): a node
+ * token could otherwise report tens of thousands of made-up tasks per heartbeat and grow the
+ * store and every reply without bound. The rest are killed once these are acked. */
+#define CLUSTER_MAX_STRAY_KILLS 1024u
+
+static void heartbeat_freep(Heartbeat **h) {
+        if (*h)
+                heartbeat_free(*h);
+}
+
+/* The usage a report's samples carry: CPU-seconds and progress of the last, the largest peak. */
+static void report_usage(const TaskReport *rep, double *ret_cpu_s, uint64_t *ret_peak_bytes, double *ret_progress) {
+        const TaskSample *last = &rep->samples[rep->n_samples - 1];
+        uint64_t peak = 0;
+        for (size_t i = 0; i < rep->n_samples; i++)
+                peak = MAX(peak, MAX(rep->samples[i].memory_peak_bytes, rep->samples[i].memory_current_bytes));
+        *ret_cpu_s = (double) last->cpu_usage_ns / NSEC_PER_SEC;
+        *ret_peak_bytes = peak;
+        *ret_progress = last->progress;
+}
+
+static int task_lose(Cluster *c, const StoreTask *t, const char *reason, int64_t now_ms, JobSet *jobs);
+
+/* An attempt given up on with its node that reports success after all (it ended while its node
+ * could not tell us): its work is done, so it is the task's outcome unless another attempt
+ * succeeded first, and the attempt that runs in its stead is stopped. */
+static int lost_attempt_succeeded(Cluster *c, const StoreTask *t, int64_t now_ms, JobSet *jobs) {
+        JobState job_state;
+        int r = store_job_get_state(c->store, t->job, &job_state);
+        if (r < 0 || job_state_is_final(job_state))
+                return r < 0 ? r : 0;
+
+        StoreTask *tasks = NULL;
+        size_t n = 0;
+        r = store_tasks_find(c->store, t->job, NULL, ~0u, &tasks, &n);
+        if (r < 0)
+                return r;
+        bool won = true;
+        for (size_t i = 0; i < n; i++)
+                if (tasks[i].phase == t->phase && tasks[i].index == t->index && tasks[i].state == TASK_SUCCEEDED)
+                        won = false;
+        char reason[160];
+        snprintf(reason, sizeof reason, "attempt %s succeeded first", t->id);
+        for (size_t i = 0; won && i < n && r >= 0; i++) {
+                const StoreTask *o = &tasks[i];
+                if (o->phase != t->phase || o->index != t->index || o->attempt == t->attempt ||
+                    task_state_is_final(o->state))
+                        continue;
+                log_info("Task %s: stopped, %s.", o->id, reason);
+                r = cluster_stop_task(c, o, reason, now_ms);
+        }
+        store_tasks_free(tasks, n);
+        if (r < 0 || !won)
+                return r;
+
+        r = store_task_set_state(c->store, t->id, TASK_SUCCEEDED, 0, now_ms,
+                                 "succeeded after its node was given up on: the first attempt to succeed counts");
+        if (r < 0)
+                return r;
+        log_notice("Task %s succeeded after its node was given up on: it counts, its other attempts stop.", t->id);
+        c->placement_dirty = true;
+        return cluster_job_set_add(jobs, t->job);
+}
+
+static int merge_report(Cluster *c, const Heartbeat *hb, const TaskReport *rep, int64_t now_ms, JobSet *jobs) {
+        double cpu_s, progress;
+        uint64_t peak;
+        int r;
+
+        _cleanup_(store_task_done) StoreTask t = {};
+        r = store_task_get(c->store, rep->id, &t);
+        if (r == -ENOENT || (r >= 0 && (!t.node || !streq(t.node, hb->node)))) {
+                /* Something runs there that the store does not place there: it only takes
+                 * capacity, so stop it. */
+                if (task_state_is_final(rep->state))
+                        return 0;
+                if (r == -ENOENT) {
+                        if (c->stray_budget == UINT_MAX) {
+                                unsigned pending;
+                                r = store_node_kills_pending(c->store, hb->node, &pending);
+                                if (r < 0)
+                                        return r;
+                                c->stray_budget = pending < CLUSTER_MAX_STRAY_KILLS ? CLUSTER_MAX_STRAY_KILLS - pending : 0;
+                        }
+                        if (c->stray_budget == 0) {
+                                c->strays_skipped++;
+                                return 0;
+                        }
+                        c->stray_budget--;
+                }
+                log_warning("Node %s reports task %s, which is not placed there: killing it.", hb->node, rep->id);
+                return cluster_queue_kill(c, hb->node, rep->id, now_ms);
+        }
+        if (r < 0)
+                return r;
+
+        if (rep->n_samples > 0) {
+                report_usage(rep, &cpu_s, &peak, &progress);
+                r = store_task_update_usage(c->store, t.id, cpu_s, peak, progress);
+                if (r < 0)
+                        return r;
+        }
+        if (rep->has_exit) {
+                r = store_task_set_exit(c->store, t.id, &rep->exit);
+                if (r < 0)
+                        return r;
+        }
+        if (rep->output_dropped_bytes > 0) {
+                r = store_task_set_output_dropped(c->store, t.id, rep->output_dropped_bytes);
+                if (r < 0)
+                        return r;
+        }
+
+        if (task_state_is_final(t.state)) {
+                /* Lost or cancelled here, yet still running there (or frozen by its agent's
+                 * self-fence): finish the job of stopping it. */
+                if (!task_state_is_final(rep->state))
+                        return cluster_queue_kill(c, hb->node, t.id, now_ms);
+                if (t.state == TASK_LOST && rep->state == TASK_SUCCEEDED && rep->has_exit)
+                        return lost_attempt_succeeded(c, &t, now_ms, jobs);
+                return 0;
+        }
+
+        /* Frozen by its agent's self-fence while we could not be reached, and still ours:
+         * it runs on, unless the scheduler itself wants it frozen. */
+        if (rep->fenced && rep->state == TASK_RUNNING) {
+                r = store_action_pending(c->store, t.id, ACTION_KILL);
+                if (r == 0)
+                        r = store_task_fence_thaw_due(c->store, t.id);
+                if (r < 0)
+                        return r;
+                if (r > 0) {
+                        Action a = { .type = ACTION_THAW, .task = t.id };
+                        r = cluster_queue_action(c, hb->node, &a, now_ms, NULL);
+                        if (r < 0)
+                                return r;
+                        log_info("Task %s on node %s: frozen by the agent's self-fence; thaw queued.", t.id, hb->node);
+                }
+        }
+
+        /* A task shorter than a heartbeat interval is first reported ended; it still ran, so it
+         * gets its start time too. A start that failed has no exit record and never ran. */
+        bool started = t.state == TASK_STARTING && (rep->state == TASK_RUNNING || rep->has_exit);
+        if (started) {
+                int64_t started_ms = rep->n_samples > 0 ? rep->samples[0].time_ms : now_ms;
+                r = store_task_set_state(c->store, t.id, TASK_RUNNING, started_ms, now_ms, NULL);
+                if (r < 0)
+                        return r;
+                log_debug("Task %s running on node %s.", t.id, hb->node);
+        }
+        if (rep->state == TASK_LOST) {
+                /* The agent's self-fence could not freeze it and killed it: it runs again. */
+                char reason[256];
+                snprintf(reason, sizeof reason, "node %s: %s", hb->node, rep->error ?: "killed by the agent's self-fence");
+                r = task_lose(c, &t, reason, now_ms, jobs);
+                if (r < 0)
+                        return r;
+                return cluster_job_set_add(jobs, t.job);
+        }
+        if (task_state_is_final(rep->state)) {
+                char error[256] = "";
+                if (rep->error)
+                        snprintf(error, sizeof error, "%s", rep->error);
+                else if (rep->has_exit && rep->exit.oom_killed)
+                        snprintf(error, sizeof error, "killed by the OOM killer");
+                else if (rep->has_exit && rep->exit.signal != 0)
+                        snprintf(error, sizeof error, "killed by signal %d", rep->exit.signal);
+                else if (rep->has_exit && rep->exit.code != 0)
+                        snprintf(error, sizeof error, "exited with code %d", rep->exit.code);
+                r = cluster_task_end(c, &t, rep->state, error[0] ? error : NULL, now_ms);
+                if (r < 0)
+                        return r;
+        } else
+                /* Only an end moves its phase or job on: cluster_start_task() already marked both
+                 * running when it placed the task. */
+                return 0;
+
+        return cluster_job_set_add(jobs, t.job);
+}
+
+static int apply_ack(Cluster *c, const Heartbeat *hb, const Ack *ack, int64_t now_ms, JobSet *jobs) {
+        ActionType type;
+        _cleanup_free_ char *task = NULL;
+        int r = store_action_ack(c->store, hb->node, ack->action_id, ack->ok ? NULL : (ack->error ?: "failed"), now_ms,
+                                 &type, &task);
+        if (r == -ENOENT) {
+                log_warning("Node %s acks action %" PRIu64 ", which it was never sent.", hb->node, ack->action_id);
+                return 0;
+        }
+        if (r <= 0)
+                return r;
+
+        if (ack->ok && type == ACTION_KILL) {
+                /* The agent has done its part of the kill. A task it never reported running
+                 * never ran there (or died at once): nothing more will come for it. */
+                _cleanup_(store_task_done) StoreTask t = {};
+                r = store_task_get(c->store, task, &t);
+                if (r == -ENOENT)
+                        /* A stray's kill says nothing anyone will read: it goes. */
+                        return store_action_delete(c->store, ack->action_id);
+                if (r < 0)
+                        return r;
+                if (t.state != TASK_STARTING || !t.node || !streq(t.node, hb->node))
+                        return 0;
+                r = cluster_task_end(c, &t, TASK_CANCELLED, "killed before it started", now_ms);
+                if (r < 0)
+                        return r;
+                return cluster_job_set_add(jobs, t.job);
+        }
+        if (ack->ok)
+                return 0;
+
+        log_warning("Node %s: %s action %" PRIu64 " for task %s failed: %s", hb->node, action_type_to_string(type),
+                    ack->action_id, task, ack->error ?: "no reason given");
+        if (type == ACTION_FREEZE && ack->error && strstr(ack->error, "no freezer") &&
+            !strv_contains(c->no_freeze, hb->node)) {
+                r = strv_extend(&c->no_freeze, hb->node);
+                if (r < 0)
+                        return r;
+                log_warning("Node %s has no freezer: suspend preemption leaves its tasks running.", hb->node);
+                c->placement_dirty = true;
+        }
+        if (type != ACTION_START)
+                return 0;
+
+        _cleanup_(store_task_done) StoreTask t = {};
+        r = store_task_get(c->store, task, &t);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        if (task_state_is_final(t.state))
+                return 0;
+        char error[512];
+        snprintf(error, sizeof error, "start failed: %s", ack->error ?: "no reason given");
+        r = cluster_task_end(c, &t, TASK_FAILED, error, now_ms);
+        if (r < 0)
+                return r;
+        return cluster_job_set_add(jobs, t.job);
+}
+
+/* The node's unacked actions, re-sent every heartbeat until acked (the agent applies each id
+ * once). A start whose task has meanwhile ended or is being killed is dropped, not sent. */
+static int reply_actions(Cluster *c, const char *node, int64_t now_ms, json_t *ret_array) {
+        StoreAction *actions = NULL;
+        size_t n = 0;
+        int r = store_actions_unacked(c->store, node, now_ms, &actions, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                if (actions[i].type == ACTION_START) {
+                        _cleanup_(store_task_done) StoreTask t = {};
+                        r = store_task_get(c->store, actions[i].task, &t);
+                        if (r >= 0 && t.state == TASK_STARTING)
+                                r = store_action_pending(c->store, t.id, ACTION_KILL);
+                        /* Ended, or being killed: starting it now would only waste a fork. */
+                        if (r == -ENOENT || (r >= 0 && t.state != TASK_STARTING) || r > 0) {
+                                r = store_action_obsolete(c->store, actions[i].id, now_ms);
+                                continue;
+                        }
+                        if (r < 0)
+                                break;
+                }
+                r = json_array_append(ret_array, actions[i].payload) < 0 ? -ENOMEM : 0;
+        }
+        store_actions_free(actions, n);
+        return r;
+}
+
+/* Marks an active task lost and queues its next attempt, unless its job has ended or it has
+ * used up its attempts (then the loss fails the job in the roll-up). The old attempt may
+ * still run somewhere cut off from us: if its node comes back, merge_report() kills it, as a
+ * task that is final here but running there. */
+static int task_lose(Cluster *c, const StoreTask *t, const char *reason, int64_t now_ms, JobSet *jobs) {
+        c->placement_dirty = true;
+        int r = cluster_job_set_add(jobs, t->job);
+        if (r < 0)
+                return r;
+
+        JobState job_state;
+        r = store_job_get_state(c->store, t->job, &job_state);
+        if (r < 0)
+                return r;
+        /* A copy lost is dropped; an attempt lost beside its copy leaves the task to the copy. */
+        cluster_spec_attempt_ended(c->spec, t, TASK_LOST, now_ms);
+        r = cluster_task_end_speculated(c, t, TASK_LOST, reason, job_state_is_final(job_state), now_ms);
+        if (r != 0)
+                return r < 0 ? r : 0;
+        r = store_task_set_state(c->store, t->id, TASK_LOST, 0, now_ms, reason);
+        if (r < 0)
+                return r;
+        unsigned lost = 0;
+        r = store_task_attempts_lost(c->store, t, &lost);
+        if (r < 0)
+                return r;
+        if (job_state_is_final(job_state) || lost >= CLUSTER_MAX_ATTEMPTS) {
+                log_warning("Task %s lost (%s)%s.", t->id, reason,
+                            job_state_is_final(job_state) ? "" : "; no attempt left, its job fails");
+                return 0;
+        }
+        _cleanup_free_ char *retry = NULL;
+        r = store_task_insert_retry(c->store, t, &retry);
+        if (r == -EEXIST)
+                return 0;
+        if (r < 0)
+                return r;
+        log_warning("Task %s lost (%s); rescheduled as %s.", t->id, reason, retry);
+        return 0;
+}
+
+/* An agent that restarted reports every task it still has (whatever it re-adopts from its
+ * cgroup subtree); an active task it does not report went with the old agent, and would
+ * otherwise stay "running" here for ever, since the node keeps sending heartbeats. A task whose
+ * start was never acked is not lost: its start is re-sent to the new agent. */
+static int lose_unreported(Cluster *c, const Heartbeat *hb, int64_t now_ms, JobSet *jobs) {
+        StoreTask *tasks = NULL;
+        size_t n = 0;
+        char reason[128];
+
+        int r = store_tasks_find(c->store, 0, hb->node, TASK_STATES_ACTIVE, &tasks, &n);
+        if (r < 0)
+                return r;
+        snprintf(reason, sizeof reason, "node %s: the agent restarted without this task", hb->node);
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                bool reported = false;
+                for (size_t k = 0; k < hb->n_tasks && !reported; k++)
+                        reported = streq(hb->tasks[k].id, tasks[i].id);
+                if (reported)
+                        continue;
+                if (tasks[i].state == TASK_STARTING) {
+                        r = store_action_pending(c->store, tasks[i].id, ACTION_START);
+                        if (r != 0)
+                                continue;
+                }
+                r = task_lose(c, &tasks[i], reason, now_ms, jobs);
+        }
+        store_tasks_free(tasks, n);
+        return r < 0 ? r : 0;
+}
+
+static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json_t *actions) {
+        _cleanup_(cluster_job_set_done) JobSet jobs = {};
+        _cleanup_(store_node_done) StoreNode old = {};
+        _cleanup_strv_free_ char **running = NULL;
+        size_t n_running = 0;
+
+        bool restarted = false, changed = false;
+        int r = store_node_peek(c->store, hb->node, &old);
+        if (r == -ENOENT) {
+                changed = true;
+                log_info("Node %s registered: %g CPUs, %" PRIu64 " bytes of memory, cgroup mode %s%s.", hb->node,
+                         hb->capacity_cpus, hb->capacity_memory_bytes, hb->cgroup_mode ?: "unknown",
+                         hb->has_pids_limit && !hb->pids_limit ? ", no pids controller (tasks run without a pids limit)" : "");
+        } else if (r < 0)
+                return r;
+        else {
+                restarted = !streq(old.boot_id, hb->boot_id);
+                /* A heartbeat its agent gave up on (its request timed out in a partition, and
+                 * TCP still delivered it once the link healed) comes after newer ones: what it
+                 * says is older than what the store has, so it changes nothing. */
+                if (!restarted && hb->seq <= old.last_seq)
+                        return -ESTALE;
+                changed = changed || restarted || old.lost || old.capacity_cpus != hb->capacity_cpus ||
+                        old.capacity_memory_bytes != hb->capacity_memory_bytes || old.speed != hb->speed;
+                if (restarted)
+                        log_notice("Node %s: agent restarted (boot id %s, was %s).", hb->node, hb->boot_id,
+                                   old.boot_id);
+                if (old.lost)
+                        log_notice("Node %s is back after being lost.", hb->node);
+                else if (cluster_node_list_remove(c->unreachable, hb->node)) {
+                        changed = true;
+                        log_notice("Node %s answers again after %.1f s without a heartbeat.", hb->node,
+                                   (double) (now_ms - old.last_heartbeat_ms) / 1000.0);
+                } else if (now_ms - old.last_heartbeat_ms > cluster_unreachable_after_ms(c))
+                        changed = true; /* first word since our start: placeable again */
+        }
+
+        r = store_node_upsert(c->store, hb, now_ms);
+        if (r < 0)
+                return r;
+        r = store_node_running_tasks(c->store, hb->node, &running, &n_running);
+        if (r < 0)
+                return r;
+
+        for (size_t i = 0; i < hb->n_acks; i++) {
+                r = apply_ack(c, hb, &hb->acks[i], now_ms, &jobs);
+                if (r < 0)
+                        return r;
+        }
+        /* Counted at the first stray, if any: most heartbeats have none. */
+        c->stray_budget = UINT_MAX;
+        c->strays_skipped = 0;
+        for (size_t i = 0; i < hb->n_tasks; i++) {
+                const TaskReport *rep = &hb->tasks[i];
+                /* Nearly every report says: still running, here is its usage. When the store
+                 * agrees (running, on this node) that is all, and it stays in memory until the
+                 * node's usage row below; anything else takes the full path. */
+                if (rep->state == TASK_RUNNING && !rep->has_exit && !rep->fenced &&
+                    (rep->n_samples > 0 || rep->unchanged) && cluster_strv_sorted_contains(running, n_running, rep->id)) {
+                        if (rep->n_samples == 0)
+                                continue; /* unchanged, nothing new */
+                        double cpu_s, progress;
+                        uint64_t peak;
+                        report_usage(rep, &cpu_s, &peak, &progress);
+                        r = store_task_usage_observe(c->store, rep->id, cpu_s, peak, progress);
+                } else
+                        r = merge_report(c, hb, rep, now_ms, &jobs);
+                if (r < 0)
+                        return r;
+        }
+        if (c->strays_skipped > 0)
+                log_warning("Node %s reports %u more tasks that are not placed there than the %u kills it may have "
+                            "outstanding: they are killed once it has acked those.",
+                            hb->node, c->strays_skipped, CLUSTER_MAX_STRAY_KILLS);
+        /* One write for the usage of all of them (ended ones have left the memory). */
+        r = store_node_usage_save(c->store, hb->node, running, n_running);
+        if (r < 0)
+                return r;
+        if (restarted) {
+                r = lose_unreported(c, hb, now_ms, &jobs);
+                if (r < 0)
+                        return r;
+                (void) cluster_node_list_remove(c->no_freeze, hb->node); /* the restarted agent may have a freezer now */
+        }
+        r = cluster_roll_up_all(c, &jobs, now_ms);
+        if (r < 0)
+                return r;
+        /* Tasks that ended or were lost set placement_dirty themselves (cluster_task_end(),
+         * task_lose()); starts and acks change nothing placement sees. */
+        if (changed)
+                c->placement_dirty = true;
+        r = cluster_place_if_needed(c, now_ms);
+        if (r < 0)
+                return r;
+        return reply_actions(c, hb->node, now_ms, actions);
+}
+
+static int heartbeat_handle(Cluster *c, const char *node, const Heartbeat *hb, char **resend, int64_t now_ms,
+                            json_t **ret_reply, char **ret_error) {
+        int r;
+        if (!streq(hb->node, node))
+                return error_message_set(ret_error, -EINVAL, "node: must equal the node id in the URL ('%s')", node);
+
+        _cleanup_json_ json_t *actions = json_array();
+        if (!actions)
+                return -ENOMEM;
+
+        r = store_begin(c->store);
+        if (r >= 0) {
+                r = heartbeat_apply(c, hb, now_ms, actions);
+                /* Rolled back, what the last placement queued may be gone with it. */
+                r = cluster_transaction_end(c, r);
+        }
+        if (r == -EBUSY || r == -EIO || (r < 0 && store_fault(c->store, NULL, NULL) != STORE_FAULT_NONE)) {
+                /* The node is alive, but the store could not record it: no node is lost for
+                 * a full lease from now (its agent fences meanwhile, and is thawed when the
+                 * store takes its heartbeats again), rather than all of them at the first
+                 * check after the store recovers. The store logs when it starts and stops
+                 * failing (store_fault()). */
+                if (c->started_ms < now_ms)
+                        log_debug("Node %s: the store cannot record its heartbeat (%s): no node is lost until it "
+                                  "has for --lease plus an interval.", node, strerror(-r));
+                c->started_ms = MAX(c->started_ms, now_ms);
+        }
+        if (r < 0)
+                return r;
+
+        uint32_t interval = cluster_interval_ms(c);
+        if (c->config.on_heartbeat &&
+            c->config.on_heartbeat(c->config.on_heartbeat_userdata, hb, now_ms, &interval) > 0) {
+                /* An epoch ran on this heartbeat's samples and changed limits on this node: they
+                 * go back now rather than with the next heartbeat. If that cannot be read, they
+                 * still go next time (unacked actions are re-sent). */
+                _cleanup_json_ json_t *fresh = json_array();
+                r = fresh ? store_begin(c->store) : -ENOMEM;
+                if (r >= 0) {
+                        r = reply_actions(c, hb->node, now_ms, fresh);
+                        if (r >= 0)
+                                r = store_commit(c->store);
+                        if (r < 0)
+                                store_rollback(c->store);
+                }
+                if (r >= 0) {
+                        json_t *old = actions;
+                        actions = TAKE_PTR(fresh);
+                        fresh = old;
+                } else
+                        log_warning_errno(r, "Node %s: cannot add this heartbeat's new actions to its reply: %m", node);
+        }
+        bool guard = c->config.memory_guard && c->config.memory_guard(c->config.on_heartbeat_userdata);
+        _cleanup_json_ json_t *reply = json_pack("{s:I, s:I, s:O, s:b}", "interval_ms", (json_int_t) interval,
+                                                 "lease_ms", (json_int_t) c->config.lease_ms, "actions", actions,
+                                                 "memory_guard", guard);
+        if (!reply)
+                return -ENOMEM;
+        /* Only an agent that speaks protocol 2 knows the field. */
+        if (resend && hb->protocol >= PROTO_VERSION_COMPACT) {
+                json_t *a = json_array();
+                if (!a || json_object_set_new(reply, "resend", a) < 0)
+                        return -ENOMEM;
+                for (char **id = resend; *id; id++)
+                        if (json_array_append_new(a, json_string(*id)) < 0)
+                                return -ENOMEM;
+        }
+        *ret_reply = TAKE_PTR(reply);
+        return 0;
+}
+
+/* Fills in the unchanged entries of a protocol 2 heartbeat from the node's last full reports,
+ * handles it, and keeps its full reports for the next one. */
+static int heartbeat_receive(Cluster *c, const char *node, Heartbeat *hb, int64_t now_ms, json_t **ret_reply,
+                             char **ret_error) {
+        _cleanup_strv_free_ char **missing = NULL;
+        int r = report_cache_fill(c->reports, hb, &missing);
+        if (r < 0)
+                return r;
+        if (missing)
+                log_info("Node %s: %zu unchanged task(s) without an earlier full report here: asking for them in "
+                         "full.", hb->node, strv_length(missing));
+        r = heartbeat_handle(c, node, hb, missing, now_ms, ret_reply, ret_error);
+        if (r < 0)
+                return r;
+        /* Out of memory, unchanged tasks of the next heartbeat are asked for again. */
+        if (report_cache_update(c->reports, hb) < 0)
+                log_oom();
+        return 0;
+}
+
+int cluster_heartbeat(Cluster *c, const char *node, json_t *body, int64_t now_ms, json_t **ret_reply,
+                      char **ret_error) {
+        _cleanup_(heartbeat_freep) Heartbeat *hb = NULL;
+        int r = heartbeat_from_json(body, &hb, ret_error);
+        if (r < 0)
+                return r;
+        return heartbeat_receive(c, node, hb, now_ms, ret_reply, ret_error);
+}
+
+int cluster_heartbeat_text(Cluster *c, const char *node, const char *body, size_t body_size, int64_t now_ms,
+                           json_t **ret_reply, char **ret_error) {
+        _cleanup_(heartbeat_freep) Heartbeat *hb = NULL;
+        int r = heartbeat_parse(body, body_size, &hb, ret_error);
+        if (r < 0)
+                return r;
+        return heartbeat_receive(c, node, hb, now_ms, ret_reply, ret_error);
+}
+
+/* Node loss: its active tasks are lost and run again elsewhere as new attempts (task_lose()),
+ * placed by the caller once every lost node is handled. */
+static int node_lose(Cluster *c, const char *node, int64_t silent_ms, int64_t now_ms, size_t *ret_lost) {
+        _cleanup_(cluster_job_set_done) JobSet jobs = {};
+        StoreTask *tasks = NULL;
+        size_t n = 0;
+        char reason[128];
+
+        snprintf(reason, sizeof reason, "node %s lost: no heartbeat for %.1f s", node, (double) silent_ms / 1000.0);
+
+        int r = store_node_set_lost(c->store, node);
+        if (r < 0)
+                return r;
+        r = store_tasks_find(c->store, 0, node, TASK_STATES_ACTIVE, &tasks, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n && r >= 0; i++)
+                r = task_lose(c, &tasks[i], reason, now_ms, &jobs);
+        store_tasks_free(tasks, n);
+        if (r < 0)
+                return r;
+        *ret_lost = n;
+        return cluster_roll_up_all(c, &jobs, now_ms);
+}
+
+/* Notes the nodes that fell silent since the last check (they get nothing new: cluster_place()). */
+static int note_unreachable(Cluster *c, int64_t now_ms) {
+        _cleanup_strv_free_ char **silent = NULL;
+        int r = store_nodes_overdue(c->store, now_ms - cluster_unreachable_after_ms(c), &silent);
+        if (r < 0)
+                return r;
+        for (char **id = silent; id && *id; id++) {
+                if (strv_contains(c->unreachable, *id))
+                        continue;
+                r = strv_extend(&c->unreachable, *id);
+                if (r < 0)
+                        return r;
+                log_warning("Node %s unreachable: nothing new goes there; its tasks run again elsewhere if it is "
+                            "still silent %.1f s after its last heartbeat (--lease plus an interval).",
+                            *id, (double) cluster_lost_after_ms(c) / 1000.0);
+        }
+        return 0;
+}
+
+int cluster_check_nodes(Cluster *c, int64_t now_ms) {
+        int64_t timeout_ms = cluster_lost_after_ms(c);
+
+        int r = note_unreachable(c, now_ms);
+        if (r < 0)
+                return r;
+
+        /* After a controller start every agent deserves a full lease to report again: one that
+         * could not reach us for longer froze its tasks, and we thaw them when it does. */
+        if (now_ms - c->started_ms < timeout_ms)
+                return 0;
+        /* A store that cannot write could not record a loss either: trying every tick would only
+         * log losses that roll back. The grace runs again once it writes (heartbeat_handle()). */
+        if (store_fault(c->store, NULL, NULL) != STORE_FAULT_NONE)
+                return 0;
+
+        _cleanup_strv_free_ char **overdue = NULL;
+        r = store_nodes_overdue(c->store, now_ms - timeout_ms, &overdue);
+        if (r < 0)
+                return r;
+
+        for (char **id = overdue; id && *id; id++) {
+                _cleanup_(store_node_done) StoreNode n = {};
+                r = store_begin(c->store);
+                if (r < 0)
+                        return r;
+                size_t lost = 0;
+                r = store_node_peek(c->store, *id, &n);
+                if (r >= 0)
+                        r = node_lose(c, *id, now_ms - n.last_heartbeat_ms, now_ms, &lost);
+                r = cluster_transaction_end(c, r);
+                if (r < 0)
+                        return r;
+                /* Said once it is true: a rolled-back loss is tried again at the next check. */
+                (void) cluster_node_list_remove(c->unreachable, *id);
+                log_warning("Node %s is lost (no heartbeat for %.1f s); %zu task(s) lost.", *id,
+                            (double) (now_ms - n.last_heartbeat_ms) / 1000.0, lost);
+        }
+        if (!overdue || !overdue[0])
+                return 0;
+        /* One placement for all of them: a placement per lost node stalled the controller for
+         * minutes when a thousand nodes went silent at once. */
+        r = store_begin(c->store);
+        if (r < 0)
+                return r;
+        return cluster_transaction_end(c, cluster_place(c, now_ms));
+}
