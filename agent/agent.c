@@ -1294,147 +1294,116 @@ static size_t sample_text_bytes(const Task *t, size_t n, bool entry) {
         return t->sample_ends[n - 1] + (entry ? 1 : 0);
 }
 
-int agent_build_heartbeat(Agent *a, const char **ret_body) {
-        _cleanup_free_ size_t *take = NULL, *n_samples = NULL, *samples_at = NULL;
-        _cleanup_free_ ReportKind *kind = NULL;
-        _cleanup_free_ Task **order = NULL;
-        _cleanup_free_ const size_t **sample_bytes = NULL;
-        _cleanup_free_ size_t *bytes = NULL;
-        TextBuf *body = &a->heartbeat_body;
-        uint64_t available = 0;
-        size_t fixed, i, n_bytes = 0, taken = 0, waiting = 0, extra = 0, end;
-        Heartbeat h;
-
+/* The node's own sample: memory, swap and pressure, where this kernel has them. */
+static NodeSample node_sample_read(const Agent *a) {
         Meminfo mi = {};
         NodeSample ns = { .time_ms = now_realtime_ms(), .cpu_busy = a->cpu_busy };
 
         if (procfs_read_meminfo_all(a->proc_fs, &mi) >= 0) {
-                available = mi.available_bytes;
+                ns.memory_available_bytes = mi.available_bytes;
                 ns.memory_total_bytes = mi.total_bytes;
                 ns.swap_total_bytes = mi.swap_total_bytes;
                 ns.swap_free_bytes = mi.swap_free_bytes;
                 ns.has |= SAMPLE_HAS_MEMINFO;
         }
-        ns.memory_available_bytes = available;
         if (procfs_read_pressure(a->proc_fs, "cpu", &ns.psi_cpu) >= 0)
                 ns.has |= SAMPLE_HAS_PSI_CPU;
         if (procfs_read_pressure(a->proc_fs, "memory", &ns.psi_memory) >= 0)
                 ns.has |= SAMPLE_HAS_PSI_MEMORY;
         if (procfs_read_pressure(a->proc_fs, "io", &ns.psi_io) >= 0)
                 ns.has |= SAMPLE_HAS_PSI_IO;
+        return ns;
+}
 
-        /* The last heartbeat's buffer is written over (that one was sent: the reporter builds
-         * none while one is in flight). A fresh buffer each second, grown by realloc, was
-         * page-faulted in again every time: ≈ 100 faults a second at 1000 tasks, 4 % of the
-         * agent's CPU. Keeping it resident costs ≈ 0.3 MiB at the peak (measured), less than
-         * the Task struct gave back. Over twice the room the last body took is given back: a
-         * heartbeat that carried two samples per task (one was late, or the controller was
-         * away) is twice the usual size, and tasks end. */
-        a->built_mono_us = now_mono_us();
+/* The last heartbeat's buffer is written over (that one was sent: the reporter builds none
+ * while one is in flight). A fresh buffer each second, grown by realloc, was page-faulted in
+ * again every time: ≈ 100 faults a second at 1000 tasks, 4 % of the agent's CPU. Keeping it
+ * resident costs ≈ 0.3 MiB at the peak (measured), less than the Task struct gave back. Over
+ * twice the room the last body took is given back: a heartbeat that carried two samples per
+ * task (one was late, or the controller was away) is twice the usual size, and tasks end. */
+static void heartbeat_body_reset(TextBuf *body) {
         if (body->allocated > HEARTBEAT_BODY_SHRINK_BYTES && body->allocated / 2 > body->len)
                 text_buf_done(body);
         body->len = 0;
         body->failed = false;
         if (body->data)
                 body->data[0] = '\0';
+}
 
-        h = (Heartbeat) {
-                .node = a->node,
-                .boot_id = a->boot_id,
-                .seq = ++a->seq,
-                .cgroup_mode = (char *) cgroup_mode_to_string(cgroup_backend_mode(a->cgroups)),
-                .has_pids_limit = true,
-                .pids_limit = cgroup_backend_has_pids(a->cgroups),
-                .capacity_cpus = a->cfg.capacity_cpus,
-                .capacity_memory_bytes = a->cfg.capacity_memory_bytes,
-                .speed = a->cfg.speed,
-                .node_sample = ns,
-                .acks = a->acks,
-                .n_acks = a->n_acks,
-        };
+/* Protocol 2: how each task's report goes (kind, in task order). A report that writes as in the
+ * last answered heartbeat goes by its id alone (unchanged); reports that changed go in full
+ * while they take at most half the bound, the others are held (named, their report in a later
+ * heartbeat), so that a node of many tasks stays within the bound when all of them change at
+ * once (its agent's or the controller's restart). */
+static int reports_classify(Agent *a, const Heartbeat *h, ReportKind *kind) {
+        _cleanup_(text_buf_done) TextBuf one = {};
+        size_t i, named = 0, full = 0, budget = a->cfg.max_heartbeat_bytes / 2;
 
-        /* What always goes: the head, every task's report without samples (a restarted agent's
-         * first heartbeat must name every task it has, or the controller takes the rest for
-         * lost), exit records, and the acks. Samples fill what the size bound leaves, oldest
-         * first; the rest waits for the next heartbeat. That much is written once, remembering
-         * where each report's samples go; they are spliced in after, in the same buffer.
-         *
-         * Protocol 2 names a task whose report writes as in the last answered heartbeat by its
-         * id alone (unchanged); reports that changed go in full while they take at most half
-         * the bound, the others are held (named, their report in a later heartbeat), so that a
-         * node of many tasks stays within the bound when all of them change at once (its
-         * agent's or the controller's restart). */
-        bool compact = a->protocol >= PROTO_VERSION_COMPACT;
-        if (compact)
-                h.protocol = PROTO_VERSION_COMPACT;
-        samples_at = calloc(MAX(a->n_tasks, (size_t) 1), sizeof(size_t));
-        order = calloc(MAX(a->n_tasks, (size_t) 1), sizeof(Task *));
-        kind = calloc(MAX(a->n_tasks, (size_t) 1), sizeof(ReportKind));
-        if (!samples_at || !order || !kind)
+        /* The head and the acks (all of them) count against the half too. */
+        heartbeat_write_json_head(&one, h);
+        heartbeat_write_json_tail(&one, h);
+        if (one.failed)
                 return -ENOMEM;
-        if (compact) {
-                _cleanup_(text_buf_done) TextBuf one = {};
-                size_t named = 0, full = 0, budget = a->cfg.max_heartbeat_bytes / 2;
+        full = one.len;
 
-                /* The head and the acks (all of them) count against the half too. */
-                heartbeat_write_json_head(&one, &h);
-                heartbeat_write_json_tail(&one, &h);
+        i = 0;
+        for (Task *t = a->tasks; t; t = t->next, i++) {
+                TaskReport r = task_report(t);
+                size_t at;
+
+                free(t->base_inflight);
+                t->base_inflight = NULL;
+                one.len = 0;
+                task_report_write_json_split(&one, &r, &at);
                 if (one.failed)
                         return -ENOMEM;
-                full = one.len;
-
-                i = 0;
-                for (Task *t = a->tasks; t; t = t->next, i++) {
-                        TaskReport r = task_report(t);
-                        size_t at;
-
-                        free(t->base_inflight);
-                        t->base_inflight = NULL;
-                        one.len = 0;
-                        task_report_write_json_split(&one, &r, &at);
-                        if (one.failed)
+                if (!report_is_baseable(&r)) {
+                        /* The controller keeps this one: what the agent had sent before is
+                         * no base any more. */
+                        kind[i] = REPORT_FULL;
+                        full += one.len + 1;
+                        free(t->base);
+                        t->base = NULL;
+                } else if (t->base && streq(t->base, one.data))
+                        kind[i] = REPORT_UNCHANGED;
+                else {
+                        kind[i] = REPORT_CHANGED;
+                        t->base_inflight = strdup(one.data);
+                        if (!t->base_inflight)
                                 return -ENOMEM;
-                        if (!report_is_baseable(&r)) {
-                                /* The controller keeps this one: what the agent had sent
-                                 * before is no base any more. */
-                                kind[i] = REPORT_FULL;
-                                full += one.len + 1;
+                }
+                if (kind[i] != REPORT_FULL)
+                        named += strlen(t->id) + 5; /* ["ID"], */
+        }
+        /* Changed reports in task order while they fit; a held one is named instead. */
+        i = 0;
+        for (Task *t = a->tasks; t; t = t->next, i++)
+                if (kind[i] == REPORT_CHANGED) {
+                        size_t len = strlen(t->base_inflight) + 1, entry = strlen(t->id) + 5;
+                        if (full + named - entry + len <= budget) {
+                                full += len;
+                                named -= entry;
+                        } else {
+                                /* The controller forgets a held task's report. */
+                                kind[i] = REPORT_HELD;
+                                free(t->base_inflight);
+                                t->base_inflight = NULL;
                                 free(t->base);
                                 t->base = NULL;
-                        } else if (t->base && streq(t->base, one.data))
-                                kind[i] = REPORT_UNCHANGED;
-                        else {
-                                kind[i] = REPORT_CHANGED;
-                                t->base_inflight = strdup(one.data);
-                                if (!t->base_inflight)
-                                        return -ENOMEM;
                         }
-                        if (kind[i] != REPORT_FULL)
-                                named += strlen(t->id) + 5; /* ["ID"], */
                 }
-                /* Changed reports in task order while they fit; a held one is named instead. */
-                i = 0;
-                for (Task *t = a->tasks; t; t = t->next, i++)
-                        if (kind[i] == REPORT_CHANGED) {
-                                size_t len = strlen(t->base_inflight) + 1, entry = strlen(t->id) + 5;
-                                if (full + named - entry + len <= budget) {
-                                        full += len;
-                                        named -= entry;
-                                }
-                                else {
-                                        /* The controller forgets a held task's report. */
-                                        kind[i] = REPORT_HELD;
-                                        free(t->base_inflight);
-                                        t->base_inflight = NULL;
-                                        free(t->base);
-                                        t->base = NULL;
-                                }
-                        }
-        }
+        return 0;
+}
 
-        heartbeat_write_json_head(body, &h);
-        size_t n_order = 0;
-        /* The full reports in task order, then the unchanged entries, then the held. */
+/* The body without samples: the head, the full reports in task order, then the unchanged
+ * entries, then the held, then the tail. order[] gets each report's task by its place in the
+ * body, samples_at[] where its samples go; returns the samples waiting in all. */
+static size_t reports_write(Agent *a, const Heartbeat *h, const ReportKind *kind, Task **order, size_t *samples_at,
+                            size_t *ret_n_order) {
+        TextBuf *body = &a->heartbeat_body;
+        size_t i, n_order = 0, waiting = 0;
+
+        heartbeat_write_json_head(body, h);
         i = 0;
         for (Task *t = a->tasks; t; t = t->next, i++) {
                 if (kind[i] != REPORT_FULL && kind[i] != REPORT_CHANGED)
@@ -1444,7 +1413,7 @@ int agent_build_heartbeat(Agent *a, const char **ret_body) {
                         text_buf_add(body, ",", 1);
                 task_report_write_json_split(body, &r, &samples_at[n_order]);
                 order[n_order++] = t;
-                n_bytes += t->n_samples;
+                waiting += t->n_samples;
         }
         for (ReportKind k = REPORT_UNCHANGED; k <= REPORT_HELD; k++) {
                 bool first = true;
@@ -1461,58 +1430,62 @@ int agent_build_heartbeat(Agent *a, const char **ret_body) {
                         unchanged_write_json(body, &r, "", 0);
                         samples_at[n_order] = body->len - 1; /* before its ']' */
                         order[n_order++] = t;
-                        n_bytes += t->n_samples;
+                        waiting += t->n_samples;
                 }
         }
-        heartbeat_write_json_tail(body, &h);
-        if (body->failed)
-                return -ENOMEM;
-        fixed = body->len;
-        if (fixed > a->cfg.max_heartbeat_bytes && !a->warned_heartbeat_size) {
-                log_warning("The reports of %zu tasks alone take %zu bytes, over --max-heartbeat-size=%" PRIu64
-                            ": raise it and the controller's --max-body-size together.", a->n_tasks, fixed,
-                            a->cfg.max_heartbeat_bytes);
-                a->warned_heartbeat_size = true;
-        }
+        heartbeat_write_json_tail(body, h);
+        *ret_n_order = n_order;
+        return waiting;
+}
 
-        /* From here on, tasks by their place in the body (order). */
-        take = calloc(MAX(a->n_tasks, (size_t) 1), sizeof(size_t));
-        n_samples = calloc(MAX(a->n_tasks, (size_t) 1), sizeof(size_t));
-        sample_bytes = calloc(MAX(a->n_tasks, (size_t) 1), sizeof(size_t *));
-        bytes = calloc(MAX(n_bytes, (size_t) 1), sizeof(size_t));
-        if (!take || !n_samples || !sample_bytes || !bytes)
+/* How many of each report's samples fit in what the bound leaves after the fixed part (take[],
+ * by place in the body), oldest first; the rest waits for the next heartbeat. */
+static int samples_choose(Agent *a, uint64_t seq, Task *const *order, const size_t *samples_at, size_t n_order,
+                          size_t waiting, size_t fixed, size_t *take) {
+        _cleanup_free_ size_t *n_samples = NULL, *bytes = NULL;
+        _cleanup_free_ const size_t **sample_bytes = NULL;
+        size_t n_bytes = 0, taken;
+
+        n_samples = calloc(MAX(n_order, (size_t) 1), sizeof(size_t));
+        sample_bytes = calloc(MAX(n_order, (size_t) 1), sizeof(size_t *));
+        bytes = calloc(MAX(waiting, (size_t) 1), sizeof(size_t));
+        if (!n_samples || !sample_bytes || !bytes)
                 return -ENOMEM;
-        n_bytes = 0;
-        for (i = 0; i < n_order; i++) {
-                Task *t = order[i];
+        for (size_t i = 0; i < n_order; i++) {
+                const Task *t = order[i];
                 /* An entry's samples follow its id after a ','. */
-                bool entry = report_entry(samples_at[i], body);
+                bool entry = report_entry(samples_at[i], &a->heartbeat_body);
                 sample_bytes[i] = bytes + n_bytes;
                 n_samples[i] = t->n_samples;
                 for (size_t k = 0; k < t->n_samples; k++)
                         bytes[n_bytes++] = t->sample_ends[k] - (k > 0 ? t->sample_ends[k - 1] + 1 : 0) +
                                 (k == 0 && entry ? 1 : 0);
-                waiting += t->n_samples;
         }
         taken = sample_budget_pack(sample_bytes, n_samples, n_order,
-                                     fixed < a->cfg.max_heartbeat_bytes ? a->cfg.max_heartbeat_bytes - fixed : 0, take);
+                                   fixed < a->cfg.max_heartbeat_bytes ? a->cfg.max_heartbeat_bytes - fixed : 0, take);
         a->samples_deferred = taken < waiting;
         if (taken < waiting)
-                log_debug("Heartbeat %" PRIu64 ": %zu of %zu samples fit in %" PRIu64 " bytes, the rest waits.", h.seq, taken,
+                log_debug("Heartbeat %" PRIu64 ": %zu of %zu samples fit in %" PRIu64 " bytes, the rest waits.", seq, taken,
                           waiting, a->cfg.max_heartbeat_bytes);
+        return 0;
+}
 
-        for (i = 0; i < n_order; i++)
+/* The chosen samples spliced into the body in one allocation (the body of a large node is a
+ * megabyte): from the last report to the first, what follows a report's '[' (an entry's id)
+ * moves up by the samples of it and of the reports before it, and its samples go into the
+ * gap. */
+static int samples_splice(TextBuf *body, Task *const *order, const size_t *samples_at, const size_t *take,
+                          size_t n_order) {
+        size_t extra = 0, fixed = body->len, end = fixed;
+
+        for (size_t i = 0; i < n_order; i++)
                 extra += sample_text_bytes(order[i], take[i], report_entry(samples_at[i], body));
-        /* One allocation: the body of a large node is a megabyte. From the last report to the
-         * first, what follows a report's '[' (an entry's id) moves up by the samples of it and
-         * of the reports before it, and its samples go into the gap. */
         if (!text_buf_reserve(body, extra))
                 return -ENOMEM;
         body->len = fixed + extra;
         body->data[body->len] = '\0';
-        end = fixed;
-        for (i = n_order; i > 0; i--) {
-                Task *t = order[i - 1];
+        for (size_t i = n_order; i > 0; i--) {
+                const Task *t = order[i - 1];
                 size_t at = samples_at[i - 1];
                 bool entry = report_entry(at, body);
                 size_t n = sample_text_bytes(t, take[i - 1], entry);
@@ -1526,7 +1499,72 @@ int agent_build_heartbeat(Agent *a, const char **ret_body) {
                 }
                 end = at;
         }
-        for (i = 0; i < n_order; i++) {
+        return 0;
+}
+
+/* The next heartbeat's body (in a->heartbeat_body, valid until the next one is built). What
+ * always goes: the head, every task's report without samples (a restarted agent's first
+ * heartbeat must name every task it has, or the controller takes the rest for lost), exit
+ * records, and the acks. Samples fill what the size bound leaves, oldest first. That much is
+ * written once, remembering where each report's samples go; they are spliced in after, in the
+ * same buffer. */
+int agent_build_heartbeat(Agent *a, const char **ret_body) {
+        _cleanup_free_ size_t *take = NULL, *samples_at = NULL;
+        _cleanup_free_ ReportKind *kind = NULL;
+        _cleanup_free_ Task **order = NULL;
+        TextBuf *body = &a->heartbeat_body;
+        size_t fixed, n_order, waiting, slots = MAX(a->n_tasks, (size_t) 1);
+        int r;
+
+        a->built_mono_us = now_mono_us();
+        heartbeat_body_reset(body);
+        Heartbeat h = {
+                .node = a->node,
+                .boot_id = a->boot_id,
+                .seq = ++a->seq,
+                .cgroup_mode = (char *) cgroup_mode_to_string(cgroup_backend_mode(a->cgroups)),
+                .has_pids_limit = true,
+                .pids_limit = cgroup_backend_has_pids(a->cgroups),
+                .capacity_cpus = a->cfg.capacity_cpus,
+                .capacity_memory_bytes = a->cfg.capacity_memory_bytes,
+                .speed = a->cfg.speed,
+                .node_sample = node_sample_read(a),
+                .acks = a->acks,
+                .n_acks = a->n_acks,
+        };
+
+        samples_at = calloc(slots, sizeof(size_t));
+        order = calloc(slots, sizeof(Task *));
+        kind = calloc(slots, sizeof(ReportKind)); /* REPORT_FULL for all in the first protocol */
+        take = calloc(slots, sizeof(size_t));
+        if (!samples_at || !order || !kind || !take)
+                return -ENOMEM;
+        if (a->protocol >= PROTO_VERSION_COMPACT) {
+                h.protocol = PROTO_VERSION_COMPACT;
+                r = reports_classify(a, &h, kind);
+                if (r < 0)
+                        return r;
+        }
+
+        waiting = reports_write(a, &h, kind, order, samples_at, &n_order);
+        if (body->failed)
+                return -ENOMEM;
+        fixed = body->len;
+        if (fixed > a->cfg.max_heartbeat_bytes && !a->warned_heartbeat_size) {
+                log_warning("The reports of %zu tasks alone take %zu bytes, over --max-heartbeat-size=%" PRIu64
+                            ": raise it and the controller's --max-body-size together.", a->n_tasks, fixed,
+                            a->cfg.max_heartbeat_bytes);
+                a->warned_heartbeat_size = true;
+        }
+
+        r = samples_choose(a, h.seq, order, samples_at, n_order, waiting, fixed, take);
+        if (r < 0)
+                return r;
+        r = samples_splice(body, order, samples_at, take, n_order);
+        if (r < 0)
+                return r;
+
+        for (size_t i = 0; i < n_order; i++) {
                 Task *t = order[i];
                 t->n_sent = take[i];
                 t->final_sent = t->has_exit || (!t->launch && t->error);
