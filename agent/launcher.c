@@ -939,12 +939,72 @@ static size_t format_int(char *buf, int v) {
         return k;
 }
 
+/* The descriptors between the agent, the shim and the task while a task starts (-1: none). */
+typedef struct StartFds {
+        int sync_r, sync_w;       /* the agent lets the task go on once it is in its cgroups */
+        int err_r, err_w;         /* the task's ChildError, or end of file at its exec */
+        int prog_r, prog_w;       /* CGORCH_PROGRESS_FD */
+        int out_r, out_w;         /* standard output, written by the agent into its file */
+        int errp_r, errp_w;       /* standard error, when it goes to a file of its own */
+        int sock_shim, sock_task; /* the files the task opens as its user come back on this */
+        int pid_r, pid_w;         /* the task's pid, from the shim */
+} StartFds;
+
+#define START_FDS_NONE                                                                                   \
+        (StartFds) { -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1 }
+
+static void fd_close(int *fd) {
+        if (*fd >= 0)
+                close(*fd);
+        *fd = -1;
+}
+
+static void start_fds_close(StartFds *f) {
+        int *all[] = { &f->sync_r, &f->sync_w, &f->err_r, &f->err_w, &f->prog_r, &f->prog_w, &f->out_r,
+                       &f->out_w, &f->errp_r, &f->errp_w, &f->sock_shim, &f->sock_task, &f->pid_r, &f->pid_w };
+        for (size_t i = 0; i < ELEMENTSOF(all); i++)
+                fd_close(all[i]);
+}
+
+static int pipe_open(int *ret_r, int *ret_w, bool nonblocking_read) {
+        int fds[2];
+
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                return -errno;
+        *ret_r = fds[0], *ret_w = fds[1];
+        if (nonblocking_read && fcntl(*ret_r, F_SETFL, O_NONBLOCK) < 0)
+                return -errno;
+        return 0;
+}
+
+/* Every descriptor a start needs; the pipe of standard error only when it has a file of its
+ * own. On failure f holds what was opened, for start_fds_close(). */
+static int start_fds_open(StartFds *f, bool error_pipe) {
+        int fds[2], r;
+
+        if ((r = pipe_open(&f->sync_r, &f->sync_w, false)) < 0 || (r = pipe_open(&f->err_r, &f->err_w, false)) < 0 ||
+            (r = pipe_open(&f->prog_r, &f->prog_w, true)) < 0 || (r = pipe_open(&f->out_r, &f->out_w, true)) < 0 ||
+            (error_pipe && (r = pipe_open(&f->errp_r, &f->errp_w, true)) < 0))
+                return r;
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) < 0)
+                return -errno;
+        f->sock_shim = fds[0], f->sock_task = fds[1];
+        return pipe_open(&f->pid_r, &f->pid_w, false);
+}
+
 /* The shim, in the child of fork(): only async-signal-safe calls. Forks the task, tells the
  * agent its pid, keeps the progress pipe open at fd 3, the output pipes and files at 5..8,
  * waits, records and mirrors the status. */
-_noreturn_ static void shim_run(const LaunchSpec *spec, const Credentials *c, char **envp, int sync_r, int err_w,
-                                int prog_r, int prog_w, int out_r, int out_w, int errp_r, int errp_w, int sock_shim,
-                                int sock_task, int pid_w, const char *output_path, const char *error_path) {
+_noreturn_ static void shim_run(const LaunchSpec *spec, const Credentials *c, char **envp, const StartFds *f,
+                                const char *output_path, const char *error_path) {
+        int sync_r = f->sync_r, err_w = f->err_w, prog_r = f->prog_r, prog_w = f->prog_w, out_r = f->out_r,
+            out_w = f->out_w, errp_r = f->errp_r, errp_w = f->errp_w, sock_shim = f->sock_shim,
+            sock_task = f->sock_task, pid_w = f->pid_w;
+        /* The shim never frees the environment; the call that got here may be a jump that left
+         * launch_start()'s frame, so this slot keeps the list reachable until _exit() for a leak
+         * checker that follows the fork. */
+        char **volatile env_kept = envp;
+        (void) env_kept;
         struct rlimit no_core = {};
         siginfo_t si = {};
         char line[48];
@@ -1052,22 +1112,160 @@ static int output_paths(const LaunchSpec *spec, const Credentials *c, char *out,
         return 0;
 }
 
+/* What the task's process said when it failed before its exec (ce, k bytes read), as the start
+ * action's error. */
+static int child_error_describe(const ChildError *ce_in, ssize_t k, const LaunchSpec *spec, const Credentials *cred,
+                                char **ret_error) {
+        ChildError ce = *ce_in;
+        int r;
+
+        if (k != (ssize_t) sizeof ce) {
+                if (asprintf(ret_error, "the task's process died before exec") < 0)
+                        *ret_error = NULL;
+                return -EIO;
+        }
+        r = ce.error > 0 ? -ce.error : -EIO;
+        ce.path[sizeof ce.path - 1] = '\0';
+        if (ce.step == STEP_EXEC && ce.denial != EXEC_DENIAL_NONE) {
+                _cleanup_free_ char *why = exec_denial_describe((ExecDenial) ce.denial, ce.path, cred->name);
+                k = asprintf(ret_error, "execvp(%s): %s: %s", spec->argv[0], strerror(ce.error),
+                             why ? why : "out of memory");
+        } else if (ce.step == STEP_EXEC)
+                k = asprintf(ret_error, "execvp(%s): %s", spec->argv[0], strerror(ce.error));
+        else if (ce.step == STEP_SETUID || ce.step == STEP_SETGID)
+                k = asprintf(ret_error, "%s(%u): %s", step_names[ce.step],
+                             ce.step == STEP_SETUID ? (unsigned) cred->uid : (unsigned) cred->gid, strerror(ce.error));
+        else if (ce.step == STEP_CHDIR)
+                k = asprintf(ret_error, "chdir(%s): %s", spec->cwd ? spec->cwd : "/", strerror(ce.error));
+        else if (ce.step == STEP_OUTPUT)
+                k = asprintf(ret_error, "opening the output file %s as user %s: %s", ce.path, cred->name,
+                             ce.denial ? "not a regular file or a device" : strerror(ce.error));
+        else
+                k = asprintf(ret_error, "%s: %s", step_names[ce.step], strerror(ce.error));
+        if (k < 0)
+                *ret_error = NULL;
+        return r;
+}
+
+/* The agent's side once the shim runs: the task's pid from the shim, the task attached to its
+ * cgroups while it waits, let go, and its exec (or its failure) waited for — a matter of
+ * milliseconds, and it lets the start action's ack carry the real error. */
+static int task_attach_and_exec(StartFds *f, pid_t shim, const LaunchSpec *spec, const Credentials *cred,
+                                launch_attach_fn attach, void *userdata, pid_t *ret_pid, int *ret_pidfd,
+                                char **ret_error) {
+        ChildError ce;
+        pid_t pid;
+        ssize_t k;
+        int r;
+
+        do
+                k = read(f->pid_r, &pid, sizeof pid);
+        while (k < 0 && errno == EINTR);
+        if (k != (ssize_t) sizeof pid) {
+                (void) waitpid(shim, NULL, 0);
+                if (asprintf(ret_error, "the task's supervisor could not fork the task") < 0)
+                        *ret_error = NULL;
+                return -EIO;
+        }
+
+        /* Before the child runs (it waits for sync_w): the pid is surely the task's. */
+        *ret_pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+
+        r = attach(pid, userdata);
+        if (r < 0) {
+                (void) kill(pid, SIGKILL);
+                (void) waitpid(shim, NULL, 0);
+                if (asprintf(ret_error, "attaching the task to its cgroups: %s", strerror(-r)) < 0)
+                        *ret_error = NULL;
+                return r;
+        }
+        if (write(f->sync_w, "x", 1) != 1) {
+                r = -errno;
+                (void) kill(pid, SIGKILL);
+                (void) waitpid(shim, NULL, 0);
+                return r;
+        }
+        fd_close(&f->sync_w);
+
+        do
+                k = read(f->err_r, &ce, sizeof ce);
+        while (k < 0 && errno == EINTR);
+        if (k != 0) {
+                (void) waitpid(shim, NULL, 0);
+                return child_error_describe(&ce, k, spec, cred, ret_error);
+        }
+        *ret_pid = pid;
+        return 0;
+}
+
+/* The Launch of a task that exec'd: its output files (sent back by the shim before the exec we
+ * saw), its pipes and the shim's exit watched. */
+static int launch_new(sd_event *e, const LaunchSpec *spec, StartFds *f, pid_t pid, pid_t shim, int *pidfd,
+                      const char *output_path, const char *error_path, launch_exit_fn on_exit, void *userdata,
+                      Launch **ret, char **ret_error) {
+        Launch *l = calloc(1, sizeof *l);
+        int files[2], r;
+
+        if (!l)
+                return -ENOMEM;
+        *l = (Launch) { .pid = pid, .shim_pid = shim, .pidfd = *pidfd >= 0 ? TAKE_FD(*pidfd) : -1, .shim_pidfd = -1,
+                        .status_file = spec->status_fd >= 0, .on_exit = on_exit, .userdata = userdata };
+        launch_pipes_init(l);
+        l->output.max = spec->output_max_bytes;
+        l->output_path = strdup(output_path);
+        l->error_path = error_path ? strdup(error_path) : NULL;
+        if (!l->output_path || (error_path && !l->error_path)) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        /* One of the two messages is still there. */
+        r = recv_fds(f->sock_shim, MSG_DONTWAIT | MSG_CMSG_CLOEXEC, files);
+        if (r <= 0) {
+                if (r == 0)
+                        r = -EIO;
+                if (asprintf(ret_error, "the task's output files did not come back: %s", strerror(-r)) < 0)
+                        *ret_error = NULL;
+                goto fail;
+        }
+        l->output_file = files[0];
+        l->error_file = files[1];
+        if (spec->task && !(l->task = strdup(spec->task))) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        /* The shim mirrors the task's exit: watching it is watching the task. */
+        r = sd_event_add_child(e, &l->child_source, shim, WEXITED, on_child, l);
+        if (r < 0)
+                goto fail;
+        r = task_pipe_open(&l->progress_pipe, e, TAKE_FD(f->prog_r));
+        if (r < 0)
+                goto fail;
+        r = task_pipe_open(&l->output_pipe, e, TAKE_FD(f->out_r));
+        if (r < 0)
+                goto fail;
+        if (f->errp_r >= 0) {
+                r = task_pipe_open(&l->error_pipe, e, TAKE_FD(f->errp_r));
+                if (r < 0)
+                        goto fail;
+        }
+        *ret = l;
+        return 0;
+fail:
+        launch_free(l);
+        return r;
+}
+
 int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, launch_exit_fn on_exit,
                  void *userdata, Launch **ret, char **ret_error) {
         _cleanup_strv_free_ char **envp = NULL;
-        _cleanup_close_ int sync_r = -EBADF, sync_w = -EBADF, err_r = -EBADF, err_w = -EBADF,
-                            prog_r = -EBADF, prog_w = -EBADF, out_r = -EBADF, out_w = -EBADF,
-                            errp_r = -EBADF, errp_w = -EBADF, sock_shim = -EBADF, sock_task = -EBADF,
-                            pid_r = -EBADF, pid_w = -EBADF, main_pidfd = -EBADF;
+        _cleanup_(start_fds_close) StartFds f = START_FDS_NONE;
+        _cleanup_close_ int main_pidfd = -EBADF;
         _cleanup_free_ char *error = NULL;
         char output_path[TASK_OUTPUT_PATH_MAX], error_file[TASK_OUTPUT_PATH_MAX];
         const char *error_path = NULL;
         Credentials cred = {};
-        Launch *l = NULL;
-        ChildError ce;
-        ssize_t k;
-        pid_t pid, shim;
-        int fds[2], r;
+        pid_t pid = 0, shim;
+        int r;
 
         if (!spec->argv || !spec->argv[0]) {
                 *ret_error = strdup("empty argv");
@@ -1086,43 +1284,15 @@ int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, l
         if (r < 0)
                 goto fail;
         error_path = error_file[0] ? error_file : NULL;
-
-        if (pipe2(fds, O_CLOEXEC) < 0)
-                goto fail_errno;
-        sync_r = fds[0], sync_w = fds[1];
-        if (pipe2(fds, O_CLOEXEC) < 0)
-                goto fail_errno;
-        err_r = fds[0], err_w = fds[1];
-        if (pipe2(fds, O_CLOEXEC) < 0)
-                goto fail_errno;
-        prog_r = fds[0], prog_w = fds[1];
-        if (fcntl(prog_r, F_SETFL, O_NONBLOCK) < 0)
-                goto fail_errno;
-        /* The task's standard output and error: written by the agent into their files. */
-        if (pipe2(fds, O_CLOEXEC) < 0)
-                goto fail_errno;
-        out_r = fds[0], out_w = fds[1];
-        if (fcntl(out_r, F_SETFL, O_NONBLOCK) < 0)
-                goto fail_errno;
-        if (error_path) {
-                if (pipe2(fds, O_CLOEXEC) < 0)
-                        goto fail_errno;
-                errp_r = fds[0], errp_w = fds[1];
-                if (fcntl(errp_r, F_SETFL, O_NONBLOCK) < 0)
-                        goto fail_errno;
-        }
-        /* The files the task opens as its user come back on this. */
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) < 0)
-                goto fail_errno;
-        sock_shim = fds[0], sock_task = fds[1];
-
-        if (pipe2(fds, O_CLOEXEC) < 0)
-                goto fail_errno;
-        pid_r = fds[0], pid_w = fds[1];
+        r = start_fds_open(&f, error_path);
+        if (r < 0)
+                goto fail;
 
         shim = fork();
-        if (shim < 0)
-                goto fail_errno;
+        if (shim < 0) {
+                r = -errno;
+                goto fail;
+        }
         if (shim == 0) {
                 sigset_t all;
 
@@ -1132,159 +1302,36 @@ int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, l
                                 (void) signal(sig, SIG_DFL);
                 sigemptyset(&all);
                 (void) sigprocmask(SIG_SETMASK, &all, NULL);
-                close(sync_w);
-                close(err_r);
-                close(pid_r);
-                shim_run(spec, &cred, envp, sync_r, err_w, prog_r, prog_w, out_r, out_w, errp_r, errp_w, sock_shim,
-                         sock_task, pid_w, output_path, error_path);
+                close(f.sync_w);
+                close(f.err_r);
+                close(f.pid_r);
+                shim_run(spec, &cred, envp, &f, output_path, error_path);
         }
 
-        sync_r = (close(sync_r), -EBADF);
-        err_w = (close(err_w), -EBADF);
-        prog_w = (close(prog_w), -EBADF);
-        out_w = (close(out_w), -EBADF);
-        errp_w = (close(errp_w), -EBADF);
+        fd_close(&f.sync_r);
+        fd_close(&f.err_w);
+        fd_close(&f.prog_w);
+        fd_close(&f.out_w);
+        fd_close(&f.errp_w);
         /* Only the task holds its end now: the shim's reads see its end once it exec'd. */
-        sock_task = (close(sock_task), -EBADF);
-        pid_w = (close(pid_w), -EBADF);
+        fd_close(&f.sock_task);
+        fd_close(&f.pid_w);
 
-        do
-                k = read(pid_r, &pid, sizeof pid);
-        while (k < 0 && errno == EINTR);
-        if (k != (ssize_t) sizeof pid) {
-                (void) waitpid(shim, NULL, 0);
-                r = -EIO;
-                if (asprintf(&error, "the task's supervisor could not fork the task") < 0)
-                        error = NULL;
-                goto fail_msg;
-        }
-
-        /* Before the child runs (it waits for sync_w): the pid is surely the task's. */
-        main_pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
-
-        r = attach(pid, userdata);
+        r = task_attach_and_exec(&f, shim, spec, &cred, attach, userdata, &pid, &main_pidfd, &error);
+        if (r < 0)
+                goto fail;
+        r = launch_new(e, spec, &f, pid, shim, &main_pidfd, output_path, error_path, on_exit, userdata, ret, &error);
         if (r < 0) {
-                (void) kill(pid, SIGKILL);
-                (void) waitpid(shim, NULL, 0);
-                if (asprintf(&error, "attaching the task to its cgroups: %s", strerror(-r)) < 0)
-                        error = NULL;
-                goto fail_msg;
-        }
-        if (write(sync_w, "x", 1) != 1) {
-                r = -errno;
                 (void) kill(pid, SIGKILL);
                 (void) waitpid(shim, NULL, 0);
                 goto fail;
         }
-        sync_w = (close(sync_w), -EBADF);
-
-        /* This read waits for the child's exec (or its failure): a matter of milliseconds,
-         * and it lets the start action's ack carry the real error. */
-        do
-                k = read(err_r, &ce, sizeof ce);
-        while (k < 0 && errno == EINTR);
-        if (k != 0) {
-                int status;
-
-                (void) waitpid(shim, &status, 0);
-                if (k == (ssize_t) sizeof ce) {
-                        r = -ce.error;
-                        if (ce.step == STEP_EXEC && ce.denial != EXEC_DENIAL_NONE) {
-                                _cleanup_free_ char *why = NULL;
-
-                                ce.path[sizeof ce.path - 1] = '\0';
-                                why = exec_denial_describe((ExecDenial) ce.denial, ce.path, cred.name);
-                                k = asprintf(&error, "execvp(%s): %s: %s", spec->argv[0], strerror(ce.error),
-                                             why ? why : "out of memory");
-                        } else if (ce.step == STEP_EXEC)
-                                k = asprintf(&error, "execvp(%s): %s", spec->argv[0], strerror(ce.error));
-                        else if (ce.step == STEP_SETUID || ce.step == STEP_SETGID)
-                                k = asprintf(&error, "%s(%u): %s", step_names[ce.step],
-                                             ce.step == STEP_SETUID ? (unsigned) cred.uid : (unsigned) cred.gid, strerror(ce.error));
-                        else if (ce.step == STEP_CHDIR)
-                                k = asprintf(&error, "chdir(%s): %s", spec->cwd ? spec->cwd : "/", strerror(ce.error));
-                        else if (ce.step == STEP_OUTPUT) {
-                                ce.path[sizeof ce.path - 1] = '\0';
-                                k = asprintf(&error, "opening the output file %s as user %s: %s", ce.path, cred.name,
-                                             ce.denial ? "not a regular file or a device" : strerror(ce.error));
-                        }
-                        else
-                                k = asprintf(&error, "%s: %s", step_names[ce.step], strerror(ce.error));
-                } else {
-                        r = -EIO;
-                        k = asprintf(&error, "the task's process died before exec");
-                }
-                if (k < 0)
-                        error = NULL;
-                goto fail_msg;
-        }
-
-        l = calloc(1, sizeof *l);
-        if (!l) {
-                r = -ENOMEM;
-                goto fail_kill;
-        }
-        *l = (Launch) { .pid = pid, .shim_pid = shim, .pidfd = main_pidfd >= 0 ? TAKE_FD(main_pidfd) : -1, .shim_pidfd = -1,
-                        .status_file = spec->status_fd >= 0, .on_exit = on_exit, .userdata = userdata };
-        launch_pipes_init(l);
-        l->output.max = spec->output_max_bytes;
-        l->output_path = strdup(output_path);
-        l->error_path = error_path ? strdup(error_path) : NULL;
-        if (!l->output_path || (error_path && !l->error_path)) {
-                r = -ENOMEM;
-                goto fail_kill;
-        }
-        {
-                /* Sent before the exec we saw: one of the two messages is still there. */
-                int files[2];
-                r = recv_fds(sock_shim, MSG_DONTWAIT | MSG_CMSG_CLOEXEC, files);
-                if (r <= 0) {
-                        if (r == 0)
-                                r = -EIO;
-                        if (asprintf(&error, "the task's output files did not come back: %s", strerror(-r)) < 0)
-                                error = NULL;
-                        goto fail_kill;
-                }
-                l->output_file = files[0];
-                l->error_file = files[1];
-        }
-        if (spec->task && !(l->task = strdup(spec->task))) {
-                r = -ENOMEM;
-                goto fail_kill;
-        }
-        /* The shim mirrors the task's exit: watching it is watching the task. */
-        r = sd_event_add_child(e, &l->child_source, shim, WEXITED, on_child, l);
-        if (r < 0)
-                goto fail_kill;
-        r = task_pipe_open(&l->progress_pipe, e, TAKE_FD(prog_r));
-        if (r < 0)
-                goto fail_kill;
-        r = task_pipe_open(&l->output_pipe, e, TAKE_FD(out_r));
-        if (r < 0)
-                goto fail_kill;
-        if (errp_r >= 0) {
-                r = task_pipe_open(&l->error_pipe, e, TAKE_FD(errp_r));
-                if (r < 0)
-                        goto fail_kill;
-        }
-
         credentials_done(&cred);
-        *ret = l;
         return 0;
 
-fail_kill:
-        (void) kill(pid, SIGKILL);
-        (void) waitpid(shim, NULL, 0);
-        launch_free(l);
-        if (error)
-                goto fail_msg;
-        goto fail;
-fail_errno:
-        r = -errno;
 fail:
         if (!error && asprintf(&error, "starting the task: %s", strerror(-r)) < 0)
                 error = NULL;
-fail_msg:
         credentials_done(&cred);
         *ret_error = TAKE_PTR(error);
         return r;
