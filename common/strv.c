@@ -61,3 +61,23 @@ bool strv_contains(char *const *l, const char *s) {
                                 return true;
         return false;
 }
+
+size_t sorted_find_str(const void *base, size_t n, size_t size, size_t offset, const char *key, bool *ret_found) {
+        size_t lo = 0, hi = n;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                const char *s = *(char *const *) ((const char *) base + mid * size + offset);
+                int k = strcmp(s, key);
+                if (k == 0) {
+                        *ret_found = true;
+                        return mid;
+                }
+                if (k < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        *ret_found = false;
+        return lo;
+}

@@ -15,3 +15,8 @@ char **strv_copy(char *const *l);
 /* Appends a copy of s; returns 0 or -ENOMEM (l unchanged on failure). */
 int strv_extend(char ***l, const char *s);
 bool strv_contains(char *const *l, const char *s);
+
+/* Binary search in n elements of size bytes at base, sorted by the string (a char *) each holds
+ * at offset: the index of key with *ret_found true, or the index where it would be inserted to
+ * keep the order with *ret_found false. */
+size_t sorted_find_str(const void *base, size_t n, size_t size, size_t offset, const char *key, bool *ret_found);

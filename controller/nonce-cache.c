@@ -4,11 +4,13 @@
  * random nonces share them with odds of 2^-64 per pair, and such a clash would refuse one
  * honest request once, which its agent sends again. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "macro.h"
 #include "nonce-cache.h"
+#include "strv.h"
 
 #define RING_MIN 16u
 #define NONCE_LOG_INTERVAL_S 60
@@ -60,21 +62,7 @@ NonceCache *nonce_cache_free(NonceCache *c) {
 
 /* The node's slot, or where it would go (*ret_found false). */
 static size_t node_search(const NonceCache *c, const char *node, bool *ret_found) {
-        size_t lo = 0, hi = c->n_nodes;
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                int k = strcmp(c->nodes[mid].node, node);
-                if (k == 0) {
-                        *ret_found = true;
-                        return mid;
-                }
-                if (k < 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        *ret_found = false;
-        return lo;
+        return sorted_find_str(c->nodes, c->n_nodes, sizeof(NodeNonces), offsetof(NodeNonces, node), node, ret_found);
 }
 
 static const NodeNonces *node_find(const NonceCache *c, const char *node) {

@@ -2,6 +2,7 @@
  * array by task id, rebuilt at each heartbeat from its reports (the entries of unchanged tasks
  * move over, ids and all, without a copy). */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,21 +55,7 @@ void report_cache_free(ReportCache *c) {
 }
 
 static size_t node_find(const ReportCache *c, const char *node, bool *ret_found) {
-        size_t lo = 0, hi = c->n_nodes;
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                int k = strcmp(c->nodes[mid].node, node);
-                if (k == 0) {
-                        *ret_found = true;
-                        return mid;
-                }
-                if (k < 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        *ret_found = false;
-        return lo;
+        return sorted_find_str(c->nodes, c->n_nodes, sizeof(NodeReports), offsetof(NodeReports, node), node, ret_found);
 }
 
 static const NodeReports *node_of(const ReportCache *c, const Heartbeat *hb) {

@@ -422,3 +422,9 @@ EXTRA_DIST += tests/integration/test-push.sh
 TESTS += tests/integration/test-partition.sh
 EXTRA_DIST += tests/integration/test-partition.sh tests/integration/netns-check.py \
 	tests/integration/delay-proxy.py tools/netns-lib.sh
+
+check_PROGRAMS += tests/unit/test-strv
+TESTS += tests/unit/test-strv
+tests_unit_test_strv_SOURCES = tests/unit/test-strv.c
+tests_unit_test_strv_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_strv_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
