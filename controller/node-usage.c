@@ -1,10 +1,12 @@
 /* node-usage.c: per-node sums of task use and limits from heartbeats (node-usage.h). */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "macro.h"
 #include "node-usage.h"
+#include "strv.h"
 
 /* The kernel's CFS period when a limit names none. */
 #define NODE_USAGE_CPU_PERIOD_DEFAULT_US 100000
@@ -55,21 +57,7 @@ static int task_use_cmp(const void *a, const void *b) {
 
 /* The index of node in the table, or where it would go (*ret_found false). */
 static size_t node_find(const NodeUsageTable *t, const char *node, bool *ret_found) {
-        size_t lo = 0, hi = t->n_nodes;
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                int c = strcmp(t->nodes[mid].node, node);
-                if (c == 0) {
-                        *ret_found = true;
-                        return mid;
-                }
-                if (c < 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        *ret_found = false;
-        return lo;
+        return sorted_find_str(t->nodes, t->n_nodes, sizeof(NodeEntry), offsetof(NodeEntry, node), node, ret_found);
 }
 
 static double cpu_limit_cores(const Limits *l) {
