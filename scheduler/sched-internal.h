@@ -228,6 +228,12 @@ struct Sched {
         uint32_t active_jobs_head; /* jobs with running or stopping tasks (preemption's victims) */
         uint32_t find_hint;        /* the job of the last task told: tasks come job by job */
         double training_cpus;      /* Σ training_cpus of jobs in training */
+        /* The sizes of the last SCHED_SIZE_HISTORY finished tasks (sched_task_size_seen()): a
+         * ring, and the same sorted with the sums of their tails (rebuilt when asked after a
+         * change), for the mean size of the tasks above a size. */
+        double *sizes, *sizes_sorted, *sizes_tail;
+        size_t n_sizes, sizes_next;
+        bool sizes_changed;
         /* Keys of the phases added at S_i that may still want a probe, oldest first from
          * probe_head (entries whose phase was probed or is gone are dropped when reached). */
         uint64_t *probe_keys;

@@ -111,6 +111,8 @@ int sched_sizing_finish(SchedSizing *z, Sched *s, uint64_t key, const double *ta
         assert(z);
         for (size_t i = 0; i < n; i++) {
                 int r = hfsp_history_add(&z->history, task_sizes_s[i]);
+                if (r >= 0)
+                        r = sched_task_size_seen(s, task_sizes_s[i]);
                 if (r < 0)
                         return r;
         }

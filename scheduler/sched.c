@@ -126,6 +126,9 @@ Sched *sched_free(Sched *s) {
         free(s->reserved);
         free(s->probe_keys);
         free(s->overrun_keys);
+        free(s->sizes);
+        free(s->sizes_sorted);
+        free(s->sizes_tail);
         free(s);
         return NULL;
 }
@@ -424,6 +427,59 @@ double sched_ghost_time(const Sched *s) {
         return s->ghost;
 }
 
+int sched_task_size_seen(Sched *s, double size_s) {
+        assert(s);
+        if (!(size_s >= 0) || !isfinite(size_s))
+                return -EINVAL;
+        if (!s->sizes) {
+                s->sizes = malloc(SCHED_SIZE_HISTORY * sizeof(double));
+                s->sizes_sorted = malloc(SCHED_SIZE_HISTORY * sizeof(double));
+                s->sizes_tail = malloc((SCHED_SIZE_HISTORY + 1) * sizeof(double));
+                if (!s->sizes || !s->sizes_sorted || !s->sizes_tail) {
+                        free(s->sizes);
+                        free(s->sizes_sorted);
+                        free(s->sizes_tail);
+                        s->sizes = s->sizes_sorted = s->sizes_tail = NULL;
+                        return -ENOMEM;
+                }
+        }
+        s->sizes[s->sizes_next] = size_s;
+        s->sizes_next = (s->sizes_next + 1) % SCHED_SIZE_HISTORY;
+        s->n_sizes = MIN(s->n_sizes + 1, (size_t) SCHED_SIZE_HISTORY);
+        s->sizes_changed = true;
+        return 0;
+}
+
+static int cmp_double(const void *a, const void *b) {
+        double x = *(const double *) a, y = *(const double *) b;
+        return x < y ? -1 : x > y;
+}
+
+/* The mean of the task sizes seen (sched_task_size_seen()) above a; NAN when none is. */
+static double sizes_mean_above(Sched *s, double a) {
+        if (s->n_sizes == 0)
+                return NAN;
+        size_t n = s->n_sizes;
+        if (s->sizes_changed) {
+                memcpy(s->sizes_sorted, s->sizes, n * sizeof(double));
+                qsort(s->sizes_sorted, n, sizeof(double), cmp_double);
+                s->sizes_tail[n] = 0;
+                for (size_t i = n; i-- > 0;)
+                        s->sizes_tail[i] = s->sizes_tail[i + 1] + s->sizes_sorted[i];
+                s->sizes_changed = false;
+        }
+        /* The first size above a. */
+        size_t lo = 0, hi = n;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (s->sizes_sorted[mid] > a)
+                        hi = mid;
+                else
+                        lo = mid + 1;
+        }
+        return lo < n ? s->sizes_tail[lo] / (double) (n - lo) : NAN;
+}
+
 /* ---- Ordering ---- */
 
 bool sched_job_is_tiny(SchedJob *j) {
@@ -431,10 +487,11 @@ bool sched_job_is_tiny(SchedJob *j) {
                 return false;
         /* "the job must be scheduled as soon as possible" (HFSP Sec. III-C): ahead of late
          * phases too, or a one-task job waits behind every phase that went late before it came.
-         * Among themselves the smallest estimate first (n·ξ·s̄: a one-task job before a
-         * four-task one), then by arrival. */
+         * Among themselves the least left first (n·ξ·s̄, or n × its finished tasks' mean
+         * size, less what its finished tasks used: a one-task job before a four-task one, and
+         * a phase with one short task left before a newcomer), then by arrival. */
         j->tier = SCHED_TIER_TINY;
-        j->prio = j->size.size_s;
+        j->prio = MAX(j->size.size_s - j->service_s, 0.0);
         return true;
 }
 
@@ -1010,38 +1067,63 @@ static bool started_unfinished(const SchedTask *t) {
         return t->state == SCHED_TASK_RUNNING || (t->state == SCHED_TASK_SUSPENDED && t->frozen_s > 0);
 }
 
-/* What a phase with tasks still to start is seen to have left from its started tasks: the
- * tasks of a phase are alike, so each task still to start (at most SCHED_FLOOR_MAX_PENDING
- * counted: the caller may tell only a window of them) is taken to need at least τ, the mean
- * of what its started, unfinished tasks have run so far (CPU-seconds, frozen time left out), and
- * each of those to run to τ. Where that is more than the phase's virtual remaining size, it is
- * raised to it, as an overrun floor is. Without it a phase's estimate (from s̄, or a short probe)
- * was corrected only when its tasks finished: on one node a phase of long tasks estimated short
- * held the CPUs ahead of phases several times smaller until its first tasks ended, and went late
- * (ahead of everything) meanwhile (docs/design.md, "Running tasks as evidence"). Tiny phases
- * only once they have overrun their estimate: until then they come first whatever their size.
- * Phases with more than SCHED_FLOOR_MAX_STARTED started tasks are left out: a decision reads
- * at most that many tasks per phase (on a cluster that runs more, training measures them).
- * Judged at the first decision after a task went or a phase came or went (Sched.floors_due). */
+/* A phase none of whose tasks has finished, sized from s̄ (S_i, or a tiny phase's n·ξ·s̄): what
+ * its started tasks have run says which of the task sizes seen so far it can still have. */
+static bool unmeasured(const SchedJob *j) {
+        return (j->size.kind == SCHED_SIZE_INITIAL || j->size.kind == SCHED_SIZE_TINY) && j->service_s == 0;
+}
+
+/* What a phase is seen to have left from its started tasks (CPU-seconds, frozen time left
+ * out). The tasks of a phase are alike, so each is taken to need at least some size τ and its
+ * started tasks to run to it:
+ *   - a phase none of whose tasks has finished (unmeasured()): τ is the mean of the task sizes
+ *     seen (sched_task_size_seen()) above the most any of its started tasks has run — at the
+ *     start that is s̄, S_i's own; a task that has run longer than most rules out the small
+ *     sizes. Its tasks still to start count up to SCHED_TOLD_PENDING_MIN (a caller tells at
+ *     least that many), and a phase whose tasks have all started is judged too: otherwise,
+ *     once past its estimate, it went late and came before everything;
+ *   - otherwise τ is the mean of what its started, unfinished tasks have run, for its tasks still
+ *     to start (at most SCHED_FLOOR_MAX_PENDING counted: the caller may tell only a window).
+ * Where that is more than the phase's virtual remaining size, it is raised to it, as an overrun
+ * floor is. Without it a phase's estimate (from s̄, or a short probe) was corrected only when its
+ * tasks finished: on one node a phase of long tasks estimated short held the CPUs ahead of
+ * phases several times smaller until its first tasks ended, and went late (ahead of everything)
+ * meanwhile (docs/design.md, "Running tasks as evidence"). Tiny phases only once they have
+ * overrun their estimate: until then they come first whatever their size. Phases with more than
+ * SCHED_FLOOR_MAX_STARTED started tasks are left out: a decision reads at most that many tasks
+ * per phase (on a cluster that runs more, training measures them). Judged at the first decision
+ * after a task went or a phase came or went (Sched.floors_due). */
 static int running_floors(Sched *s, double now_s) {
         if (!s->ops->virtual_order)
                 return 0;
         for (uint32_t js = s->active_jobs_head; js != SCHED_NIL; js = s->jobs[js].jnext) {
                 SchedJob *j = &s->jobs[js];
-                if (j->real_done || j->n_pending == 0 || (j->size.kind == SCHED_SIZE_TINY && !j->tiny_overrun))
+                bool seen = unmeasured(j);
+                if (j->real_done || (j->n_pending == 0 && !seen) || (j->size.kind == SCHED_SIZE_TINY && !j->tiny_overrun))
                         continue;
-                double sum = 0;
+                double sum = 0, most = 0;
                 unsigned n = 0;
                 for (int l = 0; l < 2 && n <= SCHED_FLOOR_MAX_STARTED; l++)
                         for (uint32_t i = l == 0 ? j->active_head : j->suspended_head;
                              i != SCHED_NIL && n <= SCHED_FLOOR_MAX_STARTED; i = sched_meta_at(s, i)->next)
                                 if (started_unfinished(sched_task_at(s, i))) {
-                                        sum += sched_task_ran_s(s, i);
+                                        double ran = sched_task_ran_s(s, i);
+                                        sum += ran;
+                                        most = MAX(most, ran);
                                         n++;
                                 }
                 if (n == 0 || n > SCHED_FLOOR_MAX_STARTED || !(sum > 0))
                         continue;
-                double tau = sum / n, left = MIN(j->n_pending, SCHED_FLOOR_MAX_PENDING) * tau;
+                double tau, left;
+                if (seen) {
+                        tau = sizes_mean_above(s, most);
+                        if (isnan(tau))
+                                tau = most; /* longer than every size seen: at least what it ran */
+                        left = MIN(j->n_pending, SCHED_TOLD_PENDING_MIN) * tau;
+                } else {
+                        tau = sum / n;
+                        left = MIN(j->n_pending, SCHED_FLOOR_MAX_PENDING) * tau;
+                }
                 for (int l = 0; l < 2; l++)
                         for (uint32_t i = l == 0 ? j->active_head : j->suspended_head; i != SCHED_NIL;
                              i = sched_meta_at(s, i)->next)

@@ -169,6 +169,15 @@ int sched_job_set_service(Sched *s, uint64_t key, double service_s);
  * (it still slows the others' aging, as in FSP and PSBS), whatever the policy, so that
  * switching policy at run time finds the virtual cluster as it would be. */
 int sched_job_finish(Sched *s, uint64_t key, double now_s);
+/* A task of a finished phase used size_s CPU-seconds: hfsp and psbs keep the last
+ * SCHED_SIZE_HISTORY of them and judge a phase none of whose tasks has finished by them: its
+ * tasks, which have run a CPU-seconds and more, are taken to need the mean of the sizes seen
+ * above a (docs/design.md, "Running tasks as evidence"). -EINVAL. */
+int sched_task_size_seen(Sched *s, double size_s);
+#define SCHED_SIZE_HISTORY 1024
+/* A caller that tells a phase's pending tasks a window at a time tells at least this many (or
+ * all it has): running_floors() counts up to this many of an unmeasured phase's (sched.c). */
+#define SCHED_TOLD_PENDING_MIN 16u
 /* Brings back what a restart must not lose of a job phase added again with sched_job_add()
  * (with the size it had): what is left of it in the virtual cluster, so aging resumes where it
  * stopped instead of from its full size, and since when it has been late (late_since_s NAN:

@@ -417,9 +417,11 @@ static int phase_activate(Engine *e, size_t pi) {
                         return -ENOMEM;
         }
         /* Its tasks wait: the scheduler holds them from now on, a window at a time (and every
-         * training task from the start). */
+         * training task from the start, and at least SCHED_TOLD_PENDING_MIN: the scheduler
+         * judges a phase by that many of its waiting tasks). */
         size_t window = sim_sched_max_placed(e->sched, spec->cpu_request, spec->memory_request_bytes) + 1;
-        ph->window = (unsigned) MIN(MAX(window, e->hfsp.training_tasks), (size_t) spec->n_tasks);
+        window = MAX(window, MAX(e->hfsp.training_tasks, (size_t) SCHED_TOLD_PENDING_MIN));
+        ph->window = (unsigned) MIN(window, (size_t) spec->n_tasks);
         return tell_window(e, pi);
 }
 

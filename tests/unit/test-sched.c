@@ -1724,6 +1724,100 @@ Test(sched_hfsp, running_tasks_raise_the_floor) {
         }
 }
 
+static void initial_job(SchedWorld *w, uint64_t key, double now, double size, unsigned n, SchedSizeKind kind) {
+        SchedSize sz = { .kind = kind, .size_s = size };
+        cr_assert_eq(sched_job_add(w->s, key, now, 1, n, &sz), 0);
+        sched_world_tasks(w, key, n);
+}
+
+Test(sched_hfsp, unmeasured_phase_judged_by_the_sizes_seen) {
+        /* Tasks of 1 and of 10 CPU-seconds have been seen. Job 1 (six tasks, S_i 6: one each)
+         * runs alone on both CPUs; at 2 its first two tasks have run 2 s each and none has
+         * finished: its tasks are not of the 1 s kind, so each is taken to need the mean of the
+         * sizes seen above 2, 10: 4 × 10 waiting and 2 × 8 to go, 56 left. Job 2 (30) comes at
+         * 2 and takes the node. Judged by what they ran alone (2 each, 8 left), job 1 kept it. */
+        for (SchedPolicy pol = SCHED_HFSP; pol <= SCHED_PSBS; pol++) {
+                SchedWorld w;
+                SchedDecision d[8];
+                overrun_world(&w, pol);
+                for (int k = 0; k < 4; k++) {
+                        cr_assert_eq(sched_task_size_seen(w.s, 1), 0);
+                        cr_assert_eq(sched_task_size_seen(w.s, 10), 0);
+                }
+                cr_assert_eq(sched_task_size_seen(w.s, -1), -EINVAL);
+                initial_job(&w, 1, 0, 6, 6, SCHED_SIZE_INITIAL); /* ids 0..5 */
+                size_t n = sched_world_next(&w, 0, d, 8);
+                cr_assert(n == 2 && has(d, n, SCHED_START, 0) && has(d, n, SCHED_START, 1));
+
+                overrun_job(&w, 2, 2, 30, 6); /* ids 6..11 */
+                n = sched_world_next(&w, 2, d, 8);
+                cr_assert(n == 2 && has(d, n, SCHED_FREEZE, 1) && has(d, n, SCHED_START, 6),
+                          "%s: job 1 gives way", sched_policy_to_string(pol));
+                SchedJobInfo info;
+                cr_assert_eq(sched_job_info(w.s, 1, &info), 0);
+                cr_assert_float_eq(info.virtual_size_s, 56, EPS, "%s", sched_policy_to_string(pol));
+                sched_free(w.s);
+        }
+}
+
+Test(sched_hfsp, unmeasured_phase_judged_when_all_started) {
+        /* Job 1, a tiny phase of two tasks estimated at 2, runs on both CPUs; tasks of 1 and 20
+         * CPU-seconds have been seen. At 1.5 it has had 3, more than its estimate: it leaves the
+         * tiny tier. Its two tasks have both started, yet their 1.5 s each rule out the 1 s
+         * kind: 2 × (20 − 1.5) = 37 left. Job 2 (8) comes at 1.5 and takes the node. Without
+         * that a phase whose tasks had all started went late once past its estimate and came
+         * before every other phase to its end. */
+        for (SchedPolicy pol = SCHED_HFSP; pol <= SCHED_PSBS; pol++) {
+                SchedWorld w;
+                SchedDecision d[8];
+                overrun_world(&w, pol);
+                cr_assert_eq(sched_task_size_seen(w.s, 1), 0);
+                cr_assert_eq(sched_task_size_seen(w.s, 20), 0);
+                initial_job(&w, 1, 0, 2, 2, SCHED_SIZE_TINY); /* ids 0, 1 */
+                size_t n = sched_world_next(&w, 0, d, 8);
+                cr_assert(n == 2 && has(d, n, SCHED_START, 0) && has(d, n, SCHED_START, 1));
+
+                overrun_job(&w, 2, 1.5, 8, 2); /* ids 2, 3 */
+                n = sched_world_next(&w, 1.5, d, 8);
+                cr_assert(n == 2 && has(d, n, SCHED_FREEZE, 1) && has(d, n, SCHED_START, 2),
+                          "%s: job 1 gives way", sched_policy_to_string(pol));
+                SchedJobInfo info;
+                cr_assert_eq(sched_job_info(w.s, 1, &info), 0);
+                cr_assert(!info.late, "%s", sched_policy_to_string(pol));
+                cr_assert_float_eq(info.virtual_size_s, 37, EPS, "%s", sched_policy_to_string(pol));
+                sched_free(w.s);
+        }
+}
+
+Test(sched_hfsp, tiny_phases_by_what_is_left) {
+        /* One CPU. Job 1, a tiny phase of three tasks estimated at 6, has had two tasks finish
+         * (5 CPU-seconds): 1 left, its last task waiting. Job 2, a one-task tiny phase estimated
+         * at 2, came meanwhile: job 1's last task goes first (1 < 2). By estimate alone job 2
+         * went first and job 1 waited with one short task to go. */
+        for (SchedPolicy pol = SCHED_HFSP; pol <= SCHED_PSBS; pol++) {
+                SchedWorld w;
+                SchedDecision d[8];
+                SchedParams p = params(pol);
+                p.training_cpus = 0;
+                p.training_share = 0;
+                p.preemption = SCHED_PREEMPT_SUSPEND;
+                sched_world_new(&w, &p, 1);
+                initial_job(&w, 1, 0, 6, 3, SCHED_SIZE_TINY); /* ids 0..2 */
+                size_t n = sched_world_next(&w, 0, d, 8);
+                cr_assert(n == 1 && has(d, n, SCHED_START, 0));
+                cr_assert_eq(sched_task_remove(w.s, 0), 0);
+                n = sched_world_next(&w, 2.5, d, 8);
+                cr_assert(n == 1 && has(d, n, SCHED_START, 1));
+                cr_assert_eq(sched_task_remove(w.s, 1), 0);
+                cr_assert_eq(sched_job_set_service(w.s, 1, 5), 0);
+                initial_job(&w, 2, 5, 2, 1, SCHED_SIZE_TINY); /* id 3 */
+                n = sched_world_next(&w, 5, d, 8);
+                cr_assert(n == 1 && has(d, n, SCHED_START, 2), "%s: job 1's last task first",
+                          sched_policy_to_string(pol));
+                sched_free(w.s);
+        }
+}
+
 Test(sched_hfsp, frozen_time_is_no_service) {
         /* Job 1's tasks 0 and 1 run from 0, are frozen at 1 for job 2 (smaller), thawed at 3
          * when it is done: the scheduler's copy keeps the 2 s they were frozen, and at 4 they
