@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "log.h"
 #include "macro.h"
+#include "orchestrator/name-index.h"
 #include "orchestrator/orch-snapshot.h"
 #include "orchestrator.h"
 #include "strv.h"
@@ -77,10 +78,12 @@ struct Orchestrator {
         OrchBalanceParams balance;
         OrchDetectParams detect;
         OrchBalancerState state;
-        TaskTrack **tracks;             /* sorted by id */
-        size_t n_tracks;
+        TaskTrack **tracks;             /* in no order */
+        size_t n_tracks, allocated_tracks;
+        NameIndex track_index;          /* id → position in tracks */
         NodeTrack *nodes;
         size_t n_nodes;
+        NameIndex node_index;           /* name → position in nodes */
         json_t *contention;             /* the latest epoch's GET /v1/contention */
         bool active;                    /* the latest epoch found contention or changed limits */
         bool pending;                   /* samples arrived that give a task a new window */
@@ -112,7 +115,8 @@ static void forget_all(Orchestrator *o) {
                 track_free(o->tracks[i]);
         free(o->tracks);
         o->tracks = NULL;
-        o->n_tracks = 0;
+        o->n_tracks = o->allocated_tracks = 0;
+        name_index_done(&o->track_index);
         orch_balancer_state_done(&o->state);
         orch_balancer_state_init(&o->state);
         o->active = false;
@@ -121,41 +125,48 @@ static void forget_all(Orchestrator *o) {
         o->slow = false;
 }
 
-/* The position of id in the sorted table, or where it would go. */
-static size_t track_position(const Orchestrator *o, const char *id, bool *ret_found) {
-        size_t lo = 0, hi = o->n_tracks;
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                int c = strcmp(o->tracks[mid]->id, id);
-                if (c == 0) {
-                        *ret_found = true;
-                        return mid;
-                }
-                if (c < 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        *ret_found = false;
-        return lo;
+static const char *track_key(const void *array, size_t i) {
+        return ((TaskTrack *const *) array)[i]->id;
 }
 
-static void track_remove(Orchestrator *o, size_t i) {
-        track_free(o->tracks[i]);
-        memmove(o->tracks + i, o->tracks + i + 1, (o->n_tracks - i - 1) * sizeof(TaskTrack *));
+static const char *node_key(const void *array, size_t i) {
+        return ((const NodeTrack *) array)[i].name;
+}
+
+static TaskTrack *track_find(const Orchestrator *o, const char *id) {
+        size_t i;
+        return name_index_find(&o->track_index, o->tracks, id, &i) >= 0 ? o->tracks[i] : NULL;
+}
+
+/* Drops the track of id, if any; the last track takes its place. */
+static void track_remove(Orchestrator *o, const char *id) {
+        size_t i;
+        if (name_index_find(&o->track_index, o->tracks, id, &i) < 0)
+                return;
+        TaskTrack *t = o->tracks[i];
+        size_t last = o->n_tracks - 1;
+        name_index_remove(&o->track_index, o->tracks, t->id);
+        if (i != last) {
+                name_index_move(&o->track_index, o->tracks, o->tracks[last]->id, i);
+                o->tracks[i] = o->tracks[last];
+        }
         o->n_tracks--;
+        track_free(t);
 }
 
 static TaskTrack *track_get(Orchestrator *o, const char *id, const char *node) {
-        bool found;
-        size_t i = track_position(o, id, &found);
+        TaskTrack *found = track_find(o, id);
         if (found)
-                return o->tracks[i];
+                return found;
 
-        TaskTrack **p = realloc(o->tracks, (o->n_tracks + 1) * sizeof(TaskTrack *));
-        if (!p)
-                return NULL;
-        o->tracks = p;
+        if (o->n_tracks == o->allocated_tracks) {
+                size_t n = MAX(o->allocated_tracks * 2, (size_t) 64);
+                TaskTrack **p = reallocarray(o->tracks, n, sizeof(TaskTrack *));
+                if (!p)
+                        return NULL;
+                o->tracks = p;
+                o->allocated_tracks = n;
+        }
         TaskTrack *t = calloc(1, sizeof(TaskTrack));
         if (!t)
                 return NULL;
@@ -166,17 +177,25 @@ static TaskTrack *track_get(Orchestrator *o, const char *id, const char *node) {
                 track_free(t);
                 return NULL;
         }
-        memmove(o->tracks + i + 1, o->tracks + i, (o->n_tracks - i) * sizeof(TaskTrack *));
-        o->tracks[i] = t;
+        o->tracks[o->n_tracks] = t;
+        if (name_index_add(&o->track_index, o->tracks, t->id, o->n_tracks) < 0) {
+                track_free(t);
+                return NULL;
+        }
         o->n_tracks++;
         return t;
 }
 
+static NodeTrack *node_find(const Orchestrator *o, const char *name) {
+        size_t i;
+        return name_index_find(&o->node_index, o->nodes, name, &i) >= 0 ? &o->nodes[i] : NULL;
+}
+
 static NodeTrack *node_get(Orchestrator *o, const char *name) {
-        for (size_t i = 0; i < o->n_nodes; i++)
-                if (streq(o->nodes[i].name, name))
-                        return &o->nodes[i];
-        NodeTrack *p = realloc(o->nodes, (o->n_nodes + 1) * sizeof(NodeTrack));
+        NodeTrack *found = node_find(o, name);
+        if (found)
+                return found;
+        NodeTrack *p = reallocarray(o->nodes, o->n_nodes + 1, sizeof(NodeTrack));
         if (!p)
                 return NULL;
         o->nodes = p;
@@ -184,6 +203,10 @@ static NodeTrack *node_get(Orchestrator *o, const char *name) {
         if (!copy)
                 return NULL;
         o->nodes[o->n_nodes] = (NodeTrack) { .name = copy };
+        if (name_index_add(&o->node_index, o->nodes, copy, o->n_nodes) < 0) {
+                free(copy);
+                return NULL;
+        }
         return &o->nodes[o->n_nodes++];
 }
 
@@ -358,10 +381,7 @@ int orchestrator_observe(void *userdata, const Heartbeat *hb, int64_t now_ms, ui
         for (size_t i = 0; i < hb->n_tasks; i++) {
                 const TaskReport *rep = &hb->tasks[i];
                 if (rep->state != TASK_RUNNING) {
-                        bool found;
-                        size_t k = track_position(o, rep->id, &found);
-                        if (found)
-                                track_remove(o, k);
+                        track_remove(o, rep->id);
                         continue;
                 }
                 TaskTrack *t = track_get(o, rep->id, hb->node);
@@ -640,22 +660,6 @@ static int strcmp_ptr(const void *a, const void *b) {
         return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
-/* The index of the node named name in nodes (sorted by id), or -1. */
-static ssize_t node_index(const StoreNode *nodes, size_t n, const char *name) {
-        size_t lo = 0, hi = n;
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                int c = strcmp(nodes[mid].id, name);
-                if (c == 0)
-                        return (ssize_t) mid;
-                if (c < 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return -1;
-}
-
 /* The snapshot of this epoch: the ready nodes with their pressure, and every running task the
  * store places where its samples come from, with the windows closed now. */
 static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
@@ -670,18 +674,18 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
         /* Where a node's tasks report their own PSI, that (and their throttling) is the
          * pressure the detector judges by (orch_node_info_set_psi(): a shared box read 90% in
          * /proc/pressure while our two tasks read 0.4% and 9%). One pass over the tracks, each finding
-         * its node by binary search (the store lists nodes by id): every loop of an epoch is
-         * O(tasks log tasks), since one over all tasks for each task or node took seconds at
-         * tens of thousands of tasks and stalled the controller's loop for as long. */
-        _cleanup_free_ bool *own_cpu = calloc(MAX(n_nodes, (size_t) 1), sizeof(bool));
-        _cleanup_free_ bool *own_memory = calloc(MAX(n_nodes, (size_t) 1), sizeof(bool));
+         * its node by name in O(1): every loop of an epoch is linear in the tasks, since one over
+         * all tasks for each task or node took seconds at tens of thousands of tasks and stalled
+         * the controller's loop for as long. */
+        _cleanup_free_ bool *own_cpu = calloc(MAX(o->n_nodes, (size_t) 1), sizeof(bool));
+        _cleanup_free_ bool *own_memory = calloc(MAX(o->n_nodes, (size_t) 1), sizeof(bool));
         if (!own_cpu || !own_memory) {
                 store_nodes_free(nodes, n_nodes);
                 return -ENOMEM;
         }
         for (size_t k = 0; k < o->n_tracks; k++) {
-                ssize_t i = node_index(nodes, n_nodes, o->tracks[k]->node);
-                if (i >= 0) {
+                size_t i;
+                if (name_index_find(&o->node_index, o->nodes, o->tracks[k]->node, &i) >= 0) {
                         own_cpu[i] |= o->tracks[k]->own_psi_cpu;
                         own_memory[i] |= o->tracks[k]->own_psi_memory;
                 }
@@ -694,11 +698,10 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
                         .capacity_cpus = nodes[i].capacity_cpus,
                         .capacity_memory_bytes = nodes[i].capacity_memory_bytes,
                 };
-                for (size_t k = 0; k < o->n_nodes; k++)
-                        if (streq(o->nodes[k].name, nodes[i].id)) {
-                                orch_node_info_set_psi(&info, o->nodes[k].psi_cpu, o->nodes[k].psi_memory,
-                                                       own_cpu[i], own_memory[i]);
-                        }
+                size_t k;
+                if (name_index_find(&o->node_index, o->nodes, nodes[i].id, &k) >= 0)
+                        orch_node_info_set_psi(&info, o->nodes[k].psi_cpu, o->nodes[k].psi_memory, own_cpu[k],
+                                               own_memory[k]);
                 r = orch_snapshot_add_node(snap, &info, NULL);
         }
         store_nodes_free(nodes, n_nodes);
@@ -720,9 +723,9 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
                 return -ENOMEM;
         }
         for (size_t k = 0; k < n_tasks; k++) {
-                bool found;
-                size_t i = track_position(o, tasks[k].id, &found);
-                if (found && tasks[k].node && streq(tasks[k].node, o->tracks[i]->node))
+                size_t i;
+                if (name_index_find(&o->track_index, o->tracks, tasks[k].id, &i) >= 0 && tasks[k].node &&
+                    streq(tasks[k].node, o->tracks[i]->node))
                         running[i] = true;
         }
         size_t kept = 0;
@@ -735,19 +738,23 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
                 t->seen = false;
                 o->tracks[kept++] = t;
         }
-        o->n_tracks = kept;
+        if (kept < o->n_tracks) {
+                /* Positions moved: index them again (adds cannot fail below the size it had). */
+                o->n_tracks = kept;
+                name_index_clear(&o->track_index);
+                for (size_t i = 0; i < kept; i++)
+                        (void) name_index_add(&o->track_index, o->tracks, o->tracks[i]->id, i);
+        }
 
         size_t n_frozen = strv_length(frozen);
         if (n_frozen > 1)
                 qsort(frozen, n_frozen, sizeof(char *), strcmp_ptr);
         for (size_t k = 0; k < n_tasks && r >= 0; k++) {
                 const StoreTask *st = &tasks[k];
-                bool found;
-                size_t i = track_position(o, st->id, &found);
-                if (!found || !st->node ||
+                TaskTrack *t = track_find(o, st->id);
+                if (!t || !st->node ||
                     (n_frozen > 0 && bsearch(&st->id, frozen, n_frozen, sizeof(char *), strcmp_ptr)))
                         continue;
-                TaskTrack *t = o->tracks[i];
                 if (!streq(t->node, st->node))
                         continue;
                 (void) track_close_window(t);
@@ -1042,6 +1049,8 @@ int orchestrator_new(sd_event *event, Store *store, const OrchBalanceParams *bal
                 .balance = *balance,
                 .detect = *detect,
                 .last_epoch_ms = -1,
+                .track_index = NAME_INDEX_INIT(track_key),
+                .node_index = NAME_INDEX_INIT(node_key),
         };
         orch_balancer_state_init(&o->state);
         if (event) {
@@ -1069,6 +1078,7 @@ Orchestrator *orchestrator_free(Orchestrator *o) {
         for (size_t i = 0; i < o->n_nodes; i++)
                 free(o->nodes[i].name);
         free(o->nodes);
+        name_index_done(&o->node_index);
         json_decref(o->contention);
         for (size_t i = 0; i < ORCH_GUARD_RECORDS; i++)
                 guard_record_done(&o->guard[i]);
