@@ -37,6 +37,10 @@ typedef struct TrackSample {
 typedef struct TaskTrack {
         char *id;
         char *node;
+        TaskId key;                     /* parsed from id: the snapshot lists tasks in its order */
+        bool has_request;               /* its phase's request, read from the store once */
+        double request_cpu_cores;
+        uint64_t request_memory_bytes;
         Limits limits;                  /* in force, from the latest report */
         int64_t first_ms;               /* the first sample: run times count from it */
         TrackSample samples[ORCH_TRACK_SAMPLES]; /* since the last epoch, oldest first */
@@ -173,6 +177,7 @@ static TaskTrack *track_get(Orchestrator *o, const char *id, const char *node) {
         t->id = strdup(id);
         t->node = strdup(node);
         t->first_ms = -1;
+        (void) task_id_parse(id, &t->key); /* the store's ids parse; a track that does not is no task of it */
         if (!t->id || !t->node) {
                 track_free(t);
                 return NULL;
@@ -660,6 +665,17 @@ static int strcmp_ptr(const void *a, const void *b) {
         return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
+static int track_key_compare(const void *a, const void *b) {
+        const TaskId *x = &(*(TaskTrack *const *) a)->key, *y = &(*(TaskTrack *const *) b)->key;
+        if (x->job != y->job)
+                return x->job < y->job ? -1 : 1;
+        if (x->phase != y->phase)
+                return x->phase < y->phase ? -1 : 1;
+        if (x->task != y->task)
+                return x->task < y->task ? -1 : 1;
+        return (x->attempt > y->attempt) - (x->attempt < y->attempt);
+}
+
 /* The snapshot of this epoch: the ready nodes with their pressure, and every running task the
  * store places where its samples come from, with the windows closed now. */
 static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
@@ -667,8 +683,10 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
         StoreTask *tasks = NULL;
         size_t n_nodes = 0, n_tasks = 0;
         _cleanup_strv_free_ char **frozen = NULL;
+        _cleanup_free_ TaskTrack **listed = NULL;
+        size_t n_listed = 0;
 
-        int r = store_nodes_list(o->store, &nodes, &n_nodes);
+        int r = store_nodes_capacity(o->store, &nodes, &n_nodes);
         if (r < 0)
                 return r;
         /* Where a node's tasks report their own PSI, that (and their throttling) is the
@@ -712,22 +730,31 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
         r = store_tasks_frozen(o->store, &frozen);
         if (r < 0)
                 return r;
-        r = store_tasks_find(o->store, 0, NULL, TASK_STATE_MASK(TASK_RUNNING), &tasks, &n_tasks);
+        r = store_tasks_running_where(o->store, &tasks, &n_tasks);
         if (r < 0)
                 return r;
 
-        /* Tracks of tasks no longer running here (ended, lost, moved) are dropped. */
+        /* Tracks of tasks no longer running here (ended, lost, moved) are dropped. The others,
+         * found once by id, are listed for the snapshot. */
         _cleanup_free_ bool *running = calloc(MAX(o->n_tracks, (size_t) 1), sizeof(bool));
-        if (!running) {
+        listed = calloc(MAX(n_tasks, (size_t) 1), sizeof(TaskTrack *));
+        if (!running || !listed) {
                 store_tasks_free(tasks, n_tasks);
                 return -ENOMEM;
         }
+        size_t n_frozen = strv_length(frozen);
+        if (n_frozen > 1)
+                qsort(frozen, n_frozen, sizeof(char *), strcmp_ptr);
         for (size_t k = 0; k < n_tasks; k++) {
                 size_t i;
-                if (name_index_find(&o->track_index, o->tracks, tasks[k].id, &i) >= 0 && tasks[k].node &&
-                    streq(tasks[k].node, o->tracks[i]->node))
-                        running[i] = true;
+                if (!tasks[k].node || name_index_find(&o->track_index, o->tracks, tasks[k].id, &i) < 0 ||
+                    !streq(tasks[k].node, o->tracks[i]->node))
+                        continue;
+                running[i] = true;
+                if (n_frozen == 0 || !bsearch(&tasks[k].id, frozen, n_frozen, sizeof(char *), strcmp_ptr))
+                        listed[n_listed++] = o->tracks[i];
         }
+        store_tasks_free(tasks, n_tasks);
         size_t kept = 0;
         for (size_t i = 0; i < o->n_tracks; i++) {
                 TaskTrack *t = o->tracks[i];
@@ -746,17 +773,23 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
                         (void) name_index_add(&o->track_index, o->tracks, o->tracks[i]->id, i);
         }
 
-        size_t n_frozen = strv_length(frozen);
-        if (n_frozen > 1)
-                qsort(frozen, n_frozen, sizeof(char *), strcmp_ptr);
-        for (size_t k = 0; k < n_tasks && r >= 0; k++) {
-                const StoreTask *st = &tasks[k];
-                TaskTrack *t = track_find(o, st->id);
-                if (!t || !st->node ||
-                    (n_frozen > 0 && bsearch(&st->id, frozen, n_frozen, sizeof(char *), strcmp_ptr)))
-                        continue;
-                if (!streq(t->node, st->node))
-                        continue;
+        /* In the store's order of tasks (job, phase, index, attempt): the detector's and the
+         * balancer's ties go by it. */
+        if (n_listed > 1)
+                qsort(listed, n_listed, sizeof(TaskTrack *), track_key_compare);
+        for (size_t k = 0; k < n_listed && r >= 0; k++) {
+                TaskTrack *t = listed[k];
+                if (!t->has_request) {
+                        r = store_phase_request(o->store, t->key.job, t->key.phase, &t->request_cpu_cores,
+                                                &t->request_memory_bytes);
+                        if (r == -ENOENT) {
+                                r = 0; /* no such phase: no task of the store */
+                                continue;
+                        }
+                        if (r < 0)
+                                break;
+                        t->has_request = true;
+                }
                 (void) track_close_window(t);
                 log_debug("Orchestrator: task %s on %s, %zu window(s), throttled %.2f.", t->id, t->node, t->n_windows,
                           t->throttled_ratio);
@@ -765,8 +798,8 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
 
                 OrchTaskInfo info = {
                         .id = t->id,
-                        .job = st->job,
-                        .phase = st->phase,
+                        .job = t->key.job,
+                        .phase = t->key.phase,
                         .node = t->node,
                         .start_s = (double) t->first_ms / 1000.0,
                         .has_progress = t->progress > 0,
@@ -775,8 +808,8 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
                         .cpu_period_us = t->limits.cpu_period_us > 0 ? t->limits.cpu_period_us : 0,
                         .memory_max_bytes = t->limits.memory_max_bytes > 0 ? (uint64_t) t->limits.memory_max_bytes : 0,
                         .memory_high_bytes = t->limits.memory_high_bytes > 0 ? (uint64_t) t->limits.memory_high_bytes : 0,
-                        .expected_cpu_cores = st->cpu_cores,
-                        .expected_memory_bytes = st->memory_bytes,
+                        .expected_cpu_cores = t->request_cpu_cores,
+                        .expected_memory_bytes = t->request_memory_bytes,
                         .throttled_ratio = t->throttled_ratio,
                         .cpu_throttled_cores = t->throttled_cores,
                         .psi_cpu_some_avg10 = t->psi_cpu,
@@ -794,7 +827,6 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
                 if (r >= 0)
                         r = orch_snapshot_add_windows(snap, index, t->windows, t->n_windows);
         }
-        store_tasks_free(tasks, n_tasks);
         return r;
 }
 

@@ -185,8 +185,29 @@ int orch_snapshot_add_window(OrchSnapshot *s, size_t task, double run_time_s, do
         return 0;
 }
 
+static bool window_ok(const OrchWindow *w, const OrchWindow *prev) {
+        return isfinite(w->run_time_s) && w->run_time_s >= 0 && isfinite(w->cpu_cores) && w->cpu_cores >= 0 &&
+               isfinite(w->memory_bytes) && w->memory_bytes >= 0 && (!prev || w->run_time_s > prev->run_time_s);
+}
+
 int orch_snapshot_add_windows(OrchSnapshot *s, size_t task, const OrchWindow *windows, size_t n) {
         assert(s);
+        /* An epoch copies every task's history: one copy when all of it is good, else window by
+         * window up to the bad one, as orch_snapshot_add_window() would. */
+        if (task < s->n_tasks && n > 0) {
+                OrchTask *t = &s->tasks[task];
+                bool ok = true;
+                for (size_t w = 0; w < n && ok; w++)
+                        ok = window_ok(&windows[w], w > 0 ? &windows[w - 1] : orch_task_last_window(t));
+                if (ok) {
+                        int r = grow((void **) &t->windows, &t->allocated_windows, t->n_windows + n, sizeof(OrchWindow));
+                        if (r < 0)
+                                return r;
+                        memcpy(t->windows + t->n_windows, windows, n * sizeof(OrchWindow));
+                        t->n_windows += n;
+                        return 0;
+                }
+        }
         for (size_t w = 0; w < n; w++) {
                 int r = orch_snapshot_add_window(s, task, windows[w].run_time_s, windows[w].cpu_cores,
                                                  windows[w].memory_bytes);
