@@ -121,7 +121,7 @@ int orch_balance_params_validate(const OrchBalanceParams *p, const char **ret_fi
  * heartbeat and request. PUT /v1/config refuses an epoch below these limits for the cluster the
  * controller has (runtime-config.c), and the running orchestrator holds to them as the cluster
  * grows (orchestrator.c). Measured on the 2-CPU development VM (docs/orchestrator.md):
- * - an epoch costs ≈ 6 µs per running task (0.3 s at 50 000 tasks); counted here as
+ * - an epoch costs ≈ 2 µs per running task (0.1 s at 50 000 tasks); counted here as
  *   ORCH_EPOCH_US_PER_TASK, and an epoch may take at most 1/ORCH_EPOCH_LOOP_SHARE_DIVISOR of
  *   the epoch (or of the time between two epochs);
  * - while it acts, it asks agents for a heartbeat every 1/ORCH_FAST_HEARTBEAT_DIVISOR epoch (at
