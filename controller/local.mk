@@ -57,7 +57,7 @@ controller_libcgorch_knobs_a_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 KNOB_LIBS = controller/libcgorch-knobs.a $(ORCH_LIBS) $(SCHED_LIBS) $(COMMON_LIBS)
 EXTRA_DIST += docs/orchestrator.md
 
-ORCH_TESTS = tests/unit/test-detector tests/unit/test-balancer
+ORCH_TESTS = tests/unit/test-detector tests/unit/test-balancer tests/unit/test-name-index
 check_PROGRAMS += $(ORCH_TESTS)
 TESTS += $(ORCH_TESTS)
 tests_unit_test_detector_SOURCES = tests/unit/test-detector.c tests/unit/orch-scenario.h
@@ -66,6 +66,9 @@ tests_unit_test_detector_LDADD = $(ORCH_LIBS) $(CRITERION_LIBS)
 tests_unit_test_balancer_SOURCES = tests/unit/test-balancer.c tests/unit/orch-scenario.h
 tests_unit_test_balancer_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_balancer_LDADD = $(ORCH_LIBS) $(CRITERION_LIBS)
+tests_unit_test_name_index_SOURCES = tests/unit/test-name-index.c
+tests_unit_test_name_index_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_name_index_LDADD = $(ORCH_LIBS) $(CRITERION_LIBS)
 
 # Phase B: the orchestrator in the running controller. The runtime knob registry (validation,
 # all or nothing) and the store's adjustments with the schema migration.

@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "log.h"
 #include "macro.h"
+#include "orchestrator/name-index.h"
 #include "orchestrator/orch-snapshot.h"
 #include "orchestrator.h"
 #include "strv.h"
@@ -36,6 +37,10 @@ typedef struct TrackSample {
 typedef struct TaskTrack {
         char *id;
         char *node;
+        TaskId key;                     /* parsed from id: the snapshot lists tasks in its order */
+        bool has_request;               /* its phase's request, read from the store once */
+        double request_cpu_cores;
+        uint64_t request_memory_bytes;
         Limits limits;                  /* in force, from the latest report */
         int64_t first_ms;               /* the first sample: run times count from it */
         TrackSample samples[ORCH_TRACK_SAMPLES]; /* since the last epoch, oldest first */
@@ -77,10 +82,12 @@ struct Orchestrator {
         OrchBalanceParams balance;
         OrchDetectParams detect;
         OrchBalancerState state;
-        TaskTrack **tracks;             /* sorted by id */
-        size_t n_tracks;
+        TaskTrack **tracks;             /* in no order */
+        size_t n_tracks, allocated_tracks;
+        NameIndex track_index;          /* id → position in tracks */
         NodeTrack *nodes;
         size_t n_nodes;
+        NameIndex node_index;           /* name → position in nodes */
         json_t *contention;             /* the latest epoch's GET /v1/contention */
         bool active;                    /* the latest epoch found contention or changed limits */
         bool pending;                   /* samples arrived that give a task a new window */
@@ -112,7 +119,8 @@ static void forget_all(Orchestrator *o) {
                 track_free(o->tracks[i]);
         free(o->tracks);
         o->tracks = NULL;
-        o->n_tracks = 0;
+        o->n_tracks = o->allocated_tracks = 0;
+        name_index_done(&o->track_index);
         orch_balancer_state_done(&o->state);
         orch_balancer_state_init(&o->state);
         o->active = false;
@@ -121,62 +129,78 @@ static void forget_all(Orchestrator *o) {
         o->slow = false;
 }
 
-/* The position of id in the sorted table, or where it would go. */
-static size_t track_position(const Orchestrator *o, const char *id, bool *ret_found) {
-        size_t lo = 0, hi = o->n_tracks;
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                int c = strcmp(o->tracks[mid]->id, id);
-                if (c == 0) {
-                        *ret_found = true;
-                        return mid;
-                }
-                if (c < 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        *ret_found = false;
-        return lo;
+static const char *track_key(const void *array, size_t i) {
+        return ((TaskTrack *const *) array)[i]->id;
 }
 
-static void track_remove(Orchestrator *o, size_t i) {
-        track_free(o->tracks[i]);
-        memmove(o->tracks + i, o->tracks + i + 1, (o->n_tracks - i - 1) * sizeof(TaskTrack *));
+static const char *node_key(const void *array, size_t i) {
+        return ((const NodeTrack *) array)[i].name;
+}
+
+static TaskTrack *track_find(const Orchestrator *o, const char *id) {
+        size_t i;
+        return name_index_find(&o->track_index, o->tracks, id, &i) >= 0 ? o->tracks[i] : NULL;
+}
+
+/* Drops the track of id, if any; the last track takes its place. */
+static void track_remove(Orchestrator *o, const char *id) {
+        size_t i;
+        if (name_index_find(&o->track_index, o->tracks, id, &i) < 0)
+                return;
+        TaskTrack *t = o->tracks[i];
+        size_t last = o->n_tracks - 1;
+        name_index_remove(&o->track_index, o->tracks, t->id);
+        if (i != last) {
+                name_index_move(&o->track_index, o->tracks, o->tracks[last]->id, i);
+                o->tracks[i] = o->tracks[last];
+        }
         o->n_tracks--;
+        track_free(t);
 }
 
 static TaskTrack *track_get(Orchestrator *o, const char *id, const char *node) {
-        bool found;
-        size_t i = track_position(o, id, &found);
+        TaskTrack *found = track_find(o, id);
         if (found)
-                return o->tracks[i];
+                return found;
 
-        TaskTrack **p = realloc(o->tracks, (o->n_tracks + 1) * sizeof(TaskTrack *));
-        if (!p)
-                return NULL;
-        o->tracks = p;
+        if (o->n_tracks == o->allocated_tracks) {
+                size_t n = MAX(o->allocated_tracks * 2, (size_t) 64);
+                TaskTrack **p = reallocarray(o->tracks, n, sizeof(TaskTrack *));
+                if (!p)
+                        return NULL;
+                o->tracks = p;
+                o->allocated_tracks = n;
+        }
         TaskTrack *t = calloc(1, sizeof(TaskTrack));
         if (!t)
                 return NULL;
         t->id = strdup(id);
         t->node = strdup(node);
         t->first_ms = -1;
+        (void) task_id_parse(id, &t->key); /* the store's ids parse; a track that does not is no task of it */
         if (!t->id || !t->node) {
                 track_free(t);
                 return NULL;
         }
-        memmove(o->tracks + i + 1, o->tracks + i, (o->n_tracks - i) * sizeof(TaskTrack *));
-        o->tracks[i] = t;
+        o->tracks[o->n_tracks] = t;
+        if (name_index_add(&o->track_index, o->tracks, t->id, o->n_tracks) < 0) {
+                track_free(t);
+                return NULL;
+        }
         o->n_tracks++;
         return t;
 }
 
+static NodeTrack *node_find(const Orchestrator *o, const char *name) {
+        size_t i;
+        return name_index_find(&o->node_index, o->nodes, name, &i) >= 0 ? &o->nodes[i] : NULL;
+}
+
 static NodeTrack *node_get(Orchestrator *o, const char *name) {
-        for (size_t i = 0; i < o->n_nodes; i++)
-                if (streq(o->nodes[i].name, name))
-                        return &o->nodes[i];
-        NodeTrack *p = realloc(o->nodes, (o->n_nodes + 1) * sizeof(NodeTrack));
+        NodeTrack *found = node_find(o, name);
+        if (found)
+                return found;
+        NodeTrack *p = reallocarray(o->nodes, o->n_nodes + 1, sizeof(NodeTrack));
         if (!p)
                 return NULL;
         o->nodes = p;
@@ -184,6 +208,10 @@ static NodeTrack *node_get(Orchestrator *o, const char *name) {
         if (!copy)
                 return NULL;
         o->nodes[o->n_nodes] = (NodeTrack) { .name = copy };
+        if (name_index_add(&o->node_index, o->nodes, copy, o->n_nodes) < 0) {
+                free(copy);
+                return NULL;
+        }
         return &o->nodes[o->n_nodes++];
 }
 
@@ -358,10 +386,7 @@ int orchestrator_observe(void *userdata, const Heartbeat *hb, int64_t now_ms, ui
         for (size_t i = 0; i < hb->n_tasks; i++) {
                 const TaskReport *rep = &hb->tasks[i];
                 if (rep->state != TASK_RUNNING) {
-                        bool found;
-                        size_t k = track_position(o, rep->id, &found);
-                        if (found)
-                                track_remove(o, k);
+                        track_remove(o, rep->id);
                         continue;
                 }
                 TaskTrack *t = track_get(o, rep->id, hb->node);
@@ -640,20 +665,15 @@ static int strcmp_ptr(const void *a, const void *b) {
         return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
-/* The index of the node named name in nodes (sorted by id), or -1. */
-static ssize_t node_index(const StoreNode *nodes, size_t n, const char *name) {
-        size_t lo = 0, hi = n;
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                int c = strcmp(nodes[mid].id, name);
-                if (c == 0)
-                        return (ssize_t) mid;
-                if (c < 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return -1;
+static int track_key_compare(const void *a, const void *b) {
+        const TaskId *x = &(*(TaskTrack *const *) a)->key, *y = &(*(TaskTrack *const *) b)->key;
+        if (x->job != y->job)
+                return x->job < y->job ? -1 : 1;
+        if (x->phase != y->phase)
+                return x->phase < y->phase ? -1 : 1;
+        if (x->task != y->task)
+                return x->task < y->task ? -1 : 1;
+        return (x->attempt > y->attempt) - (x->attempt < y->attempt);
 }
 
 /* The snapshot of this epoch: the ready nodes with their pressure, and every running task the
@@ -663,25 +683,27 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
         StoreTask *tasks = NULL;
         size_t n_nodes = 0, n_tasks = 0;
         _cleanup_strv_free_ char **frozen = NULL;
+        _cleanup_free_ TaskTrack **listed = NULL;
+        size_t n_listed = 0;
 
-        int r = store_nodes_list(o->store, &nodes, &n_nodes);
+        int r = store_nodes_capacity(o->store, &nodes, &n_nodes);
         if (r < 0)
                 return r;
         /* Where a node's tasks report their own PSI, that (and their throttling) is the
          * pressure the detector judges by (orch_node_info_set_psi(): a shared box read 90% in
          * /proc/pressure while our two tasks read 0.4% and 9%). One pass over the tracks, each finding
-         * its node by binary search (the store lists nodes by id): every loop of an epoch is
-         * O(tasks log tasks), since one over all tasks for each task or node took seconds at
-         * tens of thousands of tasks and stalled the controller's loop for as long. */
-        _cleanup_free_ bool *own_cpu = calloc(MAX(n_nodes, (size_t) 1), sizeof(bool));
-        _cleanup_free_ bool *own_memory = calloc(MAX(n_nodes, (size_t) 1), sizeof(bool));
+         * its node by name in O(1): every loop of an epoch is linear in the tasks, since one over
+         * all tasks for each task or node took seconds at tens of thousands of tasks and stalled
+         * the controller's loop for as long. */
+        _cleanup_free_ bool *own_cpu = calloc(MAX(o->n_nodes, (size_t) 1), sizeof(bool));
+        _cleanup_free_ bool *own_memory = calloc(MAX(o->n_nodes, (size_t) 1), sizeof(bool));
         if (!own_cpu || !own_memory) {
                 store_nodes_free(nodes, n_nodes);
                 return -ENOMEM;
         }
         for (size_t k = 0; k < o->n_tracks; k++) {
-                ssize_t i = node_index(nodes, n_nodes, o->tracks[k]->node);
-                if (i >= 0) {
+                size_t i;
+                if (name_index_find(&o->node_index, o->nodes, o->tracks[k]->node, &i) >= 0) {
                         own_cpu[i] |= o->tracks[k]->own_psi_cpu;
                         own_memory[i] |= o->tracks[k]->own_psi_memory;
                 }
@@ -694,11 +716,10 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
                         .capacity_cpus = nodes[i].capacity_cpus,
                         .capacity_memory_bytes = nodes[i].capacity_memory_bytes,
                 };
-                for (size_t k = 0; k < o->n_nodes; k++)
-                        if (streq(o->nodes[k].name, nodes[i].id)) {
-                                orch_node_info_set_psi(&info, o->nodes[k].psi_cpu, o->nodes[k].psi_memory,
-                                                       own_cpu[i], own_memory[i]);
-                        }
+                size_t k;
+                if (name_index_find(&o->node_index, o->nodes, nodes[i].id, &k) >= 0)
+                        orch_node_info_set_psi(&info, o->nodes[k].psi_cpu, o->nodes[k].psi_memory, own_cpu[k],
+                                               own_memory[k]);
                 r = orch_snapshot_add_node(snap, &info, NULL);
         }
         store_nodes_free(nodes, n_nodes);
@@ -709,22 +730,31 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
         r = store_tasks_frozen(o->store, &frozen);
         if (r < 0)
                 return r;
-        r = store_tasks_find(o->store, 0, NULL, TASK_STATE_MASK(TASK_RUNNING), &tasks, &n_tasks);
+        r = store_tasks_running_where(o->store, &tasks, &n_tasks);
         if (r < 0)
                 return r;
 
-        /* Tracks of tasks no longer running here (ended, lost, moved) are dropped. */
+        /* Tracks of tasks no longer running here (ended, lost, moved) are dropped. The others,
+         * found once by id, are listed for the snapshot. */
         _cleanup_free_ bool *running = calloc(MAX(o->n_tracks, (size_t) 1), sizeof(bool));
-        if (!running) {
+        listed = calloc(MAX(n_tasks, (size_t) 1), sizeof(TaskTrack *));
+        if (!running || !listed) {
                 store_tasks_free(tasks, n_tasks);
                 return -ENOMEM;
         }
+        size_t n_frozen = strv_length(frozen);
+        if (n_frozen > 1)
+                qsort(frozen, n_frozen, sizeof(char *), strcmp_ptr);
         for (size_t k = 0; k < n_tasks; k++) {
-                bool found;
-                size_t i = track_position(o, tasks[k].id, &found);
-                if (found && tasks[k].node && streq(tasks[k].node, o->tracks[i]->node))
-                        running[i] = true;
+                size_t i;
+                if (!tasks[k].node || name_index_find(&o->track_index, o->tracks, tasks[k].id, &i) < 0 ||
+                    !streq(tasks[k].node, o->tracks[i]->node))
+                        continue;
+                running[i] = true;
+                if (n_frozen == 0 || !bsearch(&tasks[k].id, frozen, n_frozen, sizeof(char *), strcmp_ptr))
+                        listed[n_listed++] = o->tracks[i];
         }
+        store_tasks_free(tasks, n_tasks);
         size_t kept = 0;
         for (size_t i = 0; i < o->n_tracks; i++) {
                 TaskTrack *t = o->tracks[i];
@@ -735,21 +765,31 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
                 t->seen = false;
                 o->tracks[kept++] = t;
         }
-        o->n_tracks = kept;
+        if (kept < o->n_tracks) {
+                /* Positions moved: index them again (adds cannot fail below the size it had). */
+                o->n_tracks = kept;
+                name_index_clear(&o->track_index);
+                for (size_t i = 0; i < kept; i++)
+                        (void) name_index_add(&o->track_index, o->tracks, o->tracks[i]->id, i);
+        }
 
-        size_t n_frozen = strv_length(frozen);
-        if (n_frozen > 1)
-                qsort(frozen, n_frozen, sizeof(char *), strcmp_ptr);
-        for (size_t k = 0; k < n_tasks && r >= 0; k++) {
-                const StoreTask *st = &tasks[k];
-                bool found;
-                size_t i = track_position(o, st->id, &found);
-                if (!found || !st->node ||
-                    (n_frozen > 0 && bsearch(&st->id, frozen, n_frozen, sizeof(char *), strcmp_ptr)))
-                        continue;
-                TaskTrack *t = o->tracks[i];
-                if (!streq(t->node, st->node))
-                        continue;
+        /* In the store's order of tasks (job, phase, index, attempt): the detector's and the
+         * balancer's ties go by it. */
+        if (n_listed > 1)
+                qsort(listed, n_listed, sizeof(TaskTrack *), track_key_compare);
+        for (size_t k = 0; k < n_listed && r >= 0; k++) {
+                TaskTrack *t = listed[k];
+                if (!t->has_request) {
+                        r = store_phase_request(o->store, t->key.job, t->key.phase, &t->request_cpu_cores,
+                                                &t->request_memory_bytes);
+                        if (r == -ENOENT) {
+                                r = 0; /* no such phase: no task of the store */
+                                continue;
+                        }
+                        if (r < 0)
+                                break;
+                        t->has_request = true;
+                }
                 (void) track_close_window(t);
                 log_debug("Orchestrator: task %s on %s, %zu window(s), throttled %.2f.", t->id, t->node, t->n_windows,
                           t->throttled_ratio);
@@ -758,8 +798,8 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
 
                 OrchTaskInfo info = {
                         .id = t->id,
-                        .job = st->job,
-                        .phase = st->phase,
+                        .job = t->key.job,
+                        .phase = t->key.phase,
                         .node = t->node,
                         .start_s = (double) t->first_ms / 1000.0,
                         .has_progress = t->progress > 0,
@@ -768,8 +808,8 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
                         .cpu_period_us = t->limits.cpu_period_us > 0 ? t->limits.cpu_period_us : 0,
                         .memory_max_bytes = t->limits.memory_max_bytes > 0 ? (uint64_t) t->limits.memory_max_bytes : 0,
                         .memory_high_bytes = t->limits.memory_high_bytes > 0 ? (uint64_t) t->limits.memory_high_bytes : 0,
-                        .expected_cpu_cores = st->cpu_cores,
-                        .expected_memory_bytes = st->memory_bytes,
+                        .expected_cpu_cores = t->request_cpu_cores,
+                        .expected_memory_bytes = t->request_memory_bytes,
                         .throttled_ratio = t->throttled_ratio,
                         .cpu_throttled_cores = t->throttled_cores,
                         .psi_cpu_some_avg10 = t->psi_cpu,
@@ -787,7 +827,6 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
                 if (r >= 0)
                         r = orch_snapshot_add_windows(snap, index, t->windows, t->n_windows);
         }
-        store_tasks_free(tasks, n_tasks);
         return r;
 }
 
@@ -1042,6 +1081,8 @@ int orchestrator_new(sd_event *event, Store *store, const OrchBalanceParams *bal
                 .balance = *balance,
                 .detect = *detect,
                 .last_epoch_ms = -1,
+                .track_index = NAME_INDEX_INIT(track_key),
+                .node_index = NAME_INDEX_INIT(node_key),
         };
         orch_balancer_state_init(&o->state);
         if (event) {
@@ -1069,6 +1110,7 @@ Orchestrator *orchestrator_free(Orchestrator *o) {
         for (size_t i = 0; i < o->n_nodes; i++)
                 free(o->nodes[i].name);
         free(o->nodes);
+        name_index_done(&o->node_index);
         json_decref(o->contention);
         for (size_t i = 0; i < ORCH_GUARD_RECORDS; i++)
                 guard_record_done(&o->guard[i]);

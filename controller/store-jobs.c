@@ -680,6 +680,48 @@ int store_tasks_find(Store *s, uint64_t job, const char *node, unsigned state_ma
         return 0;
 }
 
+static int task_where_from_row(sqlite3_stmt *st, void *ret_task) {
+        StoreTask *ret = ret_task;
+        StoreTask t = { .state = TASK_RUNNING, .started_ms = -1 };
+        int r = store_column_strdup(st, 0, &t.id);
+        if (r >= 0)
+                r = store_column_strdup(st, 1, &t.node);
+        if (r < 0) {
+                store_task_done(&t);
+                return r;
+        }
+        *ret = t;
+        return 0;
+}
+
+int store_tasks_running_where(Store *s, StoreTask **ret, size_t *ret_n) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        /* From the partial index of running tasks alone (it holds node and id): an orchestrator
+         * epoch reads it every second. */
+        int r = store_prepare(s, "SELECT id, node FROM tasks WHERE state = 'running'", &st);
+        if (r < 0)
+                return r;
+        return store_rows_collect(s, st, "read running tasks", sizeof(StoreTask), task_where_from_row, tasks_free_any,
+                                  (void **) ret, ret_n);
+}
+
+int store_phase_request(Store *s, uint64_t job, unsigned phase, double *ret_cpu_cores, uint64_t *ret_memory_bytes) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, "SELECT cpu_cores, memory_bytes FROM phases WHERE job = ? AND idx = ?", &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, (int64_t) job);
+        sqlite3_bind_int(st, 2, (int) phase);
+        r = store_step_row(s, st, "read a phase's request");
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return -ENOENT;
+        *ret_cpu_cores = sqlite3_column_double(st, 0);
+        *ret_memory_bytes = (uint64_t) sqlite3_column_int64(st, 1);
+        return 0;
+}
+
 int store_task_siblings(Store *s, const StoreTask *t, StoreTask **ret, size_t *ret_n) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r = store_prepare(s,

@@ -287,6 +287,10 @@ int store_task_get(Store *s, const char *id, StoreTask *ret);
  * job, phase, task index, attempt. */
 int store_tasks_find(Store *s, uint64_t job, const char *node, unsigned state_mask,
                      StoreTask **ret, size_t *ret_n);
+/* The running tasks, id and node only (the rest zero), in no order: cheap. */
+int store_tasks_running_where(Store *s, StoreTask **ret, size_t *ret_n);
+/* What a phase's tasks request (a phase's request never changes); -ENOENT. */
+int store_phase_request(Store *s, uint64_t job, unsigned phase, double *ret_cpu_cores, uint64_t *ret_memory_bytes);
 
 /* The other attempts of t's task since its job's last requeue, in attempt order (through the
  * task's key: O(its attempts)). */

@@ -151,26 +151,27 @@ static void entries_free(OrchBalancerEntry *e, size_t n) {
         free(e);
 }
 
+static const char *entry_key(const void *array, size_t i) {
+        return ((const OrchBalancerEntry *) array)[i].task_id;
+}
+
 void orch_balancer_state_init(OrchBalancerState *st) {
-        *st = (OrchBalancerState) { .last_now_s = -INFINITY };
+        *st = (OrchBalancerState) { .last_now_s = -INFINITY, .index = NAME_INDEX_INIT(entry_key) };
 }
 
 void orch_balancer_state_done(OrchBalancerState *st) {
         entries_free(st->entries, st->n_entries);
+        name_index_done(&st->index);
         orch_balancer_state_init(st);
-}
-
-static int entry_compare(const void *a, const void *b) {
-        return strcmp(((const OrchBalancerEntry *) a)->task_id, ((const OrchBalancerEntry *) b)->task_id);
 }
 
 const OrchBalancerEntry *orch_balancer_state_find(const OrchBalancerState *st, const char *task_id) {
         assert(st);
-        OrchBalancerEntry key = { .task_id = (char *) task_id };
+        size_t i;
 
-        if (st->n_entries == 0)
+        if (st->n_entries == 0 || name_index_find(&st->index, st->entries, task_id, &i) < 0)
                 return NULL;
-        return bsearch(&key, st->entries, st->n_entries, sizeof(OrchBalancerEntry), entry_compare);
+        return &st->entries[i];
 }
 
 void orch_decisions_done(OrchDecisions *d) {
@@ -242,8 +243,10 @@ typedef struct Balance {
         const OrchBalanceParams *p;
         double now_s;
         uint64_t epoch;
-        OrchIndex ix;
+        OrchIndex ix;                   /* the caller's when ix_borrowed */
+        bool ix_borrowed;
         OrchBalancerEntry *entries;     /* new state, one per task, in task order */
+        NameIndex entry_index;          /* of entries, by task id */
         const OrchFinding **short_f[_ORCH_RESOURCE_MAX];
         const OrchFinding **hog_f[_ORCH_RESOURCE_MAX];
         double *values, *times;         /* scratch, for the estimator */
@@ -933,12 +936,10 @@ static int balance_resource(Balance *b, OrchResource r) {
         return k < 0 ? k : decide_donors(b, r, dn, n_dn, taken);
 }
 
-static int task_id_ptr_compare(const void *a, const void *b) {
-        return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
 static void balance_done(Balance *b) {
-        orch_index_done(&b->ix);
+        if (!b->ix_borrowed)
+                orch_index_done(&b->ix);
+        name_index_done(&b->entry_index);
         if (b->entries)
                 entries_free(b->entries, b->s->n_tasks);
         for (OrchResource r = 0; r < _ORCH_RESOURCE_MAX; r++) {
@@ -953,34 +954,56 @@ static void balance_done(Balance *b) {
 
 int orch_balance(const OrchSnapshot *s, const OrchFindings *findings, double now_s,
                  const OrchBalanceParams *params, OrchBalancerState *st, OrchDecisions *ret) {
+        return orch_balance_indexed(s, NULL, findings, now_s, params, st, ret);
+}
+
+int orch_balance_indexed(const OrchSnapshot *s, const OrchIndex *ix, const OrchFindings *findings, double now_s,
+                         const OrchBalanceParams *params, OrchBalancerState *st, OrchDecisions *ret) {
         assert(s);
-        _cleanup_free_ char **ids = NULL;
         size_t n = MAX(s->n_tasks, (size_t) 1), n_values = 1;
-        Balance b = { .s = s, .p = params, .now_s = now_s, .epoch = st->epoch + 1, .findings = findings };
+        Balance b = { .s = s, .p = params, .now_s = now_s, .epoch = st->epoch + 1, .findings = findings,
+                      .entry_index = NAME_INDEX_INIT(entry_key) };
         int r;
 
         if (!isfinite(now_s) || now_s < st->last_now_s || orch_balance_params_validate(params, NULL) < 0)
                 return -EINVAL;
+        /* A state zeroed rather than initialized has no entries to find yet. */
+        st->index.key = entry_key;
 
         /* Task ids key the state across epochs: they must be unique. */
-        ids = calloc(n, sizeof(char *));
-        if (!ids)
+        b.entries = calloc(n, sizeof(OrchBalancerEntry));
+        if (!b.entries)
                 return -ENOMEM;
-        for (size_t t = 0; t < s->n_tasks; t++)
-                ids[t] = s->tasks[t].id;
-        qsort(ids, s->n_tasks, sizeof(char *), task_id_ptr_compare);
-        for (size_t t = 1; t < s->n_tasks; t++)
-                if (streq(ids[t - 1], ids[t]))
-                        return -EINVAL;
+        for (size_t t = 0; t < s->n_tasks; t++) {
+                size_t unused;
+                b.entries[t].task_id = strdup(s->tasks[t].id);
+                if (!b.entries[t].task_id)
+                        r = -ENOMEM;
+                else if (name_index_find(&b.entry_index, b.entries, s->tasks[t].id, &unused) >= 0)
+                        r = -EINVAL;
+                else
+                        r = name_index_add(&b.entry_index, b.entries, s->tasks[t].id, t);
+                if (r < 0) {
+                        balance_done(&b);
+                        return r;
+                }
+        }
 
-        r = orch_index_build(s, &b.ix);
-        if (r < 0)
-                return r;
+        if (ix) {
+                b.ix = *ix;
+                b.ix_borrowed = true;
+        } else {
+                r = orch_index_build(s, &b.ix);
+                if (r < 0) {
+                        balance_done(&b);
+                        return r;
+                }
+        }
+        r = 0;
         for (size_t t = 0; t < s->n_tasks; t++)
                 n_values += s->tasks[t].n_windows;
         b.values = calloc(n_values, sizeof(double));
         b.times = calloc(n_values, sizeof(double));
-        b.entries = calloc(n, sizeof(OrchBalancerEntry));
         b.explained = calloc(MAX(findings->n, (size_t) 1), sizeof(OrchExplanation));
         for (OrchResource res = 0; res < _ORCH_RESOURCE_MAX; res++) {
                 b.short_f[res] = calloc(n, sizeof(OrchFinding *));
@@ -988,7 +1011,7 @@ int orch_balance(const OrchSnapshot *s, const OrchFindings *findings, double now
                 if (!b.short_f[res] || !b.hog_f[res])
                         r = -ENOMEM;
         }
-        if (r < 0 || !b.values || !b.times || !b.entries || !b.explained) {
+        if (r < 0 || !b.values || !b.times || !b.explained) {
                 r = -ENOMEM;
                 goto finish;
         }
@@ -1016,12 +1039,10 @@ int orch_balance(const OrchSnapshot *s, const OrchFindings *findings, double now
                 const OrchBalancerEntry *old = orch_balancer_state_find(st, s->tasks[t].id);
                 OrchBalancerEntry *e = &b.entries[t];
 
-                if (old)
+                if (old) {
+                        char *id = e->task_id;
                         *e = *old;
-                e->task_id = strdup(s->tasks[t].id);
-                if (!e->task_id) {
-                        r = -ENOMEM;
-                        goto finish;
+                        e->task_id = id;
                 }
                 for (OrchResource res = 0; res < _ORCH_RESOURCE_MAX; res++) {
                         e->short_streak[res] = b.short_f[res][t] ? e->short_streak[res] + 1 : 0;
@@ -1078,10 +1099,12 @@ int orch_balance(const OrchSnapshot *s, const OrchFindings *findings, double now
                 b.out = sorted;
         }
 
-        qsort(b.entries, s->n_tasks, sizeof(OrchBalancerEntry), entry_compare);
         entries_free(st->entries, st->n_entries);
+        name_index_done(&st->index);
         st->entries = TAKE_PTR(b.entries);
         st->n_entries = s->n_tasks;
+        st->index = b.entry_index;
+        b.entry_index = NAME_INDEX_INIT(entry_key);
         st->epoch = b.epoch;
         st->last_now_s = now_s;
 
@@ -1102,11 +1125,16 @@ int orch_epoch_decide(const OrchSnapshot *s, double now_s, const OrchDetectParam
         assert(s);
         OrchFindings findings = {};
         OrchDecisions decisions = {};
+        _cleanup_(orch_index_done) OrchIndex ix = {};
         now_s = MAX(now_s, st->last_now_s);
-        int r = orch_detect(s, now_s, detect, &findings);
+        /* One index of the snapshot for both. */
+        int r = orch_index_build(s, &ix);
         if (r < 0)
                 return r;
-        r = orch_balance(s, &findings, now_s, balance, st, &decisions);
+        r = orch_detect_indexed(s, &ix, now_s, detect, &findings);
+        if (r < 0)
+                return r;
+        r = orch_balance_indexed(s, &ix, &findings, now_s, balance, st, &decisions);
         if (r < 0) {
                 orch_findings_done(&findings);
                 return r;

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "detector.h"
+#include "name-index.h"
 #include "estimator/mro.h"
 #include "orch-snapshot.h"
 
@@ -120,7 +121,7 @@ int orch_balance_params_validate(const OrchBalanceParams *p, const char **ret_fi
  * heartbeat and request. PUT /v1/config refuses an epoch below these limits for the cluster the
  * controller has (runtime-config.c), and the running orchestrator holds to them as the cluster
  * grows (orchestrator.c). Measured on the 2-CPU development VM (docs/orchestrator.md):
- * - an epoch costs ≈ 6 µs per running task (0.3 s at 50 000 tasks); counted here as
+ * - an epoch costs ≈ 2 µs per running task (0.1 s at 50 000 tasks); counted here as
  *   ORCH_EPOCH_US_PER_TASK, and an epoch may take at most 1/ORCH_EPOCH_LOOP_SHARE_DIVISOR of
  *   the epoch (or of the time between two epochs);
  * - while it acts, it asks agents for a heartbeat every 1/ORCH_FAST_HEARTBEAT_DIVISOR epoch (at
@@ -156,8 +157,9 @@ typedef struct OrchBalancerEntry {
 } OrchBalancerEntry;
 
 typedef struct OrchBalancerState {
-        OrchBalancerEntry *entries;     /* sorted by task_id: the tasks of the last snapshot */
+        OrchBalancerEntry *entries;     /* the tasks of the last snapshot, in its order */
         size_t n_entries;
+        NameIndex index;                /* task_id → position in entries */
         uint64_t epoch;                 /* epochs balanced so far */
         double last_now_s;
 } OrchBalancerState;
@@ -249,6 +251,9 @@ const OrchDecision *orch_decisions_find(const OrchDecisions *d, size_t task, Orc
  * then takes, then skipped ones. -EINVAL for bad params, time going back or duplicate task ids. */
 int orch_balance(const OrchSnapshot *s, const OrchFindings *findings, double now_s,
                  const OrchBalanceParams *params, OrchBalancerState *st, OrchDecisions *ret);
+/* The same with the snapshot's index (orch_index_build()) built by the caller, who keeps it. */
+int orch_balance_indexed(const OrchSnapshot *s, const OrchIndex *ix, const OrchFindings *findings, double now_s,
+                         const OrchBalanceParams *params, OrchBalancerState *st, OrchDecisions *ret);
 
 /* One epoch from its snapshot, for the controller and cgorch-sim alike: orch_detect(), then
  * orch_balance() on its findings, at now_s or, where the clock went back (a wall clock may), at

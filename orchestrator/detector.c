@@ -94,7 +94,8 @@ typedef struct Detect {
         const OrchSnapshot *s;
         const OrchDetectParams *p;
         double now_s;
-        OrchIndex ix;
+        OrchIndex ix;                           /* the caller's when ix_borrowed */
+        bool ix_borrowed;
         OrchFindings out;
         double *scratch;                        /* n_tasks values */
         double *time_left_s;                    /* per task, < 0 unknown */
@@ -490,7 +491,8 @@ static int finding_compare(const void *a, const void *b) {
 }
 
 static void detect_done(Detect *d) {
-        orch_index_done(&d->ix);
+        if (!d->ix_borrowed)
+                orch_index_done(&d->ix);
         orch_findings_done(&d->out);
         free(d->scratch);
         free(d->time_left_s);
@@ -501,6 +503,11 @@ static void detect_done(Detect *d) {
 }
 
 int orch_detect(const OrchSnapshot *s, double now_s, const OrchDetectParams *params, OrchFindings *ret) {
+        return orch_detect_indexed(s, NULL, now_s, params, ret);
+}
+
+int orch_detect_indexed(const OrchSnapshot *s, const OrchIndex *ix, double now_s, const OrchDetectParams *params,
+                        OrchFindings *ret) {
         assert(s);
         size_t n = MAX(s->n_tasks, (size_t) 1);
         Detect d = { .s = s, .p = params, .now_s = now_s };
@@ -509,9 +516,14 @@ int orch_detect(const OrchSnapshot *s, double now_s, const OrchDetectParams *par
         if (!isfinite(now_s) || orch_detect_params_validate(params, NULL) < 0)
                 return -EINVAL;
 
-        r = orch_index_build(s, &d.ix);
-        if (r < 0)
-                return r;
+        if (ix) {
+                d.ix = *ix;
+                d.ix_borrowed = true;
+        } else {
+                r = orch_index_build(s, &d.ix);
+                if (r < 0)
+                        return r;
+        }
         d.scratch = calloc(n, sizeof(double));
         d.time_left_s = calloc(n, sizeof(double));
         d.rate = calloc(n, sizeof(double));

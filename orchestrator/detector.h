@@ -111,3 +111,6 @@ size_t orch_findings_count(const OrchFindings *f, OrchFindingKind k);
  * tasks' latest window is judged; tasks without windows are skipped. *ret is replaced (the
  * caller frees it with orch_findings_done()) and untouched on failure. */
 int orch_detect(const OrchSnapshot *s, double now_s, const OrchDetectParams *params, OrchFindings *ret);
+/* The same with the snapshot's index (orch_index_build()) built by the caller, who keeps it. */
+int orch_detect_indexed(const OrchSnapshot *s, const OrchIndex *ix, double now_s, const OrchDetectParams *params,
+                        OrchFindings *ret);

@@ -21,11 +21,16 @@ const char *orch_resource_to_string(OrchResource r) {
         return resource_names[r];
 }
 
+static const char *node_key(const void *array, size_t i) {
+        return ((const OrchNode *) array)[i].name;
+}
+
 int orch_snapshot_new(OrchSnapshot **ret) {
         OrchSnapshot *s = calloc(1, sizeof(*s));
 
         if (!s)
                 return -ENOMEM;
+        s->node_index = NAME_INDEX_INIT(node_key);
         *ret = s;
         return 0;
 }
@@ -40,7 +45,7 @@ OrchSnapshot *orch_snapshot_free(OrchSnapshot *s) {
                 free(s->tasks[i].windows);
         }
         free(s->nodes);
-        free(s->node_slots);
+        name_index_done(&s->node_index);
         free(s->tasks);
         free(s);
         return NULL;
@@ -73,48 +78,8 @@ static bool fraction_ok(double v) {
         return isfinite(v) && v >= 0 && v <= 1;
 }
 
-/* FNV-1a: a task names its node by name, and an epoch adds every running task. */
-static size_t name_hash(const char *name) {
-        uint64_t h = UINT64_C(14695981039346656037);
-        for (const unsigned char *p = (const unsigned char *) name; *p; p++)
-                h = (h ^ *p) * UINT64_C(1099511628211);
-        return (size_t) h;
-}
-
-/* The slot of name: where it is, or the free slot where it would go. */
-static size_t node_slot(const OrchSnapshot *s, const char *name) {
-        size_t mask = s->n_node_slots - 1, i = name_hash(name) & mask;
-        while (s->node_slots[i] != 0 && !streq(s->nodes[s->node_slots[i] - 1].name, name))
-                i = (i + 1) & mask;
-        return i;
-}
-
 static int find_node(const OrchSnapshot *s, const char *name, size_t *ret) {
-        if (s->n_node_slots == 0)
-                return -ENOENT;
-        size_t i = node_slot(s, name);
-        if (s->node_slots[i] == 0)
-                return -ENOENT;
-        *ret = s->node_slots[i] - 1;
-        return 0;
-}
-
-/* Room in the slots for one more node, keeping them at most half full. */
-static int node_slots_grow(OrchSnapshot *s) {
-        if (2 * (s->n_nodes + 1) <= s->n_node_slots)
-                return 0;
-        if (s->n_nodes + 1 >= UINT32_MAX)
-                return -E2BIG;
-        size_t n = MAX(s->n_node_slots * 2, (size_t) 16);
-        uint32_t *slots = calloc(n, sizeof(uint32_t));
-        if (!slots)
-                return -ENOMEM;
-        free(s->node_slots);
-        s->node_slots = slots;
-        s->n_node_slots = n;
-        for (size_t k = 0; k < s->n_nodes; k++)
-                s->node_slots[node_slot(s, s->nodes[k].name)] = (uint32_t) k + 1;
-        return 0;
+        return name_index_find(&s->node_index, s->nodes, name, ret);
 }
 
 void orch_node_info_set_psi(OrchNodeInfo *info, double psi_cpu, double psi_memory, bool tasks_own_cpu,
@@ -138,8 +103,6 @@ int orch_snapshot_add_node(OrchSnapshot *s, const OrchNodeInfo *info, size_t *re
                 return -EEXIST;
 
         r = grow((void **) &s->nodes, &s->allocated_nodes, s->n_nodes + 1, sizeof(OrchNode));
-        if (r >= 0)
-                r = node_slots_grow(s);
         if (r < 0)
                 return r;
         name = strdup(info->name);
@@ -148,7 +111,11 @@ int orch_snapshot_add_node(OrchSnapshot *s, const OrchNodeInfo *info, size_t *re
 
         s->nodes[s->n_nodes] = (OrchNode) { .info = *info, .name = name };
         s->nodes[s->n_nodes].info.name = name;
-        s->node_slots[node_slot(s, name)] = (uint32_t) s->n_nodes + 1;
+        r = name_index_add(&s->node_index, s->nodes, name, s->n_nodes);
+        if (r < 0) {
+                free(name);
+                return r;
+        }
         if (ret_index)
                 *ret_index = s->n_nodes;
         s->n_nodes++;
@@ -218,8 +185,29 @@ int orch_snapshot_add_window(OrchSnapshot *s, size_t task, double run_time_s, do
         return 0;
 }
 
+static bool window_ok(const OrchWindow *w, const OrchWindow *prev) {
+        return isfinite(w->run_time_s) && w->run_time_s >= 0 && isfinite(w->cpu_cores) && w->cpu_cores >= 0 &&
+               isfinite(w->memory_bytes) && w->memory_bytes >= 0 && (!prev || w->run_time_s > prev->run_time_s);
+}
+
 int orch_snapshot_add_windows(OrchSnapshot *s, size_t task, const OrchWindow *windows, size_t n) {
         assert(s);
+        /* An epoch copies every task's history: one copy when all of it is good, else window by
+         * window up to the bad one, as orch_snapshot_add_window() would. */
+        if (task < s->n_tasks && n > 0) {
+                OrchTask *t = &s->tasks[task];
+                bool ok = true;
+                for (size_t w = 0; w < n && ok; w++)
+                        ok = window_ok(&windows[w], w > 0 ? &windows[w - 1] : orch_task_last_window(t));
+                if (ok) {
+                        int r = grow((void **) &t->windows, &t->allocated_windows, t->n_windows + n, sizeof(OrchWindow));
+                        if (r < 0)
+                                return r;
+                        memcpy(t->windows + t->n_windows, windows, n * sizeof(OrchWindow));
+                        t->n_windows += n;
+                        return 0;
+                }
+        }
         for (size_t w = 0; w < n; w++) {
                 int r = orch_snapshot_add_window(s, task, windows[w].run_time_s, windows[w].cpu_cores,
                                                  windows[w].memory_bytes);

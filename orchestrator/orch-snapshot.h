@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "macro.h"
+#include "name-index.h"
 
 typedef enum OrchResource {
         ORCH_CPU,
@@ -84,8 +85,7 @@ typedef struct OrchTask {
 typedef struct OrchSnapshot {
         OrchNode *nodes;
         size_t n_nodes, allocated_nodes;
-        uint32_t *node_slots;           /* open addressing by name: node index + 1, 0 free */
-        size_t n_node_slots;            /* a power of two, at least twice n_nodes */
+        NameIndex node_index;           /* by name */
         OrchTask *tasks;
         size_t n_tasks, allocated_tasks;
 } OrchSnapshot;

@@ -366,6 +366,36 @@ Test(store, node_allocations_follow_tasks) {
         store_close(s);
 }
 
+/* What an orchestrator epoch reads: the running tasks (id, node) from their index, and a
+ * phase's request once per task. */
+Test(store, running_tasks_and_phase_request) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        insert_job(s, 1000);
+        Heartbeat hb = make_heartbeat((char *) "n1");
+        cr_assert_eq(store_node_upsert(s, &hb, 1000), 0);
+        cr_assert_eq(store_task_place(s, "1.0.0.0", "n1"), 0);
+        cr_assert_eq(store_task_place(s, "1.0.1.0", "n1"), 0);
+        cr_assert_eq(store_task_set_state(s, "1.0.1.0", TASK_RUNNING, 1500, 2000, NULL), 0);
+
+        StoreTask *tasks = NULL;
+        size_t n = 0;
+        cr_assert_eq(store_tasks_running_where(s, &tasks, &n), 0);
+        cr_assert_eq(n, 1, "only the running task, not the starting one");
+        cr_assert_str_eq(tasks[0].id, "1.0.1.0");
+        cr_assert_str_eq(tasks[0].node, "n1");
+        store_tasks_free(tasks, n);
+
+        double cpu = 0;
+        uint64_t memory = 0;
+        cr_assert_eq(store_phase_request(s, 1, 0, &cpu, &memory), 0);
+        cr_assert_float_eq(cpu, 0.5, 1e-12);
+        cr_assert_eq(memory, UINT64_C(268435456));
+        cr_assert_eq(store_phase_request(s, 1, 7, &cpu, &memory), -ENOENT);
+        cr_assert_eq(store_phase_request(s, 2, 0, &cpu, &memory), -ENOENT);
+        store_close(s);
+}
+
 /* A version 1 database (as the first release left it, with a job in it) is upgraded in place:
  * the job stays, the scheduler's tables and the task's preemption mark appear. */
 Test(store, version_1_is_upgraded) {
