@@ -83,9 +83,10 @@ run_case() {
 }
 
 # The wall-clock gain is a ratio measured in one run, but a loaded machine (CI runs the sanitizer
-# build next to other suites) can take the second CPU the raise frees. The pair is run again, up
-# to three times in all, before the gain is called missing; the quota and adjustment checks hold
-# on every attempt.
+# build next to other suites) can take the second CPU the raise frees, or delay the raise until
+# late in the task's life. The pair is run again, up to three times in all, before the raise or
+# the gain is called missing; the static quota with the orchestrator off and the recorded
+# adjustments hold on every attempt.
 for attempt in 1 2 3; do
         (run_case off)
         (run_case cpu)
@@ -96,13 +97,12 @@ for attempt in 1 2 3; do
         cpu_quota=$(cat "$RESULTS/cpu.quota")
         awk -v q="$off_quota" 'BEGIN { exit !(q <= 1.001) }' || fail "off: the hungry task's quota moved to $off_quota"
         pass "off: the hungry task kept its static quota (1 CPU)"
-        awk -v q="$cpu_quota" 'BEGIN { exit !(q >= 1.25) }' || fail "cpu: the hungry task's quota never rose above $cpu_quota"
-        pass "cpu: the hungry task's quota rose to $cpu_quota CPUs in its cgroup"
         ratio=$(awk -v a="$cpu_ms" -v b="$off_ms" 'BEGIN { printf "%.2f", a / b }')
-        if awk -v r="$ratio" 'BEGIN { exit !(r <= 0.92) }'; then
+        if awk -v q="$cpu_quota" -v r="$ratio" 'BEGIN { exit !(q >= 1.25 && r <= 0.92) }'; then
+                pass "cpu: the hungry task's quota rose to $cpu_quota CPUs in its cgroup"
                 pass "cpu: the hungry job took $cpu_ms ms against $off_ms ms with the orchestrator off (ratio $ratio)"
                 exit 0
         fi
-        echo "attempt $attempt: the hungry job took $cpu_ms ms against $off_ms ms (ratio $ratio, want <= 0.92); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+        echo "attempt $attempt: highest quota seen $cpu_quota CPUs (want >= 1.25, polled every 0.1 s); the hungry job took $cpu_ms ms against $off_ms ms (ratio $ratio, want <= 0.92); load: $(cut -d' ' -f1-3 /proc/loadavg)"
 done
-fail "cpu: the hungry job took $cpu_ms ms against $off_ms ms with the orchestrator off (ratio $ratio) on three attempts"
+fail "cpu: on three attempts, the hungry task's quota or its gain fell short: last highest quota $cpu_quota CPUs, $cpu_ms ms against $off_ms ms (ratio $ratio)"
