@@ -49,243 +49,209 @@ static void heartbeat_freep(Heartbeat **h) {
         heartbeat_free(*h);
 }
 
-/* ---- Optional sample fields (task and node samples) ---- */
+/* ---- The heartbeat's tables ---- */
 
-const SampleField task_sample_fields[] = {
-        { SAMPLE_HAS_THROTTLING, "cpu_periods", offsetof(TaskSample, cpu_periods), SF_U64 },
-        { SAMPLE_HAS_THROTTLING, "cpu_throttled_periods", offsetof(TaskSample, cpu_throttled_periods), SF_U64 },
-        { SAMPLE_HAS_THROTTLING, "cpu_throttled_ns", offsetof(TaskSample, cpu_throttled_ns), SF_U64 },
-        { SAMPLE_HAS_MEMORY_STAT, "memory_anon_bytes", offsetof(TaskSample, memory_anon_bytes), SF_U64 },
-        { SAMPLE_HAS_MEMORY_STAT, "memory_file_bytes", offsetof(TaskSample, memory_file_bytes), SF_U64 },
-        { SAMPLE_HAS_SWAP, "memory_swap_bytes", offsetof(TaskSample, memory_swap_bytes), SF_U64 },
-        { SAMPLE_HAS_MEMORY_EVENTS, "memory_events_high", offsetof(TaskSample, memory_events_high), SF_U64 },
-        { SAMPLE_HAS_MEMORY_EVENTS, "memory_events_max", offsetof(TaskSample, memory_events_max), SF_U64 },
-        { SAMPLE_HAS_MEMORY_EVENTS, "memory_events_oom", offsetof(TaskSample, memory_events_oom), SF_U64 },
-        { SAMPLE_HAS_MEMORY_EVENTS, "memory_events_oom_kill", offsetof(TaskSample, memory_events_oom_kill), SF_U64 },
-        { SAMPLE_HAS_PROCS, "procs", offsetof(TaskSample, procs), SF_U32 },
-        { SAMPLE_HAS_PROCS, "threads", offsetof(TaskSample, threads), SF_U32 },
-        { SAMPLE_HAS_PROCS, "procs_rss_bytes", offsetof(TaskSample, procs_rss_bytes), SF_U64 },
-        { SAMPLE_HAS_PROCS, "io_read_bytes", offsetof(TaskSample, io_read_bytes), SF_U64 },
-        { SAMPLE_HAS_PROCS, "io_write_bytes", offsetof(TaskSample, io_write_bytes), SF_U64 },
-        { SAMPLE_HAS_RATES, "cpu_cores", offsetof(TaskSample, cpu_cores), SF_CORES },
-        { SAMPLE_HAS_RATES, "throttled_ratio", offsetof(TaskSample, throttled_ratio), SF_RATIO },
+#define F_GROUP(k, T, m, g, kd, lo, hi) \
+        { FIELD_KEY(k), .kind = (kd), FIELD_AT(T, m), .group = (g), .min = (lo), .max = (hi), .real_min = 0, \
+          .real_max = (double) (hi) }
+#define F_GROUP_U64(k, T, m, g) F_GROUP(k, T, m, g, FIELD_INT, 0, INT64_MAX)
+
+static const Schema pressure_schema = {
+        .fields = (const Field[]) {
+                F_REAL("some_avg10", Pressure, some_avg10, 0, 100, FIELD_REQUIRED),
+                F_U64("some_total_us", Pressure, some_total_us, FIELD_REQUIRED),
+                /* "full" is absent for cpu before Linux 5.13; both of its fields or neither. */
+                { FIELD_KEY("full_avg10"), .kind = FIELD_REAL, FIELD_AT(Pressure, full_avg10), .group = 1,
+                  .real_min = 0, .real_max = 100 },
+                { FIELD_KEY("full_total_us"), .kind = FIELD_INT, FIELD_AT(Pressure, full_total_us), .group = 1,
+                  .min = 0, .max = INT64_MAX },
+        },
+        .n_fields = 4,
+        .has_offset = offsetof(Pressure, has_full),
+        .has_is_bool = true,
+        .group_by_key = true,
 };
 
-const SampleField node_sample_fields[] = {
-        { SAMPLE_HAS_MEMINFO, "memory_total_bytes", offsetof(NodeSample, memory_total_bytes), SF_U64 },
-        { SAMPLE_HAS_MEMINFO, "swap_total_bytes", offsetof(NodeSample, swap_total_bytes), SF_U64 },
-        { SAMPLE_HAS_MEMINFO, "swap_free_bytes", offsetof(NodeSample, swap_free_bytes), SF_U64 },
+/* "psi": {"cpu": {...}, "memory": {...}, "io": {...}}, each resource optional; its fields are
+ * the sample's own (T: TaskSample or NodeSample). */
+#define PSI_SCHEMA(T)                                                                                              \
+        {                                                                                                          \
+                .fields = (const Field[]) {                                                                        \
+                        { FIELD_KEY("cpu"), .kind = FIELD_OBJECT, .offset = offsetof(T, psi_cpu),                  \
+                          .group = SAMPLE_HAS_PSI_CPU, .sub = &pressure_schema },                                  \
+                        { FIELD_KEY("memory"), .kind = FIELD_OBJECT, .offset = offsetof(T, psi_memory),            \
+                          .group = SAMPLE_HAS_PSI_MEMORY, .sub = &pressure_schema },                               \
+                        { FIELD_KEY("io"), .kind = FIELD_OBJECT, .offset = offsetof(T, psi_io),                    \
+                          .group = SAMPLE_HAS_PSI_IO, .sub = &pressure_schema },                                   \
+                },                                                                                                 \
+                .n_fields = 3, .has_offset = offsetof(T, has),                                                     \
+        }
+static const Schema task_psi_schema = PSI_SCHEMA(TaskSample);
+static const Schema node_psi_schema = PSI_SCHEMA(NodeSample);
+
+/* The optional fields come in groups (SAMPLE_HAS_*), in the order encoders write them. */
+#define TASK_SAMPLE_HEAD 5
+static const Field task_sample_table[] = {
+        F_U64("time_ms", TaskSample, time_ms, FIELD_REQUIRED),
+        F_U64("cpu_usage_ns", TaskSample, cpu_usage_ns, FIELD_REQUIRED),
+        F_U64("memory_current_bytes", TaskSample, memory_current_bytes, FIELD_REQUIRED),
+        F_U64("memory_peak_bytes", TaskSample, memory_peak_bytes, FIELD_REQUIRED),
+        F_SPECIAL("progress", SPECIAL_PROGRESS),
+        F_GROUP_U64("cpu_periods", TaskSample, cpu_periods, SAMPLE_HAS_THROTTLING),
+        F_GROUP_U64("cpu_throttled_periods", TaskSample, cpu_throttled_periods, SAMPLE_HAS_THROTTLING),
+        F_GROUP_U64("cpu_throttled_ns", TaskSample, cpu_throttled_ns, SAMPLE_HAS_THROTTLING),
+        F_GROUP_U64("memory_anon_bytes", TaskSample, memory_anon_bytes, SAMPLE_HAS_MEMORY_STAT),
+        F_GROUP_U64("memory_file_bytes", TaskSample, memory_file_bytes, SAMPLE_HAS_MEMORY_STAT),
+        F_GROUP_U64("memory_swap_bytes", TaskSample, memory_swap_bytes, SAMPLE_HAS_SWAP),
+        F_GROUP_U64("memory_events_high", TaskSample, memory_events_high, SAMPLE_HAS_MEMORY_EVENTS),
+        F_GROUP_U64("memory_events_max", TaskSample, memory_events_max, SAMPLE_HAS_MEMORY_EVENTS),
+        F_GROUP_U64("memory_events_oom", TaskSample, memory_events_oom, SAMPLE_HAS_MEMORY_EVENTS),
+        F_GROUP_U64("memory_events_oom_kill", TaskSample, memory_events_oom_kill, SAMPLE_HAS_MEMORY_EVENTS),
+        F_GROUP("procs", TaskSample, procs, SAMPLE_HAS_PROCS, FIELD_INT, 0, UINT32_MAX),
+        F_GROUP("threads", TaskSample, threads, SAMPLE_HAS_PROCS, FIELD_INT, 0, UINT32_MAX),
+        F_GROUP_U64("procs_rss_bytes", TaskSample, procs_rss_bytes, SAMPLE_HAS_PROCS),
+        F_GROUP_U64("io_read_bytes", TaskSample, io_read_bytes, SAMPLE_HAS_PROCS),
+        F_GROUP_U64("io_write_bytes", TaskSample, io_write_bytes, SAMPLE_HAS_PROCS),
+        F_GROUP("cpu_cores", TaskSample, cpu_cores, SAMPLE_HAS_RATES, FIELD_REAL, 0, PROTO_MAX_CPU_CORES),
+        F_GROUP("throttled_ratio", TaskSample, throttled_ratio, SAMPLE_HAS_RATES, FIELD_REAL, 0, 1),
+        F_OBJECT("psi", 0, task_psi_schema, 0),
 };
-const size_t n_task_sample_fields = ELEMENTSOF(task_sample_fields);
-const size_t n_node_sample_fields = ELEMENTSOF(node_sample_fields);
+const Schema task_sample_schema = {
+        .fields = task_sample_table, .n_fields = ELEMENTSOF(task_sample_table), .has_offset = offsetof(TaskSample, has),
+};
+const Field *const task_sample_fields = &task_sample_table[TASK_SAMPLE_HEAD];
+const size_t n_task_sample_fields = ELEMENTSOF(task_sample_table) - TASK_SAMPLE_HEAD - 1;
 
-static bool sample_group_present(json_t *j, const SampleField *fields, size_t n, uint32_t group) {
-        for (size_t i = 0; i < n; i++)
-                if (fields[i].group == group) {
-                        json_t *v = json_object_get(j, fields[i].key);
-                        if (v && !json_is_null(v))
-                                return true;
-                }
-        return false;
-}
+#define NODE_SAMPLE_HEAD 3
+static const Field node_sample_table[] = {
+        F_U64("time_ms", NodeSample, time_ms, FIELD_REQUIRED),
+        F_REAL("cpu_busy", NodeSample, cpu_busy, 0, 1, FIELD_REQUIRED),
+        F_U64("memory_available_bytes", NodeSample, memory_available_bytes, FIELD_REQUIRED),
+        F_GROUP_U64("memory_total_bytes", NodeSample, memory_total_bytes, SAMPLE_HAS_MEMINFO),
+        F_GROUP_U64("swap_total_bytes", NodeSample, swap_total_bytes, SAMPLE_HAS_MEMINFO),
+        F_GROUP_U64("swap_free_bytes", NodeSample, swap_free_bytes, SAMPLE_HAS_MEMINFO),
+        F_OBJECT("psi", 0, node_psi_schema, 0),
+};
+static const Schema node_sample_schema = {
+        .fields = node_sample_table, .n_fields = ELEMENTSOF(node_sample_table), .has_offset = offsetof(NodeSample, has),
+};
+const Field *const node_sample_fields = &node_sample_table[NODE_SAMPLE_HEAD];
+const size_t n_node_sample_fields = ELEMENTSOF(node_sample_table) - NODE_SAMPLE_HEAD - 1;
 
-/* A group is all or nothing: one field of it without the others is a sender bug. */
-static int sample_fields_from_json(json_t *j, const char *path, const SampleField *fields, size_t n, void *base,
-                                   uint32_t *has, char **ret_error) {
-        for (size_t i = 0; i < n; i++) {
-                const SampleField *f = &fields[i];
-                void *p = (char *) base + f->offset;
-                bool present = sample_group_present(j, fields, n, f->group);
-                int64_t v;
-                int r;
+static const Schema exit_schema = {
+        .fields = (const Field[]) {
+                F_INT("code", ExitRecord, code, 0, EXIT_CODE_MAX, FIELD_REQUIRED),
+                F_INT("signal", ExitRecord, signal, 0, SIGNAL_MAX, FIELD_REQUIRED),
+                F_BOOL("oom_killed", ExitRecord, oom_killed, FIELD_REQUIRED),
+                F_REAL("wall_s", ExitRecord, wall_s, 0, INFINITY, FIELD_REQUIRED),
+                F_REAL("cpu_s", ExitRecord, cpu_s, 0, INFINITY, FIELD_REQUIRED),
+                F_U64("memory_peak_bytes", ExitRecord, memory_peak_bytes, FIELD_REQUIRED),
+                F_BOOL("status_unknown", ExitRecord, status_unknown, 0),
+        },
+        .n_fields = 7,
+        .has_offset = SCHEMA_NO_HAS,
+};
 
-                if (!present)
-                        continue;
-                switch (f->type) {
-                case SF_U64:
-                        r = get_uint64(j, path, f->key, true, (uint64_t *) p, ret_error);
-                        break;
-                case SF_U32:
-                        r = get_int(j, path, f->key, true, 0, UINT32_MAX, &v, ret_error);
-                        if (r > 0)
-                                *(uint32_t *) p = (uint32_t) v;
-                        break;
-                case SF_CORES:
-                        r = get_number(j, path, f->key, true, 0, false, PROTO_MAX_CPU_CORES, (double *) p, ret_error);
-                        break;
-                default:
-                        r = get_number(j, path, f->key, true, 0, false, 1, (double *) p, ret_error);
-                }
-                if (r < 0)
-                        return r;
-                *has |= f->group;
-        }
-        return 0;
-}
+static const Schema memory_guard_schema = {
+        .fields = (const Field[]) {
+                F_INT("time_ms", MemoryGuardEvent, time_ms, 1, INT64_MAX, FIELD_REQUIRED),
+                { FIELD_KEY("outcome"), .kind = FIELD_ENUM, .flags = FIELD_REQUIRED, FIELD_AT(MemoryGuardEvent, raised),
+                  .names = (const char *const[]) { "raised", "no-room", NULL }, .values = (const int[]) { 1, 0 } },
+                F_U64("old_bytes", MemoryGuardEvent, old_bytes, FIELD_REQUIRED),
+                F_U64("new_bytes", MemoryGuardEvent, new_bytes, FIELD_REQUIRED),
+                F_STR("why", FIELD_TEXT, MemoryGuardEvent, why, 0),
+        },
+        .n_fields = 5,
+        .has_offset = SCHEMA_NO_HAS,
+};
 
-static int sample_fields_to_json(json_t *o, const SampleField *fields, size_t n, const void *base, uint32_t has) {
-        for (size_t i = 0; i < n; i++) {
-                const SampleField *f = &fields[i];
-                const void *p = (const char *) base + f->offset;
-                json_t *v;
+const Schema task_report_schema = {
+        .fields = (const Field[]) {
+                F_STR("id", FIELD_TASK_ID, TaskReport, id, FIELD_REQUIRED),
+                /* Only what an agent can know: pending and starting are the controller's view (lost: a
+                 * self-fence that could not freeze the task killed it). */
+                { FIELD_KEY("state"), .kind = FIELD_ENUM, .flags = FIELD_REQUIRED, FIELD_AT(TaskReport, state),
+                  .names = (const char *const[]) { "running", "succeeded", "failed", "cancelled", "lost", "timeout", NULL },
+                  .values = (const int[]) { TASK_RUNNING, TASK_SUCCEEDED, TASK_FAILED, TASK_CANCELLED, TASK_LOST,
+                                            TASK_TIMEOUT } },
+                F_INT("pid", TaskReport, pid, 0, PID_MAX_VALUE, 0),
+                F_SPECIAL("samples", SPECIAL_SAMPLES),
+                F_OBJECT("limits", offsetof(TaskReport, limits), limits_schema, 0),
+                F_OBJECT("limits_target", offsetof(TaskReport, limits_target), limits_schema, 0),
+                F_OBJECT("limits_external", offsetof(TaskReport, limits_external), limits_schema, 0),
+                F_BOOL("adopted", TaskReport, adopted, 0),
+                F_BOOL("fenced", TaskReport, fenced, 0),
+                { FIELD_KEY("exit"), .kind = FIELD_OBJECT, .flags = FIELD_MARK, .offset = offsetof(TaskReport, exit),
+                  .aux = offsetof(TaskReport, has_exit), .sub = &exit_schema },
+                F_U64("output_dropped_bytes", TaskReport, output_dropped_bytes, 0),
+                F_OBJECT("memory_guard", offsetof(TaskReport, memory_guard), memory_guard_schema, 0),
+                F_STR("error", FIELD_TEXT, TaskReport, error, 0),
+        },
+        .n_fields = 13,
+        .has_offset = SCHEMA_NO_HAS,
+};
 
-                if (!(has & f->group))
-                        continue;
-                switch (f->type) {
-                case SF_U64:
-                        v = json_u64(*(const uint64_t *) p);
-                        break;
-                case SF_U32:
-                        v = json_integer(*(const uint32_t *) p);
-                        break;
-                default:
-                        v = json_double(*(const double *) p);
-                }
-                if (add(o, f->key, v) < 0)
-                        return -ENOMEM;
-        }
-        return 0;
-}
+static const Schema ack_schema = {
+        .fields = (const Field[]) {
+                F_U64("action_id", Ack, action_id, FIELD_REQUIRED),
+                F_BOOL("ok", Ack, ok, FIELD_REQUIRED),
+                F_STR("error", FIELD_TEXT, Ack, error, 0),
+        },
+        .n_fields = 3,
+        .has_offset = SCHEMA_NO_HAS,
+};
 
-static int pressure_from_json(json_t *j, const char *path, Pressure *p, char **ret_error) {
-        static const char *const keys[] = { "some_avg10", "some_total_us", "full_avg10", "full_total_us", NULL };
-        int r;
+/* The node's capacity: its fields are the heartbeat's own. */
+static const Schema capacity_schema = {
+        .fields = (const Field[]) {
+                F_REAL("cpus", Heartbeat, capacity_cpus, 0, PROTO_MAX_CPU_CORES, FIELD_REQUIRED | FIELD_MIN_OPEN),
+                F_INT("memory_bytes", Heartbeat, capacity_memory_bytes, PROTO_MIN_MEMORY_BYTES, PROTO_MAX_MEMORY_BYTES,
+                      FIELD_REQUIRED),
+                F_REAL("speed", Heartbeat, speed, 0, PROTO_MAX_NODE_SPEED, FIELD_MIN_OPEN),
+        },
+        .n_fields = 3,
+        .has_offset = SCHEMA_NO_HAS,
+};
 
-        if (!json_is_object(j))
-                return fail(ret_error, path, NULL, "must be an object");
-        r = check_keys(j, path, keys, ret_error);
-        if (r < 0)
-                return r;
-        r = get_number(j, path, "some_avg10", true, 0, false, 100, &p->some_avg10, ret_error);
-        if (r < 0)
-                return r;
-        r = get_uint64(j, path, "some_total_us", true, &p->some_total_us, ret_error);
-        if (r < 0)
-                return r;
-        /* "full" is absent for cpu before Linux 5.13; both of its fields or neither. */
-        p->has_full = json_object_get(j, "full_avg10") || json_object_get(j, "full_total_us");
-        if (!p->has_full)
-                return 0;
-        r = get_number(j, path, "full_avg10", true, 0, false, 100, &p->full_avg10, ret_error);
-        if (r < 0)
-                return r;
-        return get_uint64(j, path, "full_total_us", true, &p->full_total_us, ret_error);
-}
+const Schema heartbeat_schema = {
+        .fields = (const Field[]) {
+                F_STR("node", FIELD_NODE, Heartbeat, node, FIELD_REQUIRED),
+                F_STR("boot_id", FIELD_NAME, Heartbeat, boot_id, FIELD_REQUIRED),
+                F_U64("seq", Heartbeat, seq, FIELD_REQUIRED),
+                { FIELD_KEY("cgroup_mode"), .kind = FIELD_ENUM, .flags = FIELD_REQUIRED, FIELD_AT(Heartbeat, cgroup_mode),
+                  .names = (const char *const[]) { "v1", "hybrid", "v2", NULL } },
+                { FIELD_KEY("pids_limit"), .kind = FIELD_BOOL, .flags = FIELD_MARK, FIELD_AT(Heartbeat, pids_limit),
+                  .aux = offsetof(Heartbeat, has_pids_limit) },
+                F_INT("protocol", Heartbeat, protocol, 1, PROTO_VERSION_COMPACT, 0),
+                F_OBJECT("capacity", 0, capacity_schema, FIELD_REQUIRED),
+                F_OBJECT("node_sample", offsetof(Heartbeat, node_sample), node_sample_schema, FIELD_REQUIRED),
+                /* The reports of "unchanged", then "held", follow the full ones in h->tasks. */
+                { FIELD_KEY("tasks"), .kind = FIELD_ARRAY, .flags = FIELD_IN_ORDER, .offset = offsetof(Heartbeat, tasks),
+                  .aux = offsetof(Heartbeat, n_tasks), .size = sizeof(TaskReport), .max = PROTO_MAX_TASKS_PER_HEARTBEAT,
+                  .sub = &task_report_schema, .what = "task reports" },
+                { FIELD_KEY("unchanged"), .kind = FIELD_SPECIAL, .flags = FIELD_IN_ORDER, .special = SPECIAL_UNCHANGED },
+                { FIELD_KEY("held"), .kind = FIELD_SPECIAL, .flags = FIELD_IN_ORDER, .special = SPECIAL_HELD },
+                { FIELD_KEY("acks"), .kind = FIELD_ARRAY, .offset = offsetof(Heartbeat, acks),
+                  .aux = offsetof(Heartbeat, n_acks), .size = sizeof(Ack), .max = PROTO_MAX_ACTIONS, .sub = &ack_schema,
+                  .what = "acks" },
+        },
+        .n_fields = 12,
+        .has_offset = SCHEMA_NO_HAS,
+};
 
-static json_t *pressure_to_json(const Pressure *p) {
-        json_auto_t *o = json_object();
-        if (!o)
-                return NULL;
-        if (add(o, "some_avg10", json_double(p->some_avg10)) < 0 || add(o, "some_total_us", json_u64(p->some_total_us)) < 0)
-                return NULL;
-        if (p->has_full &&
-            (add(o, "full_avg10", json_double(p->full_avg10)) < 0 || add(o, "full_total_us", json_u64(p->full_total_us)) < 0))
-                return NULL;
-        return json_incref(o);
-}
+/* ---- Decoding: the tree walk, and the shapes the tables cannot say ---- */
 
-/* "psi": {"cpu": {...}, "memory": {...}, "io": {...}}, each resource optional. */
-static int psi_from_json(json_t *j, const char *path, uint32_t *has, Pressure *cpu, Pressure *memory, Pressure *io,
-                         char **ret_error) {
-        static const char *const keys[] = { "cpu", "memory", "io", NULL };
-        const struct {
-                const char *key;
-                uint32_t flag;
-                Pressure *p;
-        } res[] = {
-                { "cpu", SAMPLE_HAS_PSI_CPU, cpu },
-                { "memory", SAMPLE_HAS_PSI_MEMORY, memory },
-                { "io", SAMPLE_HAS_PSI_IO, io },
-        };
-        json_t *o;
-        char p[PATH_BUF];
-        int r;
+static int tree_special(json_t *o, const char *path, const Field *f, void *base, char **ret_error);
 
-        r = get_object(j, path, "psi", false, &o, ret_error);
-        if (r <= 0)
-                return r;
-        path_field(p, path, "psi");
-        r = check_keys(o, p, keys, ret_error);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < ELEMENTSOF(res); i++) {
-                json_t *v = json_object_get(o, res[i].key);
-                char q[PATH_BUF];
-
-                if (!v || json_is_null(v))
-                        continue;
-                path_field(q, p, res[i].key);
-                r = pressure_from_json(v, q, res[i].p, ret_error);
-                if (r < 0)
-                        return r;
-                *has |= res[i].flag;
-        }
-        return 0;
-}
-
-static int psi_to_json(json_t *o, uint32_t has, const Pressure *cpu, const Pressure *memory, const Pressure *io) {
-        json_auto_t *psi = NULL;
-
-        if (!(has & (SAMPLE_HAS_PSI_CPU | SAMPLE_HAS_PSI_MEMORY | SAMPLE_HAS_PSI_IO)))
-                return 0;
-        psi = json_object();
-        if (!psi)
-                return -ENOMEM;
-        if ((has & SAMPLE_HAS_PSI_CPU) && add(psi, "cpu", pressure_to_json(cpu)) < 0)
-                return -ENOMEM;
-        if ((has & SAMPLE_HAS_PSI_MEMORY) && add(psi, "memory", pressure_to_json(memory)) < 0)
-                return -ENOMEM;
-        if ((has & SAMPLE_HAS_PSI_IO) && add(psi, "io", pressure_to_json(io)) < 0)
-                return -ENOMEM;
-        return add(o, "psi", json_incref(psi));
-}
-
+/* A sample as an object. */
 static int sample_from_json(json_t *j, const char *path, TaskSample *s, char **ret_error) {
-        static const char *const keys[] = {
-                "time_ms", "cpu_usage_ns", "memory_current_bytes", "memory_peak_bytes", "progress",
-                "cpu_periods", "cpu_throttled_periods", "cpu_throttled_ns", "memory_anon_bytes", "memory_file_bytes",
-                "memory_swap_bytes", "memory_events_high", "memory_events_max", "memory_events_oom",
-                "memory_events_oom_kill", "procs", "threads", "procs_rss_bytes", "io_read_bytes", "io_write_bytes",
-                "cpu_cores", "throttled_ratio", "psi", NULL,
-        };
-        int r;
-
-        if (!json_is_object(j))
-                return fail(ret_error, path, NULL, "must be an object");
-        r = check_keys(j, path, keys, ret_error);
-        if (r < 0)
-                return r;
-        r = get_int(j, path, "time_ms", true, 0, INT64_MAX, &s->time_ms, ret_error);
-        if (r < 0)
-                return r;
-        r = get_uint64(j, path, "cpu_usage_ns", true, &s->cpu_usage_ns, ret_error);
-        if (r < 0)
-                return r;
-        r = get_uint64(j, path, "memory_current_bytes", true, &s->memory_current_bytes, ret_error);
-        if (r < 0)
-                return r;
-        r = get_uint64(j, path, "memory_peak_bytes", true, &s->memory_peak_bytes, ret_error);
-        if (r < 0)
-                return r;
-        /* Absent or null: the task reports no progress. */
-        s->progress = -1;
-        json_t *v = NULL;
-        r = field_get(j, path, "progress", false, &v, ret_error);
-        if (r > 0) {
-                double d = json_is_number(v) ? json_number_value(v) : NAN;
-                if (!(d >= 0 && d <= 1))
-                        return fail(ret_error, path, "progress", "must be null or a number in [0, 1]");
-                s->progress = d;
-        }
-        r = sample_fields_from_json(j, path, task_sample_fields, ELEMENTSOF(task_sample_fields), s, &s->has, ret_error);
-        if (r < 0)
-                return r;
-        return psi_from_json(j, path, &s->has, &s->psi_cpu, &s->psi_memory, &s->psi_io, ret_error);
+        return schema_from_json(j, path, &task_sample_schema, s, tree_special, ret_error);
 }
+
 
 size_t sample_row_length(uint32_t has) {
         size_t n = SAMPLE_ROW_HEAD;
-        for (size_t i = 0; i < ELEMENTSOF(task_sample_fields); i++)
+        for (size_t i = 0; i < n_task_sample_fields; i++)
                 if (has & task_sample_fields[i].group)
                         n++;
         if (has & SAMPLE_HAS_PSI_CPU)
@@ -345,15 +311,11 @@ static int sample_from_row(json_t *j, const char *path, TaskSample *s, char **re
 
         if (json_array_size(j) < SAMPLE_ROW_HEAD)
                 return fail(ret_error, path, NULL, "must be an array of at least %d values", SAMPLE_ROW_HEAD);
-        r = check_int(row_at(j, path, 0, p), p, NULL, 0, INT64_MAX, &s->time_ms, ret_error);
-        if (r < 0)
-                return r;
-        uint64_t *hot[] = { &s->cpu_usage_ns, &s->memory_current_bytes, &s->memory_peak_bytes };
-        for (size_t k = 0; k < ELEMENTSOF(hot); k++) {
-                r = check_int(row_at(j, path, 1 + k, p), p, NULL, 0, INT64_MAX, &i, ret_error);
+        /* The head: the object's fields before "progress", then "progress", then has. */
+        for (size_t k = 0; k < TASK_SAMPLE_HEAD - 1; k++) {
+                r = field_value_from_json(row_at(j, path, k, p), p, NULL, &task_sample_table[k], s, NULL, ret_error);
                 if (r < 0)
                         return r;
-                *hot[k] = (uint64_t) i;
         }
         s->progress = -1;
         v = row_at(j, path, 4, p);
@@ -372,29 +334,11 @@ static int sample_from_row(json_t *j, const char *path, TaskSample *s, char **re
                 return fail(ret_error, path, NULL, "must hold %zu values for the groups %" PRIu32 " it has", n, s->has);
 
         size_t at = SAMPLE_ROW_HEAD;
-        for (size_t k = 0; k < ELEMENTSOF(task_sample_fields); k++) {
-                const SampleField *f = &task_sample_fields[k];
-                void *q = (char *) s + f->offset;
+        for (size_t k = 0; k < n_task_sample_fields; k++) {
+                const Field *f = &task_sample_fields[k];
                 if (!(s->has & f->group))
                         continue;
-                v = row_at(j, path, at++, p);
-                switch (f->type) {
-                case SF_U64:
-                        r = check_int(v, p, NULL, 0, INT64_MAX, &i, ret_error);
-                        if (r > 0)
-                                *(uint64_t *) q = (uint64_t) i;
-                        break;
-                case SF_U32:
-                        r = check_int(v, p, NULL, 0, UINT32_MAX, &i, ret_error);
-                        if (r > 0)
-                                *(uint32_t *) q = (uint32_t) i;
-                        break;
-                case SF_CORES:
-                        r = check_number(v, p, NULL, 0, false, PROTO_MAX_CPU_CORES, (double *) q, ret_error);
-                        break;
-                default:
-                        r = check_number(v, p, NULL, 0, false, 1, (double *) q, ret_error);
-                }
+                r = field_value_from_json(row_at(j, path, at++, p), p, NULL, f, s, NULL, ret_error);
                 if (r < 0)
                         return r;
         }
@@ -417,174 +361,6 @@ static int sample_any_from_json(json_t *j, const char *path, TaskSample *s, char
         if (json_is_array(j))
                 return sample_from_row(j, path, s, ret_error);
         return sample_from_json(j, path, s, ret_error);
-}
-
-static int exit_from_json(json_t *j, const char *path, ExitRecord *e, char **ret_error) {
-        static const char *const keys[] = {
-                "code", "signal", "oom_killed", "wall_s", "cpu_s", "memory_peak_bytes", "status_unknown", NULL,
-        };
-        int64_t i;
-        int r;
-
-        r = check_keys(j, path, keys, ret_error);
-        if (r < 0)
-                return r;
-        r = get_int(j, path, "code", true, 0, EXIT_CODE_MAX, &i, ret_error);
-        if (r < 0)
-                return r;
-        e->code = (int) i;
-        r = get_int(j, path, "signal", true, 0, SIGNAL_MAX, &i, ret_error);
-        if (r < 0)
-                return r;
-        e->signal = (int) i;
-        r = get_bool(j, path, "oom_killed", true, &e->oom_killed, ret_error);
-        if (r < 0)
-                return r;
-        r = get_number(j, path, "wall_s", true, 0, false, INFINITY, &e->wall_s, ret_error);
-        if (r < 0)
-                return r;
-        r = get_number(j, path, "cpu_s", true, 0, false, INFINITY, &e->cpu_s, ret_error);
-        if (r < 0)
-                return r;
-        r = get_uint64(j, path, "memory_peak_bytes", true, &e->memory_peak_bytes, ret_error);
-        if (r < 0)
-                return r;
-        return get_bool(j, path, "status_unknown", false, &e->status_unknown, ret_error);
-}
-
-static int memory_guard_event_from_json(json_t *j, const char *path, MemoryGuardEvent *g, char **ret_error) {
-        static const char *const keys[] = { "time_ms", "outcome", "old_bytes", "new_bytes", "why", NULL };
-        const char *outcome;
-        int r;
-
-        r = check_keys(j, path, keys, ret_error);
-        if (r < 0)
-                return r;
-        r = get_int(j, path, "time_ms", true, 1, INT64_MAX, &g->time_ms, ret_error);
-        if (r < 0)
-                return r;
-        r = get_string(j, path, "outcome", true, SIZE_MAX, &outcome, ret_error);
-        if (r < 0)
-                return r;
-        if (!streq(outcome, "raised") && !streq(outcome, "no-room"))
-                return fail(ret_error, path, "outcome", "must be one of raised, no-room");
-        g->raised = streq(outcome, "raised");
-        r = get_int(j, path, "old_bytes", true, 0, INT64_MAX, &g->old_bytes, ret_error);
-        if (r < 0)
-                return r;
-        r = get_int(j, path, "new_bytes", true, 0, INT64_MAX, &g->new_bytes, ret_error);
-        if (r < 0)
-                return r;
-        return get_text(j, path, "why", &g->why, ret_error);
-}
-
-static json_t *memory_guard_event_to_json(const MemoryGuardEvent *g) {
-        json_auto_t *o = json_object();
-
-        if (!o || add(o, "time_ms", json_integer(g->time_ms)) < 0 ||
-            add(o, "outcome", json_string(g->raised ? "raised" : "no-room")) < 0 ||
-            add(o, "old_bytes", json_integer(g->old_bytes)) < 0 || add(o, "new_bytes", json_integer(g->new_bytes)) < 0 ||
-            (g->why && add(o, "why", json_text(g->why)) < 0))
-                return NULL;
-        return json_incref(o);
-}
-
-static int task_report_from_json(json_t *j, const char *path, TaskReport *t, char **ret_error) {
-        static const char *const keys[] = {
-                "id", "state", "pid", "samples", "limits", "limits_target", "limits_external", "adopted", "fenced",
-                "exit", "error", "output_dropped_bytes", "memory_guard", NULL,
-        };
-        const char *state;
-        json_t *samples, *exit, *guard;
-        int64_t pid = 0;
-        int r;
-
-        if (!json_is_object(j))
-                return fail(ret_error, path, NULL, "must be an object");
-        r = check_keys(j, path, keys, ret_error);
-        if (r < 0)
-                return r;
-
-        r = get_task_id(j, path, "id", &t->id, ret_error);
-        if (r < 0)
-                return r;
-
-        /* Only what an agent can know: pending and starting are the controller's view (lost: a
-         * self-fence that could not freeze the task killed it). */
-        r = get_string(j, path, "state", true, SIZE_MAX, &state, ret_error);
-        if (r < 0)
-                return r;
-        t->state = task_state_from_string(state);
-        if (t->state != TASK_RUNNING && t->state != TASK_SUCCEEDED && t->state != TASK_FAILED &&
-            t->state != TASK_CANCELLED && t->state != TASK_LOST && t->state != TASK_TIMEOUT)
-                return fail(ret_error, path, "state",
-                            "must be one of running, succeeded, failed, cancelled, lost, timeout");
-
-        r = get_int(j, path, "pid", false, 0, PID_MAX_VALUE, &pid, ret_error);
-        if (r < 0)
-                return r;
-        t->pid = (pid_t) pid;
-
-        r = get_array(j, path, "samples", false, 0, PROTO_MAX_SAMPLES_PER_TASK, "samples", &samples, ret_error);
-        if (r < 0)
-                return r;
-        size_t n = json_array_size(samples);
-        if (n > 0) {
-                t->samples = calloc(n, sizeof *t->samples);
-                if (!t->samples)
-                        return -ENOMEM;
-                t->n_samples = n;
-                for (size_t i = 0; i < n; i++) {
-                        char p[PATH_BUF];
-                        path_index(p, path, "samples", i);
-                        r = sample_any_from_json(json_array_get(samples, i), p, &t->samples[i], ret_error);
-                        if (r < 0)
-                                return r;
-                }
-        }
-
-        r = get_limits(j, path, "limits", false, &t->limits, ret_error);
-        if (r < 0)
-                return r;
-        r = get_limits(j, path, "limits_target", false, &t->limits_target, ret_error);
-        if (r < 0)
-                return r;
-        r = get_limits(j, path, "limits_external", false, &t->limits_external, ret_error);
-        if (r < 0)
-                return r;
-        r = get_bool(j, path, "adopted", false, &t->adopted, ret_error);
-        if (r < 0)
-                return r;
-        r = get_bool(j, path, "fenced", false, &t->fenced, ret_error);
-        if (r < 0)
-                return r;
-
-        r = get_object(j, path, "exit", false, &exit, ret_error);
-        if (r < 0)
-                return r;
-        if (r > 0) {
-                char p[PATH_BUF];
-                path_field(p, path, "exit");
-                r = exit_from_json(exit, p, &t->exit, ret_error);
-                if (r < 0)
-                        return r;
-                t->has_exit = true;
-        }
-        r = get_uint64(j, path, "output_dropped_bytes", false, &t->output_dropped_bytes, ret_error);
-        if (r < 0)
-                return r;
-        r = get_object(j, path, "memory_guard", false, &guard, ret_error);
-        if (r < 0)
-                return r;
-        if (r > 0) {
-                char p[PATH_BUF];
-                path_field(p, path, "memory_guard");
-                r = memory_guard_event_from_json(guard, p, &t->memory_guard, ret_error);
-                if (r < 0)
-                        return r;
-        }
-
-        return get_text(j, path, "error", &t->error, ret_error);
 }
 
 /* An element of "unchanged" (protocol 2): [task id, sample...], each sample a row or an object. */
@@ -613,202 +389,153 @@ static int unchanged_from_json(json_t *j, const char *path, TaskReport *t, char 
         return 0;
 }
 
-static int ack_from_json(json_t *j, const char *path, Ack *a, char **ret_error) {
-        static const char *const keys[] = { "action_id", "ok", "error", NULL };
-        int r;
-
-        if (!json_is_object(j))
-                return fail(ret_error, path, NULL, "must be an object");
-        r = check_keys(j, path, keys, ret_error);
+/* "unchanged" or "held": their reports are appended to h->tasks. */
+static int unchanged_list_from_json(json_t *j, const char *list, bool held, Heartbeat *h, char **ret_error) {
+        json_t *a;
+        int r = get_array(j, "", list, false, 0, PROTO_MAX_TASKS_PER_HEARTBEAT, "tasks", &a, ret_error);
         if (r < 0)
                 return r;
-        r = get_uint64(j, path, "action_id", true, &a->action_id, ret_error);
-        if (r < 0)
-                return r;
-        r = get_bool(j, path, "ok", true, &a->ok, ret_error);
-        if (r < 0)
-                return r;
-        return get_text(j, path, "error", &a->error, ret_error);
+        size_t n = json_array_size(a);
+        if (n == 0)
+                return 0;
+        TaskReport *t = reallocarray(h->tasks, h->n_tasks + n, sizeof *h->tasks);
+        if (!t)
+                return -ENOMEM;
+        h->tasks = t;
+        for (size_t i = 0; i < n; i++) {
+                char p[PATH_BUF];
+                path_index(p, "", list, i);
+                t = &h->tasks[h->n_tasks];
+                *t = (TaskReport) { .state = TASK_RUNNING, .unchanged = true, .held = held };
+                h->n_tasks++;
+                r = unchanged_from_json(json_array_get(a, i), p, t, ret_error);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
-static int capacity_from_json(json_t *j, const char *path, Heartbeat *h, char **ret_error) {
-        static const char *const keys[] = { "cpus", "memory_bytes", "speed", NULL };
-        int64_t i;
-        int r;
-
-        r = check_keys(j, path, keys, ret_error);
-        if (r < 0)
-                return r;
-        r = get_number(j, path, "cpus", true, 0, true, PROTO_MAX_CPU_CORES, &h->capacity_cpus, ret_error);
-        if (r < 0)
-                return r;
-        r = get_int(j, path, "memory_bytes", true, PROTO_MIN_MEMORY_BYTES, PROTO_MAX_MEMORY_BYTES, &i, ret_error);
-        if (r < 0)
-                return r;
-        h->capacity_memory_bytes = (uint64_t) i;
-        return get_number(j, path, "speed", false, 0, true, PROTO_MAX_NODE_SPEED, &h->speed, ret_error);
-}
-
-static int node_sample_from_json(json_t *j, const char *path, NodeSample *s, char **ret_error) {
-        static const char *const keys[] = {
-                "time_ms", "cpu_busy", "memory_available_bytes", "memory_total_bytes", "swap_total_bytes",
-                "swap_free_bytes", "psi", NULL,
-        };
-        int r;
-
-        r = check_keys(j, path, keys, ret_error);
-        if (r < 0)
-                return r;
-        r = get_int(j, path, "time_ms", true, 0, INT64_MAX, &s->time_ms, ret_error);
-        if (r < 0)
-                return r;
-        r = get_number(j, path, "cpu_busy", true, 0, false, 1, &s->cpu_busy, ret_error);
-        if (r < 0)
-                return r;
-        r = get_uint64(j, path, "memory_available_bytes", true, &s->memory_available_bytes, ret_error);
-        if (r < 0)
-                return r;
-        r = sample_fields_from_json(j, path, node_sample_fields, ELEMENTSOF(node_sample_fields), s, &s->has, ret_error);
-        if (r < 0)
-                return r;
-        return psi_from_json(j, path, &s->has, &s->psi_cpu, &s->psi_memory, &s->psi_io, ret_error);
+static int tree_special(json_t *o, const char *path, const Field *f, void *base, char **ret_error) {
+        switch (f->special) {
+        case SPECIAL_PROGRESS: {
+                TaskSample *s = base;
+                json_t *v = NULL;
+                /* Absent or null: the task reports no progress. */
+                s->progress = -1;
+                int r = field_get(o, path, f->key, false, &v, ret_error);
+                if (r > 0) {
+                        double d = json_is_number(v) ? json_number_value(v) : NAN;
+                        if (!(d >= 0 && d <= 1))
+                                return fail(ret_error, path, f->key, "must be null or a number in [0, 1]");
+                        s->progress = d;
+                }
+                return 0;
+        }
+        case SPECIAL_SAMPLES: {
+                TaskReport *t = base;
+                json_t *samples;
+                int r = get_array(o, path, f->key, false, 0, PROTO_MAX_SAMPLES_PER_TASK, "samples", &samples, ret_error);
+                if (r < 0)
+                        return r;
+                size_t n = json_array_size(samples);
+                if (n == 0)
+                        return 0;
+                t->samples = calloc(n, sizeof *t->samples);
+                if (!t->samples)
+                        return -ENOMEM;
+                t->n_samples = n;
+                for (size_t i = 0; i < n; i++) {
+                        char p[PATH_BUF];
+                        path_index(p, path, f->key, i);
+                        r = sample_any_from_json(json_array_get(samples, i), p, &t->samples[i], ret_error);
+                        if (r < 0)
+                                return r;
+                }
+                return 0;
+        }
+        case SPECIAL_UNCHANGED:
+        case SPECIAL_HELD:
+                return unchanged_list_from_json(o, f->key, f->special == SPECIAL_HELD, base, ret_error);
+        default:
+                return -EINVAL;
+        }
 }
 
 int heartbeat_from_json(json_t *j, Heartbeat **ret, char **ret_error) {
-        static const char *const keys[] = {
-                "node", "boot_id", "seq", "cgroup_mode", "capacity", "node_sample", "tasks", "acks", "pids_limit",
-                "protocol", "unchanged", "held", NULL,
-        };
         _cleanup_(heartbeat_freep) Heartbeat *h = NULL;
-        const char *s;
-        json_t *o, *a;
         int r;
 
         if (!json_is_object(j))
                 return fail(ret_error, NULL, NULL, "must be a JSON object");
-        r = check_keys(j, "", keys, ret_error);
-        if (r < 0)
-                return r;
-
         h = calloc(1, sizeof *h);
         if (!h)
                 return -ENOMEM;
-
-        r = get_string(j, "", "node", true, SIZE_MAX, &s, ret_error);
+        r = schema_from_json(j, "", &heartbeat_schema, h, tree_special, ret_error);
         if (r < 0)
                 return r;
-        if (!node_name_is_valid(s))
-                return fail(ret_error, "", "node",
-                            "must be 1..%d characters [A-Za-z0-9._-], starting with a letter or digit",
-                            PROTO_NAME_MAX);
-        if (strdup_to(s, &h->node) < 0)
-                return -ENOMEM;
-
-        r = get_name(j, "", "boot_id", true, &s, ret_error);
-        if (r < 0)
-                return r;
-        if (strdup_to(s, &h->boot_id) < 0)
-                return -ENOMEM;
-
-        r = get_uint64(j, "", "seq", true, &h->seq, ret_error);
-        if (r < 0)
-                return r;
-
-        r = get_string(j, "", "cgroup_mode", true, SIZE_MAX, &s, ret_error);
-        if (r < 0)
-                return r;
-        if (!streq(s, "v1") && !streq(s, "hybrid") && !streq(s, "v2"))
-                return fail(ret_error, "", "cgroup_mode", "must be one of v1, hybrid, v2");
-        if (strdup_to(s, &h->cgroup_mode) < 0)
-                return -ENOMEM;
-
-        r = get_bool(j, "", "pids_limit", false, &h->pids_limit, ret_error);
-        if (r < 0)
-                return r;
-        h->has_pids_limit = r > 0;
-
-        int64_t version = 1;
-        r = get_int(j, "", "protocol", false, 1, PROTO_VERSION_COMPACT, &version, ret_error);
-        if (r < 0)
-                return r;
-        h->protocol = r > 0 ? (unsigned) version : 0;
-
-        r = get_object(j, "", "capacity", true, &o, ret_error);
-        if (r < 0)
-                return r;
-        r = capacity_from_json(o, "capacity", h, ret_error);
-        if (r < 0)
-                return r;
-
-        r = get_object(j, "", "node_sample", true, &o, ret_error);
-        if (r < 0)
-                return r;
-        r = node_sample_from_json(o, "node_sample", &h->node_sample, ret_error);
-        if (r < 0)
-                return r;
-
-        r = get_array(j, "", "tasks", false, 0, PROTO_MAX_TASKS_PER_HEARTBEAT, "task reports", &a, ret_error);
-        if (r < 0)
-                return r;
-        size_t n = json_array_size(a);
-        if (n > 0) {
-                h->tasks = calloc(n, sizeof *h->tasks);
-                if (!h->tasks)
-                        return -ENOMEM;
-                h->n_tasks = n;
-                for (size_t i = 0; i < n; i++) {
-                        char p[PATH_BUF];
-                        path_index(p, "", "tasks", i);
-                        r = task_report_from_json(json_array_get(a, i), p, &h->tasks[i], ret_error);
-                        if (r < 0)
-                                return r;
-                }
-        }
-
-        for (int held = 0; held < 2; held++) {
-        const char *list = held ? "held" : "unchanged";
-        r = get_array(j, "", list, false, 0, PROTO_MAX_TASKS_PER_HEARTBEAT, "tasks", &a, ret_error);
-        if (r < 0)
-                return r;
-        n = json_array_size(a);
-        if (n > 0) {
-                TaskReport *t = reallocarray(h->tasks, h->n_tasks + n, sizeof *h->tasks);
-                if (!t)
-                        return -ENOMEM;
-                h->tasks = t;
-                for (size_t i = 0; i < n; i++) {
-                        char p[PATH_BUF];
-                        path_index(p, "", list, i);
-                        t = &h->tasks[h->n_tasks];
-                        *t = (TaskReport) { .state = TASK_RUNNING, .unchanged = true, .held = held };
-                        h->n_tasks++;
-                        r = unchanged_from_json(json_array_get(a, i), p, t, ret_error);
-                        if (r < 0)
-                                return r;
-                }
-        }
-        }
-
-        r = get_array(j, "", "acks", false, 0, PROTO_MAX_ACTIONS, "acks", &a, ret_error);
-        if (r < 0)
-                return r;
-        n = json_array_size(a);
-        if (n > 0) {
-                h->acks = calloc(n, sizeof *h->acks);
-                if (!h->acks)
-                        return -ENOMEM;
-                h->n_acks = n;
-                for (size_t i = 0; i < n; i++) {
-                        char p[PATH_BUF];
-                        path_index(p, "", "acks", i);
-                        r = ack_from_json(json_array_get(a, i), p, &h->acks[i], ret_error);
-                        if (r < 0)
-                                return r;
-                }
-        }
-
         *ret = TAKE_PTR(h);
         return 0;
+}
+
+
+/* ---- Encoding ---- */
+
+/* A sample field's value (FIELD_INT of 4 or 8 bytes, FIELD_REAL). */
+static json_t *sample_field_to_json(const Field *f, const void *base) {
+        const void *p = (const char *) base + f->offset;
+        if (f->kind == FIELD_REAL)
+                return json_double(*(const double *) p);
+        if (f->size == sizeof(uint32_t))
+                return json_integer(*(const uint32_t *) p);
+        return json_u64(*(const uint64_t *) p);
+}
+
+static int sample_fields_to_json(json_t *o, const Field *fields, size_t n, const void *base, uint32_t has) {
+        for (size_t i = 0; i < n; i++) {
+                if ((has & fields[i].group) && add(o, fields[i].key, sample_field_to_json(&fields[i], base)) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+static json_t *pressure_to_json(const Pressure *p) {
+        json_auto_t *o = json_object();
+        if (!o)
+                return NULL;
+        if (add(o, "some_avg10", json_double(p->some_avg10)) < 0 || add(o, "some_total_us", json_u64(p->some_total_us)) < 0)
+                return NULL;
+        if (p->has_full &&
+            (add(o, "full_avg10", json_double(p->full_avg10)) < 0 || add(o, "full_total_us", json_u64(p->full_total_us)) < 0))
+                return NULL;
+        return json_incref(o);
+}
+
+static int psi_to_json(json_t *o, uint32_t has, const Pressure *cpu, const Pressure *memory, const Pressure *io) {
+        json_auto_t *psi = NULL;
+
+        if (!(has & (SAMPLE_HAS_PSI_CPU | SAMPLE_HAS_PSI_MEMORY | SAMPLE_HAS_PSI_IO)))
+                return 0;
+        psi = json_object();
+        if (!psi)
+                return -ENOMEM;
+        if ((has & SAMPLE_HAS_PSI_CPU) && add(psi, "cpu", pressure_to_json(cpu)) < 0)
+                return -ENOMEM;
+        if ((has & SAMPLE_HAS_PSI_MEMORY) && add(psi, "memory", pressure_to_json(memory)) < 0)
+                return -ENOMEM;
+        if ((has & SAMPLE_HAS_PSI_IO) && add(psi, "io", pressure_to_json(io)) < 0)
+                return -ENOMEM;
+        return add(o, "psi", json_incref(psi));
+}
+
+static json_t *memory_guard_event_to_json(const MemoryGuardEvent *g) {
+        json_auto_t *o = json_object();
+
+        if (!o || add(o, "time_ms", json_integer(g->time_ms)) < 0 ||
+            add(o, "outcome", json_string(g->raised ? "raised" : "no-room")) < 0 ||
+            add(o, "old_bytes", json_integer(g->old_bytes)) < 0 || add(o, "new_bytes", json_integer(g->new_bytes)) < 0 ||
+            (g->why && add(o, "why", json_text(g->why)) < 0))
+                return NULL;
+        return json_incref(o);
 }
 
 static json_t *sample_to_json(const TaskSample *s) {
@@ -820,7 +547,7 @@ static json_t *sample_to_json(const TaskSample *s) {
             add(o, "memory_current_bytes", json_u64(s->memory_current_bytes)) < 0 ||
             add(o, "memory_peak_bytes", json_u64(s->memory_peak_bytes)) < 0 ||
             add(o, "progress", s->progress < 0 ? json_null() : json_double(s->progress)) < 0 ||
-            sample_fields_to_json(o, task_sample_fields, ELEMENTSOF(task_sample_fields), s, s->has) < 0 ||
+            sample_fields_to_json(o, task_sample_fields, n_task_sample_fields, s, s->has) < 0 ||
             psi_to_json(o, s->has, &s->psi_cpu, &s->psi_memory, &s->psi_io) < 0)
                 return NULL;
         return json_incref(o);
@@ -844,23 +571,8 @@ static json_t *sample_to_row(const TaskSample *s) {
             append(row, s->progress < 0 ? json_null() : json_double(s->progress)) < 0 ||
             append(row, json_integer(has)) < 0)
                 return NULL;
-        for (size_t i = 0; i < ELEMENTSOF(task_sample_fields); i++) {
-                const SampleField *f = &task_sample_fields[i];
-                const void *p = (const char *) s + f->offset;
-                json_t *v;
-                if (!(has & f->group))
-                        continue;
-                switch (f->type) {
-                case SF_U64:
-                        v = json_u64(*(const uint64_t *) p);
-                        break;
-                case SF_U32:
-                        v = json_integer(*(const uint32_t *) p);
-                        break;
-                default:
-                        v = json_double(*(const double *) p);
-                }
-                if (append(row, v) < 0)
+        for (size_t i = 0; i < n_task_sample_fields; i++) {
+                if ((has & task_sample_fields[i].group) && append(row, sample_field_to_json(&task_sample_fields[i], s)) < 0)
                         return NULL;
         }
         if (((has & SAMPLE_HAS_PSI_CPU) && pressure_to_row(row, &s->psi_cpu) < 0) ||
@@ -946,7 +658,7 @@ json_t *heartbeat_to_json(const Heartbeat *h) {
         if (add(node_sample, "time_ms", json_integer(h->node_sample.time_ms)) < 0 ||
             add(node_sample, "cpu_busy", json_double(h->node_sample.cpu_busy)) < 0 ||
             add(node_sample, "memory_available_bytes", json_u64(h->node_sample.memory_available_bytes)) < 0 ||
-            sample_fields_to_json(node_sample, node_sample_fields, ELEMENTSOF(node_sample_fields), &h->node_sample,
+            sample_fields_to_json(node_sample, node_sample_fields, n_node_sample_fields, &h->node_sample,
                                   h->node_sample.has) < 0 ||
             psi_to_json(node_sample, h->node_sample.has, &h->node_sample.psi_cpu, &h->node_sample.psi_memory,
                         &h->node_sample.psi_io) < 0 ||
@@ -1161,25 +873,22 @@ static void text_key(TextBuf *b, const char *key, bool first) {
         text_lit(b, "\":");
 }
 
-static void text_sample_fields(TextBuf *b, const SampleField *fields, size_t n, const void *base, uint32_t has) {
-        for (size_t i = 0; i < n; i++) {
-                const SampleField *f = &fields[i];
-                const void *p = (const char *) base + f->offset;
+static void text_sample_field(TextBuf *b, const Field *f, const void *base) {
+        const void *p = (const char *) base + f->offset;
+        if (f->kind == FIELD_REAL)
+                text_double(b, *(const double *) p);
+        else if (f->size == sizeof(uint32_t))
+                text_u64(b, *(const uint32_t *) p);
+        else
+                text_u64(b, *(const uint64_t *) p);
+}
 
-                if (!(has & f->group))
-                        continue;
-                text_key(b, f->key, false);
-                switch (f->type) {
-                case SF_U64:
-                        text_u64(b, *(const uint64_t *) p);
-                        break;
-                case SF_U32:
-                        text_u64(b, *(const uint32_t *) p);
-                        break;
-                default:
-                        text_double(b, *(const double *) p);
+static void text_sample_fields(TextBuf *b, const Field *fields, size_t n, const void *base, uint32_t has) {
+        for (size_t i = 0; i < n; i++)
+                if (has & fields[i].group) {
+                        text_key(b, fields[i].key, false);
+                        text_sample_field(b, &fields[i], base);
                 }
-        }
 }
 
 static void text_pressure(TextBuf *b, const Pressure *p) {
@@ -1233,7 +942,7 @@ void task_sample_write_json(TextBuf *b, const TaskSample *s) {
                 text_lit(b, "null");
         else
                 text_double(b, s->progress);
-        text_sample_fields(b, task_sample_fields, ELEMENTSOF(task_sample_fields), s, s->has);
+        text_sample_fields(b, task_sample_fields, n_task_sample_fields, s, s->has);
         text_psi(b, s->has, &s->psi_cpu, &s->psi_memory, &s->psi_io);
         text_lit(b, "}");
 }
@@ -1270,22 +979,11 @@ void task_sample_write_row(TextBuf *b, const TaskSample *s) {
                 text_double(b, s->progress);
         text_lit(b, ",");
         text_u64(b, has);
-        for (size_t i = 0; i < ELEMENTSOF(task_sample_fields); i++) {
-                const SampleField *f = &task_sample_fields[i];
-                const void *p = (const char *) s + f->offset;
-                if (!(has & f->group))
+        for (size_t i = 0; i < n_task_sample_fields; i++) {
+                if (!(has & task_sample_fields[i].group))
                         continue;
                 text_lit(b, ",");
-                switch (f->type) {
-                case SF_U64:
-                        text_u64(b, *(const uint64_t *) p);
-                        break;
-                case SF_U32:
-                        text_u64(b, *(const uint32_t *) p);
-                        break;
-                default:
-                        text_double(b, *(const double *) p);
-                }
+                text_sample_field(b, &task_sample_fields[i], s);
         }
         if (has & SAMPLE_HAS_PSI_CPU)
                 text_pressure_row(b, &s->psi_cpu);
@@ -1451,7 +1149,7 @@ void heartbeat_write_json_head(TextBuf *b, const Heartbeat *h) {
         text_double(b, ns->cpu_busy);
         text_lit(b, ",\"memory_available_bytes\":");
         text_u64(b, ns->memory_available_bytes);
-        text_sample_fields(b, node_sample_fields, ELEMENTSOF(node_sample_fields), ns, ns->has);
+        text_sample_fields(b, node_sample_fields, n_node_sample_fields, ns, ns->has);
         text_psi(b, ns->has, &ns->psi_cpu, &ns->psi_memory, &ns->psi_io);
         text_lit(b, "},\"tasks\":[");
 }

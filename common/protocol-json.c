@@ -287,6 +287,18 @@ static bool string_is_printable(const char *s) {
         return true;
 }
 
+int check_name(json_t *v, const char *path, const char *field, const char **ret, char **ret_error) {
+        const char *s;
+        int r = check_string(v, path, field, SIZE_MAX, &s, ret_error);
+        if (r < 0)
+                return r;
+        size_t len = strlen(s);
+        if (len < 1 || len > PROTO_NAME_MAX || !string_is_printable(s))
+                return fail(ret_error, path, field, "must be 1..%d printable characters", PROTO_NAME_MAX);
+        *ret = s;
+        return 1;
+}
+
 int get_name(json_t *o, const char *path, const char *field, bool required, const char **ret,
                     char **ret_error) {
         const char *s;
@@ -474,13 +486,17 @@ static int task_id_check(const char *s, const char *path, const char *field, cha
         return strdup_to(s, ret) < 0 ? -ENOMEM : 1;
 }
 
-/* A task id as an element of an array (path names the element). */
-int check_task_id(json_t *v, const char *path, char **ret, char **ret_error) {
+int check_task_id_named(json_t *v, const char *path, const char *field, char **ret, char **ret_error) {
         const char *s;
-        int r = check_string(v, path, NULL, TASK_ID_MAX, &s, ret_error);
+        int r = check_string(v, path, field, TASK_ID_MAX, &s, ret_error);
         if (r < 0)
                 return r;
-        return task_id_check(s, path, NULL, ret, ret_error);
+        return task_id_check(s, path, field, ret, ret_error);
+}
+
+/* A task id as an element of an array (path names the element). */
+int check_task_id(json_t *v, const char *path, char **ret, char **ret_error) {
+        return check_task_id_named(v, path, NULL, ret, ret_error);
 }
 
 int get_task_id(json_t *o, const char *path, const char *field, char **ret, char **ret_error) {
@@ -573,16 +589,9 @@ json_t *env_to_json(char *const *l) {
 
 /* ---- Limits ---- */
 
-static int get_limit(json_t *o, const char *path, const char *field, int64_t min, int64_t max, bool unlimited_ok,
-                     int64_t *ret, char **ret_error) {
-        json_t *v = NULL;
-        int r = field_get(o, path, field, false, &v, ret_error);
-        if (r < 0)
-                return r;
-        if (r == 0) {
-                *ret = LIMIT_UNSET;
-                return 0;
-        }
+/* get_limit() of a value that is there. */
+static int check_limit(json_t *v, const char *path, const char *field, int64_t min, int64_t max, bool unlimited_ok,
+                       int64_t *ret, char **ret_error) {
         bool ok = json_is_integer(v);
         json_int_t i = ok ? json_integer_value(v) : 0;
         if (ok && (i == LIMIT_UNSET || (unlimited_ok && i == LIMIT_UNLIMITED) || (i >= min && i <= max))) {
@@ -595,40 +604,25 @@ static int get_limit(json_t *o, const char *path, const char *field, int64_t min
         return fail(ret_error, path, field, "must be 0 (unset) or an integer in [%" PRId64 ", %" PRId64 "]", min, max);
 }
 
+const Schema limits_schema = {
+        .fields = (const Field[]) {
+                F_LIMIT("cpu_quota_us", cpu_quota_us, LIMIT_CPU_QUOTA_MIN_US, LIMIT_CPU_QUOTA_MAX_US, FIELD_UNLIMITED),
+                F_LIMIT("cpu_period_us", cpu_period_us, LIMIT_CPU_PERIOD_MIN_US, LIMIT_CPU_PERIOD_MAX_US, 0),
+                F_LIMIT("cpu_weight", cpu_weight, LIMIT_CPU_WEIGHT_MIN, LIMIT_CPU_WEIGHT_MAX, 0),
+                F_LIMIT("memory_high_bytes", memory_high_bytes, PROTO_MIN_MEMORY_BYTES, PROTO_MAX_MEMORY_BYTES,
+                        FIELD_UNLIMITED),
+                F_LIMIT("memory_max_bytes", memory_max_bytes, PROTO_MIN_MEMORY_BYTES, PROTO_MAX_MEMORY_BYTES,
+                        FIELD_UNLIMITED),
+        },
+        .n_fields = 5,
+        .has_offset = SCHEMA_NO_HAS,
+};
+
 int limits_from_json(json_t *j, const char *path, Limits *ret, char **ret_error) {
-        static const char *const keys[] = {
-                "cpu_quota_us", "cpu_period_us", "cpu_weight", "memory_high_bytes", "memory_max_bytes", NULL,
-        };
         Limits l = {};
-        int r;
-
-        path = path ?: "";
-        if (!json_is_object(j))
-                return fail(ret_error, path, NULL, "must be an object");
-        r = check_keys(j, path, keys, ret_error);
+        int r = schema_from_json(j, path ?: "", &limits_schema, &l, NULL, ret_error);
         if (r < 0)
                 return r;
-        r = get_limit(j, path, "cpu_quota_us", LIMIT_CPU_QUOTA_MIN_US, LIMIT_CPU_QUOTA_MAX_US, true, &l.cpu_quota_us,
-                      ret_error);
-        if (r < 0)
-                return r;
-        r = get_limit(j, path, "cpu_period_us", LIMIT_CPU_PERIOD_MIN_US, LIMIT_CPU_PERIOD_MAX_US, false,
-                      &l.cpu_period_us, ret_error);
-        if (r < 0)
-                return r;
-        r = get_limit(j, path, "cpu_weight", LIMIT_CPU_WEIGHT_MIN, LIMIT_CPU_WEIGHT_MAX, false, &l.cpu_weight,
-                      ret_error);
-        if (r < 0)
-                return r;
-        r = get_limit(j, path, "memory_high_bytes", PROTO_MIN_MEMORY_BYTES, PROTO_MAX_MEMORY_BYTES, true,
-                      &l.memory_high_bytes, ret_error);
-        if (r < 0)
-                return r;
-        r = get_limit(j, path, "memory_max_bytes", PROTO_MIN_MEMORY_BYTES, PROTO_MAX_MEMORY_BYTES, true,
-                      &l.memory_max_bytes, ret_error);
-        if (r < 0)
-                return r;
-
         *ret = l;
         return 0;
 }
@@ -666,4 +660,195 @@ int get_limits(json_t *o, const char *path, const char *field, bool required, Li
         path_field(p, path, field);
         r = limits_from_json(v, p, ret, ret_error);
         return r < 0 ? r : 1;
+}
+
+/* ---- Decoding by a message's table ---- */
+
+static void store_int(void *p, size_t size, int64_t v) {
+        if (size == 8)
+                *(int64_t *) p = v;
+        else if (size == 4)
+                *(uint32_t *) p = (uint32_t) v;
+        else
+                *(uint8_t *) p = (uint8_t) v;
+}
+
+static int check_enum(json_t *v, const char *path, const char *name, const Field *f, void *p, char **ret_error) {
+        const char *s;
+        int r = check_string(v, path, name, SIZE_MAX, &s, ret_error);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; f->names[i]; i++)
+                if (streq(f->names[i], s)) {
+                        if (f->values) {
+                                store_int(p, f->size, f->values[i]);
+                                return 1;
+                        }
+                        return strdup_to(s, (char **) p) < 0 ? -ENOMEM : 1;
+                }
+        char list[256] = "";
+        for (size_t i = 0, n = 0; f->names[i] && n < sizeof list; i++)
+                n += (size_t) snprintf(list + n, sizeof list - n, "%s%s", i > 0 ? ", " : "", f->names[i]);
+        return fail(ret_error, path, name, "must be one of %s", list);
+}
+
+static int array_from_json(json_t *v, const char *path, const char *name, const Field *f, void *base,
+                           SpecialFromJson special, char **ret_error) {
+        if (!json_is_array(v))
+                return fail(ret_error, path, name, "must be an array");
+        size_t n = json_array_size(v);
+        if (n > (size_t) f->max)
+                return fail(ret_error, path, name, "must hold at most %zu %s", (size_t) f->max, f->what);
+        if (n == 0)
+                return 1;
+        void *elements = calloc(n, f->size);
+        if (!elements)
+                return -ENOMEM;
+        *(void **) ((char *) base + f->offset) = elements;
+        *(size_t *) ((char *) base + f->aux) = n;
+        for (size_t i = 0; i < n; i++) {
+                char p[PATH_BUF];
+                path_index(p, path, name, i);
+                int r = schema_from_json(json_array_get(v, i), p, f->sub, (char *) elements + i * f->size, special,
+                                         ret_error);
+                if (r < 0)
+                        return r;
+        }
+        return 1;
+}
+
+int field_value_from_json(json_t *v, const char *path, const char *name, const Field *f, void *base,
+                          SpecialFromJson special, char **ret_error) {
+        void *p = (char *) base + f->offset;
+        const char *s;
+        int64_t i;
+        int r;
+
+        switch (f->kind) {
+        case FIELD_INT:
+                r = check_int(v, path, name, f->min, f->max, &i, ret_error);
+                if (r > 0)
+                        store_int(p, f->size, i);
+                return r;
+        case FIELD_REAL:
+                return check_number(v, path, name, f->real_min, f->flags & FIELD_MIN_OPEN, f->real_max, (double *) p,
+                                    ret_error);
+        case FIELD_BOOL:
+                if (!json_is_boolean(v))
+                        return fail(ret_error, path, name, "must be true or false");
+                *(bool *) p = json_is_true(v);
+                return 1;
+        case FIELD_TEXT:
+                r = check_string(v, path, name, TEXT_MAX, &s, ret_error);
+                if (r < 0)
+                        return r;
+                return strdup_to(s, (char **) p) < 0 ? -ENOMEM : 1;
+        case FIELD_NAME:
+                r = check_name(v, path, name, &s, ret_error);
+                if (r < 0)
+                        return r;
+                return strdup_to(s, (char **) p) < 0 ? -ENOMEM : 1;
+        case FIELD_NODE:
+                r = check_string(v, path, name, SIZE_MAX, &s, ret_error);
+                if (r < 0)
+                        return r;
+                if (!node_name_is_valid(s))
+                        return fail(ret_error, path, name,
+                                    "must be 1..%d characters [A-Za-z0-9._-], starting with a letter or digit",
+                                    PROTO_NAME_MAX);
+                return strdup_to(s, (char **) p) < 0 ? -ENOMEM : 1;
+        case FIELD_TASK_ID:
+                return check_task_id_named(v, path, name, (char **) p, ret_error);
+        case FIELD_ENUM:
+                return check_enum(v, path, name, f, p, ret_error);
+        case FIELD_LIMIT:
+                return check_limit(v, path, name, f->min, f->max, f->flags & FIELD_UNLIMITED, (int64_t *) p, ret_error);
+        case FIELD_OBJECT: {
+                char q[PATH_BUF];
+                if (!json_is_object(v))
+                        return fail(ret_error, path, name, "must be an object");
+                path_field(q, path, name);
+                r = schema_from_json(v, q, f->sub, p, special, ret_error);
+                return r < 0 ? r : 1;
+        }
+        case FIELD_ARRAY:
+                return array_from_json(v, path, name, f, base, special, ret_error);
+        default:
+                return -EINVAL; /* FIELD_SPECIAL: the caller's */
+        }
+}
+
+/* Whether any field of group is given in o. */
+static bool group_given(json_t *o, const Schema *s, uint32_t group) {
+        for (size_t i = 0; i < s->n_fields; i++)
+                if (s->fields[i].group == group) {
+                        json_t *v = json_object_get(o, s->fields[i].key);
+                        if (v && (s->group_by_key || !json_is_null(v)))
+                                return true;
+                }
+        return false;
+}
+
+static int check_schema_keys(json_t *o, const char *path, const Schema *s, char **ret_error) {
+        const char *key;
+        size_t key_len;
+        json_t *v = NULL;
+
+        json_object_keylen_foreach(o, key, key_len, v) {
+                bool known = false;
+                /* A key with an embedded NUL ("name\u0000x") must not pass for "name": key_len counts it. */
+                for (size_t i = 0; i < s->n_fields && !known; i++)
+                        known = s->fields[i].key_len == key_len && memcmp(s->fields[i].key, key, key_len) == 0;
+                if (!known) {
+                        char k[KEY_IN_MESSAGE_MAX + 4];
+                        key_for_message(key, key_len, k);
+                        return fail(ret_error, path, k, "unknown field");
+                }
+        }
+        return 0;
+}
+
+int schema_from_json(json_t *j, const char *path, const Schema *s, void *base, SpecialFromJson special,
+                     char **ret_error) {
+        int r;
+
+        if (!json_is_object(j))
+                return fail(ret_error, path, NULL, "must be an object");
+        r = check_schema_keys(j, path, s, ret_error);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < s->n_fields; i++) {
+                const Field *f = &s->fields[i];
+                bool required = f->flags & FIELD_REQUIRED;
+                json_t *v = NULL;
+
+                if (f->kind == FIELD_SPECIAL) {
+                        r = special(j, path, f, base, ret_error);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                if (f->group) {
+                        if (!group_given(j, s, f->group))
+                                continue;
+                        required = true;
+                }
+                r = field_get(j, path, f->key, required, &v, ret_error);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        continue;
+                r = field_value_from_json(v, path, f->key, f, base, special, ret_error);
+                if (r < 0)
+                        return r;
+                if (f->flags & FIELD_MARK)
+                        *(bool *) ((char *) base + f->aux) = true;
+                if (f->group && s->has_offset != SCHEMA_NO_HAS) {
+                        if (s->has_is_bool)
+                                *(bool *) ((char *) base + s->has_offset) = true;
+                        else
+                                *(uint32_t *) ((char *) base + s->has_offset) |= f->group;
+                }
+        }
+        return 0;
 }

@@ -55,3 +55,18 @@ json_t *strv_to_json(char *const *l);
 json_t *env_to_json(char *const *l);
 int get_limits(json_t *o, const char *path, const char *field, bool required, Limits *ret,
         char **ret_error);
+int check_name(json_t *v, const char *path, const char *field, const char **ret, char **ret_error);
+int check_task_id_named(json_t *v, const char *path, const char *field, char **ret, char **ret_error);
+
+/* The decoder of each FIELD_SPECIAL field of a walk: called for it with the object the field is
+ * in, whether the key is there or not. */
+typedef int (*SpecialFromJson)(json_t *o, const char *path, const Field *f, void *base, char **ret_error);
+
+/* The value v of field f (name: its key, or NULL when path names it, as in a sample row) checked
+ * and stored at base: 1, or -EINVAL and the message. FIELD_SPECIAL is the caller's. */
+int field_value_from_json(json_t *v, const char *path, const char *name, const Field *f, void *base,
+                          SpecialFromJson special, char **ret_error);
+/* The object j of schema s decoded into base: unknown keys refused, the fields checked in table
+ * order; 0, or -EINVAL and the message naming the first bad field under path. */
+int schema_from_json(json_t *j, const char *path, const Schema *s, void *base, SpecialFromJson special,
+                     char **ret_error);
