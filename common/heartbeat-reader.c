@@ -3,7 +3,8 @@
  *
  * A heartbeat of 50 tasks is ~75 KB of JSON; jansson builds a hash table per sample object for
  * it, which cost the controller more than everything else a heartbeat does. The reader walks
- * the text once against the heartbeat's schema and fills the Heartbeat directly. It takes only
+ * the text once against the heartbeat's tables (protocol-internal.h), the same ones the jansson
+ * decoder walks, and fills the Heartbeat directly. It takes only
  * what it can judge exactly — printable ASCII strings without escapes, no null but "progress",
  * keys it knows, each once — and checks every bound of heartbeat_from_json(); anything else,
  * valid or not, it declines, and heartbeat_parse() asks jansson and heartbeat_from_json(),

@@ -16,7 +16,6 @@
 #include "protocol.h"
 #include "task-output.h"
 
-
 /* ---- Heartbeat replies and actions ---- */
 
 void action_done(Action *a) {
@@ -62,134 +61,82 @@ static void heartbeat_reply_freep(HeartbeatReply **r) {
         heartbeat_reply_free(*r);
 }
 
-static int action_from_json(json_t *j, const char *path, Action *a, char **ret_error) {
-        static const char *const keys[] = {
-                "id", "type", "task", "argv", "env", "cwd", "user", "pids_max", "output", "error", "time_limit_ms",
-                "kill_grace_ms", "limits", NULL,
-        };
-        static const char *const start_only[] = {
-                "argv", "env", "cwd", "user", "pids_max", "output", "error", "time_limit_ms", "kill_grace_ms",
-        };
-        const char *type;
-        int r;
+/* ---- The reply's tables (protocol-internal.h) ---- */
 
-        if (!json_is_object(j))
-                return fail(ret_error, path, NULL, "must be an object");
-        r = check_keys(j, path, keys, ret_error);
-        if (r < 0)
-                return r;
+#define START (UINT32_C(1) << ACTION_START)
+#define SET_LIMITS (UINT32_C(1) << ACTION_SET_LIMITS)
+#define START_ONLY .when = START, .only = "start actions"
 
-        r = get_uint64(j, path, "id", true, &a->id, ret_error);
-        if (r < 0)
-                return r;
-        r = get_string(j, path, "type", true, SIZE_MAX, &type, ret_error);
-        if (r < 0)
-                return r;
-        a->type = action_type_from_string(type);
-        if (a->type < 0)
-                return fail(ret_error, path, "type", "must be one of start, set_limits, freeze, thaw, kill");
-        r = get_task_id(j, path, "task", &a->task, ret_error);
-        if (r < 0)
-                return r;
-
-        /* A field that the action's type does not use is a controller bug, not something to
-         * ignore: the agent would otherwise apply less than the controller meant. */
-        if (a->type != ACTION_START)
-                for (size_t i = 0; i < ELEMENTSOF(start_only); i++)
-                        if (json_object_get(j, start_only[i]))
-                                return fail(ret_error, path, start_only[i], "only allowed in start actions");
-        if (a->type != ACTION_START && a->type != ACTION_SET_LIMITS && json_object_get(j, "limits"))
-                return fail(ret_error, path, "limits", "only allowed in start and set_limits actions");
-
-        if (a->type == ACTION_START) {
-                r = get_argv(j, path, "argv", true, &a->argv, ret_error);
-                if (r < 0)
-                        return r;
-                r = get_env(j, path, "env", &a->env, ret_error);
-                if (r < 0)
-                        return r;
-                r = get_cwd(j, path, "cwd", &a->cwd, ret_error);
-                if (r < 0)
-                        return r;
-                r = get_user(j, path, "user", &a->user, ret_error);
-                if (r < 0)
-                        return r;
+static const Schema action_schema = {
+        .fields = (const Field[]) {
+                F_U64("id", Action, id, FIELD_REQUIRED),
+                { FIELD_KEY("type"), .kind = FIELD_ENUM, .flags = FIELD_REQUIRED, FIELD_AT(Action, type),
+                  .names = (const char *const[]) { "start", "set_limits", "freeze", "thaw", "kill", NULL },
+                  .values = (const int[]) { ACTION_START, ACTION_SET_LIMITS, ACTION_FREEZE, ACTION_THAW, ACTION_KILL } },
+                F_STR("task", FIELD_TASK_ID, Action, task, FIELD_REQUIRED),
+                { FIELD_KEY("argv"), .kind = FIELD_ARGV, FIELD_AT(Action, argv), START_ONLY, .required_when = START },
+                { FIELD_KEY("env"), .kind = FIELD_ENV, FIELD_AT(Action, env), START_ONLY },
+                { FIELD_KEY("cwd"), .kind = FIELD_CWD, FIELD_AT(Action, cwd), START_ONLY },
+                { FIELD_KEY("user"), .kind = FIELD_USER, FIELD_AT(Action, user), START_ONLY },
                 /* Optional: a controller from before pids limits sends none. */
-                int64_t i;
-                r = get_int(j, path, "pids_max", false, 1, PROTO_MAX_PIDS_MAX, &i, ret_error);
-                if (r < 0)
-                        return r;
-                a->pids_max = r > 0 ? (unsigned) i : 0;
-                r = get_output_pattern(j, path, "output", &a->output, ret_error);
-                if (r < 0)
-                        return r;
-                r = get_output_pattern(j, path, "error", &a->error, ret_error);
-                if (r < 0)
-                        return r;
-                r = get_int(j, path, "time_limit_ms", false, 1, (int64_t) PROTO_MAX_TIME_LIMIT_S * 1000, &i, ret_error);
-                if (r < 0)
-                        return r;
-                a->time_limit_ms = r > 0 ? (uint64_t) i : 0;
-                r = get_int(j, path, "kill_grace_ms", false, 0, PROTO_MAX_KILL_GRACE_MS, &i, ret_error);
-                if (r < 0)
-                        return r;
-                a->kill_grace_ms = r > 0 ? (uint32_t) i : 0;
-        }
-        if (a->type == ACTION_START || a->type == ACTION_SET_LIMITS) {
-                r = get_limits(j, path, "limits", a->type == ACTION_SET_LIMITS, &a->limits, ret_error);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
-}
+                { FIELD_KEY("pids_max"), .kind = FIELD_INT, FIELD_AT(Action, pids_max), .min = 1,
+                  .max = PROTO_MAX_PIDS_MAX, START_ONLY },
+                { FIELD_KEY("output"), .kind = FIELD_OUTPUT, FIELD_AT(Action, output), START_ONLY },
+                { FIELD_KEY("error"), .kind = FIELD_OUTPUT, FIELD_AT(Action, error), START_ONLY },
+                { FIELD_KEY("time_limit_ms"), .kind = FIELD_INT, FIELD_AT(Action, time_limit_ms), .min = 1,
+                  .max = (int64_t) PROTO_MAX_TIME_LIMIT_S * 1000, START_ONLY },
+                { FIELD_KEY("kill_grace_ms"), .kind = FIELD_INT, FIELD_AT(Action, kill_grace_ms), .min = 0,
+                  .max = PROTO_MAX_KILL_GRACE_MS, START_ONLY },
+                { FIELD_KEY("limits"), .kind = FIELD_OBJECT, .offset = offsetof(Action, limits), .sub = &limits_schema,
+                  .when = START | SET_LIMITS, .only = "start and set_limits actions", .required_when = SET_LIMITS },
+        },
+        .n_fields = 13,
+        .has_offset = SCHEMA_NO_HAS,
+        .tag = 1,
+};
 
-static int output_read_from_json(json_t *j, const char *path, OutputRead *o, char **ret_error) {
-        static const char *const keys[] = {
-                "id", "task", "stream", "output", "error", "cwd", "user", "offset", "max", "tail", NULL,
-        };
-        const char *stream;
-        int64_t i;
-        int r;
+static const Schema output_read_schema = {
+        .fields = (const Field[]) {
+                F_U64("id", OutputRead, id, FIELD_REQUIRED),
+                F_STR("task", FIELD_TASK_ID, OutputRead, task, FIELD_REQUIRED),
+                { FIELD_KEY("stream"), .kind = FIELD_ENUM, .flags = FIELD_REQUIRED, FIELD_AT(OutputRead, error_stream),
+                  .names = (const char *const[]) { "output", "error", NULL }, .values = (const int[]) { 0, 1 },
+                  .what = "must be output or error" },
+                F_STR("output", FIELD_OUTPUT, OutputRead, output, 0),
+                F_STR("error", FIELD_OUTPUT, OutputRead, error, 0),
+                F_STR("cwd", FIELD_CWD, OutputRead, cwd, 0),
+                F_STR("user", FIELD_USER, OutputRead, user, 0),
+                F_U64("offset", OutputRead, offset, 0),
+                F_INT("max", OutputRead, max, 1, PROTO_MAX_OUTPUT_READ, FIELD_REQUIRED),
+                F_BOOL("tail", OutputRead, tail, 0),
+        },
+        .n_fields = 10,
+        .has_offset = SCHEMA_NO_HAS,
+};
 
-        if (!json_is_object(j))
-                return fail(ret_error, path, NULL, "must be an object");
-        r = check_keys(j, path, keys, ret_error);
-        if (r < 0)
-                return r;
-        r = get_uint64(j, path, "id", true, &o->id, ret_error);
-        if (r < 0)
-                return r;
-        r = get_task_id(j, path, "task", &o->task, ret_error);
-        if (r < 0)
-                return r;
-        r = get_string(j, path, "stream", true, SIZE_MAX, &stream, ret_error);
-        if (r < 0)
-                return r;
-        if (!streq(stream, "output") && !streq(stream, "error"))
-                return fail(ret_error, path, "stream", "must be output or error");
-        o->error_stream = streq(stream, "error");
-        r = get_output_pattern(j, path, "output", &o->output, ret_error);
-        if (r < 0)
-                return r;
-        r = get_output_pattern(j, path, "error", &o->error, ret_error);
-        if (r < 0)
-                return r;
-        r = get_cwd(j, path, "cwd", &o->cwd, ret_error);
-        if (r < 0)
-                return r;
-        r = get_user(j, path, "user", &o->user, ret_error);
-        if (r < 0)
-                return r;
-        r = get_uint64(j, path, "offset", false, &o->offset, ret_error);
-        if (r < 0)
-                return r;
-        r = get_int(j, path, "max", true, 1, PROTO_MAX_OUTPUT_READ, &i, ret_error);
-        if (r < 0)
-                return r;
-        o->max = (uint32_t) i;
-        r = get_bool(j, path, "tail", false, &o->tail, ret_error);
-        return r < 0 ? r : 0;
-}
+static const Schema heartbeat_reply_schema = {
+        .fields = (const Field[]) {
+                /* 0 asks for the next heartbeat at once (the controller has more to say). */
+                F_INT("interval_ms", HeartbeatReply, interval_ms, 0, INTERVAL_MS_MAX, FIELD_REQUIRED),
+                /* Optional: a controller without leases never makes an agent fence. */
+                F_INT("lease_ms", HeartbeatReply, lease_ms, 0, LEASE_MS_MAX, 0),
+                { FIELD_KEY("memory_guard"), .kind = FIELD_BOOL, .flags = FIELD_MARK, FIELD_AT(HeartbeatReply, memory_guard),
+                  .aux = offsetof(HeartbeatReply, has_memory_guard) },
+                { FIELD_KEY("actions"), .kind = FIELD_ARRAY, .offset = offsetof(HeartbeatReply, actions),
+                  .aux = offsetof(HeartbeatReply, n_actions), .size = sizeof(Action), .max = PROTO_MAX_ACTIONS,
+                  .sub = &action_schema, .what = "actions" },
+                /* Optional: a controller without output reads sends none. */
+                { FIELD_KEY("reads"), .kind = FIELD_ARRAY, .offset = offsetof(HeartbeatReply, reads),
+                  .aux = offsetof(HeartbeatReply, n_reads), .size = sizeof(OutputRead), .max = PROTO_MAX_OUTPUT_READS,
+                  .sub = &output_read_schema, .what = "reads" },
+                /* Protocol 2 only: what the controller lacks of the agent's unchanged tasks. */
+                { FIELD_KEY("resend"), .kind = FIELD_ARRAY, .offset = offsetof(HeartbeatReply, resend),
+                  .aux = offsetof(HeartbeatReply, n_resend), .size = sizeof(char *),
+                  .max = PROTO_MAX_TASKS_PER_HEARTBEAT, .what = "task ids" },
+        },
+        .n_fields = 6,
+        .has_offset = SCHEMA_NO_HAS,
+};
 
 json_t *output_read_to_json(const OutputRead *r) {
         json_auto_t *o = json_object();
@@ -268,95 +215,17 @@ json_t *output_chunk_to_json(const OutputChunk *c) {
 }
 
 int heartbeat_reply_from_json(json_t *j, HeartbeatReply **ret, char **ret_error) {
-        static const char *const keys[] = {
-                "interval_ms", "lease_ms", "actions", "reads", "memory_guard", "resend", NULL,
-        };
         _cleanup_(heartbeat_reply_freep) HeartbeatReply *h = NULL;
-        json_t *a;
-        int64_t i;
         int r;
 
         if (!json_is_object(j))
                 return fail(ret_error, NULL, NULL, "must be a JSON object");
-        r = check_keys(j, "", keys, ret_error);
-        if (r < 0)
-                return r;
-
         h = calloc(1, sizeof *h);
         if (!h)
                 return -ENOMEM;
-
-        /* 0 asks for the next heartbeat at once (the controller has more to say). */
-        r = get_int(j, "", "interval_ms", true, 0, INTERVAL_MS_MAX, &i, ret_error);
+        r = schema_from_json(j, "", &heartbeat_reply_schema, h, NULL, ret_error);
         if (r < 0)
                 return r;
-        h->interval_ms = (uint32_t) i;
-        /* Optional: a controller without leases never makes an agent fence. */
-        r = get_int(j, "", "lease_ms", false, 0, LEASE_MS_MAX, &i, ret_error);
-        if (r < 0)
-                return r;
-        h->lease_ms = r > 0 ? (uint32_t) i : 0;
-        r = get_bool(j, "", "memory_guard", false, &h->memory_guard, ret_error);
-        if (r < 0)
-                return r;
-        h->has_memory_guard = r > 0;
-
-        r = get_array(j, "", "actions", false, 0, PROTO_MAX_ACTIONS, "actions", &a, ret_error);
-        if (r < 0)
-                return r;
-        size_t n = json_array_size(a);
-        if (n > 0) {
-                h->actions = calloc(n, sizeof *h->actions);
-                if (!h->actions)
-                        return -ENOMEM;
-                h->n_actions = n;
-                for (size_t k = 0; k < n; k++) {
-                        char p[PATH_BUF];
-                        path_index(p, "", "actions", k);
-                        r = action_from_json(json_array_get(a, k), p, &h->actions[k], ret_error);
-                        if (r < 0)
-                                return r;
-                }
-        }
-
-        /* Optional: a controller without output reads sends none. */
-        r = get_array(j, "", "reads", false, 0, PROTO_MAX_OUTPUT_READS, "reads", &a, ret_error);
-        if (r < 0)
-                return r;
-        n = json_array_size(a);
-        if (n > 0) {
-                h->reads = calloc(n, sizeof *h->reads);
-                if (!h->reads)
-                        return -ENOMEM;
-                h->n_reads = n;
-                for (size_t k = 0; k < n; k++) {
-                        char p[PATH_BUF];
-                        path_index(p, "", "reads", k);
-                        r = output_read_from_json(json_array_get(a, k), p, &h->reads[k], ret_error);
-                        if (r < 0)
-                                return r;
-                }
-        }
-
-        /* Protocol 2 only: what the controller lacks of the agent's unchanged tasks. */
-        r = get_array(j, "", "resend", false, 0, PROTO_MAX_TASKS_PER_HEARTBEAT, "task ids", &a, ret_error);
-        if (r < 0)
-                return r;
-        n = json_array_size(a);
-        if (n > 0) {
-                h->resend = calloc(n, sizeof *h->resend);
-                if (!h->resend)
-                        return -ENOMEM;
-                h->n_resend = n;
-                for (size_t k = 0; k < n; k++) {
-                        char p[PATH_BUF];
-                        path_index(p, "", "resend", k);
-                        r = check_task_id(json_array_get(a, k), p, &h->resend[k], ret_error);
-                        if (r < 0)
-                                return r;
-                }
-        }
-
         *ret = TAKE_PTR(h);
         return 0;
 }

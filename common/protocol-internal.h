@@ -49,9 +49,15 @@ typedef enum FieldKind {
         FIELD_ENUM,      /* one of names: values[i] stored in size bytes, or without values the name copied */
         FIELD_LIMIT,     /* 0 (unset), -1 (no limit) with FIELD_UNLIMITED, or an integer in [min, max] */
         FIELD_OBJECT,    /* an object of schema sub, whose fields are at offset (0: the parent's own) */
-        FIELD_ARRAY,     /* at most max objects of schema sub: an array of elements of size bytes at offset,
-                          * their count (size_t) at aux */
+        FIELD_ARRAY,     /* at most max objects of schema sub (without sub: task ids, char *): an array of
+                          * elements of size bytes at offset, their count (size_t) at aux */
         FIELD_SPECIAL,   /* decoded by each decoder's own code for special (a SpecialField) */
+        /* The jansson decoder's only (messages the text reader never reads): */
+        FIELD_ARGV,      /* a command line (char **) */
+        FIELD_ENV,       /* an environment, {"NAME": "value"} (char **, NAME=value) */
+        FIELD_CWD,       /* an absolute working directory (char *) */
+        FIELD_USER,      /* a user name (char *) */
+        FIELD_OUTPUT,    /* an output file pattern (task-output.h) (char *) */
 } FieldKind;
 
 enum {
@@ -70,6 +76,9 @@ typedef enum SpecialField {
         SPECIAL_TASKS,      /* the heartbeat's full task reports */
         SPECIAL_UNCHANGED,  /* protocol 2: [task id, sample...] of tasks whose report did not change */
         SPECIAL_HELD,       /* the same, for tasks held by the agent */
+        SPECIAL_DEPENDENCY, /* a job's dependency expression (dependency.h) */
+        SPECIAL_PHASES,     /* a job's phases, with the bound on their tasks in all */
+        SPECIAL_ARRAY,      /* a submitted job's copies: the submission's own */
 } SpecialField;
 
 typedef struct Schema Schema;
@@ -89,8 +98,13 @@ typedef struct Field {
         const Schema *sub;       /* FIELD_OBJECT, FIELD_ARRAY */
         const char *const *names;/* FIELD_ENUM, NULL-terminated */
         const int *values;       /* FIELD_ENUM */
-        const char *what;        /* FIELD_ARRAY: the elements in "must hold at most N <what>" */
+        const char *what;        /* FIELD_ARRAY: the elements in "must hold at most N <what>";
+                                  * FIELD_ENUM: the message when not one of names (else "must be one of ...") */
         SpecialField special;    /* FIELD_SPECIAL */
+        uint32_t when;           /* not 0: allowed only when the schema's tag has a value in this mask
+                                  * (bit v for value v), "only allowed in <only>" otherwise */
+        uint32_t required_when;  /* required when the tag has a value in this mask */
+        const char *only;
 } Field;
 
 #define SCHEMA_NO_HAS SIZE_MAX
@@ -101,6 +115,8 @@ struct Schema {
         size_t has_offset;        /* the groups given: uint32_t (or bool with has_is_bool) at this offset */
         bool has_is_bool;
         bool group_by_key;        /* a group is given when one of its keys is there, even as null (else: with a value) */
+        size_t tag;               /* the FIELD_ENUM (int values) that fields' when and required_when test: an
+                                   * earlier field of the table */
 };
 
 /* Table rows: T the struct, m its member. */

@@ -16,7 +16,6 @@
 #include "protocol.h"
 #include "task-output.h"
 
-
 /* ---- Job specs ---- */
 
 static void phase_spec_done(PhaseSpec *p) {
@@ -44,112 +43,45 @@ static void job_spec_freep(JobSpec **s) {
         job_spec_free(*s);
 }
 
-static int phase_spec_from_json(json_t *j, const char *path, size_t index, PhaseSpec *p, char **ret_error) {
-        static const char *const keys[] = {
-                "name", "tasks", "argv", "env", "cwd", "cpu_cores", "memory_bytes", "pids_max", NULL,
-        };
-        const char *name;
-        int64_t i;
-        int r;
+/* ---- The job's tables (protocol-internal.h) ---- */
 
-        if (!json_is_object(j))
-                return fail(ret_error, path, NULL, "must be an object");
-        r = check_keys(j, path, keys, ret_error);
-        if (r < 0)
-                return r;
+static const Schema phase_schema = {
+        .fields = (const Field[]) {
+                F_STR("name", FIELD_NAME, PhaseSpec, name, 0),
+                F_INT("tasks", PhaseSpec, n_tasks, 1, PROTO_MAX_TASKS_PER_PHASE, FIELD_REQUIRED),
+                F_STR("argv", FIELD_ARGV, PhaseSpec, argv, FIELD_REQUIRED),
+                F_STR("env", FIELD_ENV, PhaseSpec, env, 0),
+                F_STR("cwd", FIELD_CWD, PhaseSpec, cwd, 0),
+                F_REAL("cpu_cores", PhaseSpec, cpu_cores, 0, PROTO_MAX_CPU_CORES, FIELD_REQUIRED | FIELD_MIN_OPEN),
+                F_INT("memory_bytes", PhaseSpec, memory_bytes, PROTO_MIN_MEMORY_BYTES, PROTO_MAX_MEMORY_BYTES,
+                      FIELD_REQUIRED),
+                F_INT("pids_max", PhaseSpec, pids_max, 1, PROTO_MAX_PIDS_MAX, 0),
+        },
+        .n_fields = 8,
+        .has_offset = SCHEMA_NO_HAS,
+};
 
-        r = get_name(j, path, "name", false, &name, ret_error);
-        if (r < 0)
-                return r;
-        if (name ? strdup_to(name, &p->name) < 0 : asprintf(&p->name, "phase%zu", index) < 0) {
-                p->name = NULL;
-                return -ENOMEM;
-        }
+/* A job; in a submission, "array" too (the last field). */
+static const Field job_fields[] = {
+        F_STR("name", FIELD_NAME, JobSpec, name, FIELD_REQUIRED),
+        F_STR("user", FIELD_USER, JobSpec, user, 0),
+        F_REAL("weight", JobSpec, weight, 0, PROTO_MAX_WEIGHT, FIELD_MIN_OPEN),
+        F_STR("output", FIELD_OUTPUT, JobSpec, output, 0),
+        F_STR("error", FIELD_OUTPUT, JobSpec, error, 0),
+        F_INT("time_limit_s", JobSpec, time_limit_s, 1, PROTO_MAX_TIME_LIMIT_S, 0),
+        F_BOOL("hold", JobSpec, hold, 0),
+        F_SPECIAL("dependency", SPECIAL_DEPENDENCY),
+        F_SPECIAL("phases", SPECIAL_PHASES),
+        F_SPECIAL("array", SPECIAL_ARRAY),
+};
+static const Schema job_schema = { .fields = job_fields, .n_fields = ELEMENTSOF(job_fields) - 1, .has_offset = SCHEMA_NO_HAS };
+static const Schema submitted_job_schema = {
+        .fields = job_fields, .n_fields = ELEMENTSOF(job_fields), .has_offset = SCHEMA_NO_HAS,
+};
 
-        r = get_int(j, path, "tasks", true, 1, PROTO_MAX_TASKS_PER_PHASE, &i, ret_error);
-        if (r < 0)
-                return r;
-        p->n_tasks = (unsigned) i;
-
-        r = get_argv(j, path, "argv", true, &p->argv, ret_error);
-        if (r < 0)
-                return r;
-        r = get_env(j, path, "env", &p->env, ret_error);
-        if (r < 0)
-                return r;
-        r = get_cwd(j, path, "cwd", &p->cwd, ret_error);
-        if (r < 0)
-                return r;
-        r = get_number(j, path, "cpu_cores", true, 0, true, PROTO_MAX_CPU_CORES, &p->cpu_cores, ret_error);
-        if (r < 0)
-                return r;
-        r = get_int(j, path, "memory_bytes", true, PROTO_MIN_MEMORY_BYTES, PROTO_MAX_MEMORY_BYTES, &i, ret_error);
-        if (r < 0)
-                return r;
-        p->memory_bytes = (uint64_t) i;
-        r = get_int(j, path, "pids_max", false, 1, PROTO_MAX_PIDS_MAX, &i, ret_error);
-        if (r < 0)
-                return r;
-        p->pids_max = r > 0 ? (unsigned) i : PROTO_DEFAULT_PIDS_MAX;
-        return 0;
-}
-
-/* A job at path ("" for the body itself); keys may add "array" (a submission's). */
-static int job_spec_parse(json_t *j, const char *path, const char *const *keys, JobSpec **ret, char **ret_error) {
-        _cleanup_(job_spec_freep) JobSpec *s = NULL;
-        const char *name;
+static int phases_from_json(json_t *j, const char *path, JobSpec *s, char **ret_error) {
         json_t *phases;
-        int r;
-
-        if (!json_is_object(j))
-                return fail(ret_error, path, NULL, "must be a JSON object");
-        r = check_keys(j, path, keys, ret_error);
-        if (r < 0)
-                return r;
-
-        s = calloc(1, sizeof *s);
-        if (!s)
-                return -ENOMEM;
-        s->weight = 1;
-
-        r = get_name(j, path, "name", true, &name, ret_error);
-        if (r < 0)
-                return r;
-        if (strdup_to(name, &s->name) < 0)
-                return -ENOMEM;
-        r = get_user(j, path, "user", &s->user, ret_error);
-        if (r < 0)
-                return r;
-        r = get_number(j, path, "weight", false, 0, true, PROTO_MAX_WEIGHT, &s->weight, ret_error);
-        if (r < 0)
-                return r;
-        r = get_output_pattern(j, path, "output", &s->output, ret_error);
-        if (r < 0)
-                return r;
-        r = get_output_pattern(j, path, "error", &s->error, ret_error);
-        if (r < 0)
-                return r;
-        int64_t limit;
-        r = get_int(j, path, "time_limit_s", false, 1, PROTO_MAX_TIME_LIMIT_S, &limit, ret_error);
-        if (r < 0)
-                return r;
-        s->time_limit_s = r > 0 ? (uint32_t) limit : 0;
-        r = get_bool(j, path, "hold", false, &s->hold, ret_error);
-        if (r < 0)
-                return r;
-        const char *dependency;
-        r = get_string(j, path, "dependency", false, PROTO_MAX_DEPENDENCY_LEN, &dependency, ret_error);
-        if (r < 0)
-                return r;
-        if (dependency) {
-                _cleanup_free_ char *why = NULL;
-                r = dependency_parse(dependency, &s->dependencies, &s->n_dependencies, &why);
-                if (r == -EINVAL)
-                        return fail(ret_error, path, "dependency", "%s", why);
-                if (r < 0)
-                        return r;
-        }
-        r = get_array(j, path, "phases", true, 1, PROTO_MAX_PHASES, "phases", &phases, ret_error);
+        int r = get_array(j, path, "phases", true, 1, PROTO_MAX_PHASES, "phases", &phases, ret_error);
         if (r < 0)
                 return r;
 
@@ -159,26 +91,68 @@ static int job_spec_parse(json_t *j, const char *path, const char *const *keys, 
                 return -ENOMEM;
         s->n_phases = n;
         for (size_t i = 0; i < n; i++) {
+                PhaseSpec *ph = &s->phases[i];
                 char p[PATH_BUF];
                 path_index(p, path, "phases", i);
-                r = phase_spec_from_json(json_array_get(phases, i), p, i, &s->phases[i], ret_error);
+                ph->pids_max = PROTO_DEFAULT_PIDS_MAX;
+                r = schema_from_json(json_array_get(phases, i), p, &phase_schema, ph, NULL, ret_error);
                 if (r < 0)
                         return r;
-                total_tasks += s->phases[i].n_tasks;
+                if (!ph->name && asprintf(&ph->name, "phase%zu", i) < 0) {
+                        ph->name = NULL;
+                        return -ENOMEM;
+                }
+                total_tasks += ph->n_tasks;
                 if (total_tasks > PROTO_MAX_TASKS_PER_JOB)
                         return fail(ret_error, p, "tasks", "the job's phases hold more than %u tasks in all",
                                     PROTO_MAX_TASKS_PER_JOB);
         }
+        return 0;
+}
 
+static int job_special(json_t *j, const char *path, const Field *f, void *base, char **ret_error) {
+        JobSpec *s = base;
+        switch (f->special) {
+        case SPECIAL_DEPENDENCY: {
+                const char *dependency;
+                int r = get_string(j, path, f->key, false, PROTO_MAX_DEPENDENCY_LEN, &dependency, ret_error);
+                if (r <= 0)
+                        return r;
+                _cleanup_free_ char *why = NULL;
+                r = dependency_parse(dependency, &s->dependencies, &s->n_dependencies, &why);
+                if (r == -EINVAL)
+                        return fail(ret_error, path, f->key, "%s", why);
+                return r;
+        }
+        case SPECIAL_PHASES:
+                return phases_from_json(j, path, s, ret_error);
+        case SPECIAL_ARRAY:
+                return 0; /* submission_add()'s */
+        default:
+                return -EINVAL;
+        }
+}
+
+/* A job at path ("" for the body itself) of schema (job_schema, or submitted_job_schema). */
+static int job_spec_parse(json_t *j, const char *path, const Schema *schema, JobSpec **ret, char **ret_error) {
+        _cleanup_(job_spec_freep) JobSpec *s = NULL;
+        int r;
+
+        if (!json_is_object(j))
+                return fail(ret_error, path, NULL, "must be a JSON object");
+        s = calloc(1, sizeof *s);
+        if (!s)
+                return -ENOMEM;
+        s->weight = 1;
+        r = schema_from_json(j, path, schema, s, job_special, ret_error);
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(s);
         return 0;
 }
 
 int job_spec_from_json(json_t *j, JobSpec **ret, char **ret_error) {
-        static const char *const keys[] = {
-                "name", "user", "weight", "output", "error", "time_limit_s", "hold", "dependency", "phases", NULL,
-        };
-        return job_spec_parse(j, "", keys, ret, ret_error);
+        return job_spec_parse(j, "", &job_schema, ret, ret_error);
 }
 
 /* ---- Submissions: one job, an array, a list ---- */
@@ -245,12 +219,8 @@ int job_spec_set_array_index(JobSpec *spec, unsigned index) {
 
 /* One job of a submission at path, with its "array" if any; counts it in. */
 static int submission_add(JobSubmission *sub, json_t *j, const char *path, char **ret_error) {
-        static const char *const keys[] = {
-                "name", "user", "weight", "output", "error", "time_limit_s", "hold", "dependency", "phases", "array",
-                NULL,
-        };
         _cleanup_(job_spec_freep) JobSpec *spec = NULL;
-        int r = job_spec_parse(j, path, keys, &spec, ret_error);
+        int r = job_spec_parse(j, path, &submitted_job_schema, &spec, ret_error);
         if (r < 0)
                 return r;
         int64_t copies = 1;

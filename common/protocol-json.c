@@ -686,6 +686,8 @@ static int check_enum(json_t *v, const char *path, const char *name, const Field
                         }
                         return strdup_to(s, (char **) p) < 0 ? -ENOMEM : 1;
                 }
+        if (f->what)
+                return fail(ret_error, path, name, "%s", f->what);
         char list[256] = "";
         for (size_t i = 0, n = 0; f->names[i] && n < sizeof list; i++)
                 n += (size_t) snprintf(list + n, sizeof list - n, "%s%s", i > 0 ? ", " : "", f->names[i]);
@@ -709,8 +711,9 @@ static int array_from_json(json_t *v, const char *path, const char *name, const 
         for (size_t i = 0; i < n; i++) {
                 char p[PATH_BUF];
                 path_index(p, path, name, i);
-                int r = schema_from_json(json_array_get(v, i), p, f->sub, (char *) elements + i * f->size, special,
-                                         ret_error);
+                void *element = (char *) elements + i * f->size;
+                int r = f->sub ? schema_from_json(json_array_get(v, i), p, f->sub, element, special, ret_error)
+                               : check_task_id(json_array_get(v, i), p, element, ret_error);
                 if (r < 0)
                         return r;
         }
@@ -808,6 +811,31 @@ static int check_schema_keys(json_t *o, const char *path, const Schema *s, char 
         return 0;
 }
 
+/* The kinds read through their get_*() (absent and null included): 1 when f is one, 0 when not. */
+static int tree_only_field(json_t *j, const char *path, const Field *f, void *p, bool required, char **ret_error) {
+        int r;
+        switch (f->kind) {
+        case FIELD_ARGV:
+                r = get_argv(j, path, f->key, required, (char ***) p, ret_error);
+                break;
+        case FIELD_ENV:
+                r = get_env(j, path, f->key, (char ***) p, ret_error);
+                break;
+        case FIELD_CWD:
+                r = get_cwd(j, path, f->key, (char **) p, ret_error);
+                break;
+        case FIELD_USER:
+                r = get_user(j, path, f->key, (char **) p, ret_error);
+                break;
+        case FIELD_OUTPUT:
+                r = get_output_pattern(j, path, f->key, (char **) p, ret_error);
+                break;
+        default:
+                return 0;
+        }
+        return r < 0 ? r : 1;
+}
+
 int schema_from_json(json_t *j, const char *path, const Schema *s, void *base, SpecialFromJson special,
                      char **ret_error) {
         int r;
@@ -833,6 +861,21 @@ int schema_from_json(json_t *j, const char *path, const Schema *s, void *base, S
                                 continue;
                         required = true;
                 }
+                if (f->when) {
+                        int tag = *(const int *) ((const char *) base + s->fields[s->tag].offset);
+                        if (!(f->when & (UINT32_C(1) << tag))) {
+                                /* A field the tag does not use is the sender's bug, not something to ignore. */
+                                if (json_object_get(j, f->key))
+                                        return fail(ret_error, path, f->key, "only allowed in %s", f->only);
+                                continue;
+                        }
+                        required = f->required_when & (UINT32_C(1) << tag);
+                }
+                r = tree_only_field(j, path, f, (char *) base + f->offset, required, ret_error);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        continue;
                 r = field_get(j, path, f->key, required, &v, ret_error);
                 if (r < 0)
                         return r;
