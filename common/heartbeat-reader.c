@@ -366,10 +366,11 @@ static int array_grow(void **v, size_t *n, size_t *allocated, size_t size) {
 }
 
 /* A JSON array of at most max elements of size, each read by read_one (with ctx) into a zeroed
- * element appended to *v (*n counts them). More than max: declined, for jansson's path to name. */
+ * element appended to *v (*n counts them, and may count some already). More than max:
+ * declined, for jansson's path to name. */
 static int read_array(Reader *r, void **v, size_t *n, size_t max, size_t size,
                       int (*read_one)(Reader *r, const void *ctx, void *element), const void *ctx) {
-        size_t allocated = 0;
+        size_t allocated = *n;
         int k;
 
         if (!take(r, '['))
@@ -378,7 +379,7 @@ static int read_array(Reader *r, void **v, size_t *n, size_t max, size_t size,
                 k = array_next(r, i);
                 if (k <= 0)
                         return k;
-                if (*n == max)
+                if (i == max)
                         return DECLINE;
                 k = array_grow(v, n, &allocated, size);
                 if (k < 0)
@@ -634,28 +635,16 @@ static int read_unchanged(Reader *r, TaskReport *t, bool held) {
         return take(r, ']') ? 0 : DECLINE;
 }
 
+static int read_unchanged_element(Reader *r, const void *held, void *element) {
+        return read_unchanged(r, element, *(const bool *) held);
+}
+
 /* "unchanged" or "held": their entries follow the full reports in h->tasks, in this order, as
  * they came in the text. */
 static int read_unchanged_array(Reader *r, Heartbeat *h, bool held) {
-        size_t allocated = h->n_tasks, n = 0;
-        int k;
-
-        if (!take(r, '['))
-                return DECLINE;
-        for (size_t i = 0;; i++) {
-                k = array_next(r, i);
-                if (k <= 0)
-                        return k;
-                if (n == PROTO_MAX_TASKS_PER_HEARTBEAT)
-                        return DECLINE;
-                k = array_grow((void **) &h->tasks, &h->n_tasks, &allocated, sizeof(TaskReport));
-                if (k < 0)
-                        return k;
-                n++;
-                k = read_unchanged(r, &h->tasks[h->n_tasks - 1], held);
-                if (k < 0)
-                        return k;
-        }
+        static const bool yes = true, no = false;
+        return read_array(r, (void **) &h->tasks, &h->n_tasks, PROTO_MAX_TASKS_PER_HEARTBEAT, sizeof(TaskReport),
+                          read_unchanged_element, held ? &yes : &no);
 }
 
 static int read_special(Reader *r, const Field *f, void *base) {

@@ -57,10 +57,6 @@ void heartbeat_reply_free(HeartbeatReply *r) {
         free(r);
 }
 
-static void heartbeat_reply_freep(HeartbeatReply **r) {
-        heartbeat_reply_free(*r);
-}
-
 /* ---- The reply's tables (protocol-internal.h) ---- */
 
 #define START (UINT32_C(1) << ACTION_START)
@@ -214,20 +210,13 @@ json_t *output_chunk_to_json(const OutputChunk *c) {
         return json_incref(o);
 }
 
-int heartbeat_reply_from_json(json_t *j, HeartbeatReply **ret, char **ret_error) {
-        _cleanup_(heartbeat_reply_freep) HeartbeatReply *h = NULL;
-        int r;
+static void heartbeat_reply_free_any(void *r) {
+        heartbeat_reply_free(r);
+}
 
-        if (!json_is_object(j))
-                return fail(ret_error, NULL, NULL, "must be a JSON object");
-        h = calloc(1, sizeof *h);
-        if (!h)
-                return -ENOMEM;
-        r = schema_from_json(j, "", &heartbeat_reply_schema, h, NULL, ret_error);
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(h);
-        return 0;
+int heartbeat_reply_from_json(json_t *j, HeartbeatReply **ret, char **ret_error) {
+        return message_from_json(j, &heartbeat_reply_schema, sizeof(HeartbeatReply), NULL, heartbeat_reply_free_any,
+                                 (void **) ret, ret_error);
 }
 
 static json_t *action_to_json(const Action *a) {

@@ -45,10 +45,6 @@ void heartbeat_free(Heartbeat *h) {
         free(h);
 }
 
-static void heartbeat_freep(Heartbeat **h) {
-        heartbeat_free(*h);
-}
-
 /* ---- The heartbeat's tables ---- */
 
 #define F_GROUP(k, T, m, g, kd, lo, hi) \
@@ -461,20 +457,13 @@ static int tree_special(json_t *o, const char *path, const Field *f, void *base,
         }
 }
 
-int heartbeat_from_json(json_t *j, Heartbeat **ret, char **ret_error) {
-        _cleanup_(heartbeat_freep) Heartbeat *h = NULL;
-        int r;
+static void heartbeat_free_any(void *h) {
+        heartbeat_free(h);
+}
 
-        if (!json_is_object(j))
-                return fail(ret_error, NULL, NULL, "must be a JSON object");
-        h = calloc(1, sizeof *h);
-        if (!h)
-                return -ENOMEM;
-        r = schema_from_json(j, "", &heartbeat_schema, h, tree_special, ret_error);
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(h);
-        return 0;
+int heartbeat_from_json(json_t *j, Heartbeat **ret, char **ret_error) {
+        return message_from_json(j, &heartbeat_schema, sizeof(Heartbeat), tree_special, heartbeat_free_any,
+                                 (void **) ret, ret_error);
 }
 
 
@@ -995,25 +984,18 @@ void task_sample_write_row(TextBuf *b, const TaskSample *s) {
 }
 
 static void text_limits(TextBuf *b, const Limits *l) {
-        const struct {
-                const char *key;
-                int64_t value;
-        } fields[] = {
-                { "cpu_quota_us", l->cpu_quota_us },
-                { "cpu_period_us", l->cpu_period_us },
-                { "cpu_weight", l->cpu_weight },
-                { "memory_high_bytes", l->memory_high_bytes },
-                { "memory_max_bytes", l->memory_max_bytes },
-        };
         bool first = true;
 
         text_lit(b, "{");
-        for (size_t i = 0; i < ELEMENTSOF(fields); i++)
-                if (fields[i].value != LIMIT_UNSET) {
-                        text_key(b, fields[i].key, first);
-                        text_i64(b, fields[i].value);
+        for (size_t i = 0; i < limits_schema.n_fields; i++) {
+                const Field *f = &limits_schema.fields[i];
+                int64_t v = *(const int64_t *) ((const char *) l + f->offset);
+                if (v != LIMIT_UNSET) {
+                        text_key(b, f->key, first);
+                        text_i64(b, v);
                         first = false;
                 }
+        }
         text_lit(b, "}");
 }
 

@@ -631,19 +631,12 @@ json_t *limits_to_json(const Limits *l) {
         json_auto_t *o = json_object();
         if (!o)
                 return NULL;
-        const struct {
-                const char *key;
-                int64_t value;
-        } fields[] = {
-                { "cpu_quota_us", l->cpu_quota_us },
-                { "cpu_period_us", l->cpu_period_us },
-                { "cpu_weight", l->cpu_weight },
-                { "memory_high_bytes", l->memory_high_bytes },
-                { "memory_max_bytes", l->memory_max_bytes },
-        };
-        for (size_t i = 0; i < ELEMENTSOF(fields); i++)
-                if (fields[i].value != LIMIT_UNSET && add(o, fields[i].key, json_integer(fields[i].value)) < 0)
+        for (size_t i = 0; i < limits_schema.n_fields; i++) {
+                const Field *f = &limits_schema.fields[i];
+                int64_t v = *(const int64_t *) ((const char *) l + f->offset);
+                if (v != LIMIT_UNSET && add(o, f->key, json_integer(v)) < 0)
                         return NULL;
+        }
         return json_incref(o);
 }
 
@@ -893,5 +886,21 @@ int schema_from_json(json_t *j, const char *path, const Schema *s, void *base, S
                                 *(uint32_t *) ((char *) base + s->has_offset) |= f->group;
                 }
         }
+        return 0;
+}
+
+int message_from_json(json_t *j, const Schema *s, size_t size, SpecialFromJson special, void (*free_message)(void *),
+                      void **ret, char **ret_error) {
+        if (!json_is_object(j))
+                return fail(ret_error, NULL, NULL, "must be a JSON object");
+        void *m = calloc(1, size);
+        if (!m)
+                return -ENOMEM;
+        int r = schema_from_json(j, "", s, m, special, ret_error);
+        if (r < 0) {
+                free_message(m);
+                return r;
+        }
+        *ret = m;
         return 0;
 }

@@ -70,3 +70,7 @@ int field_value_from_json(json_t *v, const char *path, const char *name, const F
  * order; 0, or -EINVAL and the message naming the first bad field under path. */
 int schema_from_json(json_t *j, const char *path, const Schema *s, void *base, SpecialFromJson special,
                      char **ret_error);
+/* A message (the body: "" is its path) of schema s into a zeroed struct of size: 0 and *ret,
+ * or an error and the partial message released with free_message. */
+int message_from_json(json_t *j, const Schema *s, size_t size, SpecialFromJson special, void (*free_message)(void *),
+                      void **ret, char **ret_error);
