@@ -2,7 +2,7 @@
  * the agent's usual detail) costs the controller, by decoder and protocol: the one-pass text
  * reader (heartbeat_from_text(), the controller's path) and jansson with heartbeat_from_json().
  *
- *   bench/heartbeat-decode [ITERATIONS]
+ *   bench/heartbeat-decode [ITERATIONS [reader|jansson]]
  *
  * Prints one line per case: microseconds per heartbeat (best of 5 rounds of ITERATIONS, 2 000 by
  * default) and the body's size. Compare builds by running them one after the other on the same
@@ -105,6 +105,7 @@ static int decode_tree(const char *text, size_t len) {
 
 int main(int argc, char **argv) {
         unsigned iterations = argc > 1 ? (unsigned) strtoul(argv[1], NULL, 10) : 2000;
+        const char *only = argc > 2 ? argv[2] : NULL;
         const struct {
                 const char *name;
                 int (*decode)(const char *text, size_t len);
@@ -117,6 +118,8 @@ int main(int argc, char **argv) {
                 char *text = heartbeat_text(protocol == 1 ? 0 : PROTO_VERSION_COMPACT, &len);
                 for (size_t d = 0; d < ELEMENTSOF(decoders); d++) {
                         double best = -1;
+                        if (only && strcmp(only, decoders[d].name) != 0)
+                                continue;
                         for (int round = 0; round < 5; round++) {
                                 double t0 = now_us();
                                 for (unsigned i = 0; i < iterations; i++)
