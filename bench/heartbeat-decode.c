@@ -16,30 +16,10 @@
 #include "heartbeat-reader.h"
 #include "macro.h"
 #include "protocol.h"
+#include "tests/unit/heartbeat-sample.h"
 
 #define N_TASKS 50
 #define SAMPLES_PER_TASK 2
-
-static TaskSample sample_of(unsigned i) {
-        return (TaskSample) {
-                .time_ms = 1700000000000 + i * 1000,
-                .cpu_usage_ns = 118000000ull * (i + 1) + i * 7919,
-                .memory_current_bytes = (48u << 20) + i * 4096,
-                .memory_peak_bytes = 60u << 20,
-                .progress = i % 3 == 0 ? -1 : 0.1 * (i % 10),
-                .has = SAMPLE_HAS_THROTTLING | SAMPLE_HAS_RATES | SAMPLE_HAS_PSI_CPU | SAMPLE_HAS_PSI_MEMORY |
-                       SAMPLE_HAS_PSI_IO,
-                .cpu_periods = 100 * i,
-                .cpu_throttled_periods = 10 * i,
-                .cpu_throttled_ns = 2360000ull * i,
-                .psi_cpu = { .some_avg10 = 1.25, .some_total_us = 5900 * i, .has_full = true, .full_avg10 = 0.5,
-                             .full_total_us = 2950 * i },
-                .psi_memory = { .some_avg10 = 0, .some_total_us = 1200, .has_full = true, .full_total_us = 800 },
-                .psi_io = { .some_avg10 = 0.1, .some_total_us = 5300 },
-                .cpu_cores = 0.118 + 0.001 * i,
-                .throttled_ratio = 0.01 * (i % 7),
-        };
-}
 
 /* The heartbeat's text as an agent writes it for protocol (0: the first, or PROTO_VERSION_COMPACT). */
 static char *heartbeat_text(unsigned protocol, size_t *ret_len) {
@@ -49,7 +29,7 @@ static char *heartbeat_text(unsigned protocol, size_t *ret_len) {
 
         for (unsigned i = 0; i < N_TASKS; i++) {
                 for (unsigned k = 0; k < SAMPLES_PER_TASK; k++)
-                        samples[i * SAMPLES_PER_TASK + k] = sample_of(i * SAMPLES_PER_TASK + k);
+                        samples[i * SAMPLES_PER_TASK + k] = sample_of(i * SAMPLES_PER_TASK + k, false);
                 snprintf(ids[i], TASK_ID_MAX, "%u.0.%u.0", 7 + i / 10, i % 10);
                 reports[i] = (TaskReport) {
                         .id = ids[i], .state = TASK_RUNNING, .pid = (pid_t) (1000 + i),

@@ -399,15 +399,6 @@ static int copy_string(const char *s, size_t len, char **ret) {
         return 0;
 }
 
-static void store_int(void *p, size_t size, int64_t v) {
-        if (size == 8)
-                *(int64_t *) p = v;
-        else if (size == 4)
-                *(uint32_t *) p = (uint32_t) v;
-        else
-                *(uint8_t *) p = (uint8_t) v;
-}
-
 static int read_object(Reader *r, const Schema *s, void *base);
 
 static int read_object_element(Reader *r, const void *schema, void *element) {

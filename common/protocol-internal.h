@@ -132,6 +132,16 @@ struct Schema {
 #define F_OBJECT(k, off, schema, fl) { FIELD_KEY(k), .kind = FIELD_OBJECT, .flags = (fl), .offset = (off), .sub = &(schema) }
 #define F_SPECIAL(k, sp) { FIELD_KEY(k), .kind = FIELD_SPECIAL, .special = (sp) }
 
+/* Stores v in the size bytes (8, 4 or 1) of an integer field at p. */
+static inline void store_int(void *p, size_t size, int64_t v) {
+        if (size == 8)
+                *(int64_t *) p = v;
+        else if (size == 4)
+                *(uint32_t *) p = (uint32_t) v;
+        else
+                *(uint8_t *) p = (uint8_t) v;
+}
+
 /* The objects of the heartbeat (protocol-heartbeat.c). */
 extern const Schema heartbeat_schema, task_report_schema, task_sample_schema, limits_schema;
 

@@ -657,15 +657,6 @@ int get_limits(json_t *o, const char *path, const char *field, bool required, Li
 
 /* ---- Decoding by a message's table ---- */
 
-static void store_int(void *p, size_t size, int64_t v) {
-        if (size == 8)
-                *(int64_t *) p = v;
-        else if (size == 4)
-                *(uint32_t *) p = (uint32_t) v;
-        else
-                *(uint8_t *) p = (uint8_t) v;
-}
-
 static int check_enum(json_t *v, const char *path, const char *name, const Field *f, void *p, char **ret_error) {
         const char *s;
         int r = check_string(v, path, name, SIZE_MAX, &s, ret_error);
