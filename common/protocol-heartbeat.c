@@ -880,40 +880,41 @@ static void text_sample_fields(TextBuf *b, const Field *fields, size_t n, const 
                 }
 }
 
-static void text_pressure(TextBuf *b, const Pressure *p) {
-        text_lit(b, "{\"some_avg10\":");
-        text_double(b, p->some_avg10);
-        text_lit(b, ",\"some_total_us\":");
-        text_u64(b, p->some_total_us);
-        if (p->has_full) {
-                text_lit(b, ",\"full_avg10\":");
-                text_double(b, p->full_avg10);
-                text_lit(b, ",\"full_total_us\":");
-                text_u64(b, p->full_total_us);
+/* A Pressure by pressure_schema: an object, or (row) the rest of a sample row, each value after
+ * a ',' and "full" as two nulls when absent. */
+static void text_pressure(TextBuf *b, const Pressure *p, bool row) {
+        if (!row)
+                text_lit(b, "{");
+        for (size_t i = 0; i < pressure_schema.n_fields; i++) {
+                const Field *f = &pressure_schema.fields[i];
+                if (f->group && !p->has_full) {
+                        if (row)
+                                text_lit(b, ",null");
+                        continue;
+                }
+                if (row)
+                        text_lit(b, ",");
+                else
+                        text_key(b, f->key, i == 0);
+                text_sample_field(b, f, p);
         }
-        text_lit(b, "}");
+        if (!row)
+                text_lit(b, "}");
 }
 
-static void text_psi(TextBuf *b, uint32_t has, const Pressure *cpu, const Pressure *memory, const Pressure *io) {
+/* "psi" by its schema (task_psi_schema or node_psi_schema), with the resources in has. */
+static void text_psi(TextBuf *b, const Schema *psi, const void *base, uint32_t has) {
         bool first = true;
 
         if (!(has & (SAMPLE_HAS_PSI_CPU | SAMPLE_HAS_PSI_MEMORY | SAMPLE_HAS_PSI_IO)))
                 return;
         text_lit(b, ",\"psi\":{");
-        if (has & SAMPLE_HAS_PSI_CPU) {
-                text_key(b, "cpu", first);
-                text_pressure(b, cpu);
-                first = false;
-        }
-        if (has & SAMPLE_HAS_PSI_MEMORY) {
-                text_key(b, "memory", first);
-                text_pressure(b, memory);
-                first = false;
-        }
-        if (has & SAMPLE_HAS_PSI_IO) {
-                text_key(b, "io", first);
-                text_pressure(b, io);
-        }
+        for (size_t i = 0; i < psi->n_fields; i++)
+                if (has & psi->fields[i].group) {
+                        text_key(b, psi->fields[i].key, first);
+                        text_pressure(b, (const Pressure *) ((const char *) base + psi->fields[i].offset), false);
+                        first = false;
+                }
         text_lit(b, "}");
 }
 
@@ -932,22 +933,8 @@ void task_sample_write_json(TextBuf *b, const TaskSample *s) {
         else
                 text_double(b, s->progress);
         text_sample_fields(b, task_sample_fields, n_task_sample_fields, s, s->has);
-        text_psi(b, s->has, &s->psi_cpu, &s->psi_memory, &s->psi_io);
+        text_psi(b, &task_psi_schema, s, s->has);
         text_lit(b, "}");
-}
-
-static void text_pressure_row(TextBuf *b, const Pressure *p) {
-        text_lit(b, ",");
-        text_double(b, p->some_avg10);
-        text_lit(b, ",");
-        text_u64(b, p->some_total_us);
-        if (p->has_full) {
-                text_lit(b, ",");
-                text_double(b, p->full_avg10);
-                text_lit(b, ",");
-                text_u64(b, p->full_total_us);
-        } else
-                text_lit(b, ",null,null");
 }
 
 void task_sample_write_row(TextBuf *b, const TaskSample *s) {
@@ -974,12 +961,11 @@ void task_sample_write_row(TextBuf *b, const TaskSample *s) {
                 text_lit(b, ",");
                 text_sample_field(b, &task_sample_fields[i], s);
         }
-        if (has & SAMPLE_HAS_PSI_CPU)
-                text_pressure_row(b, &s->psi_cpu);
-        if (has & SAMPLE_HAS_PSI_MEMORY)
-                text_pressure_row(b, &s->psi_memory);
-        if (has & SAMPLE_HAS_PSI_IO)
-                text_pressure_row(b, &s->psi_io);
+        for (size_t i = 0; i < task_psi_schema.n_fields; i++) {
+                const Field *f = &task_psi_schema.fields[i];
+                if (has & f->group)
+                        text_pressure(b, (const Pressure *) ((const char *) s + f->offset), true);
+        }
         text_lit(b, "]");
 }
 
@@ -1132,7 +1118,7 @@ void heartbeat_write_json_head(TextBuf *b, const Heartbeat *h) {
         text_lit(b, ",\"memory_available_bytes\":");
         text_u64(b, ns->memory_available_bytes);
         text_sample_fields(b, node_sample_fields, n_node_sample_fields, ns, ns->has);
-        text_psi(b, ns->has, &ns->psi_cpu, &ns->psi_memory, &ns->psi_io);
+        text_psi(b, &node_psi_schema, ns, ns->has);
         text_lit(b, "},\"tasks\":[");
 }
 
