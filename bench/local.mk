@@ -199,3 +199,10 @@ dist_noinst_SCRIPTS += bench/tls-cost.sh
 bench-tls: controller/cgorch-controller
 	$(BASH) $(srcdir)/bench/tls-cost.sh $(builddir)
 .PHONY: bench-tls
+
+# What decoding one 50-task heartbeat costs, by decoder (the one-pass reader, jansson) and
+# protocol: `bench/heartbeat-decode [ITERATIONS]`; compare two builds as a ratio in one session.
+noinst_PROGRAMS += bench/heartbeat-decode
+bench_heartbeat_decode_SOURCES = bench/heartbeat-decode.c tests/unit/heartbeat-sample.h
+bench_heartbeat_decode_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+bench_heartbeat_decode_LDADD = $(COMMON_LIBS)

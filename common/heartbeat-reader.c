@@ -3,13 +3,15 @@
  *
  * A heartbeat of 50 tasks is ~75 KB of JSON; jansson builds a hash table per sample object for
  * it, which cost the controller more than everything else a heartbeat does. The reader walks
- * the text once against the heartbeat's schema and fills the Heartbeat directly. It takes only
+ * the text once against the heartbeat's tables (protocol-internal.h), the same ones the jansson
+ * decoder walks, and fills the Heartbeat directly. It takes only
  * what it can judge exactly — printable ASCII strings without escapes, no null but "progress",
  * keys it knows, each once — and checks every bound of heartbeat_from_json(); anything else,
  * valid or not, it declines, and heartbeat_parse() asks jansson and heartbeat_from_json(),
  * whose verdict and error message (naming the field) are then the answer. So the reader can
  * accept less than the jansson path, never more, and never something different: the fuzz
  * harness (fuzz/fuzz-protocol.c) and tests/unit/test-heartbeat-reader.c compare the two. */
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -283,78 +285,34 @@ static int read_real(Reader *r, double min, bool min_open, double max, double *r
         return 0;
 }
 
-/* ---- Objects and arrays ---- */
-
-/* The keys of one object type: fixed ones, then optionally a table of sample fields, then
- * more fixed ones. Bit i of an object's "seen" mask is key i. */
-typedef struct Schema {
-        const KeyName *head;
-        size_t n_head;
-        const SampleField *fields;
-        size_t n_fields;
-        const KeyName *tail;
-        size_t n_tail;
-} Schema;
-
-static size_t schema_size(const Schema *s) {
-        return s->n_head + s->n_fields + s->n_tail;
-}
-
-static void schema_key(const Schema *s, size_t i, const char **ret_name, size_t *ret_len) {
-        if (i < s->n_head) {
-                *ret_name = s->head[i].name;
-                *ret_len = s->head[i].len;
-                return;
-        }
-        i -= s->n_head;
-        if (i < s->n_fields) {
-                *ret_name = s->fields[i].key;
-                *ret_len = strlen(s->fields[i].key);
-                return;
-        }
-        i -= s->n_fields;
-        *ret_name = s->tail[i].name;
-        *ret_len = s->tail[i].len;
-}
-
-static bool schema_key_is(const Schema *s, size_t i, const char *key, size_t len) {
-        const char *name;
-        size_t n;
-        schema_key(s, i, &name, &n);
-        return n == len && memcmp(name, key, len) == 0;
-}
+/* ---- Objects, by their table (protocol-internal.h) ---- */
 
 typedef struct ObjectCursor {
         const Schema *schema;
-        uint64_t seen;
-        size_t hint;          /* the key expected next: agents write keys in schema order */
+        uint64_t seen;        /* bit i: field i was read */
+        size_t hint;          /* the key expected next: agents write keys in table order */
 } ObjectCursor;
-
-static int object_open(Reader *r, const Schema *schema, ObjectCursor *ret) {
-        if (!take(r, '{'))
-                return DECLINE;
-        *ret = (ObjectCursor) { .schema = schema };
-        return 0;
-}
 
 /* The next key: 1 and its index, 0 at the closing brace. Unknown keys decline (the decoder
  * refuses them), and so do repeated ones (jansson refuses duplicates). */
 static int object_next(Reader *r, ObjectCursor *c, size_t *ret_index) {
+        const Field *fields = c->schema->fields;
+        size_t n = c->schema->n_fields, len, i;
+        const char *key;
+        int k;
+
         if (take(r, '}'))
                 return 0;
         if (c->seen != 0 && !take(r, ','))
                 return DECLINE;
 
-        const char *key, *name;
-        size_t len, n = schema_size(c->schema), i;
-        int k;
-
-        /* Agents write the keys in schema order, compact: first try the expected key exactly
+        /* Agents write the keys in table order, compact: first try the expected key exactly
          * as it would be written, "name": — our own key names need no further checks. */
         skip_ws(r);
         if (c->hint < n) {
-                schema_key(c->schema, c->hint, &name, &len);
-                if ((size_t) (r->end - r->p) >= len + 3 && r->p[0] == '"' && memcmp(r->p + 1, name, len) == 0 &&
+                const Field *f = &fields[c->hint];
+                len = f->key_len;
+                if ((size_t) (r->end - r->p) >= len + 3 && r->p[0] == '"' && memcmp(r->p + 1, f->key, len) == 0 &&
                     r->p[len + 1] == '"' && r->p[len + 2] == ':') {
                         r->p += len + 3;
                         i = c->hint;
@@ -365,7 +323,7 @@ static int object_next(Reader *r, ObjectCursor *c, size_t *ret_index) {
         if (k < 0)
                 return k;
         for (i = 0; i < n; i++)
-                if (schema_key_is(c->schema, i, key, len))
+                if (fields[i].key_len == len && memcmp(fields[i].key, key, len) == 0)
                         break;
         if (i == n)
                 return DECLINE;
@@ -408,11 +366,12 @@ static int array_grow(void **v, size_t *n, size_t *allocated, size_t size) {
         return 0;
 }
 
-/* A JSON array of at most max elements of size, each read by read_one into a zeroed element
- * appended to *v (*n counts them). More than max: declined, for jansson's path to name. */
+/* A JSON array of at most max elements of size, each read by read_one (with ctx) into a zeroed
+ * element appended to *v (*n counts them, and may count some already). More than max:
+ * declined, for jansson's path to name. */
 static int read_array(Reader *r, void **v, size_t *n, size_t max, size_t size,
-                      int (*read_one)(Reader *r, void *element)) {
-        size_t allocated = 0;
+                      int (*read_one)(Reader *r, const void *ctx, void *element), const void *ctx) {
+        size_t allocated = *n;
         int k;
 
         if (!take(r, '['))
@@ -421,12 +380,12 @@ static int read_array(Reader *r, void **v, size_t *n, size_t max, size_t size,
                 k = array_next(r, i);
                 if (k <= 0)
                         return k;
-                if (*n == max)
+                if (i == max)
                         return DECLINE;
                 k = array_grow(v, n, &allocated, size);
                 if (k < 0)
                         return k;
-                k = read_one(r, (char *) *v + (*n - 1) * size);
+                k = read_one(r, ctx, (char *) *v + (*n - 1) * size);
                 if (k < 0)
                         return k;
         }
@@ -440,139 +399,145 @@ static int copy_string(const char *s, size_t len, char **ret) {
         return 0;
 }
 
-/* ---- The heartbeat's parts ---- */
+static int read_object(Reader *r, const Schema *s, void *base);
 
-/* The optional sample fields of one object: a group is all or nothing. */
-static int sample_field_read(Reader *r, const SampleField *f, void *base) {
+static int read_object_element(Reader *r, const void *schema, void *element) {
+        return read_object(r, schema, element);
+}
+
+static int read_enum(Reader *r, const Field *f, void *p) {
+        const char *s;
+        size_t len;
+        int k = read_string(r, &s, &len);
+        if (k < 0)
+                return k;
+        for (size_t i = 0; f->names[i]; i++)
+                if (strlen(f->names[i]) == len && memcmp(f->names[i], s, len) == 0) {
+                        if (!f->values)
+                                return copy_string(s, len, p);
+                        store_int(p, f->size, f->values[i]);
+                        return 0;
+                }
+        return DECLINE;
+}
+
+static int read_special(Reader *r, const Field *f, void *base);
+static int read_limit(Reader *r, int64_t min, int64_t max, bool unlimited_ok, int64_t *ret);
+static int read_text(Reader *r, char **ret);
+static int read_task_id(Reader *r, char **ret);
+
+/* A FIELD_INT or FIELD_REAL (a sample's fields): inlined where sample rows, most of a
+ * protocol 2 heartbeat, read them one after the other. */
+static inline __attribute__((always_inline)) int read_number_field(Reader *r, const Field *f, void *base) {
         void *p = (char *) base + f->offset;
         int64_t v;
         int k;
 
-        switch (f->type) {
-        case SF_U64:
-                return read_uint64(r, (uint64_t *) p);
-        case SF_U32:
-                k = read_int(r, 0, UINT32_MAX, &v);
-                if (k >= 0)
-                        *(uint32_t *) p = (uint32_t) v;
-                return k;
-        case SF_CORES:
-                return read_real(r, 0, false, PROTO_MAX_CPU_CORES, (double *) p);
-        default:
-                return read_real(r, 0, false, 1, (double *) p);
-        }
-}
-
-static int sample_groups_check(const ObjectCursor *c, uint32_t *has) {
-        const Schema *s = c->schema;
-        uint32_t present = 0;
-
-        for (size_t i = 0; i < s->n_fields; i++)
-                if (seen(c, s->n_head + i))
-                        present |= s->fields[i].group;
-        for (size_t i = 0; i < s->n_fields; i++)
-                if ((present & s->fields[i].group) && !seen(c, s->n_head + i))
-                        return DECLINE;
-        *has |= present;
-        return 0;
-}
-
-static int read_pressure(Reader *r, Pressure *p) {
-        static const KeyName keys[] = { KEY("some_avg10"), KEY("some_total_us"), KEY("full_avg10"), KEY("full_total_us") };
-        static const Schema schema = { .head = keys, .n_head = ELEMENTSOF(keys) };
-        ObjectCursor c;
-        size_t i;
-        int k;
-
-        k = object_open(r, &schema, &c);
-        while (k >= 0 && (k = object_next(r, &c, &i)) > 0)
-                switch (i) {
-                case 0:
-                        k = read_real(r, 0, false, 100, &p->some_avg10);
-                        break;
-                case 1:
-                        k = read_uint64(r, &p->some_total_us);
-                        break;
-                case 2:
-                        k = read_real(r, 0, false, 100, &p->full_avg10);
-                        break;
-                default:
-                        k = read_uint64(r, &p->full_total_us);
-                }
-        if (k < 0)
-                return k;
-        /* "full" is both fields or neither. */
-        if (!seen(&c, 0) || !seen(&c, 1) || seen(&c, 2) != seen(&c, 3))
-                return DECLINE;
-        p->has_full = seen(&c, 2);
-        return 0;
-}
-
-static int read_psi(Reader *r, uint32_t *has, Pressure *cpu, Pressure *memory, Pressure *io) {
-        static const KeyName keys[] = { KEY("cpu"), KEY("memory"), KEY("io") };
-        static const Schema schema = { .head = keys, .n_head = ELEMENTSOF(keys) };
-        static const uint32_t flags[] = { SAMPLE_HAS_PSI_CPU, SAMPLE_HAS_PSI_MEMORY, SAMPLE_HAS_PSI_IO };
-        Pressure *res[] = { cpu, memory, io };
-        ObjectCursor c;
-        size_t i;
-        int k;
-
-        k = object_open(r, &schema, &c);
-        while (k >= 0 && (k = object_next(r, &c, &i)) > 0) {
-                k = read_pressure(r, res[i]);
-                *has |= flags[i];
-        }
+        if (f->kind == FIELD_REAL)
+                return read_real(r, f->real_min, f->flags & FIELD_MIN_OPEN, f->real_max, p);
+        k = read_int(r, f->min, f->max, &v);
+        if (k >= 0)
+                store_int(p, f->size, v);
         return k;
 }
 
-static int read_sample(Reader *r, TaskSample *s) {
-        static const KeyName head[] = {
-                KEY("time_ms"), KEY("cpu_usage_ns"), KEY("memory_current_bytes"), KEY("memory_peak_bytes"),
-                KEY("progress"),
-        };
-        static const KeyName tail[] = { KEY("psi") };
-        const Schema schema = {
-                .head = head, .n_head = ELEMENTSOF(head),
-                .fields = task_sample_fields, .n_fields = n_task_sample_fields,
-                .tail = tail, .n_tail = ELEMENTSOF(tail),
-        };
-        ObjectCursor c;
+/* One field's value, checked as field_value_from_json() checks it, stored at base. */
+static int read_value(Reader *r, const Field *f, void *base) {
+        void *p = (char *) base + f->offset;
+        const char *s;
+        size_t len;
+        int k;
+
+        switch (f->kind) {
+        case FIELD_INT:
+        case FIELD_REAL:
+                return read_number_field(r, f, base);
+        case FIELD_BOOL:
+                return read_bool(r, p);
+        case FIELD_TEXT:
+                return read_text(r, p);
+        case FIELD_NAME:
+                /* 1..PROTO_NAME_MAX printable characters: read_string() takes printable ASCII only. */
+                k = read_string(r, &s, &len);
+                if (k >= 0 && (len < 1 || len > PROTO_NAME_MAX))
+                        k = DECLINE;
+                return k < 0 ? k : copy_string(s, len, p);
+        case FIELD_NODE:
+                k = read_string(r, &s, &len);
+                if (k >= 0)
+                        k = copy_string(s, len, p);
+                if (k >= 0 && !node_name_is_valid(*(char **) p))
+                        k = DECLINE;
+                return k;
+        case FIELD_TASK_ID:
+                return read_task_id(r, p);
+        case FIELD_ENUM:
+                return read_enum(r, f, p);
+        case FIELD_LIMIT:
+                return read_limit(r, f->min, f->max, f->flags & FIELD_UNLIMITED, p);
+        case FIELD_OBJECT:
+                return read_object(r, f->sub, p);
+        case FIELD_ARRAY:
+                return read_array(r, p, (size_t *) ((char *) base + f->aux), (size_t) f->max, f->size,
+                                  read_object_element, f->sub);
+        default:
+                return read_special(r, f, base);
+        }
+}
+
+/* What the object must hold, once read: its required fields, each group whole. */
+static int object_check(const ObjectCursor *c, void *base) {
+        const Schema *s = c->schema;
+        uint32_t present = 0;
+
+        for (size_t i = 0; i < s->n_fields; i++) {
+                const Field *f = &s->fields[i];
+                if ((f->flags & FIELD_REQUIRED) && !seen(c, i))
+                        return DECLINE;
+                if (f->group && seen(c, i))
+                        present |= f->group;
+        }
+        if (present == 0)
+                return 0;
+        for (size_t i = 0; i < s->n_fields; i++)
+                if ((present & s->fields[i].group) && !seen(c, i))
+                        return DECLINE;
+        if (s->has_offset == SCHEMA_NO_HAS)
+                return 0;
+        if (s->has_is_bool)
+                *(bool *) ((char *) base + s->has_offset) = true;
+        else
+                *(uint32_t *) ((char *) base + s->has_offset) |= present;
+        return 0;
+}
+
+static int read_object(Reader *r, const Schema *s, void *base) {
+        ObjectCursor c = { .schema = s };
         size_t i;
         int k;
 
-        s->progress = -1;
-        k = object_open(r, &schema, &c);
-        while (k >= 0 && (k = object_next(r, &c, &i)) > 0)
-                switch (i) {
-                case 0:
-                        k = read_int(r, 0, INT64_MAX, &s->time_ms);
-                        break;
-                case 1:
-                        k = read_uint64(r, &s->cpu_usage_ns);
-                        break;
-                case 2:
-                        k = read_uint64(r, &s->memory_current_bytes);
-                        break;
-                case 3:
-                        k = read_uint64(r, &s->memory_peak_bytes);
-                        break;
-                case 4:
-                        /* null: the task reports no progress. */
-                        if (!take_word(r, "null", 4))
-                                k = read_real(r, 0, false, 1, &s->progress);
-                        break;
-                default:
-                        if (i - ELEMENTSOF(head) < n_task_sample_fields)
-                                k = sample_field_read(r, &task_sample_fields[i - ELEMENTSOF(head)], s);
-                        else
-                                k = read_psi(r, &s->has, &s->psi_cpu, &s->psi_memory, &s->psi_io);
-                }
+        if (!take(r, '{'))
+                return DECLINE;
+        while ((k = object_next(r, &c, &i)) > 0) {
+                const Field *f = &s->fields[i];
+                /* A field of a list after a later one of the same list: the jansson decoder puts
+                 * them in table order, not the text's. */
+                if ((f->flags & FIELD_IN_ORDER))
+                        for (size_t j = i + 1; j < s->n_fields; j++)
+                                if ((s->fields[j].flags & FIELD_IN_ORDER) && seen(&c, j))
+                                        return DECLINE;
+                k = read_value(r, f, base);
+                if (k < 0)
+                        return k;
+                if (f->flags & FIELD_MARK)
+                        *(bool *) ((char *) base + f->aux) = true;
+        }
         if (k < 0)
                 return k;
-        if (!seen(&c, 0) || !seen(&c, 1) || !seen(&c, 2) || !seen(&c, 3))
-                return DECLINE;
-        return sample_groups_check(&c, &s->has);
+        return object_check(&c, base);
 }
+
+/* ---- The shapes the tables cannot say ---- */
 
 /* The rest of a PSI resource in a sample row, after its ',': four values, "full" both or neither. */
 static int read_pressure_row(Reader *r, Pressure *p) {
@@ -596,19 +561,31 @@ static int read_pressure_row(Reader *r, Pressure *p) {
         return k;
 }
 
+/* The groups of task_sample_fields, dense: a row tests each of them, for every row, and the
+ * table's entries are wide (a tenth of a protocol 2 heartbeat's time went to striding over
+ * them). Copied from the table when the program starts. */
+static uint32_t row_groups[32];
+
+__attribute__((constructor)) static void row_groups_init(void) {
+        assert(n_task_sample_fields <= ELEMENTSOF(row_groups));
+        for (size_t i = 0; i < n_task_sample_fields; i++)
+                row_groups[i] = task_sample_fields[i].group;
+}
+
 /* A sample as a row (protocol-internal.h). */
 static int read_sample_row(Reader *r, TaskSample *s) {
-        uint64_t *hot[] = { &s->cpu_usage_ns, &s->memory_current_bytes, &s->memory_peak_bytes };
         int64_t has;
         int k;
 
         if (!take(r, '['))
                 return DECLINE;
-        k = read_int(r, 0, INT64_MAX, &s->time_ms);
-        for (size_t i = 0; k >= 0 && i < ELEMENTSOF(hot); i++)
-                k = take(r, ',') ? read_uint64(r, hot[i]) : DECLINE;
-        if (k >= 0 && !take(r, ','))
-                k = DECLINE;
+        /* The head: the object's fields before "progress", then "progress", then has. */
+        k = 0;
+        for (const Field *f = task_sample_schema.fields; k >= 0 && f->kind != FIELD_SPECIAL; f++) {
+                k = read_number_field(r, f, s);
+                if (k >= 0 && !take(r, ','))
+                        k = DECLINE;
+        }
         if (k < 0)
                 return k;
         s->progress = -1;
@@ -622,8 +599,8 @@ static int read_sample_row(Reader *r, TaskSample *s) {
                 return k;
         s->has = (uint32_t) has;
         for (size_t i = 0; k >= 0 && i < n_task_sample_fields; i++)
-                if (s->has & task_sample_fields[i].group)
-                        k = take(r, ',') ? sample_field_read(r, &task_sample_fields[i], s) : DECLINE;
+                if (s->has & row_groups[i])
+                        k = take(r, ',') ? read_number_field(r, &task_sample_fields[i], s) : DECLINE;
         const struct {
                 uint32_t flag;
                 Pressure *p;
@@ -638,14 +615,15 @@ static int read_sample_row(Reader *r, TaskSample *s) {
 }
 
 /* A task report's sample: an object, or a row (protocol 2). */
-static int read_sample_element(Reader *r, void *element) {
+static int read_sample_element(Reader *r, const void *ctx, void *element) {
+        TaskSample *s = element;
         skip_ws(r);
         if (r->p < r->end && *r->p == '[')
-                return read_sample_row(r, element);
-        return read_sample(r, element);
+                return read_sample_row(r, s);
+        /* Absent: the task reports no progress. */
+        s->progress = -1;
+        return read_object(r, &task_sample_schema, s);
 }
-
-static int read_task_id(Reader *r, char **ret);
 
 /* An element of "unchanged" (protocol 2): [task id, sample...]. */
 static int read_unchanged(Reader *r, TaskReport *t, bool held) {
@@ -663,34 +641,42 @@ static int read_unchanged(Reader *r, TaskReport *t, bool held) {
                         return DECLINE;
                 k = array_grow((void **) &t->samples, &t->n_samples, &allocated, sizeof(TaskSample));
                 if (k >= 0)
-                        k = read_sample_element(r, &t->samples[t->n_samples - 1]);
+                        k = read_sample_element(r, NULL, &t->samples[t->n_samples - 1]);
         }
         if (k < 0)
                 return k;
         return take(r, ']') ? 0 : DECLINE;
 }
 
+static int read_unchanged_element(Reader *r, const void *held, void *element) {
+        return read_unchanged(r, element, *(const bool *) held);
+}
+
 /* "unchanged" or "held": their entries follow the full reports in h->tasks, in this order, as
  * they came in the text. */
 static int read_unchanged_array(Reader *r, Heartbeat *h, bool held) {
-        size_t allocated = h->n_tasks, n = 0;
-        int k;
+        static const bool yes = true, no = false;
+        return read_array(r, (void **) &h->tasks, &h->n_tasks, PROTO_MAX_TASKS_PER_HEARTBEAT, sizeof(TaskReport),
+                          read_unchanged_element, held ? &yes : &no);
+}
 
-        if (!take(r, '['))
+static int read_special(Reader *r, const Field *f, void *base) {
+        switch (f->special) {
+        case SPECIAL_PROGRESS:
+                /* null: the task reports no progress. */
+                if (take_word(r, "null", 4))
+                        return 0;
+                return read_real(r, 0, false, 1, &((TaskSample *) base)->progress);
+        case SPECIAL_SAMPLES: {
+                TaskReport *t = base;
+                return read_array(r, (void **) &t->samples, &t->n_samples, PROTO_MAX_SAMPLES_PER_TASK,
+                                  sizeof(TaskSample), read_sample_element, NULL);
+        }
+        case SPECIAL_UNCHANGED:
+        case SPECIAL_HELD:
+                return read_unchanged_array(r, base, f->special == SPECIAL_HELD);
+        default:
                 return DECLINE;
-        for (size_t i = 0;; i++) {
-                k = array_next(r, i);
-                if (k <= 0)
-                        return k;
-                if (n == PROTO_MAX_TASKS_PER_HEARTBEAT)
-                        return DECLINE;
-                k = array_grow((void **) &h->tasks, &h->n_tasks, &allocated, sizeof(TaskReport));
-                if (k < 0)
-                        return k;
-                n++;
-                k = read_unchanged(r, &h->tasks[h->n_tasks - 1], held);
-                if (k < 0)
-                        return k;
         }
 }
 
@@ -705,82 +691,6 @@ static int read_limit(Reader *r, int64_t min, int64_t max, bool unlimited_ok, in
                 return DECLINE;
         *ret = i;
         return 0;
-}
-
-static int read_limits(Reader *r, Limits *l) {
-        static const KeyName keys[] = {
-                KEY("cpu_quota_us"), KEY("cpu_period_us"), KEY("cpu_weight"), KEY("memory_high_bytes"),
-                KEY("memory_max_bytes"),
-        };
-        static const Schema schema = { .head = keys, .n_head = ELEMENTSOF(keys) };
-        ObjectCursor c;
-        size_t i;
-        int k;
-
-        k = object_open(r, &schema, &c);
-        while (k >= 0 && (k = object_next(r, &c, &i)) > 0)
-                switch (i) {
-                case 0:
-                        k = read_limit(r, LIMIT_CPU_QUOTA_MIN_US, LIMIT_CPU_QUOTA_MAX_US, true, &l->cpu_quota_us);
-                        break;
-                case 1:
-                        k = read_limit(r, LIMIT_CPU_PERIOD_MIN_US, LIMIT_CPU_PERIOD_MAX_US, false, &l->cpu_period_us);
-                        break;
-                case 2:
-                        k = read_limit(r, LIMIT_CPU_WEIGHT_MIN, LIMIT_CPU_WEIGHT_MAX, false, &l->cpu_weight);
-                        break;
-                case 3:
-                        k = read_limit(r, PROTO_MIN_MEMORY_BYTES, PROTO_MAX_MEMORY_BYTES, true, &l->memory_high_bytes);
-                        break;
-                default:
-                        k = read_limit(r, PROTO_MIN_MEMORY_BYTES, PROTO_MAX_MEMORY_BYTES, true, &l->memory_max_bytes);
-                }
-        return k;
-}
-
-static int read_exit(Reader *r, ExitRecord *e) {
-        static const KeyName keys[] = {
-                KEY("code"), KEY("signal"), KEY("oom_killed"), KEY("wall_s"), KEY("cpu_s"), KEY("memory_peak_bytes"),
-                KEY("status_unknown"),  /* optional: the last key */
-        };
-        static const Schema schema = { .head = keys, .n_head = ELEMENTSOF(keys) };
-        const uint64_t required = (UINT64_C(1) << (ELEMENTSOF(keys) - 1)) - 1;
-        ObjectCursor c;
-        size_t i;
-        int64_t v;
-        int k;
-
-        k = object_open(r, &schema, &c);
-        while (k >= 0 && (k = object_next(r, &c, &i)) > 0)
-                switch (i) {
-                case 0:
-                        k = read_int(r, 0, EXIT_CODE_MAX, &v);
-                        if (k >= 0)
-                                e->code = (int) v;
-                        break;
-                case 1:
-                        k = read_int(r, 0, SIGNAL_MAX, &v);
-                        if (k >= 0)
-                                e->signal = (int) v;
-                        break;
-                case 2:
-                        k = read_bool(r, &e->oom_killed);
-                        break;
-                case 3:
-                        k = read_real(r, 0, false, INFINITY, &e->wall_s);
-                        break;
-                case 4:
-                        k = read_real(r, 0, false, INFINITY, &e->cpu_s);
-                        break;
-                case 5:
-                        k = read_uint64(r, &e->memory_peak_bytes);
-                        break;
-                default:
-                        k = read_bool(r, &e->status_unknown);
-                }
-        if (k < 0)
-                return k;
-        return (c.seen & required) == required ? 0 : DECLINE;
 }
 
 /* get_text(): free text of at most TEXT_MAX bytes. */
@@ -812,306 +722,10 @@ static int read_task_id(Reader *r, char **ret) {
         return copy_string(s, len, ret);
 }
 
-static int read_task_state(Reader *r, TaskState *ret) {
-        static const struct {
-                KeyName name;
-                TaskState state;
-        } states[] = {
-                { KEY("running"), TASK_RUNNING },
-                { KEY("succeeded"), TASK_SUCCEEDED },
-                { KEY("failed"), TASK_FAILED },
-                { KEY("cancelled"), TASK_CANCELLED },
-                { KEY("lost"), TASK_LOST },
-                { KEY("timeout"), TASK_TIMEOUT },
-        };
-        const char *s;
-        size_t len;
-        int k = read_string(r, &s, &len);
-        if (k < 0)
-                return k;
-        /* Only what an agent can know: pending and starting are the controller's view. */
-        for (size_t i = 0; i < ELEMENTSOF(states); i++)
-                if (states[i].name.len == len && memcmp(states[i].name.name, s, len) == 0) {
-                        *ret = states[i].state;
-                        return 0;
-                }
-        return DECLINE;
-}
-
-static int read_memory_guard(Reader *r, MemoryGuardEvent *g) {
-        static const KeyName keys[] = { KEY("time_ms"), KEY("outcome"), KEY("old_bytes"), KEY("new_bytes"), KEY("why") };
-        static const Schema schema = { .head = keys, .n_head = ELEMENTSOF(keys) };
-        const uint64_t required = 0xf;
-        ObjectCursor c;
-        const char *s;
-        size_t i, len;
-        int k;
-
-        k = object_open(r, &schema, &c);
-        while (k >= 0 && (k = object_next(r, &c, &i)) > 0)
-                switch (i) {
-                case 0:
-                        k = read_int(r, 1, INT64_MAX, &g->time_ms);
-                        break;
-                case 1:
-                        k = read_string(r, &s, &len);
-                        if (k >= 0 && len == 6 && memcmp(s, "raised", 6) == 0)
-                                g->raised = true;
-                        else if (k >= 0 && !(len == 7 && memcmp(s, "no-room", 7) == 0))
-                                k = DECLINE;
-                        break;
-                case 2:
-                        k = read_int(r, 0, INT64_MAX, &g->old_bytes);
-                        break;
-                case 3:
-                        k = read_int(r, 0, INT64_MAX, &g->new_bytes);
-                        break;
-                default:
-                        k = read_text(r, &g->why);
-                }
-        if (k < 0)
-                return k;
-        return (c.seen & required) == required ? 0 : DECLINE;
-}
-
-static int read_task_report(Reader *r, TaskReport *t) {
-        static const KeyName keys[] = {
-                KEY("id"), KEY("state"), KEY("pid"), KEY("samples"), KEY("limits"), KEY("limits_target"),
-                KEY("limits_external"), KEY("adopted"), KEY("fenced"), KEY("exit"), KEY("error"),
-                KEY("output_dropped_bytes"), KEY("memory_guard"),
-        };
-        static const Schema schema = { .head = keys, .n_head = ELEMENTSOF(keys) };
-        ObjectCursor c;
-        size_t i;
-        int64_t pid;
-        int k;
-
-        k = object_open(r, &schema, &c);
-        while (k >= 0 && (k = object_next(r, &c, &i)) > 0)
-                switch (i) {
-                case 0:
-                        k = read_task_id(r, &t->id);
-                        break;
-                case 1:
-                        k = read_task_state(r, &t->state);
-                        break;
-                case 2:
-                        k = read_int(r, 0, PID_MAX_VALUE, &pid);
-                        if (k >= 0)
-                                t->pid = (pid_t) pid;
-                        break;
-                case 3:
-                        k = read_array(r, (void **) &t->samples, &t->n_samples, PROTO_MAX_SAMPLES_PER_TASK,
-                                       sizeof(TaskSample), read_sample_element);
-                        break;
-                case 4:
-                        k = read_limits(r, &t->limits);
-                        break;
-                case 5:
-                        k = read_limits(r, &t->limits_target);
-                        break;
-                case 6:
-                        k = read_limits(r, &t->limits_external);
-                        break;
-                case 7:
-                        k = read_bool(r, &t->adopted);
-                        break;
-                case 8:
-                        k = read_bool(r, &t->fenced);
-                        break;
-                case 9:
-                        k = read_exit(r, &t->exit);
-                        t->has_exit = true;
-                        break;
-                case 10:
-                        k = read_text(r, &t->error);
-                        break;
-                case 11:
-                        k = read_uint64(r, &t->output_dropped_bytes);
-                        break;
-                default:
-                        k = read_memory_guard(r, &t->memory_guard);
-                }
-        if (k < 0)
-                return k;
-        return seen(&c, 0) && seen(&c, 1) ? 0 : DECLINE;
-}
-
-static int read_task_report_element(Reader *r, void *element) {
-        return read_task_report(r, element);
-}
-
-static int read_ack(Reader *r, Ack *a) {
-        static const KeyName keys[] = { KEY("action_id"), KEY("ok"), KEY("error") };
-        static const Schema schema = { .head = keys, .n_head = ELEMENTSOF(keys) };
-        ObjectCursor c;
-        size_t i;
-        int k;
-
-        k = object_open(r, &schema, &c);
-        while (k >= 0 && (k = object_next(r, &c, &i)) > 0)
-                switch (i) {
-                case 0:
-                        k = read_uint64(r, &a->action_id);
-                        break;
-                case 1:
-                        k = read_bool(r, &a->ok);
-                        break;
-                default:
-                        k = read_text(r, &a->error);
-                }
-        if (k < 0)
-                return k;
-        return seen(&c, 0) && seen(&c, 1) ? 0 : DECLINE;
-}
-
-static int read_ack_element(Reader *r, void *element) {
-        return read_ack(r, element);
-}
-
-static int read_capacity(Reader *r, Heartbeat *h) {
-        static const KeyName keys[] = { KEY("cpus"), KEY("memory_bytes"), KEY("speed") };
-        static const Schema schema = { .head = keys, .n_head = ELEMENTSOF(keys) };
-        ObjectCursor c;
-        size_t i;
-        int64_t v;
-        int k;
-
-        k = object_open(r, &schema, &c);
-        while (k >= 0 && (k = object_next(r, &c, &i)) > 0)
-                if (i == 0)
-                        k = read_real(r, 0, true, PROTO_MAX_CPU_CORES, &h->capacity_cpus);
-                else if (i == 2)
-                        k = read_real(r, 0, true, PROTO_MAX_NODE_SPEED, &h->speed);
-                else {
-                        k = read_int(r, PROTO_MIN_MEMORY_BYTES, PROTO_MAX_MEMORY_BYTES, &v);
-                        if (k >= 0)
-                                h->capacity_memory_bytes = (uint64_t) v;
-                }
-        if (k < 0)
-                return k;
-        return seen(&c, 0) && seen(&c, 1) ? 0 : DECLINE;
-}
-
-static int read_node_sample(Reader *r, NodeSample *s) {
-        static const KeyName head[] = { KEY("time_ms"), KEY("cpu_busy"), KEY("memory_available_bytes") };
-        static const KeyName tail[] = { KEY("psi") };
-        const Schema schema = {
-                .head = head, .n_head = ELEMENTSOF(head),
-                .fields = node_sample_fields, .n_fields = n_node_sample_fields,
-                .tail = tail, .n_tail = ELEMENTSOF(tail),
-        };
-        ObjectCursor c;
-        size_t i;
-        int k;
-
-        k = object_open(r, &schema, &c);
-        while (k >= 0 && (k = object_next(r, &c, &i)) > 0)
-                switch (i) {
-                case 0:
-                        k = read_int(r, 0, INT64_MAX, &s->time_ms);
-                        break;
-                case 1:
-                        k = read_real(r, 0, false, 1, &s->cpu_busy);
-                        break;
-                case 2:
-                        k = read_uint64(r, &s->memory_available_bytes);
-                        break;
-                default:
-                        if (i - ELEMENTSOF(head) < n_node_sample_fields)
-                                k = sample_field_read(r, &node_sample_fields[i - ELEMENTSOF(head)], s);
-                        else
-                                k = read_psi(r, &s->has, &s->psi_cpu, &s->psi_memory, &s->psi_io);
-                }
-        if (k < 0)
-                return k;
-        if (!seen(&c, 0) || !seen(&c, 1) || !seen(&c, 2))
-                return DECLINE;
-        return sample_groups_check(&c, &s->has);
-}
-
 static int read_heartbeat(Reader *r, Heartbeat *h) {
-        static const KeyName keys[] = {
-                KEY("node"), KEY("boot_id"), KEY("seq"), KEY("cgroup_mode"), KEY("capacity"), KEY("node_sample"),
-                KEY("tasks"), KEY("acks"), KEY("pids_limit"), KEY("protocol"), KEY("unchanged"),
-                KEY("held"),
-        };
-        static const Schema schema = { .head = keys, .n_head = ELEMENTSOF(keys) };
-        ObjectCursor c;
-        const char *s;
-        size_t i, len;
-        int k;
-
-        k = object_open(r, &schema, &c);
-        while (k >= 0 && (k = object_next(r, &c, &i)) > 0)
-                switch (i) {
-                case 0:
-                        k = read_string(r, &s, &len);
-                        if (k >= 0)
-                                k = copy_string(s, len, &h->node);
-                        if (k >= 0 && !node_name_is_valid(h->node))
-                                k = DECLINE;
-                        break;
-                case 1:
-                        /* get_name(): 1..PROTO_NAME_MAX printable characters. */
-                        k = read_string(r, &s, &len);
-                        if (k >= 0 && (len < 1 || len > PROTO_NAME_MAX))
-                                k = DECLINE;
-                        if (k >= 0)
-                                k = copy_string(s, len, &h->boot_id);
-                        break;
-                case 2:
-                        k = read_uint64(r, &h->seq);
-                        break;
-                case 3:
-                        k = read_string(r, &s, &len);
-                        if (k >= 0 && !((len == 2 && memcmp(s, "v1", 2) == 0) || (len == 6 && memcmp(s, "hybrid", 6) == 0) ||
-                                        (len == 2 && memcmp(s, "v2", 2) == 0)))
-                                k = DECLINE;
-                        if (k >= 0)
-                                k = copy_string(s, len, &h->cgroup_mode);
-                        break;
-                case 4:
-                        k = read_capacity(r, h);
-                        break;
-                case 5:
-                        k = read_node_sample(r, &h->node_sample);
-                        break;
-                case 6:
-                        /* The unchanged entries come after the full reports, as agents write them. */
-                        if (seen(&c, 10) || seen(&c, 11))
-                                k = DECLINE;
-                        else
-                                k = read_array(r, (void **) &h->tasks, &h->n_tasks, PROTO_MAX_TASKS_PER_HEARTBEAT,
-                                               sizeof(TaskReport), read_task_report_element);
-                        break;
-                case 7:
-                        k = read_array(r, (void **) &h->acks, &h->n_acks, PROTO_MAX_ACTIONS, sizeof(Ack),
-                                       read_ack_element);
-                        break;
-                case 8:
-                        k = read_bool(r, &h->pids_limit);
-                        h->has_pids_limit = k >= 0;
-                        break;
-                case 9: {
-                        int64_t v;
-                        k = read_int(r, 1, PROTO_VERSION_COMPACT, &v);
-                        if (k >= 0)
-                                h->protocol = (unsigned) v;
-                        break;
-                }
-                case 10:
-                        /* After the full reports, before the held entries, as agents write them. */
-                        k = seen(&c, 11) ? DECLINE : read_unchanged_array(r, h, false);
-                        break;
-                default:
-                        k = read_unchanged_array(r, h, true);
-                }
+        int k = read_object(r, &heartbeat_schema, h);
         if (k < 0)
                 return k;
-        /* node, boot_id, seq, cgroup_mode, capacity and node_sample are required. */
-        if ((c.seen & 0x3f) != 0x3f)
-                return DECLINE;
         /* One value, then only whitespace. */
         skip_ws(r);
         return r->p == r->end ? 0 : DECLINE;

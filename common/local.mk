@@ -6,6 +6,8 @@ common_libcgorch_common_a_SOURCES = \
 	common/strv.c common/strv.h \
 	common/config.c common/config.h \
 	common/protocol.c common/protocol.h common/protocol-internal.h \
+	common/protocol-json.c common/protocol-json.h common/protocol-jobs.c \
+	common/protocol-heartbeat.c common/protocol-actions.c \
 	common/heartbeat-reader.c common/heartbeat-reader.h \
 	common/secret-file.c common/secret-file.h \
 	common/exec-access.c common/exec-access.h \

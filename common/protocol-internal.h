@@ -1,6 +1,7 @@
 /* protocol-internal.h: what the protocol's two heartbeat decoders share — the validation bounds
- * and rules not in protocol.h — so that the jansson decoder (protocol.c) and the text reader
- * (heartbeat-reader.c) accept exactly the same documents. */
+ * and rules not in protocol.h and the messages' tables — so that the jansson decoder
+ * (protocol-heartbeat.c) and the text reader (heartbeat-reader.c) accept exactly the same
+ * documents. */
 #pragma once
 
 #include <stdbool.h>
@@ -28,24 +29,127 @@
 #define KEY_IN_MESSAGE_MAX 64            /* a client-chosen key is cut to this in error messages */
 #define PATH_BUF 256
 
-/* The optional fields of task and node samples, in the order encoders write them. */
-typedef enum SampleFieldType {
-        SF_U64,          /* integer ≥ 0 */
-        SF_U32,          /* integer in [0, 2^32) */
-        SF_CORES,        /* number in [0, PROTO_MAX_CPU_CORES] */
-        SF_RATIO,        /* number in [0, 1] */
-} SampleFieldType;
+/* ---- The messages' description ----
+ *
+ * Each object of a message is a Schema: a table of its fields, in the order the jansson decoder
+ * checks them (so the first error it names stays the same) and agents write them (the text
+ * reader expects the next key in table order first). Both decoders are driven by these tables:
+ * schema_from_json() in protocol-json.c walks a jansson tree, read_object() in
+ * heartbeat-reader.c walks the text; a field is added to a message in its table only, unless
+ * its shape is one the table cannot say (FIELD_SPECIAL: each decoder's own code). */
 
-typedef struct SampleField {
-        uint32_t group;  /* SAMPLE_HAS_*: the fields of one group come and go together */
+typedef enum FieldKind {
+        FIELD_INT,       /* a JSON integer in [min, max], stored in size bytes (4 or 8) */
+        FIELD_REAL,      /* a number in [real_min, real_max], (real_min, real_max] with FIELD_MIN_OPEN */
+        FIELD_BOOL,      /* true or false */
+        FIELD_TEXT,      /* free text of at most TEXT_MAX bytes, copied (char *) */
+        FIELD_NAME,      /* 1..PROTO_NAME_MAX printable characters, copied (char *) */
+        FIELD_NODE,      /* a node name (node_name_is_valid()), copied (char *) */
+        FIELD_TASK_ID,   /* a task id, copied (char *) */
+        FIELD_ENUM,      /* one of names: values[i] stored in size bytes, or without values the name copied */
+        FIELD_LIMIT,     /* 0 (unset), -1 (no limit) with FIELD_UNLIMITED, or an integer in [min, max] */
+        FIELD_OBJECT,    /* an object of schema sub, whose fields are at offset (0: the parent's own) */
+        FIELD_ARRAY,     /* at most max objects of schema sub (without sub: task ids, char *): an array of
+                          * elements of size bytes at offset, their count (size_t) at aux */
+        FIELD_SPECIAL,   /* decoded by each decoder's own code for special (a SpecialField) */
+        /* The jansson decoder's only (messages the text reader never reads): */
+        FIELD_ARGV,      /* a command line (char **) */
+        FIELD_ENV,       /* an environment, {"NAME": "value"} (char **, NAME=value) */
+        FIELD_CWD,       /* an absolute working directory (char *) */
+        FIELD_USER,      /* a user name (char *) */
+        FIELD_OUTPUT,    /* an output file pattern (task-output.h) (char *) */
+} FieldKind;
+
+enum {
+        FIELD_REQUIRED = 1u << 0,  /* absent or null is an error */
+        FIELD_MIN_OPEN = 1u << 1,  /* FIELD_REAL: real_min itself is out of range */
+        FIELD_UNLIMITED = 1u << 2, /* FIELD_LIMIT: -1 allowed */
+        FIELD_MARK = 1u << 3,      /* when given, sets the bool at aux */
+        FIELD_IN_ORDER = 1u << 4,  /* fields with it add to one list: the text reader declines them out of table order */
+};
+
+/* The fields each decoder decodes with code of its own. The jansson decoder calls its code for
+ * them whether the key is there or not; the text reader when it reads the key. */
+typedef enum SpecialField {
+        SPECIAL_PROGRESS,   /* a sample's "progress": null or a number in [0, 1], -1 when absent */
+        SPECIAL_SAMPLES,    /* a task report's samples: objects or rows */
+        SPECIAL_TASKS,      /* the heartbeat's full task reports */
+        SPECIAL_UNCHANGED,  /* protocol 2: [task id, sample...] of tasks whose report did not change */
+        SPECIAL_HELD,       /* the same, for tasks held by the agent */
+        SPECIAL_DEPENDENCY, /* a job's dependency expression (dependency.h) */
+        SPECIAL_PHASES,     /* a job's phases, with the bound on their tasks in all */
+        SPECIAL_ARRAY,      /* a submitted job's copies: the submission's own */
+} SpecialField;
+
+typedef struct Schema Schema;
+
+typedef struct Field {
         const char *key;
-        size_t offset;
-        SampleFieldType type;
-} SampleField;
+        uint8_t key_len;
+        uint8_t kind;            /* FieldKind */
+        uint8_t flags;           /* FIELD_* */
+        uint32_t size;           /* bytes stored: FIELD_INT, FIELD_ENUM with values; FIELD_ARRAY's elements */
+        uint32_t group;          /* not 0: the fields of a group (SAMPLE_HAS_*) come all or none, and
+                                  * the group is OR'ed into the schema's has when they do */
+        size_t offset;           /* where the value is, from the object's base */
+        size_t aux;              /* FIELD_MARK's bool, FIELD_ARRAY's count */
+        int64_t min, max;        /* FIELD_INT, FIELD_LIMIT; FIELD_ARRAY: max elements */
+        double real_min, real_max;
+        const Schema *sub;       /* FIELD_OBJECT, FIELD_ARRAY */
+        const char *const *names;/* FIELD_ENUM, NULL-terminated */
+        const int *values;       /* FIELD_ENUM */
+        const char *what;        /* FIELD_ARRAY: the elements in "must hold at most N <what>";
+                                  * FIELD_ENUM: the message when not one of names (else "must be one of ...") */
+        SpecialField special;    /* FIELD_SPECIAL */
+        uint32_t when;           /* not 0: allowed only when the schema's tag has a value in this mask
+                                  * (bit v for value v), "only allowed in <only>" otherwise */
+        uint32_t required_when;  /* required when the tag has a value in this mask */
+        const char *only;
+} Field;
 
-extern const SampleField task_sample_fields[];
+#define SCHEMA_NO_HAS SIZE_MAX
+
+struct Schema {
+        const Field *fields;
+        size_t n_fields;          /* at most 64 */
+        size_t has_offset;        /* the groups given: uint32_t (or bool with has_is_bool) at this offset */
+        bool has_is_bool;
+        bool group_by_key;        /* a group is given when one of its keys is there, even as null (else: with a value) */
+        size_t tag;               /* the FIELD_ENUM (int values) that fields' when and required_when test: an
+                                   * earlier field of the table */
+};
+
+/* Table rows: T the struct, m its member. */
+#define FIELD_KEY(k) .key = k, .key_len = sizeof(k) - 1
+#define FIELD_AT(T, m) .offset = offsetof(T, m), .size = sizeof(((T *) 0)->m)
+#define F_INT(k, T, m, lo, hi, fl) { FIELD_KEY(k), .kind = FIELD_INT, .flags = (fl), FIELD_AT(T, m), .min = (lo), .max = (hi) }
+#define F_U64(k, T, m, fl) F_INT(k, T, m, 0, INT64_MAX, fl)
+#define F_REAL(k, T, m, lo, hi, fl) \
+        { FIELD_KEY(k), .kind = FIELD_REAL, .flags = (fl), FIELD_AT(T, m), .real_min = (lo), .real_max = (hi) }
+#define F_BOOL(k, T, m, fl) { FIELD_KEY(k), .kind = FIELD_BOOL, .flags = (fl), FIELD_AT(T, m) }
+#define F_STR(k, kd, T, m, fl) { FIELD_KEY(k), .kind = (kd), .flags = (fl), FIELD_AT(T, m) }
+#define F_LIMIT(k, m, lo, hi, fl) { FIELD_KEY(k), .kind = FIELD_LIMIT, .flags = (fl), FIELD_AT(Limits, m), .min = (lo), .max = (hi) }
+#define F_OBJECT(k, off, schema, fl) { FIELD_KEY(k), .kind = FIELD_OBJECT, .flags = (fl), .offset = (off), .sub = &(schema) }
+#define F_SPECIAL(k, sp) { FIELD_KEY(k), .kind = FIELD_SPECIAL, .special = (sp) }
+
+/* Stores v in the size bytes (8, 4 or 1) of an integer field at p. */
+static inline void store_int(void *p, size_t size, int64_t v) {
+        if (size == 8)
+                *(int64_t *) p = v;
+        else if (size == 4)
+                *(uint32_t *) p = (uint32_t) v;
+        else
+                *(uint8_t *) p = (uint8_t) v;
+}
+
+/* The objects of the heartbeat (protocol-heartbeat.c). */
+extern const Schema heartbeat_schema, task_report_schema, task_sample_schema, limits_schema;
+
+/* The optional fields of task and node samples, each in a group (SAMPLE_HAS_*): the part of
+ * their schemas that encoders and sample rows go through in this order. */
+extern const Field *const task_sample_fields;
 extern const size_t n_task_sample_fields;
-extern const SampleField node_sample_fields[];
+extern const Field *const node_sample_fields;
 extern const size_t n_node_sample_fields;
 
 /* A sample as a row (protocol 2): [time_ms, cpu_usage_ns, memory_current_bytes,

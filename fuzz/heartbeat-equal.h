@@ -24,10 +24,9 @@ static inline bool heq_pressure(const Pressure *a, const Pressure *b) {
                a->full_total_us == b->full_total_us;
 }
 
-static inline bool heq_fields(const SampleField *fields, size_t n, const void *a, const void *b) {
+static inline bool heq_fields(const Field *fields, size_t n, const void *a, const void *b) {
         for (size_t i = 0; i < n; i++) {
-                size_t size = fields[i].type == SF_U32 ? sizeof(uint32_t) : 8;
-                if (memcmp((const char *) a + fields[i].offset, (const char *) b + fields[i].offset, size) != 0)
+                if (memcmp((const char *) a + fields[i].offset, (const char *) b + fields[i].offset, fields[i].size) != 0)
                         return false;
         }
         return true;

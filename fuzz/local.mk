@@ -6,9 +6,12 @@
 FUZZ_HARNESSES = protocol config cgroup-parsers auth-tokens
 
 # What each libFuzzer binary is built from.
-FUZZ_PROTOCOL_SRC = $(abs_top_srcdir)/fuzz/fuzz-protocol.c $(abs_top_srcdir)/common/protocol.c $(abs_top_srcdir)/common/dependency.c $(abs_top_srcdir)/common/error-message.c $(abs_top_srcdir)/common/task-output.c $(abs_top_srcdir)/common/heartbeat-reader.c $(abs_top_srcdir)/common/strv.c $(abs_top_srcdir)/common/log.c
+PROTOCOL_SRC = $(abs_top_srcdir)/common/protocol.c $(abs_top_srcdir)/common/protocol-json.c \
+	$(abs_top_srcdir)/common/protocol-jobs.c $(abs_top_srcdir)/common/protocol-heartbeat.c \
+	$(abs_top_srcdir)/common/protocol-actions.c
+FUZZ_PROTOCOL_SRC = $(abs_top_srcdir)/fuzz/fuzz-protocol.c $(PROTOCOL_SRC) $(abs_top_srcdir)/common/dependency.c $(abs_top_srcdir)/common/error-message.c $(abs_top_srcdir)/common/task-output.c $(abs_top_srcdir)/common/heartbeat-reader.c $(abs_top_srcdir)/common/strv.c $(abs_top_srcdir)/common/log.c
 FUZZ_CONFIG_SRC = $(abs_top_srcdir)/fuzz/fuzz-config.c $(abs_top_srcdir)/common/config.c $(abs_top_srcdir)/common/strv.c $(abs_top_srcdir)/common/log.c
-FUZZ_CGROUP_PARSERS_SRC = $(abs_top_srcdir)/fuzz/fuzz-cgroup-parsers.c $(abs_top_srcdir)/agent/cgroup-util.c $(abs_top_srcdir)/agent/procfs.c $(abs_top_srcdir)/common/protocol.c $(abs_top_srcdir)/common/dependency.c $(abs_top_srcdir)/common/error-message.c $(abs_top_srcdir)/common/task-output.c $(abs_top_srcdir)/common/strv.c $(abs_top_srcdir)/common/log.c
+FUZZ_CGROUP_PARSERS_SRC = $(abs_top_srcdir)/fuzz/fuzz-cgroup-parsers.c $(abs_top_srcdir)/agent/cgroup-util.c $(abs_top_srcdir)/agent/procfs.c $(PROTOCOL_SRC) $(abs_top_srcdir)/common/dependency.c $(abs_top_srcdir)/common/error-message.c $(abs_top_srcdir)/common/task-output.c $(abs_top_srcdir)/common/strv.c $(abs_top_srcdir)/common/log.c
 FUZZ_AUTH_TOKENS_SRC = $(abs_top_srcdir)/fuzz/fuzz-auth-tokens.c $(abs_top_srcdir)/controller/auth.c $(abs_top_srcdir)/common/secret-file.c $(abs_top_srcdir)/common/signature.c $(abs_top_srcdir)/common/munge-binding.c $(abs_top_srcdir)/common/log.c
 
 FUZZ_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/fuzz -I$(top_srcdir)/agent -I$(top_srcdir)/controller

@@ -38,7 +38,7 @@ tests_unit_test_dependency_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
 # fuzz/fuzz-protocol.c).
 check_PROGRAMS += tests/unit/test-heartbeat-reader
 TESTS += tests/unit/test-heartbeat-reader
-tests_unit_test_heartbeat_reader_SOURCES = tests/unit/test-heartbeat-reader.c fuzz/heartbeat-equal.h
+tests_unit_test_heartbeat_reader_SOURCES = tests/unit/test-heartbeat-reader.c tests/unit/heartbeat-sample.h fuzz/heartbeat-equal.h
 tests_unit_test_heartbeat_reader_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/fuzz
 tests_unit_test_heartbeat_reader_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_heartbeat_reader_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
