@@ -251,7 +251,7 @@ static int read_number(Reader *r, Number *ret) {
         return 0;
 }
 
-/* get_int(): a JSON integer in [min, max]. */
+/* proto_get_int(): a JSON integer in [min, max]. */
 static int read_int(Reader *r, int64_t min, int64_t max, int64_t *ret) {
         Number n;
         int k = read_number(r, &n);
@@ -272,7 +272,7 @@ static int read_uint64(Reader *r, uint64_t *ret) {
         return 0;
 }
 
-/* get_number(): any JSON number in [min, max], or (min, max] when min_open. */
+/* proto_get_number(): any JSON number in [min, max], or (min, max] when min_open. */
 static int read_real(Reader *r, double min, bool min_open, double max, double *ret) {
         Number n;
         int k = read_number(r, &n);
@@ -441,7 +441,7 @@ static inline __attribute__((always_inline)) int read_number_field(Reader *r, co
         return k;
 }
 
-/* One field's value, checked as field_value_from_json() checks it, stored at base. */
+/* One field's value, checked as proto_field_value_from_json() checks it, stored at base. */
 static int read_value(Reader *r, const Field *f, void *base) {
         void *p = (char *) base + f->offset;
         const char *s;
@@ -693,7 +693,7 @@ static int read_limit(Reader *r, int64_t min, int64_t max, bool unlimited_ok, in
         return 0;
 }
 
-/* get_text(): free text of at most TEXT_MAX bytes. */
+/* proto_get_text(): free text of at most TEXT_MAX bytes. */
 static int read_text(Reader *r, char **ret) {
         const char *s;
         size_t len;

@@ -138,15 +138,15 @@ json_t *output_read_to_json(const OutputRead *r) {
         json_auto_t *o = json_object();
         if (!o)
                 return NULL;
-        if (add(o, "id", json_u64(r->id)) < 0 || add(o, "task", json_text(r->task ?: "")) < 0 ||
-            add(o, "stream", json_string(r->error_stream ? "error" : "output")) < 0)
+        if (proto_add(o, "id", proto_json_u64(r->id)) < 0 || proto_add(o, "task", proto_json_text(r->task ?: "")) < 0 ||
+            proto_add(o, "stream", json_string(r->error_stream ? "error" : "output")) < 0)
                 return NULL;
-        if ((r->output && add(o, "output", json_text(r->output)) < 0) ||
-            (r->error && add(o, "error", json_text(r->error)) < 0) ||
-            (r->cwd && add(o, "cwd", json_text(r->cwd)) < 0) || (r->user && add(o, "user", json_text(r->user)) < 0))
+        if ((r->output && proto_add(o, "output", proto_json_text(r->output)) < 0) ||
+            (r->error && proto_add(o, "error", proto_json_text(r->error)) < 0) ||
+            (r->cwd && proto_add(o, "cwd", proto_json_text(r->cwd)) < 0) || (r->user && proto_add(o, "user", proto_json_text(r->user)) < 0))
                 return NULL;
-        if (add(o, "offset", json_u64(r->offset)) < 0 || add(o, "max", json_integer(r->max)) < 0 ||
-            (r->tail && add(o, "tail", json_true()) < 0))
+        if (proto_add(o, "offset", proto_json_u64(r->offset)) < 0 || proto_add(o, "max", json_integer(r->max)) < 0 ||
+            (r->tail && proto_add(o, "tail", json_true()) < 0))
                 return NULL;
         return json_incref(o);
 }
@@ -167,24 +167,24 @@ int output_chunk_from_json(json_t *j, OutputChunk *ret, char **ret_error) {
         int r;
 
         if (!json_is_object(j))
-                return fail(ret_error, NULL, NULL, "must be a JSON object");
-        r = check_keys(j, "", keys, ret_error);
+                return proto_fail(ret_error, NULL, NULL, "must be a JSON object");
+        r = proto_check_keys(j, "", keys, ret_error);
         if (r >= 0)
-                r = get_string(j, "", "path", false, TASK_OUTPUT_PATH_MAX, &path, ret_error);
+                r = proto_get_string(j, "", "path", false, TASK_OUTPUT_PATH_MAX, &path, ret_error);
         if (r >= 0)
-                r = get_uint64(j, "", "offset", true, &c.offset, ret_error);
+                r = proto_get_uint64(j, "", "offset", true, &c.offset, ret_error);
         if (r >= 0)
-                r = get_uint64(j, "", "size", true, &c.size, ret_error);
+                r = proto_get_uint64(j, "", "size", true, &c.size, ret_error);
         if (r >= 0)
-                r = get_string(j, "", "data_base64", false, base64_encoded_len(PROTO_MAX_OUTPUT_READ), &data, ret_error);
+                r = proto_get_string(j, "", "data_base64", false, base64_encoded_len(PROTO_MAX_OUTPUT_READ), &data, ret_error);
         if (r >= 0)
-                r = get_text(j, "", "error", &c.error, ret_error);
-        if (r >= 0 && (strdup_to(path, &c.path) < 0 || !(c.data = malloc(data ? strlen(data) / 4 * 3 + 1 : 1))))
+                r = proto_get_text(j, "", "error", &c.error, ret_error);
+        if (r >= 0 && (proto_strdup_to(path, &c.path) < 0 || !(c.data = malloc(data ? strlen(data) / 4 * 3 + 1 : 1))))
                 r = -ENOMEM;
         if (r >= 0 && data) {
                 long n = base64_decode(data, strlen(data), c.data);
                 if (n < 0)
-                        r = fail(ret_error, "", "data_base64", "must be base64 (RFC 4648, padded)");
+                        r = proto_fail(ret_error, "", "data_base64", "must be base64 (RFC 4648, padded)");
                 else
                         c.len = (size_t) n;
         }
@@ -203,9 +203,9 @@ json_t *output_chunk_to_json(const OutputChunk *c) {
         if (!o || !text)
                 return NULL;
         base64_encode(c->data ?: "", c->len, text);
-        if ((c->path && add(o, "path", json_text(c->path)) < 0) || add(o, "offset", json_u64(c->offset)) < 0 ||
-            add(o, "size", json_u64(c->size)) < 0 || add(o, "data_base64", json_string(text)) < 0 ||
-            (c->error && add(o, "error", json_text(c->error)) < 0))
+        if ((c->path && proto_add(o, "path", proto_json_text(c->path)) < 0) || proto_add(o, "offset", proto_json_u64(c->offset)) < 0 ||
+            proto_add(o, "size", proto_json_u64(c->size)) < 0 || proto_add(o, "data_base64", json_string(text)) < 0 ||
+            (c->error && proto_add(o, "error", proto_json_text(c->error)) < 0))
                 return NULL;
         return json_incref(o);
 }
@@ -215,7 +215,7 @@ static void heartbeat_reply_free_any(void *r) {
 }
 
 int heartbeat_reply_from_json(json_t *j, HeartbeatReply **ret, char **ret_error) {
-        return message_from_json(j, &heartbeat_reply_schema, sizeof(HeartbeatReply), NULL, heartbeat_reply_free_any,
+        return proto_message_from_json(j, &heartbeat_reply_schema, sizeof(HeartbeatReply), NULL, heartbeat_reply_free_any,
                                  (void **) ret, ret_error);
 }
 
@@ -224,29 +224,29 @@ static json_t *action_to_json(const Action *a) {
         if (!o)
                 return NULL;
         const char *type = action_type_to_string(a->type);
-        if (add(o, "id", json_u64(a->id)) < 0 || add(o, "type", type ? json_string(type) : json_null()) < 0 ||
-            add(o, "task", json_text(a->task ?: "")) < 0)
+        if (proto_add(o, "id", proto_json_u64(a->id)) < 0 || proto_add(o, "type", type ? json_string(type) : json_null()) < 0 ||
+            proto_add(o, "task", proto_json_text(a->task ?: "")) < 0)
                 return NULL;
         if (a->type == ACTION_START) {
-                if (add(o, "argv", strv_to_json(a->argv)) < 0)
+                if (proto_add(o, "argv", proto_strv_to_json(a->argv)) < 0)
                         return NULL;
-                if (a->env && add(o, "env", env_to_json(a->env)) < 0)
+                if (a->env && proto_add(o, "env", proto_env_to_json(a->env)) < 0)
                         return NULL;
-                if (a->cwd && add(o, "cwd", json_text(a->cwd)) < 0)
+                if (a->cwd && proto_add(o, "cwd", proto_json_text(a->cwd)) < 0)
                         return NULL;
-                if (a->user && add(o, "user", json_text(a->user)) < 0)
+                if (a->user && proto_add(o, "user", proto_json_text(a->user)) < 0)
                         return NULL;
-                if (a->pids_max > 0 && add(o, "pids_max", json_integer(a->pids_max)) < 0)
+                if (a->pids_max > 0 && proto_add(o, "pids_max", json_integer(a->pids_max)) < 0)
                         return NULL;
-                if ((a->output && add(o, "output", json_text(a->output)) < 0) ||
-                    (a->error && add(o, "error", json_text(a->error)) < 0))
+                if ((a->output && proto_add(o, "output", proto_json_text(a->output)) < 0) ||
+                    (a->error && proto_add(o, "error", proto_json_text(a->error)) < 0))
                         return NULL;
-                if (a->time_limit_ms > 0 && add(o, "time_limit_ms", json_u64(a->time_limit_ms)) < 0)
+                if (a->time_limit_ms > 0 && proto_add(o, "time_limit_ms", proto_json_u64(a->time_limit_ms)) < 0)
                         return NULL;
-                if (a->time_limit_ms > 0 && add(o, "kill_grace_ms", json_integer(a->kill_grace_ms)) < 0)
+                if (a->time_limit_ms > 0 && proto_add(o, "kill_grace_ms", json_integer(a->kill_grace_ms)) < 0)
                         return NULL;
         }
-        if ((a->type == ACTION_START || a->type == ACTION_SET_LIMITS) && add(o, "limits", limits_to_json(&a->limits)) < 0)
+        if ((a->type == ACTION_START || a->type == ACTION_SET_LIMITS) && proto_add(o, "limits", limits_to_json(&a->limits)) < 0)
                 return NULL;
         return json_incref(o);
 }
@@ -256,25 +256,25 @@ json_t *heartbeat_reply_to_json(const HeartbeatReply *r) {
         json_auto_t *actions = json_array();
         if (!o || !actions)
                 return NULL;
-        if (add(o, "interval_ms", json_integer(r->interval_ms)) < 0)
+        if (proto_add(o, "interval_ms", json_integer(r->interval_ms)) < 0)
                 return NULL;
-        if (r->lease_ms > 0 && add(o, "lease_ms", json_integer(r->lease_ms)) < 0)
+        if (r->lease_ms > 0 && proto_add(o, "lease_ms", json_integer(r->lease_ms)) < 0)
                 return NULL;
-        if (r->has_memory_guard && add(o, "memory_guard", json_boolean(r->memory_guard)) < 0)
+        if (r->has_memory_guard && proto_add(o, "memory_guard", json_boolean(r->memory_guard)) < 0)
                 return NULL;
         for (size_t i = 0; i < r->n_actions; i++)
-                if (append(actions, action_to_json(&r->actions[i])) < 0)
+                if (proto_append(actions, action_to_json(&r->actions[i])) < 0)
                         return NULL;
-        if (add(o, "actions", json_incref(actions)) < 0)
+        if (proto_add(o, "actions", json_incref(actions)) < 0)
                 return NULL;
         if (r->n_reads > 0) {
                 json_auto_t *reads = json_array();
                 if (!reads)
                         return NULL;
                 for (size_t i = 0; i < r->n_reads; i++)
-                        if (append(reads, output_read_to_json(&r->reads[i])) < 0)
+                        if (proto_append(reads, output_read_to_json(&r->reads[i])) < 0)
                                 return NULL;
-                if (add(o, "reads", json_incref(reads)) < 0)
+                if (proto_add(o, "reads", json_incref(reads)) < 0)
                         return NULL;
         }
         if (r->n_resend > 0) {
@@ -282,9 +282,9 @@ json_t *heartbeat_reply_to_json(const HeartbeatReply *r) {
                 if (!resend)
                         return NULL;
                 for (size_t i = 0; i < r->n_resend; i++)
-                        if (append(resend, json_text(r->resend[i])) < 0)
+                        if (proto_append(resend, proto_json_text(r->resend[i])) < 0)
                                 return NULL;
-                if (add(o, "resend", json_incref(resend)) < 0)
+                if (proto_add(o, "resend", json_incref(resend)) < 0)
                         return NULL;
         }
         return json_incref(o);

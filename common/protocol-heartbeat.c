@@ -241,7 +241,7 @@ static int tree_special(json_t *o, const char *path, const Field *f, void *base,
 
 /* A sample as an object. */
 static int sample_from_json(json_t *j, const char *path, TaskSample *s, char **ret_error) {
-        return schema_from_json(j, path, &task_sample_schema, s, tree_special, ret_error);
+        return proto_schema_from_json(j, path, &task_sample_schema, s, tree_special, ret_error);
 }
 
 
@@ -261,7 +261,7 @@ size_t sample_row_length(uint32_t has) {
 
 /* Element i of a row, with its path ("tasks[0].samples[1][3]") for messages. */
 static json_t *row_at(json_t *row, const char *path, size_t i, char p[static PATH_BUF]) {
-        path_truncated(p, snprintf(p, PATH_BUF, "%s[%zu]", path, i));
+        proto_path_truncated(p, snprintf(p, PATH_BUF, "%s[%zu]", path, i));
         return json_array_get(row, i);
 }
 
@@ -271,26 +271,26 @@ static int row_pressure(json_t *row, const char *path, size_t *at, Pressure *ret
         int64_t i;
         int r;
 
-        r = check_number(row_at(row, path, (*at)++, p), p, NULL, 0, false, 100, &ret->some_avg10, ret_error);
+        r = proto_check_number(row_at(row, path, (*at)++, p), p, NULL, 0, false, 100, &ret->some_avg10, ret_error);
         if (r < 0)
                 return r;
-        r = check_int(row_at(row, path, (*at)++, p), p, NULL, 0, INT64_MAX, &i, ret_error);
+        r = proto_check_int(row_at(row, path, (*at)++, p), p, NULL, 0, INT64_MAX, &i, ret_error);
         if (r < 0)
                 return r;
         ret->some_total_us = (uint64_t) i;
         v = row_at(row, path, *at, p);
         ret->has_full = !json_is_null(v);
         if (ret->has_full) {
-                r = check_number(v, p, NULL, 0, false, 100, &ret->full_avg10, ret_error);
+                r = proto_check_number(v, p, NULL, 0, false, 100, &ret->full_avg10, ret_error);
                 if (r < 0)
                         return r;
         }
         (*at)++;
         v = row_at(row, path, (*at)++, p);
         if (json_is_null(v) != !ret->has_full)
-                return fail(ret_error, p, NULL, "must be null exactly when full_avg10 is");
+                return proto_fail(ret_error, p, NULL, "must be null exactly when full_avg10 is");
         if (ret->has_full) {
-                r = check_int(v, p, NULL, 0, INT64_MAX, &i, ret_error);
+                r = proto_check_int(v, p, NULL, 0, INT64_MAX, &i, ret_error);
                 if (r < 0)
                         return r;
                 ret->full_total_us = (uint64_t) i;
@@ -306,10 +306,10 @@ static int sample_from_row(json_t *j, const char *path, TaskSample *s, char **re
         int r;
 
         if (json_array_size(j) < SAMPLE_ROW_HEAD)
-                return fail(ret_error, path, NULL, "must be an array of at least %d values", SAMPLE_ROW_HEAD);
+                return proto_fail(ret_error, path, NULL, "must be an array of at least %d values", SAMPLE_ROW_HEAD);
         /* The head: the object's fields before "progress", then "progress", then has. */
         for (size_t k = 0; k < TASK_SAMPLE_HEAD - 1; k++) {
-                r = field_value_from_json(row_at(j, path, k, p), p, NULL, &task_sample_table[k], s, NULL, ret_error);
+                r = proto_field_value_from_json(row_at(j, path, k, p), p, NULL, &task_sample_table[k], s, NULL, ret_error);
                 if (r < 0)
                         return r;
         }
@@ -318,23 +318,23 @@ static int sample_from_row(json_t *j, const char *path, TaskSample *s, char **re
         if (!json_is_null(v)) {
                 double d = json_is_number(v) ? json_number_value(v) : NAN;
                 if (!(d >= 0 && d <= 1))
-                        return fail(ret_error, p, NULL, "must be null or a number in [0, 1]");
+                        return proto_fail(ret_error, p, NULL, "must be null or a number in [0, 1]");
                 s->progress = d;
         }
-        r = check_int(row_at(j, path, 5, p), p, NULL, 0, SAMPLE_ROW_HAS_MASK, &i, ret_error);
+        r = proto_check_int(row_at(j, path, 5, p), p, NULL, 0, SAMPLE_ROW_HAS_MASK, &i, ret_error);
         if (r < 0)
                 return r;
         s->has = (uint32_t) i;
         size_t n = sample_row_length(s->has);
         if (json_array_size(j) != n)
-                return fail(ret_error, path, NULL, "must hold %zu values for the groups %" PRIu32 " it has", n, s->has);
+                return proto_fail(ret_error, path, NULL, "must hold %zu values for the groups %" PRIu32 " it has", n, s->has);
 
         size_t at = SAMPLE_ROW_HEAD;
         for (size_t k = 0; k < n_task_sample_fields; k++) {
                 const Field *f = &task_sample_fields[k];
                 if (!(s->has & f->group))
                         continue;
-                r = field_value_from_json(row_at(j, path, at++, p), p, NULL, f, s, NULL, ret_error);
+                r = proto_field_value_from_json(row_at(j, path, at++, p), p, NULL, f, s, NULL, ret_error);
                 if (r < 0)
                         return r;
         }
@@ -365,9 +365,9 @@ static int unchanged_from_json(json_t *j, const char *path, TaskReport *t, char 
         int r;
 
         if (!json_is_array(j) || json_array_size(j) < 1 || json_array_size(j) > 1 + PROTO_MAX_SAMPLES_PER_TASK)
-                return fail(ret_error, path, NULL, "must be an array of a task id and at most %d samples",
+                return proto_fail(ret_error, path, NULL, "must be an array of a task id and at most %d samples",
                             PROTO_MAX_SAMPLES_PER_TASK);
-        r = check_task_id(row_at(j, path, 0, p), p, &t->id, ret_error);
+        r = proto_check_task_id(row_at(j, path, 0, p), p, &t->id, ret_error);
         if (r < 0)
                 return r;
         size_t n = json_array_size(j) - 1;
@@ -388,7 +388,7 @@ static int unchanged_from_json(json_t *j, const char *path, TaskReport *t, char 
 /* "unchanged" or "held": their reports are appended to h->tasks. */
 static int unchanged_list_from_json(json_t *j, const char *list, bool held, Heartbeat *h, char **ret_error) {
         json_t *a;
-        int r = get_array(j, "", list, false, 0, PROTO_MAX_TASKS_PER_HEARTBEAT, "tasks", &a, ret_error);
+        int r = proto_get_array(j, "", list, false, 0, PROTO_MAX_TASKS_PER_HEARTBEAT, "tasks", &a, ret_error);
         if (r < 0)
                 return r;
         size_t n = json_array_size(a);
@@ -400,7 +400,7 @@ static int unchanged_list_from_json(json_t *j, const char *list, bool held, Hear
         h->tasks = t;
         for (size_t i = 0; i < n; i++) {
                 char p[PATH_BUF];
-                path_index(p, "", list, i);
+                proto_path_index(p, "", list, i);
                 t = &h->tasks[h->n_tasks];
                 *t = (TaskReport) { .state = TASK_RUNNING, .unchanged = true, .held = held };
                 h->n_tasks++;
@@ -418,11 +418,11 @@ static int tree_special(json_t *o, const char *path, const Field *f, void *base,
                 json_t *v = NULL;
                 /* Absent or null: the task reports no progress. */
                 s->progress = -1;
-                int r = field_get(o, path, f->key, false, &v, ret_error);
+                int r = proto_field_get(o, path, f->key, false, &v, ret_error);
                 if (r > 0) {
                         double d = json_is_number(v) ? json_number_value(v) : NAN;
                         if (!(d >= 0 && d <= 1))
-                                return fail(ret_error, path, f->key, "must be null or a number in [0, 1]");
+                                return proto_fail(ret_error, path, f->key, "must be null or a number in [0, 1]");
                         s->progress = d;
                 }
                 return 0;
@@ -430,7 +430,7 @@ static int tree_special(json_t *o, const char *path, const Field *f, void *base,
         case SPECIAL_SAMPLES: {
                 TaskReport *t = base;
                 json_t *samples;
-                int r = get_array(o, path, f->key, false, 0, PROTO_MAX_SAMPLES_PER_TASK, "samples", &samples, ret_error);
+                int r = proto_get_array(o, path, f->key, false, 0, PROTO_MAX_SAMPLES_PER_TASK, "samples", &samples, ret_error);
                 if (r < 0)
                         return r;
                 size_t n = json_array_size(samples);
@@ -442,7 +442,7 @@ static int tree_special(json_t *o, const char *path, const Field *f, void *base,
                 t->n_samples = n;
                 for (size_t i = 0; i < n; i++) {
                         char p[PATH_BUF];
-                        path_index(p, path, f->key, i);
+                        proto_path_index(p, path, f->key, i);
                         r = sample_any_from_json(json_array_get(samples, i), p, &t->samples[i], ret_error);
                         if (r < 0)
                                 return r;
@@ -462,7 +462,7 @@ static void heartbeat_free_any(void *h) {
 }
 
 int heartbeat_from_json(json_t *j, Heartbeat **ret, char **ret_error) {
-        return message_from_json(j, &heartbeat_schema, sizeof(Heartbeat), tree_special, heartbeat_free_any,
+        return proto_message_from_json(j, &heartbeat_schema, sizeof(Heartbeat), tree_special, heartbeat_free_any,
                                  (void **) ret, ret_error);
 }
 
@@ -473,15 +473,15 @@ int heartbeat_from_json(json_t *j, Heartbeat **ret, char **ret_error) {
 static json_t *sample_field_to_json(const Field *f, const void *base) {
         const void *p = (const char *) base + f->offset;
         if (f->kind == FIELD_REAL)
-                return json_double(*(const double *) p);
+                return proto_json_double(*(const double *) p);
         if (f->size == sizeof(uint32_t))
                 return json_integer(*(const uint32_t *) p);
-        return json_u64(*(const uint64_t *) p);
+        return proto_json_u64(*(const uint64_t *) p);
 }
 
 static int sample_fields_to_json(json_t *o, const Field *fields, size_t n, const void *base, uint32_t has) {
         for (size_t i = 0; i < n; i++) {
-                if ((has & fields[i].group) && add(o, fields[i].key, sample_field_to_json(&fields[i], base)) < 0)
+                if ((has & fields[i].group) && proto_add(o, fields[i].key, sample_field_to_json(&fields[i], base)) < 0)
                         return -ENOMEM;
         }
         return 0;
@@ -491,10 +491,10 @@ static json_t *pressure_to_json(const Pressure *p) {
         json_auto_t *o = json_object();
         if (!o)
                 return NULL;
-        if (add(o, "some_avg10", json_double(p->some_avg10)) < 0 || add(o, "some_total_us", json_u64(p->some_total_us)) < 0)
+        if (proto_add(o, "some_avg10", proto_json_double(p->some_avg10)) < 0 || proto_add(o, "some_total_us", proto_json_u64(p->some_total_us)) < 0)
                 return NULL;
         if (p->has_full &&
-            (add(o, "full_avg10", json_double(p->full_avg10)) < 0 || add(o, "full_total_us", json_u64(p->full_total_us)) < 0))
+            (proto_add(o, "full_avg10", proto_json_double(p->full_avg10)) < 0 || proto_add(o, "full_total_us", proto_json_u64(p->full_total_us)) < 0))
                 return NULL;
         return json_incref(o);
 }
@@ -507,22 +507,22 @@ static int psi_to_json(json_t *o, uint32_t has, const Pressure *cpu, const Press
         psi = json_object();
         if (!psi)
                 return -ENOMEM;
-        if ((has & SAMPLE_HAS_PSI_CPU) && add(psi, "cpu", pressure_to_json(cpu)) < 0)
+        if ((has & SAMPLE_HAS_PSI_CPU) && proto_add(psi, "cpu", pressure_to_json(cpu)) < 0)
                 return -ENOMEM;
-        if ((has & SAMPLE_HAS_PSI_MEMORY) && add(psi, "memory", pressure_to_json(memory)) < 0)
+        if ((has & SAMPLE_HAS_PSI_MEMORY) && proto_add(psi, "memory", pressure_to_json(memory)) < 0)
                 return -ENOMEM;
-        if ((has & SAMPLE_HAS_PSI_IO) && add(psi, "io", pressure_to_json(io)) < 0)
+        if ((has & SAMPLE_HAS_PSI_IO) && proto_add(psi, "io", pressure_to_json(io)) < 0)
                 return -ENOMEM;
-        return add(o, "psi", json_incref(psi));
+        return proto_add(o, "psi", json_incref(psi));
 }
 
 static json_t *memory_guard_event_to_json(const MemoryGuardEvent *g) {
         json_auto_t *o = json_object();
 
-        if (!o || add(o, "time_ms", json_integer(g->time_ms)) < 0 ||
-            add(o, "outcome", json_string(g->raised ? "raised" : "no-room")) < 0 ||
-            add(o, "old_bytes", json_integer(g->old_bytes)) < 0 || add(o, "new_bytes", json_integer(g->new_bytes)) < 0 ||
-            (g->why && add(o, "why", json_text(g->why)) < 0))
+        if (!o || proto_add(o, "time_ms", json_integer(g->time_ms)) < 0 ||
+            proto_add(o, "outcome", json_string(g->raised ? "raised" : "no-room")) < 0 ||
+            proto_add(o, "old_bytes", json_integer(g->old_bytes)) < 0 || proto_add(o, "new_bytes", json_integer(g->new_bytes)) < 0 ||
+            (g->why && proto_add(o, "why", proto_json_text(g->why)) < 0))
                 return NULL;
         return json_incref(o);
 }
@@ -531,11 +531,11 @@ static json_t *sample_to_json(const TaskSample *s) {
         json_auto_t *o = json_object();
         if (!o)
                 return NULL;
-        if (add(o, "time_ms", json_integer(s->time_ms)) < 0 ||
-            add(o, "cpu_usage_ns", json_u64(s->cpu_usage_ns)) < 0 ||
-            add(o, "memory_current_bytes", json_u64(s->memory_current_bytes)) < 0 ||
-            add(o, "memory_peak_bytes", json_u64(s->memory_peak_bytes)) < 0 ||
-            add(o, "progress", s->progress < 0 ? json_null() : json_double(s->progress)) < 0 ||
+        if (proto_add(o, "time_ms", json_integer(s->time_ms)) < 0 ||
+            proto_add(o, "cpu_usage_ns", proto_json_u64(s->cpu_usage_ns)) < 0 ||
+            proto_add(o, "memory_current_bytes", proto_json_u64(s->memory_current_bytes)) < 0 ||
+            proto_add(o, "memory_peak_bytes", proto_json_u64(s->memory_peak_bytes)) < 0 ||
+            proto_add(o, "progress", s->progress < 0 ? json_null() : proto_json_double(s->progress)) < 0 ||
             sample_fields_to_json(o, task_sample_fields, n_task_sample_fields, s, s->has) < 0 ||
             psi_to_json(o, s->has, &s->psi_cpu, &s->psi_memory, &s->psi_io) < 0)
                 return NULL;
@@ -543,9 +543,9 @@ static json_t *sample_to_json(const TaskSample *s) {
 }
 
 static int pressure_to_row(json_t *row, const Pressure *p) {
-        if (append(row, json_double(p->some_avg10)) < 0 || append(row, json_u64(p->some_total_us)) < 0 ||
-            append(row, p->has_full ? json_double(p->full_avg10) : json_null()) < 0 ||
-            append(row, p->has_full ? json_u64(p->full_total_us) : json_null()) < 0)
+        if (proto_append(row, proto_json_double(p->some_avg10)) < 0 || proto_append(row, proto_json_u64(p->some_total_us)) < 0 ||
+            proto_append(row, p->has_full ? proto_json_double(p->full_avg10) : json_null()) < 0 ||
+            proto_append(row, p->has_full ? proto_json_u64(p->full_total_us) : json_null()) < 0)
                 return -ENOMEM;
         return 0;
 }
@@ -555,13 +555,13 @@ static json_t *sample_to_row(const TaskSample *s) {
         json_auto_t *row = json_array();
         if (!row)
                 return NULL;
-        if (append(row, json_integer(s->time_ms)) < 0 || append(row, json_u64(s->cpu_usage_ns)) < 0 ||
-            append(row, json_u64(s->memory_current_bytes)) < 0 || append(row, json_u64(s->memory_peak_bytes)) < 0 ||
-            append(row, s->progress < 0 ? json_null() : json_double(s->progress)) < 0 ||
-            append(row, json_integer(has)) < 0)
+        if (proto_append(row, json_integer(s->time_ms)) < 0 || proto_append(row, proto_json_u64(s->cpu_usage_ns)) < 0 ||
+            proto_append(row, proto_json_u64(s->memory_current_bytes)) < 0 || proto_append(row, proto_json_u64(s->memory_peak_bytes)) < 0 ||
+            proto_append(row, s->progress < 0 ? json_null() : proto_json_double(s->progress)) < 0 ||
+            proto_append(row, json_integer(has)) < 0)
                 return NULL;
         for (size_t i = 0; i < n_task_sample_fields; i++) {
-                if ((has & task_sample_fields[i].group) && append(row, sample_field_to_json(&task_sample_fields[i], s)) < 0)
+                if ((has & task_sample_fields[i].group) && proto_append(row, sample_field_to_json(&task_sample_fields[i], s)) < 0)
                         return NULL;
         }
         if (((has & SAMPLE_HAS_PSI_CPU) && pressure_to_row(row, &s->psi_cpu) < 0) ||
@@ -575,12 +575,12 @@ static json_t *exit_to_json(const ExitRecord *e) {
         json_auto_t *o = json_object();
         if (!o)
                 return NULL;
-        if (add(o, "code", json_integer(e->code)) < 0 || add(o, "signal", json_integer(e->signal)) < 0 ||
-            add(o, "oom_killed", json_boolean(e->oom_killed)) < 0 || add(o, "wall_s", json_double(e->wall_s)) < 0 ||
-            add(o, "cpu_s", json_double(e->cpu_s)) < 0 ||
-            add(o, "memory_peak_bytes", json_u64(e->memory_peak_bytes)) < 0)
+        if (proto_add(o, "code", json_integer(e->code)) < 0 || proto_add(o, "signal", json_integer(e->signal)) < 0 ||
+            proto_add(o, "oom_killed", json_boolean(e->oom_killed)) < 0 || proto_add(o, "wall_s", proto_json_double(e->wall_s)) < 0 ||
+            proto_add(o, "cpu_s", proto_json_double(e->cpu_s)) < 0 ||
+            proto_add(o, "memory_peak_bytes", proto_json_u64(e->memory_peak_bytes)) < 0)
                 return NULL;
-        if (e->status_unknown && add(o, "status_unknown", json_true()) < 0)
+        if (e->status_unknown && proto_add(o, "status_unknown", json_true()) < 0)
                 return NULL;
         return json_incref(o);
 }
@@ -591,32 +591,32 @@ static json_t *task_report_to_json(const TaskReport *t, bool rows) {
         if (!o || !samples)
                 return NULL;
         const char *state = task_state_to_string(t->state);
-        if (add(o, "id", json_text(t->id ?: "")) < 0 || add(o, "state", state ? json_string(state) : json_null()) < 0 ||
-            add(o, "pid", json_integer(t->pid)) < 0)
+        if (proto_add(o, "id", proto_json_text(t->id ?: "")) < 0 || proto_add(o, "state", state ? json_string(state) : json_null()) < 0 ||
+            proto_add(o, "pid", json_integer(t->pid)) < 0)
                 return NULL;
         for (size_t i = 0; i < t->n_samples; i++)
-                if (append(samples, rows ? sample_to_row(&t->samples[i]) : sample_to_json(&t->samples[i])) < 0)
+                if (proto_append(samples, rows ? sample_to_row(&t->samples[i]) : sample_to_json(&t->samples[i])) < 0)
                         return NULL;
-        if (add(o, "samples", json_incref(samples)) < 0 || add(o, "limits", limits_to_json(&t->limits)) < 0)
+        if (proto_add(o, "samples", json_incref(samples)) < 0 || proto_add(o, "limits", limits_to_json(&t->limits)) < 0)
                 return NULL;
         static const Limits none = {};
         if (memcmp(&t->limits_target, &none, sizeof none) != 0 &&
-            add(o, "limits_target", limits_to_json(&t->limits_target)) < 0)
+            proto_add(o, "limits_target", limits_to_json(&t->limits_target)) < 0)
                 return NULL;
         if (memcmp(&t->limits_external, &none, sizeof none) != 0 &&
-            add(o, "limits_external", limits_to_json(&t->limits_external)) < 0)
+            proto_add(o, "limits_external", limits_to_json(&t->limits_external)) < 0)
                 return NULL;
-        if (t->adopted && add(o, "adopted", json_true()) < 0)
+        if (t->adopted && proto_add(o, "adopted", json_true()) < 0)
                 return NULL;
-        if (t->fenced && add(o, "fenced", json_true()) < 0)
+        if (t->fenced && proto_add(o, "fenced", json_true()) < 0)
                 return NULL;
-        if (t->has_exit && add(o, "exit", exit_to_json(&t->exit)) < 0)
+        if (t->has_exit && proto_add(o, "exit", exit_to_json(&t->exit)) < 0)
                 return NULL;
-        if (t->error && add(o, "error", json_text(t->error)) < 0)
+        if (t->error && proto_add(o, "error", proto_json_text(t->error)) < 0)
                 return NULL;
-        if (t->output_dropped_bytes > 0 && add(o, "output_dropped_bytes", json_u64(t->output_dropped_bytes)) < 0)
+        if (t->output_dropped_bytes > 0 && proto_add(o, "output_dropped_bytes", proto_json_u64(t->output_dropped_bytes)) < 0)
                 return NULL;
-        if (t->memory_guard.time_ms > 0 && add(o, "memory_guard", memory_guard_event_to_json(&t->memory_guard)) < 0)
+        if (t->memory_guard.time_ms > 0 && proto_add(o, "memory_guard", memory_guard_event_to_json(&t->memory_guard)) < 0)
                 return NULL;
         return json_incref(o);
 }
@@ -630,28 +630,28 @@ json_t *heartbeat_to_json(const Heartbeat *h) {
         if (!o || !capacity || !node_sample || !tasks || !acks)
                 return NULL;
 
-        if (add(o, "node", json_text(h->node ?: "")) < 0 || add(o, "boot_id", json_text(h->boot_id ?: "")) < 0 ||
-            add(o, "seq", json_u64(h->seq)) < 0 || add(o, "cgroup_mode", json_text(h->cgroup_mode ?: "")) < 0)
+        if (proto_add(o, "node", proto_json_text(h->node ?: "")) < 0 || proto_add(o, "boot_id", proto_json_text(h->boot_id ?: "")) < 0 ||
+            proto_add(o, "seq", proto_json_u64(h->seq)) < 0 || proto_add(o, "cgroup_mode", proto_json_text(h->cgroup_mode ?: "")) < 0)
                 return NULL;
-        if (h->has_pids_limit && add(o, "pids_limit", json_boolean(h->pids_limit)) < 0)
+        if (h->has_pids_limit && proto_add(o, "pids_limit", json_boolean(h->pids_limit)) < 0)
                 return NULL;
-        if (h->protocol > 0 && add(o, "protocol", json_integer(h->protocol)) < 0)
-                return NULL;
-
-        if (add(capacity, "cpus", json_double(h->capacity_cpus)) < 0 ||
-            add(capacity, "memory_bytes", json_u64(h->capacity_memory_bytes)) < 0 ||
-            (h->speed > 0 && add(capacity, "speed", json_double(h->speed)) < 0) ||
-            add(o, "capacity", json_incref(capacity)) < 0)
+        if (h->protocol > 0 && proto_add(o, "protocol", json_integer(h->protocol)) < 0)
                 return NULL;
 
-        if (add(node_sample, "time_ms", json_integer(h->node_sample.time_ms)) < 0 ||
-            add(node_sample, "cpu_busy", json_double(h->node_sample.cpu_busy)) < 0 ||
-            add(node_sample, "memory_available_bytes", json_u64(h->node_sample.memory_available_bytes)) < 0 ||
+        if (proto_add(capacity, "cpus", proto_json_double(h->capacity_cpus)) < 0 ||
+            proto_add(capacity, "memory_bytes", proto_json_u64(h->capacity_memory_bytes)) < 0 ||
+            (h->speed > 0 && proto_add(capacity, "speed", proto_json_double(h->speed)) < 0) ||
+            proto_add(o, "capacity", json_incref(capacity)) < 0)
+                return NULL;
+
+        if (proto_add(node_sample, "time_ms", json_integer(h->node_sample.time_ms)) < 0 ||
+            proto_add(node_sample, "cpu_busy", proto_json_double(h->node_sample.cpu_busy)) < 0 ||
+            proto_add(node_sample, "memory_available_bytes", proto_json_u64(h->node_sample.memory_available_bytes)) < 0 ||
             sample_fields_to_json(node_sample, node_sample_fields, n_node_sample_fields, &h->node_sample,
                                   h->node_sample.has) < 0 ||
             psi_to_json(node_sample, h->node_sample.has, &h->node_sample.psi_cpu, &h->node_sample.psi_memory,
                         &h->node_sample.psi_io) < 0 ||
-            add(o, "node_sample", json_incref(node_sample)) < 0)
+            proto_add(o, "node_sample", json_incref(node_sample)) < 0)
                 return NULL;
 
         bool compact = h->protocol >= PROTO_VERSION_COMPACT;
@@ -661,37 +661,37 @@ json_t *heartbeat_to_json(const Heartbeat *h) {
         for (size_t i = 0; i < h->n_tasks; i++) {
                 const TaskReport *t = &h->tasks[i];
                 if (!compact || !t->unchanged) {
-                        if (append(tasks, task_report_to_json(t, compact)) < 0)
+                        if (proto_append(tasks, task_report_to_json(t, compact)) < 0)
                                 return NULL;
                         continue;
                 }
                 json_auto_t *e = json_array();
-                if (!e || append(e, json_text(t->id ?: "")) < 0)
+                if (!e || proto_append(e, proto_json_text(t->id ?: "")) < 0)
                         return NULL;
                 for (size_t k = 0; k < t->n_samples; k++)
-                        if (append(e, sample_to_row(&t->samples[k])) < 0)
+                        if (proto_append(e, sample_to_row(&t->samples[k])) < 0)
                                 return NULL;
-                if (append(t->held ? held : unchanged, json_incref(e)) < 0)
+                if (proto_append(t->held ? held : unchanged, json_incref(e)) < 0)
                         return NULL;
         }
-        if (add(o, "tasks", json_incref(tasks)) < 0)
+        if (proto_add(o, "tasks", json_incref(tasks)) < 0)
                 return NULL;
-        if (json_array_size(unchanged) > 0 && add(o, "unchanged", json_incref(unchanged)) < 0)
+        if (json_array_size(unchanged) > 0 && proto_add(o, "unchanged", json_incref(unchanged)) < 0)
                 return NULL;
-        if (json_array_size(held) > 0 && add(o, "held", json_incref(held)) < 0)
+        if (json_array_size(held) > 0 && proto_add(o, "held", json_incref(held)) < 0)
                 return NULL;
 
         for (size_t i = 0; i < h->n_acks; i++) {
                 json_auto_t *a = json_object();
                 if (!a)
                         return NULL;
-                if (add(a, "action_id", json_u64(h->acks[i].action_id)) < 0 ||
-                    add(a, "ok", json_boolean(h->acks[i].ok)) < 0 ||
-                    (h->acks[i].error && add(a, "error", json_text(h->acks[i].error)) < 0) ||
-                    append(acks, json_incref(a)) < 0)
+                if (proto_add(a, "action_id", proto_json_u64(h->acks[i].action_id)) < 0 ||
+                    proto_add(a, "ok", json_boolean(h->acks[i].ok)) < 0 ||
+                    (h->acks[i].error && proto_add(a, "error", proto_json_text(h->acks[i].error)) < 0) ||
+                    proto_append(acks, json_incref(a)) < 0)
                         return NULL;
         }
-        if (add(o, "acks", json_incref(acks)) < 0)
+        if (proto_add(o, "acks", json_incref(acks)) < 0)
                 return NULL;
 
         return json_incref(o);
@@ -752,7 +752,7 @@ static void text_digits(TextBuf *b, uint64_t v, bool minus) {
 }
 
 static void text_u64(TextBuf *b, uint64_t v) {
-        /* As json_u64(): clamped to what a JSON integer of jansson holds. */
+        /* As proto_json_u64(): clamped to what a JSON integer of jansson holds. */
         text_digits(b, MIN(v, (uint64_t) INT64_MAX), false);
 }
 
@@ -761,7 +761,7 @@ static void text_i64(TextBuf *b, int64_t v) {
 }
 
 /* jansson's format for reals: %.17g (exact round trip), with ".0" when it looks integral;
- * not finite is null, as json_double(). */
+ * not finite is null, as proto_json_double(). */
 static void text_double(TextBuf *b, double d) {
         char buf[40];
         int n;
@@ -815,7 +815,7 @@ static size_t utf8_sequence(const unsigned char *s) {
         return n;
 }
 
-/* A JSON string; invalid UTF-8 becomes '?' (as json_text()), controls are escaped. */
+/* A JSON string; invalid UTF-8 becomes '?' (as proto_json_text()), controls are escaped. */
 static void text_string(TextBuf *b, const char *s) {
         const unsigned char *p = (const unsigned char *) (s ?: "");
 

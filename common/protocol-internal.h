@@ -34,7 +34,7 @@
  * Each object of a message is a Schema: a table of its fields, in the order the jansson decoder
  * checks them (so the first error it names stays the same) and agents write them (the text
  * reader expects the next key in table order first). Both decoders are driven by these tables:
- * schema_from_json() in protocol-json.c walks a jansson tree, read_object() in
+ * proto_schema_from_json() in protocol-json.c walks a jansson tree, read_object() in
  * heartbeat-reader.c walks the text; a field is added to a message in its table only, unless
  * its shape is one the table cannot say (FIELD_SPECIAL: each decoder's own code). */
 

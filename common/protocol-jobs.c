@@ -81,7 +81,7 @@ static const Schema submitted_job_schema = {
 
 static int phases_from_json(json_t *j, const char *path, JobSpec *s, char **ret_error) {
         json_t *phases;
-        int r = get_array(j, path, "phases", true, 1, PROTO_MAX_PHASES, "phases", &phases, ret_error);
+        int r = proto_get_array(j, path, "phases", true, 1, PROTO_MAX_PHASES, "phases", &phases, ret_error);
         if (r < 0)
                 return r;
 
@@ -93,9 +93,9 @@ static int phases_from_json(json_t *j, const char *path, JobSpec *s, char **ret_
         for (size_t i = 0; i < n; i++) {
                 PhaseSpec *ph = &s->phases[i];
                 char p[PATH_BUF];
-                path_index(p, path, "phases", i);
+                proto_path_index(p, path, "phases", i);
                 ph->pids_max = PROTO_DEFAULT_PIDS_MAX;
-                r = schema_from_json(json_array_get(phases, i), p, &phase_schema, ph, NULL, ret_error);
+                r = proto_schema_from_json(json_array_get(phases, i), p, &phase_schema, ph, NULL, ret_error);
                 if (r < 0)
                         return r;
                 if (!ph->name && asprintf(&ph->name, "phase%zu", i) < 0) {
@@ -104,7 +104,7 @@ static int phases_from_json(json_t *j, const char *path, JobSpec *s, char **ret_
                 }
                 total_tasks += ph->n_tasks;
                 if (total_tasks > PROTO_MAX_TASKS_PER_JOB)
-                        return fail(ret_error, p, "tasks", "the job's phases hold more than %u tasks in all",
+                        return proto_fail(ret_error, p, "tasks", "the job's phases hold more than %u tasks in all",
                                     PROTO_MAX_TASKS_PER_JOB);
         }
         return 0;
@@ -115,13 +115,13 @@ static int job_special(json_t *j, const char *path, const Field *f, void *base, 
         switch (f->special) {
         case SPECIAL_DEPENDENCY: {
                 const char *dependency;
-                int r = get_string(j, path, f->key, false, PROTO_MAX_DEPENDENCY_LEN, &dependency, ret_error);
+                int r = proto_get_string(j, path, f->key, false, PROTO_MAX_DEPENDENCY_LEN, &dependency, ret_error);
                 if (r <= 0)
                         return r;
                 _cleanup_free_ char *why = NULL;
                 r = dependency_parse(dependency, &s->dependencies, &s->n_dependencies, &why);
                 if (r == -EINVAL)
-                        return fail(ret_error, path, f->key, "%s", why);
+                        return proto_fail(ret_error, path, f->key, "%s", why);
                 return r;
         }
         case SPECIAL_PHASES:
@@ -139,12 +139,12 @@ static int job_spec_parse(json_t *j, const char *path, const Schema *schema, Job
         int r;
 
         if (!json_is_object(j))
-                return fail(ret_error, path, NULL, "must be a JSON object");
+                return proto_fail(ret_error, path, NULL, "must be a JSON object");
         s = calloc(1, sizeof *s);
         if (!s)
                 return -ENOMEM;
         s->weight = 1;
-        r = schema_from_json(j, path, schema, s, job_special, ret_error);
+        r = proto_schema_from_json(j, path, schema, s, job_special, ret_error);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(s);
@@ -178,17 +178,17 @@ static int add_array_slot(JobSpec *spec, const char *path, char **ret_error) {
         for (size_t k = 0; k < spec->n_phases; k++) {
                 PhaseSpec *p = &spec->phases[k];
                 char where[PATH_BUF];
-                path_index(where, path, "phases", k);
+                proto_path_index(where, path, "phases", k);
                 size_t n = 0;
                 for (; p->env && p->env[n]; n++)
                         if (strncmp(p->env[n], prefix, sizeof prefix - 1) == 0) {
                                 char env_path[PATH_BUF];
-                                path_field(env_path, where, "env");
-                                return fail(ret_error, env_path, PROTO_ARRAY_INDEX_ENV,
+                                proto_path_field(env_path, where, "env");
+                                return proto_fail(ret_error, env_path, PROTO_ARRAY_INDEX_ENV,
                                             "is set by the controller in each job of an array");
                         }
                 if (n >= PROTO_MAX_ENV)
-                        return fail(ret_error, where, "env", "must hold at most %d variables in an array job",
+                        return proto_fail(ret_error, where, "env", "must hold at most %d variables in an array job",
                                     PROTO_MAX_ENV - 1);
                 char **e = realloc(p->env, (n + 2) * sizeof(char *));
                 if (!e)
@@ -224,7 +224,7 @@ static int submission_add(JobSubmission *sub, json_t *j, const char *path, char 
         if (r < 0)
                 return r;
         int64_t copies = 1;
-        r = get_int(j, path, "array", false, 1, PROTO_MAX_JOBS_PER_SUBMISSION, &copies, ret_error);
+        r = proto_get_int(j, path, "array", false, 1, PROTO_MAX_JOBS_PER_SUBMISSION, &copies, ret_error);
         if (r < 0)
                 return r;
         bool array = r > 0;
@@ -238,10 +238,10 @@ static int submission_add(JobSubmission *sub, json_t *j, const char *path, char 
         for (size_t k = 0; k < spec->n_phases; k++)
                 tasks += spec->phases[k].n_tasks;
         if (sub->n_jobs + (size_t) copies > PROTO_MAX_JOBS_PER_SUBMISSION)
-                return fail(ret_error, path, array ? "array" : NULL, "the submission holds more than %d jobs in all",
+                return proto_fail(ret_error, path, array ? "array" : NULL, "the submission holds more than %d jobs in all",
                             PROTO_MAX_JOBS_PER_SUBMISSION);
         if (sub->n_tasks + tasks * (size_t) copies > PROTO_MAX_TASKS_PER_SUBMISSION)
-                return fail(ret_error, path, array ? "array" : NULL, "the submission holds more than %d tasks in all",
+                return proto_fail(ret_error, path, array ? "array" : NULL, "the submission holds more than %d tasks in all",
                             PROTO_MAX_TASKS_PER_SUBMISSION);
         sub->n_jobs += (size_t) copies;
         sub->n_tasks += tasks * (size_t) copies;
@@ -268,10 +268,10 @@ int job_submission_from_json(json_t *j, JobSubmission **ret, char **ret_error) {
         }
 
         static const char *const keys[] = { "jobs", NULL };
-        int r = check_keys(j, "", keys, ret_error);
+        int r = proto_check_keys(j, "", keys, ret_error);
         if (r < 0)
                 return r;
-        r = get_array(j, "", "jobs", true, 1, PROTO_MAX_JOBS_PER_SUBMISSION, "jobs", &list, ret_error);
+        r = proto_get_array(j, "", "jobs", true, 1, PROTO_MAX_JOBS_PER_SUBMISSION, "jobs", &list, ret_error);
         if (r < 0)
                 return r;
         size_t n = json_array_size(list);
@@ -282,7 +282,7 @@ int job_submission_from_json(json_t *j, JobSubmission **ret, char **ret_error) {
         sub->many = sub->list = true;
         for (size_t i = 0; i < n; i++) {
                 char p[PATH_BUF];
-                path_index(p, "", "jobs", i);
+                proto_path_index(p, "", "jobs", i);
                 r = submission_add(sub, json_array_get(list, i), p, ret_error);
                 if (r < 0)
                         return r;
@@ -295,18 +295,18 @@ static json_t *phase_spec_to_json(const PhaseSpec *p) {
         json_auto_t *o = json_object();
         if (!o)
                 return NULL;
-        if (p->name && add(o, "name", json_text(p->name)) < 0)
+        if (p->name && proto_add(o, "name", proto_json_text(p->name)) < 0)
                 return NULL;
-        if (add(o, "tasks", json_integer(p->n_tasks)) < 0 || add(o, "argv", strv_to_json(p->argv)) < 0)
+        if (proto_add(o, "tasks", json_integer(p->n_tasks)) < 0 || proto_add(o, "argv", proto_strv_to_json(p->argv)) < 0)
                 return NULL;
-        if (p->env && add(o, "env", env_to_json(p->env)) < 0)
+        if (p->env && proto_add(o, "env", proto_env_to_json(p->env)) < 0)
                 return NULL;
-        if (p->cwd && add(o, "cwd", json_text(p->cwd)) < 0)
+        if (p->cwd && proto_add(o, "cwd", proto_json_text(p->cwd)) < 0)
                 return NULL;
-        if (add(o, "cpu_cores", json_double(p->cpu_cores)) < 0 ||
-            add(o, "memory_bytes", json_u64(p->memory_bytes)) < 0)
+        if (proto_add(o, "cpu_cores", proto_json_double(p->cpu_cores)) < 0 ||
+            proto_add(o, "memory_bytes", proto_json_u64(p->memory_bytes)) < 0)
                 return NULL;
-        if (p->pids_max > 0 && add(o, "pids_max", json_integer(p->pids_max)) < 0)
+        if (p->pids_max > 0 && proto_add(o, "pids_max", json_integer(p->pids_max)) < 0)
                 return NULL;
         return json_incref(o);
 }
@@ -316,29 +316,29 @@ json_t *job_spec_to_json(const JobSpec *s) {
         json_auto_t *phases = json_array();
         if (!o || !phases)
                 return NULL;
-        if (add(o, "name", json_text(s->name ?: "")) < 0)
+        if (proto_add(o, "name", proto_json_text(s->name ?: "")) < 0)
                 return NULL;
-        if (s->user && add(o, "user", json_text(s->user)) < 0)
+        if (s->user && proto_add(o, "user", proto_json_text(s->user)) < 0)
                 return NULL;
-        if (add(o, "weight", json_double(s->weight)) < 0)
+        if (proto_add(o, "weight", proto_json_double(s->weight)) < 0)
                 return NULL;
-        if (s->output && add(o, "output", json_text(s->output)) < 0)
+        if (s->output && proto_add(o, "output", proto_json_text(s->output)) < 0)
                 return NULL;
-        if (s->error && add(o, "error", json_text(s->error)) < 0)
+        if (s->error && proto_add(o, "error", proto_json_text(s->error)) < 0)
                 return NULL;
-        if (s->time_limit_s > 0 && add(o, "time_limit_s", json_integer(s->time_limit_s)) < 0)
+        if (s->time_limit_s > 0 && proto_add(o, "time_limit_s", json_integer(s->time_limit_s)) < 0)
                 return NULL;
-        if (s->hold && add(o, "hold", json_true()) < 0)
+        if (s->hold && proto_add(o, "hold", json_true()) < 0)
                 return NULL;
         if (s->n_dependencies > 0) {
                 _cleanup_free_ char *d = dependency_format(s->dependencies, s->n_dependencies);
-                if (!d || add(o, "dependency", json_text(d)) < 0)
+                if (!d || proto_add(o, "dependency", proto_json_text(d)) < 0)
                         return NULL;
         }
         for (size_t i = 0; i < s->n_phases; i++)
-                if (append(phases, phase_spec_to_json(&s->phases[i])) < 0)
+                if (proto_append(phases, phase_spec_to_json(&s->phases[i])) < 0)
                         return NULL;
-        if (add(o, "phases", json_incref(phases)) < 0)
+        if (proto_add(o, "phases", json_incref(phases)) < 0)
                 return NULL;
         return json_incref(o);
 }

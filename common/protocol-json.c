@@ -23,7 +23,7 @@
 
 /* Sets *ret_error to "<path>.<field>: <message>" (path or field may be empty; both empty means
  * the whole body) and returns -EINVAL, or -ENOMEM when the message itself cannot be built. */
-_printf_(4, 5) int fail(char **ret_error, const char *path, const char *field, const char *fmt, ...) {
+_printf_(4, 5) int proto_fail(char **ret_error, const char *path, const char *field, const char *fmt, ...) {
         if (!ret_error)
                 return -EINVAL;
 
@@ -63,22 +63,22 @@ static void key_for_message(const char *key, size_t key_len, char buf[static KEY
 
 /* Paths are built from fixed field names and indexes under a caller's path, so they stay short;
  * should a caller's path be absurdly long, the message says it was cut. */
-void path_truncated(char buf[static PATH_BUF], int n) {
+void proto_path_truncated(char buf[static PATH_BUF], int n) {
         if (n < 0 || n >= PATH_BUF)
                 memcpy(buf + PATH_BUF - 4, "...", 4);
 }
 
-void path_field(char buf[static PATH_BUF], const char *path, const char *field) {
-        path_truncated(buf, snprintf(buf, PATH_BUF, "%s%s%s", path, path[0] ? "." : "", field));
+void proto_path_field(char buf[static PATH_BUF], const char *path, const char *field) {
+        proto_path_truncated(buf, snprintf(buf, PATH_BUF, "%s%s%s", path, path[0] ? "." : "", field));
 }
 
-void path_index(char buf[static PATH_BUF], const char *path, const char *field, size_t i) {
-        path_truncated(buf, snprintf(buf, PATH_BUF, "%s%s%s[%zu]", path, path[0] ? "." : "", field, i));
+void proto_path_index(char buf[static PATH_BUF], const char *path, const char *field, size_t i) {
+        proto_path_truncated(buf, snprintf(buf, PATH_BUF, "%s%s%s[%zu]", path, path[0] ? "." : "", field, i));
 }
 
 /* ---- Typed field access with validation ---- */
 
-int check_keys(json_t *o, const char *path, const char *const *allowed, char **ret_error) {
+int proto_check_keys(json_t *o, const char *path, const char *const *allowed, char **ret_error) {
         const char *key;
         size_t key_len;
         json_t *v = NULL;
@@ -95,7 +95,7 @@ int check_keys(json_t *o, const char *path, const char *const *allowed, char **r
                 if (!known) {
                         char k[KEY_IN_MESSAGE_MAX + 4];
                         key_for_message(key, key_len, k);
-                        return fail(ret_error, path, k, "unknown field");
+                        return proto_fail(ret_error, path, k, "unknown field");
                 }
         }
         return 0;
@@ -103,11 +103,11 @@ int check_keys(json_t *o, const char *path, const char *const *allowed, char **r
 
 /* Returns 1 and the value when the field is there, 0 when it is absent or null and optional.
  * null means "not given" so that clients may spell optional fields either way. */
-int field_get(json_t *o, const char *path, const char *field, bool required, json_t **ret, char **ret_error) {
+int proto_field_get(json_t *o, const char *path, const char *field, bool required, json_t **ret, char **ret_error) {
         json_t *v = json_object_get(o, field);
         if (!v || json_is_null(v)) {
                 if (required)
-                        return fail(ret_error, path, field, "is required");
+                        return proto_fail(ret_error, path, field, "is required");
                 *ret = NULL;
                 return 0;
         }
@@ -115,41 +115,41 @@ int field_get(json_t *o, const char *path, const char *field, bool required, jso
         return 1;
 }
 
-int check_string(json_t *v, const char *path, const char *field, size_t max_len, const char **ret,
+int proto_check_string(json_t *v, const char *path, const char *field, size_t max_len, const char **ret,
                         char **ret_error) {
         if (!json_is_string(v))
-                return fail(ret_error, path, field, "must be a string");
+                return proto_fail(ret_error, path, field, "must be a string");
         const char *s = json_string_value(v);
         size_t len = json_string_length(v);
         if (strlen(s) != len)
-                return fail(ret_error, path, field, "must not contain NUL bytes");
+                return proto_fail(ret_error, path, field, "must not contain NUL bytes");
         if (len > max_len)
-                return fail(ret_error, path, field, "must be at most %zu bytes long", max_len);
+                return proto_fail(ret_error, path, field, "must be at most %zu bytes long", max_len);
         *ret = s;
         return 1;
 }
 
-int get_string(json_t *o, const char *path, const char *field, bool required, size_t max_len,
+int proto_get_string(json_t *o, const char *path, const char *field, bool required, size_t max_len,
                       const char **ret, char **ret_error) {
         json_t *v = NULL;
-        int r = field_get(o, path, field, required, &v, ret_error);
+        int r = proto_field_get(o, path, field, required, &v, ret_error);
         if (r <= 0) {
                 if (r == 0)
                         *ret = NULL;
                 return r;
         }
-        return check_string(v, path, field, max_len, ret, ret_error);
+        return proto_check_string(v, path, field, max_len, ret, ret_error);
 }
 
 static int int_range_error(char **ret_error, const char *path, const char *field, int64_t min, int64_t max) {
         if (min == 0 && max == INT64_MAX)
-                return fail(ret_error, path, field, "must be a non-negative integer");
-        return fail(ret_error, path, field, "must be an integer in [%" PRId64 ", %" PRId64 "]", min, max);
+                return proto_fail(ret_error, path, field, "must be a non-negative integer");
+        return proto_fail(ret_error, path, field, "must be an integer in [%" PRId64 ", %" PRId64 "]", min, max);
 }
 
 /* Integers only: 2.0 and 1e3 are reals in JSON terms, and a count or a byte size given as a real
  * is more likely a mistake than a convenience. */
-int check_int(json_t *v, const char *path, const char *field, int64_t min, int64_t max, int64_t *ret,
+int proto_check_int(json_t *v, const char *path, const char *field, int64_t min, int64_t max, int64_t *ret,
                      char **ret_error) {
         if (!json_is_integer(v))
                 return int_range_error(ret_error, path, field, min, max);
@@ -160,90 +160,90 @@ int check_int(json_t *v, const char *path, const char *field, int64_t min, int64
         return 1;
 }
 
-int get_int(json_t *o, const char *path, const char *field, bool required, int64_t min, int64_t max,
+int proto_get_int(json_t *o, const char *path, const char *field, bool required, int64_t min, int64_t max,
                    int64_t *ret, char **ret_error) {
         json_t *v = NULL;
-        int r = field_get(o, path, field, required, &v, ret_error);
+        int r = proto_field_get(o, path, field, required, &v, ret_error);
         if (r <= 0)
                 return r;
-        return check_int(v, path, field, min, max, ret, ret_error);
+        return proto_check_int(v, path, field, min, max, ret, ret_error);
 }
 
-int get_uint64(json_t *o, const char *path, const char *field, bool required, uint64_t *ret,
+int proto_get_uint64(json_t *o, const char *path, const char *field, bool required, uint64_t *ret,
                       char **ret_error) {
         int64_t i;
-        int r = get_int(o, path, field, required, 0, INT64_MAX, &i, ret_error);
+        int r = proto_get_int(o, path, field, required, 0, INT64_MAX, &i, ret_error);
         if (r > 0)
                 *ret = (uint64_t) i;
         return r;
 }
 
 /* A number in [min, max], or (min, max] when min_open. */
-int check_number(json_t *v, const char *path, const char *field, double min, bool min_open, double max,
+int proto_check_number(json_t *v, const char *path, const char *field, double min, bool min_open, double max,
                         double *ret, char **ret_error) {
         double d = json_is_number(v) ? json_number_value(v) : NAN;
         if (!isfinite(d) || d < min || (min_open && d == min) || d > max) {
                 if (isinf(max) && min == 0 && !min_open)
-                        return fail(ret_error, path, field, "must be a non-negative number");
-                return fail(ret_error, path, field, "must be a number in %c%g, %g]", min_open ? '(' : '[', min, max);
+                        return proto_fail(ret_error, path, field, "must be a non-negative number");
+                return proto_fail(ret_error, path, field, "must be a number in %c%g, %g]", min_open ? '(' : '[', min, max);
         }
         *ret = d;
         return 1;
 }
 
-int get_number(json_t *o, const char *path, const char *field, bool required, double min, bool min_open,
+int proto_get_number(json_t *o, const char *path, const char *field, bool required, double min, bool min_open,
                       double max, double *ret, char **ret_error) {
         json_t *v = NULL;
-        int r = field_get(o, path, field, required, &v, ret_error);
+        int r = proto_field_get(o, path, field, required, &v, ret_error);
         if (r <= 0)
                 return r;
-        return check_number(v, path, field, min, min_open, max, ret, ret_error);
+        return proto_check_number(v, path, field, min, min_open, max, ret, ret_error);
 }
 
-int get_bool(json_t *o, const char *path, const char *field, bool required, bool *ret, char **ret_error) {
+int proto_get_bool(json_t *o, const char *path, const char *field, bool required, bool *ret, char **ret_error) {
         json_t *v = NULL;
-        int r = field_get(o, path, field, required, &v, ret_error);
+        int r = proto_field_get(o, path, field, required, &v, ret_error);
         if (r <= 0)
                 return r;
         if (!json_is_boolean(v))
-                return fail(ret_error, path, field, "must be true or false");
+                return proto_fail(ret_error, path, field, "must be true or false");
         *ret = json_is_true(v);
         return 1;
 }
 
-int get_object(json_t *o, const char *path, const char *field, bool required, json_t **ret,
+int proto_get_object(json_t *o, const char *path, const char *field, bool required, json_t **ret,
                       char **ret_error) {
-        int r = field_get(o, path, field, required, ret, ret_error);
+        int r = proto_field_get(o, path, field, required, ret, ret_error);
         if (r <= 0)
                 return r;
         if (!json_is_object(*ret))
-                return fail(ret_error, path, field, "must be an object");
+                return proto_fail(ret_error, path, field, "must be an object");
         return 1;
 }
 
 /* An array of at most max elements; 0 and *ret = NULL when absent and optional. */
-int get_array(json_t *o, const char *path, const char *field, bool required, size_t min, size_t max,
+int proto_get_array(json_t *o, const char *path, const char *field, bool required, size_t min, size_t max,
                      const char *what, json_t **ret, char **ret_error) {
         json_t *v = NULL;
-        int r = field_get(o, path, field, required, &v, ret_error);
+        int r = proto_field_get(o, path, field, required, &v, ret_error);
         if (r <= 0) {
                 if (r == 0)
                         *ret = NULL;
                 return r;
         }
         if (!json_is_array(v))
-                return fail(ret_error, path, field, "must be an array");
+                return proto_fail(ret_error, path, field, "must be an array");
         size_t n = json_array_size(v);
         if (n < min || n > max) {
                 if (min == 0)
-                        return fail(ret_error, path, field, "must hold at most %zu %s", max, what);
-                return fail(ret_error, path, field, "must hold %zu..%zu %s", min, max, what);
+                        return proto_fail(ret_error, path, field, "must hold at most %zu %s", max, what);
+                return proto_fail(ret_error, path, field, "must hold %zu..%zu %s", min, max, what);
         }
         *ret = v;
         return 1;
 }
 
-int strdup_to(const char *s, char **ret) {
+int proto_strdup_to(const char *s, char **ret) {
         if (!s) {
                 *ret = NULL;
                 return 0;
@@ -287,22 +287,22 @@ static bool string_is_printable(const char *s) {
         return true;
 }
 
-int check_name(json_t *v, const char *path, const char *field, const char **ret, char **ret_error) {
+int proto_check_name(json_t *v, const char *path, const char *field, const char **ret, char **ret_error) {
         const char *s;
-        int r = check_string(v, path, field, SIZE_MAX, &s, ret_error);
+        int r = proto_check_string(v, path, field, SIZE_MAX, &s, ret_error);
         if (r < 0)
                 return r;
         size_t len = strlen(s);
         if (len < 1 || len > PROTO_NAME_MAX || !string_is_printable(s))
-                return fail(ret_error, path, field, "must be 1..%d printable characters", PROTO_NAME_MAX);
+                return proto_fail(ret_error, path, field, "must be 1..%d printable characters", PROTO_NAME_MAX);
         *ret = s;
         return 1;
 }
 
-int get_name(json_t *o, const char *path, const char *field, bool required, const char **ret,
+int proto_get_name(json_t *o, const char *path, const char *field, bool required, const char **ret,
                     char **ret_error) {
         const char *s;
-        int r = get_string(o, path, field, required, SIZE_MAX, &s, ret_error);
+        int r = proto_get_string(o, path, field, required, SIZE_MAX, &s, ret_error);
         if (r <= 0) {
                 if (r == 0)
                         *ret = NULL;
@@ -310,7 +310,7 @@ int get_name(json_t *o, const char *path, const char *field, bool required, cons
         }
         size_t len = strlen(s);
         if (len < 1 || len > PROTO_NAME_MAX || !string_is_printable(s))
-                return fail(ret_error, path, field, "must be 1..%d printable characters", PROTO_NAME_MAX);
+                return proto_fail(ret_error, path, field, "must be 1..%d printable characters", PROTO_NAME_MAX);
         *ret = s;
         return 1;
 }
@@ -343,57 +343,57 @@ bool proto_user_name_is_valid(const char *s) {
         return true;
 }
 
-int get_user(json_t *o, const char *path, const char *field, char **ret, char **ret_error) {
+int proto_get_user(json_t *o, const char *path, const char *field, char **ret, char **ret_error) {
         const char *s;
-        int r = get_string(o, path, field, false, SIZE_MAX, &s, ret_error);
+        int r = proto_get_string(o, path, field, false, SIZE_MAX, &s, ret_error);
         if (r <= 0) {
                 if (r == 0)
                         *ret = NULL;
                 return r;
         }
         if (!proto_user_name_is_valid(s))
-                return fail(ret_error, path, field,
+                return proto_fail(ret_error, path, field,
                             "must be a user name of 1..%d characters [A-Za-z0-9._-], not starting with '-'",
                             USER_NAME_MAX);
-        return strdup_to(s, ret) < 0 ? -ENOMEM : 1;
+        return proto_strdup_to(s, ret) < 0 ? -ENOMEM : 1;
 }
 
-int get_cwd(json_t *o, const char *path, const char *field, char **ret, char **ret_error) {
+int proto_get_cwd(json_t *o, const char *path, const char *field, char **ret, char **ret_error) {
         const char *s;
-        int r = get_string(o, path, field, false, PATH_MAX - 1, &s, ret_error);
+        int r = proto_get_string(o, path, field, false, PATH_MAX - 1, &s, ret_error);
         if (r <= 0) {
                 if (r == 0)
                         *ret = NULL;
                 return r;
         }
         if (s[0] != '/')
-                return fail(ret_error, path, field, "must be an absolute path");
-        return strdup_to(s, ret) < 0 ? -ENOMEM : 1;
+                return proto_fail(ret_error, path, field, "must be an absolute path");
+        return proto_strdup_to(s, ret) < 0 ? -ENOMEM : 1;
 }
 
 /* An --output/--error pattern (task-output.h). */
-int get_output_pattern(json_t *o, const char *path, const char *field, char **ret, char **ret_error) {
+int proto_get_output_pattern(json_t *o, const char *path, const char *field, char **ret, char **ret_error) {
         const char *s, *why;
         json_t *v = NULL;
-        int r = field_get(o, path, field, false, &v, ret_error);
+        int r = proto_field_get(o, path, field, false, &v, ret_error);
         if (r <= 0) {
                 if (r == 0)
                         *ret = NULL;
                 return r;
         }
         if (!json_is_string(v))
-                return fail(ret_error, path, field, "must be a string");
+                return proto_fail(ret_error, path, field, "must be a string");
         s = json_string_value(v);
         if (strlen(s) != json_string_length(v))
-                return fail(ret_error, path, field, "must not contain NUL bytes");
+                return proto_fail(ret_error, path, field, "must not contain NUL bytes");
         if (task_output_pattern_check(s, &why) < 0)
-                return fail(ret_error, path, field, "%s", why);
-        return strdup_to(s, ret) < 0 ? -ENOMEM : 1;
+                return proto_fail(ret_error, path, field, "%s", why);
+        return proto_strdup_to(s, ret) < 0 ? -ENOMEM : 1;
 }
 
-int get_argv(json_t *o, const char *path, const char *field, bool required, char ***ret, char **ret_error) {
+int proto_get_argv(json_t *o, const char *path, const char *field, bool required, char ***ret, char **ret_error) {
         json_t *a;
-        int r = get_array(o, path, field, required, 1, PROTO_MAX_ARGV, "strings", &a, ret_error);
+        int r = proto_get_array(o, path, field, required, 1, PROTO_MAX_ARGV, "strings", &a, ret_error);
         if (r <= 0) {
                 if (r == 0)
                         *ret = NULL;
@@ -405,11 +405,11 @@ int get_argv(json_t *o, const char *path, const char *field, bool required, char
         for (size_t i = 0; i < n; i++) {
                 json_t *e = json_array_get(a, i);
                 char p[PATH_BUF];
-                path_index(p, path, field, i);
+                proto_path_index(p, path, field, i);
                 if (!json_is_string(e) || json_string_length(e) == 0)
-                        return fail(ret_error, p, NULL, "must be a non-empty string");
+                        return proto_fail(ret_error, p, NULL, "must be a non-empty string");
                 const char *s;
-                r = check_string(e, p, NULL, PROTO_MAX_ARG_LEN, &s, ret_error);
+                r = proto_check_string(e, p, NULL, PROTO_MAX_ARG_LEN, &s, ret_error);
                 if (r < 0)
                         return r;
         }
@@ -418,7 +418,7 @@ int get_argv(json_t *o, const char *path, const char *field, bool required, char
         if (!l)
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++)
-                if (strdup_to(json_string_value(json_array_get(a, i)), &l[i]) < 0)
+                if (proto_strdup_to(json_string_value(json_array_get(a, i)), &l[i]) < 0)
                         return -ENOMEM;
         *ret = TAKE_PTR(l);
         return 1;
@@ -426,9 +426,9 @@ int get_argv(json_t *o, const char *path, const char *field, bool required, char
 
 /* The environment travels as an object {"NAME": "value"} (a client cannot then send one name
  * twice) and lives in C as a "NAME=value" list ready for execve(). An empty object gives NULL. */
-int get_env(json_t *o, const char *path, const char *field, char ***ret, char **ret_error) {
+int proto_get_env(json_t *o, const char *path, const char *field, char ***ret, char **ret_error) {
         json_t *e;
-        int r = get_object(o, path, field, false, &e, ret_error);
+        int r = proto_get_object(o, path, field, false, &e, ret_error);
         if (r <= 0) {
                 if (r == 0)
                         *ret = NULL;
@@ -436,9 +436,9 @@ int get_env(json_t *o, const char *path, const char *field, char ***ret, char **
         }
 
         char p[PATH_BUF];
-        path_field(p, path, field);
+        proto_path_field(p, path, field);
         if (json_object_size(e) > PROTO_MAX_ENV)
-                return fail(ret_error, p, NULL, "must hold at most %d variables", PROTO_MAX_ENV);
+                return proto_fail(ret_error, p, NULL, "must hold at most %d variables", PROTO_MAX_ENV);
 
         const char *key;
         size_t key_len;
@@ -447,15 +447,15 @@ int get_env(json_t *o, const char *path, const char *field, char ***ret, char **
                 char k[KEY_IN_MESSAGE_MAX + 4];
                 key_for_message(key, key_len, k);
                 if (key_len == 0)
-                        return fail(ret_error, p, k, "name must not be empty");
+                        return proto_fail(ret_error, p, k, "name must not be empty");
                 if (strlen(key) != key_len)
-                        return fail(ret_error, p, k, "name must not contain NUL bytes");
+                        return proto_fail(ret_error, p, k, "name must not contain NUL bytes");
                 if (strchr(key, '='))
-                        return fail(ret_error, p, k, "name must not contain '='");
+                        return proto_fail(ret_error, p, k, "name must not contain '='");
                 if (key_len > PROTO_MAX_ARG_LEN)
-                        return fail(ret_error, p, k, "name must be at most %d bytes long", PROTO_MAX_ARG_LEN);
+                        return proto_fail(ret_error, p, k, "name must be at most %d bytes long", PROTO_MAX_ARG_LEN);
                 const char *s;
-                r = check_string(v, p, k, PROTO_MAX_ARG_LEN, &s, ret_error);
+                r = proto_check_string(v, p, k, PROTO_MAX_ARG_LEN, &s, ret_error);
                 if (r < 0)
                         return r;
         }
@@ -482,52 +482,52 @@ int get_env(json_t *o, const char *path, const char *field, char ***ret, char **
 static int task_id_check(const char *s, const char *path, const char *field, char **ret, char **ret_error) {
         TaskId id;
         if (task_id_parse(s, &id) < 0)
-                return fail(ret_error, path, field, "must be a task id <job>.<phase>.<task>.<attempt>");
-        return strdup_to(s, ret) < 0 ? -ENOMEM : 1;
+                return proto_fail(ret_error, path, field, "must be a task id <job>.<phase>.<task>.<attempt>");
+        return proto_strdup_to(s, ret) < 0 ? -ENOMEM : 1;
 }
 
-int check_task_id_named(json_t *v, const char *path, const char *field, char **ret, char **ret_error) {
+int proto_check_task_id_named(json_t *v, const char *path, const char *field, char **ret, char **ret_error) {
         const char *s;
-        int r = check_string(v, path, field, TASK_ID_MAX, &s, ret_error);
+        int r = proto_check_string(v, path, field, TASK_ID_MAX, &s, ret_error);
         if (r < 0)
                 return r;
         return task_id_check(s, path, field, ret, ret_error);
 }
 
 /* A task id as an element of an array (path names the element). */
-int check_task_id(json_t *v, const char *path, char **ret, char **ret_error) {
-        return check_task_id_named(v, path, NULL, ret, ret_error);
+int proto_check_task_id(json_t *v, const char *path, char **ret, char **ret_error) {
+        return proto_check_task_id_named(v, path, NULL, ret, ret_error);
 }
 
-int get_task_id(json_t *o, const char *path, const char *field, char **ret, char **ret_error) {
+int proto_get_task_id(json_t *o, const char *path, const char *field, char **ret, char **ret_error) {
         const char *s;
-        int r = get_string(o, path, field, true, TASK_ID_MAX, &s, ret_error);
+        int r = proto_get_string(o, path, field, true, TASK_ID_MAX, &s, ret_error);
         if (r < 0)
                 return r;
         TaskId id;
         if (task_id_parse(s, &id) < 0)
-                return fail(ret_error, path, field, "must be a task id <job>.<phase>.<task>.<attempt>");
-        return strdup_to(s, ret) < 0 ? -ENOMEM : 1;
+                return proto_fail(ret_error, path, field, "must be a task id <job>.<phase>.<task>.<attempt>");
+        return proto_strdup_to(s, ret) < 0 ? -ENOMEM : 1;
 }
 
 /* Optional free text (error reasons): any string without NUL bytes, bounded. */
-int get_text(json_t *o, const char *path, const char *field, char **ret, char **ret_error) {
+int proto_get_text(json_t *o, const char *path, const char *field, char **ret, char **ret_error) {
         const char *s;
-        int r = get_string(o, path, field, false, TEXT_MAX, &s, ret_error);
+        int r = proto_get_string(o, path, field, false, TEXT_MAX, &s, ret_error);
         if (r < 0)
                 return r;
-        return strdup_to(s, ret) < 0 ? -ENOMEM : r;
+        return proto_strdup_to(s, ret) < 0 ? -ENOMEM : r;
 }
 
 /* ---- Encoding helpers ---- */
 
-int add(json_t *o, const char *key, json_t *v) {
+int proto_add(json_t *o, const char *key, json_t *v) {
         if (!v)
                 return -ENOMEM;
         return json_object_set_new(o, key, v) < 0 ? -ENOMEM : 0;
 }
 
-int append(json_t *a, json_t *v) {
+int proto_append(json_t *a, json_t *v) {
         if (!v)
                 return -ENOMEM;
         return json_array_append_new(a, v) < 0 ? -ENOMEM : 0;
@@ -535,19 +535,19 @@ int append(json_t *a, json_t *v) {
 
 /* JSON integers are signed 64-bit in jansson; no counter of ours gets near 2^63 (292 years of
  * nanoseconds), so clamping is the honest answer for a value that cannot be represented. */
-json_t *json_u64(uint64_t v) {
+json_t *proto_json_u64(uint64_t v) {
         return json_integer(v > (uint64_t) INT64_MAX ? INT64_MAX : (json_int_t) v);
 }
 
 /* JSON has no NaN or infinity: such a value is a sender bug, which null makes the receiver's
  * decoder report by field name. */
-json_t *json_double(double d) {
+json_t *proto_json_double(double d) {
         return isfinite(d) ? json_real(d) : json_null();
 }
 
 /* json_string() refuses invalid UTF-8 (which can only come from local C callers: everything
  * decoded was checked by jansson); replace such bytes rather than fail the whole document. */
-json_t *json_text(const char *s) {
+json_t *proto_json_text(const char *s) {
         json_t *j = json_string(s);
         if (j)
                 return j;
@@ -560,28 +560,28 @@ json_t *json_text(const char *s) {
         return json_string(c);
 }
 
-json_t *strv_to_json(char *const *l) {
+json_t *proto_strv_to_json(char *const *l) {
         json_auto_t *a = json_array();
         if (!a)
                 return NULL;
         for (; l && *l; l++)
-                if (append(a, json_text(*l)) < 0)
+                if (proto_append(a, proto_json_text(*l)) < 0)
                         return NULL;
         return json_incref(a);
 }
 
-json_t *env_to_json(char *const *l) {
+json_t *proto_env_to_json(char *const *l) {
         json_auto_t *o = json_object();
         if (!o)
                 return NULL;
         for (; l && *l; l++) {
-                /* Entries come from get_env() and always hold '='; one without is a name with
+                /* Entries come from proto_get_env() and always hold '='; one without is a name with
                  * an empty value, which is what execve() callers would make of it too. */
                 const char *eq = strchr(*l, '=');
                 _cleanup_free_ char *name = eq ? strndup(*l, eq - *l) : strdup(*l);
                 if (!name)
                         return NULL;
-                if (add(o, name, json_text(eq ? eq + 1 : "")) < 0)
+                if (proto_add(o, name, proto_json_text(eq ? eq + 1 : "")) < 0)
                         return NULL;
         }
         return json_incref(o);
@@ -599,9 +599,9 @@ static int check_limit(json_t *v, const char *path, const char *field, int64_t m
                 return 1;
         }
         if (unlimited_ok)
-                return fail(ret_error, path, field,
+                return proto_fail(ret_error, path, field,
                             "must be -1 (no limit), 0 (unset) or an integer in [%" PRId64 ", %" PRId64 "]", min, max);
-        return fail(ret_error, path, field, "must be 0 (unset) or an integer in [%" PRId64 ", %" PRId64 "]", min, max);
+        return proto_fail(ret_error, path, field, "must be 0 (unset) or an integer in [%" PRId64 ", %" PRId64 "]", min, max);
 }
 
 const Schema limits_schema = {
@@ -620,7 +620,7 @@ const Schema limits_schema = {
 
 int limits_from_json(json_t *j, const char *path, Limits *ret, char **ret_error) {
         Limits l = {};
-        int r = schema_from_json(j, path ?: "", &limits_schema, &l, NULL, ret_error);
+        int r = proto_schema_from_json(j, path ?: "", &limits_schema, &l, NULL, ret_error);
         if (r < 0)
                 return r;
         *ret = l;
@@ -634,23 +634,23 @@ json_t *limits_to_json(const Limits *l) {
         for (size_t i = 0; i < limits_schema.n_fields; i++) {
                 const Field *f = &limits_schema.fields[i];
                 int64_t v = *(const int64_t *) ((const char *) l + f->offset);
-                if (v != LIMIT_UNSET && add(o, f->key, json_integer(v)) < 0)
+                if (v != LIMIT_UNSET && proto_add(o, f->key, json_integer(v)) < 0)
                         return NULL;
         }
         return json_incref(o);
 }
 
-int get_limits(json_t *o, const char *path, const char *field, bool required, Limits *ret,
+int proto_get_limits(json_t *o, const char *path, const char *field, bool required, Limits *ret,
                       char **ret_error) {
         json_t *v = NULL;
-        int r = field_get(o, path, field, required, &v, ret_error);
+        int r = proto_field_get(o, path, field, required, &v, ret_error);
         if (r <= 0) {
                 if (r == 0)
                         *ret = (Limits) {};
                 return r;
         }
         char p[PATH_BUF];
-        path_field(p, path, field);
+        proto_path_field(p, path, field);
         r = limits_from_json(v, p, ret, ret_error);
         return r < 0 ? r : 1;
 }
@@ -659,7 +659,7 @@ int get_limits(json_t *o, const char *path, const char *field, bool required, Li
 
 static int check_enum(json_t *v, const char *path, const char *name, const Field *f, void *p, char **ret_error) {
         const char *s;
-        int r = check_string(v, path, name, SIZE_MAX, &s, ret_error);
+        int r = proto_check_string(v, path, name, SIZE_MAX, &s, ret_error);
         if (r < 0)
                 return r;
         for (size_t i = 0; f->names[i]; i++)
@@ -668,23 +668,23 @@ static int check_enum(json_t *v, const char *path, const char *name, const Field
                                 store_int(p, f->size, f->values[i]);
                                 return 1;
                         }
-                        return strdup_to(s, (char **) p) < 0 ? -ENOMEM : 1;
+                        return proto_strdup_to(s, (char **) p) < 0 ? -ENOMEM : 1;
                 }
         if (f->what)
-                return fail(ret_error, path, name, "%s", f->what);
+                return proto_fail(ret_error, path, name, "%s", f->what);
         char list[256] = "";
         for (size_t i = 0, n = 0; f->names[i] && n < sizeof list; i++)
                 n += (size_t) snprintf(list + n, sizeof list - n, "%s%s", i > 0 ? ", " : "", f->names[i]);
-        return fail(ret_error, path, name, "must be one of %s", list);
+        return proto_fail(ret_error, path, name, "must be one of %s", list);
 }
 
 static int array_from_json(json_t *v, const char *path, const char *name, const Field *f, void *base,
                            SpecialFromJson special, char **ret_error) {
         if (!json_is_array(v))
-                return fail(ret_error, path, name, "must be an array");
+                return proto_fail(ret_error, path, name, "must be an array");
         size_t n = json_array_size(v);
         if (n > (size_t) f->max)
-                return fail(ret_error, path, name, "must hold at most %zu %s", (size_t) f->max, f->what);
+                return proto_fail(ret_error, path, name, "must hold at most %zu %s", (size_t) f->max, f->what);
         if (n == 0)
                 return 1;
         void *elements = calloc(n, f->size);
@@ -694,17 +694,17 @@ static int array_from_json(json_t *v, const char *path, const char *name, const 
         *(size_t *) ((char *) base + f->aux) = n;
         for (size_t i = 0; i < n; i++) {
                 char p[PATH_BUF];
-                path_index(p, path, name, i);
+                proto_path_index(p, path, name, i);
                 void *element = (char *) elements + i * f->size;
-                int r = f->sub ? schema_from_json(json_array_get(v, i), p, f->sub, element, special, ret_error)
-                               : check_task_id(json_array_get(v, i), p, element, ret_error);
+                int r = f->sub ? proto_schema_from_json(json_array_get(v, i), p, f->sub, element, special, ret_error)
+                               : proto_check_task_id(json_array_get(v, i), p, element, ret_error);
                 if (r < 0)
                         return r;
         }
         return 1;
 }
 
-int field_value_from_json(json_t *v, const char *path, const char *name, const Field *f, void *base,
+int proto_field_value_from_json(json_t *v, const char *path, const char *name, const Field *f, void *base,
                           SpecialFromJson special, char **ret_error) {
         void *p = (char *) base + f->offset;
         const char *s;
@@ -713,39 +713,39 @@ int field_value_from_json(json_t *v, const char *path, const char *name, const F
 
         switch (f->kind) {
         case FIELD_INT:
-                r = check_int(v, path, name, f->min, f->max, &i, ret_error);
+                r = proto_check_int(v, path, name, f->min, f->max, &i, ret_error);
                 if (r > 0)
                         store_int(p, f->size, i);
                 return r;
         case FIELD_REAL:
-                return check_number(v, path, name, f->real_min, f->flags & FIELD_MIN_OPEN, f->real_max, (double *) p,
+                return proto_check_number(v, path, name, f->real_min, f->flags & FIELD_MIN_OPEN, f->real_max, (double *) p,
                                     ret_error);
         case FIELD_BOOL:
                 if (!json_is_boolean(v))
-                        return fail(ret_error, path, name, "must be true or false");
+                        return proto_fail(ret_error, path, name, "must be true or false");
                 *(bool *) p = json_is_true(v);
                 return 1;
         case FIELD_TEXT:
-                r = check_string(v, path, name, TEXT_MAX, &s, ret_error);
+                r = proto_check_string(v, path, name, TEXT_MAX, &s, ret_error);
                 if (r < 0)
                         return r;
-                return strdup_to(s, (char **) p) < 0 ? -ENOMEM : 1;
+                return proto_strdup_to(s, (char **) p) < 0 ? -ENOMEM : 1;
         case FIELD_NAME:
-                r = check_name(v, path, name, &s, ret_error);
+                r = proto_check_name(v, path, name, &s, ret_error);
                 if (r < 0)
                         return r;
-                return strdup_to(s, (char **) p) < 0 ? -ENOMEM : 1;
+                return proto_strdup_to(s, (char **) p) < 0 ? -ENOMEM : 1;
         case FIELD_NODE:
-                r = check_string(v, path, name, SIZE_MAX, &s, ret_error);
+                r = proto_check_string(v, path, name, SIZE_MAX, &s, ret_error);
                 if (r < 0)
                         return r;
                 if (!node_name_is_valid(s))
-                        return fail(ret_error, path, name,
+                        return proto_fail(ret_error, path, name,
                                     "must be 1..%d characters [A-Za-z0-9._-], starting with a letter or digit",
                                     PROTO_NAME_MAX);
-                return strdup_to(s, (char **) p) < 0 ? -ENOMEM : 1;
+                return proto_strdup_to(s, (char **) p) < 0 ? -ENOMEM : 1;
         case FIELD_TASK_ID:
-                return check_task_id_named(v, path, name, (char **) p, ret_error);
+                return proto_check_task_id_named(v, path, name, (char **) p, ret_error);
         case FIELD_ENUM:
                 return check_enum(v, path, name, f, p, ret_error);
         case FIELD_LIMIT:
@@ -753,9 +753,9 @@ int field_value_from_json(json_t *v, const char *path, const char *name, const F
         case FIELD_OBJECT: {
                 char q[PATH_BUF];
                 if (!json_is_object(v))
-                        return fail(ret_error, path, name, "must be an object");
-                path_field(q, path, name);
-                r = schema_from_json(v, q, f->sub, p, special, ret_error);
+                        return proto_fail(ret_error, path, name, "must be an object");
+                proto_path_field(q, path, name);
+                r = proto_schema_from_json(v, q, f->sub, p, special, ret_error);
                 return r < 0 ? r : 1;
         }
         case FIELD_ARRAY:
@@ -789,7 +789,7 @@ static int check_schema_keys(json_t *o, const char *path, const Schema *s, char 
                 if (!known) {
                         char k[KEY_IN_MESSAGE_MAX + 4];
                         key_for_message(key, key_len, k);
-                        return fail(ret_error, path, k, "unknown field");
+                        return proto_fail(ret_error, path, k, "unknown field");
                 }
         }
         return 0;
@@ -800,19 +800,19 @@ static int tree_only_field(json_t *j, const char *path, const Field *f, void *p,
         int r;
         switch (f->kind) {
         case FIELD_ARGV:
-                r = get_argv(j, path, f->key, required, (char ***) p, ret_error);
+                r = proto_get_argv(j, path, f->key, required, (char ***) p, ret_error);
                 break;
         case FIELD_ENV:
-                r = get_env(j, path, f->key, (char ***) p, ret_error);
+                r = proto_get_env(j, path, f->key, (char ***) p, ret_error);
                 break;
         case FIELD_CWD:
-                r = get_cwd(j, path, f->key, (char **) p, ret_error);
+                r = proto_get_cwd(j, path, f->key, (char **) p, ret_error);
                 break;
         case FIELD_USER:
-                r = get_user(j, path, f->key, (char **) p, ret_error);
+                r = proto_get_user(j, path, f->key, (char **) p, ret_error);
                 break;
         case FIELD_OUTPUT:
-                r = get_output_pattern(j, path, f->key, (char **) p, ret_error);
+                r = proto_get_output_pattern(j, path, f->key, (char **) p, ret_error);
                 break;
         default:
                 return 0;
@@ -820,12 +820,12 @@ static int tree_only_field(json_t *j, const char *path, const Field *f, void *p,
         return r < 0 ? r : 1;
 }
 
-int schema_from_json(json_t *j, const char *path, const Schema *s, void *base, SpecialFromJson special,
+int proto_schema_from_json(json_t *j, const char *path, const Schema *s, void *base, SpecialFromJson special,
                      char **ret_error) {
         int r;
 
         if (!json_is_object(j))
-                return fail(ret_error, path, NULL, "must be an object");
+                return proto_fail(ret_error, path, NULL, "must be an object");
         r = check_schema_keys(j, path, s, ret_error);
         if (r < 0)
                 return r;
@@ -850,7 +850,7 @@ int schema_from_json(json_t *j, const char *path, const Schema *s, void *base, S
                         if (!(f->when & (UINT32_C(1) << tag))) {
                                 /* A field the tag does not use is the sender's bug, not something to ignore. */
                                 if (json_object_get(j, f->key))
-                                        return fail(ret_error, path, f->key, "only allowed in %s", f->only);
+                                        return proto_fail(ret_error, path, f->key, "only allowed in %s", f->only);
                                 continue;
                         }
                         required = f->required_when & (UINT32_C(1) << tag);
@@ -860,12 +860,12 @@ int schema_from_json(json_t *j, const char *path, const Schema *s, void *base, S
                         return r;
                 if (r > 0)
                         continue;
-                r = field_get(j, path, f->key, required, &v, ret_error);
+                r = proto_field_get(j, path, f->key, required, &v, ret_error);
                 if (r < 0)
                         return r;
                 if (r == 0)
                         continue;
-                r = field_value_from_json(v, path, f->key, f, base, special, ret_error);
+                r = proto_field_value_from_json(v, path, f->key, f, base, special, ret_error);
                 if (r < 0)
                         return r;
                 if (f->flags & FIELD_MARK)
@@ -880,14 +880,14 @@ int schema_from_json(json_t *j, const char *path, const Schema *s, void *base, S
         return 0;
 }
 
-int message_from_json(json_t *j, const Schema *s, size_t size, SpecialFromJson special, void (*free_message)(void *),
+int proto_message_from_json(json_t *j, const Schema *s, size_t size, SpecialFromJson special, void (*free_message)(void *),
                       void **ret, char **ret_error) {
         if (!json_is_object(j))
-                return fail(ret_error, NULL, NULL, "must be a JSON object");
+                return proto_fail(ret_error, NULL, NULL, "must be a JSON object");
         void *m = calloc(1, size);
         if (!m)
                 return -ENOMEM;
-        int r = schema_from_json(j, "", s, m, special, ret_error);
+        int r = proto_schema_from_json(j, "", s, m, special, ret_error);
         if (r < 0) {
                 free_message(m);
                 return r;

@@ -135,8 +135,8 @@ json_t *error_to_json(unsigned status, const char *message) {
         json_auto_t *o = json_object();
         if (!inner || !o)
                 return NULL;
-        if (add(inner, "status", json_integer(status)) < 0 || add(inner, "message", json_text(message ?: "")) < 0 ||
-            add(o, "error", json_incref(inner)) < 0)
+        if (proto_add(inner, "status", json_integer(status)) < 0 || proto_add(inner, "message", proto_json_text(message ?: "")) < 0 ||
+            proto_add(o, "error", json_incref(inner)) < 0)
                 return NULL;
         return json_incref(o);
 }

@@ -919,7 +919,7 @@ Test(heartbeat, text_writer_reals) {
 }
 
 Test(heartbeat, text_writer_strings_and_numbers) {
-        /* Quotes, backslashes, controls, valid UTF-8 kept, invalid bytes as '?' (as json_text()),
+        /* Quotes, backslashes, controls, valid UTF-8 kept, invalid bytes as '?' (as proto_json_text()),
          * non-finite reals as null, extreme integers. */
         TaskSample sample = { .time_ms = -1, .cpu_usage_ns = UINT64_MAX, .progress = 1,
                               .has = SAMPLE_HAS_RATES, .cpu_cores = 1e-300, .throttled_ratio = NAN };
@@ -940,7 +940,7 @@ Test(heartbeat, text_writer_strings_and_numbers) {
         cr_assert_eq(json_integer_value(json_object_get(t, "pid")), -5);
         cr_assert_eq(json_integer_value(json_object_get(json_object_get(t, "limits"), "memory_max_bytes")), INT64_MIN);
         json_t *s0 = json_array_get(json_object_get(t, "samples"), 0);
-        cr_assert_eq(json_integer_value(json_object_get(s0, "cpu_usage_ns")), INT64_MAX, "clamped as json_u64()");
+        cr_assert_eq(json_integer_value(json_object_get(s0, "cpu_usage_ns")), INT64_MAX, "clamped as proto_json_u64()");
         cr_assert(json_is_real(json_object_get(s0, "progress")), "1 stays a real: %s", b.data);
         cr_assert_eq(json_real_value(json_object_get(s0, "cpu_cores")), 1e-300);
         cr_assert(json_is_null(json_object_get(s0, "throttled_ratio")));
