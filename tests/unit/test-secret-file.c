@@ -22,8 +22,8 @@ static void setup(void) {
 }
 
 static void teardown(void) {
-        static const char *const names[] = { "t", "big", "fifo", "sub", "key", "private/svc/key", "private/svc",
-                                             "private" };
+        static const char *const names[] = { "t", "big", "agents", "fifo", "sub", "key", "private/svc/key",
+                                             "private/svc", "private" };
         for (size_t i = 0; i < ELEMENTSOF(names); i++) {
                 char path[256];
                 snprintf(path, sizeof path, "%s/%s", dir, names[i]);
