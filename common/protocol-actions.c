@@ -289,3 +289,21 @@ json_t *heartbeat_reply_to_json(const HeartbeatReply *r) {
         }
         return json_incref(o);
 }
+
+int action_payload_to_json(const Action *a, json_t **ret) {
+        /* Through the reply's encoder: one definition of the action format. */
+        HeartbeatReply reply = { .actions = (Action *) a, .n_actions = 1 };
+        json_t *j = heartbeat_reply_to_json(&reply);
+        if (!j)
+                return -ENOMEM;
+        json_t *payload = json_array_get(json_object_get(j, "actions"), 0);
+        if (!json_is_object(payload)) {
+                json_decref(j);
+                return -EIO;
+        }
+        json_incref(payload);
+        json_decref(j);
+        json_object_del(payload, "id");
+        *ret = payload;
+        return 0;
+}

@@ -432,6 +432,9 @@ typedef struct HeartbeatReply {
 
 int heartbeat_reply_from_json(json_t *j, HeartbeatReply **ret, char **ret_error);
 json_t *heartbeat_reply_to_json(const HeartbeatReply *r);
+/* One action as the reply encodes it, without its id (the store assigns that): 0 and the object,
+ * or -ENOMEM. */
+int action_payload_to_json(const Action *a, json_t **ret);
 void heartbeat_reply_free(HeartbeatReply *r);
 void action_done(Action *a);
 

@@ -37,25 +37,9 @@ void cluster_job_set_done(JobSet *set) {
         *set = (JobSet) {};
 }
 
-/* The action as the wire protocol encodes it, without its id (the store assigns that). Going
- * through the protocol's own encoder keeps one definition of the action format. */
-static int action_payload(const Action *a, json_t **ret) {
-        HeartbeatReply reply = { .interval_ms = 0, .actions = (Action *) a, .n_actions = 1 };
-        _cleanup_json_ json_t *j = heartbeat_reply_to_json(&reply);
-        if (!j)
-                return -ENOMEM;
-        json_t *payload = json_array_get(json_object_get(j, "actions"), 0);
-        if (!json_is_object(payload))
-                return -EIO;
-        json_incref(payload);
-        json_object_del(payload, "id");
-        *ret = payload;
-        return 0;
-}
-
 int cluster_queue_action(Cluster *c, const char *node, const Action *a, int64_t now_ms, uint64_t *ret_id) {
         _cleanup_json_ json_t *payload = NULL;
-        int r = action_payload(a, &payload);
+        int r = action_payload_to_json(a, &payload);
         if (r < 0)
                 return r;
         return store_action_insert(c->store, node, a->task, a->type, payload, now_ms, ret_id);

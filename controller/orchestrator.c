@@ -589,22 +589,6 @@ static json_t *decision_to_json(const OrchSnapshot *s, const OrchDecision *d) {
                          "evidence", finding_to_json(s, &d->evidence));
 }
 
-/* The action as the wire protocol encodes it, without its id (the store assigns that). */
-static int set_limits_payload(const char *task, const Limits *limits, json_t **ret) {
-        Action a = { .type = ACTION_SET_LIMITS, .task = (char *) task, .limits = *limits };
-        HeartbeatReply reply = { .actions = &a, .n_actions = 1 };
-        _cleanup_json_ json_t *j = heartbeat_reply_to_json(&reply);
-        if (!j)
-                return -ENOMEM;
-        json_t *payload = json_array_get(json_object_get(j, "actions"), 0);
-        if (!json_is_object(payload))
-                return -EIO;
-        json_incref(payload);
-        json_object_del(payload, "id");
-        *ret = payload;
-        return 0;
-}
-
 /* Queues the decision's set_limits (dropping one for the task that never left) and records the
  * adjustment; in one transaction with the epoch's others. */
 static int record_decision(Orchestrator *o, const OrchSnapshot *s, const OrchDecision *d, int64_t now_ms) {
@@ -620,7 +604,8 @@ static int record_decision(Orchestrator *o, const OrchSnapshot *s, const OrchDec
                         .memory_high_bytes = d->memory_high_bytes,
                 };
                 _cleanup_json_ json_t *payload = NULL;
-                r = set_limits_payload(t->id, &l, &payload);
+                r = action_payload_to_json(&(Action) { .type = ACTION_SET_LIMITS, .task = (char *) t->id, .limits = l },
+                                           &payload);
                 if (r < 0)
                         return r;
                 /* An older change of the other resource may still wait to be sent: it goes too
