@@ -1,4 +1,5 @@
 /* protocol-actions.c: the heartbeat reply (actions for the agent, output reads) and output chunks. */
+#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
