@@ -284,9 +284,13 @@ cluster_on_cleanup() { CLUSTER_CLEANUP_HOOKS+=("$1"); }
 # default weight, take the rest: NODE's tasks get about WEIGHT / 100 of what the hog's get. (A
 # CPU quota on NODE's subtree would not do on cgroup v1: a task's quota may not exceed its
 # parent's, so its start would fail.) The hogs end with cluster_stop_hog, and at cleanup.
+# With CPU (a CPU number, see cluster_first_cpu) the hogs are pinned to that CPU: start NODE's
+# agent pinned there too (CLUSTER_AGENT_EXEC=(taskset -c CPU)), and its tasks share that one CPU
+# with the hogs whatever else the machine runs, so the slowdown does not depend on the load (the
+# scheduler's per-CPU shares are only exact between tasks on the same CPU).
 CLUSTER_HOG_PIDS=()
 cluster_slow_node() {
-        local node=$1 weight=$2 hogs=$3 d hog i shares
+        local node=$1 weight=$2 hogs=$3 cpu=${4:-} d hog i shares
         if [ -f "$CGROUP_FS/cgroup.controllers" ]; then
                 d=$CGROUP_FS/$CLUSTER_CGROOT
                 [ -f "$d/$node/cpu.weight" ] || return 1
@@ -302,11 +306,17 @@ cluster_slow_node() {
         [ -d "$hog" ] || mkdir "$hog" || return 1
         [ ${#CLUSTER_HOG_PIDS[@]} -gt 0 ] || cluster_on_cleanup cluster_stop_hog
         for i in $(seq "$hogs"); do
-                sh -c 'while :; do :; done' &
+                if [ -n "$cpu" ]; then
+                        taskset -c "$cpu" sh -c 'while :; do :; done' &
+                else
+                        sh -c 'while :; do :; done' &
+                fi
                 CLUSTER_HOG_PIDS+=($!)
                 echo $! >"$hog/cgroup.procs" || return 1
         done
 }
+# cluster_first_cpu: the first CPU this shell may run on.
+cluster_first_cpu() { taskset -pc $$ | sed 's/.*: *//; s/[-,].*//'; }
 cluster_stop_hog() {
         local pid
         for pid in "${CLUSTER_HOG_PIDS[@]}"; do

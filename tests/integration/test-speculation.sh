@@ -47,11 +47,16 @@ start_case() {
         # a weight, and its adjustments would only lengthen the log. A short LATE minimum runtime:
         # seconds, not the paper's minute.
         cluster_start_controller --speculation "$mode" --speculation-min-runtime 1s --orchestrate off
+        # n1's agent, and so its tasks, and two busy loops share one CPU, where n1 has the least
+        # CPU weight: about a hundredth of that CPU while the hog runs, however busy the rest of
+        # the machine is; n2's tasks have the other CPUs.
+        local cpu
+        cpu=$(cluster_first_cpu)
+        CLUSTER_AGENT_EXEC=(taskset -c "$cpu")
         cluster_start_agent n1 --cpus 1 --memory 1G
+        CLUSTER_AGENT_EXEC=()
         cluster_start_agent n2 --cpus 2 --memory 1G
-        # n1 gets the least CPU weight against one busy loop per CPU: a few thousandths of a CPU
-        # while the hog runs, n2's tasks about half of one.
-        cluster_slow_node n1 1 "$(nproc)" ||
+        cluster_slow_node n1 1 2 "$cpu" ||
                 fail "cannot slow n1 down: no CPU weight for its subtree under $CGROUP_FS, or no cgroup for the hog"
 
         JOB=$("$CGORCHCTL" submit --name straggle --user nobody --tasks 3 --cpus 1 --memory 64M -- \
