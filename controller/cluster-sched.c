@@ -105,6 +105,7 @@ struct ClusterSched {
         bool *restore_taken;
         size_t n_restore;
         double restore_ghost;      /* the checkpoint's ghost time (NAN: no checkpoint) */
+        uint64_t sizes_saved;      /* sched_task_sizes_told() at the last checkpoint */
         double capacity_cpus;
         uint64_t *watch;           /* keys of the watched phases */
         size_t n_watch, n_watch_allocated;
@@ -812,6 +813,29 @@ static int phase_added(ClusterSched *cs, Store *store, const StoreSchedPhase *p,
         return 0;
 }
 
+/* The sizes of the last finished tasks, which unmeasured phases are judged by, as the last
+ * checkpoint saved them: without them a restart judged such phases by what their running tasks
+ * had run alone until tasks finished again. Unreadable ones are dropped with a warning (the
+ * scheduler only loses that evidence). */
+static int restore_task_sizes(ClusterSched *cs, Store *store) {
+        _cleanup_free_ double *sizes = NULL;
+        size_t n = 0;
+        int r = store_sched_sizes_get(store, &sizes, &n);
+        if (r == -EBADMSG) {
+                log_warning("The scheduler's saved task sizes are not sizes; phases are judged without them.");
+                return 0;
+        }
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                r = sched_task_size_seen(cs->sched, sizes[i]);
+                if (r < 0)
+                        return r;
+        }
+        cs->sizes_saved = sched_task_sizes_told(cs->sched);
+        return 0;
+}
+
 int cluster_sched_load(ClusterSched *cs, Store *store, int64_t now_ms) {
         double now_s = (double) now_ms / 1000.0;
         StoreSchedState state;
@@ -826,6 +850,9 @@ int cluster_sched_load(ClusterSched *cs, Store *store, int64_t now_ms) {
         /* No checkpoint yet (a first start, or a crash before the first tick): sizes saved when
          * they were set are still there. */
         if (r < 0 && r != -ENOENT)
+                return r;
+        r = restore_task_sizes(cs, store);
+        if (r < 0)
                 return r;
 
         StoreSchedRecord *recs = NULL;
@@ -920,7 +947,17 @@ int cluster_sched_checkpoint(ClusterSched *cs, Store *store, int64_t now_ms) {
                 .history_mean_task_s = cs->sizing.history.mean_task_size,
                 .ghost_time = sched_ghost_time(cs->sched),
         };
-        return store_sched_state_save(store, &state, now_ms);
+        r = store_sched_state_save(store, &state, now_ms);
+        if (r < 0 || sched_task_sizes_told(cs->sched) == cs->sizes_saved)
+                return r;
+        _cleanup_free_ double *sizes = malloc(SCHED_SIZE_HISTORY * sizeof(double));
+        if (!sizes)
+                return -ENOMEM;
+        r = store_sched_sizes_save(store, sizes, sched_task_sizes(cs->sched, sizes));
+        if (r < 0)
+                return r;
+        cs->sizes_saved = sched_task_sizes_told(cs->sched);
+        return 0;
 }
 
 /* ---- Phases: the sync ---- */

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <sqlite3.h>
+#include <string.h>
 
 #include "macro.h"
 #include "store.h"
@@ -68,6 +69,31 @@ void store_note_job_state(Store *s, JobState state, int64_t submitted_ms, int64_
 
 /* Hands a statement back to the cache: reset (ending its read, if it was mid-way) and its
  * bindings cleared, never finalized (store_close() does that). */
+/* Blobs: 64-bit values little endian whatever the host, doubles by their bits. */
+static inline void store_put_u64(uint8_t *p, uint64_t v) {
+        for (size_t i = 0; i < 8; i++)
+                p[i] = (uint8_t) (v >> (8 * i));
+}
+
+static inline uint64_t store_get_u64(const uint8_t *p) {
+        uint64_t v = 0;
+        for (size_t i = 0; i < 8; i++)
+                v |= (uint64_t) p[i] << (8 * i);
+        return v;
+}
+
+static inline uint64_t store_double_bits(double d) {
+        uint64_t v;
+        memcpy(&v, &d, sizeof v);
+        return v;
+}
+
+static inline double store_bits_double(uint64_t v) {
+        double d;
+        memcpy(&d, &v, sizeof d);
+        return d;
+}
+
 static inline void store_stmt_releasep(sqlite3_stmt **st) {
         if (*st) {
                 sqlite3_reset(*st);

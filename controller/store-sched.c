@@ -423,11 +423,62 @@ int store_sched_state_get(Store *s, StoreSchedState *ret) {
         return 0;
 }
 
+int store_sched_sizes_save(Store *s, const double *sizes, size_t n) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        _cleanup_free_ uint8_t *blob = malloc(MAX(n, (size_t) 1) * 8);
+        if (!blob)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                store_put_u64(blob + 8 * i, store_double_bits(sizes[i]));
+        int r = store_prepare(s, "UPDATE sched_state SET task_sizes = ? WHERE id = 1", &st);
+        if (r < 0)
+                return r;
+        if (n > 0)
+                sqlite3_bind_blob(st, 1, blob, (int) (n * 8), SQLITE_STATIC);
+        else
+                sqlite3_bind_null(st, 1);
+        r = store_step_done(s, st, "save the scheduler's task sizes");
+        if (r < 0)
+                return r;
+        return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
+}
+
+int store_sched_sizes_get(Store *s, double **ret, size_t *ret_n) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, "SELECT task_sizes FROM sched_state WHERE id = 1", &st);
+        if (r < 0)
+                return r;
+        r = store_step_row(s, st, "read the scheduler's task sizes");
+        if (r < 0)
+                return r;
+        *ret = NULL;
+        *ret_n = 0;
+        if (r == 0 || sqlite3_column_type(st, 0) == SQLITE_NULL)
+                return 0;
+        const uint8_t *blob = sqlite3_column_blob(st, 0);
+        size_t bytes = (size_t) sqlite3_column_bytes(st, 0);
+        if (bytes % 8 != 0)
+                return -EBADMSG;
+        size_t n = bytes / 8;
+        _cleanup_free_ double *v = malloc(MAX(n, (size_t) 1) * sizeof(double));
+        if (!v)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                v[i] = store_bits_double(store_get_u64(blob + 8 * i));
+                if (!(v[i] >= 0) || !isfinite(v[i]))
+                        return -EBADMSG;
+        }
+        *ret = TAKE_PTR(v);
+        *ret_n = n;
+        return 0;
+}
+
 int store_sched_state_save(Store *s, const StoreSchedState *state, int64_t now_ms) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r = store_prepare(s,
-                              "INSERT OR REPLACE INTO sched_state (id, history_tasks, history_mean_task_s, ghost_time,"
-                              " checkpoint_ms) VALUES (1, ?, ?, ?, ?)",
+                              "INSERT INTO sched_state (id, history_tasks, history_mean_task_s, ghost_time,"
+                              " checkpoint_ms) VALUES (1, ?1, ?2, ?3, ?4) ON CONFLICT (id) DO UPDATE SET"
+                              " history_tasks = ?1, history_mean_task_s = ?2, ghost_time = ?3, checkpoint_ms = ?4",
                               &st);
         if (r < 0)
                 return r;

@@ -186,30 +186,6 @@ int store_node_running_tasks(Store *s, const char *node, char ***ret_ids, size_t
         return 0;
 }
 
-static void put_u64(uint8_t *p, uint64_t v) {
-        for (size_t i = 0; i < 8; i++)
-                p[i] = (uint8_t) (v >> (8 * i));
-}
-
-static uint64_t get_u64(const uint8_t *p) {
-        uint64_t v = 0;
-        for (size_t i = 0; i < 8; i++)
-                v |= (uint64_t) p[i] << (8 * i);
-        return v;
-}
-
-static uint64_t double_bits(double d) {
-        uint64_t v;
-        memcpy(&v, &d, sizeof v);
-        return v;
-}
-
-static double bits_double(uint64_t v) {
-        double d;
-        memcpy(&d, &v, sizeof d);
-        return d;
-}
-
 int store_node_usage_save(Store *s, const char *node, char *const *running, size_t n) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         _cleanup_free_ uint8_t *blob = NULL;
@@ -230,9 +206,9 @@ int store_node_usage_save(Store *s, const char *node, char *const *running, size
                 blob[at++] = (uint8_t) len;
                 memcpy(blob + at, running[i], len);
                 at += len;
-                put_u64(blob + at, double_bits(e->cpu_s));
-                put_u64(blob + at + 8, e->memory_peak_bytes);
-                put_u64(blob + at + 16, double_bits(e->progress));
+                store_put_u64(blob + at, store_double_bits(e->cpu_s));
+                store_put_u64(blob + at + 8, e->memory_peak_bytes);
+                store_put_u64(blob + at + 16, store_double_bits(e->progress));
                 at += 24;
         }
 
@@ -302,8 +278,9 @@ static int usage_load_row(Store *s, const char *node, const uint8_t *blob, size_
                 memcpy(id, blob + at + 1, len);
                 id[len] = '\0';
                 at += 1 + len;
-                double cpu_s = bits_double(get_u64(blob + at)), progress = bits_double(get_u64(blob + at + 16));
-                uint64_t peak = get_u64(blob + at + 8);
+                double cpu_s = store_bits_double(store_get_u64(blob + at));
+                double progress = store_bits_double(store_get_u64(blob + at + 16));
+                uint64_t peak = store_get_u64(blob + at + 8);
                 at += 24;
 
                 sqlite3_reset(st);

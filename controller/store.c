@@ -221,6 +221,10 @@ static const char schema_v12_speculation[] =
  * not said, counted as 1. */
 static const char schema_v13_node_speed[] = "ALTER TABLE nodes ADD COLUMN speed REAL;";
 
+/* Version 14: the sizes of the last finished tasks the scheduler judges unmeasured phases by
+ * (sched_task_size_seen()), oldest first, little-endian doubles; NULL: none saved. */
+static const char schema_v14_task_sizes[] = "ALTER TABLE sched_state ADD COLUMN task_sizes BLOB;";
+
 /* Migration steps in order: step k takes a database of version k to version k + 1. A new
  * version appends its own step (and bumps STORE_SCHEMA_VERSION); steps are never edited. */
 static const struct {
@@ -240,6 +244,7 @@ static const struct {
         { schema_v11_dependencies, "add job dependencies" },
         { schema_v12_speculation, "add speculative copies" },
         { schema_v13_node_speed, "add the nodes' speed class" },
+        { schema_v14_task_sizes, "add the scheduler's recent task sizes" },
 };
 
 static const char *const phase_state_table[_PHASE_STATE_MAX] = {

@@ -18,7 +18,7 @@
 #include "protocol.h"
 
 #define STORE_DB_FILENAME "controller.db"
-#define STORE_SCHEMA_VERSION 13
+#define STORE_SCHEMA_VERSION 14
 /* How long a write waits for a lock held by another process before failing with -EBUSY. */
 #define STORE_BUSY_TIMEOUT_MS 1000
 
@@ -527,6 +527,11 @@ typedef struct StoreSchedState {
 /* -ENOENT before the first checkpoint. */
 int store_sched_state_get(Store *s, StoreSchedState *ret);
 int store_sched_state_save(Store *s, const StoreSchedState *state, int64_t now_ms);
+/* The recent task sizes of the scheduler's state (sched_task_sizes()), oldest first: saved into
+ * the row store_sched_state_save() wrote (-ENOENT without one), read back in a new array
+ * (none: *ret NULL, *ret_n 0; a value that is not a size, -EBADMSG). */
+int store_sched_sizes_save(Store *s, const double *sizes, size_t n);
+int store_sched_sizes_get(Store *s, double **ret, size_t *ret_n);
 
 /* ---- The orchestrator's adjustments (store-orch.c) ---- */
 

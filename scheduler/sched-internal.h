@@ -233,6 +233,7 @@ struct Sched {
          * change), for the mean size of the tasks above a size. */
         double *sizes, *sizes_sorted, *sizes_tail;
         size_t n_sizes, sizes_next;
+        uint64_t n_sizes_told;
         bool sizes_changed;
         /* Keys of the phases added at S_i that may still want a probe, oldest first from
          * probe_head (entries whose phase was probed or is gone are dropped when reached). */

@@ -446,8 +446,23 @@ int sched_task_size_seen(Sched *s, double size_s) {
         s->sizes[s->sizes_next] = size_s;
         s->sizes_next = (s->sizes_next + 1) % SCHED_SIZE_HISTORY;
         s->n_sizes = MIN(s->n_sizes + 1, (size_t) SCHED_SIZE_HISTORY);
+        s->n_sizes_told++;
         s->sizes_changed = true;
         return 0;
+}
+
+size_t sched_task_sizes(const Sched *s, double ret[static SCHED_SIZE_HISTORY]) {
+        assert(s);
+        /* The ring's oldest entry is at sizes_next once it is full, at 0 before. */
+        size_t first = s->n_sizes < SCHED_SIZE_HISTORY ? 0 : s->sizes_next;
+        for (size_t i = 0; i < s->n_sizes; i++)
+                ret[i] = s->sizes[(first + i) % SCHED_SIZE_HISTORY];
+        return s->n_sizes;
+}
+
+uint64_t sched_task_sizes_told(const Sched *s) {
+        assert(s);
+        return s->n_sizes_told;
 }
 
 static int cmp_double(const void *a, const void *b) {

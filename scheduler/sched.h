@@ -175,6 +175,12 @@ int sched_job_finish(Sched *s, uint64_t key, double now_s);
  * above a (docs/design.md, "Running tasks as evidence"). -EINVAL. */
 int sched_task_size_seen(Sched *s, double size_s);
 #define SCHED_SIZE_HISTORY 1024
+/* The task sizes kept (at most SCHED_SIZE_HISTORY), oldest first, into ret: what a restart
+ * tells sched_task_size_seen() again, in that order. Returns how many. */
+size_t sched_task_sizes(const Sched *s, double ret[static SCHED_SIZE_HISTORY]);
+/* How many task sizes sched_task_size_seen() has been told in all: a checkpoint saves the sizes
+ * again only when this moved. */
+uint64_t sched_task_sizes_told(const Sched *s);
 /* A caller that tells a phase's pending tasks a window at a time tells at least this many (or
  * all it has): running_floors() counts up to this many of an unmeasured phase's (sched.c). */
 #define SCHED_TOLD_PENDING_MIN 16u

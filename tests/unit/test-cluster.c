@@ -1520,6 +1520,52 @@ Test(cluster, restart_keeps_sizes_and_aging) {
         json_decref(s);
 }
 
+/* Runs a one-task job on n to its end, using cpu_s CPU-seconds. */
+static void run_one_task_job(Node *n, double cpu_s, int64_t now_ms) {
+        uint64_t id = submit(job_one_small, now_ms);
+        HeartbeatReply *hr = beat_empty(n, now_ms + 100);
+        Ack a = ack_ok(find_action(hr, ACTION_START, task_id(id, 0, 0)));
+        TaskReport rep = ended(task_id(id, 0, 0), TASK_SUCCEEDED, 0, 0, cpu_s, MiB);
+        heartbeat_reply_free(hr);
+        heartbeat_reply_free(beat(n, &rep, 1, &a, 1, now_ms + 200));
+        assert_job_state(id, "succeeded");
+}
+
+/* The sizes of the tasks that finished before a restart still judge phases none of whose tasks
+ * has finished after it: tasks of a new phase that have run 5 CPU-s each rule out the 3 CPU-s
+ * task seen before, so each of its tasks is taken to need 40 (the other size seen) and its
+ * virtual size is raised to 8 × 40 + 2 × 35 = 390 from S_i = 10 × s̄ = 215. A restart that forgot
+ * the sizes took them to need the 5 they had run and left it at S_i. */
+Test(cluster, restart_keeps_the_task_sizes_seen) {
+        HfspSizeParams sizes = HFSP_SIZE_PARAMS_DEFAULT;
+        sizes.s0 = 1e-6;
+        restart_sized(SCHED_HFSP, SCHED_PREEMPT_WAIT, T0, &sizes);
+        Node n1 = node_new("n1", 1);
+        run_one_task_job(&n1, 3, T0);
+        run_one_task_job(&n1, 40, T0 + 1000);
+        cr_assert_eq(cluster_checkpoint(cluster, T0 + 2000, true), 0);
+
+        restart_sized(SCHED_HFSP, SCHED_PREEMPT_WAIT, T0 + 3000, &sizes);
+        uint64_t id = submit("{\"name\": \"ten\", \"phases\": [{\"tasks\": 10, \"argv\": [\"true\"],"
+                             " \"cpu_cores\": 0.5, \"memory_bytes\": 16777216}]}", T0 + 3000);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 3000);
+        cr_assert_eq(count_actions(hr, ACTION_START), 2);
+        heartbeat_reply_free(ack_and_run(&n1, hr, T0 + 3000));
+        heartbeat_reply_free(hr);
+        json_t *s = sched_view(id, T0 + 3000);
+        cr_assert_float_eq(sched_number(s, "estimated_size_s"), 215, 1e-9);
+        json_decref(s);
+
+        /* 10 s later both running tasks have run 5 CPU-s; a new phase makes the scheduler judge
+         * the running ones again. */
+        submit(job_one_small, T0 + 13000);
+        heartbeat_reply_free(beat_empty(&n1, T0 + 13000));
+        s = sched_view(id, T0 + 13000);
+        cr_assert_float_eq(sched_number(s, "virtual_size_s"), 390, 1e-6,
+                           "the tasks are judged by the sizes seen before the restart");
+        json_decref(s);
+}
+
 /* Rows of the scheduler's checkpoint written at checkpoint_ms. */
 static unsigned sched_rows_written_at(int64_t checkpoint_ms) {
         sqlite3 *db = NULL;

@@ -1730,6 +1730,30 @@ static void initial_job(SchedWorld *w, uint64_t key, double now, double size, un
         sched_world_tasks(w, key, n);
 }
 
+/* The sizes kept come back oldest first, the last SCHED_SIZE_HISTORY of them once more were
+ * told (what a checkpoint saves and a restart tells again in that order). */
+Test(sched_hfsp, task_sizes_kept_oldest_first) {
+        Sched *s = NULL;
+        SchedParams p = SCHED_PARAMS_DEFAULT;
+        cr_assert_eq(sched_new(&p, 2, &s), 0);
+        static double v[SCHED_SIZE_HISTORY];
+        cr_assert_eq(sched_task_sizes(s, v), 0);
+        cr_assert_eq(sched_task_sizes_told(s), 0);
+        for (unsigned i = 0; i < 3; i++)
+                cr_assert_eq(sched_task_size_seen(s, i), 0);
+        cr_assert_eq(sched_task_sizes(s, v), 3);
+        cr_assert(v[0] == 0 && v[1] == 1 && v[2] == 2);
+        for (unsigned i = 3; i < SCHED_SIZE_HISTORY + 5; i++)
+                cr_assert_eq(sched_task_size_seen(s, i), 0);
+        cr_assert_eq(sched_task_sizes_told(s), SCHED_SIZE_HISTORY + 5);
+        cr_assert_eq(sched_task_sizes(s, v), SCHED_SIZE_HISTORY);
+        for (unsigned i = 0; i < SCHED_SIZE_HISTORY; i++)
+                cr_assert_eq(v[i], i + 5, "entry %u", i);
+        cr_assert_eq(sched_task_size_seen(s, NAN), -EINVAL);
+        cr_assert_eq(sched_task_sizes_told(s), SCHED_SIZE_HISTORY + 5);
+        sched_free(s);
+}
+
 Test(sched_hfsp, unmeasured_phase_judged_by_the_sizes_seen) {
         /* Tasks of 1 and of 10 CPU-seconds have been seen. Job 1 (six tasks, S_i 6: one each)
          * runs alone on both CPUs; at 2 its first two tasks have run 2 s each and none has

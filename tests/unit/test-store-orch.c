@@ -98,7 +98,7 @@ Test(store_orch, fresh_database_is_current) {
         cr_assert_eq(store_open(dir, &s), 0);
         store_close(s);
         cr_assert_eq(user_version(), STORE_SCHEMA_VERSION);
-        cr_assert_eq(STORE_SCHEMA_VERSION, 13);
+        cr_assert_eq(STORE_SCHEMA_VERSION, 14);
 }
 
 Test(store_orch, record_and_status_from_the_ack) {
@@ -241,7 +241,8 @@ Test(store_orch, migrates_version_2) {
                                   " ALTER TABLE tasks DROP COLUMN output_dropped_bytes;"
                                   " ALTER TABLE tasks DROP COLUMN copy_of; ALTER TABLE tasks DROP COLUMN speculation;"
                                   " ALTER TABLE sched_phases DROP COLUMN virtual_finish; DROP INDEX jobs_by_state;"
-                                  " DROP INDEX jobs_by_user; DROP INDEX jobs_by_name; PRAGMA user_version = 2;",
+                                  " DROP INDEX jobs_by_user; DROP INDEX jobs_by_name;"
+                                  " ALTER TABLE sched_state DROP COLUMN task_sizes; PRAGMA user_version = 2;",
                                   NULL, NULL, NULL), SQLITE_OK);
         sqlite3_close(db);
         cr_assert_eq(store_open(dir, &s), 0);

@@ -471,8 +471,50 @@ Test(store, version_1_is_upgraded) {
         sqlite3_close(db);
 }
 
+/* The scheduler's recent task sizes: none before they are saved, saved into the state's row
+ * (not without one), kept when the state is saved again, read back in order; a blob that is
+ * not sizes is refused. */
+Test(store, sched_task_sizes_round_trip) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        double *v = NULL;
+        size_t n = 7;
+        cr_assert_eq(store_sched_sizes_get(s, &v, &n), 0);
+        cr_assert_null(v);
+        cr_assert_eq(n, 0);
+        const double sizes[] = { 3, 0, 40.25, 1e-9 };
+        cr_assert_eq(store_sched_sizes_save(s, sizes, ELEMENTSOF(sizes)), -ENOENT, "no state row yet");
+        cr_assert_eq(store_sched_state_save(s, &(StoreSchedState) { .history_tasks = 4, .history_mean_task_s = 10 }, 5), 0);
+        cr_assert_eq(store_sched_sizes_save(s, sizes, ELEMENTSOF(sizes)), 0);
+        cr_assert_eq(store_sched_state_save(s, &(StoreSchedState) { .history_tasks = 5, .history_mean_task_s = 9 }, 6), 0);
+        cr_assert_eq(store_sched_sizes_get(s, &v, &n), 0);
+        cr_assert_eq(n, ELEMENTSOF(sizes), "saving the state again keeps the sizes");
+        for (size_t i = 0; i < n; i++)
+                cr_assert_eq(v[i], sizes[i]);
+        free(v);
+        cr_assert_eq(store_sched_sizes_save(s, NULL, 0), 0);
+        cr_assert_eq(store_sched_sizes_get(s, &v, &n), 0);
+        cr_assert_eq(n, 0);
+        cr_assert_null(v);
+        store_close(s);
+
+        char path[256];
+        sqlite3 *db;
+        snprintf(path, sizeof path, "%s/controller.db", dir);
+        const char *bad[] = { "UPDATE sched_state SET task_sizes = x'0102'",
+                              "UPDATE sched_state SET task_sizes = x'000000000000f0bf'" /* -1 */ };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+                cr_assert_eq(sqlite3_exec(db, bad[i], NULL, NULL, NULL), SQLITE_OK);
+                sqlite3_close(db);
+                cr_assert_eq(store_open(dir, &s), 0);
+                cr_assert_eq(store_sched_sizes_get(s, &v, &n), -EBADMSG, "%s", bad[i]);
+                store_close(s);
+        }
+}
+
 /* Takes the database in dir back to version `to` (10, 8 or 5) with the SQL of the steps after
- * it undone: 13's node speed, 12's speculative copies, 11's dependencies, 10's job indexes, 9's virtual finish, and for 5 also 8's job and
+ * it undone: 14's task sizes, 13's node speed, 12's speculative copies, 11's dependencies, 10's job indexes, 9's virtual finish, and for 5 also 8's job and
  * task columns (6 and 7 change nothing). */
 static void downgrade(unsigned to) {
         char path[256];
@@ -480,7 +522,8 @@ static void downgrade(unsigned to) {
         snprintf(path, sizeof path, "%s/controller.db", dir);
         cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
         cr_assert_eq(sqlite3_exec(db,
-                                  "ALTER TABLE tasks DROP COLUMN copy_of; ALTER TABLE tasks DROP COLUMN speculation;"
+                                  "ALTER TABLE sched_state DROP COLUMN task_sizes;"
+                                  " ALTER TABLE tasks DROP COLUMN copy_of; ALTER TABLE tasks DROP COLUMN speculation;"
                                   " DROP TABLE dependencies; ALTER TABLE jobs DROP COLUMN dependency;"
                                   " ALTER TABLE jobs DROP COLUMN dependencies_waiting; ALTER TABLE nodes DROP COLUMN speed;",
                                   NULL, NULL, NULL),
@@ -517,7 +560,13 @@ static void assert_current(void) {
         cr_assert_eq(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
         cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
         cr_assert_eq(sqlite3_column_int(q, 0), STORE_SCHEMA_VERSION);
-        cr_assert_eq(STORE_SCHEMA_VERSION, 13);
+        cr_assert_eq(STORE_SCHEMA_VERSION, 14);
+        sqlite3_finalize(q);
+        cr_assert_eq(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM pragma_table_info('sched_state') WHERE name = 'task_sizes'",
+                                        -1, &q, NULL),
+                     SQLITE_OK);
+        cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
+        cr_assert_eq(sqlite3_column_int(q, 0), 1, "version 14's column");
         sqlite3_finalize(q);
         cr_assert_eq(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM pragma_table_info('tasks')"
                                             " WHERE name IN ('copy_of', 'speculation')", -1, &q, NULL),
