@@ -614,54 +614,62 @@ bool text_buf_reserve(TextBuf *b, size_t n) {
         return text_reserve(b, n);
 }
 
-static void text_digits(TextBuf *b, uint64_t v, bool minus) {
-        char buf[24];
+/* sep (the ',' before a value of a row, or 0), the digits of v, '-' first when minus and ".0" last
+ * when dot_zero: in one piece, as a row's values are many and small. */
+static void text_digits(TextBuf *b, char sep, uint64_t v, bool minus, bool dot_zero) {
+        char buf[28];
         size_t n = sizeof buf;
 
+        if (dot_zero) {
+                buf[--n] = '0';
+                buf[--n] = '.';
+        }
         do
                 buf[--n] = (char) ('0' + v % 10);
         while ((v /= 10) > 0);
         if (minus)
                 buf[--n] = '-';
+        if (sep)
+                buf[--n] = sep;
         text_add(b, buf + n, sizeof buf - n);
 }
 
-static void text_u64(TextBuf *b, uint64_t v) {
-        /* As proto_json_u64(): clamped to what a JSON integer of jansson holds. */
-        text_digits(b, MIN(v, (uint64_t) INT64_MAX), false);
-}
-
-static void text_i64(TextBuf *b, int64_t v) {
-        text_digits(b, v < 0 ? (uint64_t) 0 - (uint64_t) v : (uint64_t) v, v < 0);
+static void text_int(TextBuf *b, char sep, int64_t v) {
+        text_digits(b, sep, v < 0 ? (uint64_t) 0 - (uint64_t) v : (uint64_t) v, v < 0, false);
 }
 
 /* jansson's format for reals: %.17g (exact round trip), with ".0" when it looks integral;
- * not finite is null, as proto_json_double(). */
-static void text_double(TextBuf *b, double d) {
+ * not finite is null, as proto_json_double(). After sep, as text_digits(). */
+static void text_double(TextBuf *b, char sep, double d) {
         char buf[40];
+        size_t at = sep != 0;
         int n;
 
         if (!isfinite(d)) {
-                text_lit(b, "null");
+                if (sep)
+                        text_lit(b, ",null");
+                else
+                        text_lit(b, "null");
                 return;
         }
         /* What %.17g prints for an integral value below 1e15 (most rates of idle tasks are 0):
          * its digits, without the cost of printf's floating point. */
         if (d == trunc(d) && fabs(d) < 1e15 && !(d == 0 && signbit(d))) {
-                text_i64(b, (int64_t) d);
-                text_lit(b, ".0");
+                int64_t i = (int64_t) d;
+                text_digits(b, sep, i < 0 ? (uint64_t) 0 - (uint64_t) i : (uint64_t) i, i < 0, true);
                 return;
         }
-        n = snprintf(buf, sizeof buf - 2, "%.17g", d);
-        if (n < 0 || (size_t) n >= sizeof buf - 2) {
+        buf[0] = sep;
+        n = snprintf(buf + at, sizeof buf - 2 - at, "%.17g", d);
+        if (n < 0 || (size_t) n >= sizeof buf - 2 - at) {
                 b->failed = true;
                 return;
         }
-        if (!strpbrk(buf, ".eE")) {
-                memcpy(buf + n, ".0", 2);
+        if (!strpbrk(buf + at, ".eE")) {
+                memcpy(buf + at + n, ".0", 2);
                 n += 2;
         }
-        text_add(b, buf, (size_t) n);
+        text_add(b, buf, at + (size_t) n);
 }
 
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 when it is not one. */
@@ -726,19 +734,12 @@ static void text_string(TextBuf *b, const char *s) {
         text_lit(b, "\"");
 }
 
-/* ,"key": — keys are the tables' own ASCII identifiers: nothing to escape. */
+/* ,"key": (first: without the ','). A copy of a constant size: far cheaper than one of the key's. */
 static void text_key(TextBuf *b, const Field *f, bool first) {
-        if (!text_reserve(b, f->key_len + 4))
+        if (!text_reserve(b, sizeof f->wire_key))
                 return;
-        char *p = b->data + b->len;
-        if (!first)
-                *p++ = ',';
-        *p++ = '"';
-        memcpy(p, f->key, f->key_len);
-        p += f->key_len;
-        *p++ = '"';
-        *p++ = ':';
-        b->len = (size_t) (p - b->data);
+        memcpy(b->data + b->len, f->wire_key + first, sizeof f->wire_key - 1);
+        b->len += f->key_len + 4u - first;
         b->data[b->len] = '\0';
 }
 
@@ -752,20 +753,36 @@ static void text_object(TextBuf *b, const Schema *s, const void *base) {
         text_lit(b, "}");
 }
 
-/* The value of field f of the object at base. The text writer writes the objects of an agent's
- * heartbeat: of the specials only a sample's progress is in the fields it walks (the report's
- * samples and the heartbeat's lists are written around the walk). */
-static void text_value(TextBuf *b, const Field *f, const void *base) {
+/* The value of field f of the object at base, after sep (as text_digits()). The text writer
+ * writes the objects of an agent's heartbeat: of the specials only a sample's progress is in the
+ * fields it walks (the report's samples and the heartbeat's lists are written around the walk). */
+static void text_value(TextBuf *b, const Field *f, const void *base, char sep) {
         const void *p = (const char *) base + f->offset;
 
         switch (f->kind) {
         case FIELD_INT:
         case FIELD_LIMIT:
-                text_i64(b, proto_field_int(f, base));
+                text_int(b, sep, proto_field_int(f, base));
                 return;
         case FIELD_REAL:
-                text_double(b, *(const double *) p);
+                text_double(b, sep, *(const double *) p);
                 return;
+        case FIELD_SPECIAL: {
+                double progress = ((const TaskSample *) base)->progress;
+                if (!(progress < 0))
+                        text_double(b, sep, progress);
+                else if (sep)
+                        text_lit(b, ",null");
+                else
+                        text_lit(b, "null");
+                return;
+        }
+        default:
+                break;
+        }
+        if (sep)
+                text_lit(b, ",");
+        switch (f->kind) {
         case FIELD_BOOL:
                 if (*(const bool *) p)
                         text_lit(b, "true");
@@ -792,14 +809,6 @@ static void text_value(TextBuf *b, const Field *f, const void *base) {
                         text_object(b, f->sub, elements + i * f->size);
                 }
                 text_lit(b, "]");
-                return;
-        }
-        case FIELD_SPECIAL: {
-                double progress = ((const TaskSample *) base)->progress;
-                if (progress < 0)
-                        text_lit(b, "null");
-                else
-                        text_double(b, progress);
                 return;
         }
         default:
@@ -848,10 +857,8 @@ static void text_fields(TextBuf *b, const Schema *s, size_t from, size_t to, con
                 }
                 if (!row)
                         text_key(b, f, *first);
-                else if (!*first)
-                        text_lit(b, ",");
+                text_value(b, f, base, row && !*first ? ',' : 0);
                 *first = false;
-                text_value(b, f, base);
         }
 }
 
@@ -864,8 +871,7 @@ void task_sample_write_row(TextBuf *b, const TaskSample *s) {
 
         text_lit(b, "[");
         text_fields(b, &task_sample_schema, 0, TASK_SAMPLE_HEAD, s, true, &first);
-        text_lit(b, ",");
-        text_u64(b, s->has & SAMPLE_ROW_HAS_MASK);
+        text_digits(b, ',', s->has & SAMPLE_ROW_HAS_MASK, false, false);
         text_fields(b, &task_sample_schema, TASK_SAMPLE_HEAD, task_sample_schema.n_fields, s, true, &first);
         text_lit(b, "]");
 }

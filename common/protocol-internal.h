@@ -96,30 +96,32 @@ typedef enum SpecialField {
 typedef struct Schema Schema;
 
 typedef struct Field {
+        /* What the encoders read of every field first, in its first 64 bytes. */
         const char *key;
         uint8_t key_len;
         uint8_t kind;            /* FieldKind */
         uint8_t flags;           /* FIELD_* */
+        bool is_signed;          /* FIELD_INT: the member is a signed integer (else clamped to INT64_MAX as JSON's) */
         uint32_t size;           /* bytes stored: FIELD_INT, FIELD_ENUM with values; FIELD_ARRAY's elements */
         uint32_t group;          /* not 0: the fields of a group (SAMPLE_HAS_*) come all or none, and
                                   * the group is OR'ed into the schema's has when they do */
-        size_t offset;           /* where the value is, from the object's base */
-        size_t aux;              /* FIELD_MARK's bool, FIELD_ARRAY's count */
-        int64_t min, max;        /* FIELD_INT, FIELD_LIMIT; FIELD_ARRAY: max elements */
-        double real_min, real_max;
-        const Schema *sub;       /* FIELD_OBJECT, FIELD_ARRAY */
-        const char *const *names;/* FIELD_ENUM, NULL-terminated */
-        const int *values;       /* FIELD_ENUM */
-        const char *what;        /* FIELD_ARRAY: the elements in "must hold at most N <what>";
-                                  * FIELD_ENUM: the message when not one of names (else "must be one of ...") */
-        SpecialField special;    /* FIELD_SPECIAL, FIELD_OWN_ENCODING */
         uint32_t when;           /* not 0: allowed only when the schema's tag has a value in this mask
                                   * (bit v for value v), "only allowed in <only>" otherwise */
-        uint32_t required_when;  /* required when the tag has a value in this mask */
-        const char *only;
-        bool is_signed;          /* FIELD_INT: the member is a signed integer (else clamped to INT64_MAX as JSON's) */
+        size_t offset;           /* where the value is, from the object's base */
+        size_t aux;              /* FIELD_MARK's bool, FIELD_ARRAY's count */
         bool (*present)(const void *base); /* encoders: whether to write the field, where the rule above does not say */
+        const Schema *sub;       /* FIELD_OBJECT, FIELD_ARRAY */
+        uint32_t required_when;  /* required when the tag has a value in this mask */
+        SpecialField special;    /* FIELD_SPECIAL, FIELD_OWN_ENCODING */
+        char wire_key[32];       /* ,"key": for the text writer, which copies it whole (keys of at most 27 bytes) */
+        int64_t min, max;        /* FIELD_INT, FIELD_LIMIT; FIELD_ARRAY: max elements */
+        double real_min, real_max;
+        const char *const *names;/* FIELD_ENUM, NULL-terminated */
+        const int *values;       /* FIELD_ENUM */
         const char *(*name_of)(int value); /* FIELD_ENUM: encoders' name of a value, where names are only those accepted */
+        const char *what;        /* FIELD_ARRAY: the elements in "must hold at most N <what>";
+                                  * FIELD_ENUM: the message when not one of names (else "must be one of ...") */
+        const char *only;
 } Field;
 
 #define SCHEMA_NO_HAS SIZE_MAX
@@ -135,7 +137,7 @@ struct Schema {
 };
 
 /* Table rows: T the struct, m its member. */
-#define FIELD_KEY(k) .key = k, .key_len = sizeof(k) - 1
+#define FIELD_KEY(k) .key = k, .key_len = sizeof(k) - 1, .wire_key = ",\"" k "\":"
 #define FIELD_AT(T, m) \
         .offset = offsetof(T, m), .size = sizeof(((T *) 0)->m), \
         .is_signed = _Generic(((T *) 0)->m, int64_t: true, int32_t: true, default: false)
