@@ -52,7 +52,7 @@ typedef enum FieldKind {
         FIELD_INT,       /* a JSON integer in [min, max], stored in size bytes (4 or 8) */
         FIELD_REAL,      /* a number in [real_min, real_max], (real_min, real_max] with FIELD_MIN_OPEN */
         FIELD_BOOL,      /* true or false */
-        FIELD_TEXT,      /* free text of at most TEXT_MAX bytes, copied (char *) */
+        FIELD_TEXT,      /* free text of at most max bytes (TEXT_MAX when max is 0), copied (char *) */
         FIELD_NAME,      /* 1..PROTO_NAME_MAX printable characters, copied (char *) */
         FIELD_NODE,      /* a node name (node_name_is_valid()), copied (char *) */
         FIELD_TASK_ID,   /* a task id, copied (char *) */
@@ -91,6 +91,7 @@ typedef enum SpecialField {
         SPECIAL_DEPENDENCY, /* a job's dependency expression (dependency.h) */
         SPECIAL_PHASES,     /* a job's phases, with the bound on their tasks in all */
         SPECIAL_ARRAY,      /* a submitted job's copies: the submission's own */
+        SPECIAL_BASE64,     /* an output chunk's data: base64 text, decoded after the fields' checks */
 } SpecialField;
 
 typedef struct Schema Schema;
@@ -114,7 +115,7 @@ typedef struct Field {
         uint32_t required_when;  /* required when the tag has a value in this mask */
         SpecialField special;    /* FIELD_SPECIAL, FIELD_OWN_ENCODING */
         char wire_key[32];       /* ,"key": for the text writer, which copies it whole (keys of at most 27 bytes) */
-        int64_t min, max;        /* FIELD_INT, FIELD_LIMIT; FIELD_ARRAY: max elements */
+        int64_t min, max;        /* FIELD_INT, FIELD_LIMIT; FIELD_ARRAY: max elements; FIELD_TEXT: max bytes */
         double real_min, real_max;
         const char *const *names;/* FIELD_ENUM, NULL-terminated */
         const int *values;       /* FIELD_ENUM */
@@ -150,6 +151,11 @@ struct Schema {
 #define F_LIMIT(k, m, lo, hi, fl) { FIELD_KEY(k), .kind = FIELD_LIMIT, .flags = (fl), FIELD_AT(Limits, m), .min = (lo), .max = (hi) }
 #define F_OBJECT(k, off, schema, fl) { FIELD_KEY(k), .kind = FIELD_OBJECT, .flags = (fl), .offset = (off), .sub = &(schema) }
 #define F_SPECIAL(k, sp) { FIELD_KEY(k), .kind = FIELD_SPECIAL, .special = (sp) }
+
+/* The bound of a FIELD_TEXT. */
+static inline size_t field_text_max(const Field *f) {
+        return f->max > 0 ? (size_t) f->max : TEXT_MAX;
+}
 
 /* Stores v in the size bytes (8, 4 or 1) of an integer field at p. */
 static inline void store_int(void *p, size_t size, int64_t v) {

@@ -628,16 +628,7 @@ int limits_from_json(json_t *j, const char *path, Limits *ret, char **ret_error)
 }
 
 json_t *limits_to_json(const Limits *l) {
-        json_auto_t *o = json_object();
-        if (!o)
-                return NULL;
-        for (size_t i = 0; i < limits_schema.n_fields; i++) {
-                const Field *f = &limits_schema.fields[i];
-                int64_t v = *(const int64_t *) ((const char *) l + f->offset);
-                if (v != LIMIT_UNSET && proto_add(o, f->key, json_integer(v)) < 0)
-                        return NULL;
-        }
-        return json_incref(o);
+        return proto_schema_to_json(&limits_schema, l, NULL, NULL);
 }
 
 int proto_get_limits(json_t *o, const char *path, const char *field, bool required, Limits *ret,
@@ -726,7 +717,7 @@ int proto_field_value_from_json(json_t *v, const char *path, const char *name, c
                 *(bool *) p = json_is_true(v);
                 return 1;
         case FIELD_TEXT:
-                r = proto_check_string(v, path, name, TEXT_MAX, &s, ret_error);
+                r = proto_check_string(v, path, name, field_text_max(f), &s, ret_error);
                 if (r < 0)
                         return r;
                 return proto_strdup_to(s, (char **) p) < 0 ? -ENOMEM : 1;
