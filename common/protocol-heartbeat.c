@@ -375,6 +375,29 @@ static int sample_any_from_json(json_t *j, const char *path, TaskSample *s, char
         return sample_from_json(j, path, s, ret_error);
 }
 
+/* The elements of the array a from first on as t's samples, at path[i] (key NULL) or path.key[i]. */
+static int samples_from_json(json_t *a, size_t first, const char *path, const char *key, TaskReport *t,
+                             char **ret_error) {
+        size_t n = json_array_size(a) - first;
+        if (n == 0)
+                return 0;
+        t->samples = calloc(n, sizeof *t->samples);
+        if (!t->samples)
+                return -ENOMEM;
+        t->n_samples = n;
+        for (size_t i = 0; i < n; i++) {
+                char p[PATH_BUF];
+                if (key)
+                        proto_path_index(p, path, key, i);
+                else
+                        proto_path_truncated(p, snprintf(p, PATH_BUF, "%s[%zu]", path, first + i));
+                int r = sample_any_from_json(json_array_get(a, first + i), p, &t->samples[i], ret_error);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 /* An element of "unchanged" (protocol 2): [task id, sample...], each sample a row or an object. */
 static int unchanged_from_json(json_t *j, const char *path, TaskReport *t, char **ret_error) {
         char p[PATH_BUF];
@@ -386,19 +409,7 @@ static int unchanged_from_json(json_t *j, const char *path, TaskReport *t, char 
         r = proto_check_task_id(row_at(j, path, 0, p), p, &t->id, ret_error);
         if (r < 0)
                 return r;
-        size_t n = json_array_size(j) - 1;
-        if (n == 0)
-                return 0;
-        t->samples = calloc(n, sizeof *t->samples);
-        if (!t->samples)
-                return -ENOMEM;
-        t->n_samples = n;
-        for (size_t i = 0; i < n; i++) {
-                r = sample_any_from_json(row_at(j, path, 1 + i, p), p, &t->samples[i], ret_error);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
+        return samples_from_json(j, 1, path, NULL, t, ret_error);
 }
 
 /* "unchanged" or "held": their reports are appended to h->tasks. */
@@ -449,21 +460,7 @@ static int tree_special(json_t *o, const char *path, const Field *f, void *base,
                 int r = proto_get_array(o, path, f->key, false, 0, PROTO_MAX_SAMPLES_PER_TASK, "samples", &samples, ret_error);
                 if (r < 0)
                         return r;
-                size_t n = json_array_size(samples);
-                if (n == 0)
-                        return 0;
-                t->samples = calloc(n, sizeof *t->samples);
-                if (!t->samples)
-                        return -ENOMEM;
-                t->n_samples = n;
-                for (size_t i = 0; i < n; i++) {
-                        char p[PATH_BUF];
-                        proto_path_index(p, path, f->key, i);
-                        r = sample_any_from_json(json_array_get(samples, i), p, &t->samples[i], ret_error);
-                        if (r < 0)
-                                return r;
-                }
-                return 0;
+                return samples_from_json(samples, 0, path, f->key, t, ret_error);
         }
         case SPECIAL_UNCHANGED:
         case SPECIAL_HELD:
