@@ -965,7 +965,8 @@ int proto_fields_to_json(json_t *o, const Schema *s, size_t from, size_t to, con
                         continue;
                 }
                 if (f->kind != FIELD_OBJECT) {
-                        if (proto_put(o, f->key, field_value_to_json(f, base, special, ctx)) < 0)
+                        json_t *v = field_value_to_json(f, base, special, ctx);
+                        if ((row ? proto_append(o, v) : proto_add(o, f->key, v)) < 0)
                                 return -ENOMEM;
                         continue;
                 }
