@@ -141,7 +141,8 @@ struct Schema {
 #define FIELD_KEY(k) .key = k, .key_len = sizeof(k) - 1, .wire_key = ",\"" k "\":"
 #define FIELD_AT(T, m) \
         .offset = offsetof(T, m), .size = sizeof(((T *) 0)->m), \
-        .is_signed = _Generic(((T *) 0)->m, int64_t: true, int32_t: true, default: false)
+        .is_signed = _Generic(((T *) 0)->m, signed char: true, short: true, int: true, long: true, long long: true, \
+                              default: false)
 #define F_INT(k, T, m, lo, hi, fl) { FIELD_KEY(k), .kind = FIELD_INT, .flags = (fl), FIELD_AT(T, m), .min = (lo), .max = (hi) }
 #define F_U64(k, T, m, fl) F_INT(k, T, m, 0, INT64_MAX, fl)
 #define F_REAL(k, T, m, lo, hi, fl) \
