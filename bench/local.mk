@@ -203,6 +203,15 @@ bench-tls: controller/cgorch-controller
 # What decoding one 50-task heartbeat costs, by decoder (the one-pass reader, jansson) and
 # protocol: `bench/heartbeat-decode [ITERATIONS]`; compare two builds as a ratio in one session.
 noinst_PROGRAMS += bench/heartbeat-decode
-bench_heartbeat_decode_SOURCES = bench/heartbeat-decode.c tests/unit/heartbeat-sample.h
+bench_heartbeat_decode_SOURCES = bench/heartbeat-decode.c bench/heartbeat-bench.h tests/unit/heartbeat-sample.h
 bench_heartbeat_decode_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 bench_heartbeat_decode_LDADD = $(COMMON_LIBS)
+
+# What encoding the same heartbeat costs, by encoder (the agent's text writer, jansson) and
+# protocol: `bench/heartbeat-encode [ITERATIONS]`; `bench/heartbeat-encode.sh OLD NEW` runs two
+# builds of it in turns and prints their ratio.
+noinst_PROGRAMS += bench/heartbeat-encode
+bench_heartbeat_encode_SOURCES = bench/heartbeat-encode.c bench/heartbeat-bench.h tests/unit/heartbeat-sample.h
+bench_heartbeat_encode_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+bench_heartbeat_encode_LDADD = $(COMMON_LIBS)
+dist_noinst_SCRIPTS += bench/heartbeat-encode.sh

@@ -423,7 +423,7 @@ static int read_enum(Reader *r, const Field *f, void *p) {
 
 static int read_special(Reader *r, const Field *f, void *base);
 static int read_limit(Reader *r, int64_t min, int64_t max, bool unlimited_ok, int64_t *ret);
-static int read_text(Reader *r, char **ret);
+static int read_text(Reader *r, size_t max, char **ret);
 static int read_task_id(Reader *r, char **ret);
 
 /* A FIELD_INT or FIELD_REAL (a sample's fields): inlined where sample rows, most of a
@@ -455,7 +455,7 @@ static int read_value(Reader *r, const Field *f, void *base) {
         case FIELD_BOOL:
                 return read_bool(r, p);
         case FIELD_TEXT:
-                return read_text(r, p);
+                return read_text(r, field_text_max(f), p);
         case FIELD_NAME:
                 /* 1..PROTO_NAME_MAX printable characters: read_string() takes printable ASCII only. */
                 k = read_string(r, &s, &len);
@@ -693,14 +693,14 @@ static int read_limit(Reader *r, int64_t min, int64_t max, bool unlimited_ok, in
         return 0;
 }
 
-/* proto_get_text(): free text of at most TEXT_MAX bytes. */
-static int read_text(Reader *r, char **ret) {
+/* proto_get_text(): free text of at most max bytes. */
+static int read_text(Reader *r, size_t max, char **ret) {
         const char *s;
         size_t len;
         int k = read_string(r, &s, &len);
         if (k < 0)
                 return k;
-        if (len > TEXT_MAX)
+        if (len > max)
                 return DECLINE;
         return copy_string(s, len, ret);
 }

@@ -64,6 +64,11 @@ void heartbeat_reply_free(HeartbeatReply *r) {
 #define SET_LIMITS (UINT32_C(1) << ACTION_SET_LIMITS)
 #define START_ONLY .when = START, .only = "start actions"
 
+/* The grace is written with a time limit only: without one there is nothing to end. */
+static bool time_limit_given(const void *base) {
+        return ((const Action *) base)->time_limit_ms > 0;
+}
+
 static const Schema action_schema = {
         .fields = (const Field[]) {
                 F_U64("id", Action, id, FIELD_REQUIRED),
@@ -83,8 +88,9 @@ static const Schema action_schema = {
                 { FIELD_KEY("time_limit_ms"), .kind = FIELD_INT, FIELD_AT(Action, time_limit_ms), .min = 1,
                   .max = (int64_t) PROTO_MAX_TIME_LIMIT_S * 1000, START_ONLY },
                 { FIELD_KEY("kill_grace_ms"), .kind = FIELD_INT, FIELD_AT(Action, kill_grace_ms), .min = 0,
-                  .max = PROTO_MAX_KILL_GRACE_MS, START_ONLY },
-                { FIELD_KEY("limits"), .kind = FIELD_OBJECT, .offset = offsetof(Action, limits), .sub = &limits_schema,
+                  .max = PROTO_MAX_KILL_GRACE_MS, START_ONLY, .present = time_limit_given },
+                { FIELD_KEY("limits"), .kind = FIELD_OBJECT, .flags = FIELD_ALWAYS, .offset = offsetof(Action, limits),
+                  .sub = &limits_schema,
                   .when = START | SET_LIMITS, .only = "start and set_limits actions", .required_when = SET_LIMITS },
         },
         .n_fields = 13,
@@ -103,7 +109,7 @@ static const Schema output_read_schema = {
                 F_STR("error", FIELD_OUTPUT, OutputRead, error, 0),
                 F_STR("cwd", FIELD_CWD, OutputRead, cwd, 0),
                 F_STR("user", FIELD_USER, OutputRead, user, 0),
-                F_U64("offset", OutputRead, offset, 0),
+                F_U64("offset", OutputRead, offset, FIELD_ALWAYS),
                 F_INT("max", OutputRead, max, 1, PROTO_MAX_OUTPUT_READ, FIELD_REQUIRED),
                 F_BOOL("tail", OutputRead, tail, 0),
         },
@@ -119,7 +125,7 @@ static const Schema heartbeat_reply_schema = {
                 F_INT("lease_ms", HeartbeatReply, lease_ms, 0, LEASE_MS_MAX, 0),
                 { FIELD_KEY("memory_guard"), .kind = FIELD_BOOL, .flags = FIELD_MARK, FIELD_AT(HeartbeatReply, memory_guard),
                   .aux = offsetof(HeartbeatReply, has_memory_guard) },
-                { FIELD_KEY("actions"), .kind = FIELD_ARRAY, .offset = offsetof(HeartbeatReply, actions),
+                { FIELD_KEY("actions"), .kind = FIELD_ARRAY, .flags = FIELD_ALWAYS, .offset = offsetof(HeartbeatReply, actions),
                   .aux = offsetof(HeartbeatReply, n_actions), .size = sizeof(Action), .max = PROTO_MAX_ACTIONS,
                   .sub = &action_schema, .what = "actions" },
                 /* Optional: a controller without output reads sends none. */
@@ -136,20 +142,7 @@ static const Schema heartbeat_reply_schema = {
 };
 
 json_t *output_read_to_json(const OutputRead *r) {
-        json_auto_t *o = json_object();
-        if (!o)
-                return NULL;
-        if (proto_add(o, "id", proto_json_u64(r->id)) < 0 || proto_add(o, "task", proto_json_text(r->task ?: "")) < 0 ||
-            proto_add(o, "stream", json_string(r->error_stream ? "error" : "output")) < 0)
-                return NULL;
-        if ((r->output && proto_add(o, "output", proto_json_text(r->output)) < 0) ||
-            (r->error && proto_add(o, "error", proto_json_text(r->error)) < 0) ||
-            (r->cwd && proto_add(o, "cwd", proto_json_text(r->cwd)) < 0) || (r->user && proto_add(o, "user", proto_json_text(r->user)) < 0))
-                return NULL;
-        if (proto_add(o, "offset", proto_json_u64(r->offset)) < 0 || proto_add(o, "max", json_integer(r->max)) < 0 ||
-            (r->tail && proto_add(o, "tail", json_true()) < 0))
-                return NULL;
-        return json_incref(o);
+        return proto_schema_to_json(&output_read_schema, r, NULL, NULL);
 }
 
 void output_chunk_done(OutputChunk *c) {
@@ -161,54 +154,65 @@ void output_chunk_done(OutputChunk *c) {
         *c = (OutputChunk) {};
 }
 
+/* What the agent read: "data_base64" is decoded into data as text, then from base64 once every
+ * field is checked (a bad "error" is named before bad base64). */
+static const Schema output_chunk_schema = {
+        .fields = (const Field[]) {
+                { FIELD_KEY("path"), .kind = FIELD_TEXT, FIELD_AT(OutputChunk, path), .max = TASK_OUTPUT_PATH_MAX },
+                F_U64("offset", OutputChunk, offset, FIELD_REQUIRED),
+                F_U64("size", OutputChunk, size, FIELD_REQUIRED),
+                F_SPECIAL("data_base64", SPECIAL_BASE64),
+                F_STR("error", FIELD_TEXT, OutputChunk, error, 0),
+        },
+        .n_fields = 5,
+        .has_offset = SCHEMA_NO_HAS,
+};
+
+static int chunk_special_from_json(json_t *o, const char *path, const Field *f, void *base, char **ret_error) {
+        OutputChunk *c = base;
+        const char *text;
+        int r = proto_get_string(o, path, f->key, false, base64_encoded_len(PROTO_MAX_OUTPUT_READ), &text, ret_error);
+        if (r <= 0)
+                return r;
+        return proto_strdup_to(text, &c->data);
+}
+
+static int chunk_special_to_json(json_t *o, const Field *f, const void *base, const void *ctx) {
+        const OutputChunk *c = base;
+        _cleanup_free_ char *text = malloc(base64_encoded_len(c->len) + 1);
+        if (!text)
+                return -ENOMEM;
+        base64_encode(c->data ?: "", c->len, text);
+        return proto_add(o, f->key, json_string(text));
+}
+
 int output_chunk_from_json(json_t *j, OutputChunk *ret, char **ret_error) {
-        static const char *const keys[] = { "path", "offset", "size", "data_base64", "error", NULL };
-        OutputChunk c = {};
-        const char *path = NULL, *data = NULL;
+        _cleanup_(output_chunk_done) OutputChunk c = {};
         int r;
 
         if (!json_is_object(j))
                 return proto_fail(ret_error, NULL, NULL, "must be a JSON object");
-        r = proto_check_keys(j, "", keys, ret_error);
-        if (r >= 0)
-                r = proto_get_string(j, "", "path", false, TASK_OUTPUT_PATH_MAX, &path, ret_error);
-        if (r >= 0)
-                r = proto_get_uint64(j, "", "offset", true, &c.offset, ret_error);
-        if (r >= 0)
-                r = proto_get_uint64(j, "", "size", true, &c.size, ret_error);
-        if (r >= 0)
-                r = proto_get_string(j, "", "data_base64", false, base64_encoded_len(PROTO_MAX_OUTPUT_READ), &data, ret_error);
-        if (r >= 0)
-                r = proto_get_text(j, "", "error", &c.error, ret_error);
-        if (r >= 0 && (proto_strdup_to(path, &c.path) < 0 || !(c.data = malloc(data ? strlen(data) / 4 * 3 + 1 : 1))))
-                r = -ENOMEM;
-        if (r >= 0 && data) {
-                long n = base64_decode(data, strlen(data), c.data);
-                if (n < 0)
-                        r = proto_fail(ret_error, "", "data_base64", "must be base64 (RFC 4648, padded)");
-                else
-                        c.len = (size_t) n;
-        }
-        if (r < 0) {
-                output_chunk_done(&c);
+        r = proto_schema_from_json(j, "", &output_chunk_schema, &c, chunk_special_from_json, ret_error);
+        if (r < 0)
                 return r;
+        _cleanup_free_ char *text = TAKE_PTR(c.data);
+        c.data = malloc(text ? strlen(text) / 4 * 3 + 1 : 1);
+        if (!c.data)
+                return -ENOMEM;
+        if (text) {
+                long n = base64_decode(text, strlen(text), c.data);
+                if (n < 0)
+                        return proto_fail(ret_error, "", "data_base64", "must be base64 (RFC 4648, padded)");
+                c.len = (size_t) n;
         }
         c.data[c.len] = '\0';
         *ret = c;
+        c = (OutputChunk) {};
         return 0;
 }
 
 json_t *output_chunk_to_json(const OutputChunk *c) {
-        json_auto_t *o = json_object();
-        _cleanup_free_ char *text = malloc(base64_encoded_len(c->len) + 1);
-        if (!o || !text)
-                return NULL;
-        base64_encode(c->data ?: "", c->len, text);
-        if ((c->path && proto_add(o, "path", proto_json_text(c->path)) < 0) || proto_add(o, "offset", proto_json_u64(c->offset)) < 0 ||
-            proto_add(o, "size", proto_json_u64(c->size)) < 0 || proto_add(o, "data_base64", json_string(text)) < 0 ||
-            (c->error && proto_add(o, "error", proto_json_text(c->error)) < 0))
-                return NULL;
-        return json_incref(o);
+        return proto_schema_to_json(&output_chunk_schema, c, chunk_special_to_json, NULL);
 }
 
 static void heartbeat_reply_free_any(void *r) {
@@ -220,90 +224,14 @@ int heartbeat_reply_from_json(json_t *j, HeartbeatReply **ret, char **ret_error)
                                  (void **) ret, ret_error);
 }
 
-static json_t *action_to_json(const Action *a) {
-        json_auto_t *o = json_object();
-        if (!o)
-                return NULL;
-        const char *type = action_type_to_string(a->type);
-        if (proto_add(o, "id", proto_json_u64(a->id)) < 0 || proto_add(o, "type", type ? json_string(type) : json_null()) < 0 ||
-            proto_add(o, "task", proto_json_text(a->task ?: "")) < 0)
-                return NULL;
-        if (a->type == ACTION_START) {
-                if (proto_add(o, "argv", proto_strv_to_json(a->argv)) < 0)
-                        return NULL;
-                if (a->env && proto_add(o, "env", proto_env_to_json(a->env)) < 0)
-                        return NULL;
-                if (a->cwd && proto_add(o, "cwd", proto_json_text(a->cwd)) < 0)
-                        return NULL;
-                if (a->user && proto_add(o, "user", proto_json_text(a->user)) < 0)
-                        return NULL;
-                if (a->pids_max > 0 && proto_add(o, "pids_max", json_integer(a->pids_max)) < 0)
-                        return NULL;
-                if ((a->output && proto_add(o, "output", proto_json_text(a->output)) < 0) ||
-                    (a->error && proto_add(o, "error", proto_json_text(a->error)) < 0))
-                        return NULL;
-                if (a->time_limit_ms > 0 && proto_add(o, "time_limit_ms", proto_json_u64(a->time_limit_ms)) < 0)
-                        return NULL;
-                if (a->time_limit_ms > 0 && proto_add(o, "kill_grace_ms", json_integer(a->kill_grace_ms)) < 0)
-                        return NULL;
-        }
-        if ((a->type == ACTION_START || a->type == ACTION_SET_LIMITS) && proto_add(o, "limits", limits_to_json(&a->limits)) < 0)
-                return NULL;
-        return json_incref(o);
-}
-
 json_t *heartbeat_reply_to_json(const HeartbeatReply *r) {
-        json_auto_t *o = json_object();
-        json_auto_t *actions = json_array();
-        if (!o || !actions)
-                return NULL;
-        if (proto_add(o, "interval_ms", json_integer(r->interval_ms)) < 0)
-                return NULL;
-        if (r->lease_ms > 0 && proto_add(o, "lease_ms", json_integer(r->lease_ms)) < 0)
-                return NULL;
-        if (r->has_memory_guard && proto_add(o, "memory_guard", json_boolean(r->memory_guard)) < 0)
-                return NULL;
-        for (size_t i = 0; i < r->n_actions; i++)
-                if (proto_append(actions, action_to_json(&r->actions[i])) < 0)
-                        return NULL;
-        if (proto_add(o, "actions", json_incref(actions)) < 0)
-                return NULL;
-        if (r->n_reads > 0) {
-                json_auto_t *reads = json_array();
-                if (!reads)
-                        return NULL;
-                for (size_t i = 0; i < r->n_reads; i++)
-                        if (proto_append(reads, output_read_to_json(&r->reads[i])) < 0)
-                                return NULL;
-                if (proto_add(o, "reads", json_incref(reads)) < 0)
-                        return NULL;
-        }
-        if (r->n_resend > 0) {
-                json_auto_t *resend = json_array();
-                if (!resend)
-                        return NULL;
-                for (size_t i = 0; i < r->n_resend; i++)
-                        if (proto_append(resend, proto_json_text(r->resend[i])) < 0)
-                                return NULL;
-                if (proto_add(o, "resend", json_incref(resend)) < 0)
-                        return NULL;
-        }
-        return json_incref(o);
+        return proto_schema_to_json(&heartbeat_reply_schema, r, NULL, NULL);
 }
 
 int action_payload_to_json(const Action *a, json_t **ret) {
-        /* Through the reply's encoder: one definition of the action format. */
-        HeartbeatReply reply = { .actions = (Action *) a, .n_actions = 1 };
-        json_t *j = heartbeat_reply_to_json(&reply);
-        if (!j)
+        json_t *payload = proto_schema_to_json(&action_schema, a, NULL, NULL);
+        if (!payload)
                 return -ENOMEM;
-        json_t *payload = json_array_get(json_object_get(j, "actions"), 0);
-        if (!json_is_object(payload)) {
-                json_decref(j);
-                return -EIO;
-        }
-        json_incref(payload);
-        json_decref(j);
         json_object_del(payload, "id");
         *ret = payload;
         return 0;

@@ -161,27 +161,39 @@ static const Schema memory_guard_schema = {
         .has_offset = SCHEMA_NO_HAS,
 };
 
+static const char *task_state_name(int state) {
+        return task_state_to_string((TaskState) state);
+}
+
+static bool memory_guard_given(const void *base) {
+        return ((const TaskReport *) base)->memory_guard.time_ms > 0;
+}
+
+/* The text writer writes a report around its samples: the fields before them, then after. */
+#define TASK_REPORT_SAMPLES 3
 const Schema task_report_schema = {
         .fields = (const Field[]) {
                 F_STR("id", FIELD_TASK_ID, TaskReport, id, FIELD_REQUIRED),
                 /* Only what an agent can know: pending and starting are the controller's view (lost: a
-                 * self-fence that could not freeze the task killed it). */
+                 * self-fence that could not freeze the task killed it); encoders name any state. */
                 { FIELD_KEY("state"), .kind = FIELD_ENUM, .flags = FIELD_REQUIRED, FIELD_AT(TaskReport, state),
                   .names = (const char *const[]) { "running", "succeeded", "failed", "cancelled", "lost", "timeout", NULL },
                   .values = (const int[]) { TASK_RUNNING, TASK_SUCCEEDED, TASK_FAILED, TASK_CANCELLED, TASK_LOST,
-                                            TASK_TIMEOUT } },
-                F_INT("pid", TaskReport, pid, 0, PID_MAX_VALUE, 0),
+                                            TASK_TIMEOUT },
+                  .name_of = task_state_name },
+                F_INT("pid", TaskReport, pid, 0, PID_MAX_VALUE, FIELD_ALWAYS),
                 F_SPECIAL("samples", SPECIAL_SAMPLES),
-                F_OBJECT("limits", offsetof(TaskReport, limits), limits_schema, 0),
+                F_OBJECT("limits", offsetof(TaskReport, limits), limits_schema, FIELD_ALWAYS),
                 F_OBJECT("limits_target", offsetof(TaskReport, limits_target), limits_schema, 0),
                 F_OBJECT("limits_external", offsetof(TaskReport, limits_external), limits_schema, 0),
                 F_BOOL("adopted", TaskReport, adopted, 0),
                 F_BOOL("fenced", TaskReport, fenced, 0),
                 { FIELD_KEY("exit"), .kind = FIELD_OBJECT, .flags = FIELD_MARK, .offset = offsetof(TaskReport, exit),
                   .aux = offsetof(TaskReport, has_exit), .sub = &exit_schema },
-                F_U64("output_dropped_bytes", TaskReport, output_dropped_bytes, 0),
-                F_OBJECT("memory_guard", offsetof(TaskReport, memory_guard), memory_guard_schema, 0),
                 F_STR("error", FIELD_TEXT, TaskReport, error, 0),
+                F_U64("output_dropped_bytes", TaskReport, output_dropped_bytes, 0),
+                { FIELD_KEY("memory_guard"), .kind = FIELD_OBJECT, .offset = offsetof(TaskReport, memory_guard),
+                  .sub = &memory_guard_schema, .present = memory_guard_given },
         },
         .n_fields = 13,
         .has_offset = SCHEMA_NO_HAS,
@@ -209,6 +221,9 @@ static const Schema capacity_schema = {
         .has_offset = SCHEMA_NO_HAS,
 };
 
+/* The text writer writes a heartbeat around its task reports: the fields before "tasks", then from "acks". */
+#define HEARTBEAT_TASKS 8
+#define HEARTBEAT_ACKS 11
 const Schema heartbeat_schema = {
         .fields = (const Field[]) {
                 F_STR("node", FIELD_NODE, Heartbeat, node, FIELD_REQUIRED),
@@ -222,12 +237,13 @@ const Schema heartbeat_schema = {
                 F_OBJECT("capacity", 0, capacity_schema, FIELD_REQUIRED),
                 F_OBJECT("node_sample", offsetof(Heartbeat, node_sample), node_sample_schema, FIELD_REQUIRED),
                 /* The reports of "unchanged", then "held", follow the full ones in h->tasks. */
-                { FIELD_KEY("tasks"), .kind = FIELD_ARRAY, .flags = FIELD_IN_ORDER, .offset = offsetof(Heartbeat, tasks),
-                  .aux = offsetof(Heartbeat, n_tasks), .size = sizeof(TaskReport), .max = PROTO_MAX_TASKS_PER_HEARTBEAT,
-                  .sub = &task_report_schema, .what = "task reports" },
+                { FIELD_KEY("tasks"), .kind = FIELD_ARRAY, .flags = FIELD_IN_ORDER | FIELD_ALWAYS | FIELD_OWN_ENCODING,
+                  .offset = offsetof(Heartbeat, tasks), .aux = offsetof(Heartbeat, n_tasks), .size = sizeof(TaskReport),
+                  .max = PROTO_MAX_TASKS_PER_HEARTBEAT, .sub = &task_report_schema, .what = "task reports",
+                  .special = SPECIAL_TASKS },
                 { FIELD_KEY("unchanged"), .kind = FIELD_SPECIAL, .flags = FIELD_IN_ORDER, .special = SPECIAL_UNCHANGED },
                 { FIELD_KEY("held"), .kind = FIELD_SPECIAL, .flags = FIELD_IN_ORDER, .special = SPECIAL_HELD },
-                { FIELD_KEY("acks"), .kind = FIELD_ARRAY, .offset = offsetof(Heartbeat, acks),
+                { FIELD_KEY("acks"), .kind = FIELD_ARRAY, .flags = FIELD_ALWAYS, .offset = offsetof(Heartbeat, acks),
                   .aux = offsetof(Heartbeat, n_acks), .size = sizeof(Ack), .max = PROTO_MAX_ACTIONS, .sub = &ack_schema,
                   .what = "acks" },
         },
@@ -359,6 +375,29 @@ static int sample_any_from_json(json_t *j, const char *path, TaskSample *s, char
         return sample_from_json(j, path, s, ret_error);
 }
 
+/* The elements of the array a from first on as t's samples, at path[i] (key NULL) or path.key[i]. */
+static int samples_from_json(json_t *a, size_t first, const char *path, const char *key, TaskReport *t,
+                             char **ret_error) {
+        size_t n = json_array_size(a) - first;
+        if (n == 0)
+                return 0;
+        t->samples = calloc(n, sizeof *t->samples);
+        if (!t->samples)
+                return -ENOMEM;
+        t->n_samples = n;
+        for (size_t i = 0; i < n; i++) {
+                char p[PATH_BUF];
+                if (key)
+                        proto_path_index(p, path, key, i);
+                else
+                        proto_path_truncated(p, snprintf(p, PATH_BUF, "%s[%zu]", path, first + i));
+                int r = sample_any_from_json(json_array_get(a, first + i), p, &t->samples[i], ret_error);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 /* An element of "unchanged" (protocol 2): [task id, sample...], each sample a row or an object. */
 static int unchanged_from_json(json_t *j, const char *path, TaskReport *t, char **ret_error) {
         char p[PATH_BUF];
@@ -370,19 +409,7 @@ static int unchanged_from_json(json_t *j, const char *path, TaskReport *t, char 
         r = proto_check_task_id(row_at(j, path, 0, p), p, &t->id, ret_error);
         if (r < 0)
                 return r;
-        size_t n = json_array_size(j) - 1;
-        if (n == 0)
-                return 0;
-        t->samples = calloc(n, sizeof *t->samples);
-        if (!t->samples)
-                return -ENOMEM;
-        t->n_samples = n;
-        for (size_t i = 0; i < n; i++) {
-                r = sample_any_from_json(row_at(j, path, 1 + i, p), p, &t->samples[i], ret_error);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
+        return samples_from_json(j, 1, path, NULL, t, ret_error);
 }
 
 /* "unchanged" or "held": their reports are appended to h->tasks. */
@@ -433,21 +460,7 @@ static int tree_special(json_t *o, const char *path, const Field *f, void *base,
                 int r = proto_get_array(o, path, f->key, false, 0, PROTO_MAX_SAMPLES_PER_TASK, "samples", &samples, ret_error);
                 if (r < 0)
                         return r;
-                size_t n = json_array_size(samples);
-                if (n == 0)
-                        return 0;
-                t->samples = calloc(n, sizeof *t->samples);
-                if (!t->samples)
-                        return -ENOMEM;
-                t->n_samples = n;
-                for (size_t i = 0; i < n; i++) {
-                        char p[PATH_BUF];
-                        proto_path_index(p, path, f->key, i);
-                        r = sample_any_from_json(json_array_get(samples, i), p, &t->samples[i], ret_error);
-                        if (r < 0)
-                                return r;
-                }
-                return 0;
+                return samples_from_json(samples, 0, path, f->key, t, ret_error);
         }
         case SPECIAL_UNCHANGED:
         case SPECIAL_HELD:
@@ -467,234 +480,93 @@ int heartbeat_from_json(json_t *j, Heartbeat **ret, char **ret_error) {
 }
 
 
-/* ---- Encoding ---- */
+/* ---- Encoding: the tree walk (protocol-json.c), and the shapes the tables cannot say ---- */
 
-/* A sample field's value (FIELD_INT of 4 or 8 bytes, FIELD_REAL). */
-static json_t *sample_field_to_json(const Field *f, const void *base) {
-        const void *p = (const char *) base + f->offset;
-        if (f->kind == FIELD_REAL)
-                return proto_json_double(*(const double *) p);
-        if (f->size == sizeof(uint32_t))
-                return json_integer(*(const uint32_t *) p);
-        return proto_json_u64(*(const uint64_t *) p);
-}
-
-static int sample_fields_to_json(json_t *o, const Field *fields, size_t n, const void *base, uint32_t has) {
-        for (size_t i = 0; i < n; i++) {
-                if ((has & fields[i].group) && proto_add(o, fields[i].key, sample_field_to_json(&fields[i], base)) < 0)
-                        return -ENOMEM;
-        }
-        return 0;
-}
-
-static json_t *pressure_to_json(const Pressure *p) {
-        json_auto_t *o = json_object();
-        if (!o)
-                return NULL;
-        if (proto_add(o, "some_avg10", proto_json_double(p->some_avg10)) < 0 || proto_add(o, "some_total_us", proto_json_u64(p->some_total_us)) < 0)
-                return NULL;
-        if (p->has_full &&
-            (proto_add(o, "full_avg10", proto_json_double(p->full_avg10)) < 0 || proto_add(o, "full_total_us", proto_json_u64(p->full_total_us)) < 0))
-                return NULL;
-        return json_incref(o);
-}
-
-static int psi_to_json(json_t *o, uint32_t has, const Pressure *cpu, const Pressure *memory, const Pressure *io) {
-        json_auto_t *psi = NULL;
-
-        if (!(has & (SAMPLE_HAS_PSI_CPU | SAMPLE_HAS_PSI_MEMORY | SAMPLE_HAS_PSI_IO)))
-                return 0;
-        psi = json_object();
-        if (!psi)
-                return -ENOMEM;
-        if ((has & SAMPLE_HAS_PSI_CPU) && proto_add(psi, "cpu", pressure_to_json(cpu)) < 0)
-                return -ENOMEM;
-        if ((has & SAMPLE_HAS_PSI_MEMORY) && proto_add(psi, "memory", pressure_to_json(memory)) < 0)
-                return -ENOMEM;
-        if ((has & SAMPLE_HAS_PSI_IO) && proto_add(psi, "io", pressure_to_json(io)) < 0)
-                return -ENOMEM;
-        return proto_add(o, "psi", json_incref(psi));
-}
-
-static json_t *memory_guard_event_to_json(const MemoryGuardEvent *g) {
-        json_auto_t *o = json_object();
-
-        if (!o || proto_add(o, "time_ms", json_integer(g->time_ms)) < 0 ||
-            proto_add(o, "outcome", json_string(g->raised ? "raised" : "no-room")) < 0 ||
-            proto_add(o, "old_bytes", json_integer(g->old_bytes)) < 0 || proto_add(o, "new_bytes", json_integer(g->new_bytes)) < 0 ||
-            (g->why && proto_add(o, "why", proto_json_text(g->why)) < 0))
-                return NULL;
-        return json_incref(o);
-}
+static int tree_special_to_json(json_t *o, const Field *f, const void *base, const void *ctx);
 
 static json_t *sample_to_json(const TaskSample *s) {
-        json_auto_t *o = json_object();
-        if (!o)
-                return NULL;
-        if (proto_add(o, "time_ms", json_integer(s->time_ms)) < 0 ||
-            proto_add(o, "cpu_usage_ns", proto_json_u64(s->cpu_usage_ns)) < 0 ||
-            proto_add(o, "memory_current_bytes", proto_json_u64(s->memory_current_bytes)) < 0 ||
-            proto_add(o, "memory_peak_bytes", proto_json_u64(s->memory_peak_bytes)) < 0 ||
-            proto_add(o, "progress", s->progress < 0 ? json_null() : proto_json_double(s->progress)) < 0 ||
-            sample_fields_to_json(o, task_sample_fields, n_task_sample_fields, s, s->has) < 0 ||
-            psi_to_json(o, s->has, &s->psi_cpu, &s->psi_memory, &s->psi_io) < 0)
-                return NULL;
-        return json_incref(o);
+        return proto_schema_to_json(&task_sample_schema, s, tree_special_to_json, NULL);
 }
 
-static int pressure_to_row(json_t *row, const Pressure *p) {
-        if (proto_append(row, proto_json_double(p->some_avg10)) < 0 || proto_append(row, proto_json_u64(p->some_total_us)) < 0 ||
-            proto_append(row, p->has_full ? proto_json_double(p->full_avg10) : json_null()) < 0 ||
-            proto_append(row, p->has_full ? proto_json_u64(p->full_total_us) : json_null()) < 0)
-                return -ENOMEM;
-        return 0;
-}
-
+/* The same walk as a row (protocol-internal.h): the head, has, the rest. */
 static json_t *sample_to_row(const TaskSample *s) {
-        uint32_t has = s->has & SAMPLE_ROW_HAS_MASK;
         json_auto_t *row = json_array();
-        if (!row)
-                return NULL;
-        if (proto_append(row, json_integer(s->time_ms)) < 0 || proto_append(row, proto_json_u64(s->cpu_usage_ns)) < 0 ||
-            proto_append(row, proto_json_u64(s->memory_current_bytes)) < 0 || proto_append(row, proto_json_u64(s->memory_peak_bytes)) < 0 ||
-            proto_append(row, s->progress < 0 ? json_null() : proto_json_double(s->progress)) < 0 ||
-            proto_append(row, json_integer(has)) < 0)
-                return NULL;
-        for (size_t i = 0; i < n_task_sample_fields; i++) {
-                if ((has & task_sample_fields[i].group) && proto_append(row, sample_field_to_json(&task_sample_fields[i], s)) < 0)
-                        return NULL;
-        }
-        if (((has & SAMPLE_HAS_PSI_CPU) && pressure_to_row(row, &s->psi_cpu) < 0) ||
-            ((has & SAMPLE_HAS_PSI_MEMORY) && pressure_to_row(row, &s->psi_memory) < 0) ||
-            ((has & SAMPLE_HAS_PSI_IO) && pressure_to_row(row, &s->psi_io) < 0))
+        if (!row ||
+            proto_fields_to_json(row, &task_sample_schema, 0, TASK_SAMPLE_HEAD, s, tree_special_to_json, NULL) < 0 ||
+            proto_append(row, json_integer(s->has & SAMPLE_ROW_HAS_MASK)) < 0 ||
+            proto_fields_to_json(row, &task_sample_schema, TASK_SAMPLE_HEAD, task_sample_schema.n_fields, s,
+                                 tree_special_to_json, NULL) < 0)
                 return NULL;
         return json_incref(row);
 }
 
-static json_t *exit_to_json(const ExitRecord *e) {
-        json_auto_t *o = json_object();
-        if (!o)
-                return NULL;
-        if (proto_add(o, "code", json_integer(e->code)) < 0 || proto_add(o, "signal", json_integer(e->signal)) < 0 ||
-            proto_add(o, "oom_killed", json_boolean(e->oom_killed)) < 0 || proto_add(o, "wall_s", proto_json_double(e->wall_s)) < 0 ||
-            proto_add(o, "cpu_s", proto_json_double(e->cpu_s)) < 0 ||
-            proto_add(o, "memory_peak_bytes", proto_json_u64(e->memory_peak_bytes)) < 0)
-                return NULL;
-        if (e->status_unknown && proto_add(o, "status_unknown", json_true()) < 0)
-                return NULL;
-        return json_incref(o);
+/* "unchanged" or "held" (protocol 2): [task id, sample rows...] of those tasks, when there are any. */
+static int unchanged_list_to_json(json_t *o, const char *key, const Heartbeat *h, bool held) {
+        json_auto_t *list = json_array();
+        if (!list)
+                return -ENOMEM;
+        for (size_t i = 0; i < h->n_tasks; i++) {
+                const TaskReport *t = &h->tasks[i];
+                if (!t->unchanged || t->held != held)
+                        continue;
+                json_auto_t *e = json_array();
+                if (!e || proto_append(e, proto_json_text(t->id ?: "")) < 0)
+                        return -ENOMEM;
+                for (size_t k = 0; k < t->n_samples; k++)
+                        if (proto_append(e, sample_to_row(&t->samples[k])) < 0)
+                                return -ENOMEM;
+                if (proto_append(list, json_incref(e)) < 0)
+                        return -ENOMEM;
+        }
+        return json_array_size(list) > 0 ? proto_add(o, key, json_incref(list)) : 0;
 }
 
-static json_t *task_report_to_json(const TaskReport *t, bool rows) {
-        json_auto_t *o = json_object();
-        json_auto_t *samples = json_array();
-        if (!o || !samples)
-                return NULL;
-        const char *state = task_state_to_string(t->state);
-        if (proto_add(o, "id", proto_json_text(t->id ?: "")) < 0 || proto_add(o, "state", state ? json_string(state) : json_null()) < 0 ||
-            proto_add(o, "pid", json_integer(t->pid)) < 0)
-                return NULL;
-        for (size_t i = 0; i < t->n_samples; i++)
-                if (proto_append(samples, rows ? sample_to_row(&t->samples[i]) : sample_to_json(&t->samples[i])) < 0)
-                        return NULL;
-        if (proto_add(o, "samples", json_incref(samples)) < 0 || proto_add(o, "limits", limits_to_json(&t->limits)) < 0)
-                return NULL;
-        static const Limits none = {};
-        if (memcmp(&t->limits_target, &none, sizeof none) != 0 &&
-            proto_add(o, "limits_target", limits_to_json(&t->limits_target)) < 0)
-                return NULL;
-        if (memcmp(&t->limits_external, &none, sizeof none) != 0 &&
-            proto_add(o, "limits_external", limits_to_json(&t->limits_external)) < 0)
-                return NULL;
-        if (t->adopted && proto_add(o, "adopted", json_true()) < 0)
-                return NULL;
-        if (t->fenced && proto_add(o, "fenced", json_true()) < 0)
-                return NULL;
-        if (t->has_exit && proto_add(o, "exit", exit_to_json(&t->exit)) < 0)
-                return NULL;
-        if (t->error && proto_add(o, "error", proto_json_text(t->error)) < 0)
-                return NULL;
-        if (t->output_dropped_bytes > 0 && proto_add(o, "output_dropped_bytes", proto_json_u64(t->output_dropped_bytes)) < 0)
-                return NULL;
-        if (t->memory_guard.time_ms > 0 && proto_add(o, "memory_guard", memory_guard_event_to_json(&t->memory_guard)) < 0)
-                return NULL;
-        return json_incref(o);
+/* A sample's progress; a report's samples (rows when *ctx, the heartbeat's protocol 2); the
+ * heartbeat's full reports (protocol 2: not the unchanged ones) and its unchanged and held ones. */
+static int tree_special_to_json(json_t *o, const Field *f, const void *base, const void *ctx) {
+        switch (f->special) {
+        case SPECIAL_PROGRESS: {
+                double progress = ((const TaskSample *) base)->progress;
+                return proto_put(o, f->key, progress < 0 ? json_null() : proto_json_double(progress));
+        }
+        case SPECIAL_SAMPLES: {
+                const TaskReport *t = base;
+                json_auto_t *samples = json_array();
+                if (!samples)
+                        return -ENOMEM;
+                for (size_t i = 0; i < t->n_samples; i++)
+                        if (proto_append(samples, *(const bool *) ctx ? sample_to_row(&t->samples[i])
+                                                                      : sample_to_json(&t->samples[i])) < 0)
+                                return -ENOMEM;
+                return proto_add(o, f->key, json_incref(samples));
+        }
+        case SPECIAL_TASKS: {
+                const Heartbeat *h = base;
+                bool compact = h->protocol >= PROTO_VERSION_COMPACT;
+                json_auto_t *tasks = json_array();
+                if (!tasks)
+                        return -ENOMEM;
+                for (size_t i = 0; i < h->n_tasks; i++)
+                        if ((!compact || !h->tasks[i].unchanged) &&
+                            proto_append(tasks, proto_schema_to_json(&task_report_schema, &h->tasks[i], tree_special_to_json,
+                                                                     &compact)) < 0)
+                                return -ENOMEM;
+                return proto_add(o, f->key, json_incref(tasks));
+        }
+        case SPECIAL_UNCHANGED:
+        case SPECIAL_HELD: {
+                const Heartbeat *h = base;
+                if (h->protocol < PROTO_VERSION_COMPACT)
+                        return 0;
+                return unchanged_list_to_json(o, f->key, h, f->special == SPECIAL_HELD);
+        }
+        default:
+                return -EINVAL;
+        }
 }
 
 json_t *heartbeat_to_json(const Heartbeat *h) {
-        json_auto_t *o = json_object();
-        json_auto_t *capacity = json_object();
-        json_auto_t *node_sample = json_object();
-        json_auto_t *tasks = json_array();
-        json_auto_t *acks = json_array();
-        if (!o || !capacity || !node_sample || !tasks || !acks)
-                return NULL;
-
-        if (proto_add(o, "node", proto_json_text(h->node ?: "")) < 0 || proto_add(o, "boot_id", proto_json_text(h->boot_id ?: "")) < 0 ||
-            proto_add(o, "seq", proto_json_u64(h->seq)) < 0 || proto_add(o, "cgroup_mode", proto_json_text(h->cgroup_mode ?: "")) < 0)
-                return NULL;
-        if (h->has_pids_limit && proto_add(o, "pids_limit", json_boolean(h->pids_limit)) < 0)
-                return NULL;
-        if (h->protocol > 0 && proto_add(o, "protocol", json_integer(h->protocol)) < 0)
-                return NULL;
-
-        if (proto_add(capacity, "cpus", proto_json_double(h->capacity_cpus)) < 0 ||
-            proto_add(capacity, "memory_bytes", proto_json_u64(h->capacity_memory_bytes)) < 0 ||
-            (h->speed > 0 && proto_add(capacity, "speed", proto_json_double(h->speed)) < 0) ||
-            proto_add(o, "capacity", json_incref(capacity)) < 0)
-                return NULL;
-
-        if (proto_add(node_sample, "time_ms", json_integer(h->node_sample.time_ms)) < 0 ||
-            proto_add(node_sample, "cpu_busy", proto_json_double(h->node_sample.cpu_busy)) < 0 ||
-            proto_add(node_sample, "memory_available_bytes", proto_json_u64(h->node_sample.memory_available_bytes)) < 0 ||
-            sample_fields_to_json(node_sample, node_sample_fields, n_node_sample_fields, &h->node_sample,
-                                  h->node_sample.has) < 0 ||
-            psi_to_json(node_sample, h->node_sample.has, &h->node_sample.psi_cpu, &h->node_sample.psi_memory,
-                        &h->node_sample.psi_io) < 0 ||
-            proto_add(o, "node_sample", json_incref(node_sample)) < 0)
-                return NULL;
-
-        bool compact = h->protocol >= PROTO_VERSION_COMPACT;
-        json_auto_t *unchanged = json_array(), *held = json_array();
-        if (!unchanged || !held)
-                return NULL;
-        for (size_t i = 0; i < h->n_tasks; i++) {
-                const TaskReport *t = &h->tasks[i];
-                if (!compact || !t->unchanged) {
-                        if (proto_append(tasks, task_report_to_json(t, compact)) < 0)
-                                return NULL;
-                        continue;
-                }
-                json_auto_t *e = json_array();
-                if (!e || proto_append(e, proto_json_text(t->id ?: "")) < 0)
-                        return NULL;
-                for (size_t k = 0; k < t->n_samples; k++)
-                        if (proto_append(e, sample_to_row(&t->samples[k])) < 0)
-                                return NULL;
-                if (proto_append(t->held ? held : unchanged, json_incref(e)) < 0)
-                        return NULL;
-        }
-        if (proto_add(o, "tasks", json_incref(tasks)) < 0)
-                return NULL;
-        if (json_array_size(unchanged) > 0 && proto_add(o, "unchanged", json_incref(unchanged)) < 0)
-                return NULL;
-        if (json_array_size(held) > 0 && proto_add(o, "held", json_incref(held)) < 0)
-                return NULL;
-
-        for (size_t i = 0; i < h->n_acks; i++) {
-                json_auto_t *a = json_object();
-                if (!a)
-                        return NULL;
-                if (proto_add(a, "action_id", proto_json_u64(h->acks[i].action_id)) < 0 ||
-                    proto_add(a, "ok", json_boolean(h->acks[i].ok)) < 0 ||
-                    (h->acks[i].error && proto_add(a, "error", proto_json_text(h->acks[i].error)) < 0) ||
-                    proto_append(acks, json_incref(a)) < 0)
-                        return NULL;
-        }
-        if (proto_add(o, "acks", json_incref(acks)) < 0)
-                return NULL;
-
-        return json_incref(o);
+        return proto_schema_to_json(&heartbeat_schema, h, tree_special_to_json, NULL);
 }
 
 /* ---- Heartbeat as text (no jansson tree) ---- */
@@ -739,54 +611,62 @@ bool text_buf_reserve(TextBuf *b, size_t n) {
         return text_reserve(b, n);
 }
 
-static void text_digits(TextBuf *b, uint64_t v, bool minus) {
-        char buf[24];
+/* sep (the ',' before a value of a row, or 0), the digits of v, '-' first when minus and ".0" last
+ * when dot_zero: in one piece, as a row's values are many and small. */
+static void text_digits(TextBuf *b, char sep, uint64_t v, bool minus, bool dot_zero) {
+        char buf[28];
         size_t n = sizeof buf;
 
+        if (dot_zero) {
+                buf[--n] = '0';
+                buf[--n] = '.';
+        }
         do
                 buf[--n] = (char) ('0' + v % 10);
         while ((v /= 10) > 0);
         if (minus)
                 buf[--n] = '-';
+        if (sep)
+                buf[--n] = sep;
         text_add(b, buf + n, sizeof buf - n);
 }
 
-static void text_u64(TextBuf *b, uint64_t v) {
-        /* As proto_json_u64(): clamped to what a JSON integer of jansson holds. */
-        text_digits(b, MIN(v, (uint64_t) INT64_MAX), false);
-}
-
-static void text_i64(TextBuf *b, int64_t v) {
-        text_digits(b, v < 0 ? (uint64_t) 0 - (uint64_t) v : (uint64_t) v, v < 0);
+static void text_int(TextBuf *b, char sep, int64_t v) {
+        text_digits(b, sep, v < 0 ? (uint64_t) 0 - (uint64_t) v : (uint64_t) v, v < 0, false);
 }
 
 /* jansson's format for reals: %.17g (exact round trip), with ".0" when it looks integral;
- * not finite is null, as proto_json_double(). */
-static void text_double(TextBuf *b, double d) {
+ * not finite is null, as proto_json_double(). After sep, as text_digits(). */
+static void text_double(TextBuf *b, char sep, double d) {
         char buf[40];
+        size_t at = sep != 0;
         int n;
 
         if (!isfinite(d)) {
-                text_lit(b, "null");
+                if (sep)
+                        text_lit(b, ",null");
+                else
+                        text_lit(b, "null");
                 return;
         }
         /* What %.17g prints for an integral value below 1e15 (most rates of idle tasks are 0):
          * its digits, without the cost of printf's floating point. */
         if (d == trunc(d) && fabs(d) < 1e15 && !(d == 0 && signbit(d))) {
-                text_i64(b, (int64_t) d);
-                text_lit(b, ".0");
+                int64_t i = (int64_t) d;
+                text_digits(b, sep, i < 0 ? (uint64_t) 0 - (uint64_t) i : (uint64_t) i, i < 0, true);
                 return;
         }
-        n = snprintf(buf, sizeof buf - 2, "%.17g", d);
-        if (n < 0 || (size_t) n >= sizeof buf - 2) {
+        buf[0] = sep;
+        n = snprintf(buf + at, sizeof buf - 2 - at, "%.17g", d);
+        if (n < 0 || (size_t) n >= sizeof buf - 2 - at) {
                 b->failed = true;
                 return;
         }
-        if (!strpbrk(buf, ".eE")) {
-                memcpy(buf + n, ".0", 2);
+        if (!strpbrk(buf + at, ".eE")) {
+                memcpy(buf + at + n, ".0", 2);
                 n += 2;
         }
-        text_add(b, buf, (size_t) n);
+        text_add(b, buf, at + (size_t) n);
 }
 
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 when it is not one. */
@@ -851,214 +731,162 @@ static void text_string(TextBuf *b, const char *s) {
         text_lit(b, "\"");
 }
 
-/* ,"key": */
-/* Keys are this file's own ASCII identifiers: nothing to escape. */
-static void text_key(TextBuf *b, const char *key, bool first) {
-        if (!first)
-                text_lit(b, ",\"");
-        else
-                text_lit(b, "\"");
-        text_add(b, key, strlen(key));
-        text_lit(b, "\":");
+/* ,"key": (first: without the ','). A copy of a constant size: far cheaper than one of the key's. */
+static void text_key(TextBuf *b, const Field *f, bool first) {
+        if (!text_reserve(b, sizeof f->wire_key))
+                return;
+        memcpy(b->data + b->len, f->wire_key + first, sizeof f->wire_key - 1);
+        b->len += f->key_len + 4u - first;
+        b->data[b->len] = '\0';
 }
 
-static void text_sample_field(TextBuf *b, const Field *f, const void *base) {
+static void text_fields(TextBuf *b, const Schema *s, size_t from, size_t to, const void *base, bool row, bool *first);
+
+/* {...}: the object at base of schema s. */
+static void text_object(TextBuf *b, const Schema *s, const void *base) {
+        bool first = true;
+        text_lit(b, "{");
+        text_fields(b, s, 0, s->n_fields, base, false, &first);
+        text_lit(b, "}");
+}
+
+/* The value of field f of the object at base, after sep (as text_digits()). The text writer
+ * writes the objects of an agent's heartbeat: of the specials only a sample's progress is in the
+ * fields it walks (the report's samples and the heartbeat's lists are written around the walk). */
+static void text_value(TextBuf *b, const Field *f, const void *base, char sep) {
         const void *p = (const char *) base + f->offset;
-        if (f->kind == FIELD_REAL)
-                text_double(b, *(const double *) p);
-        else if (f->size == sizeof(uint32_t))
-                text_u64(b, *(const uint32_t *) p);
-        else
-                text_u64(b, *(const uint64_t *) p);
-}
 
-static void text_sample_fields(TextBuf *b, const Field *fields, size_t n, const void *base, uint32_t has) {
-        for (size_t i = 0; i < n; i++)
-                if (has & fields[i].group) {
-                        text_key(b, fields[i].key, false);
-                        text_sample_field(b, &fields[i], base);
+        switch (f->kind) {
+        case FIELD_INT:
+        case FIELD_LIMIT:
+                text_int(b, sep, proto_field_int(f, base));
+                return;
+        case FIELD_REAL:
+                text_double(b, sep, *(const double *) p);
+                return;
+        case FIELD_SPECIAL: {
+                double progress = ((const TaskSample *) base)->progress;
+                if (!(progress < 0))
+                        text_double(b, sep, progress);
+                else if (sep)
+                        text_lit(b, ",null");
+                else
+                        text_lit(b, "null");
+                return;
+        }
+        default:
+                break;
+        }
+        if (sep)
+                text_lit(b, ",");
+        switch (f->kind) {
+        case FIELD_BOOL:
+                if (*(const bool *) p)
+                        text_lit(b, "true");
+                else
+                        text_lit(b, "false");
+                return;
+        case FIELD_ENUM:
+                if (f->values) {
+                        const char *name = proto_field_enum_name(f, base);
+                        if (name)
+                                text_string(b, name);
+                        else
+                                text_lit(b, "null");
+                        return;
                 }
+                break;
+        case FIELD_ARRAY: {
+                const char *elements = *(const char *const *) p;
+                size_t n = *(const size_t *) ((const char *) base + f->aux);
+                text_lit(b, "[");
+                for (size_t i = 0; i < n; i++) {
+                        if (i > 0)
+                                text_lit(b, ",");
+                        text_object(b, f->sub, elements + i * f->size);
+                }
+                text_lit(b, "]");
+                return;
+        }
+        default:
+                break;
+        }
+        text_string(b, *(const char *const *) p);
 }
 
-/* A Pressure by pressure_schema: an object, or (row) the rest of a sample row, each value after
- * a ',' and "full" as two nulls when absent. */
-static void text_pressure(TextBuf *b, const Pressure *p, bool row) {
-        if (!row)
-                text_lit(b, "{");
-        for (size_t i = 0; i < pressure_schema.n_fields; i++) {
-                const Field *f = &pressure_schema.fields[i];
-                if (f->group && !p->has_full) {
-                        if (row)
-                                text_lit(b, ",null");
+/* Fields [from, to) of schema s of the object at base, those proto_field_present() says, after
+ * what *first says was written: as proto_fields_to_json(), an object's ("key":value) or a row's
+ * values. */
+static void text_fields(TextBuf *b, const Schema *s, size_t from, size_t to, const void *base, bool row, bool *first) {
+        for (size_t i = from; i < to; i++) {
+                const Field *f = &s->fields[i];
+                if (!proto_field_present(s, f, base)) {
+                        if (row && s->has_is_bool) {
+                                if (*first)
+                                        text_lit(b, "null");
+                                else
+                                        text_lit(b, ",null");
+                                *first = false;
+                        }
                         continue;
                 }
-                if (row)
-                        text_lit(b, ",");
-                else
-                        text_key(b, f->key, i == 0);
-                text_sample_field(b, f, p);
-        }
-        if (!row)
-                text_lit(b, "}");
-}
-
-/* "psi" by its schema (task_psi_schema or node_psi_schema), with the resources in has. */
-static void text_psi(TextBuf *b, const Schema *psi, const void *base, uint32_t has) {
-        bool first = true;
-
-        if (!(has & (SAMPLE_HAS_PSI_CPU | SAMPLE_HAS_PSI_MEMORY | SAMPLE_HAS_PSI_IO)))
-                return;
-        text_lit(b, ",\"psi\":{");
-        for (size_t i = 0; i < psi->n_fields; i++)
-                if (has & psi->fields[i].group) {
-                        text_key(b, psi->fields[i].key, first);
-                        text_pressure(b, (const Pressure *) ((const char *) base + psi->fields[i].offset), false);
-                        first = false;
+                if (f->kind == FIELD_OBJECT) {
+                        const void *sub = (const char *) base + f->offset;
+                        if (row) {
+                                text_fields(b, f->sub, 0, f->sub->n_fields, sub, true, first);
+                                continue;
+                        }
+                        size_t at = b->len;
+                        bool empty = true;
+                        text_key(b, f, *first);
+                        text_lit(b, "{");
+                        text_fields(b, f->sub, 0, f->sub->n_fields, sub, false, &empty);
+                        text_lit(b, "}");
+                        if (empty && !(f->flags & (FIELD_REQUIRED | FIELD_ALWAYS))) {
+                                if (!b->failed) {
+                                        b->len = at;
+                                        b->data[at] = '\0';
+                                }
+                                continue;
+                        }
+                        *first = false;
+                        continue;
                 }
-        text_lit(b, "}");
+                if (!row)
+                        text_key(b, f, *first);
+                text_value(b, f, base, row && !*first ? ',' : 0);
+                *first = false;
+        }
 }
 
 void task_sample_write_json(TextBuf *b, const TaskSample *s) {
-        text_lit(b, "{\"time_ms\":");
-        text_i64(b, s->time_ms);
-        text_lit(b, ",\"cpu_usage_ns\":");
-        text_u64(b, s->cpu_usage_ns);
-        text_lit(b, ",\"memory_current_bytes\":");
-        text_u64(b, s->memory_current_bytes);
-        text_lit(b, ",\"memory_peak_bytes\":");
-        text_u64(b, s->memory_peak_bytes);
-        text_lit(b, ",\"progress\":");
-        if (s->progress < 0)
-                text_lit(b, "null");
-        else
-                text_double(b, s->progress);
-        text_sample_fields(b, task_sample_fields, n_task_sample_fields, s, s->has);
-        text_psi(b, &task_psi_schema, s, s->has);
-        text_lit(b, "}");
+        text_object(b, &task_sample_schema, s);
 }
 
 void task_sample_write_row(TextBuf *b, const TaskSample *s) {
-        uint32_t has = s->has & SAMPLE_ROW_HAS_MASK;
+        bool first = true;
 
         text_lit(b, "[");
-        text_i64(b, s->time_ms);
-        text_lit(b, ",");
-        text_u64(b, s->cpu_usage_ns);
-        text_lit(b, ",");
-        text_u64(b, s->memory_current_bytes);
-        text_lit(b, ",");
-        text_u64(b, s->memory_peak_bytes);
-        text_lit(b, ",");
-        if (s->progress < 0)
-                text_lit(b, "null");
-        else
-                text_double(b, s->progress);
-        text_lit(b, ",");
-        text_u64(b, has);
-        for (size_t i = 0; i < n_task_sample_fields; i++) {
-                if (!(has & task_sample_fields[i].group))
-                        continue;
-                text_lit(b, ",");
-                text_sample_field(b, &task_sample_fields[i], s);
-        }
-        for (size_t i = 0; i < task_psi_schema.n_fields; i++) {
-                const Field *f = &task_psi_schema.fields[i];
-                if (has & f->group)
-                        text_pressure(b, (const Pressure *) ((const char *) s + f->offset), true);
-        }
+        text_fields(b, &task_sample_schema, 0, TASK_SAMPLE_HEAD, s, true, &first);
+        text_digits(b, ',', s->has & SAMPLE_ROW_HAS_MASK, false, false);
+        text_fields(b, &task_sample_schema, TASK_SAMPLE_HEAD, task_sample_schema.n_fields, s, true, &first);
         text_lit(b, "]");
 }
 
-static void text_limits(TextBuf *b, const Limits *l) {
+static void task_report_write_head(TextBuf *b, const TaskReport *t) {
         bool first = true;
 
         text_lit(b, "{");
-        for (size_t i = 0; i < limits_schema.n_fields; i++) {
-                const Field *f = &limits_schema.fields[i];
-                int64_t v = *(const int64_t *) ((const char *) l + f->offset);
-                if (v != LIMIT_UNSET) {
-                        text_key(b, f->key, first);
-                        text_i64(b, v);
-                        first = false;
-                }
-        }
-        text_lit(b, "}");
-}
-
-static void task_report_write_head(TextBuf *b, const TaskReport *t) {
-        const char *state = task_state_to_string(t->state);
-
-        text_lit(b, "{\"id\":");
-        text_string(b, t->id);
-        text_lit(b, ",\"state\":");
-        if (state)
-                text_string(b, state);
-        else
-                text_lit(b, "null");
-        text_lit(b, ",\"pid\":");
-        text_i64(b, t->pid);
-        text_lit(b, ",\"samples\":[");
+        text_fields(b, &task_report_schema, 0, TASK_REPORT_SAMPLES, t, false, &first);
+        text_key(b, &task_report_schema.fields[TASK_REPORT_SAMPLES], first);
+        text_lit(b, "[");
 }
 
 static void task_report_write_tail(TextBuf *b, const TaskReport *t) {
-        static const Limits none = {};
+        bool first = false;
 
-        text_lit(b, "],\"limits\":");
-        text_limits(b, &t->limits);
-        if (memcmp(&t->limits_target, &none, sizeof none) != 0) {
-                text_lit(b, ",\"limits_target\":");
-                text_limits(b, &t->limits_target);
-        }
-        if (memcmp(&t->limits_external, &none, sizeof none) != 0) {
-                text_lit(b, ",\"limits_external\":");
-                text_limits(b, &t->limits_external);
-        }
-        if (t->adopted)
-                text_lit(b, ",\"adopted\":true");
-        if (t->fenced)
-                text_lit(b, ",\"fenced\":true");
-        if (t->has_exit) {
-                text_lit(b, ",\"exit\":{\"code\":");
-                text_i64(b, t->exit.code);
-                text_lit(b, ",\"signal\":");
-                text_i64(b, t->exit.signal);
-                if (t->exit.oom_killed)
-                        text_lit(b, ",\"oom_killed\":true,\"wall_s\":");
-                else
-                        text_lit(b, ",\"oom_killed\":false,\"wall_s\":");
-                text_double(b, t->exit.wall_s);
-                text_lit(b, ",\"cpu_s\":");
-                text_double(b, t->exit.cpu_s);
-                text_lit(b, ",\"memory_peak_bytes\":");
-                text_u64(b, t->exit.memory_peak_bytes);
-                if (t->exit.status_unknown)
-                        text_lit(b, ",\"status_unknown\":true");
-                text_lit(b, "}");
-        }
-        if (t->error) {
-                text_lit(b, ",\"error\":");
-                text_string(b, t->error);
-        }
-        if (t->output_dropped_bytes > 0) {
-                text_lit(b, ",\"output_dropped_bytes\":");
-                text_u64(b, t->output_dropped_bytes);
-        }
-        if (t->memory_guard.time_ms > 0) {
-                text_lit(b, ",\"memory_guard\":{\"time_ms\":");
-                text_i64(b, t->memory_guard.time_ms);
-                if (t->memory_guard.raised)
-                        text_lit(b, ",\"outcome\":\"raised\",\"old_bytes\":");
-                else
-                        text_lit(b, ",\"outcome\":\"no-room\",\"old_bytes\":");
-                text_i64(b, t->memory_guard.old_bytes);
-                text_lit(b, ",\"new_bytes\":");
-                text_i64(b, t->memory_guard.new_bytes);
-                if (t->memory_guard.why) {
-                        text_lit(b, ",\"why\":");
-                        text_string(b, t->memory_guard.why);
-                }
-                text_lit(b, "}");
-        }
+        text_lit(b, "]");
+        text_fields(b, &task_report_schema, TASK_REPORT_SAMPLES + 1, task_report_schema.n_fields, t, false, &first);
         text_lit(b, "}");
 }
 
@@ -1082,64 +910,20 @@ void task_report_write_json_split(TextBuf *b, const TaskReport *t, size_t *ret_s
 }
 
 void heartbeat_write_json_head(TextBuf *b, const Heartbeat *h) {
-        const NodeSample *ns = &h->node_sample;
+        bool first = true;
 
-        text_lit(b, "{\"node\":");
-        text_string(b, h->node);
-        text_lit(b, ",\"boot_id\":");
-        text_string(b, h->boot_id);
-        text_lit(b, ",\"seq\":");
-        text_u64(b, h->seq);
-        text_lit(b, ",\"cgroup_mode\":");
-        text_string(b, h->cgroup_mode);
-        if (h->has_pids_limit) {
-                text_lit(b, ",\"pids_limit\":");
-                if (h->pids_limit)
-                        text_lit(b, "true");
-                else
-                        text_lit(b, "false");
-        }
-        if (h->protocol > 0) {
-                text_lit(b, ",\"protocol\":");
-                text_u64(b, h->protocol);
-        }
-        text_lit(b, ",\"capacity\":{\"cpus\":");
-        text_double(b, h->capacity_cpus);
-        text_lit(b, ",\"memory_bytes\":");
-        text_u64(b, h->capacity_memory_bytes);
-        if (h->speed > 0) {
-                text_lit(b, ",\"speed\":");
-                text_double(b, h->speed);
-        }
-        text_lit(b, "},\"node_sample\":{\"time_ms\":");
-        text_i64(b, ns->time_ms);
-        text_lit(b, ",\"cpu_busy\":");
-        text_double(b, ns->cpu_busy);
-        text_lit(b, ",\"memory_available_bytes\":");
-        text_u64(b, ns->memory_available_bytes);
-        text_sample_fields(b, node_sample_fields, n_node_sample_fields, ns, ns->has);
-        text_psi(b, &node_psi_schema, ns, ns->has);
-        text_lit(b, "},\"tasks\":[");
+        text_lit(b, "{");
+        text_fields(b, &heartbeat_schema, 0, HEARTBEAT_TASKS, h, false, &first);
+        text_key(b, &heartbeat_schema.fields[HEARTBEAT_TASKS], first);
+        text_lit(b, "[");
 }
 
 void heartbeat_write_json_tail(TextBuf *b, const Heartbeat *h) {
-        text_lit(b, "],\"acks\":[");
-        for (size_t i = 0; i < h->n_acks; i++) {
-                if (i > 0)
-                        text_lit(b, ",");
-                text_lit(b, "{\"action_id\":");
-                text_u64(b, h->acks[i].action_id);
-                if (h->acks[i].ok)
-                        text_lit(b, ",\"ok\":true");
-                else
-                        text_lit(b, ",\"ok\":false");
-                if (h->acks[i].error) {
-                        text_lit(b, ",\"error\":");
-                        text_string(b, h->acks[i].error);
-                }
-                text_lit(b, "}");
-        }
-        text_lit(b, "]}");
+        bool first = false;
+
+        text_lit(b, "]");
+        text_fields(b, &heartbeat_schema, HEARTBEAT_ACKS, heartbeat_schema.n_fields, h, false, &first);
+        text_lit(b, "}");
 }
 
 void heartbeat_write_json_unchanged(TextBuf *b) {

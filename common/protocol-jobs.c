@@ -65,7 +65,7 @@ static const Schema phase_schema = {
 static const Field job_fields[] = {
         F_STR("name", FIELD_NAME, JobSpec, name, FIELD_REQUIRED),
         F_STR("user", FIELD_USER, JobSpec, user, 0),
-        F_REAL("weight", JobSpec, weight, 0, PROTO_MAX_WEIGHT, FIELD_MIN_OPEN),
+        F_REAL("weight", JobSpec, weight, 0, PROTO_MAX_WEIGHT, FIELD_MIN_OPEN | FIELD_ALWAYS),
         F_STR("output", FIELD_OUTPUT, JobSpec, output, 0),
         F_STR("error", FIELD_OUTPUT, JobSpec, error, 0),
         F_INT("time_limit_s", JobSpec, time_limit_s, 1, PROTO_MAX_TIME_LIMIT_S, 0),
@@ -291,54 +291,30 @@ int job_submission_from_json(json_t *j, JobSubmission **ret, char **ret_error) {
         return 0;
 }
 
-static json_t *phase_spec_to_json(const PhaseSpec *p) {
-        json_auto_t *o = json_object();
-        if (!o)
-                return NULL;
-        if (p->name && proto_add(o, "name", proto_json_text(p->name)) < 0)
-                return NULL;
-        if (proto_add(o, "tasks", json_integer(p->n_tasks)) < 0 || proto_add(o, "argv", proto_strv_to_json(p->argv)) < 0)
-                return NULL;
-        if (p->env && proto_add(o, "env", proto_env_to_json(p->env)) < 0)
-                return NULL;
-        if (p->cwd && proto_add(o, "cwd", proto_json_text(p->cwd)) < 0)
-                return NULL;
-        if (proto_add(o, "cpu_cores", proto_json_double(p->cpu_cores)) < 0 ||
-            proto_add(o, "memory_bytes", proto_json_u64(p->memory_bytes)) < 0)
-                return NULL;
-        if (p->pids_max > 0 && proto_add(o, "pids_max", json_integer(p->pids_max)) < 0)
-                return NULL;
-        return json_incref(o);
+/* A job's dependencies, as the expression they were parsed from; its phases. */
+static int job_special_to_json(json_t *o, const Field *f, const void *base, const void *ctx) {
+        const JobSpec *s = base;
+        switch (f->special) {
+        case SPECIAL_DEPENDENCY: {
+                if (s->n_dependencies == 0)
+                        return 0;
+                _cleanup_free_ char *d = dependency_format(s->dependencies, s->n_dependencies);
+                return d ? proto_add(o, f->key, proto_json_text(d)) : -ENOMEM;
+        }
+        case SPECIAL_PHASES: {
+                json_auto_t *phases = json_array();
+                if (!phases)
+                        return -ENOMEM;
+                for (size_t i = 0; i < s->n_phases; i++)
+                        if (proto_append(phases, proto_schema_to_json(&phase_schema, &s->phases[i], NULL, NULL)) < 0)
+                                return -ENOMEM;
+                return proto_add(o, f->key, json_incref(phases));
+        }
+        default:
+                return -EINVAL;
+        }
 }
 
 json_t *job_spec_to_json(const JobSpec *s) {
-        json_auto_t *o = json_object();
-        json_auto_t *phases = json_array();
-        if (!o || !phases)
-                return NULL;
-        if (proto_add(o, "name", proto_json_text(s->name ?: "")) < 0)
-                return NULL;
-        if (s->user && proto_add(o, "user", proto_json_text(s->user)) < 0)
-                return NULL;
-        if (proto_add(o, "weight", proto_json_double(s->weight)) < 0)
-                return NULL;
-        if (s->output && proto_add(o, "output", proto_json_text(s->output)) < 0)
-                return NULL;
-        if (s->error && proto_add(o, "error", proto_json_text(s->error)) < 0)
-                return NULL;
-        if (s->time_limit_s > 0 && proto_add(o, "time_limit_s", json_integer(s->time_limit_s)) < 0)
-                return NULL;
-        if (s->hold && proto_add(o, "hold", json_true()) < 0)
-                return NULL;
-        if (s->n_dependencies > 0) {
-                _cleanup_free_ char *d = dependency_format(s->dependencies, s->n_dependencies);
-                if (!d || proto_add(o, "dependency", proto_json_text(d)) < 0)
-                        return NULL;
-        }
-        for (size_t i = 0; i < s->n_phases; i++)
-                if (proto_append(phases, phase_spec_to_json(&s->phases[i])) < 0)
-                        return NULL;
-        if (proto_add(o, "phases", json_incref(phases)) < 0)
-                return NULL;
-        return json_incref(o);
+        return proto_schema_to_json(&job_schema, s, job_special_to_json, NULL);
 }

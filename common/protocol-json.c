@@ -628,16 +628,7 @@ int limits_from_json(json_t *j, const char *path, Limits *ret, char **ret_error)
 }
 
 json_t *limits_to_json(const Limits *l) {
-        json_auto_t *o = json_object();
-        if (!o)
-                return NULL;
-        for (size_t i = 0; i < limits_schema.n_fields; i++) {
-                const Field *f = &limits_schema.fields[i];
-                int64_t v = *(const int64_t *) ((const char *) l + f->offset);
-                if (v != LIMIT_UNSET && proto_add(o, f->key, json_integer(v)) < 0)
-                        return NULL;
-        }
-        return json_incref(o);
+        return proto_schema_to_json(&limits_schema, l, NULL, NULL);
 }
 
 int proto_get_limits(json_t *o, const char *path, const char *field, bool required, Limits *ret,
@@ -726,7 +717,7 @@ int proto_field_value_from_json(json_t *v, const char *path, const char *name, c
                 *(bool *) p = json_is_true(v);
                 return 1;
         case FIELD_TEXT:
-                r = proto_check_string(v, path, name, TEXT_MAX, &s, ret_error);
+                r = proto_check_string(v, path, name, field_text_max(f), &s, ret_error);
                 if (r < 0)
                         return r;
                 return proto_strdup_to(s, (char **) p) < 0 ? -ENOMEM : 1;
@@ -894,4 +885,111 @@ int proto_message_from_json(json_t *j, const Schema *s, size_t size, SpecialFrom
         }
         *ret = m;
         return 0;
+}
+
+/* ---- Encoding by a message's table ---- */
+
+const char *proto_field_enum_name(const Field *f, const void *base) {
+        int v = (int) proto_field_int(f, base);
+        if (f->name_of)
+                return f->name_of(v);
+        for (size_t i = 0; f->names[i]; i++)
+                if (f->values[i] == v)
+                        return f->names[i];
+        return NULL;
+}
+
+int proto_put(json_t *o, const char *key, json_t *v) {
+        return json_is_array(o) ? proto_append(o, v) : proto_add(o, key, v);
+}
+
+static json_t *array_to_json(const Field *f, const void *base, SpecialToJson special, const void *ctx) {
+        json_auto_t *a = json_array();
+        const char *elements = *(const char *const *) ((const char *) base + f->offset);
+        size_t n = *(const size_t *) ((const char *) base + f->aux);
+        if (!a)
+                return NULL;
+        for (size_t i = 0; i < n; i++) {
+                const void *e = elements + i * f->size;
+                if (proto_append(a, f->sub ? proto_schema_to_json(f->sub, e, special, ctx)
+                                           : proto_json_text(*(const char *const *) e)) < 0)
+                        return NULL;
+        }
+        return json_incref(a);
+}
+
+/* The value of field f (not FIELD_OBJECT, FIELD_SPECIAL) of the object at base. */
+static json_t *field_value_to_json(const Field *f, const void *base, SpecialToJson special, const void *ctx) {
+        const void *p = (const char *) base + f->offset;
+        const char *name;
+
+        switch (f->kind) {
+        case FIELD_INT:
+        case FIELD_LIMIT:
+                return json_integer(proto_field_int(f, base));
+        case FIELD_REAL:
+                return proto_json_double(*(const double *) p);
+        case FIELD_BOOL:
+                return json_boolean(*(const bool *) p);
+        case FIELD_ENUM:
+                if (!f->values)
+                        break;
+                name = proto_field_enum_name(f, base);
+                return name ? json_string(name) : json_null();
+        case FIELD_ARRAY:
+                return array_to_json(f, base, special, ctx);
+        case FIELD_ARGV:
+                return proto_strv_to_json(*(char *const *const *) p);
+        case FIELD_ENV:
+                return proto_env_to_json(*(char *const *const *) p);
+        default:
+                break;
+        }
+        return proto_json_text(*(const char *const *) p ?: "");
+}
+
+int proto_fields_to_json(json_t *o, const Schema *s, size_t from, size_t to, const void *base, SpecialToJson special,
+                         const void *ctx) {
+        bool row = json_is_array(o);
+
+        for (size_t i = from; i < to; i++) {
+                const Field *f = &s->fields[i];
+                if (!proto_field_present(s, f, base)) {
+                        if (row && s->has_is_bool && proto_append(o, json_null()) < 0)
+                                return -ENOMEM;
+                        continue;
+                }
+                if (f->kind == FIELD_SPECIAL || (f->flags & FIELD_OWN_ENCODING)) {
+                        if (special(o, f, base, ctx) < 0)
+                                return -ENOMEM;
+                        continue;
+                }
+                if (f->kind != FIELD_OBJECT) {
+                        json_t *v = field_value_to_json(f, base, special, ctx);
+                        if ((row ? proto_append(o, v) : proto_add(o, f->key, v)) < 0)
+                                return -ENOMEM;
+                        continue;
+                }
+                const void *sub = (const char *) base + f->offset;
+                if (row) {
+                        if (proto_fields_to_json(o, f->sub, 0, f->sub->n_fields, sub, special, ctx) < 0)
+                                return -ENOMEM;
+                        continue;
+                }
+                json_auto_t *v = proto_schema_to_json(f->sub, sub, special, ctx);
+                if (!v)
+                        return -ENOMEM;
+                if (json_object_size(v) == 0 && !(f->flags & (FIELD_REQUIRED | FIELD_ALWAYS)))
+                        continue;
+                if (proto_add(o, f->key, json_incref(v)) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+json_t *proto_schema_to_json(const Schema *s, const void *base, SpecialToJson special, const void *ctx) {
+        json_auto_t *o = json_object();
+        if (!o || proto_fields_to_json(o, s, 0, s->n_fields, base, special, ctx) < 0)
+                return NULL;
+        return json_incref(o);
 }

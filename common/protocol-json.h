@@ -74,3 +74,19 @@ int proto_schema_from_json(json_t *j, const char *path, const Schema *s, void *b
  * or an error and the partial message released with free_message. */
 int proto_message_from_json(json_t *j, const Schema *s, size_t size, SpecialFromJson special, void (*free_message)(void *),
                       void **ret, char **ret_error);
+
+/* ---- Encoding by a message's table ---- */
+
+/* The encoder of each FIELD_SPECIAL and FIELD_OWN_ENCODING field of a walk that
+ * proto_field_present() says to write: puts its value in o (proto_put()); ctx is the walk's. */
+typedef int (*SpecialToJson)(json_t *o, const Field *f, const void *base, const void *ctx);
+
+/* v under key in the object o, or appended to the array o (a row); takes v, 0 or -ENOMEM. */
+int proto_put(json_t *o, const char *key, json_t *v);
+/* Fields [from, to) of schema s of the object at base, those proto_field_present() says, into o:
+ * an object (by key), or an array (a row: an object field's own fields inline, and in a row
+ * schema with has_is_bool the absent ones as null so that it keeps its width). 0 or -ENOMEM. */
+int proto_fields_to_json(json_t *o, const Schema *s, size_t from, size_t to, const void *base, SpecialToJson special,
+                         const void *ctx);
+/* The object at base of schema s, or NULL (no memory). */
+json_t *proto_schema_to_json(const Schema *s, const void *base, SpecialToJson special, const void *ctx);

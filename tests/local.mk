@@ -27,6 +27,14 @@ tests_unit_test_protocol_SOURCES = tests/unit/test-protocol.c
 tests_unit_test_protocol_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_protocol_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
 
+# Every encoder of the protocol against the bytes recorded in tests/fixtures/protocol-encode.txt.
+check_PROGRAMS += tests/unit/test-protocol-encode
+TESTS += tests/unit/test-protocol-encode
+tests_unit_test_protocol_encode_SOURCES = tests/unit/test-protocol-encode.c
+tests_unit_test_protocol_encode_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_protocol_encode_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
+EXTRA_DIST += tests/fixtures/protocol-encode.txt
+
 # common: job dependency specs (dependency.c, pure).
 check_PROGRAMS += tests/unit/test-dependency
 TESTS += tests/unit/test-dependency
