@@ -911,6 +911,22 @@ int cluster_sched_load(ClusterSched *cs, Store *store, int64_t now_ms) {
         return 0;
 }
 
+static void rec_unsaved_visit(const void *node, VISIT which, void *userdata) {
+        (void) userdata;
+        if (which != postorder && which != leaf)
+                return;
+        JobRec *rec = *(JobRec *const *) node;
+        for (size_t k = 0; k < rec->n_phases; k++)
+                rec->phases[k].saved = false;
+}
+
+void cluster_sched_writes_lost(ClusterSched *cs) {
+        twalk_r(cs->jobs, rec_unsaved_visit, NULL);
+        for (size_t i = 0; i < cs->n_done; i++)
+                cs->done[i].saved = false;
+        cs->sizes_saved = UINT64_MAX;
+}
+
 int cluster_sched_checkpoint(ClusterSched *cs, Store *store, int64_t now_ms) {
         int r = sched_set_capacity(cs->sched, (double) now_ms / 1000.0, cs->capacity_cpus);
         if (r < 0)

@@ -72,6 +72,10 @@ int cluster_sched_load(ClusterSched *cs, Store *store, int64_t now_ms);
 /* Writes every phase's virtual remaining size and the scheduler-wide state to the store (sizes
  * are written when they are set). Call inside a transaction, every few seconds and at exit. */
 int cluster_sched_checkpoint(ClusterSched *cs, Store *store, int64_t now_ms);
+/* A transaction that wrote the scheduler's rows was rolled back: what they were marked as saved
+ * is not, and the next checkpoint writes every row again (and the task sizes seen). Without it a
+ * row whose write was lost stayed as it was until its phase moved, and a restart read it so. */
+void cluster_sched_writes_lost(ClusterSched *cs);
 
 /* Ages the virtual cluster to now_ms and ranks every phase, once before job views. With more
  * than a thousand phases a ranking serves the views of the next second (it costs O(n log n)):

@@ -86,6 +86,8 @@ int cluster_new(Store *store, const ClusterConfig *config, int64_t now_ms, Clust
                         r = cluster_sched_sync(c->sched, store, nodes, n_nodes, now_ms);
                 store_nodes_free(nodes, n_nodes);
                 r = r >= 0 ? store_commit(store) : (store_rollback(store), r);
+                if (r < 0)
+                        cluster_sched_writes_lost(c->sched);
         }
         /* Locked by someone else for now: the first placement syncs instead. */
         if (r == -EBUSY) {
@@ -201,6 +203,7 @@ int cluster_checkpoint(Cluster *c, int64_t now_ms, bool force) {
                 r = store_commit(c->store);
         if (r < 0) {
                 store_rollback(c->store);
+                cluster_sched_writes_lost(c->sched);
                 return r;
         }
         c->checkpoint_ms = now_ms;
@@ -215,6 +218,7 @@ int cluster_transaction_end(Cluster *c, int r) {
                 r = store_commit(c->store);
         if (r < 0) {
                 store_rollback(c->store);
+                cluster_sched_writes_lost(c->sched);
                 c->placement_dirty = true;
         }
         return r;

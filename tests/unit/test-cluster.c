@@ -1567,12 +1567,18 @@ Test(cluster, restart_keeps_the_task_sizes_seen) {
 }
 
 /* Rows of the scheduler's checkpoint written at checkpoint_ms. */
-static unsigned sched_rows_written_at(int64_t checkpoint_ms) {
+/* A connection of its own to the store's database. */
+static sqlite3 *store_db(void) {
         sqlite3 *db = NULL;
-        sqlite3_stmt *st = NULL;
         char path[256];
         snprintf(path, sizeof path, "%s/%s", dir, STORE_DB_FILENAME);
         cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+        return db;
+}
+
+static unsigned sched_rows_written_at(int64_t checkpoint_ms) {
+        sqlite3 *db = store_db();
+        sqlite3_stmt *st = NULL;
         cr_assert_eq(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM sched_phases WHERE checkpoint_ms = ?", -1, &st, NULL),
                      SQLITE_OK);
         sqlite3_bind_int64(st, 1, checkpoint_ms);
@@ -1622,6 +1628,46 @@ Test(cluster, checkpoint_writes_only_what_moved) {
                 json_decref(estimate[i]);
                 json_decref(v);
         }
+}
+
+/* SQL run on the store from a connection of its own (a trigger the controller's sees). */
+static void store_sql(const char *sql) {
+        sqlite3 *db = store_db();
+        cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK, "%s: %s", sql, sqlite3_errmsg(db));
+        sqlite3_close(db);
+}
+
+/* A checkpoint whose transaction rolls back (here its state row is refused) marks nothing as
+ * saved: the next one, at the same instant, writes the phase rows the lost one had written, and
+ * a restart finds every phase where it was. Without it the moving phase's row stayed as the
+ * checkpoint before had left it. */
+Test(cluster, checkpoint_rolled_back_writes_again) {
+        restart(SCHED_HFSP, SCHED_PREEMPT_WAIT, T0);
+        /* Six tasks of half a CPU on 8 CPUs: capped at 3 CPUs, the phase ages at its own rate,
+         * not by the ghost time, so every checkpoint rewrites its row. */
+        Node n1 = node_new("n1", 8);
+        uint64_t id = submit("{\"name\": \"six\", \"phases\": [{\"tasks\": 6, \"argv\": [\"true\"],"
+                             " \"cpu_cores\": 0.5, \"memory_bytes\": 16777216}]}", T0);
+        heartbeat_reply_free(beat_empty(&n1, T0 + 1000));
+        cr_assert_eq(cluster_checkpoint(cluster, T0 + 5000, true), 0);
+        heartbeat_reply_free(beat_empty(&n1, T0 + 9000));
+
+        store_sql("CREATE TRIGGER refuse_i BEFORE INSERT ON sched_state BEGIN SELECT RAISE(ABORT, 'refused'); END;"
+                  "CREATE TRIGGER refuse_u BEFORE UPDATE ON sched_state BEGIN SELECT RAISE(ABORT, 'refused'); END;");
+        cr_assert_lt(cluster_checkpoint(cluster, T0 + 10000, true), 0, "the state row is refused");
+        cr_assert_eq(sched_rows_written_at(T0 + 10000), 0, "rolled back");
+        store_sql("DROP TRIGGER refuse_i; DROP TRIGGER refuse_u;");
+        cr_assert_eq(cluster_checkpoint(cluster, T0 + 10000, true), 0);
+
+        json_t *v = sched_view(id, T0 + 10000);
+        double remaining = sched_number(v, "virtual_size_s");
+        json_decref(v);
+        cr_assert_lt(remaining, HFSP_S0_DEFAULT - 10, "it aged");
+        restart(SCHED_HFSP, SCHED_PREEMPT_WAIT, T0 + 70000);
+        v = sched_view(id, T0 + 70000);
+        cr_assert_float_eq(sched_number(v, "virtual_size_s"), remaining, 1e-6,
+                           "it resumes where the last checkpoint left it");
+        json_decref(v);
 }
 
 /* While a phase trains, S_i is refined from the training tasks that finished: n × their mean.
