@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "fd-budget.h"
 #include "cgroup.h"
 #include "config.h"
 #include "log.h"
@@ -366,14 +367,31 @@ static int set_node_pids_max(CgroupBackend *cgroups, const char *cgroup_root) {
         return 0;
 }
 
-/* Every sampled task keeps a few cgroup files open: lift the soft descriptor limit to the hard one. */
+/* Each task holds a few descriptors (up to six for a task this agent started: its pidfds, pipes,
+ * output and status files) and the caches of kept-open cgroup files more: 10 000 tasks need far
+ * more than a unit's usual 65536. Where privileged the agent takes AGENT_NOFILE (fs.nr_open's
+ * default), else its hard limit; tasks start with the limit it was given (launcher.h). The caches
+ * get half of what it has (fd-budget.h). */
+#define AGENT_NOFILE UINT64_C(1048576)
 static void raise_nofile(void) {
         struct rlimit rl;
 
-        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return;
+        launch_set_task_nofile(rl.rlim_cur, rl.rlim_max);
+        if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < AGENT_NOFILE &&
+            setrlimit(RLIMIT_NOFILE, &(struct rlimit) { .rlim_cur = AGENT_NOFILE, .rlim_max = AGENT_NOFILE }) == 0)
+                rl.rlim_cur = rl.rlim_max = AGENT_NOFILE;
+        else if (rl.rlim_cur < rl.rlim_max) {
                 rl.rlim_cur = rl.rlim_max;
-                (void) setrlimit(RLIMIT_NOFILE, &rl);
+                if (setrlimit(RLIMIT_NOFILE, &rl) < 0 && getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                        return;
         }
+        if (rl.rlim_cur == RLIM_INFINITY)
+                return;
+        fd_budget_set(fd_budget_for_limit(rl.rlim_cur));
+        log_debug("Descriptors: at most %" PRIu64 " open, %zu of them for kept-open cgroup files.",
+                  (uint64_t) rl.rlim_cur, fd_budget());
 }
 
 /* Before anything else: an agent that will not talk to its controller touches no cgroup. Returns

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "fd-budget.h"
 #include "log.h"
 #include "macro.h"
 #include "strv.h"
@@ -988,14 +989,19 @@ void cgroup_task_dirs_init(CgroupTaskDirs *d) {
                 d->fd[i] = -1;
 }
 
-void cgroup_task_dirs_done(CgroupTaskDirs *d) {
-        for (size_t i = 0; i < _CGROUP_CONTROLLER_MAX; i++)
-                if (d->fd[i] >= 0) {
-                        close(d->fd[i]);
-                        d->fd[i] = -1;
-                }
+static void task_dir_close(CgroupTaskDirs *d, CgroupController c) {
+        close(d->fd[c]);
+        d->fd[c] = -1;
+        fd_budget_give();
 }
 
+void cgroup_task_dirs_done(CgroupTaskDirs *d) {
+        for (CgroupController c = 0; c < _CGROUP_CONTROLLER_MAX; c++)
+                if (d->fd[c] >= 0)
+                        task_dir_close(d, c);
+}
+
+/* Keeps the directory open: -ENOBUFS when the descriptor budget is spent (fd-budget.h). */
 static int task_dir_open(CgroupBackend *b, CgroupTaskDirs *d, CgroupController c, const char *task) {
         _cleanup_free_ char *path = NULL;
         int r, fd;
@@ -1003,9 +1009,13 @@ static int task_dir_open(CgroupBackend *b, CgroupTaskDirs *d, CgroupController c
         r = task_file_path(b, c, task, NULL, &path);
         if (r < 0)
                 return r;
+        if (!fd_budget_take())
+                return -ENOBUFS;
         fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
+        if (fd < 0) {
+                fd_budget_give();
                 return -errno;
+        }
         d->fd[c] = fd;
         return 0;
 }
@@ -1024,6 +1034,8 @@ int cgroup_task_read_at(CgroupBackend *b, CgroupTaskDirs *d, CgroupController c,
 
                 if (fresh) {
                         r = task_dir_open(b, d, c, task);
+                        if (r == -ENOBUFS)
+                                return cgroup_task_read_direct(b, c, task, file, buf, size);
                         if (r < 0)
                                 return r;
                 }
@@ -1038,8 +1050,7 @@ int cgroup_task_read_at(CgroupBackend *b, CgroupTaskDirs *d, CgroupController c,
                  * itself is absent (no swap accounting, no PSI). */
                 if (r == -ENOENT && faccessat(d->fd[c], "cgroup.procs", F_OK, 0) >= 0)
                         return r;
-                close(d->fd[c]);
-                d->fd[c] = -1;
+                task_dir_close(d, c);
         }
         return read_fd(fd, single, buf, size);
 }

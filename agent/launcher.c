@@ -593,6 +593,14 @@ int launch_resolve_user(const char *user, bool allow_root, uid_t min_uid, Creden
         return 0;
 }
 
+static struct rlimit task_nofile;
+static bool task_nofile_set;
+
+void launch_set_task_nofile(uint64_t soft, uint64_t hard) {
+        task_nofile = (struct rlimit) { .rlim_cur = soft, .rlim_max = hard };
+        task_nofile_set = true;
+}
+
 int launch_drop_privileges(const Credentials *c, int *ret_step) {
         if (!c->change)
                 return 0;
@@ -886,6 +894,9 @@ _noreturn_ static void child_run(const LaunchSpec *spec, const Credentials *c, c
         }
         /* Whatever else the agent holds open (curl sockets...) must not leak into the task. */
         (void) close_range(LAUNCHER_PROGRESS_FD + 1, ~0U, CLOSE_RANGE_CLOEXEC);
+        /* Lowering a limit is always allowed. */
+        if (task_nofile_set)
+                (void) setrlimit(RLIMIT_NOFILE, &task_nofile);
 
         if (launch_drop_privileges(c, &step) < 0)
                 child_fail(err_fd, step == 1 ? STEP_SETGROUPS : step == 2 ? STEP_SETGID : STEP_SETUID, errno);

@@ -140,6 +140,10 @@ typedef int (*launch_attach_fn)(pid_t pid, void *userdata);
  * the task and before it recorded the status: then the status file is empty. */
 typedef void (*launch_exit_fn)(Launch *l, const siginfo_t *si, void *userdata);
 
+/* The descriptor limit tasks start with: the one the agent was given (its unit's LimitNOFILE=),
+ * not the higher one it takes for itself (cgorch-agent.c). Not set: the agent's own. */
+void launch_set_task_nofile(uint64_t soft, uint64_t hard);
+
 /* Starts the task. Returns 0 once the child has exec'd; on failure a negative errno and, in
  * *ret_error, a malloc'd message saying which step failed ("setuid(65534): Operation not
  * permitted", "execvp(foo): No such file or directory"); when exec was refused, it names what

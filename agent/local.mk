@@ -6,6 +6,7 @@ noinst_LIBRARIES += agent/libcgorch-agent-cgroup.a
 agent_libcgorch_agent_cgroup_a_SOURCES = \
 	agent/cgroup-util.c agent/cgroup-util.h \
 	agent/cgroup.c agent/cgroup.h \
+	agent/fd-budget.c agent/fd-budget.h \
 	agent/limit-watch.c agent/limit-watch.h \
 	agent/limits-policy.c agent/limits-policy.h \
 	agent/procfs.c agent/procfs.h \

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cgroup-util.h"
+#include "fd-budget.h"
 #include "macro.h"
 #include "procfs.h"
 #include "sampler.h"
@@ -22,6 +23,7 @@ void task_sampler_done(TaskSampler *s) {
                 if (s->fd[i] >= 0) {
                         close(s->fd[i]);
                         s->fd[i] = -1;
+                        fd_budget_give();
                 }
         cgroup_task_dirs_done(&s->dirs);
 }
@@ -40,18 +42,24 @@ static const struct {
 };
 
 /* pread at offset 0 makes cgroupfs (kernfs seq_file) produce fresh contents: one syscall per
- * file and sample instead of open + read + close. */
+ * file and sample instead of open + read + close. Kept open while the descriptor budget allows
+ * (fd-budget.h), else opened for this read. */
 static int hot_read(TaskSampler *s, CgroupBackend *b, const char *task, SamplerHot h, char *buf, size_t size) {
         bool v2 = cgroup_backend_mode(b) == CGROUP_MODE_V2 || (h == SAMPLER_HOT_CPU && s->cpu_unified);
         const char *file = v2 ? hot_v2[h].file : hot_v1[h].file;
+        CgroupController c = v2 ? hot_v2[h].controller : hot_v1[h].controller;
         ssize_t n;
 
         if (!file)
                 return -ENOENT;
         if (s->fd[h] < 0) {
-                int fd = cgroup_task_open(b, v2 ? hot_v2[h].controller : hot_v1[h].controller, task, file);
-                if (fd < 0)
+                if (!fd_budget_take())
+                        return cgroup_task_read_direct(b, c, task, file, buf, size);
+                int fd = cgroup_task_open(b, c, task, file);
+                if (fd < 0) {
+                        fd_budget_give();
                         return fd;
+                }
                 s->fd[h] = fd;
         }
         n = pread(s->fd[h], buf, size - 1, 0);

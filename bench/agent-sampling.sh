@@ -7,7 +7,8 @@
 # prints CPU% of one core (user + system, and the split) and peak RSS (VmHWM, and the anonymous
 # part of the resident set at the end) of both, and the largest heartbeat body.
 # BENCH_AGENT=PATH measures another cgorch-agent binary (e.g. a copy from before a change);
-# BENCH_AGENT_OPTS adds agent options. Run as root on demand (not part of make check); see
+# BENCH_AGENT_OPTS adds agent options; AGENT_NOFILE (65536, as its unit) is its descriptor limit,
+# and the descriptors it holds at the end are printed. Run as root on demand (not part of make check); see
 # docs/benchmarks.md.
 set -euo pipefail
 top_srcdir=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,12 +19,15 @@ NS=("$@"); [ ${#NS[@]} -gt 0 ] || NS=(10 100 1000)
 cluster_init "$BUILD" cgorch-bench
 AGENT_BIN=${BENCH_AGENT:-$AGENT_BIN}
 read -r -a EXTRA <<<"${BENCH_AGENT_OPTS:-}"
+# The descriptor limit the agent's unit gives it (LimitNOFILE=), or this shell's hard limit if
+# lower (raising it needs CAP_SYS_RESOURCE).
+NOFILE=${AGENT_NOFILE:-$(hard=$(ulimit -Hn); [ "$hard" = unlimited ] || [ "$hard" -gt 65536 ] && echo 65536 || echo "$hard")}
 cluster_make_tokens
 HZ=$(getconf CLK_TCK)
 cpu_ticks() { awk '{ print $14, $15 }' "/proc/$1/stat"; }
 FAKE_INTERVAL_MS=1000 FAKE_LOG_ALL=0 FAKE_KEEPALIVE=${FAKE_KEEPALIVE:-1} cluster_start_fake
-printf '%-6s %-14s %9s %9s %9s %11s %11s %9s %10s\n' N program "CPU%" "user%" "sys%" "peak RSS" "anon RSS" \
-        "us/cg/s" "max body"
+printf '%-6s %-14s %9s %9s %9s %11s %11s %9s %10s %6s\n' N program "CPU%" "user%" "sys%" "peak RSS" "anon RSS" \
+        "us/cg/s" "max body" "fds"
 for n in "${NS[@]}"; do
         node=b$n state=$CLUSTER_DIR/state-$n
         hier=()
@@ -32,7 +36,7 @@ for n in "${NS[@]}"; do
         CLUSTER_SLEEPERS=()
         cluster_fake_tasks "$node" "$n" "$state"
         rm -f "$FAKE/max-body"
-        "$AGENT_BIN" --controller "$CGORCH_SERVER" --node "$node" --cgroup-fs "$CGROUP_FS" --output-dir "$CLUSTER_OUTPUT_DIR" \
+        prlimit --nofile="$NOFILE:$NOFILE" -- "$AGENT_BIN" --controller "$CGORCH_SERVER" --node "$node" --cgroup-fs "$CGROUP_FS" --output-dir "$CLUSTER_OUTPUT_DIR" \
                 --cgroup-root "$CLUSTER_CGROOT/$node" --sample-interval 1s --state-dir "$state" \
                 --token-file "$(cluster_agent_token "$node")" --log-level warning "${EXTRA[@]}" \
                 >"$CLUSTER_DIR/agent-$node.log" 2>&1 &
@@ -47,13 +51,14 @@ for n in "${NS[@]}"; do
         read -r au1 as1 < <(cpu_ticks $apid)
         rss=$(awk '/VmHWM/ { print $2 }' /proc/$apid/status)
         anon=$(awk '/RssAnon/ { print $2 }' /proc/$apid/status)
+        fds=$(ls "/proc/$apid/fd" | wc -l)
         body=$(cat "$FAKE/max-body" 2>/dev/null || echo 0)
         read -r tu ts tm <"$CLUSTER_DIR/cgtop-$n"
         awk -v n="$n" -v t="$SECS" -v au=$((au1 - au0)) -v as=$((as1 - as0)) -v hz="$HZ" -v rss="$rss" -v anon="$anon" \
-            -v body="$body" -v tu="$tu" -v ts="$ts" -v tm="$tm" 'BEGIN {
+            -v body="$body" -v tu="$tu" -v ts="$ts" -v tm="$tm" -v fds="$fds" 'BEGIN {
                 u = au / hz / t * 100; s = as / hz / t * 100; a = u + s; c = (tu + ts) / t * 100
-                printf "%-6d %-14s %8.2f%% %8.2f%% %8.2f%% %7.1f MiB %7.1f MiB %9.1f %10d\n", n, "cgorch-agent", a, u, s,
-                        rss / 1024, anon / 1024, a * 1e4 / n, body
+                printf "%-6d %-14s %8.2f%% %8.2f%% %8.2f%% %7.1f MiB %7.1f MiB %9.1f %10d %6d\n", n, "cgorch-agent", a, u, s,
+                        rss / 1024, anon / 1024, a * 1e4 / n, body, fds
                 printf "%-6d %-14s %8.2f%% %8.2f%% %8.2f%% %7.1f MiB %11s %9.1f %10s\n", n, "systemd-cgtop", c,
                         tu / t * 100, ts / t * 100, tm / 1024, "-", c * 1e4 / n, "-" }'
         grep -v "^$" "$CLUSTER_DIR/agent-$node.log" | head -n 5 >&2 || true

@@ -235,11 +235,12 @@ EXTRA_DIST += tests/fixtures/proc tests/integration/test-agent-actions.sh tests/
 # agent: the pids limit of every task on real cgroups (fork fails at the limit, the node lives on);
 # the budget of the agent's reads of a task's progress pipe (its CPU under a flood); what tasks
 # print and nodes report reaches the daemons' logs escaped.
-# An agent out of file descriptors keeps a task running while its cgroup has processes.
+# An agent out of file descriptors keeps a task running while its cgroup has processes; one
+# with few descriptors for many tasks samples them all (the descriptor budget of its caches).
 TESTS += tests/integration/test-pids.sh tests/integration/test-progress-flood.sh tests/integration/test-log-escape.sh \
-	tests/integration/test-agent-emfile.sh
+	tests/integration/test-agent-emfile.sh tests/integration/test-agent-fds.sh
 EXTRA_DIST += tests/integration/test-pids.sh tests/integration/test-progress-flood.sh \
-	tests/integration/test-log-escape.sh tests/integration/test-agent-emfile.sh
+	tests/integration/test-log-escape.sh tests/integration/test-agent-emfile.sh tests/integration/test-agent-fds.sh
 # agent: its speed class measured by a calibration burn (--speed auto) or configured.
 TESTS += tests/integration/test-agent-speed.sh
 EXTRA_DIST += tests/integration/test-agent-speed.sh

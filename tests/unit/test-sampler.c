@@ -10,6 +10,7 @@
 #include "cgroup.h"
 #include "macro.h"
 #include "procfs.h"
+#include "fd-budget.h"
 #include "sampler.h"
 
 #define TASK "7.0.0.0"
@@ -203,6 +204,43 @@ Test(sampler, v2) {
         cr_expect_eq(s.memory_events_oom_kill, 1);
         cr_expect_float_eq(s.psi_cpu.some_avg10, 12.5, 1e-9);
         cr_expect_eq(s.psi_cpu.full_total_us, 400000);
+}
+
+/* The caches of kept-open files hold at most the descriptor budget: beyond it a sample reads its
+ * files by path, and reads the same values. Half of the limit, less a reserve, is the budget. */
+Test(sampler, descriptor_budget_bounds_the_kept_open_files) {
+        cr_expect_eq(fd_budget_for_limit(65536), 32768 - FD_BUDGET_RESERVE);
+        cr_expect_eq(fd_budget_for_limit(1024), 0);
+        cr_expect_eq(fd_budget_for_limit(0), 0);
+
+        char *dir = fixture_copy("cgroup-hybrid");
+        _cleanup_free_ char *proc = proc_fixture();
+        CgroupBackend *b = NULL;
+        cr_assert_eq(cgroup_backend_new(dir, ROOT, &b), 0);
+        TaskSample kept, limited, none;
+        TaskSampler ts;
+        for (size_t budget = SIZE_MAX, round = 0; round < 3; round++, budget = budget == SIZE_MAX ? 2 : 0) {
+                TaskSample *s = round == 0 ? &kept : round == 1 ? &limited : &none;
+                fd_budget_set(budget);
+                task_sampler_init(&ts);
+                cr_assert_eq(task_sampler_read(&ts, b, proc, TASK, true, 1000000, 1795000000000, s), 0);
+                cr_assert_eq(task_sampler_read(&ts, b, proc, TASK, true, 2000000, 1795000001000, s), 0);
+                if (round == 0)
+                        cr_expect_gt(fd_budget_held(), 2, "unbounded: the hot files and the directories kept open");
+                else
+                        cr_expect_eq(fd_budget_held(), budget, "at most the budget held: %zu", fd_budget_held());
+                task_sampler_done(&ts);
+                cr_expect_eq(fd_budget_held(), 0, "every descriptor given back");
+        }
+        fd_budget_set(SIZE_MAX);
+        cr_expect_eq(limited.cpu_usage_ns, kept.cpu_usage_ns);
+        cr_expect_eq(none.cpu_usage_ns, kept.cpu_usage_ns);
+        cr_expect_eq(none.memory_current_bytes, kept.memory_current_bytes);
+        cr_expect_eq(none.memory_anon_bytes, kept.memory_anon_bytes);
+        cr_expect_eq(none.cpu_throttled_periods, kept.cpu_throttled_periods);
+        cr_expect_eq(none.has, kept.has, "the same fields: %#x against %#x", (unsigned) none.has, (unsigned) kept.has);
+        cgroup_backend_free(b);
+        fixture_remove(dir);
 }
 
 Test(sampler, parsers_refuse_garbage) {
