@@ -3,7 +3,9 @@
 # For each N (default 10 100 1000) creates N task cgroups in a private cgorch-bench-* subtree,
 # each holding one sleeping process, lets cgorch-agent re-adopt and sample them every second
 # (heartbeats to a scripted controller every second, which like cgorch-controller answers 413
-# to a body over 1 MiB and keeps the connection open; FAKE_KEEPALIVE=0: a new one per heartbeat) while systemd-cgtop samples the same subtree at the same interval, and
+# to a body over 1 MiB, keeps the connection open and speaks heartbeat protocol 2; FAKE_KEEPALIVE=0:
+# a new connection per heartbeat, FAKE_PROTOCOL=1: the first protocol) while systemd-cgtop samples
+# the same subtree at the same interval, and
 # prints CPU% of one core (user + system, and the split) and peak RSS (VmHWM, and the anonymous
 # part of the resident set at the end) of both, and the largest heartbeat body.
 # BENCH_AGENT=PATH measures another cgorch-agent binary (e.g. a copy from before a change);
@@ -25,7 +27,7 @@ NOFILE=${AGENT_NOFILE:-$(hard=$(ulimit -Hn); [ "$hard" = unlimited ] || [ "$hard
 cluster_make_tokens
 HZ=$(getconf CLK_TCK)
 cpu_ticks() { awk '{ print $14, $15 }' "/proc/$1/stat"; }
-FAKE_INTERVAL_MS=1000 FAKE_LOG_ALL=0 FAKE_KEEPALIVE=${FAKE_KEEPALIVE:-1} cluster_start_fake
+FAKE_INTERVAL_MS=1000 FAKE_LOG_ALL=0 FAKE_KEEPALIVE=${FAKE_KEEPALIVE:-1} FAKE_PROTOCOL=${FAKE_PROTOCOL:-2} cluster_start_fake
 printf '%-6s %-14s %9s %9s %9s %11s %11s %9s %10s %6s\n' N program "CPU%" "user%" "sys%" "peak RSS" "anon RSS" \
         "us/cg/s" "max body" "fds"
 for n in "${NS[@]}"; do

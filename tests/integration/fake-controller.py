@@ -5,6 +5,8 @@ Serves POST /v1/nodes/{id}/heartbeat on 127.0.0.1 (port written to DIR/port). Ev
 body is saved as DIR/last-heartbeat.json (and appended to DIR/heartbeats.jsonl); the reply
 carries every action found as DIR/queue/*.json that the agent has not acked yet; acks are
 saved as DIR/acks/<id>.json. The reply's interval_ms is $FAKE_INTERVAL_MS (default 300). GET /v1/nodes and /healthz let tools/cluster-lib.sh see the node.
+FAKE_PROTOCOL=2 answers as cgorch-controller does (Cgorch-Protocol: 2: sample rows, unchanged tasks by
+their id); without it the agent speaks the first protocol.
 Like cgorch-controller, a body over $FAKE_MAX_BODY bytes (default 1048576, the controller's
 --max-body-size default) gets 413; the largest body seen is kept in DIR/max-body.
 FAKE_LOG_ALL=0 (benchmarks) keeps only the last heartbeat, not heartbeats.jsonl. While DIR/down
@@ -27,6 +29,7 @@ os.makedirs(os.path.join(DIR, "queue"), exist_ok=True)
 os.makedirs(os.path.join(DIR, "acks"), exist_ok=True)
 nodes = {}
 MAX_BODY = int(os.environ.get("FAKE_MAX_BODY", "1048576"))
+PROTOCOL = os.environ.get("FAKE_PROTOCOL", "")
 LOG_ALL = os.environ.get("FAKE_LOG_ALL", "1") != "0"
 max_body = 0
 AGENT_TOKENS = os.environ.get("FAKE_AGENT_TOKENS", "")
@@ -76,6 +79,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
+        if PROTOCOL:
+            self.send_header("Cgorch-Protocol", PROTOCOL)
         if self.signed:
             self.send_header(cgorch_sign.REPLY_HEADER, cgorch_sign.sign_reply(self.signed[0], self.signed[1], code, body))
         if close:
