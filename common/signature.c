@@ -2,9 +2,9 @@
  * libcrypto) — signing, the Authorization header's format and parser, verification. */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,22 +49,60 @@ static bool node_is_valid(const char *s, size_t len) {
         return true;
 }
 
+/* SHA-256, looked up in libcrypto once: EVP_sha256() and HMAC() look the algorithm up again at
+ * every use in OpenSSL 3, which cost more than hashing a heartbeat's header and reply. */
+static const EVP_MD *sha256_md;
+
+static void sha256_fetch(void) {
+#if OPENSSL_VERSION_NUMBER >= 0x30000000L
+        sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+#endif
+        if (!sha256_md)
+                sha256_md = EVP_sha256();
+}
+
+static const EVP_MD *sha256(void) {
+        static pthread_once_t once = PTHREAD_ONCE_INIT;
+        (void) pthread_once(&once, sha256_fetch);
+        return sha256_md;
+}
+
+#define SHA256_BLOCK_BYTES 64
+
+/* SHA-256 of the concatenation of two pieces, in ctx. */
+static bool digest2(EVP_MD_CTX *ctx, const void *a, size_t a_len, const void *b, size_t b_len, uint8_t ret[32]) {
+        unsigned len = 0;
+        return EVP_DigestInit_ex(ctx, sha256(), NULL) && EVP_DigestUpdate(ctx, a, a_len) &&
+                (b_len == 0 || EVP_DigestUpdate(ctx, b, b_len)) && EVP_DigestFinal_ex(ctx, ret, &len) && len == 32;
+}
+
+/* RFC 2104: H((K ^ opad) || H((K ^ ipad) || data)), K the key padded to a block (hashed first
+ * when longer than one). */
 int signature_hmac_sha256(const void *key, size_t key_len, const void *data, size_t len, uint8_t ret[32]) {
-        unsigned out_len = 0;
-        /* HMAC() takes an int key length; secrets are at most a few KiB. */
-        if (key_len > INT32_MAX)
-                return -EINVAL;
-        /* A NULL data pointer is libcrypto's "no input" only with len 0; pass something valid. */
-        if (!HMAC(EVP_sha256(), key, (int) key_len, len > 0 ? data : (const void *) "", len, ret, &out_len) ||
-            out_len != 32)
-                return -EIO;
-        return 0;
+        uint8_t k[SHA256_BLOCK_BYTES] = {}, pad[SHA256_BLOCK_BYTES], inner[32];
+        EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+        bool ok = ctx != NULL;
+
+        if (ok && key_len > SHA256_BLOCK_BYTES)
+                ok = digest2(ctx, key, key_len, NULL, 0, k);
+        else if (key_len > 0)
+                memcpy(k, key, key_len);
+        for (size_t i = 0; i < sizeof pad; i++)
+                pad[i] = k[i] ^ 0x36;
+        ok = ok && digest2(ctx, pad, sizeof pad, data, len, inner);
+        for (size_t i = 0; i < sizeof pad; i++)
+                pad[i] = k[i] ^ 0x5c;
+        ok = ok && digest2(ctx, pad, sizeof pad, inner, sizeof inner, ret);
+        OPENSSL_cleanse(k, sizeof k);
+        OPENSSL_cleanse(pad, sizeof pad);
+        EVP_MD_CTX_free(ctx);
+        return ok ? 0 : -EIO;
 }
 
 int signature_sha256_hex(const void *data, size_t len, SignatureHex ret) {
         uint8_t md[EVP_MAX_MD_SIZE];
         unsigned md_len = 0;
-        if (!EVP_Digest(len > 0 ? data : (const void *) "", len, md, &md_len, EVP_sha256(), NULL) || md_len != 32)
+        if (!EVP_Digest(len > 0 ? data : (const void *) "", len, md, &md_len, sha256(), NULL) || md_len != 32)
                 return -EIO;
         to_hex(md, 32, ret);
         return 0;

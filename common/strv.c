@@ -1,8 +1,10 @@
 /* strv.c: NULL-terminated string lists. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "macro.h"
 #include "strv.h"
 
 size_t strv_length(char *const *l) {
@@ -80,4 +82,43 @@ size_t sorted_find_str(const void *base, size_t n, size_t size, size_t offset, c
         }
         *ret_found = false;
         return lo;
+}
+
+size_t sorted_find_str_hint(const void *base, size_t n, size_t size, size_t offset, const char *key, size_t hint,
+                            bool *ret_found) {
+        if (hint < n && streq(*(char *const *) ((const char *) base + hint * size + offset), key)) {
+                *ret_found = true;
+                return hint;
+        }
+        return sorted_find_str(base, n, size, offset, key, ret_found);
+}
+
+int sorted_rank_cmp(size_t rank_a, size_t rank_b, const char *id_a, const char *id_b) {
+        if (rank_a != SIZE_MAX && rank_b != SIZE_MAX)
+                return rank_a < rank_b ? -1 : rank_a > rank_b;
+        return strcmp(id_a, id_b);
+}
+
+void sorted_order_link(const size_t *seq, size_t n, size_t n_seq, size_t *next, size_t *ret_first) {
+        size_t *at = malloc(MAX(n_seq, (size_t) 1) * sizeof(size_t));
+        *ret_first = SIZE_MAX;
+        for (size_t k = 0; k < n; k++)
+                next[k] = SIZE_MAX;
+        if (!at)
+                return;
+        for (size_t i = 0; i < n_seq; i++)
+                at[i] = SIZE_MAX;
+        for (size_t k = 0; k < n; k++)
+                at[seq[k]] = k;
+        size_t prev = SIZE_MAX;
+        for (size_t i = 0; i < n_seq; i++) {
+                if (at[i] == SIZE_MAX)
+                        continue;
+                if (prev == SIZE_MAX)
+                        *ret_first = at[i];
+                else
+                        next[prev] = at[i];
+                prev = at[i];
+        }
+        free(at);
 }

@@ -20,3 +20,19 @@ bool strv_contains(char *const *l, const char *s);
  * at offset: the index of key with *ret_found true, or the index where it would be inserted to
  * keep the order with *ret_found false. */
 size_t sorted_find_str(const void *base, size_t n, size_t size, size_t offset, const char *key, bool *ret_found);
+
+/* The same, trying the element at hint first (any value: one past the end tries nothing): one
+ * comparison instead of log n when the caller knows which element comes next, as a table of a
+ * node's tasks knows the order its agent names them in (sorted_order_link()). */
+size_t sorted_find_str_hint(const void *base, size_t n, size_t size, size_t offset, const char *key, size_t hint,
+                            bool *ret_found);
+
+/* The order elements were named in, over an array sorted otherwise: seq[k] is the rank in which
+ * element k was named (distinct, below n_seq). Sets next[k] to the index of the element named
+ * after element k (SIZE_MAX after the last) and *ret_first to that of the first (SIZE_MAX when
+ * none). Out of memory, every next[k] and *ret_first are SIZE_MAX: hints that find nothing. */
+/* The order of two elements being sorted by id, each with the index it had in an array sorted
+ * by id before (rank, SIZE_MAX: none): by those indexes when both have one, else by the ids. */
+int sorted_rank_cmp(size_t rank_a, size_t rank_b, const char *id_a, const char *id_b);
+
+void sorted_order_link(const size_t *seq, size_t n, size_t n_seq, size_t *next, size_t *ret_first);

@@ -1,6 +1,7 @@
 /* node-usage.c: per-node sums of task use and limits from heartbeats (node-usage.h). */
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,8 @@ typedef struct NodeEntry {
         NodeUsage usage;
         TaskUse *tasks;                 /* sorted by id: what the next heartbeat may carry over */
         size_t n_tasks;
+        size_t *next;                   /* next[k]: the task the last heartbeat named after tasks[k] */
+        size_t first;                   /* the first it named */
 } NodeEntry;
 
 struct NodeUsageTable {
@@ -45,14 +48,11 @@ NodeUsageTable *node_usage_table_free(NodeUsageTable *t) {
         for (size_t i = 0; i < t->n_nodes; i++) {
                 free(t->nodes[i].node);
                 task_uses_free(t->nodes[i].tasks, t->nodes[i].n_tasks);
+                free(t->nodes[i].next);
         }
         free(t->nodes);
         free(t);
         return NULL;
-}
-
-static int task_use_cmp(const void *a, const void *b) {
-        return strcmp(((const TaskUse *) a)->id, ((const TaskUse *) b)->id);
 }
 
 /* The index of node in the table, or where it would go (*ret_found false). */
@@ -68,11 +68,8 @@ static double cpu_limit_cores(const Limits *l) {
 }
 
 /* The task's use from its report; what it does not say (no new sample, no rate in them) is
- * what the node's previous heartbeat said of the task. */
-static void task_use(const TaskReport *rep, const NodeEntry *old, TaskUse *u) {
-        const TaskUse key = { .id = rep->id };
-        const TaskUse *prev = old && old->n_tasks > 0 ?
-                bsearch(&key, old->tasks, old->n_tasks, sizeof(TaskUse), task_use_cmp) : NULL;
+ * what the node's previous heartbeat said of the task (prev). */
+static void task_use(const TaskReport *rep, const TaskUse *prev, TaskUse *u) {
         if (prev) {
                 u->cpu_cores = prev->cpu_cores;
                 u->memory_bytes = prev->memory_bytes;
@@ -95,56 +92,111 @@ static void task_use(const TaskReport *rep, const NodeEntry *old, TaskUse *u) {
                 }
 }
 
+/* A task of the node's next array while it is built. */
+typedef struct Slot {
+        TaskUse u;
+        size_t rank;                    /* its index in the node's last array, SIZE_MAX: new there */
+        size_t seq;                     /* where the heartbeat names it */
+        bool owned;                     /* u.id is a copy, not taken over from the last array */
+} Slot;
+
+static int slot_cmp(const void *a, const void *b) {
+        const Slot *x = a, *y = b;
+        return sorted_rank_cmp(x->rank, y->rank, x->u.id, y->u.id);
+}
+
+/* The node's tasks as the heartbeat names them, sorted by id: the ids of tasks it had move over
+ * (taken[] marks them), found in the order its last heartbeat named them (one comparison each
+ * when the agent keeps its order) and sorted by their old indexes. */
 int node_usage_observe(NodeUsageTable *t, const Heartbeat *hb) {
         bool found;
         size_t at = node_find(t, hb->node, &found);
         const NodeEntry *old = found ? &t->nodes[at] : NULL;
-        TaskUse *tasks = calloc(MAX(hb->n_tasks, (size_t) 1), sizeof(TaskUse));
-        size_t n = 0;
+        size_t want = MAX(hb->n_tasks, (size_t) 1), n_old = old ? old->n_tasks : 0;
+        Slot *slots = calloc(want, sizeof(Slot));
+        TaskUse *tasks = calloc(want, sizeof(TaskUse));
+        size_t *seq = calloc(want, sizeof(size_t)), *next = calloc(want, sizeof(size_t));
+        bool *taken = calloc(MAX(n_old, (size_t) 1), sizeof(bool));
+        char *name = found ? NULL : strdup(hb->node);
+        size_t n = 0, hint = old ? old->first : SIZE_MAX;
         NodeUsage sum = {};
 
-        if (!tasks)
-                return -ENOMEM;
+        if (!slots || !tasks || !seq || !next || !taken || (!found && !name))
+                goto fail;
         for (size_t i = 0; i < hb->n_tasks; i++) {
                 const TaskReport *rep = &hb->tasks[i];
                 if (task_state_is_final(rep->state))
                         continue;
-                TaskUse *u = &tasks[n];
-                u->id = strdup(rep->id);
-                if (!u->id) {
-                        task_uses_free(tasks, n);
-                        return -ENOMEM;
-                }
-                n++;
-                task_use(rep, old, u);
+                bool known = false;
+                size_t k = n_old > 0 ? sorted_find_str_hint(old->tasks, n_old, sizeof(TaskUse), offsetof(TaskUse, id),
+                                                            rep->id, hint, &known) :
+                                       0;
+                const TaskUse *prev = known ? &old->tasks[k] : NULL;
+                Slot *e = &slots[n];
+                if (known) {
+                        hint = old->next[k];
+                        e->rank = k;
+                } else
+                        e->rank = SIZE_MAX;
+                /* Named twice (an agent's bug), the second copies the id. */
+                e->owned = !known || taken[k];
+                e->u.id = e->owned ? strdup(rep->id) : old->tasks[k].id;
+                if (!e->u.id)
+                        goto fail;
+                if (known)
+                        taken[k] = true;
+                e->seq = n++;
+                task_use(rep, prev, &e->u);
                 sum.tasks++;
-                sum.cpu_cores += u->cpu_cores;
-                sum.memory_bytes += u->memory_bytes;
-                sum.cpu_limit_cores += u->cpu_limit_cores;
-                sum.memory_limit_bytes += u->memory_limit_bytes;
+                sum.cpu_cores += e->u.cpu_cores;
+                sum.memory_bytes += e->u.memory_bytes;
+                sum.cpu_limit_cores += e->u.cpu_limit_cores;
+                sum.memory_limit_bytes += e->u.memory_limit_bytes;
         }
         if (n > 1)
-                qsort(tasks, n, sizeof(TaskUse), task_use_cmp);
+                qsort(slots, n, sizeof(Slot), slot_cmp);
+        for (size_t i = 0; i < n; i++) {
+                tasks[i] = slots[i].u;
+                seq[i] = slots[i].seq;
+        }
+        sorted_order_link(seq, n, n, next, &hint);
 
         if (!found) {
-                char *name = strdup(hb->node);
-                NodeEntry *p = name ? realloc(t->nodes, (t->n_nodes + 1) * sizeof(NodeEntry)) : NULL;
-                if (!p) {
-                        free(name);
-                        task_uses_free(tasks, n);
-                        return -ENOMEM;
-                }
+                NodeEntry *p = realloc(t->nodes, (t->n_nodes + 1) * sizeof(NodeEntry));
+                if (!p)
+                        goto fail;
                 t->nodes = p;
                 memmove(&t->nodes[at + 1], &t->nodes[at], (t->n_nodes - at) * sizeof(NodeEntry));
-                t->nodes[at] = (NodeEntry) { .node = name };
+                t->nodes[at] = (NodeEntry) { .node = TAKE_PTR(name) };
                 t->n_nodes++;
         }
         NodeEntry *e = &t->nodes[at];
-        task_uses_free(e->tasks, e->n_tasks);
+        for (size_t i = 0; i < e->n_tasks; i++)
+                if (!taken[i])
+                        free(e->tasks[i].id);
+        free(e->tasks);
+        free(e->next);
         e->tasks = tasks;
         e->n_tasks = n;
+        e->next = next;
+        e->first = hint;
         e->usage = sum;
+        free(slots);
+        free(seq);
+        free(taken);
         return 0;
+
+fail:
+        for (size_t i = 0; slots && i < n; i++)
+                if (slots[i].owned)
+                        free(slots[i].u.id);
+        free(slots);
+        free(tasks);
+        free(seq);
+        free(next);
+        free(taken);
+        free(name);
+        return -ENOMEM;
 }
 
 const NodeUsage *node_usage_get(const NodeUsageTable *t, const char *node) {

@@ -26,14 +26,23 @@
 #define USAGE_BLOB_VERSION 1
 #define USAGE_ENTRY_FIXED_BYTES (1 + 3 * 8) /* id length, cpu_s, memory peak, progress */
 
+/* Ids shorter than this are kept in the entry itself (task ids are ~10 bytes): a lookup reads
+ * one cache line, not a line of the table and then the id's own. */
+#define USAGE_INLINE_ID 30
+
 typedef struct UsageEntry {
-        char *id;                    /* NULL: a free slot */
+        bool used;                   /* false: a free slot */
+        uint8_t len;                 /* of inline_id */
+        char inline_id[USAGE_INLINE_ID]; /* the id, NUL-terminated, when shorter than USAGE_INLINE_ID */
+        char *long_id;               /* else the id, here */
         double cpu_s;
         uint64_t memory_peak_bytes;
         double progress;             /* < 0: none reported */
 } UsageEntry;
+_Static_assert(sizeof(UsageEntry) == 64, "a slot is a cache line");
 
-/* Open addressing with linear probing, by task id; removal shifts back (no tombstones). */
+/* Open addressing with linear probing, by task id; removal shifts back (no tombstones). The
+ * slots are 64 bytes, aligned to 64. */
 struct StoreUsage {
         UsageEntry *slots;
         size_t size, n;              /* slots (a power of two), used */
@@ -46,27 +55,45 @@ static size_t id_hash(const char *id) {
         return (size_t) (h ^ (h >> 29));
 }
 
+static const char *entry_id(const UsageEntry *e) {
+        return e->long_id ?: e->inline_id;
+}
+
+static bool entry_is(const UsageEntry *e, const char *id, size_t len) {
+        if (e->long_id)
+                return streq(e->long_id, id);
+        return e->len == len && memcmp(e->inline_id, id, len) == 0;
+}
+
 static UsageEntry *usage_find(StoreUsage *u, const char *id) {
         if (!u || u->n == 0)
                 return NULL;
+        size_t len = strlen(id);
         for (size_t k = id_hash(id) & (u->size - 1);; k = (k + 1) & (u->size - 1)) {
-                if (!u->slots[k].id)
+                if (!u->slots[k].used)
                         return NULL;
-                if (streq(u->slots[k].id, id))
+                if (entry_is(&u->slots[k], id, len))
                         return &u->slots[k];
         }
 }
 
+static UsageEntry *slots_new(size_t size) {
+        UsageEntry *v = aligned_alloc(64, size * sizeof(UsageEntry));
+        if (v)
+                memset(v, 0, size * sizeof(UsageEntry));
+        return v;
+}
+
 static int usage_grow(StoreUsage *u) {
         size_t size = MAX(u->size * 2, (size_t) 1024);
-        UsageEntry *v = calloc(size, sizeof(UsageEntry));
+        UsageEntry *v = slots_new(size);
         if (!v)
                 return -ENOMEM;
         for (size_t i = 0; i < u->size; i++) {
-                if (!u->slots[i].id)
+                if (!u->slots[i].used)
                         continue;
-                size_t k = id_hash(u->slots[i].id) & (size - 1);
-                while (v[k].id)
+                size_t k = id_hash(entry_id(&u->slots[i])) & (size - 1);
+                while (v[k].used)
                         k = (k + 1) & (size - 1);
                 v[k] = u->slots[i];
         }
@@ -88,27 +115,35 @@ static int usage_get_or_add(StoreUsage *u, const char *id, UsageEntry **ret) {
                 if (r < 0)
                         return r;
         }
-        size_t k = id_hash(id) & (u->size - 1);
-        while (u->slots[k].id)
+        size_t k = id_hash(id) & (u->size - 1), len = strlen(id);
+        while (u->slots[k].used)
                 k = (k + 1) & (u->size - 1);
-        char *copy = strdup(id);
-        if (!copy)
-                return -ENOMEM;
-        u->slots[k] = (UsageEntry) { .id = copy, .memory_peak_bytes = 0, .progress = -1 };
+        e = &u->slots[k];
+        *e = (UsageEntry) { .used = true, .memory_peak_bytes = 0, .progress = -1 };
+        if (len < USAGE_INLINE_ID) {
+                e->len = (uint8_t) len;
+                memcpy(e->inline_id, id, len + 1);
+        } else {
+                e->long_id = strdup(id);
+                if (!e->long_id) {
+                        *e = (UsageEntry) {};
+                        return -ENOMEM;
+                }
+        }
         u->n++;
-        *ret = &u->slots[k];
+        *ret = e;
         return 0;
 }
 
 static void usage_remove(StoreUsage *u, UsageEntry *e) {
         size_t mask = u->size - 1, hole = (size_t) (e - u->slots);
 
-        free(e->id);
+        free(e->long_id);
         u->slots[hole] = (UsageEntry) {};
         u->n--;
         /* Move back every entry of the run after the hole that may sit there. */
-        for (size_t k = (hole + 1) & mask; u->slots[k].id; k = (k + 1) & mask) {
-                size_t home = id_hash(u->slots[k].id) & mask;
+        for (size_t k = (hole + 1) & mask; u->slots[k].used; k = (k + 1) & mask) {
+                size_t home = id_hash(entry_id(&u->slots[k])) & mask;
                 if (((k - home) & mask) >= ((k - hole) & mask)) {
                         u->slots[hole] = u->slots[k];
                         u->slots[k] = (UsageEntry) {};
@@ -122,7 +157,7 @@ void store_usage_free(Store *s) {
         if (!u)
                 return;
         for (size_t i = 0; i < u->size; i++)
-                free(u->slots[i].id);
+                free(u->slots[i].long_id);
         free(u->slots);
         free(u);
         s->usage = NULL;

@@ -79,6 +79,13 @@ tests_unit_test_metrics_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
 
 # controller: each node's use against its tasks' limits from heartbeats, and the controller's
 # metric families and scrape (GET /metrics).
+# controller: the last full report of each node's tasks (protocol 2's unchanged entries).
+check_PROGRAMS += tests/unit/test-report-cache
+TESTS += tests/unit/test-report-cache
+tests_unit_test_report_cache_SOURCES = tests/unit/test-report-cache.c controller/report-cache.c controller/report-cache.h
+tests_unit_test_report_cache_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_report_cache_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
+
 check_PROGRAMS += tests/unit/test-node-usage tests/unit/test-controller-metrics
 TESTS += tests/unit/test-node-usage tests/unit/test-controller-metrics tests/integration/test-metrics.sh
 EXTRA_DIST += tests/integration/test-metrics.sh

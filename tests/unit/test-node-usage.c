@@ -130,3 +130,61 @@ Test(node_usage, nodes_apart_in_any_order) {
         node_usage_table_free(t);
         cr_assert_null(node_usage_get(NULL, "n1"));
 }
+
+/* Agents name their tasks in their own order, the same from one heartbeat to the next but for
+ * tasks started and ended: each task keeps what its previous heartbeat said of it whatever its
+ * place, the list stays sorted by id, and a task named twice counts twice without harm. */
+Test(node_usage, tasks_in_any_order_carry_over_by_id) {
+        NodeUsageTable *t = NULL;
+        cr_assert_eq(node_usage_table_new(&t), 0);
+        static const char *ids[] = { "7.0.1.0", "10.0.0.0", "2.0.3.0", "7.0.0.0", "3.0.0.0", "11.0.2.0" };
+        enum { N = ELEMENTSOF(ids) };
+        TaskSample s[N];
+        TaskReport r[N + 1];
+        for (size_t i = 0; i < N; i++) {
+                s[i] = sample((double) (i + 1), true, (i + 1) * MiB);
+                r[i] = task(ids[i], TASK_RUNNING, &s[i], 1, LIMIT_UNLIMITED, 0, LIMIT_UNLIMITED);
+        }
+        observe(t, "n1", r, N);
+
+        /* Next: without samples, one ended (dropped), one new, the rest rotated by two. */
+        TaskReport next[N + 1];
+        size_t n = 0;
+        for (size_t i = 0; i < N; i++) {
+                size_t k = (i + 2) % N;
+                if (k == 3)
+                        continue; /* 7.0.0.0 ended */
+                next[n] = r[k];
+                next[n].samples = NULL;
+                next[n++].n_samples = 0;
+        }
+        TaskSample fresh = sample(0.5, true, 1);
+        next[n++] = task("5.0.0.0", TASK_RUNNING, &fresh, 1, LIMIT_UNLIMITED, 0, LIMIT_UNLIMITED);
+        next[n] = next[0]; /* 2.0.3.0 again */
+        n++;
+        observe(t, "n1", next, n);
+
+        size_t m;
+        const NodeTaskUsage *each = node_usage_tasks(t, "n1", &m);
+        static const char *want[] = { "10.0.0.0", "11.0.2.0", "2.0.3.0", "2.0.3.0", "3.0.0.0", "5.0.0.0", "7.0.1.0" };
+        static const double cores[] = { 2, 6, 3, 3, 5, 0.5, 1 };
+        cr_assert_eq(m, ELEMENTSOF(want));
+        for (size_t i = 0; i < m; i++) {
+                cr_expect_str_eq(each[i].id, want[i]);
+                cr_expect_float_eq(each[i].cpu_cores, cores[i], 1e-12, "%s", want[i]);
+        }
+        cr_expect_float_eq(node_usage_get(t, "n1")->cpu_cores, 2 + 6 + 3 + 3 + 5 + 0.5 + 1, 1e-12);
+
+        /* And again, in yet another order, nothing new: all carried over. */
+        TaskReport again[ELEMENTSOF(want)];
+        for (size_t i = 0; i < m; i++)
+                again[i] = task(want[(i * 3) % m], TASK_RUNNING, NULL, 0, LIMIT_UNLIMITED, 0, LIMIT_UNLIMITED);
+        observe(t, "n1", again, m);
+        each = node_usage_tasks(t, "n1", &m);
+        cr_assert_eq(m, ELEMENTSOF(want));
+        for (size_t i = 0; i < m; i++) {
+                cr_expect_str_eq(each[i].id, want[i]);
+                cr_expect_float_eq(each[i].cpu_cores, cores[i], 1e-12, "%s", want[i]);
+        }
+        node_usage_table_free(t);
+}

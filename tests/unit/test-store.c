@@ -970,6 +970,52 @@ static void task_usage_of(Store *s, unsigned task, double *ret_cpu_s, int64_t *r
 
 /* Heartbeats' usage of running tasks lives in memory and one row per node, not in the tasks'
  * rows: every view shows it, a restart keeps it, and a change of state hands it to the row. */
+/* The in-memory usage map by itself: ids short and long (kept in the slot or beside it), through
+ * its growth and removals that shift entries back, each found with its own values. */
+static void usage_map_id(unsigned i, char *buf, size_t size) {
+        if (i % 3 == 0)
+                snprintf(buf, size, "18446744073709551615.%u.4294967295.4294967295", i);
+        else
+                snprintf(buf, size, "%u.0.%u.0", i / 7, i);
+}
+
+Test(store, usage_map_short_and_long_ids) {
+        Store *s = NULL;
+        enum { N = 5000 };
+        char id[96];
+        double cpu_s, progress;
+        uint64_t peak;
+
+        cr_assert_eq(store_open(dir, &s), 0);
+        for (unsigned i = 0; i < N; i++) {
+                usage_map_id(i, id, sizeof id);
+                cr_assert_eq(store_task_usage_observe(s, id, i, i, -1), 0);
+        }
+        for (unsigned i = 0; i < N; i += 2) {
+                usage_map_id(i, id, sizeof id);
+                store_usage_forget(s, id);
+        }
+        for (unsigned i = 0; i < N; i++) {
+                usage_map_id(i, id, sizeof id);
+                bool found = store_usage_get(s, id, &cpu_s, &peak, &progress);
+                cr_assert_eq(found, i % 2 == 1, "%s", id);
+                if (found) {
+                        cr_assert_float_eq(cpu_s, i, 1e-12, "%s", id);
+                        cr_assert_eq(peak, i);
+                        cr_assert_lt(progress, 0);
+                }
+        }
+        /* A prefix of an id is another id. */
+        cr_assert(!store_usage_get(s, "1.0.1", &cpu_s, &peak, &progress));
+        cr_assert(!store_usage_get(s, "18446744073709551615.3.4294967295", &cpu_s, &peak, &progress));
+        cr_assert_eq(store_task_usage_observe(s, "1.0.7.0", 9, 1, 0.5), 0);
+        cr_assert(store_usage_get(s, "1.0.7.0", &cpu_s, &peak, &progress));
+        cr_assert_float_eq(cpu_s, 9, 1e-12);
+        cr_assert_eq(peak, 7, "the peak only grows");
+        cr_assert_float_eq(progress, 0.5, 1e-12);
+        store_close(s);
+}
+
 Test(store, running_usage_in_memory_and_node_row) {
         Store *s = NULL;
         double cpu_s, progress;
