@@ -83,8 +83,8 @@ int signature_hmac_sha256(const void *key, size_t key_len, const void *data, siz
         EVP_MD_CTX *ctx = EVP_MD_CTX_new();
         bool ok = ctx != NULL;
 
-        if (ok && key_len > SHA256_BLOCK_BYTES)
-                ok = digest2(ctx, key, key_len, NULL, 0, k);
+        if (key_len > SHA256_BLOCK_BYTES)
+                ok = ok && digest2(ctx, key, key_len, NULL, 0, k);
         else if (key_len > 0)
                 memcpy(k, key, key_len);
         for (size_t i = 0; i < sizeof pad; i++)
