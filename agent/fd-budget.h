@@ -1,8 +1,8 @@
 /* fd-budget.h: how many descriptors the agent's caches may hold at once — the sampler's
  * kept-open hot files and the task directories kept open for its detail reads. A cache that
  * cannot take one opens, reads and closes its file instead: slower, but a node of many tasks
- * never runs out of descriptors for its heartbeats, token, launches and state files (an agent
- * at 10 000 tasks kept ≈ 8 per task open and died reading its token). */
+ * never runs out of descriptors for its heartbeats, token, launches and state files (kept open
+ * without a bound, 10 000 tasks want ≈ 50 000 of them). */
 #pragma once
 
 #include <stdbool.h>
