@@ -1824,6 +1824,41 @@ void agent_heartbeat_failed(Agent *a) {
         }
 }
 
+/* <state-dir>/protocol: the heartbeat protocol the controller last said it speaks, so that a
+ * restarted agent's first heartbeat is in it: one in the first protocol, every task in full,
+ * does not fit under the body cap at 10 000 tasks and would be refused. A controller that
+ * speaks another one (a rollback) says so in its answer to that heartbeat, as to any other. */
+#define PROTOCOL_FILE "protocol"
+
+static void protocol_save(Agent *a) {
+        char path[4096], tmp[4200];
+        _cleanup_fclose_ FILE *f = NULL;
+        int n = snprintf(path, sizeof path, "%s/" PROTOCOL_FILE, a->state_dir);
+
+        if (n < 0 || (size_t) n >= sizeof path)
+                return;
+        snprintf(tmp, sizeof tmp, "%s.new", path);
+        f = fopen(tmp, "we");
+        if (!f || fprintf(f, "%u\n", a->protocol) < 0 || fflush(f) != 0 || rename(tmp, path) < 0) {
+                log_debug_errno(errno, "Cannot write %s (%m): a restart's first heartbeat is in the first protocol.", path);
+                (void) unlink(tmp);
+        }
+}
+
+static void protocol_restore(Agent *a) {
+        char path[4096];
+        unsigned p;
+        _cleanup_fclose_ FILE *f = NULL;
+        int n = snprintf(path, sizeof path, "%s/" PROTOCOL_FILE, a->state_dir);
+
+        if (n < 0 || (size_t) n >= sizeof path || !(f = fopen(path, "re")))
+                return;
+        if (fscanf(f, "%u", &p) == 1 && p >= PROTO_VERSION_COMPACT) {
+                a->protocol = PROTO_VERSION_COMPACT;
+                log_info("Heartbeats go in protocol %u, which the controller last said it speaks.", a->protocol);
+        }
+}
+
 void agent_set_protocol(Agent *a, unsigned version) {
         unsigned p = version >= PROTO_VERSION_COMPACT ? PROTO_VERSION_COMPACT : 1;
         size_t dropped = 0;
@@ -1834,6 +1869,7 @@ void agent_set_protocol(Agent *a, unsigned version) {
                  p >= PROTO_VERSION_COMPACT ? "samples go as rows, unchanged tasks by their id" :
                                               "samples go as objects, every task's report in full");
         a->protocol = p;
+        protocol_save(a);
         for (Task *t = a->tasks; t; t = t->next) {
                 free(t->base);
                 free(t->base_inflight);
@@ -2189,6 +2225,7 @@ int agent_new(sd_event *e, CgroupBackend *cgroups, const AgentConfig *cfg, Agent
                 return r;
         }
 
+        protocol_restore(a);
         r = agent_adopt(a);
         if (r < 0) {
                 agent_free(a);

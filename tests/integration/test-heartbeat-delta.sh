@@ -3,7 +3,8 @@
 # reports together are larger than the body bound (the controller's --max-body-size and the
 # agent's --max-heartbeat-size both 16K, where 10 000 tasks meet the default 1M). The agent names
 # unchanged tasks by their id and holds changed reports that do not fit; no task is taken for
-# gone across an agent restart (every report new to the controller) or a controller restart
+# gone across an agent restart (every report new to the controller; the restarted agent's first
+# heartbeat is already in protocol 2, as its state directory says) or a controller restart
 # (every report unknown to it: it asks for them again). In the first protocol the reports alone
 # are over the bound and every heartbeat is refused (413).
 set -euo pipefail
@@ -39,13 +40,16 @@ usage() { job_field "$id" '[.phases[0].tasks[].cpu_s // 0] | add'; }
 # ---- the agent restarts: every report is new to the controller, most are held ----
 kill -KILL "$CLUSTER_AGENT_PID"
 wait "$CLUSTER_AGENT_PID" 2>/dev/null || true
-switches=$(grep -c "speaks heartbeat protocol 2" "$log")
+restored=$(grep -c "Heartbeats go in protocol 2" "$log" || true)
+refused=$(grep -c "HTTP 413" "$log" || true)
 cluster_start_agent n1 --cpus 16 --memory 16G --max-heartbeat-size 16K --sample-interval 500ms
-switched() { [ "$(grep -c "speaks heartbeat protocol 2" "$log")" -gt "$switches" ]; }
-wait_for 30 switched || fail "the restarted agent did not write protocol 2"
+in_protocol_2() { [ "$(grep -c "Heartbeats go in protocol 2" "$log" || true)" -gt "$restored" ]; }
+wait_for 30 in_protocol_2 || fail "the restarted agent did not start in protocol 2: $(tail -n 5 "$log")"
 sleep 5
 [ "$(rows)" = "$before" ] || fail "tasks changed across the agent's restart: $(count running) running, $(count lost) lost"
-pass "agent restarted with $N tasks: all named, none lost"
+[ "$(grep -c "HTTP 413" "$log" || true)" = "$refused" ] ||
+        fail "a heartbeat of the restarted agent was refused as too large: $(grep "HTTP 413" "$log" | tail -n 1)"
+pass "agent restarted with $N tasks: its first heartbeat in protocol 2, all named, none lost"
 
 # ---- the controller restarts: it has none of the reports and asks for them ----
 kill -KILL "$CONTROLLER_PID"
