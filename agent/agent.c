@@ -146,8 +146,9 @@ struct Agent {
 
         void (*kick)(void *userdata);
         void *kick_userdata;
-        void (*sampled)(void *userdata);
+        void (*sampled)(void *userdata, uint64_t interval_us);
         void *sampled_userdata;
+        uint64_t interval_us;          /* between two sample ticks, in force (agent_interval_update()) */
 };
 
 static int64_t now_realtime_ms(void) {
@@ -267,7 +268,7 @@ void agent_set_kick(Agent *a, void (*kick)(void *userdata), void *userdata) {
         a->kick_userdata = userdata;
 }
 
-void agent_set_on_sampled(Agent *a, void (*sampled)(void *userdata), void *userdata) {
+void agent_set_on_sampled(Agent *a, void (*sampled)(void *userdata, uint64_t interval_us), void *userdata) {
         a->sampled = sampled;
         a->sampled_userdata = userdata;
 }
@@ -928,6 +929,26 @@ static void task_guard_after_cpu_raise(Agent *a, Task *t, int64_t quota_before) 
         task_memory_guard(a, t, &sample, now_mono_us(), &limits_sum);
 }
 
+/* The sample interval for the tasks there are now (sample_budget_interval_us()): stretched past
+ * --max-samples-per-second, and the memory guard's horizon with it (it looks as far ahead as
+ * three samples). Said when it changes. */
+static void agent_interval_update(Agent *a) {
+        uint64_t i = sample_budget_interval_us(a->cfg.sample_interval_us, a->cfg.max_samples_per_s, a->n_tasks);
+
+        if (i == a->interval_us)
+                return;
+        if (a->interval_us != 0 || i != a->cfg.sample_interval_us) {
+                if (i > a->cfg.sample_interval_us)
+                        log_notice("Sampling every %.1f s: %zu tasks, at most %u task samples a second "
+                                   "(--max-samples-per-second).", (double) i / 1e6, a->n_tasks, a->cfg.max_samples_per_s);
+                else
+                        log_notice("Sampling every %.1f s again (--sample-interval): %zu tasks.", (double) i / 1e6,
+                                   a->n_tasks);
+        }
+        a->interval_us = i;
+        a->guard_policy.horizon_s = MEMORY_GUARD_POLICY_DEFAULT((double) i / 1e6).horizon_s;
+}
+
 static int on_sample_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Agent *a = userdata;
         uint64_t busy, total;
@@ -994,14 +1015,15 @@ static int on_sample_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                         task_check_external(a, t);
         }
         a->n_ticks++;
+        agent_interval_update(a);
         if (sampled && a->sampled)
-                a->sampled(a->sampled_userdata);
+                a->sampled(a->sampled_userdata, a->interval_us);
 
         /* The next tick one interval after this one was due; a tick missed (the loop was busy)
          * is skipped, not made up for with samples microseconds apart. */
-        uint64_t next = usec + a->cfg.sample_interval_us, now;
+        uint64_t next = usec + a->interval_us, now;
         if (sd_event_now(a->event, CLOCK_MONOTONIC, &now) >= 0 && next <= now)
-                next = now + a->cfg.sample_interval_us;
+                next = now + a->interval_us;
         (void) sd_event_source_set_time(s, next);
         return 0;
 }

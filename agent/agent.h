@@ -28,6 +28,7 @@ typedef struct AgentConfig {
         uint64_t capacity_memory_bytes;
         double speed;                   /* the node's speed class (1: the reference) */
         uint64_t sample_interval_us;
+        unsigned max_samples_per_s;     /* task samples a second, at most: the interval stretches past it (0: no bound) */
         bool allow_root_tasks;
         uid_t min_uid;                  /* tasks run as no uid below it (task-user.h) */
         bool kill_on_exit;
@@ -53,8 +54,9 @@ Agent *agent_free(Agent *a);
 
 /* Asked when something worth telling the controller happened (a task ended). */
 void agent_set_kick(Agent *a, void (*kick)(void *userdata), void *userdata);
-/* Called after a sample tick that took a sample of at least one task (heartbeats follow it). */
-void agent_set_on_sampled(Agent *a, void (*sampled)(void *userdata), void *userdata);
+/* Called after a sample tick that took a sample of at least one task (heartbeats follow it),
+ * with the interval to the next tick (--sample-interval, stretched past max_samples_per_s). */
+void agent_set_on_sampled(Agent *a, void (*sampled)(void *userdata, uint64_t interval_us), void *userdata);
 
 /* For the reporter (see ReporterOps). The body stays the agent's: valid until the next
  * agent_build_heartbeat() or agent_free(). */

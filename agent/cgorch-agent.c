@@ -17,6 +17,7 @@
 
 #include "agent.h"
 #include "fd-budget.h"
+#include "sample-budget.h"
 #include "cgroup.h"
 #include "config.h"
 #include "log.h"
@@ -52,6 +53,7 @@ static unsigned arg_min_uid = UINT_MAX;
 static bool arg_kill_on_exit = false;
 static char *arg_state_dir = NULL;
 static unsigned arg_detail_every = 0;
+static unsigned arg_max_samples_per_s = SAMPLE_BUDGET_RATE_DEFAULT;
 static uint64_t arg_sample_buffer_bytes = 8 * 1024 * 1024;
 static uint64_t arg_max_heartbeat_bytes = AGENT_MAX_HEARTBEAT_BYTES_DEFAULT;
 static uint64_t arg_memory_margin_bytes = 16 * 1024 * 1024;
@@ -94,6 +96,9 @@ static const Option options[] = {
           "memory capacity offered, e.g. 8G (default: MemTotal minus 5%)", 0, 0 },
         { "sample-interval", 0, OPTION_DURATION, &arg_sample_interval_us, "DURATION",
           "how often each task's cgroup is sampled, 10ms..1h (default: 1s)", 0.01, 3600 },
+        { "max-samples-per-second", 0, OPTION_UINT, &arg_max_samples_per_s, "N",
+          "sample at most N tasks a second: with more tasks the sample interval stretches (5000: every 2s at 10000 "
+          "tasks); 0: no bound (default: 5000)", 0, 10000000 },
         { "allow-root-tasks", 0, OPTION_BOOL, &arg_allow_root_tasks, NULL,
           "allow tasks to run as root (uid 0) (default: no)", 0, 0 },
         { "min-uid", 0, OPTION_UINT, &arg_min_uid, "UID",
@@ -205,8 +210,8 @@ static void kick_reporter(void *userdata) {
         (void) reporter_send_now(userdata);
 }
 
-static void samples_ready(void *userdata) {
-        (void) reporter_samples_ready(userdata, arg_sample_interval_us);
+static void samples_ready(void *userdata, uint64_t interval_us) {
+        (void) reporter_samples_ready(userdata, interval_us);
 }
 
 /* The secret every request is signed with: this node's line of the controller's agent tokens
@@ -522,6 +527,7 @@ static AgentConfig agent_config(const char *node, const char *state_dir, AgentBp
                 .output_dir = arg_output_dir,
                 .output_max_bytes = arg_output_max_bytes,
                 .detail_every = arg_detail_every,
+                .max_samples_per_s = arg_max_samples_per_s,
                 .sample_buffer_bytes = arg_sample_buffer_bytes,
                 .max_heartbeat_bytes = arg_max_heartbeat_bytes,
                 .bpf_sampling = bpf_sampling,

@@ -15,6 +15,18 @@ unsigned sample_budget_detail_every(unsigned detail_every, size_t n_tasks) {
                               (n_tasks + SAMPLE_BUDGET_DETAIL_PER_TICK - 1) / SAMPLE_BUDGET_DETAIL_PER_TICK);
 }
 
+uint64_t sample_budget_interval_us(uint64_t interval_us, unsigned max_per_s, size_t n_tasks) {
+        /* A tick costs every task its hot counters, a sample row and its place in the next
+         * heartbeat (≈ 3-4 µs a task on a 2-core box with BPF sampling: 4.7 % of a core at
+         * 10 000 tasks every second; docs/design.md, "Sampling cost"). Beyond the bound, the
+         * tick comes less often rather than the cost growing with the tasks. */
+        if (max_per_s == 0 || n_tasks == 0)
+                return interval_us;
+        uint64_t steps = ((uint64_t) n_tasks * 1000000 / max_per_s + SAMPLE_BUDGET_INTERVAL_STEP_US - 1) /
+                         SAMPLE_BUDGET_INTERVAL_STEP_US;
+        return MAX(interval_us, steps * SAMPLE_BUDGET_INTERVAL_STEP_US);
+}
+
 uint64_t sample_budget_task_bytes(uint64_t budget_bytes, size_t n_tasks) {
         /* An equal share per task; the newest sample is always kept, whatever its size. */
         return budget_bytes / MAX(n_tasks, (size_t) 1);

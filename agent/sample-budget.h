@@ -9,9 +9,16 @@
 #define SAMPLE_BUDGET_SAMPLES_MAX 600      /* per task between two delivered heartbeats, at most */
 #define SAMPLE_BUDGET_DETAIL_EVERY_MIN 5   /* auto: details every 5 samples at least... */
 #define SAMPLE_BUDGET_DETAIL_PER_TICK 20   /* ...and for at most 20 tasks per sample (1000 tasks: every 50) */
+#define SAMPLE_BUDGET_RATE_DEFAULT 5000    /* task samples a second, at most (--max-samples-per-second) */
+#define SAMPLE_BUDGET_INTERVAL_STEP_US 100000 /* a stretched interval is a multiple of 100 ms */
 
 /* Every how many samples a task's details are read, for detail_every (0: auto) and n_tasks. */
 unsigned sample_budget_detail_every(unsigned detail_every, size_t n_tasks);
+
+/* The interval between two sample ticks for n_tasks: interval_us, or, where that would take more
+ * than max_per_s task samples a second, the shortest multiple of SAMPLE_BUDGET_INTERVAL_STEP_US
+ * that does not (max_per_s 0: no bound). */
+uint64_t sample_budget_interval_us(uint64_t interval_us, unsigned max_per_s, size_t n_tasks);
 
 /* The bytes of undelivered sample text one task may keep when n_tasks share budget_bytes (its
  * newest sample is kept whatever this says). */

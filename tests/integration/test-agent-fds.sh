@@ -5,7 +5,8 @@
 # are made for it to re-adopt, and it starts with a limit of LIMIT (512) descriptors it may not
 # raise, against a scripted controller; every heartbeat must name every task with a sample, and no read may fail
 # for want of descriptors. Without the budget it ran out while adopting them and stopped at
-# reading its token.
+# reading its token. With more tasks than --max-samples-per-second allows at its interval, the
+# agent samples them less often.
 set -euo pipefail
 
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -45,6 +46,29 @@ sampled || fail "a later heartbeat lost tasks or samples"
 ! grep -q "Too many open files" "$CLUSTER_DIR/agent-$node.log" ||
         fail "a read failed for want of descriptors: $(grep -m 3 "Too many open files" "$CLUSTER_DIR/agent-$node.log")"
 pass "$N tasks adopted and sampled with at most $LIMIT descriptors ($open open)"
+kill "$agent"
+wait "$agent" 2>/dev/null || true
+
+# ---- more tasks than --max-samples-per-second allows at --sample-interval: the interval stretches ----
+# N tasks at most N/2 a second: every 2 s, not every 200 ms.
+"$AGENT_BIN" --controller "$CGORCH_SERVER" --node "$node" --cgroup-fs "$CGROUP_FS" --output-dir "$CLUSTER_OUTPUT_DIR" \
+        --cgroup-root "$CLUSTER_CGROOT/$node" --sample-interval 200ms --max-samples-per-second $((N / 2)) \
+        --state-dir "$state" --token-file "$(cluster_agent_token "$node")" --log-level info \
+        >"$CLUSTER_DIR/agent-$node-rate.log" 2>&1 &
+agent=$!
+CLUSTER_PIDS+=("$agent")
+wait_for 30 grep -q "Sampling every 2.0 s: $N tasks" "$CLUSTER_DIR/agent-$node-rate.log" ||
+        fail "the agent did not stretch its interval: $(tail -n 3 "$CLUSTER_DIR/agent-$node-rate.log")"
+# The sample times of one task over some 7 s of heartbeats (every 500 ms): 2 s apart.
+task=1.0.0.0 times=()
+for _ in $(seq 28); do
+        times+=($(jq -r --arg t "$task" '.tasks[]? | select(.id == $t) | .samples[]?.time_ms' "$FAKE/last-heartbeat.json" 2>/dev/null || true))
+        sleep 0.25
+done
+read -r n gap < <(printf '%s\n' "${times[@]}" | sort -un | awk 'NR > 1 { g = $1 - p; if (!m || g < m) m = g } { p = $1; n++ }
+        END { print n + 0, m + 0 }')
+[ "$n" -ge 2 ] && [ "$gap" -ge 1800 ] || fail "task $task: $n samples, the closest $gap ms apart (want 2 s apart)"
+pass "$N tasks at most $((N / 2)) samples a second: sampled every 2 s ($n samples, $gap ms apart at least)"
 kill "$agent"
 wait "$agent" 2>/dev/null || true
 

@@ -1,4 +1,4 @@
-/* test-sample-budget.c: the detail cadence for a number of tasks, the per-task share of the
+/* test-sample-budget.c: the detail cadence and the sample interval for a number of tasks, the per-task share of the
  * sample buffer and which waiting samples a size-bounded heartbeat carries (oldest first,
  * every task's oldest before anybody's next, prefixes only). */
 #include <criterion/criterion.h>
@@ -16,6 +16,22 @@ Test(sample_budget, detail_every) {
         cr_expect_eq(sample_budget_detail_every(0, 101), 6);
         cr_expect_eq(sample_budget_detail_every(0, 1000), 50);
         cr_expect_eq(sample_budget_detail_every(0, 1001), 51);
+}
+
+Test(sample_budget, interval_stretches_past_the_rate) {
+        const uint64_t s = 1000000;
+
+        /* Within the bound, or none: the interval given. */
+        cr_expect_eq(sample_budget_interval_us(s, 5000, 0), s);
+        cr_expect_eq(sample_budget_interval_us(s, 5000, 5000), s);
+        cr_expect_eq(sample_budget_interval_us(s, 0, 1000000), s);
+        cr_expect_eq(sample_budget_interval_us(3 * s, 5000, 10000), 3 * s, "a longer interval given stays");
+        /* Beyond it: the shortest multiple of 100 ms that keeps to it. */
+        cr_expect_eq(sample_budget_interval_us(s, 5000, 5001), 1100000);
+        cr_expect_eq(sample_budget_interval_us(s, 5000, 10000), 2 * s);
+        cr_expect_eq(sample_budget_interval_us(s, 5000, 12345), 2500000);
+        cr_expect_eq(sample_budget_interval_us(100000, 100, 1000), 10 * s);
+        cr_expect_eq(sample_budget_interval_us(10000, 1, 1), s, "a short interval given is stretched too");
 }
 
 Test(sample_budget, task_bytes) {
