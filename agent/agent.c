@@ -279,9 +279,10 @@ static void agent_notify_status(Agent *a) {
 
         if (fenced > 0)
                 snprintf(fence, sizeof fence, " (%zu frozen by the self-fence)", fenced);
-        (void) sd_notifyf(false, "STATUS=%zu task%s running%s, %zu tracked, sampling %s", running, running == 1 ? "" : "s",
-                          fence, a->n_tasks, !a->bpf ? "from the cgroup files" : a->bpf_failing ? "from the files (BPF walk failing)" :
-                          "through BPF");
+        (void) sd_notifyf(false, "STATUS=%zu task%s running%s, %zu tracked, sampling %s every %.1f s", running,
+                          running == 1 ? "" : "s", fence, a->n_tasks,
+                          !a->bpf ? "from the cgroup files" : a->bpf_failing ? "from the files (BPF walk failing)" : "through BPF",
+                          (double) (a->interval_us ? a->interval_us : a->cfg.sample_interval_us) / 1e6);
 }
 
 static Task *task_find(Agent *a, const char *id) {
@@ -947,6 +948,7 @@ static void agent_interval_update(Agent *a) {
         }
         a->interval_us = i;
         a->guard_policy.horizon_s = MEMORY_GUARD_POLICY_DEFAULT((double) i / 1e6).horizon_s;
+        agent_notify_status(a);
 }
 
 static int on_sample_timer(sd_event_source *s, uint64_t usec, void *userdata) {

@@ -107,7 +107,8 @@ CLUSTER_PIDS+=($!)
 wait_for 5 test -S "$CLUSTER_DIR/notify.sock" || fail "notify socket not made"
 NOTIFY_SOCKET=$CLUSTER_DIR/notify.sock cluster_start_agent n1 --state-dir "$CLUSTER_DIR/state" --bpf-sampling=yes --sample-interval 1s
 grep -q 'Hot counters through BPF cgroup iterators' "$CLUSTER_DIR/agent-n1.log" || fail "agent does not say it uses the iterator"
-wait_for 5 grep -q 'STATUS=.*sampling through BPF' "$CLUSTER_DIR/notify.txt" || fail "STATUS= does not say BPF: $(cat "$CLUSTER_DIR/notify.txt")"
+wait_for 5 grep -q 'STATUS=.*sampling through BPF every 1.0 s' "$CLUSTER_DIR/notify.txt" ||
+        fail "STATUS= does not say BPF every 1.0 s: $(cat "$CLUSTER_DIR/notify.txt")"
 echo '{"id": 1, "type": "start", "task": "1.0.0.0", "user": "nobody",
   "argv": ["'"$BURN_BIN"'", "--cpu-seconds", "20", "--memory", "48M"]}' >"$FAKE/queue/0001.json"
 cores_seen() {

@@ -50,8 +50,13 @@ kill "$agent"
 wait "$agent" 2>/dev/null || true
 
 # ---- more tasks than --max-samples-per-second allows at --sample-interval: the interval stretches ----
-# N tasks at most N/2 a second: every 2 s, not every 200 ms.
-"$AGENT_BIN" --controller "$CGORCH_SERVER" --node "$node" --cgroup-fs "$CGROUP_FS" --output-dir "$CLUSTER_OUTPUT_DIR" \
+# N tasks at most N/2 a second: every 2 s, not every 200 ms; STATUS= (what systemd would hear) says so.
+python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.bind(sys.argv[1]); f = open(sys.argv[2], "ab", 0)
+while True: f.write(s.recv(4096) + b"\n")' "$CLUSTER_DIR/notify.sock" "$CLUSTER_DIR/notify.txt" &
+CLUSTER_PIDS+=($!)
+wait_for 5 test -S "$CLUSTER_DIR/notify.sock" || fail "notify socket not made"
+NOTIFY_SOCKET=$CLUSTER_DIR/notify.sock "$AGENT_BIN" --controller "$CGORCH_SERVER" --node "$node" --cgroup-fs "$CGROUP_FS" --output-dir "$CLUSTER_OUTPUT_DIR" \
         --cgroup-root "$CLUSTER_CGROOT/$node" --sample-interval 200ms --max-samples-per-second $((N / 2)) \
         --state-dir "$state" --token-file "$(cluster_agent_token "$node")" --log-level info \
         >"$CLUSTER_DIR/agent-$node-rate.log" 2>&1 &
@@ -59,6 +64,8 @@ agent=$!
 CLUSTER_PIDS+=("$agent")
 wait_for 30 grep -q "Sampling every 2.0 s: $N tasks" "$CLUSTER_DIR/agent-$node-rate.log" ||
         fail "the agent did not stretch its interval: $(tail -n 3 "$CLUSTER_DIR/agent-$node-rate.log")"
+wait_for 5 grep -q "STATUS=.*$N tracked, sampling .* every 2.0 s" "$CLUSTER_DIR/notify.txt" ||
+        fail "STATUS= does not say every 2.0 s: $(tail -n 2 "$CLUSTER_DIR/notify.txt")"
 # The sample times of one task over some 7 s of heartbeats (every 500 ms): 2 s apart.
 task=1.0.0.0 times=()
 for _ in $(seq 28); do
