@@ -320,6 +320,42 @@ Test(sched_paper, fig3_virtual_time) {
         sched_free(s);
 }
 
+Test(sched_rank, many_jobs_in_order) {
+        /* Enough jobs for every path of the ranking's sort (quicksort, heapsort's depth limit is
+         * not reached, insertion below 16), sizes with ties: ranks are 1..n, in order of virtual
+         * size, ties by key. */
+        enum { N = 2000 };
+        SchedParams p = params(SCHED_HFSP);
+        Sched *s;
+        cr_assert_eq(sched_new(&p, 4.0, &s), 0);
+        uint32_t x = 12345;
+        for (uint64_t k = 1; k <= N; k++) {
+                x = x * 1103515245u + 12345u;
+                SchedSize sz = final_size(1 + (double) ((x >> 16) % 97));
+                cr_assert_eq(sched_job_add(s, k, 0, 1, 1, &sz), 0);
+        }
+        cr_assert_eq(sched_rank(s, 0), 0);
+        static uint64_t by_rank[N + 1];
+        memset(by_rank, 0, sizeof by_rank);
+        for (uint64_t k = 1; k <= N; k++) {
+                SchedJobInfo info;
+                cr_assert_eq(sched_job_info(s, k, &info), 0);
+                cr_assert(info.rank >= 1 && info.rank <= N, "job %" PRIu64 " ranked %u", k, info.rank);
+                cr_assert_eq(by_rank[info.rank], 0, "rank %u given twice", info.rank);
+                by_rank[info.rank] = k;
+        }
+        for (unsigned r = 2; r <= N; r++) {
+                SchedJobInfo a, b;
+                cr_assert_eq(sched_job_info(s, by_rank[r - 1], &a), 0);
+                cr_assert_eq(sched_job_info(s, by_rank[r], &b), 0);
+                cr_assert(a.virtual_size_s < b.virtual_size_s ||
+                          (a.virtual_size_s == b.virtual_size_s && by_rank[r - 1] < by_rank[r]),
+                          "rank %u (job %" PRIu64 ", %g) before rank %u (job %" PRIu64 ", %g)", r - 1, by_rank[r - 1],
+                          a.virtual_size_s, r, by_rank[r], b.virtual_size_s);
+        }
+        sched_free(s);
+}
+
 Test(sched_paper, fig3_replayed) {
         /* The same through the driver: job 2 completes at 7, job 3 at 10. */
         SimJob jobs[] = {
