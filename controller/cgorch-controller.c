@@ -265,8 +265,9 @@ static void notify_status(Manager *m) {
                           m->waits ? node_waits_n_woken(m->waits) : 0);
 }
 
-/* After a request changed state: STATUS= at most once a second, since it counts every job
- * and heartbeats come hundreds of times a second; the tick refreshes it too. */
+/* After a request changed state: STATUS= at most once a second, since heartbeats come hundreds of
+ * times a second (its job counts are rows the store keeps, its nodes a count); the tick refreshes
+ * it too. */
 static void on_api_change(void *userdata) {
         Manager *m = userdata;
         uint64_t now_us = 0;

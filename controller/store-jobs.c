@@ -392,7 +392,8 @@ int store_job_set_state(Store *s, uint64_t job, JobState state, int64_t now_ms) 
 
 int store_job_count_in_state(Store *s, JobState state, unsigned *ret) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r = store_prepare(s, "SELECT COUNT(*) FROM jobs WHERE state = ?", &st);
+        /* Kept by triggers (schema version 15): a row, not a count of the index. */
+        int r = store_prepare(s, "SELECT n FROM job_counts WHERE state = ?", &st);
         if (r < 0)
                 return r;
         sqlite3_bind_text(st, 1, job_state_to_string(state), -1, SQLITE_STATIC);

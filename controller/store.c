@@ -225,6 +225,23 @@ static const char schema_v13_node_speed[] = "ALTER TABLE nodes ADD COLUMN speed 
  * (sched_task_size_seen()), oldest first, little-endian doubles; NULL: none saved. */
 static const char schema_v14_task_sizes[] = "ALTER TABLE sched_state ADD COLUMN task_sizes BLOB;";
 
+/* Version 15: how many jobs are in each state, kept by triggers in the transaction that changes
+ * them: the controller's status (STATUS=, every second) and /metrics read a row per state, where
+ * counting the index of queued jobs stalled the loop for ≈ 8 ms a second at 100 000 queued. */
+static const char schema_v15_job_counts[] =
+        "CREATE TABLE job_counts (state TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;"
+        "INSERT INTO job_counts (state, n) SELECT state, COUNT(*) FROM jobs GROUP BY state;"
+        "CREATE TRIGGER job_counts_insert AFTER INSERT ON jobs BEGIN"
+        "  INSERT INTO job_counts (state, n) VALUES (NEW.state, 1) ON CONFLICT (state) DO UPDATE SET n = n + 1;"
+        " END;"
+        "CREATE TRIGGER job_counts_update AFTER UPDATE OF state ON jobs WHEN OLD.state IS NOT NEW.state BEGIN"
+        "  UPDATE job_counts SET n = n - 1 WHERE state = OLD.state;"
+        "  INSERT INTO job_counts (state, n) VALUES (NEW.state, 1) ON CONFLICT (state) DO UPDATE SET n = n + 1;"
+        " END;"
+        "CREATE TRIGGER job_counts_delete AFTER DELETE ON jobs BEGIN"
+        "  UPDATE job_counts SET n = n - 1 WHERE state = OLD.state;"
+        " END;";
+
 /* Migration steps in order: step k takes a database of version k to version k + 1. A new
  * version appends its own step (and bumps STORE_SCHEMA_VERSION); steps are never edited. */
 static const struct {
@@ -245,6 +262,7 @@ static const struct {
         { schema_v12_speculation, "add speculative copies" },
         { schema_v13_node_speed, "add the nodes' speed class" },
         { schema_v14_task_sizes, "add the scheduler's recent task sizes" },
+        { schema_v15_job_counts, "count jobs by state" },
 };
 
 static const char *const phase_state_table[_PHASE_STATE_MAX] = {

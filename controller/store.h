@@ -18,7 +18,7 @@
 #include "protocol.h"
 
 #define STORE_DB_FILENAME "controller.db"
-#define STORE_SCHEMA_VERSION 14
+#define STORE_SCHEMA_VERSION 15
 /* How long a write waits for a lock held by another process before failing with -EBUSY. */
 #define STORE_BUSY_TIMEOUT_MS 1000
 
@@ -178,9 +178,10 @@ int store_job_requeue(Store *s, uint64_t job, unsigned *ret_attempt);
 /* Sets the state; a final state sets finished_ms. (A job's start is its first task's: the views read it there.)
  * Setting the state it has already changes nothing. */
 int store_job_set_state(Store *s, uint64_t job, JobState state, int64_t now_ms);
-/* The jobs in one state, counted through its index: O(those jobs), not O(all). */
+/* The jobs in one state: a row of job_counts, which triggers keep as jobs come and change state
+ * (O(1)). */
 int store_job_count_in_state(Store *s, JobState state, unsigned *ret);
-/* The same for every state (a scrape's cgorch_jobs): O(all jobs) in the index. */
+/* The same for every state (a scrape's cgorch_jobs). */
 int store_job_count_by_state(Store *s, unsigned ret_counts[static _JOB_STATE_MAX]);
 /* Tasks starting or running, on any node. */
 int store_task_count_active(Store *s, unsigned *ret);

@@ -98,7 +98,7 @@ Test(store_orch, fresh_database_is_current) {
         cr_assert_eq(store_open(dir, &s), 0);
         store_close(s);
         cr_assert_eq(user_version(), STORE_SCHEMA_VERSION);
-        cr_assert_eq(STORE_SCHEMA_VERSION, 14);
+        cr_assert_eq(STORE_SCHEMA_VERSION, 15);
 }
 
 Test(store_orch, record_and_status_from_the_ack) {
@@ -189,7 +189,9 @@ Test(store_orch, migrates_version_1) {
         sqlite3 *db = open_raw();
         char *err = NULL;
         int rc = sqlite3_exec(db,
-                              "DROP TABLE adjustments; DROP TABLE sched_phases; DROP TABLE sched_state; DROP TABLE dependencies;"
+                              "DROP TRIGGER job_counts_insert; DROP TRIGGER job_counts_update; DROP TRIGGER job_counts_delete;"
+                              " DROP TABLE job_counts;"
+                              " DROP TABLE adjustments; DROP TABLE sched_phases; DROP TABLE sched_state; DROP TABLE dependencies;"
                               " ALTER TABLE jobs DROP COLUMN dependency; ALTER TABLE jobs DROP COLUMN dependencies_waiting;"
                               "ALTER TABLE tasks DROP COLUMN preempted_ms; ALTER TABLE phases DROP COLUMN pids_max;"
                               " ALTER TABLE nodes DROP COLUMN pids_limit; ALTER TABLE nodes DROP COLUMN speed; ALTER TABLE jobs DROP COLUMN output; ALTER TABLE jobs DROP COLUMN error; ALTER TABLE jobs DROP COLUMN time_limit_s;"
@@ -230,7 +232,9 @@ Test(store_orch, migrates_version_2) {
         store_close(s);
         sqlite3 *db = open_raw();
         cr_assert_eq(sqlite3_exec(db,
-                                  "DROP TABLE adjustments; ALTER TABLE phases DROP COLUMN pids_max; DROP TABLE dependencies;"
+                                  "DROP TRIGGER job_counts_insert; DROP TRIGGER job_counts_update; DROP TRIGGER job_counts_delete;"
+                                  " DROP TABLE job_counts;"
+                                  " DROP TABLE adjustments; ALTER TABLE phases DROP COLUMN pids_max; DROP TABLE dependencies;"
                                   " ALTER TABLE jobs DROP COLUMN dependency; ALTER TABLE jobs DROP COLUMN dependencies_waiting;"
                                   " ALTER TABLE nodes DROP COLUMN pids_limit; ALTER TABLE nodes DROP COLUMN speed;"
                                   " ALTER TABLE jobs DROP COLUMN output;"

@@ -176,6 +176,58 @@ Test(store, failing_transaction_leaves_nothing) {
         store_close(s);
 }
 
+/* The counts of jobs by state follow inserts, state changes and requeues, not a rolled-back
+ * insert, and equal a count of the jobs themselves after a reopen. */
+Test(store, job_counts_follow_states) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        uint64_t a = insert_job(s, 1000), b = insert_job(s, 1000), c = insert_job(s, 1000);
+        unsigned counts[_JOB_STATE_MAX];
+        cr_assert_eq(store_job_count_by_state(s, counts), 0);
+        cr_assert_eq(counts[JOB_QUEUED], 3);
+        cr_assert_eq(counts[JOB_RUNNING], 0);
+
+        cr_assert_eq(store_job_set_state(s, a, JOB_RUNNING, 2000), 0);
+        cr_assert_eq(store_job_set_state(s, a, JOB_RUNNING, 2100), 0); /* the same: no change */
+        cr_assert_eq(store_job_set_state(s, b, JOB_RUNNING, 2000), 0);
+        cr_assert_eq(store_job_set_state(s, b, JOB_SUCCEEDED, 3000), 0);
+        cr_assert_eq(store_job_set_state(s, c, JOB_CANCELLED, 3000), 0);
+        cr_assert_eq(store_job_count_by_state(s, counts), 0);
+        cr_assert_eq(counts[JOB_QUEUED], 0);
+        cr_assert_eq(counts[JOB_RUNNING], 1);
+        cr_assert_eq(counts[JOB_SUCCEEDED], 1);
+        cr_assert_eq(counts[JOB_CANCELLED], 1);
+
+        unsigned attempt;
+        cr_assert_eq(store_job_requeue(s, c, &attempt), 0);
+        JobSpec *spec = parse_job();
+        uint64_t d;
+        cr_assert_eq(store_begin(s), 0);
+        cr_assert_eq(store_job_insert(s, spec, 4000, &d), 0);
+        store_rollback(s);
+        job_spec_free(spec);
+        unsigned queued, cancelled;
+        cr_assert_eq(store_job_count_in_state(s, JOB_QUEUED, &queued), 0);
+        cr_assert_eq(store_job_count_in_state(s, JOB_CANCELLED, &cancelled), 0);
+        cr_assert_eq(queued, 1, "the requeued job; not the rolled-back one");
+        cr_assert_eq(cancelled, 0);
+        store_close(s);
+
+        char path[256];
+        sqlite3 *db;
+        sqlite3_stmt *q;
+        snprintf(path, sizeof path, "%s/controller.db", dir);
+        cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+        cr_assert_eq(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM (SELECT state, COUNT(*) AS n FROM jobs GROUP BY state) j"
+                                            " FULL JOIN job_counts c USING (state) WHERE COALESCE(c.n, 0) != COALESCE(j.n, 0)",
+                                        -1, &q, NULL),
+                     SQLITE_OK);
+        cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
+        cr_assert_eq(sqlite3_column_int(q, 0), 0, "job_counts equals the jobs' own count");
+        sqlite3_finalize(q);
+        sqlite3_close(db);
+}
+
 Test(store, reopen_keeps_jobs) {
         Store *s = NULL;
         cr_assert_eq(store_open(dir, &s), 0);
@@ -427,7 +479,8 @@ Test(store, version_1_is_upgraded) {
                 cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK, "%s", sql);
         }
         strv_free(later);
-        cr_assert_eq(sqlite3_exec(db, "ALTER TABLE tasks DROP COLUMN preempted_ms; ALTER TABLE phases DROP COLUMN pids_max;"
+        cr_assert_eq(sqlite3_exec(db, "DROP TRIGGER job_counts_insert; DROP TRIGGER job_counts_update; DROP TRIGGER job_counts_delete;"
+                                      " ALTER TABLE tasks DROP COLUMN preempted_ms; ALTER TABLE phases DROP COLUMN pids_max;"
                                       " ALTER TABLE nodes DROP COLUMN pids_limit; ALTER TABLE nodes DROP COLUMN speed; ALTER TABLE jobs DROP COLUMN output; ALTER TABLE jobs DROP COLUMN error; ALTER TABLE jobs DROP COLUMN time_limit_s;"
                                       " ALTER TABLE jobs DROP COLUMN held_by; ALTER TABLE jobs DROP COLUMN held_admin; ALTER TABLE jobs DROP COLUMN held_ms;"
                                       " ALTER TABLE jobs DROP COLUMN reason; ALTER TABLE jobs DROP COLUMN attempt_base; ALTER TABLE jobs DROP COLUMN requeues;"
@@ -514,7 +567,7 @@ Test(store, sched_task_sizes_round_trip) {
 }
 
 /* Takes the database in dir back to version `to` (10, 8 or 5) with the SQL of the steps after
- * it undone: 14's task sizes, 13's node speed, 12's speculative copies, 11's dependencies, 10's job indexes, 9's virtual finish, and for 5 also 8's job and
+ * it undone: 15's job counts, 14's task sizes, 13's node speed, 12's speculative copies, 11's dependencies, 10's job indexes, 9's virtual finish, and for 5 also 8's job and
  * task columns (6 and 7 change nothing). */
 static void downgrade(unsigned to) {
         char path[256];
@@ -522,7 +575,9 @@ static void downgrade(unsigned to) {
         snprintf(path, sizeof path, "%s/controller.db", dir);
         cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
         cr_assert_eq(sqlite3_exec(db,
-                                  "ALTER TABLE sched_state DROP COLUMN task_sizes;"
+                                  "DROP TRIGGER job_counts_insert; DROP TRIGGER job_counts_update; DROP TRIGGER job_counts_delete;"
+                                  " DROP TABLE job_counts;"
+                                  " ALTER TABLE sched_state DROP COLUMN task_sizes;"
                                   " ALTER TABLE tasks DROP COLUMN copy_of; ALTER TABLE tasks DROP COLUMN speculation;"
                                   " DROP TABLE dependencies; ALTER TABLE jobs DROP COLUMN dependency;"
                                   " ALTER TABLE jobs DROP COLUMN dependencies_waiting; ALTER TABLE nodes DROP COLUMN speed;",
@@ -560,7 +615,13 @@ static void assert_current(void) {
         cr_assert_eq(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
         cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
         cr_assert_eq(sqlite3_column_int(q, 0), STORE_SCHEMA_VERSION);
-        cr_assert_eq(STORE_SCHEMA_VERSION, 14);
+        cr_assert_eq(STORE_SCHEMA_VERSION, 15);
+        sqlite3_finalize(q);
+        cr_assert_eq(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM sqlite_master WHERE name IN ('job_counts',"
+                                            " 'job_counts_insert', 'job_counts_update', 'job_counts_delete')", -1, &q, NULL),
+                     SQLITE_OK);
+        cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
+        cr_assert_eq(sqlite3_column_int(q, 0), 4, "version 15's table and triggers");
         sqlite3_finalize(q);
         cr_assert_eq(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM pragma_table_info('sched_state') WHERE name = 'task_sizes'",
                                         -1, &q, NULL),
