@@ -87,22 +87,31 @@ static int query_add(char **query, const char *key, const char *value) {
         return 0;
 }
 
+/* What "jobs" shows without --limit or --all, the controller's own page: every one of 100 000
+ * jobs took 7.5 s and 700 MB of memory to list. */
+#define JOBS_DEFAULT_LIMIT 500u
+/* The largest page the controller answers (GET /v1/jobs "limit"). */
+#define JOBS_PAGE_MAX 5000u
+
 /* The controller answers pages (GET /v1/jobs, 500 jobs unless asked otherwise): "jobs" follows
- * next_cursor to the end, or to --limit jobs, and shows them as one list. */
+ * next_cursor to --limit jobs (JOBS_DEFAULT_LIMIT unless told, in pages of up to JOBS_PAGE_MAX)
+ * or with --all to the end, shows them as one list, and says when more match than it shows. */
 int verb_jobs(Ctl *ctl, int argc, char **argv) {
-        enum { ARG_STATE = CTL_OPT_FIRST_LOCAL, ARG_USER, ARG_NAME, ARG_LIMIT };
+        enum { ARG_STATE = CTL_OPT_FIRST_LOCAL, ARG_USER, ARG_NAME, ARG_LIMIT, ARG_ALL };
         static const struct option options[] = {
                 CTL_GLOBAL_OPTIONS,
                 { "state", required_argument, NULL, ARG_STATE },
                 { "user", required_argument, NULL, ARG_USER },
                 { "name", required_argument, NULL, ARG_NAME },
                 { "limit", required_argument, NULL, ARG_LIMIT },
+                { "all", no_argument, NULL, ARG_ALL },
                 {}
         };
         _cleanup_free_ char *filters = NULL;
         _cleanup_(json_decrefp) json_t *all = json_array(), *unreadable = json_array();
         _cleanup_free_ char *cursor = NULL;
         uint64_t limit = 0;
+        bool all_jobs = false;
         int c, r;
 
         if (!all || !unreadable)
@@ -147,6 +156,9 @@ int verb_jobs(Ctl *ctl, int argc, char **argv) {
                                 return CTL_EXIT_USAGE;
                         }
                         break;
+                case ARG_ALL:
+                        all_jobs = true;
+                        break;
                 default:
                         r = ctl_handle_option(ctl, c, argc, argv);
                         if (r < 0)
@@ -158,6 +170,13 @@ int verb_jobs(Ctl *ctl, int argc, char **argv) {
                 fprintf(stderr, "cgorchctl: jobs: unexpected argument '%s'\n", argv[optind]);
                 return CTL_EXIT_USAGE;
         }
+        if (all_jobs && limit > 0) {
+                fprintf(stderr, "cgorchctl: jobs: --all and --limit exclude each other\n");
+                return CTL_EXIT_USAGE;
+        }
+        bool limit_given = limit > 0;
+        if (!all_jobs && !limit_given)
+                limit = JOBS_DEFAULT_LIMIT;
 
         for (;;) {
                 _cleanup_(json_decrefp) json_t *answer = NULL;
@@ -165,7 +184,7 @@ int verb_jobs(Ctl *ctl, int argc, char **argv) {
                 size_t got = json_array_size(all);
                 char page[64] = "";
                 if (limit > 0)
-                        snprintf(page, sizeof page, "&limit=%" PRIu64, MIN(limit - got, (uint64_t) 5000));
+                        snprintf(page, sizeof page, "&limit=%" PRIu64, MIN(limit - got, (uint64_t) JOBS_PAGE_MAX));
                 _cleanup_free_ char *query = NULL;
                 if (asprintf(&query, "%s%s%s%s", filters ?: "", page, cursor ? "&cursor=" : "", cursor ?: "") < 0)
                         return CTL_EXIT_FAILURE;
@@ -195,6 +214,9 @@ int verb_jobs(Ctl *ctl, int argc, char **argv) {
                         break;
         }
 
+        if (cursor && !limit_given)
+                fprintf(stderr, "cgorchctl: the oldest %zu matching jobs shown; more match (--all for every one, "
+                        "--limit=N for N, --state to narrow)\n", json_array_size(all));
         if (ctl->json) {
                 _cleanup_(json_decrefp) json_t *o = json_pack("{s:O}", "jobs", all);
                 if (!o || (json_array_size(unreadable) > 0 && json_object_set(o, "unreadable", unreadable) < 0) ||
@@ -204,6 +226,7 @@ int verb_jobs(Ctl *ctl, int argc, char **argv) {
         }
         r = jobs_print_table(all);
         ctl_print_unreadable(unreadable);
+
         return r < 0 ? CTL_EXIT_FAILURE : EXIT_SUCCESS;
 }
 

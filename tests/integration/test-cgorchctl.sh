@@ -170,8 +170,13 @@ run 0 jobs --state queued,running --user "$(id -un)" --name big && expect_out " 
 run 0 --json jobs --limit 1 && expect_out '"next_cursor": "[0-9]+"' "--json jobs --limit 1"
 [ "$(grep -c '"id"' <<<"$out")" -eq 1 ] || fail "jobs --limit 1 showed more than one job:"$'\n'"$out"
 run 0 submit --array 600 --tasks 1 --cpus 0.25 --memory 16M --name many -- true
-run 0 jobs --name many
-[ "$(grep -c ' many ' <<<"$out")" -eq 600 ] || fail "jobs --name many: $(grep -c ' many ' <<<"$out") of 600 jobs (two pages)"
+run 0 jobs --name many && expect_err "the oldest 500 matching jobs shown; more match (--all for every one" \
+        "jobs --name many, more than it shows"
+[ "$(grep -c ' many ' <<<"$out")" -eq 500 ] || fail "jobs --name many: $(grep -c ' many ' <<<"$out") of 600 jobs (500 by default)"
+run 0 jobs --name many --all
+[ "$(grep -c ' many ' <<<"$out")" -eq 600 ] || fail "jobs --name many --all: $(grep -c ' many ' <<<"$out") of 600 jobs (two pages)"
+[ -z "$err" ] || fail "jobs --all says more match: $err"
+run 2 jobs --all --limit 5 && expect_err "--all and --limit exclude each other" "jobs --all --limit 5"
 run 0 jobs --name many --limit 550
 [ "$(grep -c ' many ' <<<"$out")" -eq 550 ] || fail "jobs --name many --limit 550: $(grep -c ' many ' <<<"$out") jobs"
 run 2 jobs --state done && expect_err "--state=done: 'done' is not a job state" "jobs --state done"
