@@ -154,15 +154,23 @@ static int print_queue(json_t *sched, unsigned rows) {
         }
         if (r < 0)
                 return r;
-        printf("\nQueue: %zu phases ranked%s\n", ranked, ranked > rows ? ", the first served shown" : "");
+        /* The controller sends the first phases only (?limit=): it counts the rest. */
+        int64_t all_ranked;
+        if (json_field_int(sched, "phases_ranked", &all_ranked) && all_ranked >= 0 && (size_t) all_ranked > ranked)
+                ranked = (size_t) all_ranked;
+        printf("\nQueue: %zu phases ranked%s\n", ranked, ranked > shown ? ", the first served shown" : "");
         return shown > 0 ? table_print(t, stdout) : 0;
 }
 
 static int top_once(Ctl *ctl, unsigned rows, bool clear) {
         _cleanup_(json_decrefp) json_t *nodes_answer = NULL, *sched = NULL;
         int r = ctl_call(ctl, "GET", "/v1/nodes?tasks=true", NULL, &nodes_answer);
-        if (r >= 0)
-                r = ctl_call(ctl, "GET", "/v1/scheduler", NULL, &sched);
+        if (r >= 0) {
+                /* The phases it shows (the first served come first), not every one queued. */
+                char path[64];
+                snprintf(path, sizeof path, "/v1/scheduler?limit=%u", rows);
+                r = ctl_call(ctl, "GET", path, NULL, &sched);
+        }
         if (r < 0)
                 return r;
         json_t *nodes = json_field_array(nodes_answer, "nodes");

@@ -1283,47 +1283,59 @@ static json_t *entry_to_json(const ClusterSched *cs, const PhaseEntry *e) {
                          "estimate", est);
 }
 
-static int cmp_rank(const void *a, const void *b) {
-        /* Not ranked yet (rank null: came after the last ranking): last. */
-        json_t *ra = json_object_get(*(json_t *const *) a, "rank"), *rb = json_object_get(*(json_t *const *) b, "rank");
-        json_int_t x = json_is_integer(ra) ? json_integer_value(ra) : INT64_MAX;
-        json_int_t y = json_is_integer(rb) ? json_integer_value(rb) : INT64_MAX;
-        return x < y ? -1 : x > y;
+/* A phase's place in the view: its rank; then the phases not ranked yet, then those done (rank
+ * 0: they only age), so that the first N of a view are the first N served. */
+typedef struct ViewKey {
+        int64_t rank;
+        const PhaseEntry *entry;
+} ViewKey;
+
+static int cmp_view_keys(const void *a, const void *b) {
+        const ViewKey *x = a, *y = b;
+        return x->rank < y->rank ? -1 : x->rank > y->rank;
 }
 
-int cluster_sched_to_json(ClusterSched *cs, int64_t now_ms, json_t **ret) {
+int cluster_sched_to_json(ClusterSched *cs, int64_t now_ms, size_t limit, json_t **ret) {
         int r = cluster_sched_rank(cs, now_ms);
         if (r < 0)
                 return r;
         _cleanup_free_ JobRec **recs = NULL;
-        size_t n_recs = 0, n_phases = 0;
+        size_t n_recs = 0, n_phases = 0, n_ranked = 0;
         r = recs_in_order(cs, &recs, &n_recs);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n_recs; i++)
                 n_phases += recs[i]->n_phases;
-        _cleanup_free_ json_t **v = calloc(MAX(n_phases, (size_t) 1), sizeof(json_t *));
-        if (!v)
+        /* The order from each phase's rank alone: JSON only for the phases shown (a view of every
+         * one of 100 000 queued phases took 1.4 s of the loop and 35 MB). */
+        _cleanup_free_ ViewKey *keys = calloc(MAX(n_phases, (size_t) 1), sizeof(ViewKey));
+        if (!keys)
                 return -ENOMEM;
         size_t n = 0;
         for (size_t i = 0; i < n_recs; i++)
                 for (size_t k = 0; k < recs[i]->n_phases; k++) {
-                        json_t *j = entry_to_json(cs, &recs[i]->phases[k]);
-                        if (j)
-                                v[n++] = j;
+                        SchedJobInfo info;
+                        if (sched_job_info(cs->sched, recs[i]->phases[k].key, &info) < 0)
+                                continue;
+                        n_ranked += info.rank > 0;
+                        keys[n++] = (ViewKey) {
+                                .rank = info.rank > 0 ? (int64_t) info.rank : info.real_done ? INT64_MAX : INT64_MAX - 1,
+                                .entry = &recs[i]->phases[k],
+                        };
                 }
         /* Priority order: rank 1 first. */
-        qsort(v, n, sizeof(json_t *), cmp_rank);
-        json_t *jobs = json_array();
-        for (size_t i = 0; i < n; i++)
-                if (!jobs || json_array_append_new(jobs, v[i]) < 0) {
-                        for (size_t k = i; k < n; k++)
-                                json_decref(v[k]);
-                        json_decref(jobs);
+        qsort(keys, n, sizeof(ViewKey), cmp_view_keys);
+        size_t shown = limit > 0 ? MIN(limit, n) : n;
+        _cleanup_json_ json_t *jobs = json_array();
+        if (!jobs)
+                return -ENOMEM;
+        for (size_t i = 0; i < shown; i++) {
+                json_t *j = entry_to_json(cs, keys[i].entry);
+                if (!j || json_array_append_new(jobs, j) < 0)
                         return -ENOMEM;
-                }
+        }
         const SchedParams *sp = sched_params(cs->sched);
-        json_t *o = json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:f, s:o}",
+        json_t *o = json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:O}",
                               "policy", sched_policy_to_string(sp->policy),
                               "preemption", sched_preemption_to_string(sp->preemption),
                               "training_cpus", sched_training_limit(cs->sched),
@@ -1331,6 +1343,8 @@ int cluster_sched_to_json(ClusterSched *cs, int64_t now_ms, json_t **ret) {
                               "probe_s", sp->probe_s,
                               "capacity_cpus", cs->capacity_cpus,
                               "ghost_time", sched_ghost_time(cs->sched),
+                              "phases", (json_int_t) n,
+                              "phases_ranked", (json_int_t) n_ranked,
                               "jobs", jobs);
         if (!o)
                 return -ENOMEM;

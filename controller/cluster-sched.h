@@ -88,6 +88,7 @@ int cluster_sched_rank(ClusterSched *cs, int64_t now_ms);
 int cluster_sched_job_to_json(ClusterSched *cs, Store *store, uint64_t job, bool detail, bool rank, int64_t now_ms,
                               json_t **ret);
 
-/* GET /v1/scheduler: the policy, and every runnable job phase in priority order with its
- * rank, state and sizes (estimated, virtual) and how its size estimate came about. */
-int cluster_sched_to_json(ClusterSched *cs, int64_t now_ms, json_t **ret);
+/* GET /v1/scheduler: the policy, and the runnable job phases in priority order (the first limit
+ * of them; 0: every one) with their rank, state and sizes (estimated, virtual) and how their size
+ * estimate came about; how many phases there are and how many are ranked. */
+int cluster_sched_to_json(ClusterSched *cs, int64_t now_ms, size_t limit, json_t **ret);

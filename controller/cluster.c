@@ -143,8 +143,8 @@ int64_t cluster_lost_after_ms(const Cluster *c) {
         return (int64_t) c->config.lease_ms + cluster_interval_ms(c);
 }
 
-int cluster_scheduler_to_json(Cluster *c, int64_t now_ms, json_t **ret) {
-        return cluster_sched_to_json(c->sched, now_ms, ret);
+int cluster_scheduler_to_json(Cluster *c, int64_t now_ms, size_t limit, json_t **ret) {
+        return cluster_sched_to_json(c->sched, now_ms, limit, ret);
 }
 
 /* Adds the scheduler's view of the job ("scheduler") to a job object of the store; with rank,

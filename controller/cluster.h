@@ -85,7 +85,7 @@ void cluster_restart_node_timeouts(Cluster *c, int64_t now_ms);
  * shown "unreachable". */
 int cluster_nodes_to_json(Cluster *c, int64_t now_ms, json_t **ret);
 /* GET /v1/scheduler (see cluster-sched.h). */
-int cluster_scheduler_to_json(Cluster *c, int64_t now_ms, json_t **ret);
+int cluster_scheduler_to_json(Cluster *c, int64_t now_ms, size_t limit, json_t **ret);
 /* GET /v1/jobs/{id} and GET /v1/jobs: the store's job views, each job with its "scheduler"
  * object (cluster-sched.h; with the size estimate's explanation for one job). */
 int cluster_job_to_json(Cluster *c, uint64_t job, int64_t now_ms, json_t **ret);

@@ -365,7 +365,7 @@ static void compare_views(unsigned step, int64_t now_ms, bool all) {
         json_t *v[2] = {};
         int r[2];
         for (int i = 0; i < 2; i++)
-                r[i] = cluster_scheduler_to_json(sides[i].cluster, now_ms, &v[i]);
+                r[i] = cluster_scheduler_to_json(sides[i].cluster, now_ms, 0, &v[i]);
         json_decref(same("the scheduler's view", step, r[0], v[0], r[1], v[1]));
         for (size_t k = 0; k < (all ? n_jobs : MIN(n_jobs, (size_t) 5)); k++) {
                 uint64_t id = all ? jobs[k] : jobs[rng_below((unsigned) n_jobs)];
