@@ -360,6 +360,30 @@ static void verb_random(unsigned step, int64_t now_ms, JobVerb verb) {
         json_decref(same(names[verb], step, r[0], job[0], r[1], job[1]));
 }
 
+/* A view of the first 3 phases (?limit=3) is the full view's first ones, as far as ranks order
+ * them, with the same counts; the full view has the ranked first, in rank order. */
+static void limited_view_is_its_head(unsigned step, int64_t now_ms) {
+        json_t *full = NULL, *head = NULL;
+        cr_assert_eq(cluster_scheduler_to_json(sides[0].cluster, now_ms, 0, &full), 0);
+        cr_assert_eq(cluster_scheduler_to_json(sides[0].cluster, now_ms, 3, &head), 0);
+        json_t *fj = json_object_get(full, "jobs"), *hj = json_object_get(head, "jobs");
+        json_int_t ranked = json_integer_value(json_object_get(full, "phases_ranked"));
+        cr_assert_eq(json_integer_value(json_object_get(full, "phases")), (json_int_t) json_array_size(fj), "step %u", step);
+        cr_assert_eq(json_integer_value(json_object_get(head, "phases")), (json_int_t) json_array_size(fj), "step %u", step);
+        cr_assert_eq(json_integer_value(json_object_get(head, "phases_ranked")), ranked, "step %u", step);
+        cr_assert_eq(json_array_size(hj), MIN(json_array_size(fj), (size_t) 3), "step %u", step);
+        for (json_int_t i = 0; i < ranked; i++) {
+                json_int_t rank = json_integer_value(json_object_get(json_array_get(fj, (size_t) i), "rank"));
+                cr_assert_eq(rank, i + 1, "step %u: the full view's phase %lld has rank %lld", step, (long long) i,
+                             (long long) rank);
+                if (i < 3)
+                        cr_assert(json_equal(json_array_get(fj, (size_t) i), json_array_get(hj, (size_t) i)),
+                                  "step %u: phase %lld of the limited view differs", step, (long long) i);
+        }
+        json_decref(full);
+        json_decref(head);
+}
+
 /* The scheduler's view, and the views of every job (all) or of a few. */
 static void compare_views(unsigned step, int64_t now_ms, bool all) {
         json_t *v[2] = {};
@@ -367,6 +391,7 @@ static void compare_views(unsigned step, int64_t now_ms, bool all) {
         for (int i = 0; i < 2; i++)
                 r[i] = cluster_scheduler_to_json(sides[i].cluster, now_ms, 0, &v[i]);
         json_decref(same("the scheduler's view", step, r[0], v[0], r[1], v[1]));
+        limited_view_is_its_head(step, now_ms);
         for (size_t k = 0; k < (all ? n_jobs : MIN(n_jobs, (size_t) 5)); k++) {
                 uint64_t id = all ? jobs[k] : jobs[rng_below((unsigned) n_jobs)];
                 char what[64];
