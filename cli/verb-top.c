@@ -2,6 +2,7 @@
  * request, are limited to and use, the busiest running tasks, and the queue in the order the
  * scheduler serves it — redrawn every interval on a terminal, printed once elsewhere. */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,26 +63,37 @@ static void print_summary(json_t *nodes, json_t *sched) {
         printf("Memory: %s requested, %s limit, %s used of %s.\n", format_bytes((uint64_t) mreq, a),
                format_bytes((uint64_t) mlim, b), format_bytes((uint64_t) mused, c), format_bytes((uint64_t) mcap, d));
 
-        /* The phases the scheduler holds, by state. */
+        /* The phases the scheduler holds, by state: counted by the controller (its answer lists
+         * the first ones only), or from the list of a controller that does not count them. */
         static const char *const states[] = { "running", "suspended", "training", "queued", "done" };
         size_t count[ELEMENTSOF(states)] = {};
-        json_t *jobs = json_object_get(sched, "jobs");
-        json_array_foreach(jobs, i, n) {
-                const char *s = json_field_string(n, "state");
-                for (size_t k = 0; s && k < ELEMENTSOF(states); k++)
-                        if (strcmp(s, states[k]) == 0)
-                                count[k]++;
+        json_t *jobs = json_object_get(sched, "jobs"), *by_state = json_object_get(sched, "phases_by_state");
+        int64_t phases;
+        if (json_is_object(by_state) && json_field_int(sched, "phases", &phases) && phases >= 0) {
+                for (size_t k = 0; k < ELEMENTSOF(states); k++) {
+                        int64_t v;
+                        count[k] = json_field_int(by_state, states[k], &v) && v > 0 ? (size_t) v : 0;
+                }
+        } else {
+                phases = (int64_t) json_array_size(jobs);
+                json_array_foreach(jobs, i, n) {
+                        const char *s = json_field_string(n, "state");
+                        for (size_t k = 0; s && k < ELEMENTSOF(states); k++)
+                                if (strcmp(s, states[k]) == 0)
+                                        count[k]++;
+                }
         }
-        printf("Scheduler %s (preemption %s): %zu phases", json_field_string(sched, "policy") ?: "?",
-               json_field_string(sched, "preemption") ?: "?", json_array_size(jobs));
+        printf("Scheduler %s (preemption %s): %" PRId64 " phases", json_field_string(sched, "policy") ?: "?",
+               json_field_string(sched, "preemption") ?: "?", phases);
         for (size_t k = 0; k < ELEMENTSOF(states); k++)
                 if (count[k] > 0)
                         printf(", %zu %s", count[k], states[k]);
         printf(".\n");
 }
 
-/* The busiest running tasks first: what each uses against its limits. */
-static int print_tasks(json_t *nodes, unsigned rows) {
+/* The busiest running tasks first: what each uses against its limits. total: how many tasks are
+ * not ended, as the controller counted them (-1: it did not; the nodes list them all). */
+static int print_tasks(json_t *nodes, int64_t total, unsigned rows) {
         static const char *const headers[] = { "TASK", "NODE", "CPU_USED", "CPU_LIMIT", "MEM_USED", "MEM_LIMIT" };
         _cleanup_table_ Table *t = table_new(ELEMENTSOF(headers), headers);
         _cleanup_free_ TopTask *all = NULL;
@@ -116,7 +128,8 @@ static int print_tasks(json_t *nodes, unsigned rows) {
         }
         if (r < 0)
                 return r;
-        printf("\nTasks: %zu not ended%s\n", n_all, n_all > rows ? ", the busiest shown" : "");
+        size_t n_total = total >= 0 ? (size_t) total : n_all;
+        printf("\nTasks: %zu not ended%s\n", n_total, n_total > rows ? ", the busiest shown" : "");
         return n_all > 0 ? table_print(t, stdout) : 0;
 }
 
@@ -164,7 +177,10 @@ static int print_queue(json_t *sched, unsigned rows) {
 
 static int top_once(Ctl *ctl, unsigned rows, bool clear) {
         _cleanup_(json_decrefp) json_t *nodes_answer = NULL, *sched = NULL;
-        int r = ctl_call(ctl, "GET", "/v1/nodes?tasks=true", NULL, &nodes_answer);
+        /* The busiest tasks it shows, not every task of every node. */
+        char nodes_path[64];
+        snprintf(nodes_path, sizeof nodes_path, "/v1/nodes?tasks=true&busiest=%u", rows);
+        int r = ctl_call(ctl, "GET", nodes_path, NULL, &nodes_answer);
         if (r >= 0) {
                 /* The phases it shows (the first served come first), not every one queued. */
                 char path[64];
@@ -189,8 +205,10 @@ static int top_once(Ctl *ctl, unsigned rows, bool clear) {
         print_summary(nodes, sched);
         printf("\n");
         r = nodes_print_table(nodes);
-        if (r >= 0)
-                r = print_tasks(nodes, rows);
+        if (r >= 0) {
+                int64_t total;
+                r = print_tasks(nodes, json_field_int(nodes_answer, "tasks_total", &total) ? total : -1, rows);
+        }
         if (r >= 0)
                 r = print_queue(sched, rows);
         fflush(stdout);

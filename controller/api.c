@@ -500,6 +500,12 @@ static int node_add_usage(Api *api, json_t *node) {
         return 0;
 }
 
+static json_t *task_usage_to_json(const NodeTaskUsage *t) {
+        return json_pack("{s:s, s:f, s:f, s:I, s:I}", "id", t->id, "used_cpus", t->cpu_cores, "limit_cpus",
+                         t->cpu_limit_cores, "used_memory_bytes", (json_int_t) t->memory_bytes, "limit_memory_bytes",
+                         (json_int_t) t->memory_limit_bytes);
+}
+
 /* ?tasks=true: each of its tasks not ended, as its latest heartbeat said (cgorchctl top). */
 static int node_add_tasks(Api *api, json_t *node) {
         size_t n;
@@ -507,19 +513,60 @@ static int node_add_tasks(Api *api, json_t *node) {
         json_t *list = json_array();
         if (!list || json_object_set_new(node, "tasks", list) < 0)
                 return -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
-                json_t *o = json_pack("{s:s, s:f, s:f, s:I, s:I}", "id", t[i].id, "used_cpus", t[i].cpu_cores,
-                                      "limit_cpus", t[i].cpu_limit_cores, "used_memory_bytes",
-                                      (json_int_t) t[i].memory_bytes, "limit_memory_bytes",
-                                      (json_int_t) t[i].memory_limit_bytes);
-                if (!o || json_array_append_new(list, o) < 0)
+        for (size_t i = 0; i < n; i++)
+                if (json_array_append_new(list, task_usage_to_json(&t[i])) < 0)
                         return -ENOMEM;
-        }
         return 0;
 }
 
+typedef struct BusyTask {
+        const NodeTaskUsage *task;
+        size_t node;                    /* its node's index in the answer */
+} BusyTask;
+
+/* The busiest first: by CPU used, then by id. */
+static int busy_task_cmp(const void *a, const void *b) {
+        const BusyTask *x = a, *y = b;
+        if (x->task->cpu_cores != y->task->cpu_cores)
+                return x->task->cpu_cores > y->task->cpu_cores ? -1 : 1;
+        return strcmp(x->task->id, y->task->id);
+}
+
+/* ?tasks=true&busiest=N: every node's "tasks" holds only those of its tasks among the N busiest
+ * of all nodes, and "tasks_total" counts every task not ended (cgorchctl top shows a screen of
+ * them: the tasks of 1 000 nodes of 50 were 6 MB and a quarter of a second of the loop). */
+static int nodes_add_busiest(Api *api, json_t *answer, size_t busiest) {
+        json_t *nodes = json_object_get(answer, "nodes"), *node;
+        size_t n_all = 0, i;
+        json_array_foreach(nodes, i, node) {
+                size_t n;
+                (void) controller_metrics_node_tasks(api->metrics, json_string_value(json_object_get(node, "id")), &n);
+                n_all += n;
+                json_t *list = json_array();
+                if (!list || json_object_set_new(node, "tasks", list) < 0)
+                        return -ENOMEM;
+        }
+        _cleanup_free_ BusyTask *all = calloc(MAX(n_all, (size_t) 1), sizeof(BusyTask));
+        if (!all)
+                return -ENOMEM;
+        size_t k = 0;
+        json_array_foreach(nodes, i, node) {
+                size_t n;
+                const NodeTaskUsage *t = controller_metrics_node_tasks(api->metrics,
+                                                                       json_string_value(json_object_get(node, "id")), &n);
+                for (size_t j = 0; j < n && k < n_all; j++)
+                        all[k++] = (BusyTask) { .task = &t[j], .node = i };
+        }
+        qsort(all, k, sizeof(BusyTask), busy_task_cmp);
+        for (size_t j = 0; j < k && j < busiest; j++)
+                if (json_array_append_new(json_object_get(json_array_get(nodes, all[j].node), "tasks"),
+                                          task_usage_to_json(all[j].task)) < 0)
+                        return -ENOMEM;
+        return json_object_set_new(answer, "tasks_total", json_integer((json_int_t) k)) < 0 ? -ENOMEM : 0;
+}
+
 static void handle_nodes_list(const HttpRequest *req, HttpResponse *resp, void *userdata) {
-        static const char *const allowed[] = { "tasks", NULL };
+        static const char *const allowed[] = { "tasks", "busiest", NULL };
         Api *api = userdata;
         const char *unknown = http_request_query_unknown(req, allowed);
         if (unknown)
@@ -528,17 +575,26 @@ static void handle_nodes_list(const HttpRequest *req, HttpResponse *resp, void *
         bool tasks = false;
         if (v && parse_bool(v, &tasks) < 0)
                 return http_response_error(resp, 400, "tasks: must be true or false");
+        uint64_t busiest = 0;
+        v = http_request_query(req, "busiest");
+        if (v && (!parse_job_id(v, &busiest) || busiest > API_BUSIEST_MAX))
+                return http_response_error(resp, 400, "busiest: must be an integer in [1, %u]", API_BUSIEST_MAX);
+        if (v && !tasks)
+                return http_response_error(resp, 400, "busiest: only with tasks=true");
         int r = cluster_nodes_to_json(api->cluster, now_ms(), &resp->body);
         if (r < 0)
                 return respond_errno(api, resp, r, NULL, "nodes");
         size_t i;
         json_t *node;
+        bool oom = false;
         json_array_foreach(json_object_get(resp->body, "nodes"), i, node)
-                if (node_add_usage(api, node) < 0 || (tasks && node_add_tasks(api, node) < 0)) {
-                        json_decref(resp->body);
-                        resp->body = NULL;
-                        return http_response_error(resp, 500, "internal error: out of memory");
-                }
+                if (node_add_usage(api, node) < 0 || (tasks && busiest == 0 && node_add_tasks(api, node) < 0))
+                        oom = true;
+        if (oom || (busiest > 0 && nodes_add_busiest(api, resp->body, (size_t) busiest) < 0)) {
+                json_decref(resp->body);
+                resp->body = NULL;
+                return http_response_error(resp, 500, "internal error: out of memory");
+        }
         resp->status = 200;
 }
 

@@ -45,6 +45,8 @@ typedef struct Api {
 #define API_JOBS_PAGE_MAX 5000u
 /* GET /v1/scheduler?limit= at most (without it, every phase). */
 #define API_SCHEDULER_LIMIT_MAX 100000u
+/* GET /v1/nodes?tasks=true&busiest= at most. */
+#define API_BUSIEST_MAX 100000u
 
 /* A wait holds at most this long (?hold_ms=), 25 s when not given. */
 #define API_WAIT_HOLD_MAX_MS 60000u

@@ -1311,13 +1311,15 @@ int cluster_sched_to_json(ClusterSched *cs, int64_t now_ms, size_t limit, json_t
         _cleanup_free_ ViewKey *keys = calloc(MAX(n_phases, (size_t) 1), sizeof(ViewKey));
         if (!keys)
                 return -ENOMEM;
-        size_t n = 0;
+        size_t n = 0, by_state[_SCHED_JOB_STATE_MAX] = {};
         for (size_t i = 0; i < n_recs; i++)
                 for (size_t k = 0; k < recs[i]->n_phases; k++) {
                         SchedJobInfo info;
                         if (sched_job_info(cs->sched, recs[i]->phases[k].key, &info) < 0)
                                 continue;
                         n_ranked += info.rank > 0;
+                        if ((unsigned) info.state < _SCHED_JOB_STATE_MAX)
+                                by_state[info.state]++;
                         keys[n++] = (ViewKey) {
                                 .rank = info.rank > 0 ? (int64_t) info.rank : info.real_done ? INT64_MAX : INT64_MAX - 1,
                                 .entry = &recs[i]->phases[k],
@@ -1334,8 +1336,14 @@ int cluster_sched_to_json(ClusterSched *cs, int64_t now_ms, size_t limit, json_t
                 if (!j || json_array_append_new(jobs, j) < 0)
                         return -ENOMEM;
         }
+        _cleanup_json_ json_t *states = json_object();
+        if (!states)
+                return -ENOMEM;
+        for (SchedJobState st = 0; st < _SCHED_JOB_STATE_MAX; st++)
+                if (json_object_set_new(states, sched_job_state_to_string(st), json_integer((json_int_t) by_state[st])) < 0)
+                        return -ENOMEM;
         const SchedParams *sp = sched_params(cs->sched);
-        json_t *o = json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:O}",
+        json_t *o = json_pack("{s:s, s:s, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:O, s:O}",
                               "policy", sched_policy_to_string(sp->policy),
                               "preemption", sched_preemption_to_string(sp->preemption),
                               "training_cpus", sched_training_limit(cs->sched),
@@ -1345,6 +1353,7 @@ int cluster_sched_to_json(ClusterSched *cs, int64_t now_ms, size_t limit, json_t
                               "ghost_time", sched_ghost_time(cs->sched),
                               "phases", (json_int_t) n,
                               "phases_ranked", (json_int_t) n_ranked,
+                              "phases_by_state", states,
                               "jobs", jobs);
         if (!o)
                 return -ENOMEM;

@@ -372,6 +372,16 @@ static void limited_view_is_its_head(unsigned step, int64_t now_ms) {
         cr_assert_eq(json_integer_value(json_object_get(head, "phases")), (json_int_t) json_array_size(fj), "step %u", step);
         cr_assert_eq(json_integer_value(json_object_get(head, "phases_ranked")), ranked, "step %u", step);
         cr_assert_eq(json_array_size(hj), MIN(json_array_size(fj), (size_t) 3), "step %u", step);
+        json_int_t by_state[5] = {};
+        static const char *const states[] = { "training", "queued", "running", "suspended", "done" };
+        size_t i_job;
+        json_t *job;
+        json_array_foreach(fj, i_job, job)
+                for (size_t k = 0; k < ELEMENTSOF(states); k++)
+                        by_state[k] += streq(json_string_value(json_object_get(job, "state")) ?: "", states[k]);
+        for (size_t k = 0; k < ELEMENTSOF(states); k++)
+                cr_assert_eq(json_integer_value(json_object_get(json_object_get(head, "phases_by_state"), states[k])),
+                             by_state[k], "step %u: phases %s", step, states[k]);
         for (json_int_t i = 0; i < ranked; i++) {
                 json_int_t rank = json_integer_value(json_object_get(json_array_get(fj, (size_t) i), "rank"));
                 cr_assert_eq(rank, i + 1, "step %u: the full view's phase %lld has rank %lld", step, (long long) i,
