@@ -91,6 +91,42 @@ static void print_summary(json_t *nodes, json_t *sched) {
         printf(".\n");
 }
 
+/* Nodes for the table: those not ready first (they need someone), then the busiest (CPU used),
+ * then by id. */
+static int top_node_cmp(const void *a, const void *b) {
+        json_t *x = *(json_t *const *) a, *y = *(json_t *const *) b;
+        const char *sx = json_field_string(x, "state") ?: "", *sy = json_field_string(y, "state") ?: "";
+        bool rx = strcmp(sx, "ready") == 0, ry = strcmp(sy, "ready") == 0;
+        if (rx != ry)
+                return rx ? 1 : -1;
+        double ux = number_or(x, "used_cpus", 0), uy = number_or(y, "used_cpus", 0);
+        if (ux != uy)
+                return ux > uy ? -1 : 1;
+        return strcmp(json_field_string(x, "id") ?: "", json_field_string(y, "id") ?: "");
+}
+
+/* The nodes table, of at most rows nodes (a screen, not a thousand lines a refresh). */
+static int print_nodes(json_t *nodes, unsigned rows) {
+        size_t n = json_array_size(nodes), i;
+        if (n <= rows)
+                return nodes_print_table(nodes);
+        _cleanup_free_ json_t **v = calloc(n, sizeof(json_t *));
+        _cleanup_(json_decrefp) json_t *shown = json_array();
+        if (!v || !shown)
+                return -ENOMEM;
+        json_t *node;
+        json_array_foreach(nodes, i, node)
+                v[i] = node;
+        qsort(v, n, sizeof(json_t *), top_node_cmp);
+        for (i = 0; i < rows; i++)
+                if (json_array_append(shown, v[i]) < 0)
+                        return -ENOMEM;
+        int r = nodes_print_table(shown);
+        if (r >= 0)
+                printf("(%zu more nodes; cgorchctl nodes lists every one)\n", n - rows);
+        return r;
+}
+
 /* The busiest running tasks first: what each uses against its limits. total: how many tasks are
  * not ended, as the controller counted them (-1: it did not; the nodes list them all). */
 static int print_tasks(json_t *nodes, int64_t total, unsigned rows) {
@@ -204,7 +240,7 @@ static int top_once(Ctl *ctl, unsigned rows, bool clear) {
         printf("cgorchctl top, %s\n", format_timestamp_ms(ctl_now_ms(), ts));
         print_summary(nodes, sched);
         printf("\n");
-        r = nodes_print_table(nodes);
+        r = print_nodes(nodes, rows);
         if (r >= 0) {
                 int64_t total;
                 r = print_tasks(nodes, json_field_int(nodes_answer, "tasks_total", &total) ? total : -1, rows);

@@ -269,5 +269,17 @@ run 0 config get epoch && [ "$out" = 1 ] || fail "config reset epoch did not las
 run 0 config get scheduler && [ "$out" = psbs ] || fail "the knob not reset was lost: $out"
 run 0 config get probe && [ "$out" = 3 ] || fail "a reset knob is not the flag's after a restart: $out"
 
+# --- top on more nodes than its rows: a screen of them, those not ready first, then the busiest ---
+for n in top-a top-b top-c; do
+        curl -sf -o /dev/null -X POST -H 'Content-Type: application/json' "$CGORCH_SERVER/v1/nodes/$n/heartbeat" \
+                --data-binary "{\"node\": \"$n\", \"boot_id\": \"b\", \"seq\": 1, \"cgroup_mode\": \"hybrid\",
+                \"capacity\": {\"cpus\": 2, \"memory_bytes\": 4294967296}, \"node_sample\": {\"time_ms\": $(date +%s%3N),
+                \"cpu_busy\": 0.5, \"memory_available_bytes\": 2147483648}}" || fail "heartbeat of $n refused"
+done
+run 0 top --rows 2 && expect_out "^\(1 more nodes; cgorchctl nodes lists every one\)$" "top --rows 2 on 3 nodes"
+[ "$(grep -c '^top-[abc] ' <<<"$out")" -eq 2 ] || fail "top --rows 2 shows $(grep -c '^top-[abc] ' <<<"$out") nodes:"$'\n'"$out"
+run 0 top --rows 3
+[ "$(grep -c '^top-[abc] ' <<<"$out")" -eq 3 ] && ! grep -q "more nodes" <<<"$out" || fail "top --rows 3 on 3 nodes:"$'\n'"$out"
+
 [ "$failures" -eq 0 ] || exit 1
 echo "PASS: cgorchctl"
