@@ -301,45 +301,11 @@ char *job_view_dependencies(json_t *job) {
         return text;
 }
 
-static int64_t queue_rank(json_t *job) {
+int64_t job_view_queue_rank(json_t *job) {
         int64_t rank;
         if (!json_field_int(sched_object(job), "rank", &rank) || rank <= 0)
                 return INT64_MAX;
         return rank;
-}
-
-typedef struct QueueSlot {
-        json_t *job;
-        size_t index;
-} QueueSlot;
-
-static int queue_cmp(const void *a, const void *b) {
-        const QueueSlot *x = a, *y = b;
-        int64_t rx = queue_rank(x->job), ry = queue_rank(y->job);
-        if (rx != ry)
-                return rx < ry ? -1 : 1;
-        return x->index < y->index ? -1 : x->index > y->index;
-}
-
-json_t *job_view_queue_order(json_t *jobs) {
-        size_t n = json_array_size(jobs), i;
-        json_t *job;
-        _cleanup_free_ QueueSlot *v = calloc(MAX(n, (size_t) 1), sizeof(QueueSlot));
-        json_t *out = json_array();
-
-        if (!v || !out) {
-                json_decref(out);
-                return NULL;
-        }
-        json_array_foreach(jobs, i, job)
-                v[i] = (QueueSlot) { .job = job, .index = i };
-        qsort(v, n, sizeof(QueueSlot), queue_cmp);
-        for (i = 0; i < n; i++)
-                if (json_array_append(out, v[i].job) < 0) {
-                        json_decref(out);
-                        return NULL;
-                }
-        return out;
 }
 
 static void print_line(FILE *f, const char *label, const char *fmt, ...) _printf_(3, 4);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "format.h"
@@ -35,9 +36,10 @@ const char *job_view_sched_state(json_t *job);
 /* "afterok:12 met (job 12 succeeded), afterany:13 waiting (job 13 running)" from the job's
  * "dependencies"; NULL when it has none or out of memory. */
 char *job_view_dependencies(json_t *job);
-/* The jobs of a GET /v1/jobs answer in priority order: the ones the scheduler ranks first, by
- * rank, then the others as listed (oldest first). A new array holding references. */
-json_t *job_view_queue_order(json_t *jobs);
+/* A job's place in the queue: the scheduler's rank, INT64_MAX when it ranks none (not ranked
+ * yet, done, or not held). "jobs" lists the ranked first by rank, then the others as listed
+ * (oldest first). */
+int64_t job_view_queue_rank(json_t *job);
 
 /* The "job ID" page: the job's fields, what the scheduler thinks of it and how its size was
  * estimated, then per phase its command and a task table. */

@@ -14,44 +14,100 @@
 #include "protocol.h"
 #include "table.h"
 
+#define JOBS_COLUMNS 14
+
+/* A job of the list as its table row, kept instead of its JSON: a listing of every one of
+ * 100 000 jobs held 700 MB of JSON objects to print 100 000 lines. */
+typedef struct JobRow {
+        int64_t rank;                   /* the scheduler's; INT64_MAX: not ranked */
+        size_t index;                   /* the order it came in (oldest first) */
+        char *cells[JOBS_COLUMNS];      /* NULL: no value */
+} JobRow;
+
+typedef struct JobRows {
+        JobRow *v;
+        size_t n, allocated;
+} JobRows;
+
+static void job_rows_done(JobRows *rows) {
+        for (size_t i = 0; i < rows->n; i++)
+                for (size_t c = 0; c < JOBS_COLUMNS; c++)
+                        free(rows->v[i].cells[c]);
+        free(rows->v);
+        *rows = (JobRows) {};
+}
+
+/* Adds the row of job: the cells of jobs_print_table(), in its order of columns. */
+static int job_rows_add(JobRows *rows, json_t *job) {
+        if (rows->n == rows->allocated) {
+                size_t allocated = MAX(rows->allocated * 2, (size_t) 256);
+                JobRow *v = realloc(rows->v, allocated * sizeof(JobRow));
+                if (!v)
+                        return -ENOMEM;
+                rows->v = v;
+                rows->allocated = allocated;
+        }
+        char a[FORMAT_MAX], b[FORMAT_MAX], c[FORMAT_MAX], d[FORMAT_MAX], e[FORMAT_MAX], f[FORMAT_MAX], g[FORMAT_MAX],
+                h[FORMAT_MAX], k[FORMAT_MAX], l[FORMAT_MAX];
+        json_t *sched = json_object_get(job, "scheduler");
+        const char *cells[JOBS_COLUMNS] = {
+                job_view_int(sched, "rank", h),
+                job_view_int(job, "id", a),
+                json_field_string(job, "name"),
+                json_field_string(job, "user"),
+                json_field_string(job, "state"),
+                job_view_sched_state(job),
+                job_view_sched_size(job, k),
+                job_view_sched_virtual(job, l),
+                job_view_tasks(job, b),
+                job_view_progress(job, c),
+                job_view_seconds(job, "cpu_s", 1, d),
+                job_view_bytes(job, "memory_peak_bytes", e),
+                job_view_time(job, "submitted_ms", f),
+                job_view_duration(job, "response_s", g),
+        };
+        JobRow *row = &rows->v[rows->n];
+        *row = (JobRow) {
+                .rank = job_view_queue_rank(job),
+                .index = rows->n,
+        };
+        for (size_t i = 0; i < JOBS_COLUMNS; i++)
+                if (cells[i] && !(row->cells[i] = strdup(cells[i]))) {
+                        for (size_t x = 0; x < i; x++)
+                                free(row->cells[x]);
+                        return -ENOMEM;
+                }
+        rows->n++;
+        return 0;
+}
+
+/* The queue order: ranked first by rank (job_view_queue_rank()), then the others as they came. */
+static int job_row_cmp(const void *a, const void *b) {
+        const JobRow *x = a, *y = b;
+        if (x->rank != y->rank)
+                return x->rank < y->rank ? -1 : 1;
+        return x->index < y->index ? -1 : x->index > y->index;
+}
+
 /* The queue in priority order: what the scheduler serves first on top. */
-static int jobs_print_table(json_t *list) {
-        static const char *const headers[] = {
+static int jobs_print_table(JobRows *rows) {
+        static const char *const headers[JOBS_COLUMNS] = {
                 "RANK", "ID", "NAME", "USER", "STATE", "SCHED", "EST_S", "VIRT_S", "TASKS", "PROGRESS", "CPU_S",
                 "PEAK_MEM", "SUBMITTED", "RESPONSE",
         };
         _cleanup_table_ Table *t = table_new(ELEMENTSOF(headers), headers);
-        _cleanup_(json_decrefp) json_t *jobs = job_view_queue_order(list);
-        size_t i;
-        json_t *job;
         int r = 0;
 
-        if (!t || !jobs)
+        if (!t)
                 return -ENOMEM;
         for (size_t c = 0; c < ELEMENTSOF(headers); c++)
                 if (c <= 1 || (c >= 6 && c <= 11))
                         table_set_align(t, c, TABLE_ALIGN_RIGHT);
-
-        json_array_foreach(jobs, i, job) {
-                char a[FORMAT_MAX], b[FORMAT_MAX], c[FORMAT_MAX], d[FORMAT_MAX], e[FORMAT_MAX], f[FORMAT_MAX],
-                        g[FORMAT_MAX], h[FORMAT_MAX], k[FORMAT_MAX], l[FORMAT_MAX];
-                json_t *sched = json_object_get(job, "scheduler");
-
-                r = r ?: table_add_cell(t, job_view_int(sched, "rank", h));
-                r = r ?: table_add_cell(t, job_view_int(job, "id", a));
-                r = r ?: table_add_cell(t, json_field_string(job, "name"));
-                r = r ?: table_add_cell(t, json_field_string(job, "user"));
-                r = r ?: table_add_cell(t, json_field_string(job, "state"));
-                r = r ?: table_add_cell(t, job_view_sched_state(job));
-                r = r ?: table_add_cell(t, job_view_sched_size(job, k));
-                r = r ?: table_add_cell(t, job_view_sched_virtual(job, l));
-                r = r ?: table_add_cell(t, job_view_tasks(job, b));
-                r = r ?: table_add_cell(t, job_view_progress(job, c));
-                r = r ?: table_add_cell(t, job_view_seconds(job, "cpu_s", 1, d));
-                r = r ?: table_add_cell(t, job_view_bytes(job, "memory_peak_bytes", e));
-                r = r ?: table_add_cell(t, job_view_time(job, "submitted_ms", f));
-                r = r ?: table_add_cell(t, job_view_duration(job, "response_s", g));
-        }
+        if (rows->n > 1)
+                qsort(rows->v, rows->n, sizeof(JobRow), job_row_cmp);
+        for (size_t i = 0; i < rows->n && r >= 0; i++)
+                for (size_t c = 0; c < JOBS_COLUMNS && r >= 0; c++)
+                        r = table_add_cell(t, rows->v[i].cells[c]);
         if (r < 0)
                 return r;
         return table_print(t, stdout);
@@ -109,6 +165,8 @@ int verb_jobs(Ctl *ctl, int argc, char **argv) {
         };
         _cleanup_free_ char *filters = NULL;
         _cleanup_(json_decrefp) json_t *all = json_array(), *unreadable = json_array();
+        _cleanup_(job_rows_done) JobRows rows = {};
+        size_t got = 0;
         _cleanup_free_ char *cursor = NULL;
         uint64_t limit = 0;
         bool all_jobs = false;
@@ -181,7 +239,6 @@ int verb_jobs(Ctl *ctl, int argc, char **argv) {
         for (;;) {
                 _cleanup_(json_decrefp) json_t *answer = NULL;
                 _cleanup_free_ char *path = NULL;
-                size_t got = json_array_size(all);
                 char page[64] = "";
                 if (limit > 0)
                         snprintf(page, sizeof page, "&limit=%" PRIu64, MIN(limit - got, (uint64_t) JOBS_PAGE_MAX));
@@ -199,7 +256,15 @@ int verb_jobs(Ctl *ctl, int argc, char **argv) {
                         fprintf(stderr, "cgorchctl: the controller's answer to %s has no \"jobs\" array\n", path);
                         return CTL_EXIT_FAILURE;
                 }
-                if (json_array_extend(all, jobs) < 0 ||
+                /* The JSON of every job for --json; a table keeps its rows only. */
+                size_t i_job;
+                json_t *job;
+                if (!ctl->json)
+                        json_array_foreach(jobs, i_job, job)
+                                if (job_rows_add(&rows, job) < 0)
+                                        return CTL_EXIT_FAILURE;
+                got += json_array_size(jobs);
+                if ((ctl->json && json_array_extend(all, jobs) < 0) ||
                     (json_is_array(json_object_get(answer, "unreadable")) &&
                      json_array_extend(unreadable, json_object_get(answer, "unreadable")) < 0))
                         return CTL_EXIT_FAILURE;
@@ -210,13 +275,13 @@ int verb_jobs(Ctl *ctl, int argc, char **argv) {
                         return CTL_EXIT_FAILURE;
                 /* A cursor is the controller's own: it goes back as it came, digits only. */
                 if (!cursor || strspn(cursor, "0123456789") != strlen(cursor) ||
-                    (limit > 0 && json_array_size(all) >= limit))
+                    (limit > 0 && got >= limit))
                         break;
         }
 
         if (cursor && !limit_given)
                 fprintf(stderr, "cgorchctl: the oldest %zu matching jobs shown; more match (--all for every one, "
-                        "--limit=N for N, --state to narrow)\n", json_array_size(all));
+                        "--limit=N for N, --state to narrow)\n", got);
         if (ctl->json) {
                 _cleanup_(json_decrefp) json_t *o = json_pack("{s:O}", "jobs", all);
                 if (!o || (json_array_size(unreadable) > 0 && json_object_set(o, "unreadable", unreadable) < 0) ||
@@ -224,7 +289,7 @@ int verb_jobs(Ctl *ctl, int argc, char **argv) {
                         return CTL_EXIT_FAILURE;
                 return ctl_print_json(o) < 0 ? CTL_EXIT_FAILURE : EXIT_SUCCESS;
         }
-        r = jobs_print_table(all);
+        r = jobs_print_table(&rows);
         ctl_print_unreadable(unreadable);
 
         return r < 0 ? CTL_EXIT_FAILURE : EXIT_SUCCESS;
