@@ -211,18 +211,28 @@ static int print_queue(json_t *sched, unsigned rows) {
         return shown > 0 ? table_print(t, stdout) : 0;
 }
 
-static int top_once(Ctl *ctl, unsigned rows, bool clear) {
-        _cleanup_(json_decrefp) json_t *nodes_answer = NULL, *sched = NULL;
-        /* The busiest tasks it shows, not every task of every node. */
-        char nodes_path[64];
-        snprintf(nodes_path, sizeof nodes_path, "/v1/nodes?tasks=true&busiest=%u", rows);
-        int r = ctl_call(ctl, "GET", nodes_path, NULL, &nodes_answer);
-        if (r >= 0) {
-                /* The phases it shows (the first served come first), not every one queued. */
-                char path[64];
-                snprintf(path, sizeof path, "/v1/scheduler?limit=%u", rows);
-                r = ctl_call(ctl, "GET", path, NULL, &sched);
+/* GETs path, or plain_path from a controller that answers 400 to path's parameters (one older
+ * than them): *plain is then set, and later refreshes ask for plain_path straight away. */
+static int top_get(Ctl *ctl, const char *path, const char *plain_path, bool *plain, json_t **ret) {
+        if (!*plain) {
+                int r = ctl_call_unless(ctl, "GET", path, NULL, 400, ret);
+                if (r != -EAGAIN)
+                        return r;
+                *plain = true;
         }
+        return ctl_call(ctl, "GET", plain_path, NULL, ret);
+}
+
+static int top_once(Ctl *ctl, unsigned rows, bool clear, bool *plain_nodes, bool *plain_sched) {
+        _cleanup_(json_decrefp) json_t *nodes_answer = NULL, *sched = NULL;
+        /* The busiest tasks it shows, not every task of every node; the phases it shows (the
+         * first served come first), not every one queued. */
+        char nodes_path[64], sched_path[64];
+        snprintf(nodes_path, sizeof nodes_path, "/v1/nodes?tasks=true&busiest=%u", rows);
+        snprintf(sched_path, sizeof sched_path, "/v1/scheduler?limit=%u", rows);
+        int r = top_get(ctl, nodes_path, "/v1/nodes?tasks=true", plain_nodes, &nodes_answer);
+        if (r >= 0)
+                r = top_get(ctl, sched_path, "/v1/scheduler", plain_sched, &sched);
         if (r < 0)
                 return r;
         json_t *nodes = json_field_array(nodes_answer, "nodes");
@@ -301,9 +311,9 @@ int verb_top(Ctl *ctl, int argc, char **argv) {
         /* On a terminal: redrawn until interrupted. Elsewhere (a pipe, a file, --json): one
          * snapshot, or one every --interval when that is given, none cleared. */
         bool tty = isatty(STDOUT_FILENO) && !ctl->json;
-        bool repeat = !once && (tty || interval_given);
+        bool repeat = !once && (tty || interval_given), plain_nodes = false, plain_sched = false;
         for (;;) {
-                r = top_once(ctl, rows, tty && repeat);
+                r = top_once(ctl, rows, tty && repeat, &plain_nodes, &plain_sched);
                 if (r < 0)
                         return r == -EPROTO ? CTL_EXIT_FAILURE : ctl_call_exit_status(r);
                 if (!repeat)

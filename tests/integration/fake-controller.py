@@ -5,6 +5,8 @@ Serves POST /v1/nodes/{id}/heartbeat on 127.0.0.1 (port written to DIR/port). Ev
 body is saved as DIR/last-heartbeat.json (and appended to DIR/heartbeats.jsonl); the reply
 carries every action found as DIR/queue/*.json that the agent has not acked yet; acks are
 saved as DIR/acks/<id>.json. The reply's interval_ms is $FAKE_INTERVAL_MS (default 300). GET /v1/nodes and /healthz let tools/cluster-lib.sh see the node.
+GET /v1/nodes?tasks=true and GET /v1/scheduler answer as a controller older than their ?busiest= and
+?limit= parameters: 400 for a parameter it does not know (cgorchctl top's fallback).
 FAKE_PROTOCOL=2 answers as cgorch-controller does (Cgorch-Protocol: 2: sample rows, unchanged tasks by
 their id); without it the agent speaks the first protocol.
 Like cgorch-controller, a body over $FAKE_MAX_BODY bytes (default 1048576, the controller's
@@ -19,6 +21,7 @@ read at each request), answers 401 without a signature when it does not verify, 
 every other answer, so that the agent takes it.
 """
 import json, os, sys, threading
+from urllib.parse import parse_qsl, urlsplit
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -94,8 +97,16 @@ class Handler(BaseHTTPRequestHandler):
         self.signed = None
         if self.path == "/healthz":
             return self.reply(200, {"status": "ok"})
-        if self.path == "/v1/nodes":
-            return self.reply(200, {"nodes": [{"id": n, "state": "ready"} for n in nodes]})
+        url = urlsplit(self.path)
+        known = {"/v1/nodes": {"tasks"}, "/v1/scheduler": set()}.get(url.path)
+        if known is not None:
+            for key, _ in parse_qsl(url.query, keep_blank_values=True):
+                if key not in known:
+                    return self.reply(400, {"error": {"status": 400, "message": "unknown query parameter '%s'" % key}})
+        if url.path == "/v1/nodes":
+            return self.reply(200, {"nodes": [{"id": n, "state": "ready", "tasks": []} for n in nodes]})
+        if url.path == "/v1/scheduler":
+            return self.reply(200, {"policy": "fifo", "preemption": "none", "jobs": []})
         self.reply(404, {"error": {"status": 404, "message": "not found"}})
 
     def do_POST(self):

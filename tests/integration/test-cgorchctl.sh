@@ -13,7 +13,9 @@ controller=$(find "$top_builddir" -name cgorch-controller -type f -perm -u+x -pr
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/cgorch-test-cgorchctl.XXXXXX") || exit 99
 controller_pid=
+fake_pid=
 cleanup() {
+        [ -z "$fake_pid" ] || { kill "$fake_pid" 2>/dev/null; wait "$fake_pid" 2>/dev/null; }
         if [ -n "$controller_pid" ]; then
                 kill "$controller_pid" 2>/dev/null
                 wait "$controller_pid" 2>/dev/null
@@ -280,6 +282,27 @@ run 0 top --rows 2 && expect_out "^\(1 more nodes; cgorchctl nodes lists every o
 [ "$(grep -c '^top-[abc] ' <<<"$out")" -eq 2 ] || fail "top --rows 2 shows $(grep -c '^top-[abc] ' <<<"$out") nodes:"$'\n'"$out"
 run 0 top --rows 3
 [ "$(grep -c '^top-[abc] ' <<<"$out")" -eq 3 ] && ! grep -q "more nodes" <<<"$out" || fail "top --rows 3 on 3 nodes:"$'\n'"$out"
+
+# --- top against a controller older than ?busiest= and ?limit=: it asks again without them ---
+fake_dir="$tmp/fake"
+mkdir -p "$fake_dir"
+python3 "$(dirname "$0")/fake-controller.py" "$fake_dir" 2>"$tmp/fake.log" &
+fake_pid=$!
+for _ in $(seq 100); do
+        [ -s "$fake_dir/port" ] && break
+        sleep 0.1
+done
+if [ -s "$fake_dir/port" ]; then
+        CGORCH_SERVER="http://127.0.0.1:$(cat "$fake_dir/port")" run 0 top --once &&
+                expect_out "^Nodes: 0 ready of 0\." "top against an older controller" &&
+                expect_out "^Scheduler fifo \(preemption none\): 0 phases\.$" "top against an older controller"
+        [ -z "$err" ] || fail "top against an older controller printed errors: $err"
+else
+        fail "fake-controller.py did not start: $(cat "$tmp/fake.log")"
+fi
+kill "$fake_pid" 2>/dev/null
+wait "$fake_pid" 2>/dev/null
+fake_pid=
 
 [ "$failures" -eq 0 ] || exit 1
 echo "PASS: cgorchctl"
