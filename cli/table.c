@@ -55,19 +55,39 @@ void table_set_align(Table *t, size_t column, TableAlign align) {
                 t->align[column] = align;
 }
 
+/* Room for one more cell. */
+static int cells_grow(Table *t) {
+        if (t->n_cells < t->n_allocated)
+                return 0;
+        size_t n = t->n_allocated ? t->n_allocated * 2 : 64;
+        char **c = realloc(t->cells, n * sizeof(char *));
+        if (!c)
+                return -ENOMEM;
+        t->cells = c;
+        t->n_allocated = n;
+        return 0;
+}
+
 int table_add_cell(Table *t, const char *text) {
-        if (t->n_cells == t->n_allocated) {
-                size_t n = t->n_allocated ? t->n_allocated * 2 : 64;
-                char **c = realloc(t->cells, n * sizeof(char *));
-                if (!c)
-                        return -ENOMEM;
-                t->cells = c;
-                t->n_allocated = n;
-        }
+        if (cells_grow(t) < 0)
+                return -ENOMEM;
         char *s = utf8_sanitize(text && *text ? text : "-");
         if (!s)
                 return -ENOMEM;
         t->cells[t->n_cells++] = s;
+        return 0;
+}
+
+int table_add_cell_take(Table *t, char *text) {
+        if (!text || !*text) {
+                free(text);
+                return table_add_cell(t, NULL);
+        }
+        if (cells_grow(t) < 0) {
+                free(text);
+                return -ENOMEM;
+        }
+        t->cells[t->n_cells++] = utf8_sanitize_in_place(text);
         return 0;
 }
 

@@ -29,6 +29,9 @@ void table_set_align(Table *t, size_t column, TableAlign align);
  * shown as '?', so text from the network cannot drive the terminal. Return 0 or -ENOMEM. */
 int table_add_cell(Table *t, const char *text);
 int table_add_cellf(Table *t, const char *fmt, ...) _printf_(2, 3);
+/* As table_add_cell(), keeping text (malloc'd, or NULL) instead of a copy; text is the table's
+ * (or freed) whatever it returns. */
+int table_add_cell_take(Table *t, char *text);
 
 size_t table_n_rows(const Table *t);
 

@@ -64,12 +64,12 @@ size_t utf8_display_width(const char *s) {
         return width;
 }
 
-char *utf8_sanitize(const char *text) {
+/* Writes text sanitized to out, which may be text itself: what is written is never longer than
+ * what is read. */
+static void sanitize_into(char *out, const char *text) {
         const unsigned char *p = (const unsigned char *) text;
-        char *out = malloc(strlen(text) + 1), *o = out;
+        char *o = out;
 
-        if (!out)
-                return NULL;
         while (*p) {
                 uint32_t cp;
                 size_t n = utf8_decode(p, &cp);
@@ -78,10 +78,21 @@ char *utf8_sanitize(const char *text) {
                         p += n == 0 ? 1 : n;
                         continue;
                 }
-                memcpy(o, p, n);
+                memmove(o, p, n);
                 o += n;
                 p += n;
         }
         *o = '\0';
+}
+
+char *utf8_sanitize(const char *text) {
+        char *out = malloc(strlen(text) + 1);
+        if (out)
+                sanitize_into(out, text);
         return out;
+}
+
+char *utf8_sanitize_in_place(char *text) {
+        sanitize_into(text, text);
+        return text;
 }

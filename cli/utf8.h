@@ -12,3 +12,5 @@ size_t utf8_display_width(const char *s);
  * every byte that is not valid UTF-8 replaced by '?', so a job name or error message cannot
  * move the cursor or recolour the terminal. NULL when out of memory. */
 char *utf8_sanitize(const char *text);
+/* The same, in text itself (what it writes is never longer); returns text. */
+char *utf8_sanitize_in_place(char *text);

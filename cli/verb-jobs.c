@@ -107,7 +107,7 @@ static int jobs_print_table(JobRows *rows) {
                 qsort(rows->v, rows->n, sizeof(JobRow), job_row_cmp);
         for (size_t i = 0; i < rows->n && r >= 0; i++)
                 for (size_t c = 0; c < JOBS_COLUMNS && r >= 0; c++)
-                        r = table_add_cell(t, rows->v[i].cells[c]);
+                        r = table_add_cell_take(t, TAKE_PTR(rows->v[i].cells[c]));
         if (r < 0)
                 return r;
         return table_print(t, stdout);

@@ -48,6 +48,27 @@ Test(table, aligns_columns) {
         table_free(t);
 }
 
+/* Cells handed over are kept as table_add_cell() keeps its copies: "-" for none, sanitised. */
+Test(table, taken_cells_show_as_copied_ones) {
+        static const char *const headers[] = { "ID", "NAME" };
+        Table *t = table_new(2, headers);
+        int r;
+
+        cr_assert_not_null(t);
+        cr_assert_eq(table_add_cell_take(t, strdup("1")), 0);
+        cr_assert_eq(table_add_cell_take(t, strdup("evil\x1b[31m\nname")), 0);
+        cr_assert_eq(table_add_cell_take(t, NULL), 0);
+        cr_assert_eq(table_add_cell_take(t, strdup("")), 0);
+        char *out = table_render(t, &r);
+        cr_assert_eq(r, 0);
+        cr_assert_str_eq(out,
+                         "ID  NAME\n"
+                         "1   evil?[31m?name\n"
+                         "-   -\n");
+        free(out);
+        table_free(t);
+}
+
 Test(table, header_only_when_empty) {
         static const char *const headers[] = { "ID", "STATE" };
         Table *t = table_new(2, headers);

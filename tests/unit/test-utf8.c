@@ -2,13 +2,20 @@
 #include <criterion/criterion.h>
 #include <locale.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "utf8.h"
 
+/* Both forms: a copy, and in the text itself. */
 static void check_sanitize(const char *in, const char *expected) {
         char *s = utf8_sanitize(in);
         cr_assert_not_null(s);
         cr_assert_str_eq(s, expected, "utf8_sanitize(%s)", in);
+        free(s);
+        s = strdup(in);
+        cr_assert_not_null(s);
+        cr_assert_eq(utf8_sanitize_in_place(s), s);
+        cr_assert_str_eq(s, expected, "utf8_sanitize_in_place(%s)", in);
         free(s);
 }
 
