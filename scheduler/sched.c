@@ -266,6 +266,14 @@ static int job_virtually_done(Sched *s, SchedJob *j, double now_s) {
         return job_changed(s, j);
 }
 
+/* A phase served past its estimate: the next decision floors what it has left
+ * (overrun_floors()), once it knows the phase's tasks as they are then. */
+static int overrun_note(Sched *s, const SchedJob *j) {
+        if (!s->ops->virtual_order || !(j->service_s > sched_job_size(j)))
+                return 0;
+        return key_push(&s->overrun_keys, &s->n_overrun_keys, &s->n_overrun_keys_allocated, j->key);
+}
+
 int sched_job_set_size(Sched *s, uint64_t key, double now_s, const SchedSize *size) {
         assert(s);
         if (!size_valid(size))
@@ -287,10 +295,20 @@ int sched_job_set_size(Sched *s, uint64_t key, double now_s, const SchedSize *si
         j = sched_table_find(s, key); /* ageing may have finished it */
         if (!j)
                 return -ENOENT;
-        /* The virtual work done stays done: the new size only changes what is left. */
-        double done = sched_job_size(j) - sched_job_virtual_remaining(s, j);
+        /* The virtual work done stays done: the new size only changes what is left. A floor
+         * that raised what is left above the old size (overrun_floors(), running_floors()) stood
+         * in for a size not known then: the new size replaces it, and its excess is no negative
+         * work done (that made a phase judged pessimistically while its first tasks ran pay
+         * for it again, on top of their measured size). */
+        double done = MAX(sched_job_size(j) - sched_job_virtual_remaining(s, j), 0.0);
         j->size = *size;
         sched_vcluster_set_remaining(s, j, MAX(sched_job_size(j) - done, 0.0));
+        /* What its running tasks and its service say is judged again against the new size at
+         * the next decision, whatever came first. */
+        s->floors_due = true;
+        r = overrun_note(s, j);
+        if (r < 0)
+                return r;
         if (j->in_virtual) {
                 if (nothing_left(s, j))
                         return job_virtually_done(s, j, now_s) < 0 ? -ENOMEM : 1;
@@ -313,14 +331,8 @@ int sched_job_set_service(Sched *s, uint64_t key, double service_s) {
         if (j->service_s == service_s)
                 return 0;
         j->service_s = service_s;
-        /* An overrun estimate: the next decision sees to it (overrun_floors()), once it knows
-         * the phase's tasks as they are then. */
-        if (s->ops->virtual_order && service_s > sched_job_size(j)) {
-                int r = key_push(&s->overrun_keys, &s->n_overrun_keys, &s->n_overrun_keys_allocated, key);
-                if (r < 0)
-                        return r;
-        }
-        return sched_order_update(s, j); /* srpt's key */
+        int r = overrun_note(s, j);
+        return r < 0 ? r : sched_order_update(s, j); /* srpt's key */
 }
 
 int sched_job_finish(Sched *s, uint64_t key, double now_s) {

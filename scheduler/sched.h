@@ -153,7 +153,8 @@ int sched_set_capacity(Sched *s, double now_s, double capacity_cpus);
 int sched_job_add(Sched *s, uint64_t key, double now_s, double weight, double parallel_cpus,
                   const SchedSize *size);
 /* A new estimate. Returns 1 if applied, 0 if ignored (a final size is never replaced unless
- * continuous_size_updates), -ENOENT. The virtual work already done is kept. */
+ * continuous_size_updates), -ENOENT. The virtual work already done is kept; what a floor
+ * added to the old size is not work done, and goes. */
 int sched_job_set_size(Sched *s, uint64_t key, double now_s, const SchedSize *size);
 /* HFSP's training stage ended with the final size S_f (SCHED_SIZE_FINAL), which is already
  * net of the training tasks' work (S_f = s̄·[(n−t) + Σ(1−p_k)]): the phase's virtual size

@@ -511,7 +511,9 @@ int sim_engine_phase_task_done(Engine *e, size_t pi, unsigned index) {
         const SimPhaseSpec *spec = sim_phase_spec(e, pi);
         ph->n_done++;
         ph->finished_work_s += e->w->work_s[spec->first_task + index];
-        if (ph->training && index < e->hfsp.training_tasks) {
+        /* A phase whose last task just ended finishes instead: the controller does not train
+         * an ended phase (controller/cluster-sched.c, phase_ended()). */
+        if (ph->training && index < e->hfsp.training_tasks && ph->n_done < spec->n_tasks) {
                 int r = training_check(e, pi);
                 if (r < 0)
                         return r;

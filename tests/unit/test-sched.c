@@ -1663,6 +1663,50 @@ Test(sched_hfsp, overrun_estimate_gives_way) {
         }
 }
 
+Test(sched_hfsp, new_size_replaces_a_floor_rather_than_adding_to_it) {
+        /* Job 1 is estimated at 10 CPU-seconds (S_i, six tasks). By 2 its first two tasks have
+         * taken 25: at least 15 is left, more than its whole estimate. Then its estimate is
+         * set to 30 (its first tasks measured). The 5 the floor raised it above 10 is no work
+         * done: 30 is left, not 35. Counting it as negative work done made a phase judged
+         * pessimistically while its first tasks ran pay for it again once they were measured
+         * (a 36 CPU-s phase ranked at 65 behind phases several times larger). */
+        for (SchedPolicy pol = SCHED_HFSP; pol <= SCHED_PSBS; pol++) {
+                SchedWorld w;
+                SchedDecision d[8];
+                overrun_world(&w, pol);
+                SchedSize init = { .kind = SCHED_SIZE_INITIAL, .size_s = 10, .n_training = 5 };
+                cr_assert_eq(sched_job_add(w.s, 1, 0, 1, 6, &init), 0);
+                sched_world_tasks(&w, 1, 6);
+                size_t n = sched_world_next(&w, 0, d, 8);
+                cr_assert(n == 2 && has(d, n, SCHED_START, 0) && has(d, n, SCHED_START, 1));
+                cr_assert_eq(sched_task_remove(w.s, 0), 0);
+                cr_assert_eq(sched_task_remove(w.s, 1), 0);
+                cr_assert_eq(sched_job_set_service(w.s, 1, 25), 0);
+                (void) sched_world_next(&w, 2, d, 8);
+                SchedJobInfo info;
+                cr_assert_eq(sched_job_info(w.s, 1, &info), 0);
+                cr_assert_float_eq(info.virtual_size_s, 15, EPS, "%s: floored to its overrun", sched_policy_to_string(pol));
+
+                SchedSize measured = { .kind = SCHED_SIZE_INITIAL, .size_s = 30, .n_training = 5 };
+                cr_assert_eq(sched_job_set_size(w.s, 1, 2, &measured), 1);
+                cr_assert_eq(sched_job_info(w.s, 1, &info), 0);
+                cr_assert_float_eq(info.virtual_size_s, 30, EPS, "%s: %g left", sched_policy_to_string(pol),
+                                   info.virtual_size_s);
+
+                /* An estimate below its service (25): the next decision floors it to its
+                 * overrun again, 13 rather than the 12 the estimate leaves. */
+                SchedSize short_size = { .kind = SCHED_SIZE_INITIAL, .size_s = 12, .n_training = 5 };
+                cr_assert_eq(sched_job_set_size(w.s, 1, 2, &short_size), 1);
+                cr_assert_eq(sched_job_info(w.s, 1, &info), 0);
+                cr_assert_float_eq(info.virtual_size_s, 12, EPS);
+                (void) sched_world_next(&w, 2, d, 8);
+                cr_assert_eq(sched_job_info(w.s, 1, &info), 0);
+                cr_assert_float_eq(info.virtual_size_s, 13, EPS, "%s: %g left", sched_policy_to_string(pol),
+                                   info.virtual_size_s);
+                sched_free(w.s);
+        }
+}
+
 Test(sched_hfsp, late_phase_overrunning_again_gives_way) {
         /* Job 1 (estimated 10, six tasks) runs alone on both CPUs and goes late at 5, as its
          * first two tasks finish having used exactly its estimate. Job 2 (6) comes at 5 and ages
