@@ -416,6 +416,10 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
         c->strays_skipped = 0;
         for (size_t i = 0; i < hb->n_tasks; i++) {
                 const TaskReport *rep = &hb->tasks[i];
+                /* An unchanged one has the limits of its last full report (report_cache_fill()). */
+                if (!rep->report_unknown && cluster_sched_weights_unknown(c->sched) &&
+                    cluster_sched_weight_in_force(c->sched, rep->id, rep->limits.cpu_weight) > 0)
+                        c->placement_dirty = true;
                 /* Nearly every report says: still running, here is its usage. When the store
                  * agrees (running, on this node) that is all, and it stays in memory until the
                  * node's usage row below; anything else takes the full path. */

@@ -57,9 +57,16 @@ typedef struct TaskEntry {
         uint32_t index, attempt;
         uint8_t phase;
         uint8_t told_state;        /* SchedTaskState as told, decisions applied */
-        int16_t cpu_weight;        /* the CFS weight last asked for it; 0: its request's, set at its start */
+        int16_t cpu_weight;        /* the CFS weight last asked for it or reported in force; 0: its
+                                    * request's, set at its start; WEIGHT_UNKNOWN: see below */
         StoreTask *placed;         /* as the store had it when its job was last read, unless pending */
 } TaskEntry;
+
+/* A task first read placed (after a restart, or a re-read of the whole store) runs at a weight
+ * this controller did not ask for: a previous run's, maybe another policy's. Its agent's next
+ * full report says which (cluster_sched_weight_in_force()); placements leave it alone until
+ * then, and send the weight they want if that differs. */
+#define WEIGHT_UNKNOWN ((int16_t) -1)
 
 /* One job as the scheduler holds it. */
 #define RUNNING_NONE UINT32_MAX
@@ -89,7 +96,8 @@ struct ClusterSched {
         TaskEntry **by_id;         /* the scheduler's task id → its entry */
         uint32_t *free_ids;        /* task ids to reuse; ids below n_ids are in use or free */
         size_t n_free, n_ids;
-        size_t n_weighted;         /* entries with a CFS weight asked for */
+        size_t n_weighted;         /* entries with a CFS weight asked for, or not known yet */
+        size_t n_weight_unknown;   /* entries at WEIGHT_UNKNOWN */
         size_t n_pending;          /* tasks told pending, in all */
         size_t n_waiting;          /* n_pending before the last placement's decisions */
         ClusterSchedDecision *out;
@@ -1596,6 +1604,8 @@ static void entry_forget(ClusterSched *cs, TaskEntry *e) {
         id_give_back(cs, e->id);
         if (e->cpu_weight != 0)
                 cs->n_weighted--;
+        if (e->cpu_weight == WEIGHT_UNKNOWN)
+                cs->n_weight_unknown--;
         placed_free(&e->placed);
 }
 
@@ -1696,6 +1706,11 @@ static int job_tasks_merge(ClusterSched *cs, uint64_t job, StoreTask *tasks, con
                         r = id_take(cs, &e->id);
                         if (r < 0)
                                 break;
+                        if (views[k].state == SCHED_TASK_RUNNING || views[k].state == SCHED_TASK_SUSPENDED) {
+                                e->cpu_weight = WEIGHT_UNKNOWN;
+                                cs->n_weighted++;
+                                cs->n_weight_unknown++;
+                        }
                 } else {
                         *e = rec->tasks[i++];
                         placed_free(&e->placed);
@@ -1967,7 +1982,7 @@ int cluster_sched_place(ClusterSched *cs, Store *store, int64_t now_ms, const St
                                 TaskEntry *e = &rec->tasks[q];
                                 const SchedTask *t = e->told_state == SCHED_TASK_RUNNING ?
                                         sched_task_get(cs->sched, e->id) : NULL;
-                                if (!t || t->node >= n_nodes)
+                                if (!t || t->node >= n_nodes || e->cpu_weight == WEIGHT_UNKNOWN)
                                         continue;
                                 double w = sched_task_cpu_weight(cs->sched, e->id);
                                 int64_t base = orch_cpu_weight_for_request(t->cpu_cores);
@@ -1980,7 +1995,8 @@ int cluster_sched_place(ClusterSched *cs, Store *store, int64_t now_ms, const St
                                         r = weight_add(cs, &n_w, row, nodes[t->node].id, want);
                                 if (r < 0)
                                         return r;
-                                /* 0 stands for the request's weight: what n_weighted counts is the rest. */
+                                /* 0 stands for the request's weight: what n_weighted counts is the rest
+                                 * (WEIGHT_UNKNOWN included). */
                                 bool was = e->cpu_weight != 0, is = want != base;
                                 cs->n_weighted = cs->n_weighted + is - was;
                                 e->cpu_weight = (int16_t) (is ? want : 0);
@@ -1992,6 +2008,46 @@ int cluster_sched_place(ClusterSched *cs, Store *store, int64_t now_ms, const St
         *ret = cs->out;
         *ret_n = n_d;
         return 0;
+}
+
+bool cluster_sched_weights_unknown(const ClusterSched *cs) {
+        return cs->n_weight_unknown > 0;
+}
+
+int cluster_sched_weight_in_force(ClusterSched *cs, const char *task, int64_t cpu_weight) {
+        TaskId id;
+        if (cs->n_weight_unknown == 0 || task_id_parse(task, &id) < 0)
+                return 0;
+        JobRec *rec = rec_find(cs, id.job);
+        if (!rec)
+                return 0;
+        /* Its tasks are in FIFO order (phase, index, attempt). */
+        StoreTask key = { .job = id.job, .phase = id.phase, .index = id.task, .attempt = id.attempt };
+        size_t lo = 0, hi = rec->n_tasks;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                int c = entry_cmp(&rec->tasks[mid], &key);
+                if (c == 0) {
+                        lo = mid;
+                        break;
+                }
+                if (c < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        TaskEntry *e = lo < rec->n_tasks && entry_cmp(&rec->tasks[lo], &key) == 0 ? &rec->tasks[lo] : NULL;
+        if (!e || e->cpu_weight != WEIGHT_UNKNOWN)
+                return 0;
+        const SchedTask *t = sched_task_get(cs->sched, e->id);
+        int64_t base = t ? orch_cpu_weight_for_request(t->cpu_cores) : 0;
+        cs->n_weight_unknown--;
+        /* An agent that reads no weight (no cpu controller) sets none either. */
+        bool ask = cpu_weight >= 1 && cpu_weight <= 10000 && cpu_weight != base;
+        e->cpu_weight = ask ? (int16_t) cpu_weight : 0;
+        if (!ask)
+                cs->n_weighted--;
+        return ask || sched_params(cs->sched)->policy == SCHED_FAIR;
 }
 
 size_t cluster_sched_tasks_waiting(const ClusterSched *cs) {

@@ -53,6 +53,13 @@ int cluster_sched_place(ClusterSched *cs, Store *store, int64_t now_ms, const St
                         const PlacementNode *pnodes, size_t n_nodes, const ClusterSchedDecision **ret, size_t *ret_n,
                         const ClusterSchedWeight **ret_weights, size_t *ret_n_weights);
 
+/* A full report of task (its id) says the CFS weight in force on its node (0: none read). A task
+ * first read placed, after a restart, waits for this before placements change its weight.
+ * Returns 1 when a placement may now want to send it another. */
+int cluster_sched_weight_in_force(ClusterSched *cs, const char *task, int64_t cpu_weight);
+/* Whether any task waits for that (a heartbeat need not look otherwise). */
+bool cluster_sched_weights_unknown(const ClusterSched *cs);
+
 /* The tasks waiting to be placed as the last placement found them (before its decisions): the
  * pending tasks of runnable phases of jobs not held. */
 size_t cluster_sched_tasks_waiting(const ClusterSched *cs);

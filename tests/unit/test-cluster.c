@@ -1411,6 +1411,49 @@ Test(cluster, leaving_fair_restores_the_request_weight) {
         heartbeat_reply_free(hr);
 }
 
+/* A controller restarted under another policy finds tasks running at the weight the previous
+ * run gave them (fair's whole-job weight here), as their agent reports it: it sends each the
+ * weight it wants, the request's, once. A task reported at the weight wanted gets none. */
+Test(cluster, restart_sends_the_weight_it_wants) {
+        restart(SCHED_FAIR, SCHED_PREEMPT_WAIT, T0);
+        Node n1 = node_new("n1", 1);
+        uint64_t small = submit(job_request_03, T0);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        heartbeat_reply_free(ack_and_run(&n1, hr, T0 + 2000));
+        heartbeat_reply_free(hr);
+        TaskReport rep = running(task_id(small, 0, 0), NULL, 0);
+        hr = beat(&n1, &rep, 1, NULL, 0, T0 + 3000);
+        cr_assert_eq(weight_of(hr, task_id(small, 0, 0)), 100, "fair: the whole job's weight");
+        cr_assert_eq(hr->n_actions, 1);
+        Ack ack = ack_ok(&hr->actions[0]);
+        heartbeat_reply_free(hr);
+        heartbeat_reply_free(beat(&n1, &rep, 1, &ack, 1, T0 + 4000));
+
+        /* The first heartbeat after the restart reads the task in; the next one's report says
+         * its weight. */
+        restart(SCHED_HFSP, SCHED_PREEMPT_WAIT, T0 + 5000);
+        rep.limits.cpu_weight = 100; /* as its agent reads it from the cgroup */
+        hr = beat(&n1, &rep, 1, NULL, 0, T0 + 5500);
+        cr_assert_eq(hr->n_actions, 0, "its weight not known yet");
+        heartbeat_reply_free(hr);
+        hr = beat(&n1, &rep, 1, NULL, 0, T0 + 6000);
+        cr_assert_eq(weight_of(hr, task_id(small, 0, 0)), 30, "back to its request's weight after the restart");
+        cr_assert_eq(hr->n_actions, 1);
+        ack = ack_ok(&hr->actions[0]);
+        heartbeat_reply_free(hr);
+        rep.limits.cpu_weight = 30;
+        hr = beat(&n1, &rep, 1, &ack, 1, T0 + 7000);
+        cr_assert_eq(hr->n_actions, 0, "sent once");
+        heartbeat_reply_free(hr);
+
+        restart(SCHED_HFSP, SCHED_PREEMPT_WAIT, T0 + 8000);
+        for (int64_t t = T0 + 9000; t <= T0 + 10000; t += 1000) {
+                hr = beat(&n1, &rep, 1, NULL, 0, t);
+                cr_assert_eq(hr->n_actions, 0, "at its request's weight already");
+                heartbeat_reply_free(hr);
+        }
+}
+
 Test(cluster, preempted_attempts_do_not_count_as_lost) {
         restart(SCHED_HFSP, SCHED_PREEMPT_KILL, T0);
         uint64_t id = submit(job_one_task, T0);
