@@ -423,6 +423,7 @@ typedef struct Load {
         Conn *attackers;
         uint64_t burst_next_j, burst_t0_us;
         uint64_t attack_status[600], attack_failed, attack_skipped, attack_sent;
+        double controller_cpu_s;   /* over the measured window; NAN when unknown */
         unsigned attack_kind;
 } Load;
 
@@ -946,6 +947,7 @@ static int run(void) {
         if (epoll_fd < 0)
                 return -errno;
         L.measure_start_us = L.measure_end_us = UINT64_MAX;
+        L.controller_cpu_s = NAN;
         L.t0_us = now_us();
         L.phase_start_us = L.t0_us;
         uint64_t ticks0 = 0, window_t0 = 0, last_timeout_check = L.t0_us;
@@ -970,6 +972,7 @@ static int run(void) {
                                 window_s, 100 * ctl_s / window_s, 100 * (self_cpu_s() - cpu0) / window_s);
                         printf("cpu: controller_pct=%.1f generator_pct=%.1f\n", 100 * ctl_s / window_s,
                                100 * (self_cpu_s() - cpu0) / window_s);
+                        L.controller_cpu_s = ctl_s;
                 }
                 if (L.phase == PHASE_DONE)
                         break;
@@ -1041,6 +1044,10 @@ static int run(void) {
                L.n_agents, L.tasks_per_node, L.interval_us / 1000, (double) L.n_agents * 1e6 / (double) L.interval_us,
                window_s);
         stats_print("valid", &L.all, window_s);
+        /* The issue's measure: controller CPU-seconds per answered heartbeat (a flood's requests
+         * would count too, so only without one). */
+        if (L.burst_rate == 0 && L.all.status[200] > 0 && isfinite(L.controller_cpu_s))
+                printf("cpu_per_heartbeat_ms=%.3f\n", 1000 * L.controller_cpu_s / (double) L.all.status[200]);
         if (L.burst_rate > 0) {
                 stats_print("valid_during_bursts", &L.during_burst, window_s / 2);
                 printf("valid_success_pct=%.2f\n", L.all.n ? 100.0 * (double) L.all.status[200] / (double) (L.all.n + L.all.unfinished) : 0);
@@ -1448,7 +1455,7 @@ int main(int argc, char **argv) {
         AgentToken *tokens = NULL;
         size_t n_tokens = 0;
         if (secret_file_read_token(operator_file, &L.operator_token, &error) < 0 ||
-            secret_file_read(agents_file, &text, &text_len, &error) < 0 ||
+            secret_file_read_max(agents_file, SECRET_AGENT_TOKENS_MAX_BYTES, &text, &text_len, &error) < 0 ||
             auth_parse_agent_tokens(text, text_len, &tokens, &n_tokens, &error) < 0 || n_tokens == 0) {
                 fprintf(stderr, "%s\n", error ?: "no agent tokens");
                 return EXIT_FAILURE;

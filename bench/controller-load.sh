@@ -16,7 +16,8 @@
 # too, which stands for the agents' own machines and should not lose its CPU to the hogs either.
 #
 # The controller runs with its default limits except --max-connections, raised from 1024 to
-# 4096 so that 1000 agents' keep-alive connections plus the flood's fit: each agent connects
+# 4096, or to M + 1024 beyond 3072 agents, so that the agents' keep-alive connections (one
+# each) plus the flood's fit: each agent connects
 # from its own loopback address (127.1.x.y), so the per-address request rate limit (2000/s)
 # and the failed-authentication lockout apply per agent as they would on a real cluster; the
 # flood comes from 127.0.0.2.
@@ -76,8 +77,9 @@ run() {
         dir=$(mktemp -d "${TMPDIR:-/tmp}/cgorch-load.XXXXXX")
         (umask 077 && od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >"$dir/operator")
         "$load" tokens "$m" "$dir/agents"
+        local conns=$((m + 1024 > 4096 ? m + 1024 : 4096))
         ${CONTROLLER_NICE:+nice -n "$CONTROLLER_NICE"} "$controller" --config /dev/null --listen 127.0.0.1:0 --port-file "$dir/port" \
-                --state-dir "$dir/state" --unix-socket= --heartbeat-interval 2s --max-connections 4096 ${EXTRA_CONTROLLER_ARGS:-} \
+                --state-dir "$dir/state" --unix-socket= --heartbeat-interval 2s --max-connections "$conns" ${EXTRA_CONTROLLER_ARGS:-} \
                 ${SCHEDULER:+--scheduler "$SCHEDULER"} \
                 --operator-token-file "$dir/operator" --agent-tokens-file "$dir/agents" \
                 >"$dir/controller.log" 2>&1 &
