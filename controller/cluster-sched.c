@@ -2010,6 +2010,11 @@ int cluster_sched_place(ClusterSched *cs, Store *store, int64_t now_ms, const St
         return 0;
 }
 
+/* bsearch()'s order: a StoreTask key against a TaskEntry of its job. */
+static int key_entry_cmp(const void *key, const void *entry) {
+        return -entry_cmp(entry, key);
+}
+
 bool cluster_sched_weights_unknown(const ClusterSched *cs) {
         return cs->n_weight_unknown > 0;
 }
@@ -2023,20 +2028,7 @@ int cluster_sched_weight_in_force(ClusterSched *cs, const char *task, int64_t cp
                 return 0;
         /* Its tasks are in FIFO order (phase, index, attempt). */
         StoreTask key = { .job = id.job, .phase = id.phase, .index = id.task, .attempt = id.attempt };
-        size_t lo = 0, hi = rec->n_tasks;
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                int c = entry_cmp(&rec->tasks[mid], &key);
-                if (c == 0) {
-                        lo = mid;
-                        break;
-                }
-                if (c < 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        TaskEntry *e = lo < rec->n_tasks && entry_cmp(&rec->tasks[lo], &key) == 0 ? &rec->tasks[lo] : NULL;
+        TaskEntry *e = rec->n_tasks > 0 ? bsearch(&key, rec->tasks, rec->n_tasks, sizeof(TaskEntry), key_entry_cmp) : NULL;
         if (!e || e->cpu_weight != WEIGHT_UNKNOWN)
                 return 0;
         const SchedTask *t = sched_task_get(cs->sched, e->id);
