@@ -463,6 +463,51 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
         return reply_actions(c, hb->node, now_ms, actions);
 }
 
+/* A heartbeat in steady state: the node is as the store last had it (same boot, capacity,
+ * heard from in time, not lost or unreachable), it acks nothing, every task it reports runs
+ * there as the store has it, nothing waits to be sent to it, and nothing waits to be placed.
+ * heartbeat_apply() would then only record the new sequence number and usage, at the cost of
+ * a transaction: here they go to memory, and the store writes them once a tick
+ * (store_nodes_flush()). 1 when taken, 0 when heartbeat_apply() must take it. */
+static int heartbeat_fast(Cluster *c, const Heartbeat *hb, int64_t now_ms) {
+        if (hb->n_acks > 0 || c->placement_dirty || now_ms - c->placed_ms >= (int64_t) cluster_interval_ms(c) ||
+            cluster_sched_weights_unknown(c->sched) || store_fault(c->store, NULL, NULL) != STORE_FAULT_NONE ||
+            strv_contains(c->unreachable, hb->node) ||
+            !store_node_heartbeat_fits(c->store, hb, now_ms - cluster_unreachable_after_ms(c)))
+                return 0;
+        char *const *running;
+        size_t n_running;
+        int r = store_node_running_cached(c->store, hb->node, &running, &n_running);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < hb->n_tasks; i++) {
+                const TaskReport *rep = &hb->tasks[i];
+                /* As heartbeat_apply() tells the reports it takes by their usage alone. */
+                if (rep->state != TASK_RUNNING || rep->has_exit || rep->fenced || rep->report_unknown ||
+                    (rep->n_samples == 0 && !rep->unchanged) ||
+                    !cluster_strv_sorted_contains((char **) running, n_running, rep->id))
+                        return 0;
+        }
+        r = store_node_actions_waiting(c->store, hb->node);
+        if (r != 0)
+                return r < 0 ? r : 0;
+        for (size_t i = 0; i < hb->n_tasks; i++) {
+                const TaskReport *rep = &hb->tasks[i];
+                if (rep->n_samples == 0)
+                        continue;
+                double cpu_s, progress;
+                uint64_t peak;
+                report_usage(rep, &cpu_s, &peak, &progress);
+                r = store_task_usage_observe(c->store, rep->id, cpu_s, peak, progress);
+                if (r < 0)
+                        return r;
+        }
+        r = store_node_heartbeat_defer(c->store, hb, now_ms);
+        if (r < 0)
+                return r;
+        return 1;
+}
+
 static int heartbeat_handle(Cluster *c, const char *node, const Heartbeat *hb, char **resend, int64_t now_ms,
                             json_t **ret_reply, char **ret_error) {
         int r;
@@ -473,11 +518,14 @@ static int heartbeat_handle(Cluster *c, const char *node, const Heartbeat *hb, c
         if (!actions)
                 return -ENOMEM;
 
-        r = store_begin(c->store);
-        if (r >= 0) {
-                r = heartbeat_apply(c, hb, now_ms, actions);
-                /* Rolled back, what the last placement queued may be gone with it. */
-                r = cluster_transaction_end(c, r);
+        r = heartbeat_fast(c, hb, now_ms);
+        if (r == 0) {
+                r = store_begin(c->store);
+                if (r >= 0) {
+                        r = heartbeat_apply(c, hb, now_ms, actions);
+                        /* Rolled back, what the last placement queued may be gone with it. */
+                        r = cluster_transaction_end(c, r);
+                }
         }
         if (r == -EBUSY || r == -EIO || (r < 0 && store_fault(c->store, NULL, NULL) != STORE_FAULT_NONE)) {
                 /* The node is alive, but the store could not record it: no node is lost for

@@ -9,6 +9,7 @@
 
 typedef struct StoreCheckpointer StoreCheckpointer;
 typedef struct StoreUsage StoreUsage;
+typedef struct StoreNodeMemos StoreNodeMemos;
 
 typedef struct StoreJobEvent {
         JobState state;
@@ -35,6 +36,7 @@ struct Store {
         int wal_fd;                    /* the log, for store_sync(); -1 until then */
         StoreCheckpointer *checkpointer;
         StoreUsage *usage;             /* running tasks' usage (store-usage.c) */
+        StoreNodeMemos *memos;         /* the nodes' rows in memory (store-node-memo.c) */
         uint64_t busy_since_us;        /* when the current wait for a lock began */
         bool held_long;                /* the last wait for the lock timed out, none succeeded
                                         * since: waits are short (STORE_BUSY_HELD_WAIT_MS) */
@@ -158,3 +160,60 @@ json_t *store_column_json(sqlite3_stmt *st, int i);
 int store_column_json_checked(sqlite3_stmt *st, int i, json_t **ret);
 /* Logs, once per job, that a row of it cannot be decoded. */
 void store_log_undecodable(Store *s, uint64_t job);
+
+/* ---- The nodes' rows in memory (store-node-memo.c) ---- */
+
+typedef struct StoreNodeMemoBefore {
+        uint64_t last_seq;
+        int64_t last_heartbeat_ms;
+        double cpu_busy;
+        uint64_t memory_available_bytes;
+        bool row_owed;
+} StoreNodeMemoBefore;
+
+typedef struct StoreNodeMemo {
+        char *id;                      /* NULL: a free slot */
+        bool stale;                    /* nothing below is known: read the row */
+        char *boot_id, *cgroup_mode;
+        bool lost;
+        double capacity_cpus;
+        uint64_t capacity_memory_bytes;
+        int pids_limit;                /* -1: not said */
+        double speed;                  /* 0: not said */
+        /* What every heartbeat changes; newer than the row's while row_owed. */
+        uint64_t last_seq;
+        int64_t last_heartbeat_ms;
+        double cpu_busy;
+        uint64_t memory_available_bytes;
+        bool row_owed;
+        bool usage_owed;               /* its running tasks' usage is newer than its node_usage row */
+        uint64_t txn_written;          /* the transaction that last wrote its row (not a flush) */
+        StoreNodeMemoBefore before;    /* the heartbeat fields before that transaction */
+        uint64_t txn_flushed;          /* the transaction that last flushed its row */
+        uint64_t txn_usage_saved;      /* the transaction that last wrote its usage row */
+        bool no_actions;               /* no action for it waits for an ack: true from a look that
+                                        * found none until one is inserted (store_action_insert()) */
+        char **running;                /* its running tasks, sorted, as of running_gen */
+        size_t n_running;
+        uint64_t running_gen;          /* 0: none read */
+} StoreNodeMemo;
+
+int store_node_memos_open(Store *s);
+void store_node_memos_free(Store *s);
+/* Transactions: store_begin() numbers them, store_rollback() undoes what they did here. */
+void store_node_memos_begin(Store *s);
+void store_node_memos_rollback(Store *s);
+StoreNodeMemo *store_node_memo_find(Store *s, const char *id);
+/* The node as its row has it (n, and pids_limit: -1 NULL, else 0 or 1), for a node without a
+ * current memo; a current memo is left as it is. */
+int store_node_memo_load(Store *s, const StoreNode *n, int pids_limit);
+/* The node's row was just written from this heartbeat (store_node_upsert()), or marked lost. */
+int store_node_memo_written(Store *s, const Heartbeat *hb, int64_t now_ms);
+void store_node_memo_lost(Store *s, const char *id);
+/* What the last look found: no action waits for the node's ack (true), or maybe one does. */
+bool store_node_memo_no_actions(Store *s, const char *id);
+void store_node_memo_set_no_actions(Store *s, const char *id, bool no_actions);
+/* The node's usage row was just written. */
+void store_node_memo_usage_saved(Store *s, const char *id);
+/* The heartbeat fields owed to the node's row, when some are: true and set. */
+bool store_node_memo_overlay(Store *s, const char *id, uint64_t *last_seq, int64_t *last_heartbeat_ms);

@@ -69,11 +69,46 @@ int store_node_get(Store *s, const char *id, StoreNode *ret) {
                 return r;
         if (r == 0)
                 return -ENOENT;
-        return node_from_row(st, ret);
+        r = node_from_row(st, ret);
+        if (r >= 0)
+                (void) store_node_memo_overlay(s, ret->id, &ret->last_seq, &ret->last_heartbeat_ms);
+        return r;
+}
+
+/* The heartbeat fields owed to the nodes' rows (store-node-memo.c). */
+static void nodes_overlay(Store *s, StoreNode *nodes, size_t n) {
+        if (store_nodes_owed(s) == 0)
+                return;
+        for (size_t i = 0; i < n; i++)
+                (void) store_node_memo_overlay(s, nodes[i].id, &nodes[i].last_seq, &nodes[i].last_heartbeat_ms);
+}
+
+/* The node from its memo: what the row says, with the heartbeat fields owed to it. */
+static int node_from_memo(const StoreNodeMemo *m, StoreNode *ret) {
+        StoreNode n = {
+                .lost = m->lost,
+                .capacity_cpus = m->capacity_cpus,
+                .capacity_memory_bytes = m->capacity_memory_bytes,
+                .last_heartbeat_ms = m->last_heartbeat_ms,
+                .last_seq = m->last_seq,
+                .speed = m->speed,
+                .id = strdup(m->id),
+                .boot_id = strdup(m->boot_id ?: ""),
+                .cgroup_mode = m->cgroup_mode ? strdup(m->cgroup_mode) : NULL,
+        };
+        if (!n.id || !n.boot_id || (m->cgroup_mode && !n.cgroup_mode)) {
+                store_node_done(&n);
+                return -ENOMEM;
+        }
+        *ret = n;
+        return 0;
 }
 
 int store_node_peek(Store *s, const char *id, StoreNode *ret) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        const StoreNodeMemo *m = store_node_memo_find(s, id);
+        if (m && !m->stale)
+                return node_from_memo(m, ret);
         int r = store_prepare(s,
                               "SELECT id, state, boot_id, cgroup_mode, capacity_cpus, capacity_memory_bytes,"
                               " last_heartbeat_ms, 0, 0, 0, last_seq, pids_limit, speed FROM nodes WHERE id = ?",
@@ -86,7 +121,17 @@ int store_node_peek(Store *s, const char *id, StoreNode *ret) {
                 return r;
         if (r == 0)
                 return -ENOENT;
-        return node_from_row(st, ret);
+        StoreNode n;
+        r = node_from_row(st, &n);
+        if (r < 0)
+                return r;
+        int pids_limit = sqlite3_column_type(st, 11) == SQLITE_NULL ? -1 : !!sqlite3_column_int(st, 11);
+        /* Out of memory, the next heartbeat reads the row again. */
+        if (store_node_memo_load(s, &n, pids_limit) < 0)
+                log_oom();
+        (void) store_node_memo_overlay(s, n.id, &n.last_seq, &n.last_heartbeat_ms);
+        *ret = n;
+        return 0;
 }
 
 static void nodes_free_any(void *rows, size_t n) {
@@ -104,7 +149,10 @@ int store_nodes_list(Store *s, StoreNode **ret, size_t *ret_n) {
         int r = store_prepare(s, NODE_SELECT "GROUP BY n.id ORDER BY n.id", &st);
         if (r < 0)
                 return r;
-        return nodes_collect(s, st, "list nodes", node_from_row, ret, ret_n);
+        r = nodes_collect(s, st, "list nodes", node_from_row, ret, ret_n);
+        if (r >= 0)
+                nodes_overlay(s, *ret, *ret_n);
+        return r;
 }
 
 /* id, state, capacity_cpus, capacity_memory_bytes, last_heartbeat_ms, speed */
@@ -126,7 +174,10 @@ int store_nodes_capacity(Store *s, StoreNode **ret, size_t *ret_n) {
                               &st);
         if (r < 0)
                 return r;
-        return nodes_collect(s, st, "list node capacities", node_capacity_from_row, ret, ret_n);
+        r = nodes_collect(s, st, "list node capacities", node_capacity_from_row, ret, ret_n);
+        if (r >= 0)
+                nodes_overlay(s, *ret, *ret_n);
+        return r;
 }
 
 int store_node_upsert(Store *s, const Heartbeat *hb, int64_t now_ms) {
@@ -159,7 +210,13 @@ int store_node_upsert(Store *s, const Heartbeat *hb, int64_t now_ms) {
                 sqlite3_bind_double(st, 11, hb->speed);
         else
                 sqlite3_bind_null(st, 11);
-        return store_step_done(s, st, "update node");
+        r = store_step_done(s, st, "update node");
+        if (r < 0)
+                return r;
+        /* Out of memory, its memo is stale: the next heartbeat reads the row. */
+        if (store_node_memo_written(s, hb, now_ms) < 0)
+                log_oom();
+        return 0;
 }
 
 int store_node_set_lost(Store *s, const char *id) {
@@ -171,7 +228,10 @@ int store_node_set_lost(Store *s, const char *id) {
         r = store_step_done(s, st, "mark node lost");
         if (r < 0)
                 return r;
-        return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
+        if (sqlite3_changes(s->db) == 0)
+                return -ENOENT;
+        store_node_memo_lost(s, id);
+        return 0;
 }
 
 int store_nodes_overdue(Store *s, int64_t before_ms, char ***ret_ids) {
@@ -182,9 +242,15 @@ int store_nodes_overdue(Store *s, int64_t before_ms, char ***ret_ids) {
         if (r < 0)
                 return r;
         sqlite3_bind_int64(st, 1, before_ms);
-        while ((r = store_step_row(s, st, "find overdue nodes")) > 0)
-                if (strv_extend(&ids, (const char *) sqlite3_column_text(st, 0)) < 0)
+        while ((r = store_step_row(s, st, "find overdue nodes")) > 0) {
+                const char *id = (const char *) sqlite3_column_text(st, 0);
+                int64_t last_ms;
+                /* Its row is older than its last heartbeat (store-node-memo.c). */
+                if (store_node_memo_overlay(s, id, NULL, &last_ms) && last_ms >= before_ms)
+                        continue;
+                if (strv_extend(&ids, id) < 0)
                         return -ENOMEM;
+        }
         if (r < 0)
                 return r;
         *ret_ids = TAKE_PTR(ids);
@@ -233,7 +299,11 @@ int store_nodes_to_json(Store *s, json_t **ret) {
                 r = r ?: json_set(o, "allocated_cpus", json_real(sqlite3_column_double(st, 7)));
                 r = r ?: json_set(o, "allocated_memory_bytes", json_integer(sqlite3_column_int64(st, 8)));
                 r = r ?: json_set(o, "tasks_running", store_column_json(st, 9));
-                r = r ?: json_set(o, "last_heartbeat_ms", store_column_json(st, 6));
+                int64_t last_ms;
+                if (store_node_memo_overlay(s, (const char *) sqlite3_column_text(st, 0), NULL, &last_ms))
+                        r = r ?: json_set(o, "last_heartbeat_ms", json_integer(last_ms));
+                else
+                        r = r ?: json_set(o, "last_heartbeat_ms", store_column_json(st, 6));
                 if (r < 0)
                         return r;
                 if (json_array_append(a, o) < 0)
@@ -261,6 +331,7 @@ int store_action_insert(Store *s, const char *node, const char *task, ActionType
         if (!text)
                 return -ENOMEM;
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        store_node_memo_set_no_actions(s, node, false);
         int r = store_prepare(s, "INSERT INTO actions (node, task, type, payload, created_ms) VALUES (?, ?, ?, ?, ?)",
                               &st);
         if (r < 0)
@@ -345,6 +416,22 @@ int store_node_kills_pending(Store *s, const char *node, unsigned *ret) {
                 return r;
         *ret = r > 0 ? (unsigned) sqlite3_column_int64(st, 0) : 0;
         return 0;
+}
+
+int store_node_actions_waiting(Store *s, const char *node) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        /* Acks only make the answer "none" truer; an insert makes the memo forget it. */
+        if (store_node_memo_no_actions(s, node))
+                return 0;
+        int r = store_prepare(s, "SELECT 1 FROM actions WHERE node = ? AND acked_ms IS NULL LIMIT 1", &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+        r = store_step_row(s, st, "look for unacked actions");
+        /* Known for good only once no transaction can take it back. */
+        if (r == 0 && sqlite3_get_autocommit(s->db))
+                store_node_memo_set_no_actions(s, node, true);
+        return r;
 }
 
 /* Tells the change hooks of the task of action id (rare paths: deletes, obsolete starts). */

@@ -3,10 +3,11 @@
  *
  * Written to the tasks' own rows, a heartbeat's 50 reports were 50 UPDATEs dirtying ~50 pages
  * scattered over the tasks table (a node's tasks are placed, not inserted, together): ~200 KB
- * of WAL per heartbeat, the largest cost of the store at 500 heartbeats a second. Here a
- * heartbeat costs one row (node_usage: the node's running tasks' usage as one blob) in the
- * same transaction as the rest of the heartbeat, so a crash or SIGKILL loses no usage the
- * controller acknowledged, as before.
+ * of WAL per heartbeat, the largest cost of the store at 500 heartbeats a second. Here a node
+ * costs one row (node_usage: its running tasks' usage as one blob), written in the transaction
+ * of a heartbeat that takes the full path, or for heartbeats in steady state by
+ * store_nodes_flush() (store-node-memo.c), so a crash or SIGKILL loses at most that flush
+ * period's usage, which the agents report again.
  *
  * The rules that keep one truth per task: a running task's usage is its entry here when it has
  * one, else its row. An entry is made or updated only for a task the store has running on the
@@ -255,7 +256,10 @@ int store_node_usage_save(Store *s, const char *node, char *const *running, size
                 return r;
         sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
         sqlite3_bind_blob(st, 2, blob, (int) at, SQLITE_STATIC);
-        return store_step_done(s, st, "save node usage");
+        r = store_step_done(s, st, "save node usage");
+        if (r >= 0)
+                store_node_memo_usage_saved(s, node);
+        return r;
 }
 
 /* usage_cpu_s(id, state, cpu_s) and its kin: the column's value, or for a running task with

@@ -753,6 +753,9 @@ int store_open(const char *dir, Store **ret) {
         r = store_usage_open(s);
         if (r < 0)
                 return r;
+        r = store_node_memos_open(s);
+        if (r < 0)
+                return r;
 
         s->opened = true;
         *ret = TAKE_PTR(s);
@@ -774,7 +777,11 @@ int store_set_cache_size(Store *s, uint64_t bytes) {
 Store *store_close(Store *s) {
         if (!s)
                 return NULL;
+        /* What deferred heartbeats owe the nodes' rows, if the store still takes writes. */
+        if (s->opened && store_nodes_flush(s, SIZE_MAX) < 0)
+                log_warning("%s: the last heartbeats' times and usage could not be saved.", s->path);
         store_stop_checkpointer(s);
+        store_node_memos_free(s);
         store_usage_free(s);
         for (size_t i = 0; i < s->stmts_size; i++)
                 if (s->stmts[i].st)
@@ -822,8 +829,10 @@ int store_begin(Store *s) {
         /* IMMEDIATE takes the write lock now, so a busy database fails here rather than halfway
          * through a request. */
         int r = store_run(s, "BEGIN IMMEDIATE", "begin transaction");
-        if (r >= 0)
+        if (r >= 0) {
                 s->held_long = false;
+                store_node_memos_begin(s);
+        }
         return r;
 }
 
@@ -939,6 +948,7 @@ int store_commit(Store *s) {
 void store_rollback(Store *s) {
         if (!sqlite3_get_autocommit(s->db)) /* else SQLite already rolled back (e.g. on SQLITE_FULL) */
                 (void) store_run(s, "ROLLBACK", "rollback");
+        store_node_memos_rollback(s);
         store_end_durable(s);
         store_transaction_ended(s, false);
         job_events_flush(s, false);

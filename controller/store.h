@@ -353,6 +353,26 @@ int store_task_usage_observe(Store *s, const char *id, double cpu_s, uint64_t me
 /* Saves the usage of the node's running tasks (the ids given) as one row: a heartbeat's write. */
 int store_node_usage_save(Store *s, const char *node, char *const *running, size_t n);
 
+/* ---- A node's heartbeat in steady state (store-node-memo.c) ---- */
+
+/* The same ids as store_node_running_tasks(), kept by the store (valid until the next call into
+ * it): read again only once a task's row changed anywhere. */
+int store_node_running_cached(Store *s, const char *node, char *const **ret_ids, size_t *ret_n);
+/* 1 when the heartbeat changes nothing in the node's row but what every heartbeat changes: the
+ * store knows the node (store_node_peek() read it since the start or the last rollback), it is
+ * not lost, the boot id, capacity, speed, cgroup mode and pids limit are the same, the sequence
+ * number is newer, and its last heartbeat came at or after fresh_after_ms. 0 otherwise. */
+bool store_node_heartbeat_fits(Store *s, const Heartbeat *hb, int64_t fresh_after_ms);
+/* A heartbeat that changes nothing but what every heartbeat changes (sequence number, time, the
+ * node's load and its running tasks' usage, which store_task_usage_observe() took), noted in
+ * memory only: store_nodes_flush() writes it. -ESTALE when the node has no current memo. */
+int store_node_heartbeat_defer(Store *s, const Heartbeat *hb, int64_t now_ms);
+/* Writes the rows owed by deferred heartbeats of at most max nodes, in one transaction (or in
+ * the caller's, if one is open). Returns how many nodes still owe rows. */
+int store_nodes_flush(Store *s, size_t max);
+/* How many nodes owe rows. */
+size_t store_nodes_owed(Store *s);
+
 /* ---- Nodes ---- */
 
 typedef struct StoreNode {
@@ -407,6 +427,8 @@ int store_action_insert(Store *s, const char *node, const char *task, ActionType
  * back the action's type and task either way. */
 int store_action_ack(Store *s, const char *node, uint64_t id, const char *error, int64_t now_ms,
                      ActionType *ret_type, char **ret_task);
+/* 1 if an action for the node waits for its ack (sent or not), 0 if none. */
+int store_node_actions_waiting(Store *s, const char *node);
 /* Kill actions queued for the node and not acked yet. */
 int store_node_kills_pending(Store *s, const char *node, unsigned *ret);
 int store_action_delete(Store *s, uint64_t id);

@@ -66,7 +66,7 @@ tests_unit_test_coshh_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_coshh_LDADD = $(SCHED_LIBS) $(COMMON_LIBS) $(CRITERION_LIBS) -lm
 tests_unit_test_store_SOURCES = tests/unit/test-store.c tests/unit/store-dir.h \
 	controller/store.c controller/store.h controller/store-internal.h \
-	controller/store-jobs.c controller/store-deps.c controller/store-nodes.c controller/store-sched.c controller/store-checkpoint.c controller/store-usage.c
+	controller/store-jobs.c controller/store-deps.c controller/store-nodes.c controller/store-sched.c controller/store-checkpoint.c controller/store-usage.c controller/store-node-memo.c
 tests_unit_test_store_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_store_LDADD = $(COMMON_LIBS) $(SQLITE3_LIBS) $(CRITERION_LIBS)
 
@@ -166,7 +166,7 @@ tests_unit_test_cluster_SOURCES = tests/unit/test-cluster.c tests/unit/store-dir
 	controller/cluster-sched.c controller/cluster-sched.h controller/cluster-speculate.c controller/cluster-speculate.h \
 	controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \
-	controller/store-jobs.c controller/store-deps.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c
+	controller/store-jobs.c controller/store-deps.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c controller/store-node-memo.c
 tests_unit_test_cluster_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_cluster_LDADD = $(ORCH_LIBS) $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(COMMON_LIBS) $(SQLITE3_LIBS) $(CRITERION_LIBS) -lm
 # The scheduler's picture kept in memory decides as the one rebuilt from the store each time.
@@ -177,7 +177,7 @@ tests_unit_test_cluster_sched_SOURCES = tests/unit/test-cluster-sched.c tests/un
 	controller/cluster-sched.c controller/cluster-sched.h controller/cluster-speculate.c controller/cluster-speculate.h \
 	controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \
-	controller/store-jobs.c controller/store-deps.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c
+	controller/store-jobs.c controller/store-deps.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c controller/store-node-memo.c
 tests_unit_test_cluster_sched_CFLAGS = $(tests_unit_test_cluster_CFLAGS)
 tests_unit_test_cluster_sched_LDADD = $(tests_unit_test_cluster_LDADD)
 EXTRA_DIST += tests/integration/test-api.sh tests/api tests/integration/cgorch_sign.py
@@ -197,7 +197,7 @@ tests_unit_test_sim_controller_SOURCES = tests/unit/test-sim-controller.c tests/
 	controller/cluster-sched.c controller/cluster-sched.h controller/cluster-speculate.c controller/cluster-speculate.h \
 	controller/store-sched.c \
 	controller/store.c controller/store.h controller/store-internal.h \
-	controller/store-jobs.c controller/store-deps.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c
+	controller/store-jobs.c controller/store-deps.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c controller/store-node-memo.c
 tests_unit_test_sim_controller_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_sim_controller_LDADD = $(SIM_LIBS) $(SCHED_LIBS) $(ESTIMATOR_LIBS) $(COMMON_LIBS) $(SQLITE3_LIBS) \
 	$(CRITERION_LIBS) -lm

@@ -603,6 +603,77 @@ static char *node_state(const char *node, int64_t now_ms) {
                 free(_s);                                                                                \
         } while (0)
 
+/* A heartbeat in steady state (nothing to ack, every task running as the store has it, with new
+ * samples) writes nothing: the node's time and its tasks' usage are in memory, every reader
+ * sees them, and the next write of the nodes' rows has them. Anything else takes the full path. */
+Test(cluster, steady_heartbeat_is_kept_in_memory) {
+        uint64_t id = submit(job_one_task, T0);
+        Node n1 = node_new("n1", 2);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        HeartbeatReply *hr2 = ack_and_run(&n1, hr, T0 + 1500);
+        heartbeat_reply_free(hr);
+        heartbeat_reply_free(hr2);
+        assert_task_state(id, 0, 0, "running");
+        cr_assert_eq(store_nodes_flush(store, SIZE_MAX), 0);
+
+        /* Once an interval a heartbeat takes the full path all the same, for the placement's
+         * periodic look (training sizes move on without any write announcing it). */
+        int64_t t = T0 + 1500;
+        unsigned fast = 0;
+        for (unsigned k = 1; k <= 10; k++) {
+                t += INTERVAL_MS / 4;
+                TaskSample sample = { .time_ms = t, .cpu_usage_ns = k * UINT64_C(1000000000),
+                                      .memory_current_bytes = 10 * MiB, .memory_peak_bytes = k * MiB, .progress = -1 };
+                TaskReport r = running(task_id(id, 0, 0), &sample, 1);
+                hr = beat(&n1, &r, 1, NULL, 0, t);
+                cr_assert_eq(hr->n_actions, 0);
+                heartbeat_reply_free(hr);
+                fast += store_nodes_owed(store) == 1;
+                cr_assert_float_eq(number(id, 0, 0, "cpu_s"), (double) k, 1e-9);
+        }
+        cr_assert(fast >= 7 && fast < 10, "%u of 10 heartbeats in steady state wrote nothing", fast);
+        /* The node is alive however long ago its row was written: the check reads the memo. */
+        cr_assert_eq(cluster_check_nodes(cluster, t + 1000), 0);
+        assert_node_state("n1", t + 1000, "ready");
+        StoreNode node;
+        cr_assert_eq(store_node_get(store, "n1", &node), 0);
+        cr_assert(!node.lost);
+        cr_assert_eq(node.last_heartbeat_ms, t);
+        cr_assert_eq(node.last_seq, n1.seq);
+        store_node_done(&node);
+
+        /* A stale heartbeat is still refused: the memo has the newest sequence number. */
+        n1.seq -= 2;
+        Heartbeat old = { .node = (char *) "n1", .boot_id = (char *) "boot-1", .seq = ++n1.seq,
+                          .cgroup_mode = (char *) "hybrid", .capacity_cpus = 2, .capacity_memory_bytes = 8192 * MiB };
+        json_t *body = heartbeat_to_json(&old), *reply = NULL;
+        char *error = NULL;
+        cr_assert_eq(cluster_heartbeat(cluster, "n1", body, t + 100, &reply, &error), -ESTALE);
+        json_decref(body);
+        n1.seq++;
+
+        /* The end of the task takes the full path. */
+        TaskReport done = ended(task_id(id, 0, 0), TASK_SUCCEEDED, 0, 0, 11, 12 * MiB);
+        heartbeat_reply_free(beat(&n1, &done, 1, NULL, 0, t + 500));
+        assert_task_state(id, 0, 0, "succeeded");
+        assert_job_state(id, "succeeded");
+        cr_assert_eq(store_nodes_owed(store), 0, "the full path wrote the node's rows");
+        /* As another reader of the file sees it. */
+        sqlite3 *db = NULL;
+        sqlite3_stmt *st = NULL;
+        char path[256];
+        snprintf(path, sizeof path, "%s/%s", dir, STORE_DB_FILENAME);
+        cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+        cr_assert_eq(sqlite3_prepare_v2(db, "SELECT last_seq, last_heartbeat_ms FROM nodes WHERE id = 'n1'", -1, &st, NULL),
+                     SQLITE_OK);
+        cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+        int64_t seq = sqlite3_column_int64(st, 0), last_ms = sqlite3_column_int64(st, 1);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        cr_assert_eq(seq, (int64_t) n1.seq);
+        cr_assert_eq(last_ms, t + 500);
+}
+
 Test(cluster, node_lost_after_missed_intervals) {
         uint64_t id = submit(job_one_phase_two_tasks, T0);
         Node n1 = node_new("n1", 0.5), n2 = node_new("n2", 0.5);

@@ -1160,6 +1160,203 @@ Test(store, running_usage_in_memory_and_node_row) {
         store_close(s);
 }
 
+/* The node's row as the table has it, without the memo's overlay. */
+static void node_row_of(Store *s, const char *node, int64_t *ret_seq, int64_t *ret_last_ms) {
+        sqlite3_stmt *st = NULL;
+        cr_assert_eq(sqlite3_prepare_v2(s->db, "SELECT last_seq, last_heartbeat_ms FROM nodes WHERE id = ?", -1, &st,
+                                        NULL),
+                     SQLITE_OK);
+        sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);
+        cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+        *ret_seq = sqlite3_column_int64(st, 0);
+        *ret_last_ms = sqlite3_column_int64(st, 1);
+        sqlite3_finalize(st);
+}
+
+/* A heartbeat in steady state changes the node's memo only: every reader sees it at once, the
+ * table once it is flushed, and a restart after a flush has it. */
+Test(store, deferred_heartbeat_is_read_at_once_and_written_by_flush) {
+        Store *s = NULL;
+        StoreNode n = {};
+        int64_t seq, last_ms;
+        char **overdue = NULL;
+
+        cr_assert_eq(store_open(dir, &s), 0);
+        insert_job(s, 1000);
+        Heartbeat hb = make_heartbeat((char *) "n1");
+        cr_assert_eq(store_begin(s), 0);
+        cr_assert_eq(store_node_upsert(s, &hb, 1000), 0);
+        cr_assert_eq(store_task_place(s, "1.0.0.0", "n1"), 0);
+        cr_assert_eq(store_task_set_state(s, "1.0.0.0", TASK_RUNNING, 1000, 1000, NULL), 0);
+        cr_assert_eq(store_commit(s), 0);
+
+        /* A stale seq, a new boot, another capacity, a node silent too long: not in steady state. */
+        cr_assert(!store_node_heartbeat_fits(s, &hb, 0));
+        hb.seq = 2;
+        cr_assert(store_node_heartbeat_fits(s, &hb, 1000));
+        cr_assert(!store_node_heartbeat_fits(s, &hb, 1001));
+        hb.capacity_cpus = 4;
+        cr_assert(!store_node_heartbeat_fits(s, &hb, 0));
+        hb.capacity_cpus = 2;
+        hb.boot_id = (char *) "boot-2";
+        cr_assert(!store_node_heartbeat_fits(s, &hb, 0));
+        hb.boot_id = (char *) "boot-1";
+
+        cr_assert_eq(store_task_usage_observe(s, "1.0.0.0", 3.0, 4096, -1), 0);
+        cr_assert_eq(store_node_heartbeat_defer(s, &hb, 5000), 0);
+        cr_assert_eq(store_nodes_owed(s), 1);
+        node_row_of(s, "n1", &seq, &last_ms);
+        cr_assert_eq(seq, 1);
+        cr_assert_eq(last_ms, 1000);
+        /* Every reader overlays the memo. */
+        cr_assert_eq(store_node_peek(s, "n1", &n), 0);
+        cr_assert_eq(n.last_seq, 2);
+        cr_assert_eq(n.last_heartbeat_ms, 5000);
+        store_node_done(&n);
+        cr_assert_eq(store_node_get(s, "n1", &n), 0);
+        cr_assert_eq(n.last_seq, 2);
+        cr_assert_eq(n.last_heartbeat_ms, 5000);
+        cr_assert_eq(n.tasks_active, 1);
+        store_node_done(&n);
+        cr_assert_eq(store_nodes_overdue(s, 4000, &overdue), 0);
+        cr_assert_null(overdue);
+        cr_assert_eq(store_nodes_overdue(s, 6000, &overdue), 0);
+        cr_assert_eq(strv_length(overdue), 1);
+        strv_free(overdue);
+        json_t *j = NULL;
+        cr_assert_eq(store_nodes_to_json(s, &j), 0);
+        cr_assert_eq(json_integer_value(json_object_get(json_array_get(json_object_get(j, "nodes"), 0),
+                                                        "last_heartbeat_ms")),
+                     5000);
+        json_decref(j);
+
+        /* A flush that rolls back with its transaction is owed again. */
+        cr_assert_eq(store_begin(s), 0);
+        cr_assert_eq(store_nodes_flush(s, SIZE_MAX), 0);
+        cr_assert_eq(store_nodes_owed(s), 0);
+        store_rollback(s);
+        cr_assert_eq(store_nodes_owed(s), 1);
+        node_row_of(s, "n1", &seq, &last_ms);
+        cr_assert_eq(last_ms, 1000);
+
+        cr_assert_eq(store_nodes_flush(s, SIZE_MAX), 0);
+        cr_assert_eq(store_nodes_owed(s), 0);
+        node_row_of(s, "n1", &seq, &last_ms);
+        cr_assert_eq(seq, 2);
+        cr_assert_eq(last_ms, 5000);
+
+        /* The usage went to the node's row with it: a restart reads it back. */
+        cr_assert_eq(sqlite3_exec(s->db, "PRAGMA wal_checkpoint", NULL, NULL, NULL), SQLITE_OK);
+        store_close(s);
+        cr_assert_eq(store_open(dir, &s), 0);
+        double cpu_s, progress;
+        int64_t peak;
+        task_usage_of(s, 0, &cpu_s, &peak, &progress);
+        cr_assert_float_eq(cpu_s, 3.0, 1e-12);
+        cr_assert_eq(peak, 4096);
+        store_close(s);
+}
+
+/* What the store closes with is written too (a controller stopping). */
+Test(store, close_writes_deferred_heartbeats) {
+        Store *s = NULL;
+        int64_t seq, last_ms;
+
+        cr_assert_eq(store_open(dir, &s), 0);
+        Heartbeat hb = make_heartbeat((char *) "n1");
+        cr_assert_eq(store_node_upsert(s, &hb, 1000), 0);
+        hb.seq = 7;
+        cr_assert_eq(store_node_heartbeat_defer(s, &hb, 9000), 0);
+        store_close(s);
+        cr_assert_eq(store_open(dir, &s), 0);
+        node_row_of(s, "n1", &seq, &last_ms);
+        cr_assert_eq(seq, 7);
+        cr_assert_eq(last_ms, 9000);
+        store_close(s);
+}
+
+/* A write of a node's row that rolls back leaves its memo to be read again from the row; the
+ * running tasks it keeps are read again once a task changes; an action inserted for it is seen. */
+Test(store, node_memo_follows_rollbacks_tasks_and_actions) {
+        Store *s = NULL;
+        StoreNode n = {};
+        char *const *running;
+        size_t n_running;
+
+        cr_assert_eq(store_open(dir, &s), 0);
+        insert_job(s, 1000);
+        Heartbeat hb = make_heartbeat((char *) "n1");
+        cr_assert_eq(store_node_upsert(s, &hb, 1000), 0);
+
+        cr_assert_eq(store_begin(s), 0);
+        hb.boot_id = (char *) "boot-2";
+        hb.seq = 1;
+        cr_assert_eq(store_node_upsert(s, &hb, 2000), 0);
+        cr_assert_eq(store_node_peek(s, "n1", &n), 0);
+        cr_assert_str_eq(n.boot_id, "boot-2");
+        store_node_done(&n);
+        store_rollback(s);
+        cr_assert_eq(store_node_peek(s, "n1", &n), 0);
+        cr_assert_str_eq(n.boot_id, "boot-1");
+        cr_assert_eq(n.last_heartbeat_ms, 1000);
+        store_node_done(&n);
+        /* A node marked lost is not in steady state, and neither is one of a rolled-back write. */
+        hb.boot_id = (char *) "boot-1";
+        hb.seq = 2;
+        cr_assert(store_node_heartbeat_fits(s, &hb, 0));
+        cr_assert_eq(store_begin(s), 0);
+        cr_assert_eq(store_node_set_lost(s, "n1"), 0);
+        cr_assert(!store_node_heartbeat_fits(s, &hb, 0));
+        store_rollback(s);
+        cr_assert(!store_node_heartbeat_fits(s, &hb, 0)); /* stale: peek reads it again */
+        cr_assert_eq(store_node_peek(s, "n1", &n), 0);
+        cr_assert(!n.lost);
+        store_node_done(&n);
+        cr_assert(store_node_heartbeat_fits(s, &hb, 0));
+
+        /* Heartbeats deferred before a write that rolls back stay owed, and stay what readers see. */
+        cr_assert_eq(store_node_heartbeat_defer(s, &hb, 5000), 0);
+        cr_assert_eq(store_begin(s), 0);
+        hb.seq = 3;
+        cr_assert_eq(store_node_upsert(s, &hb, 6000), 0);
+        cr_assert_eq(store_node_usage_save(s, "n1", NULL, 0), 0);
+        cr_assert_eq(store_nodes_owed(s), 0);
+        store_rollback(s);
+        cr_assert_eq(store_nodes_owed(s), 1);
+        cr_assert_eq(store_node_peek(s, "n1", &n), 0);
+        cr_assert_eq(n.last_seq, 2);
+        cr_assert_eq(n.last_heartbeat_ms, 5000);
+        store_node_done(&n);
+        cr_assert(store_node_heartbeat_fits(s, &hb, 0));
+        cr_assert_eq(store_nodes_flush(s, SIZE_MAX), 0);
+        int64_t seq, last_ms;
+        node_row_of(s, "n1", &seq, &last_ms);
+        cr_assert_eq(seq, 2);
+        cr_assert_eq(last_ms, 5000);
+
+        cr_assert_eq(store_node_running_cached(s, "n1", &running, &n_running), 0);
+        cr_assert_eq(n_running, 0);
+        cr_assert_eq(store_task_place(s, "1.0.0.0", "n1"), 0);
+        cr_assert_eq(store_task_set_state(s, "1.0.0.0", TASK_RUNNING, 1000, 1000, NULL), 0);
+        cr_assert_eq(store_node_running_cached(s, "n1", &running, &n_running), 0);
+        cr_assert_eq(n_running, 1);
+        cr_assert_str_eq(running[0], "1.0.0.0");
+        cr_assert_eq(store_begin(s), 0);
+        cr_assert_eq(store_task_set_state(s, "1.0.0.0", TASK_SUCCEEDED, 0, 2000, NULL), 0);
+        cr_assert_eq(store_node_running_cached(s, "n1", &running, &n_running), 0);
+        cr_assert_eq(n_running, 0);
+        store_rollback(s);
+        cr_assert_eq(store_node_running_cached(s, "n1", &running, &n_running), 0);
+        cr_assert_eq(n_running, 1);
+
+        cr_assert_eq(store_node_actions_waiting(s, "n1"), 0);
+        json_t *payload = json_pack("{s:s}", "type", "kill");
+        cr_assert_eq(store_action_insert(s, "n1", "1.0.0.0", ACTION_KILL, payload, 3000, NULL), 0);
+        json_decref(payload);
+        cr_assert_eq(store_node_actions_waiting(s, "n1"), 1);
+        store_close(s);
+}
+
 /* A damaged row (garbled bytes in one job's argv, or a name that is no UTF-8) fails that job's
  * view only: the list leaves it out and names it. */
 Test(store, undecodable_row_fails_its_job_only) {
