@@ -34,6 +34,7 @@ struct StoreNodeMemos {
         size_t size, n;                /* slots (a power of two, or 0), used */
         size_t n_owed;                 /* memos with row_owed or usage_owed */
         size_t flush_at;               /* the slot store_nodes_flush() goes on from */
+        size_t round_left;             /* slots its round has still to visit */
         uint64_t txn;                  /* the number of the open (or last) transaction */
         uint64_t tasks_gen;            /* changes of the tasks table, from 1 */
 };
@@ -114,6 +115,8 @@ static int memos_grow(StoreNodeMemos *t) {
         free(t->slots);
         t->slots = v;
         t->size = size;
+        /* Positions moved: a round of store_nodes_flush() ends here, the next starts over. */
+        t->flush_at = t->round_left = 0;
         return 0;
 }
 
@@ -402,14 +405,22 @@ static int memo_flush(Store *s, StoreNodeMemo *m) {
 
 int store_nodes_flush(Store *s, size_t max) {
         StoreNodeMemos *t = s->memos;
-        if (!t || t->n_owed == 0)
+        if (!t || t->size == 0)
                 return 0;
+        /* A round visits every slot once, from where the last one stopped: a node that owes
+         * rows again after its turn (it heartbeats while the round goes on) waits for the next
+         * round, so that a round ends. */
+        if (t->round_left == 0 || max == SIZE_MAX)
+                t->round_left = t->size; /* SIZE_MAX: every node owing rows now, whatever the round */
+        if (t->n_owed == 0) {
+                t->round_left = 0;
+                return 0;
+        }
         bool own = sqlite3_get_autocommit(s->db);
         int r = own ? store_begin(s) : 0;
         if (r < 0)
                 return r;
-        /* Round the table from where the last slice stopped, so that every node gets its turn. */
-        for (size_t done = 0, seen = 0; seen < t->size && done < max && t->n_owed > 0 && r >= 0; seen++) {
+        for (size_t done = 0; t->round_left > 0 && done < max && t->n_owed > 0 && r >= 0; t->round_left--) {
                 StoreNodeMemo *m = &t->slots[t->flush_at];
                 t->flush_at = (t->flush_at + 1) & (t->size - 1);
                 if (m->id && (m->row_owed || m->usage_owed)) {
@@ -417,13 +428,17 @@ int store_nodes_flush(Store *s, size_t max) {
                         done++;
                 }
         }
+        if (t->n_owed == 0)
+                t->round_left = 0;
         if (own) {
                 if (r >= 0)
                         r = store_commit(s);
                 if (r < 0)
                         store_rollback(s);
         }
-        if (r < 0)
+        if (r < 0) {
+                t->round_left = 0; /* the next round starts over, at the next period */
                 return r;
-        return (int) MIN(t->n_owed, (size_t) INT_MAX);
+        }
+        return (int) MIN(t->round_left, (size_t) INT_MAX);
 }

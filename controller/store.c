@@ -993,6 +993,10 @@ int store_check(Store *s, char **ret_problem) {
 
 int store_backup(Store *s, const char *tmp_dir, int *ret_fd, uint64_t *ret_size) {
         _cleanup_free_ char *path = NULL;
+        /* The copy has the nodes as of now, not as of the last write of their rows. A store
+         * that cannot write still makes a copy of what it has. */
+        if (sqlite3_get_autocommit(s->db))
+                (void) store_nodes_flush(s, SIZE_MAX);
         if (asprintf(&path, "%s/cgorch-backup.XXXXXX", tmp_dir) < 0)
                 return -ENOMEM;
         _cleanup_close_ int fd = mkostemp(path, O_CLOEXEC);

@@ -368,7 +368,10 @@ bool store_node_heartbeat_fits(Store *s, const Heartbeat *hb, int64_t fresh_afte
  * memory only: store_nodes_flush() writes it. -ESTALE when the node has no current memo. */
 int store_node_heartbeat_defer(Store *s, const Heartbeat *hb, int64_t now_ms);
 /* Writes the rows owed by deferred heartbeats of at most max nodes, in one transaction (or in
- * the caller's, if one is open). Returns how many nodes still owe rows. */
+ * the caller's, if one is open), going on with the round of every node the last call left
+ * unfinished, or starting one. Returns how many nodes the round has still to visit: 0 when
+ * every node that owed rows when it started (and did not owe them again since its turn) has
+ * its rows written. max SIZE_MAX writes every node that owes rows. */
 int store_nodes_flush(Store *s, size_t max);
 /* How many nodes owe rows. */
 size_t store_nodes_owed(Store *s);

@@ -1257,6 +1257,41 @@ Test(store, deferred_heartbeat_is_read_at_once_and_written_by_flush) {
         store_close(s);
 }
 
+/* The rows are written a slice at a time, in rounds over every node; a node that heartbeats
+ * again after its turn waits for the next round, so that a round ends under steady heartbeats. */
+Test(store, flush_rounds_end) {
+        Store *s = NULL;
+        const char *names[] = { "n1", "n2", "n3" };
+
+        cr_assert_eq(store_open(dir, &s), 0);
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                Heartbeat hb = make_heartbeat((char *) names[i]);
+                cr_assert_eq(store_node_upsert(s, &hb, 1000), 0);
+                hb.seq = 2;
+                cr_assert_eq(store_node_heartbeat_defer(s, &hb, 2000), 0);
+        }
+        cr_assert_eq(store_nodes_owed(s), 3);
+        unsigned calls = 0;
+        uint64_t seq = 3;
+        int left;
+        do {
+                left = store_nodes_flush(s, 1);
+                cr_assert_geq(left, 0);
+                /* Every node heartbeats again between slices. */
+                for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                        Heartbeat hb = make_heartbeat((char *) names[i]);
+                        hb.seq = seq;
+                        cr_assert_eq(store_node_heartbeat_defer(s, &hb, 3000), 0);
+                }
+                seq++;
+                cr_assert_lt(++calls, 1000, "the round never ends");
+        } while (left > 0);
+        cr_assert_eq(store_nodes_owed(s), 3);
+        cr_assert_eq(store_nodes_flush(s, SIZE_MAX), 0);
+        cr_assert_eq(store_nodes_owed(s), 0);
+        store_close(s);
+}
+
 /* What the store closes with is written too (a controller stopping). */
 Test(store, close_writes_deferred_heartbeats) {
         Store *s = NULL;
