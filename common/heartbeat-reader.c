@@ -124,6 +124,20 @@ static double round_to_double(unsigned __int128 q, bool sticky, int exp2) {
         return ldexp((double) m, exp2 + (int) shift);
 }
 
+/* (hi · 2^64 + lo) / d and its remainder, where hi < d (the quotient fits 64 bits). */
+static inline void div128_64(uint64_t hi, uint64_t lo, uint64_t d, uint64_t *ret_q, uint64_t *ret_rem) {
+#if defined(__x86_64__)
+        uint64_t q, r;
+        __asm__("divq %[d]" : "=a"(q), "=d"(r) : [d] "r"(d), "a"(lo), "d"(hi) : "cc");
+        *ret_q = q;
+        *ret_rem = r;
+#else
+        unsigned __int128 n = (unsigned __int128) hi << 64 | lo;
+        *ret_q = (uint64_t) (n / d);
+        *ret_rem = (uint64_t) (n % d);
+#endif
+}
+
 /* w · 10^e correctly rounded, as strtod() does it, in integer arithmetic; w > 0 and
  * |e| ≤ 19 (else false: the caller asks strtod()). Agents write reals with %.17g, so most
  * have 17 significant digits, beyond the 2^53 of the classic double-only fast path. */
@@ -144,12 +158,16 @@ static bool decimal_to_double(uint64_t w, int64_t e, double *ret) {
                 *ret = round_to_double((unsigned __int128) w * pow10[e], false, 0);
                 return true;
         }
-        /* w / 10^-e: shift w to the top of 128 bits, so the quotient has at least 64 bits and
-         * the remainder says whether anything is left below them. */
+        /* w / 10^-e: shift w so that the quotient has 63 or 64 bits (n < d · 2^64), which one
+         * 128-by-64 division gives with its remainder: the remainder says whether anything is
+         * left below them. A full 128-bit division (libgcc's, two of these and more) was the
+         * largest part of decoding a heartbeat's 17-digit reals. */
         uint64_t d = pow10[-e];
-        int s = 64 + __builtin_clzll(w);
+        int bits_d = 64 - __builtin_clzll(d), bits_w = 64 - __builtin_clzll(w);
+        int s = 63 + bits_d - bits_w; /* 3 ≤ s ≤ 126: n has 63 + bits_d ≤ 127 bits */
         unsigned __int128 n = (unsigned __int128) w << s;
-        unsigned __int128 q = n / d, rem = n % d;
+        uint64_t q, rem;
+        div128_64((uint64_t) (n >> 64), (uint64_t) n, d, &q, &rem);
         *ret = round_to_double(q, rem != 0, -s);
         return true;
 }
