@@ -6,10 +6,11 @@
  * as it came (a transaction with the node's row, its usage row and a query of its running
  * tasks), that was a third of the controller's CPU at 1 000 nodes. Here such a heartbeat
  * changes the node's memo only (store_node_heartbeat_defer()); store_nodes_flush() writes the
- * rows of all nodes that changed since, in one transaction, once per tick. A crash or SIGKILL
- * therefore loses up to one tick of the nodes' last-heartbeat times and of their running
- * tasks' usage: a restarted controller gives every node a full lease anyway, and the agents
- * report every task in full to it at their next heartbeat.
+ * rows of the nodes that changed since, a slice at a time in rounds over every node, which the
+ * controller starts every 10 s. A crash or SIGKILL therefore loses up to that much of the
+ * nodes' last-heartbeat times and of their running tasks' usage: a restarted controller gives
+ * every node a full lease anyway, and the agents report every task in full to it at their
+ * next heartbeat.
  *
  * One truth per node: its row, overlaid by its memo's newer heartbeat fields (last_seq,
  * last_heartbeat_ms, load) while those are owed. Every reader of those columns overlays them
@@ -17,8 +18,8 @@
  *
  * Transactions: a memo changed by a write inside a transaction (store_node_upsert(),
  * store_node_set_lost()) is marked with the transaction's number; when that transaction rolls
- * back, the memo is stale and read from the row again. Rows flushed in a transaction that rolls
- * back are owed again. The running-task list cached per node is valid while no row of the tasks
+ * back, the memo is stale and read from the row again, with the heartbeats deferred before the
+ * write still owed. Rows flushed in a transaction that rolls back are owed again. The running-task list cached per node is valid while no row of the tasks
  * table changed (an update hook counts the changes; a rollback counts as one). */
 #include <errno.h>
 #include <limits.h>
