@@ -160,8 +160,7 @@ static bool decimal_to_double(uint64_t w, int64_t e, double *ret) {
         }
         /* w / 10^-e: shift w so that the quotient has 63 or 64 bits (n < d · 2^64), which one
          * 128-by-64 division gives with its remainder: the remainder says whether anything is
-         * left below them. A full 128-bit division (libgcc's, two of these and more) was the
-         * largest part of decoding a heartbeat's 17-digit reals. */
+         * left below them. A full 128-bit division (libgcc's) does two of these and more. */
         uint64_t d = pow10[-e];
         int bits_d = 64 - __builtin_clzll(d), bits_w = 64 - __builtin_clzll(w);
         int s = 63 + bits_d - bits_w; /* 3 ≤ s ≤ 126: n has 63 + bits_d ≤ 127 bits */

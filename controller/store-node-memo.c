@@ -88,8 +88,7 @@ void store_node_memos_free(Store *s) {
         s->memos = NULL;
 }
 
-StoreNodeMemo *store_node_memo_find(Store *s, const char *id) {
-        StoreNodeMemos *t = s->memos;
+static StoreNodeMemo *memo_lookup(StoreNodeMemos *t, const char *id) {
         if (!t || t->n == 0)
                 return NULL;
         for (size_t k = memo_hash(id) & (t->size - 1);; k = (k + 1) & (t->size - 1)) {
@@ -98,6 +97,10 @@ StoreNodeMemo *store_node_memo_find(Store *s, const char *id) {
                 if (streq(t->slots[k].id, id))
                         return &t->slots[k];
         }
+}
+
+StoreNodeMemo *store_node_memo_find(Store *s, const char *id) {
+        return memo_lookup(s->memos, id);
 }
 
 static int memos_grow(StoreNodeMemos *t) {
@@ -124,13 +127,11 @@ static int memos_grow(StoreNodeMemos *t) {
 /* The node's memo, made (stale: nothing known yet) when it has none. Memos are never removed
  * (nor are nodes), so a pointer stays good until the next memo is made. */
 static int memo_get_or_add(StoreNodeMemos *t, const char *id, StoreNodeMemo **ret) {
-        StoreNodeMemo *m = NULL;
-        if (t->n > 0)
-                for (size_t k = memo_hash(id) & (t->size - 1); t->slots[k].id; k = (k + 1) & (t->size - 1))
-                        if (streq(t->slots[k].id, id)) {
-                                *ret = &t->slots[k];
-                                return 0;
-                        }
+        StoreNodeMemo *m = memo_lookup(t, id);
+        if (m) {
+                *ret = m;
+                return 0;
+        }
         if ((t->n + 1) * 4 > t->size * 3) {
                 int r = memos_grow(t);
                 if (r < 0)
