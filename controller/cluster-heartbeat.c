@@ -362,6 +362,24 @@ static int lose_unreported(Cluster *c, const Heartbeat *hb, int64_t now_ms, JobS
         return r < 0 ? r : 0;
 }
 
+/* Nearly every report says: still running, here is its usage. When the store agrees (running,
+ * on this node, of the sorted running ids) that is all it says; anything else takes
+ * merge_report(). */
+static bool report_is_usage_only(const TaskReport *rep, char *const *running, size_t n_running) {
+        return rep->state == TASK_RUNNING && !rep->has_exit && !rep->fenced && (rep->n_samples > 0 || rep->unchanged) &&
+                cluster_strv_sorted_contains((char **) running, n_running, rep->id);
+}
+
+/* Such a report's usage, kept in memory until its node's usage row is written. */
+static int observe_report_usage(Cluster *c, const TaskReport *rep) {
+        if (rep->n_samples == 0)
+                return 0; /* unchanged, nothing new */
+        double cpu_s, progress;
+        uint64_t peak;
+        report_usage(rep, &cpu_s, &peak, &progress);
+        return store_task_usage_observe(c->store, rep->id, cpu_s, peak, progress);
+}
+
 static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json_t *actions) {
         _cleanup_(cluster_job_set_done) JobSet jobs = {};
         _cleanup_(store_node_done) StoreNode old = {};
@@ -420,18 +438,9 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
                 if (!rep->report_unknown && cluster_sched_weights_unknown(c->sched) &&
                     cluster_sched_weight_in_force(c->sched, rep->id, rep->limits.cpu_weight) > 0)
                         c->placement_dirty = true;
-                /* Nearly every report says: still running, here is its usage. When the store
-                 * agrees (running, on this node) that is all, and it stays in memory until the
-                 * node's usage row below; anything else takes the full path. */
-                if (rep->state == TASK_RUNNING && !rep->has_exit && !rep->fenced &&
-                    (rep->n_samples > 0 || rep->unchanged) && cluster_strv_sorted_contains(running, n_running, rep->id)) {
-                        if (rep->n_samples == 0)
-                                continue; /* unchanged, nothing new */
-                        double cpu_s, progress;
-                        uint64_t peak;
-                        report_usage(rep, &cpu_s, &peak, &progress);
-                        r = store_task_usage_observe(c->store, rep->id, cpu_s, peak, progress);
-                } else
+                if (report_is_usage_only(rep, running, n_running))
+                        r = observe_report_usage(c, rep); /* written with the node's usage row below */
+                else
                         r = merge_report(c, hb, rep, now_ms, &jobs);
                 if (r < 0)
                         return r;
@@ -467,7 +476,7 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
  * heard from in time, not lost or unreachable), it acks nothing, every task it reports runs
  * there as the store has it, nothing waits to be sent to it, and nothing waits to be placed.
  * heartbeat_apply() would then only record the new sequence number and usage, at the cost of
- * a transaction: here they go to memory, and the store writes them once a tick
+ * a transaction: here they go to memory, and the store writes them in its next round
  * (store_nodes_flush()). 1 when taken, 0 when heartbeat_apply() must take it. */
 static int heartbeat_fast(Cluster *c, const Heartbeat *hb, int64_t now_ms) {
         if (hb->n_acks > 0 || c->placement_dirty || now_ms - c->placed_ms >= (int64_t) cluster_interval_ms(c) ||
@@ -480,25 +489,14 @@ static int heartbeat_fast(Cluster *c, const Heartbeat *hb, int64_t now_ms) {
         int r = store_node_running_cached(c->store, hb->node, &running, &n_running);
         if (r < 0)
                 return r;
-        for (size_t i = 0; i < hb->n_tasks; i++) {
-                const TaskReport *rep = &hb->tasks[i];
-                /* As heartbeat_apply() tells the reports it takes by their usage alone. */
-                if (rep->state != TASK_RUNNING || rep->has_exit || rep->fenced || rep->report_unknown ||
-                    (rep->n_samples == 0 && !rep->unchanged) ||
-                    !cluster_strv_sorted_contains((char **) running, n_running, rep->id))
+        for (size_t i = 0; i < hb->n_tasks; i++)
+                if (hb->tasks[i].report_unknown || !report_is_usage_only(&hb->tasks[i], running, n_running))
                         return 0;
-        }
         r = store_node_actions_waiting(c->store, hb->node);
         if (r != 0)
                 return r < 0 ? r : 0;
         for (size_t i = 0; i < hb->n_tasks; i++) {
-                const TaskReport *rep = &hb->tasks[i];
-                if (rep->n_samples == 0)
-                        continue;
-                double cpu_s, progress;
-                uint64_t peak;
-                report_usage(rep, &cpu_s, &peak, &progress);
-                r = store_task_usage_observe(c->store, rep->id, cpu_s, peak, progress);
+                r = observe_report_usage(c, &hb->tasks[i]);
                 if (r < 0)
                         return r;
         }
