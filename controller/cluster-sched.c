@@ -423,12 +423,18 @@ static SizingPhase sizing_of_record(const StoreSchedRecord *rec, unsigned n_task
         double uncounted = 0;
         json_t *t;
         size_t i;
-        _cleanup_json_ json_t *est = final && rec->estimate ? json_loads(rec->estimate, 0, NULL) : NULL;
-        json_array_foreach(json_object_get(est, "training"), i, t)
-                uncounted += json_number_value(json_object_get(t, "cpu_s"));
+        _cleanup_json_ json_t *est = rec->estimate ? json_loads(rec->estimate, 0, NULL) : NULL;
+        if (final)
+                json_array_foreach(json_object_get(est, "training"), i, t)
+                        uncounted += json_number_value(json_object_get(t, "cpu_s"));
+        /* What one task takes, as its own tasks measured it (sched_task_is_finishing()). */
+        double task_size = final ? json_number_value(json_object_get(est, "training_mean_task_s"))
+                : json_integer_value(json_object_get(est, "refined_from_tasks")) > 0 && n_tasks > 0
+                ? json_number_value(json_object_get(est, "refined_size_s")) / n_tasks : 0;
         return (SizingPhase) {
                 .n_tasks = n_tasks,
-                .size = { .size = rec->size_s, .tiny = tiny, .final = tiny || final },
+                .size = { .size = rec->size_s, .task_size = task_size > 0 && isfinite(task_size) ? task_size : 0,
+                          .tiny = tiny, .final = tiny || final },
                 .error = 1,
                 .uncounted_s = uncounted,
         };
@@ -683,21 +689,17 @@ static int phase_train(ClusterSched *cs, Store *store, PhaseEntry *e, double now
         _cleanup_json_ json_t *tasks = json_array();
         if (!tasks)
                 return -ENOMEM;
-        double unfinished = 0;
         for (size_t i = 0, k = 0; i < n && k < t; i++) {
                 if (usage[i].index >= t)
                         continue;
                 k++;
-                unfinished += 1.0 - training[k - 1].progress;
                 if (json_array_append_new(tasks, training_task_json(&usage[i], now_s)) < 0)
                         return -ENOMEM;
         }
         /* S_f = s̄·[(n − t) + Σ(1 − p_k)]: s̄ as the estimator used it. */
-        double parts = (double) e->sz.n_tasks - (double) t + unfinished;
         if (json_object_set_new(est, "final_size_s", json_real(e->sz.size.size)) < 0 ||
             json_object_set_new(est, "final_ms", json_integer(now_ms)) < 0 ||
-            json_object_set_new(est, "training_mean_task_s",
-                                parts > 0 ? json_real(e->sz.size.size / parts) : json_null()) < 0 ||
+            json_object_set_new(est, "training_mean_task_s", json_real(e->sz.size.task_size)) < 0 ||
             json_object_set(est, "training", tasks) < 0)
                 return -ENOMEM;
         r = estimate_store(e, est);

@@ -55,8 +55,9 @@ HfspTrainingTask hfsp_training_task_at(bool started, bool finished, double start
         };
 }
 
-int hfsp_size_final(size_t n_tasks, const HfspTrainingTask *training, size_t n_training,
-                    double now_s, const HfspSizeParams *params, double *ret_size) {
+/* S_f, and s̄ of the training tasks it rests on (0 for a tiny phase). */
+static int size_final(size_t n_tasks, const HfspTrainingTask *training, size_t n_training, double now_s,
+                      const HfspSizeParams *params, double *ret_size, double *ret_task_size) {
         double sum_s = 0, sum_left = 0;
         size_t t = params->training_tasks;
         int r;
@@ -65,7 +66,7 @@ int hfsp_size_final(size_t n_tasks, const HfspTrainingTask *training, size_t n_t
         if (r < 0)
                 return r;
         if (hfsp_size_is_tiny(n_tasks, params)) {
-                *ret_size = 0;
+                *ret_size = *ret_task_size = 0;
                 return 0;
         }
         if (n_training != t || !isfinite(now_s))
@@ -102,7 +103,14 @@ int hfsp_size_final(size_t n_tasks, const HfspTrainingTask *training, size_t n_t
         /* S_f = s̄ · [(n − t) + Σ (1 − p_k)] */
         double s_bar = sum_s / (double) t;
         *ret_size = s_bar * ((double) (n_tasks - t) + sum_left);
+        *ret_task_size = s_bar;
         return 0;
+}
+
+int hfsp_size_final(size_t n_tasks, const HfspTrainingTask *training, size_t n_training,
+                    double now_s, const HfspSizeParams *params, double *ret_size) {
+        double task_size;
+        return size_final(n_tasks, training, n_training, now_s, params, ret_size, &task_size);
 }
 
 int hfsp_phase_size_init(HfspPhaseSize *ps, size_t n_tasks, const HfspHistory *history,
@@ -126,19 +134,20 @@ int hfsp_phase_size_init(HfspPhaseSize *ps, size_t n_tasks, const HfspHistory *h
 
 int hfsp_phase_size_update(HfspPhaseSize *ps, size_t n_tasks, const HfspTrainingTask *training,
                            size_t n_training, double now_s, const HfspSizeParams *params) {
-        double size;
+        double size, task_size;
         int r;
 
         if (ps->final)
                 return 0;
 
-        r = hfsp_size_final(n_tasks, training, n_training, now_s, params, &size);
+        r = size_final(n_tasks, training, n_training, now_s, params, &size, &task_size);
         if (r == -EAGAIN)
                 return 0;
         if (r < 0)
                 return r;
 
         ps->size = size;
+        ps->task_size = task_size;
         ps->final = true;
         return 1;
 }

@@ -89,6 +89,9 @@ int hfsp_size_final(size_t n_tasks, const HfspTrainingTask *training, size_t n_t
  * and to age them. */
 typedef struct HfspPhaseSize {
         double size;
+        double task_size;       /* what one of its tasks takes, as measured by its own tasks: S_f's
+                                 * s̄ of the training tasks (or a refinement's mean, which its
+                                 * caller sets); 0: not measured (S_i, a tiny phase's n·ξ·s̄) */
         bool final;
         bool tiny;
 } HfspPhaseSize;

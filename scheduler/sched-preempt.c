@@ -146,9 +146,10 @@ typedef struct OutranksMemo {
 static bool task_may_yield(const Sched *s, const SchedBlocked *b, const SchedJob *cj, uint32_t i, OutranksMemo *m) {
         const SchedTask *t = sched_task_at(s, (uint32_t) b->task), *c = sched_task_at(s, i);
         /* Tasks this decision started or thawed are not running yet for it; training tasks are
-         * never preempted while they train, nor probes while they probe. */
+         * never preempted while they train, nor probes while they probe, nor a phase's last
+         * tasks about to end it. */
         if (c->state != SCHED_TASK_RUNNING || sched_meta_at(s, i)->seen == s->epoch || sched_task_is_training(cj, c) ||
-            sched_task_is_probing(s, cj, c))
+            sched_task_is_probing(s, cj, c) || sched_task_is_finishing(s, cj, i))
                 return false;
         /* Across users: towards their fair shares whatever the jobs' ranks; else by rank, as
          * long as the giver keeps its share. */

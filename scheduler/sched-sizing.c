@@ -19,12 +19,13 @@ int sched_sizing_init(SchedSizing *z, const HfspSizeParams *params) {
 SchedSize sched_sizing_sched_size(const SchedSizing *z, const SizingPhase *ph) {
         assert(z);
         double size = ph->size.size * ph->error;
+        double task_s = ph->size.task_size * ph->error;
         if (ph->size.tiny)
-                return (SchedSize) { .kind = SCHED_SIZE_TINY, .size_s = size };
+                return (SchedSize) { .kind = SCHED_SIZE_TINY, .size_s = size, .task_s = task_s };
         if (ph->size.final)
-                return (SchedSize) { .kind = SCHED_SIZE_FINAL, .size_s = size };
+                return (SchedSize) { .kind = SCHED_SIZE_FINAL, .size_s = size, .task_s = task_s };
         return (SchedSize) { .kind = SCHED_SIZE_INITIAL, .size_s = size,
-                             .n_training = (unsigned) z->params.training_tasks };
+                             .n_training = (unsigned) z->params.training_tasks, .task_s = task_s };
 }
 
 int sched_sizing_add(const SchedSizing *z, Sched *s, uint64_t key, unsigned n_tasks, double error, double weight,
@@ -94,7 +95,8 @@ int sched_sizing_train(const SchedSizing *z, Sched *s, uint64_t key, SizingPhase
         if (k <= ph->n_refined)
                 return SCHED_SIZING_UNCHANGED;
         ph->n_refined = k;
-        ph->size.size = sum / k * ph->n_tasks;
+        ph->size.task_size = sum / k;
+        ph->size.size = ph->size.task_size * ph->n_tasks;
         SchedSize size = sched_sizing_sched_size(z, ph);
         r = sched_job_set_size(s, key, now_s, &size);
         return r < 0 ? r : SCHED_SIZING_REFINED;

@@ -21,6 +21,16 @@ bool sched_task_is_probing(const Sched *s, const SchedJob *j, const SchedTask *t
                 s->ops->training_priority && s->last_s < t->started_s + s->params.probe_s;
 }
 
+bool sched_task_is_finishing(const Sched *s, const SchedJob *j, uint32_t id) {
+        assert(s);
+        const SchedTask *t = sched_task_at(s, id);
+        if (!s->ops->virtual_order || t->state != SCHED_TASK_RUNNING || !(j->size.task_s > 0) ||
+            j->n_pending > 0 || j->n_suspended > 0 || !(t->cpu_cores > 0))
+                return false;
+        double ran = sched_task_ran_s(s, id) / t->cpu_cores, m = j->size.task_s / t->cpu_cores;
+        return ran >= m - SCHED_FINISHING_SLACK_S && ran <= m * (1 + SCHED_FINISHING_OVER) + SCHED_FINISHING_SLACK_S;
+}
+
 void sched_task_thawed(Sched *s, uint32_t id, double now_s) {
         SchedTask *t = sched_task_at(s, id);
         if (t->frozen_s > 0 && now_s > t->frozen_s)

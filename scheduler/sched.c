@@ -166,7 +166,8 @@ int sched_set_capacity(Sched *s, double now_s, double capacity_cpus) {
 }
 
 static bool size_valid(const SchedSize *size) {
-        return size->kind < _SCHED_SIZE_KIND_MAX && size->size_s >= 0 && isfinite(size->size_s);
+        return size->kind < _SCHED_SIZE_KIND_MAX && size->size_s >= 0 && isfinite(size->size_s) &&
+                size->task_s >= 0 && isfinite(size->task_s);
 }
 
 static bool nothing_left(const Sched *s, const SchedJob *j) {

@@ -131,6 +131,9 @@ typedef struct SchedSize {
                                * orders tiny phases among themselves and ages in the virtual
                                * cluster, and may be refined (sched_job_set_size()) */
         unsigned n_training;  /* INITIAL: tasks with index < n_training are training tasks */
+        double task_s;        /* CPU-seconds one of its tasks is measured to take (the mean of
+                               * those that finished, as the estimate has it); 0: not measured.
+                               * What sched_task_is_finishing() reads */
 } SchedSize;
 
 typedef struct Sched Sched;

@@ -140,6 +140,7 @@ Test(hfsp_size, final_size_is_set_once) {
         cr_assert_eq(hfsp_phase_size_init(&ps, 20, &history, &params), 0);
         cr_assert_not(ps.final);
         cr_assert_float_eq(ps.size, 400, 1e-9);
+        cr_assert_eq(ps.task_size, 0, "S_i: no task of its own measured");
 
         training_stage(tasks);
         cr_assert_eq(hfsp_phase_size_update(&ps, 20, tasks, 5, 59, &params), 0);
@@ -147,6 +148,11 @@ Test(hfsp_size, final_size_is_set_once) {
         cr_assert_eq(hfsp_phase_size_update(&ps, 20, tasks, 5, 60, &params), 1);
         cr_assert(ps.final);
         cr_assert_float_eq(ps.size, 1008, 1e-9);
+        /* S_f = s̄ · [(n − t) + Σ(1 − p_k)]: s̄ is one task's measured size. */
+        double parts = 15;
+        for (size_t k = 0; k < 5; k++)
+                parts += 1 - (tasks[k].finished ? 1 : tasks[k].progress);
+        cr_assert_float_eq(ps.task_size, 1008 / parts, 1e-9);
 
         /* Later evidence (k3 turns out to be a straggler) does not move S_f: no flapping. */
         tasks[2] = finished_task(0, 900, 900);

@@ -1959,15 +1959,20 @@ Test(sched_hfsp, frozen_time_is_no_service) {
         }
 }
 
+/* HFSP's sizing with the paper's defaults, and hfsp on 4 CPUs. */
+static void sizing_world(SchedSizing *z, Sched **s) {
+        HfspSizeParams hp = HFSP_SIZE_PARAMS_DEFAULT;
+        cr_assert_eq(sched_sizing_init(z, &hp), 0);
+        SchedParams p = params(SCHED_HFSP);
+        cr_assert_eq(sched_new(&p, 4, s), 0);
+}
+
 Test(sched_hfsp, served_counts_from_the_final_size) {
         /* S_f leaves out what the training tasks had used when it was set (here 5 × 2
          * CPU-seconds): the service told is what the finished tasks used beyond that. */
-        HfspSizeParams hp = HFSP_SIZE_PARAMS_DEFAULT;
         SchedSizing z;
-        cr_assert_eq(sched_sizing_init(&z, &hp), 0);
-        SchedParams p = params(SCHED_HFSP);
         Sched *s;
-        cr_assert_eq(sched_new(&p, 4, &s), 0);
+        sizing_world(&z, &s);
         SizingPhase ph;
         cr_assert_eq(sched_sizing_add(&z, s, 1, 20, 1.0, 1, 20, 0, &ph), 0);
         cr_assert_eq(ph.size.final, false);
@@ -1977,6 +1982,8 @@ Test(sched_hfsp, served_counts_from_the_final_size) {
                                                    .progress = 1 };
         cr_assert_eq(sched_sizing_train(&z, s, 1, &ph, training, 5, 2), SCHED_SIZING_FINAL);
         cr_assert_float_eq(ph.size.size, 30, EPS, "S_f = 2 × (20 − 5)");
+        cr_assert_float_eq(ph.size.task_size, 2, EPS, "one task measured at 2");
+        cr_assert_float_eq(sched_sizing_sched_size(&z, &ph).task_s, 2, EPS);
         cr_assert_float_eq(ph.uncounted_s, 10, EPS);
         cr_assert_eq(sched_sizing_served(s, 1, &ph, 16), 0);
         SchedJobInfo info;
@@ -1987,4 +1994,99 @@ Test(sched_hfsp, served_counts_from_the_final_size) {
         cr_assert_float_eq(info.remaining_s, 30, EPS, "nothing counted yet");
         cr_assert_eq(sched_sizing_served(s, 1, &ph, -1), -EINVAL);
         sched_free(s);
+}
+
+Test(sched_hfsp, refined_tiny_phase_knows_its_task_size) {
+        /* A tiny 3-task phase starts at n·ξ·s̄, no task of its own measured; one task that
+         * finished at 4 CPU-s makes it 12, 4 a task. */
+        SchedSizing z;
+        Sched *s;
+        sizing_world(&z, &s);
+        SizingPhase ph;
+        cr_assert_eq(sched_sizing_add(&z, s, 1, 3, 1.0, 1, 3, 0, &ph), 0);
+        cr_assert(ph.size.tiny);
+        cr_assert_eq(sched_sizing_sched_size(&z, &ph).task_s, 0);
+        HfspTrainingTask training[3] = {
+                { .start_s = 0, .finished = true, .finish_s = 4, .cpu_s = 4, .progress = 1 },
+                { .start_s = 0, .cpu_s = 3, .progress = 0.5 },
+                { .start_s = 0, .cpu_s = 3, .progress = 0.5 },
+        };
+        cr_assert_eq(sched_sizing_train(&z, s, 1, &ph, training, 3, 4), SCHED_SIZING_REFINED);
+        cr_assert_float_eq(ph.size.size, 12, EPS);
+        cr_assert_float_eq(sched_sizing_sched_size(&z, &ph).task_s, 4, EPS);
+        SchedJobInfo info;
+        cr_assert_eq(sched_job_info(s, 1, &info), 0);
+        cr_assert_float_eq(info.size.task_s, 4, EPS, "the scheduler was told");
+        sched_free(s);
+}
+
+/* ---- Finishing tasks (sched_task_is_finishing()) ---- */
+
+/* Job 1: its last task (id 0; two when `pending`), measured at 5 CPU-s a task, running from 0;
+ * job 2: a tiny one-task job of 0.5 on the other CPU (id 1). At `at`, job 3, a tiny one-task job
+ * of 1 (id 2 or 3), outranks job 1 but not job 2: whether job 1's running task gives way. */
+static bool last_task_frozen(SchedPolicy pol, double at, bool pending) {
+        SchedWorld w;
+        SchedDecision d[8];
+        probe_world_policy(&w, 1, SCHED_PREEMPT_SUSPEND, pol);
+        SchedSize measured = { .kind = SCHED_SIZE_FINAL, .size_s = 10, .task_s = 5 };
+        SchedSize small = { .kind = SCHED_SIZE_TINY, .size_s = 0.5 }, newcomer = { .kind = SCHED_SIZE_TINY, .size_s = 1 };
+        cr_assert_eq(sched_job_add(w.s, 1, 0, 1, pending ? 2 : 1, &measured), 0);
+        sched_world_tasks(&w, 1, 1); /* id 0 */
+        cr_assert_eq(sched_world_next(&w, 0, d, 8), 1);
+        cr_assert_eq(sched_job_add(w.s, 2, 0, 1, 1, &small), 0);
+        sched_world_tasks(&w, 2, 1); /* id 1 */
+        cr_assert_eq(sched_world_next(&w, 0, d, 8), 1);
+        cr_assert(w.t[0].state == SCHED_TASK_RUNNING && w.t[1].state == SCHED_TASK_RUNNING);
+        if (pending)
+                sched_world_tasks(&w, 1, 1); /* id 2: waits, both CPUs are held */
+        size_t newcomer_id = w.n;
+        cr_assert_eq(sched_job_add(w.s, 3, at, 1, 1, &newcomer), 0);
+        sched_world_tasks(&w, 3, 1);
+        size_t n = sched_world_next(&w, at, d, 8);
+        bool frozen = has(d, n, SCHED_FREEZE, 0);
+        cr_assert_eq(frozen, has(d, n, SCHED_START, newcomer_id), "%s at %g: the newcomer runs where job 1 gave way",
+                     sched_policy_to_string(pol), at);
+        cr_assert(!has(d, n, SCHED_FREEZE, 1), "job 2 outranks the newcomer");
+        sched_free(w.s);
+        return frozen;
+}
+
+Test(sched_finishing, last_task_about_to_end_its_phase_is_no_victim) {
+        for (SchedPolicy pol = SCHED_HFSP; pol <= SCHED_PSBS; pol++) {
+                const char *name = sched_policy_to_string(pol);
+                /* Far from its measured 5 CPU-s: an ordinary victim. */
+                cr_assert(last_task_frozen(pol, 2, false), "%s: 3 s to go, it gives way", name);
+                /* From 5 − 1 to 5 × 1.5 + 1: about to end its job, not frozen; the newcomer waits. */
+                cr_assert(!last_task_frozen(pol, 4.5, false), "%s: 0.5 s to go", name);
+                cr_assert(!last_task_frozen(pol, 8, false), "%s: a little past its sibling's size", name);
+                /* Far past it: not like its siblings, a victim again. */
+                cr_assert(last_task_frozen(pol, 9, false), "%s: 4 s past its sibling's size", name);
+                /* A phase with a task still to run is not about to end. */
+                cr_assert(last_task_frozen(pol, 4.5, true), "%s: a task still waits", name);
+        }
+}
+
+Test(sched_finishing, only_measured_phases) {
+        /* The same phase at S_i (no task measured) gives way at any age. */
+        SchedWorld w;
+        SchedDecision d[8];
+        probe_world(&w, 1, SCHED_PREEMPT_SUSPEND);
+        SchedSize final = { .kind = SCHED_SIZE_FINAL, .size_s = 10 };
+        SchedSize small = { .kind = SCHED_SIZE_TINY, .size_s = 0.5 }, newcomer = { .kind = SCHED_SIZE_TINY, .size_s = 1 };
+        cr_assert_eq(sched_job_add(w.s, 1, 0, 1, 1, &final), 0);
+        sched_world_tasks(&w, 1, 1);
+        cr_assert_eq(sched_job_add(w.s, 2, 0, 1, 1, &small), 0);
+        sched_world_tasks(&w, 2, 1);
+        cr_assert_eq(sched_world_next(&w, 0, d, 8), 2);
+        cr_assert_eq(sched_job_add(w.s, 3, 4.5, 1, 1, &newcomer), 0);
+        sched_world_tasks(&w, 3, 1);
+        size_t n = sched_world_next(&w, 4.5, d, 8);
+        cr_assert(has(d, n, SCHED_FREEZE, 0) && has(d, n, SCHED_START, 2));
+        /* A negative or infinite task size is refused. */
+        SchedSize bad = { .kind = SCHED_SIZE_FINAL, .size_s = 10, .task_s = -1 };
+        cr_assert_eq(sched_job_add(w.s, 4, 5, 1, 1, &bad), -EINVAL);
+        bad.task_s = INFINITY;
+        cr_assert_eq(sched_job_add(w.s, 4, 5, 1, 1, &bad), -EINVAL);
+        sched_free(w.s);
 }
