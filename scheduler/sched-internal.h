@@ -378,14 +378,13 @@ bool sched_task_is_training(const SchedJob *j, const SchedTask *t);
 bool sched_task_is_probing(const Sched *s, const SchedJob *j, const SchedTask *t);
 /* A running task that is about to end its phase, not a victim (hfsp and psbs): the phase has
  * nothing else to run (no task waits or is frozen), one of its tasks is measured to take m
- * CPU-seconds (SchedSize.task_s), and this one has run, per CPU, from m less
- * SCHED_FINISHING_SLACK_S to m × (1 + SCHED_FINISHING_OVER) plus the slack. Freezing it gave
- * the CPU to a newcomer a second sooner and left the phase, done but for its last moment, behind
- * every phase that outranked it: on one node a 2-task job of 5 s tasks frozen with 0.3 s to go
- * waited 15 s (docs/design.md, "Finishing tasks"). Told by the task and its phase alone. */
+ * CPU-seconds (SchedSize.task_s), and this one has run, per CPU, within SCHED_FINISHING_SLACK_S
+ * of m. Freezing it gave the CPU to a newcomer a second sooner and left the phase, done but for
+ * its last moment, behind every phase that outranked it: on one node a 2-task job of 5 s tasks
+ * frozen with 0.3 s to go waited 15 s (docs/design.md, "Finishing tasks"). Told by the task and
+ * its phase alone. */
 bool sched_task_is_finishing(const Sched *s, const SchedJob *j, uint32_t id);
 #define SCHED_FINISHING_SLACK_S 1.0
-#define SCHED_FINISHING_OVER 0.5
 /* running_floors() judges only phases with at most this many started, unfinished tasks. */
 #define SCHED_FLOOR_MAX_STARTED 16u
 /* ... and counts at most this many of a phase's tasks still to start: a caller may tell a

@@ -28,7 +28,7 @@ bool sched_task_is_finishing(const Sched *s, const SchedJob *j, uint32_t id) {
             j->n_pending > 0 || j->n_suspended > 0 || !(t->cpu_cores > 0))
                 return false;
         double ran = sched_task_ran_s(s, id) / t->cpu_cores, m = j->size.task_s / t->cpu_cores;
-        return ran >= m - SCHED_FINISHING_SLACK_S && ran <= m * (1 + SCHED_FINISHING_OVER) + SCHED_FINISHING_SLACK_S;
+        return fabs(ran - m) <= SCHED_FINISHING_SLACK_S;
 }
 
 void sched_task_thawed(Sched *s, uint32_t id, double now_s) {

@@ -2057,11 +2057,11 @@ Test(sched_finishing, last_task_about_to_end_its_phase_is_no_victim) {
                 const char *name = sched_policy_to_string(pol);
                 /* Far from its measured 5 CPU-s: an ordinary victim. */
                 cr_assert(last_task_frozen(pol, 2, false), "%s: 3 s to go, it gives way", name);
-                /* From 5 − 1 to 5 × 1.5 + 1: about to end its job, not frozen; the newcomer waits. */
+                /* Within 1 s of 5: about to end its job, not frozen; the newcomer waits. */
                 cr_assert(!last_task_frozen(pol, 4.5, false), "%s: 0.5 s to go", name);
-                cr_assert(!last_task_frozen(pol, 8, false), "%s: a little past its sibling's size", name);
-                /* Far past it: not like its siblings, a victim again. */
-                cr_assert(last_task_frozen(pol, 9, false), "%s: 4 s past its sibling's size", name);
+                cr_assert(!last_task_frozen(pol, 5.8, false), "%s: a little past its sibling's size", name);
+                /* Further past it: not like its siblings, a victim again. */
+                cr_assert(last_task_frozen(pol, 6.5, false), "%s: 1.5 s past its sibling's size", name);
                 /* A phase with a task still to run is not about to end. */
                 cr_assert(last_task_frozen(pol, 4.5, true), "%s: a task still waits", name);
         }
