@@ -681,29 +681,59 @@ int store_tasks_find(Store *s, uint64_t job, const char *node, unsigned state_ma
         return 0;
 }
 
-static int task_where_from_row(sqlite3_stmt *st, void *ret_task) {
-        StoreTask *ret = ret_task;
-        StoreTask t = { .state = TASK_RUNNING, .started_ms = -1 };
-        int r = store_column_strdup(st, 0, &t.id);
-        if (r >= 0)
-                r = store_column_strdup(st, 1, &t.node);
-        if (r < 0) {
-                store_task_done(&t);
-                return r;
-        }
-        *ret = t;
-        return 0;
-}
-
-int store_tasks_running_where(Store *s, StoreTask **ret, size_t *ret_n) {
+int store_tasks_running_each(Store *s, int (*each)(void *userdata, const char *id, const char *node), void *userdata) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         /* From the partial index of running tasks alone (it holds node and id): an orchestrator
-         * epoch reads it every second. */
+         * epoch reads it every second, and reads each row where SQLite has it (no copies). */
         int r = store_prepare(s, "SELECT id, node FROM tasks WHERE state = 'running'", &st);
         if (r < 0)
                 return r;
-        return store_rows_collect(s, st, "read running tasks", sizeof(StoreTask), task_where_from_row, tasks_free_any,
-                                  (void **) ret, ret_n);
+        while ((r = store_step_row(s, st, "read running tasks")) > 0) {
+                const char *id = (const char *) sqlite3_column_text(st, 0);
+                const char *node = (const char *) sqlite3_column_text(st, 1);
+                if (!id)
+                        continue;
+                r = each(userdata, id, node);
+                if (r < 0)
+                        return r;
+        }
+        return r;
+}
+
+int store_tasks_by_rowid_each(Store *s, const int64_t *rowids, size_t n,
+                              int (*each)(void *userdata, const char *id, const char *node, bool running),
+                              void *userdata) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, "SELECT id, node, state = 'running' FROM tasks WHERE rowid = ?", &st);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                sqlite3_reset(st);
+                sqlite3_bind_int64(st, 1, rowids[i]);
+                r = store_step_row(s, st, "read a changed task");
+                if (r < 0)
+                        return r;
+                const char *id = r > 0 ? (const char *) sqlite3_column_text(st, 0) : NULL;
+                if (!id)
+                        continue;
+                r = each(userdata, id, (const char *) sqlite3_column_text(st, 1), sqlite3_column_int(st, 2) != 0);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int store_task_running_node(Store *s, const char *id, char **ret_node) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, "SELECT node FROM tasks WHERE id = ? AND state = 'running'", &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        r = store_step_row(s, st, "read a task's node");
+        if (r <= 0)
+                return r;
+        r = store_column_strdup(st, 0, ret_node);
+        return r < 0 ? r : 1;
 }
 
 int store_phase_request(Store *s, uint64_t job, unsigned phase, double *ret_cpu_cores, uint64_t *ret_memory_bytes) {

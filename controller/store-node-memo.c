@@ -38,7 +38,44 @@ struct StoreNodeMemos {
         size_t round_left;             /* slots its round has still to visit */
         uint64_t txn;                  /* the number of the open (or last) transaction */
         uint64_t tasks_gen;            /* changes of the tasks table, from 1 */
+        /* The tasks journal (store_tasks_journal_take()): rowids changed since the last take. */
+        bool journal_on;
+        bool journal_all;              /* any row may have changed: a delete, a rollback, overflow */
+        int64_t *journal;
+        size_t n_journal, journal_allocated;
 };
+
+/* Past this many changes between two takes the journal says "all" instead: a reader then reads
+ * every row it cares about, which is what so many changes would cost it anyway. */
+#define TASKS_JOURNAL_MAX ((size_t) 1 << 16)
+
+static void journal_all(StoreNodeMemos *t) {
+        t->journal_all = true;
+        free(t->journal);
+        t->journal = NULL;
+        t->n_journal = t->journal_allocated = 0;
+}
+
+static void journal_note(StoreNodeMemos *t, int op, sqlite3_int64 rowid) {
+        if (!t->journal_on || t->journal_all)
+                return;
+        /* A deleted row cannot be read back to say which task it was. */
+        if (op == SQLITE_DELETE || t->n_journal >= TASKS_JOURNAL_MAX) {
+                journal_all(t);
+                return;
+        }
+        if (t->n_journal == t->journal_allocated) {
+                size_t n = MAX(t->journal_allocated * 2, (size_t) 64);
+                int64_t *p = reallocarray(t->journal, n, sizeof(int64_t));
+                if (!p) {
+                        journal_all(t);
+                        return;
+                }
+                t->journal = p;
+                t->journal_allocated = n;
+        }
+        t->journal[t->n_journal++] = rowid;
+}
 
 static bool str_same(const char *a, const char *b) {
         return a == b || (a && b && streq(a, b));
@@ -61,8 +98,10 @@ static void memo_done(StoreNodeMemo *m) {
 
 static void update_hook(void *userdata, int op, const char *db, const char *table, sqlite3_int64 rowid) {
         StoreNodeMemos *t = userdata;
-        if (streq(table, "tasks"))
+        if (streq(table, "tasks")) {
                 t->tasks_gen++;
+                journal_note(t, op, rowid);
+        }
 }
 
 int store_node_memos_open(Store *s) {
@@ -84,8 +123,44 @@ void store_node_memos_free(Store *s) {
         for (size_t i = 0; i < t->size; i++)
                 memo_done(&t->slots[i]);
         free(t->slots);
+        free(t->journal);
         free(t);
         s->memos = NULL;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+        int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
+        return (x > y) - (x < y);
+}
+
+void store_tasks_journal_start(Store *s) {
+        StoreNodeMemos *t = s->memos;
+        if (!t || t->journal_on)
+                return;
+        t->journal_on = true;
+        journal_all(t);
+}
+
+int store_tasks_journal_take(Store *s, int64_t **ret_rowids, size_t *ret_n, bool *ret_all) {
+        StoreNodeMemos *t = s->memos;
+        if (!t || !t->journal_on)
+                return -EBADF;
+        *ret_all = t->journal_all;
+        *ret_rowids = NULL;
+        *ret_n = 0;
+        if (!t->journal_all && t->n_journal > 0) {
+                qsort(t->journal, t->n_journal, sizeof(int64_t), cmp_i64);
+                size_t n = 1;
+                for (size_t i = 1; i < t->n_journal; i++)
+                        if (t->journal[i] != t->journal[n - 1])
+                                t->journal[n++] = t->journal[i];
+                *ret_rowids = t->journal;
+                *ret_n = n;
+                t->journal = NULL;
+                t->n_journal = t->journal_allocated = 0;
+        }
+        t->journal_all = false;
+        return 0;
 }
 
 static StoreNodeMemo *memo_lookup(StoreNodeMemos *t, const char *id) {
@@ -344,6 +419,9 @@ void store_node_memos_rollback(Store *s) {
         if (!t)
                 return;
         t->tasks_gen++;
+        /* What the rollback put back fired no hook. */
+        if (t->journal_on)
+                journal_all(t);
         for (size_t i = 0; i < t->size; i++) {
                 StoreNodeMemo *m = &t->slots[i];
                 if (!m->id)

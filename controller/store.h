@@ -288,8 +288,27 @@ int store_task_get(Store *s, const char *id, StoreTask *ret);
  * job, phase, task index, attempt. */
 int store_tasks_find(Store *s, uint64_t job, const char *node, unsigned state_mask,
                      StoreTask **ret, size_t *ret_n);
-/* The running tasks, id and node only (the rest zero), in no order: cheap. */
-int store_tasks_running_where(Store *s, StoreTask **ret, size_t *ret_n);
+/* Calls each with the id and node (NULL: none) of every running task, in no order: cheap. The
+ * strings are good only during the call. A negative return from each stops the walk and is
+ * returned. */
+int store_tasks_running_each(Store *s, int (*each)(void *userdata, const char *id, const char *node), void *userdata);
+/* The tasks journal: which rows of the tasks table changed (rowids), so that a reader that
+ * keeps what it knows of running tasks reads only those again. Off until started; started, it
+ * says "all" first. store_tasks_journal_take() hands over the rowids changed since the previous
+ * take (sorted, each once; the caller frees them), or *ret_all when any row may have changed: a
+ * row deleted, a transaction rolled back, or more than 65 536 changes since. The rows are
+ * those the store has now, committed or not. -EBADF when it was not started. */
+void store_tasks_journal_start(Store *s);
+int store_tasks_journal_take(Store *s, int64_t **ret_rowids, size_t *ret_n, bool *ret_all);
+/* Calls each with the id, the node (NULL: none) and whether it is running, for the task of each
+ * rowid that exists; the strings are good only during the call. A negative return from each
+ * stops it and is returned. */
+int store_tasks_by_rowid_each(Store *s, const int64_t *rowids, size_t n,
+                              int (*each)(void *userdata, const char *id, const char *node, bool running),
+                              void *userdata);
+/* Whether the task runs, per the store, and where: 1 and its node (malloc'd; NULL when none)
+ * when it is running, 0 when it is not or does not exist. */
+int store_task_running_node(Store *s, const char *id, char **ret_node);
 /* What a phase's tasks request (a phase's request never changes); -ENOENT. */
 int store_phase_request(Store *s, uint64_t job, unsigned phase, double *ret_cpu_cores, uint64_t *ret_memory_bytes);
 

@@ -375,3 +375,27 @@ Test(orchestrator, memory_guard_told_and_recorded) {
         cr_assert_eq(orchestrator_set_params(orch, &bp, &dp), 0);
         cr_expect_not(orchestrator_memory_guard(orch), "dry-run: the guards may not act");
 }
+
+/* The epoch balances only tasks the store has running where they report from: after the first
+ * epoch it reads only the rows that changed since (the store's tasks journal), so a task the
+ * store took as lost after that (its node was silent), which the agent still reports running,
+ * is no candidate for a raise; and one the store has running again is. */
+Test(orchestrator, a_task_the_store_stopped_is_no_candidate) {
+        start_hungry();
+        cr_assert_not(beat_hungry(T0 + 1000), "one epoch is not hysteresis 2");
+        require_fast_epochs();
+        char *node = NULL;
+        cr_assert_eq(store_task_running_node(store, task, &node), 1);
+        cr_assert_str_eq(node, "n1");
+        free(node);
+        node = NULL;
+        cr_assert_eq(store_task_set_state(store, task, TASK_LOST, -1, T0 + 1500, "test: lost"), 0);
+        cr_assert_eq(store_task_running_node(store, task, &node), 0);
+        cr_assert_null(node);
+        cr_assert_not(beat_hungry(T0 + 2000), "a raise for a task the store no longer runs");
+        json_t *c = NULL;
+        cr_assert_eq(orchestrator_contention_to_json(orch, &c), 0);
+        cr_assert_eq(json_integer_value(json_object_get(c, "epoch")), 2, "the second epoch ran");
+        cr_assert_eq(json_array_size(json_object_get(c, "findings")), 0);
+        json_decref(c);
+}

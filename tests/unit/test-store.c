@@ -418,6 +418,86 @@ Test(store, node_allocations_follow_tasks) {
         store_close(s);
 }
 
+typedef struct RunningSeen {
+        size_t n;
+        char id[32], node[32];
+        bool stop;
+} RunningSeen;
+
+static int running_seen(void *userdata, const char *id, const char *node) {
+        RunningSeen *seen = userdata;
+        if (seen->stop)
+                return -ECANCELED;
+        seen->n++;
+        snprintf(seen->id, sizeof seen->id, "%s", id);
+        snprintf(seen->node, sizeof seen->node, "%s", node ?: "");
+        return 0;
+}
+
+static int changed_seen(void *userdata, const char *id, const char *node, bool running) {
+        RunningSeen *seen = userdata;
+        seen->n++;
+        snprintf(seen->id, sizeof seen->id, "%s%s", id, running ? "" : " (not running)");
+        snprintf(seen->node, sizeof seen->node, "%s", node ?: "");
+        return 0;
+}
+
+/* The tasks journal: off until started, then "all" once; then the rowids of the rows changed
+ * since the last take, each once; "all" again after a rollback. */
+Test(store, tasks_journal) {
+        Store *s = NULL;
+        int64_t *rowids = NULL;
+        size_t n = 0;
+        bool all = false;
+        cr_assert_eq(store_open(dir, &s), 0);
+        cr_assert_eq(store_tasks_journal_take(s, &rowids, &n, &all), -EBADF);
+        insert_job(s, 1000);
+        Heartbeat hb = make_heartbeat((char *) "n1");
+        cr_assert_eq(store_node_upsert(s, &hb, 1000), 0);
+
+        store_tasks_journal_start(s);
+        cr_assert_eq(store_tasks_journal_take(s, &rowids, &n, &all), 0);
+        cr_assert(all, "a journal just started knows nothing: all");
+        cr_assert_eq(store_tasks_journal_take(s, &rowids, &n, &all), 0);
+        cr_assert_not(all);
+        cr_assert_eq(n, 0);
+        cr_assert_null(rowids);
+
+        cr_assert_eq(store_task_place(s, "1.0.1.0", "n1"), 0);
+        cr_assert_eq(store_task_set_state(s, "1.0.1.0", TASK_RUNNING, 1500, 2000, NULL), 0);
+        cr_assert_eq(store_tasks_journal_take(s, &rowids, &n, &all), 0);
+        cr_assert_not(all);
+        cr_assert_eq(n, 1, "one row changed twice is one rowid, not %zu", n);
+        RunningSeen seen = {};
+        cr_assert_eq(store_tasks_by_rowid_each(s, rowids, n, changed_seen, &seen), 0);
+        cr_assert_eq(seen.n, 1);
+        cr_assert_str_eq(seen.id, "1.0.1.0");
+        cr_assert_str_eq(seen.node, "n1");
+        int64_t gone = rowids[0] + 1000;
+        seen = (RunningSeen) {};
+        cr_assert_eq(store_tasks_by_rowid_each(s, &gone, 1, changed_seen, &seen), 0);
+        cr_assert_eq(seen.n, 0, "no row, no call");
+        free(rowids);
+
+        char *node = NULL;
+        cr_assert_eq(store_task_running_node(s, "1.0.1.0", &node), 1);
+        cr_assert_str_eq(node, "n1");
+        free(node);
+        node = NULL;
+        cr_assert_eq(store_task_running_node(s, "1.0.0.0", &node), 0, "pending is not running");
+        cr_assert_eq(store_task_running_node(s, "9.0.0.0", &node), 0);
+        cr_assert_null(node);
+
+        cr_assert_eq(store_begin(s), 0);
+        cr_assert_eq(store_task_set_state(s, "1.0.1.0", TASK_FAILED, -1, 3000, NULL), 0);
+        store_rollback(s);
+        cr_assert_eq(store_tasks_journal_take(s, &rowids, &n, &all), 0);
+        cr_assert(all, "a rollback puts rows back without telling which");
+        cr_assert_eq(store_task_running_node(s, "1.0.1.0", &node), 1);
+        free(node);
+        store_close(s);
+}
+
 /* What an orchestrator epoch reads: the running tasks (id, node) from their index, and a
  * phase's request once per task. */
 Test(store, running_tasks_and_phase_request) {
@@ -430,13 +510,13 @@ Test(store, running_tasks_and_phase_request) {
         cr_assert_eq(store_task_place(s, "1.0.1.0", "n1"), 0);
         cr_assert_eq(store_task_set_state(s, "1.0.1.0", TASK_RUNNING, 1500, 2000, NULL), 0);
 
-        StoreTask *tasks = NULL;
-        size_t n = 0;
-        cr_assert_eq(store_tasks_running_where(s, &tasks, &n), 0);
-        cr_assert_eq(n, 1, "only the running task, not the starting one");
-        cr_assert_str_eq(tasks[0].id, "1.0.1.0");
-        cr_assert_str_eq(tasks[0].node, "n1");
-        store_tasks_free(tasks, n);
+        RunningSeen seen = {};
+        cr_assert_eq(store_tasks_running_each(s, running_seen, &seen), 0);
+        cr_assert_eq(seen.n, 1, "only the running task, not the starting one");
+        cr_assert_str_eq(seen.id, "1.0.1.0");
+        cr_assert_str_eq(seen.node, "n1");
+        seen.stop = true;
+        cr_assert_eq(store_tasks_running_each(s, running_seen, &seen), -ECANCELED, "the walk stops at an error");
 
         double cpu = 0;
         uint64_t memory = 0;
