@@ -867,7 +867,7 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
                         continue;
                 }
                 if (r >= 0)
-                        r = orch_snapshot_add_windows(snap, index, t->windows, t->n_windows);
+                        r = orch_snapshot_lend_windows(snap, index, t->windows, t->n_windows); /* kept till the snapshot goes */
         }
         return r;
 }

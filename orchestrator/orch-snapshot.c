@@ -42,7 +42,8 @@ OrchSnapshot *orch_snapshot_free(OrchSnapshot *s) {
                 free(s->nodes[i].name);
         for (size_t i = 0; i < s->n_tasks; i++) {
                 free(s->tasks[i].id);
-                free(s->tasks[i].windows);
+                if (!s->tasks[i].lent)
+                        free(s->tasks[i].windows);
         }
         free(s->nodes);
         name_index_done(&s->node_index);
@@ -159,6 +160,23 @@ int orch_snapshot_add_task(OrchSnapshot *s, const OrchTaskInfo *info, size_t *re
         return 0;
 }
 
+/* A task whose windows are lent gets its own copy before it changes them. */
+static int own_windows(OrchTask *t) {
+        if (!t->lent)
+                return 0;
+        OrchWindow *copy = NULL;
+        if (t->n_windows > 0) {
+                copy = malloc(t->n_windows * sizeof(OrchWindow));
+                if (!copy)
+                        return -ENOMEM;
+                memcpy(copy, t->windows, t->n_windows * sizeof(OrchWindow));
+        }
+        t->windows = copy;
+        t->allocated_windows = t->n_windows;
+        t->lent = false;
+        return 0;
+}
+
 int orch_snapshot_add_window(OrchSnapshot *s, size_t task, double run_time_s, double cpu_cores,
                              double memory_bytes) {
         assert(s);
@@ -174,6 +192,9 @@ int orch_snapshot_add_window(OrchSnapshot *s, size_t task, double run_time_s, do
         if (t->n_windows > 0 && !(run_time_s > t->windows[t->n_windows - 1].run_time_s))
                 return -EINVAL;
 
+        r = own_windows(t);
+        if (r < 0)
+                return r;
         r = grow((void **) &t->windows, &t->allocated_windows, t->n_windows + 1, sizeof(OrchWindow));
         if (r < 0)
                 return r;
@@ -200,7 +221,10 @@ int orch_snapshot_add_windows(OrchSnapshot *s, size_t task, const OrchWindow *wi
                 for (size_t w = 0; w < n && ok; w++)
                         ok = window_ok(&windows[w], w > 0 ? &windows[w - 1] : orch_task_last_window(t));
                 if (ok) {
-                        int r = grow((void **) &t->windows, &t->allocated_windows, t->n_windows + n, sizeof(OrchWindow));
+                        int r = own_windows(t);
+                        if (r < 0)
+                                return r;
+                        r = grow((void **) &t->windows, &t->allocated_windows, t->n_windows + n, sizeof(OrchWindow));
                         if (r < 0)
                                 return r;
                         memcpy(t->windows + t->n_windows, windows, n * sizeof(OrchWindow));
@@ -215,6 +239,26 @@ int orch_snapshot_add_windows(OrchSnapshot *s, size_t task, const OrchWindow *wi
                         return r;
         }
         return 0;
+}
+
+int orch_snapshot_lend_windows(OrchSnapshot *s, size_t task, const OrchWindow *windows, size_t n) {
+        assert(s);
+        if (task < s->n_tasks && n > 0 && s->tasks[task].n_windows == 0) {
+                OrchTask *t = &s->tasks[task];
+                bool ok = true;
+                for (size_t w = 0; w < n && ok; w++)
+                        ok = window_ok(&windows[w], w > 0 ? &windows[w - 1] : NULL);
+                if (ok) {
+                        if (!t->lent)
+                                free(t->windows);
+                        t->windows = (OrchWindow *) windows;
+                        t->n_windows = n;
+                        t->allocated_windows = 0;
+                        t->lent = true;
+                        return 0;
+                }
+        }
+        return orch_snapshot_add_windows(s, task, windows, n);
 }
 
 int orch_window_push(OrchWindow *windows, size_t *n, const OrchWindow *w) {

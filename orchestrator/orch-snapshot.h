@@ -80,6 +80,7 @@ typedef struct OrchTask {
         size_t node;                        /* index into OrchSnapshot.nodes */
         OrchWindow *windows;                /* oldest first */
         size_t n_windows, allocated_windows;
+        bool lent;                          /* windows are the caller's (orch_snapshot_lend_windows()) */
 } OrchTask;
 
 typedef struct OrchSnapshot {
@@ -117,6 +118,10 @@ int orch_snapshot_add_window(OrchSnapshot *s, size_t task, double run_time_s, do
 
 /* Appends windows[0..n), oldest first, to the task (orch_snapshot_add_window() each). */
 int orch_snapshot_add_windows(OrchSnapshot *s, size_t task, const OrchWindow *windows, size_t n);
+/* The same, but a task with no windows yet takes windows[0..n) as they are, without a copy,
+ * when every one of them is good: the caller keeps them unchanged until the snapshot is freed.
+ * An epoch over 50 000 tasks of 64 windows copied 75 MB. */
+int orch_snapshot_lend_windows(OrchSnapshot *s, size_t task, const OrchWindow *windows, size_t n);
 
 /* What a snapshot's builder keeps of a task between epochs: appends the window of the epoch that
  * ended to the task's history windows[0..*n), oldest first, where windows has room for

@@ -283,3 +283,38 @@ Test(detector, quota_that_does_not_bind_is_no_deficit) {
                 }
         }
 }
+
+/* Lent windows are read where the caller keeps them, never changed or freed by the snapshot:
+ * a window appended after them goes to the snapshot's own copy. Bad windows are copied good
+ * ones first, as orch_snapshot_add_window() would. */
+Test(detector, lent_windows_stay_the_callers) {
+        _cleanup_(orch_snapshot_freep) OrchSnapshot *s = scenario_new();
+        OrchNodeInfo n = { .name = "n1", .capacity_cpus = 1, .capacity_memory_bytes = 1 };
+        OrchTaskInfo t = { .id = "1.0.0.0", .node = "n1" };
+        OrchWindow w[3] = { { 10, 0.5, 100 }, { 20, 0.6, 200 }, { 30, 0.7, 300 } };
+        size_t i, k;
+
+        cr_assert_eq(orch_snapshot_add_node(s, &n, NULL), 0);
+        cr_assert_eq(orch_snapshot_add_task(s, &t, &i), 0);
+        cr_assert_eq(orch_snapshot_lend_windows(s, i, w, 2), 0);
+        cr_assert_eq(s->tasks[i].windows, w, "lent, not copied");
+        cr_assert_eq(s->tasks[i].n_windows, 2);
+        cr_assert_eq(orch_snapshot_add_windows(s, i, w + 2, 1), 0);
+        cr_assert_neq(s->tasks[i].windows, w, "appending copies first");
+        cr_assert_eq(s->tasks[i].n_windows, 3);
+        cr_assert_float_eq(s->tasks[i].windows[2].cpu_cores, 0.7, 1e-12);
+        cr_assert_float_eq(w[2].cpu_cores, 0.7, 1e-12);
+
+        OrchWindow bad[2] = { { 10, 0.5, 100 }, { 5, 0.6, 200 } };
+        t.id = "1.0.1.0";
+        cr_assert_eq(orch_snapshot_add_task(s, &t, &k), 0);
+        cr_assert_eq(orch_snapshot_lend_windows(s, k, bad, 2), -EINVAL, "run times must increase");
+        cr_assert_neq(s->tasks[k].windows, bad);
+        cr_assert_eq(s->tasks[k].n_windows, 1, "the good window before the bad one");
+        t.id = "1.0.2.0";
+        cr_assert_eq(orch_snapshot_add_task(s, &t, &k), 0);
+        cr_assert_eq(orch_snapshot_add_window(s, k, 20, 1, 1), 0);
+        cr_assert_eq(orch_snapshot_lend_windows(s, k, w + 2, 1), 0);
+        cr_assert_neq(s->tasks[k].windows, w + 2, "a task with windows appends a copy");
+        cr_assert_eq(s->tasks[k].n_windows, 2);
+}
