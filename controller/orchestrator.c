@@ -739,10 +739,10 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
                 return r;
         /* Where a node's tasks report their own PSI, that (and their throttling) is the
          * pressure the detector judges by (orch_node_info_set_psi(): a shared box read 90% in
-         * /proc/pressure while our two tasks read 0.4% and 9%). One pass over the tracks, each knowing
-         * its node's position (nodes are never dropped): every loop of an epoch is linear in the tasks, since one over
-         * all tasks for each task or node took seconds at tens of thousands of tasks and stalled
-         * the controller's loop for as long. */
+         * /proc/pressure while our two tasks read 0.4% and 9%). One pass over the tracks, each
+         * knowing its node's position (nodes are never dropped): every loop of an epoch is linear
+         * in the tasks, since one over all tasks for each task or node took seconds at tens of
+         * thousands of tasks and stalled the controller's loop for as long. */
         _cleanup_free_ bool *own_cpu = calloc(MAX(o->n_nodes, (size_t) 1), sizeof(bool));
         _cleanup_free_ bool *own_memory = calloc(MAX(o->n_nodes, (size_t) 1), sizeof(bool));
         if (!own_cpu || !own_memory) {
@@ -867,7 +867,7 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
                         continue;
                 }
                 if (r >= 0)
-                        r = orch_snapshot_lend_windows(snap, index, t->windows, t->n_windows); /* kept till the snapshot goes */
+                        r = orch_snapshot_lend_windows(snap, index, t->windows, t->n_windows); /* unchanged till freed */
         }
         return r;
 }
