@@ -375,7 +375,17 @@ static int estimate_print(json_t *sched, FILE *f) {
                            n, t, s_i);
                 return 0;
         }
-        if (from && strcmp(from, "history") == 0)
+        if (from && strcmp(from, "job") == 0) {
+                double m = number_or(est, "job_mean_task_s", NAN);
+                if (n < t) {
+                        print_line(f, "From job:", "n·ξ·m = %" PRIi64 "·%g·%.2f = %.1f, m the mean task of the job's "
+                                   "previous phase; %" PRIi64 " task(s) < t = %" PRIi64 ": final, no training",
+                                   n, xi, m, s_i, n, t);
+                        return 0;
+                }
+                print_line(f, "Initial:", "S_i = n·ξ·m = %" PRIi64 "·%g·%.2f = %.1f (m: the mean task of the job's "
+                           "previous phase)", n, xi, m, s_i);
+        } else if (from && strcmp(from, "history") == 0)
                 print_line(f, "Initial:", "S_i = n·ξ·s̄ = %" PRIi64 "·%g·%.2f = %.1f (s̄ over %" PRIi64 " finished task(s))",
                            n, xi, mean, s_i, hist);
         else

@@ -431,12 +431,20 @@ static SizingPhase sizing_of_record(const StoreSchedRecord *rec, unsigned n_task
         double task_size = final ? json_number_value(json_object_get(est, "training_mean_task_s"))
                 : json_integer_value(json_object_get(est, "refined_from_tasks")) > 0 && n_tasks > 0
                 ? json_number_value(json_object_get(est, "refined_size_s")) / n_tasks : 0;
+        /* Sized from its job's previous phase (sched_sizing_phase_init()): final at once when it
+         * has fewer tasks than t, its tasks measured by that phase's. */
+        double job_task_s = json_number_value(json_object_get(est, "job_mean_task_s"));
+        if (!(job_task_s > 0) || !isfinite(job_task_s))
+                job_task_s = 0;
+        if (final && !(task_size > 0))
+                task_size = job_task_s;
         return (SizingPhase) {
                 .n_tasks = n_tasks,
                 .size = { .size = rec->size_s, .task_size = task_size > 0 && isfinite(task_size) ? task_size : 0,
                           .tiny = tiny, .final = tiny || final },
                 .error = 1,
                 .uncounted_s = uncounted,
+                .job_task_s = job_task_s,
         };
 }
 
@@ -522,8 +530,9 @@ static bool entry_saved_current(const ClusterSched *cs, const PhaseEntry *e, boo
 /* S_i and where it came from, as the phase's estimate record starts: S_i as set at sized_ms,
  * from s̄ as it was then. */
 static json_t *estimate_initial(const ClusterSched *cs, const PhaseEntry *e) {
-        const char *from = e->sz.size.tiny ? "tiny" : e->initial_history_tasks == 0 ? "s0" : "history";
-        return json_pack("{s:I, s:I, s:f, s:f, s:f, s:s, s:f, s:I, s:f, s:I, s:n, s:n, s:n, s:n}",
+        const char *from = e->sz.job_task_s > 0 ? "job" : e->sz.size.tiny ? "tiny"
+                : e->initial_history_tasks == 0 ? "s0" : "history";
+        return json_pack("{s:I, s:I, s:f, s:f, s:f, s:s, s:f, s:I, s:f, s:o, s:I, s:n, s:n, s:n, s:n}",
                          "tasks", (json_int_t) e->sz.n_tasks,
                          "training_tasks", (json_int_t) cs->sizing.params.training_tasks,
                          "training_timeout_s", cs->sizing.params.timeout_s,
@@ -533,6 +542,7 @@ static json_t *estimate_initial(const ClusterSched *cs, const PhaseEntry *e) {
                          "initial_size_s", e->sz.size.size,
                          "history_tasks", (json_int_t) e->initial_history_tasks,
                          "history_mean_task_s", e->initial_history_mean_s,
+                         "job_mean_task_s", e->sz.job_task_s > 0 ? json_real(e->sz.job_task_s) : json_null(),
                          "initial_ms", (json_int_t) e->sized_ms,
                          "final_size_s", "final_ms", "training_mean_task_s", "training");
 }
@@ -753,6 +763,30 @@ static StoreSchedRecord *restore_take(ClusterSched *cs, uint64_t key) {
         return NULL;
 }
 
+/* The mean CPU-seconds of the tasks of the phase's job's previous phase, when it succeeded
+ * (what phase_ended() told s̄ of them): a later phase is sized from it (sched-sizing.h). 0 for a
+ * first phase or one whose previous phase has no such tasks. */
+static int job_task_size(Store *store, const StoreSchedPhase *p, double *ret) {
+        *ret = 0;
+        if (p->phase == 0)
+                return 0;
+        _cleanup_free_ StoreTaskUsage *usage = NULL;
+        size_t n = 0;
+        int r = store_phase_usage(store, p->job, p->phase - 1, &usage, &n);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        double sum = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (usage[i].state != TASK_SUCCEEDED || !(usage[i].cpu_s >= 0) || !isfinite(usage[i].cpu_s))
+                        return 0;
+                sum += usage[i].cpu_s;
+        }
+        *ret = n > 0 ? sum / (double) n : 0;
+        return 0;
+}
+
 /* A phase became runnable: sized as the checkpoint says if it was sized before a restart
  * (never sized twice), else with S_i now. */
 static int phase_added(ClusterSched *cs, Store *store, const StoreSchedPhase *p, uint64_t key, int64_t now_ms,
@@ -799,12 +833,13 @@ static int phase_added(ClusterSched *cs, Store *store, const StoreSchedPhase *p,
                 entry_saved_as(&e, rec);
                 free(TAKE_PTR(rec->size_kind));
         } else {
-                r = sched_sizing_add(&cs->sizing, cs->sched, key, p->n_tasks, 1.0, e.weight, e.parallel_cpus, now_s,
-                                     &e.sz);
-                if (r == -EEXIST) { /* as above */
-                        e.sz = (SizingPhase) { .n_tasks = p->n_tasks, .error = 1 };
-                        r = hfsp_phase_size_init(&e.sz.size, p->n_tasks, &cs->sizing.history, &cs->sizing.params);
-                }
+                double job_task_s = 0;
+                r = job_task_size(store, p, &job_task_s);
+                if (r >= 0)
+                        r = sched_sizing_add(&cs->sizing, cs->sched, key, p->n_tasks, job_task_s, 1.0, e.weight,
+                                             e.parallel_cpus, now_s, &e.sz);
+                if (r == -EEXIST) /* as above */
+                        r = sched_sizing_phase_init(&cs->sizing, p->n_tasks, job_task_s, 1.0, &e.sz);
                 if (r >= 0 && e.finished_s > 0)
                         r = sched_sizing_served(cs->sched, key, &e.sz, e.finished_s);
                 e.initial_history_tasks = (uint32_t) cs->sizing.history.n_tasks;

@@ -28,13 +28,30 @@ SchedSize sched_sizing_sched_size(const SchedSizing *z, const SizingPhase *ph) {
                              .n_training = (unsigned) z->params.training_tasks, .task_s = task_s };
 }
 
-int sched_sizing_add(const SchedSizing *z, Sched *s, uint64_t key, unsigned n_tasks, double error, double weight,
-                     double parallel_cpus, double now_s, SizingPhase *ret) {
+int sched_sizing_phase_init(const SchedSizing *z, unsigned n_tasks, double job_task_s, double error, SizingPhase *ret) {
         assert(z);
-        if (!(error > 0) || !isfinite(error))
+        assert(ret);
+        if (!(error > 0) || !isfinite(error) || !(job_task_s >= 0) || !isfinite(job_task_s))
                 return -EINVAL;
         SizingPhase ph = { .n_tasks = n_tasks, .error = error };
         int r = hfsp_phase_size_init(&ph.size, n_tasks, &z->history, &z->params);
+        if (r < 0)
+                return r;
+        if (job_task_s > 0) {
+                ph.job_task_s = job_task_s;
+                ph.size.size = (double) n_tasks * z->params.xi * job_task_s;
+                if (ph.size.tiny)
+                        ph.size = (HfspPhaseSize) { .size = ph.size.size, .task_size = job_task_s, .final = true };
+        }
+        *ret = ph;
+        return 0;
+}
+
+int sched_sizing_add(const SchedSizing *z, Sched *s, uint64_t key, unsigned n_tasks, double job_task_s, double error,
+                     double weight, double parallel_cpus, double now_s, SizingPhase *ret) {
+        assert(z);
+        SizingPhase ph;
+        int r = sched_sizing_phase_init(z, n_tasks, job_task_s, error, &ph);
         if (r < 0)
                 return r;
         SchedSize size = sched_sizing_sched_size(z, &ph);

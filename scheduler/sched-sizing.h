@@ -4,8 +4,10 @@
  * the phases that finished before it: S_i = n·ξ·s̄ (s0 before any), tiny phases (fewer than t
  * tasks) by the same formula. While its t training tasks run, S_i is refined from those that
  * finished (n × their mean size); when the training stage is over, the final size S_f, set once.
- * A phase that finishes adds its tasks' sizes to s̄. Pure: callers say what they observed; the
- * sizing tells the scheduler. */
+ * A phase that finishes adds its tasks' sizes to s̄. A later phase of a job whose earlier phase
+ * finished is sized from that phase's tasks instead of s̄ (not in the paper): tasks of one job are
+ * more alike than tasks of different jobs. Pure: callers say what they observed; the sizing tells
+ * the scheduler. */
 #pragma once
 
 #include <stdint.h>
@@ -27,6 +29,8 @@ typedef struct SizingPhase {
                                 * simulator's injected estimation error, 1 in the controller */
         double uncounted_s;    /* what its tasks had used when S_f was set, which S_f leaves
                                 * out (the training tasks' CPU-seconds then); 0 before */
+        double job_task_s;     /* sized from its job's previous phase: the mean size of that
+                                * phase's tasks; 0: from s̄ (or s0) */
 } SizingPhase;
 
 int sched_sizing_init(SchedSizing *z, const HfspSizeParams *params);
@@ -34,9 +38,20 @@ int sched_sizing_init(SchedSizing *z, const HfspSizeParams *params);
 /* The scheduler's size of the phase now. */
 SchedSize sched_sizing_sched_size(const SchedSizing *z, const SizingPhase *ph);
 
-/* A phase became runnable: sized from s̄ and added to the scheduler (sched_job_add()). */
-int sched_sizing_add(const SchedSizing *z, Sched *s, uint64_t key, unsigned n_tasks, double error, double weight,
-                     double parallel_cpus, double now_s, SizingPhase *ret);
+/* A phase's size when it becomes runnable. job_task_s: the mean size of the tasks of its job's
+ * previous phase, which finished (in the unit sched_sizing_finish() takes); 0 for a first phase
+ * or when that phase did not succeed. With it, S_i = n·ξ·job_task_s instead of n·ξ·s̄, and a
+ * phase of fewer than t tasks is not tiny: its tasks are already measured, so its size is final
+ * at once (n·ξ·job_task_s, its task size job_task_s) and it ages in the virtual cluster like any
+ * other phase. As tiny, a one-task reduce phase of a job whose map tasks ran 20 s was estimated
+ * at ξ·s̄ and held a CPU ahead of every phase of several tasks to its end. -EINVAL for a
+ * negative or non-finite job_task_s or error. */
+int sched_sizing_phase_init(const SchedSizing *z, unsigned n_tasks, double job_task_s, double error, SizingPhase *ret);
+
+/* A phase became runnable: sized (sched_sizing_phase_init()) and added to the scheduler
+ * (sched_job_add()). */
+int sched_sizing_add(const SchedSizing *z, Sched *s, uint64_t key, unsigned n_tasks, double job_task_s, double error,
+                     double weight, double parallel_cpus, double now_s, SizingPhase *ret);
 
 enum {
         SCHED_SIZING_UNCHANGED,

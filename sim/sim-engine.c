@@ -396,10 +396,20 @@ static int phase_activate(Engine *e, size_t pi) {
                 ph->estimate_s = ph->size_s * ph->error;
                 r = sim_sched_add(e->sched, phase_key(e, pi), e->now, job->weight, parallel,
                                   e->p.policy == SIM_POLICY_SRPT ? SIM_SIZE_ORACLE : SIM_SIZE_FINAL, ph->estimate_s);
-        } else
-                /* HFSP's estimation module, as the controller runs it. */
-                r = sim_sched_phase_add(e->sched, pi, phase_key(e, pi), spec->n_tasks, ph->error, job->weight, parallel,
-                                        e->now, &ph->estimate_s, &ph->training);
+        } else {
+                /* HFSP's estimation module, as the controller runs it: a later phase is told the
+                 * mean size of its job's previous phase's tasks, what sim_sched_phase_finish()
+                 * told s̄ of them. */
+                double job_task_s = 0;
+                if (ph->number > 0) {
+                        const SimPhaseSpec *prev = sim_phase_spec(e, pi - 1);
+                        for (unsigned i = 0; i < prev->n_tasks; i++)
+                                job_task_s += e->w->work_s[prev->first_task + i];
+                        job_task_s = prev->n_tasks > 0 ? job_task_s / prev->n_tasks : 0;
+                }
+                r = sim_sched_phase_add(e->sched, pi, phase_key(e, pi), spec->n_tasks, job_task_s, ph->error,
+                                        job->weight, parallel, e->now, &ph->estimate_s, &ph->training);
+        }
         if (r >= 0 && job->user > 0)
                 r = sim_sched_set_user(e->sched, phase_key(e, pi), job->user);
         if (r < 0)

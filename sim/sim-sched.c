@@ -151,8 +151,8 @@ int sim_sched_set_user(SimSched *s, uint64_t key, uint32_t user) {
         return sched_job_set_user(s->sched, key, user);
 }
 
-int sim_sched_phase_add(SimSched *s, size_t phase, uint64_t key, unsigned n_tasks, double error, double weight,
-                        double parallel_cpus, double now_s, double *ret_estimate_s, bool *ret_training) {
+int sim_sched_phase_add(SimSched *s, size_t phase, uint64_t key, unsigned n_tasks, double job_task_s, double error,
+                        double weight, double parallel_cpus, double now_s, double *ret_estimate_s, bool *ret_training) {
         if (phase >= s->allocated_phases) {
                 size_t m = MAX(phase + 1, s->allocated_phases * 2);
                 SizingPhase *p = realloc(s->phases, m * sizeof(SizingPhase));
@@ -162,7 +162,8 @@ int sim_sched_phase_add(SimSched *s, size_t phase, uint64_t key, unsigned n_task
                 s->allocated_phases = m;
         }
         SizingPhase *ph = &s->phases[phase];
-        int r = sched_sizing_add(&s->sizing, s->sched, key, n_tasks, error, weight, parallel_cpus, now_s, ph);
+        int r = sched_sizing_add(&s->sizing, s->sched, key, n_tasks, job_task_s, error, weight, parallel_cpus, now_s,
+                                 ph);
         if (r < 0)
                 return r;
         *ret_estimate_s = ph->size.size * ph->error;

@@ -114,8 +114,8 @@ int sim_sched_add(SimSched *s, uint64_t key, double now_s, double weight, double
  * SIM_SIZING_FINAL once it has nothing more to learn); it finished (its tasks' sizes feed s̄). */
 /* The phase's user (the scheduler's user level: scheduler/sched.h). */
 int sim_sched_set_user(SimSched *s, uint64_t key, uint32_t user);
-int sim_sched_phase_add(SimSched *s, size_t phase, uint64_t key, unsigned n_tasks, double error, double weight,
-                        double parallel_cpus, double now_s, double *ret_estimate_s, bool *ret_training);
+int sim_sched_phase_add(SimSched *s, size_t phase, uint64_t key, unsigned n_tasks, double job_task_s, double error,
+                        double weight, double parallel_cpus, double now_s, double *ret_estimate_s, bool *ret_training);
 enum { SIM_SIZING_UNCHANGED, SIM_SIZING_REFINED, SIM_SIZING_FINAL };
 int sim_sched_phase_train(SimSched *s, size_t phase, uint64_t key, const HfspTrainingTask *training, size_t n,
                           double now_s, double *ret_estimate_s);

@@ -1680,6 +1680,58 @@ Test(cluster, restart_keeps_the_task_sizes_seen) {
         json_decref(s);
 }
 
+static const char job_map_reduce[] =
+        "{\"name\": \"mr\", \"phases\": ["
+        " {\"tasks\": 2, \"argv\": [\"true\"], \"cpu_cores\": 0.5, \"memory_bytes\": 16777216},"
+        " {\"tasks\": 1, \"argv\": [\"true\"], \"cpu_cores\": 1, \"memory_bytes\": 16777216}]}";
+
+/* A later phase is sized from its job's previous phase (sched_sizing_phase_init()): the map
+ * tasks used 4 and 6 CPU-s, so the one-task reduce phase is not tiny but final at 5, a task 5.
+ * Across a restart it keeps that task size: its task, 4.5 s into its 5, is about to end its
+ * phase and is not frozen for a tiny newcomer (sched_task_is_finishing()). A restart that read
+ * the size without the task size froze it. */
+Test(cluster, later_phase_sized_from_its_job_across_a_restart) {
+        restart(SCHED_HFSP, SCHED_PREEMPT_SUSPEND, T0);
+        Node n1 = node_new("n1", 1);
+        uint64_t id = submit(job_map_reduce, T0);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        cr_assert_eq(count_actions(hr, ACTION_START), 2);
+        Ack acks[] = { ack_ok(find_action(hr, ACTION_START, task_id(id, 0, 0))),
+                       ack_ok(find_action(hr, ACTION_START, task_id(id, 0, 1))) };
+        TaskReport reps[] = { ended(task_id(id, 0, 0), TASK_SUCCEEDED, 0, 0, 4, MiB),
+                              ended(task_id(id, 0, 1), TASK_SUCCEEDED, 0, 0, 6, MiB) };
+        heartbeat_reply_free(hr);
+        hr = beat(&n1, reps, 2, acks, 2, T0 + 2000);
+        const Action *start = find_action(hr, ACTION_START, task_id(id, 1, 0));
+        cr_assert_not_null(start, "the reduce phase starts");
+        Ack ack = ack_ok(start);
+        TaskReport rep = running(task_id(id, 1, 0), NULL, 0);
+        heartbeat_reply_free(hr);
+        heartbeat_reply_free(beat(&n1, &rep, 1, &ack, 1, T0 + 3000));
+
+        json_t *s = sched_view(id, T0 + 3000);
+        cr_assert_eq(sched_number(s, "phase"), 1);
+        cr_assert_str_eq(json_string_value(json_object_get(s, "size_kind")), "final", "one task, yet not tiny");
+        cr_assert_float_eq(sched_number(s, "estimated_size_s"), 5, 1e-9, "1 × ξ × the map tasks' mean");
+        json_t *est = json_object_get(s, "estimate");
+        cr_assert_str_eq(json_string_value(json_object_get(est, "initial_from")), "job");
+        cr_assert_float_eq(json_number_value(json_object_get(est, "job_mean_task_s")), 5, 1e-9);
+        json_decref(s);
+        cr_assert_eq(cluster_checkpoint(cluster, T0 + 3000, true), 0);
+
+        restart(SCHED_HFSP, SCHED_PREEMPT_SUSPEND, T0 + 3500);
+        s = sched_view(id, T0 + 3500);
+        cr_assert_str_eq(json_string_value(json_object_get(s, "size_kind")), "final");
+        cr_assert_float_eq(sched_number(s, "estimated_size_s"), 5, 1e-9);
+        json_decref(s);
+        heartbeat_reply_free(beat(&n1, &rep, 1, NULL, 0, T0 + 4000));
+        uint64_t tiny = submit(job_one_small, T0 + 7500);
+        hr = beat(&n1, &rep, 1, NULL, 0, T0 + 7500);
+        cr_assert_eq(count_actions(hr, ACTION_FREEZE), 0, "4.5 s into a 5 s task: it finishes");
+        cr_assert_null(find_action(hr, ACTION_START, task_id(tiny, 0, 0)), "the tiny job waits for the CPU");
+        heartbeat_reply_free(hr);
+}
+
 /* Rows of the scheduler's checkpoint written at checkpoint_ms. */
 /* A connection of its own to the store's database. */
 static sqlite3 *store_db(void) {

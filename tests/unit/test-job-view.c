@@ -265,6 +265,22 @@ Test(job_view, page_explains_the_size_estimate) {
                                        "t = 2 training tasks; set once, at -\n"), "%s", out);
         cr_assert_null(strstr(out, "not yet"));
         free(out);
+
+        /* Sized from its job's previous phase: S_i from that phase's mean task. */
+        json_object_set_new(est, "initial_from", json_string("job"));
+        json_object_set_new(est, "job_mean_task_s", json_real(3));
+        out = render(job_view_print, j);
+        cr_assert_not_null(strstr(out, "  Initial:     S_i = n·ξ·m = 10·1·3.00 = 30.0 (m: the mean task of the job's "
+                                       "previous phase)\n"), "%s", out);
+        free(out);
+        /* Fewer tasks than t: final at once. */
+        json_object_set_new(est, "tasks", json_integer(1));
+        json_object_set_new(est, "initial_size_s", json_real(3));
+        out = render(job_view_print, j);
+        cr_assert_not_null(strstr(out, "  From job:    n·ξ·m = 1·1·3.00 = 3.0, m the mean task of the job's previous "
+                                       "phase; 1 task(s) < t = 2: final, no training\n"), "%s", out);
+        cr_assert_null(strstr(out, "Training:"), "%s", out);
+        free(out);
         json_decref(j);
 }
 

@@ -1974,7 +1974,7 @@ Test(sched_hfsp, served_counts_from_the_final_size) {
         Sched *s;
         sizing_world(&z, &s);
         SizingPhase ph;
-        cr_assert_eq(sched_sizing_add(&z, s, 1, 20, 1.0, 1, 20, 0, &ph), 0);
+        cr_assert_eq(sched_sizing_add(&z, s, 1, 20, 0, 1.0, 1, 20, 0, &ph), 0);
         cr_assert_eq(ph.size.final, false);
         HfspTrainingTask training[5];
         for (size_t i = 0; i < 5; i++)
@@ -2003,7 +2003,7 @@ Test(sched_hfsp, refined_tiny_phase_knows_its_task_size) {
         Sched *s;
         sizing_world(&z, &s);
         SizingPhase ph;
-        cr_assert_eq(sched_sizing_add(&z, s, 1, 3, 1.0, 1, 3, 0, &ph), 0);
+        cr_assert_eq(sched_sizing_add(&z, s, 1, 3, 0, 1.0, 1, 3, 0, &ph), 0);
         cr_assert(ph.size.tiny);
         cr_assert_eq(sched_sizing_sched_size(&z, &ph).task_s, 0);
         HfspTrainingTask training[3] = {
@@ -2017,6 +2017,40 @@ Test(sched_hfsp, refined_tiny_phase_knows_its_task_size) {
         SchedJobInfo info;
         cr_assert_eq(sched_job_info(s, 1, &info), 0);
         cr_assert_float_eq(info.size.task_s, 4, EPS, "the scheduler was told");
+        sched_free(s);
+}
+
+Test(sched_hfsp, later_phase_sized_from_its_job) {
+        /* s̄ = 1 from a finished phase; the job's previous phase measured 4 CPU-s a task. */
+        SchedSizing z;
+        Sched *s;
+        sizing_world(&z, &s);
+        const double one[] = { 1 };
+        cr_assert_eq(sched_sizing_add(&z, s, 9, 1, 0, 1.0, 1, 1, 0, &(SizingPhase) {}), 0);
+        cr_assert_eq(sched_sizing_finish(&z, s, 9, one, 1, 1), 0);
+        SizingPhase ph;
+        /* Fewer tasks than t: not tiny (its tasks are measured), final at once. */
+        cr_assert_eq(sched_sizing_add(&z, s, 1, 3, 4, 1.0, 1, 3, 1, &ph), 0);
+        cr_assert_not(ph.size.tiny);
+        cr_assert(ph.size.final);
+        cr_assert_float_eq(ph.size.size, 12, EPS, "3 × ξ × 4, not 3 × ξ × s̄");
+        cr_assert_float_eq(ph.job_task_s, 4, EPS);
+        SchedSize size = sched_sizing_sched_size(&z, &ph);
+        cr_assert_eq(size.kind, SCHED_SIZE_FINAL);
+        cr_assert_float_eq(size.task_s, 4, EPS, "a task measured by its job's");
+        cr_assert_not(sched_sizing_learning(&ph));
+        /* t tasks or more: S_i from the job, and it trains as any phase. */
+        cr_assert_eq(sched_sizing_add(&z, s, 2, 20, 4, 1.0, 1, 20, 1, &ph), 0);
+        cr_assert_not(ph.size.final);
+        cr_assert_float_eq(ph.size.size, 80, EPS);
+        cr_assert_eq(sched_sizing_sched_size(&z, &ph).kind, SCHED_SIZE_INITIAL);
+        cr_assert(sched_sizing_learning(&ph));
+        /* Without it, s̄ as before. */
+        cr_assert_eq(sched_sizing_add(&z, s, 3, 3, 0, 1.0, 1, 3, 1, &ph), 0);
+        cr_assert(ph.size.tiny);
+        cr_assert_float_eq(ph.size.size, 3, EPS);
+        cr_assert_eq(sched_sizing_phase_init(&z, 3, -1, 1.0, &ph), -EINVAL);
+        cr_assert_eq(sched_sizing_phase_init(&z, 3, INFINITY, 1.0, &ph), -EINVAL);
         sched_free(s);
 }
 

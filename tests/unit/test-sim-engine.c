@@ -334,13 +334,13 @@ Test(sim_engine, tiny_estimate_refined_by_its_tasks) {
                               .sizing = HFSP_SIZE_PARAMS_DEFAULT };
         cr_assert_eq(sim_sched_new(&sp, &cpus, &memory, 1, &s), 0);
         uint64_t old = sim_sched_key(9, 0), a = sim_sched_key(0, 0), b = sim_sched_key(1, 0);
-        cr_assert_eq(sim_sched_phase_add(s, 9, old, 1, 1e-12, 1, 1, 0, &estimate, &training), 0);
+        cr_assert_eq(sim_sched_phase_add(s, 9, old, 1, 0, 1e-12, 1, 1, 0, &estimate, &training), 0);
         cr_assert_not(training, "one task: nothing to refine");
         cr_assert_eq(sim_sched_phase_finish(s, old, (double[]) { 1 }, 1, 0), 0);
-        cr_assert_eq(sim_sched_phase_add(s, 0, a, 2, 1, 1, 1, 0, &estimate, &training), 0);
+        cr_assert_eq(sim_sched_phase_add(s, 0, a, 2, 0, 1, 1, 1, 0, &estimate, &training), 0);
         cr_assert(training, "two tasks: the first may refine the estimate");
         cr_assert_float_eq(estimate, 2, 1e-9, "n·ξ·s̄");
-        cr_assert_eq(sim_sched_phase_add(s, 1, b, 3, 1, 1, 1, 0, &estimate, &training), 0);
+        cr_assert_eq(sim_sched_phase_add(s, 1, b, 3, 0, 1, 1, 1, 0, &estimate, &training), 0);
         cr_assert_float_eq(estimate, 3, 1e-9);
         HfspTrainingTask tt[2] = {
                 { .start_s = 0, .finished = true, .finish_s = 10, .cpu_s = 10, .progress = 1 },
@@ -374,10 +374,10 @@ Test(sim_engine, training_size_is_what_is_left) {
         uint64_t old = sim_sched_key(9, 0), a = sim_sched_key(0, 0), b = sim_sched_key(1, 0);
         /* A finished phase of one 10 s task gives s̄ = 10 (estimated ~0 itself, so that it does
          * not stay in the virtual cluster). */
-        cr_assert_eq(sim_sched_phase_add(s, 9, old, 1, 1e-12, 1, 1, 0, &estimate, &training), 0);
+        cr_assert_eq(sim_sched_phase_add(s, 9, old, 1, 0, 1e-12, 1, 1, 0, &estimate, &training), 0);
         cr_assert_not(training, "one task: tiny");
         cr_assert_eq(sim_sched_phase_finish(s, old, (double[]) { 10 }, 1, 0), 0);
-        cr_assert_eq(sim_sched_phase_add(s, 0, a, 10, 1, 1, 2, 0, &estimate, &training), 0);
+        cr_assert_eq(sim_sched_phase_add(s, 0, a, 10, 0, 1, 1, 2, 0, &estimate, &training), 0);
         cr_assert(training);
         cr_assert_float_eq(estimate, 100, 1e-9, "S_i = n·ξ·s̄");
         cr_assert_eq(sim_sched_add(s, b, 0, 1, 2, SIM_SIZE_FINAL, 100), 0);
