@@ -1732,6 +1732,53 @@ Test(cluster, later_phase_sized_from_its_job_across_a_restart) {
         heartbeat_reply_free(hr);
 }
 
+/* A phase whose training stage is over keeps the task size its training tasks measured across a
+ * restart (the estimate's training_mean_task_s): with t = 2, two training tasks that used 4 CPU-s
+ * each make each task of half a CPU last 8 s; the other two, 7.5–8.5 s in when a tiny job
+ * arrives after a restart, are about to end their phase and are not frozen for it
+ * (sched_task_is_finishing()). A restart that read S_f without the task size froze them. */
+Test(cluster, trained_task_size_survives_a_restart) {
+        HfspSizeParams sizes = HFSP_SIZE_PARAMS_DEFAULT;
+        sizes.training_tasks = 2;
+        restart_sized(SCHED_HFSP, SCHED_PREEMPT_SUSPEND, T0, &sizes);
+        Node n1 = node_new("n1", 1);
+        uint64_t id = submit("{\"name\": \"four\", \"phases\": [{\"tasks\": 4, \"argv\": [\"true\"],"
+                             " \"cpu_cores\": 0.5, \"memory_bytes\": 16777216}]}", T0);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        cr_assert_eq(count_actions(hr, ACTION_START), 2);
+        Ack acks[] = { ack_ok(find_action(hr, ACTION_START, task_id(id, 0, 0))),
+                       ack_ok(find_action(hr, ACTION_START, task_id(id, 0, 1))) };
+        TaskReport ends[] = { ended(task_id(id, 0, 0), TASK_SUCCEEDED, 0, 0, 4, MiB),
+                              ended(task_id(id, 0, 1), TASK_SUCCEEDED, 0, 0, 4, MiB) };
+        heartbeat_reply_free(hr);
+        hr = beat(&n1, ends, 2, acks, 2, T0 + 2000);
+        cr_assert_eq(count_actions(hr, ACTION_START), 2, "the other two start");
+        Ack starts[] = { ack_ok(find_action(hr, ACTION_START, task_id(id, 0, 2))),
+                         ack_ok(find_action(hr, ACTION_START, task_id(id, 0, 3))) };
+        TaskReport reps[] = { running(task_id(id, 0, 2), NULL, 0), running(task_id(id, 0, 3), NULL, 0) };
+        heartbeat_reply_free(hr);
+        heartbeat_reply_free(beat(&n1, reps, 2, starts, 2, T0 + 3000));
+
+        json_t *s = sched_view(id, T0 + 3000);
+        cr_assert_str_eq(json_string_value(json_object_get(s, "size_kind")), "final");
+        json_t *est = json_object_get(s, "estimate");
+        cr_assert_float_eq(json_number_value(json_object_get(est, "training_mean_task_s")), 4, 1e-9);
+        cr_assert(json_is_null(json_object_get(est, "job_mean_task_s")));
+        json_decref(s);
+        cr_assert_eq(cluster_checkpoint(cluster, T0 + 3000, true), 0);
+
+        restart_sized(SCHED_HFSP, SCHED_PREEMPT_SUSPEND, T0 + 3500, &sizes);
+        s = sched_view(id, T0 + 3500);
+        cr_assert_str_eq(json_string_value(json_object_get(s, "size_kind")), "final");
+        json_decref(s);
+        heartbeat_reply_free(beat(&n1, reps, 2, NULL, 0, T0 + 4000));
+        uint64_t tiny = submit(job_one_small, T0 + 10500);
+        hr = beat(&n1, reps, 2, NULL, 0, T0 + 10500);
+        cr_assert_eq(count_actions(hr, ACTION_FREEZE), 0, "7.5–8.5 s into 8 s tasks: they finish");
+        cr_assert_null(find_action(hr, ACTION_START, task_id(tiny, 0, 0)), "the tiny job waits for the CPU");
+        heartbeat_reply_free(hr);
+}
+
 /* Rows of the scheduler's checkpoint written at checkpoint_ms. */
 /* A connection of its own to the store's database. */
 static sqlite3 *store_db(void) {
