@@ -16,11 +16,16 @@ typedef struct PlacementNode {
         double capacity_cpus;
         uint64_t capacity_memory_bytes;
         double speed;                     /* work per CPU-second against the reference node's
-                                           * (its agent's speed class); 0 counts as 1. Only
-                                           * COSHH placement reads it */
+                                           * (its agent's speed class); 0 counts as 1. COSHH
+                                           * placement and preemption read it */
         double allocated_cpus;            /* updated by placement_fifo() as tasks are placed */
         uint64_t allocated_memory_bytes;
 } PlacementNode;
+
+/* The node's speed, 0 counting as 1. */
+static inline double placement_node_speed(const PlacementNode *n) {
+        return n->speed > 0 ? n->speed : 1;
+}
 
 typedef struct PlacementTask {
         const char *id;

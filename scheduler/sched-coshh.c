@@ -12,12 +12,8 @@
 /* Few classes: the thesis's point is a search over classes, not jobs. */
 #define SCHED_COSHH_MAX_CLASSES 8
 
-static double node_speed(const PlacementNode *n) {
-        return n->speed > 0 ? n->speed : 1;
-}
-
 static bool same_type(const PlacementNode *a, const PlacementNode *b) {
-        return node_speed(a) == node_speed(b) && a->capacity_cpus == b->capacity_cpus &&
+        return placement_node_speed(a) == placement_node_speed(b) && a->capacity_cpus == b->capacity_cpus &&
                 a->capacity_memory_bytes == b->capacity_memory_bytes;
 }
 
@@ -157,7 +153,7 @@ static int plan(Sched *s) {
                         /* CPUs its tasks can use side by side on one node of the type. */
                         double usable = memory > 0 ? MIN(ty->capacity_cpus, (double) ty->capacity_memory_bytes / memory * cpus) :
                                 ty->capacity_cpus;
-                        psi[i * s->n_coshh_types + t] = (double) count * usable * node_speed(ty) / size_s;
+                        psi[i * s->n_coshh_types + t] = (double) count * usable * placement_node_speed(ty) / size_s;
                 }
         }
         int r = coshh_plan_solve(sigma, psi, (size_t) k, s->n_coshh_types, &s->coshh_plan);

@@ -438,7 +438,19 @@ typedef struct SchedBlocked {
         const SchedJob *job;
         bool training;             /* a training task: may preempt any non-training task */
         bool thaw;                 /* a suspended task: only its own node will do */
+        double min_speed;          /* sched_preempt() frees CPUs only on nodes this fast */
 } SchedBlocked;
+
+/* Preemption by a policy that gives each task CPUs of its own (hfsp, psbs, srpt; not fair,
+ * which time-slices) frees CPUs for a task only on nodes at least this share of the speed of
+ * the fastest live node it fits on (a thaw: its own node, whatever its speed). A task started on a
+ * node much slower than that takes several times as long as it would on a fast CPU freed a
+ * little later, and the task frozen for it can resume only there, behind whatever else the
+ * slow node is then given: on COSHH's heterogeneous mix (docs/evaluation.md §8, nodes of speed
+ * 0.1 and 1) tasks stayed frozen on the slow nodes for up to 2 900 s and hfsp's mean response
+ * was 1.3–2.8× that of never preempting. Nodes of half the speed still pay to preempt on
+ * (measured at 0.5, 0.33 and 0.25: docs/design.md). */
+#define SCHED_PREEMPT_MIN_SPEED_SHARE 0.5
 
 typedef struct SchedNodeFree {
         double cpus;

@@ -66,13 +66,28 @@ static bool younger(const Victim *a, const Victim *b) {
         return a->task > b->task;
 }
 
+static bool fits_node(const SchedTask *t, const PlacementNode *n) {
+        return t->cpu_cores <= n->capacity_cpus + PLACEMENT_CPU_EPSILON && t->memory_bytes <= n->capacity_memory_bytes;
+}
+
+/* SCHED_PREEMPT_MIN_SPEED_SHARE of the speed of the fastest live node the task fits on. */
+static double min_speed(const Sched *s, const SchedTask *t) {
+        double fastest = 0;
+        for (size_t i = 0; i < s->n_nodes; i++)
+                if (!s->nodes[i].lost && fits_node(t, &s->nodes[i]))
+                        fastest = MAX(fastest, placement_node_speed(&s->nodes[i]));
+        return SCHED_PREEMPT_MIN_SPEED_SHARE * fastest;
+}
+
 static bool node_eligible(const SchedBlocked *b, const SchedTask *t, const PlacementNode *n, size_t i) {
         if (n->lost)
                 return false;
         if (b->thaw)
                 return i == t->node;
-        return t->cpu_cores <= n->capacity_cpus + PLACEMENT_CPU_EPSILON && t->memory_bytes <= n->capacity_memory_bytes;
+        return fits_node(t, n) && placement_node_speed(n) >= b->min_speed;
 }
+
+
 
 static bool room(const Sched *s, const PlacementNode *n, double extra_cpus, int64_t extra_memory_bytes,
                  const SchedTask *t, bool thaw) {
@@ -500,6 +515,10 @@ size_t sched_preempt(Sched *s, const SchedBlocked *b, int *ret_error) {
         *ret_error = 0;
         if (mode == SCHED_PREEMPT_WAIT || s->ops->never_preempts || s->n_nodes == 0)
                 return SCHED_NONE;
+        SchedBlocked blocked = *b;
+        if (!b->thaw && !s->ops->time_slices)
+                blocked.min_speed = min_speed(s, sched_task_at(s, (uint32_t) b->task));
+        b = &blocked;
 
         struct SchedPreemptScratch *q;
         int r = scratch_get(s, 0, &q);

@@ -1017,6 +1017,63 @@ Test(sched_preempt, suspend_freezes_youngest_then_thaws) {
         sched_free(p.s);
 }
 
+/* A fast node (speed 1) and a slow one (slow_speed), 2 CPUs each, full of the long job's
+ * tasks (key 1, started at 0 and 5 on the fast node, 0 and 6 on the slow one); the short job
+ * (key 2) arrives at 10 with one task of one CPU and memory_bytes. Returns the task frozen for
+ * it (SIZE_MAX: none), and the node the short task starts on. */
+static size_t freeze_on_mixed_speeds(double slow_speed, uint64_t fast_memory_bytes, uint64_t memory_bytes,
+                                     size_t *ret_node) {
+        Sched *s;
+        SchedParams sp = params(SCHED_HFSP);
+        sp.preemption = SCHED_PREEMPT_SUSPEND;
+        cr_assert_eq(sched_new(&sp, 2, &s), 0);
+        SchedSize big = final_size(1000), small = final_size(5);
+        cr_assert_eq(sched_job_add(s, 1, 0, 1, 4, &big), 0);
+        cr_assert_eq(sched_job_add(s, 2, 10, 1, 1, &small), 0);
+        PlacementNode nodes[] = {
+                { .id = "fast", .capacity_cpus = 2, .capacity_memory_bytes = fast_memory_bytes, .speed = 1 },
+                { .id = "slow", .capacity_cpus = 2, .capacity_memory_bytes = 64 * GiB, .speed = slow_speed },
+        };
+        SchedTask tasks[5];
+        const double started[] = { 0, 5, 0, 6 };
+        for (unsigned i = 0; i < 4; i++)
+                tasks[i] = (SchedTask) { .key = 1, .index = i, .state = SCHED_TASK_RUNNING, .node = i / 2,
+                                         .cpu_cores = 1, .memory_bytes = MiB, .started_s = started[i] };
+        tasks[4] = (SchedTask) { .key = 2, .index = 0, .state = SCHED_TASK_PENDING, .cpu_cores = 1,
+                                 .memory_bytes = memory_bytes };
+        SchedDecision *d;
+        size_t n, frozen = SIZE_MAX;
+        *ret_node = SIZE_MAX;
+        cr_assert_eq(sched_decide(s, 10, nodes, 2, tasks, 5, &d, &n), 0);
+        for (size_t k = 0; k < n; k++) {
+                if (d[k].verb == SCHED_FREEZE) {
+                        cr_assert_eq(frozen, SIZE_MAX, "one task frozen");
+                        frozen = d[k].task;
+                } else {
+                        cr_assert_eq(d[k].verb, SCHED_START);
+                        cr_assert_eq(d[k].task, 4);
+                        *ret_node = d[k].node;
+                }
+        }
+        free(d);
+        sched_free(s);
+        return frozen;
+}
+
+/* Preemption frees CPUs only on nodes at least half as fast as the fastest the task fits on
+ * (SCHED_PREEMPT_MIN_SPEED_SHARE): with a node of speed 0.1 beside one of speed 1, the youngest
+ * task on the fast node is frozen, not the youngest of all (on the slow node); at speed 0.5 the
+ * youngest of all is; where only the slow node has the memory, preemption frees it there. */
+Test(sched_preempt, slow_nodes_are_left_alone) {
+        size_t node;
+        cr_assert_eq(freeze_on_mixed_speeds(0.1, 64 * GiB, GiB, &node), 1, "the youngest on the fast node");
+        cr_assert_eq(node, 0);
+        cr_assert_eq(freeze_on_mixed_speeds(0.5, 64 * GiB, GiB, &node), 3, "the youngest of all, at half the speed");
+        cr_assert_eq(node, 1);
+        cr_assert_eq(freeze_on_mixed_speeds(0.1, 4 * GiB, 8 * GiB, &node), 3, "the task fits only the slow node");
+        cr_assert_eq(node, 1);
+}
+
 Test(sched_preempt, kill_youngest_and_wait_for_it) {
         Preempt p;
         preempt_setup(&p, SCHED_PREEMPT_KILL, 4 * GiB);
