@@ -131,6 +131,7 @@ typedef struct Node {
         uint64_t seq;
         double cpus;
         uint64_t memory_bytes;
+        double speed; /* its speed class; 0: 1 */
 } Node;
 
 static Node node_new(const char *name, double cpus) {
@@ -150,6 +151,7 @@ static HeartbeatReply *beat(Node *n, TaskReport *reports, size_t n_reports, Ack 
                 .cgroup_mode = (char *) "hybrid",
                 .capacity_cpus = n->cpus,
                 .capacity_memory_bytes = n->memory_bytes,
+                .speed = n->speed,
                 .node_sample = { .time_ms = now_ms, .cpu_busy = 0.5, .memory_available_bytes = n->memory_bytes / 2 },
                 .tasks = reports,
                 .n_tasks = n_reports,
@@ -1777,6 +1779,42 @@ Test(cluster, trained_task_size_survives_a_restart) {
         cr_assert_eq(count_actions(hr, ACTION_FREEZE), 0, "7.5–8.5 s into 8 s tasks: they finish");
         cr_assert_null(find_action(hr, ACTION_START, task_id(tiny, 0, 0)), "the tiny job waits for the CPU");
         heartbeat_reply_free(hr);
+}
+
+/* The agents' speed classes reach preemption: under hfsp a tiny job takes the CPU of a node of
+ * speed 1, not of one of speed 0.1 (SCHED_PREEMPT_MIN_SPEED_SHARE), though the task there is
+ * the youngest. */
+Test(cluster, preemption_leaves_slow_nodes_alone) {
+        restart(SCHED_HFSP, SCHED_PREEMPT_SUSPEND, T0);
+        Node fast = node_new("fast", 1), slow = node_new("slow", 1);
+        slow.speed = 0.1;
+        submit("{\"name\": \"six\", \"phases\": [{\"tasks\": 6, \"argv\": [\"true\"],"
+               " \"cpu_cores\": 1, \"memory_bytes\": 16777216}]}", T0);
+        HeartbeatReply *hr = beat_empty(&fast, T0 + 1000);
+        cr_assert_eq(count_actions(hr, ACTION_START), 1);
+        const char *on_fast = hr->actions[0].task;
+        heartbeat_reply_free(ack_and_run(&fast, hr, T0 + 2000));
+        HeartbeatReply *hs = beat_empty(&slow, T0 + 3000);
+        cr_assert_eq(count_actions(hs, ACTION_START), 1);
+        heartbeat_reply_free(ack_and_run(&slow, hs, T0 + 4000));
+        TaskReport on_slow = running(hs->actions[0].task, NULL, 0);
+
+        /* Both nodes heard from lately. */
+        TaskReport rep = running(on_fast, NULL, 0);
+        heartbeat_reply_free(beat(&fast, &rep, 1, NULL, 0, T0 + 5000));
+        heartbeat_reply_free(beat(&slow, &on_slow, 1, NULL, 0, T0 + 5000));
+
+        uint64_t tiny = submit(job_one_small, T0 + 6000);
+        HeartbeatReply *h = beat(&fast, &rep, 1, NULL, 0, T0 + 6000);
+        const Action *freeze = find_action(h, ACTION_FREEZE, on_fast);
+        cr_assert_not_null(freeze, "the task on the fast node is frozen");
+        cr_assert_not_null(find_action(h, ACTION_START, task_id(tiny, 0, 0)), "the tiny job starts there");
+        heartbeat_reply_free(h);
+        h = beat(&slow, &on_slow, 1, NULL, 0, T0 + 6100);
+        cr_assert_eq(count_actions(h, ACTION_FREEZE), 0, "the slow node keeps its task");
+        heartbeat_reply_free(h);
+        heartbeat_reply_free(hr);
+        heartbeat_reply_free(hs);
 }
 
 /* Rows of the scheduler's checkpoint written at checkpoint_ms. */
