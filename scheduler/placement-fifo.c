@@ -20,12 +20,16 @@ bool placement_node_fits(const PlacementNode *node, double cpu_cores, uint64_t m
                 memory_bytes <= node_free_memory_bytes(node);
 }
 
+bool placement_node_fits_empty(const PlacementNode *node, double cpu_cores, uint64_t memory_bytes) {
+        assert(node);
+        return !node->lost && cpu_cores <= node->capacity_cpus + PLACEMENT_CPU_EPSILON &&
+                memory_bytes <= node->capacity_memory_bytes;
+}
+
 bool placement_fits_empty_node(const PlacementNode *nodes, size_t n_nodes, double cpu_cores,
                                uint64_t memory_bytes) {
         for (size_t i = 0; i < n_nodes; i++)
-                if (!nodes[i].lost &&
-                    cpu_cores <= nodes[i].capacity_cpus + PLACEMENT_CPU_EPSILON &&
-                    memory_bytes <= nodes[i].capacity_memory_bytes)
+                if (placement_node_fits_empty(&nodes[i], cpu_cores, memory_bytes))
                         return true;
         return false;
 }

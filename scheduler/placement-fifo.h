@@ -60,3 +60,5 @@ bool placement_fits_empty_node(const PlacementNode *nodes, size_t n_nodes, doubl
 
 /* Whether a request fits the node's capacity minus its allocations. */
 bool placement_node_fits(const PlacementNode *node, double cpu_cores, uint64_t memory_bytes);
+/* Whether the task would fit on the node if nothing ran there (a lost node: no). */
+bool placement_node_fits_empty(const PlacementNode *node, double cpu_cores, uint64_t memory_bytes);

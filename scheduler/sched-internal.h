@@ -176,6 +176,8 @@ typedef struct SchedUser {
         double lag_cpu_s;          /* CPU-seconds it fell behind its share (decaying) */
         bool armed;                /* fell user_grace_s of its share behind: keeps its share */
         bool hungry;               /* below its share with work waiting (this decision) */
+        uint64_t blocked_epoch;    /* the decision in which a task of it fit nowhere, even by
+                                    * preemption, while it was hungry: hungry no more in it */
 } SchedUser;
 
 typedef struct SchedPolicyOps {
@@ -426,6 +428,10 @@ void sched_user_refresh(Sched *s, uint32_t user);
 int sched_users_share(Sched *s, double now_s);
 /* Whether starting or thawing cpus more would take the user past its limit. */
 bool sched_user_at_limit(const Sched *s, uint32_t user, double cpus);
+/* A task of the hungry user fits nowhere, even by preemption: holding the other users' jobs
+ * back for it gains it nothing in this decision, so the user is hungry no more until the next
+ * one (sched_user_blocked() returns whether it was hungry). */
+bool sched_user_blocked(Sched *s, uint32_t user);
 /* The job waits until no user is hungry: its user is not, and another is. */
 bool sched_job_deferred(const Sched *s, const SchedJob *j);
 bool sched_users_may_take(const Sched *s, uint32_t a, double a_cpus, uint32_t b, double b_cpus);
@@ -443,13 +449,13 @@ typedef struct SchedBlocked {
 
 /* Preemption by a policy that gives each task CPUs of its own (hfsp, psbs, srpt; not fair,
  * which time-slices) frees CPUs for a task only on nodes at least this share of the speed of
- * the fastest live node it fits on (a thaw: its own node, whatever its speed). A task started on a
- * node much slower than that takes several times as long as it would on a fast CPU freed a
- * little later, and the task frozen for it can resume only there, behind whatever else the
+ * the fastest live node it fits on (a thaw: its own node, whatever its speed). A task started
+ * on a node much slower than that takes several times as long as it would on a fast CPU freed
+ * a little later, and the task frozen for it can resume only there, behind whatever else the
  * slow node is then given: on COSHH's heterogeneous mix (docs/evaluation.md §8, nodes of speed
- * 0.1 and 1) tasks stayed frozen on the slow nodes for up to 2 900 s and hfsp's mean response
- * was 1.3–2.8× that of never preempting. Nodes of half the speed still pay to preempt on
- * (measured at 0.5, 0.33 and 0.25: docs/design.md). */
+ * 0.1 and 1) the longest freeze on the slow nodes was 4 700–15 600 s a seed, and hfsp's mean
+ * response was 1.9–2.6× that of never preempting. Nodes of half the speed still pay to preempt
+ * on (measured at 0.5, 0.33 and 0.25: docs/design.md). */
 #define SCHED_PREEMPT_MIN_SPEED_SHARE 0.5
 
 typedef struct SchedNodeFree {

@@ -66,15 +66,11 @@ static bool younger(const Victim *a, const Victim *b) {
         return a->task > b->task;
 }
 
-static bool fits_node(const SchedTask *t, const PlacementNode *n) {
-        return t->cpu_cores <= n->capacity_cpus + PLACEMENT_CPU_EPSILON && t->memory_bytes <= n->capacity_memory_bytes;
-}
-
 /* SCHED_PREEMPT_MIN_SPEED_SHARE of the speed of the fastest live node the task fits on. */
 static double min_speed(const Sched *s, const SchedTask *t) {
         double fastest = 0;
         for (size_t i = 0; i < s->n_nodes; i++)
-                if (!s->nodes[i].lost && fits_node(t, &s->nodes[i]))
+                if (placement_node_fits_empty(&s->nodes[i], t->cpu_cores, t->memory_bytes))
                         fastest = MAX(fastest, placement_node_speed(&s->nodes[i]));
         return SCHED_PREEMPT_MIN_SPEED_SHARE * fastest;
 }
@@ -84,7 +80,7 @@ static bool node_eligible(const SchedBlocked *b, const SchedTask *t, const Place
                 return false;
         if (b->thaw)
                 return i == t->node;
-        return fits_node(t, n) && placement_node_speed(n) >= b->min_speed;
+        return placement_node_fits_empty(n, t->cpu_cores, t->memory_bytes) && placement_node_speed(n) >= b->min_speed;
 }
 
 

@@ -84,7 +84,7 @@ static bool armed(const Sched *s, const SchedUser *u) {
 }
 
 static bool hungry_now(const Sched *s, const SchedUser *u) {
-        return armed(s, u) && u->n_waiting > 0 && u->alloc_cpus < u->share - PLACEMENT_CPU_EPSILON &&
+        return armed(s, u) && u->blocked_epoch != s->epoch && u->n_waiting > 0 && u->alloc_cpus < u->share - PLACEMENT_CPU_EPSILON &&
                 u->alloc_cpus < user_limit(s, u) - PLACEMENT_CPU_EPSILON;
 }
 
@@ -199,6 +199,16 @@ int sched_users_share(Sched *s, double now_s) {
                 sched_user_refresh(s, v[k]);
         }
         return 0;
+}
+
+bool sched_user_blocked(Sched *s, uint32_t user) {
+        assert(s);
+        SchedUser *u = &s->users[user];
+        if (!s->users_fair || !u->hungry)
+                return false;
+        u->blocked_epoch = s->epoch;
+        sched_user_refresh(s, user);
+        return true;
 }
 
 bool sched_job_deferred(const Sched *s, const SchedJob *j) {

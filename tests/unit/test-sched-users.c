@@ -197,3 +197,46 @@ Test(sched_users, weights_split_the_shares) {
         cr_assert(u1.ahead);
         sched_free(w.s);
 }
+
+/* A hungry user whose task fits nowhere, even by preemption, holds no one back. Nodes "big"
+ * (2 CPUs, 64 GiB) and "small" (4 CPUs, 2 GiB). User 1's job (key 10) has three tasks of
+ * 4 GiB: two run on big, the third fits only there; user 3's tiny job holds a CPU of small. By
+ * 5 s user 1 is past the grace below its share of 3 CPUs, so it is hungry and user 2's job,
+ * arriving then, is deferred for it; its third task can go nowhere, so user 2's job starts on
+ * small at once. Before, the decision stopped at that task, and user 2 waited, with small's
+ * CPUs idle, until it was past the grace itself. */
+Test(sched_users, a_blocked_hungry_user_holds_no_one_back) {
+        SchedWorld w;
+        SchedDecision d[16];
+        world(&w, 2, true, 1);
+        PlacementNode nodes[] = {
+                { .id = "big", .capacity_cpus = 2, .capacity_memory_bytes = UINT64_C(64) << 30 },
+                { .id = "small", .capacity_cpus = 4, .capacity_memory_bytes = UINT64_C(2) << 30 },
+        };
+        cr_assert_eq(sched_set_nodes(w.s, nodes, 2), 0);
+        job(&w, 30, 3, 0, 1, 1, true);
+        job(&w, 10, 1, 0, 3, 30, false);
+        for (size_t i = 1; i < 4; i++) {
+                w.t[i].memory_bytes = UINT64_C(4) << 30;
+                cr_assert_eq(sched_task_set(w.s, i, &w.t[i]), 0);
+        }
+        size_t n = sched_world_next(&w, 0, d, 16);
+        cr_assert_eq(count(&w, d, n, SCHED_START, 30), 1);
+        cr_assert_eq(count(&w, d, n, SCHED_START, 10), 2, "two 4 GiB tasks on big, the third fits nowhere");
+        cr_assert_eq(w.t[1].node, 0);
+        cr_assert_eq(w.t[2].node, 0);
+        n = sched_world_next(&w, 3, d, 16);
+        cr_assert_eq(n, 0);
+        SchedUserInfo u;
+        cr_assert_eq(sched_user_info(w.s, 1, &u), 0);
+        cr_assert_float_eq(u.share_cpus, 3, 1e-9);
+
+        job(&w, 20, 2, 5, 1, 100, false);
+        n = sched_world_next(&w, 5, d, 16);
+        cr_assert_eq(count(&w, d, n, SCHED_START, 20), 1, "user 2 starts at once");
+        cr_assert_eq(w.t[4].node, 1, "on small, which user 1's tasks cannot use");
+        cr_assert_eq(count_verb(d, n, SCHED_FREEZE), 0);
+        cr_assert_eq(sched_user_info(w.s, 1, &u), 0);
+        cr_assert(u.ahead, "user 1 is past its grace");
+        sched_free(w.s);
+}
