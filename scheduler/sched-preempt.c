@@ -80,10 +80,9 @@ static bool node_eligible(const SchedBlocked *b, const SchedTask *t, const Place
                 return false;
         if (b->thaw)
                 return i == t->node;
-        return placement_node_fits_empty(n, t->cpu_cores, t->memory_bytes) && placement_node_speed(n) >= b->min_speed;
+        return placement_node_fits_empty(n, t->cpu_cores, t->memory_bytes) &&
+                placement_node_speed(n) >= b->min_speed;
 }
-
-
 
 static bool room(const Sched *s, const PlacementNode *n, double extra_cpus, int64_t extra_memory_bytes,
                  const SchedTask *t, bool thaw) {

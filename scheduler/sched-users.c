@@ -84,8 +84,8 @@ static bool armed(const Sched *s, const SchedUser *u) {
 }
 
 static bool hungry_now(const Sched *s, const SchedUser *u) {
-        return armed(s, u) && u->blocked_epoch != s->epoch && u->n_waiting > 0 && u->alloc_cpus < u->share - PLACEMENT_CPU_EPSILON &&
-                u->alloc_cpus < user_limit(s, u) - PLACEMENT_CPU_EPSILON;
+        return armed(s, u) && u->blocked_epoch != s->epoch && u->n_waiting > 0 &&
+                u->alloc_cpus < u->share - PLACEMENT_CPU_EPSILON && u->alloc_cpus < user_limit(s, u) - PLACEMENT_CPU_EPSILON;
 }
 
 void sched_user_refresh(Sched *s, uint32_t user) {

@@ -594,7 +594,7 @@ static size_t best_node(const Sched *s, const SchedJob *j, const SchedTask *t) {
  * jobs deferred for that user come next if no user is hungry now. Stopping there, as strict
  * order does, would leave those deferred jobs unserved though they rank ahead of it: on COSHH's
  * mix two users whose 4 GiB tasks fit only the 64 GiB nodes stayed hungry, and a third user's
- * one-task jobs waited, its nodes idle, until it was hungry itself (35 s on average). */
+ * one-task jobs waited, its nodes idle, until it was hungry itself (26–41 s on average). */
 enum { UNIT_DONE, UNIT_SKIPPED, UNIT_STOP, UNIT_BLOCKED };
 
 static int preempt_for(Sched *s, const SchedJob *j, size_t ti, bool training, bool thaw, size_t *ret_node) {
