@@ -28,3 +28,16 @@ int stats_median(double *values, size_t n, double *ret_median);
 /* Median absolute deviation, median(|x − median(x)|), unscaled (multiply by
  * STATS_MAD_NORMAL_SCALE for a σ estimate). Overwrites values with the absolute deviations. */
 int stats_mad(double *values, size_t n, double *ret_median, double *ret_mad);
+
+/* Sorts values in place, ascending (the order every function here uses). */
+void stats_sort(double *values, size_t n);
+
+/* The index of the first of sorted[0..n) (ascending) not below v: n when all are. */
+size_t stats_lower_bound(const double *sorted, size_t n, double v);
+
+/* Median and MAD as stats_median() and stats_mad() give them for the values of sorted (ascending,
+ * no NaN) but the one at index skip (skip ≥ n: all of them), in O(log n) and without changing
+ * sorted: the same numbers, bit for bit, as those functions on a copy of the others. What a
+ * detector comparing each task of a large group with its peers needs per task. ret_mad may be
+ * NULL (the median alone). -EINVAL when no value is left. */
+int stats_mad_sorted_without(const double *sorted, size_t n, size_t skip, double *ret_median, double *ret_mad);

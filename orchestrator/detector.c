@@ -89,6 +89,22 @@ size_t orch_findings_count(const OrchFindings *f, OrchFindingKind k) {
         return n;
 }
 
+/* What a task is compared with its peers by: its use of either resource, its progress rate, its
+ * time left (the last two for tasks with a rate). */
+typedef enum PeerKind {
+        PEER_USE_CPU,
+        PEER_USE_MEMORY,
+        PEER_RATE,              /* of tasks with a window */
+        PEER_RATE_ANY,
+        PEER_TIME_LEFT,
+        _PEER_KIND_MAX,
+} PeerKind;
+
+/* A group's values of one kind, sorted once per detection (none is NaN: the snapshot holds
+ * finite windows, progress and start times): each task's peers' median and spread then cost
+ * O(log n), not a pass and a sort over the group per task. */
+#define PEER_UNSORTED SIZE_MAX
+
 /* Everything one orch_detect() call works with. */
 typedef struct Detect {
         const OrchSnapshot *s;
@@ -97,11 +113,13 @@ typedef struct Detect {
         OrchIndex ix;                           /* the caller's when ix_borrowed */
         bool ix_borrowed;
         OrchFindings out;
-        double *scratch;                        /* n_tasks values */
         double *time_left_s;                    /* per task, < 0 unknown */
         double *rate;                           /* progress rate per task, < 0 unknown or too young */
         bool *short_of[_ORCH_RESOURCE_MAX];     /* per task: deficit or straggler for r */
         bool *quotas_guaranteed;                /* per node: its CPU quotas sum to at most its CPUs */
+        double *peer_sorted[_PEER_KIND_MAX];    /* group g's values at [group_start[g], + peer_n[k][g]) */
+        size_t *peer_n[_PEER_KIND_MAX];         /* per group: how many, or PEER_UNSORTED */
+        size_t *first_short;                    /* per node: its first task short of the hog pass's resource */
 } Detect;
 
 static OrchFinding *finding_add(Detect *d, OrchFindingKind kind, OrchResource r, OrchBasis basis,
@@ -238,30 +256,73 @@ static int task_signals(Detect *d, size_t t) {
         return 0;
 }
 
+/* Whether task u counts among its group's values of kind k, and its value. Use: tasks with a
+ * window; rate and time left: tasks with a rate (and, to compare progress, a window). */
+static bool peer_value(const Detect *d, PeerKind k, size_t u, double *ret) {
+        const OrchTask *task = &d->s->tasks[u];
+
+        switch (k) {
+        case PEER_USE_CPU:
+        case PEER_USE_MEMORY:
+                if (task->n_windows == 0)
+                        return false;
+                *ret = orch_task_usage(task, k == PEER_USE_CPU ? ORCH_CPU : ORCH_MEMORY);
+                return true;
+        case PEER_RATE:
+        case PEER_RATE_ANY:
+                if ((k == PEER_RATE && task->n_windows == 0) || d->rate[u] < 0)
+                        return false;
+                *ret = d->rate[u];
+                return true;
+        default:
+                if (d->rate[u] < 0)
+                        return false;
+                *ret = d->time_left_s[u];
+                return true;
+        }
+}
+
+/* Group g's values of kind k, sorted (built on first use). */
+static const double *peer_group(Detect *d, PeerKind k, size_t g, size_t *ret_n) {
+        double *values = d->peer_sorted[k] + d->ix.group_start[g];
+
+        if (d->peer_n[k][g] == PEER_UNSORTED) {
+                size_t m = 0;
+                for (size_t i = d->ix.group_start[g]; i < d->ix.group_start[g + 1]; i++)
+                        m += peer_value(d, k, d->ix.by_group[i], &values[m]);
+                stats_sort(values, m);
+                d->peer_n[k][g] = m;
+        }
+        *ret_n = d->peer_n[k][g];
+        return values;
+}
+
+/* Median (and, when ret_sigma is set, σ̂ from the MAD) of the values of kind k of the other
+ * tasks of t's group. Returns how many there were. */
+static size_t peer_median(Detect *d, size_t t, PeerKind k, double *ret_median, double *ret_sigma) {
+        size_t n, skip;
+        double own, mad;
+        const double *sorted = peer_group(d, k, d->ix.group_of[t], &n);
+
+        skip = n;
+        if (peer_value(d, k, t, &own)) {
+                /* Any copy of t's value will do: the others are the same. */
+                skip = stats_lower_bound(sorted, n, own);
+                assert(skip < n && sorted[skip] == own);
+        }
+        if (stats_mad_sorted_without(sorted, n, skip, ret_median, ret_sigma ? &mad : NULL) < 0)
+                return 0;
+        if (ret_sigma)
+                *ret_sigma = STATS_MAD_NORMAL_SCALE * mad;
+        return skip < n ? n - 1 : n;
+}
+
 /* Median and σ̂ of the values of the other tasks of t's group (with a window, and with a rate
  * when by_rate). Returns how many there were. */
 static size_t peer_stats(Detect *d, size_t t, OrchResource r, bool by_rate, double *ret_median, double *ret_sigma) {
-        size_t g = d->ix.group_of[t], n = 0;
-        double median, mad;
+        PeerKind k = by_rate ? PEER_RATE : r == ORCH_CPU ? PEER_USE_CPU : PEER_USE_MEMORY;
 
-        for (size_t k = d->ix.group_start[g]; k < d->ix.group_start[g + 1]; k++) {
-                size_t u = d->ix.by_group[k];
-
-                if (u == t || d->s->tasks[u].n_windows == 0)
-                        continue;
-                if (by_rate) {
-                        if (d->rate[u] < 0)
-                                continue;
-                        d->scratch[n++] = d->rate[u];
-                } else
-                        d->scratch[n++] = orch_task_usage(&d->s->tasks[u], r);
-        }
-        if (n == 0)
-                return 0;
-        (void) stats_mad(d->scratch, n, &median, &mad);
-        *ret_median = median;
-        *ret_sigma = STATS_MAD_NORMAL_SCALE * mad;
-        return n;
+        return peer_median(d, t, k, ret_median, ret_sigma);
 }
 
 static size_t group_size(const Detect *d, size_t t) {
@@ -369,8 +430,9 @@ found:
  * a task progressing slower than SlowTaskThreshold with a time left well above its peers'. */
 static int straggler(Detect *d, size_t t, OrchResource r) {
         const OrchTask *task = &d->s->tasks[t];
-        size_t g = d->ix.group_of[t], n_rates = 0, n_left = 0;
-        double slow, m, pressure = 0, *left;
+        size_t g = d->ix.group_of[t], n_rates = 0, n_left;
+        double slow, m, pressure = 0;
+        const double *rates;
         char why[96];
         OrchFinding *f;
 
@@ -379,26 +441,15 @@ static int straggler(Detect *d, size_t t, OrchResource r) {
         if (!pressured(d, t, r, &pressure, why, sizeof(why)))
                 return 0;
 
-        /* The scratch holds the rates first, then (after the quantile) the others' time left. */
-        for (size_t k = d->ix.group_start[g]; k < d->ix.group_start[g + 1]; k++) {
-                size_t u = d->ix.by_group[k];
-
-                if (d->rate[u] >= 0)
-                        d->scratch[n_rates++] = d->rate[u];
-        }
-        if (n_rates < d->p->peer_min_tasks || stats_quantile(d->scratch, n_rates, d->p->straggler_quantile, &slow) < 0)
+        /* The group's rates, t's among them. */
+        rates = peer_group(d, PEER_RATE_ANY, g, &n_rates);
+        if (n_rates < d->p->peer_min_tasks || stats_quantile_sorted(rates, n_rates, d->p->straggler_quantile, &slow) < 0)
                 return 0;
         if (!(d->rate[t] < slow))
                 return 0;
 
-        left = d->scratch;
-        for (size_t k = d->ix.group_start[g]; k < d->ix.group_start[g + 1]; k++) {
-                size_t u = d->ix.by_group[k];
-
-                if (u != t && d->rate[u] >= 0)
-                        left[n_left++] = d->time_left_s[u];
-        }
-        if (n_left == 0 || stats_median(left, n_left, &m) < 0)
+        n_left = peer_median(d, t, PEER_TIME_LEFT, &m, NULL);
+        if (n_left == 0)
                 return 0;
         if (!(d->time_left_s[t] >= d->p->straggler_time_left_factor * m))
                 return 0;
@@ -418,22 +469,28 @@ static int straggler(Detect *d, size_t t, OrchResource r) {
         return 0;
 }
 
-/* A neighbour short of r on t's node, or ORCH_NO_TASK. */
-static size_t short_neighbour(const Detect *d, size_t t, OrchResource r) {
-        size_t node = d->s->tasks[t].node;
-
-        for (size_t k = d->ix.node_start[node]; k < d->ix.node_start[node + 1]; k++) {
-                size_t u = d->ix.by_node[k];
-
-                if (u != t && d->short_of[r][u])
-                        return u;
+/* Each node's first task short of r (ORCH_NO_TASK: none), for short_neighbour(): the hog pass
+ * that asks changes no one's shortage. */
+static void find_first_short(Detect *d, OrchResource r) {
+        for (size_t node = 0; node < d->s->n_nodes; node++) {
+                d->first_short[node] = ORCH_NO_TASK;
+                for (size_t k = d->ix.node_start[node]; k < d->ix.node_start[node + 1]; k++)
+                        if (d->short_of[r][d->ix.by_node[k]]) {
+                                d->first_short[node] = d->ix.by_node[k];
+                                break;
+                        }
         }
-        return ORCH_NO_TASK;
+}
+
+/* A neighbour short of r on t's node, or ORCH_NO_TASK; t is not short of r itself. */
+static size_t short_neighbour(const Detect *d, size_t t) {
+        assert(d->first_short[d->s->tasks[t].node] != t);
+        return d->first_short[d->s->tasks[t].node];
 }
 
 static int hog(Detect *d, size_t t, OrchResource r) {
         const OrchTask *task = &d->s->tasks[t];
-        double use = orch_task_usage(task, r), alloc = orch_task_allocation(task, r), m = 0, sigma;
+        double use, alloc, m = 0, sigma;
         double expected = r == ORCH_CPU ? task->info.expected_cpu_cores : (double) task->info.expected_memory_bytes;
         const OrchNode *node = &d->s->nodes[task->node];
         OrchBasis basis;
@@ -441,11 +498,14 @@ static int hog(Detect *d, size_t t, OrchResource r) {
         OrchFinding *f;
         size_t victim, n = 0;
 
+        /* Most tasks have no short neighbour: their windows are not read. */
         if (d->short_of[r][t])
                 return 0;
-        victim = short_neighbour(d, t, r);
+        victim = short_neighbour(d, t);
         if (victim == ORCH_NO_TASK)
                 return 0;
+        use = orch_task_usage(task, r);
+        alloc = orch_task_allocation(task, r);
 
         if (group_size(d, t) >= d->p->peer_min_tasks && (n = peer_stats(d, t, r, false, &m, &sigma)) > 0 && m > 0 &&
             use >= d->p->hog_factor * m)
@@ -494,12 +554,16 @@ static void detect_done(Detect *d) {
         if (!d->ix_borrowed)
                 orch_index_done(&d->ix);
         orch_findings_done(&d->out);
-        free(d->scratch);
         free(d->time_left_s);
         free(d->rate);
         for (OrchResource r = 0; r < _ORCH_RESOURCE_MAX; r++)
                 free(d->short_of[r]);
         free(d->quotas_guaranteed);
+        for (PeerKind k = 0; k < _PEER_KIND_MAX; k++) {
+                free(d->peer_sorted[k]);
+                free(d->peer_n[k]);
+        }
+        free(d->first_short);
 }
 
 int orch_detect(const OrchSnapshot *s, double now_s, const OrchDetectParams *params, OrchFindings *ret) {
@@ -524,16 +588,26 @@ int orch_detect_indexed(const OrchSnapshot *s, const OrchIndex *ix, double now_s
                 if (r < 0)
                         return r;
         }
-        d.scratch = calloc(n, sizeof(double));
         d.time_left_s = calloc(n, sizeof(double));
         d.rate = calloc(n, sizeof(double));
         for (OrchResource res = 0; res < _ORCH_RESOURCE_MAX; res++)
                 d.short_of[res] = calloc(n, sizeof(bool));
         d.quotas_guaranteed = calloc(MAX(s->n_nodes, (size_t) 1), sizeof(bool));
-        if (!d.scratch || !d.time_left_s || !d.rate || !d.short_of[ORCH_CPU] || !d.short_of[ORCH_MEMORY] ||
-            !d.quotas_guaranteed) {
+        d.first_short = calloc(MAX(s->n_nodes, (size_t) 1), sizeof(size_t));
+        if (!d.time_left_s || !d.rate || !d.short_of[ORCH_CPU] || !d.short_of[ORCH_MEMORY] ||
+            !d.quotas_guaranteed || !d.first_short) {
                 r = -ENOMEM;
                 goto finish;
+        }
+        for (PeerKind k = 0; k < _PEER_KIND_MAX; k++) {
+                d.peer_sorted[k] = malloc(n * sizeof(double));
+                d.peer_n[k] = malloc(MAX(d.ix.n_groups, (size_t) 1) * sizeof(size_t));
+                if (!d.peer_sorted[k] || !d.peer_n[k]) {
+                        r = -ENOMEM;
+                        goto finish;
+                }
+                for (size_t g = 0; g < d.ix.n_groups; g++)
+                        d.peer_n[k][g] = PEER_UNSORTED;
         }
         for (size_t k = 0; k < s->n_nodes; k++) {
                 double cap = s->nodes[k].info.capacity_cpus, sum = 0;
@@ -572,6 +646,8 @@ int orch_detect_indexed(const OrchSnapshot *s, const OrchIndex *ix, double now_s
                         if (s->tasks[t].n_windows > 0)
                                 r = straggler(&d, t, res);
                 /* Hogs last: a hog is defined by the deficit tasks next to it. */
+                if (r >= 0)
+                        find_first_short(&d, res);
                 for (size_t t = 0; r >= 0 && t < s->n_tasks; t++)
                         if (s->tasks[t].n_windows > 0)
                                 r = hog(&d, t, res);

@@ -318,3 +318,71 @@ Test(detector, lent_windows_stay_the_callers) {
         cr_assert_neq(s->tasks[k].windows, w + 2, "a task with windows appends a copy");
         cr_assert_eq(s->tasks[k].n_windows, 2);
 }
+
+/* A large phase on pressured nodes: every task is compared with all the others, each with its
+ * own leave-one-out median and spread (a sorted copy of the group, not a pass per task). The
+ * references are checked against stats_mad() and stats_median() on each task's peers, with ties
+ * among the values (three levels of memory use) and spread ones (CPU use, progress). */
+Test(detector, every_task_of_a_large_phase_against_all_its_peers) {
+        _cleanup_(orch_snapshot_freep) OrchSnapshot *s = scenario_new();
+        _cleanup_(orch_findings_done) OrchFindings f = {};
+        enum { N = 400, NODES = 8 };
+        static char ids[N][32];
+        static double cpu[N], mem[N], left[N], scratch[N];
+        const char *nodes[NODES] = { "n0", "n1", "n2", "n3", "n4", "n5", "n6", "n7" };
+        const double now_s = 100;
+        unsigned seed = 42;
+
+        for (int k = 0; k < NODES; k++)
+                scenario_node(s, nodes[k], 64, 1 << 20, 50, 50);
+        for (int i = 0; i < N; i++) {
+                seed = seed * 1103515245u + 12345u;
+                unsigned v = (seed >> 8) & 0xffff;
+                cpu[i] = i % 10 == 0 ? 0.05 : i % 10 == 1 ? 3.0 : 0.5 + (double) (v % 1000) / 4000.0;
+                mem[i] = i % 10 == 2 ? 10 : i % 10 == 3 ? 2000 : (double) (100 + 5 * (v % 3));
+                /* Every task older than the detector's 60 s: all of them have a progress rate. */
+                double progress = 0.1 + 0.8 * (double) (v % 997) / 997.0, start_s = (double) (v % 30);
+                left[i] = (1 - progress) / (progress / (now_s - start_s));
+                snprintf(ids[i], sizeof ids[i], "9.0.%d.0", i);
+                size_t t = scenario_task(s, (OrchTaskInfo) { .id = ids[i], .job = 9, .node = nodes[i % NODES],
+                                                             .start_s = start_s, .has_progress = true,
+                                                             .progress = progress },
+                                         cpu[i], mem[i]);
+                cr_assert_eq(t, (size_t) i);
+        }
+        detect(s, now_s, &f);
+
+        size_t checked[3] = { 0 };
+        for (size_t i = 0; i < f.n; i++) {
+                const OrchFinding *x = &f.items[i];
+                const double *values = x->kind == ORCH_FINDING_STRAGGLER ? left : x->resource == ORCH_CPU ? cpu : mem;
+                double scale = x->kind != ORCH_FINDING_STRAGGLER && x->resource == ORCH_MEMORY ? MIB : 1;
+                double median, mad;
+                size_t m = 0;
+
+                if (x->task == ORCH_NO_TASK || (x->basis != ORCH_BASIS_PEERS && x->basis != ORCH_BASIS_TIME_LEFT))
+                        continue;
+                for (size_t u = 0; u < N; u++)
+                        if (u != x->task)
+                                scratch[m++] = values[u] * scale;
+                cr_assert_eq(x->n_peers, (size_t) N - 1, "%s", x->reason);
+                if (x->kind == ORCH_FINDING_STRAGGLER) {
+                        cr_assert_eq(stats_median(scratch, m, &median), 0);
+                        cr_assert_float_eq(x->reference, median, 1e-9 * median, "%s", x->reason);
+                        checked[2]++;
+                        continue;
+                }
+                cr_assert_eq(stats_mad(scratch, m, &median, &mad), 0);
+                cr_assert_float_eq(x->reference, median, 1e-9 * median, "%s", x->reason);
+                if (x->kind == ORCH_FINDING_DEFICIT) {
+                        cr_assert_float_eq(x->spread, STATS_MAD_NORMAL_SCALE * mad, 1e-9 * median, "%s", x->reason);
+                        checked[0]++;
+                } else
+                        checked[1]++;
+        }
+        /* The tenth using 0.05 cores and the tenth using 10 MiB are short; those using 3 cores
+         * and 2000 MiB hog next to them; the slowest of the progress rates straggle. */
+        cr_assert_geq(checked[0], (size_t) N / 10 * 2, "deficits by peers: %zu", checked[0]);
+        cr_assert_geq(checked[1], (size_t) N / 10, "hogs by peers: %zu", checked[1]);
+        cr_assert_gt(checked[2], 0, "stragglers");
+}
