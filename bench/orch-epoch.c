@@ -7,7 +7,11 @@
  * per task. The limits in orchestrator/balancer.h (ORCH_EPOCH_US_PER_TASK, the reports a second)
  * come from these numbers.
  *
- * Usage: bench/orch-epoch M K [ROUNDS]       e.g. bench/orch-epoch 1000 50 */
+ * Usage: bench/orch-epoch M K [ROUNDS]       e.g. bench/orch-epoch 1000 50
+ * Environment: PSI=percent puts every node under CPU pressure (its "some" avg10), so that the
+ * detector compares every task with its peers; SLOW_EVERY=N adds tasks short of CPU next to hogs
+ * under quotas that are no guarantee, so that the balancer funds raises: e.g.
+ * PSI=50 SLOW_EVERY=5 bench/orch-epoch 200 100, a contended cluster of large phases. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +32,21 @@
 
 static Cluster *cluster;
 static uint64_t *seqs;
+static double node_psi_cpu;     /* PSI=percent: every node's cpu "some" avg10 */
+/* SLOW_EVERY=N: of every N tasks of a node, one uses a third of the others' CPU and the next
+ * three times as much, under quotas of twice their request, so that the node's quotas are no
+ * guarantee (with PSI: tasks short of CPU next to hogs, for the balancer). */
+static size_t slow_every;
+
+static uint64_t usage_ns(size_t k, unsigned round) {
+        uint64_t ns = (uint64_t) round * 250000000;
+
+        if (slow_every && k % slow_every == 0)
+                return ns / 3;
+        if (slow_every && k % slow_every == 1)
+                return ns * 3;
+        return ns;
+}
 
 static double cpu_s(void) {
         struct timespec ts;
@@ -41,7 +60,9 @@ static HeartbeatReply *beat(size_t node, TaskReport *reports, size_t n, Ack *ack
         Heartbeat hb = {
                 .node = name, .boot_id = (char *) "b", .seq = ++seqs[node], .cgroup_mode = (char *) "hybrid",
                 .capacity_cpus = 8, .capacity_memory_bytes = 65536 * MiB,
-                .node_sample = { .time_ms = now_ms, .cpu_busy = 0.5, .memory_available_bytes = 2048 * MiB },
+                .node_sample = { .time_ms = now_ms, .cpu_busy = 0.5, .memory_available_bytes = 2048 * MiB,
+                                 .has = node_psi_cpu > 0 ? SAMPLE_HAS_PSI_CPU : 0,
+                                 .psi_cpu = { .some_avg10 = node_psi_cpu, .some_total_us = (uint64_t) now_ms } },
                 .tasks = reports, .n_tasks = n, .acks = acks, .n_acks = n_acks,
         };
         _cleanup_free_ char *error = NULL;
@@ -65,13 +86,13 @@ static void report_all(size_t node, char **ids, size_t n, Ack *acks, size_t n_ac
                 exit(EXIT_FAILURE);
         for (size_t k = 0; k < n; k++) {
                 samples[k] = (TaskSample) {
-                        .time_ms = now_ms, .cpu_usage_ns = (uint64_t) round * 250000000, .memory_current_bytes = 32 * MiB,
+                        .time_ms = now_ms, .cpu_usage_ns = usage_ns(k, round), .memory_current_bytes = 32 * MiB,
                         .progress = -1, .has = round > 0 ? SAMPLE_HAS_RATES | SAMPLE_HAS_THROTTLING : 0,
-                        .cpu_cores = round > 0 ? 0.125 : 0, .cpu_periods = round * 20,
+                        .cpu_cores = round > 0 ? (double) usage_ns(k, 1) / 2e9 : 0, .cpu_periods = round * 20,
                 };
                 reps[k] = (TaskReport) {
                         .id = ids[k], .state = TASK_RUNNING, .pid = 1, .samples = &samples[k], .n_samples = 1,
-                        .limits = { .cpu_quota_us = 12500, .cpu_period_us = 100000, .memory_max_bytes = 64 * MiB },
+                        .limits = { .cpu_quota_us = slow_every ? 25000 : 12500, .cpu_period_us = 100000, .memory_max_bytes = 64 * MiB },
                 };
         }
         heartbeat_reply_free(beat(node, reps, n, acks, n_acks, now_ms));
@@ -86,6 +107,10 @@ int main(int argc, char **argv) {
         }
         size_t m = strtoul(argv[1], NULL, 10), k = strtoul(argv[2], NULL, 10);
         unsigned rounds = argc > 3 ? (unsigned) strtoul(argv[3], NULL, 10) : 3;
+        const char *psi = getenv("PSI");
+        node_psi_cpu = psi ? strtod(psi, NULL) : 0;
+        const char *slow = getenv("SLOW_EVERY");
+        slow_every = slow ? strtoul(slow, NULL, 10) : 0;
         char dir[] = "/tmp/cgorch-orch-epoch-XXXXXX";
         Store *store = NULL;
         Orchestrator *orch = NULL;

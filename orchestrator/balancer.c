@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "balancer.h"
 #include "estimator/late.h"
@@ -254,6 +255,21 @@ typedef struct Balance {
         const OrchFindings *findings;
         OrchExplanation *explained;     /* one per finding */
         OrchDecisions out;
+        /* Per group (job phase), worked out on first use, so that each of its tasks costs O(1) or
+         * O(log n) rather than a pass over the group (see group_uniform()). */
+        bool *uniform_known[_ORCH_RESOURCE_MAX];
+        int *uniform_result[_ORCH_RESOURCE_MAX];
+        double *uniform_mean[_ORCH_RESOURCE_MAX];
+        bool *before_known[_ORCH_RESOURCE_MAX];
+        double *before_sum[_ORCH_RESOURCE_MAX];         /* every window but each task's newest */
+        size_t *before_n[_ORCH_RESOURCE_MAX];
+        double *left_sorted;                            /* group g's at [group_start[g], + left_n[g]) */
+        size_t *left_n;                                 /* SIZE_MAX: not sorted yet */
+        size_t *short_in_group[_ORCH_RESOURCE_MAX];
+        size_t *node_donors, *node_donor_start;         /* balance_resource()'s donors by node */
+        size_t *receiver_of;                            /* per task: its index in the receivers, or ORCH_NO_TASK */
+        Piece *pieces;
+        size_t n_pieces_allocated;
 } Balance;
 
 static _printf_(4, 5) void explain(Balance *b, const OrchFinding *f, OrchOutcome o, const char *fmt, ...) {
@@ -311,40 +327,84 @@ static double memory_margin(const Balance *b, double use) {
         return MAX((double) b->p->memory_margin_bytes, b->p->memory_margin_fraction * use);
 }
 
-/* UNIFORM (Algorithm 2, line 4): the mean use over every window of every task of t's phase. */
-static int uniform(Balance *b, size_t t, OrchResource r, bool exclude_self_and_newest, double *ret) {
+static double window_use(const OrchWindow *w, OrchResource r) {
+        return r == ORCH_CPU ? w->cpu_cores : w->memory_bytes;
+}
+
+/* UNIFORM (Algorithm 2, line 4): the mean use over every window of every task of t's phase —
+ * the same for each of them, so worked out once per phase. */
+static int uniform(Balance *b, size_t t, OrchResource r, double *ret) {
         size_t g = b->ix.group_of[t];
 
-        b->n_values = 0;
-        for (size_t k = b->ix.group_start[g]; k < b->ix.group_start[g + 1]; k++) {
-                const OrchTask *u = &b->s->tasks[b->ix.by_group[k]];
-                size_t n = u->n_windows;
-
-                if (exclude_self_and_newest) {
-                        if (b->ix.by_group[k] == t || n == 0)
-                                continue;
-                        n--;
+        if (!b->uniform_known[r][g]) {
+                b->n_values = 0;
+                for (size_t k = b->ix.group_start[g]; k < b->ix.group_start[g + 1]; k++) {
+                        const OrchTask *u = &b->s->tasks[b->ix.by_group[k]];
+                        for (size_t i = 0; i < u->n_windows; i++)
+                                b->values[b->n_values++] = window_use(&u->windows[i], r);
                 }
-                for (size_t i = 0; i < n; i++)
-                        b->values[b->n_values++] = r == ORCH_CPU ? u->windows[i].cpu_cores : u->windows[i].memory_bytes;
+                b->uniform_result[r][g] = mro_uniform(b->values, b->n_values, &b->uniform_mean[r][g]);
+                b->uniform_known[r][g] = true;
         }
-        return mro_uniform(b->values, b->n_values, ret);
+        if (b->uniform_result[r][g] >= 0)
+                *ret = b->uniform_mean[r][g];
+        return b->uniform_result[r][g];
+}
+
+/* The same over the other tasks of t's phase and every window of theirs but the newest: the
+ * phase's sum less t's, so that it costs O(t's windows). */
+static int uniform_before(Balance *b, size_t t, OrchResource r, double *ret) {
+        size_t g = b->ix.group_of[t], n_own = 0;
+        const OrchTask *task = &b->s->tasks[t];
+        double own = 0;
+
+        if (!b->before_known[r][g]) {
+                double sum = 0;
+                size_t n = 0;
+                for (size_t k = b->ix.group_start[g]; k < b->ix.group_start[g + 1]; k++) {
+                        const OrchTask *u = &b->s->tasks[b->ix.by_group[k]];
+                        for (size_t i = 0; i + 1 < u->n_windows; i++, n++)
+                                sum += window_use(&u->windows[i], r);
+                }
+                b->before_sum[r][g] = sum;
+                b->before_n[r][g] = n;
+                b->before_known[r][g] = true;
+        }
+        for (size_t i = 0; i + 1 < task->n_windows; i++, n_own++)
+                own += window_use(&task->windows[i], r);
+        if (b->before_n[r][g] == n_own)
+                return -ENODATA;
+        /* A sum of non-negative values: t's part is at most the whole; rounding aside, never below 0. */
+        *ret = MAX(0.0, b->before_sum[r][g] - own) / (double) (b->before_n[r][g] - n_own);
+        return 0;
+}
+
+/* Whether task u counts towards its phase's time left, and its time left. */
+static bool time_left_of(const Balance *b, size_t u, double *ret) {
+        const OrchTask *task = &b->s->tasks[u];
+
+        return task->info.has_progress && late_time_left_s(task->info.progress, task->info.start_s, b->now_s, ret) >= 0 &&
+                isfinite(*ret);
 }
 
 /* The median LATE time left of t's peers: the finish Eq. 1 aims t at. */
 static bool peers_time_left(Balance *b, size_t t, double *ret) {
-        size_t g = b->ix.group_of[t], n = 0;
+        size_t g = b->ix.group_of[t], n, skip;
+        double *sorted = b->left_sorted + b->ix.group_start[g], own;
 
-        for (size_t k = b->ix.group_start[g]; k < b->ix.group_start[g + 1]; k++) {
-                const OrchTask *u = &b->s->tasks[b->ix.by_group[k]];
-                double left;
-
-                if (b->ix.by_group[k] == t || !u->info.has_progress ||
-                    late_time_left_s(u->info.progress, u->info.start_s, b->now_s, &left) < 0 || !isfinite(left))
-                        continue;
-                b->values[n++] = left;
+        if (b->left_n[g] == SIZE_MAX) {
+                n = 0;
+                for (size_t k = b->ix.group_start[g]; k < b->ix.group_start[g + 1]; k++)
+                        n += time_left_of(b, b->ix.by_group[k], &sorted[n]);
+                stats_sort(sorted, n);
+                b->left_n[g] = n;
         }
-        if (n == 0 || stats_median(b->values, n, ret) < 0)
+        n = skip = b->left_n[g];
+        if (time_left_of(b, t, &own)) {
+                skip = stats_lower_bound(sorted, n, own);
+                assert(skip < n && sorted[skip] == own);
+        }
+        if (stats_mad_sorted_without(sorted, n, skip, ret, NULL) < 0)
                 return false;
         return *ret > 0;
 }
@@ -354,14 +414,9 @@ static bool peers_time_left(Balance *b, size_t t, double *ret) {
  * anchors t where they all are. */
 static bool peers_all_short(const Balance *b, size_t t, OrchResource r) {
         size_t g = b->ix.group_of[t];
+        size_t others = b->ix.group_start[g + 1] - b->ix.group_start[g] - 1;
 
-        for (size_t k = b->ix.group_start[g]; k < b->ix.group_start[g + 1]; k++) {
-                size_t u = b->ix.by_group[k];
-
-                if (u != t && !b->short_f[r][u])
-                        return false;
-        }
-        return true;
+        return b->short_in_group[r][g] - (b->short_f[r][t] ? 1 : 0) == others;
 }
 
 /* What a task pinned at its CPU quota would use without it, by its own evidence: the cores its
@@ -389,7 +444,7 @@ static int estimate(Balance *b, size_t t, OrchResource r, bool short_side, const
         MroEstimate est;
         int k;
 
-        k = uniform(b, t, r, false, &u);
+        k = uniform(b, t, r, &u);
         if (k < 0)
                 return k;
 
@@ -418,11 +473,8 @@ static int estimate(Balance *b, size_t t, OrchResource r, bool short_side, const
                 } else {
                         double peers_before, *ref = NULL;
 
-                        if (uniform(b, t, r, true, &peers_before) >= 0)
+                        if (uniform_before(b, t, r, &peers_before) >= 0)
                                 ref = &peers_before;
-                        /* uniform() used b->values as scratch: refill the task's own series. */
-                        for (size_t i = 0; i < task->n_windows; i++)
-                                b->values[i] = task->windows[i].memory_bytes;
                         k = mro_regression_memory(b->times, b->values, task->n_windows, next, ref, alloc,
                                                   &b->p->mro, &est);
                         if (k < 0)
@@ -507,9 +559,22 @@ static int compare_receivers(const void *a, const void *b) {
         return (x->task > y->task) - (x->task < y->task);
 }
 
-/* Funds every eligible receiver in order; returns how many pieces it used. */
-static size_t fund(Balance *b, OrchResource r, Receiver *rc, size_t n_rc, Donor *dn, size_t n_dn, double *headroom,
-                   Piece *pieces) {
+static bool piece_add(Balance *b, size_t *n_pieces, Piece piece) {
+        if (*n_pieces == b->n_pieces_allocated) {
+                size_t n = MAX(b->n_pieces_allocated * 2, (size_t) 64);
+                Piece *p = realloc(b->pieces, n * sizeof(Piece));
+                if (!p)
+                        return false;
+                b->pieces = p;
+                b->n_pieces_allocated = n;
+        }
+        b->pieces[(*n_pieces)++] = piece;
+        return true;
+}
+
+/* Funds every eligible receiver in order; the pieces it used go to b->pieces. Returns how many,
+ * or -ENOMEM. */
+static ssize_t fund(Balance *b, OrchResource r, Receiver *rc, size_t n_rc, Donor *dn, size_t n_dn, double *headroom) {
         size_t n_pieces = 0;
 
         for (size_t n = 0; n < b->s->n_nodes; n++)
@@ -532,16 +597,18 @@ static size_t fund(Balance *b, OrchResource r, Receiver *rc, size_t n_rc, Donor 
                 if (h > 0) {
                         headroom[node] -= h;
                         x->granted += x->from_headroom = h;
-                        pieces[n_pieces++] = (Piece) { .receiver = i, .donor = ORCH_NO_TASK, .amount = h };
+                        if (!piece_add(b, &n_pieces, (Piece) { .receiver = i, .donor = ORCH_NO_TASK, .amount = h }))
+                                return -ENOMEM;
                 }
                 /* Then the hogs next to it, biggest giver first. */
                 while (x->granted < want && !x->headroom_only) {
                         size_t best = ORCH_NO_TASK;
 
-                        for (size_t d = 0; d < n_dn; d++)
-                                if (b->s->tasks[dn[d].task].node == node && dn[d].remaining > 0 &&
-                                    (best == ORCH_NO_TASK || dn[d].remaining > dn[best].remaining))
+                        for (size_t k = b->node_donor_start[node]; k < b->node_donor_start[node + 1]; k++) {
+                                size_t d = b->node_donors[k];
+                                if (dn[d].remaining > 0 && (best == ORCH_NO_TASK || dn[d].remaining > dn[best].remaining))
                                         best = d;
+                        }
                         if (best == ORCH_NO_TASK)
                                 break;
 
@@ -552,7 +619,8 @@ static size_t fund(Balance *b, OrchResource r, Receiver *rc, size_t n_rc, Donor 
                         x->granted += piece;
                         if (x->first_donor == ORCH_NO_TASK)
                                 x->first_donor = best;
-                        pieces[n_pieces++] = (Piece) { .receiver = i, .donor = best, .amount = piece };
+                        if (!piece_add(b, &n_pieces, (Piece) { .receiver = i, .donor = best, .amount = piece }))
+                                return -ENOMEM;
                 }
 
                 if (x->granted >= min_change(b, r)) {
@@ -562,22 +630,22 @@ static size_t fund(Balance *b, OrchResource r, Receiver *rc, size_t n_rc, Donor 
                 /* Not worth a write: give everything back. */
                 x->below_min = x->granted > 0;
                 for (size_t k = first; k < n_pieces; k++) {
-                        if (pieces[k].donor == ORCH_NO_TASK)
-                                headroom[node] += pieces[k].amount;
+                        if (b->pieces[k].donor == ORCH_NO_TASK)
+                                headroom[node] += b->pieces[k].amount;
                         else
-                                dn[pieces[k].donor].remaining += pieces[k].amount;
+                                dn[b->pieces[k].donor].remaining += b->pieces[k].amount;
                 }
                 x->granted = x->from_headroom = 0;
                 x->first_donor = ORCH_NO_TASK;
                 n_pieces = first;
         }
-        return n_pieces;
+        return (ssize_t) n_pieces;
 }
 
 /* Sec. II-B: raising t at a hog's expense helps its job only if no other task of its phase on
  * another node stays short of r at least as long (the job finishes with its slowest task). A
  * raise from the node's free capacity takes from nobody and can only help: never blocked. */
-static size_t blocking_peer(const Balance *b, OrchResource r, const Receiver *rc, size_t n_rc, const Receiver *x) {
+static size_t blocking_peer(const Balance *b, OrchResource r, const Receiver *rc, const Receiver *x) {
         size_t g = b->ix.group_of[x->task], node = b->s->tasks[x->task].node;
 
         if (x->granted <= x->from_headroom)
@@ -589,9 +657,8 @@ static size_t blocking_peer(const Balance *b, OrchResource r, const Receiver *rc
 
                 if (u == x->task || b->s->tasks[u].node == node || !b->short_f[r][u])
                         continue;
-                for (size_t i = 0; i < n_rc; i++)
-                        if (rc[i].task == u)
-                                y = &rc[i];
+                if (b->receiver_of[u] != ORCH_NO_TASK)
+                        y = &rc[b->receiver_of[u]];
                 if (y && (y->funded || y->standing == STANDING_COOLING || y->standing == STANDING_SATISFIED))
                         continue;
                 double tl_x = x->finding->time_left_s, tl_u = b->short_f[r][u]->time_left_s;
@@ -733,16 +800,18 @@ static int donor_init(Balance *b, OrchResource r, size_t t, Donor *d) {
 /* Fund, drop the raises that cannot help, fund again without them: each round drops at least
  * one, and a dropped raise only frees capacity on its own node, which cannot unblock a peer on
  * another node. Returns the pieces of funding of the last round. */
-static size_t fund_useful(Balance *b, OrchResource r, Receiver *rc, size_t n_rc, Donor *dn, size_t n_dn,
-                          double *headroom, Piece *pieces) {
+static ssize_t fund_useful(Balance *b, OrchResource r, Receiver *rc, size_t n_rc, Donor *dn, size_t n_dn,
+                           double *headroom) {
         for (;;) {
                 bool dropped = false;
-                size_t n_pieces = fund(b, r, rc, n_rc, dn, n_dn, headroom, pieces);
+                ssize_t n_pieces = fund(b, r, rc, n_rc, dn, n_dn, headroom);
 
+                if (n_pieces < 0)
+                        return n_pieces;
                 for (size_t i = 0; i < n_rc; i++) {
                         if (!rc[i].funded)
                                 continue;
-                        size_t u = blocking_peer(b, r, rc, n_rc, &rc[i]);
+                        size_t u = blocking_peer(b, r, rc, &rc[i]);
                         if (u == ORCH_NO_TASK)
                                 continue;
                         /* Keep what free capacity funds; drop the rest (or all, when that was all). */
@@ -893,9 +962,9 @@ static int decide_donors(Balance *b, OrchResource r, const Donor *dn, size_t n_d
 static int balance_resource(Balance *b, OrchResource r) {
         _cleanup_free_ Receiver *rc = NULL;
         _cleanup_free_ Donor *dn = NULL;
-        _cleanup_free_ Piece *pieces = NULL;
         _cleanup_free_ double *headroom = NULL, *taken = NULL;
-        size_t n_rc = 0, n_dn = 0, n_pieces;
+        size_t n_rc = 0, n_dn = 0;
+        ssize_t n_pieces;
         int k;
 
         rc = calloc(MAX(b->s->n_tasks, (size_t) 1), sizeof(Receiver));
@@ -918,13 +987,28 @@ static int balance_resource(Balance *b, OrchResource r) {
                 }
         }
         qsort(rc, n_rc, sizeof(Receiver), compare_receivers);
+        for (size_t t = 0; t < b->s->n_tasks; t++)
+                b->receiver_of[t] = ORCH_NO_TASK;
+        for (size_t i = 0; i < n_rc; i++)
+                b->receiver_of[rc[i].task] = i;
 
-        pieces = calloc(n_rc * (n_dn + 1) + 1, sizeof(Piece));
-        if (!pieces)
-                return -ENOMEM;
-        n_pieces = fund_useful(b, r, rc, n_rc, dn, n_dn, headroom, pieces);
-        for (size_t i = 0; i < n_pieces; i++) {
-                const Piece *piece = &pieces[i];
+        /* The donors by node, each node's in donor order (the order fund() breaks ties in). */
+        memset(b->node_donor_start, 0, (b->s->n_nodes + 1) * sizeof(size_t));
+        for (size_t d = 0; d < n_dn; d++)
+                b->node_donor_start[b->s->tasks[dn[d].task].node + 1]++;
+        for (size_t node = 0; node < b->s->n_nodes; node++)
+                b->node_donor_start[node + 1] += b->node_donor_start[node];
+        for (size_t d = 0; d < n_dn; d++)
+                b->node_donors[b->node_donor_start[b->s->tasks[dn[d].task].node]++] = d;
+        for (size_t node = b->s->n_nodes; node > 0; node--)
+                b->node_donor_start[node] = b->node_donor_start[node - 1];
+        b->node_donor_start[0] = 0;
+
+        n_pieces = fund_useful(b, r, rc, n_rc, dn, n_dn, headroom);
+        if (n_pieces < 0)
+                return (int) n_pieces;
+        for (size_t i = 0; i < (size_t) n_pieces; i++) {
+                const Piece *piece = &b->pieces[i];
                 if (piece->donor == ORCH_NO_TASK)
                         continue;
                 taken[piece->donor] += piece->amount;
@@ -950,6 +1034,21 @@ static void balance_done(Balance *b) {
         free(b->times);
         free(b->explained);
         orch_decisions_done(&b->out);
+        for (OrchResource r = 0; r < _ORCH_RESOURCE_MAX; r++) {
+                free(b->uniform_known[r]);
+                free(b->uniform_result[r]);
+                free(b->uniform_mean[r]);
+                free(b->before_known[r]);
+                free(b->before_sum[r]);
+                free(b->before_n[r]);
+                free(b->short_in_group[r]);
+        }
+        free(b->left_sorted);
+        free(b->left_n);
+        free(b->node_donors);
+        free(b->node_donor_start);
+        free(b->receiver_of);
+        free(b->pieces);
 }
 
 int orch_balance(const OrchSnapshot *s, const OrchFindings *findings, double now_s,
@@ -1005,16 +1104,34 @@ int orch_balance_indexed(const OrchSnapshot *s, const OrchIndex *ix, const OrchF
         b.values = calloc(n_values, sizeof(double));
         b.times = calloc(n_values, sizeof(double));
         b.explained = calloc(MAX(findings->n, (size_t) 1), sizeof(OrchExplanation));
+        size_t n_groups = MAX(b.ix.n_groups, (size_t) 1);
         for (OrchResource res = 0; res < _ORCH_RESOURCE_MAX; res++) {
                 b.short_f[res] = calloc(n, sizeof(OrchFinding *));
                 b.hog_f[res] = calloc(n, sizeof(OrchFinding *));
-                if (!b.short_f[res] || !b.hog_f[res])
+                b.uniform_known[res] = calloc(n_groups, sizeof(bool));
+                b.uniform_result[res] = calloc(n_groups, sizeof(int));
+                b.uniform_mean[res] = calloc(n_groups, sizeof(double));
+                b.before_known[res] = calloc(n_groups, sizeof(bool));
+                b.before_sum[res] = calloc(n_groups, sizeof(double));
+                b.before_n[res] = calloc(n_groups, sizeof(size_t));
+                b.short_in_group[res] = calloc(n_groups, sizeof(size_t));
+                if (!b.short_f[res] || !b.hog_f[res] || !b.uniform_known[res] || !b.uniform_result[res] ||
+                    !b.uniform_mean[res] || !b.before_known[res] || !b.before_sum[res] || !b.before_n[res] ||
+                    !b.short_in_group[res])
                         r = -ENOMEM;
         }
-        if (r < 0 || !b.values || !b.times || !b.explained) {
+        b.left_sorted = calloc(n, sizeof(double));
+        b.left_n = malloc(n_groups * sizeof(size_t));
+        b.node_donors = calloc(n, sizeof(size_t));
+        b.node_donor_start = calloc(s->n_nodes + 1, sizeof(size_t));
+        b.receiver_of = calloc(n, sizeof(size_t));
+        if (r < 0 || !b.values || !b.times || !b.explained || !b.left_sorted || !b.left_n || !b.node_donors ||
+            !b.node_donor_start || !b.receiver_of) {
                 r = -ENOMEM;
                 goto finish;
         }
+        for (size_t g = 0; g < n_groups; g++)
+                b.left_n[g] = SIZE_MAX;
 
         for (size_t i = 0; i < findings->n; i++) {
                 const OrchFinding *f = &findings->items[i];
@@ -1033,6 +1150,10 @@ int orch_balance_indexed(const OrchSnapshot *s, const OrchIndex *ix, const OrchF
                 else if (f->kind == ORCH_FINDING_HOG && !b.hog_f[f->resource][f->task])
                         b.hog_f[f->resource][f->task] = f;
         }
+
+        for (OrchResource res = 0; res < _ORCH_RESOURCE_MAX; res++)
+                for (size_t t = 0; t < s->n_tasks; t++)
+                        b.short_in_group[res][b.ix.group_of[t]] += b.short_f[res][t] != NULL;
 
         /* The new state: last epoch's entry of each task, streaks advanced by this epoch. */
         for (size_t t = 0; t < s->n_tasks; t++) {

@@ -560,6 +560,54 @@ Test(balancer, uniform_estimator) {
         cr_assert_float_eq(orch_decisions_find(&d, hog, ORCH_CPU)->new_value, 1.25, 1e-9);
 }
 
+/* UNIFORM over two large phases side by side: every task short of memory needs the mean use over
+ * every window of every task of its own phase, whichever task of which phase asked first. */
+Test(balancer, uniform_estimator_per_phase_in_large_phases) {
+        _cleanup_(orch_snapshot_freep) OrchSnapshot *s = scenario_new();
+        _cleanup_(orch_balancer_state_done) OrchBalancerState st;
+        _cleanup_(orch_decisions_done) OrchDecisions d = {};
+        OrchBalanceParams p = paper_params();
+        enum { N = 150, NODES = 6 };
+        static char ids[2 * N][32];
+        const char *nodes[NODES] = { "n0", "n1", "n2", "n3", "n4", "n5" };
+        double sum[2] = { 0 }, n_windows[2] = { 0 };
+
+        p.estimator = ORCH_ESTIMATOR_UNIFORM;
+        p.hysteresis_epochs = 1;
+        orch_balancer_state_init(&st);
+        for (int k = 0; k < NODES; k++)
+                scenario_node(s, nodes[k], 64, 1 << 20, 0, 60);
+        /* Interleaved, so that the phases' tasks alternate in the snapshot; a tenth of each
+         * starved of memory under a limit below its phase's use. */
+        for (int i = 0; i < 2 * N; i++) {
+                int job = i % 2, j = i / 2;
+                double typical = job ? 300 : 100, use = j % 10 == 0 ? typical / 10 : typical * (0.9 + 0.001 * j);
+                double limit = j % 10 == 0 ? typical / 2 : typical * 2;
+                snprintf(ids[i], sizeof ids[i], "%d.0.%d.0", job + 1, j);
+                scenario_task(s, (OrchTaskInfo) { .id = ids[i], .job = (uint64_t) job + 1, .node = nodes[j % NODES],
+                                                  .cpu_limit_cores = 1, .memory_max_bytes = (uint64_t) (limit * MIB) },
+                              0.5, use);
+                sum[job] += 3 * use * MIB;
+                n_windows[job] += 3;
+        }
+        cr_assert_eq(epoch(s, 60, &p, &st, &d), 0);
+
+        size_t receivers[2] = { 0 };
+        for (size_t i = 0; i < d.n; i++) {
+                const OrchDecision *x = &d.items[i];
+                if (!x->raise || x->resource != ORCH_MEMORY)
+                        continue;
+                int job = (int) (x->task % 2);
+                double mean = sum[job] / n_windows[job];
+                cr_assert_eq(x->estimator, ORCH_ESTIMATOR_UNIFORM);
+                cr_assert_float_eq(x->need, mean, 1e-9 * mean, "%s: need %g MiB, its phase's mean %g MiB",
+                                   s->tasks[x->task].id, x->need / MIB, mean / MIB);
+                receivers[job]++;
+        }
+        cr_assert_eq(receivers[0], (size_t) N / 10, "phase 1's starved tasks: %zu", receivers[0]);
+        cr_assert_eq(receivers[1], (size_t) N / 10, "phase 2's starved tasks: %zu", receivers[1]);
+}
+
 /* Random clusters: whatever the findings, a node whose limits fit in capacity × overcommit
  * before still fits after; no step exceeds the maximum; no take goes below its floor or, for
  * memory, below use + margin; no raise goes above the ceiling. */
