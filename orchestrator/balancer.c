@@ -256,7 +256,8 @@ typedef struct Balance {
         OrchExplanation *explained;     /* one per finding */
         OrchDecisions out;
         /* Per group (job phase), worked out on first use, so that each of its tasks costs O(1) or
-         * O(log n) rather than a pass over the group (see group_uniform()). */
+         * O(log n) rather than a pass over the group (uniform(), uniform_before(), peers_time_left(),
+         * peers_all_short()). */
         bool *uniform_known[_ORCH_RESOURCE_MAX];
         int *uniform_result[_ORCH_RESOURCE_MAX];
         double *uniform_mean[_ORCH_RESOURCE_MAX];
