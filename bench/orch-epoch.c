@@ -11,7 +11,12 @@
  * Environment: PSI=percent puts every node under CPU pressure (its "some" avg10), so that the
  * detector compares every task with its peers; SLOW_EVERY=N adds tasks short of CPU next to hogs
  * under quotas that are no guarantee, so that the balancer funds raises: e.g.
- * PSI=50 SLOW_EVERY=5 bench/orch-epoch 200 100, a contended cluster of large phases. */
+ * PSI=50 SLOW_EVERY=5 bench/orch-epoch 200 100, a contended cluster of large phases.
+ * PINNED=1 holds those slow tasks at a quota of what they use, throttled in 90 % of periods (on
+ * the nodes under pressure), so that raises are funded and recorded. PSI_EVERY=N puts only every Nth node under that pressure, PHASE_TASKS=N makes jobs of one phase
+ * of N tasks (default: phases as large as a phase may be), and CONTENTION_OUT=FILE writes the last
+ * epoch's GET /v1/contention document there, to compare builds. Each round also says how many
+ * tasks the epoch judged (the others can have no finding: docs/orchestrator.md). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,10 +38,12 @@
 static Cluster *cluster;
 static uint64_t *seqs;
 static double node_psi_cpu;     /* PSI=percent: every node's cpu "some" avg10 */
+static size_t psi_every = 1;    /* PSI_EVERY=N: only every Nth node's */
 /* SLOW_EVERY=N: of every N tasks of a node, one uses a third of the others' CPU and the next
  * three times as much, under quotas of twice their request, so that the node's quotas are no
  * guarantee (with PSI: tasks short of CPU next to hogs, for the balancer). */
 static size_t slow_every;
+static bool pinned;             /* PINNED=1: the slow ones pinned at their quota, throttled */
 
 static uint64_t usage_ns(size_t k, unsigned round) {
         uint64_t ns = (uint64_t) round * 250000000;
@@ -57,12 +64,13 @@ static double cpu_s(void) {
 static HeartbeatReply *beat(size_t node, TaskReport *reports, size_t n, Ack *acks, size_t n_acks, int64_t now_ms) {
         char name[32];
         snprintf(name, sizeof name, "n%zu", node);
+        double psi = node % psi_every == 0 ? node_psi_cpu : 0;
         Heartbeat hb = {
                 .node = name, .boot_id = (char *) "b", .seq = ++seqs[node], .cgroup_mode = (char *) "hybrid",
                 .capacity_cpus = 8, .capacity_memory_bytes = 65536 * MiB,
                 .node_sample = { .time_ms = now_ms, .cpu_busy = 0.5, .memory_available_bytes = 2048 * MiB,
-                                 .has = node_psi_cpu > 0 ? SAMPLE_HAS_PSI_CPU : 0,
-                                 .psi_cpu = { .some_avg10 = node_psi_cpu, .some_total_us = (uint64_t) now_ms } },
+                                 .has = psi > 0 ? SAMPLE_HAS_PSI_CPU : 0,
+                                 .psi_cpu = { .some_avg10 = psi, .some_total_us = (uint64_t) now_ms } },
                 .tasks = reports, .n_tasks = n, .acks = acks, .n_acks = n_acks,
         };
         _cleanup_free_ char *error = NULL;
@@ -90,9 +98,13 @@ static void report_all(size_t node, char **ids, size_t n, Ack *acks, size_t n_ac
                         .progress = -1, .has = round > 0 ? SAMPLE_HAS_RATES | SAMPLE_HAS_THROTTLING : 0,
                         .cpu_cores = round > 0 ? (double) usage_ns(k, 1) / 2e9 : 0, .cpu_periods = round * 20,
                 };
+                bool pin = pinned && slow_every && k % slow_every == 0 && node % psi_every == 0;
+                if (pin)
+                        samples[k].cpu_throttled_periods = round * 18;
                 reps[k] = (TaskReport) {
                         .id = ids[k], .state = TASK_RUNNING, .pid = 1, .samples = &samples[k], .n_samples = 1,
-                        .limits = { .cpu_quota_us = slow_every ? 25000 : 12500, .cpu_period_us = 100000, .memory_max_bytes = 64 * MiB },
+                        .limits = { .cpu_quota_us = pin ? (int64_t) (usage_ns(k, 1) / 2e4) : slow_every ? 25000 : 12500,
+                                    .cpu_period_us = 100000, .memory_max_bytes = 64 * MiB },
                 };
         }
         heartbeat_reply_free(beat(node, reps, n, acks, n_acks, now_ms));
@@ -111,6 +123,13 @@ int main(int argc, char **argv) {
         node_psi_cpu = psi ? strtod(psi, NULL) : 0;
         const char *slow = getenv("SLOW_EVERY");
         slow_every = slow ? strtoul(slow, NULL, 10) : 0;
+        pinned = getenv("PINNED") && streq(getenv("PINNED"), "1");
+        const char *every = getenv("PSI_EVERY");
+        psi_every = every && strtoul(every, NULL, 10) > 0 ? strtoul(every, NULL, 10) : 1;
+        const char *phase_tasks = getenv("PHASE_TASKS");
+        size_t per_phase = phase_tasks && strtoul(phase_tasks, NULL, 10) > 0 ? strtoul(phase_tasks, NULL, 10)
+                                                                             : PROTO_MAX_TASKS_PER_PHASE;
+        per_phase = MIN(per_phase, (size_t) PROTO_MAX_TASKS_PER_PHASE);
         char dir[] = "/tmp/cgorch-orch-epoch-XXXXXX";
         Store *store = NULL;
         Orchestrator *orch = NULL;
@@ -135,7 +154,7 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < m; i++)
                 heartbeat_reply_free(beat(i, NULL, 0, NULL, 0, t));
         for (size_t done = 0; done < m * k;) {
-                size_t n = MIN(m * k - done, (size_t) PROTO_MAX_TASKS_PER_PHASE);
+                size_t n = MIN(m * k - done, per_phase);
                 char text[256];
                 snprintf(text, sizeof text, "{\"name\": \"j\", \"user\": \"nobody\", \"phases\": [{\"tasks\": %zu,"
                          " \"argv\": [\"x\"], \"cpu_cores\": 0.125, \"memory_bytes\": 67108864}]}", n);
@@ -180,9 +199,17 @@ int main(int argc, char **argv) {
                         return EXIT_FAILURE;
                 double c2 = cpu_s();
                 printf("M=%zu K=%zu running=%zu round %u: heartbeats %.3f s CPU (%.1f us per task report), "
-                       "epoch %.3f s CPU (%.1f us per task)\n",
+                       "epoch %.3f s CPU (%.1f us per task), %zu judged\n",
                        m, k, running, round, c1 - c0, (c1 - c0) / (double) running * 1e6, c2 - c1,
-                       (c2 - c1) / (double) running * 1e6);
+                       (c2 - c1) / (double) running * 1e6, orchestrator_last_epoch_judged(orch));
+        }
+        const char *out = getenv("CONTENTION_OUT");
+        if (out) {
+                json_t *doc = NULL;
+                if (orchestrator_contention_to_json(orch, &doc) < 0 ||
+                    json_dump_file(doc, out, JSON_INDENT(1) | JSON_SORT_KEYS) < 0)
+                        return EXIT_FAILURE;
+                json_decref(doc);
         }
 
         cluster_free(cluster);

@@ -65,6 +65,7 @@ typedef struct TaskTrack {
         bool checked;                   /* the store was asked whether it runs it */
         bool confirmed;                 /* it does, on the track's node (when checked) */
         bool own_psi_cpu, own_psi_memory; /* its samples carry its cgroup's own PSI */
+        bool candidate;                 /* listed for this epoch's snapshot but left out of it */
 } TaskTrack;
 
 /* What an agent's memory guard did on its own (agent/memory-guard.h), as it reported it. */
@@ -131,6 +132,7 @@ struct Orchestrator {
         bool reread_all;                /* an epoch failed after taking the store's tasks journal */
         int64_t last_epoch_ms;          /* when the latest epoch ran (wall clock), -1: none yet */
         double last_epoch_took_s;       /* how long it took (monotonic); 0: none ran */
+        size_t last_epoch_judged;       /* the running tasks it judged (orch_contended_select()) */
         bool slow;                      /* it took more than its share of the loop (said once) */
         OrchCounters counters;
         GuardRecord guard[ORCH_GUARD_RECORDS];  /* the agents' latest memory guard acts, a ring */
@@ -152,6 +154,20 @@ static void track_free(TaskTrack *t) {
         free(t);
 }
 
+static TaskTrack *track_find(const Orchestrator *o, const char *id);
+
+/* The balancer keeps what it knows of tasks an epoch left out but would have judged. */
+static bool track_left_out(const char *task_id, void *userdata) {
+        TaskTrack *t = track_find(userdata, task_id);
+        return t && t->candidate;
+}
+
+static void state_init(Orchestrator *o) {
+        orch_balancer_state_init(&o->state);
+        o->state.left_out = track_left_out;
+        o->state.left_out_userdata = o;
+}
+
 static void forget_all(Orchestrator *o) {
         for (size_t i = 0; i < o->n_tracks; i++)
                 track_free(o->tracks[i]);
@@ -160,7 +176,7 @@ static void forget_all(Orchestrator *o) {
         o->n_tracks = o->allocated_tracks = 0;
         name_index_done(&o->track_index);
         orch_balancer_state_done(&o->state);
-        orch_balancer_state_init(&o->state);
+        state_init(o);
         o->active = false;
         o->pending = false;
         o->last_epoch_took_s = 0;
@@ -712,6 +728,32 @@ static int listed_compare(const void *a, const void *b) {
         return (x->attempt > y->attempt) - (x->attempt < y->attempt);
 }
 
+/* What the snapshot says of a track, with its window of this epoch closed. */
+static void track_task_info(const TaskTrack *t, OrchTaskInfo *ret) {
+        *ret = (OrchTaskInfo) {
+                .id = t->id,
+                .job = t->key.job,
+                .phase = t->key.phase,
+                .node = t->node,
+                .start_s = (double) t->first_ms / 1000.0,
+                .has_progress = t->progress > 0,
+                .progress = t->progress,
+                .cpu_limit_cores = limit_cpu_cores(&t->limits),
+                .cpu_period_us = t->limits.cpu_period_us > 0 ? t->limits.cpu_period_us : 0,
+                .memory_max_bytes = t->limits.memory_max_bytes > 0 ? (uint64_t) t->limits.memory_max_bytes : 0,
+                .memory_high_bytes = t->limits.memory_high_bytes > 0 ? (uint64_t) t->limits.memory_high_bytes : 0,
+                .expected_cpu_cores = t->request_cpu_cores,
+                .expected_memory_bytes = t->request_memory_bytes,
+                .throttled_ratio = t->throttled_ratio,
+                .cpu_throttled_cores = t->throttled_cores,
+                .psi_cpu_some_avg10 = t->psi_cpu,
+                .psi_memory_some_avg10 = t->psi_memory,
+                .memory_events_high = t->events_high,
+                .memory_events_max = t->events_max,
+                .memory_events_oom = t->events_oom,
+        };
+}
+
 /* Which tracks the store has running on their node. Every running task's row is read only when
  * any may have changed (the first epoch, a rollback, many changes); otherwise the rows that
  * changed since the last epoch (the store's tasks journal) and, for tracks that came since, their
@@ -785,10 +827,16 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
          * thousands of tasks and stalled the controller's loop for as long. */
         _cleanup_free_ bool *own_cpu = calloc(MAX(o->n_nodes, (size_t) 1), sizeof(bool));
         _cleanup_free_ bool *own_memory = calloc(MAX(o->n_nodes, (size_t) 1), sizeof(bool));
-        if (!own_cpu || !own_memory) {
+        /* Each known node's place in the snapshot (SIZE_MAX: not in it), and whether the detector
+         * could find anything there. */
+        _cleanup_free_ size_t *snap_node = malloc(MAX(o->n_nodes, (size_t) 1) * sizeof(size_t));
+        _cleanup_free_ bool *node_suspect = calloc(MAX(n_nodes, (size_t) 1), sizeof(bool));
+        if (!own_cpu || !own_memory || !snap_node || !node_suspect) {
                 store_nodes_free(nodes, n_nodes);
                 return -ENOMEM;
         }
+        for (size_t k = 0; k < o->n_nodes; k++)
+                snap_node[k] = SIZE_MAX;
         for (size_t k = 0; k < o->n_tracks; k++) {
                 size_t i = o->tracks[k]->node_pos;
                 if (i < o->n_nodes) {
@@ -804,11 +852,17 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
                         .capacity_cpus = nodes[i].capacity_cpus,
                         .capacity_memory_bytes = nodes[i].capacity_memory_bytes,
                 };
-                size_t k;
-                if (name_index_find(&o->node_index, o->nodes, nodes[i].id, &k) >= 0)
+                size_t k, index;
+                bool known = name_index_find(&o->node_index, o->nodes, nodes[i].id, &k) >= 0;
+                if (known)
                         orch_node_info_set_psi(&info, o->nodes[k].psi_cpu, o->nodes[k].psi_memory, own_cpu[k],
                                                own_memory[k]);
-                r = orch_snapshot_add_node(snap, &info, NULL);
+                r = orch_snapshot_add_node(snap, &info, &index);
+                if (r >= 0) {
+                        node_suspect[index] = orch_detect_node_suspect(&o->detect, &info);
+                        if (known)
+                                snap_node[k] = index;
+                }
         }
         store_nodes_free(nodes, n_nodes);
         if (r < 0)
@@ -840,6 +894,7 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
                         continue;
                 }
                 t->seen = false;
+                t->candidate = false;
                 o->tracks[kept++] = t;
                 if (t->checked && t->confirmed &&
                     (n_frozen == 0 || !bsearch(&t->id, frozen, n_frozen, sizeof(char *), strcmp_ptr)))
@@ -855,10 +910,12 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
         if (r < 0)
                 return r;
 
-        /* In the store's order of tasks (job, phase, index, attempt): the detector's and the
-         * balancer's ties go by it. */
-        if (n_listed > 1)
-                qsort(listed, n_listed, sizeof(ListedTrack), listed_compare);
+        _cleanup_free_ OrchCandidate *cand = calloc(MAX(n_listed, (size_t) 1), sizeof(OrchCandidate));
+        _cleanup_free_ TaskTrack **cand_track = calloc(MAX(n_listed, (size_t) 1), sizeof(TaskTrack *));
+        _cleanup_free_ bool *include = calloc(MAX(n_listed, (size_t) 1), sizeof(bool));
+        if (!cand || !cand_track || !include)
+                return -ENOMEM;
+        size_t n_cand = 0;
         for (size_t k = 0; k < n_listed && r >= 0; k++) {
                 TaskTrack *t = listed[k].track;
                 if (!t->has_request) {
@@ -875,37 +932,42 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
                 (void) track_close_window(t);
                 log_debug("Orchestrator: task %s on %s, %zu window(s), throttled %.2f.", t->id, t->node, t->n_windows,
                           t->throttled_ratio);
-                if (t->n_windows == 0)
-                        continue;
-
-                OrchTaskInfo info = {
-                        .id = t->id,
+                if (t->n_windows == 0 || t->node_pos >= o->n_nodes || snap_node[t->node_pos] == SIZE_MAX)
+                        continue; /* nothing to judge, or its node is lost or unknown: not ours to balance */
+                OrchTaskInfo info;
+                track_task_info(t, &info);
+                t->candidate = true;
+                cand_track[n_cand] = t;
+                cand[n_cand++] = (OrchCandidate) {
                         .job = t->key.job,
                         .phase = t->key.phase,
-                        .node = t->node,
-                        .start_s = (double) t->first_ms / 1000.0,
-                        .has_progress = t->progress > 0,
-                        .progress = t->progress,
-                        .cpu_limit_cores = limit_cpu_cores(&t->limits),
-                        .cpu_period_us = t->limits.cpu_period_us > 0 ? t->limits.cpu_period_us : 0,
-                        .memory_max_bytes = t->limits.memory_max_bytes > 0 ? (uint64_t) t->limits.memory_max_bytes : 0,
-                        .memory_high_bytes = t->limits.memory_high_bytes > 0 ? (uint64_t) t->limits.memory_high_bytes : 0,
-                        .expected_cpu_cores = t->request_cpu_cores,
-                        .expected_memory_bytes = t->request_memory_bytes,
-                        .throttled_ratio = t->throttled_ratio,
-                        .cpu_throttled_cores = t->throttled_cores,
-                        .psi_cpu_some_avg10 = t->psi_cpu,
-                        .psi_memory_some_avg10 = t->psi_memory,
-                        .memory_events_high = t->events_high,
-                        .memory_events_max = t->events_max,
-                        .memory_events_oom = t->events_oom,
+                        .node = snap_node[t->node_pos],
+                        .suspect = orch_detect_task_suspect(&o->detect, &info, &t->windows[t->n_windows - 1]),
                 };
+        }
+        if (r < 0)
+                return r;
+
+        /* Only the tasks where the detector could find something, with their nodes and job
+         * phases: the same findings and decisions (orch_contended_select()), and an epoch of an
+         * uncontended cluster that judges nobody. */
+        o->last_epoch_judged = orch_contended_select(cand, n_cand, node_suspect, snap->n_nodes, include);
+        size_t n_judged = 0;
+        for (size_t k = 0; k < n_cand; k++)
+                if (include[k]) {
+                        cand_track[k]->candidate = false;
+                        listed[n_judged++] = (ListedTrack) { .key = cand_track[k]->key, .track = cand_track[k] };
+                }
+        /* In the store's order of tasks (job, phase, index, attempt): the detector's and the
+         * balancer's ties go by it. */
+        if (n_judged > 1)
+                qsort(listed, n_judged, sizeof(ListedTrack), listed_compare);
+        for (size_t k = 0; k < n_judged && r >= 0; k++) {
+                TaskTrack *t = listed[k].track;
+                OrchTaskInfo info;
+                track_task_info(t, &info);
                 size_t index;
                 r = orch_snapshot_add_task(snap, &info, &index);
-                if (r == -ENOENT) {
-                        r = 0; /* its node is lost or unknown: not ours to balance */
-                        continue;
-                }
                 if (r >= 0)
                         r = orch_snapshot_lend_windows(snap, index, t->windows, t->n_windows); /* unchanged till freed */
         }
@@ -1007,6 +1069,10 @@ static void epoch_took(Orchestrator *o, double took_s) {
 
 double orchestrator_last_epoch_s(const Orchestrator *o) {
         return o->last_epoch_took_s;
+}
+
+size_t orchestrator_last_epoch_judged(const Orchestrator *o) {
+        return o->last_epoch_judged;
 }
 
 const OrchCounters *orchestrator_counters(const Orchestrator *o) {
@@ -1198,7 +1264,7 @@ int orchestrator_new(sd_event *event, Store *store, const OrchBalanceParams *bal
                 .track_index = NAME_INDEX_INIT(track_key),
                 .node_index = NAME_INDEX_INIT(node_key),
         };
-        orch_balancer_state_init(&o->state);
+        state_init(o);
         store_tasks_journal_start(store);
         if (event) {
                 /* Off until samples come before an epoch is due (epoch_schedule()). Accuracy 1 ms:

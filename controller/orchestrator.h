@@ -71,6 +71,9 @@ int orchestrator_run_epoch(Orchestrator *o, int64_t now_ms);
 
 /* How long (s, monotonic) the latest epoch took; 0 when none ran since the mode was set. */
 double orchestrator_last_epoch_s(const Orchestrator *o);
+/* How many running tasks it judged: those where the detector could find anything, with their
+ * nodes and job phases (orch_contended_select()). */
+size_t orchestrator_last_epoch_judged(const Orchestrator *o);
 
 /* What became of a balancer decision: sent to its agent, recorded in dry-run, wanted but not
  * done (no room, no use), or lost with a store transaction that failed. */

@@ -161,9 +161,14 @@ void orch_balancer_state_init(OrchBalancerState *st) {
 }
 
 void orch_balancer_state_done(OrchBalancerState *st) {
+        bool (*left_out)(const char *, void *) = st->left_out;
+        void *userdata = st->left_out_userdata;
+
         entries_free(st->entries, st->n_entries);
         name_index_done(&st->index);
         orch_balancer_state_init(st);
+        st->left_out = left_out;
+        st->left_out_userdata = userdata;
 }
 
 const OrchBalancerEntry *orch_balancer_state_find(const OrchBalancerState *st, const char *task_id) {
@@ -1052,6 +1057,51 @@ static void balance_done(Balance *b) {
         free(b->pieces);
 }
 
+/* Appends to b->entries the previous epoch's entries of tasks the caller left out of this
+ * snapshot that changed a limit (cooling() reads them), their streaks ended: no finding. Their
+ * ids move over only once nothing can fail (balance_done() frees the snapshot's tasks' entries
+ * alone). Returns how many entries there are now. */
+static ssize_t carry_left_out(Balance *b, OrchBalancerState *st) {
+        size_t n = b->s->n_tasks, m = 0;
+        _cleanup_free_ size_t *carry = NULL;
+
+        if (!st->left_out || st->n_entries == 0)
+                return (ssize_t) n;
+        carry = malloc(st->n_entries * sizeof(size_t));
+        if (!carry)
+                return -ENOMEM;
+        for (size_t i = 0; i < st->n_entries; i++) {
+                const OrchBalancerEntry *old = &st->entries[i];
+                size_t unused;
+                bool changed = false;
+
+                for (OrchResource r = 0; r < _ORCH_RESOURCE_MAX; r++)
+                        changed = changed || old->changed[r];
+                if (changed && name_index_find(&b->entry_index, b->entries, old->task_id, &unused) < 0 &&
+                    st->left_out(old->task_id, st->left_out_userdata))
+                        carry[m++] = i;
+        }
+        if (m == 0)
+                return (ssize_t) n;
+        OrchBalancerEntry *p = realloc(b->entries, (n + m) * sizeof(OrchBalancerEntry));
+        if (!p)
+                return -ENOMEM;
+        b->entries = p;
+        for (size_t k = 0; k < m; k++) {
+                OrchBalancerEntry *e = &b->entries[n + k];
+
+                *e = st->entries[carry[k]];
+                memset(e->short_streak, 0, sizeof(e->short_streak));
+                memset(e->hog_streak, 0, sizeof(e->hog_streak));
+                int r = name_index_add(&b->entry_index, b->entries, e->task_id, n + k);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t k = 0; k < m; k++)
+                st->entries[carry[k]].task_id = NULL;
+        return (ssize_t) (n + m);
+}
+
 int orch_balance(const OrchSnapshot *s, const OrchFindings *findings, double now_s,
                  const OrchBalanceParams *params, OrchBalancerState *st, OrchDecisions *ret) {
         return orch_balance_indexed(s, NULL, findings, now_s, params, st, ret);
@@ -1221,10 +1271,15 @@ int orch_balance_indexed(const OrchSnapshot *s, const OrchIndex *ix, const OrchF
                 b.out = sorted;
         }
 
+        ssize_t n_entries = carry_left_out(&b, st);
+        if (n_entries < 0) {
+                r = (int) n_entries;
+                goto finish;
+        }
         entries_free(st->entries, st->n_entries);
         name_index_done(&st->index);
         st->entries = TAKE_PTR(b.entries);
-        st->n_entries = s->n_tasks;
+        st->n_entries = (size_t) n_entries;
         st->index = b.entry_index;
         b.entry_index = NAME_INDEX_INIT(entry_key);
         st->epoch = b.epoch;

@@ -162,6 +162,12 @@ typedef struct OrchBalancerState {
         NameIndex index;                /* task_id → position in entries */
         uint64_t epoch;                 /* epochs balanced so far */
         double last_now_s;
+        /* Optional, for a caller that leaves tasks out of a snapshot (orch_contended_select()):
+         * whether a task not in this one would have been in a snapshot of every running task.
+         * The entries of those that changed a limit are kept, their streaks ended, as judging them
+         * would have; without it, entries go with the tasks. */
+        bool (*left_out)(const char *task_id, void *userdata);
+        void *left_out_userdata;
 } OrchBalancerState;
 
 void orch_balancer_state_init(OrchBalancerState *st);

@@ -189,6 +189,74 @@ static bool pressured(const Detect *d, size_t t, OrchResource r, double *ret_pre
         return false;
 }
 
+bool orch_detect_node_suspect(const OrchDetectParams *p, const OrchNodeInfo *node) {
+        assert(p && node);
+        /* As pressured() and node_signals() judge it. */
+        return node->psi_cpu_some_avg10 >= p->psi_cpu_threshold || node->psi_memory_some_avg10 >= p->psi_memory_threshold;
+}
+
+bool orch_detect_task_suspect(const OrchDetectParams *p, const OrchTaskInfo *task, const OrchWindow *latest) {
+        assert(p && task);
+        double limit = task->memory_max_bytes > 0 ? (double) task->memory_max_bytes : (double) task->memory_high_bytes;
+
+        /* As pressured() and task_signals() judge it: a deficit by its limit needs throttling or
+         * memory events, every other deficit and a straggler pressure, a hog a short neighbour. */
+        return task->throttled_ratio >= p->throttled_ratio_threshold ||
+               task->psi_cpu_some_avg10 >= p->psi_cpu_threshold ||
+               task->psi_memory_some_avg10 >= p->psi_memory_threshold ||
+               task->memory_events_high + task->memory_events_max + task->memory_events_oom > 0 ||
+               (latest && limit > 0 && latest->memory_bytes >= p->near_limit_fraction * limit);
+}
+
+static size_t phase_slot(uint64_t job, unsigned phase, size_t mask) {
+        uint64_t h = (job * UINT64_C(0x9E3779B97F4A7C15)) ^ ((uint64_t) phase * UINT64_C(0xC2B2AE3D27D4EB4F));
+        return (size_t) (h ^ (h >> 29)) & mask;
+}
+
+size_t orch_contended_select(const OrchCandidate *c, size_t n, bool *node_suspect, size_t n_nodes, bool *include) {
+        size_t n_marked = 0, n_included = 0, size = 1;
+
+        assert(n == 0 || (c && include));
+        for (size_t i = 0; i < n; i++)
+                if (c[i].suspect && c[i].node < n_nodes)
+                        node_suspect[c[i].node] = true;
+        for (size_t i = 0; i < n; i++) {
+                include[i] = false;
+                n_marked += c[i].node >= n_nodes || node_suspect[c[i].node];
+        }
+        if (n_marked == 0)
+                return 0; /* nobody to judge: no table, no pass */
+
+        /* The job phases with a task on such a node, in an open-addressed set. */
+        while (size < 2 * n_marked)
+                size *= 2;
+        _cleanup_free_ OrchCandidate *set = calloc(size, sizeof(OrchCandidate));
+        _cleanup_free_ bool *used = calloc(size, sizeof(bool));
+        if (!set || !used) {
+                /* Without memory for the set, judge everyone: never fewer than needed. */
+                for (size_t i = 0; i < n; i++)
+                        include[i] = true;
+                return n;
+        }
+        for (size_t i = 0; i < n; i++) {
+                if (c[i].node < n_nodes && !node_suspect[c[i].node])
+                        continue;
+                size_t k = phase_slot(c[i].job, c[i].phase, size - 1);
+                while (used[k] && (set[k].job != c[i].job || set[k].phase != c[i].phase))
+                        k = (k + 1) & (size - 1);
+                used[k] = true;
+                set[k] = c[i];
+        }
+        for (size_t i = 0; i < n; i++) {
+                size_t k = phase_slot(c[i].job, c[i].phase, size - 1);
+                while (used[k] && (set[k].job != c[i].job || set[k].phase != c[i].phase))
+                        k = (k + 1) & (size - 1);
+                include[i] = used[k];
+                n_included += used[k];
+        }
+        return n_included;
+}
+
 static int node_signals(Detect *d) {
         for (size_t n = 0; n < d->s->n_nodes; n++) {
                 const OrchNode *node = &d->s->nodes[n];

@@ -107,6 +107,30 @@ void orch_findings_done(OrchFindings *f);
 const OrchFinding *orch_findings_find(const OrchFindings *f, OrchFindingKind k, size_t task, OrchResource r);
 size_t orch_findings_count(const OrchFindings *f, OrchFindingKind k);
 
+/* Whether the detector could find anything on this node, or about this task judged on its latest
+ * window (NULL: none), whatever the other tasks are: every finding is a signal of its node's or
+ * its task's pressure, needs one of them (deficit, straggler), or needs a task of its node short
+ * of a resource (hog). Both err towards true; neither is a finding. */
+bool orch_detect_node_suspect(const OrchDetectParams *p, const OrchNodeInfo *node);
+bool orch_detect_task_suspect(const OrchDetectParams *p, const OrchTaskInfo *task, const OrchWindow *latest);
+
+/* A running task an epoch may judge. */
+typedef struct OrchCandidate {
+        uint64_t job;
+        unsigned phase;
+        size_t node;                    /* index into the caller's node flags */
+        bool suspect;                   /* orch_detect_task_suspect() */
+} OrchCandidate;
+
+/* Which candidates an epoch must judge to find and decide what judging all of them would: every
+ * task of a node that is suspect or holds a suspect task (its hogs, its node sums), and every task
+ * of a job phase with a task on such a node (its peers' medians, UNIFORM). The others can have no
+ * finding and no decision, and nothing of theirs is read for one. node_suspect[n_nodes] holds
+ * orch_detect_node_suspect() on entry and gains the nodes of suspect tasks; include[n] is set (all
+ * of it, should memory run out). Returns how many are included, in O(n), with no allocation when
+ * no node is suspect. */
+size_t orch_contended_select(const OrchCandidate *c, size_t n, bool *node_suspect, size_t n_nodes, bool *include);
+
 /* One epoch's findings, sorted by task (node findings first), kind and resource. Only the
  * tasks' latest window is judged; tasks without windows are skipped. *ret is replaced (the
  * caller frees it with orch_findings_done()) and untouched on failure. */

@@ -4,6 +4,7 @@
  * over random clusters), hysteresis, cool-down, dry-run and the control modes. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -999,4 +1000,243 @@ Test(balancer, take_keeps_use_plus_margin) {
                 cr_assert_float_eq(up->new_value, cases[i].starved_new, 1e-9, "margin %g: %s", cases[i].margin, up->reason);
                 cr_assert_float_eq(down->new_value, cases[i].hog_new, 1e-9, "margin %g: %s", cases[i].margin, down->reason);
         }
+}
+
+/* An epoch over only the tasks orch_contended_select() picks (the controller's) finds and decides
+ * what one over every running task does, epoch after epoch: random clusters of 8 nodes with a few
+ * under pressure, tasks throttled, near their memory limit or with memory events here and there,
+ * tasks ending and starting, the decisions applied, and a cool-down of 3 epochs so that what the
+ * balancer keeps of a task left out (carry_left_out()) decides something. */
+typedef struct WorldTask {
+        char id[48];
+        uint64_t job;
+        unsigned phase;
+        size_t node;
+        double quota, expected_cpu;
+        uint64_t memory_max;
+        double start_s, progress;
+        OrchWindow windows[32];
+        size_t n_windows;
+        OrchTaskInfo info;                      /* this epoch's */
+        bool alive, left_out;
+} WorldTask;
+
+static bool world_left_out(const char *task_id, void *userdata) {
+        WorldTask **listed = userdata;
+
+        for (size_t i = 0; listed[i]; i++)
+                if (streq(listed[i]->id, task_id))
+                        return listed[i]->left_out;
+        return false;
+}
+
+static int world_task_compare(const void *a, const void *b) {
+        const WorldTask *x = *(WorldTask *const *) a, *y = *(WorldTask *const *) b;
+
+        if (x->job != y->job)
+                return x->job < y->job ? -1 : 1;
+        if (x->phase != y->phase)
+                return x->phase < y->phase ? -1 : 1;
+        return strcmp(x->id, y->id) < 0 ? -1 : strcmp(x->id, y->id) > 0;
+}
+
+static const char *snap_id(const OrchSnapshot *s, size_t t) {
+        return t == ORCH_NO_TASK ? "-" : s->tasks[t].id;
+}
+
+Test(balancer, contended_subset_decides_as_every_task) {
+        size_t n_epochs = 0, n_smaller = 0, n_empty = 0, n_findings = 0, n_changes = 0, n_carried = 0, n_cooling = 0;
+
+        for (unsigned seed = 1; seed <= 60; seed++) {
+                unsigned rng = seed;
+#define RAND01() ((double) rand_r(&rng) / RAND_MAX)
+                OrchBalanceParams p = ORCH_BALANCE_PARAMS_DEFAULT;
+                _cleanup_(orch_balancer_state_done) OrchBalancerState all, part;
+                WorldTask *tasks = calloc(400, sizeof(WorldTask));
+                WorldTask *listed[401];
+                size_t n_tasks = 0, next_index = 0;
+                char names[8][8];
+
+                cr_assert(tasks);
+                /* From a quiet cluster to a busy one. */
+                double busy = (double) (seed % 4) / 3;
+                p.cooldown_epochs = 3;
+                p.hysteresis_epochs = seed % 2 ? 1 : 2;
+                p.estimator = seed % 3 ? ORCH_ESTIMATOR_REGRESSION : ORCH_ESTIMATOR_UNIFORM;
+                orch_balancer_state_init(&all);
+                orch_balancer_state_init(&part);
+                part.left_out = world_left_out;
+                part.left_out_userdata = listed;
+                for (size_t n = 0; n < 8; n++)
+                        snprintf(names[n], sizeof(names[n]), "n%zu", n);
+
+                for (unsigned e = 1; e <= 14; e++) {
+                        double now_s = 10.0 * e;
+                        _cleanup_(orch_snapshot_freep) OrchSnapshot *full = scenario_new();
+                        _cleanup_(orch_snapshot_freep) OrchSnapshot *sub = scenario_new();
+                        _cleanup_(orch_findings_done) OrchFindings fa = {}, fb = {};
+                        _cleanup_(orch_decisions_done) OrchDecisions da = {}, db = {};
+                        OrchCandidate cand[400];
+                        bool include[400], node_suspect[8];
+                        size_t n_listed = 0;
+
+                        /* Ends and starts: 60 tasks in phases of 16 jobs, then a few. */
+                        for (size_t i = 0; i < n_tasks; i++)
+                                if (tasks[i].alive && RAND01() < 0.04)
+                                        tasks[i].alive = false;
+                        for (size_t k = 0, m = e == 1 ? 60 : rand_r(&rng) % 6; k < m && n_tasks < 400; k++) {
+                                WorldTask *t = &tasks[n_tasks++];
+                                t->job = 1 + rand_r(&rng) % 16;
+                                t->phase = rand_r(&rng) % 2;
+                                snprintf(t->id, sizeof(t->id), "%" PRIu64 ".%u.%zu.0", t->job, t->phase, next_index++);
+                                t->node = rand_r(&rng) % 8;
+                                t->quota = RAND01() < 0.1 ? 0 : 0.2 + 1.3 * RAND01();
+                                t->expected_cpu = RAND01() < 0.7 ? 0.5 + 0.5 * RAND01() : 0;
+                                t->memory_max = RAND01() < 0.1 ? 0 : (uint64_t) ((128 + 900 * RAND01()) * MIB);
+                                t->start_s = now_s - 10 * RAND01();
+                                t->alive = true;
+                        }
+
+                        /* This epoch's signals and windows. */
+                        for (size_t n = 0; n < 8; n++) {
+                                OrchNodeInfo info = {
+                                        .name = names[n], .capacity_cpus = 4, .capacity_memory_bytes = (uint64_t) (8192 * MIB),
+                                        .psi_cpu_some_avg10 = RAND01() < 0.12 * busy ? 10 + 50 * RAND01() : 9 * RAND01(),
+                                        .psi_memory_some_avg10 = RAND01() < 0.06 * busy ? 10 + 50 * RAND01() : 9 * RAND01(),
+                                };
+                                cr_assert_eq(orch_snapshot_add_node(full, &info, NULL), 0);
+                                cr_assert_eq(orch_snapshot_add_node(sub, &info, NULL), 0);
+                                node_suspect[n] = orch_detect_node_suspect(&DP, &info);
+                        }
+                        for (size_t i = 0; i < n_tasks; i++) {
+                                WorldTask *t = &tasks[i];
+                                if (!t->alive)
+                                        continue;
+                                double cap = t->quota > 0 ? t->quota : 4;
+                                double use = cap * (RAND01() < 0.15 ? 0.98 : 0.1 + 0.8 * RAND01());
+                                double mem = t->memory_max > 0 ? (double) t->memory_max * (RAND01() < 0.02 + 0.03 * busy ? 0.95 : 0.2 + 0.6 * RAND01())
+                                                               : (100 + 400 * RAND01()) * MIB;
+                                OrchWindow w = { .run_time_s = now_s - t->start_s, .cpu_cores = use, .memory_bytes = floor(mem) };
+                                cr_assert_geq(orch_window_push(t->windows, &t->n_windows, &w), 0);
+                                if (t->n_windows == 32) {
+                                        memmove(t->windows, t->windows + 1, 31 * sizeof(OrchWindow));
+                                        t->n_windows = 31;
+                                }
+                                t->progress = fmin(0.99, t->progress + 0.02 + 0.1 * RAND01());
+                                t->info = (OrchTaskInfo) {
+                                        .id = t->id, .job = t->job, .phase = t->phase, .node = names[t->node],
+                                        .start_s = t->start_s, .has_progress = t->job % 3 != 0, .progress = t->progress,
+                                        .cpu_limit_cores = t->quota, .memory_max_bytes = t->memory_max,
+                                        .expected_cpu_cores = t->expected_cpu,
+                                        .expected_memory_bytes = (uint64_t) (256 * MIB),
+                                        .throttled_ratio = RAND01() < 0.01 + 0.07 * busy ? 0.2 + 0.7 * RAND01() : 0.05 * RAND01(),
+                                        .psi_cpu_some_avg10 = RAND01() < 0.04 * busy ? 10 + 40 * RAND01() : 0,
+                                        .memory_events_max = RAND01() < 0.005 + 0.035 * busy ? 3 : 0,
+                                };
+                                t->left_out = false;
+                                listed[n_listed++] = t;
+                        }
+                        listed[n_listed] = NULL;
+                        qsort(listed, n_listed, sizeof(WorldTask *), world_task_compare);
+
+                        /* Every running task, and the part of them the detector could find anything about
+                         * (asked in any order: the controller's is its tracks'). */
+                        size_t perm[400];
+                        for (size_t k = 0; k < n_listed; k++)
+                                perm[k] = k;
+                        for (size_t k = n_listed; k > 1; k--) {
+                                size_t j = rand_r(&rng) % k, x = perm[k - 1];
+                                perm[k - 1] = perm[j];
+                                perm[j] = x;
+                        }
+                        for (size_t k = 0; k < n_listed; k++) {
+                                WorldTask *t = listed[perm[k]];
+                                cand[k] = (OrchCandidate) {
+                                        .job = t->job, .phase = t->phase, .node = t->node,
+                                        .suspect = orch_detect_task_suspect(&DP, &t->info, &t->windows[t->n_windows - 1]),
+                                };
+                        }
+                        size_t n_included = orch_contended_select(cand, n_listed, node_suspect, 8, include);
+                        for (size_t k = 0; k < n_listed; k++)
+                                listed[perm[k]]->left_out = !include[k];
+                        for (size_t k = 0; k < n_listed; k++) {
+                                WorldTask *t = listed[k];
+                                size_t index;
+                                cr_assert_eq(orch_snapshot_add_task(full, &t->info, &index), 0);
+                                cr_assert_eq(orch_snapshot_add_windows(full, index, t->windows, t->n_windows), 0);
+                                if (t->left_out)
+                                        continue;
+                                cr_assert_eq(orch_snapshot_add_task(sub, &t->info, &index), 0);
+                                cr_assert_eq(orch_snapshot_add_windows(sub, index, t->windows, t->n_windows), 0);
+                        }
+                        cr_assert_eq(sub->n_tasks, n_included);
+                        n_epochs++;
+                        n_smaller += n_included < n_listed;
+                        n_empty += n_included == 0;
+
+                        cr_assert_eq(orch_epoch_decide(full, now_s, &DP, &p, &all, &fa, &da), 0);
+                        cr_assert_eq(orch_epoch_decide(sub, now_s, &DP, &p, &part, &fb, &db), 0);
+
+                        cr_assert_eq(fa.n, fb.n, "seed %u epoch %u: %zu findings over every task, %zu over %zu of %zu",
+                                     seed, e, fa.n, fb.n, n_included, n_listed);
+                        for (size_t i = 0; i < fa.n; i++) {
+                                const OrchFinding *a = &fa.items[i], *b = &fb.items[i];
+                                cr_assert(a->kind == b->kind && a->resource == b->resource && a->basis == b->basis &&
+                                          a->node == b->node && streq(snap_id(full, a->task), snap_id(sub, b->task)) &&
+                                          a->value == b->value && a->reference == b->reference &&
+                                          a->threshold == b->threshold && a->spread == b->spread &&
+                                          a->n_peers == b->n_peers && a->pressure == b->pressure &&
+                                          a->time_left_s == b->time_left_s && streq(a->reason, b->reason),
+                                          "seed %u epoch %u finding %zu: \"%s\" against \"%s\"", seed, e, i, a->reason, b->reason);
+                                cr_assert(da.explained[i].outcome == db.explained[i].outcome &&
+                                          streq(da.explained[i].why, db.explained[i].why),
+                                          "seed %u epoch %u finding %zu: \"%s\" against \"%s\"", seed, e, i,
+                                          da.explained[i].why, db.explained[i].why);
+                                n_cooling += da.explained[i].outcome == ORCH_OUTCOME_COOLDOWN;
+                        }
+                        n_findings += fa.n;
+                        cr_assert_eq(da.n, db.n, "seed %u epoch %u: %zu decisions over every task, %zu over part", seed, e,
+                                     da.n, db.n);
+                        for (size_t i = 0; i < da.n; i++) {
+                                const OrchDecision *a = &da.items[i], *b = &db.items[i];
+                                cr_assert(streq(snap_id(full, a->task), snap_id(sub, b->task)) && a->resource == b->resource &&
+                                          a->verdict == b->verdict && a->raise == b->raise && a->old_value == b->old_value &&
+                                          a->new_value == b->new_value && a->wanted == b->wanted &&
+                                          (a->need == b->need || (isnan(a->need) && isnan(b->need))) &&
+                                          (a->alpha == b->alpha || (isnan(a->alpha) && isnan(b->alpha))) &&
+                                          a->cpu_quota_us == b->cpu_quota_us && a->memory_max_bytes == b->memory_max_bytes &&
+                                          streq(snap_id(full, a->peer), snap_id(sub, b->peer)) && streq(a->reason, b->reason),
+                                          "seed %u epoch %u decision %zu: \"%s\" against \"%s\"", seed, e, i, a->reason, b->reason);
+                        }
+
+                        /* What was decided happens. */
+                        for (size_t i = 0; i < da.n; i++) {
+                                const OrchDecision *d = &da.items[i];
+                                WorldTask *t = NULL;
+                                for (size_t k = 0; k < n_listed && !t; k++)
+                                        if (streq(listed[k]->id, full->tasks[d->task].id))
+                                                t = listed[k];
+                                cr_assert(t);
+                                if (d->verdict != ORCH_VERDICT_APPLY)
+                                        continue;
+                                n_changes++;
+                                if (d->resource == ORCH_CPU)
+                                        t->quota = d->new_value;
+                                else
+                                        t->memory_max = (uint64_t) d->new_value;
+                        }
+                        for (size_t k = 0; k < n_listed; k++)
+                                n_carried += listed[k]->left_out && orch_balancer_state_find(&part, listed[k]->id);
+                }
+                free(tasks);
+#undef RAND01
+        }
+        cr_log_info("%zu epochs, %zu left tasks out, %zu judged nobody; %zu findings, %zu changes, %zu kept, %zu cooling",
+                    n_epochs, n_smaller, n_empty, n_findings, n_changes, n_carried, n_cooling);
+        cr_assert_gt(n_smaller, n_epochs / 3, "%zu of %zu epochs left tasks out", n_smaller, n_epochs);
+        cr_assert_gt(n_empty, 0, "some epoch judged nobody");
+        cr_assert_gt(n_findings, 1000, "%zu findings", n_findings);
+        cr_assert_gt(n_changes, 100, "%zu changes", n_changes);
+        cr_assert_gt(n_carried, 10, "%zu entries of tasks left out kept", n_carried);
+        cr_assert_gt(n_cooling, 10, "%zu cooling", n_cooling);
 }
