@@ -138,9 +138,10 @@ static inline void div128_64(uint64_t hi, uint64_t lo, uint64_t d, uint64_t *ret
 #endif
 }
 
-/* w · 10^e correctly rounded, as strtod() does it, in integer arithmetic; w > 0 and
- * |e| ≤ 19 (else false: the caller asks strtod()). Agents write reals with %.17g, so most
- * have 17 significant digits, beyond the 2^53 of the classic double-only fast path. */
+/* w · 10^e correctly rounded, as strtod() does it; w > 0. Short ones by one floating-point
+ * operation, the others with |e| ≤ 19 in integer arithmetic (else false: the caller asks
+ * strtod()): a real an agent writes in %.17g has 17 significant digits, beyond the 2^53 of the
+ * floating-point path. */
 static bool decimal_to_double(uint64_t w, int64_t e, double *ret) {
         static const uint64_t pow10[20] = {
                 UINT64_C(1), UINT64_C(10), UINT64_C(100), UINT64_C(1000), UINT64_C(10000), UINT64_C(100000),
@@ -151,6 +152,17 @@ static bool decimal_to_double(uint64_t w, int64_t e, double *ret) {
                 UINT64_C(10000000000000000000),
         };
 
+        static const double exact_pow10[23] = {
+                1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+                1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+        };
+
+        /* Both exact doubles (w ≤ 2^53, 10^|e| for |e| ≤ 22): one correctly rounded operation,
+         * as strtod() rounds (Clinger's fast path; agents write most reals this short). */
+        if (w <= UINT64_C(1) << 53 && e >= -22 && e <= 22) {
+                *ret = e < 0 ? (double) w / exact_pow10[-e] : (double) w * exact_pow10[e];
+                return true;
+        }
         if (e > 19 || e < -19)
                 return false;
         if (e >= 0) {

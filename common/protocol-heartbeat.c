@@ -635,8 +635,72 @@ static void text_int(TextBuf *b, char sep, int64_t v) {
         text_digits(b, sep, v < 0 ? (uint64_t) 0 - (uint64_t) v : (uint64_t) v, v < 0, false);
 }
 
-/* jansson's format for reals: %.17g (exact round trip), with ".0" when it looks integral;
- * not finite is null, as proto_json_double(). After sep, as text_digits(). */
+static const double exact_pow10[23] = {
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+        1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+};
+
+/* d, finite and not integral, as the decimal w · 10^-k of at most 15 significant digits that
+ * reads back as d, trailing zeros dropped, when there is one ("0.1", not %.17g's
+ * "0.10000000000000001"): w < 2^53 and 10^k (k ≤ 22) are exact doubles, so w / 10^k is one
+ * correctly rounded division, the very double strtod() makes of the text; comparing it with d
+ * proves the round trip. Writes to buf (room for 24) and returns the length, 0 when there is
+ * none (then %.17g). */
+static size_t text_short_real(double d, char *buf) {
+        double a = fabs(d);
+        int k = 15;
+        char digits[20];
+        size_t n = 0, at = 0;
+
+        /* Below 1e-4 %.17g writes an exponent, shorter than the zeros after the point. */
+        if (!(a >= 1e-4 && a < 1e15))
+                return 0;
+        /* 15 significant digits: 15 less the integer digits, or 15 and the zeros after the point
+         * (a boundary misjudged costs digits or the short form, never the round trip). */
+        if (a >= 1)
+                for (int i = 0; i <= 14 && a >= exact_pow10[i]; i++)
+                        k--;
+        else
+                for (int i = 1; i <= 4 && a < 1 / exact_pow10[i]; i++)
+                        k++;
+        if (k < 1 || k > 22)
+                return 0;
+        double scaled = nearbyint(a * exact_pow10[k]);
+        if (!(scaled >= 1 && scaled < 1e15) || scaled / exact_pow10[k] != a)
+                return 0;
+        uint64_t w = (uint64_t) scaled;
+        while (k > 0 && w % 10 == 0) {
+                w /= 10;
+                k--;
+        }
+        if (k == 0)
+                return 0; /* integral after all: not ours */
+        do
+                digits[n++] = (char) ('0' + w % 10);
+        while ((w /= 10) > 0);
+        if (d < 0)
+                buf[at++] = '-';
+        if (n <= (size_t) k) {
+                buf[at++] = '0';
+                buf[at++] = '.';
+                for (size_t z = n; z < (size_t) k; z++)
+                        buf[at++] = '0';
+                while (n > 0)
+                        buf[at++] = digits[--n];
+        } else {
+                while (n > (size_t) k)
+                        buf[at++] = digits[--n];
+                buf[at++] = '.';
+                while (n > 0)
+                        buf[at++] = digits[--n];
+        }
+        return at;
+}
+
+/* Reals as the shortest text of at most 15 significant digits that reads back as the same
+ * double (text_short_real()), else jansson's %.17g (exact round trip), with ".0" when it looks
+ * integral; not finite is null, as proto_json_double(). The same numbers as the jansson tree,
+ * often fewer digits. After sep, as text_digits(). */
 static void text_double(TextBuf *b, char sep, double d) {
         char buf[40];
         size_t at = sep != 0;
@@ -657,6 +721,11 @@ static void text_double(TextBuf *b, char sep, double d) {
                 return;
         }
         buf[0] = sep;
+        size_t m = text_short_real(d, buf + at);
+        if (m > 0) {
+                text_add(b, buf, at + m);
+                return;
+        }
         n = snprintf(buf + at, sizeof buf - 2 - at, "%.17g", d);
         if (n < 0 || (size_t) n >= sizeof buf - 2 - at) {
                 b->failed = true;

@@ -329,7 +329,8 @@ int heartbeat_from_json(json_t *j, Heartbeat **ret, char **ret_error);
 json_t *heartbeat_to_json(const Heartbeat *h);
 
 /* The heartbeat written as compact JSON text straight into a buffer, without a jansson tree:
- * the same document as json_dumps(heartbeat_to_json(h), JSON_COMPACT) (numbers as exact), at a
+ * the document of json_dumps(heartbeat_to_json(h), JSON_COMPACT), the same numbers but reals in
+ * the fewest digits (at most 15) that read back as the same double, else %.17g as jansson, at a
  * small fraction of its cost, for agents reporting on many tasks every second. */
 typedef struct TextBuf {
         char *data;                  /* NUL-terminated while not failed */

@@ -894,28 +894,81 @@ Test(heartbeat, text_writer_split_report) {
 
 /* Reals are printed as jansson prints them (%.17g, ".0" when integral), also where the writer
  * takes its short cut for integral values. */
+/* The real in a sample's cpu_cores as the text writer spells it. */
+static void written_real(double v, char *ret, size_t size) {
+        TaskSample sample = { .has = SAMPLE_HAS_RATES, .progress = -1, .cpu_cores = v };
+        _cleanup_(text_buf_done) TextBuf b = {};
+        char *p, *end;
+
+        task_sample_write_json(&b, &sample);
+        p = strstr(b.data, "\"cpu_cores\":");
+        cr_assert_not_null(p);
+        p += strlen("\"cpu_cores\":");
+        end = strchr(p, ',');
+        cr_assert_not_null(end);
+        *end = '\0';
+        snprintf(ret, size, "%s", p);
+}
+
+/* Integral values as integers with ".0"; others in at most 15 significant digits where those
+ * read back as the same double, else %.17g. */
 Test(heartbeat, text_writer_reals) {
-        static const double values[] = { 0, -0.0, 1, -3, 42, 999999999999999, -999999999999999, 1e15, 1e16, 1e17,
-                                         0.5, 0.1, 12.5, 1e-300, 123456.75, 4503599627370497.0 };
+        static const struct {
+                double value;
+                const char *text;
+        } cases[] = {
+                { 0, "0.0" }, { -0.0, "-0.0" }, { 1, "1.0" }, { -3, "-3.0" }, { 42, "42.0" },
+                { 999999999999999, "999999999999999.0" }, { -999999999999999, "-999999999999999.0" },
+                { 1e15, "1000000000000000.0" }, { 1e16, "10000000000000000.0" }, { 1e17, "1e+17" }, { 0.5, "0.5" },
+                { 0.1, "0.1" }, { 12.5, "12.5" }, { 1e-300, "1e-300" }, { 123456.75, "123456.75" },
+                { 4503599627370497.0, "4503599627370497.0" }, { 0.118, "0.118" }, { 0.03, "0.03" },
+                { -0.05, "-0.05" }, { 1.0 / 3, "0.33333333333333331" }, { 0.30000000000000004, "0.30000000000000004" },
+                { 1e-4, "0.0001" }, { 0.00012345, "0.00012345" }, { 1.5e-8, "1.4999999999999999e-08" },
+                { 99999999999999.5, "99999999999999.5" }, { 123456789.125, "123456789.125" },
+        };
+        char got[64];
 
-        for (size_t i = 0; i < ELEMENTSOF(values); i++) {
-                TaskSample sample = { .has = SAMPLE_HAS_RATES, .progress = -1, .cpu_cores = values[i] };
-                _cleanup_(text_buf_done) TextBuf b = {};
-                char want[64], *p, *end;
-                int n;
-
-                n = snprintf(want, sizeof want - 2, "%.17g", values[i]);
-                if (!strpbrk(want, ".eE"))
-                        memcpy(want + n, ".0", 3);
-                task_sample_write_json(&b, &sample);
-                p = strstr(b.data, "\"cpu_cores\":");
-                cr_assert_not_null(p);
-                p += strlen("\"cpu_cores\":");
-                end = strchr(p, ',');
-                cr_assert_not_null(end);
-                *end = '\0';
-                cr_expect_str_eq(p, want, "%.17g", values[i]);
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                written_real(cases[i].value, got, sizeof got);
+                cr_expect_str_eq(got, cases[i].text, "%.17g", cases[i].value);
         }
+}
+
+/* Every finite real reads back to the same bits (strtod(), as jansson and the reader), in no
+ * more characters than %.17g: random doubles over the whole range, and the rates, ratios and
+ * PSI averages agents send. */
+Test(heartbeat, text_writer_reals_round_trip) {
+        unsigned seed = 7;
+        size_t n_short = 0;
+        char got[64], full[64];
+
+        for (unsigned i = 0; i < 200000; i++) {
+                uint64_t bits = (uint64_t) rand_r(&seed) << 42 ^ (uint64_t) rand_r(&seed) << 21 ^ (uint64_t) rand_r(&seed);
+                double v;
+                switch (i % 4) {
+                case 0:
+                        memcpy(&v, &bits, sizeof v);
+                        if (!isfinite(v))
+                                continue;
+                        break;
+                case 1:
+                        v = (double) (bits % 4000000000) / 1e9;                 /* ns over a second */
+                        break;
+                case 2:
+                        v = (double) (bits % 10001) / 100;                      /* PSI avg10 */
+                        break;
+                default:
+                        v = ldexp((double) (bits % 1000003) / 1000003, (int) (bits % 80) - 40);
+                }
+                written_real(v, got, sizeof got);
+                int n = snprintf(full, sizeof full, "%.17g", v);
+                char *end;
+                double back = strtod(got, &end);
+                cr_assert(*end == '\0' && memcmp(&back, &v, sizeof v) == 0, "%.17g written as %s", v, got);
+                cr_assert_leq(strlen(got), (size_t) n + 2, "%.17g written as %s", v, got);
+                n_short += strlen(got) < (size_t) n;
+        }
+        cr_assert_gt(n_short, 75000, "%zu shorter than %%.17g", n_short); /* most rates and averages */
 }
 
 Test(heartbeat, text_writer_strings_and_numbers) {
