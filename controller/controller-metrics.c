@@ -56,7 +56,7 @@ struct ControllerMetrics {
         Metrics *registry;
         NodeUsageTable *usage;
         MetricFamily *build_info, *jobs, *queue_tasks, *job_wait, *job_response, *decisions, *preemptions,
-                *orch_epochs, *orch_findings, *orch_decisions, *heartbeats, *heartbeat_duration, *nodes, *node_cpus,
+                *orch_epochs, *orch_judged, *orch_findings, *orch_decisions, *heartbeats, *heartbeat_duration, *nodes, *node_cpus,
                 *node_memory, *node_tasks, *node_cpu_used, *node_cpu_limit, *node_memory_used, *node_memory_limit,
                 *waits_held, *wait_wakeups, *store_commit, *store_writable, *http, *refused;
         MetricSeries *heartbeat_result[_HEARTBEAT_RESULT_MAX];
@@ -91,6 +91,10 @@ static const FamilyDef families[] = {
         FAMILY(preemptions, "cgorch_scheduler_preemptions_total",
                "Tasks preempted: frozen, killed, or a start not sent yet withdrawn.", METRIC_COUNTER, LABELS(l_kind)),
         FAMILY(orch_epochs, "cgorch_orchestrator_epochs_total", "Epochs the orchestrator ran.", METRIC_COUNTER),
+        FAMILY(orch_judged, "cgorch_orchestrator_tasks_judged_total",
+               "Running tasks the orchestrator's epochs judged, summed over epochs: those of the nodes under pressure "
+               "or with a task under pressure, and of their job phases (the others can have no finding).",
+               METRIC_COUNTER),
         FAMILY(orch_findings, "cgorch_orchestrator_findings_total",
                "Findings of the contention detector, by kind, counted at every epoch that makes them.", METRIC_COUNTER,
                LABELS(l_kind)),
@@ -257,6 +261,7 @@ static void render_scheduler(ControllerMetrics *cm, const ClusterCounters *c) {
 
 static void render_orchestrator(ControllerMetrics *cm, const OrchCounters *o) {
         metric_set(metric_series(cm->orch_epochs, NULL), (double) o->epochs);
+        metric_set(metric_series(cm->orch_judged, NULL), (double) o->judged);
         for (size_t k = 0; k < _ORCH_FINDING_KIND_MAX; k++)
                 metric_set(series1(cm->orch_findings, orch_finding_kind_to_string((OrchFindingKind) k)),
                            (double) o->findings[k]);

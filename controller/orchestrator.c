@@ -1128,6 +1128,7 @@ static int run_epoch_work(Orchestrator *o, int64_t now_ms, const char *node, uns
         if (r < 0)
                 return r;
         o->counters.epochs++;
+        o->counters.judged += o->last_epoch_judged;
         for (size_t i = 0; i < findings.n; i++)
                 if ((unsigned) findings.items[i].kind < _ORCH_FINDING_KIND_MAX)
                         o->counters.findings[findings.items[i].kind]++;

@@ -88,6 +88,7 @@ typedef enum OrchDecided {
 /* What the orchestrator did since the controller started (GET /metrics). */
 typedef struct OrchCounters {
         uint64_t epochs;
+        uint64_t judged;        /* running tasks the epochs judged, summed (orch_contended_select()) */
         uint64_t findings[_ORCH_FINDING_KIND_MAX];
         /* By resource, by direction (0: a grant to a short task, 1: a take from a hog), by outcome. */
         uint64_t decisions[_ORCH_RESOURCE_MAX][2][_ORCH_DECIDED_MAX];

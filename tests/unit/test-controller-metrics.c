@@ -82,6 +82,7 @@ Test(controller_metrics, counted_as_it_happens) {
          * families without labels read 0. */
         assert_no(text, "cgorch_scheduler_decisions_total");
         assert_line(text, "cgorch_orchestrator_epochs_total 0");
+        assert_line(text, "cgorch_orchestrator_tasks_judged_total 0");
         assert_line(text, "cgorch_queue_tasks 0");
         controller_metrics_free(cm);
 }
@@ -106,7 +107,7 @@ Test(controller_metrics, a_scrape) {
 
         ClusterCounters cc = { .decisions = { [SCHED_START] = 7, [SCHED_FREEZE] = 2, [SCHED_THAW] = 1, [SCHED_KILL] = 3 },
                                .preempted_withdrawn = 1, .tasks_waiting = 4 };
-        OrchCounters oc = { .epochs = 9 };
+        OrchCounters oc = { .epochs = 9, .judged = 120 };
         oc.findings[ORCH_FINDING_DEFICIT] = 5;
         oc.decisions[ORCH_CPU][0][ORCH_DECIDED_APPLIED] = 2;
         oc.decisions[ORCH_MEMORY][1][ORCH_DECIDED_DRY_RUN] = 1;
@@ -134,6 +135,7 @@ Test(controller_metrics, a_scrape) {
         assert_line(text, "cgorch_scheduler_preemptions_total{kind=\"kill\"} 2");
         assert_line(text, "cgorch_scheduler_preemptions_total{kind=\"withdraw\"} 1");
         assert_line(text, "cgorch_orchestrator_epochs_total 9");
+        assert_line(text, "cgorch_orchestrator_tasks_judged_total 120");
         assert_line(text, "cgorch_orchestrator_findings_total{kind=\"deficit\"} 5");
         assert_line(text, "cgorch_orchestrator_findings_total{kind=\"hog\"} 0");
         assert_line(text, "cgorch_orchestrator_decisions_total{resource=\"cpu\",direction=\"grant\",outcome=\"applied\"} 2");
@@ -208,6 +210,6 @@ Test(controller_metrics, every_family_has_help_and_type_once) {
                 }
                 line = end + 1;
         }
-        cr_assert_eq(n_families, 26, "families: %zu", n_families);
+        cr_assert_eq(n_families, 27, "families: %zu", n_families);
         controller_metrics_free(cm);
 }

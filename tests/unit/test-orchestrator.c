@@ -235,6 +235,32 @@ Test(orchestrator, raise_goes_back_in_the_reply_that_brought_the_samples) {
         deficit_outcome_is("changed", "raised");
 }
 
+/* An epoch judges only tasks where something can be found: a task using half its quota,
+ * unthrottled, on a node without pressure, is left out (no finding, nothing judged); throttled
+ * in every period, it is judged again. */
+Test(orchestrator, quiet_tasks_are_not_judged) {
+        start_hungry();
+        TaskSample s = hungry_sample(T0 + 1000, 0.5);
+        s.cpu_throttled_periods = 0;
+        s.cpu_cores = 0.5;
+        s.throttled_ratio = 0;
+        TaskReport rep = report(&s, 1);
+        HeartbeatReply *hr = beat(&rep, 1, NULL, 0, T0 + 1000);
+        cr_assert_null(find_action(hr, ACTION_SET_LIMITS));
+        heartbeat_reply_free(hr);
+        cr_assert_eq(orchestrator_counters(orch)->epochs, 1);
+        cr_assert_eq(orchestrator_last_epoch_judged(orch), 0);
+        json_t *c = NULL;
+        cr_assert_eq(orchestrator_contention_to_json(orch, &c), 0);
+        cr_assert_eq(json_array_size(json_object_get(c, "findings")), 0);
+        json_decref(c);
+
+        cr_assert_not(beat_hungry(T0 + 2000), "one epoch is not hysteresis 2");
+        cr_assert_eq(orchestrator_last_epoch_judged(orch), 1);
+        cr_assert_eq(orchestrator_counters(orch)->judged, 1);
+        deficit_outcome_is("hysteresis", "acted on after 2");
+}
+
 /* Heartbeats four times an epoch (while contention is active) bring samples four times as
  * often, but epochs stay an epoch apart (less the jitter allowance): hysteresis counts epochs. */
 Test(orchestrator, epochs_stay_an_epoch_apart) {
