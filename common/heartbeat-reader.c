@@ -152,15 +152,10 @@ static bool decimal_to_double(uint64_t w, int64_t e, double *ret) {
                 UINT64_C(10000000000000000000),
         };
 
-        static const double exact_pow10[23] = {
-                1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
-                1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
-        };
-
         /* Both exact doubles (w ≤ 2^53, 10^|e| for |e| ≤ 22): one correctly rounded operation,
          * as strtod() rounds (Clinger's fast path; agents write most reals this short). */
         if (w <= UINT64_C(1) << 53 && e >= -22 && e <= 22) {
-                *ret = e < 0 ? (double) w / exact_pow10[-e] : (double) w * exact_pow10[e];
+                *ret = e < 0 ? (double) w / proto_exact_pow10[-e] : (double) w * proto_exact_pow10[e];
                 return true;
         }
         if (e > 19 || e < -19)

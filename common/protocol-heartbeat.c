@@ -635,11 +635,6 @@ static void text_int(TextBuf *b, char sep, int64_t v) {
         text_digits(b, sep, v < 0 ? (uint64_t) 0 - (uint64_t) v : (uint64_t) v, v < 0, false);
 }
 
-static const double exact_pow10[23] = {
-        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
-        1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
-};
-
 /* d, finite and not integral, as the decimal w · 10^-k of at most 15 significant digits that
  * reads back as d, trailing zeros dropped, when there is one ("0.1", not %.17g's
  * "0.10000000000000001"): w < 2^53 and 10^k (k ≤ 22) are exact doubles, so w / 10^k is one
@@ -658,15 +653,15 @@ static size_t text_short_real(double d, char *buf) {
         /* 15 significant digits: 15 less the integer digits, or 15 and the zeros after the point
          * (a boundary misjudged costs digits or the short form, never the round trip). */
         if (a >= 1)
-                for (int i = 0; i <= 14 && a >= exact_pow10[i]; i++)
+                for (int i = 0; i <= 14 && a >= proto_exact_pow10[i]; i++)
                         k--;
         else
-                for (int i = 1; i <= 4 && a < 1 / exact_pow10[i]; i++)
+                for (int i = 1; i <= 4 && a < 1 / proto_exact_pow10[i]; i++)
                         k++;
         if (k < 1 || k > 22)
                 return 0;
-        double scaled = nearbyint(a * exact_pow10[k]);
-        if (!(scaled >= 1 && scaled < 1e15) || scaled / exact_pow10[k] != a)
+        double scaled = nearbyint(a * proto_exact_pow10[k]);
+        if (!(scaled >= 1 && scaled < 1e15) || scaled / proto_exact_pow10[k] != a)
                 return 0;
         uint64_t w = (uint64_t) scaled;
         while (k > 0 && w % 10 == 0) {

@@ -31,6 +31,14 @@
 #define KEY_IN_MESSAGE_MAX 64            /* a client-chosen key is cut to this in error messages */
 #define PATH_BUF 256
 
+/* 10^0 .. 10^22, each exact as a double: a real of at most 2^53 over or times one of them is a
+ * single correctly rounded operation, the double strtod() makes of its decimal text (the
+ * heartbeat writer's short reals and the reader's fast path). */
+static const double proto_exact_pow10[23] = {
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+        1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+};
+
 /* ---- The messages' description ----
  *
  * Each object of a message is a Schema: a table of its fields, in the order the jansson decoder
