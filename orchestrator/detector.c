@@ -146,7 +146,10 @@ static OrchFinding *finding_add(Detect *d, OrchFindingKind kind, OrchResource r,
         return f;
 }
 
-/* Is the task's node or cgroup under pressure for r? Sets *ret_pressure and a short text. */
+/* Is the task's node or cgroup under pressure for r? Sets *ret_pressure and a short text. A new
+ * kind of pressure or signal here or in task_signals() and node_signals() goes into
+ * orch_detect_node_suspect() and orch_detect_task_suspect() too: epochs judge only the tasks
+ * those name (balancer/contended_subset_decides_as_every_task). */
 static bool pressured(const Detect *d, size_t t, OrchResource r, double *ret_pressure, char *text, size_t size) {
         const OrchTask *task = &d->s->tasks[t];
         const OrchNode *node = &d->s->nodes[task->node];
@@ -208,9 +211,15 @@ bool orch_detect_task_suspect(const OrchDetectParams *p, const OrchTaskInfo *tas
                (latest && limit > 0 && latest->memory_bytes >= p->near_limit_fraction * limit);
 }
 
-static size_t phase_slot(uint64_t job, unsigned phase, size_t mask) {
+/* The slot of (job, phase) in an open-addressed set of size mask + 1: its own, or the free one
+ * where it goes. */
+static size_t phase_slot(const OrchCandidate *set, const bool *used, size_t mask, uint64_t job, unsigned phase) {
         uint64_t h = (job * UINT64_C(0x9E3779B97F4A7C15)) ^ ((uint64_t) phase * UINT64_C(0xC2B2AE3D27D4EB4F));
-        return (size_t) (h ^ (h >> 29)) & mask;
+        size_t k = (size_t) (h ^ (h >> 29)) & mask;
+
+        while (used[k] && (set[k].job != job || set[k].phase != phase))
+                k = (k + 1) & mask;
+        return k;
 }
 
 size_t orch_contended_select(const OrchCandidate *c, size_t n, bool *node_suspect, size_t n_nodes, bool *include) {
@@ -241,16 +250,12 @@ size_t orch_contended_select(const OrchCandidate *c, size_t n, bool *node_suspec
         for (size_t i = 0; i < n; i++) {
                 if (c[i].node < n_nodes && !node_suspect[c[i].node])
                         continue;
-                size_t k = phase_slot(c[i].job, c[i].phase, size - 1);
-                while (used[k] && (set[k].job != c[i].job || set[k].phase != c[i].phase))
-                        k = (k + 1) & (size - 1);
+                size_t k = phase_slot(set, used, size - 1, c[i].job, c[i].phase);
                 used[k] = true;
                 set[k] = c[i];
         }
         for (size_t i = 0; i < n; i++) {
-                size_t k = phase_slot(c[i].job, c[i].phase, size - 1);
-                while (used[k] && (set[k].job != c[i].job || set[k].phase != c[i].phase))
-                        k = (k + 1) & (size - 1);
+                size_t k = phase_slot(set, used, size - 1, c[i].job, c[i].phase);
                 include[i] = used[k];
                 n_included += used[k];
         }
