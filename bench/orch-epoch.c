@@ -16,7 +16,8 @@
  * the nodes under pressure), so that raises are funded and recorded. PSI_EVERY=N puts only every Nth node under that pressure, PHASE_TASKS=N makes jobs of one phase
  * of N tasks (default: phases as large as a phase may be), and CONTENTION_OUT=FILE writes the last
  * epoch's GET /v1/contention document there, to compare builds. Each round also says how many
- * tasks the epoch judged (the others can have no finding: docs/orchestrator.md). */
+ * tasks the epoch judged (the others can have no finding: docs/orchestrator.md); at the end, the
+ * size and CPU time of GET /v1/contention's document: the default page, one node's, everything. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,10 +204,34 @@ int main(int argc, char **argv) {
                        m, k, running, round, c1 - c0, (c1 - c0) / (double) running * 1e6, c2 - c1,
                        (c2 - c1) / (double) running * 1e6, orchestrator_last_epoch_judged(orch));
         }
+        /* GET /v1/contention as the API writes it: the default page, one node's, and everything. */
+        const struct {
+                const char *what;
+                OrchContentionQuery q;
+        } queries[] = {
+                { "default (limit 1000)", { .limit = ORCH_CONTENTION_DEFAULT_LIMIT } },
+                { "node n0", { .node = "n0", .limit = ORCH_CONTENTION_DEFAULT_LIMIT } },
+                { "everything", {} },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(queries); i++) {
+                double c0 = cpu_s();
+                json_t *doc = NULL;
+                if (orchestrator_contention_to_json(orch, &queries[i].q, &doc) < 0)
+                        return EXIT_FAILURE;
+                char *text = json_dumps(doc, JSON_COMPACT);
+                double c1 = cpu_s();
+                if (!text)
+                        return EXIT_FAILURE;
+                printf("GET /v1/contention, %s: %zu bytes, %.3f s CPU (%" PRIi64 " findings, %" PRIi64 " decisions matched)\n",
+                       queries[i].what, strlen(text), c1 - c0, (int64_t) json_integer_value(json_object_get(doc, "findings_total")),
+                       (int64_t) json_integer_value(json_object_get(doc, "decisions_total")));
+                free(text);
+                json_decref(doc);
+        }
         const char *out = getenv("CONTENTION_OUT");
         if (out) {
                 json_t *doc = NULL;
-                if (orchestrator_contention_to_json(orch, &doc) < 0 ||
+                if (orchestrator_contention_to_json(orch, NULL, &doc) < 0 ||
                     json_dump_file(doc, out, JSON_INDENT(1) | JSON_SORT_KEYS) < 0)
                         return EXIT_FAILURE;
                 json_decref(doc);

@@ -136,19 +136,113 @@ static int print_decisions(json_t *decisions, bool history) {
         return r < 0 ? r : table_print(t, stdout);
 }
 
-int verb_contention(Ctl *ctl, int argc, char **argv) {
-        _cleanup_(json_decrefp) json_t *answer = NULL;
-        int k = ctl_parse_plain(ctl, argc, argv);
+/* --task=ID: a task id, or false after saying why. */
+static bool task_option_is_valid(const char *arg) {
+        TaskId id;
+        if (task_id_parse(arg, &id) >= 0)
+                return true;
+        fprintf(stderr, "cgorchctl: --task=%s: must be a task id JOB.PHASE.TASK.ATTEMPT\n", arg);
+        return false;
+}
 
-        if (k == -ECANCELED)
-                return EXIT_SUCCESS;
-        if (k < 0)
-                return CTL_EXIT_USAGE;
-        if (k < argc) {
-                fprintf(stderr, "cgorchctl: contention: unexpected argument '%s'\n", argv[k]);
+/* The finding kinds GET /v1/contention knows (?kind=). */
+static bool finding_kind_is_known(const char *s) {
+        static const char *const kinds[] = { "deficit", "straggler", "hog", "node-pressure", "throttled", "near-limit",
+                                             "memory-events", NULL };
+        for (size_t i = 0; kinds[i]; i++)
+                if (streq(s, kinds[i]))
+                        return true;
+        return false;
+}
+
+/* "N finding(s)", with "of TOTAL" when the limit or a filter left some out. */
+static void print_count(json_t *answer, const char *total_key, size_t shown, const char *what) {
+        int64_t total = (int64_t) shown;
+        (void) json_field_int(answer, total_key, &total);
+        if (total > (int64_t) shown)
+                printf("%zu of %lld %s(s)", shown, (long long) total, what);
+        else
+                printf("%zu %s(s)", shown, what);
+}
+
+int verb_contention(Ctl *ctl, int argc, char **argv) {
+        enum { ARG_NODE = CTL_OPT_FIRST_LOCAL, ARG_JOB, ARG_TASK, ARG_KIND, ARG_LIMIT };
+        static const struct option options[] = {
+                CTL_GLOBAL_OPTIONS,
+                { "node", required_argument, NULL, ARG_NODE },
+                { "job", required_argument, NULL, ARG_JOB },
+                { "task", required_argument, NULL, ARG_TASK },
+                { "kind", required_argument, NULL, ARG_KIND },
+                { "limit", required_argument, NULL, ARG_LIMIT },
+                {}
+        };
+        _cleanup_(json_decrefp) json_t *answer = NULL;
+        _cleanup_free_ char *path = NULL;
+        const char *node = NULL, *job = NULL, *task = NULL, *kind = NULL;
+        unsigned limit = 0;
+        uint64_t job_id;
+        int c, r;
+
+        ctl_options_begin(ctl, options);
+        while ((c = getopt_long(argc, argv, ":h", options, NULL)) >= 0)
+                switch (c) {
+                case ARG_NODE:
+                        if (!node_name_is_valid(optarg)) {
+                                fprintf(stderr, "cgorchctl: --node=%s: not a node name\n", optarg);
+                                return CTL_EXIT_USAGE;
+                        }
+                        node = optarg;
+                        break;
+                case ARG_JOB:
+                        if (parse_uint64(optarg, &job_id) < 0 || job_id < 1) {
+                                fprintf(stderr, "cgorchctl: --job=%s: must be a job id (a positive integer)\n", optarg);
+                                return CTL_EXIT_USAGE;
+                        }
+                        job = optarg;
+                        break;
+                case ARG_TASK:
+                        if (!task_option_is_valid(optarg))
+                                return CTL_EXIT_USAGE;
+                        task = optarg;
+                        break;
+                case ARG_KIND:
+                        if (!finding_kind_is_known(optarg)) {
+                                fprintf(stderr, "cgorchctl: --kind=%s: not a finding kind (deficit, straggler, hog, "
+                                        "node-pressure, throttled, near-limit, memory-events)\n", optarg);
+                                return CTL_EXIT_USAGE;
+                        }
+                        kind = optarg;
+                        break;
+                case ARG_LIMIT:
+                        if (parse_uint(optarg, &limit) < 0 || limit < 1 || limit > 1000000) {
+                                fprintf(stderr, "cgorchctl: --limit=%s: must be an integer in [1, 1000000]\n", optarg);
+                                return CTL_EXIT_USAGE;
+                        }
+                        break;
+                default:
+                        if ((r = ctl_global_option(ctl, c, argc, argv)) != CTL_CONTINUE)
+                                return r;
+                }
+        if (optind < argc) {
+                fprintf(stderr, "cgorchctl: contention: unexpected argument '%s'\n", argv[optind]);
                 return CTL_EXIT_USAGE;
         }
-        int r = ctl_call(ctl, "GET", "/v1/contention", NULL, &answer);
+
+        /* Node names, job and task ids and kinds as checked above: nothing to escape in a query. */
+        char limit_text[16] = "";
+        if (limit > 0)
+                snprintf(limit_text, sizeof limit_text, "%u", limit);
+        const char *query[][2] = { { "node", node }, { "job", job }, { "task", task }, { "kind", kind },
+                                   { "limit", limit > 0 ? limit_text : NULL } };
+        char q[512] = "";
+        for (size_t i = 0; i < ELEMENTSOF(query); i++)
+                if (query[i][1]) {
+                        size_t len = strlen(q);
+                        snprintf(q + len, sizeof q - len, "%c%s=%s", len ? '&' : '?', query[i][0], query[i][1]);
+                }
+        if (asprintf(&path, "/v1/contention%s", q) < 0)
+                return CTL_EXIT_FAILURE;
+        r = ctl_call(ctl, "GET", path, NULL, &answer);
         if (r < 0)
                 return ctl_call_exit_status(r);
         if (ctl->json)
@@ -163,8 +257,12 @@ int verb_contention(Ctl *ctl, int argc, char **argv) {
         bool dry_run = false;
         (void) json_field_int(answer, "epoch", &epoch);
         (void) json_field_bool(answer, "dry_run", &dry_run);
-        printf("mode %s%s, epoch %lld: %zu finding(s), %zu decision(s)\n", json_field_string(answer, "mode") ?: "?",
-               dry_run ? " (dry-run)" : "", (long long) epoch, json_array_size(findings), json_array_size(decisions));
+        printf("mode %s%s, epoch %lld: ", json_field_string(answer, "mode") ?: "?", dry_run ? " (dry-run)" : "",
+               (long long) epoch);
+        print_count(answer, "findings_total", json_array_size(findings), "finding");
+        printf(", ");
+        print_count(answer, "decisions_total", json_array_size(decisions), "decision");
+        printf("\n");
         if (json_array_size(findings) > 0) {
                 printf("\n");
                 r = print_findings(findings);
@@ -197,7 +295,6 @@ int verb_adjustments(Ctl *ctl, int argc, char **argv) {
         _cleanup_free_ char *path = NULL;
         unsigned limit = 20;
         const char *task = NULL;
-        TaskId id;
         int c, r;
 
         ctl_options_begin(ctl, options);
@@ -210,10 +307,8 @@ int verb_adjustments(Ctl *ctl, int argc, char **argv) {
                         }
                         break;
                 case ARG_TASK:
-                        if (task_id_parse(optarg, &id) < 0) {
-                                fprintf(stderr, "cgorchctl: --task=%s: must be a task id JOB.PHASE.TASK.ATTEMPT\n", optarg);
+                        if (!task_option_is_valid(optarg))
                                 return CTL_EXIT_USAGE;
-                        }
                         task = optarg;
                         break;
                 default:

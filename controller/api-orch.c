@@ -1,6 +1,7 @@
 /* api-orch.c: the orchestrator's REST endpoints — GET /v1/contention, GET /v1/adjustments and
  * GET/PUT /v1/config (docs/api.md). */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,12 +23,58 @@ static bool refuse_query(const HttpRequest *req, HttpResponse *resp, const char 
         return true;
 }
 
+/* A positive decimal integer of at most max. */
+static bool parse_positive(const char *s, uint64_t max, uint64_t *ret) {
+        if (*s < '1' || *s > '9')
+                return false;
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno != 0 || *end != '\0' || v > max)
+                return false;
+        *ret = v;
+        return true;
+}
+
 void api_handle_contention(const HttpRequest *req, HttpResponse *resp, void *userdata) {
-        static const char *const allowed[] = { NULL };
+        static const char *const allowed[] = { "node", "job", "task", "kind", "limit", NULL };
         Api *api = userdata;
+        OrchContentionQuery q = { .limit = ORCH_CONTENTION_DEFAULT_LIMIT };
+        TaskId id;
+        uint64_t n;
+
         if (refuse_query(req, resp, allowed))
                 return;
-        int r = orchestrator_contention_to_json(api->orchestrator, &resp->body);
+        q.node = http_request_query(req, "node");
+        if (q.node && !node_name_is_valid(q.node))
+                return http_response_error(resp, 400, "node: not a node name");
+        const char *v = http_request_query(req, "job");
+        if (v) {
+                if (!parse_positive(v, UINT64_MAX, &q.job))
+                        return http_response_error(resp, 400, "job: must be a job id (a positive integer)");
+                q.has_job = true;
+        }
+        q.task = http_request_query(req, "task");
+        if (q.task && task_id_parse(q.task, &id) < 0)
+                return http_response_error(resp, 400, "task: must be a task id JOB.PHASE.TASK.ATTEMPT");
+        v = http_request_query(req, "kind");
+        if (v) {
+                int k = orch_finding_kind_from_string(v);
+                if (k < 0)
+                        return http_response_error(resp, 400,
+                                                   "kind: '%s' is not a finding kind (deficit, straggler, hog, "
+                                                   "node-pressure, throttled, near-limit, memory-events)", v);
+                q.has_kind = true;
+                q.kind = (OrchFindingKind) k;
+        }
+        v = http_request_query(req, "limit");
+        if (v) {
+                if (!parse_positive(v, ORCH_CONTENTION_MAX_LIMIT, &n))
+                        return http_response_error(resp, 400, "limit: must be an integer in [1, %d]",
+                                                   ORCH_CONTENTION_MAX_LIMIT);
+                q.limit = (size_t) n;
+        }
+        int r = orchestrator_contention_to_json(api->orchestrator, &q, &resp->body);
         if (r < 0)
                 return respond_store_error(api, resp, r, "contention");
         resp->status = 200;

@@ -974,15 +974,36 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
         return r;
 }
 
-/* What GET /v1/contention shows of the latest epoch. */
-static json_t *contention_json(const Contention *c) {
+/* Whether a finding or decision about task (ORCH_NO_TASK: the node's) on node matches q. */
+static bool contention_matches(const Contention *c, const OrchContentionQuery *q, size_t task, size_t node) {
+        if (q->node && !streq(c->node_names[node], q->node))
+                return false;
+        if (!q->task && !q->has_job)
+                return true;
+        if (task == ORCH_NO_TASK)
+                return false;
+        if (q->task && !streq(c->task_ids[task], q->task))
+                return false;
+        TaskId id;
+        return !q->has_job || (task_id_parse(c->task_ids[task], &id) >= 0 && id.job == q->job);
+}
+
+/* What GET /v1/contention shows of the latest epoch: the findings and decisions q matches, at
+ * most q->limit of each, and how many matched. */
+static json_t *contention_json(const Contention *c, const OrchContentionQuery *q) {
         _cleanup_json_ json_t *findings = json_array(), *decisions = json_array();
         const OrchFindings *f = &c->findings;
         const OrchDecisions *d = &c->decisions;
+        size_t limit = q->limit > 0 ? q->limit : SIZE_MAX, n_findings = 0, n_decisions = 0;
         if (!findings || !decisions)
                 return NULL;
         for (size_t i = 0; i < f->n; i++) {
-                json_t *fj = contention_finding_json(c, &f->items[i]);
+                const OrchFinding *fi = &f->items[i];
+                if ((q->has_kind && fi->kind != q->kind) || !contention_matches(c, q, fi->task, fi->node))
+                        continue;
+                if (n_findings++ >= limit)
+                        continue;
+                json_t *fj = contention_finding_json(c, fi);
                 /* What came of it: a change, or why none. */
                 const OrchExplanation *e = i < d->n_explained ? &d->explained[i] : NULL;
                 const char *outcome = e ? orch_outcome_to_string(e->outcome) : NULL;
@@ -991,16 +1012,25 @@ static json_t *contention_json(const Contention *c) {
                     json_array_append_new(findings, fj) < 0)
                         return NULL;
         }
-        for (size_t i = 0; i < d->n; i++)
-                if (json_array_append_new(decisions, decision_to_json(c, &d->items[i])) < 0)
+        for (size_t i = 0; i < d->n; i++) {
+                const OrchDecision *di = &d->items[i];
+                if ((q->has_kind && di->evidence.kind != q->kind) ||
+                    !contention_matches(c, q, di->task, c->task_node[di->task]))
+                        continue;
+                if (n_decisions++ >= limit)
+                        continue;
+                if (json_array_append_new(decisions, decision_to_json(c, di)) < 0)
                         return NULL;
-        return json_pack("{s:s, s:b, s:f, s:I, s:I, s:b, s:O, s:O}",
+        }
+        return json_pack("{s:s, s:b, s:f, s:I, s:I, s:b, s:I, s:I, s:O, s:O}",
                          "mode", orch_mode_to_string(c->mode),
                          "dry_run", c->dry_run,
                          "epoch_s", c->epoch_s,
                          "epoch", (json_int_t) c->epoch,
                          "time_ms", (json_int_t) c->time_ms,
                          "active", c->active,
+                         "findings_total", (json_int_t) n_findings,
+                         "decisions_total", (json_int_t) n_decisions,
                          "findings", findings,
                          "decisions", decisions);
 }
@@ -1326,13 +1356,17 @@ int orchestrator_set_params(Orchestrator *o, const OrchBalanceParams *balance, c
         return 0;
 }
 
-/* The agents' memory guard acts, newest first. */
-static json_t *guard_json(const Orchestrator *o) {
+/* The agents' memory guard acts q matches by node, task and job, newest first. */
+static json_t *guard_json(const Orchestrator *o, const OrchContentionQuery *q) {
         _cleanup_json_ json_t *guard = json_array();
         if (!guard)
                 return NULL;
         for (size_t k = 0; k < o->n_guard; k++) {
                 const GuardRecord *g = &o->guard[(o->guard_next + ORCH_GUARD_RECORDS - 1 - k) % ORCH_GUARD_RECORDS];
+                TaskId id;
+                if ((q->node && !streq(g->node, q->node)) || (q->task && !streq(g->task, q->task)) ||
+                    (q->has_job && (task_id_parse(g->task, &id) < 0 || id.job != q->job)))
+                        continue;
                 if (json_array_append_new(guard, json_pack("{s:s, s:s, s:I, s:s, s:I, s:I, s:s}", "task", g->task, "node",
                                                            g->node, "time_ms", (json_int_t) g->event.time_ms, "outcome",
                                                            g->event.raised ? "raised" : "no-room", "old_bytes",
@@ -1344,23 +1378,34 @@ static json_t *guard_json(const Orchestrator *o) {
         return json_incref(guard);
 }
 
-int orchestrator_contention_to_json(Orchestrator *o, json_t **ret) {
+int orch_finding_kind_from_string(const char *s) {
+        for (int k = 0; k < _ORCH_FINDING_KIND_MAX; k++)
+                if (streq(s, orch_finding_kind_to_string(k)))
+                        return k;
+        return -EINVAL;
+}
+
+int orchestrator_contention_to_json(Orchestrator *o, const OrchContentionQuery *q, json_t **ret) {
+        static const OrchContentionQuery all = {};
         _cleanup_json_ json_t *j = NULL;
 
+        q = q ?: &all;
         if (o->contention)
-                j = contention_json(o->contention);
+                j = contention_json(o->contention, q);
         else
-                j = json_pack("{s:s, s:b, s:f, s:I, s:n, s:b, s:[], s:[]}",
+                j = json_pack("{s:s, s:b, s:f, s:I, s:n, s:b, s:i, s:i, s:[], s:[]}",
                               "mode", orch_mode_to_string(o->balance.mode),
                               "dry_run", o->balance.dry_run,
                               "epoch_s", o->balance.epoch_s,
                               "epoch", (json_int_t) o->state.epoch,
                               "time_ms",
                               "active", false,
+                              "findings_total", 0,
+                              "decisions_total", 0,
                               "findings", "decisions");
         /* The guard acts as they come, not as of the latest epoch. */
         if (!j || json_object_set_new(j, "memory_guard", json_boolean(orchestrator_memory_guard(o))) < 0 ||
-            json_object_set_new(j, "memory_guard_acts", guard_json(o)) < 0)
+            json_object_set_new(j, "memory_guard_acts", guard_json(o, q)) < 0)
                 return -ENOMEM;
         *ret = TAKE_PTR(j);
         return 0;

@@ -96,5 +96,26 @@ typedef struct OrchCounters {
 
 const OrchCounters *orchestrator_counters(const Orchestrator *o);
 
-/* GET /v1/contention: the latest epoch's findings and decisions, with their evidence. */
-int orchestrator_contention_to_json(Orchestrator *o, json_t **ret);
+/* Which findings and decisions GET /v1/contention shows (all fields optional: zero shows every
+ * one). A finding matches when its node is node, its task is task, its task's job is job (a
+ * node's finding has no task: it matches no task or job) and its kind is kind; a decision
+ * when its task and node match and its evidence's kind is kind. The memory guard's acts
+ * match by node, task and job. */
+#define ORCH_CONTENTION_DEFAULT_LIMIT 1000
+#define ORCH_CONTENTION_MAX_LIMIT 1000000
+
+typedef struct OrchContentionQuery {
+        const char *node;               /* NULL: any */
+        const char *task;               /* NULL: any */
+        bool has_job;
+        uint64_t job;
+        bool has_kind;
+        OrchFindingKind kind;
+        size_t limit;                   /* at most this many findings, and as many decisions; 0: all */
+} OrchContentionQuery;
+
+/* GET /v1/contention: the latest epoch's findings and decisions, with their evidence, and how
+ * many matched before the limit (q NULL: everything). */
+int orchestrator_contention_to_json(Orchestrator *o, const OrchContentionQuery *q, json_t **ret);
+/* The finding kind named s (its JSON spelling), or -EINVAL. */
+int orch_finding_kind_from_string(const char *s);

@@ -98,7 +98,12 @@ grower() {
         jq -e --arg t "$task" '.memory_guard == true and ([.memory_guard_acts[] | select(.task == $t and .outcome == "raised")] | length >= 1)' \
                 <<<"$cont" >/dev/null || fail "on: GET /v1/contention does not show the guard's raise: $cont"
         "$CGORCHCTL" contention | grep -q "^$task .*raised" || fail "on: cgorchctl contention does not list the raise: $("$CGORCHCTL" contention)"
-        pass "on: GET /v1/contention and cgorchctl contention show the guard's raises"
+        "$CGORCHCTL" contention --node n1 --job "${task%%.*}" --task "$task" | grep -q "^$task .*raised" ||
+                fail "on: cgorchctl contention --node/--job/--task does not list the raise"
+        if "$CGORCHCTL" contention --node n9 | grep -q "^$task .*raised"; then
+                fail "on: cgorchctl contention --node n9 lists n1's raise"
+        fi
+        pass "on: GET /v1/contention and cgorchctl contention show the guard's raises, by node, job and task"
         cluster_cleanup
 )
 

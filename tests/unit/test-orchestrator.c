@@ -25,6 +25,7 @@ static char dir[] = "/tmp/cgorch-test-orchestrator-XXXXXX";
 static Store *store;
 static Cluster *cluster;
 static Orchestrator *orch;
+static double node_psi_cpu;             /* the node's CPU PSI some avg10 in beat()'s heartbeats (0: none) */
 
 static bool memory_guard_of(void *userdata) {
         return orchestrator_memory_guard(userdata);
@@ -52,6 +53,7 @@ static void setup(void) {
 }
 
 static void teardown(void) {
+        node_psi_cpu = 0;
         cluster = cluster_free(cluster);
         orch = orchestrator_free(orch);
         store = store_close(store);
@@ -70,7 +72,9 @@ static HeartbeatReply *beat(TaskReport *reports, size_t n_reports, Ack *acks, si
                 .cgroup_mode = (char *) "hybrid",
                 .capacity_cpus = 2,
                 .capacity_memory_bytes = 4096 * MiB,
-                .node_sample = { .time_ms = now_ms, .cpu_busy = 0.5, .memory_available_bytes = 2048 * MiB },
+                .node_sample = { .time_ms = now_ms, .cpu_busy = 0.5, .memory_available_bytes = 2048 * MiB,
+                                 .has = node_psi_cpu > 0 ? SAMPLE_HAS_PSI_CPU : 0,
+                                 .psi_cpu = { .some_avg10 = node_psi_cpu } },
                 .tasks = reports,
                 .n_tasks = n_reports,
                 .acks = acks,
@@ -194,7 +198,7 @@ static void deficit_outcome_is(const char *outcome, const char *why) {
         size_t i;
         bool found = false;
 
-        cr_assert_eq(orchestrator_contention_to_json(orch, &c), 0);
+        cr_assert_eq(orchestrator_contention_to_json(orch, NULL, &c), 0);
         json_array_foreach(json_object_get(c, "findings"), i, f) {
                 if (!streq(json_string_value(json_object_get(f, "kind")), "deficit"))
                         continue;
@@ -232,7 +236,7 @@ Test(orchestrator, raise_goes_back_in_the_reply_that_brought_the_samples) {
         require_fast_epochs();
         cr_assert(beat_hungry(T0 + 2000));
         json_t *c = NULL;
-        cr_assert_eq(orchestrator_contention_to_json(orch, &c), 0);
+        cr_assert_eq(orchestrator_contention_to_json(orch, NULL, &c), 0);
         cr_assert_eq(json_integer_value(json_object_get(c, "epoch")), 2);
         json_decref(c);
         deficit_outcome_is("changed", "raised");
@@ -254,7 +258,7 @@ Test(orchestrator, quiet_tasks_are_not_judged) {
         cr_assert_eq(orchestrator_counters(orch)->epochs, 1);
         cr_assert_eq(orchestrator_last_epoch_judged(orch), 0);
         json_t *c = NULL;
-        cr_assert_eq(orchestrator_contention_to_json(orch, &c), 0);
+        cr_assert_eq(orchestrator_contention_to_json(orch, NULL, &c), 0);
         cr_assert_eq(json_array_size(json_object_get(c, "findings")), 0);
         json_decref(c);
 
@@ -304,7 +308,7 @@ Test(orchestrator, dry_run_sends_nothing) {
         cr_assert_not(beat_hungry(T0 + 2000));
         cr_assert_not(beat_hungry(T0 + 3000));
         json_t *c = NULL;
-        cr_assert_eq(orchestrator_contention_to_json(orch, &c), 0);
+        cr_assert_eq(orchestrator_contention_to_json(orch, NULL, &c), 0);
         json_t *d = json_array_get(json_object_get(c, "decisions"), 0);
         cr_assert_str_eq(json_string_value(json_object_get(d, "verdict")), "dry-run");
         json_decref(c);
@@ -331,7 +335,7 @@ static double need_of_raise(double stall_share, double throttled_cores) {
         TaskReport rep = report(s, 2);
         heartbeat_reply_free(beat(&rep, 1, NULL, 0, T0 + 2000));
         json_t *c = NULL;
-        cr_assert_eq(orchestrator_contention_to_json(orch, &c), 0);
+        cr_assert_eq(orchestrator_contention_to_json(orch, NULL, &c), 0);
         json_t *d = json_array_get(json_object_get(c, "decisions"), 0);
         cr_assert_not_null(d, "no decision");
         cr_assert_str_eq(json_string_value(json_object_get(d, "verdict")), "apply");
@@ -391,7 +395,7 @@ Test(orchestrator, memory_guard_told_and_recorded) {
         json_decref(adj);
 
         json_t *c = NULL;
-        cr_assert_eq(orchestrator_contention_to_json(orch, &c), 0);
+        cr_assert_eq(orchestrator_contention_to_json(orch, NULL, &c), 0);
         cr_expect(json_is_true(json_object_get(c, "memory_guard")));
         json_t *act = json_array_get(json_object_get(c, "memory_guard_acts"), 0);
         cr_assert_not_null(act);
@@ -423,8 +427,88 @@ Test(orchestrator, a_task_the_store_stopped_is_no_candidate) {
         cr_assert_null(node);
         cr_assert_not(beat_hungry(T0 + 2000), "a raise for a task the store no longer runs");
         json_t *c = NULL;
-        cr_assert_eq(orchestrator_contention_to_json(orch, &c), 0);
+        cr_assert_eq(orchestrator_contention_to_json(orch, NULL, &c), 0);
         cr_assert_eq(json_integer_value(json_object_get(c, "epoch")), 2, "the second epoch ran");
         cr_assert_eq(json_array_size(json_object_get(c, "findings")), 0);
         json_decref(c);
+}
+
+/* GET /v1/contention's query: the findings and decisions of a node, job, task or kind, at most
+ * limit of each, and how many matched. */
+static json_t *contention_of(const OrchContentionQuery *q) {
+        json_t *c = NULL;
+        cr_assert_eq(orchestrator_contention_to_json(orch, q, &c), 0);
+        return c;
+}
+
+static size_t count_of(json_t *c, const char *key) {
+        return (size_t) json_integer_value(json_object_get(c, key));
+}
+
+/* The kinds of c's findings, in order, joined by commas. */
+static void kinds_of(json_t *c, const char *key, char *buf, size_t size) {
+        size_t i;
+        json_t *f;
+        buf[0] = '\0';
+        json_array_foreach(json_object_get(c, key), i, f) {
+                json_t *k = json_object_get(f, "kind") ?: json_object_get(json_object_get(f, "evidence"), "kind");
+                size_t len = strlen(buf);
+                snprintf(buf + len, size - len, "%s%s", len ? "," : "", json_string_value(k));
+        }
+}
+
+/* The query q shows these finding and decision kinds (in order), of so many matching. */
+static void shows(const OrchContentionQuery *q, const char *findings, size_t findings_total, const char *decisions,
+                  size_t decisions_total) {
+        char got[256];
+        json_t *c = contention_of(q);
+        kinds_of(c, "findings", got, sizeof got);
+        cr_assert_str_eq(got, findings);
+        kinds_of(c, "decisions", got, sizeof got);
+        cr_assert_str_eq(got, decisions);
+        cr_assert_eq(count_of(c, "findings_total"), findings_total);
+        cr_assert_eq(count_of(c, "decisions_total"), decisions_total);
+        json_decref(c);
+}
+
+Test(orchestrator, contention_query_filters_and_limits) {
+        node_psi_cpu = 90;
+        start_hungry();
+        cr_assert_not(beat_hungry(T0 + 1000));
+        require_fast_epochs();
+        cr_assert(beat_hungry(T0 + 2000));
+        TaskId id;
+        cr_assert_eq(task_id_parse(task, &id), 0);
+
+        /* Everything: the node's pressure, the task's deficit (acted on) and its throttling. */
+        shows(NULL, "node-pressure,deficit,throttled", 3, "deficit", 1);
+        shows(&(OrchContentionQuery) { .limit = ORCH_CONTENTION_DEFAULT_LIMIT }, "node-pressure,deficit,throttled", 3,
+              "deficit", 1);
+        /* Its node, not another. */
+        shows(&(OrchContentionQuery) { .node = "n1" }, "node-pressure,deficit,throttled", 3, "deficit", 1);
+        shows(&(OrchContentionQuery) { .node = "n2" }, "", 0, "", 0);
+        /* A task or a job: not the node's own finding. */
+        shows(&(OrchContentionQuery) { .task = task }, "deficit,throttled", 2, "deficit", 1);
+        shows(&(OrchContentionQuery) { .task = "99.0.0.0" }, "", 0, "", 0);
+        shows(&(OrchContentionQuery) { .has_job = true, .job = id.job }, "deficit,throttled", 2, "deficit", 1);
+        shows(&(OrchContentionQuery) { .has_job = true, .job = id.job + 1 }, "", 0, "", 0);
+        shows(&(OrchContentionQuery) { .node = "n1", .has_job = true, .job = id.job, .task = task }, "deficit,throttled",
+              2, "deficit", 1);
+        /* A kind: a decision by its evidence's. */
+        shows(&(OrchContentionQuery) { .has_kind = true, .kind = ORCH_FINDING_THROTTLED }, "throttled", 1, "", 0);
+        shows(&(OrchContentionQuery) { .has_kind = true, .kind = ORCH_FINDING_DEFICIT }, "deficit", 1, "deficit", 1);
+        shows(&(OrchContentionQuery) { .has_kind = true, .kind = ORCH_FINDING_NODE_PRESSURE, .task = task }, "", 0, "",
+              0);
+        /* A limit keeps the first ones and says how many matched. */
+        shows(&(OrchContentionQuery) { .limit = 1 }, "node-pressure", 3, "deficit", 1);
+        shows(&(OrchContentionQuery) { .limit = 2, .task = task }, "deficit,throttled", 2, "deficit", 1);
+
+        /* A finding keeps its outcome under a filter: the deficit's is the change. */
+        json_t *c = contention_of(&(OrchContentionQuery) { .has_kind = true, .kind = ORCH_FINDING_DEFICIT });
+        json_t *f = json_array_get(json_object_get(c, "findings"), 0);
+        cr_assert_str_eq(json_string_value(json_object_get(f, "outcome")), "changed");
+        json_decref(c);
+
+        cr_assert_eq(orch_finding_kind_from_string("near-limit"), ORCH_FINDING_NEAR_LIMIT);
+        cr_assert_eq(orch_finding_kind_from_string("deficits"), -EINVAL);
 }
