@@ -48,7 +48,7 @@ void ctl_print_help(void) {
                "                                    the orchestrator's findings and decisions now, and\n"
                "                                    the memory guards' raises (of a node, job, task or\n"
                "                                    finding kind; at most N of each, default 1000)\n"
-               "  adjustments [--limit=N] [--task=ID]\n"
+               "  adjustments [--limit=N] [--task=ID] [--job=JOB]\n"
                "                                    the history of limit adjustments, newest first\n"
                "  config get [KEY]                  the controller's runtime knobs\n"
                "  config set KEY=VALUE...           change knobs at run time, all or none; kept across restarts\n"

@@ -145,6 +145,15 @@ static bool task_option_is_valid(const char *arg) {
         return false;
 }
 
+/* --job=JOB: a job id (digits only, not 0), or false after saying why. */
+static bool job_option_is_valid(const char *arg) {
+        uint64_t id;
+        if (arg[0] >= '1' && arg[0] <= '9' && parse_uint64(arg, &id) >= 0 && strspn(arg, "0123456789") == strlen(arg))
+                return true;
+        fprintf(stderr, "cgorchctl: --job=%s: must be a job id (a positive integer)\n", arg);
+        return false;
+}
+
 /* The finding kinds GET /v1/contention knows (?kind=). */
 static bool finding_kind_is_known(const char *s) {
         static const char *const kinds[] = { "deficit", "straggler", "hog", "node-pressure", "throttled", "near-limit",
@@ -180,7 +189,6 @@ int verb_contention(Ctl *ctl, int argc, char **argv) {
         _cleanup_free_ char *path = NULL;
         const char *node = NULL, *job = NULL, *task = NULL, *kind = NULL;
         unsigned limit = 0;
-        uint64_t job_id;
         int c, r;
 
         ctl_options_begin(ctl, options);
@@ -194,10 +202,8 @@ int verb_contention(Ctl *ctl, int argc, char **argv) {
                         node = optarg;
                         break;
                 case ARG_JOB:
-                        if (parse_uint64(optarg, &job_id) < 0 || job_id < 1) {
-                                fprintf(stderr, "cgorchctl: --job=%s: must be a job id (a positive integer)\n", optarg);
+                        if (!job_option_is_valid(optarg))
                                 return CTL_EXIT_USAGE;
-                        }
                         job = optarg;
                         break;
                 case ARG_TASK:
@@ -284,17 +290,18 @@ int verb_contention(Ctl *ctl, int argc, char **argv) {
 }
 
 int verb_adjustments(Ctl *ctl, int argc, char **argv) {
-        enum { ARG_LIMIT = CTL_OPT_FIRST_LOCAL, ARG_TASK };
+        enum { ARG_LIMIT = CTL_OPT_FIRST_LOCAL, ARG_TASK, ARG_JOB };
         static const struct option options[] = {
                 CTL_GLOBAL_OPTIONS,
                 { "limit", required_argument, NULL, ARG_LIMIT },
                 { "task", required_argument, NULL, ARG_TASK },
+                { "job", required_argument, NULL, ARG_JOB },
                 {}
         };
         _cleanup_(json_decrefp) json_t *answer = NULL;
         _cleanup_free_ char *path = NULL;
         unsigned limit = 20;
-        const char *task = NULL;
+        const char *task = NULL, *job = NULL;
         int c, r;
 
         ctl_options_begin(ctl, options);
@@ -311,6 +318,11 @@ int verb_adjustments(Ctl *ctl, int argc, char **argv) {
                                 return CTL_EXIT_USAGE;
                         task = optarg;
                         break;
+                case ARG_JOB:
+                        if (!job_option_is_valid(optarg))
+                                return CTL_EXIT_USAGE;
+                        job = optarg;
+                        break;
                 default:
                         if ((r = ctl_global_option(ctl, c, argc, argv)) != CTL_CONTINUE)
                                 return r;
@@ -320,8 +332,9 @@ int verb_adjustments(Ctl *ctl, int argc, char **argv) {
                 return CTL_EXIT_USAGE;
         }
 
-        /* A parsed task id is digits and dots only: nothing to escape in a query. */
-        if (asprintf(&path, "/v1/adjustments?limit=%u%s%s", limit, task ? "&task=" : "", task ?: "") < 0)
+        /* A parsed task or job id is digits and dots only: nothing to escape in a query. */
+        if (asprintf(&path, "/v1/adjustments?limit=%u%s%s%s%s", limit, task ? "&task=" : "", task ?: "",
+                     job ? "&job=" : "", job ?: "") < 0)
                 return CTL_EXIT_FAILURE;
         r = ctl_call(ctl, "GET", path, NULL, &answer);
         if (r < 0)

@@ -81,28 +81,24 @@ void api_handle_contention(const HttpRequest *req, HttpResponse *resp, void *use
 }
 
 void api_handle_adjustments(const HttpRequest *req, HttpResponse *resp, void *userdata) {
-        static const char *const allowed[] = { "limit", "task", NULL };
+        static const char *const allowed[] = { "limit", "task", "job", NULL };
         Api *api = userdata;
-        unsigned limit = ADJUSTMENTS_DEFAULT_LIMIT;
+        uint64_t limit = ADJUSTMENTS_DEFAULT_LIMIT, job = 0;
         TaskId id;
 
         if (refuse_query(req, resp, allowed))
                 return;
         const char *v = http_request_query(req, "limit");
-        if (v) {
-                char *end;
-                errno = 0;
-                unsigned long n = strtoul(v, &end, 10);
-                if (*v < '1' || *v > '9' || *end || errno != 0 || n > ADJUSTMENTS_MAX_LIMIT)
-                        return http_response_error(resp, 400, "limit: must be an integer in [1, %d]",
-                                                   ADJUSTMENTS_MAX_LIMIT);
-                limit = (unsigned) n;
-        }
+        if (v && !parse_positive(v, ADJUSTMENTS_MAX_LIMIT, &limit))
+                return http_response_error(resp, 400, "limit: must be an integer in [1, %d]", ADJUSTMENTS_MAX_LIMIT);
         const char *task = http_request_query(req, "task");
         if (task && task_id_parse(task, &id) < 0)
                 return http_response_error(resp, 400, "task: must be a task id JOB.PHASE.TASK.ATTEMPT");
+        v = http_request_query(req, "job");
+        if (v && !parse_positive(v, UINT64_MAX, &job))
+                return http_response_error(resp, 400, "job: must be a job id (a positive integer)");
 
-        int r = store_adjustments_to_json(api->store, task, limit, &resp->body);
+        int r = store_adjustments_to_json(api->store, task, job, (unsigned) limit, &resp->body);
         if (r < 0)
                 return respond_store_error(api, resp, r, "adjustments");
         resp->status = 200;

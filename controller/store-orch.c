@@ -1,6 +1,8 @@
 /* store-orch.c: the orchestrator's adjustments in the store — recorded per decision, listed
  * with the status their set_limits action's ack gives them. */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "store-internal.h"
@@ -47,18 +49,27 @@ int store_adjustment_insert(Store *s, const StoreAdjustment *a, uint64_t *ret_id
         return 0;
 }
 
-int store_adjustments_to_json(Store *s, const char *task, unsigned limit, json_t **ret) {
-        static const char sql[] =
-                "SELECT a.id, a.time_ms, a.epoch, a.task, a.job, a.node, a.resource, a.verdict, a.direction,"
-                " a.old_value, a.new_value, a.wanted, a.need, a.alpha, a.estimator, a.peer, a.reason, a.evidence,"
-                " a.action_id, x.acked_ms, x.ack_error,"
-                " CASE WHEN a.action_id IS NULL AND a.estimator = 'agent' THEN 'applied'"
-                "      WHEN a.action_id IS NULL THEN 'dry-run'"
-                "      WHEN x.acked_ms IS NULL THEN 'pending'"
-                "      WHEN x.ack_error IS NULL THEN 'applied' ELSE 'failed' END"
-                " FROM adjustments a LEFT JOIN actions x ON x.id = a.action_id"
-                " WHERE ?1 IS NULL OR a.task = ?1"
-                " ORDER BY a.id DESC LIMIT ?2";
+/* One statement per filter: "?1 IS NULL OR a.task = ?1" kept SQLite from the task index, so a
+ * task's few adjustments were found by scanning every row, newest first, in the event loop. A
+ * job's tasks are the ids from "JOB." up to "JOB/" ('/' follows '.'): a range of the task index,
+ * then sorted (a job has far fewer adjustments than the table). */
+#define ADJUSTMENTS_SELECT                                                                               \
+        "SELECT a.id, a.time_ms, a.epoch, a.task, a.job, a.node, a.resource, a.verdict, a.direction,"     \
+        " a.old_value, a.new_value, a.wanted, a.need, a.alpha, a.estimator, a.peer, a.reason, a.evidence," \
+        " a.action_id, x.acked_ms, x.ack_error,"                                                          \
+        " CASE WHEN a.action_id IS NULL AND a.estimator = 'agent' THEN 'applied'"                         \
+        "      WHEN a.action_id IS NULL THEN 'dry-run'"                                                   \
+        "      WHEN x.acked_ms IS NULL THEN 'pending'"                                                    \
+        "      WHEN x.ack_error IS NULL THEN 'applied' ELSE 'failed' END"                                 \
+        " FROM adjustments a LEFT JOIN actions x ON x.id = a.action_id"
+
+int store_adjustments_to_json(Store *s, const char *task, uint64_t job, unsigned limit, json_t **ret) {
+        static const char sql_all[] = ADJUSTMENTS_SELECT " ORDER BY a.id DESC LIMIT ?1";
+        static const char sql_task[] = ADJUSTMENTS_SELECT " WHERE a.task = ?2 ORDER BY a.id DESC LIMIT ?1";
+        static const char sql_job[] = ADJUSTMENTS_SELECT
+                " WHERE a.task >= ?2 AND a.task < ?3 AND a.job = ?4 ORDER BY a.id DESC LIMIT ?1";
+        static const char sql_both[] = ADJUSTMENTS_SELECT
+                " WHERE a.task = ?2 AND a.job = ?4 ORDER BY a.id DESC LIMIT ?1";
         static const char *const names[] = {
                 "id", "time_ms", "epoch", "task", "job", "node", "resource", "verdict", "direction",
                 "old_value", "new_value", "wanted", "need", "alpha", "estimator", "peer", "reason", NULL,
@@ -69,11 +80,22 @@ int store_adjustments_to_json(Store *s, const char *task, unsigned limit, json_t
         if (!list)
                 return -ENOMEM;
 
-        int r = store_prepare(s, sql, &st);
+        char from[32], to[32];
+        snprintf(from, sizeof from, "%" PRIu64 ".", job);
+        snprintf(to, sizeof to, "%" PRIu64 "/", job);
+        int r = store_prepare(s, task ? (job > 0 ? sql_both : sql_task) : job > 0 ? sql_job : sql_all, &st);
         if (r < 0)
                 return r;
-        store_bind_text_or_null(st, 1, task);
-        sqlite3_bind_int64(st, 2, limit);
+        sqlite3_bind_int64(st, 1, limit);
+        if (task)
+                sqlite3_bind_text(st, 2, task, -1, SQLITE_STATIC);
+        if (job > 0) {
+                if (!task) {
+                        sqlite3_bind_text(st, 2, from, -1, SQLITE_TRANSIENT);
+                        sqlite3_bind_text(st, 3, to, -1, SQLITE_TRANSIENT);
+                }
+                sqlite3_bind_int64(st, 4, (int64_t) job);
+        }
         while ((r = store_step_row(s, st, "list adjustments")) > 0) {
                 json_t *row = json_object();
                 if (!row || json_array_append_new(list, row) < 0)

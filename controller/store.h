@@ -597,6 +597,7 @@ typedef struct StoreAdjustment {
 } StoreAdjustment;
 
 int store_adjustment_insert(Store *s, const StoreAdjustment *a, uint64_t *ret_id);
-/* {"adjustments": [...]}, newest first, at most limit of them, of one task (NULL: all); each
- * with its status from its action's ack: "dry-run", "pending", "applied" or "failed". */
-int store_adjustments_to_json(Store *s, const char *task, unsigned limit, json_t **ret);
+/* {"adjustments": [...]}, newest first, at most limit of them, of one task (NULL: any) and one job
+ * (0: any); each with its status from its action's ack: "dry-run", "pending", "applied" or
+ * "failed". A task's and a job's are read through the task index, not by a scan. */
+int store_adjustments_to_json(Store *s, const char *task, uint64_t job, unsigned limit, json_t **ret);

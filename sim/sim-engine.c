@@ -5,6 +5,7 @@
  * scheduler (sim-sched.c) decides. Deterministic: ties break by index and sequence number. */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -785,6 +786,10 @@ static int apply_decision(Engine *e, const SimSchedDecision *d) {
         size_t pi = phase_of_task(e, d->task);
         unsigned index = (unsigned) (d->task - sim_phase_spec(e, pi)->first_task);
         uint32_t slot = e->phases[pi].slot_of[index];
+        if (getenv("SIMTRACE"))
+                fprintf(stderr, "T %.2f %s job %zu.%u task %u work %.1f\n", e->now,
+                        (const char *[]){"start","thaw","freeze","kill"}[d->verb], (size_t) e->w->jobs[e->phases[pi].job].id,
+                        e->phases[pi].number, index, e->w->work_s[d->task]);
 
         switch (d->verb) {
         case SIM_START:

@@ -380,7 +380,7 @@ Test(orchestrator, memory_guard_told_and_recorded) {
         json_t *adj = NULL, *a;
         size_t i;
         bool found = false;
-        cr_assert_eq(store_adjustments_to_json(store, task, 10, &adj), 0);
+        cr_assert_eq(store_adjustments_to_json(store, task, 0, 10, &adj), 0);
         json_array_foreach(json_object_get(adj, "adjustments"), i, a) {
                 if (!streq(json_string_value(json_object_get(a, "estimator")), "agent"))
                         continue;

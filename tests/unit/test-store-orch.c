@@ -1,6 +1,7 @@
 /* test-store-orch.c: the orchestrator's adjustments in the store (controller/store-orch.c) and
  * the schema migration that adds them to a database of an older version. */
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,14 +84,18 @@ static StoreAdjustment adjustment(const char *task, uint64_t action_id, const ch
         };
 }
 
-static json_t *list(Store *s, const char *task, unsigned limit) {
+static json_t *list_of(Store *s, const char *task, uint64_t job, unsigned limit) {
         json_t *j = NULL;
-        cr_assert_eq(store_adjustments_to_json(s, task, limit, &j), 0);
+        cr_assert_eq(store_adjustments_to_json(s, task, job, limit, &j), 0);
         json_t *a = json_object_get(j, "adjustments");
         cr_assert(json_is_array(a));
         json_incref(a);
         json_decref(j);
         return a;
+}
+
+static json_t *list(Store *s, const char *task, unsigned limit) {
+        return list_of(s, task, 0, limit);
 }
 
 Test(store_orch, fresh_database_is_current) {
@@ -150,6 +155,58 @@ Test(store_orch, record_and_status_from_the_ack) {
         json_t *limited = list(s, NULL, 1);
         cr_assert_eq(json_array_size(limited), 1);
         json_decref(limited);
+        store_close(s);
+}
+
+/* A job's adjustments: its tasks' ids from "JOB." on, not those of a job whose id begins with the
+ * same digits; with a task too, that task's if it is the job's. Newest first, at most limit. */
+Test(store_orch, adjustments_of_a_job) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        static const struct {
+                const char *task;
+                uint64_t job;
+        } rows[] = {
+                { "1.0.0.0", 1 }, { "12.0.0.0", 12 }, { "123.0.0.0", 123 }, { "12.1.3.0", 12 }, { "2.0.0.0", 2 },
+                { "12.0.0.1", 12 }, { "11.0.0.0", 11 },
+        };
+        uint64_t ids[ELEMENTSOF(rows)];
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                StoreAdjustment a = adjustment(rows[i].task, 0, "dry-run");
+                a.job = rows[i].job;
+                cr_assert_eq(store_adjustment_insert(s, &a, &ids[i]), 0);
+        }
+        static const struct {
+                const char *task;
+                uint64_t job;
+                unsigned limit;
+                const char *want; /* the ids' indices in rows, newest first */
+        } cases[] = {
+                { NULL, 12, 100, "531" },
+                { NULL, 12, 2, "53" },
+                { NULL, 1, 100, "0" },
+                { NULL, 123, 100, "2" },
+                { NULL, 99, 100, "" },
+                { "12.1.3.0", 12, 100, "3" },
+                { "12.1.3.0", 1, 100, "" },
+                { "12.1.3.0", 0, 100, "3" },
+                { NULL, 0, 3, "654" },
+        };
+        for (size_t c = 0; c < ELEMENTSOF(cases); c++) {
+                json_t *l = list_of(s, cases[c].task, cases[c].job, cases[c].limit);
+                char got[16] = "";
+                size_t i;
+                json_t *row;
+                json_array_foreach(l, i, row) {
+                        uint64_t id = (uint64_t) json_integer_value(json_object_get(row, "id"));
+                        for (size_t k = 0; k < ELEMENTSOF(rows); k++)
+                                if (ids[k] == id)
+                                        got[strlen(got)] = (char) ('0' + k);
+                }
+                cr_assert_str_eq(got, cases[c].want, "task %s job %" PRIu64 " limit %u", cases[c].task ?: "(any)",
+                                 cases[c].job, cases[c].limit);
+                json_decref(l);
+        }
         store_close(s);
 }
 
