@@ -7,6 +7,7 @@
 #   - one client submitting arrays of ARRAY jobs ("array": N, one request each);
 #   - `cgorchctl submit`, one process per job, C at a time (what a script does);
 #   - GET /v1/jobs?state=queued pages of 500 from the middle of the queue, ten of them;
+#   - GET /v1/usage over every job, and the longest /healthz while it is read;
 #   - the controller's resident memory, and per queued job.
 # With STORED=1 (the default) every job is then cancelled, and the memory measured again with all
 # of them stored and none queued. Beside it in the same run, when this runs as root and Debian's
@@ -209,6 +210,21 @@ for n in "${sizes[@]}"; do
         page_cpu=$(awk -v t=$(($(cpu_ticks) - ticks0)) -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.0f", 1000 * t / hz / 10 }')
         pages=$(sort -n "$dir/pages" | awk '{ v[NR] = $1 * 1000 } END { printf "%.1f / %.1f", v[int((NR + 1) / 2)], v[NR] }')
         echo "pages: $pages ms (median / max of 10), $page_cpu ms of the controller's CPU each"
+
+        # The whole history's usage (cgorchctl usage), and the longest /healthz meanwhile: the
+        # controller reads it a slice of jobs at a time, serving other requests between slices.
+        usage_start=$(date +%s%N)
+        curl -s -o /dev/null -H "Authorization: Bearer $(cat "$dir/operator")" "http://127.0.0.1:$port/v1/usage" &
+        usage_pid=$!
+        : >"$dir/health"
+        while kill -0 "$usage_pid" 2>/dev/null; do
+                curl -s -o /dev/null -w '%{time_total}\n' "http://127.0.0.1:$port/healthz" >>"$dir/health"
+                sleep 0.01
+        done
+        wait "$usage_pid"
+        usage_ms=$((($(date +%s%N) - usage_start) / 1000000))
+        health=$(sort -n "$dir/health" | awk '{ v = $1 * 1000 } END { printf "%.1f", v }')
+        echo "usage: GET /v1/usage of every job $usage_ms ms; /healthz at most $health ms meanwhile ($(wc -l <"$dir/health") asked)"
 
         rss=$(rss_kib)
         per_job=$(awk -v a="$rss" -v b="$rss_base" -v q="$queued" 'BEGIN { printf "%.0f", (a - b) * 1024 / q }')

@@ -598,53 +598,6 @@ static void handle_nodes_list(const HttpRequest *req, HttpResponse *resp, void *
         resp->status = 200;
 }
 
-/* Who used what: GET /v1/usage?since_ms=&until_ms=&user= (store_usage_to_json()). With private
- * data, a user sees their own usage only. */
-static void handle_usage(const HttpRequest *req, HttpResponse *resp, void *userdata) {
-        static const char *const allowed[] = { "since_ms", "until_ms", "user", NULL };
-        Api *api = userdata;
-        int64_t now = now_ms();
-        uint64_t since = 0, until = (uint64_t) now + 1;
-        const char *unknown = http_request_query_unknown(req, allowed), *v;
-        if (unknown)
-                return http_response_error(resp, 400, "%s: unknown query parameter", unknown);
-        if ((v = http_request_query(req, "since_ms")) && (parse_uint64(v, &since) < 0 || since > INT64_MAX))
-                return http_response_error(resp, 400, "since_ms: must be milliseconds since the epoch");
-        if ((v = http_request_query(req, "until_ms")) && (parse_uint64(v, &until) < 0 || until > INT64_MAX))
-                return http_response_error(resp, 400, "until_ms: must be milliseconds since the epoch");
-        if (until <= since)
-                return http_response_error(resp, 400, "until_ms: must be after since_ms");
-        const char *user = http_request_query(req, "user");
-        if (user && (!*user || strlen(user) > AUTH_USER_NAME_MAX))
-                return http_response_error(resp, 400, "user: must be a user name");
-        /* A user who may not see others' commands sees only their own usage. */
-        if (req->principal && req->principal->role == AUTH_ROLE_USER && api->private_data) {
-                if (user && !streq(user, req->principal->user))
-                        return http_response_error(resp, 403, "user %s: you may see your own usage only (%s)", user,
-                                                   req->principal->user);
-                user = req->principal->user;
-        }
-        int r = store_usage_to_json(api->store, (int64_t) since, (int64_t) until, user, now, &resp->body);
-        if (r < 0)
-                return respond_errno(api, resp, r, NULL, "usage");
-        /* Where each user with tasks stands in the scheduler's user level now. */
-        json_t *users = json_object_get(resp->body, "users"), *e;
-        size_t i;
-        json_array_foreach(users, i, e) {
-                SchedUserInfo info;
-                const char *name = json_string_value(json_object_get(e, "user"));
-                if (!name || cluster_user_now(api->cluster, name, &info) < 0)
-                        continue;
-                json_t *o = json_pack("{s:f, s:f, s:o, s:f, s:b}", "held_cpus", info.alloc_cpus, "asked_cpus",
-                                      info.demand_cpus, "share_cpus",
-                                      isnan(info.share_cpus) ? json_null() : json_real(info.share_cpus), "lag_cpu_s",
-                                      info.lag_cpu_s, "ahead", info.ahead);
-                if (!o || json_object_set_new(e, "now", o) < 0)
-                        return http_response_error(resp, 500, "internal error: out of memory");
-        }
-        resp->status = 200;
-}
-
 /* An online backup of the store, as an SQLite file: cgorchctl backup FILE. Built in a temp
  * file ($TMPDIR, else /tmp: not the state dir, which may be the full or read-only disk the
  * backup is taken to get away from), then streamed from it. */
@@ -816,7 +769,7 @@ const HttpRoute api_routes[] = {
         /* What the agent read of a task's output, for the read it names. */
         { "POST", "/v1/nodes/{}/output/{}", true, api_handle_node_output, AUTH_ACCESS_HEARTBEAT },
         { "GET", "/v1/nodes", false, handle_nodes_list, AUTH_ACCESS_READ },
-        { "GET", "/v1/usage", false, handle_usage, AUTH_ACCESS_READ },
+        { "GET", "/v1/usage", false, api_handle_usage, AUTH_ACCESS_READ },
         { "GET", "/v1/scheduler", false, handle_scheduler, AUTH_ACCESS_READ },
         { "GET", "/v1/contention", false, api_handle_contention, AUTH_ACCESS_READ },
         { "GET", "/v1/adjustments", false, api_handle_adjustments, AUTH_ACCESS_READ },

@@ -434,6 +434,19 @@ int store_nodes_to_json(Store *s, json_t **ret);
  * attempt's) CPU-seconds, wall time, largest memory peak and peak × wall; running tasks count
  * to now_ms. {"since_ms", "until_ms", "users": [...]} in user order. */
 int store_usage_to_json(Store *s, int64_t since_ms, int64_t until_ms, const char *user, int64_t now_ms, json_t **ret);
+/* The same a slice of job ids at a time, so that a store of many jobs is read between other work
+ * (GET /v1/usage): the jobs that exist when it begins. step reads the next max_jobs ids: 1 while
+ * some are left, 0 when done, or a negative errno; then to_json. */
+#define STORE_USAGE_SLICE_JOBS 2000u
+typedef struct StoreUsageScan StoreUsageScan;
+int store_usage_scan_new(Store *s, int64_t since_ms, int64_t until_ms, const char *user, int64_t now_ms,
+                         StoreUsageScan **ret);
+int store_usage_scan_step(Store *s, StoreUsageScan *u, unsigned max_jobs);
+int store_usage_scan_to_json(StoreUsageScan *u, json_t **ret);
+StoreUsageScan *store_usage_scan_free(StoreUsageScan *u);
+static inline void store_usage_scan_freep(StoreUsageScan **u) {
+        store_usage_scan_free(*u);
+}
 int store_node_count_ready(Store *s, unsigned *ret);
 
 /* ---- Actions ---- */

@@ -66,7 +66,7 @@ tests_unit_test_coshh_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_coshh_LDADD = $(SCHED_LIBS) $(COMMON_LIBS) $(CRITERION_LIBS) -lm
 tests_unit_test_store_SOURCES = tests/unit/test-store.c tests/unit/store-dir.h \
 	controller/store.c controller/store.h controller/store-internal.h \
-	controller/store-jobs.c controller/store-deps.c controller/store-nodes.c controller/store-sched.c controller/store-checkpoint.c controller/store-usage.c controller/store-node-memo.c
+	controller/store-jobs.c controller/store-deps.c controller/store-nodes.c controller/store-sched.c controller/store-checkpoint.c controller/store-usage.c controller/store-node-memo.c controller/store-accounting.c
 tests_unit_test_store_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(SQLITE3_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_store_LDADD = $(COMMON_LIBS) $(SQLITE3_LIBS) $(CRITERION_LIBS)
 

@@ -231,6 +231,13 @@ run 0 usage && expect_out "^USER +JOBS +SUCCEEDED +FAILED +CANCELLED +TIMEOUT +A
 run 2 usage --since yesterday && expect_err "--since=yesterday: must be a time ago (1d, 12h, 30m) or a date" "usage --since"
 run 2 usage --since 1h --until 2h && expect_err "--until must be after --since" "usage window"
 run 2 usage --user 'a b' && expect_err "--user=a b: must be a user name" "usage --user"
+# More jobs than one slice of ids (2 000): the controller reads them over several turns of its loop.
+run 0 submit --array 1500 --tasks 1 --cpus 0.25 --memory 16M --name more -- true
+run 0 --json jobs --all && all_jobs=$(grep -c '"id"' <<<"$out")
+[ "$all_jobs" -gt 2000 ] || fail "only $all_jobs jobs: not more than a slice"
+run 0 --json usage
+usage_jobs=$(python3 -c 'import json, sys; print(sum(u["jobs"] for u in json.load(sys.stdin)["users"]))' <<<"$out")
+[ "$usage_jobs" = "$all_jobs" ] || fail "usage counts $usage_jobs jobs of $all_jobs"
 
 # --- top: one snapshot when the output is not a terminal -------------------------------------------
 run 0 top && expect_out "^Nodes: 0 ready of 0\." "top" && expect_out "^Scheduler hfsp \(preemption suspend-kill\): [0-9]+ phases" "top" &&

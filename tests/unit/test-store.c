@@ -1758,3 +1758,105 @@ Test(store, page_cache_bounded) {
         cr_assert_leq((uint64_t) used, STORE_CACHE_MIN_BYTES * 5 / 4, "the cache holds %d bytes", used);
         store_close(s);
 }
+
+/* GET /v1/usage's scan: read a slice of job ids at a time, every slice size gives what one pass
+ * over every job gives, and the sums are those of the rows. Jobs of two users (and one with
+ * none), submitted at 1 000 + 100 k ms: 4 tasks each (3 map, 1 reduce); job k's first task ran
+ * from 2 000 + k for k CPU-seconds and ended (its job succeeded) for even k, runs on for odd k. */
+static json_t *usage_by_slices(Store *s, int64_t since_ms, int64_t until_ms, const char *user, unsigned slice) {
+        StoreUsageScan *u = NULL;
+        cr_assert_eq(store_usage_scan_new(s, since_ms, until_ms, user, 50000, &u), 0);
+        int r;
+        unsigned steps = 0;
+        while ((r = store_usage_scan_step(s, u, slice)) > 0)
+                steps++;
+        cr_assert_eq(r, 0);
+        cr_assert_geq(steps + 1, 9 / slice, "slices of %u: %u steps", slice, steps + 1);
+        json_t *j = NULL;
+        cr_assert_eq(store_usage_scan_to_json(u, &j), 0);
+        store_usage_scan_free(u);
+        return j;
+}
+
+Test(store, usage_scan_by_slices) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        Heartbeat hb = make_heartbeat((char *) "n1");
+        cr_assert_eq(store_node_upsert(s, &hb, 1000), 0);
+        static const char *const users[] = { "alice", "bob", NULL };
+        for (unsigned k = 1; k <= 9; k++) {
+                json_t *j = json_loads(job_text, 0, NULL);
+                cr_assert_not_null(j);
+                const char *user = users[k % 3];
+                if (user)
+                        cr_assert_eq(json_object_set_new(j, "user", json_string(user)), 0);
+                else
+                        cr_assert_eq(json_object_del(j, "user"), 0);
+                JobSpec *spec = NULL;
+                char *error = NULL;
+                cr_assert_eq(job_spec_from_json(j, &spec, &error), 0, "%s", error ?: "");
+                json_decref(j);
+                uint64_t id = 0;
+                cr_assert_eq(store_begin(s), 0);
+                cr_assert_eq(store_job_insert(s, spec, 1000 + 100 * k, &id), 0);
+                cr_assert_eq(store_commit(s), 0);
+                job_spec_free(spec);
+                cr_assert_eq(id, k);
+                char task[32];
+                snprintf(task, sizeof task, "%u.0.0.0", k);
+                cr_assert_eq(store_task_place(s, task, "n1"), 0);
+                cr_assert_eq(store_task_set_state(s, task, TASK_RUNNING, 2000 + k, 2000 + k, NULL), 0);
+                cr_assert_eq(store_task_update_usage(s, task, (double) k, 1000 * k, -1), 0);
+                if (k % 2 == 0) {
+                        cr_assert_eq(store_task_set_state(s, task, TASK_SUCCEEDED, 0, 3000 + 10 * k, NULL), 0);
+                        cr_assert_eq(store_job_set_state(s, k, JOB_SUCCEEDED, 3000 + 10 * k), 0);
+                }
+        }
+
+        json_t *whole = NULL;
+        cr_assert_eq(store_usage_to_json(s, 0, 10000, NULL, 50000, &whole), 0);
+        /* Users in name order: "" (no user), alice (k = 3, 6, 9: job 6 ended), bob (1, 4, 7). */
+        json_t *list = json_object_get(whole, "users");
+        cr_assert_eq(json_array_size(list), 3);
+        const char *names[] = { "", "alice", "bob" };
+        const int64_t cpu[] = { 2 + 5 + 8, 3 + 6 + 9, 1 + 4 + 7 };
+        for (size_t i = 0; i < 3; i++) {
+                json_t *e = json_array_get(list, i);
+                cr_assert_str_eq(json_string_value(json_object_get(e, "user")), names[i]);
+                cr_assert_eq(json_integer_value(json_object_get(e, "jobs")), 3);
+                cr_assert_eq(json_integer_value(json_object_get(e, "tasks")), 12);
+                cr_assert_float_eq(json_real_value(json_object_get(e, "cpu_s")), (double) cpu[i], 1e-9);
+        }
+        json_t *alice = json_array_get(list, 1);
+        cr_assert_eq(json_integer_value(json_object_get(json_object_get(alice, "states"), "succeeded")), 1);
+        cr_assert_eq(json_integer_value(json_object_get(json_object_get(alice, "states"), "queued")), 2);
+        cr_assert_eq(json_integer_value(json_object_get(alice, "memory_peak_bytes")), 9000);
+        /* Wait: job k waited 2 000 + k − (1 000 + 100 k): 1 000 − 99 k. Response of job 6: 3 060 − 1 600. */
+        cr_assert_float_eq(json_real_value(json_object_get(alice, "mean_wait_s")),
+                           ((1000 - 99 * 3) + (1000 - 99 * 6) + (1000 - 99 * 9)) / 3.0 / 1000.0, 1e-12);
+        cr_assert_float_eq(json_real_value(json_object_get(alice, "mean_response_s")), (3060 - 1600) / 1000.0, 1e-12);
+        /* Task wall: ended ones to their end, running ones to now (50 000). */
+        cr_assert_float_eq(json_real_value(json_object_get(alice, "task_wall_s")),
+                           ((50000 - 2003) + (3060 - 2006) + (50000 - 2009)) / 1000.0, 1e-9);
+
+        for (unsigned slice = 1; slice <= 10; slice++) {
+                json_t *j = usage_by_slices(s, 0, 10000, NULL, slice);
+                cr_assert(json_equal(j, whole), "slices of %u differ", slice);
+                json_decref(j);
+        }
+        /* A window and a user: jobs 4..7 submitted in [1 400, 1 800), bob's is job 4 and 7. */
+        json_t *bob = NULL;
+        cr_assert_eq(store_usage_to_json(s, 1400, 1800, "bob", 50000, &bob), 0);
+        cr_assert_eq(json_array_size(json_object_get(bob, "users")), 1);
+        json_t *e = json_array_get(json_object_get(bob, "users"), 0);
+        cr_assert_eq(json_integer_value(json_object_get(e, "jobs")), 2);
+        cr_assert_float_eq(json_real_value(json_object_get(e, "cpu_s")), 4.0 + 7.0, 1e-9);
+        for (unsigned slice = 1; slice <= 4; slice++) {
+                json_t *j = usage_by_slices(s, 1400, 1800, "bob", slice);
+                cr_assert(json_equal(j, bob), "slices of %u differ in the window", slice);
+                json_decref(j);
+        }
+        json_decref(bob);
+        json_decref(whole);
+        store_close(s);
+}
