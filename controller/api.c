@@ -470,14 +470,15 @@ static void handle_node_wait(const HttpRequest *req, HttpResponse *resp, void *u
         node_wait_hold(n, h, hold_ms * USEC_PER_MSEC);
 }
 
-/* The scheduler's view: ?limit=N, the first N phases in priority order (default: every one). */
+/* The scheduler's view: ?limit=N, the first N phases in priority order (default
+ * API_SCHEDULER_LIMIT_DEFAULT: every phase of 100 000 queued jobs was 35 MB and 1.4 s of the loop). */
 static void handle_scheduler(const HttpRequest *req, HttpResponse *resp, void *userdata) {
         static const char *const allowed[] = { "limit", NULL };
         Api *api = userdata;
         const char *unknown = http_request_query_unknown(req, allowed);
         if (unknown)
                 return http_response_error(resp, 400, "%s: unknown query parameter", unknown);
-        uint64_t limit = 0;
+        uint64_t limit = API_SCHEDULER_LIMIT_DEFAULT;
         const char *v = http_request_query(req, "limit");
         if (v && (!parse_job_id(v, &limit) || limit > API_SCHEDULER_LIMIT_MAX))
                 return http_response_error(resp, 400, "limit: must be an integer in [1, %u]", API_SCHEDULER_LIMIT_MAX);

@@ -51,7 +51,9 @@ typedef struct Api {
  * API_JOBS_PAGE_MAX. */
 #define API_JOBS_PAGE_DEFAULT 500u
 #define API_JOBS_PAGE_MAX 5000u
-/* GET /v1/scheduler?limit= at most (without it, every phase). */
+/* GET /v1/scheduler lists this many phases unless ?limit= says otherwise, and at most
+ * API_SCHEDULER_LIMIT_MAX. */
+#define API_SCHEDULER_LIMIT_DEFAULT 1000u
 #define API_SCHEDULER_LIMIT_MAX 100000u
 /* GET /v1/nodes?tasks=true&busiest= at most. */
 #define API_BUSIEST_MAX 100000u

@@ -238,6 +238,12 @@ run 0 --json jobs --all && all_jobs=$(grep -c '"id"' <<<"$out")
 run 0 --json usage
 usage_jobs=$(python3 -c 'import json, sys; print(sum(u["jobs"] for u in json.load(sys.stdin)["users"]))' <<<"$out")
 [ "$usage_jobs" = "$all_jobs" ] || fail "usage counts $usage_jobs jobs of $all_jobs"
+# GET /v1/scheduler lists the first 1 000 phases unless asked for more, and counts them all.
+sched=$(python3 -c 'import json, sys, urllib.request
+for q in ("", "?limit=1500"):
+    d = json.load(urllib.request.urlopen(sys.argv[1] + "/v1/scheduler" + q))
+    print(len(d["jobs"]), d["phases"] > 2000, end=" ")' "$CGORCH_SERVER" 2>&1)
+[ "$sched" = "1000 True 1500 True " ] || fail "GET /v1/scheduler listed (listed, more than 2 000 phases): $sched"
 
 # --- top: one snapshot when the output is not a terminal -------------------------------------------
 run 0 top && expect_out "^Nodes: 0 ready of 0\." "top" && expect_out "^Scheduler hfsp \(preemption suspend-kill\): [0-9]+ phases" "top" &&
