@@ -2,7 +2,7 @@
 # store-check.sh: what PRAGMA quick_check at start (--store-check, the default) costs a
 # cgorch-controller start with N jobs of 4 tasks each in its store, against --no-store-check,
 # and how long an online backup of that store takes: cgorchctl backup (GET /v1/backup, which
-# the controller's one thread copies before it answers anything else) and sqlite3 .backup
+# the controller copies 1 MiB per turn of its event loop) and sqlite3 .backup
 # from another process (docs/operations.md).
 # The store: 1000 jobs submitted through the API, then copied with SQL to N (same rows, new
 # ids). Start = launch to the port file written (ready to serve). Runs on demand, never in

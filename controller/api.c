@@ -599,28 +599,6 @@ static void handle_nodes_list(const HttpRequest *req, HttpResponse *resp, void *
         resp->status = 200;
 }
 
-/* An online backup of the store, as an SQLite file: cgorchctl backup FILE. Built in a temp
- * file ($TMPDIR, else /tmp: not the state dir, which may be the full or read-only disk the
- * backup is taken to get away from), then streamed from it. */
-static void handle_backup(const HttpRequest *req, HttpResponse *resp, void *userdata) {
-        Api *api = userdata;
-        const char *tmp = getenv("TMPDIR");
-        int fd;
-        uint64_t size;
-        int r = store_backup(api->store, tmp && *tmp ? tmp : "/tmp", &fd, &size);
-        if (r == -ENOSPC)
-                return http_response_error(resp, 507, "backup: no space left for the copy in %s",
-                                           tmp && *tmp ? tmp : "/tmp");
-        if (r < 0)
-                return respond_errno(api, resp, r, NULL, "backup");
-        log_info("Backup of the store sent: %" PRIu64 " bytes.", size);
-        resp->status = 200;
-        resp->has_file = true;
-        resp->file_fd = fd;
-        resp->file_size = size;
-        resp->file_content_type = "application/vnd.sqlite3";
-}
-
 /* Liveness: the process and its event loop answer. Nothing else: a monitor that restarts a
  * controller on 503 must not restart one whose disk is full. */
 static void handle_healthz(const HttpRequest *req, HttpResponse *resp, void *userdata) {
@@ -777,7 +755,7 @@ const HttpRoute api_routes[] = {
         { "GET", "/v1/config", false, api_handle_config_get, AUTH_ACCESS_READ },
         { "PUT", "/v1/config", true, api_handle_config_put, AUTH_ACCESS_WRITE },
         /* A GET, but the whole store (every job's command and environment): the operator's. */
-        { "GET", "/v1/backup", false, handle_backup, AUTH_ACCESS_WRITE },
+        { "GET", "/v1/backup", false, api_handle_backup, AUTH_ACCESS_WRITE },
         /* Public, so that a load balancer or monitor needs no token: "ok", or whether the
          * store can write and why not. */
         { "GET", "/healthz", false, handle_healthz, AUTH_ACCESS_PUBLIC },

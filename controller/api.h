@@ -19,11 +19,11 @@
 /* Reads of tasks' output waiting for their node's agent (api-output.c). */
 typedef struct OutputReads OutputReads;
 
-/* GET /v1/usage's requests being read a slice at a time (api-usage.c). */
-typedef struct UsageScans UsageScans;
-int usage_scans_new(sd_event *e, UsageScans **ret);
-/* Answers the requests still being read 503. */
-UsageScans *usage_scans_free(UsageScans *t);
+/* Answers made a slice per turn of the event loop: GET /v1/usage, GET /v1/backup (api-sliced.c). */
+typedef struct SlicedAnswers SlicedAnswers;
+int sliced_answers_new(sd_event *e, SlicedAnswers **ret);
+/* Answers the requests still being made 503. */
+SlicedAnswers *sliced_answers_free(SlicedAnswers *t);
 
 typedef struct Api {
         Cluster *cluster;
@@ -43,8 +43,8 @@ typedef struct Api {
         uint64_t metrics_dropped_logged;     /* dropped observations already logged */
         NonceCache *nonces;                  /* the signed requests' nonces; NULL: not remembered */
         MungeAuth *munge;                    /* MUNGE credentials accepted (--munge); NULL: not */
-        UsageScans *usage_scans;             /* GET /v1/usage read a slice per turn of the loop;
-                                              * NULL: all of it at once */
+        SlicedAnswers *sliced;               /* GET /v1/usage and /v1/backup made a slice per turn of
+                                              * the loop; NULL: all at once */
 } Api;
 
 /* GET /v1/jobs answers pages of this many jobs unless ?limit= says otherwise, and of at most
@@ -79,6 +79,7 @@ void api_handle_config_put(const HttpRequest *req, HttpResponse *resp, void *use
  * request for up to 10 s; waits (may be NULL) wakes the node of a new read. */
 int output_reads_new(sd_event *e, Store *store, NodeWaits *waits, OutputReads **ret);
 void api_handle_usage(const HttpRequest *req, HttpResponse *resp, void *userdata);
+void api_handle_backup(const HttpRequest *req, HttpResponse *resp, void *userdata);
 /* Answers every waiting read 503. */
 OutputReads *output_reads_free(OutputReads *t);
 /* Adds the node's reads not sent yet to its heartbeat reply ("reads"), marking them sent. */

@@ -233,7 +233,7 @@ typedef struct Manager {
         NodeWaits *waits;
         DurableAnswers *durable;
         OutputReads *reads;             /* tasks' output being read on their nodes */
-        UsageScans *usage_scans;        /* GET /v1/usage being read a slice at a time */
+        SlicedAnswers *sliced;          /* GET /v1/usage and /v1/backup made a slice at a time */
         ControllerMetrics *metrics;
         NonceCache *nonces;
         RuntimeConfig config;
@@ -454,7 +454,7 @@ static void manager_done(Manager *m) {
                 store_set_action_hook(m->store, NULL, NULL);
         m->waits = node_waits_free(m->waits);
         m->reads = output_reads_free(m->reads);
-        m->usage_scans = usage_scans_free(m->usage_scans);
+        m->sliced = sliced_answers_free(m->sliced);
         /* Submits, cancels, holds, releases and requeues waiting for their sync: synced and
          * answered. */
         m->durable = durable_answers_free(m->durable);
@@ -462,7 +462,7 @@ static void manager_done(Manager *m) {
          * meanwhile (a heartbeat) reaches its handler: not with what was freed above. */
         m->api.waits = NULL;
         m->api.reads = NULL;
-        m->api.usage_scans = NULL;
+        m->api.sliced = NULL;
         m->api.durable = NULL;
         m->http = http_server_free(m->http);
         if (m->nonces)
@@ -1181,7 +1181,7 @@ static int setup_answers(Manager *m) {
         r = output_reads_new(m->event, m->store, m->waits, &m->reads);
         if (r < 0)
                 return log_error_errno(r, "Cannot set up output reads: %m");
-        r = usage_scans_new(m->event, &m->usage_scans);
+        r = sliced_answers_new(m->event, &m->sliced);
         if (r < 0)
                 return log_oom();
         r = nonce_cache_new(NONCE_CACHE_PER_NODE, SIGNATURE_MAX_SKEW_S, &m->nonces);
@@ -1216,7 +1216,7 @@ static int start_http(Manager *m) {
                 .waits = m->waits,
                 .durable = m->durable,
                 .reads = m->reads,
-                .usage_scans = m->usage_scans,
+                .sliced = m->sliced,
                 .metrics = m->metrics,
                 .nonces = m->nonces,
                 .munge = m->munge,

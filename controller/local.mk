@@ -19,7 +19,7 @@ CONTROLLER_SOURCES = \
 	controller/store.c controller/store.h controller/store-internal.h \
 	controller/store-jobs.c controller/store-deps.c controller/store-nodes.c controller/store-checkpoint.c controller/store-usage.c controller/store-node-memo.c \
 	controller/orchestrator.c controller/orchestrator.h \
-	controller/store-orch.c controller/api-orch.c controller/api-output.c controller/api-usage.c controller/clock.c controller/clock.h \
+	controller/store-orch.c controller/api-orch.c controller/api-output.c controller/api-sliced.c controller/clock.c controller/clock.h \
 	controller/api-metrics.c controller/controller-metrics.c controller/controller-metrics.h \
 	controller/node-usage.c controller/node-usage.h controller/store-accounting.c \
 	controller/api-openapi.c controller/munge-auth.c controller/munge-auth.h \

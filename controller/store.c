@@ -991,46 +991,108 @@ int store_check(Store *s, char **ret_problem) {
         return -EUCLEAN;
 }
 
-int store_backup(Store *s, const char *tmp_dir, int *ret_fd, uint64_t *ret_size) {
-        _cleanup_free_ char *path = NULL;
+struct StoreBackup {
+        char *path;
+        int fd;                         /* the copy, unlinked once done */
+        sqlite3 *copy;
+        sqlite3_backup *backup;
+};
+
+StoreBackup *store_backup_free(StoreBackup *b) {
+        if (!b)
+                return NULL;
+        if (b->backup)
+                (void) sqlite3_backup_finish(b->backup);
+        sqlite3_close_v2(b->copy);
+        if (b->path)
+                (void) unlink(b->path);
+        if (b->fd >= 0)
+                (void) close(b->fd);
+        free(b->path);
+        free(b);
+        return NULL;
+}
+
+static int backup_error(Store *s, StoreBackup *b, int rc) {
+        log_error("Backup of %s into %s failed: %s", s->path, b->path,
+                  b->copy ? sqlite3_errmsg(b->copy) : sqlite3_errstr(rc));
+        return (rc & 0xff) == SQLITE_FULL ? -ENOSPC : (rc & 0xff) == SQLITE_BUSY ? -EBUSY : -EIO;
+}
+
+int store_backup_begin(Store *s, const char *tmp_dir, StoreBackup **ret) {
+        _cleanup_(store_backup_freep) StoreBackup *b = calloc(1, sizeof *b);
+        if (!b)
+                return -ENOMEM;
+        b->fd = -EBADF;
         /* The copy has the nodes as of now, not as of the last write of their rows. A store
          * that cannot write still makes a copy of what it has. */
         if (sqlite3_get_autocommit(s->db))
                 (void) store_nodes_flush(s, SIZE_MAX);
-        if (asprintf(&path, "%s/cgorch-backup.XXXXXX", tmp_dir) < 0)
+        if (asprintf(&b->path, "%s/cgorch-backup.XXXXXX", tmp_dir) < 0) {
+                b->path = NULL;
                 return -ENOMEM;
-        _cleanup_close_ int fd = mkostemp(path, O_CLOEXEC);
-        if (fd < 0)
-                return log_error_errno(errno, "Cannot create a backup file in %s: %m", tmp_dir);
-
-        sqlite3 *copy = NULL;
-        int rc = sqlite3_open_v2(path, &copy, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+        }
+        b->fd = mkostemp(b->path, O_CLOEXEC);
+        if (b->fd < 0) {
+                int r = log_error_errno(errno, "Cannot create a backup file in %s: %m", tmp_dir);
+                free(b->path);
+                b->path = NULL;
+                return r;
+        }
+        int rc = sqlite3_open_v2(b->path, &b->copy, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
         /* No journal for a file nobody else sees: it is whole or it is thrown away. */
         if (rc == SQLITE_OK)
-                rc = sqlite3_exec(copy, "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF", NULL, NULL, NULL);
-        sqlite3_backup *b = rc == SQLITE_OK ? sqlite3_backup_init(copy, "main", s->db, "main") : NULL;
-        if (b) {
-                /* All pages in one step: one read transaction, so one consistent snapshot. */
-                rc = sqlite3_backup_step(b, -1);
-                int finish = sqlite3_backup_finish(b);
-                rc = rc == SQLITE_DONE ? finish : rc;
-        } else if (rc == SQLITE_OK)
-                rc = sqlite3_errcode(copy);
-        int r = 0;
-        if (rc != SQLITE_OK) {
-                log_error("Backup of %s into %s failed: %s", s->path, path, copy ? sqlite3_errmsg(copy) : sqlite3_errstr(rc));
-                r = (rc & 0xff) == SQLITE_FULL ? -ENOSPC : (rc & 0xff) == SQLITE_BUSY ? -EBUSY : -EIO;
-        }
-        sqlite3_close_v2(copy);
-        (void) unlink(path); /* the open fd keeps it until the answer is sent */
-        if (r < 0)
-                return r;
+                rc = sqlite3_exec(b->copy, "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF", NULL, NULL, NULL);
+        if (rc == SQLITE_OK && !(b->backup = sqlite3_backup_init(b->copy, "main", s->db, "main")))
+                rc = sqlite3_errcode(b->copy);
+        if (rc != SQLITE_OK)
+                return backup_error(s, b, rc);
+        *ret = TAKE_PTR(b);
+        return 0;
+}
+
+int store_backup_step(Store *s, StoreBackup *b, int pages) {
+        int rc = sqlite3_backup_step(b->backup, pages);
+        if (rc == SQLITE_DONE)
+                return 0;
+        /* Busy or locked: tried again at the next step. */
+        if (rc == SQLITE_OK || rc == SQLITE_BUSY || rc == SQLITE_LOCKED)
+                return 1;
+        return backup_error(s, b, rc);
+}
+
+int store_backup_finish(Store *s, StoreBackup *b, int *ret_fd, uint64_t *ret_size) {
+        _cleanup_(store_backup_freep) StoreBackup *owned = b;
+        int rc = sqlite3_backup_finish(b->backup);
+        b->backup = NULL;
+        if (rc != SQLITE_OK)
+                return backup_error(s, b, rc);
+        rc = sqlite3_close_v2(b->copy);
+        b->copy = NULL;
+        if (rc != SQLITE_OK)
+                return backup_error(s, b, rc);
+        (void) unlink(b->path); /* the open fd keeps it until the answer is sent */
+        free(b->path);
+        b->path = NULL;
         struct stat st;
-        if (fstat(fd, &st) < 0)
+        if (fstat(b->fd, &st) < 0)
                 return -errno;
         *ret_size = (uint64_t) st.st_size;
-        *ret_fd = TAKE_FD(fd);
+        *ret_fd = TAKE_FD(b->fd);
         return 0;
+}
+
+int store_backup(Store *s, const char *tmp_dir, int *ret_fd, uint64_t *ret_size) {
+        StoreBackup *b = NULL;
+        int r = store_backup_begin(s, tmp_dir, &b);
+        /* All pages in one step: a source busy throughout is an error here, not a retry. */
+        if (r >= 0 && (r = store_backup_step(s, b, -1)) > 0)
+                r = -EBUSY;
+        if (r < 0) {
+                store_backup_free(b);
+                return r;
+        }
+        return store_backup_finish(s, b, ret_fd, ret_size);
 }
 
 int store_ping(Store *s) {

@@ -78,10 +78,21 @@ int store_sync(Store *s);
  * their tables). 0 when it is sound, -EUCLEAN and the first problem SQLite found (malloc'd) when
  * it is damaged, or another error. Seconds for a large store: see docs/operations.md. */
 int store_check(Store *s, char **ret_problem);
-/* An online backup (SQLite's backup API, one consistent snapshot; the WAL lets writers go on
- * meanwhile, but this thread copies every page before it returns: about 0.3-0.6 s for 100 000
- * jobs) into an unnamed file in tmp_dir: its fd (read from offset 0) and size. */
+/* An online backup (SQLite's backup API) into an unnamed file in tmp_dir: its fd (read from
+ * offset 0) and size. All at once (about 0.4 s for a store of 100 000 jobs), or begun, stepped a
+ * number of pages at a time (1 while pages are left, 0 when done, or a negative errno) and
+ * finished (which frees b): writes made between steps through this store go into the copy as
+ * they are made, so the copy is the store as it is when the last step ends. */
 int store_backup(Store *s, const char *tmp_dir, int *ret_fd, uint64_t *ret_size);
+typedef struct StoreBackup StoreBackup;
+int store_backup_begin(Store *s, const char *tmp_dir, StoreBackup **ret);
+int store_backup_step(Store *s, StoreBackup *b, int pages);
+int store_backup_finish(Store *s, StoreBackup *b, int *ret_fd, uint64_t *ret_size);
+/* Abandons a backup not finished (no-op on NULL). */
+StoreBackup *store_backup_free(StoreBackup *b);
+static inline void store_backup_freep(StoreBackup **b) {
+        store_backup_free(*b);
+}
 /* A cheap read that proves the database answers (GET /readyz). */
 int store_ping(Store *s);
 

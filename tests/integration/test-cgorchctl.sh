@@ -238,6 +238,13 @@ run 0 --json jobs --all && all_jobs=$(grep -c '"id"' <<<"$out")
 run 0 --json usage
 usage_jobs=$(python3 -c 'import json, sys; print(sum(u["jobs"] for u in json.load(sys.stdin)["users"]))' <<<"$out")
 [ "$usage_jobs" = "$all_jobs" ] || fail "usage counts $usage_jobs jobs of $all_jobs"
+# A backup of more than one slice (1 MiB): copied over several turns of the loop, whole.
+run 0 backup "$tmp/backup.db" && expect_out "written to $tmp/backup.db" "backup"
+backup_jobs=$(python3 -c 'import sqlite3, sys
+db = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
+print(db.execute("PRAGMA quick_check").fetchone()[0], db.execute("SELECT COUNT(*) FROM jobs").fetchone()[0])' "$tmp/backup.db")
+[ "$backup_jobs" = "ok $all_jobs" ] || fail "the backup is not the store: $backup_jobs (of $all_jobs jobs)"
+[ "$(stat -c %s "$tmp/backup.db")" -gt 1048576 ] || fail "the backup fits one slice: $(stat -c %s "$tmp/backup.db") bytes"
 # GET /v1/scheduler lists the first 1 000 phases unless asked for more, and counts them all.
 sched=$(python3 -c 'import json, sys, urllib.request
 for q in ("", "?limit=1500"):

@@ -1608,22 +1608,8 @@ Test(store, check_finds_a_damaged_file) {
         free(problem);
 }
 
-/* The online backup is a whole SQLite file holding what was committed, taken while the store
- * is open, and leaves no file behind in its directory. */
-Test(store, backup_is_a_consistent_copy) {
-        Store *s = NULL;
-        cr_assert_eq(store_open(dir, &s), 0);
-        for (int i = 0; i < 20; i++)
-                cr_assert_eq(write_job(s), 0);
-        char tmp[] = "/tmp/cgorch-test-backup-XXXXXX";
-        cr_assert_not_null(mkdtemp(tmp));
-        int fd = -1;
-        uint64_t size = 0;
-        cr_assert_eq(store_backup(s, tmp, &fd, &size), 0);
-        cr_assert_gt(size, 4096);
-        cr_assert_eq(rmdir(tmp), 0, "the backup left a file in its directory");
-        store_close(s);
-
+/* Jobs and tasks in the backup read from fd (consumed and closed). */
+static void backup_counts(int fd, uint64_t size, int *ret_jobs, int *ret_tasks) {
         char path[] = "/tmp/cgorch-test-backup-copy-XXXXXX";
         int out = mkstemp(path);
         cr_assert_geq(out, 0);
@@ -1637,7 +1623,6 @@ Test(store, backup_is_a_consistent_copy) {
         close(fd);
         close(out);
         cr_assert_eq(total, size);
-
         sqlite3 *db = NULL;
         cr_assert_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
         sqlite3_stmt *st;
@@ -1645,17 +1630,36 @@ Test(store, backup_is_a_consistent_copy) {
                                         NULL),
                      SQLITE_OK);
         cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
-        cr_assert_eq(sqlite3_column_int(st, 0), 20);
-        cr_assert_eq(sqlite3_column_int(st, 1), 20 * 4);
+        *ret_jobs = sqlite3_column_int(st, 0);
+        *ret_tasks = sqlite3_column_int(st, 1);
         sqlite3_finalize(st);
         sqlite3_close(db);
-        /* A copy of a WAL database opened gets its own -wal and -shm files. */
         static const char *const suffixes[] = { "", "-wal", "-shm" };
         for (size_t i = 0; i < ELEMENTSOF(suffixes); i++) {
                 char p[64];
                 snprintf(p, sizeof p, "%s%s", path, suffixes[i]);
                 (void) unlink(p);
         }
+}
+
+/* The online backup is a whole SQLite file holding what was committed, taken while the store
+ * is open, and leaves no file behind in its directory. */
+Test(store, backup_is_a_consistent_copy) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        for (int i = 0; i < 20; i++)
+                cr_assert_eq(write_job(s), 0);
+        char tmp[] = "/tmp/cgorch-test-backup-XXXXXX";
+        cr_assert_not_null(mkdtemp(tmp));
+        int fd = -1, jobs = 0, tasks = 0;
+        uint64_t size = 0;
+        cr_assert_eq(store_backup(s, tmp, &fd, &size), 0);
+        cr_assert_gt(size, 4096);
+        cr_assert_eq(rmdir(tmp), 0, "the backup left a file in its directory");
+        store_close(s);
+        backup_counts(fd, size, &jobs, &tasks);
+        cr_assert_eq(jobs, 20);
+        cr_assert_eq(tasks, 20 * 4);
 }
 
 /* What the store tells its observer (GET /metrics): commits with their durability, and a job's
@@ -1858,5 +1862,45 @@ Test(store, usage_scan_by_slices) {
         }
         json_decref(bob);
         json_decref(whole);
+        store_close(s);
+}
+
+/* A backup made a page at a time (GET /v1/backup's slices) while the store goes on writing: the
+ * copy holds what was committed when its last page was copied, and an abandoned one leaves no
+ * file. */
+Test(store, backup_by_steps_takes_the_writes_between_them) {
+        Store *s = NULL;
+        cr_assert_eq(store_open(dir, &s), 0);
+        for (int i = 0; i < 200; i++)
+                cr_assert_eq(write_job(s), 0);
+        char tmp[] = "/tmp/cgorch-test-backup-XXXXXX";
+        cr_assert_not_null(mkdtemp(tmp));
+
+        StoreBackup *b = NULL;
+        cr_assert_eq(store_backup_begin(s, tmp, &b), 0);
+        int r, steps = 0, written = 0;
+        while ((r = store_backup_step(s, b, 1)) > 0) {
+                steps++;
+                if (written < 25) {
+                        cr_assert_eq(write_job(s), 0);
+                        written++;
+                }
+        }
+        cr_assert_eq(r, 0);
+        cr_assert_gt(steps, 25, "%d steps of a page: too few pages for the test", steps);
+        int fd = -1, jobs = 0, tasks = 0;
+        uint64_t size = 0;
+        cr_assert_eq(store_backup_finish(s, b, &fd, &size), 0);
+        cr_assert_eq(rmdir(tmp), 0, "the backup left a file in its directory");
+        backup_counts(fd, size, &jobs, &tasks);
+        cr_assert_eq(jobs, 225);
+        cr_assert_eq(tasks, 225 * 4);
+
+        /* Abandoned midway: nothing left behind. */
+        cr_assert_not_null(mkdtemp(strcpy(tmp, "/tmp/cgorch-test-backup-XXXXXX")));
+        cr_assert_eq(store_backup_begin(s, tmp, &b), 0);
+        cr_assert_eq(store_backup_step(s, b, 1), 1);
+        store_backup_free(b);
+        cr_assert_eq(rmdir(tmp), 0, "an abandoned backup left a file in its directory");
         store_close(s);
 }
