@@ -101,10 +101,20 @@ static int bind_slice(sqlite3_stmt *st, const StoreUsageScan *u, uint64_t from, 
 }
 
 /* The sums of user (a name the store gave), made when first seen. */
+/* The sums of user (a name the store gave), made when first seen. Kept in name order, found by
+ * bisection: a slice has a row per user, and a scan may meet thousands of users. */
 static UsageSums *sums_of(StoreUsageScan *u, const char *user) {
-        for (size_t i = 0; i < u->n_sums; i++)
-                if (streq(u->sums[i].user, user))
-                        return &u->sums[i];
+        size_t lo = 0, hi = u->n_sums;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                int c = strcmp(u->sums[mid].user, user);
+                if (c == 0)
+                        return &u->sums[mid];
+                if (c < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
         if (u->n_sums == u->allocated_sums) {
                 size_t n = MAX(u->allocated_sums * 2, (size_t) 8);
                 UsageSums *p = realloc(u->sums, n * sizeof(UsageSums));
@@ -113,12 +123,13 @@ static UsageSums *sums_of(StoreUsageScan *u, const char *user) {
                 u->sums = p;
                 u->allocated_sums = n;
         }
-        UsageSums *e = &u->sums[u->n_sums];
-        *e = (UsageSums) { .user = strdup(user) };
-        if (!e->user)
+        char *name = strdup(user);
+        if (!name)
                 return NULL;
+        memmove(&u->sums[lo + 1], &u->sums[lo], (u->n_sums - lo) * sizeof(UsageSums));
+        u->sums[lo] = (UsageSums) { .user = name };
         u->n_sums++;
-        return e;
+        return &u->sums[lo];
 }
 
 int store_usage_scan_step(Store *s, StoreUsageScan *u, unsigned max_jobs) {
@@ -164,10 +175,6 @@ int store_usage_scan_step(Store *s, StoreUsageScan *u, unsigned max_jobs) {
         return u->next_id < u->end_id;
 }
 
-static int sums_compare(const void *a, const void *b) {
-        return strcmp(((const UsageSums *) a)->user, ((const UsageSums *) b)->user);
-}
-
 static int set(json_t *o, const char *key, json_t *v) {
         return json_object_set_new(o, key, v) < 0 ? -ENOMEM : 0;
 }
@@ -176,8 +183,6 @@ int store_usage_scan_to_json(StoreUsageScan *u, json_t **ret) {
         _cleanup_json_ json_t *list = json_array();
         if (!list)
                 return -ENOMEM;
-        if (u->n_sums > 1)
-                qsort(u->sums, u->n_sums, sizeof(UsageSums), sums_compare);
         for (size_t i = 0; i < u->n_sums; i++) {
                 const UsageSums *e = &u->sums[i];
                 json_t *o = json_pack("{s:s, s:I, s:{}, s:n, s:n, s:I, s:f, s:f, s:I, s:f}", "user", e->user, "jobs",
