@@ -118,7 +118,7 @@ valgrind_clean() {
 # One unit test under valgrind; a failure prints its excerpt.
 valgrind_unit() {
         local t=$1
-        valgrind --leak-check=full --errors-for-leak-kinds=definite --trace-children=yes \
+        valgrind --vgdb=no --leak-check=full --errors-for-leak-kinds=definite --trace-children=yes \
                 "$t" --jobs=1 >"$t.valgrind.log" 2>&1 || true
         if ! valgrind_clean "$t"; then
                 echo "---- valgrind: FAILED $t (excerpt of $t.valgrind.log)"

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # controller-load.sh: one cgorch-controller (a separate process on 127.0.0.1, state in /tmp)
-# under M simulated agents with 50 running tasks each, heartbeating every 2 s, measured open
+# under M simulated agents with 50 running tasks each (TASKS), heartbeating every 2 s, measured open
 # loop by bench/controller-load; then the M = 1000 run again with a flood of invalid and
 # unauthenticated requests from another address. Runs on demand (`make bench-controller`),
 # never in `make check`.
 #
 # Usage: bench/controller-load.sh BUILD_DIR [M...]        (default M: 100 1000)
 # Environment: DURATION_S (30), WARMUP_S (10), BURST_RATE (requests/s while a burst is on,
-# default 5000; 0 skips the flood run), SCHEDULER (controller default), KEEP=1 keeps the logs,
+# default 5000; 0 skips the flood run), TASKS (running tasks per agent, 50), SCHEDULER (controller
+# default), KEEP=1 keeps the logs,
 # PROTOCOL=1 makes the agents write heartbeats in the first form (objects, every report in full)
 # instead of protocol 2 (rows, unchanged tasks by id), TMPDIR (/tmp) holds the state directory, EXTRA_CONTROLLER_ARGS are added to the controller's,
 # HOGS=N runs N CPU-bound processes (`yes >/dev/null`) for the whole run, so that the controller
@@ -91,12 +92,12 @@ run() {
         done
         [ -s "$dir/port" ] || { echo "the controller did not start" >&2; return 1; }
 
-        echo "== M=$m agents × 50 tasks, 2 s heartbeats$([ "$rate" -gt 0 ] && echo ", flood of $rate req/s (1 s on, 1 s off)")"
+        echo "== M=$m agents × ${TASKS:-50} tasks, 2 s heartbeats$([ "$rate" -gt 0 ] && echo ", flood of $rate req/s (1 s on, 1 s off)")"
         local status=0
         # In the background, so that an interrupt reaches the trap (and the cleanup) at once.
         ${CONTROLLER_NICE:+nice -n "$CONTROLLER_NICE"} "$load" run --port "$(cat "$dir/port")" --agent-tokens "$dir/agents" --operator-token "$dir/operator" \
                 --warmup-s "$warmup" --duration-s "$duration" --burst-rate "$rate" \
-                --controller-pid "$controller_pid" ${PROTOCOL:+--protocol "$PROTOCOL"} &
+                --controller-pid "$controller_pid" ${PROTOCOL:+--protocol "$PROTOCOL"} --tasks-per-node "${TASKS:-50}" &
         load_pid=$!
         wait "$load_pid" || status=$?
         load_pid=
