@@ -54,6 +54,20 @@ int parse_uint64(const char *s, uint64_t *ret) {
         return 0;
 }
 
+int parse_uint64_canonical(const char *s, uint64_t min, uint64_t max, uint64_t *ret) {
+        /* Digits only, no leading zero: one spelling per number, as ids and counts are printed. */
+        if (!s || !isdigit((unsigned char) *s) || (s[0] == '0' && s[1]))
+                return -EINVAL;
+        uint64_t v;
+        int r = parse_uint64(s, &v);
+        if (r < 0)
+                return r;
+        if (v < min || v > max)
+                return -ERANGE;
+        *ret = v;
+        return 0;
+}
+
 int parse_uint(const char *s, unsigned *ret) {
         uint64_t v;
         int r = parse_uint64(s, &v);

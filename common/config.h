@@ -67,3 +67,5 @@ int parse_bool(const char *s, bool *ret);
 int parse_double(const char *s, double *ret);
 int parse_uint(const char *s, unsigned *ret);
 int parse_uint64(const char *s, uint64_t *ret);
+/* A number in min..max written in its one canonical form: digits, no leading zero ("0" alone). */
+int parse_uint64_canonical(const char *s, uint64_t min, uint64_t max, uint64_t *ret);

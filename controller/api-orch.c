@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "config.h"
 #include "log.h"
 
 #define ADJUSTMENTS_DEFAULT_LIMIT 100
@@ -24,18 +25,6 @@ static bool refuse_query(const HttpRequest *req, HttpResponse *resp, const char 
 }
 
 /* A positive decimal integer of at most max. */
-static bool parse_positive(const char *s, uint64_t max, uint64_t *ret) {
-        if (*s < '1' || *s > '9')
-                return false;
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(s, &end, 10);
-        if (errno != 0 || *end != '\0' || v > max)
-                return false;
-        *ret = v;
-        return true;
-}
-
 void api_handle_contention(const HttpRequest *req, HttpResponse *resp, void *userdata) {
         static const char *const allowed[] = { "node", "job", "task", "kind", "limit", NULL };
         Api *api = userdata;
@@ -50,7 +39,7 @@ void api_handle_contention(const HttpRequest *req, HttpResponse *resp, void *use
                 return http_response_error(resp, 400, "node: not a node name");
         const char *v = http_request_query(req, "job");
         if (v) {
-                if (!parse_positive(v, UINT64_MAX, &q.job))
+                if (parse_uint64_canonical(v, 1, UINT64_MAX, &q.job) < 0)
                         return http_response_error(resp, 400, "job: must be a job id (a positive integer)");
                 q.has_job = true;
         }
@@ -69,7 +58,7 @@ void api_handle_contention(const HttpRequest *req, HttpResponse *resp, void *use
         }
         v = http_request_query(req, "limit");
         if (v) {
-                if (!parse_positive(v, ORCH_CONTENTION_MAX_LIMIT, &n))
+                if (parse_uint64_canonical(v, 1, ORCH_CONTENTION_MAX_LIMIT, &n) < 0)
                         return http_response_error(resp, 400, "limit: must be an integer in [1, %d]",
                                                    ORCH_CONTENTION_MAX_LIMIT);
                 q.limit = (size_t) n;
@@ -89,13 +78,13 @@ void api_handle_adjustments(const HttpRequest *req, HttpResponse *resp, void *us
         if (refuse_query(req, resp, allowed))
                 return;
         const char *v = http_request_query(req, "limit");
-        if (v && !parse_positive(v, ADJUSTMENTS_MAX_LIMIT, &limit))
+        if (v && parse_uint64_canonical(v, 1, ADJUSTMENTS_MAX_LIMIT, &limit) < 0)
                 return http_response_error(resp, 400, "limit: must be an integer in [1, %d]", ADJUSTMENTS_MAX_LIMIT);
         const char *task = http_request_query(req, "task");
         if (task && task_id_parse(task, &id) < 0)
                 return http_response_error(resp, 400, "task: must be a task id JOB.PHASE.TASK.ATTEMPT");
         v = http_request_query(req, "job");
-        if (v && !parse_positive(v, UINT64_MAX, &job))
+        if (v && parse_uint64_canonical(v, 1, UINT64_MAX, &job) < 0)
                 return http_response_error(resp, 400, "job: must be a job id (a positive integer)");
 
         int r = store_adjustments_to_json(api->store, task, job, (unsigned) limit, &resp->body);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "config.h"
 #include "log.h"
 #include "task-output.h"
 
@@ -126,18 +127,6 @@ int output_reads_add_to_reply(OutputReads *t, const char *node, json_t *reply) {
 }
 
 /* "5" in [min, max]; false for anything else. */
-static bool parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *ret) {
-        if (!s || *s < '0' || *s > '9' || (s[0] == '0' && s[1]))
-                return false;
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(s, &end, 10);
-        if (errno || *end || v < min || v > max)
-                return false;
-        *ret = v;
-        return true;
-}
-
 /* The attempt of task (phase, index) the read is about: the given one, or the latest. */
 static const StoreTask *pick_task(const StoreTask *tasks, size_t n, uint64_t phase, uint64_t index, int64_t attempt) {
         const StoreTask *best = NULL;
@@ -171,26 +160,26 @@ void api_handle_job_output(const HttpRequest *req, HttpResponse *resp, void *use
         const char *unknown = http_request_query_unknown(req, allowed);
         if (unknown)
                 return http_response_error(resp, 400, "%s: unknown query parameter", unknown);
-        if (!parse_u64(req->params[0], 1, UINT64_MAX, &id))
+        if (parse_uint64_canonical(req->params[0], 1, UINT64_MAX, &id) < 0)
                 return http_response_error(resp, 404, "job %s: not found", req->params[0]);
         const char *v;
-        if ((v = http_request_query(req, "task")) && !parse_u64(v, 0, PROTO_MAX_TASKS_PER_PHASE - 1, &index))
+        if ((v = http_request_query(req, "task")) && parse_uint64_canonical(v, 0, PROTO_MAX_TASKS_PER_PHASE - 1, &index) < 0)
                 return http_response_error(resp, 400, "task: must be a task index in [0, %u]",
                                            PROTO_MAX_TASKS_PER_PHASE - 1);
         has_phase = (v = http_request_query(req, "phase"));
-        if (has_phase && !parse_u64(v, 0, PROTO_MAX_PHASES - 1, &phase))
+        if (has_phase && parse_uint64_canonical(v, 0, PROTO_MAX_PHASES - 1, &phase) < 0)
                 return http_response_error(resp, 400, "phase: must be a phase index in [0, %u]", PROTO_MAX_PHASES - 1);
         has_attempt = (v = http_request_query(req, "attempt"));
-        if (has_attempt && !parse_u64(v, 0, UINT32_MAX, &attempt))
+        if (has_attempt && parse_uint64_canonical(v, 0, UINT32_MAX, &attempt) < 0)
                 return http_response_error(resp, 400, "attempt: must be a non-negative integer");
         if ((v = http_request_query(req, "stream"))) {
                 if (!streq(v, "output") && !streq(v, "error"))
                         return http_response_error(resp, 400, "stream: must be output or error");
                 error_stream = streq(v, "error");
         }
-        if ((v = http_request_query(req, "offset")) && !parse_u64(v, 0, INT64_MAX, &offset))
+        if ((v = http_request_query(req, "offset")) && parse_uint64_canonical(v, 0, INT64_MAX, &offset) < 0)
                 return http_response_error(resp, 400, "offset: must be a non-negative integer");
-        if ((v = http_request_query(req, "max")) && !parse_u64(v, 1, PROTO_MAX_OUTPUT_READ, &max))
+        if ((v = http_request_query(req, "max")) && parse_uint64_canonical(v, 1, PROTO_MAX_OUTPUT_READ, &max) < 0)
                 return http_response_error(resp, 400, "max: must be an integer in [1, %u]", PROTO_MAX_OUTPUT_READ);
         if ((v = http_request_query(req, "tail"))) {
                 if (!streq(v, "true") && !streq(v, "false"))
@@ -298,7 +287,7 @@ void api_handle_node_output(const HttpRequest *req, HttpResponse *resp, void *us
         uint64_t id;
         PendingRead *p = NULL;
 
-        if (!parse_u64(req->params[1], 1, UINT64_MAX, &id) || !t)
+        if (parse_uint64_canonical(req->params[1], 1, UINT64_MAX, &id) < 0 || !t)
                 return http_response_error(resp, 404, "output read %s: not found", req->params[1]);
         for (PendingRead *q = t->list; q && !p; q = q->next)
                 if (q->read.id == id && streq(q->node, req->params[0]))

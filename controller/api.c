@@ -20,18 +20,6 @@ static int64_t now_ms(void) {
 }
 
 /* Job ids are positive decimal integers; anything else names no job. */
-static bool parse_job_id(const char *s, uint64_t *ret) {
-        if (!s || *s < '1' || *s > '9')
-                return false;
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(s, &end, 10);
-        if (errno != 0 || *end != '\0')
-                return false;
-        *ret = v;
-        return true;
-}
-
 /* A store that cannot write answers every write 503 with its reason: the controller's state,
  * not the request's fault (GET /readyz says the same). */
 static bool respond_store_fault(Store *store, HttpResponse *resp, int r) {
@@ -226,13 +214,13 @@ static void handle_jobs_list(const HttpRequest *req, HttpResponse *resp, void *u
         v = http_request_query(req, "limit");
         if (v) {
                 uint64_t limit;
-                if (!parse_job_id(v, &limit) || limit > API_JOBS_PAGE_MAX)
+                if (parse_uint64_canonical(v, 1, API_JOBS_PAGE_MAX, &limit) < 0)
                         return http_response_error(resp, 400, "limit: must be an integer in [1, %u]", API_JOBS_PAGE_MAX);
                 f.limit = (unsigned) limit;
         }
         /* The cursor is the last id of the page before: opaque to clients, but only that. */
         v = http_request_query(req, "cursor");
-        if (v && !parse_job_id(v, &f.after_id))
+        if (v && parse_uint64_canonical(v, 1, UINT64_MAX, &f.after_id) < 0)
                 return http_response_error(resp, 400, "cursor: not a cursor this controller gave (next_cursor)");
 
         int r = cluster_jobs_to_json(api->cluster, &f, now_ms(), &resp->body);
@@ -248,7 +236,7 @@ static void handle_jobs_list(const HttpRequest *req, HttpResponse *resp, void *u
 static void handle_job_get(const HttpRequest *req, HttpResponse *resp, void *userdata) {
         Api *api = userdata;
         uint64_t id;
-        if (!parse_job_id(req->params[0], &id))
+        if (parse_uint64_canonical(req->params[0], 1, UINT64_MAX, &id) < 0)
                 return http_response_error(resp, 404, "job %s: not found", req->params[0]);
         int r = cluster_job_to_json(api->cluster, id, now_ms(), &resp->body);
         if (r < 0) {
@@ -287,7 +275,7 @@ static bool principal_is_admin(const AuthPrincipal *p) {
 static bool own_job(Api *api, const HttpRequest *req, HttpResponse *resp, const char *verb, uint64_t *ret_id,
                     char what[static 64]) {
         uint64_t id;
-        if (!parse_job_id(req->params[0], &id)) {
+        if (parse_uint64_canonical(req->params[0], 1, UINT64_MAX, &id) < 0) {
                 http_response_error(resp, 404, "job %s: not found", req->params[0]);
                 return false;
         }
@@ -480,7 +468,7 @@ static void handle_scheduler(const HttpRequest *req, HttpResponse *resp, void *u
                 return http_response_error(resp, 400, "%s: unknown query parameter", unknown);
         uint64_t limit = API_SCHEDULER_LIMIT_DEFAULT;
         const char *v = http_request_query(req, "limit");
-        if (v && (!parse_job_id(v, &limit) || limit > API_SCHEDULER_LIMIT_MAX))
+        if (v && parse_uint64_canonical(v, 1, API_SCHEDULER_LIMIT_MAX, &limit) < 0)
                 return http_response_error(resp, 400, "limit: must be an integer in [1, %u]", API_SCHEDULER_LIMIT_MAX);
         int r = cluster_scheduler_to_json(api->cluster, now_ms(), (size_t) limit, &resp->body);
         if (r < 0)
@@ -578,7 +566,7 @@ static void handle_nodes_list(const HttpRequest *req, HttpResponse *resp, void *
                 return http_response_error(resp, 400, "tasks: must be true or false");
         uint64_t busiest = 0;
         v = http_request_query(req, "busiest");
-        if (v && (!parse_job_id(v, &busiest) || busiest > API_BUSIEST_MAX))
+        if (v && parse_uint64_canonical(v, 1, API_BUSIEST_MAX, &busiest) < 0)
                 return http_response_error(resp, 400, "busiest: must be an integer in [1, %u]", API_BUSIEST_MAX);
         if (v && !tasks)
                 return http_response_error(resp, 400, "busiest: only with tasks=true");

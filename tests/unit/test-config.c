@@ -239,6 +239,26 @@ Test(parse, numbers_and_bools) {
         cr_assert_eq(parse_bool("maybe", &v), -EINVAL);
 }
 
+Test(parse, canonical_numbers_in_a_range) {
+        uint64_t v = 5;
+        cr_assert_eq(parse_uint64_canonical("0", 0, 10, &v), 0);
+        cr_assert_eq(v, 0);
+        cr_assert_eq(parse_uint64_canonical("10", 0, 10, &v), 0);
+        cr_assert_eq(v, 10);
+        cr_assert_eq(parse_uint64_canonical("18446744073709551615", 1, UINT64_MAX, &v), 0);
+        cr_assert_eq(v, UINT64_MAX);
+        v = 5;
+        /* One spelling per number: no zero in front, no sign, no space, nothing after. */
+        const char *bad[] = { "", "01", "00", "+1", "-1", " 1", "1 ", "1x", "0x10", "1e3", "1.0" };
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+                cr_expect_eq(parse_uint64_canonical(bad[i], 0, UINT64_MAX, &v), -EINVAL, "%s", bad[i]);
+        cr_assert_eq(parse_uint64_canonical(NULL, 0, 10, &v), -EINVAL);
+        cr_assert_eq(parse_uint64_canonical("0", 1, 10, &v), -ERANGE);
+        cr_assert_eq(parse_uint64_canonical("11", 1, 10, &v), -ERANGE);
+        cr_assert_eq(parse_uint64_canonical("18446744073709551616", 0, UINT64_MAX, &v), -ERANGE);
+        cr_assert_eq(v, 5);
+}
+
 Test(log, levels_parse) {
         cr_assert_eq(log_level_from_string("err"), LOG_ERR);
         cr_assert_eq(log_level_from_string("warning"), LOG_WARNING);
