@@ -191,6 +191,22 @@ static void curl_slist_freep(struct curl_slist **l) {
         curl_slist_free_all(*l);
 }
 
+/* What went wrong in a transfer, as libcurl says it; on a Unix socket that cannot be connected
+ * to, the socket and the system's reason (libcurl names "localhost port 80" there). NULL: out
+ * of memory. */
+static char *transfer_error(HttpClient *c, CURL *e, CURLcode cc, const char *curl_error) {
+        if (c->unix_socket && cc == CURLE_COULDNT_CONNECT) {
+                long os_errno = 0;
+                char *msg = NULL;
+                if (curl_easy_getinfo(e, CURLINFO_OS_ERRNO, &os_errno) != CURLE_OK || os_errno <= 0)
+                        os_errno = ECONNREFUSED;
+                if (asprintf(&msg, "cannot connect to %s: %s", c->unix_socket, strerror((int) os_errno)) < 0)
+                        return NULL;
+                return msg;
+        }
+        return strdup(curl_error[0] ? curl_error : curl_easy_strerror(cc));
+}
+
 int http_client_request(HttpClient *c, const char *method, const char *path, json_t *body,
                         long *ret_status, json_t **ret_body, char **ret_error) {
         _cleanup_free_ char *url = NULL, *payload = NULL;
@@ -256,7 +272,7 @@ int http_client_request(HttpClient *c, const char *method, const char *path, jso
                 if (buf.too_large)
                         msg = strdup("the answer is larger than 64 MiB, is this a cgorch controller?");
                 else
-                        msg = strdup(curl_error[0] ? curl_error : curl_easy_strerror(cc));
+                        msg = transfer_error(c, e, cc, curl_error);
                 if (!msg)
                         return -ENOMEM;
                 *ret_error = msg;
@@ -331,9 +347,8 @@ int http_client_download(HttpClient *c, const char *path, int fd, long *ret_stat
 
         CURLcode cc = curl_easy_perform(e);
         if (cc != CURLE_OK) {
-                char *msg = strdup(cc == CURLE_WRITE_ERROR ? "cannot write the answer to the file" :
-                                   curl_error[0]           ? curl_error :
-                                                             curl_easy_strerror(cc));
+                char *msg = cc == CURLE_WRITE_ERROR ? strdup("cannot write the answer to the file")
+                                                    : transfer_error(c, e, cc, curl_error);
                 if (!msg)
                         return -ENOMEM;
                 *ret_error = msg;

@@ -28,6 +28,17 @@ int verb_backup(Ctl *ctl, int argc, char **argv) {
                 return CTL_EXIT_USAGE;
         }
         const char *file = argv[k];
+        if (!*file || streq(file, "-")) {
+                /* Written whole or not at all: a pipe cannot take back half a copy. */
+                fprintf(stderr, "cgorchctl: backup: %s (usage: cgorchctl backup FILE)\n",
+                        *file ? "the backup goes to a file, not to standard output" : "the FILE is empty");
+                return CTL_EXIT_USAGE;
+        }
+        struct stat st;
+        if (stat(file, &st) >= 0 && S_ISDIR(st.st_mode)) {
+                fprintf(stderr, "cgorchctl: backup: %s: is a directory; name the file to write\n", file);
+                return CTL_EXIT_USAGE;
+        }
 
         _cleanup_free_ char *tmp = NULL;
         if (asprintf(&tmp, "%s.tmp-XXXXXX", file) < 0) {
@@ -46,7 +57,6 @@ int verb_backup(Ctl *ctl, int argc, char **argv) {
         }
 
         char head[sizeof sqlite_magic];
-        struct stat st;
         const char *bad = NULL;
         if (pread(fd, head, sizeof head, 0) != (ssize_t) sizeof head || memcmp(head, sqlite_magic, sizeof head) != 0)
                 bad = "the answer is not an SQLite database";

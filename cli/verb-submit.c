@@ -26,9 +26,15 @@ static void job_submission_freep(JobSubmission **s) {
 }
 
 /* Reads the job JSON from path ("-": standard input). Prints the error, with line and column
- * for a syntax error, and returns -EINVAL on failure. */
+ * for a syntax error, and returns -EINVAL on failure: -ENOEXEC when it looks like a command meant
+ * (a usage error), -EISDIR for a directory. */
 static int job_load_file(const char *path, json_t **ret) {
         const char *shown = streq(path, "-") ? "<stdin>" : path;
+        struct stat st;
+        if (!streq(path, "-") && stat(path, &st) >= 0 && S_ISDIR(st.st_mode)) {
+                fprintf(stderr, "cgorchctl: %s: is a directory, not a job file\n", path);
+                return -EISDIR;
+        }
         json_error_t e;
         /* A key given twice is almost certainly a mistake, and which one wins is arbitrary. */
         json_t *j = streq(path, "-") ? json_loadf(stdin, JSON_REJECT_DUPLICATES, &e)
@@ -40,12 +46,13 @@ static int job_load_file(const char *path, json_t **ret) {
                 else
                         fprintf(stderr, "cgorchctl: %s: %s\n", shown, e.text);
                 /* "submit sleep" or "submit ./run.sh": a command meant, not a job file. */
-                struct stat st;
                 bool file = !streq(path, "-") && stat(path, &st) >= 0;
                 if (!streq(path, "-") && !strchr(path, '{') &&
-                    ((file && S_ISREG(st.st_mode) && access(path, X_OK) >= 0) || (!file && !strchr(path, '/'))))
+                    ((file && S_ISREG(st.st_mode) && access(path, X_OK) >= 0) || (!file && !strchr(path, '/')))) {
                         fprintf(stderr, "cgorchctl: to run a command rather than submit a job file: "
                                 "cgorchctl submit [OPTIONS] -- %s [ARGS...]\n", path);
+                        return -ENOEXEC; /* a usage error */
+                }
                 return -EINVAL;
         }
         *ret = j;
@@ -349,8 +356,9 @@ static int submit_job(SubmitArgs *a, int argc, char **argv, json_t **ret, const 
                                 "(a command goes after '--')\n", argv[optind + 1]);
                         return CTL_EXIT_USAGE;
                 }
-                if (job_load_file(argv[optind], &job) < 0)
-                        return CTL_EXIT_FAILURE;
+                r = job_load_file(argv[optind], &job);
+                if (r < 0)
+                        return r == -ENOEXEC ? CTL_EXIT_USAGE : CTL_EXIT_FAILURE;
                 source = streq(argv[optind], "-") ? "<stdin>" : argv[optind];
         } else {
                 _cleanup_free_ char *error = NULL;

@@ -26,8 +26,16 @@ static const char *skip_space(const char *s) {
         return s;
 }
 
+/* strtod() for decimal numbers only: its hexadecimal form ("0x10") made --cpus 0x10 mean 16
+ * where every integer option refused it. */
+static bool hexadecimal(const char *s) {
+        if (*s == '-' || *s == '+')
+                s++;
+        return s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+}
+
 int parse_double(const char *s, double *ret) {
-        if (!s || !*s || isspace((unsigned char) *s))
+        if (!s || !*s || isspace((unsigned char) *s) || hexadecimal(s))
                 return -EINVAL;
         char *end;
         errno = 0;
@@ -105,7 +113,7 @@ typedef struct Unit {
 
 static int parse_with_units(const char *s, const Unit *units, size_t n_units, double default_factor,
                             double *ret) {
-        if (!s || !*s || isspace((unsigned char) *s) || *s == '-' || *s == '+')
+        if (!s || !*s || isspace((unsigned char) *s) || *s == '-' || *s == '+' || hexadecimal(s))
                 return -EINVAL;
         char *end;
         errno = 0;

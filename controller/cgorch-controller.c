@@ -1274,6 +1274,12 @@ static int run(Manager *m) {
         int r;
 
         raise_nofile();
+        /* Every knob judged before anything is made: a bad --epoch left a new state directory,
+         * its key and an empty store behind. */
+        RuntimeSettings settings;
+        r = knobs_from_args(&settings);
+        if (r < 0)
+                return r;
         if (mkdir(arg_state_dir, 0750) < 0 && errno != EEXIST)
                 return log_error_errno(errno, "Cannot create state directory %s: %m", arg_state_dir);
         r = setup_auth(m);
@@ -1343,6 +1349,11 @@ int main(int argc, char *argv[]) {
         /* Not an option of the table: no config key, nothing else on the line. */
         if (argc == 2 && streq(argv[1], "--list-routes"))
                 return api_print_routes(stdout) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+        for (int i = 1; i < argc && !streq(argv[i], "--"); i++)
+                if (streq(argv[i], "--list-routes")) {
+                        fprintf(stderr, "cgorch-controller: --list-routes takes no other argument (see --help)\n");
+                        return EXIT_FAILURE;
+                }
         /* A command, not an option of the table: no config key (a config file that rotated at
          * every start would break every agent's pin at every start). */
         bool rotate = false;

@@ -35,7 +35,8 @@ static void help(void) {
                "Simulate a batch cluster under cgorch's own scheduler, estimator and orchestrator.\n\n"
                "Workload:\n"
                "  -w --workload=NAME        generator: dev, test, prod (HFSP Table I), swim (heavy-tailed),\n"
-               "                            contention (MROrchestrator's job mix), mixed (one node)  [dev]\n"
+               "                            contention (MROrchestrator's job mix), mixed (one node),\n"
+               "                            mapreduce (a production-like day)  [dev]\n"
                "  -t --trace=FILE           read the workload from a CSV trace (docs/trace-format.md)\n"
                "  -n --jobs=N               jobs to generate (0: the paper's count)  [0]\n"
                "     --job-class=NAME       keep only jobs of this class (bin1..bin4, small, sort, ...)\n"
@@ -93,7 +94,7 @@ static void help(void) {
                "     --seed=N               seed for the generator and the estimation errors  [1]\n"
                "  -j --jobs-csv=FILE        per-job CSV (arrival, start, end, response, slowdown, ...)\n"
                "  -T --timeline=FILE        utilisation over time, CSV\n"
-               "     --sample=SECONDS       timeline interval  [60]\n"
+               "     --sample=SECONDS       timeline interval, 0 for none  [60]\n"
                "     --summary=FORMAT       text or csv  [text]\n"
                "     --progress             a progress line on stderr (default when stderr is a terminal)\n"
                "  -h --help                 show this help\n"
@@ -447,6 +448,10 @@ static int parse_args(int argc, char *argv[], SimCli *o) {
                 }
         }
         o->params.seed = (uint64_t) o->seed;
+        if (o->timeline && !(o->params.sample_s > 0)) {
+                fprintf(stderr, "cgorch-sim: --timeline needs --sample above 0 (0 takes no samples)\n");
+                return -2;
+        }
         if (optind < argc) {
                 fprintf(stderr, "cgorch-sim: unexpected argument \"%s\"\n", argv[optind]);
                 return -2;

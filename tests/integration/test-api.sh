@@ -55,6 +55,21 @@ operator_token=test-operator-token-0123456789
 )
 sign=$top_srcdir/tests/integration/cgorch_sign.py
 
+# A setting the controller refuses is refused before it makes anything: no state directory, key
+# or store left behind. --list-routes is a command of its own.
+for bad in "--epoch abc" "--scheduler bogus" "--orchestrate bogus"; do
+        # shellcheck disable=SC2086 # the option and its value
+        if "$controller" --config /dev/null --unix-socket= --state-dir "$tmp/refused" $bad 2>"$tmp/refused.log"; then
+                echo "FAIL: the controller started with $bad"; exit 1
+        fi
+        grep -q -- "${bad%% *}: must be" "$tmp/refused.log" || { echo "FAIL: $bad: $(cat "$tmp/refused.log")"; exit 1; }
+        [ ! -e "$tmp/refused" ] || { echo "FAIL: $bad left $(ls -R "$tmp/refused")"; exit 1; }
+done
+if "$controller" --list-routes --log-level info 2>"$tmp/refused.log" >/dev/null ||
+        ! grep -q -- "--list-routes takes no other argument" "$tmp/refused.log"; then
+        echo "FAIL: --list-routes with another argument: $(cat "$tmp/refused.log")"; exit 1
+fi
+
 # A heartbeat interval of an hour: the suite must not see its node lost because a slow machine
 # (or valgrind) took more than three intervals between two cases. A 1 KiB body limit keeps the
 # 413 cases small, a 4 KiB header limit the 431 case. MUNGE credentials are accepted, checked by a

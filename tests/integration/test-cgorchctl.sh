@@ -201,8 +201,10 @@ run 2 frobnicate && expect_err "unknown command 'frobnicate' (see --help)" "frob
 run 2 submt && expect_err "unknown command 'submt' (did you mean 'submit'? see --help)" "submt"
 run 2 jobs --jsn && expect_err "unknown option '--jsn' (did you mean '--json'? see --help)" "jobs --jsn"
 run 2 submit --taks=2 -- true && expect_err "unknown option '--taks=2' (did you mean '--tasks'?" "submit --taks"
-run 1 submit sleep && expect_err "to run a command rather than submit a job file: cgorchctl submit [OPTIONS] -- sleep" "submit sleep"
+run 2 submit sleep && expect_err "to run a command rather than submit a job file: cgorchctl submit [OPTIONS] -- sleep" "submit sleep"
 run 2 && expect_err "missing a command" "no command"
+run 1 submit "$tmp" && expect_err "$tmp: is a directory, not a job file" "submit DIR"
+run 2 submit --cpus 0x10 -- true && expect_err "--cpus=0x10" "--cpus in hexadecimal"
 run 2 jobs --bogus && expect_err "unknown option '--bogus'" "jobs --bogus"
 run 2 submit --tasks 0 -- true && expect_err "--tasks=0: must be an integer in [1, 10000]" "--tasks 0"
 run 2 submit --memory 1K -- true && expect_err "--memory=1K: must be a size from 1M" "--memory 1K"
@@ -214,7 +216,7 @@ run 2 --server ftp://example.org jobs && expect_err "must be an http:// or https
 CGORCH_SERVER=ftp://example.org run 2 jobs && expect_err "CGORCH_SERVER=ftp://example.org: must be" "ftp env"
 run 1 --server http://127.0.0.1:1 jobs && expect_err "cannot reach the controller at http://127.0.0.1:1" "refused"
 run 2 --server "$CGORCH_SERVER" --socket "$tmp/controller.sock" jobs && expect_err "--server and --socket exclude each other" "both"
-run 1 --socket "$tmp/no-such.sock" jobs && expect_err "cannot reach the controller at unix:$tmp/no-such.sock" "no socket"
+run 1 --socket "$tmp/no-such.sock" jobs && expect_err "cannot reach the controller at unix:$tmp/no-such.sock: cannot connect to $tmp/no-such.sock: No such file or directory" "no socket"
 
 # --- the Unix socket: the same controller, $CGORCH_SOCKET beating $CGORCH_SERVER, --server beating both ---
 run 0 --socket "$tmp/controller.sock" --json jobs && [ "$(grep -c '"id"' <<<"$out")" -eq "$jobs_before" ] ||
@@ -245,6 +247,10 @@ db = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
 print(db.execute("PRAGMA quick_check").fetchone()[0], db.execute("SELECT COUNT(*) FROM jobs").fetchone()[0])' "$tmp/backup.db")
 [ "$backup_jobs" = "ok $all_jobs" ] || fail "the backup is not the store: $backup_jobs (of $all_jobs jobs)"
 [ "$(stat -c %s "$tmp/backup.db")" -gt 1048576 ] || fail "the backup fits one slice: $(stat -c %s "$tmp/backup.db") bytes"
+run 2 backup - && expect_err "the backup goes to a file, not to standard output" "backup -"
+run 2 backup "" && expect_err "the FILE is empty" "backup ''"
+run 2 backup "$tmp" && expect_err "$tmp: is a directory" "backup DIR"
+[ -z "$(find "$tmp" -maxdepth 1 -name '*.tmp-*')" ] && [ ! -e ./- ] || fail "a refused backup left a file"
 # GET /v1/scheduler lists the first 1 000 phases unless asked for more, and counts them all.
 sched=$(python3 -c 'import json, sys, urllib.request
 for q in ("", "?limit=1500"):

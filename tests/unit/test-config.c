@@ -213,6 +213,7 @@ Test(parse, sizes) {
         cr_assert_eq(parse_size_bytes("1.5", &b), -EINVAL);
         cr_assert_eq(parse_size_bytes("-5M", &b), -EINVAL);
         cr_assert_eq(parse_size_bytes("5X", &b), -EINVAL);
+        cr_assert_eq(parse_size_bytes("0x100000", &b), -EINVAL);
         cr_assert_eq(parse_size_bytes("99999999999T", &b), -ERANGE);
         cr_assert_eq(b, 7);
 }
@@ -231,6 +232,9 @@ Test(parse, numbers_and_bools) {
         cr_assert_eq(parse_double("nan", &d), -EINVAL);
         cr_assert_eq(parse_double("inf", &d), -EINVAL);
         cr_assert_eq(parse_double("1e999", &d), -ERANGE);
+        cr_assert_eq(parse_double("0x10", &d), -EINVAL);
+        cr_assert_eq(parse_double("-0X1p3", &d), -EINVAL);
+        cr_assert_float_eq(d, 0.125, 1e-15);
         bool v = false;
         cr_assert_eq(parse_bool("Yes", &v), 0);
         cr_assert(v);
