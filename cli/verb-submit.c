@@ -214,9 +214,10 @@ static int submit_option(SubmitArgs *a, int c, const char *arg) {
                 s->phase_name = arg;
                 return CTL_CONTINUE;
         case 'c':
-                if (parse_double(arg, &s->cpu_cores) < 0 || !(s->cpu_cores > 0) || s->cpu_cores > PROTO_MAX_CPU_CORES) {
-                        fprintf(stderr, "cgorchctl: --cpus=%s: must be a number of CPU cores in (0, %g], "
-                                "e.g. 0.5 or 2\n", arg, PROTO_MAX_CPU_CORES);
+                if (parse_double(arg, &s->cpu_cores) < 0 || !(s->cpu_cores >= PROTO_MIN_CPU_CORES) ||
+                    s->cpu_cores > PROTO_MAX_CPU_CORES) {
+                        fprintf(stderr, "cgorchctl: --cpus=%s: must be a number of CPU cores in [%g, %g], "
+                                "e.g. 0.5 or 2\n", arg, PROTO_MIN_CPU_CORES, PROTO_MAX_CPU_CORES);
                         return CTL_EXIT_USAGE;
                 }
                 return CTL_CONTINUE;
@@ -248,9 +249,9 @@ static int submit_option(SubmitArgs *a, int c, const char *arg) {
                 }
                 return CTL_CONTINUE;
         case ARG_WEIGHT:
-                if (parse_double(arg, &s->weight) < 0 || !(s->weight > 0) || s->weight > PROTO_MAX_WEIGHT) {
-                        fprintf(stderr, "cgorchctl: --weight=%s: must be a number in (0, %g]\n", arg,
-                                PROTO_MAX_WEIGHT);
+                if (parse_double(arg, &s->weight) < 0 || !(s->weight >= PROTO_MIN_WEIGHT) || s->weight > PROTO_MAX_WEIGHT) {
+                        fprintf(stderr, "cgorchctl: --weight=%s: must be a number in [%g, %g]\n", arg,
+                                PROTO_MIN_WEIGHT, PROTO_MAX_WEIGHT);
                         return CTL_EXIT_USAGE;
                 }
                 return CTL_CONTINUE;

@@ -52,7 +52,7 @@ static const Schema phase_schema = {
                 F_STR("argv", FIELD_ARGV, PhaseSpec, argv, FIELD_REQUIRED),
                 F_STR("env", FIELD_ENV, PhaseSpec, env, 0),
                 F_STR("cwd", FIELD_CWD, PhaseSpec, cwd, 0),
-                F_REAL("cpu_cores", PhaseSpec, cpu_cores, 0, PROTO_MAX_CPU_CORES, FIELD_REQUIRED | FIELD_MIN_OPEN),
+                F_REAL("cpu_cores", PhaseSpec, cpu_cores, PROTO_MIN_CPU_CORES, PROTO_MAX_CPU_CORES, FIELD_REQUIRED),
                 F_INT("memory_bytes", PhaseSpec, memory_bytes, PROTO_MIN_MEMORY_BYTES, PROTO_MAX_MEMORY_BYTES,
                       FIELD_REQUIRED),
                 F_INT("pids_max", PhaseSpec, pids_max, 1, PROTO_MAX_PIDS_MAX, 0),
@@ -65,7 +65,7 @@ static const Schema phase_schema = {
 static const Field job_fields[] = {
         F_STR("name", FIELD_NAME, JobSpec, name, FIELD_REQUIRED),
         F_STR("user", FIELD_USER, JobSpec, user, 0),
-        F_REAL("weight", JobSpec, weight, 0, PROTO_MAX_WEIGHT, FIELD_MIN_OPEN | FIELD_ALWAYS),
+        F_REAL("weight", JobSpec, weight, PROTO_MIN_WEIGHT, PROTO_MAX_WEIGHT, FIELD_ALWAYS),
         F_STR("output", FIELD_OUTPUT, JobSpec, output, 0),
         F_STR("error", FIELD_OUTPUT, JobSpec, error, 0),
         F_INT("time_limit_s", JobSpec, time_limit_s, 1, PROTO_MAX_TIME_LIMIT_S, 0),

@@ -25,11 +25,17 @@
 #define PROTO_MAX_ARG_LEN 4096
 #define PROTO_MAX_ENV 1024
 #define PROTO_MAX_CPU_CORES 4096.0
+/* A task's CPU quota is at least 1 ms a 100 ms period (the kernel's floor); 5e-324 made COSHH's
+ * classes NaN and refused every heartbeat. */
+#define PROTO_MIN_CPU_CORES 0.01
 /* A node's speed class: work per CPU-second against the reference node's (1). */
 #define PROTO_MAX_NODE_SPEED 1000.0
 #define PROTO_MAX_MEMORY_BYTES (UINT64_C(1) << 50) /* 1 PiB */
 #define PROTO_MIN_MEMORY_BYTES (UINT64_C(1) << 20) /* 1 MiB: below this a task cannot even exec */
 #define PROTO_MAX_WEIGHT 1000.0
+/* As far below the default (1) as the most is above it: a phase's remaining size over its weight
+ * stays finite (1e-320 made it infinite, and every listing and the next start failed). */
+#define PROTO_MIN_WEIGHT 0.001
 /* pids.max of a task (processes and threads together). The default is far above what a batch
  * task uses (a JVM or an OpenMP run with a thread per CPU on a large node: a few hundred) and
  * far below a node's pid space (kernel.pid_max is 32768 on many systems), which a fork bomb

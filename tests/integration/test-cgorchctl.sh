@@ -161,7 +161,7 @@ run 2 submit --array 0 -- true && expect_err "--array=0: must be an integer in [
 run 2 submit --wait --array 2 -- true && expect_err "--wait follows one job" "--wait --array"
 printf '{"jobs": [%s, %s]}\n' "$(tr -d '\n' <"$tmp/job.json")" '{"name": "bad", "phases": [{"tasks": 1, "argv": ["true"], "cpu_cores": 0, "memory_bytes": 1048576}]}' \
         > "$tmp/bad-list.json"
-run 1 submit "$tmp/bad-list.json" && expect_err "jobs[1].phases[0].cpu_cores: must be a number in (0, 4096]" "a list with a bad job"
+run 1 submit "$tmp/bad-list.json" && expect_err "jobs[1].phases[0].cpu_cores: must be a number in [0.01, 4096]" "a list with a bad job"
 
 # --- jobs: filters, and pages followed to the end (the controller answers 500 jobs a page) -------
 run 0 jobs --name sweep
@@ -188,7 +188,7 @@ run 2 jobs --limit 0 && expect_err "--limit=0: must be a positive integer" "jobs
 run 0 --json jobs && jobs_before=$(grep -c '"id"' <<<"$out")
 echo '{"name": "x", "phases": [{"tasks": 1, "argv": ["a"], "cpu_cores": 0, "memory_bytes": 1048576}]}' \
         > "$tmp/bad.json"
-run 1 submit "$tmp/bad.json" && expect_err "$tmp/bad.json: phases[0].cpu_cores: must be a number in (0, 4096]" "bad job"
+run 1 submit "$tmp/bad.json" && expect_err "$tmp/bad.json: phases[0].cpu_cores: must be a number in [0.01, 4096]" "bad job"
 echo '{"name": "x", "phases": [' > "$tmp/broken.json"
 run 1 submit "$tmp/broken.json" && expect_err "$tmp/broken.json:2:" "broken JSON"
 run 1 submit "$tmp/missing.json" && expect_err "$tmp/missing.json: unable to open" "missing file"

@@ -367,7 +367,7 @@ static void encode_chunks_and_limits(void) {
                 snprintf(name, sizeof name, "limits%d", k);
                 record_json(name, limits_to_json(&l));
         }
-        record_json("error0", error_to_json(400, "phases[0].cpu_cores: must be a number in (0, 4096]"));
+        record_json("error0", error_to_json(400, "phases[0].cpu_cores: must be a number in [0.01, 4096]"));
         record_json("error1", error_to_json(0, NULL));
         record_json("error2", error_to_json(599, STRANGE));
 }

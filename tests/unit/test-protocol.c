@@ -301,10 +301,13 @@ Test(job_spec, errors_top_level) {
         expect_job_field_error("user", json_string("../etc"), user_msg);
         expect_job_field_error("user", json_true(), "user: must be a string");
 
-        expect_job_field_error("weight", json_integer(0), "weight: must be a number in (0, 1000]");
-        expect_job_field_error("weight", json_real(-0.5), "weight: must be a number in (0, 1000]");
-        expect_job_field_error("weight", json_real(1000.5), "weight: must be a number in (0, 1000]");
-        expect_job_field_error("weight", json_string("1"), "weight: must be a number in (0, 1000]");
+        expect_job_field_error("weight", json_integer(0), "weight: must be a number in [0.001, 1000]");
+        expect_job_field_error("weight", json_real(-0.5), "weight: must be a number in [0.001, 1000]");
+        expect_job_field_error("weight", json_real(1000.5), "weight: must be a number in [0.001, 1000]");
+        /* Tiny ones made a remaining size over weight infinite: every listing failed, and the restart. */
+        expect_job_field_error("weight", json_real(1e-320), "weight: must be a number in [0.001, 1000]");
+        expect_job_field_error("weight", json_real(0.0009), "weight: must be a number in [0.001, 1000]");
+        expect_job_field_error("weight", json_string("1"), "weight: must be a number in [0.001, 1000]");
 
         expect_job_field_error("nmae", json_string("x"), "nmae: unknown field");
 #if JANSSON_VERSION_HEX >= 0x020e00
@@ -453,12 +456,15 @@ Test(job_spec, errors_env_cwd) {
 }
 
 Test(job_spec, errors_cpu_memory) {
-        const char *cpu = "phases[0].cpu_cores: must be a number in (0, 4096]";
+        const char *cpu = "phases[0].cpu_cores: must be a number in [0.01, 4096]";
         expect_phase_error("cpu_cores", NULL, "phases[0].cpu_cores: is required");
         expect_phase_error("cpu_cores", json_integer(0), cpu);
         expect_phase_error("cpu_cores", json_integer(-1), cpu);
         expect_phase_error("cpu_cores", json_real(4096.5), cpu);
         expect_phase_error("cpu_cores", json_real(1e300), cpu);
+        /* Tiny ones made COSHH's classes NaN (every heartbeat refused after). */
+        expect_phase_error("cpu_cores", json_real(5e-324), cpu);
+        expect_phase_error("cpu_cores", json_real(0.0099), cpu);
         expect_phase_error("cpu_cores", json_string("NaN"), cpu);
         expect_phase_error("cpu_cores", json_string("0.5"), cpu);
 
@@ -1465,11 +1471,11 @@ Test(heartbeat_reply, errors) {
 /* ---- Errors ---- */
 
 Test(error, to_json) {
-        json_auto_t *j = error_to_json(400, "phases[0].cpu_cores: must be a number in (0, 4096]");
+        json_auto_t *j = error_to_json(400, "phases[0].cpu_cores: must be a number in [0.01, 4096]");
         cr_assert_not_null(j);
         _cleanup_free_ char *text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
         cr_assert_str_eq(text,
-                         "{\"error\":{\"message\":\"phases[0].cpu_cores: must be a number in (0, 4096]\",\"status\":400}}");
+                         "{\"error\":{\"message\":\"phases[0].cpu_cores: must be a number in [0.01, 4096]\",\"status\":400}}");
 
         /* Invalid UTF-8 from a local caller still gives a valid document. */
         json_auto_t *k = error_to_json(500, "bad \xff byte");
