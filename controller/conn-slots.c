@@ -28,6 +28,7 @@ enum { LIST_WAITING, LIST_ANON_WAITING, LIST_ALL, _LIST_MAX };
 
 struct ConnSlot {
         void *conn;
+        void *data;                       /* conn_slots_set_data() */
         uint8_t key[RATE_LIMIT_KEY_MAX];
         size_t key_len;
         bool vouched;
@@ -180,6 +181,14 @@ void conn_slots_vouch(ConnSlots *s, ConnSlot *c) {
 
 bool conn_slots_is_vouched(const ConnSlot *c) {
         return c->vouched;
+}
+
+void conn_slots_set_data(ConnSlot *c, void *data) {
+        c->data = data;
+}
+
+void *conn_slots_data(const ConnSlot *c) {
+        return c->data;
 }
 
 void conn_slots_busy(ConnSlots *s, ConnSlot *c) {

@@ -54,6 +54,9 @@ int conn_slots_open(ConnSlots *s, const void *key, size_t key_len, void *conn, u
 /* A request on c carried an accepted credential. */
 void conn_slots_vouch(ConnSlots *s, ConnSlot *c);
 bool conn_slots_is_vouched(const ConnSlot *c);
+/* What the caller keeps with the connection (NULL at first); the table never reads it. */
+void conn_slots_set_data(ConnSlot *c, void *data);
+void *conn_slots_data(const ConnSlot *c);
 /* c's request is read whole (or already answered): no deadline until conn_slots_idle(). */
 void conn_slots_busy(ConnSlots *s, ConnSlot *c);
 /* c's exchange is over: it waits for its next request from now_us. */

@@ -51,6 +51,7 @@ typedef struct HttpListener {
         sd_event_source *timer_source;
         sd_event_source *defer_source;
         bool is_unix;
+        bool tls;
         bool resumed;                     /* a held request was answered: MHD must run to send it */
         ConnSlots *slots;                 /* its connections: shares and deadlines */
         sd_event_source *deadline_source; /* the earliest request deadline */
@@ -98,6 +99,8 @@ typedef struct Request {
         HttpListener *listener;
         ConnSlot *slot;                   /* its connection's (NULL: not accounted, out of memory) */
         char *target;                     /* as received (MHD's URI callback); NULL: out of memory */
+        const char *raw_target;           /* where MHD's buffer held it, for target_cut_short() */
+        size_t query_params;              /* in target; above HTTP_MAX_QUERY_PARAMS refused */
         bool begun;                       /* request_begin() ran */
         const HttpRoute *matched;         /* the route of its method and path, admitted or not */
         const HttpRoute *route;
@@ -475,6 +478,35 @@ static unsigned header_count(struct MHD_Connection *conn, const char *name) {
         return c.n;
 }
 
+/* The first header line that a server must refuse rather than guess at (RFC 9112, 5.1 and 6.3): a
+ * name with a space or a tab before its colon, which libmicrohttpd keeps under another name (so
+ * "Content-Length : 55" framed no body, and its bytes were read as a second request), a name or
+ * value holding a NUL (cut short as a C string), or Content-Length given twice. */
+typedef struct HeaderFault {
+        unsigned content_lengths;
+        char what[96];
+} HeaderFault;
+
+static enum MHD_Result header_fault_one(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+                                        const char *value, size_t value_size) {
+        HeaderFault *f = cls;
+        if (!key)
+                return MHD_YES;
+        if (strlen(key) != key_size || (value && strlen(value) != value_size)) {
+                snprintf(f->what, sizeof f->what, "%.40s: a NUL byte in the header line", key);
+                return MHD_NO;
+        }
+        if (key[strcspn(key, " \t")]) {
+                snprintf(f->what, sizeof f->what, "'%.40s': whitespace in a header name", key);
+                return MHD_NO;
+        }
+        if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0 && ++f->content_lengths > 1) {
+                snprintf(f->what, sizeof f->what, "Content-Length: sent more than once, a body has one length");
+                return MHD_NO;
+        }
+        return MHD_YES;
+}
+
 static int hex_digit(char c) {
         return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
@@ -491,6 +523,20 @@ static const char *target_control_escape(const char *target) {
         return NULL;
 }
 
+/* Whether a NUL byte in the request line cut the target short: "DELETE /v1/jobs/19\0/x" was
+ * served as DELETE /v1/jobs/19. libmicrohttpd splits the line in its read buffer, the target
+ * ending where it wrote a NUL over the space before the version; a target shorter than that
+ * held a NUL of its own. Judged only where the version is where that says. */
+static bool target_cut_short(struct MHD_Connection *conn, const Request *req, const char *version) {
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+        if (!req->target || !req->raw_target || !version || !*version || !info)
+                return false;
+        uintptr_t t = (uintptr_t) req->raw_target, v = (uintptr_t) version;
+        if (v <= t + 1 || v - t > info->header_size || version[-1] != '\0')
+                return false;
+        return strlen(req->target) < v - 1 - t;
+}
+
 static bool transfer_encoding_is_chunked(const char *v) {
         v += strspn(v, " \t");
         size_t n = strlen(v);
@@ -505,6 +551,14 @@ static bool transfer_encoding_is_chunked(const char *v) {
 static enum MHD_Result request_check_protocol(struct MHD_Connection *conn, const char *version, const Request *req,
                                               bool *ret_ok) {
         *ret_ok = false;
+        if (req->query_params > HTTP_MAX_QUERY_PARAMS)
+                return send_error(conn, NULL, MHD_HTTP_URI_TOO_LONG, MHD_HTTP_HEADER_CONNECTION, "close",
+                                  "target: %zu query parameters, at most %u", req->query_params, HTTP_MAX_QUERY_PARAMS);
+        HeaderFault fault = {};
+        (void) MHD_get_connection_values_n(conn, MHD_HEADER_KIND, header_fault_one, &fault);
+        if (fault.what[0])
+                return send_error(conn, NULL, MHD_HTTP_BAD_REQUEST, MHD_HTTP_HEADER_CONNECTION, "close", "%s",
+                                  fault.what);
         unsigned hosts = header_count(conn, MHD_HTTP_HEADER_HOST);
         if (hosts > 1)
                 return send_error(conn, NULL, MHD_HTTP_BAD_REQUEST, NULL, NULL,
@@ -525,6 +579,9 @@ static enum MHD_Result request_check_protocol(struct MHD_Connection *conn, const
                                           "Content-Length and Transfer-Encoding: one of them frames a body, not both");
         }
 
+        if (target_cut_short(conn, req, version))
+                return send_error(conn, NULL, MHD_HTTP_BAD_REQUEST, MHD_HTTP_HEADER_CONNECTION, "close",
+                                  "target: holds a NUL byte, which no path or query may hold");
         const char *escape = req->target ? target_control_escape(req->target) : NULL;
         if (escape)
                 return send_error(conn, NULL, MHD_HTTP_BAD_REQUEST, NULL, NULL,
@@ -873,16 +930,59 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 /* MHD's first call for a request, with its target as received (path and query, not unescaped):
  * what an agent's signature covers. Its return value is the request's con_cls from then on. */
+/* How many query parameters a target has: "&" separates them. */
+static size_t query_params(const char *target) {
+        const char *q = strchr(target, '?');
+        size_t n = q && q[1] ? 1 : 0;
+        for (; q && (q = strchr(q + 1, '&'));)
+                n++;
+        return n;
+}
+
+/* A target of more query parameters than any route takes: libmicrohttpd would run out of its
+ * connection's memory storing them (a few hundred fill it) and then neither answer nor close
+ * (the client waited for its own timeout). Answered 414 here, by hand, and closed (over TLS only
+ * closed: the answer would have to be encrypted). */
+static void refuse_query_params(HttpListener *l, struct MHD_Connection *conn, size_t n) {
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!info)
+                return;
+        if (!l->tls) {
+                char body[160], answer[384];
+                int b = snprintf(body, sizeof body,
+                                 "{\"error\":{\"status\":414,\"message\":\"target: %zu query parameters, at most %u\"}}\n",
+                                 n, HTTP_MAX_QUERY_PARAMS);
+                int a = snprintf(answer, sizeof answer,
+                                 "HTTP/1.1 414 URI Too Long\r\nConnection: close\r\nContent-Type: application/json\r\n"
+                                 "Content-Length: %d\r\n\r\n%s", b, body);
+                if (a > 0 && (size_t) a < sizeof answer)
+                        (void) send(info->connect_fd, answer, (size_t) a, MSG_NOSIGNAL | MSG_DONTWAIT);
+        }
+        (void) shutdown(info->connect_fd, SHUT_RDWR);
+}
+
 static void *on_request_uri(void *cls, const char *uri, struct MHD_Connection *conn) {
         HttpListener *l = cls;
+        size_t n_params = query_params(uri);
+        if (n_params > HTTP_MAX_QUERY_PARAMS)
+                refuse_query_params(l, conn, n_params); /* and never served (request_check_protocol()) */
         Request *req = calloc(1, sizeof(Request));
         if (!req)
                 return NULL;
         req->server = l->server;
         req->listener = l;
         req->target = strdup(uri); /* NULL: the request gets 500 (request_admit()) */
+        req->raw_target = uri;
+        req->query_params = n_params;
         const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
         req->slot = info ? info->socket_context : NULL;
+        if (req->slot) {
+                /* A request libmicrohttpd refused on its own after this callback (a target of
+                 * thousands of query parameters: 431) is never completed: it goes when the next
+                 * one comes or the connection closes, not never. */
+                request_free(conn_slots_data(req->slot));
+                conn_slots_set_data(req->slot, req);
+        }
         return req;
 }
 
@@ -895,6 +995,8 @@ static void on_request_completed(void *cls, struct MHD_Connection *conn, void **
                 if (info && info->http_status > 0)
                         req->server->on_answered(req->server->userdata, req->matched, info->http_status);
         }
+        if (req && req->slot && conn_slots_data(req->slot) == req)
+                conn_slots_set_data(req->slot, NULL);
         if (req && req->slot) {
                 /* The exchange is over: its next request has the whole timeout again. */
                 conn_slots_idle(req->listener->slots, req->slot, now_monotonic_us(req->server));
@@ -986,8 +1088,10 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
                           enum MHD_ConnectionNotificationCode toe) {
         HttpListener *l = cls;
         if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
-                if (*socket_context)
+                if (*socket_context) {
+                        request_free(conn_slots_data(*socket_context)); /* one never completed */
                         conn_slots_gone(l->slots, *socket_context);
+                }
                 *socket_context = NULL;
                 return;
         }
@@ -1231,6 +1335,7 @@ static int listener_start(HttpServer *s, HttpListener *l, const HttpServerConfig
         int r;
 
         l->server = s;
+        l->tls = flags & MHD_USE_TLS;
         uint64_t timeout_us = config->client_timeout_us ?: HTTP_CLIENT_TIMEOUT_DEFAULT_US;
         ConnSlotsLimits limits = {
                 .max_total = config->max_connections,

@@ -19,6 +19,9 @@
 #include "signature.h"
 
 #define HTTP_MAX_PARAMS 2
+/* Query parameters in a target, at most: no route takes more than a few, and libmicrohttpd runs
+ * out of a connection's memory at a few hundred. */
+#define HTTP_MAX_QUERY_PARAMS 32
 
 typedef struct HttpRequest {
         const char *method;

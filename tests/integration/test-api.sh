@@ -218,7 +218,7 @@ run_case() {
         # another user, writes none of the suite's files).
         if $raw; then
                 if ! python3 -c 'import socket, sys
-port, method, path = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+port, method, path = int(sys.argv[1]), sys.argv[2], sys.argv[3].replace("\\x00", "\x00")
 head = "%s %s HTTP/1.1\r\n" % (method, path) + "".join(h + "\r\n" for h in sys.argv[4:]) + "\r\n"
 s = socket.create_connection(("127.0.0.1", port), timeout=30)
 s.sendall(head.encode() + sys.stdin.buffer.read())
