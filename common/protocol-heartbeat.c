@@ -212,10 +212,10 @@ static const Schema ack_schema = {
 /* The node's capacity: its fields are the heartbeat's own. */
 static const Schema capacity_schema = {
         .fields = (const Field[]) {
-                F_REAL("cpus", Heartbeat, capacity_cpus, 0, PROTO_MAX_CPU_CORES, FIELD_REQUIRED | FIELD_MIN_OPEN),
+                F_REAL("cpus", Heartbeat, capacity_cpus, PROTO_MIN_CPU_CORES, PROTO_MAX_CPU_CORES, FIELD_REQUIRED),
                 F_INT("memory_bytes", Heartbeat, capacity_memory_bytes, PROTO_MIN_MEMORY_BYTES, PROTO_MAX_MEMORY_BYTES,
                       FIELD_REQUIRED),
-                F_REAL("speed", Heartbeat, speed, 0, PROTO_MAX_NODE_SPEED, FIELD_MIN_OPEN),
+                F_REAL("speed", Heartbeat, speed, PROTO_MIN_NODE_SPEED, PROTO_MAX_NODE_SPEED, 0),
         },
         .n_fields = 3,
         .has_offset = SCHEMA_NO_HAS,

@@ -30,6 +30,7 @@
 #define PROTO_MIN_CPU_CORES 0.01
 /* A node's speed class: work per CPU-second against the reference node's (1). */
 #define PROTO_MAX_NODE_SPEED 1000.0
+#define PROTO_MIN_NODE_SPEED 0.001 /* as the agent's --speed (SPEED_CLASS_MIN) */
 #define PROTO_MAX_MEMORY_BYTES (UINT64_C(1) << 50) /* 1 PiB */
 #define PROTO_MIN_MEMORY_BYTES (UINT64_C(1) << 20) /* 1 MiB: below this a task cannot even exec */
 #define PROTO_MAX_WEIGHT 1000.0

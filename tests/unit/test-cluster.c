@@ -491,7 +491,7 @@ Test(cluster, placement_respects_node_capacity) {
         /* Memory counts as well as CPU. */
         static const char big[] =
                 "{\"name\": \"big\", \"phases\": ["
-                " {\"tasks\": 1, \"argv\": [\"true\"], \"cpu_cores\": 0.001, \"memory_bytes\": 8589934592}]}";
+                " {\"tasks\": 1, \"argv\": [\"true\"], \"cpu_cores\": 0.01, \"memory_bytes\": 8589934592}]}";
         uint64_t id2 = submit(big, T0 + 4000);
         assert_task_state(id2, 0, 0, "pending");
 }

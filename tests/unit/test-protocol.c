@@ -1160,6 +1160,9 @@ static void bad_target(json_t *j) {
 static void adopted_string(json_t *j) { json_object_set_new(task0(j), "adopted", json_string("yes")); }
 static void pids_limit_number(json_t *j) { json_object_set_new(j, "pids_limit", json_integer(1)); }
 static void zero_speed(json_t *j) { json_object_set_new(json_object_get(j, "capacity"), "speed", json_integer(0)); }
+/* Tiny ones: a node's memory over its CPUs, or its rates, must stay finite for COSHH. */
+static void tiny_cpus(json_t *j) { json_object_set_new(json_object_get(j, "capacity"), "cpus", json_real(5e-324)); }
+static void tiny_speed(json_t *j) { json_object_set_new(json_object_get(j, "capacity"), "speed", json_real(1e-320)); }
 static void fast_speed(json_t *j) { json_object_set_new(json_object_get(j, "capacity"), "speed", json_real(1000.5)); }
 
 Test(heartbeat, errors) {
@@ -1181,10 +1184,12 @@ Test(heartbeat, errors) {
         expect_heartbeat_error(bad_mode, "cgroup_mode: must be one of v1, hybrid, v2");
         expect_heartbeat_error(pids_limit_number, "pids_limit: must be true or false");
         expect_heartbeat_error(no_capacity, "capacity: is required");
-        expect_heartbeat_error(zero_cpus, "capacity.cpus: must be a number in (0, 4096]");
+        expect_heartbeat_error(zero_cpus, "capacity.cpus: must be a number in [0.01, 4096]");
+        expect_heartbeat_error(tiny_cpus, "capacity.cpus: must be a number in [0.01, 4096]");
         expect_heartbeat_error(small_memory, "capacity.memory_bytes: must be an integer in [1048576, 1125899906842624]");
-        expect_heartbeat_error(zero_speed, "capacity.speed: must be a number in (0, 1000]");
-        expect_heartbeat_error(fast_speed, "capacity.speed: must be a number in (0, 1000]");
+        expect_heartbeat_error(zero_speed, "capacity.speed: must be a number in [0.001, 1000]");
+        expect_heartbeat_error(tiny_speed, "capacity.speed: must be a number in [0.001, 1000]");
+        expect_heartbeat_error(fast_speed, "capacity.speed: must be a number in [0.001, 1000]");
         expect_heartbeat_error(busy_high, "node_sample.cpu_busy: must be a number in [0, 1]");
         expect_heartbeat_error(node_sample_array, "node_sample: must be an object");
         expect_heartbeat_error(tasks_object, "tasks: must be an array");
