@@ -1086,13 +1086,11 @@ static int open_store(Manager *m) {
         return 0;
 }
 
-/* The knobs (flags, then what was saved at runtime), the metrics and the cluster. */
+/* The knobs (the flags', read by run(), then what was saved at runtime), the metrics and the
+ * cluster. */
 static int setup_cluster(Manager *m) {
         int r;
 
-        r = knobs_from_args(&m->config.current);
-        if (r < 0)
-                return r;
         m->config.initial = m->config.current;
         r = runtime_settings_restore(m);
         if (r < 0)
@@ -1276,8 +1274,7 @@ static int run(Manager *m) {
         raise_nofile();
         /* Every knob judged before anything is made: a bad --epoch left a new state directory,
          * its key and an empty store behind. */
-        RuntimeSettings settings;
-        r = knobs_from_args(&settings);
+        r = knobs_from_args(&m->config.current);
         if (r < 0)
                 return r;
         if (mkdir(arg_state_dir, 0750) < 0 && errno != EEXIST)

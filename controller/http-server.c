@@ -459,51 +459,24 @@ admitted:
         return MHD_YES;
 }
 
-typedef struct HeaderCount {
-        const char *name;
-        unsigned n;
-} HeaderCount;
+/* One pass over the header lines: how many times the headers HTTP/1.1 allows once came (MHD's
+ * lookup sees the first one only), and the first name with a space or a tab in it, which
+ * libmicrohttpd keeps under another name ("Content-Length : 55" framed no body, and its bytes
+ * were read as a second request; RFC 9112, 5.1). */
+typedef struct HeaderScan {
+        unsigned hosts, codings, content_lengths;
+        char bad_name[48];
+} HeaderScan;
 
-static enum MHD_Result header_count_one(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
-        HeaderCount *c = cls;
-        if (strcasecmp(key, c->name) == 0)
-                c->n++;
-        return MHD_YES;
-}
-
-/* How many times the header came (MHD's lookup sees the first one only). */
-static unsigned header_count(struct MHD_Connection *conn, const char *name) {
-        HeaderCount c = { .name = name };
-        (void) MHD_get_connection_values(conn, MHD_HEADER_KIND, header_count_one, &c);
-        return c.n;
-}
-
-/* The first header line that a server must refuse rather than guess at (RFC 9112, 5.1 and 6.3): a
- * name with a space or a tab before its colon, which libmicrohttpd keeps under another name (so
- * "Content-Length : 55" framed no body, and its bytes were read as a second request), a name or
- * value holding a NUL (cut short as a C string), or Content-Length given twice. */
-typedef struct HeaderFault {
-        unsigned content_lengths;
-        char what[96];
-} HeaderFault;
-
-static enum MHD_Result header_fault_one(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
-                                        const char *value, size_t value_size) {
-        HeaderFault *f = cls;
+static enum MHD_Result header_scan_one(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+        HeaderScan *h = cls;
         if (!key)
                 return MHD_YES;
-        if (strlen(key) != key_size || (value && strlen(value) != value_size)) {
-                snprintf(f->what, sizeof f->what, "%.40s: a NUL byte in the header line", key);
-                return MHD_NO;
-        }
-        if (key[strcspn(key, " \t")]) {
-                snprintf(f->what, sizeof f->what, "'%.40s': whitespace in a header name", key);
-                return MHD_NO;
-        }
-        if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0 && ++f->content_lengths > 1) {
-                snprintf(f->what, sizeof f->what, "Content-Length: sent more than once, a body has one length");
-                return MHD_NO;
-        }
+        if (!h->bad_name[0] && key[strcspn(key, " \t")])
+                snprintf(h->bad_name, sizeof h->bad_name, "%.40s", key);
+        h->hosts += strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0;
+        h->codings += strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0;
+        h->content_lengths += strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0;
         return MHD_YES;
 }
 
@@ -554,27 +527,28 @@ static enum MHD_Result request_check_protocol(struct MHD_Connection *conn, const
         if (req->query_params > HTTP_MAX_QUERY_PARAMS)
                 return send_error(conn, NULL, MHD_HTTP_URI_TOO_LONG, MHD_HTTP_HEADER_CONNECTION, "close",
                                   "target: %zu query parameters, at most %u", req->query_params, HTTP_MAX_QUERY_PARAMS);
-        HeaderFault fault = {};
-        (void) MHD_get_connection_values_n(conn, MHD_HEADER_KIND, header_fault_one, &fault);
-        if (fault.what[0])
-                return send_error(conn, NULL, MHD_HTTP_BAD_REQUEST, MHD_HTTP_HEADER_CONNECTION, "close", "%s",
-                                  fault.what);
-        unsigned hosts = header_count(conn, MHD_HTTP_HEADER_HOST);
-        if (hosts > 1)
+        HeaderScan h = {};
+        (void) MHD_get_connection_values(conn, MHD_HEADER_KIND, header_scan_one, &h);
+        if (h.bad_name[0])
+                return send_error(conn, NULL, MHD_HTTP_BAD_REQUEST, MHD_HTTP_HEADER_CONNECTION, "close",
+                                  "'%s': whitespace in a header name", h.bad_name);
+        if (h.content_lengths > 1)
+                return send_error(conn, NULL, MHD_HTTP_BAD_REQUEST, MHD_HTTP_HEADER_CONNECTION, "close",
+                                  "Content-Length: sent more than once, a body has one length");
+        if (h.hosts > 1)
                 return send_error(conn, NULL, MHD_HTTP_BAD_REQUEST, NULL, NULL,
-                                  "Host: sent %u times, a request carries one", hosts);
-        if (hosts == 0 && version && strcmp(version, MHD_HTTP_VERSION_1_0) != 0)
+                                  "Host: sent %u times, a request carries one", h.hosts);
+        if (h.hosts == 0 && version && strcmp(version, MHD_HTTP_VERSION_1_0) != 0)
                 return send_error(conn, NULL, MHD_HTTP_BAD_REQUEST, NULL, NULL,
                                   "Host: missing, an HTTP/1.1 request must carry one");
 
-        unsigned codings = header_count(conn, MHD_HTTP_HEADER_TRANSFER_ENCODING);
-        if (codings > 0) {
+        if (h.codings > 0) {
                 const char *te = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
-                if (codings > 1 || !te || !transfer_encoding_is_chunked(te))
+                if (h.codings > 1 || !te || !transfer_encoding_is_chunked(te))
                         return send_error(conn, NULL, MHD_HTTP_NOT_IMPLEMENTED, MHD_HTTP_HEADER_CONNECTION, "close",
                                           "Transfer-Encoding: '%.64s'%s is not supported, only chunked", te ?: "",
-                                          codings > 1 ? " and more" : "");
-                if (header_count(conn, MHD_HTTP_HEADER_CONTENT_LENGTH) > 0)
+                                          h.codings > 1 ? " and more" : "");
+                if (h.content_lengths > 0)
                         return send_error(conn, NULL, MHD_HTTP_BAD_REQUEST, MHD_HTTP_HEADER_CONNECTION, "close",
                                           "Content-Length and Transfer-Encoding: one of them frames a body, not both");
         }
@@ -928,8 +902,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return request_finish(s, conn, url, method, req);
 }
 
-/* MHD's first call for a request, with its target as received (path and query, not unescaped):
- * what an agent's signature covers. Its return value is the request's con_cls from then on. */
 /* How many query parameters a target has: "&" separates them. */
 static size_t query_params(const char *target) {
         const char *q = strchr(target, '?');
@@ -961,6 +933,8 @@ static void refuse_query_params(HttpListener *l, struct MHD_Connection *conn, si
         (void) shutdown(info->connect_fd, SHUT_RDWR);
 }
 
+/* MHD's first call for a request, with its target as received (path and query, not unescaped):
+ * what an agent's signature covers. Its return value is the request's con_cls from then on. */
 static void *on_request_uri(void *cls, const char *uri, struct MHD_Connection *conn) {
         HttpListener *l = cls;
         size_t n_params = query_params(uri);
