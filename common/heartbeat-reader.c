@@ -28,6 +28,9 @@
 
 typedef struct Reader {
         const char *p, *end;
+        HeartbeatArena **arena;         /* the heartbeat's, for its unchanged entries */
+        TaskSample *scratch;            /* an unchanged entry's samples while they are read */
+        size_t n_scratch, allocated_scratch;
 } Reader;
 
 typedef struct KeyName {
@@ -449,6 +452,7 @@ static int read_special(Reader *r, const Field *f, void *base);
 static int read_limit(Reader *r, int64_t min, int64_t max, bool unlimited_ok, int64_t *ret);
 static int read_text(Reader *r, size_t max, char **ret);
 static int read_task_id(Reader *r, char **ret);
+static int read_task_id_text(Reader *r, const char **ret, size_t *ret_len);
 
 /* A FIELD_INT or FIELD_REAL (a sample's fields): inlined where sample rows, most of a
  * protocol 2 heartbeat, read them one after the other. */
@@ -649,26 +653,44 @@ static int read_sample_element(Reader *r, const void *ctx, void *element) {
         return read_object(r, &task_sample_schema, s);
 }
 
-/* An element of "unchanged" (protocol 2): [task id, sample...]. */
+/* An element of "unchanged" (protocol 2): [task id, sample...]. Its id and samples go to the
+ * heartbeat's arena: most of a heartbeat in steady state is these. */
 static int read_unchanged(Reader *r, TaskReport *t, bool held) {
-        size_t allocated = 0;
+        const char *s;
+        size_t len;
         int k;
 
         t->state = TASK_RUNNING;
         t->unchanged = true;
         t->held = held;
+        t->in_arena = true;
         if (!take(r, '['))
                 return DECLINE;
-        k = read_task_id(r, &t->id);
-        while (k >= 0 && take(r, ',')) {
-                if (t->n_samples == PROTO_MAX_SAMPLES_PER_TASK)
-                        return DECLINE;
-                k = array_grow((void **) &t->samples, &t->n_samples, &allocated, sizeof(TaskSample));
-                if (k >= 0)
-                        k = read_sample_element(r, NULL, &t->samples[t->n_samples - 1]);
-        }
+        k = read_task_id_text(r, &s, &len);
         if (k < 0)
                 return k;
+        t->id = heartbeat_arena_alloc(r->arena, len + 1);
+        if (!t->id)
+                return -ENOMEM;
+        memcpy(t->id, s, len);
+        t->id[len] = '\0';
+        r->n_scratch = 0;
+        while (take(r, ',')) {
+                if (r->n_scratch == PROTO_MAX_SAMPLES_PER_TASK)
+                        return DECLINE;
+                k = array_grow((void **) &r->scratch, &r->n_scratch, &r->allocated_scratch, sizeof(TaskSample));
+                if (k >= 0)
+                        k = read_sample_element(r, NULL, &r->scratch[r->n_scratch - 1]);
+                if (k < 0)
+                        return k;
+        }
+        if (r->n_scratch > 0) {
+                t->samples = heartbeat_arena_alloc(r->arena, r->n_scratch * sizeof(TaskSample));
+                if (!t->samples)
+                        return -ENOMEM;
+                memcpy(t->samples, r->scratch, r->n_scratch * sizeof(TaskSample));
+                t->n_samples = r->n_scratch;
+        }
         return take(r, ']') ? 0 : DECLINE;
 }
 
@@ -729,7 +751,8 @@ static int read_text(Reader *r, size_t max, char **ret) {
         return copy_string(s, len, ret);
 }
 
-static int read_task_id(Reader *r, char **ret) {
+/* A task id as the text has it (valid, not copied). */
+static int read_task_id_text(Reader *r, const char **ret, size_t *ret_len) {
         char buf[TASK_ID_MAX + 1];
         const char *s;
         size_t len;
@@ -743,6 +766,17 @@ static int read_task_id(Reader *r, char **ret) {
         buf[len] = '\0';
         if (task_id_parse(buf, &id) < 0)
                 return DECLINE;
+        *ret = s;
+        *ret_len = len;
+        return 0;
+}
+
+static int read_task_id(Reader *r, char **ret) {
+        const char *s;
+        size_t len;
+        int k = read_task_id_text(r, &s, &len);
+        if (k < 0)
+                return k;
         return copy_string(s, len, ret);
 }
 
@@ -763,8 +797,9 @@ int heartbeat_from_text(const char *text, size_t len, Heartbeat **ret) {
         _cleanup_(heartbeat_freep) Heartbeat *h = calloc(1, sizeof(Heartbeat));
         if (!h)
                 return -ENOMEM;
-        Reader r = { .p = text, .end = text + len };
+        Reader r = { .p = text, .end = text + len, .arena = &h->arena };
         int k = read_heartbeat(&r, h);
+        free(r.scratch);
         if (k < 0)
                 return k;
         *ret = TAKE_PTR(h);

@@ -23,8 +23,10 @@
 void task_report_done(TaskReport *r) {
         if (!r)
                 return;
-        free(r->id);
-        free(r->samples);
+        if (!r->in_arena) {
+                free(r->id);
+                free(r->samples);
+        }
         free(r->error);
         free(r->memory_guard.why);
         *r = (TaskReport) {};
@@ -42,7 +44,43 @@ void heartbeat_free(Heartbeat *h) {
         for (size_t i = 0; i < h->n_acks; i++)
                 free(h->acks[i].error);
         free(h->acks);
+        heartbeat_arena_free(h->arena);
         free(h);
+}
+
+struct HeartbeatArena {
+        HeartbeatArena *next;
+        size_t used, size;              /* bytes of data */
+        max_align_t data[];
+};
+
+/* Blocks start at 4 KiB and double up to 64 KiB: a heartbeat of one task takes one small block. */
+#define HEARTBEAT_ARENA_FIRST ((size_t) 4 * 1024)
+#define HEARTBEAT_ARENA_BLOCK ((size_t) 64 * 1024)
+
+void *heartbeat_arena_alloc(HeartbeatArena **a, size_t size) {
+        if (size > SIZE_MAX / 2)
+                return NULL;
+        size = (MAX(size, (size_t) 1) + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
+        if (!*a || (*a)->size - (*a)->used < size) {
+                size_t room = MAX(size, *a ? MIN((*a)->size * 2, HEARTBEAT_ARENA_BLOCK) : HEARTBEAT_ARENA_FIRST);
+                HeartbeatArena *b = malloc(sizeof(HeartbeatArena) + room);
+                if (!b)
+                        return NULL;
+                *b = (HeartbeatArena) { .next = *a, .size = room };
+                *a = b;
+        }
+        void *p = (char *) (*a)->data + (*a)->used;
+        (*a)->used += size;
+        return p;
+}
+
+void heartbeat_arena_free(HeartbeatArena *a) {
+        while (a) {
+                HeartbeatArena *next = a->next;
+                free(a);
+                a = next;
+        }
 }
 
 /* ---- The heartbeat's tables ---- */

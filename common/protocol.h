@@ -288,6 +288,9 @@ typedef struct TaskReport {
          * (--output-max-size). 0: none. */
         uint64_t output_dropped_bytes;
         MemoryGuardEvent memory_guard;
+        /* Its id and samples are in its heartbeat's arena (the one-pass reader's unchanged
+         * entries), freed with the heartbeat rather than one by one. */
+        bool in_arena;
 } TaskReport;
 
 typedef struct Ack {
@@ -306,6 +309,11 @@ typedef struct NodeSample {
         uint64_t swap_total_bytes, swap_free_bytes;
         Pressure psi_cpu, psi_memory, psi_io;   /* /proc/pressure/ */
 } NodeSample;
+
+typedef struct HeartbeatArena HeartbeatArena;
+/* size bytes (aligned for any type) that live until heartbeat_arena_free(); NULL: no memory. */
+void *heartbeat_arena_alloc(HeartbeatArena **a, size_t size);
+void heartbeat_arena_free(HeartbeatArena *a);
 
 typedef struct Heartbeat {
         char *node;                  /* must equal the {id} of the URL */
@@ -330,6 +338,9 @@ typedef struct Heartbeat {
         size_t n_tasks;
         Ack *acks;
         size_t n_acks;
+        /* Where the one-pass reader put its unchanged entries' ids and samples: a few blocks for
+         * a heartbeat of many tasks rather than two allocations a task. */
+        HeartbeatArena *arena;
 } Heartbeat;
 
 int heartbeat_from_json(json_t *j, Heartbeat **ret, char **ret_error);

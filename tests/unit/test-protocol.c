@@ -1043,6 +1043,26 @@ Test(heartbeat, task_report_done) {
         task_report_done(NULL);
 }
 
+/* Many small allocations across blocks, one larger than a block, each aligned and kept. */
+Test(heartbeat, arena_blocks) {
+        HeartbeatArena *a = NULL;
+        uint64_t *kept[4000];
+        for (size_t i = 0; i < ELEMENTSOF(kept); i++) {
+                kept[i] = heartbeat_arena_alloc(&a, i % 3 == 0 ? 1 : 3 * sizeof(uint64_t));
+                cr_assert_not_null(kept[i]);
+                cr_assert_eq((uintptr_t) kept[i] % _Alignof(max_align_t), 0);
+                *kept[i] = i % 3 == 0 ? (uint8_t) i : i;
+        }
+        char *big = heartbeat_arena_alloc(&a, 200 * 1024);
+        cr_assert_not_null(big);
+        memset(big, 'x', 200 * 1024);
+        for (size_t i = 0; i < ELEMENTSOF(kept); i++)
+                cr_assert_eq(i % 3 == 0 ? *(uint8_t *) kept[i] : *kept[i], i % 3 == 0 ? (uint8_t) i : i);
+        cr_assert_null(heartbeat_arena_alloc(&a, SIZE_MAX - 8));
+        heartbeat_arena_free(a);
+        heartbeat_arena_free(NULL);
+}
+
 /* Decodes the valid heartbeat after edit() changed it, and expects message. */
 static void expect_heartbeat_error(void (*edit)(json_t *j), const char *message) {
         json_auto_t *j = heartbeat_to_json(&heartbeat);
