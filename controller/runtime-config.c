@@ -134,7 +134,7 @@ const Knob runtime_knobs[] = {
           "a user below its share goes ahead of the others once it has fallen this many seconds of its share behind (default: 30s; 0..1d)",
           0, 86400, NULL, 0, "user_grace_s", KNOB_APPLY_SCHEDULER },
         { "user-weights", KNOB_TEXT, SETTING(user_weights), "NAME=WEIGHT,...",
-          "each named user's weight in the users' shares, (0, 1000]; users not named weigh 1 (default: none)",
+          "each named user's weight in the users' shares, [0.001, 1000]; users not named weigh 1 (default: none)",
           0, 0, NULL, 0, "user_weights", KNOB_APPLY_SCHEDULER },
         { "user-max-cpus", KNOB_DOUBLE, SETTING(sched.user_max_cpus), "CPUS",
           "the most CPUs one user's running tasks may hold; 0: no limit (default: 0; 0..1000000)",

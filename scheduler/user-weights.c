@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "macro.h"
 #include "protocol.h"
 #include "user-weights.h"
@@ -34,18 +35,18 @@ int user_weights_parse(const char *text, UserWeight **ret, size_t *ret_n, char *
                 }
                 char num[32];
                 size_t num_len = len - name_len - 1;
-                char *num_end;
                 double w = NAN;
                 if (num_len > 0 && num_len < sizeof num) {
                         memcpy(num, eq + 1, num_len);
                         num[num_len] = '\0';
-                        errno = 0;
-                        w = strtod(num, &num_end);
-                        if (errno || *num_end || num_end == num)
+                        if (parse_double(num, &w) < 0)
                                 w = NAN;
                 }
-                if (!(w > 0) || !(w <= USER_WEIGHT_MAX)) {
-                        snprintf(why, why_size, "%s: the weight must be a number in (0, %g]", name, USER_WEIGHT_MAX);
+                /* A job's weight has the same bounds: a remaining size over a tinier weight
+                 * reaches infinity, which no answer can carry. */
+                if (!(w >= USER_WEIGHT_MIN) || !(w <= USER_WEIGHT_MAX)) {
+                        snprintf(why, why_size, "%s: the weight must be a number in [%g, %g]", name, USER_WEIGHT_MIN,
+                                 USER_WEIGHT_MAX);
                         return -EINVAL;
                 }
                 for (size_t i = 0; i < n; i++)

@@ -5,12 +5,15 @@
 
 #include <stddef.h>
 
+#include "protocol.h"
+
 #define USER_WEIGHTS_TEXT_MAX 1024 /* the knob's text, NUL included */
+#define USER_WEIGHT_MIN PROTO_MIN_WEIGHT
 #define USER_WEIGHT_MAX 1000.0
 
 typedef struct UserWeight {
         char name[33];             /* a user name: 1..32 of [A-Za-z0-9._-], not starting with '-' */
-        double weight;             /* (0, USER_WEIGHT_MAX] */
+        double weight;             /* [USER_WEIGHT_MIN, USER_WEIGHT_MAX] */
 } UserWeight;
 
 /* Parses text ("" is no entry). -EINVAL with the reason, naming the entry, in why (a name that

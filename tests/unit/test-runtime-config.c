@@ -138,7 +138,7 @@ Test(runtime_config, user_weights_is_checked_text) {
         cr_assert_str_eq(json_string_value(j), "alice=2,bob=0.5");
         json_decref(j);
         cr_assert_eq(runtime_knob_set_text(&s, k, "alice=0", &error), -EINVAL);
-        cr_assert_str_eq(error, "user-weights: alice: the weight must be a number in (0, 1000]");
+        cr_assert_str_eq(error, "user-weights: alice: the weight must be a number in [0.001, 1000]");
         free(error);
         error = NULL;
         cr_assert_str_eq(s.user_weights, "alice=2,bob=0.5", "a refused value changes nothing");

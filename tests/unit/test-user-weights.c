@@ -22,6 +22,9 @@ Test(user_weights, parses_names_and_weights) {
         cr_assert_float_eq(v[1].weight, 0.5, 1e-12);
         cr_assert_float_eq(v[2].weight, 1000, 1e-12);
         free(v);
+        cr_assert_eq(user_weights_parse("alice=0.001", &v, &n, why, sizeof why), 0);
+        cr_assert_float_eq(v[0].weight, 0.001, 1e-15);
+        free(v);
 }
 
 Test(user_weights, refuses_with_the_reason) {
@@ -30,13 +33,17 @@ Test(user_weights, refuses_with_the_reason) {
         } bad[] = {
                 { "alice", "\"alice\": not NAME=WEIGHT" },
                 { "=2", "\"=2\": not NAME=WEIGHT" },
-                { "alice=0", "alice: the weight must be a number in (0, 1000]" },
-                { "alice=-1", "alice: the weight must be a number in (0, 1000]" },
-                { "alice=1001", "alice: the weight must be a number in (0, 1000]" },
-                { "alice=nan", "alice: the weight must be a number in (0, 1000]" },
-                { "alice=inf", "alice: the weight must be a number in (0, 1000]" },
-                { "alice=2x", "alice: the weight must be a number in (0, 1000]" },
-                { "alice=", "alice: the weight must be a number in (0, 1000]" },
+                { "alice=0", "alice: the weight must be a number in [0.001, 1000]" },
+                { "alice=-1", "alice: the weight must be a number in [0.001, 1000]" },
+                { "alice=1001", "alice: the weight must be a number in [0.001, 1000]" },
+                { "alice=nan", "alice: the weight must be a number in [0.001, 1000]" },
+                { "alice=inf", "alice: the weight must be a number in [0.001, 1000]" },
+                { "alice=2x", "alice: the weight must be a number in [0.001, 1000]" },
+                { "alice=", "alice: the weight must be a number in [0.001, 1000]" },
+                { "alice=0.0009", "alice: the weight must be a number in [0.001, 1000]" },
+                { "alice=1e-300", "alice: the weight must be a number in [0.001, 1000]" },
+                { "alice=0x10", "alice: the weight must be a number in [0.001, 1000]" },
+                { "alice= 2", "alice: the weight must be a number in [0.001, 1000]" },
                 { "alice=1,alice=2", "alice: named twice" },
                 { "alice=1,", "ends with a comma" },
                 { "-x=1", "\"-x\": not a user name" },
