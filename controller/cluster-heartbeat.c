@@ -362,6 +362,54 @@ static int lose_unreported(Cluster *c, const Heartbeat *hb, int64_t now_ms, JobS
         return r < 0 ? r : 0;
 }
 
+static int str_cmp_ptr(const void *a, const void *b) {
+        return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
+/* An agent of protocol 2 names every task it has in every heartbeat (in full, unchanged or
+ * held), so a task the store has running on the node that the node's agent, the same one,
+ * leaves out is gone from it: it ended and was forgotten after a reply the store no longer
+ * holds (a backup restored, commits an OS crash took back). It would otherwise stay "running"
+ * here for ever; it is lost, as one an agent restart left behind. running: the node's running
+ * ids, sorted. */
+static int lose_unnamed_running(Cluster *c, const Heartbeat *hb, char *const *running, size_t n_running,
+                                int64_t now_ms, JobSet *jobs) {
+        if (n_running == 0 || hb->protocol < PROTO_VERSION_COMPACT)
+                return 0;
+        _cleanup_free_ bool *named = calloc(n_running, sizeof(bool));
+        if (!named)
+                return -ENOMEM;
+        size_t n_named = 0;
+        for (size_t i = 0; i < hb->n_tasks; i++) {
+                const char *id = hb->tasks[i].id;
+                char *const *at = bsearch(&id, running, n_running, sizeof(char *), str_cmp_ptr);
+                if (at && !named[at - running]) {
+                        named[at - running] = true;
+                        n_named++;
+                }
+        }
+        if (n_named == n_running)
+                return 0;
+        char reason[128];
+        snprintf(reason, sizeof reason, "node %s: its agent no longer reports this task", hb->node);
+        for (size_t i = 0; i < n_running; i++) {
+                if (named[i])
+                        continue;
+                _cleanup_(store_task_done) StoreTask t = {};
+                int r = store_task_get(c->store, running[i], &t);
+                if (r == -ENOENT)
+                        continue;
+                if (r < 0)
+                        return r;
+                if (t.state != TASK_RUNNING || !t.node || !streq(t.node, hb->node))
+                        continue;
+                r = task_lose(c, &t, reason, now_ms, jobs);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 /* Nearly every report says: still running, here is its usage. When the store agrees (running,
  * on this node, of the sorted running ids) that is all it says; anything else takes
  * merge_report(). */
@@ -453,7 +501,11 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
         r = store_node_usage_save(c->store, hb->node, running, n_running);
         if (r < 0)
                 return r;
-        if (restarted) {
+        if (!restarted) {
+                r = lose_unnamed_running(c, hb, running, n_running, now_ms, &jobs);
+                if (r < 0)
+                        return r;
+        } else {
                 r = lose_unreported(c, hb, now_ms, &jobs);
                 if (r < 0)
                         return r;
@@ -489,6 +541,9 @@ static int heartbeat_fast(Cluster *c, const Heartbeat *hb, int64_t now_ms) {
         int r = store_node_running_cached(c->store, hb->node, &running, &n_running);
         if (r < 0)
                 return r;
+        /* Each report is of a running task; fewer than those leave one out (lose_unnamed_running()). */
+        if (hb->protocol >= PROTO_VERSION_COMPACT && hb->n_tasks < n_running)
+                return 0;
         for (size_t i = 0; i < hb->n_tasks; i++)
                 if (hb->tasks[i].report_unknown || !report_is_usage_only(&hb->tasks[i], running, n_running))
                         return 0;

@@ -1061,6 +1061,43 @@ Test(cluster, restarted_agent_without_task_loses_it) {
         assert_task_state(b, 0, 0, "starting");
 }
 
+/* Protocol 2 names every task in every heartbeat: one the same agent leaves out is gone. */
+Test(cluster, same_agent_no_longer_naming_a_running_task_loses_it) {
+        beat_protocol = PROTO_VERSION_COMPACT;
+        Node n1 = node_new("n1", 2);
+        heartbeat_reply_free(beat_empty(&n1, T0));
+        uint64_t a = submit(job_one_task, T0 + 100);
+        uint64_t b = submit(job_one_task, T0 + 200);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        Ack acks[2] = { ack_ok(find_action(hr, ACTION_START, task_id(a, 0, 0))),
+                        ack_ok(find_action(hr, ACTION_START, task_id(b, 0, 0))) };
+        TaskReport both[2] = { running(task_id(a, 0, 0), NULL, 0), running(task_id(b, 0, 0), NULL, 0) };
+        heartbeat_reply_free(hr);
+        heartbeat_reply_free(beat(&n1, both, 2, acks, 2, T0 + 2000));
+        assert_task_state(a, 0, 0, "running");
+        assert_task_state(b, 0, 0, "running");
+        /* In steady state (the heartbeat's fast path) too. */
+        heartbeat_reply_free(beat(&n1, both, 2, NULL, 0, T0 + 3000));
+        assert_task_state(a, 0, 0, "running");
+
+        /* The same agent (same boot) names b alone: a ended and was forgotten after an answer
+         * the store does not hold (a backup restored). a is lost and runs again; b runs on. */
+        hr = beat(&n1, &both[1], 1, NULL, 0, T0 + 4000);
+        assert_task_state(a, 0, 0, "lost");
+        assert_field(a, 0, 0, "error", "node n1: its agent no longer reports this task");
+        assert_task_state(a, 0, 1, "starting");
+        cr_assert_not_null(find_action(hr, ACTION_START, task_id_attempt(a, 0, 0, 1)));
+        heartbeat_reply_free(hr);
+        assert_task_state(b, 0, 0, "running");
+        assert_job_state(b, "running");
+
+        /* A protocol 1 heartbeat that leaves b out loses nothing: that protocol does not say
+         * every task is named. */
+        beat_protocol = 0;
+        heartbeat_reply_free(beat_empty(&n1, T0 + 5000));
+        assert_task_state(b, 0, 0, "running");
+}
+
 /* ---- edges ---- */
 
 Test(cluster, task_ended_before_reported_running_has_start_time) {
