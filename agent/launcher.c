@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
+#include <linux/magic.h>
 #include <poll.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -759,15 +761,41 @@ static void child_error_path(ChildError *ce, const char *s) {
         ce->path[i] = '\0';
 }
 
+/* Whether fd is a file of a kernel file system (/proc, /sys, cgroups...), whose files may judge
+ * a write by the writer's capabilities rather than by who opened them: the agent, root, writes
+ * the task's output. */
+static bool fd_on_kernel_fs(int fd) {
+        struct statfs sfs;
+        if (fstatfs(fd, &sfs) < 0)
+                return true;
+        switch ((unsigned long) sfs.f_type) {
+        case PROC_SUPER_MAGIC:
+        case SYSFS_MAGIC:
+        case CGROUP_SUPER_MAGIC:
+        case CGROUP2_SUPER_MAGIC:
+        case DEBUGFS_MAGIC:
+        case TRACEFS_MAGIC:
+        case SECURITYFS_MAGIC:
+        case SELINUX_MAGIC:
+        case BPF_FS_MAGIC:
+        case EFIVARFS_MAGIC:
+        case PSTOREFS_MAGIC:
+                return true;
+        default:
+                return false;
+        }
+}
+
 /* Opens an output file as the task's user (the caller dropped to it), for appending: a file of
  * the user's, created mode 0600 when missing. A FIFO or socket would block the agent's writes:
- * only regular files and character devices (/dev/null) are taken. */
+ * only regular files and character devices (/dev/null) are taken, and no file of a kernel file
+ * system (fd_on_kernel_fs()). */
 static int child_open_output(const char *path, int err_fd) {
         struct stat st;
         int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOCTTY | O_NONBLOCK | O_CLOEXEC, 0600);
         ChildError ce = { .step = STEP_OUTPUT };
 
-        if (fd >= 0 && fstat(fd, &st) >= 0 && (S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)))
+        if (fd >= 0 && fstat(fd, &st) >= 0 && (S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)) && !fd_on_kernel_fs(fd))
                 return fd;
         ce.error = fd < 0 ? errno : 0;
         ce.denial = fd >= 0;
@@ -1150,12 +1178,71 @@ static int child_error_describe(const ChildError *ce_in, ssize_t k, const Launch
                 k = asprintf(ret_error, "chdir(%s): %s", spec->cwd ? spec->cwd : "/", strerror(ce.error));
         else if (ce.step == STEP_OUTPUT)
                 k = asprintf(ret_error, "opening the output file %s as user %s: %s", ce.path, cred->name,
-                             ce.denial ? "not a regular file or a device" : strerror(ce.error));
+                             ce.denial ? "not a regular file or a device, or a file of the kernel's (/proc, /sys, cgroups)" :
+                                         strerror(ce.error));
         else
                 k = asprintf(ret_error, "%s: %s", step_names[ce.step], strerror(ce.error));
         if (k < 0)
                 *ret_error = NULL;
         return r;
+}
+
+/* How long a task's process may take from its release to its exec (its user taken, its working
+ * directory, its output files opened): the agent waits for it, so its user must not make it
+ * wait for ever (stopping that process before its exec did), nor long. */
+#define LAUNCH_EXEC_TIMEOUT_MS 10000
+#define LAUNCH_EXEC_POLL_MS 20
+
+static uint64_t monotonic_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+
+/* Whether pid is stopped (by a signal, or a tracer). */
+static bool process_stopped(pid_t pid) {
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return false;
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        if (n <= 0)
+                return false;
+        buf[n] = '\0';
+        const char *p = strrchr(buf, ')'); /* after the command's name, which may hold any byte */
+        return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
+}
+
+static void task_kill(pid_t pid, int pidfd) {
+        if (pidfd < 0 || syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) < 0)
+                (void) kill(pid, SIGKILL);
+}
+
+/* The task's process's word on its exec (err_r): its ChildError, or end of file at its exec (*ret_k
+ * the bytes read). -ETIME when it stopped on the way or took longer than LAUNCH_EXEC_TIMEOUT_MS:
+ * it is then killed. */
+static int exec_wait(int err_r, pid_t pid, int pidfd, ChildError *ce, ssize_t *ret_k, bool *ret_stopped) {
+        uint64_t deadline = monotonic_ms() + LAUNCH_EXEC_TIMEOUT_MS;
+        for (;;) {
+                struct pollfd p = { .fd = err_r, .events = POLLIN };
+                int n = poll(&p, 1, LAUNCH_EXEC_POLL_MS);
+                if (n < 0 && errno != EINTR)
+                        return -errno;
+                if (n > 0) {
+                        ssize_t k;
+                        do
+                                k = read(err_r, ce, sizeof *ce);
+                        while (k < 0 && errno == EINTR);
+                        *ret_k = k;
+                        return 0;
+                }
+                *ret_stopped = process_stopped(pid);
+                if (*ret_stopped || monotonic_ms() >= deadline) {
+                        task_kill(pid, pidfd);
+                        return -ETIME;
+                }
+        }
 }
 
 /* The agent's side once the shim runs: the task's pid from the shim, the task attached to its
@@ -1198,10 +1285,21 @@ static int task_attach_and_exec(StartFds *f, pid_t shim, const LaunchSpec *spec,
         }
         fd_close(&f->sync_w);
 
-        do
-                k = read(f->err_r, &ce, sizeof ce);
-        while (k < 0 && errno == EINTR);
+        bool stopped = false;
+        r = exec_wait(f->err_r, pid, *ret_pidfd, &ce, &k, &stopped);
+        if (r < 0) {
+                (void) waitpid(shim, NULL, 0);
+                int n = r != -ETIME ? asprintf(ret_error, "waiting for the task's exec: %s", strerror(-r)) :
+                        stopped ? asprintf(ret_error, "the task's process was stopped before it ran its command: killed") :
+                                  asprintf(ret_error, "the task's process did not run its command within %d s: killed",
+                                           LAUNCH_EXEC_TIMEOUT_MS / 1000);
+                if (n < 0)
+                        *ret_error = NULL;
+                return r;
+        }
         if (k != 0) {
+                /* It failed and exits: killed, it cannot hold the shim (and us) by stopping. */
+                task_kill(pid, *ret_pidfd);
                 (void) waitpid(shim, NULL, 0);
                 return child_error_describe(&ce, k, spec, cred, ret_error);
         }
@@ -1452,7 +1550,8 @@ int launch_adopt(sd_event *e, const char *task, pid_t shim_pid, pid_t main_pid, 
                                 snprintf(path, sizeof path, "%s/%d/fd/%d", proc_fs, (int) shim_pid, file_fds[i]);
                                 fd = open(path, O_WRONLY | O_APPEND | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
                         }
-                        if (fd >= 0 && fstat(fd, &st) >= 0 && (S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)))
+                        if (fd >= 0 && fstat(fd, &st) >= 0 && (S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)) &&
+                            !fd_on_kernel_fs(fd))
                                 *files[i] = fd;
                         else if (fd >= 0)
                                 close(fd);

@@ -482,6 +482,53 @@ Test(launcher, output_file_refused) {
         sd_event_unref(e);
 }
 
+/* A file of a kernel file system may judge a write by the writer's capabilities, and the agent
+ * (root) writes the output: refused, though the task's user could open it. */
+Test(launcher, output_to_a_kernel_file_refused) {
+        char *argv[] = { (char *) "/bin/true", NULL };
+        _cleanup_free_ char *error = NULL;
+        sd_event *e = NULL;
+        Launch *l = NULL;
+        Seen seen = {};
+
+        cr_assert_eq(sd_event_new(&e), 0);
+        be_like_the_agent();
+        LaunchSpec spec = { .task = "1.0.0.0", .argv = argv, .allow_root = true, .status_fd = -1,
+                            .output_pattern = "/proc/self/comm" };
+        cr_assert_lt(launch_start(e, &spec, attach_nothing, on_exit_cb, &seen, &l, &error), 0);
+        cr_assert_not_null(error);
+        cr_expect(strstr(error, "opening the output file /proc/self/comm as user"), "%s", error);
+        cr_expect(strstr(error, "a file of the kernel's"), "%s", error);
+        sd_event_unref(e);
+}
+
+/* The task's user stops its process before its exec (here while the agent attaches it): the
+ * start fails at once and the process is killed, rather than the agent waiting for ever. */
+static int attach_and_stop(pid_t pid, void *userdata) {
+        return kill(pid, SIGSTOP) < 0 ? -errno : 0;
+}
+
+Test(launcher, task_stopped_before_its_exec_fails_its_start, .timeout = 60) {
+        char *argv[] = { (char *) "/bin/true", NULL };
+        _cleanup_free_ char *error = NULL;
+        sd_event *e = NULL;
+        Launch *l = NULL;
+        Seen seen = {};
+        struct timespec start, end;
+
+        cr_assert_eq(sd_event_new(&e), 0);
+        be_like_the_agent();
+        LaunchSpec spec = { .task = "1.0.0.0", .argv = argv, .allow_root = true, .status_fd = -1 };
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        cr_assert_lt(launch_start(e, &spec, attach_and_stop, on_exit_cb, &seen, &l, &error), 0);
+        clock_gettime(CLOCK_MONOTONIC, &end);
+        cr_assert_not_null(error);
+        cr_expect_str_eq(error, "the task's process was stopped before it ran its command: killed");
+        cr_expect_lt(end.tv_sec - start.tv_sec, 9, "not the whole wait: it was seen stopped");
+        cr_expect_null(l);
+        sd_event_unref(e);
+}
+
 Test(launcher, exit_mirrored_by_the_shim) {
         sd_event *e = NULL;
         Seen seen = {};
