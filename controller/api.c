@@ -88,13 +88,11 @@ static void changed(Api *api) {
 
 /* A user's job runs as that user: a submission that names no user gets the user's name, one
  * that names another user is refused, naming both. */
-static bool submit_user_allowed(const HttpRequest *req, HttpResponse *resp) {
-        const AuthPrincipal *p = req->principal;
-        if (!p || p->role != AUTH_ROLE_USER || !json_is_object(req->body))
-                return true;
-        json_t *user = json_object_get(req->body, "user");
+/* A user's job (an object of a submission) names that user, or is made to. */
+static bool job_user_allowed(const AuthPrincipal *p, json_t *job, HttpResponse *resp) {
+        json_t *user = json_object_get(job, "user");
         if (!user) {
-                if (json_object_set_new(req->body, "user", json_string(p->user)) < 0) {
+                if (json_object_set_new(job, "user", json_string(p->user)) < 0) {
                         http_response_error(resp, 500, "internal error: out of memory");
                         return false;
                 }
@@ -112,18 +110,46 @@ static bool submit_user_allowed(const HttpRequest *req, HttpResponse *resp) {
         return false;
 }
 
-/* Slurm's PrivateData: another user's job is shown without its command. (Its environment and
- * working directory are in no view: only GET /v1/backup has them.) */
+/* Every job of a user's submission, one or a list ({"jobs": [...]}), runs as that user. */
+static bool submit_user_allowed(const HttpRequest *req, HttpResponse *resp) {
+        const AuthPrincipal *p = req->principal;
+        if (!p || p->role != AUTH_ROLE_USER || !json_is_object(req->body))
+                return true;
+        json_t *list = json_object_get(req->body, "jobs");
+        if (!list)
+                return job_user_allowed(p, req->body, resp);
+        /* Not an array, or not objects in it: the submission's validation answers 400. */
+        size_t i;
+        json_t *job;
+        json_array_foreach(list, i, job)
+                if (json_is_object(job) && !job_user_allowed(p, job, resp))
+                        return false;
+        return true;
+}
+
+/* Slurm's PrivateData: another user's job is shown without its command, its output paths and
+ * its tasks' errors. (Its environment and working directory are in no view: only GET
+ * /v1/backup has them.) */
 static void hide_private(const Api *api, const HttpRequest *req, json_t *job) {
         if (!req->principal)
                 return;
         const char *user = json_string_value(json_object_get(job, "user"));
         if (auth_may_see_command(req->principal, user, api->private_data))
                 return;
-        size_t i;
-        json_t *phase;
-        json_array_foreach(json_object_get(job, "phases"), i, phase)
+        /* Its command, where its output goes, and why a task could not start (which names the
+         * command, the working directory or an output path). */
+        size_t i, k;
+        json_t *phase, *task;
+        const char *paths[] = { "output", "error" };
+        for (i = 0; i < ELEMENTSOF(paths); i++)
+                if (json_object_get(job, paths[i]))
+                        (void) json_object_set_new(job, paths[i], json_null());
+        json_array_foreach(json_object_get(job, "phases"), i, phase) {
                 (void) json_object_set_new(phase, "argv", json_null());
+                json_array_foreach(json_object_get(phase, "tasks"), k, task)
+                        if (!json_is_null(json_object_get(task, "error")))
+                                (void) json_object_set_new(task, "error", json_null());
+        }
 }
 
 /* The answer to a change the API acknowledges (submit, cancel, hold, release, requeue) goes out

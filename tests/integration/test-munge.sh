@@ -135,6 +135,24 @@ ctl_a submit --user "$user_b" --cpus 0.1 --memory 32M -- /bin/true >/dev/null 2>
 grep -qF "user: $user_a may not submit a job that runs as $user_b" "$CLUSTER_DIR/err" ||
         fail "the 403 does not name both users: $(cat "$CLUSTER_DIR/err")"
 pass "A claiming B over MUNGE is refused: $(cat "$CLUSTER_DIR/err")"
+# The list form: each job without a user is A's; one naming B refuses the whole list.
+one_job='{"name": "list-%s", "phases": [{"name": "p", "tasks": 1, "cpu_cores": 0.1, "memory_bytes": 33554432, "argv": ["/bin/true"]}]}'
+printf '{"jobs": [%s, %s]}' "$(printf "$one_job" a1)" "$(printf "$one_job" a2 | sed "s/^{/{\"user\": \"$user_a\", /")" \
+        >"$CLUSTER_DIR/list-a.json"
+ctl_a --json submit - <"$CLUSTER_DIR/list-a.json" >"$CLUSTER_DIR/list-a.out" 2>"$CLUSTER_DIR/err" ||
+        fail "A's list of two jobs: $(cat "$CLUSTER_DIR/err")"
+for id in $(jq -r '.ids[]' "$CLUSTER_DIR/list-a.out"); do
+        [ "$(job_field "$id" .user)" = "$user_a" ] || fail "A's listed job $id runs as $(job_field "$id" .user)"
+done
+[ "$(jq -r '.ids | length' "$CLUSTER_DIR/list-a.out")" -eq 2 ] ||
+        fail "A's list made no two jobs: $(cat "$CLUSTER_DIR/list-a.out")"
+printf '{"jobs": [%s, %s]}' "$(printf "$one_job" a3)" "$(printf "$one_job" b1 | sed "s/^{/{\"user\": \"$user_b\", /")" \
+        >"$CLUSTER_DIR/list-b.json"
+status=0
+ctl_a submit - <"$CLUSTER_DIR/list-b.json" >/dev/null 2>"$CLUSTER_DIR/err" || status=$?
+[ $status -eq 1 ] && grep -qF "user: $user_a may not submit a job that runs as $user_b" "$CLUSTER_DIR/err" ||
+        fail "A's list with a job of B's: status $status, $(cat "$CLUSTER_DIR/err")"
+pass "A's list of jobs runs as A; a list naming B is refused whole"
 
 # ---- B's job: A can neither cancel, hold nor read it ----
 id_b=$(ctl_b submit --name b-secret --cpus 0.1 --memory 32M -- /bin/sh -c 'echo B-OUT-$0; sleep 300' "$prefix")
@@ -156,7 +174,20 @@ ctl_a logs "$id_b" >"$CLUSTER_DIR/a-reads-b" 2>"$CLUSTER_DIR/err" || status=$?
 [ "$(ctl_b logs "$id_b")" = "B-OUT-$prefix" ] || fail "B cannot read its own output: $(ctl_b logs "$id_b" 2>&1)"
 ctl_a --json job "$id_b" | jq -e '.phases[0].argv == null' >/dev/null || fail "A sees B's command over MUNGE"
 [ "$(job_field "$id_b" .state)" = running ] || fail "B's job is $(job_field "$id_b" .state) after A's attempts"
-pass "A cannot cancel, hold or read the output of B's job $id_b (403 naming both), nor see its command; B reads its output"
+# A start that fails names B's working directory and output path in its error: not to A.
+id_b2=$(ctl_b submit --name b-secret-2 --cpus 0.1 --memory 32M --cwd "/nonexistent-b-$prefix" \
+        --output "b-out-$prefix-%t" -- /bin/true)
+b2_failed() { [ "$(job_field "$id_b2" .state)" = failed ]; }
+wait_for 20 b2_failed || fail "B's job $id_b2 with a missing cwd is $(job_field "$id_b2" .state)"
+ctl_b --json job "$id_b2" | jq -e --arg p "$prefix" '(.phases[0].tasks[0].error | contains("nonexistent-b-" + $p)) and
+        (.output | contains("b-out-" + $p))' >/dev/null || fail "B does not see its own start error: $(ctl_b --json job "$id_b2")"
+ctl_a --json job "$id_b2" >"$CLUSTER_DIR/a-sees-b2" || fail "A cannot list B's job $id_b2"
+! grep -qF -- "-$prefix" "$CLUSTER_DIR/a-sees-b2" || fail "A sees B's paths: $(grep -F -- "-$prefix" "$CLUSTER_DIR/a-sees-b2")"
+jq -e '.output == null and .phases[0].tasks[0].error == null' "$CLUSTER_DIR/a-sees-b2" >/dev/null ||
+        fail "A's view of B's job $id_b2: $(cat "$CLUSTER_DIR/a-sees-b2")"
+ctl_a --json jobs --all >"$CLUSTER_DIR/a-lists" 2>/dev/null || ctl_a --json jobs >"$CLUSTER_DIR/a-lists"
+! grep -qF -- "-$prefix" "$CLUSTER_DIR/a-lists" || fail "A's list shows B's paths"
+pass "A cannot cancel, hold or read the output of B's job $id_b (403 naming both), nor see its command, output paths or start errors; B reads its output"
 
 # ---- credentials made by hand with munge(1), bound as docs/api.md says, sent with curl ----
 sha() { printf '%s' "$1" | sha256sum | cut -d' ' -f1; }
