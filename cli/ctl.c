@@ -403,6 +403,18 @@ int ctl_call_unless(Ctl *ctl, const char *method, const char *path, json_t *body
                 fprintf(stderr, "cgorchctl: %s %s: %s\n", method, path, error);
                 return -EIO;
         }
+        if (r == -EINPROGRESS && !streq(method, "GET")) {
+                fprintf(stderr,
+                        "cgorchctl: %s %s was sent to the controller at %s but no answer came (%s): it may have been "
+                        "carried out; look (cgorchctl jobs) before trying again\n",
+                        method, path, http_client_base_url(ctl->http), error);
+                return -EIO;
+        }
+        if (r == -EINPROGRESS) {
+                fprintf(stderr, "cgorchctl: the controller at %s did not answer: %s\n", http_client_base_url(ctl->http),
+                        error);
+                return -EIO;
+        }
         if (r < 0) {
                 fprintf(stderr, "cgorchctl: cannot reach the controller at %s: %s\n",
                         http_client_base_url(ctl->http), error);

@@ -276,6 +276,10 @@ int http_client_request(HttpClient *c, const char *method, const char *path, jso
                 if (!msg)
                         return -ENOMEM;
                 *ret_error = msg;
+                /* Bytes of the request sent: the controller may have read it and acted. */
+                long sent = 0;
+                if (curl_easy_getinfo(e, CURLINFO_REQUEST_SIZE, &sent) == CURLE_OK && sent > 0 && !buf.too_large)
+                        return -EINPROGRESS;
                 return -EIO;
         }
         curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);

@@ -42,9 +42,10 @@ int http_client_set_ca_file(HttpClient *c, const char *ca_file);
 
 /* Sends METHOD base_url + path, with body as JSON when not NULL. When the server answered (any
  * status) returns 0, the status, and the body parsed as JSON (NULL when empty or not JSON).
- * When no answer came (refused, unreachable, timed out) returns -EIO, or -ENOMEM, and a
- * malloc'd reason in *ret_error; -EACCES and the reason when a required MUNGE credential
- * could not be made (nothing was sent). */
+ * When no answer came returns -EIO (refused, unreachable: nothing was sent) or -EINPROGRESS
+ * (the request went out and no whole answer came back: it may have been carried out), or
+ * -ENOMEM, and a malloc'd reason in *ret_error; -EACCES and the reason when a required MUNGE
+ * credential could not be made (nothing was sent). */
 int http_client_request(HttpClient *c, const char *method, const char *path, json_t *body,
                         long *ret_status, json_t **ret_body, char **ret_error);
 /* GETs base_url + path and writes the answer's body, whatever its status, to fd (no size

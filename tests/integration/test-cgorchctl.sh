@@ -330,5 +330,14 @@ kill "$fake_pid" 2>/dev/null
 wait "$fake_pid" 2>/dev/null
 fake_pid=
 
+# A change sent to a controller that does not answer in time may have been carried out: said
+# so, rather than "cannot reach" (which invites a retry that would submit twice).
+kill -STOP "$controller_pid"
+run 1 --timeout 1s submit --name sent-unanswered -- true &&
+        expect_err "POST /v1/jobs was sent to the controller at $CGORCH_SERVER but no answer came" "unanswered submit" &&
+        expect_err "it may have been carried out; look (cgorchctl jobs) before trying again" "unanswered submit"
+run 1 --timeout 1s jobs && expect_err "the controller at $CGORCH_SERVER did not answer" "unanswered jobs"
+kill -CONT "$controller_pid"
+
 [ "$failures" -eq 0 ] || exit 1
 echo "PASS: cgorchctl"
