@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,15 +183,19 @@ static int merge_report(Cluster *c, const Heartbeat *hb, const TaskReport *rep, 
                 return cluster_job_set_add(jobs, t.job);
         }
         if (task_state_is_final(rep->state)) {
+                /* oom_killed: the OOM killer acted in the task's cgroup, on its main process or
+                 * another; the text says how the main process ended. */
                 char error[256] = "";
+                const char *oom = rep->has_exit && rep->exit.oom_killed ?
+                        "; the OOM killer killed a process of the task" : "";
                 if (rep->error)
                         snprintf(error, sizeof error, "%s", rep->error);
-                else if (rep->has_exit && rep->exit.oom_killed)
+                else if (rep->has_exit && rep->exit.oom_killed && rep->exit.signal == SIGKILL)
                         snprintf(error, sizeof error, "killed by the OOM killer");
                 else if (rep->has_exit && rep->exit.signal != 0)
-                        snprintf(error, sizeof error, "killed by signal %d", rep->exit.signal);
+                        snprintf(error, sizeof error, "killed by signal %d%s", rep->exit.signal, oom);
                 else if (rep->has_exit && rep->exit.code != 0)
-                        snprintf(error, sizeof error, "exited with code %d", rep->exit.code);
+                        snprintf(error, sizeof error, "exited with code %d%s", rep->exit.code, oom);
                 r = cluster_task_end(c, &t, rep->state, error[0] ? error : NULL, now_ms);
                 if (r < 0)
                         return r;

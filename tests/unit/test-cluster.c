@@ -3,6 +3,7 @@
  * and node loss, each at an explicit `now` — without HTTP. */
 #include <criterion/criterion.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1096,6 +1097,46 @@ Test(cluster, same_agent_no_longer_naming_a_running_task_loses_it) {
         beat_protocol = 0;
         heartbeat_reply_free(beat_empty(&n1, T0 + 5000));
         assert_task_state(b, 0, 0, "running");
+}
+
+/* oom_killed says the OOM killer acted in the task's cgroup; the error says how the main
+ * process ended. */
+Test(cluster, oom_error_says_how_the_main_process_ended) {
+        struct {
+                int code, signal;
+                const char *state, *error;
+        } cases[] = {
+                { 0, SIGKILL, "failed", "killed by the OOM killer" },
+                { 3, 0, "failed", "exited with code 3; the OOM killer killed a process of the task" },
+                { 0, SIGSEGV, "failed", "killed by signal 11; the OOM killer killed a process of the task" },
+                { 0, 0, "succeeded", "(null)" },
+        };
+        Node n1 = node_new("n1", 4);
+        heartbeat_reply_free(beat_empty(&n1, T0));
+        uint64_t ids[ELEMENTSOF(cases)];
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                ids[i] = submit(job_one_task, T0 + 100 + (int64_t) i);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        Ack acks[ELEMENTSOF(cases)];
+        TaskReport reps[ELEMENTSOF(cases)];
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                const Action *a = find_action(hr, ACTION_START, task_id(ids[i], 0, 0));
+                cr_assert_not_null(a);
+                acks[i] = ack_ok(a);
+                reps[i] = running(task_id(ids[i], 0, 0), NULL, 0);
+        }
+        heartbeat_reply_free(hr);
+        heartbeat_reply_free(beat(&n1, reps, ELEMENTSOF(cases), acks, ELEMENTSOF(cases), T0 + 2000));
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                reps[i] = ended(task_id(ids[i], 0, 0), cases[i].code == 0 && cases[i].signal == 0 ? TASK_SUCCEEDED : TASK_FAILED,
+                                cases[i].code, cases[i].signal, 1, 64 * MiB);
+                reps[i].exit.oom_killed = true;
+        }
+        heartbeat_reply_free(beat(&n1, reps, ELEMENTSOF(cases), NULL, 0, T0 + 3000));
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                assert_task_state(ids[i], 0, 0, cases[i].state);
+                assert_field(ids[i], 0, 0, "error", cases[i].error);
+        }
 }
 
 /* ---- edges ---- */
