@@ -802,6 +802,13 @@ static void task_check_time(Agent *a, Task *t, uint64_t now) {
 
         if (t->limit_us == 0 || t->has_exit)
                 return;
+        /* Its main process is gone and nothing of it runs: it ended by itself (maybe while no
+         * agent watched, the time since counted as running), and its end is what it did. */
+        if (t->main_exited && !t->term_at_us) {
+                int n = cgroup_task_count_procs(a->cgroups, t->id);
+                if (n == 0 || n == -ENOENT)
+                        return;
+        }
         if (paused && t->run_since_us) {
                 t->used_us += now - t->run_since_us;
                 t->run_since_us = 0;

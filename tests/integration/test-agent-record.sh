@@ -154,6 +154,21 @@ zombies=$({ cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v a="$CLUSTER_AG
 [ "$zombies" = 0 ] || fail "$zombies zombie children of the agent"
 pass "a process left behind by a task ended as the agent's child and was reaped"
 
+# ---- F. a task that ends by itself within its time limit while no agent runs ----
+# The time no agent ran counts as running, so at the restart the limit (3 s) has passed; the
+# task ended with code 0 well within it, and that is what it did: succeeded, not timeout.
+ACTION=$((ACTION + 1))
+echo "{\"id\": $ACTION, \"type\": \"start\", \"task\": \"5.0.0.0\", \"user\": \"nobody\", \"time_limit_ms\": 3000,
+  \"argv\": [\"/bin/sh\", \"-c\", \"while [ ! -e $GO/f ]; do sleep 0.1; done; exit 0\"]}" \
+        >"$FAKE/queue/$(printf %04d $ACTION).json"
+ack_ok $ACTION
+wait_for 10 task_running 5.0.0.0 || fail "task 5.0.0.0 not reported running"
+ended_within_its_limit() { touch "$GO/f"; wait_for 10 cg_empty 5.0.0.0 || fail "task 5.0.0.0 did not end"; sleep 3; }
+restart_agent ended_within_its_limit
+expect 5.0.0.0 succeeded 0 0
+! grep -q "Task 5.0.0.0 reached its time limit" "$LOG" || fail "task 5.0.0.0 was judged by its time limit after it ended"
+pass "a task that ended by itself while no agent ran, its limit passed by the time the agent was back: succeeded"
+
 # ---- E. with the real controller: the state directory lost, the agent restarted ----
 # Jobs: 3 tasks that exit 0, one that exits 3, one that ends while no agent runs (its record
 # lost with the directory: unknown). The first two end as they did, with no task run twice; the
@@ -200,7 +215,7 @@ job_field "$away_job" '.phases[0].tasks[0].error' | grep -q "exit status unknown
 pass "real controller, state directory lost and agent restarted: 3 jobs, none lost; tasks ended 0, 0, 0 and 3 as they did, none run twice; the one whose exit nobody could learn is lost with no exit code and ran again (succeeded)"
 
 # ---- every task launched once ----
-for t in 1.0.0.0 1.0.1.0 1.0.2.0 1.0.3.0 1.0.4.0 2.0.0.0 2.0.1.0 3.0.0.0 4.0.0.0; do
+for t in 1.0.0.0 1.0.1.0 1.0.2.0 1.0.3.0 1.0.4.0 2.0.0.0 2.0.1.0 3.0.0.0 4.0.0.0 5.0.0.0; do
         n=$(grep -c "Task $t started as pid" "$CLUSTER_DIR/agent-n1.log" || true)
         [ "$n" = 1 ] || fail "task $t launched $n times"
 done
@@ -208,5 +223,5 @@ for t in "$ok_job".0.0.0 "$ok_job".0.1.0 "$ok_job".0.2.0 "$bad_job".0.0.0 "$away
         n=$(grep -c "Task $t started as pid" "$CLUSTER_DIR/agent-n2.log" || true)
         [ "$n" = 1 ] || fail "task $t launched $n times"
 done
-pass "15 tasks, each launched once"
+pass "16 tasks, each launched once"
 echo PASS
