@@ -245,6 +245,7 @@ typedef struct Manager {
         uint64_t nonces_saved_us;         /* CLOCK_MONOTONIC of the last save of the nonce floors */
         char *nonces_saved;               /* what was saved then */
         uint64_t last_status_us;          /* CLOCK_MONOTONIC of the last STATUS= after a request */
+        int64_t prior_lease_until_ms;     /* when an earlier run's longer lease has run out; 0: none */
         AuthTokens tokens;
         char *agent_key_file;             /* without an agent tokens file: the install's agent key */
         MungeAuth *munge;                 /* --munge: MUNGE credentials accepted */
@@ -302,8 +303,69 @@ static int tick_error_level(Manager *m, int r) {
 #define NODES_FLUSH_PERIOD_US (10 * USEC_PER_SEC)
 #define NODES_FLUSH_SLICE 128
 
+/* STATE_DIR/name replaced by text through a synced temporary file: a crash leaves the old or the
+ * new. *ret_path: the file's path (for messages), or NULL. */
+static int state_file_replace(const char *name, const char *text, size_t size, char **ret_path) {
+        _cleanup_free_ char *tmp = NULL;
+        *ret_path = NULL;
+        if (asprintf(ret_path, "%s/%s", arg_state_dir, name) < 0) {
+                *ret_path = NULL;
+                return -ENOMEM;
+        }
+        if (asprintf(&tmp, "%s/.%s.tmp", arg_state_dir, name) < 0)
+                return -ENOMEM;
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0640);
+        int r = fd < 0 ? -errno : 0;
+        if (r >= 0 && (write(fd, text, size) != (ssize_t) size || fsync(fd) < 0))
+                r = -(errno ?: EIO);
+        if (fd >= 0 && close(fd) < 0 && r >= 0)
+                r = -errno;
+        if (r >= 0 && rename(tmp, *ret_path) < 0)
+                r = -errno;
+        if (r < 0)
+                (void) unlink(tmp);
+        return r;
+}
+
+/* The lease the controller grants, kept past a restart: a controller started with a shorter
+ * --lease must not take a node for lost while its agent may still hold the longer one. */
+#define LEASE_FILE "lease"
+
+static void lease_save(uint32_t lease_ms) {
+        _cleanup_free_ char *path = NULL;
+        char text[32];
+        int n = snprintf(text, sizeof text, "%" PRIu32 "\n", lease_ms);
+        int r = state_file_replace(LEASE_FILE, text, (size_t) n, &path);
+        if (r < 0)
+                log_warning_errno(r, "Cannot save the lease granted in %s (a restart with a shorter --lease may take a "
+                                  "node for lost before its agent froze its tasks): %m", path ?: LEASE_FILE);
+}
+
+/* The lease an earlier run granted (ms), 0 when none is known. */
+static uint32_t lease_prior_load(void) {
+        _cleanup_free_ char *path = NULL;
+        char text[32] = "";
+        uint64_t v;
+        if (asprintf(&path, "%s/" LEASE_FILE, arg_state_dir) < 0)
+                return 0;
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        if (!f) {
+                if (errno != ENOENT)
+                        log_warning_errno(errno, "Cannot read %s: %m", path);
+                return 0;
+        }
+        if (!fgets(text, sizeof text, f))
+                return 0;
+        text[strcspn(text, "\n")] = '\0';
+        if (parse_uint64_canonical(text, 1, UINT32_MAX, &v) < 0) {
+                log_warning("%s: not a lease in milliseconds, left out.", path);
+                return 0;
+        }
+        return (uint32_t) v;
+}
+
 static int nonce_floors_save(Manager *m) {
-        _cleanup_free_ char *text = NULL, *path = NULL, *tmp = NULL;
+        _cleanup_free_ char *text = NULL, *path = NULL;
         size_t size = 0;
         _cleanup_fclose_ FILE *f = open_memstream(&text, &size);
         if (!f)
@@ -318,22 +380,12 @@ static int nonce_floors_save(Manager *m) {
                 return log_oom();
         if (m->nonces_saved && streq(m->nonces_saved, text))
                 return 0;
-        if (asprintf(&path, "%s/" NONCE_FLOORS_FILE, arg_state_dir) < 0 ||
-            asprintf(&tmp, "%s/." NONCE_FLOORS_FILE ".tmp", arg_state_dir) < 0)
+        int r = state_file_replace(NONCE_FLOORS_FILE, text, size, &path);
+        if (r == -ENOMEM)
                 return log_oom();
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0640);
-        int r = fd < 0 ? -errno : 0;
-        if (r >= 0 && (write(fd, text, size) != (ssize_t) size || fsync(fd) < 0))
-                r = -(errno ?: EIO);
-        if (fd >= 0 && close(fd) < 0 && r >= 0)
-                r = -errno;
-        if (r >= 0 && rename(tmp, path) < 0)
-                r = -errno;
-        if (r < 0) {
-                (void) unlink(tmp);
+        if (r < 0)
                 return log_warning_errno(r, "Cannot save the agents' nonce floors in %s (a restart may accept a "
                                          "request replayed from before it): %m", path);
-        }
         free(m->nonces_saved);
         m->nonces_saved = TAKE_PTR(text);
         return 0;
@@ -388,6 +440,11 @@ static int on_tick(sd_event_source *source, uint64_t usec, void *userdata) {
         if (now_us >= m->nodes_flushed_us + NODES_FLUSH_PERIOD_US && store_nodes_owed(m->store) > 0) {
                 m->nodes_flushed_us = now_us;
                 (void) sd_event_source_set_enabled(m->flush_source, SD_EVENT_ON);
+        }
+        if (m->prior_lease_until_ms > 0 && now_ms() >= m->prior_lease_until_ms) {
+                lease_save((uint32_t) (arg_lease_us / USEC_PER_MSEC));
+                cluster_prior_lease_done(m->cluster);
+                m->prior_lease_until_ms = 0;
         }
         int r = cluster_check_nodes(m->cluster, now_ms());
         if (r < 0)
@@ -1102,10 +1159,23 @@ static int setup_cluster(Manager *m) {
         store_set_observer(m->store, &(StoreObserver) { .commit = on_store_commit, .job_state = on_job_state,
                                                         .userdata = m });
         SchedParams sp = m->config.current.sched;
+        /* Saved before any heartbeat is answered with it, the longer of the two while an
+         * earlier run's may still be held. */
+        uint32_t lease_ms = (uint32_t) (arg_lease_us / USEC_PER_MSEC), prior_ms = lease_prior_load();
+        lease_save(MAX(lease_ms, prior_ms));
+        if (prior_ms > lease_ms) {
+                uint64_t interval_ms = MAX(arg_heartbeat_interval_us / USEC_PER_MSEC, (uint64_t) 1);
+                m->prior_lease_until_ms = now_ms() + (int64_t) prior_ms + (int64_t) interval_ms;
+                log_notice("The last run granted leases of %.1f s, longer than --lease %.1f s: no node is taken for lost "
+                           "in the next %.1f s, while an agent may still hold one.",
+                           prior_ms / 1000.0, lease_ms / 1000.0, (double) (prior_ms + interval_ms) / 1000.0);
+        } else
+                prior_ms = 0;
         ClusterConfig cc = {
                 .heartbeat_interval_us = arg_heartbeat_interval_us,
                 .node_lost_after = arg_node_lost_after,
-                .lease_ms = (uint32_t) (arg_lease_us / USEC_PER_MSEC),
+                .lease_ms = lease_ms,
+                .prior_lease_ms = prior_ms,
                 .sched = sp,
                 .jobs = m->config.current.jobs,
                 .speculation = m->config.current.speculation,

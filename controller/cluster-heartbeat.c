@@ -730,8 +730,11 @@ int cluster_check_nodes(Cluster *c, int64_t now_ms) {
                 return r;
 
         /* After a controller start every agent deserves a full lease to report again: one that
-         * could not reach us for longer froze its tasks, and we thaw them when it does. */
-        if (now_ms - c->started_ms < timeout_ms)
+         * could not reach us for longer froze its tasks, and we thaw them when it does. The
+         * lease is the longest it may hold: an earlier run's may have been longer (a restart
+         * with a shorter --lease), and the agent freezes only when its own runs out. */
+        int64_t grace_ms = MAX(timeout_ms, (int64_t) c->config.prior_lease_ms + (int64_t) cluster_interval_ms(c));
+        if (now_ms - c->started_ms < grace_ms)
                 return 0;
         /* A store that cannot write could not record a loss either: trying every tick would only
          * log losses that roll back. The grace runs again once it writes (heartbeat_handle()). */

@@ -257,6 +257,10 @@ void cluster_restart_node_timeouts(Cluster *c, int64_t now_ms) {
         c->started_ms = now_ms;
 }
 
+void cluster_prior_lease_done(Cluster *c) {
+        c->config.prior_lease_ms = 0;
+}
+
 int cluster_status(Cluster *c, char **ret) {
         unsigned jobs[_JOB_STATE_MAX] = {}, nodes;
         /* Two states through their index: counting every job's state took a scan of them all. */

@@ -16,6 +16,10 @@ typedef struct ClusterConfig {
         unsigned node_lost_after;         /* missed heartbeats before a node gets nothing new */
         uint32_t lease_ms;                /* silent this long (plus an interval), a node is lost:
                                            * its agent froze its tasks, they run again elsewhere */
+        /* The longest lease an earlier run of the controller may have granted an agent that has
+         * not heartbeat since (0: none longer than lease_ms): no node is lost before it, plus an
+         * interval, has passed since the start (cluster_prior_lease_done() ends that). */
+        uint32_t prior_lease_ms;
         SchedParams sched;                /* all zero: fifo, wait */
         SpeculationParams speculation;    /* finished_window 0: SPECULATION_PARAMS_DEFAULT */
         HfspSizeParams sizes;             /* timeout_s 0: HFSP_SIZE_PARAMS_DEFAULT */
@@ -81,6 +85,8 @@ int cluster_check_nodes(Cluster *c, int64_t now_ms);
  * when the controller itself stalled (a locked store, a paused process) and heartbeats that
  * arrived meanwhile are still waiting to be read. */
 void cluster_restart_node_timeouts(Cluster *c, int64_t now_ms);
+/* Every lease of an earlier run has run out: prior_lease_ms no longer counts. */
+void cluster_prior_lease_done(Cluster *c);
 /* GET /v1/nodes: the store's node views, a ready node silent for node_lost_after intervals
  * shown "unreachable". */
 int cluster_nodes_to_json(Cluster *c, int64_t now_ms, json_t **ret);

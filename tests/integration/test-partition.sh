@@ -12,9 +12,11 @@
 #      again), and after LEASE_S + 5 s;
 #   d. 30 % of n1's packets dropped each way for 8 s;
 #   e. n3's traffic delayed 400 ms each way for 6 s (a proxy in n3's namespace: this kernel
-#      may lack netem, so the delay is not the kernel's); no task runs again.
+#      may lack netem, so the delay is not the kernel's); no task runs again;
+#   f. n1 partitioned, and the controller SIGKILLed and restarted with a lease of 1 s: it takes
+#      n1 for lost only once the LEASE_S s lease n1's agent holds has run out (it last ran).
 # Environment: CONTROLLER_EXTRA_ARGS (default "--lease 4s"), LEASE_S (default 4),
-# PARTITION_SCENARIOS (default "a b c-short c-long d e").
+# PARTITION_SCENARIOS (default "a b c-short c-long d e f").
 set -euo pipefail
 
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -25,7 +27,7 @@ top_builddir=${top_builddir:-$top_srcdir/build}
 netns_require
 CONTROLLER_EXTRA_ARGS=${CONTROLLER_EXTRA_ARGS---lease 4s}
 LEASE_S=${LEASE_S:-4}
-SCENARIOS=${PARTITION_SCENARIOS:-a b c-short c-long d e}
+SCENARIOS=${PARTITION_SCENARIOS:-a b c-short c-long d e f}
 CHECK="python3 $top_srcdir/tests/integration/netns-check.py"
 
 cluster_init "$top_builddir" cgorch-test-partition
@@ -148,14 +150,16 @@ ready_after() {
         wait_for 60 node_is "$1" ready || { say "$SCENARIO: $1 not ready 60 s after the fault ended"; return 0; }
         say "$SCENARIO: $1 ready again $(awk -v a="$t" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }') s (±0.2) after the fault ended"
 }
+# restart_controller_after SECONDS [ARGS...]: SIGKILL, then the controller again with ARGS too.
 restart_controller_after() {
         kill -KILL "$CONTROLLER_PID"
         wait "$CONTROLLER_PID" 2>/dev/null || true
         say "$SCENARIO: controller SIGKILLed, down for $1 s"
         sleep "$1"
+        shift
         rm -f "$CLUSTER_DIR/port"
-        start_controller --listen "0.0.0.0:$NETNS_PORT"
-        say "$SCENARIO: controller restarted"
+        start_controller --listen "0.0.0.0:$NETNS_PORT" "$@"
+        say "$SCENARIO: controller restarted${*:+ with $*}"
 }
 
 for s in $SCENARIOS; do
@@ -212,6 +216,19 @@ for s in $SCENARIOS; do
                 netns_delay 3 0
                 ready_after n3
                 finish --one-attempt
+                ;;
+        f)
+                begin f 10 3 3
+                netns_partition "$LONG"
+                say "f: n$LONG partitioned"
+                restart_controller_after 1 --lease 1s
+                grep -q "The last run granted leases of $LEASE_S.0 s, longer than --lease 1.0 s" "$CLUSTER_DIR/controller.log" ||
+                        fail "f: the restarted controller did not take the earlier lease"
+                sleep $((LEASE_S + 4))
+                say "f: n$LONG is $(node_state "n$LONG") at the end of the partition"
+                netns_heal "$LONG"
+                ready_after "n$LONG"
+                finish
                 ;;
         *) fail "unknown scenario $s" ;;
         esac

@@ -1099,6 +1099,26 @@ Test(cluster, same_agent_no_longer_naming_a_running_task_loses_it) {
         assert_task_state(b, 0, 0, "running");
 }
 
+/* Restarted with a shorter lease, the controller waits for the longer one an agent may still
+ * hold (prior_lease_ms) before it takes a silent node for lost: its agent froze its tasks only
+ * then, and a copy started sooner would run beside them. */
+Test(cluster, restart_with_a_shorter_lease_waits_for_the_longer_one) {
+        Node n1 = node_new("n1", 1);
+        uint64_t id = one_task_running(&n1); /* n1 last heard at T0 + 1500 */
+        int64_t t = T0 + 5000, short_lease = LEASE_MS / 4;
+        cluster = cluster_free(cluster);
+        ClusterConfig cc = { .heartbeat_interval_us = INTERVAL_MS * USEC_PER_MSEC, .node_lost_after = LOST_AFTER,
+                             .lease_ms = (uint32_t) short_lease, .prior_lease_ms = LEASE_MS, .sched = SCHED_PARAMS_DEFAULT };
+        cr_assert_eq(cluster_new(store, &cc, t, &cluster), 0);
+        cr_assert_eq(cluster_check_nodes(cluster, t + short_lease + INTERVAL_MS + 1), 0);
+        assert_task_state(id, 0, 0, "running");
+        cr_assert_eq(cluster_check_nodes(cluster, t + LEASE_MS + INTERVAL_MS - 1), 0);
+        assert_task_state(id, 0, 0, "running");
+        cr_assert_eq(cluster_check_nodes(cluster, t + LEASE_MS + INTERVAL_MS), 0);
+        assert_task_state(id, 0, 0, "lost");
+
+}
+
 /* oom_killed says the OOM killer acted in the task's cgroup; the error says how the main
  * process ended. */
 Test(cluster, oom_error_says_how_the_main_process_ended) {
