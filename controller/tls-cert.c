@@ -1,6 +1,7 @@
 /* tls-cert.c: the controller's own TLS certificate (see tls-cert.h). */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -289,6 +290,15 @@ static int write_new_file(const char *path, const char *text, size_t len, mode_t
         return r;
 }
 
+/* *ret_error: the message, or NULL when even that could not be made. */
+static void __attribute__((format(printf, 2, 3))) set_error(char **ret_error, const char *format, ...) {
+        va_list ap;
+        va_start(ap, format);
+        if (vasprintf(ret_error, format, ap) < 0)
+                *ret_error = NULL;
+        va_end(ap);
+}
+
 static char *bio_text(BIO *b, size_t *ret_len) {
         char *data;
         long n = BIO_get_mem_data(b, &data);
@@ -303,7 +313,7 @@ int tls_cert_generate(const char *cert_path, const char *key_path, char *const *
         struct stat st;
         const char *there = lstat(key_path, &st) == 0 ? key_path : lstat(cert_path, &st) == 0 ? cert_path : NULL;
         if (there) {
-                (void) asprintf(ret_error, "%s exists", there);
+                set_error(ret_error, "%s exists", there);
                 return -EEXIST;
         }
         _cleanup_(EVP_PKEY_freep) EVP_PKEY *key = make_key();
@@ -312,7 +322,7 @@ int tls_cert_generate(const char *cert_path, const char *key_path, char *const *
         _cleanup_(BIO_freep) BIO *cb = BIO_new(BIO_s_mem());
         if (!x || !kb || !cb || !PEM_write_bio_PrivateKey(kb, key, NULL, NULL, 0, NULL, NULL) ||
             !PEM_write_bio_X509(cb, x)) {
-                (void) asprintf(ret_error, "libcrypto could not make the key and certificate");
+                set_error(ret_error, "libcrypto could not make the key and certificate");
                 return -ENOMEM;
         }
         size_t key_len = 0, cert_len = 0;
@@ -322,7 +332,7 @@ int tls_cert_generate(const char *cert_path, const char *key_path, char *const *
         if (r >= 0) {
                 r = write_new_file(key_path, key_text, key_len, 0600);
                 if (r < 0)
-                        (void) asprintf(ret_error, "cannot write %s: %s", key_path, strerror(-r));
+                        set_error(ret_error, "cannot write %s: %s", key_path, strerror(-r));
         }
         if (key_text) {
                 explicit_bzero(key_text, key_len);
@@ -332,7 +342,7 @@ int tls_cert_generate(const char *cert_path, const char *key_path, char *const *
                 return r;
         r = write_new_file(cert_path, cert_text, cert_len, 0644);
         if (r < 0) {
-                (void) asprintf(ret_error, "cannot write %s: %s", cert_path, strerror(-r));
+                set_error(ret_error, "cannot write %s: %s", cert_path, strerror(-r));
                 /* Without its certificate the key is of no use, and would block the next try. */
                 (void) unlink(key_path);
                 return r;
@@ -369,12 +379,12 @@ static int keep_old(const char *path, char **ret_error) {
                 return -ENOMEM;
         if (unlink(old) < 0 && errno != ENOENT) {
                 int r = -errno;
-                (void) asprintf(ret_error, "cannot remove %s: %s", old, strerror(errno));
+                set_error(ret_error, "cannot remove %s: %s", old, strerror(errno));
                 return r;
         }
         if (link(path, old) < 0 && errno != ENOENT) {
                 int r = -errno;
-                (void) asprintf(ret_error, "cannot keep %s as %s: %s", path, old, strerror(errno));
+                set_error(ret_error, "cannot keep %s as %s: %s", path, old, strerror(errno));
                 return r;
         }
         return 0;
@@ -390,7 +400,7 @@ int tls_cert_rotate(const char *cert_path, const char *key_path, char *const *na
                 return -ENOMEM;
         r = owner_of(key_path, &uid, &gid);
         if (r < 0) {
-                (void) asprintf(ret_error, "cannot tell who owns %s or its directory: %s", key_path, strerror(-r));
+                set_error(ret_error, "cannot tell who owns %s or its directory: %s", key_path, strerror(-r));
                 return r;
         }
         /* Left by a rotation cut short: never in use. */
@@ -401,7 +411,7 @@ int tls_cert_rotate(const char *cert_path, const char *key_path, char *const *na
                 return r;
         if (chown(new_key, uid, gid) < 0 || chown(new_cert, uid, gid) < 0) {
                 r = -errno;
-                (void) asprintf(ret_error, "cannot give the new files to uid %u: %s", (unsigned) uid, strerror(errno));
+                set_error(ret_error, "cannot give the new files to uid %u: %s", (unsigned) uid, strerror(errno));
                 goto fail;
         }
         r = keep_old(cert_path, ret_error);
@@ -412,7 +422,7 @@ int tls_cert_rotate(const char *cert_path, const char *key_path, char *const *na
         /* The key first: a reader that sees the new certificate finds its key there already. */
         if (rename(new_key, key_path) < 0 || rename(new_cert, cert_path) < 0) {
                 r = -errno;
-                (void) asprintf(ret_error, "cannot put the new pair in place: %s", strerror(errno));
+                set_error(ret_error, "cannot put the new pair in place: %s", strerror(errno));
                 goto fail;
         }
         return 0;
