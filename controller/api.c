@@ -502,10 +502,27 @@ static void handle_scheduler(const HttpRequest *req, HttpResponse *resp, void *u
         resp->status = 200;
 }
 
+/* A lost node's latest heartbeat says nothing of now: its tasks are lost here (and run again
+ * elsewhere), so it shows none, as in the metrics. */
+static bool node_view_lost(json_t *node) {
+        const char *state = json_string_value(json_object_get(node, "state"));
+        return state && streq(state, "lost");
+}
+
+static const NodeTaskUsage *node_tasks_shown(Api *api, json_t *node, size_t *ret_n) {
+        if (node_view_lost(node)) {
+                *ret_n = 0;
+                return NULL;
+        }
+        return controller_metrics_node_tasks(api->metrics, json_string_value(json_object_get(node, "id")), ret_n);
+}
+
 /* What a node's tasks use and the limits in force on them (their sums, from its latest
- * heartbeat: null before one), beside what they requested (allocated_*). */
+ * heartbeat: null before one, and once the node is lost), beside what they requested
+ * (allocated_*). */
 static int node_add_usage(Api *api, json_t *node) {
-        const NodeUsage *u = controller_metrics_node_usage(api->metrics, json_string_value(json_object_get(node, "id")));
+        const NodeUsage *u = node_view_lost(node) ? NULL :
+                controller_metrics_node_usage(api->metrics, json_string_value(json_object_get(node, "id")));
         if (json_object_set_new(node, "used_cpus", u ? json_real(u->cpu_cores) : json_null()) < 0 ||
             json_object_set_new(node, "limit_cpus", u ? json_real(u->cpu_limit_cores) : json_null()) < 0 ||
             json_object_set_new(node, "used_memory_bytes", u ? json_integer((json_int_t) u->memory_bytes) : json_null()) < 0 ||
@@ -524,7 +541,7 @@ static json_t *task_usage_to_json(const NodeTaskUsage *t) {
 /* ?tasks=true: each of its tasks not ended, as its latest heartbeat said (cgorchctl top). */
 static int node_add_tasks(Api *api, json_t *node) {
         size_t n;
-        const NodeTaskUsage *t = controller_metrics_node_tasks(api->metrics, json_string_value(json_object_get(node, "id")), &n);
+        const NodeTaskUsage *t = node_tasks_shown(api, node, &n);
         json_t *list = json_array();
         if (!list || json_object_set_new(node, "tasks", list) < 0)
                 return -ENOMEM;
@@ -555,7 +572,7 @@ static int nodes_add_busiest(Api *api, json_t *answer, size_t busiest) {
         size_t n_all = 0, i;
         json_array_foreach(nodes, i, node) {
                 size_t n;
-                (void) controller_metrics_node_tasks(api->metrics, json_string_value(json_object_get(node, "id")), &n);
+                (void) node_tasks_shown(api, node, &n);
                 n_all += n;
                 json_t *list = json_array();
                 if (!list || json_object_set_new(node, "tasks", list) < 0)
@@ -567,8 +584,7 @@ static int nodes_add_busiest(Api *api, json_t *answer, size_t busiest) {
         size_t k = 0;
         json_array_foreach(nodes, i, node) {
                 size_t n;
-                const NodeTaskUsage *t = controller_metrics_node_tasks(api->metrics,
-                                                                       json_string_value(json_object_get(node, "id")), &n);
+                const NodeTaskUsage *t = node_tasks_shown(api, node, &n);
                 for (size_t j = 0; j < n && k < n_all; j++)
                         all[k++] = (BusyTask) { .task = &t[j], .node = i };
         }

@@ -197,6 +197,10 @@ wait_for 20 retry_running || fail "the lost task was not rescheduled as $retry: 
 [ "$(job_field "$id" ".phases[0].tasks[] | select(.id == \"$retry\") | .node")" = "$other" ] ||
         fail "$retry does not run on $other: $(tasks "$id")"
 [ "$(job_field "$id" ".phases[0].tasks[] | select(.id == \"$task\") | .state")" = lost ] || fail "$task is not lost"
+# Its last heartbeat says nothing of now: the lost node shows no use and no task (as in the metrics).
+cluster_curl -fsS "$CGORCH_SERVER/v1/nodes?tasks=true" | jq -e --arg n "$node" \
+        '.nodes[] | select(.id == $n) | .used_cpus == null and .limit_cpus == null and (.tasks | length) == 0' >/dev/null ||
+        fail "the lost node $node shows use: $(cluster_curl -fsS "$CGORCH_SERVER/v1/nodes?tasks=true")"
 # The old attempt still burns on the silent node: when it comes back, it must be killed.
 kill -CONT "$agent_pid"
 STOPPED=
