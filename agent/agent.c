@@ -1633,8 +1633,12 @@ static void agent_fence(Agent *a) {
                 (void) cgroup_task_kill(a->cgroups, t->id);
                 killed++;
         }
-        log_warning("No answer from the controller for the lease (%" PRIu32 " ms): %zu task(s) frozen%s until it "
-                    "answers (self-fence).", a->lease_ms, frozen, killed ? ", some killed (no freezer)" : "");
+        if (frozen == 0 && killed == 0)
+                log_info("No answer from the controller for the lease (%" PRIu32 " ms): no running task to freeze.",
+                         a->lease_ms);
+        else
+                log_warning("No answer from the controller for the lease (%" PRIu32 " ms): %zu task(s) frozen%s until it "
+                            "answers (self-fence).", a->lease_ms, frozen, killed ? ", some killed (no freezer)" : "");
         agent_notify_status(a);
 }
 
