@@ -210,12 +210,17 @@ void api_handle_job_output(const HttpRequest *req, HttpResponse *resp, void *use
         const StoreTask *task = pick_task(tasks, n, phase, index, has_attempt ? (int64_t) attempt : -1);
         _cleanup_free_ char *task_id = task ? strdup(task->id) : NULL, *node = task && task->node ? strdup(task->node) : NULL;
         bool placed = task && task->node;
+        TaskState state = task ? task->state : TASK_PENDING;
         store_tasks_free(tasks, n);
         if (!task)
                 return http_response_error(resp, 404, "%s has no task %" PRIu64 " in phase %" PRIu64 "%s", what, index,
                                            phase, has_attempt ? " with that attempt" : "");
         if (!task_id || (placed && !node))
                 return http_response_error(resp, 500, "internal error: out of memory");
+        /* Ended without a node (cancelled while it waited): it never ran, and never will. */
+        if (!placed && task_state_is_final(state))
+                return http_response_error(resp, 404, "task %s was %s before it ran: it has no output", task_id,
+                                           task_state_to_string(state));
         if (!placed)
                 return http_response_error(resp, 409, "task %s has not started: it has no output yet", task_id);
 

@@ -204,6 +204,15 @@ timeout 60 env -u CGORCH_TOKEN_FILE -u CGORCH_SERVER setpriv --reuid="$user_a" -
         fail "logs --follow did not end with the task: $(cat "$CLUSTER_DIR/err")"
 [ "$(cat "$CLUSTER_DIR/follow")" = $'line-1\nline-2\nline-3' ] || fail "logs --follow printed '$(cat "$CLUSTER_DIR/follow")'"
 pass "logs --follow printed job $id_f's lines and ended with it"
+# Following a task cancelled before it ran: it never will, so that is the answer, not a wait.
+id_h=$(ctl_a submit --name a-held --hold --cpus 0.1 --memory 32M -- /bin/true)
+ctl_a cancel "$id_h" >/dev/null || fail "A cannot cancel its held job $id_h"
+status=0
+timeout 30 env -u CGORCH_TOKEN_FILE -u CGORCH_SERVER setpriv --reuid="$user_a" --regid="$(id -g "$user_a")" --init-groups \
+        "$CGORCHCTL" --socket "$S" logs --follow "$id_h" >/dev/null 2>"$CLUSTER_DIR/err" || status=$?
+[ $status -eq 1 ] && grep -qF "task $id_h.0.0.0 was cancelled before it ran: it has no output" "$CLUSTER_DIR/err" ||
+        fail "logs --follow of a job cancelled before it ran: status $status, $(cat "$CLUSTER_DIR/err")"
+pass "logs --follow of a job cancelled before it ran ends at once: $(cat "$CLUSTER_DIR/err")"
 
 # ---- the wall-clock limit ----
 ans=$(as "$user_a" curl -sS --unix-socket "$S" -w ' %{http_code}' -H 'Content-Type: application/json' \
