@@ -845,6 +845,16 @@ int cluster_requeue(Cluster *c, uint64_t job, const char *by, int64_t now_ms, js
                 r = error_message_set(ret_error, -EALREADY,
                                       "job %" PRIu64 " still has %u task(s) ending: requeue it once they have ended",
                                       job, j.tasks_active);
+        /* Back among its user's jobs queued, held or running: --user-max-jobs counts it. */
+        uint64_t has = 0;
+        if (r >= 0 && c->config.jobs.user_max_jobs > 0 && j.user) {
+                r = store_user_jobs_unfinished(c->store, j.user, &has);
+                if (r >= 0 && has + 1 > c->config.jobs.user_max_jobs)
+                        r = error_message_set(ret_error, -EDQUOT,
+                                              "user-max-jobs: %s has %" PRIu64 " jobs queued, held or running; "
+                                              "job %" PRIu64 " requeued would pass the limit of %u per user",
+                                              j.user, has, job, c->config.jobs.user_max_jobs);
+        }
         if (r >= 0)
                 r = dependencies_renew(c, job, now_ms, ret_error);
         if (r >= 0)

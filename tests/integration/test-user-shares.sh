@@ -46,6 +46,17 @@ grep -qF "user-max-jobs: $user_a has 4 jobs queued, held or running; 1 more woul
 n=$(root_ctl --json jobs --user "$user_a" | jq '.jobs | length')
 [ "$n" = 4 ] || fail "A has $n jobs after the refused submit, want 4"
 pass "A's fifth job is refused by --user-max-jobs 4, naming the limit; nothing stored"
+# A requeue counts too: A cancels its fourth job, submits another in its place, and the
+# cancelled one may not come back beside it.
+cancelled=${a_ids[3]}
+ctl_a cancel "$cancelled" >/dev/null || fail "A cannot cancel its job $cancelled"
+a_ids[3]=$(ctl_a submit --name a4b --cpus 1 --memory 32M -- /bin/sleep 120) || fail "A's job in place of $cancelled was refused"
+status=0
+ctl_a requeue "$cancelled" >/dev/null 2>"$CLUSTER_DIR/err" || status=$?
+[ $status -eq 1 ] && grep -qF "user-max-jobs: $user_a has 4 jobs queued, held or running; job $cancelled requeued would pass the limit of 4 per user" \
+        "$CLUSTER_DIR/err" || fail "A's requeue past the limit: status $status, $(cat "$CLUSTER_DIR/err")"
+[ "$(job_field "$cancelled" .state)" = cancelled ] || fail "the refused requeue left job $cancelled $(job_field "$cancelled" .state)"
+pass "A's requeue of a cancelled job past --user-max-jobs 4 is refused, naming the limit; the job stays cancelled"
 
 # ---- B's job starts within the grace and a few heartbeats ----
 t0=$(date +%s)
