@@ -1634,8 +1634,8 @@ static void agent_fence(Agent *a) {
                 killed++;
         }
         if (frozen == 0 && killed == 0)
-                log_info("No answer from the controller for the lease (%" PRIu32 " ms): no running task to freeze.",
-                         a->lease_ms);
+                log_info("No answer from the controller for the lease (%" PRIu32 " ms): no running task to freeze "
+                         "(self-fence).", a->lease_ms);
         else
                 log_warning("No answer from the controller for the lease (%" PRIu32 " ms): %zu task(s) frozen%s until it "
                             "answers (self-fence).", a->lease_ms, frozen, killed ? ", some killed (no freezer)" : "");
