@@ -237,6 +237,13 @@ cluster_cleanup() {
         while IFS= read -r d; do
                 rmdir "$d" 2>/dev/null || cluster_log "cluster-lib: could not remove cgroup $d"
         done < <(cluster_cgroup_dirs)
+        # The state directories of agents started without --state-dir (the agent's default, one per
+        # subtree: /run/cgorch-agent/<cgroup root with / as ->), named after this run's subtree.
+        if [ -n "${CLUSTER_CGROOT:-}" ]; then
+                for d in /run/cgorch-agent/"$CLUSTER_CGROOT"-*; do
+                        [ -d "$d" ] && { rm -rf "$d" || cluster_log "cluster-lib: could not remove $d"; }
+                done
+        fi
         for d in "${CLUSTER_CLEANUP_HOOKS[@]}"; do "$d" || cluster_log "cluster-lib: cleanup step $d failed"; done
         [ -n "${CLUSTER_BIN_DIR:-}" ] && rm -rf "$CLUSTER_BIN_DIR"
         [ -n "${CLUSTER_RUN_DIR:-}" ] && rm -rf "$CLUSTER_RUN_DIR"
