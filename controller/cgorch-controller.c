@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <libgen.h>
 #include <sys/stat.h>
@@ -251,6 +252,8 @@ typedef struct Manager {
         MungeAuth *munge;                 /* --munge: MUNGE credentials accepted */
         char *tls_cert_pem;               /* HTTPS: the certificate (chain) and its key; NULL: plain HTTP */
         char *tls_key_pem;
+        bool state_locked;                /* state_lock_fd: STATE/lock, flock()ed for as long as this controller runs */
+        int state_lock_fd;
         Api api;
 } Manager;
 
@@ -541,6 +544,47 @@ static void manager_done(Manager *m) {
         m->tls_cert_pem = NULL;
         secret_free(m->tls_key_pem);
         m->tls_key_pem = NULL;
+        if (m->state_locked)
+                (void) close(m->state_lock_fd);
+        m->state_locked = false;
+}
+
+#define STATE_LOCK_FILE "lock"
+
+/* One controller per state directory: a second one on the same store would place the same
+ * queued tasks again and answer the same agents with another record. The lock is the kernel's
+ * (flock), so it goes with the process however that ends; the file holds the holder's pid for
+ * the message. */
+static int lock_state_dir(Manager *m) {
+        _cleanup_close_ int dfd = open(arg_state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return log_error_errno(errno, "Cannot use the state directory %s: %m", arg_state_dir);
+        _cleanup_close_ int fd = openat(dfd, STATE_LOCK_FILE, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return log_error_errno(errno, "Cannot open %s/" STATE_LOCK_FILE ": %m", arg_state_dir);
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+                int e = errno;
+                if (e != EWOULDBLOCK)
+                        return log_error_errno(e, "Cannot lock %s/" STATE_LOCK_FILE ": %m", arg_state_dir);
+                char buf[24] = "";
+                ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+                buf[n > 0 ? n : 0] = '\0';
+                long holder = strtol(buf, NULL, 10);
+                char who[40] = "";
+                if (holder > 0)
+                        snprintf(who, sizeof who, " (pid %ld)", holder);
+                return log_error_errno(EBUSY, "Another controller%s runs on the state directory %s (it holds %s/" STATE_LOCK_FILE
+                                       "): two would both place the same tasks. Stop it first, or give this one another "
+                                       "--state-dir.", who, arg_state_dir, arg_state_dir);
+        }
+        char pid[32];
+        int len = snprintf(pid, sizeof pid, "%d\n", (int) getpid());
+        if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t) len, 0) != len)
+                log_warning_errno(errno, "Cannot write this controller's pid to %s/" STATE_LOCK_FILE ": %m", arg_state_dir);
+        m->state_lock_fd = fd;
+        m->state_locked = true;
+        fd = -1;
+        return 0;
 }
 
 /* Without an agent tokens file every agent signs with one key of this install, made here the
@@ -1349,6 +1393,9 @@ static int run(Manager *m) {
                 return r;
         if (mkdir(arg_state_dir, 0750) < 0 && errno != EEXIST)
                 return log_error_errno(errno, "Cannot create state directory %s: %m", arg_state_dir);
+        r = lock_state_dir(m);
+        if (r < 0)
+                return r;
         r = setup_auth(m);
         if (r >= 0)
                 r = setup_tls(m);

@@ -97,6 +97,15 @@ if [ ! -s "$tmp/port" ]; then
 fi
 base=http://127.0.0.1:$(cat "$tmp/port")
 
+# A second controller on the same state directory is refused before it serves or writes: it
+# would place the same tasks again.
+if timeout 20 "$controller" --config /dev/null --listen 127.0.0.1:0 --unix-socket= --state-dir "$tmp/state" \
+        --agent-tokens-file "$tmp/agent-tokens" --operator-token-file "$tmp/operator-token" 2>"$tmp/second.log"; then
+        echo "FAIL: a second controller started on $tmp/state"; exit 1
+fi
+grep -q "Another controller (pid [0-9]*) runs on the state directory $tmp/state" "$tmp/second.log" ||
+        { echo "FAIL: the second controller's refusal: $(cat "$tmp/second.log")"; exit 1; }
+
 failures=0
 n_cases=0
 # The cases skipped so far (X-Test-Peer as another user without root, X-Test-Needs).
