@@ -69,7 +69,7 @@ struct Task {
         MemoryGuardEvent guard_event;
         unsigned guard_event_seq, guard_sent_seq, guard_in_flight;
         uint64_t start_mono_us, exit_mono_us;
-        double start_wall_s;           /* adopted tasks: CLOCK_REALTIME of the main process start */
+        double start_wall_s;           /* CLOCK_REALTIME of its start (adopted: as recorded, else of its main process) */
         bool main_exited;
         int main_code, main_status;    /* of the main process's end (siginfo si_code, si_status; 0: adopted) */
         bool exit_mirrored;            /* main_code/status are its shim's own exit (launch_exit_mirrored()) */
@@ -200,8 +200,10 @@ static void state_dir_ensure(Agent *a) {
                             "supervisors.", a->state_dir);
 }
 
-/* "<shim> <main>\n" for a restarted agent, written whole or not at all (a new file renamed over). */
-static void state_write_pids(Agent *a, const char *task, pid_t shim, pid_t main_pid) {
+/* "<shim> <main> <start, CLOCK_REALTIME ms>\n" for a restarted agent, written whole or not at all
+ * (a new file renamed over). The start is how a task that ended while no agent ran gets its
+ * wall time: its processes, whose start times would say, are gone. */
+static void state_write_pids(Agent *a, const char *task, pid_t shim, pid_t main_pid, double start_wall_s) {
         char path[4096], tmp[4200];
         _cleanup_fclose_ FILE *f = NULL;
         bool ok;
@@ -210,7 +212,8 @@ static void state_write_pids(Agent *a, const char *task, pid_t shim, pid_t main_
                 return;
         snprintf(tmp, sizeof tmp, "%s.new", path);
         f = fopen(tmp, "we");
-        ok = f && fprintf(f, "%d %d\n", (int) shim, (int) main_pid) > 0 && fflush(f) == 0;
+        ok = f && fprintf(f, "%d %d %" PRId64 "\n", (int) shim, (int) main_pid, (int64_t) (start_wall_s * 1000.0)) > 0 &&
+             fflush(f) == 0;
         if (ok)
                 ok = rename(tmp, path) >= 0;
         if (!ok) {
@@ -662,6 +665,26 @@ static int task_read_status(Agent *a, Task *t, int *ret_code, int *ret_signal) {
         return launch_status_parse(buf, ret_code, ret_signal);
 }
 
+/* When the task ended, CLOCK_REALTIME ms: when its main process was seen to end; for an adopted
+ * task, when its shim wrote the status file, if earlier (it may have ended while no agent ran,
+ * and the agent that found it ended is not when it did), and never before its start. */
+static int64_t task_end_realtime_ms(Agent *a, const Task *t, uint64_t now_mono) {
+        int64_t now_ms = now_realtime_ms();
+        int64_t end_ms = t->exit_mono_us ? now_ms - (int64_t) ((now_mono - t->exit_mono_us) / USEC_PER_MSEC) : now_ms;
+        if (!t->adopted)
+                return end_ms;
+        struct stat st;
+        char path[4096];
+        int r = t->status_fd >= 0 ? fstat(t->status_fd, &st)
+                : state_path(a, t->id, "exit", path, sizeof path) < 0 ? -1 : stat(path, &st);
+        if (r >= 0 && st.st_size > 0) {
+                int64_t written_ms = (int64_t) st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
+                if (written_ms < end_ms)
+                        end_ms = written_ms;
+        }
+        return MAX(end_ms, (int64_t) (t->start_wall_s * 1000.0));
+}
+
 /* The main process is gone; once the cgroup holds no process either, the task's usage is
  * final and its exit record can go out. */
 static void task_check_finished(Agent *a, Task *t) {
@@ -717,13 +740,15 @@ static void task_check_finished(Agent *a, Task *t) {
         /* From the files, not the walk: its CPU time is the exit record's. */
         (void) task_sample(a, t, true, false, NULL);
         uint64_t now = now_mono_us();
+        int64_t end_ms = task_end_realtime_ms(a, t, now);
 
         t->exit = (ExitRecord) {
                 .code = code,
                 .signal = sig,
                 .oom_killed = t->has_last && t->last_oom_kill,
-                .wall_s = t->adopted ? MAX((double) now_realtime_ms() / 1000.0 - t->start_wall_s, 0.0) :
+                .wall_s = t->adopted ? MAX((double) end_ms / 1000.0 - t->start_wall_s, 0.0) :
                                        (double) ((t->exit_mono_us ?: now) - t->start_mono_us) / (double) USEC_PER_SEC,
+                .end_ms = end_ms,
                 .cpu_s = t->has_last ? (double) t->last_cpu_usage_ns / (double) NSEC_PER_SEC : 0,
                 .memory_peak_bytes = t->has_last ? t->last_memory_peak_bytes : 0,
         };
@@ -1091,6 +1116,7 @@ static int action_start(Agent *a, const Action *act, char **ret_error) {
         if (!t)
                 return -ENOMEM;
         t->start_mono_us = now_mono_us();
+        t->start_wall_s = (double) now_realtime_ms() / 1000.0;
 
         Limits want = act->limits;
         const char *refusal = NULL;
@@ -1159,7 +1185,7 @@ static int action_start(Agent *a, const Action *act, char **ret_error) {
 
         t->status_fd = TAKE_FD(status_fd);
         /* What a restarted agent needs to watch the task again: the shim and the main process. */
-        state_write_pids(a, t->id, launch_shim_pid(t->launch), launch_pid(t->launch));
+        state_write_pids(a, t->id, launch_shim_pid(t->launch), launch_pid(t->launch), t->start_wall_s);
         if (act->time_limit_ms > 0) {
                 t->limit_us = act->time_limit_ms * USEC_PER_MSEC;
                 t->grace_us = (uint64_t) act->kill_grace_ms * USEC_PER_MSEC;
@@ -2016,8 +2042,9 @@ static int agent_adopt_one(Agent *a, const char *id) {
          * write to a limit file is an event. */
         task_watch_limits(a, t);
 
+        int64_t file_start_ms = 0;
         have_file = state_path(a, id, "pids", path, sizeof path) >= 0 && procfs_read_file("/", path, buf, sizeof buf) >= 0 &&
-                    sscanf(buf, "%d %d", &file_shim, &file_main) == 2 && file_main > 0;
+                    sscanf(buf, "%d %d %" SCNd64, &file_shim, &file_main, &file_start_ms) >= 2 && file_main > 0;
         text = malloc(65536);
         if (!text)
                 return -ENOMEM;
@@ -2041,7 +2068,11 @@ static int agent_adopt_one(Agent *a, const char *id) {
         else if (main_pid <= 0 && process_is_shim_of(a, file_shim, id))
                 shim = file_shim;
 
-        t->start_wall_s = process_start_wall_s(a->proc_fs, main_pid > 0 ? main_pid : n > 0 ? pids[0] : 0);
+        /* As the agent that started it recorded; else (a pid file from an older agent) its
+         * main process's, or its oldest one's. */
+        t->start_wall_s = have_file && file_start_ms > 0 ? (double) file_start_ms / 1000.0 : 0;
+        if (t->start_wall_s <= 0)
+                t->start_wall_s = process_start_wall_s(a->proc_fs, main_pid > 0 ? main_pid : n > 0 ? pids[0] : 0);
         if (t->start_wall_s <= 0)
                 t->start_wall_s = (double) now_realtime_ms() / 1000.0;
 
@@ -2066,7 +2097,7 @@ static int agent_adopt_one(Agent *a, const char *id) {
                 task_sample_baseline(a, t);
                 if (!have_file || file_main != main_pid || file_shim != shim) {
                         state_dir_ensure(a);
-                        state_write_pids(a, id, shim, main_pid);
+                        state_write_pids(a, id, shim, main_pid, t->start_wall_s);
                 }
         }
         /* Frozen with no agent to say why: by a self-fence or by the scheduler. The controller

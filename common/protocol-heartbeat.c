@@ -181,8 +181,9 @@ static const Schema exit_schema = {
                 F_REAL("cpu_s", ExitRecord, cpu_s, 0, INFINITY, FIELD_REQUIRED),
                 F_U64("memory_peak_bytes", ExitRecord, memory_peak_bytes, FIELD_REQUIRED),
                 F_BOOL("status_unknown", ExitRecord, status_unknown, 0),
+                F_INT("end_ms", ExitRecord, end_ms, 1, INT64_MAX, 0),
         },
-        .n_fields = 7,
+        .n_fields = 8,
         .has_offset = SCHEMA_NO_HAS,
 };
 

@@ -245,6 +245,10 @@ typedef struct ExitRecord {
         bool status_unknown;
         bool oom_killed;
         double wall_s;
+        /* CLOCK_REALTIME ms at which it ended, as the agent knows it (for a task that ended while
+         * the agent or the controller was away, earlier than its report); 0: not said (an older
+         * agent), taken as the report's arrival. */
+        int64_t end_ms;
         double cpu_s;                /* CPU seconds of the whole cgroup (user + system) */
         uint64_t memory_peak_bytes;
 } ExitRecord;

@@ -87,6 +87,16 @@ static int lost_attempt_succeeded(Cluster *c, const StoreTask *t, int64_t now_ms
         return cluster_job_set_add(jobs, t->job);
 }
 
+/* When a reported task ended: the agent's end_ms, which for a task that ended while its agent or
+ * this controller was away is well before the report came; never after now (a clock ahead) nor
+ * before the task's recorded start. Without it (an older agent, no exit record): now. */
+static int64_t report_ended_ms(const TaskReport *rep, const StoreTask *t, int64_t now_ms) {
+        if (!rep->has_exit || rep->exit.end_ms <= 0)
+                return now_ms;
+        int64_t ended_ms = MIN(rep->exit.end_ms, now_ms);
+        return t->started_ms >= 0 ? MAX(ended_ms, t->started_ms) : ended_ms;
+}
+
 static int merge_report(Cluster *c, const Heartbeat *hb, const TaskReport *rep, int64_t now_ms, JobSet *jobs) {
         double cpu_s, progress;
         uint64_t peak;
@@ -166,8 +176,12 @@ static int merge_report(Cluster *c, const Heartbeat *hb, const TaskReport *rep, 
         /* A task shorter than a heartbeat interval is first reported ended; it still ran, so it
          * gets its start time too. A start that failed has no exit record and never ran. */
         bool started = t.state == TASK_STARTING && (rep->state == TASK_RUNNING || rep->has_exit);
+        int64_t ended_ms = report_ended_ms(rep, &t, now_ms);
         if (started) {
-                int64_t started_ms = rep->n_samples > 0 ? rep->samples[0].time_ms : now_ms;
+                int64_t started_ms = rep->n_samples > 0                 ? rep->samples[0].time_ms
+                                     : rep->has_exit && rep->exit.end_ms > 0 ? ended_ms - (int64_t) (rep->exit.wall_s * 1000.0)
+                                                                             : now_ms;
+                started_ms = MIN(started_ms, ended_ms);
                 r = store_task_set_state(c->store, t.id, TASK_RUNNING, started_ms, now_ms, NULL);
                 if (r < 0)
                         return r;
@@ -196,7 +210,7 @@ static int merge_report(Cluster *c, const Heartbeat *hb, const TaskReport *rep, 
                         snprintf(error, sizeof error, "killed by signal %d%s", rep->exit.signal, oom);
                 else if (rep->has_exit && rep->exit.code != 0)
                         snprintf(error, sizeof error, "exited with code %d%s", rep->exit.code, oom);
-                r = cluster_task_end(c, &t, rep->state, error[0] ? error : NULL, now_ms);
+                r = cluster_task_end(c, &t, rep->state, error[0] ? error : NULL, ended_ms);
                 if (r < 0)
                         return r;
         } else

@@ -244,6 +244,11 @@ static int job_roll_up(Cluster *c, uint64_t job, int64_t now_ms) {
         }
 
         if (k == n_phases) {
+                /* It succeeded when its last task did: a task that ended while its agent or this
+                 * controller was away is reported later, with when it ended. */
+                int64_t finished_ms;
+                if (store_job_last_task_finished_ms(c->store, job, &finished_ms) >= 0 && finished_ms < now_ms)
+                        now_ms = finished_ms;
                 r = store_job_set_state(c->store, job, JOB_SUCCEEDED, now_ms);
                 if (r < 0)
                         return r;

@@ -178,6 +178,21 @@ int store_job_get_state(Store *s, uint64_t job, JobState *ret) {
         return 0;
 }
 
+int store_job_last_task_finished_ms(Store *s, uint64_t job, int64_t *ret) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, "SELECT MAX(finished_ms) FROM tasks WHERE job = ?", &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, (int64_t) job);
+        r = store_step_row(s, st, "read when a job's tasks finished");
+        if (r < 0)
+                return r;
+        if (r == 0 || sqlite3_column_type(st, 0) == SQLITE_NULL)
+                return -ENOENT;
+        *ret = sqlite3_column_int64(st, 0);
+        return 0;
+}
+
 int store_job_get_user(Store *s, uint64_t job, char **ret_user) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r = store_prepare(s, "SELECT user FROM jobs WHERE id = ?", &st);

@@ -11,7 +11,9 @@
 #   C. the shim killed and then the agent restarted: nobody can learn the exit, reported unknown;
 #   D. a process a task leaves behind ends as the agent's child and is reaped;
 #   E. A again with the real controller and jobs: none lost, none re-run after it succeeded, the
-#      unknown one run again.
+#      unknown one run again;
+#   F. a task that ends within its time limit while no agent runs: succeeded, with when it
+#      ended and its wall time, not the agent's return.
 # Every task is launched exactly once, and every outcome is the one the task produced.
 set -euo pipefail
 
@@ -156,18 +158,33 @@ pass "a process left behind by a task ended as the agent's child and was reaped"
 
 # ---- F. a task that ends by itself within its time limit while no agent runs ----
 # The time no agent ran counts as running, so at the restart the limit (3 s) has passed; the
-# task ended with code 0 well within it, and that is what it did: succeeded, not timeout.
+# task ended with code 0 well within it, and that is what it did: succeeded, not timeout. It is
+# reported with when it ended and the wall time it ran, not the time the agent found it ended.
+f_start_ms=$(date +%s%3N)
 ACTION=$((ACTION + 1))
 echo "{\"id\": $ACTION, \"type\": \"start\", \"task\": \"5.0.0.0\", \"user\": \"nobody\", \"time_limit_ms\": 3000,
   \"argv\": [\"/bin/sh\", \"-c\", \"while [ ! -e $GO/f ]; do sleep 0.1; done; exit 0\"]}" \
         >"$FAKE/queue/$(printf %04d $ACTION).json"
 ack_ok $ACTION
 wait_for 10 task_running 5.0.0.0 || fail "task 5.0.0.0 not reported running"
-ended_within_its_limit() { touch "$GO/f"; wait_for 10 cg_empty 5.0.0.0 || fail "task 5.0.0.0 did not end"; sleep 3; }
+ended_within_its_limit() {
+        touch "$GO/f"; wait_for 10 cg_empty 5.0.0.0 || fail "task 5.0.0.0 did not end"
+        f_end_ms=$(date +%s%3N); sleep 3
+}
 restart_agent ended_within_its_limit
 expect 5.0.0.0 succeeded 0 0
 ! grep -q "Task 5.0.0.0 reached its time limit" "$LOG" || fail "task 5.0.0.0 was judged by its time limit after it ended"
 pass "a task that ended by itself while no agent ran, its limit passed by the time the agent was back: succeeded"
+f=$(final 5.0.0.0)
+end_ms=$(jq -r '.exit.end_ms // 0' <<<"$f")
+wall_ms=$(jq -r '.exit.wall_s * 1000 | floor' <<<"$f")
+# Seen ended within 0.1 s of its end (cg_empty polls); the agent came back 3 s later.
+[ "$end_ms" -le "$f_end_ms" ] && [ "$end_ms" -ge $((f_end_ms - 1500)) ] ||
+        fail "task 5.0.0.0 reported ended at $end_ms, want at most 1.5 s before $f_end_ms (the agent came back 3 s later): $f"
+# It ran from its start until after it was reported running (the go file comes after that).
+[ "$wall_ms" -le $((f_end_ms - f_start_ms)) ] && [ "$wall_ms" -ge 100 ] ||
+        fail "task 5.0.0.0 reported $wall_ms ms of wall time, not within the $((f_end_ms - f_start_ms)) ms from its start to its end: $f"
+pass "it was reported with when it ended ($(( (f_end_ms - end_ms) )) ms before it was seen ended) and $wall_ms ms of wall time, not the agent's return"
 
 # ---- E. with the real controller: the state directory lost, the agent restarted ----
 # Jobs: 3 tasks that exit 0, one that exits 3, one that ends while no agent runs (its record

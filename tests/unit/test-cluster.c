@@ -1180,6 +1180,46 @@ Test(cluster, task_ended_before_reported_running_has_start_time) {
         assert_job_state(id, "succeeded");
 }
 
+/* A task that ended while its agent or the controller was away is reported late, with when it
+ * ended (exit.end_ms): the record keeps that time, for the task and its job, not the report's
+ * arrival; a time after the report (a clock ahead) or before the start is clamped. */
+Test(cluster, task_reported_late_keeps_its_end_time) {
+        Node n1 = node_new("n1", 4);
+        heartbeat_reply_free(beat_empty(&n1, T0));
+        uint64_t ids[3];
+        for (size_t i = 0; i < ELEMENTSOF(ids); i++)
+                ids[i] = submit(job_one_task, T0 + 100 + (int64_t) i);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        Ack acks[ELEMENTSOF(ids)];
+        TaskReport reps[ELEMENTSOF(ids)];
+        TaskSample s = { .time_ms = T0 + 1500, .cpu_usage_ns = 10000000, .memory_peak_bytes = MiB, .progress = -1 };
+        for (size_t i = 0; i < ELEMENTSOF(ids); i++) {
+                const Action *a = find_action(hr, ACTION_START, task_id(ids[i], 0, 0));
+                cr_assert_not_null(a);
+                acks[i] = ack_ok(a);
+                reps[i] = running(task_id(ids[i], 0, 0), &s, 1);
+        }
+        heartbeat_reply_free(hr);
+        heartbeat_reply_free(beat(&n1, reps, ELEMENTSOF(ids), acks, ELEMENTSOF(ids), T0 + 2000));
+        cr_assert_eq(number(ids[0], 0, 0, "started_ms"), T0 + 1500);
+        int64_t end_ms[] = { T0 + 20000, T0 + 90000, T0 + 1000 };
+        for (size_t i = 0; i < ELEMENTSOF(ids); i++) {
+                reps[i] = ended(task_id(ids[i], 0, 0), TASK_SUCCEEDED, 0, 0, 1, MiB);
+                reps[i].exit.end_ms = end_ms[i];
+        }
+        /* The agent comes back a minute after the first ended. */
+        heartbeat_reply_free(beat(&n1, reps, ELEMENTSOF(ids), NULL, 0, T0 + 80000));
+        int64_t want[] = { T0 + 20000, T0 + 80000, T0 + 1500 };
+        for (size_t i = 0; i < ELEMENTSOF(ids); i++) {
+                assert_task_state(ids[i], 0, 0, "succeeded");
+                cr_assert_eq(number(ids[i], 0, 0, "finished_ms"), want[i], "task %zu finished at %.0f, want %" PRId64, i,
+                             number(ids[i], 0, 0, "finished_ms"), want[i]);
+                assert_job_state(ids[i], "succeeded");
+                cr_assert_eq(number(ids[i], -1, -1, "finished_ms"), want[i], "job %zu finished at %.0f, want %" PRId64, i,
+                             number(ids[i], -1, -1, "finished_ms"), want[i]);
+        }
+}
+
 Test(cluster, unknown_task_on_node_is_killed) {
         Node n1 = node_new("n1", 1);
         TaskReport stray = running("99.0.0.0", NULL, 0);

@@ -672,7 +672,7 @@ static TaskReport reports[] = {
           .memory_guard = { .time_ms = 1795000000500, .raised = true, .old_bytes = 100663296, .new_bytes = 167772160,
                             .why = "hard limit 96.0 -> 160.0 MiB" } },
         { .id = "7.0.1.1", .state = TASK_FAILED, .pid = 0, .has_exit = true,
-          .exit = { .code = 0, .signal = 9, .oom_killed = true, .wall_s = 12.5, .cpu_s = 3.25,
+          .exit = { .code = 0, .signal = 9, .oom_killed = true, .wall_s = 12.5, .end_ms = 1795000000250, .cpu_s = 3.25,
                     .memory_peak_bytes = 268435456 },
           .error = "killed by the OOM killer" },
         /* Ended, how nobody could learn: lost, with the usage it had. */
@@ -736,6 +736,7 @@ static void assert_heartbeats_equal(const Heartbeat *a, const Heartbeat *b) {
                         cr_assert_eq(r->exit.cpu_s, s->exit.cpu_s);
                         cr_assert_eq(r->exit.memory_peak_bytes, s->exit.memory_peak_bytes);
                         cr_assert_eq(r->exit.status_unknown, s->exit.status_unknown);
+                        cr_assert_eq(r->exit.end_ms, s->exit.end_ms);
                 }
                 cr_assert((r->error == NULL) == (s->error == NULL));
                 if (r->error)
@@ -769,6 +770,10 @@ Test(heartbeat, round_trip) {
                 json_object_get(j, "tasks"), 0), "samples"), 0), "progress")));
         cr_assert_null(json_object_get(json_array_get(json_object_get(j, "tasks"), 0), "exit"));
         cr_assert_not_null(json_object_get(json_array_get(json_object_get(j, "tasks"), 1), "exit"));
+        /* end_ms only when said (an older agent's exit has none). */
+        cr_assert_eq(json_integer_value(json_object_get(json_object_get(json_array_get(json_object_get(j, "tasks"), 1), "exit"),
+                                                        "end_ms")), 1795000000250);
+        cr_assert_null(json_object_get(json_object_get(json_array_get(json_object_get(j, "tasks"), 2), "exit"), "end_ms"));
         /* status_unknown only when true. */
         cr_assert_null(json_object_get(json_object_get(json_array_get(json_object_get(j, "tasks"), 1), "exit"), "status_unknown"));
         cr_assert(json_is_true(json_object_get(json_object_get(json_array_get(json_object_get(j, "tasks"), 2), "exit"),
