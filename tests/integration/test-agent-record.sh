@@ -186,6 +186,20 @@ wall_ms=$(jq -r '.exit.wall_s * 1000 | floor' <<<"$f")
         fail "task 5.0.0.0 reported $wall_ms ms of wall time, not within the $((f_end_ms - f_start_ms)) ms from its start to its end: $f"
 pass "it was reported with when it ended ($(( (f_end_ms - end_ms) )) ms before it was seen ended) and $wall_ms ms of wall time, not the agent's return"
 
+# ---- G. a process a re-adopted task leaves behind writes its output after the task ended ----
+# The agent restarted while the task ran; the task's main process then exits, leaving a child
+# that prints a second later: its lines reach the task's output file like the main process's.
+start 6.0.0.0 g "(sleep 1; echo child-line; echo child-error >&2) & echo main-line; exit 0"
+restart_agent true
+[ "$(task_field 6.0.0.0 .adopted)" = true ] || fail "task 6.0.0.0 not re-adopted"
+touch "$GO/g"
+expect 6.0.0.0 succeeded 0 0
+OUT=$CLUSTER_OUTPUT_DIR/nobody/6.0.0.out
+grep -q main-line "$OUT" && grep -q child-line "$OUT" && grep -q child-error "$OUT" ||
+        fail "task 6.0.0.0's output lost what its left-behind child printed after the restart: $(cat "$OUT" 2>&1)"
+[ "$(final 6.0.0.0 | jq -r '.output_dropped_bytes // 0')" = 0 ] || fail "task 6.0.0.0: output dropped: $(final 6.0.0.0)"
+pass "a re-adopted task's left-behind child printed after its main process ended: every line in the file"
+
 # ---- E. with the real controller: the state directory lost, the agent restarted ----
 # Jobs: 3 tasks that exit 0, one that exits 3, one that ends while no agent runs (its record
 # lost with the directory: unknown). The first two end as they did, with no task run twice; the
@@ -232,7 +246,7 @@ job_field "$away_job" '.phases[0].tasks[0].error' | grep -q "exit status unknown
 pass "real controller, state directory lost and agent restarted: 3 jobs, none lost; tasks ended 0, 0, 0 and 3 as they did, none run twice; the one whose exit nobody could learn is lost with no exit code and ran again (succeeded)"
 
 # ---- every task launched once ----
-for t in 1.0.0.0 1.0.1.0 1.0.2.0 1.0.3.0 1.0.4.0 2.0.0.0 2.0.1.0 3.0.0.0 4.0.0.0 5.0.0.0; do
+for t in 1.0.0.0 1.0.1.0 1.0.2.0 1.0.3.0 1.0.4.0 2.0.0.0 2.0.1.0 3.0.0.0 4.0.0.0 5.0.0.0 6.0.0.0; do
         n=$(grep -c "Task $t started as pid" "$CLUSTER_DIR/agent-n1.log" || true)
         [ "$n" = 1 ] || fail "task $t launched $n times"
 done
@@ -240,5 +254,5 @@ for t in "$ok_job".0.0.0 "$ok_job".0.1.0 "$ok_job".0.2.0 "$bad_job".0.0.0 "$away
         n=$(grep -c "Task $t started as pid" "$CLUSTER_DIR/agent-n2.log" || true)
         [ "$n" = 1 ] || fail "task $t launched $n times"
 done
-pass "16 tasks, each launched once"
+pass "17 tasks, each launched once"
 echo PASS
