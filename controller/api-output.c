@@ -211,6 +211,8 @@ void api_handle_job_output(const HttpRequest *req, HttpResponse *resp, void *use
         _cleanup_free_ char *task_id = task ? strdup(task->id) : NULL, *node = task && task->node ? strdup(task->node) : NULL;
         bool placed = task && task->node;
         TaskState state = task ? task->state : TASK_PENDING;
+        /* Failed with no start time: its start failed (a task that ran has one, however short). */
+        bool start_failed = task && state == TASK_FAILED && task->started_ms < 0;
         store_tasks_free(tasks, n);
         if (!task)
                 return http_response_error(resp, 404, "%s has no task %" PRIu64 " in phase %" PRIu64 "%s", what, index,
@@ -223,6 +225,9 @@ void api_handle_job_output(const HttpRequest *req, HttpResponse *resp, void *use
                                            task_state_to_string(state));
         if (!placed)
                 return http_response_error(resp, 409, "task %s has not started: it has no output yet", task_id);
+        if (start_failed)
+                return http_response_error(resp, 404, "task %s failed to start, so it has no output: its error is in the job "
+                                           "(cgorchctl job %" PRIu64 ")", task_id, id);
 
         _cleanup_(store_node_done) StoreNode nd = {};
         r = store_node_peek(api->store, node, &nd);

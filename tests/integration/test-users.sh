@@ -213,6 +213,15 @@ timeout 30 env -u CGORCH_TOKEN_FILE -u CGORCH_SERVER setpriv --reuid="$user_a" -
 [ $status -eq 1 ] && grep -qF "task $id_h.0.0.0 was cancelled before it ran: it has no output" "$CLUSTER_DIR/err" ||
         fail "logs --follow of a job cancelled before it ran: status $status, $(cat "$CLUSTER_DIR/err")"
 pass "logs --follow of a job cancelled before it ran ends at once: $(cat "$CLUSTER_DIR/err")"
+# Following a task whose start failed (no such command): it never ran, and says so.
+id_x=$(ctl_a submit --name a-nocmd --cpus 0.1 --memory 32M -- /nonexistent/cgorch-no-such-command)
+wait_for 30 job_is_final "$id_x" || fail "job $id_x with a missing command never ended"
+status=0
+timeout 30 env -u CGORCH_TOKEN_FILE -u CGORCH_SERVER setpriv --reuid="$user_a" --regid="$(id -g "$user_a")" --init-groups \
+        "$CGORCHCTL" --socket "$S" logs --follow "$id_x" >/dev/null 2>"$CLUSTER_DIR/err" || status=$?
+[ $status -eq 1 ] && grep -qF "task $id_x.0.0.0 failed to start, so it has no output: its error is in the job (cgorchctl job $id_x)" \
+        "$CLUSTER_DIR/err" || fail "logs --follow of a job whose start failed: status $status, $(cat "$CLUSTER_DIR/err")"
+pass "logs --follow of a task whose start failed ends at once with status 1: $(cat "$CLUSTER_DIR/err")"
 
 # ---- the wall-clock limit ----
 ans=$(as "$user_a" curl -sS --unix-socket "$S" -w ' %{http_code}' -H 'Content-Type: application/json' \
