@@ -111,6 +111,10 @@ static int job_stop_one(Cluster *c, uint64_t job, JobState state, const char *re
         r = store_job_set_state(c->store, job, state, now_ms);
         if (r >= 0)
                 r = store_job_set_reason(c->store, job, reason);
+        /* A hold keeps a queued job back; an ended job is not held (its view said held_by, and a
+         * requeue ran it only after a release). */
+        if (r >= 0)
+                r = store_job_set_hold(c->store, job, NULL, false, now_ms);
         if (r < 0)
                 return r;
         log_info("Job %" PRIu64 " %s: %s.", job, job_state_to_string(state), reason);

@@ -2272,7 +2272,20 @@ Test(cluster, hold_and_release) {
                                 "release it");
         free(TAKE_PTR(error));
         cr_assert_eq(cluster_release(cluster, other, true, T0 + 4003, &job, &error), 0);
-        json_decref(job);
+        json_decref(TAKE_PTR(job));
+
+        /* A held job that is cancelled is no longer held; requeued, it runs without a release. */
+        uint64_t third = submit(job_one_task, T0 + 5000);
+        cr_assert_eq(cluster_hold(cluster, third, "ann", false, T0 + 5001, &job, &error), 0);
+        json_decref(TAKE_PTR(job));
+        cr_assert_eq(cluster_cancel(cluster, third, "ann", T0 + 5002, &job), 0);
+        json_decref(TAKE_PTR(job));
+        assert_job_state(third, "cancelled");
+        assert_field(third, -1, -1, "held_by", "(null)");
+        cr_assert_eq(cluster_requeue(cluster, third, "ann", T0 + 5003, &job, &error), 0);
+        json_decref(TAKE_PTR(job));
+        assert_field(third, -1, -1, "held_by", "(null)");
+        assert_job_state(third, "queued");
 }
 
 /* A failed job runs again: every task as a new attempt, the earlier ones kept as history; its
