@@ -5,6 +5,7 @@
  * bodies, the router, JSON responses (signed for a signed request), and requests held open for
  * a later answer (suspended connections). */
 #include <arpa/inet.h>
+#include <netinet/in.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -1303,6 +1304,31 @@ static int unix_listen(const char *path, int level, ino_t *ret_ino) {
         return TAKE_FD(fd);
 }
 
+/* The TCP listening socket, made here rather than by MHD, whose own failure says only "Failed to
+ * bind to port 0" (the address goes in whole) and leaves the reason to guess. Options as MHD
+ * sets them: SO_REUSEADDR, and IPv6 only on an IPv6 address. */
+static int tcp_listen(const struct sockaddr_storage *sa, const char *what) {
+        _cleanup_close_ int fd = socket(sa->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return log_error_errno(errno, "Cannot create a socket for %s: %m", what);
+        int on = 1;
+        if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) < 0 ||
+            (sa->ss_family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on) < 0))
+                return log_error_errno(errno, "Cannot set the options of the socket for %s: %m", what);
+        socklen_t len = sa->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+        if (bind(fd, (const struct sockaddr *) sa, len) < 0) {
+                int e = errno;
+                return log_error_errno(e, "Cannot listen on %s: %m%s", what,
+                                       e == EADDRINUSE      ? " (another process listens there: ss -ltnp shows which)"
+                                       : e == EADDRNOTAVAIL ? " (not an address of this host)"
+                                       : e == EACCES        ? " (a port below 1024 needs CAP_NET_BIND_SERVICE)"
+                                                            : "");
+        }
+        if (listen(fd, SOMAXCONN) < 0)
+                return log_error_errno(errno, "Cannot listen on %s: %m", what);
+        return TAKE_FD(fd);
+}
+
 /* Starts l's MHD daemon with the options both listeners share, and its event sources. */
 static int listener_start(HttpServer *s, HttpListener *l, const HttpServerConfig *config, unsigned flags,
                           const struct MHD_OptionItem *extra, size_t n_extra, const char *what) {
@@ -1358,8 +1384,8 @@ static int listener_start(HttpServer *s, HttpListener *l, const HttpServerConfig
                                      bounded ? on_accept : NULL, bounded ? s : NULL, on_request, l, MHD_OPTION_ARRAY,
                                      options, MHD_OPTION_END);
         if (!l->daemon)
-                return log_error_errno(EADDRNOTAVAIL, "Cannot listen on %s (address in use or not local%s?).", what,
-                                       flags & MHD_USE_TLS ? ", or the TLS certificate and key do not load or match" : "");
+                return log_error_errno(EIO, "Cannot serve on %s: libmicrohttpd did not start%s (see its message above).", what,
+                                       flags & MHD_USE_TLS ? ", the TLS certificate and key do not load or match?" : "");
 
         const union MHD_DaemonInfo *info = MHD_get_daemon_info(l->daemon, MHD_DAEMON_INFO_EPOLL_FD);
         if (!info)
@@ -1463,7 +1489,11 @@ int http_server_new(sd_event *event, const HttpServerConfig *config, const HttpR
                 flags |= MHD_USE_IPv6;
         if (tls)
                 flags |= MHD_USE_TLS;
-        struct MHD_OptionItem tcp_options[4] = { { MHD_OPTION_SOCK_ADDR, 0, &sa } };
+        int tcp_fd = tcp_listen(&sa, listen);
+        if (tcp_fd < 0)
+                return tcp_fd;
+        /* MHD takes the socket over (and closes it) once it starts. */
+        struct MHD_OptionItem tcp_options[4] = { { MHD_OPTION_LISTEN_SOCKET, tcp_fd, NULL } };
         size_t n = 1;
         if (config->max_connections_per_ip > 0)
                 tcp_options[n++] = (struct MHD_OptionItem) { MHD_OPTION_PER_IP_CONNECTION_LIMIT,
@@ -1474,8 +1504,11 @@ int http_server_new(sd_event *event, const HttpServerConfig *config, const HttpR
         }
         HttpListener *tcp = &s->listeners[HTTP_LISTENER_TCP];
         r = listener_start(s, tcp, config, flags, tcp_options, n, listen);
-        if (r < 0)
+        if (r < 0) {
+                if (!tcp->daemon)
+                        close(tcp_fd);
                 return r;
+        }
         const union MHD_DaemonInfo *info = MHD_get_daemon_info(tcp->daemon, MHD_DAEMON_INFO_BIND_PORT);
         if (!info || info->port == 0)
                 return log_error_errno(EIO, "libmicrohttpd does not tell the port it listens on.");
