@@ -10,7 +10,7 @@
 #   netns_start_controller [controller options...]
 #   netns_start_agent 1 n1 --cpus 1 [agent options...]
 #   netns_start_agent 3 n3 --delay-proxy --cpus 1      # through a delaying proxy
-#   netns_partition 1; netns_heal 1; netns_loss 1 30; netns_delay 3 400
+#   netns_partition 1; netns_heal 1; netns_loss 1 30; netns_delay 3 400; netns_delay 3 0 6000
 #
 # Addresses: agent i's link is 10.231.i.0/30, the controller's end .1 (interface vI in the
 # controller's namespace), the agent's .2 (v0 in its namespace). They exist only inside the
@@ -178,9 +178,11 @@ netns_partition() { netns_link_rules "$1" drop; }
 netns_loss() { netns_link_rules "$1" "numgen random mod 100 < $2 drop"; }
 # netns_heal I: link I passes everything again.
 netns_heal() { netns_link_rules "$1" ""; }
-# netns_delay I MS: the proxy of agent I holds every byte MS milliseconds each way (an agent
-# started with --delay-proxy); 0 ends the delay.
+# netns_delay I MS [MS_BACK]: the proxy of agent I holds every byte MS milliseconds each way (an
+# agent started with --delay-proxy), or, with MS_BACK, MS from the agent to the controller and
+# MS_BACK for the controller's answers (its TLS handshake spared: requests still arrive, answers
+# come late, as from a controller too slow to answer in time); 0 ends the delay.
 netns_delay() {
         [ -f "$CLUSTER_DIR/delay-$1" ] || { cluster_log "netns-lib: agent $1 has no delay proxy"; return 1; }
-        echo "$2" >"$CLUSTER_DIR/delay-$1.new" && mv "$CLUSTER_DIR/delay-$1.new" "$CLUSTER_DIR/delay-$1"
+        echo "$2${3:+ $3}" >"$CLUSTER_DIR/delay-$1.new" && mv "$CLUSTER_DIR/delay-$1.new" "$CLUSTER_DIR/delay-$1"
 }

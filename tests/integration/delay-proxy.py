@@ -7,7 +7,12 @@ tests (tools/netns-lib.sh) on kernels without netem.
 Each connection accepted on --listen is relayed to --target. Bytes read on either side are
 written to the other side DELAY milliseconds after they were read, in order, where DELAY is
 the number in --delay-file when they were read (re-read at most every 50 ms; 0 relays at
-once). A side's end of stream reaches the other side after the same delay. The port actually
+once). A second number in the file makes the link one-way slow: the first is then the delay
+of what the client sends, the second that of what --target sends back once the client has
+sent more than its first chunk, so "0 6000" delays the answers but not the TLS handshake
+(ClientHello, then the server's flight, which passes at once). A one-way delay of the
+handshake too would keep every new connection from carrying a request at all: a partition,
+not answers that come too late. A side's end of stream reaches the other side after the same delay. The port actually
 listened on is written to --port-file once the proxy accepts connections.
 """
 
@@ -21,30 +26,39 @@ import time
 class Delay:
     def __init__(self, path):
         self.path = path
-        self.value_s = 0.0
+        self.values_s = [0.0, 0.0]  # to the target, back from it
+        self.one_way = False        # two numbers: the back delay spares the handshake
         self.read_at = 0.0
 
-    def now_s(self):
+    def now_s(self, back=False):
         t = time.monotonic()
         if t - self.read_at >= 0.05:
             self.read_at = t
             try:
                 with open(self.path) as f:
-                    self.value_s = max(0.0, float(f.read().strip() or 0) / 1000.0)
+                    ms = [max(0.0, float(v) / 1000.0) for v in f.read().split()] or [0.0]
+                self.values_s = [ms[0], ms[-1]]
+                self.one_way = len(ms) > 1
             except (OSError, ValueError):
                 pass
-        return self.value_s
+        return self.values_s[1 if back else 0]
 
 
-async def pump(reader, writer, delay):
-    """Copies reader to writer, each chunk released delay after it was read."""
+async def pump(reader, writer, delay, chunks, back=False):
+    """Copies reader to writer, each chunk released delay after it was read (the delay of what
+    the target sends back, with back). chunks[0]: how many the client has sent so far."""
     queue = asyncio.Queue()
 
     async def read_side():
         try:
             while True:
                 data = await reader.read(65536)
-                queue.put_nowait((time.monotonic() + delay.now_s(), data))
+                if not back:
+                    chunks[0] += 1
+                wait_s = delay.now_s(back)
+                if back and delay.one_way and chunks[0] < 2:
+                    wait_s = 0.0  # the server's handshake flight, before the client's second chunk
+                queue.put_nowait((time.monotonic() + wait_s, data))
                 if not data:
                     return
         except (ConnectionError, OSError):
@@ -77,9 +91,10 @@ async def relay(client_reader, client_writer, target, delay):
         print(f"delay-proxy: cannot reach {host}:{port}: {e}", file=sys.stderr)
         client_writer.close()
         return
+    chunks = [0]
     try:
-        await asyncio.gather(pump(client_reader, up_writer, delay),
-                             pump(up_reader, client_writer, delay))
+        await asyncio.gather(pump(client_reader, up_writer, delay, chunks),
+                             pump(up_reader, client_writer, delay, chunks, back=True))
     finally:
         for w in (up_writer, client_writer):
             w.close()
