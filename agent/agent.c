@@ -124,6 +124,10 @@ struct Agent {
         uint32_t lease_ms;
         bool lease_saved_warned;       /* the lease file could not be written (said once) */
         uint64_t built_mono_us;        /* when the heartbeat in flight was built */
+        /* The lease ran out and no answer has come since: heartbeats say "fenced" (protocol 3),
+         * with or without a task to freeze, for the controller not to count them as word from
+         * us (a link that carries our requests but not its answers). */
+        bool lease_expired;
         sd_event_source *fence_timer;
         LimitWatch *limit_watch;       /* NULL: no inotify, every task's limits are polled */
         sd_event_source *limit_watch_source;
@@ -1597,7 +1601,8 @@ int agent_build_heartbeat(Agent *a, const char **ret_body) {
         if (!samples_at || !order || !kind || !take)
                 return -ENOMEM;
         if (a->protocol >= PROTO_VERSION_COMPACT) {
-                h.protocol = PROTO_VERSION_COMPACT;
+                h.protocol = a->protocol;
+                h.fenced = a->protocol >= PROTO_VERSION_FENCED && a->lease_expired;
                 r = reports_classify(a, &h, kind);
                 if (r < 0)
                         return r;
@@ -1642,6 +1647,7 @@ int agent_build_heartbeat(Agent *a, const char **ret_body) {
 static void agent_fence(Agent *a) {
         size_t frozen = 0, killed = 0;
 
+        a->lease_expired = true;
         for (Task *t = a->tasks; t; t = t->next) {
                 if (!t->launch || t->has_exit || t->fenced || t->frozen || t->fence_killed)
                         continue;
@@ -1765,6 +1771,8 @@ static void lease_restore(Agent *a) {
 static void agent_lease_renew(Agent *a, uint32_t lease_ms) {
         int r = 0;
 
+        /* An answer: our heartbeats count again (tasks fenced stay frozen until thawed). */
+        a->lease_expired = false;
         if (lease_ms == 0) {
                 /* A controller without leases never thaws a fence: nothing stays frozen. */
                 for (Task *t = a->tasks; t; t = t->next)
@@ -1915,18 +1923,19 @@ static void protocol_restore(Agent *a) {
         if (n < 0 || (size_t) n >= sizeof path || !(f = fopen(path, "re")))
                 return;
         if (fscanf(f, "%u", &p) == 1 && p >= PROTO_VERSION_COMPACT) {
-                a->protocol = PROTO_VERSION_COMPACT;
+                a->protocol = MIN(p, (unsigned) PROTO_VERSION_MAX);
                 log_info("Heartbeats go in protocol %u, which the controller last said it speaks.", a->protocol);
         }
 }
 
 void agent_set_protocol(Agent *a, unsigned version) {
-        unsigned p = version >= PROTO_VERSION_COMPACT ? PROTO_VERSION_COMPACT : 1;
+        unsigned p = version >= PROTO_VERSION_COMPACT ? MIN(version, (unsigned) PROTO_VERSION_MAX) : 1;
         size_t dropped = 0;
 
         if (p == MAX(a->protocol, 1u))
                 return;
         log_info("The controller speaks heartbeat protocol %u: %s.", p,
+                 p >= PROTO_VERSION_FENCED ? "samples go as rows, unchanged tasks by their id, a fence is said" :
                  p >= PROTO_VERSION_COMPACT ? "samples go as rows, unchanged tasks by their id" :
                                               "samples go as objects, every task's report in full");
         a->protocol = p;

@@ -65,7 +65,8 @@ void agent_handle_reply(Agent *a, const HeartbeatReply *reply);
 void agent_heartbeat_failed(Agent *a);
 /* The heartbeat protocol the controller speaks (its latest answer's Cgorch-Protocol; 0: none
  * named): from PROTO_VERSION_COMPACT on, heartbeats carry samples as rows and name tasks whose
- * report has not changed since an answered heartbeat by their id alone. */
+ * report has not changed since an answered heartbeat by their id alone; from PROTO_VERSION_FENCED
+ * on they say "fenced" while the lease has run out. */
 void agent_set_protocol(Agent *a, unsigned version);
 
 void agent_apply_action(Agent *a, const Action *action);

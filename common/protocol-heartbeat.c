@@ -261,8 +261,8 @@ static const Schema capacity_schema = {
 };
 
 /* The text writer writes a heartbeat around its task reports: the fields before "tasks", then from "acks". */
-#define HEARTBEAT_TASKS 8
-#define HEARTBEAT_ACKS 11
+#define HEARTBEAT_TASKS 9
+#define HEARTBEAT_ACKS 12
 const Schema heartbeat_schema = {
         .fields = (const Field[]) {
                 F_STR("node", FIELD_NODE, Heartbeat, node, FIELD_REQUIRED),
@@ -272,7 +272,8 @@ const Schema heartbeat_schema = {
                   .names = (const char *const[]) { "v1", "hybrid", "v2", NULL } },
                 { FIELD_KEY("pids_limit"), .kind = FIELD_BOOL, .flags = FIELD_MARK, FIELD_AT(Heartbeat, pids_limit),
                   .aux = offsetof(Heartbeat, has_pids_limit) },
-                F_INT("protocol", Heartbeat, protocol, 1, PROTO_VERSION_COMPACT, 0),
+                F_INT("protocol", Heartbeat, protocol, 1, PROTO_VERSION_MAX, 0),
+                F_BOOL("fenced", Heartbeat, fenced, 0),
                 F_OBJECT("capacity", 0, capacity_schema, FIELD_REQUIRED),
                 F_OBJECT("node_sample", offsetof(Heartbeat, node_sample), node_sample_schema, FIELD_REQUIRED),
                 /* The reports of "unchanged", then "held", follow the full ones in h->tasks. */
@@ -286,7 +287,7 @@ const Schema heartbeat_schema = {
                   .aux = offsetof(Heartbeat, n_acks), .size = sizeof(Ack), .max = PROTO_MAX_ACTIONS, .sub = &ack_schema,
                   .what = "acks" },
         },
-        .n_fields = 12,
+        .n_fields = 13,
         .has_offset = SCHEMA_NO_HAS,
 };
 

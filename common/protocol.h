@@ -56,6 +56,11 @@
 /* The heartbeat protocol version with samples as rows and unchanged tasks (docs/api.md); the
  * controller names the highest it speaks in the PROTO_VERSION_HEADER of every answer. */
 #define PROTO_VERSION_COMPACT 2
+/* Protocol 3: protocol 2, and the heartbeat says "fenced" while the agent's lease has run out
+ * (docs/design.md, "Nodes and failures"). An agent sends it only to a controller that named 3:
+ * one that did not would refuse the field. */
+#define PROTO_VERSION_FENCED 3
+#define PROTO_VERSION_MAX PROTO_VERSION_FENCED
 #define PROTO_VERSION_HEADER "Cgorch-Protocol"
 #define PROTO_MAX_ACTIONS 100000
 
@@ -336,8 +341,13 @@ typedef struct Heartbeat {
         NodeSample node_sample;
         /* Optional ("protocol"): 2 when the agent writes samples as rows and lists unchanged
          * tasks (PROTO_VERSION_COMPACT); 0 or 1: the first form. The decoders take both forms
-         * either way; the controller answers protocol 2's reply fields only to a 2. */
+         * either way; the controller answers protocol 2's reply fields only to a 2 (or 3). 3:
+         * also says "fenced" (PROTO_VERSION_FENCED). */
         unsigned protocol;
+        /* Optional ("fenced", protocol 3): the agent's lease ran out and no answer has come since
+         * (its self-fence). Such a heartbeat arrived, but no answer of ours reaches the agent in
+         * time: the controller does not count it as word from the node (cluster-heartbeat.c). */
+        bool fenced;
         TaskReport *tasks;           /* full reports first, then the unchanged entries, then the held */
         size_t n_tasks;
         Ack *acks;

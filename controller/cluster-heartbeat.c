@@ -157,8 +157,9 @@ static int merge_report(Cluster *c, const Heartbeat *hb, const TaskReport *rep, 
         }
 
         /* Frozen by its agent's self-fence while we could not be reached, and still ours:
-         * it runs on, unless the scheduler itself wants it frozen. */
-        if (rep->fenced && rep->state == TASK_RUNNING) {
+         * it runs on, unless the scheduler itself wants it frozen. Not while the agent says its
+         * lease has run out: the thaw could reach it after we have given the node up. */
+        if (rep->fenced && rep->state == TASK_RUNNING && !hb->fenced) {
                 r = store_action_pending(c->store, t.id, ACTION_KILL);
                 if (r == 0)
                         r = store_task_fence_thaw_due(c->store, t.id);
@@ -283,14 +284,20 @@ static int apply_ack(Cluster *c, const Heartbeat *hb, const Ack *ack, int64_t no
 }
 
 /* The node's unacked actions, re-sent every heartbeat until acked (the agent applies each id
- * once). A start whose task has meanwhile ended or is being killed is dropped, not sent. */
-static int reply_actions(Cluster *c, const char *node, int64_t now_ms, json_t *ret_array) {
+ * once). A start whose task has meanwhile ended or is being killed is dropped, not sent. To an
+ * agent whose lease has run out (fenced), only kills: the answer renews its lease, but we do not
+ * count its heartbeat as word from it, so nothing may run there on the strength of it; the rest
+ * goes with the answer to its next heartbeat, which does count. */
+static int reply_actions(Cluster *c, const Heartbeat *hb, int64_t now_ms, json_t *ret_array) {
+        const char *node = hb->node;
         StoreAction *actions = NULL;
         size_t n = 0;
         int r = store_actions_unacked(c->store, node, now_ms, &actions, &n);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n && r >= 0; i++) {
+                if (hb->fenced && actions[i].type != ACTION_KILL)
+                        continue;
                 if (actions[i].type == ACTION_START) {
                         _cleanup_(store_task_done) StoreTask t = {};
                         r = store_task_get(c->store, actions[i].task, &t);
@@ -447,6 +454,30 @@ static int observe_report_usage(Cluster *c, const TaskReport *rep) {
         return store_task_usage_observe(c->store, rep->id, cpu_s, peak, progress);
 }
 
+/* A heartbeat from an agent whose lease has run out (protocol 3's "fenced"): it reached us, but
+ * our answers have not reached the agent for a lease (a one-way or slow link), so its tasks are
+ * frozen and it runs nothing we send. It is recorded, but not as word from the node: its last
+ * heartbeat time and its state stay as they were, so it is lost once silent for the lease and an
+ * interval, as if these heartbeats had not come, and its tasks run again elsewhere (safe: its
+ * agent keeps them frozen until told). Its reports are still merged: an end it reports counts,
+ * and a task of a lost node it still has is killed, as when a partitioned node comes back. */
+static int heartbeat_note_fenced(Cluster *c, const Heartbeat *hb, const StoreNode *old, int64_t now_ms) {
+        if (!strv_contains(c->fenced, hb->node)) {
+                if (strv_extend(&c->fenced, hb->node) < 0)
+                        return -ENOMEM;
+                c->placement_dirty = true; /* nothing new goes there */
+                if (old->lost)
+                        log_warning("Node %s, lost, sends heartbeats again, but its agent says its lease ran out: it "
+                                    "stays lost until a heartbeat after our answer reaches it.", hb->node);
+                else
+                        log_warning("Node %s: its agent says its lease ran out (our answers have not reached it for "
+                                    "--lease), though its heartbeats arrive: they do not count; nothing new goes there, "
+                                    "and it is lost %.1f s after its last heartbeat that counted.",
+                                    hb->node, (double) cluster_lost_after_ms(c) / 1000.0);
+        }
+        return store_node_upsert_unrenewed(c->store, hb, now_ms, old->last_heartbeat_ms, old->lost);
+}
+
 static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json_t *actions) {
         _cleanup_(cluster_job_set_done) JobSet jobs = {};
         _cleanup_(store_node_done) StoreNode old = {};
@@ -455,7 +486,23 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
 
         bool restarted = false, changed = false;
         int r = store_node_peek(c->store, hb->node, &old);
-        if (r == -ENOENT) {
+        if (hb->fenced && r >= 0) {
+                restarted = !streq(old.boot_id, hb->boot_id);
+                if (!restarted && hb->seq <= old.last_seq)
+                        return -ESTALE;
+                r = heartbeat_note_fenced(c, hb, &old, now_ms);
+                if (r < 0)
+                        return r;
+        } else if (hb->fenced && r == -ENOENT) {
+                /* Known to us only by a heartbeat that is not word from it: lost until one is. */
+                log_warning("Node %s registered with its lease run out: lost until a heartbeat of it counts.",
+                            hb->node);
+                r = store_node_upsert_unrenewed(c->store, hb, now_ms, now_ms, true);
+                if (r < 0)
+                        return r;
+                if (!strv_contains(c->fenced, hb->node) && strv_extend(&c->fenced, hb->node) < 0)
+                        return -ENOMEM;
+        } else if (r == -ENOENT) {
                 changed = true;
                 log_info("Node %s registered: %g CPUs, %" PRIu64 " bytes of memory, cgroup mode %s%s.", hb->node,
                          hb->capacity_cpus, hb->capacity_memory_bytes, hb->cgroup_mode ?: "unknown",
@@ -474,6 +521,10 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
                 if (restarted)
                         log_notice("Node %s: agent restarted (boot id %s, was %s).", hb->node, hb->boot_id,
                                    old.boot_id);
+                if (cluster_node_list_remove(c->fenced, hb->node)) {
+                        changed = true;
+                        log_notice("Node %s: our answers reach its agent again (its lease is renewed).", hb->node);
+                }
                 if (old.lost)
                         log_notice("Node %s is back after being lost.", hb->node);
                 else if (cluster_node_list_remove(c->unreachable, hb->node)) {
@@ -484,9 +535,11 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
                         changed = true; /* first word since our start: placeable again */
         }
 
-        r = store_node_upsert(c->store, hb, now_ms);
-        if (r < 0)
-                return r;
+        if (!hb->fenced) {
+                r = store_node_upsert(c->store, hb, now_ms);
+                if (r < 0)
+                        return r;
+        }
         r = store_node_running_tasks(c->store, hb->node, &running, &n_running);
         if (r < 0)
                 return r;
@@ -540,7 +593,7 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
         r = cluster_place_if_needed(c, now_ms);
         if (r < 0)
                 return r;
-        return reply_actions(c, hb->node, now_ms, actions);
+        return reply_actions(c, hb, now_ms, actions);
 }
 
 /* A heartbeat in steady state: the node is as the store last had it (same boot, capacity,
@@ -550,8 +603,9 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
  * a transaction: here they go to memory, and the store writes them in its next round
  * (store_nodes_flush()). 1 when taken, 0 when heartbeat_apply() must take it. */
 static int heartbeat_fast(Cluster *c, const Heartbeat *hb, int64_t now_ms) {
-        if (hb->n_acks > 0 || c->placement_dirty || now_ms - c->placed_ms >= (int64_t) cluster_interval_ms(c) ||
-            cluster_sched_weights_unknown(c->sched) || store_fault(c->store, NULL, NULL) != STORE_FAULT_NONE ||
+        if (hb->fenced || hb->n_acks > 0 || c->placement_dirty ||
+            now_ms - c->placed_ms >= (int64_t) cluster_interval_ms(c) || cluster_sched_weights_unknown(c->sched) ||
+            store_fault(c->store, NULL, NULL) != STORE_FAULT_NONE ||
             strv_contains(c->unreachable, hb->node) ||
             !store_node_heartbeat_fits(c->store, hb, now_ms - cluster_unreachable_after_ms(c)))
                 return 0;
@@ -622,7 +676,7 @@ static int heartbeat_handle(Cluster *c, const char *node, const Heartbeat *hb, c
                 _cleanup_json_ json_t *fresh = json_array();
                 r = fresh ? store_begin(c->store) : -ENOMEM;
                 if (r >= 0) {
-                        r = reply_actions(c, hb->node, now_ms, fresh);
+                        r = reply_actions(c, hb, now_ms, fresh);
                         if (r >= 0)
                                 r = store_commit(c->store);
                         if (r < 0)
@@ -698,9 +752,14 @@ static int node_lose(Cluster *c, const char *node, int64_t silent_ms, int64_t no
         _cleanup_(cluster_job_set_done) JobSet jobs = {};
         StoreTask *tasks = NULL;
         size_t n = 0;
-        char reason[128];
+        char reason[256];
 
-        snprintf(reason, sizeof reason, "node %s lost: no heartbeat for %.1f s", node, (double) silent_ms / 1000.0);
+        if (strv_contains(c->fenced, node))
+                snprintf(reason, sizeof reason, "node %s lost: its agent's lease ran out (our answers did not reach it); "
+                         "no heartbeat that counts for %.1f s", node, (double) silent_ms / 1000.0);
+        else
+                snprintf(reason, sizeof reason, "node %s lost: no heartbeat for %.1f s", node,
+                         (double) silent_ms / 1000.0);
 
         int r = store_node_set_lost(c->store, node);
         if (r < 0)
@@ -774,8 +833,10 @@ int cluster_check_nodes(Cluster *c, int64_t now_ms) {
                         return r;
                 /* Said once it is true: a rolled-back loss is tried again at the next check. */
                 (void) cluster_node_list_remove(c->unreachable, *id);
-                log_warning("Node %s is lost (no heartbeat for %.1f s); %zu task(s) lost.", *id,
-                            (double) (now_ms - n.last_heartbeat_ms) / 1000.0, lost);
+                bool fenced = strv_contains(c->fenced, *id);
+                log_warning("Node %s is lost (no heartbeat%s for %.1f s%s); %zu task(s) lost.", *id,
+                            fenced ? " that counts" : "", (double) (now_ms - n.last_heartbeat_ms) / 1000.0,
+                            fenced ? ": its agent's lease ran out, our answers do not reach it" : "", lost);
         }
         if (!overdue || !overdue[0])
                 return 0;

@@ -34,6 +34,10 @@ struct Cluster {
          * tasks stay theirs until the lease runs out (kept for the log and to place again at
          * once when one comes back). */
         char **unreachable;
+        /* Nodes whose last heartbeat said "fenced" (protocol 3): the agent's lease ran out, our
+         * answers do not reach it, though its heartbeats reach us. Those heartbeats are not word
+         * from the node: it gets nothing new, and is lost as a silent node is. */
+        char **fenced;
         /* During one heartbeat: stray kills it may still queue (UINT_MAX: not counted yet), and
          * those it could not. */
         unsigned stray_budget, strays_skipped;

@@ -428,10 +428,12 @@ static int place_once(Cluster *c, int64_t now_ms, bool *ret_froze) {
         int r = store_nodes_capacity(c->store, &nodes, &n_nodes);
         if (r < 0)
                 goto finish;
-        /* A node we have not heard from lately (or not since our start) gets nothing new: to
-         * the scheduler it is as good as lost, while its tasks stay its own. */
+        /* A node we have not heard from lately (or not since our start), or whose agent says its
+         * lease ran out, gets nothing new: to the scheduler it is as good as lost, while its
+         * tasks stay its own. */
         for (size_t i = 0; i < n_nodes; i++)
-                if (now_ms - nodes[i].last_heartbeat_ms > cluster_unreachable_after_ms(c))
+                if (now_ms - nodes[i].last_heartbeat_ms > cluster_unreachable_after_ms(c) ||
+                    strv_contains(c->fenced, nodes[i].id))
                         nodes[i].lost = true;
         r = cluster_sched_sync(c->sched, c->store, nodes, n_nodes, now_ms);
         if (r >= 0 && n_nodes == 0) {

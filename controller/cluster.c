@@ -110,6 +110,7 @@ Cluster *cluster_free(Cluster *c) {
         report_cache_free(c->reports);
         strv_free(c->no_freeze);
         strv_free(c->unreachable);
+        strv_free(c->fenced);
         free(c);
         return NULL;
 }

@@ -257,7 +257,7 @@ static enum MHD_Result send_response(struct MHD_Connection *conn, const Request 
                 /* The highest heartbeat protocol spoken here: agents write the compact one after
                  * an answer that names it, and go back to the first on one that does not. */
                 char version[16];
-                snprintf(version, sizeof version, "%d", PROTO_VERSION_COMPACT);
+                snprintf(version, sizeof version, "%d", PROTO_VERSION_MAX);
                 MHD_add_response_header(response, PROTO_VERSION_HEADER, version);
         }
         else if (resp->file_content_type)

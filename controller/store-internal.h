@@ -208,7 +208,7 @@ StoreNodeMemo *store_node_memo_find(Store *s, const char *id);
  * current memo; a current memo is left as it is. */
 int store_node_memo_load(Store *s, const StoreNode *n, int pids_limit);
 /* The node's row was just written from this heartbeat (store_node_upsert()), or marked lost. */
-int store_node_memo_written(Store *s, const Heartbeat *hb, int64_t now_ms);
+int store_node_memo_written(Store *s, const Heartbeat *hb, int64_t heard_ms, bool lost);
 void store_node_memo_lost(Store *s, const char *id);
 /* What the last look found: no action waits for the node's ack (true), or maybe one does. */
 bool store_node_memo_no_actions(Store *s, const char *id);

@@ -298,7 +298,7 @@ static void memo_touch(StoreNodeMemos *t, StoreNodeMemo *m) {
         };
 }
 
-int store_node_memo_written(Store *s, const Heartbeat *hb, int64_t now_ms) {
+int store_node_memo_written(Store *s, const Heartbeat *hb, int64_t heard_ms, bool lost) {
         StoreNodeMemos *t = s->memos;
         StoreNodeMemo *m;
         int r = memo_get_or_add(t, hb->node, &m);
@@ -312,13 +312,13 @@ int store_node_memo_written(Store *s, const Heartbeat *hb, int64_t now_ms) {
                 m->stale = true;
                 return r;
         }
-        m->lost = false;
+        m->lost = lost;
         m->capacity_cpus = hb->capacity_cpus;
         m->capacity_memory_bytes = hb->capacity_memory_bytes;
         m->pids_limit = hb->has_pids_limit ? hb->pids_limit : -1;
         m->speed = hb->speed > 0 ? hb->speed : 0;
         m->last_seq = hb->seq;
-        m->last_heartbeat_ms = now_ms;
+        m->last_heartbeat_ms = heard_ms;
         m->cpu_busy = hb->node_sample.cpu_busy;
         m->memory_available_bytes = hb->node_sample.memory_available_bytes;
         m->stale = false;

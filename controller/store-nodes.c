@@ -180,16 +180,16 @@ int store_nodes_capacity(Store *s, StoreNode **ret, size_t *ret_n) {
         return r;
 }
 
-int store_node_upsert(Store *s, const Heartbeat *hb, int64_t now_ms) {
+static int node_upsert(Store *s, const Heartbeat *hb, int64_t now_ms, int64_t heard_ms, bool lost) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r = store_prepare(s,
                               "INSERT INTO nodes (id, state, boot_id, cgroup_mode, capacity_cpus,"
                               " capacity_memory_bytes, last_seq, cpu_busy, memory_available_bytes,"
                               " registered_ms, last_heartbeat_ms, pids_limit, speed) "
-                              "VALUES (?1, 'ready', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10, ?11) "
-                              "ON CONFLICT (id) DO UPDATE SET state = 'ready', boot_id = ?2, cgroup_mode = ?3,"
+                              "VALUES (?1, ?13, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?12, ?10, ?11) "
+                              "ON CONFLICT (id) DO UPDATE SET state = ?13, boot_id = ?2, cgroup_mode = ?3,"
                               " capacity_cpus = ?4, capacity_memory_bytes = ?5, last_seq = ?6, cpu_busy = ?7,"
-                              " memory_available_bytes = ?8, last_heartbeat_ms = ?9, pids_limit = ?10, speed = ?11",
+                              " memory_available_bytes = ?8, last_heartbeat_ms = ?12, pids_limit = ?10, speed = ?11",
                               &st);
         if (r < 0)
                 return r;
@@ -210,13 +210,23 @@ int store_node_upsert(Store *s, const Heartbeat *hb, int64_t now_ms) {
                 sqlite3_bind_double(st, 11, hb->speed);
         else
                 sqlite3_bind_null(st, 11);
+        sqlite3_bind_int64(st, 12, heard_ms);
+        sqlite3_bind_text(st, 13, lost ? "lost" : "ready", -1, SQLITE_STATIC);
         r = store_step_done(s, st, "update node");
         if (r < 0)
                 return r;
         /* Out of memory, its memo is stale: the next heartbeat reads the row. */
-        if (store_node_memo_written(s, hb, now_ms) < 0)
+        if (store_node_memo_written(s, hb, heard_ms, lost) < 0)
                 log_oom();
         return 0;
+}
+
+int store_node_upsert(Store *s, const Heartbeat *hb, int64_t now_ms) {
+        return node_upsert(s, hb, now_ms, now_ms, false);
+}
+
+int store_node_upsert_unrenewed(Store *s, const Heartbeat *hb, int64_t now_ms, int64_t heard_ms, bool lost) {
+        return node_upsert(s, hb, now_ms, heard_ms, lost);
 }
 
 int store_node_set_lost(Store *s, const char *id) {

@@ -432,6 +432,10 @@ int store_node_get(Store *s, const char *id, StoreNode *ret);
 int store_node_peek(Store *s, const char *id, StoreNode *ret);
 /* Inserts or updates the node from a heartbeat and marks it ready. */
 int store_node_upsert(Store *s, const Heartbeat *hb, int64_t now_ms);
+/* The same for a heartbeat that is not word from the node (its agent says "fenced": our answers
+ * do not reach it): what it says is recorded, but the node keeps its last heartbeat time
+ * (heard_ms) and its state (lost or ready), so that it is lost as a silent node is. */
+int store_node_upsert_unrenewed(Store *s, const Heartbeat *hb, int64_t now_ms, int64_t heard_ms, bool lost);
 int store_node_set_lost(Store *s, const char *id);
 /* All nodes ordered by id, with their allocations. */
 int store_nodes_list(Store *s, StoreNode **ret, size_t *ret_n);

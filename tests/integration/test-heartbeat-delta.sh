@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# test-heartbeat-delta.sh: heartbeat protocol 2 on real cgroups, scaled down: N tasks whose full
+# test-heartbeat-delta.sh: heartbeat protocol 2 (in the controller's protocol 3, which is 2 and a
+# flag) on real cgroups, scaled down: N tasks whose full
 # reports together are larger than the body bound (the controller's --max-body-size and the
 # agent's --max-heartbeat-size both 16K, where 10 000 tasks meet the default 1M). The agent names
 # unchanged tasks by their id and holds changed reports that do not fit; no task is taken for
@@ -28,7 +29,7 @@ id=$("$CGORCHCTL" submit --name many --user nobody --tasks "$N" --cpus 0.05 --me
 count() { job_field "$id" "[.phases[0].tasks[] | select(.state == \"$1\")] | length"; }
 all_running() { [ "$(count running)" = "$N" ]; }
 wait_for 300 all_running || fail "$(count running) of $N tasks running: $(tail -n 5 "$log")"
-grep -q "speaks heartbeat protocol 2" "$log" || fail "the agent never wrote protocol 2"
+grep -q "speaks heartbeat protocol 3" "$log" || fail "the agent never wrote protocol 3"
 ! grep -q "alone take" "$log" || fail "the agent's reports alone were over its bound: $(grep "alone take" "$log")"
 pass "$N tasks running with heartbeats within 16K"
 
@@ -40,16 +41,16 @@ usage() { job_field "$id" '[.phases[0].tasks[].cpu_s // 0] | add'; }
 # ---- the agent restarts: every report is new to the controller, most are held ----
 kill -KILL "$CLUSTER_AGENT_PID"
 wait "$CLUSTER_AGENT_PID" 2>/dev/null || true
-restored=$(grep -c "Heartbeats go in protocol 2" "$log" || true)
+restored=$(grep -c "Heartbeats go in protocol 3" "$log" || true)
 refused=$(grep -c "HTTP 413" "$log" || true)
 cluster_start_agent n1 --cpus 16 --memory 16G --max-heartbeat-size 16K --sample-interval 500ms
-in_protocol_2() { [ "$(grep -c "Heartbeats go in protocol 2" "$log" || true)" -gt "$restored" ]; }
-wait_for 30 in_protocol_2 || fail "the restarted agent did not start in protocol 2: $(tail -n 5 "$log")"
+in_protocol_3() { [ "$(grep -c "Heartbeats go in protocol 3" "$log" || true)" -gt "$restored" ]; }
+wait_for 30 in_protocol_3 || fail "the restarted agent did not start in protocol 3: $(tail -n 5 "$log")"
 sleep 5
 [ "$(rows)" = "$before" ] || fail "tasks changed across the agent's restart: $(count running) running, $(count lost) lost"
 [ "$(grep -c "HTTP 413" "$log" || true)" = "$refused" ] ||
         fail "a heartbeat of the restarted agent was refused as too large: $(grep "HTTP 413" "$log" | tail -n 1)"
-pass "agent restarted with $N tasks: its first heartbeat in protocol 2, all named, none lost"
+pass "agent restarted with $N tasks: its first heartbeat in protocol 3, all named, none lost"
 
 # ---- the controller restarts: it has none of the reports and asks for them ----
 kill -KILL "$CONTROLLER_PID"

@@ -14,9 +14,12 @@
 #   e. n3's traffic delayed 400 ms each way for 6 s (a proxy in n3's namespace: this kernel
 #      may lack netem, so the delay is not the kernel's); no task runs again;
 #   f. n1 partitioned, and the controller SIGKILLed and restarted with a lease of 1 s: it takes
-#      n1 for lost only once the LEASE_S s lease n1's agent holds has run out (it last ran).
+#      n1 for lost only once the LEASE_S s lease n1's agent holds has run out (it last ran);
+#   g. n3's heartbeats reach the controller at once, its answers LEASE_S + 2 s late (the proxy,
+#      one way), for 2 LEASE_S + 4 s: n3's agent fences and says so, n3 is lost although its
+#      heartbeats arrive, and its task runs again elsewhere.
 # Environment: CONTROLLER_EXTRA_ARGS (default "--lease 4s"), LEASE_S (default 4),
-# PARTITION_SCENARIOS (default "a b c-short c-long d e f").
+# PARTITION_SCENARIOS (default "a b c-short c-long d e f g").
 set -euo pipefail
 
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -27,7 +30,7 @@ top_builddir=${top_builddir:-$top_srcdir/build}
 netns_require
 CONTROLLER_EXTRA_ARGS=${CONTROLLER_EXTRA_ARGS---lease 4s}
 LEASE_S=${LEASE_S:-4}
-SCENARIOS=${PARTITION_SCENARIOS:-a b c-short c-long d e f}
+SCENARIOS=${PARTITION_SCENARIOS:-a b c-short c-long d e f g}
 CHECK="python3 $top_srcdir/tests/integration/netns-check.py"
 
 cluster_init "$top_builddir" cgorch-test-partition
@@ -228,6 +231,28 @@ for s in $SCENARIOS; do
                 say "f: n$LONG is $(node_state "n$LONG") at the end of the partition"
                 netns_heal "$LONG"
                 ready_after "n$LONG"
+                finish
+                ;;
+        g)
+                begin g 14 14 14
+                on_n3=
+                for id in "${JOBS[@]}"; do [ "$(running_nodes "$id")" = n3 ] && on_n3=$id; done
+                [ -n "$on_n3" ] || fail "g: no job runs on n3"
+                netns_delay 3 0 $(((LEASE_S + 2) * 1000))
+                say "g: the controller's answers to n3 delayed $((LEASE_S + 2)) s, n3's heartbeats not, for $((2 * LEASE_S + 4)) s"
+                more 1 3
+                # n3's agent fences LEASE_S s in; its heartbeats from then on do not count, so
+                # n3 is lost LEASE_S s and an interval later.
+                sleep $((2 * LEASE_S + 4))
+                g_state=$(node_state n3)
+                g_attempts=$(job_field "$on_n3" '.phases[0].tasks | length')
+                say "g: n3 is $g_state at the end of the one-way delay; job $on_n3 has $g_attempts attempt(s)"
+                if [ "$g_state" != lost ] || [ "$g_attempts" -lt 2 ]; then
+                        say "g: heartbeats of a fenced agent kept its node: its task was not run again"
+                        FAILED+=(g-lost)
+                fi
+                netns_delay 3 0
+                ready_after n3
                 finish
                 ;;
         *) fail "unknown scenario $s" ;;

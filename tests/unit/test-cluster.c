@@ -141,6 +141,8 @@ static Node node_new(const char *name, double cpus) {
 
 /* The heartbeat protocol beat() writes (0: the first). */
 static unsigned beat_protocol;
+/* beat() says "fenced" (protocol 3): the agent's lease has run out. */
+static bool beat_fenced;
 
 /* Sends one heartbeat (encoded by the protocol's own encoder, as an agent does) and returns
  * the reply after checking that the agent's decoder accepts it. */
@@ -158,7 +160,8 @@ static HeartbeatReply *beat(Node *n, TaskReport *reports, size_t n_reports, Ack 
                 .n_tasks = n_reports,
                 .acks = acks,
                 .n_acks = n_acks,
-                .protocol = beat_protocol,
+                .protocol = beat_fenced ? PROTO_VERSION_FENCED : beat_protocol,
+                .fenced = beat_fenced,
         };
         json_t *body = heartbeat_to_json(&hb);
         cr_assert_not_null(body);
@@ -863,6 +866,92 @@ Test(cluster, fenced_task_kept_is_thawed_once) {
         hr = beat(&n1, &r, 1, NULL, 0, back + LEASE_MS);
         cr_assert_not_null(find_action(hr, ACTION_THAW, task_id(id, 0, 0)));
         heartbeat_reply_free(hr);
+}
+
+/* A one-way link: n1's heartbeats arrive, our answers do not reach its agent in time, so its
+ * lease runs out, it freezes its task and says "fenced" in every heartbeat. Those heartbeats are
+ * not word from n1: it is lost the lease and an interval after the last one that counted, exactly
+ * as a silent node, and the task runs again on n2. Nothing but kills goes to a fenced agent (an
+ * answer renews its lease, a thaw or a start would run work on a node we give up on). When the
+ * link heals, n1 comes back as a partitioned node does: its frozen copy is killed. */
+Test(cluster, heartbeats_of_a_fenced_agent_do_not_keep_its_node) {
+        Node n1 = node_new("n1", 1), n2 = node_new("n2", 1);
+        uint64_t id = one_task_running(&n1); /* the last heartbeat that counts: T0 + 1500 */
+        TaskReport r = running(task_id(id, 0, 0), NULL, 0);
+        HeartbeatReply *hr;
+
+        /* Answered heartbeats go on until T0 + 1500; from the lease on, the agent has fenced. */
+        r.fenced = true;
+        beat_fenced = true;
+        int64_t deadline = T0 + 1500 + LOST_MS;
+        for (int64_t t = T0 + 1500 + LEASE_MS; t <= deadline; t += INTERVAL_MS / 2) {
+                hr = beat(&n1, &r, 1, NULL, 0, t);
+                cr_assert_eq(hr->n_actions, 0, "no thaw for a fenced agent (at %" PRId64 ")", t - T0);
+                heartbeat_reply_free(hr);
+                cr_assert_eq(cluster_check_nodes(cluster, t), 0);
+                assert_task_state(id, 0, 0, "running");
+        }
+        assert_node_state("n1", deadline, "unreachable");
+        cr_assert_eq(cluster_check_nodes(cluster, deadline + 1), 0);
+        StoreNode node;
+        cr_assert_eq(store_node_get(store, "n1", &node), 0);
+        cr_assert(node.lost, "heartbeats of a fenced agent do not keep its node");
+        store_node_done(&node);
+        assert_task_state(id, 0, 0, "lost");
+        assert_field(id, 0, 0, "error", "node n1 lost: its agent's lease ran out (our answers did not reach it); "
+                                        "no heartbeat that counts for 12.0 s");
+        assert_node_state("n1", deadline + 1, "lost");
+
+        /* Attempt 1 runs on n2. */
+        beat_fenced = false;
+        hr = beat_empty(&n2, deadline + 100);
+        cr_assert_not_null(find_action(hr, ACTION_START, task_id_attempt(id, 0, 0, 1)));
+        heartbeat_reply_free(ack_and_run(&n2, hr, deadline + 200));
+        heartbeat_reply_free(hr);
+        assert_task_state(id, 0, 1, "running");
+
+        /* n1 still fenced: it stays lost; its copy is to be killed (a kill is safe anytime). */
+        beat_fenced = true;
+        hr = beat(&n1, &r, 1, NULL, 0, deadline + 1000);
+        const Action *kill = find_action(hr, ACTION_KILL, task_id(id, 0, 0));
+        cr_assert_not_null(kill);
+        cr_assert_eq(hr->n_actions, 1);
+        Ack ack = ack_ok(kill);
+        heartbeat_reply_free(hr);
+        assert_node_state("n1", deadline + 1000, "lost");
+        cr_assert_eq(cluster_check_nodes(cluster, deadline + 1000), 0);
+
+        /* The answer reached it: the next heartbeat counts, n1 is ready again and its stale copy
+         * killed, never thawed. */
+        beat_fenced = false;
+        TaskReport gone = ended(task_id(id, 0, 0), TASK_CANCELLED, 0, 9, 1, MiB);
+        hr = beat(&n1, &gone, 1, &ack, 1, deadline + 2000);
+        cr_assert_eq(count_actions(hr, ACTION_THAW), 0);
+        heartbeat_reply_free(hr);
+        assert_node_state("n1", deadline + 2000, "ready");
+        assert_task_state(id, 0, 0, "lost");
+        assert_task_state(id, 0, 1, "running");
+        assert_job_state(id, "running");
+}
+
+/* An agent that fenced while its node was still ours (the answers came back in time to keep it)
+ * gets its thaw only with a heartbeat that counts, never in the answer to a fenced one. */
+Test(cluster, fenced_agent_is_thawed_only_once_its_heartbeat_counts) {
+        Node n1 = node_new("n1", 1);
+        uint64_t id = one_task_running(&n1);
+        TaskReport r = running(task_id(id, 0, 0), NULL, 0);
+        r.fenced = true;
+        beat_fenced = true;
+        HeartbeatReply *hr = beat(&n1, &r, 1, NULL, 0, T0 + 1500 + LEASE_MS);
+        cr_assert_eq(hr->n_actions, 0);
+        heartbeat_reply_free(hr);
+        beat_fenced = false;
+        hr = beat(&n1, &r, 1, NULL, 0, T0 + 1500 + LEASE_MS + 500);
+        cr_assert_not_null(find_action(hr, ACTION_THAW, task_id(id, 0, 0)));
+        heartbeat_reply_free(hr);
+        cr_assert_eq(cluster_check_nodes(cluster, T0 + 1500 + LEASE_MS + LOST_MS), 0);
+        assert_task_state(id, 0, 0, "running");
+        assert_node_state("n1", T0 + 1500 + LEASE_MS + 1000, "ready");
 }
 
 /* A one-task job on n1, n1 silent past the lease: attempt 1 runs on n2. Returns the job. */

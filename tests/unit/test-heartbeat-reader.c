@@ -304,6 +304,15 @@ Test(heartbeat_reader, protocol_2) {
         /* PSI in a row: full both or neither. */
         snprintf(text, sizeof text, "%s\"unchanged\":[[\"1.0.0.0\",[1,2,3,4,null,80,1.5,2,null,null,0,1,0.5,7]]]}", head);
         check(text, true);
+        /* Protocol 3: an agent whose lease ran out says so. */
+        snprintf(text, sizeof text, "%s\"protocol\":3,\"fenced\":true,\"tasks\":[]}", head);
+        check(text, true);
+        {
+                _cleanup_(heartbeat_freep) Heartbeat *h = NULL;
+                cr_assert_eq(heartbeat_from_text(text, strlen(text), &h), 0);
+                cr_assert(h->fenced);
+                cr_assert_eq(h->protocol, 3);
+        }
         /* Declined by the reader, judged by jansson (with the element's path). */
         static const char *const bad[] = {
                 "\"unchanged\":[[\"1.0.0.0\",[1,2,3,4,null,1,5]]]}",              /* a group short */
@@ -313,7 +322,8 @@ Test(heartbeat_reader, protocol_2) {
                 "\"unchanged\":[[\"1.0.0\"]]}",                                   /* not a task id */
                 "\"unchanged\":[[]]}",
                 "\"unchanged\":[[\"1.0.0.0\",{\"time_ms\":1}]]}",               /* an object short */
-                "\"protocol\":3}",
+                "\"protocol\":4}",
+                "\"fenced\":1}",
                 "\"unchanged\":[[\"1.0.0.0\"]],\"tasks\":[]}",                   /* valid: the reader leaves it */
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {

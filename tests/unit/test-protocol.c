@@ -712,6 +712,8 @@ static void assert_heartbeats_equal(const Heartbeat *a, const Heartbeat *b) {
         cr_assert_eq(a->capacity_cpus, b->capacity_cpus);
         cr_assert_eq(a->capacity_memory_bytes, b->capacity_memory_bytes);
         cr_assert_eq(a->speed, b->speed);
+        cr_assert_eq(a->protocol, b->protocol);
+        cr_assert_eq(a->fenced, b->fenced);
         cr_assert_eq(memcmp(&a->node_sample, &b->node_sample, sizeof a->node_sample), 0);
         cr_assert_eq(a->n_tasks, b->n_tasks);
         for (size_t i = 0; i < a->n_tasks; i++) {
@@ -844,6 +846,50 @@ Test(heartbeat, protocol_2_rows_and_unchanged) {
         want.tasks = order;
         assert_heartbeats_equal(&want, h);
         cr_assert(h->tasks[2].unchanged && !h->tasks[0].unchanged && !h->tasks[1].unchanged);
+}
+
+/* Protocol 3: an agent whose lease ran out says "fenced": true; the text writer and jansson
+ * agree, both decoders read it back, and an agent not fenced (or of protocol 2, which an older
+ * controller speaks) leaves the field out, since such a controller refuses unknown fields. */
+Test(heartbeat, protocol_3_fenced) {
+        Heartbeat hb = heartbeat;
+        hb.protocol = PROTO_VERSION_FENCED;
+        hb.fenced = true;
+        _cleanup_(text_buf_done) TextBuf b = {};
+        cr_assert_eq(heartbeat_write_json(&b, &hb), 0);
+        json_auto_t *j = heartbeat_to_json(&hb);
+        json_auto_t *k = json_loads(b.data, JSON_REJECT_DUPLICATES, NULL);
+        cr_assert_not_null(k, "%s", b.data);
+        cr_assert(json_equal(j, k), "%s", b.data);
+        cr_assert(json_is_true(json_object_get(j, "fenced")), "%s", b.data);
+        cr_assert_eq(json_integer_value(json_object_get(j, "protocol")), 3);
+
+        _cleanup_(heartbeat_freep) Heartbeat *h = NULL;
+        _cleanup_free_ char *err = NULL;
+        cr_assert_eq(heartbeat_from_json(k, &h, &err), 0, "%s", err);
+        assert_heartbeats_equal(&hb, h);
+        cr_assert(h->fenced);
+        _cleanup_(heartbeat_freep) Heartbeat *t = NULL;
+        cr_assert_eq(heartbeat_parse(b.data, b.len, &t, &err), 0, "%s", err);
+        assert_heartbeats_equal(&hb, t);
+
+        /* Not fenced, or of protocol 2: no "fenced" at all. */
+        hb.fenced = false;
+        json_auto_t *quiet = heartbeat_to_json(&hb);
+        cr_assert_null(json_object_get(quiet, "fenced"));
+        _cleanup_(text_buf_done) TextBuf c = {};
+        cr_assert_eq(heartbeat_write_json(&c, &hb), 0);
+        json_auto_t *cj = json_loads(c.data, JSON_REJECT_DUPLICATES, NULL);
+        cr_assert_not_null(cj, "%s", c.data);
+        cr_assert_null(json_object_get(cj, "fenced"), "%s", c.data);
+
+        /* A protocol beyond the controller's is refused, by its path. */
+        json_auto_t *p4 = heartbeat_to_json(&hb);
+        json_object_set_new(p4, "protocol", json_integer(PROTO_VERSION_MAX + 1));
+        _cleanup_(heartbeat_freep) Heartbeat *h4 = NULL;
+        _cleanup_free_ char *err4 = NULL;
+        cr_assert_eq(heartbeat_from_json(p4, &h4, &err4), -EINVAL);
+        cr_assert_not_null(strstr(err4, "protocol"), "%s", err4);
 }
 
 /* The agent's writer (no jansson tree) gives the document heartbeat_to_json() gives. */
