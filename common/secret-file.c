@@ -247,6 +247,29 @@ int secret_file_create_token(const char *path, char **ret_error) {
         return r;
 }
 
+int secret_file_credential(const char *path, const char *source_dir, const char *id, const char *creds_dir,
+                           char **ret) {
+        if (!path || !creds_dir || !creds_dir[0])
+                return 0;
+        size_t n = strlen(source_dir);
+        while (n > 1 && source_dir[n - 1] == '/')
+                n--;
+        if (strncmp(path, source_dir, n) != 0 || path[n] != '/')
+                return 0;
+        /* Only a file directly in the directory: its name is the credential's suffix as is. */
+        const char *name = path + n + 1;
+        if (!name[0] || strchr(name, '/') || streq(name, ".") || streq(name, ".."))
+                return 0;
+        _cleanup_free_ char *copy = NULL;
+        if (asprintf(&copy, "%s/%s_%s", creds_dir, id, name) < 0)
+                return -ENOMEM;
+        struct stat st;
+        if (stat(copy, &st) < 0 || !S_ISREG(st.st_mode))
+                return -ENOENT;
+        *ret = TAKE_PTR(copy);
+        return 1;
+}
+
 bool secret_equal(const char *presented, size_t presented_len, const char *expected, size_t expected_len) {
         /* Every presented byte is compared with some expected byte, so the loop runs as long as
          * the attacker's input, whatever the secret is; the differences are OR-ed together

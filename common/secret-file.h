@@ -41,6 +41,17 @@ int secret_file_read_key(const char *path, char **ret, char **ret_error);
  * in *ret_error (malloc'd). */
 int secret_file_create_token(const char *path, char **ret_error);
 
+/* The systemd credential that stands for path, for a service that cannot open its secret files
+ * itself (DynamicUser=): the unit passes a directory in with LoadCredential=ID:SOURCE_DIR, and
+ * systemd copies each file SOURCE_DIR/NAME, at the unit's start, to CREDS_DIR/ID_NAME, readable
+ * by the service alone (CREDS_DIR is its $CREDENTIALS_DIRECTORY). When creds_dir is set and path
+ * names a file directly in source_dir (literally, "SOURCE_DIR/NAME"), returns 1 and that copy's
+ * path in *ret (malloc'd) if the copy exists, -ENOENT if it does not (a file made after the
+ * start; a symbolic link, which systemd does not copy from a directory); 0 when path stands for
+ * no credential (creds_dir NULL or empty, path elsewhere); -ENOMEM. *ret is set only on 1. */
+int secret_file_credential(const char *path, const char *source_dir, const char *id, const char *creds_dir,
+                           char **ret);
+
 /* Whether the presented bytes equal the expected ones. The time taken depends only on
  * presented_len, never on where the first difference is or on the expected secret. */
 bool secret_equal(const char *presented, size_t presented_len, const char *expected, size_t expected_len);

@@ -23,7 +23,8 @@ static void setup(void) {
 
 static void teardown(void) {
         static const char *const names[] = { "t", "big", "agents", "fifo", "sub", "key", "private/svc/key",
-                                             "private/svc", "private" };
+                                             "private/svc", "private", "creds/tokens_agents",
+                                             "creds/tokens_link", "creds" };
         for (size_t i = 0; i < ELEMENTSOF(names); i++) {
                 char path[256];
                 snprintf(path, sizeof path, "%s/%s", dir, names[i]);
@@ -306,6 +307,50 @@ Test(secret_file, key_of_another_owner_only_behind_root) {
         cr_assert_eq(chmod(key, 0640), 0);
         cr_assert_eq(secret_file_read_key(key, &s, &error), -EPERM);
         assert_error(error, "chmod 600");
+}
+
+/* A file of the directory a unit passes in (LoadCredential=tokens:SOURCE) is read from the copy
+ * systemd made, CREDS/tokens_NAME; without $CREDENTIALS_DIRECTORY, or elsewhere, from itself. */
+Test(secret_file, credential_stands_for_a_file_of_its_directory) {
+        char creds[256];
+        snprintf(creds, sizeof creds, "%s/creds", dir);
+        cr_assert_eq(mkdir(creds, 0700), 0);
+        write_file("creds/tokens_agents", token, strlen(token), 0400);
+        char want[300];
+        snprintf(want, sizeof want, "%s/tokens_agents", creds);
+
+        char *p = NULL;
+        cr_assert_eq(secret_file_credential("/etc/cgorch/tokens/agents", "/etc/cgorch/tokens", "tokens", creds, &p), 1);
+        cr_assert_str_eq(p, want);
+        free(p);
+        p = NULL;
+        /* A trailing slash on the directory changes nothing. */
+        cr_assert_eq(secret_file_credential("/etc/cgorch/tokens/agents", "/etc/cgorch/tokens/", "tokens", creds, &p), 1);
+        cr_assert_str_eq(p, want);
+        free(p);
+        p = NULL;
+
+        /* In the directory, but no copy: made after the start, or a link systemd skipped. */
+        cr_assert_eq(secret_file_credential("/etc/cgorch/tokens/n1.token", "/etc/cgorch/tokens", "tokens", creds, &p),
+                     -ENOENT);
+        cr_assert_null(p);
+        /* The copy must be a file. */
+        snprintf(want, sizeof want, "%s/tokens_link", creds);
+        cr_assert_eq(symlink("/nonexistent", want), 0);
+        cr_assert_eq(secret_file_credential("/etc/cgorch/tokens/link", "/etc/cgorch/tokens", "tokens", creds, &p),
+                     -ENOENT);
+
+        /* Not under the unit, or not a file directly in the directory: the path itself. */
+        static const char *const elsewhere[] = { "/etc/cgorch/agents", "/etc/cgorch/tokens", "/etc/cgorch/tokens/",
+                                                 "/etc/cgorch/tokensagents", "/etc/cgorch/tokens/sub/agents",
+                                                 "/etc/cgorch/tokens/..", "tokens/agents", "agents" };
+        for (size_t i = 0; i < ELEMENTSOF(elsewhere); i++)
+                cr_assert_eq(secret_file_credential(elsewhere[i], "/etc/cgorch/tokens", "tokens", creds, &p), 0, "%s",
+                             elsewhere[i]);
+        cr_assert_eq(secret_file_credential("/etc/cgorch/tokens/agents", "/etc/cgorch/tokens", "tokens", NULL, &p), 0);
+        cr_assert_eq(secret_file_credential("/etc/cgorch/tokens/agents", "/etc/cgorch/tokens", "tokens", "", &p), 0);
+        cr_assert_eq(secret_file_credential(NULL, "/etc/cgorch/tokens", "tokens", creds, &p), 0);
+        cr_assert_null(p);
 }
 
 Test(secret_file, equal_compares_every_byte) {
