@@ -297,6 +297,16 @@ say "apt-get install ${packages[*]} in the root (log: $dir/apt-root.log)"
 { in_root apt-get update && in_root apt-get install -y --no-install-recommends "${root_debs[@]}"; } \
         >"$dir/apt-root.log" 2>&1 || { tail -n 30 "$dir/apt-root.log"; die "apt could not install the packages"; }
 pass "apt installed the packages with their dependencies"
+# Every program the units run is there: the packages bring what their units name (minbase has
+# no procps, whose /bin/kill is the controller's ExecReload=).
+failures_before=$failures
+for unit in "$root"/lib/systemd/system/cgorch-*.service; do
+        while read -r program; do
+                [ -x "$root$program" ] ||
+                        fail "$(basename "$unit") runs $program, which no package installed here provides"
+        done < <(sed -n 's/^Exec[A-Za-z]*=[-@:+!]*\(\/[^ ]*\).*/\1/p' "$unit")
+done
+[ $failures -eq $failures_before ] && pass "every program the units run is installed"
 
 for unit in cgorch-controller.service cgorch-agent.service; do
         state=$(in_root systemctl is-enabled "$unit" 2>&1 || true)
