@@ -43,6 +43,14 @@
 #define TLS_GENERATED_CERT "tls.crt"
 #define TLS_GENERATED_KEY "tls.key"
 
+/* Under its systemd unit the controller runs as a dynamic user, which cannot open root's token
+ * and key files (mode 0600): the unit passes this directory in as credentials
+ * (LoadCredential=tokens:SYSCONFDIR/cgorch/tokens), copies made at the unit's start that this
+ * service alone can read. A file the configuration names in it is read from its copy
+ * (secret_file_credential()), so one configuration serves the unit and a controller run by hand. */
+#define CREDENTIAL_SOURCE_DIR SYSCONFDIR "/cgorch/tokens"
+#define CREDENTIAL_ID "tokens"
+
 static char *arg_listen = (char *) "127.0.0.1:7070";
 #define UNIX_SOCKET_DEFAULT "/run/cgorch/controller.sock"
 static char *arg_unix_socket = (char *) UNIX_SOCKET_DEFAULT;
@@ -249,6 +257,10 @@ typedef struct Manager {
         int64_t prior_lease_until_ms;     /* when an earlier run's longer lease has run out; 0: none */
         AuthTokens tokens;
         char *agent_key_file;             /* without an agent tokens file: the install's agent key */
+        /* The token and TLS files as read: a credential's copy (credential_or_path()) or as named. */
+        char *operator_token_file, *reader_token_file, *metrics_token_file, *agent_tokens_file;
+        char *tls_cert_file, *tls_key_file;
+        bool tokens_from_credentials;     /* a token file is a credential's copy, which SIGHUP cannot renew */
         MungeAuth *munge;                 /* --munge: MUNGE credentials accepted */
         char *tls_cert_pem;               /* HTTPS: the certificate (chain) and its key; NULL: plain HTTP */
         char *tls_key_pem;
@@ -540,6 +552,12 @@ static void manager_done(Manager *m) {
         m->munge = munge_auth_free(m->munge);
         free(m->agent_key_file);
         m->agent_key_file = NULL;
+        char **files[] = { &m->operator_token_file, &m->reader_token_file, &m->metrics_token_file,
+                           &m->agent_tokens_file, &m->tls_cert_file, &m->tls_key_file };
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                free(*files[i]);
+                *files[i] = NULL;
+        }
         free(m->tls_cert_pem);
         m->tls_cert_pem = NULL;
         secret_free(m->tls_key_pem);
@@ -587,6 +605,62 @@ static int lock_state_dir(Manager *m) {
         return 0;
 }
 
+/* The file to read for path (NULL: none configured): its credential's copy when the unit passed
+ * one in (returns 1), else path itself (0). */
+static int credential_or_path(const char *what, const char *path, char **ret) {
+        _cleanup_free_ char *copy = NULL;
+        if (!path) {
+                *ret = NULL;
+                return 0;
+        }
+        const char *creds = getenv("CREDENTIALS_DIRECTORY");
+        int r = secret_file_credential(path, CREDENTIAL_SOURCE_DIR, CREDENTIAL_ID, creds, &copy);
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r > 0) {
+                log_info("%s %s: read from the copy systemd made at the unit's start, %s.", what, path, copy);
+                *ret = TAKE_PTR(copy);
+                return 1;
+        }
+        if (r == -ENOENT)
+                log_warning("%s %s: the unit passed no copy of it in %s (a symbolic link, which systemd does not pass "
+                            "on, or a file made after the unit started: systemctl restart cgorch-controller); reading "
+                            "it directly.", what, path, creds);
+        *ret = strdup(path);
+        return *ret ? 0 : log_oom();
+}
+
+/* For a token or key file the unit's dynamic user may not open: where such a file goes. */
+static const char *unit_file_hint(int r) {
+        if ((r != -EACCES && r != -EPERM) || !getenv("CREDENTIALS_DIRECTORY"))
+                return "";
+        return " (under the systemd unit the controller reads root's token and key files only from "
+               CREDENTIAL_SOURCE_DIR ", whose regular files the unit passes in; see cgorch-controller(8))";
+}
+
+static int resolve_secret_files(Manager *m) {
+        const struct {
+                const char *what, *path;
+                char **ret;
+                bool token; /* read again on SIGHUP */
+        } files[] = {
+                { "Operator token file", arg_operator_token_file, &m->operator_token_file, true },
+                { "Read-only token file", arg_reader_token_file, &m->reader_token_file, true },
+                { "Metrics token file", arg_metrics_token_file, &m->metrics_token_file, true },
+                { "Agent tokens file", arg_agent_tokens_file, &m->agent_tokens_file, true },
+                { "TLS certificate", arg_tls_cert, &m->tls_cert_file, false },
+                { "TLS key", arg_tls_key, &m->tls_key_file, false },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                int r = credential_or_path(files[i].what, files[i].path, files[i].ret);
+                if (r < 0)
+                        return r;
+                if (r > 0 && files[i].token)
+                        m->tokens_from_credentials = true;
+        }
+        return 0;
+}
+
 /* Without an agent tokens file every agent signs with one key of this install, made here the
  * first time: the agents on this host read it (cgorch-agent --key-file), so even a test machine
  * without token files has no agent that obeys whoever answers on the controller's port. */
@@ -596,9 +670,13 @@ static int setup_agent_key(Manager *m) {
                                        "file each agent signs with its own line's secret.");
         if (arg_agent_tokens_file)
                 return 0;
-        if (arg_agent_key_file)
-                m->agent_key_file = strdup(arg_agent_key_file);
-        else if (asprintf(&m->agent_key_file, "%s/agent.key", arg_state_dir) < 0)
+        if (arg_agent_key_file) {
+                int r = credential_or_path("Agent key file", arg_agent_key_file, &m->agent_key_file);
+                if (r < 0)
+                        return r;
+                if (r > 0)
+                        m->tokens_from_credentials = true;
+        } else if (asprintf(&m->agent_key_file, "%s/agent.key", arg_state_dir) < 0)
                 m->agent_key_file = NULL;
         if (!m->agent_key_file)
                 return log_oom();
@@ -648,12 +726,12 @@ static int setup_auth(Manager *m) {
         r = setup_munge(m);
         if (r < 0)
                 return r;
-        r = auth_tokens_load(arg_operator_token_file, arg_reader_token_file, arg_metrics_token_file,
-                             arg_agent_tokens_file, m->agent_key_file, &m->tokens, &error);
+        r = auth_tokens_load(m->operator_token_file, m->reader_token_file, m->metrics_token_file,
+                             m->agent_tokens_file, m->agent_key_file, &m->tokens, &error);
         if (r == -ENOMEM)
                 return log_oom();
         if (r < 0)
-                return log_error_errno(r, "Cannot load the tokens: %s", error ?: "invalid");
+                return log_error_errno(r, "Cannot load the tokens: %s%s", error ?: "invalid", unit_file_hint(r));
         if (m->tokens.agent_key)
                 log_info("Agents sign their requests with the agent key %s (every node).", m->agent_key_file);
 
@@ -690,8 +768,8 @@ static int on_sighup(sd_event_source *source, const struct signalfd_siginfo *si,
         _cleanup_free_ char *error = NULL;
         AuthTokens fresh;
 
-        int r = auth_tokens_load(arg_operator_token_file, arg_reader_token_file, arg_metrics_token_file,
-                                 arg_agent_tokens_file, m->agent_key_file, &fresh, &error);
+        int r = auth_tokens_load(m->operator_token_file, m->reader_token_file, m->metrics_token_file,
+                                 m->agent_tokens_file, m->agent_key_file, &fresh, &error);
         if (r < 0) {
                 log_error("Reloading the tokens failed, keeping the old ones: %s", error ?: strerror(-r));
                 return 0;
@@ -707,6 +785,10 @@ static int on_sighup(sd_event_source *source, const struct signalfd_siginfo *si,
         log_info("Tokens reloaded: %s operator token, %s read-only token, %s metrics token, %zu agent token(s).",
                  m->tokens.operator_token ? "an" : "no", m->tokens.reader_token ? "a" : "no",
                  m->tokens.metrics_token ? "a" : "no", m->tokens.n_agents);
+        if (m->tokens_from_credentials)
+                log_warning("The token files were read again from the copies systemd made at the unit's start "
+                            "($CREDENTIALS_DIRECTORY), which a reload does not renew: a change to the files in %s takes "
+                            "systemctl restart cgorch-controller.", CREDENTIAL_SOURCE_DIR);
         return 0;
 }
 
@@ -906,8 +988,8 @@ static int setup_tls(Manager *m) {
 
         _cleanup_free_ char *cert_path = NULL, *key_path = NULL, *error = NULL;
         if (given) {
-                cert_path = strdup(arg_tls_cert);
-                key_path = strdup(arg_tls_key);
+                cert_path = strdup(m->tls_cert_file);
+                key_path = strdup(m->tls_key_file);
                 if (!cert_path || !key_path)
                         return log_oom();
         } else {
@@ -920,7 +1002,7 @@ static int setup_tls(Manager *m) {
                 return r;
         r = secret_file_read(key_path, &m->tls_key_pem, NULL, &error);
         if (r < 0)
-                return log_error_errno(r, "Cannot read the TLS key: %s", error ?: "error");
+                return log_error_errno(r, "Cannot read the TLS key: %s%s", error ?: "error", unit_file_hint(r));
 
         char fingerprint[TLS_FINGERPRINT_MAX + 1];
         r = tls_cert_fingerprint(m->tls_cert_pem, fingerprint);
@@ -1396,7 +1478,9 @@ static int run(Manager *m) {
         r = lock_state_dir(m);
         if (r < 0)
                 return r;
-        r = setup_auth(m);
+        r = resolve_secret_files(m);
+        if (r >= 0)
+                r = setup_auth(m);
         if (r >= 0)
                 r = setup_tls(m);
         if (r >= 0)

@@ -17,8 +17,10 @@
 #    cgroups (a subtree of our own).
 # 3. The same root booted by `systemd-nspawn --boot`: both units started with systemctl, their
 #    STATUS= lines in `systemctl status`, a task in the agent's delegated subtree, a SIGSTOPped
-#    agent killed by the watchdog and restarted with its task still running, and the scores of
-#    `systemd-analyze security` (written to DIR/security.txt). Skipped, with the reason, where
+#    agent killed by the watchdog and restarted with its task still running; then the documented
+#    network deployment: root's 0600 token files in /etc/cgorch/tokens (the controller's dynamic
+#    user reads them as the credentials its unit passes in), HTTPS, the agent ready with its own
+#    token, a reload; and the scores of `systemd-analyze security` (written to DIR/security.txt). Skipped, with the reason, where
 #    nspawn cannot run (DEB_TEST_NSPAWN=no skips it on purpose).
 #
 # Exits 0 when every check passed, 1 when one failed, 77 when the test cannot run here at all
@@ -552,6 +554,56 @@ nspawn_part() {
                 fail "the stopped agent was not restarted within 60 s"
         fi
         in_machine cgorchctl cancel "$id" >/dev/null || fail "cgorchctl cancel $id failed"
+
+        # The documented network deployment (cgorch-controller(8) EXAMPLES, cgorch.conf(5)): root's
+        # token files, mode 0600, in /etc/cgorch/tokens, which the unit passes in as credentials
+        # because its dynamic user cannot open them; HTTPS on every address with the certificate
+        # the controller makes; the agent signs with its own line of the agent tokens file.
+        say "the network deployment: root's 0600 token files in /etc/cgorch/tokens"
+        local tok=/etc/cgorch/tokens ctl=(cgorchctl --server https://localhost:7070 --ca-cert /etc/cgorch/controller.crt
+                --token-file /etc/cgorch/tokens/operator.token) journal_ctl
+        in_machine sh -ec "install -d -m 0700 $tok; cd $tok; umask 077
+                od -An -tx1 -N32 /dev/urandom | tr -d ' \\n' >operator.token
+                echo \"$node:\$(od -An -tx1 -N32 /dev/urandom | tr -d ' \\n')\" >agents.tokens
+                grep '^$node:' agents.tokens >$node.token
+                umask 022
+                printf 'listen = 0.0.0.0:7070\\noperator-token-file = $tok/operator.token\\nagent-tokens-file = $tok/agents.tokens\\n' \
+                        >/etc/cgorch/controller.conf"
+        in_machine ls -la $tok | sed 's/^/    /'
+        if in_machine systemctl restart cgorch-controller.service; then
+                journal_ctl=$(in_machine journalctl -u cgorch-controller.service --no-pager -o cat _PID="$(in_machine systemctl show -P MainPID cgorch-controller.service)" || true)
+                grep -E 'read from the copy|Authentication on|TLS certificate' <<<"$journal_ctl" | sed 's/^/    journal: /'
+                grep -q "Authentication on: an operator token, .* 1 agent token" <<<"$journal_ctl" &&
+                        pass "the controller under its unit (DynamicUser=) started with root's 0600 token files" ||
+                        fail "the controller under its unit did not load the token files"
+        else
+                fail "systemctl restart cgorch-controller with root's 0600 token files failed"
+                in_machine journalctl -u cgorch-controller.service --no-pager -o cat -n 20 | sed 's/^/    journal: /' || true
+                return 0
+        fi
+        in_machine sh -ec "cp /var/lib/cgorch/tls.crt /etc/cgorch/controller.crt; chmod 644 /etc/cgorch/controller.crt
+                printf 'controller = https://localhost:7070\\ntoken-file = $tok/$node.token\\nnode = $node\\n' >/etc/cgorch/agent.conf"
+        in_machine systemctl restart cgorch-agent.service || fail "systemctl restart cgorch-agent with its token file failed"
+        ready=no
+        for i in $(seq 60); do
+                in_machine "${ctl[@]}" nodes 2>/dev/null | awk -v n="$node" '$1 == n' | grep -qw ready && { ready=yes; break; }
+                sleep 0.5
+        done
+        in_machine "${ctl[@]}" nodes | sed 's/^/    /' || true
+        [ $ready = yes ] && pass "over HTTPS, the agent signing with its token is ready, seen with the operator token" ||
+                fail "the agent with its token file did not register with the controller"
+        in_machine cgorchctl --server https://localhost:7070 --ca-cert /etc/cgorch/controller.crt nodes >/dev/null 2>&1 &&
+                fail "over HTTPS without a token, cgorchctl nodes was answered"
+        # A reload reads the copies made at the start again, and says that a change takes a restart.
+        if ! in_machine systemctl reload cgorch-controller.service; then
+                fail "systemctl reload cgorch-controller failed"
+                in_machine journalctl -u cgorch-controller.service --no-pager -o cat -n 6 | sed 's/^/    journal: /' || true
+        fi
+        sleep 1
+        journal_ctl=$(in_machine journalctl -u cgorch-controller.service --no-pager -o cat || true)
+        grep -q 'a reload does not renew' <<<"$journal_ctl" &&
+                pass "systemctl reload: the tokens read again from the copies, and the log says a change takes a restart" ||
+                fail "systemctl reload did not say that a changed token file takes a restart"
 
         say "systemd-analyze security"
         in_machine systemd-analyze security --no-pager cgorch-controller.service cgorch-agent.service >"$dir/security-full.txt" 2>&1 || true
