@@ -1031,6 +1031,32 @@ static int start_fds_open(StartFds *f, bool error_pipe) {
         return pipe_open(&f->pid_r, &f->pid_w, false);
 }
 
+/* The task's processes it left behind may still write to its output and progress pipes: the
+ * shim holds their read ends until no process can write to them any more (POLLHUP, which poll
+ * reports without being asked: nothing is read here, so data waiting for the agent does not
+ * wake it). Without this, a child still printing after the main process ended lost its
+ * reader when the agent restarted, and died of SIGPIPE with its output. The agent sees the
+ * task's end by the shim's exit after that (or the cgroup emptied); the status is in the file. */
+static void shim_hold_pipes(void) {
+        struct pollfd pf[] = { { .fd = LAUNCHER_SHIM_PROGRESS_FD }, { .fd = LAUNCHER_SHIM_OUTPUT_FD },
+                               { .fd = LAUNCHER_SHIM_ERROR_FD } };
+        for (;;) {
+                bool open = false;
+                for (size_t i = 0; i < ELEMENTSOF(pf); i++)
+                        open |= pf[i].fd >= 0;
+                if (!open)
+                        return;
+                if (poll(pf, ELEMENTSOF(pf), -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return;
+                }
+                for (size_t i = 0; i < ELEMENTSOF(pf); i++)
+                        if (pf[i].revents & (POLLHUP | POLLERR | POLLNVAL))
+                                pf[i].fd = -1;
+        }
+}
+
 /* The shim, in the child of fork(): only async-signal-safe calls. Forks the task, tells the
  * agent its pid, keeps the progress pipe open at fd 3, the output pipes and files at 5..8,
  * waits, records and mirrors the status. */
@@ -1108,6 +1134,7 @@ _noreturn_ static void shim_run(const LaunchSpec *spec, const Credentials *c, ch
                 if (write(LAUNCHER_SHIM_PROGRESS_FD + 1, line, n) == (ssize_t) n)
                         (void) fsync(LAUNCHER_SHIM_PROGRESS_FD + 1);
         }
+        shim_hold_pipes();
         if (si.si_code == CLD_EXITED)
                 _exit(si.si_status);
         /* Die of the same signal, without a core dump of our own. */
@@ -1484,54 +1511,9 @@ void launch_poll(Launch *l) {
                 l->on_exit(l, &si, l->userdata);
 }
 
-int launch_adopt(sd_event *e, const char *task, pid_t shim_pid, pid_t main_pid, const char *proc_fs,
-                 uint64_t output_max_bytes, launch_exit_fn on_exit, void *userdata, Launch **ret) {
-        Launch *l;
+/* The progress and output pipes and files of an adopted task, taken from its shim. */
+static void adopt_shim_fds(Launch *l, sd_event *e, pid_t shim_pid, const char *proc_fs) {
         char path[4096];
-        int r;
-
-        l = calloc(1, sizeof *l);
-        if (!l)
-                return -ENOMEM;
-        *l = (Launch) { .pid = main_pid, .pidfd = -1, .shim_pidfd = -1, .on_exit = on_exit, .userdata = userdata };
-        launch_pipes_init(l);
-        l->output.max = output_max_bytes;
-        if (task && !(l->task = strdup(task))) {
-                free(l);
-                return -ENOMEM;
-        }
-
-        /* The shim writes the status file when the task ends, then exits: its exit says the
-         * record is complete. Without pidfds the caller gives it a few samples instead. */
-        if (shim_pid > 0) {
-                l->shim_pidfd = (int) syscall(SYS_pidfd_open, shim_pid, 0);
-                l->status_settled = l->shim_pidfd < 0 && errno == ESRCH;
-        } else
-                l->status_settled = true;
-
-        l->pidfd = main_pid > 0 ? (int) syscall(SYS_pidfd_open, main_pid, 0) : -1;
-        r = l->pidfd >= 0 || main_pid <= 0 ? 0 : -errno;
-        if (r == -ENOSYS)
-                /* No pidfd_open (Linux before 5.3, or valgrind): launch_poll() looks for the
-                 * process at every sample instead. It is in the task's cgroup (the caller
-                 * checked), so the pid is the task's until it exits. */
-                r = kill(main_pid, 0) < 0 && errno == ESRCH ? -ESRCH : 0;
-        if (r < 0 && r != -ESRCH) {
-                launch_free(l);
-                return r;
-        }
-        if (r < 0 || main_pid <= 0) {
-                /* Gone already: the caller finds it exited and waits for the cgroup to empty. */
-                l->exited = true;
-                *ret = l;
-                return 0;
-        }
-        l->poll = l->pidfd < 0;
-        r = l->pidfd >= 0 ? sd_event_add_io(e, &l->pid_source, l->pidfd, EPOLLIN, on_pidfd, l) : 0;
-        if (r < 0) {
-                launch_free(l);
-                return r;
-        }
 
         /* The progress and output pipes, through the shim that kept them open; opening a pipe
          * through /proc gives a new reader of the same pipe. Without the first progress stays
@@ -1576,6 +1558,59 @@ int launch_adopt(sd_event *e, const char *task, pid_t shim_pid, pid_t main_pid, 
                         (void) task_pipe_open(pipes[i], e, fd);
                 }
         }
+}
+
+int launch_adopt(sd_event *e, const char *task, pid_t shim_pid, pid_t main_pid, const char *proc_fs,
+                 uint64_t output_max_bytes, launch_exit_fn on_exit, void *userdata, Launch **ret) {
+        Launch *l;
+        int r;
+
+        l = calloc(1, sizeof *l);
+        if (!l)
+                return -ENOMEM;
+        *l = (Launch) { .pid = main_pid, .pidfd = -1, .shim_pidfd = -1, .on_exit = on_exit, .userdata = userdata };
+        launch_pipes_init(l);
+        l->output.max = output_max_bytes;
+        if (task && !(l->task = strdup(task))) {
+                free(l);
+                return -ENOMEM;
+        }
+
+        /* The shim writes the status file when the task ends, then exits: its exit says the
+         * record is complete. Without pidfds the caller gives it a few samples instead. */
+        if (shim_pid > 0) {
+                l->shim_pidfd = (int) syscall(SYS_pidfd_open, shim_pid, 0);
+                l->status_settled = l->shim_pidfd < 0 && errno == ESRCH;
+        } else
+                l->status_settled = true;
+
+        l->pidfd = main_pid > 0 ? (int) syscall(SYS_pidfd_open, main_pid, 0) : -1;
+        r = l->pidfd >= 0 || main_pid <= 0 ? 0 : -errno;
+        if (r == -ENOSYS)
+                /* No pidfd_open (Linux before 5.3, or valgrind): launch_poll() looks for the
+                 * process at every sample instead. It is in the task's cgroup (the caller
+                 * checked), so the pid is the task's until it exits. */
+                r = kill(main_pid, 0) < 0 && errno == ESRCH ? -ESRCH : 0;
+        if (r < 0 && r != -ESRCH) {
+                launch_free(l);
+                return r;
+        }
+        if (r < 0 || main_pid <= 0) {
+                /* Gone already: the caller finds it exited and waits for the cgroup to empty.
+                 * What it left behind may still print, through the shim's pipes. */
+                l->exited = true;
+                adopt_shim_fds(l, e, shim_pid, proc_fs);
+                *ret = l;
+                return 0;
+        }
+        l->poll = l->pidfd < 0;
+        r = l->pidfd >= 0 ? sd_event_add_io(e, &l->pid_source, l->pidfd, EPOLLIN, on_pidfd, l) : 0;
+        if (r < 0) {
+                launch_free(l);
+                return r;
+        }
+
+        adopt_shim_fds(l, e, shim_pid, proc_fs);
         *ret = l;
         return 0;
 }

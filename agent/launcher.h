@@ -5,8 +5,8 @@
  * each pipe read within a budget.
  *
  * Between the agent and the task sits a small supervisor, the shim: a fork of the agent that
- * forks the task, waits for it, writes its exit status to the task's status file and exits the
- * same way. It lives in the agent's cgroup, not the task's, and outlives an agent restart, so
+ * forks the task, waits for it, writes its exit status to the task's status file and, once
+ * nothing the task left behind can write to its pipes, exits the same way. It lives in the agent's cgroup, not the task's, and outlives an agent restart, so
  * that a new agent learns the exit status of a task it re-adopted (it is not the task's parent),
  * and it holds the progress pipe open so that the task's progress writes never fail while no
  * agent runs; the new agent reopens that pipe through /proc/SHIM/fd/3. It holds the output pipes

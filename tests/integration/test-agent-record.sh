@@ -13,7 +13,9 @@
 #   E. A again with the real controller and jobs: none lost, none re-run after it succeeded, the
 #      unknown one run again;
 #   F. a task that ends within its time limit while no agent runs: succeeded, with when it
-#      ended and its wall time, not the agent's return.
+#      ended and its wall time, not the agent's return;
+#   G, H. a process a task leaves behind prints after the agent restarted, before or after the
+#      main process ended: every line reaches the task's file.
 # Every task is launched exactly once, and every outcome is the one the task produced.
 set -euo pipefail
 
@@ -200,6 +202,20 @@ grep -q main-line "$OUT" && grep -q child-line "$OUT" && grep -q child-error "$O
 [ "$(final 6.0.0.0 | jq -r '.output_dropped_bytes // 0')" = 0 ] || fail "task 6.0.0.0: output dropped: $(final 6.0.0.0)"
 pass "a re-adopted task's left-behind child printed after its main process ended: every line in the file"
 
+# ---- H. the agent restarted after the main process ended, while its left-behind child runs ----
+# The child prints after the restart: the task's pipes must have a reader all along (its shim's),
+# or the child dies of SIGPIPE and its lines are lost while the task is recorded succeeded.
+start 7.0.0.0 h "(sleep 2; echo child-line; echo child-error >&2) & echo main-line; exit 0"
+main_h=$(main_pid 7.0.0.0)
+main_gone() { ! kill -0 "$main_h" 2>/dev/null; }
+after_main_ended() { touch "$GO/h"; wait_for 10 main_gone || fail "task 7.0.0.0's main process did not end"; }
+restart_agent after_main_ended
+expect 7.0.0.0 succeeded 0 0
+OUT=$CLUSTER_OUTPUT_DIR/nobody/7.0.0.out
+grep -q main-line "$OUT" && grep -q child-line "$OUT" && grep -q child-error "$OUT" ||
+        fail "task 7.0.0.0's output lost what its child printed after the agent's restart: $(cat "$OUT" 2>&1)"
+pass "the agent restarted after a task's main process ended: its child printed after that, every line in the file"
+
 # ---- E. with the real controller: the state directory lost, the agent restarted ----
 # Jobs: 3 tasks that exit 0, one that exits 3, one that ends while no agent runs (its record
 # lost with the directory: unknown). The first two end as they did, with no task run twice; the
@@ -246,7 +262,7 @@ job_field "$away_job" '.phases[0].tasks[0].error' | grep -q "exit status unknown
 pass "real controller, state directory lost and agent restarted: 3 jobs, none lost; tasks ended 0, 0, 0 and 3 as they did, none run twice; the one whose exit nobody could learn is lost with no exit code and ran again (succeeded)"
 
 # ---- every task launched once ----
-for t in 1.0.0.0 1.0.1.0 1.0.2.0 1.0.3.0 1.0.4.0 2.0.0.0 2.0.1.0 3.0.0.0 4.0.0.0 5.0.0.0 6.0.0.0; do
+for t in 1.0.0.0 1.0.1.0 1.0.2.0 1.0.3.0 1.0.4.0 2.0.0.0 2.0.1.0 3.0.0.0 4.0.0.0 5.0.0.0 6.0.0.0 7.0.0.0; do
         n=$(grep -c "Task $t started as pid" "$CLUSTER_DIR/agent-n1.log" || true)
         [ "$n" = 1 ] || fail "task $t launched $n times"
 done
@@ -254,5 +270,5 @@ for t in "$ok_job".0.0.0 "$ok_job".0.1.0 "$ok_job".0.2.0 "$bad_job".0.0.0 "$away
         n=$(grep -c "Task $t started as pid" "$CLUSTER_DIR/agent-n2.log" || true)
         [ "$n" = 1 ] || fail "task $t launched $n times"
 done
-pass "17 tasks, each launched once"
+pass "18 tasks, each launched once"
 echo PASS
