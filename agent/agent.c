@@ -75,6 +75,7 @@ struct Task {
         bool exit_mirrored;            /* main_code/status are its shim's own exit (launch_exit_mirrored()) */
         unsigned status_waits;         /* samples spent waiting for an adopted task's status file */
         bool count_error_logged;       /* its processes could not be counted (said once) */
+        bool shim_released;            /* its lingering shim was killed (task_release_lingering_shim()) */
         int status_fd;                 /* its status file, open: read even once the state dir is gone (-1: none) */
         bool killed;                   /* by a kill action: ends cancelled */
         bool frozen;                   /* by a freeze action (the scheduler's suspend) */
@@ -689,6 +690,25 @@ static int64_t task_end_realtime_ms(Agent *a, const Task *t, uint64_t now_mono) 
         return MAX(end_ms, (int64_t) (t->start_wall_s * 1000.0));
 }
 
+/* A shim holds the task's pipes after the main process ended until nothing can write to them;
+ * the agent learns of the end when it exits. With the status recorded (the main process is
+ * gone) and the cgroup empty, whatever still holds them is outside the task (a descriptor
+ * passed on): the shim goes, or a task with nothing left would run on, past its time limit and
+ * a kill. Its status is in the file, which the end is read from. Checked with detail samples. */
+static void task_release_lingering_shim(Agent *a, Task *t) {
+        struct stat st;
+
+        if (t->shim_released || t->status_fd < 0 || fstat(t->status_fd, &st) < 0 || st.st_size == 0)
+                return;
+        if (cgroup_task_count_procs(a->cgroups, t->id) != 0)
+                return;
+        if (launch_kill_shim(t->launch) < 0)
+                return;
+        t->shim_released = true;
+        log_info("Task %s: its main process ended and its cgroup is empty, but something outside the task still holds "
+                 "its output: its supervisor stops holding it.", t->id);
+}
+
 /* The main process is gone; once the cgroup holds no process either, the task's usage is
  * final and its exit record can go out. */
 static void task_check_finished(Agent *a, Task *t) {
@@ -1030,6 +1050,8 @@ static int on_sample_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 if (t->has_exit)
                         continue;
                 task_check_time(a, t, now_mono_us());
+                if (!t->main_exited && detail)
+                        task_release_lingering_shim(a, t);
                 if (t->main_exited) {
                         /* Children the main process left behind are still the task's: keep
                          * accounting them until the cgroup is empty. */

@@ -171,6 +171,16 @@ pid_t launch_shim_pid(const Launch *l) {
         return l->shim_pid;
 }
 
+int launch_kill_shim(Launch *l) {
+        /* Through its pidfd when it is not our child (adopted); our child is ours until it is
+         * reaped, so its pid cannot be another process's meanwhile. */
+        if (l->shim_pidfd >= 0)
+                return syscall(SYS_pidfd_send_signal, l->shim_pidfd, SIGKILL, NULL, 0) < 0 ? -errno : 0;
+        if (l->shim_pid > 0 && l->child_source && !l->shim_exited)
+                return kill(l->shim_pid, SIGKILL) < 0 ? -errno : 0;
+        return -ESRCH;
+}
+
 int launch_status_format(int code, int status, char *buf, size_t size) {
         int n = snprintf(buf, size, "%s %d\n", code == CLD_EXITED ? "exited" : "killed", status);
         return n < 0 || (size_t) n >= size ? -ENOBUFS : n;

@@ -165,6 +165,9 @@ int launch_adopt(sd_event *e, const char *task, pid_t shim_pid, pid_t main_pid, 
 void launch_poll(Launch *l);
 Launch *launch_free(Launch *l);
 pid_t launch_shim_pid(const Launch *l);
+/* SIGKILL to the task's shim (it has recorded the task's status: the caller checked); -ESRCH
+ * when there is none to signal. */
+int launch_kill_shim(Launch *l);
 
 /* Pure: the status line the shim writes, and its parsing. */
 int launch_status_format(int code, int status, char *buf, size_t size);

@@ -25,9 +25,10 @@ soft=$(prlimit --pid "$agent" --nofile --noheadings --output SOFT --raw)
 restore() { prlimit --pid "$agent" --nofile="$soft:$hard" 2>/dev/null || true; }
 cluster_on_cleanup restore
 
-# The main process ends after 3 s; its child 9 s later.
+# The main process ends after 3 s; its child 9 s later. The child lets go of the task's output
+# and progress pipes, or the shim would hold them (and the main process's end) until it ends.
 id=$("$CGORCHCTL" submit --name leaver --user nobody --cpus 0.5 --memory 128M --no-check-command -- \
-        sh -c 'sleep 12 & sleep 3')
+        sh -c 'sleep 12 >/dev/null 2>&1 3>&- & sleep 3')
 task_runs() { [ "$(job_field "$id" '.phases[0].tasks[0].state')" = running ]; }
 wait_for 30 task_runs || fail "task $id.0.0.0 did not start: $(job_field "$id" '.phases[0].tasks[0] | "\(.state) \(.error)"')"
 started=$(date +%s)

@@ -15,7 +15,8 @@
 #   F. a task that ends within its time limit while no agent runs: succeeded, with when it
 #      ended and its wall time, not the agent's return;
 #   G, H. a process a task leaves behind prints after the agent restarted, before or after the
-#      main process ended: every line reaches the task's file.
+#      main process ended: every line reaches the task's file;
+#   I. a process outside the task holds its output pipe after it ended: it ends all the same.
 # Every task is launched exactly once, and every outcome is the one the task produced.
 set -euo pipefail
 
@@ -216,6 +217,18 @@ grep -q main-line "$OUT" && grep -q child-line "$OUT" && grep -q child-error "$O
         fail "task 7.0.0.0's output lost what its child printed after the agent's restart: $(cat "$OUT" 2>&1)"
 pass "the agent restarted after a task's main process ended: its child printed after that, every line in the file"
 
+# ---- I. the task's output held by a process outside it after it ended ----
+# Its shim holds the pipes while anything can write to them; with the task's cgroup empty, what
+# still can is not the task's (here: this script, through /proc): the task ends all the same.
+start 8.0.0.0 i "exit 0"
+exec 7>"/proc/$(main_pid 8.0.0.0)/fd/1"
+touch "$GO/i"
+expect 8.0.0.0 succeeded 0 0
+exec 7>&-
+grep -q "Task 8.0.0.0: its main process ended and its cgroup is empty, but something outside the task still holds" "$LOG" ||
+        fail "task 8.0.0.0: its shim was not told to let go"
+pass "a task whose output a process outside it held after it ended: succeeded, its shim let go"
+
 # ---- E. with the real controller: the state directory lost, the agent restarted ----
 # Jobs: 3 tasks that exit 0, one that exits 3, one that ends while no agent runs (its record
 # lost with the directory: unknown). The first two end as they did, with no task run twice; the
@@ -262,7 +275,7 @@ job_field "$away_job" '.phases[0].tasks[0].error' | grep -q "exit status unknown
 pass "real controller, state directory lost and agent restarted: 3 jobs, none lost; tasks ended 0, 0, 0 and 3 as they did, none run twice; the one whose exit nobody could learn is lost with no exit code and ran again (succeeded)"
 
 # ---- every task launched once ----
-for t in 1.0.0.0 1.0.1.0 1.0.2.0 1.0.3.0 1.0.4.0 2.0.0.0 2.0.1.0 3.0.0.0 4.0.0.0 5.0.0.0 6.0.0.0 7.0.0.0; do
+for t in 1.0.0.0 1.0.1.0 1.0.2.0 1.0.3.0 1.0.4.0 2.0.0.0 2.0.1.0 3.0.0.0 4.0.0.0 5.0.0.0 6.0.0.0 7.0.0.0 8.0.0.0; do
         n=$(grep -c "Task $t started as pid" "$CLUSTER_DIR/agent-n1.log" || true)
         [ "$n" = 1 ] || fail "task $t launched $n times"
 done
@@ -270,5 +283,5 @@ for t in "$ok_job".0.0.0 "$ok_job".0.1.0 "$ok_job".0.2.0 "$bad_job".0.0.0 "$away
         n=$(grep -c "Task $t started as pid" "$CLUSTER_DIR/agent-n2.log" || true)
         [ "$n" = 1 ] || fail "task $t launched $n times"
 done
-pass "18 tasks, each launched once"
+pass "19 tasks, each launched once"
 echo PASS
