@@ -62,6 +62,7 @@ typedef struct SchedJob {
         uint32_t rpos;             /* in the ratio heap of its side */
         uint32_t user;             /* its user (sched-users.c) */
         bool tiny_overrun;         /* tiny, but it has had more than its estimate */
+        bool killed;               /* a kill took a task of it for killer_key's, at killed_s */
         bool in_active_jobs;
         bool training_now;
         bool probed;               /* a task of it has been placed: no probe (SchedParams.probe_s) */
@@ -72,6 +73,8 @@ typedef struct SchedJob {
 
         double late_since_s;
         double arrival_s;
+        uint64_t killer_key;       /* (killed) the phase the last kill of its tasks made room for */
+        double killed_s;           /* (killed) when */
         double service_s;          /* real CPU-seconds so far (srpt) */
         double training_cpus;      /* CPUs its running and stopping training tasks hold */
         /* Pending tasks told alike, one after the other, and not looked at one by one since:

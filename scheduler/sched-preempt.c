@@ -206,10 +206,28 @@ static double kill_loses_s(const Sched *s, const SchedTask *c) {
         return c->lost_s + MAX(until_s - c->started_s, 0.0) * c->cpu_cores;
 }
 
+/* Whether killing the task would take back room its phase took from the blocked phase by a
+ * kill: the last kill of the blocked phase's tasks made room for the task's phase, and the task
+ * started since. Such a kill cannot pay. The two phases traded places because the order moved,
+ * not because either is known to be smaller: the floors raise a phase's virtual remaining size
+ * by what its running tasks have run (tiny_overruns(), running_floors() in sched.c), which
+ * killed tasks no longer show, while the phase that lost its tasks ages on to late, which comes
+ * before every ordered phase. On one 2-CPU node two phases of 1-CPU tasks (tiny from a small s̄,
+ * their tasks sleeping, so measured service stayed near 0) took one CPU from each other at
+ * nearly every decision and neither finished: each kill threw away what the previous one had
+ * started, and none lost --kill-max-lost at once.
+ * The phase that lost waits for room as any other phase does; the killer's tasks started before
+ * the kill, and the room of a third phase, stay what they were. */
+static bool kill_takes_back(const SchedJob *blocked, const SchedJob *cj, const SchedTask *c) {
+        return blocked->killed && blocked->killer_key == cj->key && c->started_s >= blocked->killed_s;
+}
+
 static void victim_add(const Sched *s, struct SchedPreemptScratch *q, uint32_t i) {
         const SchedTask *c = sched_task_at(s, i);
+        const SchedJob *cj = sched_job_at(s, sched_meta_at(s, i)->job);
         q->victims[q->n_victims++] = (Victim) {
-                .task = i, .started_s = c->started_s, .killable = kill_loses_s(s, c) <= s->params.kill_max_lost_s,
+                .task = i, .started_s = c->started_s,
+                .killable = kill_loses_s(s, c) <= s->params.kill_max_lost_s && !kill_takes_back(q->blocked->job, cj, c),
                 .freezable = !s->nodes[c->node].no_freeze,
         };
 }
@@ -437,8 +455,9 @@ static int frozen_collect(Sched *s, struct SchedPreemptScratch *q, const SchedBl
         for (uint32_t i = s->node_tasks[node].placed; i != SCHED_NIL; i = sched_meta_at(s, i)->gnext) {
                 const SchedTask *c = sched_task_at(s, i);
                 double lost_s = kill_loses_s(s, c);
-                if (c->state != SCHED_TASK_SUSPENDED || lost_s > bound_s ||
-                    !frozen_may_yield(s, b, sched_job_at(s, sched_meta_at(s, i)->job)))
+                SchedJob *cj = sched_job_at(s, sched_meta_at(s, i)->job);
+                if (c->state != SCHED_TASK_SUSPENDED || lost_s > bound_s || kill_takes_back(b->job, cj, c) ||
+                    !frozen_may_yield(s, b, cj))
                         continue;
                 int r = grow((void **) &q->frozen, &q->allocated_frozen, n + 1, sizeof(Victim));
                 if (r < 0)
@@ -450,6 +469,18 @@ static int frozen_collect(Sched *s, struct SchedPreemptScratch *q, const SchedBl
                 q->frozen[k] = v;
         }
         *ret_n = n;
+        return 0;
+}
+
+/* Emits the kill of the task for the blocked phase and remembers it (kill_takes_back()). */
+static int kill_emit(Sched *s, const SchedBlocked *b, size_t task, size_t node) {
+        SchedJob *vj = sched_job_at(s, sched_meta_at(s, (uint32_t) task)->job);
+        int r = sched_emit(s, SCHED_KILL, task, node);
+        if (r < 0)
+                return r;
+        vj->killed = true;
+        vj->killer_key = b->job->key;
+        vj->killed_s = s->last_s;
         return 0;
 }
 
@@ -497,7 +528,7 @@ static int frozen_kill(Sched *s, struct SchedPreemptScratch *q, const SchedBlock
         int r = frozen_collect(s, q, b, best, &n_frozen);
         for (size_t k = 0; r >= 0 && k < best_n; k++) {
                 const SchedTask *vt = sched_task_at(s, (uint32_t) q->frozen[k].task);
-                r = sched_emit(s, SCHED_KILL, q->frozen[k].task, best);
+                r = kill_emit(s, b, q->frozen[k].task, best);
                 if (r >= 0)
                         r = sched_task_move(s, (uint32_t) q->frozen[k].task, SCHED_TASK_STOPPING, best, vt->started_s);
         }
@@ -553,7 +584,7 @@ size_t sched_preempt(Sched *s, const SchedBlocked *b, int *ret_error) {
                 const SchedTask *vt = sched_task_at(s, (uint32_t) v->task);
                 if (vt->node != node || (kill ? !v->killable : !v->freezable))
                         continue;
-                r = sched_emit(s, kill ? SCHED_KILL : SCHED_FREEZE, v->task, node);
+                r = kill ? kill_emit(s, b, v->task, node) : sched_emit(s, SCHED_FREEZE, v->task, node);
                 /* Frozen tasks stop using CPU now (the caller places the waiting task on this
                  * node); killed ones hold theirs until they are gone. */
                 if (r >= 0)

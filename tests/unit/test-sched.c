@@ -643,6 +643,118 @@ Test(sched_preempt, kill_bound_counts_earlier_kills_of_the_task) {
         }
 }
 
+/* The controller's view of kill preemption on one node of 2 CPUs, replayed: a decision every
+ * 0.25 s; a killed task is gone at the next one and its next attempt, a new task, waits (lost_s as
+ * the controller measures it: what the attempt used, nothing for a task that sleeps); a task ends
+ * after run_s of running and its phase is told the CPU-seconds it used (used_s). Phases are
+ * tiny, sized n·ξ·s̄ from a history of one such task. Returns the kills (stopping past 20);
+ * *ret_end_s, when the last phase finished (INFINITY: not within 120 s). */
+typedef struct PingPongJob {
+        double arrival_s;
+        unsigned n;
+        bool added, finished;
+        unsigned done;
+} PingPongJob;
+
+static unsigned ping_pong(SchedPolicy policy, double run_s, double used_s, double *ret_end_s) {
+        SchedParams p = SCHED_PARAMS_DEFAULT;
+        p.policy = policy;
+        p.preemption = SCHED_PREEMPT_KILL;
+        Sched *s;
+        cr_assert_eq(sched_new(&p, 2, &s), 0);
+        PlacementNode n[] = { node(2) };
+        cr_assert_eq(sched_set_nodes(s, n, 1), 0);
+        cr_assert_eq(sched_task_size_seen(s, used_s), 0);
+        PingPongJob jobs[] = { { .arrival_s = 0, .n = 4 }, { .arrival_s = 2.5, .n = 2 } };
+        SchedTask t[64];
+        bool gone[64] = {};
+        size_t n_t = 0;
+        unsigned kills = 0;
+        *ret_end_s = INFINITY;
+        for (double now = 0; now <= 120; now += 0.25) {
+                for (size_t i = 0; i < n_t; i++) {
+                        PingPongJob *j = &jobs[t[i].key - 1];
+                        if (gone[i])
+                                continue;
+                        if (t[i].state == SCHED_TASK_STOPPING) {
+                                /* Gone; its next attempt waits, having lost what it used. */
+                                gone[i] = true;
+                                cr_assert_eq(sched_task_remove(s, i), 0);
+                                cr_assert_lt(n_t, ELEMENTSOF(t));
+                                t[n_t] = (SchedTask) { .key = t[i].key, .index = t[i].index, .cpu_cores = 1,
+                                                       .memory_bytes = MiB, .lost_s = t[i].lost_s };
+                                cr_assert_eq(sched_task_set(s, n_t, &t[n_t]), 0);
+                                n_t++;
+                        } else if (t[i].state == SCHED_TASK_RUNNING && now >= t[i].started_s + run_s - EPS) {
+                                gone[i] = true;
+                                cr_assert_eq(sched_task_remove(s, i), 0);
+                                if (++j->done == j->n) {
+                                        cr_assert_eq(sched_task_size_seen(s, used_s), 0);
+                                        cr_assert_eq(sched_job_finish(s, t[i].key, now), 0);
+                                        j->finished = true;
+                                } else
+                                        cr_assert_eq(sched_job_set_service(s, t[i].key, j->done * used_s), 0);
+                        }
+                }
+                if (jobs[0].finished && jobs[1].finished) {
+                        *ret_end_s = now;
+                        break;
+                }
+                for (size_t k = 0; k < ELEMENTSOF(jobs); k++) {
+                        PingPongJob *j = &jobs[k];
+                        if (j->added || now < j->arrival_s - EPS)
+                                continue;
+                        SchedSize tiny = { .kind = SCHED_SIZE_TINY, .size_s = j->n * used_s };
+                        cr_assert_eq(sched_job_add(s, k + 1, now, 1, j->n, &tiny), 0);
+                        for (unsigned i = 0; i < j->n; i++) {
+                                t[n_t] = (SchedTask) { .key = k + 1, .index = i, .cpu_cores = 1, .memory_bytes = MiB };
+                                cr_assert_eq(sched_task_set(s, n_t, &t[n_t]), 0);
+                                n_t++;
+                        }
+                        j->added = true;
+                }
+                const SchedDecision *d;
+                size_t n_d;
+                cr_assert_eq(sched_next(s, now, &d, &n_d), 0);
+                for (size_t k = 0; k < n_d; k++) {
+                        SchedTask *x = &t[d[k].task];
+                        if (d[k].verb == SCHED_START) {
+                                x->state = SCHED_TASK_RUNNING;
+                                x->started_s = now;
+                        } else if (d[k].verb == SCHED_KILL) {
+                                x->state = SCHED_TASK_STOPPING;
+                                kills++;
+                        }
+                }
+                if (kills > 20) /* for ever, as far as a test can tell */
+                        break;
+        }
+        sched_free(s);
+        return kills;
+}
+
+Test(sched_preempt, kill_does_not_take_back_what_it_lost) {
+        /* Job 1: 4 tasks, job 2 (at 2.5): 2 tasks, each task 1 CPU for 8 s, on 2 CPUs; tasks
+         * that sleep (0.0017 CPU-s each, s̄ the same). Once job 2's tasks run, what they have
+         * run floors its virtual size while job 1 (its two first tasks done, 0.0034 CPU-s of
+         * service) is late, ahead of it: job 1 kills them. Then job 2, its tasks gone, ages to
+         * late in turn while job 1's running tasks floor job 1: it killed job 1's new tasks,
+         * and so on every second or so, each kill throwing away what the last one made room
+         * for. A kill that takes back the room a kill took from the blocked phase cannot pay:
+         * job 1 keeps what it won, and both jobs finish at 24.75 s (24 s of work on 2 CPUs, and
+         * the 0.75 s job 2's first tasks had run). Tasks that burn their CPU tell sizes that keep
+         * the order (no kill at all). */
+        for (SchedPolicy pol = SCHED_HFSP; pol <= SCHED_PSBS; pol++)
+                for (int burn = 0; burn < 2; burn++) {
+                        double end_s;
+                        unsigned kills = ping_pong(pol, 8, burn ? 8 : 0.0017, &end_s);
+                        cr_expect_leq(kills, 2, "%s, %s: %u kills, the jobs ended at %g s", sched_policy_to_string(pol),
+                                      burn ? "burning" : "sleeping", kills, end_s);
+                        cr_expect_leq(end_s, 26, "%s, %s: the jobs ended at %g s", sched_policy_to_string(pol),
+                                      burn ? "burning" : "sleeping", end_s);
+                }
+}
+
 Test(sched_fair, time_slices_a_node) {
         /* One CPU; job 1 (two tasks of 1 CPU, weight 1) and job 2 (one task, weight 2). fair
          * starts all three (up to 8 CPUs of requests on 1), and their CFS weights share the CPU
