@@ -116,7 +116,7 @@ const Knob runtime_knobs[] = {
           "fair runs every task whose memory fits, up to this many times a node's CPUs, sharing them by job weight (CFS); 1: one task per CPU (default: 8; 1..1000)",
           1, 1000, NULL, 0, "fair_overcommit", KNOB_APPLY_SCHEDULER },
         { "kill-max-lost", KNOB_DOUBLE, SETTING(sched.kill_max_lost_s), "CPU-SECONDS",
-          "kill and suspend-kill throw away at most this much CPU time of one task, over all its attempts (default: 2; 0..1000000000)",
+          "kill and suspend-kill throw away at most this many CPU-seconds of one task, over all its attempts: the CPUs each held from its start to its kill, or the CPU time it used if more (default: 2; 0..1000000000)",
           0, 1e9, NULL, 0, "kill_max_lost_s", KNOB_APPLY_SCHEDULER },
         { "training-share", KNOB_DOUBLE, SETTING(sched.training_share), "FRACTION",
           "T, the CPUs training tasks may hold with top priority (hfsp, psbs), as a share of the ready CPUs, rounded down; 0: off (default: 0.05; 0..1)",

@@ -578,10 +578,16 @@ int store_phase_launch(Store *s, uint64_t job, unsigned phase, StoreLaunch *ret)
 /* ---- Tasks ---- */
 
 /* lost: the CPU-seconds earlier attempts of the task lost to kills by preemption (the scheduler
- * bounds a task's total, SchedTask.lost_s); looked up by the (job, phase, idx, attempt) key. */
+ * bounds a task's total, SchedTask.lost_s); looked up by the (job, phase, idx, attempt) key. Each
+ * attempt counts the CPUs it held from its start to the kill, as the scheduler counts the attempt
+ * it kills (kill_loses_s()), or what it used where that is more: by its use alone a task that
+ * sleeps or waits on I/O lost nothing, and --kill-max-lost never bounded how often it was killed
+ * (two phases of sleeping tasks killed each other's for ever, docs/design.md). */
 #define TASK_COLUMNS                                                                                      \
         "t.id, t.job, t.phase, t.idx, t.attempt, t.state, t.node, p.cpu_cores, p.memory_bytes, t.started_ms," \
-        " CASE WHEN t.attempt > 0 THEN (SELECT COALESCE(SUM(" USAGE_CPU_S("e.") "), 0) FROM tasks e"      \
+        " CASE WHEN t.attempt > 0 THEN (SELECT COALESCE(SUM(MAX(" USAGE_CPU_S("e.") ","                   \
+        "  CASE WHEN e.started_ms IS NOT NULL AND e.preempted_ms > e.started_ms"                          \
+        "   THEN (e.preempted_ms - e.started_ms) / 1000.0 * p.cpu_cores ELSE 0 END)), 0) FROM tasks e"     \
         "  WHERE e.job = t.job AND e.phase = t.phase AND e.idx = t.idx AND e.attempt < t.attempt"          \
         "  AND e.preempted_ms IS NOT NULL) ELSE 0 END, t.copy_of"
 #define TASK_FROM "FROM tasks t JOIN phases p ON p.job = t.job AND p.idx = t.phase"

@@ -285,7 +285,8 @@ typedef struct StoreTask {
         double cpu_cores;      /* the phase's request */
         uint64_t memory_bytes;
         int64_t started_ms;    /* when it started running, -1 before */
-        double lost_cpu_s;     /* CPU-seconds its earlier attempts lost to preemption kills */
+        double lost_cpu_s;     /* CPU-seconds its earlier attempts lost to preemption kills:
+                                * CPUs held from start to kill, or CPU used if more */
         bool is_copy;          /* a speculative copy of attempt copy_of, running beside it */
         unsigned copy_of;
 } StoreTask;

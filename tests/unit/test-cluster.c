@@ -1539,6 +1539,38 @@ Test(cluster, kill_preemption_retries_the_task_as_a_new_attempt) {
         cr_assert_eq(number(long_id, -1, -1, "tasks_done"), 5);
 }
 
+/* A killed attempt that used no CPU (it slept) still held its CPUs from its start to the kill:
+ * that is what the scheduler's bound counts of the attempt it kills (kill_loses_s()), and what
+ * the next attempt's lost_cpu_s says it lost. Counting what it used, a task that sleeps lost
+ * nothing however often it was killed, and --kill-max-lost never bounded its kills. */
+Test(cluster, kill_preemption_counts_the_cpus_a_killed_attempt_held) {
+        restart(SCHED_HFSP, SCHED_PREEMPT_KILL, T0);
+        Node n1 = node_new("n1", 1);
+        uint64_t long_id = submit(job_five_small, T0);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        cr_assert_eq(count_actions(hr, ACTION_START), 5);
+        heartbeat_reply_free(ack_and_run(&n1, hr, T0 + 2000));
+        heartbeat_reply_free(hr);
+
+        submit(job_one_small, T0 + 3000); /* the kill is decided now, sent with the next reply */
+        TaskReport reps[5];
+        for (unsigned i = 0; i < 5; i++)
+                reps[i] = running(task_id(long_id, 0, i), NULL, 0);
+        hr = beat(&n1, reps, 5, NULL, 0, T0 + 4000);
+        const Action *kill = find_action(hr, ACTION_KILL, task_id(long_id, 0, 4));
+        cr_assert_not_null(kill);
+        Ack a = ack_ok(kill);
+        reps[4] = ended(task_id(long_id, 0, 4), TASK_CANCELLED, 0, 9, 0, MiB);
+        heartbeat_reply_free(hr);
+        heartbeat_reply_free(beat(&n1, reps, 5, &a, 1, T0 + 5000));
+        assert_task_state(long_id, 0, 4, "cancelled");
+        StoreTask st;
+        cr_assert_eq(store_task_get(store, task_id_attempt(long_id, 0, 4, 1), &st), 0);
+        cr_assert_float_eq(st.lost_cpu_s, 0.2 * 1, 1e-9, "0.2 CPU held from its start (T0 + 2 s) to the kill: %g CPU-s",
+                           st.lost_cpu_s);
+        store_task_done(&st);
+}
+
 /* An agent without a freezer refuses the freeze: the task runs on (the scheduler no longer
  * counts it frozen: the node's CPUs are over-committed until a task ends, as under wait), and
  * suspend leaves that node's tasks alone from then on. */
