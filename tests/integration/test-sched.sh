@@ -5,7 +5,8 @@
 # says FROZEN), the short job finishes first, the frozen task is thawed and the long job
 # completes. With hfsp + kill the youngest task is killed instead, runs again as attempt 1 once
 # there is room, and the long job still succeeds. With fifo nothing is frozen and the short job
-# waits until a task of the long one ends.
+# waits until a task of the long one ends. Then, with hfsp and psbs + kill, two jobs whose order
+# flips while they run must not kill each other's tasks by turns (run_ping_pong).
 set -euo pipefail
 
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -95,7 +96,46 @@ run_case() {
         cluster_cleanup
 }
 
+# Kill preemption between two jobs that outrank each other by turns (hfsp and psbs): on a
+# 2-CPU node, after a job of one sleeping task has made s̄ small, job A = 4 tasks and job B =
+# 2 tasks (2.5 s later), each task 1 CPU for 8 s of sleep. Both are tiny and soon past their
+# estimates; the one whose tasks run is floored back into the virtual cluster while the other
+# goes late, ahead of it. They killed each other's new tasks without end (hundreds of attempts
+# a minute) or for many rounds; a kill now never takes back room taken by a kill, so at most
+# B's two first tasks are killed once and both jobs end within 40 s (24 s of work on 2 CPUs).
+jobs_final() {
+        local j
+        for j in "$@"; do job_is_final "$j" || return 1; done
+}
+
+run_ping_pong() {
+        local policy=$1 warm a b
+        cluster_init "$top_builddir" "cgorch-test-sched-pingpong-$policy"
+        cluster_start_controller --scheduler "$policy" --preemption kill
+        cluster_start_agent n1 --cpus 2 --memory 2G
+        warm=$("$CGORCHCTL" submit --name warm --user nobody --tasks 1 --cpus 1 --memory 16M -- /bin/sleep 1)
+        wait_for 20 job_is_final "$warm" || fail "$policy/kill: the warm-up job did not finish"
+        a=$("$CGORCHCTL" submit --name A --user nobody --tasks 4 --cpus 1 --memory 16M -- /bin/sleep 8)
+        sleep 2.5
+        b=$("$CGORCHCTL" submit --name B --user nobody --tasks 2 --cpus 1 --memory 16M -- /bin/sleep 8)
+        wait_for 40 jobs_final "$a" "$b" ||
+                fail "$policy/kill: jobs A and B did not end within 40 s ($(grep -c 'preempted (scheduler' "$CLUSTER_DIR/controller.log") kills)"
+        [ "$(job_field "$a" .state)" = succeeded ] || fail "$policy/kill: job A $(job_field "$a" .state)"
+        [ "$(job_field "$b" .state)" = succeeded ] || fail "$policy/kill: job B $(job_field "$b" .state)"
+        local job most kills
+        for job in "$a" "$b"; do
+                most=$(job_field "$job" '[.phases[0].tasks[].id | split(".")[3] | tonumber] | max')
+                [ "$most" -le 1 ] || fail "$policy/kill: a task of job $job was killed $most times"
+        done
+        kills=$(grep -c 'preempted (scheduler' "$CLUSTER_DIR/controller.log" || true)
+        [ "$kills" -le 2 ] || fail "$policy/kill: $kills kills"
+        pass "$policy/kill: two jobs that outrank each other by turns both ended, $kills task(s) killed once"
+        cluster_cleanup
+}
+
 # Each case in a subshell: cluster_cleanup ends the shell it runs in.
 (run_case hfsp)
 (run_case hfsp kill)
 (run_case fifo)
+(run_ping_pong hfsp)
+(run_ping_pong psbs)
