@@ -222,12 +222,20 @@ static bool kill_takes_back(const SchedJob *blocked, const SchedJob *cj, const S
         return blocked->killed && blocked->killer_key == cj->key && c->started_s >= blocked->killed_s;
 }
 
+/* Whether the task has run SCHED_KILL_MAX_DONE_SHARE or more of what one task of its phase is
+ * measured to take (SchedSize.task_s; hfsp and psbs, as sched_task_is_finishing()): killing it
+ * throws away more than it has left, and the CPU it would give comes back sooner by its end. */
+static bool mostly_done(const Sched *s, const SchedJob *cj, uint32_t i) {
+        return s->ops->virtual_order && cj->size.task_s > 0 && sched_task_ran_s(s, i) >= SCHED_KILL_MAX_DONE_SHARE * cj->size.task_s;
+}
+
 static void victim_add(const Sched *s, struct SchedPreemptScratch *q, uint32_t i) {
         const SchedTask *c = sched_task_at(s, i);
         const SchedJob *cj = sched_job_at(s, sched_meta_at(s, i)->job);
         q->victims[q->n_victims++] = (Victim) {
                 .task = i, .started_s = c->started_s,
-                .killable = kill_loses_s(s, c) <= s->params.kill_max_lost_s && !kill_takes_back(q->blocked->job, cj, c),
+                .killable = kill_loses_s(s, c) <= s->params.kill_max_lost_s && !kill_takes_back(q->blocked->job, cj, c) &&
+                        !mostly_done(s, cj, i),
                 .freezable = !s->nodes[c->node].no_freeze,
         };
 }

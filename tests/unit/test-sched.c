@@ -643,6 +643,45 @@ Test(sched_preempt, kill_bound_counts_earlier_kills_of_the_task) {
         }
 }
 
+Test(sched_preempt, kill_spares_a_task_mostly_done) {
+        /* Job 1's tasks are measured at 3 CPU-s; on 2 CPUs, one has run 10 s (past the bound),
+         * the other 1.5 or 1 when job 2 (smaller) needs a CPU. 1.5 is half of 3: killing it
+         * would lose more than it has left, so job 2 waits; at 1 it is killed. */
+        for (int k = 0; k < 2; k++) {
+                for (SchedPolicy pol = SCHED_HFSP; pol <= SCHED_PSBS; pol++) {
+                        Sched *s;
+                        SchedParams p = params(pol);
+                        p.preemption = SCHED_PREEMPT_KILL;
+                        p.kill_max_lost_s = 2;
+                        cr_assert_eq(sched_new(&p, 2, &s), 0);
+                        PlacementNode n[] = { node(2) };
+                        SchedSize big = { .kind = SCHED_SIZE_FINAL, .size_s = 1000, .task_s = 3 }, small = final_size(1);
+                        cr_assert_eq(sched_job_add(s, 1, 0, 1, 3, &big), 0);
+                        cr_assert_eq(sched_job_add(s, 2, 10, 1, 1, &small), 0);
+                        SchedTask t[] = {
+                                { .key = 1, .index = 0, .state = SCHED_TASK_RUNNING, .node = 0, .cpu_cores = 1,
+                                  .memory_bytes = MiB, .started_s = 0 },
+                                { .key = 1, .index = 1, .state = SCHED_TASK_RUNNING, .node = 0, .cpu_cores = 1,
+                                  .memory_bytes = MiB, .started_s = k == 0 ? 8.5 : 9 },
+                                { .key = 1, .index = 2, .cpu_cores = 1, .memory_bytes = MiB },
+                                { .key = 2, .index = 0, .cpu_cores = 1, .memory_bytes = MiB },
+                        };
+                        SchedDecision *d;
+                        size_t n_d;
+                        cr_assert_eq(sched_decide(s, 10, n, 1, t, ELEMENTSOF(t), &d, &n_d), 0);
+                        if (k == 0)
+                                cr_assert_eq(n_d, 0, "%s: the task has run half of its 3 CPU-s", sched_policy_to_string(pol));
+                        else {
+                                cr_assert_eq(n_d, 1, "%s", sched_policy_to_string(pol));
+                                cr_assert_eq(d[0].verb, SCHED_KILL);
+                                cr_assert_eq(d[0].task, 1);
+                        }
+                        free(d);
+                        s = sched_free(s);
+                }
+        }
+}
+
 /* The controller's view of kill preemption on one node of 2 CPUs, replayed: a decision every
  * 0.25 s; a killed task is gone at the next one and its next attempt, a new task, waits (lost_s as
  * the controller measures it: what the attempt used, nothing for a task that sleeps); a task ends
