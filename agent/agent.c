@@ -1332,7 +1332,7 @@ static TaskReport task_report(const Task *t) {
         bool final = t->has_exit || (!t->launch && t->error);
 
         /* The report borrows the task's memory: nothing here is freed by us. */
-        return (TaskReport) {
+        TaskReport r = {
                 .id = t->id,
                 .state = final ? t->final_state : TASK_RUNNING,
                 .pid = t->launch ? launch_pid(t->launch) : 0,
@@ -1347,6 +1347,11 @@ static TaskReport task_report(const Task *t) {
                 .output_dropped_bytes = t->launch ? launch_output(t->launch)->dropped : 0,
                 .memory_guard = t->guard_event_seq > t->guard_sent_seq ? t->guard_event : (MemoryGuardEvent) {},
         };
+        /* When it ended is protocol 3's: a controller that speaks 2 or 1 refuses the field (every
+         * heartbeat with an end was refused, the node lost, and the finished task run again). */
+        if (t->agent->protocol < PROTO_VERSION_FENCED)
+                r.exit.end_ms = 0;
+        return r;
 }
 
 /* How a task's report goes in a heartbeat. */

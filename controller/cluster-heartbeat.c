@@ -46,10 +46,20 @@ static void report_usage(const TaskReport *rep, double *ret_cpu_s, uint64_t *ret
 
 static int task_lose(Cluster *c, const StoreTask *t, const char *reason, int64_t now_ms, JobSet *jobs);
 
+/* When a reported task ended: the agent's end_ms, which for a task that ended while its agent or
+ * this controller was away is well before the report came; never after now (a clock ahead) nor
+ * before the task's recorded start. Without it (an older agent, no exit record): now. */
+static int64_t report_ended_ms(const TaskReport *rep, const StoreTask *t, int64_t now_ms) {
+        if (!rep->has_exit || rep->exit.end_ms <= 0)
+                return now_ms;
+        int64_t ended_ms = MIN(rep->exit.end_ms, now_ms);
+        return t->started_ms >= 0 ? MAX(ended_ms, t->started_ms) : ended_ms;
+}
+
 /* An attempt given up on with its node that reports success after all (it ended while its node
  * could not tell us): its work is done, so it is the task's outcome unless another attempt
  * succeeded first, and the attempt that runs in its stead is stopped. */
-static int lost_attempt_succeeded(Cluster *c, const StoreTask *t, int64_t now_ms, JobSet *jobs) {
+static int lost_attempt_succeeded(Cluster *c, const StoreTask *t, int64_t ended_ms, int64_t now_ms, JobSet *jobs) {
         JobState job_state;
         int r = store_job_get_state(c->store, t->job, &job_state);
         if (r < 0 || job_state_is_final(job_state))
@@ -80,21 +90,14 @@ static int lost_attempt_succeeded(Cluster *c, const StoreTask *t, int64_t now_ms
 
         r = store_task_set_state(c->store, t->id, TASK_SUCCEEDED, 0, now_ms,
                                  "succeeded after its node was given up on: the first attempt to succeed counts");
+        /* It finished when it ended, not when its node was given up on (the loss set that). */
+        if (r >= 0)
+                r = store_task_set_finished(c->store, t->id, ended_ms);
         if (r < 0)
                 return r;
         log_notice("Task %s succeeded after its node was given up on: it counts, its other attempts stop.", t->id);
         c->placement_dirty = true;
         return cluster_job_set_add(jobs, t->job);
-}
-
-/* When a reported task ended: the agent's end_ms, which for a task that ended while its agent or
- * this controller was away is well before the report came; never after now (a clock ahead) nor
- * before the task's recorded start. Without it (an older agent, no exit record): now. */
-static int64_t report_ended_ms(const TaskReport *rep, const StoreTask *t, int64_t now_ms) {
-        if (!rep->has_exit || rep->exit.end_ms <= 0)
-                return now_ms;
-        int64_t ended_ms = MIN(rep->exit.end_ms, now_ms);
-        return t->started_ms >= 0 ? MAX(ended_ms, t->started_ms) : ended_ms;
 }
 
 static int merge_report(Cluster *c, const Heartbeat *hb, const TaskReport *rep, int64_t now_ms, JobSet *jobs) {
@@ -152,7 +155,7 @@ static int merge_report(Cluster *c, const Heartbeat *hb, const TaskReport *rep, 
                 if (!task_state_is_final(rep->state))
                         return cluster_queue_kill(c, hb->node, t.id, now_ms);
                 if (t.state == TASK_LOST && rep->state == TASK_SUCCEEDED && rep->has_exit)
-                        return lost_attempt_succeeded(c, &t, now_ms, jobs);
+                        return lost_attempt_succeeded(c, &t, report_ended_ms(rep, &t, now_ms), now_ms, jobs);
                 return 0;
         }
 

@@ -180,7 +180,8 @@ int store_job_get_state(Store *s, uint64_t job, JobState *ret) {
 
 int store_job_last_task_finished_ms(Store *s, uint64_t job, int64_t *ret) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r = store_prepare(s, "SELECT MAX(finished_ms) FROM tasks WHERE job = ?", &st);
+        /* Succeeded attempts only: another attempt of a task is stopped when one succeeds, later. */
+        int r = store_prepare(s, "SELECT MAX(finished_ms) FROM tasks WHERE job = ? AND state = 'succeeded'", &st);
         if (r < 0)
                 return r;
         sqlite3_bind_int64(st, 1, (int64_t) job);
@@ -191,6 +192,20 @@ int store_job_last_task_finished_ms(Store *s, uint64_t job, int64_t *ret) {
                 return -ENOENT;
         *ret = sqlite3_column_int64(st, 0);
         return 0;
+}
+
+int store_task_set_finished(Store *s, const char *id, int64_t finished_ms) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s, "UPDATE tasks SET finished_ms = ?1 WHERE id = ?2", &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, finished_ms);
+        sqlite3_bind_text(st, 2, id, -1, SQLITE_TRANSIENT);
+        r = store_step_done(s, st, "set when a task finished");
+        if (r < 0)
+                return r;
+        store_task_changed(s, id);
+        return sqlite3_changes(s->db) > 0 ? 0 : -ENOENT;
 }
 
 int store_job_get_user(Store *s, uint64_t job, char **ret_user) {

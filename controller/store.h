@@ -161,8 +161,10 @@ int store_job_insert(Store *s, const JobSpec *spec, int64_t now_ms, uint64_t *re
 /* The user's jobs that have not ended (queued, held or running). */
 int store_user_jobs_unfinished(Store *s, const char *user, uint64_t *ret);
 int store_job_get_state(Store *s, uint64_t job, JobState *ret);
-/* When the last of a job's task attempts finished; -ENOENT: none has. */
+/* When the last of a job's succeeded task attempts finished; -ENOENT: none has. */
 int store_job_last_task_finished_ms(Store *s, uint64_t job, int64_t *ret);
+/* Sets when a task finished, over what its state change set (an attempt reported late). */
+int store_task_set_finished(Store *s, const char *id, int64_t finished_ms);
 /* The user the job runs as (NULL: none given, the agent's own); -ENOENT when there is no such job. */
 int store_job_get_user(Store *s, uint64_t job, char **ret_user);
 /* What the lifecycle needs to know of a job. */

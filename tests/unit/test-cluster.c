@@ -976,10 +976,13 @@ Test(cluster, lost_attempt_that_succeeded_counts_and_stops_the_rerun) {
         /* n1 comes back: attempt 0 ended with exit 0 while it could not report. Its work is
          * done: it counts, and attempt 1 is stopped. */
         TaskReport done = ended(task_id(id, 0, 0), TASK_SUCCEEDED, 0, 0, 3, MiB);
+        done.exit.end_ms = T0 + 2000; /* before the loss, which set its finished_ms */
         heartbeat_reply_free(beat(&n1, &done, 1, NULL, 0, now));
         assert_task_state(id, 0, 0, "succeeded");
         cr_assert_float_eq(number(id, 0, 0, "cpu_s"), 3.0, 1e-9);
         assert_job_state(id, "succeeded");
+        cr_assert_eq(number(id, 0, 0, "finished_ms"), T0 + 2000, "the attempt finished when it ended, not at its loss");
+        cr_assert_eq(number(id, -1, -1, "finished_ms"), T0 + 2000, "so did the job");
         cr_assert_eq(number(id, -1, -1, "tasks_done"), 1);
         TaskReport r1 = running(task_id_attempt(id, 0, 0, 1), NULL, 0);
         HeartbeatReply *hr = beat(&n2, &r1, 1, NULL, 0, now + 500);
@@ -991,6 +994,7 @@ Test(cluster, lost_attempt_that_succeeded_counts_and_stops_the_rerun) {
         heartbeat_reply_free(hr);
         assert_task_state(id, 0, 1, "cancelled");
         assert_job_state(id, "succeeded");
+        cr_assert_eq(number(id, -1, -1, "finished_ms"), T0 + 2000, "the job's end stays its succeeded attempt's");
         cr_assert_eq(number(id, -1, -1, "tasks_done"), 1);
         cr_assert_float_eq(number(id, -1, -1, "cpu_s"), 3.5, 1e-9, "each attempt's CPU-seconds, once");
 }
