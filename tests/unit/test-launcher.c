@@ -463,8 +463,9 @@ Test(launcher, output_capped_with_a_note) {
         sd_event_unref(e);
 }
 
-/* A pattern the task's user cannot open fails the start, naming the file. */
-Test(launcher, output_file_refused) {
+/* Starts /bin/true with its output to pattern, which must fail; the start's error contains
+ * both texts. */
+static void expect_output_refused(const char *pattern, const char *names, const char *why) {
         char *argv[] = { (char *) "/bin/true", NULL };
         _cleanup_free_ char *error = NULL;
         sd_event *e = NULL;
@@ -474,32 +475,24 @@ Test(launcher, output_file_refused) {
         cr_assert_eq(sd_event_new(&e), 0);
         be_like_the_agent();
         LaunchSpec spec = { .task = "1.0.0.0", .argv = argv, .allow_root = true, .status_fd = -1,
-                            .output_pattern = "/nonexistent-dir/out" };
+                            .output_pattern = pattern };
         cr_assert_lt(launch_start(e, &spec, attach_nothing, on_exit_cb, &seen, &l, &error), 0);
         cr_assert_not_null(error);
-        cr_expect(strstr(error, "opening the output file /nonexistent-dir/out as user"), "%s", error);
-        cr_expect(strstr(error, "No such file or directory"), "%s", error);
+        cr_expect(strstr(error, names), "%s", error);
+        cr_expect(strstr(error, why), "%s", error);
         sd_event_unref(e);
+}
+
+/* A pattern the task's user cannot open fails the start, naming the file. */
+Test(launcher, output_file_refused) {
+        expect_output_refused("/nonexistent-dir/out", "opening the output file /nonexistent-dir/out as user",
+                              "No such file or directory");
 }
 
 /* A file of a kernel file system may judge a write by the writer's capabilities, and the agent
  * (root) writes the output: refused, though the task's user could open it. */
 Test(launcher, output_to_a_kernel_file_refused) {
-        char *argv[] = { (char *) "/bin/true", NULL };
-        _cleanup_free_ char *error = NULL;
-        sd_event *e = NULL;
-        Launch *l = NULL;
-        Seen seen = {};
-
-        cr_assert_eq(sd_event_new(&e), 0);
-        be_like_the_agent();
-        LaunchSpec spec = { .task = "1.0.0.0", .argv = argv, .allow_root = true, .status_fd = -1,
-                            .output_pattern = "/proc/self/comm" };
-        cr_assert_lt(launch_start(e, &spec, attach_nothing, on_exit_cb, &seen, &l, &error), 0);
-        cr_assert_not_null(error);
-        cr_expect(strstr(error, "opening the output file /proc/self/comm as user"), "%s", error);
-        cr_expect(strstr(error, "a file of the kernel's"), "%s", error);
-        sd_event_unref(e);
+        expect_output_refused("/proc/self/comm", "opening the output file /proc/self/comm as user", "a file of the kernel's");
 }
 
 /* The task's user stops its process before its exec (here while the agent attaches it): the
