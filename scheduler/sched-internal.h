@@ -465,8 +465,8 @@ typedef struct SchedBlocked {
  * CPU-seconds one task of its phase is measured to take (SchedSize.task_s; phases not measured
  * yet have none):
  * --kill-max-lost bounds what a kill throws away, this what it throws away against what is
- * left. cgorch-sim, mixed at load 0.85, seeds 1-20, hfsp kill: mean response 13.95 -> 13.36 s,
- * kills 126.5 -> 101.2 a run (docs/design.md, "Kills that take back"). */
+ * left: the CPU comes back sooner by such a task's end than by its kill (docs/design.md,
+ * "Kills that take back"). */
 #define SCHED_KILL_MAX_DONE_SHARE 0.5
 
 typedef struct SchedNodeFree {

@@ -1479,24 +1479,36 @@ static const char job_one_small[] =
         "{\"name\": \"short\", \"phases\": ["
         " {\"tasks\": 1, \"argv\": [\"true\"], \"cpu_cores\": 0.2, \"memory_bytes\": 16777216}]}";
 
-Test(cluster, kill_preemption_retries_the_task_as_a_new_attempt) {
+/* Under hfsp with kill preemption, job_five_small fills n1 (started at T0 + 2 s); job_one_small
+ * arrives at T0 + 3 s on the full node and the long job's youngest task (4) is to be killed for
+ * it: returns the reply of T0 + 4 s, which carries the kill (*kill). Task 4 reports *used4 if
+ * given. */
+static HeartbeatReply *five_running_then_one_tiny(Node *n1, uint64_t *long_id, uint64_t *short_id, TaskReport reps[5],
+                                                  TaskSample *used4, const Action **kill) {
         restart(SCHED_HFSP, SCHED_PREEMPT_KILL, T0);
-        Node n1 = node_new("n1", 1);
-        uint64_t long_id = submit(job_five_small, T0);
-        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        *n1 = node_new("n1", 1);
+        *long_id = submit(job_five_small, T0);
+        HeartbeatReply *hr = beat_empty(n1, T0 + 1000);
         cr_assert_eq(count_actions(hr, ACTION_START), 5);
-        heartbeat_reply_free(ack_and_run(&n1, hr, T0 + 2000));
+        heartbeat_reply_free(ack_and_run(n1, hr, T0 + 2000));
         heartbeat_reply_free(hr);
 
-        /* A tiny job arrives on a full node: the long job's youngest task is killed for it. */
-        uint64_t short_id = submit(job_one_small, T0 + 3000);
+        *short_id = submit(job_one_small, T0 + 3000); /* the kill is decided now, sent with the next reply */
+        for (unsigned i = 0; i < 5; i++)
+                reps[i] = running(task_id(*long_id, 0, i), i == 4 ? used4 : NULL, i == 4 && used4);
+        hr = beat(n1, reps, 5, NULL, 0, T0 + 4000);
+        *kill = find_action(hr, ACTION_KILL, task_id(*long_id, 0, 4));
+        cr_assert_not_null(*kill, "the youngest task is killed");
+        return hr;
+}
+
+Test(cluster, kill_preemption_retries_the_task_as_a_new_attempt) {
+        Node n1;
+        uint64_t long_id, short_id;
         TaskReport reps[5];
         TaskSample used = { .time_ms = T0 + 3900, .cpu_usage_ns = NSEC_PER_SEC / 2, .memory_current_bytes = MiB };
-        for (unsigned i = 0; i < 5; i++)
-                reps[i] = running(task_id(long_id, 0, i), i == 4 ? &used : NULL, i == 4);
-        hr = beat(&n1, reps, 5, NULL, 0, T0 + 4000);
-        const Action *kill = find_action(hr, ACTION_KILL, task_id(long_id, 0, 4));
-        cr_assert_not_null(kill, "the youngest task is killed");
+        const Action *kill;
+        HeartbeatReply *hr = five_running_then_one_tiny(&n1, &long_id, &short_id, reps, &used, &kill);
         cr_assert_eq(count_actions(hr, ACTION_KILL), 1);
         cr_assert_eq(count_actions(hr, ACTION_START), 0, "the short job waits for the kill");
         assert_task_state(long_id, 0, 4, "running");
@@ -1548,21 +1560,11 @@ Test(cluster, kill_preemption_retries_the_task_as_a_new_attempt) {
  * the next attempt's lost_cpu_s says it lost. Counting what it used, a task that sleeps lost
  * nothing however often it was killed, and --kill-max-lost never bounded its kills. */
 Test(cluster, kill_preemption_counts_the_cpus_a_killed_attempt_held) {
-        restart(SCHED_HFSP, SCHED_PREEMPT_KILL, T0);
-        Node n1 = node_new("n1", 1);
-        uint64_t long_id = submit(job_five_small, T0);
-        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
-        cr_assert_eq(count_actions(hr, ACTION_START), 5);
-        heartbeat_reply_free(ack_and_run(&n1, hr, T0 + 2000));
-        heartbeat_reply_free(hr);
-
-        submit(job_one_small, T0 + 3000); /* the kill is decided now, sent with the next reply */
+        Node n1;
+        uint64_t long_id, short_id;
         TaskReport reps[5];
-        for (unsigned i = 0; i < 5; i++)
-                reps[i] = running(task_id(long_id, 0, i), NULL, 0);
-        hr = beat(&n1, reps, 5, NULL, 0, T0 + 4000);
-        const Action *kill = find_action(hr, ACTION_KILL, task_id(long_id, 0, 4));
-        cr_assert_not_null(kill);
+        const Action *kill;
+        HeartbeatReply *hr = five_running_then_one_tiny(&n1, &long_id, &short_id, reps, NULL, &kill);
         Ack a = ack_ok(kill);
         reps[4] = ended(task_id(long_id, 0, 4), TASK_CANCELLED, 0, 9, 0, MiB);
         heartbeat_reply_free(hr);
