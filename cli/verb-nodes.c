@@ -57,7 +57,7 @@ static char *node_amount(json_t *node, const char *key, bool bytes, char buf[sta
 int nodes_print_table(json_t *nodes) {
         static const char *const headers[] = {
                 "ID", "STATE", "MODE", "SPEED", "CPUS", "CPU_LIMIT", "CPU_USED", "MEMORY", "MEM_LIMIT", "MEM_USED", "TASKS",
-                "LAST_HEARTBEAT",
+                "LAST_HEARTBEAT", "REASON",
         };
         _cleanup_table_ Table *t = table_new(ELEMENTSOF(headers), headers);
         int64_t now_ms = ctl_now_ms();
@@ -89,6 +89,9 @@ int nodes_print_table(json_t *nodes) {
                 /* An age says more than a timestamp here: "is this node still talking to us?" */
                 r = r ?: table_add_cell(t, json_field_int(node, "last_heartbeat_ms", &last_ms)
                                                    ? format_age_ms(now_ms, last_ms, d) : NULL);
+                /* Why it is unreachable, lost or fenced: "-" when ready (and from a controller
+                 * that does not say). */
+                r = r ?: table_add_cell(t, json_field_string(node, "reason"));
         }
         if (r < 0)
                 return r;

@@ -225,6 +225,33 @@ int cluster_transaction_end(Cluster *c, int r) {
         return r;
 }
 
+/* Why a node is not plainly ready (GET /v1/nodes' "reason"), or NULL: its agent says its lease
+ * ran out (fenced: its heartbeats reach us, our answers do not reach it, so they do not count),
+ * or it is silent. silent_ms: since its last heartbeat that counted (< 0: none yet). */
+static char *node_reason(Cluster *c, const char *id, const char *state, int64_t silent_ms) {
+        char *reason = NULL;
+        bool lost = streq(state, "lost");
+
+        if (strv_contains(c->fenced, id)) {
+                if (asprintf(&reason, "its agent's lease ran out: our answers do not reach it, so its heartbeats do not "
+                             "count (the last that did: %.1f s ago)%s", (double) silent_ms / 1000.0,
+                             lost ? "; its tasks were given up and run again elsewhere" : "") < 0)
+                        return NULL;
+        } else if (lost) {
+                if (asprintf(&reason, "no heartbeat for %.1f s, longer than the lease (%.1f s): its tasks were given up "
+                             "and run again elsewhere", (double) silent_ms / 1000.0,
+                             (double) c->config.lease_ms / 1000.0) < 0)
+                        return NULL;
+        } else if (streq(state, "unreachable")) {
+                if (asprintf(&reason, "no heartbeat for %.1f s: nothing new is placed there; its tasks are lost if it "
+                             "stays silent past the lease (%.1f s)", (double) silent_ms / 1000.0,
+                             (double) c->config.lease_ms / 1000.0) < 0)
+                        return NULL;
+        } else
+                return strdup("");
+        return reason;
+}
+
 int cluster_nodes_to_json(Cluster *c, int64_t now_ms, json_t **ret) {
         _cleanup_json_ json_t *j = NULL;
         int r = store_nodes_to_json(c->store, &j);
@@ -234,9 +261,16 @@ int cluster_nodes_to_json(Cluster *c, int64_t now_ms, json_t **ret) {
         json_t *n;
         json_array_foreach(json_object_get(j, "nodes"), i, n) {
                 json_t *last = json_object_get(n, "last_heartbeat_ms");
+                int64_t silent_ms = json_is_integer(last) ? now_ms - json_integer_value(last) : -1;
                 if (streq(json_string_value(json_object_get(n, "state")) ?: "", "ready") && json_is_integer(last) &&
-                    now_ms - json_integer_value(last) > cluster_unreachable_after_ms(c) &&
+                    silent_ms > cluster_unreachable_after_ms(c) &&
                     json_object_set_new(n, "state", json_string("unreachable")) < 0)
+                        return -ENOMEM;
+                _cleanup_free_ char *reason = node_reason(c, json_string_value(json_object_get(n, "id")) ?: "",
+                                                          json_string_value(json_object_get(n, "state")) ?: "",
+                                                          MAX(silent_ms, (int64_t) 0));
+                if (!reason ||
+                    json_object_set_new(n, "reason", reason[0] ? json_string(reason) : json_null()) < 0)
                         return -ENOMEM;
         }
         *ret = TAKE_PTR(j);

@@ -67,7 +67,7 @@ expect_out() { grep -qE -- "$1" <<<"$out" || fail "expected /$1/ in the output o
 expect_err() { grep -qF -- "$1" <<<"$err" || fail "expected '$1' on stderr of: $2"$'\n'"$err"; }
 
 # --- empty cluster ----------------------------------------------------------------------------
-run 0 nodes && expect_out '^ID +STATE +MODE +SPEED +CPUS +CPU_LIMIT +CPU_USED +MEMORY +MEM_LIMIT +MEM_USED +TASKS +LAST_HEARTBEAT$' "nodes"
+run 0 nodes && expect_out '^ID +STATE +MODE +SPEED +CPUS +CPU_LIMIT +CPU_USED +MEMORY +MEM_LIMIT +MEM_USED +TASKS +LAST_HEARTBEAT +REASON$' "nodes"
 run 0 jobs && expect_out '^RANK +ID +NAME +USER +STATE +SCHED +EST_S +VIRT_S +TASKS +PROGRESS +CPU_S +PEAK_MEM +SUBMITTED +RESPONSE$' "jobs"
 run 0 --json jobs && expect_out '"jobs": \[\]' "--json jobs"
 

@@ -99,6 +99,7 @@ nodes_ready() {
         [ "$(cluster_curl -fsS -m 5 "$CGORCH_SERVER/v1/nodes" | jq '[.nodes[] | select(.state == "ready")] | length')" = 3 ]
 }
 node_state() { cluster_curl -fsS -m 5 "$CGORCH_SERVER/v1/nodes" | jq -r --arg n "$1" '.nodes[] | select(.id == $n) | .state'; }
+node_reason() { cluster_curl -fsS -m 5 "$CGORCH_SERVER/v1/nodes" | jq -r --arg n "$1" '.nodes[] | select(.id == $n) | .reason'; }
 node_is() { [ "$(node_state "$1")" = "$2" ]; }
 
 # begin NAME S1 S2 S3: three jobs of one task running S1, S2 and S3 seconds, one on each node,
@@ -245,11 +246,16 @@ for s in $SCENARIOS; do
                 # n3 is lost LEASE_S s and an interval later.
                 sleep $((2 * LEASE_S + 4))
                 g_state=$(node_state n3)
+                g_reason=$(node_reason n3)
                 g_attempts=$(job_field "$on_n3" '.phases[0].tasks | length')
-                say "g: n3 is $g_state at the end of the one-way delay; job $on_n3 has $g_attempts attempt(s)"
+                say "g: n3 is $g_state at the end of the one-way delay ($g_reason); job $on_n3 has $g_attempts attempt(s)"
                 if [ "$g_state" != lost ] || [ "$g_attempts" -lt 2 ]; then
                         say "g: heartbeats of a fenced agent kept its node: its task was not run again"
                         FAILED+=(g-lost)
+                fi
+                if [[ $g_reason != "its agent's lease ran out: our answers do not reach it"* ]]; then
+                        say "g: GET /v1/nodes does not say that n3's agent fenced: reason '$g_reason'"
+                        FAILED+=(g-reason)
                 fi
                 netns_delay 3 0
                 ready_after n3

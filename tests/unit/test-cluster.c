@@ -587,20 +587,44 @@ Test(cluster, failed_start_ack_fails_task) {
         heartbeat_reply_free(hr);
 }
 
-/* The state GET /v1/nodes shows for a node. */
-static char *node_state(const char *node, int64_t now_ms) {
+/* A string field of a node as GET /v1/nodes shows it (NULL for null). */
+static char *node_field(const char *node, int64_t now_ms, const char *key) {
         json_t *j = NULL;
         cr_assert_eq(cluster_nodes_to_json(cluster, now_ms, &j), 0);
         size_t i;
         json_t *n;
-        char *state = NULL;
+        bool listed = false;
+        char *v = NULL;
         json_array_foreach(json_object_get(j, "nodes"), i, n)
-                if (streq(json_string_value(json_object_get(n, "id")), node))
-                        state = strdup(json_string_value(json_object_get(n, "state")));
+                if (streq(json_string_value(json_object_get(n, "id")), node)) {
+                        listed = true;
+                        cr_assert(json_object_get(n, key), "node %s has no %s", node, key);
+                        if (json_is_string(json_object_get(n, key)))
+                                v = strdup(json_string_value(json_object_get(n, key)));
+                }
         json_decref(j);
-        cr_assert_not_null(state, "node %s is not listed", node);
+        cr_assert(listed, "node %s is not listed", node);
+        return v;
+}
+
+static char *node_state(const char *node, int64_t now_ms) {
+        char *state = node_field(node, now_ms, "state");
+        cr_assert_not_null(state, "node %s has no state", node);
         return state;
 }
+
+/* The node's "reason" starts with want (NULL: it is null). */
+#define assert_node_reason(node, now_ms, want)                                                          \
+        do {                                                                                             \
+                char *_r = node_field((node), (now_ms), "reason");                                       \
+                const char *_w = (want);                                                                 \
+                if (!_w)                                                                                 \
+                        cr_assert_null(_r, "node %s: reason \"%s\", want none", (node), _r);             \
+                else                                                                                     \
+                        cr_assert(_r && strncmp(_r, _w, strlen(_w)) == 0, "node %s: reason \"%s\", want \"%s...\"", \
+                                  (node), _r ?: "(null)", _w);                                            \
+                free(_r);                                                                                \
+        } while (0)
 
 #define assert_node_state(node, now_ms, want)                                                           \
         do {                                                                                             \
@@ -701,9 +725,13 @@ Test(cluster, node_lost_after_missed_intervals) {
         heartbeat_reply_free(beat(&n2, &r2, 1, NULL, 0, silent - 1000));
         cr_assert_eq(cluster_check_nodes(cluster, silent), 0);
         assert_node_state("n1", silent, "ready");
+        assert_node_reason("n1", silent, NULL);
         cr_assert_eq(cluster_check_nodes(cluster, silent + 1), 0);
         assert_node_state("n1", silent + 1, "unreachable");
+        assert_node_reason("n1", silent + 1, "no heartbeat for 6.0 s: nothing new is placed there; its tasks are lost if "
+                                             "it stays silent past the lease (10.0 s)");
         assert_node_state("n2", silent + 1, "ready");
+        assert_node_reason("n2", silent + 1, NULL);
         assert_task_state(id, 0, 0, "running");
         n1.cpus = 2; /* room for more, were it reachable */
         uint64_t more = submit(job_one_task, silent + 2);
@@ -729,6 +757,8 @@ Test(cluster, node_lost_after_missed_intervals) {
         cr_assert_eq(store_node_get(store, "n2", &node), 0);
         cr_assert(!node.lost, "a node that reports is not lost");
         store_node_done(&node);
+        assert_node_reason("n1", deadline + 1, "no heartbeat for 12.0 s, longer than the lease (10.0 s): its tasks were "
+                                               "given up and run again elsewhere");
         assert_task_state(id, 0, 0, "lost");
         assert_field(id, 0, 0, "error", "node n1 lost: no heartbeat for 12.0 s");
         /* The lost task runs again as attempt 1 (listed right after attempt 0); n2 is full, so
@@ -890,6 +920,8 @@ Test(cluster, heartbeats_of_a_fenced_agent_do_not_keep_its_node) {
                 heartbeat_reply_free(hr);
                 cr_assert_eq(cluster_check_nodes(cluster, t), 0);
                 assert_task_state(id, 0, 0, "running");
+                assert_node_reason("n1", t, "its agent's lease ran out: our answers do not reach it, so its heartbeats "
+                                            "do not count");
         }
         assert_node_state("n1", deadline, "unreachable");
         cr_assert_eq(cluster_check_nodes(cluster, deadline + 1), 0);
@@ -901,6 +933,9 @@ Test(cluster, heartbeats_of_a_fenced_agent_do_not_keep_its_node) {
         assert_field(id, 0, 0, "error", "node n1 lost: its agent's lease ran out (our answers did not reach it); "
                                         "no heartbeat that counts for 12.0 s");
         assert_node_state("n1", deadline + 1, "lost");
+        assert_node_reason("n1", deadline + 1, "its agent's lease ran out: our answers do not reach it, so its "
+                                               "heartbeats do not count (the last that did: 12.0 s ago); its tasks were "
+                                               "given up and run again elsewhere");
 
         /* Attempt 1 runs on n2. */
         beat_fenced = false;
@@ -929,6 +964,7 @@ Test(cluster, heartbeats_of_a_fenced_agent_do_not_keep_its_node) {
         cr_assert_eq(count_actions(hr, ACTION_THAW), 0);
         heartbeat_reply_free(hr);
         assert_node_state("n1", deadline + 2000, "ready");
+        assert_node_reason("n1", deadline + 2000, NULL);
         assert_task_state(id, 0, 0, "lost");
         assert_task_state(id, 0, 1, "running");
         assert_job_state(id, "running");
