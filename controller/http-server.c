@@ -497,6 +497,17 @@ static const char *target_control_escape(const char *target) {
         return NULL;
 }
 
+/* The first escaped slash ("%2F") in the target's path, or NULL: the path is unescaped before
+ * it is routed, so "/v1/jobs/7%2Fcancel" would be served as "/v1/jobs/7/cancel", a request
+ * that a proxy or a log in front reads as another. No path segment here holds a slash. */
+static const char *target_path_escaped_slash(const char *target) {
+        size_t path_len = strcspn(target, "?");
+        for (const char *p = strchr(target, '%'); p && (size_t) (p - target) < path_len; p = strchr(p + 1, '%'))
+                if (p[1] == '2' && (p[2] == 'f' || p[2] == 'F'))
+                        return p;
+        return NULL;
+}
+
 /* Whether a NUL byte in the request line cut the target short: "DELETE /v1/jobs/19\0/x" was
  * served as DELETE /v1/jobs/19. libmicrohttpd splits the line in its read buffer, the target
  * ending where it wrote a NUL over the space before the version; a target shorter than that
@@ -561,6 +572,10 @@ static enum MHD_Result request_check_protocol(struct MHD_Connection *conn, const
         if (escape)
                 return send_error(conn, NULL, MHD_HTTP_BAD_REQUEST, NULL, NULL,
                                   "target: %.3s escapes a control character, which no path or query may hold", escape);
+        escape = req->target ? target_path_escaped_slash(req->target) : NULL;
+        if (escape)
+                return send_error(conn, NULL, MHD_HTTP_BAD_REQUEST, NULL, NULL,
+                                  "target: %.3s escapes a slash in the path, which no path segment may hold", escape);
         *ret_ok = true;
         return MHD_YES;
 }
