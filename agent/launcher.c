@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -1044,26 +1045,42 @@ static int start_fds_open(StartFds *f, bool error_pipe) {
 /* The task's processes it left behind may still write to its output and progress pipes: the
  * shim holds their read ends until no process can write to them any more (POLLHUP, which poll
  * reports without being asked: nothing is read here, so data waiting for the agent does not
- * wake it). Without this, a child still printing after the main process ended lost its
- * reader when the agent restarted, and died of SIGPIPE with its output. The agent sees the
- * task's end by the shim's exit after that (or the cgroup emptied); the status is in the file. */
+ * wake it), and then until what is in them was read (FIONREAD 0, looked at every
+ * SHIM_DRAIN_CHECK_MS). So a child still printing after the main process ended keeps its reader
+ * when the agent restarts, instead of dying of SIGPIPE, and the last lines of a task that ended
+ * while the agent could not read (stopped, then killed) wait in the pipe for the next agent,
+ * which takes the pipes from the shim. The agent sees the task's end by the shim's exit after
+ * that (or the cgroup emptied); the status is in the file. */
+#define SHIM_DRAIN_CHECK_MS 20
+
 static void shim_hold_pipes(void) {
         struct pollfd pf[] = { { .fd = LAUNCHER_SHIM_PROGRESS_FD }, { .fd = LAUNCHER_SHIM_OUTPUT_FD },
                                { .fd = LAUNCHER_SHIM_ERROR_FD } };
+        int draining[ELEMENTSOF(pf)];
+        for (size_t i = 0; i < ELEMENTSOF(pf); i++)
+                draining[i] = -1;
         for (;;) {
-                bool open = false;
-                for (size_t i = 0; i < ELEMENTSOF(pf); i++)
+                bool open = false, drain = false;
+                for (size_t i = 0; i < ELEMENTSOF(pf); i++) {
+                        int unread = 0;
+                        if (draining[i] >= 0 && (ioctl(draining[i], FIONREAD, &unread) < 0 || unread <= 0))
+                                draining[i] = -1;
                         open |= pf[i].fd >= 0;
-                if (!open)
+                        drain |= draining[i] >= 0;
+                }
+                if (!open && !drain)
                         return;
-                if (poll(pf, ELEMENTSOF(pf), -1) < 0) {
+                if (poll(pf, ELEMENTSOF(pf), drain ? SHIM_DRAIN_CHECK_MS : -1) < 0) {
                         if (errno == EINTR)
                                 continue;
                         return;
                 }
                 for (size_t i = 0; i < ELEMENTSOF(pf); i++)
-                        if (pf[i].revents & (POLLHUP | POLLERR | POLLNVAL))
+                        if (pf[i].revents & (POLLHUP | POLLERR | POLLNVAL)) {
+                                if (!(pf[i].revents & POLLNVAL))
+                                        draining[i] = pf[i].fd;
                                 pf[i].fd = -1;
+                        }
         }
 }
 

@@ -18,7 +18,9 @@
 #      main process ended: every line reaches the task's file;
 #   I. a process outside the task holds its output pipe after it ended: it ends all the same;
 #   J. with the real controller, a task that ends while no agent runs: it and its job finished
-#      when it ended, not at the agent's return.
+#      when it ended, not at the agent's return;
+#   K. a task's last lines still in its pipes when the agent is killed: in its files once a new
+#      agent started.
 # Every task is launched exactly once, and every outcome is the one the task produced.
 set -euo pipefail
 
@@ -230,6 +232,27 @@ exec 7>&-
 grep -q "Task 8.0.0.0: its main process ended and its cgroup is empty, but something outside the task still holds" "$LOG" ||
         fail "task 8.0.0.0: its shim was not told to let go"
 pass "a task whose output a process outside it held after it ended: succeeded, its shim let go"
+
+# ---- K. the task's last line still in its pipe when the agent is killed ----
+# The agent is stopped, so it reads nothing, while the task prints and exits (nothing left
+# behind); then it is killed and started again. The shim keeps the pipe until what is in it
+# was read: the new agent takes it and the line reaches the file.
+start 9.0.0.0 k "echo last-line; echo last-error >&2; exit 0"
+main_k=$(main_pid 9.0.0.0)
+main_k_gone() { ! kill -0 "$main_k" 2>/dev/null; }
+kill -STOP "$CLUSTER_AGENT_PID"
+touch "$GO/k"
+wait_for 10 main_k_gone || fail "task 9.0.0.0's main process did not end"
+sleep 0.5 # the shim sees the pipes' writers gone
+kill -KILL "$CLUSTER_AGENT_PID"
+wait "$CLUSTER_AGENT_PID" 2>/dev/null || true
+rm -f "$FAKE/last-heartbeat.json"
+cluster_start_agent n1 "${AGENT_OPTS[@]}"
+expect 9.0.0.0 succeeded 0 0
+OUT=$CLUSTER_OUTPUT_DIR/nobody/9.0.0.out
+grep -q last-line "$OUT" && grep -q last-error "$OUT" ||
+        fail "task 9.0.0.0's last lines, unread when the agent was killed, are lost: $(cat "$OUT" 2>&1)"
+pass "a task's last lines, unread when the agent was killed: in its files once a new agent started"
 
 # ---- E. with the real controller: the state directory lost, the agent restarted ----
 # Jobs: 3 tasks that exit 0, one that exits 3, one that ends while no agent runs (its record
