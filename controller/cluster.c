@@ -225,9 +225,10 @@ int cluster_transaction_end(Cluster *c, int r) {
         return r;
 }
 
-/* Why a node is not plainly ready (GET /v1/nodes' "reason"), or NULL: its agent says its lease
- * ran out (fenced: its heartbeats reach us, our answers do not reach it, so they do not count),
- * or it is silent. silent_ms: since its last heartbeat that counted (< 0: none yet). */
+/* Why a node is not plainly ready (GET /v1/nodes' "reason"; "" when it is, NULL when out of
+ * memory): its agent says its lease ran out (fenced: its heartbeats reach us, our answers do not
+ * reach it, so they do not count), or it is silent. silent_ms: since its last heartbeat that
+ * counted. */
 static char *node_reason(Cluster *c, const char *id, const char *state, int64_t silent_ms) {
         char *reason = NULL;
         bool lost = streq(state, "lost");
