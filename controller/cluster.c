@@ -234,19 +234,17 @@ static char *node_reason(Cluster *c, const char *id, const char *state, int64_t 
         bool lost = streq(state, "lost");
 
         if (strv_contains(c->fenced, id)) {
-                if (asprintf(&reason, "its agent's lease ran out: our answers do not reach it, so its heartbeats do not "
-                             "count (the last that did: %.1f s ago)%s", (double) silent_ms / 1000.0,
-                             lost ? "; its tasks were given up and run again elsewhere" : "") < 0)
+                if (asprintf(&reason, "its agent's lease ran out: our answers do not reach it, its heartbeats do not count "
+                             "(the last that did: %.1f s ago)%s", (double) silent_ms / 1000.0,
+                             lost ? "; its tasks run again elsewhere" : "") < 0)
                         return NULL;
         } else if (lost) {
-                if (asprintf(&reason, "no heartbeat for %.1f s, longer than the lease (%.1f s): its tasks were given up "
-                             "and run again elsewhere", (double) silent_ms / 1000.0,
-                             (double) c->config.lease_ms / 1000.0) < 0)
+                if (asprintf(&reason, "no heartbeat for %.1f s, past the lease (%.1f s): its tasks run again elsewhere",
+                             (double) silent_ms / 1000.0, (double) c->config.lease_ms / 1000.0) < 0)
                         return NULL;
         } else if (streq(state, "unreachable")) {
-                if (asprintf(&reason, "no heartbeat for %.1f s: nothing new is placed there; its tasks are lost if it "
-                             "stays silent past the lease (%.1f s)", (double) silent_ms / 1000.0,
-                             (double) c->config.lease_ms / 1000.0) < 0)
+                if (asprintf(&reason, "no heartbeat for %.1f s: nothing new goes there; lost past the lease (%.1f s)",
+                             (double) silent_ms / 1000.0, (double) c->config.lease_ms / 1000.0) < 0)
                         return NULL;
         } else
                 return strdup("");

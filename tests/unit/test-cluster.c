@@ -728,8 +728,7 @@ Test(cluster, node_lost_after_missed_intervals) {
         assert_node_reason("n1", silent, NULL);
         cr_assert_eq(cluster_check_nodes(cluster, silent + 1), 0);
         assert_node_state("n1", silent + 1, "unreachable");
-        assert_node_reason("n1", silent + 1, "no heartbeat for 6.0 s: nothing new is placed there; its tasks are lost if "
-                                             "it stays silent past the lease (10.0 s)");
+        assert_node_reason("n1", silent + 1, "no heartbeat for 6.0 s: nothing new goes there; lost past the lease (10.0 s)");
         assert_node_state("n2", silent + 1, "ready");
         assert_node_reason("n2", silent + 1, NULL);
         assert_task_state(id, 0, 0, "running");
@@ -757,8 +756,8 @@ Test(cluster, node_lost_after_missed_intervals) {
         cr_assert_eq(store_node_get(store, "n2", &node), 0);
         cr_assert(!node.lost, "a node that reports is not lost");
         store_node_done(&node);
-        assert_node_reason("n1", deadline + 1, "no heartbeat for 12.0 s, longer than the lease (10.0 s): its tasks were "
-                                               "given up and run again elsewhere");
+        assert_node_reason("n1", deadline + 1, "no heartbeat for 12.0 s, past the lease (10.0 s): its tasks run again "
+                                               "elsewhere");
         assert_task_state(id, 0, 0, "lost");
         assert_field(id, 0, 0, "error", "node n1 lost: no heartbeat for 12.0 s");
         /* The lost task runs again as attempt 1 (listed right after attempt 0); n2 is full, so
@@ -920,8 +919,8 @@ Test(cluster, heartbeats_of_a_fenced_agent_do_not_keep_its_node) {
                 heartbeat_reply_free(hr);
                 cr_assert_eq(cluster_check_nodes(cluster, t), 0);
                 assert_task_state(id, 0, 0, "running");
-                assert_node_reason("n1", t, "its agent's lease ran out: our answers do not reach it, so its heartbeats "
-                                            "do not count");
+                assert_node_reason("n1", t, "its agent's lease ran out: our answers do not reach it, its heartbeats do "
+                                            "not count");
         }
         assert_node_state("n1", deadline, "unreachable");
         cr_assert_eq(cluster_check_nodes(cluster, deadline + 1), 0);
@@ -933,9 +932,9 @@ Test(cluster, heartbeats_of_a_fenced_agent_do_not_keep_its_node) {
         assert_field(id, 0, 0, "error", "node n1 lost: its agent's lease ran out (our answers did not reach it); "
                                         "no heartbeat that counts for 12.0 s");
         assert_node_state("n1", deadline + 1, "lost");
-        assert_node_reason("n1", deadline + 1, "its agent's lease ran out: our answers do not reach it, so its "
-                                               "heartbeats do not count (the last that did: 12.0 s ago); its tasks were "
-                                               "given up and run again elsewhere");
+        assert_node_reason("n1", deadline + 1, "its agent's lease ran out: our answers do not reach it, its heartbeats "
+                                               "do not count (the last that did: 12.0 s ago); its tasks run again "
+                                               "elsewhere");
 
         /* Attempt 1 runs on n2. */
         beat_fenced = false;
