@@ -607,7 +607,8 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
  * (store_nodes_flush()). 1 when taken, 0 when heartbeat_apply() must take it. */
 static int heartbeat_fast(Cluster *c, const Heartbeat *hb, int64_t now_ms) {
         if (hb->fenced || hb->n_acks > 0 || c->placement_dirty ||
-            now_ms - c->placed_ms >= (int64_t) cluster_interval_ms(c) || cluster_sched_weights_unknown(c->sched) ||
+            now_ms - c->placed_ms >= (int64_t) cluster_interval_ms(c) || now_ms >= cluster_sched_measure_due_ms(c->sched) ||
+            cluster_sched_weights_unknown(c->sched) ||
             store_fault(c->store, NULL, NULL) != STORE_FAULT_NONE ||
             strv_contains(c->unreachable, hb->node) ||
             !store_node_heartbeat_fits(c->store, hb, now_ms - cluster_unreachable_after_ms(c)))

@@ -544,7 +544,8 @@ int cluster_place(Cluster *c, int64_t now_ms) {
  * preemption, attempts old enough to be judged. */
 int cluster_place_if_needed(Cluster *c, int64_t now_ms) {
         if (!c->placement_dirty) {
-                if (now_ms - c->placed_ms < (int64_t) cluster_interval_ms(c))
+                if (now_ms - c->placed_ms < (int64_t) cluster_interval_ms(c) &&
+                    now_ms < cluster_sched_measure_due_ms(c->sched))
                         return 0;
                 int r = store_tasks_waiting(c->store);
                 if (r < 0)

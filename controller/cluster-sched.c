@@ -113,6 +113,8 @@ struct ClusterSched {
         bool *restore_taken;
         size_t n_restore;
         double restore_ghost;      /* the checkpoint's ghost time (NAN: no checkpoint) */
+        int64_t measure_due_ms;    /* the first instant a running training task will have run
+                                    * measure_s (hfsp_size_measured()); INT64_MAX: none */
         uint64_t sizes_saved;      /* sched_task_sizes_told() at the last checkpoint */
         double capacity_cpus;
         uint64_t *watch;           /* keys of the watched phases */
@@ -332,6 +334,7 @@ int cluster_sched_new(Store *store, const SchedParams *sched_params, const HfspS
         cs->store = store;
         cs->full_phases = cs->full_tasks = true;
         cs->restore_ghost = NAN;
+        cs->measure_due_ms = INT64_MAX;
         r = sched_new(sched_params, 0, &cs->sched);
         if (r < 0) {
                 free(cs);
@@ -427,10 +430,11 @@ static SizingPhase sizing_of_record(const StoreSchedRecord *rec, unsigned n_task
         if (final)
                 json_array_foreach(json_object_get(est, "training"), i, t)
                         uncounted += json_number_value(json_object_get(t, "cpu_s"));
-        /* What one task takes, as its own tasks measured it (sched_task_is_finishing()). */
-        double task_size = final ? json_number_value(json_object_get(est, "training_mean_task_s"))
-                : json_integer_value(json_object_get(est, "refined_from_tasks")) > 0 && n_tasks > 0
-                ? json_number_value(json_object_get(est, "refined_size_s")) / n_tasks : 0;
+        /* What one task takes, as its own tasks measured it (sched_task_is_finishing()): S_f's s̄,
+         * else the last refinement's (a tiny phase measured so is final without training). */
+        double task_size = final ? json_number_value(json_object_get(est, "training_mean_task_s")) : 0;
+        if (!(task_size > 0) && json_integer_value(json_object_get(est, "refined_from_tasks")) > 0 && n_tasks > 0)
+                task_size = json_number_value(json_object_get(est, "refined_size_s")) / n_tasks;
         /* Sized from its job's previous phase (sched_sizing_phase_init()): final at once when it
          * has fewer tasks than t, its tasks measured by that phase's. */
         double job_task_s = json_number_value(json_object_get(est, "job_mean_task_s"));
@@ -663,6 +667,12 @@ static int phase_train(ClusterSched *cs, Store *store, PhaseEntry *e, double now
                 if (u->index >= t)
                         continue;
                 running = running || (u->started_ms >= 0 && u->state != TASK_SUCCEEDED);
+                /* cgorch-sim looks at a training task when it has run measure_s: so does a
+                 * placement here (cluster_sched_measure_due_ms()). */
+                int64_t due_ms = u->started_ms + s_to_ms(cs->sizing.params.measure_s);
+                if (u->started_ms >= 0 && u->state != TASK_SUCCEEDED && cs->sizing.params.measure_s > 0 &&
+                    due_ms > s_to_ms(now_s))
+                        cs->measure_due_ms = MIN(cs->measure_due_ms, due_ms);
                 training[have++] = hfsp_training_task_at(
                         u->started_ms >= 0, u->state == TASK_SUCCEEDED, (double) u->started_ms / 1000.0,
                         u->finished_ms >= 0 ? (double) u->finished_ms / 1000.0 : now_s, u->cpu_s, u->progress, now_s);
@@ -1282,6 +1292,7 @@ int cluster_sched_sync(ClusterSched *cs, Store *store, const StoreNode *nodes, s
                 return r;
         cs->capacity_cpus = capacity;
         cs->touched = true;
+        cs->measure_due_ms = INT64_MAX; /* phase_train() says again */
         bool full = cs->full_phases || cs->always_full;
         if (full)
                 /* Everything is read again: what the hooks said so far is in it. */
@@ -2050,6 +2061,10 @@ int cluster_sched_place(ClusterSched *cs, Store *store, int64_t now_ms, const St
 /* bsearch()'s order: a StoreTask key against a TaskEntry of its job. */
 static int key_entry_cmp(const void *key, const void *entry) {
         return -entry_cmp(entry, key);
+}
+
+int64_t cluster_sched_measure_due_ms(const ClusterSched *cs) {
+        return cs->measure_due_ms;
 }
 
 bool cluster_sched_weights_unknown(const ClusterSched *cs) {

@@ -59,6 +59,9 @@ int cluster_sched_place(ClusterSched *cs, Store *store, int64_t now_ms, const St
 int cluster_sched_weight_in_force(ClusterSched *cs, const char *task, int64_t cpu_weight);
 /* Whether any task waits for that (a heartbeat need not look otherwise). */
 bool cluster_sched_weights_unknown(const ClusterSched *cs);
+/* When a running training task will have run HFSP's measure_s (hfsp_size_measured()), as the
+ * last sync saw them: a placement then measures it, as cgorch-sim does. INT64_MAX: none. */
+int64_t cluster_sched_measure_due_ms(const ClusterSched *cs);
 
 /* The tasks waiting to be placed as the last placement found them (before its decisions): the
  * pending tasks of runnable phases of jobs not held. */

@@ -8,7 +8,8 @@
 int hfsp_size_params_validate(const HfspSizeParams *params) {
         if (params->training_tasks < 1 || !isfinite(params->timeout_s) || params->timeout_s <= 0 ||
             !isfinite(params->xi) || params->xi < 1 || !isfinite(params->s0) || params->s0 <= 0 ||
-            (params->unit != HFSP_SIZE_CPU_SECONDS && params->unit != HFSP_SIZE_WALL_SECONDS))
+            (params->unit != HFSP_SIZE_CPU_SECONDS && params->unit != HFSP_SIZE_WALL_SECONDS) ||
+            !isfinite(params->measure_s) || params->measure_s < 0)
                 return -EINVAL;
         return 0;
 }
@@ -55,6 +56,43 @@ HfspTrainingTask hfsp_training_task_at(bool started, bool finished, double start
         };
 }
 
+static bool training_task_valid(const HfspTrainingTask *task) {
+        return isfinite(task->start_s) && isfinite(task->cpu_s) && task->cpu_s >= 0 && isfinite(task->progress) &&
+               task->progress >= 0 && task->progress <= 1 &&
+               (!task->finished || (isfinite(task->finish_s) && task->finish_s >= task->start_s));
+}
+
+int hfsp_size_measured(const HfspTrainingTask *training, size_t n_training, double now_s,
+                       const HfspSizeParams *params, double *ret_task_size, size_t *ret_n_measured) {
+        double sum = 0;
+        size_t k = 0;
+        int r = hfsp_size_params_validate(params);
+        if (r < 0)
+                return r;
+        if (!isfinite(now_s))
+                return -EINVAL;
+        for (size_t i = 0; i < n_training; i++) {
+                const HfspTrainingTask *task = &training[i];
+                if (!training_task_valid(task))
+                        return -EINVAL;
+                bool cpu = params->unit == HFSP_SIZE_CPU_SECONDS;
+                if (task->finished)
+                        sum += cpu ? task->cpu_s : task->finish_s - task->start_s;
+                else if (params->measure_s > 0 && now_s - task->start_s >= params->measure_s &&
+                         task->progress > 0 && (!cpu || task->cpu_s > 0))
+                        /* A running task's progress says what it will take, as S_f's Δ/p_k
+                         * does at Δ: the phase is measured within a second of its first task's
+                         * start, not at its end. */
+                        sum += (cpu ? task->cpu_s : now_s - task->start_s) / task->progress;
+                else
+                        continue;
+                k++;
+        }
+        *ret_task_size = k > 0 ? sum / (double) k : 0;
+        *ret_n_measured = k;
+        return 0;
+}
+
 /* S_f, and s̄ of the training tasks it rests on (0 for a tiny phase). */
 static int size_final(size_t n_tasks, const HfspTrainingTask *training, size_t n_training, double now_s,
                       const HfspSizeParams *params, double *ret_size, double *ret_task_size) {
@@ -76,9 +114,7 @@ static int size_final(size_t n_tasks, const HfspTrainingTask *training, size_t n
                 const HfspTrainingTask *task = &training[k];
                 double s_tilde, p;
 
-                if (!isfinite(task->start_s) || !isfinite(task->cpu_s) || task->cpu_s < 0 ||
-                    !isfinite(task->progress) || task->progress < 0 || task->progress > 1 ||
-                    (task->finished && (!isfinite(task->finish_s) || task->finish_s < task->start_s)))
+                if (!training_task_valid(task))
                         return -EINVAL;
 
                 if (task->finished) {

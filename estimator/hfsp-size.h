@@ -19,13 +19,18 @@ typedef struct HfspSizeParams {
         double xi;              /* ξ ∈ [1, ∞): propensity to run jobs still in training */
         double s0;              /* S_i before any job has completed (the paper: "an arbitrary constant") */
         HfspSizeUnit unit;
+        double measure_s;       /* ours: wall time after which a running training task that reports
+                                 * progress measures its phase before Δ (hfsp_size_measured());
+                                 * 0: only finished training tasks do */
 } HfspSizeParams;
 
-/* The paper's defaults (Sec. IV-A): t = 5, Δ = 60 s, ξ = 1. s0 is ours: one Δ of work. */
+/* The paper's defaults (Sec. IV-A): t = 5, Δ = 60 s, ξ = 1. s0 is ours: one Δ of work; so is
+ * the measuring time: the probe's second (sched.h's SCHED_PROBE_S_DEFAULT). */
 #define HFSP_TRAINING_TASKS_DEFAULT 5
 #define HFSP_TIMEOUT_S_DEFAULT 60.0
 #define HFSP_XI_DEFAULT 1.0
 #define HFSP_S0_DEFAULT 60.0
+#define HFSP_MEASURE_S_DEFAULT 1.0
 #define HFSP_SIZE_PARAMS_DEFAULT                                \
         ((HfspSizeParams) {                                     \
                 .training_tasks = HFSP_TRAINING_TASKS_DEFAULT,  \
@@ -33,6 +38,7 @@ typedef struct HfspSizeParams {
                 .xi = HFSP_XI_DEFAULT,                          \
                 .s0 = HFSP_S0_DEFAULT,                          \
                 .unit = HFSP_SIZE_CPU_SECONDS,                  \
+                .measure_s = HFSP_MEASURE_S_DEFAULT,            \
         })
 
 /* s̄ of the initial size: "the average task size computed so far by the system considering all
@@ -81,6 +87,14 @@ HfspTrainingTask hfsp_training_task_at(bool started, bool finished, double start
  * progress at all (nothing to extrapolate from; keep S_i until it progresses or finishes). */
 int hfsp_size_final(size_t n_tasks, const HfspTrainingTask *training, size_t n_training,
                     double now_s, const HfspSizeParams *params, double *ret_size);
+
+/* What one task of a phase takes as its training tasks measure it before the training stage ends
+ * (not in the paper, which waits for Δ): the mean of s̃_k over the training tasks measured so
+ * far — s_k for one that finished, what it used over p_k (S_f's Δ/p_k) for one that has run for
+ * params->measure_s or longer and reports progress (p_k > 0). Sets *ret_n_measured to how many
+ * that is (0: none; *ret_task_size is then 0). -EINVAL on a task hfsp_size_final() refuses. */
+int hfsp_size_measured(const HfspTrainingTask *training, size_t n_training, double now_s,
+                       const HfspSizeParams *params, double *ret_task_size, size_t *ret_n_measured);
 
 /* A phase's size as the scheduler sees it: S_i until the training stage ends, then S_f, which
  * never changes again (updating it would make jobs of similar size "flap", Sec. III-A). A tiny

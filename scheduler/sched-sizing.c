@@ -70,7 +70,8 @@ static double finished_size(const SchedSizing *z, const HfspTrainingTask *t) {
 bool sched_sizing_learning(const SizingPhase *ph) {
         if (!ph->size.final)
                 return true;
-        return ph->size.tiny && ph->n_tasks >= 2 && ph->n_refined + 1 < ph->n_tasks;
+        /* A tiny phase that its tasks have measured is final and no longer tiny. */
+        return ph->size.tiny && ph->n_tasks >= 2;
 }
 
 int sched_sizing_train(const SchedSizing *z, Sched *s, uint64_t key, SizingPhase *ph, const HfspTrainingTask *training,
@@ -96,24 +97,28 @@ int sched_sizing_train(const SchedSizing *z, Sched *s, uint64_t key, SizingPhase
                 return r < 0 ? r : SCHED_SIZING_FINAL;
         }
 
-        /* Still training, or tiny. The tasks that finished already say more about this phase
-         * than s̄, which mixes every job's tasks: n × their mean replaces S_i, or a tiny phase's
-         * n·ξ·s̄ (the scheduler keeps the virtual work done; a tiny phase stays in the tiny
-         * tier, smaller estimates first). Without this a phase whose tasks are much smaller
-         * than s̄ waited for the end of its training stage, or for ageing, at S_i, and a tiny
-         * phase of long tasks kept its place ahead of smaller tiny phases to its end. */
-        double sum = 0;
-        unsigned k = 0;
-        for (size_t i = 0; i < n_training; i++)
-                if (training[i].finished) {
-                        sum += finished_size(z, &training[i]);
-                        k++;
-                }
+        /* Still training, or tiny. The tasks measured so far (finished, or running with
+         * progress: hfsp_size_measured()) already say more about this phase than s̄, which
+         * mixes every job's tasks: n × their mean replaces S_i (the scheduler keeps the virtual
+         * work done). Without this a phase whose tasks are much smaller than s̄ waited for the
+         * end of its training stage, or for ageing, at S_i. A tiny phase so measured is sized:
+         * final at n × that mean (set once, as S_f), it leaves the tiny tier and ages in the
+         * virtual cluster like any other phase; kept first whatever its size, a tiny phase of
+         * long tasks held the CPUs ahead of phases several times smaller. */
+        double task_size;
+        size_t k;
+        r = hfsp_size_measured(training, n_training, now_s, &z->params, &task_size, &k);
+        if (r < 0)
+                return r;
         if (k <= ph->n_refined)
                 return SCHED_SIZING_UNCHANGED;
-        ph->n_refined = k;
-        ph->size.task_size = sum / k;
-        ph->size.size = ph->size.task_size * ph->n_tasks;
+        ph->n_refined = (unsigned) k;
+        ph->size.task_size = task_size;
+        ph->size.size = task_size * ph->n_tasks;
+        if (ph->size.tiny) {
+                ph->size.tiny = false;
+                ph->size.final = true;
+        }
         SchedSize size = sched_sizing_sched_size(z, ph);
         r = sched_job_set_size(s, key, now_s, &size);
         return r < 0 ? r : SCHED_SIZING_REFINED;

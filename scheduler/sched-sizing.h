@@ -2,8 +2,10 @@
  * estimation module (estimator/hfsp-size.h) wired to sched.h, once, for the controller and
  * cgorch-sim alike. A phase that becomes runnable is sized from s̄, the mean size of the tasks of
  * the phases that finished before it: S_i = n·ξ·s̄ (s0 before any), tiny phases (fewer than t
- * tasks) by the same formula. While its t training tasks run, S_i is refined from those that
- * finished (n × their mean size); when the training stage is over, the final size S_f, set once.
+ * tasks) by the same formula. While its t training tasks run, S_i is refined from those measured
+ * so far (n × their mean size: hfsp_size_measured(), finished ones and, after measure_s, running
+ * ones by their progress); when the training stage is over, the final size S_f, set once. A tiny
+ * phase so measured is final at n × that mean and no longer tiny (not in the paper).
  * A phase that finishes adds its tasks' sizes to s̄. A later phase of a job whose earlier phase
  * finished is sized from that phase's tasks instead of s̄ (not in the paper): tasks of one job are
  * more alike than tasks of different jobs. Pure: callers say what they observed; the sizing tells
@@ -24,7 +26,7 @@ typedef struct SchedSizing {
 typedef struct SizingPhase {
         HfspPhaseSize size;    /* S_i (or its refinement), S_f, or a tiny phase's estimate */
         unsigned n_tasks;
-        unsigned n_refined;    /* finished training tasks S_i rests on (0: s̄) */
+        unsigned n_refined;    /* measured training tasks S_i rests on (0: s̄) */
         double error;          /* every size the scheduler hears is multiplied by this: the
                                 * simulator's injected estimation error, 1 in the controller */
         double uncounted_s;    /* what its tasks had used when S_f was set, which S_f leaves
@@ -55,12 +57,13 @@ int sched_sizing_add(const SchedSizing *z, Sched *s, uint64_t key, unsigned n_ta
 
 enum {
         SCHED_SIZING_UNCHANGED,
-        SCHED_SIZING_REFINED,  /* S_i now rests on more finished training tasks */
+        SCHED_SIZING_REFINED,  /* S_i now rests on more measured training tasks (or a tiny
+                                * phase was measured: final, no longer tiny) */
         SCHED_SIZING_FINAL,    /* the training stage is over: S_f, set once */
 };
 
 /* The phase still learns from its first tasks: it is training, or it is tiny with two tasks or
- * more and the tasks that finished may still refine its estimate (until all but one have). */
+ * more and none of them has measured it yet. */
 bool sched_sizing_learning(const SizingPhase *ph);
 
 /* The phase's first min(t, n) tasks as they stand at now_s (in index order; one not started yet

@@ -283,9 +283,10 @@ int sched_job_set_size(Sched *s, uint64_t key, double now_s, const SchedSize *si
         if (!j)
                 return -ENOENT;
         /* HFSP Sec. III-A: S_f is set once; later updates would only make the order flap. A tiny
-         * phase's estimate may be refined (it stays tiny), a final size only replaced when
-         * continuous_size_updates says so. */
-        bool refine_tiny = j->size.kind == SCHED_SIZE_TINY && size->kind == SCHED_SIZE_TINY;
+         * phase's estimate may be refined (it stays tiny) or measured (it is final from then
+         * on: sched-sizing.c), a final size only replaced when continuous_size_updates says so. */
+        bool refine_tiny = j->size.kind == SCHED_SIZE_TINY &&
+                           (size->kind == SCHED_SIZE_TINY || size->kind == SCHED_SIZE_FINAL);
         bool final = j->size.kind == SCHED_SIZE_FINAL || j->size.kind == SCHED_SIZE_TINY;
         if (final && !refine_tiny && !s->params.continuous_size_updates)
                 return 0;

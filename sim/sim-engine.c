@@ -718,6 +718,13 @@ static int task_start(Engine *e, size_t pi, unsigned index, size_t node) {
         r = tell_window(e, pi);
         if (r < 0)
                 return r;
+        /* A training task that reports progress measures its phase once it has run for
+         * measure_s (hfsp_size_measured()): the controller sees it at its next sync. */
+        if (ph->training && index < e->hfsp.training_tasks && e->hfsp.measure_s > 0) {
+                r = timer_push(e, e->now + e->hfsp.measure_s * (1 + 1e-9), TIMER_TRAINING, (uint32_t) pi);
+                if (r < 0)
+                        return r;
+        }
         /* Δ ends a training stage; a tiny phase (fewer tasks than t) has none, only refinement. */
         if (ph->training && index < e->hfsp.training_tasks && ph->n_training == e->hfsp.training_tasks)
                 return timer_push(e, e->now + e->hfsp.timeout_s * (1 + 1e-9), TIMER_TRAINING, (uint32_t) pi);

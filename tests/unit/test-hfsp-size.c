@@ -201,3 +201,71 @@ Test(hfsp_size, training_task_as_it_stands) {
         double size;
         cr_assert_eq(hfsp_size_final(20, tasks, 5, 60, &p, &size), 0);
 }
+
+/* Before the training stage ends, on one node: at now = 1.5 s a phase's first training task
+ * finished at 1.2 s (1.2 CPU-s), the second has run since 0 (1.5 CPU-s, a quarter done), the
+ * third started at 1.0 (under measure_s = 1 s), the fourth has not started and the fifth has run
+ * since 0 without reporting progress. */
+static void measuring_stage(HfspTrainingTask tasks[5]) {
+        tasks[0] = finished_task(0, 1.2, 1.2);
+        tasks[1] = running_task(0, 1.5, 0.25);
+        tasks[2] = running_task(1.0, 0.5, 0.1);
+        tasks[3] = hfsp_training_task_at(false, false, 0, 0, 0, 0, 1.5);
+        tasks[4] = running_task(0, 1.5, 0);
+}
+
+Test(hfsp_size, measured_by_progress_by_hand) {
+        HfspSizeParams params = HFSP_SIZE_PARAMS_DEFAULT;
+        HfspTrainingTask tasks[5];
+        double task_size;
+        size_t k;
+
+        cr_assert_float_eq(params.measure_s, 1, 0, "one second, the probe's");
+        measuring_stage(tasks);
+        /* s̃ = 1.2 (finished) and 1.5 / 0.25 = 6 (its progress): 3.6 a task, from 2 tasks. The
+         * short one that finished first alone would say 1.2. */
+        cr_assert_eq(hfsp_size_measured(tasks, 5, 1.5, &params, &task_size, &k), 0);
+        cr_assert_eq(k, 2);
+        cr_assert_float_eq(task_size, 3.6, 1e-12);
+        /* Half a second later the third has run 1 s: 1.0 CPU-s at a fifth done, s̃ = 5. */
+        tasks[2] = running_task(1.0, 1.0, 0.2);
+        cr_assert_eq(hfsp_size_measured(tasks, 5, 2.0, &params, &task_size, &k), 0);
+        cr_assert_eq(k, 3);
+        cr_assert_float_eq(task_size, (1.2 + 6 + 5) / 3, 1e-12);
+        /* In wall seconds the running ones count their time: (1.5 − 0)/0.25 = 6 at 1.5 s. */
+        measuring_stage(tasks);
+        params.unit = HFSP_SIZE_WALL_SECONDS;
+        cr_assert_eq(hfsp_size_measured(tasks, 5, 1.5, &params, &task_size, &k), 0);
+        cr_assert_eq(k, 2);
+        cr_assert_float_eq(task_size, 3.6, 1e-12);
+        /* measure_s = 0: the finished tasks only. */
+        params = HFSP_SIZE_PARAMS_DEFAULT;
+        params.measure_s = 0;
+        cr_assert_eq(hfsp_size_measured(tasks, 5, 1.5, &params, &task_size, &k), 0);
+        cr_assert_eq(k, 1);
+        cr_assert_float_eq(task_size, 1.2, 1e-12);
+        /* Nothing measured yet: 0 tasks, size 0. */
+        cr_assert_eq(hfsp_size_measured(tasks + 2, 3, 1.5, &params, &task_size, &k), 0);
+        cr_assert_eq(k, 0);
+        cr_assert_eq(task_size, 0);
+}
+
+Test(hfsp_size, measured_rejects_bad_input) {
+        HfspSizeParams params = HFSP_SIZE_PARAMS_DEFAULT;
+        HfspTrainingTask tasks[5];
+        double task_size = -1;
+        size_t k = 99;
+
+        measuring_stage(tasks);
+        params.measure_s = -1;
+        cr_assert_eq(hfsp_size_params_validate(&params), -EINVAL);
+        cr_assert_eq(hfsp_size_measured(tasks, 5, 1.5, &params, &task_size, &k), -EINVAL);
+        params.measure_s = NAN;
+        cr_assert_eq(hfsp_size_params_validate(&params), -EINVAL);
+        params = HFSP_SIZE_PARAMS_DEFAULT;
+        tasks[1].progress = 1.5;
+        cr_assert_eq(hfsp_size_measured(tasks, 5, 1.5, &params, &task_size, &k), -EINVAL);
+        measuring_stage(tasks);
+        cr_assert_eq(hfsp_size_measured(tasks, 5, NAN, &params, &task_size, &k), -EINVAL);
+        cr_assert(task_size == -1 && k == 99, "untouched on failure");
+}

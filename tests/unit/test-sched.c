@@ -2206,7 +2206,8 @@ Test(sched_hfsp, served_counts_from_the_final_size) {
 
 Test(sched_hfsp, refined_tiny_phase_knows_its_task_size) {
         /* A tiny 3-task phase starts at n·ξ·s̄, no task of its own measured; one task that
-         * finished at 4 CPU-s makes it 12, 4 a task. */
+         * finished at 4 CPU-s (the others report no progress) makes it 12, 4 a task: final, and
+         * no longer tiny. */
         SchedSizing z;
         Sched *s;
         sizing_world(&z, &s);
@@ -2216,8 +2217,8 @@ Test(sched_hfsp, refined_tiny_phase_knows_its_task_size) {
         cr_assert_eq(sched_sizing_sched_size(&z, &ph).task_s, 0);
         HfspTrainingTask training[3] = {
                 { .start_s = 0, .finished = true, .finish_s = 4, .cpu_s = 4, .progress = 1 },
-                { .start_s = 0, .cpu_s = 3, .progress = 0.5 },
-                { .start_s = 0, .cpu_s = 3, .progress = 0.5 },
+                { .start_s = 0, .cpu_s = 3 },
+                { .start_s = 0, .cpu_s = 3 },
         };
         cr_assert_eq(sched_sizing_train(&z, s, 1, &ph, training, 3, 4), SCHED_SIZING_REFINED);
         cr_assert_float_eq(ph.size.size, 12, EPS);
@@ -2225,6 +2226,70 @@ Test(sched_hfsp, refined_tiny_phase_knows_its_task_size) {
         SchedJobInfo info;
         cr_assert_eq(sched_job_info(s, 1, &info), 0);
         cr_assert_float_eq(info.size.task_s, 4, EPS, "the scheduler was told");
+        cr_assert_eq(info.size.kind, SCHED_SIZE_FINAL);
+        cr_assert_not(sched_sizing_learning(&ph), "set once");
+        sched_free(s);
+}
+
+/* Two phases on 2 CPUs at 0: job 1, tiny (3 tasks), and job 2 of 6 tasks, both at n·ξ·s̄ with
+ * s̄ = 1 (3 and 6). At 1 s, job 1's first task is a tenth done after 1 CPU-s (10 a task, 30 in
+ * all) and job 2's a half done after 1 (2 a task, 12). */
+Test(sched_hfsp, measured_while_running) {
+        SchedSizing z;
+        Sched *s;
+        sizing_world(&z, &s);
+        const double one[] = { 1 };
+        cr_assert_eq(sched_sizing_add(&z, s, 9, 1, 0, 1.0, 1, 1, 0, &(SizingPhase) {}), 0);
+        cr_assert_eq(sched_sizing_finish(&z, s, 9, one, 1, 0), 0);
+        SizingPhase tiny, big;
+        cr_assert_eq(sched_sizing_add(&z, s, 1, 3, 0, 1.0, 1, 3, 0, &tiny), 0);
+        cr_assert_eq(sched_sizing_add(&z, s, 2, 6, 0, 1.0, 1, 6, 0, &big), 0);
+        cr_assert(tiny.size.tiny);
+        cr_assert_float_eq(tiny.size.size, 3, EPS);
+        cr_assert_float_eq(big.size.size, 6, EPS);
+
+        /* Half a second in: too early to measure (measure_s = 1). */
+        HfspTrainingTask t1[3] = { { .start_s = 0, .cpu_s = 0.5, .progress = 0.05 },
+                                   { .start_s = 0.5 }, { .start_s = 0.5 } };
+        HfspTrainingTask t2[5] = { { .start_s = 0, .cpu_s = 0.5, .progress = 0.25 },
+                                   { .start_s = 0.5 }, { .start_s = 0.5 }, { .start_s = 0.5 }, { .start_s = 0.5 } };
+        cr_assert_eq(sched_sizing_train(&z, s, 1, &tiny, t1, 3, 0.5), SCHED_SIZING_UNCHANGED);
+        cr_assert_eq(sched_sizing_train(&z, s, 2, &big, t2, 5, 0.5), SCHED_SIZING_UNCHANGED);
+
+        t1[0] = (HfspTrainingTask) { .start_s = 0, .cpu_s = 1, .progress = 0.1 };
+        t2[0] = (HfspTrainingTask) { .start_s = 0, .cpu_s = 1, .progress = 0.5 };
+        for (size_t i = 1; i < 5; i++) {
+                t2[i].start_s = 1;
+                if (i < 3)
+                        t1[i].start_s = 1;
+        }
+        /* The tiny phase is measured: final at 30, out of the tiny tier. */
+        cr_assert_eq(sched_sizing_train(&z, s, 1, &tiny, t1, 3, 1), SCHED_SIZING_REFINED);
+        cr_assert_float_eq(tiny.size.size, 30, EPS);
+        cr_assert_not(tiny.size.tiny);
+        cr_assert(tiny.size.final);
+        SchedJobInfo info;
+        cr_assert_eq(sched_job_info(s, 1, &info), 0);
+        cr_assert_eq(info.size.kind, SCHED_SIZE_FINAL);
+        cr_assert_float_eq(info.size.task_s, 10, EPS);
+        /* The other's S_i is 6 × 2: it trains on to S_f as HFSP's does. */
+        cr_assert_eq(sched_sizing_train(&z, s, 2, &big, t2, 5, 1), SCHED_SIZING_REFINED);
+        cr_assert_float_eq(big.size.size, 12, EPS);
+        cr_assert_eq(big.n_refined, 1);
+        cr_assert_not(big.size.final);
+        cr_assert(sched_sizing_learning(&big));
+        cr_assert_eq(sched_job_info(s, 2, &info), 0);
+        cr_assert_eq(info.size.kind, SCHED_SIZE_INITIAL);
+        /* The same task measured again changes nothing (no flapping with progress). */
+        t2[0] = (HfspTrainingTask) { .start_s = 0, .cpu_s = 1.5, .progress = 0.6 };
+        cr_assert_eq(sched_sizing_train(&z, s, 2, &big, t2, 5, 1.5), SCHED_SIZING_UNCHANGED);
+        cr_assert_float_eq(big.size.size, 12, EPS);
+        /* Job 2 (12) now comes before job 1 (30); with the tiny tier job 1 came first. */
+        SchedJobInfo i1, i2;
+        cr_assert_eq(sched_rank(s, 1.5), 0);
+        cr_assert_eq(sched_job_info(s, 1, &i1), 0);
+        cr_assert_eq(sched_job_info(s, 2, &i2), 0);
+        cr_assert(i2.rank > 0 && i2.rank < i1.rank, "job 2 rank %u, job 1 rank %u", i2.rank, i1.rank);
         sched_free(s);
 }
 

@@ -33,7 +33,8 @@ typedef struct TraceRow {
 } TraceRow;
 
 /* Tiny (1-4 tasks) and trained (5+) phases, a two-phase job, arrivals while the node is busy;
- * job 9's tiny phase of long tasks is refined as they finish and falls behind job 10's. */
+ * job 9's tiny phase of long tasks is measured by its first task's progress after a second
+ * (hfsp_size_measured()) and falls behind job 10's. */
 static const TraceRow mixed_trace[] = {
         { 0, 1, 0, 8, 2 },       { 0.57, 2, 0, 1, 3 },    { 1.13, 3, 0, 2, 1 },   { 1.13, 3, 1, 1, 2 },
         { 2.21, 4, 0, 6, 0.5 },  { 3.37, 5, 0, 1, 0.25 }, { 4.41, 6, 0, 5, 1.5 }, { 9.13, 7, 0, 1, 0.75 },
@@ -93,7 +94,7 @@ static SimWorkload sim_trace(void) {
 
 typedef struct Run {
         char id[TASK_ID_MAX];
-        double left_s;
+        double started_s, left_s;
         bool frozen, killed, ended;
 } Run;
 
@@ -124,6 +125,7 @@ static double task_work(const TaskId *id) {
  * reply's actions at once. Returns whether it started, froze, thawed or killed anything. */
 static bool beat(Fake *f, double now_s) {
         TaskReport reports[64];
+        TaskSample samples[64];
         size_t n = 0;
         for (size_t i = 0; i < f->n_runs; i++) {
                 Run *r = &f->runs[i];
@@ -144,8 +146,21 @@ static bool beat(Fake *f, double now_s) {
                         reports[n++] = (TaskReport) { .id = r->id, .state = TASK_SUCCEEDED, .has_exit = true,
                                                       .exit = { .cpu_s = work, .wall_s = work } };
                         r->ended = true;
-                } else
-                        reports[n++] = (TaskReport) { .id = r->id, .state = TASK_RUNNING, .pid = 4242 };
+                } else {
+                        /* What it has used and its progress, as cgorch-burn reports it: the
+                         * estimator measures a training task by them (cgorch-sim knows them). */
+                        TaskId id;
+                        cr_assert_eq(task_id_parse(r->id, &id), 0);
+                        double work = task_work(&id);
+                        samples[n] = (TaskSample) { .time_ms = T0 + llround(now_s * 1000),
+                                                    .cpu_usage_ns = (uint64_t) llround((work - r->left_s) * 1e9),
+                                                    .memory_current_bytes = task_memory_bytes / 2,
+                                                    .memory_peak_bytes = task_memory_bytes / 2,
+                                                    .progress = (work - r->left_s) / work };
+                        reports[n] = (TaskReport) { .id = r->id, .state = TASK_RUNNING, .pid = 4242,
+                                                    .samples = &samples[n], .n_samples = 1 };
+                        n++;
+                }
         }
         Heartbeat hb = {
                 .node = (char *) "n1", .boot_id = (char *) "boot-1", .seq = ++f->seq, .cgroup_mode = (char *) "hybrid",
@@ -179,7 +194,7 @@ static bool beat(Fake *f, double now_s) {
                         TaskId id;
                         cr_assert_eq(task_id_parse(a->task, &id), 0);
                         r = &f->runs[f->n_runs++];
-                        *r = (Run) { .left_s = task_work(&id) };
+                        *r = (Run) { .started_s = now_s, .left_s = task_work(&id) };
                         snprintf(r->id, sizeof r->id, "%s", a->task);
                         changed = true;
                         break;
@@ -259,9 +274,15 @@ static void run_controller(SchedPolicy policy, SchedPreemption preemption, doubl
                         ;
                 (void) beat(&f, now); /* the acks of the last actions */
                 double t = next < n_trace ? trace[next].arrival_s : INFINITY;
-                for (size_t i = 0; i < f.n_runs; i++)
+                for (size_t i = 0; i < f.n_runs; i++) {
                         if (!f.runs[i].ended && !f.runs[i].frozen && !f.runs[i].killed)
                                 t = MIN(t, now + f.runs[i].left_s);
+                        /* A heartbeat when a started task has run for HFSP_MEASURE_S_DEFAULT, as
+                         * cgorch-sim looks at its training tasks then (hfsp_size_measured()). */
+                        double measure = f.runs[i].started_s + HFSP_MEASURE_S_DEFAULT;
+                        if (!f.runs[i].ended && !f.runs[i].killed && measure > now + 1e-9)
+                                t = MIN(t, measure);
+                }
                 if (t == INFINITY)
                         break;
                 for (size_t i = 0; i < f.n_runs; i++)
