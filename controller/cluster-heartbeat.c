@@ -189,6 +189,7 @@ static int merge_report(Cluster *c, const Heartbeat *hb, const TaskReport *rep, 
                 r = store_task_set_state(c->store, t.id, TASK_RUNNING, started_ms, now_ms, NULL);
                 if (r < 0)
                         return r;
+                cluster_sched_task_started(c->sched, t.index, started_ms);
                 log_debug("Task %s running on node %s.", t.id, hb->node);
         }
         if (rep->state == TASK_LOST) {

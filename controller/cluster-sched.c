@@ -2063,6 +2063,12 @@ static int key_entry_cmp(const void *key, const void *entry) {
         return -entry_cmp(entry, key);
 }
 
+void cluster_sched_task_started(ClusterSched *cs, unsigned index, int64_t started_ms) {
+        int64_t measure_ms = s_to_ms(cs->sizing.params.measure_s);
+        if (measure_ms > 0 && index < cs->sizing.params.training_tasks)
+                cs->measure_due_ms = MIN(cs->measure_due_ms, started_ms + measure_ms);
+}
+
 int64_t cluster_sched_measure_due_ms(const ClusterSched *cs) {
         return cs->measure_due_ms;
 }

@@ -62,6 +62,10 @@ bool cluster_sched_weights_unknown(const ClusterSched *cs);
 /* When a running training task will have run HFSP's measure_s (hfsp_size_measured()), as the
  * last sync saw them: a placement then measures it, as cgorch-sim does. INT64_MAX: none. */
 int64_t cluster_sched_measure_due_ms(const ClusterSched *cs);
+/* A task reported running: if it is among its phase's first t (a training task), a placement
+ * measure_s after its start measures it (before that, the next sync that sees it running
+ * would say so, which may be an interval later). */
+void cluster_sched_task_started(ClusterSched *cs, unsigned index, int64_t started_ms);
 
 /* The tasks waiting to be placed as the last placement found them (before its decisions): the
  * pending tasks of runnable phases of jobs not held. */

@@ -2271,6 +2271,54 @@ Test(cluster, training_refines_initial_size) {
         json_decref(s);
 }
 
+/* A tiny phase (fewer tasks than t) whose running tasks report progress is measured a second
+ * after they start (hfsp_size_measured(): CPU used / progress): its size is final at n × that,
+ * out of the tiny tier, and so it stays across a restart. */
+Test(cluster, tiny_phase_measured_while_running_survives_a_restart) {
+        restart(SCHED_HFSP, SCHED_PREEMPT_WAIT, T0);
+        Node n1 = node_new("n1", 8);
+        uint64_t id = submit("{\"name\": \"three\", \"phases\": [{\"tasks\": 3, \"argv\": [\"true\"],"
+                             " \"cpu_cores\": 0.5, \"memory_bytes\": 16777216}]}", T0);
+        json_t *s = sched_view(id, T0);
+        cr_assert_str_eq(json_string_value(json_object_get(s, "size_kind")), "tiny");
+        json_decref(s);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        cr_assert_eq(count_actions(hr, ACTION_START), 3);
+        heartbeat_reply_free(ack_and_run(&n1, hr, T0 + 1000));
+        heartbeat_reply_free(hr);
+
+        /* Half a second in: not measured yet. */
+        TaskSample early = { .time_ms = T0 + 1500, .cpu_usage_ns = NSEC_PER_SEC / 2, .progress = 0.05 };
+        TaskReport reps[3];
+        for (unsigned i = 0; i < 3; i++)
+                reps[i] = running(task_id(id, 0, i), &early, 1);
+        heartbeat_reply_free(beat(&n1, reps, 3, NULL, 0, T0 + 1500));
+        s = sched_view(id, T0 + 1500);
+        cr_assert_str_eq(json_string_value(json_object_get(s, "size_kind")), "tiny");
+        json_decref(s);
+
+        /* A second and a half in, each has used 1.5 CPU-s for 15 % of its work: 10 CPU-s a task,
+         * the phase 30, final. */
+        TaskSample later = { .time_ms = T0 + 2500, .cpu_usage_ns = 3 * NSEC_PER_SEC / 2, .progress = 0.15 };
+        for (unsigned i = 0; i < 3; i++)
+                reps[i] = running(task_id(id, 0, i), &later, 1);
+        heartbeat_reply_free(beat(&n1, reps, 3, NULL, 0, T0 + 2500));
+        s = sched_view(id, T0 + 2500);
+        cr_assert_str_eq(json_string_value(json_object_get(s, "size_kind")), "final", "measured: no longer tiny");
+        cr_assert_float_eq(sched_number(s, "estimated_size_s"), 30, 1e-6);
+        json_t *est = json_object_get(s, "estimate");
+        cr_assert_float_eq(json_number_value(json_object_get(est, "refined_size_s")), 30, 1e-6);
+        cr_assert_eq(json_integer_value(json_object_get(est, "refined_from_tasks")), 3);
+        json_decref(s);
+
+        cr_assert_eq(cluster_checkpoint(cluster, T0 + 2500, true), 0);
+        restart(SCHED_HFSP, SCHED_PREEMPT_WAIT, T0 + 3000);
+        s = sched_view(id, T0 + 3000);
+        cr_assert_str_eq(json_string_value(json_object_get(s, "size_kind")), "final", "still sized after a restart");
+        cr_assert_float_eq(sched_number(s, "estimated_size_s"), 30, 1e-6);
+        json_decref(s);
+}
+
 Test(cluster, restart_keeps_final_size) {
         restart(SCHED_HFSP, SCHED_PREEMPT_WAIT, T0);
         Node n1 = node_new("n1", 8);
