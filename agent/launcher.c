@@ -500,7 +500,9 @@ static void launch_pipes_init(Launch *l) {
 typedef struct ChildError {
         int step;
         int error;
-        int denial;             /* ExecDenial: for exec's EACCES, what the task's user may not do */
+        int denial;             /* ExecDenial: for exec's EACCES, what the task's user may not do; for an
+                                 * output file, that it was opened but is not taken */
+        unsigned long fs_type;  /* ... then its file system's statfs() f_type */
         char path[1024];        /* ... to which directory or file */
 } ChildError;
 
@@ -772,14 +774,8 @@ static void child_error_path(ChildError *ce, const char *s) {
         ce->path[i] = '\0';
 }
 
-/* Whether fd is a file of a kernel file system (/proc, /sys, cgroups...), whose files may judge
- * a write by the writer's capabilities rather than by who opened them: the agent, root, writes
- * the task's output. */
-static bool fd_on_kernel_fs(int fd) {
-        struct statfs sfs;
-        if (fstatfs(fd, &sfs) < 0)
-                return true;
-        switch ((unsigned long) sfs.f_type) {
+const char *launch_output_fs_refused(unsigned long f_type) {
+        switch (f_type) {
         case PROC_SUPER_MAGIC:
         case SYSFS_MAGIC:
         case CGROUP_SUPER_MAGIC:
@@ -791,25 +787,39 @@ static bool fd_on_kernel_fs(int fd) {
         case BPF_FS_MAGIC:
         case EFIVARFS_MAGIC:
         case PSTOREFS_MAGIC:
-                return true;
+                return "a file of the kernel's (/proc, /sys, cgroups)";
+        case FUSE_SUPER_MAGIC:
+                /* fuse and fuseblk: a write returns when the file system's process answers, which a
+                 * user who mounted one (fusermount3) need never do. */
+                return "a file of a FUSE file system, whose writes wait for its process (the agent's would hang)";
         default:
-                return false;
+                return NULL;
         }
+}
+
+/* Whether the output file fd is on a file system launch_output_fs_refused() names (or one that
+ * cannot be told). */
+static bool fd_output_fs_refused(int fd) {
+        struct statfs sfs;
+        return fstatfs(fd, &sfs) < 0 || launch_output_fs_refused((unsigned long) sfs.f_type);
 }
 
 /* Opens an output file as the task's user (the caller dropped to it), for appending: a file of
  * the user's, created mode 0600 when missing. A FIFO or socket would block the agent's writes:
- * only regular files and character devices (/dev/null) are taken, and no file of a kernel file
- * system (fd_on_kernel_fs()). */
+ * only regular files and character devices (/dev/null) are taken, and no file of a file system
+ * launch_output_fs_refused() names. */
 static int child_open_output(const char *path, int err_fd) {
         struct stat st;
+        struct statfs sfs = {};
         int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOCTTY | O_NONBLOCK | O_CLOEXEC, 0600);
         ChildError ce = { .step = STEP_OUTPUT };
 
-        if (fd >= 0 && fstat(fd, &st) >= 0 && (S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)) && !fd_on_kernel_fs(fd))
+        if (fd >= 0 && fstat(fd, &st) >= 0 && (S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)) && fstatfs(fd, &sfs) >= 0 &&
+            !launch_output_fs_refused((unsigned long) sfs.f_type))
                 return fd;
         ce.error = fd < 0 ? errno : 0;
         ce.denial = fd >= 0;
+        ce.fs_type = (unsigned long) sfs.f_type;
         child_error_path(&ce, path);
         child_fail_with(err_fd, &ce);
 }
@@ -1232,8 +1242,8 @@ static int child_error_describe(const ChildError *ce_in, ssize_t k, const Launch
                 k = asprintf(ret_error, "chdir(%s): %s", spec->cwd ? spec->cwd : "/", strerror(ce.error));
         else if (ce.step == STEP_OUTPUT)
                 k = asprintf(ret_error, "opening the output file %s as user %s: %s", ce.path, cred->name,
-                             ce.denial ? "not a regular file or a device, or a file of the kernel's (/proc, /sys, cgroups)" :
-                                         strerror(ce.error));
+                             !ce.denial ? strerror(ce.error) :
+                             launch_output_fs_refused(ce.fs_type) ?: "not a regular file or a device");
         else
                 k = asprintf(ret_error, "%s: %s", step_names[ce.step], strerror(ce.error));
         if (k < 0)
@@ -1560,7 +1570,7 @@ static void adopt_shim_fds(Launch *l, sd_event *e, pid_t shim_pid, const char *p
                                 fd = open(path, O_WRONLY | O_APPEND | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
                         }
                         if (fd >= 0 && fstat(fd, &st) >= 0 && (S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)) &&
-                            !fd_on_kernel_fs(fd))
+                            !fd_output_fs_refused(fd))
                                 *files[i] = fd;
                         else if (fd >= 0)
                                 close(fd);

@@ -193,6 +193,14 @@ bool launch_status_settled(const Launch *l);
  * not to be reaped by anyone else. */
 bool launch_owns_child(const Launch *l, pid_t pid);
 
+/* Why the agent writes no task output into a file of a file system of this statfs() f_type, or
+ * NULL: a kernel file system (/proc, /sys, cgroups...) may judge a write by the capabilities of
+ * its writer, the agent, rather than of the user who opened the file; a FUSE file's write waits
+ * for the file system's process, which the task's user may have mounted and may never answer,
+ * and the agent's loop would wait with it (every task's output, heartbeats, time limits). Pure,
+ * and async-signal-safe. */
+const char *launch_output_fs_refused(unsigned long f_type);
+
 /* The job's user as the launcher resolves it in the agent (NSS is not for the child of a fork),
  * and drops to it in a child: for the task, and for a read of its output. */
 typedef struct Credentials {

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/magic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -493,6 +494,21 @@ Test(launcher, output_file_refused) {
  * (root) writes the output: refused, though the task's user could open it. */
 Test(launcher, output_to_a_kernel_file_refused) {
         expect_output_refused("/proc/self/comm", "opening the output file /proc/self/comm as user", "a file of the kernel's");
+}
+
+/* A FUSE file's write waits for the file system's process, which a user who mounted it need never
+ * answer: the agent writing the task's output would hang (its heartbeats, every task's output and
+ * time limit with it), and the task, run again elsewhere, would hang the next node's agent. Kernel
+ * file systems are refused too; ordinary ones are taken. */
+Test(launcher, output_file_systems_refused) {
+        const char *why = launch_output_fs_refused(FUSE_SUPER_MAGIC);
+        cr_assert_not_null(why, "an output file on FUSE is taken");
+        cr_expect(strstr(why, "FUSE"), "%s", why);
+        cr_expect_not_null(launch_output_fs_refused(PROC_SUPER_MAGIC));
+        cr_expect_not_null(launch_output_fs_refused(CGROUP2_SUPER_MAGIC));
+        cr_expect_null(launch_output_fs_refused(EXT4_SUPER_MAGIC));
+        cr_expect_null(launch_output_fs_refused(TMPFS_MAGIC));
+        cr_expect_null(launch_output_fs_refused(NFS_SUPER_MAGIC));
 }
 
 /* The task's user stops its process before its exec (here while the agent attaches it): the
