@@ -15,7 +15,7 @@
 #include "secret-file.h"
 #include "signature.h"
 
-#define REPLY_MAX_BYTES (16u * 1024u * 1024u)
+#define REPLY_MAX_BYTES PROTO_REPLY_MAX_BYTES
 /* The controller may hold a heartbeat open (long poll) before answering. */
 #define REQUEST_TIMEOUT_MS 60000L
 /* Under a lease, a heartbeat is given up after a third of it (at least a second): one sent

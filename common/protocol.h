@@ -24,6 +24,11 @@
 #define PROTO_MAX_ARGV 1024
 #define PROTO_MAX_ARG_LEN 4096
 #define PROTO_MAX_ENV 1024
+/* The largest heartbeat reply an agent reads (larger: refused, as no reply at all). */
+#define PROTO_REPLY_MAX_BYTES (16u * 1024u * 1024u)
+/* The start actions of one reply, encoded, at most this (but the first): each carries its job's
+ * command and environment, up to a whole request body (--max-body-size, 1 MiB by default). */
+#define PROTO_REPLY_STARTS_MAX_BYTES (4u * 1024u * 1024u)
 #define PROTO_MAX_CPU_CORES 4096.0
 /* A task's CPU quota is at least 1 ms a 100 ms period (the kernel's floor); 5e-324 made COSHH's
  * classes NaN and refused every heartbeat. */

@@ -563,6 +563,73 @@ Test(cluster, unacked_action_is_resent_until_acked) {
         assert_task_state(id, 0, 0, "starting");
 }
 
+/* One user's job whose command is most of a request body (110 arguments of 4000 bytes), with
+ * tasks that all fit the node at once: their starts went in one reply, 18 MB for 40 of them,
+ * which the agent refuses (over PROTO_REPLY_MAX_BYTES) at every heartbeat, so its lease ran out,
+ * every task of the node, any user's, was frozen, and nothing started there again. The starts go
+ * over several replies, each within PROTO_REPLY_STARTS_MAX_BYTES and one start, until all have
+ * gone. */
+Test(cluster, starts_of_a_huge_command_are_spread_over_replies) {
+        const unsigned n_tasks = 16, n_args = 110;
+        size_t size = 512 + n_args * 4003;
+        char *text = malloc(size), *p = text;
+        cr_assert_not_null(text);
+        p += sprintf(p, "{\"name\": \"huge\", \"phases\": [{\"tasks\": %u, \"cpu_cores\": 0.05, "
+                        "\"memory_bytes\": 1048576, \"argv\": [\"true\"", n_tasks);
+        for (unsigned i = 0; i < n_args; i++) {
+                p += sprintf(p, ", \"");
+                memset(p, 'a', 4000);
+                p += 4000;
+                *p++ = '"';
+        }
+        sprintf(p, "]}]}");
+        uint64_t id = submit(text, T0);
+        free(text);
+
+        Node n1 = node_new("n1", 4);
+        unsigned started = 0, replies = 0;
+        Ack acks[64];
+        TaskReport reports[64];
+        char *ids[64];
+        size_t k = 0;
+        for (int64_t t = T0 + 1000; started < n_tasks && replies < 20; t += 1000, replies++) {
+                Heartbeat hb = {
+                        .node = (char *) n1.name, .boot_id = (char *) n1.boot_id, .seq = ++n1.seq,
+                        .cgroup_mode = (char *) "hybrid", .capacity_cpus = n1.cpus,
+                        .capacity_memory_bytes = n1.memory_bytes,
+                        .node_sample = { .time_ms = t, .memory_available_bytes = n1.memory_bytes / 2 },
+                        .tasks = reports, .n_tasks = k, .acks = acks, .n_acks = k,
+                };
+                json_t *body = heartbeat_to_json(&hb), *reply = NULL;
+                char *error = NULL;
+                cr_assert_eq(cluster_heartbeat(cluster, n1.name, body, t, &reply, &error), 0, "%s", error ?: "");
+                json_decref(body);
+                size_t bytes = json_dumpb(reply, NULL, 0, JSON_COMPACT);
+                cr_assert_leq(bytes, PROTO_REPLY_STARTS_MAX_BYTES + n_args * 4003 + 4096, "a reply of %zu bytes", bytes);
+                HeartbeatReply *hr = NULL;
+                cr_assert_eq(heartbeat_reply_from_json(reply, &hr, &error), 0, "%s", error ?: "");
+                json_decref(reply);
+                /* Acked, and running, in the next heartbeat (with the earlier ones). */
+                for (size_t i = 0; i < hr->n_actions; i++) {
+                        if (hr->actions[i].type != ACTION_START)
+                                continue;
+                        cr_assert_lt(k, ELEMENTSOF(acks));
+                        acks[k] = (Ack) { .action_id = hr->actions[i].id, .ok = true };
+                        cr_assert_str_eq(hr->actions[i].task, task_id(id, 0, (unsigned) k), "in order");
+                        ids[k] = strdup(hr->actions[i].task);
+                        cr_assert_not_null(ids[k]);
+                        reports[k] = running(ids[k], NULL, 0);
+                        k++;
+                        started++;
+                }
+                heartbeat_reply_free(hr);
+        }
+        cr_expect_eq(started, n_tasks, "%u of %u tasks started in %u replies", started, n_tasks, replies);
+        cr_expect_gt(replies, 1);
+        for (size_t i = 0; i < k; i++)
+                free(ids[i]);
+}
+
 Test(cluster, failed_start_ack_fails_task) {
         uint64_t id = submit(job_one_phase_two_tasks, T0);
         Node n1 = node_new("n1", 2);
