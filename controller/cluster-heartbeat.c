@@ -292,25 +292,22 @@ static int apply_ack(Cluster *c, const Heartbeat *hb, const Ack *ack, int64_t no
  * agent whose lease has run out (fenced), only kills: the answer renews its lease, but we do not
  * count its heartbeat as word from it, so nothing may run there on the strength of it; the rest
  * goes with the answer to its next heartbeat, which does count. Starts carry their job's command
- * and environment (up to a request body each): past PROTO_REPLY_STARTS_MAX_BYTES of them the
- * rest wait for the next reply, so that no reply outgrows what an agent reads
+ * and environment (up to a request body each): once PROTO_REPLY_STARTS_MAX_BYTES of them are
+ * taken the rest wait for the next reply, so that no reply outgrows what an agent reads
  * (PROTO_REPLY_MAX_BYTES) — one that did was refused by the agent at every heartbeat, which
- * fenced the node's tasks, every user's, and started nothing there again. */
+ * fenced the node's tasks, every user's, and started nothing there again — and a heartbeat does
+ * not read and decode hundreds of megabytes of starts it will not send. */
 static int reply_actions(Cluster *c, const Heartbeat *hb, int64_t now_ms, json_t *ret_array) {
         const char *node = hb->node;
         StoreAction *actions = NULL;
-        size_t n = 0, start_bytes = 0;
-        int r = store_actions_unacked(c->store, node, now_ms, &actions, &n);
+        size_t n = 0;
+        int r = store_actions_unacked(c->store, node, now_ms, PROTO_REPLY_STARTS_MAX_BYTES, &actions, &n);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n && r >= 0; i++) {
                 if (hb->fenced && actions[i].type != ACTION_KILL)
                         continue;
                 if (actions[i].type == ACTION_START) {
-                        size_t bytes = json_dumpb(actions[i].payload, NULL, 0, JSON_COMPACT);
-                        /* The first goes whatever its size: a node never stalls on one. */
-                        if (start_bytes > 0 && start_bytes + bytes > PROTO_REPLY_STARTS_MAX_BYTES)
-                                continue;
                         _cleanup_(store_task_done) StoreTask t = {};
                         r = store_task_get(c->store, actions[i].task, &t);
                         if (r >= 0 && t.state == TASK_STARTING)
@@ -322,7 +319,6 @@ static int reply_actions(Cluster *c, const Heartbeat *hb, int64_t now_ms, json_t
                         }
                         if (r < 0)
                                 break;
-                        start_bytes += MAX(bytes, (size_t) 1);
                 }
                 r = json_array_append(ret_array, actions[i].payload) < 0 ? -ENOMEM : 0;
         }

@@ -544,17 +544,36 @@ void store_actions_free(StoreAction *a, size_t n) {
         free(a);
 }
 
-int store_actions_unacked(Store *s, const char *node, int64_t now_ms, StoreAction **ret, size_t *ret_n) {
-        _cleanup_stmt_ sqlite3_stmt *st = NULL, *sent = NULL;
-        StoreAction *actions = NULL;
-        size_t n = 0;
+/* The payload of action id, decoded, into a. */
+static int action_payload_load(Store *s, sqlite3_stmt *st, StoreAction *a, size_t *ret_bytes) {
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, (int64_t) a->id);
+        int r = store_step_row(s, st, "read an action's payload");
+        if (r <= 0)
+                return r < 0 ? r : -EIO;
+        const char *text = (const char *) sqlite3_column_text(st, 0);
+        *ret_bytes = (size_t) sqlite3_column_bytes(st, 0);
+        a->payload = text ? json_loads(text, 0, NULL) : NULL;
+        return json_is_object(a->payload) ? 0 : -EIO;
+}
 
-        int r = store_prepare(s, "SELECT id, type, task, payload FROM actions WHERE node = ? AND acked_ms IS NULL ORDER BY id",
-                              &st);
+int store_actions_unacked(Store *s, const char *node, int64_t now_ms, size_t starts_max_bytes, StoreAction **ret,
+                          size_t *ret_n) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL, *sent = NULL, *payload = NULL;
+        StoreAction *actions = NULL;
+        size_t n = 0, start_bytes = 0;
+
+        /* The payloads apart, and only those that go: a start carries its job's command. */
+        int r = store_prepare(s, "SELECT id, type, task FROM actions WHERE node = ? AND acked_ms IS NULL ORDER BY id", &st);
+        if (r >= 0)
+                r = store_prepare(s, "SELECT payload FROM actions WHERE id = ?", &payload);
         if (r < 0)
                 return r;
         sqlite3_bind_text(st, 1, node, -1, SQLITE_TRANSIENT);
         while ((r = store_step_row(s, st, "read actions")) > 0) {
+                ActionType type = action_type_from_string((const char *) sqlite3_column_text(st, 1));
+                if (type == ACTION_START && starts_max_bytes > 0 && start_bytes >= starts_max_bytes)
+                        continue;
                 StoreAction *p = realloc(actions, (n + 1) * sizeof(StoreAction));
                 if (!p) {
                         r = -ENOMEM;
@@ -564,14 +583,16 @@ int store_actions_unacked(Store *s, const char *node, int64_t now_ms, StoreActio
                 StoreAction *a = &actions[n];
                 *a = (StoreAction) {
                         .id = (uint64_t) sqlite3_column_int64(st, 0),
-                        .type = action_type_from_string((const char *) sqlite3_column_text(st, 1)),
-                        .payload = json_loads((const char *) sqlite3_column_text(st, 3), 0, NULL),
+                        .type = type,
                 };
                 n++;
-                if (a->type < 0 || !json_is_object(a->payload)) {
+                size_t bytes = 0;
+                if (a->type < 0 || action_payload_load(s, payload, a, &bytes) < 0) {
                         r = -EIO;
                         break;
                 }
+                if (a->type == ACTION_START)
+                        start_bytes += bytes;
                 r = store_column_strdup(st, 2, &a->task);
                 if (r < 0)
                         break;

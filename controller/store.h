@@ -505,8 +505,11 @@ typedef struct StoreAction {
         json_t *payload;       /* with "id" filled in */
 } StoreAction;
 void store_actions_free(StoreAction *a, size_t n);
-/* The node's unacked actions in id order; marks them sent at now_ms. */
-int store_actions_unacked(Store *s, const char *node, int64_t now_ms, StoreAction **ret, size_t *ret_n);
+/* The node's unacked actions in id order; marks them sent at now_ms. Once the starts taken reach
+ * starts_max_bytes (their payloads as stored; 0: no bound), the later starts are left out, and
+ * their payloads are not read. */
+int store_actions_unacked(Store *s, const char *node, int64_t now_ms, size_t starts_max_bytes, StoreAction **ret,
+                          size_t *ret_n);
 /* Marks an action acked with the error "obsolete" without sending it again (its task ended). */
 int store_action_obsolete(Store *s, uint64_t id, int64_t now_ms);
 

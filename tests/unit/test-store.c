@@ -322,7 +322,7 @@ Test(store, action_ack) {
         for (int i = 0; i < 2; i++) {
                 StoreAction *a = NULL;
                 size_t n = 0;
-                cr_assert_eq(store_actions_unacked(s, "n1", 2000 + i, &a, &n), 0);
+                cr_assert_eq(store_actions_unacked(s, "n1", 2000 + i, 0, &a, &n), 0);
                 cr_assert_eq(n, 1);
                 cr_assert_eq(a[0].id, id);
                 cr_assert_eq(a[0].type, ACTION_START);
@@ -333,7 +333,7 @@ Test(store, action_ack) {
         /* Another node neither sees nor acks it. */
         StoreAction *none = NULL;
         size_t n_none = 1;
-        cr_assert_eq(store_actions_unacked(s, "n2", 2000, &none, &n_none), 0);
+        cr_assert_eq(store_actions_unacked(s, "n2", 2000, 0, &none, &n_none), 0);
         cr_assert_eq(n_none, 0);
         free(none);
         cr_assert_eq(store_action_ack(s, "n2", id, NULL, 3000, NULL, NULL), -ENOENT);
@@ -353,7 +353,7 @@ Test(store, action_ack) {
 
         StoreAction *a = NULL;
         size_t n = 1;
-        cr_assert_eq(store_actions_unacked(s, "n1", 5000, &a, &n), 0);
+        cr_assert_eq(store_actions_unacked(s, "n1", 5000, 0, &a, &n), 0);
         cr_assert_eq(n, 0);
         free(a);
 
