@@ -385,7 +385,13 @@ int store_action_ack(Store *s, const char *node, uint64_t id, const char *error,
         bool already = sqlite3_column_type(get, 2) != SQLITE_NULL;
 
         if (!already) {
-                r = store_prepare(s, "UPDATE actions SET acked_ms = ?, ack_error = ? WHERE id = ?", &set);
+                /* An acked action is never sent again: a start's payload (its job's command and
+                 * environment, up to a request body, copied into each of its tasks' starts) goes,
+                 * or one job of large commands left hundreds of megabytes in the store. */
+                r = store_prepare(s,
+                                  "UPDATE actions SET acked_ms = ?, ack_error = ?,"
+                                  " payload = CASE WHEN type = 'start' THEN '{}' ELSE payload END WHERE id = ?",
+                                  &set);
                 if (r < 0)
                         return r;
                 sqlite3_bind_int64(set, 1, now_ms);

@@ -350,6 +350,20 @@ Test(store, action_ack) {
         /* A repeated ack is harmless. */
         cr_assert_eq(store_action_ack(s, "n1", id, NULL, 4000, NULL, NULL), 0);
         cr_assert_eq(store_action_pending(s, "1.0.0.0", ACTION_START), 0);
+        /* Never sent again, an acked start keeps no payload (its job's command, copied). */
+        {
+                char path[256];
+                sqlite3 *db;
+                sqlite3_stmt *q;
+                snprintf(path, sizeof path, "%s/controller.db", dir);
+                cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+                cr_assert_eq(sqlite3_prepare_v2(db, "SELECT payload FROM actions WHERE id = ?", -1, &q, NULL), SQLITE_OK);
+                sqlite3_bind_int64(q, 1, (int64_t) id);
+                cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
+                cr_assert_str_eq((const char *) sqlite3_column_text(q, 0), "{}");
+                sqlite3_finalize(q);
+                sqlite3_close(db);
+        }
 
         StoreAction *a = NULL;
         size_t n = 1;
