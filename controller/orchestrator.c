@@ -34,18 +34,28 @@ typedef struct TrackSample {
         double cpu_cores, throttled_ratio;
 } TrackSample;
 
+/* The scalars an epoch and a heartbeat read come first, the sample and window arrays last: a
+ * track is ~10 KiB, and an epoch reads a few fields of each of tens of thousands of them. */
+#define TRACK_INLINE_ID 40
+
 typedef struct TaskTrack {
-        char *id;
+        char *id;                       /* id_inline when it fits: a look-up reads the track, not another block */
+        char id_inline[TRACK_INLINE_ID];
         char *node;
         size_t node_pos;                /* the position of its node in Orchestrator.nodes, SIZE_MAX: none */
         TaskId key;                     /* parsed from id: the snapshot lists tasks in its order */
+        bool seen;                      /* reported since the last epoch */
+        bool checked;                   /* the store was asked whether it runs it */
+        bool confirmed;                 /* it does, on the track's node (when checked) */
+        bool own_psi_cpu, own_psi_memory; /* its samples carry its cgroup's own PSI */
+        bool candidate;                 /* listed for this epoch's snapshot but left out of it */
         bool has_request;               /* its phase's request, read from the store once */
         double request_cpu_cores;
         uint64_t request_memory_bytes;
         Limits limits;                  /* in force, from the latest report */
         int64_t first_ms;               /* the first sample: run times count from it */
-        TrackSample samples[ORCH_TRACK_SAMPLES]; /* since the last epoch, oldest first */
         size_t n_samples;
+        size_t n_windows;
         /* The cumulative counters where the last window ended. */
         bool has_base, has_base_throttling, has_base_events;
         int64_t base_ms;
@@ -56,16 +66,11 @@ typedef struct TaskTrack {
         uint64_t base_psi_cpu_us, base_psi_memory_us;
         int64_t base_psi_cpu_ms, base_psi_memory_ms;
         uint64_t base_events_high, base_events_max, base_events_oom;
-        OrchWindow windows[ORCH_TRACK_WINDOWS];
-        size_t n_windows;
         /* The latest window's signals. */
         double throttled_ratio, throttled_cores, psi_cpu, psi_memory, progress;
         uint64_t events_high, events_max, events_oom;
-        bool seen;                      /* reported since the last epoch */
-        bool checked;                   /* the store was asked whether it runs it */
-        bool confirmed;                 /* it does, on the track's node (when checked) */
-        bool own_psi_cpu, own_psi_memory; /* its samples carry its cgroup's own PSI */
-        bool candidate;                 /* listed for this epoch's snapshot but left out of it */
+        TrackSample samples[ORCH_TRACK_SAMPLES]; /* since the last epoch, oldest first */
+        OrchWindow windows[ORCH_TRACK_WINDOWS];
 } TaskTrack;
 
 /* What an agent's memory guard did on its own (agent/memory-guard.h), as it reported it. */
@@ -77,6 +82,12 @@ typedef struct GuardRecord {
 typedef struct NodeTrack {
         char *name;
         double psi_cpu, psi_memory;
+        /* The tracks of its latest heartbeat's reports, in its order (NULL: none), valid while
+         * order_generation is Orchestrator.generation: an agent names its tasks in the same
+         * order every time, so a report's track is found by one comparison of ids. */
+        TaskTrack **order;
+        size_t n_order, allocated_order;
+        uint64_t order_generation;
 } NodeTrack;
 
 /* The latest epoch as GET /v1/contention shows it: kept as the epoch left it and written out on
@@ -126,6 +137,7 @@ struct Orchestrator {
         NodeTrack *nodes;
         size_t n_nodes;
         NameIndex node_index;           /* name → position in nodes */
+        uint64_t generation;            /* counts frees of tracks: NodeTrack.order older than it may point at freed ones */
         Contention *contention;         /* the latest epoch's, for GET /v1/contention */
         bool active;                    /* the latest epoch found contention or changed limits */
         bool pending;                   /* samples arrived that give a task a new window */
@@ -149,7 +161,8 @@ static void guard_record_done(GuardRecord *g) {
 static void track_free(TaskTrack *t) {
         if (!t)
                 return;
-        free(t->id);
+        if (t->id != t->id_inline)
+                free(t->id);
         free(t->node);
         free(t);
 }
@@ -171,6 +184,7 @@ static void state_init(Orchestrator *o) {
 static void forget_all(Orchestrator *o) {
         for (size_t i = 0; i < o->n_tracks; i++)
                 track_free(o->tracks[i]);
+        o->generation++;
         free(o->tracks);
         o->tracks = NULL;
         o->n_tracks = o->allocated_tracks = 0;
@@ -210,6 +224,7 @@ static void track_remove(Orchestrator *o, const char *id) {
         }
         o->n_tracks--;
         track_free(t);
+        o->generation++;
 }
 
 static TaskTrack *track_get(Orchestrator *o, const char *id, const char *node, size_t node_pos) {
@@ -228,7 +243,8 @@ static TaskTrack *track_get(Orchestrator *o, const char *id, const char *node, s
         TaskTrack *t = calloc(1, sizeof(TaskTrack));
         if (!t)
                 return NULL;
-        t->id = strdup(id);
+        size_t len = strlen(id);
+        t->id = len < sizeof t->id_inline ? memcpy(t->id_inline, id, len + 1) : strdup(id);
         t->node = strdup(node);
         t->node_pos = node_pos;
         t->first_ms = -1;
@@ -268,6 +284,20 @@ static NodeTrack *node_get(Orchestrator *o, const char *name) {
                 return NULL;
         }
         return &o->nodes[o->n_nodes++];
+}
+
+/* Room for n entries in node's order. */
+static int node_order_reserve(NodeTrack *node, size_t n) {
+        if (n <= node->allocated_order)
+                return 0;
+        TaskTrack **p = reallocarray(node->order, n, sizeof(TaskTrack *));
+        if (!p) {
+                node->n_order = 0;
+                return -ENOMEM;
+        }
+        node->order = p;
+        node->allocated_order = n;
+        return 0;
 }
 
 static bool psi_ok(double v) {
@@ -438,18 +468,30 @@ int orchestrator_observe(void *userdata, const Heartbeat *hb, int64_t now_ms, ui
                         ns->psi_memory.some_avg10 : 0;
         }
 
-        for (size_t i = 0; i < hb->n_tasks; i++) {
+        size_t node_pos = n ? (size_t) (n - o->nodes) : SIZE_MAX;
+        uint64_t generation = o->generation;
+        bool hinted = n && n->order_generation == generation;
+        /* The new order is written over the old as it is read: report i reads entry i first. */
+        bool ordered = n && node_order_reserve(n, hb->n_tasks) >= 0;
+        size_t n_read = 0;
+        for (size_t i = 0; i < hb->n_tasks; i++, n_read++) {
                 const TaskReport *rep = &hb->tasks[i];
+                TaskTrack *hint = hinted && i < n->n_order ? n->order[i] : NULL;
+                if (ordered)
+                        n->order[i] = NULL;
                 if (rep->state != TASK_RUNNING) {
                         track_remove(o, rep->id);
                         continue;
                 }
-                TaskTrack *t = track_get(o, rep->id, hb->node, n ? (size_t) (n - o->nodes) : SIZE_MAX);
+                TaskTrack *t = hint && streq(hint->id, rep->id) ? hint : track_get(o, rep->id, hb->node, node_pos);
                 if (!t) {
                         log_oom();
                         break;
                 }
-                if (!streq(t->node, hb->node)) {
+                if (ordered)
+                        n->order[i] = t;
+                /* Positions of nodes never change, and name one node each. */
+                if (t->node_pos != SIZE_MAX && node_pos != SIZE_MAX ? t->node_pos != node_pos : !streq(t->node, hb->node)) {
                         /* The same id on another node: the store decides which is real. */
                         continue;
                 }
@@ -468,6 +510,12 @@ int orchestrator_observe(void *userdata, const Heartbeat *hb, int64_t now_ms, ui
                 }
                 if (added && track_has_window(t))
                         o->pending = true;
+        }
+
+        if (ordered) {
+                /* A track freed meanwhile (a report of it ended) may be listed: none is trusted. */
+                n->n_order = o->generation == generation ? n_read : 0;
+                n->order_generation = o->generation;
         }
 
         /* The epoch runs on the samples that just came rather than at a time of its own, and
@@ -891,6 +939,7 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
                         r = confirm_new(o, t);
                 if (t->checked && !t->confirmed && !t->seen) {
                         track_free(t);
+                        o->generation++;
                         continue;
                 }
                 t->seen = false;
@@ -1319,8 +1368,10 @@ Orchestrator *orchestrator_free(Orchestrator *o) {
         o->event = sd_event_unref(o->event);
         forget_all(o);
         orch_balancer_state_done(&o->state);
-        for (size_t i = 0; i < o->n_nodes; i++)
+        for (size_t i = 0; i < o->n_nodes; i++) {
                 free(o->nodes[i].name);
+                free(o->nodes[i].order);
+        }
         free(o->nodes);
         name_index_done(&o->node_index);
         contention_free(o->contention);
