@@ -93,6 +93,53 @@ size_t sorted_find_str_hint(const void *base, size_t n, size_t size, size_t offs
         return sorted_find_str(base, n, size, offset, key, ret_found);
 }
 
+IdKey id_key_of(const char *id) {
+        IdKey k = {};
+        size_t len = strnlen(id, ID_KEY_SIZE);
+        if (len < ID_KEY_SIZE)
+                memcpy(k.s, id, len);
+        return k;
+}
+
+size_t sorted_find_str_hint_key(const void *base, size_t n, size_t size, size_t offset, size_t key_offset,
+                                const char *key, size_t hint, bool *ret_found) {
+        if (hint < n) {
+                size_t len = strnlen(key, ID_KEY_SIZE);
+                const char *element = (const char *) base + hint * size;
+                /* A short key equals the element's id exactly when their keys agree, NUL included
+                 * (the key of a long id starts with one, an empty key is compared by id). */
+                if (len > 0 && len < ID_KEY_SIZE) {
+                        if (memcmp(element + key_offset, key, len + 1) == 0) {
+                                *ret_found = true;
+                                return hint;
+                        }
+                } else if (streq(*(char *const *) (element + offset), key)) {
+                        *ret_found = true;
+                        return hint;
+                }
+        }
+        return sorted_find_str(base, n, size, offset, key, ret_found);
+}
+
+bool id_keys_sorted_contain(const IdKey *keys, size_t n, const char *id) {
+        IdKey key = id_key_of(id);
+        if (key.s[0] == 0)
+                return false; /* empty or too long: none of the keys' ids */
+        /* NUL-padded, short ids compare by memcmp() as strcmp() compares them. */
+        size_t lo = 0, hi = n;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                int c = memcmp(keys[mid].s, key.s, ID_KEY_SIZE);
+                if (c == 0)
+                        return true;
+                if (c < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return false;
+}
+
 int sorted_rank_cmp(size_t rank_a, size_t rank_b, const char *id_a, const char *id_b) {
         if (rank_a != SIZE_MAX && rank_b != SIZE_MAX)
                 return rank_a < rank_b ? -1 : rank_a > rank_b;

@@ -27,6 +27,24 @@ size_t sorted_find_str(const void *base, size_t n, size_t size, size_t offset, c
 size_t sorted_find_str_hint(const void *base, size_t n, size_t size, size_t offset, const char *key, size_t hint,
                             bool *ret_found);
 
+/* An id as elements keep it beside their char * to compare it without reading that block (a
+ * cache miss each, per task of every heartbeat): the id itself, NUL-padded, when it is shorter
+ * than ID_KEY_SIZE bytes, else all zero. */
+#define ID_KEY_SIZE 24
+typedef struct IdKey {
+        char s[ID_KEY_SIZE];
+} IdKey;
+IdKey id_key_of(const char *id);
+
+/* sorted_find_str_hint() for elements that also hold their id's IdKey at key_offset: the
+ * element at hint is compared by its key when key is short enough to be one. */
+size_t sorted_find_str_hint_key(const void *base, size_t n, size_t size, size_t offset, size_t key_offset,
+                                const char *key, size_t hint, bool *ret_found);
+
+/* Whether id is among n keys sorted by their ids (as SQL's ORDER BY, or strcmp(), sorts
+ * them), every one of them the key of an id shorter than ID_KEY_SIZE. */
+bool id_keys_sorted_contain(const IdKey *keys, size_t n, const char *id);
+
 /* The order elements were named in, over an array sorted otherwise: seq[k] is the rank in which
  * element k was named (distinct, below n_seq). Sets next[k] to the index of the element named
  * after element k (SIZE_MAX after the last) and *ret_first to that of the first (SIZE_MAX when

@@ -448,9 +448,10 @@ static int lose_unnamed_running(Cluster *c, const Heartbeat *hb, char *const *ru
 /* Nearly every report says: still running, here is its usage. When the store agrees (running,
  * on this node, of the sorted running ids) that is all it says; anything else takes
  * merge_report(). */
-static bool report_is_usage_only(const TaskReport *rep, char *const *running, size_t n_running) {
+static bool report_is_usage_only(const TaskReport *rep, char *const *running, const IdKey *keys, size_t n_running) {
         return rep->state == TASK_RUNNING && !rep->has_exit && !rep->fenced && (rep->n_samples > 0 || rep->unchanged) &&
-                cluster_strv_sorted_contains((char **) running, n_running, rep->id);
+                (keys ? id_keys_sorted_contain(keys, n_running, rep->id) :
+                        cluster_strv_sorted_contains((char **) running, n_running, rep->id));
 }
 
 /* Such a report's usage, kept in memory until its node's usage row is written. */
@@ -567,7 +568,7 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
                 if (!rep->report_unknown && cluster_sched_weights_unknown(c->sched) &&
                     cluster_sched_weight_in_force(c->sched, rep->id, rep->limits.cpu_weight) > 0)
                         c->placement_dirty = true;
-                if (report_is_usage_only(rep, running, n_running))
+                if (report_is_usage_only(rep, running, NULL, n_running))
                         r = observe_report_usage(c, rep); /* written with the node's usage row below */
                 else
                         r = merge_report(c, hb, rep, now_ms, &jobs);
@@ -620,15 +621,16 @@ static int heartbeat_fast(Cluster *c, const Heartbeat *hb, int64_t now_ms) {
             !store_node_heartbeat_fits(c->store, hb, now_ms - cluster_unreachable_after_ms(c)))
                 return 0;
         char *const *running;
+        const IdKey *keys;
         size_t n_running;
-        int r = store_node_running_cached(c->store, hb->node, &running, &n_running);
+        int r = store_node_running_cached(c->store, hb->node, &running, &keys, &n_running);
         if (r < 0)
                 return r;
         /* Each report is of a running task; fewer than those leave one out (lose_unnamed_running()). */
         if (hb->protocol >= PROTO_VERSION_COMPACT && hb->n_tasks < n_running)
                 return 0;
         for (size_t i = 0; i < hb->n_tasks; i++)
-                if (hb->tasks[i].report_unknown || !report_is_usage_only(&hb->tasks[i], running, n_running))
+                if (hb->tasks[i].report_unknown || !report_is_usage_only(&hb->tasks[i], running, keys, n_running))
                         return 0;
         r = store_node_actions_waiting(c->store, hb->node);
         if (r != 0)

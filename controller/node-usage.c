@@ -128,8 +128,8 @@ int node_usage_observe(NodeUsageTable *t, const Heartbeat *hb) {
                 if (task_state_is_final(rep->state))
                         continue;
                 bool known = false;
-                size_t k = n_old > 0 ? sorted_find_str_hint(old->tasks, n_old, sizeof(TaskUse), offsetof(TaskUse, id),
-                                                            rep->id, hint, &known) :
+                size_t k = n_old > 0 ? sorted_find_str_hint_key(old->tasks, n_old, sizeof(TaskUse), offsetof(TaskUse, id),
+                                                                offsetof(TaskUse, id_key), rep->id, hint, &known) :
                                        0;
                 const TaskUse *prev = known ? &old->tasks[k] : NULL;
                 Slot *e = &slots[n];
@@ -143,6 +143,7 @@ int node_usage_observe(NodeUsageTable *t, const Heartbeat *hb) {
                 e->u.id = e->owned ? strdup(rep->id) : old->tasks[k].id;
                 if (!e->u.id)
                         goto fail;
+                e->u.id_key = known ? old->tasks[k].id_key : id_key_of(rep->id);
                 if (known)
                         taken[k] = true;
                 e->seq = n++;

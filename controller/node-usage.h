@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "protocol.h"
+#include "strv.h"
 
 typedef struct NodeUsage {
         unsigned tasks;                 /* tasks its last heartbeat reported not ended (running or frozen) */
@@ -18,6 +19,7 @@ typedef struct NodeUsage {
 /* One task of a node, as its latest heartbeat said. */
 typedef struct NodeTaskUsage {
         char *id;
+        IdKey id_key;                   /* of id: the next heartbeat finds it without reading id */
         double cpu_cores;               /* its latest rate */
         double cpu_limit_cores;         /* its CFS quota in force (quota / period), 0: none */
         uint64_t memory_bytes;          /* memory.current */

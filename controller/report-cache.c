@@ -2,7 +2,7 @@
  * array by task id, rebuilt at each heartbeat from its reports (the entries of tasks it had move
  * over, ids and all, without a copy), linked in the order the heartbeat named them: an agent
  * names its tasks in the same order every time, so the next heartbeat finds each with one
- * comparison (sorted_find_str_hint()), and the new array is sorted by the old one's indexes
+ * comparison of the id kept inside the entry (sorted_find_str_hint_key()), and the new array is sorted by the old one's indexes
  * rather than by comparing ids. */
 #include <errno.h>
 #include <stddef.h>
@@ -16,6 +16,7 @@
 
 typedef struct CachedReport {
         char *id;
+        IdKey id_key;                   /* of id: the next heartbeat finds it without reading id */
         pid_t pid;
         Limits limits, limits_target;
         bool adopted;
@@ -77,8 +78,8 @@ static const NodeReports *node_of(const ReportCache *c, const Heartbeat *hb) {
 static CachedReport *task_find(const NodeReports *n, const char *id, size_t *hint, size_t *ret_at) {
         bool found = false;
         size_t at = n && n->n_tasks > 0 ?
-                sorted_find_str_hint(n->tasks, n->n_tasks, sizeof(CachedReport), offsetof(CachedReport, id), id, *hint,
-                                     &found) :
+                sorted_find_str_hint_key(n->tasks, n->n_tasks, sizeof(CachedReport), offsetof(CachedReport, id),
+                                         offsetof(CachedReport, id_key), id, *hint, &found) :
                 0;
         if (!found)
                 return NULL;
@@ -193,7 +194,8 @@ int report_cache_update(ReportCache *c, const Heartbeat *hb) {
                                 continue;
                         e->r = *old;
                 } else
-                        e->r = (CachedReport) { .id = old ? old->id : strdup(t->id), .pid = t->pid, .limits = t->limits,
+                        e->r = (CachedReport) { .id = old ? old->id : strdup(t->id),
+                                                .id_key = old ? old->id_key : id_key_of(t->id), .pid = t->pid, .limits = t->limits,
                                                 .limits_target = t->limits_target, .adopted = t->adopted,
                                                 .output_dropped_bytes = t->output_dropped_bytes };
                 if (!e->r.id)

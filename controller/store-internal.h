@@ -194,6 +194,7 @@ typedef struct StoreNodeMemo {
         bool no_actions;               /* no action for it waits for an ack: true from a look that
                                         * found none until one is inserted (store_action_insert()) */
         char **running;                /* its running tasks, sorted, as of running_gen */
+        IdKey *running_keys;           /* their keys, NULL when an id is too long for one */
         size_t n_running;
         uint64_t running_gen;          /* 0: none read */
 } StoreNodeMemo;

@@ -93,6 +93,7 @@ static void memo_done(StoreNodeMemo *m) {
         free(m->boot_id);
         free(m->cgroup_mode);
         strv_free(m->running);
+        free(m->running_keys);
         *m = (StoreNodeMemo) {};
 }
 
@@ -374,7 +375,8 @@ bool store_node_memo_overlay(Store *s, const char *id, uint64_t *last_seq, int64
         return true;
 }
 
-int store_node_running_cached(Store *s, const char *node, char *const **ret_ids, size_t *ret_n) {
+int store_node_running_cached(Store *s, const char *node, char *const **ret_ids, const IdKey **ret_keys,
+                              size_t *ret_n) {
         StoreNodeMemos *t = s->memos;
         StoreNodeMemo *m;
         int r = memo_get_or_add(t, node, &m);
@@ -386,13 +388,27 @@ int store_node_running_cached(Store *s, const char *node, char *const **ret_ids,
                 r = store_node_running_tasks(s, node, &ids, &n);
                 if (r < 0)
                         return r;
+                /* Keys only when every id has one: their order is then the ids'. Without them (out
+                 * of memory, a long id) the ids are searched. */
+                IdKey *keys = malloc(MAX(n, (size_t) 1) * sizeof(IdKey));
+                for (size_t i = 0; keys && i < n; i++) {
+                        keys[i] = id_key_of(ids[i]);
+                        if (keys[i].s[0] == 0) {
+                                free(keys);
+                                keys = NULL;
+                        }
+                }
                 strv_free(m->running);
+                free(m->running_keys);
                 m->running = ids;
+                m->running_keys = keys;
                 m->n_running = n;
                 /* The query itself changes no row: the count it saw is still current. */
                 m->running_gen = t->tasks_gen;
         }
         *ret_ids = m->running;
+        if (ret_keys)
+                *ret_keys = m->running_keys;
         *ret_n = m->n_running;
         return 0;
 }
@@ -471,7 +487,7 @@ static int memo_flush(Store *s, StoreNodeMemo *m) {
         if (m->usage_owed) {
                 char *const *running;
                 size_t n;
-                int r = store_node_running_cached(s, m->id, &running, &n);
+                int r = store_node_running_cached(s, m->id, &running, NULL, &n);
                 if (r < 0)
                         return r;
                 r = store_node_usage_save(s, m->id, running, n);

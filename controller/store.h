@@ -16,6 +16,7 @@
 
 #include "dependency.h"
 #include "protocol.h"
+#include "strv.h"
 
 #define STORE_DB_FILENAME "controller.db"
 #define STORE_SCHEMA_VERSION 15
@@ -391,8 +392,10 @@ int store_node_usage_save(Store *s, const char *node, char *const *running, size
 /* ---- A node's heartbeat in steady state (store-node-memo.c) ---- */
 
 /* The same ids as store_node_running_tasks(), kept by the store (valid until the next call into
- * it): read again only once a task's row changed anywhere. */
-int store_node_running_cached(Store *s, const char *node, char *const **ret_ids, size_t *ret_n);
+ * it): read again only once a task's row changed anywhere. *ret_keys (when asked) are their keys
+ * (id_key_of()) in the same order, NULL when an id is too long to have one. */
+int store_node_running_cached(Store *s, const char *node, char *const **ret_ids, const IdKey **ret_keys,
+                              size_t *ret_n);
 /* 1 when the heartbeat changes nothing in the node's row but what every heartbeat changes: the
  * store knows the node (store_node_peek() read it since the start or the last rollback), it is
  * not lost, the boot id, capacity, speed, cgroup mode and pids limit are the same, the sequence

@@ -1463,19 +1463,19 @@ Test(store, node_memo_follows_rollbacks_tasks_and_actions) {
         cr_assert_eq(seq, 2);
         cr_assert_eq(last_ms, 5000);
 
-        cr_assert_eq(store_node_running_cached(s, "n1", &running, &n_running), 0);
+        cr_assert_eq(store_node_running_cached(s, "n1", &running, NULL, &n_running), 0);
         cr_assert_eq(n_running, 0);
         cr_assert_eq(store_task_place(s, "1.0.0.0", "n1"), 0);
         cr_assert_eq(store_task_set_state(s, "1.0.0.0", TASK_RUNNING, 1000, 1000, NULL), 0);
-        cr_assert_eq(store_node_running_cached(s, "n1", &running, &n_running), 0);
+        cr_assert_eq(store_node_running_cached(s, "n1", &running, NULL, &n_running), 0);
         cr_assert_eq(n_running, 1);
         cr_assert_str_eq(running[0], "1.0.0.0");
         cr_assert_eq(store_begin(s), 0);
         cr_assert_eq(store_task_set_state(s, "1.0.0.0", TASK_SUCCEEDED, 0, 2000, NULL), 0);
-        cr_assert_eq(store_node_running_cached(s, "n1", &running, &n_running), 0);
+        cr_assert_eq(store_node_running_cached(s, "n1", &running, NULL, &n_running), 0);
         cr_assert_eq(n_running, 0);
         store_rollback(s);
-        cr_assert_eq(store_node_running_cached(s, "n1", &running, &n_running), 0);
+        cr_assert_eq(store_node_running_cached(s, "n1", &running, NULL, &n_running), 0);
         cr_assert_eq(n_running, 1);
 
         cr_assert_eq(store_node_actions_waiting(s, "n1"), 0);
