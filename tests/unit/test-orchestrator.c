@@ -242,6 +242,38 @@ Test(orchestrator, raise_goes_back_in_the_reply_that_brought_the_samples) {
         deficit_outcome_is("changed", "raised");
 }
 
+/* A heartbeat finds its tasks' tracks in the order its node named them last: that order is not
+ * trusted once a track went (ended on another node's word, named twice), and the hungry task's
+ * windows and raise come as they do when nothing else is reported. */
+static void observe_directly(const char *node, TaskReport *reports, size_t n, int64_t now_ms) {
+        Heartbeat hb = { .node = (char *) node, .node_sample = { .time_ms = now_ms }, .tasks = reports, .n_tasks = n };
+        uint32_t interval = INTERVAL_MS;
+        cr_assert_geq(orchestrator_observe(orch, &hb, now_ms, &interval), 0);
+}
+
+Test(orchestrator, tracks_found_whatever_order_and_ends_come_in) {
+        start_hungry();
+        TaskReport ghost = { .id = (char *) "9.0.0.0", .state = TASK_RUNNING, .limits = quota_1 };
+        TaskReport ghost_ended = { .id = (char *) "9.0.0.0", .state = TASK_SUCCEEDED };
+        TaskReport hungry = report(NULL, 0);
+
+        observe_directly("n1", (TaskReport[]) { ghost, hungry }, 2, T0 + 200);
+        observe_directly("n2", &ghost_ended, 1, T0 + 300);
+        observe_directly("n1", (TaskReport[]) { hungry, hungry, ghost }, 3, T0 + 400);
+        observe_directly("n2", &ghost_ended, 1, T0 + 500);
+        observe_directly("n1", (TaskReport[]) { ghost, hungry }, 2, T0 + 600);
+        observe_directly("n1", (TaskReport[]) { hungry, ghost }, 2, T0 + 700);
+        observe_directly("n1", (TaskReport[]) { ghost, ghost_ended, hungry }, 3, T0 + 800);
+
+        cr_assert_not(beat_hungry(T0 + 1000), "one epoch is not hysteresis 2");
+        require_fast_epochs();
+        cr_assert(beat_hungry(T0 + 2000), "the second epoch raises, as with no other reports");
+        json_t *c = NULL;
+        cr_assert_eq(orchestrator_contention_to_json(orch, NULL, &c), 0);
+        cr_assert_eq(json_integer_value(json_object_get(c, "epoch")), 2);
+        json_decref(c);
+}
+
 /* An epoch judges only tasks where something can be found: a task using half its quota,
  * unthrottled, on a node without pressure, is left out (no finding, nothing judged); throttled
  * in every period, it is judged again. */
