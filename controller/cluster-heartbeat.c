@@ -606,6 +606,9 @@ static int heartbeat_apply(Cluster *c, const Heartbeat *hb, int64_t now_ms, json
         return reply_actions(c, hb, now_ms, actions);
 }
 
+/* How many tasks ahead heartbeat_fast() asks for the usage slot of the task it will observe. */
+#define USAGE_PREFETCH_AHEAD 8
+
 /* A heartbeat in steady state: the node is as the store last had it (same boot, capacity,
  * heard from in time, not lost or unreachable), it acks nothing, every task it reports runs
  * there as the store has it, nothing waits to be sent to it, and nothing waits to be placed.
@@ -635,7 +638,11 @@ static int heartbeat_fast(Cluster *c, const Heartbeat *hb, int64_t now_ms) {
         r = store_node_actions_waiting(c->store, hb->node);
         if (r != 0)
                 return r < 0 ? r : 0;
+        for (size_t i = 0; i < MIN(hb->n_tasks, (size_t) USAGE_PREFETCH_AHEAD); i++)
+                store_task_usage_prefetch(c->store, hb->tasks[i].id);
         for (size_t i = 0; i < hb->n_tasks; i++) {
+                if (i + USAGE_PREFETCH_AHEAD < hb->n_tasks)
+                        store_task_usage_prefetch(c->store, hb->tasks[i + USAGE_PREFETCH_AHEAD].id);
                 r = observe_report_usage(c, &hb->tasks[i]);
                 if (r < 0)
                         return r;

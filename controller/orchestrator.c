@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,6 +287,16 @@ static NodeTrack *node_get(Orchestrator *o, const char *name) {
         return &o->nodes[o->n_nodes++];
 }
 
+/* Tracks are read one after another from all over the heap, a cache miss each: the loops over
+ * them ask for the track PREFETCH_AHEAD places on while they work on this one. */
+#define PREFETCH_AHEAD 8
+
+/* The lines of a track an epoch or a heartbeat reads first (its scalars). */
+static inline void track_prefetch(const TaskTrack *t) {
+        for (size_t off = 0; off < offsetof(TaskTrack, samples); off += 64)
+                __builtin_prefetch((const char *) t + off);
+}
+
 /* Room for n entries in node's order. */
 static int node_order_reserve(NodeTrack *node, size_t n) {
         if (n <= node->allocated_order)
@@ -474,6 +485,10 @@ int orchestrator_observe(void *userdata, const Heartbeat *hb, int64_t now_ms, ui
         /* The new order is written over the old as it is read: report i reads entry i first. */
         bool ordered = n && node_order_reserve(n, hb->n_tasks) >= 0;
         size_t n_read = 0;
+        if (hinted)
+                for (size_t i = 0; i < MIN(n->n_order, hb->n_tasks); i++)
+                        if (n->order[i])
+                                track_prefetch(n->order[i]);
         for (size_t i = 0; i < hb->n_tasks; i++, n_read++) {
                 const TaskReport *rep = &hb->tasks[i];
                 TaskTrack *hint = hinted && i < n->n_order ? n->order[i] : NULL;
@@ -886,6 +901,8 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
         for (size_t k = 0; k < o->n_nodes; k++)
                 snap_node[k] = SIZE_MAX;
         for (size_t k = 0; k < o->n_tracks; k++) {
+                if (k + PREFETCH_AHEAD < o->n_tracks)
+                        __builtin_prefetch(o->tracks[k + PREFETCH_AHEAD]);
                 size_t i = o->tracks[k]->node_pos;
                 if (i < o->n_nodes) {
                         own_cpu[i] |= o->tracks[k]->own_psi_cpu;
@@ -934,6 +951,8 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
                 return r;
         size_t kept = 0;
         for (size_t i = 0; i < o->n_tracks; i++) {
+                if (i + PREFETCH_AHEAD < o->n_tracks)
+                        __builtin_prefetch(o->tracks[i + PREFETCH_AHEAD]);
                 TaskTrack *t = o->tracks[i];
                 if (!t->checked && r >= 0)
                         r = confirm_new(o, t);
@@ -966,6 +985,8 @@ static int build_snapshot(Orchestrator *o, OrchSnapshot *snap) {
                 return -ENOMEM;
         size_t n_cand = 0;
         for (size_t k = 0; k < n_listed && r >= 0; k++) {
+                if (k + PREFETCH_AHEAD < n_listed)
+                        track_prefetch(listed[k + PREFETCH_AHEAD].track);
                 TaskTrack *t = listed[k].track;
                 if (!t->has_request) {
                         r = store_phase_request(o->store, t->key.job, t->key.phase, &t->request_cpu_cores,

@@ -181,6 +181,12 @@ void store_usage_forget(Store *s, const char *id) {
                 usage_remove(s->usage, e);
 }
 
+void store_task_usage_prefetch(Store *s, const char *id) {
+        StoreUsage *u = s->usage;
+        if (u && u->size > 0)
+                __builtin_prefetch(&u->slots[id_hash(id) & (u->size - 1)], 1);
+}
+
 int store_task_usage_observe(Store *s, const char *id, double cpu_s, uint64_t memory_peak_bytes, double progress) {
         UsageEntry *e;
         int r = usage_get_or_add(s->usage, id, &e);

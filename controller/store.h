@@ -378,6 +378,10 @@ int store_task_set_output_dropped(Store *s, const char *id, uint64_t bytes);
 
 /* ---- Usage of running tasks (store-usage.c) ---- */
 
+/* Asks the CPU for the slot of id's usage, for a store_task_usage_observe() of it a little later
+ * (a heartbeat's tasks are all over the map: a cache miss each, which overlap when asked early). */
+void store_task_usage_prefetch(Store *s, const char *id);
+
 /* The ids of the tasks running on node, sorted (strcmp order). */
 int store_node_running_tasks(Store *s, const char *node, char ***ret_ids, size_t *ret_n);
 /* The usage a heartbeat reports for a task the store has running on that node: kept in memory
