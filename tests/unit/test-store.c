@@ -28,6 +28,15 @@ static void teardown(void) {
 
 TestSuite(store, .init = setup, .fini = teardown);
 
+/* The store's database in dir, opened beside the store to read or change it directly. */
+static sqlite3 *db_open_direct(void) {
+        char path[256];
+        sqlite3 *db;
+        snprintf(path, sizeof path, "%s/controller.db", dir);
+        cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+        return db;
+}
+
 static const char job_text[] =
         "{\"name\": \"wordcount\", \"user\": \"nobody\", \"phases\": ["
         " {\"name\": \"map\", \"tasks\": 3, \"argv\": [\"cgorch-burn\", \"--cpu-seconds\", \"5\"],"
@@ -213,11 +222,8 @@ Test(store, job_counts_follow_states) {
         cr_assert_eq(cancelled, 0);
         store_close(s);
 
-        char path[256];
-        sqlite3 *db;
+        sqlite3 *db = db_open_direct();
         sqlite3_stmt *q;
-        snprintf(path, sizeof path, "%s/controller.db", dir);
-        cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
         cr_assert_eq(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM (SELECT state, COUNT(*) AS n FROM jobs GROUP BY state) j"
                                             " FULL JOIN job_counts c USING (state) WHERE COALESCE(c.n, 0) != COALESCE(j.n, 0)",
                                         -1, &q, NULL),
@@ -256,10 +262,7 @@ Test(store, newer_schema_is_refused) {
         cr_assert_eq(store_open(dir, &s), 0);
         store_close(s);
 
-        char path[256];
-        sqlite3 *db;
-        snprintf(path, sizeof path, "%s/controller.db", dir);
-        cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+        sqlite3 *db = db_open_direct();
         cr_assert_eq(sqlite3_exec(db, "PRAGMA user_version = 999", NULL, NULL, NULL), SQLITE_OK);
         sqlite3_close(db);
 
@@ -352,11 +355,8 @@ Test(store, action_ack) {
         cr_assert_eq(store_action_pending(s, "1.0.0.0", ACTION_START), 0);
         /* Never sent again, an acked start keeps no payload (its job's command, copied). */
         {
-                char path[256];
-                sqlite3 *db;
+                sqlite3 *db = db_open_direct();
                 sqlite3_stmt *q;
-                snprintf(path, sizeof path, "%s/controller.db", dir);
-                cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
                 cr_assert_eq(sqlite3_prepare_v2(db, "SELECT payload FROM actions WHERE id = ?", -1, &q, NULL), SQLITE_OK);
                 sqlite3_bind_int64(q, 1, (int64_t) id);
                 cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
@@ -555,10 +555,7 @@ Test(store, version_1_is_upgraded) {
 
         /* Take it back to version 1: every table a later version added goes, and the columns
          * later versions added to version 1's tables (a new step that adds one drops it here). */
-        char path[256];
-        sqlite3 *db;
-        snprintf(path, sizeof path, "%s/controller.db", dir);
-        cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+        sqlite3 *db = db_open_direct();
         char **later = NULL;
         sqlite3_stmt *q;
         cr_assert_eq(sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN"
@@ -610,7 +607,7 @@ Test(store, version_1_is_upgraded) {
         json_decref(job);
         store_close(s);
 
-        cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+        db = db_open_direct();
         cr_assert_eq(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
         cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
         cr_assert_eq(sqlite3_column_int(q, 0), STORE_SCHEMA_VERSION);
@@ -664,10 +661,7 @@ Test(store, sched_task_sizes_round_trip) {
  * it undone: 15's job counts, 14's task sizes, 13's node speed, 12's speculative copies, 11's dependencies, 10's job indexes, 9's virtual finish, and for 5 also 8's job and
  * task columns (6 and 7 change nothing). */
 static void downgrade(unsigned to) {
-        char path[256];
-        sqlite3 *db;
-        snprintf(path, sizeof path, "%s/controller.db", dir);
-        cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+        sqlite3 *db = db_open_direct();
         cr_assert_eq(sqlite3_exec(db,
                                   "DROP TRIGGER job_counts_insert; DROP TRIGGER job_counts_update; DROP TRIGGER job_counts_delete;"
                                   " DROP TABLE job_counts;"
@@ -701,11 +695,8 @@ static void downgrade(unsigned to) {
 
 /* The version and the job indexes of the database in dir, read directly. */
 static void assert_current(void) {
-        char path[256];
-        sqlite3 *db;
+        sqlite3 *db = db_open_direct();
         sqlite3_stmt *q;
-        snprintf(path, sizeof path, "%s/controller.db", dir);
-        cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
         cr_assert_eq(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &q, NULL), SQLITE_OK);
         cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
         cr_assert_eq(sqlite3_column_int(q, 0), STORE_SCHEMA_VERSION);
