@@ -1056,24 +1056,36 @@ static int start_fds_open(StartFds *f, bool error_pipe) {
  * shim holds their read ends until no process can write to them any more (POLLHUP, which poll
  * reports without being asked: nothing is read here, so data waiting for the agent does not
  * wake it), and then until what is in them was read (FIONREAD 0, looked at every
- * SHIM_DRAIN_CHECK_MS). So a child still printing after the main process ended keeps its reader
- * when the agent restarts, instead of dying of SIGPIPE, and the last lines of a task that ended
- * while the agent could not read (stopped, then killed) wait in the pipe for the next agent,
- * which takes the pipes from the shim. The agent sees the task's end by the shim's exit after
- * that (or the cgroup emptied); the status is in the file. */
+ * SHIM_DRAIN_CHECK_MS), for at most SHIM_DRAIN_MAX_MS. So a child still printing after the main
+ * process ended keeps its reader when the agent restarts, instead of dying of SIGPIPE, and the
+ * last lines of a task that ended while the agent could not read (stopped, then killed) wait in
+ * the pipe for the next agent, which takes the pipes from the shim; an agent that does not come
+ * back within the bound (stopped for good) leaves no shim behind. The agent sees the task's end
+ * by the shim's exit after that (or the cgroup emptied); the status is in the file. */
 #define SHIM_DRAIN_CHECK_MS 20
+#define SHIM_DRAIN_MAX_MS (60 * 1000)
+
+static int64_t shim_now_ms(void) {
+        struct timespec ts;
+        if (clock_gettime(CLOCK_MONOTONIC, &ts) < 0)
+                return 0;
+        return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static void shim_hold_pipes(void) {
         struct pollfd pf[] = { { .fd = LAUNCHER_SHIM_PROGRESS_FD }, { .fd = LAUNCHER_SHIM_OUTPUT_FD },
                                { .fd = LAUNCHER_SHIM_ERROR_FD } };
         int draining[ELEMENTSOF(pf)];
+        int64_t drain_since_ms = -1;
         for (size_t i = 0; i < ELEMENTSOF(pf); i++)
                 draining[i] = -1;
         for (;;) {
                 bool open = false, drain = false;
+                bool drain_over = drain_since_ms >= 0 && shim_now_ms() - drain_since_ms >= SHIM_DRAIN_MAX_MS;
                 for (size_t i = 0; i < ELEMENTSOF(pf); i++) {
                         int unread = 0;
-                        if (draining[i] >= 0 && (ioctl(draining[i], FIONREAD, &unread) < 0 || unread <= 0))
+                        if (draining[i] >= 0 &&
+                            (drain_over || ioctl(draining[i], FIONREAD, &unread) < 0 || unread <= 0))
                                 draining[i] = -1;
                         open |= pf[i].fd >= 0;
                         drain |= draining[i] >= 0;
@@ -1087,8 +1099,11 @@ static void shim_hold_pipes(void) {
                 }
                 for (size_t i = 0; i < ELEMENTSOF(pf); i++)
                         if (pf[i].revents & (POLLHUP | POLLERR | POLLNVAL)) {
-                                if (!(pf[i].revents & POLLNVAL))
+                                if (!(pf[i].revents & POLLNVAL)) {
                                         draining[i] = pf[i].fd;
+                                        if (drain_since_ms < 0)
+                                                drain_since_ms = shim_now_ms();
+                                }
                                 pf[i].fd = -1;
                         }
         }
