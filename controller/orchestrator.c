@@ -491,7 +491,8 @@ int orchestrator_observe(void *userdata, const Heartbeat *hb, int64_t now_ms, ui
                                 track_prefetch(n->order[i]);
         for (size_t i = 0; i < hb->n_tasks; i++, n_read++) {
                 const TaskReport *rep = &hb->tasks[i];
-                TaskTrack *hint = hinted && i < n->n_order ? n->order[i] : NULL;
+                /* Once a report of an end freed a track, a later entry may name it: none is used. */
+                TaskTrack *hint = hinted && o->generation == generation && i < n->n_order ? n->order[i] : NULL;
                 if (ordered)
                         n->order[i] = NULL;
                 if (rep->state != TASK_RUNNING) {

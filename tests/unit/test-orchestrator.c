@@ -264,6 +264,10 @@ Test(orchestrator, tracks_found_whatever_order_and_ends_come_in) {
         observe_directly("n1", (TaskReport[]) { ghost, hungry }, 2, T0 + 600);
         observe_directly("n1", (TaskReport[]) { hungry, ghost }, 2, T0 + 700);
         observe_directly("n1", (TaskReport[]) { ghost, ghost_ended, hungry }, 3, T0 + 800);
+        /* The last order names the ghost second; this heartbeat ends it first: the entry after
+         * it must not be read (the track is freed). */
+        observe_directly("n1", (TaskReport[]) { hungry, ghost }, 2, T0 + 850);
+        observe_directly("n1", (TaskReport[]) { ghost_ended, hungry }, 2, T0 + 900);
 
         cr_assert_not(beat_hungry(T0 + 1000), "one epoch is not hysteresis 2");
         require_fast_epochs();
