@@ -93,6 +93,7 @@ struct Task {
         TaskState final_state;
         bool final_sent;               /* the final report is in the heartbeat in flight */
         char *error;                   /* start failure, or why the exit status is unknown */
+        uint64_t start_action;         /* the start action, acked once its process exec'd or failed */
         Task *next;
 };
 
@@ -111,6 +112,10 @@ struct Agent {
         uint64_t seq;
         Task *tasks;
         size_t n_tasks;
+        /* Tasks whose process was let go and has not exec'd yet (launch_starting()): not in the
+         * heartbeats, samples or the fence's freeze until it has; their start action is acked
+         * then. */
+        Task *starting;
 
         Ack *acks;                     /* to send */
         size_t n_acks;
@@ -297,7 +302,19 @@ static Task *task_find(Agent *a, const char *id) {
         for (Task *t = a->tasks; t; t = t->next)
                 if (streq(t->id, id))
                         return t;
+        for (Task *t = a->starting; t; t = t->next)
+                if (streq(t->id, id))
+                        return t;
         return NULL;
+}
+
+static void task_unlink(Task **list, Task *t) {
+        for (Task **p = list; *p; p = &(*p)->next)
+                if (*p == t) {
+                        *p = t->next;
+                        break;
+                }
+        t->next = NULL;
 }
 
 static void task_free(Task *t) {
@@ -324,11 +341,7 @@ static void task_free(Task *t) {
 static void task_drop(Agent *a, Task *t) {
         int r;
 
-        for (Task **p = &a->tasks; *p; p = &(*p)->next)
-                if (*p == t) {
-                        *p = t->next;
-                        break;
-                }
+        task_unlink(&a->tasks, t);
         a->n_tasks--;
         task_sampler_done(&t->sampler);
         r = cgroup_task_remove(a->cgroups, t->id);
@@ -839,6 +852,9 @@ static void agent_reap_orphans(Agent *a) {
                 for (Task *t = a->tasks; t; t = t->next)
                         if (t->launch && launch_owns_child(t->launch, si.si_pid))
                                 return;
+                for (Task *t = a->starting; t; t = t->next)
+                        if (launch_owns_child(t->launch, si.si_pid))
+                                return;
                 if (waitid(P_PID, (id_t) si.si_pid, &si, WEXITED | WNOHANG) >= 0)
                         log_debug("Reaped process %d, left behind by a task.", (int) si.si_pid);
         }
@@ -1121,6 +1137,78 @@ static Task *task_new(Agent *a, const char *id) {
         return t;
 }
 
+/* A start that did not happen: the task exists for the controller as one in state (failed; or,
+ * when a kill or the self-fence ended its process before its exec, cancelled or lost) until a
+ * heartbeat carried that. */
+static void task_start_failed(Agent *a, Task *t, int r, const char *error, TaskState state) {
+        if (state == TASK_FAILED)
+                log_error("Task %s could not start: %s", t->id, error ? error : strerror(-r));
+        else
+                log_info("Task %s: its process ended before it ran its command (%s).", t->id, error ? error : strerror(-r));
+        if (state == TASK_FAILED || !t->error) {
+                free(t->error);
+                t->error = strdup(error ? error : strerror(-r));
+        }
+        t->has_exit = false;
+        t->final_state = state;
+        t->main_exited = true;
+        /* Its process may still be dying: what is left goes with task_drop(). */
+        (void) cgroup_task_remove(a->cgroups, t->id);
+        state_remove(a, t->id);
+}
+
+/* The task's process exec'd: its time counts from now. */
+static void task_started(Agent *a, Task *t) {
+        t->start_mono_us = now_mono_us();
+        t->start_wall_s = (double) now_realtime_ms() / 1000.0;
+        /* What a restarted agent needs to watch the task again: the shim and the main process. */
+        state_write_pids(a, t->id, launch_shim_pid(t->launch), launch_pid(t->launch), t->start_wall_s);
+        if (t->limit_us > 0) {
+                t->run_since_us = t->start_mono_us;
+                state_write_limit(a, t);
+        }
+        task_sample_baseline(a, t);
+        log_info("Task %s started as pid %d (output %s%s%s).", t->id, (int) launch_pid(t->launch),
+                 launch_output_path(t->launch), launch_error_path(t->launch) ? ", error " : "",
+                 launch_error_path(t->launch) ?: "");
+}
+
+/* The start of t resolved: it joins the task table, and its start action is acked with how it
+ * went. */
+static void on_task_started(Launch *l, int r, const char *error, void *userdata) {
+        Task *t = userdata;
+        Agent *a = t->agent;
+        bool ok = r >= 0;
+
+        task_unlink(&a->starting, t);
+        t->next = a->tasks;
+        a->tasks = t;
+        a->n_tasks++;
+        if (r >= 0)
+                task_started(a, t);
+        else {
+                t->launch = launch_free(t->launch);
+                /* Ended by a kill or the self-fence before its exec: the start was applied, the
+                 * task's report says what became of it. */
+                TaskState state = t->fence_killed || t->fenced ? TASK_LOST : t->killed ? TASK_CANCELLED : TASK_FAILED;
+                ok = state != TASK_FAILED;
+                bool frozen_by_fence = t->fenced;
+                t->fenced = false;
+                task_start_failed(a, t, r,
+                                  state == TASK_CANCELLED ? "killed before it ran its command" :
+                                  frozen_by_fence ? "frozen by the agent's self-fence before it ran its command until its "
+                                              "start's deadline: killed" : error,
+                                  state);
+        }
+        applied_add(a, t->start_action, ok);
+        (void) ack_add(a, t->start_action, ok, ok ? NULL : (error ? error : "failed"));
+        agent_notify_status(a);
+        /* A failure is news: the controller hears it now rather than an interval later. */
+        if (!ok && a->kick)
+                a->kick(a->kick_userdata);
+}
+
+/* Returns 1 when the task's process was let go: its start action is acked by on_task_started(). */
 static int action_start(Agent *a, const Action *act, char **ret_error) {
         _cleanup_free_ char *error = NULL;
         _cleanup_close_ int status_fd = -EBADF;
@@ -1205,36 +1293,28 @@ static int action_start(Agent *a, const Action *act, char **ret_error) {
                 .min_uid = a->cfg.min_uid,
                 .status_fd = status_fd,
         };
-        r = launch_start(a->event, &spec, attach_cb, on_task_exit, t, &t->launch, &error);
+        r = launch_start(a->event, &spec, attach_cb, on_task_started, on_task_exit, t, &t->launch, &error);
         if (r < 0)
                 goto fail;
 
         t->status_fd = TAKE_FD(status_fd);
-        /* What a restarted agent needs to watch the task again: the shim and the main process. */
-        state_write_pids(a, t->id, launch_shim_pid(t->launch), launch_pid(t->launch), t->start_wall_s);
+        t->start_action = act->id;
         if (act->time_limit_ms > 0) {
                 t->limit_us = act->time_limit_ms * USEC_PER_MSEC;
                 t->grace_us = (uint64_t) act->kill_grace_ms * USEC_PER_MSEC;
-                t->run_since_us = t->start_mono_us;
-                state_write_limit(a, t);
         }
-
-        task_sample_baseline(a, t);
-        log_info("Task %s started as pid %d (user %s, output %s%s%s).", t->id, (int) launch_pid(t->launch),
-                 act->user ? act->user : "(agent's)", launch_output_path(t->launch),
-                 launch_error_path(t->launch) ? ", error " : "", launch_error_path(t->launch) ?: "");
-        agent_notify_status(a);
-        return 0;
+        /* An agent restarted before the exec finds the process from these (and adopts it). */
+        state_write_pids(a, t->id, launch_shim_pid(t->launch), launch_pid(t->launch), t->start_wall_s);
+        task_unlink(&a->tasks, t);
+        a->n_tasks--;
+        t->next = a->starting;
+        a->starting = t;
+        log_debug("Task %s: process %d let go as user %s, waiting for its exec.", t->id, (int) launch_pid(t->launch),
+                  act->user ? act->user : "(agent's)");
+        return 1;
 
 fail:
-        /* The task exists for the controller as a failed one until a heartbeat carried that. */
-        log_error("Task %s could not start: %s", t->id, error ? error : strerror(-r));
-        t->error = strdup(error ? error : strerror(-r));
-        t->has_exit = false;
-        t->final_state = TASK_FAILED;
-        t->main_exited = true;
-        (void) cgroup_task_remove(a->cgroups, t->id);
-        state_remove(a, t->id);
+        task_start_failed(a, t, r, error, TASK_FAILED);
         *ret_error = TAKE_PTR(error);
         return r;
 }
@@ -1253,9 +1333,25 @@ void agent_apply_action(Agent *a, const Action *act) {
         }
 
         t = task_find(a, act->task);
+        if (t && t->launch && launch_starting(t->launch) && act->type != ACTION_KILL) {
+                /* Its start is not over: the start itself, resent, is acked once it is, and
+                 * the rest waits unacked (the controller sends it again) to apply to the task as
+                 * it will be. A kill ends it now. A start sent again after the self-fence froze
+                 * its process says the controller still holds the task (its answers to a
+                 * heartbeat that says fenced carry kills only): on to the exec. */
+                if (act->type == ACTION_START && t->fenced && cgroup_task_freeze(a->cgroups, t->id, false) >= 0) {
+                        t->fenced = false;
+                        log_info("Task %s: its start came again after the self-fence: thawed, on to its exec.", t->id);
+                }
+                log_debug("Action %" PRIu64 " (%s of %s) waits: the task's start is not over.", act->id,
+                          action_type_to_string(act->type), act->task);
+                return;
+        }
         switch (act->type) {
         case ACTION_START:
                 r = action_start(a, act, &error);
+                if (r > 0)
+                        return; /* acked by on_task_started() */
                 break;
         case ACTION_KILL:
                 /* Killing what is already gone is a success: the effect holds. */
@@ -1692,12 +1788,34 @@ static void agent_fence(Agent *a) {
                 (void) cgroup_task_kill(a->cgroups, t->id);
                 killed++;
         }
+        /* A process not exec'd yet is frozen too, or it could exec and run through the fence. It
+         * is thawed when its start comes again (agent_apply_action()); killed when it cannot be
+         * frozen, and lost. */
+        for (Task *t = a->starting; t; t = t->next) {
+                if (t->fenced || t->fence_killed)
+                        continue;
+                int r = cgroup_task_freeze(a->cgroups, t->id, true);
+                if (r >= 0) {
+                        t->fenced = true;
+                        frozen++;
+                        continue;
+                }
+                log_error_errno(r, "Task %s: cannot freeze it before its exec for the self-fence (%m): killing it instead.",
+                                t->id);
+                t->fence_killed = true;
+                if (!t->error)
+                        t->error = strdup("killed by the agent's self-fence before it ran its command: the lease ran out "
+                                          "and the task could not be frozen");
+                (void) cgroup_task_kill(a->cgroups, t->id);
+                killed++;
+        }
         if (frozen == 0 && killed == 0)
                 log_info("No answer from the controller for the lease (%" PRIu32 " ms): no running task to freeze "
                          "(self-fence).", a->lease_ms);
         else
                 log_warning("No answer from the controller for the lease (%" PRIu32 " ms): %zu task(s) frozen%s until it "
-                            "answers (self-fence).", a->lease_ms, frozen, killed ? ", some killed (no freezer)" : "");
+                            "answers (self-fence).", a->lease_ms, frozen,
+                            killed ? ", some killed (no freezer)" : "");
         agent_notify_status(a);
 }
 
@@ -2351,6 +2469,20 @@ Agent *agent_free(Agent *a) {
 
         a->sample_timer = sd_event_source_disable_unref(a->sample_timer);
         a->fence_timer = sd_event_source_disable_unref(a->fence_timer);
+
+        /* A start not over yet: its process stays as it is (its shim, its cgroup, the pid file),
+         * and a next agent adopts it; its start action is not acked, and the controller sends it
+         * again, which that agent acks without a second launch. */
+        while (a->starting) {
+                Task *t = a->starting;
+
+                task_unlink(&a->starting, t);
+                t->next = a->tasks;
+                a->tasks = t;
+                if (!a->cfg.kill_on_exit)
+                        log_info("Task %s: its process has not run its command yet; left for the next agent to adopt.",
+                                 t->id);
+        }
 
         if (a->cfg.kill_on_exit) {
                 for (Task *t = a->tasks; t; t = t->next)

@@ -29,6 +29,33 @@
 #include "task-output.h"
 #include "task-user.h"
 
+/* The descriptors between the agent, the shim and the task while a task starts (-1: none). */
+typedef struct StartFds {
+        int sync_r, sync_w;       /* the agent lets the task go on once it is in its cgroups */
+        int err_r, err_w;         /* the task's ChildError, or end of file at its exec */
+        int prog_r, prog_w;       /* CGORCH_PROGRESS_FD */
+        int out_r, out_w;         /* standard output, written by the agent into its file */
+        int errp_r, errp_w;       /* standard error, when it goes to a file of its own */
+        int sock_shim, sock_task; /* the files the task opens as its user come back on this */
+        int pid_r, pid_w;         /* the task's pid, from the shim */
+} StartFds;
+
+#define START_FDS_NONE                                                                                   \
+        (StartFds) { -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1 }
+
+static void fd_close(int *fd) {
+        if (*fd >= 0)
+                close(*fd);
+        *fd = -1;
+}
+
+static void start_fds_close(StartFds *f) {
+        int *all[] = { &f->sync_r, &f->sync_w, &f->err_r, &f->err_w, &f->prog_r, &f->prog_w, &f->out_r,
+                       &f->out_w, &f->errp_r, &f->errp_w, &f->sock_shim, &f->sock_task, &f->pid_r, &f->pid_w };
+        for (size_t i = 0; i < ELEMENTSOF(all); i++)
+                fd_close(all[i]);
+}
+
 /* A pipe from the task that the agent reads within a budget (ReadBudget), one read per wakeup. */
 typedef struct TaskPipe {
         Launch *launch;
@@ -70,6 +97,16 @@ struct Launch {
         char *output_path, *error_path;
         launch_exit_fn on_exit;
         void *userdata;
+        /* From the release of the task's process to its exec (launch_starting()): the loop
+         * watches its error pipe and a timer, and on_started says how it went. */
+        bool starting;
+        StartFds start;               /* what is left of them: the error pipe, the files' socket, the pipes' read ends */
+        sd_event_source *exec_source; /* the error pipe: its ChildError, or end of file at the exec */
+        sd_event_source *exec_timer;  /* stopped before its exec, or past its deadline */
+        uint64_t exec_deadline_us;    /* CLOCK_MONOTONIC */
+        Credentials cred;             /* for the error's text */
+        char *argv0, *cwd;
+        launch_started_fn on_started;
 };
 
 static void task_pipe_close(TaskPipe *p);
@@ -242,12 +279,36 @@ bool launch_status_settled(const Launch *l) {
 }
 
 bool launch_owns_child(const Launch *l, pid_t pid) {
-        return pid > 0 && ((l->shim_pid == pid && l->child_source && !l->shim_exited) || (l->main_is_child && l->pid == pid));
+        /* A starting task's shim is watched from its exec on: until then nobody else reaps it. */
+        return pid > 0 && ((l->shim_pid == pid && ((l->child_source && !l->shim_exited) || l->starting)) ||
+                           (l->main_is_child && l->pid == pid));
+}
+
+bool launch_starting(const Launch *l) {
+        return l->starting;
+}
+
+static void start_fds_close(StartFds *f);
+
+/* The start is over (its exec seen, or its failure): what watched it goes. */
+static void launch_start_done(Launch *l) {
+        l->starting = false;
+        l->exec_source = sd_event_source_disable_unref(l->exec_source);
+        l->exec_timer = sd_event_source_disable_unref(l->exec_timer);
+        start_fds_close(&l->start);
+        credentials_done(&l->cred);
+        free(l->argv0);
+        free(l->cwd);
+        l->argv0 = l->cwd = NULL;
 }
 
 Launch *launch_free(Launch *l) {
         if (!l)
                 return NULL;
+        /* Still starting (the agent stops): its process is left as it is, for the next agent to
+         * adopt; only our ends of its pipes close. */
+        if (l->starting)
+                launch_start_done(l);
         sd_event_source_disable_unref(l->child_source);
         sd_event_source_disable_unref(l->pid_source);
         sd_event_source_disable_unref(l->shim_source);
@@ -999,33 +1060,6 @@ static size_t format_int(char *buf, int v) {
         return k;
 }
 
-/* The descriptors between the agent, the shim and the task while a task starts (-1: none). */
-typedef struct StartFds {
-        int sync_r, sync_w;       /* the agent lets the task go on once it is in its cgroups */
-        int err_r, err_w;         /* the task's ChildError, or end of file at its exec */
-        int prog_r, prog_w;       /* CGORCH_PROGRESS_FD */
-        int out_r, out_w;         /* standard output, written by the agent into its file */
-        int errp_r, errp_w;       /* standard error, when it goes to a file of its own */
-        int sock_shim, sock_task; /* the files the task opens as its user come back on this */
-        int pid_r, pid_w;         /* the task's pid, from the shim */
-} StartFds;
-
-#define START_FDS_NONE                                                                                   \
-        (StartFds) { -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1 }
-
-static void fd_close(int *fd) {
-        if (*fd >= 0)
-                close(*fd);
-        *fd = -1;
-}
-
-static void start_fds_close(StartFds *f) {
-        int *all[] = { &f->sync_r, &f->sync_w, &f->err_r, &f->err_w, &f->prog_r, &f->prog_w, &f->out_r,
-                       &f->out_w, &f->errp_r, &f->errp_w, &f->sock_shim, &f->sock_task, &f->pid_r, &f->pid_w };
-        for (size_t i = 0; i < ELEMENTSOF(all); i++)
-                fd_close(all[i]);
-}
-
 static int pipe_open(int *ret_r, int *ret_w, bool nonblocking_read) {
         int fds[2];
 
@@ -1232,8 +1266,8 @@ static int output_paths(const LaunchSpec *spec, const Credentials *c, char *out,
 
 /* What the task's process said when it failed before its exec (ce, k bytes read), as the start
  * action's error. */
-static int child_error_describe(const ChildError *ce_in, ssize_t k, const LaunchSpec *spec, const Credentials *cred,
-                                char **ret_error) {
+static int child_error_describe(const ChildError *ce_in, ssize_t k, const char *argv0, const char *cwd,
+                                const Credentials *cred, char **ret_error) {
         ChildError ce = *ce_in;
         int r;
 
@@ -1246,15 +1280,14 @@ static int child_error_describe(const ChildError *ce_in, ssize_t k, const Launch
         ce.path[sizeof ce.path - 1] = '\0';
         if (ce.step == STEP_EXEC && ce.denial != EXEC_DENIAL_NONE) {
                 _cleanup_free_ char *why = exec_denial_describe((ExecDenial) ce.denial, ce.path, cred->name);
-                k = asprintf(ret_error, "execvp(%s): %s: %s", spec->argv[0], strerror(ce.error),
-                             why ? why : "out of memory");
+                k = asprintf(ret_error, "execvp(%s): %s: %s", argv0, strerror(ce.error), why ? why : "out of memory");
         } else if (ce.step == STEP_EXEC)
-                k = asprintf(ret_error, "execvp(%s): %s", spec->argv[0], strerror(ce.error));
+                k = asprintf(ret_error, "execvp(%s): %s", argv0, strerror(ce.error));
         else if (ce.step == STEP_SETUID || ce.step == STEP_SETGID)
                 k = asprintf(ret_error, "%s(%u): %s", step_names[ce.step],
                              ce.step == STEP_SETUID ? (unsigned) cred->uid : (unsigned) cred->gid, strerror(ce.error));
         else if (ce.step == STEP_CHDIR)
-                k = asprintf(ret_error, "chdir(%s): %s", spec->cwd ? spec->cwd : "/", strerror(ce.error));
+                k = asprintf(ret_error, "chdir(%s): %s", cwd ? cwd : "/", strerror(ce.error));
         else if (ce.step == STEP_OUTPUT)
                 k = asprintf(ret_error, "opening the output file %s as user %s: %s", ce.path, cred->name,
                              !ce.denial ? strerror(ce.error) :
@@ -1267,16 +1300,13 @@ static int child_error_describe(const ChildError *ce_in, ssize_t k, const Launch
 }
 
 /* How long a task's process may take from its release to its exec (its user taken, its working
- * directory, its output files opened): the agent waits for it, so its user must not make it
- * wait for ever (stopping that process before its exec did), nor long. */
+ * directory, its output files opened): its user must not keep it there for ever (stopping that
+ * process, a lease on the executable, a working directory on a file system that does not
+ * answer), where it holds the start's ack and the room placement gave it. The loop is not held
+ * meanwhile: it watches the process's error pipe, and looks every LAUNCH_EXEC_POLL_MS whether
+ * the process was stopped or its time is up. */
 #define LAUNCH_EXEC_TIMEOUT_MS 10000
-#define LAUNCH_EXEC_POLL_MS 20
-
-static uint64_t monotonic_ms(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
-}
+#define LAUNCH_EXEC_POLL_MS 100
 
 /* Whether pid is stopped (by a signal, or a tracer). */
 static bool process_stopped(pid_t pid) {
@@ -1298,39 +1328,118 @@ static void task_kill(pid_t pid, int pidfd) {
                 (void) kill(pid, SIGKILL);
 }
 
-/* The task's process's word on its exec (err_r): its ChildError, or end of file at its exec (*ret_k
- * the bytes read). -ETIME when it stopped on the way or took longer than LAUNCH_EXEC_TIMEOUT_MS:
- * it is then killed. */
-static int exec_wait(int err_r, pid_t pid, int pidfd, ChildError *ce, ssize_t *ret_k, bool *ret_stopped) {
-        uint64_t deadline = monotonic_ms() + LAUNCH_EXEC_TIMEOUT_MS;
-        for (;;) {
-                struct pollfd p = { .fd = err_r, .events = POLLIN };
-                int n = poll(&p, 1, LAUNCH_EXEC_POLL_MS);
-                if (n < 0 && errno != EINTR)
-                        return -errno;
-                if (n > 0) {
-                        ssize_t k;
-                        do
-                                k = read(err_r, ce, sizeof *ce);
-                        while (k < 0 && errno == EINTR);
-                        *ret_k = k;
-                        return 0;
-                }
-                *ret_stopped = process_stopped(pid);
-                if (*ret_stopped || monotonic_ms() >= deadline) {
-                        task_kill(pid, pidfd);
-                        return -ETIME;
-                }
+/* The start failed (r, error: malloc'd or NULL): the process is killed, its shim left to exit and
+ * be reaped as an orphan of the task (the agent is a subreaper), and the caller told. l may be
+ * freed by the callback: nothing touches it after. */
+static void launch_start_fail(Launch *l, int r, char *error) {
+        task_kill(l->pid, l->pidfd);
+        launch_start_done(l);
+        l->child_source = sd_event_source_disable_unref(l->child_source);
+        if (!error && asprintf(&error, "starting the task: %s", strerror(-r)) < 0)
+                error = NULL;
+        log_debug("Task %s: its start failed: %s", l->task ?: "?", error ?: strerror(-r));
+        _cleanup_free_ char *e = error;
+        l->on_started(l, r, e, l->userdata);
+}
+
+/* It exec'd: its output files (sent back by the task's process before the exec), its pipes and
+ * its shim's exit watched from now on. */
+static void launch_start_finish(Launch *l, sd_event *e) {
+        char *error = NULL;
+        int files[2], r;
+
+        /* One of the two messages is still there. */
+        r = recv_fds(l->start.sock_shim, MSG_DONTWAIT | MSG_CMSG_CLOEXEC, files);
+        if (r <= 0) {
+                if (r == 0)
+                        r = -EIO;
+                if (asprintf(&error, "the task's output files did not come back: %s", strerror(-r)) < 0)
+                        error = NULL;
+                return launch_start_fail(l, r, error);
         }
+        l->output_file = files[0];
+        l->error_file = files[1];
+        /* The shim mirrors the task's exit: watching it is watching the task. */
+        r = sd_event_add_child(e, &l->child_source, l->shim_pid, WEXITED, on_child, l);
+        if (r >= 0)
+                r = task_pipe_open(&l->progress_pipe, e, TAKE_FD(l->start.prog_r));
+        if (r >= 0)
+                r = task_pipe_open(&l->output_pipe, e, TAKE_FD(l->start.out_r));
+        if (r >= 0 && l->start.errp_r >= 0)
+                r = task_pipe_open(&l->error_pipe, e, TAKE_FD(l->start.errp_r));
+        if (r < 0)
+                return launch_start_fail(l, r, NULL);
+        launch_start_done(l);
+        l->on_started(l, 0, NULL, l->userdata);
+}
+
+/* The task's process's word on its exec: its ChildError, or end of file at its exec. */
+static void launch_exec_result(Launch *l, sd_event *e) {
+        char *error = NULL;
+        ChildError ce;
+        ssize_t k;
+        int r;
+
+        do
+                k = read(l->start.err_r, &ce, sizeof ce);
+        while (k < 0 && errno == EINTR);
+        if (k < 0 && errno == EAGAIN)
+                return;
+        if (k < 0) {
+                r = -errno;
+                if (asprintf(&error, "waiting for the task's exec: %s", strerror(-r)) < 0)
+                        error = NULL;
+                return launch_start_fail(l, r, error);
+        }
+        if (k != 0) {
+                /* It failed and exits: killed, it cannot hold the shim by stopping. */
+                r = child_error_describe(&ce, k, l->argv0, l->cwd, &l->cred, &error);
+                return launch_start_fail(l, r, error);
+        }
+        launch_start_finish(l, e);
+}
+
+static int on_exec_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        launch_exec_result(userdata, sd_event_source_get_event(s));
+        return 0;
+}
+
+static bool fd_readable(int fd) {
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        return poll(&p, 1, 0) > 0;
+}
+
+static int on_exec_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Launch *l = userdata;
+        char *error = NULL;
+        bool stopped;
+
+        /* Its word came with the timer: that decides, not the clock. */
+        if (fd_readable(l->start.err_r)) {
+                launch_exec_result(l, sd_event_source_get_event(s));
+                return 0;
+        }
+        /* Now, not when the timer was due: a loop late for it does not catch up 100 ms a turn. */
+        uint64_t now = usec;
+        (void) sd_event_now(sd_event_source_get_event(s), CLOCK_MONOTONIC, &now);
+        stopped = process_stopped(l->pid);
+        if (!stopped && now < l->exec_deadline_us) {
+                (void) sd_event_source_set_time(s, MIN(now + LAUNCH_EXEC_POLL_MS * USEC_PER_MSEC, l->exec_deadline_us));
+                (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+                return 0;
+        }
+        if ((stopped ? asprintf(&error, "the task's process was stopped before it ran its command: killed") :
+                       asprintf(&error, "the task's process did not run its command within %d s: killed",
+                                LAUNCH_EXEC_TIMEOUT_MS / 1000)) < 0)
+                error = NULL;
+        launch_start_fail(l, -ETIME, error);
+        return 0;
 }
 
 /* The agent's side once the shim runs: the task's pid from the shim, the task attached to its
- * cgroups while it waits, let go, and its exec (or its failure) waited for — a matter of
- * milliseconds, and it lets the start action's ack carry the real error. */
-static int task_attach_and_exec(StartFds *f, pid_t shim, const LaunchSpec *spec, const Credentials *cred,
-                                launch_attach_fn attach, void *userdata, pid_t *ret_pid, int *ret_pidfd,
-                                char **ret_error) {
-        ChildError ce;
+ * cgroups while it waits, and let go. */
+static int task_attach_and_release(StartFds *f, pid_t shim, launch_attach_fn attach, void *userdata, pid_t *ret_pid,
+                                   int *ret_pidfd, char **ret_error) {
         pid_t pid;
         ssize_t k;
         int r;
@@ -1363,88 +1472,63 @@ static int task_attach_and_exec(StartFds *f, pid_t shim, const LaunchSpec *spec,
                 return r;
         }
         fd_close(&f->sync_w);
-
-        bool stopped = false;
-        r = exec_wait(f->err_r, pid, *ret_pidfd, &ce, &k, &stopped);
-        if (r < 0) {
-                (void) waitpid(shim, NULL, 0);
-                int n = r != -ETIME ? asprintf(ret_error, "waiting for the task's exec: %s", strerror(-r)) :
-                        stopped ? asprintf(ret_error, "the task's process was stopped before it ran its command: killed") :
-                                  asprintf(ret_error, "the task's process did not run its command within %d s: killed",
-                                           LAUNCH_EXEC_TIMEOUT_MS / 1000);
-                if (n < 0)
-                        *ret_error = NULL;
-                return r;
-        }
-        if (k != 0) {
-                /* It failed and exits: killed, it cannot hold the shim (and us) by stopping. */
-                task_kill(pid, *ret_pidfd);
-                (void) waitpid(shim, NULL, 0);
-                return child_error_describe(&ce, k, spec, cred, ret_error);
-        }
         *ret_pid = pid;
         return 0;
 }
 
-/* The Launch of a task that exec'd: its output files (sent back by the shim before the exec we
- * saw), its pipes and the shim's exit watched. */
-static int launch_new(sd_event *e, const LaunchSpec *spec, StartFds *f, pid_t pid, pid_t shim, int *pidfd,
-                      const char *output_path, const char *error_path, launch_exit_fn on_exit, void *userdata,
-                      Launch **ret, char **ret_error) {
+/* The Launch of a task let go and not exec'd yet: its error pipe and the timer watched. Takes
+ * f's descriptors, *pidfd and *cred (also on failure, when the process is the caller's to kill). */
+static int launch_new(sd_event *e, const LaunchSpec *spec, StartFds *f, Credentials *cred, pid_t pid, pid_t shim,
+                      int *pidfd, const char *output_path, const char *error_path, launch_started_fn on_started,
+                      launch_exit_fn on_exit, void *userdata, Launch **ret) {
         Launch *l = calloc(1, sizeof *l);
-        int files[2], r;
+        uint64_t now;
+        int r;
 
-        if (!l)
+        if (!l) {
+                credentials_done(cred);
                 return -ENOMEM;
+        }
         *l = (Launch) { .pid = pid, .shim_pid = shim, .pidfd = *pidfd >= 0 ? TAKE_FD(*pidfd) : -1, .shim_pidfd = -1,
-                        .status_file = spec->status_fd >= 0, .on_exit = on_exit, .userdata = userdata };
+                        .status_file = spec->status_fd >= 0, .on_exit = on_exit, .userdata = userdata,
+                        .starting = true, .start = *f, .cred = *cred, .on_started = on_started };
+        *f = START_FDS_NONE;
+        *cred = (Credentials) {};
         launch_pipes_init(l);
         l->output.max = spec->output_max_bytes;
         l->output_path = strdup(output_path);
         l->error_path = error_path ? strdup(error_path) : NULL;
-        if (!l->output_path || (error_path && !l->error_path)) {
+        l->argv0 = strdup(spec->argv[0]);
+        l->cwd = spec->cwd ? strdup(spec->cwd) : NULL;
+        if (!l->output_path || (error_path && !l->error_path) || !l->argv0 || (spec->cwd && !l->cwd) ||
+            (spec->task && !(l->task = strdup(spec->task)))) {
                 r = -ENOMEM;
                 goto fail;
         }
-        /* One of the two messages is still there. */
-        r = recv_fds(f->sock_shim, MSG_DONTWAIT | MSG_CMSG_CLOEXEC, files);
-        if (r <= 0) {
-                if (r == 0)
-                        r = -EIO;
-                if (asprintf(ret_error, "the task's output files did not come back: %s", strerror(-r)) < 0)
-                        *ret_error = NULL;
-                goto fail;
-        }
-        l->output_file = files[0];
-        l->error_file = files[1];
-        if (spec->task && !(l->task = strdup(spec->task))) {
-                r = -ENOMEM;
-                goto fail;
-        }
-        /* The shim mirrors the task's exit: watching it is watching the task. */
-        r = sd_event_add_child(e, &l->child_source, shim, WEXITED, on_child, l);
+        r = sd_event_now(e, CLOCK_MONOTONIC, &now);
         if (r < 0)
                 goto fail;
-        r = task_pipe_open(&l->progress_pipe, e, TAKE_FD(f->prog_r));
+        l->exec_deadline_us = now + LAUNCH_EXEC_TIMEOUT_MS * USEC_PER_MSEC;
+        r = sd_event_add_io(e, &l->exec_source, l->start.err_r, EPOLLIN, on_exec_io, l);
         if (r < 0)
                 goto fail;
-        r = task_pipe_open(&l->output_pipe, e, TAKE_FD(f->out_r));
+        r = sd_event_add_time(e, &l->exec_timer, CLOCK_MONOTONIC, now + LAUNCH_EXEC_POLL_MS * USEC_PER_MSEC,
+                              10 * USEC_PER_MSEC, on_exec_timer, l);
         if (r < 0)
                 goto fail;
-        if (f->errp_r >= 0) {
-                r = task_pipe_open(&l->error_pipe, e, TAKE_FD(f->errp_r));
-                if (r < 0)
-                        goto fail;
-        }
+        (void) sd_event_source_set_description(l->exec_source, "task-exec");
+        (void) sd_event_source_set_description(l->exec_timer, "task-exec-deadline");
         *ret = l;
         return 0;
 fail:
+        /* The pidfd goes back for the caller's kill. */
+        *pidfd = TAKE_FD(l->pidfd);
         launch_free(l);
         return r;
 }
 
-int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, launch_exit_fn on_exit,
-                 void *userdata, Launch **ret, char **ret_error) {
+int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, launch_started_fn on_started,
+                 launch_exit_fn on_exit, void *userdata, Launch **ret, char **ret_error) {
         _cleanup_strv_free_ char **envp = NULL;
         _cleanup_(start_fds_close) StartFds f = START_FDS_NONE;
         _cleanup_close_ int main_pidfd = -EBADF;
@@ -1505,16 +1589,17 @@ int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, l
         fd_close(&f.sock_task);
         fd_close(&f.pid_w);
 
-        r = task_attach_and_exec(&f, shim, spec, &cred, attach, userdata, &pid, &main_pidfd, &error);
+        r = task_attach_and_release(&f, shim, attach, userdata, &pid, &main_pidfd, &error);
         if (r < 0)
                 goto fail;
-        r = launch_new(e, spec, &f, pid, shim, &main_pidfd, output_path, error_path, on_exit, userdata, ret, &error);
+        fd_close(&f.pid_r);
+        r = launch_new(e, spec, &f, &cred, pid, shim, &main_pidfd, output_path, error_path, on_started, on_exit,
+                       userdata, ret);
         if (r < 0) {
-                (void) kill(pid, SIGKILL);
+                task_kill(pid, main_pidfd);
                 (void) waitpid(shim, NULL, 0);
                 goto fail;
         }
-        credentials_done(&cred);
         return 0;
 
 fail:
@@ -1620,7 +1705,8 @@ int launch_adopt(sd_event *e, const char *task, pid_t shim_pid, pid_t main_pid, 
         l = calloc(1, sizeof *l);
         if (!l)
                 return -ENOMEM;
-        *l = (Launch) { .pid = main_pid, .pidfd = -1, .shim_pidfd = -1, .on_exit = on_exit, .userdata = userdata };
+        *l = (Launch) { .pid = main_pid, .pidfd = -1, .shim_pidfd = -1, .start = START_FDS_NONE, .on_exit = on_exit,
+                        .userdata = userdata };
         launch_pipes_init(l);
         l->output.max = output_max_bytes;
         if (task && !(l->task = strdup(task))) {

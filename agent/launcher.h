@@ -144,13 +144,29 @@ typedef void (*launch_exit_fn)(Launch *l, const siginfo_t *si, void *userdata);
  * not the higher one it takes for itself (cgorch-agent.c). Not set: the agent's own. */
 void launch_set_task_nofile(uint64_t soft, uint64_t hard);
 
-/* Starts the task. Returns 0 once the child has exec'd; on failure a negative errno and, in
- * *ret_error, a malloc'd message saying which step failed ("setuid(65534): Operation not
- * permitted", "execvp(foo): No such file or directory"); when exec was refused, it names what
- * the task's user may not do ("execvp(/root/b/x): Permission denied: user nobody cannot search
- * /root (mode 0700, owner root, group root)"). No process is left behind on failure. */
-int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, launch_exit_fn on_exit,
-                 void *userdata, Launch **ret, char **ret_error);
+/* How a start went, once its process ran its command (r 0) or failed before it (r < 0; error
+ * says which step, as launch_start()'s does, or is NULL when memory ran out): called from the
+ * event loop, never from launch_start(). After a failure the process is killed and the Launch is
+ * good for launch_free() only, which the callback may call. */
+typedef void (*launch_started_fn)(Launch *l, int r, const char *error, void *userdata);
+
+/* Starts the task: forks its shim and its process, attaches the process to its cgroups and lets
+ * it go. What the process does then — drop to the job's user, enter its working directory, open
+ * its output files, exec — is its user's to delay (a stop, a lease on the executable, a working
+ * directory on a file system that does not answer), so it is not waited for here: the loop
+ * watches it and on_started says how it went, at the latest LAUNCH_EXEC_TIMEOUT_MS (10 s) after
+ * the release, when a process that has not exec'd is killed ("did not run its command within
+ * 10 s: killed"; at once when it is seen stopped). Until then launch_starting() is true. Errors
+ * before the release are returned: a negative errno and, in *ret_error, a malloc'd message
+ * saying which step failed; no process is left behind. The messages of a failed exec say which
+ * step ("setuid(65534): Operation not permitted", "execvp(foo): No such file or directory");
+ * when exec was refused, what the task's user may not do ("execvp(/root/b/x): Permission
+ * denied: user nobody cannot search /root (mode 0700, owner root, group root)"). A Launch freed
+ * while starting leaves its process as it is (the agent stopping: the next agent adopts it). */
+int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, launch_started_fn on_started,
+                 launch_exit_fn on_exit, void *userdata, Launch **ret, char **ret_error);
+/* Between launch_start() and its on_started. */
+bool launch_starting(const Launch *l);
 /* Watches a task started by an earlier agent (task: its id, for the log): its main process through a pidfd, its progress
  * through the shim's end of the pipe (when the shim still runs). When the main process is gone
  * already (or main_pid is 0: unknown) the Launch is born exited (launch_exited()). shim_pid must

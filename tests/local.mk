@@ -248,6 +248,10 @@ TESTS += tests/integration/test-pids.sh tests/integration/test-progress-flood.sh
 	tests/integration/test-agent-emfile.sh tests/integration/test-agent-fds.sh
 EXTRA_DIST += tests/integration/test-pids.sh tests/integration/test-progress-flood.sh \
 	tests/integration/test-log-escape.sh tests/integration/test-agent-emfile.sh tests/integration/test-agent-fds.sh
+# agent: a start whose process cannot exec (its user's lease on the executable) holds neither
+# the node's other starts nor its heartbeats, and fails at its deadline.
+TESTS += tests/integration/test-start-stall.sh
+EXTRA_DIST += tests/integration/test-start-stall.sh tests/integration/lease-hold.c
 # agent: its speed class measured by a calibration burn (--speed auto) or configured.
 TESTS += tests/integration/test-agent-speed.sh
 EXTRA_DIST += tests/integration/test-agent-speed.sh

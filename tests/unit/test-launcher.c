@@ -114,6 +114,9 @@ typedef struct Seen {
         int calls;
         int si_code;
         int status;
+        int started;            /* on_started calls */
+        int start_r;
+        char *start_error;
 } Seen;
 
 static void on_exit_cb(Launch *l, const siginfo_t *si, void *userdata) {
@@ -121,6 +124,40 @@ static void on_exit_cb(Launch *l, const siginfo_t *si, void *userdata) {
         seen->calls++;
         seen->si_code = si->si_code;
         seen->status = si->si_status;
+}
+
+static void on_started_cb(Launch *l, int r, const char *error, void *userdata) {
+        Seen *seen = userdata;
+        seen->started++;
+        seen->start_r = r;
+        free(seen->start_error);
+        seen->start_error = error ? strdup(error) : NULL;
+}
+
+/* launch_start(), then the loop until the process exec'd or failed: 0 and the Launch in *ret,
+ * or the start's error (*ret_error; the Launch freed). */
+static int start_wait(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, Seen *seen, Launch **ret,
+                      char **ret_error) {
+        Launch *l = NULL;
+        int r = launch_start(e, spec, attach, on_started_cb, on_exit_cb, seen, &l, ret_error);
+
+        if (r < 0)
+                return r;
+        cr_assert(launch_starting(l));
+        cr_assert_eq(seen->started, 0, "told from the loop, not from launch_start()");
+        for (int i = 0; i < 3000 && seen->started == 0; i++)
+                cr_assert_geq(sd_event_run(e, 20 * 1000), 0);
+        cr_assert_eq(seen->started, 1);
+        cr_expect_not(launch_starting(l));
+        if (seen->start_r < 0) {
+                launch_free(l);
+                *ret = NULL;
+                *ret_error = seen->start_error;
+                seen->start_error = NULL;
+                return seen->start_r;
+        }
+        *ret = l;
+        return 0;
 }
 
 /* A process that waits for its stdin to close (or a signal). */
@@ -336,7 +373,7 @@ static Launch *start_sh(sd_event *e, const char *script, Seen *seen, int *ret_st
         cr_assert_geq(fd, 0);
         unlink(tmpl);
         LaunchSpec spec = { .task = "1.0.0.0", .argv = argv, .allow_root = true, .status_fd = fd };
-        cr_assert_eq(launch_start(e, &spec, attach_nothing, on_exit_cb, seen, &l, &error), 0, "%s", error ?: "");
+        cr_assert_eq(start_wait(e, &spec, attach_nothing, seen, &l, &error), 0, "%s", error ?: "");
         *ret_status_fd = fd;
         return l;
 }
@@ -399,7 +436,7 @@ Test(launcher, output_into_files) {
         be_like_the_agent();
         LaunchSpec spec = { .task = "12.0.3.0", .argv = argv, .allow_root = true, .status_fd = -1,
                             .output_pattern = pattern, .error_pattern = epattern };
-        cr_assert_eq(launch_start(e, &spec, attach_nothing, on_exit_cb, &seen, &l, &error), 0, "%s", error ?: "");
+        cr_assert_eq(start_wait(e, &spec, attach_nothing, &seen, &l, &error), 0, "%s", error ?: "");
         cr_expect_str_eq(launch_output_path(l), out);
         cr_expect_str_eq(launch_error_path(l), err);
         run_until_written(e, &seen, l, strlen("out\nlast") + strlen("<0>err\n"));
@@ -415,7 +452,7 @@ Test(launcher, output_into_files) {
         /* Without an error pattern, both in one file: appended to what is there. */
         seen = (Seen) {};
         spec.error_pattern = NULL;
-        cr_assert_eq(launch_start(e, &spec, attach_nothing, on_exit_cb, &seen, &l, &error), 0, "%s", error ?: "");
+        cr_assert_eq(start_wait(e, &spec, attach_nothing, &seen, &l, &error), 0, "%s", error ?: "");
         cr_expect_null(launch_error_path(l));
         run_until_written(e, &seen, l, strlen("out\nlast") + strlen("<0>err\n"));
         const char *both = read_all(out);
@@ -446,7 +483,7 @@ Test(launcher, output_capped_with_a_note) {
         be_like_the_agent();
         LaunchSpec spec = { .task = "1.0.0.0", .argv = argv, .allow_root = true, .status_fd = -1,
                             .output_pattern = pattern, .output_max_bytes = 10 };
-        cr_assert_eq(launch_start(e, &spec, attach_nothing, on_exit_cb, &seen, &l, &error), 0, "%s", error ?: "");
+        cr_assert_eq(start_wait(e, &spec, attach_nothing, &seen, &l, &error), 0, "%s", error ?: "");
         run_until_written(e, &seen, l, 19);
         const char *text = read_all(pattern);
         if (!under_valgrind()) {
@@ -477,7 +514,7 @@ static void expect_output_refused(const char *pattern, const char *names, const 
         be_like_the_agent();
         LaunchSpec spec = { .task = "1.0.0.0", .argv = argv, .allow_root = true, .status_fd = -1,
                             .output_pattern = pattern };
-        cr_assert_lt(launch_start(e, &spec, attach_nothing, on_exit_cb, &seen, &l, &error), 0);
+        cr_assert_lt(start_wait(e, &spec, attach_nothing, &seen, &l, &error), 0);
         cr_assert_not_null(error);
         cr_expect(strstr(error, names), "%s", error);
         cr_expect(strstr(error, why), "%s", error);
@@ -529,12 +566,114 @@ Test(launcher, task_stopped_before_its_exec_fails_its_start, .timeout = 60) {
         be_like_the_agent();
         LaunchSpec spec = { .task = "1.0.0.0", .argv = argv, .allow_root = true, .status_fd = -1 };
         clock_gettime(CLOCK_MONOTONIC, &start);
-        cr_assert_lt(launch_start(e, &spec, attach_and_stop, on_exit_cb, &seen, &l, &error), 0);
+        cr_assert_lt(start_wait(e, &spec, attach_and_stop, &seen, &l, &error), 0);
         clock_gettime(CLOCK_MONOTONIC, &end);
         cr_assert_not_null(error);
         cr_expect_str_eq(error, "the task's process was stopped before it ran its command: killed");
         cr_expect_lt(end.tv_sec - start.tv_sec, 9, "not the whole wait: it was seen stopped");
         cr_expect_null(l);
+        sd_event_unref(e);
+}
+
+/* A script whose exec waits: the test holds a write lease on it, as a hostile user may on their
+ * own executable, and ignores the kernel's SIGIO asking for it back, so an exec (which opens the
+ * file) waits until the kernel breaks the lease itself (fs.lease-break-time, 45 s by default).
+ * Returns the lease's descriptor. */
+static int leased_script(char *dir, char *path, size_t size) {
+        cr_assert_not_null(mkdtemp(dir));
+        snprintf(path, size, "%s/leased.sh", dir);
+        int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0755);
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(write(fd, "#!/bin/sh\nexit 0\n", 18), 18);
+        close(fd);
+        cr_assert(signal(SIGIO, SIG_IGN) != SIG_ERR);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        cr_assert_geq(fd, 0);
+        if (fcntl(fd, F_SETLEASE, F_WRLCK) < 0)
+                cr_skip_test("no write lease on %s here: %s", path, strerror(errno));
+        return fd;
+}
+
+static void run_until(sd_event *e, const int *count, int want) {
+        for (int i = 0; i < 3000 && *count < want; i++)
+                cr_assert_geq(sd_event_run(e, 20 * 1000), 0);
+        cr_assert_geq(*count, want);
+}
+
+/* A start whose process cannot exec (a lease on its executable) holds neither the loop nor the
+ * next start: that one runs and ends while the first still waits; the first fails at its
+ * deadline, its process killed, with the reason. */
+Test(launcher, a_start_stuck_before_its_exec_holds_up_nothing, .timeout = 120) {
+        char dir[] = "/tmp/test-launcher-lease.XXXXXX", script[256];
+        char *stuck_argv[] = { script, NULL }, *true_argv[] = { (char *) "/bin/true", NULL };
+        _cleanup_free_ char *error = NULL;
+        sd_event *e = NULL;
+        Launch *stuck = NULL, *other = NULL;
+        Seen s1 = {}, s2 = {};
+
+        cr_assert_eq(sd_event_new(&e), 0);
+        be_like_the_agent();
+        int lease = leased_script(dir, script, sizeof script);
+        LaunchSpec spec = { .task = "1.0.0.0", .argv = stuck_argv, .allow_root = true, .status_fd = -1 };
+        cr_assert_eq(launch_start(e, &spec, attach_nothing, on_started_cb, on_exit_cb, &s1, &stuck, &error), 0, "%s",
+                     error ?: "");
+        pid_t pid = launch_pid(stuck);
+
+        LaunchSpec next = { .task = "2.0.0.0", .argv = true_argv, .allow_root = true, .status_fd = -1 };
+        cr_assert_eq(start_wait(e, &next, attach_nothing, &s2, &other, &error), 0, "%s", error ?: "");
+        run_until(e, &s2.calls, 1);
+        cr_expect_eq(s2.si_code, CLD_EXITED);
+        cr_expect(launch_starting(stuck), "the first start is over already: was its exec not held by the lease?");
+        cr_expect_eq(s1.started, 0);
+
+        run_until(e, &s1.started, 1);
+        cr_expect_eq(s1.start_r, -ETIME);
+        cr_expect_str_eq(s1.start_error, "the task's process did not run its command within 10 s: killed");
+        cr_expect_not(launch_starting(stuck));
+        /* Killed: the shim reaps it and exits. */
+        pid_t shim = launch_shim_pid(stuck);
+        cr_assert_eq(waitpid(shim, NULL, 0), shim);
+        cr_expect(kill(pid, 0) < 0 && errno == ESRCH, "the stuck process %d is still there", (int) pid);
+        cr_expect_eq(s1.calls, 0, "a start that failed has no exit");
+        free(s1.start_error);
+        launch_free(stuck);
+        launch_free(other);
+        close(lease);
+        unlink(script);
+        rmdir(dir);
+        sd_event_unref(e);
+}
+
+/* The agent stopping while a start waits: the Launch goes, its process stays (the next agent
+ * adopts it), and nothing is told. */
+Test(launcher, a_launch_freed_while_starting_leaves_its_process, .timeout = 60) {
+        char dir[] = "/tmp/test-launcher-lease.XXXXXX", script[256];
+        char *argv[] = { script, NULL };
+        _cleanup_free_ char *error = NULL;
+        sd_event *e = NULL;
+        Launch *l = NULL;
+        Seen seen = {};
+
+        cr_assert_eq(sd_event_new(&e), 0);
+        be_like_the_agent();
+        int lease = leased_script(dir, script, sizeof script);
+        LaunchSpec spec = { .task = "1.0.0.0", .argv = argv, .allow_root = true, .status_fd = -1 };
+        cr_assert_eq(launch_start(e, &spec, attach_nothing, on_started_cb, on_exit_cb, &seen, &l, &error), 0, "%s",
+                     error ?: "");
+        pid_t pid = launch_pid(l), shim = launch_shim_pid(l);
+        cr_assert_gt(pid, 0);
+        cr_expect(launch_owns_child(l, shim), "a starting task's shim is reaped by nobody else");
+        cr_assert_geq(sd_event_run(e, 100 * 1000), 0);
+        cr_expect(launch_starting(l));
+        launch_free(l);
+        cr_assert_geq(sd_event_run(e, 100 * 1000), 0);
+        cr_expect_eq(seen.started, 0);
+        cr_expect_eq(kill(pid, 0), 0, "the process was killed with its Launch");
+        cr_assert_eq(kill(pid, SIGKILL), 0);
+        cr_assert_eq(waitpid(shim, NULL, 0), shim);
+        close(lease);
+        unlink(script);
+        rmdir(dir);
         sd_event_unref(e);
 }
 
