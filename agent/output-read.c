@@ -30,6 +30,8 @@ typedef struct ReadJob {
         pid_t pid;
         int fd;
         sd_event_source *io;
+        sd_event_source *timer;        /* the child's time is up */
+        uint64_t timeout_us;
         char *buf;                     /* header, then data */
         size_t len;
         char *path;                    /* as shown: absolute */
@@ -39,6 +41,7 @@ typedef struct ReadJob {
 
 static void job_free(ReadJob *j) {
         sd_event_source_disable_unref(j->io);
+        sd_event_source_disable_unref(j->timer);
         if (j->fd >= 0)
                 close(j->fd);
         free(j->buf);
@@ -103,6 +106,18 @@ static int on_pipe(sd_event_source *s, int fd, uint32_t revents, void *userdata)
                 finish(j, n < 0 ? strerror(errno) : NULL);
                 return 0;
         }
+}
+
+static int on_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        ReadJob *j = userdata;
+        char why[600];
+
+        /* Killed, it is reaped by the agent's orphan reaping (finish() looks once). */
+        (void) kill(j->pid, SIGKILL);
+        snprintf(why, sizeof why, "reading %s took longer than %g s (a lease on the file, or a file system that does not "
+                 "answer?): the reader was killed", j->path, (double) j->timeout_us / 1e6);
+        finish(j, why);
+        return 0;
 }
 
 /* In the child of fork(): only async-signal-safe calls. */
@@ -183,7 +198,8 @@ int output_read_start(sd_event *e, const OutputReadConfig *cfg, const OutputRead
                 credentials_done(&c);
                 return -ENOMEM;
         }
-        *j = (ReadJob) { .id = read->id, .max = read->max, .fd = -1, .done = done, .userdata = userdata };
+        *j = (ReadJob) { .id = read->id, .max = read->max, .fd = -1, .done = done, .userdata = userdata,
+                         .timeout_us = cfg->timeout_us ?: OUTPUT_READ_TIMEOUT_US };
         j->buf = malloc(sizeof(ReadHeader) + read->max);
         if (path[0] == '/')
                 j->path = strdup(path);
@@ -201,6 +217,10 @@ int output_read_start(sd_event *e, const OutputReadConfig *cfg, const OutputRead
         j->fd = fds[0];
         j->pid = fork();
         if (j->pid == 0) {
+                /* The child never frees the job: this slot keeps it reachable until _exit() for a
+                 * leak checker that follows the fork. */
+                ReadJob *volatile job_kept = j;
+                (void) job_kept;
                 sigset_t none;
                 /* The agent blocks SIGTERM and SIGCHLD: this child takes the defaults. */
                 for (int sig = 1; sig < _NSIG; sig++)
@@ -219,7 +239,10 @@ int output_read_start(sd_event *e, const OutputReadConfig *cfg, const OutputRead
                 fail_now(read, path, strerror(e_fork), done, userdata);
                 return 0;
         }
-        if (fcntl(j->fd, F_SETFL, O_NONBLOCK) < 0 || (r = sd_event_add_io(e, &j->io, j->fd, EPOLLIN, on_pipe, j)) < 0) {
+        uint64_t now = 0;
+        if (fcntl(j->fd, F_SETFL, O_NONBLOCK) < 0 || (r = sd_event_add_io(e, &j->io, j->fd, EPOLLIN, on_pipe, j)) < 0 ||
+            (r = sd_event_now(e, CLOCK_MONOTONIC, &now)) < 0 ||
+            (r = sd_event_add_time(e, &j->timer, CLOCK_MONOTONIC, now + j->timeout_us, 0, on_timeout, j)) < 0) {
                 (void) kill(j->pid, SIGKILL);
                 finish(j, "cannot watch the reader");
         }

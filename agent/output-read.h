@@ -12,14 +12,21 @@
 
 #include "protocol.h"
 
+/* How long the child may take: the file's user may hold a lease on it (an open waits up to
+ * fs.lease-break-time, 45 s) or keep it on a file system that does not answer, and a child per
+ * `cgorchctl logs` left waiting would pile up in the agent's cgroup. The controller answers 504
+ * at 10 s: the user hears why before that. */
+#define OUTPUT_READ_TIMEOUT_US (8 * 1000 * 1000)
+
 typedef struct OutputReadConfig {
         const char *output_dir;        /* the agent's --output-dir (default files) */
         uid_t min_uid;                 /* the agent's floor (task-user.h) */
         bool allow_root;
+        uint64_t timeout_us;           /* 0: OUTPUT_READ_TIMEOUT_US; past it the child is killed */
 } OutputReadConfig;
 
-/* Called once with what was read (chunk->error set when nothing could be), then the read is
- * over. */
+/* Called once with what was read (chunk->error set when nothing could be, or the child took
+ * longer than its timeout and was killed), then the read is over. */
 typedef void (*output_read_fn)(uint64_t id, const OutputChunk *chunk, void *userdata);
 
 /* Starts the read; done is called from the event loop, or before this returns when it cannot

@@ -282,6 +282,14 @@ tests_unit_test_sample_budget_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_sample_budget_LDADD = agent/libcgorch-agent-cgroup.a $(COMMON_LIBS) $(CRITERION_LIBS)
 tests_unit_test_launcher_SOURCES = tests/unit/test-launcher.c agent/launcher.c agent/launcher.h \
 	agent/task-user.c agent/task-user.h
+# agent: a task's output read back as its user, within a timeout (a lease on the file).
+check_PROGRAMS += tests/unit/test-output-read
+TESTS += tests/unit/test-output-read
+tests_unit_test_output_read_SOURCES = tests/unit/test-output-read.c agent/output-read.c agent/output-read.h \
+	agent/launcher.c agent/launcher.h agent/task-user.c agent/task-user.h
+tests_unit_test_output_read_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/agent
+tests_unit_test_output_read_CFLAGS = $(AM_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(CRITERION_CFLAGS)
+tests_unit_test_output_read_LDADD = $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(CRITERION_LIBS)
 # The agent's floor for the accounts tasks run as (--min-uid, login.defs, root, nobody).
 check_PROGRAMS += tests/unit/test-task-user
 TESTS += tests/unit/test-task-user
