@@ -49,10 +49,16 @@ run_case() {
 
         long=$(submit_long)
         wait_for 20 all_running "$long" || fail "$policy: the long job's 5 tasks never all ran"
+        # The youngest task, which preemption takes first: the last to start (its first sample),
+        # the highest index on a tie. Tasks placed together start in the order their processes
+        # reach their exec, which the agent does not wait for one by one.
+        local young
+        young=$(job_field "$long" '[.phases[0].tasks[] | {k: (.id | split(".")[2] | tonumber), s: .started_ms}] | max_by([.s, .k]) | .k')
+        [[ $young =~ ^[0-4]$ ]] || fail "$policy: no youngest task: $young"
         short=$(submit_short)
         froze=no
         for _ in $(seq 1 200); do
-                is_frozen "$long.0.4.0" && froze=yes
+                is_frozen "$long.0.$young.0" && froze=yes
                 job_is_final "$short" && break
                 sleep 0.1
         done
@@ -65,22 +71,22 @@ run_case() {
         short_end=$(job_field "$short" .finished_ms)
         if [ "$preemption" = kill ]; then
                 [ $froze = no ] || fail "hfsp/kill: a task was frozen"
-                [ "$(job_field "$long" '.phases[0].tasks[] | select(.id == "'"$long.0.4.0"'") | .state')" = cancelled ] ||
-                        fail "hfsp/kill: task $long.0.4.0 was not killed"
-                job_field "$long" '.phases[0].tasks[] | select(.id == "'"$long.0.4.0"'") | .error' | grep -q '^preempted' ||
-                        fail "hfsp/kill: task $long.0.4.0 does not say it was preempted"
-                [ "$(job_field "$long" '.phases[0].tasks[] | select(.id == "'"$long.0.4.1"'") | .state')" = succeeded ] ||
-                        fail "hfsp/kill: task $long.0.4 was not run again as attempt 1"
-                pass "hfsp/kill: the long job's youngest task was killed and ran again as $long.0.4.1"
+                [ "$(job_field "$long" '.phases[0].tasks[] | select(.id == "'"$long.0.$young.0"'") | .state')" = cancelled ] ||
+                        fail "hfsp/kill: task $long.0.$young.0 was not killed"
+                job_field "$long" '.phases[0].tasks[] | select(.id == "'"$long.0.$young.0"'") | .error' | grep -q '^preempted' ||
+                        fail "hfsp/kill: task $long.0.$young.0 does not say it was preempted"
+                [ "$(job_field "$long" '.phases[0].tasks[] | select(.id == "'"$long.0.$young.1"'") | .state')" = succeeded ] ||
+                        fail "hfsp/kill: task $long.0.$young was not run again as attempt 1"
+                pass "hfsp/kill: the long job's youngest task was killed and ran again as $long.0.$young.1"
                 [ "$short_end" -lt "$long_end" ] || fail "hfsp/kill: the short job ended at $short_end, after the long one ($long_end)"
                 pass "hfsp/kill: the short job finished first; the long job still succeeded"
         elif [ "$policy" = hfsp ]; then
-                [ $froze = yes ] || fail "hfsp: task $long.0.4.0 was never frozen"
-                pass "hfsp: the long job's youngest task was frozen ($(basename "$(freeze_file "$long.0.4.0")"))"
+                [ $froze = yes ] || fail "hfsp: task $long.0.$young.0 was never frozen"
+                pass "hfsp: the long job's youngest task was frozen ($(basename "$(freeze_file "$long.0.$young.0")"))"
                 [ "$short_end" -lt "$long_end" ] || fail "hfsp: the short job ended at $short_end, after the long one ($long_end)"
                 pass "hfsp: the short job finished first; the frozen task was thawed and the long job completed"
-                grep -q "Task $long.0.4.0 on node n1: thaw queued" "$CLUSTER_DIR/controller.log" ||
-                        fail "hfsp: no thaw for $long.0.4.0"
+                grep -q "Task $long.0.$young.0 on node n1: thaw queued" "$CLUSTER_DIR/controller.log" ||
+                        fail "hfsp: no thaw for $long.0.$young.0"
         else
                 [ $froze = no ] || fail "fifo: a task was frozen"
                 # FIFO does not preempt: the short job is placed only once a task of the long one
