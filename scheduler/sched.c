@@ -1092,10 +1092,16 @@ static bool started_unfinished(const SchedTask *t) {
         return t->state == SCHED_TASK_RUNNING || (t->state == SCHED_TASK_SUSPENDED && t->frozen_s > 0);
 }
 
-/* A phase none of whose tasks has finished, sized from s̄ (S_i, or a tiny phase's n·ξ·s̄): what
- * its started tasks have run says which of the task sizes seen so far it can still have. */
+/* A phase none of whose tasks has finished or measured it, sized from s̄ (S_i, or a tiny phase's
+ * n·ξ·s̄): what its started tasks have run says which of the task sizes seen so far it can still
+ * have. One whose running training tasks have measured it by their progress (task_s > 0,
+ * hfsp_size_measured()) is measured: the sizes seen, mostly other jobs' tasks, must not undo
+ * that (a 16-task phase measured at 20.7 CPU-s after its probe's second, its two probes frozen
+ * at 1 s, was held at 42.5 left by the sizes seen above 1 s, and waited 80 s behind phases of
+ * 27–38 on `-w mixed -n 100 --seed 130`). */
 static bool unmeasured(const SchedJob *j) {
-        return (j->size.kind == SCHED_SIZE_INITIAL || j->size.kind == SCHED_SIZE_TINY) && j->service_s == 0;
+        return (j->size.kind == SCHED_SIZE_INITIAL || j->size.kind == SCHED_SIZE_TINY) && j->service_s == 0 &&
+               !(j->size.task_s > 0);
 }
 
 /* What a phase is seen to have left from its started tasks (CPU-seconds, frozen time left

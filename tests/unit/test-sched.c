@@ -2072,6 +2072,36 @@ Test(sched_hfsp, unmeasured_phase_judged_by_the_sizes_seen) {
         }
 }
 
+Test(sched_hfsp, phase_measured_while_running_not_judged_by_the_sizes_seen) {
+        /* As above, but at 2 job 1's two running tasks have measured it by their progress
+         * (hfsp_size_measured(): 2.5 a task, S_i 15, still training): it is measured. Its
+         * virtual cluster had done 4 of its 6 by then, so 11 are left; what its tasks ran (2
+         * each) floors it at 4 × 2 waiting, under that. Job 2 (30) comes at 2 and waits. Judged
+         * by the sizes seen above 2 as if unmeasured, job 1 was left 56 and gave way. */
+        for (SchedPolicy pol = SCHED_HFSP; pol <= SCHED_PSBS; pol++) {
+                SchedWorld w;
+                SchedDecision d[8];
+                overrun_world(&w, pol);
+                for (int k = 0; k < 4; k++) {
+                        cr_assert_eq(sched_task_size_seen(w.s, 1), 0);
+                        cr_assert_eq(sched_task_size_seen(w.s, 10), 0);
+                }
+                initial_job(&w, 1, 0, 6, 6, SCHED_SIZE_INITIAL); /* ids 0..5 */
+                size_t n = sched_world_next(&w, 0, d, 8);
+                cr_assert(n == 2 && has(d, n, SCHED_START, 0) && has(d, n, SCHED_START, 1));
+
+                SchedSize measured = { .kind = SCHED_SIZE_INITIAL, .size_s = 15, .task_s = 2.5 };
+                cr_assert_eq(sched_job_set_size(w.s, 1, 2, &measured), 1);
+                overrun_job(&w, 2, 2, 30, 6); /* ids 6..11 */
+                n = sched_world_next(&w, 2, d, 8);
+                cr_assert_eq(n, 0, "%s: job 1 keeps the node", sched_policy_to_string(pol));
+                SchedJobInfo info;
+                cr_assert_eq(sched_job_info(w.s, 1, &info), 0);
+                cr_assert_float_eq(info.virtual_size_s, 11, EPS, "%s", sched_policy_to_string(pol));
+                sched_free(w.s);
+        }
+}
+
 Test(sched_hfsp, unmeasured_phase_judged_when_all_started) {
         /* Job 1, a tiny phase of two tasks estimated at 2, runs on both CPUs; tasks of 1 and 20
          * CPU-seconds have been seen. At 1.5 it has had 3, more than its estimate: it leaves the
