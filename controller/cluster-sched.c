@@ -436,11 +436,13 @@ static SizingPhase sizing_of_record(const StoreSchedRecord *rec, unsigned n_task
         if (!(task_size > 0) && json_integer_value(json_object_get(est, "refined_from_tasks")) > 0 && n_tasks > 0)
                 task_size = json_number_value(json_object_get(est, "refined_size_s")) / n_tasks;
         /* Sized from its job's previous phase (sched_sizing_phase_init()): final at once when it
-         * has fewer tasks than t, its tasks measured by that phase's. */
+         * has fewer tasks than t, its tasks measured by that phase's, and provisional until its
+         * own tasks measure it (a refinement then recorded). */
         double job_task_s = json_number_value(json_object_get(est, "job_mean_task_s"));
         if (!(job_task_s > 0) || !isfinite(job_task_s))
                 job_task_s = 0;
-        if (final && !(task_size > 0))
+        bool provisional = final && job_task_s > 0 && !(task_size > 0);
+        if (provisional)
                 task_size = job_task_s;
         return (SizingPhase) {
                 .n_tasks = n_tasks,
@@ -449,6 +451,7 @@ static SizingPhase sizing_of_record(const StoreSchedRecord *rec, unsigned n_task
                 .error = 1,
                 .uncounted_s = uncounted,
                 .job_task_s = job_task_s,
+                .provisional = provisional,
         };
 }
 

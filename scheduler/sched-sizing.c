@@ -23,7 +23,8 @@ SchedSize sched_sizing_sched_size(const SchedSizing *z, const SizingPhase *ph) {
         if (ph->size.tiny)
                 return (SchedSize) { .kind = SCHED_SIZE_TINY, .size_s = size, .task_s = task_s };
         if (ph->size.final)
-                return (SchedSize) { .kind = SCHED_SIZE_FINAL, .size_s = size, .task_s = task_s };
+                return (SchedSize) { .kind = SCHED_SIZE_FINAL, .size_s = size, .task_s = task_s,
+                                     .provisional = ph->provisional };
         return (SchedSize) { .kind = SCHED_SIZE_INITIAL, .size_s = size,
                              .n_training = (unsigned) z->params.training_tasks, .task_s = task_s };
 }
@@ -40,8 +41,10 @@ int sched_sizing_phase_init(const SchedSizing *z, unsigned n_tasks, double job_t
         if (job_task_s > 0) {
                 ph.job_task_s = job_task_s;
                 ph.size.size = (double) n_tasks * z->params.xi * job_task_s;
-                if (ph.size.tiny)
+                if (ph.size.tiny) {
                         ph.size = (HfspPhaseSize) { .size = ph.size.size, .task_size = job_task_s, .final = true };
+                        ph.provisional = true;
+                }
         }
         *ret = ph;
         return 0;
@@ -70,8 +73,9 @@ static double finished_size(const SchedSizing *z, const HfspTrainingTask *t) {
 bool sched_sizing_learning(const SizingPhase *ph) {
         if (!ph->size.final)
                 return true;
-        /* A tiny phase that its tasks have measured is final and no longer tiny. */
-        return ph->size.tiny && ph->n_tasks >= 2;
+        /* A tiny or provisional phase that its tasks have measured is final, no longer tiny
+         * nor provisional. */
+        return (ph->size.tiny && ph->n_tasks >= 2) || ph->provisional;
 }
 
 int sched_sizing_train(const SchedSizing *z, Sched *s, uint64_t key, SizingPhase *ph, const HfspTrainingTask *training,
@@ -79,8 +83,9 @@ int sched_sizing_train(const SchedSizing *z, Sched *s, uint64_t key, SizingPhase
         assert(z);
         if (!sched_sizing_learning(ph))
                 return SCHED_SIZING_UNCHANGED;
-        /* A tiny phase has no training stage (its estimate is final), only the refinement. */
-        int r = ph->size.tiny ? 0 : hfsp_phase_size_update(&ph->size, ph->n_tasks, training, n_training, now_s,
+        /* A tiny or provisional phase has no training stage (its estimate is final), only the
+         * refinement. */
+        int r = ph->size.final ? 0 : hfsp_phase_size_update(&ph->size, ph->n_tasks, training, n_training, now_s,
                                                             &z->params);
         if (r < 0)
                 return r;
@@ -119,6 +124,7 @@ int sched_sizing_train(const SchedSizing *z, Sched *s, uint64_t key, SizingPhase
                 ph->size.tiny = false;
                 ph->size.final = true;
         }
+        ph->provisional = false;
         SchedSize size = sched_sizing_sched_size(z, ph);
         r = sched_job_set_size(s, key, now_s, &size);
         return r < 0 ? r : SCHED_SIZING_REFINED;

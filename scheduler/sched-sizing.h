@@ -8,7 +8,8 @@
  * phase so measured is final at n × that mean and no longer tiny (not in the paper).
  * A phase that finishes adds its tasks' sizes to s̄. A later phase of a job whose earlier phase
  * finished is sized from that phase's tasks instead of s̄ (not in the paper): tasks of one job are
- * more alike than tasks of different jobs. Pure: callers say what they observed; the sizing tells
+ * more alike than tasks of different jobs; with fewer than t tasks that size is provisional until
+ * its own tasks measure it. Pure: callers say what they observed; the sizing tells
  * the scheduler. */
 #pragma once
 
@@ -33,6 +34,8 @@ typedef struct SizingPhase {
                                 * out (the training tasks' CPU-seconds then); 0 before */
         double job_task_s;     /* sized from its job's previous phase: the mean size of that
                                 * phase's tasks; 0: from s̄ (or s0) */
+        bool provisional;      /* final from job_task_s with fewer than t tasks, until its own
+                                * tasks measure it (once) */
 } SizingPhase;
 
 int sched_sizing_init(SchedSizing *z, const HfspSizeParams *params);
@@ -43,11 +46,14 @@ SchedSize sched_sizing_sched_size(const SchedSizing *z, const SizingPhase *ph);
 /* A phase's size when it becomes runnable. job_task_s: the mean size of the tasks of its job's
  * previous phase, which finished (in the unit sched_sizing_finish() takes); 0 for a first phase
  * or when that phase did not succeed. With it, S_i = n·ξ·job_task_s instead of n·ξ·s̄, and a
- * phase of fewer than t tasks is not tiny: its tasks are already measured, so its size is final
- * at once (n·ξ·job_task_s, its task size job_task_s) and it ages in the virtual cluster like any
- * other phase. As tiny, a one-task reduce phase of a job whose map tasks ran 20 s was estimated
- * at ξ·s̄ and held a CPU ahead of every phase of several tasks to its end. -EINVAL for a
- * negative or non-finite job_task_s or error. */
+ * phase of fewer than t tasks is not tiny: its job's tasks have measured it, so its size is
+ * final at once (n·ξ·job_task_s, its task size job_task_s) and it ages in the virtual cluster like
+ * any other phase. As tiny, a one-task reduce phase of a job whose map tasks ran 20 s was
+ * estimated at ξ·s̄ and held a CPU ahead of every phase of several tasks to its end. That size
+ * is provisional: a later phase's tasks need not cost what the previous phase's did (a reduce
+ * task may cost several map tasks), so its own tasks measure it as a tiny phase's do
+ * (sched_sizing_train()), a one-task phase too, and their measure replaces it, once. -EINVAL
+ * for a negative or non-finite job_task_s or error. */
 int sched_sizing_phase_init(const SchedSizing *z, unsigned n_tasks, double job_task_s, double error, SizingPhase *ret);
 
 /* A phase became runnable: sized (sched_sizing_phase_init()) and added to the scheduler
@@ -63,7 +69,7 @@ enum {
 };
 
 /* The phase still learns from its first tasks: it is training, or it is tiny with two tasks or
- * more and none of them has measured it yet. */
+ * more, or provisional, and none of them has measured it yet. */
 bool sched_sizing_learning(const SizingPhase *ph);
 
 /* The phase's first min(t, n) tasks as they stand at now_s (in index order; one not started yet

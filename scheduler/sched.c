@@ -284,11 +284,14 @@ int sched_job_set_size(Sched *s, uint64_t key, double now_s, const SchedSize *si
                 return -ENOENT;
         /* HFSP Sec. III-A: S_f is set once; later updates would only make the order flap. A tiny
          * phase's estimate may be refined (it stays tiny) or measured (it is final from then
-         * on: sched-sizing.c), a final size only replaced when continuous_size_updates says so. */
+         * on: sched-sizing.c), and so may a provisional one (measured by other tasks than its
+         * own); a final size is only replaced when continuous_size_updates says so. */
         bool refine_tiny = j->size.kind == SCHED_SIZE_TINY &&
                            (size->kind == SCHED_SIZE_TINY || size->kind == SCHED_SIZE_FINAL);
+        bool measure_provisional = j->size.kind == SCHED_SIZE_FINAL && j->size.provisional &&
+                                   size->kind == SCHED_SIZE_FINAL;
         bool final = j->size.kind == SCHED_SIZE_FINAL || j->size.kind == SCHED_SIZE_TINY;
-        if (final && !refine_tiny && !s->params.continuous_size_updates)
+        if (final && !refine_tiny && !measure_provisional && !s->params.continuous_size_updates)
                 return 0;
 
         int r = sched_vcluster_advance(s, now_s);

@@ -131,6 +131,9 @@ typedef struct SchedSize {
                                * orders tiny phases among themselves and ages in the virtual
                                * cluster, and may be refined (sched_job_set_size()) */
         unsigned n_training;  /* INITIAL: tasks with index < n_training are training tasks */
+        bool provisional;     /* FINAL: measured by other tasks (its job's previous phase's), not
+                               * its own: sched_job_set_size() replaces it, once, with a FINAL
+                               * size its own tasks measured */
         double task_s;        /* CPU-seconds one of its tasks is measured to take (the mean of
                                * those that finished, as the estimate has it); 0: not measured.
                                * What sched_task_is_finishing() reads */
@@ -156,7 +159,7 @@ int sched_set_capacity(Sched *s, double now_s, double capacity_cpus);
 int sched_job_add(Sched *s, uint64_t key, double now_s, double weight, double parallel_cpus,
                   const SchedSize *size);
 /* A new estimate. Returns 1 if applied, 0 if ignored (a final size is never replaced unless
- * continuous_size_updates), -ENOENT. The virtual work already done is kept; what a floor
+ * provisional or continuous_size_updates), -ENOENT. The virtual work already done is kept; what a floor
  * added to the old size is not work done, and goes. */
 int sched_job_set_size(Sched *s, uint64_t key, double now_s, const SchedSize *size);
 /* HFSP's training stage ended with the final size S_f (SCHED_SIZE_FINAL), which is already

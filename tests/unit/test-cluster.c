@@ -2101,6 +2101,56 @@ Test(cluster, later_phase_sized_from_its_job_across_a_restart) {
         heartbeat_reply_free(hr);
 }
 
+/* A later phase sized from its job is provisional: its own task, reporting progress, measures it
+ * a second after it starts (the map tasks used 4 and 6 CPU-s, the reduce task 1.5 CPU-s for 10 %
+ * of its work: 15), set once, and so it stays across a restart (the estimate's refinement). Left
+ * at the map tasks' 5, a reduce task costing three map tasks held its CPU as a phase of 5. */
+Test(cluster, later_phase_measured_by_its_own_task_across_a_restart) {
+        restart(SCHED_HFSP, SCHED_PREEMPT_SUSPEND, T0);
+        Node n1 = node_new("n1", 1);
+        uint64_t id = submit(job_map_reduce, T0);
+        HeartbeatReply *hr = beat_empty(&n1, T0 + 1000);
+        Ack acks[] = { ack_ok(find_action(hr, ACTION_START, task_id(id, 0, 0))),
+                       ack_ok(find_action(hr, ACTION_START, task_id(id, 0, 1))) };
+        TaskReport reps[] = { ended(task_id(id, 0, 0), TASK_SUCCEEDED, 0, 0, 4, MiB),
+                              ended(task_id(id, 0, 1), TASK_SUCCEEDED, 0, 0, 6, MiB) };
+        heartbeat_reply_free(hr);
+        hr = beat(&n1, reps, 2, acks, 2, T0 + 2000);
+        const Action *start = find_action(hr, ACTION_START, task_id(id, 1, 0));
+        cr_assert_not_null(start, "the reduce phase starts");
+        Ack ack = ack_ok(start);
+        TaskSample early = { .time_ms = T0 + 2500, .cpu_usage_ns = NSEC_PER_SEC / 2, .progress = 0.03 };
+        TaskReport rep = running(task_id(id, 1, 0), &early, 1);
+        heartbeat_reply_free(hr);
+        heartbeat_reply_free(beat(&n1, &rep, 1, &ack, 1, T0 + 2500));
+        json_t *s = sched_view(id, T0 + 2500);
+        cr_assert_float_eq(sched_number(s, "estimated_size_s"), 5, 1e-9, "half a second in: the map tasks' mean");
+        json_decref(s);
+
+        TaskSample later = { .time_ms = T0 + 3500, .cpu_usage_ns = 3 * NSEC_PER_SEC / 2, .progress = 0.1 };
+        rep = running(task_id(id, 1, 0), &later, 1);
+        heartbeat_reply_free(beat(&n1, &rep, 1, NULL, 0, T0 + 3500));
+        s = sched_view(id, T0 + 3500);
+        cr_assert_str_eq(json_string_value(json_object_get(s, "size_kind")), "final");
+        cr_assert_float_eq(sched_number(s, "estimated_size_s"), 15, 1e-6, "measured by its own task");
+        json_t *est = json_object_get(s, "estimate");
+        cr_assert_str_eq(json_string_value(json_object_get(est, "initial_from")), "job");
+        cr_assert_float_eq(json_number_value(json_object_get(est, "refined_size_s")), 15, 1e-6);
+        cr_assert_eq(json_integer_value(json_object_get(est, "refined_from_tasks")), 1);
+        json_decref(s);
+        cr_assert_eq(cluster_checkpoint(cluster, T0 + 3500, true), 0);
+
+        restart(SCHED_HFSP, SCHED_PREEMPT_SUSPEND, T0 + 4000);
+        /* Measured again with another ratio after the restart: set once, it stays 15. */
+        TaskSample again = { .time_ms = T0 + 4500, .cpu_usage_ns = 2 * NSEC_PER_SEC, .progress = 0.4 };
+        rep = running(task_id(id, 1, 0), &again, 1);
+        heartbeat_reply_free(beat(&n1, &rep, 1, NULL, 0, T0 + 4500));
+        s = sched_view(id, T0 + 4500);
+        cr_assert_str_eq(json_string_value(json_object_get(s, "size_kind")), "final");
+        cr_assert_float_eq(sched_number(s, "estimated_size_s"), 15, 1e-6, "still its own task's measure");
+        json_decref(s);
+}
+
 /* A phase whose training stage is over keeps the task size its training tasks measured across a
  * restart (the estimate's training_mean_task_s): with t = 2, two training tasks that used 4 CPU-s
  * each make each task of half a CPU last 8 s; the other two, 7.5–8.5 s in when a tiny job

@@ -2332,7 +2332,8 @@ Test(sched_hfsp, later_phase_sized_from_its_job) {
         cr_assert_eq(sched_sizing_add(&z, s, 9, 1, 0, 1.0, 1, 1, 0, &(SizingPhase) {}), 0);
         cr_assert_eq(sched_sizing_finish(&z, s, 9, one, 1, 1), 0);
         SizingPhase ph;
-        /* Fewer tasks than t: not tiny (its tasks are measured), final at once. */
+        /* Fewer tasks than t: not tiny (its job's tasks measured it), final at once, and
+         * provisional: its own tasks measure it again (below). */
         cr_assert_eq(sched_sizing_add(&z, s, 1, 3, 4, 1.0, 1, 3, 1, &ph), 0);
         cr_assert_not(ph.size.tiny);
         cr_assert(ph.size.final);
@@ -2340,11 +2341,13 @@ Test(sched_hfsp, later_phase_sized_from_its_job) {
         cr_assert_float_eq(ph.job_task_s, 4, EPS);
         SchedSize size = sched_sizing_sched_size(&z, &ph);
         cr_assert_eq(size.kind, SCHED_SIZE_FINAL);
+        cr_assert(size.provisional);
         cr_assert_float_eq(size.task_s, 4, EPS, "a task measured by its job's");
-        cr_assert_not(sched_sizing_learning(&ph));
+        cr_assert(sched_sizing_learning(&ph));
         /* t tasks or more: S_i from the job, and it trains as any phase. */
         cr_assert_eq(sched_sizing_add(&z, s, 2, 20, 4, 1.0, 1, 20, 1, &ph), 0);
         cr_assert_not(ph.size.final);
+        cr_assert_not(ph.provisional);
         cr_assert_float_eq(ph.size.size, 80, EPS);
         cr_assert_eq(sched_sizing_sched_size(&z, &ph).kind, SCHED_SIZE_INITIAL);
         cr_assert(sched_sizing_learning(&ph));
@@ -2354,6 +2357,74 @@ Test(sched_hfsp, later_phase_sized_from_its_job) {
         cr_assert_float_eq(ph.size.size, 3, EPS);
         cr_assert_eq(sched_sizing_phase_init(&z, 3, -1, 1.0, &ph), -EINVAL);
         cr_assert_eq(sched_sizing_phase_init(&z, 3, INFINITY, 1.0, &ph), -EINVAL);
+        sched_free(s);
+}
+
+Test(sched_hfsp, later_phase_measured_by_its_own_tasks) {
+        /* Job 1's map tasks measured 4 CPU-s each: its one-task reduce phase is final at 4,
+         * provisional. Job 2 (6, final) ranks behind it. A second after the reduce task starts
+         * it has used 1 CPU-s for a tenth of its work: 10, set once; job 2 now comes first. A
+         * reduce task costing what two map tasks do kept its phase at 4 to its end. */
+        SchedSizing z;
+        Sched *s;
+        sizing_world(&z, &s);
+        SizingPhase reduce;
+        cr_assert_eq(sched_sizing_add(&z, s, 1, 1, 4, 1.0, 1, 1, 0, &reduce), 0);
+        SchedSize six = { .kind = SCHED_SIZE_FINAL, .size_s = 6, .task_s = 6 };
+        cr_assert_eq(sched_job_add(s, 2, 0, 1, 1, &six), 0);
+        SchedJobInfo i1, i2;
+        cr_assert_eq(sched_rank(s, 0), 0);
+        cr_assert_eq(sched_job_info(s, 1, &i1), 0);
+        cr_assert_eq(sched_job_info(s, 2, &i2), 0);
+        cr_assert(i1.rank < i2.rank, "job 1 rank %u, job 2 rank %u", i1.rank, i2.rank);
+
+        /* Half a second in: too early (measure_s = 1). */
+        HfspTrainingTask t = { .start_s = 0, .cpu_s = 0.5, .progress = 0.05 };
+        cr_assert_eq(sched_sizing_train(&z, s, 1, &reduce, &t, 1, 0.5), SCHED_SIZING_UNCHANGED);
+        t = (HfspTrainingTask) { .start_s = 0, .cpu_s = 1, .progress = 0.1 };
+        cr_assert_eq(sched_sizing_train(&z, s, 1, &reduce, &t, 1, 1), SCHED_SIZING_REFINED);
+        cr_assert_float_eq(reduce.size.size, 10, EPS);
+        cr_assert_not(reduce.provisional);
+        cr_assert_not(sched_sizing_learning(&reduce));
+        cr_assert_eq(sched_job_info(s, 1, &i1), 0);
+        cr_assert_eq(i1.size.kind, SCHED_SIZE_FINAL);
+        cr_assert_not(i1.size.provisional);
+        cr_assert_float_eq(i1.size.size_s, 10, EPS);
+        cr_assert_float_eq(i1.size.task_s, 10, EPS);
+        /* Set once: the task measured again, or any other final size, changes nothing. */
+        t = (HfspTrainingTask) { .start_s = 0, .cpu_s = 2, .progress = 0.5 };
+        cr_assert_eq(sched_sizing_train(&z, s, 1, &reduce, &t, 1, 2), SCHED_SIZING_UNCHANGED);
+        cr_assert_eq(sched_job_set_size(s, 1, 2, &(SchedSize) { .kind = SCHED_SIZE_FINAL, .size_s = 3 }), 0);
+        cr_assert_eq(sched_rank(s, 2), 0);
+        cr_assert_eq(sched_job_info(s, 1, &i1), 0);
+        cr_assert_eq(sched_job_info(s, 2, &i2), 0);
+        cr_assert_float_eq(i1.size.size_s, 10, EPS);
+        cr_assert(i2.rank < i1.rank, "job 2 rank %u, job 1 rank %u", i2.rank, i1.rank);
+        sched_free(s);
+}
+
+/* A final size that is not provisional is never replaced; a provisional one once. */
+Test(sched_hfsp, provisional_size_replaced_once) {
+        Sched *s;
+        SchedParams p = params(SCHED_HFSP);
+        cr_assert_eq(sched_new(&p, 2, &s), 0);
+        SchedSize fin = { .kind = SCHED_SIZE_FINAL, .size_s = 4 };
+        SchedSize prov = { .kind = SCHED_SIZE_FINAL, .size_s = 4, .provisional = true };
+        SchedSize ten = { .kind = SCHED_SIZE_FINAL, .size_s = 10, .task_s = 10 };
+        cr_assert_eq(sched_job_add(s, 1, 0, 1, 1, &fin), 0);
+        cr_assert_eq(sched_job_add(s, 2, 0, 1, 1, &prov), 0);
+        cr_assert_eq(sched_job_set_size(s, 1, 1, &ten), 0);
+        cr_assert_eq(sched_job_set_size(s, 2, 1, &(SchedSize) { .kind = SCHED_SIZE_INITIAL, .size_s = 10 }), 0,
+                     "only by a final size");
+        cr_assert_eq(sched_job_set_size(s, 2, 1, &ten), 1);
+        cr_assert_eq(sched_job_set_size(s, 2, 1, &fin), 0);
+        SchedJobInfo info;
+        cr_assert_eq(sched_job_info(s, 1, &info), 0);
+        cr_assert_float_eq(info.size.size_s, 4, EPS);
+        cr_assert_eq(sched_job_info(s, 2, &info), 0);
+        cr_assert_float_eq(info.size.size_s, 10, EPS);
+        /* Both aged 1 CPU-s each in the second before (2 CPUs, one job a CPU): 9 left. */
+        cr_assert_float_eq(info.virtual_size_s, 9, EPS);
         sched_free(s);
 }
 
