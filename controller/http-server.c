@@ -1215,10 +1215,23 @@ static void update_timer(HttpListener *s) {
                 log_warning_errno(r, "Cannot arm the HTTP timer: %m");
 }
 
+/* MHD runs again within the same turn of the loop while it has work ready at once, up to this
+ * many times. A heartbeat larger than a connection's read buffer takes two runs, and the
+ * connection just answered a third: a turn of the loop for each would add sd-event's
+ * preparation and another epoll_wait() to each of them. */
+#define HTTP_RUNS_PER_TURN 4
+
 static void run_mhd(HttpListener *s) {
-        s->resumed = false;
-        if (MHD_run(s->daemon) == MHD_NO)
-                log_warning("libmicrohttpd failed to process connections.");
+        for (unsigned i = 0; i < HTTP_RUNS_PER_TURN; i++) {
+                s->resumed = false;
+                if (MHD_run(s->daemon) == MHD_NO) {
+                        log_warning("libmicrohttpd failed to process connections.");
+                        break;
+                }
+                MHD_UNSIGNED_LONG_LONG timeout_ms;
+                if (!s->resumed && (MHD_get_timeout(s->daemon, &timeout_ms) == MHD_NO || timeout_ms > 0))
+                        break;
+        }
         update_timer(s);
 }
 
