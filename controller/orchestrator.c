@@ -128,6 +128,7 @@ static Contention *contention_free(Contention *c) {
 struct Orchestrator {
         sd_event *event;
         sd_event_source *timer;
+        int64_t timer_due_ms;           /* the due time the enabled timer was armed for */
         Store *store;
         OrchBalanceParams balance;
         OrchDetectParams detect;
@@ -1308,6 +1309,12 @@ int64_t orch_epoch_due_after_ms(int64_t last_ms, double epoch_s, double took_s) 
 
 /* Arms the timer for due_ms (or at once, if that has passed). */
 static int epoch_arm(Orchestrator *o, int64_t due_ms, int64_t now_ms) {
+        /* Every heartbeat before the epoch is due asks for the same due time: set anew from
+         * clocks read a little later, the timer would move by a fraction of a millisecond and
+         * sd-event would rewrite its timerfd at nearly every heartbeat. */
+        int enabled = SD_EVENT_OFF;
+        if (o->timer_due_ms == due_ms && sd_event_source_get_enabled(o->timer, &enabled) >= 0 && enabled != SD_EVENT_OFF)
+                return 0;
         uint64_t now_us;
         int r = sd_event_now(o->event, CLOCK_MONOTONIC, &now_us);
         if (r >= 0)
@@ -1316,6 +1323,7 @@ static int epoch_arm(Orchestrator *o, int64_t due_ms, int64_t now_ms) {
                 r = sd_event_source_set_enabled(o->timer, SD_EVENT_ONESHOT);
         if (r < 0)
                 return log_error_errno(r, "Cannot arm the orchestrator's epoch timer: %m");
+        o->timer_due_ms = due_ms;
         return 0;
 }
 
