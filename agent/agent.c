@@ -1767,6 +1767,27 @@ int agent_build_heartbeat(Agent *a, const char **ret_body) {
  * runs a silent node's tasks again elsewhere only once the lease and an interval have passed
  * since it last heard from us, so from then on none of ours runs in two places; when it
  * answers again it thaws what it kept and kills what it ran again. */
+/* Freezes t for the self-fence (true), or kills it where it cannot be frozen (false): left
+ * running it could run twice, without a freezer it dies and runs again. before_exec: its
+ * process has not run its command yet. */
+static bool fence_task(Agent *a, Task *t, bool before_exec) {
+        int r = cgroup_task_freeze(a->cgroups, t->id, true);
+        if (r >= 0) {
+                t->fenced = true;
+                return true;
+        }
+        log_error_errno(r, "Task %s: cannot freeze it%s for the self-fence (%m): killing it instead.", t->id,
+                        before_exec ? " before its exec" : "");
+        t->fence_killed = true;
+        if (!t->error)
+                t->error = strdup(before_exec ? "killed by the agent's self-fence before it ran its command: the lease ran "
+                                                "out and the task could not be frozen"
+                                              : "killed by the agent's self-fence: the lease ran out and the task could not "
+                                                "be frozen");
+        (void) cgroup_task_kill(a->cgroups, t->id);
+        return false;
+}
+
 static void agent_fence(Agent *a) {
         size_t frozen = 0, killed = 0;
 
@@ -1774,19 +1795,10 @@ static void agent_fence(Agent *a) {
         for (Task *t = a->tasks; t; t = t->next) {
                 if (!t->launch || t->has_exit || t->fenced || t->frozen || t->fence_killed)
                         continue;
-                int r = cgroup_task_freeze(a->cgroups, t->id, true);
-                if (r >= 0) {
-                        t->fenced = true;
+                if (fence_task(a, t, false))
                         frozen++;
-                        continue;
-                }
-                /* Left running it could run twice: without a freezer it dies, and runs again. */
-                log_error_errno(r, "Task %s: cannot freeze it for the self-fence (%m): killing it instead.", t->id);
-                t->fence_killed = true;
-                if (!t->error)
-                        t->error = strdup("killed by the agent's self-fence: the lease ran out and the task could not be frozen");
-                (void) cgroup_task_kill(a->cgroups, t->id);
-                killed++;
+                else
+                        killed++;
         }
         /* A process not exec'd yet is frozen too, or it could exec and run through the fence. It
          * is thawed when its start comes again (agent_apply_action()); killed when it cannot be
@@ -1794,20 +1806,10 @@ static void agent_fence(Agent *a) {
         for (Task *t = a->starting; t; t = t->next) {
                 if (t->fenced || t->fence_killed)
                         continue;
-                int r = cgroup_task_freeze(a->cgroups, t->id, true);
-                if (r >= 0) {
-                        t->fenced = true;
+                if (fence_task(a, t, true))
                         frozen++;
-                        continue;
-                }
-                log_error_errno(r, "Task %s: cannot freeze it before its exec for the self-fence (%m): killing it instead.",
-                                t->id);
-                t->fence_killed = true;
-                if (!t->error)
-                        t->error = strdup("killed by the agent's self-fence before it ran its command: the lease ran out "
-                                          "and the task could not be frozen");
-                (void) cgroup_task_kill(a->cgroups, t->id);
-                killed++;
+                else
+                        killed++;
         }
         if (frozen == 0 && killed == 0)
                 log_info("No answer from the controller for the lease (%" PRIu32 " ms): no running task to freeze "

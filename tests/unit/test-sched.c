@@ -2042,6 +2042,20 @@ Test(sched_hfsp, task_sizes_kept_oldest_first) {
         sched_free(s);
 }
 
+/* Tasks of 1 and of 10 CPU-seconds seen four times each; job 1 (six tasks, S_i 6: one each)
+ * placed at 0 starts its first two tasks on both CPUs. */
+static void sizes_seen_world(SchedWorld *w, SchedPolicy pol) {
+        overrun_world(w, pol);
+        for (int k = 0; k < 4; k++) {
+                cr_assert_eq(sched_task_size_seen(w->s, 1), 0);
+                cr_assert_eq(sched_task_size_seen(w->s, 10), 0);
+        }
+        SchedDecision d[8];
+        initial_job(w, 1, 0, 6, 6, SCHED_SIZE_INITIAL); /* ids 0..5 */
+        size_t n = sched_world_next(w, 0, d, 8);
+        cr_assert(n == 2 && has(d, n, SCHED_START, 0) && has(d, n, SCHED_START, 1));
+}
+
 Test(sched_hfsp, unmeasured_phase_judged_by_the_sizes_seen) {
         /* Tasks of 1 and of 10 CPU-seconds have been seen. Job 1 (six tasks, S_i 6: one each)
          * runs alone on both CPUs; at 2 its first two tasks have run 2 s each and none has
@@ -2051,18 +2065,11 @@ Test(sched_hfsp, unmeasured_phase_judged_by_the_sizes_seen) {
         for (SchedPolicy pol = SCHED_HFSP; pol <= SCHED_PSBS; pol++) {
                 SchedWorld w;
                 SchedDecision d[8];
-                overrun_world(&w, pol);
-                for (int k = 0; k < 4; k++) {
-                        cr_assert_eq(sched_task_size_seen(w.s, 1), 0);
-                        cr_assert_eq(sched_task_size_seen(w.s, 10), 0);
-                }
+                sizes_seen_world(&w, pol);
                 cr_assert_eq(sched_task_size_seen(w.s, -1), -EINVAL);
-                initial_job(&w, 1, 0, 6, 6, SCHED_SIZE_INITIAL); /* ids 0..5 */
-                size_t n = sched_world_next(&w, 0, d, 8);
-                cr_assert(n == 2 && has(d, n, SCHED_START, 0) && has(d, n, SCHED_START, 1));
 
                 overrun_job(&w, 2, 2, 30, 6); /* ids 6..11 */
-                n = sched_world_next(&w, 2, d, 8);
+                size_t n = sched_world_next(&w, 2, d, 8);
                 cr_assert(n == 2 && has(d, n, SCHED_FREEZE, 1) && has(d, n, SCHED_START, 6),
                           "%s: job 1 gives way", sched_policy_to_string(pol));
                 SchedJobInfo info;
@@ -2081,19 +2088,12 @@ Test(sched_hfsp, phase_measured_while_running_not_judged_by_the_sizes_seen) {
         for (SchedPolicy pol = SCHED_HFSP; pol <= SCHED_PSBS; pol++) {
                 SchedWorld w;
                 SchedDecision d[8];
-                overrun_world(&w, pol);
-                for (int k = 0; k < 4; k++) {
-                        cr_assert_eq(sched_task_size_seen(w.s, 1), 0);
-                        cr_assert_eq(sched_task_size_seen(w.s, 10), 0);
-                }
-                initial_job(&w, 1, 0, 6, 6, SCHED_SIZE_INITIAL); /* ids 0..5 */
-                size_t n = sched_world_next(&w, 0, d, 8);
-                cr_assert(n == 2 && has(d, n, SCHED_START, 0) && has(d, n, SCHED_START, 1));
+                sizes_seen_world(&w, pol);
 
                 SchedSize measured = { .kind = SCHED_SIZE_INITIAL, .size_s = 15, .task_s = 2.5 };
                 cr_assert_eq(sched_job_set_size(w.s, 1, 2, &measured), 1);
                 overrun_job(&w, 2, 2, 30, 6); /* ids 6..11 */
-                n = sched_world_next(&w, 2, d, 8);
+                size_t n = sched_world_next(&w, 2, d, 8);
                 cr_assert_eq(n, 0, "%s: job 1 keeps the node", sched_policy_to_string(pol));
                 SchedJobInfo info;
                 cr_assert_eq(sched_job_info(w.s, 1, &info), 0);
