@@ -118,6 +118,7 @@ typedef struct Engine {
         double *cpu_used_s;             /* CPU-seconds in this attempt */
         Node *nodes;
         size_t n_nodes;
+        bool trace;                     /* SIMTRACE set: every decision to stderr */
         Phase *phases;
         uint32_t *active;               /* active phase indices */
         size_t n_active;

@@ -793,7 +793,7 @@ static int apply_decision(Engine *e, const SimSchedDecision *d) {
         size_t pi = phase_of_task(e, d->task);
         unsigned index = (unsigned) (d->task - sim_phase_spec(e, pi)->first_task);
         uint32_t slot = e->phases[pi].slot_of[index];
-        if (getenv("SIMTRACE"))
+        if (e->trace)
                 fprintf(stderr, "T %.2f %s job %zu.%u task %u work %.1f\n", e->now,
                         (const char *[]){"start","thaw","freeze","kill"}[d->verb], (size_t) e->w->jobs[e->phases[pi].job].id,
                         e->phases[pi].number, index, e->w->work_s[d->task]);
@@ -1021,7 +1021,8 @@ static void engine_free(Engine *e) {
 static int engine_init(Engine *e, const SimWorkload *w, const SimNodeSpec *nodes, size_t n_nodes, const SimParams *p,
                        SimResult *res) {
         *e = (Engine) { .w = w, .p = *p, .n_nodes = n_nodes, .res = res, .hfsp = HFSP_SIZE_PARAMS_DEFAULT,
-                        .fluid_cross_s = INFINITY, .fifo_head = SIM_NO_PHASE, .fifo_tail = SIM_NO_PHASE };
+                        .fluid_cross_s = INFINITY, .fifo_head = SIM_NO_PHASE, .fifo_tail = SIM_NO_PHASE,
+                        .trace = getenv("SIMTRACE") != NULL };
         e->phases = calloc(MAX(w->n_phases, (size_t) 1), sizeof(Phase));
         e->active = calloc(MAX(w->n_phases, (size_t) 1), sizeof(uint32_t));
         e->nodes = calloc(MAX(n_nodes, (size_t) 1), sizeof(Node));
