@@ -59,11 +59,28 @@ replay_args=(--burn "$task_burn" --server "$CGORCH_SERVER" --token-file "$CGORCH
 [ -z "${USER_MAP:-}" ] || replay_args+=(--user-map "$USER_MAP")
 [ -z "${JOBS_JSON:-}" ] || replay_args+=(--jobs-json "$JOBS_JSON")
 [ -z "${REPLAY_TIMEOUT:-}" ] || replay_args+=(--timeout "$REPLAY_TIMEOUT")
+# Where the node's CPU time went during the replay, to tell a slow run's cause: the machine's
+# busy and stolen time (/proc/stat: every CPU, the tasks' included), and the daemons' own.
+proc_cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+cpu_snapshot() {
+        echo "$(date +%s.%N) $(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $9 }' /proc/stat)" \
+                "$(proc_cpu_ticks "$CONTROLLER_PID") $(proc_cpu_ticks "$CLUSTER_AGENT_PID")"
+}
+before=$(cpu_snapshot)
 # In the background, so that a signal to this script is handled at once (bash defers traps
 # while a foreground child runs) and the cleanup ends the replay too.
 python3 "$here/bench/cgorch-replay.py" "$trace" "$out" "${replay_args[@]}" &
 CLUSTER_PIDS+=($!)
 wait $!
+after=$(cpu_snapshot)
+work=$(awk -F, -v s="${TIME_SCALE:-1}" 'NR > 1 && !/^#/ { w += $5 } END { print w * s }' "$trace")
+echo "$before $after" | awk -v hz="$(getconf CLK_TCK)" -v cpus="${CPUS:-2}" -v work="$work" '{
+        wall = $6 - $1; busy = ($7 - $2) / hz; steal = ($8 - $3) / hz
+        ctl = ($9 - $4) / hz; agent = ($10 - $5) / hz
+        printf "cgorch-replay: CPU time over the replay'"'"'s %.1f s: the trace'"'"'s work %.1f s, controller %.2f s, agent %.2f s, " \
+                "everything else on the machine %.1f s, stolen by the host %.1f s, idle %.1f s (of %.1f on %d CPUs)\n",
+                wall, work, ctl, agent, busy - work - ctl - agent, steal, wall * cpus - busy - steal, wall * cpus, cpus
+}'
 
 # The response time over the jobs; quantiles as cgorch-sim reports them (linear between
 # closest ranks, estimator/stats.h).

@@ -76,6 +76,9 @@ for seed in $seeds; do
                                 "$here/bench/cgorch-replay.sh" "$d/trace.csv" "$build" --scheduler "$p" \
                                 >"$d/real-$p.log" 2>&1 ||
                                 { echo "sched-workload: seed $seed: the $p run failed:" >&2; tail -n 20 "$d/real-$p.log" >&2; }
+                        # Where the node's CPU time went: work the trace did not ask for slows
+                        # the real run where the simulator has none.
+                        sed -n "s/^cgorch-replay: CPU time/sched-workload: seed $seed: $p: CPU time/p" "$d/real-$p.log" >&2
                 done
                 if [ "$slurm" = 1 ]; then
                         for prio in fifo multifactor; do
