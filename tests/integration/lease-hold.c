@@ -1,8 +1,9 @@
-/* lease-hold.c: for test-start-stall.sh — holds a write lease on FILE and never gives it back,
- * as a hostile user may on their own executable: every open of the file, an exec's too, waits
- * until the kernel breaks the lease itself (fs.lease-break-time, 45 s by default). It ignores
- * SIGIO, the kernel's request to give the lease back, creates READY once it holds the lease, and
- * sleeps until it is killed. Usage: lease-hold FILE READY */
+/* lease-hold.c: for test-start-stall.sh and test-start-fence.sh — holds a write lease on FILE
+ * and never gives it back, as a hostile user may on their own executable: every open of the
+ * file, an exec's too, waits until the kernel breaks the lease itself (fs.lease-break-time, 45 s
+ * by default). It ignores SIGIO, the kernel's request to give the lease back, creates READY once
+ * it holds the lease, and sleeps until it is killed, which gives the lease back (its descriptor
+ * closes) and lets the waiting exec go on. Usage: lease-hold FILE READY */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <signal.h>
