@@ -1194,6 +1194,10 @@ static void on_task_started(Launch *l, int r, const char *error, void *userdata)
                 ok = state != TASK_FAILED;
                 bool frozen_by_fence = t->fenced;
                 t->fenced = false;
+                /* The launcher's SIGKILL lands on a process the v1 freezer holds only once it is
+                 * thawed: frozen, it would stay, and its cgroup with it, for good. */
+                if (frozen_by_fence)
+                        (void) cgroup_task_freeze(a->cgroups, t->id, false);
                 task_start_failed(a, t, r,
                                   state == TASK_CANCELLED ? "killed before it ran its command" :
                                   frozen_by_fence ? "frozen by the agent's self-fence before it ran its command until its "

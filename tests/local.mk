@@ -252,8 +252,8 @@ EXTRA_DIST += tests/integration/test-pids.sh tests/integration/test-progress-flo
 # the node's other starts nor its heartbeats, and fails at its deadline.
 TESTS += tests/integration/test-start-stall.sh
 EXTRA_DIST += tests/integration/test-start-stall.sh tests/integration/lease-hold.c
-# agent: a start pending before its exec when the lease runs out is frozen by the self-fence
-# and thawed by the start sent again.
+# agent: a start pending before its exec when the lease runs out is frozen by the self-fence,
+# thawed by the start sent again; still frozen at its deadline, it is killed and lost.
 TESTS += tests/integration/test-start-fence.sh
 EXTRA_DIST += tests/integration/test-start-fence.sh
 # agent: its speed class measured by a calibration burn (--speed auto) or configured.

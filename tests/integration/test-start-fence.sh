@@ -2,12 +2,15 @@
 # test-start-fence.sh: a start pending before its exec when its agent's lease runs out (the
 # self-fence, here the controller killed) is frozen with the running tasks (docs/design.md, "A
 # task's start"). A write lease on the task's executable (lease-hold.c, run by the test) holds its
-# exec until the holder is killed, so the start is surely pending when the controller goes away.
-# The controller comes back before the start's deadline: the start it sends again thaws the
-# process, which execs once the lease is given back; the job succeeds as its first attempt,
-# launched once. The order of what happens is asserted, not how long it took, but the controller
-# must be back within the start's 10 s (it takes about 4: the 3 s lease, a controller start, two
-# heartbeats).
+# exec until the holder is killed, so the start is surely pending when the controller goes away:
+#   a. the controller comes back before the start's deadline: the start it sends again thaws the
+#      process, which execs once the lease is given back; the job succeeds as its first attempt,
+#      launched once;
+#   b. the controller stays away past the start's deadline (10 s from the release): the agent
+#      kills the frozen process (it must thaw it for the SIGKILL to land on the v1 freezer), the
+#      task is lost, not failed, and runs again as attempt 1 once the controller is back.
+# The order of what happens is asserted, not how long it took, but (a) needs the controller back
+# within the start's 10 s (it takes about 4: the 3 s lease, a controller start, two heartbeats).
 set -euo pipefail
 
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -23,11 +26,11 @@ remove_dir() { rm -rf "$dir"; }
 cluster_on_cleanup remove_dir
 chmod 755 "$dir"
 cc -O2 -o "$dir/lease-hold" "$top_srcdir/tests/integration/lease-hold.c" || fail "cannot build lease-hold.c"
-# A program and its lease holder (one per part); a holder killed gives its lease back (its
+# One program and one lease holder per part; a holder killed gives its lease back (its
 # descriptor closes) and the exec it held goes on. Root holds the leases (CAP_LEASE): who holds
 # one does not matter to the agent, only that the exec waits.
 declare -A holder
-for p in a; do
+for p in a b; do
         printf '#!/bin/sh\necho ran\n' >"$dir/prog-$p"
         chmod 755 "$dir/prog-$p"
         "$dir/lease-hold" "$dir/prog-$p" "$dir/held-$p" </dev/null >/dev/null 2>>"$CLUSTER_DIR/hold.log" &
@@ -73,6 +76,14 @@ freezer_state() {
 }
 is_frozen() { case $(freezer_state "$1") in FROZEN|1) return 0 ;; *) return 1 ;; esac; }
 is_thawed() { case $(freezer_state "$1") in THAWED|0) return 0 ;; *) return 1 ;; esac; }
+# Task $1's cgroup is gone from every hierarchy.
+cgroup_gone() {
+        local d
+        for d in "$CGROUP_FS"/*/"$CLUSTER_CGROOT/n1/$1" "$CGROUP_FS/$CLUSTER_CGROOT/n1/$1"; do
+                [ -d "$d" ] && return 1
+        done
+        return 0
+}
 # The line of the agent's log where $1 first appears (0: nowhere).
 line_of() { grep -n -m 1 -F "$1" "$log" | cut -d: -f1 || echo 0; }
 fence_msg="task(s) frozen until it answers (self-fence)"
@@ -117,3 +128,26 @@ exec_line=$(line_of "Task $task started as pid")
         fail "task $task: self-fence at line $fence_line, thaw at line $thaw_line, exec at line $exec_line of the agent's log"
 pass "job $id's start, frozen by the self-fence, was thawed by the start sent again ($thawed_s s after its process was seen) and succeeded as its only attempt"
 
+# ---- b. still frozen at the start's deadline: killed, lost, run again ----
+id=$(start_pending fenced-past-deadline "$dir/prog-b")
+task=$id.0.0.0
+controller_down
+wait_for 10 is_frozen "$task" || fail "the self-fence did not freeze job $id's pending start: freezer $(freezer_state "$task")"
+deadline_msg="Task $task: its process ended before it ran its command (frozen by the agent's self-fence"
+wait_for 20 grep -q -F "$deadline_msg" "$log" || fail "job $id's frozen start was not ended at its deadline"
+# The launcher's SIGKILL lands on a process the v1 freezer holds only once it is thawed.
+wait_for 10 no_process "$task" ||
+        fail "job $id's process outlived its start's end: $(proc_states "$task"), freezer $(freezer_state "$task")"
+release b
+controller_up
+wait_for 30 job_is_final "$id" || fail "job $id did not end: $(rows "$id")"
+[ "$(job_field "$id" .state)" = succeeded ] || fail "job $id ended $(job_field "$id" .state): $(rows "$id")"
+[ "$(rows "$id")" = "$task lost, ${task%.0}.1 succeeded" ] || fail "job $id: $(rows "$id"), want attempt 0 lost, 1 succeeded"
+case $(task_field "$id" error) in
+*"frozen by the agent's self-fence before it ran its command until its start's deadline"*) ;;
+*) fail "job $id's lost attempt says: $(task_field "$id" error)" ;;
+esac
+grep -q -F "Task $task started as pid" "$log" && fail "task $task exec'd after its start had ended"
+# Once the controller has its report, the agent forgets the task and removes its cgroup.
+wait_for 10 cgroup_gone "$task" || fail "task $task's cgroup is left behind"
+pass "job $id's start, still frozen at its deadline, was killed and lost ($(task_field "$id" error)), and ran again"
