@@ -21,7 +21,7 @@ cluster_require curl jq cc
 
 cluster_init "$top_builddir" cgorch-test-start-fence
 
-dir=$(mktemp -d /tmp/cgorch-test-start-fence.XXXXXX)
+dir=$(mktemp -d /tmp/cgorch-test-fence-progs.XXXXXX)
 remove_dir() { rm -rf "$dir"; }
 cluster_on_cleanup remove_dir
 chmod 755 "$dir"
