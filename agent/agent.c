@@ -1929,6 +1929,9 @@ static void agent_lease_renew(Agent *a, uint32_t lease_ms) {
                 for (Task *t = a->tasks; t; t = t->next)
                         if (t->fenced && !t->has_exit && cgroup_task_freeze(a->cgroups, t->id, false) >= 0)
                                 t->fenced = false;
+                for (Task *t = a->starting; t; t = t->next)
+                        if (t->fenced && cgroup_task_freeze(a->cgroups, t->id, false) >= 0)
+                                t->fenced = false;
                 if (a->fence_timer)
                         (void) sd_event_source_set_enabled(a->fence_timer, SD_EVENT_OFF);
                 if (a->lease_ms > 0)
@@ -1949,6 +1952,9 @@ size_t agent_n_fenced(const Agent *a) {
 
         for (Task *t = a->tasks; t; t = t->next)
                 if (t->fenced && !t->has_exit)
+                        n++;
+        for (Task *t = a->starting; t; t = t->next)
+                if (t->fenced)
                         n++;
         return n;
 }
