@@ -1345,6 +1345,7 @@ void agent_apply_action(Agent *a, const Action *act) {
                  * heartbeat that says fenced carry kills only): on to the exec. */
                 if (act->type == ACTION_START && t->fenced && cgroup_task_freeze(a->cgroups, t->id, false) >= 0) {
                         t->fenced = false;
+                        launch_start_renew_deadline(t->launch);
                         log_info("Task %s: its start came again after the self-fence: thawed, on to its exec.", t->id);
                 }
                 log_debug("Action %" PRIu64 " (%s of %s) waits: the task's start is not over.", act->id,
@@ -1930,8 +1931,11 @@ static void agent_lease_renew(Agent *a, uint32_t lease_ms) {
                         if (t->fenced && !t->has_exit && cgroup_task_freeze(a->cgroups, t->id, false) >= 0)
                                 t->fenced = false;
                 for (Task *t = a->starting; t; t = t->next)
-                        if (t->fenced && cgroup_task_freeze(a->cgroups, t->id, false) >= 0)
+                        if (t->fenced && cgroup_task_freeze(a->cgroups, t->id, false) >= 0) {
                                 t->fenced = false;
+                                if (t->launch)
+                                        launch_start_renew_deadline(t->launch);
+                        }
                 if (a->fence_timer)
                         (void) sd_event_source_set_enabled(a->fence_timer, SD_EVENT_OFF);
                 if (a->lease_ms > 0)

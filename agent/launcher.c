@@ -1308,6 +1308,15 @@ static int child_error_describe(const ChildError *ce_in, ssize_t k, const char *
 #define LAUNCH_EXEC_TIMEOUT_MS 10000
 #define LAUNCH_EXEC_POLL_MS 100
 
+void launch_start_renew_deadline(Launch *l) {
+        uint64_t now;
+
+        if (!l->starting || !l->exec_timer ||
+            sd_event_now(sd_event_source_get_event(l->exec_timer), CLOCK_MONOTONIC, &now) < 0)
+                return;
+        l->exec_deadline_us = now + LAUNCH_EXEC_TIMEOUT_MS * USEC_PER_MSEC;
+}
+
 /* Whether pid is stopped (by a signal, or a tracer). */
 static bool process_stopped(pid_t pid) {
         char path[64], buf[512];

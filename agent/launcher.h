@@ -167,6 +167,9 @@ int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, l
                  launch_exit_fn on_exit, void *userdata, Launch **ret, char **ret_error);
 /* Between launch_start() and its on_started. */
 bool launch_starting(const Launch *l);
+/* A starting task's process gets LAUNCH_EXEC_TIMEOUT_MS from now to exec, as if just let go:
+ * for one the agent itself held frozen (the self-fence), whose user did not use up the time. */
+void launch_start_renew_deadline(Launch *l);
 /* Watches a task started by an earlier agent (task: its id, for the log): its main process through a pidfd, its progress
  * through the shim's end of the pipe (when the shim still runs). When the main process is gone
  * already (or main_pid is 0: unknown) the Launch is born exited (launch_exited()). shim_pid must

@@ -647,6 +647,50 @@ Test(launcher, a_start_stuck_before_its_exec_holds_up_nothing) {
         sd_event_unref(e);
 }
 
+static double monotonic_s(void) {
+        struct timespec ts;
+        cr_assert_eq(clock_gettime(CLOCK_MONOTONIC, &ts), 0);
+        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+/* A start the agent held frozen (the self-fence) gets its full time again when thawed: its
+ * deadline counts from the renewal, not from its release. */
+Test(launcher, a_renewed_start_gets_its_full_time_again) {
+        char dir[] = "/tmp/test-launcher-lease.XXXXXX", script[256];
+        char *argv[] = { script, NULL };
+        _cleanup_free_ char *error = NULL;
+        sd_event *e = NULL;
+        Launch *l = NULL;
+        Seen seen = {};
+
+        cr_assert_eq(sd_event_new(&e), 0);
+        be_like_the_agent();
+        int lease = leased_script(dir, script, sizeof script);
+        LaunchSpec spec = { .task = "1.0.0.0", .argv = argv, .allow_root = true, .status_fd = -1 };
+        cr_assert_eq(launch_start(e, &spec, attach_nothing, on_started_cb, on_exit_cb, &seen, &l, &error), 0, "%s",
+                     error ?: "");
+        double released = monotonic_s();
+        while (monotonic_s() < released + 4)
+                cr_assert_geq(sd_event_run(e, 100 * 1000), 0);
+        cr_assert(launch_starting(l), "the start is over already: was its exec not held by the lease?");
+        double renewed = monotonic_s();
+        launch_start_renew_deadline(l);
+        run_until(e, &seen.started, 1);
+        double failed = monotonic_s();
+        cr_expect_eq(seen.start_r, -ETIME);
+        /* A lower bound only: a busy machine makes it later, never earlier. */
+        cr_expect_geq(failed - renewed, 9.9, "failed %.1f s after the renewal (%.1f s after its release)",
+                      failed - renewed, failed - released);
+        pid_t shim = launch_shim_pid(l);
+        cr_assert_eq(waitpid(shim, NULL, 0), shim);
+        free(seen.start_error);
+        launch_free(l);
+        close(lease);
+        unlink(script);
+        rmdir(dir);
+        sd_event_unref(e);
+}
+
 /* The agent stopping while a start waits: the Launch goes, its process stays (the next agent
  * adopts it), and nothing is told. */
 Test(launcher, a_launch_freed_while_starting_leaves_its_process) {
