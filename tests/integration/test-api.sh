@@ -120,10 +120,12 @@ fail() {
 # so a case states whether a time is set without knowing when the suite ran. A virtual size that
 # has aged (for as long as the suite took) since its estimate is "<ageing>", and then whether it
 # is late yet and its share of the virtual cluster are left out (both in the expected body and
-# the answer): a slow run ages a small phase to its end, late with no share.
+# the answer): a slow run ages a small phase to its end, late with no share. A share above 0 is
+# "<share>": it depends on which other cases' phases still age beside it.
 normalize='walk(if type == "object" then with_entries(
         if (.key | test("^(submitted|placed|started|finished|last_heartbeat|initial|final|held|since|until)_ms$|^(response|mean_wait|mean_response|task_wall)_s$|^memory_peak_byte_s$"))
-           and (.value | type) == "number" then .value = "<time>" else . end)
+           and (.value | type) == "number" then .value = "<time>"
+        elif .key == "virtual_share_cpus" and (.value | type) == "number" and .value > 0 then .value = "<share>" else . end)
         | if ((.virtual_size_s | type) == "number" and (.estimated_size_s | type) == "number"
               and .virtual_size_s != .estimated_size_s) or .virtual_size_s == "<ageing>"
           then .virtual_size_s = "<ageing>" | del(.late, .virtual_share_cpus) else . end
