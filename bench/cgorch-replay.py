@@ -272,7 +272,8 @@ def parse_args(argv):
                          "controller, not from this")
     ap.add_argument("--jobs-json", metavar="FILE",
                     help="also write every job's final record (GET /v1/jobs/ID) with its trace "
-                         "job id, as a JSON array")
+                         "job id and the scheduler's view of it as last listed before it ended "
+                         "(last_scheduler: its size estimate), as a JSON array")
     args = ap.parse_args(argv)
     try:
         args.user_map = dict(x.split("=", 1) for x in args.user_map.split(",") if x)
@@ -330,6 +331,7 @@ def replay(args):
     # The controller's times are whole milliseconds: the start is one too, so that a job
     # submitted at once does not read as submitted before the start.
     t0_ms = math.floor(time.time() * 1000)
+    last_scheduler = {}
 
     def progress(final=False):
         nonlocal last_progress
@@ -378,7 +380,13 @@ def replay(args):
             raise ReplayError(f"timeout after {timeout:.0f} s; trace jobs not finished (cancelled): "
                               + " ".join(map(str, left)))
         if now >= next_poll:
-            listed = {j["id"]: j["state"] for j in api.call("GET", "/v1/jobs")["jobs"]}
+            page = api.call("GET", "/v1/jobs")["jobs"]
+            listed = {j["id"]: j["state"] for j in page}
+            # The scheduler's view of each job as last seen while it was not over (a finished
+            # job's record has none): its size estimate, for comparing with cgorch-sim's.
+            for j in page:
+                if j.get("scheduler"):
+                    last_scheduler[j["id"]] = j["scheduler"]
             for i in range(len(jobs)):
                 if ids[i] is None or records[i] is not None:
                     continue
@@ -406,7 +414,8 @@ def replay(args):
 
     if args.jobs_json:
         with open(args.jobs_json, "w") as f:
-            json.dump([dict(r, trace_job=j["id"]) for j, r in zip(jobs, records)], f, indent=1)
+            json.dump([dict(r, trace_job=j["id"], last_scheduler=last_scheduler.get(r["id"]))
+                       for j, r in zip(jobs, records)], f, indent=1)
             f.write("\n")
 
     failed = [(j, r) for j, r in zip(jobs, records) if r["state"] != "succeeded"]
