@@ -600,6 +600,27 @@ static void run_until(sd_event *e, const int *count, int want) {
         cr_assert_geq(*count, want);
 }
 
+/* Task 1.0.0.0 started on a leased script (leased_script()), as the agent starts one: its exec
+ * waits. Returns the lease's descriptor, for leased_done(). */
+static int start_leased(sd_event *e, char *dir, char *script, size_t size, Seen *seen, Launch **ret) {
+        char *argv[] = { script, NULL };
+        _cleanup_free_ char *error = NULL;
+
+        be_like_the_agent();
+        int lease = leased_script(dir, script, size);
+        LaunchSpec spec = { .task = "1.0.0.0", .argv = argv, .allow_root = true, .status_fd = -1 };
+        cr_assert_eq(launch_start(e, &spec, attach_nothing, on_started_cb, on_exit_cb, seen, ret, &error), 0, "%s",
+                     error ?: "");
+        return lease;
+}
+
+static void leased_done(sd_event *e, int lease, const char *dir, const char *script) {
+        close(lease);
+        unlink(script);
+        rmdir(dir);
+        sd_event_unref(e);
+}
+
 /* A start whose process cannot exec (a lease on its executable) holds neither the loop nor the
  * next start: that one runs and ends while the first still waits; the first fails at its
  * deadline, its process killed, with the reason. */
@@ -608,18 +629,14 @@ static void run_until(sd_event *e, const int *count, int want) {
  * 10 s deadline ends them.) */
 Test(launcher, a_start_stuck_before_its_exec_holds_up_nothing) {
         char dir[] = "/tmp/test-launcher-lease.XXXXXX", script[256];
-        char *stuck_argv[] = { script, NULL }, *true_argv[] = { (char *) "/bin/true", NULL };
+        char *true_argv[] = { (char *) "/bin/true", NULL };
         _cleanup_free_ char *error = NULL;
         sd_event *e = NULL;
         Launch *stuck = NULL, *other = NULL;
         Seen s1 = {}, s2 = {};
 
         cr_assert_eq(sd_event_new(&e), 0);
-        be_like_the_agent();
-        int lease = leased_script(dir, script, sizeof script);
-        LaunchSpec spec = { .task = "1.0.0.0", .argv = stuck_argv, .allow_root = true, .status_fd = -1 };
-        cr_assert_eq(launch_start(e, &spec, attach_nothing, on_started_cb, on_exit_cb, &s1, &stuck, &error), 0, "%s",
-                     error ?: "");
+        int lease = start_leased(e, dir, script, sizeof script, &s1, &stuck);
         pid_t pid = launch_pid(stuck);
 
         LaunchSpec next = { .task = "2.0.0.0", .argv = true_argv, .allow_root = true, .status_fd = -1 };
@@ -641,10 +658,7 @@ Test(launcher, a_start_stuck_before_its_exec_holds_up_nothing) {
         free(s1.start_error);
         launch_free(stuck);
         launch_free(other);
-        close(lease);
-        unlink(script);
-        rmdir(dir);
-        sd_event_unref(e);
+        leased_done(e, lease, dir, script);
 }
 
 static double monotonic_s(void) {
@@ -657,18 +671,12 @@ static double monotonic_s(void) {
  * deadline counts from the renewal, not from its release. */
 Test(launcher, a_renewed_start_gets_its_full_time_again) {
         char dir[] = "/tmp/test-launcher-lease.XXXXXX", script[256];
-        char *argv[] = { script, NULL };
-        _cleanup_free_ char *error = NULL;
         sd_event *e = NULL;
         Launch *l = NULL;
         Seen seen = {};
 
         cr_assert_eq(sd_event_new(&e), 0);
-        be_like_the_agent();
-        int lease = leased_script(dir, script, sizeof script);
-        LaunchSpec spec = { .task = "1.0.0.0", .argv = argv, .allow_root = true, .status_fd = -1 };
-        cr_assert_eq(launch_start(e, &spec, attach_nothing, on_started_cb, on_exit_cb, &seen, &l, &error), 0, "%s",
-                     error ?: "");
+        int lease = start_leased(e, dir, script, sizeof script, &seen, &l);
         double released = monotonic_s();
         while (monotonic_s() < released + 4)
                 cr_assert_geq(sd_event_run(e, 100 * 1000), 0);
@@ -685,28 +693,19 @@ Test(launcher, a_renewed_start_gets_its_full_time_again) {
         cr_assert_eq(waitpid(shim, NULL, 0), shim);
         free(seen.start_error);
         launch_free(l);
-        close(lease);
-        unlink(script);
-        rmdir(dir);
-        sd_event_unref(e);
+        leased_done(e, lease, dir, script);
 }
 
 /* The agent stopping while a start waits: the Launch goes, its process stays (the next agent
  * adopts it), and nothing is told. */
 Test(launcher, a_launch_freed_while_starting_leaves_its_process) {
         char dir[] = "/tmp/test-launcher-lease.XXXXXX", script[256];
-        char *argv[] = { script, NULL };
-        _cleanup_free_ char *error = NULL;
         sd_event *e = NULL;
         Launch *l = NULL;
         Seen seen = {};
 
         cr_assert_eq(sd_event_new(&e), 0);
-        be_like_the_agent();
-        int lease = leased_script(dir, script, sizeof script);
-        LaunchSpec spec = { .task = "1.0.0.0", .argv = argv, .allow_root = true, .status_fd = -1 };
-        cr_assert_eq(launch_start(e, &spec, attach_nothing, on_started_cb, on_exit_cb, &seen, &l, &error), 0, "%s",
-                     error ?: "");
+        int lease = start_leased(e, dir, script, sizeof script, &seen, &l);
         pid_t pid = launch_pid(l), shim = launch_shim_pid(l);
         cr_assert_gt(pid, 0);
         cr_expect(launch_owns_child(l, shim), "a starting task's shim is reaped by nobody else");
@@ -718,10 +717,7 @@ Test(launcher, a_launch_freed_while_starting_leaves_its_process) {
         cr_expect_eq(kill(pid, 0), 0, "the process was killed with its Launch");
         cr_assert_eq(kill(pid, SIGKILL), 0);
         cr_assert_eq(waitpid(shim, NULL, 0), shim);
-        close(lease);
-        unlink(script);
-        rmdir(dir);
-        sd_event_unref(e);
+        leased_done(e, lease, dir, script);
 }
 
 Test(launcher, exit_mirrored_by_the_shim) {
