@@ -74,11 +74,11 @@ CLUSTER_PIDS+=($!)
 wait $!
 after=$(cpu_snapshot)
 work=$(awk -F, -v s="${TIME_SCALE:-1}" 'NR > 1 && !/^#/ { w += $5 } END { print w * s }' "$trace")
-echo "$before $after" | awk -v hz="$(getconf CLK_TCK)" -v cpus="${CPUS:-2}" -v work="$work" '{
+echo "$before $after" | awk -v hz="$(getconf CLK_TCK)" -v cpus="$(getconf _NPROCESSORS_ONLN)" -v work="$work" '{
         wall = $6 - $1; busy = ($7 - $2) / hz; steal = ($8 - $3) / hz
         ctl = ($9 - $4) / hz; agent = ($10 - $5) / hz
         printf "cgorch-replay: CPU time over the replay'"'"'s %.1f s: the trace'"'"'s work %.1f s, controller %.2f s, agent %.2f s, " \
-                "everything else on the machine %.1f s, stolen by the host %.1f s, idle %.1f s (of %.1f on %d CPUs)\n",
+                "everything else on the machine %.1f s, stolen by the host %.1f s, idle %.1f s (of %.1f on the machine'"'"'s %d CPUs)\n",
                 wall, work, ctl, agent, busy - work - ctl - agent, steal, wall * cpus - busy - steal, wall * cpus, cpus
 }'
 
