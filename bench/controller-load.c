@@ -22,6 +22,10 @@
  * 127.0.0.2 sends invalid and unauthenticated requests during the measurement, one second on,
  * one second off.
  *
+ * With --no-jobs the agents run their --tasks-per-node tasks from their first heartbeat and no
+ * job is submitted: the same heartbeats, for a server that only answers them (bench/floor-server,
+ * the floor under the controller's CPU per heartbeat).
+ *
  * `submit` measures submission instead: C operator clients submitting (and with --cancel then
  * cancelling) jobs as fast as the controller answers (bench/controller-scale.sh).
  *
@@ -406,6 +410,7 @@ typedef struct Load {
         double burst_rate;
         unsigned burst_conns;
         unsigned protocol;         /* of the heartbeats: 1 objects, 2 rows and unchanged tasks */
+        bool no_jobs;              /* the agents' tasks run from the start; nothing is submitted */
         pid_t controller_pid;
         char *operator_token;
 
@@ -419,6 +424,7 @@ typedef struct Load {
         uint64_t unsigned_replies; /* replies cgorch-agent would have ignored */
 
         Stats all, during_burst;
+        uint64_t request_bytes;    /* of the heartbeats sent in the window */
         /* The flood. */
         Conn *attackers;
         uint64_t burst_next_j, burst_t0_us;
@@ -565,6 +571,8 @@ static void agent_build_request(Agent *a) {
 static void agent_send(Agent *a, uint64_t scheduled_us) {
         agent_build_request(a);
         a->in_burst = burst_on(scheduled_us);
+        if (scheduled_us >= L.measure_start_us && scheduled_us < L.measure_end_us)
+                L.request_bytes += a->request.len;
         conn_send(&a->conn, a->request.data, a->request.len, scheduled_us, false, true);
 }
 
@@ -876,7 +884,13 @@ static void advance_phase(uint64_t now) {
         }
         switch (L.phase) {
         case PHASE_REGISTER:
-                if (L.n_registered == L.n_agents) {
+                if (L.n_registered == L.n_agents && L.no_jobs) {
+                        fprintf(stderr, "load: %zu nodes registered with %zu tasks in %.1f s; warming up for %.0f s\n",
+                                L.n_agents, tasks_running(), (double) (now - L.t0_us) / 1e6, (double) L.warmup_us / 1e6);
+                        L.phase = PHASE_WARMUP;
+                        L.measure_start_us = now + L.warmup_us;
+                        L.measure_end_us = L.measure_start_us + L.duration_us;
+                } else if (L.n_registered == L.n_agents) {
                         fprintf(stderr, "load: %zu nodes registered in %.1f s; submitting %u jobs\n", L.n_agents,
                                 (double) (now - L.t0_us) / 1e6, L.jobs_total);
                         L.phase = PHASE_SUBMIT;
@@ -1047,7 +1061,9 @@ static int run(void) {
         /* The issue's measure: controller CPU-seconds per answered heartbeat (a flood's requests
          * would count too, so only without one). */
         if (L.burst_rate == 0 && L.all.status[200] > 0 && isfinite(L.controller_cpu_s))
-                printf("cpu_per_heartbeat_ms=%.3f\n", 1000 * L.controller_cpu_s / (double) L.all.status[200]);
+                printf("cpu_per_heartbeat_ms=%.3f request_bytes_mean=%.0f\n",
+                       1000 * L.controller_cpu_s / (double) L.all.status[200],
+                       L.all.n ? (double) L.request_bytes / (double) (L.all.n + L.all.unfinished) : NAN);
         if (L.burst_rate > 0) {
                 stats_print("valid_during_bursts", &L.during_burst, window_s / 2);
                 printf("valid_success_pct=%.2f\n", L.all.n ? 100.0 * (double) L.all.status[200] / (double) (L.all.n + L.all.unfinished) : 0);
@@ -1394,7 +1410,7 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "Usage: %s tokens M FILE\n"
                                 "       %s run --port P --agent-tokens FILE --operator-token FILE [--tasks-per-node 50]\n"
                                 "           [--tasks-per-job 250] [--interval-ms 2000] [--warmup-s 10] [--duration-s 30]\n"
-                                "           [--burst-rate REQ_PER_S] [--burst-conns 32] [--controller-pid PID]\n"
+                                "           [--burst-rate REQ_PER_S] [--burst-conns 32] [--controller-pid PID] [--no-jobs]\n"
                                 "       %s submit --port P --operator-token FILE [--clients 16] [--jobs 1000]\n"
                                 "           [--array K] [--tasks 4] [--cpus 1] [--name queued] [--cancel]\n"
                                 "           [--node NAME:SECRET] [--controller-pid PID] [--cancel-ids FIRST-LAST]\n",
@@ -1414,6 +1430,7 @@ int main(int argc, char **argv) {
                 { "burst-conns", required_argument, NULL, 'c' },
                 { "controller-pid", required_argument, NULL, 'P' },
                 { "protocol", required_argument, NULL, 'V' },
+                { "no-jobs", no_argument, NULL, 'J' },
                 {}
         };
         const char *agents_file = NULL, *operator_file = NULL;
@@ -1435,6 +1452,7 @@ int main(int argc, char **argv) {
                 case 't': L.tasks_per_node = (unsigned) parse_u64(optarg, "--tasks-per-node"); break;
                 case 'j': L.tasks_per_job = (unsigned) parse_u64(optarg, "--tasks-per-job"); break;
                 case 'V': L.protocol = (unsigned) parse_u64(optarg, "--protocol"); break;
+                case 'J': L.no_jobs = true; break;
                 case 'i': L.interval_us = parse_u64(optarg, "--interval-ms") * USEC_PER_MSEC; break;
                 case 'w': L.warmup_us = parse_u64(optarg, "--warmup-s") * USEC_PER_SEC; break;
                 case 'd': L.duration_us = parse_u64(optarg, "--duration-s") * USEC_PER_SEC; break;
@@ -1487,6 +1505,20 @@ int main(int argc, char **argv) {
                 /* 127.1.0.1, 127.1.0.2, ...: its own client address, as on a real cluster. */
                 a->conn = (Conn) { .fd = -1, .done = agent_on_done, .owner = a,
                                    .source.s_addr = htonl(0x7f010000u + (uint32_t) (i / 250) * 256 + (uint32_t) (i % 250) + 1) };
+                if (L.no_jobs) {
+                        /* The ids the controller would give them (JOB.PHASE.TASK.ATTEMPT, jobs of
+                         * --tasks-per-job tasks), so that the heartbeats are as long. */
+                        a->tasks = calloc(L.tasks_per_node, sizeof(SimTask));
+                        if (!a->tasks)
+                                return EXIT_FAILURE;
+                        for (unsigned k = 0; k < L.tasks_per_node; k++) {
+                                size_t t = i * L.tasks_per_node + k;
+                                SimTask *st = &a->tasks[a->n_tasks++];
+                                *st = (SimTask) { .pid = (pid_t) (10000 + i * 100 + k + 1), .started_ms = realtime_ms() };
+                                if (asprintf(&st->id, "%zu.0.%zu.0", t / L.tasks_per_job + 1, t % L.tasks_per_job) < 0)
+                                        return EXIT_FAILURE;
+                        }
+                }
         }
         L.jobs_total = (unsigned) ((L.n_agents * L.tasks_per_node + L.tasks_per_job - 1) / L.tasks_per_job);
         L.op = (Conn) { .fd = -1, .done = operator_on_done, .source.s_addr = htonl(0x7f000001u) };

@@ -15,6 +15,14 @@
 # competes for the CPUs as it would next to batch work on a shared node, and CONTROLLER_NICE=N
 # starts the controller under `nice -n N` (as the unit's Nice= would) — and the load generator
 # too, which stands for the agents' own machines and should not lose its CPU to the hogs either.
+# FLOOR=1 runs the same load, after the controller's at each M, against bench/floor-server instead
+# (a minimal single-threaded epoll HTTP/1.1 server that reads each heartbeat whole and answers a
+# fixed signed reply shaped as the controller's; the agents' tasks run from their first
+# heartbeat, no jobs are submitted) and prints the CPU per heartbeat of both: the floor is what
+# the kernel and HTTP/1.1 keep-alive cost on this machine whatever the controller does.
+#
+# The CPU is the server's utime + stime (/proc/PID/stat, every thread) over the measured window,
+# divided by the heartbeats answered 200 in it (cpu_per_heartbeat_ms, only without a flood).
 #
 # The controller runs with its default limits except --max-connections, raised from 1024 to
 # 4096, or to M + 1024 beyond 3072 agents, so that the agents' keep-alive connections (one
@@ -33,7 +41,8 @@ warmup=${WARMUP_S:-10}
 burst=${BURST_RATE:-5000}
 load=$build/bench/controller-load
 controller=$build/controller/cgorch-controller
-for p in "$load" "$controller"; do
+floor=$build/bench/floor-server
+for p in "$load" "$controller" ${FLOOR:+"$floor"}; do
         [ -x "$p" ] || { echo "controller-load.sh: $p is not built" >&2; exit 1; }
 done
 
@@ -72,35 +81,46 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# run M BURST_RATE
+# run M BURST_RATE [floor]: against the controller, or against bench/floor-server. Sets
+# cpu_per_heartbeat (the generator's cpu_per_heartbeat_ms, "-" without one).
+cpu_per_heartbeat=-
 run() {
-        local m=$1 rate=$2
+        local m=$1 rate=$2 kind=${3:-controller}
         dir=$(mktemp -d "${TMPDIR:-/tmp}/cgorch-load.XXXXXX")
         (umask 077 && od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >"$dir/operator")
         "$load" tokens "$m" "$dir/agents"
         local conns=$((m + 1024 > 4096 ? m + 1024 : 4096))
-        ${CONTROLLER_NICE:+nice -n "$CONTROLLER_NICE"} "$controller" --config /dev/null --listen 127.0.0.1:0 --port-file "$dir/port" \
-                --state-dir "$dir/state" --unix-socket= --heartbeat-interval 2s --max-connections "$conns" ${EXTRA_CONTROLLER_ARGS:-} \
-                ${SCHEDULER:+--scheduler "$SCHEDULER"} \
-                --operator-token-file "$dir/operator" --agent-tokens-file "$dir/agents" \
-                >"$dir/controller.log" 2>&1 &
+        if [ "$kind" = floor ]; then
+                ${CONTROLLER_NICE:+nice -n "$CONTROLLER_NICE"} "$floor" --agent-tokens "$dir/agents" --port-file "$dir/port" \
+                        >"$dir/controller.log" 2>&1 &
+        else
+                ${CONTROLLER_NICE:+nice -n "$CONTROLLER_NICE"} "$controller" --config /dev/null --listen 127.0.0.1:0 --port-file "$dir/port" \
+                        --state-dir "$dir/state" --unix-socket= --heartbeat-interval 2s --max-connections "$conns" ${EXTRA_CONTROLLER_ARGS:-} \
+                        ${SCHEDULER:+--scheduler "$SCHEDULER"} \
+                        --operator-token-file "$dir/operator" --agent-tokens-file "$dir/agents" \
+                        >"$dir/controller.log" 2>&1 &
+        fi
         controller_pid=$!
         local i
         for i in $(seq 100); do
                 [ -s "$dir/port" ] && break
                 sleep 0.1
         done
-        [ -s "$dir/port" ] || { echo "the controller did not start" >&2; return 1; }
+        [ -s "$dir/port" ] || { echo "the $kind did not start" >&2; return 1; }
 
-        echo "== M=$m agents × ${TASKS:-50} tasks, 2 s heartbeats$([ "$rate" -gt 0 ] && echo ", flood of $rate req/s (1 s on, 1 s off)")"
+        echo "== M=$m agents × ${TASKS:-50} tasks, 2 s heartbeats$([ "$rate" -gt 0 ] && echo ", flood of $rate req/s (1 s on, 1 s off)")$([ "$kind" = floor ] && echo ", against bench/floor-server")"
         local status=0
         # In the background, so that an interrupt reaches the trap (and the cleanup) at once.
         ${CONTROLLER_NICE:+nice -n "$CONTROLLER_NICE"} "$load" run --port "$(cat "$dir/port")" --agent-tokens "$dir/agents" --operator-token "$dir/operator" \
-                --warmup-s "$warmup" --duration-s "$duration" --burst-rate "$rate" \
-                --controller-pid "$controller_pid" ${PROTOCOL:+--protocol "$PROTOCOL"} --tasks-per-node "${TASKS:-50}" &
+                --warmup-s "$warmup" --duration-s "$duration" --burst-rate "$rate" $([ "$kind" = floor ] && echo --no-jobs) \
+                --controller-pid "$controller_pid" ${PROTOCOL:+--protocol "$PROTOCOL"} --tasks-per-node "${TASKS:-50}" \
+                >"$dir/load.out" &
         load_pid=$!
         wait "$load_pid" || status=$?
         load_pid=
+        cat "$dir/load.out"
+        cpu_per_heartbeat=$(sed -n 's/^cpu_per_heartbeat_ms=\([0-9.]*\).*/\1/p' "$dir/load.out")
+        cpu_per_heartbeat=${cpu_per_heartbeat:--}
         kill -TERM "$controller_pid"
         wait "$controller_pid" || true
         controller_pid=
@@ -118,6 +138,11 @@ done
 
 for m in "${sizes[@]}"; do
         run "$m" 0
+        if [ -n "${FLOOR:-}" ]; then
+                controller_cpu=$cpu_per_heartbeat
+                run "$m" 0 floor
+                echo "== M=$m: cpu_per_heartbeat_ms controller=$controller_cpu floor=$cpu_per_heartbeat"
+        fi
 done
 if [ "$burst" -gt 0 ]; then
         run "${sizes[-1]}" "$burst"

@@ -41,7 +41,13 @@ bench_controller_load_SOURCES = bench/controller-load.c controller/auth.c contro
 bench_controller_load_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 bench_controller_load_LDADD = $(SIGN_LIBS) $(COMMON_LIBS) -lm
 dist_noinst_SCRIPTS += bench/controller-load.sh
-bench-controller: bench/controller-load controller/cgorch-controller
+# The floor under its CPU per heartbeat (FLOOR=1): a minimal HTTP/1.1 server answering the same
+# heartbeats.
+noinst_PROGRAMS += bench/floor-server
+bench_floor_server_SOURCES = bench/floor-server.c controller/auth.c controller/auth.h
+bench_floor_server_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+bench_floor_server_LDADD = $(SIGN_LIBS) $(COMMON_LIBS)
+bench-controller: bench/controller-load bench/floor-server controller/cgorch-controller
 	$(BASH) $(srcdir)/bench/controller-load.sh $(builddir)
 .PHONY: bench-controller
 
