@@ -109,10 +109,11 @@ run() {
         [ -s "$dir/port" ] || { echo "the $kind did not start" >&2; return 1; }
 
         echo "== M=$m agents × ${TASKS:-50} tasks, 2 s heartbeats$([ "$rate" -gt 0 ] && echo ", flood of $rate req/s (1 s on, 1 s off)")$([ "$kind" = floor ] && echo ", against bench/floor-server")"
-        local status=0
+        local status=0 no_jobs=()
+        [ "$kind" = floor ] && no_jobs=(--no-jobs)
         # In the background, so that an interrupt reaches the trap (and the cleanup) at once.
         ${CONTROLLER_NICE:+nice -n "$CONTROLLER_NICE"} "$load" run --port "$(cat "$dir/port")" --agent-tokens "$dir/agents" --operator-token "$dir/operator" \
-                --warmup-s "$warmup" --duration-s "$duration" --burst-rate "$rate" $([ "$kind" = floor ] && echo --no-jobs) \
+                --warmup-s "$warmup" --duration-s "$duration" --burst-rate "$rate" ${no_jobs[@]+"${no_jobs[@]}"} \
                 --controller-pid "$controller_pid" ${PROTOCOL:+--protocol "$PROTOCOL"} --tasks-per-node "${TASKS:-50}" \
                 >"$dir/load.out" &
         load_pid=$!
