@@ -534,13 +534,17 @@ static int task_sample(Agent *a, Task *t, bool detail, bool from_walk, TaskSampl
                 task_hot_values(a, t, &pre);
         /* CPU time read by the walk is as old as the walk: rates over the walks' times, not over
          * when each task's turn in the loop came. */
-        r = task_sampler_read_pre(&t->sampler, a->cgroups, a->proc_fs, t->id, detail, &pre,
-                                  pre.has_cpu ? a->bpf_walk_mono_us : now_mono_us(), now_realtime_ms(), &s);
+        uint64_t cpu_mono_us = pre.has_cpu ? a->bpf_walk_mono_us : now_mono_us();
+        r = task_sampler_read_pre(&t->sampler, a->cgroups, a->proc_fs, t->id, detail, &pre, cpu_mono_us,
+                                  now_realtime_ms(), &s);
         if (r < 0)
                 return log_debug_errno(r, "Sampling task %s: %m", t->id);
         if (!(s.has & SAMPLE_HAS_MEMORY_STAT) && task_guard_near(a, t, s.memory_current_bytes))
                 (void) task_sampler_read_memory(&t->sampler, a->cgroups, t->id, &s);
-        s.progress = t->launch ? launch_progress(t->launch) : -1;
+        /* As of the CPU time read: the controller sizes a running task by the two together. */
+        s.progress = !t->launch ? -1 :
+                sample_progress_at(launch_progress(t->launch), launch_progress_mono_us(t->launch), cpu_mono_us,
+                                   s.cpu_usage_ns, (s.has & SAMPLE_HAS_RATES) ? s.cpu_cores : 0);
         task_push_sample(t, &s);
         if (ret)
                 *ret = s;

@@ -126,8 +126,10 @@ static void progress_reader_line(ProgressReader *p) {
                 end++;
         /* A line that is not exactly one number in [0,1] is ignored, not an error: the task
          * may print anything there by mistake, and a stale value beats a wrong one. */
-        if (errno == 0 && end != p->line && *end == '\0' && v >= 0.0 && v <= 1.0)
+        if (errno == 0 && end != p->line && *end == '\0' && v >= 0.0 && v <= 1.0) {
                 p->last = v;
+                p->n_read++;
+        }
 }
 
 void progress_reader_feed(ProgressReader *p, const char *data, size_t n) {
@@ -243,6 +245,10 @@ int launch_status_parse(const char *text, int *ret_code, int *ret_signal) {
 
 double launch_progress(const Launch *l) {
         return l->progress.last;
+}
+
+uint64_t launch_progress_mono_us(const Launch *l) {
+        return l->progress.last_mono_us;
 }
 
 const ReadBudget *launch_progress_budget(const Launch *l) {
@@ -492,7 +498,11 @@ static int task_pipe_open(TaskPipe *p, sd_event *e, int fd) {
 }
 
 static void progress_feed(Launch *l, const char *data, size_t n, uint64_t now_us) {
+        unsigned before = l->progress.n_read;
+
         progress_reader_feed(&l->progress, data, n);
+        if (l->progress.n_read != before)
+                l->progress.last_mono_us = now_us;
 }
 
 /* Writes what the task printed into its file, within the cap; the first bytes past it leave a

@@ -64,6 +64,8 @@ typedef struct ProgressReader {
         size_t len;
         bool overlong;          /* inside a line too long to be a number: skip to its end */
         double last;            /* -1 until a valid line arrives */
+        unsigned n_read;        /* valid lines so far */
+        uint64_t last_mono_us;  /* when last was read (CLOCK_MONOTONIC; set by the launcher), 0: never */
 } ProgressReader;
 
 void progress_reader_init(ProgressReader *p);
@@ -165,6 +167,8 @@ typedef void (*launch_started_fn)(Launch *l, int r, const char *error, void *use
  * while starting leaves its process as it is (the agent stopping: the next agent adopts it). */
 int launch_start(sd_event *e, const LaunchSpec *spec, launch_attach_fn attach, launch_started_fn on_started,
                  launch_exit_fn on_exit, void *userdata, Launch **ret, char **ret_error);
+/* When the task's last progress value was read (CLOCK_MONOTONIC, µs); 0: none read. */
+uint64_t launch_progress_mono_us(const Launch *l);
 /* Between launch_start() and its on_started. */
 bool launch_starting(const Launch *l);
 /* A starting task's process gets LAUNCH_EXEC_TIMEOUT_MS from now to exec, as if just let go:

@@ -112,6 +112,18 @@ int sampler_parse_memory_events(const char *text, TaskSample *s) {
         return 0;
 }
 
+double sample_progress_at(double progress, uint64_t progress_mono_us, uint64_t cpu_mono_us, uint64_t cpu_usage_ns,
+                          double cpu_cores) {
+        if (!(progress > 0 && progress < 0.999) || progress_mono_us == 0 || cpu_mono_us <= progress_mono_us ||
+            !(cpu_cores > 0) || cpu_usage_ns == 0)
+                return progress;
+        double since_ns = cpu_cores * (double) (cpu_mono_us - progress_mono_us) * (double) NSEC_PER_USEC;
+        double at_report_ns = (double) cpu_usage_ns - since_ns;
+        if (!(at_report_ns > 0))
+                return progress;
+        return MIN(MAX(progress * (double) cpu_usage_ns / at_report_ns, progress), 0.999);
+}
+
 void sample_compute_rates(TaskSampler *s, uint64_t now_mono_us, TaskSample *cur) {
         bool throttling = cur->has & SAMPLE_HAS_THROTTLING;
 

@@ -62,6 +62,18 @@ int task_sampler_read_memory(TaskSampler *s, CgroupBackend *b, const char *task,
  * periods over periods), or nothing on the first sample or when counters went backwards. */
 void sample_compute_rates(TaskSampler *s, uint64_t now_mono_us, TaskSample *cur);
 
+/* Pure: a task's progress brought forward to its sample. The task reported progress at
+ * progress_mono_us, the sample read cpu_usage_ns (cumulative) at cpu_mono_us, the task using
+ * cpu_cores since its previous sample: its CPU-seconds at the report are estimated at that rate,
+ * and the progress scaled by what it used since, as a task whose progress follows its CPU time
+ * would have it. The controller sizes a running task as CPU-seconds over progress; paired with a
+ * progress up to one report interval older than the CPU time, that overstates the task by up to
+ * the CPU it used in between. Unchanged when there is nothing to go by (no progress, finished,
+ * no rate, a report not older than the sample); at most 0.999 (1 says finished); never below
+ * progress. */
+double sample_progress_at(double progress, uint64_t progress_mono_us, uint64_t cpu_mono_us, uint64_t cpu_usage_ns,
+                          double cpu_cores);
+
 /* Pure parsers of the detail files into a sample (set the has bits they fill). */
 int sampler_parse_cpu_stat(CgroupMode mode, const char *text, TaskSample *s);
 int sampler_parse_memory_stat(CgroupMode mode, const char *text, TaskSample *s);

@@ -374,3 +374,26 @@ Test(sampler, pre_read_hot_values_replace_the_files) {
                 fixture_remove(dir);
         }
 }
+
+/* A progress read 0.5 s before the sample's CPU time, by a task using one core: 1.5 CPU-s at
+ * the sample, 1.0 at the report, which said 0.25 (a task of 4 CPU-s). Brought forward: 0.375,
+ * and CPU-seconds over it, 4 (the raw pair says 6). */
+Test(sampler, progress_brought_forward_to_the_sample) {
+        uint64_t cpu = 1500 * 1000 * NSEC_PER_USEC;
+        double p = sample_progress_at(0.25, 10 * USEC_PER_SEC, 10 * USEC_PER_SEC + 500 * 1000, cpu, 1.0);
+        cr_expect_float_eq(p, 0.375, 1e-9);
+        cr_expect_float_eq(1.5 / p, 4.0, 1e-9);
+
+        /* Nothing to go by: unchanged. */
+        cr_expect_float_eq(sample_progress_at(-1, 10, 20, cpu, 1.0), -1, 0, "no progress reported");
+        cr_expect_float_eq(sample_progress_at(0.25, 0, 20, cpu, 1.0), 0.25, 0, "no report time");
+        cr_expect_float_eq(sample_progress_at(0.25, 20, 20, cpu, 1.0), 0.25, 0, "reported at the sample");
+        cr_expect_float_eq(sample_progress_at(0.25, 30, 20, cpu, 1.0), 0.25, 0, "reported after the CPU read");
+        cr_expect_float_eq(sample_progress_at(0.25, 10, 20, cpu, 0), 0.25, 0, "no CPU rate");
+        cr_expect_float_eq(sample_progress_at(1.0, 10, 20, cpu, 1.0), 1.0, 0, "finished");
+        /* All its CPU time after the report (a rate that overstates): unchanged. */
+        cr_expect_float_eq(sample_progress_at(0.25, USEC_PER_SEC, 3 * USEC_PER_SEC, cpu, 1.0), 0.25, 0);
+        /* Never 1 before the task says so, never below what it said. */
+        cr_expect_float_eq(sample_progress_at(0.9, 10 * USEC_PER_SEC, 11 * USEC_PER_SEC, cpu, 1.0), 0.999, 0);
+        cr_expect_float_eq(sample_progress_at(0.4, 10 * USEC_PER_SEC, 11 * USEC_PER_SEC, 2 * cpu, 0.0001), 0.4, 1e-4);
+}
