@@ -363,7 +363,9 @@ static int attempts_sync(ClusterSpec *cs, Store *store, const ClusterSched *sche
         if (r < 0)
                 return r;
 
-        /* Gone without a word (or being killed): killed, as far as the statistics go. */
+        /* Gone without a word (or being killed): killed, as far as the statistics go. A copy
+         * launched whose start its node has not reported yet (its process may take a while to
+         * exec) is not gone: forgotten, it would get a second copy of its task at once. */
         for (size_t i = 0; i < cs->n_ids; i++) {
                 SpecEntry *e = cs->by_id[i];
                 if (!e)
@@ -371,6 +373,11 @@ static int attempts_sync(ClusterSpec *cs, Store *store, const ClusterSched *sche
                 if (e->seen) {
                         e->seen = false;
                         continue;
+                }
+                if (!sorted_contains(killing, n_killing, e->task)) {
+                        _cleanup_(store_task_done) StoreTask t = {};
+                        if (store_task_get(store, e->task, &t) >= 0 && t.state == TASK_STARTING)
+                                continue;
                 }
                 (void) speculator_attempt_end(cs->sp, e->id, (double) now_ms / 1000.0, SPECULATION_END_KILLED, NULL);
                 entry_remove(cs, e);

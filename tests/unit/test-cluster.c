@@ -3166,6 +3166,32 @@ Test(cluster, late_launches_a_copy_of_the_straggler_on_the_fast_node_and_it_wins
         json_decref(j);
 }
 
+/* A copy whose start its node has not reported yet (its process not exec'd yet: the agent acks
+ * the start and reports the task once the start resolves) is no gone copy: the straggler gets no
+ * second one meanwhile. */
+Test(cluster, late_copy_still_starting_gets_no_second_copy) {
+        cluster_restart(SPECULATION_LATE, T0);
+        Node n1 = node_new("n1", 1), n2 = node_new("n2", 2);
+        uint64_t id;
+        HeartbeatReply *hr = straggle(&n1, &n2, &id);
+        cr_assert_not_null(find_action(hr, ACTION_START, task_id_attempt(id, 0, 1, 1)), "the first copy");
+        heartbeat_reply_free(hr);
+        for (int k = 1; k <= 4; k++) {
+                int64_t now = T0 + 3000 + k * 500;
+                TaskSample s1 = { .time_ms = now, .cpu_usage_ns = 60000000 + k * 5000000, .progress = 0.06 + k * 0.005 };
+                TaskReport r1 = running(task_id(id, 0, 1), &s1, 1);
+                heartbeat_reply_free(beat(&n1, &r1, 1, NULL, 0, now));
+                hr = beat_empty(&n2, now);
+                cr_assert_null(find_action(hr, ACTION_START, task_id_attempt(id, 0, 1, 2)),
+                               "a second copy while the first one's start is pending (%d)", k);
+                heartbeat_reply_free(hr);
+        }
+        json_t *j = job_get(id);
+        cr_assert_eq(json_array_size(json_object_get(json_array_get(json_object_get(j, "phases"), 0), "tasks")), 4,
+                     "three tasks and one copy");
+        json_decref(j);
+}
+
 Test(cluster, no_copy_while_speculation_is_off) {
         cluster_restart(SPECULATION_OFF, T0);
         Node n1 = node_new("n1", 1), n2 = node_new("n2", 2);
