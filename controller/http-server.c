@@ -71,6 +71,7 @@ struct HttpServer {
         bool uids_partial;                /* in a user namespace that does not map every uid: */
         uid_t overflow_uid;               /* ... peers that look like this uid are unknown */
         uint64_t max_body_bytes;
+        uint64_t max_header_bytes;        /* request line + headers; larger ones are refused */
         RateLimit *requests;              /* NULL: no request-rate limit */
         RateLimit *auth_failures;
         RateLimit *handshakes;            /* NULL: no limit on new connections (handshake_rate_per_s) */
@@ -81,6 +82,7 @@ struct HttpServer {
         char refused_last[INET6_ADDRSTRLEN]; /* the address refused last */
         RateLimit *mhd_log;               /* libmicrohttpd's messages (on_mhd_log()) */
         uint64_t mhd_log_suppressed;
+        unsigned closing_refused;         /* MHD_NO returned for requests refused by hand */
         HttpAuthorize authorize;
         void (*on_answered)(void *userdata, const HttpRoute *route, unsigned status);
         const HttpRoute *routes;
@@ -102,6 +104,7 @@ typedef struct Request {
         char *target;                     /* as received (MHD's URI callback); NULL: out of memory */
         const char *raw_target;           /* where MHD's buffer held it, for target_cut_short() */
         size_t query_params;              /* in target; above HTTP_MAX_QUERY_PARAMS refused */
+        bool target_too_long;             /* longer than max_header_bytes: refused */
         bool begun;                       /* request_begin() ran */
         const HttpRoute *matched;         /* the route of its method and path, admitted or not */
         const HttpRoute *route;
@@ -497,6 +500,49 @@ static const char *target_control_escape(const char *target) {
         return NULL;
 }
 
+/* What a connection's memory pool holds beyond the header limit: an answer's status line and
+ * headers, which libmicrohttpd builds there. */
+#define HTTP_ANSWER_ROOM 4096
+
+/* An answer sent by hand on the connection's socket, then the connection closed (over TLS only
+ * closed: the answer would have to be encrypted), for requests libmicrohttpd could not answer
+ * itself: its connection's memory is too full to build a reply. */
+static void refuse_by_hand(HttpListener *l, struct MHD_Connection *conn, unsigned status, const char *reason,
+                           const char *fmt, ...) _printf_(5, 6);
+static void refuse_by_hand(HttpListener *l, struct MHD_Connection *conn, unsigned status, const char *reason,
+                           const char *fmt, ...) {
+        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!info)
+                return;
+        if (!l->tls) {
+                char message[160], answer[512];
+                va_list ap;
+                va_start(ap, fmt);
+                vsnprintf(message, sizeof message, fmt, ap);
+                va_end(ap);
+                json_t *error = error_to_json(status, message);
+                char *body = error ? json_dumps(error, JSON_COMPACT) : NULL;
+                json_decref(error);
+                /* As send_response() writes it: compact, and a newline after it. */
+                int a = body ? snprintf(answer, sizeof answer,
+                                        "HTTP/1.1 %u %s\r\nConnection: close\r\nContent-Type: application/json\r\n"
+                                        "Content-Length: %zu\r\n\r\n%s\n",
+                                        status, reason, strlen(body) + 1, body)
+                             : -1;
+                free(body);
+                if (a > 0 && (size_t) a < sizeof answer)
+                        (void) send(info->connect_fd, answer, (size_t) a, MSG_NOSIGNAL | MSG_DONTWAIT);
+        }
+        (void) shutdown(info->connect_fd, SHUT_RDWR);
+}
+
+/* Closes the connection of a request answered by hand: libmicrohttpd's warning that follows
+ * ("Application reported internal error") is expected, and logged at debug level. */
+static enum MHD_Result close_refused(HttpServer *s) {
+        s->closing_refused++;
+        return MHD_NO;
+}
+
 /* The first escaped slash ("%2F") in the target's path, or NULL: the path is unescaped before
  * it is routed, so "/v1/jobs/7%2Fcancel" would be served as "/v1/jobs/7/cancel", a request
  * that a proxy or a log in front reads as another. No path segment here holds a slash. */
@@ -536,9 +582,24 @@ static bool transfer_encoding_is_chunked(const char *v) {
 static enum MHD_Result request_check_protocol(struct MHD_Connection *conn, const char *version, const Request *req,
                                               bool *ret_ok) {
         *ret_ok = false;
-        if (req->query_params > HTTP_MAX_QUERY_PARAMS)
-                return send_error(conn, NULL, MHD_HTTP_URI_TOO_LONG, MHD_HTTP_HEADER_CONNECTION, "close",
-                                  "target: %zu query parameters, at most %u", req->query_params, HTTP_MAX_QUERY_PARAMS);
+        /* Refused by hand already (on_request_uri()): nothing more goes out. */
+        if (req->target_too_long || req->query_params > HTTP_MAX_QUERY_PARAMS)
+                return close_refused(req->server);
+        /* The pool holds the header limit and room for an answer besides (http_server_new()):
+         * headers that fit the pool but not the limit are refused here. */
+        const union MHD_ConnectionInfo *size = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+        if (size && size->header_size > req->server->max_header_bytes) {
+                static const char fmt[] = "request line and headers: %zu bytes, at most %" PRIu64;
+                /* By hand over plain HTTP: headers near the pool's end leave no room for an
+                 * answer libmicrohttpd builds (it would close without one). */
+                if (!req->listener->tls)
+                        return refuse_by_hand(req->listener, conn, MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE,
+                                              "Request Header Fields Too Large", fmt, size->header_size,
+                                              req->server->max_header_bytes),
+                               close_refused(req->server);
+                return send_error(conn, NULL, MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE, MHD_HTTP_HEADER_CONNECTION,
+                                  "close", fmt, size->header_size, req->server->max_header_bytes);
+        }
         HeaderScan h = {};
         (void) MHD_get_connection_values(conn, MHD_HEADER_KIND, header_scan_one, &h);
         if (h.bad_name[0])
@@ -927,35 +988,21 @@ static size_t query_params(const char *target) {
         return n;
 }
 
-/* A target of more query parameters than any route takes: libmicrohttpd would run out of its
- * connection's memory storing them (a few hundred fill it) and then neither answer nor close
- * (the client waited for its own timeout). Answered 414 here, by hand, and closed (over TLS only
- * closed: the answer would have to be encrypted). */
-static void refuse_query_params(HttpListener *l, struct MHD_Connection *conn, size_t n) {
-        const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-        if (!info)
-                return;
-        if (!l->tls) {
-                char body[160], answer[384];
-                int b = snprintf(body, sizeof body,
-                                 "{\"error\":{\"status\":414,\"message\":\"target: %zu query parameters, at most %u\"}}\n",
-                                 n, HTTP_MAX_QUERY_PARAMS);
-                int a = snprintf(answer, sizeof answer,
-                                 "HTTP/1.1 414 URI Too Long\r\nConnection: close\r\nContent-Type: application/json\r\n"
-                                 "Content-Length: %d\r\n\r\n%s", b, body);
-                if (a > 0 && (size_t) a < sizeof answer)
-                        (void) send(info->connect_fd, answer, (size_t) a, MSG_NOSIGNAL | MSG_DONTWAIT);
-        }
-        (void) shutdown(info->connect_fd, SHUT_RDWR);
-}
-
 /* MHD's first call for a request, with its target as received (path and query, not unescaped):
  * what an agent's signature covers. Its return value is the request's con_cls from then on. */
 static void *on_request_uri(void *cls, const char *uri, struct MHD_Connection *conn) {
         HttpListener *l = cls;
-        size_t n_params = query_params(uri);
-        if (n_params > HTTP_MAX_QUERY_PARAMS)
-                refuse_query_params(l, conn, n_params); /* and never served (request_check_protocol()) */
+        size_t n_params = query_params(uri), uri_len = strlen(uri);
+        /* Both are then never served (request_check_protocol()). A target of more query
+         * parameters than any route takes: libmicrohttpd would run out of its connection's
+         * memory storing them (a few hundred fill it), then neither answer nor close. A target
+         * longer than the header limit: its headers may no longer fit, with the same end. */
+        if (uri_len > l->server->max_header_bytes)
+                refuse_by_hand(l, conn, MHD_HTTP_URI_TOO_LONG, "URI Too Long", "target: %zu bytes, at most %" PRIu64,
+                               uri_len, l->server->max_header_bytes);
+        else if (n_params > HTTP_MAX_QUERY_PARAMS)
+                refuse_by_hand(l, conn, MHD_HTTP_URI_TOO_LONG, "URI Too Long", "target: %zu query parameters, at most %u",
+                               n_params, HTTP_MAX_QUERY_PARAMS);
         Request *req = calloc(1, sizeof(Request));
         if (!req)
                 return NULL;
@@ -964,6 +1011,7 @@ static void *on_request_uri(void *cls, const char *uri, struct MHD_Connection *c
         req->target = strdup(uri); /* NULL: the request gets 500 (request_admit()) */
         req->raw_target = uri;
         req->query_params = n_params;
+        req->target_too_long = uri_len > l->server->max_header_bytes;
         const union MHD_ConnectionInfo *info = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
         req->slot = info ? info->socket_context : NULL;
         if (req->slot) {
@@ -1150,7 +1198,10 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
         size_t len = strlen(msg);
         while (len > 0 && msg[len - 1] == '\n')
                 msg[--len] = '\0';
-        if (strncmp(msg, "Connection ", 11) == 0) {
+        if (strncmp(msg, "Connection ", 11) == 0 ||
+            (s->closing_refused > 0 && strncmp(msg, "Application reported internal error", 35) == 0)) {
+                if (msg[0] == 'A')
+                        s->closing_refused--;
                 log_debug("libmicrohttpd: %s", msg);
                 return;
         }
@@ -1391,8 +1442,12 @@ static int listener_start(HttpServer *s, HttpListener *l, const HttpServerConfig
                  * conn-slots.h's deadline covers the wait for a request, trickled or not. */
                 { MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t) MAX((timeout_us + USEC_PER_SEC - 1) / USEC_PER_SEC, 1u), NULL },
                 /* MHD keeps the request line and headers in this per-connection pool (and reads
-                 * the body through it in pieces): its size bounds the headers. */
-                { MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t) config->max_header_bytes, NULL },
+                 * the body through it in pieces), and builds an answer's headers there. Filled by
+                 * the headers, it neither answers nor closes (a target just short of the pool) or
+                 * closes without an answer: the pool holds the header limit and room for an
+                 * answer, and headers beyond the limit are refused by hand (on_request_uri(),
+                 * request_check_protocol()). */
+                { MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t) (config->max_header_bytes + HTTP_ANSWER_ROOM), NULL },
                 { MHD_OPTION_CONNECTION_LIMIT, (intptr_t) config->max_connections, NULL },
         };
         size_t n = 7;
@@ -1463,6 +1518,7 @@ int http_server_new(sd_event *event, const HttpServerConfig *config, const HttpR
         *s = (HttpServer) {
                 .event = sd_event_ref(event),
                 .max_body_bytes = config->max_body_bytes,
+                .max_header_bytes = config->max_header_bytes,
                 .authorize = config->authorize,
                 .on_answered = config->on_answered,
                 .routes = routes,

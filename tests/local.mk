@@ -423,7 +423,8 @@ tests_unit_test_conn_slots_SOURCES = tests/unit/test-conn-slots.c controller/con
 	controller/addr-count.c controller/addr-count.h
 tests_unit_test_conn_slots_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_conn_slots_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
-TESTS += tests/integration/test-conn-limits.sh tests/integration/test-handshake-rate.sh
+TESTS += tests/integration/test-conn-limits.sh tests/integration/test-handshake-rate.sh \
+	tests/integration/test-header-limit.sh
 
 # Signed requests accepted once: the nonces per node, bounded.
 check_PROGRAMS += tests/unit/test-nonce-cache
@@ -432,7 +433,8 @@ tests_unit_test_nonce_cache_SOURCES = tests/unit/test-nonce-cache.c controller/n
 tests_unit_test_nonce_cache_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_nonce_cache_LDADD = $(COMMON_LIBS) $(CRITERION_LIBS)
 EXTRA_DIST += tests/integration/test-conn-limits.sh tests/integration/conn-flood.py \
-	tests/integration/test-handshake-rate.sh tests/integration/tls-flood.py
+	tests/integration/test-handshake-rate.sh tests/integration/tls-flood.py \
+	tests/integration/test-header-limit.sh tests/integration/header-sweep.py
 tests_unit_test_node_wait_SOURCES = tests/unit/test-node-wait.c controller/node-wait.c controller/node-wait.h
 tests_unit_test_node_wait_CFLAGS = $(AM_CFLAGS) $(LIBSYSTEMD_CFLAGS) $(CRITERION_CFLAGS)
 tests_unit_test_node_wait_LDADD = $(COMMON_LIBS) $(LIBSYSTEMD_LIBS) $(CRITERION_LIBS)

@@ -72,7 +72,7 @@ fi
 
 # A heartbeat interval of an hour: the suite must not see its node lost because a slow machine
 # (or valgrind) took more than three intervals between two cases. A 1 KiB body limit keeps the
-# 413 cases small, a 4 KiB header limit the 431 case. MUNGE credentials are accepted, checked by a
+# 413 cases small, a 4 KiB header limit the 414 case (47g-). MUNGE credentials are accepted, checked by a
 # munged that is not there: the MUNGE cases are refused before munged is asked, or get 503.
 # --config /dev/null: an installed controller.conf must not change the answers.
 # shellcheck disable=SC2086 # the wrapper is a command line
