@@ -5,6 +5,7 @@
 #   - bounded: the exact fluid SRPT, processor sharing and FIFO (cgorch-sim -p fluid-srpt, ps,
 #     fluid-fifo: a phase of n tasks uses at most n CPUs),
 #   - simulated: cgorch-sim with the controller's own scheduling code, default flags, per policy,
+#     each task's start costing what a real one does (START_COST),
 #   - run for real on this machine: a controller and one agent of CPUS CPUs, real cgroups,
 #     cgorch-burn as the work, default flags but --scheduler (bench/cgorch-replay.sh),
 #   - and run by Slurm 22.05 from Debian, the peer users would pick instead, in a private
@@ -20,6 +21,7 @@
 #   POLICIES ("fifo fair hfsp psbs")    the cgorch policies
 #   REAL (1)    0: bounds and simulation only (no root, no cgroups, seconds instead of an hour)
 #   SLURM (1)   0: no Slurm rows (they are skipped with the reason when Slurm cannot run)
+#   START_COST (0.025)  seconds from a task's placement to its process running, for cgorch-sim
 #   OUT_DIR     keep the traces and per-job CSVs there (default: a temp dir, removed)
 # The real runs want this machine to themselves: other work on its two CPUs slows the node under
 # test and shows as a longer response. (Raising the node's CPU weight instead starved the
@@ -32,6 +34,9 @@ shift
 seeds=${*:-1 2 3}
 jobs=${JOBS:-100} load=${LOAD:-0.85} cpus=${CPUS:-2}
 policies=${POLICIES:-fifo fair hfsp psbs}
+# What a real start costs this node, from the placement to the task's process running
+# (bench/start-latency.sh: 25-30 ms on a 2-CPU node with cgroups v1); cgorch-sim's --start-cost.
+start_cost=${START_COST:-0.025}
 sim=$build/sim/cgorch-sim
 burn=$build/tools/cgorch-burn
 [ -x "$sim" ] || { echo "sched-workload: $sim is not built" >&2; exit 2; }
@@ -56,7 +61,7 @@ if [ "$real" = 1 ] && [ "$slurm" = 1 ]; then
         reason=$(. "$here/bench/slurm-lib.sh" && slurm_require) || { echo "sched-workload: Slurm rows skipped: ${reason#SKIP: }"; slurm=0; }
 fi
 
-echo "sched-workload: mixed workload, $jobs jobs, load $load, one node of $cpus CPUs; seeds: $seeds"
+echo "sched-workload: mixed workload, $jobs jobs, load $load, one node of $cpus CPUs; seeds: $seeds; cgorch-sim with a start cost of $start_cost s"
 echo "sched-workload: $(uname -r), load average $(cut -d' ' -f1-3 /proc/loadavg) at $(date -u +%H:%M) UTC"
 
 for seed in $seeds; do
@@ -66,8 +71,12 @@ for seed in $seeds; do
         # The bounds, and every policy simulated with default flags, as the real run (the traces'
         # tasks use what they ask for: the orchestrator has nothing to move, and `-o off` gives
         # the same numbers).
-        for p in fluid-srpt ps fluid-fifo $policies; do
+        for p in fluid-srpt ps fluid-fifo; do
                 "$sim" -t "$d/trace.csv" -c "$cluster" -p "$p" -j "$d/sim-$p.csv" >/dev/null
+        done
+        # The policies as a real node runs them: each start costs START_COST seconds.
+        for p in $policies; do
+                "$sim" -t "$d/trace.csv" -c "$cluster" -p "$p" --start-cost "$start_cost" -j "$d/sim-$p.csv" >/dev/null
         done
         if [ "$real" = 1 ]; then
                 for p in $policies; do

@@ -90,6 +90,8 @@ static void help(void) {
                "     --memory-guard=yes|no  the agents' memory guard at every 1 s sample when the mode\n"
                "                            controls memory, as the controller lets it  [yes]\n"
                "     --thrash-exponent=K    slow-down (limit/working set)^K when memory is short  [4]\n"
+               "     --start-cost=SECONDS   a placed task holds its slot this long before its work\n"
+               "                            begins (a real node's start: 0.025 on the one measured)  [0]\n"
                "Output:\n"
                "     --seed=N               seed for the generator and the estimation errors  [1]\n"
                "  -j --jobs-csv=FILE        per-job CSV (arrival, start, end, response, slowdown, ...)\n"
@@ -115,6 +117,7 @@ enum {
         ARG_FAIR_OVERCOMMIT,
         ARG_PLACEMENT,
         ARG_RESCHEDULE,
+        ARG_START_COST,
         ARG_BALANCER,
         ARG_MEMORY_GUARD,
         ARG_THRASH,
@@ -151,6 +154,7 @@ static const struct option base_options[] = {
         { "fair-overcommit", required_argument, NULL, ARG_FAIR_OVERCOMMIT },
         { "placement", required_argument, NULL, ARG_PLACEMENT },
         { "reschedule", required_argument, NULL, ARG_RESCHEDULE },
+        { "start-cost", required_argument, NULL, ARG_START_COST },
         { "balancer", required_argument, NULL, ARG_BALANCER },
         { "memory-guard", required_argument, NULL, ARG_MEMORY_GUARD },
         { "thrash-exponent", required_argument, NULL, ARG_THRASH },
@@ -269,6 +273,7 @@ static const struct {
         { ARG_KILL_MAX_LOST, "kill-max-lost", 0, offsetof(SimCli, params.kill_max_lost_s) },
         { ARG_FAIR_OVERCOMMIT, "fair-overcommit", 1, offsetof(SimCli, params.fair_overcommit) },
         { ARG_RESCHEDULE, "reschedule", 0, offsetof(SimCli, params.reschedule_s) },
+        { ARG_START_COST, "start-cost", 0, offsetof(SimCli, params.start_cost_s) },
         { ARG_THRASH, "thrash-exponent", 0, offsetof(SimCli, params.thrash_exponent) },
         { ARG_SPECULATION_MIN_RUNTIME, "speculation-min-runtime", 0,
           offsetof(SimCli, params.speculation.late.min_runtime_s) },

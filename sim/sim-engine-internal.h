@@ -25,6 +25,7 @@ typedef struct Task {
         SimTaskState state;             /* RUNNING or SUSPENDED */
         unsigned step_cpu, step_mem;    /* profile steps in force */
         double started_s;
+        double begins_s;                /* its work begins (started_s + SimParams.start_cost_s) */
         double cpu_limit, memory_limit; /* quota (cores), memory max (bytes) */
         double demand, memory_used, penalty;
         bool throttled;                 /* its demand exceeds its quota */

@@ -126,7 +126,7 @@ static int pool_add(Engine *e, size_t pi, unsigned index, bool copy, uint32_t *r
         uint32_t slot = (uint32_t) e->n_placed++;
         e->tasks[slot] = (Task) {
                 .id = (uint32_t) (spec->first_task + index), .phase = (uint32_t) pi, .index = index,
-                .state = SIM_TASK_RUNNING, .started_s = e->now,
+                .state = SIM_TASK_RUNNING, .started_s = e->now, .begins_s = e->now + e->p.start_cost_s,
                 .cpu_limit = spec->cpu_request, .memory_limit = spec->memory_request_bytes,
                 .spec_id = SIM_NO_SLOT, .copy = copy,
         };
@@ -244,7 +244,7 @@ static void advance_nodes(Engine *e, double now) {
 void sim_engine_node_refresh(Engine *e, size_t n) {
         Node *node = &e->nodes[n];
         size_t k_run = 0;
-        double demand = 0;
+        double demand = 0, begins_next = INFINITY;
 
         node->dirty = false;
         node->thrashing = false;
@@ -261,9 +261,12 @@ void sim_engine_node_refresh(Engine *e, size_t n) {
                 t->memory_used = t->memory_limit > 0 ? MIN(ws, t->memory_limit) : ws;
                 node->memory_rate += t->memory_used;
                 t->penalty = sim_thrash_penalty(ws, t->memory_limit, e->p.thrash_exponent);
-                if (t->state != SIM_TASK_RUNNING) {
+                if (t->state != SIM_TASK_RUNNING || t->begins_s > e->now) {
                         e->got[slot] = e->rate[slot] = t->demand = 0;
                         t->throttled = false;
+                        /* Still starting: the node runs again when its work begins. */
+                        if (t->state == SIM_TASK_RUNNING)
+                                begins_next = MIN(begins_next, t->begins_s);
                         continue;
                 }
                 /* A thrashing task waits on reclaim and refaults: it can use only part of the
@@ -288,7 +291,7 @@ void sim_engine_node_refresh(Engine *e, size_t n) {
         size_t *back = e->scratch + node->n_tasks;
         (void) sim_cfs_share(e->share_req, k_run, node->spec.cpus, e->share_got, e->scratch);
         node->cpu_rate = 0;
-        node->next_s = INFINITY;
+        node->next_s = begins_next;
         node->contended = demand > node->spec.cpus + 1e-9;
         for (size_t q = 0; q < k_run; q++) {
                 uint32_t slot = node->tasks[back[q]];

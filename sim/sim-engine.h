@@ -37,6 +37,7 @@ typedef struct SimParams {
         double fair_overcommit;         /* fair: a node's CPUs handed out this many times over */
         double thrash_exponent;
         double reschedule_s;            /* with kill/suspend: decide at least this often */
+        double start_cost_s;            /* a placed task holds its slot this long before it runs */
         bool user_shares;               /* users share the CPUs max-min (scheduler/sched.h) */
         double user_max_cpus;           /* per user; 0: none */
         double user_grace_s;            /* a user below its share goes first once this far behind */

@@ -154,6 +154,28 @@ Test(sim_engine, processor_sharing) {
         sim_workload_done(&w);
 }
 
+Test(sim_engine, start_cost_delays_the_work_not_the_placement) {
+        /* fifo, one CPU: A (1 s) and B (2 s) at 0, a start costs 0.25 s. A is placed at 0 and
+         * works 0.25–1.25; B, placed when A ends, works 1.5–3.5. Without the cost: 1 and 3. */
+        SimWorkload w = trace(HEADER "0,1,0,1,1,1,256M,1,128M\n0,2,0,1,2,1,256M,1,128M\n");
+        const double cost[] = { 0, 0.25 }, a[] = { 1, 1.25 }, b[] = { 3, 3.5 }, b_start[] = { 1, 1.25 };
+        for (size_t i = 0; i < ELEMENTSOF(cost); i++) {
+                SimParams p = SIM_PARAMS_DEFAULT;
+                p.policy = SIM_POLICY_FIFO;
+                p.start_cost_s = cost[i];
+                SimResult r = run(&w, 1, 4 * GiB, &p);
+                cr_assert_float_eq(end_of(&w, &r, 1), a[i], EPS, "cost %g", cost[i]);
+                cr_assert_float_eq(end_of(&w, &r, 2), b[i], EPS, "cost %g", cost[i]);
+                for (size_t j = 0; j < r.n_jobs; j++)
+                        if (w.jobs[r.jobs[j].job].id == 2)
+                                cr_assert_float_eq(r.jobs[j].start_s, b_start[i], EPS, "cost %g", cost[i]);
+                /* The CPU time is the work alone: a start uses none. */
+                cr_assert_float_eq(r.cpu_used_s, 3, EPS, "cost %g", cost[i]);
+                sim_result_done(&r);
+        }
+        sim_workload_done(&w);
+}
+
 Test(sim_engine, fluid_bounds_by_hand) {
         /* One CPU: A (10 s) at 0, B (2 s) at 1. fluid-srpt: A 0–1, B 1–3, A 3–12. ps: both at 1/2
          * from 1, B done at 5, A at 12. fluid-fifo: A at 10, B at 12. */
