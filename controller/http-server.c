@@ -592,11 +592,12 @@ static enum MHD_Result request_check_protocol(struct MHD_Connection *conn, const
                 static const char fmt[] = "request line and headers: %zu bytes, at most %" PRIu64;
                 /* By hand over plain HTTP: headers near the pool's end leave no room for an
                  * answer libmicrohttpd builds (it would close without one). */
-                if (!req->listener->tls)
-                        return refuse_by_hand(req->listener, conn, MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE,
-                                              "Request Header Fields Too Large", fmt, size->header_size,
-                                              req->server->max_header_bytes),
-                               close_refused(req->server);
+                if (!req->listener->tls) {
+                        refuse_by_hand(req->listener, conn, MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE,
+                                       "Request Header Fields Too Large", fmt, size->header_size,
+                                       req->server->max_header_bytes);
+                        return close_refused(req->server);
+                }
                 return send_error(conn, NULL, MHD_HTTP_REQUEST_HEADER_FIELDS_TOO_LARGE, MHD_HTTP_HEADER_CONNECTION,
                                   "close", fmt, size->header_size, req->server->max_header_bytes);
         }

@@ -91,7 +91,7 @@ static void help(void) {
                "                            controls memory, as the controller lets it  [yes]\n"
                "     --thrash-exponent=K    slow-down (limit/working set)^K when memory is short  [4]\n"
                "     --start-cost=SECONDS   a placed task holds its slot this long before its work\n"
-               "                            begins (a real node's start: 0.025 on the one measured)  [0]\n"
+               "                            begins (0.025 measured on a 2-CPU node, cgroups v1)  [0]\n"
                "Output:\n"
                "     --seed=N               seed for the generator and the estimation errors  [1]\n"
                "  -j --jobs-csv=FILE        per-job CSV (arrival, start, end, response, slowdown, ...)\n"

@@ -82,12 +82,12 @@ done
 start default
 for kind in uri header; do
         check default 32768 "" "$kind" 32650 32850 1
-        check default 32768 "" "$kind" 32850 70000 211
+        check default 32768 "" "$kind" 32850 70000 421
 done
 start tls --max-header-size 4K --tls=yes --handshake-rate 0
 for kind in uri header; do
         check tls 4096 yes "$kind" 3900 4300 3
-        check tls 4096 yes "$kind" 4300 12000 29
+        check tls 4096 yes "$kind" 4300 12000 97
 done
 
 # Still serving after all of it.
